@@ -1,0 +1,368 @@
+//! Runs the tool calls of one AI message.
+//!
+//! Guarantees, whatever the strategy: exactly one result per call, in call order
+//! (not completion order); a call that fails — unknown tool, arguments that are not
+//! a JSON object or fail the schema, an error, a panic, a timeout, cancellation, a
+//! before hook's veto — yields an error result and never costs its siblings theirs.
+
+use std::any::Any;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::FutureExt;
+use serde_json::{Map, Value};
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::message::{Content, Message, MessageKind, ToolStatus};
+use crate::registry::ToolRegistry;
+use crate::tool::{ProgressFn, ToolCall, ToolContext, ToolError, ToolOutput};
+
+/// How the calls of one message are scheduled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Strategy {
+    /// One after another, in call order.
+    Sequential,
+    /// All at once, at most `max_concurrency` in flight when set.
+    Parallel { max_concurrency: Option<usize> },
+    /// Groups of `size` at once; a group starts when the previous one is done.
+    Batched { size: usize },
+}
+
+impl Default for Strategy {
+    fn default() -> Self {
+        Strategy::Parallel {
+            max_concurrency: None,
+        }
+    }
+}
+
+/// What a before hook decides about a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BeforeAction {
+    Proceed,
+    /// The call is not run; the model gets a `Blocked` error with this reason.
+    Skip(String),
+}
+
+/// Observes (and may veto) calls. Hooks run on the executor's tasks: keep them quick.
+pub trait Hooks: Send + Sync {
+    fn before(&self, _call: &ToolCall) -> BeforeAction {
+        BeforeAction::Proceed
+    }
+    /// Sees every outcome, including skipped, unknown, invalid and timed-out calls.
+    fn after(&self, _call: &ToolCall, _outcome: &Result<ToolOutput, ToolError>) {}
+}
+
+/// The result of one call.
+#[derive(Debug, Clone)]
+pub struct ToolResult {
+    pub tool_call_id: String,
+    pub name: String,
+    pub outcome: Result<ToolOutput, ToolError>,
+}
+
+/// The text an error result carries for the model.
+pub fn error_text(e: &ToolError) -> String {
+    format!("Error: {e}\n Please fix your mistakes.")
+}
+
+impl ToolResult {
+    /// The tool message the model sees for this result.
+    pub fn to_message(&self) -> Message {
+        let (content, status, artifact) = match &self.outcome {
+            Ok(out) => (out.content.clone(), ToolStatus::Success, out.artifact.clone()),
+            Err(e) => (Content::Text(error_text(e)), ToolStatus::Error, None),
+        };
+        let mut m = Message::tool(content, self.tool_call_id.clone(), self.name.clone(), status);
+        if let MessageKind::Tool { artifact: a, .. } = &mut m.kind {
+            *a = artifact;
+        }
+        m
+    }
+}
+
+/// What one run hands to every call.
+#[derive(Clone, Default)]
+pub struct RunContext {
+    /// Cancel this to cancel every in-flight call of the run.
+    pub cancel: CancellationToken,
+    pub progress: Option<ProgressFn>,
+    pub state: Option<Arc<Value>>,
+    pub host: Option<Arc<dyn Any + Send + Sync>>,
+}
+
+struct Shared {
+    registry: Arc<ToolRegistry>,
+    hooks: Vec<Arc<dyn Hooks>>,
+    default_timeout: Option<Duration>,
+}
+
+/// Executes tool calls through a registry. Cloning is cheap.
+#[derive(Clone)]
+pub struct Executor {
+    shared: Arc<Shared>,
+    strategy: Strategy,
+    run_timeout: Option<Duration>,
+}
+
+impl Executor {
+    pub fn new(registry: Arc<ToolRegistry>) -> Self {
+        Executor {
+            shared: Arc::new(Shared {
+                registry,
+                hooks: Vec::new(),
+                default_timeout: None,
+            }),
+            strategy: Strategy::default(),
+            run_timeout: None,
+        }
+    }
+
+    pub fn registry(&self) -> &Arc<ToolRegistry> {
+        &self.shared.registry
+    }
+
+    pub fn strategy(&self) -> Strategy {
+        self.strategy
+    }
+
+    pub fn with_strategy(mut self, s: Strategy) -> Self {
+        self.strategy = s;
+        self
+    }
+
+    pub fn with_hook(mut self, h: Arc<dyn Hooks>) -> Self {
+        self.shared_mut().hooks.push(h);
+        self
+    }
+
+    /// A time limit for each call of a tool that sets none of its own.
+    pub fn with_default_timeout(mut self, t: Duration) -> Self {
+        self.shared_mut().default_timeout = Some(t);
+        self
+    }
+
+    /// A time limit for all the calls of one `execute` together.
+    pub fn with_run_timeout(mut self, t: Duration) -> Self {
+        self.run_timeout = Some(t);
+        self
+    }
+
+    fn shared_mut(&mut self) -> &mut Shared {
+        if Arc::get_mut(&mut self.shared).is_none() {
+            let s = &self.shared;
+            self.shared = Arc::new(Shared {
+                registry: s.registry.clone(),
+                hooks: s.hooks.clone(),
+                default_timeout: s.default_timeout,
+            });
+        }
+        Arc::get_mut(&mut self.shared).expect("unique after copy")
+    }
+
+    /// Runs `calls` and returns one result per call, in call order.
+    pub async fn execute(&self, calls: &[ToolCall], run: &RunContext) -> Vec<ToolResult> {
+        let deadline = self.run_timeout.map(|t| (Instant::now() + t, t));
+        match self.strategy {
+            Strategy::Sequential => {
+                let mut out = Vec::with_capacity(calls.len());
+                for c in calls {
+                    out.push(run_one(&self.shared, c.clone(), run.clone(), deadline).await);
+                }
+                out
+            }
+            Strategy::Parallel { max_concurrency } => {
+                let sem = max_concurrency.map(|n| Arc::new(Semaphore::new(n.max(1))));
+                self.spawn_all(calls, run, deadline, sem).await
+            }
+            Strategy::Batched { size } => {
+                let mut out = Vec::with_capacity(calls.len());
+                for chunk in calls.chunks(size.max(1)) {
+                    out.extend(self.spawn_all(chunk, run, deadline, None).await);
+                }
+                out
+            }
+        }
+    }
+
+    async fn spawn_all(
+        &self,
+        calls: &[ToolCall],
+        run: &RunContext,
+        deadline: Option<(Instant, Duration)>,
+        sem: Option<Arc<Semaphore>>,
+    ) -> Vec<ToolResult> {
+        let mut guard = AbortOnDrop(Vec::with_capacity(calls.len()));
+        for c in calls {
+            let shared = self.shared.clone();
+            let (c, run, sem) = (c.clone(), run.clone(), sem.clone());
+            guard.0.push(tokio::spawn(async move {
+                let _permit = match &sem {
+                    Some(s) => Some(s.acquire().await.expect("semaphore never closed")),
+                    None => None,
+                };
+                run_one(&shared, c, run, deadline).await
+            }));
+        }
+        let mut out = Vec::with_capacity(calls.len());
+        for (handle, call) in guard.0.iter_mut().zip(calls) {
+            let r = handle.await.unwrap_or_else(|e| {
+                let tool = call.name.clone();
+                let outcome = if e.is_cancelled() {
+                    Err(ToolError::Cancelled { tool })
+                } else {
+                    Err(ToolError::failed(tool, "the call's task panicked"))
+                };
+                ToolResult {
+                    tool_call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    outcome,
+                }
+            });
+            out.push(r);
+        }
+        guard.0.clear();
+        out
+    }
+}
+
+/// Aborts spawned calls when `execute` is dropped before they finish, so a cancelled
+/// run leaves nothing running behind it.
+struct AbortOnDrop(Vec<JoinHandle<ToolResult>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        for h in &self.0 {
+            h.abort();
+        }
+    }
+}
+
+/// Arguments as the tool receives them: an object. A string is parsed (providers
+/// stream arguments as text; an empty string means no arguments).
+fn normalize_args(tool: &str, args: Value) -> Result<Value, ToolError> {
+    let args = match args {
+        Value::Null => return Ok(Value::Object(Map::new())),
+        Value::String(s) if s.trim().is_empty() => return Ok(Value::Object(Map::new())),
+        Value::String(s) => serde_json::from_str(&s).map_err(|e| ToolError::InvalidArgs {
+            tool: tool.to_owned(),
+            reason: format!("arguments are not valid JSON ({e}): {s}"),
+        })?,
+        v => v,
+    };
+    match args {
+        Value::Object(_) => Ok(args),
+        other => Err(ToolError::InvalidArgs {
+            tool: tool.to_owned(),
+            reason: format!("arguments must be a JSON object, got {}", json_kind(&other)),
+        }),
+    }
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn panic_message(p: &(dyn Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_owned()
+    }
+}
+
+async fn run_one(
+    shared: &Shared,
+    call: ToolCall,
+    run: RunContext,
+    deadline: Option<(Instant, Duration)>,
+) -> ToolResult {
+    let outcome = call_outcome(shared, &call, run, deadline).await;
+    for h in &shared.hooks {
+        h.after(&call, &outcome);
+    }
+    ToolResult {
+        tool_call_id: call.id,
+        name: call.name,
+        outcome,
+    }
+}
+
+async fn call_outcome(
+    shared: &Shared,
+    call: &ToolCall,
+    run: RunContext,
+    deadline: Option<(Instant, Duration)>,
+) -> Result<ToolOutput, ToolError> {
+    let name = &call.name;
+    if run.cancel.is_cancelled() {
+        return Err(ToolError::Cancelled { tool: name.clone() });
+    }
+    for h in &shared.hooks {
+        if let BeforeAction::Skip(reason) = h.before(call) {
+            return Err(ToolError::Blocked {
+                tool: name.clone(),
+                reason: format!("skipped by a before hook: {reason}"),
+            });
+        }
+    }
+    let entry = shared.registry.resolve(name)?;
+    let args = normalize_args(name, call.arguments.clone())?;
+    entry.validate(&args)?;
+
+    let limit = entry.tool.timeout().or(shared.default_timeout);
+    // The effective limit is the tool's own or what is left of the run's, whichever
+    // ends first; the error reports the limit that was hit.
+    let remaining = deadline.map(|(d, total)| (d.saturating_duration_since(Instant::now()), total));
+    let (limit, reported) = match (limit, remaining) {
+        (Some(l), Some((r, total))) if r < l => (Some(r), total.as_secs_f64()),
+        (None, Some((r, total))) => (Some(r), total.as_secs_f64()),
+        (l, _) => (l, l.map(|d| d.as_secs_f64()).unwrap_or(0.0)),
+    };
+    if limit == Some(Duration::ZERO) {
+        return Err(ToolError::Timeout {
+            tool: name.clone(),
+            seconds: reported,
+        });
+    }
+
+    let token = run.cancel.child_token();
+    let ctx = ToolContext {
+        tool_call_id: call.id.clone(),
+        tool_name: name.clone(),
+        cancel: token.clone(),
+        progress: run.progress,
+        state: run.state,
+        host: run.host,
+    };
+    let fut = AssertUnwindSafe(entry.tool.call(args, ctx)).catch_unwind();
+    let sleep = async {
+        match limit {
+            Some(l) => tokio::time::sleep(l).await,
+            None => std::future::pending().await,
+        }
+    };
+    let result = tokio::select! {
+        r = fut => match r {
+            Ok(r) => r,
+            Err(p) => Err(ToolError::failed(name.clone(), format!("panicked: {}", panic_message(&*p)))),
+        },
+        _ = run.cancel.cancelled() => Err(ToolError::Cancelled { tool: name.clone() }),
+        _ = sleep => Err(ToolError::Timeout { tool: name.clone(), seconds: reported }),
+    };
+    // Tell a tool that is still going (a blocking thread cannot be stopped) to stop.
+    token.cancel();
+    result
+}

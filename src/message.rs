@@ -1,0 +1,250 @@
+//! Chat messages: immutable values shared by reference (`Arc<Message>`), so a long
+//! history costs nothing to hand from step to step or across the Python boundary.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::tool::ToolCall;
+
+/// A fresh message id. Every message gets one at construction so that reducers can
+/// replace or remove messages by id without a separate assignment pass.
+pub fn new_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// One part of a multi-part content list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentPart {
+    Text { text: String },
+    /// An image by URL (`https://…` or a `data:` URL).
+    Image { url: String },
+    /// Any other provider-specific part, kept verbatim.
+    Json { value: Value },
+}
+
+/// Message content: plain text, or a list of parts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Content {
+    Text(String),
+    Parts(Vec<ContentPart>),
+}
+
+impl Default for Content {
+    fn default() -> Self {
+        Content::Text(String::new())
+    }
+}
+
+impl From<&str> for Content {
+    fn from(s: &str) -> Self {
+        Content::Text(s.to_owned())
+    }
+}
+
+impl From<String> for Content {
+    fn from(s: String) -> Self {
+        Content::Text(s)
+    }
+}
+
+impl Content {
+    /// The text of the content: the string itself, or the text parts joined.
+    pub fn text(&self) -> String {
+        match self {
+            Content::Text(s) => s.clone(),
+            Content::Parts(parts) => parts
+                .iter()
+                .filter_map(|p| match p {
+                    ContentPart::Text { text } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join(""),
+        }
+    }
+}
+
+/// Whether a tool result is a success or an error the model should read and correct.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    #[default]
+    Success,
+    Error,
+}
+
+impl ToolStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolStatus::Success => "success",
+            ToolStatus::Error => "error",
+        }
+    }
+}
+
+/// A tool call the model produced but that could not be parsed (e.g. its arguments
+/// are not JSON). Kept so that the model can be told, never silently dropped.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InvalidToolCall {
+    pub id: Option<String>,
+    pub name: Option<String>,
+    pub args: Option<String>,
+    pub error: Option<String>,
+}
+
+/// Token accounting reported by a model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub total_tokens: u64,
+}
+
+/// What kind of message this is, with the fields only that kind has.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum MessageKind {
+    System,
+    Human,
+    Ai {
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCall>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        invalid_tool_calls: Vec<InvalidToolCall>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+    },
+    Tool {
+        tool_call_id: String,
+        #[serde(default)]
+        status: ToolStatus,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        artifact: Option<Value>,
+    },
+    /// A marker for the `add_messages` reducer: remove the message with this id.
+    Remove,
+}
+
+/// A chat message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub content: Content,
+    #[serde(flatten)]
+    pub kind: MessageKind,
+}
+
+impl Message {
+    fn with(kind: MessageKind, content: Content) -> Self {
+        Message {
+            id: new_id(),
+            name: None,
+            content,
+            kind,
+        }
+    }
+
+    pub fn system(content: impl Into<Content>) -> Self {
+        Self::with(MessageKind::System, content.into())
+    }
+
+    pub fn human(content: impl Into<Content>) -> Self {
+        Self::with(MessageKind::Human, content.into())
+    }
+
+    pub fn ai(content: impl Into<Content>, tool_calls: Vec<ToolCall>) -> Self {
+        Self::with(
+            MessageKind::Ai {
+                tool_calls,
+                invalid_tool_calls: Vec::new(),
+                usage: None,
+            },
+            content.into(),
+        )
+    }
+
+    pub fn tool(
+        content: impl Into<Content>,
+        tool_call_id: impl Into<String>,
+        name: impl Into<String>,
+        status: ToolStatus,
+    ) -> Self {
+        let mut m = Self::with(
+            MessageKind::Tool {
+                tool_call_id: tool_call_id.into(),
+                status,
+                artifact: None,
+            },
+            content.into(),
+        );
+        m.name = Some(name.into());
+        m
+    }
+
+    pub fn remove(id: impl Into<String>) -> Self {
+        let mut m = Self::with(MessageKind::Remove, Content::default());
+        m.id = id.into();
+        m
+    }
+
+    /// The langchain type tag: `system`, `human`, `ai`, `tool` or `remove`.
+    pub fn type_name(&self) -> &'static str {
+        match self.kind {
+            MessageKind::System => "system",
+            MessageKind::Human => "human",
+            MessageKind::Ai { .. } => "ai",
+            MessageKind::Tool { .. } => "tool",
+            MessageKind::Remove => "remove",
+        }
+    }
+
+    /// The tool calls of an AI message; empty for every other kind.
+    pub fn tool_calls(&self) -> &[ToolCall] {
+        match &self.kind {
+            MessageKind::Ai { tool_calls, .. } => tool_calls,
+            _ => &[],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn messages_round_trip_through_json() {
+        let call = ToolCall::new("c1", "add", json!({"a": 1}));
+        let msgs = vec![
+            Message::system("be brief"),
+            Message::human("hi"),
+            Message::ai("", vec![call]),
+            Message::tool("3", "c1", "add", ToolStatus::Error),
+        ];
+        for m in msgs {
+            let text = serde_json::to_string(&m).unwrap();
+            let back: Message = serde_json::from_str(&text).unwrap();
+            assert_eq!(back, m, "{text}");
+        }
+    }
+
+    #[test]
+    fn every_message_gets_a_distinct_id() {
+        assert_ne!(Message::human("a").id, Message::human("a").id);
+    }
+
+    #[test]
+    fn content_text_joins_text_parts() {
+        let c = Content::Parts(vec![
+            ContentPart::Text { text: "a".into() },
+            ContentPart::Image { url: "x".into() },
+            ContentPart::Text { text: "b".into() },
+        ]);
+        assert_eq!(c.text(), "ab");
+    }
+}

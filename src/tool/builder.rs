@@ -1,0 +1,114 @@
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{json, Map, Value};
+
+use super::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
+
+type BoxFut = Pin<Box<dyn Future<Output = Result<ToolOutput, ToolError>> + Send>>;
+type CallFn = Arc<dyn Fn(Value, ToolContext) -> BoxFut + Send + Sync>;
+
+/// Builds a tool from a Rust closure, declaring its parameters one by one.
+///
+/// ```
+/// use ironloop::tool::{Tool, ToolOutput};
+/// use serde_json::json;
+/// let add = <dyn Tool>::builder("add", "Adds two integers.")
+///     .param("a", json!({"type": "integer"}), "first")
+///     .param("b", json!({"type": "integer"}), "second")
+///     .call(|args, _ctx| async move {
+///         Ok(ToolOutput::json(json!(args["a"].as_i64().unwrap() + args["b"].as_i64().unwrap())))
+///     });
+/// assert_eq!(add.definition().parameters["required"], json!(["a", "b"]));
+/// ```
+pub struct ToolBuilder {
+    name: String,
+    description: String,
+    properties: Map<String, Value>,
+    required: Vec<String>,
+    timeout: Option<Duration>,
+}
+
+impl ToolBuilder {
+    pub fn new(name: impl Into<String>, description: impl Into<String>) -> Self {
+        ToolBuilder {
+            name: name.into(),
+            description: description.into(),
+            properties: Map::new(),
+            required: Vec::new(),
+            timeout: None,
+        }
+    }
+
+    fn add(mut self, name: &str, mut schema: Value, description: &str, required: bool) -> Self {
+        if !description.is_empty() {
+            if let Value::Object(o) = &mut schema {
+                o.insert("description".into(), Value::String(description.into()));
+            }
+        }
+        self.properties.insert(name.to_owned(), schema);
+        self.required.retain(|r| r != name);
+        if required {
+            self.required.push(name.to_owned());
+        }
+        self
+    }
+
+    /// A required parameter with its JSON Schema.
+    pub fn param(self, name: &str, schema: Value, description: &str) -> Self {
+        self.add(name, schema, description, true)
+    }
+
+    /// An optional parameter with its JSON Schema.
+    pub fn param_opt(self, name: &str, schema: Value, description: &str) -> Self {
+        self.add(name, schema, description, false)
+    }
+
+    pub fn timeout(mut self, t: Duration) -> Self {
+        self.timeout = Some(t);
+        self
+    }
+
+    /// Finishes the tool with the function that runs it.
+    pub fn call<F, Fut>(self, f: F) -> FnTool
+    where
+        F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
+    {
+        let parameters = json!({
+            "type": "object",
+            "properties": self.properties,
+            "required": self.required,
+        });
+        FnTool {
+            definition: ToolDefinition::new(self.name, self.description, parameters),
+            timeout: self.timeout,
+            f: Arc::new(move |a, c| Box::pin(f(a, c))),
+        }
+    }
+}
+
+/// A tool made by [`ToolBuilder`].
+pub struct FnTool {
+    definition: ToolDefinition,
+    timeout: Option<Duration>,
+    f: CallFn,
+}
+
+#[async_trait]
+impl Tool for FnTool {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        (self.f)(args, ctx).await
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+}

@@ -1,0 +1,60 @@
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+/// Receives `(tool_call_id, payload)` progress reports while tools run.
+pub type ProgressFn = Arc<dyn Fn(&str, Value) + Send + Sync>;
+
+/// The system half of a call, the same shape for every tool.
+#[derive(Clone)]
+pub struct ToolContext {
+    pub tool_call_id: String,
+    pub tool_name: String,
+    /// Cancelled when the run is cancelled or the call times out; long-running tools
+    /// should watch it.
+    pub cancel: CancellationToken,
+    pub progress: Option<ProgressFn>,
+    /// A snapshot of the graph state, when the call runs inside a graph.
+    pub state: Option<Arc<Value>>,
+    /// The host language's per-run environment (for Python: the event loop, the
+    /// `contextvars` context, the state and store objects). Opaque to the core.
+    pub host: Option<Arc<dyn Any + Send + Sync>>,
+}
+
+impl fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("tool_call_id", &self.tool_call_id)
+            .field("tool_name", &self.tool_name)
+            .field("cancelled", &self.cancel.is_cancelled())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolContext {
+    /// A context for a call outside any run (tests, direct calls).
+    pub fn new(tool_call_id: impl Into<String>, tool_name: impl Into<String>) -> Self {
+        ToolContext {
+            tool_call_id: tool_call_id.into(),
+            tool_name: tool_name.into(),
+            cancel: CancellationToken::new(),
+            progress: None,
+            state: None,
+            host: None,
+        }
+    }
+
+    /// Reports progress; a no-op when nobody listens.
+    pub fn progress(&self, payload: Value) {
+        if let Some(p) = &self.progress {
+            p(&self.tool_call_id, payload);
+        }
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+}

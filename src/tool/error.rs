@@ -1,0 +1,41 @@
+use thiserror::Error;
+
+/// Why a tool call produced no output. These are data for the model (they become
+/// error tool messages), not exceptions for the programmer.
+#[derive(Debug, Clone, Error, PartialEq)]
+pub enum ToolError {
+    #[error("invalid arguments for tool `{tool}`: {reason}")]
+    InvalidArgs { tool: String, reason: String },
+    #[error("unknown tool `{tool}`; available tools: {available}")]
+    NotFound { tool: String, available: String },
+    #[error("tool `{tool}` failed: {message}")]
+    Failed { tool: String, message: String },
+    #[error("tool `{tool}` timed out after {seconds:.3}s")]
+    Timeout { tool: String, seconds: f64 },
+    #[error("tool `{tool}` was cancelled")]
+    Cancelled { tool: String },
+    #[error("tool `{tool}` was blocked: {reason}")]
+    Blocked { tool: String, reason: String },
+}
+
+impl ToolError {
+    /// The short name of the variant, as exposed to hooks and Python.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ToolError::InvalidArgs { .. } => "invalid_args",
+            ToolError::NotFound { .. } => "not_found",
+            ToolError::Failed { .. } => "failed",
+            ToolError::Timeout { .. } => "timeout",
+            ToolError::Cancelled { .. } => "cancelled",
+            ToolError::Blocked { .. } => "blocked",
+        }
+    }
+
+    /// A failure with `message` for `tool`.
+    pub fn failed(tool: impl Into<String>, message: impl Into<String>) -> Self {
+        ToolError::Failed {
+            tool: tool.into(),
+            message: message.into(),
+        }
+    }
+}

@@ -1,0 +1,44 @@
+//! Tools: the half sent to the model ([`ToolDefinition`]) and the half that runs
+//! ([`Tool::call`]), plus what flows between them.
+
+mod builder;
+mod call;
+mod context;
+mod definition;
+mod error;
+mod output;
+mod wrappers;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use std::time::Duration;
+
+pub use builder::{FnTool, ToolBuilder};
+pub use call::{ToolCall, ToolChoice};
+pub use context::{ProgressFn, ToolContext};
+pub use definition::ToolDefinition;
+pub use error::ToolError;
+pub use output::ToolOutput;
+pub use wrappers::{HandleError, ReturnDirect};
+
+/// A callable tool. Implementations are shared across concurrent calls (`Send + Sync`).
+#[async_trait]
+pub trait Tool: Send + Sync {
+    fn definition(&self) -> &ToolDefinition;
+
+    /// Runs the tool. `args` has already been validated against
+    /// `definition().parameters` by the executor.
+    async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError>;
+
+    /// A per-tool time limit; the executor's default applies when `None`.
+    fn timeout(&self) -> Option<Duration> {
+        None
+    }
+}
+
+impl dyn Tool {
+    /// Starts a builder for a tool made from a Rust closure.
+    pub fn builder(name: impl Into<String>, description: impl Into<String>) -> ToolBuilder {
+        ToolBuilder::new(name, description)
+    }
+}
