@@ -1,0 +1,254 @@
+"""Shared helpers for the Python benchmarks: timing, machine info, result table, JSON dump.
+
+Timing follows BENCHMARKS.md: each figure is the median of at least 3 repetitions
+(with min and max), after ``warmup`` untimed runs. A ``check`` callable, when given,
+validates every run's result outside the timed region, so a broken run never counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import gc
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, field
+from importlib import metadata
+from typing import Any, Optional, TypeVar
+
+T = TypeVar("T")
+Check = Optional[Callable[[Any], None]]
+
+MIN_REPEAT = 3
+IMPLS = ("ironloop", "langgraph")
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Median / min / max of the timed samples (seconds unless ``scaled``)."""
+
+    median: float
+    min: float
+    max: float
+    samples: tuple[float, ...] = ()
+
+    @classmethod
+    def of(cls, samples: list[float]) -> Stats:
+        return cls(statistics.median(samples), min(samples), max(samples), tuple(samples))
+
+    def scaled(self, factor: float) -> Stats:
+        """The same figures multiplied by ``factor`` (e.g. 1e3 for ms, 1e6 / n for µs per call)."""
+        return Stats(
+            self.median * factor,
+            self.min * factor,
+            self.max * factor,
+            tuple(s * factor for s in self.samples),
+        )
+
+
+def _check_repeat(repeat: int, warmup: int) -> None:
+    if repeat < MIN_REPEAT:
+        raise ValueError(f"repeat must be >= {MIN_REPEAT} (got {repeat})")
+    if warmup < 0:
+        raise ValueError(f"warmup must be >= 0 (got {warmup})")
+
+
+def measure(fn: Callable[[], T], repeat: int = 5, warmup: int = 1, check: Check = None) -> Stats:
+    """Time ``fn()`` ``repeat`` times after ``warmup`` untimed calls; ``check`` every result."""
+    _check_repeat(repeat, warmup)
+    for _ in range(warmup):
+        result = fn()
+        if check is not None:
+            check(result)
+        del result
+    samples: list[float] = []
+    for _ in range(repeat):
+        gc.collect()
+        t0 = time.perf_counter()
+        result = fn()
+        samples.append(time.perf_counter() - t0)
+        if check is not None:
+            check(result)
+        del result
+    return Stats.of(samples)
+
+
+async def ameasure(
+    coro_fn: Callable[[], Awaitable[T]], repeat: int = 5, warmup: int = 1, check: Check = None
+) -> Stats:
+    """Like :func:`measure`, for a coroutine function, awaited on the running loop."""
+    _check_repeat(repeat, warmup)
+    for _ in range(warmup):
+        result = await coro_fn()
+        if check is not None:
+            check(result)
+        del result
+    samples: list[float] = []
+    for _ in range(repeat):
+        gc.collect()
+        t0 = time.perf_counter()
+        result = await coro_fn()
+        samples.append(time.perf_counter() - t0)
+        if check is not None:
+            check(result)
+        del result
+    return Stats.of(samples)
+
+
+@dataclass
+class Row:
+    """One workload: its target and, per implementation, Stats (in ``unit``) or an error."""
+
+    workload: str
+    what: str
+    unit: str  # "ms" or "µs/call"
+    target: float  # upper bound for ironloop's median, in ``unit``
+    stats: dict[str, Stats] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ratio(self) -> float | None:
+        """LangGraph median / ironloop median (how many times faster ironloop is)."""
+        il, lg = self.stats.get("ironloop"), self.stats.get("langgraph")
+        if il is None or lg is None or il.median <= 0:
+            return None
+        return lg.median / il.median
+
+    @property
+    def verdict(self) -> str:
+        if "ironloop" in self.errors:
+            return "FAIL"
+        il = self.stats.get("ironloop")
+        if il is None:
+            return "-"
+        return "PASS" if il.median <= self.target else "MISS"
+
+
+def machine_info() -> dict[str, Any]:
+    """Machine, interpreter, package versions and the date, for the report header."""
+
+    def version(dist: str) -> str:
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+
+    cpu_model = platform.processor() or ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu_model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "cpu_count": os.cpu_count(),
+        "cpu_model": cpu_model,
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "platform": platform.platform(),
+        "packages": {
+            d: version(d) for d in ("ironloop", "langgraph", "langgraph-prebuilt", "langchain-core")
+        },
+    }
+
+
+def print_header(title: str, info: dict[str, Any], argv: list[str] | None = None) -> None:
+    print(f"# {title}")
+    print(f"date:     {info['date']}")
+    print(f"machine:  {info['cpu_count']} CPUs ({info['cpu_model']}), {info['platform']}")
+    print(f"python:   {info['python']}")
+    print("packages: " + ", ".join(f"{k} {v}" for k, v in info["packages"].items()))
+    cmd = argv if argv is not None else sys.argv
+    print("command:  python " + " ".join(cmd))
+    print()
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.0f}" if x >= 100 else f"{x:.1f}" if x >= 10 else f"{x:.2f}"
+
+
+def _fmt_stats(row: Row, impl: str) -> str:
+    if impl in row.errors:
+        return "FAILED"
+    s = row.stats.get(impl)
+    if s is None:
+        return "-"
+    return f"{_fmt(s.median)} ({_fmt(s.min)}–{_fmt(s.max)})"
+
+
+def print_table(rows: list[Row]) -> None:
+    """Per workload: ironloop and LangGraph median (min–max), the ratio, the target, PASS/MISS."""
+    header = [
+        "workload",
+        "unit",
+        "ironloop median (min–max)",
+        "langgraph median (min–max)",
+        "LG/ironloop",
+        "target",
+        "verdict",
+    ]
+    table = [header]
+    for r in rows:
+        ratio = r.ratio
+        table.append(
+            [
+                r.workload,
+                r.unit,
+                _fmt_stats(r, "ironloop"),
+                _fmt_stats(r, "langgraph"),
+                "-" if ratio is None else f"{ratio:.1f}×",
+                f"≤ {r.target:g}",
+                r.verdict,
+            ]
+        )
+    for r in rows:
+        print(f"{r.workload}: {r.what}")
+    print()
+    widths = [max(len(line[i]) for line in table) for i in range(len(header))]
+    for n, line in enumerate(table):
+        print("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip())
+        if n == 0:
+            print("  ".join("-" * w for w in widths))
+    for r in rows:
+        for impl, err in r.errors.items():
+            print(f"{r.workload} {impl}: FAILED: {err}")
+
+
+def add_json_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--json", metavar="PATH", default=None, help="also write the results as JSON to PATH"
+    )
+
+
+def dump_json(path: str | None, info: dict[str, Any], rows: list[Row], **extra: Any) -> None:
+    """Write machine info, the run's parameters (``extra``) and every row to ``path``."""
+    if not path:
+        return
+    payload = {
+        **info,
+        **extra,
+        "results": [
+            {
+                "workload": r.workload,
+                "what": r.what,
+                "unit": r.unit,
+                "target": r.target,
+                "ratio_langgraph_over_ironloop": r.ratio,
+                "verdict": r.verdict,
+                "stats": {k: asdict(v) for k, v in r.stats.items()},
+                "errors": r.errors,
+            }
+            for r in rows
+        ],
+    }
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(payload, f, indent=2, ensure_ascii=False)
+        f.write("\n")
+    print(f"\nresults written to {path}")

@@ -1,0 +1,35 @@
+"""ironloop: LangGraph's programming model on a Rust engine.
+
+Example:
+    >>> from ironloop import tool, ToolNode
+    >>> from ironloop.messages import AIMessage
+    >>> @tool
+    ... def shout(text: str) -> str:
+    ...     "Upper-cases text."
+    ...     return text.upper()
+    >>> ai = AIMessage(content="", tool_calls=[{"name": "shout", "args": {"text": "hi"}, "id": "1"}])
+    >>> ToolNode([shout]).invoke({"messages": [ai]})["messages"][0].content
+    'HI'
+"""
+
+from __future__ import annotations
+
+from ironloop._constants import END, START
+from ironloop._injection import InjectedState, InjectedStore, InjectedToolCallId
+from ironloop._ironloop import ToolContext, __version__
+from ironloop._tool import Tool, tool
+from ironloop.prebuilt import ToolNode, tools_condition
+
+__all__ = [
+    "END",
+    "START",
+    "InjectedState",
+    "InjectedStore",
+    "InjectedToolCallId",
+    "Tool",
+    "ToolContext",
+    "ToolNode",
+    "__version__",
+    "tool",
+    "tools_condition",
+]

@@ -1,0 +1,258 @@
+"""Tools from Python functions: the ``@tool`` decorator and the ``Tool`` class."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+from typing import Any, Callable, TypeVar, overload
+
+from ironloop._schema import function_spec
+
+__all__ = ["Tool", "tool"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _check_timeout(name: str, timeout: float | None) -> float | None:
+    if timeout is None:
+        return None
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not (timeout > 0 and math.isfinite(timeout))
+    ):
+        raise ValueError(
+            f"tool {name!r}: timeout must be a positive number of seconds or None, "
+            f"got {timeout!r}"
+        )
+    return float(timeout)
+
+
+class Tool:
+    """A tool the model can call: a name, a description, a JSON Schema for its
+    arguments, and the function that runs it.
+
+    ``Tool(name, description, parameters=..., func=...)`` makes a tool from a raw
+    schema; ``func`` is called as ``func(**args)``. Use ``@tool`` to derive everything
+    from a function's signature and docstring instead.
+
+    Example:
+        >>> def add(a, b):
+        ...     return a + b
+        >>> t = Tool("add", "Adds two integers.", func=add, parameters={
+        ...     "type": "object",
+        ...     "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        ...     "required": ["a", "b"],
+        ... })
+        >>> t.to_openai()["function"]["name"]
+        'add'
+    """
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    func: Callable[..., Any]
+    return_direct: bool
+    timeout: float | None
+
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        *,
+        parameters: dict[str, Any],
+        func: Callable[..., Any],
+        return_direct: bool = False,
+        timeout: float | None = None,
+    ) -> None:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"a tool name must be a non-empty string, got {name!r}")
+        if not isinstance(description, str):
+            raise TypeError(f"tool {name!r}: description must be a str")
+        if not isinstance(parameters, dict) or parameters.get("type", "object") != "object":
+            raise TypeError(
+                f"tool {name!r}: parameters must be a JSON Schema dict for an object, "
+                'e.g. {"type": "object", "properties": {...}, "required": [...]}'
+            )
+        if not callable(func):
+            raise TypeError(f"tool {name!r}: func must be callable, got {type(func).__name__}")
+        self.name = name
+        self.description = description
+        self.parameters = parameters
+        self.func = func
+        self.return_direct = bool(return_direct)
+        self.timeout = _check_timeout(name, timeout)
+        self._injected: dict[str, tuple[str, str | None]] = {}
+        self._target: Callable[..., Any] = func
+        self._is_async = _is_async_callable(func)
+
+    @property
+    def args_schema(self) -> dict[str, Any]:
+        """The arguments' JSON Schema (alias of ``parameters``)."""
+        return self.parameters
+
+    def to_openai(self) -> dict[str, Any]:
+        """The tool as an entry of OpenAI's Chat Completions ``tools`` list."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+    def to_anthropic(self) -> dict[str, Any]:
+        """The tool as an entry of Anthropic's Messages ``tools`` list."""
+        return {"name": self.name, "description": self.description, "input_schema": self.parameters}
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.func(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"Tool(name={self.name!r}, description={self.description!r})"
+
+
+class _FunctionTool(Tool):
+    """A tool made by ``@tool``: it stays callable like the function it wraps."""
+
+    def __init__(
+        self,
+        func: Callable[..., Any],
+        *,
+        name: str | None,
+        description: str | None,
+        return_direct: bool,
+        timeout: float | None,
+        parse_docstring: bool,
+    ) -> None:
+        spec = function_spec(
+            func, name=name, description=description, parse_docstring=parse_docstring
+        )
+        super().__init__(
+            spec.name,
+            spec.description,
+            parameters=spec.parameters,
+            func=func,
+            return_direct=return_direct,
+            timeout=timeout,
+        )
+        self._injected = dict(spec.injected)
+        self._is_async = spec.is_async
+        self._target = _converting(func, spec.converters, spec.is_async)
+        functools.update_wrapper(self, func)  # type: ignore[arg-type]
+
+
+def _is_async_callable(func: Callable[..., Any]) -> bool:
+    while isinstance(func, functools.partial):
+        func = func.func
+    if inspect.iscoroutinefunction(func):
+        return True
+    call = getattr(func, "__call__", None)  # noqa: B004
+    return call is not None and inspect.iscoroutinefunction(call)
+
+
+def _converting(
+    func: Callable[..., Any], converters: dict[str, Callable[[Any], Any]], is_async: bool
+) -> Callable[..., Any]:
+    """``func``, or a wrapper that first turns JSON arguments into the annotated types
+    (dataclasses, pydantic models, enums). Plain JSON tools skip the wrapper."""
+    if not converters:
+        return func
+
+    def convert(kwargs: dict[str, Any]) -> dict[str, Any]:
+        for k, conv in converters.items():
+            if k in kwargs:
+                kwargs[k] = conv(kwargs[k])
+        return kwargs
+
+    if is_async:
+
+        async def run_async(**kwargs: Any) -> Any:
+            return await func(**convert(kwargs))
+
+        return run_async
+
+    def run(**kwargs: Any) -> Any:
+        return func(**convert(kwargs))
+
+    return run
+
+
+@overload
+def tool(func: F, /) -> Tool: ...
+@overload
+def tool(
+    name: str,
+    /,
+    *,
+    description: str | None = None,
+    return_direct: bool = False,
+    timeout: float | None = None,
+    parse_docstring: bool = True,
+) -> Callable[[F], Tool]: ...
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    return_direct: bool = False,
+    timeout: float | None = None,
+    parse_docstring: bool = True,
+) -> Callable[[F], Tool]: ...
+
+
+def tool(
+    name_or_func: Any = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    return_direct: bool = False,
+    timeout: float | None = None,
+    parse_docstring: bool = True,
+) -> Any:
+    """Makes a tool from a sync or async function.
+
+    The JSON Schema of the arguments comes from the type hints, the description and
+    the per-argument descriptions from the docstring (Google, NumPy or reST style).
+    Parameters annotated ``InjectedState``, ``InjectedStore``, ``InjectedToolCallId``
+    or typed ``ToolContext`` are filled by the runtime and hidden from the model. The
+    decorated function stays callable as before.
+
+    Forms: ``@tool``, ``@tool("name")``, ``@tool(return_direct=True, timeout=5.0)``.
+
+    Example:
+        >>> @tool
+        ... def add(a: int, b: int) -> int:
+        ...     '''Adds two integers.
+        ...
+        ...     Args:
+        ...         a: The first.
+        ...         b: The second.
+        ...     '''
+        ...     return a + b
+        >>> add(1, 2), add.name, add.parameters["required"]
+        (3, 'add', ['a', 'b'])
+    """
+
+    def make(func: Any, tool_name: str | None) -> Tool:
+        if isinstance(func, Tool):
+            raise TypeError(f"@tool applied twice to {func.name!r}")
+        return _FunctionTool(
+            func,
+            name=tool_name,
+            description=description,
+            return_direct=return_direct,
+            timeout=timeout,
+            parse_docstring=parse_docstring,
+        )
+
+    if name_or_func is None:
+        return lambda f: make(f, name)
+    if isinstance(name_or_func, str):
+        if name is not None:
+            raise TypeError("@tool: give the name once, positionally or as name=")
+        return lambda f: make(f, name_or_func)
+    return make(name_or_func, name)

@@ -1,0 +1,67 @@
+"""Chat messages, shaped like langchain-core's.
+
+The classes are implemented in Rust: a message object wraps a shared immutable
+value, so passing long histories around costs nothing.
+
+Example:
+    >>> from ironloop.messages import AIMessage, ToolCall
+    >>> ai = AIMessage(content="", tool_calls=[{"name": "add", "args": {"a": 1}, "id": "c1"}])
+    >>> ai.tool_calls[0]["name"], ai.tool_calls[0].args
+    ('add', {'a': 1})
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ironloop._ironloop import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    RemoveMessage,
+    SystemMessage,
+    ToolMessage,
+)
+
+__all__ = [
+    "AIMessage",
+    "AnyMessage",
+    "BaseMessage",
+    "HumanMessage",
+    "RemoveMessage",
+    "SystemMessage",
+    "ToolCall",
+    "ToolMessage",
+]
+
+AnyMessage = BaseMessage
+
+
+class ToolCall(dict):  # type: ignore[type-arg]
+    """A tool call: the dict ``{"name", "args", "id", "type": "tool_call"}`` that
+    langchain-core uses, whose keys are also attributes.
+
+    Example:
+        >>> c = ToolCall(name="add", args={"a": 1, "b": 2}, id="call_1")
+        >>> c["args"] == c.args
+        True
+    """
+
+    def __init__(self, name: str, args: dict[str, Any], id: str | None = None, **extra: Any):
+        super().__init__(name=name, args=args, id=id, type="tool_call", **extra)
+
+    @property
+    def name(self) -> str:
+        return self["name"]  # type: ignore[no-any-return]
+
+    @property
+    def args(self) -> dict[str, Any]:
+        return self["args"]  # type: ignore[no-any-return]
+
+    @property
+    def id(self) -> str | None:
+        return self["id"]  # type: ignore[no-any-return]
+
+    @property
+    def type(self) -> str:
+        return "tool_call"

@@ -1,0 +1,133 @@
+"""Prebuilt nodes: ``ToolNode`` and ``tools_condition``."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any, Callable, Literal, Union
+
+from ironloop._constants import END
+from ironloop._ironloop import _ToolNodeCore
+from ironloop._tool import Tool, tool
+
+__all__ = ["ToolNode", "tools_condition"]
+
+Strategy = Union[Literal["parallel", "sequential"], tuple[Literal["batched"], int]]
+HandleToolErrors = Union[
+    bool, str, Callable[[BaseException], str], type[BaseException], tuple[type[BaseException], ...]
+]
+
+
+class ToolNode:
+    """Runs the tool calls of the last AI message and returns one ``ToolMessage`` per
+    call, in call order. Dispatch runs in Rust: sync tools on a thread pool sized for
+    I/O, async tools concurrently on the event loop.
+
+    Args:
+        tools: ``@tool`` objects, ``Tool`` objects or plain functions.
+        handle_tool_errors: ``True`` (default) turns every failure into an error
+            ``ToolMessage`` the model can read; ``False`` re-raises; a string is used as
+            the error text; a callable maps the exception to the text; an exception
+            type (or tuple) handles only those and re-raises the rest.
+        strategy: ``"parallel"`` (default), ``"sequential"`` or ``("batched", n)``.
+        max_concurrency: at most this many calls in flight (``"parallel"`` only).
+
+    Example:
+        >>> from ironloop import tool, ToolNode
+        >>> from ironloop.messages import AIMessage
+        >>> @tool
+        ... def add(a: int, b: int) -> int:
+        ...     "Adds."
+        ...     return a + b
+        >>> ai = AIMessage(content="", tool_calls=[{"name": "add", "args": {"a": 1, "b": 2}, "id": "1"}])
+        >>> ToolNode([add]).invoke({"messages": [ai]})["messages"][0].content
+        '3'
+    """
+
+    def __init__(
+        self,
+        tools: Sequence[Tool | Callable[..., Any]],
+        *,
+        name: str = "tools",
+        handle_tool_errors: HandleToolErrors = True,
+        strategy: Strategy = "parallel",
+        max_concurrency: int | None = None,
+    ) -> None:
+        converted = [t if isinstance(t, Tool) else tool(t) for t in tools]
+        names = [t.name for t in converted]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"ToolNode got several tools named {', '.join(map(repr, dupes))}")
+        if max_concurrency is not None and (
+            isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int)
+        ):
+            raise TypeError(f"max_concurrency must be an int or None, got {max_concurrency!r}")
+        self.name = name
+        self.tools_by_name: dict[str, Tool] = dict(zip(names, converted))
+        self.handle_tool_errors = handle_tool_errors
+        self.strategy = strategy
+        self.max_concurrency = max_concurrency
+        self._core = _ToolNodeCore(
+            converted,
+            strategy=strategy,
+            max_concurrency=max_concurrency,
+            handle_tool_errors=handle_tool_errors,
+        )
+
+    def invoke(
+        self,
+        input: Any,
+        config: dict[str, Any] | None = None,
+        *,
+        store: Any = None,
+        on_progress: Callable[[Any], None] | None = None,
+    ) -> Any:
+        """Runs the calls; returns ``{"messages": [...]}`` (or a list for a list input)."""
+        return self._core.invoke(input, store=store, on_progress=on_progress)
+
+    async def ainvoke(
+        self,
+        input: Any,
+        config: dict[str, Any] | None = None,
+        *,
+        store: Any = None,
+        on_progress: Callable[[Any], None] | None = None,
+    ) -> Any:
+        """Like ``invoke``; async tools run on the running event loop."""
+        loop = asyncio.get_running_loop()
+        return await self._core.ainvoke(input, loop, store=store, on_progress=on_progress)
+
+    def __repr__(self) -> str:
+        return f"ToolNode(tools={list(self.tools_by_name)!r})"
+
+
+def _messages_of(state: Any) -> list[Any]:
+    if isinstance(state, list):
+        return state
+    if isinstance(state, dict):
+        if "messages" not in state:
+            raise ValueError("tools_condition: the state has no 'messages' key")
+        return state["messages"]  # type: ignore[no-any-return]
+    messages = getattr(state, "messages", None)
+    if messages is None:
+        raise ValueError(f"tools_condition: no messages found in {type(state).__name__}")
+    return messages  # type: ignore[no-any-return]
+
+
+def tools_condition(state: Any, messages_key: str = "messages") -> Literal["tools", "__end__"]:
+    """Routes to ``"tools"`` when the last message has tool calls, else to ``END``.
+
+    Example:
+        >>> from ironloop.messages import AIMessage
+        >>> tools_condition({"messages": [AIMessage(content="done")]})
+        '__end__'
+    """
+    if isinstance(state, dict) and messages_key != "messages":
+        messages = state[messages_key]
+    else:
+        messages = _messages_of(state)
+    if not messages:
+        raise ValueError("tools_condition: the state has no messages")
+    last = messages[-1]
+    calls = last.get("tool_calls") if isinstance(last, dict) else getattr(last, "tool_calls", None)
+    return "tools" if calls else END

@@ -1,0 +1,90 @@
+//! `ToolContext` for Python tools: the system half of a call.
+
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use tokio_util::sync::CancellationToken;
+
+use super::env::PyRunEnv;
+use crate::tool::ToolContext;
+
+/// Declare a tool parameter as `ctx: ToolContext` to receive it; it is hidden from
+/// the schema the model sees.
+#[pyclass(name = "ToolContext", module = "ironloop", frozen)]
+pub struct PyToolContext {
+    tool_call_id: String,
+    tool_name: String,
+    cancel: CancellationToken,
+    env: Arc<PyRunEnv>,
+}
+
+impl PyToolContext {
+    pub fn new(ctx: &ToolContext, env: Arc<PyRunEnv>) -> Self {
+        PyToolContext {
+            tool_call_id: ctx.tool_call_id.clone(),
+            tool_name: ctx.tool_name.clone(),
+            cancel: ctx.cancel.clone(),
+            env,
+        }
+    }
+}
+
+#[pymethods]
+impl PyToolContext {
+    /// Marks the class for `@tool`: parameters of this type are injected.
+    #[classattr]
+    #[allow(non_upper_case_globals)]
+    const __ironloop_inject__: &'static str = "context";
+
+    #[getter]
+    fn tool_call_id(&self) -> &str {
+        &self.tool_call_id
+    }
+
+    #[getter]
+    fn tool_name(&self) -> &str {
+        &self.tool_name
+    }
+
+    /// True once the run is cancelled or the call timed out: a long tool should stop.
+    #[getter]
+    fn cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    #[getter]
+    fn state(&self, py: Python<'_>) -> Py<PyAny> {
+        self.env
+            .state
+            .as_ref()
+            .map(|s| s.clone_ref(py))
+            .unwrap_or_else(|| py.None())
+    }
+
+    #[getter]
+    fn store(&self, py: Python<'_>) -> Py<PyAny> {
+        self.env
+            .store
+            .as_ref()
+            .map(|s| s.clone_ref(py))
+            .unwrap_or_else(|| py.None())
+    }
+
+    /// Reports progress while the tool runs; it reaches the run's progress callback
+    /// (and, in a graph, the `custom` stream) at once.
+    fn progress(&self, py: Python<'_>, payload: Py<PyAny>) -> PyResult<()> {
+        if let Some(cb) = &self.env.on_progress {
+            cb.call1(py, (payload,))?;
+        }
+        Ok(())
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "ToolContext(tool_call_id={:?}, tool_name={:?}, cancelled={})",
+            self.tool_call_id,
+            self.tool_name,
+            self.cancel.is_cancelled()
+        )
+    }
+}

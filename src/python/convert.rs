@@ -1,0 +1,332 @@
+//! Conversions between Python objects and the core's values, in one place.
+
+use std::sync::Arc;
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use serde_json::Value;
+
+use super::messages::{message_to_py, PyMessage};
+use crate::message::{Content, ContentPart, InvalidToolCall, Message, MessageKind, ToolStatus, Usage};
+use crate::tool::ToolCall;
+
+/// A JSON value as a Python object (dict, list, str, int, float, bool, None).
+pub fn value_to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
+    pythonize::pythonize(py, v).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// A Python object as a JSON value; a `TypeError` says which type could not be
+/// converted and where it was meant to go.
+pub fn value_from_py(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Value> {
+    pythonize::depythonize::<Value>(obj).map_err(|e| {
+        let ty = obj
+            .get_type()
+            .name()
+            .map(|n| n.to_string())
+            .unwrap_or_else(|_| "?".into());
+        PyTypeError::new_err(format!(
+            "{what} must be JSON-serialisable (dict, list, str, int, float, bool, None); \
+             got a value of type {ty}: {e}"
+        ))
+    })
+}
+
+/// Imports `ironloop.<module>.<name>` once per interpreter.
+pub fn import_cached<'py>(
+    py: Python<'py>,
+    cell: &'static PyOnceLock<Py<PyAny>>,
+    module: &str,
+    name: &str,
+) -> PyResult<&'py Bound<'py, PyAny>> {
+    Ok(cell
+        .get_or_try_init(py, || -> PyResult<_> {
+            Ok(py.import(module)?.getattr(name)?.unbind())
+        })?
+        .bind(py))
+}
+
+pub fn content_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Content> {
+    if obj.is_none() {
+        return Ok(Content::default());
+    }
+    if let Ok(s) = obj.cast::<PyString>() {
+        return Ok(Content::Text(s.to_str()?.to_owned()));
+    }
+    if let Ok(list) = obj.cast::<PyList>() {
+        let mut parts = Vec::with_capacity(list.len());
+        for item in list.iter() {
+            if let Ok(s) = item.cast::<PyString>() {
+                parts.push(ContentPart::Text {
+                    text: s.to_str()?.to_owned(),
+                });
+                continue;
+            }
+            let v = value_from_py(&item, "a content part")?;
+            parts.push(part_from_value(v));
+        }
+        return Ok(Content::Parts(parts));
+    }
+    let ty = obj.get_type().name()?.to_string();
+    Err(PyTypeError::new_err(format!(
+        "message content must be a str or a list of content parts (str or dict); got {ty}"
+    )))
+}
+
+fn part_from_value(v: Value) -> ContentPart {
+    let kind = v.get("type").and_then(Value::as_str).unwrap_or("");
+    match kind {
+        "text" => match v.get("text").and_then(Value::as_str) {
+            Some(t) => ContentPart::Text { text: t.to_owned() },
+            None => ContentPart::Json { value: v },
+        },
+        "image_url" => {
+            let url = match v.get("image_url") {
+                Some(Value::String(u)) => Some(u.clone()),
+                Some(o) => o.get("url").and_then(Value::as_str).map(str::to_owned),
+                None => None,
+            };
+            match url {
+                Some(url) => ContentPart::Image { url },
+                None => ContentPart::Json { value: v },
+            }
+        }
+        _ => ContentPart::Json { value: v },
+    }
+}
+
+pub fn content_to_py<'py>(py: Python<'py>, c: &Content) -> PyResult<Bound<'py, PyAny>> {
+    match c {
+        Content::Text(s) => Ok(PyString::new(py, s).into_any()),
+        Content::Parts(parts) => {
+            let list = PyList::empty(py);
+            for p in parts {
+                let v = match p {
+                    ContentPart::Text { text } => serde_json::json!({"type": "text", "text": text}),
+                    ContentPart::Image { url } => {
+                        serde_json::json!({"type": "image_url", "image_url": {"url": url}})
+                    }
+                    ContentPart::Json { value } => value.clone(),
+                };
+                list.append(value_to_py(py, &v)?)?;
+            }
+            Ok(list.into_any())
+        }
+    }
+}
+
+static TOOL_CALL_CLS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// A tool call as Python sees it: an `ironloop.messages.ToolCall`, i.e. a dict
+/// `{"name", "args", "id", "type": "tool_call"}` with attribute access too.
+pub fn tool_call_to_py<'py>(py: Python<'py>, c: &ToolCall) -> PyResult<Bound<'py, PyAny>> {
+    let cls = import_cached(py, &TOOL_CALL_CLS, "ironloop.messages", "ToolCall")?;
+    let kw = PyDict::new(py);
+    kw.set_item("name", &c.name)?;
+    kw.set_item("args", value_to_py(py, &c.arguments)?)?;
+    kw.set_item("id", &c.id)?;
+    cls.call((), Some(&kw))
+}
+
+fn get_item<'py>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+    Ok(d.get_item(key)?.filter(|v| !v.is_none()))
+}
+
+/// A tool call from a langchain-shaped dict (`name`, `args`, `id`) or an OpenAI-shaped
+/// one (`{"id", "function": {"name", "arguments"}}`).
+pub fn tool_call_from_py(obj: &Bound<'_, PyAny>) -> PyResult<ToolCall> {
+    let d = obj.cast::<PyDict>().map_err(|_| {
+        PyTypeError::new_err(
+            "a tool call must be a dict {'name': ..., 'args': {...}, 'id': ...} or a ToolCall",
+        )
+    })?;
+    let id = match get_item(d, "id")? {
+        Some(v) => v.extract::<String>()?,
+        None => format!("call_{}", crate::message::new_id().replace('-', "")),
+    };
+    if let Some(f) = get_item(d, "function")? {
+        let f = f.cast::<PyDict>()?;
+        let name: String = get_item(f, "name")?
+            .ok_or_else(|| PyValueError::new_err("tool call function has no 'name'"))?
+            .extract()?;
+        let arguments = match get_item(f, "arguments")? {
+            Some(a) => value_from_py(&a, "tool call arguments")?,
+            None => Value::Null,
+        };
+        return Ok(ToolCall { id, name, arguments });
+    }
+    let name: String = get_item(d, "name")?
+        .ok_or_else(|| PyValueError::new_err(format!("tool call {id} has no 'name'")))?
+        .extract()?;
+    let arguments = match get_item(d, "args")? {
+        Some(a) => value_from_py(&a, "tool call args")?,
+        None => Value::Object(Default::default()),
+    };
+    Ok(ToolCall { id, name, arguments })
+}
+
+pub fn tool_calls_from_py(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<ToolCall>> {
+    match obj {
+        None => Ok(Vec::new()),
+        Some(o) if o.is_none() => Ok(Vec::new()),
+        Some(o) => o.try_iter()?.map(|c| tool_call_from_py(&c?)).collect(),
+    }
+}
+
+pub fn invalid_tool_calls_from_py(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<InvalidToolCall>> {
+    let Some(o) = obj.filter(|o| !o.is_none()) else {
+        return Ok(Vec::new());
+    };
+    let v = value_from_py(o, "invalid_tool_calls")?;
+    let items = v.as_array().cloned().unwrap_or_default();
+    Ok(items
+        .into_iter()
+        .map(|i| {
+            let s = |k: &str| i.get(k).and_then(Value::as_str).map(str::to_owned);
+            InvalidToolCall {
+                id: s("id"),
+                name: s("name"),
+                args: s("args"),
+                error: s("error"),
+            }
+        })
+        .collect())
+}
+
+pub fn usage_from_py(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Usage>> {
+    let Some(o) = obj.filter(|o| !o.is_none()) else {
+        return Ok(None);
+    };
+    let v = value_from_py(o, "usage_metadata")?;
+    let n = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let (i, out) = (n("input_tokens"), n("output_tokens"));
+    let total = v.get("total_tokens").and_then(Value::as_u64).unwrap_or(i + out);
+    Ok(Some(Usage {
+        input_tokens: i,
+        output_tokens: out,
+        total_tokens: total,
+    }))
+}
+
+pub fn status_from_str(s: &str) -> PyResult<ToolStatus> {
+    match s {
+        "success" => Ok(ToolStatus::Success),
+        "error" => Ok(ToolStatus::Error),
+        other => Err(PyValueError::new_err(format!(
+            "ToolMessage status must be 'success' or 'error', got {other:?}"
+        ))),
+    }
+}
+
+/// Any message-like input as a shared message: an ironloop message (no copy), a
+/// `(role, content)` tuple, a `{"role", "content", ...}` dict, a plain string (a human
+/// message), or a langchain-core message (duck-typed on `.type` and `.content`).
+pub fn message_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Arc<Message>> {
+    if let Ok(m) = obj.cast::<PyMessage>() {
+        return Ok(m.borrow().inner.clone());
+    }
+    if let Ok(s) = obj.cast::<PyString>() {
+        return Ok(Arc::new(Message::human(s.to_str()?)));
+    }
+    if let Ok(t) = obj.cast::<PyTuple>() {
+        if t.len() != 2 {
+            return Err(PyValueError::new_err(
+                "a message tuple must be (role, content), e.g. ('user', 'hello')",
+            ));
+        }
+        let role: String = t.get_item(0)?.extract()?;
+        let content = content_from_py(&t.get_item(1)?)?;
+        return from_role(&role, content, None).map(Arc::new);
+    }
+    if let Ok(d) = obj.cast::<PyDict>() {
+        let role: String = get_item(d, "role")?
+            .or(get_item(d, "type")?)
+            .ok_or_else(|| {
+                PyValueError::new_err(
+                    "a message dict needs a 'role' (user, assistant, system, tool), \
+                     e.g. {'role': 'user', 'content': 'hello'}",
+                )
+            })?
+            .extract()?;
+        let content = match get_item(d, "content")? {
+            Some(c) => content_from_py(&c)?,
+            None => Content::default(),
+        };
+        return from_role(&role, content, Some(d)).map(Arc::new);
+    }
+    // langchain-core messages and look-alikes.
+    if let (Ok(ty), Ok(content)) = (obj.getattr("type"), obj.getattr("content")) {
+        if let Ok(role) = ty.extract::<String>() {
+            let d = PyDict::new(obj.py());
+            for k in ["id", "name", "tool_calls", "tool_call_id", "status", "artifact"] {
+                if let Ok(v) = obj.getattr(k) {
+                    d.set_item(k, v)?;
+                }
+            }
+            return from_role(&role, content_from_py(&content)?, Some(&d)).map(Arc::new);
+        }
+    }
+    let ty = obj.get_type().name()?.to_string();
+    Err(PyTypeError::new_err(format!(
+        "cannot use a {ty} as a message: pass a message object (HumanMessage, AIMessage, ...), \
+         a (role, content) tuple or a {{'role': ..., 'content': ...}} dict"
+    )))
+}
+
+fn from_role(role: &str, content: Content, d: Option<&Bound<'_, PyDict>>) -> PyResult<Message> {
+    let field = |k: &str| -> PyResult<Option<Bound<'_, PyAny>>> {
+        match d {
+            Some(d) => get_item(d, k),
+            None => Ok(None),
+        }
+    };
+    let kind = match role {
+        "user" | "human" => MessageKind::Human,
+        "assistant" | "ai" => MessageKind::Ai {
+            tool_calls: tool_calls_from_py(field("tool_calls")?.as_ref())?,
+            invalid_tool_calls: Vec::new(),
+            usage: None,
+        },
+        "system" | "developer" => MessageKind::System,
+        "tool" => MessageKind::Tool {
+            tool_call_id: field("tool_call_id")?
+                .ok_or_else(|| PyValueError::new_err("a tool message needs a 'tool_call_id'"))?
+                .extract()?,
+            status: match field("status")? {
+                Some(s) => status_from_str(&s.extract::<String>()?)?,
+                None => ToolStatus::Success,
+            },
+            artifact: match field("artifact")? {
+                Some(a) => Some(value_from_py(&a, "artifact")?),
+                None => None,
+            },
+        },
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "unknown message role {other:?}: use 'user', 'assistant', 'system' or 'tool'"
+            )))
+        }
+    };
+    let mut m = Message {
+        id: crate::message::new_id(),
+        name: None,
+        content,
+        kind,
+    };
+    if let Some(id) = field("id")? {
+        m.id = id.extract()?;
+    }
+    if let Some(n) = field("name")? {
+        m.name = Some(n.extract()?);
+    }
+    Ok(m)
+}
+
+pub fn messages_to_py<'py>(py: Python<'py>, ms: &[Arc<Message>]) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    for m in ms {
+        list.append(message_to_py(py, m.clone())?)?;
+    }
+    Ok(list)
+}

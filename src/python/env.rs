@@ -1,0 +1,75 @@
+//! The per-run Python environment that tools receive through `ToolContext::host`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+
+use super::convert::import_cached;
+use crate::tool::ToolContext;
+
+pub struct PyRunEnv {
+    /// The caller's `contextvars` context, copied again for every call.
+    pub context: Py<PyAny>,
+    /// The loop async tools run on: the caller's (under `ainvoke`) or the runtime's own.
+    pub event_loop: Py<PyAny>,
+    /// What `InjectedState` parameters receive.
+    pub state: Option<Py<PyAny>>,
+    /// What `InjectedStore` parameters receive.
+    pub store: Option<Py<PyAny>>,
+    /// Receives `ToolContext.progress(payload)` calls.
+    pub on_progress: Option<Py<PyAny>>,
+    /// The original exceptions of failed calls, by call id, for
+    /// `handle_tool_errors=False` (re-raise) and error-handler callables.
+    pub errors: Mutex<HashMap<String, PyErr>>,
+}
+
+static BACKGROUND_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+impl PyRunEnv {
+    /// An environment for a run started from Python: `event_loop` is the caller's
+    /// running loop, or `None` for a sync call (async tools then go to a loop the
+    /// runtime owns, on its own thread).
+    pub fn capture(
+        py: Python<'_>,
+        event_loop: Option<Py<PyAny>>,
+        state: Option<Py<PyAny>>,
+        store: Option<Py<PyAny>>,
+        on_progress: Option<Py<PyAny>>,
+    ) -> PyResult<Arc<Self>> {
+        let context = py
+            .import("contextvars")?
+            .call_method0("copy_context")?
+            .unbind();
+        let event_loop = match event_loop {
+            Some(l) => l,
+            None => import_cached(py, &BACKGROUND_LOOP, "ironloop._runtime", "background_loop")?
+                .call0()?
+                .unbind(),
+        };
+        Ok(Arc::new(PyRunEnv {
+            context,
+            event_loop,
+            state,
+            store,
+            on_progress,
+            errors: Mutex::new(HashMap::new()),
+        }))
+    }
+
+    /// The environment of a call, or a fresh one for a tool called outside a run.
+    pub fn of(py: Python<'_>, ctx: &ToolContext) -> PyResult<Arc<Self>> {
+        if let Some(env) = ctx.host.clone().and_then(|h| h.downcast::<PyRunEnv>().ok()) {
+            return Ok(env);
+        }
+        Self::capture(py, None, None, None, None)
+    }
+
+    pub fn take_error(&self, call_id: &str) -> Option<PyErr> {
+        self.errors
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(call_id)
+    }
+}

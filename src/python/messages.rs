@@ -1,0 +1,401 @@
+//! Message classes for Python. Each object wraps a shared `Arc<Message>`: handing a
+//! history between Rust and Python copies pointers, never the messages.
+
+use std::sync::Arc;
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+use super::convert::{
+    content_from_py, content_to_py, invalid_tool_calls_from_py, status_from_str,
+    tool_call_to_py, tool_calls_from_py, usage_from_py, value_from_py, value_to_py,
+};
+use crate::message::{Content, Message, MessageKind, ToolStatus};
+
+/// Base class of all ironloop messages.
+#[pyclass(subclass, name = "BaseMessage", module = "ironloop.messages")]
+pub struct PyMessage {
+    pub inner: Arc<Message>,
+}
+
+/// Keywords langchain-core accepts that ironloop keeps no state for.
+const IGNORED_KWARGS: &[&str] = &["additional_kwargs", "response_metadata", "example"];
+
+fn check_kwargs(cls: &str, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
+    if let Some(kw) = kwargs {
+        for k in kw.keys() {
+            let k: String = k.extract()?;
+            if !IGNORED_KWARGS.contains(&k.as_str()) {
+                return Err(PyTypeError::new_err(format!(
+                    "{cls}() got an unexpected keyword argument {k:?}"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn base(
+    kind: MessageKind,
+    content: Option<&Bound<'_, PyAny>>,
+    id: Option<String>,
+    name: Option<String>,
+) -> PyResult<PyMessage> {
+    let content = match content {
+        Some(c) => content_from_py(c)?,
+        None => Content::default(),
+    };
+    Ok(PyMessage {
+        inner: Arc::new(Message {
+            id: id.unwrap_or_else(crate::message::new_id),
+            name,
+            content,
+            kind,
+        }),
+    })
+}
+
+fn class_name(m: &Message) -> &'static str {
+    match m.kind {
+        MessageKind::System => "SystemMessage",
+        MessageKind::Human => "HumanMessage",
+        MessageKind::Ai { .. } => "AIMessage",
+        MessageKind::Tool { .. } => "ToolMessage",
+        MessageKind::Remove => "RemoveMessage",
+    }
+}
+
+/// The Python object for a shared message, of the right subclass.
+pub fn message_to_py(py: Python<'_>, m: Arc<Message>) -> PyResult<Bound<'_, PyAny>> {
+    let init = PyClassInitializer::from(PyMessage { inner: m.clone() });
+    Ok(match m.kind {
+        MessageKind::System => Bound::new(py, init.add_subclass(PySystemMessage))?.into_any(),
+        MessageKind::Human => Bound::new(py, init.add_subclass(PyHumanMessage))?.into_any(),
+        MessageKind::Ai { .. } => Bound::new(py, init.add_subclass(PyAIMessage))?.into_any(),
+        MessageKind::Tool { .. } => Bound::new(py, init.add_subclass(PyToolMessage))?.into_any(),
+        MessageKind::Remove => Bound::new(py, init.add_subclass(PyRemoveMessage))?.into_any(),
+    })
+}
+
+#[pymethods]
+impl PyMessage {
+    #[getter]
+    fn content<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        content_to_py(py, &self.inner.content)
+    }
+
+    #[setter]
+    fn set_content(&mut self, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        Arc::make_mut(&mut self.inner).content = content_from_py(value)?;
+        Ok(())
+    }
+
+    #[getter]
+    fn id(&self) -> &str {
+        &self.inner.id
+    }
+
+    #[setter]
+    fn set_id(&mut self, value: String) {
+        Arc::make_mut(&mut self.inner).id = value;
+    }
+
+    #[getter]
+    fn name(&self) -> Option<&str> {
+        self.inner.name.as_deref()
+    }
+
+    #[setter]
+    fn set_name(&mut self, value: Option<String>) {
+        Arc::make_mut(&mut self.inner).name = value;
+    }
+
+    /// The langchain type tag: "human", "ai", "system", "tool" or "remove".
+    #[getter]
+    fn r#type(&self) -> &'static str {
+        self.inner.type_name()
+    }
+
+    /// The text of the content (text parts joined).
+    #[getter]
+    fn text(&self) -> String {
+        self.inner.content.text()
+    }
+
+    /// The message as a plain dict (what a checkpoint stores).
+    fn model_dump<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let v = serde_json::to_value(&*self.inner)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        value_to_py(py, &v)
+    }
+
+    fn pretty_repr(&self) -> String {
+        let title = format!(" {} Message ", capitalised(self.inner.type_name()));
+        let mut s = format!("{title:=^80}\n");
+        if let Some(n) = &self.inner.name {
+            s.push_str(&format!("Name: {n}\n\n"));
+        }
+        s.push_str(&self.inner.content.text());
+        for c in self.inner.tool_calls() {
+            s.push_str(&format!(
+                "\nTool Calls:\n  {} ({})\n Call ID: {}\n  Args: {}",
+                c.name, c.id, c.id, c.arguments
+            ));
+        }
+        s
+    }
+
+    fn pretty_print(&self) {
+        println!("{}", self.pretty_repr());
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let m = &*self.inner;
+        let content = content_to_py(py, &m.content)?.repr()?.to_string();
+        let mut s = format!("{}(content={content}", class_name(m));
+        if let MessageKind::Ai { tool_calls, .. } = &m.kind {
+            if !tool_calls.is_empty() {
+                let calls = PyList::empty(py);
+                for c in tool_calls {
+                    calls.append(tool_call_to_py(py, c)?)?;
+                }
+                s.push_str(&format!(", tool_calls={}", calls.repr()?));
+            }
+        }
+        if let MessageKind::Tool {
+            tool_call_id,
+            status,
+            ..
+        } = &m.kind
+        {
+            s.push_str(&format!(", tool_call_id={tool_call_id:?}"));
+            if *status == ToolStatus::Error {
+                s.push_str(", status='error'");
+            }
+        }
+        if let Some(n) = &m.name {
+            s.push_str(&format!(", name={n:?}"));
+        }
+        s.push_str(&format!(", id={:?})", m.id));
+        Ok(s)
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        match other.cast::<PyMessage>() {
+            Ok(o) => Arc::ptr_eq(&self.inner, &o.borrow().inner) || *self.inner == *o.borrow().inner,
+            Err(_) => false,
+        }
+    }
+
+    fn __hash__(&self) -> PyResult<isize> {
+        Err(PyTypeError::new_err("messages are mutable and unhashable; use message.id"))
+    }
+}
+
+fn capitalised(s: &str) -> String {
+    match s {
+        "ai" => "Ai".into(),
+        s => {
+            let mut c = s.chars();
+            c.next()
+                .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
+                .unwrap_or_default()
+        }
+    }
+}
+
+/// A message from the user.
+#[pyclass(extends = PyMessage, name = "HumanMessage", module = "ironloop.messages")]
+pub struct PyHumanMessage;
+
+#[pymethods]
+impl PyHumanMessage {
+    #[new]
+    #[pyo3(signature = (content = None, *, id = None, name = None, **kwargs))]
+    fn new(
+        content: Option<&Bound<'_, PyAny>>,
+        id: Option<String>,
+        name: Option<String>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<PyClassInitializer<Self>> {
+        check_kwargs("HumanMessage", kwargs)?;
+        Ok(PyClassInitializer::from(base(MessageKind::Human, content, id, name)?).add_subclass(PyHumanMessage))
+    }
+}
+
+/// Instructions for the model.
+#[pyclass(extends = PyMessage, name = "SystemMessage", module = "ironloop.messages")]
+pub struct PySystemMessage;
+
+#[pymethods]
+impl PySystemMessage {
+    #[new]
+    #[pyo3(signature = (content = None, *, id = None, name = None, **kwargs))]
+    fn new(
+        content: Option<&Bound<'_, PyAny>>,
+        id: Option<String>,
+        name: Option<String>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<PyClassInitializer<Self>> {
+        check_kwargs("SystemMessage", kwargs)?;
+        Ok(PyClassInitializer::from(base(MessageKind::System, content, id, name)?).add_subclass(PySystemMessage))
+    }
+}
+
+/// A message from the model, possibly with tool calls.
+#[pyclass(extends = PyMessage, name = "AIMessage", module = "ironloop.messages")]
+pub struct PyAIMessage;
+
+#[pymethods]
+impl PyAIMessage {
+    #[new]
+    #[pyo3(signature = (content = None, *, tool_calls = None, invalid_tool_calls = None,
+                        usage_metadata = None, id = None, name = None, **kwargs))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        content: Option<&Bound<'_, PyAny>>,
+        tool_calls: Option<&Bound<'_, PyAny>>,
+        invalid_tool_calls: Option<&Bound<'_, PyAny>>,
+        usage_metadata: Option<&Bound<'_, PyAny>>,
+        id: Option<String>,
+        name: Option<String>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<PyClassInitializer<Self>> {
+        check_kwargs("AIMessage", kwargs)?;
+        let kind = MessageKind::Ai {
+            tool_calls: tool_calls_from_py(tool_calls)?,
+            invalid_tool_calls: invalid_tool_calls_from_py(invalid_tool_calls)?,
+            usage: usage_from_py(usage_metadata)?,
+        };
+        Ok(PyClassInitializer::from(base(kind, content, id, name)?).add_subclass(PyAIMessage))
+    }
+
+    /// The tool calls, as `ToolCall` dicts `{"name", "args", "id", "type"}`.
+    #[getter]
+    fn tool_calls<'py>(slf: PyRef<'py, Self>, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let list = PyList::empty(py);
+        for c in slf.as_super().inner.tool_calls() {
+            list.append(tool_call_to_py(py, c)?)?;
+        }
+        Ok(list)
+    }
+
+    #[getter]
+    fn invalid_tool_calls<'py>(
+        slf: PyRef<'py, Self>,
+        py: Python<'py>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let list = PyList::empty(py);
+        if let MessageKind::Ai {
+            invalid_tool_calls, ..
+        } = &slf.as_super().inner.kind
+        {
+            for c in invalid_tool_calls {
+                let d = PyDict::new(py);
+                d.set_item("id", &c.id)?;
+                d.set_item("name", &c.name)?;
+                d.set_item("args", &c.args)?;
+                d.set_item("error", &c.error)?;
+                d.set_item("type", "invalid_tool_call")?;
+                list.append(d)?;
+            }
+        }
+        Ok(list)
+    }
+
+    #[getter]
+    fn usage_metadata<'py>(slf: PyRef<'py, Self>, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        if let MessageKind::Ai { usage: Some(u), .. } = &slf.as_super().inner.kind {
+            let d = PyDict::new(py);
+            d.set_item("input_tokens", u.input_tokens)?;
+            d.set_item("output_tokens", u.output_tokens)?;
+            d.set_item("total_tokens", u.total_tokens)?;
+            return Ok(Some(d));
+        }
+        Ok(None)
+    }
+}
+
+/// The result of a tool call.
+#[pyclass(extends = PyMessage, name = "ToolMessage", module = "ironloop.messages")]
+pub struct PyToolMessage;
+
+#[pymethods]
+impl PyToolMessage {
+    #[new]
+    #[pyo3(signature = (content = None, *, tool_call_id, name = None, status = "success",
+                        artifact = None, id = None, **kwargs))]
+    fn new(
+        content: Option<&Bound<'_, PyAny>>,
+        tool_call_id: String,
+        name: Option<String>,
+        status: &str,
+        artifact: Option<&Bound<'_, PyAny>>,
+        id: Option<String>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<PyClassInitializer<Self>> {
+        check_kwargs("ToolMessage", kwargs)?;
+        let kind = MessageKind::Tool {
+            tool_call_id,
+            status: status_from_str(status)?,
+            artifact: match artifact.filter(|a| !a.is_none()) {
+                Some(a) => Some(value_from_py(a, "ToolMessage artifact")?),
+                None => None,
+            },
+        };
+        Ok(PyClassInitializer::from(base(kind, content, id, name)?).add_subclass(PyToolMessage))
+    }
+
+    #[getter]
+    fn tool_call_id(slf: PyRef<'_, Self>) -> String {
+        match &slf.as_super().inner.kind {
+            MessageKind::Tool { tool_call_id, .. } => tool_call_id.clone(),
+            _ => String::new(),
+        }
+    }
+
+    #[getter]
+    fn status(slf: PyRef<'_, Self>) -> &'static str {
+        match &slf.as_super().inner.kind {
+            MessageKind::Tool { status, .. } => status.as_str(),
+            _ => "success",
+        }
+    }
+
+    #[getter]
+    fn artifact<'py>(slf: PyRef<'py, Self>, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        match &slf.as_super().inner.kind {
+            MessageKind::Tool {
+                artifact: Some(a), ..
+            } => value_to_py(py, a),
+            _ => Ok(py.None().into_bound(py)),
+        }
+    }
+}
+
+/// Tells the `add_messages` reducer to remove the message with this id.
+#[pyclass(extends = PyMessage, name = "RemoveMessage", module = "ironloop.messages")]
+pub struct PyRemoveMessage;
+
+#[pymethods]
+impl PyRemoveMessage {
+    #[new]
+    #[pyo3(signature = (*, id))]
+    fn new(id: String) -> PyClassInitializer<Self> {
+        PyClassInitializer::from(PyMessage {
+            inner: Arc::new(Message::remove(id)),
+        })
+        .add_subclass(PyRemoveMessage)
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyMessage>()?;
+    m.add_class::<PyHumanMessage>()?;
+    m.add_class::<PySystemMessage>()?;
+    m.add_class::<PyAIMessage>()?;
+    m.add_class::<PyToolMessage>()?;
+    m.add_class::<PyRemoveMessage>()?;
+    Ok(())
+}

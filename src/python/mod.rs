@@ -1,0 +1,24 @@
+//! The PyO3 glue: conversions, wrappers and the `ironloop._ironloop` module. No
+//! runtime logic lives here; it calls into the core.
+
+mod context;
+mod convert;
+mod env;
+mod errors;
+mod messages;
+mod pool;
+mod pytool;
+mod runtime;
+mod toolnode;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+#[pyo3(name = "_ironloop")]
+fn ironloop_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    messages::register(m)?;
+    m.add_class::<context::PyToolContext>()?;
+    m.add_class::<toolnode::ToolNodeCore>()?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

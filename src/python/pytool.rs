@@ -1,0 +1,379 @@
+//! Python functions as core tools.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use pyo3::exceptions::PyTypeError;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyString};
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use super::context::PyToolContext;
+use super::convert::{import_cached, value_from_py, value_to_py};
+use super::env::PyRunEnv;
+use super::messages::PyMessage;
+use super::pool::Pool;
+use crate::message::{Message, MessageKind};
+use crate::tool::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
+
+/// What a parameter hidden from the schema is filled with.
+#[derive(Debug, Clone)]
+enum Inject {
+    State(Option<String>),
+    Store,
+    ToolCallId,
+    Context,
+}
+
+struct Inner {
+    def: ToolDefinition,
+    /// Called with the arguments as keywords (the function itself, or a wrapper that
+    /// converts arguments to dataclasses / pydantic models first).
+    target: Py<PyAny>,
+    is_async: bool,
+    timeout: Option<Duration>,
+    return_direct: bool,
+    injected: Vec<(Py<PyString>, Inject)>,
+}
+
+/// A Python `ironloop.Tool` seen by the executor.
+#[derive(Clone)]
+pub struct PyTool(Arc<Inner>);
+
+/// What a tool returned, carried unconverted to the caller (a `Command`, say).
+#[allow(dead_code)] // read by the graph runtime (a `Command` returned by a tool)
+pub struct PyPayload(pub Py<PyAny>);
+
+impl PyTool {
+    /// Reads an `ironloop.Tool` object (see `python/ironloop/_tool.py`).
+    pub fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let name: String = obj.getattr("name")?.extract()?;
+        let description: String = obj.getattr("description")?.extract()?;
+        let parameters = value_from_py(&obj.getattr("parameters")?, "tool parameters")?;
+        let timeout: Option<f64> = obj.getattr("timeout")?.extract()?;
+        let timeout = match timeout {
+            Some(t) if !(t > 0.0 && t.is_finite()) => {
+                return Err(PyTypeError::new_err(format!(
+                    "tool {name:?}: timeout must be a positive number of seconds, got {t}"
+                )))
+            }
+            t => t.map(Duration::from_secs_f64),
+        };
+        let mut injected = Vec::new();
+        let inj = obj.getattr("_injected")?;
+        let inj = inj.cast::<PyDict>()?;
+        for (param, spec) in inj.iter() {
+            let (kind, field): (String, Option<String>) = spec.extract()?;
+            let k = match kind.as_str() {
+                "state" => Inject::State(field),
+                "store" => Inject::Store,
+                "tool_call_id" => Inject::ToolCallId,
+                "context" => Inject::Context,
+                other => {
+                    return Err(PyTypeError::new_err(format!(
+                        "tool {name:?}: unknown injection kind {other:?} for parameter {param}"
+                    )))
+                }
+            };
+            injected.push((param.cast_into::<PyString>()?.unbind(), k));
+        }
+        Ok(PyTool(Arc::new(Inner {
+            def: ToolDefinition::new(name, description, parameters),
+            target: obj.getattr("_target")?.unbind(),
+            is_async: obj.getattr("_is_async")?.extract()?,
+            timeout,
+            return_direct: obj.getattr("return_direct")?.extract()?,
+            injected,
+        })))
+    }
+}
+
+impl Inner {
+    fn kwargs<'py>(
+        &self,
+        py: Python<'py>,
+        args: &Value,
+        ctx: &ToolContext,
+        env: &Arc<PyRunEnv>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let kw = value_to_py(py, args)?.cast_into::<PyDict>()?;
+        for (param, how) in &self.injected {
+            let v = match how {
+                Inject::ToolCallId => PyString::new(py, &ctx.tool_call_id).into_any(),
+                Inject::Store => opt(py, &env.store),
+                Inject::State(None) => opt(py, &env.state),
+                Inject::State(Some(field)) => match &env.state {
+                    Some(s) => select_field(s.bind(py), field)?,
+                    None => py.None().into_bound(py),
+                },
+                Inject::Context => Bound::new(py, PyToolContext::new(ctx, env.clone()))?.into_any(),
+            };
+            kw.set_item(param.bind(py), v)?;
+        }
+        Ok(kw)
+    }
+
+    /// Converts what the tool returned (or raised) into the core's outcome.
+    fn outcome(
+        &self,
+        py: Python<'_>,
+        r: PyResult<Bound<'_, PyAny>>,
+        ctx: &ToolContext,
+        env: &PyRunEnv,
+    ) -> Result<ToolOutput, ToolError> {
+        let mut out = match r {
+            Ok(obj) => output_from_py(&obj),
+            Err(e) => return Err(record_error(py, &self.def.name, e, ctx, env)),
+        };
+        out.return_direct = self.return_direct;
+        Ok(out)
+    }
+
+    fn run_sync(
+        &self,
+        py: Python<'_>,
+        args: &Value,
+        ctx: &ToolContext,
+        env: &Arc<PyRunEnv>,
+    ) -> Result<ToolOutput, ToolError> {
+        let r = self.kwargs(py, args, ctx, env).and_then(|kw| {
+            let context = env.context.bind(py).call_method0(intern!(py, "copy"))?;
+            context.call_method(intern!(py, "run"), (self.target.bind(py),), Some(&kw))
+        });
+        self.outcome(py, r, ctx, env)
+    }
+}
+
+fn opt<'py>(py: Python<'py>, v: &Option<Py<PyAny>>) -> Bound<'py, PyAny> {
+    match v {
+        Some(v) => v.bind(py).clone(),
+        None => py.None().into_bound(py),
+    }
+}
+
+fn select_field<'py>(state: &Bound<'py, PyAny>, field: &str) -> PyResult<Bound<'py, PyAny>> {
+    if let Ok(d) = state.cast::<PyDict>() {
+        return d.get_item(field)?.ok_or_else(|| {
+            pyo3::exceptions::PyKeyError::new_err(format!(
+                "InjectedState({field:?}): the state has no field {field:?}"
+            ))
+        });
+    }
+    state.getattr(field)
+}
+
+/// Turns a Python exception into the error the model sees (type and message), logs
+/// its traceback, and keeps the exception for the caller.
+fn record_error(
+    py: Python<'_>,
+    tool: &str,
+    e: PyErr,
+    ctx: &ToolContext,
+    env: &PyRunEnv,
+) -> ToolError {
+    let ty = e
+        .get_type(py)
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "Exception".into());
+    let msg = e.value(py).str().map(|s| s.to_string()).unwrap_or_default();
+    log_exception(py, tool, &ctx.tool_call_id, &e);
+    env.errors
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(ctx.tool_call_id.clone(), e);
+    if ty == "CancelledError" {
+        return ToolError::Cancelled { tool: tool.into() };
+    }
+    let message = if msg.is_empty() { ty } else { format!("{ty}: {msg}") };
+    ToolError::failed(tool, message)
+}
+
+static LOGGER: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+fn log_exception(py: Python<'_>, tool: &str, call_id: &str, e: &PyErr) {
+    let r = (|| -> PyResult<()> {
+        let logger = import_cached(py, &LOGGER, "ironloop._runtime", "logger")?;
+        let kw = PyDict::new(py);
+        kw.set_item("exc_info", e.value(py))?;
+        logger.call_method(
+            "warning",
+            ("tool %r (call %s) raised", tool, call_id),
+            Some(&kw),
+        )?;
+        Ok(())
+    })();
+    if let Err(err) = r {
+        err.print(py);
+    }
+}
+
+/// The output of a tool's return value: a string as it is, a `ToolMessage` as the
+/// result itself, JSON values as JSON text (objects and lists also as the artifact),
+/// and anything else (a `Command`, an object) carried through for the caller.
+pub fn output_from_py(obj: &Bound<'_, PyAny>) -> ToolOutput {
+    if let Ok(s) = obj.cast::<PyString>() {
+        return ToolOutput::text(s.to_string_lossy().into_owned());
+    }
+    if let Ok(m) = obj.cast::<PyMessage>() {
+        let msg: Arc<Message> = m.borrow().inner.clone();
+        let artifact = match &msg.kind {
+            MessageKind::Tool { artifact, .. } => artifact.clone(),
+            _ => None,
+        };
+        return ToolOutput {
+            content: msg.content.clone(),
+            artifact,
+            return_direct: false,
+            payload: Some(Arc::new(msg)),
+        };
+    }
+    match pythonize::depythonize::<Value>(obj) {
+        Ok(v) => ToolOutput::json(v),
+        Err(_) => {
+            let text = obj.str().map(|s| s.to_string()).unwrap_or_default();
+            let mut out = ToolOutput::text(text);
+            out.payload = Some(Arc::new(PyPayload(obj.clone().unbind())));
+            out
+        }
+    }
+}
+
+/// Cancels the asyncio task of an async tool if its Rust future is dropped first
+/// (dropping a Rust future does not cancel an asyncio task by itself).
+struct CancelOnDrop(Option<Py<PyAny>>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(handle) = self.0.take() {
+            Python::attach(|py| {
+                if let Err(e) = handle.bind(py).call_method0("cancel") {
+                    e.print(py);
+                }
+            });
+        }
+    }
+}
+
+type Sender = oneshot::Sender<Result<ToolOutput, ToolError>>;
+
+/// Called by asyncio when an async tool's task is done.
+#[pyclass]
+struct DoneCallback {
+    tx: Mutex<Option<Sender>>,
+    tool: PyTool,
+    ctx: ToolContext,
+    env: Arc<PyRunEnv>,
+}
+
+#[pymethods]
+impl DoneCallback {
+    fn __call__(&self, py: Python<'_>, task: &Bound<'_, PyAny>) -> PyResult<()> {
+        let Some(tx) = self.tx.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+            return Ok(());
+        };
+        let name = &self.tool.0.def.name;
+        let r = if task.call_method0(intern!(py, "cancelled"))?.is_truthy()? {
+            Err(ToolError::Cancelled { tool: name.clone() })
+        } else {
+            let res = task.call_method0(intern!(py, "result"));
+            self.tool.0.outcome(py, res, &self.ctx, &self.env)
+        };
+        let _ = tx.send(r);
+        Ok(())
+    }
+}
+
+static START: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+impl PyTool {
+    async fn call_sync(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let (tx, rx) = oneshot::channel();
+        let this = self.0.clone();
+        let ctx2 = ctx.clone();
+        Pool::global().submit(Box::new(move |py| {
+            if ctx2.cancel.is_cancelled() || tx.is_closed() {
+                return;
+            }
+            let env = match PyRunEnv::of(py, &ctx2) {
+                Ok(env) => env,
+                Err(e) => {
+                    let _ = tx.send(Err(ToolError::failed(&this.def.name, e.to_string())));
+                    return;
+                }
+            };
+            let _ = tx.send(this.run_sync(py, &args, &ctx2, &env));
+        }));
+        rx.await.unwrap_or_else(|_| {
+            Err(ToolError::Cancelled {
+                tool: ctx.tool_name.clone(),
+            })
+        })
+    }
+
+    async fn call_async(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let (tx, rx) = oneshot::channel();
+        let started = Python::attach(|py| -> PyResult<Py<PyAny>> {
+            let env = PyRunEnv::of(py, &ctx)?;
+            let kw = self.0.kwargs(py, &args, &ctx, &env)?;
+            let coro = self.0.target.bind(py).call((), Some(&kw))?;
+            let done = Bound::new(
+                py,
+                DoneCallback {
+                    tx: Mutex::new(Some(tx)),
+                    tool: self.clone(),
+                    ctx: ctx.clone(),
+                    env: env.clone(),
+                },
+            )?;
+            let start = import_cached(py, &START, "ironloop._runtime", "start_task")?;
+            Ok(start
+                .call1((env.event_loop.bind(py), coro, done, env.context.bind(py)))?
+                .unbind())
+        });
+        let handle = match started {
+            Ok(h) => h,
+            Err(e) => {
+                return Python::attach(|py| {
+                    let env = PyRunEnv::of(py, &ctx).map_err(|e| {
+                        ToolError::failed(&self.0.def.name, e.to_string())
+                    })?;
+                    Err(record_error(py, &self.0.def.name, e, &ctx, &env))
+                })
+            }
+        };
+        let mut guard = CancelOnDrop(Some(handle));
+        let r = rx.await.unwrap_or_else(|_| {
+            Err(ToolError::Cancelled {
+                tool: ctx.tool_name.clone(),
+            })
+        });
+        // The task is done: nothing to cancel. Dropping the handle needs the GIL only
+        // if it is the last reference, which `Py::drop` defers safely without it.
+        guard.0.take();
+        r
+    }
+}
+
+#[async_trait]
+impl Tool for PyTool {
+    fn definition(&self) -> &ToolDefinition {
+        &self.0.def
+    }
+
+    async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        if self.0.is_async {
+            self.call_async(args, ctx).await
+        } else {
+            self.call_sync(args, ctx).await
+        }
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        self.0.timeout
+    }
+}

@@ -1,0 +1,275 @@
+//! The engine of `ironloop.ToolNode`: runs the tool calls of the last AI message
+//! through the core executor and builds the tool messages.
+
+use std::sync::Arc;
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple, PyType};
+
+use super::convert::{message_from_py, messages_to_py};
+use super::env::PyRunEnv;
+use super::errors::tool_error;
+use super::pytool::PyTool;
+use super::runtime::block_on;
+use crate::executor::{error_text, Executor, RunContext, Strategy, ToolResult};
+use crate::message::{Content, Message, MessageKind};
+use crate::registry::ToolRegistry;
+use crate::tool::ToolCall;
+
+#[pyclass(name = "_ToolNodeCore", module = "ironloop._ironloop", frozen)]
+pub struct ToolNodeCore {
+    executor: Executor,
+    handle_errors: Py<PyAny>,
+}
+
+/// Parses `strategy=` as ToolNode accepts it: "parallel", "sequential" or
+/// ("batched", n).
+pub fn parse_strategy(
+    strategy: &Bound<'_, PyAny>,
+    max_concurrency: Option<usize>,
+) -> PyResult<Strategy> {
+    let bad = || {
+        PyValueError::new_err(format!(
+            "strategy must be 'parallel', 'sequential' or ('batched', n) with n >= 1; got {}",
+            strategy.repr().map(|r| r.to_string()).unwrap_or_default()
+        ))
+    };
+    if max_concurrency == Some(0) {
+        return Err(PyValueError::new_err("max_concurrency must be at least 1 (or None)"));
+    }
+    if let Ok(s) = strategy.cast::<PyString>() {
+        return match s.to_str()? {
+            "parallel" => Ok(Strategy::Parallel { max_concurrency }),
+            "sequential" => Ok(Strategy::Sequential),
+            _ => Err(bad()),
+        };
+    }
+    if let Ok(t) = strategy.cast::<PyTuple>() {
+        if t.len() == 2 && t.get_item(0)?.extract::<String>().ok().as_deref() == Some("batched") {
+            let n: usize = t.get_item(1)?.extract().map_err(|_| bad())?;
+            if n >= 1 {
+                return Ok(Strategy::Batched { size: n });
+            }
+        }
+    }
+    Err(bad())
+}
+
+struct Prepared {
+    calls: Vec<ToolCall>,
+    run: RunContext,
+    env: Arc<PyRunEnv>,
+    list_in: bool,
+}
+
+impl ToolNodeCore {
+    fn prepare(
+        &self,
+        py: Python<'_>,
+        input: &Bound<'_, PyAny>,
+        event_loop: Option<Py<PyAny>>,
+        store: Option<Py<PyAny>>,
+        on_progress: Option<Py<PyAny>>,
+    ) -> PyResult<Prepared> {
+        let (messages, list_in) = if let Ok(d) = input.cast::<PyDict>() {
+            let m = d.get_item("messages")?.ok_or_else(|| {
+                PyValueError::new_err(
+                    "ToolNode input must be a list of messages or a state dict with a \
+                     'messages' key",
+                )
+            })?;
+            (m, false)
+        } else if input.cast::<PyList>().is_ok() {
+            (input.clone(), true)
+        } else if let Ok(m) = input.getattr("messages") {
+            (m, false)
+        } else {
+            return Err(PyTypeError::new_err(format!(
+                "ToolNode input must be a list of messages or a state with 'messages'; got {}",
+                input.get_type().name()?
+            )));
+        };
+        let list = messages.cast::<PyList>().map_err(|_| {
+            PyTypeError::new_err("the 'messages' of a ToolNode input must be a list")
+        })?;
+        let mut last_ai = None;
+        for m in list.iter().rev() {
+            let m = message_from_py(&m)?;
+            if matches!(m.kind, MessageKind::Ai { .. }) {
+                last_ai = Some(m);
+                break;
+            }
+        }
+        let ai = last_ai.ok_or_else(|| {
+            PyValueError::new_err(
+                "ToolNode found no AIMessage in its input: the last AI message's tool calls \
+                 are what it runs",
+            )
+        })?;
+        let env = PyRunEnv::capture(
+            py,
+            event_loop,
+            Some(input.clone().unbind()),
+            store,
+            on_progress,
+        )?;
+        let run = RunContext {
+            host: Some(env.clone()),
+            ..Default::default()
+        };
+        Ok(Prepared {
+            calls: ai.tool_calls().to_vec(),
+            run,
+            env,
+            list_in,
+        })
+    }
+}
+
+/// Builds the node's output, applying `handle_tool_errors` to failed calls.
+fn finish(
+    py: Python<'_>,
+    handle: &Bound<'_, PyAny>,
+    results: Vec<ToolResult>,
+    env: &PyRunEnv,
+    list_in: bool,
+) -> PyResult<Py<PyAny>> {
+    let mut out: Vec<Arc<Message>> = Vec::with_capacity(results.len());
+    for r in results {
+        let msg = match &r.outcome {
+            Ok(o) => match o.payload.as_ref().and_then(|p| p.downcast_ref::<Arc<Message>>()) {
+                Some(m) => {
+                    let mut m = m.clone();
+                    if m.name.is_none() {
+                        Arc::make_mut(&mut m).name = Some(r.name.clone());
+                    }
+                    m
+                }
+                None => Arc::new(r.to_message()),
+            },
+            Err(e) => {
+                let original = env.take_error(&r.tool_call_id);
+                match error_content(py, handle, e, original)? {
+                    Some(text) => {
+                        let mut m = r.to_message();
+                        m.content = Content::Text(text);
+                        Arc::new(m)
+                    }
+                    None => Arc::new(r.to_message()),
+                }
+            }
+        };
+        debug_assert!(matches!(msg.kind, MessageKind::Tool { .. }));
+        out.push(msg);
+    }
+    let list = messages_to_py(py, &out)?;
+    if list_in {
+        return Ok(list.into_any().unbind());
+    }
+    let d = PyDict::new(py);
+    d.set_item("messages", list)?;
+    Ok(d.into_any().unbind())
+}
+
+/// The content of an error result under the `handle_tool_errors` policy: `None` for
+/// the default text, `Some(text)` for a custom one; an `Err` re-raises.
+fn error_content(
+    py: Python<'_>,
+    handle: &Bound<'_, PyAny>,
+    e: &crate::tool::ToolError,
+    original: Option<PyErr>,
+) -> PyResult<Option<String>> {
+    let exc = || original.map(|o| o.clone_ref(py)).unwrap_or_else(|| tool_error(py, e));
+    if let Ok(b) = handle.cast::<PyBool>() {
+        return if b.is_true() { Ok(None) } else { Err(exc()) };
+    }
+    if let Ok(s) = handle.cast::<PyString>() {
+        return Ok(Some(s.to_str()?.to_owned()));
+    }
+    if handle.cast::<PyType>().is_ok() || handle.cast::<PyTuple>().is_ok() {
+        let err = exc();
+        return if err.value(py).is_instance(handle)? {
+            Ok(None)
+        } else {
+            Err(err)
+        };
+    }
+    if handle.is_callable() {
+        let err = exc();
+        let text = handle.call1((err.value(py),))?;
+        return Ok(Some(text.str()?.to_string()));
+    }
+    Ok(Some(error_text(e)))
+}
+
+#[pymethods]
+impl ToolNodeCore {
+    #[new]
+    #[pyo3(signature = (tools, *, strategy, max_concurrency = None, handle_tool_errors))]
+    fn new(
+        tools: &Bound<'_, PyAny>,
+        strategy: &Bound<'_, PyAny>,
+        max_concurrency: Option<usize>,
+        handle_tool_errors: Py<PyAny>,
+    ) -> PyResult<Self> {
+        let registry = Arc::new(ToolRegistry::new());
+        for t in tools.try_iter()? {
+            let tool = PyTool::from_py(&t?)?;
+            registry
+                .register(Arc::new(tool))
+                .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        }
+        let executor =
+            Executor::new(registry).with_strategy(parse_strategy(strategy, max_concurrency)?);
+        Ok(ToolNodeCore {
+            executor,
+            handle_errors: handle_tool_errors,
+        })
+    }
+
+    #[pyo3(signature = (input, *, store = None, on_progress = None))]
+    fn invoke(
+        &self,
+        py: Python<'_>,
+        input: &Bound<'_, PyAny>,
+        store: Option<Py<PyAny>>,
+        on_progress: Option<Py<PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let p = self.prepare(py, input, None, store, on_progress)?;
+        let exec = self.executor.clone();
+        let (calls, run) = (p.calls, p.run);
+        let cancel = run.cancel.clone();
+        let results = block_on(py, async move { exec.execute(&calls, &run).await }, cancel)?;
+        finish(py, self.handle_errors.bind(py), results, &p.env, p.list_in)
+    }
+
+    /// Starts the calls and returns an awaitable; `event_loop` is the caller's running
+    /// loop, where async tools run.
+    #[pyo3(signature = (input, event_loop, *, store = None, on_progress = None))]
+    fn ainvoke<'py>(
+        &self,
+        py: Python<'py>,
+        input: &Bound<'py, PyAny>,
+        event_loop: Py<PyAny>,
+        store: Option<Py<PyAny>>,
+        on_progress: Option<Py<PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let p = self.prepare(py, input, Some(event_loop), store, on_progress)?;
+        let exec = self.executor.clone();
+        let handle = self.handle_errors.clone_ref(py);
+        pyo3_async_runtimes::tokio::future_into_py(py, async move {
+            // Cancelling the awaitable drops this future: cancel the run with it.
+            let guard = p.run.cancel.clone().drop_guard();
+            let results = exec.execute(&p.calls, &p.run).await;
+            guard.disarm();
+            Python::attach(|py| finish(py, handle.bind(py), results, &p.env, p.list_in))
+        })
+    }
+
+    /// The tool names, in registration order.
+    fn tool_names(&self) -> Vec<String> {
+        self.executor.registry().names()
+    }
+}
+
