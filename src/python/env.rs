@@ -1,12 +1,14 @@
 //! The per-run Python environment that tools receive through `ToolContext::host`.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 
 use super::convert::import_cached;
+use super::pytool::{Drain, PendingAsync};
 use crate::tool::ToolContext;
 
 pub struct PyRunEnv {
@@ -23,6 +25,9 @@ pub struct PyRunEnv {
     /// The original exceptions of failed calls, by call id, for
     /// `handle_tool_errors=False` (re-raise) and error-handler callables.
     pub errors: Mutex<HashMap<String, PyErr>>,
+    /// Async calls waiting for the loop thread to start them (see `Drain`).
+    pending: Mutex<Vec<PendingAsync>>,
+    drain_scheduled: AtomicBool,
 }
 
 static BACKGROUND_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
@@ -55,6 +60,8 @@ impl PyRunEnv {
             store,
             on_progress,
             errors: Mutex::new(HashMap::new()),
+            pending: Mutex::new(Vec::new()),
+            drain_scheduled: AtomicBool::new(false),
         }))
     }
 
@@ -71,5 +78,34 @@ impl PyRunEnv {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(call_id)
+    }
+
+    /// Queues an async call; true when the caller must schedule a drain on the loop.
+    pub fn push_pending(&self, p: PendingAsync) -> bool {
+        self.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(p);
+        !self.drain_scheduled.swap(true, Ordering::AcqRel)
+    }
+
+    pub fn take_pending(&self) -> Vec<PendingAsync> {
+        // Clear the flag first: a call queued after this point schedules a new drain.
+        self.drain_scheduled.store(false, Ordering::Release);
+        std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Asks the event loop's thread to start the queued calls.
+    pub fn schedule_drain(self: &Arc<Self>, py: Python<'_>) -> PyResult<()> {
+        let drain = Bound::new(py, Drain(self.clone()))?;
+        let r = self
+            .event_loop
+            .bind(py)
+            .call_method1("call_soon_threadsafe", (drain,));
+        if r.is_err() {
+            // Nothing will drain: let the next call try again.
+            self.drain_scheduled.store(false, Ordering::Release);
+        }
+        r.map(|_| ())
     }
 }

@@ -243,22 +243,6 @@ pub fn output_from_py(obj: &Bound<'_, PyAny>) -> ToolOutput {
     }
 }
 
-/// Cancels the asyncio task of an async tool if its Rust future is dropped first
-/// (dropping a Rust future does not cancel an asyncio task by itself).
-struct CancelOnDrop(Option<Py<PyAny>>);
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        if let Some(handle) = self.0.take() {
-            Python::attach(|py| {
-                if let Err(e) = handle.bind(py).call_method0("cancel") {
-                    e.print(py);
-                }
-            });
-        }
-    }
-}
-
 type Sender = oneshot::Sender<Result<ToolOutput, ToolError>>;
 
 /// Called by asyncio when an async tool's task is done.
@@ -288,7 +272,112 @@ impl DoneCallback {
     }
 }
 
-static START: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+/// An async call waiting for the loop thread to start it.
+pub struct PendingAsync {
+    tool: PyTool,
+    args: Value,
+    ctx: ToolContext,
+    tx: Sender,
+    slot: Arc<TaskSlot>,
+}
+
+/// Where an async call's asyncio task is, so that it can be cancelled from any thread.
+#[derive(Default)]
+pub struct TaskSlot(Mutex<SlotState>);
+
+#[derive(Default)]
+enum SlotState {
+    #[default]
+    Waiting,
+    Cancelled,
+    Running(Py<PyAny>),
+    Done,
+}
+
+/// Starts the queued async calls of a run; scheduled on its event loop, so it runs on
+/// the loop's thread. One wake-up of the loop starts every call queued by then.
+#[pyclass]
+pub struct Drain(pub Arc<PyRunEnv>);
+
+#[pymethods]
+impl Drain {
+    fn __call__(&self, py: Python<'_>) {
+        let env = &self.0;
+        for p in env.take_pending() {
+            start_pending(py, env, p);
+        }
+    }
+}
+
+fn start_pending(py: Python<'_>, env: &Arc<PyRunEnv>, p: PendingAsync) {
+    let mut state = p.slot.0.lock().unwrap_or_else(|e| e.into_inner());
+    if matches!(*state, SlotState::Cancelled) {
+        return;
+    }
+    let tool = &p.tool.0;
+    let done = DoneCallback {
+        tx: Mutex::new(Some(p.tx)),
+        tool: p.tool.clone(),
+        ctx: p.ctx.clone(),
+        env: env.clone(),
+    };
+    let done = match Bound::new(py, done) {
+        Ok(d) => d,
+        Err(e) => return e.print(py),
+    };
+    let started = (|| -> PyResult<Py<PyAny>> {
+        let kw = tool.kwargs(py, &p.args, &p.ctx, env)?;
+        let coro = tool.target.bind(py).call((), Some(&kw))?;
+        let create_task = env.event_loop.bind(py).getattr(intern!(py, "create_task"))?;
+        // The task runs in its own copy of the caller's contextvars context.
+        let context = env.context.bind(py).call_method0(intern!(py, "copy"))?;
+        let task = context.call_method1(intern!(py, "run"), (create_task, coro))?;
+        task.call_method1(intern!(py, "add_done_callback"), (&done,))?;
+        Ok(task.unbind())
+    })();
+    match started {
+        Ok(task) => *state = SlotState::Running(task),
+        Err(e) => {
+            *state = SlotState::Done;
+            let err = record_error(py, &tool.def.name, e, &p.ctx, env);
+            let tx = done.borrow().tx.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some(tx) = tx {
+                let _ = tx.send(Err(err));
+            }
+        }
+    }
+}
+
+/// Cancels an async call's asyncio task when its Rust future is dropped first
+/// (dropping a Rust future does not cancel an asyncio task by itself).
+struct CancelOnDrop {
+    slot: Arc<TaskSlot>,
+    env: Arc<PyRunEnv>,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let mut state = self.slot.0.lock().unwrap_or_else(|e| e.into_inner());
+        match std::mem::replace(&mut *state, SlotState::Cancelled) {
+            SlotState::Running(task) => {
+                drop(state);
+                Python::attach(|py| {
+                    let lp = self.env.event_loop.bind(py);
+                    let cancel = task.bind(py).getattr(intern!(py, "cancel"));
+                    let r = cancel.and_then(|c| lp.call_method1("call_soon_threadsafe", (c,)));
+                    if let Err(e) = r {
+                        // The loop is closed: its tasks are gone with it.
+                        if !lp.call_method0("is_closed").and_then(|c| c.is_truthy()).unwrap_or(false) {
+                            e.print(py);
+                        }
+                    }
+                });
+            }
+            SlotState::Done => *state = SlotState::Done,
+            SlotState::Waiting | SlotState::Cancelled => {}
+        }
+    }
+}
 
 impl PyTool {
     async fn call_sync(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
@@ -316,46 +405,36 @@ impl PyTool {
     }
 
     async fn call_async(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
-        let (tx, rx) = oneshot::channel();
-        let started = Python::attach(|py| -> PyResult<Py<PyAny>> {
-            let env = PyRunEnv::of(py, &ctx)?;
-            let kw = self.0.kwargs(py, &args, &ctx, &env)?;
-            let coro = self.0.target.bind(py).call((), Some(&kw))?;
-            let done = Bound::new(
-                py,
-                DoneCallback {
-                    tx: Mutex::new(Some(tx)),
-                    tool: self.clone(),
-                    ctx: ctx.clone(),
-                    env: env.clone(),
-                },
-            )?;
-            let start = import_cached(py, &START, "ironloop._runtime", "start_task")?;
-            Ok(start
-                .call1((env.event_loop.bind(py), coro, done, env.context.bind(py)))?
-                .unbind())
-        });
-        let handle = match started {
-            Ok(h) => h,
-            Err(e) => {
-                return Python::attach(|py| {
-                    let env = PyRunEnv::of(py, &ctx).map_err(|e| {
-                        ToolError::failed(&self.0.def.name, e.to_string())
-                    })?;
-                    Err(record_error(py, &self.0.def.name, e, &ctx, &env))
-                })
-            }
+        let env = match ctx.host.clone().and_then(|h| h.downcast::<PyRunEnv>().ok()) {
+            Some(env) => env,
+            None => Python::attach(|py| PyRunEnv::of(py, &ctx))
+                .map_err(|e| ToolError::failed(&self.0.def.name, e.to_string()))?,
         };
-        let mut guard = CancelOnDrop(Some(handle));
-        let r = rx.await.unwrap_or_else(|_| {
+        let (tx, rx) = oneshot::channel();
+        let slot = Arc::new(TaskSlot::default());
+        let pending = PendingAsync {
+            tool: self.clone(),
+            args,
+            ctx: ctx.clone(),
+            tx,
+            slot: slot.clone(),
+        };
+        if env.push_pending(pending) {
+            if let Err(e) = Python::attach(|py| env.schedule_drain(py)) {
+                return Err(ToolError::failed(
+                    &self.0.def.name,
+                    format!("could not reach the event loop to start the async tool: {e}"),
+                ));
+            }
+        }
+        let guard = CancelOnDrop { slot, env };
+        let r = rx.await;
+        *guard.slot.0.lock().unwrap_or_else(|e| e.into_inner()) = SlotState::Done;
+        r.unwrap_or_else(|_| {
             Err(ToolError::Cancelled {
                 tool: ctx.tool_name.clone(),
             })
-        });
-        // The task is done: nothing to cancel. Dropping the handle needs the GIL only
-        // if it is the last reference, which `Py::drop` defers safely without it.
-        guard.0.take();
-        r
+        })
     }
 }
 
