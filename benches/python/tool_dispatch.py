@@ -241,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  running {row.workload} {impl.name} ...", file=sys.stderr, flush=True)
             try:
                 row.stats[impl.name] = run(impl, n, args.repeat)
-            except Exception as e:  # noqa: BLE001 - report and go on with the other runs
+            except Exception as e:
                 traceback.print_exc(file=sys.stderr)
                 row.errors[impl.name] = f"{type(e).__name__}: {e}"
 

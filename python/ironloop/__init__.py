@@ -7,7 +7,8 @@ Example:
     ... def shout(text: str) -> str:
     ...     "Upper-cases text."
     ...     return text.upper()
-    >>> ai = AIMessage(content="", tool_calls=[{"name": "shout", "args": {"text": "hi"}, "id": "1"}])
+    >>> call = {"name": "shout", "args": {"text": "hi"}, "id": "1"}
+    >>> ai = AIMessage(content="", tool_calls=[call])
     >>> ToolNode([shout]).invoke({"messages": [ai]})["messages"][0].content
     'HI'
 """

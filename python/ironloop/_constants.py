@@ -2,5 +2,7 @@
 
 from __future__ import annotations
 
-START = "__start__"
-END = "__end__"
+from typing import Final
+
+START: Final = "__start__"
+END: Final = "__end__"

@@ -374,7 +374,7 @@ class _SchemaBuilder:
                 schema = self._merge_foreign(
                     adapter(typing.Annotated[(base, *constraints)]).json_schema()
                 )
-            except Exception:  # noqa: BLE001 - pydantic could not do it: use the bare type
+            except Exception:
                 schema = self.schema(base)
             else:
                 schema.pop("title", None)
@@ -408,8 +408,10 @@ class _SchemaBuilder:
     def _object_body(self, tp: type) -> _Schema:
         try:
             hints = typing.get_type_hints(tp, include_extras=True)
-        except Exception as exc:  # noqa: BLE001 - evaluating annotations runs user code
-            raise _Unsupported(f"the annotations of {tp.__qualname__} cannot be resolved: {exc}")
+        except Exception as exc:
+            raise _Unsupported(
+                f"the annotations of {tp.__qualname__} cannot be resolved: {exc}"
+            ) from exc
         properties: dict[str, _Schema] = {}
         required: list[str] = []
         if _is_typeddict(tp):
@@ -640,7 +642,7 @@ def _resolve_hints(target: Any, params: list[inspect.Parameter], fname: str) -> 
     """Type hints per parameter name (``inspect.Parameter.empty`` when unannotated)."""
     try:
         hints = typing.get_type_hints(target, include_extras=True) if target else {}
-    except Exception:  # noqa: BLE001 - resolved per parameter below, for a precise error
+    except Exception:
         hints = None
     out: dict[str, Any] = {}
     globalns = getattr(inspect.unwrap(target), "__globals__", {}) if target else {}
@@ -654,12 +656,12 @@ def _resolve_hints(target: Any, params: list[inspect.Parameter], fname: str) -> 
         if isinstance(ann, str):
             try:
                 ann = eval(ann, dict(globalns))
-            except Exception as exc:  # noqa: BLE001 - evaluating annotations runs user code
+            except Exception as exc:
                 # An injected parameter may name a type that is only imported for type
                 # checking; it needs no schema, so accept it if it is injected.
                 try:
                     lenient = eval(ann, {}, _LenientNames(globalns))
-                except Exception:  # noqa: BLE001
+                except Exception:
                     lenient = None
                 if lenient is not None and _injection(lenient) is not None:
                     ann = lenient
@@ -680,7 +682,7 @@ def _parse_doc(doc: str | None) -> tuple[str, dict[str, str]]:
 
     try:
         parsed = docstring_parser.parse(doc)
-    except Exception:  # noqa: BLE001 - malformed sections: keep the text, drop per-argument docs
+    except Exception:
         return doc.strip(), {}
     parts = [p for p in (parsed.short_description, parsed.long_description) if p]
     args = {

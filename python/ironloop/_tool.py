@@ -23,8 +23,7 @@ def _check_timeout(name: str, timeout: float | None) -> float | None:
         or not (timeout > 0 and math.isfinite(timeout))
     ):
         raise ValueError(
-            f"tool {name!r}: timeout must be a positive number of seconds or None, "
-            f"got {timeout!r}"
+            f"tool {name!r}: timeout must be a positive number of seconds or None, got {timeout!r}"
         )
     return float(timeout)
 

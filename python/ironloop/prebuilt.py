@@ -39,7 +39,8 @@ class ToolNode:
         ... def add(a: int, b: int) -> int:
         ...     "Adds."
         ...     return a + b
-        >>> ai = AIMessage(content="", tool_calls=[{"name": "add", "args": {"a": 1, "b": 2}, "id": "1"}])
+        >>> call = {"name": "add", "args": {"a": 1, "b": 2}, "id": "1"}
+        >>> ai = AIMessage(content="", tool_calls=[call])
         >>> ToolNode([add]).invoke({"messages": [ai]})["messages"][0].content
         '3'
     """

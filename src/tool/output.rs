@@ -45,11 +45,11 @@ impl ToolOutput {
         match v {
             Value::String(s) => Self::text(s),
             v @ (Value::Object(_) | Value::Array(_)) => ToolOutput {
-                content: Content::Text(v.to_string()),
+                content: Content::Text(json_text(&v)),
                 artifact: Some(v),
                 ..Default::default()
             },
-            v => Self::text(v.to_string()),
+            v => Self::text(json_text(&v)),
         }
     }
 }
@@ -59,5 +59,61 @@ impl PartialEq for ToolOutput {
         self.content == other.content
             && self.artifact == other.artifact
             && self.return_direct == other.return_direct
+    }
+}
+
+/// JSON text spaced as Python's `json.dumps(v, ensure_ascii=False)` writes it
+/// (`", "` and `": "`), so a result reads the same as under LangGraph.
+pub fn json_text(v: &Value) -> String {
+    use serde::Serialize;
+    struct Spaced;
+    impl serde_json::ser::Formatter for Spaced {
+        fn begin_array_value<W: ?Sized + std::io::Write>(
+            &mut self,
+            w: &mut W,
+            first: bool,
+        ) -> std::io::Result<()> {
+            if first {
+                Ok(())
+            } else {
+                w.write_all(b", ")
+            }
+        }
+        fn begin_object_key<W: ?Sized + std::io::Write>(
+            &mut self,
+            w: &mut W,
+            first: bool,
+        ) -> std::io::Result<()> {
+            if first {
+                Ok(())
+            } else {
+                w.write_all(b", ")
+            }
+        }
+        fn begin_object_value<W: ?Sized + std::io::Write>(
+            &mut self,
+            w: &mut W,
+        ) -> std::io::Result<()> {
+            w.write_all(b": ")
+        }
+    }
+    let mut out = Vec::with_capacity(64);
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, Spaced);
+    v.serialize(&mut ser).expect("a Value always serialises");
+    String::from_utf8(out).expect("serde_json writes UTF-8")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn json_text_is_spaced_like_python() {
+        let v = json!({"a": [1, 2, {"b": null}], "é": "x"});
+        assert_eq!(json_text(&v), r#"{"a": [1, 2, {"b": null}], "é": "x"}"#);
+        assert_eq!(ToolOutput::json(json!(3)).content, Content::Text("3".into()));
+        assert_eq!(ToolOutput::json(json!("s")).content, Content::Text("s".into()));
+        assert_eq!(ToolOutput::json(json!([1])).artifact, Some(json!([1])));
     }
 }

@@ -2,7 +2,7 @@
 
 # The legacy typing aliases (List, Dict, Optional, ...) are exercised on purpose, and
 # exec() builds functions whose syntax or globals a test needs to control.
-# ruff: noqa: UP006, UP035, FA100, S102
+# ruff: noqa: UP006, UP035
 
 import dataclasses
 import datetime
@@ -27,6 +27,7 @@ from typing import (
 )
 
 import pytest
+
 from ironloop._injection import InjectedState, InjectedStore, InjectedToolCallId
 from ironloop._schema import FunctionSpec, function_spec
 

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh machine: installs what the tests need, builds the
+# extension once, then runs the Rust tests, the Python tests, the stub check and the
+# linters. Re-runs reuse the venv and cargo's target dir (both outside the clone).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh
+
+step "Rust: format, lints, tests (core, without Python)"
+cargo fmt --check
+cargo clippy --all-targets --quiet -- -D warnings
+cargo clippy --features python --lib --quiet -- -D warnings
+cargo test --quiet 2>&1 | tail -n 40
+
+step "Build and install the Python package (release, once)"
+build_and_install
+
+step "Python: tests"
+set +e
+python -m pytest tests/python -q -p no:cacheprovider "$@"
+rc=$?
+set -e
+# pytest exits 5 when it collected nothing: that is a failure here, not a pass.
+[ "$rc" -eq 0 ] || { echo "pytest failed (exit $rc)"; exit "$rc"; }
+
+step "Python: stubs match the runtime, lint"
+python -m mypy.stubtest ironloop --allowlist scripts/stubtest-allowlist.txt
+ruff check python tests/python benches/python examples
+echo "all checks passed"
