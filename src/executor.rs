@@ -7,6 +7,7 @@
 
 use std::any::Any;
 use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -73,10 +74,19 @@ impl ToolResult {
     /// The tool message the model sees for this result.
     pub fn to_message(&self) -> Message {
         let (content, status, artifact) = match &self.outcome {
-            Ok(out) => (out.content.clone(), ToolStatus::Success, out.artifact.clone()),
+            Ok(out) => (
+                out.content.clone(),
+                ToolStatus::Success,
+                out.artifact.clone(),
+            ),
             Err(e) => (Content::Text(error_text(e)), ToolStatus::Error, None),
         };
-        let mut m = Message::tool(content, self.tool_call_id.clone(), self.name.clone(), status);
+        let mut m = Message::tool(
+            content,
+            self.tool_call_id.clone(),
+            self.name.clone(),
+            status,
+        );
         if let MessageKind::Tool { artifact: a, .. } = &mut m.kind {
             *a = artifact;
         }
@@ -165,23 +175,72 @@ impl Executor {
 
     /// Runs `calls` and returns one result per call, in call order.
     pub async fn execute(&self, calls: &[ToolCall], run: &RunContext) -> Vec<ToolResult> {
-        let deadline = self.run_timeout.map(|t| (Instant::now() + t, t));
+        if calls.is_empty() {
+            return Vec::new();
+        }
+        let env = Arc::new(CallEnv {
+            progress: run.progress.clone(),
+            state: run.state.clone(),
+            host: run.host.clone(),
+            deadline: self.run_timeout.map(|t| (Instant::now() + t, t)),
+            cancelled: AtomicBool::new(false),
+        });
+        // One token per call, independent of the run's: calls never touch the run's
+        // token (whose lock every call of a large message would contend for); this
+        // future watches it once and cancels the calls' tokens when it fires.
+        let tokens: Vec<CancellationToken> =
+            calls.iter().map(|_| CancellationToken::new()).collect();
+        let cancel_calls = || {
+            // The flag first: a call that has not started yet must see the run as
+            // cancelled even if a sibling's cancellation frees its turn right away.
+            env.cancelled.store(true, Ordering::SeqCst);
+            for t in &tokens {
+                t.cancel();
+            }
+        };
+        if run.cancel.is_cancelled() {
+            cancel_calls();
+        }
+        let work = self.dispatch(calls, &env, &tokens);
+        tokio::pin!(work);
+        tokio::select! {
+            biased;
+            out = &mut work => out,
+            _ = run.cancel.cancelled() => {
+                cancel_calls();
+                work.await
+            }
+        }
+    }
+
+    async fn dispatch(
+        &self,
+        calls: &[ToolCall],
+        env: &Arc<CallEnv>,
+        tokens: &[CancellationToken],
+    ) -> Vec<ToolResult> {
         match self.strategy {
             Strategy::Sequential => {
                 let mut out = Vec::with_capacity(calls.len());
-                for c in calls {
-                    out.push(run_one(&self.shared, c.clone(), run.clone(), deadline).await);
+                for (c, token) in calls.iter().zip(tokens) {
+                    let outcome = run_one(&self.shared, c, c.arguments.clone(), env, token).await;
+                    out.push(ToolResult {
+                        tool_call_id: c.id.clone(),
+                        name: c.name.clone(),
+                        outcome,
+                    });
                 }
                 out
             }
             Strategy::Parallel { max_concurrency } => {
                 let sem = max_concurrency.map(|n| Arc::new(Semaphore::new(n.max(1))));
-                self.spawn_all(calls, run, deadline, sem).await
+                self.spawn_all(calls, env, tokens, sem).await
             }
             Strategy::Batched { size } => {
+                let size = size.max(1);
                 let mut out = Vec::with_capacity(calls.len());
-                for chunk in calls.chunks(size.max(1)) {
-                    out.extend(self.spawn_all(chunk, run, deadline, None).await);
+                for (chunk, toks) in calls.chunks(size).zip(tokens.chunks(size)) {
+                    out.extend(self.spawn_all(chunk, env, toks, None).await);
                 }
                 out
             }
@@ -191,20 +250,33 @@ impl Executor {
     async fn spawn_all(
         &self,
         calls: &[ToolCall],
-        run: &RunContext,
-        deadline: Option<(Instant, Duration)>,
+        env: &Arc<CallEnv>,
+        tokens: &[CancellationToken],
         sem: Option<Arc<Semaphore>>,
     ) -> Vec<ToolResult> {
         let mut guard = AbortOnDrop(Vec::with_capacity(calls.len()));
-        for c in calls {
+        // Without hooks nobody reads a call's arguments after the tool has them, so
+        // the task's copy of the call hands them over instead of copying them again.
+        let take_args = self.shared.hooks.is_empty();
+        for (c, token) in calls.iter().zip(tokens) {
             let shared = self.shared.clone();
-            let (c, run, sem) = (c.clone(), run.clone(), sem.clone());
+            let (mut c, env, token, sem) = (c.clone(), env.clone(), token.clone(), sem.clone());
             guard.0.push(tokio::spawn(async move {
                 let _permit = match &sem {
                     Some(s) => Some(s.acquire().await.expect("semaphore never closed")),
                     None => None,
                 };
-                run_one(&shared, c, run, deadline).await
+                let args = if take_args {
+                    std::mem::take(&mut c.arguments)
+                } else {
+                    c.arguments.clone()
+                };
+                let outcome = run_one(&shared, &c, args, &env, &token).await;
+                ToolResult {
+                    tool_call_id: c.id,
+                    name: c.name,
+                    outcome,
+                }
             }));
         }
         let mut out = Vec::with_capacity(calls.len());
@@ -227,6 +299,17 @@ impl Executor {
         guard.0.clear();
         out
     }
+}
+
+/// What every call of one `execute` shares.
+struct CallEnv {
+    progress: Option<ProgressFn>,
+    state: Option<Arc<Value>>,
+    host: Option<Arc<dyn Any + Send + Sync>>,
+    /// When the run's time is up, and the run's whole limit (for the error).
+    deadline: Option<(Instant, Duration)>,
+    /// Set when the run is cancelled, before the calls' tokens are.
+    cancelled: AtomicBool,
 }
 
 /// Aborts spawned calls when `execute` is dropped before they finish, so a cancelled
@@ -283,31 +366,47 @@ fn panic_message(p: &(dyn Any + Send)) -> String {
     }
 }
 
+/// Runs one call and shows its outcome to the after hooks. `args` is the call's
+/// arguments, handed over by the caller (copied or moved out of its own copy).
 async fn run_one(
     shared: &Shared,
-    call: ToolCall,
-    run: RunContext,
-    deadline: Option<(Instant, Duration)>,
-) -> ToolResult {
-    let outcome = call_outcome(shared, &call, run, deadline).await;
+    call: &ToolCall,
+    args: Value,
+    env: &CallEnv,
+    token: &CancellationToken,
+) -> Result<ToolOutput, ToolError> {
+    let outcome = call_outcome(shared, call, args, env, token).await;
     for h in &shared.hooks {
-        h.after(&call, &outcome);
+        h.after(call, &outcome);
     }
-    ToolResult {
-        tool_call_id: call.id,
-        name: call.name,
-        outcome,
+    outcome
+}
+
+/// Cancels a call's token when the call ends without the tool's own result (timeout,
+/// cancellation, panic, or the `execute` future dropped), so that work the tool left
+/// running (e.g. on a blocking thread) is told to stop.
+struct CancelUnlessDone<'a> {
+    token: &'a CancellationToken,
+    done: bool,
+}
+
+impl Drop for CancelUnlessDone<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.token.cancel();
+        }
     }
 }
 
 async fn call_outcome(
     shared: &Shared,
     call: &ToolCall,
-    run: RunContext,
-    deadline: Option<(Instant, Duration)>,
+    args: Value,
+    env: &CallEnv,
+    token: &CancellationToken,
 ) -> Result<ToolOutput, ToolError> {
     let name = &call.name;
-    if run.cancel.is_cancelled() {
+    if env.cancelled.load(Ordering::SeqCst) {
         return Err(ToolError::Cancelled { tool: name.clone() });
     }
     for h in &shared.hooks {
@@ -319,13 +418,15 @@ async fn call_outcome(
         }
     }
     let entry = shared.registry.resolve(name)?;
-    let args = normalize_args(name, call.arguments.clone())?;
+    let args = normalize_args(name, args)?;
     entry.validate(&args)?;
 
     let limit = entry.tool.timeout().or(shared.default_timeout);
     // The effective limit is the tool's own or what is left of the run's, whichever
     // ends first; the error reports the limit that was hit.
-    let remaining = deadline.map(|(d, total)| (d.saturating_duration_since(Instant::now()), total));
+    let remaining = env
+        .deadline
+        .map(|(d, total)| (d.saturating_duration_since(Instant::now()), total));
     let (limit, reported) = match (limit, remaining) {
         (Some(l), Some((r, total))) if r < l => (Some(r), total.as_secs_f64()),
         (None, Some((r, total))) => (Some(r), total.as_secs_f64()),
@@ -338,31 +439,39 @@ async fn call_outcome(
         });
     }
 
-    let token = run.cancel.child_token();
     let ctx = ToolContext {
         tool_call_id: call.id.clone(),
         tool_name: name.clone(),
         cancel: token.clone(),
-        progress: run.progress,
-        state: run.state,
-        host: run.host,
+        progress: env.progress.clone(),
+        state: env.state.clone(),
+        host: env.host.clone(),
     };
-    let fut = AssertUnwindSafe(entry.tool.call(args, ctx)).catch_unwind();
-    let sleep = async {
-        match limit {
-            Some(l) => tokio::time::sleep(l).await,
+    let tool = &entry.tool;
+    // The call itself is inside the guarded future: a tool whose `call` panics
+    // before returning its future is isolated too.
+    let fut = AssertUnwindSafe(async move { tool.call(args, ctx).await }).catch_unwind();
+    // Boxed so that a call without a limit does not carry a timer in its state.
+    let sleep = limit.map(|l| Box::pin(tokio::time::sleep(l)));
+    let timeout = async {
+        match sleep {
+            Some(s) => s.await,
             None => std::future::pending().await,
         }
     };
-    let result = tokio::select! {
+    let mut guard = CancelUnlessDone { token, done: false };
+    // Cancellation is polled first: once the run is cancelled the call is reported
+    // cancelled, even if the tool noticed and returned a result of its own.
+    tokio::select! {
+        biased;
+        _ = token.cancelled() => Err(ToolError::Cancelled { tool: name.clone() }),
         r = fut => match r {
-            Ok(r) => r,
+            Ok(r) => {
+                guard.done = true;
+                r
+            }
             Err(p) => Err(ToolError::failed(name.clone(), format!("panicked: {}", panic_message(&*p)))),
         },
-        _ = run.cancel.cancelled() => Err(ToolError::Cancelled { tool: name.clone() }),
-        _ = sleep => Err(ToolError::Timeout { tool: name.clone(), seconds: reported }),
-    };
-    // Tell a tool that is still going (a blocking thread cannot be stopped) to stop.
-    token.cancel();
-    result
+        _ = timeout => Err(ToolError::Timeout { tool: name.clone(), seconds: reported }),
+    }
 }

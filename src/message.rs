@@ -16,11 +16,17 @@ pub fn new_id() -> String {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentPart {
-    Text { text: String },
+    Text {
+        text: String,
+    },
     /// An image by URL (`https://…` or a `data:` URL).
-    Image { url: String },
+    Image {
+        url: String,
+    },
     /// Any other provider-specific part, kept verbatim.
-    Json { value: Value },
+    Json {
+        value: Value,
+    },
 }
 
 /// Message content: plain text, or a list of parts.

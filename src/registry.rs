@@ -19,6 +19,11 @@ impl Registered {
     /// Checks `args` against the tool's schema; the error names the tool, the
     /// offending location and what was wrong, for the model to correct.
     pub fn validate(&self, args: &Value) -> Result<(), ToolError> {
+        // The common case (valid arguments) stops at the first check of each keyword
+        // and builds no error values.
+        if self.validator.is_valid(args) {
+            return Ok(());
+        }
         let errors: Vec<String> = self
             .validator
             .iter_errors(args)
@@ -47,6 +52,13 @@ struct Inner {
     tools: BTreeMap<String, Arc<Registered>>,
     deny: HashSet<String>,
     allow: Option<HashSet<String>>,
+}
+
+impl Inner {
+    /// Whether the deny / allow lists let `name` run.
+    fn runnable(&self, name: &str) -> bool {
+        !self.deny.contains(name) && self.allow.as_ref().is_none_or(|a| a.contains(name))
+    }
 }
 
 /// Tools by name. Cheap to share (`Arc<ToolRegistry>`), safe to change while runs
@@ -107,10 +119,22 @@ impl ToolRegistry {
                 });
             }
         }
-        inner.tools.get(name).cloned().ok_or_else(|| ToolError::NotFound {
-            tool: name.to_owned(),
-            available: inner.tools.keys().cloned().collect::<Vec<_>>().join(", "),
-        })
+        inner
+            .tools
+            .get(name)
+            .cloned()
+            .ok_or_else(|| ToolError::NotFound {
+                tool: name.to_owned(),
+                // Only what the model may call: naming a denied tool would invite a
+                // call that is then blocked.
+                available: inner
+                    .tools
+                    .keys()
+                    .filter(|n| inner.runnable(n))
+                    .map(String::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
     }
 
     pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
@@ -124,9 +148,7 @@ impl ToolRegistry {
         inner
             .tools
             .iter()
-            .filter(|(n, _)| {
-                !inner.deny.contains(*n) && inner.allow.as_ref().is_none_or(|a| a.contains(*n))
-            })
+            .filter(|(n, _)| inner.runnable(n))
             .map(|(_, r)| r.tool.definition().clone())
             .collect()
     }
@@ -137,7 +159,11 @@ impl ToolRegistry {
     }
 
     pub fn len(&self) -> usize {
-        self.inner.read().unwrap_or_else(|p| p.into_inner()).tools.len()
+        self.inner
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .tools
+            .len()
     }
 
     pub fn is_empty(&self) -> bool {

@@ -49,7 +49,11 @@ fn registry(tools: Vec<FnTool>) -> Arc<ToolRegistry> {
 /// which calls complete.
 fn sleep_tool(done: Arc<Mutex<Vec<String>>>) -> FnTool {
     <dyn Tool>::builder("sleep", "Sleeps, then returns the number of ms.")
-        .param("ms", json!({"type": "integer", "minimum": 0}), "milliseconds")
+        .param(
+            "ms",
+            json!({"type": "integer", "minimum": 0}),
+            "milliseconds",
+        )
         .call(move |args, ctx| {
             let done = done.clone();
             async move {
@@ -163,12 +167,19 @@ async fn one_result_per_call_in_call_order_whatever_the_completion_order() {
             assert_eq!(text(r), ms.to_string(), "{strategy:?} {}", r.tool_call_id);
         }
         let done = done.lock().unwrap().clone();
-        assert_eq!(done.len(), sleeps.len(), "{strategy:?}: every call ran once");
+        assert_eq!(
+            done.len(),
+            sleeps.len(),
+            "{strategy:?}: every call ran once"
+        );
         if strategy == Strategy::Sequential {
             assert_eq!(done, expected, "sequential completes in call order");
         } else {
             // The test only proves something if completion order really differed.
-            assert_ne!(done, expected, "{strategy:?}: completion order should differ");
+            assert_ne!(
+                done, expected,
+                "{strategy:?}: completion order should differ"
+            );
         }
     }
 }
@@ -183,11 +194,18 @@ async fn no_calls_no_results() {
 
 #[tokio::test]
 async fn same_call_id_twice_still_gets_two_results() {
-    let calls = [call("dup", "add", json!({"a": 1, "b": 2})), call("dup", "add", json!({"a": 3, "b": 4}))];
+    let calls = [
+        call("dup", "add", json!({"a": 1, "b": 2})),
+        call("dup", "add", json!({"a": 3, "b": 4})),
+    ];
     for strategy in STRATEGIES {
         let exec = Executor::new(registry(vec![add_tool()])).with_strategy(strategy);
         let results = exec.execute(&calls, &RunContext::default()).await;
-        assert_eq!(results.iter().map(text).collect::<Vec<_>>(), ["3", "7"], "{strategy:?}");
+        assert_eq!(
+            results.iter().map(text).collect::<Vec<_>>(),
+            ["3", "7"],
+            "{strategy:?}"
+        );
     }
 }
 
@@ -198,8 +216,7 @@ fn failing_tools() -> Vec<FnTool> {
     vec![
         add_tool(),
         ok_tool(),
-        <dyn Tool>::builder("boom", "Panics.")
-            .call(|_, _| async { panic!("kaboom in the tool") }),
+        <dyn Tool>::builder("boom", "Panics.").call(|_, _| async { panic!("kaboom in the tool") }),
         <dyn Tool>::builder("fail", "Fails.")
             .call(|_, _| async { Err(ToolError::failed("fail", "disk on fire")) }),
         // Its own limit (30 ms) is shorter than the executor's default.
@@ -252,32 +269,64 @@ async fn each_failure_yields_its_error_and_siblings_keep_their_results() {
         let started = Instant::now();
         let results = exec.execute(&calls, &RunContext::default()).await;
         let elapsed = started.elapsed();
-        let by_id: HashMap<&str, &ToolResult> =
-            results.iter().map(|r| (r.tool_call_id.as_str(), r)).collect();
+        let by_id: HashMap<&str, &ToolResult> = results
+            .iter()
+            .map(|r| (r.tool_call_id.as_str(), r))
+            .collect();
         let ctx = format!("{strategy:?}");
 
         assert_eq!(ids(&results), ids_of(&calls), "{ctx}");
         assert_eq!(text(by_id["ok1"]), "3", "{ctx}");
         assert_eq!(text(by_id["ok2"]), "10", "{ctx}");
-        assert_eq!(text(by_id["json_text"]), "42", "{ctx}: a JSON object in a string is parsed");
+        assert_eq!(
+            text(by_id["json_text"]),
+            "42",
+            "{ctx}: a JSON object in a string is parsed"
+        );
         for id in ["empty", "blank", "null"] {
-            assert_eq!(text(by_id[id]), "ok", "{ctx}: {id} arguments mean no arguments");
+            assert_eq!(
+                text(by_id[id]),
+                "ok",
+                "{ctx}: {id} arguments mean no arguments"
+            );
         }
-        assert_eq!(text(by_id["patient"]), "worth the wait", "{ctx}: the tool's own timeout wins");
+        assert_eq!(
+            text(by_id["patient"]),
+            "worth the wait",
+            "{ctx}: the tool's own timeout wins"
+        );
 
         match err(by_id["panic"]) {
             ToolError::Failed { tool, message } => {
                 assert_eq!(tool, "boom");
-                assert!(message.contains("panicked") && message.contains("kaboom in the tool"), "{message}");
+                assert!(
+                    message.contains("panicked") && message.contains("kaboom in the tool"),
+                    "{message}"
+                );
             }
             e => panic!("{ctx}: {e:?}"),
         }
-        assert_eq!(err(by_id["failed"]), &ToolError::failed("fail", "disk on fire"), "{ctx}");
+        assert_eq!(
+            err(by_id["failed"]),
+            &ToolError::failed("fail", "disk on fire"),
+            "{ctx}"
+        );
         match err(by_id["unknown"]) {
             ToolError::NotFound { tool, available } => {
                 assert_eq!(tool, "nope");
-                for name in ["add", "boom", "fail", "ok", "patient", "slow_default", "slow_own"] {
-                    assert!(available.contains(name), "{ctx}: `{name}` missing from {available}");
+                for name in [
+                    "add",
+                    "boom",
+                    "fail",
+                    "ok",
+                    "patient",
+                    "slow_default",
+                    "slow_own",
+                ] {
+                    assert!(
+                        available.contains(name),
+                        "{ctx}: `{name}` missing from {available}"
+                    );
                 }
             }
             e => panic!("{ctx}: {e:?}"),
@@ -290,14 +339,23 @@ async fn each_failure_yields_its_error_and_siblings_keep_their_results() {
             e => panic!("{ctx}: {id}: {e:?}"),
         };
         let reason = invalid("missing");
-        assert!(reason.contains("\"b\"") && reason.contains("required"), "{reason}");
+        assert!(
+            reason.contains("\"b\"") && reason.contains("required"),
+            "{reason}"
+        );
         let reason = invalid("wrong_type");
-        assert!(reason.contains("/b") && reason.contains("integer"), "{reason}");
+        assert!(
+            reason.contains("/b") && reason.contains("integer"),
+            "{reason}"
+        );
         let reason = invalid("not_json");
         assert!(reason.contains("not valid JSON"), "{reason}");
         for id in ["array", "array_text"] {
             let reason = invalid(id);
-            assert!(reason.contains("must be a JSON object") && reason.contains("array"), "{reason}");
+            assert!(
+                reason.contains("must be a JSON object") && reason.contains("array"),
+                "{reason}"
+            );
         }
         match err(by_id["own_timeout"]) {
             ToolError::Timeout { tool, seconds } => {
@@ -333,7 +391,10 @@ async fn a_timed_out_call_has_its_context_cancelled() {
     assert_eq!(err(&results[0]).kind(), "timeout");
     let tokens = tokens.lock().unwrap();
     assert_eq!(tokens.len(), 1);
-    assert!(tokens[0].is_cancelled(), "a tool still running on a thread must be told to stop");
+    assert!(
+        tokens[0].is_cancelled(),
+        "a tool still running on a thread must be told to stop"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -349,9 +410,12 @@ async fn the_run_timeout_bounds_all_calls_together() {
         async move {
             let tokens = Arc::new(Mutex::new(Vec::new()));
             let done = Arc::new(Mutex::new(Vec::new()));
-            let exec = Executor::new(registry(vec![sleep_tool(done), wait_tool("wait", tokens.clone())]))
-                .with_strategy(strategy)
-                .with_run_timeout(Duration::from_millis(80));
+            let exec = Executor::new(registry(vec![
+                sleep_tool(done),
+                wait_tool("wait", tokens.clone()),
+            ]))
+            .with_strategy(strategy)
+            .with_run_timeout(Duration::from_millis(80));
             let started = Instant::now();
             let results = exec.execute(&calls, &RunContext::default()).await;
             (strategy, results, started.elapsed(), tokens)
@@ -364,7 +428,10 @@ async fn the_run_timeout_bounds_all_calls_together() {
         match err(&results[1]) {
             ToolError::Timeout { tool, seconds } => {
                 assert_eq!(tool, "wait");
-                assert!((seconds - 0.080).abs() < 1e-9, "{ctx}: reports the run's limit, got {seconds}");
+                assert!(
+                    (seconds - 0.080).abs() < 1e-9,
+                    "{ctx}: reports the run's limit, got {seconds}"
+                );
             }
             e => panic!("{ctx}: {e:?}"),
         }
@@ -374,7 +441,10 @@ async fn the_run_timeout_bounds_all_calls_together() {
         } else {
             assert_eq!(text(&results[2]), "5", "{ctx}");
         }
-        assert!(tokens.lock().unwrap().iter().all(|t| t.is_cancelled()), "{ctx}");
+        assert!(
+            tokens.lock().unwrap().iter().all(|t| t.is_cancelled()),
+            "{ctx}"
+        );
         assert!(elapsed >= Duration::from_millis(75), "{ctx}: {elapsed:?}");
         assert!(elapsed < Duration::from_millis(1000), "{ctx}: {elapsed:?}");
     }
@@ -391,7 +461,9 @@ async fn the_run_timeout_caps_a_longer_tool_timeout() {
         .execute(&[call("w", "wait", json!({}))], &RunContext::default())
         .await;
     assert!(started.elapsed() < Duration::from_secs(1));
-    assert!(matches!(err(&results[0]), ToolError::Timeout { seconds, .. } if (seconds - 0.040).abs() < 1e-9));
+    assert!(
+        matches!(err(&results[0]), ToolError::Timeout { seconds, .. } if (seconds - 0.040).abs() < 1e-9)
+    );
 }
 
 // ---------------------------------------------------------------------------------
@@ -410,8 +482,18 @@ async fn cancelling_the_run_ends_in_flight_calls_promptly() {
     ];
     let cases = [
         (Strategy::Sequential, 1),
-        (Strategy::Parallel { max_concurrency: None }, 4),
-        (Strategy::Parallel { max_concurrency: Some(2) }, 2),
+        (
+            Strategy::Parallel {
+                max_concurrency: None,
+            },
+            4,
+        ),
+        (
+            Strategy::Parallel {
+                max_concurrency: Some(2),
+            },
+            2,
+        ),
         (Strategy::Batched { size: 3 }, 2),
     ];
     let futures = cases.map(|(strategy, in_flight)| {
@@ -435,14 +517,34 @@ async fn cancelling_the_run_ends_in_flight_calls_promptly() {
     for (strategy, in_flight, results, lag, tokens) in join_all(futures).await {
         let ctx = format!("{strategy:?}");
         assert_eq!(ids(&results), ["quick", "w1", "w2", "w3", "w4"], "{ctx}");
-        assert_eq!(text(&results[0]), "ok", "{ctx}: a call done before the cancel keeps its result");
+        assert_eq!(
+            text(&results[0]),
+            "ok",
+            "{ctx}: a call done before the cancel keeps its result"
+        );
         for r in &results[1..] {
-            assert_eq!(err(r), &ToolError::Cancelled { tool: "wait".into() }, "{ctx}");
+            assert_eq!(
+                err(r),
+                &ToolError::Cancelled {
+                    tool: "wait".into()
+                },
+                "{ctx}"
+            );
         }
-        assert!(lag < Duration::from_millis(500), "{ctx}: execute returned {lag:?} after the cancel");
+        assert!(
+            lag < Duration::from_millis(500),
+            "{ctx}: execute returned {lag:?} after the cancel"
+        );
         let tokens = tokens.lock().unwrap();
-        assert_eq!(tokens.len(), in_flight, "{ctx}: calls queued behind the cancel never start");
-        assert!(tokens.iter().all(|t| t.is_cancelled()), "{ctx}: tools see ctx.cancel cancelled");
+        assert_eq!(
+            tokens.len(),
+            in_flight,
+            "{ctx}: calls queued behind the cancel never start"
+        );
+        assert!(
+            tokens.iter().all(|t| t.is_cancelled()),
+            "{ctx}: tools see ctx.cancel cancelled"
+        );
     }
 }
 
@@ -481,12 +583,16 @@ async fn a_tool_that_stops_on_cancel_still_reports_cancelled() {
 async fn a_run_cancelled_before_it_starts_runs_nothing() {
     let tokens = Arc::new(Mutex::new(Vec::new()));
     for strategy in STRATEGIES {
-        let exec = Executor::new(registry(vec![wait_tool("wait", tokens.clone())])).with_strategy(strategy);
+        let exec = Executor::new(registry(vec![wait_tool("wait", tokens.clone())]))
+            .with_strategy(strategy);
         let run = RunContext::default();
         run.cancel.cancel();
         let calls = [call("a", "wait", json!({})), call("b", "wait", json!({}))];
         let results = exec.execute(&calls, &run).await;
-        assert!(results.iter().all(|r| err(r).kind() == "cancelled"), "{strategy:?}");
+        assert!(
+            results.iter().all(|r| err(r).kind() == "cancelled"),
+            "{strategy:?}"
+        );
     }
     assert!(tokens.lock().unwrap().is_empty());
 }
@@ -507,13 +613,23 @@ async fn dropping_execute_aborts_in_flight_calls() {
             }
         });
         let exec = Executor::new(registry(vec![tool])).with_strategy(strategy);
-        let calls: Vec<ToolCall> = (0..4).map(|i| call(&format!("c{i}"), "late", json!({}))).collect();
+        let calls: Vec<ToolCall> = (0..4)
+            .map(|i| call(&format!("c{i}"), "late", json!({})))
+            .collect();
         let run = RunContext::default();
-        let outcome = tokio::time::timeout(Duration::from_millis(20), exec.execute(&calls, &run)).await;
-        assert!(outcome.is_err(), "{strategy:?}: execute should still be running");
+        let outcome =
+            tokio::time::timeout(Duration::from_millis(20), exec.execute(&calls, &run)).await;
+        assert!(
+            outcome.is_err(),
+            "{strategy:?}: execute should still be running"
+        );
         // Well past the moment the tools would have counted.
         tokio::time::sleep(Duration::from_millis(150)).await;
-        (strategy, started.load(Ordering::SeqCst), finished.load(Ordering::SeqCst))
+        (
+            strategy,
+            started.load(Ordering::SeqCst),
+            finished.load(Ordering::SeqCst),
+        )
     });
     for (strategy, started, finished) in join_all(futures).await {
         assert!(started >= 1, "{strategy:?}: the calls had started");
@@ -528,23 +644,44 @@ async fn dropping_execute_aborts_in_flight_calls() {
 async fn strategies_bound_and_overlap_calls_as_promised() {
     const N: usize = 8;
     const MS: u64 = 50;
-    let calls: Vec<ToolCall> = (0..N).map(|i| call(&format!("c{i}"), "busy", json!({}))).collect();
+    let calls: Vec<ToolCall> = (0..N)
+        .map(|i| call(&format!("c{i}"), "busy", json!({})))
+        .collect();
     // (strategy, expected peak, rounds of MS ms the calls need at least)
     let cases = [
         (Strategy::Sequential, 1, N),
-        (Strategy::Parallel { max_concurrency: None }, N, 1),
-        (Strategy::Parallel { max_concurrency: Some(2) }, 2, N / 2),
+        (
+            Strategy::Parallel {
+                max_concurrency: None,
+            },
+            N,
+            1,
+        ),
+        (
+            Strategy::Parallel {
+                max_concurrency: Some(2),
+            },
+            2,
+            N / 2,
+        ),
         (Strategy::Batched { size: 3 }, 3, N.div_ceil(3)),
     ];
     let futures = cases.map(|(strategy, peak, rounds)| {
         let calls = calls.clone();
         async move {
             let gauge = Arc::new(Gauge::default());
-            let exec = Executor::new(registry(vec![gauge_tool(gauge.clone(), MS)])).with_strategy(strategy);
+            let exec = Executor::new(registry(vec![gauge_tool(gauge.clone(), MS)]))
+                .with_strategy(strategy);
             let started = Instant::now();
             let results = exec.execute(&calls, &RunContext::default()).await;
             assert!(results.iter().all(|r| r.outcome.is_ok()));
-            (strategy, peak, rounds, gauge.peak.load(Ordering::SeqCst), started.elapsed())
+            (
+                strategy,
+                peak,
+                rounds,
+                gauge.peak.load(Ordering::SeqCst),
+                started.elapsed(),
+            )
         }
     });
     for (strategy, want_peak, rounds, peak, elapsed) in join_all(futures).await {
@@ -554,9 +691,15 @@ async fn strategies_bound_and_overlap_calls_as_promised() {
         assert!(elapsed >= floor, "{ctx}: {elapsed:?} < {floor:?}");
         // Overlap: less than one round more than the minimum, and (for the
         // concurrent strategies) well under the sequential N × MS.
-        assert!(elapsed < floor + Duration::from_millis(MS), "{ctx}: {elapsed:?}");
+        assert!(
+            elapsed < floor + Duration::from_millis(MS),
+            "{ctx}: {elapsed:?}"
+        );
         if strategy != Strategy::Sequential {
-            assert!(elapsed < Duration::from_millis(MS * N as u64 * 2 / 3), "{ctx}: {elapsed:?}");
+            assert!(
+                elapsed < Duration::from_millis(MS * N as u64 * 2 / 3),
+                "{ctx}: {elapsed:?}"
+            );
         }
     }
 }
@@ -564,10 +707,14 @@ async fn strategies_bound_and_overlap_calls_as_promised() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn max_concurrency_bounds_a_large_message() {
     let gauge = Arc::new(Gauge::default());
-    let exec = Executor::new(registry(vec![gauge_tool(gauge.clone(), 1)])).with_strategy(Strategy::Parallel {
-        max_concurrency: Some(5),
-    });
-    let calls: Vec<ToolCall> = (0..100).map(|i| call(&format!("c{i}"), "busy", json!({}))).collect();
+    let exec = Executor::new(registry(vec![gauge_tool(gauge.clone(), 1)])).with_strategy(
+        Strategy::Parallel {
+            max_concurrency: Some(5),
+        },
+    );
+    let calls: Vec<ToolCall> = (0..100)
+        .map(|i| call(&format!("c{i}"), "busy", json!({})))
+        .collect();
     let results = exec.execute(&calls, &RunContext::default()).await;
     assert_eq!(results.len(), 100);
     assert_eq!(gauge.peak.load(Ordering::SeqCst), 5);
@@ -607,7 +754,11 @@ async fn before_hooks_skip_calls_and_after_hooks_see_every_outcome() {
     let calls = [
         call("a", "add", json!({"a": 1, "b": 1})),
         call("rm", "rm", json!({})),
-        call("forbidden", "add", json!({"a": 1, "b": 1, "forbidden": true})),
+        call(
+            "forbidden",
+            "add",
+            json!({"a": 1, "b": 1, "forbidden": true}),
+        ),
         call("unknown", "nope", json!({})),
         call("invalid", "add", json!({"a": "x"})),
         call("fail", "fail", json!({})),
@@ -619,7 +770,8 @@ async fn before_hooks_skip_calls_and_after_hooks_see_every_outcome() {
             r.fetch_add(1, Ordering::SeqCst);
             async { Ok(ToolOutput::text("deleted")) }
         });
-        let fail = <dyn Tool>::builder("fail", "Fails.").call(|_, _| async { Err(ToolError::failed("fail", "no")) });
+        let fail = <dyn Tool>::builder("fail", "Fails.")
+            .call(|_, _| async { Err(ToolError::failed("fail", "no")) });
         let slow = <dyn Tool>::builder("slow", "Too slow.")
             .timeout(Duration::from_millis(10))
             .call(|_, _| async {
@@ -639,7 +791,10 @@ async fn before_hooks_skip_calls_and_after_hooks_see_every_outcome() {
         for (r, id) in [(&results[1], "rm"), (&results[2], "forbidden")] {
             match err(r) {
                 ToolError::Blocked { reason, .. } => {
-                    assert!(reason.contains(&format!("policy forbids {id}")), "{ctx}: {reason}")
+                    assert!(
+                        reason.contains(&format!("policy forbids {id}")),
+                        "{ctx}: {reason}"
+                    )
                 }
                 e => panic!("{ctx}: {e:?}"),
             }
@@ -656,11 +811,17 @@ async fn before_hooks_skip_calls_and_after_hooks_see_every_outcome() {
             ("slow".to_owned(), "timeout"),
         ];
         want.sort();
-        assert_eq!(after, want, "{ctx}: the after hook sees each outcome exactly once");
+        assert_eq!(
+            after, want,
+            "{ctx}: the after hook sees each outcome exactly once"
+        );
         // The first hook's veto is final: the second hook's before never sees the
         // skipped calls, but its after does.
         assert_eq!(second.after.lock().unwrap().len(), calls.len(), "{ctx}");
-        assert!(!second.before.lock().unwrap().contains(&"rm".to_owned()), "{ctx}");
+        assert!(
+            !second.before.lock().unwrap().contains(&"rm".to_owned()),
+            "{ctx}"
+        );
         assert_eq!(audit.before.lock().unwrap().len(), calls.len(), "{ctx}");
     }
     assert_eq!(ran.load(Ordering::SeqCst), 0, "a skipped call never runs");
@@ -672,19 +833,26 @@ async fn before_hooks_skip_calls_and_after_hooks_see_every_outcome() {
 #[tokio::test]
 async fn handle_error_turns_failures_into_text_results() {
     let fail: Arc<dyn Tool> = Arc::new(
-        <dyn Tool>::builder("fail", "Fails.").call(|_, _| async { Err(ToolError::failed("fail", "disk on fire")) }),
+        <dyn Tool>::builder("fail", "Fails.")
+            .call(|_, _| async { Err(ToolError::failed("fail", "disk on fire")) }),
     );
     let cancelled: Arc<dyn Tool> = Arc::new(
-        <dyn Tool>::builder("gives_up", "Reports cancellation.")
-            .call(|_, _| async { Err(ToolError::Cancelled { tool: "gives_up".into() }) }),
+        <dyn Tool>::builder("gives_up", "Reports cancellation.").call(|_, _| async {
+            Err(ToolError::Cancelled {
+                tool: "gives_up".into(),
+            })
+        }),
     );
     let reg = Arc::new(ToolRegistry::new());
-    reg.register(Arc::new(HandleError::new(fail.clone()))).unwrap();
+    reg.register(Arc::new(HandleError::new(fail.clone())))
+        .unwrap();
     // Same definition name `fail` would replace, so give the formatter variant its own.
-    let custom = <dyn Tool>::builder("fail2", "Fails too.").call(|_, _| async { Err(ToolError::failed("fail2", "x")) });
-    reg.register(Arc::new(HandleError::with_formatter(Arc::new(custom), |e| {
-        format!("[{}] try again", e.kind())
-    })))
+    let custom = <dyn Tool>::builder("fail2", "Fails too.")
+        .call(|_, _| async { Err(ToolError::failed("fail2", "x")) });
+    reg.register(Arc::new(HandleError::with_formatter(
+        Arc::new(custom),
+        |e| format!("[{}] try again", e.kind()),
+    )))
     .unwrap();
     reg.register(Arc::new(HandleError::new(cancelled))).unwrap();
     for strategy in STRATEGIES {
@@ -701,7 +869,10 @@ async fn handle_error_turns_failures_into_text_results() {
             .await;
         assert_eq!(text(&results[0]), "Error: tool `fail` failed: disk on fire");
         assert_eq!(text(&results[1]), "[failed] try again");
-        assert_eq!(results[0].to_message().kind_status(), Some(ToolStatus::Success));
+        assert_eq!(
+            results[0].to_message().kind_status(),
+            Some(ToolStatus::Success)
+        );
         // Cancellation is not a failure to hand to the model as an observation.
         assert_eq!(err(&results[2]).kind(), "cancelled");
     }
@@ -710,8 +881,10 @@ async fn handle_error_turns_failures_into_text_results() {
 #[tokio::test]
 async fn return_direct_marks_successes_only() {
     let ok: Arc<dyn Tool> = Arc::new(ok_tool());
-    let fail: Arc<dyn Tool> =
-        Arc::new(<dyn Tool>::builder("fail", "Fails.").call(|_, _| async { Err(ToolError::failed("fail", "no")) }));
+    let fail: Arc<dyn Tool> = Arc::new(
+        <dyn Tool>::builder("fail", "Fails.")
+            .call(|_, _| async { Err(ToolError::failed("fail", "no")) }),
+    );
     let reg = Arc::new(ToolRegistry::new());
     reg.register(Arc::new(ReturnDirect::new(ok))).unwrap();
     reg.register(Arc::new(ReturnDirect::new(fail))).unwrap();
@@ -797,8 +970,14 @@ fn to_message_carries_status_ids_name_and_artifact() {
     let m = success.to_message();
     assert_eq!(m.type_name(), "tool");
     assert_eq!(m.name.as_deref(), Some("add"));
-    assert_eq!(tool_fields(&m), ("call_1".into(), ToolStatus::Success, Some(obj.clone())));
-    assert_eq!(serde_json::from_str::<Value>(&m.content.text()).unwrap(), obj);
+    assert_eq!(
+        tool_fields(&m),
+        ("call_1".into(), ToolStatus::Success, Some(obj.clone()))
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&m.content.text()).unwrap(),
+        obj
+    );
 
     let plain = ToolResult {
         tool_call_id: "call_2".into(),
@@ -807,7 +986,10 @@ fn to_message_carries_status_ids_name_and_artifact() {
     };
     let m = plain.to_message();
     assert_eq!(m.content, Content::Text("hello".into()));
-    assert_eq!(tool_fields(&m), ("call_2".into(), ToolStatus::Success, None));
+    assert_eq!(
+        tool_fields(&m),
+        ("call_2".into(), ToolStatus::Success, None)
+    );
 
     let failure = ToolResult {
         tool_call_id: "call_3".into(),
@@ -821,8 +1003,14 @@ fn to_message_carries_status_ids_name_and_artifact() {
     assert_eq!(m.name.as_deref(), Some("add"));
     assert_eq!(tool_fields(&m), ("call_3".into(), ToolStatus::Error, None));
     let t = m.content.text();
-    assert!(t.starts_with("Error: invalid arguments for tool `add`"), "{t}");
-    assert!(t.contains("\"b\" is a required property") && t.contains("Please fix your mistakes"), "{t}");
+    assert!(
+        t.starts_with("Error: invalid arguments for tool `add`"),
+        "{t}"
+    );
+    assert!(
+        t.contains("\"b\" is a required property") && t.contains("Please fix your mistakes"),
+        "{t}"
+    );
 
     // Every message gets its own id; the serialized form says `status`.
     assert_ne!(success.to_message().id, success.to_message().id);
@@ -835,7 +1023,10 @@ fn to_message_carries_status_ids_name_and_artifact() {
 #[tokio::test]
 async fn executed_results_become_matching_messages() {
     let exec = Executor::new(registry(vec![add_tool()]));
-    let calls = [call("x", "add", json!({"a": 2, "b": 2})), call("y", "add", json!({}))];
+    let calls = [
+        call("x", "add", json!({"a": 2, "b": 2})),
+        call("y", "add", json!({})),
+    ];
     let msgs: Vec<_> = exec
         .execute(&calls, &RunContext::default())
         .await

@@ -4,10 +4,25 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Literal, final
 
+from typing_extensions import disjoint_base
+
 from ironloop.messages import ToolCall
+
+__all__ = [
+    "AIMessage",
+    "BaseMessage",
+    "HumanMessage",
+    "RemoveMessage",
+    "SystemMessage",
+    "ToolContext",
+    "ToolMessage",
+    "_ToolNodeCore",
+    "__version__",
+]
 
 __version__: str
 
+@disjoint_base
 class BaseMessage:
     """Base class of all messages; wraps a shared immutable value."""
 
@@ -21,7 +36,7 @@ class BaseMessage:
     def model_dump(self) -> dict[str, Any]: ...
     def pretty_repr(self) -> str: ...
     def pretty_print(self) -> None: ...
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, value: object, /) -> bool: ...
     def __hash__(self) -> int: ...
 
 @final

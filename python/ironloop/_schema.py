@@ -29,7 +29,7 @@ from typing import Any, Callable
 __all__ = ["FunctionSpec", "function_spec"]
 
 _INJECT_KINDS = frozenset({"state", "store", "tool_call_id", "context"})
-_NoneType = type(None)
+_NONE_TYPE: type = type(None)
 _UnionType = getattr(types, "UnionType", None)  # ``X | Y`` (3.10+)
 
 _Converter = Callable[[Any], Any]
@@ -162,7 +162,7 @@ def _injection(tp: Any) -> tuple[str, str | None] | None:
                 return found
         return _injection(typing.get_args(tp)[0])
     if _is_union(origin):
-        args = [a for a in typing.get_args(tp) if a is not _NoneType]
+        args = [a for a in typing.get_args(tp) if a is not _NONE_TYPE]
         return _injection(args[0]) if len(args) == 1 else None
     return _inject_marker(tp)
 
@@ -175,7 +175,7 @@ _SIMPLE: dict[Any, _Schema] = {
     int: {"type": "integer"},
     float: {"type": "number"},
     bool: {"type": "boolean"},
-    _NoneType: {"type": "null"},
+    _NONE_TYPE: {"type": "null"},
     datetime.datetime: {"type": "string", "format": "date-time"},
     datetime.date: {"type": "string", "format": "date"},
     datetime.time: {"type": "string", "format": "time"},
@@ -199,7 +199,7 @@ def _enum_schema(values: list[Any]) -> _Schema:
         schema["type"] = "number"
     elif kinds == {bool}:
         schema["type"] = "boolean"
-    elif kinds == {_NoneType}:
+    elif kinds == {_NONE_TYPE}:
         schema["type"] = "null"
     schema["enum"] = values
     return schema
@@ -301,7 +301,7 @@ class _SchemaBuilder:
         if origin is typing.Annotated:
             return self._annotated(tp)
         if _is_union(origin):
-            members = [a for a in args if a is not _NoneType]
+            members = [a for a in args if a is not _NONE_TYPE]
             any_of: list[_Schema] = []
             for a in members:
                 s = self.schema(a)
@@ -509,7 +509,7 @@ class _ConverterBuilder:
         return None
 
     def _union(self, args: tuple[Any, ...]) -> _Converter | None:
-        members = [a for a in args if a is not _NoneType]
+        members = [a for a in args if a is not _NONE_TYPE]
         convs = [c for c in (self.converter(a) for a in members) if c is not None]
         if not convs:
             return None

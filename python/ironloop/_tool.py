@@ -180,10 +180,10 @@ def _converting(
 
 
 @overload
-def tool(func: F, /) -> Tool: ...
+def tool(name_or_func: F, /) -> Tool: ...
 @overload
 def tool(
-    name: str,
+    name_or_func: str,
     /,
     *,
     description: str | None = None,
@@ -193,6 +193,8 @@ def tool(
 ) -> Callable[[F], Tool]: ...
 @overload
 def tool(
+    name_or_func: None = None,
+    /,
     *,
     name: str | None = None,
     description: str | None = None,
@@ -239,6 +241,11 @@ def tool(
     def make(func: Any, tool_name: str | None) -> Tool:
         if isinstance(func, Tool):
             raise TypeError(f"@tool applied twice to {func.name!r}")
+        if not callable(func):
+            raise TypeError(
+                f"@tool expects a function (def or async def) or another callable, "
+                f"got {type(func).__name__} {func!r}"
+            )
         return _FunctionTool(
             func,
             name=tool_name,

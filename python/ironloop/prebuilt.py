@@ -63,6 +63,8 @@ class ToolNode:
             isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int)
         ):
             raise TypeError(f"max_concurrency must be an int or None, got {max_concurrency!r}")
+        if max_concurrency is not None and max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be at least 1 (or None), got {max_concurrency}")
         self.name = name
         self.tools_by_name: dict[str, Tool] = dict(zip(names, converted))
         self.handle_tool_errors = handle_tool_errors

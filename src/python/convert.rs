@@ -9,7 +9,9 @@ use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use serde_json::Value;
 
 use super::messages::{message_to_py, PyMessage};
-use crate::message::{Content, ContentPart, InvalidToolCall, Message, MessageKind, ToolStatus, Usage};
+use crate::message::{
+    Content, ContentPart, InvalidToolCall, Message, MessageKind, ToolStatus, Usage,
+};
 use crate::tool::ToolCall;
 
 /// A JSON value as a Python object (dict, list, str, int, float, bool, None).
@@ -154,7 +156,11 @@ pub fn tool_call_from_py(obj: &Bound<'_, PyAny>) -> PyResult<ToolCall> {
             Some(a) => value_from_py(&a, "tool call arguments")?,
             None => Value::Null,
         };
-        return Ok(ToolCall { id, name, arguments });
+        return Ok(ToolCall {
+            id,
+            name,
+            arguments,
+        });
     }
     let name: String = get_item(d, "name")?
         .ok_or_else(|| PyValueError::new_err(format!("tool call {id} has no 'name'")))?
@@ -163,7 +169,11 @@ pub fn tool_call_from_py(obj: &Bound<'_, PyAny>) -> PyResult<ToolCall> {
         Some(a) => value_from_py(&a, "tool call args")?,
         None => Value::Object(Default::default()),
     };
-    Ok(ToolCall { id, name, arguments })
+    Ok(ToolCall {
+        id,
+        name,
+        arguments,
+    })
 }
 
 pub fn tool_calls_from_py(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<ToolCall>> {
@@ -174,7 +184,9 @@ pub fn tool_calls_from_py(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<ToolCa
     }
 }
 
-pub fn invalid_tool_calls_from_py(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<InvalidToolCall>> {
+pub fn invalid_tool_calls_from_py(
+    obj: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Vec<InvalidToolCall>> {
     let Some(o) = obj.filter(|o| !o.is_none()) else {
         return Ok(Vec::new());
     };
@@ -201,7 +213,10 @@ pub fn usage_from_py(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Usage>> 
     let v = value_from_py(o, "usage_metadata")?;
     let n = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
     let (i, out) = (n("input_tokens"), n("output_tokens"));
-    let total = v.get("total_tokens").and_then(Value::as_u64).unwrap_or(i + out);
+    let total = v
+        .get("total_tokens")
+        .and_then(Value::as_u64)
+        .unwrap_or(i + out);
     Ok(Some(Usage {
         input_tokens: i,
         output_tokens: out,
@@ -259,7 +274,14 @@ pub fn message_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Arc<Message>> {
     if let (Ok(ty), Ok(content)) = (obj.getattr("type"), obj.getattr("content")) {
         if let Ok(role) = ty.extract::<String>() {
             let d = PyDict::new(obj.py());
-            for k in ["id", "name", "tool_calls", "tool_call_id", "status", "artifact"] {
+            for k in [
+                "id",
+                "name",
+                "tool_calls",
+                "tool_call_id",
+                "status",
+                "artifact",
+            ] {
                 if let Ok(v) = obj.getattr(k) {
                     d.set_item(k, v)?;
                 }

@@ -8,8 +8,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use super::convert::{
-    content_from_py, content_to_py, invalid_tool_calls_from_py, status_from_str,
-    tool_call_to_py, tool_calls_from_py, usage_from_py, value_from_py, value_to_py,
+    content_from_py, content_to_py, invalid_tool_calls_from_py, status_from_str, tool_call_to_py,
+    tool_calls_from_py, usage_from_py, value_from_py, value_to_py,
 };
 use crate::message::{Content, Message, MessageKind, ToolStatus};
 
@@ -125,8 +125,8 @@ impl PyMessage {
 
     /// The message as a plain dict (what a checkpoint stores).
     fn model_dump<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let v = serde_json::to_value(&*self.inner)
-            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let v =
+            serde_json::to_value(&*self.inner).map_err(|e| PyValueError::new_err(e.to_string()))?;
         value_to_py(py, &v)
     }
 
@@ -183,13 +183,17 @@ impl PyMessage {
 
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
         match other.cast::<PyMessage>() {
-            Ok(o) => Arc::ptr_eq(&self.inner, &o.borrow().inner) || *self.inner == *o.borrow().inner,
+            Ok(o) => {
+                Arc::ptr_eq(&self.inner, &o.borrow().inner) || *self.inner == *o.borrow().inner
+            }
             Err(_) => false,
         }
     }
 
     fn __hash__(&self) -> PyResult<isize> {
-        Err(PyTypeError::new_err("messages are mutable and unhashable; use message.id"))
+        Err(PyTypeError::new_err(
+            "messages are mutable and unhashable; use message.id",
+        ))
     }
 }
 
@@ -220,7 +224,10 @@ impl PyHumanMessage {
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyClassInitializer<Self>> {
         check_kwargs("HumanMessage", kwargs)?;
-        Ok(PyClassInitializer::from(base(MessageKind::Human, content, id, name)?).add_subclass(PyHumanMessage))
+        Ok(
+            PyClassInitializer::from(base(MessageKind::Human, content, id, name)?)
+                .add_subclass(PyHumanMessage),
+        )
     }
 }
 
@@ -239,7 +246,10 @@ impl PySystemMessage {
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyClassInitializer<Self>> {
         check_kwargs("SystemMessage", kwargs)?;
-        Ok(PyClassInitializer::from(base(MessageKind::System, content, id, name)?).add_subclass(PySystemMessage))
+        Ok(
+            PyClassInitializer::from(base(MessageKind::System, content, id, name)?)
+                .add_subclass(PySystemMessage),
+        )
     }
 }
 
@@ -305,7 +315,10 @@ impl PyAIMessage {
     }
 
     #[getter]
-    fn usage_metadata<'py>(slf: PyRef<'py, Self>, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+    fn usage_metadata<'py>(
+        slf: PyRef<'py, Self>,
+        py: Python<'py>,
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
         if let MessageKind::Ai { usage: Some(u), .. } = &slf.as_super().inner.kind {
             let d = PyDict::new(py);
             d.set_item("input_tokens", u.input_tokens)?;

@@ -181,6 +181,11 @@ fn record_error(
         .map(|n| n.to_string())
         .unwrap_or_else(|_| "Exception".into());
     let msg = e.value(py).str().map(|s| s.to_string()).unwrap_or_default();
+    // Keep the traceback on the exception object: the log shows it, and a re-raise
+    // (`handle_tool_errors=False`) carries it.
+    if let Some(tb) = e.traceback(py) {
+        let _ = e.value(py).setattr("__traceback__", tb);
+    }
     log_exception(py, tool, &ctx.tool_call_id, &e);
     env.errors
         .lock()
@@ -189,7 +194,11 @@ fn record_error(
     if ty == "CancelledError" {
         return ToolError::Cancelled { tool: tool.into() };
     }
-    let message = if msg.is_empty() { ty } else { format!("{ty}: {msg}") };
+    let message = if msg.is_empty() {
+        ty
+    } else {
+        format!("{ty}: {msg}")
+    };
     ToolError::failed(tool, message)
 }
 
@@ -328,7 +337,10 @@ fn start_pending(py: Python<'_>, env: &Arc<PyRunEnv>, p: PendingAsync) {
     let started = (|| -> PyResult<Py<PyAny>> {
         let kw = tool.kwargs(py, &p.args, &p.ctx, env)?;
         let coro = tool.target.bind(py).call((), Some(&kw))?;
-        let create_task = env.event_loop.bind(py).getattr(intern!(py, "create_task"))?;
+        let create_task = env
+            .event_loop
+            .bind(py)
+            .getattr(intern!(py, "create_task"))?;
         // The task runs in its own copy of the caller's contextvars context.
         let context = env.context.bind(py).call_method0(intern!(py, "copy"))?;
         let task = context.call_method1(intern!(py, "run"), (create_task, coro))?;
@@ -340,7 +352,12 @@ fn start_pending(py: Python<'_>, env: &Arc<PyRunEnv>, p: PendingAsync) {
         Err(e) => {
             *state = SlotState::Done;
             let err = record_error(py, &tool.def.name, e, &p.ctx, env);
-            let tx = done.borrow().tx.lock().unwrap_or_else(|e| e.into_inner()).take();
+            let tx = done
+                .borrow()
+                .tx
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
             if let Some(tx) = tx {
                 let _ = tx.send(Err(err));
             }
@@ -367,7 +384,11 @@ impl Drop for CancelOnDrop {
                     let r = cancel.and_then(|c| lp.call_method1("call_soon_threadsafe", (c,)));
                     if let Err(e) = r {
                         // The loop is closed: its tasks are gone with it.
-                        if !lp.call_method0("is_closed").and_then(|c| c.is_truthy()).unwrap_or(false) {
+                        if !lp
+                            .call_method0("is_closed")
+                            .and_then(|c| c.is_truthy())
+                            .unwrap_or(false)
+                        {
                             e.print(py);
                         }
                     }

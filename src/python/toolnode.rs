@@ -36,7 +36,9 @@ pub fn parse_strategy(
         ))
     };
     if max_concurrency == Some(0) {
-        return Err(PyValueError::new_err("max_concurrency must be at least 1 (or None)"));
+        return Err(PyValueError::new_err(
+            "max_concurrency must be at least 1 (or None)",
+        ));
     }
     if let Ok(s) = strategy.cast::<PyString>() {
         return match s.to_str()? {
@@ -138,7 +140,11 @@ fn finish(
     let mut out: Vec<Arc<Message>> = Vec::with_capacity(results.len());
     for r in results {
         let msg = match &r.outcome {
-            Ok(o) => match o.payload.as_ref().and_then(|p| p.downcast_ref::<Arc<Message>>()) {
+            Ok(o) => match o
+                .payload
+                .as_ref()
+                .and_then(|p| p.downcast_ref::<Arc<Message>>())
+            {
                 Some(m) => {
                     let mut m = m.clone();
                     if m.name.is_none() {
@@ -180,7 +186,11 @@ fn error_content(
     e: &crate::tool::ToolError,
     original: Option<PyErr>,
 ) -> PyResult<Option<String>> {
-    let exc = || original.map(|o| o.clone_ref(py)).unwrap_or_else(|| tool_error(py, e));
+    let exc = || {
+        original
+            .map(|o| o.clone_ref(py))
+            .unwrap_or_else(|| tool_error(py, e))
+    };
     if let Ok(b) = handle.cast::<PyBool>() {
         return if b.is_true() { Ok(None) } else { Err(exc()) };
     }
@@ -272,4 +282,3 @@ impl ToolNodeCore {
         self.executor.registry().names()
     }
 }
-

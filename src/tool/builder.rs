@@ -8,8 +8,8 @@ use serde_json::{json, Map, Value};
 
 use super::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
 
-type BoxFut = Pin<Box<dyn Future<Output = Result<ToolOutput, ToolError>> + Send>>;
-type CallFn = Arc<dyn Fn(Value, ToolContext) -> BoxFut + Send + Sync>;
+type BoxFut<'a> = Pin<Box<dyn Future<Output = Result<ToolOutput, ToolError>> + Send + 'a>>;
+type CallFn = Arc<dyn Fn(Value, ToolContext) -> BoxFut<'static> + Send + Sync>;
 
 /// Builds a tool from a Rust closure, declaring its parameters one by one.
 ///
@@ -104,8 +104,18 @@ impl Tool for FnTool {
         &self.definition
     }
 
-    async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
-        (self.f)(args, ctx).await
+    // Written out rather than `async fn`: the closure's future is already boxed, and
+    // `async fn` would box it a second time on every call.
+    fn call<'life0, 'async_trait>(
+        &'life0 self,
+        args: Value,
+        ctx: ToolContext,
+    ) -> BoxFut<'async_trait>
+    where
+        'life0: 'async_trait,
+        Self: 'async_trait,
+    {
+        (self.f)(args, ctx)
     }
 
     fn timeout(&self) -> Option<Duration> {

@@ -112,8 +112,14 @@ mod tests {
     fn json_text_is_spaced_like_python() {
         let v = json!({"a": [1, 2, {"b": null}], "é": "x"});
         assert_eq!(json_text(&v), r#"{"a": [1, 2, {"b": null}], "é": "x"}"#);
-        assert_eq!(ToolOutput::json(json!(3)).content, Content::Text("3".into()));
-        assert_eq!(ToolOutput::json(json!("s")).content, Content::Text("s".into()));
+        assert_eq!(
+            ToolOutput::json(json!(3)).content,
+            Content::Text("3".into())
+        );
+        assert_eq!(
+            ToolOutput::json(json!("s")).content,
+            Content::Text("s".into())
+        );
         assert_eq!(ToolOutput::json(json!([1])).artifact, Some(json!([1])));
     }
 }

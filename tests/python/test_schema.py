@@ -856,11 +856,10 @@ def test_error_messages_name_the_function_for_builtin_name():
         function_spec(weird)
 
 
-def test_works_without_pydantic_and_native_module():
+def test_works_without_pydantic():
     code = (
         "import sys\n"
         "sys.modules['pydantic'] = None\n"
-        "sys.modules['ironloop._ironloop'] = None\n"
         "from ironloop._schema import function_spec\n"
         "import ironloop._schema, dataclasses\n"
         "@dataclasses.dataclass\n"
