@@ -37,7 +37,11 @@ fn calls(n: usize) -> Vec<ToolCall> {
 }
 
 fn bench_executor(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = std::env::var("BENCH_WORKERS").ok().and_then(|v| v.parse().ok()) {
+        builder.worker_threads(n);
+    }
+    let rt = builder
         .enable_all()
         .build()
         .expect("tokio runtime");

@@ -178,52 +178,47 @@ impl Executor {
         if calls.is_empty() {
             return Vec::new();
         }
+        let sem = match self.strategy {
+            Strategy::Parallel {
+                max_concurrency: Some(n),
+            } => Some(Semaphore::new(n.max(1))),
+            _ => None,
+        };
         let env = Arc::new(CallEnv {
+            shared: self.shared.clone(),
             progress: run.progress.clone(),
             state: run.state.clone(),
             host: run.host.clone(),
             deadline: self.run_timeout.map(|t| (Instant::now() + t, t)),
+            sem,
+            // One token per call (its `ctx.cancel`), independent of the run's: the
+            // calls never touch the run's token, whose lock every call of a large
+            // message would contend for. This future watches the run's token once
+            // and cancels the calls' tokens when it fires.
+            tokens: calls.iter().map(|_| CancellationToken::new()).collect(),
             cancelled: AtomicBool::new(false),
         });
-        // One token per call, independent of the run's: calls never touch the run's
-        // token (whose lock every call of a large message would contend for); this
-        // future watches it once and cancels the calls' tokens when it fires.
-        let tokens: Vec<CancellationToken> =
-            calls.iter().map(|_| CancellationToken::new()).collect();
-        let cancel_calls = || {
-            // The flag first: a call that has not started yet must see the run as
-            // cancelled even if a sibling's cancellation frees its turn right away.
-            env.cancelled.store(true, Ordering::SeqCst);
-            for t in &tokens {
-                t.cancel();
-            }
-        };
         if run.cancel.is_cancelled() {
-            cancel_calls();
+            env.cancel_all();
         }
-        let work = self.dispatch(calls, &env, &tokens);
+        let work = self.dispatch(calls, &env);
         tokio::pin!(work);
         tokio::select! {
             biased;
             out = &mut work => out,
             _ = run.cancel.cancelled() => {
-                cancel_calls();
+                env.cancel_all();
                 work.await
             }
         }
     }
 
-    async fn dispatch(
-        &self,
-        calls: &[ToolCall],
-        env: &Arc<CallEnv>,
-        tokens: &[CancellationToken],
-    ) -> Vec<ToolResult> {
+    async fn dispatch(&self, calls: &[ToolCall], env: &Arc<CallEnv>) -> Vec<ToolResult> {
         match self.strategy {
             Strategy::Sequential => {
                 let mut out = Vec::with_capacity(calls.len());
-                for (c, token) in calls.iter().zip(tokens) {
-                    let outcome = run_one(&self.shared, c, c.arguments.clone(), env, token).await;
+                for (i, c) in calls.iter().enumerate() {
+                    let outcome = run_one(env, i, c, c.arguments.clone()).await;
                     out.push(ToolResult {
                         tool_call_id: c.id.clone(),
                         name: c.name.clone(),
@@ -232,84 +227,111 @@ impl Executor {
                 }
                 out
             }
-            Strategy::Parallel { max_concurrency } => {
-                let sem = max_concurrency.map(|n| Arc::new(Semaphore::new(n.max(1))));
-                self.spawn_all(calls, env, tokens, sem).await
+            Strategy::Parallel { .. } if std::env::var_os("IRONLOOP_JOIN").is_some() => {
+                let futs = calls.iter().enumerate().map(|(i, c)| async move {
+                    let _permit = match &env.sem {
+                        Some(s) => Some(s.acquire().await.expect("semaphore never closed")),
+                        None => None,
+                    };
+                    let outcome = run_one(env, i, c, c.arguments.clone()).await;
+                    ToolResult {
+                        tool_call_id: c.id.clone(),
+                        name: c.name.clone(),
+                        outcome,
+                    }
+                });
+                futures::future::join_all(futs).await
             }
+            Strategy::Parallel { .. } => spawn_all(calls, 0, env).await,
             Strategy::Batched { size } => {
                 let size = size.max(1);
                 let mut out = Vec::with_capacity(calls.len());
-                for (chunk, toks) in calls.chunks(size).zip(tokens.chunks(size)) {
-                    out.extend(self.spawn_all(chunk, env, toks, None).await);
+                for (k, chunk) in calls.chunks(size).enumerate() {
+                    out.extend(spawn_all(chunk, k * size, env).await);
                 }
                 out
             }
         }
     }
+}
 
-    async fn spawn_all(
-        &self,
-        calls: &[ToolCall],
-        env: &Arc<CallEnv>,
-        tokens: &[CancellationToken],
-        sem: Option<Arc<Semaphore>>,
-    ) -> Vec<ToolResult> {
-        let mut guard = AbortOnDrop(Vec::with_capacity(calls.len()));
-        // Without hooks nobody reads a call's arguments after the tool has them, so
-        // the task's copy of the call hands them over instead of copying them again.
-        let take_args = self.shared.hooks.is_empty();
-        for (c, token) in calls.iter().zip(tokens) {
-            let shared = self.shared.clone();
-            let (mut c, env, token, sem) = (c.clone(), env.clone(), token.clone(), sem.clone());
-            guard.0.push(tokio::spawn(async move {
-                let _permit = match &sem {
-                    Some(s) => Some(s.acquire().await.expect("semaphore never closed")),
-                    None => None,
-                };
-                let args = if take_args {
-                    std::mem::take(&mut c.arguments)
-                } else {
-                    c.arguments.clone()
-                };
-                let outcome = run_one(&shared, &c, args, &env, &token).await;
-                ToolResult {
-                    tool_call_id: c.id,
-                    name: c.name,
-                    outcome,
-                }
-            }));
-        }
-        let mut out = Vec::with_capacity(calls.len());
-        for (handle, call) in guard.0.iter_mut().zip(calls) {
-            let r = handle.await.unwrap_or_else(|e| {
-                let tool = call.name.clone();
-                let outcome = if e.is_cancelled() {
-                    Err(ToolError::Cancelled { tool })
-                } else {
-                    Err(ToolError::failed(tool, "the call's task panicked"))
-                };
-                ToolResult {
-                    tool_call_id: call.id.clone(),
-                    name: call.name.clone(),
-                    outcome,
-                }
-            });
-            out.push(r);
-        }
-        guard.0.clear();
-        out
+/// Spawns one task per call (`calls` are the calls `first..` of the message) and
+/// collects their results in call order.
+async fn spawn_all(calls: &[ToolCall], first: usize, env: &Arc<CallEnv>) -> Vec<ToolResult> {
+    let mut guard = AbortOnDrop(Vec::with_capacity(calls.len()));
+    // Without hooks nobody reads a call's arguments after the tool has them, so the
+    // task's copy of the call hands them over instead of copying them again.
+    let take_args = env.shared.hooks.is_empty();
+    for (i, c) in calls.iter().enumerate() {
+        let (mut c, env) = (c.clone(), env.clone());
+        guard.0.push(tokio::spawn(async move {
+            let _permit = match &env.sem {
+                Some(s) => Some(s.acquire().await.expect("semaphore never closed")),
+                None => None,
+            };
+            let args = if take_args {
+                std::mem::take(&mut c.arguments)
+            } else {
+                c.arguments.clone()
+            };
+            let outcome = run_one(&env, first + i, &c, args).await;
+            ToolResult {
+                tool_call_id: c.id,
+                name: c.name,
+                outcome,
+            }
+        }));
     }
+    let mut out = Vec::with_capacity(calls.len());
+    for (handle, call) in guard.0.iter_mut().zip(calls) {
+        let r = handle.await.unwrap_or_else(|e| {
+            let tool = call.name.clone();
+            let outcome = if e.is_cancelled() {
+                Err(ToolError::Cancelled { tool })
+            } else {
+                Err(ToolError::failed(tool, "the call's task panicked"))
+            };
+            ToolResult {
+                tool_call_id: call.id.clone(),
+                name: call.name.clone(),
+                outcome,
+            }
+        });
+        out.push(r);
+    }
+    guard.0.clear();
+    out
 }
 
 /// What every call of one `execute` shares.
 struct CallEnv {
+    shared: Arc<Shared>,
     progress: Option<ProgressFn>,
     state: Option<Arc<Value>>,
     host: Option<Arc<dyn Any + Send + Sync>>,
     /// When the run's time is up, and the run's whole limit (for the error).
     deadline: Option<(Instant, Duration)>,
+    /// `Parallel { max_concurrency: Some(_) }`'s permits.
+    sem: Option<Semaphore>,
+    /// Each call's `ctx.cancel`, by call index.
+    tokens: Vec<CancellationToken>,
     /// Set when the run is cancelled, before the calls' tokens are.
     cancelled: AtomicBool,
+}
+
+impl CallEnv {
+    fn cancel_all(&self) {
+        // The flag first: a call that has not started must see the run as cancelled
+        // even if a sibling's cancellation frees its turn at once.
+        self.cancelled.store(true, Ordering::SeqCst);
+        for t in &self.tokens {
+            t.cancel();
+        }
+    }
+
+    fn run_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::SeqCst)
+    }
 }
 
 /// Aborts spawned calls when `execute` is dropped before they finish, so a cancelled
@@ -366,17 +388,16 @@ fn panic_message(p: &(dyn Any + Send)) -> String {
     }
 }
 
-/// Runs one call and shows its outcome to the after hooks. `args` is the call's
+/// Runs call `index` and shows its outcome to the after hooks. `args` is the call's
 /// arguments, handed over by the caller (copied or moved out of its own copy).
 async fn run_one(
-    shared: &Shared,
+    env: &CallEnv,
+    index: usize,
     call: &ToolCall,
     args: Value,
-    env: &CallEnv,
-    token: &CancellationToken,
 ) -> Result<ToolOutput, ToolError> {
-    let outcome = call_outcome(shared, call, args, env, token).await;
-    for h in &shared.hooks {
+    let outcome = call_outcome(env, index, call, args).await;
+    for h in &env.shared.hooks {
         h.after(call, &outcome);
     }
     outcome
@@ -399,16 +420,17 @@ impl Drop for CancelUnlessDone<'_> {
 }
 
 async fn call_outcome(
-    shared: &Shared,
+    env: &CallEnv,
+    index: usize,
     call: &ToolCall,
     args: Value,
-    env: &CallEnv,
-    token: &CancellationToken,
 ) -> Result<ToolOutput, ToolError> {
     let name = &call.name;
-    if env.cancelled.load(Ordering::SeqCst) {
-        return Err(ToolError::Cancelled { tool: name.clone() });
+    let cancelled = || Err(ToolError::Cancelled { tool: name.clone() });
+    if env.run_cancelled() {
+        return cancelled();
     }
+    let shared = &*env.shared;
     for h in &shared.hooks {
         if let BeforeAction::Skip(reason) = h.before(call) {
             return Err(ToolError::Blocked {
@@ -439,6 +461,7 @@ async fn call_outcome(
         });
     }
 
+    let token = &env.tokens[index];
     let ctx = ToolContext {
         tool_call_id: call.id.clone(),
         tool_name: name.clone(),
@@ -460,18 +483,39 @@ async fn call_outcome(
         }
     };
     let mut guard = CancelUnlessDone { token, done: false };
-    // Cancellation is polled first: once the run is cancelled the call is reported
-    // cancelled, even if the tool noticed and returned a result of its own.
+    // The tool first, so that a tool that is done at once never registers with its
+    // token or timer.
     tokio::select! {
         biased;
-        _ = token.cancelled() => Err(ToolError::Cancelled { tool: name.clone() }),
         r = fut => match r {
+            // Once the run is cancelled the call is reported cancelled, even if the
+            // tool noticed (through `ctx.cancel`) and returned something of its own.
+            _ if env.run_cancelled() => cancelled(),
             Ok(r) => {
                 guard.done = true;
                 r
             }
             Err(p) => Err(ToolError::failed(name.clone(), format!("panicked: {}", panic_message(&*p)))),
         },
+        _ = token.cancelled() => cancelled(),
         _ = timeout => Err(ToolError::Timeout { tool: name.clone(), seconds: reported }),
+    }
+}
+#[cfg(test)]
+mod size_probe {
+    use super::*;
+    #[test]
+    fn probe() {
+        let reg = Arc::new(ToolRegistry::new());
+        let ex = Executor::new(reg);
+        let env = CallEnv { shared: ex.shared.clone(), progress: None, state: None, host: None, deadline: None, sem: None, tokens: vec![], cancelled: AtomicBool::new(false) };
+        let c = ToolCall::new("a", "b", Value::Null);
+        let f = run_one(&env, 0, &c, Value::Null);
+        eprintln!("run_one future: {} bytes", std::mem::size_of_val(&f));
+        let f = call_outcome(&env, 0, &c, Value::Null);
+        eprintln!("call_outcome future: {} bytes", std::mem::size_of_val(&f));
+        let t = CancellationToken::new();
+        eprintln!("cancelled future: {} bytes", std::mem::size_of_val(&t.cancelled()));
+        eprintln!("ToolContext: {} bytes, ToolCall {} ToolResult {}", std::mem::size_of::<ToolContext>(), std::mem::size_of::<ToolCall>(), std::mem::size_of::<ToolResult>());
     }
 }

@@ -82,14 +82,14 @@ def _gauged_tools(gauge):
     def work(i: int) -> int:
         """Works."""
         with gauge:
-            time.sleep(0.04)
+            time.sleep(0.06)
         return i
 
     @tool
     async def awork(i: int) -> int:
         """Works asynchronously."""
         with gauge:
-            await asyncio.sleep(0.04)
+            await asyncio.sleep(0.06)
         return i
 
     return [work, awork]

@@ -1,0 +1,40 @@
+use thiserror::Error;
+
+/// Why a graph could not be built or a run failed.
+#[derive(Debug, Clone, Error)]
+pub enum GraphError {
+    /// Bad wiring, found by `compile`.
+    #[error("{0}")]
+    Build(String),
+    /// Writes a channel cannot take (e.g. two writes to a channel without a reducer).
+    #[error("{0}")]
+    InvalidUpdate(String),
+    #[error(
+        "recursion limit of {0} steps reached without hitting a stop condition; raise it \
+         with config={{\"recursion_limit\": N}} if the graph is meant to run longer"
+    )]
+    Recursion(usize),
+    /// A node (or router, or reducer) failed; the host may keep the original error.
+    #[error("node {node:?} failed: {message}")]
+    Node { node: String, message: String },
+    /// A value could not be checkpointed.
+    #[error(
+        "cannot checkpoint channel {channel:?}: a value of type {type_name} is not \
+         serialisable ({reason}); keep state JSON-serialisable (or messages) when using \
+         a checkpointer"
+    )]
+    Serialize {
+        channel: String,
+        type_name: String,
+        reason: String,
+    },
+    /// The checkpointer failed.
+    #[error("checkpoint error: {0}")]
+    Checkpoint(String),
+    /// The run was cancelled.
+    #[error("the run was cancelled")]
+    Cancelled,
+    /// Misuse of a run's configuration (resume without a checkpointer, etc.).
+    #[error("{0}")]
+    Config(String),
+}

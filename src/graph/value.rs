@@ -1,0 +1,78 @@
+//! What graph channels hold.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::messages::MessageList;
+
+/// A value owned by the host language (a Python object, say). The core never looks
+/// inside; it only needs JSON for checkpoints.
+pub trait HostValue: Send + Sync + 'static {
+    /// The value as JSON, for a checkpoint; `Err` says why it cannot be.
+    fn to_json(&self) -> Result<Value, String>;
+    /// The value's type, for error messages.
+    fn type_name(&self) -> String;
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// A channel value or a write to a channel.
+#[derive(Clone)]
+pub enum Val {
+    Json(Value),
+    Host(Arc<dyn HostValue>),
+    /// The value of a messages channel, or messages written to one.
+    Messages(MessageList),
+}
+
+impl fmt::Debug for Val {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Val::Json(v) => write!(f, "Json({v})"),
+            Val::Host(h) => write!(f, "Host({})", h.type_name()),
+            Val::Messages(m) => write!(f, "Messages(len={})", m.len()),
+        }
+    }
+}
+
+impl From<Value> for Val {
+    fn from(v: Value) -> Self {
+        Val::Json(v)
+    }
+}
+
+impl Val {
+    pub fn type_name(&self) -> String {
+        match self {
+            Val::Json(v) => match v {
+                Value::Null => "null",
+                Value::Bool(_) => "bool",
+                Value::Number(_) => "number",
+                Value::String(_) => "string",
+                Value::Array(_) => "array",
+                Value::Object(_) => "object",
+            }
+            .to_owned(),
+            Val::Host(h) => h.type_name(),
+            Val::Messages(_) => "messages".to_owned(),
+        }
+    }
+
+    /// The value as JSON for a checkpoint; the error names what could not be saved.
+    pub fn to_json(&self) -> Result<Value, String> {
+        match self {
+            Val::Json(v) => Ok(v.clone()),
+            Val::Host(h) => h.to_json(),
+            Val::Messages(m) => serde_json::to_value(m.to_vec()).map_err(|e| e.to_string()),
+        }
+    }
+
+    pub fn as_json(&self) -> Option<&Value> {
+        match self {
+            Val::Json(v) => Some(v),
+            _ => None,
+        }
+    }
+}
