@@ -7,7 +7,8 @@
 //!
 //! Targets: ≤ 1 µs/call sequential; 10,000 parallel calls ≤ 5 ms in total.
 //!
-//! Run: `cargo bench --bench executor`
+//! Run: `cargo bench --bench executor` (`BENCH_WORKERS=n` sets the runtime's worker
+//! count; the default is one per core).
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -38,13 +39,13 @@ fn calls(n: usize) -> Vec<ToolCall> {
 
 fn bench_executor(c: &mut Criterion) {
     let mut builder = tokio::runtime::Builder::new_multi_thread();
-    if let Some(n) = std::env::var("BENCH_WORKERS").ok().and_then(|v| v.parse().ok()) {
+    if let Some(n) = std::env::var("BENCH_WORKERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
         builder.worker_threads(n);
     }
-    let rt = builder
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
+    let rt = builder.enable_all().build().expect("tokio runtime");
     let strategies = [
         ("sequential", Strategy::Sequential),
         (

@@ -9,11 +9,12 @@ use std::any::Any;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 use serde_json::{Map, Value};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -26,9 +27,12 @@ use crate::tool::{ProgressFn, ToolCall, ToolContext, ToolError, ToolOutput};
 pub enum Strategy {
     /// One after another, in call order.
     Sequential,
-    /// All at once, at most `max_concurrency` in flight when set.
+    /// All at once, at most `max_concurrency` in flight when set. Calls start in
+    /// call order on the task running `execute`; a call that has to wait continues
+    /// on a task of its own (see `run_concurrently`).
     Parallel { max_concurrency: Option<usize> },
-    /// Groups of `size` at once; a group starts when the previous one is done.
+    /// Groups of `size` at once (started as `Parallel` starts them); a group starts
+    /// when the previous one is done.
     Batched { size: usize },
 }
 
@@ -181,7 +185,7 @@ impl Executor {
         let sem = match self.strategy {
             Strategy::Parallel {
                 max_concurrency: Some(n),
-            } => Some(Semaphore::new(n.max(1))),
+            } => Some(Arc::new(Semaphore::new(n.max(1)))),
             _ => None,
         };
         let env = Arc::new(CallEnv {
@@ -227,27 +231,12 @@ impl Executor {
                 }
                 out
             }
-            Strategy::Parallel { .. } if std::env::var_os("IRONLOOP_JOIN").is_some() => {
-                let futs = calls.iter().enumerate().map(|(i, c)| async move {
-                    let _permit = match &env.sem {
-                        Some(s) => Some(s.acquire().await.expect("semaphore never closed")),
-                        None => None,
-                    };
-                    let outcome = run_one(env, i, c, c.arguments.clone()).await;
-                    ToolResult {
-                        tool_call_id: c.id.clone(),
-                        name: c.name.clone(),
-                        outcome,
-                    }
-                });
-                futures::future::join_all(futs).await
-            }
-            Strategy::Parallel { .. } => spawn_all(calls, 0, env).await,
+            Strategy::Parallel { .. } => run_concurrently(calls, 0, env).await,
             Strategy::Batched { size } => {
                 let size = size.max(1);
                 let mut out = Vec::with_capacity(calls.len());
                 for (k, chunk) in calls.chunks(size).enumerate() {
-                    out.extend(spawn_all(chunk, k * size, env).await);
+                    out.extend(run_concurrently(chunk, k * size, env).await);
                 }
                 out
             }
@@ -255,35 +244,49 @@ impl Executor {
     }
 }
 
-/// Spawns one task per call (`calls` are the calls `first..` of the message) and
-/// collects their results in call order.
-async fn spawn_all(calls: &[ToolCall], first: usize, env: &Arc<CallEnv>) -> Vec<ToolResult> {
-    let mut guard = AbortOnDrop(Vec::with_capacity(calls.len()));
+/// Runs `calls` (the calls `first..` of the message) all at once, within
+/// `env.sem`'s bound, and returns their results in call order.
+///
+/// Each call starts on this task: it is polled once right here, and only a call
+/// that then has to wait (I/O, a timer, a thread, the Python event loop) is spawned
+/// as a task of its own, to finish concurrently on any worker. A call that is done
+/// at once (a quick tool, and every call refused before it runs: unknown tool, bad
+/// arguments, blocked, cancelled) so costs no task. A tool that computes for long
+/// without awaiting runs that computation on this task, one call after another:
+/// such a tool should move it to `tokio::task::spawn_blocking`.
+async fn run_concurrently(calls: &[ToolCall], first: usize, env: &Arc<CallEnv>) -> Vec<ToolResult> {
+    let mut done: Vec<Option<ToolResult>> = Vec::with_capacity(calls.len());
+    let mut waiting = AbortOnDrop(Vec::new());
     // Without hooks nobody reads a call's arguments after the tool has them, so the
-    // task's copy of the call hands them over instead of copying them again.
+    // call's own copy hands them over instead of copying them again.
     let take_args = env.shared.hooks.is_empty();
     for (i, c) in calls.iter().enumerate() {
-        let (mut c, env) = (c.clone(), env.clone());
-        guard.0.push(tokio::spawn(async move {
-            let _permit = match &env.sem {
-                Some(s) => Some(s.acquire().await.expect("semaphore never closed")),
-                None => None,
-            };
-            let args = if take_args {
-                std::mem::take(&mut c.arguments)
-            } else {
-                c.arguments.clone()
-            };
-            let outcome = run_one(&env, first + i, &c, args).await;
-            ToolResult {
-                tool_call_id: c.id,
-                name: c.name,
-                outcome,
+        let permit = match &env.sem {
+            Some(s) => Some(
+                s.clone()
+                    .acquire_owned()
+                    .await
+                    .expect("semaphore never closed"),
+            ),
+            None => None,
+        };
+        let mut fut = Box::pin(owned_call(
+            env.clone(),
+            first + i,
+            c.clone(),
+            take_args,
+            permit,
+        ));
+        match futures::poll!(fut.as_mut()) {
+            Poll::Ready(r) => done.push(Some(r)),
+            Poll::Pending => {
+                done.push(None);
+                waiting.0.push((i, tokio::spawn(fut)));
             }
-        }));
+        }
     }
-    let mut out = Vec::with_capacity(calls.len());
-    for (handle, call) in guard.0.iter_mut().zip(calls) {
+    for (i, handle) in waiting.0.iter_mut() {
+        let call = &calls[*i];
         let r = handle.await.unwrap_or_else(|e| {
             let tool = call.name.clone();
             let outcome = if e.is_cancelled() {
@@ -297,10 +300,33 @@ async fn spawn_all(calls: &[ToolCall], first: usize, env: &Arc<CallEnv>) -> Vec<
                 outcome,
             }
         });
-        out.push(r);
+        done[*i] = Some(r);
     }
-    guard.0.clear();
-    out
+    waiting.0.clear();
+    done.into_iter()
+        .map(|r| r.expect("every call has its result"))
+        .collect()
+}
+
+/// One call as a future that owns what it uses, so that it can become a task.
+async fn owned_call(
+    env: Arc<CallEnv>,
+    index: usize,
+    mut call: ToolCall,
+    take_args: bool,
+    _permit: Option<OwnedSemaphorePermit>,
+) -> ToolResult {
+    let args = if take_args {
+        std::mem::take(&mut call.arguments)
+    } else {
+        call.arguments.clone()
+    };
+    let outcome = run_one(&env, index, &call, args).await;
+    ToolResult {
+        tool_call_id: call.id,
+        name: call.name,
+        outcome,
+    }
 }
 
 /// What every call of one `execute` shares.
@@ -312,7 +338,7 @@ struct CallEnv {
     /// When the run's time is up, and the run's whole limit (for the error).
     deadline: Option<(Instant, Duration)>,
     /// `Parallel { max_concurrency: Some(_) }`'s permits.
-    sem: Option<Semaphore>,
+    sem: Option<Arc<Semaphore>>,
     /// Each call's `ctx.cancel`, by call index.
     tokens: Vec<CancellationToken>,
     /// Set when the run is cancelled, before the calls' tokens are.
@@ -336,11 +362,11 @@ impl CallEnv {
 
 /// Aborts spawned calls when `execute` is dropped before they finish, so a cancelled
 /// run leaves nothing running behind it.
-struct AbortOnDrop(Vec<JoinHandle<ToolResult>>);
+struct AbortOnDrop(Vec<(usize, JoinHandle<ToolResult>)>);
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
-        for h in &self.0 {
+        for (_, h) in &self.0 {
             h.abort();
         }
     }
@@ -396,11 +422,22 @@ async fn run_one(
     call: &ToolCall,
     args: Value,
 ) -> Result<ToolOutput, ToolError> {
-    let outcome = call_outcome(env, index, call, args).await;
-    for h in &env.shared.hooks {
-        h.after(call, &outcome);
-    }
-    outcome
+    // A panicking hook costs its call, never the whole message.
+    AssertUnwindSafe(async {
+        let outcome = call_outcome(env, index, call, args).await;
+        for h in &env.shared.hooks {
+            h.after(call, &outcome);
+        }
+        outcome
+    })
+    .catch_unwind()
+    .await
+    .unwrap_or_else(|p| {
+        Err(ToolError::failed(
+            call.name.clone(),
+            format!("a hook panicked: {}", panic_message(&*p)),
+        ))
+    })
 }
 
 /// Cancels a call's token when the call ends without the tool's own result (timeout,
@@ -470,10 +507,17 @@ async fn call_outcome(
         state: env.state.clone(),
         host: env.host.clone(),
     };
-    let tool = &entry.tool;
-    // The call itself is inside the guarded future: a tool whose `call` panics
-    // before returning its future is isolated too.
-    let fut = AssertUnwindSafe(async move { tool.call(args, ctx).await }).catch_unwind();
+    let panicked = |p: Box<dyn Any + Send>| {
+        Err(ToolError::failed(
+            name.clone(),
+            format!("panicked: {}", panic_message(&*p)),
+        ))
+    };
+    // A tool whose `call` panics before it returns its future is isolated too.
+    let fut = match std::panic::catch_unwind(AssertUnwindSafe(|| entry.tool.call(args, ctx))) {
+        Ok(fut) => AssertUnwindSafe(fut).catch_unwind(),
+        Err(p) => return panicked(p),
+    };
     // Boxed so that a call without a limit does not carry a timer in its state.
     let sleep = limit.map(|l| Box::pin(tokio::time::sleep(l)));
     let timeout = async {
@@ -495,27 +539,9 @@ async fn call_outcome(
                 guard.done = true;
                 r
             }
-            Err(p) => Err(ToolError::failed(name.clone(), format!("panicked: {}", panic_message(&*p)))),
+            Err(p) => panicked(p),
         },
         _ = token.cancelled() => cancelled(),
         _ = timeout => Err(ToolError::Timeout { tool: name.clone(), seconds: reported }),
-    }
-}
-#[cfg(test)]
-mod size_probe {
-    use super::*;
-    #[test]
-    fn probe() {
-        let reg = Arc::new(ToolRegistry::new());
-        let ex = Executor::new(reg);
-        let env = CallEnv { shared: ex.shared.clone(), progress: None, state: None, host: None, deadline: None, sem: None, tokens: vec![], cancelled: AtomicBool::new(false) };
-        let c = ToolCall::new("a", "b", Value::Null);
-        let f = run_one(&env, 0, &c, Value::Null);
-        eprintln!("run_one future: {} bytes", std::mem::size_of_val(&f));
-        let f = call_outcome(&env, 0, &c, Value::Null);
-        eprintln!("call_outcome future: {} bytes", std::mem::size_of_val(&f));
-        let t = CancellationToken::new();
-        eprintln!("cancelled future: {} bytes", std::mem::size_of_val(&t.cancelled()));
-        eprintln!("ToolContext: {} bytes, ToolCall {} ToolResult {}", std::mem::size_of::<ToolContext>(), std::mem::size_of::<ToolCall>(), std::mem::size_of::<ToolResult>());
     }
 }

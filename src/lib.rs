@@ -3,8 +3,10 @@
 //! The core — messages, tools, the registry and the executor — builds and tests
 //! without Python; the `python` feature adds the PyO3 glue in [`python`].
 
+pub mod checkpoint;
 pub mod error;
 pub mod executor;
+pub mod graph;
 pub mod message;
 pub mod registry;
 pub mod tool;

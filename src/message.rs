@@ -64,6 +64,9 @@ impl Content {
                 .iter()
                 .filter_map(|p| match p {
                     ContentPart::Text { text } => Some(text.as_str()),
+                    ContentPart::Json {
+                        value: Value::String(s),
+                    } => Some(s.as_str()),
                     _ => None,
                 })
                 .collect::<Vec<_>>()

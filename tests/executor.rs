@@ -1039,3 +1039,79 @@ async fn executed_results_become_matching_messages() {
     assert_eq!(tool_fields(&msgs[1]).0, "y");
     assert_eq!(tool_fields(&msgs[1]).1, ToolStatus::Error);
 }
+
+// ---------------------------------------------------------------------------------
+// panics outside the tool's future
+
+/// A tool whose `call` panics before it even returns its future.
+struct PanicsEagerly(ironloop::ToolDefinition);
+
+impl Tool for PanicsEagerly {
+    fn definition(&self) -> &ironloop::ToolDefinition {
+        &self.0
+    }
+
+    fn call<'a, 'b>(
+        &'a self,
+        _args: Value,
+        _ctx: ironloop::ToolContext,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<ToolOutput, ToolError>> + Send + 'b>,
+    >
+    where
+        'a: 'b,
+        Self: 'b,
+    {
+        panic!("no future for you")
+    }
+}
+
+struct PanickyHook;
+
+impl Hooks for PanickyHook {
+    fn before(&self, call: &ToolCall) -> BeforeAction {
+        if call.id == "hook_panics" {
+            panic!("hook bug");
+        }
+        BeforeAction::Proceed
+    }
+}
+
+#[tokio::test]
+async fn panics_in_call_or_in_a_hook_cost_only_their_call() {
+    let reg = registry(vec![add_tool()]);
+    reg.register(Arc::new(PanicsEagerly(ironloop::ToolDefinition::new(
+        "eager",
+        "",
+        json!({"type": "object"}),
+    ))))
+    .unwrap();
+    let calls = [
+        call("a", "add", json!({"a": 1, "b": 1})),
+        call("eager", "eager", json!({})),
+        call("hook_panics", "add", json!({"a": 2, "b": 2})),
+        call("b", "add", json!({"a": 3, "b": 3})),
+    ];
+    for strategy in STRATEGIES {
+        let exec = Executor::new(reg.clone())
+            .with_strategy(strategy)
+            .with_hook(Arc::new(PanickyHook));
+        let results = exec.execute(&calls, &RunContext::default()).await;
+        let ctx = format!("{strategy:?}");
+        assert_eq!(ids(&results), ["a", "eager", "hook_panics", "b"], "{ctx}");
+        assert_eq!(text(&results[0]), "2", "{ctx}");
+        assert_eq!(text(&results[3]), "6", "{ctx}");
+        match err(&results[1]) {
+            ToolError::Failed { message, .. } => {
+                assert!(message.contains("no future for you"), "{ctx}: {message}")
+            }
+            e => panic!("{ctx}: {e:?}"),
+        }
+        match err(&results[2]) {
+            ToolError::Failed { message, .. } => {
+                assert!(message.contains("hook bug"), "{ctx}: {message}")
+            }
+            e => panic!("{ctx}: {e:?}"),
+        }
+    }
+}

@@ -17,13 +17,34 @@ from __future__ import annotations
 
 from ironloop._constants import END, START
 from ironloop._injection import InjectedState, InjectedStore, InjectedToolCallId
-from ironloop._ironloop import ToolContext, __version__
+from ironloop._ironloop import MemorySaver, SqliteSaver, ToolContext, __version__
 from ironloop._tool import Tool, tool
+from ironloop.graph import (
+    CompiledStateGraph,
+    MessagesState,
+    StateGraph,
+    add_messages,
+    get_stream_writer,
+    interrupt,
+)
 from ironloop.prebuilt import ToolNode, tools_condition
+from ironloop.types import Command, Interrupt, Send, StateSnapshot
 
 __all__ = [
     "END",
     "START",
+    "Command",
+    "CompiledStateGraph",
+    "Interrupt",
+    "MemorySaver",
+    "MessagesState",
+    "Send",
+    "SqliteSaver",
+    "StateGraph",
+    "StateSnapshot",
+    "add_messages",
+    "get_stream_writer",
+    "interrupt",
     "InjectedState",
     "InjectedStore",
     "InjectedToolCallId",

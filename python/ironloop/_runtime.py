@@ -3,24 +3,34 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import threading
+from typing import Any
 
 logger = logging.getLogger("ironloop")
 
-_bg_loop: asyncio.AbstractEventLoop | None = None
-_bg_lock = threading.Lock()
+#: The running graph task's scratchpad (``interrupt()``, the stream writer).
+task_var: contextvars.ContextVar[Any] = contextvars.ContextVar("ironloop_task")
+
+_loops: list[tuple[asyncio.AbstractEventLoop, threading.Thread]] = []
+_loops_lock = threading.Lock()
 
 
 def background_loop() -> asyncio.AbstractEventLoop:
-    """The loop that runs async tools for sync callers (``invoke``), on its own thread."""
-    global _bg_loop
-    with _bg_lock:
-        if _bg_loop is None or _bg_loop.is_closed():
+    """The loop that runs async tools for a sync caller (``invoke``), on its own thread.
+
+    A sync call made from one of these loops' threads (an async tool calling
+    ``invoke``) gets the next loop: the caller's loop is blocked until it returns.
+    """
+    current = threading.current_thread()
+    with _loops_lock:
+        depth = next((i + 1 for i, (_, t) in enumerate(_loops) if t is current), 0)
+        while len(_loops) <= depth:
             loop = asyncio.new_event_loop()
             thread = threading.Thread(
-                target=loop.run_forever, name="ironloop-async-tools", daemon=True
+                target=loop.run_forever, name=f"ironloop-async-{len(_loops)}", daemon=True
             )
             thread.start()
-            _bg_loop = loop
-        return _bg_loop
+            _loops.append((loop, thread))
+        return _loops[depth][0]

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 __all__ = [
     "CheckpointError",
+    "CheckpointSerializationError",
+    "GraphInterrupt",
     "GraphRecursionError",
     "InvalidUpdateError",
     "IronloopError",
@@ -69,3 +71,17 @@ class CheckpointError(IronloopError):
 
 class ModelError(IronloopError):
     """A model call failed or returned something unusable."""
+
+
+class CheckpointSerializationError(CheckpointError, TypeError):
+    """A state value cannot be serialised into a checkpoint; the message names the
+    channel and the value's type."""
+
+
+class GraphInterrupt(IronloopError):  # noqa: N818 - LangGraph's name
+    """Raised inside a node by ``interrupt(value)`` to pause the run. Not an error:
+    the runtime catches it; do not catch it in your node."""
+
+    def __init__(self, value: object) -> None:
+        super().__init__(value)
+        self.value = value

@@ -117,7 +117,11 @@ impl Checkpointer for MemorySaver {
         }))
     }
 
-    async fn pending_writes(&self, thread_id: &str, checkpoint_id: &str) -> Result<Vec<PendingWrite>> {
+    async fn pending_writes(
+        &self,
+        thread_id: &str,
+        checkpoint_id: &str,
+    ) -> Result<Vec<PendingWrite>> {
         Ok(self.with(|ts| {
             ts.get(thread_id)
                 .and_then(|t| t.pending.get(checkpoint_id).cloned())

@@ -80,8 +80,12 @@ pub trait Checkpointer: Send + Sync {
     /// record now holds them).
     async fn put(&self, thread_id: &str, record: CheckpointRecord) -> Result<()>;
     /// Saves writes of tasks that finished in the step that runs from `checkpoint_id`.
-    async fn put_writes(&self, thread_id: &str, checkpoint_id: &str, writes: Vec<PendingWrite>)
-        -> Result<()>;
+    async fn put_writes(
+        &self,
+        thread_id: &str,
+        checkpoint_id: &str,
+        writes: Vec<PendingWrite>,
+    ) -> Result<()>;
     /// The latest checkpoint of the thread (the last one saved), or the one with `id`.
     async fn get(&self, thread_id: &str, id: Option<&str>) -> Result<Option<CheckpointRecord>>;
     /// The records from the thread's first checkpoint to `id`, oldest first.
@@ -93,7 +97,11 @@ pub trait Checkpointer: Send + Sync {
         limit: Option<usize>,
         before: Option<&str>,
     ) -> Result<Vec<CheckpointRecord>>;
-    async fn pending_writes(&self, thread_id: &str, checkpoint_id: &str) -> Result<Vec<PendingWrite>>;
+    async fn pending_writes(
+        &self,
+        thread_id: &str,
+        checkpoint_id: &str,
+    ) -> Result<Vec<PendingWrite>>;
     async fn delete_thread(&self, thread_id: &str) -> Result<()>;
 }
 

@@ -78,7 +78,7 @@ impl MessageList {
         self.items.last()
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = &Arc<Message>> {
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Arc<Message>> + ExactSizeIterator {
         self.items.iter()
     }
 
@@ -88,13 +88,18 @@ impl MessageList {
 
     fn position(&self, id: &str) -> Option<usize> {
         // Replacements usually target recent messages: search from the end.
-        (0..self.items.len()).rev().find(|&i| self.items[i].id == id)
+        (0..self.items.len())
+            .rev()
+            .find(|&i| self.items[i].id == id)
     }
 
     /// Merges `updates` into the list as LangGraph's `add_messages` does: a message
     /// whose id is present replaces it, a `RemoveMessage` removes it (or everything,
     /// with id `__remove_all__`), any other message is appended.
-    pub fn add(&mut self, updates: impl IntoIterator<Item = Arc<Message>>) -> Result<(), MessagesError> {
+    pub fn add(
+        &mut self,
+        updates: impl IntoIterator<Item = Arc<Message>>,
+    ) -> Result<(), MessagesError> {
         for m in updates {
             if matches!(m.kind, MessageKind::Remove) {
                 if m.id == REMOVE_ALL_MESSAGES {
@@ -142,13 +147,20 @@ mod tests {
         assert_eq!(l.get(1).unwrap().content.text(), "two");
         assert_eq!(l.len(), 3);
         l.add([Arc::new(Message::remove("a"))]).unwrap();
-        assert_eq!(l.iter().map(|m| m.id.as_str()).collect::<Vec<_>>(), ["b", "c"]);
+        assert_eq!(
+            l.iter().map(|m| m.id.as_str()).collect::<Vec<_>>(),
+            ["b", "c"]
+        );
         assert!(l.generation() > g);
         assert_eq!(
             l.add([Arc::new(Message::remove("zz"))]),
             Err(MessagesError::RemoveMissing("zz".into()))
         );
-        l.add([Arc::new(Message::remove(REMOVE_ALL_MESSAGES)), human("d", "4")]).unwrap();
+        l.add([
+            Arc::new(Message::remove(REMOVE_ALL_MESSAGES)),
+            human("d", "4"),
+        ])
+        .unwrap();
         assert_eq!(l.len(), 1);
     }
 

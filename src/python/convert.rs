@@ -60,8 +60,9 @@ pub fn content_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Content> {
         let mut parts = Vec::with_capacity(list.len());
         for item in list.iter() {
             if let Ok(s) = item.cast::<PyString>() {
-                parts.push(ContentPart::Text {
-                    text: s.to_str()?.to_owned(),
+                // A bare string part stays a string (as in langchain-core).
+                parts.push(ContentPart::Json {
+                    value: Value::String(s.to_str()?.to_owned()),
                 });
                 continue;
             }
@@ -153,8 +154,13 @@ pub fn tool_call_from_py(obj: &Bound<'_, PyAny>) -> PyResult<ToolCall> {
             .ok_or_else(|| PyValueError::new_err("tool call function has no 'name'"))?
             .extract()?;
         let arguments = match get_item(f, "arguments")? {
-            Some(a) => value_from_py(&a, "tool call arguments")?,
-            None => Value::Null,
+            // OpenAI sends arguments as JSON text: parse it so `args` is a dict. Text that
+            // is not JSON stays as it is; the executor reports it to the model.
+            Some(a) => match value_from_py(&a, "tool call arguments")? {
+                Value::String(s) => serde_json::from_str(&s).unwrap_or(Value::String(s)),
+                v => v,
+            },
+            None => Value::Object(Default::default()),
         };
         return Ok(ToolCall {
             id,

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 
+use super::aio::{Drain, PendingAsync};
 use super::convert::import_cached;
-use super::pytool::{Drain, PendingAsync};
 use crate::tool::ToolContext;
 
 pub struct PyRunEnv {
@@ -22,12 +22,14 @@ pub struct PyRunEnv {
     pub store: Option<Py<PyAny>>,
     /// Receives `ToolContext.progress(payload)` calls.
     pub on_progress: Option<Py<PyAny>>,
+    /// The run's config dict, for nodes that take a `config` parameter.
+    pub config: Option<Py<PyAny>>,
     /// The original exceptions of failed calls, by call id, for
     /// `handle_tool_errors=False` (re-raise) and error-handler callables.
     pub errors: Mutex<HashMap<String, PyErr>>,
     /// Async calls waiting for the loop thread to start them (see `Drain`).
-    pending: Mutex<Vec<PendingAsync>>,
-    drain_scheduled: AtomicBool,
+    pub(crate) pending: Mutex<Vec<PendingAsync>>,
+    pub(crate) drain_scheduled: AtomicBool,
 }
 
 static BACKGROUND_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
@@ -42,6 +44,7 @@ impl PyRunEnv {
         state: Option<Py<PyAny>>,
         store: Option<Py<PyAny>>,
         on_progress: Option<Py<PyAny>>,
+        config: Option<Py<PyAny>>,
     ) -> PyResult<Arc<Self>> {
         let context = py
             .import("contextvars")?
@@ -59,6 +62,7 @@ impl PyRunEnv {
             state,
             store,
             on_progress,
+            config,
             errors: Mutex::new(HashMap::new()),
             pending: Mutex::new(Vec::new()),
             drain_scheduled: AtomicBool::new(false),
@@ -70,7 +74,7 @@ impl PyRunEnv {
         if let Some(env) = ctx.host.clone().and_then(|h| h.downcast::<PyRunEnv>().ok()) {
             return Ok(env);
         }
-        Self::capture(py, None, None, None, None)
+        Self::capture(py, None, None, None, None, None)
     }
 
     pub fn take_error(&self, call_id: &str) -> Option<PyErr> {

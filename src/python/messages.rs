@@ -403,7 +403,17 @@ impl PyRemoveMessage {
     }
 }
 
+/// Any message-like value as an ironloop message object.
+#[pyfunction]
+fn _coerce_message<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    if obj.cast::<PyMessage>().is_ok() {
+        return Ok(obj.clone());
+    }
+    message_to_py(py, super::convert::message_from_py(obj)?)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_coerce_message, m)?)?;
     m.add_class::<PyMessage>()?;
     m.add_class::<PyHumanMessage>()?;
     m.add_class::<PySystemMessage>()?;

@@ -1,10 +1,12 @@
 //! The PyO3 glue: conversions, wrappers and the `ironloop._ironloop` module. No
 //! runtime logic lives here; it calls into the core.
 
+mod aio;
 mod context;
 mod convert;
 mod env;
 mod errors;
+mod graph;
 mod messages;
 mod pool;
 mod pytool;
@@ -19,6 +21,7 @@ fn ironloop_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     messages::register(m)?;
     m.add_class::<context::PyToolContext>()?;
     m.add_class::<toolnode::ToolNodeCore>()?;
+    graph::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

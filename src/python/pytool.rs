@@ -1,6 +1,6 @@
 //! Python functions as core tools.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -12,6 +12,7 @@ use pyo3::types::{PyDict, PyString};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
+use super::aio::{run_async, AsyncResult, MakeCoro};
 use super::context::PyToolContext;
 use super::convert::{import_cached, value_from_py, value_to_py};
 use super::env::PyRunEnv;
@@ -45,7 +46,6 @@ struct Inner {
 pub struct PyTool(Arc<Inner>);
 
 /// What a tool returned, carried unconverted to the caller (a `Command`, say).
-#[allow(dead_code)] // read by the graph runtime (a `Command` returned by a tool)
 pub struct PyPayload(pub Py<PyAny>);
 
 impl PyTool {
@@ -156,6 +156,10 @@ fn opt<'py>(py: Python<'py>, v: &Option<Py<PyAny>>) -> Bound<'py, PyAny> {
 }
 
 fn select_field<'py>(state: &Bound<'py, PyAny>, field: &str) -> PyResult<Bound<'py, PyAny>> {
+    // A ToolNode given a bare list of messages: that list is the "messages" field.
+    if field == "messages" && state.cast::<pyo3::types::PyList>().is_ok() {
+        return Ok(state.clone());
+    }
     if let Ok(d) = state.cast::<PyDict>() {
         return d.get_item(field)?.ok_or_else(|| {
             pyo3::exceptions::PyKeyError::new_err(format!(
@@ -252,154 +256,6 @@ pub fn output_from_py(obj: &Bound<'_, PyAny>) -> ToolOutput {
     }
 }
 
-type Sender = oneshot::Sender<Result<ToolOutput, ToolError>>;
-
-/// Called by asyncio when an async tool's task is done.
-#[pyclass]
-struct DoneCallback {
-    tx: Mutex<Option<Sender>>,
-    tool: PyTool,
-    ctx: ToolContext,
-    env: Arc<PyRunEnv>,
-}
-
-#[pymethods]
-impl DoneCallback {
-    fn __call__(&self, py: Python<'_>, task: &Bound<'_, PyAny>) -> PyResult<()> {
-        let Some(tx) = self.tx.lock().unwrap_or_else(|p| p.into_inner()).take() else {
-            return Ok(());
-        };
-        let name = &self.tool.0.def.name;
-        let r = if task.call_method0(intern!(py, "cancelled"))?.is_truthy()? {
-            Err(ToolError::Cancelled { tool: name.clone() })
-        } else {
-            let res = task.call_method0(intern!(py, "result"));
-            self.tool.0.outcome(py, res, &self.ctx, &self.env)
-        };
-        let _ = tx.send(r);
-        Ok(())
-    }
-}
-
-/// An async call waiting for the loop thread to start it.
-pub struct PendingAsync {
-    tool: PyTool,
-    args: Value,
-    ctx: ToolContext,
-    tx: Sender,
-    slot: Arc<TaskSlot>,
-}
-
-/// Where an async call's asyncio task is, so that it can be cancelled from any thread.
-#[derive(Default)]
-pub struct TaskSlot(Mutex<SlotState>);
-
-#[derive(Default)]
-enum SlotState {
-    #[default]
-    Waiting,
-    Cancelled,
-    Running(Py<PyAny>),
-    Done,
-}
-
-/// Starts the queued async calls of a run; scheduled on its event loop, so it runs on
-/// the loop's thread. One wake-up of the loop starts every call queued by then.
-#[pyclass]
-pub struct Drain(pub Arc<PyRunEnv>);
-
-#[pymethods]
-impl Drain {
-    fn __call__(&self, py: Python<'_>) {
-        let env = &self.0;
-        for p in env.take_pending() {
-            start_pending(py, env, p);
-        }
-    }
-}
-
-fn start_pending(py: Python<'_>, env: &Arc<PyRunEnv>, p: PendingAsync) {
-    let mut state = p.slot.0.lock().unwrap_or_else(|e| e.into_inner());
-    if matches!(*state, SlotState::Cancelled) {
-        return;
-    }
-    let tool = &p.tool.0;
-    let done = DoneCallback {
-        tx: Mutex::new(Some(p.tx)),
-        tool: p.tool.clone(),
-        ctx: p.ctx.clone(),
-        env: env.clone(),
-    };
-    let done = match Bound::new(py, done) {
-        Ok(d) => d,
-        Err(e) => return e.print(py),
-    };
-    let started = (|| -> PyResult<Py<PyAny>> {
-        let kw = tool.kwargs(py, &p.args, &p.ctx, env)?;
-        let coro = tool.target.bind(py).call((), Some(&kw))?;
-        let create_task = env
-            .event_loop
-            .bind(py)
-            .getattr(intern!(py, "create_task"))?;
-        // The task runs in its own copy of the caller's contextvars context.
-        let context = env.context.bind(py).call_method0(intern!(py, "copy"))?;
-        let task = context.call_method1(intern!(py, "run"), (create_task, coro))?;
-        task.call_method1(intern!(py, "add_done_callback"), (&done,))?;
-        Ok(task.unbind())
-    })();
-    match started {
-        Ok(task) => *state = SlotState::Running(task),
-        Err(e) => {
-            *state = SlotState::Done;
-            let err = record_error(py, &tool.def.name, e, &p.ctx, env);
-            let tx = done
-                .borrow()
-                .tx
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .take();
-            if let Some(tx) = tx {
-                let _ = tx.send(Err(err));
-            }
-        }
-    }
-}
-
-/// Cancels an async call's asyncio task when its Rust future is dropped first
-/// (dropping a Rust future does not cancel an asyncio task by itself).
-struct CancelOnDrop {
-    slot: Arc<TaskSlot>,
-    env: Arc<PyRunEnv>,
-}
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        let mut state = self.slot.0.lock().unwrap_or_else(|e| e.into_inner());
-        match std::mem::replace(&mut *state, SlotState::Cancelled) {
-            SlotState::Running(task) => {
-                drop(state);
-                Python::attach(|py| {
-                    let lp = self.env.event_loop.bind(py);
-                    let cancel = task.bind(py).getattr(intern!(py, "cancel"));
-                    let r = cancel.and_then(|c| lp.call_method1("call_soon_threadsafe", (c,)));
-                    if let Err(e) = r {
-                        // The loop is closed: its tasks are gone with it.
-                        if !lp
-                            .call_method0("is_closed")
-                            .and_then(|c| c.is_truthy())
-                            .unwrap_or(false)
-                        {
-                            e.print(py);
-                        }
-                    }
-                });
-            }
-            SlotState::Done => *state = SlotState::Done,
-            SlotState::Waiting | SlotState::Cancelled => {}
-        }
-    }
-}
-
 impl PyTool {
     async fn call_sync(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         let (tx, rx) = oneshot::channel();
@@ -431,31 +287,22 @@ impl PyTool {
             None => Python::attach(|py| PyRunEnv::of(py, &ctx))
                 .map_err(|e| ToolError::failed(&self.0.def.name, e.to_string()))?,
         };
-        let (tx, rx) = oneshot::channel();
-        let slot = Arc::new(TaskSlot::default());
-        let pending = PendingAsync {
-            tool: self.clone(),
-            args,
-            ctx: ctx.clone(),
-            tx,
-            slot: slot.clone(),
+        let (tool, ctx2, env2) = (self.0.clone(), ctx.clone(), env.clone());
+        let make = {
+            let (tool, ctx, env) = (self.0.clone(), ctx.clone(), env.clone());
+            Box::new(move |py: Python<'_>| -> PyResult<Py<PyAny>> {
+                let kw = tool.kwargs(py, &args, &ctx, &env)?;
+                Ok(tool.target.bind(py).call((), Some(&kw))?.unbind())
+            }) as MakeCoro
         };
-        if env.push_pending(pending) {
-            if let Err(e) = Python::attach(|py| env.schedule_drain(py)) {
-                return Err(ToolError::failed(
-                    &self.0.def.name,
-                    format!("could not reach the event loop to start the async tool: {e}"),
-                ));
-            }
-        }
-        let guard = CancelOnDrop { slot, env };
-        let r = rx.await;
-        *guard.slot.0.lock().unwrap_or_else(|e| e.into_inner()) = SlotState::Done;
-        r.unwrap_or_else(|_| {
-            Err(ToolError::Cancelled {
-                tool: ctx.tool_name.clone(),
-            })
+        let r = run_async(&env, make, move |py, r| match r {
+            AsyncResult::Done(res) => tool.outcome(py, res, &ctx2, &env2),
+            AsyncResult::Cancelled => Err(ToolError::Cancelled {
+                tool: tool.def.name.clone(),
+            }),
         })
+        .await;
+        r.unwrap_or_else(|e| Err(ToolError::failed(&self.0.def.name, e)))
     }
 }
 

@@ -1,5 +1,6 @@
 //! Running core futures from Python threads.
 
+use std::cell::Cell;
 use std::future::Future;
 use std::time::Duration;
 
@@ -11,34 +12,70 @@ pub fn runtime() -> &'static Runtime {
     pyo3_async_runtimes::tokio::get_runtime()
 }
 
-/// Runs `fut` to completion for a sync Python caller, with the GIL released, while
+thread_local! {
+    /// Set while this thread drives a run itself (see [`drive_inline`]).
+    static DRIVING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `fut` on the runtime for a sync Python caller and waits with the GIL released,
 /// still answering Ctrl-C: a pending signal cancels `cancel` and the error is raised.
+/// Works from any thread, including one that is inside a run already.
 pub fn block_on<F>(py: Python<'_>, fut: F, cancel: CancellationToken) -> PyResult<F::Output>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    let mut handle = runtime().spawn(fut);
+    let (tx, rx) = std::sync::mpsc::channel();
+    // A `Receiver` is not `Sync`; the closure given to `detach` must be `Send`.
+    let rx = std::sync::Mutex::new(rx);
+    let handle = runtime().spawn(async move {
+        let _ = tx.send(fut.await);
+    });
     loop {
-        let done = py.detach(|| {
-            runtime().block_on(async {
-                tokio::time::timeout(Duration::from_millis(100), &mut handle).await
-            })
-        });
-        match done {
-            Ok(Ok(v)) => return Ok(v),
-            Ok(Err(join)) => {
-                return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
-                    "ironloop run task failed: {join}"
-                )))
-            }
-            Err(_elapsed) => {
+        match py.detach(|| {
+            rx.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .recv_timeout(Duration::from_millis(100))
+        }) {
+            Ok(v) => return Ok(v),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
                 if let Err(e) = py.check_signals() {
                     cancel.cancel();
                     handle.abort();
                     return Err(e);
                 }
             }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                    "ironloop: the run's task ended without a result (it panicked)",
+                ))
+            }
         }
     }
+}
+
+/// Whether a run started on this thread now may be driven inline.
+pub fn can_drive_inline() -> bool {
+    !DRIVING.with(|d| d.get())
+}
+
+/// Drives `fut` on the calling thread (GIL released), so that a task the future runs
+/// inline (`Python::attach`) needs no thread hand-over. A run started from inside an
+/// inline task must use [`block_on`] instead (see [`can_drive_inline`]).
+pub fn drive_inline<F: Future + Send>(py: Python<'_>, fut: F) -> F::Output
+where
+    F::Output: Send,
+{
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            DRIVING.with(|d| d.set(false));
+        }
+    }
+    py.detach(|| {
+        DRIVING.with(|d| d.set(true));
+        let _reset = Reset;
+        let _enter = runtime().enter();
+        futures::executor::block_on(fut)
+    })
 }

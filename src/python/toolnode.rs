@@ -7,10 +7,12 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple, PyType};
 
-use super::convert::{message_from_py, messages_to_py};
+use pyo3::sync::PyOnceLock;
+
+use super::convert::{import_cached, message_from_py, messages_to_py};
 use super::env::PyRunEnv;
 use super::errors::tool_error;
-use super::pytool::PyTool;
+use super::pytool::{PyPayload, PyTool};
 use super::runtime::block_on;
 use crate::executor::{error_text, Executor, RunContext, Strategy, ToolResult};
 use crate::message::{Content, Message, MessageKind};
@@ -19,8 +21,8 @@ use crate::tool::ToolCall;
 
 #[pyclass(name = "_ToolNodeCore", module = "ironloop._ironloop", frozen)]
 pub struct ToolNodeCore {
-    executor: Executor,
-    handle_errors: Py<PyAny>,
+    pub(crate) executor: Executor,
+    pub(crate) handle_errors: Py<PyAny>,
 }
 
 /// Parses `strategy=` as ToolNode accepts it: "parallel", "sequential" or
@@ -115,6 +117,7 @@ impl ToolNodeCore {
             Some(input.clone().unbind()),
             store,
             on_progress,
+            None,
         )?;
         let run = RunContext {
             host: Some(env.clone()),
@@ -129,33 +132,55 @@ impl ToolNodeCore {
     }
 }
 
-/// Builds the node's output, applying `handle_tool_errors` to failed calls.
-fn finish(
+static COMMAND: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static GRAPH_INTERRUPT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+pub fn command_class(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    import_cached(py, &COMMAND, "ironloop.types", "Command")
+}
+
+pub fn is_graph_interrupt(py: Python<'_>, e: &PyErr) -> bool {
+    import_cached(py, &GRAPH_INTERRUPT, "ironloop.errors", "GraphInterrupt")
+        .map(|c| e.value(py).is_instance(c).unwrap_or(false))
+        .unwrap_or(false)
+}
+
+/// The tool messages of a step, in call order, with `handle_tool_errors` applied to
+/// failures, and the `Command`s tools returned. An `interrupt()` inside a tool is
+/// raised again, whatever the policy: it pauses the graph, it is not a failure.
+pub fn tool_results(
     py: Python<'_>,
     handle: &Bound<'_, PyAny>,
     results: Vec<ToolResult>,
     env: &PyRunEnv,
-    list_in: bool,
-) -> PyResult<Py<PyAny>> {
+) -> PyResult<(Vec<Arc<Message>>, Vec<Py<PyAny>>)> {
     let mut out: Vec<Arc<Message>> = Vec::with_capacity(results.len());
+    let mut commands = Vec::new();
     for r in results {
         let msg = match &r.outcome {
-            Ok(o) => match o
-                .payload
-                .as_ref()
-                .and_then(|p| p.downcast_ref::<Arc<Message>>())
-            {
-                Some(m) => {
+            Ok(o) => {
+                let payload = o.payload.as_ref();
+                if let Some(m) = payload.and_then(|p| p.downcast_ref::<Arc<Message>>()) {
                     let mut m = m.clone();
                     if m.name.is_none() {
                         Arc::make_mut(&mut m).name = Some(r.name.clone());
                     }
                     m
+                } else if let Some(PyPayload(obj)) = payload.and_then(|p| p.downcast_ref()) {
+                    if obj.bind(py).is_instance(command_class(py)?)? {
+                        commands.push(obj.clone_ref(py));
+                        continue;
+                    }
+                    Arc::new(r.to_message())
+                } else {
+                    Arc::new(r.to_message())
                 }
-                None => Arc::new(r.to_message()),
-            },
+            }
             Err(e) => {
                 let original = env.take_error(&r.tool_call_id);
+                if let Some(o) = original.as_ref().filter(|o| is_graph_interrupt(py, o)) {
+                    return Err(o.clone_ref(py));
+                }
                 match error_content(py, handle, e, original)? {
                     Some(text) => {
                         let mut m = r.to_message();
@@ -166,16 +191,37 @@ fn finish(
                 }
             }
         };
-        debug_assert!(matches!(msg.kind, MessageKind::Tool { .. }));
         out.push(msg);
     }
+    Ok((out, commands))
+}
+
+/// Builds a standalone ToolNode's output: `{"messages": [...]}` (a list for a list
+/// input); with `Command`s, LangGraph's list `[Command, ..., {"messages": [...]}]`.
+fn finish(
+    py: Python<'_>,
+    handle: &Bound<'_, PyAny>,
+    results: Vec<ToolResult>,
+    env: &PyRunEnv,
+    list_in: bool,
+) -> PyResult<Py<PyAny>> {
+    let (out, commands) = tool_results(py, handle, results, env)?;
     let list = messages_to_py(py, &out)?;
-    if list_in {
-        return Ok(list.into_any().unbind());
+    let value = if list_in {
+        list.into_any()
+    } else {
+        let d = PyDict::new(py);
+        d.set_item("messages", list)?;
+        d.into_any()
+    };
+    if commands.is_empty() {
+        return Ok(value.unbind());
     }
-    let d = PyDict::new(py);
-    d.set_item("messages", list)?;
-    Ok(d.into_any().unbind())
+    let all = PyList::new(py, commands)?;
+    if !out.is_empty() {
+        all.append(value)?;
+    }
+    Ok(all.into_any().unbind())
 }
 
 /// The content of an error result under the `handle_tool_errors` policy: `None` for

@@ -1,0 +1,518 @@
+"""``StateGraph``: LangGraph's graph builder, compiled onto ironloop's Rust step loop.
+
+Example:
+    >>> from typing import TypedDict
+    >>> from ironloop import StateGraph, START, END
+    >>> class S(TypedDict):
+    ...     count: int
+    >>> g = StateGraph(S)
+    >>> g = g.add_node("inc", lambda s: {"count": s["count"] + 1})
+    >>> g = g.add_edge(START, "inc").add_edge("inc", END)
+    >>> g.compile().invoke({"count": 1})
+    {'count': 2}
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+import typing
+from collections.abc import AsyncIterator, Callable, Hashable, Iterator, Sequence
+from typing import Annotated, Any, TypedDict, Union, get_args, get_origin, get_type_hints
+
+from ironloop._constants import END, START
+from ironloop._ironloop import BaseMessage, _coerce_message, _GraphCore
+from ironloop._runtime import task_var
+from ironloop.errors import InvalidUpdateError
+from ironloop.prebuilt import ToolNode, tools_condition
+from ironloop.types import Command, Send, StateSnapshot
+
+__all__ = [
+    "END",
+    "START",
+    "CompiledStateGraph",
+    "MessagesState",
+    "StateGraph",
+    "add_messages",
+    "get_stream_writer",
+    "interrupt",
+]
+
+REMOVE_ALL_MESSAGES = "__remove_all__"
+
+
+def add_messages(left: Any, right: Any) -> list[BaseMessage]:
+    """Merges two lists of messages by id: a message whose id is already present
+    replaces it, ``RemoveMessage(id=...)`` removes it, others are appended. In a graph
+    the merge runs in Rust; this function is the same rule for direct use.
+
+    Example:
+        >>> from ironloop.messages import HumanMessage, AIMessage
+        >>> msgs = add_messages([HumanMessage("hi", id="1")], [AIMessage("hello", id="2")])
+        >>> [m.content for m in msgs]
+        ['hi', 'hello']
+    """
+    lefts = [_coerce_message(m) for m in (left if isinstance(left, list) else [left])]
+    rights = [_coerce_message(m) for m in (right if isinstance(right, list) else [right])]
+    merged = list(lefts)
+    index = {m.id: i for i, m in enumerate(merged)}
+    for m in rights:
+        if m.type == "remove":
+            if m.id == REMOVE_ALL_MESSAGES:
+                merged, index = [], {}
+                continue
+            if m.id not in index:
+                raise ValueError(f"Attempting to delete a message with an ID that doesn't exist ('{m.id}')")
+            merged = [x for x in merged if x.id != m.id]
+            index = {x.id: i for i, x in enumerate(merged)}
+        elif m.id in index:
+            merged[index[m.id]] = m
+        else:
+            index[m.id] = len(merged)
+            merged.append(m)
+    return merged
+
+
+class MessagesState(TypedDict):
+    """A state with one ``messages`` channel merged by ``add_messages``."""
+
+    messages: Annotated[list[BaseMessage], add_messages]
+
+
+def interrupt(value: Any) -> Any:
+    """Pauses the run and surfaces ``value`` to the caller as ``__interrupt__``.
+
+    Resuming with ``graph.invoke(Command(resume=x), config)`` runs the node again from
+    its start; this call then returns ``x`` (the k-th call returns the k-th resume
+    value). Needs a checkpointer.
+
+    Example:
+        >>> def approve(state):
+        ...     answer = interrupt({"question": "ship it?"})
+        ...     return {"approved": answer == "yes"}
+    """
+    scratch = task_var.get(None)
+    if scratch is None:
+        raise RuntimeError(
+            "interrupt() can only be called inside a graph node (or a tool a graph runs)"
+        )
+    return scratch.interrupt(value)
+
+
+def _noop(_payload: Any) -> None:
+    return None
+
+
+def get_stream_writer() -> Callable[[Any], None]:
+    """A function that sends a payload to the ``custom`` stream of the running graph
+    (a no-op outside a graph run).
+
+    Example:
+        >>> def node(state):
+        ...     get_stream_writer()({"progress": 0.5})
+        ...     return {}
+    """
+    scratch = task_var.get(None)
+    return _noop if scratch is None else scratch.write
+
+
+def _task_writer(payload: Any) -> None:
+    get_stream_writer()(payload)
+
+
+def _as_update(obj: Any, node: str) -> dict[str, Any]:
+    """A node's non-dict return value as an update dict."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+    fields = getattr(type(obj), "model_fields", None)
+    if isinstance(fields, dict):
+        return {k: getattr(obj, k) for k in fields}
+    if isinstance(obj, typing.Mapping):
+        return dict(obj)
+    raise InvalidUpdateError(
+        f"node {node!r} returned {type(obj).__name__} {obj!r}: a node must return a dict of "
+        "state updates, a Command, or None"
+    )
+
+
+_CONTAINERS = {list: list, dict: dict, set: set, tuple: tuple, int: int, float: float, str: str}
+
+
+def _initial(base: Any) -> Callable[[], Any] | None:
+    origin = get_origin(base) or base
+    if origin in _CONTAINERS:
+        return _CONTAINERS[origin]
+    if origin in (typing.Sequence, Sequence, typing.List):  # noqa: UP006
+        return list
+    return None
+
+
+def _channels(schema: Any) -> list[tuple[str, str, Any, Any]]:
+    try:
+        hints = get_type_hints(schema, include_extras=True)
+    except Exception as e:
+        raise TypeError(f"cannot read the state schema {schema!r}: {e}") from e
+    if not hints:
+        raise TypeError(
+            f"state schema {schema!r} has no annotated fields: use a TypedDict, a dataclass "
+            "or a pydantic model"
+        )
+    out = []
+    for name, hint in hints.items():
+        if name.startswith("__"):
+            raise ValueError(f"state key {name!r} is reserved (keys may not start with '__')")
+        if get_origin(hint) is Annotated:
+            base, *meta = get_args(hint)
+            reducer = next((m for m in reversed(meta) if callable(m)), None)
+            if reducer is add_messages:
+                out.append((name, "messages", None, None))
+            elif reducer is not None:
+                out.append((name, "reducer", reducer, _initial(base)))
+            else:
+                out.append((name, "last", None, None))
+        else:
+            out.append((name, "last", None, None))
+    return out
+
+
+def _wants(fn: Any) -> list[str]:
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return []
+    return [p for p in ("config", "store", "writer") if p in params]
+
+
+def _is_async(fn: Any) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004
+    )
+
+
+def _literal_ends(path: Any) -> list[str] | None:
+    try:
+        ret = get_type_hints(path).get("return")
+    except Exception:  # noqa: BLE001 - any failure means "unknown"
+        return None
+    if get_origin(ret) is typing.Literal:
+        return [str(a) for a in get_args(ret)]
+    return None
+
+
+@dataclasses.dataclass
+class _Branch:
+    source: str
+    path: Callable[..., Any]
+    path_map: dict[Hashable, str] | None
+    ends: list[str] | None
+
+
+class StateGraph:
+    """A graph whose nodes read and update a shared state.
+
+    ``state_schema`` is a TypedDict, dataclass or pydantic model; a field annotated
+    ``Annotated[T, reducer]`` combines writes with ``reducer`` (``operator.add``,
+    ``add_messages`` or any function of two values); other fields keep the last write.
+    """
+
+    def __init__(
+        self,
+        state_schema: Any,
+        config_schema: Any = None,
+        *,
+        input_schema: Any = None,
+        output_schema: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        self.state_schema = state_schema
+        self.channels = _channels(state_schema)
+        self.nodes: dict[str, Any] = {}
+        self.edges: list[tuple[str, str]] = []
+        self.joins: list[tuple[list[str], str]] = []
+        self.branches: list[_Branch] = []
+        self.compiled = False
+
+    def add_node(self, node: Any, action: Any = None, **kwargs: Any) -> StateGraph:
+        """Adds a node: ``add_node("name", fn)`` or ``add_node(fn)`` (named after it).
+        ``fn`` may be sync or async, a ``ToolNode``, or a compiled graph (a subgraph)."""
+        if action is None:
+            action = node
+            name = getattr(node, "name", None) or getattr(node, "__name__", None)
+            if not isinstance(name, str):
+                raise TypeError(f"cannot name node {node!r}: use add_node('name', fn)")
+        else:
+            name = node
+        if not isinstance(name, str):
+            raise TypeError(f"a node name must be a str, got {name!r}")
+        if name in (START, END):
+            raise ValueError(f"node name {name!r} is reserved")
+        if name in self.nodes:
+            raise ValueError(f"Node `{name}` already present.")
+        if not callable(action) and not isinstance(action, (ToolNode, CompiledStateGraph)):
+            raise TypeError(f"node {name!r}: expected a function, got {type(action).__name__}")
+        self.nodes[name] = action
+        return self
+
+    def add_edge(self, start_key: str | Sequence[str], end_key: str) -> StateGraph:
+        """Runs ``end_key`` after ``start_key``; with a list of sources, after all of them."""
+        if isinstance(start_key, str):
+            if start_key == END:
+                raise ValueError("END cannot be the start of an edge")
+            if end_key == START:
+                raise ValueError("START cannot be the end of an edge")
+            self.edges.append((start_key, end_key))
+        else:
+            self.joins.append((list(start_key), end_key))
+        return self
+
+    def add_conditional_edges(
+        self,
+        source: str,
+        path: Callable[..., Any],
+        path_map: dict[Hashable, str] | list[str] | None = None,
+    ) -> StateGraph:
+        """After ``source``, calls ``path(state)`` to choose the next node(s): a name,
+        ``END``, a ``Send``, or a list of them; ``path_map`` maps its results to names."""
+        if isinstance(path_map, list):
+            mapping: dict[Hashable, str] | None = {p: p for p in path_map}
+        elif path_map is None:
+            mapping = None
+        else:
+            mapping = dict(path_map)
+        ends = list(mapping.values()) if mapping else _literal_ends(path)
+        self.branches.append(_Branch(source, path, mapping, ends))
+        return self
+
+    def add_sequence(self, nodes: Sequence[Any]) -> StateGraph:
+        """Adds nodes that run one after the other."""
+        names = []
+        for n in nodes:
+            if isinstance(n, tuple):
+                self.add_node(n[0], n[1])
+                names.append(n[0])
+            else:
+                self.add_node(n)
+                names.append(getattr(n, "name", None) or n.__name__)
+        for a, b in zip(names, names[1:]):
+            self.add_edge(a, b)
+        return self
+
+    def set_entry_point(self, key: str) -> StateGraph:
+        return self.add_edge(START, key)
+
+    def set_conditional_entry_point(
+        self, path: Callable[..., Any], path_map: dict[Hashable, str] | list[str] | None = None
+    ) -> StateGraph:
+        return self.add_conditional_edges(START, path, path_map)
+
+    def set_finish_point(self, key: str) -> StateGraph:
+        return self.add_edge(key, END)
+
+    def compile(
+        self,
+        checkpointer: Any = None,
+        *,
+        interrupt_before: Sequence[str] | str | None = None,
+        interrupt_after: Sequence[str] | str | None = None,
+        store: Any = None,
+        debug: bool = False,
+        name: str | None = None,
+    ) -> CompiledStateGraph:
+        """Checks the wiring (naming the node or edge at fault) and returns a runnable
+        graph."""
+        ib = [interrupt_before] if isinstance(interrupt_before, str) else list(interrupt_before or [])
+        ia = [interrupt_after] if isinstance(interrupt_after, str) else list(interrupt_after or [])
+        nodes = []
+        for name_, fn in self.nodes.items():
+            if isinstance(fn, ToolNode):
+                nodes.append((name_, fn, "tools", False, []))
+            elif isinstance(fn, CompiledStateGraph):
+                sub = fn
+                nodes.append((name_, sub._subgraph_call, "py", False, []))
+            else:
+                nodes.append((name_, fn, "py", _is_async(fn), _wants(fn)))
+        branches = [
+            (
+                b.source,
+                b.path,
+                "tools_condition" if b.path is tools_condition else "py",
+                b.path_map,
+                b.ends,
+            )
+            for b in self.branches
+        ]
+        factory = None
+        schema = self.state_schema
+        if (isinstance(schema, type) and dataclasses.is_dataclass(schema)) or hasattr(
+            schema, "model_fields"
+        ):
+
+            def factory(d: dict[str, Any]) -> Any:
+                return schema(**d)
+
+        core = _GraphCore(
+            channels=self.channels,
+            nodes=nodes,
+            edges=self.edges,
+            joins=self.joins,
+            branches=branches,
+            checkpointer=checkpointer,
+            interrupt_before=ib,
+            interrupt_after=ia,
+            store=store,
+            state_factory=factory,
+        )
+        self.compiled = True
+        return CompiledStateGraph(self, core, checkpointer, store, name or "LangGraph")
+
+
+def _modes(stream_mode: Any) -> Any:
+    if isinstance(stream_mode, str):
+        return stream_mode
+    return list(stream_mode)
+
+
+class CompiledStateGraph:
+    """A runnable graph: ``invoke / ainvoke / stream / astream / batch / abatch``,
+    state inspection (``get_state``, ``get_state_history``, ``update_state``) and
+    ``get_graph().draw_mermaid()``."""
+
+    def __init__(
+        self, builder: StateGraph, core: Any, checkpointer: Any, store: Any, name: str
+    ) -> None:
+        self.builder = builder
+        self._core = core
+        self.checkpointer = checkpointer
+        self.store = store
+        self.name = name
+
+    @property
+    def nodes(self) -> dict[str, Any]:
+        return dict(self.builder.nodes)
+
+    def invoke(self, input: Any, config: dict[str, Any] | None = None, **kwargs: Any) -> Any:
+        """Runs to the end (or to an interrupt) and returns the final state; a pause
+        shows as ``result["__interrupt__"]``."""
+        return self._core.invoke(input, config)
+
+    async def ainvoke(self, input: Any, config: dict[str, Any] | None = None, **kwargs: Any) -> Any:
+        """Like ``invoke``; async nodes and tools run on the running event loop."""
+        return await self._core.ainvoke(input, config, asyncio.get_running_loop())
+
+    def stream(
+        self,
+        input: Any,
+        config: dict[str, Any] | None = None,
+        *,
+        stream_mode: str | Sequence[str] = "values",
+        subgraphs: bool = False,
+        **kwargs: Any,
+    ) -> Iterator[Any]:
+        """Yields chunks as the run goes: for one mode the chunks, for a list of modes
+        ``(mode, chunk)`` pairs."""
+        return self._core.stream(input, config, _modes(stream_mode))  # type: ignore[no-any-return]
+
+    async def astream(
+        self,
+        input: Any,
+        config: dict[str, Any] | None = None,
+        *,
+        stream_mode: str | Sequence[str] = "values",
+        subgraphs: bool = False,
+        **kwargs: Any,
+    ) -> AsyncIterator[Any]:
+        it = self._core.stream(input, config, _modes(stream_mode), asyncio.get_running_loop())
+        try:
+            while True:
+                try:
+                    item = await it.next()
+                except StopAsyncIteration:
+                    return
+                yield item
+        finally:
+            it.cancel()
+
+    def batch(self, inputs: Sequence[Any], config: Any = None, **kwargs: Any) -> list[Any]:
+        configs = config if isinstance(config, list) else [config] * len(inputs)
+        return [self.invoke(i, c) for i, c in zip(inputs, configs)]
+
+    async def abatch(self, inputs: Sequence[Any], config: Any = None, **kwargs: Any) -> list[Any]:
+        configs = config if isinstance(config, list) else [config] * len(inputs)
+        return list(await asyncio.gather(*(self.ainvoke(i, c) for i, c in zip(inputs, configs))))
+
+    def get_state(self, config: dict[str, Any], *, subgraphs: bool = False) -> StateSnapshot:
+        """The thread's state at its latest (or the config's) checkpoint."""
+        return self._core.get_state(config)  # type: ignore[no-any-return]
+
+    async def aget_state(self, config: dict[str, Any], **kwargs: Any) -> StateSnapshot:
+        return self.get_state(config)
+
+    def get_state_history(
+        self,
+        config: dict[str, Any],
+        *,
+        filter: Any = None,
+        before: dict[str, Any] | None = None,
+        limit: int | None = None,
+    ) -> Iterator[StateSnapshot]:
+        """Every checkpoint of the thread, newest first."""
+        yield from self._core.get_state_history(config, limit, before)
+
+    def update_state(
+        self, config: dict[str, Any], values: Any, as_node: str | None = None
+    ) -> dict[str, Any]:
+        """Writes ``values`` as if ``as_node`` had returned them; returns the new
+        checkpoint's config."""
+        return self._core.update_state(config, values, as_node)  # type: ignore[no-any-return]
+
+    def get_graph(self, config: Any = None, *, xray: Any = False) -> _DrawableGraph:
+        return _DrawableGraph(self.builder)
+
+    def _subgraph_call(self, state: Any, config: Any = None) -> Any:
+        out = self.invoke(state)
+        out.pop("__interrupt__", None)
+        return out
+
+    def __repr__(self) -> str:
+        return f"CompiledStateGraph(nodes={list(self.builder.nodes)!r})"
+
+
+class _DrawableGraph:
+    def __init__(self, builder: StateGraph) -> None:
+        self.builder = builder
+
+    @property
+    def nodes(self) -> list[str]:
+        return [START, *self.builder.nodes, END]
+
+    def draw_mermaid(self) -> str:
+        """The graph as Mermaid flowchart text (solid edges; dotted for conditional)."""
+        b = self.builder
+        lines = ["---", "config:", "  flowchart:", "    curve: linear", "---", "graph TD;"]
+        lines.append(f"\t{START}([<p>{START}</p>]):::first")
+        for n in b.nodes:
+            lines.append(f"\t{n}({n})")
+        lines.append(f"\t{END}([<p>{END}</p>]):::last")
+        for a, c in b.edges:
+            lines.append(f"\t{a} --> {c};")
+        for srcs, c in b.joins:
+            for a in srcs:
+                lines.append(f"\t{a} --> {c};")
+        for br in b.branches:
+            targets = br.ends or [*b.nodes, END]
+            if br.path_map:
+                for key, t in br.path_map.items():
+                    label = "" if key == t else f"&nbsp;{key}&nbsp;"
+                    lines.append(f"\t{br.source} -.{label}.-> {t};" if label else f"\t{br.source} -.-> {t};")
+            else:
+                for t in targets:
+                    lines.append(f"\t{br.source} -.-> {t};")
+        lines.append("\tclassDef default fill:#f2f0ff,line-height:1.2")
+        lines.append("\tclassDef first fill-opacity:0")
+        lines.append("\tclassDef last fill:#bfb6fc")
+        return "\n".join(lines) + "\n"
+
+
+# Re-exported for `from ironloop.graph import Send, Command`.
+_ = (Send, Command, Union)

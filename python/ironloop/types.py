@@ -1,0 +1,82 @@
+"""Control-flow values for graphs, shaped as in LangGraph: ``Send``, ``Command``,
+``Interrupt`` and ``StateSnapshot``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, NamedTuple, Union
+
+__all__ = ["Command", "Interrupt", "PregelTask", "Send", "StateSnapshot"]
+
+
+class Send:
+    """Runs ``node`` in the next step with ``arg`` as its input (map-reduce fan-out).
+
+    Example:
+        >>> def fan_out(state):
+        ...     return [Send("work", {"item": x}) for x in state["items"]]
+    """
+
+    __slots__ = ("arg", "node")
+
+    def __init__(self, node: str, arg: Any) -> None:
+        self.node = node
+        self.arg = arg
+
+    def __repr__(self) -> str:
+        return f"Send(node={self.node!r}, arg={self.arg!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Send) and (self.node, self.arg) == (other.node, other.arg)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass
+class Command:
+    """Updates the state and/or routes from a node or a tool, or resumes an interrupt.
+
+    Example:
+        >>> def node(state):
+        ...     return Command(update={"count": 1}, goto="next_node")
+        >>> # graph.invoke(Command(resume="yes"), config) answers an interrupt()
+    """
+
+    graph: str | None = None
+    update: Any = None
+    resume: Any = None
+    goto: Union[str, Send, Sequence[Union[str, Send]]] = ()
+
+    PARENT: ClassVar[str] = "__parent__"
+
+
+@dataclass(frozen=True)
+class Interrupt:
+    """A pause requested by ``interrupt(value)`` (or ``interrupt_before/after``)."""
+
+    value: Any
+    id: str = field(default="")
+
+
+class PregelTask(NamedTuple):
+    id: str
+    name: str
+    path: tuple[Any, ...] = ()
+    error: Exception | None = None
+    interrupts: tuple[Interrupt, ...] = ()
+    state: Any = None
+    result: Any = None
+
+
+class StateSnapshot(NamedTuple):
+    """A thread's state at one checkpoint (``graph.get_state(config)``)."""
+
+    values: dict[str, Any]
+    next: tuple[str, ...]
+    config: dict[str, Any]
+    metadata: dict[str, Any] | None
+    created_at: str | None
+    parent_config: dict[str, Any] | None
+    tasks: tuple[PregelTask, ...]
+    interrupts: tuple[Interrupt, ...] = ()

@@ -1,0 +1,601 @@
+//! Checkpoints in a SQLite file, as deltas: one row per checkpoint record, one row per
+//! pending write.
+//!
+//! # Threading
+//!
+//! A [`SqliteSaver`] owns one `rusqlite::Connection` and one dedicated OS thread (named
+//! `ironloop-sqlite`) on which every statement runs. Async callers send a closure over a
+//! channel and await the answer on a `tokio::sync::oneshot`, so a tokio worker never
+//! blocks on disk I/O or on a lock held by another process. Statements are prepared
+//! once and cached on that connection. JSON (de)serialisation happens on the caller's
+//! side, so the SQLite thread only does SQLite work.
+//!
+//! Dropping the saver, or calling [`SqliteSaver::close`], lets the thread finish the work
+//! already queued, closes the connection and joins the thread. Any call made after that
+//! returns a [`CheckpointError`] saying the saver was closed. A future dropped while its
+//! operation is queued does not cancel the operation: a `put` is either fully written or
+//! not written at all (every write is one transaction).
+//!
+//! # Durability and sharing
+//!
+//! The file is in WAL mode with `synchronous=NORMAL`: a committed `put` is in the WAL,
+//! handed to the OS, before the call returns, so it survives the process being killed
+//! (SIGKILL, panic, OOM). It may be lost on a power cut or an OS crash, never corrupted.
+//!
+//! Several savers, in one process or several, may share one file. Every write runs in a
+//! `BEGIN IMMEDIATE` transaction (it takes the write lock up front, so it cannot fail
+//! half-way with `SQLITE_BUSY` on lock upgrade) and the connection waits up to
+//! [`BUSY_TIMEOUT`] for a lock held by someone else before giving up. Reads never wait
+//! on writers (WAL). The file must live on a local filesystem: WAL needs shared memory.
+//!
+//! # Schema (`PRAGMA user_version = 1`)
+//!
+//! ```sql
+//! checkpoints(seq INTEGER PRIMARY KEY, thread_id, checkpoint_id, parent_id, step, record)
+//!     UNIQUE (thread_id, checkpoint_id), INDEX (thread_id, seq)
+//! writes(seq INTEGER PRIMARY KEY, thread_id, checkpoint_id, task_id, node, channel, value)
+//!     INDEX (thread_id, checkpoint_id, seq)
+//! ```
+//!
+//! `seq` is insertion order (the latest checkpoint of a thread is its highest `seq`);
+//! `record` is the whole [`CheckpointRecord`] as compact JSON, `value` a pending write's
+//! value as compact JSON. Putting a record whose id already exists in the thread replaces
+//! it (it becomes the thread's latest), like LangGraph's `SqliteSaver`.
+//!
+//! `chain` reads only the ancestors of the requested checkpoint, with one recursive
+//! query over the `(thread_id, checkpoint_id)` index; its cost grows with the length of
+//! that chain, not with the size of the thread or of the file.
+
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rusqlite::{params, Connection, ErrorCode, OptionalExtension, TransactionBehavior};
+use tokio::sync::oneshot;
+
+use super::{CheckpointError, CheckpointRecord, Checkpointer, PendingWrite, Result};
+
+/// How long a statement waits for a lock held by another connection before failing.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
+
+const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS checkpoints (
+    seq           INTEGER PRIMARY KEY,
+    thread_id     TEXT    NOT NULL,
+    checkpoint_id TEXT    NOT NULL,
+    parent_id     TEXT,
+    step          INTEGER NOT NULL,
+    record        TEXT    NOT NULL,
+    UNIQUE (thread_id, checkpoint_id)
+);
+CREATE INDEX IF NOT EXISTS checkpoints_by_thread ON checkpoints (thread_id, seq);
+CREATE TABLE IF NOT EXISTS writes (
+    seq           INTEGER PRIMARY KEY,
+    thread_id     TEXT NOT NULL,
+    checkpoint_id TEXT NOT NULL,
+    task_id       TEXT NOT NULL,
+    node          TEXT NOT NULL,
+    channel       TEXT NOT NULL,
+    value         TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS writes_by_checkpoint ON writes (thread_id, checkpoint_id, seq);
+";
+
+const CLOSED: &str =
+    "the SqliteSaver was closed; open a new one (SqliteSaver::open) to keep using the file";
+
+type Job = Box<dyn FnOnce(&mut Connection) + Send + 'static>;
+
+struct Worker {
+    jobs: mpsc::Sender<Job>,
+    thread: JoinHandle<std::result::Result<(), String>>,
+}
+
+/// A durable [`Checkpointer`] backed by one SQLite file (see the module documentation).
+///
+/// ```no_run
+/// # async fn demo() -> ironloop::checkpoint::Result<()> {
+/// use ironloop::checkpoint::{Checkpointer, SqliteSaver};
+/// let saver = SqliteSaver::open("checkpoints.db")?;
+/// let latest = saver.get("thread-1", None).await?;
+/// # Ok(()) }
+/// ```
+pub struct SqliteSaver {
+    path: PathBuf,
+    worker: Mutex<Option<Worker>>,
+}
+
+impl std::fmt::Debug for SqliteSaver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteSaver")
+            .field("path", &self.path)
+            .field("closed", &self.is_closed())
+            .finish()
+    }
+}
+
+impl SqliteSaver {
+    /// Opens (creating if missing) the checkpoint file at `path` and its schema, in WAL
+    /// mode, and starts the saver's SQLite thread. `":memory:"` gives a private
+    /// in-memory database (not durable; useful for tests).
+    ///
+    /// Fails with a message naming the file when it cannot be created or opened (missing
+    /// directory, no write permission), is not a SQLite database, or holds tables that
+    /// were not made by ironloop (e.g. a LangGraph checkpoint file).
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref().to_path_buf();
+        let conn = init_connection(&path).map_err(|e| describe(&path, "open", e))?;
+        let (jobs, rx) = mpsc::channel::<Job>();
+        let thread = std::thread::Builder::new()
+            .name("ironloop-sqlite".into())
+            .spawn(move || {
+                let mut conn = conn;
+                // Ends when every sender is gone (close / drop) and the queue is empty.
+                while let Ok(job) = rx.recv() {
+                    job(&mut conn);
+                }
+                conn.close().map_err(|(_, e)| e.to_string())
+            })
+            .map_err(|e| {
+                CheckpointError(format!(
+                    "SqliteSaver({}): cannot start the SQLite thread: {e}",
+                    path.display()
+                ))
+            })?;
+        Ok(Self {
+            path,
+            worker: Mutex::new(Some(Worker { jobs, thread })),
+        })
+    }
+
+    /// The same as [`SqliteSaver::open`] (LangGraph's spelling).
+    pub fn from_conn_string(path: impl AsRef<Path>) -> Result<Self> {
+        Self::open(path)
+    }
+
+    /// The path of the file this saver writes to.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether [`close`](Self::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.lock_worker().is_none()
+    }
+
+    /// Finishes the work already queued, closes the connection and stops the saver's
+    /// thread (blocking the caller until then). Later calls on the saver fail with "the
+    /// SqliteSaver was closed". Calling `close` again does nothing.
+    pub fn close(&self) -> Result<()> {
+        let Some(Worker { jobs, thread }) = self.lock_worker().take() else {
+            return Ok(());
+        };
+        drop(jobs);
+        if thread.thread().id() == std::thread::current().id() {
+            // Dropped from inside one of its own jobs: the loop ends by itself.
+            return Ok(());
+        }
+        match thread.join() {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(CheckpointError(format!(
+                "SqliteSaver({}): closing the database failed: {e}; the data already \
+                 committed is safe",
+                self.path.display()
+            ))),
+            Err(_) => Err(CheckpointError(format!(
+                "SqliteSaver({}): the SQLite thread panicked while closing",
+                self.path.display()
+            ))),
+        }
+    }
+
+    fn lock_worker(&self) -> std::sync::MutexGuard<'_, Option<Worker>> {
+        self.worker.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs `f` on the SQLite thread and awaits its result.
+    async fn call<R, F>(&self, op: &'static str, f: F) -> Result<R>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut Connection) -> rusqlite::Result<R> + Send + 'static,
+    {
+        let (tx, rx) = oneshot::channel();
+        let job: Job = Box::new(move |conn| {
+            let _ = tx.send(catch_unwind(AssertUnwindSafe(|| f(conn))));
+        });
+        {
+            let worker = self.lock_worker();
+            let Some(w) = worker.as_ref() else {
+                return Err(CheckpointError(format!(
+                    "SqliteSaver({}): cannot {op}: {CLOSED}",
+                    self.path.display()
+                )));
+            };
+            if w.jobs.send(job).is_err() {
+                return Err(self.thread_gone(op));
+            }
+        }
+        match rx.await {
+            Ok(Ok(r)) => r.map_err(|e| describe(&self.path, op, e)),
+            Ok(Err(_panic)) => Err(CheckpointError(format!(
+                "SqliteSaver({}): {op} panicked on the SQLite thread (a bug in ironloop); \
+                 the transaction was rolled back",
+                self.path.display()
+            ))),
+            Err(_) => Err(self.thread_gone(op)),
+        }
+    }
+
+    fn thread_gone(&self, op: &str) -> CheckpointError {
+        CheckpointError(format!(
+            "SqliteSaver({}): cannot {op}: the SQLite thread has stopped; open a new saver",
+            self.path.display()
+        ))
+    }
+
+    fn decode_record(&self, thread_id: &str, json: &str) -> Result<CheckpointRecord> {
+        serde_json::from_str(json).map_err(|e| {
+            CheckpointError(format!(
+                "SqliteSaver({}): a checkpoint of thread {thread_id:?} cannot be read ({e}); \
+                 the file was written by an incompatible version or modified by hand",
+                self.path.display()
+            ))
+        })
+    }
+
+    fn decode_records(&self, thread_id: &str, rows: Vec<String>) -> Result<Vec<CheckpointRecord>> {
+        rows.iter()
+            .map(|j| self.decode_record(thread_id, j))
+            .collect()
+    }
+
+    fn encode<T: serde::Serialize>(&self, what: &str, v: &T) -> Result<String> {
+        serde_json::to_string(v).map_err(|e| {
+            CheckpointError(format!(
+                "SqliteSaver({}): cannot serialise {what} to JSON: {e}",
+                self.path.display()
+            ))
+        })
+    }
+}
+
+impl Drop for SqliteSaver {
+    fn drop(&mut self) {
+        if let Err(e) = self.close() {
+            log::warn!("{e}");
+        }
+    }
+}
+
+#[async_trait]
+impl Checkpointer for SqliteSaver {
+    async fn put(&self, thread_id: &str, record: CheckpointRecord) -> Result<()> {
+        let json = self.encode("the checkpoint record", &record)?;
+        let thread_id = thread_id.to_owned();
+        let CheckpointRecord {
+            id,
+            parent_id,
+            step,
+            ..
+        } = record;
+        self.call("save a checkpoint", move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            tx.prepare_cached(
+                "INSERT OR REPLACE INTO checkpoints \
+                 (thread_id, checkpoint_id, parent_id, step, record) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?
+            .execute(params![thread_id, id, parent_id, step, json])?;
+            if let Some(parent) = &parent_id {
+                tx.prepare_cached(
+                    "DELETE FROM writes WHERE thread_id = ?1 AND checkpoint_id = ?2",
+                )?
+                .execute(params![thread_id, parent])?;
+            }
+            tx.commit()
+        })
+        .await
+    }
+
+    async fn put_writes(
+        &self,
+        thread_id: &str,
+        checkpoint_id: &str,
+        writes: Vec<PendingWrite>,
+    ) -> Result<()> {
+        if writes.is_empty() {
+            return Ok(());
+        }
+        let rows = writes
+            .into_iter()
+            .map(|w| {
+                let value =
+                    self.encode(&format!("the value written to {:?}", w.channel), &w.value)?;
+                Ok((w.task_id, w.node, w.channel, value))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let thread_id = thread_id.to_owned();
+        let checkpoint_id = checkpoint_id.to_owned();
+        self.call("save pending writes", move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            {
+                let mut stmt = tx.prepare_cached(
+                    "INSERT INTO writes (thread_id, checkpoint_id, task_id, node, channel, value) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                )?;
+                for (task_id, node, channel, value) in &rows {
+                    stmt.execute(params![
+                        thread_id,
+                        checkpoint_id,
+                        task_id,
+                        node,
+                        channel,
+                        value
+                    ])?;
+                }
+            }
+            tx.commit()
+        })
+        .await
+    }
+
+    async fn get(&self, thread_id: &str, id: Option<&str>) -> Result<Option<CheckpointRecord>> {
+        let t = thread_id.to_owned();
+        let id = id.map(str::to_owned);
+        let json = self
+            .call("read a checkpoint", move |conn| match id {
+                Some(id) => conn
+                    .prepare_cached(
+                        "SELECT record FROM checkpoints WHERE thread_id = ?1 AND checkpoint_id = ?2",
+                    )?
+                    .query_row(params![t, id], |r| r.get::<_, String>(0))
+                    .optional(),
+                None => conn
+                    .prepare_cached(
+                        "SELECT record FROM checkpoints WHERE thread_id = ?1 \
+                         ORDER BY seq DESC LIMIT 1",
+                    )?
+                    .query_row(params![t], |r| r.get::<_, String>(0))
+                    .optional(),
+            })
+            .await?;
+        json.map(|j| self.decode_record(thread_id, &j)).transpose()
+    }
+
+    async fn chain(&self, thread_id: &str, id: &str) -> Result<Vec<CheckpointRecord>> {
+        let (t, target) = (thread_id.to_owned(), id.to_owned());
+        // The ancestors of `id` only. UNION (not UNION ALL) makes a corrupt, cyclic chain
+        // terminate; the order is restored below by following the parent links.
+        let rows = self
+            .call("read a checkpoint chain", move |conn| {
+                let mut stmt = conn.prepare_cached(
+                    "WITH RECURSIVE ancestors(seq, parent_id) AS ( \
+                         SELECT seq, parent_id FROM checkpoints \
+                         WHERE thread_id = ?1 AND checkpoint_id = ?2 \
+                       UNION \
+                         SELECT c.seq, c.parent_id FROM ancestors a \
+                         JOIN checkpoints c ON c.thread_id = ?1 AND c.checkpoint_id = a.parent_id \
+                     ) \
+                     SELECT c.record FROM ancestors a JOIN checkpoints c ON c.seq = a.seq",
+                )?;
+                let rows = stmt.query_map(params![t, target], |r| r.get::<_, String>(0))?;
+                rows.collect::<rusqlite::Result<Vec<String>>>()
+            })
+            .await?;
+        let records = self.decode_records(thread_id, rows)?;
+        order_chain(&self.path, thread_id, records, id)
+    }
+
+    async fn list(
+        &self,
+        thread_id: &str,
+        limit: Option<usize>,
+        before: Option<&str>,
+    ) -> Result<Vec<CheckpointRecord>> {
+        let t = thread_id.to_owned();
+        let before = before.map(str::to_owned);
+        // SQLite reads a negative LIMIT as "no limit".
+        let limit = limit.map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
+        let rows = self
+            .call("list checkpoints", move |conn| {
+                // An unknown `before` filters nothing, as in MemorySaver.
+                let mut stmt = conn.prepare_cached(
+                    "SELECT record FROM checkpoints WHERE thread_id = ?1 AND seq < coalesce( \
+                         (SELECT seq FROM checkpoints WHERE thread_id = ?1 AND checkpoint_id = ?2), \
+                         9223372036854775807) \
+                     ORDER BY seq DESC LIMIT ?3",
+                )?;
+                let rows = stmt.query_map(params![t, before, limit], |r| r.get::<_, String>(0))?;
+                rows.collect::<rusqlite::Result<Vec<String>>>()
+            })
+            .await?;
+        self.decode_records(thread_id, rows)
+    }
+
+    async fn pending_writes(
+        &self,
+        thread_id: &str,
+        checkpoint_id: &str,
+    ) -> Result<Vec<PendingWrite>> {
+        let (t, c) = (thread_id.to_owned(), checkpoint_id.to_owned());
+        let rows = self
+            .call("read pending writes", move |conn| {
+                let mut stmt = conn.prepare_cached(
+                    "SELECT task_id, node, channel, value FROM writes \
+                     WHERE thread_id = ?1 AND checkpoint_id = ?2 ORDER BY seq",
+                )?;
+                let rows = stmt.query_map(params![t, c], |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, String>(2)?,
+                        r.get::<_, String>(3)?,
+                    ))
+                })?;
+                rows.collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .await?;
+        rows.into_iter()
+            .map(|(task_id, node, channel, value)| {
+                let value = serde_json::from_str(&value).map_err(|e| {
+                    CheckpointError(format!(
+                        "SqliteSaver({}): a pending write of thread {thread_id:?} to {channel:?} \
+                         cannot be read ({e}); the file was modified by hand",
+                        self.path.display()
+                    ))
+                })?;
+                Ok(PendingWrite {
+                    task_id,
+                    node,
+                    channel,
+                    value,
+                })
+            })
+            .collect()
+    }
+
+    async fn delete_thread(&self, thread_id: &str) -> Result<()> {
+        let t = thread_id.to_owned();
+        self.call("delete a thread", move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            tx.prepare_cached("DELETE FROM checkpoints WHERE thread_id = ?1")?
+                .execute(params![t])?;
+            tx.prepare_cached("DELETE FROM writes WHERE thread_id = ?1")?
+                .execute(params![t])?;
+            tx.commit()
+        })
+        .await
+    }
+}
+
+/// Opens the connection, sets the pragmas and creates or checks the schema.
+fn init_connection(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open(path)?;
+    // First, so that the pragmas below also wait for other processes opening the file.
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") && !mode.eq_ignore_ascii_case("memory") {
+        return Err(setup_error(format!(
+            "SQLite refused WAL mode (journal_mode is {mode:?}); put the file on a local \
+             filesystem"
+        )));
+    }
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    let mut conn = conn;
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let version: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    match version {
+        0 => {
+            let foreign: Option<String> = tx
+                .query_row(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' \
+                     AND name IN ('checkpoints', 'writes') LIMIT 1",
+                    [],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            if let Some(table) = foreign {
+                return Err(setup_error(format!(
+                    "the file already has a `{table}` table that ironloop did not create \
+                     (a LangGraph checkpoint file?); use a new file"
+                )));
+            }
+            tx.execute_batch(SCHEMA)?;
+            tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+        }
+        SCHEMA_VERSION => {}
+        v => {
+            return Err(setup_error(format!(
+                "the file has checkpoint schema version {v}, this ironloop knows version \
+                 {SCHEMA_VERSION}; upgrade ironloop or use a new file"
+            )))
+        }
+    }
+    tx.commit()?;
+    Ok(conn)
+}
+
+/// An error found while checking the file, carried as a rusqlite error to `describe`.
+fn setup_error(msg: String) -> rusqlite::Error {
+    rusqlite::Error::SqliteFailure(
+        rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ERROR),
+        Some(msg),
+    )
+}
+
+/// Turns a rusqlite error into a message that says what failed and what to do.
+fn describe(path: &Path, op: &str, e: rusqlite::Error) -> CheckpointError {
+    let p = path.display();
+    let advice = match e.sqlite_error_code() {
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => format!(
+            "the file stayed locked by another connection for more than {} s (a long \
+             transaction in another process?); retry, or give each process its own file",
+            BUSY_TIMEOUT.as_secs()
+        ),
+        Some(ErrorCode::CannotOpen) => "cannot open the file; check that its directory exists \
+                                        and is writable"
+            .into(),
+        Some(ErrorCode::ReadOnly | ErrorCode::PermissionDenied) => {
+            "the file is read-only; SQLite needs write access to it and to its directory (it \
+             creates the -wal and -shm files beside it)"
+                .into()
+        }
+        Some(ErrorCode::DiskFull) => "the disk is full; free some space and retry".into(),
+        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => {
+            "the file is not a SQLite database or is damaged; point SqliteSaver at another file"
+                .into()
+        }
+        Some(ErrorCode::SystemIoFailure) => "a disk I/O error occurred; check the disk and that \
+                                             the file is on a local filesystem"
+            .into(),
+        _ => String::new(),
+    };
+    let detail = match &e {
+        rusqlite::Error::SqliteFailure(_, Some(msg)) => msg.clone(),
+        other => other.to_string(),
+    };
+    if advice.is_empty() {
+        CheckpointError(format!("SqliteSaver({p}): cannot {op}: {detail}"))
+    } else {
+        CheckpointError(format!("SqliteSaver({p}): cannot {op}: {detail}: {advice}"))
+    }
+}
+
+/// Orders the ancestors of `id` from the root down to `id`.
+fn order_chain(
+    path: &Path,
+    thread_id: &str,
+    records: Vec<CheckpointRecord>,
+    id: &str,
+) -> Result<Vec<CheckpointRecord>> {
+    let mut by_id: HashMap<String, CheckpointRecord> =
+        records.into_iter().map(|r| (r.id.clone(), r)).collect();
+    let mut out: Vec<CheckpointRecord> = Vec::with_capacity(by_id.len());
+    let mut cur = Some(id.to_owned());
+    while let Some(c) = cur {
+        let Some(r) = by_id.remove(&c) else {
+            let what = if out.iter().any(|r| r.id == c) {
+                "has a cycle".to_owned()
+            } else if c == id {
+                format!("not found: no checkpoint {id:?} in thread {thread_id:?}")
+            } else {
+                format!(
+                    "is broken: the ancestor {c:?} of {id:?} is missing in thread {thread_id:?}"
+                )
+            };
+            return Err(CheckpointError(format!(
+                "SqliteSaver({}): checkpoint chain {what}",
+                path.display()
+            )));
+        };
+        cur = r.parent_id.clone();
+        out.push(r);
+    }
+    out.reverse();
+    Ok(out)
+}

@@ -1,0 +1,52 @@
+//! Events a run emits while it goes, for `stream` / `astream`.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::state::StateView;
+use super::value::Val;
+
+/// The stream modes, as a bit set.
+pub mod modes {
+    pub const VALUES: u8 = 1;
+    pub const UPDATES: u8 = 2;
+    pub const CUSTOM: u8 = 4;
+    pub const MESSAGES: u8 = 8;
+    pub const DEBUG: u8 = 16;
+}
+
+#[derive(Debug, Clone)]
+pub enum StreamEvent {
+    /// The whole state after a step (and after the input).
+    Values(StateView),
+    /// What one node wrote in a step.
+    Updates { node: String, update: Option<Val> },
+    /// An interrupt, in the `updates` stream as `{"__interrupt__": ...}`.
+    Interrupt(Vec<super::engine::InterruptInfo>),
+    /// Anything a node or tool sent with its stream writer.
+    Custom(Val),
+    /// A token chunk from a model, with the node that called it.
+    Message { chunk: Val, node: String },
+    /// Task and checkpoint events.
+    Debug(Value),
+}
+
+/// Receives events; the run never blocks on it.
+#[derive(Clone)]
+pub struct StreamSink {
+    pub modes: u8,
+    pub send: Arc<dyn Fn(StreamEvent) + Send + Sync>,
+}
+
+impl StreamSink {
+    pub fn wants(&self, mode: u8) -> bool {
+        self.modes & mode != 0
+    }
+
+    pub fn emit(&self, mode: u8, ev: impl FnOnce() -> StreamEvent) {
+        if self.wants(mode) {
+            (self.send)(ev());
+        }
+    }
+}

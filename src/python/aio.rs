@@ -1,0 +1,183 @@
+//! Running Python coroutines on an asyncio loop from Rust futures.
+//!
+//! Calls are queued on the run's environment and started by one callback on the
+//! loop's thread (one wake-up of the loop starts every call queued by then). Each
+//! call's result is converted on the loop thread, where the GIL is already held.
+//! Dropping the Rust future cancels the asyncio task: dropping a Rust future does not
+//! cancel an asyncio task by itself.
+
+use std::sync::{Arc, Mutex};
+
+use pyo3::intern;
+use pyo3::prelude::*;
+use tokio::sync::oneshot;
+
+use super::env::PyRunEnv;
+
+/// Makes the coroutine to run (called on the loop thread).
+pub type MakeCoro = Box<dyn FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send>;
+
+/// How a coroutine ended.
+pub enum AsyncResult<'py> {
+    Done(PyResult<Bound<'py, PyAny>>),
+    Cancelled,
+}
+
+type OnDone = Box<dyn for<'py> FnOnce(Python<'py>, AsyncResult<'py>) + Send>;
+
+/// A call waiting for the loop thread to start it.
+pub struct PendingAsync {
+    make: MakeCoro,
+    done: OnDone,
+    slot: Arc<TaskSlot>,
+}
+
+/// Where a call's asyncio task is, so that it can be cancelled from any thread.
+#[derive(Default)]
+pub struct TaskSlot(Mutex<SlotState>);
+
+#[derive(Default)]
+enum SlotState {
+    #[default]
+    Waiting,
+    Cancelled,
+    Running(Py<PyAny>),
+    Done,
+}
+
+/// Called by asyncio when a task is done.
+#[pyclass]
+struct DoneCallback(Mutex<Option<OnDone>>);
+
+#[pymethods]
+impl DoneCallback {
+    fn __call__(&self, py: Python<'_>, task: &Bound<'_, PyAny>) -> PyResult<()> {
+        let Some(f) = self.0.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+            return Ok(());
+        };
+        let r = if task.call_method0(intern!(py, "cancelled"))?.is_truthy()? {
+            AsyncResult::Cancelled
+        } else {
+            AsyncResult::Done(task.call_method0(intern!(py, "result")))
+        };
+        f(py, r);
+        Ok(())
+    }
+}
+
+/// Starts the queued calls of a run; scheduled on its event loop.
+#[pyclass]
+pub struct Drain(pub Arc<PyRunEnv>);
+
+#[pymethods]
+impl Drain {
+    fn __call__(&self, py: Python<'_>) {
+        let env = &self.0;
+        for p in env.take_pending() {
+            start(py, env, p);
+        }
+    }
+}
+
+fn start(py: Python<'_>, env: &Arc<PyRunEnv>, p: PendingAsync) {
+    let mut state = p.slot.0.lock().unwrap_or_else(|e| e.into_inner());
+    if matches!(*state, SlotState::Cancelled) {
+        return;
+    }
+    let done = match Bound::new(py, DoneCallback(Mutex::new(Some(p.done)))) {
+        Ok(d) => d,
+        Err(e) => return e.print(py),
+    };
+    let make = p.make;
+    let started = (|| -> PyResult<Py<PyAny>> {
+        let coro = make(py)?;
+        let create_task = env
+            .event_loop
+            .bind(py)
+            .getattr(intern!(py, "create_task"))?;
+        // The task runs in its own copy of the caller's contextvars context.
+        let context = env.context.bind(py).call_method0(intern!(py, "copy"))?;
+        let task = context.call_method1(intern!(py, "run"), (create_task, coro))?;
+        task.call_method1(intern!(py, "add_done_callback"), (&done,))?;
+        Ok(task.unbind())
+    })();
+    match started {
+        Ok(task) => *state = SlotState::Running(task),
+        Err(e) => {
+            *state = SlotState::Done;
+            drop(state);
+            let f = done
+                .borrow()
+                .0
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take();
+            if let Some(f) = f {
+                f(py, AsyncResult::Done(Err(e)));
+            }
+        }
+    }
+}
+
+/// Cancels a call's asyncio task when its Rust future is dropped first.
+struct CancelOnDrop {
+    slot: Arc<TaskSlot>,
+    env: Arc<PyRunEnv>,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let mut state = self.slot.0.lock().unwrap_or_else(|e| e.into_inner());
+        match std::mem::replace(&mut *state, SlotState::Cancelled) {
+            SlotState::Running(task) => {
+                drop(state);
+                Python::attach(|py| {
+                    let lp = self.env.event_loop.bind(py);
+                    let cancel = task.bind(py).getattr(intern!(py, "cancel"));
+                    let r = cancel.and_then(|c| lp.call_method1("call_soon_threadsafe", (c,)));
+                    if let Err(e) = r {
+                        // A closed loop has no tasks left to cancel.
+                        let closed = lp
+                            .call_method0("is_closed")
+                            .and_then(|c| c.is_truthy())
+                            .unwrap_or(false);
+                        if !closed {
+                            e.print(py);
+                        }
+                    }
+                });
+            }
+            SlotState::Done => *state = SlotState::Done,
+            SlotState::Waiting | SlotState::Cancelled => {}
+        }
+    }
+}
+
+/// Runs the coroutine `make` returns on the run's loop; `convert` turns its outcome
+/// into `T` on the loop thread. `Err` when the loop could not be reached.
+pub async fn run_async<T, F>(env: &Arc<PyRunEnv>, make: MakeCoro, convert: F) -> Result<T, String>
+where
+    T: Send + 'static,
+    F: for<'py> FnOnce(Python<'py>, AsyncResult<'py>) -> T + Send + 'static,
+{
+    let (tx, rx) = oneshot::channel();
+    let slot = Arc::new(TaskSlot::default());
+    let pending = PendingAsync {
+        make,
+        done: Box::new(move |py, r| {
+            let _ = tx.send(convert(py, r));
+        }),
+        slot: slot.clone(),
+    };
+    if env.push_pending(pending) {
+        Python::attach(|py| env.schedule_drain(py))
+            .map_err(|e| format!("could not reach the event loop: {e}"))?;
+    }
+    let guard = CancelOnDrop {
+        slot,
+        env: env.clone(),
+    };
+    let r = rx.await;
+    *guard.slot.0.lock().unwrap_or_else(|e| e.into_inner()) = SlotState::Done;
+    r.map_err(|_| "the call was dropped before it finished".to_owned())
+}

@@ -1,0 +1,588 @@
+//! Conformance suite for checkpointers: every case runs against `MemorySaver` and
+//! `SqliteSaver` (a fresh temporary file per test), plus SQLite-only cases (reopening,
+//! several savers on one file, use after close, bad files).
+
+use std::sync::Arc;
+
+use ironloop::checkpoint::{
+    CheckpointRecord, Checkpointer, MemorySaver, PendingWrite, TaskRecord, Write,
+};
+use serde_json::json;
+
+// ---------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------
+
+fn rec(id: &str, parent: Option<&str>, step: i64) -> CheckpointRecord {
+    CheckpointRecord {
+        id: id.to_owned(),
+        parent_id: parent.map(str::to_owned),
+        step,
+        source: if parent.is_none() { "input" } else { "loop" }.to_owned(),
+        writes: vec![Write {
+            node: "agent".into(),
+            channel: "messages".into(),
+            value: json!([{"type": "ai", "id": format!("m-{id}"), "content": "héllo ✓ \"quoted\"",
+                           "tool_calls": [{"id": "c1", "name": "add", "args": {"a": 1, "b": 2.5}}]}]),
+        }],
+        next: vec![
+            TaskRecord {
+                id: format!("t-{id}"),
+                node: "tools".into(),
+                arg: None,
+            },
+            TaskRecord {
+                id: format!("s-{id}"),
+                node: "worker".into(),
+                arg: Some(json!({"item": step})),
+            },
+        ],
+        created_at: 1_700_000_000.25 + step as f64,
+        metadata: json!({"step": step, "nested": {"k": [1, null, true]}}),
+    }
+}
+
+fn pw(task: &str, channel: &str, value: serde_json::Value) -> PendingWrite {
+    PendingWrite {
+        task_id: task.into(),
+        node: "tools".into(),
+        channel: channel.into(),
+        value,
+    }
+}
+
+fn ids(records: &[CheckpointRecord]) -> Vec<&str> {
+    records.iter().map(|r| r.id.as_str()).collect()
+}
+
+/// Puts a linear chain `prefix0 <- prefix1 <- ...` of `n` records.
+async fn put_linear(s: &dyn Checkpointer, thread: &str, prefix: &str, n: usize) {
+    for i in 0..n {
+        let parent = (i > 0).then(|| format!("{prefix}{}", i - 1));
+        s.put(
+            thread,
+            rec(&format!("{prefix}{i}"), parent.as_deref(), i as i64),
+        )
+        .await
+        .unwrap();
+    }
+}
+
+#[cfg(feature = "sqlite")]
+mod temp {
+    use std::path::{Path, PathBuf};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A unique file under the temp dir; removes it (and its -wal / -shm) when dropped.
+    pub struct TempDb(PathBuf);
+
+    impl TempDb {
+        pub fn new(name: &str) -> Self {
+            static N: AtomicUsize = AtomicUsize::new(0);
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos();
+            let file = format!(
+                "ironloop-ckpt-{name}-{}-{nanos}-{}.db",
+                std::process::id(),
+                N.fetch_add(1, Ordering::Relaxed)
+            );
+            Self(std::env::temp_dir().join(file))
+        }
+
+        pub fn path(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for TempDb {
+        fn drop(&mut self) {
+            for suffix in ["", "-wal", "-shm", "-journal"] {
+                let mut p = self.0.clone().into_os_string();
+                p.push(suffix);
+                let _ = std::fs::remove_file(p);
+            }
+        }
+    }
+}
+
+#[cfg(feature = "sqlite")]
+use ironloop::checkpoint::SqliteSaver;
+#[cfg(feature = "sqlite")]
+use temp::TempDb;
+
+// ---------------------------------------------------------------------------------
+// Conformance cases (each runs against every saver)
+// ---------------------------------------------------------------------------------
+
+async fn put_get_latest_and_by_id(s: Arc<dyn Checkpointer>) {
+    assert_eq!(s.get("t", None).await.unwrap(), None);
+    let r0 = rec("c0", None, -1);
+    let r1 = rec("c1", Some("c0"), 0);
+    let r2 = rec("c2", Some("c1"), 1);
+    for r in [&r0, &r1, &r2] {
+        s.put("t", r.clone()).await.unwrap();
+    }
+    // Round trip is exact (floats, unicode, nested JSON, optional fields).
+    assert_eq!(s.get("t", None).await.unwrap(), Some(r2.clone()));
+    assert_eq!(s.get("t", Some("c0")).await.unwrap(), Some(r0));
+    assert_eq!(s.get("t", Some("c1")).await.unwrap(), Some(r1.clone()));
+    assert_eq!(s.get("t", Some("c2")).await.unwrap(), Some(r2));
+    // "Latest" is the last saved, not the highest step: a fork from c1 saved later wins.
+    let fork = rec("f", Some("c1"), 1);
+    s.put("t", fork.clone()).await.unwrap();
+    assert_eq!(s.get("t", None).await.unwrap(), Some(fork));
+}
+
+async fn thread_isolation(s: Arc<dyn Checkpointer>) {
+    put_linear(&*s, "a", "c", 3).await;
+    put_linear(&*s, "b", "c", 2).await; // same ids, other thread
+    s.put_writes("a", "c2", vec![pw("t1", "x", json!(1))])
+        .await
+        .unwrap();
+    assert_eq!(s.get("a", None).await.unwrap().unwrap().id, "c2");
+    assert_eq!(s.get("b", None).await.unwrap().unwrap().id, "c1");
+    assert_eq!(s.get("b", Some("c2")).await.unwrap(), None);
+    assert_eq!(s.get("zzz", None).await.unwrap(), None);
+    assert_eq!(
+        ids(&s.list("a", None, None).await.unwrap()),
+        ["c2", "c1", "c0"]
+    );
+    assert_eq!(ids(&s.list("b", None, None).await.unwrap()), ["c1", "c0"]);
+    assert!(s.list("zzz", None, None).await.unwrap().is_empty());
+    assert_eq!(s.pending_writes("a", "c2").await.unwrap().len(), 1);
+    assert!(s.pending_writes("b", "c2").await.unwrap().is_empty());
+    assert_eq!(ids(&s.chain("b", "c1").await.unwrap()), ["c0", "c1"]);
+    assert!(s.chain("b", "c2").await.is_err());
+}
+
+async fn list_newest_first_limit_before(s: Arc<dyn Checkpointer>) {
+    put_linear(&*s, "t", "c", 5).await;
+    let all = s.list("t", None, None).await.unwrap();
+    assert_eq!(ids(&all), ["c4", "c3", "c2", "c1", "c0"]);
+    assert_eq!(all[0], rec("c4", Some("c3"), 4));
+    assert_eq!(
+        ids(&s.list("t", Some(2), None).await.unwrap()),
+        ["c4", "c3"]
+    );
+    assert_eq!(
+        ids(&s.list("t", Some(100), None).await.unwrap()),
+        ["c4", "c3", "c2", "c1", "c0"]
+    );
+    assert!(s.list("t", Some(0), None).await.unwrap().is_empty());
+    assert_eq!(
+        ids(&s.list("t", None, Some("c3")).await.unwrap()),
+        ["c2", "c1", "c0"]
+    );
+    assert_eq!(
+        ids(&s.list("t", Some(2), Some("c3")).await.unwrap()),
+        ["c2", "c1"]
+    );
+    assert!(s.list("t", None, Some("c0")).await.unwrap().is_empty());
+    // Insertion order, not step order: a fork saved last is listed first.
+    s.put("t", rec("f", Some("c1"), 2)).await.unwrap();
+    assert_eq!(ids(&s.list("t", Some(2), None).await.unwrap()), ["f", "c4"]);
+    assert_eq!(ids(&s.list("t", Some(1), Some("f")).await.unwrap()), ["c4"]);
+}
+
+async fn chain_follows_parents_across_fork(s: Arc<dyn Checkpointer>) {
+    //        c0 - c1 - c2 - a3 - a4
+    //                    \
+    //                     b3 - b4 - b5
+    put_linear(&*s, "t", "c", 3).await;
+    s.put("t", rec("a3", Some("c2"), 3)).await.unwrap();
+    s.put("t", rec("b3", Some("c2"), 3)).await.unwrap();
+    s.put("t", rec("a4", Some("a3"), 4)).await.unwrap();
+    s.put("t", rec("b4", Some("b3"), 4)).await.unwrap();
+    s.put("t", rec("b5", Some("b4"), 5)).await.unwrap();
+    // Unrelated thread with the same ids must not leak in.
+    s.put("other", rec("a3", Some("zz"), 9)).await.unwrap();
+
+    let a = s.chain("t", "a4").await.unwrap();
+    assert_eq!(ids(&a), ["c0", "c1", "c2", "a3", "a4"]);
+    assert_eq!(a[3], rec("a3", Some("c2"), 3));
+    assert_eq!(
+        ids(&s.chain("t", "b5").await.unwrap()),
+        ["c0", "c1", "c2", "b3", "b4", "b5"]
+    );
+    assert_eq!(
+        ids(&s.chain("t", "b3").await.unwrap()),
+        ["c0", "c1", "c2", "b3"]
+    );
+    assert_eq!(ids(&s.chain("t", "c0").await.unwrap()), ["c0"]);
+    // Each record's parent is the previous one.
+    for w in s.chain("t", "b5").await.unwrap().windows(2) {
+        assert_eq!(w[1].parent_id.as_deref(), Some(w[0].id.as_str()));
+    }
+}
+
+async fn pending_writes_kept_in_order_and_dropped_by_child(s: Arc<dyn Checkpointer>) {
+    put_linear(&*s, "t", "c", 2).await;
+    assert!(s.pending_writes("t", "c1").await.unwrap().is_empty());
+    let first = vec![
+        pw("task-b", "messages", json!({"content": "b", "n": 2.5})),
+        pw("task-a", "count", json!(1)),
+    ];
+    let second = vec![
+        pw("task-c", "__done__", json!(null)),
+        pw(
+            "task-a",
+            "__interrupt__",
+            json!([{"value": "ask", "when": "during"}]),
+        ),
+    ];
+    s.put_writes("t", "c1", first.clone()).await.unwrap();
+    s.put_writes("t", "c1", vec![]).await.unwrap();
+    s.put_writes("t", "c1", second.clone()).await.unwrap();
+    s.put_writes("t", "c0", vec![pw("old", "x", json!("kept"))])
+        .await
+        .unwrap();
+    let expected: Vec<_> = first.into_iter().chain(second).collect();
+    assert_eq!(s.pending_writes("t", "c1").await.unwrap(), expected);
+    assert_eq!(s.pending_writes("t", "c0").await.unwrap().len(), 1);
+
+    // A child of c1 takes its writes: c1's pending writes are gone, others stay.
+    s.put("t", rec("c2", Some("c1"), 2)).await.unwrap();
+    assert!(s.pending_writes("t", "c1").await.unwrap().is_empty());
+    assert_eq!(
+        s.pending_writes("t", "c0").await.unwrap(),
+        vec![pw("old", "x", json!("kept"))]
+    );
+    // Writes for a checkpoint that has none yet / unknown ids: empty, not an error.
+    assert!(s.pending_writes("t", "c2").await.unwrap().is_empty());
+    assert!(s.pending_writes("nope", "nope").await.unwrap().is_empty());
+}
+
+async fn delete_thread(s: Arc<dyn Checkpointer>) {
+    put_linear(&*s, "gone", "c", 3).await;
+    put_linear(&*s, "kept", "c", 2).await;
+    s.put_writes("gone", "c2", vec![pw("t", "x", json!(1))])
+        .await
+        .unwrap();
+    s.put_writes("kept", "c1", vec![pw("t", "x", json!(2))])
+        .await
+        .unwrap();
+    s.delete_thread("gone").await.unwrap();
+    assert_eq!(s.get("gone", None).await.unwrap(), None);
+    assert_eq!(s.get("gone", Some("c1")).await.unwrap(), None);
+    assert!(s.list("gone", None, None).await.unwrap().is_empty());
+    assert!(s.pending_writes("gone", "c2").await.unwrap().is_empty());
+    assert!(s.chain("gone", "c2").await.is_err());
+    // Other threads untouched; deleting an unknown thread is fine.
+    assert_eq!(
+        ids(&s.list("kept", None, None).await.unwrap()),
+        ["c1", "c0"]
+    );
+    assert_eq!(s.pending_writes("kept", "c1").await.unwrap().len(), 1);
+    s.delete_thread("never-existed").await.unwrap();
+    // The thread id can be reused from scratch.
+    s.put("gone", rec("n0", None, -1)).await.unwrap();
+    assert_eq!(ids(&s.list("gone", None, None).await.unwrap()), ["n0"]);
+    assert_eq!(ids(&s.chain("gone", "n0").await.unwrap()), ["n0"]);
+}
+
+async fn get_unknown_is_none(s: Arc<dyn Checkpointer>) {
+    assert_eq!(s.get("t", Some("nope")).await.unwrap(), None);
+    put_linear(&*s, "t", "c", 2).await;
+    assert_eq!(s.get("t", Some("nope")).await.unwrap(), None);
+    assert_eq!(s.get("other", Some("c0")).await.unwrap(), None);
+    assert_eq!(s.get("other", None).await.unwrap(), None);
+}
+
+async fn chain_unknown_is_error(s: Arc<dyn Checkpointer>) {
+    assert!(s.chain("t", "nope").await.is_err());
+    put_linear(&*s, "t", "c", 2).await;
+    let e = s.chain("t", "nope").await.unwrap_err();
+    assert!(e.to_string().contains("nope"), "{e}");
+    // A record whose parent was never saved: the chain is broken, not silently cut.
+    s.put("t", rec("orphan", Some("missing"), 5)).await.unwrap();
+    let e = s.chain("t", "orphan").await.unwrap_err();
+    assert!(e.to_string().contains("missing"), "{e}");
+}
+
+async fn concurrent_callers(s: Arc<dyn Checkpointer>) {
+    let tasks: Vec<_> = (0..16)
+        .map(|t| {
+            let s = s.clone();
+            tokio::spawn(async move {
+                let thread = format!("thread-{t}");
+                put_linear(&*s, &thread, "c", 20).await;
+                s.put_writes(&thread, "c19", vec![pw("x", "y", json!(t))])
+                    .await
+                    .unwrap();
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    for t in 0..16 {
+        let thread = format!("thread-{t}");
+        assert_eq!(s.list(&thread, None, None).await.unwrap().len(), 20);
+        assert_eq!(s.chain(&thread, "c19").await.unwrap().len(), 20);
+        assert_eq!(
+            s.pending_writes(&thread, "c19").await.unwrap(),
+            vec![pw("x", "y", json!(t))]
+        );
+    }
+}
+
+macro_rules! conformance {
+    ($($case:ident),* $(,)?) => {
+        mod memory {
+            use super::*;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    super::$case(Arc::new(MemorySaver::new())).await;
+                }
+            )*
+        }
+
+        #[cfg(feature = "sqlite")]
+        mod sqlite {
+            use super::*;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    let db = TempDb::new(stringify!($case));
+                    let saver = Arc::new(SqliteSaver::open(db.path()).unwrap());
+                    super::$case(saver.clone()).await;
+                    saver.close().unwrap();
+                }
+            )*
+        }
+    };
+}
+
+conformance!(
+    put_get_latest_and_by_id,
+    thread_isolation,
+    list_newest_first_limit_before,
+    chain_follows_parents_across_fork,
+    pending_writes_kept_in_order_and_dropped_by_child,
+    delete_thread,
+    get_unknown_is_none,
+    chain_unknown_is_error,
+    concurrent_callers,
+);
+
+// ---------------------------------------------------------------------------------
+// SQLite only
+// ---------------------------------------------------------------------------------
+
+#[cfg(feature = "sqlite")]
+mod sqlite_only {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn data_survives_reopening() {
+        let db = TempDb::new("reopen");
+        {
+            let s = SqliteSaver::open(db.path()).unwrap();
+            put_linear(&s, "t", "c", 4).await;
+            s.put("t", rec("f", Some("c1"), 2)).await.unwrap();
+            s.put_writes(
+                "t",
+                "c3",
+                vec![
+                    pw("a", "x", json!({"k": 1})),
+                    pw("b", "__done__", json!(null)),
+                ],
+            )
+            .await
+            .unwrap();
+            put_linear(&s, "u", "d", 2).await;
+            // Dropped without close(): drop must flush and close too.
+        }
+        let s = SqliteSaver::open(db.path()).unwrap();
+        assert_eq!(
+            s.get("t", None).await.unwrap(),
+            Some(rec("f", Some("c1"), 2))
+        );
+        assert_eq!(
+            s.get("t", Some("c3")).await.unwrap(),
+            Some(rec("c3", Some("c2"), 3))
+        );
+        assert_eq!(
+            ids(&s.list("t", None, None).await.unwrap()),
+            ["f", "c3", "c2", "c1", "c0"]
+        );
+        assert_eq!(
+            ids(&s.chain("t", "c3").await.unwrap()),
+            ["c0", "c1", "c2", "c3"]
+        );
+        assert_eq!(ids(&s.chain("t", "f").await.unwrap()), ["c0", "c1", "f"]);
+        assert_eq!(
+            s.pending_writes("t", "c3").await.unwrap(),
+            vec![
+                pw("a", "x", json!({"k": 1})),
+                pw("b", "__done__", json!(null))
+            ]
+        );
+        assert_eq!(ids(&s.list("u", None, None).await.unwrap()), ["d1", "d0"]);
+        // Writing after reopening continues the insertion order.
+        s.put("t", rec("c4", Some("c3"), 4)).await.unwrap();
+        assert_eq!(s.get("t", None).await.unwrap().unwrap().id, "c4");
+        assert!(s.pending_writes("t", "c3").await.unwrap().is_empty());
+        s.close().unwrap();
+        // And once more, after an explicit close.
+        let s = SqliteSaver::open(db.path()).unwrap();
+        assert_eq!(s.list("t", None, None).await.unwrap().len(), 6);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn two_savers_one_file_concurrent_writers() {
+        let db = TempDb::new("two-savers");
+        let path = db.path().to_path_buf();
+        // Each writer opens its own saver (concurrently, so schema creation races too).
+        let writers: Vec<_> = ["left", "right"]
+            .into_iter()
+            .map(|name| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    let rt = tokio::runtime::Builder::new_current_thread()
+                        .build()
+                        .unwrap();
+                    rt.block_on(async move {
+                        let s = SqliteSaver::open(&path).unwrap();
+                        for i in 0..200 {
+                            let id = format!("{name}{i}");
+                            let parent = (i > 0).then(|| format!("{name}{}", i - 1));
+                            s.put_writes(name, &id, vec![pw("t", "x", json!(i))])
+                                .await
+                                .unwrap();
+                            s.put(name, rec(&id, parent.as_deref(), i)).await.unwrap();
+                        }
+                        s.close().unwrap();
+                    })
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().expect("a writer failed");
+        }
+        let s = SqliteSaver::open(&path).unwrap();
+        for name in ["left", "right"] {
+            let all = s.list(name, None, None).await.unwrap();
+            assert_eq!(all.len(), 200, "{name}");
+            assert_eq!(all[0].id, format!("{name}199"));
+            let chain = s.chain(name, &format!("{name}199")).await.unwrap();
+            assert_eq!(chain.len(), 200);
+            assert_eq!(chain[0].id, format!("{name}0"));
+            // Only the last checkpoint still has pending writes (children took the rest).
+            assert!(s
+                .pending_writes(name, &format!("{name}198"))
+                .await
+                .unwrap()
+                .is_empty());
+            assert_eq!(
+                s.pending_writes(name, &format!("{name}199"))
+                    .await
+                    .unwrap()
+                    .len(),
+                1
+            );
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn use_after_close_is_a_clear_error() {
+        let db = TempDb::new("closed");
+        let s = SqliteSaver::open(db.path()).unwrap();
+        s.put("t", rec("c0", None, 0)).await.unwrap();
+        assert!(!s.is_closed());
+        s.close().unwrap();
+        assert!(s.is_closed());
+        s.close().unwrap(); // idempotent
+        let errors = [
+            s.put("t", rec("c1", Some("c0"), 1)).await.unwrap_err(),
+            s.put_writes("t", "c0", vec![pw("a", "x", json!(1))])
+                .await
+                .unwrap_err(),
+            s.get("t", None).await.unwrap_err(),
+            s.chain("t", "c0").await.unwrap_err(),
+            s.list("t", None, None).await.unwrap_err(),
+            s.pending_writes("t", "c0").await.unwrap_err(),
+            s.delete_thread("t").await.unwrap_err(),
+        ];
+        for e in errors {
+            assert!(e.to_string().contains("the SqliteSaver was closed"), "{e}");
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn close_finishes_queued_work_and_refuses_later_work() {
+        let db = TempDb::new("queued");
+        let s = Arc::new(SqliteSaver::open(db.path()).unwrap());
+        // Callers race with close(): every put either completes (and is in the file) or
+        // fails with "closed"; nothing half-done, nothing lost after an Ok.
+        let tasks: Vec<_> = (0..200)
+            .map(|i| {
+                let s = s.clone();
+                tokio::spawn(async move { s.put("t", rec(&format!("c{i}"), None, i)).await })
+            })
+            .collect();
+        let closer = s.clone();
+        tokio::task::spawn_blocking(move || closer.close().unwrap())
+            .await
+            .unwrap();
+        let mut ok = 0;
+        for t in tasks {
+            match t.await.unwrap() {
+                Ok(()) => ok += 1,
+                Err(e) => assert!(e.to_string().contains("the SqliteSaver was closed"), "{e}"),
+            }
+        }
+        let s = SqliteSaver::open(db.path()).unwrap();
+        assert_eq!(s.list("t", None, None).await.unwrap().len(), ok);
+    }
+
+    #[test]
+    fn open_errors_name_the_file_and_the_fix() {
+        // Missing directory.
+        let db = TempDb::new("no-such-dir");
+        let bad = db.path().join("sub").join("x.db");
+        let e = SqliteSaver::open(&bad).unwrap_err().to_string();
+        assert!(e.contains(&bad.display().to_string()), "{e}");
+        assert!(e.contains("directory"), "{e}");
+
+        // Not a database.
+        let junk = TempDb::new("junk");
+        std::fs::write(junk.path(), vec![b'x'; 4096]).unwrap();
+        let e = SqliteSaver::open(junk.path()).unwrap_err().to_string();
+        assert!(e.contains("not a SQLite database"), "{e}");
+
+        // A SQLite file with foreign `checkpoints` table (e.g. LangGraph's).
+        let foreign = TempDb::new("foreign");
+        {
+            let c = rusqlite::Connection::open(foreign.path()).unwrap();
+            c.execute_batch("CREATE TABLE checkpoints (thread_id TEXT, checkpoint BLOB);")
+                .unwrap();
+        }
+        let e = SqliteSaver::open(foreign.path()).unwrap_err().to_string();
+        assert!(e.contains("did not create"), "{e}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn file_is_in_wal_mode_and_records_are_compact_json() {
+        let db = TempDb::new("wal");
+        let s = SqliteSaver::open(db.path()).unwrap();
+        s.put("t", rec("c0", None, 0)).await.unwrap();
+        s.close().unwrap();
+        let c = rusqlite::Connection::open(db.path()).unwrap();
+        let mode: String = c
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
+        let json: String = c
+            .query_row("SELECT record FROM checkpoints", [], |r| r.get(0))
+            .unwrap();
+        assert!(!json.contains(": ") && !json.contains('\n'), "{json}");
+        assert_eq!(
+            serde_json::from_str::<CheckpointRecord>(&json).unwrap(),
+            rec("c0", None, 0)
+        );
+    }
+}
