@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+from ironloop._agent import create_react_agent
 from ironloop._constants import END, START
 from ironloop._injection import InjectedState, InjectedStore, InjectedToolCallId
 from ironloop._ironloop import MemorySaver, SqliteSaver, ToolContext, __version__
@@ -28,12 +29,14 @@ from ironloop.graph import (
     interrupt,
 )
 from ironloop.prebuilt import ToolNode, tools_condition
+from ironloop.store import InMemoryStore
 from ironloop.types import Command, Interrupt, Send, StateSnapshot
 
 __all__ = [
     "END",
     "START",
     "Command",
+    "InMemoryStore",
     "CompiledStateGraph",
     "Interrupt",
     "MemorySaver",
@@ -43,6 +46,7 @@ __all__ = [
     "StateGraph",
     "StateSnapshot",
     "add_messages",
+    "create_react_agent",
     "get_stream_writer",
     "interrupt",
     "InjectedState",

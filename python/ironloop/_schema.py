@@ -26,7 +26,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable
 
-__all__ = ["FunctionSpec", "function_spec"]
+__all__ = ["FunctionSpec", "function_spec", "type_schema"]
 
 _INJECT_KINDS = frozenset({"state", "store", "tool_call_id", "context"})
 _NONE_TYPE: type = type(None)
@@ -816,3 +816,19 @@ def function_spec(
         converters=converters,
         is_async=_is_async(func),
     )
+
+
+def type_schema(tp: Any) -> tuple[dict[str, Any], Callable[[Any], Any] | None]:
+    """The JSON Schema of a type (TypedDict, dataclass, pydantic model, …) and the
+    converter that turns a matching JSON value into it (``None`` when JSON is enough).
+    A dict is taken as a JSON Schema already."""
+    if isinstance(tp, dict):
+        return tp, None
+    builder = _SchemaBuilder()
+    try:
+        schema = builder.schema(tp)
+    except _Unsupported as exc:
+        raise TypeError(f"cannot make a JSON Schema from {_type_name(tp)}: {exc}") from None
+    if builder.defs:
+        schema = {**schema, "$defs": builder.defs}
+    return schema, _ConverterBuilder().converter(tp)

@@ -326,12 +326,12 @@ class StateGraph:
         nodes = []
         for name_, fn in self.nodes.items():
             if isinstance(fn, ToolNode):
-                nodes.append((name_, fn, "tools", False, []))
+                nodes.append((name_, fn, "tools", False, [], None))
             elif isinstance(fn, CompiledStateGraph):
-                sub = fn
-                nodes.append((name_, sub._subgraph_call, "py", False, []))
+                nodes.append((name_, fn._subgraph_call, "py", False, [], fn._asubgraph_call))
             else:
-                nodes.append((name_, fn, "py", _is_async(fn), _wants(fn)))
+                afunc = getattr(fn, "__ironloop_async__", None)
+                nodes.append((name_, fn, "py", _is_async(fn), _wants(fn), afunc))
         branches = [
             (
                 b.source,
@@ -466,11 +466,37 @@ class CompiledStateGraph:
         checkpoint's config."""
         return self._core.update_state(config, values, as_node)  # type: ignore[no-any-return]
 
+    def as_tool(self, name: str, description: str) -> Any:
+        """This graph (an agent) as a tool with one string argument ``input``: the
+        sub-agent runs to completion on it and its final answer is the result. Several
+        calls in one AI message run concurrently."""
+        from ironloop._tool import Tool
+
+        async def run(input: str) -> str:
+            out = await self.ainvoke({"messages": [("user", input)]})
+            return str(out["messages"][-1].text)
+
+        return Tool(
+            name,
+            description,
+            parameters={
+                "type": "object",
+                "properties": {"input": {"type": "string", "description": "The task for the sub-agent."}},
+                "required": ["input"],
+            },
+            func=run,
+        )
+
     def get_graph(self, config: Any = None, *, xray: Any = False) -> _DrawableGraph:
         return _DrawableGraph(self.builder)
 
-    def _subgraph_call(self, state: Any, config: Any = None) -> Any:
+    def _subgraph_call(self, state: Any) -> Any:
         out = self.invoke(state)
+        out.pop("__interrupt__", None)
+        return out
+
+    async def _asubgraph_call(self, state: Any) -> Any:
+        out = await self.ainvoke(state)
         out.pop("__interrupt__", None)
         return out
 

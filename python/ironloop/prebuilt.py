@@ -10,7 +10,16 @@ from ironloop._constants import END
 from ironloop._ironloop import _ToolNodeCore
 from ironloop._tool import Tool, tool
 
-__all__ = ["ToolNode", "tools_condition"]
+__all__ = ["ToolNode", "create_react_agent", "tools_condition"]
+
+
+def __getattr__(name: str) -> Any:
+    # `create_react_agent` builds on the graph module, which imports this one.
+    if name == "create_react_agent":
+        from ironloop._agent import create_react_agent
+
+        return create_react_agent
+    raise AttributeError(name)
 
 Strategy = Union[Literal["parallel", "sequential"], tuple[Literal["batched"], int]]
 HandleToolErrors = Union[

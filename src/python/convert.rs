@@ -358,3 +358,25 @@ pub fn messages_to_py<'py>(py: Python<'py>, ms: &[Arc<Message>]) -> PyResult<Bou
     }
     Ok(list)
 }
+
+/// The ways `value` fails `schema` (empty when it conforms), with the core's validator.
+#[pyfunction]
+pub fn _json_schema_errors(
+    schema: &Bound<'_, PyAny>,
+    value: &Bound<'_, PyAny>,
+) -> PyResult<Vec<String>> {
+    let schema = value_from_py(schema, "a JSON Schema")?;
+    let value = value_from_py(value, "the value to validate")?;
+    let v = jsonschema::validator_for(&schema)
+        .map_err(|e| PyValueError::new_err(format!("invalid JSON Schema: {e}")))?;
+    Ok(v.iter_errors(&value)
+        .map(|e| {
+            let p = e.instance_path().to_string();
+            if p.is_empty() {
+                e.to_string()
+            } else {
+                format!("at `{p}`: {e}")
+            }
+        })
+        .collect())
+}

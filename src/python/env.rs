@@ -16,6 +16,9 @@ pub struct PyRunEnv {
     pub context: Py<PyAny>,
     /// The loop async tools run on: the caller's (under `ainvoke`) or the runtime's own.
     pub event_loop: Py<PyAny>,
+    /// True when `event_loop` is the caller's (an `ainvoke`): async variants of nodes
+    /// are preferred then.
+    pub caller_loop: bool,
     /// What `InjectedState` parameters receive.
     pub state: Option<Py<PyAny>>,
     /// What `InjectedStore` parameters receive.
@@ -50,6 +53,7 @@ impl PyRunEnv {
             .import("contextvars")?
             .call_method0("copy_context")?
             .unbind();
+        let caller_loop = event_loop.is_some();
         let event_loop = match event_loop {
             Some(l) => l,
             None => import_cached(py, &BACKGROUND_LOOP, "ironloop._runtime", "background_loop")?
@@ -59,6 +63,7 @@ impl PyRunEnv {
         Ok(Arc::new(PyRunEnv {
             context,
             event_loop,
+            caller_loop,
             state,
             store,
             on_progress,

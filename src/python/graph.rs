@@ -492,6 +492,8 @@ struct PyNode {
     name: String,
     func: Py<PyAny>,
     is_async: bool,
+    /// An async variant, used under `ainvoke` (e.g. a model's `ainvoke`).
+    afunc: Option<Py<PyAny>>,
     wants: Wants,
     shared: Arc<Shared>,
 }
@@ -564,9 +566,14 @@ impl NodeRunner for PyNode {
         ctx: TaskContext,
     ) -> Result<NodeOutput, NodeFailure> {
         let env = env_of(&ctx)?;
-        if self.is_async {
+        let use_async = self.is_async || (self.afunc.is_some() && env.caller_loop);
+        if use_async {
+            let func = match (&self.afunc, env.caller_loop) {
+                (Some(a), true) => Python::attach(|py| a.clone_ref(py)),
+                _ => Python::attach(|py| self.func.clone_ref(py)),
+            };
             let this = PyNodeRef {
-                func: Python::attach(|py| self.func.clone_ref(py)),
+                func,
                 name: self.name.clone(),
                 wants: self.wants,
                 shared: self.shared.clone(),
@@ -639,6 +646,7 @@ impl PyNodeRef {
             name: self.name.clone(),
             func: self.func.clone_ref(py),
             is_async: false,
+            afunc: None,
             wants: self.wants,
             shared: self.shared.clone(),
         }
@@ -721,6 +729,7 @@ impl NodeRunner for ToolsNode {
                     c.unbind()
                 },
                 event_loop: env.event_loop.clone_ref(py),
+                caller_loop: env.caller_loop,
                 state: Some(state.clone_ref(py)),
                 store: self.shared.store.as_ref().map(|s| s.clone_ref(py)),
                 on_progress,
@@ -1540,7 +1549,14 @@ impl GraphCore {
     fn new(
         py: Python<'_>,
         channels: Vec<(String, String, Option<Py<PyAny>>, Option<Py<PyAny>>)>,
-        nodes: Vec<(String, Py<PyAny>, String, bool, Vec<String>)>,
+        nodes: Vec<(
+            String,
+            Py<PyAny>,
+            String,
+            bool,
+            Vec<String>,
+            Option<Py<PyAny>>,
+        )>,
         edges: Vec<(String, String)>,
         joins: Vec<(Vec<String>, String)>,
         branches: Vec<(
@@ -1588,7 +1604,7 @@ impl GraphCore {
             caches: Mutex::new(HashMap::new()),
             store,
         });
-        for (name, func, kind, is_async, wants) in nodes {
+        for (name, func, kind, is_async, wants, afunc) in nodes {
             let runner: Arc<dyn NodeRunner> =
                 match kind.as_str() {
                     "tools" => {
@@ -1621,6 +1637,7 @@ impl GraphCore {
                         name: name.clone(),
                         func,
                         is_async,
+                        afunc,
                         wants: Wants {
                             config: wants.iter().any(|w| w == "config"),
                             store: wants.iter().any(|w| w == "store"),

@@ -22,6 +22,7 @@ fn ironloop_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<context::PyToolContext>()?;
     m.add_class::<toolnode::ToolNodeCore>()?;
     graph::register(m)?;
+    m.add_function(wrap_pyfunction!(convert::_json_schema_errors, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -1,0 +1,178 @@
+"""``create_react_agent``: a model that calls tools until it answers."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Annotated, Any, Callable, TypedDict
+
+from ironloop._constants import END, START
+from ironloop._ironloop import AIMessage, BaseMessage, SystemMessage, _coerce_message
+from ironloop._ironloop import _json_schema_errors
+from ironloop._schema import type_schema
+from ironloop._tool import Tool
+from ironloop.errors import ModelError
+from ironloop.graph import CompiledStateGraph, StateGraph, add_messages
+from ironloop.prebuilt import ToolNode, tools_condition
+
+__all__ = ["AgentState", "create_react_agent"]
+
+
+class AgentState(TypedDict):
+    """The state of a ReAct agent: its conversation."""
+
+    messages: Annotated[list[BaseMessage], add_messages]
+
+
+class AgentStateWithStructuredResponse(AgentState, total=False):
+    structured_response: Any
+
+
+def _as_ai(resp: Any) -> AIMessage:
+    if isinstance(resp, AIMessage):
+        return resp
+    if isinstance(resp, dict):
+        d = dict(resp)
+        d.setdefault("role", "assistant")
+        msg = _coerce_message(d)
+        if isinstance(msg, AIMessage):
+            return msg
+    if isinstance(resp, str):
+        return AIMessage(content=resp)
+    raise ModelError(
+        f"the model returned {type(resp).__name__}: a model's invoke() must return an "
+        "AIMessage or a {'role': 'assistant', ...} dict"
+    )
+
+
+def _structured(model: Any, fmt: Any, messages: list[BaseMessage]) -> Any:
+    schema, convert = type_schema(fmt)
+    try:
+        resp = model.invoke(messages, tools=None, response_format=schema)
+    except TypeError:
+        resp = model.invoke(messages)
+    text = _as_ai(resp).text
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ModelError(f"the structured response is not JSON ({e}): {text[:200]!r}") from e
+    errors = _json_schema_errors(schema, value)
+    if errors:
+        raise ModelError("the structured response does not match the schema: " + "; ".join(errors))
+    return convert(value) if convert else value
+
+
+def create_react_agent(
+    model: Any,
+    tools: Sequence[Tool | Callable[..., Any]] | ToolNode,
+    *,
+    prompt: str | SystemMessage | Callable[[Any], list[Any]] | None = None,
+    response_format: Any = None,
+    state_schema: Any = None,
+    checkpointer: Any = None,
+    store: Any = None,
+    interrupt_before: Sequence[str] | None = None,
+    interrupt_after: Sequence[str] | None = None,
+    name: str | None = None,
+    debug: bool = False,
+    **kwargs: Any,
+) -> CompiledStateGraph:
+    """A graph with nodes ``"agent"`` (calls the model) and ``"tools"`` (runs its tool
+    calls in parallel), looping until the model answers without tool calls.
+
+    Every tool failure reaches the model as an error ``ToolMessage`` so it can correct
+    itself. A tool made with ``return_direct=True`` ends the run with its result.
+
+    Example:
+        >>> from ironloop import create_react_agent, tool
+        >>> from ironloop.models import ScriptedChatModel
+        >>> @tool
+        ... def add(a: int, b: int) -> int:
+        ...     "Adds."
+        ...     return a + b
+        >>> model = ScriptedChatModel([
+        ...     {"content": "", "tool_calls": [{"name": "add", "args": {"a": 2, "b": 3}}]},
+        ...     "5",
+        ... ])
+        >>> agent = create_react_agent(model, [add])
+        >>> agent.invoke({"messages": [("user", "2+3?")]})["messages"][-1].content
+        '5'
+    """
+    if not (hasattr(model, "invoke") or hasattr(model, "ainvoke")):
+        raise TypeError(
+            f"model must have invoke(messages, tools=None, tool_choice=None); got {type(model).__name__}"
+        )
+    tool_node = tools if isinstance(tools, ToolNode) else ToolNode(list(tools))
+    tool_list = list(tool_node.tools_by_name.values())
+    tool_dicts = [t.to_openai() for t in tool_list] or None
+    direct = {t.name for t in tool_list if t.return_direct}
+    schema = state_schema or (AgentStateWithStructuredResponse if response_format else AgentState)
+
+    def model_input(state: Any) -> list[Any]:
+        msgs = state["messages"] if isinstance(state, dict) else state.messages
+        if prompt is None:
+            return list(msgs)
+        if isinstance(prompt, str):
+            return [SystemMessage(content=prompt), *msgs]
+        if isinstance(prompt, SystemMessage):
+            return [prompt, *msgs]
+        if callable(prompt):
+            return list(prompt(state))
+        raise TypeError(f"prompt must be a str, a SystemMessage or a function, got {prompt!r}")
+
+    def agent(state: Any) -> dict[str, Any]:
+        return {"messages": [_as_ai(model.invoke(model_input(state), tools=tool_dicts))]}
+
+    async def aagent(state: Any) -> dict[str, Any]:
+        resp = await model.ainvoke(model_input(state), tools=tool_dicts)
+        return {"messages": [_as_ai(resp)]}
+
+    node: Any = agent if hasattr(model, "invoke") else aagent
+    if hasattr(model, "invoke") and hasattr(model, "ainvoke"):
+        agent.__ironloop_async__ = aagent  # type: ignore[attr-defined]
+
+    g = StateGraph(schema)
+    g.add_node("agent", node)
+    g.add_edge(START, "agent")
+    after_agent = END
+    if response_format is not None:
+
+        def generate_structured_response(state: Any) -> dict[str, Any]:
+            return {"structured_response": _structured(model, response_format, model_input(state))}
+
+        g.add_node("generate_structured_response", generate_structured_response)
+        g.add_edge("generate_structured_response", END)
+        after_agent = "generate_structured_response"
+    if tool_list:
+        g.add_node("tools", tool_node)
+        if after_agent == END:
+            g.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
+        else:
+
+            def route_agent(state: Any) -> str:
+                last = state["messages"][-1]
+                return "tools" if getattr(last, "tool_calls", None) else after_agent
+
+            g.add_conditional_edges("agent", route_agent, ["tools", after_agent])
+        if direct:
+
+            def route_tools(state: Any) -> str:
+                for m in reversed(state["messages"]):
+                    if m.type != "tool":
+                        break
+                    if m.name in direct and m.status == "success":
+                        return END
+                return "agent"
+
+            g.add_conditional_edges("tools", route_tools, ["agent", END])
+        else:
+            g.add_edge("tools", "agent")
+    else:
+        g.add_edge("agent", after_agent)
+    return g.compile(
+        checkpointer=checkpointer,
+        store=store,
+        interrupt_before=interrupt_before,
+        interrupt_after=interrupt_after,
+        name=name or "agent",
+    )
