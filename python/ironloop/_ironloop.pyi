@@ -1,6 +1,7 @@
 """The native module (Rust, PyO3). Public names are re-exported by ``ironloop``."""
 
 import asyncio
+import os
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Literal, final
 
@@ -12,12 +13,21 @@ __all__ = [
     "AIMessage",
     "BaseMessage",
     "HumanMessage",
+    "MemorySaver",
     "RemoveMessage",
+    "SqliteSaver",
     "SystemMessage",
     "ToolContext",
     "ToolMessage",
+    "_AsyncGraphStream",
+    "_GraphCore",
+    "_GraphStream",
+    "_TaskScratch",
     "_ToolNodeCore",
     "__version__",
+    "_coerce_message",
+    "_json_schema_errors",
+    "_message_from_dict",
 ]
 
 __version__: str
@@ -148,3 +158,71 @@ class _ToolNodeCore:
         on_progress: Callable[[Any], None] | None = None,
     ) -> Awaitable[Any]: ...
     def tool_names(self) -> list[str]: ...
+
+def _coerce_message(obj: Any) -> BaseMessage: ...
+def _message_from_dict(d: dict[str, Any]) -> BaseMessage: ...
+def _json_schema_errors(schema: Any, value: Any) -> list[str]: ...
+
+@final
+class MemorySaver:
+    """Keeps checkpoints in memory, as deltas (each step's writes)."""
+
+    def __new__(cls) -> MemorySaver: ...
+    def approx_bytes(self) -> int: ...
+
+@final
+class SqliteSaver:
+    """Checkpoints in a SQLite file (WAL): durable across crashes, shareable between
+    processes; one object serves ``invoke`` and ``ainvoke``."""
+
+    def __new__(cls, path: str | os.PathLike[str]) -> SqliteSaver: ...
+    @classmethod
+    def from_conn_string(cls, conn: str) -> SqliteSaver: ...
+    @property
+    def path(self) -> str: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> SqliteSaver: ...
+    def __exit__(self, a: object, b: object, c: object) -> bool: ...
+
+class _TaskScratch:
+    def interrupt(self, value: Any) -> Any: ...
+    def write(self, payload: Any) -> None: ...
+    @property
+    def node(self) -> str: ...
+    def write_message(self, chunk: Any) -> None: ...
+    @property
+    def streams_messages(self) -> bool: ...
+
+class _GraphStream:
+    def __iter__(self) -> _GraphStream: ...
+    def __next__(self) -> Any: ...
+
+class _AsyncGraphStream:
+    def next(self) -> Awaitable[Any]: ...
+    def cancel(self) -> None: ...
+
+@final
+class _GraphCore:
+    def __new__(
+        cls,
+        *,
+        channels: list[tuple[str, str, Any, Any]],
+        nodes: list[tuple[str, Any, str, bool, list[str], Any]],
+        edges: list[tuple[str, str]],
+        joins: list[tuple[list[str], str]],
+        branches: list[tuple[str, Any, str, Any, list[str] | None]],
+        checkpointer: Any = None,
+        interrupt_before: list[str] = ...,
+        interrupt_after: list[str] = ...,
+        store: Any = None,
+        state_factory: Any = None,
+    ) -> _GraphCore: ...
+    def invoke(self, input: Any, config: Any = None) -> Any: ...
+    def ainvoke(self, input: Any, config: Any, event_loop: asyncio.AbstractEventLoop) -> Awaitable[Any]: ...
+    def stream(
+        self, input: Any, config: Any, stream_mode: Any, event_loop: asyncio.AbstractEventLoop | None = None
+    ) -> Any: ...
+    def get_state(self, config: Any) -> Any: ...
+    def get_state_history(self, config: Any, limit: int | None = None, before: Any = None) -> list[Any]: ...
+    def update_state(self, config: Any, values: Any, as_node: str | None = None) -> dict[str, Any]: ...
+    def node_names(self) -> list[str]: ...
