@@ -123,11 +123,7 @@ impl Reducer for JoinReducer {
         };
         match update {
             Val::Json(Value::Null) => seen.clear(),
-            Val::Json(v) => {
-                if !seen.contains(&v) {
-                    seen.push(v)
-                }
-            }
+            Val::Json(v) if !seen.contains(&v) => seen.push(v),
             _ => {}
         }
         Ok(Val::Json(Value::Array(seen)))

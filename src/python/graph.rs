@@ -1023,6 +1023,26 @@ fn checkpointer_from(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Arc<dyn
 // ---------------------------------------------------------------------------------
 // The compiled graph
 
+/// `(name, kind, reducer, initial)` for each channel, as `StateGraph.compile` sends it.
+type ChannelArg = (String, String, Option<Py<PyAny>>, Option<Py<PyAny>>);
+/// `(name, function, kind, is_async, wanted parameters, async variant)` for each node.
+type NodeArg = (
+    String,
+    Py<PyAny>,
+    String,
+    bool,
+    Vec<String>,
+    Option<Py<PyAny>>,
+);
+/// `(source, path, kind, path_map, possible ends)` for each conditional edge.
+type BranchArg = (
+    String,
+    Py<PyAny>,
+    String,
+    Option<Py<PyDict>>,
+    Option<Vec<String>>,
+);
+
 #[pyclass(name = "_GraphCore", module = "ironloop._ironloop", frozen)]
 pub struct GraphCore {
     graph: Arc<Graph>,
@@ -1076,7 +1096,7 @@ impl GraphCore {
         }
         opts.thread_id = config_str(&cfg, "thread_id")?;
         opts.checkpoint_id = config_str(&cfg, "checkpoint_id")?;
-        if let Some(d) = cfg.cast::<PyDict>().ok() {
+        if let Ok(d) = cfg.cast::<PyDict>() {
             if let Some(r) = d.get_item("recursion_limit")? {
                 let n: i64 = r
                     .extract()
@@ -1548,24 +1568,11 @@ impl GraphCore {
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
-        channels: Vec<(String, String, Option<Py<PyAny>>, Option<Py<PyAny>>)>,
-        nodes: Vec<(
-            String,
-            Py<PyAny>,
-            String,
-            bool,
-            Vec<String>,
-            Option<Py<PyAny>>,
-        )>,
+        channels: Vec<ChannelArg>,
+        nodes: Vec<NodeArg>,
         edges: Vec<(String, String)>,
         joins: Vec<(Vec<String>, String)>,
-        branches: Vec<(
-            String,
-            Py<PyAny>,
-            String,
-            Option<Py<PyDict>>,
-            Option<Vec<String>>,
-        )>,
+        branches: Vec<BranchArg>,
         checkpointer: Option<Bound<'_, PyAny>>,
         interrupt_before: Vec<String>,
         interrupt_after: Vec<String>,

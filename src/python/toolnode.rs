@@ -145,6 +145,9 @@ pub fn is_graph_interrupt(py: Python<'_>, e: &PyErr) -> bool {
         .unwrap_or(false)
 }
 
+/// A step's tool messages and the `Command`s its tools returned.
+pub type ToolStep = (Vec<Arc<Message>>, Vec<Py<PyAny>>);
+
 /// The tool messages of a step, in call order, with `handle_tool_errors` applied to
 /// failures, and the `Command`s tools returned. An `interrupt()` inside a tool is
 /// raised again, whatever the policy: it pauses the graph, it is not a failure.
@@ -153,7 +156,7 @@ pub fn tool_results(
     handle: &Bound<'_, PyAny>,
     results: Vec<ToolResult>,
     env: &PyRunEnv,
-) -> PyResult<(Vec<Arc<Message>>, Vec<Py<PyAny>>)> {
+) -> PyResult<ToolStep> {
     let mut out: Vec<Arc<Message>> = Vec::with_capacity(results.len());
     let mut commands = Vec::new();
     for r in results {

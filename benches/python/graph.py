@@ -1,0 +1,903 @@
+"""W4, W4m, W5, W6, S1 (BENCHMARKS.md): graphs, agents and start-up, ironloop vs LangGraph.
+
+- W4: ``StateGraph`` over ``{count: int}``, Python nodes ``a`` -> ``b`` -> ``a`` ... each
+  doing ``count += 1``, a conditional edge ending the run at 1,000; µs per node step with
+  no checkpointer / MemorySaver / SqliteSaver (a temp file). Targets <= 15 / 25 / 100 µs.
+- W4m: W4 plus ``messages: Annotated[list, add_messages]``, every node appending one
+  ~200-byte AIMessage, 3,000 steps in one run. (a) mean step cost at 2,000-3,000
+  messages / at 50-100 messages, memory and SQLite savers (target <= 1.3x);
+  (b) checkpoint bytes after the 3,000 steps (target <= 5 MB).
+- W5: ``create_react_agent`` with a scripted model: 50 rounds of one ``add`` tool call,
+  then a final answer; µs per round, no checkpointer / MemorySaver. Targets <= 100 / 150.
+- W6: 10,000 threads (distinct thread_id) of a 2-node graph, each leaving 10 messages
+  (~100 bytes each) in MemorySaver: resident memory added per thread, measured in a
+  fresh subprocess per framework and repetition. Target <= 4 KB/thread.
+- S1: cold start, ``python -c "import ironloop"`` vs
+  ``python -c "import langgraph.graph, langgraph.prebuilt"``: whole-process wall time
+  and peak RSS. Targets <= 150 ms, <= 25 MiB.
+
+Both frameworks run in the same run (W6 and S1 in subprocesses of the same interpreter);
+every run's result is checked (final count, message count and content, tool results)
+before its timing counts. Each side uses its own defaults: LangGraph 1.x checkpoints
+with ``durability="async"`` (the save of step n may overlap step n+1), ironloop saves
+each step before the next one starts.
+
+For every ironloop MISS the script then profiles the ironloop side of that workload:
+``py-spy record --native`` on a child process running only that workload (cProfile if
+py-spy is missing or fails; ``-X importtime`` for S1; a bytes breakdown for W6) and
+prints the top entries.
+
+    python benches/python/graph.py [--only ironloop|langgraph] [--repeat N] [--scale F]
+                                   [--json PATH] [--no-profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import gc
+import itertools
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+from dataclasses import dataclass
+from typing import Annotated, Any, Callable, TypedDict
+
+import _harness as h
+
+N_W4 = 1_000
+N_W4M = 3_000
+W4M_EARLY = (50, 100)  # messages in the state before the step
+W4M_LATE_FRACTION = 2 / 3  # late window: [2/3 N, N) messages, i.e. 2,000-3,000 at N=3,000
+ROUNDS_W5 = 50
+THREADS_W6 = 10_000
+S1_RUNS = 7
+
+TARGET_W4_US = {"none": 15.0, "memory": 25.0, "sqlite": 100.0}
+TARGET_W4M_GROWTH = 1.3
+TARGET_W4M_MB = 5.0
+TARGET_W5_US = {"none": 100.0, "memory": 150.0}
+TARGET_W6_KB = 4.0
+TARGET_S1_MS = 150.0
+TARGET_S1_MIB = 25.0
+
+SAVERS = ("none", "memory", "sqlite")
+PAYLOAD_200 = ("The quick brown fox jumps over the lazy dog. " * 5)[:200]  # 200 bytes
+PAYLOAD_100 = PAYLOAD_200[:90]
+
+IMPORT_CMD = {
+    "ironloop": "import ironloop",
+    "langgraph": "import langgraph.graph, langgraph.prebuilt",
+}
+
+
+class BenchError(AssertionError):
+    """A run returned a wrong result: its timing must not count."""
+
+
+# --- the two sides ------------------------------------------------------------------------
+
+
+@dataclass
+class Impl:
+    """What a side of the comparison provides, with its own classes and savers."""
+
+    name: str
+    StateGraph: Any
+    END: Any
+    add_messages: Any
+    AIMessage: Any
+    HumanMessage: Any
+    memory_saver: Callable[[], Any]
+    sqlite_saver: Callable[[str], Any]
+    close_saver: Callable[[Any], None]
+    memory_bytes: Callable[[Any], int]
+    memory_bytes_how: str
+    create_react_agent: Callable[..., Any]
+    tool: Callable[..., Any]
+    scripted_model: Callable[[Callable[[list[Any]], dict[str, Any]]], Any]
+
+
+def load_ironloop() -> Impl:
+    import ironloop
+    from ironloop.messages import AIMessage, HumanMessage
+    from ironloop.models import ScriptedChatModel
+
+    def close(saver: Any) -> None:
+        if hasattr(saver, "close"):
+            saver.close()
+
+    return Impl(
+        name="ironloop",
+        StateGraph=ironloop.StateGraph,
+        END=ironloop.END,
+        add_messages=ironloop.add_messages,
+        AIMessage=AIMessage,
+        HumanMessage=HumanMessage,
+        memory_saver=ironloop.MemorySaver,
+        sqlite_saver=ironloop.SqliteSaver,
+        close_saver=close,
+        memory_bytes=lambda saver: int(saver.approx_bytes()),
+        memory_bytes_how="MemorySaver.approx_bytes() (JSON text of records and writes)",
+        create_react_agent=ironloop.create_react_agent,
+        tool=ironloop.tool,
+        scripted_model=ScriptedChatModel,
+    )
+
+
+def _held_bytes(obj: Any) -> int:
+    """Sum of len() of every bytes/str object reachable through dicts, lists and tuples."""
+    total, stack = 0, [obj]
+    while stack:
+        o = stack.pop()
+        if isinstance(o, (bytes, bytearray, memoryview)):
+            total += len(o)
+        elif isinstance(o, str):
+            total += len(o)
+        elif isinstance(o, dict):
+            stack.extend(o.keys())
+            stack.extend(o.values())
+        elif isinstance(o, (list, tuple)):
+            stack.extend(o)
+    return total
+
+
+def load_langgraph() -> Impl:
+    import sqlite3
+
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    try:  # create_react_agent is deprecated in LangGraph 1.x (still shipped)
+        from langgraph.warnings import LangGraphDeprecatedSinceV10
+
+        warnings.filterwarnings("ignore", category=LangGraphDeprecatedSinceV10)
+    except ImportError:  # pragma: no cover
+        pass
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+    from langchain_core.tools import tool
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.graph import END, StateGraph, add_messages
+    from langgraph.prebuilt import create_react_agent
+
+    class ScriptedLG(BaseChatModel):
+        """A chat model replaying ``fn(messages)`` (a dict like ironloop's script);
+        ``bind_tools`` formats the tools as OpenAI dicts, as real chat models do."""
+
+        fn: Any
+
+        @property
+        def _llm_type(self) -> str:
+            return "scripted"
+
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
+
+        def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any):
+            d = self.fn(messages)
+            msg = AIMessage(content=d.get("content", ""), tool_calls=d.get("tool_calls", []))
+            return ChatResult(generations=[ChatGeneration(message=msg)])
+
+    def sqlite_saver(path: str) -> Any:
+        return SqliteSaver(sqlite3.connect(path, check_same_thread=False))
+
+    def close(saver: Any) -> None:
+        conn = getattr(saver, "conn", None)
+        if conn is not None:
+            conn.close()
+
+    def memory_bytes(saver: Any) -> int:
+        return _held_bytes([dict(saver.storage), dict(saver.writes), dict(saver.blobs)])
+
+    return Impl(
+        name="langgraph",
+        StateGraph=StateGraph,
+        END=END,
+        add_messages=add_messages,
+        AIMessage=AIMessage,
+        HumanMessage=HumanMessage,
+        memory_saver=InMemorySaver,
+        sqlite_saver=sqlite_saver,
+        close_saver=close,
+        memory_bytes=memory_bytes,
+        memory_bytes_how=(
+            "estimate: sum of len() of the serialized bytes and keys InMemorySaver holds "
+            "(storage, writes, blobs); Python object overhead not counted"
+        ),
+        create_react_agent=create_react_agent,
+        tool=tool,
+        scripted_model=lambda fn: ScriptedLG(fn=fn),
+    )
+
+
+LOADERS = {"ironloop": load_ironloop, "langgraph": load_langgraph}
+
+
+# --- savers -------------------------------------------------------------------------------
+
+
+class Savers:
+    """Makes savers for one side; SQLite files go in one temp dir removed at the end."""
+
+    def __init__(self, impl: Impl) -> None:
+        self.impl = impl
+        self.dir = tempfile.mkdtemp(prefix=f"ironloop-bench-{impl.name}-")
+        self.n = itertools.count()
+        self.open: list[Any] = []
+
+    def make(self, kind: str) -> tuple[Any, str | None]:
+        if kind == "none":
+            return None, None
+        if kind == "memory":
+            return self.impl.memory_saver(), None
+        path = os.path.join(self.dir, f"cp{next(self.n)}.sqlite")
+        saver = self.impl.sqlite_saver(path)
+        self.open.append(saver)
+        return saver, path
+
+    def release(self, saver: Any, path: str | None) -> None:
+        if saver is not None and path is not None:
+            self.impl.close_saver(saver)
+            self.open.remove(saver)
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                if os.path.exists(path + suffix):
+                    os.remove(path + suffix)
+
+    def cleanup(self) -> None:
+        for s in self.open:
+            try:
+                self.impl.close_saver(s)
+            except Exception:  # noqa: BLE001
+                pass
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def file_bytes(path: str) -> int:
+    """The SQLite file plus its WAL (and shared-memory index), as they are now."""
+    return sum(
+        os.path.getsize(path + s) for s in ("", "-wal", "-shm") if os.path.exists(path + s)
+    )
+
+
+_thread_ids = itertools.count()
+
+
+def config(limit: int, saver: Any) -> dict[str, Any]:
+    cfg: dict[str, Any] = {"recursion_limit": limit}
+    if saver is not None:
+        cfg["configurable"] = {"thread_id": f"t{next(_thread_ids)}"}
+    return cfg
+
+
+# --- W4: the counter loop -----------------------------------------------------------------
+
+
+def counter_graph(impl: Impl, n: int, saver: Any) -> Any:
+    class S(TypedDict):
+        count: int
+
+    end = impl.END
+
+    def a(s: Any) -> dict[str, int]:
+        return {"count": s["count"] + 1}
+
+    def b(s: Any) -> dict[str, int]:
+        return {"count": s["count"] + 1}
+
+    def route_a(s: Any) -> str:
+        return end if s["count"] >= n else "b"
+
+    def route_b(s: Any) -> str:
+        return end if s["count"] >= n else "a"
+
+    g = impl.StateGraph(S)
+    g.add_node("a", a)
+    g.add_node("b", b)
+    g.set_entry_point("a")
+    g.add_conditional_edges("a", route_a, ["b", end])
+    g.add_conditional_edges("b", route_b, ["a", end])
+    return g.compile(checkpointer=saver)
+
+
+def w4(impl: Impl, kind: str, n: int, repeat: int, savers: Savers) -> h.Stats:
+    saver, path = savers.make(kind)
+    try:
+        graph = counter_graph(impl, n, saver)
+
+        def check(result: Any) -> None:
+            if result.get("count") != n:
+                raise BenchError(f"count {result.get('count')!r}, expected {n}")
+
+        stats = h.measure(
+            lambda: graph.invoke({"count": 0}, config(n + 100, saver)), repeat=repeat, check=check
+        )
+    finally:
+        savers.release(saver, path)
+    return stats.scaled(1e6 / n)
+
+
+# --- W4m: the counter loop with a growing message history ---------------------------------
+#
+# Method for (a): every node appends time.perf_counter() to a list as its first action,
+# inside one long run of N steps. The cost of step i is stamps[i+1] - stamps[i]: the time
+# from one node's start to the next one's, i.e. the node itself plus everything the
+# framework does between them (reducers, checkpoint save, routing, building the next
+# node's input). It needs no framework hook, so it measures both sides the same way and
+# sees the steps at 50 and at 2,500 messages in the same run. The window figure is the
+# mean over its steps (a mean, not a median, so that periodic costs such as GC pauses
+# that grow with the history count too).
+
+
+def messages_graph(impl: Impl, n: int, saver: Any, stamps: list[float]) -> Any:
+    S = TypedDict("S", {"count": int, "messages": Annotated[list, impl.add_messages]})
+    end, ai, now, stamp = impl.END, impl.AIMessage, time.perf_counter, stamps.append
+
+    def a(s: Any) -> dict[str, Any]:
+        stamp(now())
+        return {"count": s["count"] + 1, "messages": [ai(content=PAYLOAD_200)]}
+
+    def b(s: Any) -> dict[str, Any]:
+        stamp(now())
+        return {"count": s["count"] + 1, "messages": [ai(content=PAYLOAD_200)]}
+
+    def route_a(s: Any) -> str:
+        return end if s["count"] >= n else "b"
+
+    def route_b(s: Any) -> str:
+        return end if s["count"] >= n else "a"
+
+    g = impl.StateGraph(S)
+    g.add_node("a", a)
+    g.add_node("b", b)
+    g.set_entry_point("a")
+    g.add_conditional_edges("a", route_a, ["b", end])
+    g.add_conditional_edges("b", route_b, ["a", end])
+    return g.compile(checkpointer=saver)
+
+
+@dataclass
+class W4mRun:
+    early_ms: float
+    late_ms: float
+    growth: float
+    bytes: int
+    seconds: float
+
+
+def w4m_windows(n: int) -> tuple[tuple[int, int], tuple[int, int]]:
+    return W4M_EARLY, (int(n * W4M_LATE_FRACTION), n)
+
+
+def w4m_once(impl: Impl, kind: str, n: int, savers: Savers) -> W4mRun:
+    saver, path = savers.make(kind)
+    try:
+        stamps: list[float] = []
+        graph = messages_graph(impl, n, saver, stamps)
+        inp = {"count": 0, "messages": [impl.HumanMessage(content="start")]}
+        gc.collect()
+        t0 = time.perf_counter()
+        result = graph.invoke(inp, config(n + 100, saver))
+        seconds = time.perf_counter() - t0
+        # Check the run before using its timings.
+        msgs = result.get("messages", [])
+        if result.get("count") != n:
+            raise BenchError(f"count {result.get('count')!r}, expected {n}")
+        if len(msgs) != n + 1:
+            raise BenchError(f"{len(msgs)} messages, expected {n + 1}")
+        if msgs[-1].content != PAYLOAD_200 or msgs[0].content != "start":
+            raise BenchError("wrong message content")
+        if len({m.id for m in msgs}) != n + 1:
+            raise BenchError("message ids are not unique")
+        if len(stamps) != n:
+            raise BenchError(f"{len(stamps)} node calls, expected {n}")
+        size = impl.memory_bytes(saver) if kind == "memory" else file_bytes(path or "")
+        # Step i (0-based) starts with i + 1 messages in the state.
+        (e0, e1), (l0, l1) = w4m_windows(n)
+        cost = [stamps[i + 1] - stamps[i] for i in range(n - 1)]
+        early = statistics.fmean(cost[e0 - 1 : e1 - 1])
+        late = statistics.fmean(cost[l0 - 1 : l1 - 1])
+        del result, msgs, graph
+        return W4mRun(early * 1e3, late * 1e3, late / early, size, seconds)
+    finally:
+        savers.release(saver, path)
+
+
+def w4m(impl: Impl, kind: str, n: int, repeat: int, savers: Savers) -> list[W4mRun]:
+    return [w4m_once(impl, kind, n, savers) for _ in range(repeat)]
+
+
+# --- W5: a ReAct agent with a scripted model ----------------------------------------------
+
+
+def script(rounds: int) -> Callable[[list[Any]], dict[str, Any]]:
+    """The model: the same decision on both sides, from the number of messages so far
+    (one human message, then an AI message and a tool message per round)."""
+
+    def respond(messages: list[Any]) -> dict[str, Any]:
+        k = (len(messages) - 1) // 2
+        if k < rounds:
+            call = {"name": "add", "args": {"a": k, "b": 1}, "id": f"call_{k}", "type": "tool_call"}
+            return {"content": "", "tool_calls": [call]}
+        return {"content": f"done after {k} rounds"}
+
+    return respond
+
+
+def w5(impl: Impl, kind: str, rounds: int, repeat: int, savers: Savers) -> h.Stats:
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    saver, path = savers.make(kind)
+    try:
+        agent = impl.create_react_agent(impl.scripted_model(script(rounds)), [impl.tool(add)],
+                                        checkpointer=saver)
+        final = f"done after {rounds} rounds"
+
+        def check(result: Any) -> None:
+            msgs = result["messages"]
+            if len(msgs) != 2 * rounds + 2:
+                raise BenchError(f"{len(msgs)} messages, expected {2 * rounds + 2}")
+            if msgs[-1].content != final:
+                raise BenchError(f"final answer {msgs[-1].content!r}")
+            for k in range(rounds):
+                ai, tm = msgs[1 + 2 * k], msgs[2 + 2 * k]
+                if ai.tool_calls[0]["id"] != f"call_{k}" or tm.tool_call_id != f"call_{k}":
+                    raise BenchError(f"round {k}: tool call ids do not match")
+                if str(tm.content) != str(k + 1) or getattr(tm, "status", "success") != "success":
+                    raise BenchError(f"round {k}: tool result {tm.content!r}, expected {k + 1}")
+
+        def once() -> Any:
+            return agent.invoke(
+                {"messages": [impl.HumanMessage(content="count up")]},
+                config(4 * rounds + 20, saver),
+            )
+
+        stats = h.measure(once, repeat=repeat, check=check)
+    finally:
+        savers.release(saver, path)
+    return stats.scaled(1e6 / rounds)
+
+
+# --- W6: memory per thread (run in a fresh child process) ---------------------------------
+
+
+def rss_kib() -> int:
+    with open("/proc/self/status", encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise RuntimeError("no VmRSS in /proc/self/status")
+
+
+def w6_child(name: str, threads: int) -> dict[str, Any]:
+    impl = LOADERS[name]()
+    S = TypedDict("S", {"messages": Annotated[list, impl.add_messages]})
+    ai = impl.AIMessage
+
+    def a(s: Any) -> dict[str, Any]:
+        return {"messages": [ai(content=f"{PAYLOAD_100} a{len(s['messages'])}")]}
+
+    def b(s: Any) -> dict[str, Any]:
+        return {"messages": [ai(content=f"{PAYLOAD_100} b{len(s['messages'])}")]}
+
+    saver = impl.memory_saver()
+    g = impl.StateGraph(S)
+    g.add_node("a", a)
+    g.add_node("b", b)
+    g.set_entry_point("a")
+    g.add_edge("a", "b")
+    g.set_finish_point("b")
+    graph = g.compile(checkpointer=saver)
+
+    def run(i: int) -> None:
+        inp = {"messages": [impl.HumanMessage(content=f"{PAYLOAD_100} {i}:{j}") for j in range(8)]}
+        out = graph.invoke(inp, {"configurable": {"thread_id": f"thread-{i}"}})
+        if len(out["messages"]) != 10:
+            raise BenchError(f"thread {i}: {len(out['messages'])} messages, expected 10")
+
+    for i in range(-200, 0):  # warm-up threads: one-time allocations, not counted
+        run(i)
+    gc.collect()
+    before = rss_kib()
+    t0 = time.perf_counter()
+    for i in range(threads):
+        run(i)
+    seconds = time.perf_counter() - t0
+    gc.collect()
+    after = rss_kib()
+    for i in (0, threads - 1):  # the checkpoints really hold the 10 messages
+        snap = graph.get_state({"configurable": {"thread_id": f"thread-{i}"}})
+        msgs = snap.values["messages"]
+        if len(msgs) != 10 or not str(msgs[0].content).endswith(f" {i}:0"):
+            raise BenchError(f"thread {i}: checkpoint holds {len(msgs)} messages")
+    msg_bytes = sum(len(PAYLOAD_100) + 8 for _ in range(10))
+    return {
+        "impl": name,
+        "threads": threads,
+        "rss_before_kib": before,
+        "rss_after_kib": after,
+        "kb_per_thread": (after - before) * 1024 / 1000 / threads,
+        "saver_bytes_per_thread": impl.memory_bytes(saver) / (threads + 200),
+        "message_text_bytes_per_thread": msg_bytes,
+        "us_per_thread": seconds * 1e6 / threads,
+    }
+
+
+def w6(impl: Impl, threads: int, repeat: int, details: list[dict[str, Any]]) -> h.Stats:
+    samples = []
+    for _ in range(repeat):
+        out = subprocess.run(
+            [sys.executable, __file__, "--w6-child", impl.name, "--threads", str(threads)],
+            capture_output=True, text=True, check=False,
+        )
+        if out.returncode != 0:
+            raise BenchError(f"W6 child failed: {out.stderr.strip()[-2000:]}")
+        d = json.loads(out.stdout.strip().splitlines()[-1])
+        details.append(d)
+        samples.append(d["kb_per_thread"])
+    return h.Stats.of(samples)
+
+
+# --- S1: cold start -----------------------------------------------------------------------
+
+
+def s1(code: str, runs: int) -> tuple[h.Stats, h.Stats]:
+    """Wall ms (median of ``runs`` after one warm-up) and peak RSS MiB of ``python -c code``."""
+    cmd = [sys.executable, "-c", code]
+    subprocess.run(cmd, check=True, capture_output=True)  # warm the page cache
+    walls = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run(cmd, check=True, capture_output=True)
+        walls.append((time.perf_counter() - t0) * 1e3)
+    peaks = []
+    time_bin = shutil.which("time") or ("/usr/bin/time" if os.path.exists("/usr/bin/time") else None)
+    for _ in range(max(3, runs // 2)):
+        if time_bin:
+            out = subprocess.run([time_bin, "-v", *cmd], capture_output=True, text=True, check=True)
+            m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", out.stderr)
+            if not m:
+                raise BenchError(f"cannot read /usr/bin/time -v output: {out.stderr[-500:]}")
+            peaks.append(int(m.group(1)) / 1024)
+        else:  # pragma: no cover - getrusage keeps the max over all children so far
+            import resource
+
+            subprocess.run(cmd, check=True, capture_output=True)
+            peaks.append(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
+    return h.Stats.of(walls), h.Stats.of(peaks)
+
+
+# --- profiles of misses -------------------------------------------------------------------
+
+
+def profile_child(key: str, scale: float) -> None:
+    """Runs only the ironloop side of ``key`` for a few seconds (under a profiler)."""
+    impl = load_ironloop()
+    savers = Savers(impl)
+    try:
+        work, _, kind = key.partition(":")
+        deadline = time.perf_counter() + 4.0
+        while time.perf_counter() < deadline:
+            if work == "W4":
+                w4(impl, kind, scaled(N_W4, scale), 3, savers)
+            elif work == "W4m":
+                w4m_once(impl, kind, max(300, scaled(N_W4M, scale)), savers)
+            elif work == "W5":
+                w5(impl, kind, scaled(ROUNDS_W5, scale), 3, savers)
+            else:
+                raise SystemExit(f"no profile for {key}")
+    finally:
+        savers.cleanup()
+
+
+def _frame_name(frame: str) -> str:
+    # py-spy raw frames look like "func (path/to/file.py:123)"; drop the line number and
+    # shorten the path.
+    m = re.match(r"^(.*) \((.*?)(?::\d+)?\)$", frame)
+    if not m:
+        return frame
+    fn, path = m.groups()
+    for marker in ("site-packages/", "lib/python3", "/src/", "/rustc/"):
+        if marker in path:
+            path = path.split(marker, 1)[1]
+            break
+    return f"{fn} ({os.path.basename(path) if '/' in path else path})"
+
+
+def summarize_pyspy(raw_path: str, top: int = 14) -> list[str]:
+    self_t: collections.Counter[str] = collections.Counter()
+    incl: collections.Counter[str] = collections.Counter()
+    total = 0
+    with open(raw_path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            stack, _, count = line.rstrip("\n").rpartition(" ")
+            if not stack or not count.isdigit():
+                continue
+            n = int(count)
+            frames = [_frame_name(fr) for fr in stack.split(";") if fr]
+            if frames and frames[0].startswith("process "):
+                frames = frames[1:]
+            if frames and frames[0].startswith("thread "):
+                frames = frames[1:]
+            if not frames:
+                continue
+            total += n
+            self_t[frames[-1]] += n
+            for fr in set(frames):
+                incl[fr] += n
+    if not total:
+        return ["(py-spy collected no samples)"]
+    lines = [f"{total} samples; self time (leaf frame):"]
+    lines += [f"  {100 * c / total:5.1f}%  {fr}" for fr, c in self_t.most_common(top)]
+    lines.append("inclusive time (frame anywhere on the stack):")
+    skip = ("<module>", "main (graph.py)", "profile_child", "_run_module", "_run_code")
+    shown = [(fr, c) for fr, c in incl.most_common(top * 3) if not fr.startswith(skip)]
+    lines += [f"  {100 * c / total:5.1f}%  {fr}" for fr, c in shown[:top]]
+    return lines
+
+
+def profile_timed(key: str, scale: float) -> list[str]:
+    child = [sys.executable, __file__, "--profile-child", key, "--scale", str(scale)]
+    pyspy = shutil.which("py-spy") or os.path.join(os.path.dirname(sys.executable), "py-spy")
+    if os.path.exists(pyspy):
+        for native in (["--native"], []):
+            fd, raw = tempfile.mkstemp(suffix=".txt", prefix="ironloop-pyspy-")
+            os.close(fd)
+            try:
+                out = subprocess.run(
+                    [pyspy, "record", *native, "--rate", "500", "--format", "raw", "-o", raw,
+                     "--", *child],
+                    capture_output=True, text=True, check=False,
+                )
+                if out.returncode == 0 and os.path.getsize(raw) > 0:
+                    how = f"py-spy record {' '.join(native)} --rate 500".replace("  ", " ")
+                    return [f"profile ({how}, ironloop side only):", *summarize_pyspy(raw)]
+            finally:
+                os.remove(raw)
+    # Fallback: cProfile (Python frames only; time in the Rust extension shows up as the
+    # builtin method that called into it).
+    import cProfile
+    import io
+    import pstats
+
+    prof = cProfile.Profile()
+    prof.runcall(profile_child, key, scale)
+    buf = io.StringIO()
+    pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(14)
+    return ["profile (cProfile, by tottime, ironloop side only):", *buf.getvalue().splitlines()]
+
+
+def profile_import() -> list[str]:
+    out = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", IMPORT_CMD["ironloop"]],
+        capture_output=True, text=True, check=False,
+    )
+    rows = []
+    for line in out.stderr.splitlines():
+        m = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|(\s*)(\S.*)$", line)
+        if m:
+            rows.append((int(m.group(1)), int(m.group(2)), len(m.group(3)), m.group(4)))
+    total = max((r[1] for r in rows), default=0)
+    lines = [f"profile (python -X importtime -c '{IMPORT_CMD['ironloop']}'), total {total / 1e3:.1f} ms;"
+             " top modules by self time:"]
+    for self_us, cum_us, _, mod in sorted(rows, reverse=True)[:12]:
+        lines.append(f"  self {self_us / 1e3:6.1f} ms  cumulative {cum_us / 1e3:6.1f} ms  {mod}")
+    return lines
+
+
+def profile_memory(details: list[dict[str, Any]]) -> list[str]:
+    il = [d for d in details if d["impl"] == "ironloop"]
+    if not il:
+        return []
+    d = il[-1]
+    return [
+        "memory breakdown (last ironloop W6 child):",
+        f"  RSS added per thread:            {d['kb_per_thread']:.2f} KB",
+        f"  MemorySaver.approx_bytes/thread: {d['saver_bytes_per_thread'] / 1000:.2f} KB "
+        "(JSON text of the checkpoint records)",
+        f"  message text per thread:         {d['message_text_bytes_per_thread'] / 1000:.2f} KB",
+    ]
+
+
+# --- main ---------------------------------------------------------------------------------
+
+
+def scaled(n: int, scale: float) -> int:
+    return max(1, round(n * scale))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", choices=h.IMPLS, help="run one side only")
+    parser.add_argument(
+        "--repeat", type=int, default=5, help=f"timed repetitions (>= {h.MIN_REPEAT}; default 5)"
+    )
+    parser.add_argument(
+        "--scale", type=float, default=1.0,
+        help="multiply the step / round / thread counts (e.g. 0.1 for a smoke run)",
+    )
+    parser.add_argument("--no-profile", action="store_true", help="do not profile misses")
+    h.add_json_arg(parser)
+    parser.add_argument("--w6-child", choices=h.IMPLS, help=argparse.SUPPRESS)
+    parser.add_argument("--threads", type=int, default=THREADS_W6, help=argparse.SUPPRESS)
+    parser.add_argument("--profile-child", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+
+    if args.w6_child:
+        print(json.dumps(w6_child(args.w6_child, args.threads)))
+        return 0
+    if args.profile_child:
+        profile_child(args.profile_child, args.scale)
+        return 0
+    if args.repeat < h.MIN_REPEAT:
+        parser.error(f"--repeat must be >= {h.MIN_REPEAT}")
+    if not args.scale > 0:
+        parser.error("--scale must be > 0")
+
+    impls: list[Impl] = []
+    for name in [args.only] if args.only else list(h.IMPLS):
+        try:
+            impls.append(LOADERS[name]())
+        except ImportError as e:
+            msg = f"cannot import {name} ({type(e).__name__}: {e})"
+            if args.only:
+                print(f"graph: {msg}", file=sys.stderr)
+                return 2
+            hint = " (install it with benches/python/run.sh)" if name == "ironloop" else ""
+            print(f"graph: {msg}{hint}; running the other side only.", file=sys.stderr)
+    if not impls:
+        print("graph: nothing to run", file=sys.stderr)
+        return 2
+
+    info = h.machine_info()
+    h.print_header("ironloop graphs: W4, W4m, W5, W6, S1", info, argv)
+    n4, n4m, r5, t6 = (scaled(n, args.scale) for n in (N_W4, N_W4M, ROUNDS_W5, THREADS_W6))
+    n4m = max(n4m, 2 * W4M_EARLY[1])
+    (e0, e1), (l0, l1) = w4m_windows(n4m)
+    scale_note = "" if args.scale == 1.0 else f" [scale {args.scale:g}]"
+    print(f"repeat: {args.repeat} (median, min–max), warmup: 1 (W4, W5); W4m, W6: no warmup "
+          f"run, each repetition a fresh saver / process{scale_note}\n", flush=True)
+
+    rows: list[h.Row] = []
+    notes: list[str] = []
+    keys: dict[str, str] = {}  # workload -> profile key
+    w6_details: list[dict[str, Any]] = []
+    savers = {impl.name: Savers(impl) for impl in impls}
+
+    def run(row: h.Row, fn: Callable[[Impl], h.Stats]) -> None:
+        for impl in impls:
+            print(f"  running {row.workload} {impl.name} ...", file=sys.stderr, flush=True)
+            try:
+                row.stats[impl.name] = fn(impl)
+            except Exception as e:
+                traceback.print_exc(file=sys.stderr)
+                row.errors[impl.name] = f"{type(e).__name__}: {e}"
+        rows.append(row)
+
+    try:
+        # W4
+        for kind in SAVERS:
+            row = h.Row(f"W4 {kind}", f"{n4} steps a->b->a..., count += 1, checkpointer: {kind}",
+                        "µs/step", TARGET_W4_US[kind])
+            keys[row.workload] = f"W4:{kind}"
+            run(row, lambda impl, kind=kind: w4(impl, kind, n4, args.repeat, savers[impl.name]))
+
+        # W4m
+        for kind in ("memory", "sqlite"):
+            ra = h.Row(f"W4m(a) {kind}",
+                       f"{n4m} steps appending a 200-byte message; mean step cost at {l0}-{l1} "
+                       f"messages ÷ at {e0}-{e1}, checkpointer: {kind}", "×", TARGET_W4M_GROWTH)
+            rb = h.Row(f"W4m(b) {kind}", f"checkpoint bytes after {n4m} steps, checkpointer: {kind}"
+                       + (" (db file + WAL)" if kind == "sqlite" else ""), "MB", TARGET_W4M_MB)
+            keys[ra.workload] = f"W4m:{kind}"
+            for impl in impls:
+                print(f"  running W4m {kind} {impl.name} ...", file=sys.stderr, flush=True)
+                try:
+                    runs = w4m(impl, kind, n4m, args.repeat, savers[impl.name])
+                    ra.stats[impl.name] = h.Stats.of([r.growth for r in runs])
+                    rb.stats[impl.name] = h.Stats.of([r.bytes / 1e6 for r in runs])
+                    early = statistics.median(r.early_ms for r in runs)
+                    late = statistics.median(r.late_ms for r in runs)
+                    secs = statistics.median(r.seconds for r in runs)
+                    notes.append(
+                        f"W4m {kind} {impl.name}: step {early * 1e3:.0f} µs at {e0}-{e1} msgs -> "
+                        f"{late * 1e3:.0f} µs at {l0}-{l1} msgs (medians over runs); whole run "
+                        f"{secs:.2f} s; checkpoint bytes {rb.stats[impl.name].median * 1e6:,.0f}"
+                        + (f" [{impl.memory_bytes_how}]" if kind == "memory" else "")
+                    )
+                except Exception as e:
+                    traceback.print_exc(file=sys.stderr)
+                    ra.errors[impl.name] = rb.errors[impl.name] = f"{type(e).__name__}: {e}"
+            rows += [ra, rb]
+
+        # W5
+        for kind in ("none", "memory"):
+            row = h.Row(f"W5 {kind}", f"create_react_agent, {r5} rounds of one add() call + answer, "
+                        f"checkpointer: {kind}", "µs/round", TARGET_W5_US[kind])
+            keys[row.workload] = f"W5:{kind}"
+            run(row, lambda impl, kind=kind: w5(impl, kind, r5, args.repeat, savers[impl.name]))
+
+        # W6
+        row = h.Row("W6", f"{t6} threads × 10 messages (2-node graph), MemorySaver, RSS added per "
+                    "thread (fresh process each)", "KB/thread", TARGET_W6_KB)
+        run(row, lambda impl: w6(impl, t6, args.repeat, w6_details))
+        for impl in impls:
+            ds = [d for d in w6_details if d["impl"] == impl.name]
+            if ds:
+                notes.append(
+                    f"W6 {impl.name}: {statistics.median(d['us_per_thread'] for d in ds):.0f} µs "
+                    f"per thread run; saver holds {statistics.median(d['saver_bytes_per_thread'] for d in ds) / 1e3:.2f}"
+                    f" KB/thread ({impl.memory_bytes_how.split(' (')[0].split(':')[0]}); message "
+                    f"text {ds[0]['message_text_bytes_per_thread'] / 1e3:.2f} KB/thread"
+                )
+
+        # S1
+        rw = h.Row("S1 wall", "cold start: python -c '<import>' whole-process wall time", "ms",
+                   TARGET_S1_MS)
+        rm = h.Row("S1 peak RSS", "cold start: peak RSS (/usr/bin/time -v)", "MiB", TARGET_S1_MIB)
+        for impl in impls:
+            print(f"  running S1 {impl.name} ...", file=sys.stderr, flush=True)
+            try:
+                rw.stats[impl.name], rm.stats[impl.name] = s1(IMPORT_CMD[impl.name], S1_RUNS)
+            except Exception as e:
+                traceback.print_exc(file=sys.stderr)
+                rw.errors[impl.name] = rm.errors[impl.name] = f"{type(e).__name__}: {e}"
+        bare_wall, bare_rss = s1("pass", S1_RUNS)
+        notes.append(f"S1 bare `python -c pass`: {bare_wall.median:.1f} ms "
+                     f"({bare_wall.min:.1f}–{bare_wall.max:.1f}), peak {bare_rss.median:.1f} MiB")
+        rows += [rw, rm]
+    finally:
+        for s in savers.values():
+            s.cleanup()
+
+    print()
+    h.print_table(rows)
+    print()
+    for n in notes:
+        print(n)
+
+    profiles: dict[str, list[str]] = {}
+    if not args.no_profile and any(i.name == "ironloop" for i in impls):
+        for row in rows:
+            if row.verdict != "MISS":
+                continue
+            print(f"\n== {row.workload}: MISS, profiling the ironloop side ...", flush=True)
+            try:
+                if row.workload.startswith("S1"):
+                    lines = profile_import()
+                elif row.workload == "W6" or row.workload.startswith("W4m(b)"):
+                    lines = profile_memory(w6_details) if row.workload == "W6" else [
+                        "(checkpoint bytes: see the W4m notes above)"]
+                else:
+                    lines = profile_timed(keys[row.workload], args.scale)
+            except Exception as e:  # noqa: BLE001
+                lines = [f"profiling failed: {type(e).__name__}: {e}"]
+            profiles[row.workload] = lines
+            print("\n".join(lines), flush=True)
+
+    h.dump_json(
+        args.json, info, rows,
+        command=sys.argv if argv is None else argv,
+        repeat=args.repeat,
+        scale=args.scale,
+        sizes={"W4": n4, "W4m": n4m, "W5": r5, "W6": t6},
+        notes=notes,
+        w6_details=w6_details,
+        profiles=profiles,
+    )
+    return 1 if any(row.errors for row in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,495 @@
+//! The graph step loop, without Python: JSON state, Rust nodes and routers.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use ironloop::checkpoint::{Checkpointer, MemorySaver};
+use ironloop::graph::{
+    ChannelKind, Goto, Graph, GraphError, GraphSpec, JsonCodec, MessageList, NodeFailure,
+    NodeOutput, NodeRunner, Reducer, Resume, Router, RunInput, RunOptions, StateView, TaskContext,
+    Val, END, START,
+};
+use ironloop::message::Message;
+use serde_json::{json, Value};
+
+type NodeFn =
+    dyn Fn(&StateView, Option<Val>, &TaskContext) -> Result<NodeOutput, NodeFailure> + Send + Sync;
+
+struct F(Box<NodeFn>);
+
+#[async_trait]
+impl NodeRunner for F {
+    async fn run(
+        &self,
+        s: StateView,
+        arg: Option<Val>,
+        ctx: TaskContext,
+    ) -> Result<NodeOutput, NodeFailure> {
+        (self.0)(&s, arg, &ctx)
+    }
+}
+
+fn node(
+    f: impl Fn(&StateView, Option<Val>, &TaskContext) -> Result<NodeOutput, NodeFailure>
+        + Send
+        + Sync
+        + 'static,
+) -> Arc<dyn NodeRunner> {
+    Arc::new(F(Box::new(f)))
+}
+
+fn writes(ws: &[(&str, Value)]) -> Result<NodeOutput, NodeFailure> {
+    Ok(NodeOutput {
+        writes: ws
+            .iter()
+            .map(|(c, v)| (c.to_string(), Val::Json(v.clone())))
+            .collect(),
+        ..Default::default()
+    })
+}
+
+fn int(s: &StateView, c: &str) -> i64 {
+    s.get(c)
+        .and_then(|v| v.as_json())
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
+}
+
+type RouteFn = dyn Fn(&StateView) -> Vec<Goto> + Send + Sync;
+struct Route(Box<RouteFn>);
+impl Router for Route {
+    fn route(&self, s: &StateView, _: &TaskContext) -> Result<Vec<Goto>, GraphError> {
+        Ok((self.0)(s))
+    }
+}
+
+struct Add;
+impl Reducer for Add {
+    fn reduce(&self, _: &str, cur: Option<Val>, upd: Val) -> Result<Val, GraphError> {
+        let mut a = match cur {
+            Some(Val::Json(Value::Array(a))) => a,
+            _ => vec![],
+        };
+        if let Val::Json(Value::Array(b)) = upd {
+            a.extend(b);
+        }
+        Ok(Val::Json(Value::Array(a)))
+    }
+}
+
+fn compile(spec: GraphSpec, cp: Option<Arc<dyn Checkpointer>>) -> Graph {
+    Graph::compile(spec, cp, Arc::new(JsonCodec), vec![], vec![]).unwrap()
+}
+
+fn counter_loop(limit: i64) -> GraphSpec {
+    let inc = |s: &StateView, _: Option<Val>, _: &TaskContext| {
+        writes(&[("count", json!(int(s, "count") + 1))])
+    };
+    GraphSpec::default()
+        .channel("count", ChannelKind::LastValue)
+        .node("a", node(inc))
+        .node("b", node(inc))
+        .edge(START, "a")
+        .branch(
+            "a",
+            Arc::new(Route(Box::new(move |s| {
+                vec![if int(s, "count") >= limit {
+                    Goto::End
+                } else {
+                    Goto::Node("b".into())
+                }]
+            }))),
+            None,
+        )
+        .edge("b", "a")
+}
+
+fn input(c: &str, v: Value) -> RunInput {
+    RunInput::Values(vec![(c.into(), Val::Json(v))])
+}
+
+fn thread(t: &str) -> RunOptions {
+    RunOptions {
+        thread_id: Some(t.into()),
+        recursion_limit: 10_000,
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn loop_runs_to_its_condition() {
+    // `a` checks the condition after odd counts.
+    let g = compile(counter_loop(11), None);
+    let r = g
+        .run(input("count", json!(0)), RunOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(int(&r.state, "count"), 11);
+    assert!(r.interrupts.is_empty());
+}
+
+#[tokio::test]
+async fn recursion_limit_stops_a_runaway_loop() {
+    let g = compile(counter_loop(1_000), None);
+    let opts = RunOptions {
+        recursion_limit: 25,
+        ..Default::default()
+    };
+    let e = g.run(input("count", json!(0)), opts).await.err().unwrap();
+    assert!(matches!(e, GraphError::Recursion(25)), "{e}");
+}
+
+#[tokio::test]
+async fn two_writes_without_a_reducer_are_rejected_but_a_reducer_combines_them() {
+    let w = |v: i64| node(move |_, _, _| writes(&[("x", json!(v)), ("log", json!([v]))]));
+    let spec = || {
+        GraphSpec::default()
+            .channel("x", ChannelKind::LastValue)
+            .channel("log", ChannelKind::Reducer(Arc::new(Add)))
+            .node("p", w(1))
+            .node("q", w(2))
+            .edge(START, "p")
+            .edge(START, "q")
+    };
+    let e = compile(spec(), None)
+        .run(input("log", json!([])), RunOptions::default())
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        matches!(e, GraphError::InvalidUpdate(ref m) if m.contains("\"x\"")),
+        "{e}"
+    );
+
+    let mut s = spec();
+    s.channels[0].1 = ChannelKind::Reducer(Arc::new(Add));
+    let r = compile(s, None)
+        .run(input("log", json!([])), RunOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        r.state.get("log").unwrap().as_json().unwrap(),
+        &json!([1, 2]),
+        "task order"
+    );
+}
+
+#[tokio::test]
+async fn siblings_do_not_see_each_others_writes_within_a_step() {
+    let spec = GraphSpec::default()
+        .channel("x", ChannelKind::LastValue)
+        .channel("seen", ChannelKind::Reducer(Arc::new(Add)))
+        .node("w", node(|_, _, _| writes(&[("x", json!(5))])))
+        .node(
+            "r",
+            node(|s, _, _| writes(&[("seen", json!([int(s, "x")]))])),
+        )
+        .edge(START, "w")
+        .edge(START, "r");
+    let r = compile(spec, None)
+        .run(input("x", json!(1)), RunOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(r.state.get("seen").unwrap().as_json().unwrap(), &json!([1]));
+    assert_eq!(int(&r.state, "x"), 5);
+}
+
+#[tokio::test]
+async fn send_fans_out_and_a_join_waits_for_all_sources() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let r2 = runs.clone();
+    let spec = GraphSpec::default()
+        .channel("items", ChannelKind::LastValue)
+        .channel("out", ChannelKind::Reducer(Arc::new(Add)))
+        .node(
+            "fan",
+            node(|s, _, _| {
+                let items = s
+                    .get("items")
+                    .unwrap()
+                    .as_json()
+                    .unwrap()
+                    .as_array()
+                    .unwrap()
+                    .clone();
+                Ok(NodeOutput {
+                    goto: items
+                        .into_iter()
+                        .map(|i| Goto::Send("sq".into(), Val::Json(i)))
+                        .collect(),
+                    ..Default::default()
+                })
+            }),
+        )
+        .node(
+            "sq",
+            node(|_, arg, _| {
+                let n = arg.unwrap().as_json().unwrap().as_i64().unwrap();
+                writes(&[("out", json!([n * n]))])
+            }),
+        )
+        .node("slow1", node(|_, _, _| writes(&[])))
+        .node("slow2", node(|_, _, _| writes(&[])))
+        .node(
+            "joined",
+            node(move |_, _, _| {
+                r2.fetch_add(1, Ordering::SeqCst);
+                writes(&[])
+            }),
+        )
+        .edge(START, "fan")
+        .edge(START, "slow1")
+        .edge("slow1", "slow2");
+    let mut spec = spec;
+    spec.joins
+        .push((vec!["sq".into(), "slow2".into()], "joined".into()));
+    let r = compile(spec, None)
+        .run(input("items", json!([1, 2, 3])), RunOptions::default())
+        .await
+        .unwrap();
+    let mut out: Vec<i64> = r
+        .state
+        .get("out")
+        .unwrap()
+        .as_json()
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_i64().unwrap())
+        .collect();
+    out.sort();
+    assert_eq!(out, vec![1, 4, 9]);
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        1,
+        "the join target runs once, after both"
+    );
+}
+
+#[tokio::test]
+async fn interrupt_pauses_and_resume_delivers_the_value() {
+    let cp: Arc<dyn Checkpointer> = Arc::new(MemorySaver::new());
+    let spec = GraphSpec::default()
+        .channel("answer", ChannelKind::LastValue)
+        .node(
+            "ask",
+            node(|_, _, ctx| match ctx.resume.first() {
+                Some(v) => writes(&[("answer", v.as_json().unwrap().clone())]),
+                None => Err(NodeFailure::Interrupt(Val::Json(json!("ok?")))),
+            }),
+        )
+        .edge(START, "ask");
+    let g = compile(spec, Some(cp));
+    let r = g
+        .run(input("answer", json!(null)), thread("t"))
+        .await
+        .unwrap();
+    assert_eq!(r.interrupts.len(), 1);
+    assert_eq!(r.interrupts[0].value.as_json().unwrap(), &json!("ok?"));
+    let r = g
+        .run(
+            RunInput::Resume(Resume::One(Val::Json(json!("yes")))),
+            thread("t"),
+        )
+        .await
+        .unwrap();
+    assert!(r.interrupts.is_empty());
+    assert_eq!(
+        r.state.get("answer").unwrap().as_json().unwrap(),
+        &json!("yes")
+    );
+}
+
+#[tokio::test]
+async fn a_failed_step_keeps_finished_siblings_and_does_not_rerun_them() {
+    let cp: Arc<dyn Checkpointer> = Arc::new(MemorySaver::new());
+    let ok_runs = Arc::new(AtomicUsize::new(0));
+    let fail = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let (o, f) = (ok_runs.clone(), fail.clone());
+    let spec = GraphSpec::default()
+        .channel("log", ChannelKind::Reducer(Arc::new(Add)))
+        .node(
+            "ok",
+            node(move |_, _, _| {
+                o.fetch_add(1, Ordering::SeqCst);
+                writes(&[("log", json!(["ok"]))])
+            }),
+        )
+        .node(
+            "flaky",
+            node(move |_, _, _| {
+                if f.load(Ordering::SeqCst) {
+                    Err(NodeFailure::Error(GraphError::Node {
+                        node: "flaky".into(),
+                        message: "boom".into(),
+                    }))
+                } else {
+                    writes(&[("log", json!(["flaky"]))])
+                }
+            }),
+        )
+        .edge(START, "ok")
+        .edge(START, "flaky");
+    let g = compile(spec, Some(cp));
+    assert!(g.run(input("log", json!([])), thread("t")).await.is_err());
+    fail.store(false, Ordering::SeqCst);
+    let r = g.run(RunInput::Continue, thread("t")).await.unwrap();
+    assert_eq!(
+        ok_runs.load(Ordering::SeqCst),
+        1,
+        "the finished sibling is not run again"
+    );
+    assert_eq!(
+        r.state.get("log").unwrap().as_json().unwrap(),
+        &json!(["ok", "flaky"])
+    );
+}
+
+#[tokio::test]
+async fn checkpoints_are_deltas_and_replay_to_the_same_state() {
+    let saver = Arc::new(MemorySaver::new());
+    let g = compile(counter_loop(199), Some(saver.clone()));
+    g.run(input("count", json!(0)), thread("t")).await.unwrap();
+    let history = g.history("t", None, None).await.unwrap();
+    assert_eq!(history.len(), 200, "input checkpoint + one per step");
+    assert_eq!(int(&history[0].state, "count"), 199, "newest first");
+    assert_eq!(int(&history[199].state, "count"), 0);
+    for cp in saver.list("t", None, None).await.unwrap() {
+        assert!(
+            cp.writes.len() <= 1,
+            "a record holds one step's writes, not the state"
+        );
+    }
+    // Time travel: continue from an older checkpoint forks the thread.
+    let older = history[150].record.id.clone();
+    let opts = RunOptions {
+        checkpoint_id: Some(older.clone()),
+        ..thread("t")
+    };
+    let r = g.run(RunInput::Continue, opts).await.unwrap();
+    assert_eq!(int(&r.state, "count"), 199);
+    let latest = saver.get("t", None).await.unwrap().unwrap();
+    let chain = saver.chain("t", &latest.id).await.unwrap();
+    assert!(
+        chain.iter().any(|c| c.id == older),
+        "the fork descends from the older checkpoint"
+    );
+}
+
+#[tokio::test]
+async fn update_state_writes_as_a_node_and_routes_from_it() {
+    let saver: Arc<dyn Checkpointer> = Arc::new(MemorySaver::new());
+    let g = compile(counter_loop(7), Some(saver));
+    g.run(input("count", json!(0)), thread("t")).await.unwrap();
+    g.update_state(
+        "t",
+        None,
+        vec![("count".into(), Val::Json(json!(1)))],
+        Some("b".into()),
+        None,
+    )
+    .await
+    .unwrap();
+    let snap = g.load("t", None).await.unwrap().unwrap();
+    assert_eq!(int(&snap.state, "count"), 1);
+    assert_eq!(
+        snap.record
+            .next
+            .iter()
+            .map(|t| t.node.as_str())
+            .collect::<Vec<_>>(),
+        ["a"]
+    );
+    // From count 1 as `b`: a=2, b=3, a=4, b=5, a=6, b=7, a=8 >= 7.
+    let r = g.run(RunInput::Continue, thread("t")).await.unwrap();
+    assert_eq!(int(&r.state, "count"), 8);
+}
+
+#[tokio::test]
+async fn messages_channel_merges_by_id_and_round_trips_through_checkpoints() {
+    let saver: Arc<dyn Checkpointer> = Arc::new(MemorySaver::new());
+    let say = |text: &'static str| {
+        node(move |_, _, _| {
+            let m = Arc::new(Message::ai(text, vec![]));
+            Ok(NodeOutput {
+                writes: vec![(
+                    "messages".into(),
+                    Val::Messages(MessageList::from_messages([m])),
+                )],
+                ..Default::default()
+            })
+        })
+    };
+    let spec = GraphSpec::default()
+        .channel("messages", ChannelKind::Messages)
+        .node("a", say("one"))
+        .node("b", say("two"))
+        .edge(START, "a")
+        .edge("a", "b")
+        .edge("b", END);
+    let g = compile(spec, Some(saver));
+    let hi = Arc::new(Message::human("hi"));
+    let start = RunInput::Values(vec![(
+        "messages".into(),
+        Val::Messages(MessageList::from_messages([hi])),
+    )]);
+    let r = g.run(start, thread("t")).await.unwrap();
+    let texts = |s: &StateView| match s.get("messages") {
+        Some(Val::Messages(l)) => l.iter().map(|m| m.content.text()).collect::<Vec<_>>(),
+        _ => vec![],
+    };
+    assert_eq!(texts(&r.state), ["hi", "one", "two"]);
+    let loaded = g.load("t", None).await.unwrap().unwrap();
+    assert_eq!(
+        texts(&loaded.state),
+        ["hi", "one", "two"],
+        "replayed from deltas"
+    );
+}
+
+#[tokio::test]
+async fn compile_rejects_bad_wiring_naming_the_culprit() {
+    let n = || node(|_, _, _| writes(&[]));
+    let cases: Vec<(GraphSpec, &str)> = vec![
+        (
+            GraphSpec::default()
+                .node("a", n())
+                .edge(START, "a")
+                .edge("a", "zzz"),
+            "zzz",
+        ),
+        (GraphSpec::default().node("a", n()), "entry point"),
+        (
+            GraphSpec::default()
+                .node("a", n())
+                .node("a", n())
+                .edge(START, "a"),
+            "already present",
+        ),
+        (
+            GraphSpec::default().node(END, n()).edge(START, END),
+            "reserved",
+        ),
+    ];
+    for (spec, needle) in cases {
+        let e = Graph::compile(spec, None, Arc::new(JsonCodec), vec![], vec![])
+            .err()
+            .unwrap();
+        assert!(
+            e.to_string().contains(needle),
+            "{e} should mention {needle}"
+        );
+    }
+    let e = Graph::compile(
+        GraphSpec::default().node("a", n()).edge(START, "a"),
+        None,
+        Arc::new(JsonCodec),
+        vec!["nope".into()],
+        vec![],
+    )
+    .err()
+    .unwrap();
+    assert!(e.to_string().contains("nope"));
+}
