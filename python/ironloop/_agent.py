@@ -9,6 +9,7 @@ from typing import Annotated, Any, Callable, TypedDict
 from ironloop._constants import END, START
 from ironloop._ironloop import AIMessage, BaseMessage, SystemMessage, _coerce_message
 from ironloop._ironloop import _json_schema_errors
+from ironloop._runtime import task_var
 from ironloop._schema import type_schema
 from ironloop._tool import Tool
 from ironloop.errors import ModelError
@@ -42,6 +43,20 @@ def _as_ai(resp: Any) -> AIMessage:
     raise ModelError(
         f"the model returned {type(resp).__name__}: a model's invoke() must return an "
         "AIMessage or a {'role': 'assistant', ...} dict"
+    )
+
+
+def _merge_chunks(chunks: list[AIMessage]) -> AIMessage:
+    """One message from streamed chunks: the text joined, the tool calls collected."""
+    if not chunks:
+        raise ModelError("the model's stream ended without any chunk")
+    calls = [dict(c) for ch in chunks for c in ch.tool_calls]
+    usage = next((ch.usage_metadata for ch in reversed(chunks) if ch.usage_metadata), None)
+    return AIMessage(
+        content="".join(ch.text for ch in chunks),
+        tool_calls=calls or None,
+        usage_metadata=usage,
+        id=chunks[0].id,
     )
 
 
@@ -121,9 +136,26 @@ def create_react_agent(
         raise TypeError(f"prompt must be a str, a SystemMessage or a function, got {prompt!r}")
 
     def agent(state: Any) -> dict[str, Any]:
+        scratch = task_var.get(None)
+        if scratch is not None and scratch.streams_messages and hasattr(model, "stream"):
+            # stream_mode="messages": token chunks go out as they arrive.
+            chunks = []
+            for chunk in model.stream(model_input(state), tools=tool_dicts):
+                chunk = _as_ai(chunk)
+                scratch.write_message(chunk)
+                chunks.append(chunk)
+            return {"messages": [_merge_chunks(chunks)]}
         return {"messages": [_as_ai(model.invoke(model_input(state), tools=tool_dicts))]}
 
     async def aagent(state: Any) -> dict[str, Any]:
+        scratch = task_var.get(None)
+        if scratch is not None and scratch.streams_messages and hasattr(model, "astream"):
+            chunks = []
+            async for chunk in model.astream(model_input(state), tools=tool_dicts):
+                chunk = _as_ai(chunk)
+                scratch.write_message(chunk)
+                chunks.append(chunk)
+            return {"messages": [_merge_chunks(chunks)]}
         resp = await model.ainvoke(model_input(state), tools=tool_dicts)
         return {"messages": [_as_ai(resp)]}
 

@@ -7,8 +7,9 @@ dicts, and returns an ``AIMessage`` or a ``{"role": "assistant", ...}`` dict.
 
 from __future__ import annotations
 
+import re
 import threading
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any, Callable, Union
 
 from ironloop._ironloop import AIMessage, BaseMessage, _coerce_message
@@ -107,6 +108,35 @@ class ScriptedChatModel:
         **kwargs: Any,
     ) -> AIMessage:
         return self.invoke(messages, tools, tool_choice, **kwargs)
+
+    def stream(
+        self,
+        messages: Sequence[Any],
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: Any = None,
+        **kwargs: Any,
+    ) -> Iterator[AIMessage]:
+        """Yields the next response in chunks: its text word by word (all chunks share
+        the response's id), then its tool calls in a last chunk."""
+        full = self.invoke(messages, tools, tool_choice, **kwargs)
+        words = re.findall(r"\S+\s*", full.text) or [""]
+        for i, w in enumerate(words):
+            last = i == len(words) - 1
+            yield AIMessage(
+                content=w,
+                tool_calls=[dict(c) for c in full.tool_calls] if last else None,
+                id=full.id,
+            )
+
+    async def astream(
+        self,
+        messages: Sequence[Any],
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: Any = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[AIMessage]:
+        for chunk in self.stream(messages, tools, tool_choice, **kwargs):
+            yield chunk
 
     @property
     def remaining(self) -> int:

@@ -14,8 +14,9 @@ use tokio::sync::oneshot;
 
 use super::env::PyRunEnv;
 
-/// Makes the coroutine to run (called on the loop thread).
-pub type MakeCoro = Box<dyn FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send>;
+/// Makes the coroutine to run (called on the loop thread), and optionally the
+/// `contextvars` context its task must run in (default: a copy of the run's).
+pub type MakeCoro = Box<dyn FnOnce(Python<'_>) -> PyResult<(Py<PyAny>, Option<Py<PyAny>>)> + Send>;
 
 /// How a coroutine ended.
 pub enum AsyncResult<'py> {
@@ -90,13 +91,17 @@ fn start(py: Python<'_>, env: &Arc<PyRunEnv>, p: PendingAsync) {
     };
     let make = p.make;
     let started = (|| -> PyResult<Py<PyAny>> {
-        let coro = make(py)?;
+        let (coro, context) = make(py)?;
         let create_task = env
             .event_loop
             .bind(py)
             .getattr(intern!(py, "create_task"))?;
-        // The task runs in its own copy of the caller's contextvars context.
-        let context = env.context.bind(py).call_method0(intern!(py, "copy"))?;
+        // The task runs in the context the maker chose, or in its own copy of the
+        // caller's contextvars context.
+        let context = match context {
+            Some(c) => c.into_bound(py),
+            None => env.context.bind(py).call_method0(intern!(py, "copy"))?,
+        };
         let task = context.call_method1(intern!(py, "run"), (create_task, coro))?;
         task.call_method1(intern!(py, "add_done_callback"), (&done,))?;
         Ok(task.unbind())

@@ -443,15 +443,12 @@ impl TaskScratch {
     }
 }
 
-/// Calls `f(*args, **kw)` in a copy of the run's context with the task's scratchpad
-/// set, so `interrupt()` and `get_stream_writer()` find it.
-fn call_in_task<'py>(
+/// A copy of the run's context with the task's scratchpad set, so that
+/// `interrupt()` and `get_stream_writer()` find it.
+fn task_context<'py>(
     py: Python<'py>,
     env: &PyRunEnv,
     ctx: &TaskContext,
-    f: &Bound<'py, PyAny>,
-    args: Bound<'py, PyTuple>,
-    kw: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let context = env.context.bind(py).call_method0(intern!(py, "copy"))?;
     let scratch = Bound::new(
@@ -472,9 +469,33 @@ fn call_in_task<'py>(
         intern!(py, "run"),
         (var.getattr(intern!(py, "set"))?, scratch),
     )?;
+    Ok(context)
+}
+
+/// Calls `f(*args, **kw)` in `context`.
+fn call_in<'py>(
+    py: Python<'py>,
+    context: &Bound<'py, PyAny>,
+    f: &Bound<'py, PyAny>,
+    args: Bound<'py, PyTuple>,
+    kw: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
     let mut all = vec![f.clone()];
     all.extend(args.iter());
     context.call_method(intern!(py, "run"), PyTuple::new(py, all)?, kw)
+}
+
+/// Calls `f(*args, **kw)` in a task context (see [`task_context`]).
+fn call_in_task<'py>(
+    py: Python<'py>,
+    env: &PyRunEnv,
+    ctx: &TaskContext,
+    f: &Bound<'py, PyAny>,
+    args: Bound<'py, PyTuple>,
+    kw: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let context = task_context(py, env, ctx)?;
+    call_in(py, &context, f, args, kw)
 }
 
 // ---------------------------------------------------------------------------------
@@ -506,7 +527,7 @@ impl PyNode {
         arg: &Option<Val>,
         ctx: &TaskContext,
         env: &PyRunEnv,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
         let input = match arg {
             Some(a) => val_to_py(py, a)?,
             None => self.shared.node_input(py, view)?,
@@ -528,14 +549,15 @@ impl PyNode {
             )?;
         }
         let kw = if kw.is_empty() { None } else { Some(&kw) };
-        call_in_task(
+        let context = task_context(py, env, ctx)?;
+        let r = call_in(
             py,
-            env,
-            ctx,
+            &context,
             self.func.bind(py),
             PyTuple::new(py, [input])?,
             kw,
-        )
+        )?;
+        Ok((r, context))
     }
 
     fn finish(
@@ -588,7 +610,8 @@ impl NodeRunner for PyNode {
             let (ctx3, env3) = (ctx.clone(), env.clone());
             let make: MakeCoro = Box::new(move |py| {
                 let n = this.node(py);
-                Ok(n.call(py, &view, &arg, &ctx2, &env2)?.unbind())
+                let (coro, context) = n.call(py, &view, &arg, &ctx2, &env2)?;
+                Ok((coro.unbind(), Some(context.unbind())))
             });
             let r = run_async(&env, make, move |py, r| {
                 let n = this2.node(py);
@@ -607,7 +630,7 @@ impl NodeRunner for PyNode {
         }
         if ctx.inline {
             return Python::attach(|py| {
-                let r = self.call(py, &view, &arg, &ctx, &env);
+                let r = self.call(py, &view, &arg, &ctx, &env).map(|(r, _)| r);
                 self.finish(py, r, &ctx, &env)
             });
         }
@@ -624,7 +647,7 @@ impl NodeRunner for PyNode {
                 return;
             }
             let n = this.node(py);
-            let r = n.call(py, &view, &arg, &ctx2, &env);
+            let r = n.call(py, &view, &arg, &ctx2, &env).map(|(r, _)| r);
             let _ = tx.send(n.finish(py, r, &ctx2, &env));
         }));
         rx.await

@@ -290,9 +290,9 @@ impl PyTool {
         let (tool, ctx2, env2) = (self.0.clone(), ctx.clone(), env.clone());
         let make = {
             let (tool, ctx, env) = (self.0.clone(), ctx.clone(), env.clone());
-            Box::new(move |py: Python<'_>| -> PyResult<Py<PyAny>> {
+            Box::new(move |py: Python<'_>| {
                 let kw = tool.kwargs(py, &args, &ctx, &env)?;
-                Ok(tool.target.bind(py).call((), Some(&kw))?.unbind())
+                Ok((tool.target.bind(py).call((), Some(&kw))?.unbind(), None))
             }) as MakeCoro
         };
         let r = run_async(&env, make, move |py, r| match r {

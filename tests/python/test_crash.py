@@ -50,6 +50,7 @@ but where a kill lands also depends on scheduling, so a rerun is close, not iden
 from __future__ import annotations
 
 import json
+import operator
 import os
 import random
 import select
@@ -61,14 +62,14 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import crash_child  # noqa: E402
+import crash_child
 
-from ironloop import SqliteSaver  # noqa: E402
+from ironloop import END, START, Send, SqliteSaver, StateGraph
 
 CHILD = str(Path(__file__).resolve().parent / "crash_child.py")
 BASE_SEED = int(os.environ.get("IRONLOOP_CRASH_SEED") or random.SystemRandom().randrange(2**31))
@@ -241,9 +242,6 @@ def _run_with_kills(run: ThreadRun, rng: random.Random) -> None:
 
 def _check(run: ThreadRun, reference: dict[str, Any]) -> None:
     why = run.describe()
-    assert run.final == reference, "the resumed run's final state differs from the reference\n" + (
-        f"expected: {reference}\n" + why
-    )
     effects = _read_log(run.log)
     assert {p for _, p in effects} <= set(run.pids), why
 
@@ -269,11 +267,16 @@ def _check(run: ThreadRun, reference: dict[str, Any]) -> None:
         extra = sorted(k.committed - final)
         assert not extra, f"kill {i}: committed keys not in the final state: {extra}\n" + why
 
-    # 4. the effects are exactly the executions in the final state
+    # 4a. the effects are exactly the executions in the final state
     logged = {key for key, _ in effects}
     assert logged == final, (
         f"missing effects: {sorted(final - logged)}; unexpected effects: "
         f"{sorted(logged - final)}\n" + why
+    )
+
+    # 4. the same result as without crashes
+    assert run.final == reference, "the resumed run's final state differs from the reference\n" + (
+        f"expected: {reference}\n" + why
     )
 
 
@@ -310,7 +313,9 @@ def test_sigkill_at_random_points_resumes_to_same_state(
             f"{len(runs)} threads (the child finished before the kills landed)"
         )
         j = len(runs)
-        run = ThreadRun(seed, tmp_path / f"t{j}.sqlite", tmp_path / f"t{j}.log", f"crash-{round_no}-{j}")
+        run = ThreadRun(
+            seed, tmp_path / f"t{j}.sqlite", tmp_path / f"t{j}.log", f"crash-{round_no}-{j}"
+        )
         runs.append(run)
         _run_with_kills(run, rng)
         _check(run, reference)
@@ -323,3 +328,65 @@ def test_sigkill_at_random_points_resumes_to_same_state(
         f"{time.monotonic() - started:.1f} s"
     )
     assert len(kills) >= MIN_KILLS_PER_ROUND
+
+
+# Deterministic companions: a step whose other tasks finished and saved their writes
+# while one task died. A node raising stands in for the crash (the engine keeps the
+# finished tasks' writes either way), so this path is hit every time, not only when a
+# random kill lands there.
+
+
+class _FanState(TypedDict):
+    ran: Annotated[list, operator.add]
+
+
+def _fanout_graph(kind: str, saver: Any, calls: Counter[str], fail: set[str]) -> Any:
+    def node(name: str) -> Any:
+        def fn(state: Any) -> dict[str, Any]:
+            key = name if kind != "send" or name != "w" else f"w{state['i']}"
+            calls[key] += 1
+            if key in fail:
+                fail.discard(key)
+                raise RuntimeError(f"simulated crash in {key}")
+            return {"ran": [key]}
+
+        return fn
+
+    g = StateGraph(_FanState)
+    for n in ("a", "b", "c", "w", "merge", "after"):
+        g.add_node(n, node(n))
+    if kind == "join":
+        g.add_edge(START, "a").add_edge(START, "b").add_edge(START, "c")
+        g.add_edge(["a", "b", "c"], "merge")
+    elif kind == "edges":
+        g.add_edge(START, "a").add_edge(START, "b").add_edge(START, "c")
+        for n in ("a", "b", "c"):
+            g.add_edge(n, "merge")
+    else:
+        g.add_conditional_edges(START, lambda s: [Send("w", {"ran": [], "i": i}) for i in range(3)])
+        g.add_edge("w", "merge")
+    g.add_edge("merge", "after").add_edge("after", END)
+    return g.compile(checkpointer=saver)
+
+
+@pytest.mark.parametrize("kind", ["join", "edges", "send"])
+def test_step_with_a_failed_task_resumes_without_rerunning_finished_ones(
+    kind: str, tmp_path: Path
+) -> None:
+    calls: Counter[str] = Counter()
+    failing = "w1" if kind == "send" else "b"
+    ok = "w0" if kind == "send" else "a"
+    saver = SqliteSaver(str(tmp_path / "cp.sqlite"))
+    graph = _fanout_graph(kind, saver, calls, {failing})
+    cfg = {"configurable": {"thread_id": "t"}}
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        graph.invoke({"ran": []}, cfg)
+    assert graph.get_state(cfg).next, "the failed step should still be pending"
+    out = graph.invoke(None, cfg)
+    saver.close()
+
+    expected = _fanout_graph(kind, None, Counter(), set()).invoke({"ran": []})
+    assert out == expected, f"{kind}: resumed {out}, uninterrupted {expected}"
+    assert calls[ok] == 1, f"{kind}: a task that finished before the failure ran again: {calls}"
+    assert calls[failing] == 2, calls
+    assert calls["merge"] == 1 and calls["after"] == 1, calls
