@@ -689,13 +689,15 @@ async fn strategies_bound_and_overlap_calls_as_promised() {
         assert_eq!(peak, want_peak, "{ctx}: peak concurrency");
         let floor = Duration::from_millis(MS * rounds as u64);
         assert!(elapsed >= floor, "{ctx}: {elapsed:?} < {floor:?}");
-        // Overlap: less than one round more than the minimum, and (for the
-        // concurrent strategies) well under the sequential N × MS.
-        assert!(
-            elapsed < floor + Duration::from_millis(MS),
-            "{ctx}: {elapsed:?}"
-        );
+        // Sequential: the floor (N rounds) and the peak of 1 prove it serialises.
+        // The others overlap: close to their minimum number of rounds (the margin
+        // absorbs timer lag on a loaded machine; a wrong group size or bound shows
+        // in the peak), and well under the sequential N × MS.
         if strategy != Strategy::Sequential {
+            assert!(
+                elapsed < floor + Duration::from_millis(MS * 3 / 2),
+                "{ctx}: {elapsed:?}"
+            );
             assert!(
                 elapsed < Duration::from_millis(MS * N as u64 * 2 / 3),
                 "{ctx}: {elapsed:?}"

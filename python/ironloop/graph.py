@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import inspect
 import typing
@@ -24,7 +25,7 @@ from typing import Annotated, Any, TypedDict, Union, get_args, get_origin, get_t
 from ironloop._constants import END, START
 from ironloop._ironloop import BaseMessage, _coerce_message, _GraphCore
 from ironloop._runtime import task_var
-from ironloop.errors import InvalidUpdateError
+from ironloop.errors import GraphInterrupt, InvalidUpdateError
 from ironloop.prebuilt import ToolNode, tools_condition
 from ironloop.types import Command, Send, StateSnapshot
 
@@ -40,6 +41,10 @@ __all__ = [
 ]
 
 REMOVE_ALL_MESSAGES = "__remove_all__"
+
+#: Inside a subgraph run as a node: the scratchpad of the outermost graph's task, which
+#: holds that task's resume values (the subgraph itself keeps no checkpoints).
+_outer_task: contextvars.ContextVar[Any] = contextvars.ContextVar("ironloop_outer_task", default=None)
 
 
 def add_messages(left: Any, right: Any) -> list[BaseMessage]:
@@ -97,7 +102,8 @@ def interrupt(value: Any) -> Any:
         raise RuntimeError(
             "interrupt() can only be called inside a graph node (or a tool a graph runs)"
         )
-    return scratch.interrupt(value)
+    # In a subgraph, the pause and the resume values belong to the parent's task.
+    return (_outer_task.get() or scratch).interrupt(value)
 
 
 def _noop(_payload: Any) -> None:
@@ -328,7 +334,8 @@ class StateGraph:
             if isinstance(fn, ToolNode):
                 nodes.append((name_, fn, "tools", False, [], None))
             elif isinstance(fn, CompiledStateGraph):
-                nodes.append((name_, fn._subgraph_call, "py", False, [], fn._asubgraph_call))
+                call, acall = fn._as_node([c[0] for c in self.channels])
+                nodes.append((name_, call, "py", False, [], acall))
             else:
                 afunc = getattr(fn, "__ironloop_async__", None)
                 nodes.append((name_, fn, "py", _is_async(fn), _wants(fn), afunc))
@@ -490,15 +497,47 @@ class CompiledStateGraph:
     def get_graph(self, config: Any = None, *, xray: Any = False) -> _DrawableGraph:
         return _DrawableGraph(self.builder)
 
-    def _subgraph_call(self, state: Any) -> Any:
-        out = self.invoke(state)
-        out.pop("__interrupt__", None)
-        return out
+    def _as_node(self, parent_keys: Sequence[str]) -> tuple[Callable[..., Any], Callable[..., Any]]:
+        """This graph as a node of a parent graph (sync and async forms). As in
+        LangGraph, the two states may differ: the subgraph gets the parent's values for
+        the keys it has, and the parent takes back the keys it has.
 
-    async def _asubgraph_call(self, state: Any) -> Any:
-        out = await self.ainvoke(state)
-        out.pop("__interrupt__", None)
-        return out
+        An ``interrupt()`` inside the subgraph pauses the parent (its node), and the
+        parent's resume values answer it; on resume the subgraph runs again from its
+        start."""
+        own = {c[0] for c in self.builder.channels}
+        outer = set(parent_keys)
+
+        def take(state: Any) -> dict[str, Any]:
+            d = state if isinstance(state, dict) else _as_update(state, self.name)
+            return {k: v for k, v in d.items() if k in own}
+
+        def give(out: dict[str, Any]) -> dict[str, Any]:
+            interrupts = out.pop("__interrupt__", None)
+            if interrupts:
+                raise GraphInterrupt(interrupts[0].value)
+            return {k: v for k, v in out.items() if k in outer}
+
+        def enter() -> contextvars.Token[Any]:
+            return _outer_task.set(_outer_task.get() or task_var.get(None))
+
+        def call(state: Any) -> Any:
+            token = enter()
+            try:
+                out = self.invoke(take(state))
+            finally:
+                _outer_task.reset(token)
+            return give(out)
+
+        async def acall(state: Any) -> Any:
+            token = enter()
+            try:
+                out = await self.ainvoke(take(state))
+            finally:
+                _outer_task.reset(token)
+            return give(out)
+
+        return call, acall
 
     def __repr__(self) -> str:
         return f"CompiledStateGraph(nodes={list(self.builder.nodes)!r})"

@@ -27,9 +27,12 @@ records the log length ``L_k`` and the *committed* set ``C_k``: the keys in ``ra
 the thread's latest checkpoint (public ``get_state``) plus the keys in the saved pending
 writes of tasks completed inside the unfinished step (rows of the ``writes`` table for
 that checkpoint that have the ``__done__`` marker; these are the writes the engine
-promises to reuse). A node's side effect may legitimately happen twice only when the
-process was killed after the effect and before the node's result was saved
-(at-least-once in that window). So the test asserts:
+promises to reuse; the table layout is the one documented in ``src/checkpoint/sqlite.rs``,
+read here because ``get_state().tasks`` does not carry finished tasks' results).
+
+A node's side effect may legitimately happen twice only when the process was killed
+after the effect and before the node's result was saved (at-least-once in that window).
+So the test asserts:
 
 1. **No completed node re-runs:** no key of ``C_k`` appears in the log after ``L_k``.
 2. **No duplicate within one process:** a pid never logs the same key twice.
@@ -42,9 +45,10 @@ run but was not saved": if a key is logged at positions p1 < p2, p2 is in a late
 process (2), so p1's process was killed at some ``k`` with ``p1 <= L_k < p2``, and
 by (1) the key was not in ``C_k``.
 
-Reproducing: every assertion message carries the seed; rerun with
-``IRONLOOP_CRASH_SEED=<seed>``. The seed fixes the kill delays and the nodes' sleeps,
-but where a kill lands also depends on scheduling, so a rerun is close, not identical.
+Reproducing: every assertion message carries the seed and the base seed to rerun with
+(``IRONLOOP_CRASH_SEED=<base>``; round ``r`` uses ``base + r``). The seed fixes the kill
+delays and the nodes' sleeps, but where a kill lands also depends on scheduling, so a
+rerun is close, not identical.
 """
 
 from __future__ import annotations
@@ -267,16 +271,16 @@ def _check(run: ThreadRun, reference: dict[str, Any]) -> None:
         extra = sorted(k.committed - final)
         assert not extra, f"kill {i}: committed keys not in the final state: {extra}\n" + why
 
-    # 4a. the effects are exactly the executions in the final state
+    # 4. the same result as without crashes
+    assert run.final == reference, "the resumed run's final state differs from the reference\n" + (
+        f"expected: {reference}\n" + why
+    )
+
+    # 4. the effects are exactly the executions in the final state
     logged = {key for key, _ in effects}
     assert logged == final, (
         f"missing effects: {sorted(final - logged)}; unexpected effects: "
         f"{sorted(logged - final)}\n" + why
-    )
-
-    # 4. the same result as without crashes
-    assert run.final == reference, "the resumed run's final state differs from the reference\n" + (
-        f"expected: {reference}\n" + why
     )
 
 

@@ -266,6 +266,85 @@ def test_compiled_graph_as_a_subgraph_node() -> None:
     assert asyncio.run(app.ainvoke({"x": 1})) == {"x": 23}
 
 
+class ParentS(TypedDict, total=False):
+    foo: str
+    other: int
+
+
+class ChildS(TypedDict, total=False):
+    foo: str
+    bar: str
+
+
+def test_subgraph_with_a_different_schema_shares_only_common_keys() -> None:
+    # LangGraph's "shared state keys" subgraph pattern.
+    seen: list[dict[str, Any]] = []
+
+    def child_a(s: ChildS) -> dict[str, str]:
+        seen.append(dict(s))
+        return {"bar": "bar"}
+
+    async def child_b(s: ChildS) -> dict[str, str]:
+        await asyncio.sleep(0)
+        return {"foo": s["foo"] + s["bar"]}
+
+    child = StateGraph(ChildS)
+    child.add_node("child_a", child_a).add_node("child_b", child_b)
+    child.add_edge(START, "child_a").add_edge("child_a", "child_b").add_edge("child_b", END)
+    g = StateGraph(ParentS)
+    g.add_node("greet", lambda s: {"foo": "hi! " + s["foo"]})
+    g.add_node("sub", child.compile())
+    g.add_edge(START, "greet").add_edge("greet", "sub").add_edge("sub", END)
+    app = g.compile()
+    assert app.invoke({"foo": "foo", "other": 1}) == {"foo": "hi! foobar", "other": 1}
+    assert asyncio.run(app.ainvoke({"foo": "x"})) == {"foo": "hi! xbar"}
+    assert seen[0] == {"foo": "hi! foo"}  # the child never sees the parent's private keys
+
+
+async def _async_ask(s: AskS) -> dict[str, str]:
+    await asyncio.sleep(0)
+    return {"answer": interrupt("inner question")}
+
+
+@pytest.mark.parametrize("run", ["invoke", "ainvoke"])
+@pytest.mark.parametrize("node", ["sync", "async"])
+def test_interrupt_inside_a_subgraph_pauses_the_parent(node, run) -> None:
+    ask = _async_ask if node == "async" else (lambda s: {"answer": interrupt("inner question")})
+    inner = StateGraph(AskS)
+    inner.add_node("ask", ask)
+    inner.add_edge(START, "ask").add_edge("ask", END)
+    g = StateGraph(AskS)
+    g.add_node("sub", inner.compile())
+    g.add_node("after", lambda s: {"answers": [s["answer"]]})
+    g.add_edge(START, "sub").add_edge("sub", "after").add_edge("after", END)
+    app = g.compile(checkpointer=MemorySaver())
+
+    def go(inp: Any) -> Any:
+        return app.invoke(inp, _thread()) if run == "invoke" else asyncio.run(app.ainvoke(inp, _thread()))
+
+    out = go({"question": "q"})
+    # LangGraph: the parent pauses on the subgraph's interrupt; "after" has not run.
+    assert [i.value for i in out.get("__interrupt__", [])] == ["inner question"], out
+    assert "answers" not in out
+    assert app.get_state(_thread()).next == ("sub",)
+    out = go(Command(resume="yes"))
+    assert out["answer"] == "yes"
+    assert out["answers"] == ["yes"]
+
+
+def test_interrupts_in_a_nested_subgraph_resume_in_order() -> None:
+    def form(s: AskS) -> dict[str, Any]:
+        return {"answers": [interrupt("first?"), interrupt("second?")]}
+
+    innermost = _chain(form, schema=AskS).compile()
+    middle = _chain(innermost, schema=AskS).compile()
+    app = _chain(lambda s: {"question": "asked"}, middle, schema=AskS).compile(checkpointer=MemorySaver())
+    assert [i.value for i in app.invoke({"question": "q"}, _thread())["__interrupt__"]] == ["first?"]
+    assert [i.value for i in app.invoke(Command(resume=1), _thread())["__interrupt__"]] == ["second?"]
+    out = app.invoke(Command(resume=2), _thread())
+    assert out == {"question": "asked", "answers": [1, 2]}
+
+
 def test_join_waits_for_both_sources_finishing_in_different_steps() -> None:
     c_calls: list[list[str]] = []
 
@@ -680,6 +759,32 @@ def _tool_graph(tools: list[Any], ai: AIMessage, schema: Any = ToolS, **compile_
     return g.compile(**compile_kw)
 
 
+def test_command_goto_an_unknown_node_raises_naming_it() -> None:
+    app = _chain(lambda s: Command(goto="nowhere")).compile()
+    with pytest.raises(ValueError, match="nowhere"):
+        app.invoke({"x": 0})
+
+
+def test_command_update_as_a_list_of_pairs() -> None:
+    app = _chain(lambda s: Command(update=[("x", 41)]), lambda s: {"x": s["x"] + 1}).compile()
+    assert app.invoke({"x": 0}) == {"x": 42}
+
+
+def test_many_sync_send_tasks_run_concurrently() -> None:
+    def work(arg: dict[str, int]) -> dict[str, Any]:
+        time.sleep(0.2)
+        return {"results": [arg["item"]]}
+
+    g = StateGraph(MapS)
+    g.add_node("work", work)
+    g.add_conditional_edges(START, lambda s: [Send("work", {"item": i}) for i in s["items"]])
+    g.add_edge("work", END)
+    t0 = time.perf_counter()
+    out = g.compile().invoke({"items": list(range(16))})
+    assert out["results"] == list(range(16))
+    assert time.perf_counter() - t0 < 0.6
+
+
 def test_command_update_from_a_tool() -> None:
     @tool
     def set_name(name: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> Command:
@@ -850,6 +955,22 @@ def test_get_stream_writer_outside_a_run_is_a_no_op_and_invoke_ignores_writes() 
     assert _custom_graph().invoke({"x": 0}) == {"x": 1}
 
 
+async def _async_writer_node(s: XS) -> dict[str, int]:
+    await asyncio.sleep(0)
+    get_stream_writer()({"async": True})
+    return {"x": s["x"] + 1}
+
+
+def test_stream_custom_from_an_async_node() -> None:
+    app = _chain(_async_writer_node).compile()
+    assert list(app.stream({"x": 0}, stream_mode="custom")) == [{"async": True}]
+
+
+async def test_astream_custom_from_an_async_node() -> None:
+    app = _chain(_async_writer_node).compile()
+    assert [c async for c in app.astream({"x": 0}, stream_mode="custom")] == [{"async": True}]
+
+
 def test_stream_custom_from_tool_context_progress_in_a_toolnode() -> None:
     @tool
     def long_job(n: int, ctx: ToolContext) -> str:
@@ -877,16 +998,25 @@ def test_stream_several_modes_yields_pairs() -> None:
 
 
 def test_stream_debug() -> None:
+    # LangGraph's shape: {"type": "task" | "task_result" | "checkpoint", "timestamp",
+    # "step", "payload"}; task payloads carry "id" and "name", task results also
+    # "result" / "error" / "interrupts", checkpoints "values" / "next" / "config".
     events = list(_abc().stream({"x": 1}, stream_mode="debug"))
     assert events, "debug mode yields events"
     for e in events:
         assert isinstance(e, dict)
         assert e["type"] in {"checkpoint", "task", "task_result"}, e
-        assert "payload" in e
-        assert isinstance(e.get("step"), int), e  # LangGraph tags each event with its step
+        assert isinstance(e.get("step"), int), e
+        assert isinstance(e.get("timestamp"), str), e
+        assert isinstance(e["payload"], dict), e
+    tasks = [e["payload"] for e in events if e["type"] == "task"]
     results = [e["payload"] for e in events if e["type"] == "task_result"]
-    # LangGraph: {"id", "name", "error", "result", "interrupts"} per finished task.
+    checkpoints = [e["payload"] for e in events if e["type"] == "checkpoint"]
+    assert [t["name"] for t in tasks] == ["n0", "n1"]
     assert [r["name"] for r in results] == ["n0", "n1"]
+    assert all(r["error"] is None for r in results)
+    assert checkpoints[-1]["values"] == {"x": 20}
+    assert tuple(checkpoints[-1]["next"]) == ()
 
 
 async def test_astream_modes() -> None:
@@ -913,6 +1043,26 @@ async def test_astream_yields_chunks_as_they_happen() -> None:
         stamps.append(time.perf_counter() - t0)
     assert len(stamps) == 2
     assert stamps[0] < 0.35 <= stamps[1] + 0.1  # the first update arrived before the end
+
+
+def test_abandoning_a_stream_early_leaves_the_graph_usable() -> None:
+    app = _chain(*[lambda s: {"x": s["x"] + 1}] * 5).compile()
+    for chunk in app.stream({"x": 0}, stream_mode="updates"):
+        assert chunk == {"n0": {"x": 1}}
+        break
+    assert app.invoke({"x": 0}) == {"x": 5}
+
+
+async def test_abandoning_an_astream_early_leaves_the_graph_usable() -> None:
+    async def slow(s: XS) -> dict[str, int]:
+        await asyncio.sleep(0.05)
+        return {"x": s["x"] + 1}
+
+    app = _chain(slow, slow, slow).compile()
+    async for chunk in app.astream({"x": 0}, stream_mode="updates"):
+        assert chunk == {"n0": {"x": 1}}
+        break
+    assert await app.ainvoke({"x": 0}) == {"x": 3}
 
 
 def test_stream_unknown_mode_raises() -> None:
@@ -1007,6 +1157,17 @@ async def test_interrupt_and_resume_under_ainvoke_with_an_async_node() -> None:
     assert out["__interrupt__"][0].value == "ok?"
     out = await app.ainvoke(Command(resume="fine"), cfg)
     assert out["answer"] == "fine"
+
+
+def test_interrupt_in_an_async_node_under_invoke() -> None:
+    async def ask(s: AskS) -> dict[str, str]:
+        await asyncio.sleep(0)
+        return {"answer": interrupt("ok?")}
+
+    app = _chain(ask, schema=AskS).compile(checkpointer=MemorySaver())
+    out = app.invoke({"question": "q"}, _thread())
+    assert out["__interrupt__"][0].value == "ok?"
+    assert app.invoke(Command(resume="fine"), _thread())["answer"] == "fine"
 
 
 def test_interrupt_is_streamed_as_an_update() -> None:
