@@ -106,6 +106,9 @@ pub struct RunContext {
     pub progress: Option<ProgressFn>,
     pub state: Option<Arc<Value>>,
     pub host: Option<Arc<dyn Any + Send + Sync>>,
+    /// The caller drives the run on its own thread (a sync host call): a call that
+    /// runs alone may then run on that thread instead of being handed to another.
+    pub inline: bool,
 }
 
 struct Shared {
@@ -194,6 +197,8 @@ impl Executor {
             state: run.state.clone(),
             host: run.host.clone(),
             deadline: self.run_timeout.map(|t| (Instant::now() + t, t)),
+            inline: run.inline
+                && (calls.len() == 1 || matches!(self.strategy, Strategy::Sequential)),
             sem,
             // One token per call (its `ctx.cancel`), independent of the run's: the
             // calls never touch the run's token, whose lock every call of a large
@@ -337,6 +342,8 @@ struct CallEnv {
     host: Option<Arc<dyn Any + Send + Sync>>,
     /// When the run's time is up, and the run's whole limit (for the error).
     deadline: Option<(Instant, Duration)>,
+    /// Calls may run on the driving thread (see `RunContext::inline`).
+    inline: bool,
     /// `Parallel { max_concurrency: Some(_) }`'s permits.
     sem: Option<Arc<Semaphore>>,
     /// Each call's `ctx.cancel`, by call index.
@@ -506,6 +513,7 @@ async fn call_outcome(
         progress: env.progress.clone(),
         state: env.state.clone(),
         host: env.host.clone(),
+        inline: env.inline,
     };
     let panicked = |p: Box<dyn Any + Send>| {
         Err(ToolError::failed(

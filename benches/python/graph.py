@@ -367,10 +367,12 @@ def messages_graph(impl: Impl, n: int, saver: Any, stamps: list[float]) -> Any:
 
 @dataclass
 class W4mRun:
-    early_ms: float
+    early_ms: float  # mean step cost in the early window
     late_ms: float
-    growth: float
+    growth: float  # late / early (means): the reported figure
+    growth_median: float  # the same with each window's median step cost
     bytes: int
+    db_bytes: int  # SQLite: the db file alone (no WAL); memory: = bytes
     seconds: float
 
 
@@ -401,13 +403,15 @@ def w4m_once(impl: Impl, kind: str, n: int, savers: Savers) -> W4mRun:
         if len(stamps) != n:
             raise BenchError(f"{len(stamps)} node calls, expected {n}")
         size = impl.memory_bytes(saver) if kind == "memory" else file_bytes(path or "")
+        db_size = size if kind == "memory" else os.path.getsize(path or "")
         # Step i (0-based) starts with i + 1 messages in the state.
         (e0, e1), (l0, l1) = w4m_windows(n)
         cost = [stamps[i + 1] - stamps[i] for i in range(n - 1)]
-        early = statistics.fmean(cost[e0 - 1 : e1 - 1])
-        late = statistics.fmean(cost[l0 - 1 : l1 - 1])
+        early_w, late_w = cost[e0 - 1 : e1 - 1], cost[l0 - 1 : l1 - 1]
+        early, late = statistics.fmean(early_w), statistics.fmean(late_w)
+        growth_median = statistics.median(late_w) / statistics.median(early_w)
         del result, msgs, graph
-        return W4mRun(early * 1e3, late * 1e3, late / early, size, seconds)
+        return W4mRun(early * 1e3, late * 1e3, late / early, growth_median, size, db_size, seconds)
     finally:
         savers.release(saver, path)
 
@@ -634,21 +638,38 @@ def profile_child(key: str, scale: float, seconds: float = 5.0) -> None:
         savers.cleanup()
 
 
+_RUST_ESCAPES = (
+    ("$LT$", "<"), ("$GT$", ">"), ("$u20$", " "), ("$u7b$", "{"), ("$u7d$", "}"),
+    ("$C$", ","), ("$RF$", "&"), ("$LP$", "("), ("$RP$", ")"), ("$BP$", "*"),
+    ("$u27$", "'"), ("$u5b$", "["), ("$u5d$", "]"), ("$u3b$", ";"),
+)
+_LOW_LEVEL = ("libc.so", "libpthread", "ld-linux", "[vdso]")
+
+
+def _demangle(name: str) -> str:
+    """A legacy-mangled Rust symbol as py-spy prints it, made readable."""
+    name = re.sub(r"::h[0-9a-f]{16}$", "", name)
+    if "$" not in name and ".." not in name:
+        return name
+    for a, b in _RUST_ESCAPES:
+        name = name.replace(a, b)
+    name = name.replace("..", "::")
+    return name[1:] if name.startswith("_<") else name
+
+
 def _frame_name(frame: str) -> str:
-    # py-spy raw frames look like "func (path/to/file.py:123)"; drop the line number and
-    # shorten the path.
+    # py-spy raw frames look like "func (path/to/file.py:123)"; drop the line number,
+    # shorten the path, demangle Rust symbols.
     m = re.match(r"^(.*) \((.*?)(?::\d+)?\)$", frame)
     if not m:
-        return frame
+        return _demangle(frame)
     fn, path = m.groups()
-    for marker in ("site-packages/", "lib/python3", "/src/", "/rustc/"):
-        if marker in path:
-            path = path.split(marker, 1)[1]
-            break
-    return f"{fn} ({os.path.basename(path) if '/' in path else path})"
+    return f"{_demangle(fn)} ({os.path.basename(path)})"
 
 
 def summarize_pyspy(raw_path: str, top: int = 14) -> list[str]:
+    """Self time by leaf frame (a libc leaf such as ``syscall`` -- a futex wait or wake
+    -- is shown with the nearest caller outside libc) and inclusive time by frame."""
     self_t: collections.Counter[str] = collections.Counter()
     incl: collections.Counter[str] = collections.Counter()
     total = 0
@@ -659,23 +680,32 @@ def summarize_pyspy(raw_path: str, top: int = 14) -> list[str]:
                 continue
             n = int(count)
             frames = [_frame_name(fr) for fr in stack.split(";") if fr]
-            if frames and frames[0].startswith("process "):
-                frames = frames[1:]
-            if frames and frames[0].startswith("thread "):
-                frames = frames[1:]
+            frames = [fr for fr in frames if not fr.startswith(("process ", "thread "))]
             if not frames:
                 continue
             total += n
-            self_t[frames[-1]] += n
+            leaf = frames[-1]
+            if any(lib in leaf for lib in _LOW_LEVEL) or leaf.startswith("0x"):
+                caller = next(
+                    (fr for fr in reversed(frames) if not any(lib in fr for lib in _LOW_LEVEL)
+                     and not fr.startswith("0x")),
+                    None,
+                )
+                leaf = f"{leaf.split(' (')[0]} <- {caller}" if caller else leaf
+            self_t[leaf] += n
             for fr in set(frames):
                 incl[fr] += n
     if not total:
         return ["(py-spy collected no samples)"]
-    lines = [f"{total} samples; self time (leaf frame):"]
+    lines = [f"{total} samples (all threads, wall clock); self time (leaf frame):"]
     lines += [f"  {100 * c / total:5.1f}%  {fr}" for fr, c in self_t.most_common(top)]
     lines.append("inclusive time (frame anywhere on the stack):")
     skip = ("<module>", "main (graph.py)", "profile_child", "_run_module", "_run_code")
-    shown = [(fr, c) for fr, c in incl.most_common(top * 3) if not fr.startswith(skip)]
+    shown = [
+        (fr, c) for fr, c in incl.most_common(top * 3)
+        if not fr.startswith(skip) and not any(lib in fr for lib in _LOW_LEVEL)
+        and not fr.startswith("0x")
+    ]
     lines += [f"  {100 * c / total:5.1f}%  {fr}" for fr, c in shown[:top]]
     return lines
 
@@ -843,11 +873,15 @@ def main(argv: list[str] | None = None) -> int:
                     early = statistics.median(r.early_ms for r in runs)
                     late = statistics.median(r.late_ms for r in runs)
                     secs = statistics.median(r.seconds for r in runs)
+                    gm = statistics.median(r.growth_median for r in runs)
+                    db = statistics.median(r.db_bytes for r in runs)
                     notes.append(
-                        f"W4m {kind} {impl.name}: step {early * 1e3:.0f} µs at {e0}-{e1} msgs -> "
-                        f"{late * 1e3:.0f} µs at {l0}-{l1} msgs (medians over runs); whole run "
-                        f"{secs:.2f} s; checkpoint bytes {rb.stats[impl.name].median * 1e6:,.0f}"
-                        + (f" [{impl.memory_bytes_how}]" if kind == "memory" else "")
+                        f"W4m {kind} {impl.name}: mean step {early * 1e3:.0f} µs at {e0}-{e1} "
+                        f"msgs -> {late * 1e3:.0f} µs at {l0}-{l1} msgs; ratio of the windows' "
+                        f"median steps {gm:.2f}×; whole run {secs:.2f} s; checkpoint bytes "
+                        f"{rb.stats[impl.name].median * 1e6:,.0f}"
+                        + (f" [{impl.memory_bytes_how}]" if kind == "memory"
+                           else f" (db file alone {db:,.0f})")
                     )
                 except Exception as e:
                     traceback.print_exc(file=sys.stderr)

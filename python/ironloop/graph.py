@@ -44,7 +44,9 @@ REMOVE_ALL_MESSAGES = "__remove_all__"
 
 #: Inside a subgraph run as a node: the scratchpad of the outermost graph's task, which
 #: holds that task's resume values (the subgraph itself keeps no checkpoints).
-_outer_task: contextvars.ContextVar[Any] = contextvars.ContextVar("ironloop_outer_task", default=None)
+_outer_task: contextvars.ContextVar[Any] = contextvars.ContextVar(
+    "ironloop_outer_task", default=None
+)
 
 
 def add_messages(left: Any, right: Any) -> list[BaseMessage]:

@@ -12,7 +12,7 @@ import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any, Callable, Union
 
-from ironloop._ironloop import AIMessage, BaseMessage, _coerce_message
+from ironloop._ironloop import AIMessage, BaseMessage, _coerce_message, _coerce_messages
 from ironloop.errors import ModelError
 
 __all__ = ["ScriptedChatModel"]
@@ -23,13 +23,7 @@ Response = Union[AIMessage, str, dict, Callable[[list[BaseMessage]], Any]]
 def _to_ai(response: Any) -> AIMessage:
     if isinstance(response, AIMessage):
         # A fresh id: the same scripted message may be replayed more than once.
-        return AIMessage(
-            content=response.content,
-            tool_calls=[dict(c) for c in response.tool_calls],
-            invalid_tool_calls=response.invalid_tool_calls or None,
-            usage_metadata=response.usage_metadata,
-            name=response.name,
-        )
+        return response.model_copy(update={"id": None})  # type: ignore[no-any-return]
     if isinstance(response, str):
         return AIMessage(content=response)
     if isinstance(response, dict):
@@ -83,7 +77,7 @@ class ScriptedChatModel:
         tool_choice: Any = None,
         **kwargs: Any,
     ) -> AIMessage:
-        msgs = [_coerce_message(m) for m in messages]
+        msgs: list[BaseMessage] = _coerce_messages(messages)
         with self._lock:
             self.calls.append((msgs, tools))
             if self._fn is not None:

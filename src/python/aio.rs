@@ -53,6 +53,7 @@ struct DoneCallback(Mutex<Option<OnDone>>);
 #[pymethods]
 impl DoneCallback {
     fn __call__(&self, py: Python<'_>, task: &Bound<'_, PyAny>) -> PyResult<()> {
+        super::env::mark_loop_thread();
         let Some(f) = self.0.lock().unwrap_or_else(|p| p.into_inner()).take() else {
             return Ok(());
         };
@@ -73,6 +74,7 @@ pub struct Drain(pub Arc<PyRunEnv>);
 #[pymethods]
 impl Drain {
     fn __call__(&self, py: Python<'_>) {
+        super::env::mark_loop_thread();
         let env = &self.0;
         for p in env.take_pending() {
             start(py, env, p);

@@ -36,6 +36,34 @@ pub struct PyRunEnv {
 }
 
 static BACKGROUND_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static FIRST_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+thread_local! {
+    /// Set on threads that run an event loop we started calls on.
+    static ON_LOOP_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Marks the current thread as one that runs an asyncio loop.
+pub fn mark_loop_thread() {
+    ON_LOOP_THREAD.with(|f| f.set(true));
+}
+
+/// The loop async tools of a sync caller run on. A caller on a loop thread (an async
+/// tool calling `invoke`) must not get its own, blocked loop: Python picks the next
+/// one. Everyone else gets the first background loop, looked up once.
+fn sync_loop(py: Python<'_>) -> PyResult<Py<PyAny>> {
+    let get = || -> PyResult<Py<PyAny>> {
+        Ok(
+            import_cached(py, &BACKGROUND_LOOP, "ironloop._runtime", "background_loop")?
+                .call0()?
+                .unbind(),
+        )
+    };
+    if ON_LOOP_THREAD.with(|f| f.get()) {
+        return get();
+    }
+    Ok(FIRST_LOOP.get_or_try_init(py, get)?.clone_ref(py))
+}
 
 impl PyRunEnv {
     /// An environment for a run started from Python: `event_loop` is the caller's
@@ -56,9 +84,7 @@ impl PyRunEnv {
         let caller_loop = event_loop.is_some();
         let event_loop = match event_loop {
             Some(l) => l,
-            None => import_cached(py, &BACKGROUND_LOOP, "ironloop._runtime", "background_loop")?
-                .call0()?
-                .unbind(),
+            None => sync_loop(py)?,
         };
         Ok(Arc::new(PyRunEnv {
             context,

@@ -768,6 +768,7 @@ impl NodeRunner for ToolsNode {
         let run = RunContext {
             cancel: ctx.cancel.clone(),
             host: Some(tool_env.clone()),
+            inline: ctx.inline,
             ..Default::default()
         };
         let results = executor.execute(&calls, &run).await;

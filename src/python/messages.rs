@@ -130,6 +130,40 @@ impl PyMessage {
         value_to_py(py, &v)
     }
 
+    /// A copy with some fields replaced: `id`, `content`, `name` (`update={"id": None}`
+    /// gives the copy a fresh id).
+    #[pyo3(signature = (update = None, deep = false))]
+    fn model_copy<'py>(
+        &self,
+        py: Python<'py>,
+        update: Option<&Bound<'py, PyDict>>,
+        deep: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let _ = deep; // messages are immutable values: a copy is always deep enough
+        let mut m = (*self.inner).clone();
+        if let Some(u) = update {
+            for (k, v) in u.iter() {
+                match k.extract::<String>()?.as_str() {
+                    "id" => {
+                        m.id = if v.is_none() {
+                            crate::message::new_id()
+                        } else {
+                            v.extract()?
+                        }
+                    }
+                    "content" => m.content = content_from_py(&v)?,
+                    "name" => m.name = v.extract()?,
+                    other => {
+                        return Err(PyValueError::new_err(format!(
+                            "model_copy cannot update {other:?}; it updates id, content and name"
+                        )))
+                    }
+                }
+            }
+        }
+        message_to_py(py, Arc::new(m))
+    }
+
     fn pretty_repr(&self) -> String {
         let title = format!(" {} Message ", capitalised(self.inner.type_name()));
         let mut s = format!("{title:=^80}\n");
@@ -412,8 +446,25 @@ fn _coerce_message<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Bo
     message_to_py(py, super::convert::message_from_py(obj)?)
 }
 
+/// A list of message-likes as message objects (the same objects where they are
+/// messages already), in one call.
+#[pyfunction]
+fn _coerce_messages<'py>(py: Python<'py>, seq: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+    let out = PyList::empty(py);
+    for item in seq.try_iter()? {
+        let item = item?;
+        if item.cast::<PyMessage>().is_ok() {
+            out.append(item)?;
+        } else {
+            out.append(message_to_py(py, super::convert::message_from_py(&item)?)?)?;
+        }
+    }
+    Ok(out)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_coerce_message, m)?)?;
+    m.add_function(wrap_pyfunction!(_coerce_messages, m)?)?;
     m.add_class::<PyMessage>()?;
     m.add_class::<PyHumanMessage>()?;
     m.add_class::<PySystemMessage>()?;

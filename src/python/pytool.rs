@@ -258,6 +258,14 @@ pub fn output_from_py(obj: &Bound<'_, PyAny>) -> ToolOutput {
 
 impl PyTool {
     async fn call_sync(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        if ctx.inline {
+            // Alone in its step, with the caller's thread waiting on it: run it here.
+            return Python::attach(|py| {
+                let env = PyRunEnv::of(py, &ctx)
+                    .map_err(|e| ToolError::failed(&self.0.def.name, e.to_string()))?;
+                self.0.run_sync(py, &args, &ctx, &env)
+            });
+        }
         let (tx, rx) = oneshot::channel();
         let this = self.0.clone();
         let ctx2 = ctx.clone();

@@ -13,7 +13,7 @@ use super::convert::{import_cached, message_from_py, messages_to_py};
 use super::env::PyRunEnv;
 use super::errors::tool_error;
 use super::pytool::{PyPayload, PyTool};
-use super::runtime::block_on;
+use super::runtime::{block_on, can_drive_inline, drive_inline};
 use crate::executor::{error_text, Executor, RunContext, Strategy, ToolResult};
 use crate::message::{Content, Message, MessageKind};
 use crate::registry::ToolRegistry;
@@ -297,9 +297,14 @@ impl ToolNodeCore {
     ) -> PyResult<Py<PyAny>> {
         let p = self.prepare(py, input, None, store, on_progress)?;
         let exec = self.executor.clone();
-        let (calls, run) = (p.calls, p.run);
-        let cancel = run.cancel.clone();
-        let results = block_on(py, async move { exec.execute(&calls, &run).await }, cancel)?;
+        let (calls, mut run) = (p.calls, p.run);
+        let results = if can_drive_inline() {
+            run.inline = true;
+            drive_inline(py, exec.execute(&calls, &run))
+        } else {
+            let cancel = run.cancel.clone();
+            block_on(py, async move { exec.execute(&calls, &run).await }, cancel)?
+        };
         finish(py, self.handle_errors.bind(py), results, &p.env, p.list_in)
     }
 

@@ -22,6 +22,9 @@ pub struct ToolContext {
     /// The host language's per-run environment (for Python: the event loop, the
     /// `contextvars` context, the state and store objects). Opaque to the core.
     pub host: Option<Arc<dyn Any + Send + Sync>>,
+    /// The call may run on the thread that drives the run (it runs alone and the
+    /// caller is waiting for it): a host can skip handing it to a worker thread.
+    pub inline: bool,
 }
 
 impl fmt::Debug for ToolContext {
@@ -44,6 +47,7 @@ impl ToolContext {
             progress: None,
             state: None,
             host: None,
+            inline: false,
         }
     }
 

@@ -119,7 +119,9 @@ def test_model_receives_messages_and_openai_tools() -> None:
 
 def test_prompt_as_system_message_and_as_function() -> None:
     model = ScriptedChatModel(["ok"])
-    create_react_agent(model, [], prompt=SystemMessage(content="sys")).invoke({"messages": [("user", "x")]})
+    create_react_agent(model, [], prompt=SystemMessage(content="sys")).invoke(
+        {"messages": [("user", "x")]}
+    )
     assert [m.content for m in model.calls[0][0]] == ["sys", "x"]
 
     model = ScriptedChatModel(["ok"])
@@ -162,7 +164,11 @@ class PlainModel:
     def invoke(self, messages: list[Any], tools: Any = None, tool_choice: Any = None) -> Any:
         self.seen.append((messages, tools))
         if not any(isinstance(m, ToolMessage) for m in messages):
-            return {"role": "assistant", "content": "", "tool_calls": [call("shout", {"text": "hey"})]}
+            return {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [call("shout", {"text": "hey"})],
+            }
         return AIMessage(content=f"tool said {messages[-1].content}")
 
 
@@ -173,9 +179,12 @@ def test_a_plain_object_with_only_invoke_is_a_model() -> None:
     assert len(model.seen) == 2
     assert all(isinstance(m, BaseMessage) for m in model.seen[1][0])
     assert model.seen[0][1][0]["function"]["name"] == "shout"
-    assert asyncio.run(create_react_agent(PlainModel(), [shout]).ainvoke(
-        {"messages": [("user", "go")]}
-    ))["messages"][-1].content == "tool said HEY"
+    assert (
+        asyncio.run(
+            create_react_agent(PlainModel(), [shout]).ainvoke({"messages": [("user", "go")]})
+        )["messages"][-1].content
+        == "tool said HEY"
+    )
 
 
 class DualModel:
@@ -191,7 +200,9 @@ class DualModel:
         self.used.append("invoke")
         return self._answer(messages)
 
-    async def ainvoke(self, messages: list[Any], tools: Any = None, tool_choice: Any = None) -> AIMessage:
+    async def ainvoke(
+        self, messages: list[Any], tools: Any = None, tool_choice: Any = None
+    ) -> AIMessage:
         self.used.append("ainvoke")
         await asyncio.sleep(0)
         return self._answer(messages)
@@ -288,7 +299,11 @@ def test_tool_errors_reach_the_model_and_it_recovers() -> None:
 
     model = ScriptedChatModel(
         [
-            turn(call("divide", {"a": 1, "b": 0}, "c1"), call("nosuchtool", {}, "c2"), call("divide", {"a": "x"}, "c3")),
+            turn(
+                call("divide", {"a": 1, "b": 0}, "c1"),
+                call("nosuchtool", {}, "c2"),
+                call("divide", {"a": "x"}, "c3"),
+            ),
             turn(call("divide", {"a": 1, "b": 4}, "c4")),
             "It is 0.25.",
         ]
@@ -371,7 +386,9 @@ def test_response_format(fmt) -> None:
             '{"city": "Paris", "temperature": 21}',
         ]
     )
-    out = create_react_agent(model, [shout], response_format=fmt).invoke({"messages": [("user", "weather?")]})
+    out = create_react_agent(model, [shout], response_format=fmt).invoke(
+        {"messages": [("user", "weather?")]}
+    )
     sr = out["structured_response"]
     if fmt is Weather:
         assert isinstance(sr, Weather)
@@ -509,7 +526,10 @@ def test_store_is_injected_into_tools_and_hidden_from_the_schema() -> None:
     store = InMemoryStore()
     model = ScriptedChatModel(
         [
-            turn(call("remember", {"fact": "sky is blue"}, "r1"), call("remember", {"fact": "grass"}, "r2")),
+            turn(
+                call("remember", {"fact": "sky is blue"}, "r1"),
+                call("remember", {"fact": "grass"}, "r2"),
+            ),
             turn(call("recall", {}, "r3")),
             "I know two facts.",
         ]
@@ -517,7 +537,9 @@ def test_store_is_injected_into_tools_and_hidden_from_the_schema() -> None:
     agent = create_react_agent(model, [remember, recall], store=store)
     out = agent.invoke({"messages": [("user", "learn")]})
     assert store.get(("facts",), "sky is blue").value == {"fact": "sky is blue"}
-    recalled = next(m for m in out["messages"] if isinstance(m, ToolMessage) and m.tool_call_id == "r3")
+    recalled = next(
+        m for m in out["messages"] if isinstance(m, ToolMessage) and m.tool_call_id == "r3"
+    )
     assert recalled.artifact == ["grass", "sky is blue"]
     tools = {t["function"]["name"]: t["function"]["parameters"] for t in model.calls[0][1]}
     assert list(tools["remember"]["properties"]) == ["fact"]
@@ -559,7 +581,9 @@ class SlowSubModel:
         time.sleep(self.delay)
         return self._answer(messages)
 
-    async def ainvoke(self, messages: list[Any], tools: Any = None, tool_choice: Any = None) -> AIMessage:
+    async def ainvoke(
+        self, messages: list[Any], tools: Any = None, tool_choice: Any = None
+    ) -> AIMessage:
         await asyncio.sleep(self.delay)
         return self._answer(messages)
 
@@ -589,7 +613,9 @@ def test_two_sub_agent_calls_in_one_message_run_concurrently(mode) -> None:
     researcher = sub.as_tool("research", "Researches a topic.")
     boss = ScriptedChatModel(
         [
-            turn(call("research", {"input": "cats"}, "a"), call("research", {"input": "dogs"}, "b")),
+            turn(
+                call("research", {"input": "cats"}, "a"), call("research", {"input": "dogs"}, "b")
+            ),
             "Both researched.",
         ]
     )
@@ -608,14 +634,20 @@ def test_two_sub_agent_calls_in_one_message_run_concurrently(mode) -> None:
 def test_sub_agent_failure_is_an_error_tool_message() -> None:
     sub = create_react_agent(ScriptedChatModel([]), [])  # runs out at once
     boss = ScriptedChatModel([turn(call("helper", {"input": "x"})), "helper failed"])
-    out = create_react_agent(boss, [sub.as_tool("helper", "Helps.")]).invoke({"messages": [("user", "?")]})
+    out = create_react_agent(boss, [sub.as_tool("helper", "Helps.")]).invoke(
+        {"messages": [("user", "?")]}
+    )
     assert out["messages"][2].status == "error"
     assert out["messages"][-1].content == "helper failed"
 
 
 def test_agent_streams_updates_per_node() -> None:
     model = ScriptedChatModel([turn(call("add", {"a": 1, "b": 2})), "3"])
-    chunks = list(create_react_agent(model, [add]).stream({"messages": [("user", "1+2")]}, stream_mode="updates"))
+    chunks = list(
+        create_react_agent(model, [add]).stream(
+            {"messages": [("user", "1+2")]}, stream_mode="updates"
+        )
+    )
     assert [next(iter(c)) for c in chunks] == ["agent", "tools", "agent"]
     assert chunks[1]["tools"]["messages"][0].content == "3"
 

@@ -84,7 +84,10 @@ def _abc(checkpointer: Any, counter: Counter | None = None, **kw: Any) -> Any:
 
 def test_threads_are_isolated_and_accumulate(saver) -> None:
     app = _abc(saver)
-    assert app.invoke({"x": 1, "log": ["one"]}, cfg("A")) == {"x": 20, "log": ["one", "a", "b", "c"]}
+    assert app.invoke({"x": 1, "log": ["one"]}, cfg("A")) == {
+        "x": 20,
+        "log": ["one", "a", "b", "c"],
+    }
     assert app.invoke({"x": 5}, cfg("B")) == {"x": 60, "log": ["a", "b", "c"]}
     # A second run on thread A starts from its saved state.
     out = app.invoke({"log": ["two"]}, cfg("A"))
@@ -109,18 +112,27 @@ def test_get_state_of_an_unknown_thread_is_empty(saver) -> None:
 
 def test_messages_survive_checkpointing(saver) -> None:
     g = StateGraph(MessagesState)
-    g.add_node("reply", lambda s: {"messages": [AIMessage(content=f"echo {s['messages'][-1].content}")]})
+    g.add_node(
+        "reply", lambda s: {"messages": [AIMessage(content=f"echo {s['messages'][-1].content}")]}
+    )
     g.add_edge(START, "reply").add_edge("reply", END)
     app = g.compile(checkpointer=saver)
     app.invoke({"messages": [HumanMessage(content="hi", id="h-1")]}, cfg())
     out = app.invoke({"messages": [("user", "again")]}, cfg())
     msgs = out["messages"]
-    assert [type(m).__name__ for m in msgs] == ["HumanMessage", "AIMessage", "HumanMessage", "AIMessage"]
+    assert [type(m).__name__ for m in msgs] == [
+        "HumanMessage",
+        "AIMessage",
+        "HumanMessage",
+        "AIMessage",
+    ]
     assert [m.content for m in msgs] == ["hi", "echo hi", "again", "echo again"]
     assert msgs[0].id == "h-1"
     assert len({m.id for m in msgs}) == 4
     restored = app.get_state(cfg()).values["messages"]
-    assert [(m.type, m.content, m.id) for m in restored] == [(m.type, m.content, m.id) for m in msgs]
+    assert [(m.type, m.content, m.id) for m in restored] == [
+        (m.type, m.content, m.id) for m in msgs
+    ]
 
 
 # --------------------------------------------------------------------- get_state
@@ -351,7 +363,9 @@ class Money(pydantic.BaseModel):
     currency: str
 
 
-@pytest.mark.parametrize("value", [Point(1, 2), Money(amount=5, currency="EUR")], ids=["dataclass", "pydantic"])
+@pytest.mark.parametrize(
+    "value", [Point(1, 2), Money(amount=5, currency="EUR")], ids=["dataclass", "pydantic"]
+)
 def test_structured_values_keep_their_type_across_a_resume(saver, value) -> None:
     g = StateGraph(S)
     g.add_node("put", lambda s: {"thing": value})

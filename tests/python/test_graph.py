@@ -87,7 +87,9 @@ class PDState(pydantic.BaseModel):
     log: Annotated[list[str], operator.add] = []
 
 
-@pytest.mark.parametrize("schema", [TDState, DCState, PDState], ids=["typeddict", "dataclass", "pydantic"])
+@pytest.mark.parametrize(
+    "schema", [TDState, DCState, PDState], ids=["typeddict", "dataclass", "pydantic"]
+)
 def test_state_schemas(schema) -> None:
     seen: list[Any] = []
 
@@ -115,7 +117,10 @@ def test_node_may_return_a_dataclass_of_the_schema() -> None:
 
     g = StateGraph(DCState)
     g.add_node("n", node).add_edge(START, "n").add_edge("n", END)
-    assert g.compile().invoke({"count": 2, "log": ["start"]}) == {"count": 20, "log": ["start", "x"]}
+    assert g.compile().invoke({"count": 2, "log": ["start"]}) == {
+        "count": 20,
+        "log": ["start", "x"],
+    }
 
 
 def test_operator_add_reducer_accumulates_across_steps_and_input() -> None:
@@ -207,7 +212,11 @@ def test_add_messages_remove_message() -> None:
 
 def test_add_messages_function_directly() -> None:
     left = [HumanMessage(content="a", id="1"), AIMessage(content="b", id="2")]
-    right = [AIMessage(content="B", id="2"), RemoveMessage(id="1"), HumanMessage(content="c", id="3")]
+    right = [
+        AIMessage(content="B", id="2"),
+        RemoveMessage(id="1"),
+        HumanMessage(content="c", id="3"),
+    ]
     merged = add_messages(left, right)
     assert [(m.id, m.content) for m in merged] == [("2", "B"), ("3", "c")]
 
@@ -320,7 +329,11 @@ def test_interrupt_inside_a_subgraph_pauses_the_parent(node, run) -> None:
     app = g.compile(checkpointer=MemorySaver())
 
     def go(inp: Any) -> Any:
-        return app.invoke(inp, _thread()) if run == "invoke" else asyncio.run(app.ainvoke(inp, _thread()))
+        return (
+            app.invoke(inp, _thread())
+            if run == "invoke"
+            else asyncio.run(app.ainvoke(inp, _thread()))
+        )
 
     out = go({"question": "q"})
     # LangGraph: the parent pauses on the subgraph's interrupt; "after" has not run.
@@ -338,9 +351,15 @@ def test_interrupts_in_a_nested_subgraph_resume_in_order() -> None:
 
     innermost = _chain(form, schema=AskS).compile()
     middle = _chain(innermost, schema=AskS).compile()
-    app = _chain(lambda s: {"question": "asked"}, middle, schema=AskS).compile(checkpointer=MemorySaver())
-    assert [i.value for i in app.invoke({"question": "q"}, _thread())["__interrupt__"]] == ["first?"]
-    assert [i.value for i in app.invoke(Command(resume=1), _thread())["__interrupt__"]] == ["second?"]
+    app = _chain(lambda s: {"question": "asked"}, middle, schema=AskS).compile(
+        checkpointer=MemorySaver()
+    )
+    assert [i.value for i in app.invoke({"question": "q"}, _thread())["__interrupt__"]] == [
+        "first?"
+    ]
+    assert [i.value for i in app.invoke(Command(resume=1), _thread())["__interrupt__"]] == [
+        "second?"
+    ]
     out = app.invoke(Command(resume=2), _thread())
     assert out == {"question": "asked", "answers": [1, 2]}
 
@@ -424,9 +443,7 @@ def test_conditional_edges_without_a_path_map() -> None:
 
 
 def test_conditional_edges_with_a_dict_path_map() -> None:
-    app = _router_graph(
-        lambda s: s["route"], {"go_left": "left", "go_right": "right", "stop": END}
-    )
+    app = _router_graph(lambda s: s["route"], {"go_left": "left", "go_right": "right", "stop": END})
     assert app.invoke({"route": "go_left", "log": []})["log"] == ["start", "left"]
     assert app.invoke({"route": "go_right", "log": []})["log"] == ["start", "right"]
     assert app.invoke({"route": "stop", "log": []})["log"] == ["start"]
@@ -505,7 +522,7 @@ def test_compile_rejects_a_path_map_to_an_unknown_node() -> None:
 
 def test_compile_rejects_a_graph_without_an_entry_point() -> None:
     g = _two_nodes().add_edge("a", "b")
-    with pytest.raises(ValueError, match="(?i)entry"):
+    with pytest.raises(ValueError, match=r"(?i)entry"):
         g.compile()
 
 
@@ -687,7 +704,9 @@ def test_send_fan_out_map_reduce() -> None:
 
     g = StateGraph(MapS)
     g.add_node("work", work).add_node("collect", collect)
-    g.add_conditional_edges(START, lambda s: [Send("work", {"item": i}) for i in s["items"]], ["work"])
+    g.add_conditional_edges(
+        START, lambda s: [Send("work", {"item": i}) for i in s["items"]], ["work"]
+    )
     g.add_edge("work", "collect").add_edge("collect", END)
     out = g.compile().invoke({"items": [1, 2, 3, 4]})
     assert out["results"] == [2, 4, 6, 8]  # in Send order, whatever the finish order
@@ -813,7 +832,9 @@ def test_toolnode_with_tools_condition_loop_in_a_graph() -> None:
         """Adds."""
         return a + b
 
-    turns = iter([_calls(("add", {"a": 1, "b": 2}), ("add", {"a": 3, "b": 4})), AIMessage(content="done")])
+    turns = iter(
+        [_calls(("add", {"a": 1, "b": 2}), ("add", {"a": 3, "b": 4})), AIMessage(content="done")]
+    )
     g = StateGraph(MessagesState)
     g.add_node("agent", lambda s: {"messages": [next(turns)]})
     g.add_node("tools", ToolNode([add]))
@@ -1072,7 +1093,9 @@ def test_stream_unknown_mode_raises() -> None:
 
 def test_draw_mermaid() -> None:
     g = StateGraph(RouteS)
-    g.add_node("plan", _logger("plan")).add_node("act", _logger("act")).add_node("check", _logger("c"))
+    g.add_node("plan", _logger("plan")).add_node("act", _logger("act")).add_node(
+        "check", _logger("c")
+    )
     g.add_edge(START, "plan").add_edge("plan", "act")
     g.add_conditional_edges("act", lambda s: s["route"], {"again": "plan", "done": "check"})
     g.add_edge("check", END)
@@ -1194,9 +1217,7 @@ def test_interrupt_inside_a_tool_in_a_toolnode_pauses() -> None:
         decision = interrupt({"approve_transfer": amount})
         return f"transfer of {amount}: {decision}"
 
-    app = _tool_graph(
-        [transfer], _calls(("transfer", {"amount": 50})), checkpointer=MemorySaver()
-    )
+    app = _tool_graph([transfer], _calls(("transfer", {"amount": 50})), checkpointer=MemorySaver())
     cfg = _thread()
     out = app.invoke({"messages": [("user", "pay")]}, cfg)
     assert [i.value for i in out["__interrupt__"]] == [{"approve_transfer": 50}]
