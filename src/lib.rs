@@ -8,6 +8,8 @@ pub mod error;
 pub mod executor;
 pub mod graph;
 pub mod message;
+#[cfg(feature = "models")]
+pub mod model;
 pub mod registry;
 pub mod tool;
 

@@ -252,6 +252,8 @@ impl Graph {
                     ms.into_iter().map(Arc::new),
                 )))
             }
+            // The engine's own channels (join barriers) hold JSON, whatever the host.
+            _ if channel.starts_with("__") => Ok(Val::Json(v)),
             _ => self.codec.decode(channel, v),
         }
     }
@@ -763,6 +765,17 @@ impl Graph {
                     _ => to_run.push(i),
                 }
             }
+            if let Some(s) = &opts.stream {
+                for &i in &to_run {
+                    let t = &next[i];
+                    s.emit(modes::DEBUG, || StreamEvent::DebugTask {
+                        step,
+                        id: t.id.clone(),
+                        node: t.node.clone(),
+                        input: t.arg.clone(),
+                    });
+                }
+            }
             let multi = next.len() > 1;
             let inline = opts.inline && to_run.len() == 1;
             let mut running: FuturesUnordered<_> = to_run
@@ -795,9 +808,34 @@ impl Graph {
                                 .await
                                 .map_err(Self::cp_err)?;
                         }
+                        if let Some(s) = &opts.stream {
+                            s.emit(modes::DEBUG, || StreamEvent::DebugTaskResult {
+                                step,
+                                id: t.id.clone(),
+                                node: t.node.clone(),
+                                writes: out
+                                    .writes
+                                    .iter()
+                                    .filter(|(c, _)| !c.starts_with("__"))
+                                    .cloned()
+                                    .collect(),
+                                error: None,
+                                interrupts: vec![],
+                            });
+                        }
                         outputs[i] = Some(out);
                     }
                     Err(NodeFailure::Interrupt(value)) => {
+                        if let Some(s) = &opts.stream {
+                            s.emit(modes::DEBUG, || StreamEvent::DebugTaskResult {
+                                step,
+                                id: t.id.clone(),
+                                node: t.node.clone(),
+                                writes: vec![],
+                                error: None,
+                                interrupts: vec![value.clone()],
+                            });
+                        }
                         if let (Some(cp), Some(p)) = (&cp, &parent) {
                             let w = PendingWrite {
                                 task_id: t.id.clone(),
@@ -816,7 +854,19 @@ impl Graph {
                             task_id: t.id.clone(),
                         });
                     }
-                    Err(NodeFailure::Error(e)) => failures.push((i, e)),
+                    Err(NodeFailure::Error(e)) => {
+                        if let Some(s) = &opts.stream {
+                            s.emit(modes::DEBUG, || StreamEvent::DebugTaskResult {
+                                step,
+                                id: t.id.clone(),
+                                node: t.node.clone(),
+                                writes: vec![],
+                                error: Some(e.to_string()),
+                                interrupts: vec![],
+                            });
+                        }
+                        failures.push((i, e))
+                    }
                 }
             }
             drop(running);
@@ -925,6 +975,17 @@ impl Graph {
             } else {
                 parent = None;
                 let _ = step_id;
+            }
+            if let Some(s) = &opts.stream {
+                let parent_id = parent.as_ref().and_then(|p| p.parent_id.clone());
+                s.emit(modes::DEBUG, || StreamEvent::DebugCheckpoint {
+                    step,
+                    checkpoint_id: parent.as_ref().map(|p| p.id.clone()),
+                    parent_id,
+                    state: self.view(&chans),
+                    next: next.iter().map(|t| t.node.clone()).collect(),
+                    metadata: meta(&opts.metadata, "loop", step),
+                });
             }
             pending.clear();
             resume.clear();
@@ -1061,8 +1122,8 @@ impl Graph {
                     .push((c.to_owned(), self.decode(c, w.value.clone())?)),
             }
         }
-        // Join markers are re-added by the loop from the node's name.
-        out.writes.retain(|(c, _)| !c.starts_with("__join__:"));
+        // Join markers were saved with the task's writes: a restored task counts for
+        // its joins like one that ran.
         Ok(out)
     }
 }

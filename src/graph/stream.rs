@@ -28,8 +28,31 @@ pub enum StreamEvent {
     Custom(Val),
     /// A token chunk from a model, with the node that called it.
     Message { chunk: Val, node: String },
-    /// Task and checkpoint events.
-    Debug(Value),
+    /// `debug`: a task is about to run.
+    DebugTask {
+        step: i64,
+        id: String,
+        node: String,
+        input: Option<Val>,
+    },
+    /// `debug`: a task finished (its writes), failed, or paused.
+    DebugTaskResult {
+        step: i64,
+        id: String,
+        node: String,
+        writes: Vec<(String, Val)>,
+        error: Option<String>,
+        interrupts: Vec<Val>,
+    },
+    /// `debug`: a checkpoint was taken after a step.
+    DebugCheckpoint {
+        step: i64,
+        checkpoint_id: Option<String>,
+        parent_id: Option<String>,
+        state: StateView,
+        next: Vec<String>,
+        metadata: Value,
+    },
 }
 
 /// Receives events; the run never blocks on it.

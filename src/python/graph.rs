@@ -44,8 +44,16 @@ impl HostValue for PyObj {
     fn to_json(&self) -> Result<Value, String> {
         Python::attach(|py| {
             let obj = self.0.bind(py);
-            if let Ok(v) = pythonize::depythonize::<Value>(obj) {
-                return Ok(v);
+            // Plain scalars go straight across; anything with structure goes through
+            // the encoder, which keeps tuples, sets, dataclasses and models typed.
+            if obj.is_none()
+                || obj.cast::<PyString>().is_ok()
+                || obj.cast::<pyo3::types::PyInt>().is_ok()
+                || obj.cast::<pyo3::types::PyFloat>().is_ok()
+            {
+                if let Ok(v) = pythonize::depythonize::<Value>(obj) {
+                    return Ok(v);
+                }
             }
             let enc = import_cached(py, &ENCODE, "ironloop._serde", "encode")
                 .map_err(|e| e.to_string())?;
@@ -1335,6 +1343,7 @@ enum StreamMsg {
 fn event_to_py<'py>(
     py: Python<'py>,
     shared: &Shared,
+    thread: &str,
     ev: StreamEvent,
 ) -> PyResult<Option<(&'static str, Bound<'py, PyAny>)>> {
     Ok(Some(match ev {
@@ -1364,8 +1373,110 @@ fn event_to_py<'py>(
                 PyTuple::new(py, [val_to_py(py, &chunk)?, meta.into_any()])?.into_any(),
             )
         }
-        StreamEvent::Debug(v) => ("debug", value_to_py(py, &v)?),
+        StreamEvent::DebugTask {
+            step,
+            id,
+            node,
+            input,
+        } => {
+            let p = PyDict::new(py);
+            p.set_item("id", id)?;
+            p.set_item("name", node)?;
+            p.set_item(
+                "input",
+                match input {
+                    Some(v) => val_to_py(py, &v)?,
+                    None => py.None().into_bound(py),
+                },
+            )?;
+            p.set_item("triggers", PyList::empty(py))?;
+            ("debug", debug_event(py, "task", step, p)?)
+        }
+        StreamEvent::DebugTaskResult {
+            step,
+            id,
+            node,
+            writes,
+            error,
+            interrupts,
+        } => {
+            let p = PyDict::new(py);
+            p.set_item("id", id)?;
+            p.set_item("name", node)?;
+            p.set_item("error", error)?;
+            let result = PyList::empty(py);
+            for (c, v) in &writes {
+                result.append(PyTuple::new(
+                    py,
+                    [PyString::new(py, c).into_any(), val_to_py(py, v)?],
+                )?)?;
+            }
+            p.set_item("result", result)?;
+            let its = PyList::empty(py);
+            for v in &interrupts {
+                its.append(val_to_py(py, v)?)?;
+            }
+            p.set_item("interrupts", its)?;
+            ("debug", debug_event(py, "task_result", step, p)?)
+        }
+        StreamEvent::DebugCheckpoint {
+            step,
+            checkpoint_id,
+            parent_id,
+            state,
+            next,
+            metadata,
+        } => {
+            let p = PyDict::new(py);
+            p.set_item(
+                "config",
+                match &checkpoint_id {
+                    Some(id) => config_dict(py, thread, id)?.into_any(),
+                    None => py.None().into_bound(py),
+                },
+            )?;
+            p.set_item(
+                "parent_config",
+                match &parent_id {
+                    Some(id) => config_dict(py, thread, id)?.into_any(),
+                    None => py.None().into_bound(py),
+                },
+            )?;
+            p.set_item("values", shared.state_dict(py, &state)?)?;
+            p.set_item("metadata", value_to_py(py, &metadata)?)?;
+            p.set_item("next", PyList::new(py, &next)?)?;
+            p.set_item(
+                "tasks",
+                PyList::new(
+                    py,
+                    next.iter().map(|n| {
+                        let d = PyDict::new(py);
+                        let _ = d.set_item("name", n);
+                        d
+                    }),
+                )?,
+            )?;
+            ("debug", debug_event(py, "checkpoint", step, p)?)
+        }
     }))
+}
+
+fn debug_event<'py>(
+    py: Python<'py>,
+    kind: &str,
+    step: i64,
+    payload: Bound<'py, PyDict>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let d = PyDict::new(py);
+    d.set_item("type", kind)?;
+    let now = py.import("datetime")?.getattr("datetime")?.call_method1(
+        "now",
+        (py.import("datetime")?.getattr("timezone")?.getattr("utc")?,),
+    )?;
+    d.set_item("timestamp", now.call_method0("isoformat")?)?;
+    d.set_item("step", step)?;
+    d.set_item("payload", payload)?;
+    Ok(d.into_any())
 }
 
 fn parse_modes(modes_obj: &Bound<'_, PyAny>) -> PyResult<(u8, bool)> {
@@ -1382,7 +1493,7 @@ fn parse_modes(modes_obj: &Bound<'_, PyAny>) -> PyResult<(u8, bool)> {
             "updates" => modes::UPDATES,
             "custom" => modes::CUSTOM,
             "messages" => modes::MESSAGES,
-            "debug" => modes::DEBUG | modes::UPDATES | modes::VALUES,
+            "debug" => modes::DEBUG,
             other => {
                 return Err(PyValueError::new_err(format!(
                     "unknown stream_mode {other:?}: use values, updates, custom, messages or debug"
@@ -1401,7 +1512,7 @@ pub struct GraphStream {
     env: Arc<PyRunEnv>,
     wanted: u8,
     single: bool,
-    debug: bool,
+    thread: String,
     cancel: CancellationToken,
     done: bool,
 }
@@ -1412,6 +1523,7 @@ fn mode_bit(name: &str) -> u8 {
         "updates" => modes::UPDATES,
         "custom" => modes::CUSTOM,
         "messages" => modes::MESSAGES,
+        "debug" => modes::DEBUG,
         _ => 0,
     }
 }
@@ -1423,27 +1535,6 @@ impl GraphStream {
         mode: &'static str,
         chunk: Bound<'py, PyAny>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
-        if self.debug
-            && (mode == "values" || mode == "updates")
-            && self.wanted & mode_bit(mode) == 0
-        {
-            // Debug events are the step's updates and values, tagged.
-            let d = PyDict::new(py);
-            d.set_item(
-                "type",
-                if mode == "values" {
-                    "checkpoint"
-                } else {
-                    "task_result"
-                },
-            )?;
-            d.set_item("payload", chunk)?;
-            return Ok(Some(if self.single {
-                d.into_any()
-            } else {
-                PyTuple::new(py, [PyString::new(py, "debug").into_any(), d.into_any()])?.into_any()
-            }));
-        }
         if self.wanted & mode_bit(mode) == 0 {
             return Ok(None);
         }
@@ -1492,7 +1583,7 @@ impl GraphStream {
             };
             match msg {
                 StreamMsg::Event(ev) => {
-                    if let Some((mode, chunk)) = event_to_py(py, &self.shared, ev)? {
+                    if let Some((mode, chunk)) = event_to_py(py, &self.shared, &self.thread, ev)? {
                         if let Some(item) = self.shape(py, mode, chunk)? {
                             return Ok(Some(item.unbind()));
                         }
@@ -1529,7 +1620,7 @@ struct GraphStreamShape {
     env: Arc<PyRunEnv>,
     wanted: u8,
     single: bool,
-    debug: bool,
+    thread: String,
     cancel: CancellationToken,
 }
 
@@ -1549,7 +1640,7 @@ impl AsyncGraphStream {
                         env: s.env.clone(),
                         wanted: s.wanted,
                         single: s.single,
-                        debug: s.debug,
+                        thread: s.thread.clone(),
                         cancel: s.cancel.clone(),
                         done: true,
                     };
@@ -1559,12 +1650,14 @@ impl AsyncGraphStream {
                             r.map_err(|e| graph_error(py, e, &s.env))?;
                             Err(pyo3::exceptions::PyStopAsyncIteration::new_err(()))
                         }
-                        Some(StreamMsg::Event(ev)) => match event_to_py(py, &s.shared, ev)? {
-                            Some((mode, chunk)) => {
-                                Ok(Some(gs.shape(py, mode, chunk)?.map(Bound::unbind)))
+                        Some(StreamMsg::Event(ev)) => {
+                            match event_to_py(py, &s.shared, &s.thread, ev)? {
+                                Some((mode, chunk)) => {
+                                    Ok(Some(gs.shape(py, mode, chunk)?.map(Bound::unbind)))
+                                }
+                                None => Ok(Some(None)),
                             }
-                            None => Ok(Some(None)),
-                        },
+                        }
                     }
                 })?;
                 if let Some(Some(item)) = r {
@@ -1776,7 +1869,6 @@ impl GraphCore {
         event_loop: Option<Py<PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let (bits, single) = parse_modes(stream_mode)?;
-        let debug = bits & modes::DEBUG != 0;
         let wanted = {
             let names: Vec<String> = stream_mode
                 .extract::<String>()
@@ -1794,6 +1886,7 @@ impl GraphCore {
                 }),
             };
             let s = self.setup(py, input, config, Some(lp), Some(sink))?;
+            let thread = s.opts.thread_id.clone().unwrap_or_default();
             let cancel = s.opts.cancel.clone();
             let graph = self.graph.clone();
             let c2 = cancel.clone();
@@ -1811,7 +1904,7 @@ impl GraphCore {
                     env: s.env,
                     wanted,
                     single,
-                    debug,
+                    thread,
                     cancel,
                 })),
             };
@@ -1829,6 +1922,7 @@ impl GraphCore {
             }),
         };
         let s = self.setup(py, input, config, None, Some(sink))?;
+        let thread = s.opts.thread_id.clone().unwrap_or_default();
         let cancel = s.opts.cancel.clone();
         let graph = self.graph.clone();
         let c2 = cancel.clone();
@@ -1845,7 +1939,7 @@ impl GraphCore {
             env: s.env,
             wanted,
             single,
-            debug,
+            thread,
             cancel,
             done: false,
         };

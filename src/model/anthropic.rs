@@ -1,0 +1,744 @@
+//! The Anthropic Messages API (`POST {base_url}/v1/messages`).
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use eventsource_stream::Event;
+use serde_json::{json, Map, Value};
+
+use super::http::Transport;
+use super::sse::{chat_stream, event_json, SseParser};
+use super::{
+    ai_message, check_finish, finish_tool_call, resolve_key, ChatChunk, ChatModel, ChatRequest,
+    ChatStream, Finish, HttpSettings, ModelError, ResponseFormat,
+};
+use crate::message::{Content, ContentPart, Message, MessageKind, ToolStatus, Usage};
+use crate::tool::ToolChoice;
+
+pub const ANTHROPIC_DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+/// The `anthropic-version` header sent with every request.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+const PROVIDER: &str = "anthropic";
+/// `max_tokens` is required by the Messages API; this is sent when none is set.
+const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+/// A chat model behind the Anthropic Messages API.
+///
+/// The key comes from [`HttpSettings::api_key`] or `ANTHROPIC_API_KEY`, the API root
+/// from [`HttpSettings::base_url`], `ANTHROPIC_BASE_URL` or
+/// `https://api.anthropic.com`. System messages become the `system` field, tool
+/// results `tool_result` blocks in a user turn (consecutive turns of one role are
+/// merged, as the API requires). Structured output is a forced call of a tool whose
+/// input schema is the schema; its input comes back as the message's JSON text.
+pub struct AnthropicChat {
+    model: String,
+    settings: HttpSettings,
+    transport: Transport,
+}
+
+impl std::fmt::Debug for AnthropicChat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AnthropicChat")
+            .field("model", &self.model)
+            .field("url", &self.transport.url())
+            .finish()
+    }
+}
+
+/// How a structured answer travels: the forced tool's name, and whether the schema
+/// was wrapped in `{"value": ...}` (the input of a tool must be an object).
+#[derive(Debug, Clone)]
+struct Structured {
+    name: String,
+    wrapped: bool,
+}
+
+impl AnthropicChat {
+    pub fn new(model: impl Into<String>, settings: HttpSettings) -> Result<Self, ModelError> {
+        let model = model.into();
+        let base = settings
+            .base_url
+            .clone()
+            .or_else(|| std::env::var("ANTHROPIC_BASE_URL").ok())
+            .filter(|u| !u.trim().is_empty())
+            .unwrap_or_else(|| ANTHROPIC_DEFAULT_BASE_URL.to_owned());
+        let base = base.trim().trim_end_matches('/').to_owned();
+        let official = base.starts_with("https://api.anthropic.com");
+        let key = resolve_key(settings.api_key.as_deref(), "ANTHROPIC_API_KEY");
+        if key.is_none() && official {
+            return Err(ModelError::Config(
+                "AnthropicChat needs an API key: pass api_key=... or set ANTHROPIC_API_KEY".into(),
+            ));
+        }
+        let url = if base.ends_with("/v1") {
+            format!("{base}/messages")
+        } else {
+            format!("{base}/v1/messages")
+        };
+        let mut headers = vec![("anthropic-version".to_owned(), ANTHROPIC_VERSION.to_owned())];
+        headers.extend(settings.headers.iter().cloned());
+        if let Some(k) = &key {
+            headers.push(("x-api-key".into(), k.clone()));
+        }
+        let transport = Transport::new(
+            PROVIDER,
+            url,
+            headers,
+            key,
+            settings.timeout,
+            settings.retry,
+        )?;
+        Ok(AnthropicChat {
+            model,
+            settings,
+            transport,
+        })
+    }
+
+    /// The endpoint requests go to.
+    pub fn url(&self) -> &str {
+        self.transport.url()
+    }
+
+    /// The request body for `req` (public for inspection and tests).
+    pub fn request_body(&self, req: &ChatRequest, stream: bool) -> Value {
+        self.body(req, stream).0
+    }
+
+    fn body(&self, req: &ChatRequest, stream: bool) -> (Value, Option<Structured>) {
+        let mut body = Map::new();
+        body.insert("model".into(), json!(self.model));
+        body.insert(
+            "max_tokens".into(),
+            json!(req
+                .max_tokens
+                .or(self.settings.max_tokens)
+                .unwrap_or(DEFAULT_MAX_TOKENS)),
+        );
+        let (system, messages) = messages_to_anthropic(&req.messages);
+        if let Some(s) = system {
+            body.insert("system".into(), json!(s));
+        }
+        body.insert("messages".into(), Value::Array(messages));
+        let mut tools: Vec<Value> = req.tools.iter().map(|t| t.to_anthropic()).collect();
+        let mut choice = if tools.is_empty() {
+            None
+        } else {
+            req.tool_choice.as_ref().map(ToolChoice::to_anthropic)
+        };
+        let mut structured = None;
+        if let Some(f) = &req.response_format {
+            let (tool, s) = structured_tool(f);
+            tools.push(tool);
+            choice = Some(json!({"type": "tool", "name": s.name}));
+            structured = Some(s);
+        }
+        let parallel = req
+            .parallel_tool_calls
+            .or(self.settings.parallel_tool_calls);
+        if !tools.is_empty() {
+            body.insert("tools".into(), Value::Array(tools));
+            if parallel == Some(false) {
+                let mut c = choice.unwrap_or_else(|| json!({"type": "auto"}));
+                if c["type"] != "none" {
+                    c["disable_parallel_tool_use"] = json!(true);
+                }
+                choice = Some(c);
+            }
+            if let Some(c) = choice {
+                body.insert("tool_choice".into(), c);
+            }
+        }
+        if let Some(t) = req.temperature.or(self.settings.temperature) {
+            body.insert("temperature".into(), json!(t));
+        }
+        if !req.stop.is_empty() {
+            body.insert("stop_sequences".into(), json!(req.stop));
+        }
+        if stream {
+            body.insert("stream".into(), json!(true));
+        }
+        for (k, v) in &req.extra {
+            body.insert(k.clone(), v.clone());
+        }
+        (Value::Object(body), structured)
+    }
+}
+
+#[async_trait]
+impl ChatModel for AnthropicChat {
+    fn provider(&self) -> &'static str {
+        PROVIDER
+    }
+
+    fn model_name(&self) -> &str {
+        &self.model
+    }
+
+    async fn invoke(&self, req: ChatRequest) -> Result<Message, ModelError> {
+        let (body, structured) = self.body(&req, false);
+        let v = self.transport.post_json(&body).await?;
+        parse_response(crate::message::new_id(), &v, structured.as_ref())
+            .map_err(|e| self.transport.redact(e))
+    }
+
+    async fn stream(&self, req: ChatRequest) -> Result<ChatStream, ModelError> {
+        let (body, structured) = self.body(&req, true);
+        let resp = self.transport.post_stream(&body).await?;
+        let id = crate::message::new_id();
+        Ok(chat_stream(
+            PROVIDER,
+            id.clone(),
+            resp,
+            StreamParser::new(id, structured),
+            self.transport.timeout,
+            self.transport.secret(),
+        ))
+    }
+}
+
+/// The tool that carries a structured answer.
+fn structured_tool(f: &ResponseFormat) -> (Value, Structured) {
+    let is_object = f.schema.get("type").and_then(Value::as_str) == Some("object");
+    let schema = if is_object {
+        f.schema.clone()
+    } else {
+        // A tool's input must be an object: wrap, keeping `$defs` at the root so that
+        // `#/$defs/...` references still resolve.
+        let mut inner = f.schema.clone();
+        let mut root = Map::new();
+        for k in ["$defs", "definitions"] {
+            if let Some(d) = inner.as_object_mut().and_then(|o| o.remove(k)) {
+                root.insert(k.into(), d);
+            }
+        }
+        root.insert("type".into(), json!("object"));
+        root.insert("properties".into(), json!({ "value": inner }));
+        root.insert("required".into(), json!(["value"]));
+        Value::Object(root)
+    };
+    let description = f
+        .schema
+        .get("description")
+        .and_then(Value::as_str)
+        .unwrap_or("Give the final answer in this structure.");
+    (
+        json!({"name": f.name, "description": description, "input_schema": schema}),
+        Structured {
+            name: f.name.clone(),
+            wrapped: !is_object,
+        },
+    )
+}
+
+fn part_to_anthropic(p: &ContentPart) -> Option<Value> {
+    match p {
+        ContentPart::Text { text } if text.is_empty() => None,
+        ContentPart::Text { text } => Some(json!({"type": "text", "text": text})),
+        ContentPart::Image { url } => Some(image_block(url)),
+        ContentPart::Json {
+            value: Value::String(s),
+        } if s.is_empty() => None,
+        ContentPart::Json {
+            value: Value::String(s),
+        } => Some(json!({"type": "text", "text": s})),
+        ContentPart::Json { value } => match value.get("type").and_then(Value::as_str) {
+            // OpenAI-shaped image parts are translated; other parts pass verbatim.
+            Some("image_url") => {
+                let url = match value.get("image_url") {
+                    Some(Value::String(u)) => Some(u.as_str()),
+                    Some(o) => o.get("url").and_then(Value::as_str),
+                    None => None,
+                };
+                url.map(image_block)
+            }
+            _ => Some(value.clone()),
+        },
+    }
+}
+
+fn image_block(url: &str) -> Value {
+    if let Some(rest) = url.strip_prefix("data:") {
+        if let Some((meta, data)) = rest.split_once(',') {
+            let media = meta.trim_end_matches(";base64");
+            return json!({"type": "image", "source":
+                {"type": "base64", "media_type": media, "data": data}});
+        }
+    }
+    json!({"type": "image", "source": {"type": "url", "url": url}})
+}
+
+fn content_blocks(c: &Content) -> Vec<Value> {
+    match c {
+        Content::Text(s) if s.is_empty() => Vec::new(),
+        Content::Text(s) => vec![json!({"type": "text", "text": s})],
+        Content::Parts(parts) => parts.iter().filter_map(part_to_anthropic).collect(),
+    }
+}
+
+/// The `system` text and the `messages` list: system messages joined, tool results as
+/// `tool_result` blocks of a user turn, consecutive turns of one role merged, empty
+/// turns dropped.
+pub(crate) fn messages_to_anthropic(
+    msgs: &[std::sync::Arc<Message>],
+) -> (Option<String>, Vec<Value>) {
+    let mut system: Vec<String> = Vec::new();
+    let mut turns: Vec<(&'static str, Vec<Value>)> = Vec::new();
+    for m in msgs {
+        let (role, blocks) = match &m.kind {
+            MessageKind::System => {
+                let t = m.content.text();
+                if !t.is_empty() {
+                    system.push(t);
+                }
+                continue;
+            }
+            MessageKind::Human => ("user", content_blocks(&m.content)),
+            MessageKind::Ai { tool_calls, .. } => {
+                let mut b = content_blocks(&m.content);
+                for c in tool_calls {
+                    let input = match &c.arguments {
+                        Value::Object(_) => c.arguments.clone(),
+                        Value::String(s) => serde_json::from_str::<Value>(s)
+                            .ok()
+                            .filter(Value::is_object)
+                            .unwrap_or_else(|| json!({})),
+                        _ => json!({}),
+                    };
+                    b.push(json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input}));
+                }
+                ("assistant", b)
+            }
+            MessageKind::Tool {
+                tool_call_id,
+                status,
+                ..
+            } => {
+                let mut block = json!({"type": "tool_result", "tool_use_id": tool_call_id});
+                let text = m.content.text();
+                if !text.is_empty() {
+                    block["content"] = json!(text);
+                }
+                if *status == ToolStatus::Error {
+                    block["is_error"] = json!(true);
+                }
+                ("user", vec![block])
+            }
+            MessageKind::Remove => continue,
+        };
+        if blocks.is_empty() {
+            continue;
+        }
+        match turns.last_mut() {
+            Some((r, b)) if *r == role => b.extend(blocks),
+            _ => turns.push((role, blocks)),
+        }
+    }
+    let messages = turns
+        .into_iter()
+        .map(|(role, content)| json!({"role": role, "content": content}))
+        .collect();
+    let system = (!system.is_empty()).then(|| system.join("\n\n"));
+    (system, messages)
+}
+
+fn finish_kind(reason: Option<&str>) -> Finish {
+    match reason {
+        None | Some("end_turn") | Some("tool_use") | Some("stop_sequence") | Some("pause_turn") => {
+            Finish::Normal
+        }
+        Some("max_tokens") | Some("model_context_window_exceeded") => Finish::Length,
+        Some("refusal") => Finish::Filtered,
+        Some(_) => Finish::Unknown,
+    }
+}
+
+fn usage_from(u: &Value) -> Option<Usage> {
+    if !u.is_object() {
+        return None;
+    }
+    let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let input = n("input_tokens") + n("cache_creation_input_tokens") + n("cache_read_input_tokens");
+    let output = n("output_tokens");
+    Some(Usage {
+        input_tokens: input,
+        output_tokens: output,
+        total_tokens: input + output,
+    })
+}
+
+fn shape_error(message: impl Into<String>) -> ModelError {
+    ModelError::Response {
+        provider: PROVIDER,
+        message: message.into(),
+    }
+}
+
+fn error_event(v: &Value) -> ModelError {
+    let (kind, message) = super::error_detail(&v.to_string());
+    shape_error(format!(
+        "the provider reported an error{}: {message}",
+        kind.map(|k| format!(" ({k})")).unwrap_or_default()
+    ))
+}
+
+/// The JSON text of a structured answer (unwrapped when it was wrapped).
+fn structured_text(s: &Structured, input: &str) -> String {
+    let input = if input.trim().is_empty() { "{}" } else { input };
+    if !s.wrapped {
+        return input.to_owned();
+    }
+    match serde_json::from_str::<Value>(input) {
+        Ok(v) => v
+            .get("value")
+            .map(|x| x.to_string())
+            .unwrap_or_else(|| input.to_owned()),
+        Err(_) => input.to_owned(),
+    }
+}
+
+/// The AI message of a non-streamed response.
+fn parse_response(
+    id: String,
+    v: &Value,
+    structured: Option<&Structured>,
+) -> Result<Message, ModelError> {
+    if v.get("type").and_then(Value::as_str) == Some("error") {
+        return Err(error_event(v));
+    }
+    let blocks = v
+        .get("content")
+        .and_then(Value::as_array)
+        .ok_or_else(|| shape_error("the response has no content list"))?;
+    let mut text = String::new();
+    let mut calls = Vec::new();
+    let mut invalid = Vec::new();
+    for b in blocks {
+        match b.get("type").and_then(Value::as_str) {
+            Some("text") if structured.is_none() => {
+                text.push_str(b.get("text").and_then(Value::as_str).unwrap_or(""))
+            }
+            Some("tool_use") => {
+                let name = b.get("name").and_then(Value::as_str).map(str::to_owned);
+                let raw = match b.get("input") {
+                    Some(Value::Null) | None => String::new(),
+                    Some(i) => i.to_string(),
+                };
+                if let Some(s) = structured.filter(|s| name.as_deref() == Some(&s.name)) {
+                    text = structured_text(s, &raw);
+                    continue;
+                }
+                let id = b.get("id").and_then(Value::as_str).map(str::to_owned);
+                match finish_tool_call(id, name, &raw) {
+                    Ok(c) => calls.push(c),
+                    Err(i) => invalid.push(i),
+                }
+            }
+            // Thinking, server-tool and other blocks are not kept.
+            _ => {}
+        }
+    }
+    let reason = v.get("stop_reason").and_then(Value::as_str);
+    let usage = v.get("usage").and_then(usage_from);
+    let m = ai_message(id, text, calls, invalid, usage);
+    check_finish(PROVIDER, finish_kind(reason), reason, &m)?;
+    Ok(m)
+}
+
+enum Block {
+    Text,
+    Tool {
+        id: Option<String>,
+        name: Option<String>,
+        json: String,
+        structured: bool,
+    },
+    Other,
+}
+
+/// Assembles the Messages streaming events.
+struct StreamParser {
+    id: String,
+    structured: Option<Structured>,
+    text: String,
+    blocks: BTreeMap<usize, Block>,
+    stop_reason: Option<String>,
+    input_usage: Option<Value>,
+    output_tokens: Option<u64>,
+    started: bool,
+}
+
+impl StreamParser {
+    fn new(id: String, structured: Option<Structured>) -> Self {
+        StreamParser {
+            id,
+            structured,
+            text: String::new(),
+            blocks: BTreeMap::new(),
+            stop_reason: None,
+            input_usage: None,
+            output_tokens: None,
+            started: false,
+        }
+    }
+
+    /// Whether structured JSON is streamed as text (an unwrapped schema).
+    fn streams_structured_text(&self) -> bool {
+        self.structured.as_ref().is_some_and(|s| !s.wrapped)
+    }
+}
+
+impl SseParser for StreamParser {
+    fn on_event(&mut self, event: &Event, out: &mut Vec<ChatChunk>) -> Result<bool, ModelError> {
+        if event.data.trim().is_empty() {
+            return Ok(false);
+        }
+        let v = event_json(PROVIDER, event)?;
+        let index = v.get("index").and_then(Value::as_u64).map(|i| i as usize);
+        match v
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or(&event.event)
+        {
+            "message_start" => {
+                self.started = true;
+                if let Some(u) = v.pointer("/message/usage") {
+                    self.input_usage = Some(u.clone());
+                    self.output_tokens = u.get("output_tokens").and_then(Value::as_u64);
+                }
+            }
+            "content_block_start" => {
+                let b = v.get("content_block").cloned().unwrap_or(Value::Null);
+                let index = index.unwrap_or(self.blocks.len());
+                let block = match b.get("type").and_then(Value::as_str) {
+                    Some("text") => {
+                        let t = b.get("text").and_then(Value::as_str).unwrap_or("");
+                        if !t.is_empty() && self.structured.is_none() {
+                            self.text.push_str(t);
+                            out.push(ChatChunk::Text(t.to_owned()));
+                        }
+                        Block::Text
+                    }
+                    Some("tool_use") => {
+                        let id = b.get("id").and_then(Value::as_str).map(str::to_owned);
+                        let name = b.get("name").and_then(Value::as_str).map(str::to_owned);
+                        let structured = self
+                            .structured
+                            .as_ref()
+                            .is_some_and(|s| name.as_deref() == Some(&s.name));
+                        if !structured {
+                            out.push(ChatChunk::ToolCallDelta {
+                                index,
+                                id: id.clone(),
+                                name: name.clone(),
+                                arguments: String::new(),
+                            });
+                        }
+                        Block::Tool {
+                            id,
+                            name,
+                            json: String::new(),
+                            structured,
+                        }
+                    }
+                    _ => Block::Other,
+                };
+                self.blocks.insert(index, block);
+            }
+            "content_block_delta" => {
+                let d = v.get("delta").cloned().unwrap_or(Value::Null);
+                let streams_text = self.streams_structured_text();
+                let block = index.and_then(|i| self.blocks.get_mut(&i));
+                match (d.get("type").and_then(Value::as_str), block) {
+                    (Some("text_delta"), Some(Block::Text)) => {
+                        let t = d.get("text").and_then(Value::as_str).unwrap_or("");
+                        if !t.is_empty() && self.structured.is_none() {
+                            self.text.push_str(t);
+                            out.push(ChatChunk::Text(t.to_owned()));
+                        }
+                    }
+                    (
+                        Some("input_json_delta"),
+                        Some(Block::Tool {
+                            json, structured, ..
+                        }),
+                    ) => {
+                        let p = d.get("partial_json").and_then(Value::as_str).unwrap_or("");
+                        json.push_str(p);
+                        if *structured {
+                            if streams_text && !p.is_empty() {
+                                out.push(ChatChunk::Text(p.to_owned()));
+                            }
+                        } else {
+                            out.push(ChatChunk::ToolCallDelta {
+                                index: index.unwrap_or(0),
+                                id: None,
+                                name: None,
+                                arguments: p.to_owned(),
+                            });
+                        }
+                    }
+                    (Some("text_delta" | "input_json_delta"), None) => {
+                        return Err(shape_error(format!(
+                            "a content_block_delta for block {index:?}, which never started"
+                        )))
+                    }
+                    // thinking / signature / citations deltas are not kept.
+                    _ => {}
+                }
+            }
+            "message_delta" => {
+                if let Some(r) = v.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    self.stop_reason = Some(r.to_owned());
+                }
+                if let Some(u) = v.get("usage") {
+                    if let Some(o) = u.get("output_tokens").and_then(Value::as_u64) {
+                        self.output_tokens = Some(o);
+                    }
+                    // Newer API versions repeat the (cumulative) input counts here.
+                    if u.get("input_tokens").and_then(Value::as_u64).is_some() {
+                        self.input_usage = Some(u.clone());
+                    }
+                }
+            }
+            "message_stop" => return Ok(true),
+            "error" => return Err(error_event(&v)),
+            // ping, content_block_stop, and event types added later.
+            _ => {}
+        }
+        Ok(false)
+    }
+
+    fn finish(&mut self, complete: bool) -> Result<Message, ModelError> {
+        if !complete {
+            return Err(shape_error(format!(
+                "the stream ended before message_stop{} after {} characters of text: the \
+                 response is truncated",
+                if self.started {
+                    ""
+                } else {
+                    " (and before message_start)"
+                },
+                self.text.chars().count()
+            )));
+        }
+        let mut text = std::mem::take(&mut self.text);
+        let mut calls = Vec::new();
+        let mut invalid = Vec::new();
+        for (_, b) in std::mem::take(&mut self.blocks) {
+            if let Block::Tool {
+                id,
+                name,
+                json,
+                structured,
+            } = b
+            {
+                if structured {
+                    if let Some(s) = &self.structured {
+                        text = structured_text(s, &json);
+                    }
+                    continue;
+                }
+                match finish_tool_call(id, name, &json) {
+                    Ok(c) => calls.push(c),
+                    Err(i) => invalid.push(i),
+                }
+            }
+        }
+        let usage = match (&self.input_usage, self.output_tokens) {
+            (None, None) => None,
+            (u, o) => {
+                let mut u = u.clone().unwrap_or_else(|| json!({}));
+                if let Some(o) = o {
+                    u["output_tokens"] = json!(o);
+                }
+                usage_from(&u)
+            }
+        };
+        let m = ai_message(self.id.clone(), text, calls, invalid, usage);
+        let reason = self.stop_reason.as_deref();
+        check_finish(PROVIDER, finish_kind(reason), reason, &m)?;
+        Ok(m)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool::ToolCall;
+    use std::sync::Arc;
+
+    fn ev(data: &str) -> Event {
+        Event {
+            data: data.into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn history_maps_to_messages_api() {
+        let msgs: Vec<Arc<Message>> = vec![
+            Arc::new(Message::system("be brief")),
+            Arc::new(Message::human("hi")),
+            Arc::new(Message::ai(
+                "",
+                vec![
+                    ToolCall::new("t1", "add", json!({"a": 1})),
+                    ToolCall::new("t2", "now", json!("")),
+                ],
+            )),
+            Arc::new(Message::tool("2", "t1", "add", ToolStatus::Success)),
+            Arc::new(Message::tool("boom", "t2", "now", ToolStatus::Error)),
+            Arc::new(Message::human("thanks")),
+        ];
+        let (system, m) = messages_to_anthropic(&msgs);
+        assert_eq!(system.as_deref(), Some("be brief"));
+        assert_eq!(m.len(), 3);
+        assert_eq!(m[1]["content"][1]["input"], json!({}));
+        assert_eq!(
+            m[2]["content"],
+            json!([
+                {"type": "tool_result", "tool_use_id": "t1", "content": "2"},
+                {"type": "tool_result", "tool_use_id": "t2", "content": "boom", "is_error": true},
+                {"type": "text", "text": "thanks"},
+            ])
+        );
+    }
+
+    #[test]
+    fn stream_with_empty_tool_input() {
+        let mut p = StreamParser::new("m".into(), None);
+        let mut out = Vec::new();
+        for d in [
+            r#"{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"usage":{"input_tokens":10,"output_tokens":1}}}"#,
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"now","input":{}}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":""}}"#,
+            r#"{"type":"content_block_stop","index":0}"#,
+            r#"{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":5}}"#,
+        ] {
+            assert!(!p.on_event(&ev(d), &mut out).unwrap());
+        }
+        assert!(p
+            .on_event(&ev(r#"{"type":"message_stop"}"#), &mut out)
+            .unwrap());
+        let m = p.finish(true).unwrap();
+        assert_eq!(m.tool_calls()[0].arguments, json!({}));
+        let MessageKind::Ai { usage, .. } = &m.kind else {
+            panic!()
+        };
+        assert_eq!(usage.unwrap().total_tokens, 15);
+    }
+
+    #[test]
+    fn structured_answer_is_the_tool_input_as_text() {
+        let f = ResponseFormat::new(json!({"type": "array", "items": {"type": "integer"}}));
+        let (tool, s) = structured_tool(&f);
+        assert_eq!(tool["input_schema"]["required"], json!(["value"]));
+        let v = json!({"content": [{"type": "tool_use", "id": "t", "name": "response",
+                                     "input": {"value": [1, 2]}}],
+                       "stop_reason": "tool_use"});
+        let m = parse_response("m".into(), &v, Some(&s)).unwrap();
+        assert_eq!(m.content.text(), "[1,2]");
+        assert!(m.tool_calls().is_empty());
+    }
+}

@@ -1,0 +1,233 @@
+//! The HTTP half shared by the providers: one `reqwest` client per model, a POST with
+//! retries, errors that name the provider and the status but never the key.
+
+use std::sync::{Arc, Once};
+use std::time::Duration;
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
+use serde_json::Value;
+
+use super::retry::{parse_retry_after, RetryPolicy};
+use super::{error_detail, shorten, ModelError};
+
+/// Installs rustls' `ring` provider as the process default, once (reqwest is built
+/// without a provider of its own, to keep the aws-lc-rs C build out).
+fn install_crypto_provider() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // An error means another library installed one first: that one serves.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+pub(crate) struct Transport {
+    pub provider: &'static str,
+    client: reqwest::Client,
+    url: String,
+    headers: HeaderMap,
+    secret: Option<Arc<str>>,
+    pub timeout: Duration,
+    retry: RetryPolicy,
+}
+
+impl Transport {
+    /// `secret` is the API key: it goes into the headers the caller listed and is
+    /// scrubbed from every error.
+    pub fn new(
+        provider: &'static str,
+        url: String,
+        headers: Vec<(String, String)>,
+        secret: Option<String>,
+        timeout: Duration,
+        retry: RetryPolicy,
+    ) -> Result<Self, ModelError> {
+        install_crypto_provider();
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(ModelError::Config(format!(
+                "{provider}: base_url must start with http:// or https://, got {url:?}"
+            )));
+        }
+        let mut map = HeaderMap::new();
+        map.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        for (k, v) in headers {
+            let name = HeaderName::from_bytes(k.as_bytes()).map_err(|_| {
+                ModelError::Config(format!("{provider}: invalid header name {k:?}"))
+            })?;
+            let sensitive = secret.as_deref().is_some_and(|s| v.contains(s));
+            let mut value = HeaderValue::from_str(&v).map_err(|_| {
+                // The value may be the key: name the header only.
+                ModelError::Config(format!(
+                    "{provider}: the value of header {k:?} is not a valid header value"
+                ))
+            })?;
+            value.set_sensitive(sensitive);
+            map.insert(name, value);
+        }
+        let client = reqwest::Client::builder()
+            .user_agent(concat!("ironloop/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(timeout.min(Duration::from_secs(30)))
+            .build()
+            .map_err(|e| {
+                ModelError::Config(format!("{provider}: cannot build the HTTP client: {e}"))
+            })?;
+        Ok(Transport {
+            provider,
+            client,
+            url,
+            headers: map,
+            secret: secret.map(Arc::from),
+            timeout,
+            retry,
+        })
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    pub fn secret(&self) -> Option<Arc<str>> {
+        self.secret.clone()
+    }
+
+    pub fn redact(&self, e: ModelError) -> ModelError {
+        e.redact(self.secret.as_deref())
+    }
+
+    fn transport_error(&self, e: reqwest::Error) -> ModelError {
+        if e.is_timeout() {
+            return ModelError::Timeout {
+                provider: self.provider,
+                after: self.timeout,
+            };
+        }
+        let mut message = e.to_string();
+        let mut src = std::error::Error::source(&e);
+        while let Some(s) = src {
+            let t = s.to_string();
+            if !message.contains(&t) {
+                message.push_str(": ");
+                message.push_str(&t);
+            }
+            src = s.source();
+        }
+        self.redact(ModelError::Connection {
+            provider: self.provider,
+            message,
+        })
+    }
+
+    /// The error for a response with a failure status.
+    async fn status_error(&self, resp: reqwest::Response) -> ModelError {
+        let status = resp.status().as_u16();
+        let retry_after = parse_retry_after(resp.headers());
+        let body = match tokio::time::timeout(self.timeout, resp.bytes()).await {
+            Ok(Ok(b)) => String::from_utf8_lossy(&b).into_owned(),
+            _ => String::new(),
+        };
+        let (kind, message) = error_detail(&body);
+        self.redact(ModelError::Api {
+            provider: self.provider,
+            status,
+            kind,
+            message,
+            retry_after,
+        })
+    }
+
+    /// Runs `attempt` until it succeeds, fails for good, or the retries run out.
+    async fn with_retries<T, F, Fut>(&self, mut attempt: F) -> Result<T, ModelError>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T, ModelError>>,
+    {
+        let mut n = 0;
+        loop {
+            match attempt().await {
+                Ok(v) => return Ok(v),
+                Err(e) if e.is_retryable() && n < self.retry.max_retries => {
+                    let Some(wait) = self.retry.delay(n, e.retry_after()) else {
+                        return Err(e);
+                    };
+                    log::info!(
+                        "{}: {} — retry {} of {} in {:.2}s",
+                        self.provider,
+                        e,
+                        n + 1,
+                        self.retry.max_retries,
+                        wait.as_secs_f64()
+                    );
+                    tokio::time::sleep(wait).await;
+                    n += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// POSTs `body` and returns the JSON response, with retries.
+    pub async fn post_json(&self, body: &Value) -> Result<Value, ModelError> {
+        let payload = serde_json::to_vec(body).map_err(|e| {
+            ModelError::Config(format!("{}: cannot encode the request: {e}", self.provider))
+        })?;
+        self.with_retries(|| {
+            let payload = payload.clone();
+            async move {
+                let resp = self
+                    .client
+                    .post(&self.url)
+                    .headers(self.headers.clone())
+                    .timeout(self.timeout)
+                    .body(payload)
+                    .send()
+                    .await
+                    .map_err(|e| self.transport_error(e))?;
+                if !resp.status().is_success() {
+                    return Err(self.status_error(resp).await);
+                }
+                let bytes = resp.bytes().await.map_err(|e| self.transport_error(e))?;
+                serde_json::from_slice::<Value>(&bytes).map_err(|e| {
+                    self.redact(ModelError::Response {
+                        provider: self.provider,
+                        message: format!(
+                            "the response is not JSON ({e}): {}",
+                            shorten(&String::from_utf8_lossy(&bytes), 300)
+                        ),
+                    })
+                })
+            }
+        })
+        .await
+    }
+
+    /// POSTs `body` and returns the response once its status is a success (the body
+    /// not read yet), with retries before that point.
+    pub async fn post_stream(&self, body: &Value) -> Result<reqwest::Response, ModelError> {
+        let payload = serde_json::to_vec(body).map_err(|e| {
+            ModelError::Config(format!("{}: cannot encode the request: {e}", self.provider))
+        })?;
+        self.with_retries(|| {
+            let payload = payload.clone();
+            async move {
+                let send = self
+                    .client
+                    .post(&self.url)
+                    .headers(self.headers.clone())
+                    .header(reqwest::header::ACCEPT, "text/event-stream")
+                    .body(payload)
+                    .send();
+                let resp = tokio::time::timeout(self.timeout, send)
+                    .await
+                    .map_err(|_| ModelError::Timeout {
+                        provider: self.provider,
+                        after: self.timeout,
+                    })?
+                    .map_err(|e| self.transport_error(e))?;
+                if !resp.status().is_success() {
+                    return Err(self.status_error(resp).await);
+                }
+                Ok(resp)
+            }
+        })
+        .await
+    }
+}

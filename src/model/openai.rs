@@ -1,0 +1,619 @@
+//! The OpenAI Chat Completions API (`POST {base_url}/chat/completions`), as spoken by
+//! OpenAI and the OpenAI-compatible servers (vLLM, Ollama, llama.cpp, LM Studio,
+//! OpenRouter…).
+
+use async_trait::async_trait;
+use eventsource_stream::Event;
+use serde_json::{json, Map, Value};
+
+use super::http::Transport;
+use super::sse::{chat_stream, event_json, SseParser};
+use super::{
+    ai_message, check_finish, finish_tool_call, resolve_key, ChatChunk, ChatModel, ChatRequest,
+    ChatStream, Finish, HttpSettings, ModelError,
+};
+use crate::message::{Content, ContentPart, InvalidToolCall, Message, MessageKind, Usage};
+use crate::tool::ToolCall;
+
+pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+const PROVIDER: &str = "openai";
+
+/// A chat model behind the OpenAI Chat Completions API.
+///
+/// The key comes from [`HttpSettings::api_key`] or `OPENAI_API_KEY`, the API root from
+/// [`HttpSettings::base_url`], `OPENAI_BASE_URL` or `https://api.openai.com/v1`. A
+/// key is required for OpenAI itself; a server at another `base_url` gets no
+/// `Authorization` header when there is no key.
+pub struct OpenAIChat {
+    model: String,
+    settings: HttpSettings,
+    transport: Transport,
+    official: bool,
+}
+
+impl std::fmt::Debug for OpenAIChat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAIChat")
+            .field("model", &self.model)
+            .field("url", &self.transport.url())
+            .finish()
+    }
+}
+
+impl OpenAIChat {
+    pub fn new(model: impl Into<String>, settings: HttpSettings) -> Result<Self, ModelError> {
+        let model = model.into();
+        let base = settings
+            .base_url
+            .clone()
+            .or_else(|| std::env::var("OPENAI_BASE_URL").ok())
+            .filter(|u| !u.trim().is_empty())
+            .unwrap_or_else(|| OPENAI_DEFAULT_BASE_URL.to_owned());
+        let base = base.trim().trim_end_matches('/').to_owned();
+        let official = base.starts_with("https://api.openai.com");
+        let key = resolve_key(settings.api_key.as_deref(), "OPENAI_API_KEY");
+        if key.is_none() && official {
+            return Err(ModelError::Config(
+                "OpenAIChat needs an API key: pass api_key=... or set OPENAI_API_KEY \
+                 (a local OpenAI-compatible server needs only base_url=...)"
+                    .into(),
+            ));
+        }
+        let mut headers = settings.headers.clone();
+        if let Some(k) = &key {
+            headers.push(("authorization".into(), format!("Bearer {k}")));
+        }
+        let transport = Transport::new(
+            PROVIDER,
+            format!("{base}/chat/completions"),
+            headers,
+            key,
+            settings.timeout,
+            settings.retry,
+        )?;
+        Ok(OpenAIChat {
+            model,
+            settings,
+            transport,
+            official,
+        })
+    }
+
+    /// The endpoint requests go to.
+    pub fn url(&self) -> &str {
+        self.transport.url()
+    }
+
+    /// The request body for `req` (public for inspection and tests).
+    pub fn request_body(&self, req: &ChatRequest, stream: bool) -> Value {
+        let mut body = Map::new();
+        body.insert("model".into(), json!(self.model));
+        let messages: Vec<Value> = req
+            .messages
+            .iter()
+            .filter_map(|m| message_to_openai(m))
+            .collect();
+        body.insert("messages".into(), Value::Array(messages));
+        if !req.tools.is_empty() {
+            body.insert(
+                "tools".into(),
+                Value::Array(req.tools.iter().map(|t| t.to_openai()).collect()),
+            );
+            if let Some(c) = &req.tool_choice {
+                body.insert("tool_choice".into(), c.to_openai());
+            }
+            if let Some(p) = req
+                .parallel_tool_calls
+                .or(self.settings.parallel_tool_calls)
+            {
+                body.insert("parallel_tool_calls".into(), json!(p));
+            }
+        }
+        if let Some(f) = &req.response_format {
+            body.insert(
+                "response_format".into(),
+                json!({
+                    "type": "json_schema",
+                    "json_schema": {"name": f.name, "schema": f.schema, "strict": f.strict},
+                }),
+            );
+        }
+        if let Some(t) = req.temperature.or(self.settings.temperature) {
+            body.insert("temperature".into(), json!(t));
+        }
+        if let Some(n) = req.max_tokens.or(self.settings.max_tokens) {
+            // OpenAI itself deprecated `max_tokens` (reasoning models reject it);
+            // compatible servers know `max_tokens`.
+            let key = if self.official {
+                "max_completion_tokens"
+            } else {
+                "max_tokens"
+            };
+            body.insert(key.into(), json!(n));
+        }
+        if !req.stop.is_empty() {
+            body.insert("stop".into(), json!(req.stop));
+        }
+        if stream {
+            body.insert("stream".into(), json!(true));
+            body.insert("stream_options".into(), json!({"include_usage": true}));
+        }
+        for (k, v) in &req.extra {
+            body.insert(k.clone(), v.clone());
+        }
+        Value::Object(body)
+    }
+}
+
+#[async_trait]
+impl ChatModel for OpenAIChat {
+    fn provider(&self) -> &'static str {
+        PROVIDER
+    }
+
+    fn model_name(&self) -> &str {
+        &self.model
+    }
+
+    async fn invoke(&self, req: ChatRequest) -> Result<Message, ModelError> {
+        let body = self.request_body(&req, false);
+        let v = self.transport.post_json(&body).await?;
+        parse_response(crate::message::new_id(), &v).map_err(|e| self.transport.redact(e))
+    }
+
+    async fn stream(&self, req: ChatRequest) -> Result<ChatStream, ModelError> {
+        let body = self.request_body(&req, true);
+        let resp = self.transport.post_stream(&body).await?;
+        let id = crate::message::new_id();
+        Ok(chat_stream(
+            PROVIDER,
+            id.clone(),
+            resp,
+            StreamParser::new(id),
+            self.transport.timeout,
+            self.transport.secret(),
+        ))
+    }
+}
+
+fn name_ok(n: &str) -> bool {
+    !n.is_empty()
+        && n.len() <= 64
+        && n.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+fn part_to_openai(p: &ContentPart) -> Value {
+    match p {
+        ContentPart::Text { text } => json!({"type": "text", "text": text}),
+        ContentPart::Image { url } => json!({"type": "image_url", "image_url": {"url": url}}),
+        ContentPart::Json {
+            value: Value::String(s),
+        } => json!({"type": "text", "text": s}),
+        ContentPart::Json { value } => value.clone(),
+    }
+}
+
+fn content_to_openai(c: &Content) -> Value {
+    match c {
+        Content::Text(s) => json!(s),
+        Content::Parts(parts) => Value::Array(parts.iter().map(part_to_openai).collect()),
+    }
+}
+
+/// Arguments as the JSON text OpenAI wants (text kept as it is).
+fn arguments_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// A message in the Chat Completions shape; `None` for a remove marker.
+pub(crate) fn message_to_openai(m: &Message) -> Option<Value> {
+    let mut out = Map::new();
+    match &m.kind {
+        MessageKind::System => {
+            out.insert("role".into(), json!("system"));
+            out.insert("content".into(), content_to_openai(&m.content));
+        }
+        MessageKind::Human => {
+            out.insert("role".into(), json!("user"));
+            out.insert("content".into(), content_to_openai(&m.content));
+        }
+        MessageKind::Ai { tool_calls, .. } => {
+            out.insert("role".into(), json!("assistant"));
+            let text = m.content.text();
+            out.insert(
+                "content".into(),
+                if text.is_empty() && !tool_calls.is_empty() {
+                    Value::Null
+                } else {
+                    json!(text)
+                },
+            );
+            // Invalid tool calls are not sent: no tool result answers them, and a call
+            // without a result makes the provider reject the conversation.
+            if !tool_calls.is_empty() {
+                let calls: Vec<Value> = tool_calls
+                    .iter()
+                    .map(|c| {
+                        json!({
+                            "id": c.id,
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": arguments_text(&c.arguments)},
+                        })
+                    })
+                    .collect();
+                out.insert("tool_calls".into(), Value::Array(calls));
+            }
+        }
+        MessageKind::Tool { tool_call_id, .. } => {
+            out.insert("role".into(), json!("tool"));
+            out.insert("tool_call_id".into(), json!(tool_call_id));
+            out.insert("content".into(), json!(m.content.text()));
+            return Some(Value::Object(out));
+        }
+        MessageKind::Remove => return None,
+    }
+    if let Some(n) = m.name.as_deref().filter(|n| name_ok(n)) {
+        out.insert("name".into(), json!(n));
+    }
+    Some(Value::Object(out))
+}
+
+fn finish_kind(reason: Option<&str>) -> Finish {
+    match reason {
+        None | Some("stop") | Some("tool_calls") | Some("function_call") => Finish::Normal,
+        Some("length") => Finish::Length,
+        Some("content_filter") => Finish::Filtered,
+        Some(_) => Finish::Unknown,
+    }
+}
+
+fn usage_from(v: &Value) -> Option<Usage> {
+    let u = v.get("usage").filter(|u| u.is_object())?;
+    let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let (i, o) = (n("prompt_tokens"), n("completion_tokens"));
+    Some(Usage {
+        input_tokens: i,
+        output_tokens: o,
+        total_tokens: u
+            .get("total_tokens")
+            .and_then(Value::as_u64)
+            .unwrap_or(i + o),
+    })
+}
+
+fn text_of(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect(),
+        _ => String::new(),
+    }
+}
+
+fn shape_error(message: impl Into<String>) -> ModelError {
+    ModelError::Response {
+        provider: PROVIDER,
+        message: message.into(),
+    }
+}
+
+/// An error object inside a 200 response or a stream (some servers report failures
+/// that way).
+fn embedded_error(v: &Value) -> Option<ModelError> {
+    let e = v.get("error").filter(|e| !e.is_null())?;
+    let (kind, message) = super::error_detail(&json!({ "error": e }).to_string());
+    Some(shape_error(format!(
+        "the provider reported an error{}: {message}",
+        kind.map(|k| format!(" ({k})")).unwrap_or_default()
+    )))
+}
+
+/// The AI message of a non-streamed response.
+pub(crate) fn parse_response(id: String, v: &Value) -> Result<Message, ModelError> {
+    if let Some(e) = embedded_error(v) {
+        return Err(e);
+    }
+    let choice = v
+        .get("choices")
+        .and_then(Value::as_array)
+        .and_then(|c| c.first())
+        .ok_or_else(|| shape_error("the response has no choices"))?;
+    let msg = choice
+        .get("message")
+        .ok_or_else(|| shape_error("the response's choice has no message"))?;
+    let mut text = text_of(msg.get("content"));
+    if text.is_empty() {
+        if let Some(r) = msg.get("refusal").and_then(Value::as_str) {
+            text = r.to_owned();
+        }
+    }
+    let mut calls = Vec::new();
+    let mut invalid = Vec::new();
+    let mut push = |r: Result<ToolCall, InvalidToolCall>| match r {
+        Ok(c) => calls.push(c),
+        Err(i) => invalid.push(i),
+    };
+    if let Some(list) = msg.get("tool_calls").and_then(Value::as_array) {
+        for c in list {
+            let f = c.get("function");
+            let name = f
+                .and_then(|f| f.get("name"))
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            let id = c.get("id").and_then(Value::as_str).map(str::to_owned);
+            push(match f.and_then(|f| f.get("arguments")) {
+                Some(Value::String(s)) => finish_tool_call(id, name, s),
+                // Some servers send the arguments as an object.
+                Some(obj @ Value::Object(_)) => finish_tool_call(id, name, &obj.to_string()),
+                Some(Value::Null) | None => finish_tool_call(id, name, ""),
+                Some(other) => finish_tool_call(id, name, &other.to_string()),
+            });
+        }
+    } else if let Some(f) = msg.get("function_call").filter(|f| f.is_object()) {
+        // The legacy single function call.
+        let name = f.get("name").and_then(Value::as_str).map(str::to_owned);
+        let args = f.get("arguments").and_then(Value::as_str).unwrap_or("");
+        push(finish_tool_call(None, name, args));
+    }
+    let reason = choice.get("finish_reason").and_then(Value::as_str);
+    let m = ai_message(id, text, calls, invalid, usage_from(v));
+    check_finish(PROVIDER, finish_kind(reason), reason, &m)?;
+    Ok(m)
+}
+
+#[derive(Default)]
+struct PartialCall {
+    id: Option<String>,
+    name: Option<String>,
+    args: String,
+}
+
+/// Assembles `chat.completion.chunk` events.
+pub(crate) struct StreamParser {
+    id: String,
+    text: String,
+    calls: Vec<PartialCall>,
+    finish_reason: Option<String>,
+    usage: Option<Usage>,
+}
+
+impl StreamParser {
+    pub(crate) fn new(id: String) -> Self {
+        StreamParser {
+            id,
+            text: String::new(),
+            calls: Vec::new(),
+            finish_reason: None,
+            usage: None,
+        }
+    }
+
+    fn call_delta(&mut self, d: &Value, out: &mut Vec<ChatChunk>) {
+        let id = d.get("id").and_then(Value::as_str).map(str::to_owned);
+        let index = match d.get("index").and_then(Value::as_u64) {
+            Some(i) => i as usize,
+            // No index (some servers): a new id starts a new call, else the last one.
+            None => match &id {
+                Some(i) if !self.calls.iter().any(|c| c.id.as_ref() == Some(i)) => self.calls.len(),
+                _ => self.calls.len().saturating_sub(1),
+            },
+        };
+        // Guard against absurd indexes from a broken server.
+        if index > self.calls.len() + 128 {
+            return;
+        }
+        while self.calls.len() <= index {
+            self.calls.push(PartialCall::default());
+        }
+        let f = d.get("function");
+        let name = f
+            .and_then(|f| f.get("name"))
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+            .map(str::to_owned);
+        let args = match f.and_then(|f| f.get("arguments")) {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Null) | None => String::new(),
+            Some(other) => other.to_string(),
+        };
+        let call = &mut self.calls[index];
+        if call.id.is_none() {
+            call.id = id.clone();
+        }
+        if let Some(n) = &name {
+            match &mut call.name {
+                // A name sent in pieces (rare) is joined; a repeated name is ignored.
+                Some(existing) if existing != n => existing.push_str(n),
+                Some(_) => {}
+                None => call.name = Some(n.clone()),
+            }
+        }
+        call.args.push_str(&args);
+        out.push(ChatChunk::ToolCallDelta {
+            index,
+            id,
+            name,
+            arguments: args,
+        });
+    }
+}
+
+impl SseParser for StreamParser {
+    fn on_event(&mut self, event: &Event, out: &mut Vec<ChatChunk>) -> Result<bool, ModelError> {
+        let data = event.data.trim();
+        if data == "[DONE]" {
+            return Ok(true);
+        }
+        if data.is_empty() {
+            return Ok(false);
+        }
+        let v = event_json(PROVIDER, event)?;
+        if let Some(e) = embedded_error(&v) {
+            return Err(e);
+        }
+        if let Some(u) = usage_from(&v) {
+            self.usage = Some(u);
+        }
+        let Some(choices) = v.get("choices").and_then(Value::as_array) else {
+            return Ok(false);
+        };
+        for choice in choices {
+            if choice.get("index").and_then(Value::as_u64).unwrap_or(0) != 0 {
+                continue;
+            }
+            if let Some(delta) = choice.get("delta") {
+                let piece = text_of(delta.get("content"));
+                let piece = if piece.is_empty() {
+                    delta
+                        .get("refusal")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned()
+                } else {
+                    piece
+                };
+                if !piece.is_empty() {
+                    self.text.push_str(&piece);
+                    out.push(ChatChunk::Text(piece));
+                }
+                if let Some(list) = delta.get("tool_calls").and_then(Value::as_array) {
+                    for d in list {
+                        self.call_delta(d, out);
+                    }
+                }
+            }
+            if let Some(r) = choice.get("finish_reason").and_then(Value::as_str) {
+                self.finish_reason = Some(r.to_owned());
+            }
+        }
+        Ok(false)
+    }
+
+    fn finish(&mut self, complete: bool) -> Result<Message, ModelError> {
+        if !complete && self.finish_reason.is_none() {
+            return Err(shape_error(format!(
+                "the stream ended before its end marker (no finish_reason, no [DONE]) after \
+                 {} characters of text and {} tool call(s): the response is truncated",
+                self.text.chars().count(),
+                self.calls.len()
+            )));
+        }
+        let mut calls = Vec::new();
+        let mut invalid = Vec::new();
+        for c in std::mem::take(&mut self.calls) {
+            match finish_tool_call(c.id, c.name, &c.args) {
+                Ok(c) => calls.push(c),
+                Err(i) => invalid.push(i),
+            }
+        }
+        let m = ai_message(
+            self.id.clone(),
+            std::mem::take(&mut self.text),
+            calls,
+            invalid,
+            self.usage,
+        );
+        let reason = self.finish_reason.as_deref();
+        check_finish(PROVIDER, finish_kind(reason), reason, &m)?;
+        Ok(m)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn ev(data: &str) -> Event {
+        Event {
+            data: data.into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn history_maps_to_chat_completions() {
+        let ai = Message::ai("", vec![ToolCall::new("c1", "add", json!({"a": 1}))]);
+        let tool = Message::tool("2", "c1", "add", crate::message::ToolStatus::Success);
+        let v: Vec<Value> = [Message::system("s"), Message::human("h"), ai, tool]
+            .iter()
+            .filter_map(message_to_openai)
+            .collect();
+        assert_eq!(v[0], json!({"role": "system", "content": "s"}));
+        assert_eq!(v[1], json!({"role": "user", "content": "h"}));
+        assert_eq!(v[2]["content"], Value::Null);
+        assert_eq!(
+            v[2]["tool_calls"][0]["function"]["arguments"],
+            json!("{\"a\":1}")
+        );
+        assert_eq!(
+            v[3],
+            json!({"role": "tool", "tool_call_id": "c1", "content": "2"})
+        );
+    }
+
+    #[test]
+    fn response_with_bad_arguments_keeps_the_good_calls() {
+        let v = json!({
+            "id": "chatcmpl-1", "object": "chat.completion",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": null,
+                "tool_calls": [
+                    {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{\"x\": 1}"}},
+                    {"id": "b", "type": "function", "function": {"name": "g", "arguments": "{oops"}}
+                ]}}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12}
+        });
+        let m = parse_response("m1".into(), &v).unwrap();
+        let MessageKind::Ai {
+            tool_calls,
+            invalid_tool_calls,
+            usage,
+        } = &m.kind
+        else {
+            panic!()
+        };
+        assert_eq!(tool_calls.len(), 1);
+        assert_eq!(invalid_tool_calls[0].name.as_deref(), Some("g"));
+        assert_eq!(usage.unwrap().total_tokens, 12);
+    }
+
+    #[test]
+    fn stream_assembles_tool_call_deltas() {
+        let mut p = StreamParser::new("m".into());
+        let mut out = Vec::new();
+        for d in [
+            r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":"Hi"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"add","arguments":""}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\":"}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":" 2}"}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
+        ] {
+            assert!(!p.on_event(&ev(d), &mut out).unwrap());
+        }
+        assert!(p.on_event(&ev("[DONE]"), &mut out).unwrap());
+        let m = p.finish(true).unwrap();
+        assert_eq!(m.tool_calls()[0].arguments, json!({"a": 2}));
+        assert_eq!(out[0], ChatChunk::Text("Hi".into()));
+        let _ = Arc::new(m);
+    }
+
+    #[test]
+    fn truncated_stream_is_an_error() {
+        let mut p = StreamParser::new("m".into());
+        let mut out = Vec::new();
+        p.on_event(
+            &ev(r#"{"choices":[{"index":0,"delta":{"content":"Hel"}}]}"#),
+            &mut out,
+        )
+        .unwrap();
+        let e = p.finish(false).unwrap_err();
+        assert!(e.to_string().contains("truncated"), "{e}");
+    }
+}

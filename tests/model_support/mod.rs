@@ -1,0 +1,216 @@
+//! A loopback HTTP/1.1 server for the model tests: it records each request and
+//! answers with the next canned reply (JSON, or SSE written in pieces), one request
+//! per connection.
+
+#![allow(dead_code)]
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+pub enum Body {
+    Json(String),
+    /// Written piece by piece with a pause between pieces, then the connection closes.
+    Sse {
+        pieces: Vec<String>,
+        gap: Duration,
+    },
+}
+
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Body,
+    /// A pause before the status line (to trip the client's timeout).
+    pub delay: Duration,
+}
+
+impl Reply {
+    pub fn json(status: u16, body: &Value) -> Reply {
+        Reply {
+            status,
+            headers: Vec::new(),
+            body: Body::Json(body.to_string()),
+            delay: Duration::ZERO,
+        }
+    }
+
+    /// An SSE body from complete events (each gets its blank line), in pieces.
+    pub fn sse(events: &[String]) -> Reply {
+        Reply {
+            status: 200,
+            headers: Vec::new(),
+            body: Body::Sse {
+                pieces: events.to_vec(),
+                gap: Duration::from_millis(5),
+            },
+            delay: Duration::ZERO,
+        }
+    }
+
+    pub fn header(mut self, k: &str, v: &str) -> Reply {
+        self.headers.push((k.into(), v.into()));
+        self
+    }
+
+    pub fn delayed(mut self, d: Duration) -> Reply {
+        self.delay = d;
+        self
+    }
+}
+
+/// `data: <json>\n\n` (OpenAI style).
+pub fn data(v: &Value) -> String {
+    format!("data: {v}\n\n")
+}
+
+/// `event: <name>\ndata: <json>\n\n` (Anthropic style).
+pub fn event(name: &str, v: &Value) -> String {
+    format!("event: {name}\ndata: {v}\n\n")
+}
+
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub method: String,
+    pub path: String,
+    pub headers: HashMap<String, String>,
+    pub body: Value,
+    pub at: Instant,
+}
+
+pub struct Server {
+    pub addr: std::net::SocketAddr,
+    requests: Arc<Mutex<Vec<Recorded>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Server {
+    pub async fn start(replies: Vec<Reply>) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let replies = Arc::new(Mutex::new(VecDeque::from(replies)));
+        let recorded = requests.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((sock, _)) = listener.accept().await else {
+                    return;
+                };
+                let (recorded, replies) = (recorded.clone(), replies.clone());
+                tokio::spawn(async move {
+                    let _ = serve(sock, recorded, replies).await;
+                });
+            }
+        });
+        Server {
+            addr,
+            requests,
+            task,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+async fn serve(
+    mut sock: TcpStream,
+    recorded: Arc<Mutex<Vec<Recorded>>>,
+    replies: Arc<Mutex<VecDeque<Reply>>>,
+) -> std::io::Result<()> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        let n = sock.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let mut first = lines.next().unwrap_or("").split(' ');
+    let method = first.next().unwrap_or("").to_owned();
+    let path = first.next().unwrap_or("").to_owned();
+    let headers: HashMap<String, String> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let len: usize = headers
+        .get("content-length")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    while buf.len() < head_end + len {
+        let n = sock.read(&mut chunk).await?;
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let body = serde_json::from_slice(&buf[head_end..]).unwrap_or(Value::Null);
+    recorded.lock().unwrap().push(Recorded {
+        method,
+        path,
+        headers,
+        body,
+        at: Instant::now(),
+    });
+    let reply = replies.lock().unwrap().pop_front();
+    let Some(reply) = reply else {
+        let msg = r#"{"error": {"message": "the test server has no more replies"}}"#;
+        let resp = format!(
+            "HTTP/1.1 599 No Reply\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{msg}",
+            msg.len()
+        );
+        return sock.write_all(resp.as_bytes()).await;
+    };
+    tokio::time::sleep(reply.delay).await;
+    let extra: String = reply
+        .headers
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}\r\n"))
+        .collect();
+    match reply.body {
+        Body::Json(text) => {
+            let resp = format!(
+                "HTTP/1.1 {} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
+                 Connection: close\r\n{extra}\r\n{text}",
+                reply.status,
+                text.len()
+            );
+            sock.write_all(resp.as_bytes()).await?;
+        }
+        Body::Sse { pieces, gap } => {
+            let head = format!(
+                "HTTP/1.1 {} OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\
+                 Connection: close\r\n{extra}\r\n",
+                reply.status
+            );
+            sock.write_all(head.as_bytes()).await?;
+            for p in pieces {
+                sock.write_all(p.as_bytes()).await?;
+                sock.flush().await?;
+                tokio::time::sleep(gap).await;
+            }
+        }
+    }
+    sock.shutdown().await
+}
