@@ -19,7 +19,7 @@ from ironloop._agent import create_react_agent
 from ironloop._constants import END, START
 from ironloop._injection import InjectedState, InjectedStore, InjectedToolCallId
 from ironloop._ironloop import MemorySaver, SqliteSaver, ToolContext, __version__
-from ironloop._tool import Tool, tool
+from ironloop._tool import Tool, compose_schema, tool
 from ironloop.graph import (
     CompiledStateGraph,
     MessagesState,
@@ -46,6 +46,7 @@ __all__ = [
     "StateGraph",
     "StateSnapshot",
     "add_messages",
+    "compose_schema",
     "create_react_agent",
     "get_stream_writer",
     "interrupt",

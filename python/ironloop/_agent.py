@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Sequence
 from typing import Annotated, Any, Callable, TypedDict
 
@@ -11,7 +12,7 @@ from ironloop._ironloop import AIMessage, BaseMessage, SystemMessage, _coerce_me
 from ironloop._ironloop import _json_schema_errors
 from ironloop._runtime import task_var
 from ironloop._schema import type_schema
-from ironloop._tool import Tool
+from ironloop._tool import Tool, compose_schema
 from ironloop.errors import ModelError
 from ironloop.graph import CompiledStateGraph, StateGraph, add_messages
 from ironloop.prebuilt import ToolNode, tools_condition
@@ -60,6 +61,34 @@ def _merge_chunks(chunks: list[AIMessage]) -> AIMessage:
     )
 
 
+def _from_composed(resp: AIMessage, schema: dict[str, Any], structured: bool) -> dict[str, Any]:
+    """The agent's step from a ``{"calls", "output"}`` answer."""
+    text = resp.text
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        # Not JSON: the model answered in prose; take it as the final answer.
+        return {"messages": [resp]}
+    errors = _json_schema_errors(schema, value)
+    if errors:
+        raise ModelError(
+            "the model's answer does not match the {calls, output} schema: " + "; ".join(errors)
+        )
+    calls = value.get("calls") or []
+    if calls:
+        tool_calls = [
+            {"name": c["name"], "args": c.get("args", {}), "id": f"call_{uuid.uuid4().hex[:24]}"}
+            for c in calls
+        ]
+        return {"messages": [AIMessage(content="", tool_calls=tool_calls, id=resp.id)]}
+    output = value.get("output")
+    content = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+    update: dict[str, Any] = {"messages": [AIMessage(content=content, id=resp.id)]}
+    if structured and not isinstance(output, str):
+        update["structured_response"] = output
+    return update
+
+
 def _structured(model: Any, fmt: Any, messages: list[BaseMessage]) -> Any:
     schema, convert = type_schema(fmt)
     try:
@@ -90,6 +119,7 @@ def create_react_agent(
     interrupt_after: Sequence[str] | None = None,
     name: str | None = None,
     debug: bool = False,
+    tool_calling: str = "native",
     **kwargs: Any,
 ) -> CompiledStateGraph:
     """A graph with nodes ``"agent"`` (calls the model) and ``"tools"`` (runs its tool
@@ -97,6 +127,11 @@ def create_react_agent(
 
     Every tool failure reaches the model as an error ``ToolMessage`` so it can correct
     itself. A tool made with ``return_direct=True`` ends the run with its result.
+
+    ``tool_calling="schema"`` is for models without native tool calling: the model is
+    asked for one JSON object matching ``compose_schema(tools, ...)`` —
+    ``{"calls": [...], "output": ...}`` — through ``response_format=``; its calls run
+    like native ones and ``output`` is the answer.
 
     Example:
         >>> from ironloop import create_react_agent, tool
@@ -159,6 +194,20 @@ def create_react_agent(
         resp = await model.ainvoke(model_input(state), tools=tool_dicts)
         return {"messages": [_as_ai(resp)]}
 
+    if tool_calling not in ("native", "schema"):
+        raise ValueError(f"tool_calling must be 'native' or 'schema', got {tool_calling!r}")
+    if tool_calling == "schema":
+        out_schema = type_schema(response_format)[0] if response_format is not None else None
+        composed = compose_schema(tool_list, out_schema)
+
+        def agent(state: Any) -> dict[str, Any]:  # type: ignore[misc]
+            resp = model.invoke(model_input(state), tools=None, response_format=composed)
+            return _from_composed(_as_ai(resp), composed, response_format is not None)
+
+        async def aagent(state: Any) -> dict[str, Any]:  # type: ignore[misc]
+            resp = await model.ainvoke(model_input(state), tools=None, response_format=composed)
+            return _from_composed(_as_ai(resp), composed, response_format is not None)
+
     node: Any = agent if hasattr(model, "invoke") else aagent
     if hasattr(model, "invoke") and hasattr(model, "ainvoke"):
         agent.__ironloop_async__ = aagent  # type: ignore[attr-defined]
@@ -167,7 +216,7 @@ def create_react_agent(
     g.add_node("agent", node)
     g.add_edge(START, "agent")
     after_agent = END
-    if response_format is not None:
+    if response_format is not None and tool_calling == "native":
 
         def generate_structured_response(state: Any) -> dict[str, Any]:
             return {"structured_response": _structured(model, response_format, model_input(state))}

@@ -5,11 +5,12 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+from collections.abc import Sequence
 from typing import Any, Callable, TypeVar, overload
 
 from ironloop._schema import function_spec
 
-__all__ = ["Tool", "tool"]
+__all__ = ["Tool", "compose_schema", "tool"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -111,6 +112,47 @@ class Tool:
 
     def __repr__(self) -> str:
         return f"Tool(name={self.name!r}, description={self.description!r})"
+
+    @classmethod
+    def from_schema(cls, schema: dict[str, Any]) -> Tool:
+        """A *latent* tool: a pure schema with no function. The model produces its
+        result itself, in the extra argument ``_output``, and that is the result.
+
+        ``schema`` is an OpenAI ``tools`` entry (``{"type": "function", "function":
+        {...}}``), an Anthropic one (``{"name", "description", "input_schema"}``) or
+        ``{"name", "description", "parameters"}``.
+
+        Example:
+            >>> t = Tool.from_schema({"name": "recall", "description": "Recalls a fact.",
+            ...     "parameters": {"type": "object", "properties": {"topic": {"type": "string"}},
+            ...                    "required": ["topic"]}})
+            >>> t.parameters["required"]
+            ['topic', '_output']
+            >>> t.func(topic="sky", _output="blue")
+            'blue'
+        """
+        if not isinstance(schema, dict):
+            raise TypeError(f"Tool.from_schema expects a dict, got {type(schema).__name__}")
+        spec = schema.get("function", schema) if schema.get("type") == "function" else schema
+        name = spec.get("name")
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"Tool.from_schema: the schema has no 'name': {schema!r}")
+        params = spec.get("parameters", spec.get("input_schema", {"type": "object"}))
+        if not isinstance(params, dict) or params.get("type", "object") != "object":
+            raise TypeError(
+                f"Tool.from_schema({name!r}): parameters must be a JSON Schema for an object"
+            )
+        props = dict(params.get("properties", {}))
+        if "_output" in props:
+            raise ValueError(f"Tool.from_schema({name!r}): '_output' is reserved for the result")
+        props["_output"] = {"description": "The result of this tool, which you produce yourself."}
+        required = [r for r in params.get("required", []) if r != "_output"] + ["_output"]
+        parameters = {**params, "properties": props, "required": required}
+
+        def latent(**kwargs: Any) -> Any:
+            return kwargs["_output"]
+
+        return cls(name, str(spec.get("description", "")), parameters=parameters, func=latent)
 
 
 class _FunctionTool(Tool):
@@ -262,3 +304,38 @@ def tool(
             raise TypeError("@tool: give the name once, positionally or as name=")
         return lambda f: make(f, name_or_func)
     return make(name_or_func, name)
+
+
+def compose_schema(tools: Sequence[Any], output_schema: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One JSON Schema, ``{"calls": [...], "output": ...}``, with which a model that has
+    no native tool calling can drive an agent through structured output: ``calls``
+    lists tool calls (each ``{"name": <a tool>, "args": {...}}``, the args valid for that
+    tool), ``output`` is the final answer (``null`` while calling tools).
+
+    Example:
+        >>> s = compose_schema([Tool("add", "Adds.", func=lambda a, b: a + b, parameters={
+        ...     "type": "object", "properties": {"a": {"type": "integer"},
+        ...     "b": {"type": "integer"}}, "required": ["a", "b"]})])
+        >>> s["properties"]["calls"]["items"]["anyOf"][0]["properties"]["name"]
+        {'const': 'add'}
+    """
+    variants = []
+    for t in tools:
+        variants.append(
+            {
+                "type": "object",
+                "description": t.description,
+                "properties": {"name": {"const": t.name}, "args": t.parameters},
+                "required": ["name", "args"],
+                "additionalProperties": False,
+            }
+        )
+    output = output_schema if output_schema is not None else {"type": "string"}
+    return {
+        "type": "object",
+        "properties": {
+            "calls": {"type": "array", "items": {"anyOf": variants} if variants else {}},
+            "output": {"anyOf": [output, {"type": "null"}]},
+        },
+        "required": ["calls", "output"],
+    }
