@@ -26,4 +26,5 @@ set -e
 step "Python: stubs match the runtime, lint"
 python -m mypy.stubtest ironloop --allowlist scripts/stubtest-allowlist.txt
 ruff check python tests/python benches/python examples
+ruff format --check python tests/python benches/python examples
 echo "all checks passed"

@@ -8,8 +8,13 @@ from collections.abc import Sequence
 from typing import Annotated, Any, Callable, TypedDict
 
 from ironloop._constants import END, START
-from ironloop._ironloop import AIMessage, BaseMessage, SystemMessage, _coerce_message
-from ironloop._ironloop import _json_schema_errors
+from ironloop._ironloop import (
+    AIMessage,
+    BaseMessage,
+    SystemMessage,
+    _coerce_message,
+    _json_schema_errors,
+)
 from ironloop._runtime import task_var
 from ironloop._schema import type_schema
 from ironloop._tool import Tool, compose_schema

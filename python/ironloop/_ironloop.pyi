@@ -20,6 +20,8 @@ __all__ = [
     "ToolContext",
     "ToolMessage",
     "_AsyncGraphStream",
+    "_ChatModelCore",
+    "_ChatStream",
     "_GraphCore",
     "_GraphStream",
     "_TaskScratch",
@@ -45,7 +47,9 @@ class BaseMessage:
     @property
     def text(self) -> str: ...
     def model_dump(self) -> dict[str, Any]: ...
-    def model_copy(self, update: dict[str, Any] | None = None, deep: bool = False) -> BaseMessage: ...
+    def model_copy(
+        self, update: dict[str, Any] | None = None, deep: bool = False
+    ) -> BaseMessage: ...
     def pretty_repr(self) -> str: ...
     def pretty_print(self) -> None: ...
     def __eq__(self, value: object, /) -> bool: ...
@@ -221,11 +225,92 @@ class _GraphCore:
         state_factory: Any = None,
     ) -> _GraphCore: ...
     def invoke(self, input: Any, config: Any = None) -> Any: ...
-    def ainvoke(self, input: Any, config: Any, event_loop: asyncio.AbstractEventLoop) -> Awaitable[Any]: ...
+    def ainvoke(
+        self, input: Any, config: Any, event_loop: asyncio.AbstractEventLoop
+    ) -> Awaitable[Any]: ...
     def stream(
-        self, input: Any, config: Any, stream_mode: Any, event_loop: asyncio.AbstractEventLoop | None = None
+        self,
+        input: Any,
+        config: Any,
+        stream_mode: Any,
+        event_loop: asyncio.AbstractEventLoop | None = None,
     ) -> Any: ...
     def get_state(self, config: Any) -> Any: ...
-    def get_state_history(self, config: Any, limit: int | None = None, before: Any = None) -> list[Any]: ...
-    def update_state(self, config: Any, values: Any, as_node: str | None = None) -> dict[str, Any]: ...
+    def get_state_history(
+        self, config: Any, limit: int | None = None, before: Any = None
+    ) -> list[Any]: ...
+    def update_state(
+        self, config: Any, values: Any, as_node: str | None = None
+    ) -> dict[str, Any]: ...
     def node_names(self) -> list[str]: ...
+
+@final
+class _ChatModelCore:
+    def __new__(
+        cls,
+        provider: str,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        timeout: float | None = 60.0,
+        max_retries: int = 2,
+        parallel_tool_calls: bool | None = None,
+        headers: list[tuple[str, str]] | None = None,
+    ) -> _ChatModelCore: ...
+    @property
+    def provider(self) -> str: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def url(self) -> str: ...
+    def invoke(
+        self,
+        messages: Any,
+        tools: Any = None,
+        tool_choice: Any = None,
+        *,
+        parallel_tool_calls: bool | None = None,
+        response_format: Any = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        stop: Any = None,
+        extra: Any = None,
+    ) -> AIMessage: ...
+    def ainvoke(
+        self,
+        messages: Any,
+        tools: Any = None,
+        tool_choice: Any = None,
+        *,
+        parallel_tool_calls: bool | None = None,
+        response_format: Any = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        stop: Any = None,
+        extra: Any = None,
+    ) -> Awaitable[AIMessage]: ...
+    def stream(
+        self,
+        messages: Any,
+        tools: Any = None,
+        tool_choice: Any = None,
+        *,
+        parallel_tool_calls: bool | None = None,
+        response_format: Any = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        stop: Any = None,
+        extra: Any = None,
+    ) -> _ChatStream: ...
+
+@final
+class _ChatStream:
+    def __iter__(self) -> _ChatStream: ...
+    def __next__(self) -> AIMessage: ...
+    def anext(self) -> Awaitable[AIMessage | None]: ...
+    @property
+    def final_message(self) -> AIMessage | None: ...
+    def collect(self) -> AIMessage: ...

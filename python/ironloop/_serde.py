@@ -68,7 +68,9 @@ def _load_type(path: str) -> type:
     except (ImportError, AttributeError) as e:
         raise TypeError(f"cannot restore a checkpointed {path}: {e}") from e
     ok = isinstance(obj, type) and (
-        dataclasses.is_dataclass(obj) or issubclass(obj, enum.Enum) or hasattr(obj, "model_validate")
+        dataclasses.is_dataclass(obj)
+        or issubclass(obj, enum.Enum)
+        or hasattr(obj, "model_validate")
     )
     if not ok:
         raise TypeError(f"refusing to restore {path}: not a dataclass, enum or pydantic model")

@@ -306,7 +306,9 @@ def tool(
     return make(name_or_func, name)
 
 
-def compose_schema(tools: Sequence[Any], output_schema: dict[str, Any] | None = None) -> dict[str, Any]:
+def compose_schema(
+    tools: Sequence[Any], output_schema: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """One JSON Schema, ``{"calls": [...], "output": ...}``, with which a model that has
     no native tool calling can drive an agent through structured output: ``calls``
     lists tool calls (each ``{"name": <a tool>, "args": {...}}``, the args valid for that

@@ -78,7 +78,7 @@ class CheckpointSerializationError(CheckpointError, TypeError):
     channel and the value's type."""
 
 
-class GraphInterrupt(IronloopError):  # noqa: N818 - LangGraph's name
+class GraphInterrupt(IronloopError):  # LangGraph's name, hence no -Error suffix
     """Raised inside a node by ``interrupt(value)`` to pause the run. Not an error:
     the runtime catches it; do not catch it in your node."""
 

@@ -70,7 +70,9 @@ def add_messages(left: Any, right: Any) -> list[BaseMessage]:
                 merged, index = [], {}
                 continue
             if m.id not in index:
-                raise ValueError(f"Attempting to delete a message with an ID that doesn't exist ('{m.id}')")
+                raise ValueError(
+                    f"Attempting to delete a message with an ID that doesn't exist ('{m.id}')"
+                )
             merged = [x for x in merged if x.id != m.id]
             index = {x.id: i for i, x in enumerate(merged)}
         elif m.id in index:
@@ -201,7 +203,7 @@ def _is_async(fn: Any) -> bool:
 def _literal_ends(path: Any) -> list[str] | None:
     try:
         ret = get_type_hints(path).get("return")
-    except Exception:  # noqa: BLE001 - any failure means "unknown"
+    except Exception:  # any failure means "unknown"
         return None
     if get_origin(ret) is typing.Literal:
         return [str(a) for a in get_args(ret)]
@@ -329,7 +331,11 @@ class StateGraph:
     ) -> CompiledStateGraph:
         """Checks the wiring (naming the node or edge at fault) and returns a runnable
         graph."""
-        ib = [interrupt_before] if isinstance(interrupt_before, str) else list(interrupt_before or [])
+        ib = (
+            [interrupt_before]
+            if isinstance(interrupt_before, str)
+            else list(interrupt_before or [])
+        )
         ia = [interrupt_after] if isinstance(interrupt_after, str) else list(interrupt_after or [])
         nodes = []
         for name_, fn in self.nodes.items():
@@ -490,7 +496,9 @@ class CompiledStateGraph:
             description,
             parameters={
                 "type": "object",
-                "properties": {"input": {"type": "string", "description": "The task for the sub-agent."}},
+                "properties": {
+                    "input": {"type": "string", "description": "The task for the sub-agent."}
+                },
                 "required": ["input"],
             },
             func=run,
@@ -571,7 +579,9 @@ class _DrawableGraph:
             if br.path_map:
                 for key, t in br.path_map.items():
                     label = "" if key == t else f"&nbsp;{key}&nbsp;"
-                    lines.append(f"\t{br.source} -.{label}.-> {t};" if label else f"\t{br.source} -.-> {t};")
+                    lines.append(
+                        f"\t{br.source} -.{label}.-> {t};" if label else f"\t{br.source} -.-> {t};"
+                    )
             else:
                 for t in targets:
                     lines.append(f"\t{br.source} -.-> {t};")

@@ -1,4 +1,8 @@
-"""Chat models. ``ScriptedChatModel`` replays a script, for tests and offline demos.
+"""Chat models. ``OpenAIChat`` speaks the OpenAI Chat Completions API (OpenAI and every
+OpenAI-compatible server: vLLM, Ollama, llama.cpp, LM Studio, OpenRouter…),
+``AnthropicChat`` the Anthropic Messages API — both from Rust, with streaming, retries
+and timeouts, the GIL released while waiting. ``ScriptedChatModel`` replays a script,
+for tests and offline demos.
 
 Any object with ``invoke(messages, tools=None, tool_choice=None)`` (and optionally
 ``ainvoke``) works as a model: it receives ironloop messages and tools as OpenAI-format
@@ -9,13 +13,20 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any, Callable, Union
 
-from ironloop._ironloop import AIMessage, BaseMessage, _coerce_message, _coerce_messages
+from ironloop._ironloop import (
+    AIMessage,
+    BaseMessage,
+    _ChatModelCore,
+    _coerce_message,
+    _coerce_messages,
+)
+from ironloop._runtime import task_var
 from ironloop.errors import ModelError
 
-__all__ = ["ScriptedChatModel"]
+__all__ = ["AnthropicChat", "OpenAIChat", "ScriptedChatModel"]
 
 Response = Union[AIMessage, str, dict, Callable[[list[BaseMessage]], Any]]
 
@@ -136,3 +147,283 @@ class ScriptedChatModel:
     def remaining(self) -> int:
         """How many scripted responses are left."""
         return len(self._script) - self._next
+
+
+# --------------------------------------------------------------------------- HTTP models
+
+
+def _tool_dicts(tools: Sequence[Any] | None) -> list[dict[str, Any]] | None:
+    """Tools as OpenAI-format dicts: dicts pass through, ``Tool`` objects give
+    ``to_openai()``, plain functions are made tools first."""
+    if not tools:
+        return None
+    out: list[dict[str, Any]] = []
+    for t in tools:
+        if isinstance(t, Mapping):
+            out.append(dict(t))
+        elif hasattr(t, "to_openai"):
+            out.append(t.to_openai())
+        elif callable(t):
+            from ironloop._tool import tool as make_tool
+
+            out.append(make_tool(t).to_openai())
+        else:
+            raise TypeError(f"cannot use a {type(t).__name__} as a tool")
+    return out
+
+
+def _schema_of(response_format: Any) -> Any:
+    """A JSON Schema for ``response_format`` (a dict passes as it is; a TypedDict,
+    dataclass or pydantic model is converted)."""
+    if response_format is None or isinstance(response_format, Mapping):
+        return response_format
+    from ironloop._schema import type_schema
+
+    schema, _ = type_schema(response_format)
+    return schema
+
+
+_REQUEST_KEYS = ("parallel_tool_calls", "temperature", "max_tokens", "stop")
+
+
+class _HTTPChatModel:
+    """The shared half of :class:`OpenAIChat` and :class:`AnthropicChat`."""
+
+    _provider = ""
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        timeout: float | None = 60.0,
+        max_retries: int = 2,
+        parallel_tool_calls: bool | None = None,
+        default_headers: Mapping[str, str] | None = None,
+        model_kwargs: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not isinstance(model, str) or not model:
+            raise TypeError(f"{type(self).__name__}() needs a model name, e.g. 'gpt-4o-mini'")
+        self._core = _ChatModelCore(
+            self._provider,
+            model,
+            base_url=base_url,
+            api_key=api_key,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            timeout=timeout,
+            max_retries=max_retries,
+            parallel_tool_calls=parallel_tool_calls,
+            headers=list((default_headers or {}).items()),
+        )
+        self.model_kwargs: dict[str, Any] = dict(model_kwargs or {})
+
+    @property
+    def model(self) -> str:
+        """The model name sent to the provider."""
+        return self._core.model
+
+    @property
+    def model_name(self) -> str:
+        return self._core.model
+
+    @property
+    def url(self) -> str:
+        """The endpoint requests are sent to."""
+        return self._core.url
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r}, url={self.url!r})"
+
+    def _args(
+        self, tools: Sequence[Any] | None, tool_choice: Any, kwargs: dict[str, Any]
+    ) -> dict[str, Any]:
+        extra = dict(self.model_kwargs)
+        extra.update(kwargs.pop("extra_body", None) or {})
+        args: dict[str, Any] = {
+            "tools": _tool_dicts(tools),
+            "tool_choice": tool_choice,
+            "response_format": _schema_of(kwargs.pop("response_format", None)),
+        }
+        for k in _REQUEST_KEYS:
+            if k in kwargs:
+                args[k] = kwargs.pop(k)
+        # Any other keyword is a top-level field of the request body (top_p, seed...).
+        extra.update(kwargs)
+        args["extra"] = extra or None
+        return args
+
+    def invoke(
+        self,
+        messages: Sequence[Any] | str,
+        tools: Sequence[Any] | None = None,
+        tool_choice: Any = None,
+        **kwargs: Any,
+    ) -> AIMessage:
+        """One response. Inside a graph node run with ``stream_mode="messages"``, the
+        response is streamed and its chunks go to that stream as they arrive."""
+        args = self._args(tools, tool_choice, kwargs)
+        scratch = task_var.get(None)
+        if scratch is not None and scratch.streams_messages:
+            stream = self._core.stream(messages, **args)
+            for chunk in stream:
+                scratch.write_message(chunk)
+            final = stream.final_message
+            if final is None:
+                raise ModelError(f"{self._provider}: the stream ended without a final message")
+            return final
+        return self._core.invoke(messages, **args)
+
+    async def ainvoke(
+        self,
+        messages: Sequence[Any] | str,
+        tools: Sequence[Any] | None = None,
+        tool_choice: Any = None,
+        **kwargs: Any,
+    ) -> AIMessage:
+        args = self._args(tools, tool_choice, kwargs)
+        scratch = task_var.get(None)
+        if scratch is not None and scratch.streams_messages:
+            stream = self._core.stream(messages, **args)
+            while (chunk := await stream.anext()) is not None:
+                scratch.write_message(chunk)
+            final = stream.final_message
+            if final is None:
+                raise ModelError(f"{self._provider}: the stream ended without a final message")
+            return final
+        return await self._core.ainvoke(messages, **args)
+
+    def stream(
+        self,
+        messages: Sequence[Any] | str,
+        tools: Sequence[Any] | None = None,
+        tool_choice: Any = None,
+        **kwargs: Any,
+    ) -> Iterator[AIMessage]:
+        """Yields ``AIMessage`` chunks as tokens arrive; all share one id, and the last
+        one carries the assembled tool calls (and invalid ones) and the usage."""
+        yield from self._core.stream(messages, **self._args(tools, tool_choice, kwargs))
+
+    async def astream(
+        self,
+        messages: Sequence[Any] | str,
+        tools: Sequence[Any] | None = None,
+        tool_choice: Any = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[AIMessage]:
+        stream = self._core.stream(messages, **self._args(tools, tool_choice, kwargs))
+        while (chunk := await stream.anext()) is not None:
+            yield chunk
+
+    def bind_tools(
+        self,
+        tools: Sequence[Any],
+        *,
+        tool_choice: Any = None,
+        parallel_tool_calls: bool | None = None,
+    ) -> _BoundModel:
+        """This model with ``tools`` (and ``tool_choice``) sent on every call, for
+        graphs that call the model themselves."""
+        kw: dict[str, Any] = {}
+        if parallel_tool_calls is not None:
+            kw["parallel_tool_calls"] = parallel_tool_calls
+        return _BoundModel(self, _tool_dicts(tools), tool_choice, kw)
+
+
+class _BoundModel:
+    """A model with tools bound (see ``bind_tools``)."""
+
+    def __init__(
+        self,
+        model: _HTTPChatModel,
+        tools: list[dict[str, Any]] | None,
+        tool_choice: Any,
+        kwargs: dict[str, Any],
+    ) -> None:
+        self.bound = model
+        self.tools = tools
+        self.tool_choice = tool_choice
+        self.kwargs = kwargs
+
+    def _merge(self, tools: Any, tool_choice: Any, kw: dict[str, Any]) -> tuple[Any, Any, Any]:
+        return (
+            tools if tools is not None else self.tools,
+            tool_choice if tool_choice is not None else self.tool_choice,
+            {**self.kwargs, **kw},
+        )
+
+    def invoke(
+        self, messages: Any, tools: Any = None, tool_choice: Any = None, **kw: Any
+    ) -> AIMessage:
+        t, c, k = self._merge(tools, tool_choice, kw)
+        return self.bound.invoke(messages, t, c, **k)
+
+    async def ainvoke(
+        self, messages: Any, tools: Any = None, tool_choice: Any = None, **kw: Any
+    ) -> AIMessage:
+        t, c, k = self._merge(tools, tool_choice, kw)
+        return await self.bound.ainvoke(messages, t, c, **k)
+
+    def stream(
+        self, messages: Any, tools: Any = None, tool_choice: Any = None, **kw: Any
+    ) -> Iterator[AIMessage]:
+        t, c, k = self._merge(tools, tool_choice, kw)
+        return self.bound.stream(messages, t, c, **k)
+
+    def astream(
+        self, messages: Any, tools: Any = None, tool_choice: Any = None, **kw: Any
+    ) -> AsyncIterator[AIMessage]:
+        t, c, k = self._merge(tools, tool_choice, kw)
+        return self.bound.astream(messages, t, c, **k)
+
+
+class OpenAIChat(_HTTPChatModel):
+    """A model behind the OpenAI Chat Completions API — OpenAI itself, or any
+    OpenAI-compatible server through ``base_url`` (vLLM, Ollama at
+    ``http://localhost:11434/v1``, llama.cpp server, LM Studio, OpenRouter…).
+
+    The key comes from ``api_key`` or ``OPENAI_API_KEY`` (and ``base_url`` may come
+    from ``OPENAI_BASE_URL``); a server other than OpenAI needs no key. The HTTP runs
+    in Rust: retries with exponential backoff and jitter on 408/409/429/5xx,
+    connection errors and timeouts (honouring ``Retry-After``), none on other 4xx;
+    ``timeout`` seconds per attempt (for a stream: until it starts, then between
+    events). Failures raise ``ModelError`` with ``.status_code`` and ``.provider``;
+    the key never appears in an error.
+
+    ``invoke(messages, tools=None, tool_choice=None, **kw)`` accepts ironloop messages,
+    ``(role, text)`` tuples and dicts; ``tool_choice`` is ``"auto"``, ``"required"``,
+    ``"none"`` or a tool name; keywords ``parallel_tool_calls``, ``temperature``,
+    ``max_tokens``, ``stop``, ``response_format`` (a JSON Schema, TypedDict, dataclass
+    or pydantic model: sent as OpenAI's ``json_schema`` response format) and any other
+    top-level request field (``top_p``, ``seed``...).
+
+    Example:
+        >>> from ironloop.models import OpenAIChat
+        >>> local = OpenAIChat("llama3.2", base_url="http://localhost:11434/v1")
+        >>> local.url
+        'http://localhost:11434/v1/chat/completions'
+    """
+
+    _provider = "openai"
+
+
+class AnthropicChat(_HTTPChatModel):
+    """A model behind the Anthropic Messages API.
+
+    The key comes from ``api_key`` or ``ANTHROPIC_API_KEY`` (``base_url`` from
+    ``ANTHROPIC_BASE_URL``, default ``https://api.anthropic.com``). System messages
+    become the ``system`` field, tool results ``tool_result`` blocks; ``max_tokens``
+    defaults to 4096 (the API requires one). ``response_format`` is answered through
+    a forced tool call whose input is the structured answer, returned as JSON text.
+    Retries, timeouts and errors as :class:`OpenAIChat`.
+
+    Example:
+        >>> from ironloop.models import AnthropicChat
+        >>> AnthropicChat("claude-sonnet-4-5", api_key="sk-ant-example").url
+        'https://api.anthropic.com/v1/messages'
+    """
+
+    _provider = "anthropic"

@@ -10,7 +10,7 @@ from ironloop._constants import END
 from ironloop._ironloop import _ToolNodeCore
 from ironloop._tool import Tool, tool
 
-__all__ = ["ToolNode", "create_react_agent", "tools_condition"]
+__all__ = ["ToolNode", "tools_condition"]  # and create_react_agent, via __getattr__
 
 
 def __getattr__(name: str) -> Any:
@@ -20,6 +20,7 @@ def __getattr__(name: str) -> Any:
 
         return create_react_agent
     raise AttributeError(name)
+
 
 Strategy = Union[Literal["parallel", "sequential"], tuple[Literal["batched"], int]]
 HandleToolErrors = Union[

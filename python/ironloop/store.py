@@ -109,5 +109,7 @@ class InMemoryStore:
     def list_namespaces(self, *, prefix: tuple[str, ...] | None = None) -> list[tuple[str, ...]]:
         with self._lock:
             return sorted(
-                ns for ns in self._data if self._data[ns] and (not prefix or ns[: len(prefix)] == prefix)
+                ns
+                for ns in self._data
+                if self._data[ns] and (not prefix or ns[: len(prefix)] == prefix)
             )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, NamedTuple, Union
+from typing import Any, ClassVar, NamedTuple
 
 __all__ = ["Command", "Interrupt", "PregelTask", "Send", "StateSnapshot"]
 
@@ -46,7 +46,7 @@ class Command:
     graph: str | None = None
     update: Any = None
     resume: Any = None
-    goto: Union[str, Send, Sequence[Union[str, Send]]] = ()
+    goto: str | Send | Sequence[str | Send] = ()
 
     PARENT: ClassVar[str] = "__parent__"
 

@@ -71,7 +71,9 @@ def test_from_schema_rejects_bad_input():
     with pytest.raises(TypeError, match="object"):
         Tool.from_schema({"name": "x", "parameters": {"type": "array"}})
     with pytest.raises(ValueError, match="_output"):
-        Tool.from_schema({"name": "x", "parameters": {"type": "object", "properties": {"_output": {}}}})
+        Tool.from_schema(
+            {"name": "x", "parameters": {"type": "object", "properties": {"_output": {}}}}
+        )
 
 
 def test_compose_schema_accepts_valid_calls_and_rejects_invalid_ones():
@@ -108,7 +110,7 @@ def test_agent_driven_through_structured_output():
     assert [m.content for m in msgs[2:4]] == ["5", "blue"]
     assert msgs[-1].content == "5, and the sky is blue"
     # The model was asked for the composed schema, with no native tools.
-    messages, tools = model.calls[0]
+    _messages, tools = model.calls[0]
     assert tools is None
 
 
