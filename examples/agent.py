@@ -7,17 +7,27 @@ and the second run continues the same conversation from its checkpoint.
     pip install . && python examples/agent.py          # first turn
     python examples/agent.py                           # continues the thread
     python examples/agent.py --reset                   # start over
+
+Set IRONLOOP_MODEL to use a real model instead (its own thread in the same file):
+
+    IRONLOOP_MODEL=openai:gpt-4o-mini python examples/agent.py            # OPENAI_API_KEY
+    IRONLOOP_MODEL=anthropic:claude-sonnet-4-5 python examples/agent.py   # ANTHROPIC_API_KEY
+    IRONLOOP_MODEL=openai:llama3.2@http://localhost:11434/v1 python examples/agent.py
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import sys
 from pathlib import Path
+from typing import Any
 
 from ironloop import SqliteSaver, create_react_agent, tool
+from ironloop.errors import ModelError
 from ironloop.messages import AIMessage, BaseMessage
-from ironloop.models import ScriptedChatModel
+from ironloop.models import AnthropicChat, OpenAIChat, ScriptedChatModel
 
 DB = Path(__file__).with_name("agent_memory.db")
 QUESTIONS = [
@@ -75,11 +85,32 @@ def decide(messages: list[BaseMessage]) -> AIMessage | str:
     if "multiply" in question.lower():
         sums = [m for m in messages if m.type == "tool" and m.name == "add"]
         previous = float(sums[-1].content) if sums else 0.0
-        calls.append({"name": "multiply", "args": {"a": previous, "b": numbers[0] if numbers else 1}})
+        calls.append(
+            {"name": "multiply", "args": {"a": previous, "b": numbers[0] if numbers else 1}}
+        )
     if calls:
         return AIMessage(content="", tool_calls=calls)
     used = sorted({m.name for m in messages if m.type == "tool"})
     return f"We used {', '.join(used)} over {sum(m.type == 'human' for m in messages)} questions."
+
+
+def make_model(spec: str) -> Any:
+    """The model for ``IRONLOOP_MODEL``: ``openai:<model>[@<base_url>]`` or
+    ``anthropic:<model>[@<base_url>]``; unset or empty, the offline scripted model."""
+    if not spec:
+        return ScriptedChatModel(decide)
+    provider, _, rest = spec.partition(":")
+    name, _, base_url = rest.partition("@")
+    classes = {"openai": OpenAIChat, "anthropic": AnthropicChat}
+    if provider not in classes or not name:
+        raise SystemExit(
+            "IRONLOOP_MODEL must be openai:<model>[@<base_url>] or anthropic:<model>, "
+            f"e.g. openai:gpt-4o-mini; got {spec!r}"
+        )
+    try:
+        return classes[provider](name, base_url=base_url or None)
+    except ModelError as e:
+        raise SystemExit(f"IRONLOOP_MODEL={spec}: {e}") from None
 
 
 def main() -> None:
@@ -90,21 +121,27 @@ def main() -> None:
         for suffix in ("", "-wal", "-shm"):
             Path(str(DB) + suffix).unlink(missing_ok=True)
 
+    spec = os.environ.get("IRONLOOP_MODEL", "").strip()
+    model = make_model(spec)
+    thread = f"demo-{spec.partition('@')[0]}" if spec else "demo"
     with SqliteSaver(DB) as saver:
         agent = create_react_agent(
-            ScriptedChatModel(decide),
+            model,
             [add, multiply, weather],
             prompt="You are a helpful assistant. Use tools for arithmetic and weather.",
             checkpointer=saver,
         )
-        config = {"configurable": {"thread_id": "demo"}}
+        config = {"configurable": {"thread_id": thread}}
         before = agent.get_state(config).values.get("messages", [])
         turn = sum(m.type == "human" for m in before)
         if turn >= len(QUESTIONS):
             print(f"The thread in {DB.name} is complete; run with --reset to start over.")
             return
-        print(f"Thread 'demo' has {len(before)} messages saved in {DB.name}; turn {turn + 1}.")
-        result = agent.invoke({"messages": [("user", QUESTIONS[turn])]}, config)
+        print(f"Thread {thread!r} has {len(before)} messages saved in {DB.name}; turn {turn + 1}.")
+        try:
+            result = agent.invoke({"messages": [("user", QUESTIONS[turn])]}, config)
+        except ModelError as e:
+            sys.exit(f"The model failed: {e}")
         for m in result["messages"][len(before) :]:
             if m.type == "ai" and m.tool_calls:
                 calls = ", ".join(f"{c['name']}({c['args']})" for c in m.tool_calls)

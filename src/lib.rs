@@ -12,6 +12,8 @@ pub mod message;
 pub mod model;
 pub mod registry;
 pub mod tool;
+#[cfg(feature = "workspace")]
+pub mod tools;
 
 #[cfg(feature = "python")]
 pub mod python;

@@ -186,7 +186,10 @@ async fn parallel_tool_calls_and_the_round_trip_history() {
 #[tokio::test]
 async fn stream_text_then_tool_call_deltas_split_across_chunks() {
     let events = vec![
-        chunk(json!({"role": "assistant", "content": "", "refusal": null}), None),
+        chunk(
+            json!({"role": "assistant", "content": "", "refusal": null}),
+            None,
+        ),
         chunk(json!({"content": "Let me "}), None),
         chunk(json!({"content": "check."}), None),
         chunk(
@@ -275,7 +278,10 @@ async fn retry_after_is_honoured_on_429() {
 #[tokio::test]
 async fn server_errors_are_retried_with_backoff() {
     let server = Server::start(vec![
-        Reply::json(500, &json!({"error": {"message": "The server had an error"}})),
+        Reply::json(
+            500,
+            &json!({"error": {"message": "The server had an error"}}),
+        ),
         Reply::json(503, &json!({"error": {"message": "overloaded"}})),
         Reply::json(
             200,
@@ -451,7 +457,9 @@ async fn structured_output_uses_json_schema() {
     let schema = json!({"title": "Weather", "type": "object",
         "properties": {"city": {"type": "string"}, "celsius": {"type": "integer"}}});
     let m = model(&server)
-        .invoke(ChatRequest::new(history()).with_response_format(ResponseFormat::new(schema.clone())))
+        .invoke(
+            ChatRequest::new(history()).with_response_format(ResponseFormat::new(schema.clone())),
+        )
         .await
         .unwrap();
     assert_eq!(m.content.text(), "{\"city\": \"Paris\", \"celsius\": 21}");

@@ -14,6 +14,7 @@ __all__ = [
     "BaseMessage",
     "HumanMessage",
     "MemorySaver",
+    "NativeTool",
     "RemoveMessage",
     "SqliteSaver",
     "SystemMessage",
@@ -31,6 +32,7 @@ __all__ = [
     "_coerce_messages",
     "_json_schema_errors",
     "_message_from_dict",
+    "_workspace_tools",
 ]
 
 __version__: str
@@ -234,6 +236,7 @@ class _GraphCore:
         config: Any,
         stream_mode: Any,
         event_loop: asyncio.AbstractEventLoop | None = None,
+        subgraphs: bool = False,
     ) -> Any: ...
     def get_state(self, config: Any) -> Any: ...
     def get_state_history(
@@ -314,3 +317,37 @@ class _ChatStream:
     @property
     def final_message(self) -> AIMessage | None: ...
     def collect(self) -> AIMessage: ...
+
+@final
+class NativeTool:
+    """A tool implemented in Rust (e.g. from ``ironloop.tools.workspace``). It goes
+    into ``ToolNode`` / ``create_react_agent`` like any tool; called directly it runs
+    with the GIL released and raises ``ironloop.errors.ToolError`` on failure."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def parameters(self) -> dict[str, Any]: ...
+    @property
+    def args_schema(self) -> dict[str, Any]: ...
+    @property
+    def return_direct(self) -> bool: ...
+    @property
+    def timeout(self) -> float | None: ...
+    def to_openai(self) -> dict[str, Any]: ...
+    def to_anthropic(self) -> dict[str, Any]: ...
+    def invoke(self, input: dict[str, Any] | None = None, config: Any = None) -> Any: ...
+    def ainvoke(self, input: dict[str, Any] | None = None, config: Any = None) -> Awaitable[Any]: ...
+    def __call__(self, **kwargs: Any) -> Any: ...
+
+def _workspace_tools(
+    root: str | os.PathLike[str],
+    *,
+    allow_bash: bool,
+    bash_timeout: float,
+    max_bash_timeout: float,
+    max_output_bytes: int,
+    timeout: float | None = None,
+) -> list[NativeTool]: ...

@@ -425,8 +425,10 @@ class CompiledStateGraph:
         **kwargs: Any,
     ) -> Iterator[Any]:
         """Yields chunks as the run goes: for one mode the chunks, for a list of modes
-        ``(mode, chunk)`` pairs."""
-        return self._core.stream(input, config, _modes(stream_mode))  # type: ignore[no-any-return]
+        ``(mode, chunk)`` pairs. With ``subgraphs=True`` the events of subgraphs and
+        sub-agents run inside come too, each item prefixed with its namespace (a
+        tuple of ``"node:task"``; empty for this graph's own events)."""
+        return self._core.stream(input, config, _modes(stream_mode), None, subgraphs)  # type: ignore[no-any-return]
 
     async def astream(
         self,
@@ -437,7 +439,9 @@ class CompiledStateGraph:
         subgraphs: bool = False,
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
-        it = self._core.stream(input, config, _modes(stream_mode), asyncio.get_running_loop())
+        it = self._core.stream(
+            input, config, _modes(stream_mode), asyncio.get_running_loop(), subgraphs
+        )
         try:
             while True:
                 try:

@@ -180,7 +180,10 @@ def _schema_of(response_format: Any) -> Any:
     from ironloop._schema import type_schema
 
     schema, _ = type_schema(response_format)
-    return schema
+    name = getattr(response_format, "__name__", None)
+    if not name or "title" in schema:
+        return schema
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
 
 
 _REQUEST_KEYS = ("parallel_tool_calls", "temperature", "max_tokens", "stop")

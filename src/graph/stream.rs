@@ -28,6 +28,9 @@ pub enum StreamEvent {
     Custom(Val),
     /// A token chunk from a model, with the node that called it.
     Message { chunk: Val, node: String },
+    /// An event of a subgraph run inside a task of this run; `ns` is
+    /// `"<node>:<task id>"`.
+    Nested { ns: String, ev: Box<StreamEvent> },
     /// `debug`: a task is about to run.
     DebugTask {
         step: i64,
@@ -59,10 +62,32 @@ pub enum StreamEvent {
 #[derive(Clone)]
 pub struct StreamSink {
     pub modes: u8,
+    /// Subgraphs (and sub-agents) run inside this run stream their events here too,
+    /// tagged with where they come from.
+    pub subgraphs: bool,
     pub send: Arc<dyn Fn(StreamEvent) + Send + Sync>,
 }
 
 impl StreamSink {
+    /// The sink a subgraph run inside task `ns` streams into: this one, when it
+    /// wants subgraph events.
+    pub fn nested(&self, ns: String) -> Option<StreamSink> {
+        if !self.subgraphs {
+            return None;
+        }
+        let send = self.send.clone();
+        Some(StreamSink {
+            modes: self.modes,
+            subgraphs: true,
+            send: Arc::new(move |ev| {
+                send(StreamEvent::Nested {
+                    ns: ns.clone(),
+                    ev: Box::new(ev),
+                })
+            }),
+        })
+    }
+
     pub fn wants(&self, mode: u8) -> bool {
         self.modes & mode != 0
     }

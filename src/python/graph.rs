@@ -406,6 +406,17 @@ pub struct TaskScratch {
     next: usize,
     stream: Option<StreamSink>,
     node: String,
+    task_id: String,
+}
+
+impl TaskScratch {
+    /// Where a subgraph run inside this task streams, if the parent asked for
+    /// subgraph events.
+    fn nested_sink(&self) -> Option<StreamSink> {
+        self.stream
+            .as_ref()
+            .and_then(|s| s.nested(format!("{}:{}", self.node, self.task_id)))
+    }
 }
 
 #[pymethods]
@@ -457,7 +468,7 @@ fn task_context<'py>(
     py: Python<'py>,
     env: &PyRunEnv,
     ctx: &TaskContext,
-) -> PyResult<Bound<'py, PyAny>> {
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, TaskScratch>)> {
     let context = env.context.bind(py).call_method0(intern!(py, "copy"))?;
     let scratch = Bound::new(
         py,
@@ -470,14 +481,15 @@ fn task_context<'py>(
             next: 0,
             stream: ctx.stream.clone(),
             node: ctx.node.clone(),
+            task_id: ctx.task_id.clone(),
         },
     )?;
     let var = import_cached(py, &TASK_VAR, "ironloop._runtime", "task_var")?;
     context.call_method1(
         intern!(py, "run"),
-        (var.getattr(intern!(py, "set"))?, scratch),
+        (var.getattr(intern!(py, "set"))?, &scratch),
     )?;
-    Ok(context)
+    Ok((context, scratch))
 }
 
 /// Calls `f(*args, **kw)` in `context`.
@@ -502,7 +514,7 @@ fn call_in_task<'py>(
     args: Bound<'py, PyTuple>,
     kw: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let context = task_context(py, env, ctx)?;
+    let (context, _) = task_context(py, env, ctx)?;
     call_in(py, &context, f, args, kw)
 }
 
@@ -557,7 +569,7 @@ impl PyNode {
             )?;
         }
         let kw = if kw.is_empty() { None } else { Some(&kw) };
-        let context = task_context(py, env, ctx)?;
+        let (context, _) = task_context(py, env, ctx)?;
         let r = call_in(
             py,
             &context,
@@ -722,43 +734,15 @@ impl NodeRunner for ToolsNode {
         let (executor, state, tool_env) = Python::attach(|py| -> PyResult<_> {
             let core = self.core.borrow(py);
             let state = self.shared.state_dict(py, &view)?.into_any().unbind();
-            // Progress from tools goes to the graph's custom stream.
+            // Tools see the task's scratchpad (for interrupt()) in their context, and
+            // their progress goes to the graph's custom stream.
+            let (context, scratch) = task_context(py, &env, &ctx)?;
             let on_progress = match &ctx.stream {
-                Some(s) if s.wants(modes::CUSTOM) => {
-                    let scratch = Bound::new(
-                        py,
-                        TaskScratch {
-                            resume: vec![],
-                            next: 0,
-                            stream: Some(s.clone()),
-                            node: self.name.clone(),
-                        },
-                    )?;
-                    Some(scratch.getattr("write")?.unbind())
-                }
+                Some(s) if s.wants(modes::CUSTOM) => Some(scratch.getattr("write")?.unbind()),
                 _ => None,
             };
             let tool_env = Arc::new(PyRunEnv {
-                context: {
-                    // Tools see the task's scratchpad (for interrupt()) in their context.
-                    let c = env.context.bind(py).call_method0("copy")?;
-                    let scratch = Bound::new(
-                        py,
-                        TaskScratch {
-                            resume: ctx
-                                .resume
-                                .iter()
-                                .map(|v| val_to_py(py, v).map(Bound::unbind))
-                                .collect::<PyResult<_>>()?,
-                            next: 0,
-                            stream: ctx.stream.clone(),
-                            node: self.name.clone(),
-                        },
-                    )?;
-                    let var = import_cached(py, &TASK_VAR, "ironloop._runtime", "task_var")?;
-                    c.call_method1("run", (var.getattr("set")?, scratch))?;
-                    c.unbind()
-                },
+                context: context.unbind(),
                 event_loop: env.event_loop.clone_ref(py),
                 caller_loop: env.caller_loop,
                 state: Some(state.clone_ref(py)),
@@ -1088,6 +1072,15 @@ struct RunSetup {
     env: Arc<PyRunEnv>,
 }
 
+fn parent_sink(py: Python<'_>) -> PyResult<Option<StreamSink>> {
+    let var = import_cached(py, &TASK_VAR, "ironloop._runtime", "task_var")?;
+    let cur = var.call_method1(intern!(py, "get"), (py.None(),))?;
+    Ok(match cur.cast::<TaskScratch>() {
+        Ok(sc) => sc.borrow().nested_sink(),
+        Err(_) => None,
+    })
+}
+
 fn config_str(cfg: &Bound<'_, PyAny>, key: &str) -> PyResult<Option<String>> {
     let Ok(d) = cfg.cast::<PyDict>() else {
         return Ok(None);
@@ -1113,6 +1106,12 @@ impl GraphCore {
         event_loop: Option<Py<PyAny>>,
         stream: Option<StreamSink>,
     ) -> PyResult<RunSetup> {
+        // A run inside a task of a streaming run (a subgraph, a sub-agent) streams
+        // into it when it asked for subgraph events.
+        let stream = match stream {
+            Some(s) => Some(s),
+            None => parent_sink(py)?,
+        };
         let mut opts = RunOptions {
             stream,
             ..Default::default()
@@ -1340,13 +1339,41 @@ enum StreamMsg {
     Done(Result<RunResult, GraphError>),
 }
 
+/// A stream event as `(namespace, mode, chunk)`; the namespace is empty for the
+/// run's own events and lists `"node:task"` steps for a subgraph's.
 fn event_to_py<'py>(
     py: Python<'py>,
     shared: &Shared,
     thread: &str,
     ev: StreamEvent,
+) -> PyResult<Option<(Vec<String>, &'static str, Bound<'py, PyAny>)>> {
+    let mut ns = Vec::new();
+    let mut ev = ev;
+    while let StreamEvent::Nested { ns: n, ev: inner } = ev {
+        ns.push(n);
+        ev = *inner;
+    }
+    let nested = !ns.is_empty();
+    Ok(flat_event_to_py(py, shared, thread, ev, nested)?.map(|(m, c)| (ns, m, c)))
+}
+
+fn flat_event_to_py<'py>(
+    py: Python<'py>,
+    shared: &Shared,
+    thread: &str,
+    ev: StreamEvent,
+    nested: bool,
 ) -> PyResult<Option<(&'static str, Bound<'py, PyAny>)>> {
     Ok(Some(match ev {
+        // A subgraph's state is not this graph's: no cached message lists for it.
+        StreamEvent::Values(v) if nested => {
+            let d = PyDict::new(py);
+            for (name, val) in v.iter() {
+                d.set_item(name, val_to_py(py, val)?)?;
+            }
+            ("values", d.into_any())
+        }
+        StreamEvent::Nested { .. } => return Ok(None),
         StreamEvent::Values(v) => ("values", shared.state_dict(py, &v)?.into_any()),
         StreamEvent::Updates { node, update } => {
             let d = PyDict::new(py);
@@ -1513,6 +1540,7 @@ pub struct GraphStream {
     wanted: u8,
     single: bool,
     thread: String,
+    subgraphs: bool,
     cancel: CancellationToken,
     done: bool,
 }
@@ -1532,17 +1560,25 @@ impl GraphStream {
     fn shape<'py>(
         &self,
         py: Python<'py>,
+        ns: Vec<String>,
         mode: &'static str,
         chunk: Bound<'py, PyAny>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
         if self.wanted & mode_bit(mode) == 0 {
             return Ok(None);
         }
-        Ok(Some(if self.single {
-            chunk
-        } else {
-            PyTuple::new(py, [PyString::new(py, mode).into_any(), chunk])?.into_any()
-        }))
+        let mut parts = Vec::with_capacity(3);
+        if self.subgraphs {
+            parts.push(PyTuple::new(py, ns)?.into_any());
+        }
+        if !self.single {
+            parts.push(PyString::new(py, mode).into_any());
+        }
+        if parts.is_empty() {
+            return Ok(Some(chunk));
+        }
+        parts.push(chunk);
+        Ok(Some(PyTuple::new(py, parts)?.into_any()))
     }
 }
 
@@ -1583,8 +1619,10 @@ impl GraphStream {
             };
             match msg {
                 StreamMsg::Event(ev) => {
-                    if let Some((mode, chunk)) = event_to_py(py, &self.shared, &self.thread, ev)? {
-                        if let Some(item) = self.shape(py, mode, chunk)? {
+                    if let Some((ns, mode, chunk)) =
+                        event_to_py(py, &self.shared, &self.thread, ev)?
+                    {
+                        if let Some(item) = self.shape(py, ns, mode, chunk)? {
                             return Ok(Some(item.unbind()));
                         }
                     }
@@ -1621,6 +1659,7 @@ struct GraphStreamShape {
     wanted: u8,
     single: bool,
     thread: String,
+    subgraphs: bool,
     cancel: CancellationToken,
 }
 
@@ -1641,6 +1680,7 @@ impl AsyncGraphStream {
                         wanted: s.wanted,
                         single: s.single,
                         thread: s.thread.clone(),
+                        subgraphs: s.subgraphs,
                         cancel: s.cancel.clone(),
                         done: true,
                     };
@@ -1652,8 +1692,8 @@ impl AsyncGraphStream {
                         }
                         Some(StreamMsg::Event(ev)) => {
                             match event_to_py(py, &s.shared, &s.thread, ev)? {
-                                Some((mode, chunk)) => {
-                                    Ok(Some(gs.shape(py, mode, chunk)?.map(Bound::unbind)))
+                                Some((ns, mode, chunk)) => {
+                                    Ok(Some(gs.shape(py, ns, mode, chunk)?.map(Bound::unbind)))
                                 }
                                 None => Ok(Some(None)),
                             }
@@ -1859,7 +1899,7 @@ impl GraphCore {
         })
     }
 
-    #[pyo3(signature = (input, config, stream_mode, event_loop=None))]
+    #[pyo3(signature = (input, config, stream_mode, event_loop=None, subgraphs=false))]
     fn stream(
         &self,
         py: Python<'_>,
@@ -1867,6 +1907,7 @@ impl GraphCore {
         config: Option<&Bound<'_, PyAny>>,
         stream_mode: &Bound<'_, PyAny>,
         event_loop: Option<Py<PyAny>>,
+        subgraphs: bool,
     ) -> PyResult<Py<PyAny>> {
         let (bits, single) = parse_modes(stream_mode)?;
         let wanted = {
@@ -1881,6 +1922,7 @@ impl GraphCore {
             let tx2 = tx.clone();
             let sink = StreamSink {
                 modes: bits,
+                subgraphs,
                 send: Arc::new(move |ev| {
                     let _ = tx2.send(StreamMsg::Event(ev));
                 }),
@@ -1905,6 +1947,7 @@ impl GraphCore {
                     wanted,
                     single,
                     thread,
+                    subgraphs,
                     cancel,
                 })),
             };
@@ -1914,6 +1957,7 @@ impl GraphCore {
         let tx2 = Mutex::new(tx.clone());
         let sink = StreamSink {
             modes: bits,
+            subgraphs,
             send: Arc::new(move |ev| {
                 let _ = tx2
                     .lock()
@@ -1940,6 +1984,7 @@ impl GraphCore {
             wanted,
             single,
             thread,
+            subgraphs,
             cancel,
             done: false,
         };

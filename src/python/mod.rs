@@ -8,6 +8,8 @@ mod env;
 mod errors;
 mod graph;
 mod messages;
+mod models;
+mod native_tool;
 mod pool;
 mod pytool;
 mod runtime;
@@ -22,6 +24,8 @@ fn ironloop_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<context::PyToolContext>()?;
     m.add_class::<toolnode::ToolNodeCore>()?;
     graph::register(m)?;
+    models::register(m)?;
+    native_tool::register(m)?;
     m.add_function(wrap_pyfunction!(convert::_json_schema_errors, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -1,0 +1,560 @@
+//! The engine of `ironloop.models.OpenAIChat` / `AnthropicChat`: one core object per
+//! model wrapping the Rust provider; requests are built from Python values with the
+//! GIL held, then the HTTP runs on tokio with the GIL released.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use pyo3::exceptions::{PyStopIteration, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString};
+use serde_json::{Map, Value};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::convert::{message_from_py, value_from_py};
+use super::messages::message_to_py;
+use super::runtime::{block_on, runtime};
+use crate::message::{Content, Message, MessageKind};
+use crate::model::{
+    AnthropicChat, ChatChunk, ChatModel, ChatRequest, HttpSettings, ModelError, OpenAIChat,
+    ResponseFormat, RetryPolicy,
+};
+use crate::tool::{ToolChoice, ToolDefinition};
+
+/// `ironloop.errors.ModelError` for `e`, with `.status_code`, `.provider` and `.kind`.
+pub fn model_error(py: Python<'_>, e: &ModelError) -> PyErr {
+    let err = super::errors::error(py, "ModelError", e.to_string());
+    let v = err.value(py);
+    let _ = v.setattr("status_code", e.status());
+    let _ = v.setattr("provider", e.provider());
+    let _ = v.setattr("kind", e.kind());
+    let _ = v.setattr("retryable", e.is_retryable());
+    err
+}
+
+fn config_error(py: Python<'_>, msg: String) -> PyErr {
+    model_error(py, &ModelError::Config(msg))
+}
+
+/// A tool for the request: an OpenAI `tools` entry, an Anthropic one, or a bare
+/// `{"name", "description", "parameters"}` dict.
+fn tool_from_value(v: Value) -> PyResult<ToolDefinition> {
+    let bad = || {
+        PyTypeError::new_err(
+            "a tool must be an OpenAI tools entry {'type': 'function', 'function': {...}}, an \
+             Anthropic one {'name', 'description', 'input_schema'}, or a Tool object",
+        )
+    };
+    let (f, params_key) = match v.get("function") {
+        Some(f) => (f, "parameters"),
+        None if v.get("input_schema").is_some() => (&v, "input_schema"),
+        None => (&v, "parameters"),
+    };
+    let name = f.get("name").and_then(Value::as_str).ok_or_else(bad)?;
+    let description = f.get("description").and_then(Value::as_str).unwrap_or("");
+    let parameters = f
+        .get(params_key)
+        .cloned()
+        .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}}));
+    Ok(ToolDefinition::new(name, description, parameters))
+}
+
+fn tools_from_py(tools: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<ToolDefinition>> {
+    let Some(tools) = tools.filter(|t| !t.is_none()) else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for t in tools.try_iter()? {
+        let t = t?;
+        let v = if t.cast::<PyDict>().is_ok() {
+            value_from_py(&t, "a tool definition")?
+        } else if t.hasattr("to_openai")? {
+            value_from_py(&t.call_method0("to_openai")?, "a tool definition")?
+        } else {
+            return Err(PyTypeError::new_err(format!(
+                "cannot use a {} as a tool definition",
+                t.get_type().name()?
+            )));
+        };
+        out.push(tool_from_value(v)?);
+    }
+    Ok(out)
+}
+
+/// `tool_choice`: "auto" / "required" / "any" / "none" / a tool name, or the OpenAI or
+/// Anthropic dict forms.
+fn tool_choice_from_py(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<ToolChoice>> {
+    let Some(o) = obj.filter(|o| !o.is_none()) else {
+        return Ok(None);
+    };
+    if let Ok(s) = o.cast::<PyString>() {
+        return Ok(Some(ToolChoice::parse(s.to_str()?)));
+    }
+    if o.is_instance_of::<pyo3::types::PyBool>() {
+        // langchain: True means "some tool must be called".
+        return Ok(Some(if o.is_truthy()? {
+            ToolChoice::Required
+        } else {
+            ToolChoice::Auto
+        }));
+    }
+    let v = value_from_py(o, "tool_choice")?;
+    let name = v
+        .pointer("/function/name")
+        .or_else(|| v.get("name"))
+        .and_then(Value::as_str);
+    match (v.get("type").and_then(Value::as_str), name) {
+        (_, Some(n)) => Ok(Some(ToolChoice::Specific(n.to_owned()))),
+        (Some(t), None) => Ok(Some(ToolChoice::parse(t))),
+        _ => Err(PyValueError::new_err(format!(
+            "tool_choice must be 'auto', 'required', 'none', a tool name or a provider dict; \
+             got {v}"
+        ))),
+    }
+}
+
+/// `response_format`: a JSON Schema dict, or OpenAI's `{"type": "json_schema",
+/// "json_schema": {"name", "schema", "strict"}}`.
+fn response_format_from_py(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<ResponseFormat>> {
+    let Some(o) = obj.filter(|o| !o.is_none()) else {
+        return Ok(None);
+    };
+    let v = value_from_py(o, "response_format")?;
+    if v.get("type").and_then(Value::as_str) == Some("json_schema") {
+        if let Some(js) = v.get("json_schema") {
+            let schema = js.get("schema").cloned().unwrap_or(Value::Null);
+            let mut f = ResponseFormat::new(schema);
+            if let Some(n) = js.get("name").and_then(Value::as_str) {
+                f.name = n.to_owned();
+            }
+            f.strict = js.get("strict").and_then(Value::as_bool).unwrap_or(false);
+            return Ok(Some(f));
+        }
+    }
+    if !v.is_object() {
+        return Err(PyTypeError::new_err(
+            "response_format must be a JSON Schema dict (or a type, converted by ironloop.models)",
+        ));
+    }
+    Ok(Some(ResponseFormat::new(v)))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_request(
+    messages: &Bound<'_, PyAny>,
+    tools: Option<&Bound<'_, PyAny>>,
+    tool_choice: Option<&Bound<'_, PyAny>>,
+    parallel_tool_calls: Option<bool>,
+    response_format: Option<&Bound<'_, PyAny>>,
+    temperature: Option<f64>,
+    max_tokens: Option<u32>,
+    stop: Option<&Bound<'_, PyAny>>,
+    extra: Option<&Bound<'_, PyAny>>,
+) -> PyResult<ChatRequest> {
+    let mut msgs = Vec::new();
+    if let Ok(s) = messages.cast::<PyString>() {
+        msgs.push(Arc::new(Message::human(s.to_str()?)));
+    } else {
+        for m in messages.try_iter()? {
+            msgs.push(message_from_py(&m?)?);
+        }
+    }
+    let stop = match stop.filter(|s| !s.is_none()) {
+        None => Vec::new(),
+        Some(s) if s.cast::<PyString>().is_ok() => vec![s.extract::<String>()?],
+        Some(s) => s.extract::<Vec<String>>()?,
+    };
+    let extra = match extra.filter(|e| !e.is_none()) {
+        None => Map::new(),
+        Some(e) => match value_from_py(e, "extra body fields")? {
+            Value::Object(m) => m,
+            _ => return Err(PyTypeError::new_err("extra body fields must be a dict")),
+        },
+    };
+    Ok(ChatRequest {
+        messages: msgs,
+        tools: tools_from_py(tools)?,
+        tool_choice: tool_choice_from_py(tool_choice)?,
+        parallel_tool_calls,
+        response_format: response_format_from_py(response_format)?,
+        temperature,
+        max_tokens,
+        stop,
+        extra,
+    })
+}
+
+/// The core of an HTTP chat model.
+#[pyclass(name = "_ChatModelCore", module = "ironloop._ironloop", frozen)]
+pub struct ChatModelCore {
+    model: Arc<dyn ChatModel>,
+    url: String,
+}
+
+#[pymethods]
+impl ChatModelCore {
+    #[new]
+    #[pyo3(signature = (provider, model, *, base_url = None, api_key = None, temperature = None,
+                        max_tokens = None, timeout = 60.0, max_retries = 2,
+                        parallel_tool_calls = None, headers = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        provider: &str,
+        model: String,
+        base_url: Option<String>,
+        api_key: Option<String>,
+        temperature: Option<f64>,
+        max_tokens: Option<u32>,
+        timeout: Option<f64>,
+        max_retries: u32,
+        parallel_tool_calls: Option<bool>,
+        headers: Option<Vec<(String, String)>>,
+    ) -> PyResult<Self> {
+        let timeout = match timeout {
+            None => Duration::from_secs(600),
+            Some(t) if t.is_finite() && t > 0.0 => Duration::from_secs_f64(t),
+            Some(t) => {
+                return Err(PyValueError::new_err(format!(
+                    "timeout must be a positive number of seconds (or None), got {t}"
+                )))
+            }
+        };
+        let settings = HttpSettings {
+            base_url,
+            api_key,
+            timeout,
+            retry: RetryPolicy {
+                max_retries,
+                ..Default::default()
+            },
+            headers: headers.unwrap_or_default(),
+            temperature,
+            max_tokens,
+            parallel_tool_calls,
+        };
+        let (model, url): (Arc<dyn ChatModel>, String) = match provider {
+            "openai" => {
+                let m = OpenAIChat::new(model, settings).map_err(|e| model_error(py, &e))?;
+                let url = m.url().to_owned();
+                (Arc::new(m), url)
+            }
+            "anthropic" => {
+                let m = AnthropicChat::new(model, settings).map_err(|e| model_error(py, &e))?;
+                let url = m.url().to_owned();
+                (Arc::new(m), url)
+            }
+            other => {
+                return Err(config_error(
+                    py,
+                    format!("unknown provider {other:?}: use 'openai' or 'anthropic'"),
+                ))
+            }
+        };
+        Ok(ChatModelCore { model, url })
+    }
+
+    #[getter]
+    fn provider(&self) -> &'static str {
+        self.model.provider()
+    }
+
+    #[getter]
+    fn model(&self) -> &str {
+        self.model.model_name()
+    }
+
+    /// The endpoint requests are sent to.
+    #[getter]
+    fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// One response, as an `AIMessage`; waits with the GIL released.
+    #[pyo3(signature = (messages, tools = None, tool_choice = None, *, parallel_tool_calls = None,
+                        response_format = None, temperature = None, max_tokens = None,
+                        stop = None, extra = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn invoke<'py>(
+        &self,
+        py: Python<'py>,
+        messages: &Bound<'py, PyAny>,
+        tools: Option<&Bound<'py, PyAny>>,
+        tool_choice: Option<&Bound<'py, PyAny>>,
+        parallel_tool_calls: Option<bool>,
+        response_format: Option<&Bound<'py, PyAny>>,
+        temperature: Option<f64>,
+        max_tokens: Option<u32>,
+        stop: Option<&Bound<'py, PyAny>>,
+        extra: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let req = build_request(
+            messages,
+            tools,
+            tool_choice,
+            parallel_tool_calls,
+            response_format,
+            temperature,
+            max_tokens,
+            stop,
+            extra,
+        )?;
+        let model = self.model.clone();
+        let r = block_on(
+            py,
+            async move { model.invoke(req).await },
+            CancellationToken::new(),
+        )?;
+        match r {
+            Ok(m) => message_to_py(py, Arc::new(m)),
+            Err(e) => Err(model_error(py, &e)),
+        }
+    }
+
+    /// One response, as an awaitable (call it from a running event loop).
+    #[pyo3(signature = (messages, tools = None, tool_choice = None, *, parallel_tool_calls = None,
+                        response_format = None, temperature = None, max_tokens = None,
+                        stop = None, extra = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn ainvoke<'py>(
+        &self,
+        py: Python<'py>,
+        messages: &Bound<'py, PyAny>,
+        tools: Option<&Bound<'py, PyAny>>,
+        tool_choice: Option<&Bound<'py, PyAny>>,
+        parallel_tool_calls: Option<bool>,
+        response_format: Option<&Bound<'py, PyAny>>,
+        temperature: Option<f64>,
+        max_tokens: Option<u32>,
+        stop: Option<&Bound<'py, PyAny>>,
+        extra: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let req = build_request(
+            messages,
+            tools,
+            tool_choice,
+            parallel_tool_calls,
+            response_format,
+            temperature,
+            max_tokens,
+            stop,
+            extra,
+        )?;
+        let model = self.model.clone();
+        pyo3_async_runtimes::tokio::future_into_py(py, async move {
+            let r = model.invoke(req).await;
+            Python::attach(|py| match r {
+                Ok(m) => message_to_py(py, Arc::new(m)).map(Bound::unbind),
+                Err(e) => Err(model_error(py, &e)),
+            })
+        })
+    }
+
+    /// Starts a streamed response: iterate it (sync) or await its `anext()` (async).
+    /// The HTTP request starts at once, on the runtime.
+    #[pyo3(signature = (messages, tools = None, tool_choice = None, *, parallel_tool_calls = None,
+                        response_format = None, temperature = None, max_tokens = None,
+                        stop = None, extra = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn stream(
+        &self,
+        messages: &Bound<'_, PyAny>,
+        tools: Option<&Bound<'_, PyAny>>,
+        tool_choice: Option<&Bound<'_, PyAny>>,
+        parallel_tool_calls: Option<bool>,
+        response_format: Option<&Bound<'_, PyAny>>,
+        temperature: Option<f64>,
+        max_tokens: Option<u32>,
+        stop: Option<&Bound<'_, PyAny>>,
+        extra: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<ChatStreamPy> {
+        let req = build_request(
+            messages,
+            tools,
+            tool_choice,
+            parallel_tool_calls,
+            response_format,
+            temperature,
+            max_tokens,
+            stop,
+            extra,
+        )?;
+        let model = self.model.clone();
+        let (tx, rx) = mpsc::channel::<Pumped>(64);
+        runtime().spawn(pump(model, req, tx));
+        Ok(ChatStreamPy {
+            rx: Arc::new(tokio::sync::Mutex::new(rx)),
+            last: Arc::new(Mutex::new(None)),
+        })
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "_ChatModelCore(provider={:?}, model={:?}, url={:?})",
+            self.model.provider(),
+            self.model.model_name(),
+            self.url
+        )
+    }
+}
+
+/// What the pump hands to the Python side.
+enum Pumped {
+    Text {
+        id: String,
+        text: String,
+    },
+    /// The whole message, and the part of its text not streamed as `Text` before.
+    Done {
+        message: Message,
+        tail: String,
+    },
+    Error(ModelError),
+}
+
+/// Reads the provider's stream into the channel; stops when the Python side drops
+/// the receiver.
+async fn pump(model: Arc<dyn ChatModel>, req: ChatRequest, tx: mpsc::Sender<Pumped>) {
+    let mut stream = tokio::select! {
+        s = model.stream(req) => match s {
+            Ok(s) => s,
+            Err(e) => {
+                let _ = tx.send(Pumped::Error(e)).await;
+                return;
+            }
+        },
+        _ = tx.closed() => return,
+    };
+    let id = stream.id().to_owned();
+    let mut streamed = String::new();
+    loop {
+        let item = tokio::select! {
+            item = stream.next() => item,
+            _ = tx.closed() => return,
+        };
+        let out = match item {
+            None => return,
+            Some(Err(e)) => Pumped::Error(e),
+            Some(Ok(ChatChunk::Text(text))) => {
+                streamed.push_str(&text);
+                Pumped::Text {
+                    id: id.clone(),
+                    text,
+                }
+            }
+            Some(Ok(ChatChunk::ToolCallDelta { .. })) => continue,
+            Some(Ok(ChatChunk::Done(message))) => {
+                let full = message.content.text();
+                let tail = full
+                    .strip_prefix(streamed.as_str())
+                    .unwrap_or("")
+                    .to_owned();
+                Pumped::Done { message, tail }
+            }
+        };
+        let end = matches!(out, Pumped::Done { .. } | Pumped::Error(_));
+        if tx.send(out).await.is_err() || end {
+            return;
+        }
+    }
+}
+
+/// The chunk of a pumped item, or `None` at the end.
+fn chunk_to_py(
+    py: Python<'_>,
+    item: Option<Pumped>,
+    last: &Mutex<Option<Arc<Message>>>,
+) -> PyResult<Option<Py<PyAny>>> {
+    match item {
+        None => Ok(None),
+        Some(Pumped::Error(e)) => Err(model_error(py, &e)),
+        Some(Pumped::Text { id, text }) => {
+            let mut m = Message::ai(text, Vec::new());
+            m.id = id;
+            Ok(Some(message_to_py(py, Arc::new(m))?.unbind()))
+        }
+        Some(Pumped::Done { message, tail }) => {
+            // The last chunk: the text not streamed yet, the tool calls, the usage.
+            let mut chunk = message.clone();
+            chunk.content = Content::Text(tail);
+            *last.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(message));
+            debug_assert!(matches!(chunk.kind, MessageKind::Ai { .. }));
+            Ok(Some(message_to_py(py, Arc::new(chunk))?.unbind()))
+        }
+    }
+}
+
+/// A streamed response: `AIMessage` chunks sharing one id; the last one carries the
+/// tool calls and the usage. `final_message` is the whole message once it ended.
+#[pyclass(name = "_ChatStream", module = "ironloop._ironloop", frozen)]
+pub struct ChatStreamPy {
+    rx: Arc<tokio::sync::Mutex<mpsc::Receiver<Pumped>>>,
+    last: Arc<Mutex<Option<Arc<Message>>>>,
+}
+
+#[pymethods]
+impl ChatStreamPy {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let rx = self.rx.clone();
+        let item = block_on(
+            py,
+            async move { rx.lock().await.recv().await },
+            CancellationToken::new(),
+        )?;
+        match chunk_to_py(py, item, &self.last)? {
+            Some(c) => Ok(c),
+            None => Err(PyStopIteration::new_err(())),
+        }
+    }
+
+    /// An awaitable of the next chunk, `None` at the end.
+    fn anext<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let rx = self.rx.clone();
+        let last = self.last.clone();
+        pyo3_async_runtimes::tokio::future_into_py(py, async move {
+            let item = rx.lock().await.recv().await;
+            Python::attach(|py| chunk_to_py(py, item, &last))
+        })
+    }
+
+    /// The whole message (text, tool calls, usage) once the stream has ended.
+    #[getter]
+    fn final_message<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let m = self.last.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        m.map(|m| message_to_py(py, m)).transpose()
+    }
+
+    /// Reads the rest of the stream and returns the whole message.
+    fn collect<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        loop {
+            let rx = self.rx.clone();
+            let item = block_on(
+                py,
+                async move { rx.lock().await.recv().await },
+                CancellationToken::new(),
+            )?;
+            if chunk_to_py(py, item, &self.last)?.is_none() {
+                break;
+            }
+        }
+        match self.final_message(py)? {
+            Some(m) => Ok(m),
+            None => Err(config_error(
+                py,
+                "the stream ended without a final message".into(),
+            )),
+        }
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<ChatModelCore>()?;
+    m.add_class::<ChatStreamPy>()?;
+    Ok(())
+}

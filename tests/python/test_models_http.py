@@ -1,0 +1,1050 @@
+"""OpenAIChat and AnthropicChat against loopback HTTP servers.
+
+Each test starts a ``ThreadingHTTPServer`` on 127.0.0.1 that records the requests it
+receives and answers with canned responses in each provider's wire format (JSON
+bodies and SSE streams shaped after the public API references). The assertions check
+both sides: what the provider would receive (body, headers) and what ironloop makes
+of the answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, TypedDict
+
+import pytest
+
+from ironloop import StateGraph, create_react_agent, tool
+from ironloop.errors import ModelError
+from ironloop.graph import MessagesState
+from ironloop.messages import AIMessage, ToolMessage
+from ironloop.models import AnthropicChat, OpenAIChat
+
+OPENAI_KEY = "sk-test-openai-0123456789abcdef"
+ANTHROPIC_KEY = "sk-ant-test-0123456789abcdef"
+
+
+# --------------------------------------------------------------------------- server
+
+
+class Loopback:
+    """A recording HTTP server with a queue of canned replies."""
+
+    def __init__(self) -> None:
+        self.replies: deque[dict[str, Any]] = deque()
+        self.requests: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length)
+                with owner.lock:
+                    owner.requests.append(
+                        {
+                            "path": self.path,
+                            "headers": {k.lower(): v for k, v in self.headers.items()},
+                            "body": json.loads(raw) if raw else None,
+                            "at": time.monotonic(),
+                        }
+                    )
+                    reply = owner.replies.popleft() if owner.replies else None
+                if reply is None:
+                    reply = {"status": 599, "json": {"error": {"message": "no reply left"}}}
+                time.sleep(reply.get("delay", 0))
+                try:
+                    self._send(reply)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def _send(self, reply: dict[str, Any]) -> None:
+                self.send_response(reply.get("status", 200))
+                for k, v in reply.get("headers", {}).items():
+                    self.send_header(k, v)
+                if "sse" in reply:
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.send_header("Cache-Control", "no-cache")
+                    self.send_header("Connection", "close")
+                    self.end_headers()
+                    for piece in reply["sse"]:
+                        self.wfile.write(piece.encode())
+                        self.wfile.flush()
+                        time.sleep(reply.get("gap", 0.005))
+                else:
+                    body = json.dumps(reply["json"]).encode()
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                self.close_connection = True
+
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                pass
+
+        self.server = Server(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def json(self, body: Any, status: int = 200, **extra: Any) -> Loopback:
+        self.replies.append({"status": status, "json": body, **extra})
+        return self
+
+    def sse(self, events: list[str], **extra: Any) -> Loopback:
+        self.replies.append({"status": 200, "sse": events, **extra})
+        return self
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def server() -> Iterator[Loopback]:
+    s = Loopback()
+    yield s
+    s.close()
+
+
+# --------------------------------------------------------------------------- wire formats
+
+
+def oa_completion(
+    content: str | None = None,
+    tool_calls: list[dict[str, Any]] | None = None,
+    finish: str | None = None,
+) -> dict[str, Any]:
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": content,
+        "refusal": None,
+        "annotations": [],
+    }
+    if tool_calls:
+        message["tool_calls"] = [
+            {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
+            for cid, name, args in tool_calls
+        ]
+    return {
+        "id": "chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG",
+        "object": "chat.completion",
+        "created": 1741570283,
+        "model": "gpt-4o-mini-2024-07-18",
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "logprobs": None,
+                "finish_reason": finish or ("tool_calls" if tool_calls else "stop"),
+            }
+        ],
+        "usage": {
+            "prompt_tokens": 1117,
+            "completion_tokens": 46,
+            "total_tokens": 1163,
+            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+            "completion_tokens_details": {
+                "reasoning_tokens": 0,
+                "audio_tokens": 0,
+                "accepted_prediction_tokens": 0,
+                "rejected_prediction_tokens": 0,
+            },
+        },
+        "service_tier": "default",
+        "system_fingerprint": "fp_fc9f1d7035",
+    }
+
+
+def oa_chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+    return (
+        "data: "
+        + json.dumps(
+            {
+                "id": "chatcmpl-123",
+                "object": "chat.completion.chunk",
+                "created": 1694268190,
+                "model": "gpt-4o-mini",
+                "system_fingerprint": "fp_44709d6fcb",
+                "choices": [
+                    {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+                ],
+                "usage": None,
+            }
+        )
+        + "\n\n"
+    )
+
+
+def oa_usage_chunk() -> str:
+    return (
+        "data: "
+        + json.dumps(
+            {
+                "id": "chatcmpl-123",
+                "object": "chat.completion.chunk",
+                "created": 1694268190,
+                "model": "gpt-4o-mini",
+                "choices": [],
+                "usage": {"prompt_tokens": 9, "completion_tokens": 12, "total_tokens": 21},
+            }
+        )
+        + "\n\n"
+    )
+
+
+OA_DONE = "data: [DONE]\n\n"
+
+
+def oa_text_stream(*pieces: str) -> list[str]:
+    return [
+        oa_chunk({"role": "assistant", "content": "", "refusal": None}),
+        *(oa_chunk({"content": p}) for p in pieces),
+        oa_chunk({}, "stop"),
+        oa_usage_chunk(),
+        OA_DONE,
+    ]
+
+
+def oa_tool_stream(call_id: str, name: str, *arg_pieces: str, text: str = "") -> list[str]:
+    events = [oa_chunk({"role": "assistant", "content": "", "refusal": None})]
+    if text:
+        events.append(oa_chunk({"content": text}))
+    events.append(
+        oa_chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": name, "arguments": ""},
+                    }
+                ]
+            }
+        )
+    )
+    for p in arg_pieces:
+        events.append(oa_chunk({"tool_calls": [{"index": 0, "function": {"arguments": p}}]}))
+    events += [oa_chunk({}, "tool_calls"), oa_usage_chunk(), OA_DONE]
+    return events
+
+
+def an_message(content: list[dict[str, Any]], stop: str = "end_turn") -> dict[str, Any]:
+    return {
+        "id": "msg_01Aq9w938a90dw8q",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5-20250929",
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": 2095,
+            "output_tokens": 503,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+        },
+    }
+
+
+def an_event(name: str, data: dict[str, Any]) -> str:
+    return f"event: {name}\ndata: {json.dumps(data)}\n\n"
+
+
+def an_start() -> str:
+    return an_event(
+        "message_start",
+        {
+            "type": "message_start",
+            "message": {
+                "id": "msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY",
+                "type": "message",
+                "role": "assistant",
+                "content": [],
+                "model": "claude-sonnet-4-5-20250929",
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": {"input_tokens": 25, "output_tokens": 1},
+            },
+        },
+    )
+
+
+def an_end(stop: str, output_tokens: int = 15) -> list[str]:
+    return [
+        an_event(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop, "stop_sequence": None},
+                "usage": {"output_tokens": output_tokens},
+            },
+        ),
+        an_event("message_stop", {"type": "message_stop"}),
+    ]
+
+
+def an_text_stream(*pieces: str) -> list[str]:
+    return [
+        an_start(),
+        an_event(
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "text", "text": ""},
+            },
+        ),
+        an_event("ping", {"type": "ping"}),
+        *(
+            an_event(
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "text_delta", "text": p},
+                },
+            )
+            for p in pieces
+        ),
+        an_event("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        *an_end("end_turn"),
+    ]
+
+
+def an_tool_stream(calls: list[tuple[str, str, list[str]]], text: str = "") -> list[str]:
+    events = [an_start()]
+    index = 0
+    if text:
+        events += [
+            an_event(
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": 0,
+                    "content_block": {"type": "text", "text": ""},
+                },
+            ),
+            an_event(
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "text_delta", "text": text},
+                },
+            ),
+            an_event("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ]
+        index = 1
+    for call_id, name, pieces in calls:
+        events.append(
+            an_event(
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "tool_use", "id": call_id, "name": name, "input": {}},
+                },
+            )
+        )
+        for p in pieces:
+            events.append(
+                an_event(
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "input_json_delta", "partial_json": p},
+                    },
+                )
+            )
+        events.append(
+            an_event("content_block_stop", {"type": "content_block_stop", "index": index})
+        )
+        index += 1
+    return events + an_end("tool_use")
+
+
+# --------------------------------------------------------------------------- tools
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Adds two integers.
+
+    Args:
+        a: The first addend.
+        b: The second addend.
+    """
+    return a + b
+
+
+@tool
+def now() -> str:
+    """The current time."""
+    return "12:00"
+
+
+def openai(server: Loopback, **kw: Any) -> OpenAIChat:
+    kw.setdefault("api_key", OPENAI_KEY)
+    return OpenAIChat("gpt-4o-mini", base_url=server.url + "/v1", **kw)
+
+
+def anthropic(server: Loopback, **kw: Any) -> AnthropicChat:
+    kw.setdefault("api_key", ANTHROPIC_KEY)
+    return AnthropicChat("claude-sonnet-4-5", base_url=server.url, **kw)
+
+
+# --------------------------------------------------------------------------- OpenAI
+
+
+def test_openai_request_shape_and_parallel_tool_calls(server: Loopback) -> None:
+    server.json(
+        oa_completion(
+            None,
+            [
+                ("call_abc", "add", '{"a": 2, "b": 3}'),
+                ("call_def", "now", "{}"),
+            ],
+        )
+    )
+    history = [
+        ("system", "Be brief."),
+        ("user", "2+3, and the time?"),
+        AIMessage(content="", tool_calls=[{"name": "now", "args": {}, "id": "call_0"}]),
+        ToolMessage(content="11:59", tool_call_id="call_0", name="now"),
+        {"role": "user", "content": "again"},
+    ]
+    msg = openai(server).invoke(
+        history, tools=[add, now.to_openai()], tool_choice="add", parallel_tool_calls=True
+    )
+    assert isinstance(msg, AIMessage)
+    assert [(c["name"], c["args"], c["id"]) for c in msg.tool_calls] == [
+        ("add", {"a": 2, "b": 3}, "call_abc"),
+        ("now", {}, "call_def"),
+    ]
+    assert msg.usage_metadata == {"input_tokens": 1117, "output_tokens": 46, "total_tokens": 1163}
+
+    (req,) = server.requests
+    assert req["path"] == "/v1/chat/completions"
+    assert req["headers"]["authorization"] == f"Bearer {OPENAI_KEY}"
+    body = req["body"]
+    assert body["model"] == "gpt-4o-mini"
+    assert body["messages"] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "2+3, and the time?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "call_0", "type": "function", "function": {"name": "now", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_0", "content": "11:59"},
+        {"role": "user", "content": "again"},
+    ]
+    assert body["tools"] == [add.to_openai(), now.to_openai()]
+    assert body["tool_choice"] == {"type": "function", "function": {"name": "add"}}
+    assert body["parallel_tool_calls"] is True
+    assert "stream" not in body
+
+
+@pytest.mark.parametrize(
+    ("choice", "wire"),
+    [
+        ("auto", "auto"),
+        ("required", "required"),
+        ("any", "required"),
+        ("none", "none"),
+        (
+            {"type": "function", "function": {"name": "now"}},
+            {"type": "function", "function": {"name": "now"}},
+        ),
+    ],
+)
+def test_openai_tool_choice(server: Loopback, choice: Any, wire: Any) -> None:
+    server.json(oa_completion("ok"))
+    openai(server).invoke([("user", "hi")], tools=[now], tool_choice=choice)
+    assert server.requests[0]["body"]["tool_choice"] == wire
+
+
+def test_openai_stream_text_and_tool_call_argument_deltas(server: Loopback) -> None:
+    server.sse(oa_tool_stream("call_1", "add", '{"a"', ": 2, ", '"b": 3}', text="Adding."))
+    chunks = list(openai(server).stream([("user", "2+3?")], tools=[add]))
+    assert all(isinstance(c, AIMessage) for c in chunks)
+    assert len({c.id for c in chunks}) == 1
+    assert "".join(c.text for c in chunks) == "Adding."
+    assert chunks[-1].tool_calls == [
+        {"name": "add", "args": {"a": 2, "b": 3}, "id": "call_1", "type": "tool_call"}
+    ]
+    assert all(not c.tool_calls for c in chunks[:-1])
+    assert chunks[-1].usage_metadata == {"input_tokens": 9, "output_tokens": 12, "total_tokens": 21}
+    body = server.requests[0]["body"]
+    assert body["stream"] is True
+    assert body["stream_options"] == {"include_usage": True}
+
+
+def test_openai_stream_yields_tokens_as_they_arrive(server: Loopback) -> None:
+    server.sse(oa_text_stream("one ", "two ", "three"), gap=0.2)
+    t0 = time.monotonic()
+    stamps = []
+    texts = []
+    for c in openai(server).stream("count"):
+        stamps.append(time.monotonic() - t0)
+        texts.append(c.text)
+    assert texts[:3] == ["one ", "two ", "three"]
+    # The first token arrived well before the stream ended.
+    assert stamps[0] < stamps[-1] - 0.3
+
+
+def test_retry_after_is_honoured_on_429(server: Loopback) -> None:
+    server.json(
+        {
+            "error": {
+                "message": "Rate limit reached",
+                "type": "requests",
+                "code": "rate_limit_exceeded",
+            }
+        },
+        status=429,
+        headers={"Retry-After": "1"},
+    )
+    server.json(oa_completion("ok"))
+    t0 = time.monotonic()
+    assert openai(server).invoke("hi").content == "ok"
+    assert time.monotonic() - t0 >= 1.0
+    first, second = server.requests
+    assert second["at"] - first["at"] >= 1.0
+
+
+def test_500_then_success(server: Loopback) -> None:
+    server.json(
+        {"error": {"message": "The server had an error while processing your request."}}, status=500
+    )
+    server.json(oa_completion("ok"))
+    assert openai(server).invoke("hi").content == "ok"
+    assert len(server.requests) == 2
+
+
+def test_400_is_a_model_error_without_retry(server: Loopback) -> None:
+    server.json(
+        {
+            "error": {
+                "message": "Invalid 'messages[0].role': did not expect 'tool'.",
+                "type": "invalid_request_error",
+                "param": "messages[0].role",
+                "code": None,
+            }
+        },
+        status=400,
+    )
+    with pytest.raises(ModelError) as info:
+        openai(server, max_retries=5).invoke("hi")
+    err = info.value
+    assert err.status_code == 400  # type: ignore[attr-defined]
+    assert err.provider == "openai"  # type: ignore[attr-defined]
+    assert "HTTP 400" in str(err)
+    assert "did not expect 'tool'" in str(err)
+    assert len(server.requests) == 1
+
+
+def test_retries_run_out(server: Loopback) -> None:
+    for _ in range(3):
+        server.json({"error": {"message": "overloaded"}}, status=503)
+    with pytest.raises(ModelError) as info:
+        openai(server, max_retries=2).invoke("hi")
+    assert info.value.status_code == 503  # type: ignore[attr-defined]
+    assert len(server.requests) == 3
+
+
+def test_timeout(server: Loopback) -> None:
+    server.json(oa_completion("late"), delay=2.0)
+    t0 = time.monotonic()
+    with pytest.raises(ModelError) as info:
+        openai(server, timeout=0.3, max_retries=0).invoke("hi")
+    assert time.monotonic() - t0 < 1.5
+    assert info.value.kind == "timeout"  # type: ignore[attr-defined]
+    assert "timeout" in str(info.value)
+
+
+def test_malformed_tool_arguments_become_invalid_tool_calls(server: Loopback) -> None:
+    server.json(
+        oa_completion(
+            None,
+            [
+                ("call_ok", "now", ""),
+                ("call_bad", "add", '{"a": 1, "b": '),
+            ],
+        )
+    )
+    msg = openai(server).invoke("hi", tools=[add, now])
+    assert [c["id"] for c in msg.tool_calls] == ["call_ok"]
+    assert msg.tool_calls[0]["args"] == {}
+    (bad,) = msg.invalid_tool_calls
+    assert bad["id"] == "call_bad"
+    assert bad["name"] == "add"
+    assert bad["args"] == '{"a": 1, "b": '
+    assert "JSON" in bad["error"]
+
+
+def test_truncated_stream_is_a_model_error(server: Loopback) -> None:
+    server.sse([oa_chunk({"role": "assistant", "content": ""}), oa_chunk({"content": "Hal"})])
+    seen = []
+    with pytest.raises(ModelError, match="truncated"):
+        for c in openai(server).stream("hi"):
+            seen.append(c.text)
+    assert seen == ["Hal"]
+
+
+def test_key_from_environment(server: Loopback, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env-42")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-from-env-42")
+    server.json(oa_completion("ok"))
+    server.json(an_message([{"type": "text", "text": "ok"}]))
+    OpenAIChat("gpt-4o-mini", base_url=server.url + "/v1").invoke("hi")
+    AnthropicChat("claude-sonnet-4-5", base_url=server.url).invoke("hi")
+    assert server.requests[0]["headers"]["authorization"] == "Bearer sk-from-env-42"
+    assert server.requests[1]["headers"]["x-api-key"] == "sk-ant-from-env-42"
+
+
+def test_missing_key_for_the_official_endpoints(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    with pytest.raises(ModelError, match="OPENAI_API_KEY"):
+        OpenAIChat("gpt-4o-mini")
+    with pytest.raises(ModelError, match="ANTHROPIC_API_KEY"):
+        AnthropicChat("claude-sonnet-4-5")
+    # A local server needs no key.
+    assert OpenAIChat("llama3.2", base_url="http://localhost:11434/v1").url == (
+        "http://localhost:11434/v1/chat/completions"
+    )
+
+
+def test_the_key_never_appears_in_errors_or_reprs(server: Loopback) -> None:
+    server.json(
+        {
+            "error": {
+                "message": f"Incorrect API key provided: {OPENAI_KEY}.",
+                "type": "invalid_request_error",
+                "code": "invalid_api_key",
+            }
+        },
+        status=401,
+    )
+    server.json(
+        {
+            "type": "error",
+            "error": {
+                "type": "authentication_error",
+                "message": f"invalid x-api-key {ANTHROPIC_KEY}",
+            },
+        },
+        status=401,
+    )
+    oa, an = openai(server), anthropic(server)
+    with pytest.raises(ModelError) as e1:
+        oa.invoke("hi")
+    with pytest.raises(ModelError) as e2:
+        an.invoke("hi")
+    for err, key in ((e1.value, OPENAI_KEY), (e2.value, ANTHROPIC_KEY)):
+        assert key not in str(err)
+        assert key not in repr(err)
+        assert err.status_code == 401  # type: ignore[attr-defined]
+    assert OPENAI_KEY not in repr(oa)
+    assert ANTHROPIC_KEY not in repr(an)
+    assert OPENAI_KEY not in repr(vars(oa))
+
+
+def test_sync_calls_release_the_gil(server: Loopback) -> None:
+    for _ in range(4):
+        server.json(oa_completion("ok"), delay=0.5)
+    model = openai(server)
+    results: list[str] = []
+    threads = [
+        threading.Thread(target=lambda: results.append(model.invoke("hi").text)) for _ in range(4)
+    ]
+    t0 = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == ["ok"] * 4
+    assert time.monotonic() - t0 < 1.4  # 4 × 0.5 s if they ran one at a time
+
+
+async def test_openai_ainvoke_and_astream(server: Loopback) -> None:
+    server.json(oa_completion("async ok"))
+    server.sse(oa_text_stream("a", "b", "c"))
+    model = openai(server)
+    msg = await model.ainvoke([("user", "hi")])
+    assert msg.content == "async ok"
+    chunks = [c async for c in model.astream([("user", "hi")])]
+    assert [c.text for c in chunks][:3] == ["a", "b", "c"]
+    # Two concurrent calls on one loop.
+    server.json(oa_completion("x"), delay=0.5)
+    server.json(oa_completion("x"), delay=0.5)
+    t0 = time.monotonic()
+    both = await asyncio.gather(model.ainvoke("1"), model.ainvoke("2"))
+    assert [m.text for m in both] == ["x", "x"]
+    assert time.monotonic() - t0 < 0.9  # 1.0 s one after the other
+
+
+class Weather(TypedDict):
+    city: str
+    celsius: int
+
+
+def test_openai_response_format_is_native_json_schema(server: Loopback) -> None:
+    server.json(oa_completion('{"city": "Paris", "celsius": 21}'))
+    msg = openai(server).invoke("weather?", response_format=Weather)
+    assert json.loads(msg.text) == {"city": "Paris", "celsius": 21}
+    rf = server.requests[0]["body"]["response_format"]
+    assert rf["type"] == "json_schema"
+    assert rf["json_schema"]["name"] == "Weather"
+    assert rf["json_schema"]["schema"]["properties"]["celsius"]["type"] == "integer"
+
+
+def test_extra_request_fields_and_model_defaults(server: Loopback) -> None:
+    server.json(oa_completion("ok"))
+    model = openai(
+        server,
+        temperature=0.2,
+        max_tokens=64,
+        model_kwargs={"seed": 7},
+        default_headers={"HTTP-Referer": "https://example.com"},
+    )
+    model.invoke("hi", top_p=0.5, stop=["\n"])
+    req = server.requests[0]
+    assert req["body"]["temperature"] == 0.2
+    assert req["body"]["max_tokens"] == 64  # not the official endpoint: max_tokens
+    assert req["body"]["seed"] == 7
+    assert req["body"]["top_p"] == 0.5
+    assert req["body"]["stop"] == ["\n"]
+    assert req["headers"]["http-referer"] == "https://example.com"
+
+
+# --------------------------------------------------------------------------- Anthropic
+
+
+def test_anthropic_request_shape_and_tool_use(server: Loopback) -> None:
+    server.json(
+        an_message(
+            [
+                {"type": "text", "text": "Both at once."},
+                {"type": "tool_use", "id": "toolu_01A", "name": "add", "input": {"a": 2, "b": 3}},
+                {"type": "tool_use", "id": "toolu_01B", "name": "now", "input": {}},
+            ],
+            stop="tool_use",
+        )
+    )
+    history = [
+        ("system", "Be brief."),
+        ("user", "2+3 and the time?"),
+        AIMessage(
+            content="",
+            tool_calls=[
+                {"name": "now", "args": {}, "id": "toolu_0"},
+                {"name": "add", "args": {"a": 1, "b": 1}, "id": "toolu_1"},
+            ],
+        ),
+        ToolMessage(content="11:59", tool_call_id="toolu_0", name="now"),
+        ToolMessage(content="boom", tool_call_id="toolu_1", name="add", status="error"),
+    ]
+    msg = anthropic(server).invoke(
+        history, tools=[add, now], tool_choice="required", parallel_tool_calls=True
+    )
+    assert msg.text == "Both at once."
+    assert [(c["name"], c["args"], c["id"]) for c in msg.tool_calls] == [
+        ("add", {"a": 2, "b": 3}, "toolu_01A"),
+        ("now", {}, "toolu_01B"),
+    ]
+    assert msg.usage_metadata == {"input_tokens": 2095, "output_tokens": 503, "total_tokens": 2598}
+    (req,) = server.requests
+    assert req["path"] == "/v1/messages"
+    assert req["headers"]["x-api-key"] == ANTHROPIC_KEY
+    assert req["headers"]["anthropic-version"] == "2023-06-01"
+    assert "authorization" not in req["headers"]
+    body = req["body"]
+    assert body["model"] == "claude-sonnet-4-5"
+    assert body["max_tokens"] == 4096
+    assert body["system"] == "Be brief."
+    assert body["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "2+3 and the time?"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "toolu_0", "name": "now", "input": {}},
+                {"type": "tool_use", "id": "toolu_1", "name": "add", "input": {"a": 1, "b": 1}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_0", "content": "11:59"},
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_1",
+                    "content": "boom",
+                    "is_error": True,
+                },
+            ],
+        },
+    ]
+    assert body["tools"] == [add.to_anthropic(), now.to_anthropic()]
+    assert body["tool_choice"] == {"type": "any"}
+
+
+@pytest.mark.parametrize(
+    ("choice", "parallel", "wire"),
+    [
+        ("auto", None, {"type": "auto"}),
+        ("none", None, {"type": "none"}),
+        ("add", None, {"type": "tool", "name": "add"}),
+        (None, False, {"type": "auto", "disable_parallel_tool_use": True}),
+    ],
+)
+def test_anthropic_tool_choice(
+    server: Loopback, choice: Any, parallel: bool | None, wire: Any
+) -> None:
+    server.json(an_message([{"type": "text", "text": "ok"}]))
+    anthropic(server).invoke("hi", tools=[add], tool_choice=choice, parallel_tool_calls=parallel)
+    assert server.requests[0]["body"]["tool_choice"] == wire
+
+
+def test_anthropic_stream_with_input_json_deltas_and_empty_arguments(server: Loopback) -> None:
+    server.sse(
+        an_tool_stream(
+            [("toolu_1", "add", ['{"a": ', '2, "b"', ": 3}"]), ("toolu_2", "now", [""])],
+            text="On it.",
+        )
+    )
+    chunks = list(anthropic(server).stream("2+3 and the time?", tools=[add, now]))
+    assert len({c.id for c in chunks}) == 1
+    assert "".join(c.text for c in chunks) == "On it."
+    assert [(c["name"], c["args"]) for c in chunks[-1].tool_calls] == [
+        ("add", {"a": 2, "b": 3}),
+        ("now", {}),
+    ]
+    assert chunks[-1].usage_metadata["output_tokens"] == 15
+    assert server.requests[0]["body"]["stream"] is True
+
+
+def test_anthropic_overloaded_then_success_and_400_without_retry(server: Loopback) -> None:
+    server.json(
+        {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+        status=529,
+        headers={"retry-after": "0.2"},
+    )
+    server.json(an_message([{"type": "text", "text": "fine"}]))
+    server.json(
+        {
+            "type": "error",
+            "error": {"type": "invalid_request_error", "message": "max_tokens: Field required"},
+        },
+        status=400,
+    )
+    model = anthropic(server)
+    assert model.invoke("hi").text == "fine"
+    with pytest.raises(ModelError, match="max_tokens: Field required") as info:
+        model.invoke("hi")
+    assert info.value.status_code == 400  # type: ignore[attr-defined]
+    assert info.value.provider == "anthropic"  # type: ignore[attr-defined]
+    assert len(server.requests) == 3
+
+
+def test_anthropic_truncated_stream_and_error_event(server: Loopback) -> None:
+    server.sse(an_text_stream("never", " ends")[:-2])  # no message_delta / message_stop
+    server.sse(
+        [
+            an_start(),
+            an_event(
+                "error",
+                {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+            ),
+        ]
+    )
+    model = anthropic(server)
+    with pytest.raises(ModelError, match="truncated"):
+        list(model.stream("hi"))
+    with pytest.raises(ModelError, match="overloaded_error"):
+        list(model.stream("hi"))
+
+
+def test_anthropic_response_format_is_a_forced_tool(server: Loopback) -> None:
+    server.json(
+        an_message(
+            [
+                {
+                    "type": "tool_use",
+                    "id": "toolu_s",
+                    "name": "Weather",
+                    "input": {"city": "Paris", "celsius": 21},
+                }
+            ],
+            stop="tool_use",
+        )
+    )
+    msg = anthropic(server).invoke("weather?", response_format=Weather)
+    assert json.loads(msg.text) == {"city": "Paris", "celsius": 21}
+    assert msg.tool_calls == []
+    body = server.requests[0]["body"]
+    assert body["tool_choice"] == {"type": "tool", "name": "Weather"}
+    assert body["tools"][0]["name"] == "Weather"
+
+
+# --------------------------------------------------------------------------- end to end
+
+
+def test_react_agent_round_trip_with_openai(server: Loopback) -> None:
+    server.json(oa_completion(None, [("call_1", "add", '{"a": 2, "b": 3}')]))
+    server.json(oa_completion("2 + 3 = 5"))
+    agent = create_react_agent(openai(server), [add], prompt="Be brief.")
+    out = agent.invoke({"messages": [("user", "2+3?")]})
+    assert [m.type for m in out["messages"]] == ["human", "ai", "tool", "ai"]
+    assert out["messages"][2].content == "5"
+    assert out["messages"][-1].content == "2 + 3 = 5"
+    second = server.requests[1]["body"]["messages"]
+    assert second[0] == {"role": "system", "content": "Be brief."}
+    assert second[-1] == {"role": "tool", "tool_call_id": "call_1", "content": "5"}
+    assert server.requests[0]["body"]["tools"] == [add.to_openai()]
+
+
+def test_react_agent_streams_messages_with_openai(server: Loopback) -> None:
+    server.sse(oa_tool_stream("call_1", "add", '{"a": 2,', ' "b": 3}'))
+    server.sse(oa_text_stream("The ", "sum ", "is ", "5."))
+    agent = create_react_agent(openai(server), [add])
+    items = list(agent.stream({"messages": [("user", "2+3?")]}, stream_mode="messages"))
+    agent_chunks = [c for c, meta in items if meta["langgraph_node"] == "agent"]
+    texts = [c.text for c in agent_chunks if c.text]
+    assert texts == ["The ", "sum ", "is ", "5."]
+    tool_msgs = [c for c, meta in items if meta["langgraph_node"] == "tools"]
+    assert all(isinstance(m, ToolMessage) for m in tool_msgs)
+
+
+async def test_react_agent_astream_messages_with_anthropic(server: Loopback) -> None:
+    server.sse(an_tool_stream([("toolu_1", "now", [""])]))
+    server.sse(an_text_stream("It ", "is ", "12:00."))
+    agent = create_react_agent(anthropic(server), [now])
+    texts = []
+    async for chunk, meta in agent.astream(
+        {"messages": [("user", "time?")]}, stream_mode="messages"
+    ):
+        if meta["langgraph_node"] == "agent" and chunk.text:
+            texts.append(chunk.text)
+    assert texts == ["It ", "is ", "12:00."]
+    second = server.requests[1]["body"]["messages"]
+    assert second[-1] == {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "12:00"}],
+    }
+
+
+def test_react_agent_round_trip_with_anthropic(server: Loopback) -> None:
+    server.json(
+        an_message(
+            [{"type": "tool_use", "id": "toolu_1", "name": "add", "input": {"a": 4, "b": 5}}],
+            stop="tool_use",
+        )
+    )
+    server.json(an_message([{"type": "text", "text": "9"}]))
+    out = create_react_agent(anthropic(server), [add], prompt="Be brief.").invoke(
+        {"messages": [("user", "4+5?")]}
+    )
+    assert out["messages"][-1].content == "9"
+    assert server.requests[1]["body"]["system"] == "Be brief."
+
+
+def test_custom_graph_node_calling_invoke_streams_tokens(server: Loopback) -> None:
+    server.sse(oa_text_stream("Hel", "lo ", "there"))
+    model = openai(server)
+
+    def chat(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    graph = StateGraph(MessagesState).add_node("chat", chat).set_entry_point("chat").compile()
+    items = list(graph.stream({"messages": [("user", "hi")]}, stream_mode="messages"))
+    texts = [c.text for c, meta in items if meta["langgraph_node"] == "chat" and c.text]
+    assert texts == ["Hel", "lo ", "there"]
+    assert server.requests[0]["body"]["stream"] is True
+    # Without stream_mode="messages", a plain request.
+    server.json(oa_completion("plain"))
+    out = graph.invoke({"messages": [("user", "hi")]})
+    assert out["messages"][-1].content == "plain"
+    assert "stream" not in server.requests[1]["body"]
+
+
+async def test_custom_async_graph_node_streams_tokens(server: Loopback) -> None:
+    server.sse(an_text_stream("As", "ync"))
+    model = anthropic(server)
+
+    async def chat(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [await model.ainvoke(state["messages"])]}
+
+    graph = StateGraph(MessagesState).add_node("chat", chat).set_entry_point("chat").compile()
+    texts = []
+    async for chunk, meta in graph.astream({"messages": [("user", "hi")]}, stream_mode="messages"):
+        if meta["langgraph_node"] == "chat" and chunk.text:
+            texts.append(chunk.text)
+    assert texts == ["As", "ync"]
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_react_agent_structured_response(server: Loopback, provider: str) -> None:
+    if provider == "openai":
+        server.json(oa_completion("Paris is sunny, 21°C."))
+        server.json(oa_completion('{"city": "Paris", "celsius": 21}'))
+        model: Any = openai(server)
+    else:
+        # create_react_agent passes the bare schema: the forced tool is named "response".
+        server.json(an_message([{"type": "text", "text": "Paris is sunny, 21°C."}]))
+        server.json(
+            an_message(
+                [
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_s",
+                        "name": "response",
+                        "input": {"city": "Paris", "celsius": 21},
+                    }
+                ],
+                stop="tool_use",
+            )
+        )
+        model = anthropic(server)
+    agent = create_react_agent(model, [add], response_format=Weather)
+    out = agent.invoke({"messages": [("user", "weather in Paris?")]})
+    assert out["structured_response"] == {"city": "Paris", "celsius": 21}
+    body = server.requests[1]["body"]
+    if provider == "openai":
+        assert body["response_format"]["type"] == "json_schema"
+    else:
+        assert body["tool_choice"] == {"type": "tool", "name": "response"}
+
+
+def test_bind_tools(server: Loopback) -> None:
+    server.json(oa_completion(None, [("call_1", "now", "{}")]))
+    bound = openai(server).bind_tools([now], tool_choice="now")
+    msg = bound.invoke("time?")
+    assert msg.tool_calls[0]["name"] == "now"
+    body = server.requests[0]["body"]
+    assert body["tools"] == [now.to_openai()]
+    assert body["tool_choice"] == {"type": "function", "function": {"name": "now"}}
