@@ -100,7 +100,7 @@ def decode(obj: Any) -> Any:
             if issubclass(cls, enum.Enum):
                 return cls(value)
             if dataclasses.is_dataclass(cls):
-                return cls(**value)
+                return cls(**value)  # type: ignore[operator]
             return cls.model_validate(value)
         return {k: decode(v) for k, v in obj.items()}
     return obj

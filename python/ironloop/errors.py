@@ -70,7 +70,16 @@ class CheckpointError(IronloopError):
 
 
 class ModelError(IronloopError):
-    """A model call failed or returned something unusable."""
+    """A model call failed or returned something unusable.
+
+    Errors from providers carry ``status_code`` (the HTTP status, when there was one),
+    ``provider``, ``kind`` and ``retryable``; they are ``None`` / ``False`` otherwise.
+    """
+
+    status_code: int | None = None
+    provider: str | None = None
+    kind: str | None = None
+    retryable: bool = False
 
 
 class CheckpointSerializationError(CheckpointError, TypeError):

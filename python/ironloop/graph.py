@@ -168,7 +168,7 @@ def _channels(schema: Any) -> list[tuple[str, str, Any, Any]]:
             f"state schema {schema!r} has no annotated fields: use a TypedDict, a dataclass "
             "or a pydantic model"
         )
-    out = []
+    out: list[tuple[str, str, Any, Any]] = []
     for name, hint in hints.items():
         if name.startswith("__"):
             raise ValueError(f"state key {name!r} is reserved (keys may not start with '__')")
@@ -337,7 +337,7 @@ class StateGraph:
             else list(interrupt_before or [])
         )
         ia = [interrupt_after] if isinstance(interrupt_after, str) else list(interrupt_after or [])
-        nodes = []
+        nodes: list[tuple[str, Any, str, bool, list[str], Any]] = []
         for name_, fn in self.nodes.items():
             if isinstance(fn, ToolNode):
                 nodes.append((name_, fn, "tools", False, [], None))

@@ -34,7 +34,9 @@ Response = Union[AIMessage, str, dict, Callable[[list[BaseMessage]], Any]]
 def _to_ai(response: Any) -> AIMessage:
     if isinstance(response, AIMessage):
         # A fresh id: the same scripted message may be replayed more than once.
-        return response.model_copy(update={"id": None})  # type: ignore[no-any-return]
+        copy = response.model_copy(update={"id": None})
+        assert isinstance(copy, AIMessage)
+        return copy
     if isinstance(response, str):
         return AIMessage(content=response)
     if isinstance(response, dict):
