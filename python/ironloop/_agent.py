@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import uuid
 from collections.abc import Sequence
@@ -11,6 +12,7 @@ from ironloop._constants import END, START
 from ironloop._ironloop import (
     AIMessage,
     BaseMessage,
+    NativeTool,
     SystemMessage,
     _coerce_message,
     _json_schema_errors,
@@ -57,10 +59,12 @@ def _merge_chunks(chunks: list[AIMessage]) -> AIMessage:
     if not chunks:
         raise ModelError("the model's stream ended without any chunk")
     calls = [dict(c) for ch in chunks for c in ch.tool_calls]
+    invalid = [dict(c) for ch in chunks for c in ch.invalid_tool_calls]
     usage = next((ch.usage_metadata for ch in reversed(chunks) if ch.usage_metadata), None)
     return AIMessage(
         content="".join(ch.text for ch in chunks),
         tool_calls=calls or None,
+        invalid_tool_calls=invalid or None,
         usage_metadata=usage,
         id=chunks[0].id,
     )
@@ -94,11 +98,21 @@ def _from_composed(resp: AIMessage, schema: dict[str, Any], structured: bool) ->
     return update
 
 
+def _accepts(fn: Any, name: str) -> bool:
+    """Whether ``fn`` takes a keyword argument ``name`` (or ``**kwargs``)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(p.name == name or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+
+
 def _structured(model: Any, fmt: Any, messages: list[BaseMessage]) -> Any:
     schema, convert = type_schema(fmt)
-    try:
+    if _accepts(model.invoke, "response_format"):
         resp = model.invoke(messages, tools=None, response_format=schema)
-    except TypeError:
+    else:
+        # A model object without structured output: ask plainly, validate the JSON.
         resp = model.invoke(messages)
     text = _as_ai(resp).text
     try:
@@ -113,7 +127,7 @@ def _structured(model: Any, fmt: Any, messages: list[BaseMessage]) -> Any:
 
 def create_react_agent(
     model: Any,
-    tools: Sequence[Tool | Callable[..., Any]] | ToolNode,
+    tools: Sequence[Tool | NativeTool | Callable[..., Any]] | ToolNode,
     *,
     prompt: str | SystemMessage | Callable[[Any], list[Any]] | None = None,
     response_format: Any = None,

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any, Callable, Literal, Union
 
 from ironloop._constants import END
-from ironloop._ironloop import _ToolNodeCore
+from ironloop._ironloop import NativeTool, _ToolNodeCore
 from ironloop._tool import Tool, tool
 
 __all__ = ["ToolNode", "tools_condition"]  # and create_react_agent, via __getattr__
@@ -34,7 +34,8 @@ class ToolNode:
     I/O, async tools concurrently on the event loop.
 
     Args:
-        tools: ``@tool`` objects, ``Tool`` objects or plain functions.
+        tools: ``@tool`` objects, ``Tool`` objects, plain functions, or Rust tools
+            (``NativeTool``, e.g. from ``ironloop.tools.workspace``).
         handle_tool_errors: ``True`` (default) turns every failure into an error
             ``ToolMessage`` the model can read; ``False`` re-raises; a string is used as
             the error text; a callable maps the exception to the text; an exception
@@ -57,14 +58,16 @@ class ToolNode:
 
     def __init__(
         self,
-        tools: Sequence[Tool | Callable[..., Any]],
+        tools: Sequence[Tool | NativeTool | Callable[..., Any]],
         *,
         name: str = "tools",
         handle_tool_errors: HandleToolErrors = True,
         strategy: Strategy = "parallel",
         max_concurrency: int | None = None,
     ) -> None:
-        converted = [t if isinstance(t, Tool) else tool(t) for t in tools]
+        converted: list[Tool | NativeTool] = [
+            t if isinstance(t, (Tool, NativeTool)) else tool(t) for t in tools
+        ]
         names = [t.name for t in converted]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
@@ -76,7 +79,7 @@ class ToolNode:
         if max_concurrency is not None and max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1 (or None), got {max_concurrency}")
         self.name = name
-        self.tools_by_name: dict[str, Tool] = dict(zip(names, converted))
+        self.tools_by_name: dict[str, Tool | NativeTool] = dict(zip(names, converted))
         self.handle_tool_errors = handle_tool_errors
         self.strategy = strategy
         self.max_concurrency = max_concurrency

@@ -1199,6 +1199,46 @@ impl GraphCore {
         })
     }
 
+    /// Starts a run whose events (and then its result) go to `send`; returns how to
+    /// shape them for Python.
+    fn start_stream(
+        &self,
+        py: Python<'_>,
+        input: &Bound<'_, PyAny>,
+        config: Option<&Bound<'_, PyAny>>,
+        event_loop: Option<Py<PyAny>>,
+        (bits, wanted, single, subgraphs): (u8, u8, bool, bool),
+        send: StreamSend,
+    ) -> PyResult<GraphStreamShape> {
+        let send: Arc<dyn Fn(StreamMsg) + Send + Sync> = Arc::from(send);
+        let events = send.clone();
+        let sink = StreamSink {
+            modes: bits,
+            subgraphs,
+            send: Arc::new(move |ev| events(StreamMsg::Event(ev))),
+        };
+        let s = self.setup(py, input, config, event_loop, Some(sink))?;
+        let thread = s.opts.thread_id.clone().unwrap_or_default();
+        let cancel = s.opts.cancel.clone();
+        let (graph, stop) = (self.graph.clone(), cancel.clone());
+        super::runtime::runtime().spawn(async move {
+            let r = tokio::select! {
+                r = graph.run(s.input, s.opts) => r,
+                _ = stop.cancelled() => Err(GraphError::Cancelled),
+            };
+            send(StreamMsg::Done(r));
+        });
+        Ok(GraphStreamShape {
+            shared: self.shared.clone(),
+            env: s.env,
+            wanted,
+            single,
+            thread,
+            subgraphs,
+            cancel,
+        })
+    }
+
     fn output<'py>(
         &self,
         py: Python<'py>,
@@ -1339,6 +1379,9 @@ enum StreamMsg {
     Done(Result<RunResult, GraphError>),
 }
 
+/// `(namespace, mode, chunk)` of a stream event.
+type StreamItem<'py> = (Vec<String>, &'static str, Bound<'py, PyAny>);
+
 /// A stream event as `(namespace, mode, chunk)`; the namespace is empty for the
 /// run's own events and lists `"node:task"` steps for a subgraph's.
 fn event_to_py<'py>(
@@ -1346,7 +1389,7 @@ fn event_to_py<'py>(
     shared: &Shared,
     thread: &str,
     ev: StreamEvent,
-) -> PyResult<Option<(Vec<String>, &'static str, Bound<'py, PyAny>)>> {
+) -> PyResult<Option<StreamItem<'py>>> {
     let mut ns = Vec::new();
     let mut ev = ev;
     while let StreamEvent::Nested { ns: n, ev: inner } = ev {
@@ -1535,15 +1578,19 @@ fn parse_modes(modes_obj: &Bound<'_, PyAny>) -> PyResult<(u8, bool)> {
 #[pyclass(name = "_GraphStream", module = "ironloop._ironloop")]
 pub struct GraphStream {
     rx: Mutex<std::sync::mpsc::Receiver<StreamMsg>>,
-    shared: Arc<Shared>,
-    env: Arc<PyRunEnv>,
-    wanted: u8,
-    single: bool,
-    thread: String,
-    subgraphs: bool,
-    cancel: CancellationToken,
+    shape: GraphStreamShape,
     done: bool,
 }
+
+/// What the next stream message means for an iterator.
+enum Next {
+    Item(Py<PyAny>),
+    Skip,
+    End,
+}
+
+/// Where a streamed run's messages go.
+type StreamSend = Box<dyn Fn(StreamMsg) + Send + Sync>;
 
 fn mode_bit(name: &str) -> u8 {
     match name {
@@ -1556,8 +1603,27 @@ fn mode_bit(name: &str) -> u8 {
     }
 }
 
-impl GraphStream {
-    fn shape<'py>(
+impl GraphStreamShape {
+    /// What a message means for the iterator; a failed run raises its error.
+    fn next_item(&self, py: Python<'_>, msg: StreamMsg) -> PyResult<Next> {
+        match msg {
+            StreamMsg::Event(ev) => match event_to_py(py, &self.shared, &self.thread, ev)? {
+                Some((ns, mode, chunk)) => Ok(match self.item(py, ns, mode, chunk)? {
+                    Some(i) => Next::Item(i.unbind()),
+                    None => Next::Skip,
+                }),
+                None => Ok(Next::Skip),
+            },
+            StreamMsg::Done(r) => {
+                r.map_err(|e| graph_error(py, e, &self.env))?;
+                Ok(Next::End)
+            }
+        }
+    }
+
+    /// A stream item: the chunk, prefixed by its namespace (with `subgraphs=True`)
+    /// and its mode (when several modes were asked for); `None` for modes not asked for.
+    fn item<'py>(
         &self,
         py: Python<'py>,
         ns: Vec<String>,
@@ -1605,7 +1671,7 @@ impl GraphStream {
                         Ok(m) => break m,
                         Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
                             if let Err(e) = py.check_signals() {
-                                self.cancel.cancel();
+                                self.shape.cancel.cancel();
                                 self.done = true;
                                 return Err(e);
                             }
@@ -1617,20 +1683,16 @@ impl GraphStream {
                     }
                 }
             };
-            match msg {
-                StreamMsg::Event(ev) => {
-                    if let Some((ns, mode, chunk)) =
-                        event_to_py(py, &self.shared, &self.thread, ev)?
-                    {
-                        if let Some(item) = self.shape(py, ns, mode, chunk)? {
-                            return Ok(Some(item.unbind()));
-                        }
-                    }
-                }
-                StreamMsg::Done(r) => {
+            match self.shape.next_item(py, msg) {
+                Ok(Next::Item(item)) => return Ok(Some(item)),
+                Ok(Next::Skip) => {}
+                Ok(Next::End) => {
                     self.done = true;
-                    r.map_err(|e| graph_error(py, e, &self.env))?;
                     return Ok(None);
+                }
+                Err(e) => {
+                    self.done = true;
+                    return Err(e);
                 }
             }
         }
@@ -1641,7 +1703,7 @@ impl Drop for GraphStream {
     fn drop(&mut self) {
         // Abandoning the iterator stops the run.
         if !self.done {
-            self.cancel.cancel();
+            self.shape.cancel.cancel();
         }
     }
 }
@@ -1650,7 +1712,7 @@ impl Drop for GraphStream {
 #[pyclass(name = "_AsyncGraphStream", module = "ironloop._ironloop")]
 pub struct AsyncGraphStream {
     rx: Arc<tokio::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<StreamMsg>>>,
-    inner: Arc<Mutex<GraphStreamShape>>,
+    shape: Arc<GraphStreamShape>,
 }
 
 struct GraphStreamShape {
@@ -1667,52 +1729,25 @@ struct GraphStreamShape {
 impl AsyncGraphStream {
     fn next<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let rx = self.rx.clone();
-        let inner = self.inner.clone();
+        let shape = self.shape.clone();
         pyo3_async_runtimes::tokio::future_into_py(py, async move {
             loop {
                 let msg = rx.lock().await.recv().await;
-                let r = Python::attach(|py| -> PyResult<Option<Option<Py<PyAny>>>> {
-                    let s = inner.lock().unwrap_or_else(|p| p.into_inner());
-                    let gs = GraphStream {
-                        rx: Mutex::new(std::sync::mpsc::channel().1),
-                        shared: s.shared.clone(),
-                        env: s.env.clone(),
-                        wanted: s.wanted,
-                        single: s.single,
-                        thread: s.thread.clone(),
-                        subgraphs: s.subgraphs,
-                        cancel: s.cancel.clone(),
-                        done: true,
-                    };
-                    match msg {
-                        None => Err(pyo3::exceptions::PyStopAsyncIteration::new_err(())),
-                        Some(StreamMsg::Done(r)) => {
-                            r.map_err(|e| graph_error(py, e, &s.env))?;
-                            Err(pyo3::exceptions::PyStopAsyncIteration::new_err(()))
-                        }
-                        Some(StreamMsg::Event(ev)) => {
-                            match event_to_py(py, &s.shared, &s.thread, ev)? {
-                                Some((ns, mode, chunk)) => {
-                                    Ok(Some(gs.shape(py, ns, mode, chunk)?.map(Bound::unbind)))
-                                }
-                                None => Ok(Some(None)),
-                            }
-                        }
-                    }
+                let next = Python::attach(|py| match msg {
+                    Some(m) => shape.next_item(py, m),
+                    None => Ok(Next::End),
                 })?;
-                if let Some(Some(item)) = r {
-                    return Ok(item);
+                match next {
+                    Next::Item(item) => return Ok(item),
+                    Next::Skip => {}
+                    Next::End => return Err(pyo3::exceptions::PyStopAsyncIteration::new_err(())),
                 }
             }
         })
     }
 
     fn cancel(&self) {
-        self.inner
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .cancel
-            .cancel();
+        self.shape.cancel.cancel();
     }
 }
 
@@ -1917,75 +1952,30 @@ impl GraphCore {
                 .or_else(|_| stream_mode.extract())?;
             names.iter().map(|n| mode_bit(n)).fold(0, |a, b| a | b)
         };
+        let start = |py, lp, send| {
+            self.start_stream(
+                py,
+                input,
+                config,
+                lp,
+                (bits, wanted, single, subgraphs),
+                send,
+            )
+        };
         if let Some(lp) = event_loop {
             let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-            let tx2 = tx.clone();
-            let sink = StreamSink {
-                modes: bits,
-                subgraphs,
-                send: Arc::new(move |ev| {
-                    let _ = tx2.send(StreamMsg::Event(ev));
-                }),
-            };
-            let s = self.setup(py, input, config, Some(lp), Some(sink))?;
-            let thread = s.opts.thread_id.clone().unwrap_or_default();
-            let cancel = s.opts.cancel.clone();
-            let graph = self.graph.clone();
-            let c2 = cancel.clone();
-            super::runtime::runtime().spawn(async move {
-                let r = tokio::select! {
-                    r = graph.run(s.input, s.opts) => r,
-                    _ = c2.cancelled() => Err(GraphError::Cancelled),
-                };
-                let _ = tx.send(StreamMsg::Done(r));
-            });
+            let shape = start(py, Some(lp), Box::new(move |m| drop(tx.send(m))))?;
             let st = AsyncGraphStream {
                 rx: Arc::new(tokio::sync::Mutex::new(rx)),
-                inner: Arc::new(Mutex::new(GraphStreamShape {
-                    shared: self.shared.clone(),
-                    env: s.env,
-                    wanted,
-                    single,
-                    thread,
-                    subgraphs,
-                    cancel,
-                })),
+                shape: Arc::new(shape),
             };
             return Ok(Bound::new(py, st)?.into_any().unbind());
         }
         let (tx, rx) = std::sync::mpsc::channel();
-        let tx2 = Mutex::new(tx.clone());
-        let sink = StreamSink {
-            modes: bits,
-            subgraphs,
-            send: Arc::new(move |ev| {
-                let _ = tx2
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .send(StreamMsg::Event(ev));
-            }),
-        };
-        let s = self.setup(py, input, config, None, Some(sink))?;
-        let thread = s.opts.thread_id.clone().unwrap_or_default();
-        let cancel = s.opts.cancel.clone();
-        let graph = self.graph.clone();
-        let c2 = cancel.clone();
-        super::runtime::runtime().spawn(async move {
-            let r = tokio::select! {
-                r = graph.run(s.input, s.opts) => r,
-                _ = c2.cancelled() => Err(GraphError::Cancelled),
-            };
-            let _ = tx.send(StreamMsg::Done(r));
-        });
+        let shape = start(py, None, Box::new(move |m| drop(tx.send(m))))?;
         let st = GraphStream {
             rx: Mutex::new(rx),
-            shared: self.shared.clone(),
-            env: s.env,
-            wanted,
-            single,
-            thread,
-            subgraphs,
-            cancel,
+            shape,
             done: false,
         };
         Ok(Bound::new(py, st)?.into_any().unbind())

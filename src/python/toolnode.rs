@@ -12,12 +12,13 @@ use pyo3::sync::PyOnceLock;
 use super::convert::{import_cached, message_from_py, messages_to_py};
 use super::env::PyRunEnv;
 use super::errors::tool_error;
+use super::native_tool::NativeTool;
 use super::pytool::{PyPayload, PyTool};
 use super::runtime::{block_on, can_drive_inline, drive_inline};
 use crate::executor::{error_text, Executor, RunContext, Strategy, ToolResult};
 use crate::message::{Content, Message, MessageKind};
 use crate::registry::ToolRegistry;
-use crate::tool::ToolCall;
+use crate::tool::{Tool, ToolCall};
 
 #[pyclass(name = "_ToolNodeCore", module = "ironloop._ironloop", frozen)]
 pub struct ToolNodeCore {
@@ -274,9 +275,14 @@ impl ToolNodeCore {
     ) -> PyResult<Self> {
         let registry = Arc::new(ToolRegistry::new());
         for t in tools.try_iter()? {
-            let tool = PyTool::from_py(&t?)?;
+            let t = t?;
+            // A Rust tool is registered as itself: its calls never enter Python.
+            let tool: Arc<dyn Tool> = match t.cast::<NativeTool>() {
+                Ok(native) => native.get().tool.clone(),
+                Err(_) => Arc::new(PyTool::from_py(&t)?),
+            };
             registry
-                .register(Arc::new(tool))
+                .register(tool)
                 .map_err(|e| PyValueError::new_err(e.to_string()))?;
         }
         let executor =
