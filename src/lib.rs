@@ -3,6 +3,7 @@
 //! The core — messages, tools, the registry and the executor — builds and tests
 //! without Python; the `python` feature adds the PyO3 glue in [`python`].
 
+pub mod adapters;
 pub mod checkpoint;
 pub mod error;
 pub mod executor;

@@ -25,6 +25,7 @@ __all__ = [
     "_ChatStream",
     "_GraphCore",
     "_GraphStream",
+    "_McpToolset",
     "_TaskScratch",
     "_ToolNodeCore",
     "__version__",
@@ -32,6 +33,8 @@ __all__ = [
     "_coerce_messages",
     "_json_schema_errors",
     "_message_from_dict",
+    "_openapi_toolset",
+    "_openapi_toolset_from_url_async",
     "_workspace_tools",
 ]
 
@@ -193,6 +196,7 @@ class SqliteSaver:
     def __enter__(self) -> SqliteSaver: ...
     def __exit__(self, a: object, b: object, c: object) -> bool: ...
 
+@final
 class _TaskScratch:
     def interrupt(self, value: Any) -> Any: ...
     def write(self, payload: Any) -> None: ...
@@ -202,10 +206,12 @@ class _TaskScratch:
     @property
     def streams_messages(self) -> bool: ...
 
+@final
 class _GraphStream:
     def __iter__(self) -> _GraphStream: ...
     def __next__(self) -> Any: ...
 
+@final
 class _AsyncGraphStream:
     def next(self) -> Awaitable[Any]: ...
     def cancel(self) -> None: ...
@@ -339,8 +345,10 @@ class NativeTool:
     def to_openai(self) -> dict[str, Any]: ...
     def to_anthropic(self) -> dict[str, Any]: ...
     def invoke(self, input: dict[str, Any] | None = None, config: Any = None) -> Any: ...
-    def ainvoke(self, input: dict[str, Any] | None = None, config: Any = None) -> Awaitable[Any]: ...
-    def __call__(self, **kwargs: Any) -> Any: ...
+    def ainvoke(
+        self, input: dict[str, Any] | None = None, config: Any = None
+    ) -> Awaitable[Any]: ...
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
 
 def _workspace_tools(
     root: str | os.PathLike[str],
@@ -351,3 +359,68 @@ def _workspace_tools(
     max_output_bytes: int,
     timeout: float | None = None,
 ) -> list[NativeTool]: ...
+
+@final
+class _McpToolset:
+    """An open MCP session and its tools (see ``ironloop.mcp.McpToolset``)."""
+
+    @staticmethod
+    def stdio(
+        command: str,
+        args: list[str],
+        env: list[tuple[str, str]],
+        cwd: str | None,
+        prefix: str | None,
+        timeout: float | None,
+    ) -> _McpToolset: ...
+    @staticmethod
+    def stdio_async(
+        command: str,
+        args: list[str],
+        env: list[tuple[str, str]],
+        cwd: str | None,
+        prefix: str | None,
+        timeout: float | None,
+    ) -> Awaitable[_McpToolset]: ...
+    @staticmethod
+    def http(
+        url: str,
+        headers: list[tuple[str, str]],
+        prefix: str | None,
+        timeout: float | None,
+    ) -> _McpToolset: ...
+    @staticmethod
+    def http_async(
+        url: str,
+        headers: list[tuple[str, str]],
+        prefix: str | None,
+        timeout: float | None,
+    ) -> Awaitable[_McpToolset]: ...
+    @property
+    def tools(self) -> list[NativeTool]: ...
+    @property
+    def server(self) -> str: ...
+    @property
+    def pid(self) -> int | None: ...
+    @property
+    def closed(self) -> bool: ...
+    def close(self) -> None: ...
+    def aclose(self) -> Awaitable[None]: ...
+
+def _openapi_toolset(
+    kind: Literal["str", "file", "url"],
+    source: str,
+    *,
+    base_url: str | None = None,
+    headers: list[tuple[str, str]] | None = None,
+    timeout: float | None = None,
+    max_output_bytes: int = 65536,
+) -> tuple[list[NativeTool], str | None, str, str, list[str]]: ...
+def _openapi_toolset_from_url_async(
+    url: str,
+    *,
+    base_url: str | None = None,
+    headers: list[tuple[str, str]] | None = None,
+    timeout: float | None = None,
+    max_output_bytes: int = 65536,
+) -> Awaitable[tuple[list[NativeTool], str | None, str, str, list[str]]]: ...

@@ -20,6 +20,13 @@ fn install_crypto_provider() {
     });
 }
 
+/// A `reqwest` client builder with the crate's TLS setup (rustls with `ring`) and user
+/// agent: the one HTTP stack the crate's clients (models, OpenAPI tools) share.
+pub(crate) fn client_builder() -> reqwest::ClientBuilder {
+    install_crypto_provider();
+    reqwest::Client::builder().user_agent(concat!("ironloop/", env!("CARGO_PKG_VERSION")))
+}
+
 pub(crate) struct Transport {
     pub provider: &'static str,
     client: reqwest::Client,
@@ -63,8 +70,7 @@ impl Transport {
             value.set_sensitive(sensitive);
             map.insert(name, value);
         }
-        let client = reqwest::Client::builder()
-            .user_agent(concat!("ironloop/", env!("CARGO_PKG_VERSION")))
+        let client = client_builder()
             .connect_timeout(timeout.min(Duration::from_secs(30)))
             .build()
             .map_err(|e| {

@@ -26,7 +26,7 @@
 //!   message's text (JSON), so both providers answer with JSON text.
 
 mod anthropic;
-mod http;
+pub(crate) mod http;
 mod openai;
 mod retry;
 mod sse;

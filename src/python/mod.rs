@@ -7,9 +7,11 @@ mod convert;
 mod env;
 mod errors;
 mod graph;
+mod mcp;
 mod messages;
 mod models;
 mod native_tool;
+mod openapi;
 mod pool;
 mod pytool;
 mod runtime;
@@ -26,6 +28,8 @@ fn ironloop_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     graph::register(m)?;
     models::register(m)?;
     native_tool::register(m)?;
+    openapi::register(m)?;
+    mcp::register(m)?;
     m.add_function(wrap_pyfunction!(convert::_json_schema_errors, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -1,0 +1,843 @@
+//! MCP tool sources: the tools of a [Model Context Protocol] server as ironloop tools.
+//!
+//! An [`McpToolset`] opens **one** long-lived session per server — a child process
+//! spoken to over its stdin/stdout ([`McpToolset::stdio`]) or a streamable-HTTP
+//! endpoint ([`McpToolset::http`]) — does the `initialize` handshake once, lists the
+//! server's tools and hands them out as `Arc<dyn Tool>`s. Every call of every one of
+//! them is a `tools/call` request on that shared session: calls in flight at the same
+//! time are multiplexed over it (JSON-RPC ids), never a process per call.
+//!
+//! The tools behave like any other under the [`Executor`](crate::Executor):
+//!
+//! * the tool's `inputSchema` is its `parameters` (arguments are validated before the
+//!   request is sent); an optional prefix (`prefix__tool`) keeps names of several
+//!   servers apart;
+//! * a result with `isError: true` is [`ToolError::Failed`] carrying the result's text;
+//!   a JSON-RPC error, a closed connection or an unsupported response is
+//!   [`ToolError::Failed`] naming the server and the tool;
+//! * content blocks become text: text blocks joined by newlines, embedded text
+//!   resources as their text, images / audio / blobs / links as a short note;
+//!   `structuredContent` is kept as the output's artifact (and is the text when the
+//!   result has no content blocks);
+//! * a timeout or a cancelled run ([`ToolContext::cancel`]) drops the request, and the
+//!   SDK tells the server with `notifications/cancelled`; the session stays usable.
+//!
+//! [`McpToolset::close`] ends the session: for stdio the child's stdin is closed, then
+//! (if it has not exited within a few seconds) it gets `SIGTERM`, then `SIGKILL`. The
+//! child runs in a process group of its own, so launchers (`npx`, `uvx`, `sh -c`)
+//! take their children with them. Dropping the last handle without `close()` does the
+//! same in the background (the SDK kills the process when its transport is dropped).
+//!
+//! The SDK (`rmcp`, pinned to one major version) stays behind the small
+//! [`McpSession`] trait: the tools only see `list_tools` / `call_tool` / `close`, and
+//! a test or another transport can implement it.
+//!
+//! [Model Context Protocol]: https://modelcontextprotocol.io
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::{Arc, Once};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, Implementation,
+};
+use rmcp::service::RunningService;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{RoleClient, ServiceError, ServiceExt};
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::message::Content;
+use crate::tool::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
+
+/// How long `close()` waits for the session (and a stdio server's process) to end
+/// before it gives up waiting; the process is killed in any case.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why an MCP operation failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum McpError {
+    /// The server could not be started or reached, or the handshake failed.
+    #[error("cannot connect to the MCP server {server}: {reason}")]
+    Connect { server: String, reason: String },
+    /// The server answered a request with a JSON-RPC error.
+    #[error("the MCP server {server} returned an error: {message} (code {code})")]
+    Server {
+        server: String,
+        code: i32,
+        message: String,
+    },
+    /// The connection is gone (closed by us, or the server exited).
+    #[error(
+        "the MCP server {server} is not connected (the session is closed or the server exited)"
+    )]
+    Closed { server: String },
+    /// The request was cancelled by the caller.
+    #[error("the request to the MCP server {server} was cancelled")]
+    Cancelled { server: String },
+    /// Anything else the SDK reported (transport errors, unexpected responses).
+    #[error("MCP server {server}: {reason}")]
+    Protocol { server: String, reason: String },
+}
+
+/// A tool as the server lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpToolInfo {
+    pub name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    /// The `inputSchema` (a JSON Schema object).
+    pub input_schema: Value,
+}
+
+/// The result of a `tools/call`, in wire form.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct McpCallResult {
+    /// The content blocks, as the protocol writes them (`{"type": "text", ...}`).
+    pub content: Vec<Value>,
+    pub structured_content: Option<Value>,
+    pub is_error: bool,
+}
+
+/// One session with one MCP server: what [`McpToolset`]'s tools need of it.
+///
+/// Implementations must allow concurrent `call_tool`s (they are multiplexed over the
+/// one session), and dropping a `call_tool` future — or cancelling `cancel` — must
+/// abandon that request (telling the server when the protocol allows).
+#[async_trait]
+pub trait McpSession: Send + Sync {
+    /// A short name of the server for messages: its announced name, else the command
+    /// or URL.
+    fn server_name(&self) -> &str;
+
+    /// The process id of a stdio server (the leader of its process group).
+    fn pid(&self) -> Option<u32> {
+        None
+    }
+
+    async fn list_tools(&self) -> Result<Vec<McpToolInfo>, McpError>;
+
+    async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        cancel: CancellationToken,
+    ) -> Result<McpCallResult, McpError>;
+
+    /// Ends the session (and a stdio server's process). Idempotent; calls made
+    /// afterwards fail with [`McpError::Closed`].
+    async fn close(&self) -> Result<(), McpError>;
+
+    fn is_closed(&self) -> bool;
+}
+
+/// A server run as a child process, spoken to over its stdin / stdout.
+#[derive(Debug, Clone, Default)]
+pub struct StdioServer {
+    pub command: String,
+    pub args: Vec<String>,
+    /// Set on top of the inherited environment.
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<PathBuf>,
+}
+
+impl StdioServer {
+    pub fn new(command: impl Into<String>) -> Self {
+        StdioServer {
+            command: command.into(),
+            ..Default::default()
+        }
+    }
+
+    pub fn arg(mut self, a: impl Into<String>) -> Self {
+        self.args.push(a.into());
+        self
+    }
+
+    pub fn args<I: IntoIterator<Item = S>, S: Into<String>>(mut self, args: I) -> Self {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    pub fn env(mut self, k: impl Into<String>, v: impl Into<String>) -> Self {
+        self.env.push((k.into(), v.into()));
+        self
+    }
+
+    pub fn cwd(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cwd = Some(dir.into());
+        self
+    }
+
+    fn label(&self) -> String {
+        let mut s = self.command.clone();
+        for a in &self.args {
+            s.push(' ');
+            s.push_str(a);
+        }
+        format!("`{}`", shorten(&s, 120))
+    }
+}
+
+/// A server reached over streamable HTTP.
+#[derive(Debug, Clone, Default)]
+pub struct HttpServer {
+    pub url: String,
+    /// Sent with every request (e.g. `Authorization`).
+    pub headers: Vec<(String, String)>,
+}
+
+impl HttpServer {
+    pub fn new(url: impl Into<String>) -> Self {
+        HttpServer {
+            url: url.into(),
+            headers: Vec::new(),
+        }
+    }
+
+    pub fn header(mut self, k: impl Into<String>, v: impl Into<String>) -> Self {
+        self.headers.push((k.into(), v.into()));
+        self
+    }
+}
+
+/// Options of a toolset.
+#[derive(Debug, Clone, Default)]
+pub struct McpToolsetOptions {
+    /// Tools are named `prefix__tool` (the server still sees `tool`).
+    pub prefix: Option<String>,
+    /// A per-call time limit for every tool of the server; the executor's default
+    /// applies when `None`.
+    pub timeout: Option<Duration>,
+}
+
+/// The tools of one MCP server, sharing one session.
+pub struct McpToolset {
+    session: Arc<dyn McpSession>,
+    tools: Vec<Arc<dyn Tool>>,
+}
+
+impl fmt::Debug for McpToolset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpToolset")
+            .field("server", &self.session.server_name())
+            .field(
+                "tools",
+                &self
+                    .tools
+                    .iter()
+                    .map(|t| t.definition().name.as_str())
+                    .collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+impl McpToolset {
+    /// Starts `server` as a child process, does the handshake and lists its tools.
+    /// Must be called inside a tokio runtime (the session lives on it).
+    pub async fn stdio(server: StdioServer, options: McpToolsetOptions) -> Result<Self, McpError> {
+        let session = RmcpSession::stdio(&server).await?;
+        Self::from_session(Arc::new(session), options).await
+    }
+
+    /// Connects to a streamable-HTTP server, does the handshake and lists its tools.
+    /// Must be called inside a tokio runtime.
+    pub async fn http(server: HttpServer, options: McpToolsetOptions) -> Result<Self, McpError> {
+        let session = RmcpSession::http(&server).await?;
+        Self::from_session(Arc::new(session), options).await
+    }
+
+    /// The tools of an open session. The session is closed again if listing fails.
+    pub async fn from_session(
+        session: Arc<dyn McpSession>,
+        options: McpToolsetOptions,
+    ) -> Result<Self, McpError> {
+        let listed = match session.list_tools().await {
+            Ok(l) => l,
+            Err(e) => {
+                let _ = session.close().await;
+                return Err(e);
+            }
+        };
+        let prefix = options.prefix.filter(|p| !p.is_empty());
+        let tools = listed
+            .into_iter()
+            .map(|info| {
+                Arc::new(McpTool::new(
+                    info,
+                    prefix.as_deref(),
+                    options.timeout,
+                    session.clone(),
+                )) as Arc<dyn Tool>
+            })
+            .collect();
+        Ok(McpToolset { session, tools })
+    }
+
+    pub fn tools(&self) -> &[Arc<dyn Tool>] {
+        &self.tools
+    }
+
+    pub fn session(&self) -> &Arc<dyn McpSession> {
+        &self.session
+    }
+
+    /// Ends the session; the tools then fail with an error naming the server.
+    pub async fn close(&self) -> Result<(), McpError> {
+        self.session.close().await
+    }
+}
+
+/// One server tool, forwarding its calls to the shared session.
+pub struct McpTool {
+    definition: ToolDefinition,
+    /// The name the server knows it by (without the prefix).
+    remote: String,
+    timeout: Option<Duration>,
+    session: Arc<dyn McpSession>,
+}
+
+impl McpTool {
+    pub fn new(
+        info: McpToolInfo,
+        prefix: Option<&str>,
+        timeout: Option<Duration>,
+        session: Arc<dyn McpSession>,
+    ) -> Self {
+        let name = match prefix {
+            Some(p) => format!("{p}__{}", info.name),
+            None => info.name.clone(),
+        };
+        let description = info
+            .description
+            .filter(|d| !d.trim().is_empty())
+            .or(info.title)
+            .unwrap_or_default();
+        let parameters = match info.input_schema {
+            Value::Object(mut o) => {
+                o.entry("type").or_insert_with(|| Value::from("object"));
+                Value::Object(o)
+            }
+            _ => serde_json::json!({"type": "object"}),
+        };
+        McpTool {
+            definition: ToolDefinition::new(name, description, parameters),
+            remote: info.name,
+            timeout,
+            session,
+        }
+    }
+
+    /// The tool's name on the server.
+    pub fn remote_name(&self) -> &str {
+        &self.remote
+    }
+
+    fn failed(&self, message: String) -> ToolError {
+        ToolError::failed(self.definition.name.clone(), message)
+    }
+}
+
+#[async_trait]
+impl Tool for McpTool {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+
+    async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let arguments = match args {
+            Value::Object(m) => m,
+            Value::Null => Map::new(),
+            other => {
+                return Err(ToolError::InvalidArgs {
+                    tool: self.definition.name.clone(),
+                    reason: format!("the arguments must be a JSON object, got {other}"),
+                })
+            }
+        };
+        let server = self.session.server_name();
+        match self
+            .session
+            .call_tool(&self.remote, arguments, ctx.cancel.clone())
+            .await
+        {
+            Ok(r) if r.is_error => {
+                let text = result_text(&r);
+                Err(self.failed(if text.trim().is_empty() {
+                    format!(
+                        "the MCP server {server} reported an error for tool `{}`",
+                        self.remote
+                    )
+                } else {
+                    text
+                }))
+            }
+            Ok(r) => Ok(ToolOutput {
+                content: Content::Text(result_text(&r)),
+                artifact: r.structured_content,
+                ..Default::default()
+            }),
+            Err(McpError::Cancelled { .. }) => Err(ToolError::Cancelled {
+                tool: self.definition.name.clone(),
+            }),
+            Err(McpError::Server { code, message, .. }) => Err(self.failed(format!(
+                "the MCP server {server} returned an error for tool `{}`: {message} (code {code})",
+                self.remote
+            ))),
+            Err(McpError::Closed { .. }) => Err(self.failed(format!(
+                "the MCP server {server} is not connected (the session is closed or the \
+                 server exited); tool `{}` cannot run",
+                self.remote
+            ))),
+            Err(e @ (McpError::Connect { .. } | McpError::Protocol { .. })) => {
+                Err(self.failed(format!("tool `{}`: {e}", self.remote)))
+            }
+        }
+    }
+}
+
+/// The text the model reads for a result: its content blocks, one after the other.
+pub fn result_text(r: &McpCallResult) -> String {
+    if r.content.is_empty() {
+        return match &r.structured_content {
+            Some(v) => ToolOutput::json(v.clone()).content.text(),
+            None => String::new(),
+        };
+    }
+    r.content
+        .iter()
+        .map(block_text)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn block_text(b: &Value) -> String {
+    let s = |k: &str| b.get(k).and_then(Value::as_str);
+    let data_len = |v: Option<&str>| v.map_or(0, |d| d.len() / 4 * 3);
+    match s("type") {
+        Some("text") => s("text").unwrap_or_default().to_string(),
+        Some(kind @ ("image" | "audio")) => format!(
+            "[{kind}: {}, about {} bytes]",
+            s("mimeType").unwrap_or("unknown type"),
+            data_len(s("data"))
+        ),
+        Some("resource") => {
+            let r = b.get("resource").cloned().unwrap_or(Value::Null);
+            let uri = r.get("uri").and_then(Value::as_str).unwrap_or("?");
+            match r.get("text").and_then(Value::as_str) {
+                Some(t) => t.to_string(),
+                None => format!(
+                    "[resource {uri}: {}, about {} bytes]",
+                    r.get("mimeType")
+                        .and_then(Value::as_str)
+                        .unwrap_or("binary"),
+                    data_len(r.get("blob").and_then(Value::as_str))
+                ),
+            }
+        }
+        Some("resource_link") => format!(
+            "[resource link: {}{}]",
+            s("uri").unwrap_or("?"),
+            s("name").map(|n| format!(" ({n})")).unwrap_or_default()
+        ),
+        _ => ToolOutput::json(b.clone()).content.text(),
+    }
+}
+
+fn shorten(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let cut: String = s.chars().take(max).collect();
+        format!("{cut}…")
+    }
+}
+
+/// Installs rustls' `ring` provider as the process default, once (reqwest is built
+/// without a provider of its own; see `model::http`).
+fn install_crypto_provider() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+type Client = RunningService<RoleClient, ClientConfig>;
+
+/// [`McpSession`] on the official Rust SDK (`rmcp`).
+pub struct RmcpSession {
+    name: String,
+    pid: Option<u32>,
+    peer: rmcp::Peer<RoleClient>,
+    /// The running client; taken by `close()`. Dropping it cancels the session,
+    /// which closes the transport (and kills a stdio server).
+    client: tokio::sync::Mutex<Option<Client>>,
+    closed: std::sync::atomic::AtomicBool,
+}
+
+fn client_config() -> ClientConfig {
+    ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("ironloop", env!("CARGO_PKG_VERSION")),
+    )
+}
+
+impl RmcpSession {
+    /// Spawns the server and does the handshake.
+    pub async fn stdio(server: &StdioServer) -> Result<Self, McpError> {
+        use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
+        let label = server.label();
+        let connect_err = |reason: String| McpError::Connect {
+            server: label.clone(),
+            reason,
+        };
+        let mut cmd = tokio::process::Command::new(&server.command);
+        cmd.args(&server.args);
+        for (k, v) in &server.env {
+            cmd.env(k, v);
+        }
+        if let Some(dir) = &server.cwd {
+            cmd.current_dir(dir);
+        }
+        let mut wrap = CommandWrap::from(cmd);
+        wrap.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
+        let transport = TokioChildProcess::new(wrap).map_err(|e| {
+            connect_err(match e.kind() {
+                std::io::ErrorKind::NotFound => {
+                    format!("command {:?} not found: {e}", server.command)
+                }
+                _ => format!("cannot start it: {e}"),
+            })
+        })?;
+        let pid = transport.id();
+        let client = client_config()
+            .serve(transport)
+            .await
+            .map_err(|e| connect_err(format!("the initialize handshake failed: {e}")))?;
+        Ok(Self::from_client(client, label, pid))
+    }
+
+    /// Connects over streamable HTTP and does the handshake.
+    pub async fn http(server: &HttpServer) -> Result<Self, McpError> {
+        use reqwest::header::{HeaderName, HeaderValue};
+        let label = format!("`{}`", shorten(&server.url, 120));
+        let connect_err = |reason: String| McpError::Connect {
+            server: label.clone(),
+            reason,
+        };
+        if !(server.url.starts_with("http://") || server.url.starts_with("https://")) {
+            return Err(connect_err(
+                "the URL must start with http:// or https://".into(),
+            ));
+        }
+        let mut headers = HashMap::new();
+        for (k, v) in &server.headers {
+            let name = HeaderName::from_bytes(k.as_bytes())
+                .map_err(|_| connect_err(format!("invalid header name {k:?}")))?;
+            let mut value = HeaderValue::from_str(v).map_err(|_| {
+                // The value may be a secret: name the header only.
+                connect_err(format!(
+                    "the value of header {k:?} is not a valid header value"
+                ))
+            })?;
+            value.set_sensitive(true);
+            headers.insert(name, value);
+        }
+        install_crypto_provider();
+        let config = StreamableHttpClientTransportConfig::with_uri(server.url.as_str())
+            .custom_headers(headers);
+        let transport = StreamableHttpClientTransport::from_config(config);
+        let client = client_config()
+            .serve(transport)
+            .await
+            .map_err(|e| connect_err(format!("the initialize handshake failed: {e}")))?;
+        Ok(Self::from_client(client, label, None))
+    }
+
+    fn from_client(client: Client, label: String, pid: Option<u32>) -> Self {
+        let announced = client
+            .peer_info()
+            .and_then(|info| info.server_info.as_ref().map(|s| s.name.clone()))
+            .filter(|n| !n.trim().is_empty());
+        let name = match announced {
+            Some(n) => format!("`{}` ({label})", shorten(&n, 60)),
+            None => label,
+        };
+        RmcpSession {
+            name,
+            pid,
+            peer: client.peer().clone(),
+            client: tokio::sync::Mutex::new(Some(client)),
+            closed: Default::default(),
+        }
+    }
+
+    fn error(&self, e: ServiceError) -> McpError {
+        let server = self.name.clone();
+        match e {
+            ServiceError::McpError(d) => McpError::Server {
+                server,
+                code: d.code.0,
+                message: d.message.to_string(),
+            },
+            ServiceError::TransportClosed => McpError::Closed { server },
+            ServiceError::Cancelled { .. } => McpError::Cancelled { server },
+            _ if self.is_closed() => McpError::Closed { server },
+            other => McpError::Protocol {
+                server,
+                reason: other.to_string(),
+            },
+        }
+    }
+}
+
+#[async_trait]
+impl McpSession for RmcpSession {
+    fn server_name(&self) -> &str {
+        &self.name
+    }
+
+    fn pid(&self) -> Option<u32> {
+        self.pid
+    }
+
+    async fn list_tools(&self) -> Result<Vec<McpToolInfo>, McpError> {
+        let tools = self
+            .peer
+            .list_all_tools()
+            .await
+            .map_err(|e| self.error(e))?;
+        Ok(tools
+            .into_iter()
+            .map(|t| McpToolInfo {
+                name: t.name.to_string(),
+                title: t.title.clone(),
+                description: t.description.as_ref().map(|d| d.to_string()),
+                input_schema: Value::Object((*t.input_schema).clone()),
+            })
+            .collect())
+    }
+
+    async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        cancel: CancellationToken,
+    ) -> Result<McpCallResult, McpError> {
+        if self.is_closed() {
+            return Err(McpError::Closed {
+                server: self.name.clone(),
+            });
+        }
+        let mut params = CallToolRequestParams::new(name.to_string());
+        params.arguments = Some(arguments);
+        // Dropping this future before the response (cancellation, a timeout of the
+        // executor) makes the SDK send `notifications/cancelled` for the request.
+        let call = self.peer.call_tool_once(params);
+        let response = tokio::select! {
+            r = call => r.map_err(|e| self.error(e))?,
+            _ = cancel.cancelled() => {
+                return Err(McpError::Cancelled { server: self.name.clone() })
+            }
+        };
+        match response {
+            CallToolResponse::Complete(r) => Ok(McpCallResult {
+                content: r
+                    .content
+                    .iter()
+                    .map(|c| serde_json::to_value(c).unwrap_or(Value::Null))
+                    .collect(),
+                structured_content: r.structured_content,
+                is_error: r.is_error.unwrap_or(false),
+            }),
+            CallToolResponse::InputRequired(_) => Err(McpError::Protocol {
+                server: self.name.clone(),
+                reason: "the server asked the client for input (elicitation / sampling), \
+                         which ironloop does not provide"
+                    .into(),
+            }),
+            _ => Err(McpError::Protocol {
+                server: self.name.clone(),
+                reason: "the server answered with a task or another response ironloop \
+                         does not support"
+                    .into(),
+            }),
+        }
+    }
+
+    async fn close(&self) -> Result<(), McpError> {
+        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
+        let client = self.client.lock().await.take();
+        if let Some(mut client) = client {
+            match client.close_with_timeout(CLOSE_TIMEOUT).await {
+                Ok(_) => {}
+                Err(e) => {
+                    return Err(McpError::Protocol {
+                        server: self.name.clone(),
+                        reason: format!("closing the session failed: {e}"),
+                    })
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed.load(std::sync::atomic::Ordering::SeqCst) || self.peer.is_transport_closed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::sync::Mutex;
+
+    #[test]
+    fn content_blocks_become_text() {
+        let r = McpCallResult {
+            content: vec![
+                json!({"type": "text", "text": "a"}),
+                json!({"type": "image", "data": "AAAA", "mimeType": "image/png"}),
+                json!({"type": "resource", "resource": {"uri": "file:///x", "text": "body"}}),
+                json!({"type": "resource", "resource": {"uri": "file:///y", "blob": "AAAAAAAA"}}),
+                json!({"type": "resource_link", "uri": "file:///z", "name": "z"}),
+            ],
+            structured_content: None,
+            is_error: false,
+        };
+        assert_eq!(
+            result_text(&r),
+            "a\n[image: image/png, about 3 bytes]\nbody\n\
+             [resource file:///y: binary, about 6 bytes]\n[resource link: file:///z (z)]"
+        );
+        let s = McpCallResult {
+            structured_content: Some(json!({"result": 5})),
+            ..Default::default()
+        };
+        assert_eq!(result_text(&s), r#"{"result": 5}"#);
+    }
+
+    /// A session that answers from a closure, recording the names it was asked for.
+    struct Fake {
+        calls: Mutex<Vec<String>>,
+        closed: std::sync::atomic::AtomicBool,
+    }
+
+    #[async_trait]
+    impl McpSession for Fake {
+        fn server_name(&self) -> &str {
+            "`fake`"
+        }
+        async fn list_tools(&self) -> Result<Vec<McpToolInfo>, McpError> {
+            Ok(vec![McpToolInfo {
+                name: "echo".into(),
+                title: Some("Echo".into()),
+                description: None,
+                input_schema: json!({"properties": {"x": {"type": "string"}}}),
+            }])
+        }
+        async fn call_tool(
+            &self,
+            name: &str,
+            arguments: Map<String, Value>,
+            cancel: CancellationToken,
+        ) -> Result<McpCallResult, McpError> {
+            self.calls.lock().unwrap().push(name.to_string());
+            match arguments.get("x").and_then(Value::as_str) {
+                Some("boom") => Ok(McpCallResult {
+                    content: vec![json!({"type": "text", "text": "it broke"})],
+                    is_error: true,
+                    ..Default::default()
+                }),
+                Some("rpc") => Err(McpError::Server {
+                    server: "`fake`".into(),
+                    code: -32602,
+                    message: "bad params".into(),
+                }),
+                Some("hang") => {
+                    cancel.cancelled().await;
+                    Err(McpError::Cancelled {
+                        server: "`fake`".into(),
+                    })
+                }
+                x => Ok(McpCallResult {
+                    content: vec![json!({"type": "text", "text": x.unwrap_or("")})],
+                    structured_content: Some(json!({"x": x})),
+                    is_error: false,
+                }),
+            }
+        }
+        async fn close(&self) -> Result<(), McpError> {
+            self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
+            Ok(())
+        }
+        fn is_closed(&self) -> bool {
+            self.closed.load(std::sync::atomic::Ordering::SeqCst)
+        }
+    }
+
+    #[tokio::test]
+    async fn tools_forward_to_the_session_and_map_errors() {
+        let fake = Arc::new(Fake {
+            calls: Mutex::new(Vec::new()),
+            closed: Default::default(),
+        });
+        let set = McpToolset::from_session(
+            fake.clone(),
+            McpToolsetOptions {
+                prefix: Some("srv".into()),
+                timeout: Some(Duration::from_secs(2)),
+            },
+        )
+        .await
+        .unwrap();
+        let tool = set.tools()[0].clone();
+        let def = tool.definition();
+        assert_eq!(def.name, "srv__echo");
+        assert_eq!(def.description, "Echo");
+        assert_eq!(def.parameters["type"], "object");
+        assert_eq!(tool.timeout(), Some(Duration::from_secs(2)));
+
+        let ctx = ToolContext::new("1", "srv__echo");
+        let out = tool.call(json!({"x": "hi"}), ctx.clone()).await.unwrap();
+        assert_eq!(out.content.text(), "hi");
+        assert_eq!(out.artifact, Some(json!({"x": "hi"})));
+        assert_eq!(*fake.calls.lock().unwrap(), vec!["echo".to_string()]);
+
+        let e = tool
+            .call(json!({"x": "boom"}), ctx.clone())
+            .await
+            .unwrap_err();
+        assert_eq!(e, ToolError::failed("srv__echo", "it broke"));
+        let e = tool
+            .call(json!({"x": "rpc"}), ctx.clone())
+            .await
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("`fake`") && e.to_string().contains("bad params"),
+            "{e}"
+        );
+        let hang = ToolContext::new("2", "srv__echo");
+        let cancel = hang.cancel.clone();
+        let call = tool.call(json!({"x": "hang"}), hang);
+        cancel.cancel();
+        assert_eq!(
+            call.await.unwrap_err(),
+            ToolError::Cancelled {
+                tool: "srv__echo".into()
+            }
+        );
+        set.close().await.unwrap();
+        assert!(set.session().is_closed());
+    }
+}

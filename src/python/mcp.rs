@@ -1,0 +1,208 @@
+//! `ironloop.mcp`: the tools of an MCP server as `NativeTool`s. The session, the
+//! calls and the server's process live in Rust ([`crate::adapters::mcp`]); a call
+//! made by `ToolNode` / `create_react_agent` never enters Python.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pyo3::exceptions::{PyConnectionError, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use tokio_util::sync::CancellationToken;
+
+use super::native_tool::NativeTool;
+use super::runtime::block_on;
+use crate::adapters::mcp::{HttpServer, McpError, McpToolset, McpToolsetOptions, StdioServer};
+
+/// An open session with one MCP server and its tools (see `ironloop.mcp.McpToolset`).
+#[pyclass(name = "_McpToolset", module = "ironloop._ironloop", frozen)]
+pub struct PyMcpToolset {
+    set: Arc<McpToolset>,
+    tools: Vec<Py<NativeTool>>,
+}
+
+fn py_err(e: McpError) -> PyErr {
+    match e {
+        McpError::Connect { .. } => PyConnectionError::new_err(e.to_string()),
+        e => PyRuntimeError::new_err(e.to_string()),
+    }
+}
+
+fn options(prefix: Option<String>, timeout: Option<f64>) -> PyResult<McpToolsetOptions> {
+    let timeout = match timeout {
+        None => None,
+        Some(s) if s > 0.0 && s.is_finite() => Some(Duration::from_secs_f64(s)),
+        Some(s) => {
+            return Err(PyValueError::new_err(format!(
+                "timeout must be a positive number of seconds, got {s}"
+            )))
+        }
+    };
+    Ok(McpToolsetOptions { prefix, timeout })
+}
+
+enum Spec {
+    Stdio(StdioServer),
+    Http(HttpServer),
+}
+
+async fn open(spec: Spec, opts: McpToolsetOptions) -> Result<McpToolset, McpError> {
+    match spec {
+        Spec::Stdio(s) => McpToolset::stdio(s, opts).await,
+        Spec::Http(s) => McpToolset::http(s, opts).await,
+    }
+}
+
+impl PyMcpToolset {
+    fn new(py: Python<'_>, set: McpToolset) -> PyResult<Self> {
+        let tools = set
+            .tools()
+            .iter()
+            .map(|t| Py::new(py, NativeTool::new(t.clone())?))
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(PyMcpToolset {
+            set: Arc::new(set),
+            tools,
+        })
+    }
+
+    fn connect(py: Python<'_>, spec: Spec, opts: McpToolsetOptions) -> PyResult<Self> {
+        let set = block_on(py, open(spec, opts), CancellationToken::new())?.map_err(py_err)?;
+        Self::new(py, set)
+    }
+
+    fn connect_async(
+        py: Python<'_>,
+        spec: Spec,
+        opts: McpToolsetOptions,
+    ) -> PyResult<Bound<'_, PyAny>> {
+        pyo3_async_runtimes::tokio::future_into_py(py, async move {
+            let set = open(spec, opts).await.map_err(py_err)?;
+            Python::attach(|py| Self::new(py, set))
+        })
+    }
+}
+
+fn stdio_spec(
+    command: String,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+    cwd: Option<PathBuf>,
+) -> Spec {
+    Spec::Stdio(StdioServer {
+        command,
+        args,
+        env,
+        cwd,
+    })
+}
+
+#[pymethods]
+impl PyMcpToolset {
+    /// Starts `command args...` and opens a session over its stdio.
+    #[staticmethod]
+    #[pyo3(signature = (command, args, env, cwd, prefix, timeout))]
+    fn stdio(
+        py: Python<'_>,
+        command: String,
+        args: Vec<String>,
+        env: Vec<(String, String)>,
+        cwd: Option<PathBuf>,
+        prefix: Option<String>,
+        timeout: Option<f64>,
+    ) -> PyResult<Self> {
+        let opts = options(prefix, timeout)?;
+        Self::connect(py, stdio_spec(command, args, env, cwd), opts)
+    }
+
+    /// Like `stdio`, as an awaitable.
+    #[staticmethod]
+    #[pyo3(signature = (command, args, env, cwd, prefix, timeout))]
+    fn stdio_async(
+        py: Python<'_>,
+        command: String,
+        args: Vec<String>,
+        env: Vec<(String, String)>,
+        cwd: Option<PathBuf>,
+        prefix: Option<String>,
+        timeout: Option<f64>,
+    ) -> PyResult<Bound<'_, PyAny>> {
+        let opts = options(prefix, timeout)?;
+        Self::connect_async(py, stdio_spec(command, args, env, cwd), opts)
+    }
+
+    /// Opens a session with the streamable-HTTP endpoint `url`.
+    #[staticmethod]
+    #[pyo3(signature = (url, headers, prefix, timeout))]
+    fn http(
+        py: Python<'_>,
+        url: String,
+        headers: Vec<(String, String)>,
+        prefix: Option<String>,
+        timeout: Option<f64>,
+    ) -> PyResult<Self> {
+        let opts = options(prefix, timeout)?;
+        Self::connect(py, Spec::Http(HttpServer { url, headers }), opts)
+    }
+
+    /// Like `http`, as an awaitable.
+    #[staticmethod]
+    #[pyo3(signature = (url, headers, prefix, timeout))]
+    fn http_async(
+        py: Python<'_>,
+        url: String,
+        headers: Vec<(String, String)>,
+        prefix: Option<String>,
+        timeout: Option<f64>,
+    ) -> PyResult<Bound<'_, PyAny>> {
+        let opts = options(prefix, timeout)?;
+        Self::connect_async(py, Spec::Http(HttpServer { url, headers }), opts)
+    }
+
+    /// The server's tools, the same objects on every access.
+    #[getter]
+    fn tools(&self, py: Python<'_>) -> Vec<Py<NativeTool>> {
+        self.tools.iter().map(|t| t.clone_ref(py)).collect()
+    }
+
+    /// The server's announced name and its command or URL.
+    #[getter]
+    fn server(&self) -> &str {
+        self.set.session().server_name()
+    }
+
+    /// The process id of a stdio server, None over HTTP.
+    #[getter]
+    fn pid(&self) -> Option<u32> {
+        self.set.session().pid()
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.set.session().is_closed()
+    }
+
+    /// Ends the session (and a stdio server's process); waits for it.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let set = self.set.clone();
+        block_on(
+            py,
+            async move { set.close().await },
+            CancellationToken::new(),
+        )?
+        .map_err(py_err)
+    }
+
+    /// Like `close`, as an awaitable.
+    fn aclose<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let set = self.set.clone();
+        pyo3_async_runtimes::tokio::future_into_py(
+            py,
+            async move { set.close().await.map_err(py_err) },
+        )
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyMcpToolset>()
+}

@@ -1,0 +1,133 @@
+//! `ironloop.openapi`: an OpenAPI description as `NativeTool`s (see
+//! [`crate::adapters::openapi`]). Reading, fetching and parsing the spec happen with
+//! the GIL released; the tools' calls never enter Python.
+
+use std::time::Duration;
+
+use pyo3::exceptions::{PyConnectionError, PyFileNotFoundError, PyOSError, PyValueError};
+use pyo3::prelude::*;
+use tokio_util::sync::CancellationToken;
+
+use super::native_tool::NativeTool;
+use super::runtime::block_on;
+use crate::adapters::openapi::{OpenApiError, OpenApiOptions, OpenApiToolset};
+
+fn to_py_err(e: OpenApiError) -> PyErr {
+    let msg = e.to_string();
+    match e {
+        OpenApiError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+            PyFileNotFoundError::new_err(msg)
+        }
+        OpenApiError::Io { .. } => PyOSError::new_err(msg),
+        OpenApiError::Fetch { .. } => PyConnectionError::new_err(msg),
+        OpenApiError::Parse(_) | OpenApiError::Invalid(_) | OpenApiError::Config(_) => {
+            PyValueError::new_err(msg)
+        }
+    }
+}
+
+/// What `OpenApiToolset` is made from: `(tools, base_url, title, version, skipped)`.
+type Made = (Vec<NativeTool>, Option<String>, String, String, Vec<String>);
+
+fn made(ts: OpenApiToolset) -> PyResult<Made> {
+    let tools = ts
+        .tools()
+        .into_iter()
+        .map(NativeTool::new)
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok((
+        tools,
+        ts.base_url().map(str::to_string),
+        ts.title().to_string(),
+        ts.version().to_string(),
+        ts.skipped().to_vec(),
+    ))
+}
+
+fn options(
+    base_url: Option<String>,
+    headers: Option<Vec<(String, String)>>,
+    timeout: Option<f64>,
+    max_output_bytes: usize,
+) -> PyResult<OpenApiOptions> {
+    let timeout = match timeout {
+        None => None,
+        Some(s) if s > 0.0 && s.is_finite() => Some(Duration::from_secs_f64(s)),
+        Some(s) => {
+            return Err(PyValueError::new_err(format!(
+                "timeout must be a positive number of seconds or None, got {s}"
+            )))
+        }
+    };
+    if max_output_bytes == 0 {
+        return Err(PyValueError::new_err("max_output_bytes must be at least 1"));
+    }
+    Ok(OpenApiOptions {
+        base_url,
+        headers: headers.unwrap_or_default(),
+        timeout,
+        max_output_bytes,
+        spec_url: None,
+    })
+}
+
+/// The tools of a spec given as text (`kind="str"`), a file path (`"file"`) or a URL
+/// (`"url"`, fetched from Rust; Ctrl-C interrupts the fetch).
+#[pyfunction]
+#[pyo3(signature = (kind, source, *, base_url = None, headers = None, timeout = None,
+                    max_output_bytes = 65536))]
+fn _openapi_toolset(
+    py: Python<'_>,
+    kind: &str,
+    source: String,
+    base_url: Option<String>,
+    headers: Option<Vec<(String, String)>>,
+    timeout: Option<f64>,
+    max_output_bytes: usize,
+) -> PyResult<Made> {
+    let options = options(base_url, headers, timeout, max_output_bytes)?;
+    let ts = match kind {
+        "str" => py.detach(|| OpenApiToolset::from_str(&source, options)),
+        "file" => py.detach(|| OpenApiToolset::from_file(&source, options)),
+        "url" => block_on(
+            py,
+            async move { OpenApiToolset::from_url(&source, options).await },
+            CancellationToken::new(),
+        )?,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "kind must be 'str', 'file' or 'url', got {other:?}"
+            )))
+        }
+    }
+    .map_err(to_py_err)?;
+    made(ts)
+}
+
+/// `_openapi_toolset("url", ...)` as an awaitable: the event loop runs on while the
+/// spec is fetched; cancelling the awaitable abandons the fetch.
+#[pyfunction]
+#[pyo3(signature = (url, *, base_url = None, headers = None, timeout = None,
+                    max_output_bytes = 65536))]
+fn _openapi_toolset_from_url_async<'py>(
+    py: Python<'py>,
+    url: String,
+    base_url: Option<String>,
+    headers: Option<Vec<(String, String)>>,
+    timeout: Option<f64>,
+    max_output_bytes: usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    let options = options(base_url, headers, timeout, max_output_bytes)?;
+    pyo3_async_runtimes::tokio::future_into_py(py, async move {
+        let ts = OpenApiToolset::from_url(&url, options)
+            .await
+            .map_err(to_py_err)?;
+        made(ts)
+    })
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_openapi_toolset, m)?)?;
+    m.add_function(wrap_pyfunction!(_openapi_toolset_from_url_async, m)?)?;
+    Ok(())
+}

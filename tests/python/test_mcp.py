@@ -1,0 +1,368 @@
+"""ironloop.mcp: the tools of MCP servers as ironloop tools, against a real server the
+project did not write — the official MCP Python SDK (``mcp`` on PyPI) running
+``mcp_server.py`` — over stdio and streamable HTTP: one session (one process) per
+server, parallel calls, timeouts and cancellation that reach the server, isError and
+protocol errors as error ToolMessages, create_react_agent, and no process left after
+close."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ironloop import ToolNode, create_react_agent
+from ironloop.errors import ToolExecutionError
+from ironloop.mcp import McpToolset, NativeTool
+from ironloop.messages import AIMessage, ToolMessage
+from ironloop.models import ScriptedChatModel
+
+REPO = Path(__file__).resolve().parents[2]
+SERVER = str(Path(__file__).with_name("mcp_server.py"))
+TOOLS = {"add", "slow", "fail", "crash", "protocol_error", "echo_env", "whoami"}
+
+try:
+    import mcp  # noqa: F401  (the server's SDK: CI installs it from requirements-dev.txt)
+except ImportError as e:  # fail loudly rather than skip
+    raise ImportError(
+        "tests/python/test_mcp.py needs the MCP Python SDK: pip install -r requirements-dev.txt"
+    ) from e
+
+
+def ai(*calls: tuple[str, dict[str, Any]]) -> AIMessage:
+    return AIMessage(
+        content="",
+        tool_calls=[{"name": n, "args": a, "id": f"c{i}"} for i, (n, a) in enumerate(calls)],
+    )
+
+
+def run(node: ToolNode, *calls: tuple[str, dict[str, Any]]) -> list[ToolMessage]:
+    out: list[ToolMessage] = node.invoke({"messages": [ai(*calls)]})["messages"]
+    assert [m.tool_call_id for m in out] == [f"c{i}" for i in range(len(calls))]
+    return out
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def wait_gone(pid: int, within: float = 10.0) -> None:
+    deadline = time.monotonic() + within
+    while alive(pid):
+        assert time.monotonic() < deadline, f"process {pid} is still running"
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    return {"starts": tmp_path / "starts.txt", "events": tmp_path / "events.txt"}
+
+
+@pytest.fixture
+def server_env(files: dict[str, Path]) -> dict[str, str]:
+    return {
+        "MCP_TEST_STARTS": str(files["starts"]),
+        "MCP_TEST_EVENTS": str(files["events"]),
+        "MCP_TEST_VAR": "hello",
+    }
+
+
+@pytest.fixture
+def stdio(server_env: dict[str, str]) -> Iterator[McpToolset]:
+    with McpToolset.stdio(sys.executable, [SERVER], env=server_env, timeout=2.0) as ts:
+        yield ts
+
+
+@pytest.fixture(scope="module")
+def http_url() -> Iterator[str]:
+    """The test server over streamable HTTP on 127.0.0.1 (a free port it picks)."""
+    proc = subprocess.Popen([sys.executable, SERVER, "--http"], stdout=subprocess.PIPE, text=True)
+    try:
+        line: list[str] = []
+        reader = threading.Thread(target=lambda: line.append(proc.stdout.readline()))  # type: ignore[union-attr]
+        reader.start()
+        reader.join(30)
+        assert line and line[0].startswith("READY "), f"the HTTP server did not start: {line}"
+        yield line[0].split()[1]
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def lines(p: Path) -> list[str]:
+    return p.read_text().splitlines() if p.exists() else []
+
+
+def test_lists_the_servers_tools(stdio: McpToolset) -> None:
+    assert {t.name for t in stdio.tools} == TOOLS
+    assert all(isinstance(t, NativeTool) for t in stdio)
+    assert len(stdio) == len(TOOLS)
+    add = next(t for t in stdio if t.name == "add")
+    assert add.description == "Adds two integers."
+    params = add.parameters
+    assert params["type"] == "object"
+    assert params["required"] == ["a", "b"]
+    assert params["properties"]["a"]["type"] == "integer"
+    assert add.timeout == 2.0
+    assert add.to_openai()["function"]["name"] == "add"
+    assert "ironloop-test" in stdio.server
+    assert repr(stdio).startswith("McpToolset(`ironloop-test`")
+    assert isinstance(stdio.pid, int) and alive(stdio.pid)
+    assert not stdio.closed
+
+
+def test_prefix_names_the_tools(server_env: dict[str, str]) -> None:
+    with McpToolset.stdio(sys.executable, [SERVER], env=server_env, prefix="calc") as ts:
+        assert {t.name for t in ts} == {f"calc__{n}" for n in TOOLS}
+        # The model calls the prefixed name; the server sees its own.
+        [m] = run(ToolNode(ts.tools), ("calc__add", {"a": 2, "b": 40}))
+        assert (m.status, m.content, m.name) == ("success", "42", "calc__add")
+
+
+def test_one_process_serves_every_call(stdio: McpToolset, files: dict[str, Path]) -> None:
+    node = ToolNode(stdio.tools)
+    seq = ToolNode(stdio.tools, strategy="sequential")
+    for i in range(5):
+        out = run(node, *[("add", {"a": i, "b": j}) for j in range(4)], ("whoami", {}))
+        assert [m.content for m in out[:4]] == [str(i + j) for j in range(4)]
+        assert out[4].content == str(stdio.pid)
+        assert run(seq, ("add", {"a": i, "b": 1}))[0].content == str(i + 1)
+    assert lines(files["starts"]) == [str(stdio.pid)]
+
+
+def test_calls_of_one_message_run_in_parallel(stdio: McpToolset) -> None:
+    node = ToolNode(stdio.tools)
+    run(node, ("slow", {"seconds": 0.01}))  # warm up
+    t0 = time.perf_counter()
+    out = run(node, *[("slow", {"seconds": 0.3}) for _ in range(5)])
+    took = time.perf_counter() - t0
+    assert [m.status for m in out] == ["success"] * 5
+    assert all(m.content == "slept 0.3" for m in out)
+    assert took < 0.9, f"5 x 0.3 s took {took:.2f} s: the calls did not overlap"
+
+
+def test_timeout_is_an_error_result_and_the_session_survives(
+    server_env: dict[str, str], files: dict[str, Path]
+) -> None:
+    with McpToolset.stdio(sys.executable, [SERVER], env=server_env, timeout=0.3) as ts:
+        node = ToolNode(ts.tools)
+        t0 = time.perf_counter()
+        slow, add = run(node, ("slow", {"seconds": 5}), ("add", {"a": 1, "b": 2}))
+        assert time.perf_counter() - t0 < 2.0
+        assert slow.status == "error" and "timed out" in slow.content, slow.content
+        assert (add.status, add.content) == ("success", "3")
+        # The server was told (notifications/cancelled) and stopped the call.
+        deadline = time.monotonic() + 5
+        while "cancelled slow(5)" not in lines(files["events"]):
+            assert time.monotonic() < deadline, lines(files["events"])
+            time.sleep(0.05)
+        # Same session, same process afterwards.
+        assert run(node, ("whoami", {}))[0].content == str(ts.pid)
+        assert len(lines(files["starts"])) == 1
+
+
+def test_errors_are_error_tool_messages(stdio: McpToolset) -> None:
+    node = ToolNode(stdio.tools)
+    fail, crash, proto, bad, ok = run(
+        node,
+        ("fail", {"reason": "nope"}),
+        ("crash", {}),
+        ("protocol_error", {}),
+        ("add", {"a": "x", "b": 1}),
+        ("add", {"a": 1, "b": 1}),
+    )
+    # isError: true -> the result's text.
+    assert fail.status == "error" and "fail: nope" in fail.content, fail.content
+    assert crash.status == "error" and "Error executing tool crash" in crash.content
+    assert "secret details" not in crash.content  # the SDK hides it; so do we
+    # A JSON-RPC error names the server and the tool.
+    assert proto.status == "error"
+    for part in ("ironloop-test", "protocol_error", "the backend is down"):
+        assert part in proto.content, proto.content
+    # Arguments are checked against the inputSchema before anything is sent.
+    assert bad.status == "error" and "invalid arguments" in bad.content
+    assert (ok.status, ok.content) == ("success", "2")
+    with pytest.raises(ToolExecutionError, match="fail: direct"):
+        next(t for t in stdio if t.name == "fail")(reason="direct")
+    # A direct call returns the structured result.
+    assert next(t for t in stdio if t.name == "add")(a=2, b=3) == {"result": 5}
+
+
+def test_env_and_cwd(server_env: dict[str, str], tmp_path: Path) -> None:
+    with McpToolset.stdio(sys.executable, [SERVER], env=server_env, cwd=tmp_path) as ts:
+        [m] = run(ToolNode(ts.tools), ("echo_env", {}))
+        assert m.content == f"hello in {os.path.realpath(tmp_path)}"
+        [m] = run(ToolNode(ts.tools), ("echo_env", {"name": "PATH"}))
+        assert m.text.split(" in ")[0] == os.environ["PATH"]  # inherited
+
+
+def test_inside_create_react_agent(stdio: McpToolset) -> None:
+    model = ScriptedChatModel(
+        [
+            {
+                "content": "",
+                "tool_calls": [
+                    {"name": "add", "args": {"a": 2, "b": 3}},
+                    {"name": "slow", "args": {"seconds": 0.2}},
+                    {"name": "fail", "args": {}},
+                ],
+            },
+            {"content": "", "tool_calls": [{"name": "slow", "args": {"seconds": 30}}]},
+            "2 + 3 = 5",
+        ]
+    )
+    agent = create_react_agent(model, stdio.tools)
+    t0 = time.perf_counter()
+    out = agent.invoke({"messages": [("user", "2+3?")]})
+    assert time.perf_counter() - t0 < 5.0  # the 30 s call hit the toolset's 2 s timeout
+    tool_msgs = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert [(m.name, m.status) for m in tool_msgs] == [
+        ("add", "success"),
+        ("slow", "success"),
+        ("fail", "error"),
+        ("slow", "error"),
+    ]
+    assert tool_msgs[0].content == "5"
+    assert "timed out" in tool_msgs[3].content
+    assert out["messages"][-1].text == "2 + 3 = 5"
+
+
+async def test_async_toolset_node_and_cancellation(
+    server_env: dict[str, str], files: dict[str, Path]
+) -> None:
+    async with await McpToolset.astdio(sys.executable, [SERVER], env=server_env) as ts:
+        node = ToolNode(ts.tools)
+        out = await node.ainvoke([ai(("add", {"a": 1, "b": 2}), ("slow", {"seconds": 0.1}))])
+        assert [m.content for m in out] == ["3", "slept 0.1"]
+        # Cancelling the caller cancels the call on the server.
+        task = asyncio.ensure_future(node.ainvoke([ai(("slow", {"seconds": 7}))]))
+        await asyncio.sleep(0.5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        deadline = time.monotonic() + 5
+        while "cancelled slow(7)" not in lines(files["events"]):
+            assert time.monotonic() < deadline, lines(files["events"])
+            await asyncio.sleep(0.05)
+        out = await node.ainvoke([ai(("add", {"a": 2, "b": 2}))])
+        assert out[0].content == "4"
+        pid = ts.pid
+        assert pid is not None
+    assert ts.closed
+    wait_gone(pid, within=1.0)
+
+
+def test_close_leaves_no_process(server_env: dict[str, str]) -> None:
+    ts = McpToolset.stdio(sys.executable, [SERVER], env=server_env)
+    pid = ts.pid
+    assert pid is not None and alive(pid)
+    node = ToolNode(ts.tools)
+    ts.close()
+    assert ts.closed
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    [m] = run(node, ("add", {"a": 1, "b": 1}))
+    assert m.status == "error" and "ironloop-test" in m.content and "not connected" in m.content
+    ts.close()  # idempotent
+
+
+def test_close_ends_what_a_launcher_started(server_env: dict[str, str]) -> None:
+    # `sh -c "...; true"` forks the server: the server is a grandchild of ours.
+    cmd = f"{sys.executable} {SERVER}; true"
+    with McpToolset.stdio("sh", ["-c", cmd], env=server_env) as ts:
+        server_pid = int(run(ToolNode(ts.tools), ("whoami", {}))[0].text)
+        assert server_pid != ts.pid
+        launcher = ts.pid
+    assert launcher is not None
+    wait_gone(server_pid, within=1.0)
+    wait_gone(launcher, within=1.0)
+
+
+def test_dropping_the_toolset_ends_the_server(server_env: dict[str, str]) -> None:
+    ts = McpToolset.stdio(sys.executable, [SERVER], env=server_env)
+    pid = ts.pid
+    assert pid is not None
+    del ts
+    import gc
+
+    gc.collect()
+    wait_gone(pid)
+
+
+def test_connect_errors() -> None:
+    with pytest.raises(ConnectionError, match="not found"):
+        McpToolset.stdio("/nonexistent/mcp-server")
+    with pytest.raises(ConnectionError, match="handshake"):
+        McpToolset.stdio(sys.executable, ["-c", "pass"])
+    with pytest.raises(ConnectionError, match="cannot connect"):
+        McpToolset.http("http://127.0.0.1:9/mcp")
+    with pytest.raises(ConnectionError, match="http://"):
+        McpToolset.http("ftp://example.com/mcp")
+    with pytest.raises(TypeError):
+        McpToolset.stdio(sys.executable, SERVER)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        McpToolset.stdio(sys.executable, [SERVER], timeout=0)
+    with pytest.raises(TypeError):
+        McpToolset(object())  # type: ignore[arg-type]
+
+
+def test_http_transport(http_url: str) -> None:
+    with McpToolset.http(http_url, headers={"X-Test": "1"}, prefix="web", timeout=0.5) as ts:
+        assert ts.pid is None
+        assert {t.name for t in ts} == {f"web__{n}" for n in TOOLS}
+        node = ToolNode(ts.tools)
+        t0 = time.perf_counter()
+        out = run(
+            node,
+            *[("web__slow", {"seconds": 0.3}) for _ in range(4)],
+            ("web__add", {"a": 20, "b": 22}),
+            ("web__fail", {}),
+            ("web__slow", {"seconds": 5}),
+        )
+        assert time.perf_counter() - t0 < 1.5
+        assert [m.content for m in out[:5]] == ["slept 0.3"] * 4 + ["42"]
+        assert out[5].status == "error" and "fail: boom" in out[5].content
+        assert out[6].status == "error" and "timed out" in out[6].content
+        assert run(node, ("web__add", {"a": 1, "b": 2}))[0].content == "3"
+    assert ts.closed
+    [m] = run(node, ("web__add", {"a": 1, "b": 2}))
+    assert m.status == "error"
+
+
+async def test_http_async(http_url: str) -> None:
+    ts = await McpToolset.ahttp(http_url)
+    try:
+        out = await ToolNode(ts.tools).ainvoke([ai(("add", {"a": 5, "b": 5}))])
+        assert out[0].content == "10"
+    finally:
+        await ts.aclose()
+    assert ts.closed
+
+
+def test_example_runs() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("IRONLOOP_MODEL")}
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "mcp_agent.py")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "tools: demo__add, demo__slow, demo__fail" in out, out
+    assert "[success] demo__add: 5" in out, out
+    assert "[error] demo__fail:" in out, out
+    assert "server process exited: True" in out, out
