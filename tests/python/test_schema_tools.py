@@ -139,3 +139,14 @@ def test_schema_agent_rejects_an_answer_that_breaks_the_schema():
 def test_tool_calling_must_be_known():
     with pytest.raises(ValueError, match="tool_calling"):
         create_react_agent(ScriptedChatModel(["x"]), [add], tool_calling="xml")
+
+
+def test_the_readme_example_runs(capsys):
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    section = readme[readme.index("## Schema-only tools") :]
+    start = section.index("```python") + len("```python")
+    code = section[start : section.index("```", start)]
+    exec(compile(code, "README.md", "exec"), {})
+    assert capsys.readouterr().out.strip() == "5, and the sky is blue"
