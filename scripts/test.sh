@@ -10,7 +10,7 @@ step "Rust: format, lints, tests (core, without Python)"
 cargo fmt --check
 cargo clippy --all-targets --quiet -- -D warnings
 cargo clippy --features python --lib --quiet -- -D warnings
-cargo test --quiet 2>&1 | tail -n 40
+cargo test --quiet
 
 step "Build and install the Python package (release, once)"
 build_and_install
