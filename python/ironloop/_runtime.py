@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import logging
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import asyncio
 
 logger = logging.getLogger("ironloop")
 
@@ -27,6 +29,8 @@ def background_loop() -> asyncio.AbstractEventLoop:
     with _loops_lock:
         depth = next((i + 1 for i, (_, t) in enumerate(_loops) if t is current), 0)
         while len(_loops) <= depth:
+            import asyncio  # only when an async call first needs a loop
+
             loop = asyncio.new_event_loop()
             thread = threading.Thread(
                 target=loop.run_forever, name=f"ironloop-async-{len(_loops)}", daemon=True

@@ -14,7 +14,6 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import dataclasses
 import inspect
@@ -413,6 +412,8 @@ class CompiledStateGraph:
 
     async def ainvoke(self, input: Any, config: dict[str, Any] | None = None, **kwargs: Any) -> Any:
         """Like ``invoke``; async nodes and tools run on the running event loop."""
+        import asyncio
+
         return await self._core.ainvoke(input, config, asyncio.get_running_loop())
 
     def stream(
@@ -439,6 +440,8 @@ class CompiledStateGraph:
         subgraphs: bool = False,
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
+        import asyncio
+
         it = self._core.stream(
             input, config, _modes(stream_mode), asyncio.get_running_loop(), subgraphs
         )
@@ -458,6 +461,8 @@ class CompiledStateGraph:
 
     async def abatch(self, inputs: Sequence[Any], config: Any = None, **kwargs: Any) -> list[Any]:
         configs = config if isinstance(config, list) else [config] * len(inputs)
+        import asyncio
+
         return list(await asyncio.gather(*(self.ainvoke(i, c) for i, c in zip(inputs, configs))))
 
     def get_state(self, config: dict[str, Any], *, subgraphs: bool = False) -> StateSnapshot:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from typing import Any, Callable, Literal, Union
 
@@ -110,6 +109,8 @@ class ToolNode:
         on_progress: Callable[[Any], None] | None = None,
     ) -> Any:
         """Like ``invoke``; async tools run on the running event loop."""
+        import asyncio
+
         loop = asyncio.get_running_loop()
         return await self._core.ainvoke(input, loop, store=store, on_progress=on_progress)
 

@@ -1,17 +1,35 @@
 //! Checkpoints in memory, as deltas: per thread, the records and pending writes.
+//!
+//! Records are kept as compact JSON text, with the position of their parent: a
+//! `serde_json::Value` tree takes several times its text's size, and a thread's
+//! memory should be about what its steps wrote. Reading a chain parses only the
+//! records on it.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
 
-use super::{walk_chain, CheckpointRecord, Checkpointer, PendingWrite, Result};
+use super::{CheckpointError, CheckpointRecord, Checkpointer, PendingWrite, Result};
+
+struct Stored {
+    id: Box<str>,
+    parent: Option<Box<str>>,
+    json: Box<str>,
+}
 
 #[derive(Default)]
 struct Thread {
-    records: Vec<CheckpointRecord>,
-    index: HashMap<String, usize>,
-    pending: HashMap<String, Vec<PendingWrite>>,
+    records: Vec<Stored>,
+    index: HashMap<Box<str>, usize>,
+    pending: HashMap<Box<str>, Vec<PendingWrite>>,
+}
+
+impl Thread {
+    fn parse(&self, i: usize) -> Result<CheckpointRecord> {
+        serde_json::from_str(&self.records[i].json)
+            .map_err(|e| CheckpointError(format!("a stored checkpoint is unreadable: {e}")))
+    }
 }
 
 /// Keeps every checkpoint in this process's memory (lost when it exits).
@@ -34,10 +52,7 @@ impl MemorySaver {
         self.with(|ts| {
             ts.values()
                 .map(|t| {
-                    t.records
-                        .iter()
-                        .map(|r| serde_json::to_string(r).map(|s| s.len()).unwrap_or(0))
-                        .sum::<usize>()
+                    t.records.iter().map(|r| r.json.len()).sum::<usize>()
                         + t.pending
                             .values()
                             .flatten()
@@ -52,13 +67,21 @@ impl MemorySaver {
 #[async_trait]
 impl Checkpointer for MemorySaver {
     async fn put(&self, thread_id: &str, record: CheckpointRecord) -> Result<()> {
+        let json = serde_json::to_string(&record)
+            .map_err(|e| CheckpointError(format!("cannot store checkpoint: {e}")))?;
         self.with(|ts| {
             let t = ts.entry(thread_id.to_owned()).or_default();
             if let Some(p) = &record.parent_id {
-                t.pending.remove(p);
+                t.pending.remove(p.as_str());
             }
-            t.index.insert(record.id.clone(), t.records.len());
-            t.records.push(record);
+            let parent = record.parent_id.map(Into::into);
+            let id: Box<str> = record.id.into();
+            t.index.insert(id.clone(), t.records.len());
+            t.records.push(Stored {
+                id,
+                parent,
+                json: json.into(),
+            });
         });
         Ok(())
     }
@@ -73,7 +96,7 @@ impl Checkpointer for MemorySaver {
             ts.entry(thread_id.to_owned())
                 .or_default()
                 .pending
-                .entry(checkpoint_id.to_owned())
+                .entry(checkpoint_id.into())
                 .or_default()
                 .extend(writes)
         });
@@ -81,18 +104,47 @@ impl Checkpointer for MemorySaver {
     }
 
     async fn get(&self, thread_id: &str, id: Option<&str>) -> Result<Option<CheckpointRecord>> {
-        Ok(self.with(|ts| {
-            let t = ts.get(thread_id)?;
-            match id {
-                Some(id) => t.index.get(id).map(|&i| t.records[i].clone()),
-                None => t.records.last().cloned(),
-            }
-        }))
+        self.with(|ts| {
+            let Some(t) = ts.get(thread_id) else {
+                return Ok(None);
+            };
+            let i = match id {
+                Some(id) => t.index.get(id).copied(),
+                None => t.records.len().checked_sub(1),
+            };
+            i.map(|i| t.parse(i)).transpose()
+        })
     }
 
     async fn chain(&self, thread_id: &str, id: &str) -> Result<Vec<CheckpointRecord>> {
-        let records = self.with(|ts| ts.get(thread_id).map(|t| t.records.clone()));
-        walk_chain(records.unwrap_or_default(), id)
+        self.with(|ts| {
+            let t = ts
+                .get(thread_id)
+                .ok_or_else(|| CheckpointError(format!("checkpoint {id:?} not found")))?;
+            let mut cur = Some(
+                *t.index
+                    .get(id)
+                    .ok_or_else(|| CheckpointError(format!("checkpoint {id:?} not found")))?,
+            );
+            let mut out = Vec::new();
+            while let Some(i) = cur {
+                out.push(t.parse(i)?);
+                cur = match &t.records[i].parent {
+                    None => None,
+                    Some(p) => Some(*t.index.get(p).ok_or_else(|| {
+                        CheckpointError(format!(
+                            "checkpoint {:?} has parent {p:?}, which is not stored: the chain is broken",
+                            t.records[i].id
+                        ))
+                    })?),
+                };
+                if out.len() > t.records.len() {
+                    return Err(CheckpointError("checkpoint chain has a cycle".into()));
+                }
+            }
+            out.reverse();
+            Ok(out)
+        })
     }
 
     async fn list(
@@ -101,20 +153,19 @@ impl Checkpointer for MemorySaver {
         limit: Option<usize>,
         before: Option<&str>,
     ) -> Result<Vec<CheckpointRecord>> {
-        Ok(self.with(|ts| {
+        self.with(|ts| {
             let Some(t) = ts.get(thread_id) else {
-                return Vec::new();
+                return Ok(Vec::new());
             };
             let end = before
                 .and_then(|b| t.index.get(b).copied())
                 .unwrap_or(t.records.len());
-            t.records[..end]
-                .iter()
+            (0..end)
                 .rev()
                 .take(limit.unwrap_or(usize::MAX))
-                .cloned()
+                .map(|i| t.parse(i))
                 .collect()
-        }))
+        })
     }
 
     async fn pending_writes(
@@ -132,5 +183,37 @@ impl Checkpointer for MemorySaver {
     async fn delete_thread(&self, thread_id: &str) -> Result<()> {
         self.with(|ts| ts.remove(thread_id));
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(id: &str, parent: Option<&str>) -> CheckpointRecord {
+        CheckpointRecord {
+            id: id.into(),
+            parent_id: parent.map(Into::into),
+            step: 0,
+            source: "loop".into(),
+            writes: vec![],
+            next: vec![],
+            created_at: 0.0,
+            metadata: serde_json::Value::Null,
+        }
+    }
+
+    #[tokio::test]
+    async fn stored_records_keep_their_ids_and_parents() {
+        let s = MemorySaver::new();
+        s.put("t", rec("a", None)).await.unwrap();
+        s.put("t", rec("b", Some("a"))).await.unwrap();
+        let chain = s.chain("t", "b").await.unwrap();
+        assert_eq!(
+            chain.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+            ["a", "b"]
+        );
+        let t = s.threads.lock().unwrap();
+        assert_eq!(&*t["t"].records[1].id, "b");
     }
 }

@@ -105,29 +105,6 @@ pub trait Checkpointer: Send + Sync {
     async fn delete_thread(&self, thread_id: &str) -> Result<()>;
 }
 
-/// Follows parent links from `id` back to the root; `records` may be in any order.
-pub(crate) fn walk_chain(
-    records: impl IntoIterator<Item = CheckpointRecord>,
-    id: &str,
-) -> Result<Vec<CheckpointRecord>> {
-    let by_id: std::collections::HashMap<String, CheckpointRecord> =
-        records.into_iter().map(|r| (r.id.clone(), r)).collect();
-    let mut out = Vec::new();
-    let mut cur = Some(id.to_owned());
-    while let Some(c) = cur {
-        let r = by_id
-            .get(&c)
-            .ok_or_else(|| CheckpointError(format!("checkpoint {c:?} not found")))?;
-        cur = r.parent_id.clone();
-        out.push(r.clone());
-        if out.len() > by_id.len() {
-            return Err(CheckpointError("checkpoint chain has a cycle".into()));
-        }
-    }
-    out.reverse();
-    Ok(out)
-}
-
 pub(crate) fn now_secs() -> f64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

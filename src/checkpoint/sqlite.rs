@@ -486,6 +486,12 @@ fn init_connection(path: &Path) -> rusqlite::Result<Connection> {
         )));
     }
     conn.pragma_update(None, "synchronous", "NORMAL")?;
+    // Keep the WAL small: checkpoint it into the database every 256 pages (1 MiB) and
+    // truncate it back to that size afterwards, so a thread's file holds about its
+    // records' bytes rather than a 4 MiB log beside them.
+    // Both are per-connection settings that return their new value as a row.
+    let _: i64 = conn.pragma_update_and_check(None, "wal_autocheckpoint", 256, |r| r.get(0))?;
+    let _: i64 = conn.pragma_update_and_check(None, "journal_size_limit", 1 << 20, |r| r.get(0))?;
     let mut conn = conn;
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let version: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
