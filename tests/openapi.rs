@@ -13,8 +13,12 @@ use std::time::{Duration, Instant};
 use ironloop::adapters::openapi::{OpenApiError, OpenApiOptions, OpenApiToolset};
 use ironloop::{Executor, RunContext, ToolCall, ToolContext, ToolError, ToolRegistry};
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
+
+#[path = "support/http.rs"]
+mod http_support;
+use http_support::read_request;
 
 const PETSTORE_30: &str = r##"
 openapi: 3.0.3
@@ -616,39 +620,11 @@ impl Server {
 }
 
 async fn serve(mut sock: TcpStream, seen: Arc<Mutex<Vec<Seen>>>) -> std::io::Result<()> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    let head_end = loop {
-        let n = sock.read(&mut chunk).await?;
-        if n == 0 {
-            return Ok(());
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
+    let Some(req) = read_request(&mut sock).await? else {
+        return Ok(());
     };
-    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
-    let mut lines = head.split("\r\n");
-    let mut first = lines.next().unwrap_or("").split(' ');
-    let method = first.next().unwrap_or("").to_owned();
-    let target = first.next().unwrap_or("").to_owned();
-    let headers: HashMap<String, String> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    let len: usize = headers
-        .get("content-length")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    while buf.len() < head_end + len {
-        let n = sock.read(&mut chunk).await?;
-        if n == 0 {
-            break;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
-    let body = String::from_utf8_lossy(&buf[head_end..]).into_owned();
+    let (method, target, headers) = (req.method, req.target, req.headers);
+    let body = String::from_utf8_lossy(&req.body).into_owned();
     let (path, query) = match target.split_once('?') {
         Some((p, q)) => (p.to_owned(), q.to_owned()),
         None => (target.clone(), String::new()),
