@@ -1,6 +1,10 @@
 //! Errors of the runtime as a whole (as opposed to [`crate::tool::ToolError`], which is
 //! data for the model).
 
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+
 use thiserror::Error;
 
 #[derive(Debug, Error)]
@@ -14,3 +18,32 @@ pub enum Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// An error raised by host code (a Python exception), carried whole inside a core error
+/// so that the host can re-raise the original object, traceback and all, when the error
+/// comes back out of the engine. The core never looks inside; equality is identity.
+#[derive(Clone)]
+pub struct HostError(pub Arc<dyn Any + Send + Sync>);
+
+impl HostError {
+    pub fn new<T: Any + Send + Sync>(value: T) -> Self {
+        HostError(Arc::new(value))
+    }
+
+    /// The host's value, when it is a `T`.
+    pub fn downcast_ref<T: Any>(&self) -> Option<&T> {
+        self.0.downcast_ref::<T>()
+    }
+}
+
+impl fmt::Debug for HostError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("HostError(..)")
+    }
+}
+
+impl PartialEq for HostError {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}

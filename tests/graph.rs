@@ -323,7 +323,9 @@ async fn a_failed_step_keeps_finished_siblings_and_does_not_rerun_them() {
                 if f.load(Ordering::SeqCst) {
                     Err(NodeFailure::Error(GraphError::Node {
                         node: "flaky".into(),
+                        task_id: String::new(),
                         message: "boom".into(),
+                        host: None,
                     }))
                 } else {
                     writes(&[("log", json!(["flaky"]))])

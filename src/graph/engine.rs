@@ -870,7 +870,8 @@ impl Graph {
                 }
             }
             drop(running);
-            if let Some((_, e)) = failures.into_iter().min_by_key(|(i, _)| *i) {
+            // The first task to fail is the run's failure, as in LangGraph.
+            if let Some((_, e)) = failures.into_iter().next() {
                 return Err(e);
             }
             if !interrupts.is_empty() {

@@ -1,5 +1,7 @@
 use thiserror::Error;
 
+use crate::error::HostError;
+
 /// Why a graph could not be built or a run failed.
 #[derive(Debug, Clone, Error)]
 pub enum GraphError {
@@ -14,9 +16,15 @@ pub enum GraphError {
          with config={{\"recursion_limit\": N}} if the graph is meant to run longer"
     )]
     Recursion(usize),
-    /// A node (or router, or reducer) failed; the host may keep the original error.
+    /// A node (or router, or reducer) failed. `host` is the host's own error (a
+    /// Python exception), re-raised as it was when the run fails.
     #[error("node {node:?} failed: {message}")]
-    Node { node: String, message: String },
+    Node {
+        node: String,
+        task_id: String,
+        message: String,
+        host: Option<HostError>,
+    },
     /// A value could not be checkpointed.
     #[error(
         "cannot checkpoint channel {channel:?}: a value of type {type_name} is not \

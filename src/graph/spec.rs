@@ -12,6 +12,7 @@ use super::error::GraphError;
 use super::state::StateView;
 use super::stream::StreamSink;
 use super::value::Val;
+use crate::error::HostError;
 
 pub const START: &str = "__start__";
 pub const END: &str = "__end__";
@@ -57,6 +58,19 @@ pub struct TaskContext {
     pub inline: bool,
     pub stream: Option<StreamSink>,
     pub host: Option<Arc<dyn Any + Send + Sync>>,
+}
+
+impl TaskContext {
+    /// The failure of this task: `message` for the engine's own reports, `host` the
+    /// host's original error (kept for re-raising).
+    pub fn node_error(&self, message: impl Into<String>, host: Option<HostError>) -> GraphError {
+        GraphError::Node {
+            node: self.node.clone(),
+            task_id: self.task_id.clone(),
+            message: message.into(),
+            host,
+        }
+    }
 }
 
 /// Runs a node. Implemented by Rust closures and by the host language's functions.

@@ -23,6 +23,7 @@ use super::pool::Pool;
 use super::runtime::{block_on, can_drive_inline, drive_inline};
 use super::toolnode::{command_class, is_graph_interrupt, tool_results, ToolNodeCore};
 use crate::checkpoint::{CheckpointRecord, Checkpointer, MemorySaver, SqliteSaver};
+use crate::error::HostError;
 use crate::executor::RunContext;
 use crate::graph::{
     modes, ChannelKind, Goto, Graph, GraphError, GraphSpec, HostValue, InterruptInfo, MessageList,
@@ -356,8 +357,8 @@ fn send_class(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
     import_cached(py, &SEND, "ironloop.types", "Send")
 }
 
-/// A node error as the run's failure; the original exception is kept for re-raising.
-fn node_failure(py: Python<'_>, node: &str, task: &str, e: PyErr, env: &PyRunEnv) -> NodeFailure {
+/// A node error as the run's failure; the original exception travels inside it.
+fn node_failure(py: Python<'_>, ctx: &TaskContext, e: PyErr) -> NodeFailure {
     if is_graph_interrupt(py, &e) {
         let v = e
             .value(py)
@@ -366,23 +367,21 @@ fn node_failure(py: Python<'_>, node: &str, task: &str, e: PyErr, env: &PyRunEnv
             .unwrap_or(Val::Json(Value::Null));
         return NodeFailure::Interrupt(v);
     }
-    if let Some(tb) = e.traceback(py) {
-        let _ = e.value(py).setattr("__traceback__", tb);
-    }
     let ty = e
         .get_type(py)
         .name()
         .map(|n| n.to_string())
         .unwrap_or_default();
     let message = format!("{ty}: {}", e.value(py));
-    env.errors
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(format!("task:{task}"), e);
-    NodeFailure::Error(GraphError::Node {
-        node: node.to_owned(),
-        message,
-    })
+    NodeFailure::Error(node_error(py, ctx, message, e))
+}
+
+/// `ctx`'s failure with the Python exception `e` kept whole (traceback included).
+fn node_error(py: Python<'_>, ctx: &TaskContext, message: String, e: PyErr) -> GraphError {
+    if let Some(tb) = e.traceback(py) {
+        let _ = e.value(py).setattr("__traceback__", tb);
+    }
+    ctx.node_error(message, Some(HostError::new(e)))
 }
 
 fn env_of(ctx: &TaskContext) -> Result<Arc<PyRunEnv>, NodeFailure> {
@@ -585,13 +584,12 @@ impl PyNode {
         py: Python<'_>,
         r: PyResult<Bound<'_, PyAny>>,
         ctx: &TaskContext,
-        env: &PyRunEnv,
     ) -> Result<NodeOutput, NodeFailure> {
-        let r = r.map_err(|e| node_failure(py, &self.name, &ctx.task_id, e, env))?;
+        let r = r.map_err(|e| node_failure(py, &ctx, e))?;
         let mut out = NodeOutput::default();
         self.shared
             .output(py, &self.name, &r, &mut out)
-            .map_err(|e| node_failure(py, &self.name, &ctx.task_id, e, env))?;
+            .map_err(|e| node_failure(py, &ctx, e))?;
         if !r.is_none() {
             out.update = Some(host(r));
         }
@@ -627,7 +625,7 @@ impl NodeRunner for PyNode {
                 wants: this.wants,
                 shared: this.shared.clone(),
             };
-            let (ctx3, env3) = (ctx.clone(), env.clone());
+            let ctx3 = ctx.clone();
             let make: MakeCoro = Box::new(move |py| {
                 let n = this.node(py);
                 let (coro, context) = n.call(py, &view, &arg, &ctx2, &env2)?;
@@ -636,22 +634,17 @@ impl NodeRunner for PyNode {
             let r = run_async(&env, make, move |py, r| {
                 let n = this2.node(py);
                 match r {
-                    AsyncResult::Done(res) => n.finish(py, res, &ctx3, &env3),
+                    AsyncResult::Done(res) => n.finish(py, res, &ctx3),
                     AsyncResult::Cancelled => Err(NodeFailure::Error(GraphError::Cancelled)),
                 }
             })
             .await;
-            return r.unwrap_or_else(|e| {
-                Err(NodeFailure::Error(GraphError::Node {
-                    node: self.name.clone(),
-                    message: e,
-                }))
-            });
+            return r.unwrap_or_else(|e| Err(NodeFailure::Error(ctx.node_error(e, None))));
         }
         if ctx.inline {
             return Python::attach(|py| {
                 let r = self.call(py, &view, &arg, &ctx, &env).map(|(r, _)| r);
-                self.finish(py, r, &ctx, &env)
+                self.finish(py, r, &ctx)
             });
         }
         let (tx, rx) = oneshot::channel();
@@ -668,7 +661,7 @@ impl NodeRunner for PyNode {
             }
             let n = this.node(py);
             let r = n.call(py, &view, &arg, &ctx2, &env).map(|(r, _)| r);
-            let _ = tx.send(n.finish(py, r, &ctx2, &env));
+            let _ = tx.send(n.finish(py, r, &ctx2));
         }));
         rx.await
             .unwrap_or(Err(NodeFailure::Error(GraphError::Cancelled)))
@@ -720,9 +713,7 @@ impl NodeRunner for ToolsNode {
                 let obj = val_to_py(py, a)?;
                 Ok(vec![super::convert::tool_call_from_py(&obj)?])
             })
-            .map_err(|e| {
-                Python::attach(|py| node_failure(py, &self.name, &ctx.task_id, e, &env))
-            })?,
+            .map_err(|e| Python::attach(|py| node_failure(py, &ctx, e)))?,
             (None, Some(Val::Messages(l))) => l
                 .iter()
                 .rev()
@@ -755,7 +746,7 @@ impl NodeRunner for ToolsNode {
             });
             Ok((core.executor.clone(), state, tool_env))
         })
-        .map_err(|e| Python::attach(|py| node_failure(py, &self.name, &ctx.task_id, e, &env)))?;
+        .map_err(|e| Python::attach(|py| node_failure(py, &ctx, e)))?;
         let _ = state;
         let run = RunContext {
             cancel: ctx.cancel.clone(),
@@ -768,12 +759,12 @@ impl NodeRunner for ToolsNode {
             let core = self.core.borrow(py);
             let (msgs, commands) =
                 tool_results(py, core.handle_errors.bind(py), results, &tool_env)
-                    .map_err(|e| node_failure(py, &self.name, &ctx.task_id, e, &env))?;
+                    .map_err(|e| node_failure(py, &ctx, e))?;
             let mut out = NodeOutput::default();
             for c in commands {
                 self.shared
                     .output(py, &self.name, c.bind(py), &mut out)
-                    .map_err(|e| node_failure(py, &self.name, &ctx.task_id, e, &env))?;
+                    .map_err(|e| node_failure(py, &ctx, e))?;
             }
             if !msgs.is_empty() {
                 out.writes.push((
@@ -784,11 +775,8 @@ impl NodeRunner for ToolsNode {
             let d = PyDict::new(py);
             let list = PyList::empty(py);
             for m in msgs {
-                list.append(
-                    message_to_py(py, m)
-                        .map_err(|e| node_failure(py, &self.name, &ctx.task_id, e, &env))?,
-                )
-                .map_err(|e| node_failure(py, &self.name, &ctx.task_id, e, &env))?;
+                list.append(message_to_py(py, m).map_err(|e| node_failure(py, &ctx, e))?)
+                    .map_err(|e| node_failure(py, &ctx, e))?;
             }
             let _ = d.set_item(&self.channel, list);
             out.update = Some(host(d.into_any()));
@@ -873,16 +861,7 @@ impl Router for PyRouter {
 
 fn route_error(py: Python<'_>, ctx: &TaskContext, e: PyErr) -> GraphError {
     let message = format!("routing after {:?} failed: {}", ctx.node, e.value(py));
-    if let Some(env) = ctx.host.clone().and_then(|h| h.downcast::<PyRunEnv>().ok()) {
-        env.errors
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(format!("task:{}", ctx.task_id), e);
-    }
-    GraphError::Node {
-        node: ctx.node.clone(),
-        message,
-    }
+    node_error(py, ctx, message, e)
 }
 
 /// `tools_condition` in Rust: to the tools node when the last message has tool calls.
@@ -1069,7 +1048,6 @@ pub struct GraphCore {
 struct RunSetup {
     input: RunInput,
     opts: RunOptions,
-    env: Arc<PyRunEnv>,
 }
 
 fn parent_sink(py: Python<'_>) -> PyResult<Option<StreamSink>> {
@@ -1191,11 +1169,10 @@ impl GraphCore {
             None,
             Some(cfg.unbind()),
         )?;
-        opts.host = Some(env.clone());
+        opts.host = Some(env);
         Ok(RunSetup {
             input: run_input,
             opts,
-            env,
         })
     }
 
@@ -1230,7 +1207,6 @@ impl GraphCore {
         });
         Ok(GraphStreamShape {
             shared: self.shared.clone(),
-            env: s.env,
             wanted,
             single,
             thread,
@@ -1243,9 +1219,8 @@ impl GraphCore {
         &self,
         py: Python<'py>,
         r: Result<RunResult, GraphError>,
-        env: &PyRunEnv,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let r = r.map_err(|e| graph_error(py, e, env))?;
+        let r = r.map_err(|e| graph_error(py, e))?;
         let d = self.shared.state_dict(py, &r.state)?;
         if !r.interrupts.is_empty() {
             d.set_item("__interrupt__", interrupts_to_py(py, &r.interrupts)?)?;
@@ -1282,25 +1257,66 @@ fn interrupts_to_py<'py>(py: Python<'py>, is: &[InterruptInfo]) -> PyResult<Boun
     Ok(PyList::new(py, items)?.into_any())
 }
 
-/// The Python exception for a failed run: the node's own exception when it raised.
-fn graph_error(py: Python<'_>, e: GraphError, env: &PyRunEnv) -> PyErr {
-    match &e {
-        GraphError::Node { .. } => {
-            let mut errors = env.errors.lock().unwrap_or_else(|p| p.into_inner());
-            let key = errors.keys().find(|k| k.starts_with("task:")).cloned();
-            if let Some(err) = key.and_then(|k| errors.remove(&k)) {
-                return err;
+/// The Python exception for a failed run: the node's own exception when it raised,
+/// with a note naming the task (as LangGraph's `During task with name …`).
+fn graph_error(py: Python<'_>, e: GraphError) -> PyErr {
+    match e {
+        GraphError::Node {
+            node,
+            task_id,
+            message,
+            host,
+        } => match host.as_ref().and_then(|s| s.downcast_ref::<PyErr>()) {
+            Some(err) => {
+                let err = err.clone_ref(py);
+                add_task_note(py, &err, &node, &task_id);
+                err
             }
-            error(py, "IronloopError", e.to_string())
-        }
-        GraphError::InvalidUpdate(m) => error(py, "InvalidUpdateError", m.clone()),
+            None => error(
+                py,
+                "IronloopError",
+                GraphError::Node {
+                    node,
+                    task_id,
+                    message,
+                    host: None,
+                }
+                .to_string(),
+            ),
+        },
+        GraphError::InvalidUpdate(m) => error(py, "InvalidUpdateError", m),
         GraphError::Recursion(_) => error(py, "GraphRecursionError", e.to_string()),
         GraphError::Serialize { .. } => error(py, "CheckpointSerializationError", e.to_string()),
         GraphError::Checkpoint(_) => error(py, "CheckpointError", e.to_string()),
-        GraphError::Build(m) => PyValueError::new_err(m.clone()),
-        GraphError::Config(m) => PyValueError::new_err(m.clone()),
+        GraphError::Build(m) => PyValueError::new_err(m),
+        GraphError::Config(m) => PyValueError::new_err(m),
         GraphError::Cancelled => error(py, "ToolCancelledError", "the run was cancelled"),
     }
+}
+
+/// Adds `During task with name '…' and id '…'` to the exception's notes, once (a
+/// subgraph's failure passes through every enclosing graph).
+fn add_task_note(py: Python<'_>, err: &PyErr, node: &str, task_id: &str) {
+    let note = format!("During task with name '{node}' and id '{task_id}'");
+    let value = err.value(py);
+    let r = (|| -> PyResult<()> {
+        let notes = match value.getattr("__notes__") {
+            Ok(n) if n.is_instance_of::<PyList>() => n.cast_into::<PyList>()?,
+            _ => {
+                let l = PyList::empty(py);
+                value.setattr("__notes__", &l)?;
+                l
+            }
+        };
+        if notes
+            .iter()
+            .any(|n| n.extract::<String>().is_ok_and(|s| s == note))
+        {
+            return Ok(());
+        }
+        notes.append(note)
+    })();
+    let _ = r;
 }
 
 fn config_dict<'py>(py: Python<'py>, thread: &str, id: &str) -> PyResult<Bound<'py, PyDict>> {
@@ -1615,7 +1631,7 @@ impl GraphStreamShape {
                 None => Ok(Next::Skip),
             },
             StreamMsg::Done(r) => {
-                r.map_err(|e| graph_error(py, e, &self.env))?;
+                r.map_err(|e| graph_error(py, e))?;
                 Ok(Next::End)
             }
         }
@@ -1717,7 +1733,6 @@ pub struct AsyncGraphStream {
 
 struct GraphStreamShape {
     shared: Arc<Shared>,
-    env: Arc<PyRunEnv>,
     wanted: u8,
     single: bool,
     thread: String,
@@ -1908,7 +1923,7 @@ impl GraphCore {
             let cancel = s.opts.cancel.clone();
             block_on(py, async move { graph.run(s.input, s.opts).await }, cancel)?
         };
-        self.output(py, r, &s.env)
+        self.output(py, r)
     }
 
     #[pyo3(signature = (input, config, event_loop))]
@@ -1922,14 +1937,13 @@ impl GraphCore {
         let s = self.setup(py, input, config, Some(event_loop), None)?;
         let graph = self.graph.clone();
         let shared = self.shared.clone();
-        let env = s.env.clone();
         pyo3_async_runtimes::tokio::future_into_py(py, async move {
             let guard = s.opts.cancel.clone().drop_guard();
             let r = graph.run(s.input, s.opts).await;
             guard.disarm();
             Python::attach(|py| {
                 let core = GraphCore { graph, shared };
-                core.output(py, r, &env).map(Bound::unbind)
+                core.output(py, r).map(Bound::unbind)
             })
         })
     }
@@ -1993,13 +2007,12 @@ impl GraphCore {
         let id = config_str(config, "checkpoint_id")?;
         let graph = self.graph.clone();
         let t2 = thread.clone();
-        let env = PyRunEnv::capture(py, None, None, None, None, None)?;
         let snap = block_on(
             py,
             async move { graph.load(&t2, id.as_deref()).await },
             CancellationToken::new(),
         )?
-        .map_err(|e| graph_error(py, e, &env))?;
+        .map_err(|e| graph_error(py, e))?;
         match snap {
             Some(s) => self.snapshot_to_py(py, &thread, s),
             None => {
@@ -2038,13 +2051,12 @@ impl GraphCore {
         };
         let graph = self.graph.clone();
         let t2 = thread.clone();
-        let env = PyRunEnv::capture(py, None, None, None, None, None)?;
         let snaps = block_on(
             py,
             async move { graph.history(&t2, limit, before.as_deref()).await },
             CancellationToken::new(),
         )?
-        .map_err(|e| graph_error(py, e, &env))?;
+        .map_err(|e| graph_error(py, e))?;
         let out = PyList::empty(py);
         for s in snaps {
             out.append(self.snapshot_to_py(py, &thread, s)?)?;
@@ -2085,7 +2097,7 @@ impl GraphCore {
             },
             CancellationToken::new(),
         )?
-        .map_err(|e| graph_error(py, e, &env))?;
+        .map_err(|e| graph_error(py, e))?;
         config_dict(py, &thread, &new_id)
     }
 
