@@ -585,11 +585,11 @@ impl PyNode {
         r: PyResult<Bound<'_, PyAny>>,
         ctx: &TaskContext,
     ) -> Result<NodeOutput, NodeFailure> {
-        let r = r.map_err(|e| node_failure(py, &ctx, e))?;
+        let r = r.map_err(|e| node_failure(py, ctx, e))?;
         let mut out = NodeOutput::default();
         self.shared
             .output(py, &self.name, &r, &mut out)
-            .map_err(|e| node_failure(py, &ctx, e))?;
+            .map_err(|e| node_failure(py, ctx, e))?;
         if !r.is_none() {
             out.update = Some(host(r));
         }
