@@ -11,6 +11,7 @@ pub mod graph;
 pub mod message;
 #[cfg(feature = "models")]
 pub mod model;
+pub mod prebuilt;
 pub mod registry;
 pub mod tool;
 #[cfg(feature = "workspace")]

@@ -1,0 +1,26 @@
+//! The prebuilt pieces of an agent graph — the tool node and `tools_condition` — as
+//! core types, so that a Rust graph uses them without Python and the Python
+//! `ToolNode` / `tools_condition` are thin conversions over the same rules.
+
+mod tool_node;
+mod tools_condition;
+
+pub use tool_node::{last_ai_tool_calls, result_message, ToolNode, ToolNodeError};
+pub use tools_condition::{tools_condition, NoMessages, ToolsCondition, TOOLS};
+
+use crate::graph::ChannelKind;
+
+/// The messages channel of a state: the one named `messages` when it is a messages
+/// channel, else the first messages channel declared. The tool node and
+/// `tools_condition` both read the channel this picks, so they always agree.
+pub fn messages_channel(channels: &[(String, ChannelKind)]) -> Option<&str> {
+    let messages = || {
+        channels
+            .iter()
+            .filter(|(_, k)| matches!(k, ChannelKind::Messages))
+    };
+    messages()
+        .find(|(n, _)| n == "messages")
+        .or_else(|| messages().next())
+        .map(|(n, _)| n.as_str())
+}

@@ -1,0 +1,135 @@
+//! The tool node: runs the tool calls of the last AI message through the executor and
+//! turns each result into the tool message the model reads next.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use crate::executor::{Executor, RunContext, ToolResult};
+use crate::graph::{MessageList, NodeFailure, NodeOutput, NodeRunner, StateView, TaskContext, Val};
+use crate::message::{Message, MessageKind};
+use crate::tool::ToolCall;
+
+/// Why a tool node could not find calls to run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ToolNodeError {
+    #[error(
+        "ToolNode found no AIMessage in its input: the last AI message's tool calls are \
+         what it runs"
+    )]
+    NoAiMessage,
+}
+
+/// The tool calls of the last AI message (newest first search), or `None` when there
+/// is no AI message at all.
+pub fn last_ai_tool_calls<'a>(
+    messages: impl DoubleEndedIterator<Item = &'a Arc<Message>>,
+) -> Option<Vec<ToolCall>> {
+    messages
+        .rev()
+        .find(|m| matches!(m.kind, MessageKind::Ai { .. }))
+        .map(|m| m.tool_calls().to_vec())
+}
+
+/// The tool message of a result: a message the tool returned itself (named after the
+/// tool when it has no name), or the result made into one. (A host that lets tools
+/// return other values, such as a Python `Command`, picks those out first.)
+pub fn result_message(r: &ToolResult) -> Arc<Message> {
+    let own = r
+        .outcome
+        .as_ref()
+        .ok()
+        .and_then(|o| o.payload.as_ref())
+        .and_then(|p| p.downcast_ref::<Arc<Message>>());
+    match own {
+        Some(m) => {
+            let mut m = m.clone();
+            if m.name.is_none() {
+                Arc::make_mut(&mut m).name = Some(r.name.clone());
+            }
+            m
+        }
+        None => Arc::new(r.to_message()),
+    }
+}
+
+/// A tool node over an executor. As a graph node it reads `channel` (see
+/// [`super::messages_channel`]) and writes one tool message per call back to it; a
+/// `Send(node, tool_call)` runs that one call.
+#[derive(Clone)]
+pub struct ToolNode {
+    executor: Executor,
+    channel: String,
+}
+
+impl ToolNode {
+    pub fn new(executor: Executor, channel: impl Into<String>) -> Self {
+        ToolNode {
+            executor,
+            channel: channel.into(),
+        }
+    }
+
+    pub fn executor(&self) -> &Executor {
+        &self.executor
+    }
+
+    pub fn channel(&self) -> &str {
+        &self.channel
+    }
+
+    /// The calls of a task: the `Send` argument's one call, else those of the last AI
+    /// message in the messages channel (none when there is no AI message).
+    pub fn calls(&self, state: &StateView, send: Option<ToolCall>) -> Vec<ToolCall> {
+        if let Some(call) = send {
+            return vec![call];
+        }
+        match state.get(&self.channel) {
+            Some(Val::Messages(l)) => last_ai_tool_calls(l.iter()).unwrap_or_default(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Runs `calls`; results come back in call order, failures as error results.
+    pub async fn run(&self, calls: &[ToolCall], run: &RunContext) -> Vec<ToolResult> {
+        self.executor.execute(calls, run).await
+    }
+
+    /// The node's output for `messages`: one write of the tool messages to the channel.
+    pub fn output(&self, messages: Vec<Arc<Message>>) -> NodeOutput {
+        let mut out = NodeOutput::default();
+        if !messages.is_empty() {
+            out.writes.push((
+                self.channel.clone(),
+                Val::Messages(MessageList::from_messages(messages)),
+            ));
+        }
+        out
+    }
+}
+
+#[async_trait]
+impl NodeRunner for ToolNode {
+    async fn run(
+        &self,
+        state: StateView,
+        arg: Option<Val>,
+        ctx: TaskContext,
+    ) -> Result<NodeOutput, NodeFailure> {
+        let send = match arg {
+            Some(Val::Json(v)) => Some(
+                serde_json::from_value::<ToolCall>(v)
+                    .map_err(|e| NodeFailure::Error(ctx.node_error(e.to_string(), None)))?,
+            ),
+            _ => None,
+        };
+        let calls = self.calls(&state, send);
+        let run = RunContext {
+            cancel: ctx.cancel.clone(),
+            inline: ctx.inline,
+            ..Default::default()
+        };
+        let results = ToolNode::run(self, &calls, &run).await;
+        Ok(self.output(results.iter().map(result_message).collect()))
+    }
+}
