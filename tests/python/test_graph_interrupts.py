@@ -6,7 +6,7 @@ import asyncio
 from typing import Any, TypedDict
 
 import pytest
-from graph_support import LogS, ai_with_calls, chain, log_node, thread_config, tool_graph
+from graph_support import LogS, ai_with_calls, chain, log_node, run, thread_config, tool_graph
 
 from ironloop import END, START, Command, Interrupt, MemorySaver, StateGraph, interrupt, tool
 from ironloop.messages import ToolMessage
@@ -71,28 +71,17 @@ def test_two_interrupts_in_one_node_need_two_resumes() -> None:
     assert len(calls) == 3
 
 
-async def test_interrupt_and_resume_under_ainvoke_with_an_async_node() -> None:
+@pytest.mark.parametrize("how", ["invoke", "ainvoke"])
+def test_interrupt_and_resume_in_an_async_node(how) -> None:
     async def ask(s: AskS) -> dict[str, str]:
         await asyncio.sleep(0)
         return {"answer": interrupt("ok?")}
 
     app = chain(ask, schema=AskS).compile(checkpointer=MemorySaver())
-    cfg = thread_config("async")
-    out = await app.ainvoke({"question": "q"}, cfg)
+    out = run(app, how, {"question": "q"}, thread_config())
     assert out["__interrupt__"][0].value == "ok?"
-    out = await app.ainvoke(Command(resume="fine"), cfg)
+    out = run(app, how, Command(resume="fine"), thread_config())
     assert out["answer"] == "fine"
-
-
-def test_interrupt_in_an_async_node_under_invoke() -> None:
-    async def ask(s: AskS) -> dict[str, str]:
-        await asyncio.sleep(0)
-        return {"answer": interrupt("ok?")}
-
-    app = chain(ask, schema=AskS).compile(checkpointer=MemorySaver())
-    out = app.invoke({"question": "q"}, thread_config())
-    assert out["__interrupt__"][0].value == "ok?"
-    assert app.invoke(Command(resume="fine"), thread_config())["answer"] == "fine"
 
 
 def test_interrupt_is_streamed_as_an_update() -> None:
@@ -144,9 +133,9 @@ async def _async_ask(s: AskS) -> dict[str, str]:
     return {"answer": interrupt("inner question")}
 
 
-@pytest.mark.parametrize("run", ["invoke", "ainvoke"])
+@pytest.mark.parametrize("how", ["invoke", "ainvoke"])
 @pytest.mark.parametrize("node", ["sync", "async"])
-def test_interrupt_inside_a_subgraph_pauses_the_parent(node, run) -> None:
+def test_interrupt_inside_a_subgraph_pauses_the_parent(node, how) -> None:
     ask = _async_ask if node == "async" else (lambda s: {"answer": interrupt("inner question")})
     inner = StateGraph(AskS)
     inner.add_node("ask", ask)
@@ -156,20 +145,12 @@ def test_interrupt_inside_a_subgraph_pauses_the_parent(node, run) -> None:
     g.add_node("after", lambda s: {"answers": [s["answer"]]})
     g.add_edge(START, "sub").add_edge("sub", "after").add_edge("after", END)
     app = g.compile(checkpointer=MemorySaver())
-
-    def go(inp: Any) -> Any:
-        return (
-            app.invoke(inp, thread_config())
-            if run == "invoke"
-            else asyncio.run(app.ainvoke(inp, thread_config()))
-        )
-
-    out = go({"question": "q"})
+    out = run(app, how, {"question": "q"}, thread_config())
     # LangGraph: the parent pauses on the subgraph's interrupt; "after" has not run.
     assert [i.value for i in out.get("__interrupt__", [])] == ["inner question"], out
     assert "answers" not in out
     assert app.get_state(thread_config()).next == ("sub",)
-    out = go(Command(resume="yes"))
+    out = run(app, how, Command(resume="yes"), thread_config())
     assert out["answer"] == "yes"
     assert out["answers"] == ["yes"]
 
@@ -204,23 +185,16 @@ def _static_graph(**kw: Any) -> Any:
     return g.compile(checkpointer=MemorySaver(), **kw)
 
 
-def test_interrupt_before_then_invoke_none_resumes() -> None:
-    app = _static_graph(interrupt_before=["b"])
-    cfg = thread_config()
-    out = app.invoke({"log": []}, cfg)
-    assert out["log"] == ["a"]
-    assert app.get_state(cfg).next == ("b",)
-    out = app.invoke(None, cfg)
-    assert out["log"] == ["a", "b", "c"]
-    assert app.get_state(cfg).next == ()
-
-
-def test_interrupt_after_then_invoke_none_resumes() -> None:
-    app = _static_graph(interrupt_after=["a"])
+@pytest.mark.parametrize(
+    "static", [{"interrupt_before": ["b"]}, {"interrupt_after": ["a"]}], ids=["before", "after"]
+)
+def test_static_interrupt_then_invoke_none_resumes(static) -> None:
+    app = _static_graph(**static)
     cfg = thread_config()
     assert app.invoke({"log": []}, cfg)["log"] == ["a"]
     assert app.get_state(cfg).next == ("b",)
     assert app.invoke(None, cfg)["log"] == ["a", "b", "c"]
+    assert app.get_state(cfg).next == ()
 
 
 def test_interrupt_before_and_after_together() -> None:

@@ -9,7 +9,7 @@ import time
 from typing import Annotated, Any, TypedDict
 
 import pytest
-from graph_support import XS, LogS, ai_with_calls, chain, log_node, parallel, tool_graph
+from graph_support import XS, LogS, ai_with_calls, chain, log_node, parallel, run, tool_graph
 
 from ironloop import (
     END,
@@ -28,55 +28,43 @@ from ironloop.messages import AIMessage, ToolMessage
 # ----------------------------------------------------------------- super-steps
 
 
-def test_async_nodes_of_one_step_run_concurrently() -> None:
-    async def a(s: LogS) -> dict[str, Any]:
-        await asyncio.sleep(0.2)
-        return {"log": ["a"]}
+def _napper(name: str, kind: str, threads: set[int]) -> Any:
+    """A node that sleeps 0.2 s, blocking (recording its thread) or awaiting, then logs
+    its name."""
+    if kind == "async":
 
-    async def b(s: LogS) -> dict[str, Any]:
-        await asyncio.sleep(0.2)
-        return {"log": ["b"]}
+        async def anap(s: LogS) -> dict[str, Any]:
+            await asyncio.sleep(0.2)
+            return {"log": [name]}
 
-    app = parallel(a, b)
+        return anap
+
+    def nap(s: LogS) -> dict[str, Any]:
+        threads.add(threading.get_ident())
+        time.sleep(0.2)
+        return {"log": [name]}
+
+    return nap
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_nodes_of_one_step_run_concurrently(kind) -> None:
+    threads: set[int] = set()
+    app = parallel(_napper("a", kind, threads), _napper("b", kind, threads))
     t0 = time.perf_counter()
     assert app.invoke({"log": []})["log"] == ["a", "b"]
     assert time.perf_counter() - t0 < 0.35
+    if kind == "sync":
+        assert len(threads) == 2
 
-    async def run() -> Any:
+    async def timed() -> Any:
         t0 = time.perf_counter()
         out = await app.ainvoke({"log": []})
         return out, time.perf_counter() - t0
 
-    out, elapsed = asyncio.run(run())
+    out, elapsed = asyncio.run(timed())
     assert out["log"] == ["a", "b"]
     assert elapsed < 0.35
-
-
-def test_sync_nodes_of_one_step_run_concurrently() -> None:
-    threads: set[int] = set()
-
-    def a(s: LogS) -> dict[str, Any]:
-        threads.add(threading.get_ident())
-        time.sleep(0.2)
-        return {"log": ["a"]}
-
-    def b(s: LogS) -> dict[str, Any]:
-        threads.add(threading.get_ident())
-        time.sleep(0.2)
-        return {"log": ["b"]}
-
-    app = parallel(a, b)
-    t0 = time.perf_counter()
-    assert app.invoke({"log": []})["log"] == ["a", "b"]
-    assert time.perf_counter() - t0 < 0.35
-    assert len(threads) == 2
-
-    async def run() -> float:
-        t0 = time.perf_counter()
-        await app.ainvoke({"log": []})
-        return time.perf_counter() - t0
-
-    assert asyncio.run(run()) < 0.35
 
 
 def test_sync_node_does_not_block_the_callers_event_loop() -> None:
@@ -171,34 +159,31 @@ def test_send_fan_out_map_reduce() -> None:
     assert sorted(a["item"] for a in args_seen) == [1, 2, 3, 4]
 
 
-async def test_send_fan_out_under_ainvoke_runs_concurrently() -> None:
-    async def work(arg: dict[str, int]) -> dict[str, Any]:
-        await asyncio.sleep(0.2)
-        return {"results": [arg["item"]]}
+async def _slow_async_work(arg: dict[str, int]) -> dict[str, Any]:
+    await asyncio.sleep(0.2)
+    return {"results": [arg["item"]]}
 
+
+def _slow_sync_work(arg: dict[str, int]) -> dict[str, Any]:
+    time.sleep(0.2)
+    return {"results": [arg["item"]]}
+
+
+@pytest.mark.parametrize(
+    ("work", "how", "n", "limit"),
+    [(_slow_async_work, "ainvoke", 5, 0.35), (_slow_sync_work, "invoke", 16, 0.6)],
+    ids=["async-ainvoke", "sync-invoke"],
+)
+def test_send_tasks_run_concurrently(work, how, n, limit) -> None:
     g = StateGraph(MapS)
     g.add_node("work", work)
     g.add_conditional_edges(START, lambda s: [Send("work", {"item": i}) for i in s["items"]])
     g.add_edge("work", END)
+    app = g.compile()
     t0 = time.perf_counter()
-    out = await g.compile().ainvoke({"items": list(range(5))})
-    assert time.perf_counter() - t0 < 0.35
-    assert out["results"] == [0, 1, 2, 3, 4]
-
-
-def test_many_sync_send_tasks_run_concurrently() -> None:
-    def work(arg: dict[str, int]) -> dict[str, Any]:
-        time.sleep(0.2)
-        return {"results": [arg["item"]]}
-
-    g = StateGraph(MapS)
-    g.add_node("work", work)
-    g.add_conditional_edges(START, lambda s: [Send("work", {"item": i}) for i in s["items"]])
-    g.add_edge("work", END)
-    t0 = time.perf_counter()
-    out = g.compile().invoke({"items": list(range(16))})
-    assert out["results"] == list(range(16))
-    assert time.perf_counter() - t0 < 0.6
+    out = run(app, how, {"items": list(range(n))})
+    assert time.perf_counter() - t0 < limit
+    assert out["results"] == list(range(n))
 
 
 # --------------------------------------------------------------------- Command

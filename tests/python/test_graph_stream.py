@@ -91,14 +91,19 @@ async def _async_writer_node(s: XS) -> dict[str, int]:
     return {"x": s["x"] + 1}
 
 
-def test_stream_custom_from_an_async_node() -> None:
+@pytest.mark.parametrize("how", ["stream", "astream"])
+def test_stream_custom_from_an_async_node(how) -> None:
     app = chain(_async_writer_node).compile()
-    assert list(app.stream({"x": 0}, stream_mode="custom")) == [{"async": True}]
 
+    async def collect() -> list[Any]:
+        return [c async for c in app.astream({"x": 0}, stream_mode="custom")]
 
-async def test_astream_custom_from_an_async_node() -> None:
-    app = chain(_async_writer_node).compile()
-    assert [c async for c in app.astream({"x": 0}, stream_mode="custom")] == [{"async": True}]
+    chunks = (
+        list(app.stream({"x": 0}, stream_mode="custom"))
+        if how == "stream"
+        else asyncio.run(collect())
+    )
+    assert chunks == [{"async": True}]
 
 
 def test_stream_custom_from_tool_context_progress_in_a_toolnode() -> None:

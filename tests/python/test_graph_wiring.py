@@ -162,26 +162,27 @@ def _router_graph(path: Any, path_map: Any = None) -> Any:
     return g.compile()
 
 
-def test_conditional_edges_without_a_path_map() -> None:
-    def path(s: RouteS) -> Literal["left", "right", "__end__"]:
-        return {"l": "left", "r": "right"}.get(s["route"], END)
-
-    app = _router_graph(path)
-    assert app.invoke({"route": "l", "log": []})["log"] == ["start", "left"]
-    assert app.invoke({"route": "r", "log": []})["log"] == ["start", "right"]
-    assert app.invoke({"route": "x", "log": []})["log"] == ["start"]
+def _route_by_letter(s: RouteS) -> Literal["left", "right", "__end__"]:
+    return {"l": "left", "r": "right"}.get(s["route"], END)
 
 
-def test_conditional_edges_with_a_dict_path_map() -> None:
-    app = _router_graph(lambda s: s["route"], {"go_left": "left", "go_right": "right", "stop": END})
-    assert app.invoke({"route": "go_left", "log": []})["log"] == ["start", "left"]
-    assert app.invoke({"route": "go_right", "log": []})["log"] == ["start", "right"]
-    assert app.invoke({"route": "stop", "log": []})["log"] == ["start"]
-
-
-def test_conditional_edges_with_a_list_path_map() -> None:
-    app = _router_graph(lambda s: s["route"], ["left", "right"])
-    assert app.invoke({"route": "right", "log": []})["log"] == ["start", "right"]
+@pytest.mark.parametrize(
+    ("path", "path_map", "logs"),
+    [
+        (_route_by_letter, None, {"l": ["start", "left"], "r": ["start", "right"], "x": ["start"]}),
+        (
+            lambda s: s["route"],
+            {"go_left": "left", "go_right": "right", "stop": END},
+            {"go_left": ["start", "left"], "go_right": ["start", "right"], "stop": ["start"]},
+        ),
+        (lambda s: s["route"], ["left", "right"], {"right": ["start", "right"]}),
+    ],
+    ids=["without-a-path-map", "with-a-dict-path-map", "with-a-list-path-map"],
+)
+def test_conditional_edges(path, path_map, logs) -> None:
+    app = _router_graph(path, path_map)
+    for route, log in logs.items():
+        assert app.invoke({"route": route, "log": []})["log"] == log, route
 
 
 def test_conditional_edges_returning_several_nodes_fans_out() -> None:
@@ -225,34 +226,32 @@ def _two_nodes() -> StateGraph:
     return g
 
 
-def test_compile_rejects_an_edge_to_an_unknown_node() -> None:
-    g = _two_nodes().add_edge(START, "a").add_edge("a", "nowhere")
-    with pytest.raises(ValueError, match="nowhere"):
-        g.compile()
-
-
-def test_compile_rejects_an_edge_from_an_unknown_node() -> None:
-    g = _two_nodes().add_edge(START, "a").add_edge("ghost", "b")
-    with pytest.raises(ValueError, match="ghost"):
-        g.compile()
-
-
-def test_compile_rejects_a_join_with_an_unknown_source() -> None:
-    g = _two_nodes().add_edge(START, "a").add_edge(["a", "phantom"], "b")
-    with pytest.raises(ValueError, match="phantom"):
-        g.compile()
-
-
-def test_compile_rejects_a_path_map_to_an_unknown_node() -> None:
-    g = _two_nodes().add_edge(START, "a")
-    g.add_conditional_edges("a", lambda s: "x", {"x": "missing_node"})
-    with pytest.raises(ValueError, match="missing_node"):
-        g.compile()
-
-
-def test_compile_rejects_a_graph_without_an_entry_point() -> None:
-    g = _two_nodes().add_edge("a", "b")
-    with pytest.raises(ValueError, match=r"(?i)entry"):
+@pytest.mark.parametrize(
+    ("wire", "match"),
+    [
+        (lambda g: g.add_edge(START, "a").add_edge("a", "nowhere"), "nowhere"),
+        (lambda g: g.add_edge(START, "a").add_edge("ghost", "b"), "ghost"),
+        (lambda g: g.add_edge(START, "a").add_edge(["a", "phantom"], "b"), "phantom"),
+        (
+            lambda g: g.add_edge(START, "a").add_conditional_edges(
+                "a", lambda s: "x", {"x": "missing_node"}
+            ),
+            "missing_node",
+        ),
+        (lambda g: g.add_edge("a", "b"), r"(?i)entry"),
+    ],
+    ids=[
+        "edge-to-an-unknown-node",
+        "edge-from-an-unknown-node",
+        "join-with-an-unknown-source",
+        "path-map-to-an-unknown-node",
+        "graph-without-an-entry-point",
+    ],
+)
+def test_compile_rejects(wire, match) -> None:
+    g = _two_nodes()
+    wire(g)
+    with pytest.raises(ValueError, match=match):
         g.compile()
 
 
