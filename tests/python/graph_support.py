@@ -1,4 +1,4 @@
-"""State schemas and graph builders shared by the ``test_graph_*`` files."""
+"""Schemas and graph builders shared by the graph tests, and `run` (invoke or ainvoke) for any."""
 
 from __future__ import annotations
 
