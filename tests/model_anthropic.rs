@@ -8,49 +8,24 @@ mod model_support;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use ironloop::message::MessageKind;
 use ironloop::model::{
-    AnthropicChat, ChatChunk, ChatModel, ChatRequest, HttpSettings, ModelError, ResponseFormat,
-    RetryPolicy, ANTHROPIC_VERSION,
+    AnthropicChat, ChatModel, ChatRequest, HttpSettings, ModelError, ResponseFormat,
+    ANTHROPIC_VERSION,
 };
-use ironloop::{Message, ToolCall, ToolChoice, ToolDefinition, ToolStatus};
-use model_support::{event, Body, Reply, Server};
+use ironloop::{Message, ToolCall, ToolChoice, ToolStatus};
+use model_support::{
+    ai_usage, ask, event, history, invalid_calls, read_stream, tools, Reply, Server,
+};
 use serde_json::{json, Value};
 
 const KEY: &str = "sk-ant-test-0123456789";
 
 fn settings(server: &Server) -> HttpSettings {
-    HttpSettings {
-        base_url: Some(server.url()),
-        api_key: Some(KEY.into()),
-        timeout: Duration::from_secs(5),
-        retry: RetryPolicy {
-            max_retries: 2,
-            initial_backoff: Duration::from_millis(20),
-            max_backoff: Duration::from_millis(100),
-            max_retry_after: Duration::from_secs(10),
-        },
-        ..Default::default()
-    }
+    model_support::settings(server.url(), KEY)
 }
 
 fn model(server: &Server) -> AnthropicChat {
     AnthropicChat::new("claude-sonnet-4-5", settings(server)).unwrap()
-}
-
-fn tools() -> Vec<ToolDefinition> {
-    vec![
-        ToolDefinition::new(
-            "get_weather",
-            "Weather in a city.",
-            json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
-        ),
-        ToolDefinition::new(
-            "now",
-            "The time.",
-            json!({"type": "object", "properties": {}}),
-        ),
-    ]
 }
 
 fn message(content: Value, stop: &str) -> Value {
@@ -65,13 +40,6 @@ fn message(content: Value, stop: &str) -> Value {
         "usage": {"input_tokens": 472, "output_tokens": 89,
                   "cache_creation_input_tokens": 0, "cache_read_input_tokens": 8}
     })
-}
-
-fn history() -> Vec<Message> {
-    vec![
-        Message::system("Be brief."),
-        Message::human("Weather in Paris?"),
-    ]
 }
 
 fn start() -> String {
@@ -164,9 +132,7 @@ async fn tool_use_answer_and_request_shape() {
     assert_eq!(calls[0].id, "toolu_01A09q90qw90lq917835lq9");
     assert_eq!(calls[0].arguments, json!({"city": "Paris"}));
     assert_eq!(calls[1].arguments, json!({}));
-    let MessageKind::Ai { usage, .. } = &m.kind else {
-        panic!()
-    };
+    let usage = ai_usage(&m);
     assert_eq!(usage.unwrap().input_tokens, 480);
     assert_eq!(usage.unwrap().output_tokens, 89);
 
@@ -237,30 +203,20 @@ async fn stream_text_and_input_json_deltas_including_empty_arguments() {
     ];
     events.extend(message_end("tool_use", 89));
     let server = Server::start(vec![Reply::sse(&events)]).await;
-    let mut s = model(&server)
+    let s = model(&server)
         .stream(ChatRequest::new(history()).with_tools(tools()))
         .await
         .unwrap();
-    let mut texts = Vec::new();
-    let mut last = None;
-    while let Some(c) = s.next().await {
-        match c.unwrap() {
-            ChatChunk::Text(t) => texts.push(t),
-            ChatChunk::ToolCallDelta { .. } => {}
-            ChatChunk::Done(m) => last = Some(m),
-        }
-    }
-    assert_eq!(texts, ["Okay, ", "checking."]);
-    let m = last.unwrap();
+    let got = read_stream(s).await;
+    assert_eq!(got.texts, ["Okay, ", "checking."]);
+    let m = got.done.unwrap();
     assert_eq!(m.content.text(), "Okay, checking.");
     let calls = m.tool_calls();
     assert_eq!(calls.len(), 2);
     assert_eq!(calls[0].arguments, json!({"city": "Paris"}));
     assert_eq!(calls[1].id, "toolu_02");
     assert_eq!(calls[1].arguments, json!({}));
-    let MessageKind::Ai { usage, .. } = &m.kind else {
-        panic!()
-    };
+    let usage = ai_usage(&m);
     assert_eq!(usage.unwrap().output_tokens, 89);
     assert_eq!(usage.unwrap().input_tokens, 25);
     assert_eq!(server.requests()[0].body["stream"], true);
@@ -279,10 +235,7 @@ async fn overloaded_529_with_retry_after_then_success() {
     ])
     .await;
     let t = Instant::now();
-    let m = model(&server)
-        .invoke(ChatRequest::new(history()))
-        .await
-        .unwrap();
+    let m = ask(&model(&server)).await.unwrap();
     assert_eq!(m.content.text(), "hi");
     assert!(t.elapsed() >= Duration::from_secs(1));
     assert_eq!(server.requests().len(), 2);
@@ -321,10 +274,7 @@ async fn invalid_request_is_not_retried_and_names_the_provider_message() {
             "message": "messages: roles must alternate between \"user\" and \"assistant\""}}),
     )])
     .await;
-    let e = model(&server)
-        .invoke(ChatRequest::new(history()))
-        .await
-        .unwrap_err();
+    let e = ask(&model(&server)).await.unwrap_err();
     assert_eq!(e.status(), Some(400));
     let text = e.to_string();
     assert!(
@@ -343,10 +293,7 @@ async fn the_key_never_appears_in_errors() {
             "message": format!("invalid x-api-key {KEY}")}}),
     )])
     .await;
-    let e = model(&server)
-        .invoke(ChatRequest::new(history()))
-        .await
-        .unwrap_err();
+    let e = ask(&model(&server)).await.unwrap_err();
     assert!(!e.to_string().contains(KEY), "{e}");
     assert!(!format!("{e:?}").contains(KEY));
 }
@@ -399,15 +346,11 @@ async fn a_truncated_stream_is_an_error() {
 
 #[tokio::test]
 async fn a_stalled_stream_times_out() {
-    let server = Server::start(vec![Reply {
-        status: 200,
-        headers: Vec::new(),
-        body: Body::Sse {
-            pieces: vec![start(), block_start(0, json!({"type": "text", "text": ""}))],
-            gap: Duration::from_secs(3),
-        },
-        delay: Duration::ZERO,
-    }])
+    let server = Server::start(vec![Reply::sse(&[
+        start(),
+        block_start(0, json!({"type": "text", "text": ""})),
+    ])
+    .gap(Duration::from_secs(3))])
     .await;
     let mut s = settings(&server);
     s.timeout = Duration::from_millis(400);
@@ -447,14 +390,8 @@ async fn malformed_tool_input_in_a_stream_is_an_invalid_tool_call() {
         .collect_message()
         .await
         .unwrap();
-    let MessageKind::Ai {
-        tool_calls,
-        invalid_tool_calls,
-        ..
-    } = &m.kind
-    else {
-        panic!()
-    };
+    let tool_calls = m.tool_calls();
+    let invalid_tool_calls = invalid_calls(&m);
     assert!(tool_calls.is_empty());
     assert_eq!(invalid_tool_calls[0].id.as_deref(), Some("toolu_1"));
     assert_eq!(
@@ -485,22 +422,16 @@ async fn structured_output_is_a_forced_tool_call() {
     let server = Server::start(vec![Reply::sse(&events)]).await;
     let schema = json!({"title": "Weather", "type": "object",
         "properties": {"city": {"type": "string"}, "celsius": {"type": "integer"}}});
-    let mut s = model(&server)
+    let s = model(&server)
         .stream(
             ChatRequest::new(history()).with_response_format(ResponseFormat::new(schema.clone())),
         )
         .await
         .unwrap();
-    let mut text = String::new();
-    let mut last = None;
-    while let Some(c) = s.next().await {
-        match c.unwrap() {
-            ChatChunk::Text(t) => text.push_str(&t),
-            ChatChunk::Done(m) => last = Some(m),
-            ChatChunk::ToolCallDelta { .. } => panic!("the structured call is not a tool call"),
-        }
-    }
-    let m = last.unwrap();
+    let got = read_stream(s).await;
+    assert_eq!(got.deltas, 0, "the structured call is not a tool call");
+    let text = got.texts.concat();
+    let m = got.done.unwrap();
     let v: Value = serde_json::from_str(&m.content.text()).unwrap();
     assert_eq!(v, json!({"city": "Paris", "celsius": 21}));
     assert_eq!(text, m.content.text());

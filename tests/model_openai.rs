@@ -7,49 +7,24 @@ mod model_support;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use ironloop::message::MessageKind;
 use ironloop::model::{
     ChatChunk, ChatModel, ChatRequest, HttpSettings, ModelError, OpenAIChat, ResponseFormat,
     RetryPolicy,
 };
-use ironloop::{Message, ToolCall, ToolChoice, ToolDefinition, ToolStatus};
-use model_support::{data, Reply, Server};
+use ironloop::{Message, ToolCall, ToolChoice, ToolStatus};
+use model_support::{
+    ai_usage, ask, data, history, invalid_calls, read_stream, tools, Reply, Server,
+};
 use serde_json::{json, Value};
 
 const KEY: &str = "sk-test-0123456789abcdef";
 
 fn settings(server: &Server) -> HttpSettings {
-    HttpSettings {
-        base_url: Some(format!("{}/v1", server.url())),
-        api_key: Some(KEY.into()),
-        timeout: Duration::from_secs(5),
-        retry: RetryPolicy {
-            max_retries: 2,
-            initial_backoff: Duration::from_millis(20),
-            max_backoff: Duration::from_millis(100),
-            max_retry_after: Duration::from_secs(10),
-        },
-        ..Default::default()
-    }
+    model_support::settings(format!("{}/v1", server.url()), KEY)
 }
 
 fn model(server: &Server) -> OpenAIChat {
     OpenAIChat::new("gpt-4o-mini", settings(server)).unwrap()
-}
-
-fn tools() -> Vec<ToolDefinition> {
-    vec![
-        ToolDefinition::new(
-            "get_weather",
-            "Weather in a city.",
-            json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
-        ),
-        ToolDefinition::new(
-            "now",
-            "The time.",
-            json!({"type": "object", "properties": {}}),
-        ),
-    ]
 }
 
 fn completion(message: Value, finish: &str) -> Value {
@@ -91,13 +66,6 @@ fn done() -> String {
     "data: [DONE]\n\n".into()
 }
 
-fn history() -> Vec<Message> {
-    vec![
-        Message::system("Be brief."),
-        Message::human("Weather in Paris?"),
-    ]
-}
-
 #[tokio::test]
 async fn text_answer_and_request_shape() {
     let server = Server::start(vec![Reply::json(
@@ -114,9 +82,7 @@ async fn text_answer_and_request_shape() {
         .with_parallel_tool_calls(false);
     let m = model(&server).invoke(req).await.unwrap();
     assert_eq!(m.content.text(), "Sunny.");
-    let MessageKind::Ai { usage, .. } = &m.kind else {
-        panic!("not an AI message")
-    };
+    let usage = ai_usage(&m);
     assert_eq!(usage.unwrap().input_tokens, 82);
     assert_eq!(usage.unwrap().total_tokens, 99);
 
@@ -219,32 +185,21 @@ async fn stream_text_then_tool_call_deltas_split_across_chunks() {
         done(),
     ];
     let server = Server::start(vec![Reply::sse(&events)]).await;
-    let mut s = model(&server)
+    let s = model(&server)
         .stream(ChatRequest::new(history()).with_tools(tools()))
         .await
         .unwrap();
     let id = s.id().to_owned();
-    let mut texts = Vec::new();
-    let mut deltas = 0;
-    let mut last = None;
-    while let Some(c) = s.next().await {
-        match c.unwrap() {
-            ChatChunk::Text(t) => texts.push(t),
-            ChatChunk::ToolCallDelta { .. } => deltas += 1,
-            ChatChunk::Done(m) => last = Some(m),
-        }
-    }
-    assert_eq!(texts, ["Let me ", "check."]);
-    assert_eq!(deltas, 5);
-    let m = last.expect("a final message");
+    let got = read_stream(s).await;
+    assert_eq!(got.texts, ["Let me ", "check."]);
+    assert_eq!(got.deltas, 5);
+    let m = got.done.expect("a final message");
     assert_eq!(m.id, id);
     assert_eq!(m.content.text(), "Let me check.");
     let calls = m.tool_calls();
     assert_eq!(calls[0].arguments, json!({"city": "Paris"}));
     assert_eq!(calls[1].arguments, json!({}));
-    let MessageKind::Ai { usage, .. } = &m.kind else {
-        panic!()
-    };
+    let usage = ai_usage(&m);
     assert_eq!(usage.unwrap().total_tokens, 32);
     let body = &server.requests()[0].body;
     assert_eq!(body["stream"], true);
@@ -264,10 +219,7 @@ async fn retry_after_is_honoured_on_429() {
     ])
     .await;
     let t = Instant::now();
-    let m = model(&server)
-        .invoke(ChatRequest::new(history()))
-        .await
-        .unwrap();
+    let m = ask(&model(&server)).await.unwrap();
     assert_eq!(m.content.text(), "ok");
     let reqs = server.requests();
     assert_eq!(reqs.len(), 2);
@@ -289,10 +241,7 @@ async fn server_errors_are_retried_with_backoff() {
         ),
     ])
     .await;
-    let m = model(&server)
-        .invoke(ChatRequest::new(history()))
-        .await
-        .unwrap();
+    let m = ask(&model(&server)).await.unwrap();
     assert_eq!(m.content.text(), "ok");
     assert_eq!(server.requests().len(), 3);
 }
@@ -305,10 +254,7 @@ async fn retries_run_out() {
         Reply::json(502, &json!({"error": {"message": "bad gateway"}})),
     ])
     .await;
-    let e = model(&server)
-        .invoke(ChatRequest::new(history()))
-        .await
-        .unwrap_err();
+    let e = ask(&model(&server)).await.unwrap_err();
     assert_eq!(e.status(), Some(502));
     assert_eq!(server.requests().len(), 3);
 }
@@ -322,10 +268,7 @@ async fn client_errors_are_not_retried() {
             "code": "string_above_max_length"}}),
     )])
     .await;
-    let e = model(&server)
-        .invoke(ChatRequest::new(history()))
-        .await
-        .unwrap_err();
+    let e = ask(&model(&server)).await.unwrap_err();
     assert_eq!(e.status(), Some(400));
     assert_eq!(e.provider(), Some("openai"));
     let text = e.to_string();
@@ -342,10 +285,7 @@ async fn the_key_never_appears_in_errors() {
             "type": "invalid_request_error", "code": "invalid_api_key"}}),
     )])
     .await;
-    let e = model(&server)
-        .invoke(ChatRequest::new(history()))
-        .await
-        .unwrap_err();
+    let e = ask(&model(&server)).await.unwrap_err();
     assert!(!e.to_string().contains(KEY), "{e}");
     assert!(!format!("{e:?}").contains(KEY), "{e:?}");
     assert!(!format!("{:?}", model(&server)).contains(KEY));
@@ -364,11 +304,7 @@ async fn a_slow_server_times_out() {
     s.timeout = Duration::from_millis(300);
     s.retry = RetryPolicy::none();
     let t = Instant::now();
-    let e = OpenAIChat::new("m", s)
-        .unwrap()
-        .invoke(ChatRequest::new(history()))
-        .await
-        .unwrap_err();
+    let e = ask(&OpenAIChat::new("m", s).unwrap()).await.unwrap_err();
     assert!(matches!(e, ModelError::Timeout { .. }), "{e}");
     assert!(t.elapsed() < Duration::from_secs(2));
 }
@@ -392,14 +328,8 @@ async fn malformed_arguments_become_invalid_tool_calls() {
         .invoke(ChatRequest::new(history()).with_tools(tools()))
         .await
         .unwrap();
-    let MessageKind::Ai {
-        tool_calls,
-        invalid_tool_calls,
-        ..
-    } = &m.kind
-    else {
-        panic!()
-    };
+    let tool_calls = m.tool_calls();
+    let invalid_tool_calls = invalid_calls(&m);
     assert_eq!(tool_calls.len(), 1);
     assert_eq!(tool_calls[0].arguments, json!({}));
     assert_eq!(invalid_tool_calls.len(), 1);
@@ -437,10 +367,7 @@ async fn an_unknown_finish_reason_on_an_empty_answer_is_an_error() {
         &completion(json!({"role": "assistant", "content": ""}), "mystery"),
     )])
     .await;
-    let e = model(&server)
-        .invoke(ChatRequest::new(history()))
-        .await
-        .unwrap_err();
+    let e = ask(&model(&server)).await.unwrap_err();
     assert!(e.to_string().contains("mystery"), "{e}");
 }
 
@@ -481,7 +408,7 @@ async fn no_key_is_fine_for_a_local_server_and_sends_no_authorization() {
     // An empty key counts as none: with OPENAI_API_KEY unset in this process, no header.
     if std::env::var("OPENAI_API_KEY").is_err() {
         let m = OpenAIChat::new("llama3", s).unwrap();
-        m.invoke(ChatRequest::new(history())).await.unwrap();
+        ask(&m).await.unwrap();
         assert!(!server.requests()[0].headers.contains_key("authorization"));
     }
 }
@@ -504,11 +431,7 @@ async fn connection_refused_is_a_connection_error() {
         },
         ..Default::default()
     };
-    let e = OpenAIChat::new("m", s)
-        .unwrap()
-        .invoke(ChatRequest::new(history()))
-        .await
-        .unwrap_err();
+    let e = ask(&OpenAIChat::new("m", s).unwrap()).await.unwrap_err();
     assert!(matches!(e, ModelError::Connection { .. }), "{e}");
     assert!(e.is_retryable());
 }

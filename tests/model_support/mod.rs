@@ -1,6 +1,7 @@
-//! A loopback HTTP/1.1 server for the model tests: it records each request and
-//! answers with the next canned reply (JSON, or SSE written in pieces), one request
-//! per connection.
+//! Shared by the model tests: a loopback HTTP/1.1 server that records each request
+//! and answers with the next canned reply (JSON, or SSE written in pieces), one
+//! request per connection; and the settings, tools, history and stream reading that
+//! the OpenAI and Anthropic tests have in common.
 
 #![allow(dead_code)]
 
@@ -8,13 +9,110 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use futures::StreamExt;
+use ironloop::message::{InvalidToolCall, MessageKind, Usage};
+use ironloop::model::{
+    ChatChunk, ChatModel, ChatRequest, ChatStream, HttpSettings, ModelError, RetryPolicy,
+};
+use ironloop::{Message, ToolDefinition};
+use serde_json::{json, Value};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
 #[path = "../support/http.rs"]
 mod http;
 use http::read_request;
+
+/// Settings for a model talking to a loopback server at `base_url`: a 5 s timeout and
+/// two quick retries (a `retry-after` of up to 10 s is honoured).
+pub fn settings(base_url: String, api_key: &str) -> HttpSettings {
+    HttpSettings {
+        base_url: Some(base_url),
+        api_key: Some(api_key.into()),
+        timeout: Duration::from_secs(5),
+        retry: RetryPolicy {
+            max_retries: 2,
+            initial_backoff: Duration::from_millis(20),
+            max_backoff: Duration::from_millis(100),
+            max_retry_after: Duration::from_secs(10),
+        },
+        ..Default::default()
+    }
+}
+
+/// Two tools: `get_weather(city)` and `now()`.
+pub fn tools() -> Vec<ToolDefinition> {
+    vec![
+        ToolDefinition::new(
+            "get_weather",
+            "Weather in a city.",
+            json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+        ),
+        ToolDefinition::new(
+            "now",
+            "The time.",
+            json!({"type": "object", "properties": {}}),
+        ),
+    ]
+}
+
+/// A system prompt and one question.
+pub fn history() -> Vec<Message> {
+    vec![
+        Message::system("Be brief."),
+        Message::human("Weather in Paris?"),
+    ]
+}
+
+/// `model.invoke` with the plain [`history`] (no tools, no options).
+pub async fn ask(model: &impl ChatModel) -> Result<Message, ModelError> {
+    model.invoke(ChatRequest::new(history())).await
+}
+
+/// The token usage of an AI message (panics on another kind of message).
+pub fn ai_usage(m: &Message) -> Option<Usage> {
+    let MessageKind::Ai { usage, .. } = &m.kind else {
+        panic!("not an AI message: {m:?}")
+    };
+    *usage
+}
+
+/// The tool calls of an AI message that could not be parsed (panics on another kind).
+pub fn invalid_calls(m: &Message) -> &[InvalidToolCall] {
+    let MessageKind::Ai {
+        invalid_tool_calls, ..
+    } = &m.kind
+    else {
+        panic!("not an AI message: {m:?}")
+    };
+    invalid_tool_calls
+}
+
+/// What a stream yielded, read to its end (an error item panics).
+pub struct Streamed {
+    /// The text chunks, in order.
+    pub texts: Vec<String>,
+    /// How many tool-call deltas came.
+    pub deltas: usize,
+    /// The final message.
+    pub done: Option<Message>,
+}
+
+pub async fn read_stream(mut s: ChatStream) -> Streamed {
+    let mut out = Streamed {
+        texts: Vec::new(),
+        deltas: 0,
+        done: None,
+    };
+    while let Some(c) = s.next().await {
+        match c.unwrap() {
+            ChatChunk::Text(t) => out.texts.push(t),
+            ChatChunk::ToolCallDelta { .. } => out.deltas += 1,
+            ChatChunk::Done(m) => out.done = Some(m),
+        }
+    }
+    out
+}
 
 pub enum Body {
     Json(String),
@@ -58,6 +156,14 @@ impl Reply {
 
     pub fn header(mut self, k: &str, v: &str) -> Reply {
         self.headers.push((k.into(), v.into()));
+        self
+    }
+
+    /// Pieces written `gap` apart (a long gap stalls the stream).
+    pub fn gap(mut self, d: Duration) -> Reply {
+        if let Body::Sse { gap, .. } = &mut self.body {
+            *gap = d;
+        }
         self
     }
 

@@ -11,6 +11,7 @@ from typing import Annotated, Any, TypedDict
 
 import pydantic
 import pytest
+from graph_support import run
 
 from ironloop import (
     END,
@@ -208,19 +209,12 @@ class DualModel:
         return self._answer(messages)
 
 
-async def test_a_model_with_ainvoke_is_awaited_under_ainvoke() -> None:
+@pytest.mark.parametrize("how", ["invoke", "ainvoke"])
+def test_a_model_with_ainvoke_is_called_the_way_the_agent_is(how) -> None:
     model = DualModel()
-    agent = create_react_agent(model, [add])
-    out = await agent.ainvoke({"messages": [("user", "1+2")]})
+    out = run(create_react_agent(model, [add]), how, {"messages": [("user", "1+2")]})
     assert out["messages"][-1].content == "3"
-    assert model.used == ["ainvoke", "ainvoke"]
-
-
-def test_a_model_with_ainvoke_uses_invoke_under_invoke() -> None:
-    model = DualModel()
-    out = create_react_agent(model, [add]).invoke({"messages": [("user", "1+2")]})
-    assert out["messages"][-1].content == "3"
-    assert model.used == ["invoke", "invoke"]
+    assert model.used == [how, how]
 
 
 class AsyncOnlyModel:

@@ -13,6 +13,7 @@ import traceback
 from typing import Any
 
 import pytest
+from graph_support import run
 
 from ironloop import ToolContext, ToolNode, tool
 from ironloop.errors import (
@@ -39,40 +40,17 @@ async def anap(i: int) -> int:
     return i
 
 
-def test_64_blocking_sync_tools_run_together_under_invoke(make_ai) -> None:
-    ai = make_ai(*[("nap", {"i": i}) for i in range(64)])
+@pytest.mark.parametrize("how", ["invoke", "ainvoke"])
+@pytest.mark.parametrize(
+    ("napper", "kind"), [(nap, "sync"), (anap, "async")], ids=["sync", "async"]
+)
+def test_64_sleeping_tools_run_together(napper, kind, how, make_ai) -> None:
+    ai = make_ai(*[(napper.name, {"i": i}) for i in range(64)])
     t0 = time.perf_counter()
-    out = ToolNode([nap]).invoke([ai])
+    out = run(ToolNode([napper]), how, [ai])
     elapsed = time.perf_counter() - t0
     assert [m.content for m in out] == [str(i) for i in range(64)]
-    assert elapsed < 1.0, f"64 x 0.2 s sync tools took {elapsed:.2f} s"
-
-
-async def test_64_blocking_sync_tools_run_together_under_ainvoke(make_ai) -> None:
-    ai = make_ai(*[("nap", {"i": i}) for i in range(64)])
-    t0 = time.perf_counter()
-    out = await ToolNode([nap]).ainvoke([ai])
-    elapsed = time.perf_counter() - t0
-    assert [m.content for m in out] == [str(i) for i in range(64)]
-    assert elapsed < 1.0, f"64 x 0.2 s sync tools took {elapsed:.2f} s"
-
-
-def test_64_async_tools_run_concurrently_under_invoke(make_ai) -> None:
-    ai = make_ai(*[("anap", {"i": i}) for i in range(64)])
-    t0 = time.perf_counter()
-    out = ToolNode([anap]).invoke([ai])
-    elapsed = time.perf_counter() - t0
-    assert [m.content for m in out] == [str(i) for i in range(64)]
-    assert elapsed < 1.0, f"64 x 0.2 s async tools took {elapsed:.2f} s"
-
-
-async def test_64_async_tools_run_concurrently_under_ainvoke(make_ai) -> None:
-    ai = make_ai(*[("anap", {"i": i}) for i in range(64)])
-    t0 = time.perf_counter()
-    out = await ToolNode([anap]).ainvoke([ai])
-    elapsed = time.perf_counter() - t0
-    assert [m.content for m in out] == [str(i) for i in range(64)]
-    assert elapsed < 1.0, f"64 x 0.2 s async tools took {elapsed:.2f} s"
+    assert elapsed < 1.0, f"64 x 0.2 s {kind} tools took {elapsed:.2f} s"
 
 
 async def test_sync_tools_never_block_the_callers_loop(make_ai) -> None:

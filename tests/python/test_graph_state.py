@@ -1,0 +1,176 @@
+"""StateGraph state: schemas (TypedDict, dataclass, pydantic), reducers and add_messages."""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+from typing import Annotated, Any, TypedDict
+
+import pydantic
+import pytest
+from graph_support import LogS, chain, log_node
+
+from ironloop import END, START, MessagesState, StateGraph, add_messages
+from ironloop.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage
+
+
+class TDState(TypedDict, total=False):
+    count: int
+    log: Annotated[list[str], operator.add]
+
+
+@dataclasses.dataclass
+class DCState:
+    count: int = 0
+    log: Annotated[list[str], operator.add] = dataclasses.field(default_factory=list)
+
+
+class PDState(pydantic.BaseModel):
+    count: int = 0
+    log: Annotated[list[str], operator.add] = []
+
+
+@pytest.mark.parametrize(
+    "schema", [TDState, DCState, PDState], ids=["typeddict", "dataclass", "pydantic"]
+)
+def test_state_schemas(schema) -> None:
+    seen: list[Any] = []
+
+    def inc(state: Any) -> dict[str, Any]:
+        seen.append(state)
+        count = state["count"] if isinstance(state, dict) else state.count
+        return {"count": count + 1, "log": [f"inc{count}"]}
+
+    g = StateGraph(schema)
+    g.add_node("a", inc)
+    g.add_node("b", inc)
+    g.add_edge(START, "a").add_edge("a", "b").add_edge("b", END)
+    out = g.compile().invoke({"count": 1})
+    assert out == {"count": 3, "log": ["inc1", "inc2"]}
+    # Nodes receive the state as the schema's type (a dict for a TypedDict).
+    expected_type = dict if schema is TDState else schema
+    assert all(isinstance(s, expected_type) for s in seen), [type(s) for s in seen]
+    second = seen[1]
+    assert (second["log"] if isinstance(second, dict) else second.log) == ["inc1"]
+
+
+def test_node_may_return_a_dataclass_of_the_schema() -> None:
+    def node(state: DCState) -> DCState:
+        return DCState(count=state.count * 10, log=["x"])
+
+    g = StateGraph(DCState)
+    g.add_node("n", node).add_edge(START, "n").add_edge("n", END)
+    assert g.compile().invoke({"count": 2, "log": ["start"]}) == {
+        "count": 20,
+        "log": ["start", "x"],
+    }
+
+
+def test_operator_add_reducer_accumulates_across_steps_and_input() -> None:
+    g = chain(log_node("a"), log_node("b"), log_node("c"), schema=LogS)
+    assert g.compile().invoke({"log": ["in"]})["log"] == ["in", "a", "b", "c"]
+
+
+def keep_max(a: int, b: int) -> int:
+    return max(a, b)
+
+
+class CallableReducerS(TypedDict, total=False):
+    best: Annotated[int, keep_max]
+    words: Annotated[str, lambda a, b: f"{a} {b}".strip()]
+
+
+def test_any_python_callable_is_a_reducer() -> None:
+    g = StateGraph(CallableReducerS)
+    g.add_node("a", lambda s: {"best": 3, "words": "hello"})
+    g.add_node("b", lambda s: {"best": 1, "words": "world"})
+    g.add_edge(START, "a").add_edge("a", "b").add_edge("b", END)
+    out = g.compile().invoke({"best": 2, "words": ""})
+    assert out == {"best": 3, "words": "hello world"}
+
+
+def picky(a: int, b: int) -> int:
+    raise ArithmeticError("nope")
+
+
+class PickyS(TypedDict, total=False):
+    v: Annotated[int, picky]
+
+
+def test_a_failing_reducer_raises_and_names_the_channel() -> None:
+    g = StateGraph(PickyS)
+    g.add_node("a", lambda s: {"v": 1}).add_edge(START, "a").add_edge("a", END)
+    with pytest.raises(Exception, match="v") as ei:
+        g.compile().invoke({"v": 0})
+    assert "nope" in str(ei.value)
+
+
+# ---------------------------------------------------------------- add_messages
+
+
+def test_add_messages_appends_and_coerces_inputs() -> None:
+    g = StateGraph(MessagesState)
+    g.add_node("a", lambda s: {"messages": [AIMessage(content="one")]})
+    g.add_node("b", lambda s: {"messages": AIMessage(content="two")})  # a single message
+    g.add_edge(START, "a").add_edge("a", "b").add_edge("b", END)
+    out = g.compile().invoke({"messages": [("user", "hi"), {"role": "user", "content": "yo"}]})
+    msgs = out["messages"]
+    assert [type(m) for m in msgs] == [HumanMessage, HumanMessage, AIMessage, AIMessage]
+    assert [m.content for m in msgs] == ["hi", "yo", "one", "two"]
+    assert all(m.id for m in msgs), "add_messages gives every message an id"
+    assert len({m.id for m in msgs}) == 4
+
+
+def test_add_messages_replaces_by_id_in_place() -> None:
+    g = StateGraph(MessagesState)
+    g.add_node("edit", lambda s: {"messages": [AIMessage(content="edited", id="m1")]})
+    g.add_edge(START, "edit").add_edge("edit", END)
+    out = g.compile().invoke(
+        {
+            "messages": [
+                HumanMessage(content="q", id="h1"),
+                AIMessage(content="draft", id="m1"),
+                HumanMessage(content="more", id="h2"),
+            ]
+        }
+    )
+    assert [(m.id, m.content) for m in out["messages"]] == [
+        ("h1", "q"),
+        ("m1", "edited"),
+        ("h2", "more"),
+    ]
+
+
+def test_add_messages_remove_message() -> None:
+    g = StateGraph(MessagesState)
+    g.add_node(
+        "prune",
+        lambda s: {"messages": [RemoveMessage(id=m.id) for m in s["messages"][:-1]]},
+    )
+    g.add_edge(START, "prune").add_edge("prune", END)
+    inputs = [HumanMessage(content=str(i), id=f"h{i}") for i in range(4)]
+    out = g.compile().invoke({"messages": inputs})
+    assert [m.id for m in out["messages"]] == ["h3"]
+
+
+def test_add_messages_function_directly() -> None:
+    left = [HumanMessage(content="a", id="1"), AIMessage(content="b", id="2")]
+    right = [
+        AIMessage(content="B", id="2"),
+        RemoveMessage(id="1"),
+        HumanMessage(content="c", id="3"),
+    ]
+    merged = add_messages(left, right)
+    assert [(m.id, m.content) for m in merged] == [("2", "B"), ("3", "c")]
+
+
+def test_messages_state_with_extra_keys_in_a_subclass() -> None:
+    class S(MessagesState, total=False):
+        turns: Annotated[int, operator.add]
+
+    g = StateGraph(S)
+    g.add_node("a", lambda s: {"messages": [AIMessage(content="ok")], "turns": 1})
+    g.add_edge(START, "a").add_edge("a", END)
+    out = g.compile().invoke({"messages": [("user", "x")], "turns": 0})
+    assert out["turns"] == 1
+    assert isinstance(out["messages"][-1], BaseMessage)
