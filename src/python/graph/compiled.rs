@@ -1,0 +1,367 @@
+//! `_GraphCore`: the compiled graph object `CompiledStateGraph` drives.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
+use tokio_util::sync::CancellationToken;
+
+use super::super::env::PyRunEnv;
+use super::super::runtime::{block_on, can_drive_inline, drive_inline};
+use super::super::toolnode::ToolNodeCore;
+use super::errors::graph_error;
+use super::nodes::{PyNode, ToolsNode, Wants};
+use super::routers::{PyReducer, PyRouter, ToolsCondition};
+use super::run::{config_dict, config_str, BranchArg, ChannelArg, GraphCore, NodeArg};
+use super::savers::checkpointer_from;
+use super::stream::{mode_bit, parse_modes, AsyncGraphStream, GraphStream};
+use super::values::{PyCodec, Shared};
+use crate::graph::{ChannelKind, Graph, GraphSpec, NodeOutput, NodeRunner, Router};
+
+#[pymethods]
+impl GraphCore {
+    #[new]
+    #[pyo3(signature = (*, channels, nodes, edges, joins, branches, checkpointer=None,
+                        interrupt_before=Vec::new(), interrupt_after=Vec::new(), store=None,
+                        state_factory=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        channels: Vec<ChannelArg>,
+        nodes: Vec<NodeArg>,
+        edges: Vec<(String, String)>,
+        joins: Vec<(Vec<String>, String)>,
+        branches: Vec<BranchArg>,
+        checkpointer: Option<Bound<'_, PyAny>>,
+        interrupt_before: Vec<String>,
+        interrupt_after: Vec<String>,
+        store: Option<Py<PyAny>>,
+        state_factory: Option<Py<PyAny>>,
+    ) -> PyResult<Self> {
+        let mut spec = GraphSpec::default();
+        let mut messages_channels = HashSet::new();
+        let mut all = HashSet::new();
+        for (name, kind, reducer, initial) in channels {
+            let k = match kind.as_str() {
+                "last" => ChannelKind::LastValue,
+                "messages" => {
+                    messages_channels.insert(name.clone());
+                    ChannelKind::Messages
+                }
+                "reducer" => ChannelKind::Reducer(Arc::new(PyReducer {
+                    func: reducer.ok_or_else(|| {
+                        PyValueError::new_err("reducer channel without a reducer")
+                    })?,
+                    initial,
+                })),
+                other => {
+                    return Err(PyValueError::new_err(format!(
+                        "unknown channel kind {other}"
+                    )))
+                }
+            };
+            all.insert(name.clone());
+            spec.channels.push((name, k));
+        }
+        let shared = Arc::new(Shared {
+            state_factory,
+            messages_channels,
+            channels: all,
+            caches: Mutex::new(HashMap::new()),
+            store,
+        });
+        for (name, func, kind, is_async, wants, afunc) in nodes {
+            let runner: Arc<dyn NodeRunner> =
+                match kind.as_str() {
+                    "tools" => {
+                        let core = func
+                            .bind(py)
+                            .getattr("_core")?
+                            .cast_into::<ToolNodeCore>()?
+                            .unbind();
+                        let channel =
+                            if shared.messages_channels.contains("messages") {
+                                "messages".to_owned()
+                            } else {
+                                shared.messages_channels.iter().next().cloned().ok_or_else(
+                                    || {
+                                        PyValueError::new_err(format!(
+                                "ToolNode {name:?} needs a messages channel in the state \
+                                 (e.g. messages: Annotated[list, add_messages])"
+                            ))
+                                    },
+                                )?
+                            };
+                        Arc::new(ToolsNode {
+                            name: name.clone(),
+                            core,
+                            channel,
+                            shared: shared.clone(),
+                        })
+                    }
+                    _ => Arc::new(PyNode {
+                        name: name.clone(),
+                        func,
+                        is_async,
+                        afunc,
+                        wants: Wants {
+                            config: wants.iter().any(|w| w == "config"),
+                            store: wants.iter().any(|w| w == "store"),
+                            writer: wants.iter().any(|w| w == "writer"),
+                        },
+                        shared: shared.clone(),
+                    }),
+                };
+            spec.nodes.push(crate::graph::NodeSpec { name, runner });
+        }
+        spec.edges = edges;
+        spec.joins = joins;
+        for (source, path, kind, path_map, ends) in branches {
+            let router: Arc<dyn Router> = match kind.as_str() {
+                "tools_condition" => {
+                    let channel = if shared.messages_channels.contains("messages") {
+                        "messages"
+                    } else {
+                        ""
+                    };
+                    Arc::new(ToolsCondition {
+                        channel: channel.to_owned(),
+                        path_map,
+                    })
+                }
+                _ => Arc::new(PyRouter {
+                    path,
+                    path_map,
+                    shared: shared.clone(),
+                }),
+            };
+            spec.branches.push(crate::graph::BranchSpec {
+                source,
+                router,
+                ends,
+            });
+        }
+        let cp = match checkpointer {
+            Some(c) if !c.is_none() => Some(checkpointer_from(py, &c)?),
+            _ => None,
+        };
+        let graph = Graph::compile(
+            spec,
+            cp,
+            Arc::new(PyCodec),
+            interrupt_before,
+            interrupt_after,
+        )
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(GraphCore {
+            graph: Arc::new(graph),
+            shared,
+        })
+    }
+
+    #[pyo3(signature = (input, config=None))]
+    fn invoke<'py>(
+        &self,
+        py: Python<'py>,
+        input: &Bound<'py, PyAny>,
+        config: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let mut s = self.setup(py, input, config, None, None)?;
+        let graph = self.graph.clone();
+        let r = if can_drive_inline() {
+            s.opts.inline = true;
+            drive_inline(py, graph.run(s.input, s.opts))
+        } else {
+            let cancel = s.opts.cancel.clone();
+            block_on(py, async move { graph.run(s.input, s.opts).await }, cancel)?
+        };
+        self.output(py, r)
+    }
+
+    #[pyo3(signature = (input, config, event_loop))]
+    fn ainvoke<'py>(
+        &self,
+        py: Python<'py>,
+        input: &Bound<'py, PyAny>,
+        config: Option<&Bound<'py, PyAny>>,
+        event_loop: Py<PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let s = self.setup(py, input, config, Some(event_loop), None)?;
+        let graph = self.graph.clone();
+        let shared = self.shared.clone();
+        pyo3_async_runtimes::tokio::future_into_py(py, async move {
+            let guard = s.opts.cancel.clone().drop_guard();
+            let r = graph.run(s.input, s.opts).await;
+            guard.disarm();
+            Python::attach(|py| {
+                let core = GraphCore { graph, shared };
+                core.output(py, r).map(Bound::unbind)
+            })
+        })
+    }
+
+    #[pyo3(signature = (input, config, stream_mode, event_loop=None, subgraphs=false))]
+    fn stream(
+        &self,
+        py: Python<'_>,
+        input: &Bound<'_, PyAny>,
+        config: Option<&Bound<'_, PyAny>>,
+        stream_mode: &Bound<'_, PyAny>,
+        event_loop: Option<Py<PyAny>>,
+        subgraphs: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let (bits, single) = parse_modes(stream_mode)?;
+        let wanted = {
+            let names: Vec<String> = stream_mode
+                .extract::<String>()
+                .map(|s| vec![s])
+                .or_else(|_| stream_mode.extract())?;
+            names.iter().map(|n| mode_bit(n)).fold(0, |a, b| a | b)
+        };
+        let start = |py, lp, send| {
+            self.start_stream(
+                py,
+                input,
+                config,
+                lp,
+                (bits, wanted, single, subgraphs),
+                send,
+            )
+        };
+        if let Some(lp) = event_loop {
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            let shape = start(py, Some(lp), Box::new(move |m| drop(tx.send(m))))?;
+            let st = AsyncGraphStream {
+                rx: Arc::new(tokio::sync::Mutex::new(rx)),
+                shape: Arc::new(shape),
+            };
+            return Ok(Bound::new(py, st)?.into_any().unbind());
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let shape = start(py, None, Box::new(move |m| drop(tx.send(m))))?;
+        let st = GraphStream {
+            rx: Mutex::new(rx),
+            shape,
+            done: false,
+        };
+        Ok(Bound::new(py, st)?.into_any().unbind())
+    }
+
+    #[pyo3(signature = (config))]
+    fn get_state<'py>(
+        &self,
+        py: Python<'py>,
+        config: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let thread = config_str(config, "thread_id")?.ok_or_else(|| {
+            PyValueError::new_err("get_state needs config={\"configurable\": {\"thread_id\": ...}}")
+        })?;
+        let id = config_str(config, "checkpoint_id")?;
+        let graph = self.graph.clone();
+        let t2 = thread.clone();
+        let snap = block_on(
+            py,
+            async move { graph.load(&t2, id.as_deref()).await },
+            CancellationToken::new(),
+        )?
+        .map_err(|e| graph_error(py, e))?;
+        match snap {
+            Some(s) => self.snapshot_to_py(py, &thread, s),
+            None => {
+                let types = py.import("ironloop.types")?;
+                let c = PyDict::new(py);
+                c.set_item("thread_id", &thread)?;
+                let cfg = PyDict::new(py);
+                cfg.set_item("configurable", c)?;
+                types.getattr("StateSnapshot")?.call1((
+                    PyDict::new(py),
+                    PyTuple::empty(py),
+                    cfg,
+                    py.None(),
+                    py.None(),
+                    py.None(),
+                    PyTuple::empty(py),
+                    PyTuple::empty(py),
+                ))
+            }
+        }
+    }
+
+    #[pyo3(signature = (config, limit=None, before=None))]
+    fn get_state_history<'py>(
+        &self,
+        py: Python<'py>,
+        config: &Bound<'py, PyAny>,
+        limit: Option<usize>,
+        before: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let thread = config_str(config, "thread_id")?
+            .ok_or_else(|| PyValueError::new_err("get_state_history needs a thread_id"))?;
+        let before = match before {
+            Some(b) => config_str(b, "checkpoint_id")?,
+            None => None,
+        };
+        let graph = self.graph.clone();
+        let t2 = thread.clone();
+        let snaps = block_on(
+            py,
+            async move { graph.history(&t2, limit, before.as_deref()).await },
+            CancellationToken::new(),
+        )?
+        .map_err(|e| graph_error(py, e))?;
+        let out = PyList::empty(py);
+        for s in snaps {
+            out.append(self.snapshot_to_py(py, &thread, s)?)?;
+        }
+        Ok(out)
+    }
+
+    #[pyo3(signature = (config, values, as_node=None))]
+    fn update_state<'py>(
+        &self,
+        py: Python<'py>,
+        config: &Bound<'py, PyAny>,
+        values: &Bound<'py, PyAny>,
+        as_node: Option<String>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let thread = config_str(config, "thread_id")?
+            .ok_or_else(|| PyValueError::new_err("update_state needs a thread_id"))?;
+        let id = config_str(config, "checkpoint_id")?;
+        let mut out = NodeOutput::default();
+        if !values.is_none() {
+            self.shared.output(
+                py,
+                as_node.as_deref().unwrap_or("update_state"),
+                values,
+                &mut out,
+            )?;
+        }
+        let graph = self.graph.clone();
+        let env = PyRunEnv::capture(py, None, None, None, None, None)?;
+        let host_env: Arc<dyn std::any::Any + Send + Sync> = env.clone();
+        let t2 = thread.clone();
+        let new_id = block_on(
+            py,
+            async move {
+                graph
+                    .update_state(&t2, id.as_deref(), out.writes, as_node, Some(host_env))
+                    .await
+            },
+            CancellationToken::new(),
+        )?
+        .map_err(|e| graph_error(py, e))?;
+        config_dict(py, &thread, &new_id)
+    }
+
+    /// Node names, for drawing.
+    fn node_names(&self) -> Vec<String> {
+        self.graph
+            .spec()
+            .nodes
+            .iter()
+            .map(|n| n.name.clone())
+            .collect()
+    }
+}

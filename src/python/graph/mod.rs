@@ -1,0 +1,53 @@
+//! The engine of `ironloop.StateGraph` as Python sees it: Python nodes, routers and
+//! reducers on the core step loop, the state as Python sees it, runs and streams.
+//!
+//! One file a concept: `values` (Python values in channels, the state dict and its
+//! message cache), `task` (the per-task scratchpad), `nodes`, `routers` (and
+//! reducers), `savers`, `run` (one run's set-up and results), `errors`, `stream`, and
+//! `compiled` (the `_GraphCore` class).
+
+mod compiled;
+mod errors;
+mod nodes;
+mod routers;
+mod run;
+mod savers;
+mod stream;
+mod task;
+mod values;
+
+use std::sync::Arc;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use super::convert::value_from_py;
+use super::messages::message_to_py;
+use crate::message::Message;
+use run::GraphCore;
+use savers::{PyMemorySaver, PySqliteSaver};
+use stream::{AsyncGraphStream, GraphStream};
+use task::TaskScratch;
+
+/// Rebuilds a message from its `model_dump()` dict.
+#[pyfunction]
+pub fn _message_from_dict<'py>(
+    py: Python<'py>,
+    d: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let v = value_from_py(d, "a message dict")?;
+    let m: Message = serde_json::from_value(v)
+        .map_err(|e| PyValueError::new_err(format!("not a message: {e}")))?;
+    message_to_py(py, Arc::new(m))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<GraphCore>()?;
+    m.add_class::<GraphStream>()?;
+    m.add_class::<AsyncGraphStream>()?;
+    m.add_class::<TaskScratch>()?;
+    m.add_class::<PyMemorySaver>()?;
+    m.add_class::<PySqliteSaver>()?;
+    m.add_function(wrap_pyfunction!(_message_from_dict, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,336 @@
+//! Python nodes (sync, async, dual) and the tool node on the core step loop; a
+//! node's exception becomes the run's failure with the exception kept inside it.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use super::super::aio::{run_async, AsyncResult, MakeCoro};
+use super::super::env::PyRunEnv;
+use super::super::messages::message_to_py;
+use super::super::pool::Pool;
+use super::super::toolnode::{is_graph_interrupt, tool_results, ToolNodeCore};
+use super::task::{call_in, task_context};
+use super::values::{host, val_to_py, Shared};
+use crate::error::HostError;
+use crate::executor::RunContext;
+use crate::graph::{
+    modes, GraphError, MessageList, NodeFailure, NodeOutput, NodeRunner, StateView, TaskContext,
+    Val,
+};
+use crate::message::MessageKind;
+
+/// A node error as the run's failure; the original exception travels inside it.
+pub(super) fn node_failure(py: Python<'_>, ctx: &TaskContext, e: PyErr) -> NodeFailure {
+    if is_graph_interrupt(py, &e) {
+        let v = e
+            .value(py)
+            .getattr("value")
+            .map(host)
+            .unwrap_or(Val::Json(Value::Null));
+        return NodeFailure::Interrupt(v);
+    }
+    let ty = e
+        .get_type(py)
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_default();
+    let message = format!("{ty}: {}", e.value(py));
+    NodeFailure::Error(node_error(py, ctx, message, e))
+}
+
+/// `ctx`'s failure with the Python exception `e` kept whole (traceback included).
+pub(super) fn node_error(
+    py: Python<'_>,
+    ctx: &TaskContext,
+    message: String,
+    e: PyErr,
+) -> GraphError {
+    if let Some(tb) = e.traceback(py) {
+        let _ = e.value(py).setattr("__traceback__", tb);
+    }
+    ctx.node_error(message, Some(HostError::new(e)))
+}
+
+pub(super) fn env_of(ctx: &TaskContext) -> Result<Arc<PyRunEnv>, NodeFailure> {
+    ctx.host
+        .clone()
+        .and_then(|h| h.downcast::<PyRunEnv>().ok())
+        .ok_or_else(|| {
+            NodeFailure::Error(GraphError::Config(
+                "a Python node ran outside a Python run".into(),
+            ))
+        })
+}
+
+// ---------------------------------------------------------------------------------
+// Nodes
+
+/// Which optional parameters a node function takes.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Wants {
+    pub(super) config: bool,
+    pub(super) store: bool,
+    pub(super) writer: bool,
+}
+
+pub(super) struct PyNode {
+    pub(super) name: String,
+    pub(super) func: Py<PyAny>,
+    pub(super) is_async: bool,
+    /// An async variant, used under `ainvoke` (e.g. a model's `ainvoke`).
+    pub(super) afunc: Option<Py<PyAny>>,
+    pub(super) wants: Wants,
+    pub(super) shared: Arc<Shared>,
+}
+
+impl PyNode {
+    pub(super) fn call<'py>(
+        &self,
+        py: Python<'py>,
+        view: &StateView,
+        arg: &Option<Val>,
+        ctx: &TaskContext,
+        env: &PyRunEnv,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+        let input = match arg {
+            Some(a) => val_to_py(py, a)?,
+            None => self.shared.node_input(py, view)?,
+        };
+        let kw = PyDict::new(py);
+        if self.wants.config {
+            kw.set_item("config", env.config.as_ref().map(|c| c.bind(py).clone()))?;
+        }
+        if self.wants.store {
+            kw.set_item(
+                "store",
+                self.shared.store.as_ref().map(|s| s.bind(py).clone()),
+            )?;
+        }
+        if self.wants.writer {
+            kw.set_item(
+                "writer",
+                py.import("ironloop.graph")?.getattr("_task_writer")?,
+            )?;
+        }
+        let kw = if kw.is_empty() { None } else { Some(&kw) };
+        let (context, _) = task_context(py, env, ctx)?;
+        let r = call_in(
+            py,
+            &context,
+            self.func.bind(py),
+            PyTuple::new(py, [input])?,
+            kw,
+        )?;
+        Ok((r, context))
+    }
+
+    pub(super) fn finish(
+        &self,
+        py: Python<'_>,
+        r: PyResult<Bound<'_, PyAny>>,
+        ctx: &TaskContext,
+    ) -> Result<NodeOutput, NodeFailure> {
+        let r = r.map_err(|e| node_failure(py, ctx, e))?;
+        let mut out = NodeOutput::default();
+        self.shared
+            .output(py, &self.name, &r, &mut out)
+            .map_err(|e| node_failure(py, ctx, e))?;
+        if !r.is_none() {
+            out.update = Some(host(r));
+        }
+        Ok(out)
+    }
+}
+
+#[async_trait]
+impl NodeRunner for PyNode {
+    async fn run(
+        &self,
+        view: StateView,
+        arg: Option<Val>,
+        ctx: TaskContext,
+    ) -> Result<NodeOutput, NodeFailure> {
+        let env = env_of(&ctx)?;
+        let use_async = self.is_async || (self.afunc.is_some() && env.caller_loop);
+        if use_async {
+            let func = match (&self.afunc, env.caller_loop) {
+                (Some(a), true) => Python::attach(|py| a.clone_ref(py)),
+                _ => Python::attach(|py| self.func.clone_ref(py)),
+            };
+            let this = PyNodeRef {
+                func,
+                name: self.name.clone(),
+                wants: self.wants,
+                shared: self.shared.clone(),
+            };
+            let (ctx2, env2) = (ctx.clone(), env.clone());
+            let this2 = PyNodeRef {
+                func: Python::attach(|py| this.func.clone_ref(py)),
+                name: this.name.clone(),
+                wants: this.wants,
+                shared: this.shared.clone(),
+            };
+            let ctx3 = ctx.clone();
+            let make: MakeCoro = Box::new(move |py| {
+                let n = this.node(py);
+                let (coro, context) = n.call(py, &view, &arg, &ctx2, &env2)?;
+                Ok((coro.unbind(), Some(context.unbind())))
+            });
+            let r = run_async(&env, make, move |py, r| {
+                let n = this2.node(py);
+                match r {
+                    AsyncResult::Done(res) => n.finish(py, res, &ctx3),
+                    AsyncResult::Cancelled => Err(NodeFailure::Error(GraphError::Cancelled)),
+                }
+            })
+            .await;
+            return r.unwrap_or_else(|e| Err(NodeFailure::Error(ctx.node_error(e, None))));
+        }
+        if ctx.inline {
+            return Python::attach(|py| {
+                let r = self.call(py, &view, &arg, &ctx, &env).map(|(r, _)| r);
+                self.finish(py, r, &ctx)
+            });
+        }
+        let (tx, rx) = oneshot::channel();
+        let this = PyNodeRef {
+            func: Python::attach(|py| self.func.clone_ref(py)),
+            name: self.name.clone(),
+            wants: self.wants,
+            shared: self.shared.clone(),
+        };
+        let ctx2 = ctx.clone();
+        Pool::global().submit(Box::new(move |py| {
+            if tx.is_closed() {
+                return;
+            }
+            let n = this.node(py);
+            let r = n.call(py, &view, &arg, &ctx2, &env).map(|(r, _)| r);
+            let _ = tx.send(n.finish(py, r, &ctx2));
+        }));
+        rx.await
+            .unwrap_or(Err(NodeFailure::Error(GraphError::Cancelled)))
+    }
+}
+
+/// The parts of a node a job on another thread needs.
+pub(super) struct PyNodeRef {
+    pub(super) func: Py<PyAny>,
+    pub(super) name: String,
+    pub(super) wants: Wants,
+    pub(super) shared: Arc<Shared>,
+}
+
+impl PyNodeRef {
+    pub(super) fn node(&self, py: Python<'_>) -> PyNode {
+        PyNode {
+            name: self.name.clone(),
+            func: self.func.clone_ref(py),
+            is_async: false,
+            afunc: None,
+            wants: self.wants,
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+/// A `ToolNode` in a graph: reads the last AI message from the messages channel and
+/// runs its calls through the executor, with no Python in between.
+pub(super) struct ToolsNode {
+    pub(super) name: String,
+    pub(super) core: Py<ToolNodeCore>,
+    pub(super) channel: String,
+    pub(super) shared: Arc<Shared>,
+}
+
+#[async_trait]
+impl NodeRunner for ToolsNode {
+    async fn run(
+        &self,
+        view: StateView,
+        arg: Option<Val>,
+        ctx: TaskContext,
+    ) -> Result<NodeOutput, NodeFailure> {
+        let env = env_of(&ctx)?;
+        let calls = match (&arg, view.get(&self.channel)) {
+            (Some(a), _) => Python::attach(|py| -> PyResult<_> {
+                // Send("tools", tool_call): run that one call.
+                let obj = val_to_py(py, a)?;
+                Ok(vec![super::super::convert::tool_call_from_py(&obj)?])
+            })
+            .map_err(|e| Python::attach(|py| node_failure(py, &ctx, e)))?,
+            (None, Some(Val::Messages(l))) => l
+                .iter()
+                .rev()
+                .find(|m| matches!(m.kind, MessageKind::Ai { .. }))
+                .map(|m| m.tool_calls().to_vec())
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        let (executor, state, tool_env) = Python::attach(|py| -> PyResult<_> {
+            let core = self.core.borrow(py);
+            let state = self.shared.state_dict(py, &view)?.into_any().unbind();
+            // Tools see the task's scratchpad (for interrupt()) in their context, and
+            // their progress goes to the graph's custom stream.
+            let (context, scratch) = task_context(py, &env, &ctx)?;
+            let on_progress = match &ctx.stream {
+                Some(s) if s.wants(modes::CUSTOM) => Some(scratch.getattr("write")?.unbind()),
+                _ => None,
+            };
+            let tool_env = Arc::new(PyRunEnv {
+                context: context.unbind(),
+                event_loop: env.event_loop.clone_ref(py),
+                caller_loop: env.caller_loop,
+                state: Some(state.clone_ref(py)),
+                store: self.shared.store.as_ref().map(|s| s.clone_ref(py)),
+                on_progress,
+                config: env.config.as_ref().map(|c| c.clone_ref(py)),
+                errors: Default::default(),
+                pending: Default::default(),
+                drain_scheduled: Default::default(),
+            });
+            Ok((core.executor.clone(), state, tool_env))
+        })
+        .map_err(|e| Python::attach(|py| node_failure(py, &ctx, e)))?;
+        let _ = state;
+        let run = RunContext {
+            cancel: ctx.cancel.clone(),
+            host: Some(tool_env.clone()),
+            inline: ctx.inline,
+            ..Default::default()
+        };
+        let results = executor.execute(&calls, &run).await;
+        Python::attach(|py| {
+            let core = self.core.borrow(py);
+            let (msgs, commands) =
+                tool_results(py, core.handle_errors.bind(py), results, &tool_env)
+                    .map_err(|e| node_failure(py, &ctx, e))?;
+            let mut out = NodeOutput::default();
+            for c in commands {
+                self.shared
+                    .output(py, &self.name, c.bind(py), &mut out)
+                    .map_err(|e| node_failure(py, &ctx, e))?;
+            }
+            if !msgs.is_empty() {
+                out.writes.push((
+                    self.channel.clone(),
+                    Val::Messages(MessageList::from_messages(msgs.clone())),
+                ));
+            }
+            let d = PyDict::new(py);
+            let list = PyList::empty(py);
+            for m in msgs {
+                list.append(message_to_py(py, m).map_err(|e| node_failure(py, &ctx, e))?)
+                    .map_err(|e| node_failure(py, &ctx, e))?;
+            }
+            let _ = d.set_item(&self.channel, list);
+            out.update = Some(host(d.into_any()));
+            Ok(out)
+        })
+    }
+}

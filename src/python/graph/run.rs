@@ -1,0 +1,342 @@
+//! One run from Python: reading `config`, starting it, and turning its result,
+//! snapshots and failures into Python values.
+
+use std::sync::Arc;
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
+
+use super::super::convert::{import_cached, value_from_py, value_to_py};
+use super::super::env::PyRunEnv;
+use super::super::toolnode::command_class;
+use super::errors::graph_error;
+use super::stream::{GraphStreamShape, StreamMsg, StreamSend};
+use super::task::TaskScratch;
+use super::values::{host, val_to_py, PyCodec, Shared, TASK_VAR};
+use crate::checkpoint::CheckpointRecord;
+use crate::graph::{
+    Graph, GraphError, InterruptInfo, NodeOutput, Resume, RunInput, RunOptions, RunResult,
+    Snapshot, StreamSink, ValueCodec, START,
+};
+
+// ---------------------------------------------------------------------------------
+// The compiled graph
+
+/// `(name, kind, reducer, initial)` for each channel, as `StateGraph.compile` sends it.
+pub(super) type ChannelArg = (String, String, Option<Py<PyAny>>, Option<Py<PyAny>>);
+/// `(name, function, kind, is_async, wanted parameters, async variant)` for each node.
+pub(super) type NodeArg = (
+    String,
+    Py<PyAny>,
+    String,
+    bool,
+    Vec<String>,
+    Option<Py<PyAny>>,
+);
+/// `(source, path, kind, path_map, possible ends)` for each conditional edge.
+pub(super) type BranchArg = (
+    String,
+    Py<PyAny>,
+    String,
+    Option<Py<PyDict>>,
+    Option<Vec<String>>,
+);
+
+#[pyclass(name = "_GraphCore", module = "ironloop._ironloop", frozen)]
+pub struct GraphCore {
+    pub(super) graph: Arc<Graph>,
+    pub(super) shared: Arc<Shared>,
+}
+
+/// What a Python call passes for a run.
+pub(super) struct RunSetup {
+    pub(super) input: RunInput,
+    pub(super) opts: RunOptions,
+}
+
+pub(super) fn parent_sink(py: Python<'_>) -> PyResult<Option<StreamSink>> {
+    let var = import_cached(py, &TASK_VAR, "ironloop._runtime", "task_var")?;
+    let cur = var.call_method1(intern!(py, "get"), (py.None(),))?;
+    Ok(match cur.cast::<TaskScratch>() {
+        Ok(sc) => sc.borrow().nested_sink(),
+        Err(_) => None,
+    })
+}
+
+pub(super) fn config_str(cfg: &Bound<'_, PyAny>, key: &str) -> PyResult<Option<String>> {
+    let Ok(d) = cfg.cast::<PyDict>() else {
+        return Ok(None);
+    };
+    let Some(c) = d.get_item("configurable")? else {
+        return Ok(None);
+    };
+    let Ok(c) = c.cast::<PyDict>() else {
+        return Ok(None);
+    };
+    match c.get_item(key)? {
+        Some(v) if !v.is_none() => Ok(Some(v.str()?.to_string())),
+        _ => Ok(None),
+    }
+}
+
+impl GraphCore {
+    pub(super) fn setup(
+        &self,
+        py: Python<'_>,
+        input: &Bound<'_, PyAny>,
+        config: Option<&Bound<'_, PyAny>>,
+        event_loop: Option<Py<PyAny>>,
+        stream: Option<StreamSink>,
+    ) -> PyResult<RunSetup> {
+        // A run inside a task of a streaming run (a subgraph, a sub-agent) streams
+        // into it when it asked for subgraph events.
+        let stream = match stream {
+            Some(s) => Some(s),
+            None => parent_sink(py)?,
+        };
+        let mut opts = RunOptions {
+            stream,
+            ..Default::default()
+        };
+        let cfg = match config {
+            Some(c) if !c.is_none() => c.clone(),
+            _ => PyDict::new(py).into_any(),
+        };
+        if !cfg.is_none() && cfg.cast::<PyDict>().is_err() {
+            return Err(PyTypeError::new_err(
+                "config must be a dict, e.g. {\"configurable\": {\"thread_id\": \"1\"}}",
+            ));
+        }
+        opts.thread_id = config_str(&cfg, "thread_id")?;
+        opts.checkpoint_id = config_str(&cfg, "checkpoint_id")?;
+        if let Ok(d) = cfg.cast::<PyDict>() {
+            if let Some(r) = d.get_item("recursion_limit")? {
+                let n: i64 = r
+                    .extract()
+                    .map_err(|_| PyTypeError::new_err("recursion_limit must be an int"))?;
+                if n < 1 {
+                    return Err(PyValueError::new_err(format!(
+                        "recursion_limit must be at least 1, got {n}"
+                    )));
+                }
+                opts.recursion_limit = n as usize;
+            }
+            if let Some(m) = d.get_item("metadata")? {
+                opts.metadata = value_from_py(&m, "config metadata")?;
+            }
+        }
+        let run_input = if input.is_none() {
+            RunInput::Continue
+        } else if input.is_instance(command_class(py)?)? {
+            let resume = input.getattr("resume")?;
+            if resume.is_none() {
+                return Err(PyValueError::new_err(
+                    "as a graph input, Command must carry resume=...; to change the state use update_state()",
+                ));
+            }
+            if let Ok(d) = resume.cast::<PyDict>() {
+                // {interrupt_id: value} when several interrupts are pending.
+                let ids_look_like_tasks = d.keys().iter().all(|k| {
+                    k.extract::<String>()
+                        .map(|s| s.contains(':'))
+                        .unwrap_or(false)
+                });
+                if ids_look_like_tasks && !d.is_empty() {
+                    let mut m = Vec::new();
+                    for (k, v) in d.iter() {
+                        m.push((k.extract()?, host(v)));
+                    }
+                    RunInput::Resume(Resume::ById(m))
+                } else {
+                    RunInput::Resume(Resume::One(host(resume)))
+                }
+            } else {
+                RunInput::Resume(Resume::One(host(resume)))
+            }
+        } else {
+            let mut out = NodeOutput::default();
+            let d = if input.cast::<PyDict>().is_ok() {
+                input.clone()
+            } else {
+                py.import("ironloop.graph")?
+                    .getattr("_as_update")?
+                    .call1((input, START))?
+            };
+            self.shared.writes_from(py, START, &d, &mut out)?;
+            RunInput::Values(out.writes)
+        };
+        let env = PyRunEnv::capture(
+            py,
+            event_loop,
+            None,
+            self.shared.store.as_ref().map(|s| s.clone_ref(py)),
+            None,
+            Some(cfg.unbind()),
+        )?;
+        opts.host = Some(env);
+        Ok(RunSetup {
+            input: run_input,
+            opts,
+        })
+    }
+
+    /// Starts a run whose events (and then its result) go to `send`; returns how to
+    /// shape them for Python.
+    pub(super) fn start_stream(
+        &self,
+        py: Python<'_>,
+        input: &Bound<'_, PyAny>,
+        config: Option<&Bound<'_, PyAny>>,
+        event_loop: Option<Py<PyAny>>,
+        (bits, wanted, single, subgraphs): (u8, u8, bool, bool),
+        send: StreamSend,
+    ) -> PyResult<GraphStreamShape> {
+        let send: Arc<dyn Fn(StreamMsg) + Send + Sync> = Arc::from(send);
+        let events = send.clone();
+        let sink = StreamSink {
+            modes: bits,
+            subgraphs,
+            send: Arc::new(move |ev| events(StreamMsg::Event(ev))),
+        };
+        let s = self.setup(py, input, config, event_loop, Some(sink))?;
+        let thread = s.opts.thread_id.clone().unwrap_or_default();
+        let cancel = s.opts.cancel.clone();
+        let (graph, stop) = (self.graph.clone(), cancel.clone());
+        super::super::runtime::runtime().spawn(async move {
+            let r = tokio::select! {
+                r = graph.run(s.input, s.opts) => r,
+                _ = stop.cancelled() => Err(GraphError::Cancelled),
+            };
+            send(StreamMsg::Done(r));
+        });
+        Ok(GraphStreamShape {
+            shared: self.shared.clone(),
+            wanted,
+            single,
+            thread,
+            subgraphs,
+            cancel,
+        })
+    }
+
+    pub(super) fn output<'py>(
+        &self,
+        py: Python<'py>,
+        r: Result<RunResult, GraphError>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let r = r.map_err(|e| graph_error(py, e))?;
+        let d = self.shared.state_dict(py, &r.state)?;
+        if !r.interrupts.is_empty() {
+            d.set_item("__interrupt__", interrupts_to_py(py, &r.interrupts)?)?;
+        }
+        Ok(d.into_any())
+    }
+
+    pub(super) fn snapshot_to_py<'py>(
+        &self,
+        py: Python<'py>,
+        thread: &str,
+        s: Snapshot,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let values = self.shared.state_dict(py, &s.state)?;
+        snapshot(
+            py,
+            thread,
+            &s.record,
+            s.parent.as_ref(),
+            values.into_any(),
+            &s.pending,
+            self,
+        )
+    }
+}
+
+pub(super) fn interrupts_to_py<'py>(
+    py: Python<'py>,
+    is: &[InterruptInfo],
+) -> PyResult<Bound<'py, PyAny>> {
+    let cls = py.import("ironloop.types")?.getattr("Interrupt")?;
+    let items = is
+        .iter()
+        .filter(|i| !i.id.starts_with("before:") && !i.id.starts_with("after:"))
+        .map(|i| cls.call1((val_to_py(py, &i.value)?, &i.id)))
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(PyList::new(py, items)?.into_any())
+}
+
+pub(super) fn config_dict<'py>(
+    py: Python<'py>,
+    thread: &str,
+    id: &str,
+) -> PyResult<Bound<'py, PyDict>> {
+    let c = PyDict::new(py);
+    c.set_item("thread_id", thread)?;
+    c.set_item("checkpoint_ns", "")?;
+    c.set_item("checkpoint_id", id)?;
+    let d = PyDict::new(py);
+    d.set_item("configurable", c)?;
+    Ok(d)
+}
+
+pub(super) fn snapshot<'py>(
+    py: Python<'py>,
+    thread: &str,
+    r: &CheckpointRecord,
+    parent: Option<&CheckpointRecord>,
+    values: Bound<'py, PyAny>,
+    pending: &[crate::checkpoint::PendingWrite],
+    core: &GraphCore,
+) -> PyResult<Bound<'py, PyAny>> {
+    let types = py.import("ironloop.types")?;
+    let next = PyTuple::new(py, r.next.iter().map(|t| t.node.as_str()))?;
+    let interrupt_cls = types.getattr("Interrupt")?;
+    let task_cls = types.getattr("PregelTask")?;
+    let mut all_interrupts = Vec::new();
+    let mut tasks = Vec::new();
+    for t in &r.next {
+        let mut its = Vec::new();
+        for w in pending
+            .iter()
+            .filter(|w| w.task_id == t.id && w.channel == "__interrupt__")
+        {
+            let v = PyCodec
+                .decode("__interrupt__", w.value.clone())
+                .map_err(|e| PyValueError::new_err(e.to_string()))?;
+            let i = interrupt_cls.call1((val_to_py(py, &v)?, &t.id))?;
+            all_interrupts.push(i.clone());
+            its.push(i);
+        }
+        let kw = PyDict::new(py);
+        kw.set_item("interrupts", PyTuple::new(py, its)?)?;
+        tasks.push(task_cls.call((&t.id, &t.node), Some(&kw))?);
+    }
+    let metadata = value_to_py(py, &r.metadata)?;
+    let created = py
+        .import("datetime")?
+        .getattr("datetime")?
+        .call_method1(
+            "fromtimestamp",
+            (
+                r.created_at,
+                py.import("datetime")?.getattr("timezone")?.getattr("utc")?,
+            ),
+        )?
+        .call_method0("isoformat")?;
+    let parent_config = match parent.map(|p| p.id.as_str()).or(r.parent_id.as_deref()) {
+        Some(p) => config_dict(py, thread, p)?.into_any(),
+        None => py.None().into_bound(py),
+    };
+    let _ = core;
+    types.getattr("StateSnapshot")?.call1((
+        values,
+        next,
+        config_dict(py, thread, &r.id)?,
+        metadata,
+        created,
+        parent_config,
+        PyTuple::new(py, tasks)?,
+        PyTuple::new(py, all_interrupts)?,
+    ))
+}

@@ -1,0 +1,390 @@
+//! `stream()` / `astream()`: events of a run as Python items, per stream mode.
+
+use std::sync::{Arc, Mutex};
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use tokio_util::sync::CancellationToken;
+
+use super::super::convert::value_to_py;
+use super::errors::graph_error;
+use super::run::{config_dict, interrupts_to_py};
+use super::values::{val_to_py, Shared};
+use crate::graph::{modes, GraphError, RunResult, StreamEvent};
+
+pub(super) enum StreamMsg {
+    Event(StreamEvent),
+    Done(Result<RunResult, GraphError>),
+}
+
+/// `(namespace, mode, chunk)` of a stream event.
+pub(super) type StreamItem<'py> = (Vec<String>, &'static str, Bound<'py, PyAny>);
+
+/// A stream event as `(namespace, mode, chunk)`; the namespace is empty for the
+/// run's own events and lists `"node:task"` steps for a subgraph's.
+pub(super) fn event_to_py<'py>(
+    py: Python<'py>,
+    shared: &Shared,
+    thread: &str,
+    ev: StreamEvent,
+) -> PyResult<Option<StreamItem<'py>>> {
+    let mut ns = Vec::new();
+    let mut ev = ev;
+    while let StreamEvent::Nested { ns: n, ev: inner } = ev {
+        ns.push(n);
+        ev = *inner;
+    }
+    let nested = !ns.is_empty();
+    Ok(flat_event_to_py(py, shared, thread, ev, nested)?.map(|(m, c)| (ns, m, c)))
+}
+
+pub(super) fn flat_event_to_py<'py>(
+    py: Python<'py>,
+    shared: &Shared,
+    thread: &str,
+    ev: StreamEvent,
+    nested: bool,
+) -> PyResult<Option<(&'static str, Bound<'py, PyAny>)>> {
+    Ok(Some(match ev {
+        // A subgraph's state is not this graph's: no cached message lists for it.
+        StreamEvent::Values(v) if nested => {
+            let d = PyDict::new(py);
+            for (name, val) in v.iter() {
+                d.set_item(name, val_to_py(py, val)?)?;
+            }
+            ("values", d.into_any())
+        }
+        StreamEvent::Nested { .. } => return Ok(None),
+        StreamEvent::Values(v) => ("values", shared.state_dict(py, &v)?.into_any()),
+        StreamEvent::Updates { node, update } => {
+            let d = PyDict::new(py);
+            d.set_item(
+                node,
+                match update {
+                    Some(u) => val_to_py(py, &u)?,
+                    None => py.None().into_bound(py),
+                },
+            )?;
+            ("updates", d.into_any())
+        }
+        StreamEvent::Interrupt(is) => {
+            let d = PyDict::new(py);
+            d.set_item("__interrupt__", interrupts_to_py(py, &is)?)?;
+            ("updates", d.into_any())
+        }
+        StreamEvent::Custom(v) => ("custom", val_to_py(py, &v)?),
+        StreamEvent::Message { chunk, node } => {
+            let meta = PyDict::new(py);
+            meta.set_item("langgraph_node", node)?;
+            (
+                "messages",
+                PyTuple::new(py, [val_to_py(py, &chunk)?, meta.into_any()])?.into_any(),
+            )
+        }
+        StreamEvent::DebugTask {
+            step,
+            id,
+            node,
+            input,
+        } => {
+            let p = PyDict::new(py);
+            p.set_item("id", id)?;
+            p.set_item("name", node)?;
+            p.set_item(
+                "input",
+                match input {
+                    Some(v) => val_to_py(py, &v)?,
+                    None => py.None().into_bound(py),
+                },
+            )?;
+            p.set_item("triggers", PyList::empty(py))?;
+            ("debug", debug_event(py, "task", step, p)?)
+        }
+        StreamEvent::DebugTaskResult {
+            step,
+            id,
+            node,
+            writes,
+            error,
+            interrupts,
+        } => {
+            let p = PyDict::new(py);
+            p.set_item("id", id)?;
+            p.set_item("name", node)?;
+            p.set_item("error", error)?;
+            let result = PyList::empty(py);
+            for (c, v) in &writes {
+                result.append(PyTuple::new(
+                    py,
+                    [PyString::new(py, c).into_any(), val_to_py(py, v)?],
+                )?)?;
+            }
+            p.set_item("result", result)?;
+            let its = PyList::empty(py);
+            for v in &interrupts {
+                its.append(val_to_py(py, v)?)?;
+            }
+            p.set_item("interrupts", its)?;
+            ("debug", debug_event(py, "task_result", step, p)?)
+        }
+        StreamEvent::DebugCheckpoint {
+            step,
+            checkpoint_id,
+            parent_id,
+            state,
+            next,
+            metadata,
+        } => {
+            let p = PyDict::new(py);
+            p.set_item(
+                "config",
+                match &checkpoint_id {
+                    Some(id) => config_dict(py, thread, id)?.into_any(),
+                    None => py.None().into_bound(py),
+                },
+            )?;
+            p.set_item(
+                "parent_config",
+                match &parent_id {
+                    Some(id) => config_dict(py, thread, id)?.into_any(),
+                    None => py.None().into_bound(py),
+                },
+            )?;
+            p.set_item("values", shared.state_dict(py, &state)?)?;
+            p.set_item("metadata", value_to_py(py, &metadata)?)?;
+            p.set_item("next", PyList::new(py, &next)?)?;
+            p.set_item(
+                "tasks",
+                PyList::new(
+                    py,
+                    next.iter().map(|n| {
+                        let d = PyDict::new(py);
+                        let _ = d.set_item("name", n);
+                        d
+                    }),
+                )?,
+            )?;
+            ("debug", debug_event(py, "checkpoint", step, p)?)
+        }
+    }))
+}
+
+pub(super) fn debug_event<'py>(
+    py: Python<'py>,
+    kind: &str,
+    step: i64,
+    payload: Bound<'py, PyDict>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let d = PyDict::new(py);
+    d.set_item("type", kind)?;
+    let now = py.import("datetime")?.getattr("datetime")?.call_method1(
+        "now",
+        (py.import("datetime")?.getattr("timezone")?.getattr("utc")?,),
+    )?;
+    d.set_item("timestamp", now.call_method0("isoformat")?)?;
+    d.set_item("step", step)?;
+    d.set_item("payload", payload)?;
+    Ok(d.into_any())
+}
+
+pub(super) fn parse_modes(modes_obj: &Bound<'_, PyAny>) -> PyResult<(u8, bool)> {
+    let names: Vec<String> = if let Ok(s) = modes_obj.extract::<String>() {
+        vec![s]
+    } else {
+        modes_obj.extract()?
+    };
+    let single = modes_obj.extract::<String>().is_ok();
+    let mut bits = 0u8;
+    for n in names {
+        bits |= match n.as_str() {
+            "values" => modes::VALUES,
+            "updates" => modes::UPDATES,
+            "custom" => modes::CUSTOM,
+            "messages" => modes::MESSAGES,
+            "debug" => modes::DEBUG,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "unknown stream_mode {other:?}: use values, updates, custom, messages or debug"
+                )))
+            }
+        };
+    }
+    Ok((bits, single))
+}
+
+/// Items of `stream()`: chunks, or (mode, chunk) when several modes were asked for.
+#[pyclass(name = "_GraphStream", module = "ironloop._ironloop")]
+pub struct GraphStream {
+    pub(super) rx: Mutex<std::sync::mpsc::Receiver<StreamMsg>>,
+    pub(super) shape: GraphStreamShape,
+    pub(super) done: bool,
+}
+
+/// What the next stream message means for an iterator.
+pub(super) enum Next {
+    Item(Py<PyAny>),
+    Skip,
+    End,
+}
+
+/// Where a streamed run's messages go.
+pub(super) type StreamSend = Box<dyn Fn(StreamMsg) + Send + Sync>;
+
+pub(super) fn mode_bit(name: &str) -> u8 {
+    match name {
+        "values" => modes::VALUES,
+        "updates" => modes::UPDATES,
+        "custom" => modes::CUSTOM,
+        "messages" => modes::MESSAGES,
+        "debug" => modes::DEBUG,
+        _ => 0,
+    }
+}
+
+impl GraphStreamShape {
+    /// What a message means for the iterator; a failed run raises its error.
+    pub(super) fn next_item(&self, py: Python<'_>, msg: StreamMsg) -> PyResult<Next> {
+        match msg {
+            StreamMsg::Event(ev) => match event_to_py(py, &self.shared, &self.thread, ev)? {
+                Some((ns, mode, chunk)) => Ok(match self.item(py, ns, mode, chunk)? {
+                    Some(i) => Next::Item(i.unbind()),
+                    None => Next::Skip,
+                }),
+                None => Ok(Next::Skip),
+            },
+            StreamMsg::Done(r) => {
+                r.map_err(|e| graph_error(py, e))?;
+                Ok(Next::End)
+            }
+        }
+    }
+
+    /// A stream item: the chunk, prefixed by its namespace (with `subgraphs=True`)
+    /// and its mode (when several modes were asked for); `None` for modes not asked for.
+    pub(super) fn item<'py>(
+        &self,
+        py: Python<'py>,
+        ns: Vec<String>,
+        mode: &'static str,
+        chunk: Bound<'py, PyAny>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        if self.wanted & mode_bit(mode) == 0 {
+            return Ok(None);
+        }
+        let mut parts = Vec::with_capacity(3);
+        if self.subgraphs {
+            parts.push(PyTuple::new(py, ns)?.into_any());
+        }
+        if !self.single {
+            parts.push(PyString::new(py, mode).into_any());
+        }
+        if parts.is_empty() {
+            return Ok(Some(chunk));
+        }
+        parts.push(chunk);
+        Ok(Some(PyTuple::new(py, parts)?.into_any()))
+    }
+}
+
+#[pymethods]
+impl GraphStream {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        loop {
+            if self.done {
+                return Ok(None);
+            }
+            let msg = {
+                let rx = &self.rx;
+                loop {
+                    let r = py.detach(|| {
+                        rx.lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .recv_timeout(std::time::Duration::from_millis(100))
+                    });
+                    match r {
+                        Ok(m) => break m,
+                        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                            if let Err(e) = py.check_signals() {
+                                self.shape.cancel.cancel();
+                                self.done = true;
+                                return Err(e);
+                            }
+                        }
+                        Err(_) => {
+                            self.done = true;
+                            return Ok(None);
+                        }
+                    }
+                }
+            };
+            match self.shape.next_item(py, msg) {
+                Ok(Next::Item(item)) => return Ok(Some(item)),
+                Ok(Next::Skip) => {}
+                Ok(Next::End) => {
+                    self.done = true;
+                    return Ok(None);
+                }
+                Err(e) => {
+                    self.done = true;
+                    return Err(e);
+                }
+            }
+        }
+    }
+}
+
+impl Drop for GraphStream {
+    fn drop(&mut self) {
+        // Abandoning the iterator stops the run.
+        if !self.done {
+            self.shape.cancel.cancel();
+        }
+    }
+}
+
+/// `astream()`'s source: `await next()` gives the next item, or raises StopAsyncIteration.
+#[pyclass(name = "_AsyncGraphStream", module = "ironloop._ironloop")]
+pub struct AsyncGraphStream {
+    pub(super) rx: Arc<tokio::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<StreamMsg>>>,
+    pub(super) shape: Arc<GraphStreamShape>,
+}
+
+pub(super) struct GraphStreamShape {
+    pub(super) shared: Arc<Shared>,
+    pub(super) wanted: u8,
+    pub(super) single: bool,
+    pub(super) thread: String,
+    pub(super) subgraphs: bool,
+    pub(super) cancel: CancellationToken,
+}
+
+#[pymethods]
+impl AsyncGraphStream {
+    fn next<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let rx = self.rx.clone();
+        let shape = self.shape.clone();
+        pyo3_async_runtimes::tokio::future_into_py(py, async move {
+            loop {
+                let msg = rx.lock().await.recv().await;
+                let next = Python::attach(|py| match msg {
+                    Some(m) => shape.next_item(py, m),
+                    None => Ok(Next::End),
+                })?;
+                match next {
+                    Next::Item(item) => return Ok(item),
+                    Next::Skip => {}
+                    Next::End => return Err(pyo3::exceptions::PyStopAsyncIteration::new_err(())),
+                }
+            }
+        })
+    }
+
+    fn cancel(&self) {
+        self.shape.cancel.cancel();
+    }
+}

@@ -1,0 +1,133 @@
+//! The per-task scratchpad: what `interrupt()` and `get_stream_writer()` find inside
+//! a node, and calling Python in a task's context.
+
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+
+use super::super::convert::import_cached;
+use super::super::env::PyRunEnv;
+use super::values::{host, val_to_py, TASK_VAR};
+use crate::graph::{modes, StreamEvent, StreamSink, TaskContext};
+
+// ---------------------------------------------------------------------------------
+// Per-task scratchpad: interrupt() and the stream writer
+
+/// What `interrupt()` and `get_stream_writer()` use inside a node.
+#[pyclass(name = "_TaskScratch", module = "ironloop._ironloop")]
+pub struct TaskScratch {
+    pub(super) resume: Vec<Py<PyAny>>,
+    pub(super) next: usize,
+    pub(super) stream: Option<StreamSink>,
+    pub(super) node: String,
+    pub(super) task_id: String,
+}
+
+impl TaskScratch {
+    /// Where a subgraph run inside this task streams, if the parent asked for
+    /// subgraph events.
+    pub(super) fn nested_sink(&self) -> Option<StreamSink> {
+        self.stream
+            .as_ref()
+            .and_then(|s| s.nested(format!("{}:{}", self.node, self.task_id)))
+    }
+}
+
+#[pymethods]
+impl TaskScratch {
+    /// The k-th call returns the k-th resume value; past them, the run pauses.
+    fn interrupt(&mut self, py: Python<'_>, value: Py<PyAny>) -> PyResult<Py<PyAny>> {
+        if let Some(v) = self.resume.get(self.next) {
+            self.next += 1;
+            return Ok(v.clone_ref(py));
+        }
+        let cls = py.import("ironloop.errors")?.getattr("GraphInterrupt")?;
+        Err(PyErr::from_value(cls.call1((value,))?))
+    }
+
+    /// Sends `payload` to the `custom` stream.
+    fn write(&self, payload: Bound<'_, PyAny>) {
+        if let Some(s) = &self.stream {
+            s.emit(modes::CUSTOM, || StreamEvent::Custom(host(payload)));
+        }
+    }
+
+    #[getter]
+    fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// The token sink of `stream_mode="messages"`: (chunk) pairs with this node.
+    fn write_message(&self, chunk: Bound<'_, PyAny>) {
+        if let Some(s) = &self.stream {
+            let node = self.node.clone();
+            s.emit(modes::MESSAGES, || StreamEvent::Message {
+                chunk: host(chunk),
+                node,
+            });
+        }
+    }
+
+    #[getter]
+    fn streams_messages(&self) -> bool {
+        self.stream
+            .as_ref()
+            .is_some_and(|s| s.wants(modes::MESSAGES))
+    }
+}
+
+/// A copy of the run's context with the task's scratchpad set, so that
+/// `interrupt()` and `get_stream_writer()` find it.
+pub(super) fn task_context<'py>(
+    py: Python<'py>,
+    env: &PyRunEnv,
+    ctx: &TaskContext,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, TaskScratch>)> {
+    let context = env.context.bind(py).call_method0(intern!(py, "copy"))?;
+    let scratch = Bound::new(
+        py,
+        TaskScratch {
+            resume: ctx
+                .resume
+                .iter()
+                .map(|v| val_to_py(py, v).map(Bound::unbind))
+                .collect::<PyResult<_>>()?,
+            next: 0,
+            stream: ctx.stream.clone(),
+            node: ctx.node.clone(),
+            task_id: ctx.task_id.clone(),
+        },
+    )?;
+    let var = import_cached(py, &TASK_VAR, "ironloop._runtime", "task_var")?;
+    context.call_method1(
+        intern!(py, "run"),
+        (var.getattr(intern!(py, "set"))?, &scratch),
+    )?;
+    Ok((context, scratch))
+}
+
+/// Calls `f(*args, **kw)` in `context`.
+pub(super) fn call_in<'py>(
+    py: Python<'py>,
+    context: &Bound<'py, PyAny>,
+    f: &Bound<'py, PyAny>,
+    args: Bound<'py, PyTuple>,
+    kw: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let mut all = vec![f.clone()];
+    all.extend(args.iter());
+    context.call_method(intern!(py, "run"), PyTuple::new(py, all)?, kw)
+}
+
+/// Calls `f(*args, **kw)` in a task context (see [`task_context`]).
+pub(super) fn call_in_task<'py>(
+    py: Python<'py>,
+    env: &PyRunEnv,
+    ctx: &TaskContext,
+    f: &Bound<'py, PyAny>,
+    args: Bound<'py, PyTuple>,
+    kw: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let (context, _) = task_context(py, env, ctx)?;
+    call_in(py, &context, f, args, kw)
+}
