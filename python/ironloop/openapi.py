@@ -27,7 +27,6 @@ a result or an error: they are replaced by ``[redacted]``.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Iterator, Mapping
 
@@ -48,18 +47,6 @@ def _headers(value: Mapping[str, str] | None) -> list[tuple[str, str]] | None:
             raise TypeError(f"headers must map str to str, got {k!r}: {type(v).__name__}")
         out.append((k, v))
     return out
-
-
-def _timeout(value: float | None) -> float | None:
-    if value is None:
-        return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not (value > 0 and math.isfinite(value))
-    ):
-        raise ValueError(f"timeout must be a positive number of seconds or None, got {value!r}")
-    return float(value)
 
 
 def _max_bytes(value: int) -> int:
@@ -101,11 +88,14 @@ class OpenApiToolset:
         skipped: Operations that did not become tools, as ``"METHOD /path: why"``
             (a required request body of a type other than JSON, form or text).
 
-    Raises:
-        ValueError: The spec is not valid JSON / YAML, not OpenAPI 3.x, has a
-            ``$ref`` to another document or to nothing, or gives no base URL.
-        FileNotFoundError: ``from_file``'s path does not exist.
-        ConnectionError: ``from_url`` cannot fetch the spec (or gets a non-2xx status).
+    Raises (all ``ironloop.errors.OpenApiError``, and the built-in named):
+        OpenApiSpecError: (a ``ValueError``) The spec is not valid JSON / YAML, not
+            OpenAPI 3.x, has a ``$ref`` to another document or to nothing, or gives no
+            base URL.
+        OpenApiFileNotFoundError: (a ``FileNotFoundError``) ``from_file``'s path does
+            not exist; ``OpenApiFileError`` (an ``OSError``) when it cannot be read.
+        OpenApiFetchError: (a ``ConnectionError``) ``from_url`` cannot fetch the spec
+            (or gets a non-2xx status).
 
     Example:
         >>> from ironloop import ToolNode
@@ -165,7 +155,7 @@ class OpenApiToolset:
                 text,
                 base_url=_base_url(base_url),
                 headers=_headers(headers),
-                timeout=_timeout(timeout),
+                timeout=timeout,
                 max_output_bytes=_max_bytes(max_output_bytes),
             )
         )
@@ -187,7 +177,7 @@ class OpenApiToolset:
                 os.fspath(path),
                 base_url=_base_url(base_url),
                 headers=_headers(headers),
-                timeout=_timeout(timeout),
+                timeout=timeout,
                 max_output_bytes=_max_bytes(max_output_bytes),
             )
         )
@@ -213,7 +203,7 @@ class OpenApiToolset:
                 url,
                 base_url=_base_url(base_url),
                 headers=_headers(headers),
-                timeout=_timeout(timeout),
+                timeout=timeout,
                 max_output_bytes=_max_bytes(max_output_bytes),
             )
         )
@@ -235,7 +225,7 @@ class OpenApiToolset:
             url,
             base_url=_base_url(base_url),
             headers=_headers(headers),
-            timeout=_timeout(timeout),
+            timeout=timeout,
             max_output_bytes=_max_bytes(max_output_bytes),
         )
         return cls(made)

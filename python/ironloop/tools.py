@@ -10,22 +10,11 @@ enter Python.
 
 from __future__ import annotations
 
-import math
 import os
 
 from ironloop._ironloop import NativeTool, _workspace_tools
 
 __all__ = ["NativeTool", "workspace"]
-
-
-def _seconds(name: str, value: float) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not (value > 0 and math.isfinite(value))
-    ):
-        raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
-    return float(value)
 
 
 def workspace(
@@ -80,8 +69,12 @@ def workspace(
         ``list_files``, ``search`` (, ``bash``).
 
     Raises:
-        FileNotFoundError: ``root`` does not exist.
-        ValueError: ``root`` is not a directory, or an option is out of range.
+        ironloop.errors.WorkspaceNotFoundError: (a ``FileNotFoundError``) ``root``
+            does not exist.
+        ironloop.errors.WorkspaceConfigError: (a ``ValueError``) ``root`` is not a
+            directory, or an option is out of range.
+        ironloop.errors.InvalidArgumentError: (a ``ValueError``) a timeout is not a
+            positive number of seconds.
 
     Example:
         >>> import tempfile
@@ -112,8 +105,8 @@ def workspace(
     return _workspace_tools(
         os.fspath(root),
         allow_bash=allow_bash,
-        bash_timeout=_seconds("bash_timeout", bash_timeout),
-        max_bash_timeout=_seconds("max_bash_timeout", max_bash_timeout),
+        bash_timeout=bash_timeout,
+        max_bash_timeout=max_bash_timeout,
         max_output_bytes=max_output_bytes,
-        timeout=None if timeout is None else _seconds("timeout", timeout),
+        timeout=timeout,
     )
