@@ -293,6 +293,7 @@ class _ChatModelCore:
         max_tokens: int | None = None,
         stop: Any = None,
         extra: Any = None,
+        **options: Any,  # any other keyword: a top-level request field
     ) -> AIMessage: ...
     def ainvoke(
         self,
@@ -306,6 +307,7 @@ class _ChatModelCore:
         max_tokens: int | None = None,
         stop: Any = None,
         extra: Any = None,
+        **options: Any,  # any other keyword: a top-level request field
     ) -> Awaitable[AIMessage]: ...
     def stream(
         self,
@@ -319,6 +321,7 @@ class _ChatModelCore:
         max_tokens: int | None = None,
         stop: Any = None,
         extra: Any = None,
+        **options: Any,  # any other keyword: a top-level request field
     ) -> _ChatStream: ...
 
 @final

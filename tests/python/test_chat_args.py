@@ -65,7 +65,7 @@ def test_a_body_field_named_extra_through_the_public_api(server: Loopback) -> No
 def test_a_bad_keyword_is_named_before_any_request(server: Loopback) -> None:
     c = core(server)
     with pytest.raises(TypeError) as info:
-        c.invoke("hi", max_tokens="many")
+        c.invoke("hi", max_tokens="many")  # type: ignore[arg-type]
     assert "while processing 'max_tokens'" in info.value.__notes__
     with pytest.raises(TypeError, match="extra body fields must be a dict"):
         c.stream("hi", extra=[1])

@@ -224,7 +224,9 @@ def test_workspace_errors(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("cls", [OpenAIChat, AnthropicChat])
-def test_model_connection_error_carries_its_attributes(cls: type) -> None:
+def test_model_connection_error_carries_its_attributes(
+    cls: type[OpenAIChat] | type[AnthropicChat],
+) -> None:
     model = cls("m", base_url=f"http://127.0.0.1:{closed_port()}", api_key="k", max_retries=0)
     e = raised(ModelError, lambda: model.invoke("hi"), "connection failed")
     assert e.provider == cls._provider
