@@ -31,6 +31,7 @@ import os
 from collections.abc import Iterator, Mapping
 
 from ironloop._ironloop import NativeTool, _openapi_toolset, _openapi_toolset_from_url_async
+from ironloop.errors import InvalidArgumentError
 
 __all__ = ["NativeTool", "OpenApiToolset"]
 
@@ -51,7 +52,7 @@ def _headers(value: Mapping[str, str] | None) -> list[tuple[str, str]] | None:
 
 def _max_bytes(value: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"max_output_bytes must be an int >= 1, got {value!r}")
+        raise InvalidArgumentError(f"max_output_bytes must be an int >= 1, got {value!r}")
     return value
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 
 from ironloop._ironloop import NativeTool, _workspace_tools
+from ironloop.errors import InvalidArgumentError
 
 __all__ = ["NativeTool", "workspace"]
 
@@ -74,7 +75,7 @@ def workspace(
         ironloop.errors.WorkspaceConfigError: (a ``ValueError``) ``root`` is not a
             directory, or an option is out of range.
         ironloop.errors.InvalidArgumentError: (a ``ValueError``) a timeout is not a
-            positive number of seconds.
+            positive number of seconds, or ``max_output_bytes`` is below 1.
 
     Example:
         >>> import tempfile
@@ -101,7 +102,9 @@ def workspace(
         or not isinstance(max_output_bytes, int)
         or max_output_bytes < 1
     ):
-        raise ValueError(f"max_output_bytes must be an int >= 1, got {max_output_bytes!r}")
+        raise InvalidArgumentError(
+            f"max_output_bytes must be an int >= 1, got {max_output_bytes!r}"
+        )
     return _workspace_tools(
         os.fspath(root),
         allow_bash=allow_bash,

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
-use pyo3::exceptions::{PyStopIteration, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyStopIteration, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 use serde_json::{Map, Value};
@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::args::Timeout;
 use super::convert::{message_from_py, value_from_py};
+use super::errors::Class;
 use super::messages::message_to_py;
 use super::runtime::{block_on, runtime};
 use crate::message::{Content, Message, MessageKind};
@@ -99,7 +100,7 @@ fn tool_choice_from_py(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<ToolCh
     match (v.get("type").and_then(Value::as_str), name) {
         (_, Some(n)) => Ok(Some(ToolChoice::Specific(n.to_owned()))),
         (Some(t), None) => Ok(Some(ToolChoice::parse(t))),
-        _ => Err(PyValueError::new_err(format!(
+        _ => Err(Class::InvalidArgument.new_err(format!(
             "tool_choice must be 'auto', 'required', 'none', a tool name or a provider dict; \
              got {v}"
         ))),

@@ -2,11 +2,11 @@
 //! [`crate::adapters::openapi`]). Reading, fetching and parsing the spec happen with
 //! the GIL released; the tools' calls never enter Python.
 
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use tokio_util::sync::CancellationToken;
 
 use super::args::Timeout;
+use super::errors::Class;
 use super::native_tool::NativeTool;
 use super::runtime::block_on;
 use crate::adapters::openapi::{OpenApiOptions, OpenApiToolset};
@@ -36,7 +36,7 @@ fn options(
     max_output_bytes: usize,
 ) -> PyResult<OpenApiOptions> {
     if max_output_bytes == 0 {
-        return Err(PyValueError::new_err("max_output_bytes must be at least 1"));
+        return Err(Class::InvalidArgument.new_err("max_output_bytes must be at least 1"));
     }
     Ok(OpenApiOptions {
         base_url,
@@ -71,7 +71,7 @@ fn _openapi_toolset(
             CancellationToken::new(),
         )?,
         other => {
-            return Err(PyValueError::new_err(format!(
+            return Err(Class::InvalidArgument.new_err(format!(
                 "kind must be 'str', 'file' or 'url', got {other:?}"
             )))
         }

@@ -258,3 +258,14 @@ def test_raised_classes_are_the_classes_of_ironloop_errors() -> None:
         with pytest.raises(OpenApiSpecError) as info:
             OpenApiToolset.from_str("[")
         assert type(info.value) is errors.OpenApiSpecError
+
+
+def test_other_out_of_range_arguments() -> None:
+    raised(
+        InvalidArgumentError,
+        lambda: OpenApiToolset.from_str(SPEC, max_output_bytes=0),
+        "max_output_bytes",
+    )
+    raised(InvalidArgumentError, lambda: workspace(".", max_output_bytes=0), "max_output_bytes")
+    model = OpenAIChat("m", api_key="k")
+    raised(InvalidArgumentError, lambda: model.invoke("hi", tool_choice={"x": 1}), "tool_choice")
