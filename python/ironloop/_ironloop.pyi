@@ -35,6 +35,7 @@ __all__ = [
     "_message_from_dict",
     "_openapi_toolset",
     "_openapi_toolset_from_url_async",
+    "_timeout_seconds",
     "_workspace_tools",
 ]
 
@@ -174,6 +175,11 @@ def _coerce_message(obj: Any) -> BaseMessage: ...
 def _coerce_messages(seq: Iterable[Any]) -> list[BaseMessage]: ...
 def _message_from_dict(d: dict[str, Any]) -> BaseMessage: ...
 def _json_schema_errors(schema: Any, value: Any) -> list[str]: ...
+def _timeout_seconds(value: float | None, name: str = "timeout") -> float | None:
+    """``value`` checked as a time limit (a positive, finite number of seconds; not a
+    bool) and returned as a float; None stays None. Raises
+    ``ironloop.errors.InvalidArgumentError`` (a ``ValueError``) whose message starts
+    with ``name``."""
 
 @final
 class MemorySaver:
@@ -264,7 +270,7 @@ class _ChatModelCore:
         api_key: str | None = None,
         temperature: float | None = None,
         max_tokens: int | None = None,
-        timeout: float | None = 60.0,
+        timeout: float | None = ...,  # 60.0
         max_retries: int = 2,
         parallel_tool_calls: bool | None = None,
         headers: list[tuple[str, str]] | None = None,
@@ -287,6 +293,7 @@ class _ChatModelCore:
         max_tokens: int | None = None,
         stop: Any = None,
         extra: Any = None,
+        **options: Any,  # any other keyword: a top-level request field
     ) -> AIMessage: ...
     def ainvoke(
         self,
@@ -300,6 +307,7 @@ class _ChatModelCore:
         max_tokens: int | None = None,
         stop: Any = None,
         extra: Any = None,
+        **options: Any,  # any other keyword: a top-level request field
     ) -> Awaitable[AIMessage]: ...
     def stream(
         self,
@@ -313,6 +321,7 @@ class _ChatModelCore:
         max_tokens: int | None = None,
         stop: Any = None,
         extra: Any = None,
+        **options: Any,  # any other keyword: a top-level request field
     ) -> _ChatStream: ...
 
 @final

@@ -4,29 +4,15 @@ from __future__ import annotations
 
 import functools
 import inspect
-import math
 from collections.abc import Sequence
 from typing import Any, Callable, TypeVar, overload
 
+from ironloop._ironloop import _timeout_seconds
 from ironloop._schema import function_spec
 
 __all__ = ["Tool", "compose_schema", "tool"]
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _check_timeout(name: str, timeout: float | None) -> float | None:
-    if timeout is None:
-        return None
-    if (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, (int, float))
-        or not (timeout > 0 and math.isfinite(timeout))
-    ):
-        raise ValueError(
-            f"tool {name!r}: timeout must be a positive number of seconds or None, got {timeout!r}"
-        )
-    return float(timeout)
 
 
 class Tool:
@@ -82,7 +68,7 @@ class Tool:
         self.parameters = parameters
         self.func = func
         self.return_direct = bool(return_direct)
-        self.timeout = _check_timeout(name, timeout)
+        self.timeout = _timeout_seconds(timeout, f"tool {name!r}: timeout")
         self._injected: dict[str, tuple[str, str | None]] = {}
         self._target: Callable[..., Any] = func
         self._is_async = _is_async_callable(func)

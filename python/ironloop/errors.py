@@ -12,21 +12,40 @@ __all__ = [
     "CheckpointSerializationError",
     "GraphInterrupt",
     "GraphRecursionError",
+    "InvalidArgumentError",
     "InvalidUpdateError",
     "IronloopError",
+    "McpConnectionError",
+    "McpError",
+    "McpSessionError",
     "ModelError",
+    "OpenApiError",
+    "OpenApiFetchError",
+    "OpenApiFileError",
+    "OpenApiFileNotFoundError",
+    "OpenApiSpecError",
     "ToolBlockedError",
     "ToolCancelledError",
     "ToolError",
     "ToolExecutionError",
     "ToolInvalidArgsError",
     "ToolNotFoundError",
+    "ToolSourceError",
     "ToolTimeoutError",
+    "WorkspaceConfigError",
+    "WorkspaceError",
+    "WorkspaceFileError",
+    "WorkspaceNotFoundError",
 ]
 
 
 class IronloopError(Exception):
     """Base class of ironloop's own exceptions."""
+
+
+class InvalidArgumentError(IronloopError, ValueError):
+    """An argument is out of range, e.g. a ``timeout`` that is not a positive number
+    of seconds."""
 
 
 class ToolError(IronloopError):
@@ -80,6 +99,64 @@ class ModelError(IronloopError):
     provider: str | None = None
     kind: str | None = None
     retryable: bool = False
+
+
+class ToolSourceError(IronloopError):
+    """A source of tools (an OpenAPI spec, an MCP server, a workspace directory)
+    could not be opened. Each error is also the built-in exception it used to be, so
+    ``except ValueError`` / ``except ConnectionError`` / ``except OSError`` code keeps
+    working."""
+
+
+class OpenApiError(ToolSourceError):
+    """An OpenAPI spec could not be read, fetched or made into tools."""
+
+
+class OpenApiSpecError(OpenApiError, ValueError):
+    """The spec is not valid JSON / YAML, not OpenAPI 3.x, has a ``$ref`` that cannot
+    be resolved, or gives no usable base URL; or an option (``base_url``, a header) is
+    invalid."""
+
+
+class OpenApiFetchError(OpenApiError, ConnectionError):
+    """``from_url`` could not fetch the spec (or got a status outside 2xx)."""
+
+
+class OpenApiFileError(OpenApiError, OSError):
+    """``from_file`` could not read the spec file."""
+
+
+class OpenApiFileNotFoundError(OpenApiFileError, FileNotFoundError):
+    """``from_file``'s path does not exist."""
+
+
+class McpError(ToolSourceError):
+    """An MCP server could not be reached, or its session failed."""
+
+
+class McpConnectionError(McpError, ConnectionError):
+    """The server could not be started or reached, or the handshake failed."""
+
+
+class McpSessionError(McpError, RuntimeError):
+    """The open session failed: the server answered with an error, exited, or broke
+    the protocol."""
+
+
+class WorkspaceError(ToolSourceError):
+    """The workspace tools could not be made for a root directory."""
+
+
+class WorkspaceConfigError(WorkspaceError, ValueError):
+    """The root is not a directory, or an option is out of range."""
+
+
+class WorkspaceNotFoundError(WorkspaceError, FileNotFoundError):
+    """The root does not exist."""
+
+
+class WorkspaceFileError(WorkspaceError, OSError):
+    """The root could not be resolved (permissions, a symlink loop...)."""
 
 
 class CheckpointSerializationError(CheckpointError, TypeError):

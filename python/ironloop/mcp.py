@@ -20,7 +20,6 @@ interpreter exits is closed then.
 from __future__ import annotations
 
 import atexit
-import math
 import os
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
@@ -39,18 +38,6 @@ def _close_all() -> None:
             ts.close()
         except Exception:
             pass
-
-
-def _timeout(value: float | None) -> float | None:
-    if value is None:
-        return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not (value > 0 and math.isfinite(value))
-    ):
-        raise ValueError(f"timeout must be a positive number of seconds, got {value!r}")
-    return float(value)
 
 
 def _prefix(value: str | None) -> str | None:
@@ -153,11 +140,14 @@ class McpToolset:
                 on the server and becomes an error ``ToolMessage``.
 
         Raises:
-            ConnectionError: The command cannot be started, or it does not complete
-                the MCP handshake (the message says which, and names the command).
+            ironloop.errors.McpConnectionError: (a ``ConnectionError``) The command
+                cannot be started, or it does not complete the MCP handshake (the
+                message says which, and names the command).
+            ironloop.errors.InvalidArgumentError: (a ``ValueError``) ``timeout`` is not
+                a positive number of seconds.
         """
         a = _stdio_args(command, args, env, cwd)
-        return cls(_McpToolset.stdio(*a, _prefix(prefix), _timeout(timeout)))
+        return cls(_McpToolset.stdio(*a, _prefix(prefix), timeout))
 
     @classmethod
     def http(
@@ -178,13 +168,12 @@ class McpToolset:
             timeout: As for ``stdio``.
 
         Raises:
-            ConnectionError: The server cannot be reached or the handshake fails.
+            ironloop.errors.McpConnectionError: (a ``ConnectionError``) The server
+                cannot be reached or the handshake fails.
         """
         if not isinstance(url, str):
             raise TypeError(f"url must be a str, got {url!r}")
-        return cls(
-            _McpToolset.http(url, _pairs("headers", headers), _prefix(prefix), _timeout(timeout))
-        )
+        return cls(_McpToolset.http(url, _pairs("headers", headers), _prefix(prefix), timeout))
 
     @classmethod
     async def astdio(
@@ -199,7 +188,7 @@ class McpToolset:
     ) -> McpToolset:
         """``stdio`` for async code: the event loop runs on while the server starts."""
         a = _stdio_args(command, args, env, cwd)
-        core = await _McpToolset.stdio_async(*a, _prefix(prefix), _timeout(timeout))
+        core = await _McpToolset.stdio_async(*a, _prefix(prefix), timeout)
         return cls(core)
 
     @classmethod
@@ -215,7 +204,7 @@ class McpToolset:
         if not isinstance(url, str):
             raise TypeError(f"url must be a str, got {url!r}")
         core = await _McpToolset.http_async(
-            url, _pairs("headers", headers), _prefix(prefix), _timeout(timeout)
+            url, _pairs("headers", headers), _prefix(prefix), timeout
         )
         return cls(core)
 

@@ -20,6 +20,7 @@ from ironloop._ironloop import (
     AIMessage,
     BaseMessage,
     _ChatModelCore,
+    _ChatStream,
     _coerce_message,
     _coerce_messages,
 )
@@ -188,9 +189,6 @@ def _schema_of(response_format: Any) -> Any:
     return {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
 
 
-_REQUEST_KEYS = ("parallel_tool_calls", "temperature", "max_tokens", "stop")
-
-
 class _HTTPChatModel:
     """The shared half of :class:`OpenAIChat` and :class:`AnthropicChat`."""
 
@@ -243,23 +241,41 @@ class _HTTPChatModel:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, url={self.url!r})"
 
+    def _start(
+        self,
+        messages: Sequence[Any] | str,
+        tools: Sequence[Any] | None,
+        tool_choice: Any,
+        kwargs: dict[str, Any],
+    ) -> _ChatStream:
+        """A streamed response; the one place the call's arguments go to the core."""
+        return self._core.stream(messages, **self._args(tools, tool_choice, kwargs))
+
     def _args(
         self, tools: Sequence[Any] | None, tool_choice: Any, kwargs: dict[str, Any]
     ) -> dict[str, Any]:
+        """The core's arguments. The core reads the request keywords
+        (``temperature``, ``stop``...) and sends any other keyword as a top-level
+        field of the request body (``top_p``, ``seed``...); here only what Python
+        converts: the tools, ``response_format`` and the extra body fields."""
         extra = dict(self.model_kwargs)
         extra.update(kwargs.pop("extra_body", None) or {})
-        args: dict[str, Any] = {
+        if "extra" in kwargs:  # a body field named "extra", not the core's keyword
+            extra["extra"] = kwargs.pop("extra")
+        if "response_format" in kwargs:
+            kwargs["response_format"] = _schema_of(kwargs["response_format"])
+        return {
+            **kwargs,
             "tools": _tool_dicts(tools),
             "tool_choice": tool_choice,
-            "response_format": _schema_of(kwargs.pop("response_format", None)),
+            "extra": extra or None,
         }
-        for k in _REQUEST_KEYS:
-            if k in kwargs:
-                args[k] = kwargs.pop(k)
-        # Any other keyword is a top-level field of the request body (top_p, seed...).
-        extra.update(kwargs)
-        args["extra"] = extra or None
-        return args
+
+    def _final(self, stream: _ChatStream) -> AIMessage:
+        final = stream.final_message
+        if final is None:
+            raise ModelError(f"{self._provider}: the stream ended without a final message")
+        return final
 
     def invoke(
         self,
@@ -270,17 +286,13 @@ class _HTTPChatModel:
     ) -> AIMessage:
         """One response. Inside a graph node run with ``stream_mode="messages"``, the
         response is streamed and its chunks go to that stream as they arrive."""
-        args = self._args(tools, tool_choice, kwargs)
         scratch = task_var.get(None)
         if scratch is not None and scratch.streams_messages:
-            stream = self._core.stream(messages, **args)
+            stream = self._start(messages, tools, tool_choice, kwargs)
             for chunk in stream:
                 scratch.write_message(chunk)
-            final = stream.final_message
-            if final is None:
-                raise ModelError(f"{self._provider}: the stream ended without a final message")
-            return final
-        return self._core.invoke(messages, **args)
+            return self._final(stream)
+        return self._core.invoke(messages, **self._args(tools, tool_choice, kwargs))
 
     async def ainvoke(
         self,
@@ -289,17 +301,13 @@ class _HTTPChatModel:
         tool_choice: Any = None,
         **kwargs: Any,
     ) -> AIMessage:
-        args = self._args(tools, tool_choice, kwargs)
         scratch = task_var.get(None)
         if scratch is not None and scratch.streams_messages:
-            stream = self._core.stream(messages, **args)
+            stream = self._start(messages, tools, tool_choice, kwargs)
             while (chunk := await stream.anext()) is not None:
                 scratch.write_message(chunk)
-            final = stream.final_message
-            if final is None:
-                raise ModelError(f"{self._provider}: the stream ended without a final message")
-            return final
-        return await self._core.ainvoke(messages, **args)
+            return self._final(stream)
+        return await self._core.ainvoke(messages, **self._args(tools, tool_choice, kwargs))
 
     def stream(
         self,
@@ -310,7 +318,7 @@ class _HTTPChatModel:
     ) -> Iterator[AIMessage]:
         """Yields ``AIMessage`` chunks as tokens arrive; all share one id, and the last
         one carries the assembled tool calls (and invalid ones) and the usage."""
-        yield from self._core.stream(messages, **self._args(tools, tool_choice, kwargs))
+        yield from self._start(messages, tools, tool_choice, kwargs)
 
     async def astream(
         self,
@@ -319,7 +327,7 @@ class _HTTPChatModel:
         tool_choice: Any = None,
         **kwargs: Any,
     ) -> AsyncIterator[AIMessage]:
-        stream = self._core.stream(messages, **self._args(tools, tool_choice, kwargs))
+        stream = self._start(messages, tools, tool_choice, kwargs)
         while (chunk := await stream.anext()) is not None:
             yield chunk
 

@@ -27,11 +27,11 @@ a result or an error: they are replaced by ``[redacted]``.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Iterator, Mapping
 
 from ironloop._ironloop import NativeTool, _openapi_toolset, _openapi_toolset_from_url_async
+from ironloop.errors import InvalidArgumentError
 
 __all__ = ["NativeTool", "OpenApiToolset"]
 
@@ -50,21 +50,9 @@ def _headers(value: Mapping[str, str] | None) -> list[tuple[str, str]] | None:
     return out
 
 
-def _timeout(value: float | None) -> float | None:
-    if value is None:
-        return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not (value > 0 and math.isfinite(value))
-    ):
-        raise ValueError(f"timeout must be a positive number of seconds or None, got {value!r}")
-    return float(value)
-
-
 def _max_bytes(value: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"max_output_bytes must be an int >= 1, got {value!r}")
+        raise InvalidArgumentError(f"max_output_bytes must be an int >= 1, got {value!r}")
     return value
 
 
@@ -101,11 +89,14 @@ class OpenApiToolset:
         skipped: Operations that did not become tools, as ``"METHOD /path: why"``
             (a required request body of a type other than JSON, form or text).
 
-    Raises:
-        ValueError: The spec is not valid JSON / YAML, not OpenAPI 3.x, has a
-            ``$ref`` to another document or to nothing, or gives no base URL.
-        FileNotFoundError: ``from_file``'s path does not exist.
-        ConnectionError: ``from_url`` cannot fetch the spec (or gets a non-2xx status).
+    Raises (all ``ironloop.errors.OpenApiError``, and the built-in named):
+        OpenApiSpecError: (a ``ValueError``) The spec is not valid JSON / YAML, not
+            OpenAPI 3.x, has a ``$ref`` to another document or to nothing, or gives no
+            base URL.
+        OpenApiFileNotFoundError: (a ``FileNotFoundError``) ``from_file``'s path does
+            not exist; ``OpenApiFileError`` (an ``OSError``) when it cannot be read.
+        OpenApiFetchError: (a ``ConnectionError``) ``from_url`` cannot fetch the spec
+            (or gets a non-2xx status).
 
     Example:
         >>> from ironloop import ToolNode
@@ -165,7 +156,7 @@ class OpenApiToolset:
                 text,
                 base_url=_base_url(base_url),
                 headers=_headers(headers),
-                timeout=_timeout(timeout),
+                timeout=timeout,
                 max_output_bytes=_max_bytes(max_output_bytes),
             )
         )
@@ -187,7 +178,7 @@ class OpenApiToolset:
                 os.fspath(path),
                 base_url=_base_url(base_url),
                 headers=_headers(headers),
-                timeout=_timeout(timeout),
+                timeout=timeout,
                 max_output_bytes=_max_bytes(max_output_bytes),
             )
         )
@@ -213,7 +204,7 @@ class OpenApiToolset:
                 url,
                 base_url=_base_url(base_url),
                 headers=_headers(headers),
-                timeout=_timeout(timeout),
+                timeout=timeout,
                 max_output_bytes=_max_bytes(max_output_bytes),
             )
         )
@@ -235,7 +226,7 @@ class OpenApiToolset:
             url,
             base_url=_base_url(base_url),
             headers=_headers(headers),
-            timeout=_timeout(timeout),
+            timeout=timeout,
             max_output_bytes=_max_bytes(max_output_bytes),
         )
         return cls(made)

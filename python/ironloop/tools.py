@@ -10,22 +10,12 @@ enter Python.
 
 from __future__ import annotations
 
-import math
 import os
 
 from ironloop._ironloop import NativeTool, _workspace_tools
+from ironloop.errors import InvalidArgumentError
 
 __all__ = ["NativeTool", "workspace"]
-
-
-def _seconds(name: str, value: float) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not (value > 0 and math.isfinite(value))
-    ):
-        raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
-    return float(value)
 
 
 def workspace(
@@ -80,8 +70,12 @@ def workspace(
         ``list_files``, ``search`` (, ``bash``).
 
     Raises:
-        FileNotFoundError: ``root`` does not exist.
-        ValueError: ``root`` is not a directory, or an option is out of range.
+        ironloop.errors.WorkspaceNotFoundError: (a ``FileNotFoundError``) ``root``
+            does not exist.
+        ironloop.errors.WorkspaceConfigError: (a ``ValueError``) ``root`` is not a
+            directory, or an option is out of range.
+        ironloop.errors.InvalidArgumentError: (a ``ValueError``) a timeout is not a
+            positive number of seconds, or ``max_output_bytes`` is below 1.
 
     Example:
         >>> import tempfile
@@ -108,12 +102,14 @@ def workspace(
         or not isinstance(max_output_bytes, int)
         or max_output_bytes < 1
     ):
-        raise ValueError(f"max_output_bytes must be an int >= 1, got {max_output_bytes!r}")
+        raise InvalidArgumentError(
+            f"max_output_bytes must be an int >= 1, got {max_output_bytes!r}"
+        )
     return _workspace_tools(
         os.fspath(root),
         allow_bash=allow_bash,
-        bash_timeout=_seconds("bash_timeout", bash_timeout),
-        max_bash_timeout=_seconds("max_bash_timeout", max_bash_timeout),
+        bash_timeout=bash_timeout,
+        max_bash_timeout=max_bash_timeout,
         max_output_bytes=max_output_bytes,
-        timeout=None if timeout is None else _seconds("timeout", timeout),
+        timeout=timeout,
     )

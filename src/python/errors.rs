@@ -1,31 +1,215 @@
-//! Raising the exceptions of `ironloop.errors` (defined in Python, so that they can
-//! inherit from several built-in exceptions) from Rust.
+//! The one place where the core's errors become Python exceptions.
+//!
+//! The exceptions are those of `ironloop.errors`, defined in Python so that they can
+//! inherit from several built-in exceptions (`ToolTimeoutError` is a `TimeoutError`,
+//! `McpConnectionError` a `ConnectionError`...). The classes are looked up once per
+//! interpreter ([`Class`]); each core error type converts with `From` (`?` or
+//! `.map_err(PyErr::from)` at the call sites), so a new error type is one more `impl`.
 
+use std::io;
+
+use pyo3::exceptions::PySystemError;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyType;
 
+use crate::adapters::mcp::McpError;
+use crate::adapters::openapi::OpenApiError;
+use crate::checkpoint::CheckpointError;
+use crate::model::ModelError;
 use crate::tool::ToolError;
 
-/// An instance of `ironloop.errors.<class>` with `msg`.
-pub fn error(py: Python<'_>, class: &str, msg: impl Into<String>) -> PyErr {
-    let made = py
-        .import("ironloop.errors")
-        .and_then(|m| m.getattr(class))
-        .and_then(|c| c.call1((msg.into(),)));
-    match made {
-        Ok(e) => PyErr::from_value(e),
-        Err(e) => e,
+/// Declares [`Class`] and its Python names in one list.
+macro_rules! classes {
+    ($($variant:ident => $name:literal,)*) => {
+        /// An exception class of `ironloop.errors`.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum Class {
+            $($variant,)*
+        }
+
+        impl Class {
+            /// Every class, in declaration order (the order of the cache).
+            const ALL: &'static [Class] = &[$(Class::$variant,)*];
+
+            /// The class's name in `ironloop.errors`.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(Class::$variant => $name,)*
+                }
+            }
+        }
+    };
+}
+
+classes! {
+    Ironloop => "IronloopError",
+    InvalidArgument => "InvalidArgumentError",
+    ToolInvalidArgs => "ToolInvalidArgsError",
+    ToolNotFound => "ToolNotFoundError",
+    ToolExecution => "ToolExecutionError",
+    ToolTimeout => "ToolTimeoutError",
+    ToolCancelled => "ToolCancelledError",
+    ToolBlocked => "ToolBlockedError",
+    GraphRecursion => "GraphRecursionError",
+    InvalidUpdate => "InvalidUpdateError",
+    Checkpoint => "CheckpointError",
+    CheckpointSerialization => "CheckpointSerializationError",
+    Model => "ModelError",
+    OpenApiSpec => "OpenApiSpecError",
+    OpenApiFetch => "OpenApiFetchError",
+    OpenApiFile => "OpenApiFileError",
+    OpenApiFileNotFound => "OpenApiFileNotFoundError",
+    McpConnection => "McpConnectionError",
+    McpSession => "McpSessionError",
+    WorkspaceConfig => "WorkspaceConfigError",
+    WorkspaceNotFound => "WorkspaceNotFoundError",
+    WorkspaceFile => "WorkspaceFileError",
+}
+
+/// The classes of `ironloop.errors`, indexed by `Class as usize`; imported once.
+static CLASSES: PyOnceLock<Vec<Py<PyType>>> = PyOnceLock::new();
+
+impl Class {
+    pub fn from_name(name: &str) -> Option<Class> {
+        Class::ALL.iter().copied().find(|c| c.name() == name)
+    }
+
+    /// The Python class.
+    pub fn type_object(self, py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+        let all = CLASSES.get_or_try_init(py, || -> PyResult<_> {
+            let m = py.import("ironloop.errors")?;
+            Class::ALL
+                .iter()
+                .map(|c| Ok(m.getattr(c.name())?.cast_into::<PyType>()?.unbind()))
+                .collect()
+        })?;
+        Ok(all[self as usize].bind(py))
+    }
+
+    /// An instance of this class with `msg`, as a `PyErr`.
+    pub fn err(self, py: Python<'_>, msg: impl Into<String>) -> PyErr {
+        match self.type_object(py).and_then(|t| t.call1((msg.into(),))) {
+            Ok(e) => PyErr::from_value(e),
+            Err(e) => e,
+        }
+    }
+
+    /// Like [`Class::err`], for code that does not hold a `Python` token.
+    pub fn new_err(self, msg: impl Into<String>) -> PyErr {
+        let msg = msg.into();
+        Python::attach(|py| self.err(py, msg))
     }
 }
 
-/// The typed Python exception for a tool error.
-pub fn tool_error(py: Python<'_>, e: &ToolError) -> PyErr {
-    let class = match e {
-        ToolError::InvalidArgs { .. } => "ToolInvalidArgsError",
-        ToolError::NotFound { .. } => "ToolNotFoundError",
-        ToolError::Failed { .. } => "ToolExecutionError",
-        ToolError::Timeout { .. } => "ToolTimeoutError",
-        ToolError::Cancelled { .. } => "ToolCancelledError",
-        ToolError::Blocked { .. } => "ToolBlockedError",
-    };
-    error(py, class, e.to_string())
+/// An instance of `ironloop.errors.<class>` with `msg`. Kept for the callers that name
+/// the class by string (graph, ToolNode); prefer [`Class::err`] or a `From` impl.
+pub fn error(py: Python<'_>, class: &str, msg: impl Into<String>) -> PyErr {
+    match Class::from_name(class) {
+        Some(c) => c.err(py, msg),
+        None => PySystemError::new_err(format!(
+            "ironloop.errors has no class {class:?} (raising: {})",
+            msg.into()
+        )),
+    }
+}
+
+/// The typed Python exception for a tool error (see `From<&ToolError>`).
+pub fn tool_error(_py: Python<'_>, e: &ToolError) -> PyErr {
+    PyErr::from(e)
+}
+
+impl From<&ToolError> for PyErr {
+    fn from(e: &ToolError) -> PyErr {
+        let class = match e {
+            ToolError::InvalidArgs { .. } => Class::ToolInvalidArgs,
+            ToolError::NotFound { .. } => Class::ToolNotFound,
+            ToolError::Failed { .. } => Class::ToolExecution,
+            ToolError::Timeout { .. } => Class::ToolTimeout,
+            ToolError::Cancelled { .. } => Class::ToolCancelled,
+            ToolError::Blocked { .. } => Class::ToolBlocked,
+        };
+        class.new_err(e.to_string())
+    }
+}
+
+impl From<ToolError> for PyErr {
+    fn from(e: ToolError) -> PyErr {
+        PyErr::from(&e)
+    }
+}
+
+/// `ModelError` with `.status_code`, `.provider`, `.kind` and `.retryable`.
+impl From<&ModelError> for PyErr {
+    fn from(e: &ModelError) -> PyErr {
+        Python::attach(|py| {
+            let err = Class::Model.err(py, e.to_string());
+            let v = err.value(py);
+            let set = v
+                .setattr("status_code", e.status())
+                .and_then(|()| v.setattr("provider", e.provider()))
+                .and_then(|()| v.setattr("kind", e.kind()))
+                .and_then(|()| v.setattr("retryable", e.is_retryable()));
+            match set {
+                Ok(()) => err,
+                Err(e) => e,
+            }
+        })
+    }
+}
+
+impl From<ModelError> for PyErr {
+    fn from(e: ModelError) -> PyErr {
+        PyErr::from(&e)
+    }
+}
+
+impl From<CheckpointError> for PyErr {
+    fn from(e: CheckpointError) -> PyErr {
+        Class::Checkpoint.new_err(e.0)
+    }
+}
+
+impl From<OpenApiError> for PyErr {
+    fn from(e: OpenApiError) -> PyErr {
+        let class = match &e {
+            OpenApiError::Io { source, .. } if source.kind() == io::ErrorKind::NotFound => {
+                Class::OpenApiFileNotFound
+            }
+            OpenApiError::Io { .. } => Class::OpenApiFile,
+            OpenApiError::Fetch { .. } => Class::OpenApiFetch,
+            OpenApiError::Parse(_) | OpenApiError::Invalid(_) | OpenApiError::Config(_) => {
+                Class::OpenApiSpec
+            }
+        };
+        class.new_err(e.to_string())
+    }
+}
+
+impl From<McpError> for PyErr {
+    fn from(e: McpError) -> PyErr {
+        let class = match &e {
+            McpError::Connect { .. } => Class::McpConnection,
+            McpError::Server { .. }
+            | McpError::Closed { .. }
+            | McpError::Cancelled { .. }
+            | McpError::Protocol { .. } => Class::McpSession,
+        };
+        class.new_err(e.to_string())
+    }
+}
+
+/// Why the workspace tools could not be made (the core reports an `io::Error`).
+#[derive(Debug)]
+pub struct WorkspaceError(pub io::Error);
+
+impl From<WorkspaceError> for PyErr {
+    fn from(WorkspaceError(e): WorkspaceError) -> PyErr {
+        let class = match e.kind() {
+            io::ErrorKind::NotFound => Class::WorkspaceNotFound,
+            io::ErrorKind::InvalidInput => Class::WorkspaceConfig,
+            _ => Class::WorkspaceFile,
+        };
+        class.new_err(e.to_string())
+    }
 }

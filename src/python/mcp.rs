@@ -4,12 +4,11 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
-use pyo3::exceptions::{PyConnectionError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use tokio_util::sync::CancellationToken;
 
+use super::args::Timeout;
 use super::native_tool::NativeTool;
 use super::runtime::block_on;
 use crate::adapters::mcp::{HttpServer, McpError, McpToolset, McpToolsetOptions, StdioServer};
@@ -21,24 +20,11 @@ pub struct PyMcpToolset {
     tools: Vec<Py<NativeTool>>,
 }
 
-fn py_err(e: McpError) -> PyErr {
-    match e {
-        McpError::Connect { .. } => PyConnectionError::new_err(e.to_string()),
-        e => PyRuntimeError::new_err(e.to_string()),
+fn options(prefix: Option<String>, timeout: Option<Timeout>) -> McpToolsetOptions {
+    McpToolsetOptions {
+        prefix,
+        timeout: timeout.map(|t| t.0),
     }
-}
-
-fn options(prefix: Option<String>, timeout: Option<f64>) -> PyResult<McpToolsetOptions> {
-    let timeout = match timeout {
-        None => None,
-        Some(s) if s > 0.0 && s.is_finite() => Some(Duration::from_secs_f64(s)),
-        Some(s) => {
-            return Err(PyValueError::new_err(format!(
-                "timeout must be a positive number of seconds, got {s}"
-            )))
-        }
-    };
-    Ok(McpToolsetOptions { prefix, timeout })
 }
 
 enum Spec {
@@ -67,7 +53,7 @@ impl PyMcpToolset {
     }
 
     fn connect(py: Python<'_>, spec: Spec, opts: McpToolsetOptions) -> PyResult<Self> {
-        let set = block_on(py, open(spec, opts), CancellationToken::new())?.map_err(py_err)?;
+        let set = block_on(py, open(spec, opts), CancellationToken::new())??;
         Self::new(py, set)
     }
 
@@ -77,7 +63,7 @@ impl PyMcpToolset {
         opts: McpToolsetOptions,
     ) -> PyResult<Bound<'_, PyAny>> {
         pyo3_async_runtimes::tokio::future_into_py(py, async move {
-            let set = open(spec, opts).await.map_err(py_err)?;
+            let set = open(spec, opts).await?;
             Python::attach(|py| Self::new(py, set))
         })
     }
@@ -109,9 +95,9 @@ impl PyMcpToolset {
         env: Vec<(String, String)>,
         cwd: Option<PathBuf>,
         prefix: Option<String>,
-        timeout: Option<f64>,
+        timeout: Option<Timeout>,
     ) -> PyResult<Self> {
-        let opts = options(prefix, timeout)?;
+        let opts = options(prefix, timeout);
         Self::connect(py, stdio_spec(command, args, env, cwd), opts)
     }
 
@@ -125,9 +111,9 @@ impl PyMcpToolset {
         env: Vec<(String, String)>,
         cwd: Option<PathBuf>,
         prefix: Option<String>,
-        timeout: Option<f64>,
+        timeout: Option<Timeout>,
     ) -> PyResult<Bound<'_, PyAny>> {
-        let opts = options(prefix, timeout)?;
+        let opts = options(prefix, timeout);
         Self::connect_async(py, stdio_spec(command, args, env, cwd), opts)
     }
 
@@ -139,9 +125,9 @@ impl PyMcpToolset {
         url: String,
         headers: Vec<(String, String)>,
         prefix: Option<String>,
-        timeout: Option<f64>,
+        timeout: Option<Timeout>,
     ) -> PyResult<Self> {
-        let opts = options(prefix, timeout)?;
+        let opts = options(prefix, timeout);
         Self::connect(py, Spec::Http(HttpServer { url, headers }), opts)
     }
 
@@ -153,9 +139,9 @@ impl PyMcpToolset {
         url: String,
         headers: Vec<(String, String)>,
         prefix: Option<String>,
-        timeout: Option<f64>,
+        timeout: Option<Timeout>,
     ) -> PyResult<Bound<'_, PyAny>> {
-        let opts = options(prefix, timeout)?;
+        let opts = options(prefix, timeout);
         Self::connect_async(py, Spec::Http(HttpServer { url, headers }), opts)
     }
 
@@ -190,16 +176,13 @@ impl PyMcpToolset {
             async move { set.close().await },
             CancellationToken::new(),
         )?
-        .map_err(py_err)
+        .map_err(PyErr::from)
     }
 
     /// Like `close`, as an awaitable.
     fn aclose<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let set = self.set.clone();
-        pyo3_async_runtimes::tokio::future_into_py(
-            py,
-            async move { set.close().await.map_err(py_err) },
-        )
+        pyo3_async_runtimes::tokio::future_into_py(py, async move { Ok(set.close().await?) })
     }
 }
 

@@ -2,6 +2,7 @@
 //! runtime logic lives here; it calls into the core.
 
 mod aio;
+mod args;
 mod context;
 mod convert;
 mod env;
@@ -31,6 +32,7 @@ fn ironloop_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     openapi::register(m)?;
     mcp::register(m)?;
     m.add_function(wrap_pyfunction!(convert::_json_schema_errors, m)?)?;
+    m.add_function(wrap_pyfunction!(args::_timeout_seconds, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

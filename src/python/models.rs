@@ -6,14 +6,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
-use pyo3::exceptions::{PyStopIteration, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyStopIteration, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::args::Timeout;
 use super::convert::{message_from_py, value_from_py};
+use super::errors::Class;
 use super::messages::message_to_py;
 use super::runtime::{block_on, runtime};
 use crate::message::{Content, Message, MessageKind};
@@ -23,20 +25,10 @@ use crate::model::{
 };
 use crate::tool::{ToolChoice, ToolDefinition};
 
-/// `ironloop.errors.ModelError` for `e`, with `.status_code`, `.provider` and `.kind`.
-pub fn model_error(py: Python<'_>, e: &ModelError) -> PyErr {
-    let err = super::errors::error(py, "ModelError", e.to_string());
-    let v = err.value(py);
-    let _ = v.setattr("status_code", e.status());
-    let _ = v.setattr("provider", e.provider());
-    let _ = v.setattr("kind", e.kind());
-    let _ = v.setattr("retryable", e.is_retryable());
-    err
-}
-
-fn config_error(py: Python<'_>, msg: String) -> PyErr {
-    model_error(py, &ModelError::Config(msg))
-}
+/// A model's `timeout` when none is given.
+const DEFAULT_TIMEOUT: Timeout = Timeout(Duration::from_secs(60));
+/// A model's time limit with `timeout=None`.
+const NO_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// A tool for the request: an OpenAI `tools` entry, an Anthropic one, or a bare
 /// `{"name", "description", "parameters"}` dict.
@@ -108,7 +100,7 @@ fn tool_choice_from_py(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<ToolCh
     match (v.get("type").and_then(Value::as_str), name) {
         (_, Some(n)) => Ok(Some(ToolChoice::Specific(n.to_owned()))),
         (Some(t), None) => Ok(Some(ToolChoice::parse(t))),
-        _ => Err(PyValueError::new_err(format!(
+        _ => Err(Class::InvalidArgument.new_err(format!(
             "tool_choice must be 'auto', 'required', 'none', a tool name or a provider dict; \
              got {v}"
         ))),
@@ -141,49 +133,76 @@ fn response_format_from_py(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Re
     Ok(Some(ResponseFormat::new(v)))
 }
 
-#[allow(clippy::too_many_arguments)]
-fn build_request(
+/// The messages of a request: a list of messages (or what `_coerce_message` takes),
+/// or one string (a human message).
+fn messages_from_py(messages: &Bound<'_, PyAny>) -> PyResult<Vec<Arc<Message>>> {
+    if let Ok(s) = messages.cast::<PyString>() {
+        return Ok(vec![Arc::new(Message::human(s.to_str()?))]);
+    }
+    messages.try_iter()?.map(|m| message_from_py(&m?)).collect()
+}
+
+/// `stop`: one string or a list of them.
+fn stop_from_py(stop: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+    if stop.is_none() {
+        Ok(Vec::new())
+    } else if stop.cast::<PyString>().is_ok() {
+        Ok(vec![stop.extract::<String>()?])
+    } else {
+        stop.extract::<Vec<String>>()
+    }
+}
+
+/// The value of the keyword `name`; a failure says which keyword it was.
+fn keyword<'py, T: FromPyObjectOwned<'py>>(name: &str, v: &Bound<'py, PyAny>) -> PyResult<T> {
+    v.extract::<T>().map_err(|e| {
+        let e: PyErr = e.into();
+        let _ = e
+            .value(v.py())
+            .call_method1("add_note", (format!("while processing '{name}'"),));
+        e
+    })
+}
+
+/// The request that `invoke`, `ainvoke` and `stream` take — the one place their
+/// arguments are read: `messages`, `tools`, `tool_choice`, and in `options` the
+/// keywords `parallel_tool_calls`, `response_format`, `temperature`, `max_tokens`,
+/// `stop` and `extra` (a dict of top-level request fields). Any other keyword is a
+/// top-level request field too (`top_p`, `seed`...), and overrides `extra`.
+fn chat_args(
     messages: &Bound<'_, PyAny>,
     tools: Option<&Bound<'_, PyAny>>,
     tool_choice: Option<&Bound<'_, PyAny>>,
-    parallel_tool_calls: Option<bool>,
-    response_format: Option<&Bound<'_, PyAny>>,
-    temperature: Option<f64>,
-    max_tokens: Option<u32>,
-    stop: Option<&Bound<'_, PyAny>>,
-    extra: Option<&Bound<'_, PyAny>>,
+    options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<ChatRequest> {
-    let mut msgs = Vec::new();
-    if let Ok(s) = messages.cast::<PyString>() {
-        msgs.push(Arc::new(Message::human(s.to_str()?)));
-    } else {
-        for m in messages.try_iter()? {
-            msgs.push(message_from_py(&m?)?);
-        }
-    }
-    let stop = match stop.filter(|s| !s.is_none()) {
-        None => Vec::new(),
-        Some(s) if s.cast::<PyString>().is_ok() => vec![s.extract::<String>()?],
-        Some(s) => s.extract::<Vec<String>>()?,
-    };
-    let extra = match extra.filter(|e| !e.is_none()) {
-        None => Map::new(),
-        Some(e) => match value_from_py(e, "extra body fields")? {
-            Value::Object(m) => m,
-            _ => return Err(PyTypeError::new_err("extra body fields must be a dict")),
-        },
-    };
-    Ok(ChatRequest {
-        messages: msgs,
+    let mut req = ChatRequest {
+        messages: messages_from_py(messages)?,
         tools: tools_from_py(tools)?,
         tool_choice: tool_choice_from_py(tool_choice)?,
-        parallel_tool_calls,
-        response_format: response_format_from_py(response_format)?,
-        temperature,
-        max_tokens,
-        stop,
-        extra,
-    })
+        ..Default::default()
+    };
+    let mut fields = Map::new();
+    for (key, v) in options.into_iter().flat_map(|o| o.iter()) {
+        let key: String = key.extract()?;
+        match key.as_str() {
+            "parallel_tool_calls" => req.parallel_tool_calls = keyword(&key, &v)?,
+            "response_format" => req.response_format = response_format_from_py(Some(&v))?,
+            "temperature" => req.temperature = keyword(&key, &v)?,
+            "max_tokens" => req.max_tokens = keyword(&key, &v)?,
+            "stop" => req.stop = stop_from_py(&v)?,
+            "extra" if v.is_none() => {}
+            "extra" => match value_from_py(&v, "extra body fields")? {
+                Value::Object(m) => req.extra = m,
+                _ => return Err(PyTypeError::new_err("extra body fields must be a dict")),
+            },
+            _ => {
+                let field = value_from_py(&v, "a request field")?;
+                fields.insert(key, field);
+            }
+        }
+    }
+    req.extra.extend(fields);
+    Ok(req)
 }
 
 /// The core of an HTTP chat model.
@@ -197,35 +216,25 @@ pub struct ChatModelCore {
 impl ChatModelCore {
     #[new]
     #[pyo3(signature = (provider, model, *, base_url = None, api_key = None, temperature = None,
-                        max_tokens = None, timeout = 60.0, max_retries = 2,
+                        max_tokens = None, timeout = DEFAULT_TIMEOUT, max_retries = 2,
                         parallel_tool_calls = None, headers = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
-        py: Python<'_>,
         provider: &str,
         model: String,
         base_url: Option<String>,
         api_key: Option<String>,
         temperature: Option<f64>,
         max_tokens: Option<u32>,
-        timeout: Option<f64>,
+        timeout: Option<Timeout>,
         max_retries: u32,
         parallel_tool_calls: Option<bool>,
         headers: Option<Vec<(String, String)>>,
     ) -> PyResult<Self> {
-        let timeout = match timeout {
-            None => Duration::from_secs(600),
-            Some(t) if t.is_finite() && t > 0.0 => Duration::from_secs_f64(t),
-            Some(t) => {
-                return Err(PyValueError::new_err(format!(
-                    "timeout must be a positive number of seconds (or None), got {t}"
-                )))
-            }
-        };
         let settings = HttpSettings {
             base_url,
             api_key,
-            timeout,
+            timeout: timeout.map_or(NO_TIMEOUT, |t| t.0),
             retry: RetryPolicy {
                 max_retries,
                 ..Default::default()
@@ -237,20 +246,20 @@ impl ChatModelCore {
         };
         let (model, url): (Arc<dyn ChatModel>, String) = match provider {
             "openai" => {
-                let m = OpenAIChat::new(model, settings).map_err(|e| model_error(py, &e))?;
+                let m = OpenAIChat::new(model, settings)?;
                 let url = m.url().to_owned();
                 (Arc::new(m), url)
             }
             "anthropic" => {
-                let m = AnthropicChat::new(model, settings).map_err(|e| model_error(py, &e))?;
+                let m = AnthropicChat::new(model, settings)?;
                 let url = m.url().to_owned();
                 (Arc::new(m), url)
             }
             other => {
-                return Err(config_error(
-                    py,
-                    format!("unknown provider {other:?}: use 'openai' or 'anthropic'"),
+                return Err(ModelError::Config(format!(
+                    "unknown provider {other:?}: use 'openai' or 'anthropic'"
                 ))
+                .into())
             }
         };
         Ok(ChatModelCore { model, url })
@@ -273,114 +282,54 @@ impl ChatModelCore {
     }
 
     /// One response, as an `AIMessage`; waits with the GIL released.
-    #[pyo3(signature = (messages, tools = None, tool_choice = None, *, parallel_tool_calls = None,
-                        response_format = None, temperature = None, max_tokens = None,
-                        stop = None, extra = None))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (messages, tools = None, tool_choice = None, **options))]
     fn invoke<'py>(
         &self,
         py: Python<'py>,
         messages: &Bound<'py, PyAny>,
         tools: Option<&Bound<'py, PyAny>>,
         tool_choice: Option<&Bound<'py, PyAny>>,
-        parallel_tool_calls: Option<bool>,
-        response_format: Option<&Bound<'py, PyAny>>,
-        temperature: Option<f64>,
-        max_tokens: Option<u32>,
-        stop: Option<&Bound<'py, PyAny>>,
-        extra: Option<&Bound<'py, PyAny>>,
+        options: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let req = build_request(
-            messages,
-            tools,
-            tool_choice,
-            parallel_tool_calls,
-            response_format,
-            temperature,
-            max_tokens,
-            stop,
-            extra,
-        )?;
+        let req = chat_args(messages, tools, tool_choice, options)?;
         let model = self.model.clone();
         let r = block_on(
             py,
             async move { model.invoke(req).await },
             CancellationToken::new(),
         )?;
-        match r {
-            Ok(m) => message_to_py(py, Arc::new(m)),
-            Err(e) => Err(model_error(py, &e)),
-        }
+        message_to_py(py, Arc::new(r?))
     }
 
     /// One response, as an awaitable (call it from a running event loop).
-    #[pyo3(signature = (messages, tools = None, tool_choice = None, *, parallel_tool_calls = None,
-                        response_format = None, temperature = None, max_tokens = None,
-                        stop = None, extra = None))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (messages, tools = None, tool_choice = None, **options))]
     fn ainvoke<'py>(
         &self,
         py: Python<'py>,
         messages: &Bound<'py, PyAny>,
         tools: Option<&Bound<'py, PyAny>>,
         tool_choice: Option<&Bound<'py, PyAny>>,
-        parallel_tool_calls: Option<bool>,
-        response_format: Option<&Bound<'py, PyAny>>,
-        temperature: Option<f64>,
-        max_tokens: Option<u32>,
-        stop: Option<&Bound<'py, PyAny>>,
-        extra: Option<&Bound<'py, PyAny>>,
+        options: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let req = build_request(
-            messages,
-            tools,
-            tool_choice,
-            parallel_tool_calls,
-            response_format,
-            temperature,
-            max_tokens,
-            stop,
-            extra,
-        )?;
+        let req = chat_args(messages, tools, tool_choice, options)?;
         let model = self.model.clone();
         pyo3_async_runtimes::tokio::future_into_py(py, async move {
-            let r = model.invoke(req).await;
-            Python::attach(|py| match r {
-                Ok(m) => message_to_py(py, Arc::new(m)).map(Bound::unbind),
-                Err(e) => Err(model_error(py, &e)),
-            })
+            let m = model.invoke(req).await?;
+            Python::attach(|py| message_to_py(py, Arc::new(m)).map(Bound::unbind))
         })
     }
 
     /// Starts a streamed response: iterate it (sync) or await its `anext()` (async).
     /// The HTTP request starts at once, on the runtime.
-    #[pyo3(signature = (messages, tools = None, tool_choice = None, *, parallel_tool_calls = None,
-                        response_format = None, temperature = None, max_tokens = None,
-                        stop = None, extra = None))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (messages, tools = None, tool_choice = None, **options))]
     fn stream(
         &self,
         messages: &Bound<'_, PyAny>,
         tools: Option<&Bound<'_, PyAny>>,
         tool_choice: Option<&Bound<'_, PyAny>>,
-        parallel_tool_calls: Option<bool>,
-        response_format: Option<&Bound<'_, PyAny>>,
-        temperature: Option<f64>,
-        max_tokens: Option<u32>,
-        stop: Option<&Bound<'_, PyAny>>,
-        extra: Option<&Bound<'_, PyAny>>,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<ChatStreamPy> {
-        let req = build_request(
-            messages,
-            tools,
-            tool_choice,
-            parallel_tool_calls,
-            response_format,
-            temperature,
-            max_tokens,
-            stop,
-            extra,
-        )?;
+        let req = chat_args(messages, tools, tool_choice, options)?;
         let model = self.model.clone();
         let (tx, rx) = mpsc::channel::<Pumped>(64);
         runtime().spawn(pump(model, req, tx));
@@ -469,7 +418,7 @@ fn chunk_to_py(
 ) -> PyResult<Option<Py<PyAny>>> {
     match item {
         None => Ok(None),
-        Some(Pumped::Error(e)) => Err(model_error(py, &e)),
+        Some(Pumped::Error(e)) => Err(e.into()),
         Some(Pumped::Text { id, text }) => {
             let mut m = Message::ai(text, Vec::new());
             m.id = id;
@@ -545,10 +494,9 @@ impl ChatStreamPy {
         }
         match self.final_message(py)? {
             Some(m) => Ok(m),
-            None => Err(config_error(
-                py,
-                "the stream ended without a final message".into(),
-            )),
+            None => {
+                Err(ModelError::Config("the stream ended without a final message".into()).into())
+            }
         }
     }
 }

@@ -8,15 +8,15 @@
 //! GIL released, and raises the typed `ironloop.errors.ToolError` on failure.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
 use serde_json::Value;
 
+use super::args::Timeout;
 use super::convert::{value_from_py, value_to_py};
-use super::errors::tool_error;
+use super::errors::WorkspaceError;
 use super::runtime::block_on;
 use crate::executor::{Executor, RunContext};
 use crate::message::new_id;
@@ -72,7 +72,7 @@ fn result_to_py(py: Python<'_>, outcome: Result<ToolOutput, ToolError>) -> PyRes
             Some(v) => Ok(value_to_py(py, v)?.unbind()),
             None => Ok(PyString::new(py, &out.content.text()).into_any().unbind()),
         },
-        Err(e) => Err(tool_error(py, &e)),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -183,16 +183,6 @@ impl NativeTool {
     }
 }
 
-fn positive(what: &str, v: Option<f64>) -> PyResult<Option<Duration>> {
-    match v {
-        None => Ok(None),
-        Some(s) if s > 0.0 && s.is_finite() => Ok(Some(Duration::from_secs_f64(s))),
-        Some(s) => Err(PyValueError::new_err(format!(
-            "{what} must be a positive number of seconds, got {s}"
-        ))),
-    }
-}
-
 /// The workspace tools for `root`, as `NativeTool`s (see `ironloop.tools.workspace`).
 #[pyfunction]
 #[pyo3(signature = (root, *, allow_bash, bash_timeout, max_bash_timeout, max_output_bytes,
@@ -200,27 +190,20 @@ fn positive(what: &str, v: Option<f64>) -> PyResult<Option<Duration>> {
 fn _workspace_tools(
     root: std::path::PathBuf,
     allow_bash: bool,
-    bash_timeout: f64,
-    max_bash_timeout: f64,
+    bash_timeout: &Bound<'_, PyAny>,
+    max_bash_timeout: &Bound<'_, PyAny>,
     max_output_bytes: usize,
-    timeout: Option<f64>,
+    timeout: Option<Timeout>,
 ) -> PyResult<Vec<NativeTool>> {
-    if max_output_bytes == 0 {
-        return Err(PyValueError::new_err("max_output_bytes must be at least 1"));
-    }
     let options = WorkspaceOptions {
         allow_bash,
-        bash_timeout: positive("bash_timeout", Some(bash_timeout))?.unwrap_or_default(),
-        max_bash_timeout: positive("max_bash_timeout", Some(max_bash_timeout))?.unwrap_or_default(),
+        bash_timeout: Timeout::required(bash_timeout, "bash_timeout")?.0,
+        max_bash_timeout: Timeout::required(max_bash_timeout, "max_bash_timeout")?.0,
         max_output_bytes,
-        timeout: positive("timeout", timeout)?,
+        timeout: timeout.map(|t| t.0),
         ..Default::default()
     };
-    let tools = workspace_tools(&root, options).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(e.to_string()),
-        std::io::ErrorKind::InvalidInput => PyValueError::new_err(e.to_string()),
-        _ => PyOSError::new_err(e.to_string()),
-    })?;
+    let tools = workspace_tools(&root, options).map_err(WorkspaceError)?;
     tools.into_iter().map(NativeTool::new).collect()
 }
 

@@ -2,29 +2,14 @@
 //! [`crate::adapters::openapi`]). Reading, fetching and parsing the spec happen with
 //! the GIL released; the tools' calls never enter Python.
 
-use std::time::Duration;
-
-use pyo3::exceptions::{PyConnectionError, PyFileNotFoundError, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use tokio_util::sync::CancellationToken;
 
+use super::args::Timeout;
+use super::errors::Class;
 use super::native_tool::NativeTool;
 use super::runtime::block_on;
-use crate::adapters::openapi::{OpenApiError, OpenApiOptions, OpenApiToolset};
-
-fn to_py_err(e: OpenApiError) -> PyErr {
-    let msg = e.to_string();
-    match e {
-        OpenApiError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
-            PyFileNotFoundError::new_err(msg)
-        }
-        OpenApiError::Io { .. } => PyOSError::new_err(msg),
-        OpenApiError::Fetch { .. } => PyConnectionError::new_err(msg),
-        OpenApiError::Parse(_) | OpenApiError::Invalid(_) | OpenApiError::Config(_) => {
-            PyValueError::new_err(msg)
-        }
-    }
-}
+use crate::adapters::openapi::{OpenApiOptions, OpenApiToolset};
 
 /// What `OpenApiToolset` is made from: `(tools, base_url, title, version, skipped)`.
 type Made = (Vec<NativeTool>, Option<String>, String, String, Vec<String>);
@@ -47,25 +32,16 @@ fn made(ts: OpenApiToolset) -> PyResult<Made> {
 fn options(
     base_url: Option<String>,
     headers: Option<Vec<(String, String)>>,
-    timeout: Option<f64>,
+    timeout: Option<Timeout>,
     max_output_bytes: usize,
 ) -> PyResult<OpenApiOptions> {
-    let timeout = match timeout {
-        None => None,
-        Some(s) if s > 0.0 && s.is_finite() => Some(Duration::from_secs_f64(s)),
-        Some(s) => {
-            return Err(PyValueError::new_err(format!(
-                "timeout must be a positive number of seconds or None, got {s}"
-            )))
-        }
-    };
     if max_output_bytes == 0 {
-        return Err(PyValueError::new_err("max_output_bytes must be at least 1"));
+        return Err(Class::InvalidArgument.new_err("max_output_bytes must be at least 1"));
     }
     Ok(OpenApiOptions {
         base_url,
         headers: headers.unwrap_or_default(),
-        timeout,
+        timeout: timeout.map(|t| t.0),
         max_output_bytes,
         spec_url: None,
     })
@@ -82,7 +58,7 @@ fn _openapi_toolset(
     source: String,
     base_url: Option<String>,
     headers: Option<Vec<(String, String)>>,
-    timeout: Option<f64>,
+    timeout: Option<Timeout>,
     max_output_bytes: usize,
 ) -> PyResult<Made> {
     let options = options(base_url, headers, timeout, max_output_bytes)?;
@@ -95,12 +71,11 @@ fn _openapi_toolset(
             CancellationToken::new(),
         )?,
         other => {
-            return Err(PyValueError::new_err(format!(
+            return Err(Class::InvalidArgument.new_err(format!(
                 "kind must be 'str', 'file' or 'url', got {other:?}"
             )))
         }
-    }
-    .map_err(to_py_err)?;
+    }?;
     made(ts)
 }
 
@@ -114,15 +89,12 @@ fn _openapi_toolset_from_url_async<'py>(
     url: String,
     base_url: Option<String>,
     headers: Option<Vec<(String, String)>>,
-    timeout: Option<f64>,
+    timeout: Option<Timeout>,
     max_output_bytes: usize,
 ) -> PyResult<Bound<'py, PyAny>> {
     let options = options(base_url, headers, timeout, max_output_bytes)?;
     pyo3_async_runtimes::tokio::future_into_py(py, async move {
-        let ts = OpenApiToolset::from_url(&url, options)
-            .await
-            .map_err(to_py_err)?;
-        made(ts)
+        made(OpenApiToolset::from_url(&url, options).await?)
     })
 }
 

@@ -13,6 +13,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::aio::{run_async, AsyncResult, MakeCoro};
+use super::args::Timeout;
 use super::context::PyToolContext;
 use super::convert::{import_cached, value_from_py, value_to_py};
 use super::env::PyRunEnv;
@@ -54,15 +55,9 @@ impl PyTool {
         let name: String = obj.getattr("name")?.extract()?;
         let description: String = obj.getattr("description")?.extract()?;
         let parameters = value_from_py(&obj.getattr("parameters")?, "tool parameters")?;
-        let timeout: Option<f64> = obj.getattr("timeout")?.extract()?;
-        let timeout = match timeout {
-            Some(t) if !(t > 0.0 && t.is_finite()) => {
-                return Err(PyTypeError::new_err(format!(
-                    "tool {name:?}: timeout must be a positive number of seconds, got {t}"
-                )))
-            }
-            t => t.map(Duration::from_secs_f64),
-        };
+        let timeout =
+            Timeout::optional(&obj.getattr("timeout")?, &format!("tool {name:?}: timeout"))?
+                .map(|t| t.0);
         let mut injected = Vec::new();
         let inj = obj.getattr("_injected")?;
         let inj = inj.cast::<PyDict>()?;
