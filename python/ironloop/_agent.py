@@ -16,13 +16,14 @@ from ironloop._ironloop import (
     SystemMessage,
     _coerce_message,
     _json_schema_errors,
+    tools_condition,
 )
 from ironloop._runtime import task_var
 from ironloop._schema import type_schema
 from ironloop._tool import Tool, compose_schema
+from ironloop._toolnode import ToolNode
 from ironloop.errors import ModelError
 from ironloop.graph import CompiledStateGraph, StateGraph, add_messages
-from ironloop.prebuilt import ToolNode, tools_condition
 
 __all__ = ["AgentState", "create_react_agent"]
 

@@ -2,7 +2,7 @@
 
 import asyncio
 import os
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Literal, final
 
 from typing_extensions import disjoint_base
@@ -31,6 +31,8 @@ __all__ = [
     "__version__",
     "_coerce_message",
     "_coerce_messages",
+    "add_messages",
+    "tools_condition",
     "_json_schema_errors",
     "_message_from_dict",
     "_openapi_toolset",
@@ -171,6 +173,8 @@ class _ToolNodeCore:
     ) -> Awaitable[Any]: ...
     def tool_names(self) -> list[str]: ...
 
+def add_messages(left: Any, right: Any) -> list[BaseMessage]: ...
+def tools_condition(state: Any, messages_key: str = "messages") -> Literal["tools", "__end__"]: ...
 def _coerce_message(obj: Any) -> BaseMessage: ...
 def _coerce_messages(seq: Iterable[Any]) -> list[BaseMessage]: ...
 def _message_from_dict(d: dict[str, Any]) -> BaseMessage: ...
@@ -227,11 +231,11 @@ class _GraphCore:
     def __new__(
         cls,
         *,
-        channels: list[tuple[str, str, Any, Any]],
-        nodes: list[tuple[str, Any, str, bool, list[str], Any]],
+        channels: list[dict[str, Any]],
+        nodes: list[dict[str, Any]],
         edges: list[tuple[str, str]],
         joins: list[tuple[list[str], str]],
-        branches: list[tuple[str, Any, str, Any, list[str] | None]],
+        branches: Sequence[Any],
         checkpointer: Any = None,
         interrupt_before: list[str] = ...,
         interrupt_after: list[str] = ...,

@@ -22,10 +22,10 @@ from collections.abc import AsyncIterator, Callable, Hashable, Iterator, Sequenc
 from typing import Annotated, Any, TypedDict, Union, get_args, get_origin, get_type_hints
 
 from ironloop._constants import END, START
-from ironloop._ironloop import BaseMessage, _coerce_message, _GraphCore
+from ironloop._ironloop import BaseMessage, _GraphCore, add_messages
 from ironloop._runtime import task_var
+from ironloop._toolnode import ToolNode
 from ironloop.errors import GraphInterrupt, InvalidUpdateError
-from ironloop.prebuilt import ToolNode, tools_condition
 from ironloop.types import Command, Send, StateSnapshot
 
 __all__ = [
@@ -46,40 +46,6 @@ REMOVE_ALL_MESSAGES = "__remove_all__"
 _outer_task: contextvars.ContextVar[Any] = contextvars.ContextVar(
     "ironloop_outer_task", default=None
 )
-
-
-def add_messages(left: Any, right: Any) -> list[BaseMessage]:
-    """Merges two lists of messages by id: a message whose id is already present
-    replaces it, ``RemoveMessage(id=...)`` removes it, others are appended. In a graph
-    the merge runs in Rust; this function is the same rule for direct use.
-
-    Example:
-        >>> from ironloop.messages import HumanMessage, AIMessage
-        >>> msgs = add_messages([HumanMessage("hi", id="1")], [AIMessage("hello", id="2")])
-        >>> [m.content for m in msgs]
-        ['hi', 'hello']
-    """
-    lefts = [_coerce_message(m) for m in (left if isinstance(left, list) else [left])]
-    rights = [_coerce_message(m) for m in (right if isinstance(right, list) else [right])]
-    merged = list(lefts)
-    index = {m.id: i for i, m in enumerate(merged)}
-    for m in rights:
-        if m.type == "remove":
-            if m.id == REMOVE_ALL_MESSAGES:
-                merged, index = [], {}
-                continue
-            if m.id not in index:
-                raise ValueError(
-                    f"Attempting to delete a message with an ID that doesn't exist ('{m.id}')"
-                )
-            merged = [x for x in merged if x.id != m.id]
-            index = {x.id: i for i, x in enumerate(merged)}
-        elif m.id in index:
-            merged[index[m.id]] = m
-        else:
-            index[m.id] = len(merged)
-            merged.append(m)
-    return merged
 
 
 class MessagesState(TypedDict):
@@ -157,7 +123,9 @@ def _initial(base: Any) -> Callable[[], Any] | None:
     return None
 
 
-def _channels(schema: Any) -> list[tuple[str, str, Any, Any]]:
+def _channels(schema: Any) -> list[dict[str, Any]]:
+    """The state's channels as ``_GraphCore`` takes them: ``name``, ``reducer`` (None for
+    last-value, ``add_messages`` for a messages channel) and ``initial``."""
     try:
         hints = get_type_hints(schema, include_extras=True)
     except Exception as e:
@@ -167,30 +135,25 @@ def _channels(schema: Any) -> list[tuple[str, str, Any, Any]]:
             f"state schema {schema!r} has no annotated fields: use a TypedDict, a dataclass "
             "or a pydantic model"
         )
-    out: list[tuple[str, str, Any, Any]] = []
+    out: list[dict[str, Any]] = []
     for name, hint in hints.items():
         if name.startswith("__"):
             raise ValueError(f"state key {name!r} is reserved (keys may not start with '__')")
+        reducer, initial = None, None
         if get_origin(hint) is Annotated:
             base, *meta = get_args(hint)
             reducer = next((m for m in reversed(meta) if callable(m)), None)
-            if reducer is add_messages:
-                out.append((name, "messages", None, None))
-            elif reducer is not None:
-                out.append((name, "reducer", reducer, _initial(base)))
-            else:
-                out.append((name, "last", None, None))
-        else:
-            out.append((name, "last", None, None))
+            initial = _initial(base) if reducer is not None else None
+        out.append({"name": name, "reducer": reducer, "initial": initial})
     return out
 
 
-def _wants(fn: Any) -> list[str]:
+def _wants(fn: Any) -> dict[str, bool]:
     try:
         params = inspect.signature(fn).parameters
     except (TypeError, ValueError):
-        return []
-    return [p for p in ("config", "store", "writer") if p in params]
+        params = {}  # type: ignore[assignment]
+    return {p: p in params for p in ("config", "store", "writer")}
 
 
 def _is_async(fn: Any) -> bool:
@@ -336,26 +299,17 @@ class StateGraph:
             else list(interrupt_before or [])
         )
         ia = [interrupt_after] if isinstance(interrupt_after, str) else list(interrupt_after or [])
-        nodes: list[tuple[str, Any, str, bool, list[str], Any]] = []
+        no_params = {"config": False, "store": False, "writer": False}
+        nodes: list[dict[str, Any]] = []
         for name_, fn in self.nodes.items():
-            if isinstance(fn, ToolNode):
-                nodes.append((name_, fn, "tools", False, [], None))
-            elif isinstance(fn, CompiledStateGraph):
-                call, acall = fn._as_node([c[0] for c in self.channels])
-                nodes.append((name_, call, "py", False, [], acall))
-            else:
+            node = {"name": name_, "func": fn, "is_async": False, "wants": no_params}
+            if isinstance(fn, CompiledStateGraph):
+                call, acall = fn._as_node([c["name"] for c in self.channels])
+                node.update(func=call, afunc=acall)
+            elif not isinstance(fn, ToolNode):
                 afunc = getattr(fn, "__ironloop_async__", None)
-                nodes.append((name_, fn, "py", _is_async(fn), _wants(fn), afunc))
-        branches = [
-            (
-                b.source,
-                b.path,
-                "tools_condition" if b.path is tools_condition else "py",
-                b.path_map,
-                b.ends,
-            )
-            for b in self.branches
-        ]
+                node.update(is_async=_is_async(fn), wants=_wants(fn), afunc=afunc)
+            nodes.append({"afunc": None, **node})
         factory = None
         schema = self.state_schema
         if (isinstance(schema, type) and dataclasses.is_dataclass(schema)) or hasattr(
@@ -370,7 +324,7 @@ class StateGraph:
             nodes=nodes,
             edges=self.edges,
             joins=self.joins,
-            branches=branches,
+            branches=self.branches,
             checkpointer=checkpointer,
             interrupt_before=ib,
             interrupt_after=ia,
@@ -524,7 +478,7 @@ class CompiledStateGraph:
         An ``interrupt()`` inside the subgraph pauses the parent (its node), and the
         parent's resume values answer it; on resume the subgraph runs again from its
         start."""
-        own = {c[0] for c in self.builder.channels}
+        own = {c["name"] for c in self.builder.channels}
         outer = set(parent_keys)
 
         def take(state: Any) -> dict[str, Any]:

@@ -40,7 +40,8 @@ impl std::fmt::Debug for MessageList {
 /// Why `add_messages` refused an update.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum MessagesError {
-    #[error("cannot remove message {0:?}: no message has that id")]
+    /// LangGraph's wording, so that ported code matching on it keeps working.
+    #[error("Attempting to delete a message with an ID that doesn't exist ('{0}')")]
     RemoveMissing(String),
 }
 

@@ -14,6 +14,7 @@ mod models;
 mod native_tool;
 mod openapi;
 mod pool;
+mod prebuilt;
 mod pytool;
 mod runtime;
 mod toolnode;
@@ -27,6 +28,7 @@ fn ironloop_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<context::PyToolContext>()?;
     m.add_class::<toolnode::ToolNodeCore>()?;
     graph::register(m)?;
+    prebuilt::register(m)?;
     models::register(m)?;
     native_tool::register(m)?;
     openapi::register(m)?;

@@ -16,7 +16,8 @@ use super::native_tool::NativeTool;
 use super::pytool::{PyPayload, PyTool};
 use super::runtime::{block_on, can_drive_inline, drive_inline};
 use crate::executor::{error_text, Executor, RunContext, Strategy, ToolResult};
-use crate::message::{Content, Message, MessageKind};
+use crate::message::{Content, Message};
+use crate::prebuilt::{last_ai_tool_calls, result_message, ToolNodeError};
 use crate::registry::ToolRegistry;
 use crate::tool::{Tool, ToolCall};
 
@@ -98,20 +99,12 @@ impl ToolNodeCore {
         let list = messages.cast::<PyList>().map_err(|_| {
             PyTypeError::new_err("the 'messages' of a ToolNode input must be a list")
         })?;
-        let mut last_ai = None;
-        for m in list.iter().rev() {
-            let m = message_from_py(&m)?;
-            if matches!(m.kind, MessageKind::Ai { .. }) {
-                last_ai = Some(m);
-                break;
-            }
-        }
-        let ai = last_ai.ok_or_else(|| {
-            PyValueError::new_err(
-                "ToolNode found no AIMessage in its input: the last AI message's tool calls \
-                 are what it runs",
-            )
-        })?;
+        let messages = list
+            .iter()
+            .map(|m| message_from_py(&m))
+            .collect::<PyResult<Vec<_>>>()?;
+        let calls = last_ai_tool_calls(messages.iter())
+            .ok_or_else(|| PyValueError::new_err(ToolNodeError::NoAiMessage.to_string()))?;
         let env = PyRunEnv::capture(
             py,
             event_loop,
@@ -125,7 +118,7 @@ impl ToolNodeCore {
             ..Default::default()
         };
         Ok(Prepared {
-            calls: ai.tool_calls().to_vec(),
+            calls,
             run,
             env,
             list_in,
@@ -162,24 +155,18 @@ pub fn tool_results(
     let mut commands = Vec::new();
     for r in results {
         let msg = match &r.outcome {
-            Ok(o) => {
-                let payload = o.payload.as_ref();
-                if let Some(m) = payload.and_then(|p| p.downcast_ref::<Arc<Message>>()) {
-                    let mut m = m.clone();
-                    if m.name.is_none() {
-                        Arc::make_mut(&mut m).name = Some(r.name.clone());
-                    }
-                    m
-                } else if let Some(PyPayload(obj)) = payload.and_then(|p| p.downcast_ref()) {
-                    if obj.bind(py).is_instance(command_class(py)?)? {
-                        commands.push(obj.clone_ref(py));
-                        continue;
-                    }
-                    Arc::new(r.to_message())
-                } else {
-                    Arc::new(r.to_message())
+            Ok(o) => match o
+                .payload
+                .as_ref()
+                .and_then(|p| p.downcast_ref::<PyPayload>())
+            {
+                // A tool may return a `Command` (a graph update), not a message.
+                Some(PyPayload(obj)) if obj.bind(py).is_instance(command_class(py)?)? => {
+                    commands.push(obj.clone_ref(py));
+                    continue;
                 }
-            }
+                _ => result_message(&r),
+            },
             Err(e) => {
                 let original = env.take_error(&r.tool_call_id);
                 if let Some(o) = original.as_ref().filter(|o| is_graph_interrupt(py, o)) {

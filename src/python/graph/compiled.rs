@@ -1,6 +1,5 @@
 //! `_GraphCore`: the compiled graph object `CompiledStateGraph` drives.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use pyo3::exceptions::PyValueError;
@@ -10,15 +9,13 @@ use tokio_util::sync::CancellationToken;
 
 use super::super::env::PyRunEnv;
 use super::super::runtime::{block_on, can_drive_inline, drive_inline};
-use super::super::toolnode::ToolNodeCore;
+use super::describe::{self, BranchDesc, ChannelDesc, NodeDesc};
 use super::errors::graph_error;
-use super::nodes::{PyNode, ToolsNode, Wants};
-use super::routers::{PyReducer, PyRouter, ToolsCondition};
-use super::run::{config_dict, config_str, BranchArg, ChannelArg, GraphCore, NodeArg};
+use super::run::{config_dict, config_str, GraphCore};
 use super::savers::checkpointer_from;
 use super::stream::{mode_bit, parse_modes, AsyncGraphStream, GraphStream};
-use super::values::{PyCodec, Shared};
-use crate::graph::{ChannelKind, Graph, GraphSpec, NodeOutput, NodeRunner, Router};
+use super::values::PyCodec;
+use crate::graph::{Graph, NodeOutput};
 
 #[pymethods]
 impl GraphCore {
@@ -29,119 +26,26 @@ impl GraphCore {
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
-        channels: Vec<ChannelArg>,
-        nodes: Vec<NodeArg>,
+        channels: Vec<ChannelDesc>,
+        nodes: Vec<NodeDesc>,
         edges: Vec<(String, String)>,
         joins: Vec<(Vec<String>, String)>,
-        branches: Vec<BranchArg>,
+        branches: Vec<BranchDesc>,
         checkpointer: Option<Bound<'_, PyAny>>,
         interrupt_before: Vec<String>,
         interrupt_after: Vec<String>,
         store: Option<Py<PyAny>>,
         state_factory: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
-        let mut spec = GraphSpec::default();
-        let mut messages_channels = HashSet::new();
-        let mut all = HashSet::new();
-        for (name, kind, reducer, initial) in channels {
-            let k = match kind.as_str() {
-                "last" => ChannelKind::LastValue,
-                "messages" => {
-                    messages_channels.insert(name.clone());
-                    ChannelKind::Messages
-                }
-                "reducer" => ChannelKind::Reducer(Arc::new(PyReducer {
-                    func: reducer.ok_or_else(|| {
-                        PyValueError::new_err("reducer channel without a reducer")
-                    })?,
-                    initial,
-                })),
-                other => {
-                    return Err(PyValueError::new_err(format!(
-                        "unknown channel kind {other}"
-                    )))
-                }
-            };
-            all.insert(name.clone());
-            spec.channels.push((name, k));
-        }
-        let shared = Arc::new(Shared {
-            state_factory,
-            messages_channels,
-            channels: all,
-            caches: Mutex::new(HashMap::new()),
-            store,
-        });
-        for (name, func, kind, is_async, wants, afunc) in nodes {
-            let runner: Arc<dyn NodeRunner> =
-                match kind.as_str() {
-                    "tools" => {
-                        let core = func
-                            .bind(py)
-                            .getattr("_core")?
-                            .cast_into::<ToolNodeCore>()?
-                            .unbind();
-                        let channel =
-                            if shared.messages_channels.contains("messages") {
-                                "messages".to_owned()
-                            } else {
-                                shared.messages_channels.iter().next().cloned().ok_or_else(
-                                    || {
-                                        PyValueError::new_err(format!(
-                                "ToolNode {name:?} needs a messages channel in the state \
-                                 (e.g. messages: Annotated[list, add_messages])"
-                            ))
-                                    },
-                                )?
-                            };
-                        Arc::new(ToolsNode {
-                            name: name.clone(),
-                            core,
-                            channel,
-                            shared: shared.clone(),
-                        })
-                    }
-                    _ => Arc::new(PyNode {
-                        name: name.clone(),
-                        func,
-                        is_async,
-                        afunc,
-                        wants: Wants {
-                            config: wants.iter().any(|w| w == "config"),
-                            store: wants.iter().any(|w| w == "store"),
-                            writer: wants.iter().any(|w| w == "writer"),
-                        },
-                        shared: shared.clone(),
-                    }),
-                };
-            spec.nodes.push(crate::graph::NodeSpec { name, runner });
+        let (mut spec, shared) = describe::channels(channels, store, state_factory);
+        for n in nodes {
+            spec.nodes.push(n.into_spec(py, &spec.channels, &shared)?);
         }
         spec.edges = edges;
         spec.joins = joins;
-        for (source, path, kind, path_map, ends) in branches {
-            let router: Arc<dyn Router> = match kind.as_str() {
-                "tools_condition" => {
-                    let channel = if shared.messages_channels.contains("messages") {
-                        "messages"
-                    } else {
-                        ""
-                    };
-                    Arc::new(ToolsCondition {
-                        channel: channel.to_owned(),
-                        path_map,
-                    })
-                }
-                _ => Arc::new(PyRouter {
-                    path,
-                    path_map,
-                    shared: shared.clone(),
-                }),
-            };
-            spec.branches.push(crate::graph::BranchSpec {
-                source,
-                router,
-                ends,
-            });
+        for b in branches {
+            spec.branches
+                .push(b.into_spec(py, &spec.channels, &shared)?);
         }
         let cp = match checkpointer {
             Some(c) if !c.is_none() => Some(checkpointer_from(py, &c)?),

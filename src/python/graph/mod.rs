@@ -2,11 +2,13 @@
 //! reducers on the core step loop, the state as Python sees it, runs and streams.
 //!
 //! One file a concept: `values` (Python values in channels, the state dict and its
-//! message cache), `task` (the per-task scratchpad), `nodes`, `routers` (and
+//! message cache), `task` (the per-task scratchpad), `describe` (the typed graph description
+//! `StateGraph.compile` sends), `nodes`, `routers` (and
 //! reducers), `savers`, `run` (one run's set-up and results), `errors`, `stream`, and
 //! `compiled` (the `_GraphCore` class).
 
 mod compiled;
+mod describe;
 mod errors;
 mod nodes;
 mod routers;

@@ -5,24 +5,24 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyDict, PyTuple};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::super::aio::{run_async, AsyncResult, MakeCoro};
+use super::super::convert::{messages_to_py, tool_call_from_py};
 use super::super::env::PyRunEnv;
-use super::super::messages::message_to_py;
 use super::super::pool::Pool;
 use super::super::toolnode::{is_graph_interrupt, tool_results, ToolNodeCore};
+use super::describe::Wants;
 use super::task::{call_in, task_context};
 use super::values::{host, val_to_py, Shared};
 use crate::error::HostError;
 use crate::executor::RunContext;
 use crate::graph::{
-    modes, GraphError, MessageList, NodeFailure, NodeOutput, NodeRunner, StateView, TaskContext,
-    Val,
+    modes, GraphError, NodeFailure, NodeOutput, NodeRunner, StateView, TaskContext, Val,
 };
-use crate::message::MessageKind;
+use crate::prebuilt::ToolNode;
 
 /// A node error as the run's failure; the original exception travels inside it.
 pub(super) fn node_failure(py: Python<'_>, ctx: &TaskContext, e: PyErr) -> NodeFailure {
@@ -69,14 +69,6 @@ pub(super) fn env_of(ctx: &TaskContext) -> Result<Arc<PyRunEnv>, NodeFailure> {
 
 // ---------------------------------------------------------------------------------
 // Nodes
-
-/// Which optional parameters a node function takes.
-#[derive(Clone, Copy, Default)]
-pub(super) struct Wants {
-    pub(super) config: bool,
-    pub(super) store: bool,
-    pub(super) writer: bool,
-}
 
 pub(super) struct PyNode {
     pub(super) name: String,
@@ -239,13 +231,31 @@ impl PyNodeRef {
     }
 }
 
-/// A `ToolNode` in a graph: reads the last AI message from the messages channel and
-/// runs its calls through the executor, with no Python in between.
+/// A `ToolNode` in a graph: the core tool node reads the last AI message from the
+/// messages channel and runs its calls through the executor; Python is entered only
+/// for what Python tools need (their state, context and error policy).
 pub(super) struct ToolsNode {
-    pub(super) name: String,
-    pub(super) core: Py<ToolNodeCore>,
-    pub(super) channel: String,
-    pub(super) shared: Arc<Shared>,
+    name: String,
+    core: Py<ToolNodeCore>,
+    node: ToolNode,
+    shared: Arc<Shared>,
+}
+
+impl ToolsNode {
+    pub(super) fn new(
+        name: String,
+        core: Py<ToolNodeCore>,
+        channel: &str,
+        shared: Arc<Shared>,
+    ) -> Self {
+        let executor = Python::attach(|py| core.borrow(py).executor.clone());
+        ToolsNode {
+            name,
+            core,
+            node: ToolNode::new(executor, channel),
+            shared,
+        }
+    }
 }
 
 #[async_trait]
@@ -257,23 +267,12 @@ impl NodeRunner for ToolsNode {
         ctx: TaskContext,
     ) -> Result<NodeOutput, NodeFailure> {
         let env = env_of(&ctx)?;
-        let calls = match (&arg, view.get(&self.channel)) {
-            (Some(a), _) => Python::attach(|py| -> PyResult<_> {
-                // Send("tools", tool_call): run that one call.
-                let obj = val_to_py(py, a)?;
-                Ok(vec![super::super::convert::tool_call_from_py(&obj)?])
-            })
-            .map_err(|e| Python::attach(|py| node_failure(py, &ctx, e)))?,
-            (None, Some(Val::Messages(l))) => l
-                .iter()
-                .rev()
-                .find(|m| matches!(m.kind, MessageKind::Ai { .. }))
-                .map(|m| m.tool_calls().to_vec())
-                .unwrap_or_default(),
-            _ => Vec::new(),
-        };
-        let (executor, state, tool_env) = Python::attach(|py| -> PyResult<_> {
-            let core = self.core.borrow(py);
+        let (send, tool_env) = Python::attach(|py| -> PyResult<_> {
+            // Send("tools", tool_call): run that one call.
+            let send = match &arg {
+                Some(a) => Some(tool_call_from_py(&val_to_py(py, a)?)?),
+                None => None,
+            };
             let state = self.shared.state_dict(py, &view)?.into_any().unbind();
             // Tools see the task's scratchpad (for interrupt()) in their context, and
             // their progress goes to the graph's custom stream.
@@ -286,7 +285,7 @@ impl NodeRunner for ToolsNode {
                 context: context.unbind(),
                 event_loop: env.event_loop.clone_ref(py),
                 caller_loop: env.caller_loop,
-                state: Some(state.clone_ref(py)),
+                state: Some(state),
                 store: self.shared.store.as_ref().map(|s| s.clone_ref(py)),
                 on_progress,
                 config: env.config.as_ref().map(|c| c.clone_ref(py)),
@@ -294,42 +293,36 @@ impl NodeRunner for ToolsNode {
                 pending: Default::default(),
                 drain_scheduled: Default::default(),
             });
-            Ok((core.executor.clone(), state, tool_env))
+            Ok((send, tool_env))
         })
         .map_err(|e| Python::attach(|py| node_failure(py, &ctx, e)))?;
-        let _ = state;
+        let calls = self.node.calls(&view, send);
         let run = RunContext {
             cancel: ctx.cancel.clone(),
             host: Some(tool_env.clone()),
             inline: ctx.inline,
             ..Default::default()
         };
-        let results = executor.execute(&calls, &run).await;
+        let results = self.node.run(&calls, &run).await;
         Python::attach(|py| {
+            let fail = |e| node_failure(py, &ctx, e);
             let core = self.core.borrow(py);
             let (msgs, commands) =
-                tool_results(py, core.handle_errors.bind(py), results, &tool_env)
-                    .map_err(|e| node_failure(py, &ctx, e))?;
-            let mut out = NodeOutput::default();
+                tool_results(py, core.handle_errors.bind(py), results, &tool_env).map_err(fail)?;
+            let mut out = self.node.output(msgs.clone());
             for c in commands {
                 self.shared
                     .output(py, &self.name, c.bind(py), &mut out)
-                    .map_err(|e| node_failure(py, &ctx, e))?;
+                    .map_err(fail)?;
             }
-            if !msgs.is_empty() {
-                out.writes.push((
-                    self.channel.clone(),
-                    Val::Messages(MessageList::from_messages(msgs.clone())),
-                ));
-            }
-            let d = PyDict::new(py);
-            let list = PyList::empty(py);
-            for m in msgs {
-                list.append(message_to_py(py, m).map_err(|e| node_failure(py, &ctx, e))?)
-                    .map_err(|e| node_failure(py, &ctx, e))?;
-            }
-            let _ = d.set_item(&self.channel, list);
-            out.update = Some(host(d.into_any()));
+            let update = PyDict::new(py);
+            update
+                .set_item(
+                    self.node.channel(),
+                    messages_to_py(py, &msgs).map_err(fail)?,
+                )
+                .map_err(fail)?;
+            out.update = Some(host(update.into_any()));
             Ok(out)
         })
     }

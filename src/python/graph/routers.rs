@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyDict, PyList, PyTuple};
 
 use super::super::env::PyRunEnv;
 use super::nodes::node_error;
@@ -93,25 +93,6 @@ impl Router for PyRouter {
 pub(super) fn route_error(py: Python<'_>, ctx: &TaskContext, e: PyErr) -> GraphError {
     let message = format!("routing after {:?} failed: {}", ctx.node, e.value(py));
     node_error(py, ctx, message, e)
-}
-
-/// `tools_condition` in Rust: to the tools node when the last message has tool calls.
-pub(super) struct ToolsCondition {
-    pub(super) channel: String,
-    pub(super) path_map: Option<Py<PyDict>>,
-}
-
-impl Router for ToolsCondition {
-    fn route(&self, view: &StateView, ctx: &TaskContext) -> Result<Vec<Goto>, GraphError> {
-        let has_calls = match view.get(&self.channel) {
-            Some(Val::Messages(l)) => l.last().is_some_and(|m| !m.tool_calls().is_empty()),
-            _ => false,
-        };
-        let key = if has_calls { "tools" } else { END };
-        Python::attach(|py| map_goto(py, &self.path_map, PyString::new(py, key).as_any()))
-            .map(|g| vec![g])
-            .map_err(|e| Python::attach(|py| route_error(py, ctx, e)))
-    }
 }
 
 pub(super) struct PyReducer {

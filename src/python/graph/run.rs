@@ -24,26 +24,6 @@ use crate::graph::{
 // ---------------------------------------------------------------------------------
 // The compiled graph
 
-/// `(name, kind, reducer, initial)` for each channel, as `StateGraph.compile` sends it.
-pub(super) type ChannelArg = (String, String, Option<Py<PyAny>>, Option<Py<PyAny>>);
-/// `(name, function, kind, is_async, wanted parameters, async variant)` for each node.
-pub(super) type NodeArg = (
-    String,
-    Py<PyAny>,
-    String,
-    bool,
-    Vec<String>,
-    Option<Py<PyAny>>,
-);
-/// `(source, path, kind, path_map, possible ends)` for each conditional edge.
-pub(super) type BranchArg = (
-    String,
-    Py<PyAny>,
-    String,
-    Option<Py<PyDict>>,
-    Option<Vec<String>>,
-);
-
 #[pyclass(name = "_GraphCore", module = "ironloop._ironloop", frozen)]
 pub struct GraphCore {
     pub(super) graph: Arc<Graph>,

@@ -1,0 +1,109 @@
+"""``ToolNode``: runs the tool calls of the last AI message (the dispatch runs in
+Rust, in ``src/prebuilt/tool_node.rs``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Callable, Literal, Union
+
+from ironloop._ironloop import NativeTool, _ToolNodeCore
+from ironloop._tool import Tool, tool
+
+__all__ = ["ToolNode"]
+
+
+Strategy = Union[Literal["parallel", "sequential"], tuple[Literal["batched"], int]]
+HandleToolErrors = Union[
+    bool, str, Callable[[BaseException], str], type[BaseException], tuple[type[BaseException], ...]
+]
+
+
+class ToolNode:
+    """Runs the tool calls of the last AI message and returns one ``ToolMessage`` per
+    call, in call order. Dispatch runs in Rust: sync tools on a thread pool sized for
+    I/O, async tools concurrently on the event loop.
+
+    Args:
+        tools: ``@tool`` objects, ``Tool`` objects, plain functions, or Rust tools
+            (``NativeTool``, e.g. from ``ironloop.tools.workspace``).
+        handle_tool_errors: ``True`` (default) turns every failure into an error
+            ``ToolMessage`` the model can read; ``False`` re-raises; a string is used as
+            the error text; a callable maps the exception to the text; an exception
+            type (or tuple) handles only those and re-raises the rest.
+        strategy: ``"parallel"`` (default), ``"sequential"`` or ``("batched", n)``.
+        max_concurrency: at most this many calls in flight (``"parallel"`` only).
+
+    Example:
+        >>> from ironloop import tool, ToolNode
+        >>> from ironloop.messages import AIMessage
+        >>> @tool
+        ... def add(a: int, b: int) -> int:
+        ...     "Adds."
+        ...     return a + b
+        >>> call = {"name": "add", "args": {"a": 1, "b": 2}, "id": "1"}
+        >>> ai = AIMessage(content="", tool_calls=[call])
+        >>> ToolNode([add]).invoke({"messages": [ai]})["messages"][0].content
+        '3'
+    """
+
+    def __init__(
+        self,
+        tools: Sequence[Tool | NativeTool | Callable[..., Any]],
+        *,
+        name: str = "tools",
+        handle_tool_errors: HandleToolErrors = True,
+        strategy: Strategy = "parallel",
+        max_concurrency: int | None = None,
+    ) -> None:
+        converted: list[Tool | NativeTool] = [
+            t if isinstance(t, (Tool, NativeTool)) else tool(t) for t in tools
+        ]
+        names = [t.name for t in converted]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"ToolNode got several tools named {', '.join(map(repr, dupes))}")
+        if max_concurrency is not None and (
+            isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int)
+        ):
+            raise TypeError(f"max_concurrency must be an int or None, got {max_concurrency!r}")
+        if max_concurrency is not None and max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be at least 1 (or None), got {max_concurrency}")
+        self.name = name
+        self.tools_by_name: dict[str, Tool | NativeTool] = dict(zip(names, converted))
+        self.handle_tool_errors = handle_tool_errors
+        self.strategy = strategy
+        self.max_concurrency = max_concurrency
+        self._core = _ToolNodeCore(
+            converted,
+            strategy=strategy,
+            max_concurrency=max_concurrency,
+            handle_tool_errors=handle_tool_errors,
+        )
+
+    def invoke(
+        self,
+        input: Any,
+        config: dict[str, Any] | None = None,
+        *,
+        store: Any = None,
+        on_progress: Callable[[Any], None] | None = None,
+    ) -> Any:
+        """Runs the calls; returns ``{"messages": [...]}`` (or a list for a list input)."""
+        return self._core.invoke(input, store=store, on_progress=on_progress)
+
+    async def ainvoke(
+        self,
+        input: Any,
+        config: dict[str, Any] | None = None,
+        *,
+        store: Any = None,
+        on_progress: Callable[[Any], None] | None = None,
+    ) -> Any:
+        """Like ``invoke``; async tools run on the running event loop."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        return await self._core.ainvoke(input, loop, store=store, on_progress=on_progress)
+
+    def __repr__(self) -> str:
+        return f"ToolNode(tools={list(self.tools_by_name)!r})"

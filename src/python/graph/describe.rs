@@ -1,0 +1,173 @@
+//! The graph as `StateGraph.compile` describes it, in typed pieces: what each channel,
+//! node and conditional edge is follows from the Python objects themselves (the
+//! reducer, the node object, the routing function), not from tags.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use super::super::prebuilt::{is_add_messages, is_tools_condition};
+use super::super::toolnode::ToolNodeCore;
+use super::nodes::{PyNode, ToolsNode};
+use super::routers::{PyReducer, PyRouter};
+use super::values::Shared;
+use crate::graph::{BranchSpec, ChannelKind, GraphSpec, NodeRunner, NodeSpec, Router};
+use crate::prebuilt::{messages_channel, ToolsCondition};
+use pyo3::exceptions::PyValueError;
+
+/// One state key: `reducer` is `None` (last value wins), `add_messages` (a messages
+/// channel, merged in Rust) or any function of two values; `initial` makes the value
+/// a reducer starts from.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+pub(super) struct ChannelDesc {
+    name: String,
+    reducer: Option<Py<PyAny>>,
+    initial: Option<Py<PyAny>>,
+}
+
+/// Which optional parameters a node function takes.
+#[derive(Clone, Copy, Default, FromPyObject)]
+#[pyo3(from_item_all)]
+pub(super) struct Wants {
+    pub(super) config: bool,
+    pub(super) store: bool,
+    pub(super) writer: bool,
+}
+
+/// One node: `func` is a `ToolNode` (run by the core tool node) or any callable.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+pub(super) struct NodeDesc {
+    name: String,
+    func: Py<PyAny>,
+    is_async: bool,
+    wants: Wants,
+    /// The async variant of a node that has both (a compiled subgraph).
+    afunc: Option<Py<PyAny>>,
+}
+
+/// One conditional edge, read from `StateGraph`'s `_Branch` objects.
+#[derive(FromPyObject)]
+pub(super) struct BranchDesc {
+    source: String,
+    path: Py<PyAny>,
+    path_map: Option<Py<PyDict>>,
+    /// The nodes it may go to, when known (for validation and drawing).
+    ends: Option<Vec<String>>,
+}
+
+/// The spec's channels and the Python-side state they share.
+pub(super) fn channels(
+    channels: Vec<ChannelDesc>,
+    store: Option<Py<PyAny>>,
+    state_factory: Option<Py<PyAny>>,
+) -> (GraphSpec, Arc<Shared>) {
+    let mut spec = GraphSpec::default();
+    let mut messages_channels = HashSet::new();
+    let mut all = HashSet::new();
+    Python::attach(|py| {
+        for c in channels {
+            let kind = match c.reducer {
+                None => ChannelKind::LastValue,
+                Some(f) if is_add_messages(f.bind(py)) => {
+                    messages_channels.insert(c.name.clone());
+                    ChannelKind::Messages
+                }
+                Some(func) => ChannelKind::Reducer(Arc::new(PyReducer {
+                    func,
+                    initial: c.initial,
+                })),
+            };
+            all.insert(c.name.clone());
+            spec.channels.push((c.name, kind));
+        }
+    });
+    let shared = Arc::new(Shared {
+        state_factory,
+        messages_channels,
+        channels: all,
+        caches: Mutex::new(HashMap::new()),
+        store,
+    });
+    (spec, shared)
+}
+
+impl NodeDesc {
+    pub(super) fn into_spec(
+        self,
+        py: Python<'_>,
+        channels: &[(String, ChannelKind)],
+        shared: &Arc<Shared>,
+    ) -> PyResult<NodeSpec> {
+        let tool_node = self
+            .func
+            .bind(py)
+            .getattr(pyo3::intern!(py, "_core"))
+            .ok()
+            .and_then(|c| c.cast_into::<ToolNodeCore>().ok());
+        let runner: Arc<dyn NodeRunner> = match tool_node {
+            Some(core) => {
+                let channel = messages_channel(channels).ok_or_else(|| {
+                    PyValueError::new_err(format!(
+                        "ToolNode {:?} needs a messages channel in the state (e.g. \
+                             messages: Annotated[list, add_messages])",
+                        self.name
+                    ))
+                })?;
+                Arc::new(ToolsNode::new(
+                    self.name.clone(),
+                    core.unbind(),
+                    channel,
+                    shared.clone(),
+                ))
+            }
+            None => Arc::new(PyNode {
+                name: self.name.clone(),
+                func: self.func,
+                is_async: self.is_async,
+                afunc: self.afunc,
+                wants: self.wants,
+                shared: shared.clone(),
+            }),
+        };
+        Ok(NodeSpec {
+            name: self.name,
+            runner,
+        })
+    }
+}
+
+impl BranchDesc {
+    pub(super) fn into_spec(
+        self,
+        py: Python<'_>,
+        channels: &[(String, ChannelKind)],
+        shared: &Arc<Shared>,
+    ) -> PyResult<BranchSpec> {
+        let router: Arc<dyn Router> = if is_tools_condition(self.path.bind(py)) {
+            let path_map = match &self.path_map {
+                Some(m) => Some(m.bind(py).extract::<HashMap<String, String>>()?),
+                None => None,
+            };
+            Arc::new(ToolsCondition {
+                // No messages channel: the router finds no messages and says so.
+                channel: messages_channel(channels).unwrap_or_default().to_owned(),
+                path_map,
+            })
+        } else {
+            Arc::new(PyRouter {
+                path: self.path,
+                path_map: self.path_map,
+                shared: shared.clone(),
+            })
+        };
+        Ok(BranchSpec {
+            source: self.source,
+            router,
+            ends: self.ends,
+        })
+    }
+}
