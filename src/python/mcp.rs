@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::native_tool::NativeTool;
 use super::runtime::block_on;
-use crate::adapters::mcp::{HttpServer, McpError, McpToolset, McpToolsetOptions, StdioServer};
+use crate::sources::mcp::{HttpServer, McpError, McpToolset, McpToolsetOptions, StdioServer};
 
 /// An open session with one MCP server and its tools (see `ironloop.mcp.McpToolset`).
 #[pyclass(name = "_McpToolset", module = "ironloop._ironloop", frozen)]

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::native_tool::NativeTool;
 use super::runtime::block_on;
-use crate::adapters::openapi::{OpenApiError, OpenApiOptions, OpenApiToolset};
+use crate::sources::openapi::{OpenApiError, OpenApiOptions, OpenApiToolset};
 
 fn to_py_err(e: OpenApiError) -> PyErr {
     let msg = e.to_string();
