@@ -15,10 +15,10 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::aio::{run_async, AsyncResult, MakeCoro};
-use super::convert::{import_cached, message_from_py, value_from_py, value_to_py};
+use super::convert::{import_cached, value_from_py, value_to_py};
 use super::env::PyRunEnv;
 use super::errors::error;
-use super::messages::message_to_py;
+use super::messages::{message_from_py, message_to_py};
 use super::pool::Pool;
 use super::runtime::{block_on, can_drive_inline, drive_inline};
 use super::toolnode::{command_class, is_graph_interrupt, tool_results, ToolNodeCore};
