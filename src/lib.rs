@@ -2,8 +2,12 @@
 //!
 //! The core — messages, tools, the registry and the executor — builds and tests
 //! without Python; the `python` feature adds the PyO3 glue in [`python`].
+//!
+//! Tools: [`tool`] is the abstraction (the [`Tool`] trait and what flows through a
+//! call), [`registry`] and [`executor`] hold and run tools, and [`sources`] makes
+//! tools from places outside the program (the file system, an MCP server, an
+//! OpenAPI spec).
 
-pub mod adapters;
 pub mod checkpoint;
 pub mod error;
 pub mod executor;
@@ -13,9 +17,8 @@ pub mod message;
 pub mod model;
 pub mod prebuilt;
 pub mod registry;
+pub mod sources;
 pub mod tool;
-#[cfg(feature = "workspace")]
-pub mod tools;
 
 #[cfg(feature = "python")]
 pub mod python;

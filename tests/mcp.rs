@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ironloop::adapters::mcp::{HttpServer, McpToolset, McpToolsetOptions, StdioServer};
+use ironloop::sources::mcp::{HttpServer, McpToolset, McpToolsetOptions, StdioServer};
 use ironloop::{Executor, RunContext, Strategy, ToolCall, ToolError, ToolRegistry};
 use serde_json::json;
 

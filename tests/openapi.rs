@@ -1,4 +1,4 @@
-//! OpenAPI tool sources (`ironloop::adapters::openapi`): a 3.0 YAML and a 3.1 JSON
+//! OpenAPI tool sources (`ironloop::sources::openapi`): a 3.0 YAML and a 3.1 JSON
 //! petstore-shaped spec become tools (names, schemas, `$ref`s resolved, cycles,
 //! operations without `operationId`, skipped operations, refused documents), and the
 //! tools run against a loopback HTTP server: path, query, header and body parameters
@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ironloop::adapters::openapi::{OpenApiError, OpenApiOptions, OpenApiToolset};
+use ironloop::sources::openapi::{OpenApiError, OpenApiOptions, OpenApiToolset};
 use ironloop::{Executor, RunContext, ToolCall, ToolContext, ToolError, ToolRegistry};
 use serde_json::{json, Value};
 use tokio::io::AsyncWriteExt;

@@ -1,15 +1,15 @@
-//! The workspace tools (`ironloop::tools`): each way out of the root is refused
-//! (`..`, absolute paths, symlinks leading out — for reading, writing, editing,
-//! listing and searching), edit_file's uniqueness rule, .gitignore in list/search,
-//! the caps and their notes, and bash's timeout, truncation and cancellation (the
-//! command's processes are gone afterwards).
+//! The workspace tools (`ironloop::sources::workspace`): each way out of the root is
+//! refused (`..`, absolute paths, symlinks leading out — for reading, writing,
+//! editing, listing and searching), edit_file's uniqueness rule, .gitignore in
+//! list/search, the caps and their notes, and bash's timeout, truncation and
+//! cancellation (the command's processes are gone afterwards).
 #![cfg(feature = "workspace")]
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ironloop::tools::{workspace_tools, WorkspaceOptions};
+use ironloop::sources::workspace::{workspace_tools, WorkspaceOptions};
 use ironloop::{Executor, RunContext, ToolCall, ToolContext, ToolError, ToolRegistry};
 use serde_json::{json, Value};
 

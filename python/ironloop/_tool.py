@@ -1,4 +1,7 @@
-"""Tools from Python functions: the ``@tool`` decorator and the ``Tool`` class."""
+"""The tool abstraction on the Python side: the ``Tool`` class and the ``@tool``
+decorator that makes one from a function (public as ``ironloop.Tool`` /
+``ironloop.tool``). It mirrors the crate's ``src/tool/``; places tools come from
+(the workspace, MCP servers, OpenAPI specs) are in ``ironloop.sources``."""
 
 from __future__ import annotations
 

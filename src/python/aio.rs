@@ -27,7 +27,7 @@ pub enum AsyncResult<'py> {
 type OnDone = Box<dyn for<'py> FnOnce(Python<'py>, AsyncResult<'py>) + Send>;
 
 /// A call waiting for the loop thread to start it.
-pub struct PendingAsync {
+struct PendingAsync {
     make: MakeCoro,
     done: OnDone,
     slot: Arc<TaskSlot>,
@@ -64,21 +64,6 @@ impl DoneCallback {
         };
         f(py, r);
         Ok(())
-    }
-}
-
-/// Starts the queued calls of a run; scheduled on its event loop.
-#[pyclass]
-pub struct Drain(pub Arc<PyRunEnv>);
-
-#[pymethods]
-impl Drain {
-    fn __call__(&self, py: Python<'_>) {
-        super::env::mark_loop_thread();
-        let env = &self.0;
-        for p in env.take_pending() {
-            start(py, env, p);
-        }
     }
 }
 
@@ -176,7 +161,8 @@ where
         }),
         slot: slot.clone(),
     };
-    if env.push_pending(pending) {
+    let job = Box::new(move |py: Python<'_>, env: &Arc<PyRunEnv>| start(py, env, pending));
+    if env.push_pending(job) {
         Python::attach(|py| env.schedule_drain(py))
             .map_err(|e| format!("could not reach the event loop: {e}"))?;
     }

@@ -1,17 +1,14 @@
-//! Conversions between Python objects and the core's values, in one place.
-
-use std::sync::Arc;
+//! Conversions between Python objects and the core's values: JSON values, content,
+//! tool calls, usage. Whole messages are converted in `messages.rs`, next to their
+//! classes, with these pieces (so `messages` uses `convert`, never the reverse).
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyDict, PyList, PyString};
 use serde_json::Value;
 
-use super::messages::{message_to_py, PyMessage};
-use crate::message::{
-    Content, ContentPart, InvalidToolCall, Message, MessageKind, ToolStatus, Usage,
-};
+use crate::message::{Content, ContentPart, InvalidToolCall, ToolStatus, Usage};
 use crate::tool::ToolCall;
 
 /// A JSON value as a Python object (dict, list, str, int, float, bool, None).
@@ -132,7 +129,8 @@ pub fn tool_call_to_py<'py>(py: Python<'py>, c: &ToolCall) -> PyResult<Bound<'py
     cls.call((), Some(&kw))
 }
 
-fn get_item<'py>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+/// `d[key]`, with a missing key and `None` both `None`.
+pub fn get_item<'py>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
     Ok(d.get_item(key)?.filter(|v| !v.is_none()))
 }
 
@@ -238,125 +236,6 @@ pub fn status_from_str(s: &str) -> PyResult<ToolStatus> {
             "ToolMessage status must be 'success' or 'error', got {other:?}"
         ))),
     }
-}
-
-/// Any message-like input as a shared message: an ironloop message (no copy), a
-/// `(role, content)` tuple, a `{"role", "content", ...}` dict, a plain string (a human
-/// message), or a langchain-core message (duck-typed on `.type` and `.content`).
-pub fn message_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Arc<Message>> {
-    if let Ok(m) = obj.cast::<PyMessage>() {
-        return Ok(m.borrow().inner.clone());
-    }
-    if let Ok(s) = obj.cast::<PyString>() {
-        return Ok(Arc::new(Message::human(s.to_str()?)));
-    }
-    if let Ok(t) = obj.cast::<PyTuple>() {
-        if t.len() != 2 {
-            return Err(PyValueError::new_err(
-                "a message tuple must be (role, content), e.g. ('user', 'hello')",
-            ));
-        }
-        let role: String = t.get_item(0)?.extract()?;
-        let content = content_from_py(&t.get_item(1)?)?;
-        return from_role(&role, content, None).map(Arc::new);
-    }
-    if let Ok(d) = obj.cast::<PyDict>() {
-        let role: String = get_item(d, "role")?
-            .or(get_item(d, "type")?)
-            .ok_or_else(|| {
-                PyValueError::new_err(
-                    "a message dict needs a 'role' (user, assistant, system, tool), \
-                     e.g. {'role': 'user', 'content': 'hello'}",
-                )
-            })?
-            .extract()?;
-        let content = match get_item(d, "content")? {
-            Some(c) => content_from_py(&c)?,
-            None => Content::default(),
-        };
-        return from_role(&role, content, Some(d)).map(Arc::new);
-    }
-    // langchain-core messages and look-alikes.
-    if let (Ok(ty), Ok(content)) = (obj.getattr("type"), obj.getattr("content")) {
-        if let Ok(role) = ty.extract::<String>() {
-            let d = PyDict::new(obj.py());
-            for k in [
-                "id",
-                "name",
-                "tool_calls",
-                "tool_call_id",
-                "status",
-                "artifact",
-            ] {
-                if let Ok(v) = obj.getattr(k) {
-                    d.set_item(k, v)?;
-                }
-            }
-            return from_role(&role, content_from_py(&content)?, Some(&d)).map(Arc::new);
-        }
-    }
-    let ty = obj.get_type().name()?.to_string();
-    Err(PyTypeError::new_err(format!(
-        "cannot use a {ty} as a message: pass a message object (HumanMessage, AIMessage, ...), \
-         a (role, content) tuple or a {{'role': ..., 'content': ...}} dict"
-    )))
-}
-
-fn from_role(role: &str, content: Content, d: Option<&Bound<'_, PyDict>>) -> PyResult<Message> {
-    let field = |k: &str| -> PyResult<Option<Bound<'_, PyAny>>> {
-        match d {
-            Some(d) => get_item(d, k),
-            None => Ok(None),
-        }
-    };
-    let kind = match role {
-        "user" | "human" => MessageKind::Human,
-        "assistant" | "ai" => MessageKind::Ai {
-            tool_calls: tool_calls_from_py(field("tool_calls")?.as_ref())?,
-            invalid_tool_calls: Vec::new(),
-            usage: None,
-        },
-        "system" | "developer" => MessageKind::System,
-        "tool" => MessageKind::Tool {
-            tool_call_id: field("tool_call_id")?
-                .ok_or_else(|| PyValueError::new_err("a tool message needs a 'tool_call_id'"))?
-                .extract()?,
-            status: match field("status")? {
-                Some(s) => status_from_str(&s.extract::<String>()?)?,
-                None => ToolStatus::Success,
-            },
-            artifact: match field("artifact")? {
-                Some(a) => Some(value_from_py(&a, "artifact")?),
-                None => None,
-            },
-        },
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "unknown message role {other:?}: use 'user', 'assistant', 'system' or 'tool'"
-            )))
-        }
-    };
-    let mut m = Message {
-        id: crate::message::new_id(),
-        name: None,
-        content,
-        kind,
-    };
-    if let Some(id) = field("id")? {
-        m.id = id.extract()?;
-    }
-    if let Some(n) = field("name")? {
-        m.name = Some(n.extract()?);
-    }
-    Ok(m)
-}
-
-pub fn messages_to_py<'py>(py: Python<'py>, ms: &[Arc<Message>]) -> PyResult<Bound<'py, PyList>> {
-    let list = PyList::empty(py);
-    for m in ms {
-        list.append(message_to_py(py, m.clone())?)?;
-    }
-    Ok(list)
 }
 
 /// The ways `value` fails `schema` (empty when it conforms), with the core's validator.

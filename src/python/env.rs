@@ -1,4 +1,7 @@
-//! The per-run Python environment that tools receive through `ToolContext::host`.
+//! The per-run Python environment that tools receive through `ToolContext::host`,
+//! and the queue of work for its event loop's thread (`push_pending`: one wake-up of
+//! the loop runs every job queued by then). `aio` builds coroutine calls on this
+//! queue; this module knows nothing of them (the dependency goes one way).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -7,9 +10,11 @@ use std::sync::{Arc, Mutex};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 
-use super::aio::{Drain, PendingAsync};
 use super::convert::import_cached;
 use crate::tool::ToolContext;
+
+/// Work for the loop thread: run there, with the GIL held, by a `Drain`.
+pub type LoopJob = Box<dyn FnOnce(Python<'_>, &Arc<PyRunEnv>) + Send>;
 
 pub struct PyRunEnv {
     /// The caller's `contextvars` context, copied again for every call.
@@ -30,8 +35,8 @@ pub struct PyRunEnv {
     /// The original exceptions of failed calls, by call id, for
     /// `handle_tool_errors=False` (re-raise) and error-handler callables.
     pub errors: Mutex<HashMap<String, PyErr>>,
-    /// Async calls waiting for the loop thread to start them (see `Drain`).
-    pub(crate) pending: Mutex<Vec<PendingAsync>>,
+    /// Jobs waiting for the loop thread (async calls to start; see `Drain`).
+    pub(crate) pending: Mutex<Vec<LoopJob>>,
     pub(crate) drain_scheduled: AtomicBool,
 }
 
@@ -115,8 +120,8 @@ impl PyRunEnv {
             .remove(call_id)
     }
 
-    /// Queues an async call; true when the caller must schedule a drain on the loop.
-    pub fn push_pending(&self, p: PendingAsync) -> bool {
+    /// Queues a job; true when the caller must schedule a drain on the loop.
+    pub fn push_pending(&self, p: LoopJob) -> bool {
         self.pending
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -124,13 +129,13 @@ impl PyRunEnv {
         !self.drain_scheduled.swap(true, Ordering::AcqRel)
     }
 
-    pub fn take_pending(&self) -> Vec<PendingAsync> {
+    fn take_pending(&self) -> Vec<LoopJob> {
         // Clear the flag first: a call queued after this point schedules a new drain.
         self.drain_scheduled.store(false, Ordering::Release);
         std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
-    /// Asks the event loop's thread to start the queued calls.
+    /// Asks the event loop's thread to run the queued jobs.
     pub fn schedule_drain(self: &Arc<Self>, py: Python<'_>) -> PyResult<()> {
         let drain = Bound::new(py, Drain(self.clone()))?;
         let r = self
@@ -142,5 +147,20 @@ impl PyRunEnv {
             self.drain_scheduled.store(false, Ordering::Release);
         }
         r.map(|_| ())
+    }
+}
+
+/// Runs the jobs queued for a run's loop; scheduled on its event loop.
+#[pyclass]
+struct Drain(Arc<PyRunEnv>);
+
+#[pymethods]
+impl Drain {
+    fn __call__(&self, py: Python<'_>) {
+        mark_loop_thread();
+        let env = &self.0;
+        for job in env.take_pending() {
+            job(py, env);
+        }
     }
 }

@@ -13,10 +13,10 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
 
-use crate::adapters::mcp::McpError;
-use crate::adapters::openapi::OpenApiError;
 use crate::checkpoint::CheckpointError;
 use crate::model::ModelError;
+use crate::sources::mcp::McpError;
+use crate::sources::openapi::OpenApiError;
 use crate::tool::ToolError;
 
 /// Declares [`Class`] and its Python names in one list.

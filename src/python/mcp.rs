@@ -1,5 +1,5 @@
 //! `ironloop.mcp`: the tools of an MCP server as `NativeTool`s. The session, the
-//! calls and the server's process live in Rust ([`crate::adapters::mcp`]); a call
+//! calls and the server's process live in Rust ([`crate::sources::mcp`]); a call
 //! made by `ToolNode` / `create_react_agent` never enters Python.
 
 use std::path::PathBuf;
@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::args::Timeout;
 use super::native_tool::NativeTool;
 use super::runtime::block_on;
-use crate::adapters::mcp::{HttpServer, McpError, McpToolset, McpToolsetOptions, StdioServer};
+use crate::sources::mcp::{HttpServer, McpError, McpToolset, McpToolsetOptions, StdioServer};
 
 /// An open session with one MCP server and its tools (see `ironloop.mcp.McpToolset`).
 #[pyclass(name = "_McpToolset", module = "ironloop._ironloop", frozen)]

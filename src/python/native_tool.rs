@@ -21,8 +21,8 @@ use super::runtime::block_on;
 use crate::executor::{Executor, RunContext};
 use crate::message::new_id;
 use crate::registry::ToolRegistry;
+use crate::sources::workspace::{workspace_tools, WorkspaceOptions};
 use crate::tool::{Tool, ToolCall, ToolError, ToolOutput};
-use crate::tools::{workspace_tools, WorkspaceOptions};
 
 #[pyclass(name = "NativeTool", module = "ironloop._ironloop", frozen)]
 pub struct NativeTool {

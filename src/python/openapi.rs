@@ -1,5 +1,5 @@
 //! `ironloop.openapi`: an OpenAPI description as `NativeTool`s (see
-//! [`crate::adapters::openapi`]). Reading, fetching and parsing the spec happen with
+//! [`crate::sources::openapi`]). Reading, fetching and parsing the spec happen with
 //! the GIL released; the tools' calls never enter Python.
 
 use pyo3::prelude::*;
@@ -9,7 +9,7 @@ use super::args::Timeout;
 use super::errors::Class;
 use super::native_tool::NativeTool;
 use super::runtime::block_on;
-use crate::adapters::openapi::{OpenApiOptions, OpenApiToolset};
+use crate::sources::openapi::{OpenApiOptions, OpenApiToolset};
 
 /// What `OpenApiToolset` is made from: `(tools, base_url, title, version, skipped)`.
 type Made = (Vec<NativeTool>, Option<String>, String, String, Vec<String>);

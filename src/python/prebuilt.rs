@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList};
 
-use super::convert::{message_from_py, messages_to_py};
+use super::messages::{message_from_py, messages_to_py};
 use crate::graph::MessageList;
 use crate::message::Message;
 

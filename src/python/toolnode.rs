@@ -9,9 +9,10 @@ use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple, PyType};
 
 use pyo3::sync::PyOnceLock;
 
-use super::convert::{import_cached, message_from_py, messages_to_py};
+use super::convert::import_cached;
 use super::env::PyRunEnv;
 use super::errors::tool_error;
+use super::messages::{message_from_py, messages_to_py};
 use super::native_tool::NativeTool;
 use super::pytool::{PyPayload, PyTool};
 use super::runtime::{block_on, can_drive_inline, drive_inline};

@@ -10,8 +10,9 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::super::aio::{run_async, AsyncResult, MakeCoro};
-use super::super::convert::{messages_to_py, tool_call_from_py};
+use super::super::convert::tool_call_from_py;
 use super::super::env::PyRunEnv;
+use super::super::messages::messages_to_py;
 use super::super::pool::Pool;
 use super::super::toolnode::{is_graph_interrupt, tool_results, ToolNodeCore};
 use super::describe::Wants;

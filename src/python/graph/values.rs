@@ -10,8 +10,9 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use serde_json::Value;
 
-use super::super::convert::{import_cached, message_from_py, value_to_py};
+use super::super::convert::{import_cached, value_to_py};
 use super::super::errors::error;
+use super::super::messages::message_from_py;
 use super::super::messages::message_to_py;
 use super::super::toolnode::command_class;
 use crate::graph::{

@@ -2,8 +2,8 @@
 //! description, executed over HTTP from Rust.
 //!
 //! ```no_run
-//! # async fn demo() -> Result<(), ironloop::adapters::openapi::OpenApiError> {
-//! use ironloop::adapters::openapi::{OpenApiOptions, OpenApiToolset};
+//! # async fn demo() -> Result<(), ironloop::sources::openapi::OpenApiError> {
+//! use ironloop::sources::openapi::{OpenApiOptions, OpenApiToolset};
 //! let spec = std::fs::read_to_string("petstore.yaml").unwrap();
 //! let options = OpenApiOptions {
 //!     base_url: Some("http://127.0.0.1:8080/v1".into()),

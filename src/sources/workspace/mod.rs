@@ -1,5 +1,16 @@
-//! The workspace tools: `read_file`, `write_file`, `edit_file`, `list_files`,
-//! `search` and the opt-in `bash`.
+//! The workspace tool source: the file system under one root directory.
+//!
+//! [`workspace_tools`] gives an agent a directory to work in: `read_file`,
+//! `write_file`, `edit_file`, `list_files`, `search` and, when asked for, `bash`.
+//! Every path the model gives is confined to the root (see [`path`]).
+//!
+//! ```
+//! use ironloop::sources::workspace::{workspace_tools, WorkspaceOptions};
+//! let dir = std::env::temp_dir();
+//! let tools = workspace_tools(&dir, WorkspaceOptions::default()).unwrap();
+//! let names: Vec<_> = tools.iter().map(|t| t.definition().name.clone()).collect();
+//! assert_eq!(names, ["read_file", "write_file", "edit_file", "list_files", "search"]);
+//! ```
 //!
 //! Every failure is an error result whose text names the path and says what to do
 //! instead, for the model to correct itself: a refused path (absolute, `..` above
@@ -12,6 +23,8 @@
 //! `bash -c` in the root as the leader of a new process group, and the whole group is
 //! killed when the command times out, is cancelled, or returns (background processes
 //! included), or when the call is dropped.
+
+pub mod path;
 
 use std::collections::VecDeque;
 use std::fs;
@@ -29,7 +42,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio_util::sync::CancellationToken;
 
-use super::path::{io_reason, PathError, Resolved, Root};
+use self::path::{io_reason, PathError, Resolved, Root};
 use crate::tool::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
 
 /// How the workspace tools behave. `Default` gives the documented defaults.

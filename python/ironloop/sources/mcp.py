@@ -1,0 +1,259 @@
+"""The MCP tool source: tools from MCP servers (the Model Context Protocol), called
+from Rust (``src/sources/mcp.rs``). Public path: ``ironloop.mcp``.
+
+``McpToolset.stdio(command, args)`` starts a server as a child process and
+``McpToolset.http(url)`` connects to a streamable-HTTP server. Either opens **one**
+long-lived session (the ``initialize`` handshake happens once) and lists the server's
+tools as ironloop tools (``NativeTool``), which go into ``ToolNode`` and
+``create_react_agent`` like ``@tool`` functions. Every call is a ``tools/call`` on
+that one session, made from Rust (the official Rust SDK, ``rmcp``): calls of one AI
+message run concurrently over it, a tool's time limit applies, cancellation reaches
+the server (``notifications/cancelled``), and every failure — a result with
+``isError``, a protocol error, a dead server — becomes an error ``ToolMessage`` that
+names the server and the tool.
+
+Close the toolset when done (``close()``, ``with`` / ``async with``): a stdio server
+gets its stdin closed, then ``SIGTERM``, then ``SIGKILL``, together with anything it
+started (it runs in a process group of its own). A toolset still open when the
+interpreter exits is closed then.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import weakref
+from collections.abc import Iterator, Mapping, Sequence
+
+from ironloop._ironloop import NativeTool, _McpToolset
+
+__all__ = ["McpToolset", "NativeTool"]
+
+_open: weakref.WeakSet[McpToolset] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    for ts in list(_open):
+        try:
+            ts.close()
+        except Exception:
+            pass
+
+
+def _prefix(value: str | None) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"prefix must be a str or None, got {value!r}")
+    return value or None
+
+
+def _pairs(name: str, value: Mapping[str, str] | None) -> list[tuple[str, str]]:
+    if value is None:
+        return []
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name} must be a mapping of str to str, got {type(value).__name__}")
+    out = []
+    for k, v in value.items():
+        if not isinstance(k, str) or not isinstance(v, str):
+            raise TypeError(f"{name} must map str to str, got {k!r}: {v!r}")
+        out.append((k, v))
+    return out
+
+
+def _stdio_args(
+    command: str | os.PathLike[str],
+    args: Sequence[str] | None,
+    env: Mapping[str, str] | None,
+    cwd: str | os.PathLike[str] | None,
+) -> tuple[str, list[str], list[tuple[str, str]], str | None]:
+    if isinstance(args, str):
+        raise TypeError("args must be a list of strings, not one string")
+    argv = [os.fspath(a) for a in (args or [])]
+    return (
+        os.fspath(command),
+        argv,
+        _pairs("env", env),
+        None if cwd is None else os.fspath(cwd),
+    )
+
+
+class McpToolset:
+    """An open session with one MCP server, and its tools.
+
+    Make one with ``McpToolset.stdio(...)`` / ``McpToolset.http(...)`` (or
+    ``await McpToolset.astdio(...)`` / ``ahttp(...)`` from async code, which do not
+    block the event loop while the server starts).
+
+    Attributes:
+        tools: The server's tools, as ``NativeTool`` objects named ``prefix__name``
+            when a prefix was given. Iterating the toolset gives them too.
+        server: The server's announced name and its command or URL.
+        pid: The process id of a stdio server (None over HTTP).
+        closed: Whether the session has ended.
+
+    Example:
+        >>> import sys
+        >>> from ironloop import ToolNode
+        >>> from ironloop.messages import AIMessage
+        >>> with McpToolset.stdio(sys.executable, ["tests/python/mcp_server.py"],
+        ...                       prefix="demo") as server:  # doctest: +SKIP
+        ...     node = ToolNode(server.tools)
+        ...     ai = AIMessage(content="", tool_calls=[
+        ...         {"name": "demo__add", "args": {"a": 2, "b": 3}, "id": "1"}])
+        ...     node.invoke([ai])[0].content
+        '5'
+    """
+
+    __slots__ = ("__weakref__", "_core")
+
+    def __init__(self, core: _McpToolset) -> None:
+        if not isinstance(core, _McpToolset):
+            raise TypeError(
+                "use McpToolset.stdio(...) or McpToolset.http(...) to open an MCP toolset"
+            )
+        self._core = core
+        _open.add(self)
+
+    @classmethod
+    def stdio(
+        cls,
+        command: str | os.PathLike[str],
+        args: Sequence[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        *,
+        prefix: str | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        timeout: float | None = None,
+    ) -> McpToolset:
+        """Starts ``command args...`` and opens a session over its stdin / stdout.
+
+        Args:
+            command: The program (looked up on ``PATH``), e.g. ``"npx"``, ``"uvx"``,
+                ``sys.executable``.
+            args: Its arguments.
+            env: Variables set for the server on top of this process's environment.
+            prefix: Name the tools ``prefix__tool`` (to keep several servers' tools
+                apart); the server still sees its own names.
+            cwd: The server's working directory (default: this process's). Its
+                stderr is this process's stderr, so its logs show there.
+            timeout: A per-call time limit in seconds for every tool of the server,
+                as ``@tool(timeout=)`` sets one; a call that runs over it is cancelled
+                on the server and becomes an error ``ToolMessage``.
+
+        Raises:
+            ironloop.errors.McpConnectionError: (a ``ConnectionError``) The command
+                cannot be started, or it does not complete the MCP handshake (the
+                message says which, and names the command).
+            ironloop.errors.InvalidArgumentError: (a ``ValueError``) ``timeout`` is not
+                a positive number of seconds.
+        """
+        a = _stdio_args(command, args, env, cwd)
+        return cls(_McpToolset.stdio(*a, _prefix(prefix), timeout))
+
+    @classmethod
+    def http(
+        cls,
+        url: str,
+        headers: Mapping[str, str] | None = None,
+        *,
+        prefix: str | None = None,
+        timeout: float | None = None,
+    ) -> McpToolset:
+        """Opens a session with a streamable-HTTP MCP endpoint (e.g.
+        ``"http://127.0.0.1:8000/mcp"``).
+
+        Args:
+            url: The endpoint's URL (``http://`` or ``https://``).
+            headers: Sent with every request, e.g. ``{"Authorization": "Bearer ..."}``.
+            prefix: As for ``stdio``.
+            timeout: As for ``stdio``.
+
+        Raises:
+            ironloop.errors.McpConnectionError: (a ``ConnectionError``) The server
+                cannot be reached or the handshake fails.
+        """
+        if not isinstance(url, str):
+            raise TypeError(f"url must be a str, got {url!r}")
+        return cls(_McpToolset.http(url, _pairs("headers", headers), _prefix(prefix), timeout))
+
+    @classmethod
+    async def astdio(
+        cls,
+        command: str | os.PathLike[str],
+        args: Sequence[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        *,
+        prefix: str | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        timeout: float | None = None,
+    ) -> McpToolset:
+        """``stdio`` for async code: the event loop runs on while the server starts."""
+        a = _stdio_args(command, args, env, cwd)
+        core = await _McpToolset.stdio_async(*a, _prefix(prefix), timeout)
+        return cls(core)
+
+    @classmethod
+    async def ahttp(
+        cls,
+        url: str,
+        headers: Mapping[str, str] | None = None,
+        *,
+        prefix: str | None = None,
+        timeout: float | None = None,
+    ) -> McpToolset:
+        """``http`` for async code."""
+        if not isinstance(url, str):
+            raise TypeError(f"url must be a str, got {url!r}")
+        core = await _McpToolset.http_async(
+            url, _pairs("headers", headers), _prefix(prefix), timeout
+        )
+        return cls(core)
+
+    @property
+    def tools(self) -> list[NativeTool]:
+        return self._core.tools
+
+    @property
+    def server(self) -> str:
+        return self._core.server
+
+    @property
+    def pid(self) -> int | None:
+        return self._core.pid
+
+    @property
+    def closed(self) -> bool:
+        return self._core.closed
+
+    def __iter__(self) -> Iterator[NativeTool]:
+        return iter(self._core.tools)
+
+    def __len__(self) -> int:
+        return len(self._core.tools)
+
+    def close(self) -> None:
+        """Ends the session; a stdio server's process (and its children) exit. Calls
+        of the tools afterwards give error results. Safe to call more than once."""
+        self._core.close()
+        _open.discard(self)
+
+    async def aclose(self) -> None:
+        """``close`` for async code."""
+        await self._core.aclose()
+        _open.discard(self)
+
+    def __enter__(self) -> McpToolset:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> McpToolset:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"{len(self)} tools"
+        return f"McpToolset({self.server}, {state})"

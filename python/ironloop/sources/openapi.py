@@ -1,0 +1,251 @@
+"""The OpenAPI tool source: tools from an OpenAPI description of an HTTP API, called
+from Rust (``src/sources/openapi.rs``). Public path: ``ironloop.openapi``.
+
+``OpenApiToolset.from_file(path)``, ``.from_str(text)`` and ``.from_url(url)`` read an
+OpenAPI 3.0 or 3.1 spec (JSON or YAML) and make one tool per operation. The tools are
+``NativeTool`` objects: they go into ``ToolNode`` and ``create_react_agent`` like
+``@tool`` functions, with the same guarantees (every failure an error
+``ToolMessage``, timeouts, cancellation), and their HTTP calls are made from Rust —
+no call enters Python.
+
+* **Name**: the ``operationId`` (characters outside ``[a-zA-Z0-9_-]`` become ``_``;
+  at most 64); without one, ``<method>_<path>`` (``get_pets_petId``).
+* **Description**: the operation's summary and description.
+* **Arguments**: one per path, query, header and cookie parameter (the description
+  says where it goes) and ``body`` for a JSON, form or text request body; local
+  ``$ref``s are resolved and inlined, ``readOnly`` properties left out of bodies, and
+  3.0 schemas (``nullable``…) made plain JSON Schema.
+* **Result**: ``"HTTP <status> <reason>\\n<body>"`` (a JSON body re-written
+  compactly, cut to ``max_output_bytes`` with a note). A status outside 2xx is an
+  error result with that same text, so the model reads what the server said. The
+  ``ToolMessage``'s ``artifact`` is ``{"status", "content_type", "body"}`` with the
+  body parsed when it is JSON (a direct call of the tool returns that dict).
+
+The values of ``headers`` whose names look like credentials (``Authorization``,
+``Cookie``, anything with ``key``, ``token``, ``secret``, ``auth``…) never appear in
+a result or an error: they are replaced by ``[redacted]``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+
+from ironloop._ironloop import NativeTool, _openapi_toolset, _openapi_toolset_from_url_async
+from ironloop.errors import InvalidArgumentError
+
+__all__ = ["NativeTool", "OpenApiToolset"]
+
+
+def _headers(value: Mapping[str, str] | None) -> list[tuple[str, str]] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise TypeError(f"headers must be a mapping of str to str, got {type(value).__name__}")
+    out = []
+    for k, v in value.items():
+        if not isinstance(k, str) or not isinstance(v, str):
+            # The value may be a credential: name its type only.
+            raise TypeError(f"headers must map str to str, got {k!r}: {type(v).__name__}")
+        out.append((k, v))
+    return out
+
+
+def _max_bytes(value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidArgumentError(f"max_output_bytes must be an int >= 1, got {value!r}")
+    return value
+
+
+def _base_url(value: str | None) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"base_url must be a str or None, got {value!r}")
+    return value
+
+
+class OpenApiToolset:
+    """The tools of one OpenAPI spec, one per operation.
+
+    Make one with ``from_file``, ``from_str`` or ``from_url`` (``await
+    afrom_url(...)`` in async code). Each takes the same keyword options:
+
+    * ``base_url`` — where the API is, e.g. ``"https://api.example.com/v1"`` (the
+      operations' paths are appended to it). Default: the spec's first ``servers``
+      URL (variables at their defaults); a relative one (``"/api/v3"``) is resolved
+      against the URL the spec came from, so with ``from_file`` / ``from_str`` it
+      needs ``base_url``. No base URL at all raises ``ValueError``.
+    * ``headers`` — sent with every call (and with the fetch of ``from_url``),
+      e.g. ``{"Authorization": "Bearer ..."}``.
+    * ``timeout`` — a per-call time limit in seconds (default 30; None for none), as
+      ``@tool(timeout=)`` sets one: a call that runs over it is abandoned and becomes
+      an error ``ToolMessage``.
+    * ``max_output_bytes`` — the most text one result carries (default 64 KiB).
+
+    Attributes:
+        tools: The tools (``NativeTool``), in the spec's order. Iterating the toolset
+            gives them too; ``toolset["listPets"]`` gets one by name.
+        base_url: The base URL the operations use (unless one names its own servers).
+        title: The spec's ``info.title``.
+        version: The spec's ``info.version``.
+        skipped: Operations that did not become tools, as ``"METHOD /path: why"``
+            (a required request body of a type other than JSON, form or text).
+
+    Raises (all ``ironloop.errors.OpenApiError``, and the built-in named):
+        OpenApiSpecError: (a ``ValueError``) The spec is not valid JSON / YAML, not
+            OpenAPI 3.x, has a ``$ref`` to another document or to nothing, or gives no
+            base URL.
+        OpenApiFileNotFoundError: (a ``FileNotFoundError``) ``from_file``'s path does
+            not exist; ``OpenApiFileError`` (an ``OSError``) when it cannot be read.
+        OpenApiFetchError: (a ``ConnectionError``) ``from_url`` cannot fetch the spec
+            (or gets a non-2xx status).
+
+    Example:
+        >>> from ironloop import ToolNode
+        >>> from ironloop.messages import AIMessage
+        >>> spec = '''
+        ... openapi: 3.0.3
+        ... info: {title: Pets, version: "1"}
+        ... servers: [{url: "http://127.0.0.1:9/v1"}]
+        ... paths:
+        ...   /pets/{petId}:
+        ...     get:
+        ...       operationId: showPetById
+        ...       summary: Info for a specific pet
+        ...       parameters:
+        ...         - {name: petId, in: path, required: true, schema: {type: integer}}
+        ... '''
+        >>> pets = OpenApiToolset.from_str(spec, headers={"Authorization": "Bearer x"})
+        >>> [t.name for t in pets]
+        ['showPetById']
+        >>> pets["showPetById"].parameters["properties"]["petId"]
+        {'type': 'integer', 'description': '(path parameter)'}
+        >>> node = ToolNode(pets.tools)  # or create_react_agent(model, pets.tools)
+    """
+
+    __slots__ = ("base_url", "skipped", "title", "tools", "version")
+
+    tools: list[NativeTool]
+    base_url: str | None
+    title: str
+    version: str
+    skipped: list[str]
+
+    def __init__(self, made: tuple[list[NativeTool], str | None, str, str, list[str]]) -> None:
+        tools, base_url, title, version, skipped = made
+        self.tools = list(tools)
+        self.base_url = base_url
+        self.title = title
+        self.version = version
+        self.skipped = list(skipped)
+
+    @classmethod
+    def from_str(
+        cls,
+        text: str,
+        *,
+        base_url: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = 30.0,
+        max_output_bytes: int = 64 * 1024,
+    ) -> OpenApiToolset:
+        """The tools of a spec given as text (JSON or YAML)."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        return cls(
+            _openapi_toolset(
+                "str",
+                text,
+                base_url=_base_url(base_url),
+                headers=_headers(headers),
+                timeout=timeout,
+                max_output_bytes=_max_bytes(max_output_bytes),
+            )
+        )
+
+    @classmethod
+    def from_file(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        base_url: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = 30.0,
+        max_output_bytes: int = 64 * 1024,
+    ) -> OpenApiToolset:
+        """The tools of a spec file (``.json``, ``.yaml`` or ``.yml``)."""
+        return cls(
+            _openapi_toolset(
+                "file",
+                os.fspath(path),
+                base_url=_base_url(base_url),
+                headers=_headers(headers),
+                timeout=timeout,
+                max_output_bytes=_max_bytes(max_output_bytes),
+            )
+        )
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        base_url: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = 30.0,
+        max_output_bytes: int = 64 * 1024,
+    ) -> OpenApiToolset:
+        """The tools of a spec fetched over HTTP (from Rust, with ``headers``); a
+        relative server URL in it is resolved against ``url``, and a spec without
+        ``servers`` gets the API at ``url``'s origin, as OpenAPI says."""
+        if not isinstance(url, str):
+            raise TypeError(f"url must be a str, got {url!r}")
+        return cls(
+            _openapi_toolset(
+                "url",
+                url,
+                base_url=_base_url(base_url),
+                headers=_headers(headers),
+                timeout=timeout,
+                max_output_bytes=_max_bytes(max_output_bytes),
+            )
+        )
+
+    @classmethod
+    async def afrom_url(
+        cls,
+        url: str,
+        *,
+        base_url: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = 30.0,
+        max_output_bytes: int = 64 * 1024,
+    ) -> OpenApiToolset:
+        """``from_url`` for async code: the event loop runs on during the fetch."""
+        if not isinstance(url, str):
+            raise TypeError(f"url must be a str, got {url!r}")
+        made = await _openapi_toolset_from_url_async(
+            url,
+            base_url=_base_url(base_url),
+            headers=_headers(headers),
+            timeout=timeout,
+            max_output_bytes=_max_bytes(max_output_bytes),
+        )
+        return cls(made)
+
+    def __iter__(self) -> Iterator[NativeTool]:
+        return iter(self.tools)
+
+    def __len__(self) -> int:
+        return len(self.tools)
+
+    def __getitem__(self, name: str) -> NativeTool:
+        for t in self.tools:
+            if t.name == name:
+                return t
+        raise KeyError(f"no tool {name!r}; the tools are {[t.name for t in self.tools]}")
+
+    def __contains__(self, name: object) -> bool:
+        return any(t.name == name for t in self.tools)
+
+    def __repr__(self) -> str:
+        return f"OpenApiToolset({self.title!r}, base_url={self.base_url!r}, {len(self)} tools)"
