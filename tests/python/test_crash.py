@@ -1,4 +1,5 @@
-"""Crash safety of durable runs (DESIGN.md principle 4, "Nothing is lost").
+"""Crash safety of durable runs ("nothing is lost": a durable run killed at any
+instant resumes from its last completed step).
 
 A child process (``crash_child.py``) runs a ~40-step graph with a ``SqliteSaver``; it
 mixes single-node steps with steps of 2-3 concurrent tasks (a conditional fan-out joined

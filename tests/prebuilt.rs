@@ -1,0 +1,128 @@
+//! The prebuilt agent pieces in a Rust graph, without Python: a model node that asks
+//! for tools, the core `ToolNode` that runs them, and `ToolsCondition` routing.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use ironloop::graph::{
+    ChannelKind, Graph, GraphSpec, JsonCodec, MessageList, NodeFailure, NodeOutput, NodeRunner,
+    RunInput, RunOptions, StateView, TaskContext, Val, START,
+};
+use ironloop::message::{Message, MessageKind};
+use ironloop::prebuilt::{messages_channel, tools_condition, ToolNode, ToolsCondition, TOOLS};
+use ironloop::{Executor, Tool, ToolCall, ToolOutput, ToolRegistry};
+use serde_json::json;
+
+/// Asks for `add(2, 3)` once, then answers with the tool's result.
+struct Model;
+
+#[async_trait]
+impl NodeRunner for Model {
+    async fn run(
+        &self,
+        s: StateView,
+        _: Option<Val>,
+        _: TaskContext,
+    ) -> Result<NodeOutput, NodeFailure> {
+        let Some(Val::Messages(l)) = s.get("chat") else {
+            panic!("no messages")
+        };
+        let reply = match l.last().map(|m| &m.kind) {
+            Some(MessageKind::Tool { .. }) => Message::ai(
+                format!("it is {}", l.last().unwrap().content.text()),
+                vec![],
+            ),
+            _ => Message::ai(
+                "",
+                vec![ToolCall {
+                    id: "c1".into(),
+                    name: "add".into(),
+                    arguments: json!({"a": 2, "b": 3}),
+                }],
+            ),
+        };
+        Ok(NodeOutput {
+            writes: vec![(
+                "chat".into(),
+                Val::Messages(MessageList::from_messages([Arc::new(reply)])),
+            )],
+            ..Default::default()
+        })
+    }
+}
+
+fn add_tool() -> Arc<dyn Tool> {
+    Arc::new(
+        <dyn Tool>::builder("add", "Adds two integers.")
+            .param("a", json!({"type": "integer"}), "")
+            .param("b", json!({"type": "integer"}), "")
+            .call(|args, _| async move {
+                let sum = args["a"].as_i64().unwrap() + args["b"].as_i64().unwrap();
+                Ok(ToolOutput::text(sum.to_string()))
+            }),
+    )
+}
+
+#[tokio::test]
+async fn a_rust_agent_loop_runs_tools_and_routes_with_tools_condition() {
+    let registry = Arc::new(ToolRegistry::new());
+    registry.register(add_tool()).unwrap();
+    let channels = vec![
+        ("log".to_owned(), ChannelKind::LastValue),
+        ("chat".to_owned(), ChannelKind::Messages),
+    ];
+    // The messages channel need not be called `messages`: one rule finds it.
+    let channel = messages_channel(&channels).unwrap().to_owned();
+    assert_eq!(channel, "chat");
+    let spec = GraphSpec {
+        channels,
+        ..Default::default()
+    }
+    .node("agent", Arc::new(Model))
+    .node(
+        "tools",
+        Arc::new(ToolNode::new(Executor::new(registry), &channel)),
+    )
+    .edge(START, "agent")
+    .edge("tools", "agent");
+    let mut spec = spec;
+    spec.branches.push(ironloop::graph::BranchSpec {
+        source: "agent".into(),
+        router: Arc::new(ToolsCondition {
+            channel: channel.clone(),
+            path_map: None,
+        }),
+        ends: Some(vec![TOOLS.into(), ironloop::graph::END.into()]),
+    });
+    let g = Graph::compile(spec, None, Arc::new(JsonCodec), vec![], vec![]).unwrap();
+    let human = Arc::new(Message::human("2+3?"));
+    let input = RunInput::Values(vec![(
+        "chat".into(),
+        Val::Messages(MessageList::from_messages([human])),
+    )]);
+    let r = g.run(input, RunOptions::default()).await.unwrap();
+    let Some(Val::Messages(l)) = r.state.get("chat") else {
+        panic!("no messages")
+    };
+    let texts: Vec<String> = l.iter().map(|m| m.content.text()).collect();
+    assert_eq!(texts, ["2+3?", "", "5", "it is 5"]);
+    assert!(matches!(l.get(2).unwrap().kind, MessageKind::Tool { .. }));
+}
+
+#[test]
+fn tools_condition_needs_a_message_and_routes_on_tool_calls() {
+    assert!(tools_condition(None).is_err());
+    assert_eq!(
+        tools_condition(Some(&Message::ai("done", vec![]))).unwrap(),
+        ironloop::graph::END
+    );
+    let call = ToolCall {
+        id: "1".into(),
+        name: "x".into(),
+        arguments: json!({}),
+    };
+    assert_eq!(
+        tools_condition(Some(&Message::ai("", vec![call]))).unwrap(),
+        TOOLS
+    );
+}
