@@ -6,9 +6,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use ironloop::checkpoint::{Checkpointer, MemorySaver};
 use ironloop::graph::{
-    ChannelKind, Goto, Graph, GraphError, GraphSpec, JsonCodec, MessageList, NodeFailure,
-    NodeOutput, NodeRunner, Reducer, Resume, Router, RunInput, RunOptions, StateView, TaskContext,
-    Val, END, START,
+    ChannelKind, Goto, Graph, GraphError, GraphSpec, InterruptKind, JsonCodec, MessageList,
+    NodeFailure, NodeOutput, NodeRunner, Reducer, Resume, Router, RunInput, RunOptions, StateView,
+    TaskContext, Val, END, START,
 };
 use ironloop::message::Message;
 use serde_json::{json, Value};
@@ -494,4 +494,154 @@ async fn compile_rejects_bad_wiring_naming_the_culprit() {
     .err()
     .unwrap();
     assert!(e.to_string().contains("nope"));
+}
+
+#[tokio::test]
+async fn interrupt_before_and_after_pause_with_ids_naming_task_and_checkpoint() {
+    let chain = || {
+        GraphSpec::default()
+            .channel("log", ChannelKind::Reducer(Arc::new(Add)))
+            .node("a", node(|_, _, _| writes(&[("log", json!(["a"]))])))
+            .node("b", node(|_, _, _| writes(&[("log", json!(["b"]))])))
+            .edge(START, "a")
+            .edge("a", "b")
+            .edge("b", END)
+    };
+    let saver: Arc<dyn Checkpointer> = Arc::new(MemorySaver::new());
+    let compile_with = |before: &[&str], after: &[&str]| {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        Graph::compile(
+            chain(),
+            Some(saver.clone()),
+            Arc::new(JsonCodec),
+            names(before),
+            names(after),
+        )
+        .unwrap()
+    };
+    let log = |s: &StateView| s.get("log").unwrap().as_json().unwrap().clone();
+
+    // Before `b`: the id is `before:` + b's task id; continuing runs b.
+    let g = compile_with(&["b"], &[]);
+    let r = g
+        .run(input("log", json!([])), thread("before"))
+        .await
+        .unwrap();
+    assert_eq!(r.interrupts.len(), 1);
+    let i = &r.interrupts[0];
+    assert_eq!(i.kind(), InterruptKind::Before);
+    assert_eq!(
+        (i.node.as_str(), r.next.as_slice()),
+        ("b", &["b".to_string()][..])
+    );
+    assert_eq!(i.id, format!("before:{}", i.task_id));
+    let snap = g.load("before", None).await.unwrap().unwrap();
+    assert_eq!(snap.record.next[0].id, i.task_id, "the paused task's id");
+    assert_eq!(log(&r.state), json!(["a"]));
+    let r = g.run(RunInput::Continue, thread("before")).await.unwrap();
+    assert!(r.interrupts.is_empty(), "the pause is not taken again");
+    assert_eq!(log(&r.state), json!(["a", "b"]));
+
+    // After `a`: the id is `after:` + the checkpoint of a's step.
+    let g = compile_with(&[], &["a"]);
+    let r = g
+        .run(input("log", json!([])), thread("after"))
+        .await
+        .unwrap();
+    assert_eq!(r.interrupts.len(), 1);
+    let i = &r.interrupts[0];
+    assert_eq!(i.kind(), InterruptKind::After);
+    assert_eq!(i.node, "a");
+    assert_eq!(Some(i.task_id.clone()), r.checkpoint_id);
+    assert_eq!(i.id, format!("after:{}", i.task_id));
+    assert_eq!(r.next, ["b"]);
+    let r = g.run(RunInput::Continue, thread("after")).await.unwrap();
+    assert!(r.interrupts.is_empty());
+    assert_eq!(log(&r.state), json!(["a", "b"]));
+
+    // After the last node there is nothing to pause before: the run just ends.
+    let g = compile_with(&[], &["b"]);
+    let r = g
+        .run(input("log", json!([])), thread("last"))
+        .await
+        .unwrap();
+    assert!(r.interrupts.is_empty());
+    assert_eq!(log(&r.state), json!(["a", "b"]));
+}
+
+#[tokio::test]
+async fn a_checkpoint_in_the_saved_format_continues_from_its_pending_writes() {
+    // A thread written by hand in the on-disk format: a step with tasks `a` and `b`;
+    // `a` finished (a write, a goto to `c`, the done marker), `b` did not.
+    let saver = Arc::new(MemorySaver::new());
+    let ran = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let logging = |name: &'static str| {
+        let ran = ran.clone();
+        node(move |_, _, _| {
+            ran.lock().unwrap().push(name.into());
+            writes(&[("log", json!([name]))])
+        })
+    };
+    let spec = GraphSpec::default()
+        .channel("log", ChannelKind::Reducer(Arc::new(Add)))
+        .node("a", logging("a"))
+        .node("b", logging("b"))
+        .node("c", logging("c"))
+        .edge(START, "a")
+        .edge(START, "b");
+    let g = compile(spec, Some(saver.clone()));
+    let task = |id: &str, node: &str| ironloop::checkpoint::TaskRecord {
+        id: id.into(),
+        node: node.into(),
+        arg: None,
+    };
+    let record = ironloop::checkpoint::CheckpointRecord {
+        id: "c1".into(),
+        parent_id: None,
+        step: -1,
+        source: "input".into(),
+        writes: vec![ironloop::checkpoint::Write {
+            node: START.into(),
+            channel: "log".into(),
+            value: json!([]),
+        }],
+        next: vec![task("c1:0:a", "a"), task("c1:1:b", "b")],
+        created_at: 0.0,
+        metadata: json!({"source": "input", "step": -1}),
+    };
+    saver.put("t", record).await.unwrap();
+    let pw = |channel: &str, value: Value| ironloop::checkpoint::PendingWrite {
+        task_id: "c1:0:a".into(),
+        node: "a".into(),
+        channel: channel.into(),
+        value,
+    };
+    saver
+        .put_writes(
+            "t",
+            "c1",
+            vec![
+                pw("log", json!(["a (saved)"])),
+                pw("__goto__", json!({"node": "c"})),
+                pw("__done__", Value::Null),
+            ],
+        )
+        .await
+        .unwrap();
+    let r = g.run(RunInput::Continue, thread("t")).await.unwrap();
+    assert_eq!(
+        *ran.lock().unwrap(),
+        ["b", "c"],
+        "a's saved output is reused"
+    );
+    assert_eq!(
+        r.state.get("log").unwrap().as_json().unwrap(),
+        &json!(["a (saved)", "b", "c"])
+    );
+    let steps = saver.list("t", None, None).await.unwrap();
+    assert_eq!(
+        steps.iter().map(|c| c.source.as_str()).collect::<Vec<_>>(),
+        ["loop", "loop", "input"],
+        "newest first"
+    );
 }

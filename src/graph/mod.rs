@@ -1,20 +1,29 @@
 //! Graphs: LangGraph's `StateGraph` model with a Rust step loop.
 
 mod channel;
+mod codec;
 mod engine;
 mod error;
+mod history;
+mod interrupt;
 mod messages;
+mod pending;
+mod reserved;
+mod run;
 mod spec;
 mod state;
 mod stream;
 mod value;
 
 pub use channel::{Channel, ChannelKind, Reducer};
-pub use engine::{
-    Graph, InterruptInfo, JsonCodec, Resume, RunInput, RunOptions, RunResult, Snapshot, ValueCodec,
-};
+pub use codec::{JsonCodec, ValueCodec};
+pub use engine::Graph;
 pub use error::GraphError;
+pub use history::Snapshot;
+pub use interrupt::{InterruptInfo, InterruptKind};
 pub use messages::{MessageList, MessagesError, REMOVE_ALL_MESSAGES};
+pub use reserved::{is_hidden, Reserved, ENGINE_NODE, HIDDEN_PREFIX};
+pub use run::{Resume, RunInput, RunOptions, RunResult};
 pub use spec::{
     BranchSpec, Goto, GraphSpec, NodeFailure, NodeOutput, NodeRunner, NodeSpec, Router,
     TaskContext, END, START,

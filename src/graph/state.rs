@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::reserved::is_hidden;
 use super::value::Val;
 
 #[derive(Clone, Debug)]
@@ -26,7 +27,7 @@ impl StateView {
         self.names
             .iter()
             .zip(self.values.iter())
-            .filter(|(n, _)| !n.starts_with("__"))
+            .filter(|(n, _)| !is_hidden(n))
             .filter_map(|(n, v)| v.as_ref().map(|v| (n.as_str(), v)))
     }
 

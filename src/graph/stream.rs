@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::interrupt::InterruptInfo;
 use super::state::StateView;
 use super::value::Val;
 
@@ -23,7 +24,7 @@ pub enum StreamEvent {
     /// What one node wrote in a step.
     Updates { node: String, update: Option<Val> },
     /// An interrupt, in the `updates` stream as `{"__interrupt__": ...}`.
-    Interrupt(Vec<super::engine::InterruptInfo>),
+    Interrupt(Vec<InterruptInfo>),
     /// Anything a node or tool sent with its stream writer.
     Custom(Val),
     /// A token chunk from a model, with the node that called it.

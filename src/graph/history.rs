@@ -1,0 +1,197 @@
+//! Reading and writing a thread's saved state outside a run: `get_state`,
+//! `get_state_history`, `update_state`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::channel::Channel;
+use super::codec::encode;
+use super::engine::{new_id, Graph, Task};
+use super::error::GraphError;
+use super::reserved::Source;
+use super::run::RunOptions;
+use super::spec::{END, START};
+use super::state::StateView;
+use super::value::Val;
+use crate::checkpoint::{now_secs, CheckpointRecord, PendingWrite, Write};
+
+/// A saved state, as `get_state` shows it.
+pub struct Snapshot {
+    pub state: StateView,
+    pub record: CheckpointRecord,
+    pub parent: Option<CheckpointRecord>,
+    pub pending: Vec<PendingWrite>,
+}
+
+impl Graph {
+    /// Loads a thread's state at `checkpoint_id` (or its latest).
+    pub async fn load(
+        &self,
+        thread_id: &str,
+        checkpoint_id: Option<&str>,
+    ) -> Result<Option<Snapshot>, GraphError> {
+        let Some(cp) = &self.checkpointer else {
+            return Err(GraphError::Config(
+                "this graph has no checkpointer: compile it with checkpointer=MemorySaver() \
+                 (or SqliteSaver) to keep and read state"
+                    .into(),
+            ));
+        };
+        let Some(record) = cp
+            .get(thread_id, checkpoint_id)
+            .await
+            .map_err(Graph::cp_err)?
+        else {
+            return match checkpoint_id {
+                Some(id) => Err(GraphError::Config(format!(
+                    "thread {thread_id:?} has no checkpoint {id:?}"
+                ))),
+                None => Ok(None),
+            };
+        };
+        let chain = cp
+            .chain(thread_id, &record.id)
+            .await
+            .map_err(Graph::cp_err)?;
+        let chans = self.replay(&chain)?;
+        let pending = cp
+            .pending_writes(thread_id, &record.id)
+            .await
+            .map_err(Graph::cp_err)?;
+        let parent = chain.len().checked_sub(2).map(|i| chain[i].clone());
+        Ok(Some(Snapshot {
+            state: self.view(&chans),
+            record,
+            parent,
+            pending,
+        }))
+    }
+
+    /// Every checkpoint of a thread with its state, newest first.
+    pub async fn history(
+        &self,
+        thread_id: &str,
+        limit: Option<usize>,
+        before: Option<&str>,
+    ) -> Result<Vec<Snapshot>, GraphError> {
+        let Some(cp) = &self.checkpointer else {
+            return Err(GraphError::Config("this graph has no checkpointer".into()));
+        };
+        let records = cp
+            .list(thread_id, limit, before)
+            .await
+            .map_err(Graph::cp_err)?;
+        let mut memo: HashMap<String, (Vec<Channel>, CheckpointRecord)> = HashMap::new();
+        let mut out = Vec::with_capacity(records.len());
+        for r in records {
+            let chain = cp.chain(thread_id, &r.id).await.map_err(Graph::cp_err)?;
+            // Start from the newest ancestor already replayed.
+            let start = chain.iter().rposition(|c| memo.contains_key(&c.id));
+            let mut chans = match start {
+                Some(i) => memo[&chain[i].id].0.clone(),
+                None => self.fresh_channels(),
+            };
+            for c in &chain[start.map(|i| i + 1).unwrap_or(0)..] {
+                self.apply_record(&mut chans, c)?;
+                memo.insert(c.id.clone(), (chans.clone(), c.clone()));
+            }
+            let pending = cp
+                .pending_writes(thread_id, &r.id)
+                .await
+                .map_err(Graph::cp_err)?;
+            let parent = r
+                .parent_id
+                .as_ref()
+                .and_then(|p| memo.get(p).map(|m| m.1.clone()));
+            out.push(Snapshot {
+                state: self.view(&chans),
+                record: r,
+                parent,
+                pending,
+            });
+        }
+        Ok(out)
+    }
+
+    /// `update_state`: applies `writes` as if node `as_node` had made them, and saves a
+    /// new checkpoint whose next tasks are what follows that node.
+    pub async fn update_state(
+        &self,
+        thread_id: &str,
+        checkpoint_id: Option<&str>,
+        writes: Vec<(String, Val)>,
+        as_node: Option<String>,
+        host: Option<Arc<dyn std::any::Any + Send + Sync>>,
+    ) -> Result<String, GraphError> {
+        let cp = self
+            .checkpointer
+            .clone()
+            .ok_or_else(|| GraphError::Config("update_state needs a checkpointer".into()))?;
+        let snap = self.load(thread_id, checkpoint_id).await?;
+        let (mut chans, parent) = match &snap {
+            Some(s) => {
+                let chain = cp
+                    .chain(thread_id, &s.record.id)
+                    .await
+                    .map_err(Graph::cp_err)?;
+                (self.replay(&chain)?, Some(s.record.clone()))
+            }
+            None => (self.fresh_channels(), None),
+        };
+        let as_node = match as_node {
+            Some(n) => n,
+            None => parent
+                .as_ref()
+                .and_then(|p| p.writes.last().map(|w| w.node.clone()))
+                .filter(|n| self.node_index.contains_key(n))
+                .unwrap_or_else(|| START.to_owned()),
+        };
+        if as_node != START && as_node != END && !self.node_index.contains_key(&as_node) {
+            return Err(GraphError::InvalidUpdate(format!(
+                "update_state: as_node {as_node:?} is not a node of this graph"
+            )));
+        }
+        let encoded = writes
+            .iter()
+            .map(|(c, v)| {
+                Ok(Write {
+                    node: as_node.clone(),
+                    channel: c.clone(),
+                    value: encode(c, v)?,
+                })
+            })
+            .collect::<Result<Vec<_>, GraphError>>()?;
+        self.apply(&mut chans, writes)?;
+        let view = self.view(&chans);
+        let id = new_id();
+        let mut triggers = Vec::new();
+        if as_node != END {
+            let opts = RunOptions {
+                host,
+                ..Default::default()
+            };
+            let t = Task {
+                id: id.clone(),
+                node: as_node.clone(),
+                arg: None,
+            };
+            let ctx = self.ctx_for(&t, 0, &opts, Vec::new());
+            self.successors(&as_node, &[], &view, &ctx, &mut triggers)?;
+        }
+        let next = Graph::make_tasks(&id, triggers);
+        let record = CheckpointRecord {
+            id: id.clone(),
+            parent_id: parent.as_ref().map(|p| p.id.clone()),
+            step: parent.as_ref().map(|p| p.step + 1).unwrap_or(-1),
+            source: Source::Update.as_str().into(),
+            writes: encoded,
+            next: Graph::records(&next)?,
+            created_at: now_secs(),
+            metadata: json!({"source": Source::Update.as_str()}),
+        };
+        cp.put(thread_id, record).await.map_err(Graph::cp_err)?;
+        Ok(id)
+    }
+}

@@ -1,0 +1,225 @@
+//! Pending writes: what the tasks of an unfinished step saved.
+//!
+//! In a step of several tasks, each task's output is saved as soon as it finishes
+//! (as pending writes against the step's parent checkpoint, ending with a
+//! [`Reserved::Done`] marker), so that a crash, a failed sibling or an interrupt does
+//! not run it again. A task's `interrupt()` is saved the same way, and so is the value
+//! a `Command(resume=...)` answers it with. The step's checkpoint makes them obsolete.
+
+use std::collections::HashMap;
+
+use serde_json::{json, Value};
+
+use super::codec::encode;
+use super::engine::{Graph, Task};
+use super::error::GraphError;
+use super::reserved::Reserved;
+use super::run::Resume;
+use super::spec::{Goto, NodeOutput, END};
+use super::value::Val;
+use crate::checkpoint::{CheckpointRecord, Checkpointer, PendingWrite};
+
+/// The pending writes of the step a run continues, by task.
+#[derive(Default)]
+pub(super) struct Pending {
+    /// Pending writes by task id, in the order they were saved.
+    by_task: HashMap<String, Vec<PendingWrite>>,
+    /// The values each task's `interrupt()` calls resume with, in order.
+    resume: HashMap<String, Vec<Val>>,
+}
+
+/// What a task of the continued step left behind.
+pub(super) enum Saved<'a> {
+    /// It paused on `interrupt()` and no resume value answers it yet.
+    Interrupted(&'a PendingWrite),
+    /// It finished: its writes and gotos.
+    Finished(&'a [PendingWrite]),
+    /// Nothing: it has to run.
+    Nothing,
+}
+
+impl Pending {
+    /// The pending writes saved against checkpoint `parent_id`.
+    pub async fn load(
+        graph: &Graph,
+        cp: &dyn Checkpointer,
+        thread: &str,
+        parent_id: &str,
+    ) -> Result<Pending, GraphError> {
+        let mut p = Pending::default();
+        for w in cp
+            .pending_writes(thread, parent_id)
+            .await
+            .map_err(Graph::cp_err)?
+        {
+            p.by_task.entry(w.task_id.clone()).or_default().push(w);
+        }
+        for (task, ws) in &p.by_task {
+            for w in ws.iter().filter(|w| w.channel == Reserved::Resume.as_str()) {
+                p.resume.entry(task.clone()).or_default().push(
+                    graph
+                        .codec
+                        .decode(Reserved::Resume.as_str(), w.value.clone())?,
+                );
+            }
+        }
+        Ok(p)
+    }
+
+    /// Answers pending interrupts with `Command(resume=...)`: each value is saved (so a
+    /// crash does not lose it) and handed to its task, whose interrupt no longer
+    /// counts as pending, so the task runs again.
+    pub async fn answer(
+        &mut self,
+        cp: &dyn Checkpointer,
+        thread: &str,
+        parent: &CheckpointRecord,
+        r: Resume,
+    ) -> Result<(), GraphError> {
+        let interrupted: Vec<String> = self
+            .by_task
+            .iter()
+            .filter(|(_, ws)| ws.iter().any(is_interrupt))
+            .map(|(t, _)| t.clone())
+            .collect();
+        let assigned: Vec<(String, Val)> = match r {
+            Resume::One(v) => match interrupted.len() {
+                0 => {
+                    return Err(GraphError::Config(
+                        "Command(resume=...) but the thread is not paused on an interrupt()".into(),
+                    ))
+                }
+                1 => vec![(interrupted[0].clone(), v)],
+                n => {
+                    return Err(GraphError::Config(format!(
+                        "{n} interrupts are pending: resume them by id with \
+                         Command(resume={{interrupt.id: value, ...}})"
+                    )))
+                }
+            },
+            Resume::ById(m) => {
+                for (id, _) in &m {
+                    if !interrupted.contains(id) {
+                        return Err(GraphError::Config(format!(
+                            "no pending interrupt has id {id:?}; pending: {interrupted:?}"
+                        )));
+                    }
+                }
+                m
+            }
+        };
+        for (task, v) in assigned {
+            let node = parent
+                .next
+                .iter()
+                .find(|t| t.id == task)
+                .map(|t| t.node.clone())
+                .unwrap_or_default();
+            let w = PendingWrite {
+                task_id: task.clone(),
+                node,
+                channel: Reserved::Resume.as_str().into(),
+                value: encode(Reserved::Resume.as_str(), &v)?,
+            };
+            cp.put_writes(thread, &parent.id, vec![w])
+                .await
+                .map_err(Graph::cp_err)?;
+            self.resume.entry(task.clone()).or_default().push(v);
+            if let Some(ws) = self.by_task.get_mut(&task) {
+                ws.retain(|w| !is_interrupt(w));
+            }
+        }
+        Ok(())
+    }
+
+    /// What task `task_id` left behind. A pending interrupt wins over finished writes.
+    pub fn saved(&self, task_id: &str) -> Saved<'_> {
+        let Some(ws) = self.by_task.get(task_id) else {
+            return Saved::Nothing;
+        };
+        if let Some(w) = ws.iter().find(|w| is_interrupt(w)) {
+            Saved::Interrupted(w)
+        } else if ws.iter().any(|w| w.channel == Reserved::Done.as_str()) {
+            Saved::Finished(ws)
+        } else {
+            Saved::Nothing
+        }
+    }
+
+    /// The resume values for task `task_id`'s `interrupt()` calls.
+    pub fn resume_values(&self, task_id: &str) -> Vec<Val> {
+        self.resume.get(task_id).cloned().unwrap_or_default()
+    }
+
+    /// Forgets everything: called once the step is checkpointed.
+    pub fn clear(&mut self) {
+        self.by_task.clear();
+        self.resume.clear();
+    }
+}
+
+fn is_interrupt(w: &PendingWrite) -> bool {
+    w.channel == Reserved::Interrupt.as_str()
+}
+
+/// A finished task's output as pending writes: its channel writes, one
+/// [`Reserved::Goto`] per goto, and the [`Reserved::Done`] marker.
+pub(super) fn finished_writes(t: &Task, out: &NodeOutput) -> Result<Vec<PendingWrite>, GraphError> {
+    let write = |channel: &str, value: Value| PendingWrite {
+        task_id: t.id.clone(),
+        node: t.node.clone(),
+        channel: channel.to_owned(),
+        value,
+    };
+    let mut ws = Vec::with_capacity(out.writes.len() + out.goto.len() + 1);
+    for (c, v) in &out.writes {
+        ws.push(write(c, encode(c, v)?));
+    }
+    for g in &out.goto {
+        let value = match g {
+            Goto::Node(n) => json!({"node": n}),
+            Goto::Send(n, a) => json!({"node": n, "arg": encode(Reserved::Send.as_str(), a)?}),
+            Goto::End => json!({"node": END}),
+        };
+        ws.push(write(Reserved::Goto.as_str(), value));
+    }
+    ws.push(write(Reserved::Done.as_str(), Value::Null));
+    Ok(ws)
+}
+
+/// A task's `interrupt(value)` as a pending write.
+pub(super) fn interrupt_write(t: &Task, value: &Val) -> Result<PendingWrite, GraphError> {
+    Ok(PendingWrite {
+        task_id: t.id.clone(),
+        node: t.node.clone(),
+        channel: Reserved::Interrupt.as_str().into(),
+        value: encode(Reserved::Interrupt.as_str(), value)?,
+    })
+}
+
+/// The output of a finished task, back from its pending writes. Its join markers were
+/// saved with its writes, so a restored task counts for its joins like one that ran.
+pub(super) fn restore_output(graph: &Graph, ws: &[PendingWrite]) -> Result<NodeOutput, GraphError> {
+    let mut out = NodeOutput::default();
+    for w in ws {
+        match Reserved::parse(&w.channel) {
+            Some(Reserved::Goto) => {
+                let node = w.value["node"].as_str().unwrap_or(END).to_owned();
+                out.goto.push(match w.value.get("arg") {
+                    Some(a) => Goto::Send(
+                        node,
+                        graph.codec.decode(Reserved::Send.as_str(), a.clone())?,
+                    ),
+                    None => Goto::Node(node),
+                });
+            }
+            Some(Reserved::Done | Reserved::Resume | Reserved::Interrupt) => {}
+            // A channel write (`__send__` names no pending write, so it would be one too).
+            Some(Reserved::Send) | None => out.writes.push((
+                w.channel.clone(),
+                graph.decode(&w.channel, w.value.clone())?,
+            )),
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,106 @@
+//! The names the engine reserves for itself, in one place.
+//!
+//! They are written into checkpoints (pending writes, the `node` of a write), so
+//! their spelling is part of the on-disk format: changing one breaks old threads.
+
+/// The prefix of every name the engine keeps out of sight (`StateView::iter`, error
+/// messages listing the state's channels).
+pub const HIDDEN_PREFIX: &str = "__";
+
+/// The `node` of the writes the engine makes itself (resetting join barriers).
+pub const ENGINE_NODE: &str = "__engine__";
+
+/// The prefix of a join barrier's hidden channel; the join's index follows.
+const JOIN_PREFIX: &str = "__join__:";
+
+/// Whether a channel (or node) name is one of the engine's own.
+pub fn is_hidden(name: &str) -> bool {
+    name.starts_with(HIDDEN_PREFIX)
+}
+
+/// The hidden channel of the `i`-th join barrier.
+pub(crate) fn join_channel(i: usize) -> String {
+    format!("{JOIN_PREFIX}{i}")
+}
+
+/// The pseudo-channels of pending writes and of values the host's codec decodes
+/// outside any state channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Reserved {
+    /// A pending write marking a task as finished: its other writes are complete.
+    Done,
+    /// A pending write holding the value a task's `interrupt()` resumes with.
+    Resume,
+    /// A pending write holding the value a task paused on with `interrupt()`.
+    Interrupt,
+    /// A pending write holding one `goto` of a finished task.
+    Goto,
+    /// The argument of a `Send` (a task record's `arg`, a `goto` write's `arg`).
+    Send,
+}
+
+impl Reserved {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Reserved::Done => "__done__",
+            Reserved::Resume => "__resume__",
+            Reserved::Interrupt => "__interrupt__",
+            Reserved::Goto => "__goto__",
+            Reserved::Send => "__send__",
+        }
+    }
+
+    /// The reserved name `s` spells, if any.
+    pub fn parse(s: &str) -> Option<Reserved> {
+        Some(match s {
+            "__done__" => Reserved::Done,
+            "__resume__" => Reserved::Resume,
+            "__interrupt__" => Reserved::Interrupt,
+            "__goto__" => Reserved::Goto,
+            "__send__" => Reserved::Send,
+            _ => return None,
+        })
+    }
+}
+
+/// Why a checkpoint was taken: its record's `source` and its metadata's `"source"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// The run's input was written.
+    Input,
+    /// A step of the loop ended.
+    Loop,
+    /// `update_state` wrote to the state.
+    Update,
+}
+
+impl Source {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Source::Input => "input",
+            Source::Loop => "loop",
+            Source::Update => "update",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reserved_names_round_trip() {
+        for r in [
+            Reserved::Done,
+            Reserved::Resume,
+            Reserved::Interrupt,
+            Reserved::Goto,
+            Reserved::Send,
+        ] {
+            assert!(is_hidden(r.as_str()));
+            assert_eq!(Reserved::parse(r.as_str()), Some(r));
+        }
+        assert_eq!(Reserved::parse("count"), None);
+        assert_eq!(join_channel(3), "__join__:3");
+    }
+}

@@ -1,0 +1,496 @@
+//! The step loop: LangGraph's super-steps, in Rust.
+//!
+//! A step runs every task triggered by the previous one, concurrently. Their writes
+//! are invisible to each other and applied through the channels' reducers when the
+//! step ends; then edges, routers, `goto`s and `Send`s decide the next step's tasks,
+//! and the step is checkpointed as a delta (its writes and its next tasks).
+//!
+//! [`Run`] holds a run's state between steps; its phases are its methods:
+//! [`Run::prepare`] (start from input, or continue / resume from a checkpoint),
+//! [`Run::run_tasks`], [`Run::commit`], and the `emit_*` methods for the stream
+//! (in `emit.rs`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures::stream::{FuturesUnordered, StreamExt};
+use serde_json::Value;
+
+use super::channel::Channel;
+use super::codec::encode;
+use super::engine::{meta, new_id, Graph, Task};
+use super::error::GraphError;
+use super::interrupt::InterruptInfo;
+use super::pending::{self, Pending, Saved};
+use super::reserved::{is_hidden, join_channel, Reserved, Source};
+use super::spec::{NodeFailure, NodeOutput, START};
+use super::state::StateView;
+use super::stream::{modes, StreamEvent};
+use super::value::Val;
+use crate::checkpoint::{now_secs, CheckpointRecord, Checkpointer, Write};
+
+mod emit;
+mod types;
+
+pub use types::{Resume, RunInput, RunOptions, RunResult};
+
+impl Graph {
+    /// Runs the graph until no task is left, an interrupt, or an error.
+    pub async fn run(&self, input: RunInput, opts: RunOptions) -> Result<RunResult, GraphError> {
+        let mut run = Run::open(self, opts).await?;
+        run.prepare(input).await?;
+        while !run.next.is_empty() {
+            if run.opts.cancel.is_cancelled() {
+                return Err(GraphError::Cancelled);
+            }
+            // A run that continues from a pause before these tasks runs them.
+            if !std::mem::take(&mut run.skip_before) && run.pause_before() {
+                break;
+            }
+            if (run.step - run.start_step) as usize >= run.opts.recursion_limit {
+                return Err(GraphError::Recursion(run.opts.recursion_limit));
+            }
+            run.step += 1;
+            let Some(outputs) = run.run_tasks().await? else {
+                break;
+            };
+            let pause_after = run.node_to_pause_after();
+            let checkpoint_id = run.commit(outputs).await?;
+            if run.pause_after(pause_after, &checkpoint_id) {
+                break;
+            }
+        }
+        Ok(run.finish())
+    }
+}
+
+/// One run of a graph: the loop's state between steps.
+struct Run<'g> {
+    graph: &'g Graph,
+    opts: RunOptions,
+    /// Where the run saves checkpoints: the graph's checkpointer, given a thread.
+    cp: Option<Arc<dyn Checkpointer>>,
+    thread: String,
+    chans: Vec<Channel>,
+    /// The last step taken: the input's is -1, a new thread's state is at -2.
+    step: i64,
+    /// The step the run started at, for the recursion limit.
+    start_step: i64,
+    /// The latest checkpoint: the next one's parent, and the one the current step's
+    /// pending writes are saved against. Always `None` without a checkpointer.
+    parent: Option<CheckpointRecord>,
+    /// The pending writes of the step the run continues; empty after a step.
+    pending: Pending,
+    /// The tasks of the next step.
+    next: Vec<Task>,
+    /// Why the run paused, if it did.
+    interrupts: Vec<InterruptInfo>,
+    /// Skip `interrupt_before` for the next step: the run continues from that pause.
+    skip_before: bool,
+}
+
+/// Prepare: where the run starts.
+impl<'g> Run<'g> {
+    /// The run's checkpointer (an error if the graph has one but no thread is given)
+    /// and the state at the checkpoint it starts from (a new thread's is empty).
+    async fn open(graph: &'g Graph, opts: RunOptions) -> Result<Run<'g>, GraphError> {
+        let cp = match (&graph.checkpointer, &opts.thread_id) {
+            (Some(cp), Some(_)) => Some(cp.clone()),
+            (Some(_), None) => {
+                return Err(GraphError::Config(
+                    "this graph has a checkpointer: pass a thread id, e.g. \
+                     config={\"configurable\": {\"thread_id\": \"1\"}}"
+                        .into(),
+                ))
+            }
+            _ => None,
+        };
+        let thread = opts.thread_id.clone().unwrap_or_default();
+        let (chans, parent) = match &cp {
+            Some(cp) => match cp
+                .get(&thread, opts.checkpoint_id.as_deref())
+                .await
+                .map_err(Graph::cp_err)?
+            {
+                Some(r) => {
+                    let chain = cp.chain(&thread, &r.id).await.map_err(Graph::cp_err)?;
+                    (graph.replay(&chain)?, Some(r))
+                }
+                None if opts.checkpoint_id.is_some() => {
+                    return Err(GraphError::Config(format!(
+                        "thread {thread:?} has no checkpoint {:?}",
+                        opts.checkpoint_id
+                    )))
+                }
+                None => (graph.fresh_channels(), None),
+            },
+            None => (graph.fresh_channels(), None),
+        };
+        let step = parent.as_ref().map(|p| p.step).unwrap_or(-2);
+        Ok(Run {
+            graph,
+            opts,
+            cp,
+            thread,
+            chans,
+            step,
+            start_step: step,
+            parent,
+            pending: Pending::default(),
+            next: Vec::new(),
+            interrupts: Vec::new(),
+            skip_before: false,
+        })
+    }
+
+    /// Sets the first step's tasks from the input; the recursion limit counts steps
+    /// from here.
+    async fn prepare(&mut self, input: RunInput) -> Result<(), GraphError> {
+        match input {
+            RunInput::Values(writes) => self.start_from_input(writes).await?,
+            RunInput::Continue => self.continue_from_checkpoint(None).await?,
+            RunInput::Resume(r) => self.continue_from_checkpoint(Some(r)).await?,
+        }
+        self.start_step = self.step;
+        Ok(())
+    }
+
+    /// New input: written as if by `START` in a step of its own (checkpointed with
+    /// source `input`); `START`'s edges and routers give the first tasks.
+    async fn start_from_input(&mut self, writes: Vec<(String, Val)>) -> Result<(), GraphError> {
+        let saved = if self.cp.is_some() {
+            writes
+                .iter()
+                .map(|(c, v)| {
+                    Ok(Write {
+                        node: START.into(),
+                        channel: c.clone(),
+                        value: encode(c, v)?,
+                    })
+                })
+                .collect::<Result<Vec<_>, GraphError>>()?
+        } else {
+            Vec::new()
+        };
+        self.graph.apply(&mut self.chans, writes)?;
+        self.step += 1;
+        let view = self.graph.view(&self.chans);
+        let id = new_id();
+        let start = Task {
+            id: id.clone(),
+            node: START.into(),
+            arg: None,
+        };
+        let ctx = self
+            .graph
+            .ctx_for(&start, self.step, &self.opts, Vec::new());
+        let mut triggers = Vec::new();
+        self.graph
+            .successors(START, &[], &view, &ctx, &mut triggers)?;
+        self.next = Graph::make_tasks(&id, triggers);
+        self.checkpoint(id, Source::Input, saved).await?;
+        self.emit(modes::VALUES, move || StreamEvent::Values(view));
+        Ok(())
+    }
+
+    /// `None` or `Command(resume=...)`: the checkpoint's next tasks run, except those
+    /// its pending writes show finished (or still paused on an `interrupt()`).
+    async fn continue_from_checkpoint(&mut self, resume: Option<Resume>) -> Result<(), GraphError> {
+        let (Some(cp), Some(parent)) = (&self.cp, &self.parent) else {
+            return Err(GraphError::Config(
+                "nothing to resume: resuming (invoke(None) or Command(resume=...)) \
+                 needs a checkpointer and a thread with a checkpoint"
+                    .into(),
+            ));
+        };
+        self.pending = Pending::load(self.graph, cp.as_ref(), &self.thread, &parent.id).await?;
+        if let Some(r) = resume {
+            self.pending
+                .answer(cp.as_ref(), &self.thread, parent, r)
+                .await?;
+        }
+        // The run paused before these tasks (or crashed running them).
+        self.skip_before = true;
+        self.next = self.graph.decode_tasks(&parent.next)?;
+        Ok(())
+    }
+
+    /// The run's result, wherever it stopped.
+    fn finish(self) -> RunResult {
+        RunResult {
+            state: self.graph.view(&self.chans),
+            interrupts: self.interrupts,
+            checkpoint_id: self.parent.map(|p| p.id),
+            next: self.next.into_iter().map(|t| t.node).collect(),
+        }
+    }
+}
+
+/// Pauses: `interrupt_before` / `interrupt_after`.
+impl Run<'_> {
+    /// Pauses before the step if one of its tasks' nodes is in `interrupt_before`.
+    fn pause_before(&mut self) -> bool {
+        let before = &self.graph.interrupt_before;
+        let Some(t) = self.next.iter().find(|t| before.contains(&t.node)) else {
+            return false;
+        };
+        self.interrupts.push(InterruptInfo::before(&t.id, &t.node));
+        true
+    }
+
+    /// The first node of the step about to be committed that is in `interrupt_after`.
+    fn node_to_pause_after(&self) -> Option<String> {
+        let after = &self.graph.interrupt_after;
+        if after.is_empty() {
+            return None;
+        }
+        self.next
+            .iter()
+            .find(|t| after.contains(&t.node))
+            .map(|t| t.node.clone())
+    }
+
+    /// Pauses after `node`'s step, checkpointed as `checkpoint_id`, unless the run is
+    /// over anyway.
+    fn pause_after(&mut self, node: Option<String>, checkpoint_id: &str) -> bool {
+        match node {
+            Some(node) if !self.next.is_empty() => {
+                self.interrupts
+                    .push(InterruptInfo::after(checkpoint_id, &node));
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Run tasks: the step's tasks, concurrently.
+impl Run<'_> {
+    /// Runs the step's tasks on the state as the step starts, reusing the output of
+    /// tasks that finished before a crash. Returns their outputs in task order, or
+    /// `None` when the step paused on interrupts (in `self.interrupts`). The first
+    /// task to fail (in completion order) fails the run, once every task is done.
+    async fn run_tasks(&mut self) -> Result<Option<Vec<NodeOutput>>, GraphError> {
+        let view = self.graph.view(&self.chans);
+        let mut outputs: Vec<Option<NodeOutput>> = vec![None; self.next.len()];
+        let to_run = self.restore_saved(&mut outputs)?;
+        self.emit_task_starts(&to_run);
+        let graph = self.graph;
+        let inline = self.opts.inline && to_run.len() == 1;
+        let mut running: FuturesUnordered<_> = to_run
+            .iter()
+            .map(|&i| {
+                let t = &self.next[i];
+                let node = &graph.spec.nodes[graph.node_index[&t.node]];
+                let resume = self.pending.resume_values(&t.id);
+                let mut ctx = graph.ctx_for(t, self.step, &self.opts, resume);
+                ctx.inline = inline;
+                let fut = node.runner.run(view.clone(), t.arg.clone(), ctx);
+                async move { (i, fut.await) }
+            })
+            .collect();
+        let mut failure = None;
+        while let Some((i, r)) = running.next().await {
+            match r {
+                Ok(out) => outputs[i] = Some(self.task_finished(i, out).await?),
+                Err(NodeFailure::Interrupt(value)) => self.task_interrupted(i, value).await?,
+                Err(NodeFailure::Error(e)) => {
+                    let t = &self.next[i];
+                    self.emit_task_result(t, Vec::new, Some(e.to_string()), Vec::new());
+                    failure.get_or_insert(e);
+                }
+            }
+        }
+        drop(running);
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        if !self.interrupts.is_empty() {
+            self.sort_interrupts();
+            self.emit_interrupts();
+            return Ok(None);
+        }
+        Ok(Some(
+            outputs
+                .into_iter()
+                .map(|o| o.expect("every task has output here"))
+                .collect(),
+        ))
+    }
+
+    /// Takes what the pending writes say about each task: the output of a finished
+    /// one, the interrupt of a paused one. Returns the tasks left to run.
+    fn restore_saved(
+        &mut self,
+        outputs: &mut [Option<NodeOutput>],
+    ) -> Result<Vec<usize>, GraphError> {
+        let mut to_run = Vec::new();
+        for (i, t) in self.next.iter().enumerate() {
+            match self.pending.saved(&t.id) {
+                Saved::Interrupted(w) => {
+                    let value = self
+                        .graph
+                        .codec
+                        .decode(Reserved::Interrupt.as_str(), w.value.clone())?;
+                    self.interrupts
+                        .push(InterruptInfo::node(&t.id, &t.node, value));
+                }
+                Saved::Finished(ws) => outputs[i] = Some(pending::restore_output(self.graph, ws)?),
+                Saved::Nothing => to_run.push(i),
+            }
+        }
+        Ok(to_run)
+    }
+
+    /// A task finished: its join markers join its writes, and in a step of several
+    /// tasks its output is saved at once, so that it need not run again if the step
+    /// does not complete.
+    async fn task_finished(&self, i: usize, mut out: NodeOutput) -> Result<NodeOutput, GraphError> {
+        let t = &self.next[i];
+        for &j in self.graph.joins_from.get(&t.node).into_iter().flatten() {
+            out.writes
+                .push((join_channel(j), Val::Json(Value::String(t.node.clone()))));
+        }
+        if let (Some(cp), true, Some(p)) = (&self.cp, self.next.len() > 1, &self.parent) {
+            let ws = pending::finished_writes(t, &out)?;
+            cp.put_writes(&self.thread, &p.id, ws)
+                .await
+                .map_err(Graph::cp_err)?;
+        }
+        self.emit_task_result(
+            t,
+            || {
+                out.writes
+                    .iter()
+                    .filter(|(c, _)| !is_hidden(c))
+                    .cloned()
+                    .collect()
+            },
+            None,
+            Vec::new(),
+        );
+        Ok(out)
+    }
+
+    /// A task paused on `interrupt(value)`: saved, so that resuming finds it.
+    async fn task_interrupted(&mut self, i: usize, value: Val) -> Result<(), GraphError> {
+        let t = &self.next[i];
+        self.emit_task_result(t, Vec::new, None, vec![value.clone()]);
+        if let (Some(cp), Some(p)) = (&self.cp, &self.parent) {
+            let w = pending::interrupt_write(t, &value)?;
+            cp.put_writes(&self.thread, &p.id, vec![w])
+                .await
+                .map_err(Graph::cp_err)?;
+        }
+        self.interrupts
+            .push(InterruptInfo::node(&t.id, &t.node, value));
+        Ok(())
+    }
+
+    /// Puts the step's interrupts in task order, for a stable result.
+    fn sort_interrupts(&mut self) {
+        let order: HashMap<&str, usize> = self
+            .next
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.id.as_str(), i))
+            .collect();
+        self.interrupts
+            .sort_by_key(|x| order.get(x.task_id.as_str()).copied().unwrap_or(0));
+    }
+}
+
+/// Commit: the step's writes become the next state, and the next tasks.
+impl Run<'_> {
+    /// Applies the step's writes, picks the next tasks and checkpoints the step.
+    /// Returns the new checkpoint's id (the next tasks' ids start with it, with or
+    /// without a checkpointer).
+    async fn commit(&mut self, mut outputs: Vec<NodeOutput>) -> Result<String, GraphError> {
+        let mut saved = self.apply_writes(&mut outputs)?;
+        let view = self.graph.view(&self.chans);
+        self.emit_step(&outputs, &view);
+        let id = new_id();
+        let triggers = self.route(&outputs, &view, &mut saved)?;
+        self.next = Graph::make_tasks(&id, triggers);
+        self.checkpoint(id.clone(), Source::Loop, saved).await?;
+        self.emit_checkpoint();
+        self.pending.clear();
+        Ok(id)
+    }
+
+    /// Applies the tasks' writes through the reducers, in task order (not completion
+    /// order, so reducers see the same order every time). Moves the writes out of
+    /// `outputs`; returns them encoded for the checkpoint when there is one.
+    fn apply_writes(&mut self, outputs: &mut [NodeOutput]) -> Result<Vec<Write>, GraphError> {
+        let encode_writes = self.cp.is_some();
+        let mut writes = Vec::new();
+        let mut saved = Vec::new();
+        for (t, out) in self.next.iter().zip(outputs.iter_mut()) {
+            for (c, v) in out.writes.drain(..) {
+                if encode_writes {
+                    saved.push(Write {
+                        node: t.node.clone(),
+                        channel: c.clone(),
+                        value: encode(&c, &v)?,
+                    });
+                }
+                writes.push((c, v));
+            }
+        }
+        self.graph.apply(&mut self.chans, writes)?;
+        Ok(saved)
+    }
+
+    /// The next step's triggers: each task's gotos, edges and routers (reading the
+    /// state after the step), then the joins whose sources have all run, which are
+    /// reset by a write of the engine's (added to `saved`).
+    fn route(
+        &mut self,
+        outputs: &[NodeOutput],
+        view: &StateView,
+        saved: &mut Vec<Write>,
+    ) -> Result<Vec<(String, Option<Val>)>, GraphError> {
+        let mut triggers = Vec::new();
+        for (t, out) in self.next.iter().zip(outputs) {
+            let ctx = self.graph.ctx_for(t, self.step, &self.opts, Vec::new());
+            self.graph
+                .successors(&t.node, &out.goto, view, &ctx, &mut triggers)?;
+        }
+        let resets = self.graph.fire_joins(&self.next, view, &mut triggers);
+        if self.cp.is_some() {
+            for (c, v) in &resets {
+                saved.push(Graph::engine_write(c, v)?);
+            }
+        }
+        self.graph.apply(&mut self.chans, resets)?;
+        Ok(triggers)
+    }
+
+    /// Saves the step (its `writes` and the next tasks) as a checkpoint whose parent
+    /// is the previous one; nothing without a checkpointer.
+    async fn checkpoint(
+        &mut self,
+        id: String,
+        source: Source,
+        writes: Vec<Write>,
+    ) -> Result<(), GraphError> {
+        let Some(cp) = &self.cp else {
+            return Ok(());
+        };
+        let record = CheckpointRecord {
+            id,
+            parent_id: self.parent.as_ref().map(|p| p.id.clone()),
+            step: self.step,
+            source: source.as_str().into(),
+            writes,
+            next: Graph::records(&self.next)?,
+            created_at: now_secs(),
+            metadata: meta(&self.opts.metadata, source, self.step),
+        };
+        cp.put(&self.thread, record.clone())
+            .await
+            .map_err(Graph::cp_err)?;
+        self.parent = Some(record);
+        Ok(())
+    }
+}

@@ -1,0 +1,61 @@
+//! What a run takes and returns.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::graph::interrupt::InterruptInfo;
+use crate::graph::state::StateView;
+use crate::graph::stream::StreamSink;
+use crate::graph::value::Val;
+
+/// What a run starts from.
+pub enum RunInput {
+    /// New input, written to the state as if by `START`.
+    Values(Vec<(String, Val)>),
+    /// `Command(resume=...)`: one value for the single interrupted task, or values by
+    /// interrupt id.
+    Resume(Resume),
+    /// `None`: continue from the checkpoint (after a crash or an `interrupt_before`).
+    Continue,
+}
+
+pub enum Resume {
+    One(Val),
+    ById(Vec<(String, Val)>),
+}
+
+#[derive(Clone)]
+pub struct RunOptions {
+    pub thread_id: Option<String>,
+    pub checkpoint_id: Option<String>,
+    pub recursion_limit: usize,
+    pub cancel: tokio_util::sync::CancellationToken,
+    pub stream: Option<StreamSink>,
+    pub host: Option<Arc<dyn std::any::Any + Send + Sync>>,
+    /// The caller drives the run on its own thread and can run one task inline.
+    pub inline: bool,
+    pub metadata: Value,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            thread_id: None,
+            checkpoint_id: None,
+            recursion_limit: 100,
+            cancel: Default::default(),
+            stream: None,
+            host: None,
+            inline: false,
+            metadata: Value::Null,
+        }
+    }
+}
+
+pub struct RunResult {
+    pub state: StateView,
+    pub interrupts: Vec<InterruptInfo>,
+    pub checkpoint_id: Option<String>,
+    pub next: Vec<String>,
+}
