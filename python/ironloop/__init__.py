@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+from ironloop import _wiring  # noqa: F401  (hands the Rust glue its Python helpers)
 from ironloop import tools as tools  # `ironloop.tools.workspace(...)` after `import ironloop`
 from ironloop._agent import create_react_agent
 from ironloop._constants import END, START

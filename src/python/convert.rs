@@ -4,8 +4,10 @@
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::intern;
+use pyo3::types::{PyDateTime, PyDict, PyList, PyString, PyTzInfo};
+
+use super::helpers::helpers;
 use serde_json::Value;
 
 use crate::message::{Content, ContentPart, InvalidToolCall, ToolStatus, Usage};
@@ -32,19 +34,6 @@ pub fn value_from_py(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Value> {
     })
 }
 
-/// Imports `ironloop.<module>.<name>` once per interpreter.
-pub fn import_cached<'py>(
-    py: Python<'py>,
-    cell: &'static PyOnceLock<Py<PyAny>>,
-    module: &str,
-    name: &str,
-) -> PyResult<&'py Bound<'py, PyAny>> {
-    Ok(cell
-        .get_or_try_init(py, || -> PyResult<_> {
-            Ok(py.import(module)?.getattr(name)?.unbind())
-        })?
-        .bind(py))
-}
 
 pub fn content_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Content> {
     if obj.is_none() {
@@ -116,12 +105,18 @@ pub fn content_to_py<'py>(py: Python<'py>, c: &Content) -> PyResult<Bound<'py, P
     }
 }
 
-static TOOL_CALL_CLS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// `ts` (seconds since the epoch) as an ISO 8601 string in UTC, as `datetime` writes it
+/// (`StateSnapshot.created_at`, the debug stream's timestamps).
+pub fn iso_utc(py: Python<'_>, ts: f64) -> PyResult<Bound<'_, PyAny>> {
+    let utc = PyTzInfo::utc(py)?;
+    PyDateTime::from_timestamp(py, ts, Some(&utc))?.call_method0(intern!(py, "isoformat"))
+}
 
 /// A tool call as Python sees it: an `ironloop.messages.ToolCall`, i.e. a dict
 /// `{"name", "args", "id", "type": "tool_call"}` with attribute access too.
 pub fn tool_call_to_py<'py>(py: Python<'py>, c: &ToolCall) -> PyResult<Bound<'py, PyAny>> {
-    let cls = import_cached(py, &TOOL_CALL_CLS, "ironloop.messages", "ToolCall")?;
+    let cls = helpers(py)?.tool_call.bind(py);
     let kw = PyDict::new(py);
     kw.set_item("name", &c.name)?;
     kw.set_item("args", value_to_py(py, &c.arguments)?)?;

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 
-use super::convert::import_cached;
+use super::helpers::helpers;
 use crate::tool::ToolContext;
 
 /// Work for the loop thread: run there, with the GIL held, by a `Drain`.
@@ -40,7 +40,6 @@ pub struct PyRunEnv {
     pub(crate) drain_scheduled: AtomicBool,
 }
 
-static BACKGROUND_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static FIRST_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 thread_local! {
@@ -58,11 +57,7 @@ pub fn mark_loop_thread() {
 /// one. Everyone else gets the first background loop, looked up once.
 fn sync_loop(py: Python<'_>) -> PyResult<Py<PyAny>> {
     let get = || -> PyResult<Py<PyAny>> {
-        Ok(
-            import_cached(py, &BACKGROUND_LOOP, "ironloop._runtime", "background_loop")?
-                .call0()?
-                .unbind(),
-        )
+        Ok(helpers(py)?.background_loop.bind(py).call0()?.unbind())
     };
     if ON_LOOP_THREAD.with(|f| f.get()) {
         return get();

@@ -8,6 +8,7 @@ mod convert;
 mod env;
 mod errors;
 mod graph;
+mod helpers;
 mod mcp;
 mod messages;
 mod models;
@@ -35,6 +36,7 @@ fn ironloop_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     mcp::register(m)?;
     m.add_function(wrap_pyfunction!(convert::_json_schema_errors, m)?)?;
     m.add_function(wrap_pyfunction!(args::_timeout_seconds, m)?)?;
+    m.add_function(wrap_pyfunction!(helpers::_install_helpers, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

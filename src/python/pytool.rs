@@ -7,15 +7,15 @@ use async_trait::async_trait;
 use pyo3::exceptions::PyTypeError;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
+use super::helpers::helpers;
 use super::aio::{run_async, AsyncResult, MakeCoro};
 use super::args::Timeout;
 use super::context::PyToolContext;
-use super::convert::{import_cached, value_from_py, value_to_py};
+use super::convert::{value_from_py, value_to_py};
 use super::env::PyRunEnv;
 use super::messages::PyMessage;
 use super::pool::Pool;
@@ -201,11 +201,10 @@ fn record_error(
     ToolError::failed(tool, message)
 }
 
-static LOGGER: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 fn log_exception(py: Python<'_>, tool: &str, call_id: &str, e: &PyErr) {
     let r = (|| -> PyResult<()> {
-        let logger = import_cached(py, &LOGGER, "ironloop._runtime", "logger")?;
+        let logger = helpers(py)?.logger.bind(py);
         let kw = PyDict::new(py);
         kw.set_item("exc_info", e.value(py))?;
         logger.call_method(

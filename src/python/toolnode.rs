@@ -7,9 +7,8 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple, PyType};
 
-use pyo3::sync::PyOnceLock;
 
-use super::convert::import_cached;
+use super::helpers::helpers;
 use super::env::PyRunEnv;
 use super::errors::tool_error;
 use super::messages::{message_from_py, messages_to_py};
@@ -127,16 +126,14 @@ impl ToolNodeCore {
     }
 }
 
-static COMMAND: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-static GRAPH_INTERRUPT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 pub fn command_class(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
-    import_cached(py, &COMMAND, "ironloop.types", "Command")
+    Ok(helpers(py)?.command.bind(py))
 }
 
 pub fn is_graph_interrupt(py: Python<'_>, e: &PyErr) -> bool {
-    import_cached(py, &GRAPH_INTERRUPT, "ironloop.errors", "GraphInterrupt")
-        .map(|c| e.value(py).is_instance(c).unwrap_or(false))
+    helpers(py)
+        .map(|h| e.value(py).is_instance(h.graph_interrupt.bind(py)).unwrap_or(false))
         .unwrap_or(false)
 }
 

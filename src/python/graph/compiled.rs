@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use tokio_util::sync::CancellationToken;
 
+use super::super::helpers::helpers;
 use super::super::env::PyRunEnv;
 use super::super::runtime::{block_on, can_drive_inline, drive_inline};
 use super::describe::{self, BranchDesc, ChannelDesc, NodeDesc};
@@ -174,12 +175,11 @@ impl GraphCore {
         match snap {
             Some(s) => self.snapshot_to_py(py, &thread, s),
             None => {
-                let types = py.import("ironloop.types")?;
                 let c = PyDict::new(py);
                 c.set_item("thread_id", &thread)?;
                 let cfg = PyDict::new(py);
                 cfg.set_item("configurable", c)?;
-                types.getattr("StateSnapshot")?.call1((
+                helpers(py)?.state_snapshot.bind(py).call1((
                     PyDict::new(py),
                     PyTuple::empty(py),
                     cfg,

@@ -9,6 +9,7 @@ use pyo3::types::{PyDict, PyTuple};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
+use super::super::helpers::helpers;
 use super::super::aio::{run_async, AsyncResult, MakeCoro};
 use super::super::convert::tool_call_from_py;
 use super::super::env::PyRunEnv;
@@ -107,7 +108,7 @@ impl PyNode {
         if self.wants.writer {
             kw.set_item(
                 "writer",
-                py.import("ironloop.graph")?.getattr("_task_writer")?,
+                helpers(py)?.task_writer.bind(py),
             )?;
         }
         let kw = if kw.is_empty() { None } else { Some(&kw) };

@@ -8,16 +8,17 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
-use super::super::convert::{import_cached, value_from_py, value_to_py};
+use super::super::convert::{iso_utc, value_from_py, value_to_py};
+use super::super::helpers::helpers;
 use super::super::env::PyRunEnv;
 use super::super::toolnode::command_class;
 use super::errors::graph_error;
 use super::stream::{GraphStreamShape, StreamMsg, StreamSend};
 use super::task::TaskScratch;
-use super::values::{host, val_to_py, PyCodec, Shared, TASK_VAR};
+use super::values::{host, val_to_py, PyCodec, Shared};
 use crate::checkpoint::CheckpointRecord;
 use crate::graph::{
-    Graph, GraphError, InterruptInfo, NodeOutput, Resume, RunInput, RunOptions, RunResult,
+    Graph, GraphError, InterruptInfo, InterruptKind, NodeOutput, Reserved, Resume, RunInput, RunOptions, RunResult,
     Snapshot, StreamSink, ValueCodec, START,
 };
 
@@ -37,7 +38,7 @@ pub(super) struct RunSetup {
 }
 
 pub(super) fn parent_sink(py: Python<'_>) -> PyResult<Option<StreamSink>> {
-    let var = import_cached(py, &TASK_VAR, "ironloop._runtime", "task_var")?;
+    let var = helpers(py)?.task_var.bind(py);
     let cur = var.call_method1(intern!(py, "get"), (py.None(),))?;
     Ok(match cur.cast::<TaskScratch>() {
         Ok(sc) => sc.borrow().nested_sink(),
@@ -140,9 +141,7 @@ impl GraphCore {
             let d = if input.cast::<PyDict>().is_ok() {
                 input.clone()
             } else {
-                py.import("ironloop.graph")?
-                    .getattr("_as_update")?
-                    .call1((input, START))?
+                helpers(py)?.as_update.bind(py).call1((input, START))?
             };
             self.shared.writes_from(py, START, &d, &mut out)?;
             RunInput::Values(out.writes)
@@ -209,7 +208,7 @@ impl GraphCore {
         let r = r.map_err(|e| graph_error(py, e))?;
         let d = self.shared.state_dict(py, &r.state)?;
         if !r.interrupts.is_empty() {
-            d.set_item("__interrupt__", interrupts_to_py(py, &r.interrupts)?)?;
+            d.set_item(Reserved::Interrupt.as_str(), interrupts_to_py(py, &r.interrupts)?)?;
         }
         Ok(d.into_any())
     }
@@ -237,10 +236,10 @@ pub(super) fn interrupts_to_py<'py>(
     py: Python<'py>,
     is: &[InterruptInfo],
 ) -> PyResult<Bound<'py, PyAny>> {
-    let cls = py.import("ironloop.types")?.getattr("Interrupt")?;
+    let cls = helpers(py)?.interrupt.bind(py);
     let items = is
         .iter()
-        .filter(|i| !i.id.starts_with("before:") && !i.id.starts_with("after:"))
+        .filter(|i| i.kind() == InterruptKind::Node)
         .map(|i| cls.call1((val_to_py(py, &i.value)?, &i.id)))
         .collect::<PyResult<Vec<_>>>()?;
     Ok(PyList::new(py, items)?.into_any())
@@ -269,20 +268,20 @@ pub(super) fn snapshot<'py>(
     pending: &[crate::checkpoint::PendingWrite],
     core: &GraphCore,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let types = py.import("ironloop.types")?;
+    let h = helpers(py)?;
     let next = PyTuple::new(py, r.next.iter().map(|t| t.node.as_str()))?;
-    let interrupt_cls = types.getattr("Interrupt")?;
-    let task_cls = types.getattr("PregelTask")?;
+    let interrupt_cls = h.interrupt.bind(py);
+    let task_cls = h.pregel_task.bind(py);
     let mut all_interrupts = Vec::new();
     let mut tasks = Vec::new();
     for t in &r.next {
         let mut its = Vec::new();
         for w in pending
             .iter()
-            .filter(|w| w.task_id == t.id && w.channel == "__interrupt__")
+            .filter(|w| w.task_id == t.id && w.channel == Reserved::Interrupt.as_str())
         {
             let v = PyCodec
-                .decode("__interrupt__", w.value.clone())
+                .decode(Reserved::Interrupt.as_str(), w.value.clone())
                 .map_err(|e| PyValueError::new_err(e.to_string()))?;
             let i = interrupt_cls.call1((val_to_py(py, &v)?, &t.id))?;
             all_interrupts.push(i.clone());
@@ -293,23 +292,13 @@ pub(super) fn snapshot<'py>(
         tasks.push(task_cls.call((&t.id, &t.node), Some(&kw))?);
     }
     let metadata = value_to_py(py, &r.metadata)?;
-    let created = py
-        .import("datetime")?
-        .getattr("datetime")?
-        .call_method1(
-            "fromtimestamp",
-            (
-                r.created_at,
-                py.import("datetime")?.getattr("timezone")?.getattr("utc")?,
-            ),
-        )?
-        .call_method0("isoformat")?;
+    let created = iso_utc(py, r.created_at)?;
     let parent_config = match parent.map(|p| p.id.as_str()).or(r.parent_id.as_deref()) {
         Some(p) => config_dict(py, thread, p)?.into_any(),
         None => py.None().into_bound(py),
     };
     let _ = core;
-    types.getattr("StateSnapshot")?.call1((
+    h.state_snapshot.bind(py).call1((
         values,
         next,
         config_dict(py, thread, &r.id)?,

@@ -7,11 +7,11 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use tokio_util::sync::CancellationToken;
 
-use super::super::convert::value_to_py;
+use super::super::convert::{iso_utc, value_to_py};
 use super::errors::graph_error;
 use super::run::{config_dict, interrupts_to_py};
 use super::values::{val_to_py, Shared};
-use crate::graph::{modes, GraphError, RunResult, StreamEvent};
+use crate::graph::{modes, GraphError, Reserved, RunResult, StreamEvent};
 
 pub(super) enum StreamMsg {
     Event(StreamEvent),
@@ -70,7 +70,7 @@ pub(super) fn flat_event_to_py<'py>(
         }
         StreamEvent::Interrupt(is) => {
             let d = PyDict::new(py);
-            d.set_item("__interrupt__", interrupts_to_py(py, &is)?)?;
+            d.set_item(Reserved::Interrupt.as_str(), interrupts_to_py(py, &is)?)?;
             ("updates", d.into_any())
         }
         StreamEvent::Custom(v) => ("custom", val_to_py(py, &v)?),
@@ -178,11 +178,10 @@ pub(super) fn debug_event<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let d = PyDict::new(py);
     d.set_item("type", kind)?;
-    let now = py.import("datetime")?.getattr("datetime")?.call_method1(
-        "now",
-        (py.import("datetime")?.getattr("timezone")?.getattr("utc")?,),
-    )?;
-    d.set_item("timestamp", now.call_method0("isoformat")?)?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    d.set_item("timestamp", iso_utc(py, now)?)?;
     d.set_item("step", step)?;
     d.set_item("payload", payload)?;
     Ok(d.into_any())

@@ -5,9 +5,9 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
-use super::super::convert::import_cached;
+use super::super::helpers::helpers;
 use super::super::env::PyRunEnv;
-use super::values::{host, val_to_py, TASK_VAR};
+use super::values::{host, val_to_py};
 use crate::graph::{modes, StreamEvent, StreamSink, TaskContext};
 
 // ---------------------------------------------------------------------------------
@@ -41,7 +41,7 @@ impl TaskScratch {
             self.next += 1;
             return Ok(v.clone_ref(py));
         }
-        let cls = py.import("ironloop.errors")?.getattr("GraphInterrupt")?;
+        let cls = helpers(py)?.graph_interrupt.bind(py);
         Err(PyErr::from_value(cls.call1((value,))?))
     }
 
@@ -98,7 +98,7 @@ pub(super) fn task_context<'py>(
             task_id: ctx.task_id.clone(),
         },
     )?;
-    let var = import_cached(py, &TASK_VAR, "ironloop._runtime", "task_var")?;
+    let var = helpers(py)?.task_var.bind(py);
     context.call_method1(
         intern!(py, "run"),
         (var.getattr(intern!(py, "set"))?, &scratch),

@@ -6,11 +6,11 @@ use std::sync::{Arc, Mutex};
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use serde_json::Value;
 
-use super::super::convert::{import_cached, value_to_py};
+use super::super::helpers::helpers;
+use super::super::convert::{value_to_py};
 use super::super::errors::error;
 use super::super::messages::message_from_py;
 use super::super::messages::message_to_py;
@@ -26,8 +26,6 @@ use crate::message::Message;
 /// A Python object in a channel.
 pub struct PyObj(pub Py<PyAny>);
 
-pub(super) static ENCODE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-pub(super) static DECODE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 impl HostValue for PyObj {
     fn to_json(&self) -> Result<Value, String> {
@@ -44,8 +42,7 @@ impl HostValue for PyObj {
                     return Ok(v);
                 }
             }
-            let enc = import_cached(py, &ENCODE, "ironloop._serde", "encode")
-                .map_err(|e| e.to_string())?;
+            let enc = helpers(py).map_err(|e| e.to_string())?.encode.bind(py);
             let v = enc.call1((obj,)).map_err(|e| e.value(py).to_string())?;
             pythonize::depythonize::<Value>(&v).map_err(|e| e.to_string())
         })
@@ -94,7 +91,7 @@ impl ValueCodec for PyCodec {
     fn decode(&self, _channel: &str, value: Value) -> Result<Val, GraphError> {
         Python::attach(|py| {
             let obj = value_to_py(py, &value)?;
-            let dec = import_cached(py, &DECODE, "ironloop._serde", "decode")?;
+            let dec = helpers(py)?.decode.bind(py);
             Ok(host(dec.call1((obj,))?))
         })
         .map_err(|e: PyErr| {
@@ -238,7 +235,7 @@ impl Shared {
         let d = match upd.cast::<PyDict>() {
             Ok(d) => d.clone(),
             Err(_) => {
-                let conv = py.import("ironloop.graph")?.getattr("_as_update")?;
+                let conv = helpers(py)?.as_update.bind(py);
                 conv.call1((upd, node))?.cast_into::<PyDict>()?
             }
         };
@@ -351,9 +348,7 @@ impl Shared {
     }
 }
 
-pub(super) static SEND: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-pub(super) static TASK_VAR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 pub(super) fn send_class(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
-    import_cached(py, &SEND, "ironloop.types", "Send")
+    Ok(helpers(py)?.send.bind(py))
 }

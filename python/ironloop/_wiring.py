@@ -1,0 +1,33 @@
+"""Hands the Rust glue the Python objects it calls back into, once, at import.
+
+Imported by ``ironloop/__init__.py``; it imports every module it names itself, and
+a renamed helper fails here rather than in the middle of a run. Not public API.
+"""
+
+from __future__ import annotations
+
+from ironloop import _runtime, _serde
+from ironloop._ironloop import _install_helpers
+from ironloop.errors import GraphInterrupt
+from ironloop.graph import _as_update, _task_writer
+from ironloop.messages import ToolCall
+from ironloop.types import Command, Interrupt, PregelTask, Send, StateSnapshot
+
+_install_helpers(
+    {
+        "as_update": _as_update,
+        "task_writer": _task_writer,
+        "encode": _serde.encode,
+        "decode": _serde.decode,
+        "task_var": _runtime.task_var,
+        "background_loop": _runtime.background_loop,
+        "logger": _runtime.logger,
+        "graph_interrupt": GraphInterrupt,
+        "send": Send,
+        "command": Command,
+        "interrupt": Interrupt,
+        "pregel_task": PregelTask,
+        "state_snapshot": StateSnapshot,
+        "tool_call": ToolCall,
+    }
+)

@@ -1,0 +1,63 @@
+//! The Python objects the glue calls back into, handed over once.
+//!
+//! Some behaviour stays in Python because it is Python's own (the encoder that keeps
+//! dataclasses and pydantic models typed, the background asyncio loops, a dataclass or
+//! model read as a state update) and some results are Python classes (`Command`,
+//! `Interrupt`, `StateSnapshot`). Rather than importing them by string on the hot path,
+//! `ironloop/_wiring.py` passes them in at import time, as one typed struct: a renamed
+//! helper then fails at `import ironloop`, not in the middle of a run.
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyDict;
+
+/// What `ironloop/_wiring.py` hands over (keys of the dict passed to
+/// `_install_helpers`, one per field).
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+pub struct Helpers {
+    /// `ironloop.graph._as_update(obj, node)`: a non-dict node result as an update dict.
+    pub as_update: Py<PyAny>,
+    /// `ironloop.graph._task_writer`: the `writer` argument of a node that asks for it.
+    pub task_writer: Py<PyAny>,
+    /// `ironloop._serde.encode` / `decode`: Python values to and from checkpoint JSON.
+    pub encode: Py<PyAny>,
+    pub decode: Py<PyAny>,
+    /// `ironloop._runtime.task_var`: the running task's scratchpad context variable.
+    pub task_var: Py<PyAny>,
+    /// `ironloop._runtime.background_loop()`: the loop async tools of a sync caller use.
+    pub background_loop: Py<PyAny>,
+    /// `ironloop._runtime.logger`.
+    pub logger: Py<PyAny>,
+    /// `ironloop.errors.GraphInterrupt`: raised by `interrupt()` to pause a node.
+    pub graph_interrupt: Py<PyAny>,
+    /// Classes of `ironloop.types` and `ironloop.messages` the glue builds or tests for.
+    pub send: Py<PyAny>,
+    pub command: Py<PyAny>,
+    pub interrupt: Py<PyAny>,
+    pub pregel_task: Py<PyAny>,
+    pub state_snapshot: Py<PyAny>,
+    pub tool_call: Py<PyAny>,
+}
+
+static HELPERS: PyOnceLock<Helpers> = PyOnceLock::new();
+
+/// The helpers, once `import ironloop` has installed them.
+pub fn helpers(py: Python<'_>) -> PyResult<&'static Helpers> {
+    HELPERS.get(py).ok_or_else(|| {
+        PyRuntimeError::new_err(
+            "ironloop's runtime is not initialised: import the `ironloop` package \
+             (`import ironloop`), not `ironloop._ironloop` on its own",
+        )
+    })
+}
+
+/// Called once by `ironloop/_wiring.py`; later calls (a reloaded package) keep the
+/// first set, which every object created so far refers to.
+#[pyfunction]
+pub fn _install_helpers(py: Python<'_>, helpers: &Bound<'_, PyDict>) -> PyResult<()> {
+    let h: Helpers = helpers.extract()?;
+    let _ = HELPERS.set(py, h);
+    Ok(())
+}
