@@ -295,7 +295,7 @@ async fn run_concurrently(calls: &[ToolCall], first: usize, env: &Arc<CallEnv>) 
         let r = handle.await.unwrap_or_else(|e| {
             let tool = call.name.clone();
             let outcome = if e.is_cancelled() {
-                Err(ToolError::Cancelled { tool })
+                Err(ToolError::cancelled(tool))
             } else {
                 Err(ToolError::failed(tool, "the call's task panicked"))
             };
@@ -470,7 +470,7 @@ async fn call_outcome(
     args: Value,
 ) -> Result<ToolOutput, ToolError> {
     let name = &call.name;
-    let cancelled = || Err(ToolError::Cancelled { tool: name.clone() });
+    let cancelled = || Err(ToolError::cancelled(name.clone()));
     if env.run_cancelled() {
         return cancelled();
     }

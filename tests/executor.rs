@@ -297,7 +297,7 @@ async fn each_failure_yields_its_error_and_siblings_keep_their_results() {
         );
 
         match err(by_id["panic"]) {
-            ToolError::Failed { tool, message } => {
+            ToolError::Failed { tool, message, .. } => {
                 assert_eq!(tool, "boom");
                 assert!(
                     message.contains("panicked") && message.contains("kaboom in the tool"),
@@ -523,13 +523,7 @@ async fn cancelling_the_run_ends_in_flight_calls_promptly() {
             "{ctx}: a call done before the cancel keeps its result"
         );
         for r in &results[1..] {
-            assert_eq!(
-                err(r),
-                &ToolError::Cancelled {
-                    tool: "wait".into()
-                },
-                "{ctx}"
-            );
+            assert_eq!(err(r), &ToolError::cancelled("wait"), "{ctx}");
         }
         assert!(
             lag < Duration::from_millis(500),
@@ -839,11 +833,8 @@ async fn handle_error_turns_failures_into_text_results() {
             .call(|_, _| async { Err(ToolError::failed("fail", "disk on fire")) }),
     );
     let cancelled: Arc<dyn Tool> = Arc::new(
-        <dyn Tool>::builder("gives_up", "Reports cancellation.").call(|_, _| async {
-            Err(ToolError::Cancelled {
-                tool: "gives_up".into(),
-            })
-        }),
+        <dyn Tool>::builder("gives_up", "Reports cancellation.")
+            .call(|_, _| async { Err(ToolError::cancelled("gives_up")) }),
     );
     let reg = Arc::new(ToolRegistry::new());
     reg.register(Arc::new(HandleError::new(fail.clone())))

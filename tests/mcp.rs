@@ -146,7 +146,7 @@ async fn stdio_tools_run_through_the_executor() {
         Some(json!({"result": 5}))
     );
     match &out[5].outcome {
-        Err(ToolError::Failed { tool, message }) => {
+        Err(ToolError::Failed { tool, message, .. }) => {
             assert_eq!(tool, "py__fail");
             assert!(message.contains("fail: nope"), "{message}");
         }

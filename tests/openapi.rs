@@ -824,7 +824,7 @@ async fn a_non_2xx_status_is_an_error_with_status_and_body() {
     let e = call(&exec, "showPetById", json!({"petId": "999"}))
         .await
         .unwrap_err();
-    let ToolError::Failed { tool, message } = &e else {
+    let ToolError::Failed { tool, message, .. } = &e else {
         panic!("{e:?}")
     };
     assert_eq!(tool, "showPetById");

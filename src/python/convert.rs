@@ -3,8 +3,8 @@
 //! classes, with these pieces (so `messages` uses `convert`, never the reverse).
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
-use pyo3::prelude::*;
 use pyo3::intern;
+use pyo3::prelude::*;
 use pyo3::types::{PyDateTime, PyDict, PyList, PyString, PyTzInfo};
 
 use super::helpers::helpers;
@@ -33,7 +33,6 @@ pub fn value_from_py(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Value> {
         ))
     })
 }
-
 
 pub fn content_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Content> {
     if obj.is_none() {
@@ -104,7 +103,6 @@ pub fn content_to_py<'py>(py: Python<'py>, c: &Content) -> PyResult<Bound<'py, P
         }
     }
 }
-
 
 /// `ts` (seconds since the epoch) as an ISO 8601 string in UTC, as `datetime` writes it
 /// (`StateSnapshot.created_at`, the debug stream's timestamps).

@@ -3,7 +3,6 @@
 //! the loop runs every job queued by then). `aio` builds coroutine calls on this
 //! queue; this module knows nothing of them (the dependency goes one way).
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -32,9 +31,6 @@ pub struct PyRunEnv {
     pub on_progress: Option<Py<PyAny>>,
     /// The run's config dict, for nodes that take a `config` parameter.
     pub config: Option<Py<PyAny>>,
-    /// The original exceptions of failed calls, by call id, for
-    /// `handle_tool_errors=False` (re-raise) and error-handler callables.
-    pub errors: Mutex<HashMap<String, PyErr>>,
     /// Jobs waiting for the loop thread (async calls to start; see `Drain`).
     pub(crate) pending: Mutex<Vec<LoopJob>>,
     pub(crate) drain_scheduled: AtomicBool,
@@ -56,9 +52,8 @@ pub fn mark_loop_thread() {
 /// tool calling `invoke`) must not get its own, blocked loop: Python picks the next
 /// one. Everyone else gets the first background loop, looked up once.
 fn sync_loop(py: Python<'_>) -> PyResult<Py<PyAny>> {
-    let get = || -> PyResult<Py<PyAny>> {
-        Ok(helpers(py)?.background_loop.bind(py).call0()?.unbind())
-    };
+    let get =
+        || -> PyResult<Py<PyAny>> { Ok(helpers(py)?.background_loop.bind(py).call0()?.unbind()) };
     if ON_LOOP_THREAD.with(|f| f.get()) {
         return get();
     }
@@ -94,7 +89,6 @@ impl PyRunEnv {
             store,
             on_progress,
             config,
-            errors: Mutex::new(HashMap::new()),
             pending: Mutex::new(Vec::new()),
             drain_scheduled: AtomicBool::new(false),
         }))
@@ -106,13 +100,6 @@ impl PyRunEnv {
             return Ok(env);
         }
         Self::capture(py, None, None, None, None, None)
-    }
-
-    pub fn take_error(&self, call_id: &str) -> Option<PyErr> {
-        self.errors
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(call_id)
     }
 
     /// Queues a job; true when the caller must schedule a drain on the loop.

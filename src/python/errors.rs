@@ -8,12 +8,13 @@
 
 use std::io;
 
-use pyo3::exceptions::PySystemError;
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::PyType;
+use pyo3::types::{PyList, PyType};
 
 use crate::checkpoint::CheckpointError;
+use crate::graph::GraphError;
 use crate::model::ModelError;
 use crate::sources::mcp::McpError;
 use crate::sources::openapi::OpenApiError;
@@ -71,10 +72,6 @@ classes! {
 static CLASSES: PyOnceLock<Vec<Py<PyType>>> = PyOnceLock::new();
 
 impl Class {
-    pub fn from_name(name: &str) -> Option<Class> {
-        Class::ALL.iter().copied().find(|c| c.name() == name)
-    }
-
     /// The Python class.
     pub fn type_object(self, py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
         let all = CLASSES.get_or_try_init(py, || -> PyResult<_> {
@@ -100,23 +97,6 @@ impl Class {
         let msg = msg.into();
         Python::attach(|py| self.err(py, msg))
     }
-}
-
-/// An instance of `ironloop.errors.<class>` with `msg`. Kept for the callers that name
-/// the class by string (graph, ToolNode); prefer [`Class::err`] or a `From` impl.
-pub fn error(py: Python<'_>, class: &str, msg: impl Into<String>) -> PyErr {
-    match Class::from_name(class) {
-        Some(c) => c.err(py, msg),
-        None => PySystemError::new_err(format!(
-            "ironloop.errors has no class {class:?} (raising: {})",
-            msg.into()
-        )),
-    }
-}
-
-/// The typed Python exception for a tool error (see `From<&ToolError>`).
-pub fn tool_error(_py: Python<'_>, e: &ToolError) -> PyErr {
-    PyErr::from(e)
 }
 
 impl From<&ToolError> for PyErr {
@@ -212,4 +192,68 @@ impl From<WorkspaceError> for PyErr {
         };
         class.new_err(e.to_string())
     }
+}
+
+/// A failed run as the exception the caller sees: the node's own exception when it
+/// raised (carried in the error as a [`crate::error::HostError`]), with a note naming the
+/// task, as LangGraph's `During task with name …`.
+impl From<GraphError> for PyErr {
+    fn from(e: GraphError) -> PyErr {
+        Python::attach(|py| match e {
+            GraphError::Node {
+                node,
+                task_id,
+                message,
+                host,
+            } => match host.as_ref().and_then(|s| s.downcast_ref::<PyErr>()) {
+                Some(err) => {
+                    let err = err.clone_ref(py);
+                    add_task_note(py, &err, &node, &task_id);
+                    err
+                }
+                None => Class::Ironloop.err(
+                    py,
+                    GraphError::Node {
+                        node,
+                        task_id,
+                        message,
+                        host: None,
+                    }
+                    .to_string(),
+                ),
+            },
+            GraphError::InvalidUpdate(m) => Class::InvalidUpdate.err(py, m),
+            GraphError::Recursion(_) => Class::GraphRecursion.err(py, e.to_string()),
+            GraphError::Serialize { .. } => Class::CheckpointSerialization.err(py, e.to_string()),
+            GraphError::Checkpoint(_) => Class::Checkpoint.err(py, e.to_string()),
+            GraphError::Build(m) | GraphError::Config(m) => PyValueError::new_err(m),
+            GraphError::Cancelled => Class::ToolCancelled.err(py, "the run was cancelled"),
+        })
+    }
+}
+
+/// Adds `During task with name '…' and id '…'` to the exception's notes, once (a
+/// subgraph's failure passes through every enclosing graph).
+fn add_task_note(py: Python<'_>, err: &PyErr, node: &str, task_id: &str) {
+    let note = format!("During task with name '{node}' and id '{task_id}'");
+    let value = err.value(py);
+    let r = (|| -> PyResult<()> {
+        let notes = match value.getattr("__notes__") {
+            Ok(n) if n.is_instance_of::<PyList>() => n.cast_into::<PyList>()?,
+            _ => {
+                let l = PyList::empty(py);
+                value.setattr("__notes__", &l)?;
+                l
+            }
+        };
+        if notes
+            .iter()
+            .any(|n| n.extract::<String>().is_ok_and(|s| s == note))
+        {
+            return Ok(());
+        }
+        notes.append(note)
+    })();
+    // A note is a courtesy: an exception that refuses attributes is raised without it.
+    let _ = r;
 }

@@ -11,14 +11,15 @@ use pyo3::types::{PyDict, PyString};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use super::helpers::helpers;
 use super::aio::{run_async, AsyncResult, MakeCoro};
 use super::args::Timeout;
 use super::context::PyToolContext;
 use super::convert::{value_from_py, value_to_py};
 use super::env::PyRunEnv;
+use super::helpers::helpers;
 use super::messages::PyMessage;
 use super::pool::Pool;
+use crate::error::HostError;
 use crate::message::{Message, MessageKind};
 use crate::tool::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
 
@@ -118,11 +119,10 @@ impl Inner {
         py: Python<'_>,
         r: PyResult<Bound<'_, PyAny>>,
         ctx: &ToolContext,
-        env: &PyRunEnv,
     ) -> Result<ToolOutput, ToolError> {
         let mut out = match r {
             Ok(obj) => output_from_py(&obj),
-            Err(e) => return Err(record_error(py, &self.def.name, e, ctx, env)),
+            Err(e) => return Err(record_error(py, &self.def.name, e, ctx)),
         };
         out.return_direct = self.return_direct;
         Ok(out)
@@ -139,7 +139,7 @@ impl Inner {
             let context = env.context.bind(py).call_method0(intern!(py, "copy"))?;
             context.call_method(intern!(py, "run"), (self.target.bind(py),), Some(&kw))
         });
-        self.outcome(py, r, ctx, env)
+        self.outcome(py, r, ctx)
     }
 }
 
@@ -166,14 +166,8 @@ fn select_field<'py>(state: &Bound<'py, PyAny>, field: &str) -> PyResult<Bound<'
 }
 
 /// Turns a Python exception into the error the model sees (type and message), logs
-/// its traceback, and keeps the exception for the caller.
-fn record_error(
-    py: Python<'_>,
-    tool: &str,
-    e: PyErr,
-    ctx: &ToolContext,
-    env: &PyRunEnv,
-) -> ToolError {
+/// its traceback, and carries the exception itself in the error for the caller.
+fn record_error(py: Python<'_>, tool: &str, e: PyErr, ctx: &ToolContext) -> ToolError {
     let ty = e
         .get_type(py)
         .name()
@@ -186,21 +180,24 @@ fn record_error(
         let _ = e.value(py).setattr("__traceback__", tb);
     }
     log_exception(py, tool, &ctx.tool_call_id, &e);
-    env.errors
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(ctx.tool_call_id.clone(), e);
+    let raised = Some(HostError::new(e));
     if ty == "CancelledError" {
-        return ToolError::Cancelled { tool: tool.into() };
+        return ToolError::Cancelled {
+            tool: tool.into(),
+            raised,
+        };
     }
     let message = if msg.is_empty() {
         ty
     } else {
         format!("{ty}: {msg}")
     };
-    ToolError::failed(tool, message)
+    ToolError::Failed {
+        tool: tool.into(),
+        message,
+        raised,
+    }
 }
-
 
 fn log_exception(py: Python<'_>, tool: &str, call_id: &str, e: &PyErr) {
     let r = (|| -> PyResult<()> {
@@ -276,11 +273,8 @@ impl PyTool {
             };
             let _ = tx.send(this.run_sync(py, &args, &ctx2, &env));
         }));
-        rx.await.unwrap_or_else(|_| {
-            Err(ToolError::Cancelled {
-                tool: ctx.tool_name.clone(),
-            })
-        })
+        rx.await
+            .unwrap_or_else(|_| Err(ToolError::cancelled(ctx.tool_name.clone())))
     }
 
     async fn call_async(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
@@ -289,7 +283,7 @@ impl PyTool {
             None => Python::attach(|py| PyRunEnv::of(py, &ctx))
                 .map_err(|e| ToolError::failed(&self.0.def.name, e.to_string()))?,
         };
-        let (tool, ctx2, env2) = (self.0.clone(), ctx.clone(), env.clone());
+        let (tool, ctx2, _env2) = (self.0.clone(), ctx.clone(), env.clone());
         let make = {
             let (tool, ctx, env) = (self.0.clone(), ctx.clone(), env.clone());
             Box::new(move |py: Python<'_>| {
@@ -298,10 +292,8 @@ impl PyTool {
             }) as MakeCoro
         };
         let r = run_async(&env, make, move |py, r| match r {
-            AsyncResult::Done(res) => tool.outcome(py, res, &ctx2, &env2),
-            AsyncResult::Cancelled => Err(ToolError::Cancelled {
-                tool: tool.def.name.clone(),
-            }),
+            AsyncResult::Done(res) => tool.outcome(py, res, &ctx2),
+            AsyncResult::Cancelled => Err(ToolError::cancelled(tool.def.name.clone())),
         })
         .await;
         r.unwrap_or_else(|e| Err(ToolError::failed(&self.0.def.name, e)))

@@ -7,10 +7,8 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple, PyType};
 
-
-use super::helpers::helpers;
 use super::env::PyRunEnv;
-use super::errors::tool_error;
+use super::helpers::helpers;
 use super::messages::{message_from_py, messages_to_py};
 use super::native_tool::NativeTool;
 use super::pytool::{PyPayload, PyTool};
@@ -65,7 +63,6 @@ pub fn parse_strategy(
 struct Prepared {
     calls: Vec<ToolCall>,
     run: RunContext,
-    env: Arc<PyRunEnv>,
     list_in: bool,
 }
 
@@ -114,18 +111,16 @@ impl ToolNodeCore {
             None,
         )?;
         let run = RunContext {
-            host: Some(env.clone()),
+            host: Some(env),
             ..Default::default()
         };
         Ok(Prepared {
             calls,
             run,
-            env,
             list_in,
         })
     }
 }
-
 
 pub fn command_class(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
     Ok(helpers(py)?.command.bind(py))
@@ -133,7 +128,11 @@ pub fn command_class(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
 
 pub fn is_graph_interrupt(py: Python<'_>, e: &PyErr) -> bool {
     helpers(py)
-        .map(|h| e.value(py).is_instance(h.graph_interrupt.bind(py)).unwrap_or(false))
+        .map(|h| {
+            e.value(py)
+                .is_instance(h.graph_interrupt.bind(py))
+                .unwrap_or(false)
+        })
         .unwrap_or(false)
 }
 
@@ -147,7 +146,6 @@ pub fn tool_results(
     py: Python<'_>,
     handle: &Bound<'_, PyAny>,
     results: Vec<ToolResult>,
-    env: &PyRunEnv,
 ) -> PyResult<ToolStep> {
     let mut out: Vec<Arc<Message>> = Vec::with_capacity(results.len());
     let mut commands = Vec::new();
@@ -166,8 +164,8 @@ pub fn tool_results(
                 _ => result_message(&r),
             },
             Err(e) => {
-                let original = env.take_error(&r.tool_call_id);
-                if let Some(o) = original.as_ref().filter(|o| is_graph_interrupt(py, o)) {
+                let original = e.raised().and_then(|h| h.downcast_ref::<PyErr>());
+                if let Some(o) = original.filter(|o| is_graph_interrupt(py, o)) {
                     return Err(o.clone_ref(py));
                 }
                 match error_content(py, handle, e, original)? {
@@ -191,10 +189,9 @@ fn finish(
     py: Python<'_>,
     handle: &Bound<'_, PyAny>,
     results: Vec<ToolResult>,
-    env: &PyRunEnv,
     list_in: bool,
 ) -> PyResult<Py<PyAny>> {
-    let (out, commands) = tool_results(py, handle, results, env)?;
+    let (out, commands) = tool_results(py, handle, results)?;
     let list = messages_to_py(py, &out)?;
     let value = if list_in {
         list.into_any()
@@ -219,12 +216,12 @@ fn error_content(
     py: Python<'_>,
     handle: &Bound<'_, PyAny>,
     e: &crate::tool::ToolError,
-    original: Option<PyErr>,
+    original: Option<&PyErr>,
 ) -> PyResult<Option<String>> {
     let exc = || {
         original
             .map(|o| o.clone_ref(py))
-            .unwrap_or_else(|| tool_error(py, e))
+            .unwrap_or_else(|| PyErr::from(e))
     };
     if let Ok(b) = handle.cast::<PyBool>() {
         return if b.is_true() { Ok(None) } else { Err(exc()) };
@@ -296,7 +293,7 @@ impl ToolNodeCore {
             let cancel = run.cancel.clone();
             block_on(py, async move { exec.execute(&calls, &run).await }, cancel)?
         };
-        finish(py, self.handle_errors.bind(py), results, &p.env, p.list_in)
+        finish(py, self.handle_errors.bind(py), results, p.list_in)
     }
 
     /// Starts the calls and returns an awaitable; `event_loop` is the caller's running
@@ -318,7 +315,7 @@ impl ToolNodeCore {
             let guard = p.run.cancel.clone().drop_guard();
             let results = exec.execute(&p.calls, &p.run).await;
             guard.disarm();
-            Python::attach(|py| finish(py, handle.bind(py), results, &p.env, p.list_in))
+            Python::attach(|py| finish(py, handle.bind(py), results, p.list_in))
         })
     }
 

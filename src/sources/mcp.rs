@@ -386,9 +386,9 @@ impl Tool for McpTool {
                 artifact: r.structured_content,
                 ..Default::default()
             }),
-            Err(McpError::Cancelled { .. }) => Err(ToolError::Cancelled {
-                tool: self.definition.name.clone(),
-            }),
+            Err(McpError::Cancelled { .. }) => {
+                Err(ToolError::cancelled(self.definition.name.clone()))
+            }
             Err(McpError::Server { code, message, .. }) => Err(self.failed(format!(
                 "the MCP server {server} returned an error for tool `{}`: {message} (code {code})",
                 self.remote
@@ -831,12 +831,7 @@ mod tests {
         let cancel = hang.cancel.clone();
         let call = tool.call(json!({"x": "hang"}), hang);
         cancel.cancel();
-        assert_eq!(
-            call.await.unwrap_err(),
-            ToolError::Cancelled {
-                tool: "srv__echo".into()
-            }
-        );
+        assert_eq!(call.await.unwrap_err(), ToolError::cancelled("srv__echo"));
         set.close().await.unwrap();
         assert!(set.session().is_closed());
     }

@@ -1648,7 +1648,7 @@ impl Tool for OpenApiTool {
         let (url, headers, body) = self.prepare(&args)?;
         tokio::select! {
             biased;
-            _ = ctx.cancel.cancelled() => Err(ToolError::Cancelled { tool: self.def.name.clone() }),
+            _ = ctx.cancel.cancelled() => Err(ToolError::cancelled(self.def.name.clone())),
             r = self.send(url, headers, body) => r,
         }
     }

@@ -1,5 +1,7 @@
 use thiserror::Error;
 
+use crate::error::HostError;
+
 /// Why a tool call produced no output. These are data for the model (they become
 /// error tool messages), not exceptions for the programmer.
 #[derive(Debug, Clone, Error, PartialEq)]
@@ -8,12 +10,21 @@ pub enum ToolError {
     InvalidArgs { tool: String, reason: String },
     #[error("unknown tool `{tool}`; available tools: {available}")]
     NotFound { tool: String, available: String },
+    /// `raised` is the host's exception when host code (a Python tool) raised it: the
+    /// host re-raises that very object when its policy says so (`handle_tool_errors`).
     #[error("tool `{tool}` failed: {message}")]
-    Failed { tool: String, message: String },
+    Failed {
+        tool: String,
+        message: String,
+        raised: Option<HostError>,
+    },
     #[error("tool `{tool}` timed out after {seconds:.3}s")]
     Timeout { tool: String, seconds: f64 },
     #[error("tool `{tool}` was cancelled")]
-    Cancelled { tool: String },
+    Cancelled {
+        tool: String,
+        raised: Option<HostError>,
+    },
     #[error("tool `{tool}` was blocked: {reason}")]
     Blocked { tool: String, reason: String },
 }
@@ -36,6 +47,25 @@ impl ToolError {
         ToolError::Failed {
             tool: tool.into(),
             message: message.into(),
+            raised: None,
+        }
+    }
+
+    /// A call of `tool` cancelled before it finished.
+    pub fn cancelled(tool: impl Into<String>) -> Self {
+        ToolError::Cancelled {
+            tool: tool.into(),
+            raised: None,
+        }
+    }
+
+    /// The host's exception this error was made from, if any.
+    pub fn raised(&self) -> Option<&HostError> {
+        match self {
+            ToolError::Failed { raised, .. } | ToolError::Cancelled { raised, .. } => {
+                raised.as_ref()
+            }
+            _ => None,
         }
     }
 }

@@ -45,7 +45,7 @@ impl Tool for HandleError {
     async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         match self.inner.call(args, ctx).await {
             Ok(out) => Ok(out),
-            Err(ToolError::Cancelled { tool }) => Err(ToolError::Cancelled { tool }),
+            Err(e @ ToolError::Cancelled { .. }) => Err(e),
             Err(e) => Ok(ToolOutput::text((self.format)(&e))),
         }
     }

@@ -7,11 +7,10 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use tokio_util::sync::CancellationToken;
 
-use super::super::helpers::helpers;
 use super::super::env::PyRunEnv;
+use super::super::helpers::helpers;
 use super::super::runtime::{block_on, can_drive_inline, drive_inline};
 use super::describe::{self, BranchDesc, ChannelDesc, NodeDesc};
-use super::errors::graph_error;
 use super::run::{config_dict, config_str, GraphCore};
 use super::savers::checkpointer_from;
 use super::stream::{mode_bit, parse_modes, AsyncGraphStream, GraphStream};
@@ -171,7 +170,7 @@ impl GraphCore {
             async move { graph.load(&t2, id.as_deref()).await },
             CancellationToken::new(),
         )?
-        .map_err(|e| graph_error(py, e))?;
+        .map_err(PyErr::from)?;
         match snap {
             Some(s) => self.snapshot_to_py(py, &thread, s),
             None => {
@@ -214,7 +213,7 @@ impl GraphCore {
             async move { graph.history(&t2, limit, before.as_deref()).await },
             CancellationToken::new(),
         )?
-        .map_err(|e| graph_error(py, e))?;
+        .map_err(PyErr::from)?;
         let out = PyList::empty(py);
         for s in snaps {
             out.append(self.snapshot_to_py(py, &thread, s)?)?;
@@ -255,7 +254,7 @@ impl GraphCore {
             },
             CancellationToken::new(),
         )?
-        .map_err(|e| graph_error(py, e))?;
+        .map_err(PyErr::from)?;
         config_dict(py, &thread, &new_id)
     }
 

@@ -9,7 +9,6 @@
 
 mod compiled;
 mod describe;
-mod errors;
 mod nodes;
 mod routers;
 mod run;

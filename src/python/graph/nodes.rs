@@ -9,10 +9,10 @@ use pyo3::types::{PyDict, PyTuple};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use super::super::helpers::helpers;
 use super::super::aio::{run_async, AsyncResult, MakeCoro};
 use super::super::convert::tool_call_from_py;
 use super::super::env::PyRunEnv;
+use super::super::helpers::helpers;
 use super::super::messages::messages_to_py;
 use super::super::pool::Pool;
 use super::super::toolnode::{is_graph_interrupt, tool_results, ToolNodeCore};
@@ -106,10 +106,7 @@ impl PyNode {
             )?;
         }
         if self.wants.writer {
-            kw.set_item(
-                "writer",
-                helpers(py)?.task_writer.bind(py),
-            )?;
+            kw.set_item("writer", helpers(py)?.task_writer.bind(py))?;
         }
         let kw = if kw.is_empty() { None } else { Some(&kw) };
         let (context, _) = task_context(py, env, ctx)?;
@@ -291,7 +288,6 @@ impl NodeRunner for ToolsNode {
                 store: self.shared.store.as_ref().map(|s| s.clone_ref(py)),
                 on_progress,
                 config: env.config.as_ref().map(|c| c.clone_ref(py)),
-                errors: Default::default(),
                 pending: Default::default(),
                 drain_scheduled: Default::default(),
             });
@@ -310,7 +306,7 @@ impl NodeRunner for ToolsNode {
             let fail = |e| node_failure(py, &ctx, e);
             let core = self.core.borrow(py);
             let (msgs, commands) =
-                tool_results(py, core.handle_errors.bind(py), results, &tool_env).map_err(fail)?;
+                tool_results(py, core.handle_errors.bind(py), results).map_err(fail)?;
             let mut out = self.node.output(msgs.clone());
             for c in commands {
                 self.shared

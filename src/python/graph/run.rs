@@ -9,17 +9,16 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
 use super::super::convert::{iso_utc, value_from_py, value_to_py};
-use super::super::helpers::helpers;
 use super::super::env::PyRunEnv;
+use super::super::helpers::helpers;
 use super::super::toolnode::command_class;
-use super::errors::graph_error;
 use super::stream::{GraphStreamShape, StreamMsg, StreamSend};
 use super::task::TaskScratch;
 use super::values::{host, val_to_py, PyCodec, Shared};
 use crate::checkpoint::CheckpointRecord;
 use crate::graph::{
-    Graph, GraphError, InterruptInfo, InterruptKind, NodeOutput, Reserved, Resume, RunInput, RunOptions, RunResult,
-    Snapshot, StreamSink, ValueCodec, START,
+    Graph, GraphError, InterruptInfo, InterruptKind, NodeOutput, Reserved, Resume, RunInput,
+    RunOptions, RunResult, Snapshot, StreamSink, ValueCodec, START,
 };
 
 // ---------------------------------------------------------------------------------
@@ -205,10 +204,13 @@ impl GraphCore {
         py: Python<'py>,
         r: Result<RunResult, GraphError>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let r = r.map_err(|e| graph_error(py, e))?;
+        let r = r.map_err(PyErr::from)?;
         let d = self.shared.state_dict(py, &r.state)?;
         if !r.interrupts.is_empty() {
-            d.set_item(Reserved::Interrupt.as_str(), interrupts_to_py(py, &r.interrupts)?)?;
+            d.set_item(
+                Reserved::Interrupt.as_str(),
+                interrupts_to_py(py, &r.interrupts)?,
+            )?;
         }
         Ok(d.into_any())
     }

@@ -8,7 +8,6 @@ use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use tokio_util::sync::CancellationToken;
 
 use super::super::convert::{iso_utc, value_to_py};
-use super::errors::graph_error;
 use super::run::{config_dict, interrupts_to_py};
 use super::values::{val_to_py, Shared};
 use crate::graph::{modes, GraphError, Reserved, RunResult, StreamEvent};
@@ -253,7 +252,7 @@ impl GraphStreamShape {
                 None => Ok(Next::Skip),
             },
             StreamMsg::Done(r) => {
-                r.map_err(|e| graph_error(py, e))?;
+                r.map_err(PyErr::from)?;
                 Ok(Next::End)
             }
         }

@@ -5,8 +5,8 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
-use super::super::helpers::helpers;
 use super::super::env::PyRunEnv;
+use super::super::helpers::helpers;
 use super::values::{host, val_to_py};
 use crate::graph::{modes, StreamEvent, StreamSink, TaskContext};
 

@@ -9,9 +9,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use serde_json::Value;
 
+use super::super::convert::value_to_py;
+use super::super::errors::Class;
 use super::super::helpers::helpers;
-use super::super::convert::{value_to_py};
-use super::super::errors::error;
 use super::super::messages::message_from_py;
 use super::super::messages::message_to_py;
 use super::super::toolnode::command_class;
@@ -25,7 +25,6 @@ use crate::message::Message;
 
 /// A Python object in a channel.
 pub struct PyObj(pub Py<PyAny>);
-
 
 impl HostValue for PyObj {
     fn to_json(&self) -> Result<Value, String> {
@@ -248,9 +247,8 @@ impl Shared {
             if !self.channels.contains(&k) {
                 let mut known: Vec<_> = self.channels.iter().cloned().collect();
                 known.sort();
-                return Err(error(
+                return Err(Class::InvalidUpdate.err(
                     py,
-                    "InvalidUpdateError",
                     format!(
                         "node {node:?} wrote key {k:?}, which is not in the state schema \
                          (keys: {})",
@@ -347,7 +345,6 @@ impl Shared {
         self.writes_from(py, node, r, out)
     }
 }
-
 
 pub(super) fn send_class(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
     Ok(helpers(py)?.send.bind(py))

@@ -194,7 +194,7 @@ impl Tool for WorkspaceTool {
                 Ok(r) => r.map(ToolOutput::text),
                 Err(e) => Err(failed(&name, format!("the tool panicked: {e}"))),
             },
-            _ = ctx.cancel.cancelled() => Err(ToolError::Cancelled { tool: name }),
+            _ = ctx.cancel.cancelled() => Err(ToolError::cancelled(name)),
         }
     }
 
@@ -1080,9 +1080,7 @@ fn failed(tool: &str, message: impl Into<String>) -> ToolError {
 }
 
 fn cancelled(tool: &str) -> ToolError {
-    ToolError::Cancelled {
-        tool: tool.to_owned(),
-    }
+    ToolError::cancelled(tool)
 }
 
 /// Seconds as people write them: `30`, `0.5`.
