@@ -355,9 +355,21 @@ async fn checkpoints_are_deltas_and_replay_to_the_same_state() {
     let g = compile(counter_loop(199), Some(saver.clone()));
     g.run(input("count", json!(0)), thread("t")).await.unwrap();
     let history = g.history("t", None, None).await.unwrap();
-    assert_eq!(history.len(), 200, "input checkpoint + one per step");
+    assert_eq!(
+        history.len(),
+        201,
+        "input checkpoint, START's step, one per node step"
+    );
     assert_eq!(int(&history[0].state, "count"), 199, "newest first");
-    assert_eq!(int(&history[199].state, "count"), 0);
+    assert_eq!(
+        int(&history[199].state, "count"),
+        0,
+        "START wrote the input"
+    );
+    assert!(
+        history[200].state.get("count").is_none(),
+        "the input checkpoint holds the state before the input"
+    );
     for cp in saver.list("t", None, None).await.unwrap() {
         assert!(
             cp.writes.len() <= 1,

@@ -375,12 +375,14 @@ class CompiledStateGraph:
         input: Any,
         config: dict[str, Any] | None = None,
         *,
-        stream_mode: str | Sequence[str] = "values",
+        stream_mode: str | Sequence[str] = "updates",
         subgraphs: bool = False,
         **kwargs: Any,
     ) -> Iterator[Any]:
         """Yields chunks as the run goes: for one mode the chunks, for a list of modes
-        ``(mode, chunk)`` pairs. With ``subgraphs=True`` the events of subgraphs and
+        ``(mode, chunk)`` pairs. The default mode is ``"updates"`` (as LangGraph's):
+        ``{node: update}`` as each node finishes, and ``{"__interrupt__": (Interrupt,
+        ...)}`` when the run pauses. With ``subgraphs=True`` the events of subgraphs and
         sub-agents run inside come too, each item prefixed with its namespace (a
         tuple of ``"node:task"``; empty for this graph's own events)."""
         return self._core.stream(input, config, _modes(stream_mode), None, subgraphs)  # type: ignore[no-any-return]
@@ -390,7 +392,7 @@ class CompiledStateGraph:
         input: Any,
         config: dict[str, Any] | None = None,
         *,
-        stream_mode: str | Sequence[str] = "values",
+        stream_mode: str | Sequence[str] = "updates",
         subgraphs: bool = False,
         **kwargs: Any,
     ) -> AsyncIterator[Any]:

@@ -388,5 +388,7 @@ pub(super) fn meta(user: &Value, source: Source, step: i64) -> Value {
     };
     m.insert("source".into(), json!(source.as_str()));
     m.insert("step".into(), json!(step));
+    // The checkpoints of enclosing graphs, by namespace (none yet: no namespaces).
+    m.entry("parents").or_insert_with(|| json!({}));
     Value::Object(m)
 }

@@ -79,7 +79,7 @@ impl Pending {
         let interrupted: Vec<String> = self
             .by_task
             .iter()
-            .filter(|(_, ws)| ws.iter().any(is_interrupt))
+            .filter(|(_, ws)| pending_interrupt(ws).is_some())
             .map(|(t, _)| t.clone())
             .collect();
         let assigned: Vec<(String, Val)> = match r {
@@ -121,26 +121,26 @@ impl Pending {
                 channel: Reserved::Resume.as_str().into(),
                 value: encode(Reserved::Resume.as_str(), &v)?,
             };
-            cp.put_writes(thread, &parent.id, vec![w])
+            cp.put_writes(thread, &parent.id, vec![w.clone()])
                 .await
                 .map_err(Graph::cp_err)?;
             self.resume.entry(task.clone()).or_default().push(v);
-            if let Some(ws) = self.by_task.get_mut(&task) {
-                ws.retain(|w| !is_interrupt(w));
-            }
+            self.by_task.entry(task).or_default().push(w);
         }
         Ok(())
     }
 
-    /// What task `task_id` left behind. A pending interrupt wins over finished writes.
+    /// What task `task_id` left behind: finished once it saved [`Reserved::Done`]
+    /// (whatever it was interrupted by before), else paused if an `interrupt()` of it
+    /// has no answer yet.
     pub fn saved(&self, task_id: &str) -> Saved<'_> {
         let Some(ws) = self.by_task.get(task_id) else {
             return Saved::Nothing;
         };
-        if let Some(w) = ws.iter().find(|w| is_interrupt(w)) {
-            Saved::Interrupted(w)
-        } else if ws.iter().any(|w| w.channel == Reserved::Done.as_str()) {
+        if ws.iter().any(|w| w.channel == Reserved::Done.as_str()) {
             Saved::Finished(ws)
+        } else if let Some(w) = pending_interrupt(ws) {
+            Saved::Interrupted(w)
         } else {
             Saved::Nothing
         }
@@ -158,8 +158,21 @@ impl Pending {
     }
 }
 
-fn is_interrupt(w: &PendingWrite) -> bool {
-    w.channel == Reserved::Interrupt.as_str()
+/// The `interrupt()` a task is paused on: with its k-th call answered by the k-th
+/// resume value, the last interrupt when it has more interrupts than answers. A task
+/// that finished has none.
+fn pending_interrupt(ws: &[PendingWrite]) -> Option<&PendingWrite> {
+    let is = |r: Reserved| move |w: &&PendingWrite| w.channel == r.as_str();
+    if ws.iter().any(|w| w.channel == Reserved::Done.as_str()) {
+        return None;
+    }
+    let answered = ws.iter().filter(is(Reserved::Resume)).count();
+    let mut interrupts = ws.iter().filter(is(Reserved::Interrupt));
+    if interrupts.clone().count() > answered {
+        interrupts.next_back()
+    } else {
+        None
+    }
 }
 
 /// A finished task's output as pending writes: its channel writes, one

@@ -25,7 +25,6 @@ use super::pending::{self, Pending, Saved};
 use super::reserved::{is_hidden, join_channel, Reserved, Source};
 use super::spec::{NodeFailure, NodeOutput, START};
 use super::state::StateView;
-use super::stream::{modes, StreamEvent};
 use super::value::Val;
 use crate::checkpoint::{now_secs, CheckpointRecord, Checkpointer, Write};
 
@@ -87,6 +86,8 @@ struct Run<'g> {
     interrupts: Vec<InterruptInfo>,
     /// Skip `interrupt_before` for the next step: the run continues from that pause.
     skip_before: bool,
+    /// The run's input: the output of the `START` task of its first step.
+    input: Option<NodeOutput>,
 }
 
 /// Prepare: where the run starts.
@@ -140,6 +141,7 @@ impl<'g> Run<'g> {
             next: Vec::new(),
             interrupts: Vec::new(),
             skip_before: false,
+            input: None,
         })
     }
 
@@ -155,41 +157,28 @@ impl<'g> Run<'g> {
         Ok(())
     }
 
-    /// New input: written as if by `START` in a step of its own (checkpointed with
-    /// source `input`); `START`'s edges and routers give the first tasks.
+    /// New input, as LangGraph takes it: a checkpoint with source `input` holds the
+    /// state before it and one task, `START`, whose output is the input (saved as its
+    /// pending writes, so a crash before the next step loses nothing). The first step
+    /// runs that task like any other: its writes are applied and `START`'s edges and
+    /// routers give the next tasks.
     async fn start_from_input(&mut self, writes: Vec<(String, Val)>) -> Result<(), GraphError> {
-        let saved = if self.cp.is_some() {
-            writes
-                .iter()
-                .map(|(c, v)| {
-                    Ok(Write {
-                        node: START.into(),
-                        channel: c.clone(),
-                        value: encode(c, v)?,
-                    })
-                })
-                .collect::<Result<Vec<_>, GraphError>>()?
-        } else {
-            Vec::new()
-        };
-        self.graph.apply(&mut self.chans, writes)?;
         self.step += 1;
-        let view = self.graph.view(&self.chans);
         let id = new_id();
-        let start = Task {
-            id: id.clone(),
-            node: START.into(),
-            arg: None,
+        self.next = Graph::make_tasks(&id, vec![(START.into(), None)]);
+        self.checkpoint(id, Source::Input, Vec::new()).await?;
+        self.emit_checkpoint();
+        let out = NodeOutput {
+            writes,
+            ..Default::default()
         };
-        let ctx = self
-            .graph
-            .ctx_for(&start, self.step, &self.opts, Vec::new());
-        let mut triggers = Vec::new();
-        self.graph
-            .successors(START, &[], &view, &ctx, &mut triggers)?;
-        self.next = Graph::make_tasks(&id, triggers);
-        self.checkpoint(id, Source::Input, saved).await?;
-        self.emit(modes::VALUES, move || StreamEvent::Values(view));
+        if let (Some(cp), Some(p)) = (&self.cp, &self.parent) {
+            let ws = pending::finished_writes(&self.next[0], &out)?;
+            cp.put_writes(&self.thread, &p.id, ws)
+                .await
+                .map_err(Graph::cp_err)?;
+        }
+        self.input = Some(out);
         Ok(())
     }
 
@@ -212,6 +201,8 @@ impl<'g> Run<'g> {
         // The run paused before these tasks (or crashed running them).
         self.skip_before = true;
         self.next = self.graph.decode_tasks(&parent.next)?;
+        // As LangGraph, a resumed run's `values` stream starts from the state it resumes.
+        self.emit_values(&self.graph.view(&self.chans));
         Ok(())
     }
 
@@ -234,7 +225,9 @@ impl Run<'_> {
         let Some(t) = self.next.iter().find(|t| before.contains(&t.node)) else {
             return false;
         };
-        self.interrupts.push(InterruptInfo::before(&t.id, &t.node));
+        let info = InterruptInfo::before(&t.id, &t.node);
+        self.emit_interrupt(&info);
+        self.interrupts.push(info);
         true
     }
 
@@ -255,8 +248,9 @@ impl Run<'_> {
     fn pause_after(&mut self, node: Option<String>, checkpoint_id: &str) -> bool {
         match node {
             Some(node) if !self.next.is_empty() => {
-                self.interrupts
-                    .push(InterruptInfo::after(checkpoint_id, &node));
+                let info = InterruptInfo::after(checkpoint_id, &node);
+                self.emit_interrupt(&info);
+                self.interrupts.push(info);
                 true
             }
             _ => false,
@@ -273,7 +267,10 @@ impl Run<'_> {
     async fn run_tasks(&mut self) -> Result<Option<Vec<NodeOutput>>, GraphError> {
         let view = self.graph.view(&self.chans);
         let mut outputs: Vec<Option<NodeOutput>> = vec![None; self.next.len()];
+        self.start_output(&mut outputs).await?;
         let to_run = self.restore_saved(&mut outputs)?;
+        // Interrupts still unanswered are streamed after the step's tasks, as LangGraph.
+        let still_paused = self.interrupts.len();
         self.emit_task_starts(&to_run);
         let graph = self.graph;
         let inline = self.opts.inline && to_run.len() == 1;
@@ -305,9 +302,12 @@ impl Run<'_> {
         if let Some(e) = failure {
             return Err(e);
         }
+        for i in &self.interrupts[..still_paused] {
+            self.emit_interrupt(i);
+        }
         if !self.interrupts.is_empty() {
             self.sort_interrupts();
-            self.emit_interrupts();
+            self.emit_paused_values();
             return Ok(None);
         }
         Ok(Some(
@@ -318,6 +318,40 @@ impl Run<'_> {
         ))
     }
 
+    /// The output of a `START` task: the run's input; continuing from an input
+    /// checkpoint, its pending writes, or (once a later step dropped those) the writes
+    /// `START` made in the checkpoint that followed it.
+    async fn start_output(&mut self, outputs: &mut [Option<NodeOutput>]) -> Result<(), GraphError> {
+        let Some(i) = self.next.iter().position(|t| t.node == START) else {
+            return Ok(());
+        };
+        if let Some(out) = self.input.take() {
+            outputs[i] = Some(out);
+            return Ok(());
+        }
+        if let Saved::Finished(ws) = self.pending.saved(&self.next[i].id) {
+            outputs[i] = Some(pending::restore_output(self.graph, ws)?);
+            return Ok(());
+        }
+        let mut out = NodeOutput::default();
+        if let (Some(cp), Some(p)) = (&self.cp, &self.parent) {
+            let child = cp
+                .list(&self.thread, None, None)
+                .await
+                .map_err(Graph::cp_err)?
+                .into_iter()
+                .find(|r| r.parent_id.as_deref() == Some(p.id.as_str()));
+            for w in child.into_iter().flat_map(|r| r.writes) {
+                if w.node == START {
+                    let v = self.graph.decode(&w.channel, w.value)?;
+                    out.writes.push((w.channel, v));
+                }
+            }
+        }
+        outputs[i] = Some(out);
+        Ok(())
+    }
+
     /// Takes what the pending writes say about each task: the output of a finished
     /// one, the interrupt of a paused one. Returns the tasks left to run.
     fn restore_saved(
@@ -326,6 +360,9 @@ impl Run<'_> {
     ) -> Result<Vec<usize>, GraphError> {
         let mut to_run = Vec::new();
         for (i, t) in self.next.iter().enumerate() {
+            if t.node == START {
+                continue;
+            }
             match self.pending.saved(&t.id) {
                 Saved::Interrupted(w) => {
                     let value = self
@@ -335,7 +372,11 @@ impl Run<'_> {
                     self.interrupts
                         .push(InterruptInfo::node(&t.id, &t.node, value));
                 }
-                Saved::Finished(ws) => outputs[i] = Some(pending::restore_output(self.graph, ws)?),
+                Saved::Finished(ws) => {
+                    let out = pending::restore_output(self.graph, ws)?;
+                    self.emit_update(t, &out, true);
+                    outputs[i] = Some(out);
+                }
                 Saved::Nothing => to_run.push(i),
             }
         }
@@ -357,6 +398,7 @@ impl Run<'_> {
                 .await
                 .map_err(Graph::cp_err)?;
         }
+        self.emit_update(t, &out, false);
         self.emit_task_result(
             t,
             || {
@@ -382,8 +424,9 @@ impl Run<'_> {
                 .await
                 .map_err(Graph::cp_err)?;
         }
-        self.interrupts
-            .push(InterruptInfo::node(&t.id, &t.node, value));
+        let info = InterruptInfo::node(&t.id, &t.node, value);
+        self.emit_interrupt(&info);
+        self.interrupts.push(info);
         Ok(())
     }
 
@@ -406,9 +449,15 @@ impl Run<'_> {
     /// Returns the new checkpoint's id (the next tasks' ids start with it, with or
     /// without a checkpointer).
     async fn commit(&mut self, mut outputs: Vec<NodeOutput>) -> Result<String, GraphError> {
+        // As LangGraph, a step that wrote no state key has no `values` chunk.
+        let wrote_state = outputs
+            .iter()
+            .any(|o| o.writes.iter().any(|(c, _)| !is_hidden(c)));
         let mut saved = self.apply_writes(&mut outputs)?;
         let view = self.graph.view(&self.chans);
-        self.emit_step(&outputs, &view);
+        if wrote_state {
+            self.emit_values(&view);
+        }
         let id = new_id();
         let triggers = self.route(&outputs, &view, &mut saved)?;
         self.next = Graph::make_tasks(&id, triggers);

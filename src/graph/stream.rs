@@ -19,11 +19,24 @@ pub mod modes {
 
 #[derive(Debug, Clone)]
 pub enum StreamEvent {
-    /// The whole state after a step (and after the input).
-    Values(StateView),
-    /// What one node wrote in a step.
-    Updates { node: String, update: Option<Val> },
-    /// An interrupt, in the `updates` stream as `{"__interrupt__": ...}`.
+    /// The whole state after a step; when the run pauses, once more with the
+    /// interrupts (LangGraph's `{..., "__interrupt__": (...)}` chunk).
+    Values {
+        state: StateView,
+        interrupts: Vec<InterruptInfo>,
+    },
+    /// What one node returned in a step (`update`), or, for a task restored from its
+    /// pending writes, what it wrote (`writes`).
+    Updates {
+        node: String,
+        update: Option<Val>,
+        writes: Vec<(String, Val)>,
+        /// Restored from a previous attempt of the step (LangGraph's
+        /// `"__metadata__": {"cached": True}`).
+        cached: bool,
+    },
+    /// Interrupts, in the `updates` stream as `{"__interrupt__": (...)}`; those of
+    /// `interrupt_before` / `interrupt_after` show as an empty tuple.
     Interrupt(Vec<InterruptInfo>),
     /// Anything a node or tool sent with its stream writer.
     Custom(Val),

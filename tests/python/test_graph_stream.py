@@ -46,8 +46,12 @@ async def test_abatch_runs_inputs_concurrently() -> None:
 
 
 def test_stream_values() -> None:
-    assert list(_abc().stream({"x": 1})) == [{"x": 1}, {"x": 2}, {"x": 20}]
     assert list(_abc().stream({"x": 1}, stream_mode="values")) == [{"x": 1}, {"x": 2}, {"x": 20}]
+
+
+def test_stream_defaults_to_updates_as_langgraph() -> None:
+    assert list(_abc().stream({"x": 1})) == list(_abc().stream({"x": 1}, stream_mode="updates"))
+    assert list(_abc().stream({"x": 1}))[0] == {"n0": {"x": 2}}
 
 
 def test_stream_updates() -> None:
@@ -156,9 +160,10 @@ def test_stream_debug() -> None:
 
 async def test_astream_modes() -> None:
     app = _custom_graph()
-    values = [c async for c in app.astream({"x": 0})]
-    assert values == [{"x": 0}, {"x": 1}, {"x": 1}]
-    updates = [c async for c in app.astream({"x": 0}, stream_mode="updates")]
+    values = [c async for c in app.astream({"x": 0}, stream_mode="values")]
+    # The second node wrote nothing: no values chunk for its step (as LangGraph).
+    assert values == [{"x": 0}, {"x": 1}]
+    updates = [c async for c in app.astream({"x": 0})]
     assert updates[0] == {"n0": {"x": 1}}
     custom = [c async for c in app.astream({"x": 0}, stream_mode="custom")]
     assert custom == [{"progress": 0.5}, "half", {"from": "writer-arg"}]

@@ -2,8 +2,10 @@
 
 use super::Run;
 use crate::graph::engine::{meta, Task};
+use crate::graph::interrupt::{InterruptInfo, InterruptKind};
+use crate::graph::reserved::is_hidden;
 use crate::graph::reserved::Source;
-use crate::graph::spec::NodeOutput;
+use crate::graph::spec::{NodeOutput, START};
 use crate::graph::state::StateView;
 use crate::graph::stream::{modes, StreamEvent, StreamSink};
 use crate::graph::value::Val;
@@ -52,23 +54,56 @@ impl Run<'_> {
         });
     }
 
-    /// `updates`: the step's interrupts.
-    pub(super) fn emit_interrupts(&self) {
-        self.emit(modes::UPDATES, || {
-            StreamEvent::Interrupt(self.interrupts.clone())
+    /// `updates`: one interrupt, as soon as it happens (or is found still pending);
+    /// for `interrupt_before` / `after`, LangGraph's empty `{"__interrupt__": ()}`.
+    pub(super) fn emit_interrupt(&self, i: &InterruptInfo) {
+        self.emit(modes::UPDATES, || StreamEvent::Interrupt(vec![i.clone()]));
+    }
+
+    /// `values`: the state the run paused in, with the interrupts of its tasks.
+    pub(super) fn emit_paused_values(&self) {
+        if self
+            .interrupts
+            .iter()
+            .all(|i| i.kind() != InterruptKind::Node)
+        {
+            return;
+        }
+        self.emit(modes::VALUES, || StreamEvent::Values {
+            state: self.graph.view(&self.chans),
+            interrupts: self.interrupts.clone(),
         });
     }
 
-    /// `updates`: what each task wrote, in task order; `values`: the state after.
-    pub(super) fn emit_step(&self, outputs: &[NodeOutput], view: &StateView) {
-        let Some(s) = self.sink() else { return };
-        for (t, out) in self.next.iter().zip(outputs) {
-            s.emit(modes::UPDATES, || StreamEvent::Updates {
-                node: t.node.clone(),
-                update: out.update.clone(),
-            });
+    /// `updates`: what a task returned, as soon as it finished (or was restored from
+    /// its pending writes, which keep its writes, not what it returned). The `START`
+    /// task (the input) is not an update, as in LangGraph.
+    pub(super) fn emit_update(&self, t: &Task, out: &NodeOutput, cached: bool) {
+        if t.node == START {
+            return;
         }
-        s.emit(modes::VALUES, || StreamEvent::Values(view.clone()));
+        self.emit(modes::UPDATES, || StreamEvent::Updates {
+            node: t.node.clone(),
+            cached,
+            update: out.update.clone(),
+            writes: if out.update.is_some() {
+                Vec::new()
+            } else {
+                out.writes
+                    .iter()
+                    .filter(|(c, _)| !is_hidden(c))
+                    .cloned()
+                    .collect()
+            },
+        });
+    }
+
+    /// `values`: the state after a step.
+    pub(super) fn emit_values(&self, view: &StateView) {
+        self.emit(modes::VALUES, || StreamEvent::Values {
+            state: view.clone(),
+            interrupts: Vec::new(),
+        });
     }
 
     /// `debug`: the step's checkpoint (the state after it, and the next tasks).

@@ -206,11 +206,10 @@ impl GraphCore {
     ) -> PyResult<Bound<'py, PyAny>> {
         let r = r.map_err(PyErr::from)?;
         let d = self.shared.state_dict(py, &r.state)?;
-        if !r.interrupts.is_empty() {
-            d.set_item(
-                Reserved::Interrupt.as_str(),
-                interrupts_to_py(py, &r.interrupts)?,
-            )?;
+        // Only `interrupt()`s show: a pause at `interrupt_before` / `after` does not.
+        let interrupts = interrupts_to_py(py, &r.interrupts)?;
+        if !interrupts.is_empty() {
+            d.set_item(Reserved::Interrupt.as_str(), PyList::new(py, interrupts)?)?;
         }
         Ok(d.into_any())
     }
@@ -234,17 +233,17 @@ impl GraphCore {
     }
 }
 
+/// The `Interrupt` objects of the `interrupt()` calls among `is` (a pause at
+/// `interrupt_before` / `after` has none).
 pub(super) fn interrupts_to_py<'py>(
     py: Python<'py>,
     is: &[InterruptInfo],
-) -> PyResult<Bound<'py, PyAny>> {
+) -> PyResult<Vec<Bound<'py, PyAny>>> {
     let cls = helpers(py)?.interrupt.bind(py);
-    let items = is
-        .iter()
+    is.iter()
         .filter(|i| i.kind() == InterruptKind::Node)
         .map(|i| cls.call1((val_to_py(py, &i.value)?, &i.id)))
-        .collect::<PyResult<Vec<_>>>()?;
-    Ok(PyList::new(py, items)?.into_any())
+        .collect()
 }
 
 pub(super) fn config_dict<'py>(

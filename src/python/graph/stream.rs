@@ -47,29 +47,58 @@ pub(super) fn flat_event_to_py<'py>(
 ) -> PyResult<Option<(&'static str, Bound<'py, PyAny>)>> {
     Ok(Some(match ev {
         // A subgraph's state is not this graph's: no cached message lists for it.
-        StreamEvent::Values(v) if nested => {
-            let d = PyDict::new(py);
-            for (name, val) in v.iter() {
-                d.set_item(name, val_to_py(py, val)?)?;
+        StreamEvent::Nested { .. } => return Ok(None),
+        StreamEvent::Values { state, interrupts } => {
+            let d = if nested {
+                // A subgraph's state is not this graph's: no cached message lists for it.
+                let d = PyDict::new(py);
+                for (name, val) in state.iter() {
+                    d.set_item(name, val_to_py(py, val)?)?;
+                }
+                d
+            } else {
+                shared.state_dict(py, &state)?
+            };
+            if !interrupts.is_empty() {
+                d.set_item(
+                    Reserved::Interrupt.as_str(),
+                    PyTuple::new(py, interrupts_to_py(py, &interrupts)?)?,
+                )?;
             }
             ("values", d.into_any())
         }
-        StreamEvent::Nested { .. } => return Ok(None),
-        StreamEvent::Values(v) => ("values", shared.state_dict(py, &v)?.into_any()),
-        StreamEvent::Updates { node, update } => {
+        StreamEvent::Updates {
+            node,
+            update,
+            writes,
+            cached,
+        } => {
+            let value = match update {
+                Some(u) => val_to_py(py, &u)?,
+                None if !writes.is_empty() => {
+                    let w = PyDict::new(py);
+                    for (c, v) in &writes {
+                        w.set_item(c, val_to_py(py, v)?)?;
+                    }
+                    w.into_any()
+                }
+                None => py.None().into_bound(py),
+            };
             let d = PyDict::new(py);
-            d.set_item(
-                node,
-                match update {
-                    Some(u) => val_to_py(py, &u)?,
-                    None => py.None().into_bound(py),
-                },
-            )?;
+            d.set_item(node, value)?;
+            if cached {
+                let m = PyDict::new(py);
+                m.set_item("cached", true)?;
+                d.set_item("__metadata__", m)?;
+            }
             ("updates", d.into_any())
         }
         StreamEvent::Interrupt(is) => {
             let d = PyDict::new(py);
-            d.set_item(Reserved::Interrupt.as_str(), interrupts_to_py(py, &is)?)?;
+            d.set_item(
+                Reserved::Interrupt.as_str(),
+                PyTuple::new(py, interrupts_to_py(py, &is)?)?,
+            )?;
             ("updates", d.into_any())
         }
         StreamEvent::Custom(v) => ("custom", val_to_py(py, &v)?),

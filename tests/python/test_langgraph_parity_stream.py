@@ -1,0 +1,226 @@
+"""Streams and checkpoint history as LangGraph 1.2 shows them (issue: LangGraph parity).
+
+Each expectation below is what the same program prints under LangGraph 1.2 (run in the
+benchmark environment); interrupt ids differ (LangGraph hashes, ironloop task ids) and
+are not compared.
+"""
+
+from __future__ import annotations
+
+import operator
+import threading
+from typing import Annotated, Any, TypedDict
+
+from ironloop import END, START, Command, Interrupt, MemorySaver, StateGraph, interrupt
+
+from graph_support import thread_config
+
+
+class S(TypedDict):
+    x: Annotated[list, operator.add]
+
+
+def _ask_graph() -> Any:
+    """a -> b (interrupts) -> c (a Command without goto)."""
+
+    def b(s: S) -> dict[str, Any]:
+        return {"x": [interrupt("q?")]}
+
+    g = StateGraph(S)
+    g.add_node("a", lambda s: {"x": ["a"]})
+    g.add_node("b", b)
+    g.add_node("c", lambda s: Command(update={"x": ["c"]}, goto=END))
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    g.add_edge("b", "c")
+    return g.compile(checkpointer=MemorySaver())
+
+
+def _values(chunk: dict[str, Any]) -> dict[str, Any]:
+    """A chunk with its interrupts as their values (ids differ from LangGraph's)."""
+    out = dict(chunk)
+    if "__interrupt__" in out:
+        its = out["__interrupt__"]
+        assert isinstance(its, tuple), f"__interrupt__ should be a tuple, got {type(its)}"
+        assert all(isinstance(i, Interrupt) for i in its)
+        out["__interrupt__"] = tuple(i.value for i in its)
+    return out
+
+
+def test_updates_is_the_default_and_interrupts_are_tuples() -> None:
+    app = _ask_graph()
+    cfg = thread_config("default")
+    assert [_values(c) for c in app.stream({"x": []}, cfg)] == [
+        {"a": {"x": ["a"]}},
+        {"__interrupt__": ("q?",)},
+    ]
+    # Resuming: the interrupted node's update, then the Command's update (not the Command).
+    assert list(app.stream(Command(resume="r"), cfg)) == [
+        {"b": {"x": ["r"]}},
+        {"c": {"x": ["c"]}},
+    ]
+
+
+def test_values_mode_shows_the_interrupt_and_restarts_from_the_resumed_state() -> None:
+    app = _ask_graph()
+    cfg = thread_config("values")
+    assert [_values(c) for c in app.stream({"x": []}, cfg, stream_mode="values")] == [
+        {"x": []},
+        {"x": ["a"]},
+        {"x": ["a"], "__interrupt__": ("q?",)},
+    ]
+    assert list(app.stream(Command(resume="r"), cfg, stream_mode="values")) == [
+        {"x": ["a"]},
+        {"x": ["a", "r"]},
+        {"x": ["a", "r", "c"]},
+    ]
+
+
+def test_several_modes_interleave_as_langgraph() -> None:
+    app = _ask_graph()
+    chunks = list(app.stream({"x": []}, thread_config("multi"), stream_mode=["updates", "values"]))
+    assert [(m, _values(c)) for m, c in chunks] == [
+        ("values", {"x": []}),
+        ("updates", {"a": {"x": ["a"]}}),
+        ("values", {"x": ["a"]}),
+        ("updates", {"__interrupt__": ("q?",)}),
+        ("values", {"x": ["a"], "__interrupt__": ("q?",)}),
+    ]
+
+
+def test_an_update_is_streamed_when_its_node_finishes_not_at_the_end_of_the_step() -> None:
+    seen_fast = threading.Event()
+
+    def slow(s: S) -> dict[str, Any]:
+        # Finishes only once the consumer has received the fast node's update.
+        assert seen_fast.wait(10), "the fast node's update was held until the step ended"
+        return {"x": ["slow"]}
+
+    g = StateGraph(S)
+    g.add_node("fast", lambda s: {"x": ["fast"]})
+    g.add_node("slow", slow)
+    g.add_edge(START, "fast")
+    g.add_edge(START, "slow")
+    chunks = []
+    for chunk in g.compile().stream({"x": []}):
+        chunks.append(chunk)
+        if "fast" in chunk:
+            seen_fast.set()
+    assert chunks == [{"fast": {"x": ["fast"]}}, {"slow": {"x": ["slow"]}}]
+
+
+def test_a_command_without_update_streams_none_and_pairs_become_a_dict() -> None:
+    g = StateGraph(S)
+    g.add_node("a", lambda s: Command(goto="b"))
+    g.add_node("b", lambda s: Command(update=[("x", ["b"])]))
+    g.add_edge(START, "a")
+    app = g.compile()
+    assert list(app.stream({"x": []})) == [{"a": None}, {"b": {"x": ["b"]}}]
+    # A step that wrote no state key has no values chunk.
+    assert list(app.stream({"x": []}, stream_mode="values")) == [{"x": []}, {"x": ["b"]}]
+
+
+def _two_questions() -> Any:
+    def ask(name: str) -> Any:
+        return lambda s: {"x": [interrupt(f"{name}?")]}
+
+    g = StateGraph(S)
+    g.add_node("b", lambda s: {"x": ["b"]})
+    g.add_node("c", ask("c"))
+    g.add_node("d", ask("d"))
+    g.add_edge(START, "b")
+    g.add_edge("b", "c")
+    g.add_edge("b", "d")
+    return g.compile(checkpointer=MemorySaver())
+
+
+def test_parallel_interrupts_resumed_one_at_a_time_by_id() -> None:
+    app = _two_questions()
+    cfg = thread_config("two")
+    first = [_values(c) for c in app.stream({"x": []}, cfg)]
+    assert first[0] == {"b": {"x": ["b"]}}
+    assert sorted(first[1:], key=str) == [{"__interrupt__": ("c?",)}, {"__interrupt__": ("d?",)}]
+    ids = {i.value: i.id for i in app.get_state(cfg).interrupts}
+    assert [_values(c) for c in app.stream(Command(resume={ids["c?"]: "C"}), cfg)] == [
+        {"c": {"x": ["C"]}},
+        {"__interrupt__": ("d?",)},
+    ]
+    # c's answer is kept: it is not asked again, and its saved update is replayed.
+    assert list(app.stream(Command(resume={ids["d?"]: "D"}), cfg)) == [
+        {"c": {"x": ["C"]}, "__metadata__": {"cached": True}},
+        {"d": {"x": ["D"]}},
+    ]
+    assert app.get_state(cfg).values == {"x": ["b", "C", "D"]}
+    assert app.get_state(cfg).next == ()
+
+
+def test_invoke_lists_interrupts_but_not_static_breakpoints() -> None:
+    app = _two_questions()
+    out = app.invoke({"x": []}, thread_config("inv"))
+    assert isinstance(out["__interrupt__"], list)
+    assert sorted(i.value for i in out["__interrupt__"]) == ["c?", "d?"]
+
+    g = StateGraph(S)
+    g.add_node("a", lambda s: {"x": ["a"]})
+    g.add_node("b", lambda s: {"x": ["b"]})
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    bp = g.compile(checkpointer=MemorySaver(), interrupt_before=["b"])
+    assert bp.invoke({"x": []}, thread_config("bp1")) == {"x": ["a"]}
+    assert list(bp.stream({"x": []}, thread_config("bp2"))) == [
+        {"a": {"x": ["a"]}},
+        {"__interrupt__": ()},
+    ]
+    assert list(bp.stream({"x": []}, thread_config("bp3"), stream_mode="values")) == [
+        {"x": []},
+        {"x": ["a"]},
+    ]
+
+
+def test_history_starts_with_an_input_checkpoint_at_step_minus_one() -> None:
+    g = StateGraph(S)
+    g.add_node("a", lambda s: {"x": ["a"]})
+    g.add_edge(START, "a")
+    app = g.compile(checkpointer=MemorySaver())
+    cfg = thread_config("hist")
+    app.invoke({"x": ["in"]}, cfg)
+    app.invoke({"x": ["in2"]}, cfg)
+    history = list(app.get_state_history(cfg))
+    assert [(s.metadata["step"], s.metadata["source"], s.next) for s in history] == [
+        (4, "loop", ()),
+        (3, "loop", ("a",)),
+        (2, "input", ("__start__",)),
+        (1, "loop", ()),
+        (0, "loop", ("a",)),
+        (-1, "input", ("__start__",)),
+    ]
+    assert [s.values["x"] for s in history[:5]] == [
+        ["in", "a", "in2", "a"],
+        ["in", "a", "in2"],
+        ["in", "a"],
+        ["in", "a"],
+        ["in"],
+    ]
+    assert all(s.metadata["parents"] == {} for s in history)
+    assert [t.name for t in history[-1].tasks] == ["__start__"]
+    # Replaying from the first input checkpoint runs its input again.
+    assert app.invoke(None, history[-1].config) == {"x": ["in", "a"]}
+
+
+def test_recursion_limit_counts_the_input_step_as_langgraph() -> None:
+    g = StateGraph(S)
+    for n in "abc":
+        g.add_node(n, lambda s, n=n: {"x": [n]})
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    g.add_edge("b", "c")
+    app = g.compile()
+    from ironloop.errors import GraphRecursionError
+
+    for limit in (1, 2, 3):
+        try:
+            app.invoke({"x": []}, {"recursion_limit": limit})
+        except GraphRecursionError:
+            continue
+        raise AssertionError(f"recursion_limit={limit} should stop a 3-node chain")
+    assert app.invoke({"x": []}, {"recursion_limit": 4}) == {"x": ["a", "b", "c"]}
