@@ -51,7 +51,7 @@ def test_stream_values() -> None:
 
 def test_stream_defaults_to_updates_as_langgraph() -> None:
     assert list(_abc().stream({"x": 1})) == list(_abc().stream({"x": 1}, stream_mode="updates"))
-    assert list(_abc().stream({"x": 1}))[0] == {"n0": {"x": 2}}
+    assert next(iter(_abc().stream({"x": 1}))) == {"n0": {"x": 2}}
 
 
 def test_stream_updates() -> None:

@@ -11,9 +11,9 @@ import operator
 import threading
 from typing import Annotated, Any, TypedDict
 
-from ironloop import END, START, Command, Interrupt, MemorySaver, StateGraph, interrupt
-
 from graph_support import thread_config
+
+from ironloop import END, START, Command, Interrupt, MemorySaver, StateGraph, interrupt
 
 
 class S(TypedDict):
