@@ -31,6 +31,7 @@ from ironloop.graph import (
     interrupt,
 )
 from ironloop.prebuilt import ToolNode, tools_condition
+from ironloop.runtime import Runtime, get_runtime
 from ironloop.store import InMemoryStore
 from ironloop.types import Command, Interrupt, Send, StateSnapshot
 
@@ -43,6 +44,7 @@ __all__ = [
     "Interrupt",
     "MemorySaver",
     "MessagesState",
+    "Runtime",
     "Send",
     "SqliteSaver",
     "StateGraph",
@@ -50,6 +52,7 @@ __all__ = [
     "add_messages",
     "compose_schema",
     "create_react_agent",
+    "get_runtime",
     "get_stream_writer",
     "interrupt",
     "InjectedState",

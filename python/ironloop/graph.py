@@ -26,6 +26,7 @@ from ironloop._ironloop import BaseMessage, _GraphCore, add_messages
 from ironloop._runtime import task_var
 from ironloop._toolnode import ToolNode
 from ironloop.errors import GraphInterrupt, InvalidUpdateError
+from ironloop.runtime import _enter, _scope, _with_runtime
 from ironloop.types import Command, Send, StateSnapshot
 
 __all__ = [
@@ -153,7 +154,7 @@ def _wants(fn: Any) -> dict[str, bool]:
         params = inspect.signature(fn).parameters
     except (TypeError, ValueError):
         params = {}  # type: ignore[assignment]
-    return {p: p in params for p in ("config", "store", "writer")}
+    return {p: p in params for p in ("config", "store", "writer", "runtime")}
 
 
 def _is_async(fn: Any) -> bool:
@@ -195,9 +196,11 @@ class StateGraph:
         *,
         input_schema: Any = None,
         output_schema: Any = None,
+        context_schema: Any = None,
         **kwargs: Any,
     ) -> None:
         self.state_schema = state_schema
+        self.context_schema = context_schema
         self.channels = _channels(state_schema)
         self.nodes: dict[str, Any] = {}
         self.edges: list[tuple[str, str]] = []
@@ -308,7 +311,10 @@ class StateGraph:
                 node.update(func=call, afunc=acall)
             elif not isinstance(fn, ToolNode):
                 afunc = getattr(fn, "__ironloop_async__", None)
-                node.update(is_async=_is_async(fn), wants=_wants(fn), afunc=afunc)
+                wants = _wants(fn)
+                if wants.pop("runtime"):
+                    fn = _with_runtime(fn)
+                node.update(func=fn, is_async=_is_async(fn), wants=wants, afunc=afunc)
             nodes.append({"afunc": None, **node})
         factory = None
         schema = self.state_schema
@@ -359,16 +365,39 @@ class CompiledStateGraph:
     def nodes(self) -> dict[str, Any]:
         return dict(self.builder.nodes)
 
-    def invoke(self, input: Any, config: dict[str, Any] | None = None, **kwargs: Any) -> Any:
+    def invoke(
+        self,
+        input: Any,
+        config: dict[str, Any] | None = None,
+        *,
+        context: Any = None,
+        **kwargs: Any,
+    ) -> Any:
         """Runs to the end (or to an interrupt) and returns the final state; a pause
-        shows as ``result["__interrupt__"]``."""
-        return self._core.invoke(input, config)
+        shows as ``result["__interrupt__"]``. ``context`` is the run's static context
+        (see ``context_schema``), read by nodes as ``runtime.context``."""
+        token = _enter(context, self.store)
+        try:
+            return self._core.invoke(input, config)
+        finally:
+            _scope.reset(token)
 
-    async def ainvoke(self, input: Any, config: dict[str, Any] | None = None, **kwargs: Any) -> Any:
+    async def ainvoke(
+        self,
+        input: Any,
+        config: dict[str, Any] | None = None,
+        *,
+        context: Any = None,
+        **kwargs: Any,
+    ) -> Any:
         """Like ``invoke``; async nodes and tools run on the running event loop."""
         import asyncio
 
-        return await self._core.ainvoke(input, config, asyncio.get_running_loop())
+        token = _enter(context, self.store)
+        try:
+            return await self._core.ainvoke(input, config, asyncio.get_running_loop())
+        finally:
+            _scope.reset(token)
 
     def stream(
         self,
@@ -377,6 +406,7 @@ class CompiledStateGraph:
         *,
         stream_mode: str | Sequence[str] = "updates",
         subgraphs: bool = False,
+        context: Any = None,
         **kwargs: Any,
     ) -> Iterator[Any]:
         """Yields chunks as the run goes: for one mode the chunks, for a list of modes
@@ -385,7 +415,12 @@ class CompiledStateGraph:
         ...)}`` when the run pauses. With ``subgraphs=True`` the events of subgraphs and
         sub-agents run inside come too, each item prefixed with its namespace (a
         tuple of ``"node:task"``; empty for this graph's own events)."""
-        return self._core.stream(input, config, _modes(stream_mode), None, subgraphs)  # type: ignore[no-any-return]
+        token = _enter(context, self.store)
+        try:
+            it = self._core.stream(input, config, _modes(stream_mode), None, subgraphs)
+        finally:
+            _scope.reset(token)
+        return it  # type: ignore[no-any-return]
 
     async def astream(
         self,
@@ -394,13 +429,18 @@ class CompiledStateGraph:
         *,
         stream_mode: str | Sequence[str] = "updates",
         subgraphs: bool = False,
+        context: Any = None,
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
         import asyncio
 
-        it = self._core.stream(
-            input, config, _modes(stream_mode), asyncio.get_running_loop(), subgraphs
-        )
+        token = _enter(context, self.store)
+        try:
+            it = self._core.stream(
+                input, config, _modes(stream_mode), asyncio.get_running_loop(), subgraphs
+            )
+        finally:
+            _scope.reset(token)
         try:
             while True:
                 try:

@@ -237,6 +237,11 @@ impl Graph {
             .collect()
     }
 
+    /// Whether conditional edges leave `node`.
+    pub(super) fn has_branches(&self, node: &str) -> bool {
+        self.branches_from.contains_key(node)
+    }
+
     /// The tasks that follow `node` (or `START`), given the state after its step.
     pub(super) fn successors(
         &self,

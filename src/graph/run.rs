@@ -263,7 +263,8 @@ impl Run<'_> {
     /// Runs the step's tasks on the state as the step starts, reusing the output of
     /// tasks that finished before a crash. Returns their outputs in task order, or
     /// `None` when the step paused on interrupts (in `self.interrupts`). The first
-    /// task to fail (in completion order) fails the run, once every task is done.
+    /// task to fail (in completion order) fails the run at once; the others are
+    /// cancelled, and those that finished before it are saved (pending writes).
     async fn run_tasks(&mut self) -> Result<Option<Vec<NodeOutput>>, GraphError> {
         let view = self.graph.view(&self.chans);
         let mut outputs: Vec<Option<NodeOutput>> = vec![None; self.next.len()];
@@ -274,6 +275,8 @@ impl Run<'_> {
         self.emit_task_starts(&to_run);
         let graph = self.graph;
         let inline = self.opts.inline && to_run.len() == 1;
+        // Cancelled when a task fails: its siblings stop where they can.
+        let step_cancel = self.opts.cancel.child_token();
         let mut running: FuturesUnordered<_> = to_run
             .iter()
             .map(|&i| {
@@ -282,6 +285,7 @@ impl Run<'_> {
                 let resume = self.pending.resume_values(&t.id);
                 let mut ctx = graph.ctx_for(t, self.step, &self.opts, resume);
                 ctx.inline = inline;
+                ctx.cancel = step_cancel.child_token();
                 let fut = node.runner.run(view.clone(), t.arg.clone(), ctx);
                 async move { (i, fut.await) }
             })
@@ -291,10 +295,17 @@ impl Run<'_> {
             match r {
                 Ok(out) => outputs[i] = Some(self.task_finished(i, out).await?),
                 Err(NodeFailure::Interrupt(value)) => self.task_interrupted(i, value).await?,
+                // A sibling cancelled after the failure: the failure is what counts.
+                Err(NodeFailure::Error(GraphError::Cancelled)) if failure.is_some() => {}
                 Err(NodeFailure::Error(e)) => {
                     let t = &self.next[i];
                     self.emit_task_result(t, Vec::new, Some(e.to_string()), Vec::new());
-                    failure.get_or_insert(e);
+                    if failure.is_none() {
+                        // As LangGraph, the others are cancelled; those that cannot stop
+                        // (sync Python nodes) finish, and their output is saved.
+                        step_cancel.cancel();
+                        failure = Some(e);
+                    }
                 }
             }
         }
@@ -453,13 +464,14 @@ impl Run<'_> {
         let wrote_state = outputs
             .iter()
             .any(|o| o.writes.iter().any(|(c, _)| !is_hidden(c)));
+        let own_views = self.own_views(&outputs)?;
         let mut saved = self.apply_writes(&mut outputs)?;
         let view = self.graph.view(&self.chans);
         if wrote_state {
             self.emit_values(&view);
         }
         let id = new_id();
-        let triggers = self.route(&outputs, &view, &mut saved)?;
+        let triggers = self.route(&outputs, &view, &own_views, &mut saved)?;
         self.next = Graph::make_tasks(&id, triggers);
         self.checkpoint(id.clone(), Source::Loop, saved).await?;
         self.emit_checkpoint();
@@ -490,18 +502,39 @@ impl Run<'_> {
         Ok(saved)
     }
 
+    /// What each task's conditional edges read, as in LangGraph: the state before
+    /// the step with only that task's writes applied. `None` where the state after the
+    /// step is the same thing (a step of one task) or no router reads it.
+    fn own_views(&self, outputs: &[NodeOutput]) -> Result<Vec<Option<StateView>>, GraphError> {
+        let alone = self.next.len() == 1;
+        self.next
+            .iter()
+            .zip(outputs)
+            .map(|(t, out)| {
+                if alone || !self.graph.has_branches(&t.node) {
+                    return Ok(None);
+                }
+                let mut chans = self.chans.clone();
+                self.graph.apply(&mut chans, out.writes.clone())?;
+                Ok(Some(self.graph.view(&chans)))
+            })
+            .collect()
+    }
+
     /// The next step's triggers: each task's gotos, edges and routers (reading the
-    /// state after the step), then the joins whose sources have all run, which are
-    /// reset by a write of the engine's (added to `saved`).
+    /// state after the step, or `own_views`), then the joins whose sources have all
+    /// run, which are reset by a write of the engine's (added to `saved`).
     fn route(
         &mut self,
         outputs: &[NodeOutput],
         view: &StateView,
+        own_views: &[Option<StateView>],
         saved: &mut Vec<Write>,
     ) -> Result<Vec<(String, Option<Val>)>, GraphError> {
         let mut triggers = Vec::new();
-        for (t, out) in self.next.iter().zip(outputs) {
+        for ((t, out), own) in self.next.iter().zip(outputs).zip(own_views) {
             let ctx = self.graph.ctx_for(t, self.step, &self.opts, Vec::new());
+            let view = own.as_ref().unwrap_or(view);
             self.graph
                 .successors(&t.node, &out.goto, view, &ctx, &mut triggers)?;
         }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::executor::{Executor, RunContext, ToolResult};
+use crate::graph::GraphError;
 use crate::graph::{MessageList, NodeFailure, NodeOutput, NodeRunner, StateView, TaskContext, Val};
 use crate::message::{Message, MessageKind};
 use crate::tool::ToolCall;
@@ -130,6 +131,10 @@ impl NodeRunner for ToolNode {
             ..Default::default()
         };
         let results = ToolNode::run(self, &calls, &run).await;
+        // A cancelled task has no output (its calls' results would say "cancelled").
+        if ctx.cancel.is_cancelled() {
+            return Err(NodeFailure::Error(GraphError::Cancelled));
+        }
         Ok(self.output(results.iter().map(result_message).collect()))
     }
 }

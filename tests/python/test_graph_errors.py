@@ -53,10 +53,11 @@ def test_recursion_limit_from_config() -> None:
     assert _loop(3).invoke({"x": 0}, {"recursion_limit": 10}) == {"x": 3}
 
 
-def test_default_recursion_limit_is_100() -> None:
+def test_default_recursion_limit_is_langgraphs_10007() -> None:
+    # n turns of the loop node take n steps after START's: 10,006 fit, 10,007 do not.
+    assert _loop(10_006).invoke({"x": 0}) == {"x": 10_006}
     with pytest.raises(GraphRecursionError):
-        _loop(150).invoke({"x": 0})
-    assert _loop(60).invoke({"x": 0}) == {"x": 60}
+        _loop(10_007).invoke({"x": 0})
 
 
 async def test_recursion_limit_under_ainvoke() -> None:

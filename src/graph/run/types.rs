@@ -43,7 +43,8 @@ impl Default for RunOptions {
         RunOptions {
             thread_id: None,
             checkpoint_id: None,
-            recursion_limit: 100,
+            // LangGraph 1.2's default.
+            recursion_limit: 10_007,
             cancel: Default::default(),
             stream: None,
             host: None,

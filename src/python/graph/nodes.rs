@@ -171,14 +171,19 @@ impl NodeRunner for PyNode {
                 let (coro, context) = n.call(py, &view, &arg, &ctx2, &env2)?;
                 Ok((coro.unbind(), Some(context.unbind())))
             });
-            let r = run_async(&env, make, move |py, r| {
+            let call = run_async(&env, make, move |py, r| {
                 let n = this2.node(py);
                 match r {
                     AsyncResult::Done(res) => n.finish(py, res, &ctx3),
                     AsyncResult::Cancelled => Err(NodeFailure::Error(GraphError::Cancelled)),
                 }
-            })
-            .await;
+            });
+            // A sibling failed: the coroutine is cancelled (dropping the call cancels its
+            // asyncio task), as LangGraph. A sync node cannot be stopped and finishes.
+            let r = tokio::select! {
+                r = call => r,
+                _ = ctx.cancel.cancelled() => return Err(NodeFailure::Error(GraphError::Cancelled)),
+            };
             return r.unwrap_or_else(|e| Err(NodeFailure::Error(ctx.node_error(e, None))));
         }
         if ctx.inline {
@@ -301,6 +306,10 @@ impl NodeRunner for ToolsNode {
             ..Default::default()
         };
         let results = self.node.run(&calls, &run).await;
+        // A cancelled task has no output (its calls' results would say "cancelled").
+        if ctx.cancel.is_cancelled() {
+            return Err(NodeFailure::Error(GraphError::Cancelled));
+        }
         Python::attach(|py| {
             let fail = |e| node_failure(py, &ctx, e);
             let core = self.core.borrow(py);

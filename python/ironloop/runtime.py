@@ -1,0 +1,91 @@
+"""The run-scoped context of a graph run, as LangGraph's ``langgraph.runtime``.
+
+``StateGraph(State, context_schema=Ctx)`` declares what a run is given with
+``invoke(input, config, context=Ctx(...))``; nodes read it through a ``runtime``
+parameter or :func:`get_runtime`.
+
+Example:
+    >>> from dataclasses import dataclass
+    >>> from typing import TypedDict
+    >>> from ironloop import START, StateGraph
+    >>> from ironloop.runtime import Runtime
+    >>> @dataclass
+    ... class Ctx:
+    ...     user: str
+    >>> class S(TypedDict):
+    ...     greeting: str
+    >>> def greet(state: S, runtime: Runtime[Ctx]) -> dict:
+    ...     return {"greeting": f"hi {runtime.context.user}"}
+    >>> g = StateGraph(S, context_schema=Ctx)
+    >>> _ = g.add_node("greet", greet).add_edge(START, "greet")
+    >>> g.compile().invoke({}, context=Ctx(user="ann"))
+    {'greeting': 'hi ann'}
+"""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import inspect
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+__all__ = ["Runtime", "get_runtime"]
+
+ContextT = TypeVar("ContextT")
+
+
+@dataclasses.dataclass(frozen=True)
+class Runtime(Generic[ContextT]):
+    """What a node of a running graph can reach besides its state: the run's
+    ``context``, the graph's ``store`` and the ``custom`` stream's writer."""
+
+    context: ContextT = None  # type: ignore[assignment]
+    store: Any = None
+    stream_writer: Callable[[Any], None] = lambda _payload: None
+    previous: Any = None
+
+
+#: The running graph's context and store: set around a run by ``invoke`` / ``stream``,
+#: and seen by its nodes (they run in a copy of the caller's context).
+_scope: contextvars.ContextVar[tuple[Any, Any] | None] = contextvars.ContextVar(
+    "ironloop_runtime", default=None
+)
+
+
+def get_runtime(context_schema: type[ContextT] | None = None) -> Runtime[ContextT]:
+    """The :class:`Runtime` of the graph run this is called from (a node, a tool, a
+    router). ``context_schema`` only narrows the type for checkers.
+
+    Raises ``RuntimeError`` outside a graph run, as LangGraph does."""
+    scope = _scope.get()
+    if scope is None:
+        raise RuntimeError("get_runtime() called outside of a graph run")
+    from ironloop.graph import get_stream_writer
+
+    context, store = scope
+    return Runtime(context=context, store=store, stream_writer=get_stream_writer())
+
+
+def _enter(context: Any, store: Any) -> contextvars.Token[tuple[Any, Any] | None]:
+    """Scopes a run; a run inside another (a subgraph) inherits what it is not given."""
+    outer = _scope.get()
+    if outer is not None:
+        context = outer[0] if context is None else context
+        store = outer[1] if store is None else store
+    return _scope.set((context, store))
+
+
+def _with_runtime(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn``, a node with a ``runtime`` parameter, given the run's :class:`Runtime`."""
+    if inspect.iscoroutinefunction(fn):
+
+        async def arun(state: Any, **kw: Any) -> Any:
+            return await fn(state, runtime=get_runtime(), **kw)
+
+        return arun
+
+    def run(state: Any, **kw: Any) -> Any:
+        return fn(state, runtime=get_runtime(), **kw)
+
+    return run
