@@ -40,7 +40,7 @@ class Runtime(Generic[ContextT]):
     """What a node of a running graph can reach besides its state: the run's
     ``context``, the graph's ``store`` and the ``custom`` stream's writer."""
 
-    context: ContextT = None  # type: ignore[assignment]
+    context: ContextT
     store: Any = None
     stream_writer: Callable[[Any], None] = lambda _payload: None
     previous: Any = None
