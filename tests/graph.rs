@@ -343,9 +343,10 @@ async fn a_failed_step_keeps_finished_siblings_and_does_not_rerun_them() {
         1,
         "the finished sibling is not run again"
     );
+    // A step's writes are applied by node name (LangGraph's order), not `add_node`'s.
     assert_eq!(
         r.state.get("log").unwrap().as_json().unwrap(),
-        &json!(["ok", "flaky"])
+        &json!(["flaky", "ok"])
     );
 }
 

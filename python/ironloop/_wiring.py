@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ironloop import _runtime, _serde
 from ironloop._ironloop import _install_helpers
-from ironloop.errors import GraphInterrupt
+from ironloop.errors import GraphInterrupt, ParentCommand
 from ironloop.graph import _as_update, _task_writer
 from ironloop.messages import ToolCall
 from ironloop.types import Command, Interrupt, PregelTask, Send, StateSnapshot
@@ -23,6 +23,7 @@ _install_helpers(
         "background_loop": _runtime.background_loop,
         "logger": _runtime.logger,
         "graph_interrupt": GraphInterrupt,
+        "parent_command": ParentCommand,
         "send": Send,
         "command": Command,
         "interrupt": Interrupt,

@@ -24,6 +24,7 @@ __all__ = [
     "OpenApiFileError",
     "OpenApiFileNotFoundError",
     "OpenApiSpecError",
+    "ParentCommand",
     "ToolBlockedError",
     "ToolCancelledError",
     "ToolError",
@@ -171,3 +172,13 @@ class GraphInterrupt(IronloopError):  # LangGraph's name, hence no -Error suffix
     def __init__(self, value: object) -> None:
         super().__init__(value)
         self.value = value
+
+
+class ParentCommand(IronloopError):
+    """Raised by a node of a subgraph that returned ``Command(graph=Command.PARENT)``:
+    the parent graph's node that runs the subgraph takes the command as its own result.
+    Not an error: do not catch it."""
+
+    def __init__(self, command: object) -> None:
+        super().__init__(command)
+        self.command = command

@@ -331,7 +331,8 @@ class StateGraph:
             edges=self.edges,
             joins=self.joins,
             branches=self.branches,
-            checkpointer=checkpointer,
+            # `True` (a subgraph that uses its parent's): no checkpoints of its own.
+            checkpointer=None if checkpointer is True else checkpointer,
             interrupt_before=ib,
             interrupt_after=ia,
             store=store,
@@ -377,10 +378,14 @@ class CompiledStateGraph:
         shows as ``result["__interrupt__"]``. ``context`` is the run's static context
         (see ``context_schema``), read by nodes as ``runtime.context``."""
         token = _enter(context, self.store)
+        outer = self._enter_parent_task()
         try:
-            return self._core.invoke(input, config)
+            out = self._core.invoke(input, config)
         finally:
+            if outer is not None:
+                _outer_task.reset(outer)
             _scope.reset(token)
+        return out if outer is None else _pause_parent(out)
 
     async def ainvoke(
         self,
@@ -394,10 +399,24 @@ class CompiledStateGraph:
         import asyncio
 
         token = _enter(context, self.store)
+        outer = self._enter_parent_task()
         try:
-            return await self._core.ainvoke(input, config, asyncio.get_running_loop())
+            out = await self._core.ainvoke(input, config, asyncio.get_running_loop())
         finally:
+            if outer is not None:
+                _outer_task.reset(outer)
             _scope.reset(token)
+        return out if outer is None else _pause_parent(out)
+
+    def _enter_parent_task(self) -> contextvars.Token[Any] | None:
+        """Run inside a node of another graph (as a node, or called by a node's
+        function) and without checkpoints of its own, this graph's ``interrupt()``s
+        belong to that node's task: they pause it, and its resume values answer them
+        (the graph runs again from its start on resume). Returns the token to reset,
+        or None for a graph run on its own."""
+        if self.checkpointer not in (None, True) or task_var.get(None) is None:
+            return None
+        return _outer_task.set(_outer_task.get() or task_var.get(None))
 
     def stream(
         self,
@@ -528,34 +547,26 @@ class CompiledStateGraph:
             return {k: v for k, v in d.items() if k in own}
 
         def give(out: dict[str, Any]) -> dict[str, Any]:
-            interrupts = out.pop("__interrupt__", None)
-            if interrupts:
-                raise GraphInterrupt(interrupts[0].value)
             return {k: v for k, v in out.items() if k in outer}
 
-        def enter() -> contextvars.Token[Any]:
-            return _outer_task.set(_outer_task.get() or task_var.get(None))
-
         def call(state: Any) -> Any:
-            token = enter()
-            try:
-                out = self.invoke(take(state))
-            finally:
-                _outer_task.reset(token)
-            return give(out)
+            return give(self.invoke(take(state)))
 
         async def acall(state: Any) -> Any:
-            token = enter()
-            try:
-                out = await self.ainvoke(take(state))
-            finally:
-                _outer_task.reset(token)
-            return give(out)
+            return give(await self.ainvoke(take(state)))
 
         return call, acall
 
     def __repr__(self) -> str:
         return f"CompiledStateGraph(nodes={list(self.builder.nodes)!r})"
+
+
+def _pause_parent(out: Any) -> Any:
+    """A nested run's result; paused, it pauses the parent's task instead."""
+    interrupts = out.get("__interrupt__") if isinstance(out, dict) else None
+    if interrupts:
+        raise GraphInterrupt(interrupts[0].value)
+    return out
 
 
 class _DrawableGraph:

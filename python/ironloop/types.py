@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
 
 __all__ = ["Command", "Interrupt", "PregelTask", "Send", "StateSnapshot"]
 
@@ -33,9 +33,15 @@ class Send:
     __hash__ = None  # type: ignore[assignment]
 
 
+N = TypeVar("N")
+
+
 @dataclass
-class Command:
+class Command(Generic[N]):
     """Updates the state and/or routes from a node or a tool, or resumes an interrupt.
+    ``Command[Literal["a", "b"]]`` annotates a node that routes to ``a`` or ``b``;
+    ``graph=Command.PARENT`` sends the command to the graph that runs this one as a
+    node.
 
     Example:
         >>> def node(state):

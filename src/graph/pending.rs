@@ -84,9 +84,14 @@ impl Pending {
             .collect();
         let assigned: Vec<(String, Val)> = match r {
             Resume::One(v) => match interrupted.len() {
+                // Paused at a static breakpoint (`interrupt_before` / `after`): resuming
+                // continues, as LangGraph (the value has no interrupt to answer).
+                0 if !parent.next.is_empty() => return Ok(()),
                 0 => {
                     return Err(GraphError::Config(
-                        "Command(resume=...) but the thread is not paused on an interrupt()".into(),
+                        "Command(resume=...) but the thread is not paused: it has no task \
+                         left to run"
+                            .into(),
                     ))
                 }
                 1 => vec![(interrupted[0].clone(), v)],

@@ -149,7 +149,14 @@ impl<'g> Run<'g> {
     /// from here.
     async fn prepare(&mut self, input: RunInput) -> Result<(), GraphError> {
         match input {
-            RunInput::Values(writes) => self.start_from_input(writes).await?,
+            RunInput::Values(writes) => {
+                let out = NodeOutput {
+                    writes,
+                    ..Default::default()
+                };
+                self.start_from_input(out).await?
+            }
+            RunInput::Command(out) => self.start_from_input(out).await?,
             RunInput::Continue => self.continue_from_checkpoint(None).await?,
             RunInput::Resume(r) => self.continue_from_checkpoint(Some(r)).await?,
         }
@@ -162,16 +169,12 @@ impl<'g> Run<'g> {
     /// pending writes, so a crash before the next step loses nothing). The first step
     /// runs that task like any other: its writes are applied and `START`'s edges and
     /// routers give the next tasks.
-    async fn start_from_input(&mut self, writes: Vec<(String, Val)>) -> Result<(), GraphError> {
+    async fn start_from_input(&mut self, out: NodeOutput) -> Result<(), GraphError> {
         self.step += 1;
         let id = new_id();
         self.next = Graph::make_tasks(&id, vec![(START.into(), None)]);
         self.checkpoint(id, Source::Input, Vec::new()).await?;
         self.emit_checkpoint();
-        let out = NodeOutput {
-            writes,
-            ..Default::default()
-        };
         if let (Some(cp), Some(p)) = (&self.cp, &self.parent) {
             let ws = pending::finished_writes(&self.next[0], &out)?;
             cp.put_writes(&self.thread, &p.id, ws)
@@ -479,14 +482,29 @@ impl Run<'_> {
         Ok(id)
     }
 
-    /// Applies the tasks' writes through the reducers, in task order (not completion
-    /// order, so reducers see the same order every time). Moves the writes out of
-    /// `outputs`; returns them encoded for the checkpoint when there is one.
+    /// Applies the tasks' writes through the reducers in LangGraph's order: tasks
+    /// triggered by edges sorted by node name, then `Send` tasks in the order they were
+    /// sent (never completion order, nor `add_node` order, so reducers see the same order
+    /// every time). Moves the writes out of `outputs`; returns them encoded for the
+    /// checkpoint when there is one.
     fn apply_writes(&mut self, outputs: &mut [NodeOutput]) -> Result<Vec<Write>, GraphError> {
         let encode_writes = self.cp.is_some();
         let mut writes = Vec::new();
         let mut saved = Vec::new();
-        for (t, out) in self.next.iter().zip(outputs.iter_mut()) {
+        let mut order: Vec<usize> = (0..self.next.len()).collect();
+        order.sort_by(|&a, &b| {
+            let key = |i: usize| {
+                let t = &self.next[i];
+                (
+                    t.arg.is_some(),
+                    if t.arg.is_some() { "" } else { t.node.as_str() },
+                    i,
+                )
+            };
+            key(a).cmp(&key(b))
+        });
+        for i in order {
+            let (t, out) = (&self.next[i], &mut outputs[i]);
             for (c, v) in out.writes.drain(..) {
                 if encode_writes {
                     saved.push(Write {

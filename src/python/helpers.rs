@@ -32,6 +32,8 @@ pub struct Helpers {
     pub logger: Py<PyAny>,
     /// `ironloop.errors.GraphInterrupt`: raised by `interrupt()` to pause a node.
     pub graph_interrupt: Py<PyAny>,
+    /// `ironloop.errors.ParentCommand`: a subgraph's `Command(graph=Command.PARENT)`.
+    pub parent_command: Py<PyAny>,
     /// Classes of `ironloop.types` and `ironloop.messages` the glue builds or tests for.
     pub send: Py<PyAny>,
     pub command: Py<PyAny>,

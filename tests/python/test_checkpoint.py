@@ -539,7 +539,7 @@ def test_resume_after_a_failure_does_not_rerun_successful_siblings(saver, join) 
     out = app.invoke(None, cfg())
     assert calls["good"] == 1  # its saved writes were reused
     assert calls["bad"] == 2
-    assert out["log"] == ["good", "bad"]
+    assert out["log"] == ["bad", "good"]  # a step's writes by node name, as LangGraph
     # What follows the step runs once, whether wired by two edges or a join.
     assert calls["after"] == 1
     assert out["x"] == 2
@@ -556,7 +556,7 @@ def test_pending_writes_survive_a_restart(tmp_path: Path) -> None:
     with SqliteSaver(path) as s2:
         out = _good_bad_graph(s2, calls, join=False).invoke(None, cfg())
     assert calls == {"good": 1, "bad": 2, "after": 1}
-    assert out == {"x": 2, "log": ["good", "bad"]}
+    assert out == {"x": 2, "log": ["bad", "good"]}  # a step's writes by node name
 
 
 def test_join_after_a_step_with_an_interrupt_fires_on_resume(saver) -> None:
@@ -580,7 +580,7 @@ def test_join_after_a_step_with_an_interrupt_fires_on_resume(saver) -> None:
     app = g.compile(checkpointer=saver)
     assert app.invoke({"log": []}, cfg())["__interrupt__"][0].value == "ok?"
     out = app.invoke(Command(resume="yes"), cfg())
-    assert out["log"] == ["quick", "ask:yes"]
+    assert out["log"] == ["ask:yes", "quick"]  # a step's writes by node name
     assert calls == {"quick": 1, "after": 1}
     assert out["x"] == 2
 
@@ -607,5 +607,5 @@ async def test_pending_writes_under_ainvoke(saver) -> None:
         await app.ainvoke({"log": []}, cfg())
     state["fail"] = False
     out = await app.ainvoke(None, cfg())
-    assert out["log"] == ["good", "bad"]
+    assert out["log"] == ["bad", "good"]  # a step's writes by node name, as LangGraph
     assert calls["good"] == 1

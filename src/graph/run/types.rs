@@ -5,6 +5,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::graph::interrupt::InterruptInfo;
+use crate::graph::spec::NodeOutput;
 use crate::graph::state::StateView;
 use crate::graph::stream::StreamSink;
 use crate::graph::value::Val;
@@ -13,6 +14,9 @@ use crate::graph::value::Val;
 pub enum RunInput {
     /// New input, written to the state as if by `START`.
     Values(Vec<(String, Val)>),
+    /// New input given as a `Command(update=..., goto=...)`: `START` writes the update
+    /// and also routes to the gotos.
+    Command(NodeOutput),
     /// `Command(resume=...)`: one value for the single interrupted task, or values by
     /// interrupt id.
     Resume(Resume),

@@ -127,6 +127,21 @@ impl PyNode {
         r: PyResult<Bound<'_, PyAny>>,
         ctx: &TaskContext,
     ) -> Result<NodeOutput, NodeFailure> {
+        // A subgraph run by this node sent it a `Command(graph=Command.PARENT)`.
+        let r = match r {
+            Err(e)
+                if e.is_instance(
+                    py,
+                    helpers(py)
+                        .map_err(|e| node_failure(py, ctx, e))?
+                        .parent_command
+                        .bind(py),
+                ) =>
+            {
+                e.value(py).getattr(intern!(py, "command"))
+            }
+            r => r,
+        };
         let r = r.map_err(|e| node_failure(py, ctx, e))?;
         let mut out = NodeOutput::default();
         self.shared

@@ -112,11 +112,11 @@ impl GraphCore {
         } else if input.is_instance(command_class(py)?)? {
             let resume = input.getattr("resume")?;
             if resume.is_none() {
-                return Err(PyValueError::new_err(
-                    "as a graph input, Command must carry resume=...; to change the state use update_state()",
-                ));
-            }
-            if let Ok(d) = resume.cast::<PyDict>() {
+                // `Command(update=..., goto=...)` as new input: START's writes and routes.
+                let mut out = NodeOutput::default();
+                self.shared.output(py, START, input, &mut out)?;
+                RunInput::Command(out)
+            } else if let Ok(d) = resume.cast::<PyDict>() {
                 // {interrupt_id: value} when several interrupts are pending.
                 let ids_look_like_tasks = d.keys().iter().all(|k| {
                     k.extract::<String>()

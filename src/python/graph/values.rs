@@ -315,9 +315,20 @@ impl Shared {
         if r.is_instance(command_class(py)?)? {
             let g = r.getattr("graph")?;
             if !g.is_none() {
-                return Err(PyValueError::new_err(
-                    "Command(graph=...) to a parent graph is not supported yet",
-                ));
+                let h = helpers(py)?;
+                if g.extract::<String>().ok().as_deref() != Some("__parent__") {
+                    return Err(PyValueError::new_err(format!(
+                        "node {node:?} returned Command(graph={}): the only graph a command \
+                         can name is Command.PARENT",
+                        g.repr()?
+                    )));
+                }
+                // The parent's node that runs this graph takes the command as its result.
+                let kw = PyDict::new(py);
+                kw.set_item("update", r.getattr("update")?)?;
+                kw.set_item("goto", r.getattr("goto")?)?;
+                let cmd = h.command.bind(py).call((), Some(&kw))?;
+                return Err(PyErr::from_value(h.parent_command.bind(py).call1((cmd,))?));
             }
             let upd = r.getattr("update")?;
             if !upd.is_none() {
