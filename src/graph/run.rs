@@ -278,8 +278,9 @@ impl Run<'_> {
         self.emit_task_starts(&to_run);
         let graph = self.graph;
         let inline = self.opts.inline && to_run.len() == 1;
-        // Cancelled when a task fails: its siblings stop where they can.
-        let step_cancel = self.opts.cancel.child_token();
+        // Cancelled when a task fails: its siblings stop where they can (a step of one
+        // task has none, and keeps the run's token).
+        let step_cancel = (to_run.len() > 1).then(|| self.opts.cancel.child_token());
         let mut running: FuturesUnordered<_> = to_run
             .iter()
             .map(|&i| {
@@ -288,7 +289,9 @@ impl Run<'_> {
                 let resume = self.pending.resume_values(&t.id);
                 let mut ctx = graph.ctx_for(t, self.step, &self.opts, resume);
                 ctx.inline = inline;
-                ctx.cancel = step_cancel.child_token();
+                if let Some(c) = &step_cancel {
+                    ctx.cancel = c.child_token();
+                }
                 let fut = node.runner.run(view.clone(), t.arg.clone(), ctx);
                 async move { (i, fut.await) }
             })
@@ -306,7 +309,9 @@ impl Run<'_> {
                     if failure.is_none() {
                         // As LangGraph, the others are cancelled; those that cannot stop
                         // (sync Python nodes) finish, and their output is saved.
-                        step_cancel.cancel();
+                        if let Some(c) = &step_cancel {
+                            c.cancel();
+                        }
                         failure = Some(e);
                     }
                 }
@@ -492,7 +497,7 @@ impl Run<'_> {
         let mut writes = Vec::new();
         let mut saved = Vec::new();
         let mut order: Vec<usize> = (0..self.next.len()).collect();
-        order.sort_by(|&a, &b| {
+        order.sort_unstable_by(|&a, &b| {
             let key = |i: usize| {
                 let t = &self.next[i];
                 (
@@ -524,12 +529,14 @@ impl Run<'_> {
     /// the step with only that task's writes applied. `None` where the state after the
     /// step is the same thing (a step of one task) or no router reads it.
     fn own_views(&self, outputs: &[NodeOutput]) -> Result<Vec<Option<StateView>>, GraphError> {
-        let alone = self.next.len() == 1;
+        if self.next.len() == 1 {
+            return Ok(Vec::new());
+        }
         self.next
             .iter()
             .zip(outputs)
             .map(|(t, out)| {
-                if alone || !self.graph.has_branches(&t.node) {
+                if !self.graph.has_branches(&t.node) {
                     return Ok(None);
                 }
                 let mut chans = self.chans.clone();
@@ -550,9 +557,9 @@ impl Run<'_> {
         saved: &mut Vec<Write>,
     ) -> Result<Vec<(String, Option<Val>)>, GraphError> {
         let mut triggers = Vec::new();
-        for ((t, out), own) in self.next.iter().zip(outputs).zip(own_views) {
+        for (i, (t, out)) in self.next.iter().zip(outputs).enumerate() {
             let ctx = self.graph.ctx_for(t, self.step, &self.opts, Vec::new());
-            let view = own.as_ref().unwrap_or(view);
+            let view = own_views.get(i).and_then(Option::as_ref).unwrap_or(view);
             self.graph
                 .successors(&t.node, &out.goto, view, &ctx, &mut triggers)?;
         }
