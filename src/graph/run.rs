@@ -27,7 +27,7 @@ use super::spec::{NodeFailure, NodeOutput, START};
 use super::state::StateView;
 use super::stream::{modes, StreamEvent};
 use super::value::Val;
-use crate::checkpoint::{now_secs, CheckpointRecord, Checkpointer, Write};
+use crate::checkpoint::{now_secs, CheckpointError, CheckpointRecord, Checkpointer, Write};
 
 mod emit;
 mod types;
@@ -116,13 +116,14 @@ impl<'g> Run<'g> {
                     let chain = cp.chain(&thread, &r.id).await.map_err(Graph::cp_err)?;
                     (graph.replay(&chain)?, Some(r))
                 }
-                None if opts.checkpoint_id.is_some() => {
-                    return Err(GraphError::Config(format!(
-                        "thread {thread:?} has no checkpoint {:?}",
-                        opts.checkpoint_id
-                    )))
+                None => {
+                    if let Some(id) = &opts.checkpoint_id {
+                        return Err(GraphError::Checkpoint(CheckpointError::not_found(
+                            &thread, id,
+                        )));
+                    }
+                    (graph.fresh_channels(), None)
                 }
-                None => (graph.fresh_channels(), None),
             },
             None => (graph.fresh_channels(), None),
         };
@@ -377,7 +378,8 @@ impl Run<'_> {
         let t = &self.next[i];
         self.emit_task_result(t, Vec::new, None, vec![value.clone()]);
         if let (Some(cp), Some(p)) = (&self.cp, &self.parent) {
-            let w = pending::interrupt_write(t, &value)?;
+            let k = self.pending.resume_values(&t.id).len();
+            let w = pending::interrupt_write(t, k, &value)?;
             cp.put_writes(&self.thread, &p.id, vec![w])
                 .await
                 .map_err(Graph::cp_err)?;

@@ -37,7 +37,7 @@ pub(super) fn graph_error(py: Python<'_>, e: GraphError) -> PyErr {
         GraphError::InvalidUpdate(m) => error(py, "InvalidUpdateError", m),
         GraphError::Recursion(_) => error(py, "GraphRecursionError", e.to_string()),
         GraphError::Serialize { .. } => error(py, "CheckpointSerializationError", e.to_string()),
-        GraphError::Checkpoint(_) => error(py, "CheckpointError", e.to_string()),
+        GraphError::Checkpoint(e) => PyErr::from(&e),
         GraphError::Build(m) => PyValueError::new_err(m),
         GraphError::Config(m) => PyValueError::new_err(m),
         GraphError::Cancelled => error(py, "ToolCancelledError", "the run was cancelled"),

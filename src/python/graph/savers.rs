@@ -47,7 +47,7 @@ impl PySqliteSaver {
         let p = path.clone();
         let saver = py
             .detach(move || SqliteSaver::open(&p))
-            .map_err(|e| error(py, "CheckpointError", e.0))?;
+            .map_err(PyErr::from)?;
         Ok(PySqliteSaver {
             inner: Mutex::new(Some(Arc::new(saver))),
             path: path.display().to_string(),
@@ -76,8 +76,7 @@ impl PySqliteSaver {
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let s = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(s) = s {
-            py.detach(move || s.close())
-                .map_err(|e| error(py, "CheckpointError", e.0))?;
+            py.detach(move || s.close()).map_err(PyErr::from)?;
         }
         Ok(())
     }
@@ -113,7 +112,13 @@ pub(super) fn checkpointer_from(
             .unwrap_or_else(|p| p.into_inner())
             .clone()
             .map(|s| s as Arc<dyn Checkpointer>)
-            .ok_or_else(|| error(py, "CheckpointError", "this SqliteSaver is closed"));
+            .ok_or_else(|| {
+                error(
+                    py,
+                    "CheckpointStorageError",
+                    "this SqliteSaver is closed; open a new one to use the file",
+                )
+            });
     }
     Err(PyTypeError::new_err(format!(
         "checkpointer must be MemorySaver or SqliteSaver, got {}",
