@@ -77,6 +77,38 @@ async fn put_linear(s: &dyn Checkpointer, thread: &str, prefix: &str, n: usize) 
     }
 }
 
+/// Advances `thread` `n` times from whatever its latest checkpoint is, retrying on a
+/// conflict; returns how many conflicts it met. Two of these at once on two savers of
+/// one store must leave one linear history.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+async fn advance_racing(s: &dyn Checkpointer, thread: &str, name: &str, n: usize) -> usize {
+    let mut conflicts = 0;
+    for i in 0..n {
+        loop {
+            let latest = s.get(thread, None).await.unwrap().unwrap();
+            let r = rec(&format!("{name}{i}"), Some(&latest.id), latest.step + 1);
+            match s.put_next(thread, r).await {
+                Ok(()) => break,
+                Err(CheckpointError::Conflict { .. }) => conflicts += 1,
+                Err(e) => panic!("{e}"),
+            }
+        }
+    }
+    conflicts
+}
+
+/// Every checkpoint of `thread` is on its latest one's chain: no fork.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+async fn assert_linear(s: &dyn Checkpointer, thread: &str, expected: usize) {
+    let all = s.list(thread, None, None).await.unwrap();
+    assert_eq!(all.len(), expected);
+    let chain = s.chain(thread, &all[0].id).await.unwrap();
+    assert_eq!(chain.len(), expected, "the history forked");
+    for (i, r) in chain.iter().enumerate() {
+        assert_eq!(r.step, i as i64);
+    }
+}
+
 #[cfg(feature = "sqlite")]
 mod temp {
     use std::path::{Path, PathBuf};
@@ -520,12 +552,91 @@ async fn time_travel_to_an_id(s: Arc<dyn Checkpointer>) {
     );
 }
 
+async fn put_next_is_a_compare_and_set(s: Arc<dyn Checkpointer>) {
+    let moved = |e: CheckpointError| {
+        match &e {
+            CheckpointError::Conflict { thread_id, .. } => assert_eq!(thread_id, "t"),
+            other => panic!("expected Conflict, got {other:?}"),
+        }
+        let m = e.to_string();
+        assert!(
+            m.contains("advanced by another run") && m.contains("\"t\""),
+            "{m}"
+        );
+        m
+    };
+    // A new thread: only a record without a parent starts it.
+    s.put_next("t", rec("c0", None, 0)).await.unwrap();
+    let m = moved(s.put_next("t", rec("x0", None, 0)).await.unwrap_err());
+    assert!(m.contains("\"c0\""), "{m}");
+    s.put_next("t", rec("c1", Some("c0"), 1)).await.unwrap();
+    s.put_writes("t", "c1", vec![pw("a", "x", json!(1))])
+        .await
+        .unwrap();
+    // A step that follows c0 while the thread is at c1: refused, nothing written.
+    let m = moved(
+        s.put_next("t", rec("late", Some("c0"), 1))
+            .await
+            .unwrap_err(),
+    );
+    assert!(m.contains("\"c0\"") && m.contains("\"c1\""), "{m}");
+    assert_eq!(s.get("t", Some("late")).await.unwrap(), None);
+    assert_eq!(s.get("t", None).await.unwrap().unwrap().id, "c1");
+    assert_eq!(s.pending_writes("t", "c1").await.unwrap().len(), 1);
+    // A retry of a saved step is fine (idempotent), even though the thread moved on.
+    s.put_next("t", rec("c2", Some("c1"), 2)).await.unwrap();
+    s.put_next("t", rec("c1", Some("c0"), 1)).await.unwrap();
+    s.put_next("t", rec("c2", Some("c1"), 2)).await.unwrap();
+    assert!(s.pending_writes("t", "c1").await.unwrap().is_empty());
+    assert_eq!(
+        ids(&s.list("t", None, None).await.unwrap()),
+        ["c2", "c1", "c0"]
+    );
+    // A fork (`put`) becomes the latest; the next steps follow it.
+    s.put("t", rec("f2", Some("c1"), 2)).await.unwrap();
+    moved(s.put_next("t", rec("c3", Some("c2"), 3)).await.unwrap_err());
+    s.put_next("t", rec("f3", Some("f2"), 3)).await.unwrap();
+    assert_eq!(s.get("t", None).await.unwrap().unwrap().id, "f3");
+    // Other threads are not affected; a deleted thread starts again.
+    s.put_next("u", rec("c0", None, 0)).await.unwrap();
+    s.delete_thread("t").await.unwrap();
+    s.put_next("t", rec("n0", None, 0)).await.unwrap();
+}
+
+async fn put_next_has_one_winner(s: Arc<dyn Checkpointer>) {
+    for round in 0..5 {
+        let thread = format!("race-{round}");
+        s.put_next(&thread, rec("c0", None, 0)).await.unwrap();
+        let racers: Vec<_> = (0..8)
+            .map(|i| {
+                let (s, thread) = (s.clone(), thread.clone());
+                tokio::spawn(async move {
+                    s.put_next(&thread, rec(&format!("r{i}"), Some("c0"), 1))
+                        .await
+                })
+            })
+            .collect();
+        let mut won = Vec::new();
+        for (i, r) in racers.into_iter().enumerate() {
+            match r.await.unwrap() {
+                Ok(()) => won.push(format!("r{i}")),
+                Err(e) => assert!(matches!(e, CheckpointError::Conflict { .. }), "{e:?}"),
+            }
+        }
+        assert_eq!(won.len(), 1, "{won:?}");
+        let all = s.list(&thread, None, None).await.unwrap();
+        assert_eq!(ids(&all), [won[0].as_str(), "c0"]);
+        assert_eq!(s.get(&thread, None).await.unwrap().unwrap().id, won[0]);
+    }
+}
+
 async fn close_refuses_later_calls(s: Arc<dyn Checkpointer>) {
     put_linear(&*s, "t", "c", 2).await;
     s.close().await.unwrap();
     s.close().await.unwrap(); // idempotent
     let errors = [
         s.put("t", rec("c2", Some("c1"), 2)).await.unwrap_err(),
+        s.put_next("t", rec("c2", Some("c1"), 2)).await.unwrap_err(),
         s.put_writes("t", "c1", vec![pw("a", "x", json!(1))])
             .await
             .unwrap_err(),
@@ -624,6 +735,8 @@ conformance!(
     put_is_idempotent,
     put_writes_dedupes_by_task_and_idx,
     time_travel_to_an_id,
+    put_next_is_a_compare_and_set,
+    put_next_has_one_winner,
     close_refuses_later_calls,
     concurrent_callers,
 );
@@ -745,6 +858,34 @@ mod sqlite_only {
                 1
             );
         }
+    }
+
+    /// Two savers on one file (as two processes would be) advancing one thread: one
+    /// linear history, every step saved once.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn put_next_across_savers_on_one_file() {
+        let db = TempDb::new("race");
+        let first = SqliteSaver::open(db.path()).unwrap();
+        first.put_next("t", rec("root", None, 0)).await.unwrap();
+        let writers: Vec<_> = ["a", "b"]
+            .into_iter()
+            .map(|name| {
+                let path = db.path().to_path_buf();
+                std::thread::spawn(move || {
+                    let rt = tokio::runtime::Builder::new_current_thread()
+                        .build()
+                        .unwrap();
+                    rt.block_on(async move {
+                        let s = SqliteSaver::open(&path).unwrap();
+                        advance_racing(&s, "t", name, 60).await
+                    })
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().expect("a writer failed");
+        }
+        assert_linear(&first, "t", 121).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1013,6 +1154,35 @@ mod postgres_only {
         assert_eq!(a.get("thread-0", None).await.unwrap(), None);
         Checkpointer::close(&*a).await.unwrap();
         Checkpointer::close(&*b).await.unwrap();
+        schema.drop().await;
+    }
+
+    /// Two savers (two workers) advancing one thread: one linear history.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn put_next_across_savers() {
+        let schema = pg::TempSchema::new("race").await;
+        let first = Arc::new(schema.saver().await);
+        first.setup().await.unwrap();
+        first.put_next("t", rec("root", None, 0)).await.unwrap();
+        let writers: Vec<_> = ["a", "b", "c"]
+            .into_iter()
+            .map(|name| {
+                let opts = schema.options();
+                tokio::spawn(async move {
+                    let s = PostgresSaver::connect_with(&pg::url(), opts).await.unwrap();
+                    let n = advance_racing(&s, "t", name, 40).await;
+                    Checkpointer::close(&s).await.unwrap();
+                    n
+                })
+            })
+            .collect();
+        let mut conflicts = 0;
+        for w in writers {
+            conflicts += w.await.unwrap();
+        }
+        assert_linear(&*first, "t", 121).await;
+        eprintln!("{conflicts} conflicts");
+        Checkpointer::close(&*first).await.unwrap();
         schema.drop().await;
     }
 

@@ -12,8 +12,8 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 
 use super::{
-    dedupe_writes, same_id_conflict, CheckpointError, CheckpointRecord, Checkpointer, PendingWrite,
-    Result,
+    advanced_conflict, dedupe_writes, same_id_conflict, CheckpointError, CheckpointRecord,
+    Checkpointer, PendingWrite, Result,
 };
 
 struct Stored {
@@ -70,6 +70,43 @@ impl MemorySaver {
         f(&mut ts)
     }
 
+    /// `put`, and `put_next` when `next`: the check and the write under one lock.
+    fn store(&self, thread_id: &str, record: CheckpointRecord, next: bool) -> Result<()> {
+        let json = serde_json::to_string(&record).map_err(|e| {
+            CheckpointError::serialization(format!("MemorySaver: cannot store checkpoint: {e}"))
+        })?;
+        self.open_with(|ts| {
+            let t = ts.entry(thread_id.to_owned()).or_default();
+            if let Some(&i) = t.index.get(record.id.as_str()) {
+                return if *t.records[i].json == *json {
+                    Ok(())
+                } else {
+                    Err(same_id_conflict(thread_id, &record.id))
+                };
+            }
+            let latest = t.records.last().map(|r| &*r.id);
+            if next && latest != record.parent_id.as_deref() {
+                return Err(advanced_conflict(
+                    thread_id,
+                    record.parent_id.as_deref(),
+                    latest,
+                ));
+            }
+            if let Some(p) = &record.parent_id {
+                t.pending.remove(p.as_str());
+            }
+            let parent = record.parent_id.map(Into::into);
+            let id: Box<str> = record.id.into();
+            t.index.insert(id.clone(), t.records.len());
+            t.records.push(Stored {
+                id,
+                parent,
+                json: json.into(),
+            });
+            Ok(())
+        })
+    }
+
     /// Approximate bytes held by checkpoints (JSON text of the records and writes).
     pub fn approx_bytes(&self) -> usize {
         self.with(|ts| {
@@ -90,31 +127,11 @@ impl MemorySaver {
 #[async_trait]
 impl Checkpointer for MemorySaver {
     async fn put(&self, thread_id: &str, record: CheckpointRecord) -> Result<()> {
-        let json = serde_json::to_string(&record).map_err(|e| {
-            CheckpointError::serialization(format!("MemorySaver: cannot store checkpoint: {e}"))
-        })?;
-        self.open_with(|ts| {
-            let t = ts.entry(thread_id.to_owned()).or_default();
-            if let Some(p) = &record.parent_id {
-                t.pending.remove(p.as_str());
-            }
-            if let Some(&i) = t.index.get(record.id.as_str()) {
-                return if *t.records[i].json == *json {
-                    Ok(())
-                } else {
-                    Err(same_id_conflict(thread_id, &record.id))
-                };
-            }
-            let parent = record.parent_id.map(Into::into);
-            let id: Box<str> = record.id.into();
-            t.index.insert(id.clone(), t.records.len());
-            t.records.push(Stored {
-                id,
-                parent,
-                json: json.into(),
-            });
-            Ok(())
-        })
+        self.store(thread_id, record, false)
+    }
+
+    async fn put_next(&self, thread_id: &str, record: CheckpointRecord) -> Result<()> {
+        self.store(thread_id, record, true)
     }
 
     async fn put_writes(

@@ -155,6 +155,13 @@ pub struct PendingWrite {
 ///   order; a *different* record under that id is a [`CheckpointError::Conflict`].
 ///   A `put` drops the pending writes of the record's parent (the record holds them
 ///   now). The "latest" checkpoint is the last one put, not the highest step.
+/// - **`put_next` is a compare-and-set**: it saves the record only if the thread's
+///   latest checkpoint is still the record's parent (none, for a record without a
+///   parent), atomically, also between processes; otherwise nothing is written and
+///   the error is a [`CheckpointError::Conflict`] naming the thread. Runs save every
+///   step with it, so two runs advancing one thread at once never fork or interleave
+///   its history: the second one fails at its next step. A record already stored is
+///   handled as by `put` (a retry is `Ok`).
 /// - **`put_writes` deduplicates** by `(task_id, idx)` within a checkpoint: a write
 ///   whose key is already stored is ignored (the first one stays). Writes come back
 ///   in the order they were first saved.
@@ -171,6 +178,9 @@ pub trait Checkpointer: Send + Sync {
     /// Saves a checkpoint; the pending writes of its parent are dropped with it (the
     /// record now holds them).
     async fn put(&self, thread_id: &str, record: CheckpointRecord) -> Result<()>;
+    /// Saves the thread's next checkpoint: like `put`, if the thread's latest
+    /// checkpoint is still `record.parent_id` (see the trait's documentation).
+    async fn put_next(&self, thread_id: &str, record: CheckpointRecord) -> Result<()>;
     /// Saves writes of tasks that finished in the step that runs from `checkpoint_id`.
     async fn put_writes(
         &self,
@@ -217,6 +227,29 @@ pub(crate) fn same_id_conflict(thread_id: &str, id: &str) -> CheckpointError {
         format!(
             "thread {thread_id:?} already has a checkpoint {id:?} with other content; \
              checkpoint ids are never reused, so another writer (or a bug) made this one"
+        ),
+    )
+}
+
+/// A run's step that does not follow the thread's latest checkpoint any more.
+pub(crate) fn advanced_conflict(
+    thread_id: &str,
+    expected: Option<&str>,
+    latest: Option<&str>,
+) -> CheckpointError {
+    let at = |c: Option<&str>| match c {
+        Some(id) => format!("{id:?}"),
+        None => "no checkpoint".to_owned(),
+    };
+    CheckpointError::conflict(
+        thread_id,
+        format!(
+            "thread {thread_id:?} was advanced by another run: this run's step follows {} \
+             but the thread is now at {}; nothing of the step was saved. Let one run at a \
+             time write a thread (e.g. send a thread to one worker); to go on from where the \
+             thread is now, invoke it again",
+            at(expected),
+            at(latest)
         ),
     )
 }

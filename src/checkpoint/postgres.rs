@@ -37,7 +37,13 @@
 //!                      step, record)  UNIQUE (thread_id, checkpoint_id), INDEX (thread_id, seq)
 //! ironloop_writes(seq bigserial PRIMARY KEY, thread_id, checkpoint_id, task_id, idx, node,
 //!                 channel, value)     UNIQUE (thread_id, checkpoint_id, task_id, idx)
+//! ironloop_threads(thread_id PRIMARY KEY, latest_id, updated_at)
 //! ```
+//!
+//! `ironloop_threads` holds each thread's latest checkpoint: `put_next` swaps it in the
+//! same statement that inserts the record (`INSERT ... ON CONFLICT DO UPDATE ... WHERE
+//! latest_id = parent`, which the server evaluates on the row's latest version under a
+//! row lock), so of two runs advancing a thread at once exactly one wins.
 //!
 //! `record` is the whole [`CheckpointRecord`] as compact JSON text (kept byte for byte;
 //! the server compresses large values), `value` a pending write's value as JSON text.
@@ -59,8 +65,8 @@ use tokio_postgres::error::SqlState;
 use tokio_util::task::TaskTracker;
 
 use super::{
-    dedupe_writes, order_chain, same_id_conflict, CheckpointError, CheckpointRecord, Checkpointer,
-    PendingWrite, Result,
+    advanced_conflict, dedupe_writes, order_chain, same_id_conflict, CheckpointError,
+    CheckpointRecord, Checkpointer, PendingWrite, Result,
 };
 
 /// The schema version this ironloop writes (the last of [`MIGRATIONS`]).
@@ -89,6 +95,11 @@ CREATE TABLE {s}ironloop_writes (
     channel       text      NOT NULL,
     value         text      NOT NULL,
     UNIQUE (thread_id, checkpoint_id, task_id, idx)
+);
+CREATE TABLE {s}ironloop_threads (
+    thread_id     text        PRIMARY KEY,
+    latest_id     text        NOT NULL,
+    updated_at    timestamptz NOT NULL DEFAULT now()
 );
 "];
 
@@ -121,6 +132,8 @@ impl Default for PostgresOptions {
 struct Sql {
     prefix: String,
     put: String,
+    put_next: String,
+    latest_id: String,
     stored: String,
     put_writes: String,
     latest: String,
@@ -139,6 +152,7 @@ impl Sql {
         };
         let c = format!("{prefix}ironloop_checkpoints");
         let w = format!("{prefix}ironloop_writes");
+        let t = format!("{prefix}ironloop_threads");
         Sql {
             // The final SELECT sees the table as it was before the statement, so
             // `stored` is the record already there when the insert did nothing.
@@ -149,10 +163,36 @@ impl Sql {
                    ON CONFLICT (thread_id, checkpoint_id) DO NOTHING RETURNING 1 \
                  ), del AS ( \
                    DELETE FROM {w} WHERE thread_id = $1 AND checkpoint_id = $3 \
+                 ), latest AS ( \
+                   INSERT INTO {t} (thread_id, latest_id) \
+                   SELECT $1, $2 WHERE EXISTS (SELECT 1 FROM ins) \
+                   ON CONFLICT (thread_id) DO UPDATE \
+                   SET latest_id = EXCLUDED.latest_id, updated_at = now() \
                  ) \
                  SELECT EXISTS (SELECT 1 FROM ins), \
                    (SELECT record FROM {c} WHERE thread_id = $1 AND checkpoint_id = $2)"
             ),
+            // The swap decides: the record goes in (and the parent's pending writes
+            // go) only if the thread was still at the parent.
+            put_next: format!(
+                "WITH cas AS ( \
+                   INSERT INTO {t} AS t (thread_id, latest_id) VALUES ($1, $2) \
+                   ON CONFLICT (thread_id) DO UPDATE \
+                   SET latest_id = EXCLUDED.latest_id, updated_at = now() \
+                   WHERE t.latest_id IS NOT DISTINCT FROM $3::text \
+                   RETURNING 1 \
+                 ), ins AS ( \
+                   INSERT INTO {c} (thread_id, checkpoint_id, parent_id, step, record) \
+                   SELECT $1, $2, $3, $4, $5 WHERE EXISTS (SELECT 1 FROM cas) \
+                   ON CONFLICT (thread_id, checkpoint_id) DO NOTHING \
+                 ), del AS ( \
+                   DELETE FROM {w} WHERE thread_id = $1 AND checkpoint_id = $3 \
+                   AND EXISTS (SELECT 1 FROM cas) \
+                 ) \
+                 SELECT EXISTS (SELECT 1 FROM cas), \
+                   (SELECT record FROM {c} WHERE thread_id = $1 AND checkpoint_id = $2)"
+            ),
+            latest_id: format!("SELECT latest_id FROM {t} WHERE thread_id = $1"),
             stored: format!("SELECT record FROM {c} WHERE thread_id = $1 AND checkpoint_id = $2"),
             put_writes: format!(
                 "INSERT INTO {w} (thread_id, checkpoint_id, task_id, idx, node, channel, value) \
@@ -163,7 +203,9 @@ impl Sql {
                  ON CONFLICT (thread_id, checkpoint_id, task_id, idx) DO NOTHING"
             ),
             latest: format!(
-                "SELECT record FROM {c} WHERE thread_id = $1 ORDER BY seq DESC LIMIT 1"
+                "SELECT c.record FROM {t} t JOIN {c} c \
+                 ON c.thread_id = t.thread_id AND c.checkpoint_id = t.latest_id \
+                 WHERE t.thread_id = $1"
             ),
             by_id: format!("SELECT record FROM {c} WHERE thread_id = $1 AND checkpoint_id = $2"),
             // UNION (not UNION ALL) ends a corrupt, cyclic chain; `order_chain` puts
@@ -189,7 +231,8 @@ impl Sql {
                  WHERE thread_id = $1 AND checkpoint_id = $2 ORDER BY seq"
             ),
             delete: format!(
-                "WITH w AS (DELETE FROM {w} WHERE thread_id = $1) \
+                "WITH w AS (DELETE FROM {w} WHERE thread_id = $1), \
+                   t AS (DELETE FROM {t} WHERE thread_id = $1) \
                  DELETE FROM {c} WHERE thread_id = $1"
             ),
             prefix,
@@ -614,6 +657,38 @@ impl Checkpointer for PostgresSaver {
         match stored {
             Some(s) if !inserted && s != json => Err(same_id_conflict(thread_id, &record.id)),
             _ => Ok(()),
+        }
+    }
+
+    async fn put_next(&self, thread_id: &str, record: CheckpointRecord) -> Result<()> {
+        let json = self.encode("the checkpoint record", &record)?;
+        let (t, id) = (thread_id.to_owned(), record.id.clone());
+        let (parent, step) = (record.parent_id.clone(), record.step);
+        let sent = json.clone();
+        let (swapped, stored, latest) = self
+            .call("save a checkpoint", move |c, sh| async move {
+                let st = c.prepare_cached(&sh.sql.put_next).await?;
+                let row = c.query_one(&st, &[&t, &id, &parent, &step, &sent]).await?;
+                let (swapped, stored): (bool, Option<String>) = (row.get(0), row.get(1));
+                let latest: Option<String> = if swapped || stored.is_some() {
+                    None
+                } else {
+                    // For the message: where the thread is now (after any wait).
+                    let st = c.prepare_cached(&sh.sql.latest_id).await?;
+                    c.query_opt(&st, &[&t]).await?.map(|r| r.get(0))
+                };
+                Ok((swapped, stored, latest))
+            })
+            .await?;
+        match stored {
+            Some(s) if s == json => Ok(()),
+            Some(_) => Err(same_id_conflict(thread_id, &record.id)),
+            None if swapped => Ok(()),
+            None => Err(advanced_conflict(
+                thread_id,
+                record.parent_id.as_deref(),
+                latest.as_deref(),
+            )),
         }
     }
 

@@ -24,9 +24,11 @@
 //!
 //! Several savers, in one process or several, may share one file. Every write runs in a
 //! `BEGIN IMMEDIATE` transaction (it takes the write lock up front, so it cannot fail
-//! half-way with `SQLITE_BUSY` on lock upgrade) and the connection waits up to
-//! [`BUSY_TIMEOUT`] for a lock held by someone else before giving up. Reads never wait
-//! on writers (WAL). The file must live on a local filesystem: WAL needs shared memory.
+//! half-way with `SQLITE_BUSY` on lock upgrade, and `put_next`'s check of the thread's
+//! latest checkpoint and its insert are atomic for every process) and the connection
+//! waits up to [`BUSY_TIMEOUT`] for a lock held by someone else before giving up. Reads
+//! never wait on writers (WAL). The file must live on a local filesystem: WAL needs
+//! shared memory.
 //!
 //! # Schema (`PRAGMA user_version = 2`)
 //!
@@ -62,8 +64,8 @@ use rusqlite::{params, Connection, ErrorCode, OptionalExtension, TransactionBeha
 use tokio::sync::oneshot;
 
 use super::{
-    order_chain, same_id_conflict, CheckpointError, CheckpointRecord, Checkpointer, PendingWrite,
-    Result,
+    advanced_conflict, order_chain, same_id_conflict, CheckpointError, CheckpointRecord,
+    Checkpointer, PendingWrite, Result,
 };
 
 /// How long a statement waits for a lock held by another connection before failing.
@@ -107,6 +109,15 @@ const CLOSED: &str =
     "the SqliteSaver was closed; open a new one (SqliteSaver::open) to keep using the file";
 
 type Job = Box<dyn FnOnce(&mut Connection) + Send + 'static>;
+
+/// What `put_next` found.
+enum Next {
+    Saved,
+    /// A record with that id was there already (its JSON).
+    Stored(String),
+    /// The thread's latest checkpoint is not the record's parent.
+    Moved(Option<String>),
+}
 
 struct Worker {
     jobs: mpsc::Sender<Job>,
@@ -340,6 +351,68 @@ impl Checkpointer for SqliteSaver {
         match stored {
             Some((thread_id, id)) => Err(same_id_conflict(&thread_id, &id)),
             None => Ok(()),
+        }
+    }
+
+    async fn put_next(&self, thread_id: &str, record: CheckpointRecord) -> Result<()> {
+        let json = self.encode("the checkpoint record", &record)?;
+        let t = thread_id.to_owned();
+        let CheckpointRecord {
+            id,
+            parent_id,
+            step,
+            ..
+        } = record;
+        let sent = json.clone();
+        let (expected, checked_id) = (parent_id.clone(), id.clone());
+        // One write transaction (BEGIN IMMEDIATE holds the file's write lock): the check
+        // and the insert are atomic for every process that shares the file.
+        let outcome = self
+            .call("save a checkpoint", move |conn| {
+                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                let stored: Option<String> = tx
+                    .prepare_cached(
+                        "SELECT record FROM checkpoints WHERE thread_id = ?1 AND checkpoint_id = ?2",
+                    )?
+                    .query_row(params![t, id], |r| r.get(0))
+                    .optional()?;
+                if let Some(stored) = stored {
+                    return Ok(Next::Stored(stored));
+                }
+                let latest: Option<String> = tx
+                    .prepare_cached(
+                        "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ?1 \
+                         ORDER BY seq DESC LIMIT 1",
+                    )?
+                    .query_row(params![t], |r| r.get(0))
+                    .optional()?;
+                if latest != parent_id {
+                    return Ok(Next::Moved(latest));
+                }
+                tx.prepare_cached(
+                    "INSERT INTO checkpoints \
+                     (thread_id, checkpoint_id, parent_id, step, record) VALUES (?1, ?2, ?3, ?4, ?5)",
+                )?
+                .execute(params![t, id, parent_id, step, sent])?;
+                if let Some(parent) = &parent_id {
+                    tx.prepare_cached(
+                        "DELETE FROM writes WHERE thread_id = ?1 AND checkpoint_id = ?2",
+                    )?
+                    .execute(params![t, parent])?;
+                }
+                tx.commit()?;
+                Ok(Next::Saved)
+            })
+            .await?;
+        match outcome {
+            Next::Saved => Ok(()),
+            Next::Stored(s) if s == json => Ok(()),
+            Next::Stored(_) => Err(same_id_conflict(thread_id, &checked_id)),
+            Next::Moved(latest) => Err(advanced_conflict(
+                thread_id,
+                expected.as_deref(),
+                latest.as_deref(),
+            )),
         }
     }
 

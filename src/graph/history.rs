@@ -191,7 +191,13 @@ impl Graph {
             created_at: now_secs(),
             metadata: json!({"source": Source::Update.as_str()}),
         };
-        cp.put(thread_id, record).await.map_err(Graph::cp_err)?;
+        // At a given checkpoint it branches off; at the latest it is the thread's next.
+        if checkpoint_id.is_some() {
+            cp.put(thread_id, record).await
+        } else {
+            cp.put_next(thread_id, record).await
+        }
+        .map_err(Graph::cp_err)?;
         Ok(id)
     }
 }

@@ -87,6 +87,9 @@ struct Run<'g> {
     interrupts: Vec<InterruptInfo>,
     /// Skip `interrupt_before` for the next step: the run continues from that pause.
     skip_before: bool,
+    /// The next checkpoint branches off an older one (the run started at a given
+    /// `checkpoint_id`): saved with `put`, not as the thread's next (`put_next`).
+    fork: bool,
 }
 
 /// Prepare: where the run starts.
@@ -128,6 +131,7 @@ impl<'g> Run<'g> {
             None => (graph.fresh_channels(), None),
         };
         let step = parent.as_ref().map(|p| p.step).unwrap_or(-2);
+        let fork = opts.checkpoint_id.is_some();
         Ok(Run {
             graph,
             opts,
@@ -141,6 +145,7 @@ impl<'g> Run<'g> {
             next: Vec::new(),
             interrupts: Vec::new(),
             skip_before: false,
+            fork,
         })
     }
 
@@ -489,9 +494,14 @@ impl Run<'_> {
             created_at: now_secs(),
             metadata: meta(&self.opts.metadata, source, self.step),
         };
-        cp.put(&self.thread, record.clone())
-            .await
-            .map_err(Graph::cp_err)?;
+        // Every step but a fork's first must follow the thread's latest checkpoint: a
+        // second run advancing the thread at the same time gets a conflict.
+        if std::mem::take(&mut self.fork) {
+            cp.put(&self.thread, record.clone()).await
+        } else {
+            cp.put_next(&self.thread, record.clone()).await
+        }
+        .map_err(Graph::cp_err)?;
         self.parent = Some(record);
         Ok(())
     }
