@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
-# The whole test suite, from a fresh machine: installs what the tests need, builds the
-# extension once, then runs the Rust tests, the Python tests, the stub check and the
-# linters. Re-runs reuse the venv and cargo's target dir (both outside the clone).
+# The whole test suite, from a fresh machine: installs what the tests need, starts a
+# throwaway PostgreSQL (or uses IRONLOOP_TEST_POSTGRES_URL), builds the extension once,
+# then runs the Rust tests, the Python tests, the stub check and the linters. Re-runs
+# reuse the venv and cargo's target dir (both outside the clone).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
 
-step "Rust: format, lints, tests (core, without Python)"
+step "PostgreSQL for the PostgresSaver tests"
+# Sets IRONLOOP_TEST_POSTGRES_URL; the server stops when this script exits.
+source scripts/postgres.sh
+
+step "Rust: format, lints, tests (core, without Python; with PostgresSaver)"
 cargo fmt --check
 cargo clippy --all-targets --quiet -- -D warnings
+cargo clippy --all-targets --features postgres --quiet -- -D warnings
 cargo clippy --features python --lib --quiet -- -D warnings
-cargo test --quiet
+cargo test --quiet --features postgres
 
 step "Build and install the Python package (release, once)"
 build_and_install

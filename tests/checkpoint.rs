@@ -1,11 +1,15 @@
-//! Conformance suite for checkpointers: every case runs against `MemorySaver` and
-//! `SqliteSaver` (a fresh temporary file per test), plus SQLite-only cases (reopening,
-//! several savers on one file, use after close, bad files).
+//! Conformance suite for checkpointers: every case runs against `MemorySaver`,
+//! `SqliteSaver` (a fresh temporary file per test) and, with the `postgres` feature,
+//! `PostgresSaver` (a fresh schema per test on the server named by
+//! `IRONLOOP_TEST_POSTGRES_URL`: `bash scripts/postgres.sh cargo test --features
+//! postgres` starts a throwaway one). Then the cases of one saver: SQLite (reopening,
+//! several savers on one file, use after close, bad files, migration) and PostgreSQL
+//! (setup and migrations, several savers, lost connections, bad URLs).
 
 use std::sync::Arc;
 
 use ironloop::checkpoint::{
-    CheckpointRecord, Checkpointer, MemorySaver, PendingWrite, TaskRecord, Write,
+    CheckpointError, CheckpointRecord, Checkpointer, MemorySaver, PendingWrite, TaskRecord, Write,
 };
 use serde_json::json;
 
@@ -43,8 +47,13 @@ fn rec(id: &str, parent: Option<&str>, step: i64) -> CheckpointRecord {
 }
 
 fn pw(task: &str, channel: &str, value: serde_json::Value) -> PendingWrite {
+    pwi(task, 0, channel, value)
+}
+
+fn pwi(task: &str, idx: i64, channel: &str, value: serde_json::Value) -> PendingWrite {
     PendingWrite {
         task_id: task.into(),
+        idx,
         node: "tools".into(),
         channel: channel.into(),
         value,
@@ -65,6 +74,38 @@ async fn put_linear(s: &dyn Checkpointer, thread: &str, prefix: &str, n: usize) 
         )
         .await
         .unwrap();
+    }
+}
+
+/// Advances `thread` `n` times from whatever its latest checkpoint is, retrying on a
+/// conflict; returns how many conflicts it met. Two of these at once on two savers of
+/// one store must leave one linear history.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+async fn advance_racing(s: &dyn Checkpointer, thread: &str, name: &str, n: usize) -> usize {
+    let mut conflicts = 0;
+    for i in 0..n {
+        loop {
+            let latest = s.get(thread, None).await.unwrap().unwrap();
+            let r = rec(&format!("{name}{i}"), Some(&latest.id), latest.step + 1);
+            match s.put_next(thread, r).await {
+                Ok(()) => break,
+                Err(CheckpointError::Conflict { .. }) => conflicts += 1,
+                Err(e) => panic!("{e}"),
+            }
+        }
+    }
+    conflicts
+}
+
+/// Every checkpoint of `thread` is on its latest one's chain: no fork.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+async fn assert_linear(s: &dyn Checkpointer, thread: &str, expected: usize) {
+    let all = s.list(thread, None, None).await.unwrap();
+    assert_eq!(all.len(), expected);
+    let chain = s.chain(thread, &all[0].id).await.unwrap();
+    assert_eq!(chain.len(), expected, "the history forked");
+    for (i, r) in chain.iter().enumerate() {
+        assert_eq!(r.step, i as i64);
     }
 }
 
@@ -103,6 +144,72 @@ mod temp {
                 p.push(suffix);
                 let _ = std::fs::remove_file(p);
             }
+        }
+    }
+}
+
+/// A PostgreSQL server for the tests, and a schema of its own for each test.
+#[cfg(feature = "postgres")]
+mod pg {
+    use ironloop::checkpoint::{PostgresOptions, PostgresSaver};
+
+    /// The server the tests use. Missing is a failure, never a skip.
+    pub fn url() -> String {
+        match std::env::var("IRONLOOP_TEST_POSTGRES_URL") {
+            Ok(u) if !u.is_empty() => u,
+            _ => panic!(
+                "IRONLOOP_TEST_POSTGRES_URL is not set: the PostgresSaver tests need a server. \
+                 Run them with `bash scripts/postgres.sh cargo test --features postgres` \
+                 (starts a throwaway server), or set it to postgresql://user@host:port/db \
+                 of a server where the tests may create and drop schemas"
+            ),
+        }
+    }
+
+    /// A plain connection for what the tests do behind the saver's back.
+    pub async fn admin() -> tokio_postgres::Client {
+        let (client, conn) = tokio_postgres::connect(&url(), tokio_postgres::NoTls)
+            .await
+            .unwrap_or_else(|e| panic!("cannot connect to IRONLOOP_TEST_POSTGRES_URL: {e}"));
+        tokio::spawn(conn);
+        client
+    }
+
+    /// A schema dropped at the end of the test (and before, in case a failed run left it).
+    pub struct TempSchema {
+        pub name: String,
+    }
+
+    impl TempSchema {
+        pub async fn new(case: &str) -> Self {
+            let name = format!("ironloop_test_{case}_{}", std::process::id());
+            admin()
+                .await
+                .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{name}\" CASCADE"))
+                .await
+                .unwrap();
+            TempSchema { name }
+        }
+
+        pub fn options(&self) -> PostgresOptions {
+            PostgresOptions {
+                schema: Some(self.name.clone()),
+                ..Default::default()
+            }
+        }
+
+        pub async fn saver(&self) -> PostgresSaver {
+            PostgresSaver::connect_with(&url(), self.options())
+                .await
+                .unwrap()
+        }
+
+        pub async fn drop(self) {
+            admin()
+                .await
+                .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.name))
+                .await
+                .unwrap();
         }
     }
 }
@@ -226,8 +333,9 @@ async fn pending_writes_kept_in_order_and_dropped_by_child(s: Arc<dyn Checkpoint
     ];
     let second = vec![
         pw("task-c", "__done__", json!(null)),
-        pw(
+        pwi(
             "task-a",
+            -1,
             "__interrupt__",
             json!([{"value": "ask", "when": "during"}]),
         ),
@@ -290,15 +398,258 @@ async fn get_unknown_is_none(s: Arc<dyn Checkpointer>) {
     assert_eq!(s.get("other", None).await.unwrap(), None);
 }
 
-async fn chain_unknown_is_error(s: Arc<dyn Checkpointer>) {
-    assert!(s.chain("t", "nope").await.is_err());
+async fn not_found_and_broken_chains_are_typed(s: Arc<dyn Checkpointer>) {
+    let not_found = |e: CheckpointError, id: &str| match &e {
+        CheckpointError::NotFound {
+            thread_id,
+            checkpoint_id,
+            ..
+        } => {
+            assert_eq!((thread_id.as_str(), checkpoint_id.as_str()), ("t", id));
+            assert!(e.to_string().contains(id), "{e}");
+            assert!(e.to_string().contains("get_state_history"), "{e}");
+        }
+        other => panic!("expected NotFound, got {other:?}"),
+    };
+    not_found(s.chain("t", "nope").await.unwrap_err(), "nope");
     put_linear(&*s, "t", "c", 2).await;
-    let e = s.chain("t", "nope").await.unwrap_err();
-    assert!(e.to_string().contains("nope"), "{e}");
-    // A record whose parent was never saved: the chain is broken, not silently cut.
+    not_found(s.chain("t", "nope").await.unwrap_err(), "nope");
+    assert_eq!(s.get("t", Some("nope")).await.unwrap(), None);
+    // Another thread's ids are not this thread's.
+    s.put("u", rec("only-u", None, 0)).await.unwrap();
+    not_found(s.chain("t", "only-u").await.unwrap_err(), "only-u");
+    // A record whose parent was never saved: the chain is broken (storage), not cut.
     s.put("t", rec("orphan", Some("missing"), 5)).await.unwrap();
     let e = s.chain("t", "orphan").await.unwrap_err();
+    assert!(matches!(e, CheckpointError::Storage(_)), "{e:?}");
     assert!(e.to_string().contains("missing"), "{e}");
+}
+
+async fn put_is_idempotent(s: Arc<dyn Checkpointer>) {
+    put_linear(&*s, "t", "c", 3).await;
+    s.put_writes("t", "c2", vec![pw("a", "x", json!(1))])
+        .await
+        .unwrap();
+    // The same record again (a retried call): nothing changes, not even the order.
+    s.put("t", rec("c1", Some("c0"), 1)).await.unwrap();
+    s.put("t", rec("c2", Some("c1"), 2)).await.unwrap();
+    assert_eq!(
+        ids(&s.list("t", None, None).await.unwrap()),
+        ["c2", "c1", "c0"]
+    );
+    assert_eq!(s.get("t", None).await.unwrap().unwrap().id, "c2");
+    assert_eq!(ids(&s.chain("t", "c2").await.unwrap()), ["c0", "c1", "c2"]);
+    // c2's own pending writes stay (a put drops its parent's, not its own).
+    assert_eq!(s.pending_writes("t", "c2").await.unwrap().len(), 1);
+    // Another record under a stored id: a conflict naming the thread; nothing changes.
+    let mut other = rec("c1", Some("c0"), 1);
+    other.metadata = json!({"step": 1, "writer": "someone else"});
+    let e = s.put("t", other.clone()).await.unwrap_err();
+    match &e {
+        CheckpointError::Conflict { thread_id, .. } => assert_eq!(thread_id, "t"),
+        e => panic!("expected Conflict, got {e:?}"),
+    }
+    assert!(
+        e.to_string().contains("\"t\"") && e.to_string().contains("c1"),
+        "{e}"
+    );
+    assert_eq!(e.thread_id(), Some("t"));
+    assert_eq!(
+        s.get("t", Some("c1")).await.unwrap(),
+        Some(rec("c1", Some("c0"), 1))
+    );
+    assert_eq!(
+        ids(&s.list("t", None, None).await.unwrap()),
+        ["c2", "c1", "c0"]
+    );
+    // The same id in another thread is another checkpoint.
+    s.put("u", other.clone()).await.unwrap();
+    assert_eq!(s.get("u", None).await.unwrap(), Some(other));
+}
+
+async fn put_writes_dedupes_by_task_and_idx(s: Arc<dyn Checkpointer>) {
+    put_linear(&*s, "t", "c", 2).await;
+    let a0 = pwi("a", 0, "x", json!("first"));
+    let a1 = pwi("a", 1, "__done__", json!(null));
+    let b0 = pwi("b", 0, "x", json!(3));
+    let ai = pwi("a", -1, "__interrupt__", json!(["ask"]));
+    s.put_writes("t", "c1", vec![a0.clone(), a1.clone()])
+        .await
+        .unwrap();
+    // A retried call, and a new write under a stored key: the first one stays.
+    s.put_writes("t", "c1", vec![a0.clone(), a1.clone()])
+        .await
+        .unwrap();
+    s.put_writes(
+        "t",
+        "c1",
+        vec![pwi("a", 0, "x", json!("second")), b0.clone(), ai.clone()],
+    )
+    .await
+    .unwrap();
+    // Duplicates inside one call: the first one.
+    s.put_writes(
+        "t",
+        "c1",
+        vec![pwi("c", 0, "x", json!(1)), pwi("c", 0, "x", json!(2))],
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        s.pending_writes("t", "c1").await.unwrap(),
+        vec![a0.clone(), a1, b0, ai, pwi("c", 0, "x", json!(1))]
+    );
+    // The same key under another checkpoint or thread is another write.
+    s.put_writes("t", "c0", vec![a0.clone()]).await.unwrap();
+    s.put_writes("u", "c1", vec![a0.clone()]).await.unwrap();
+    assert_eq!(s.pending_writes("t", "c0").await.unwrap(), vec![a0.clone()]);
+    assert_eq!(s.pending_writes("u", "c1").await.unwrap(), vec![a0]);
+    // Once a child takes them, the key is free again (a new step under c1).
+    s.put("t", rec("c2", Some("c1"), 2)).await.unwrap();
+    s.put_writes("t", "c1", vec![pwi("a", 0, "x", json!("again"))])
+        .await
+        .unwrap();
+    assert_eq!(
+        s.pending_writes("t", "c1").await.unwrap(),
+        vec![pwi("a", 0, "x", json!("again"))]
+    );
+}
+
+async fn time_travel_to_an_id(s: Arc<dyn Checkpointer>) {
+    put_linear(&*s, "t", "c", 4).await;
+    s.put_writes("t", "c3", vec![pw("late", "x", json!(1))])
+        .await
+        .unwrap();
+    // An old checkpoint reads as it was saved, with its ancestors only.
+    assert_eq!(
+        s.get("t", Some("c1")).await.unwrap(),
+        Some(rec("c1", Some("c0"), 1))
+    );
+    assert_eq!(ids(&s.chain("t", "c1").await.unwrap()), ["c0", "c1"]);
+    assert_eq!(
+        ids(&s.list("t", None, Some("c2")).await.unwrap()),
+        ["c1", "c0"]
+    );
+    // Forking from it: the fork is the latest, the old branch stays whole.
+    s.put("t", rec("f2", Some("c1"), 2)).await.unwrap();
+    s.put("t", rec("f3", Some("f2"), 3)).await.unwrap();
+    assert_eq!(s.get("t", None).await.unwrap().unwrap().id, "f3");
+    assert_eq!(
+        ids(&s.chain("t", "f3").await.unwrap()),
+        ["c0", "c1", "f2", "f3"]
+    );
+    assert_eq!(
+        ids(&s.chain("t", "c3").await.unwrap()),
+        ["c0", "c1", "c2", "c3"]
+    );
+    assert_eq!(
+        ids(&s.list("t", None, None).await.unwrap()),
+        ["f3", "f2", "c3", "c2", "c1", "c0"]
+    );
+    assert_eq!(
+        s.pending_writes("t", "c3").await.unwrap(),
+        vec![pw("late", "x", json!(1))]
+    );
+}
+
+async fn put_next_is_a_compare_and_set(s: Arc<dyn Checkpointer>) {
+    let moved = |e: CheckpointError| {
+        match &e {
+            CheckpointError::Conflict { thread_id, .. } => assert_eq!(thread_id, "t"),
+            other => panic!("expected Conflict, got {other:?}"),
+        }
+        let m = e.to_string();
+        assert!(
+            m.contains("advanced by another run") && m.contains("\"t\""),
+            "{m}"
+        );
+        m
+    };
+    // A new thread: only a record without a parent starts it.
+    s.put_next("t", rec("c0", None, 0)).await.unwrap();
+    let m = moved(s.put_next("t", rec("x0", None, 0)).await.unwrap_err());
+    assert!(m.contains("\"c0\""), "{m}");
+    s.put_next("t", rec("c1", Some("c0"), 1)).await.unwrap();
+    s.put_writes("t", "c1", vec![pw("a", "x", json!(1))])
+        .await
+        .unwrap();
+    // A step that follows c0 while the thread is at c1: refused, nothing written.
+    let m = moved(
+        s.put_next("t", rec("late", Some("c0"), 1))
+            .await
+            .unwrap_err(),
+    );
+    assert!(m.contains("\"c0\"") && m.contains("\"c1\""), "{m}");
+    assert_eq!(s.get("t", Some("late")).await.unwrap(), None);
+    assert_eq!(s.get("t", None).await.unwrap().unwrap().id, "c1");
+    assert_eq!(s.pending_writes("t", "c1").await.unwrap().len(), 1);
+    // A retry of a saved step is fine (idempotent), even though the thread moved on.
+    s.put_next("t", rec("c2", Some("c1"), 2)).await.unwrap();
+    s.put_next("t", rec("c1", Some("c0"), 1)).await.unwrap();
+    s.put_next("t", rec("c2", Some("c1"), 2)).await.unwrap();
+    assert!(s.pending_writes("t", "c1").await.unwrap().is_empty());
+    assert_eq!(
+        ids(&s.list("t", None, None).await.unwrap()),
+        ["c2", "c1", "c0"]
+    );
+    // A fork (`put`) becomes the latest; the next steps follow it.
+    s.put("t", rec("f2", Some("c1"), 2)).await.unwrap();
+    moved(s.put_next("t", rec("c3", Some("c2"), 3)).await.unwrap_err());
+    s.put_next("t", rec("f3", Some("f2"), 3)).await.unwrap();
+    assert_eq!(s.get("t", None).await.unwrap().unwrap().id, "f3");
+    // Other threads are not affected; a deleted thread starts again.
+    s.put_next("u", rec("c0", None, 0)).await.unwrap();
+    s.delete_thread("t").await.unwrap();
+    s.put_next("t", rec("n0", None, 0)).await.unwrap();
+}
+
+async fn put_next_has_one_winner(s: Arc<dyn Checkpointer>) {
+    for round in 0..5 {
+        let thread = format!("race-{round}");
+        s.put_next(&thread, rec("c0", None, 0)).await.unwrap();
+        let racers: Vec<_> = (0..8)
+            .map(|i| {
+                let (s, thread) = (s.clone(), thread.clone());
+                tokio::spawn(async move {
+                    s.put_next(&thread, rec(&format!("r{i}"), Some("c0"), 1))
+                        .await
+                })
+            })
+            .collect();
+        let mut won = Vec::new();
+        for (i, r) in racers.into_iter().enumerate() {
+            match r.await.unwrap() {
+                Ok(()) => won.push(format!("r{i}")),
+                Err(e) => assert!(matches!(e, CheckpointError::Conflict { .. }), "{e:?}"),
+            }
+        }
+        assert_eq!(won.len(), 1, "{won:?}");
+        let all = s.list(&thread, None, None).await.unwrap();
+        assert_eq!(ids(&all), [won[0].as_str(), "c0"]);
+        assert_eq!(s.get(&thread, None).await.unwrap().unwrap().id, won[0]);
+    }
+}
+
+async fn close_refuses_later_calls(s: Arc<dyn Checkpointer>) {
+    put_linear(&*s, "t", "c", 2).await;
+    s.close().await.unwrap();
+    s.close().await.unwrap(); // idempotent
+    let errors = [
+        s.put("t", rec("c2", Some("c1"), 2)).await.unwrap_err(),
+        s.put_next("t", rec("c2", Some("c1"), 2)).await.unwrap_err(),
+        s.put_writes("t", "c1", vec![pw("a", "x", json!(1))])
+            .await
+            .unwrap_err(),
+        s.get("t", None).await.unwrap_err(),
+        s.chain("t", "c1").await.unwrap_err(),
+        s.list("t", None, None).await.unwrap_err(),
+        s.pending_writes("t", "c1").await.unwrap_err(),
+        s.delete_thread("t").await.unwrap_err(),
+    ];
+    for e in errors {
+        assert!(matches!(e, CheckpointError::Storage(_)), "{e:?}");
+        assert!(e.to_string().contains("was closed"), "{e}");
+    }
 }
 
 async fn concurrent_callers(s: Arc<dyn Checkpointer>) {
@@ -353,6 +704,22 @@ macro_rules! conformance {
                 }
             )*
         }
+
+        #[cfg(feature = "postgres")]
+        mod postgres {
+            use super::*;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    let schema = pg::TempSchema::new(stringify!($case)).await;
+                    let saver = Arc::new(schema.saver().await);
+                    saver.setup().await.unwrap();
+                    super::$case(saver.clone()).await;
+                    Checkpointer::close(&*saver).await.unwrap();
+                    schema.drop().await;
+                }
+            )*
+        }
     };
 }
 
@@ -364,7 +731,13 @@ conformance!(
     pending_writes_kept_in_order_and_dropped_by_child,
     delete_thread,
     get_unknown_is_none,
-    chain_unknown_is_error,
+    not_found_and_broken_chains_are_typed,
+    put_is_idempotent,
+    put_writes_dedupes_by_task_and_idx,
+    time_travel_to_an_id,
+    put_next_is_a_compare_and_set,
+    put_next_has_one_winner,
+    close_refuses_later_calls,
     concurrent_callers,
 );
 
@@ -388,7 +761,7 @@ mod sqlite_only {
                 "c3",
                 vec![
                     pw("a", "x", json!({"k": 1})),
-                    pw("b", "__done__", json!(null)),
+                    pwi("b", 3, "__done__", json!(null)),
                 ],
             )
             .await
@@ -418,7 +791,7 @@ mod sqlite_only {
             s.pending_writes("t", "c3").await.unwrap(),
             vec![
                 pw("a", "x", json!({"k": 1})),
-                pw("b", "__done__", json!(null))
+                pwi("b", 3, "__done__", json!(null))
             ]
         );
         assert_eq!(ids(&s.list("u", None, None).await.unwrap()), ["d1", "d0"]);
@@ -485,6 +858,34 @@ mod sqlite_only {
                 1
             );
         }
+    }
+
+    /// Two savers on one file (as two processes would be) advancing one thread: one
+    /// linear history, every step saved once.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn put_next_across_savers_on_one_file() {
+        let db = TempDb::new("race");
+        let first = SqliteSaver::open(db.path()).unwrap();
+        first.put_next("t", rec("root", None, 0)).await.unwrap();
+        let writers: Vec<_> = ["a", "b"]
+            .into_iter()
+            .map(|name| {
+                let path = db.path().to_path_buf();
+                std::thread::spawn(move || {
+                    let rt = tokio::runtime::Builder::new_current_thread()
+                        .build()
+                        .unwrap();
+                    rt.block_on(async move {
+                        let s = SqliteSaver::open(&path).unwrap();
+                        advance_racing(&s, "t", name, 60).await
+                    })
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().expect("a writer failed");
+        }
+        assert_linear(&first, "t", 121).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -583,6 +984,334 @@ mod sqlite_only {
         assert_eq!(
             serde_json::from_str::<CheckpointRecord>(&json).unwrap(),
             rec("c0", None, 0)
+        );
+    }
+}
+
+#[cfg(feature = "sqlite")]
+mod sqlite_migration {
+    use super::*;
+
+    /// A file written by the first schema (pending writes without `idx`) opens, keeps
+    /// every write, and deduplicates from then on.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn version_1_files_are_migrated() {
+        let db = TempDb::new("v1");
+        {
+            let c = rusqlite::Connection::open(db.path()).unwrap();
+            c.execute_batch(
+                "CREATE TABLE checkpoints (seq INTEGER PRIMARY KEY, thread_id TEXT NOT NULL, \
+                   checkpoint_id TEXT NOT NULL, parent_id TEXT, step INTEGER NOT NULL, \
+                   record TEXT NOT NULL, UNIQUE (thread_id, checkpoint_id)); \
+                 CREATE INDEX checkpoints_by_thread ON checkpoints (thread_id, seq); \
+                 CREATE TABLE writes (seq INTEGER PRIMARY KEY, thread_id TEXT NOT NULL, \
+                   checkpoint_id TEXT NOT NULL, task_id TEXT NOT NULL, node TEXT NOT NULL, \
+                   channel TEXT NOT NULL, value TEXT NOT NULL); \
+                 CREATE INDEX writes_by_checkpoint ON writes (thread_id, checkpoint_id, seq); \
+                 PRAGMA user_version = 1;",
+            )
+            .unwrap();
+            let json = serde_json::to_string(&rec("c0", None, 0)).unwrap();
+            c.execute(
+                "INSERT INTO checkpoints (thread_id, checkpoint_id, parent_id, step, record) \
+                 VALUES ('t', 'c0', NULL, 0, ?1)",
+                [json],
+            )
+            .unwrap();
+            for (ch, v) in [("x", "1"), ("y", "2"), ("__done__", "null")] {
+                c.execute(
+                    "INSERT INTO writes (thread_id, checkpoint_id, task_id, node, channel, value) \
+                     VALUES ('t', 'c0', 'a', 'tools', ?1, ?2)",
+                    [ch, v],
+                )
+                .unwrap();
+            }
+        }
+        let s = SqliteSaver::open(db.path()).unwrap();
+        let ws = s.pending_writes("t", "c0").await.unwrap();
+        let channels: Vec<_> = ws.iter().map(|w| w.channel.as_str()).collect();
+        assert_eq!(channels, ["x", "y", "__done__"]);
+        assert_eq!(s.get("t", None).await.unwrap(), Some(rec("c0", None, 0)));
+        let again = ws[0].clone();
+        s.put_writes("t", "c0", vec![again]).await.unwrap();
+        assert_eq!(s.pending_writes("t", "c0").await.unwrap().len(), 3);
+        s.close().unwrap();
+        let c = rusqlite::Connection::open(db.path()).unwrap();
+        let v: i64 = c
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, 2);
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// PostgreSQL only
+// ---------------------------------------------------------------------------------
+
+#[cfg(feature = "postgres")]
+mod postgres_only {
+    use std::time::{Duration, Instant};
+
+    use ironloop::checkpoint::{PostgresOptions, PostgresSaver};
+
+    use super::*;
+
+    /// The test server's URL with `application_name` set, to find the saver's backends.
+    fn url_named(app: &str) -> String {
+        let url = pg::url();
+        if url.contains("://") {
+            let sep = if url.contains('?') { '&' } else { '?' };
+            format!("{url}{sep}application_name={app}")
+        } else {
+            format!("{url} application_name={app}")
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn setup_creates_migrates_and_is_safe_to_repeat() {
+        let schema = pg::TempSchema::new("setup").await;
+        let s = schema.saver().await;
+        // Before setup: the error says what to do.
+        let e = s.get("t", None).await.unwrap_err();
+        assert!(matches!(e, CheckpointError::Storage(_)), "{e:?}");
+        assert!(e.to_string().contains("call setup()"), "{e}");
+        // Several workers starting at once all set up, once.
+        let mut workers = Vec::new();
+        for _ in 0..4 {
+            let opts = schema.options();
+            workers.push(tokio::spawn(async move {
+                let w = PostgresSaver::connect_with(&pg::url(), opts).await.unwrap();
+                w.setup().await.unwrap();
+            }));
+        }
+        for w in workers {
+            w.await.unwrap();
+        }
+        s.setup().await.unwrap();
+        let admin = pg::admin().await;
+        let versions: Vec<i32> = admin
+            .query(
+                &format!(
+                    "SELECT version FROM \"{}\".ironloop_migrations ORDER BY version",
+                    schema.name
+                ),
+                &[],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        assert_eq!(versions, [ironloop::checkpoint::postgres::SCHEMA_VERSION]);
+        put_linear(&s, "t", "c", 2).await;
+        // A schema from a newer ironloop is refused, and left alone.
+        admin
+            .execute(
+                &format!(
+                    "INSERT INTO \"{}\".ironloop_migrations (version) VALUES (99)",
+                    schema.name
+                ),
+                &[],
+            )
+            .await
+            .unwrap();
+        let e = s.setup().await.unwrap_err().to_string();
+        assert!(e.contains("99") && e.contains("upgrade ironloop"), "{e}");
+        assert_eq!(s.list("t", None, None).await.unwrap().len(), 2);
+        Checkpointer::close(&s).await.unwrap();
+        schema.drop().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn savers_share_threads_like_workers() {
+        let schema = pg::TempSchema::new("workers").await;
+        let a = Arc::new(schema.saver().await);
+        a.setup().await.unwrap();
+        let b = Arc::new(schema.saver().await);
+        // Worker a starts 20 threads; worker b continues each from a's latest.
+        let tasks: Vec<_> = (0..20)
+            .map(|i| {
+                let (a, b) = (a.clone(), b.clone());
+                tokio::spawn(async move {
+                    let t = format!("thread-{i}");
+                    put_linear(&*a, &t, "c", 3).await;
+                    a.put_writes(&t, "c2", vec![pw("x", "y", json!(i))])
+                        .await
+                        .unwrap();
+                    let latest = b.get(&t, None).await.unwrap().unwrap();
+                    assert_eq!(latest.id, "c2");
+                    assert_eq!(b.pending_writes(&t, "c2").await.unwrap().len(), 1);
+                    b.put(&t, rec("c3", Some("c2"), 3)).await.unwrap();
+                    assert_eq!(a.chain(&t, "c3").await.unwrap().len(), 4);
+                    assert!(a.pending_writes(&t, "c2").await.unwrap().is_empty());
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
+        b.delete_thread("thread-0").await.unwrap();
+        assert_eq!(a.get("thread-0", None).await.unwrap(), None);
+        Checkpointer::close(&*a).await.unwrap();
+        Checkpointer::close(&*b).await.unwrap();
+        schema.drop().await;
+    }
+
+    /// Two savers (two workers) advancing one thread: one linear history.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn put_next_across_savers() {
+        let schema = pg::TempSchema::new("race").await;
+        let first = Arc::new(schema.saver().await);
+        first.setup().await.unwrap();
+        first.put_next("t", rec("root", None, 0)).await.unwrap();
+        let writers: Vec<_> = ["a", "b", "c"]
+            .into_iter()
+            .map(|name| {
+                let opts = schema.options();
+                tokio::spawn(async move {
+                    let s = PostgresSaver::connect_with(&pg::url(), opts).await.unwrap();
+                    let n = advance_racing(&s, "t", name, 40).await;
+                    Checkpointer::close(&s).await.unwrap();
+                    n
+                })
+            })
+            .collect();
+        let mut conflicts = 0;
+        for w in writers {
+            conflicts += w.await.unwrap();
+        }
+        assert_linear(&*first, "t", 121).await;
+        eprintln!("{conflicts} conflicts");
+        Checkpointer::close(&*first).await.unwrap();
+        schema.drop().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_connection_lost_mid_call_fails_clearly_and_leaves_nothing() {
+        let schema = pg::TempSchema::new("lost").await;
+        let app = format!("ironloop-lost-{}", std::process::id());
+        let s = PostgresSaver::connect_with(&url_named(&app), schema.options())
+            .await
+            .unwrap();
+        s.setup().await.unwrap();
+        s.put("t", rec("c0", None, 0)).await.unwrap();
+        // Hold the table, so that the next put waits on the server; then end the
+        // backend that runs it.
+        let mut holder = pg::admin().await;
+        let tx = holder.transaction().await.unwrap();
+        tx.batch_execute(&format!(
+            "LOCK TABLE \"{}\".ironloop_checkpoints IN ACCESS EXCLUSIVE MODE",
+            schema.name
+        ))
+        .await
+        .unwrap();
+        let s = Arc::new(s);
+        let put = {
+            let s = s.clone();
+            tokio::spawn(async move { s.put("t", rec("c1", Some("c0"), 1)).await })
+        };
+        let admin = pg::admin().await;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let n: i64 = admin
+                .query_one(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+                     WHERE application_name = $1 AND wait_event_type = 'Lock'",
+                    &[&app],
+                )
+                .await
+                .unwrap()
+                .get(0);
+            if n > 0 {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the put never waited on the lock"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let e = put.await.unwrap().unwrap_err();
+        tx.rollback().await.unwrap();
+        assert!(matches!(e, CheckpointError::Storage(_)), "{e:?}");
+        let msg = e.to_string();
+        assert!(msg.contains("connection to the server was lost"), "{msg}");
+        assert!(msg.contains("invoke(None, config)"), "{msg}");
+        assert!(msg.contains("PostgresSaver("), "{msg}");
+        // Nothing half-written, and the next calls get a new connection.
+        assert_eq!(s.get("t", None).await.unwrap().unwrap().id, "c0");
+        s.put("t", rec("c1", Some("c0"), 1)).await.unwrap();
+        assert_eq!(ids(&s.chain("t", "c1").await.unwrap()), ["c0", "c1"]);
+        Checkpointer::close(&*s).await.unwrap();
+        schema.drop().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn idle_connections_ended_by_the_server_are_replaced() {
+        let schema = pg::TempSchema::new("idle").await;
+        let app = format!("ironloop-idle-{}", std::process::id());
+        let s = PostgresSaver::connect_with(&url_named(&app), schema.options())
+            .await
+            .unwrap();
+        s.setup().await.unwrap();
+        s.put("t", rec("c0", None, 0)).await.unwrap();
+        let admin = pg::admin().await;
+        let n: i64 = admin
+            .query_one(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+                 WHERE application_name = $1",
+                &[&app],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert!(n >= 1);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        // No call was under way: nothing to report, the pool reconnects.
+        s.put("t", rec("c1", Some("c0"), 1)).await.unwrap();
+        assert_eq!(s.get("t", None).await.unwrap().unwrap().id, "c1");
+        Checkpointer::close(&s).await.unwrap();
+        schema.drop().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn bad_urls_and_unreachable_servers_are_clear() {
+        let e = PostgresSaver::connect("not a url at all")
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not valid"), "{e}");
+        // Nothing listens on a port just freed.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let opts = PostgresOptions {
+            connect_timeout: Duration::from_secs(3),
+            ..Default::default()
+        };
+        let e = PostgresSaver::connect_with(
+            &format!("postgresql://someone:s3cret@127.0.0.1:{port}/app"),
+            opts,
+        )
+        .await
+        .unwrap_err();
+        assert!(matches!(e, CheckpointError::Storage(_)), "{e:?}");
+        let e = e.to_string();
+        assert!(e.contains(&format!("127.0.0.1:{port}/app")), "{e}");
+        assert!(e.contains("check that the server runs"), "{e}");
+        assert!(!e.contains("s3cret"), "the password leaked: {e}");
+        // A database that does not exist: the server's own words.
+        let url = pg::url();
+        let base = url.rsplit_once('/').map(|(b, _)| b.to_owned()).unwrap();
+        let e = PostgresSaver::connect(&format!("{base}/ironloop_no_such_db"))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("ironloop_no_such_db") && e.contains("does not exist"),
+            "{e}"
         );
     }
 }

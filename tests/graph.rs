@@ -623,8 +623,9 @@ async fn a_checkpoint_in_the_saved_format_continues_from_its_pending_writes() {
         metadata: json!({"source": "input", "step": -1}),
     };
     saver.put("t", record).await.unwrap();
-    let pw = |channel: &str, value: Value| ironloop::checkpoint::PendingWrite {
+    let pw = |idx: i64, channel: &str, value: Value| ironloop::checkpoint::PendingWrite {
         task_id: "c1:0:a".into(),
+        idx,
         node: "a".into(),
         channel: channel.into(),
         value,
@@ -634,9 +635,9 @@ async fn a_checkpoint_in_the_saved_format_continues_from_its_pending_writes() {
             "t",
             "c1",
             vec![
-                pw("log", json!(["a (saved)"])),
-                pw("__goto__", json!({"node": "c"})),
-                pw("__done__", Value::Null),
+                pw(0, "log", json!(["a (saved)"])),
+                pw(1, "__goto__", json!({"node": "c"})),
+                pw(2, "__done__", Value::Null),
             ],
         )
         .await

@@ -20,7 +20,7 @@ from ironloop import tools as tools  # `ironloop.tools.workspace(...)` after `im
 from ironloop._agent import create_react_agent
 from ironloop._constants import END, START
 from ironloop._injection import InjectedState, InjectedStore, InjectedToolCallId
-from ironloop._ironloop import MemorySaver, SqliteSaver, ToolContext, __version__
+from ironloop._ironloop import MemorySaver, PostgresSaver, SqliteSaver, ToolContext, __version__
 from ironloop._tool import Tool, compose_schema, tool
 from ironloop.graph import (
     CompiledStateGraph,
@@ -43,6 +43,7 @@ __all__ = [
     "CompiledStateGraph",
     "Interrupt",
     "MemorySaver",
+    "PostgresSaver",
     "MessagesState",
     "Runtime",
     "Send",

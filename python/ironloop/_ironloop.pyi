@@ -15,6 +15,7 @@ __all__ = [
     "HumanMessage",
     "MemorySaver",
     "NativeTool",
+    "PostgresSaver",
     "RemoveMessage",
     "SqliteSaver",
     "SystemMessage",
@@ -207,6 +208,48 @@ class SqliteSaver:
     def close(self) -> None: ...
     def __enter__(self) -> SqliteSaver: ...
     def __exit__(self, a: object, b: object, c: object) -> bool: ...
+
+@final
+class PostgresSaver:
+    """Checkpoints in PostgreSQL, shared by every process and machine that uses the
+    database: any worker can continue any thread. One object serves ``invoke`` and
+    ``ainvoke``; database calls run with the GIL released.
+
+    ``conn_string`` is ``postgresql://user:password@host:port/db`` (``sslmode=`` and the
+    other libpq keywords work as query parameters). The constructor connects and fails
+    with ``CheckpointStorageError`` when the server cannot be reached. ``setup()``
+    creates or migrates the tables (in ``schema`` when given); call it once per
+    database, or on every start: it is safe from several workers at once.
+    """
+
+    def __new__(
+        cls,
+        conn_string: str,
+        *,
+        schema: str | None = None,
+        pool_size: int = 8,
+        connect_timeout: float | None = None,
+    ) -> PostgresSaver: ...
+    @classmethod
+    def from_conn_string(
+        cls,
+        conn_string: str,
+        *,
+        schema: str | None = None,
+        pool_size: int = 8,
+        connect_timeout: float | None = None,
+    ) -> PostgresSaver: ...
+    @property
+    def server(self) -> str:
+        """``host:port/database`` (never the password)."""
+    def setup(self) -> None: ...
+    def asetup(self) -> Awaitable[None]: ...
+    def close(self) -> None: ...
+    def aclose(self) -> Awaitable[None]: ...
+    def __enter__(self) -> PostgresSaver: ...
+    def __exit__(self, a: object, b: object, c: object) -> bool: ...
+    def __aenter__(self) -> Awaitable[PostgresSaver]: ...
+    def __aexit__(self, a: object, b: object, c: object) -> Awaitable[bool]: ...
 
 @final
 class _TaskScratch:

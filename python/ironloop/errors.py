@@ -8,8 +8,11 @@ for the programmer: misuse of the API, or tool errors re-raised when
 from __future__ import annotations
 
 __all__ = [
+    "CheckpointConflictError",
     "CheckpointError",
+    "CheckpointNotFoundError",
     "CheckpointSerializationError",
+    "CheckpointStorageError",
     "GraphInterrupt",
     "GraphRecursionError",
     "InvalidArgumentError",
@@ -86,7 +89,14 @@ class InvalidUpdateError(IronloopError, ValueError):
 
 
 class CheckpointError(IronloopError):
-    """A checkpoint could not be written or read."""
+    """A checkpoint could not be written or read. The subclasses say why.
+
+    ``thread_id`` names the thread when the error is about one (a conflict, a missing
+    checkpoint); ``checkpoint_id`` the checkpoint that was not found.
+    """
+
+    thread_id: str | None = None
+    checkpoint_id: str | None = None
 
 
 class ModelError(IronloopError):
@@ -161,8 +171,26 @@ class WorkspaceFileError(WorkspaceError, OSError):
 
 
 class CheckpointSerializationError(CheckpointError, TypeError):
-    """A state value cannot be serialised into a checkpoint; the message names the
-    channel and the value's type."""
+    """A state value cannot be serialised into a checkpoint (the message names the
+    channel and the value's type), or a stored checkpoint cannot be read back."""
+
+
+class CheckpointStorageError(CheckpointError):
+    """The store failed: the database connection dropped or was refused, the disk
+    failed, a lock was held too long, the schema is from another version, or the saver
+    was closed. Once the store is back, ``invoke(None, config)`` continues the thread
+    from its last saved step."""
+
+
+class CheckpointConflictError(CheckpointError):
+    """Another writer got to the thread first (``.thread_id`` names it): a second run
+    advancing a thread that a run is advancing, or a checkpoint id already stored with
+    other content."""
+
+
+class CheckpointNotFoundError(CheckpointError, LookupError, ValueError):
+    """No checkpoint with that id in the thread (``.thread_id``, ``.checkpoint_id``).
+    Also a ``ValueError``: the id came from the caller's config."""
 
 
 class GraphInterrupt(IronloopError):  # LangGraph's name, hence no -Error suffix

@@ -6,11 +6,15 @@
 //! records on it.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use async_trait::async_trait;
 
-use super::{CheckpointError, CheckpointRecord, Checkpointer, PendingWrite, Result};
+use super::{
+    advanced_conflict, dedupe_writes, same_id_conflict, CheckpointError, CheckpointRecord,
+    Checkpointer, PendingWrite, Result,
+};
 
 struct Stored {
     id: Box<str>,
@@ -27,16 +31,26 @@ struct Thread {
 
 impl Thread {
     fn parse(&self, i: usize) -> Result<CheckpointRecord> {
-        serde_json::from_str(&self.records[i].json)
-            .map_err(|e| CheckpointError(format!("a stored checkpoint is unreadable: {e}")))
+        serde_json::from_str(&self.records[i].json).map_err(|e| {
+            CheckpointError::serialization(format!(
+                "MemorySaver: the stored checkpoint {:?} is unreadable: {e}",
+                self.records[i].id
+            ))
+        })
     }
 }
 
 /// Keeps every checkpoint in this process's memory (lost when it exits).
+///
+/// [`close`](Checkpointer::close) drops the checkpoints; the saver refuses calls after
+/// it, as every saver does.
 #[derive(Default)]
 pub struct MemorySaver {
     threads: Mutex<HashMap<String, Thread>>,
+    closed: AtomicBool,
 }
+
+const CLOSED: &str = "the MemorySaver was closed; its checkpoints are gone, use a new one";
 
 impl MemorySaver {
     pub fn new() -> Self {
@@ -45,6 +59,52 @@ impl MemorySaver {
 
     fn with<R>(&self, f: impl FnOnce(&mut HashMap<String, Thread>) -> R) -> R {
         f(&mut self.threads.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Like [`with`](Self::with), for the trait's calls: an error once closed.
+    fn open_with<R>(&self, f: impl FnOnce(&mut HashMap<String, Thread>) -> Result<R>) -> Result<R> {
+        let mut ts = self.threads.lock().unwrap_or_else(|p| p.into_inner());
+        if self.closed.load(Ordering::Acquire) {
+            return Err(CheckpointError::storage(CLOSED));
+        }
+        f(&mut ts)
+    }
+
+    /// `put`, and `put_next` when `next`: the check and the write under one lock.
+    fn store(&self, thread_id: &str, record: CheckpointRecord, next: bool) -> Result<()> {
+        let json = serde_json::to_string(&record).map_err(|e| {
+            CheckpointError::serialization(format!("MemorySaver: cannot store checkpoint: {e}"))
+        })?;
+        self.open_with(|ts| {
+            let t = ts.entry(thread_id.to_owned()).or_default();
+            if let Some(&i) = t.index.get(record.id.as_str()) {
+                return if *t.records[i].json == *json {
+                    Ok(())
+                } else {
+                    Err(same_id_conflict(thread_id, &record.id))
+                };
+            }
+            let latest = t.records.last().map(|r| &*r.id);
+            if next && latest != record.parent_id.as_deref() {
+                return Err(advanced_conflict(
+                    thread_id,
+                    record.parent_id.as_deref(),
+                    latest,
+                ));
+            }
+            if let Some(p) = &record.parent_id {
+                t.pending.remove(p.as_str());
+            }
+            let parent = record.parent_id.map(Into::into);
+            let id: Box<str> = record.id.into();
+            t.index.insert(id.clone(), t.records.len());
+            t.records.push(Stored {
+                id,
+                parent,
+                json: json.into(),
+            });
+            Ok(())
+        })
     }
 
     /// Approximate bytes held by checkpoints (JSON text of the records and writes).
@@ -67,23 +127,11 @@ impl MemorySaver {
 #[async_trait]
 impl Checkpointer for MemorySaver {
     async fn put(&self, thread_id: &str, record: CheckpointRecord) -> Result<()> {
-        let json = serde_json::to_string(&record)
-            .map_err(|e| CheckpointError(format!("cannot store checkpoint: {e}")))?;
-        self.with(|ts| {
-            let t = ts.entry(thread_id.to_owned()).or_default();
-            if let Some(p) = &record.parent_id {
-                t.pending.remove(p.as_str());
-            }
-            let parent = record.parent_id.map(Into::into);
-            let id: Box<str> = record.id.into();
-            t.index.insert(id.clone(), t.records.len());
-            t.records.push(Stored {
-                id,
-                parent,
-                json: json.into(),
-            });
-        });
-        Ok(())
+        self.store(thread_id, record, false)
+    }
+
+    async fn put_next(&self, thread_id: &str, record: CheckpointRecord) -> Result<()> {
+        self.store(thread_id, record, true)
     }
 
     async fn put_writes(
@@ -92,19 +140,21 @@ impl Checkpointer for MemorySaver {
         checkpoint_id: &str,
         writes: Vec<PendingWrite>,
     ) -> Result<()> {
-        self.with(|ts| {
-            ts.entry(thread_id.to_owned())
+        self.open_with(|ts| {
+            let stored = ts
+                .entry(thread_id.to_owned())
                 .or_default()
                 .pending
                 .entry(checkpoint_id.into())
-                .or_default()
-                .extend(writes)
-        });
-        Ok(())
+                .or_default();
+            let new = dedupe_writes(stored, writes);
+            stored.extend(new);
+            Ok(())
+        })
     }
 
     async fn get(&self, thread_id: &str, id: Option<&str>) -> Result<Option<CheckpointRecord>> {
-        self.with(|ts| {
+        self.open_with(|ts| {
             let Some(t) = ts.get(thread_id) else {
                 return Ok(None);
             };
@@ -117,29 +167,26 @@ impl Checkpointer for MemorySaver {
     }
 
     async fn chain(&self, thread_id: &str, id: &str) -> Result<Vec<CheckpointRecord>> {
-        self.with(|ts| {
-            let t = ts
-                .get(thread_id)
-                .ok_or_else(|| CheckpointError(format!("checkpoint {id:?} not found")))?;
-            let mut cur = Some(
-                *t.index
-                    .get(id)
-                    .ok_or_else(|| CheckpointError(format!("checkpoint {id:?} not found")))?,
-            );
+        self.open_with(|ts| {
+            let not_found = || CheckpointError::not_found(thread_id, id);
+            let t = ts.get(thread_id).ok_or_else(not_found)?;
+            let mut cur = Some(*t.index.get(id).ok_or_else(not_found)?);
             let mut out = Vec::new();
             while let Some(i) = cur {
                 out.push(t.parse(i)?);
                 cur = match &t.records[i].parent {
                     None => None,
                     Some(p) => Some(*t.index.get(p).ok_or_else(|| {
-                        CheckpointError(format!(
-                            "checkpoint {:?} has parent {p:?}, which is not stored: the chain is broken",
-                            t.records[i].id
+                        CheckpointError::storage(format!(
+                            "MemorySaver: checkpoint chain is broken: the ancestor {p:?} of \
+                             {id:?} is missing in thread {thread_id:?}"
                         ))
                     })?),
                 };
                 if out.len() > t.records.len() {
-                    return Err(CheckpointError("checkpoint chain has a cycle".into()));
+                    return Err(CheckpointError::storage(format!(
+                        "MemorySaver: checkpoint chain of {id:?} in thread {thread_id:?} has a cycle"
+                    )));
                 }
             }
             out.reverse();
@@ -153,7 +200,7 @@ impl Checkpointer for MemorySaver {
         limit: Option<usize>,
         before: Option<&str>,
     ) -> Result<Vec<CheckpointRecord>> {
-        self.with(|ts| {
+        self.open_with(|ts| {
             let Some(t) = ts.get(thread_id) else {
                 return Ok(Vec::new());
             };
@@ -173,15 +220,25 @@ impl Checkpointer for MemorySaver {
         thread_id: &str,
         checkpoint_id: &str,
     ) -> Result<Vec<PendingWrite>> {
-        Ok(self.with(|ts| {
-            ts.get(thread_id)
+        self.open_with(|ts| {
+            Ok(ts
+                .get(thread_id)
                 .and_then(|t| t.pending.get(checkpoint_id).cloned())
-                .unwrap_or_default()
-        }))
+                .unwrap_or_default())
+        })
     }
 
     async fn delete_thread(&self, thread_id: &str) -> Result<()> {
-        self.with(|ts| ts.remove(thread_id));
+        self.open_with(|ts| {
+            ts.remove(thread_id);
+            Ok(())
+        })
+    }
+
+    async fn close(&self) -> Result<()> {
+        let mut ts = self.threads.lock().unwrap_or_else(|p| p.into_inner());
+        self.closed.store(true, Ordering::Release);
+        ts.clear();
         Ok(())
     }
 }

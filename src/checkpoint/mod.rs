@@ -7,8 +7,12 @@
 //! of the state times the number of steps.
 
 pub mod memory;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+
+use std::collections::HashMap;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -16,12 +20,74 @@ use serde_json::Value;
 use thiserror::Error;
 
 pub use memory::MemorySaver;
+#[cfg(feature = "postgres")]
+pub use postgres::{PostgresOptions, PostgresSaver};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteSaver;
 
-#[derive(Debug, Clone, Error)]
-#[error("{0}")]
-pub struct CheckpointError(pub String);
+/// Why a checkpointer call failed. Every message says what happened and, where the
+/// caller can do something about it, what to do.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum CheckpointError {
+    /// A value could not be turned into JSON, or a stored record or write could not be
+    /// read back (written by an incompatible version, or edited by hand).
+    #[error("{0}")]
+    Serialization(String),
+    /// The store failed: a connection or the disk, a lock held too long, a schema it
+    /// does not know, a damaged chain, or a saver that was closed.
+    #[error("{0}")]
+    Storage(String),
+    /// Another writer got there first: a checkpoint id already stored with other
+    /// content, or a second run advancing the same thread.
+    #[error("{message}")]
+    Conflict { thread_id: String, message: String },
+    /// A checkpoint asked for by id does not exist in the thread.
+    #[error("{message}")]
+    NotFound {
+        thread_id: String,
+        checkpoint_id: String,
+        message: String,
+    },
+}
+
+impl CheckpointError {
+    pub fn serialization(msg: impl Into<String>) -> Self {
+        CheckpointError::Serialization(msg.into())
+    }
+
+    pub fn storage(msg: impl Into<String>) -> Self {
+        CheckpointError::Storage(msg.into())
+    }
+
+    pub fn conflict(thread_id: &str, msg: impl Into<String>) -> Self {
+        CheckpointError::Conflict {
+            thread_id: thread_id.to_owned(),
+            message: msg.into(),
+        }
+    }
+
+    /// Checkpoint `checkpoint_id` is not in thread `thread_id`.
+    pub fn not_found(thread_id: &str, checkpoint_id: &str) -> Self {
+        CheckpointError::NotFound {
+            thread_id: thread_id.to_owned(),
+            checkpoint_id: checkpoint_id.to_owned(),
+            message: format!(
+                "thread {thread_id:?} has no checkpoint {checkpoint_id:?}; take a \
+                 checkpoint_id from get_state_history(config), or leave it out for the \
+                 latest"
+            ),
+        }
+    }
+
+    /// The thread the error is about, when it names one.
+    pub fn thread_id(&self) -> Option<&str> {
+        match self {
+            CheckpointError::Conflict { thread_id, .. }
+            | CheckpointError::NotFound { thread_id, .. } => Some(thread_id),
+            _ => None,
+        }
+    }
+}
 
 pub type Result<T, E = CheckpointError> = std::result::Result<T, E>;
 
@@ -67,6 +133,11 @@ pub struct CheckpointRecord {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PendingWrite {
     pub task_id: String,
+    /// The write's place among its task's writes: `0..n` for a finished task's
+    /// writes, negative for the engine's own (see `graph::pending`). A checkpoint holds
+    /// at most one write per `(task_id, idx)`.
+    #[serde(default)]
+    pub idx: i64,
     pub node: String,
     pub channel: String,
     pub value: Value,
@@ -74,11 +145,42 @@ pub struct PendingWrite {
 
 /// Where checkpoints are kept. Implementations must make a `put` durable (or at least
 /// handed to the OS) before returning: a run only moves on once its step is saved.
+///
+/// # The contract (every saver passes the conformance suite in `tests/checkpoint.rs`)
+///
+/// - **Threads are separate**: the same checkpoint id may exist in two threads.
+/// - **`put` is idempotent**: putting a record whose id the thread already holds does
+///   nothing when the stored record is the same (so a call retried after an error
+///   whose outcome was unknown is safe) and keeps the record's place in the thread's
+///   order; a *different* record under that id is a [`CheckpointError::Conflict`].
+///   A `put` drops the pending writes of the record's parent (the record holds them
+///   now). The "latest" checkpoint is the last one put, not the highest step.
+/// - **`put_next` is a compare-and-set**: it saves the record only if the thread's
+///   latest checkpoint is still the record's parent (none, for a record without a
+///   parent), atomically, also between processes; otherwise nothing is written and
+///   the error is a [`CheckpointError::Conflict`] naming the thread. Runs save every
+///   step with it, so two runs advancing one thread at once never fork or interleave
+///   its history: the second one fails at its next step. A record already stored is
+///   handled as by `put` (a retry is `Ok`).
+/// - **`put_writes` deduplicates** by `(task_id, idx)` within a checkpoint: a write
+///   whose key is already stored is ignored (the first one stays). Writes come back
+///   in the order they were first saved.
+/// - **Not found**: `get` of an unknown id is `Ok(None)`; `chain` of an unknown id is
+///   [`CheckpointError::NotFound`]; a chain whose ancestor is missing is
+///   [`CheckpointError::Storage`] (the store is damaged), never silently cut.
+/// - **`close`** lets the work already started finish, then releases the saver's
+///   connections and threads; calling it again does nothing; every later call fails
+///   with a [`CheckpointError::Storage`] saying the saver was closed.
+/// - A call either happens completely or not at all (one transaction), also when the
+///   future is dropped half-way.
 #[async_trait]
 pub trait Checkpointer: Send + Sync {
     /// Saves a checkpoint; the pending writes of its parent are dropped with it (the
     /// record now holds them).
     async fn put(&self, thread_id: &str, record: CheckpointRecord) -> Result<()>;
+    /// Saves the thread's next checkpoint: like `put`, if the thread's latest
+    /// checkpoint is still `record.parent_id` (see the trait's documentation).
+    async fn put_next(&self, thread_id: &str, record: CheckpointRecord) -> Result<()>;
     /// Saves writes of tasks that finished in the step that runs from `checkpoint_id`.
     async fn put_writes(
         &self,
@@ -103,6 +205,87 @@ pub trait Checkpointer: Send + Sync {
         checkpoint_id: &str,
     ) -> Result<Vec<PendingWrite>>;
     async fn delete_thread(&self, thread_id: &str) -> Result<()>;
+    /// Finishes the work under way and releases the saver's resources (see the trait's
+    /// documentation). Idempotent.
+    async fn close(&self) -> Result<()>;
+}
+
+/// Keeps the first write of each `(task_id, idx)`, in order: the rule of
+/// [`Checkpointer::put_writes`] for savers that dedupe in memory.
+pub(crate) fn dedupe_writes(stored: &[PendingWrite], new: Vec<PendingWrite>) -> Vec<PendingWrite> {
+    let mut seen: std::collections::HashSet<(String, i64)> =
+        stored.iter().map(|w| (w.task_id.clone(), w.idx)).collect();
+    new.into_iter()
+        .filter(|w| seen.insert((w.task_id.clone(), w.idx)))
+        .collect()
+}
+
+/// A record put under an id the thread holds with other content.
+pub(crate) fn same_id_conflict(thread_id: &str, id: &str) -> CheckpointError {
+    CheckpointError::conflict(
+        thread_id,
+        format!(
+            "thread {thread_id:?} already has a checkpoint {id:?} with other content; \
+             checkpoint ids are never reused, so another writer (or a bug) made this one"
+        ),
+    )
+}
+
+/// A run's step that does not follow the thread's latest checkpoint any more.
+pub(crate) fn advanced_conflict(
+    thread_id: &str,
+    expected: Option<&str>,
+    latest: Option<&str>,
+) -> CheckpointError {
+    let at = |c: Option<&str>| match c {
+        Some(id) => format!("{id:?}"),
+        None => "no checkpoint".to_owned(),
+    };
+    CheckpointError::conflict(
+        thread_id,
+        format!(
+            "thread {thread_id:?} was advanced by another run: this run's step follows {} \
+             but the thread is now at {}; nothing of the step was saved. Let one run at a \
+             time write a thread (e.g. send a thread to one worker); to go on from where the \
+             thread is now, invoke it again",
+            at(expected),
+            at(latest)
+        ),
+    )
+}
+
+/// Orders the ancestors of `id` from the root down to `id`.
+pub(crate) fn order_chain(
+    saver: &str,
+    thread_id: &str,
+    records: Vec<CheckpointRecord>,
+    id: &str,
+) -> Result<Vec<CheckpointRecord>> {
+    let mut by_id: HashMap<String, CheckpointRecord> =
+        records.into_iter().map(|r| (r.id.clone(), r)).collect();
+    let mut out: Vec<CheckpointRecord> = Vec::with_capacity(by_id.len());
+    let mut cur = Some(id.to_owned());
+    while let Some(c) = cur {
+        let Some(r) = by_id.remove(&c) else {
+            if c == id && out.is_empty() {
+                return Err(CheckpointError::not_found(thread_id, id));
+            }
+            let what = if out.iter().any(|r| r.id == c) {
+                format!("of {id:?} in thread {thread_id:?} has a cycle")
+            } else {
+                format!(
+                    "is broken: the ancestor {c:?} of {id:?} is missing in thread {thread_id:?}"
+                )
+            };
+            return Err(CheckpointError::storage(format!(
+                "{saver}: checkpoint chain {what}; the store was modified outside ironloop"
+            )));
+        };
+        cur = r.parent_id.clone();
+        out.push(r);
+    }
+    out.reverse();
+    Ok(out)
 }
 
 pub(crate) fn now_secs() -> f64 {

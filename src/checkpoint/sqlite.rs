@@ -12,7 +12,7 @@
 //!
 //! Dropping the saver, or calling [`SqliteSaver::close`], lets the thread finish the work
 //! already queued, closes the connection and joins the thread. Any call made after that
-//! returns a [`CheckpointError`] saying the saver was closed. A future dropped while its
+//! returns a [`CheckpointError::Storage`] saying the saver was closed. A future dropped while its
 //! operation is queued does not cancel the operation: a `put` is either fully written or
 //! not written at all (every write is one transaction).
 //!
@@ -24,29 +24,35 @@
 //!
 //! Several savers, in one process or several, may share one file. Every write runs in a
 //! `BEGIN IMMEDIATE` transaction (it takes the write lock up front, so it cannot fail
-//! half-way with `SQLITE_BUSY` on lock upgrade) and the connection waits up to
-//! [`BUSY_TIMEOUT`] for a lock held by someone else before giving up. Reads never wait
-//! on writers (WAL). The file must live on a local filesystem: WAL needs shared memory.
+//! half-way with `SQLITE_BUSY` on lock upgrade, and `put_next`'s check of the thread's
+//! latest checkpoint and its insert are atomic for every process) and the connection
+//! waits up to [`BUSY_TIMEOUT`] for a lock held by someone else before giving up. Reads
+//! never wait on writers (WAL). The file must live on a local filesystem: WAL needs
+//! shared memory.
 //!
-//! # Schema (`PRAGMA user_version = 1`)
+//! # Schema (`PRAGMA user_version = 2`)
 //!
 //! ```sql
 //! checkpoints(seq INTEGER PRIMARY KEY, thread_id, checkpoint_id, parent_id, step, record)
 //!     UNIQUE (thread_id, checkpoint_id), INDEX (thread_id, seq)
-//! writes(seq INTEGER PRIMARY KEY, thread_id, checkpoint_id, task_id, node, channel, value)
-//!     INDEX (thread_id, checkpoint_id, seq)
+//! writes(seq INTEGER PRIMARY KEY, thread_id, checkpoint_id, task_id, idx, node, channel,
+//!        value)
+//!     UNIQUE (thread_id, checkpoint_id, task_id, idx), INDEX (thread_id, checkpoint_id, seq)
 //! ```
 //!
 //! `seq` is insertion order (the latest checkpoint of a thread is its highest `seq`);
 //! `record` is the whole [`CheckpointRecord`] as compact JSON, `value` a pending write's
-//! value as compact JSON. Putting a record whose id already exists in the thread replaces
-//! it (it becomes the thread's latest), like LangGraph's `SqliteSaver`.
+//! value as compact JSON. Putting a record whose id already exists in the thread changes
+//! nothing (an identical record) or is a conflict (another one); a pending write whose
+//! `(task_id, idx)` is stored is ignored (see [`Checkpointer`]).
+//!
+//! Version 1 (no `idx`) is migrated in place when the file is opened: its writes get
+//! their `seq` as `idx`, which keeps them all.
 //!
 //! `chain` reads only the ancestors of the requested checkpoint, with one recursive
 //! query over the `(thread_id, checkpoint_id)` index; its cost grows with the length of
 //! that chain, not with the size of the thread or of the file.
 
-use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Mutex};
@@ -57,12 +63,15 @@ use async_trait::async_trait;
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension, TransactionBehavior};
 use tokio::sync::oneshot;
 
-use super::{CheckpointError, CheckpointRecord, Checkpointer, PendingWrite, Result};
+use super::{
+    advanced_conflict, order_chain, same_id_conflict, CheckpointError, CheckpointRecord,
+    Checkpointer, PendingWrite, Result,
+};
 
 /// How long a statement waits for a lock held by another connection before failing.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
 
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS checkpoints (
@@ -80,17 +89,35 @@ CREATE TABLE IF NOT EXISTS writes (
     thread_id     TEXT NOT NULL,
     checkpoint_id TEXT NOT NULL,
     task_id       TEXT NOT NULL,
+    idx           INTEGER NOT NULL,
     node          TEXT NOT NULL,
     channel       TEXT NOT NULL,
     value         TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS writes_by_checkpoint ON writes (thread_id, checkpoint_id, seq);
+CREATE UNIQUE INDEX IF NOT EXISTS writes_by_task ON writes (thread_id, checkpoint_id, task_id, idx);
+";
+
+/// Version 1 to 2: pending writes get an `idx` (deduplication key with the task id).
+const MIGRATE_1_TO_2: &str = "
+ALTER TABLE writes ADD COLUMN idx INTEGER NOT NULL DEFAULT 0;
+UPDATE writes SET idx = seq;
+CREATE UNIQUE INDEX writes_by_task ON writes (thread_id, checkpoint_id, task_id, idx);
 ";
 
 const CLOSED: &str =
     "the SqliteSaver was closed; open a new one (SqliteSaver::open) to keep using the file";
 
 type Job = Box<dyn FnOnce(&mut Connection) + Send + 'static>;
+
+/// What `put_next` found.
+enum Next {
+    Saved,
+    /// A record with that id was there already (its JSON).
+    Stored(String),
+    /// The thread's latest checkpoint is not the record's parent.
+    Moved(Option<String>),
+}
 
 struct Worker {
     jobs: mpsc::Sender<Job>,
@@ -143,7 +170,7 @@ impl SqliteSaver {
                 conn.close().map_err(|(_, e)| e.to_string())
             })
             .map_err(|e| {
-                CheckpointError(format!(
+                CheckpointError::storage(format!(
                     "SqliteSaver({}): cannot start the SQLite thread: {e}",
                     path.display()
                 ))
@@ -181,14 +208,19 @@ impl SqliteSaver {
             // Dropped from inside one of its own jobs: the loop ends by itself.
             return Ok(());
         }
-        match thread.join() {
+        self.joined(thread.join())
+    }
+
+    /// The outcome of joining the SQLite thread.
+    fn joined(&self, r: std::thread::Result<std::result::Result<(), String>>) -> Result<()> {
+        match r {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(CheckpointError(format!(
+            Ok(Err(e)) => Err(CheckpointError::storage(format!(
                 "SqliteSaver({}): closing the database failed: {e}; the data already \
                  committed is safe",
                 self.path.display()
             ))),
-            Err(_) => Err(CheckpointError(format!(
+            Err(_) => Err(CheckpointError::storage(format!(
                 "SqliteSaver({}): the SQLite thread panicked while closing",
                 self.path.display()
             ))),
@@ -212,7 +244,7 @@ impl SqliteSaver {
         {
             let worker = self.lock_worker();
             let Some(w) = worker.as_ref() else {
-                return Err(CheckpointError(format!(
+                return Err(CheckpointError::storage(format!(
                     "SqliteSaver({}): cannot {op}: {CLOSED}",
                     self.path.display()
                 )));
@@ -223,7 +255,7 @@ impl SqliteSaver {
         }
         match rx.await {
             Ok(Ok(r)) => r.map_err(|e| describe(&self.path, op, e)),
-            Ok(Err(_panic)) => Err(CheckpointError(format!(
+            Ok(Err(_panic)) => Err(CheckpointError::storage(format!(
                 "SqliteSaver({}): {op} panicked on the SQLite thread (a bug in ironloop); \
                  the transaction was rolled back",
                 self.path.display()
@@ -233,7 +265,7 @@ impl SqliteSaver {
     }
 
     fn thread_gone(&self, op: &str) -> CheckpointError {
-        CheckpointError(format!(
+        CheckpointError::storage(format!(
             "SqliteSaver({}): cannot {op}: the SQLite thread has stopped; open a new saver",
             self.path.display()
         ))
@@ -241,7 +273,7 @@ impl SqliteSaver {
 
     fn decode_record(&self, thread_id: &str, json: &str) -> Result<CheckpointRecord> {
         serde_json::from_str(json).map_err(|e| {
-            CheckpointError(format!(
+            CheckpointError::serialization(format!(
                 "SqliteSaver({}): a checkpoint of thread {thread_id:?} cannot be read ({e}); \
                  the file was written by an incompatible version or modified by hand",
                 self.path.display()
@@ -257,7 +289,7 @@ impl SqliteSaver {
 
     fn encode<T: serde::Serialize>(&self, what: &str, v: &T) -> Result<String> {
         serde_json::to_string(v).map_err(|e| {
-            CheckpointError(format!(
+            CheckpointError::serialization(format!(
                 "SqliteSaver({}): cannot serialise {what} to JSON: {e}",
                 self.path.display()
             ))
@@ -284,22 +316,104 @@ impl Checkpointer for SqliteSaver {
             step,
             ..
         } = record;
-        self.call("save a checkpoint", move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            tx.prepare_cached(
-                "INSERT OR REPLACE INTO checkpoints \
-                 (thread_id, checkpoint_id, parent_id, step, record) VALUES (?1, ?2, ?3, ?4, ?5)",
-            )?
-            .execute(params![thread_id, id, parent_id, step, json])?;
-            if let Some(parent) = &parent_id {
+        let stored = self
+            .call("save a checkpoint", move |conn| {
+                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                let inserted = tx
+                    .prepare_cached(
+                        "INSERT INTO checkpoints \
+                         (thread_id, checkpoint_id, parent_id, step, record) \
+                         VALUES (?1, ?2, ?3, ?4, ?5) \
+                         ON CONFLICT (thread_id, checkpoint_id) DO NOTHING",
+                    )?
+                    .execute(params![thread_id, id, parent_id, step, json])?;
+                let stored = if inserted == 0 {
+                    tx.prepare_cached(
+                        "SELECT record FROM checkpoints WHERE thread_id = ?1 AND checkpoint_id = ?2",
+                    )?
+                    .query_row(params![thread_id, id], |r| r.get::<_, String>(0))
+                    .optional()?
+                    .filter(|stored| *stored != json)
+                    .map(|_| (thread_id.clone(), id.clone()))
+                } else {
+                    None
+                };
+                if let Some(parent) = &parent_id {
+                    tx.prepare_cached(
+                        "DELETE FROM writes WHERE thread_id = ?1 AND checkpoint_id = ?2",
+                    )?
+                    .execute(params![thread_id, parent])?;
+                }
+                tx.commit()?;
+                Ok(stored)
+            })
+            .await?;
+        match stored {
+            Some((thread_id, id)) => Err(same_id_conflict(&thread_id, &id)),
+            None => Ok(()),
+        }
+    }
+
+    async fn put_next(&self, thread_id: &str, record: CheckpointRecord) -> Result<()> {
+        let json = self.encode("the checkpoint record", &record)?;
+        let t = thread_id.to_owned();
+        let CheckpointRecord {
+            id,
+            parent_id,
+            step,
+            ..
+        } = record;
+        let sent = json.clone();
+        let (expected, checked_id) = (parent_id.clone(), id.clone());
+        // One write transaction (BEGIN IMMEDIATE holds the file's write lock): the check
+        // and the insert are atomic for every process that shares the file.
+        let outcome = self
+            .call("save a checkpoint", move |conn| {
+                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                let stored: Option<String> = tx
+                    .prepare_cached(
+                        "SELECT record FROM checkpoints WHERE thread_id = ?1 AND checkpoint_id = ?2",
+                    )?
+                    .query_row(params![t, id], |r| r.get(0))
+                    .optional()?;
+                if let Some(stored) = stored {
+                    return Ok(Next::Stored(stored));
+                }
+                let latest: Option<String> = tx
+                    .prepare_cached(
+                        "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ?1 \
+                         ORDER BY seq DESC LIMIT 1",
+                    )?
+                    .query_row(params![t], |r| r.get(0))
+                    .optional()?;
+                if latest != parent_id {
+                    return Ok(Next::Moved(latest));
+                }
                 tx.prepare_cached(
-                    "DELETE FROM writes WHERE thread_id = ?1 AND checkpoint_id = ?2",
+                    "INSERT INTO checkpoints \
+                     (thread_id, checkpoint_id, parent_id, step, record) VALUES (?1, ?2, ?3, ?4, ?5)",
                 )?
-                .execute(params![thread_id, parent])?;
-            }
-            tx.commit()
-        })
-        .await
+                .execute(params![t, id, parent_id, step, sent])?;
+                if let Some(parent) = &parent_id {
+                    tx.prepare_cached(
+                        "DELETE FROM writes WHERE thread_id = ?1 AND checkpoint_id = ?2",
+                    )?
+                    .execute(params![t, parent])?;
+                }
+                tx.commit()?;
+                Ok(Next::Saved)
+            })
+            .await?;
+        match outcome {
+            Next::Saved => Ok(()),
+            Next::Stored(s) if s == json => Ok(()),
+            Next::Stored(_) => Err(same_id_conflict(thread_id, &checked_id)),
+            Next::Moved(latest) => Err(advanced_conflict(
+                thread_id,
+                expected.as_deref(),
+                latest.as_deref(),
+            )),
+        }
     }
 
     async fn put_writes(
@@ -316,7 +430,7 @@ impl Checkpointer for SqliteSaver {
             .map(|w| {
                 let value =
                     self.encode(&format!("the value written to {:?}", w.channel), &w.value)?;
-                Ok((w.task_id, w.node, w.channel, value))
+                Ok((w.task_id, w.idx, w.node, w.channel, value))
             })
             .collect::<Result<Vec<_>>>()?;
         let thread_id = thread_id.to_owned();
@@ -325,14 +439,17 @@ impl Checkpointer for SqliteSaver {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             {
                 let mut stmt = tx.prepare_cached(
-                    "INSERT INTO writes (thread_id, checkpoint_id, task_id, node, channel, value) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    "INSERT INTO writes \
+                     (thread_id, checkpoint_id, task_id, idx, node, channel, value) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
+                     ON CONFLICT (thread_id, checkpoint_id, task_id, idx) DO NOTHING",
                 )?;
-                for (task_id, node, channel, value) in &rows {
+                for (task_id, idx, node, channel, value) in &rows {
                     stmt.execute(params![
                         thread_id,
                         checkpoint_id,
                         task_id,
+                        idx,
                         node,
                         channel,
                         value
@@ -388,7 +505,12 @@ impl Checkpointer for SqliteSaver {
             })
             .await?;
         let records = self.decode_records(thread_id, rows)?;
-        order_chain(&self.path, thread_id, records, id)
+        order_chain(
+            &format!("SqliteSaver({})", self.path.display()),
+            thread_id,
+            records,
+            id,
+        )
     }
 
     async fn list(
@@ -426,24 +548,25 @@ impl Checkpointer for SqliteSaver {
         let rows = self
             .call("read pending writes", move |conn| {
                 let mut stmt = conn.prepare_cached(
-                    "SELECT task_id, node, channel, value FROM writes \
+                    "SELECT task_id, idx, node, channel, value FROM writes \
                      WHERE thread_id = ?1 AND checkpoint_id = ?2 ORDER BY seq",
                 )?;
                 let rows = stmt.query_map(params![t, c], |r| {
                     Ok((
                         r.get::<_, String>(0)?,
-                        r.get::<_, String>(1)?,
+                        r.get::<_, i64>(1)?,
                         r.get::<_, String>(2)?,
                         r.get::<_, String>(3)?,
+                        r.get::<_, String>(4)?,
                     ))
                 })?;
                 rows.collect::<rusqlite::Result<Vec<_>>>()
             })
             .await?;
         rows.into_iter()
-            .map(|(task_id, node, channel, value)| {
+            .map(|(task_id, idx, node, channel, value)| {
                 let value = serde_json::from_str(&value).map_err(|e| {
-                    CheckpointError(format!(
+                    CheckpointError::serialization(format!(
                         "SqliteSaver({}): a pending write of thread {thread_id:?} to {channel:?} \
                          cannot be read ({e}); the file was modified by hand",
                         self.path.display()
@@ -451,6 +574,7 @@ impl Checkpointer for SqliteSaver {
                 })?;
                 Ok(PendingWrite {
                     task_id,
+                    idx,
                     node,
                     channel,
                     value,
@@ -470,6 +594,27 @@ impl Checkpointer for SqliteSaver {
             tx.commit()
         })
         .await
+    }
+
+    async fn close(&self) -> Result<()> {
+        let Some(Worker { jobs, thread }) = self.lock_worker().take() else {
+            return Ok(());
+        };
+        drop(jobs);
+        if thread.thread().id() == std::thread::current().id() {
+            return Ok(());
+        }
+        // Joining waits for the queued work: off the async threads when on tokio.
+        let joined = match tokio::runtime::Handle::try_current() {
+            Ok(h) => h.spawn_blocking(move || thread.join()).await.map_err(|_| {
+                CheckpointError::storage(format!(
+                    "SqliteSaver({}): closing was interrupted",
+                    self.path.display()
+                ))
+            })?,
+            Err(_) => thread.join(),
+        };
+        self.joined(joined)
     }
 }
 
@@ -512,6 +657,10 @@ fn init_connection(path: &Path) -> rusqlite::Result<Connection> {
                 )));
             }
             tx.execute_batch(SCHEMA)?;
+            tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+        }
+        1 => {
+            tx.execute_batch(MIGRATE_1_TO_2)?;
             tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
         }
         SCHEMA_VERSION => {}
@@ -566,42 +715,8 @@ fn describe(path: &Path, op: &str, e: rusqlite::Error) -> CheckpointError {
         other => other.to_string(),
     };
     if advice.is_empty() {
-        CheckpointError(format!("SqliteSaver({p}): cannot {op}: {detail}"))
+        CheckpointError::storage(format!("SqliteSaver({p}): cannot {op}: {detail}"))
     } else {
-        CheckpointError(format!("SqliteSaver({p}): cannot {op}: {detail}: {advice}"))
+        CheckpointError::storage(format!("SqliteSaver({p}): cannot {op}: {detail}: {advice}"))
     }
-}
-
-/// Orders the ancestors of `id` from the root down to `id`.
-fn order_chain(
-    path: &Path,
-    thread_id: &str,
-    records: Vec<CheckpointRecord>,
-    id: &str,
-) -> Result<Vec<CheckpointRecord>> {
-    let mut by_id: HashMap<String, CheckpointRecord> =
-        records.into_iter().map(|r| (r.id.clone(), r)).collect();
-    let mut out: Vec<CheckpointRecord> = Vec::with_capacity(by_id.len());
-    let mut cur = Some(id.to_owned());
-    while let Some(c) = cur {
-        let Some(r) = by_id.remove(&c) else {
-            let what = if out.iter().any(|r| r.id == c) {
-                "has a cycle".to_owned()
-            } else if c == id {
-                format!("not found: no checkpoint {id:?} in thread {thread_id:?}")
-            } else {
-                format!(
-                    "is broken: the ancestor {c:?} of {id:?} is missing in thread {thread_id:?}"
-                )
-            };
-            return Err(CheckpointError(format!(
-                "SqliteSaver({}): checkpoint chain {what}",
-                path.display()
-            )));
-        };
-        cur = r.parent_id.clone();
-        out.push(r);
-    }
-    out.reverse();
-    Ok(out)
 }

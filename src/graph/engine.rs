@@ -16,7 +16,7 @@ use super::run::RunOptions;
 use super::spec::{Goto, GraphSpec, TaskContext, END};
 use super::state::StateView;
 use super::value::Val;
-use crate::checkpoint::{CheckpointRecord, Checkpointer, TaskRecord, Write};
+use crate::checkpoint::{CheckpointError, CheckpointRecord, Checkpointer, TaskRecord, Write};
 use crate::message::Message;
 
 /// A node to run in a step, with its `Send` argument if it has one.
@@ -160,7 +160,9 @@ impl Graph {
         match self.channel_kind(channel) {
             Some(ChannelKind::Messages) => {
                 let ms: Vec<Message> = serde_json::from_value(v).map_err(|e| {
-                    GraphError::Checkpoint(format!("bad messages in channel {channel:?}: {e}"))
+                    GraphError::Checkpoint(CheckpointError::serialization(format!(
+                        "bad messages in channel {channel:?}: {e}"
+                    )))
                 })?;
                 Ok(Val::Messages(MessageList::from_messages(
                     ms.into_iter().map(Arc::new),
@@ -379,8 +381,8 @@ impl Graph {
         }
     }
 
-    pub(super) fn cp_err(e: crate::checkpoint::CheckpointError) -> GraphError {
-        GraphError::Checkpoint(e.0)
+    pub(super) fn cp_err(e: CheckpointError) -> GraphError {
+        GraphError::Checkpoint(e)
     }
 }
 

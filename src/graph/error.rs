@@ -1,5 +1,6 @@
 use thiserror::Error;
 
+use crate::checkpoint::CheckpointError;
 use crate::error::HostError;
 
 /// Why a graph could not be built or a run failed.
@@ -38,7 +39,7 @@ pub enum GraphError {
     },
     /// The checkpointer failed.
     #[error("checkpoint error: {0}")]
-    Checkpoint(String),
+    Checkpoint(CheckpointError),
     /// The run was cancelled.
     #[error("the run was cancelled")]
     Cancelled,

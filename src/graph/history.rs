@@ -15,7 +15,7 @@ use super::run::RunOptions;
 use super::spec::{END, START};
 use super::state::StateView;
 use super::value::Val;
-use crate::checkpoint::{now_secs, CheckpointRecord, PendingWrite, Write};
+use crate::checkpoint::{now_secs, CheckpointError, CheckpointRecord, PendingWrite, Write};
 
 /// A saved state, as `get_state` shows it.
 pub struct Snapshot {
@@ -45,8 +45,8 @@ impl Graph {
             .map_err(Graph::cp_err)?
         else {
             return match checkpoint_id {
-                Some(id) => Err(GraphError::Config(format!(
-                    "thread {thread_id:?} has no checkpoint {id:?}"
+                Some(id) => Err(GraphError::Checkpoint(CheckpointError::not_found(
+                    thread_id, id,
                 ))),
                 None => Ok(None),
             };
@@ -191,7 +191,13 @@ impl Graph {
             created_at: now_secs(),
             metadata: json!({"source": Source::Update.as_str()}),
         };
-        cp.put(thread_id, record).await.map_err(Graph::cp_err)?;
+        // At a given checkpoint it branches off; at the latest it is the thread's next.
+        if checkpoint_id.is_some() {
+            cp.put(thread_id, record).await
+        } else {
+            cp.put_next(thread_id, record).await
+        }
+        .map_err(Graph::cp_err)?;
         Ok(id)
     }
 }

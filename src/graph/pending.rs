@@ -120,8 +120,10 @@ impl Pending {
                 .find(|t| t.id == task)
                 .map(|t| t.node.clone())
                 .unwrap_or_default();
+            let k = self.resume.get(&task).map_or(0, Vec::len);
             let w = PendingWrite {
                 task_id: task.clone(),
+                idx: resume_idx(k),
                 node,
                 channel: Reserved::Resume.as_str().into(),
                 value: encode(Reserved::Resume.as_str(), &v)?,
@@ -180,18 +182,32 @@ fn pending_interrupt(ws: &[PendingWrite]) -> Option<&PendingWrite> {
     }
 }
 
+/// The `idx` of a task's `k`-th `interrupt()` (counting from 0). The engine's writes
+/// are negative so that they never share a key with a finished task's writes
+/// (`0..n`); `put_writes` keeps one write per key, so saving the same one twice (a
+/// retried call) stores it once.
+fn interrupt_idx(k: usize) -> i64 {
+    -1 - 2 * k as i64
+}
+
+/// The `idx` of the value that answers a task's `k`-th `interrupt()`.
+fn resume_idx(k: usize) -> i64 {
+    -2 - 2 * k as i64
+}
+
 /// A finished task's output as pending writes: its channel writes, one
 /// [`Reserved::Goto`] per goto, and the [`Reserved::Done`] marker.
 pub(super) fn finished_writes(t: &Task, out: &NodeOutput) -> Result<Vec<PendingWrite>, GraphError> {
-    let write = |channel: &str, value: Value| PendingWrite {
+    let mut ws = Vec::with_capacity(out.writes.len() + out.goto.len() + 1);
+    let write = |ws: &Vec<PendingWrite>, channel: &str, value: Value| PendingWrite {
         task_id: t.id.clone(),
+        idx: ws.len() as i64,
         node: t.node.clone(),
         channel: channel.to_owned(),
         value,
     };
-    let mut ws = Vec::with_capacity(out.writes.len() + out.goto.len() + 1);
     for (c, v) in &out.writes {
-        ws.push(write(c, encode(c, v)?));
+        ws.push(write(&ws, c, encode(c, v)?));
     }
     for g in &out.goto {
         let value = match g {
@@ -199,16 +215,18 @@ pub(super) fn finished_writes(t: &Task, out: &NodeOutput) -> Result<Vec<PendingW
             Goto::Send(n, a) => json!({"node": n, "arg": encode(Reserved::Send.as_str(), a)?}),
             Goto::End => json!({"node": END}),
         };
-        ws.push(write(Reserved::Goto.as_str(), value));
+        ws.push(write(&ws, Reserved::Goto.as_str(), value));
     }
-    ws.push(write(Reserved::Done.as_str(), Value::Null));
+    ws.push(write(&ws, Reserved::Done.as_str(), Value::Null));
     Ok(ws)
 }
 
-/// A task's `interrupt(value)` as a pending write.
-pub(super) fn interrupt_write(t: &Task, value: &Val) -> Result<PendingWrite, GraphError> {
+/// A task's `interrupt(value)` as a pending write: its `k`-th (the task ran with `k`
+/// resume values).
+pub(super) fn interrupt_write(t: &Task, k: usize, value: &Val) -> Result<PendingWrite, GraphError> {
     Ok(PendingWrite {
         task_id: t.id.clone(),
+        idx: interrupt_idx(k),
         node: t.node.clone(),
         channel: Reserved::Interrupt.as_str().into(),
         value: encode(Reserved::Interrupt.as_str(), value)?,

@@ -26,7 +26,7 @@ use super::reserved::{is_hidden, join_channel, Reserved, Source};
 use super::spec::{NodeFailure, NodeOutput, START};
 use super::state::StateView;
 use super::value::Val;
-use crate::checkpoint::{now_secs, CheckpointRecord, Checkpointer, Write};
+use crate::checkpoint::{now_secs, CheckpointError, CheckpointRecord, Checkpointer, Write};
 
 mod emit;
 mod types;
@@ -88,6 +88,9 @@ struct Run<'g> {
     skip_before: bool,
     /// The run's input: the output of the `START` task of its first step.
     input: Option<NodeOutput>,
+    /// The next checkpoint branches off an older one (the run started at a given
+    /// `checkpoint_id`): saved with `put`, not as the thread's next (`put_next`).
+    fork: bool,
 }
 
 /// Prepare: where the run starts.
@@ -117,17 +120,19 @@ impl<'g> Run<'g> {
                     let chain = cp.chain(&thread, &r.id).await.map_err(Graph::cp_err)?;
                     (graph.replay(&chain)?, Some(r))
                 }
-                None if opts.checkpoint_id.is_some() => {
-                    return Err(GraphError::Config(format!(
-                        "thread {thread:?} has no checkpoint {:?}",
-                        opts.checkpoint_id
-                    )))
+                None => {
+                    if let Some(id) = &opts.checkpoint_id {
+                        return Err(GraphError::Checkpoint(CheckpointError::not_found(
+                            &thread, id,
+                        )));
+                    }
+                    (graph.fresh_channels(), None)
                 }
-                None => (graph.fresh_channels(), None),
             },
             None => (graph.fresh_channels(), None),
         };
         let step = parent.as_ref().map(|p| p.step).unwrap_or(-2);
+        let fork = opts.checkpoint_id.is_some();
         Ok(Run {
             graph,
             opts,
@@ -142,6 +147,7 @@ impl<'g> Run<'g> {
             interrupts: Vec::new(),
             skip_before: false,
             input: None,
+            fork,
         })
     }
 
@@ -438,7 +444,8 @@ impl Run<'_> {
         let t = &self.next[i];
         self.emit_task_result(t, Vec::new, None, vec![value.clone()]);
         if let (Some(cp), Some(p)) = (&self.cp, &self.parent) {
-            let w = pending::interrupt_write(t, &value)?;
+            let k = self.pending.resume_values(&t.id).len();
+            let w = pending::interrupt_write(t, k, &value)?;
             cp.put_writes(&self.thread, &p.id, vec![w])
                 .await
                 .map_err(Graph::cp_err)?;
@@ -594,9 +601,14 @@ impl Run<'_> {
             created_at: now_secs(),
             metadata: meta(&self.opts.metadata, source, self.step),
         };
-        cp.put(&self.thread, record.clone())
-            .await
-            .map_err(Graph::cp_err)?;
+        // Every step but a fork's first must follow the thread's latest checkpoint: a
+        // second run advancing the thread at the same time gets a conflict.
+        if std::mem::take(&mut self.fork) {
+            cp.put(&self.thread, record.clone()).await
+        } else {
+            cp.put_next(&self.thread, record.clone()).await
+        }
+        .map_err(Graph::cp_err)?;
         self.parent = Some(record);
         Ok(())
     }

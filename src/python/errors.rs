@@ -56,6 +56,9 @@ classes! {
     InvalidUpdate => "InvalidUpdateError",
     Checkpoint => "CheckpointError",
     CheckpointSerialization => "CheckpointSerializationError",
+    CheckpointStorage => "CheckpointStorageError",
+    CheckpointConflict => "CheckpointConflictError",
+    CheckpointNotFound => "CheckpointNotFoundError",
     Model => "ModelError",
     OpenApiSpec => "OpenApiSpecError",
     OpenApiFetch => "OpenApiFetchError",
@@ -144,9 +147,35 @@ impl From<ModelError> for PyErr {
     }
 }
 
+/// The `CheckpointError` subclass of each kind; a conflict and a missing checkpoint
+/// carry `.thread_id` (and `.checkpoint_id`).
+impl From<&CheckpointError> for PyErr {
+    fn from(e: &CheckpointError) -> PyErr {
+        Python::attach(|py| {
+            let (class, checkpoint_id) = match e {
+                CheckpointError::Serialization(_) => (Class::CheckpointSerialization, None),
+                CheckpointError::Storage(_) => (Class::CheckpointStorage, None),
+                CheckpointError::Conflict { .. } => (Class::CheckpointConflict, None),
+                CheckpointError::NotFound { checkpoint_id, .. } => {
+                    (Class::CheckpointNotFound, Some(checkpoint_id.as_str()))
+                }
+            };
+            let err = class.err(py, e.to_string());
+            let v = err.value(py);
+            let set = v
+                .setattr("thread_id", e.thread_id())
+                .and_then(|()| v.setattr("checkpoint_id", checkpoint_id));
+            match set {
+                Ok(()) => err,
+                Err(e) => e,
+            }
+        })
+    }
+}
+
 impl From<CheckpointError> for PyErr {
     fn from(e: CheckpointError) -> PyErr {
-        Class::Checkpoint.new_err(e.0)
+        PyErr::from(&e)
     }
 }
 
@@ -225,7 +254,7 @@ impl From<GraphError> for PyErr {
             GraphError::InvalidUpdate(m) => Class::InvalidUpdate.err(py, m),
             GraphError::Recursion(_) => Class::GraphRecursion.err(py, e.to_string()),
             GraphError::Serialize { .. } => Class::CheckpointSerialization.err(py, e.to_string()),
-            GraphError::Checkpoint(_) => Class::Checkpoint.err(py, e.to_string()),
+            GraphError::Checkpoint(e) => PyErr::from(&e),
             GraphError::Build(m) | GraphError::Config(m) => PyValueError::new_err(m),
             GraphError::Cancelled => Class::ToolCancelled.err(py, "the run was cancelled"),
         })

@@ -1,4 +1,5 @@
-"""Checkpointing with MemorySaver and SqliteSaver (each case runs against both):
+"""Checkpointing with MemorySaver, SqliteSaver and PostgresSaver (each case runs
+against all three; PostgreSQL in a schema of its own on IRONLOOP_TEST_POSTGRES_URL):
 threads, get_state / history, update_state, time travel, restarts, serialisation
 errors, sync + async use of one saver, closing, and pending writes on resume."""
 
@@ -13,6 +14,7 @@ from typing import Annotated, Any, TypedDict
 
 import pydantic
 import pytest
+from pg_support import new_saver, temp_schema
 
 from ironloop import (
     END,
@@ -25,7 +27,7 @@ from ironloop import (
     StateSnapshot,
     interrupt,
 )
-from ironloop.errors import CheckpointError
+from ironloop.errors import CheckpointError, CheckpointNotFoundError, CheckpointStorageError
 from ironloop.messages import AIMessage, HumanMessage
 from ironloop.types import PregelTask
 
@@ -36,14 +38,17 @@ class S(TypedDict, total=False):
     thing: Any
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 def saver(request, tmp_path: Path) -> Any:
     if request.param == "memory":
         yield MemorySaver()
-    else:
+    elif request.param == "sqlite":
         s = SqliteSaver(str(tmp_path / "checkpoints.db"))
         yield s
         s.close()
+    else:
+        with temp_schema() as schema, new_saver(schema) as s:
+            yield s
 
 
 def cfg(thread: str = "t1", checkpoint_id: str | None = None) -> dict[str, Any]:
@@ -289,8 +294,16 @@ def test_time_travel_with_an_edit(saver) -> None:
 def test_unknown_checkpoint_id_raises(saver) -> None:
     app = _abc(saver)
     app.invoke({"x": 1}, cfg())
-    with pytest.raises(ValueError, match="no-such-checkpoint"):
-        app.invoke(None, cfg(checkpoint_id="no-such-checkpoint"))
+    for call in (
+        lambda: app.invoke(None, cfg(checkpoint_id="no-such-checkpoint")),
+        lambda: app.get_state(cfg(checkpoint_id="no-such-checkpoint")),
+    ):
+        with pytest.raises(CheckpointNotFoundError, match="no-such-checkpoint") as ei:
+            call()
+        # Also what it used to be: a bad value in the config.
+        assert isinstance(ei.value, ValueError)
+        assert isinstance(ei.value, LookupError)
+        assert (ei.value.thread_id, ei.value.checkpoint_id) == ("t1", "no-such-checkpoint")
 
 
 # --------------------------------------------------------------------- resuming
@@ -475,7 +488,7 @@ def test_sqlite_context_manager_and_close(tmp_path: Path) -> None:
         app = _abc(s)
         assert app.invoke({"x": 1}, cfg())["x"] == 20
     assert Path(path).exists()
-    with pytest.raises(CheckpointError, match="closed"):
+    with pytest.raises(CheckpointStorageError, match="closed"):
         app.invoke({"x": 1}, cfg("after-close"))
     s.close()  # closing twice is harmless
 

@@ -16,6 +16,11 @@ import pytest
 from ironloop import errors, tool
 from ironloop._tool import Tool
 from ironloop.errors import (
+    CheckpointConflictError,
+    CheckpointError,
+    CheckpointNotFoundError,
+    CheckpointSerializationError,
+    CheckpointStorageError,
     InvalidArgumentError,
     IronloopError,
     McpConnectionError,
@@ -84,11 +89,18 @@ def test_every_class_is_exported_and_an_ironloop_error() -> None:
         (WorkspaceConfigError, WorkspaceError, ValueError),
         (WorkspaceNotFoundError, WorkspaceError, FileNotFoundError),
         (WorkspaceFileError, WorkspaceError, OSError),
+        (CheckpointSerializationError, CheckpointError, TypeError),
+        (CheckpointNotFoundError, CheckpointError, LookupError),
+        (CheckpointNotFoundError, CheckpointError, ValueError),
+        (CheckpointStorageError, CheckpointError, Exception),
+        (CheckpointConflictError, CheckpointError, Exception),
     ],
 )
 def test_hierarchy(cls: type, family: type, builtin: type) -> None:
     assert issubclass(cls, family) and issubclass(cls, builtin)
-    if family is not IronloopError:
+    if family is CheckpointError:
+        assert issubclass(cls, IronloopError)
+    elif family is not IronloopError:
         assert issubclass(cls, ToolSourceError)
 
 

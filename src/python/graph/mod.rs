@@ -26,7 +26,7 @@ use super::convert::value_from_py;
 use super::messages::message_to_py;
 use crate::message::Message;
 use run::GraphCore;
-use savers::{PyMemorySaver, PySqliteSaver};
+use savers::{PyMemorySaver, PyPostgresSaver, PySqliteSaver};
 use stream::{AsyncGraphStream, GraphStream};
 use task::TaskScratch;
 
@@ -49,6 +49,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<TaskScratch>()?;
     m.add_class::<PyMemorySaver>()?;
     m.add_class::<PySqliteSaver>()?;
+    m.add_class::<PyPostgresSaver>()?;
     m.add_function(wrap_pyfunction!(_message_from_dict, m)?)?;
     Ok(())
 }

@@ -1,12 +1,17 @@
-//! The checkpointer classes: `MemorySaver` and `SqliteSaver` over the core savers.
+//! The checkpointer classes: `MemorySaver`, `SqliteSaver` and `PostgresSaver` over the
+//! core savers.
 
 use std::sync::{Arc, Mutex};
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
+use pyo3::types::PyType;
+use tokio_util::sync::CancellationToken;
 
+use super::super::args::Timeout;
 use super::super::errors::Class;
-use crate::checkpoint::{Checkpointer, MemorySaver, SqliteSaver};
+use super::super::runtime::block_on;
+use crate::checkpoint::{Checkpointer, MemorySaver, PostgresOptions, PostgresSaver, SqliteSaver};
 
 // ---------------------------------------------------------------------------------
 // Checkpointers
@@ -55,11 +60,7 @@ impl PySqliteSaver {
     }
 
     #[classmethod]
-    fn from_conn_string(
-        _cls: &Bound<'_, pyo3::types::PyType>,
-        py: Python<'_>,
-        conn: String,
-    ) -> PyResult<Self> {
+    fn from_conn_string(_cls: &Bound<'_, PyType>, py: Python<'_>, conn: String) -> PyResult<Self> {
         let path = conn
             .strip_prefix("sqlite:///")
             .or_else(|| conn.strip_prefix("file:"))
@@ -97,6 +98,180 @@ impl PySqliteSaver {
     }
 }
 
+/// Checkpoints in PostgreSQL, shared by every process and machine that uses the same
+/// database. Calls run on the shared tokio runtime with the GIL released.
+#[pyclass(name = "PostgresSaver", module = "ironloop", frozen)]
+pub struct PyPostgresSaver {
+    inner: Mutex<Option<Arc<PostgresSaver>>>,
+    server: String,
+}
+
+impl PyPostgresSaver {
+    fn saver(&self) -> Option<Arc<PostgresSaver>> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn open_saver(&self, py: Python<'_>) -> PyResult<Arc<PostgresSaver>> {
+        self.saver().ok_or_else(|| {
+            Class::CheckpointStorage.err(
+                py,
+                format!(
+                    "PostgresSaver({}) is closed; make a new one to keep using the database",
+                    self.server
+                ),
+            )
+        })
+    }
+}
+
+#[pymethods]
+impl PyPostgresSaver {
+    /// Connects to `conn_string` (`postgresql://user:password@host:port/db?sslmode=...`)
+    /// and checks the server answers. Call `setup()` once per database.
+    #[new]
+    #[pyo3(signature = (conn_string, *, schema=None, pool_size=8, connect_timeout=None))]
+    fn new(
+        py: Python<'_>,
+        conn_string: String,
+        schema: Option<String>,
+        pool_size: usize,
+        connect_timeout: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        if pool_size == 0 {
+            return Err(Class::InvalidArgument.err(py, "pool_size must be at least 1, got 0"));
+        }
+        let mut opts = PostgresOptions {
+            schema,
+            pool_size,
+            ..Default::default()
+        };
+        if let Some(t) = connect_timeout {
+            if let Some(Timeout(d)) = Timeout::optional(t, "connect_timeout")? {
+                opts.connect_timeout = d;
+            }
+        }
+        let saver = block_on(
+            py,
+            async move { PostgresSaver::connect_with(&conn_string, opts).await },
+            CancellationToken::new(),
+        )??;
+        let server = saver
+            .name()
+            .trim_start_matches("PostgresSaver(")
+            .trim_end_matches(')')
+            .to_owned();
+        Ok(PyPostgresSaver {
+            inner: Mutex::new(Some(Arc::new(saver))),
+            server,
+        })
+    }
+
+    /// The same as the constructor (LangGraph's spelling).
+    #[classmethod]
+    #[pyo3(signature = (conn_string, *, schema=None, pool_size=8, connect_timeout=None))]
+    fn from_conn_string(
+        _cls: &Bound<'_, PyType>,
+        py: Python<'_>,
+        conn_string: String,
+        schema: Option<String>,
+        pool_size: usize,
+        connect_timeout: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        Self::new(py, conn_string, schema, pool_size, connect_timeout)
+    }
+
+    /// `host:port/database` (never the password).
+    #[getter]
+    fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// Creates or migrates the tables; safe on every start, from several workers.
+    fn setup(&self, py: Python<'_>) -> PyResult<()> {
+        let s = self.open_saver(py)?;
+        Ok(block_on(
+            py,
+            async move { s.setup().await },
+            CancellationToken::new(),
+        )??)
+    }
+
+    /// Like `setup`, as an awaitable.
+    fn asetup<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let s = self.open_saver(py)?;
+        pyo3_async_runtimes::tokio::future_into_py(py, async move { Ok(s.setup().await?) })
+    }
+
+    /// Waits for the calls under way, then closes the connections. Idempotent.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let s = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
+        match s {
+            Some(s) => Ok(block_on(
+                py,
+                async move { Checkpointer::close(&*s).await },
+                CancellationToken::new(),
+            )??),
+            None => Ok(()),
+        }
+    }
+
+    /// Like `close`, as an awaitable.
+    fn aclose<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let s = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
+        pyo3_async_runtimes::tokio::future_into_py(py, async move {
+            if let Some(s) = s {
+                Checkpointer::close(&*s).await?;
+            }
+            Ok(())
+        })
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        _a: Py<PyAny>,
+        _b: Py<PyAny>,
+        _c: Py<PyAny>,
+    ) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+
+    fn __aenter__<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let me = slf.clone().unbind();
+        pyo3_async_runtimes::tokio::future_into_py(slf.py(), async move { Ok(me) })
+    }
+
+    fn __aexit__<'py>(
+        &self,
+        py: Python<'py>,
+        _a: Py<PyAny>,
+        _b: Py<PyAny>,
+        _c: Py<PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let s = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
+        pyo3_async_runtimes::tokio::future_into_py(py, async move {
+            if let Some(s) = s {
+                Checkpointer::close(&*s).await?;
+            }
+            Ok(false)
+        })
+    }
+
+    fn __repr__(&self) -> String {
+        let state = if self.saver().is_some() {
+            ""
+        } else {
+            ", closed"
+        };
+        format!("PostgresSaver('{}'{state})", self.server)
+    }
+}
+
 pub(super) fn checkpointer_from(
     py: Python<'_>,
     obj: &Bound<'_, PyAny>,
@@ -112,10 +287,18 @@ pub(super) fn checkpointer_from(
             .unwrap_or_else(|p| p.into_inner())
             .clone()
             .map(|s| s as Arc<dyn Checkpointer>)
-            .ok_or_else(|| Class::Checkpoint.err(py, "this SqliteSaver is closed"));
+            .ok_or_else(|| {
+                Class::CheckpointStorage.err(
+                    py,
+                    "this SqliteSaver is closed; open a new one to use the file",
+                )
+            });
+    }
+    if let Ok(s) = obj.cast::<PyPostgresSaver>() {
+        return Ok(s.get().open_saver(py)? as Arc<dyn Checkpointer>);
     }
     Err(PyTypeError::new_err(format!(
-        "checkpointer must be MemorySaver or SqliteSaver, got {}",
+        "checkpointer must be MemorySaver, SqliteSaver or PostgresSaver, got {}",
         obj.get_type().name()?
     )))
 }

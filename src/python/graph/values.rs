@@ -15,6 +15,7 @@ use super::super::helpers::helpers;
 use super::super::messages::message_from_py;
 use super::super::messages::message_to_py;
 use super::super::toolnode::command_class;
+use crate::checkpoint::CheckpointError;
 use crate::graph::{
     Goto, GraphError, HostValue, MessageList, NodeOutput, StateView, Val, ValueCodec, END,
 };
@@ -94,7 +95,9 @@ impl ValueCodec for PyCodec {
             Ok(host(dec.call1((obj,))?))
         })
         .map_err(|e: PyErr| {
-            GraphError::Checkpoint(format!("cannot decode a checkpointed value: {e}"))
+            GraphError::Checkpoint(CheckpointError::serialization(format!(
+                "cannot decode a checkpointed value: {e}"
+            )))
         })
     }
 }

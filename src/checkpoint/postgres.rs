@@ -1,0 +1,838 @@
+//! Checkpoints in PostgreSQL, as deltas: the same design as [`SqliteSaver`]
+//! (`sqlite.rs`), for several processes and machines sharing threads.
+//!
+//! # Connections
+//!
+//! A [`PostgresSaver`] holds a pool of `tokio-postgres` connections (`deadpool-postgres`,
+//! [`PostgresOptions::pool_size`] at most, opened on demand). Every call runs as a task
+//! on the tokio runtime the saver was made on, so it can be awaited from any executor,
+//! and a future dropped half-way does not cut a statement in two: every call is one
+//! statement (one transaction), and its prepared statement is cached per connection,
+//! so a call is **one round trip** once the connection has seen it. A step of a run
+//! costs one `put` (the step's record, and the parent's pending writes dropped, in one
+//! statement); a step of several tasks adds one `put_writes` per task as it finishes.
+//!
+//! A connection the server closed while idle (a restart, `pg_terminate_backend`, a
+//! proxy's idle timeout) is noticed when it is taken from the pool and replaced. A
+//! connection lost *during* a call fails the call with a
+//! [`CheckpointError::Storage`] that says so: the statement either committed
+//! completely or left nothing behind, `put` and `put_writes` are idempotent so they can
+//! be retried, and a run continues from its last saved step with `invoke(None, config)`.
+//!
+//! # TLS
+//!
+//! `sslmode` from the URL (`disable`, `prefer` — the default —, `require`); TLS is
+//! rustls (with `ring`), and the server's certificate is always verified against the
+//! platform's trust store (`rustls-platform-verifier`), as `verify-full` would.
+//!
+//! # Schema
+//!
+//! [`PostgresSaver::setup`] creates the tables (in [`PostgresOptions::schema`] when
+//! given, else in the connection's `search_path`) and migrates them: the versions
+//! applied are rows of `ironloop_migrations`, and concurrent `setup` calls from several
+//! workers wait for each other (an advisory lock). Version 1:
+//!
+//! ```sql
+//! ironloop_checkpoints(seq bigserial PRIMARY KEY, thread_id, checkpoint_id, parent_id,
+//!                      step, record)  UNIQUE (thread_id, checkpoint_id), INDEX (thread_id, seq)
+//! ironloop_writes(seq bigserial PRIMARY KEY, thread_id, checkpoint_id, task_id, idx, node,
+//!                 channel, value)     UNIQUE (thread_id, checkpoint_id, task_id, idx)
+//! ironloop_threads(thread_id PRIMARY KEY, latest_id, updated_at)
+//! ```
+//!
+//! `ironloop_threads` holds each thread's latest checkpoint: `put_next` swaps it in the
+//! same statement that inserts the record (`INSERT ... ON CONFLICT DO UPDATE ... WHERE
+//! latest_id = parent`, which the server evaluates on the row's latest version under a
+//! row lock), so of two runs advancing a thread at once exactly one wins.
+//!
+//! `record` is the whole [`CheckpointRecord`] as compact JSON text (kept byte for byte;
+//! the server compresses large values), `value` a pending write's value as JSON text.
+//! The names start with `ironloop_`, so a database can also hold LangGraph's tables.
+//!
+//! [`SqliteSaver`]: super::SqliteSaver
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use deadpool_postgres::{
+    Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime,
+};
+use tokio::runtime::Handle;
+use tokio_postgres::error::SqlState;
+use tokio_util::task::TaskTracker;
+
+use super::{
+    advanced_conflict, dedupe_writes, order_chain, same_id_conflict, CheckpointError,
+    CheckpointRecord, Checkpointer, PendingWrite, Result,
+};
+
+/// The schema version this ironloop writes (the last of [`MIGRATIONS`]).
+pub const SCHEMA_VERSION: i32 = 1;
+
+/// The migrations, in order: `MIGRATIONS[i]` takes the schema to version `i + 1`.
+/// `{s}` stands for the schema prefix (`"name".` or nothing).
+const MIGRATIONS: &[&str] = &["
+CREATE TABLE {s}ironloop_checkpoints (
+    seq           bigserial PRIMARY KEY,
+    thread_id     text      NOT NULL,
+    checkpoint_id text      NOT NULL,
+    parent_id     text,
+    step          bigint    NOT NULL,
+    record        text      NOT NULL,
+    UNIQUE (thread_id, checkpoint_id)
+);
+CREATE INDEX ironloop_checkpoints_by_thread ON {s}ironloop_checkpoints (thread_id, seq);
+CREATE TABLE {s}ironloop_writes (
+    seq           bigserial PRIMARY KEY,
+    thread_id     text      NOT NULL,
+    checkpoint_id text      NOT NULL,
+    task_id       text      NOT NULL,
+    idx           bigint    NOT NULL,
+    node          text      NOT NULL,
+    channel       text      NOT NULL,
+    value         text      NOT NULL,
+    UNIQUE (thread_id, checkpoint_id, task_id, idx)
+);
+CREATE TABLE {s}ironloop_threads (
+    thread_id     text        PRIMARY KEY,
+    latest_id     text        NOT NULL,
+    updated_at    timestamptz NOT NULL DEFAULT now()
+);
+"];
+
+/// The key of the advisory lock that serialises `setup` calls.
+const SETUP_LOCK: i64 = 0x6972_6f6e_6c6f_6f70; // "ironloop"
+
+/// How a [`PostgresSaver`] connects.
+#[derive(Debug, Clone)]
+pub struct PostgresOptions {
+    /// The PostgreSQL schema that holds the tables (created by `setup`). `None`: the
+    /// first schema of the connection's `search_path` (usually `public`).
+    pub schema: Option<String>,
+    /// The most connections the saver opens (they are opened on demand).
+    pub pool_size: usize,
+    /// How long connecting, or waiting for a free connection, may take.
+    pub connect_timeout: Duration,
+}
+
+impl Default for PostgresOptions {
+    fn default() -> Self {
+        PostgresOptions {
+            schema: None,
+            pool_size: 8,
+            connect_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// The statements, with the schema's prefix in the table names.
+struct Sql {
+    prefix: String,
+    put: String,
+    put_next: String,
+    latest_id: String,
+    stored: String,
+    put_writes: String,
+    latest: String,
+    by_id: String,
+    chain: String,
+    list: String,
+    pending: String,
+    delete: String,
+}
+
+impl Sql {
+    fn new(schema: Option<&str>) -> Sql {
+        let prefix = match schema {
+            Some(s) => format!("{}.", quote_ident(s)),
+            None => String::new(),
+        };
+        let c = format!("{prefix}ironloop_checkpoints");
+        let w = format!("{prefix}ironloop_writes");
+        let t = format!("{prefix}ironloop_threads");
+        Sql {
+            // The final SELECT sees the table as it was before the statement, so
+            // `stored` is the record already there when the insert did nothing.
+            put: format!(
+                "WITH ins AS ( \
+                   INSERT INTO {c} (thread_id, checkpoint_id, parent_id, step, record) \
+                   VALUES ($1, $2, $3, $4, $5) \
+                   ON CONFLICT (thread_id, checkpoint_id) DO NOTHING RETURNING 1 \
+                 ), del AS ( \
+                   DELETE FROM {w} WHERE thread_id = $1 AND checkpoint_id = $3 \
+                 ), latest AS ( \
+                   INSERT INTO {t} (thread_id, latest_id) \
+                   SELECT $1, $2 WHERE EXISTS (SELECT 1 FROM ins) \
+                   ON CONFLICT (thread_id) DO UPDATE \
+                   SET latest_id = EXCLUDED.latest_id, updated_at = now() \
+                 ) \
+                 SELECT EXISTS (SELECT 1 FROM ins), \
+                   (SELECT record FROM {c} WHERE thread_id = $1 AND checkpoint_id = $2)"
+            ),
+            // The swap decides: the record goes in (and the parent's pending writes
+            // go) only if the thread was still at the parent.
+            put_next: format!(
+                "WITH cas AS ( \
+                   INSERT INTO {t} AS t (thread_id, latest_id) VALUES ($1, $2) \
+                   ON CONFLICT (thread_id) DO UPDATE \
+                   SET latest_id = EXCLUDED.latest_id, updated_at = now() \
+                   WHERE t.latest_id IS NOT DISTINCT FROM $3::text \
+                   RETURNING 1 \
+                 ), ins AS ( \
+                   INSERT INTO {c} (thread_id, checkpoint_id, parent_id, step, record) \
+                   SELECT $1, $2, $3, $4, $5 WHERE EXISTS (SELECT 1 FROM cas) \
+                   ON CONFLICT (thread_id, checkpoint_id) DO NOTHING \
+                 ), del AS ( \
+                   DELETE FROM {w} WHERE thread_id = $1 AND checkpoint_id = $3 \
+                   AND EXISTS (SELECT 1 FROM cas) \
+                 ) \
+                 SELECT EXISTS (SELECT 1 FROM cas), \
+                   (SELECT record FROM {c} WHERE thread_id = $1 AND checkpoint_id = $2)"
+            ),
+            latest_id: format!("SELECT latest_id FROM {t} WHERE thread_id = $1"),
+            stored: format!("SELECT record FROM {c} WHERE thread_id = $1 AND checkpoint_id = $2"),
+            put_writes: format!(
+                "INSERT INTO {w} (thread_id, checkpoint_id, task_id, idx, node, channel, value) \
+                 SELECT $1, $2, w.task_id, w.idx, w.node, w.channel, w.value \
+                 FROM unnest($3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[]) \
+                   WITH ORDINALITY AS w(task_id, idx, node, channel, value, ord) \
+                 ORDER BY w.ord \
+                 ON CONFLICT (thread_id, checkpoint_id, task_id, idx) DO NOTHING"
+            ),
+            latest: format!(
+                "SELECT c.record FROM {t} t JOIN {c} c \
+                 ON c.thread_id = t.thread_id AND c.checkpoint_id = t.latest_id \
+                 WHERE t.thread_id = $1"
+            ),
+            by_id: format!("SELECT record FROM {c} WHERE thread_id = $1 AND checkpoint_id = $2"),
+            // UNION (not UNION ALL) ends a corrupt, cyclic chain; `order_chain` puts
+            // the records in order and reports the damage.
+            chain: format!(
+                "WITH RECURSIVE ancestors(seq, parent_id) AS ( \
+                   SELECT seq, parent_id FROM {c} WHERE thread_id = $1 AND checkpoint_id = $2 \
+                   UNION \
+                   SELECT p.seq, p.parent_id FROM ancestors a \
+                   JOIN {c} p ON p.thread_id = $1 AND p.checkpoint_id = a.parent_id \
+                 ) \
+                 SELECT c.record FROM ancestors a JOIN {c} c ON c.seq = a.seq"
+            ),
+            // An unknown `before` filters nothing, as in the other savers.
+            list: format!(
+                "SELECT record FROM {c} WHERE thread_id = $1 AND seq < coalesce( \
+                   (SELECT seq FROM {c} WHERE thread_id = $1 AND checkpoint_id = $2), \
+                   9223372036854775807) \
+                 ORDER BY seq DESC LIMIT $3"
+            ),
+            pending: format!(
+                "SELECT task_id, idx, node, channel, value FROM {w} \
+                 WHERE thread_id = $1 AND checkpoint_id = $2 ORDER BY seq"
+            ),
+            delete: format!(
+                "WITH w AS (DELETE FROM {w} WHERE thread_id = $1), \
+                   t AS (DELETE FROM {t} WHERE thread_id = $1) \
+                 DELETE FROM {c} WHERE thread_id = $1"
+            ),
+            prefix,
+        }
+    }
+}
+
+/// `name` as a quoted SQL identifier.
+fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// What every call's task needs.
+struct Shared {
+    pool: Pool,
+    sql: Sql,
+    /// `PostgresSaver(host:port/db)`, for messages (never the password).
+    name: String,
+    pool_size: usize,
+    connect_timeout: Duration,
+}
+
+/// A durable [`Checkpointer`] backed by PostgreSQL (see the module documentation).
+///
+/// ```no_run
+/// # async fn demo() -> ironloop::checkpoint::Result<()> {
+/// use ironloop::checkpoint::{Checkpointer, PostgresSaver};
+/// let saver = PostgresSaver::connect("postgresql://app@db.internal/app").await?;
+/// saver.setup().await?; // once per database (idempotent)
+/// let latest = saver.get("thread-1", None).await?;
+/// # Ok(()) }
+/// ```
+pub struct PostgresSaver {
+    shared: Arc<Shared>,
+    runtime: Handle,
+    tasks: TaskTracker,
+    closed: AtomicBool,
+}
+
+impl std::fmt::Debug for PostgresSaver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresSaver")
+            .field("server", &self.shared.name)
+            .field("closed", &self.is_closed())
+            .finish()
+    }
+}
+
+impl PostgresSaver {
+    /// Connects to the server at `url` (`postgresql://user:password@host:port/db?...`,
+    /// or the `key=value` form) with the default [`PostgresOptions`], and checks that it
+    /// answers. Call [`setup`](Self::setup) once per database before the first run.
+    ///
+    /// Must be called on a tokio runtime: the saver's connections live on it.
+    pub async fn connect(url: &str) -> Result<Self> {
+        Self::connect_with(url, PostgresOptions::default()).await
+    }
+
+    /// [`connect`](Self::connect) with options.
+    pub async fn connect_with(url: &str, options: PostgresOptions) -> Result<Self> {
+        let mut config: tokio_postgres::Config = url.parse().map_err(|e| {
+            CheckpointError::storage(format!(
+                "PostgresSaver: the connection string is not valid ({e}); expected \
+                 postgresql://user:password@host:port/database"
+            ))
+        })?;
+        if config.get_application_name().is_none() {
+            config.application_name("ironloop");
+        }
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(options.connect_timeout);
+        }
+        if options.pool_size == 0 {
+            return Err(CheckpointError::storage(
+                "PostgresSaver: pool_size must be at least 1",
+            ));
+        }
+        let name = format!("PostgresSaver({})", server_name(&config));
+        let tls = tls_connector()
+            .map_err(|e| CheckpointError::storage(format!("{name}: cannot set up TLS: {e}")))?;
+        let manager = Manager::from_config(
+            config,
+            tls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(options.pool_size)
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(options.connect_timeout))
+            .create_timeout(Some(options.connect_timeout))
+            .build()
+            .map_err(|e| CheckpointError::storage(format!("{name}: cannot make the pool: {e}")))?;
+        let runtime = Handle::try_current().map_err(|_| {
+            CheckpointError::storage(format!(
+                "{name}: connect() must run on a tokio runtime (the connections live on it)"
+            ))
+        })?;
+        let saver = PostgresSaver {
+            shared: Arc::new(Shared {
+                pool,
+                sql: Sql::new(options.schema.as_deref()),
+                name,
+                pool_size: options.pool_size,
+                connect_timeout: options.connect_timeout,
+            }),
+            runtime,
+            tasks: TaskTracker::new(),
+            closed: AtomicBool::new(false),
+        };
+        // One connection now, so that a wrong URL or an unreachable server is
+        // reported here rather than by the first run.
+        saver
+            .call("connect", |c, _| async move {
+                c.simple_query("").await?;
+                Ok(())
+            })
+            .await?;
+        Ok(saver)
+    }
+
+    /// Creates the tables, or migrates them to this version's schema; safe to call on
+    /// every start, from several workers at once. Fails, changing nothing, when the
+    /// database holds a newer schema than this ironloop knows.
+    pub async fn setup(&self) -> Result<()> {
+        const OP: &str = "set up the tables";
+        if self.is_closed() {
+            return Err(self.shared.closed(OP));
+        }
+        let sh = self.shared.clone();
+        let task = self.tasks.spawn_on(
+            async move {
+                let mut c = sh.pool.get().await.map_err(|e| sh.pool_error(OP, e))?;
+                match migrate(&mut c, &sh.sql.prefix).await {
+                    Ok(newer) => Ok(newer),
+                    Err(e) => {
+                        drop(Object::take(c));
+                        Err(sh.describe(OP, &e))
+                    }
+                }
+            },
+            &self.runtime,
+        );
+        match self.joined(OP, task.await)? {
+            None => Ok(()),
+            Some(newer) => Err(CheckpointError::storage(format!(
+                "{}: the database has checkpoint schema version {newer}, this ironloop knows \
+                 version {SCHEMA_VERSION}; upgrade ironloop (every worker) or use another \
+                 schema",
+                self.shared.name
+            ))),
+        }
+    }
+
+    /// Whether [`close`](Checkpointer::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// `PostgresSaver(host:port/database)`: the server, as messages name it.
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// Runs `f` with a pooled connection as a task on the saver's runtime and awaits
+    /// it; errors become [`CheckpointError`]s that say what failed and what to do. A
+    /// connection that failed is not put back in the pool.
+    async fn call<R, F, Fut>(&self, op: &'static str, f: F) -> Result<R>
+    where
+        R: Send + 'static,
+        F: FnOnce(Arc<Object>, Arc<Shared>) -> Fut + Send + 'static,
+        Fut: Future<Output = std::result::Result<R, tokio_postgres::Error>> + Send + 'static,
+    {
+        if self.is_closed() {
+            return Err(self.shared.closed(op));
+        }
+        let sh = self.shared.clone();
+        let task = self.tasks.spawn_on(
+            async move {
+                let client = Arc::new(sh.pool.get().await.map_err(|e| sh.pool_error(op, e))?);
+                let r = f(client.clone(), sh.clone()).await;
+                match r {
+                    Ok(v) => Ok(v),
+                    Err(e) => {
+                        if let Ok(obj) = Arc::try_unwrap(client) {
+                            drop(Object::take(obj));
+                        }
+                        Err(sh.describe(op, &e))
+                    }
+                }
+            },
+            &self.runtime,
+        );
+        self.joined(op, task.await)
+    }
+
+    fn joined<R>(
+        &self,
+        op: &str,
+        r: std::result::Result<Result<R>, tokio::task::JoinError>,
+    ) -> Result<R> {
+        r.map_err(|e| {
+            CheckpointError::storage(format!(
+                "{}: cannot {op}: the task ended early ({e}); if the runtime is shutting \
+                 down, nothing more can be saved",
+                self.shared.name
+            ))
+        })?
+    }
+
+    fn decode_record(&self, thread_id: &str, json: &str) -> Result<CheckpointRecord> {
+        serde_json::from_str(json).map_err(|e| {
+            CheckpointError::serialization(format!(
+                "{}: a checkpoint of thread {thread_id:?} cannot be read ({e}); it was \
+                 written by an incompatible version or modified by hand",
+                self.shared.name
+            ))
+        })
+    }
+
+    fn decode_records(&self, thread_id: &str, rows: Vec<String>) -> Result<Vec<CheckpointRecord>> {
+        rows.iter()
+            .map(|j| self.decode_record(thread_id, j))
+            .collect()
+    }
+
+    fn encode<T: serde::Serialize>(&self, what: &str, v: &T) -> Result<String> {
+        serde_json::to_string(v).map_err(|e| {
+            CheckpointError::serialization(format!(
+                "{}: cannot serialise {what} to JSON: {e}",
+                self.shared.name
+            ))
+        })
+    }
+}
+
+impl Drop for PostgresSaver {
+    fn drop(&mut self) {
+        // Calls under way keep their connection until they finish.
+        self.shared.pool.close();
+    }
+}
+
+impl Shared {
+    fn closed(&self, op: &str) -> CheckpointError {
+        CheckpointError::storage(format!(
+            "{}: cannot {op}: the PostgresSaver was closed; make a new one to keep using \
+             the database",
+            self.name
+        ))
+    }
+
+    fn pool_error(&self, op: &str, e: PoolError) -> CheckpointError {
+        match e {
+            PoolError::Closed => self.closed(op),
+            PoolError::Timeout(_) => CheckpointError::storage(format!(
+                "{}: cannot {op}: no connection within {} s: the server does not answer, or \
+                 all {} connections of the pool stay busy (raise pool_size)",
+                self.name,
+                self.connect_timeout.as_secs_f64(),
+                self.pool_size
+            )),
+            PoolError::Backend(e) => CheckpointError::storage(format!(
+                "{}: cannot {op}: cannot connect: {}; check that the server runs and \
+                 accepts this user, password and database",
+                self.name,
+                error_text(&e)
+            )),
+            other => CheckpointError::storage(format!("{}: cannot {op}: {other}", self.name)),
+        }
+    }
+
+    fn describe(&self, op: &str, e: &tokio_postgres::Error) -> CheckpointError {
+        let name = &self.name;
+        let detail = error_text(e);
+        let code = e.code();
+        let is = |states: &[&SqlState]| code.is_some_and(|c| states.contains(&c));
+        let lost = e.is_closed()
+            || is(&[
+                &SqlState::ADMIN_SHUTDOWN,
+                &SqlState::CRASH_SHUTDOWN,
+                &SqlState::CANNOT_CONNECT_NOW,
+                &SqlState::CONNECTION_FAILURE,
+                &SqlState::CONNECTION_EXCEPTION,
+            ])
+            || (e.as_db_error().is_none() && std::error::Error::source(e).is_some());
+        let advice = if lost {
+            "the connection to the server was lost; the call either completed or left \
+             nothing behind. Once the server is reachable, invoke(None, config) continues \
+             the thread from its last saved step"
+        } else if is(&[&SqlState::UNDEFINED_TABLE]) {
+            "the checkpoint tables do not exist; call setup() once (it creates them)"
+        } else if is(&[&SqlState::UNDEFINED_COLUMN]) {
+            "the checkpoint tables are from an older version; call setup() to migrate them"
+        } else if is(&[
+            &SqlState::INSUFFICIENT_PRIVILEGE,
+            &SqlState::INVALID_AUTHORIZATION_SPECIFICATION,
+        ]) {
+            "grant the user access to the ironloop_* tables"
+        } else if is(&[&SqlState::DISK_FULL, &SqlState::OUT_OF_MEMORY]) {
+            "the server is out of space"
+        } else {
+            ""
+        };
+        if advice.is_empty() {
+            CheckpointError::storage(format!("{name}: cannot {op}: {detail}"))
+        } else {
+            CheckpointError::storage(format!("{name}: cannot {op}: {detail}: {advice}"))
+        }
+    }
+}
+
+/// Creates or migrates the tables in one transaction; `Some(v)` (and no change) when
+/// the database has a newer version `v`.
+async fn migrate(
+    c: &mut Object,
+    prefix: &str,
+) -> std::result::Result<Option<i32>, tokio_postgres::Error> {
+    let schema = prefix.trim_end_matches('.');
+    let tx = c.transaction().await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SETUP_LOCK])
+        .await?;
+    if !schema.is_empty() {
+        tx.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
+            .await?;
+    }
+    tx.batch_execute(&format!(
+        "CREATE TABLE IF NOT EXISTS {prefix}ironloop_migrations ( \
+           version    integer     PRIMARY KEY, \
+           applied_at timestamptz NOT NULL DEFAULT now() \
+         )"
+    ))
+    .await?;
+    let current: i32 = tx
+        .query_one(
+            &format!("SELECT coalesce(max(version), 0) FROM {prefix}ironloop_migrations"),
+            &[],
+        )
+        .await?
+        .get(0);
+    if current > SCHEMA_VERSION {
+        return Ok(Some(current));
+    }
+    for (i, m) in MIGRATIONS.iter().enumerate() {
+        let version = i as i32 + 1;
+        if version > current {
+            tx.batch_execute(&m.replace("{s}", prefix)).await?;
+            tx.execute(
+                &format!("INSERT INTO {prefix}ironloop_migrations (version) VALUES ($1)"),
+                &[&version],
+            )
+            .await?;
+        }
+    }
+    tx.commit().await?;
+    Ok(None)
+}
+
+/// The server's own message when there is one (tokio-postgres prints just "db error").
+fn error_text(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => {
+            let mut s = format!("{}: {}", db.code().code(), db.message());
+            if let Some(d) = db.detail() {
+                s.push_str(&format!(" ({d})"));
+            }
+            s
+        }
+        None => match std::error::Error::source(e) {
+            Some(src) => format!("{e}: {src}"),
+            None => e.to_string(),
+        },
+    }
+}
+
+/// `host:port/database` from a connection config.
+fn server_name(config: &tokio_postgres::Config) -> String {
+    use tokio_postgres::config::Host;
+    let host = match config.get_hosts().first() {
+        Some(Host::Tcp(h)) => h.clone(),
+        #[cfg(unix)]
+        Some(Host::Unix(p)) => p.display().to_string(),
+        None => "localhost".into(),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    let db = config
+        .get_dbname()
+        .or(config.get_user())
+        .unwrap_or("postgres");
+    format!("{host}:{port}/{db}")
+}
+
+/// rustls with `ring`, checking certificates with the platform's verifier.
+fn tls_connector() -> std::result::Result<tokio_postgres_rustls::MakeRustlsConnect, rustls::Error> {
+    use rustls_platform_verifier::ConfigVerifierExt;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let config = rustls::ClientConfig::with_platform_verifier()?;
+    Ok(tokio_postgres_rustls::MakeRustlsConnect::new(config))
+}
+
+#[async_trait]
+impl Checkpointer for PostgresSaver {
+    async fn put(&self, thread_id: &str, record: CheckpointRecord) -> Result<()> {
+        let json = self.encode("the checkpoint record", &record)?;
+        let (t, id) = (thread_id.to_owned(), record.id.clone());
+        let (parent, step) = (record.parent_id.clone(), record.step);
+        let sent = json.clone();
+        let (inserted, stored) = self
+            .call("save a checkpoint", move |c, sh| async move {
+                let st = c.prepare_cached(&sh.sql.put).await?;
+                let row = c.query_one(&st, &[&t, &id, &parent, &step, &sent]).await?;
+                let (inserted, mut stored): (bool, Option<String>) = (row.get(0), row.get(1));
+                if !inserted && stored.is_none() {
+                    // Another writer inserted it during this statement: read it now.
+                    let st = c.prepare_cached(&sh.sql.stored).await?;
+                    stored = c.query_opt(&st, &[&t, &id]).await?.map(|r| r.get(0));
+                }
+                Ok((inserted, stored))
+            })
+            .await?;
+        match stored {
+            Some(s) if !inserted && s != json => Err(same_id_conflict(thread_id, &record.id)),
+            _ => Ok(()),
+        }
+    }
+
+    async fn put_next(&self, thread_id: &str, record: CheckpointRecord) -> Result<()> {
+        let json = self.encode("the checkpoint record", &record)?;
+        let (t, id) = (thread_id.to_owned(), record.id.clone());
+        let (parent, step) = (record.parent_id.clone(), record.step);
+        let sent = json.clone();
+        let (swapped, stored, latest) = self
+            .call("save a checkpoint", move |c, sh| async move {
+                let st = c.prepare_cached(&sh.sql.put_next).await?;
+                let row = c.query_one(&st, &[&t, &id, &parent, &step, &sent]).await?;
+                let (swapped, stored): (bool, Option<String>) = (row.get(0), row.get(1));
+                let latest: Option<String> = if swapped || stored.is_some() {
+                    None
+                } else {
+                    // For the message: where the thread is now (after any wait).
+                    let st = c.prepare_cached(&sh.sql.latest_id).await?;
+                    c.query_opt(&st, &[&t]).await?.map(|r| r.get(0))
+                };
+                Ok((swapped, stored, latest))
+            })
+            .await?;
+        match stored {
+            Some(s) if s == json => Ok(()),
+            Some(_) => Err(same_id_conflict(thread_id, &record.id)),
+            None if swapped => Ok(()),
+            None => Err(advanced_conflict(
+                thread_id,
+                record.parent_id.as_deref(),
+                latest.as_deref(),
+            )),
+        }
+    }
+
+    async fn put_writes(
+        &self,
+        thread_id: &str,
+        checkpoint_id: &str,
+        writes: Vec<PendingWrite>,
+    ) -> Result<()> {
+        let writes = dedupe_writes(&[], writes);
+        if writes.is_empty() {
+            return Ok(());
+        }
+        let n = writes.len();
+        let (mut tasks, mut idxs, mut nodes, mut chans, mut values) = (
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+        );
+        for w in writes {
+            values.push(self.encode(&format!("the value written to {:?}", w.channel), &w.value)?);
+            tasks.push(w.task_id);
+            idxs.push(w.idx);
+            nodes.push(w.node);
+            chans.push(w.channel);
+        }
+        let (t, cid) = (thread_id.to_owned(), checkpoint_id.to_owned());
+        self.call("save pending writes", move |c, sh| async move {
+            let st = c.prepare_cached(&sh.sql.put_writes).await?;
+            c.execute(&st, &[&t, &cid, &tasks, &idxs, &nodes, &chans, &values])
+                .await?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn get(&self, thread_id: &str, id: Option<&str>) -> Result<Option<CheckpointRecord>> {
+        let t = thread_id.to_owned();
+        let id = id.map(str::to_owned);
+        let json: Option<String> = self
+            .call("read a checkpoint", move |c, sh| async move {
+                let row = match id {
+                    Some(id) => {
+                        let st = c.prepare_cached(&sh.sql.by_id).await?;
+                        c.query_opt(&st, &[&t, &id]).await?
+                    }
+                    None => {
+                        let st = c.prepare_cached(&sh.sql.latest).await?;
+                        c.query_opt(&st, &[&t]).await?
+                    }
+                };
+                Ok(row.map(|r| r.get(0)))
+            })
+            .await?;
+        json.map(|j| self.decode_record(thread_id, &j)).transpose()
+    }
+
+    async fn chain(&self, thread_id: &str, id: &str) -> Result<Vec<CheckpointRecord>> {
+        let (t, target) = (thread_id.to_owned(), id.to_owned());
+        let rows: Vec<String> = self
+            .call("read a checkpoint chain", move |c, sh| async move {
+                let st = c.prepare_cached(&sh.sql.chain).await?;
+                let rows = c.query(&st, &[&t, &target]).await?;
+                Ok(rows.iter().map(|r| r.get(0)).collect())
+            })
+            .await?;
+        let records = self.decode_records(thread_id, rows)?;
+        order_chain(&self.shared.name, thread_id, records, id)
+    }
+
+    async fn list(
+        &self,
+        thread_id: &str,
+        limit: Option<usize>,
+        before: Option<&str>,
+    ) -> Result<Vec<CheckpointRecord>> {
+        let t = thread_id.to_owned();
+        let before = before.map(str::to_owned);
+        let limit = limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
+        let rows: Vec<String> = self
+            .call("list checkpoints", move |c, sh| async move {
+                let st = c.prepare_cached(&sh.sql.list).await?;
+                let rows = c.query(&st, &[&t, &before, &limit]).await?;
+                Ok(rows.iter().map(|r| r.get(0)).collect())
+            })
+            .await?;
+        self.decode_records(thread_id, rows)
+    }
+
+    async fn pending_writes(
+        &self,
+        thread_id: &str,
+        checkpoint_id: &str,
+    ) -> Result<Vec<PendingWrite>> {
+        let (t, cid) = (thread_id.to_owned(), checkpoint_id.to_owned());
+        let rows: Vec<(String, i64, String, String, String)> = self
+            .call("read pending writes", move |c, sh| async move {
+                let st = c.prepare_cached(&sh.sql.pending).await?;
+                let rows = c.query(&st, &[&t, &cid]).await?;
+                Ok(rows
+                    .iter()
+                    .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4)))
+                    .collect())
+            })
+            .await?;
+        rows.into_iter()
+            .map(|(task_id, idx, node, channel, value)| {
+                let value = serde_json::from_str(&value).map_err(|e| {
+                    CheckpointError::serialization(format!(
+                        "{}: a pending write of thread {thread_id:?} to {channel:?} cannot be \
+                         read ({e}); it was modified by hand",
+                        self.shared.name
+                    ))
+                })?;
+                Ok(PendingWrite {
+                    task_id,
+                    idx,
+                    node,
+                    channel,
+                    value,
+                })
+            })
+            .collect()
+    }
+
+    async fn delete_thread(&self, thread_id: &str) -> Result<()> {
+        let t = thread_id.to_owned();
+        self.call("delete a thread", move |c, sh| async move {
+            let st = c.prepare_cached(&sh.sql.delete).await?;
+            c.execute(&st, &[&t]).await?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn close(&self) -> Result<()> {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        self.tasks.close();
+        self.tasks.wait().await;
+        self.shared.pool.close();
+        Ok(())
+    }
+}

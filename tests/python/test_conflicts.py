@@ -1,0 +1,98 @@
+"""One writer per thread: two runs that advance the same thread at once, in two
+processes, leave one linear history; the second gets CheckpointConflictError naming
+the thread. On SQLite (one file) and PostgreSQL (one database)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conflict_graph import build
+from pg_support import postgres_url, temp_schema
+
+from ironloop import Command, MemorySaver, PostgresSaver, SqliteSaver
+from ironloop.errors import CheckpointConflictError, CheckpointError
+
+HERE = Path(__file__).parent
+
+
+def cfg(thread: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread}}
+
+
+def _race(kind: str, target: str, schema: str, tmp_path: Path) -> None:
+    saver: Any = SqliteSaver(target) if kind == "sqlite" else PostgresSaver(target, schema=schema)
+    with saver:
+        if kind == "postgres":
+            saver.setup()
+        app = build(saver)
+        assert app.invoke({"log": []}, cfg("t"))["__interrupt__"][0].value == "go?"
+        gate = tmp_path / "gate"
+        gate.mkdir()
+        worker = [sys.executable, str(HERE / "conflict_worker.py"), kind, target, schema, "t"]
+        workers = [
+            subprocess.Popen(
+                [*worker, str(gate), answer],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                cwd=HERE,
+            )
+            for answer in ("left", "right")
+        ]
+        results = []
+        for w in workers:
+            out, err = w.communicate(timeout=60)
+            assert w.returncode == 0, err
+            results.append(json.loads(out))
+        won = [r["ok"] for r in results if "ok" in r]
+        lost = [r for r in results if "conflict" in r]
+        assert len(won) == 1 and len(lost) == 1, results
+        assert lost[0]["conflict"] == "t"
+        assert 'thread "t" was advanced by another run' in lost[0]["message"]
+        # The winner's history, and only it.
+        state = app.get_state(cfg("t"))
+        assert state.values["log"] == won[0]
+        assert won[0] in (["ask:left", "done"], ["ask:right", "done"])
+        history = list(app.get_state_history(cfg("t")))
+        ids = [h.config["configurable"]["checkpoint_id"] for h in history]
+        parents = [h.parent_config["configurable"]["checkpoint_id"] for h in history[:-1]]
+        assert parents == ids[1:], "the history forked"
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_two_processes_resuming_one_thread(kind: str, tmp_path: Path) -> None:
+    if kind == "sqlite":
+        _race("sqlite", str(tmp_path / "race.db"), "", tmp_path)
+    else:
+        with temp_schema() as schema:
+            _race("postgres", postgres_url(), schema, tmp_path)
+
+
+def test_two_threads_of_one_process_on_one_memory_saver() -> None:
+    saver = MemorySaver()
+    barrier = threading.Barrier(2, timeout=10)
+    app = build(saver, barrier.wait)
+    app.invoke({"log": []}, cfg("t"))
+    results: list[Any] = []
+
+    def resume(answer: str) -> None:
+        try:
+            results.append(app.invoke(Command(resume=answer), cfg("t"))["log"])
+        except CheckpointError as e:
+            results.append(e)
+
+    threads = [threading.Thread(target=resume, args=(a,)) for a in ("left", "right")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    errors = [r for r in results if isinstance(r, Exception)]
+    assert len(errors) == 1 and isinstance(errors[0], CheckpointConflictError), results
+    assert errors[0].thread_id == "t"
+    assert app.get_state(cfg("t")).values["log"] in (["ask:left", "done"], ["ask:right", "done"])
