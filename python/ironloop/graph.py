@@ -175,6 +175,8 @@ def _literal_ends(path: Any) -> list[str] | None:
 @dataclasses.dataclass
 class _Branch:
     source: str
+    #: The branch's name in messages: its function's, or "condition" (as LangGraph).
+    name: str
     path: Callable[..., Any]
     path_map: dict[Hashable, str] | None
     ends: list[str] | None
@@ -217,10 +219,15 @@ class StateGraph:
             name = node
         if not isinstance(name, str):
             raise TypeError(f"a node name must be a str, got {name!r}")
-        if name in (START, END):
-            raise ValueError(f"node name {name!r} is reserved")
         if name in self.nodes:
             raise ValueError(f"Node `{name}` already present.")
+        if name in (START, END):
+            raise ValueError(f"Node `{name}` is reserved.")
+        for character in ("|", ":"):
+            if character in name:
+                raise ValueError(
+                    f"'{character}' is a reserved character and is not allowed in the node names."
+                )
         if not callable(action) and not isinstance(action, (ToolNode, CompiledStateGraph)):
             raise TypeError(f"node {name!r}: expected a function, got {type(action).__name__}")
         self.nodes[name] = action
@@ -230,12 +237,22 @@ class StateGraph:
         """Runs ``end_key`` after ``start_key``; with a list of sources, after all of them."""
         if isinstance(start_key, str):
             if start_key == END:
-                raise ValueError("END cannot be the start of an edge")
+                raise ValueError("END cannot be a start node")
             if end_key == START:
-                raise ValueError("START cannot be the end of an edge")
+                raise ValueError("START cannot be an end node")
             self.edges.append((start_key, end_key))
-        else:
-            self.joins.append((list(start_key), end_key))
+            return self
+        # A join is checked now, as in LangGraph (a single edge at compile()).
+        for start in start_key:
+            if start == END:
+                raise ValueError("END cannot be a start node")
+            if start not in self.nodes:
+                raise ValueError(f"Need to add_node `{start}` first")
+        if end_key == START:
+            raise ValueError("START cannot be an end node")
+        if end_key != END and end_key not in self.nodes:
+            raise ValueError(f"Need to add_node `{end_key}` first")
+        self.joins.append((list(start_key), end_key))
         return self
 
     def add_conditional_edges(
@@ -253,21 +270,46 @@ class StateGraph:
         else:
             mapping = dict(path_map)
         ends = list(mapping.values()) if mapping else _literal_ends(path)
-        self.branches.append(_Branch(source, path, mapping, ends))
+        name = getattr(path, "__name__", None)
+        if not isinstance(name, str) or name == "<lambda>":
+            name = "condition"
+        self.branches.append(_Branch(source, name, path, mapping, ends))
         return self
 
     def add_sequence(self, nodes: Sequence[Any]) -> StateGraph:
-        """Adds nodes that run one after the other."""
-        names = []
-        for n in nodes:
-            if isinstance(n, tuple):
-                self.add_node(n[0], n[1])
-                names.append(n[0])
+        """Adds nodes that run one after the other: functions (named after themselves)
+        or ``(name, function)`` pairs. As in LangGraph, an empty sequence and a name
+        already in the graph are refused (``ValueError``).
+
+        Example:
+            >>> from typing import TypedDict
+            >>> class S(TypedDict):
+            ...     n: int
+            >>> def double(s):
+            ...     return {"n": s["n"] * 2}
+            >>> g = StateGraph(S).add_sequence([double, ("inc", lambda s: {"n": s["n"] + 1})])
+            >>> g.add_edge(START, "double").compile().invoke({"n": 3})
+            {'n': 7}
+        """
+        if len(nodes) < 1:
+            raise ValueError("Sequence requires at least one node.")
+        previous: str | None = None
+        for node in nodes:
+            if isinstance(node, tuple) and len(node) == 2:
+                name, node = node
             else:
-                self.add_node(n)
-                names.append(getattr(n, "name", None) or n.__name__)
-        for a, b in zip(names, names[1:]):
-            self.add_edge(a, b)
+                name = getattr(node, "name", None) or getattr(node, "__name__", type(node).__name__)
+            if name in self.nodes:
+                raise ValueError(
+                    f"Node names must be unique: node with the name '{name}' already exists. "
+                    "If you need to use two different runnables/callables with the same name "
+                    "(for example, using `lambda`), please provide them as tuples "
+                    "(name, runnable/callable)."
+                )
+            self.add_node(name, node)
+            if previous is not None:
+                self.add_edge(previous, name)
+            previous = name
         return self
 
     def set_entry_point(self, key: str) -> StateGraph:

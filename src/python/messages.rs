@@ -216,13 +216,24 @@ impl PyMessage {
         Ok(s)
     }
 
-    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
-        match other.cast::<PyMessage>() {
-            Ok(o) => {
-                Arc::ptr_eq(&self.inner, &o.borrow().inner) || *self.inner == *o.borrow().inner
-            }
-            Err(_) => false,
-        }
+    /// Equal to another message with the same fields (id included), and to a
+    /// langchain-core message that converts to one (its `id` compared with `==`, so a
+    /// test's "any id" placeholder works). `NotImplemented` for anything else.
+    fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let eq = if let Ok(o) = other.cast::<PyMessage>() {
+            Arc::ptr_eq(&self.inner, &o.borrow().inner) || *self.inner == *o.borrow().inner
+        } else if is_langchain_message(other)? {
+            let mut theirs = (*message_from_py(other)?).clone();
+            let same_id = other.getattr("id")?.eq(&self.inner.id)?;
+            theirs.id.clone_from(&self.inner.id);
+            same_id && theirs == *self.inner
+        } else {
+            return Ok(py.NotImplemented());
+        };
+        Ok(pyo3::types::PyBool::new(py, eq)
+            .to_owned()
+            .into_any()
+            .unbind())
     }
 
     fn __hash__(&self) -> PyResult<isize> {
@@ -476,12 +487,14 @@ pub fn message_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Arc<Message>> {
     }
     // langchain-core messages and look-alikes.
     if let (Ok(ty), Ok(content)) = (obj.getattr("type"), obj.getattr("content")) {
-        if let Ok(role) = ty.extract::<String>() {
+        if let Ok(ty) = ty.extract::<String>() {
             let d = PyDict::new(obj.py());
             for k in [
                 "id",
                 "name",
                 "tool_calls",
+                "invalid_tool_calls",
+                "usage_metadata",
                 "tool_call_id",
                 "status",
                 "artifact",
@@ -490,6 +503,15 @@ pub fn message_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Arc<Message>> {
                     d.set_item(k, v)?;
                 }
             }
+            let role = match ty.as_str() {
+                // langchain-core's chunks and its free-role ChatMessage.
+                "AIMessageChunk" => "ai".to_owned(),
+                "HumanMessageChunk" => "human".to_owned(),
+                "SystemMessageChunk" => "system".to_owned(),
+                "ToolMessageChunk" => "tool".to_owned(),
+                "chat" | "ChatMessageChunk" => obj.getattr("role")?.extract()?,
+                _ => ty,
+            };
             return from_role(&role, content_from_py(&content)?, Some(&d)).map(Arc::new);
         }
     }
@@ -511,9 +533,10 @@ fn from_role(role: &str, content: Content, d: Option<&Bound<'_, PyDict>>) -> PyR
         "user" | "human" => MessageKind::Human,
         "assistant" | "ai" => MessageKind::Ai {
             tool_calls: tool_calls_from_py(field("tool_calls")?.as_ref())?,
-            invalid_tool_calls: Vec::new(),
-            usage: None,
+            invalid_tool_calls: invalid_tool_calls_from_py(field("invalid_tool_calls")?.as_ref())?,
+            usage: usage_from_py(field("usage_metadata")?.as_ref())?,
         },
+        "remove" => MessageKind::Remove,
         "system" | "developer" => MessageKind::System,
         "tool" => MessageKind::Tool {
             tool_call_id: field("tool_call_id")?
@@ -547,6 +570,17 @@ fn from_role(role: &str, content: Content, d: Option<&Bound<'_, PyDict>>) -> PyR
         m.name = Some(n.extract()?);
     }
     Ok(m)
+}
+
+/// Whether `obj` is a langchain-core message. Only asks when langchain-core is
+/// already imported (a langchain object cannot exist otherwise); never imports it.
+fn is_langchain_message(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let py = obj.py();
+    let modules = py.import("sys")?.getattr("modules")?;
+    match modules.get_item("langchain_core.messages.base") {
+        Ok(m) => obj.is_instance(&m.getattr("BaseMessage")?),
+        Err(_) => Ok(false),
+    }
 }
 
 pub fn messages_to_py<'py>(py: Python<'py>, ms: &[Arc<Message>]) -> PyResult<Bound<'py, PyList>> {

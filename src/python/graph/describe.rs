@@ -53,6 +53,8 @@ pub(super) struct NodeDesc {
 #[derive(FromPyObject)]
 pub(super) struct BranchDesc {
     source: String,
+    /// The branch's name: its function's, or `"condition"` (LangGraph's default).
+    name: String,
     path: Py<PyAny>,
     path_map: Option<Py<PyDict>>,
     /// The nodes it may go to, when known (for validation and drawing).
@@ -159,6 +161,7 @@ impl BranchDesc {
             })
         } else {
             Arc::new(PyRouter {
+                name: self.name,
                 path: self.path,
                 path_map: self.path_map,
                 shared: shared.clone(),
