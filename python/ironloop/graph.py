@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Callable, Hashable, Iterator, Sequenc
 from typing import Annotated, Any, TypedDict, Union, get_args, get_origin, get_type_hints
 
 from ironloop._constants import END, START
-from ironloop._ironloop import BaseMessage, _GraphCore, add_messages
+from ironloop._ironloop import BaseMessage, _coerce_message, _GraphCore, add_messages
 from ironloop._runtime import task_var
 from ironloop._toolnode import ToolNode
 from ironloop.errors import GraphInterrupt, InvalidUpdateError
@@ -37,6 +37,7 @@ __all__ = [
     "add_messages",
     "get_stream_writer",
     "interrupt",
+    "push_message",
 ]
 
 REMOVE_ALL_MESSAGES = "__remove_all__"
@@ -73,6 +74,34 @@ def interrupt(value: Any) -> Any:
         )
     # In a subgraph, the pause and the resume values belong to the parent's task.
     return (_outer_task.get() or scratch).interrupt(value)
+
+
+def push_message(message: Any, *, state_key: str | None = "messages") -> BaseMessage:
+    """Sends ``message`` to the ``messages`` stream now and, unless ``state_key`` is
+    ``None``, writes it to that state key with the node's own update (as LangGraph's
+    ``langgraph.graph.message.push_message``). Returns the message. The message needs
+    an id: a message object (ironloop's or LangChain's) with one, or a dict with one.
+
+    Example:
+        >>> from ironloop.messages import AIMessage
+        >>> def node(state):
+        ...     push_message(AIMessage("working on it", id="progress-1"))
+        ...     return {}
+    """
+    scratch = task_var.get(None)
+    if scratch is None:
+        raise RuntimeError("Called get_config outside of a runnable context")
+    if not isinstance(message, BaseMessage) and (
+        getattr(message, "id", None) is None
+        and not (isinstance(message, dict) and message.get("id") is not None)
+    ):
+        raise ValueError("Message ID is required")
+    msg = _coerce_message(message)
+    if scratch.streams_messages:
+        scratch.write_message(msg)
+    if state_key:
+        scratch.push(state_key, msg)
+    return msg  # type: ignore[no-any-return]
 
 
 def _noop(_payload: Any) -> None:
