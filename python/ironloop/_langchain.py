@@ -58,8 +58,8 @@ __all__ = [
 # ------------------------------------------------------------------------ messages
 
 _CACHE_MAX = 20_000
-#: id(ironloop message) -> (the message, its langchain-core twin); the message is held
-#: so that its id is not reused while the entry lives.
+#: message ``_key`` (its value's identity, new after any change) -> (an object holding
+#: that value, its langchain-core twin); holding the value keeps the key its own.
 _to_lc_cache: dict[int, tuple[Any, Any]] = {}
 
 
@@ -110,14 +110,15 @@ def to_langchain(message: Any) -> Any:
         return message
     if not isinstance(message, BaseMessage):
         message = _coerce_message(message)
-    hit = _to_lc_cache.get(id(message))
-    if hit is not None and hit[0] is message:
+    key = message._key
+    hit = _to_lc_cache.get(key)
+    if hit is not None:
         return hit[1]
     out = _lc_message(message)
     if len(_to_lc_cache) >= _CACHE_MAX:
         for k in list(_to_lc_cache)[: _CACHE_MAX // 2]:
-            del _to_lc_cache[k]
-    _to_lc_cache[id(message)] = (message, out)
+            _to_lc_cache.pop(k, None)
+    _to_lc_cache[key] = (message._shared(), out)
     return out
 
 

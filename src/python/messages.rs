@@ -79,8 +79,31 @@ pub fn message_to_py(py: Python<'_>, m: Arc<Message>) -> PyResult<Bound<'_, PyAn
     })
 }
 
+impl PyMessage {
+    /// Swaps in a changed message. Always a new `Arc` (never changed in place), so
+    /// that [`PyMessage::_key`] names one unchanging value.
+    fn replace(&mut self, m: Message) {
+        self.inner = Arc::new(m);
+    }
+}
+
 #[pymethods]
 impl PyMessage {
+    /// An identity of the value this object holds, the same for every object holding
+    /// it and new after any change (for caches of derived values, e.g. the
+    /// langchain-core twin). Unique while some object holds the value: a cache keeps
+    /// `_shared()` alongside its entry.
+    #[getter]
+    fn _key(&self) -> usize {
+        Arc::as_ptr(&self.inner) as usize
+    }
+
+    /// Another object holding the same value (no copy); changing one does not change
+    /// the other.
+    fn _shared<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        message_to_py(py, self.inner.clone())
+    }
+
     #[getter]
     fn content<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         content_to_py(py, &self.inner.content)
@@ -88,7 +111,9 @@ impl PyMessage {
 
     #[setter]
     fn set_content(&mut self, value: &Bound<'_, PyAny>) -> PyResult<()> {
-        Arc::make_mut(&mut self.inner).content = content_from_py(value)?;
+        let mut m = (*self.inner).clone();
+        m.content = content_from_py(value)?;
+        self.replace(m);
         Ok(())
     }
 
@@ -99,7 +124,9 @@ impl PyMessage {
 
     #[setter]
     fn set_id(&mut self, value: String) {
-        Arc::make_mut(&mut self.inner).id = value;
+        let mut m = (*self.inner).clone();
+        m.id = value;
+        self.replace(m);
     }
 
     #[getter]
@@ -109,7 +136,9 @@ impl PyMessage {
 
     #[setter]
     fn set_name(&mut self, value: Option<String>) {
-        Arc::make_mut(&mut self.inner).name = value;
+        let mut m = (*self.inner).clone();
+        m.name = value;
+        self.replace(m);
     }
 
     /// The langchain type tag: "human", "ai", "system", "tool" or "remove".

@@ -627,3 +627,24 @@ def test_chat_openai_streams_tokens_to_messages_mode() -> None:
     ]
     assert final["messages"][2].content == "9"
     assert final["messages"][-1].content == "Nine it is."
+
+
+def test_a_rust_tool_to_langchain(tmp_path: Any) -> None:
+    from ironloop.tools import workspace
+
+    (tmp_path / "notes.txt").write_text("hello")
+    read = next(t for t in workspace(tmp_path) if t.name == "read_file")
+    lct = read.to_langchain()
+    assert lct.name == "read_file"
+    assert convert_to_openai_tool(lct)["function"]["parameters"] == read.parameters
+    assert "hello" in str(lct.invoke({"path": "notes.txt"}))
+
+
+def test_a_changed_message_converts_anew() -> None:
+    m = HumanMessage("one", id="h")
+    first = to_langchain(m)
+    assert to_langchain(m) is first  # converted once
+    m.content = "two"
+    assert to_langchain(m).content == "two"
+    m.name = "ann"
+    assert to_langchain(m).name == "ann"
