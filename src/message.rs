@@ -29,6 +29,73 @@ pub enum ContentPart {
     },
 }
 
+impl ContentPart {
+    /// A part from its JSON form: `{"type": "text", "text"}`, `{"type": "image_url",
+    /// "image_url": {"url"}}`; anything else (a bare string included) is kept verbatim.
+    pub fn from_value(v: Value) -> ContentPart {
+        let kind = v.get("type").and_then(Value::as_str).unwrap_or("");
+        match kind {
+            "text" => match v.get("text").and_then(Value::as_str) {
+                Some(t) => ContentPart::Text { text: t.to_owned() },
+                None => ContentPart::Json { value: v },
+            },
+            "image_url" => {
+                let url = match v.get("image_url") {
+                    Some(Value::String(u)) => Some(u.clone()),
+                    Some(o) => o.get("url").and_then(Value::as_str).map(str::to_owned),
+                    None => None,
+                };
+                match url {
+                    Some(url) => ContentPart::Image { url },
+                    None => ContentPart::Json { value: v },
+                }
+            }
+            _ => ContentPart::Json { value: v },
+        }
+    }
+}
+
+/// The content-block types a tool result may be a list of and stay a list
+/// (langchain-core's `TOOL_MESSAGE_BLOCK_TYPES`).
+pub const TOOL_RESULT_BLOCK_TYPES: &[&str] = &[
+    "text",
+    "image_url",
+    "image",
+    "json",
+    "search_result",
+    "custom_tool_call_output",
+    "document",
+    "file",
+];
+
+impl Content {
+    /// A tool's list result as content, when it is a list of content blocks (strings,
+    /// or objects whose `type` is one of [`TOOL_RESULT_BLOCK_TYPES`]), as LangChain
+    /// keeps such a list as the `ToolMessage`'s content; `None` for any other value.
+    pub fn from_blocks(v: &Value) -> Option<Content> {
+        let items = v.as_array()?;
+        let is_block = |b: &Value| match b {
+            Value::String(_) => true,
+            Value::Object(o) => o
+                .get("type")
+                .and_then(Value::as_str)
+                .is_some_and(|t| TOOL_RESULT_BLOCK_TYPES.contains(&t)),
+            _ => false,
+        };
+        items.iter().all(is_block).then(|| {
+            Content::Parts(
+                items
+                    .iter()
+                    .map(|b| match b {
+                        Value::String(_) => ContentPart::Json { value: b.clone() },
+                        _ => ContentPart::from_value(b.clone()),
+                    })
+                    .collect(),
+            )
+        })
+    }
+}
+
 /// Message content: plain text, or a list of parts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]

@@ -475,7 +475,10 @@ async fn compile_rejects_bad_wiring_naming_the_culprit() {
                 .edge("a", "zzz"),
             "zzz",
         ),
-        (GraphSpec::default().node("a", n()), "entry point"),
+        (
+            GraphSpec::default().node("a", n()),
+            "must have an entrypoint",
+        ),
         (
             GraphSpec::default()
                 .node("a", n())

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import inspect
 import json
+import typing
 import uuid
 from collections.abc import Sequence
-from typing import Annotated, Any, Callable, TypedDict
+from typing import Annotated, Any, Callable, Literal, TypedDict
 
 from ironloop._constants import END, START
+from ironloop._foreign import is_langchain_message, is_langchain_runnable
 from ironloop._ironloop import (
     AIMessage,
     BaseMessage,
@@ -24,14 +26,28 @@ from ironloop._tool import Tool, compose_schema
 from ironloop._toolnode import ToolNode
 from ironloop.errors import ModelError
 from ironloop.graph import CompiledStateGraph, StateGraph, add_messages
+from ironloop.types import Send
 
 __all__ = ["AgentState", "create_react_agent"]
 
 
-class AgentState(TypedDict):
-    """The state of a ReAct agent: its conversation."""
-
+class _Conversation(TypedDict):
     messages: Annotated[list[BaseMessage], add_messages]
+
+
+class AgentState(_Conversation, total=False):
+    """The state of a ReAct agent (LangGraph's ``AgentState``): its conversation, and
+    ``remaining_steps`` for schemas ported from LangGraph (ironloop does not fill it: a
+    run past ``recursion_limit`` raises ``GraphRecursionError``).
+
+    Example:
+        >>> class State(AgentState):
+        ...     user_name: str
+        >>> sorted(State.__annotations__)
+        ['messages', 'remaining_steps', 'user_name']
+    """
+
+    remaining_steps: int
 
 
 class AgentStateWithStructuredResponse(AgentState, total=False):
@@ -126,32 +142,153 @@ def _structured(model: Any, fmt: Any, messages: list[BaseMessage]) -> Any:
     return convert(value) if convert else value
 
 
+async def _astructured(model: Any, fmt: Any, messages: list[BaseMessage]) -> Any:
+    if not hasattr(model, "ainvoke"):
+        return _structured(model, fmt, messages)
+    schema, convert = type_schema(fmt)
+    if _accepts(model.ainvoke, "response_format"):
+        resp = await model.ainvoke(messages, tools=None, response_format=schema)
+    else:
+        resp = await model.ainvoke(messages)
+    text = _as_ai(resp).text
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ModelError(f"the structured response is not JSON ({e}): {text[:200]!r}") from e
+    errors = _json_schema_errors(schema, value)
+    if errors:
+        raise ModelError("the structured response does not match the schema: " + "; ".join(errors))
+    return convert(value) if convert else value
+
+
+def _get(state: Any, key: str, default: Any = None) -> Any:
+    return state.get(key, default) if isinstance(state, dict) else getattr(state, key, default)
+
+
+def _schema_keys(schema: Any) -> set[str]:
+    try:
+        return set(typing.get_type_hints(schema))
+    except Exception:
+        return set(getattr(schema, "model_fields", {}) or {})
+
+
+def _is_system_message(p: Any) -> bool:
+    return isinstance(p, SystemMessage) or (
+        is_langchain_message(p) and getattr(p, "type", None) == "system"
+    )
+
+
+def _prompt_functions(prompt: Any) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
+    """The sync and async forms of ``prompt``: state -> the model's input messages.
+    As LangGraph: a str or a SystemMessage goes before the messages, a function (sync or
+    async) or a LangChain ``Runnable`` makes the whole input."""
+    if is_langchain_runnable(prompt):
+        from ironloop import _langchain
+
+        def runnable(state: Any) -> Any:
+            return _langchain.prompt_messages(prompt, state)
+
+        async def arunnable(state: Any) -> Any:
+            return await _langchain.aprompt_messages(prompt, state)
+
+        return runnable, arunnable
+    if inspect.iscoroutinefunction(prompt):
+
+        def refuse(state: Any) -> Any:
+            raise TypeError(
+                'No synchronous function provided to "Prompt".\nEither initialize with a '
+                "synchronous function or invoke via the async API (ainvoke, astream, etc.)"
+            )
+
+        async def coroutine(state: Any) -> Any:
+            return list(await prompt(state))
+
+        return refuse, coroutine
+    if prompt is None:
+
+        def fn(state: Any) -> Any:
+            return list(_get(state, "messages"))
+
+    elif isinstance(prompt, str) or _is_system_message(prompt):
+        system = SystemMessage(content=prompt) if isinstance(prompt, str) else prompt
+
+        def fn(state: Any) -> Any:
+            return [system, *_get(state, "messages")]
+
+    elif callable(prompt):
+
+        def fn(state: Any) -> Any:
+            return list(prompt(state))
+
+    else:
+        raise ValueError(f"Got unexpected type for `prompt`: {type(prompt)}")
+
+    async def afn(state: Any) -> Any:
+        return fn(state)
+
+    return fn, afn
+
+
+def _pending_calls(messages: Sequence[Any]) -> list[Any]:
+    """The calls of the last AI message that have no ToolMessage yet."""
+    answered = {m.tool_call_id for m in messages if m.type == "tool"}
+    last_ai = next((m for m in reversed(messages) if m.type == "ai"), None)
+    if last_ai is None:
+        return []
+    return [c for c in last_ai.tool_calls if c["id"] not in answered]
+
+
 def create_react_agent(
     model: Any,
-    tools: Sequence[Tool | NativeTool | Callable[..., Any]] | ToolNode,
+    tools: Sequence[Tool | NativeTool | Callable[..., Any] | dict[str, Any]] | ToolNode,
     *,
-    prompt: str | SystemMessage | Callable[[Any], list[Any]] | None = None,
+    prompt: Any = None,
     response_format: Any = None,
+    pre_model_hook: Any = None,
+    post_model_hook: Any = None,
     state_schema: Any = None,
     checkpointer: Any = None,
     store: Any = None,
     interrupt_before: Sequence[str] | None = None,
     interrupt_after: Sequence[str] | None = None,
-    name: str | None = None,
     debug: bool = False,
+    version: Literal["v1", "v2"] = "v2",
+    name: str | None = None,
     tool_calling: str = "native",
     **kwargs: Any,
 ) -> CompiledStateGraph:
     """A graph with nodes ``"agent"`` (calls the model) and ``"tools"`` (runs its tool
-    calls in parallel), looping until the model answers without tool calls.
+    calls), looping until the model answers without tool calls — LangGraph's
+    ``create_react_agent``.
+
+    ``model`` is an ironloop model, any object with ``invoke(messages, tools=None,
+    tool_choice=None)``, or a LangChain chat model (its tools are bound with its own
+    ``bind_tools``). ``tools`` are ironloop tools, functions, LangChain tools, provider
+    tool dicts (sent to the model only), or a ``ToolNode``.
+
+    - ``prompt``: a str or ``SystemMessage`` put first, or a function (sync or async)
+      or LangChain ``Runnable`` from the state to the model's input messages.
+    - ``response_format``: a schema (TypedDict, dataclass, pydantic model, JSON Schema)
+      or ``(prompt, schema)``; after the loop, a node ``generate_structured_response``
+      asks the model for it and stores it as ``structured_response``.
+    - ``pre_model_hook`` / ``post_model_hook``: nodes run before / after every model
+      call. The pre hook may return ``llm_input_messages`` (what the model is given
+      instead of ``messages``, not stored in ``messages``); after the post hook, pending
+      tool calls run, else the run ends.
+    - ``state_schema``: a schema with ``messages`` (and ``structured_response`` when
+      ``response_format`` is given), e.g. a subclass of ``AgentState``.
+    - ``version``: ``"v2"`` (default) runs each tool call as its own ``tools`` task
+      (``Send``); ``"v1"`` runs all calls of a message in one ``tools`` task.
+    - ``name`` names the graph and the agent's ``AIMessage`` s.
 
     Every tool failure reaches the model as an error ``ToolMessage`` so it can correct
-    itself. A tool made with ``return_direct=True`` ends the run with its result.
+    itself. A tool made with ``return_direct=True`` ends the run with its result. A
+    keyword ``create_react_agent`` does not take raises ``TypeError``.
 
-    ``tool_calling="schema"`` is for models without native tool calling: the model is
-    asked for one JSON object matching ``compose_schema(tools, ...)`` —
-    ``{"calls": [...], "output": ...}`` — through ``response_format=``; its calls run
-    like native ones and ``output`` is the answer.
+    ``tool_calling="schema"`` (an ironloop addition) is for models without native tool
+    calling: the model is asked for one JSON object matching
+    ``compose_schema(tools, ...)`` — ``{"calls": [...], "output": ...}`` — through
+    ``response_format=``; its calls run like native ones and ``output`` is the answer.
 
     Example:
         >>> from ironloop import create_react_agent, tool
@@ -164,68 +301,111 @@ def create_react_agent(
         ...     {"content": "", "tool_calls": [{"name": "add", "args": {"a": 2, "b": 3}}]},
         ...     "5",
         ... ])
-        >>> agent = create_react_agent(model, [add])
+        >>> agent = create_react_agent(model, [add], prompt="Be brief.")
         >>> agent.invoke({"messages": [("user", "2+3?")]})["messages"][-1].content
         '5'
     """
+    if kwargs:
+        raise TypeError(f"create_react_agent() got unexpected keyword arguments: {kwargs}")
+    if version not in ("v1", "v2"):
+        raise ValueError(f"Invalid version {version}. Supported versions are 'v1' and 'v2'.")
+    if tool_calling not in ("native", "schema"):
+        raise ValueError(f"tool_calling must be 'native' or 'schema', got {tool_calling!r}")
+    if state_schema is not None:
+        required = {"messages"} | (
+            {"structured_response"} if response_format is not None else set()
+        )
+        missing = required - _schema_keys(state_schema)
+        if missing:
+            raise ValueError(f"Missing required key(s) {missing} in state_schema")
     if not (hasattr(model, "invoke") or hasattr(model, "ainvoke")):
         raise TypeError(
             f"model must have invoke(messages, tools=None, tool_choice=None); got {type(model).__name__}"
         )
-    tool_node = tools if isinstance(tools, ToolNode) else ToolNode(list(tools))
-    tool_list = list(tool_node.tools_by_name.values())
-    tool_dicts = [t.to_openai() for t in tool_list] or None
-    direct = {t.name for t in tool_list if t.return_direct}
-    schema = state_schema or (AgentStateWithStructuredResponse if response_format else AgentState)
 
-    def model_input(state: Any) -> list[Any]:
-        msgs = state["messages"] if isinstance(state, dict) else state.messages
-        if prompt is None:
-            return list(msgs)
-        if isinstance(prompt, str):
-            return [SystemMessage(content=prompt), *msgs]
-        if isinstance(prompt, SystemMessage):
-            return [prompt, *msgs]
-        if callable(prompt):
-            return list(prompt(state))
-        raise TypeError(f"prompt must be a str, a SystemMessage or a function, got {prompt!r}")
+    builtin: list[dict[str, Any]] = []
+    if isinstance(tools, ToolNode):
+        tool_node = tools
+    else:
+        builtin = [t for t in tools if isinstance(t, dict)]
+        tool_node = ToolNode([t for t in tools if not isinstance(t, dict)])
+    tool_list = list(tool_node.tools_by_name.values())
+    tool_dicts = [t.to_openai() for t in tool_list] + builtin or None
+    langchain_model = is_langchain_runnable(model)
+    if langchain_model:
+        from ironloop import _langchain
+
+        if tool_calling == "schema":
+            raise ValueError("tool_calling='schema' is for ironloop models, not LangChain ones")
+        model = _langchain.agent_model(model, tool_list, builtin)
+        tool_dicts = None  # bound to the model
+    direct = {t.name for t in tool_list if t.return_direct}
+    if state_schema is None:
+        state_schema = AgentStateWithStructuredResponse if response_format else AgentState
+    schema = state_schema
+    if pre_model_hook is not None and "llm_input_messages" not in _schema_keys(schema):
+        schema = _with_llm_input_messages(schema)
+
+    prompt_fn, aprompt_fn = _prompt_functions(prompt)
+
+    def input_state(state: Any) -> Any:
+        """The state the prompt sees: ``messages`` replaced by the pre hook's
+        ``llm_input_messages`` when it gave some."""
+        if pre_model_hook is None:
+            msgs = _get(state, "messages")
+        else:
+            msgs = _get(state, "llm_input_messages") or _get(state, "messages")
+        if msgs is None:
+            expected = (
+                "'llm_input_messages' or 'messages' key" if pre_model_hook else "'messages' key"
+            )
+            raise ValueError(f"Expected input to call_model to have {expected}, but got {state}")
+        if isinstance(state, dict):
+            return {**state, "messages": msgs}
+        return state.model_copy(update={"messages": msgs})
+
+    def finish(resp: Any) -> dict[str, Any]:
+        msg = _as_ai(resp)
+        if msg.name != name:
+            msg.name = name  # LangGraph names the agent's messages after the agent
+        return {"messages": [msg]}
 
     def agent(state: Any) -> dict[str, Any]:
+        messages = prompt_fn(input_state(state))
         scratch = task_var.get(None)
         if scratch is not None and scratch.streams_messages and hasattr(model, "stream"):
             # stream_mode="messages": token chunks go out as they arrive.
             chunks = []
-            for chunk in model.stream(model_input(state), tools=tool_dicts):
+            for chunk in model.stream(messages, tools=tool_dicts):
                 chunk = _as_ai(chunk)
                 scratch.write_message(chunk)
                 chunks.append(chunk)
-            return {"messages": [_merge_chunks(chunks)]}
-        return {"messages": [_as_ai(model.invoke(model_input(state), tools=tool_dicts))]}
+            return finish(_merge_chunks(chunks))
+        return finish(model.invoke(messages, tools=tool_dicts))
 
     async def aagent(state: Any) -> dict[str, Any]:
+        messages = await aprompt_fn(input_state(state))
         scratch = task_var.get(None)
         if scratch is not None and scratch.streams_messages and hasattr(model, "astream"):
             chunks = []
-            async for chunk in model.astream(model_input(state), tools=tool_dicts):
+            async for chunk in model.astream(messages, tools=tool_dicts):
                 chunk = _as_ai(chunk)
                 scratch.write_message(chunk)
                 chunks.append(chunk)
-            return {"messages": [_merge_chunks(chunks)]}
-        resp = await model.ainvoke(model_input(state), tools=tool_dicts)
-        return {"messages": [_as_ai(resp)]}
+            return finish(_merge_chunks(chunks))
+        return finish(await model.ainvoke(messages, tools=tool_dicts))
 
-    if tool_calling not in ("native", "schema"):
-        raise ValueError(f"tool_calling must be 'native' or 'schema', got {tool_calling!r}")
     if tool_calling == "schema":
         out_schema = type_schema(response_format)[0] if response_format is not None else None
         composed = compose_schema(tool_list, out_schema)
 
         def agent(state: Any) -> dict[str, Any]:  # type: ignore[misc]
-            resp = model.invoke(model_input(state), tools=None, response_format=composed)
+            resp = model.invoke(prompt_fn(input_state(state)), tools=None, response_format=composed)
             return _from_composed(_as_ai(resp), composed, response_format is not None)
 
         async def aagent(state: Any) -> dict[str, Any]:  # type: ignore[misc]
-            resp = await model.ainvoke(model_input(state), tools=None, response_format=composed)
+            messages = await aprompt_fn(input_state(state))
+            resp = await model.ainvoke(messages, tools=None, response_format=composed)
             return _from_composed(_as_ai(resp), composed, response_format is not None)
 
     node: Any = agent if hasattr(model, "invoke") else aagent
@@ -234,42 +414,144 @@ def create_react_agent(
 
     g = StateGraph(schema)
     g.add_node("agent", node)
-    g.add_edge(START, "agent")
-    after_agent = END
-    if response_format is not None and tool_calling == "native":
+    entry = "agent"
+    if pre_model_hook is not None:
+        g.add_node("pre_model_hook", _as_node(pre_model_hook))
+        g.add_edge("pre_model_hook", "agent")
+        entry = "pre_model_hook"
+    g.add_edge(START, entry)
+    if post_model_hook is not None:
+        g.add_node("post_model_hook", _as_node(post_model_hook))
+        g.add_edge("agent", "post_model_hook")
+
+    structured = response_format is not None and tool_calling == "native"
+    if structured:
+        fmt, fmt_prompt = response_format, None
+        if isinstance(response_format, tuple):
+            fmt_prompt, fmt = response_format
+
+        def structured_input(state: Any) -> list[Any]:
+            msgs = list(_get(state, "messages"))
+            return [SystemMessage(content=fmt_prompt), *msgs] if fmt_prompt else msgs
 
         def generate_structured_response(state: Any) -> dict[str, Any]:
-            return {"structured_response": _structured(model, response_format, model_input(state))}
+            msgs = structured_input(state)
+            if langchain_model:
+                return {"structured_response": model.structured(msgs, fmt)}
+            return {"structured_response": _structured(model, fmt, msgs)}
 
+        async def agenerate_structured_response(state: Any) -> dict[str, Any]:
+            msgs = structured_input(state)
+            if langchain_model:
+                return {"structured_response": await model.astructured(msgs, fmt)}
+            return {"structured_response": await _astructured(model, fmt, msgs)}
+
+        generate_structured_response.__ironloop_async__ = agenerate_structured_response  # type: ignore[attr-defined]
         g.add_node("generate_structured_response", generate_structured_response)
         g.add_edge("generate_structured_response", END)
-        after_agent = "generate_structured_response"
-    if tool_list:
-        g.add_node("tools", tool_node)
-        if after_agent == END:
-            g.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
-        else:
+    after = "generate_structured_response" if structured else END
 
-            def route_agent(state: Any) -> str:
-                last = state["messages"][-1]
-                return "tools" if getattr(last, "tool_calls", None) else after_agent
+    if not tool_list:
+        g.add_edge("post_model_hook" if post_model_hook is not None else "agent", after)
+        return _compile(g, checkpointer, store, interrupt_before, interrupt_after, name)
 
-            g.add_conditional_edges("agent", route_agent, ["tools", after_agent])
-        if direct:
+    def to_tools(calls: Sequence[Any]) -> Any:
+        if version == "v1":
+            return "tools"
+        return [Send("tools", dict(c)) for c in calls]
 
-            def route_tools(state: Any) -> str:
-                for m in reversed(state["messages"]):
-                    if m.type != "tool":
-                        break
-                    if m.name in direct and m.status == "success":
-                        return END
-                return "agent"
+    def should_continue(state: Any) -> Any:
+        last = _get(state, "messages")[-1]
+        if last.type != "ai" or not last.tool_calls:
+            return "post_model_hook" if post_model_hook is not None else after
+        if post_model_hook is not None:
+            return "post_model_hook"
+        return to_tools(last.tool_calls)
 
-            g.add_conditional_edges("tools", route_tools, ["agent", END])
-        else:
-            g.add_edge("tools", "agent")
+    if version == "v1" and post_model_hook is None and after == END:
+        # The Rust router: no Python call to route.
+        g.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
     else:
-        g.add_edge("agent", after_agent)
+        agent_paths = ["post_model_hook"] if post_model_hook is not None else ["tools", after]
+        g.add_conditional_edges("agent", should_continue, agent_paths)
+
+    if post_model_hook is not None:
+
+        def post_model_hook_router(state: Any) -> Any:
+            messages = _get(state, "messages")
+            pending = _pending_calls(messages)
+            if pending:
+                return [Send("tools", dict(c)) for c in pending]
+            if messages[-1].type == "tool":
+                return entry
+            return after
+
+        g.add_conditional_edges("post_model_hook", post_model_hook_router, [entry, "tools", after])
+
+    g.add_node("tools", tool_node)
+    if direct:
+
+        def route_tools(state: Any) -> str:
+            messages = _get(state, "messages")
+            m = None
+            for m in reversed(messages):
+                if m.type != "tool":
+                    break
+                if m.name in direct and m.status == "success":
+                    return END
+            # v2: a return_direct call may have run in another task of the step.
+            if m is not None and m.type == "ai" and m.tool_calls:
+                done = {
+                    t.tool_call_id: t
+                    for t in messages
+                    if t.type == "tool" and t.status == "success"
+                }
+                if any(c["name"] in direct and c["id"] in done for c in m.tool_calls):
+                    return END
+            return entry
+
+        g.add_conditional_edges("tools", route_tools, [entry, END])
+    else:
+        g.add_edge("tools", entry)
+    return _compile(g, checkpointer, store, interrupt_before, interrupt_after, name)
+
+
+def _as_node(hook: Any) -> Any:
+    """A hook as a graph node: a function as it is, a LangChain ``Runnable`` through
+    its ``invoke`` / ``ainvoke``."""
+    if is_langchain_runnable(hook):
+        from ironloop import _langchain
+
+        return _langchain.runnable_node(hook)
+    if not callable(hook):
+        raise TypeError(f"a model hook must be a function or a Runnable, got {type(hook).__name__}")
+    return hook
+
+
+def _with_llm_input_messages(schema: Any) -> Any:
+    """``schema`` with a ``llm_input_messages`` key, where a ``pre_model_hook`` puts
+    what the model is given (LangGraph keeps it in the agent node's input schema)."""
+    if hasattr(schema, "model_fields"):
+        import pydantic
+
+        return pydantic.create_model(
+            "CallModelInputSchema",
+            llm_input_messages=(Any, None),
+            __base__=schema,
+        )
+
+    fields = {**typing.get_type_hints(schema, include_extras=True), "llm_input_messages": Any}
+    return TypedDict("CallModelInputSchema", fields, total=False)  # type: ignore[operator]
+
+
+def _compile(
+    g: StateGraph,
+    checkpointer: Any,
+    store: Any,
+    interrupt_before: Sequence[str] | None,
+    interrupt_after: Sequence[str] | None,
+    name: str | None,
+) -> CompiledStateGraph:
     return g.compile(
         checkpointer=checkpointer,
         store=store,

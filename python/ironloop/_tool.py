@@ -96,6 +96,33 @@ class Tool:
         """The tool as an entry of Anthropic's Messages ``tools`` list."""
         return {"name": self.name, "description": self.description, "input_schema": self.parameters}
 
+    def to_langchain(self) -> Any:
+        """This tool as a LangChain ``StructuredTool`` (needs langchain-core): same name,
+        description and JSON Schema, running this tool's function. A tool made from a
+        LangChain tool gives that tool back.
+
+        Example:
+            >>> def add(a: int, b: int) -> int:
+            ...     return a + b
+            >>> t = Tool("add", "Adds.", func=add, parameters={"type": "object",
+            ...     "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}})
+            >>> t.to_langchain().invoke({"a": 1, "b": 2})
+            3
+        """
+        from ironloop._langchain import to_langchain_tool
+
+        return to_langchain_tool(self)
+
+    @classmethod
+    def from_langchain(cls, lc_tool: Any) -> Tool:
+        """An ironloop tool running a LangChain ``BaseTool`` (what ``ToolNode`` and
+        ``create_react_agent`` do with one): its schema is the one LangChain shows the
+        model, it runs through ``invoke`` / ``ainvoke`` with the full tool call, and
+        ``InjectedState`` / ``InjectedStore`` parameters are filled by ironloop."""
+        from ironloop._langchain import LangChainTool
+
+        return LangChainTool(lc_tool)
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.func(*args, **kwargs)
 

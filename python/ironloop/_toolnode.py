@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Callable, Literal, Union
 
+from ironloop._foreign import is_langchain_tool
 from ironloop._ironloop import NativeTool, _ToolNodeCore
 from ironloop._tool import Tool, tool
 
@@ -32,6 +33,8 @@ class ToolNode:
             type (or tuple) handles only those and re-raises the rest.
         strategy: ``"parallel"`` (default), ``"sequential"`` or ``("batched", n)``.
         max_concurrency: at most this many calls in flight (``"parallel"`` only).
+        messages_key: the state key holding the conversation (default ``"messages"``):
+            the node reads the last AI message from it and writes its results to it.
 
     Example:
         >>> from ironloop import tool, ToolNode
@@ -54,10 +57,9 @@ class ToolNode:
         handle_tool_errors: HandleToolErrors = True,
         strategy: Strategy = "parallel",
         max_concurrency: int | None = None,
+        messages_key: str = "messages",
     ) -> None:
-        converted: list[Tool | NativeTool] = [
-            t if isinstance(t, (Tool, NativeTool)) else tool(t) for t in tools
-        ]
+        converted: list[Tool | NativeTool] = [_as_tool(t) for t in tools]
         names = [t.name for t in converted]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
@@ -73,11 +75,13 @@ class ToolNode:
         self.handle_tool_errors = handle_tool_errors
         self.strategy = strategy
         self.max_concurrency = max_concurrency
+        self.messages_key = messages_key
         self._core = _ToolNodeCore(
             converted,
             strategy=strategy,
             max_concurrency=max_concurrency,
             handle_tool_errors=handle_tool_errors,
+            messages_key=messages_key,
         )
 
     def invoke(
@@ -88,7 +92,7 @@ class ToolNode:
         store: Any = None,
         on_progress: Callable[[Any], None] | None = None,
     ) -> Any:
-        """Runs the calls; returns ``{"messages": [...]}`` (or a list for a list input)."""
+        """Runs the calls; returns ``{messages_key: [...]}`` (or a list for a list input)."""
         return self._core.invoke(input, store=store, on_progress=on_progress)
 
     async def ainvoke(
@@ -107,3 +111,15 @@ class ToolNode:
 
     def __repr__(self) -> str:
         return f"ToolNode(tools={list(self.tools_by_name)!r})"
+
+
+def _as_tool(t: Any) -> Tool | NativeTool:
+    """An ironloop tool from what a tool list may hold: ironloop tools as they are, a
+    LangChain ``BaseTool`` adapted, a plain function decorated."""
+    if isinstance(t, (Tool, NativeTool)):
+        return t
+    if is_langchain_tool(t):
+        from ironloop._langchain import LangChainTool
+
+        return LangChainTool(t)
+    return tool(t)

@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Callable, Hashable, Iterator, Sequenc
 from typing import Annotated, Any, TypedDict, Union, get_args, get_origin, get_type_hints
 
 from ironloop._constants import END, START
-from ironloop._ironloop import BaseMessage, _GraphCore, add_messages
+from ironloop._ironloop import BaseMessage, _coerce_message, _GraphCore, add_messages
 from ironloop._runtime import task_var
 from ironloop._toolnode import ToolNode
 from ironloop.errors import GraphInterrupt, InvalidUpdateError
@@ -38,6 +38,7 @@ __all__ = [
     "add_messages",
     "get_stream_writer",
     "interrupt",
+    "push_message",
 ]
 
 REMOVE_ALL_MESSAGES = "__remove_all__"
@@ -74,6 +75,34 @@ def interrupt(value: Any) -> Any:
         )
     # In a subgraph, the pause and the resume values belong to the parent's task.
     return (_outer_task.get() or scratch).interrupt(value)
+
+
+def push_message(message: Any, *, state_key: str | None = "messages") -> BaseMessage:
+    """Sends ``message`` to the ``messages`` stream now and, unless ``state_key`` is
+    ``None``, writes it to that state key with the node's own update (as LangGraph's
+    ``langgraph.graph.message.push_message``). Returns the message. The message needs
+    an id: a message object (ironloop's or LangChain's) with one, or a dict with one.
+
+    Example:
+        >>> from ironloop.messages import AIMessage
+        >>> def node(state):
+        ...     push_message(AIMessage("working on it", id="progress-1"))
+        ...     return {}
+    """
+    scratch = task_var.get(None)
+    if scratch is None:
+        raise RuntimeError("Called get_config outside of a runnable context")
+    if not isinstance(message, BaseMessage) and (
+        getattr(message, "id", None) is None
+        and not (isinstance(message, dict) and message.get("id") is not None)
+    ):
+        raise ValueError("Message ID is required")
+    msg = _coerce_message(message)
+    if scratch.streams_messages:
+        scratch.write_message(msg)
+    if state_key:
+        scratch.push(state_key, msg)
+    return msg  # type: ignore[no-any-return]
 
 
 def _noop(_payload: Any) -> None:
@@ -176,6 +205,8 @@ def _literal_ends(path: Any) -> list[str] | None:
 @dataclasses.dataclass
 class _Branch:
     source: str
+    #: The branch's name in messages: its function's, or "condition" (as LangGraph).
+    name: str
     path: Callable[..., Any]
     path_map: dict[Hashable, str] | None
     ends: list[str] | None
@@ -220,10 +251,15 @@ class StateGraph:
             name = node
         if not isinstance(name, str):
             raise TypeError(f"a node name must be a str, got {name!r}")
-        if name in (START, END):
-            raise ValueError(f"node name {name!r} is reserved")
         if name in self.nodes:
             raise ValueError(f"Node `{name}` already present.")
+        if name in (START, END):
+            raise ValueError(f"Node `{name}` is reserved.")
+        for character in ("|", ":"):
+            if character in name:
+                raise ValueError(
+                    f"'{character}' is a reserved character and is not allowed in the node names."
+                )
         if not callable(action) and not isinstance(action, (ToolNode, CompiledStateGraph)):
             raise TypeError(f"node {name!r}: expected a function, got {type(action).__name__}")
         self.nodes[name] = action
@@ -233,12 +269,22 @@ class StateGraph:
         """Runs ``end_key`` after ``start_key``; with a list of sources, after all of them."""
         if isinstance(start_key, str):
             if start_key == END:
-                raise ValueError("END cannot be the start of an edge")
+                raise ValueError("END cannot be a start node")
             if end_key == START:
-                raise ValueError("START cannot be the end of an edge")
+                raise ValueError("START cannot be an end node")
             self.edges.append((start_key, end_key))
-        else:
-            self.joins.append((list(start_key), end_key))
+            return self
+        # A join is checked now, as in LangGraph (a single edge at compile()).
+        for start in start_key:
+            if start == END:
+                raise ValueError("END cannot be a start node")
+            if start not in self.nodes:
+                raise ValueError(f"Need to add_node `{start}` first")
+        if end_key == START:
+            raise ValueError("START cannot be an end node")
+        if end_key != END and end_key not in self.nodes:
+            raise ValueError(f"Need to add_node `{end_key}` first")
+        self.joins.append((list(start_key), end_key))
         return self
 
     def add_conditional_edges(
@@ -256,21 +302,46 @@ class StateGraph:
         else:
             mapping = dict(path_map)
         ends = list(mapping.values()) if mapping else _literal_ends(path)
-        self.branches.append(_Branch(source, path, mapping, ends))
+        name = getattr(path, "__name__", None)
+        if not isinstance(name, str) or name == "<lambda>":
+            name = "condition"
+        self.branches.append(_Branch(source, name, path, mapping, ends))
         return self
 
     def add_sequence(self, nodes: Sequence[Any]) -> StateGraph:
-        """Adds nodes that run one after the other."""
-        names = []
-        for n in nodes:
-            if isinstance(n, tuple):
-                self.add_node(n[0], n[1])
-                names.append(n[0])
+        """Adds nodes that run one after the other: functions (named after themselves)
+        or ``(name, function)`` pairs. As in LangGraph, an empty sequence and a name
+        already in the graph are refused (``ValueError``).
+
+        Example:
+            >>> from typing import TypedDict
+            >>> class S(TypedDict):
+            ...     n: int
+            >>> def double(s):
+            ...     return {"n": s["n"] * 2}
+            >>> g = StateGraph(S).add_sequence([double, ("inc", lambda s: {"n": s["n"] + 1})])
+            >>> g.add_edge(START, "double").compile().invoke({"n": 3})
+            {'n': 7}
+        """
+        if len(nodes) < 1:
+            raise ValueError("Sequence requires at least one node.")
+        previous: str | None = None
+        for node in nodes:
+            if isinstance(node, tuple) and len(node) == 2:
+                name, node = node
             else:
-                self.add_node(n)
-                names.append(getattr(n, "name", None) or n.__name__)
-        for a, b in zip(names, names[1:]):
-            self.add_edge(a, b)
+                name = getattr(node, "name", None) or getattr(node, "__name__", type(node).__name__)
+            if name in self.nodes:
+                raise ValueError(
+                    f"Node names must be unique: node with the name '{name}' already exists. "
+                    "If you need to use two different runnables/callables with the same name "
+                    "(for example, using `lambda`), please provide them as tuples "
+                    "(name, runnable/callable)."
+                )
+            self.add_node(name, node)
+            if previous is not None:
+                self.add_edge(previous, name)
+            previous = name
         return self
 
     def set_entry_point(self, key: str) -> StateGraph:

@@ -21,6 +21,7 @@ from ironloop._ironloop import (
     RemoveMessage,
     SystemMessage,
     ToolMessage,
+    _coerce_message,
 )
 
 __all__ = [
@@ -32,9 +33,43 @@ __all__ = [
     "SystemMessage",
     "ToolCall",
     "ToolMessage",
+    "from_langchain",
+    "to_langchain",
 ]
 
 AnyMessage = BaseMessage
+
+
+def to_langchain(messages: Any) -> Any:
+    """A message (or a list of them) as langchain-core message(s); needs langchain-core.
+
+    Takes ironloop messages, langchain-core ones (kept as they are) and the other forms
+    ironloop accepts (``("user", "hi")``, ``{"role": ..., "content": ...}``). The result
+    compares equal to the ironloop message it came from.
+
+    Example:
+        >>> lc = to_langchain(AIMessage("hi", id="a1"))
+        >>> type(lc).__module__.split(".")[0], lc.content, lc == AIMessage("hi", id="a1")
+        ('langchain_core', 'hi', True)
+    """
+    from ironloop._langchain import to_langchain as convert
+
+    return convert(messages)
+
+
+def from_langchain(messages: Any) -> Any:
+    """A langchain-core message (or a list of them) as ironloop message(s); the inverse
+    of :func:`to_langchain`. ``AIMessageChunk`` s become ``AIMessage`` s.
+
+    Example:
+        >>> from_langchain(to_langchain(HumanMessage("hi", id="1"))) == HumanMessage("hi", id="1")
+        True
+    """
+    if isinstance(messages, (list, tuple)) and not (
+        isinstance(messages, tuple) and len(messages) == 2 and isinstance(messages[0], str)
+    ):
+        return [from_langchain(m) for m in messages]
+    return _coerce_message(messages)
 
 
 class ToolCall(dict):  # type: ignore[type-arg]

@@ -5,8 +5,16 @@ and timeouts, the GIL released while waiting. ``ScriptedChatModel`` replays a sc
 for tests and offline demos.
 
 Any object with ``invoke(messages, tools=None, tool_choice=None)`` (and optionally
-``ainvoke``) works as a model: it receives ironloop messages and tools as OpenAI-format
-dicts, and returns an ``AIMessage`` or a ``{"role": "assistant", ...}`` dict.
+``ainvoke``, ``stream``, ``astream``) works as a model: it receives ironloop messages
+and tools as OpenAI-format dicts, and returns an ``AIMessage`` or a
+``{"role": "assistant", ...}`` dict. A ``stream`` yields ``AIMessage`` chunks whose
+last one carries the whole message's tool calls and usage.
+
+A LangChain chat model (``ChatOpenAI``, ``ChatAnthropic``, the fakes of
+``langchain_core.language_models``, a model with ``bind_tools`` applied) works too,
+when langchain-core is installed: it is put behind that protocol
+(``ironloop._langchain.LangChainChatModel``), receives langchain-core messages, and
+has its tools bound with its own ``bind_tools``.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ import threading
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any, Callable, Union
 
+from ironloop._foreign import is_langchain_tool
 from ironloop._ironloop import (
     AIMessage,
     BaseMessage,
@@ -164,6 +173,10 @@ def _tool_dicts(tools: Sequence[Any] | None) -> list[dict[str, Any]] | None:
     for t in tools:
         if isinstance(t, Mapping):
             out.append(dict(t))
+        elif is_langchain_tool(t):
+            from ironloop._langchain import LangChainTool
+
+            out.append(LangChainTool(t).to_openai())
         elif hasattr(t, "to_openai"):
             out.append(t.to_openai())
         elif callable(t):

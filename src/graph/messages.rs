@@ -95,34 +95,53 @@ impl MessageList {
     }
 
     /// Merges `updates` into the list as LangGraph's `add_messages` does: a message
-    /// whose id is present replaces it, a `RemoveMessage` removes it (or everything,
-    /// with id `__remove_all__`), any other message is appended.
+    /// whose id is present replaces it in place, any other message is appended, and a
+    /// `RemoveMessage` marks its id for removal once the whole update is merged (so a
+    /// message removed twice in one update is removed once, and one removed then sent
+    /// again stays where it was). A `RemoveMessage` with id `__remove_all__` makes the
+    /// list the update's messages after it. On error the list is left unchanged.
     pub fn add(
         &mut self,
         updates: impl IntoIterator<Item = Arc<Message>>,
     ) -> Result<(), MessagesError> {
-        for m in updates {
-            if matches!(m.kind, MessageKind::Remove) {
-                if m.id == REMOVE_ALL_MESSAGES {
-                    self.items.clear();
-                    self.ids.clear();
+        let updates: Vec<Arc<Message>> = updates.into_iter().collect();
+        let is_remove = |m: &Arc<Message>| matches!(m.kind, MessageKind::Remove);
+        if let Some(i) = updates
+            .iter()
+            .rposition(|m| is_remove(m) && m.id == REMOVE_ALL_MESSAGES)
+        {
+            let generation = self.generation + 1;
+            *self = Self::from_messages(updates[i + 1..].iter().cloned());
+            self.generation = generation;
+            return Ok(());
+        }
+        let mut next = self.clone();
+        let mut to_remove: std::collections::HashSet<&str> = std::collections::HashSet::new();
+        for m in &updates {
+            if next.ids.contains(&m.id) {
+                if is_remove(m) {
+                    to_remove.insert(&m.id);
                 } else {
-                    let pos = self
-                        .position(&m.id)
-                        .ok_or_else(|| MessagesError::RemoveMissing(m.id.clone()))?;
-                    self.items.remove(pos);
-                    self.ids.remove(&m.id);
+                    to_remove.remove(m.id.as_str());
+                    let pos = next.position(&m.id).expect("ids and items agree");
+                    next.items.set(pos, m.clone());
+                    next.generation += 1;
                 }
-                self.generation += 1;
-            } else if self.ids.contains(&m.id) {
-                let pos = self.position(&m.id).expect("ids and items agree");
-                self.items.set(pos, m);
-                self.generation += 1;
+            } else if is_remove(m) {
+                return Err(MessagesError::RemoveMissing(m.id.clone()));
             } else {
-                self.ids.insert(m.id.clone());
-                self.items.push_back(m);
+                next.ids.insert(m.id.clone());
+                next.items.push_back(m.clone());
             }
         }
+        if !to_remove.is_empty() {
+            next.items.retain(|m| !to_remove.contains(m.id.as_str()));
+            for id in to_remove {
+                next.ids.remove(id);
+            }
+            next.generation += 1;
+        }
+        *self = next;
         Ok(())
     }
 }
@@ -163,6 +182,40 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(l.len(), 1);
+    }
+
+    #[test]
+    fn removals_apply_after_the_whole_update_as_in_langgraph() {
+        let ids = |l: &MessageList| l.iter().map(|m| m.id.clone()).collect::<Vec<_>>();
+        let rm = |id: &str| Arc::new(Message::remove(id));
+        let mut l = MessageList::from_messages([human("a", "1"), human("b", "2")]);
+        l.add([rm("a"), rm("a")]).unwrap();
+        assert_eq!(ids(&l), ["b"], "a duplicate RemoveMessage is tolerated");
+
+        let mut l = MessageList::from_messages([human("a", "1"), human("b", "2")]);
+        l.add([rm("a"), human("a", "again")]).unwrap();
+        assert_eq!(
+            ids(&l),
+            ["a", "b"],
+            "removed then re-sent: replaced in place"
+        );
+        assert_eq!(l.get(0).unwrap().content.text(), "again");
+
+        let mut l = MessageList::from_messages([human("a", "1")]);
+        l.add([human("n", "new"), rm("n")]).unwrap();
+        assert_eq!(ids(&l), ["a"], "added then removed in one update");
+
+        let before = ids(&l);
+        assert!(l.add([human("x", "x"), rm("missing")]).is_err());
+        assert_eq!(ids(&l), before, "a refused update changes nothing");
+
+        l.add([human("y", "y"), rm(REMOVE_ALL_MESSAGES), human("z", "z")])
+            .unwrap();
+        assert_eq!(
+            ids(&l),
+            ["z"],
+            "only what follows the last remove-all is kept"
+        );
     }
 
     #[test]

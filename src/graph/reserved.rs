@@ -18,6 +18,10 @@ pub fn is_hidden(name: &str) -> bool {
     name.starts_with(HIDDEN_PREFIX)
 }
 
+/// Characters a node name may not contain: LangGraph's namespace separators, which
+/// task ids (`<checkpoint>:<index>:<node>`) and stream namespaces (`node:task`) use.
+pub const RESERVED_CHARS: [char; 2] = ['|', ':'];
+
 /// The hidden channel of the `i`-th join barrier.
 pub(crate) fn join_channel(i: usize) -> String {
     format!("{JOIN_PREFIX}{i}")

@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::channel::ChannelKind;
 use super::error::GraphError;
+use super::reserved::RESERVED_CHARS;
 use super::state::StateView;
 use super::stream::StreamSink;
 use super::value::Val;
@@ -87,6 +88,12 @@ pub trait NodeRunner: Send + Sync {
 /// Decides where to go from a node, reading the state after the node's step.
 pub trait Router: Send + Sync {
     fn route(&self, state: &StateView, ctx: &TaskContext) -> Result<Vec<Goto>, GraphError>;
+
+    /// The branch's name in error messages (LangGraph names a branch after its
+    /// function; an unnamed one is `"condition"`).
+    fn name(&self) -> &str {
+        "condition"
+    }
 }
 
 pub struct NodeSpec {
@@ -146,99 +153,75 @@ impl GraphSpec {
         self
     }
 
-    /// Rejects bad wiring with an error that names the node or edge.
+    /// Rejects bad wiring with an error that names the node or edge, in LangGraph's
+    /// words (`StateGraph.validate`), checked in its order: node names, edge sources,
+    /// the entry point, conditional edges' targets, edge targets, interrupts.
     pub fn validate(&self, interrupts: &[String]) -> Result<(), GraphError> {
+        let build = |m: String| Err(GraphError::Build(m));
         let mut names = HashSet::new();
         for n in &self.nodes {
             if n.name == START || n.name == END {
-                return Err(GraphError::Build(format!(
-                    "node name {:?} is reserved; choose another name",
-                    n.name
-                )));
+                return build(format!("Node `{}` is reserved.", n.name));
+            }
+            if let Some(c) = n.name.chars().find(|c| RESERVED_CHARS.contains(c)) {
+                return build(format!(
+                    "'{c}' is a reserved character and is not allowed in the node names."
+                ));
             }
             if !names.insert(n.name.as_str()) {
-                return Err(GraphError::Build(format!(
-                    "node {:?} is already present",
-                    n.name
-                )));
+                return build(format!("Node `{}` already present.", n.name));
             }
         }
         let mut chans = HashSet::new();
         for (c, _) in &self.channels {
             if !chans.insert(c.as_str()) {
-                return Err(GraphError::Build(format!(
-                    "channel {c:?} is declared twice"
-                )));
+                return build(format!("channel {c:?} is declared twice"));
             }
         }
-        let known_src = |s: &str| s == START || names.contains(s);
+        let sources = self
+            .edges
+            .iter()
+            .map(|(a, _)| a)
+            .chain(self.joins.iter().flat_map(|(srcs, _)| srcs))
+            .chain(self.branches.iter().map(|b| &b.source));
+        let mut has_entry = false;
+        for s in sources {
+            has_entry |= s == START;
+            if s != START && !names.contains(s.as_str()) {
+                return build(format!("Found edge starting at unknown node '{s}'"));
+            }
+        }
+        if !has_entry {
+            return build(
+                "Graph must have an entrypoint: add at least one edge from START to another node"
+                    .into(),
+            );
+        }
         let known_dst = |s: &str| s == END || names.contains(s);
-        for (a, b) in &self.edges {
-            if !known_src(a) {
-                return Err(GraphError::Build(format!(
-                    "edge {a:?} -> {b:?} starts at unknown node {a:?}{}",
-                    if a == END {
-                        " (END cannot have outgoing edges)"
-                    } else {
-                        ""
-                    }
-                )));
-            }
-            if !known_dst(b) {
-                return Err(GraphError::Build(format!(
-                    "edge {a:?} -> {b:?} ends at unknown node {b:?}{}",
-                    if b == START {
-                        " (START cannot be a destination)"
-                    } else {
-                        ""
-                    }
-                )));
-            }
-        }
-        for (srcs, b) in &self.joins {
-            for a in srcs {
-                if !names.contains(a.as_str()) {
-                    return Err(GraphError::Build(format!(
-                        "edge {srcs:?} -> {b:?} starts at unknown node {a:?}"
-                    )));
-                }
-            }
-            if !known_dst(b) {
-                return Err(GraphError::Build(format!(
-                    "edge {srcs:?} -> {b:?} ends at unknown node {b:?}"
-                )));
-            }
-        }
         for br in &self.branches {
-            if !known_src(&br.source) {
-                return Err(GraphError::Build(format!(
-                    "conditional edge from unknown node {:?}",
-                    br.source
-                )));
-            }
             for e in br.ends.iter().flatten() {
                 if !known_dst(e) {
-                    return Err(GraphError::Build(format!(
-                        "conditional edge from {:?} leads to unknown node {e:?}",
-                        br.source
-                    )));
+                    return build(format!(
+                        "At '{}' node, '{}' branch found unknown target '{e}'",
+                        br.source,
+                        br.router.name()
+                    ));
                 }
             }
         }
-        let has_entry = self.edges.iter().any(|(a, _)| a == START)
-            || self.branches.iter().any(|b| b.source == START);
-        if !has_entry {
-            return Err(GraphError::Build(
-                "graph has no entry point: add an edge from START (add_edge(START, \"node\") or \
-                 set_entry_point(\"node\"))"
-                    .into(),
-            ));
+        let targets = self
+            .edges
+            .iter()
+            .map(|(_, b)| b)
+            .chain(self.joins.iter().map(|(_, b)| b));
+        for t in targets {
+            if !known_dst(t) {
+                return build(format!("Found edge ending at unknown node `{t}`"));
+            }
         }
         for i in interrupts {
             if i != "*" && !names.contains(i.as_str()) {
-                return Err(GraphError::Build(format!(
-                    "interrupt_before/interrupt_after names unknown node {i:?}"
-                )));
+                return build(format!("Interrupt node `{i}` not found"));
             }
         }
         Ok(())

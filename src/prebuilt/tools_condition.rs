@@ -32,6 +32,10 @@ pub struct ToolsCondition {
 }
 
 impl Router for ToolsCondition {
+    fn name(&self) -> &str {
+        "tools_condition"
+    }
+
     fn route(&self, view: &StateView, ctx: &TaskContext) -> Result<Vec<Goto>, GraphError> {
         let last: Option<&Arc<Message>> = match view.get(&self.channel) {
             Some(Val::Messages(l)) => l.last(),

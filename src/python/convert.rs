@@ -52,7 +52,7 @@ pub fn content_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Content> {
                 continue;
             }
             let v = value_from_py(&item, "a content part")?;
-            parts.push(part_from_value(v));
+            parts.push(ContentPart::from_value(v));
         }
         return Ok(Content::Parts(parts));
     }
@@ -60,28 +60,6 @@ pub fn content_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Content> {
     Err(PyTypeError::new_err(format!(
         "message content must be a str or a list of content parts (str or dict); got {ty}"
     )))
-}
-
-fn part_from_value(v: Value) -> ContentPart {
-    let kind = v.get("type").and_then(Value::as_str).unwrap_or("");
-    match kind {
-        "text" => match v.get("text").and_then(Value::as_str) {
-            Some(t) => ContentPart::Text { text: t.to_owned() },
-            None => ContentPart::Json { value: v },
-        },
-        "image_url" => {
-            let url = match v.get("image_url") {
-                Some(Value::String(u)) => Some(u.clone()),
-                Some(o) => o.get("url").and_then(Value::as_str).map(str::to_owned),
-                None => None,
-            };
-            match url {
-                Some(url) => ContentPart::Image { url },
-                None => ContentPart::Json { value: v },
-            }
-        }
-        _ => ContentPart::Json { value: v },
-    }
 }
 
 pub fn content_to_py<'py>(py: Python<'py>, c: &Content) -> PyResult<Bound<'py, PyAny>> {

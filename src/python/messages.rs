@@ -79,8 +79,31 @@ pub fn message_to_py(py: Python<'_>, m: Arc<Message>) -> PyResult<Bound<'_, PyAn
     })
 }
 
+impl PyMessage {
+    /// Swaps in a changed message. Always a new `Arc` (never changed in place), so
+    /// that [`PyMessage::_key`] names one unchanging value.
+    fn replace(&mut self, m: Message) {
+        self.inner = Arc::new(m);
+    }
+}
+
 #[pymethods]
 impl PyMessage {
+    /// An identity of the value this object holds, the same for every object holding
+    /// it and new after any change (for caches of derived values, e.g. the
+    /// langchain-core twin). Unique while some object holds the value: a cache keeps
+    /// `_shared()` alongside its entry.
+    #[getter]
+    fn _key(&self) -> usize {
+        Arc::as_ptr(&self.inner) as usize
+    }
+
+    /// Another object holding the same value (no copy); changing one does not change
+    /// the other.
+    fn _shared<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        message_to_py(py, self.inner.clone())
+    }
+
     #[getter]
     fn content<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         content_to_py(py, &self.inner.content)
@@ -88,7 +111,9 @@ impl PyMessage {
 
     #[setter]
     fn set_content(&mut self, value: &Bound<'_, PyAny>) -> PyResult<()> {
-        Arc::make_mut(&mut self.inner).content = content_from_py(value)?;
+        let mut m = (*self.inner).clone();
+        m.content = content_from_py(value)?;
+        self.replace(m);
         Ok(())
     }
 
@@ -99,7 +124,9 @@ impl PyMessage {
 
     #[setter]
     fn set_id(&mut self, value: String) {
-        Arc::make_mut(&mut self.inner).id = value;
+        let mut m = (*self.inner).clone();
+        m.id = value;
+        self.replace(m);
     }
 
     #[getter]
@@ -109,7 +136,9 @@ impl PyMessage {
 
     #[setter]
     fn set_name(&mut self, value: Option<String>) {
-        Arc::make_mut(&mut self.inner).name = value;
+        let mut m = (*self.inner).clone();
+        m.name = value;
+        self.replace(m);
     }
 
     /// The langchain type tag: "human", "ai", "system", "tool" or "remove".
@@ -216,13 +245,24 @@ impl PyMessage {
         Ok(s)
     }
 
-    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
-        match other.cast::<PyMessage>() {
-            Ok(o) => {
-                Arc::ptr_eq(&self.inner, &o.borrow().inner) || *self.inner == *o.borrow().inner
-            }
-            Err(_) => false,
-        }
+    /// Equal to another message with the same fields (id included), and to a
+    /// langchain-core message that converts to one (its `id` compared with `==`, so a
+    /// test's "any id" placeholder works). `NotImplemented` for anything else.
+    fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let eq = if let Ok(o) = other.cast::<PyMessage>() {
+            Arc::ptr_eq(&self.inner, &o.borrow().inner) || *self.inner == *o.borrow().inner
+        } else if is_langchain_message(other)? {
+            let mut theirs = (*message_from_py(other)?).clone();
+            let same_id = other.getattr("id")?.eq(&self.inner.id)?;
+            theirs.id.clone_from(&self.inner.id);
+            same_id && theirs == *self.inner
+        } else {
+            return Ok(py.NotImplemented());
+        };
+        Ok(pyo3::types::PyBool::new(py, eq)
+            .to_owned()
+            .into_any()
+            .unbind())
     }
 
     fn __hash__(&self) -> PyResult<isize> {
@@ -476,12 +516,14 @@ pub fn message_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Arc<Message>> {
     }
     // langchain-core messages and look-alikes.
     if let (Ok(ty), Ok(content)) = (obj.getattr("type"), obj.getattr("content")) {
-        if let Ok(role) = ty.extract::<String>() {
+        if let Ok(ty) = ty.extract::<String>() {
             let d = PyDict::new(obj.py());
             for k in [
                 "id",
                 "name",
                 "tool_calls",
+                "invalid_tool_calls",
+                "usage_metadata",
                 "tool_call_id",
                 "status",
                 "artifact",
@@ -490,6 +532,15 @@ pub fn message_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Arc<Message>> {
                     d.set_item(k, v)?;
                 }
             }
+            let role = match ty.as_str() {
+                // langchain-core's chunks and its free-role ChatMessage.
+                "AIMessageChunk" => "ai".to_owned(),
+                "HumanMessageChunk" => "human".to_owned(),
+                "SystemMessageChunk" => "system".to_owned(),
+                "ToolMessageChunk" => "tool".to_owned(),
+                "chat" | "ChatMessageChunk" => obj.getattr("role")?.extract()?,
+                _ => ty,
+            };
             return from_role(&role, content_from_py(&content)?, Some(&d)).map(Arc::new);
         }
     }
@@ -511,9 +562,10 @@ fn from_role(role: &str, content: Content, d: Option<&Bound<'_, PyDict>>) -> PyR
         "user" | "human" => MessageKind::Human,
         "assistant" | "ai" => MessageKind::Ai {
             tool_calls: tool_calls_from_py(field("tool_calls")?.as_ref())?,
-            invalid_tool_calls: Vec::new(),
-            usage: None,
+            invalid_tool_calls: invalid_tool_calls_from_py(field("invalid_tool_calls")?.as_ref())?,
+            usage: usage_from_py(field("usage_metadata")?.as_ref())?,
         },
+        "remove" => MessageKind::Remove,
         "system" | "developer" => MessageKind::System,
         "tool" => MessageKind::Tool {
             tool_call_id: field("tool_call_id")?
@@ -547,6 +599,17 @@ fn from_role(role: &str, content: Content, d: Option<&Bound<'_, PyDict>>) -> PyR
         m.name = Some(n.extract()?);
     }
     Ok(m)
+}
+
+/// Whether `obj` is a langchain-core message. Only asks when langchain-core is
+/// already imported (a langchain object cannot exist otherwise); never imports it.
+fn is_langchain_message(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let py = obj.py();
+    let modules = py.import("sys")?.getattr("modules")?;
+    match modules.get_item("langchain_core.messages.base") {
+        Ok(m) => obj.is_instance(&m.getattr("BaseMessage")?),
+        Err(_) => Ok(false),
+    }
 }
 
 pub fn messages_to_py<'py>(py: Python<'py>, ms: &[Arc<Message>]) -> PyResult<Bound<'py, PyList>> {

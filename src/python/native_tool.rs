@@ -118,6 +118,14 @@ impl NativeTool {
         value_to_py(py, &self.tool.definition().to_anthropic())
     }
 
+    /// This tool as a LangChain `StructuredTool` (needs langchain-core); its calls run
+    /// in Rust through `invoke` / `ainvoke`.
+    fn to_langchain<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        slf.py()
+            .import("ironloop._langchain")?
+            .call_method1("to_langchain_tool", (slf,))
+    }
+
     /// Runs the tool with `args` (a dict) and returns its result; raises
     /// `ironloop.errors.ToolError` (a subclass per kind) when it fails.
     #[pyo3(signature = (input = None, config = None))]

@@ -23,6 +23,8 @@ use crate::tool::{Tool, ToolCall};
 pub struct ToolNodeCore {
     pub(crate) executor: Executor,
     pub(crate) handle_errors: Py<PyAny>,
+    /// The state key holding the conversation (`ToolNode(messages_key=...)`).
+    pub(crate) messages_key: String,
 }
 
 /// Parses `strategy=` as ToolNode accepts it: "parallel", "sequential" or
@@ -75,21 +77,22 @@ impl ToolNodeCore {
         store: Option<Py<PyAny>>,
         on_progress: Option<Py<PyAny>>,
     ) -> PyResult<Prepared> {
+        let key = self.messages_key.as_str();
         let (messages, list_in) = if let Ok(d) = input.cast::<PyDict>() {
-            let m = d.get_item("messages")?.ok_or_else(|| {
-                PyValueError::new_err(
+            let m = d.get_item(key)?.ok_or_else(|| {
+                PyValueError::new_err(format!(
                     "ToolNode input must be a list of messages or a state dict with a \
-                     'messages' key",
-                )
+                     {key:?} key"
+                ))
             })?;
             (m, false)
         } else if input.cast::<PyList>().is_ok() {
             (input.clone(), true)
-        } else if let Ok(m) = input.getattr("messages") {
+        } else if let Ok(m) = input.getattr(key) {
             (m, false)
         } else {
             return Err(PyTypeError::new_err(format!(
-                "ToolNode input must be a list of messages or a state with 'messages'; got {}",
+                "ToolNode input must be a list of messages or a state with {key:?}; got {}",
                 input.get_type().name()?
             )));
         };
@@ -183,13 +186,14 @@ pub fn tool_results(
     Ok((out, commands))
 }
 
-/// Builds a standalone ToolNode's output: `{"messages": [...]}` (a list for a list
+/// Builds a standalone ToolNode's output: `{key: [...]}` (a list for a list
 /// input); with `Command`s, LangGraph's list `[Command, ..., {"messages": [...]}]`.
 fn finish(
     py: Python<'_>,
     handle: &Bound<'_, PyAny>,
     results: Vec<ToolResult>,
     list_in: bool,
+    key: &str,
 ) -> PyResult<Py<PyAny>> {
     let (out, commands) = tool_results(py, handle, results)?;
     let list = messages_to_py(py, &out)?;
@@ -197,7 +201,7 @@ fn finish(
         list.into_any()
     } else {
         let d = PyDict::new(py);
-        d.set_item("messages", list)?;
+        d.set_item(key, list)?;
         d.into_any()
     };
     if commands.is_empty() {
@@ -248,12 +252,14 @@ fn error_content(
 #[pymethods]
 impl ToolNodeCore {
     #[new]
-    #[pyo3(signature = (tools, *, strategy, max_concurrency = None, handle_tool_errors))]
+    #[pyo3(signature = (tools, *, strategy, max_concurrency = None, handle_tool_errors,
+                        messages_key = None))]
     fn new(
         tools: &Bound<'_, PyAny>,
         strategy: &Bound<'_, PyAny>,
         max_concurrency: Option<usize>,
         handle_tool_errors: Py<PyAny>,
+        messages_key: Option<String>,
     ) -> PyResult<Self> {
         let registry = Arc::new(ToolRegistry::new());
         for t in tools.try_iter()? {
@@ -272,6 +278,7 @@ impl ToolNodeCore {
         Ok(ToolNodeCore {
             executor,
             handle_errors: handle_tool_errors,
+            messages_key: messages_key.unwrap_or_else(|| "messages".to_owned()),
         })
     }
 
@@ -293,7 +300,13 @@ impl ToolNodeCore {
             let cancel = run.cancel.clone();
             block_on(py, async move { exec.execute(&calls, &run).await }, cancel)?
         };
-        finish(py, self.handle_errors.bind(py), results, p.list_in)
+        finish(
+            py,
+            self.handle_errors.bind(py),
+            results,
+            p.list_in,
+            &self.messages_key,
+        )
     }
 
     /// Starts the calls and returns an awaitable; `event_loop` is the caller's running
@@ -310,12 +323,13 @@ impl ToolNodeCore {
         let p = self.prepare(py, input, Some(event_loop), store, on_progress)?;
         let exec = self.executor.clone();
         let handle = self.handle_errors.clone_ref(py);
+        let key = self.messages_key.clone();
         pyo3_async_runtimes::tokio::future_into_py(py, async move {
             // Cancelling the awaitable drops this future: cancel the run with it.
             let guard = p.run.cancel.clone().drop_guard();
             let results = exec.execute(&p.calls, &p.run).await;
             guard.disarm();
-            Python::attach(|py| finish(py, handle.bind(py), results, p.list_in))
+            Python::attach(|py| finish(py, handle.bind(py), results, p.list_in, &key))
         })
     }
 

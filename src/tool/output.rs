@@ -39,9 +39,17 @@ impl ToolOutput {
         }
     }
 
-    /// A JSON value: strings are the content as they are; anything else becomes its
-    /// JSON text, with objects and arrays also kept as the artifact.
+    /// A JSON value: strings are the content as they are, and so is a list of content
+    /// blocks (as LangChain keeps it, see [`Content::from_blocks`]); anything else
+    /// becomes its JSON text. Objects and arrays are also kept as the artifact.
     pub fn json(v: Value) -> Self {
+        if let Some(content) = Content::from_blocks(&v) {
+            return ToolOutput {
+                content,
+                artifact: Some(v),
+                ..Default::default()
+            };
+        }
         match v {
             Value::String(s) => Self::text(s),
             v @ (Value::Object(_) | Value::Array(_)) => ToolOutput {
@@ -121,5 +129,25 @@ mod tests {
             Content::Text("s".into())
         );
         assert_eq!(ToolOutput::json(json!([1])).artifact, Some(json!([1])));
+    }
+
+    #[test]
+    fn a_list_of_content_blocks_stays_a_list() {
+        use crate::message::ContentPart;
+        let blocks = json!([{"type": "text", "text": "a"}, "b"]);
+        let out = ToolOutput::json(blocks.clone());
+        assert_eq!(
+            out.content,
+            Content::Parts(vec![
+                ContentPart::Text { text: "a".into() },
+                ContentPart::Json { value: json!("b") },
+            ])
+        );
+        assert_eq!(out.artifact, Some(blocks));
+        let rows = json!([{"id": 1}]);
+        assert_eq!(
+            ToolOutput::json(rows).content,
+            Content::Text(r#"[{"id": 1}]"#.into())
+        );
     }
 }

@@ -231,7 +231,6 @@ def _two_nodes() -> StateGraph:
     [
         (lambda g: g.add_edge(START, "a").add_edge("a", "nowhere"), "nowhere"),
         (lambda g: g.add_edge(START, "a").add_edge("ghost", "b"), "ghost"),
-        (lambda g: g.add_edge(START, "a").add_edge(["a", "phantom"], "b"), "phantom"),
         (
             lambda g: g.add_edge(START, "a").add_conditional_edges(
                 "a", lambda s: "x", {"x": "missing_node"}
@@ -243,7 +242,6 @@ def _two_nodes() -> StateGraph:
     ids=[
         "edge-to-an-unknown-node",
         "edge-from-an-unknown-node",
-        "join-with-an-unknown-source",
         "path-map-to-an-unknown-node",
         "graph-without-an-entry-point",
     ],

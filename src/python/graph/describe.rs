@@ -53,6 +53,8 @@ pub(super) struct NodeDesc {
 #[derive(FromPyObject)]
 pub(super) struct BranchDesc {
     source: String,
+    /// The branch's name: its function's, or `"condition"` (LangGraph's default).
+    name: String,
     path: Py<PyAny>,
     path_map: Option<Py<PyDict>>,
     /// The nodes it may go to, when known (for validation and drawing).
@@ -110,10 +112,21 @@ impl NodeDesc {
             .and_then(|c| c.cast_into::<ToolNodeCore>().ok());
         let runner: Arc<dyn NodeRunner> = match tool_node {
             Some(core) => {
-                let channel = messages_channel(channels).ok_or_else(|| {
+                // `messages_key` names the channel; by default, the state's messages
+                // channel.
+                let key = core.borrow().messages_key.clone();
+                let named = channels
+                    .iter()
+                    .find(|(n, k)| *n == key && matches!(k, ChannelKind::Messages))
+                    .map(|(n, _)| n.as_str());
+                let channel = match key.as_str() {
+                    "messages" => named.or_else(|| messages_channel(channels)),
+                    _ => named,
+                }
+                .ok_or_else(|| {
                     PyValueError::new_err(format!(
-                        "ToolNode {:?} needs a messages channel in the state (e.g. \
-                             messages: Annotated[list, add_messages])",
+                        "ToolNode {:?} needs a messages channel {key:?} in the state (e.g. \
+                             {key}: Annotated[list, add_messages])",
                         self.name
                     ))
                 })?;
@@ -159,6 +172,7 @@ impl BranchDesc {
             })
         } else {
             Arc::new(PyRouter {
+                name: self.name,
                 path: self.path,
                 path_map: self.path_map,
                 shared: shared.clone(),

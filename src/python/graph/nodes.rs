@@ -18,7 +18,7 @@ use super::super::messages::messages_to_py;
 use super::super::pool::Pool;
 use super::super::toolnode::{command_class, is_graph_interrupt, tool_results, ToolNodeCore};
 use super::describe::Wants;
-use super::task::{call_in, task_context};
+use super::task::{call_in, task_context, task_context_with, Pushed};
 use super::values::{host, val_to_py, Shared};
 use crate::error::HostError;
 use crate::executor::RunContext;
@@ -91,6 +91,7 @@ impl PyNode {
         arg: &Option<Val>,
         ctx: &TaskContext,
         env: &PyRunEnv,
+        pushed: &Pushed,
     ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
         let input = match arg {
             Some(a) => val_to_py(py, a)?,
@@ -110,7 +111,7 @@ impl PyNode {
             kw.set_item("writer", helpers(py)?.task_writer.bind(py))?;
         }
         let kw = if kw.is_empty() { None } else { Some(&kw) };
-        let (context, _) = task_context(py, env, ctx)?;
+        let (context, _) = task_context_with(py, env, ctx, pushed.clone())?;
         let r = call_in(
             py,
             &context,
@@ -126,6 +127,7 @@ impl PyNode {
         py: Python<'_>,
         r: PyResult<Bound<'_, PyAny>>,
         ctx: &TaskContext,
+        pushed: &Pushed,
     ) -> Result<NodeOutput, NodeFailure> {
         // A subgraph run by this node sent it a `Command(graph=Command.PARENT)`.
         let r = match r {
@@ -144,6 +146,20 @@ impl PyNode {
         };
         let r = r.map_err(|e| node_failure(py, ctx, e))?;
         let mut out = NodeOutput::default();
+        // What the node pushed while it ran (`push_message`) comes before what it
+        // returned.
+        let pushed = std::mem::take(&mut *pushed.lock().unwrap_or_else(|p| p.into_inner()));
+        for (channel, value) in pushed {
+            let write = PyDict::new(py);
+            let list =
+                pyo3::types::PyList::new(py, [value]).map_err(|e| node_failure(py, ctx, e))?;
+            write
+                .set_item(channel, list)
+                .map_err(|e| node_failure(py, ctx, e))?;
+            self.shared
+                .output(py, &self.name, write.as_any(), &mut out)
+                .map_err(|e| node_failure(py, ctx, e))?;
+        }
         self.shared
             .output(py, &self.name, &r, &mut out)
             .map_err(|e| node_failure(py, ctx, e))?;
@@ -181,15 +197,17 @@ impl NodeRunner for PyNode {
                 shared: this.shared.clone(),
             };
             let ctx3 = ctx.clone();
+            let pushed = Pushed::default();
+            let pushed2 = pushed.clone();
             let make: MakeCoro = Box::new(move |py| {
                 let n = this.node(py);
-                let (coro, context) = n.call(py, &view, &arg, &ctx2, &env2)?;
+                let (coro, context) = n.call(py, &view, &arg, &ctx2, &env2, &pushed)?;
                 Ok((coro.unbind(), Some(context.unbind())))
             });
             let call = run_async(&env, make, move |py, r| {
                 let n = this2.node(py);
                 match r {
-                    AsyncResult::Done(res) => n.finish(py, res, &ctx3),
+                    AsyncResult::Done(res) => n.finish(py, res, &ctx3, &pushed2),
                     AsyncResult::Cancelled => Err(NodeFailure::Error(GraphError::Cancelled)),
                 }
             });
@@ -201,10 +219,13 @@ impl NodeRunner for PyNode {
             };
             return r.unwrap_or_else(|e| Err(NodeFailure::Error(ctx.node_error(e, None))));
         }
+        let pushed = Pushed::default();
         if ctx.inline {
             return Python::attach(|py| {
-                let r = self.call(py, &view, &arg, &ctx, &env).map(|(r, _)| r);
-                self.finish(py, r, &ctx)
+                let r = self
+                    .call(py, &view, &arg, &ctx, &env, &pushed)
+                    .map(|(r, _)| r);
+                self.finish(py, r, &ctx, &pushed)
             });
         }
         let (tx, rx) = oneshot::channel();
@@ -220,8 +241,10 @@ impl NodeRunner for PyNode {
                 return;
             }
             let n = this.node(py);
-            let r = n.call(py, &view, &arg, &ctx2, &env).map(|(r, _)| r);
-            let _ = tx.send(n.finish(py, r, &ctx2));
+            let r = n
+                .call(py, &view, &arg, &ctx2, &env, &pushed)
+                .map(|(r, _)| r);
+            let _ = tx.send(n.finish(py, r, &ctx2, &pushed));
         }));
         rx.await
             .unwrap_or(Err(NodeFailure::Error(GraphError::Cancelled)))

@@ -16,6 +16,8 @@ use crate::graph::{Goto, GraphError, Reducer, Router, StateView, TaskContext, Va
 // Routers and reducers
 
 pub(super) struct PyRouter {
+    /// The branch's name (its function's), for error messages.
+    pub(super) name: String,
     pub(super) path: Py<PyAny>,
     pub(super) path_map: Option<Py<PyDict>>,
     pub(super) shared: Arc<Shared>,
@@ -48,6 +50,10 @@ pub(super) fn map_goto(
 }
 
 impl Router for PyRouter {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
     fn route(&self, view: &StateView, ctx: &TaskContext) -> Result<Vec<Goto>, GraphError> {
         Python::attach(|py| -> PyResult<Vec<Goto>> {
             let input = self.shared.node_input(py, view)?;

@@ -1,6 +1,8 @@
 //! The per-task scratchpad: what `interrupt()` and `get_stream_writer()` find inside
 //! a node, and calling Python in a task's context.
 
+use std::sync::{Arc, Mutex};
+
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
@@ -13,6 +15,10 @@ use crate::graph::{modes, StreamEvent, StreamSink, TaskContext};
 // ---------------------------------------------------------------------------------
 // Per-task scratchpad: interrupt() and the stream writer
 
+/// Writes a task makes while it runs (`push_message`): `(channel, value)` pairs that
+/// join its output when it returns.
+pub(crate) type Pushed = Arc<Mutex<Vec<(String, Py<PyAny>)>>>;
+
 /// What `interrupt()` and `get_stream_writer()` use inside a node.
 #[pyclass(name = "_TaskScratch", module = "ironloop._ironloop")]
 pub struct TaskScratch {
@@ -21,6 +27,7 @@ pub struct TaskScratch {
     pub(super) stream: Option<StreamSink>,
     pub(super) node: String,
     pub(super) task_id: String,
+    pub(super) pushed: Pushed,
 }
 
 impl TaskScratch {
@@ -68,6 +75,14 @@ impl TaskScratch {
         }
     }
 
+    /// Adds a write of `value` to `channel` to the task's output (`push_message`).
+    fn push(&self, channel: String, value: Py<PyAny>) {
+        self.pushed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((channel, value));
+    }
+
     #[getter]
     fn streams_messages(&self) -> bool {
         self.stream
@@ -83,6 +98,16 @@ pub(super) fn task_context<'py>(
     env: &PyRunEnv,
     ctx: &TaskContext,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, TaskScratch>)> {
+    task_context_with(py, env, ctx, Pushed::default())
+}
+
+/// [`task_context`] whose `push_message` writes go to `pushed`.
+pub(super) fn task_context_with<'py>(
+    py: Python<'py>,
+    env: &PyRunEnv,
+    ctx: &TaskContext,
+    pushed: Pushed,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, TaskScratch>)> {
     let context = env.context.bind(py).call_method0(intern!(py, "copy"))?;
     let scratch = Bound::new(
         py,
@@ -96,6 +121,7 @@ pub(super) fn task_context<'py>(
             stream: ctx.stream.clone(),
             node: ctx.node.clone(),
             task_id: ctx.task_id.clone(),
+            pushed,
         },
     )?;
     let var = helpers(py)?.task_var.bind(py);

@@ -1,0 +1,598 @@
+"""LangChain interop: langchain-core chat models, tools and messages used with ironloop.
+
+langchain-core is an optional dependency. This module imports it, and ironloop imports
+this module only after ``ironloop._foreign`` has recognised a LangChain object (which
+cannot exist unless langchain-core is installed and imported).
+
+- **Messages** convert both ways: :func:`to_langchain` makes langchain-core messages
+  (a LangChain model never receives ironloop message objects), :func:`from_langchain`
+  ironloop ones. Conversions of the same message object are cached, so a long history
+  is not rebuilt at every model call.
+- **Models**: :class:`LangChainChatModel` puts any LangChain chat model (or a
+  ``Runnable`` over messages: a bound model, ``prompt | model``) behind ironloop's
+  model protocol (``invoke(messages, tools=None, tool_choice=None)``, ``ainvoke``,
+  ``stream``, ``astream``). ``create_react_agent`` binds the agent's tools with the
+  model's own ``bind_tools`` once, as LangGraph does; streamed chunks feed
+  ``stream_mode="messages"``; structured output goes through the model's
+  ``with_structured_output``.
+- **Tools**: :class:`LangChainTool` is an ironloop ``Tool`` over a LangChain
+  ``BaseTool``: its schema is the one the model is shown (``tool_call_schema``), it
+  runs through ``invoke`` / ``ainvoke`` with a full ``ToolCall`` (so
+  ``InjectedToolCallId`` works), parameters marked ``InjectedState`` /
+  ``InjectedStore`` (ironloop's or LangGraph's) are filled by ironloop, and what it
+  raises becomes an error ``ToolMessage``. :func:`to_langchain_tool` goes the other
+  way (``Tool.to_langchain()``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import typing
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any, get_args, get_origin
+
+from langchain_core import messages as lc
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages.tool import ToolOutputMixin, tool_call_chunk
+from langchain_core.runnables import RunnableBinding, RunnableSequence
+from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+from ironloop._foreign import is_langchain_message, is_langchain_runnable, is_langchain_tool
+from ironloop._ironloop import AIMessage, BaseMessage, _coerce_message
+from ironloop._tool import Tool
+from ironloop.types import Command
+
+__all__ = [
+    "LangChainChatModel",
+    "LangChainTool",
+    "agent_model",
+    "from_langchain",
+    "to_langchain",
+    "to_langchain_tool",
+]
+
+
+# ------------------------------------------------------------------------ messages
+
+_CACHE_MAX = 20_000
+#: message ``_key`` (its value's identity, new after any change) -> (an object holding
+#: that value, its langchain-core twin); holding the value keeps the key its own.
+_to_lc_cache: dict[int, tuple[Any, Any]] = {}
+
+
+def _lc_message(m: BaseMessage) -> Any:
+    common: dict[str, Any] = {"content": m.content, "id": m.id}
+    if m.name is not None:
+        common["name"] = m.name
+    t = m.type
+    if t == "human":
+        return lc.HumanMessage(**common)
+    if t == "system":
+        return lc.SystemMessage(**common)
+    if t == "ai":
+        ai: Any = m
+        return lc.AIMessage(
+            **common,
+            tool_calls=[
+                {"name": c["name"], "args": c["args"], "id": c["id"], "type": "tool_call"}
+                for c in ai.tool_calls
+            ],
+            invalid_tool_calls=list(ai.invalid_tool_calls),
+            usage_metadata=ai.usage_metadata,
+        )
+    if t == "tool":
+        tm: Any = m
+        return lc.ToolMessage(
+            **common, tool_call_id=tm.tool_call_id, status=tm.status, artifact=tm.artifact
+        )
+    if t == "remove":
+        return lc.RemoveMessage(id=m.id)
+    raise TypeError(f"cannot convert a {t!r} message to langchain-core")
+
+
+def to_langchain(message: Any) -> Any:
+    """A message as a langchain-core message, or a list of them as a list.
+
+    Takes ironloop messages, langchain-core ones (returned as they are), and what
+    ironloop accepts as a message (``("user", "hi")``, ``{"role": ..., ...}``).
+
+    Example:
+        >>> from ironloop.messages import HumanMessage
+        >>> to_langchain(HumanMessage("hi", id="1"))
+        HumanMessage(content='hi', additional_kwargs={}, response_metadata={}, id='1')
+    """
+    if isinstance(message, (list, tuple)) and not _is_role_pair(message):
+        return [to_langchain(m) for m in message]
+    if is_langchain_message(message):
+        return message
+    if not isinstance(message, BaseMessage):
+        message = _coerce_message(message)
+    key = message._key
+    hit = _to_lc_cache.get(key)
+    if hit is not None:
+        return hit[1]
+    out = _lc_message(message)
+    if len(_to_lc_cache) >= _CACHE_MAX:
+        for k in list(_to_lc_cache)[: _CACHE_MAX // 2]:
+            _to_lc_cache.pop(k, None)
+    _to_lc_cache[key] = (message._shared(), out)
+    return out
+
+
+def _is_role_pair(v: Any) -> bool:
+    return isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], str)
+
+
+def from_langchain(message: Any) -> Any:
+    """A langchain-core message (or a list of them) as ironloop message(s).
+
+    Example:
+        >>> from langchain_core.messages import AIMessage
+        >>> from_langchain(AIMessage("hello", id="a1")).type
+        'ai'
+    """
+    if isinstance(message, (list, tuple)) and not _is_role_pair(message):
+        return [from_langchain(m) for m in message]
+    return _coerce_message(message)
+
+
+def _lc_value(v: Any) -> Any:
+    """A state value for LangChain code: lists holding messages become lists of
+    langchain-core messages, dicts are converted field by field."""
+    if isinstance(v, list) and any(isinstance(x, BaseMessage) for x in v):
+        return [to_langchain(x) if isinstance(x, BaseMessage) else x for x in v]
+    if isinstance(v, dict):
+        return {k: _lc_value(x) for k, x in v.items()}
+    return v
+
+
+# -------------------------------------------------------------------------- models
+
+
+def _model_input(messages: Any) -> Any:
+    if isinstance(messages, str):
+        return messages
+    return to_langchain(list(messages))
+
+
+def _as_ai(out: Any) -> AIMessage:
+    """A LangChain model's answer as an ironloop ``AIMessage``."""
+    if isinstance(out, str):
+        return AIMessage(content=out)
+    if isinstance(out, lc.BaseMessageChunk):
+        out = lc.message_chunk_to_message(out)
+    msg = _coerce_message(out)
+    if not isinstance(msg, AIMessage):
+        raise TypeError(f"the LangChain model answered with a {msg.type!r} message, not 'ai'")
+    return msg
+
+
+def _chunk(c: Any, id_: Any) -> Any:
+    """A streamed LangChain chunk as an ``AIMessageChunk`` (text streams may yield str)."""
+    if isinstance(c, str):
+        return lc.AIMessageChunk(content=c, id=id_)
+    if isinstance(c, lc.BaseMessageChunk):
+        return c
+    if isinstance(c, lc.AIMessage):  # a whole message streamed as one piece
+        return lc.AIMessageChunk(
+            content=c.content,
+            id=c.id or id_,
+            usage_metadata=c.usage_metadata,
+            tool_call_chunks=[
+                tool_call_chunk(name=t["name"], args=json.dumps(t["args"]), id=t["id"], index=i)
+                for i, t in enumerate(c.tool_calls)
+            ],
+        )
+    raise TypeError(f"the LangChain model streamed a {type(c).__name__}, not a message chunk")
+
+
+class _Merger:
+    """Turns LangChain chunks into ironloop ones, one chunk behind: each is passed on
+    when the next arrives, and the last one carries the whole message's tool calls
+    and usage (the convention of ironloop's own models), so merging the chunks gives
+    the message LangChain's ``+`` gives."""
+
+    def __init__(self) -> None:
+        self.acc: Any = None
+        self.pending: Any = None
+
+    def push(self, c: Any) -> AIMessage | None:
+        c = _chunk(c, self.acc.id if self.acc is not None else None)
+        self.acc = c if self.acc is None else self.acc + c
+        out, self.pending = self.pending, c
+        return None if out is None else AIMessage(content=out.content, id=self.acc.id)
+
+    def last(self) -> AIMessage | None:
+        if self.pending is None:
+            return None
+        full = _as_ai(self.acc)
+        return AIMessage(
+            content=self.pending.content,
+            tool_calls=[dict(c) for c in full.tool_calls] or None,
+            invalid_tool_calls=[dict(c) for c in full.invalid_tool_calls] or None,
+            usage_metadata=full.usage_metadata,
+            id=full.id,
+        )
+
+
+def _underlying_model(model: Any) -> Any:
+    """The chat model inside a ``RunnableSequence`` / ``RunnableBinding`` (LangGraph's
+    ``_get_model``)."""
+    if isinstance(model, RunnableSequence):
+        model = next(
+            (s for s in model.steps if isinstance(s, (RunnableBinding, BaseChatModel))), model
+        )
+    if isinstance(model, RunnableBinding):
+        model = model.bound
+    if not isinstance(model, BaseChatModel):
+        raise TypeError(
+            "Expected `model` to be a ChatModel or RunnableBinding (e.g. model.bind_tools(...)), "
+            f"got {type(model)}"
+        )
+    return model
+
+
+class LangChainChatModel:
+    """A LangChain chat model (or a ``Runnable`` over messages) behind ironloop's model
+    protocol. Messages go in as langchain-core messages and come back as ironloop
+    ones; ``tools`` passed to a call are bound with the model's ``bind_tools`` unless
+    the model came with its tools bound (``tools_bound=True``).
+
+    Example:
+        >>> from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+        >>> from langchain_core.messages import AIMessage
+        >>> m = LangChainChatModel(GenericFakeChatModel(messages=iter([AIMessage("hi")])))
+        >>> m.invoke([("user", "hello")]).content
+        'hi'
+    """
+
+    def __init__(self, model: Any, *, tools_bound: bool = False) -> None:
+        if not is_langchain_runnable(model):
+            raise TypeError(f"expected a LangChain chat model, got {type(model).__name__}")
+        self.model = model
+        self.tools_bound = tools_bound
+
+    def __repr__(self) -> str:
+        return f"LangChainChatModel({self.model!r})"
+
+    def _runnable(self, tools: Any, tool_choice: Any, kwargs: dict[str, Any]) -> Any:
+        r = self.model
+        if tools and not self.tools_bound:
+            kw = {} if tool_choice is None else {"tool_choice": tool_choice}
+            r = r.bind_tools(list(tools), **kw)
+        kwargs.pop("response_format", None)
+        return r.bind(**kwargs) if kwargs else r
+
+    def invoke(
+        self, messages: Any, tools: Any = None, tool_choice: Any = None, **kwargs: Any
+    ) -> AIMessage:
+        return _as_ai(self._runnable(tools, tool_choice, kwargs).invoke(_model_input(messages)))
+
+    async def ainvoke(
+        self, messages: Any, tools: Any = None, tool_choice: Any = None, **kwargs: Any
+    ) -> AIMessage:
+        r = self._runnable(tools, tool_choice, kwargs)
+        return _as_ai(await r.ainvoke(_model_input(messages)))
+
+    def stream(
+        self, messages: Any, tools: Any = None, tool_choice: Any = None, **kwargs: Any
+    ) -> Iterator[AIMessage]:
+        """Yields ironloop ``AIMessage`` chunks, one per LangChain chunk; the last one
+        carries the tool calls and the usage of the whole message."""
+        merger = _Merger()
+        for c in self._runnable(tools, tool_choice, kwargs).stream(_model_input(messages)):
+            out = merger.push(c)
+            if out is not None:
+                yield out
+        last = merger.last()
+        if last is not None:
+            yield last
+
+    async def astream(
+        self, messages: Any, tools: Any = None, tool_choice: Any = None, **kwargs: Any
+    ) -> AsyncIterator[AIMessage]:
+        merger = _Merger()
+        r = self._runnable(tools, tool_choice, kwargs)
+        async for c in r.astream(_model_input(messages)):
+            out = merger.push(c)
+            if out is not None:
+                yield out
+        last = merger.last()
+        if last is not None:
+            yield last
+
+    def structured(self, messages: Any, schema: Any) -> Any:
+        """The model's ``with_structured_output(schema)`` answer (LangGraph's
+        ``generate_structured_response``)."""
+        m = _underlying_model(self.model).with_structured_output(schema)
+        return m.invoke(_model_input(messages))
+
+    async def astructured(self, messages: Any, schema: Any) -> Any:
+        m = _underlying_model(self.model).with_structured_output(schema)
+        return await m.ainvoke(_model_input(messages))
+
+
+def _bound_tool_names(bound: list[Any]) -> set[str]:
+    names = set()
+    for t in bound:
+        if isinstance(t, dict):
+            if t.get("type") == "function":
+                names.add(t["function"]["name"])
+            elif t.get("name"):
+                names.add(t["name"])
+    return names
+
+
+def agent_model(model: Any, tools: Sequence[Any], builtin: Sequence[dict[str, Any]] = ()) -> Any:
+    """``create_react_agent``'s model from a LangChain one: the tools bound with its
+    ``bind_tools`` unless they are bound already (then they must match, as LangGraph
+    checks)."""
+    inner = model
+    if isinstance(inner, RunnableSequence):
+        inner = next(
+            (s for s in inner.steps if isinstance(s, (RunnableBinding, BaseChatModel))), inner
+        )
+    if isinstance(inner, RunnableBinding) and "tools" in inner.kwargs:
+        bound = inner.kwargs["tools"]
+        if len(tools) != len(bound) - len(builtin):
+            raise ValueError(
+                "Number of tools in the model.bind_tools() and tools passed to "
+                f"create_react_agent must match Got {len(tools)} tools, expected "
+                f"{len(bound) - len(builtin)}"
+            )
+        missing = {t.name for t in tools} - _bound_tool_names(bound)
+        if missing:
+            raise ValueError(f"Missing tools '{missing}' in the model.bind_tools()")
+        return LangChainChatModel(model, tools_bound=True)
+    if not tools and not builtin:
+        return LangChainChatModel(model, tools_bound=True)
+    lc_tools = [t.lc_tool if isinstance(t, LangChainTool) else t.to_openai() for t in tools]
+    return LangChainChatModel(model.bind_tools([*lc_tools, *builtin]), tools_bound=True)
+
+
+def prompt_messages(prompt: Any, state: Any) -> list[Any]:
+    """What a LangChain ``Runnable`` prompt (a ``ChatPromptTemplate``...) makes of the
+    state (its message fields handed over as langchain-core messages)."""
+    view = _lc_value(dict(state)) if isinstance(state, dict) else state
+    out = prompt.invoke(view)
+    return list(out.to_messages()) if hasattr(out, "to_messages") else list(out)
+
+
+async def aprompt_messages(prompt: Any, state: Any) -> list[Any]:
+    view = _lc_value(dict(state)) if isinstance(state, dict) else state
+    out = await prompt.ainvoke(view)
+    return list(out.to_messages()) if hasattr(out, "to_messages") else list(out)
+
+
+def runnable_node(r: Any) -> Any:
+    """A LangChain ``Runnable`` as a graph node (sync, with its async form)."""
+
+    def node(state: Any) -> Any:
+        return r.invoke(state)
+
+    async def anode(state: Any) -> Any:
+        return await r.ainvoke(state)
+
+    node.__ironloop_async__ = anode  # type: ignore[attr-defined]
+    return node
+
+
+# --------------------------------------------------------------------------- tools
+
+#: The keyword under which ironloop hands a LangChain tool the id of its call.
+_CALL_ID = "__ironloop_tool_call_id__"
+
+
+def _marker(tp: Any) -> tuple[str, str | None] | None:
+    """The injection an annotation asks for: ironloop's markers, or LangGraph's
+    ``InjectedState`` / ``InjectedStore`` (recognised by name, langgraph need not be
+    installed)."""
+    origin = get_origin(tp)
+    if origin is typing.Annotated:
+        for meta in get_args(tp)[1:]:
+            found = _marker_of(meta)
+            if found is not None:
+                return found
+        return _marker(get_args(tp)[0])
+    if origin is not None:
+        for a in get_args(tp):
+            found = _marker(a)
+            if found is not None:
+                return found
+    return None
+
+
+def _marker_of(meta: Any) -> tuple[str, str | None] | None:
+    cls = meta if isinstance(meta, type) else type(meta)
+    field = None if isinstance(meta, type) else getattr(meta, "field", None)
+    kind = getattr(cls, "__ironloop_inject__", None)
+    if isinstance(kind, str) and kind:
+        return kind, field
+    for c in cls.__mro__:
+        if c.__module__.startswith("langgraph"):
+            if c.__name__ == "InjectedState":
+                return "state", field
+            if c.__name__ == "InjectedStore":
+                return "store", None
+    return None
+
+
+def _injected_args(t: BaseTool) -> dict[str, tuple[str, str | None]]:
+    from langchain_core.tools.base import get_all_basemodel_annotations
+
+    annotations: dict[str, Any] = {}
+    func = getattr(t, "func", None) or getattr(t, "coroutine", None)
+    if func is not None:
+        try:
+            annotations.update(typing.get_type_hints(func, include_extras=True))
+        except Exception:  # unresolvable hints: the schema's annotations still count
+            pass
+    try:
+        annotations.update(get_all_basemodel_annotations(t.get_input_schema()))
+    except Exception:  # a tool without a pydantic input schema injects nothing
+        pass
+    out = {}
+    for name, tp in annotations.items():
+        found = _marker(tp)
+        if found is not None and name != "return":
+            out[name] = found
+    return out
+
+
+class _Carried(ToolOutputMixin):
+    """An ironloop ``Command`` returned by a LangChain tool's function, carried through
+    langchain-core (which passes ``ToolOutputMixin`` objects through as they are and
+    would turn anything else into text)."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+def _carrying(f: Any, is_async: bool) -> Any:
+    """``f`` returning a ``Command`` as a ``_Carried`` (same signature: langchain-core
+    reads it at each call)."""
+    if is_async:
+
+        @functools.wraps(f)
+        async def acarry(*args: Any, **kwargs: Any) -> Any:
+            r = await f(*args, **kwargs)
+            return _Carried(r) if isinstance(r, Command) else r
+
+        return acarry
+
+    @functools.wraps(f)
+    def carry(*args: Any, **kwargs: Any) -> Any:
+        r = f(*args, **kwargs)
+        return _Carried(r) if isinstance(r, Command) else r
+
+    return carry
+
+
+def _with_commands(t: BaseTool) -> BaseTool:
+    """``t``, or a copy whose function lets an ironloop ``Command`` through (for tools
+    made from functions: ``@tool``, ``StructuredTool``, ``Tool``)."""
+    update = {}
+    for attr, is_async in (("func", False), ("coroutine", True)):
+        f = getattr(t, attr, None)
+        if callable(f):
+            update[attr] = _carrying(f, is_async)
+    return t.model_copy(update=update) if update else t
+
+
+class LangChainTool(Tool):
+    """An ironloop ``Tool`` running a LangChain ``BaseTool`` (made by ``ToolNode``,
+    ``create_react_agent`` and ``Tool.from_langchain`` when handed one).
+
+    Example:
+        >>> from langchain_core.tools import tool as lc_tool
+        >>> @lc_tool
+        ... def add(a: int, b: int) -> int:
+        ...     "Adds."
+        ...     return a + b
+        >>> t = LangChainTool(add)
+        >>> t.name, t.parameters["required"]
+        ('add', ['a', 'b'])
+    """
+
+    def __init__(self, lc_tool: BaseTool) -> None:
+        if not is_langchain_tool(lc_tool):
+            raise TypeError(f"expected a LangChain BaseTool, got {type(lc_tool).__name__}")
+        fn = convert_to_openai_tool(lc_tool)["function"]
+        params = dict(fn.get("parameters") or {"type": "object", "properties": {}})
+        injected = _injected_args(lc_tool)
+        if injected:
+            props = {k: v for k, v in params.get("properties", {}).items() if k not in injected}
+            params["properties"] = props
+            params["required"] = [r for r in params.get("required", []) if r not in injected]
+        params.setdefault("type", "object")
+        super().__init__(
+            lc_tool.name,
+            fn.get("description", lc_tool.description or ""),
+            parameters=params,
+            func=lc_tool.invoke,
+            return_direct=lc_tool.return_direct,
+        )
+        self.lc_tool = lc_tool
+        self._runner = _with_commands(lc_tool)
+        self._injected = {**injected, _CALL_ID: ("tool_call_id", None)}
+        self._is_async = (
+            getattr(lc_tool, "func", 0) is None and getattr(lc_tool, "coroutine", None) is not None
+        )
+        self._target = self._arun if self._is_async else self._run
+
+    def __repr__(self) -> str:
+        return f"LangChainTool({self.lc_tool!r})"
+
+    def _call(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        call_id = kwargs.pop(_CALL_ID)
+        for k, (kind, _) in self._injected.items():
+            if kind == "state" and k in kwargs:
+                kwargs[k] = _lc_value(kwargs[k])
+        return {"name": self.name, "args": kwargs, "id": call_id, "type": "tool_call"}
+
+    def _run(self, **kwargs: Any) -> Any:
+        return _tool_result(self._runner.invoke(self._call(kwargs)))
+
+    async def _arun(self, **kwargs: Any) -> Any:
+        return _tool_result(await self._runner.ainvoke(self._call(kwargs)))
+
+
+def _tool_result(out: Any) -> Any:
+    """A LangChain tool's answer for ironloop's tool node: its ``ToolMessage`` as an
+    ironloop one (content lists stay lists), anything else (a ``Command``) as it is."""
+    if isinstance(out, _Carried):
+        return out.value
+    if isinstance(out, list) and out and all(isinstance(x, _Carried) for x in out):
+        return [x.value for x in out]
+    if is_langchain_message(out):
+        return _coerce_message(out)
+    return out
+
+
+def to_langchain_tool(t: Any) -> BaseTool:
+    """An ironloop tool as a LangChain ``StructuredTool`` with the same name,
+    description and JSON Schema; it calls the ironloop tool's function. Tools whose
+    parameters ironloop injects (state, store, call id, context) are refused: a
+    LangChain runner would not fill them."""
+    if isinstance(t, LangChainTool):
+        return t.lc_tool
+    injected = getattr(t, "_injected", {})
+    if injected:
+        raise TypeError(
+            f"tool {t.name!r} has parameters ironloop injects ({', '.join(injected)}); "
+            "to_langchain() converts tools whose arguments all come from the model"
+        )
+    target = getattr(t, "_target", None)
+    if target is None:  # a Rust tool: run it through its own invoke
+        native = t
+
+        def target(**kw: Any) -> Any:
+            return native.invoke(kw)
+
+    is_async = bool(getattr(t, "_is_async", False))
+
+    def run(**kw: Any) -> Any:
+        return _lc_tool_output(target(**kw))
+
+    async def arun(**kw: Any) -> Any:
+        return _lc_tool_output(await target(**kw))
+
+    return StructuredTool(
+        name=t.name,
+        description=t.description,
+        args_schema=dict(t.parameters),
+        func=None if is_async else run,
+        coroutine=arun if is_async else None,
+        return_direct=bool(getattr(t, "return_direct", False)),
+    )
+
+
+def _lc_tool_output(v: Any) -> Any:
+    if isinstance(v, BaseMessage):
+        return to_langchain(v)
+    if dataclasses.is_dataclass(v) and not isinstance(v, type) and not isinstance(v, Command):
+        return dataclasses.asdict(v)
+    return v
