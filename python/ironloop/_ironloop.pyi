@@ -2,7 +2,7 @@
 
 import asyncio
 import os
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Literal, final
 
 from typing_extensions import disjoint_base
@@ -242,12 +242,13 @@ class _GraphCore:
         nodes: list[dict[str, Any]],
         edges: list[tuple[str, str]],
         joins: list[tuple[list[str], str]],
-        branches: Sequence[Any],
+        branches: list[dict[str, Any]],
         checkpointer: Any = None,
         interrupt_before: list[str] = ...,
         interrupt_after: list[str] = ...,
         store: Any = None,
-        state_factory: Any = None,
+        input_keys: list[str] | None = None,
+        output_keys: list[str] | None = None,
     ) -> _GraphCore: ...
     def invoke(self, input: Any, config: Any = None) -> Any: ...
     def ainvoke(

@@ -87,6 +87,10 @@ struct Run<'g> {
     interrupts: Vec<InterruptInfo>,
     /// Skip `interrupt_before` for the next step: the run continues from that pause.
     skip_before: bool,
+    /// Whether the run has something to return: it continues a thread, or it wrote
+    /// one of the output channels (as LangGraph, whose `invoke` returns `None` when
+    /// no step of a new run touched them).
+    has_output: bool,
 }
 
 /// Prepare: where the run starts.
@@ -140,6 +144,7 @@ impl<'g> Run<'g> {
             next: Vec::new(),
             interrupts: Vec::new(),
             skip_before: false,
+            has_output: false,
         })
     }
 
@@ -158,6 +163,10 @@ impl<'g> Run<'g> {
     /// New input: written as if by `START` in a step of its own (checkpointed with
     /// source `input`); `START`'s edges and routers give the first tasks.
     async fn start_from_input(&mut self, writes: Vec<(String, Val)>) -> Result<(), GraphError> {
+        let writes = self.graph.input_writes(writes);
+        self.has_output |= self
+            .graph
+            .writes_output(writes.iter().map(|(c, _)| c.as_str()));
         let saved = if self.cp.is_some() {
             writes
                 .iter()
@@ -211,14 +220,17 @@ impl<'g> Run<'g> {
         }
         // The run paused before these tasks (or crashed running them).
         self.skip_before = true;
+        self.has_output = true;
         self.next = self.graph.decode_tasks(&parent.next)?;
         Ok(())
     }
 
     /// The run's result, wherever it stopped.
     fn finish(self) -> RunResult {
+        let state = self.graph.view(&self.chans);
         RunResult {
-            state: self.graph.view(&self.chans),
+            output: self.has_output.then(|| self.graph.output_view(&state)),
+            state,
             interrupts: self.interrupts,
             checkpoint_id: self.parent.map(|p| p.id),
             next: self.next.into_iter().map(|t| t.node).collect(),
@@ -281,11 +293,14 @@ impl Run<'_> {
             .iter()
             .map(|&i| {
                 let t = &self.next[i];
-                let node = &graph.spec.nodes[graph.node_index[&t.node]];
+                let n = graph.node_index[&t.node];
                 let resume = self.pending.resume_values(&t.id);
                 let mut ctx = graph.ctx_for(t, self.step, &self.opts, resume);
                 ctx.inline = inline;
-                let fut = node.runner.run(view.clone(), t.arg.clone(), ctx);
+                let fut =
+                    graph.spec.nodes[n]
+                        .runner
+                        .run(graph.node_view(n, &view), t.arg.clone(), ctx);
                 async move { (i, fut.await) }
             })
             .collect();
@@ -437,6 +452,9 @@ impl Run<'_> {
                 writes.push((c, v));
             }
         }
+        self.has_output |= self
+            .graph
+            .writes_output(writes.iter().map(|(c, _)| c.as_str()));
         self.graph.apply(&mut self.chans, writes)?;
         Ok(saved)
     }

@@ -79,6 +79,8 @@ pub(super) struct PyNode {
     /// An async variant, used under `ainvoke` (e.g. a model's `ainvoke`).
     pub(super) afunc: Option<Py<PyAny>>,
     pub(super) wants: Wants,
+    /// Makes the node's input from the state dict (a dataclass / pydantic schema).
+    pub(super) factory: Option<Py<PyAny>>,
     pub(super) shared: Arc<Shared>,
 }
 
@@ -93,7 +95,7 @@ impl PyNode {
     ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
         let input = match arg {
             Some(a) => val_to_py(py, a)?,
-            None => self.shared.node_input(py, view)?,
+            None => self.shared.node_input(py, view, &self.factory)?,
         };
         let kw = PyDict::new(py);
         if self.wants.config {
@@ -132,7 +134,11 @@ impl PyNode {
             .output(py, &self.name, &r, &mut out)
             .map_err(|e| node_failure(py, ctx, e))?;
         if !r.is_none() {
-            out.update = Some(host(r));
+            let shown = self
+                .shared
+                .shown_update(py, &self.name, r)
+                .map_err(|e| node_failure(py, ctx, e))?;
+            out.update = Some(host(shown));
         }
         Ok(out)
     }
@@ -153,19 +159,9 @@ impl NodeRunner for PyNode {
                 (Some(a), true) => Python::attach(|py| a.clone_ref(py)),
                 _ => Python::attach(|py| self.func.clone_ref(py)),
             };
-            let this = PyNodeRef {
-                func,
-                name: self.name.clone(),
-                wants: self.wants,
-                shared: self.shared.clone(),
-            };
+            let this = self.job(func);
             let (ctx2, env2) = (ctx.clone(), env.clone());
-            let this2 = PyNodeRef {
-                func: Python::attach(|py| this.func.clone_ref(py)),
-                name: this.name.clone(),
-                wants: this.wants,
-                shared: this.shared.clone(),
-            };
+            let this2 = self.job(Python::attach(|py| this.func.clone_ref(py)));
             let ctx3 = ctx.clone();
             let make: MakeCoro = Box::new(move |py| {
                 let n = this.node(py);
@@ -189,12 +185,7 @@ impl NodeRunner for PyNode {
             });
         }
         let (tx, rx) = oneshot::channel();
-        let this = PyNodeRef {
-            func: Python::attach(|py| self.func.clone_ref(py)),
-            name: self.name.clone(),
-            wants: self.wants,
-            shared: self.shared.clone(),
-        };
+        let this = self.job(Python::attach(|py| self.func.clone_ref(py)));
         let ctx2 = ctx.clone();
         Pool::global().submit(Box::new(move |py| {
             if tx.is_closed() {
@@ -209,11 +200,25 @@ impl NodeRunner for PyNode {
     }
 }
 
+impl PyNode {
+    /// What a job on another thread needs of this node, calling `func`.
+    fn job(&self, func: Py<PyAny>) -> PyNodeRef {
+        PyNodeRef {
+            func,
+            name: self.name.clone(),
+            wants: self.wants,
+            factory: Python::attach(|py| self.factory.as_ref().map(|f| f.clone_ref(py))),
+            shared: self.shared.clone(),
+        }
+    }
+}
+
 /// The parts of a node a job on another thread needs.
 pub(super) struct PyNodeRef {
     pub(super) func: Py<PyAny>,
     pub(super) name: String,
     pub(super) wants: Wants,
+    pub(super) factory: Option<Py<PyAny>>,
     pub(super) shared: Arc<Shared>,
 }
 
@@ -225,6 +230,7 @@ impl PyNodeRef {
             is_async: false,
             afunc: None,
             wants: self.wants,
+            factory: self.factory.as_ref().map(|f| f.clone_ref(py)),
             shared: self.shared.clone(),
         }
     }

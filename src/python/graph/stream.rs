@@ -55,7 +55,7 @@ pub(super) fn flat_event_to_py<'py>(
             ("values", d.into_any())
         }
         StreamEvent::Nested { .. } => return Ok(None),
-        StreamEvent::Values(v) => ("values", shared.state_dict(py, &v)?.into_any()),
+        StreamEvent::Values(v) => ("values", shared.state_value(py, &v)?),
         StreamEvent::Updates { node, update } => {
             let d = PyDict::new(py);
             d.set_item(
@@ -150,7 +150,7 @@ pub(super) fn flat_event_to_py<'py>(
                     None => py.None().into_bound(py),
                 },
             )?;
-            p.set_item("values", shared.state_dict(py, &state)?)?;
+            p.set_item("values", shared.state_value(py, &state)?)?;
             p.set_item("metadata", value_to_py(py, &metadata)?)?;
             p.set_item("next", PyList::new(py, &next)?)?;
             p.set_item(
