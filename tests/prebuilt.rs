@@ -93,6 +93,7 @@ async fn a_rust_agent_loop_runs_tools_and_routes_with_tools_condition() {
             path_map: None,
         }),
         ends: Some(vec![TOOLS.into(), ironloop::graph::END.into()]),
+        reads: None,
     });
     let g = Graph::compile(spec, None, Arc::new(JsonCodec), vec![], vec![]).unwrap();
     let human = Arc::new(Message::human("2+3?"));

@@ -2,7 +2,7 @@
 
 import asyncio
 import os
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Literal, final
 
 from typing_extensions import disjoint_base
@@ -67,6 +67,11 @@ class BaseMessage:
     def pretty_print(self) -> None: ...
     def __eq__(self, value: object, /) -> bool: ...
     def __hash__(self) -> int: ...
+    # Set by ``ironloop.messages``: pydantic models may hold messages.
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any: ...
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: Any, handler: Any) -> dict[str, Any]: ...
 
 @final
 class HumanMessage(BaseMessage):
@@ -285,12 +290,13 @@ class _GraphCore:
         nodes: list[dict[str, Any]],
         edges: list[tuple[str, str]],
         joins: list[tuple[list[str], str]],
-        branches: Sequence[Any],
+        branches: list[dict[str, Any]],
         checkpointer: Any = None,
         interrupt_before: list[str] = ...,
         interrupt_after: list[str] = ...,
         store: Any = None,
-        state_factory: Any = None,
+        input_keys: list[str] | None = None,
+        output_keys: list[str] | None = None,
     ) -> _GraphCore: ...
     def invoke(self, input: Any, config: Any = None) -> Any: ...
     def ainvoke(

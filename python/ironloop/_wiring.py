@@ -8,14 +8,15 @@ from __future__ import annotations
 
 from ironloop import _runtime, _serde
 from ironloop._ironloop import _install_helpers
+from ironloop._state import as_update
 from ironloop.errors import GraphInterrupt, ParentCommand
-from ironloop.graph import _as_update, _task_writer
+from ironloop.graph import _task_writer
 from ironloop.messages import ToolCall
 from ironloop.types import Command, Interrupt, PregelTask, Send, StateSnapshot
 
 _install_helpers(
     {
-        "as_update": _as_update,
+        "as_update": as_update,
         "task_writer": _task_writer,
         "encode": _serde.encode,
         "decode": _serde.decode,

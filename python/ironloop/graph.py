@@ -24,8 +24,15 @@ from typing import Annotated, Any, TypedDict, Union, get_args, get_origin, get_t
 from ironloop._constants import END, START
 from ironloop._ironloop import BaseMessage, _coerce_message, _GraphCore, add_messages
 from ironloop._runtime import task_var
+from ironloop._state import (
+    as_update,
+    input_schema_of,
+    merge_channels,
+    node_factory,
+    schema_channels,
+)
 from ironloop._toolnode import ToolNode
-from ironloop.errors import GraphInterrupt, InvalidUpdateError
+from ironloop.errors import GraphInterrupt
 from ironloop.runtime import _enter, _scope, _with_runtime
 from ironloop.types import Command, Send, StateSnapshot
 
@@ -126,58 +133,6 @@ def _task_writer(payload: Any) -> None:
     get_stream_writer()(payload)
 
 
-def _as_update(obj: Any, node: str) -> dict[str, Any]:
-    """A node's non-dict return value as an update dict."""
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
-    fields = getattr(type(obj), "model_fields", None)
-    if isinstance(fields, dict):
-        return {k: getattr(obj, k) for k in fields}
-    if isinstance(obj, typing.Mapping):
-        return dict(obj)
-    raise InvalidUpdateError(
-        f"node {node!r} returned {type(obj).__name__} {obj!r}: a node must return a dict of "
-        "state updates, a Command, or None"
-    )
-
-
-_CONTAINERS = {list: list, dict: dict, set: set, tuple: tuple, int: int, float: float, str: str}
-
-
-def _initial(base: Any) -> Callable[[], Any] | None:
-    origin = get_origin(base) or base
-    if origin in _CONTAINERS:
-        return _CONTAINERS[origin]
-    if origin in (typing.Sequence, Sequence, typing.List):  # noqa: UP006
-        return list
-    return None
-
-
-def _channels(schema: Any) -> list[dict[str, Any]]:
-    """The state's channels as ``_GraphCore`` takes them: ``name``, ``reducer`` (None for
-    last-value, ``add_messages`` for a messages channel) and ``initial``."""
-    try:
-        hints = get_type_hints(schema, include_extras=True)
-    except Exception as e:
-        raise TypeError(f"cannot read the state schema {schema!r}: {e}") from e
-    if not hints:
-        raise TypeError(
-            f"state schema {schema!r} has no annotated fields: use a TypedDict, a dataclass "
-            "or a pydantic model"
-        )
-    out: list[dict[str, Any]] = []
-    for name, hint in hints.items():
-        if name.startswith("__"):
-            raise ValueError(f"state key {name!r} is reserved (keys may not start with '__')")
-        reducer, initial = None, None
-        if get_origin(hint) is Annotated:
-            base, *meta = get_args(hint)
-            reducer = next((m for m in reversed(meta) if callable(m)), None)
-            initial = _initial(base) if reducer is not None else None
-        out.append({"name": name, "reducer": reducer, "initial": initial})
-    return out
-
-
 def _wants(fn: Any) -> dict[str, bool]:
     try:
         params = inspect.signature(fn).parameters
@@ -210,6 +165,8 @@ class _Branch:
     path: Callable[..., Any]
     path_map: dict[Hashable, str] | None
     ends: list[str] | None
+    #: The input schema the routing function declares, if any.
+    schema: Any = None
 
 
 class StateGraph:
@@ -217,7 +174,15 @@ class StateGraph:
 
     ``state_schema`` is a TypedDict, dataclass or pydantic model; a field annotated
     ``Annotated[T, reducer]`` combines writes with ``reducer`` (``operator.add``,
-    ``add_messages`` or any function of two values); other fields keep the last write.
+    ``add_messages`` or any function of two values) and starts at ``T()`` (``[]``,
+    ``0``); other fields keep the last write and are absent until written. A schema
+    without fields (``Annotated[list, operator.add]``, ``int``) makes the state one
+    bare value that nodes receive and return.
+
+    ``input_schema`` picks the input keys a run takes (others are dropped) and
+    ``output_schema`` the keys it returns; both default to ``state_schema``. A node
+    whose first parameter is annotated with another class sees only that class's keys,
+    which may include keys no other schema has (private to the nodes that name them).
     """
 
     def __init__(
@@ -232,16 +197,34 @@ class StateGraph:
     ) -> None:
         self.state_schema = state_schema
         self.context_schema = context_schema
-        self.channels = _channels(state_schema)
+        self.input_schema = input_schema or state_schema
+        self.output_schema = output_schema or state_schema
+        #: Each schema's channels; the graph's are all of them, in order of arrival.
+        self.schemas: dict[Any, dict[str, dict[str, Any]]] = {}
+        self.channels: dict[str, dict[str, Any]] = {}
+        for schema in (self.state_schema, self.input_schema, self.output_schema):
+            self._add_schema(schema)
+        #: The input schema each node declares (absent: the state schema).
+        self.node_schemas: dict[str, Any] = {}
         self.nodes: dict[str, Any] = {}
         self.edges: list[tuple[str, str]] = []
         self.joins: list[tuple[list[str], str]] = []
         self.branches: list[_Branch] = []
         self.compiled = False
 
-    def add_node(self, node: Any, action: Any = None, **kwargs: Any) -> StateGraph:
+    def _add_schema(self, schema: Any) -> None:
+        if schema not in self.schemas:
+            self.schemas[schema] = schema_channels(schema)
+            merge_channels(self.channels, self.schemas[schema])
+
+    def add_node(
+        self, node: Any, action: Any = None, *, input_schema: Any = None, **kwargs: Any
+    ) -> StateGraph:
         """Adds a node: ``add_node("name", fn)`` or ``add_node(fn)`` (named after it).
-        ``fn`` may be sync or async, a ``ToolNode``, or a compiled graph (a subgraph)."""
+        ``fn`` may be sync or async, a ``ToolNode``, or a compiled graph (a subgraph).
+
+        The node sees the keys of ``input_schema``, else of the class its first
+        parameter is annotated with, else of the state schema."""
         if action is None:
             action = node
             name = getattr(node, "name", None) or getattr(node, "__name__", None)
@@ -262,6 +245,10 @@ class StateGraph:
                 )
         if not callable(action) and not isinstance(action, (ToolNode, CompiledStateGraph)):
             raise TypeError(f"node {name!r}: expected a function, got {type(action).__name__}")
+        schema = input_schema or input_schema_of(action)
+        if schema is not None:
+            self._add_schema(schema)
+            self.node_schemas[name] = schema
         self.nodes[name] = action
         return self
 
@@ -305,7 +292,10 @@ class StateGraph:
         name = getattr(path, "__name__", None)
         if not isinstance(name, str) or name == "<lambda>":
             name = "condition"
-        self.branches.append(_Branch(source, name, path, mapping, ends))
+        schema = input_schema_of(path)
+        if schema is not None:
+            self._add_schema(schema)
+        self.branches.append(_Branch(source, name, path, mapping, ends, schema))
         return self
 
     def add_sequence(self, nodes: Sequence[Any]) -> StateGraph:
@@ -373,12 +363,22 @@ class StateGraph:
             else list(interrupt_before or [])
         )
         ia = [interrupt_after] if isinstance(interrupt_after, str) else list(interrupt_after or [])
+        all_keys = list(self.channels)
+
+        def reads(schema: Any) -> dict[str, Any]:
+            """What a node or router with this input schema sees and receives."""
+            keys = list(self.schemas[schema])
+            return {
+                "reads": None if keys == all_keys else keys,
+                "factory": node_factory(schema, keys),
+            }
+
         no_params = {"config": False, "store": False, "writer": False}
         nodes: list[dict[str, Any]] = []
         for name_, fn in self.nodes.items():
             node = {"name": name_, "func": fn, "is_async": False, "wants": no_params}
             if isinstance(fn, CompiledStateGraph):
-                call, acall = fn._as_node([c["name"] for c in self.channels])
+                call, acall = fn._as_node(all_keys)
                 node.update(func=call, afunc=acall)
             elif not isinstance(fn, ToolNode):
                 afunc = getattr(fn, "__ironloop_async__", None)
@@ -386,28 +386,38 @@ class StateGraph:
                 if wants.pop("runtime"):
                     fn = _with_runtime(fn)
                 node.update(func=fn, is_async=_is_async(fn), wants=wants, afunc=afunc)
-            nodes.append({"afunc": None, **node})
-        factory = None
-        schema = self.state_schema
-        if (isinstance(schema, type) and dataclasses.is_dataclass(schema)) or hasattr(
-            schema, "model_fields"
-        ):
-
-            def factory(d: dict[str, Any]) -> Any:
-                return schema(**d)
-
+            schema = self.node_schemas.get(name_, self.state_schema)
+            nodes.append({"afunc": None, **node, **reads(schema)})
+        branches = []
+        for b in self.branches:
+            # A routing function sees the keys of its own schema, else of its node's.
+            source_reads = reads(self.node_schemas.get(b.source, self.state_schema))["reads"]
+            desc = reads(b.schema or self.node_schemas.get(b.source, self.state_schema))
+            if desc["reads"] is None and source_reads is not None:
+                desc["reads"] = all_keys  # not what the node sees: the core's default
+            branches.append(
+                {
+                    "source": b.source,
+                    "name": b.name,
+                    "path": b.path,
+                    "path_map": b.path_map,
+                    "ends": b.ends,
+                }
+                | desc
+            )
         core = _GraphCore(
-            channels=self.channels,
+            channels=list(self.channels.values()),
             nodes=nodes,
             edges=self.edges,
             joins=self.joins,
-            branches=self.branches,
+            branches=branches,
             # `True` (a subgraph that uses its parent's): no checkpoints of its own.
             checkpointer=None if checkpointer is True else checkpointer,
             interrupt_before=ib,
             interrupt_after=ia,
             store=store,
-            state_factory=factory,
+            input_keys=list(self.schemas[self.input_schema]),
+            output_keys=list(self.schemas[self.output_schema]),
         )
         self.compiled = True
         return CompiledStateGraph(self, core, checkpointer, store, name or "LangGraph")
@@ -445,8 +455,9 @@ class CompiledStateGraph:
         context: Any = None,
         **kwargs: Any,
     ) -> Any:
-        """Runs to the end (or to an interrupt) and returns the final state; a pause
-        shows as ``result["__interrupt__"]``. ``context`` is the run's static context
+        """Runs to the end (or to an interrupt) and returns the final state's output
+        keys (``None`` when the run wrote none of them); a pause shows as
+        ``result["__interrupt__"]``. ``context`` is the run's static context
         (see ``context_schema``), read by nodes as ``runtime.context``."""
         token = _enter(context, self.store)
         outer = self._enter_parent_task()
@@ -610,14 +621,19 @@ class CompiledStateGraph:
         An ``interrupt()`` inside the subgraph pauses the parent (its node), and the
         parent's resume values answer it; on resume the subgraph runs again from its
         start."""
-        own = {c["name"] for c in self.builder.channels}
+        own = set(self.builder.channels)
         outer = set(parent_keys)
 
-        def take(state: Any) -> dict[str, Any]:
-            d = state if isinstance(state, dict) else _as_update(state, self.name)
-            return {k: v for k, v in d.items() if k in own}
+        def take(state: Any) -> Any:
+            if not isinstance(state, dict):
+                if not (dataclasses.is_dataclass(state) or hasattr(state, "model_fields")):
+                    return state  # a bare value (a root state)
+                state = as_update(state, self.name)
+            return {k: v for k, v in state.items() if k in own}
 
-        def give(out: dict[str, Any]) -> dict[str, Any]:
+        def give(out: Any) -> Any:
+            if not isinstance(out, dict):
+                return out
             return {k: v for k, v in out.items() if k in outer}
 
         def call(state: Any) -> Any:

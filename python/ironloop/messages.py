@@ -100,3 +100,39 @@ class ToolCall(dict):  # type: ignore[type-arg]
     @property
     def type(self) -> str:
         return "tool_call"
+
+
+# --------------------------------------------------------------------------- pydantic
+
+
+def _pydantic_core_schema(cls: type, source: Any, handler: Any) -> Any:
+    """Lets pydantic models hold messages (``messages: Annotated[list[AnyMessage],
+    add_messages]`` in a pydantic state): a message of ``cls`` is taken as it is, and
+    what a message can be made from (its ``model_dump()`` dict, a ``("user", "hi")``
+    tuple, ...) is made into one; dumping gives the message's dict."""
+    from pydantic_core import core_schema
+
+    def validate(value: Any) -> Any:
+        if isinstance(value, cls):
+            return value
+        try:
+            msg = _coerce_message(value)
+        except Exception as e:
+            raise ValueError(f"not a message: {e}") from None
+        if not isinstance(msg, cls):
+            raise ValueError(f"expected {cls.__name__}, got {type(msg).__name__}")
+        return msg
+
+    return core_schema.no_info_plain_validator_function(
+        validate,
+        serialization=core_schema.plain_serializer_function_ser_schema(lambda m: m.model_dump()),
+    )
+
+
+def _pydantic_json_schema(cls: type, core_schema: Any, handler: Any) -> dict[str, Any]:
+    return {"type": "object", "title": cls.__name__}
+
+
+# Defined here rather than in Rust: pydantic is a Python concern, and optional.
+BaseMessage.__get_pydantic_core_schema__ = classmethod(_pydantic_core_schema)  # type: ignore[method-assign, assignment]
+BaseMessage.__get_pydantic_json_schema__ = classmethod(_pydantic_json_schema)  # type: ignore[method-assign, assignment]

@@ -11,6 +11,13 @@ use super::value::Val;
 /// Python callable). Called once per write, in task order.
 pub trait Reducer: Send + Sync {
     fn reduce(&self, channel: &str, current: Option<Val>, update: Val) -> Result<Val, GraphError>;
+
+    /// The value the channel holds before any write (LangGraph's `list()` for
+    /// `Annotated[list, operator.add]`, `0` for `int`), made afresh for every run;
+    /// `None` when it starts empty and its first write is taken as it is.
+    fn initial(&self) -> Option<Val> {
+        None
+    }
 }
 
 /// How a channel combines writes.
@@ -34,6 +41,18 @@ impl fmt::Debug for ChannelKind {
     }
 }
 
+impl ChannelKind {
+    /// The value a fresh channel holds: a reducer's starting value (an empty list for
+    /// messages), nothing for a last-value channel.
+    pub fn initial(&self) -> Option<Val> {
+        match self {
+            ChannelKind::LastValue => None,
+            ChannelKind::Reducer(r) => r.initial(),
+            ChannelKind::Messages => Some(Val::Messages(MessageList::new())),
+        }
+    }
+}
+
 /// A channel and its current value.
 #[derive(Clone, Debug)]
 pub struct Channel {
@@ -44,10 +63,11 @@ pub struct Channel {
 }
 
 impl Channel {
+    /// A channel holding its kind's starting value ([`ChannelKind::initial`]).
     pub fn new(kind: ChannelKind) -> Self {
         Channel {
+            value: kind.initial(),
             kind,
-            value: None,
             version: 0,
         }
     }

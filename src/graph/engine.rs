@@ -14,7 +14,7 @@ use super::messages::MessageList;
 use super::reserved::{is_hidden, join_channel, Reserved, Source, ENGINE_NODE};
 use super::run::RunOptions;
 use super::spec::{Goto, GraphSpec, TaskContext, END};
-use super::state::StateView;
+use super::state::{Projection, StateView};
 use super::value::Val;
 use crate::checkpoint::{CheckpointError, CheckpointRecord, Checkpointer, TaskRecord, Write};
 use crate::message::Message;
@@ -58,6 +58,13 @@ pub struct Graph {
     branches_from: HashMap<String, Vec<usize>>,
     /// The joins each node is a source of.
     pub(super) joins_from: HashMap<String, Vec<usize>>,
+    /// What each node (by index) and each router sees of the state, when not all of it.
+    node_reads: Vec<Option<Projection>>,
+    branch_reads: Vec<Option<Projection>>,
+    /// The channels the input may write, when not all of them.
+    input: Option<HashSet<String>>,
+    /// The channels a run returns, when not all of them.
+    output: Option<Projection>,
     pub(super) checkpointer: Option<Arc<dyn Checkpointer>>,
     pub(super) codec: Arc<dyn ValueCodec>,
     pub(super) interrupt_before: HashSet<String>,
@@ -93,11 +100,27 @@ impl Graph {
                 joins_from.entry(s.clone()).or_default().push(i);
             }
         }
-        let chan_index = names
+        let chan_index: HashMap<String, usize> = names
             .iter()
             .enumerate()
             .map(|(i, n)| (n.clone(), i))
             .collect();
+        let project = |l: &Option<Vec<String>>| l.as_ref().map(|l| Projection::new(&chan_index, l));
+        let node_reads: Vec<_> = spec.nodes.iter().map(|n| project(&n.reads)).collect();
+        let node_index = spec.node_index();
+        // A router sees what its own schema names, else what its source node sees.
+        let branch_reads = spec
+            .branches
+            .iter()
+            .map(|b| match &b.reads {
+                Some(_) => project(&b.reads),
+                None => node_index
+                    .get(&b.source)
+                    .and_then(|&i| node_reads[i].clone()),
+            })
+            .collect();
+        let input = spec.input.as_ref().map(|l| l.iter().cloned().collect());
+        let output = project(&spec.output);
         let mut edges_from: HashMap<String, Vec<String>> = HashMap::new();
         for (a, b) in &spec.edges {
             edges_from.entry(a.clone()).or_default().push(b.clone());
@@ -116,7 +139,11 @@ impl Graph {
         let interrupt_before = expand(interrupt_before);
         let interrupt_after = expand(interrupt_after);
         Ok(Graph {
-            node_index: spec.node_index(),
+            node_index,
+            node_reads,
+            branch_reads,
+            input,
+            output,
             spec: Arc::new(spec),
             names: Arc::new(names),
             chan_index: Arc::new(chan_index),
@@ -141,6 +168,41 @@ impl Graph {
 
     pub fn channel_kind(&self, name: &str) -> Option<&ChannelKind> {
         self.chan_index.get(name).map(|&i| &self.kinds[i])
+    }
+
+    /// What node `i` sees of `view`.
+    pub(super) fn node_view(&self, i: usize, view: &StateView) -> StateView {
+        match &self.node_reads[i] {
+            Some(p) => view.project(p),
+            None => view.clone(),
+        }
+    }
+
+    /// The input's writes to the channels the input may write; the rest is dropped.
+    pub(super) fn input_writes(&self, writes: Vec<(String, Val)>) -> Vec<(String, Val)> {
+        writes
+            .into_iter()
+            .filter(|(c, _)| match &self.input {
+                Some(keys) => keys.contains(c),
+                None => self.chan_index.contains_key(c) && !is_hidden(c),
+            })
+            .collect()
+    }
+
+    /// Whether one of `writes` goes to a channel the run's result shows.
+    pub(super) fn writes_output<'a>(&self, mut writes: impl Iterator<Item = &'a str>) -> bool {
+        writes.any(|c| match &self.output {
+            Some(p) => p.contains(c),
+            None => !is_hidden(c),
+        })
+    }
+
+    /// What a run returns of `view`: the output channels.
+    pub(super) fn output_view(&self, view: &StateView) -> StateView {
+        match &self.output {
+            Some(p) => view.project(p),
+            None => view.clone(),
+        }
     }
 
     pub(super) fn fresh_channels(&self) -> Vec<Channel> {
@@ -282,7 +344,10 @@ impl Graph {
             push(&Goto::Node(t.clone()))?;
         }
         for &b in self.branches_from.get(node).into_iter().flatten() {
-            let gotos = self.spec.branches[b].router.route(view, ctx)?;
+            let gotos = match &self.branch_reads[b] {
+                Some(p) => self.spec.branches[b].router.route(&view.project(p), ctx)?,
+                None => self.spec.branches[b].router.route(view, ctx)?,
+            };
             for g in &gotos {
                 push(g)?;
             }

@@ -7,15 +7,21 @@
 /// messages listing the state's channels).
 pub const HIDDEN_PREFIX: &str = "__";
 
+/// The one channel of a graph whose state is a bare value rather than a dict of keys
+/// (LangGraph's `StateGraph(Annotated[list, operator.add])`): nodes receive and return
+/// that value. Not hidden: it is the state.
+pub const ROOT: &str = "__root__";
+
 /// The `node` of the writes the engine makes itself (resetting join barriers).
 pub const ENGINE_NODE: &str = "__engine__";
 
 /// The prefix of a join barrier's hidden channel; the join's index follows.
 const JOIN_PREFIX: &str = "__join__:";
 
-/// Whether a channel (or node) name is one of the engine's own.
+/// Whether a channel (or node) name is one of the engine's own ([`ROOT`] is not: it
+/// holds a graph's whole state).
 pub fn is_hidden(name: &str) -> bool {
-    name.starts_with(HIDDEN_PREFIX)
+    name.starts_with(HIDDEN_PREFIX) && name != ROOT
 }
 
 /// Characters a node name may not contain: LangGraph's namespace separators, which
@@ -105,6 +111,7 @@ mod tests {
             assert_eq!(Reserved::parse(r.as_str()), Some(r));
         }
         assert_eq!(Reserved::parse("count"), None);
+        assert!(!is_hidden(ROOT));
         assert_eq!(join_channel(3), "__join__:3");
     }
 }

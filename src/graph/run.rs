@@ -91,6 +91,10 @@ struct Run<'g> {
     /// The next checkpoint branches off an older one (the run started at a given
     /// `checkpoint_id`): saved with `put`, not as the thread's next (`put_next`).
     fork: bool,
+    /// Whether the run has something to return: it continues a thread, or it wrote
+    /// one of the output channels (as LangGraph, whose `invoke` returns `None` when
+    /// no step of a new run touched them).
+    has_output: bool,
 }
 
 /// Prepare: where the run starts.
@@ -148,6 +152,7 @@ impl<'g> Run<'g> {
             skip_before: false,
             input: None,
             fork,
+            has_output: false,
         })
     }
 
@@ -176,6 +181,11 @@ impl<'g> Run<'g> {
     /// runs that task like any other: its writes are applied and `START`'s edges and
     /// routers give the next tasks.
     async fn start_from_input(&mut self, out: NodeOutput) -> Result<(), GraphError> {
+        let mut out = out;
+        out.writes = self.graph.input_writes(out.writes);
+        self.has_output |= self
+            .graph
+            .writes_output(out.writes.iter().map(|(c, _)| c.as_str()));
         self.step += 1;
         let id = new_id();
         self.next = Graph::make_tasks(&id, vec![(START.into(), None)]);
@@ -209,6 +219,7 @@ impl<'g> Run<'g> {
         }
         // The run paused before these tasks (or crashed running them).
         self.skip_before = true;
+        self.has_output = true;
         self.next = self.graph.decode_tasks(&parent.next)?;
         // As LangGraph, a resumed run's `values` stream starts from the state it resumes.
         self.emit_values(&self.graph.view(&self.chans));
@@ -217,8 +228,10 @@ impl<'g> Run<'g> {
 
     /// The run's result, wherever it stopped.
     fn finish(self) -> RunResult {
+        let state = self.graph.view(&self.chans);
         RunResult {
-            state: self.graph.view(&self.chans),
+            output: self.has_output.then(|| self.graph.output_view(&state)),
+            state,
             interrupts: self.interrupts,
             checkpoint_id: self.parent.map(|p| p.id),
             next: self.next.into_iter().map(|t| t.node).collect(),
@@ -291,14 +304,17 @@ impl Run<'_> {
             .iter()
             .map(|&i| {
                 let t = &self.next[i];
-                let node = &graph.spec.nodes[graph.node_index[&t.node]];
+                let n = graph.node_index[&t.node];
                 let resume = self.pending.resume_values(&t.id);
                 let mut ctx = graph.ctx_for(t, self.step, &self.opts, resume);
                 ctx.inline = inline;
                 if let Some(c) = &step_cancel {
                     ctx.cancel = c.child_token();
                 }
-                let fut = node.runner.run(view.clone(), t.arg.clone(), ctx);
+                let fut =
+                    graph.spec.nodes[n]
+                        .runner
+                        .run(graph.node_view(n, &view), t.arg.clone(), ctx);
                 async move { (i, fut.await) }
             })
             .collect();
@@ -528,6 +544,9 @@ impl Run<'_> {
                 writes.push((c, v));
             }
         }
+        self.has_output |= self
+            .graph
+            .writes_output(writes.iter().map(|(c, _)| c.as_str()));
         self.graph.apply(&mut self.chans, writes)?;
         Ok(saved)
     }

@@ -99,6 +99,9 @@ pub trait Router: Send + Sync {
 pub struct NodeSpec {
     pub name: String,
     pub runner: Arc<dyn NodeRunner>,
+    /// The channels the node sees, in this order (its input schema's keys); `None`:
+    /// every channel.
+    pub reads: Option<Vec<String>>,
 }
 
 pub struct BranchSpec {
@@ -106,6 +109,9 @@ pub struct BranchSpec {
     pub router: Arc<dyn Router>,
     /// The nodes it may go to, when known (for validation and drawing).
     pub ends: Option<Vec<String>>,
+    /// The channels the router sees, as [`NodeSpec::reads`]; `None`: those its source
+    /// node sees.
+    pub reads: Option<Vec<String>>,
 }
 
 /// A graph's definition.
@@ -118,6 +124,12 @@ pub struct GraphSpec {
     /// `(sources, target)`: the target runs once every source has run.
     pub joins: Vec<(Vec<String>, String)>,
     pub branches: Vec<BranchSpec>,
+    /// The channels a run's input may write (the input schema's keys); input for any
+    /// other key is dropped. `None`: every channel.
+    pub input: Option<Vec<String>>,
+    /// The channels a run's result shows (the output schema's keys), in this order.
+    /// `None`: every channel.
+    pub output: Option<Vec<String>>,
 }
 
 impl GraphSpec {
@@ -130,6 +142,7 @@ impl GraphSpec {
         self.nodes.push(NodeSpec {
             name: name.to_owned(),
             runner,
+            reads: None,
         });
         self
     }
@@ -149,6 +162,7 @@ impl GraphSpec {
             source: from.to_owned(),
             router,
             ends,
+            reads: None,
         });
         self
     }
@@ -176,6 +190,30 @@ impl GraphSpec {
         for (c, _) in &self.channels {
             if !chans.insert(c.as_str()) {
                 return build(format!("channel {c:?} is declared twice"));
+            }
+        }
+        let lists = [
+            ("the input schema", &self.input),
+            ("the output schema", &self.output),
+        ]
+        .into_iter()
+        .map(|(what, l)| (what.to_owned(), l))
+        .chain(
+            self.nodes
+                .iter()
+                .map(|n| (format!("node {:?}", n.name), &n.reads)),
+        )
+        .chain(self.branches.iter().map(|b| {
+            (
+                format!("the conditional edge from {:?}", b.source),
+                &b.reads,
+            )
+        }));
+        for (what, list) in lists {
+            if let Some(c) = list.iter().flatten().find(|c| !chans.contains(c.as_str())) {
+                return Err(GraphError::Build(format!(
+                    "{what} names channel {c:?}, which the graph does not declare"
+                )));
             }
         }
         let sources = self

@@ -17,7 +17,7 @@ use pyo3::types::PyDict;
 #[derive(FromPyObject)]
 #[pyo3(from_item_all)]
 pub struct Helpers {
-    /// `ironloop.graph._as_update(obj, node)`: a non-dict node result as an update dict.
+    /// `ironloop._state.as_update(obj, node)`: a non-dict node result as an update dict.
     pub as_update: Py<PyAny>,
     /// `ironloop.graph._task_writer`: the `writer` argument of a node that asks for it.
     pub task_writer: Py<PyAny>,

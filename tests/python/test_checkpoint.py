@@ -479,7 +479,7 @@ def test_sqlite_interrupt_resumes_after_a_restart(tmp_path: Path) -> None:
         assert build(s1).invoke({"x": 1}, cfg())["__interrupt__"][0].value == "sure?"
     with SqliteSaver(path) as s2:
         out = build(s2).invoke(Command(resume="yes"), cfg())
-    assert out == {"x": 1, "thing": "yes"}
+    assert out == {"x": 1, "log": [], "thing": "yes"}  # a reducer field starts at []
 
 
 def test_sqlite_context_manager_and_close(tmp_path: Path) -> None:

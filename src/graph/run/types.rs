@@ -59,7 +59,11 @@ impl Default for RunOptions {
 }
 
 pub struct RunResult {
+    /// The whole state where the run stopped.
     pub state: StateView,
+    /// What the run returns: the output channels of `state`; `None` when the run
+    /// started from new input and neither it nor any step wrote one of them.
+    pub output: Option<StateView>,
     pub interrupts: Vec<InterruptInfo>,
     pub checkpoint_id: Option<String>,
     pub next: Vec<String>,

@@ -22,7 +22,7 @@ impl GraphCore {
     #[new]
     #[pyo3(signature = (*, channels, nodes, edges, joins, branches, checkpointer=None,
                         interrupt_before=Vec::new(), interrupt_after=Vec::new(), store=None,
-                        state_factory=None))]
+                        input_keys=None, output_keys=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -35,9 +35,12 @@ impl GraphCore {
         interrupt_before: Vec<String>,
         interrupt_after: Vec<String>,
         store: Option<Py<PyAny>>,
-        state_factory: Option<Py<PyAny>>,
+        input_keys: Option<Vec<String>>,
+        output_keys: Option<Vec<String>>,
     ) -> PyResult<Self> {
-        let (mut spec, shared) = describe::channels(channels, store, state_factory);
+        let (mut spec, shared) = describe::channels(channels, store);
+        spec.input = input_keys;
+        spec.output = output_keys;
         for n in nodes {
             spec.nodes.push(n.into_spec(py, &spec.channels, &shared)?);
         }

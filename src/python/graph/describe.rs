@@ -13,7 +13,7 @@ use super::super::toolnode::ToolNodeCore;
 use super::nodes::{PyNode, ToolsNode};
 use super::routers::{PyReducer, PyRouter};
 use super::values::Shared;
-use crate::graph::{BranchSpec, ChannelKind, GraphSpec, NodeRunner, NodeSpec, Router};
+use crate::graph::{BranchSpec, ChannelKind, GraphSpec, NodeRunner, NodeSpec, Router, ROOT};
 use crate::prebuilt::{messages_channel, ToolsCondition};
 use pyo3::exceptions::PyValueError;
 
@@ -47,10 +47,15 @@ pub(super) struct NodeDesc {
     wants: Wants,
     /// The async variant of a node that has both (a compiled subgraph).
     afunc: Option<Py<PyAny>>,
+    /// The keys of the node's input schema, when they are not all the channels.
+    reads: Option<Vec<String>>,
+    /// Makes the node's input from the state dict (a dataclass or pydantic schema).
+    factory: Option<Py<PyAny>>,
 }
 
-/// One conditional edge, read from `StateGraph`'s `_Branch` objects.
+/// One conditional edge.
 #[derive(FromPyObject)]
+#[pyo3(from_item_all)]
 pub(super) struct BranchDesc {
     source: String,
     /// The branch's name: its function's, or `"condition"` (LangGraph's default).
@@ -59,13 +64,15 @@ pub(super) struct BranchDesc {
     path_map: Option<Py<PyDict>>,
     /// The nodes it may go to, when known (for validation and drawing).
     ends: Option<Vec<String>>,
+    /// What the routing function sees and receives, as a node's `reads` / `factory`.
+    reads: Option<Vec<String>>,
+    factory: Option<Py<PyAny>>,
 }
 
 /// The spec's channels and the Python-side state they share.
 pub(super) fn channels(
     channels: Vec<ChannelDesc>,
     store: Option<Py<PyAny>>,
-    state_factory: Option<Py<PyAny>>,
 ) -> (GraphSpec, Arc<Shared>) {
     let mut spec = GraphSpec::default();
     let mut messages_channels = HashSet::new();
@@ -87,8 +94,11 @@ pub(super) fn channels(
             spec.channels.push((c.name, kind));
         }
     });
+    // LangGraph's rule: a graph whose only channel is the root one takes and returns
+    // bare values.
+    let root = matches!(spec.channels.as_slice(), [(name, _)] if name == ROOT);
     let shared = Arc::new(Shared {
-        state_factory,
+        root,
         messages_channels,
         channels: all,
         caches: Mutex::new(HashMap::new()),
@@ -143,12 +153,14 @@ impl NodeDesc {
                 is_async: self.is_async,
                 afunc: self.afunc,
                 wants: self.wants,
+                factory: self.factory,
                 shared: shared.clone(),
             }),
         };
         Ok(NodeSpec {
             name: self.name,
             runner,
+            reads: self.reads,
         })
     }
 }
@@ -175,6 +187,7 @@ impl BranchDesc {
                 name: self.name,
                 path: self.path,
                 path_map: self.path_map,
+                factory: self.factory,
                 shared: shared.clone(),
             })
         };
@@ -182,6 +195,7 @@ impl BranchDesc {
             source: self.source,
             router,
             ends: self.ends,
+            reads: self.reads,
         })
     }
 }

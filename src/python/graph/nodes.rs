@@ -80,6 +80,8 @@ pub(super) struct PyNode {
     /// An async variant, used under `ainvoke` (e.g. a model's `ainvoke`).
     pub(super) afunc: Option<Py<PyAny>>,
     pub(super) wants: Wants,
+    /// Makes the node's input from the state dict (a dataclass / pydantic schema).
+    pub(super) factory: Option<Py<PyAny>>,
     pub(super) shared: Arc<Shared>,
 }
 
@@ -95,7 +97,7 @@ impl PyNode {
     ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
         let input = match arg {
             Some(a) => val_to_py(py, a)?,
-            None => self.shared.node_input(py, view)?,
+            None => self.shared.node_input(py, view, &self.factory)?,
         };
         let kw = PyDict::new(py);
         if self.wants.config {
@@ -163,7 +165,20 @@ impl PyNode {
         self.shared
             .output(py, &self.name, &r, &mut out)
             .map_err(|e| node_failure(py, ctx, e))?;
-        out.update = update_shown(py, r).map_err(|e| node_failure(py, ctx, e))?;
+        out.update = if r
+            .is_instance(command_class(py).map_err(|e| node_failure(py, ctx, e))?)
+            .unwrap_or(false)
+        {
+            update_shown(py, r, self.shared.root).map_err(|e| node_failure(py, ctx, e))?
+        } else if r.is_none() {
+            None
+        } else {
+            let shown = self
+                .shared
+                .shown_update(py, &self.name, r)
+                .map_err(|e| node_failure(py, ctx, e))?;
+            Some(host(shown))
+        };
         Ok(out)
     }
 }
@@ -183,19 +198,9 @@ impl NodeRunner for PyNode {
                 (Some(a), true) => Python::attach(|py| a.clone_ref(py)),
                 _ => Python::attach(|py| self.func.clone_ref(py)),
             };
-            let this = PyNodeRef {
-                func,
-                name: self.name.clone(),
-                wants: self.wants,
-                shared: self.shared.clone(),
-            };
+            let this = self.job(func);
             let (ctx2, env2) = (ctx.clone(), env.clone());
-            let this2 = PyNodeRef {
-                func: Python::attach(|py| this.func.clone_ref(py)),
-                name: this.name.clone(),
-                wants: this.wants,
-                shared: this.shared.clone(),
-            };
+            let this2 = self.job(Python::attach(|py| this.func.clone_ref(py)));
             let ctx3 = ctx.clone();
             let pushed = Pushed::default();
             let pushed2 = pushed.clone();
@@ -229,12 +234,7 @@ impl NodeRunner for PyNode {
             });
         }
         let (tx, rx) = oneshot::channel();
-        let this = PyNodeRef {
-            func: Python::attach(|py| self.func.clone_ref(py)),
-            name: self.name.clone(),
-            wants: self.wants,
-            shared: self.shared.clone(),
-        };
+        let this = self.job(Python::attach(|py| self.func.clone_ref(py)));
         let ctx2 = ctx.clone();
         Pool::global().submit(Box::new(move |py| {
             if tx.is_closed() {
@@ -251,11 +251,25 @@ impl NodeRunner for PyNode {
     }
 }
 
+impl PyNode {
+    /// What a job on another thread needs of this node, calling `func`.
+    fn job(&self, func: Py<PyAny>) -> PyNodeRef {
+        PyNodeRef {
+            func,
+            name: self.name.clone(),
+            wants: self.wants,
+            factory: Python::attach(|py| self.factory.as_ref().map(|f| f.clone_ref(py))),
+            shared: self.shared.clone(),
+        }
+    }
+}
+
 /// The parts of a node a job on another thread needs.
 pub(super) struct PyNodeRef {
     pub(super) func: Py<PyAny>,
     pub(super) name: String,
     pub(super) wants: Wants,
+    pub(super) factory: Option<Py<PyAny>>,
     pub(super) shared: Arc<Shared>,
 }
 
@@ -267,6 +281,7 @@ impl PyNodeRef {
             is_async: false,
             afunc: None,
             wants: self.wants,
+            factory: self.factory.as_ref().map(|f| f.clone_ref(py)),
             shared: self.shared.clone(),
         }
     }
@@ -373,8 +388,9 @@ impl NodeRunner for ToolsNode {
 }
 
 /// What the `updates` stream shows for a node's return value: the value itself, or for
-/// a `Command` its `update` (as a dict when given as `(key, value)` pairs), as LangGraph.
-fn update_shown(py: Python<'_>, r: Bound<'_, PyAny>) -> PyResult<Option<Val>> {
+/// a `Command` its `update` (as a dict when given as `(key, value)` pairs, unless the
+/// state is one bare `root` value), as LangGraph.
+fn update_shown(py: Python<'_>, r: Bound<'_, PyAny>, root: bool) -> PyResult<Option<Val>> {
     if r.is_none() {
         return Ok(None);
     }
@@ -385,7 +401,7 @@ fn update_shown(py: Python<'_>, r: Bound<'_, PyAny>) -> PyResult<Option<Val>> {
     if u.is_none() {
         return Ok(None);
     }
-    if u.cast::<PyList>().is_ok() || u.cast::<PyTuple>().is_ok() {
+    if !root && (u.cast::<PyList>().is_ok() || u.cast::<PyTuple>().is_ok()) {
         return Ok(Some(host(PyDict::from_sequence(&u)?.into_any())));
     }
     Ok(Some(host(u)))

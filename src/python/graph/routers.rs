@@ -20,6 +20,8 @@ pub(super) struct PyRouter {
     pub(super) name: String,
     pub(super) path: Py<PyAny>,
     pub(super) path_map: Option<Py<PyDict>>,
+    /// Makes the function's input from the state dict (a dataclass / pydantic schema).
+    pub(super) factory: Option<Py<PyAny>>,
     pub(super) shared: Arc<Shared>,
 }
 
@@ -56,7 +58,7 @@ impl Router for PyRouter {
 
     fn route(&self, view: &StateView, ctx: &TaskContext) -> Result<Vec<Goto>, GraphError> {
         Python::attach(|py| -> PyResult<Vec<Goto>> {
-            let input = self.shared.node_input(py, view)?;
+            let input = self.shared.node_input(py, view, &self.factory)?;
             let r = match ctx.host.clone().and_then(|h| h.downcast::<PyRunEnv>().ok()) {
                 Some(env) => call_in_task(
                     py,
@@ -101,18 +103,26 @@ pub(super) fn route_error(py: Python<'_>, ctx: &TaskContext, e: PyErr) -> GraphE
     node_error(py, ctx, message, e)
 }
 
+/// A reducer written in Python; `initial` makes the channel's starting value (the
+/// field's type, e.g. `list`), called once per run.
 pub(super) struct PyReducer {
     pub(super) func: Py<PyAny>,
     pub(super) initial: Option<Py<PyAny>>,
 }
 
 impl Reducer for PyReducer {
+    fn initial(&self) -> Option<Val> {
+        let f = self.initial.as_ref()?;
+        // The schema reader checked that it can be called; should it fail after all,
+        // the channel starts empty, as LangGraph's does when its type cannot be made.
+        Python::attach(|py| f.bind(py).call0().ok().map(host))
+    }
+
     fn reduce(&self, channel: &str, current: Option<Val>, update: Val) -> Result<Val, GraphError> {
         Python::attach(|py| -> PyResult<Val> {
-            let cur = match (&current, &self.initial) {
-                (Some(c), _) => val_to_py(py, c)?,
-                (None, Some(f)) => f.bind(py).call0()?,
-                (None, None) => return Ok(update.clone()),
+            let cur = match &current {
+                Some(c) => val_to_py(py, c)?,
+                None => return Ok(update.clone()),
             };
             let upd = val_to_py(py, &update)?;
             Ok(host(self.func.bind(py).call1((cur, upd))?))

@@ -136,14 +136,7 @@ impl GraphCore {
                 RunInput::Resume(Resume::One(host(resume)))
             }
         } else {
-            let mut out = NodeOutput::default();
-            let d = if input.cast::<PyDict>().is_ok() {
-                input.clone()
-            } else {
-                helpers(py)?.as_update.bind(py).call1((input, START))?
-            };
-            self.shared.writes_from(py, START, &d, &mut out)?;
-            RunInput::Values(out.writes)
+            RunInput::Values(self.shared.input_writes(py, input)?)
         };
         let env = PyRunEnv::capture(
             py,
@@ -205,12 +198,21 @@ impl GraphCore {
         r: Result<RunResult, GraphError>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let r = r.map_err(PyErr::from)?;
-        let d = self.shared.state_dict(py, &r.state)?;
+        let out = match &r.output {
+            Some(v) => self.shared.state_value(py, v)?,
+            None => py.None().into_bound(py),
+        };
         // Only `interrupt()`s show: a pause at `interrupt_before` / `after` does not.
         let interrupts = interrupts_to_py(py, &r.interrupts)?;
-        if !interrupts.is_empty() {
-            d.set_item(Reserved::Interrupt.as_str(), PyList::new(py, interrupts)?)?;
+        if interrupts.is_empty() {
+            return Ok(out);
         }
+        // As LangGraph: the interrupts join a dict result, or stand alone.
+        let d = match out.cast_into::<PyDict>() {
+            Ok(d) => d,
+            Err(_) => PyDict::new(py),
+        };
+        d.set_item(Reserved::Interrupt.as_str(), PyList::new(py, interrupts)?)?;
         Ok(d.into_any())
     }
 
@@ -220,13 +222,13 @@ impl GraphCore {
         thread: &str,
         s: Snapshot,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let values = self.shared.state_dict(py, &s.state)?;
+        let values = self.shared.state_value(py, &s.state)?;
         snapshot(
             py,
             thread,
             &s.record,
             s.parent.as_ref(),
-            values.into_any(),
+            values,
             &s.pending,
             self,
         )

@@ -49,23 +49,24 @@ pub(super) fn flat_event_to_py<'py>(
         // A subgraph's state is not this graph's: no cached message lists for it.
         StreamEvent::Nested { .. } => return Ok(None),
         StreamEvent::Values { state, interrupts } => {
-            let d = if nested {
+            let v = if nested {
                 // A subgraph's state is not this graph's: no cached message lists for it.
                 let d = PyDict::new(py);
                 for (name, val) in state.iter() {
                     d.set_item(name, val_to_py(py, val)?)?;
                 }
-                d
+                d.into_any()
             } else {
-                shared.state_dict(py, &state)?
+                shared.state_value(py, &state)?
             };
-            if !interrupts.is_empty() {
-                d.set_item(
+            match v.cast::<PyDict>() {
+                Ok(d) if !interrupts.is_empty() => d.set_item(
                     Reserved::Interrupt.as_str(),
                     PyTuple::new(py, interrupts_to_py(py, &interrupts)?)?,
-                )?;
+                )?,
+                _ => {}
             }
-            ("values", d.into_any())
+            ("values", v)
         }
         StreamEvent::Updates {
             node,
@@ -179,7 +180,7 @@ pub(super) fn flat_event_to_py<'py>(
                     None => py.None().into_bound(py),
                 },
             )?;
-            p.set_item("values", shared.state_dict(py, &state)?)?;
+            p.set_item("values", shared.state_value(py, &state)?)?;
             p.set_item("metadata", value_to_py(py, &metadata)?)?;
             p.set_item("next", PyList::new(py, &next)?)?;
             p.set_item(

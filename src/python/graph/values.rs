@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{IntoPyDict, PyDict, PyList, PyString, PyTuple};
 use serde_json::Value;
 
 use super::super::convert::value_to_py;
@@ -17,7 +17,8 @@ use super::super::messages::message_to_py;
 use super::super::toolnode::command_class;
 use crate::checkpoint::CheckpointError;
 use crate::graph::{
-    Goto, GraphError, HostValue, MessageList, NodeOutput, StateView, Val, ValueCodec, END,
+    Goto, GraphError, HostValue, MessageList, NodeOutput, StateView, Val, ValueCodec, END, ROOT,
+    START,
 };
 use crate::message::Message;
 
@@ -127,8 +128,8 @@ pub(super) struct MsgCache {
 }
 
 pub(super) struct Shared {
-    /// Builds the node input from a dict (dataclass / pydantic schemas).
-    pub(super) state_factory: Option<Py<PyAny>>,
+    /// The state is one bare value (the root channel): updates are that value.
+    pub(super) root: bool,
     pub(super) messages_channels: HashSet<String>,
     pub(super) channels: HashSet<String>,
     pub(super) caches: Mutex<HashMap<String, MsgCache>>,
@@ -213,20 +214,94 @@ impl Shared {
         Ok(d)
     }
 
-    /// What a node receives: the dict, or the schema's object made from it.
-    pub(super) fn node_input<'py>(
+    /// The state as Python shows it: the bare value of a root view (`None` while it
+    /// is empty), else a dict.
+    pub(super) fn state_value<'py>(
         &self,
         py: Python<'py>,
         view: &StateView,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let d = self.state_dict(py, view)?;
-        match &self.state_factory {
-            Some(f) => f.bind(py).call1((d,)),
-            None => Ok(d.into_any()),
+        match view.root() {
+            Some(Some(Val::Messages(l))) => self.messages_list(py, ROOT, l),
+            Some(Some(v)) => val_to_py(py, v),
+            Some(None) => Ok(py.None().into_bound(py)),
+            None => Ok(self.state_dict(py, view)?.into_any()),
         }
     }
 
-    /// Channel writes from a dict-like update.
+    /// What a node (or router) receives: the state value, or the object its
+    /// dataclass / pydantic schema (`factory`) makes from the dict.
+    pub(super) fn node_input<'py>(
+        &self,
+        py: Python<'py>,
+        view: &StateView,
+        factory: &Option<Py<PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let v = self.state_value(py, view)?;
+        match factory {
+            Some(f) if v.cast::<PyDict>().is_ok() => f.bind(py).call1((v,)),
+            _ => Ok(v),
+        }
+    }
+
+    /// A value written to channel `k`, as the channel holds it.
+    fn channel_val(&self, k: &str, v: &Bound<'_, PyAny>) -> PyResult<Val> {
+        if self.messages_channels.contains(k) {
+            messages_val(v)
+        } else {
+            Ok(host(v.clone()))
+        }
+    }
+
+    /// A dict-like value as `(key, value)` pairs: a dict's items, or the fields of a
+    /// dataclass or pydantic object (`as_update`) that are channels of the graph.
+    fn pairs<'py>(
+        &self,
+        py: Python<'py>,
+        node: &str,
+        upd: &Bound<'py, PyAny>,
+    ) -> PyResult<Vec<(String, Bound<'py, PyAny>)>> {
+        let (d, fields) = match upd.cast::<PyDict>() {
+            Ok(d) => (d.clone(), false),
+            Err(_) => {
+                let conv = helpers(py)?.as_update.bind(py);
+                (conv.call1((upd, node))?.cast_into::<PyDict>()?, true)
+            }
+        };
+        let mut out = Vec::with_capacity(d.len());
+        for (k, v) in d.iter() {
+            let k: String = k.extract().map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "node {node:?} returned an update with a non-str key"
+                ))
+            })?;
+            if !fields || self.channels.contains(&k) {
+                out.push((k, v));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The writes of a run's input. The core keeps those to the input schema's keys.
+    pub(super) fn input_writes(
+        &self,
+        py: Python<'_>,
+        input: &Bound<'_, PyAny>,
+    ) -> PyResult<Vec<(String, Val)>> {
+        if self.root {
+            return Ok(vec![(ROOT.to_owned(), self.channel_val(ROOT, input)?)]);
+        }
+        self.pairs(py, START, input)?
+            .into_iter()
+            .map(|(k, v)| {
+                let val = self.channel_val(&k, &v)?;
+                Ok((k, val))
+            })
+            .collect()
+    }
+
+    /// Channel writes from an update: the value itself in a root graph, else a
+    /// dict-like value.
     pub(super) fn writes_from(
         &self,
         py: Python<'_>,
@@ -234,19 +309,23 @@ impl Shared {
         upd: &Bound<'_, PyAny>,
         out: &mut NodeOutput,
     ) -> PyResult<()> {
-        let d = match upd.cast::<PyDict>() {
-            Ok(d) => d.clone(),
-            Err(_) => {
-                let conv = helpers(py)?.as_update.bind(py);
-                conv.call1((upd, node))?.cast_into::<PyDict>()?
-            }
-        };
-        for (k, v) in d.iter() {
-            let k: String = k.extract().map_err(|_| {
-                PyTypeError::new_err(format!(
-                    "node {node:?} returned an update with a non-str key"
-                ))
-            })?;
+        if self.root {
+            out.writes
+                .push((ROOT.to_owned(), self.channel_val(ROOT, upd)?));
+            return Ok(());
+        }
+        self.key_writes(py, node, self.pairs(py, node, upd)?, out)
+    }
+
+    /// Writes to named keys, each a channel of the graph.
+    fn key_writes(
+        &self,
+        py: Python<'_>,
+        node: &str,
+        pairs: Vec<(String, Bound<'_, PyAny>)>,
+        out: &mut NodeOutput,
+    ) -> PyResult<()> {
+        for (k, v) in pairs {
             if !self.channels.contains(&k) {
                 let mut known: Vec<_> = self.channels.iter().cloned().collect();
                 known.sort();
@@ -259,14 +338,55 @@ impl Shared {
                     ),
                 ));
             }
-            let val = if self.messages_channels.contains(&k) {
-                messages_val(&v)?
-            } else {
-                host(v)
-            };
+            let val = self.channel_val(&k, &v)?;
             out.writes.push((k, val));
         }
         Ok(())
+    }
+
+    /// The writes of `Command(update=...)`: a dict or a list of `(key, value)` pairs
+    /// name their keys (also in a root graph); anything else is an update as a node
+    /// returns it.
+    fn command_writes(
+        &self,
+        py: Python<'_>,
+        node: &str,
+        upd: &Bound<'_, PyAny>,
+        out: &mut NodeOutput,
+    ) -> PyResult<()> {
+        if upd.cast::<PyDict>().is_ok() {
+            return self.key_writes(py, node, self.pairs(py, node, upd)?, out);
+        }
+        if upd.cast::<PyList>().is_ok() || upd.cast::<PyTuple>().is_ok() {
+            let pairs: Option<Vec<(String, Bound<'_, PyAny>)>> = upd
+                .try_iter()?
+                .map(|kv| kv.ok().and_then(|kv| kv.extract().ok()))
+                .collect();
+            if let Some(pairs) = pairs {
+                return self.key_writes(py, node, pairs, out);
+            }
+        }
+        self.writes_from(py, node, upd, out)
+    }
+
+    /// A node's return value as the `updates` stream shows it: a dataclass or
+    /// pydantic object as the dict of what it wrote (as LangGraph), anything else as
+    /// it is.
+    pub(super) fn shown_update<'py>(
+        &self,
+        py: Python<'py>,
+        node: &str,
+        r: Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if self.root
+            || r.cast::<PyDict>().is_ok()
+            || r.cast::<PyList>().is_ok()
+            || r.cast::<PyTuple>().is_ok()
+            || r.is_instance(command_class(py)?)?
+        {
+            return Ok(r);
+        }
+        Ok(self.pairs(py, node, &r)?.into_py_dict(py)?.into_any())
     }
 
     pub(super) fn goto_from(
@@ -335,22 +455,15 @@ impl Shared {
             }
             let upd = r.getattr("update")?;
             if !upd.is_none() {
-                if upd.cast::<PyList>().is_ok() || upd.cast::<PyTuple>().is_ok() {
-                    // A list of (key, value) pairs, as LangGraph allows.
-                    let d = PyDict::new(py);
-                    for kv in upd.try_iter()? {
-                        let (k, v): (Bound<'_, PyAny>, Bound<'_, PyAny>) = kv?.extract()?;
-                        d.set_item(k, v)?;
-                    }
-                    self.writes_from(py, node, &d, out)?;
-                } else {
-                    self.writes_from(py, node, &upd, out)?;
-                }
+                self.command_writes(py, node, &upd, out)?;
             }
             self.goto_from(py, &r.getattr("goto")?, &mut out.goto)?;
             return Ok(());
         }
-        if r.cast::<PyList>().is_ok() || r.cast::<PyTuple>().is_ok() {
+        // A list of updates and `Command`s; in a root graph a list is the value unless
+        // it holds a `Command` (LangGraph's rule).
+        let is_list = r.cast::<PyList>().is_ok() || r.cast::<PyTuple>().is_ok();
+        if is_list && (!self.root || holds_command(py, r)?) {
             for item in r.try_iter()? {
                 self.output(py, node, &item?, out)?;
             }
@@ -358,6 +471,16 @@ impl Shared {
         }
         self.writes_from(py, node, r, out)
     }
+}
+
+fn holds_command(py: Python<'_>, list: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let command = command_class(py)?;
+    for item in list.try_iter()? {
+        if item?.is_instance(command)? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 pub(super) fn send_class(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
