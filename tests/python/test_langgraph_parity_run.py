@@ -118,3 +118,20 @@ def test_runtime_carries_the_store_and_get_runtime_outside_a_run_raises() -> Non
     assert g.compile(store=store).invoke({"x": []}) == {"x": [True, None]}
     with pytest.raises(RuntimeError, match="outside of a graph run"):
         get_runtime()
+
+
+async def test_sqlite_saver_as_an_async_context_manager(tmp_path: Any) -> None:
+    from ironloop import SqliteSaver
+
+    g = StateGraph(S)
+    g.add_node("a", lambda s: {"x": ["a"]})
+    g.add_edge(START, "a")
+    path = str(tmp_path / "async.db")
+    async with SqliteSaver(path) as saver:
+        app = g.compile(checkpointer=saver)
+        cfg = {"configurable": {"thread_id": "t"}}
+        assert await app.ainvoke({"x": []}, cfg) == {"x": ["a"]}
+    with pytest.raises(Exception, match="closed"):
+        app.invoke({"x": []}, cfg)
+    with SqliteSaver(path) as again:
+        assert g.compile(checkpointer=again).get_state(cfg).values == {"x": ["a"]}

@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 use tokio_util::sync::CancellationToken;
@@ -95,6 +95,31 @@ impl PySqliteSaver {
     ) -> PyResult<bool> {
         self.close(py)?;
         Ok(false)
+    }
+
+    /// `async with SqliteSaver(path) as saver:`, as LangGraph's async saver is used.
+    fn __aenter__<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let me = slf.clone().unbind();
+        pyo3_async_runtimes::tokio::future_into_py(slf.py(), async move { Ok(me) })
+    }
+
+    fn __aexit__<'py>(
+        &self,
+        py: Python<'py>,
+        _a: Py<PyAny>,
+        _b: Py<PyAny>,
+        _c: Py<PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let s = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
+        pyo3_async_runtimes::tokio::future_into_py(py, async move {
+            if let Some(s) = s {
+                // Closing waits for the database thread: not on the event loop.
+                tokio::task::spawn_blocking(move || s.close())
+                    .await
+                    .map_err(|e| PyRuntimeError::new_err(format!("closing failed: {e}")))??;
+            }
+            Ok(false)
+        })
     }
 }
 
