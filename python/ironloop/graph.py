@@ -423,6 +423,22 @@ class StateGraph:
         return CompiledStateGraph(self, core, checkpointer, store, name or "LangGraph")
 
 
+def _check_run_options(durability: str | None, version: str) -> None:
+    """``durability`` and ``version`` as LangGraph takes them, or a clear refusal."""
+    if durability not in (None, "sync", "async"):
+        if durability == "exit":
+            raise ValueError(
+                "durability='exit' is not supported: ironloop saves every step before the "
+                "next one starts (durability='sync'; 'async' gives the same guarantee)"
+            )
+        raise ValueError(f"durability must be 'sync', 'async' or 'exit', got {durability!r}")
+    if version != "v1":
+        raise ValueError(
+            f"version={version!r} is not supported: ironloop streams and returns "
+            "LangGraph's v1 shapes (the default); drop version= or pass 'v1'"
+        )
+
+
 def _modes(stream_mode: Any) -> Any:
     if isinstance(stream_mode, str):
         return stream_mode
@@ -453,12 +469,15 @@ class CompiledStateGraph:
         config: dict[str, Any] | None = None,
         *,
         context: Any = None,
+        durability: str | None = None,
+        version: str = "v1",
         **kwargs: Any,
     ) -> Any:
         """Runs to the end (or to an interrupt) and returns the final state's output
         keys (``None`` when the run wrote none of them); a pause shows as
         ``result["__interrupt__"]``. ``context`` is the run's static context
         (see ``context_schema``), read by nodes as ``runtime.context``."""
+        _check_run_options(durability, version)
         token = _enter(context, self.store)
         outer = self._enter_parent_task()
         try:
@@ -475,11 +494,14 @@ class CompiledStateGraph:
         config: dict[str, Any] | None = None,
         *,
         context: Any = None,
+        durability: str | None = None,
+        version: str = "v1",
         **kwargs: Any,
     ) -> Any:
         """Like ``invoke``; async nodes and tools run on the running event loop."""
         import asyncio
 
+        _check_run_options(durability, version)
         token = _enter(context, self.store)
         outer = self._enter_parent_task()
         try:
@@ -508,6 +530,8 @@ class CompiledStateGraph:
         stream_mode: str | Sequence[str] = "updates",
         subgraphs: bool = False,
         context: Any = None,
+        durability: str | None = None,
+        version: str = "v1",
         **kwargs: Any,
     ) -> Iterator[Any]:
         """Yields chunks as the run goes: for one mode the chunks, for a list of modes
@@ -516,6 +540,7 @@ class CompiledStateGraph:
         ...)}`` when the run pauses. With ``subgraphs=True`` the events of subgraphs and
         sub-agents run inside come too, each item prefixed with its namespace (a
         tuple of ``"node:task"``; empty for this graph's own events)."""
+        _check_run_options(durability, version)
         token = _enter(context, self.store)
         try:
             it = self._core.stream(input, config, _modes(stream_mode), None, subgraphs)
@@ -531,10 +556,13 @@ class CompiledStateGraph:
         stream_mode: str | Sequence[str] = "updates",
         subgraphs: bool = False,
         context: Any = None,
+        durability: str | None = None,
+        version: str = "v1",
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
         import asyncio
 
+        _check_run_options(durability, version)
         token = _enter(context, self.store)
         try:
             it = self._core.stream(

@@ -135,3 +135,19 @@ async def test_sqlite_saver_as_an_async_context_manager(tmp_path: Any) -> None:
         app.invoke({"x": []}, cfg)
     with SqliteSaver(path) as again:
         assert g.compile(checkpointer=again).get_state(cfg).values == {"x": ["a"]}
+
+
+def test_durability_and_version_are_taken_or_refused_clearly() -> None:
+    g = StateGraph(S)
+    g.add_node("a", lambda s: {"x": ["a"]})
+    g.add_edge(START, "a")
+    app = g.compile()
+    for d in ("sync", "async"):
+        assert app.invoke({"x": []}, durability=d) == {"x": ["a"]}
+    assert list(app.stream({"x": []}, version="v1")) == [{"a": {"x": ["a"]}}]
+    with pytest.raises(ValueError, match="durability='exit' is not supported"):
+        app.invoke({"x": []}, durability="exit")
+    with pytest.raises(ValueError, match="durability must be"):
+        app.invoke({"x": []}, durability="later")
+    with pytest.raises(ValueError, match="version='v2' is not supported"):
+        list(app.stream({"x": []}, version="v2"))
