@@ -86,3 +86,13 @@ class StateSnapshot(NamedTuple):
     parent_config: dict[str, Any] | None
     tasks: tuple[PregelTask, ...]
     interrupts: tuple[Interrupt, ...] = ()
+
+
+def __getattr__(name: str) -> Any:
+    # `from ironloop.types import interrupt`, as `langgraph.types` offers it; defined in
+    # `ironloop.graph` (which imports this module), hence looked up on first use.
+    if name == "interrupt":
+        from ironloop.graph import interrupt
+
+        return interrupt
+    raise AttributeError(f"module 'ironloop.types' has no attribute {name!r}")
