@@ -6,7 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyDict, PyTuple};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
@@ -16,7 +16,7 @@ use super::super::env::PyRunEnv;
 use super::super::helpers::helpers;
 use super::super::messages::messages_to_py;
 use super::super::pool::Pool;
-use super::super::toolnode::{command_class, is_graph_interrupt, tool_results, ToolNodeCore};
+use super::super::toolnode::{is_graph_interrupt, tool_results, ToolNodeCore};
 use super::describe::Wants;
 use super::task::{call_in, task_context, task_context_with, Pushed};
 use super::values::{host, val_to_py, Shared};
@@ -165,20 +165,11 @@ impl PyNode {
         self.shared
             .output(py, &self.name, &r, &mut out)
             .map_err(|e| node_failure(py, ctx, e))?;
-        out.update = if r
-            .is_instance(command_class(py).map_err(|e| node_failure(py, ctx, e))?)
-            .unwrap_or(false)
-        {
-            update_shown(py, r, self.shared.root).map_err(|e| node_failure(py, ctx, e))?
-        } else if r.is_none() {
-            None
-        } else {
-            let shown = self
-                .shared
-                .shown_update(py, &self.name, r)
-                .map_err(|e| node_failure(py, ctx, e))?;
-            Some(host(shown))
-        };
+        out.update = self
+            .shared
+            .shown_update(py, &self.name, r)
+            .map_err(|e| node_failure(py, ctx, e))?
+            .map(host);
         Ok(out)
     }
 }
@@ -385,24 +376,4 @@ impl NodeRunner for ToolsNode {
             Ok(out)
         })
     }
-}
-
-/// What the `updates` stream shows for a node's return value: the value itself, or for
-/// a `Command` its `update` (as a dict when given as `(key, value)` pairs, unless the
-/// state is one bare `root` value), as LangGraph.
-fn update_shown(py: Python<'_>, r: Bound<'_, PyAny>, root: bool) -> PyResult<Option<Val>> {
-    if r.is_none() {
-        return Ok(None);
-    }
-    if !r.is_instance(command_class(py)?)? {
-        return Ok(Some(host(r)));
-    }
-    let u = r.getattr(intern!(py, "update"))?;
-    if u.is_none() {
-        return Ok(None);
-    }
-    if !root && (u.cast::<PyList>().is_ok() || u.cast::<PyTuple>().is_ok()) {
-        return Ok(Some(host(PyDict::from_sequence(&u)?.into_any())));
-    }
-    Ok(Some(host(u)))
 }

@@ -369,24 +369,37 @@ impl Shared {
         self.writes_from(py, node, upd, out)
     }
 
-    /// A node's return value as the `updates` stream shows it: a dataclass or
-    /// pydantic object as the dict of what it wrote (as LangGraph), anything else as
-    /// it is.
+    /// A node's return value as the `updates` stream shows it, as LangGraph: a
+    /// `Command` as its `update` (`(key, value)` pairs as a dict, except in a root
+    /// graph), a dataclass or pydantic object as the dict of what it wrote, anything
+    /// else as it is; `None` when there is nothing to show.
     pub(super) fn shown_update<'py>(
         &self,
         py: Python<'py>,
         node: &str,
         r: Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        if r.is_none() {
+            return Ok(None);
+        }
+        if r.is_instance(command_class(py)?)? {
+            let u = r.getattr("update")?;
+            if u.is_none() {
+                return Ok(None);
+            }
+            if !self.root && (u.cast::<PyList>().is_ok() || u.cast::<PyTuple>().is_ok()) {
+                return Ok(Some(PyDict::from_sequence(&u)?.into_any()));
+            }
+            return Ok(Some(u));
+        }
         if self.root
             || r.cast::<PyDict>().is_ok()
             || r.cast::<PyList>().is_ok()
             || r.cast::<PyTuple>().is_ok()
-            || r.is_instance(command_class(py)?)?
         {
-            return Ok(r);
+            return Ok(Some(r));
         }
-        Ok(self.pairs(py, node, &r)?.into_py_dict(py)?.into_any())
+        Ok(Some(self.pairs(py, node, &r)?.into_py_dict(py)?.into_any()))
     }
 
     pub(super) fn goto_from(
