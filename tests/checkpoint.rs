@@ -9,7 +9,8 @@
 use std::sync::Arc;
 
 use ironloop::checkpoint::{
-    CheckpointError, CheckpointRecord, Checkpointer, MemorySaver, PendingWrite, TaskRecord, Write,
+    child_ns, thread_key, CheckpointError, CheckpointRecord, Checkpointer, MemorySaver,
+    PendingWrite, TaskRecord, Write,
 };
 use serde_json::json;
 
@@ -371,7 +372,25 @@ async fn delete_thread(s: Arc<dyn Checkpointer>) {
     s.put_writes("kept", "c1", vec![pw("t", "x", json!(2))])
         .await
         .unwrap();
+    // A subgraph's namespace goes with its thread; a thread whose id merely starts
+    // like it stays.
+    let sub = thread_key("gone", &child_ns("", "sub", "task-1"));
+    let deeper = thread_key(
+        "gone",
+        &child_ns(&child_ns("", "sub", "task-1"), "inner", "t2"),
+    );
+    put_linear(&*s, &sub, "c", 2).await;
+    put_linear(&*s, &deeper, "c", 1).await;
+    s.put_writes(&sub, "c1", vec![pw("t", "x", json!(3))])
+        .await
+        .unwrap();
+    put_linear(&*s, "gone2", "c", 1).await;
     s.delete_thread("gone").await.unwrap();
+    for key in [&sub, &deeper] {
+        assert_eq!(s.get(key, None).await.unwrap(), None);
+        assert!(s.pending_writes(key, "c1").await.unwrap().is_empty());
+    }
+    assert_eq!(ids(&s.list("gone2", None, None).await.unwrap()), ["c0"]);
     assert_eq!(s.get("gone", None).await.unwrap(), None);
     assert_eq!(s.get("gone", Some("c1")).await.unwrap(), None);
     assert!(s.list("gone", None, None).await.unwrap().is_empty());

@@ -22,7 +22,13 @@ from collections.abc import AsyncIterator, Callable, Hashable, Iterator, Sequenc
 from typing import Annotated, Any, TypedDict, Union, get_args, get_origin, get_type_hints
 
 from ironloop._constants import END, START
-from ironloop._ironloop import BaseMessage, _coerce_message, _GraphCore, add_messages
+from ironloop._ironloop import (
+    BaseMessage,
+    _child_ns,
+    _coerce_message,
+    _GraphCore,
+    add_messages,
+)
 from ironloop._runtime import task_var
 from ironloop._state import (
     as_update,
@@ -50,8 +56,8 @@ __all__ = [
 
 REMOVE_ALL_MESSAGES = "__remove_all__"
 
-#: Inside a subgraph run as a node: the scratchpad of the outermost graph's task, which
-#: holds that task's resume values (the subgraph itself keeps no checkpoints).
+#: Inside a subgraph run by a graph without checkpoints: the scratchpad of the outermost
+#: graph's task, which holds that task's resume values.
 _outer_task: contextvars.ContextVar[Any] = contextvars.ContextVar(
     "ironloop_outer_task", default=None
 )
@@ -479,14 +485,14 @@ class CompiledStateGraph:
         (see ``context_schema``), read by nodes as ``runtime.context``."""
         _check_run_options(durability, version)
         token = _enter(context, self.store)
-        outer = self._enter_parent_task()
+        nested, outer = self._nesting()
         try:
             out = self._core.invoke(input, config)
         finally:
             if outer is not None:
                 _outer_task.reset(outer)
             _scope.reset(token)
-        return out if outer is None else _pause_parent(out)
+        return _pause_parent(out) if nested else out
 
     async def ainvoke(
         self,
@@ -503,24 +509,30 @@ class CompiledStateGraph:
 
         _check_run_options(durability, version)
         token = _enter(context, self.store)
-        outer = self._enter_parent_task()
+        nested, outer = self._nesting()
         try:
             out = await self._core.ainvoke(input, config, asyncio.get_running_loop())
         finally:
             if outer is not None:
                 _outer_task.reset(outer)
             _scope.reset(token)
-        return out if outer is None else _pause_parent(out)
+        return _pause_parent(out) if nested else out
 
-    def _enter_parent_task(self) -> contextvars.Token[Any] | None:
+    def _nesting(self) -> tuple[bool, contextvars.Token[Any] | None]:
         """Run inside a node of another graph (as a node, or called by a node's
-        function) and without checkpoints of its own, this graph's ``interrupt()``s
-        belong to that node's task: they pause it, and its resume values answer them
-        (the graph runs again from its start on resume). Returns the token to reset,
-        or None for a graph run on its own."""
-        if self.checkpointer not in (None, True) or task_var.get(None) is None:
-            return None
-        return _outer_task.set(_outer_task.get() or task_var.get(None))
+        function) and without a checkpointer of its own, this graph is nested: a pause
+        in it pauses that node's task. When the outer run keeps checkpoints, this one
+        keeps its own in the same store under the task's namespace and continues
+        where it paused when the task is resumed. Otherwise its ``interrupt()``s
+        belong to the task itself, whose resume values answer them (the graph runs
+        again from its start). Returns whether the run is nested, and the token to
+        reset in the second case."""
+        scratch = task_var.get(None)
+        if self.checkpointer not in (None, True) or scratch is None:
+            return False, None
+        if scratch.nests:
+            return True, None
+        return True, _outer_task.set(_outer_task.get() or scratch)
 
     def stream(
         self,
@@ -591,11 +603,40 @@ class CompiledStateGraph:
         return list(await asyncio.gather(*(self.ainvoke(i, c) for i, c in zip(inputs, configs))))
 
     def get_state(self, config: dict[str, Any], *, subgraphs: bool = False) -> StateSnapshot:
-        """The thread's state at its latest (or the config's) checkpoint."""
-        return self._core.get_state(config)  # type: ignore[no-any-return]
+        """The thread's state at its latest (or the config's) checkpoint.
 
-    async def aget_state(self, config: dict[str, Any], **kwargs: Any) -> StateSnapshot:
-        return self.get_state(config)
+        A task that runs a subgraph (a compiled graph added as a node) shows where the
+        subgraph keeps its checkpoints: ``task.state`` is the config naming its
+        ``checkpoint_ns``, or, with ``subgraphs=True``, the subgraph's own
+        ``StateSnapshot`` (e.g. where it paused on an ``interrupt()``).
+
+        Example:
+            >>> snap = app.get_state({"configurable": {"thread_id": "1"}}, subgraphs=True)
+            >>> snap.tasks[0].state.next  # the paused subgraph's next nodes
+            ('review',)
+        """
+        return self._state(config, subgraphs, None)
+
+    async def aget_state(self, config: dict[str, Any], *, subgraphs: bool = False) -> StateSnapshot:
+        return self.get_state(config, subgraphs=subgraphs)
+
+    def _state(self, config: dict[str, Any], subgraphs: bool, saver: Any) -> StateSnapshot:
+        """``get_state`` of this graph, whose checkpoints are in ``saver`` when it runs
+        as a subgraph (``None``: its own checkpointer)."""
+        snap: StateSnapshot = self._core.get_state(config, saver)
+        if not snap.tasks:
+            return snap
+        at = snap.config["configurable"]
+        tasks = []
+        for t in snap.tasks:
+            sub = self.builder.nodes.get(t.name)
+            if isinstance(sub, CompiledStateGraph) and sub.checkpointer in (None, True):
+                ns = _child_ns(at.get("checkpoint_ns", ""), t.name, t.id)
+                cfg = {"configurable": {"thread_id": at["thread_id"], "checkpoint_ns": ns}}
+                state = sub._state(cfg, True, saver or self.checkpointer) if subgraphs else cfg
+                t = t._replace(state=state)
+            tasks.append(t)
+        return snap._replace(tasks=tuple(tasks))
 
     def get_state_history(
         self,
@@ -647,8 +688,9 @@ class CompiledStateGraph:
         the keys it has, and the parent takes back the keys it has.
 
         An ``interrupt()`` inside the subgraph pauses the parent (its node), and the
-        parent's resume values answer it; on resume the subgraph runs again from its
-        start."""
+        parent's resume values answer it. With a checkpointer on the parent, the
+        subgraph keeps its own checkpoints under the task's ``checkpoint_ns`` and
+        continues where it paused; without one it runs again from its start."""
         own = set(self.builder.channels)
         outer = set(parent_keys)
 

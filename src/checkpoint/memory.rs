@@ -229,8 +229,10 @@ impl Checkpointer for MemorySaver {
     }
 
     async fn delete_thread(&self, thread_id: &str) -> Result<()> {
+        let prefix = super::ns_prefix(thread_id);
         self.open_with(|ts| {
             ts.remove(thread_id);
+            ts.retain(|k, _| !k.starts_with(&prefix));
             Ok(())
         })
     }

@@ -204,10 +204,44 @@ pub trait Checkpointer: Send + Sync {
         thread_id: &str,
         checkpoint_id: &str,
     ) -> Result<Vec<PendingWrite>>;
+    /// Deletes the thread's checkpoints and writes, those of its subgraphs' namespaces
+    /// (see [`thread_key`]) included.
     async fn delete_thread(&self, thread_id: &str) -> Result<()>;
     /// Finishes the work under way and releases the saver's resources (see the trait's
     /// documentation). Idempotent.
     async fn close(&self) -> Result<()>;
+}
+
+/// Where the checkpoints of a graph run inside another graph's task (a subgraph) are
+/// kept: under the key `thread_id` + [`NS_SEP`] + `checkpoint_ns` (LangGraph's
+/// `node:task_id` segments joined by `|`), in the same store as the parent's. A root
+/// run's key is the thread id itself. Savers treat keys as opaque except in
+/// [`Checkpointer::delete_thread`], which deletes a thread's namespaces with it.
+pub fn thread_key(thread_id: &str, checkpoint_ns: &str) -> String {
+    if checkpoint_ns.is_empty() {
+        thread_id.to_owned()
+    } else {
+        format!("{thread_id}{NS_SEP}{checkpoint_ns}")
+    }
+}
+
+/// Separates a thread id from a namespace in a storage key (see [`thread_key`]): a
+/// control character no thread id a person picks contains.
+pub const NS_SEP: char = '\u{1f}';
+
+/// The prefix of the storage keys of `thread_id`'s namespaces.
+pub(crate) fn ns_prefix(thread_id: &str) -> String {
+    format!("{thread_id}{NS_SEP}")
+}
+
+/// The namespace of a checkpoint run by `node`'s task `task_id`, inside a run whose
+/// own namespace is `parent_ns` (`""` for a root run), as LangGraph spells it.
+pub fn child_ns(parent_ns: &str, node: &str, task_id: &str) -> String {
+    if parent_ns.is_empty() {
+        format!("{node}:{task_id}")
+    } else {
+        format!("{parent_ns}|{node}:{task_id}")
+    }
 }
 
 /// Keeps the first write of each `(task_id, idx)`, in order: the rule of

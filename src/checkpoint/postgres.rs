@@ -153,6 +153,7 @@ impl Sql {
         let c = format!("{prefix}ironloop_checkpoints");
         let w = format!("{prefix}ironloop_writes");
         let t = format!("{prefix}ironloop_threads");
+        let this = "(thread_id = $1 OR starts_with(thread_id, $2))";
         Sql {
             // The final SELECT sees the table as it was before the statement, so
             // `stored` is the record already there when the insert did nothing.
@@ -230,10 +231,11 @@ impl Sql {
                 "SELECT task_id, idx, node, channel, value FROM {w} \
                  WHERE thread_id = $1 AND checkpoint_id = $2 ORDER BY seq"
             ),
+            // The thread and its subgraphs' namespaces (`$2` is their key prefix).
             delete: format!(
-                "WITH w AS (DELETE FROM {w} WHERE thread_id = $1), \
-                   t AS (DELETE FROM {t} WHERE thread_id = $1) \
-                 DELETE FROM {c} WHERE thread_id = $1"
+                "WITH w AS (DELETE FROM {w} WHERE {this}), \
+                   t AS (DELETE FROM {t} WHERE {this}) \
+                 DELETE FROM {c} WHERE {this}"
             ),
             prefix,
         }
@@ -817,10 +819,10 @@ impl Checkpointer for PostgresSaver {
     }
 
     async fn delete_thread(&self, thread_id: &str) -> Result<()> {
-        let t = thread_id.to_owned();
+        let (t, ns) = (thread_id.to_owned(), super::ns_prefix(thread_id));
         self.call("delete a thread", move |c, sh| async move {
             let st = c.prepare_cached(&sh.sql.delete).await?;
-            c.execute(&st, &[&t]).await?;
+            c.execute(&st, &[&t, &ns]).await?;
             Ok(())
         })
         .await

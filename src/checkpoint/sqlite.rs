@@ -584,13 +584,16 @@ impl Checkpointer for SqliteSaver {
     }
 
     async fn delete_thread(&self, thread_id: &str) -> Result<()> {
-        let t = thread_id.to_owned();
+        let (t, ns) = (thread_id.to_owned(), super::ns_prefix(thread_id));
         self.call("delete a thread", move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            tx.prepare_cached("DELETE FROM checkpoints WHERE thread_id = ?1")?
-                .execute(params![t])?;
-            tx.prepare_cached("DELETE FROM writes WHERE thread_id = ?1")?
-                .execute(params![t])?;
+            for table in ["checkpoints", "writes"] {
+                tx.prepare_cached(&format!(
+                    "DELETE FROM {table} WHERE thread_id = ?1 \
+                     OR substr(thread_id, 1, length(?2)) = ?2"
+                ))?
+                .execute(params![t, ns])?;
+            }
             tx.commit()
         })
         .await

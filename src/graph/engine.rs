@@ -443,7 +443,21 @@ impl Graph {
             inline: false,
             stream: opts.stream.clone(),
             host: opts.host.clone(),
+            nest: self.nest_for(task, opts),
         }
+    }
+
+    /// The checkpointer lent to graphs run inside `task` (see [`super::Nest`]).
+    fn nest_for(&self, task: &Task, opts: &RunOptions) -> Option<super::Nest> {
+        let saver = match &opts.lent {
+            Some(l) => l.saver.clone(),
+            None => self.checkpointer.clone()?,
+        };
+        Some(super::Nest {
+            saver,
+            thread_id: opts.thread_id.clone()?,
+            checkpoint_ns: crate::checkpoint::child_ns(&opts.checkpoint_ns, &task.node, &task.id),
+        })
     }
 
     pub(super) fn cp_err(e: CheckpointError) -> GraphError {

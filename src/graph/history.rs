@@ -15,7 +15,9 @@ use super::run::RunOptions;
 use super::spec::{END, START};
 use super::state::StateView;
 use super::value::Val;
-use crate::checkpoint::{now_secs, CheckpointError, CheckpointRecord, PendingWrite, Write};
+use crate::checkpoint::{
+    now_secs, CheckpointError, CheckpointRecord, Checkpointer, PendingWrite, Write,
+};
 
 /// A saved state, as `get_state` shows it.
 pub struct Snapshot {
@@ -39,6 +41,17 @@ impl Graph {
                     .into(),
             ));
         };
+        self.load_from(cp.as_ref(), thread_id, checkpoint_id).await
+    }
+
+    /// [`Graph::load`] from `cp` (a subgraph's state, kept in its parent's saver) at
+    /// storage key `thread_id` (see [`crate::checkpoint::thread_key`]).
+    pub async fn load_from(
+        &self,
+        cp: &dyn Checkpointer,
+        thread_id: &str,
+        checkpoint_id: Option<&str>,
+    ) -> Result<Option<Snapshot>, GraphError> {
         let Some(record) = cp
             .get(thread_id, checkpoint_id)
             .await
@@ -79,6 +92,18 @@ impl Graph {
         let Some(cp) = &self.checkpointer else {
             return Err(GraphError::Config("this graph has no checkpointer".into()));
         };
+        self.history_from(cp.as_ref(), thread_id, limit, before)
+            .await
+    }
+
+    /// [`Graph::history`] from `cp` at storage key `thread_id` (as [`Graph::load_from`]).
+    pub async fn history_from(
+        &self,
+        cp: &dyn Checkpointer,
+        thread_id: &str,
+        limit: Option<usize>,
+        before: Option<&str>,
+    ) -> Result<Vec<Snapshot>, GraphError> {
         let records = cp
             .list(thread_id, limit, before)
             .await

@@ -23,9 +23,9 @@ pub use history::Snapshot;
 pub use interrupt::{InterruptInfo, InterruptKind};
 pub use messages::{MessageList, MessagesError, REMOVE_ALL_MESSAGES};
 pub use reserved::{is_hidden, Reserved, ENGINE_NODE, HIDDEN_PREFIX, ROOT};
-pub use run::{Resume, RunInput, RunOptions, RunResult};
+pub use run::{Lent, Resume, RunInput, RunOptions, RunResult};
 pub use spec::{
-    BranchSpec, Goto, GraphSpec, NodeFailure, NodeOutput, NodeRunner, NodeSpec, Router,
+    BranchSpec, Goto, GraphSpec, Nest, NodeFailure, NodeOutput, NodeRunner, NodeSpec, Router,
     TaskContext, END, START,
 };
 pub use state::StateView;

@@ -17,7 +17,7 @@ use super::reserved::Reserved;
 use super::run::Resume;
 use super::spec::{Goto, NodeOutput, END};
 use super::value::Val;
-use crate::checkpoint::{CheckpointRecord, Checkpointer, PendingWrite};
+use crate::checkpoint::{CheckpointRecord, Checkpointer, PendingWrite, TaskRecord};
 
 /// The pending writes of the step a run continues, by task.
 #[derive(Default)]
@@ -64,6 +64,18 @@ impl Pending {
             }
         }
         Ok(p)
+    }
+
+    /// The first of `next` (a checkpoint's tasks) paused on an `interrupt()` that no
+    /// resume value answers yet.
+    pub fn first_unanswered<'t>(&self, next: &'t [TaskRecord]) -> Option<&'t str> {
+        next.iter()
+            .find(|t| {
+                self.by_task
+                    .get(&t.id)
+                    .is_some_and(|ws| pending_interrupt(ws).is_some())
+            })
+            .map(|t| t.id.as_str())
     }
 
     /// Answers pending interrupts with `Command(resume=...)`: each value is saved (so a

@@ -26,12 +26,14 @@ use super::reserved::{is_hidden, join_channel, Reserved, Source};
 use super::spec::{NodeFailure, NodeOutput, START};
 use super::state::StateView;
 use super::value::Val;
-use crate::checkpoint::{now_secs, CheckpointError, CheckpointRecord, Checkpointer, Write};
+use crate::checkpoint::{
+    now_secs, thread_key, CheckpointError, CheckpointRecord, Checkpointer, Write,
+};
 
 mod emit;
 mod types;
 
-pub use types::{Resume, RunInput, RunOptions, RunResult};
+pub use types::{Lent, Resume, RunInput, RunOptions, RunResult};
 
 impl Graph {
     /// Runs the graph until no task is left, an interrupt, or an error.
@@ -102,8 +104,9 @@ impl<'g> Run<'g> {
     /// The run's checkpointer (an error if the graph has one but no thread is given)
     /// and the state at the checkpoint it starts from (a new thread's is empty).
     async fn open(graph: &'g Graph, opts: RunOptions) -> Result<Run<'g>, GraphError> {
-        let cp = match (&graph.checkpointer, &opts.thread_id) {
-            (Some(cp), Some(_)) => Some(cp.clone()),
+        let own = opts.lent.as_ref().map(|l| l.saver.clone());
+        let cp = match (own.or_else(|| graph.checkpointer.clone()), &opts.thread_id) {
+            (Some(cp), Some(_)) => Some(cp),
             (Some(_), None) => {
                 return Err(GraphError::Config(
                     "this graph has a checkpointer: pass a thread id, e.g. \
@@ -113,7 +116,10 @@ impl<'g> Run<'g> {
             }
             _ => None,
         };
-        let thread = opts.thread_id.clone().unwrap_or_default();
+        let thread = thread_key(
+            opts.thread_id.as_deref().unwrap_or_default(),
+            &opts.checkpoint_ns,
+        );
         let (chans, parent) = match &cp {
             Some(cp) => match cp
                 .get(&thread, opts.checkpoint_id.as_deref())
@@ -159,6 +165,7 @@ impl<'g> Run<'g> {
     /// Sets the first step's tasks from the input; the recursion limit counts steps
     /// from here.
     async fn prepare(&mut self, input: RunInput) -> Result<(), GraphError> {
+        let input = self.nested_input(input).await?;
         match input {
             RunInput::Values(writes) => {
                 let out = NodeOutput {
@@ -173,6 +180,28 @@ impl<'g> Run<'g> {
         }
         self.start_step = self.step;
         Ok(())
+    }
+
+    /// A subgraph's run in a task that ran it before (paused on an `interrupt()` in it,
+    /// or crashed): it continues its namespace's latest checkpoint instead of starting
+    /// again, and a pending `interrupt()` gets the last of the parent task's resume
+    /// values. Any other run's input is `input`.
+    async fn nested_input(&mut self, input: RunInput) -> Result<RunInput, GraphError> {
+        let (Some(lent), Some(cp), Some(parent)) = (&self.opts.lent, &self.cp, &self.parent) else {
+            return Ok(input);
+        };
+        if parent.next.is_empty() {
+            return Ok(input);
+        }
+        let pending = Pending::load(self.graph, cp.as_ref(), &self.thread, &parent.id).await?;
+        Ok(
+            match (lent.resume.last(), pending.first_unanswered(&parent.next)) {
+                (Some(v), Some(task)) => {
+                    RunInput::Resume(Resume::ById(vec![(task.to_owned(), v.clone())]))
+                }
+                _ => RunInput::Continue,
+            },
+        )
     }
 
     /// New input, as LangGraph takes it: a checkpoint with source `input` holds the

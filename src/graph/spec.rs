@@ -13,6 +13,7 @@ use super::reserved::RESERVED_CHARS;
 use super::state::StateView;
 use super::stream::StreamSink;
 use super::value::Val;
+use crate::checkpoint::Checkpointer;
 use crate::error::HostError;
 
 pub const START: &str = "__start__";
@@ -59,6 +60,21 @@ pub struct TaskContext {
     pub inline: bool,
     pub stream: Option<StreamSink>,
     pub host: Option<Arc<dyn Any + Send + Sync>>,
+    /// Where a graph run inside this task keeps its checkpoints; `None` when the run
+    /// has no checkpointer.
+    pub nest: Option<Nest>,
+}
+
+/// A run's checkpointer lent to a graph run inside one of its tasks (a subgraph,
+/// LangGraph's `checkpointer=None` / `True`): the subgraph keeps its own checkpoints
+/// in the parent's store, under the parent's thread and the task's namespace, so a
+/// resumed task continues the subgraph where it paused instead of starting it again.
+#[derive(Clone)]
+pub struct Nest {
+    pub saver: Arc<dyn Checkpointer>,
+    pub thread_id: String,
+    /// The task's namespace (`node:task_id`, below the parent's own).
+    pub checkpoint_ns: String,
 }
 
 impl TaskContext {

@@ -24,6 +24,13 @@ pub enum RunInput {
     Continue,
 }
 
+/// See [`RunOptions::lent`].
+#[derive(Clone)]
+pub struct Lent {
+    pub saver: Arc<dyn crate::checkpoint::Checkpointer>,
+    pub resume: Vec<Val>,
+}
+
 pub enum Resume {
     One(Val),
     ById(Vec<(String, Val)>),
@@ -32,6 +39,15 @@ pub enum Resume {
 #[derive(Clone)]
 pub struct RunOptions {
     pub thread_id: Option<String>,
+    /// The run's namespace in the thread: `""` for a root run, a subgraph's
+    /// `node:task_id` path below (see [`crate::checkpoint::thread_key`]).
+    pub checkpoint_ns: String,
+    /// A checkpointer lent by the run of a parent graph (see [`crate::graph::Nest`]),
+    /// used instead of the graph's own. A run with one continues its namespace when
+    /// the namespace's latest checkpoint has tasks left (the parent's task was paused
+    /// or crashed in it), answering a pending `interrupt()` with the last of `resume`,
+    /// the parent task's resume values.
+    pub lent: Option<Lent>,
     pub checkpoint_id: Option<String>,
     pub recursion_limit: usize,
     pub cancel: tokio_util::sync::CancellationToken,
@@ -46,6 +62,8 @@ impl Default for RunOptions {
     fn default() -> Self {
         RunOptions {
             thread_id: None,
+            checkpoint_ns: String::new(),
+            lent: None,
             checkpoint_id: None,
             // LangGraph 1.2's default.
             recursion_limit: 10_007,

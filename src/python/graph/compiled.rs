@@ -11,7 +11,7 @@ use super::super::env::PyRunEnv;
 use super::super::helpers::helpers;
 use super::super::runtime::{block_on, can_drive_inline, drive_inline};
 use super::describe::{self, BranchDesc, ChannelDesc, NodeDesc};
-use super::run::{config_dict, config_str, GraphCore};
+use super::run::{config_str, GraphCore, ThreadAt};
 use super::savers::checkpointer_from;
 use super::stream::{mode_bit, parse_modes, AsyncGraphStream, GraphStream};
 use super::values::PyCodec;
@@ -156,70 +156,77 @@ impl GraphCore {
         Ok(Bound::new(py, st)?.into_any().unbind())
     }
 
-    #[pyo3(signature = (config))]
+    /// `saver`: where a subgraph's checkpoints are (its parent's checkpointer), for a
+    /// config naming its `checkpoint_ns`.
+    #[pyo3(signature = (config, saver=None))]
     fn get_state<'py>(
         &self,
         py: Python<'py>,
         config: &Bound<'py, PyAny>,
+        saver: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let thread = config_str(config, "thread_id")?.ok_or_else(|| {
-            PyValueError::new_err("get_state needs config={\"configurable\": {\"thread_id\": ...}}")
-        })?;
+        let at = ThreadAt::from_config(config, "get_state")?;
         let id = config_str(config, "checkpoint_id")?;
-        let graph = self.graph.clone();
-        let t2 = thread.clone();
+        let (graph, cp, key) = (self.graph.clone(), self.saver(py, saver)?, at.key());
         let snap = block_on(
             py,
-            async move { graph.load(&t2, id.as_deref()).await },
+            async move {
+                match cp {
+                    Some(cp) => graph.load_from(cp.as_ref(), &key, id.as_deref()).await,
+                    None => graph.load(&key, id.as_deref()).await,
+                }
+            },
             CancellationToken::new(),
         )?
         .map_err(PyErr::from)?;
         match snap {
-            Some(s) => self.snapshot_to_py(py, &thread, s),
-            None => {
-                let c = PyDict::new(py);
-                c.set_item("thread_id", &thread)?;
-                let cfg = PyDict::new(py);
-                cfg.set_item("configurable", c)?;
-                helpers(py)?.state_snapshot.bind(py).call1((
-                    PyDict::new(py),
-                    PyTuple::empty(py),
-                    cfg,
-                    py.None(),
-                    py.None(),
-                    py.None(),
-                    PyTuple::empty(py),
-                    PyTuple::empty(py),
-                ))
-            }
+            Some(s) => self.snapshot_to_py(py, &at, s),
+            None => helpers(py)?.state_snapshot.bind(py).call1((
+                PyDict::new(py),
+                PyTuple::empty(py),
+                at.config(py, None)?,
+                py.None(),
+                py.None(),
+                py.None(),
+                PyTuple::empty(py),
+                PyTuple::empty(py),
+            )),
         }
     }
 
-    #[pyo3(signature = (config, limit=None, before=None))]
+    #[pyo3(signature = (config, limit=None, before=None, saver=None))]
     fn get_state_history<'py>(
         &self,
         py: Python<'py>,
         config: &Bound<'py, PyAny>,
         limit: Option<usize>,
         before: Option<&Bound<'py, PyAny>>,
+        saver: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let thread = config_str(config, "thread_id")?
-            .ok_or_else(|| PyValueError::new_err("get_state_history needs a thread_id"))?;
+        let at = ThreadAt::from_config(config, "get_state_history")?;
         let before = match before {
             Some(b) => config_str(b, "checkpoint_id")?,
             None => None,
         };
-        let graph = self.graph.clone();
-        let t2 = thread.clone();
+        let (graph, cp, key) = (self.graph.clone(), self.saver(py, saver)?, at.key());
         let snaps = block_on(
             py,
-            async move { graph.history(&t2, limit, before.as_deref()).await },
+            async move {
+                match cp {
+                    Some(cp) => {
+                        graph
+                            .history_from(cp.as_ref(), &key, limit, before.as_deref())
+                            .await
+                    }
+                    None => graph.history(&key, limit, before.as_deref()).await,
+                }
+            },
             CancellationToken::new(),
         )?
         .map_err(PyErr::from)?;
         let out = PyList::empty(py);
         for s in snaps {
-            out.append(self.snapshot_to_py(py, &thread, s)?)?;
+            out.append(self.snapshot_to_py(py, &at, s)?)?;
         }
         Ok(out)
     }
@@ -232,8 +239,14 @@ impl GraphCore {
         values: &Bound<'py, PyAny>,
         as_node: Option<String>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let thread = config_str(config, "thread_id")?
-            .ok_or_else(|| PyValueError::new_err("update_state needs a thread_id"))?;
+        let at = ThreadAt::from_config(config, "update_state")?;
+        if !at.checkpoint_ns.is_empty() {
+            return Err(PyValueError::new_err(format!(
+                "update_state on a subgraph's checkpoint (checkpoint_ns {:?}) is not \
+                 supported; update the parent graph's state instead",
+                at.checkpoint_ns
+            )));
+        }
         let id = config_str(config, "checkpoint_id")?;
         let mut out = NodeOutput::default();
         if !values.is_none() {
@@ -247,18 +260,18 @@ impl GraphCore {
         let graph = self.graph.clone();
         let env = PyRunEnv::capture(py, None, None, None, None, None)?;
         let host_env: Arc<dyn std::any::Any + Send + Sync> = env.clone();
-        let t2 = thread.clone();
+        let key = at.key();
         let new_id = block_on(
             py,
             async move {
                 graph
-                    .update_state(&t2, id.as_deref(), out.writes, as_node, Some(host_env))
+                    .update_state(&key, id.as_deref(), out.writes, as_node, Some(host_env))
                     .await
             },
             CancellationToken::new(),
         )?
         .map_err(PyErr::from)?;
-        config_dict(py, &thread, &new_id)
+        at.config(py, Some(&new_id))
     }
 
     /// Node names, for drawing.
@@ -269,5 +282,19 @@ impl GraphCore {
             .iter()
             .map(|n| n.name.clone())
             .collect()
+    }
+}
+
+impl GraphCore {
+    /// The checkpointer a `saver` argument names (`None`: the graph's own).
+    fn saver(
+        &self,
+        py: Python<'_>,
+        saver: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Option<Arc<dyn crate::checkpoint::Checkpointer>>> {
+        saver
+            .filter(|s| !s.is_none())
+            .map(|s| checkpointer_from(py, s))
+            .transpose()
     }
 }

@@ -42,6 +42,13 @@ pub fn _message_from_dict<'py>(
     message_to_py(py, Arc::new(m))
 }
 
+/// The `checkpoint_ns` of a subgraph run by `node`'s task `task_id` in a run at
+/// `parent_ns` (see [`crate::checkpoint::child_ns`]).
+#[pyfunction]
+pub fn _child_ns(parent_ns: &str, node: &str, task_id: &str) -> String {
+    crate::checkpoint::child_ns(parent_ns, node, task_id)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<GraphCore>()?;
     m.add_class::<GraphStream>()?;
@@ -51,5 +58,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySqliteSaver>()?;
     m.add_class::<PyPostgresSaver>()?;
     m.add_function(wrap_pyfunction!(_message_from_dict, m)?)?;
+    m.add_function(wrap_pyfunction!(_child_ns, m)?)?;
     Ok(())
 }

@@ -15,7 +15,7 @@ use super::super::toolnode::command_class;
 use super::stream::{GraphStreamShape, StreamMsg, StreamSend};
 use super::task::TaskScratch;
 use super::values::{host, val_to_py, PyCodec, Shared};
-use crate::checkpoint::CheckpointRecord;
+use crate::checkpoint::{thread_key, CheckpointRecord};
 use crate::graph::{
     Graph, GraphError, InterruptInfo, InterruptKind, NodeOutput, Reserved, Resume, RunInput,
     RunOptions, RunResult, Snapshot, StreamSink, ValueCodec, START,
@@ -36,13 +36,15 @@ pub(super) struct RunSetup {
     pub(super) opts: RunOptions,
 }
 
-pub(super) fn parent_sink(py: Python<'_>) -> PyResult<Option<StreamSink>> {
+/// The scratchpad of the task this call runs in, if it runs in one.
+fn parent_task<'py>(py: Python<'py>) -> PyResult<Option<Bound<'py, TaskScratch>>> {
     let var = helpers(py)?.task_var.bind(py);
     let cur = var.call_method1(intern!(py, "get"), (py.None(),))?;
-    Ok(match cur.cast::<TaskScratch>() {
-        Ok(sc) => sc.borrow().nested_sink(),
-        Err(_) => None,
-    })
+    Ok(cur.cast_into::<TaskScratch>().ok())
+}
+
+pub(super) fn parent_sink(py: Python<'_>) -> PyResult<Option<StreamSink>> {
+    Ok(parent_task(py)?.and_then(|sc| sc.borrow().nested_sink()))
 }
 
 pub(super) fn config_str(cfg: &Bound<'_, PyAny>, key: &str) -> PyResult<Option<String>> {
@@ -91,6 +93,12 @@ impl GraphCore {
         }
         opts.thread_id = config_str(&cfg, "thread_id")?;
         opts.checkpoint_id = config_str(&cfg, "checkpoint_id")?;
+        // A subgraph inside a task of a run with checkpoints keeps its own there.
+        if opts.thread_id.is_none() && self.graph.checkpointer().is_none() {
+            if let Some(sc) = parent_task(py)? {
+                sc.borrow().lend(py, &mut opts);
+            }
+        }
         if let Ok(d) = cfg.cast::<PyDict>() {
             if let Some(r) = d.get_item("recursion_limit")? {
                 let n: i64 = r
@@ -219,7 +227,7 @@ impl GraphCore {
     pub(super) fn snapshot_to_py<'py>(
         &self,
         py: Python<'py>,
-        thread: &str,
+        thread: &ThreadAt,
         s: Snapshot,
     ) -> PyResult<Bound<'py, PyAny>> {
         let values = self.shared.state_value(py, &s.state)?;
@@ -248,23 +256,66 @@ pub(super) fn interrupts_to_py<'py>(
         .collect()
 }
 
+/// A thread, or a subgraph's namespace in one, as a config names it.
+pub(super) struct ThreadAt {
+    pub(super) thread_id: String,
+    pub(super) checkpoint_ns: String,
+}
+
+impl ThreadAt {
+    /// `config["configurable"]`'s `thread_id` (required, `what` needs it) and
+    /// `checkpoint_ns`.
+    pub(super) fn from_config(config: &Bound<'_, PyAny>, what: &str) -> PyResult<ThreadAt> {
+        let thread_id = config_str(config, "thread_id")?.ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "{what} needs config={{\"configurable\": {{\"thread_id\": ...}}}}"
+            ))
+        })?;
+        Ok(ThreadAt {
+            thread_id,
+            checkpoint_ns: config_str(config, "checkpoint_ns")?.unwrap_or_default(),
+        })
+    }
+
+    /// Where its checkpoints are stored.
+    pub(super) fn key(&self) -> String {
+        thread_key(&self.thread_id, &self.checkpoint_ns)
+    }
+
+    /// The config of its checkpoint `id` (or of the thread, without one).
+    pub(super) fn config<'py>(
+        &self,
+        py: Python<'py>,
+        id: Option<&str>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let c = PyDict::new(py);
+        c.set_item("thread_id", &self.thread_id)?;
+        c.set_item("checkpoint_ns", &self.checkpoint_ns)?;
+        if let Some(id) = id {
+            c.set_item("checkpoint_id", id)?;
+        }
+        let d = PyDict::new(py);
+        d.set_item("configurable", c)?;
+        Ok(d)
+    }
+}
+
+/// The config of checkpoint `id` of a root run's thread.
 pub(super) fn config_dict<'py>(
     py: Python<'py>,
     thread: &str,
     id: &str,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let c = PyDict::new(py);
-    c.set_item("thread_id", thread)?;
-    c.set_item("checkpoint_ns", "")?;
-    c.set_item("checkpoint_id", id)?;
-    let d = PyDict::new(py);
-    d.set_item("configurable", c)?;
-    Ok(d)
+    ThreadAt {
+        thread_id: thread.to_owned(),
+        checkpoint_ns: String::new(),
+    }
+    .config(py, Some(id))
 }
 
 pub(super) fn snapshot<'py>(
     py: Python<'py>,
-    thread: &str,
+    thread: &ThreadAt,
     r: &CheckpointRecord,
     parent: Option<&CheckpointRecord>,
     values: Bound<'py, PyAny>,
@@ -297,14 +348,14 @@ pub(super) fn snapshot<'py>(
     let metadata = value_to_py(py, &r.metadata)?;
     let created = iso_utc(py, r.created_at)?;
     let parent_config = match parent.map(|p| p.id.as_str()).or(r.parent_id.as_deref()) {
-        Some(p) => config_dict(py, thread, p)?.into_any(),
+        Some(p) => thread.config(py, Some(p))?.into_any(),
         None => py.None().into_bound(py),
     };
     let _ = core;
     h.state_snapshot.bind(py).call1((
         values,
         next,
-        config_dict(py, thread, &r.id)?,
+        thread.config(py, Some(&r.id))?,
         metadata,
         created,
         parent_config,

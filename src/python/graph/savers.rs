@@ -16,6 +16,18 @@ use crate::checkpoint::{Checkpointer, MemorySaver, PostgresOptions, PostgresSave
 // ---------------------------------------------------------------------------------
 // Checkpointers
 
+/// `saver.delete_thread(thread_id)`, for every saver class.
+fn delete_thread(saver: &Bound<'_, PyAny>, thread_id: String) -> PyResult<()> {
+    let py = saver.py();
+    let cp = checkpointer_from(py, saver)?;
+    block_on(
+        py,
+        async move { cp.delete_thread(&thread_id).await },
+        CancellationToken::new(),
+    )?
+    .map_err(PyErr::from)
+}
+
 /// Keeps checkpoints in memory (deltas: each step's writes).
 #[pyclass(name = "MemorySaver", module = "ironloop", frozen)]
 pub struct PyMemorySaver {
@@ -24,6 +36,11 @@ pub struct PyMemorySaver {
 
 #[pymethods]
 impl PyMemorySaver {
+    /// Deletes the thread's checkpoints and writes, its subgraphs' included.
+    fn delete_thread(slf: &Bound<'_, Self>, thread_id: String) -> PyResult<()> {
+        delete_thread(slf.as_any(), thread_id)
+    }
+
     #[new]
     fn new() -> Self {
         PyMemorySaver {
@@ -47,6 +64,11 @@ pub struct PySqliteSaver {
 
 #[pymethods]
 impl PySqliteSaver {
+    /// Deletes the thread's checkpoints and writes, its subgraphs' included.
+    fn delete_thread(slf: &Bound<'_, Self>, thread_id: String) -> PyResult<()> {
+        delete_thread(slf.as_any(), thread_id)
+    }
+
     #[new]
     fn new(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Self> {
         let p = path.clone();
@@ -151,6 +173,11 @@ impl PyPostgresSaver {
 
 #[pymethods]
 impl PyPostgresSaver {
+    /// Deletes the thread's checkpoints and writes, its subgraphs' included.
+    fn delete_thread(slf: &Bound<'_, Self>, thread_id: String) -> PyResult<()> {
+        delete_thread(slf.as_any(), thread_id)
+    }
+
     /// Connects to `conn_string` (`postgresql://user:password@host:port/db?sslmode=...`)
     /// and checks the server answers. Call `setup()` once per database.
     #[new]

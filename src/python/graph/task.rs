@@ -10,7 +10,7 @@ use pyo3::types::{PyDict, PyTuple};
 use super::super::env::PyRunEnv;
 use super::super::helpers::helpers;
 use super::values::{host, val_to_py};
-use crate::graph::{modes, StreamEvent, StreamSink, TaskContext};
+use crate::graph::{modes, Lent, Nest, RunOptions, StreamEvent, StreamSink, TaskContext};
 
 // ---------------------------------------------------------------------------------
 // Per-task scratchpad: interrupt() and the stream writer
@@ -28,6 +28,8 @@ pub struct TaskScratch {
     pub(super) node: String,
     pub(super) task_id: String,
     pub(super) pushed: Pushed,
+    /// Where a graph run inside this task keeps its checkpoints (see [`Nest`]).
+    pub(super) nest: Option<Nest>,
 }
 
 impl TaskScratch {
@@ -37,6 +39,23 @@ impl TaskScratch {
         self.stream
             .as_ref()
             .and_then(|s| s.nested(format!("{}:{}", self.node, self.task_id)))
+    }
+
+    /// What a graph run inside this task (a subgraph without a checkpointer of its
+    /// own) runs with: the thread, namespace and lent checkpointer, resumed with this
+    /// task's resume values.
+    pub(super) fn lend(&self, py: Python<'_>, opts: &mut RunOptions) {
+        let Some(n) = &self.nest else { return };
+        opts.thread_id = Some(n.thread_id.clone());
+        opts.checkpoint_ns = n.checkpoint_ns.clone();
+        opts.lent = Some(Lent {
+            saver: n.saver.clone(),
+            resume: self
+                .resume
+                .iter()
+                .map(|v| host(v.bind(py).clone()))
+                .collect(),
+        });
     }
 }
 
@@ -83,6 +102,13 @@ impl TaskScratch {
             .push((channel, value));
     }
 
+    /// Whether a graph run inside this task keeps checkpoints (in the run's
+    /// checkpointer, under this task's namespace).
+    #[getter]
+    fn nests(&self) -> bool {
+        self.nest.is_some()
+    }
+
     #[getter]
     fn streams_messages(&self) -> bool {
         self.stream
@@ -122,6 +148,7 @@ pub(super) fn task_context_with<'py>(
             node: ctx.node.clone(),
             task_id: ctx.task_id.clone(),
             pushed,
+            nest: ctx.nest.clone(),
         },
     )?;
     let var = helpers(py)?.task_var.bind(py);
