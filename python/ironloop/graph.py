@@ -37,6 +37,7 @@ from ironloop._state import (
     node_factory,
     schema_channels,
 )
+from ironloop._stream_v2 import aparts, as_output, parts
 from ironloop._toolnode import ToolNode
 from ironloop.errors import GraphInterrupt
 from ironloop.runtime import _enter, _scope, _with_runtime
@@ -438,11 +439,13 @@ def _check_run_options(durability: str | None, version: str) -> None:
                 "next one starts (durability='sync'; 'async' gives the same guarantee)"
             )
         raise ValueError(f"durability must be 'sync', 'async' or 'exit', got {durability!r}")
-    if version != "v1":
-        raise ValueError(
-            f"version={version!r} is not supported: ironloop streams and returns "
-            "LangGraph's v1 shapes (the default); drop version= or pass 'v1'"
-        )
+    if version not in ("v1", "v2"):
+        raise ValueError(f"version must be 'v1' or 'v2', got {version!r}")
+
+
+def _v2_modes(stream_mode: Any) -> list[str]:
+    """v2 parts name their mode: the run streams as if modes were a list."""
+    return [stream_mode] if isinstance(stream_mode, str) else list(stream_mode)
 
 
 def _modes(stream_mode: Any) -> Any:
@@ -475,6 +478,7 @@ class CompiledStateGraph:
         config: dict[str, Any] | None = None,
         *,
         context: Any = None,
+        stream_mode: str | Sequence[str] = "values",
         durability: str | None = None,
         version: str = "v1",
         **kwargs: Any,
@@ -482,8 +486,16 @@ class CompiledStateGraph:
         """Runs to the end (or to an interrupt) and returns the final state's output
         keys (``None`` when the run wrote none of them); a pause shows as
         ``result["__interrupt__"]``. ``context`` is the run's static context
-        (see ``context_schema``), read by nodes as ``runtime.context``."""
+        (see ``context_schema``), read by nodes as ``runtime.context``. As LangGraph:
+        another ``stream_mode`` returns the list of the stream's chunks, and
+        ``version="v2"`` a ``GraphOutput(value, interrupts)`` (or v2 chunks)."""
         _check_run_options(durability, version)
+        if stream_mode != "values":
+            return list(
+                self.stream(
+                    input, config, stream_mode=stream_mode, context=context, version=version
+                )
+            )
         token = _enter(context, self.store)
         nested, outer = self._nesting()
         try:
@@ -492,7 +504,8 @@ class CompiledStateGraph:
             if outer is not None:
                 _outer_task.reset(outer)
             _scope.reset(token)
-        return _pause_parent(out) if nested else out
+        out = _pause_parent(out) if nested else out
+        return as_output(out) if version == "v2" else out
 
     async def ainvoke(
         self,
@@ -500,6 +513,7 @@ class CompiledStateGraph:
         config: dict[str, Any] | None = None,
         *,
         context: Any = None,
+        stream_mode: str | Sequence[str] = "values",
         durability: str | None = None,
         version: str = "v1",
         **kwargs: Any,
@@ -508,6 +522,11 @@ class CompiledStateGraph:
         import asyncio
 
         _check_run_options(durability, version)
+        if stream_mode != "values":
+            it = self.astream(
+                input, config, stream_mode=stream_mode, context=context, version=version
+            )
+            return [chunk async for chunk in it]
         token = _enter(context, self.store)
         nested, outer = self._nesting()
         try:
@@ -516,7 +535,8 @@ class CompiledStateGraph:
             if outer is not None:
                 _outer_task.reset(outer)
             _scope.reset(token)
-        return _pause_parent(out) if nested else out
+        out = _pause_parent(out) if nested else out
+        return as_output(out) if version == "v2" else out
 
     def _nesting(self) -> tuple[bool, contextvars.Token[Any] | None]:
         """Run inside a node of another graph (as a node, or called by a node's
@@ -551,14 +571,17 @@ class CompiledStateGraph:
         ``{node: update}`` as each node finishes, and ``{"__interrupt__": (Interrupt,
         ...)}`` when the run pauses. With ``subgraphs=True`` the events of subgraphs and
         sub-agents run inside come too, each item prefixed with its namespace (a
-        tuple of ``"node:task"``; empty for this graph's own events)."""
+        tuple of ``"node:task"``; empty for this graph's own events). With
+        ``version="v2"`` every chunk is LangGraph's v2 part: ``{"type": mode, "ns":
+        namespace, "data": chunk}``, ``values`` parts with their ``"interrupts"``."""
         _check_run_options(durability, version)
+        modes = _v2_modes(stream_mode) if version == "v2" else _modes(stream_mode)
         token = _enter(context, self.store)
         try:
-            it = self._core.stream(input, config, _modes(stream_mode), None, subgraphs)
+            it = self._core.stream(input, config, modes, None, subgraphs)
         finally:
             _scope.reset(token)
-        return it  # type: ignore[no-any-return]
+        return parts(it, subgraphs) if version == "v2" else it
 
     async def astream(
         self,
@@ -575,6 +598,18 @@ class CompiledStateGraph:
         import asyncio
 
         _check_run_options(durability, version)
+        if version == "v2":
+            v1 = self.astream(
+                input,
+                config,
+                stream_mode=_v2_modes(stream_mode),
+                subgraphs=subgraphs,
+                context=context,
+                durability=durability,
+            )
+            async for part in aparts(v1, subgraphs):
+                yield part
+            return
         token = _enter(context, self.store)
         try:
             it = self._core.stream(

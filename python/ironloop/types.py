@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
 
-__all__ = ["Command", "Interrupt", "PregelTask", "Send", "StateSnapshot"]
+__all__ = ["Command", "GraphOutput", "Interrupt", "PregelTask", "Send", "StateSnapshot"]
 
 
 class Send:
@@ -63,6 +64,8 @@ class Interrupt:
 
     value: Any
     id: str = field(default="")
+    #: The schema of the value expected when resuming, as in LangGraph (``None``: any).
+    response_schema: Any = field(default=None, kw_only=True)
 
 
 class PregelTask(NamedTuple):
@@ -96,3 +99,51 @@ def __getattr__(name: str) -> Any:
 
         return interrupt
     raise AttributeError(f"module 'ironloop.types' has no attribute {name!r}")
+
+
+OutputT = TypeVar("OutputT")
+
+
+@dataclass(frozen=True)
+class GraphOutput(Generic[OutputT]):
+    """What ``invoke`` / ``ainvoke`` return with ``version="v2"`` (as LangGraph's):
+    the output and, apart, the interrupts that paused the run.
+
+    Example:
+        >>> out = app.invoke({"x": 1}, config, version="v2")
+        >>> out.value, out.interrupts
+        ({'x': 2}, ())
+    """
+
+    value: OutputT
+    interrupts: tuple[Interrupt, ...] = ()
+
+    def __getitem__(self, key: str) -> Any:
+        """``result[key]`` as a v1 result (deprecated, as in LangGraph)."""
+        warnings.warn(
+            "Accessing GraphOutput via `result[key]` is deprecated. Use `result.value` to "
+            "access the output value directly, or `result.interrupts` for interrupts.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        if key == "__interrupt__":
+            return self.interrupts
+        if isinstance(self.value, dict):
+            return self.value[key]
+        try:
+            return getattr(self.value, key)
+        except AttributeError:
+            raise KeyError(key) from None
+
+    def __contains__(self, key: object) -> bool:
+        warnings.warn(
+            "Accessing GraphOutput via `key in result` is deprecated. Use `result.value` to "
+            "access the output value directly, or `result.interrupts` for interrupts.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        if key == "__interrupt__":
+            return bool(self.interrupts)
+        if isinstance(self.value, dict):
+            return key in self.value
+        return isinstance(key, str) and hasattr(self.value, key)

@@ -111,6 +111,7 @@ impl From<&ToolError> for PyErr {
             ToolError::Timeout { .. } => Class::ToolTimeout,
             ToolError::Cancelled { .. } => Class::ToolCancelled,
             ToolError::Blocked { .. } => Class::ToolBlocked,
+            ToolError::Unusable { .. } => Class::InvalidArgument,
         };
         class.new_err(e.to_string())
     }

@@ -89,6 +89,24 @@ impl PyTool {
 }
 
 impl Inner {
+    /// As LangGraph's ToolNode: a tool with an injected store needs the graph to have
+    /// one (injecting `None` would fail later, somewhere less clear).
+    fn check_usable(&self, env: &PyRunEnv) -> Result<(), ToolError> {
+        let wants_store = self
+            .injected
+            .iter()
+            .any(|(_, i)| matches!(i, Inject::Store));
+        if wants_store && env.store.is_none() {
+            return Err(ToolError::Unusable {
+                tool: self.def.name.clone(),
+                message: "Cannot inject store into tools with InjectedStore annotations - \
+                          please compile your graph with a store."
+                    .into(),
+            });
+        }
+        Ok(())
+    }
+
     fn kwargs<'py>(
         &self,
         py: Python<'py>,
@@ -135,6 +153,7 @@ impl Inner {
         ctx: &ToolContext,
         env: &Arc<PyRunEnv>,
     ) -> Result<ToolOutput, ToolError> {
+        self.check_usable(env)?;
         let r = self.kwargs(py, args, ctx, env).and_then(|kw| {
             let context = env.context.bind(py).call_method0(intern!(py, "copy"))?;
             context.call_method(intern!(py, "run"), (self.target.bind(py),), Some(&kw))
@@ -283,6 +302,7 @@ impl PyTool {
             None => Python::attach(|py| PyRunEnv::of(py, &ctx))
                 .map_err(|e| ToolError::failed(&self.0.def.name, e.to_string()))?,
         };
+        self.0.check_usable(&env)?;
         let (tool, ctx2, _env2) = (self.0.clone(), ctx.clone(), env.clone());
         let make = {
             let (tool, ctx, env) = (self.0.clone(), ctx.clone(), env.clone());

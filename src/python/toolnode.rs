@@ -166,6 +166,7 @@ pub fn tool_results(
                 }
                 _ => result_message(&r),
             },
+            Err(e @ crate::tool::ToolError::Unusable { .. }) => return Err(PyErr::from(e)),
             Err(e) => {
                 let original = e.raised().and_then(|h| h.downcast_ref::<PyErr>());
                 if let Some(o) = original.filter(|o| is_graph_interrupt(py, o)) {

@@ -27,6 +27,11 @@ pub enum ToolError {
     },
     #[error("tool `{tool}` was blocked: {reason}")]
     Blocked { tool: String, reason: String },
+    /// The tool cannot run where it was called: it needs something the caller did not
+    /// provide (a store for an injected store parameter). A mistake in the program,
+    /// not in the call: raised to the caller, never reported to the model.
+    #[error("{message}")]
+    Unusable { tool: String, message: String },
 }
 
 impl ToolError {
@@ -39,6 +44,7 @@ impl ToolError {
             ToolError::Timeout { .. } => "timeout",
             ToolError::Cancelled { .. } => "cancelled",
             ToolError::Blocked { .. } => "blocked",
+            ToolError::Unusable { .. } => "unusable",
         }
     }
 

@@ -13,7 +13,19 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 
-from ironloop import END, START, Runtime, StateGraph, get_runtime
+from ironloop import (
+    END,
+    START,
+    InjectedStore,
+    InMemoryStore,
+    MessagesState,
+    Runtime,
+    StateGraph,
+    ToolNode,
+    get_runtime,
+    tool,
+)
+from ironloop.messages import AIMessage
 
 
 class S(TypedDict):
@@ -149,5 +161,40 @@ def test_durability_and_version_are_taken_or_refused_clearly() -> None:
         app.invoke({"x": []}, durability="exit")
     with pytest.raises(ValueError, match="durability must be"):
         app.invoke({"x": []}, durability="later")
-    with pytest.raises(ValueError, match="version='v2' is not supported"):
-        list(app.stream({"x": []}, version="v2"))
+    with pytest.raises(ValueError, match="version must be 'v1' or 'v2', got 'v3'"):
+        list(app.stream({"x": []}, version="v3"))
+
+
+def _store_tool_graph(**compile_kw: Any) -> Any:
+    @tool
+    def recall(key: str, store: Annotated[Any, InjectedStore()]) -> str:
+        """Recall a fact."""
+        item = store.get(("facts",), key)
+        return item.value["text"] if item else "nothing"
+
+    g = StateGraph(MessagesState)
+    g.add_node("tools", ToolNode([recall]))
+    g.add_edge(START, "tools")
+    ai = AIMessage("", tool_calls=[{"name": "recall", "args": {"key": "k"}, "id": "c1"}])
+    return g.compile(**compile_kw), {"messages": [ai]}
+
+
+NO_STORE = (
+    "Cannot inject store into tools with InjectedStore annotations - please compile your "
+    "graph with a store."
+)
+
+
+def test_a_tool_that_injects_the_store_needs_one() -> None:
+    app, inp = _store_tool_graph()
+    # LangGraph raises ValueError (not a ToolMessage for the model, not None injected).
+    with pytest.raises(ValueError) as e:
+        app.invoke(inp)
+    assert str(e.value) == NO_STORE
+    with pytest.raises(ValueError, match="compile your graph with a store"):
+        asyncio.run(app.ainvoke(inp))
+
+    store = InMemoryStore()
+    store.put(("facts",), "k", {"text": "remembered"})
+    app, inp = _store_tool_graph(store=store)
+    assert app.invoke(inp)["messages"][-1].content == "remembered"

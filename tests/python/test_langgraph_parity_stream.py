@@ -224,3 +224,97 @@ def test_recursion_limit_counts_the_input_step_as_langgraph() -> None:
             continue
         raise AssertionError(f"recursion_limit={limit} should stop a 3-node chain")
     assert app.invoke({"x": []}, {"recursion_limit": 4}) == {"x": ["a", "b", "c"]}
+
+
+def _sub_ask_graph() -> Any:
+    """sub (a subgraph whose node writes to the custom stream) -> b (interrupts)."""
+    from ironloop.graph import get_stream_writer
+
+    def a(s: S) -> dict[str, Any]:
+        get_stream_writer()({"progress": 1})
+        return {"x": ["a"]}
+
+    sb = StateGraph(S)
+    sb.add_node("a", a)
+    sb.add_edge(START, "a")
+    g = StateGraph(S)
+    g.add_node("sub", sb.compile())
+    g.add_node("b", lambda s: {"x": ["b:" + interrupt("q")]})
+    g.add_edge(START, "sub")
+    g.add_edge("sub", "b")
+    return g.compile(checkpointer=MemorySaver())
+
+
+def _ints(part: dict[str, Any]) -> dict[str, Any]:
+    """A v2 part with interrupts as their values (ids differ from LangGraph's)."""
+    out = dict(part)
+    if "interrupts" in out:
+        out["interrupts"] = [i.value for i in out["interrupts"]]
+    data = out["data"]
+    if isinstance(data, dict) and "__interrupt__" in data:
+        out["data"] = {**data, "__interrupt__": [i.value for i in data["__interrupt__"]]}
+    return out
+
+
+def test_version_v2_stream_parts() -> None:
+    app = _sub_ask_graph()
+    parts = [
+        _ints(p)
+        for p in app.stream(
+            {"x": []},
+            thread_config("v2"),
+            stream_mode=["values", "custom", "updates"],
+            subgraphs=True,
+            version="v2",
+        )
+    ]
+    ns = parts[1]["ns"]
+    assert ns[0].startswith("sub:")
+    assert parts == [
+        {"type": "values", "ns": (), "data": {"x": []}, "interrupts": []},
+        {"type": "values", "ns": ns, "data": {"x": []}, "interrupts": []},
+        {"type": "custom", "ns": ns, "data": {"progress": 1}},
+        {"type": "updates", "ns": ns, "data": {"a": {"x": ["a"]}}},
+        {"type": "values", "ns": ns, "data": {"x": ["a"]}, "interrupts": []},
+        {"type": "updates", "ns": (), "data": {"sub": {"x": ["a"]}}},
+        {"type": "values", "ns": (), "data": {"x": ["a"]}, "interrupts": []},
+        {"type": "updates", "ns": (), "data": {"__interrupt__": ["q"]}},
+        {"type": "values", "ns": (), "data": {"x": ["a"]}, "interrupts": ["q"]},
+    ]
+    # One mode, the default updates, without subgraphs: still parts, ns ().
+    resumed = list(app.stream(Command(resume="y"), thread_config("v2"), version="v2"))
+    assert resumed == [{"type": "updates", "ns": (), "data": {"b": {"x": ["b:y"]}}}]
+
+
+def test_version_v2_invoke_returns_graph_output() -> None:
+    import asyncio
+    import warnings
+
+    from ironloop.types import GraphOutput
+
+    app = _sub_ask_graph()
+    out = app.invoke({"x": []}, thread_config("o1"), version="v2")
+    assert isinstance(out, GraphOutput)
+    assert out.value == {"x": ["a"]}
+    assert [i.value for i in out.interrupts] == ["q"]
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        assert out["x"] == ["a"] and "__interrupt__" in out
+    assert all(issubclass(x.category, DeprecationWarning) for x in w) and len(w) == 2
+    done = app.invoke(Command(resume="z"), thread_config("o1"), version="v2")
+    assert done == GraphOutput({"x": ["a", "b:z"]})
+    got = asyncio.run(app.ainvoke({"x": []}, thread_config("o2"), version="v2"))
+    assert (got.value, len(got.interrupts)) == ({"x": ["a"]}, 1)
+
+
+def test_invoke_with_another_stream_mode_returns_the_chunks() -> None:
+    import asyncio
+
+    app = _sub_ask_graph()
+    chunks = app.invoke({"x": []}, thread_config("m1"), stream_mode="updates")
+    assert [list(c) for c in chunks] == [["sub"], ["__interrupt__"]]
+    parts = asyncio.run(
+        app.ainvoke({"x": []}, thread_config("m2"), stream_mode=["updates"], version="v2")
+    )
+    assert [p["type"] for p in parts] == ["updates", "updates"]
+    assert parts[0]["data"] == {"sub": {"x": ["a"]}}

@@ -270,14 +270,23 @@ def test_injected_state_is_the_input_dict(make_ai) -> None:
     assert seen["state"]["counter"] == 3
 
 
-def test_store_is_none_without_store(make_ai) -> None:
+def test_an_injected_store_needs_a_store(make_ai) -> None:
     @tool
-    def peek(store: Annotated[Any, InjectedStore()], ctx: ToolContext) -> str:
+    def peek(store: Annotated[Any, InjectedStore()]) -> str:
         """Peeks."""
-        return f"{store!r} {ctx.store!r}"
+        return repr(store)
 
-    (msg,) = ToolNode([peek]).invoke([make_ai(("peek", {}))])
-    assert msg.content == "None None"
+    @tool
+    def look(ctx: ToolContext) -> str:
+        """Looks."""
+        return repr(ctx.store)
+
+    # As LangGraph's ToolNode: raised to the caller, not reported to the model.
+    with pytest.raises(ValueError, match="compile your graph with a store"):
+        ToolNode([peek]).invoke([make_ai(("peek", {}))])
+    # ToolContext.store is optional: None without one.
+    (msg,) = ToolNode([look]).invoke([make_ai(("look", {}))])
+    assert msg.content == "None"
 
 
 def test_injected_tool_is_still_callable_directly() -> None:
