@@ -14,7 +14,7 @@ use tokio::sync::oneshot;
 use super::aio::{run_async, AsyncResult, MakeCoro};
 use super::args::Timeout;
 use super::context::PyToolContext;
-use super::convert::{value_from_py, value_to_py};
+use super::convert::{json_from_py, value_from_py, value_to_py};
 use super::env::PyRunEnv;
 use super::helpers::helpers;
 use super::messages::PyMessage;
@@ -255,7 +255,7 @@ pub fn output_from_py(obj: &Bound<'_, PyAny>) -> ToolOutput {
             payload: Some(Arc::new(msg)),
         };
     }
-    match pythonize::depythonize::<Value>(obj) {
+    match json_from_py(obj) {
         Ok(v) => ToolOutput::json(v),
         Err(_) => {
             let text = obj.str().map(|s| s.to_string()).unwrap_or_default();
