@@ -38,3 +38,24 @@ def background_loop() -> asyncio.AbstractEventLoop:
             thread.start()
             _loops.append((loop, thread))
         return _loops[depth][0]
+
+
+class Escaped(Exception):
+    """A ``KeyboardInterrupt`` or ``SystemExit`` raised by a coroutine ironloop runs,
+    carried out of its asyncio task as an ordinary exception. Left as it is, asyncio
+    lets it out of the event loop: the background loop's thread would die and every
+    later async call of the process hang. The glue unwraps it and raises the original
+    to the caller of ``invoke`` / ``ainvoke``."""
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__(exc)
+        self.exc = exc
+
+
+async def guard(coro: Any) -> Any:
+    """Runs ``coro``, turning an escaping ``KeyboardInterrupt`` / ``SystemExit`` into
+    ``Escaped``."""
+    try:
+        return await coro
+    except (KeyboardInterrupt, SystemExit) as e:
+        raise Escaped(e) from None

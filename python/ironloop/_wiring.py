@@ -22,6 +22,8 @@ _install_helpers(
         "decode": _serde.decode,
         "task_var": _runtime.task_var,
         "background_loop": _runtime.background_loop,
+        "guard": _runtime.guard,
+        "escaped": _runtime.Escaped,
         "logger": _runtime.logger,
         "graph_interrupt": GraphInterrupt,
         "parent_command": ParentCommand,
