@@ -440,6 +440,7 @@ def _workspace_tools(
     max_bash_timeout: float,
     max_output_bytes: int,
     timeout: float | None = None,
+    env: list[tuple[str, str]] = ...,
 ) -> list[NativeTool]: ...
 
 @final
