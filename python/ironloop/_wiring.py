@@ -23,6 +23,7 @@ _install_helpers(
         "task_var": _runtime.task_var,
         "background_loop": _runtime.background_loop,
         "logger": _runtime.logger,
+        "stream_langchain_tokens": _runtime.stream_langchain_tokens,
         "graph_interrupt": GraphInterrupt,
         "parent_command": ParentCommand,
         "send": Send,

@@ -445,6 +445,48 @@ def _modes(stream_mode: Any) -> Any:
     return list(stream_mode)
 
 
+#: LangGraph's ``tasks`` and ``checkpoints`` stream modes: the payloads of ``debug``
+#: events of these types (the engine streams them as ``debug``).
+_DEBUG_VIEWS = {"tasks": ("task", "task_result"), "checkpoints": ("checkpoint",)}
+
+
+def _debug_views(stream_mode: Any) -> tuple[Any, list[str] | None]:
+    """The modes to ask the engine for, and the modes the caller asked for when
+    ``tasks`` / ``checkpoints`` are among them (``None`` when they are not)."""
+    wanted = [stream_mode] if isinstance(stream_mode, str) else list(stream_mode)
+    if not any(m in _DEBUG_VIEWS for m in wanted):
+        return _modes(stream_mode), None
+    engine = list(dict.fromkeys("debug" if m in _DEBUG_VIEWS else m for m in wanted))
+    return engine, wanted
+
+
+def _reshape(item: Any, wanted: list[str], single: bool, subgraphs: bool) -> list[Any]:
+    """One engine item (``(mode, chunk)`` or ``(ns, mode, chunk)``) as the items the
+    caller's modes give: a ``debug`` event also feeds ``tasks`` / ``checkpoints``."""
+    ns, mode, chunk = item if subgraphs else ((), *item)
+    shown: list[tuple[str, Any]] = []
+    if mode != "debug":
+        shown.append((mode, chunk))
+    else:
+        if "debug" in wanted:
+            shown.append(("debug", chunk))
+        for view, kinds in _DEBUG_VIEWS.items():
+            if view in wanted and chunk["type"] in kinds:
+                shown.append((view, chunk["payload"]))
+    out: list[Any] = []
+    for m, c in shown:
+        if single:
+            out.append((ns, c) if subgraphs else c)
+        else:
+            out.append((ns, m, c) if subgraphs else (m, c))
+    return out
+
+
+def _viewed(it: Iterator[Any], wanted: list[str], single: bool, subgraphs: bool) -> Iterator[Any]:
+    for item in it:
+        yield from _reshape(item, wanted, single, subgraphs)
+
+
 class CompiledStateGraph:
     """A runnable graph: ``invoke / ainvoke / stream / astream / batch / abatch``,
     state inspection (``get_state``, ``get_state_history``, ``update_state``) and
@@ -478,7 +520,7 @@ class CompiledStateGraph:
         ``result["__interrupt__"]``. ``context`` is the run's static context
         (see ``context_schema``), read by nodes as ``runtime.context``."""
         _check_run_options(durability, version)
-        token = _enter(context, self.store)
+        token = _enter(context, self.store, self.builder.context_schema)
         outer = self._enter_parent_task()
         try:
             out = self._core.invoke(input, config)
@@ -502,7 +544,7 @@ class CompiledStateGraph:
         import asyncio
 
         _check_run_options(durability, version)
-        token = _enter(context, self.store)
+        token = _enter(context, self.store, self.builder.context_schema)
         outer = self._enter_parent_task()
         try:
             out = await self._core.ainvoke(input, config, asyncio.get_running_loop())
@@ -541,12 +583,15 @@ class CompiledStateGraph:
         sub-agents run inside come too, each item prefixed with its namespace (a
         tuple of ``"node:task"``; empty for this graph's own events)."""
         _check_run_options(durability, version)
-        token = _enter(context, self.store)
+        engine_modes, wanted = _debug_views(stream_mode)
+        token = _enter(context, self.store, self.builder.context_schema)
         try:
-            it = self._core.stream(input, config, _modes(stream_mode), None, subgraphs)
+            it = self._core.stream(input, config, engine_modes, None, subgraphs)
         finally:
             _scope.reset(token)
-        return it  # type: ignore[no-any-return]
+        if wanted is None:
+            return it  # type: ignore[no-any-return]
+        return _viewed(it, wanted, isinstance(stream_mode, str), subgraphs)
 
     async def astream(
         self,
@@ -563,10 +608,11 @@ class CompiledStateGraph:
         import asyncio
 
         _check_run_options(durability, version)
-        token = _enter(context, self.store)
+        engine_modes, wanted = _debug_views(stream_mode)
+        token = _enter(context, self.store, self.builder.context_schema)
         try:
             it = self._core.stream(
-                input, config, _modes(stream_mode), asyncio.get_running_loop(), subgraphs
+                input, config, engine_modes, asyncio.get_running_loop(), subgraphs
             )
         finally:
             _scope.reset(token)
@@ -576,7 +622,11 @@ class CompiledStateGraph:
                     item = await it.next()
                 except StopAsyncIteration:
                     return
-                yield item
+                if wanted is None:
+                    yield item
+                else:
+                    for shown in _reshape(item, wanted, isinstance(stream_mode, str), subgraphs):
+                        yield shown
         finally:
             it.cancel()
 

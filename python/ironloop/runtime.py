@@ -67,8 +67,23 @@ def get_runtime(context_schema: type[ContextT] | None = None) -> Runtime[Context
     return Runtime(context=context, store=store, stream_writer=get_stream_writer())
 
 
-def _enter(context: Any, store: Any) -> contextvars.Token[tuple[Any, Any] | None]:
+def _coerce_context(context_schema: Any, context: Any) -> Any:
+    """A ``dict`` given as the context of a graph whose ``context_schema`` is a
+    dataclass or a pydantic model, made an instance of it (as LangGraph does, so
+    ``invoke(..., context={"user": "ann"})`` reads as ``runtime.context.user``)."""
+    if not isinstance(context, dict) or not isinstance(context_schema, type):
+        return context
+    is_pydantic = hasattr(context_schema, "model_validate")
+    if dataclasses.is_dataclass(context_schema) or is_pydantic:
+        return context_schema(**context)
+    return context
+
+
+def _enter(
+    context: Any, store: Any, context_schema: Any = None
+) -> contextvars.Token[tuple[Any, Any] | None]:
     """Scopes a run; a run inside another (a subgraph) inherits what it is not given."""
+    context = _coerce_context(context_schema, context)
     outer = _scope.get()
     if outer is not None:
         context = outer[0] if context is None else context

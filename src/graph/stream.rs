@@ -45,12 +45,14 @@ pub enum StreamEvent {
     /// An event of a subgraph run inside a task of this run; `ns` is
     /// `"<node>:<task id>"`.
     Nested { ns: String, ev: Box<StreamEvent> },
-    /// `debug`: a task is about to run.
+    /// `debug`: a task is about to run. Its input is the `Send` argument, or else the
+    /// state it reads (`state`).
     DebugTask {
         step: i64,
         id: String,
         node: String,
         input: Option<Val>,
+        state: StateView,
     },
     /// `debug`: a task finished (its writes), failed, or paused.
     DebugTaskResult {

@@ -13,7 +13,10 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 from langchain_core import messages as lc
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.language_models.fake_chat_models import (
+    FakeMessagesListChatModel,
+    GenericFakeChatModel,
+)
 from langchain_core.messages.tool import tool_call_chunk
 from langchain_core.outputs import ChatGenerationChunk
 from langchain_core.tools import (
@@ -648,3 +651,85 @@ def test_a_changed_message_converts_anew() -> None:
     assert to_langchain(m).content == "two"
     m.name = "ann"
     assert to_langchain(m).name == "ann"
+
+
+# ------------------------------------- LangChain models and messages inside user nodes
+
+
+def test_a_pydantic_state_typed_with_langchain_messages_is_built_from_the_state() -> None:
+    # LangGraph docs' pydantic chat state: `messages: Annotated[list[AnyMessage], ...]`
+    # with LangChain's AnyMessage. The state holds ironloop messages; the node's model
+    # gets LangChain ones (pydantic refuses anything else).
+    class ChatState(BaseModel):
+        messages: Annotated[list[lc.AnyMessage], add_messages]
+        context: str
+
+    seen: list[Any] = []
+
+    def node(state: ChatState) -> dict[str, Any]:
+        seen.extend(type(m).__module__.split(".")[0] for m in state.messages)
+        return {"messages": [lc.AIMessage(content="Hello there!")]}
+
+    g = StateGraph(ChatState).add_node("n", node).add_edge(START, "n").compile()
+    out = g.invoke({"messages": [{"role": "user", "content": "Hi"}], "context": "support"})
+    assert seen == ["langchain_core"]
+    assert [(m.type, m.content) for m in out["messages"]] == [
+        ("human", "Hi"),
+        ("ai", "Hello there!"),
+    ]
+    assert out["context"] == "support"
+
+
+class _JokeState(TypedDict):
+    topic: str
+    joke: str
+
+
+def _joke_graph(llm: Any, *, use_async: bool = False) -> Any:
+    def call_model(state: _JokeState) -> dict[str, Any]:
+        return {"joke": llm.invoke([("user", state["topic"])]).content}
+
+    async def acall_model(state: _JokeState) -> dict[str, Any]:
+        return {"joke": (await llm.ainvoke([("user", state["topic"])])).content}
+
+    g = StateGraph(_JokeState).add_node("call_model", acall_model if use_async else call_model)
+    return g.add_edge(START, "call_model").compile()
+
+
+def test_a_langchain_model_a_node_calls_streams_its_tokens_in_messages_mode() -> None:
+    llm = GenericFakeChatModel(messages=iter([lc.AIMessage("a rocky road", id="m1")]))
+    items = list(_joke_graph(llm).stream({"topic": "ice cream"}, stream_mode="messages"))
+    assert [(type(c).__name__, c.content) for c, _ in items] == [
+        ("AIMessageChunk", "a"),
+        ("AIMessageChunk", " "),
+        ("AIMessageChunk", "rocky"),
+        ("AIMessageChunk", " "),
+        ("AIMessageChunk", "road"),
+    ]
+    assert {meta["langgraph_node"] for _, meta in items} == {"call_model"}
+
+
+async def test_an_async_node_streams_the_tokens_of_ainvoke() -> None:
+    llm = GenericFakeChatModel(messages=iter([lc.AIMessage("purr fect", id="m2")]))
+    app = _joke_graph(llm, use_async=True)
+    items = [i async for i in app.astream({"topic": "cats"}, stream_mode=["messages", "updates"])]
+    assert [c.content for m, (c, _) in (i for i in items if i[0] == "messages")] == [
+        "purr",
+        " ",
+        "fect",
+    ]
+    assert items[-1] == ("updates", {"call_model": {"joke": "purr fect"}})
+
+
+def test_a_model_that_does_not_stream_sends_its_message_once() -> None:
+    llm = FakeMessagesListChatModel(responses=[lc.AIMessage("whole", id="w1")])
+    items = list(_joke_graph(llm).stream({"topic": "x"}, stream_mode="messages"))
+    assert [(c.content, c.id) for c, _ in items] == [("whole", "w1")]
+
+
+def test_tokens_are_not_streamed_without_messages_mode_or_with_nostream() -> None:
+    llm = GenericFakeChatModel(messages=iter([lc.AIMessage("one two"), lc.AIMessage("x y")]))
+    assert list(_joke_graph(llm).stream({"topic": "t"}, stream_mode="custom")) == []
+    quiet = llm.with_config(tags=["nostream"])
+    items = list(_joke_graph(quiet).stream({"topic": "t"}, stream_mode="messages"))
+    assert items == []

@@ -95,6 +95,35 @@ def test_context_reaches_nodes_through_runtime_and_get_runtime() -> None:
     assert chunks == [{"p": {"x": ["param:cy"]}}, {"c": {"x": ["call:cy"]}}]
 
 
+def test_a_dict_context_becomes_the_context_schema_as_in_langgraph() -> None:
+    app = _ctx_graph().compile()
+    assert app.invoke({"x": []}, context={"user": "ann"}) == {"x": ["param:ann", "call:ann"]}
+    chunks = list(app.stream({"x": []}, context={"user": "bo"}))
+    assert chunks == [{"p": {"x": ["param:bo"]}}, {"c": {"x": ["call:bo"]}}]
+    # Without a context_schema a dict stays a dict.
+    seen: list[Any] = []
+    g = StateGraph(S)
+    g.add_node("n", lambda s: seen.append(get_runtime().context) or {})
+    g.add_edge(START, "n")
+    g.compile().invoke({"x": []}, context={"user": "cy"})
+    assert seen == [{"user": "cy"}]
+
+
+def test_a_dict_context_becomes_a_pydantic_context_schema() -> None:
+    from pydantic import BaseModel
+
+    class PCtx(BaseModel):
+        user: str
+        tier: int = 1
+
+    g = StateGraph(S, context_schema=PCtx)
+    g.add_node("n", lambda s: {"x": [repr(get_runtime().context)]})
+    g.add_edge(START, "n")
+    assert g.compile().invoke({"x": []}, context={"user": "ann"}) == {
+        "x": ["PCtx(user='ann', tier=1)"]
+    }
+
+
 def test_a_subgraph_sees_its_parents_context() -> None:
     inner = _ctx_graph().compile()
     outer = StateGraph(S, context_schema=Ctx)

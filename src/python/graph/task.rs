@@ -124,11 +124,18 @@ pub(super) fn task_context_with<'py>(
             pushed,
         },
     )?;
-    let var = helpers(py)?.task_var.bind(py);
+    let h = helpers(py)?;
+    let var = h.task_var.bind(py);
     context.call_method1(
         intern!(py, "run"),
         (var.getattr(intern!(py, "set"))?, &scratch),
     )?;
+    if scratch.borrow().streams_messages() {
+        context.call_method1(
+            intern!(py, "run"),
+            (h.stream_langchain_tokens.bind(py), &scratch),
+        )?;
+    }
     Ok((context, scratch))
 }
 
