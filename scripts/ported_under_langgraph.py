@@ -72,7 +72,7 @@ def run_file(path: Path) -> int:
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     failures = 0
-    for name, fn in vars(mod).items():
+    for name, fn in list(vars(mod).items()):
         if not (name.startswith("test_") and inspect.isfunction(fn)):
             continue
         try:

@@ -234,8 +234,10 @@ impl PyMessage {
         Ok(s)
     }
 
+    /// Through Python's `print`, so that `sys.stdout` redirections see it.
     fn pretty_print(&self, py: Python<'_>) -> PyResult<()> {
-        println!("{}", self.pretty_repr(py)?);
+        let text = self.pretty_repr(py)?;
+        py.import("builtins")?.getattr("print")?.call1((text,))?;
         Ok(())
     }
 

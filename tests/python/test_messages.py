@@ -250,3 +250,8 @@ def test_pretty_repr_is_langchains_layout() -> None:
     ]
     assert AIMessage("done").pretty_repr().endswith("=\n\ndone")
     assert AIMessage("").pretty_repr().endswith("=")
+
+
+def test_pretty_print_writes_to_sys_stdout(capsys: pytest.CaptureFixture[str]) -> None:
+    HumanMessage("hi").pretty_print()
+    assert capsys.readouterr().out.endswith("=\n\nhi\n")

@@ -100,7 +100,7 @@ def test_debug_tasks_and_checkpoints_without_a_checkpointer() -> None:
     tasks = list(custom.stream(inputs, stream_mode="tasks"))
     assert [set(t) for t in tasks] == [TASK, TASK_RESULT]
     assert tasks[0]["name"] == "node" and tasks[0]["input"] == {"query": "example"}
-    assert tasks[1]["result"] == [("answer", "some data")] and tasks[1]["error"] is None
+    assert tasks[1]["result"] == {"answer": "some data"} and tasks[1]["error"] is None
     assert list(custom.stream(inputs, stream_mode="checkpoints")) == []
 
 
