@@ -69,7 +69,7 @@ class TokenStream(BaseCallbackHandler, _StreamingCallbackHandler):  # type: igno
             self.runs.add(run_id)
 
     def on_llm_new_token(
-        self, token: str, *, chunk: Any = None, run_id: uuid.UUID, **kw: Any
+        self, token: Any, *, chunk: Any = None, run_id: uuid.UUID, **kw: Any
     ) -> None:
         if isinstance(chunk, ChatGenerationChunk) and run_id in self.runs:
             self._emit(chunk.message)

@@ -23,6 +23,7 @@ from typing import Annotated, Any, TypedDict, Union, get_args, get_origin, get_t
 
 from ironloop._constants import END, START
 from ironloop._ironloop import BaseMessage, _coerce_message, _GraphCore, add_messages
+from ironloop._retry import with_retry
 from ironloop._runtime import task_var
 from ironloop._state import (
     as_update,
@@ -34,7 +35,7 @@ from ironloop._state import (
 from ironloop._toolnode import ToolNode
 from ironloop.errors import GraphInterrupt
 from ironloop.runtime import _enter, _scope, _with_runtime
-from ironloop.types import Command, Send, StateSnapshot
+from ironloop.types import Command, RetryPolicy, Send, StateSnapshot
 
 __all__ = [
     "END",
@@ -141,6 +142,20 @@ def _wants(fn: Any) -> dict[str, bool]:
     return {p: p in params for p in ("config", "store", "writer", "runtime")}
 
 
+def _retried(name: str, action: Any, retry_policy: Any) -> Any:
+    """A function node run again as ``retry_policy`` (one policy or several) says."""
+    if isinstance(action, (ToolNode, CompiledStateGraph)):
+        raise TypeError(
+            f"node {name!r}: retry_policy is supported on function nodes, not on a "
+            f"{type(action).__name__}; wrap it in a function that invokes it"
+        )
+    policies = [retry_policy] if isinstance(retry_policy, RetryPolicy) else list(retry_policy)
+    for p in policies:
+        if not isinstance(p, RetryPolicy):
+            raise TypeError(f"node {name!r}: retry_policy takes RetryPolicy objects, got {p!r}")
+    return with_retry(action, policies, name)
+
+
 def _is_async(fn: Any) -> bool:
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
         getattr(fn, "__call__", None)  # noqa: B004
@@ -218,13 +233,39 @@ class StateGraph:
             merge_channels(self.channels, self.schemas[schema])
 
     def add_node(
-        self, node: Any, action: Any = None, *, input_schema: Any = None, **kwargs: Any
+        self,
+        node: Any,
+        action: Any = None,
+        *,
+        defer: bool = False,
+        metadata: dict[str, Any] | None = None,
+        input_schema: Any = None,
+        retry_policy: Any = None,
+        cache_policy: Any = None,
+        destinations: Any = None,
+        **kwargs: Any,
     ) -> StateGraph:
         """Adds a node: ``add_node("name", fn)`` or ``add_node(fn)`` (named after it).
         ``fn`` may be sync or async, a ``ToolNode``, or a compiled graph (a subgraph).
 
         The node sees the keys of ``input_schema``, else of the class its first
-        parameter is annotated with, else of the state schema."""
+        parameter is annotated with, else of the state schema. ``retry_policy`` (a
+        ``RetryPolicy`` or a sequence of them) runs a failing function node again.
+        ``metadata`` and ``destinations`` are taken and not used (LangGraph uses them
+        for tracing and drawing); ``defer=True`` and ``cache_policy`` are refused."""
+        if kwargs:
+            raise TypeError(f"add_node() got unexpected keyword argument(s): {sorted(kwargs)}")
+        if defer:
+            raise NotImplementedError(
+                "add_node(defer=True) is not supported: ironloop does not hold a node back "
+                "until the run has nothing else to do; join the branches with "
+                "add_edge([...], node) instead"
+            )
+        if cache_policy is not None:
+            raise NotImplementedError(
+                "add_node(cache_policy=...) is not supported: ironloop does not cache node "
+                "results; drop cache_policy"
+            )
         if action is None:
             action = node
             name = getattr(node, "name", None) or getattr(node, "__name__", None)
@@ -246,6 +287,8 @@ class StateGraph:
         if not callable(action) and not isinstance(action, (ToolNode, CompiledStateGraph)):
             raise TypeError(f"node {name!r}: expected a function, got {type(action).__name__}")
         schema = input_schema or input_schema_of(action)
+        if retry_policy is not None:
+            action = _retried(name, action, retry_policy)
         if schema is not None:
             self._add_schema(schema)
             self.node_schemas[name] = schema

@@ -52,6 +52,12 @@ impl TaskScratch {
         Err(PyErr::from_value(cls.call1((value,))?))
     }
 
+    /// A retried node starts over: its `interrupt()` calls get the resume values
+    /// from the first on again (LangGraph resets the count between attempts).
+    fn restart_interrupts(&mut self) {
+        self.next = 0;
+    }
+
     /// Sends `payload` to the `custom` stream.
     fn write(&self, payload: Bound<'_, PyAny>) {
         if let Some(s) = &self.stream {

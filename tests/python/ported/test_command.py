@@ -110,7 +110,9 @@ def sub_node_a(state: ParentState):
     )
 
 
-subgraph = StateGraph(ParentState).add_node("node_a", sub_node_a).add_edge(START, "node_a").compile()
+subgraph = (
+    StateGraph(ParentState).add_node("node_a", sub_node_a).add_edge(START, "node_a").compile()
+)
 
 
 def parent_node_b(state: ParentState):

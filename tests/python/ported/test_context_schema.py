@@ -43,7 +43,9 @@ ANSWER = {"question": "hi", "answer": "anthropic answers hi (checked by anthropi
 
 
 def test_context_as_an_instance_and_as_a_dict() -> None:
-    assert graph.invoke({"question": "hi"}, context=ContextSchema(llm_provider="anthropic")) == ANSWER
+    assert (
+        graph.invoke({"question": "hi"}, context=ContextSchema(llm_provider="anthropic")) == ANSWER
+    )
     assert graph.invoke({"question": "hi"}, context={"llm_provider": "anthropic"}) == ANSWER
 
 

@@ -31,7 +31,9 @@ def get_weather(city: str) -> str:
 
 def _weather_model(city: str, answer: str) -> FakeToolCallingModel:
     call = {"name": "get_weather", "args": {"city": city}, "id": "call_1"}
-    return FakeToolCallingModel(messages=iter([AIMessage("", tool_calls=[call]), AIMessage(answer)]))
+    return FakeToolCallingModel(
+        messages=iter([AIMessage("", tool_calls=[call]), AIMessage(answer)])
+    )
 
 
 def test_a_react_agent_with_a_langchain_model_and_tool() -> None:
@@ -104,7 +106,9 @@ def book_hotel(hotel_name: str):
 
 def _hotel_agent(answer: str):
     call = {"name": "book_hotel", "args": {"hotel_name": "McKittrick Hotel"}, "id": "call_1"}
-    model = FakeToolCallingModel(messages=iter([AIMessage("", tool_calls=[call]), AIMessage(answer)]))
+    model = FakeToolCallingModel(
+        messages=iter([AIMessage("", tool_calls=[call]), AIMessage(answer)])
+    )
     checkpointer = InMemorySaver()
     return create_react_agent(model=model, tools=[book_hotel], checkpointer=checkpointer)
 
