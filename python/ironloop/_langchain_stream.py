@@ -45,16 +45,18 @@ class TokenStream(BaseCallbackHandler, _StreamingCallbackHandler):  # type: igno
 
     def __init__(self, scratch: Any) -> None:
         self.scratch = scratch
-        self.runs: set[uuid.UUID] = set()
+        #: run id -> the metadata its chunks show: the run's own (the model's `ls_*`
+        #: keys) and its tags, as LangGraph shows them.
+        self.runs: dict[uuid.UUID, dict[str, Any]] = {}
         self.seen: set[str] = set()
 
-    def _emit(self, message: Any, *, dedupe: bool = False) -> None:
+    def _emit(self, run_id: uuid.UUID, message: Any, *, dedupe: bool = False) -> None:
         if dedupe and message.id in self.seen:
             return
         if message.id is None:
             message.id = str(uuid.uuid4())
         self.seen.add(message.id)
-        self.scratch.write_message(message)
+        self.scratch.write_message(message, self.runs[run_id])
 
     def tap_output_aiter(self, run_id: uuid.UUID, output: AsyncIterator[T]) -> AsyncIterator[T]:
         return output
@@ -63,26 +65,38 @@ class TokenStream(BaseCallbackHandler, _StreamingCallbackHandler):  # type: igno
         return output
 
     def on_chat_model_start(
-        self, serialized: Any, messages: Any, *, run_id: uuid.UUID, tags: Any = None, **kw: Any
+        self,
+        serialized: Any,
+        messages: Any,
+        *,
+        run_id: uuid.UUID,
+        tags: Any = None,
+        metadata: Any = None,
+        **kw: Any,
     ) -> None:
-        if not _SILENT_TAGS.intersection(tags or ()):
-            self.runs.add(run_id)
+        if _SILENT_TAGS.intersection(tags or ()):
+            return
+        shown = dict(metadata or {})
+        user_tags = [t for t in tags or () if not t.startswith("seq:step")]
+        if user_tags:
+            shown["tags"] = user_tags
+        self.runs[run_id] = shown
 
     def on_llm_new_token(
         self, token: Any, *, chunk: Any = None, run_id: uuid.UUID, **kw: Any
     ) -> None:
         if isinstance(chunk, ChatGenerationChunk) and run_id in self.runs:
-            self._emit(chunk.message)
+            self._emit(run_id, chunk.message)
 
     def on_llm_end(self, response: Any, *, run_id: uuid.UUID, **kw: Any) -> None:
         if run_id in self.runs and response.generations and response.generations[0]:
             gen = response.generations[0][0]
             if isinstance(gen, ChatGeneration):
-                self._emit(gen.message, dedupe=True)
-        self.runs.discard(run_id)
+                self._emit(run_id, gen.message, dedupe=True)
+        self.runs.pop(run_id, None)
 
     def on_llm_error(self, error: BaseException, *, run_id: uuid.UUID, **kw: Any) -> None:
-        self.runs.discard(run_id)
+        self.runs.pop(run_id, None)
 
 
 def stream_tokens_to(scratch: Any) -> None:

@@ -40,8 +40,14 @@ pub enum StreamEvent {
     Interrupt(Vec<InterruptInfo>),
     /// Anything a node or tool sent with its stream writer.
     Custom(Val),
-    /// A token chunk from a model, with the node that called it.
-    Message { chunk: Val, node: String },
+    /// A token chunk from a model, with the node that called it and what else the
+    /// caller knows of the model run (`meta`: a mapping, e.g. a LangChain run's
+    /// metadata and tags), shown in the chunk's metadata.
+    Message {
+        chunk: Val,
+        node: String,
+        meta: Option<Val>,
+    },
     /// An event of a subgraph run inside a task of this run; `ns` is
     /// `"<node>:<task id>"`.
     Nested { ns: String, ev: Box<StreamEvent> },

@@ -733,3 +733,27 @@ def test_tokens_are_not_streamed_without_messages_mode_or_with_nostream() -> Non
     quiet = llm.with_config(tags=["nostream"])
     items = list(_joke_graph(quiet).stream({"topic": "t"}, stream_mode="messages"))
     assert items == []
+
+
+def test_token_metadata_holds_the_model_runs_metadata_tags_and_step() -> None:
+    tagged = GenericFakeChatModel(messages=iter([lc.AIMessage("a")]), tags=["joke"])
+    plain = GenericFakeChatModel(messages=iter([lc.AIMessage("b")]))
+
+    def both(state: _JokeState) -> dict[str, Any]:
+        return {"joke": tagged.invoke("x").content + plain.invoke("y").content}
+
+    g = StateGraph(_JokeState).add_node("n", both).add_edge(START, "n").compile()
+    metas = [meta for _, meta in g.stream({"topic": "t"}, stream_mode="messages")]
+    assert [m.get("tags") for m in metas] == [["joke"], None]
+    for m in metas:
+        assert m["langgraph_node"] == "n" and m["langgraph_step"] == 1
+        assert m["ls_provider"] == "genericfakechatmodel" and m["ls_model_type"] == "chat"
+
+
+def test_the_agents_token_metadata_has_its_step() -> None:
+    model = FakeToolModel(messages=iter([lc.AIMessage("hello there")]))
+    agent = create_react_agent(model, [add])
+    metas = [
+        meta for _, meta in agent.stream({"messages": [("user", "hi")]}, stream_mode="messages")
+    ]
+    assert metas and all(m["langgraph_node"] == "agent" and m["langgraph_step"] == 1 for m in metas)

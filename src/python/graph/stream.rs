@@ -104,8 +104,12 @@ pub(super) fn flat_event_to_py<'py>(
             ("updates", d.into_any())
         }
         StreamEvent::Custom(v) => ("custom", val_to_py(py, &v)?),
-        StreamEvent::Message { chunk, node } => {
+        StreamEvent::Message { chunk, node, meta } => {
+            let extra = meta.map(|m| val_to_py(py, &m)).transpose()?;
             let meta = PyDict::new(py);
+            if let Some(extra) = extra {
+                meta.update(extra.cast::<PyDict>()?.as_mapping())?;
+            }
             meta.set_item("langgraph_node", node)?;
             (
                 "messages",

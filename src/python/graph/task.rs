@@ -27,6 +27,8 @@ pub struct TaskScratch {
     pub(super) stream: Option<StreamSink>,
     pub(super) node: String,
     pub(super) task_id: String,
+    /// The step the task runs in (`langgraph_step` in `messages` metadata).
+    pub(super) step: i64,
     pub(super) pushed: Pushed,
 }
 
@@ -70,15 +72,29 @@ impl TaskScratch {
         &self.node
     }
 
-    /// The token sink of `stream_mode="messages"`: (chunk) pairs with this node.
-    fn write_message(&self, chunk: Bound<'_, PyAny>) {
-        if let Some(s) = &self.stream {
-            let node = self.node.clone();
-            s.emit(modes::MESSAGES, || StreamEvent::Message {
-                chunk: host(chunk),
-                node,
-            });
-        }
+    /// The token sink of `stream_mode="messages"`: (chunk, metadata) pairs with this
+    /// node; `metadata` (a dict) adds to what the chunk's metadata holds.
+    #[pyo3(signature = (chunk, metadata=None))]
+    fn write_message(
+        &self,
+        chunk: Bound<'_, PyAny>,
+        metadata: Option<Bound<'_, PyDict>>,
+    ) -> PyResult<()> {
+        let Some(s) = self.stream.as_ref().filter(|s| s.wants(modes::MESSAGES)) else {
+            return Ok(());
+        };
+        let meta = match metadata {
+            Some(m) => m.copy()?,
+            None => PyDict::new(chunk.py()),
+        };
+        meta.set_item("langgraph_step", self.step)?;
+        let node = self.node.clone();
+        s.emit(modes::MESSAGES, || StreamEvent::Message {
+            chunk: host(chunk),
+            node,
+            meta: Some(host(meta.into_any())),
+        });
+        Ok(())
     }
 
     /// Adds a write of `value` to `channel` to the task's output (`push_message`).
@@ -127,6 +143,7 @@ pub(super) fn task_context_with<'py>(
             stream: ctx.stream.clone(),
             node: ctx.node.clone(),
             task_id: ctx.task_id.clone(),
+            step: ctx.step,
             pushed,
         },
     )?;
