@@ -44,6 +44,7 @@ from ironloop._foreign import is_langchain_message, is_langchain_runnable, is_la
 from ironloop._ironloop import AIMessage, BaseMessage, _coerce_message
 from ironloop._langchain_stream import OWN_CALL_TAG
 from ironloop._tool import Tool
+from ironloop.runtime import _run_config
 from ironloop.types import Command
 
 __all__ = [
@@ -541,11 +542,15 @@ class LangChainTool(Tool):
                 kwargs[k] = _lc_value(kwargs[k])
         return {"name": self.name, "args": kwargs, "id": call_id, "type": "tool_call"}
 
+    # The run's config goes along, so a tool's `config: RunnableConfig` parameter
+    # reads what was given to `invoke` (`configurable`, tags, ...), as in LangGraph.
     def _run(self, **kwargs: Any) -> Any:
-        return _tool_result(self._runner.invoke(self._call(kwargs)))
+        config: Any = _run_config()
+        return _tool_result(self._runner.invoke(self._call(kwargs), config))
 
     async def _arun(self, **kwargs: Any) -> Any:
-        return _tool_result(await self._runner.ainvoke(self._call(kwargs)))
+        config: Any = _run_config()
+        return _tool_result(await self._runner.ainvoke(self._call(kwargs), config))
 
 
 def _tool_result(out: Any) -> Any:

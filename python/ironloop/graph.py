@@ -563,7 +563,7 @@ class CompiledStateGraph:
         ``result["__interrupt__"]``. ``context`` is the run's static context
         (see ``context_schema``), read by nodes as ``runtime.context``."""
         _check_run_options(durability, version)
-        token = _enter(context, self.store, self.builder.context_schema)
+        token = _enter(context, self.store, self.builder.context_schema, config)
         outer = self._enter_parent_task()
         try:
             out = self._core.invoke(input, config)
@@ -587,7 +587,7 @@ class CompiledStateGraph:
         import asyncio
 
         _check_run_options(durability, version)
-        token = _enter(context, self.store, self.builder.context_schema)
+        token = _enter(context, self.store, self.builder.context_schema, config)
         outer = self._enter_parent_task()
         try:
             out = await self._core.ainvoke(input, config, asyncio.get_running_loop())
@@ -627,7 +627,7 @@ class CompiledStateGraph:
         tuple of ``"node:task"``; empty for this graph's own events)."""
         _check_run_options(durability, version)
         engine_modes, wanted = _debug_views(stream_mode)
-        token = _enter(context, self.store, self.builder.context_schema)
+        token = _enter(context, self.store, self.builder.context_schema, config)
         try:
             it = self._core.stream(input, config, engine_modes, None, subgraphs)
         finally:
@@ -652,7 +652,7 @@ class CompiledStateGraph:
 
         _check_run_options(durability, version)
         engine_modes, wanted = _debug_views(stream_mode)
-        token = _enter(context, self.store, self.builder.context_schema)
+        token = _enter(context, self.store, self.builder.context_schema, config)
         try:
             it = self._core.stream(
                 input, config, engine_modes, asyncio.get_running_loop(), subgraphs

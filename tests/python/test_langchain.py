@@ -19,6 +19,7 @@ from langchain_core.language_models.fake_chat_models import (
 )
 from langchain_core.messages.tool import tool_call_chunk
 from langchain_core.outputs import ChatGenerationChunk
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import (
     InjectedToolCallId,
     StructuredTool,
@@ -757,3 +758,24 @@ def test_the_agents_token_metadata_has_its_step() -> None:
         meta for _, meta in agent.stream({"messages": [("user", "hi")]}, stream_mode="messages")
     ]
     assert metas and all(m["langgraph_node"] == "agent" and m["langgraph_step"] == 1 for m in metas)
+
+
+def test_a_langchain_tools_runnable_config_is_the_runs_config() -> None:
+    @lc_tool
+    def whoami(config: RunnableConfig) -> str:
+        """Says who the run is for."""
+        return f"user={config['configurable'].get('user_id')}"
+
+    @lc_tool
+    async def awhoami(config: RunnableConfig) -> str:
+        """Says who the run is for, async."""
+        return f"async user={config['configurable'].get('user_id')}"
+
+    calls = [{"name": n, "args": {}, "id": f"c{i}"} for i, n in enumerate(["whoami", "awhoami"])]
+    g = StateGraph(MessagesState).add_node("tools", ToolNode([whoami, awhoami]))
+    app = g.add_edge(START, "tools").compile()
+    config = {"configurable": {"user_id": "u1"}}
+    out = app.invoke({"messages": [AIMessage("", tool_calls=calls)]}, config)
+    assert [m.content for m in out["messages"][1:]] == ["user=u1", "async user=u1"]
+    # Outside a run there is no run config: LangChain's default (empty configurable).
+    assert whoami.invoke({}) == "user=None"
