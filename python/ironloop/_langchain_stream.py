@@ -23,6 +23,8 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk
 from langchain_core.tracers._streaming import _StreamingCallbackHandler
 from langchain_core.tracers.context import register_configure_hook
 
+from ironloop._runtime import task_var
+
 T = TypeVar("T")
 
 #: Tags of model runs that are not streamed: LangGraph's ``nostream`` markers, and
@@ -74,7 +76,9 @@ class TokenStream(BaseCallbackHandler, _StreamingCallbackHandler):  # type: igno
         metadata: Any = None,
         **kw: Any,
     ) -> None:
-        if _SILENT_TAGS.intersection(tags or ()):
+        # A subgraph's task inherits this context: its model runs are its own task's
+        # to stream (with its namespace, when the caller asked for subgraphs).
+        if _SILENT_TAGS.intersection(tags or ()) or task_var.get(None) is not self.scratch:
             return
         shown = dict(metadata or {})
         user_tags = [t for t in tags or () if not t.startswith("seq:step")]

@@ -779,3 +779,59 @@ def test_a_langchain_tools_runnable_config_is_the_runs_config() -> None:
     assert [m.content for m in out["messages"][1:]] == ["user=u1", "async user=u1"]
     # Outside a run there is no run config: LangChain's default (empty configurable).
     assert whoami.invoke({}) == "user=None"
+
+
+def _nested_token_graph() -> Any:
+    llm = GenericFakeChatModel(messages=iter([lc.AIMessage("a b"), lc.AIMessage("c d")]))
+
+    def call(state: _JokeState) -> dict[str, Any]:
+        return {"joke": llm.invoke(state["topic"]).content}
+
+    sub = StateGraph(_JokeState).add_node("sub_node", call).add_edge(START, "sub_node").compile()
+    g = StateGraph(_JokeState).add_node("parent_node", call).add_node("sub", sub)
+    return g.add_edge(START, "parent_node").add_edge("parent_node", "sub").compile()
+
+
+def test_tokens_of_a_subgraphs_model_come_with_its_namespace_or_not_at_all() -> None:
+    # As LangGraph: with subgraphs=True under the subgraph's namespace and node; without,
+    # not streamed (they are not the parent's node's tokens).
+    items = list(
+        _nested_token_graph().stream({"topic": "t"}, stream_mode="messages", subgraphs=True)
+    )
+    assert [
+        (tuple(n.split(":")[0] for n in ns), c.content, m["langgraph_node"]) for ns, (c, m) in items
+    ] == [
+        ((), "a", "parent_node"),
+        ((), " ", "parent_node"),
+        ((), "b", "parent_node"),
+        (("sub",), "c", "sub_node"),
+        (("sub",), " ", "sub_node"),
+        (("sub",), "d", "sub_node"),
+    ]
+    flat = list(_nested_token_graph().stream({"topic": "t"}, stream_mode="messages"))
+    assert [(c.content, m["langgraph_node"]) for c, m in flat] == [
+        ("a", "parent_node"),
+        (" ", "parent_node"),
+        ("b", "parent_node"),
+    ]
+
+
+def test_tokens_of_a_model_a_tool_calls_stream_under_the_tool_node() -> None:
+    llm = GenericFakeChatModel(messages=iter([lc.AIMessage("x y")]))
+
+    @lc_tool
+    def summarize(text: str) -> str:
+        """Summarize."""
+        return llm.invoke(text).content
+
+    g = StateGraph(MessagesState).add_node("tools", ToolNode([summarize]))
+    app = g.add_edge(START, "tools").compile()
+    call = {"name": "summarize", "args": {"text": "t"}, "id": "1"}
+    items = list(
+        app.stream({"messages": [AIMessage("", tool_calls=[call])]}, stream_mode="messages")
+    )
+    assert [(c.content, m["langgraph_node"]) for c, m in items][:3] == [
+        ("x", "tools"),
+        (" ", "tools"),
+        ("y", "tools"),
+    ]
