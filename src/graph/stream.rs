@@ -1,6 +1,7 @@
 //! Events a run emits while it goes, for `stream` / `astream`.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
@@ -88,6 +89,9 @@ pub struct StreamSink {
     /// tagged with where they come from.
     pub subgraphs: bool,
     pub send: Arc<dyn Fn(StreamEvent) + Send + Sync>,
+    /// Ids of the messages the `messages` mode has shown in this run (subgraphs
+    /// included): a message a node returns is shown unless its chunks already were.
+    pub seen: Arc<Mutex<HashSet<String>>>,
 }
 
 impl StreamSink {
@@ -101,6 +105,7 @@ impl StreamSink {
         Some(StreamSink {
             modes: self.modes,
             subgraphs: true,
+            seen: self.seen.clone(),
             send: Arc::new(move |ev| {
                 send(StreamEvent::Nested {
                     ns: ns.clone(),
@@ -112,6 +117,14 @@ impl StreamSink {
 
     pub fn wants(&self, mode: u8) -> bool {
         self.modes & mode != 0
+    }
+
+    /// Marks a message id as shown; false when it already was.
+    pub fn first_sight(&self, id: &str) -> bool {
+        self.seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id.to_string())
     }
 
     pub fn emit(&self, mode: u8, ev: impl FnOnce() -> StreamEvent) {

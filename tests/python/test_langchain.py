@@ -220,8 +220,12 @@ def test_streamed_chunks_feed_messages_mode_and_merge_into_one_message() -> None
             final = item
     texts = [c.content for c, meta in chunks if meta["langgraph_node"] == "agent"]
     assert texts[:2] == ["let ", "me "]
-    assert all(isinstance(c, AIMessage) for c, _ in chunks)
-    assert {c.id for c, _ in chunks} == {"ai-9", "ai-10"}
+    agent_chunks = [c for c, meta in chunks if meta["langgraph_node"] == "agent"]
+    assert all(isinstance(c, AIMessage) for c in agent_chunks)
+    assert {c.id for c in agent_chunks} == {"ai-9", "ai-10"}
+    # The tools node's result is shown too, once, as LangGraph shows it.
+    tool_results = [(c.type, c.content) for c, meta in chunks if meta["langgraph_node"] == "tools"]
+    assert tool_results == [("tool", "42")]
     ai = final["messages"][1]
     assert ai.content.strip() == "let me add"
     # The tool call streamed in two argument fragments, merged as LangChain merges.

@@ -288,3 +288,36 @@ async def test_astream_takes_the_tasks_mode() -> None:
 def test_an_unknown_stream_mode_names_the_modes() -> None:
     with pytest.raises(ValueError, match="debug, tasks or checkpoints"):
         list(_one_node().compile().stream({"x": []}, stream_mode="everything"))
+
+
+def test_messages_mode_shows_the_new_messages_nodes_return() -> None:
+    # LangGraph: each message a node returns that its input did not hold, once.
+    from ironloop.graph import MessagesState
+    from ironloop.messages import AIMessage, HumanMessage
+
+    def writes(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage("written", id="w-1")]}
+
+    def whole(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [*state["messages"], AIMessage("added", id="w-2")]}
+
+    def by_command(state: MessagesState) -> Command:
+        return Command(update={"messages": [AIMessage("by command", id="w-3")]})
+
+    def nothing_new(state: MessagesState) -> dict[str, Any]:
+        return {"messages": state["messages"][:1]}
+
+    g = StateGraph(MessagesState).add_sequence([writes, whole, by_command, nothing_new])
+    app = g.add_edge(START, "writes").compile()
+    items = list(app.stream({"messages": [HumanMessage("hi", id="h-1")]}, stream_mode="messages"))
+    assert [
+        (m.content, m.id, meta["langgraph_node"], meta["langgraph_step"]) for m, meta in items
+    ] == [
+        ("written", "w-1", "writes", 1),
+        ("added", "w-2", "whole", 2),
+        ("by command", "w-3", "by_command", 3),
+    ]
+    # Not asked for, nothing is looked for.
+    assert [
+        m for m, _ in app.stream({"messages": []}, stream_mode=["updates"]) if m == "messages"
+    ] == []

@@ -88,6 +88,12 @@ impl TaskScratch {
             None => PyDict::new(chunk.py()),
         };
         meta.set_item("langgraph_step", self.step)?;
+        if let Ok(Some(id)) = chunk
+            .getattr(intern!(chunk.py(), "id"))?
+            .extract::<Option<String>>()
+        {
+            s.first_sight(&id);
+        }
         let node = self.node.clone();
         s.emit(modes::MESSAGES, || StreamEvent::Message {
             chunk: host(chunk),
