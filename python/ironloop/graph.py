@@ -221,6 +221,8 @@ class StateGraph:
             self._add_schema(schema)
         #: The input schema each node declares (absent: the state schema).
         self.node_schemas: dict[str, Any] = {}
+        #: ``add_node(..., metadata=)``: shown by ``get_graph().draw_mermaid()``.
+        self.node_metadata: dict[str, dict[str, Any]] = {}
         self.nodes: dict[str, Any] = {}
         self.edges: list[tuple[str, str]] = []
         self.joins: list[tuple[list[str], str]] = []
@@ -251,8 +253,9 @@ class StateGraph:
         The node sees the keys of ``input_schema``, else of the class its first
         parameter is annotated with, else of the state schema. ``retry_policy`` (a
         ``RetryPolicy`` or a sequence of them) runs a failing function node again.
-        ``metadata`` and ``destinations`` are taken and not used (LangGraph uses them
-        for tracing and drawing); ``defer=True`` and ``cache_policy`` are refused."""
+        ``metadata`` is shown in ``get_graph().draw_mermaid()``; ``destinations`` is
+        taken and not used (LangGraph draws with it); ``defer=True`` and
+        ``cache_policy`` are refused."""
         if kwargs:
             raise TypeError(f"add_node() got unexpected keyword argument(s): {sorted(kwargs)}")
         if defer:
@@ -293,6 +296,8 @@ class StateGraph:
             self._add_schema(schema)
             self.node_schemas[name] = schema
         self.nodes[name] = action
+        if metadata:
+            self.node_metadata[name] = dict(metadata)
         return self
 
     def add_edge(self, start_key: str | Sequence[str], end_key: str) -> StateGraph:
@@ -777,6 +782,29 @@ def _pause_parent(out: Any) -> Any:
     return out
 
 
+def _node_label(name: str, action: Any, metadata: dict[str, Any] | None) -> str:
+    """A node's Mermaid label as langchain-core draws LangGraph's: its metadata (and a
+    tool node's tools, ``__tools``) under its name."""
+    shown = dict(metadata or {})
+    tools = getattr(action, "tools_by_name", None) if isinstance(action, ToolNode) else None
+    if tools:
+        shown["__tools"] = list(tools)
+    lines = []
+    for key, value in shown.items():
+        scalar = (str, int, float, bool)
+        if isinstance(value, scalar):
+            text = str(value)
+        elif isinstance(value, (list, tuple, set)) and all(isinstance(v, scalar) for v in value):
+            items = [str(v) for v in value]
+            text = ", ".join(sorted(items) if isinstance(value, set) else items)
+        else:
+            continue
+        lines.append(f"{key} = {text}")
+    if not lines:
+        return name
+    return f"{name}<hr/><small><em>" + "\n".join(lines) + "</em></small>"
+
+
 class _DrawableGraph:
     def __init__(self, builder: StateGraph) -> None:
         self.builder = builder
@@ -790,25 +818,35 @@ class _DrawableGraph:
         b = self.builder
         lines = ["---", "config:", "  flowchart:", "    curve: linear", "---", "graph TD;"]
         lines.append(f"\t{START}([<p>{START}</p>]):::first")
-        for n in b.nodes:
-            lines.append(f"\t{n}({n})")
+        for n, action in b.nodes.items():
+            lines.append(f"\t{n}({_node_label(n, action, b.node_metadata.get(n))})")
         lines.append(f"\t{END}([<p>{END}</p>]):::last")
+        # LangGraph's order: the edges sorted by (source, target), then the plain
+        # edges into END; a node that leads nowhere gets one (the run ends there).
+        edges: set[tuple[str, str, bool, str]] = set()
         for a, c in b.edges:
-            lines.append(f"\t{a} --> {c};")
+            edges.add((a, c, False, ""))
         for srcs, c in b.joins:
-            for a in srcs:
-                lines.append(f"\t{a} --> {c};")
+            edges.update((a, c, False, "") for a in srcs)
         for br in b.branches:
-            targets = br.ends or [*b.nodes, END]
             if br.path_map:
-                for key, t in br.path_map.items():
-                    label = "" if key == t else f"&nbsp;{key}&nbsp;"
-                    lines.append(
-                        f"\t{br.source} -.{label}.-> {t};" if label else f"\t{br.source} -.-> {t};"
-                    )
+                edges.update(
+                    (br.source, t, True, "" if key == t else str(key))
+                    for key, t in br.path_map.items()
+                )
+            elif br.ends:  # a router that declares no targets is not drawn, as there
+                edges.update((br.source, t, True, "") for t in br.ends)
+        into_end = {e for e in edges if e[1] == END and not e[2]}
+        sources = {e[0] for e in edges}
+        for t in {e[1] for e in edges} - sources - {END}:
+            into_end.add((t, END, False, ""))
+        for a, c, conditional, label in [*sorted(edges - into_end), *sorted(into_end)]:
+            if not conditional:
+                lines.append(f"\t{a} --> {c};")
+            elif label:
+                lines.append(f"\t{a} -. &nbsp;{label}&nbsp; .-> {c};")
             else:
-                for t in targets:
-                    lines.append(f"\t{br.source} -.-> {t};")
+                lines.append(f"\t{a} -.-> {c};")
         lines.append("\tclassDef default fill:#f2f0ff,line-height:1.2")
         lines.append("\tclassDef first fill-opacity:0")
         lines.append("\tclassDef last fill:#bfb6fc")
