@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
+import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +15,17 @@ logger = logging.getLogger("ironloop")
 
 #: The running graph task's scratchpad (``interrupt()``, the stream writer).
 task_var: contextvars.ContextVar[Any] = contextvars.ContextVar("ironloop_task")
+
+
+def stream_langchain_tokens(scratch: Any) -> None:
+    """Run in a task's context when its run streams ``messages``: LangChain chat
+    models the node calls stream their chunks there (nothing without langchain-core,
+    which cannot have made a model unless imported)."""
+    if "langchain_core" in sys.modules:
+        from ironloop._langchain_stream import stream_tokens_to
+
+        stream_tokens_to(scratch)
+
 
 _loops: list[tuple[asyncio.AbstractEventLoop, threading.Thread]] = []
 _loops_lock = threading.Lock()

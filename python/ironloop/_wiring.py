@@ -25,6 +25,7 @@ _install_helpers(
         "guard": _runtime.guard,
         "escaped": _runtime.Escaped,
         "logger": _runtime.logger,
+        "stream_langchain_tokens": _runtime.stream_langchain_tokens,
         "graph_interrupt": GraphInterrupt,
         "parent_command": ParentCommand,
         "send": Send,

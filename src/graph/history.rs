@@ -4,11 +4,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use serde_json::json;
+use serde_json::Value;
 
 use super::channel::Channel;
 use super::codec::encode;
-use super::engine::{new_id, Graph, Task};
+use super::engine::{meta, new_id, Graph, Task};
 use super::error::GraphError;
 use super::reserved::Source;
 use super::run::RunOptions;
@@ -206,15 +206,17 @@ impl Graph {
             self.successors(&as_node, &[], &view, &ctx, &mut triggers)?;
         }
         let next = Graph::make_tasks(&id, triggers);
+        let step = parent.as_ref().map(|p| p.step + 1).unwrap_or(-1);
         let record = CheckpointRecord {
             id: id.clone(),
             parent_id: parent.as_ref().map(|p| p.id.clone()),
-            step: parent.as_ref().map(|p| p.step + 1).unwrap_or(-1),
+            step,
             source: Source::Update.as_str().into(),
             writes: encoded,
             next: Graph::records(&next)?,
             created_at: now_secs(),
-            metadata: json!({"source": Source::Update.as_str()}),
+            // As a step's checkpoint: `source`, `step` and `parents` (LangGraph's).
+            metadata: meta(&Value::Null, Source::Update, step),
         };
         // At a given checkpoint it branches off; at the latest it is the thread's next.
         if checkpoint_id.is_some() {

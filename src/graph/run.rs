@@ -219,7 +219,7 @@ impl<'g> Run<'g> {
         let id = new_id();
         self.next = Graph::make_tasks(&id, vec![(START.into(), None)]);
         self.checkpoint(id, Source::Input, Vec::new()).await?;
-        self.emit_checkpoint();
+        self.emit_checkpoint(Source::Input);
         if let (Some(cp), Some(p)) = (&self.cp, &self.parent) {
             let ws = pending::finished_writes(&self.next[0], &out)?;
             cp.put_writes(&self.thread, &p.id, ws)
@@ -534,7 +534,7 @@ impl Run<'_> {
         let triggers = self.route(&outputs, &view, &own_views, &mut saved)?;
         self.next = Graph::make_tasks(&id, triggers);
         self.checkpoint(id.clone(), Source::Loop, saved).await?;
-        self.emit_checkpoint();
+        self.emit_checkpoint(Source::Loop);
         self.pending.clear();
         Ok(id)
     }

@@ -35,6 +35,9 @@ pub struct Helpers {
     pub escaped: Py<PyAny>,
     /// `ironloop._runtime.logger`.
     pub logger: Py<PyAny>,
+    /// `ironloop._runtime.stream_langchain_tokens(scratch)`: run in a task's context
+    /// when its run streams `messages`, for LangChain models the node calls.
+    pub stream_langchain_tokens: Py<PyAny>,
     /// `ironloop.errors.GraphInterrupt`: raised by `interrupt()` to pause a node.
     pub graph_interrupt: Py<PyAny>,
     /// `ironloop.errors.ParentCommand`: a subgraph's `Command(graph=Command.PARENT)`.
