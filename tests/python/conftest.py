@@ -4,6 +4,8 @@
   needed); a hung test fails instead of hanging the suite.
 * ``make_ai`` builds an ``AIMessage`` with tool calls ``c0, c1, ...``.
 * ``gauge`` measures peak concurrency of tool calls (sync or async).
+* ``saver`` runs a test once per checkpointer: MemorySaver, SqliteSaver (a fresh file)
+  and PostgresSaver (a fresh schema on the tests' server, see ``pg_support``).
 * A watchdog dumps every thread's stack and exits if one test runs far too long
   (a deadlock in the engine should not hang CI).
 """
@@ -15,10 +17,13 @@ import faulthandler
 import inspect
 import sys
 import threading
+from pathlib import Path
 from typing import Any, Callable
 
 import pytest
+from pg_support import new_saver, temp_schema
 
+from ironloop import MemorySaver, SqliteSaver
 from ironloop.messages import AIMessage
 
 ASYNC_TEST_TIMEOUT = 20.0
@@ -46,6 +51,19 @@ def _watchdog() -> Any:
     faulthandler.dump_traceback_later(WATCHDOG_SECONDS, exit=True, file=sys.stderr)
     yield
     faulthandler.cancel_dump_traceback_later()
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    if request.param == "memory":
+        yield MemorySaver()
+    elif request.param == "sqlite":
+        s = SqliteSaver(str(tmp_path / "checkpoints.db"))
+        yield s
+        s.close()
+    else:
+        with temp_schema() as schema, new_saver(schema) as s:
+            yield s
 
 
 def _build_ai(*calls: tuple[str, Any], content: str = "", id: str | None = None) -> AIMessage:

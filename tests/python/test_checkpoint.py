@@ -14,13 +14,11 @@ from typing import Annotated, Any, TypedDict
 
 import pydantic
 import pytest
-from pg_support import new_saver, temp_schema
 
 from ironloop import (
     END,
     START,
     Command,
-    MemorySaver,
     MessagesState,
     SqliteSaver,
     StateGraph,
@@ -36,19 +34,6 @@ class S(TypedDict, total=False):
     x: int
     log: Annotated[list[str], operator.add]
     thing: Any
-
-
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-def saver(request, tmp_path: Path) -> Any:
-    if request.param == "memory":
-        yield MemorySaver()
-    elif request.param == "sqlite":
-        s = SqliteSaver(str(tmp_path / "checkpoints.db"))
-        yield s
-        s.close()
-    else:
-        with temp_schema() as schema, new_saver(schema) as s:
-            yield s
 
 
 def cfg(thread: str = "t1", checkpoint_id: str | None = None) -> dict[str, Any]:
