@@ -306,7 +306,9 @@ def print_table(rows: list[h.Row]) -> None:
         if not r.stats:
             continue
         cells = [
-            f"{h._fmt(s.median)} ({h._fmt(s.min)}–{h._fmt(s.max)})" if (s := r.stats.get(i)) else "-"
+            f"{h._fmt(s.median)} ({h._fmt(s.min)}–{h._fmt(s.max)})"
+            if (s := r.stats.get(i))
+            else "-"
             for i in h.IMPLS
         ]
         growth = r.unit == "×"
