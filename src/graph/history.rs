@@ -110,17 +110,24 @@ impl Graph {
         let mut memo: HashMap<String, (Vec<Channel>, CheckpointRecord)> = HashMap::new();
         let mut out = Vec::with_capacity(records.len());
         for r in records {
-            let chain = cp.chain(thread_id, &r.id).await.map_err(Graph::cp_err)?;
-            // Start from the newest ancestor already replayed.
-            let start = chain.iter().rposition(|c| memo.contains_key(&c.id));
-            let mut chans = match start {
-                Some(i) => memo[&chain[i].id].0.clone(),
-                None => self.fresh_channels(),
+            // Replayed already as an ancestor of a newer one (the common case: newest
+            // first along one chain), else replayed from the newest ancestor that was.
+            let chans = match memo.get(&r.id) {
+                Some((chans, _)) => chans.clone(),
+                None => {
+                    let chain = cp.chain(thread_id, &r.id).await.map_err(Graph::cp_err)?;
+                    let start = chain.iter().rposition(|c| memo.contains_key(&c.id));
+                    let mut chans = match start {
+                        Some(i) => memo[&chain[i].id].0.clone(),
+                        None => self.fresh_channels(),
+                    };
+                    for c in &chain[start.map(|i| i + 1).unwrap_or(0)..] {
+                        self.apply_record(&mut chans, c)?;
+                        memo.insert(c.id.clone(), (chans.clone(), c.clone()));
+                    }
+                    chans
+                }
             };
-            for c in &chain[start.map(|i| i + 1).unwrap_or(0)..] {
-                self.apply_record(&mut chans, c)?;
-                memo.insert(c.id.clone(), (chans.clone(), c.clone()));
-            }
             let pending = cp
                 .pending_writes(thread_id, &r.id)
                 .await
