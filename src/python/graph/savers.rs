@@ -35,6 +35,30 @@ impl PyMemorySaver {
     fn approx_bytes(&self) -> usize {
         self.inner.approx_bytes()
     }
+
+    /// Threads whose last run stopped mid-step (a crashed worker) and that no live
+    /// claim holds, idle longest first (see `claim_stalled`).
+    #[pyo3(signature = (*, stale_after=None, limit=None))]
+    fn list_stalled(
+        slf: &Bound<'_, Self>,
+        stale_after: Option<&Bound<'_, PyAny>>,
+        limit: Option<usize>,
+    ) -> PyResult<Vec<String>> {
+        list_stalled_on(slf.as_any(), stale_after, limit)
+    }
+
+    /// Claims up to `limit` stalled threads for `owner` for `lease` seconds,
+    /// atomically: two workers never get the same thread.
+    #[pyo3(signature = (owner, *, stale_after=None, lease=None, limit=1))]
+    fn claim_stalled(
+        slf: &Bound<'_, Self>,
+        owner: String,
+        stale_after: Option<&Bound<'_, PyAny>>,
+        lease: Option<&Bound<'_, PyAny>>,
+        limit: usize,
+    ) -> PyResult<Vec<String>> {
+        claim_stalled_on(slf.as_any(), owner, stale_after, lease, limit)
+    }
 }
 
 /// Checkpoints in a SQLite file (WAL): durable across crashes, shareable between
@@ -71,6 +95,30 @@ impl PySqliteSaver {
     #[getter]
     fn path(&self) -> &str {
         &self.path
+    }
+
+    /// Threads whose last run stopped mid-step (a crashed worker) and that no live
+    /// claim holds, idle longest first (see `claim_stalled`).
+    #[pyo3(signature = (*, stale_after=None, limit=None))]
+    fn list_stalled(
+        slf: &Bound<'_, Self>,
+        stale_after: Option<&Bound<'_, PyAny>>,
+        limit: Option<usize>,
+    ) -> PyResult<Vec<String>> {
+        list_stalled_on(slf.as_any(), stale_after, limit)
+    }
+
+    /// Claims up to `limit` stalled threads for `owner` for `lease` seconds,
+    /// atomically: two workers never get the same thread.
+    #[pyo3(signature = (owner, *, stale_after=None, lease=None, limit=1))]
+    fn claim_stalled(
+        slf: &Bound<'_, Self>,
+        owner: String,
+        stale_after: Option<&Bound<'_, PyAny>>,
+        lease: Option<&Bound<'_, PyAny>>,
+        limit: usize,
+    ) -> PyResult<Vec<String>> {
+        claim_stalled_on(slf.as_any(), owner, stale_after, lease, limit)
     }
 
     /// Closes the file; the saver can no longer be used.
@@ -211,6 +259,30 @@ impl PyPostgresSaver {
         &self.server
     }
 
+    /// Threads whose last run stopped mid-step (a crashed worker) and that no live
+    /// claim holds, idle longest first (see `claim_stalled`).
+    #[pyo3(signature = (*, stale_after=None, limit=None))]
+    fn list_stalled(
+        slf: &Bound<'_, Self>,
+        stale_after: Option<&Bound<'_, PyAny>>,
+        limit: Option<usize>,
+    ) -> PyResult<Vec<String>> {
+        list_stalled_on(slf.as_any(), stale_after, limit)
+    }
+
+    /// Claims up to `limit` stalled threads for `owner` for `lease` seconds,
+    /// atomically: two workers never get the same thread.
+    #[pyo3(signature = (owner, *, stale_after=None, lease=None, limit=1))]
+    fn claim_stalled(
+        slf: &Bound<'_, Self>,
+        owner: String,
+        stale_after: Option<&Bound<'_, PyAny>>,
+        lease: Option<&Bound<'_, PyAny>>,
+        limit: usize,
+    ) -> PyResult<Vec<String>> {
+        claim_stalled_on(slf.as_any(), owner, stale_after, lease, limit)
+    }
+
     /// Creates or migrates the tables; safe on every start, from several workers.
     fn setup(&self, py: Python<'_>) -> PyResult<()> {
         let s = self.open_saver(py)?;
@@ -296,6 +368,61 @@ impl PyPostgresSaver {
         format!("PostgresSaver('{}'{state})", self.server)
     }
 }
+
+// ---------------------------------------------------------------------------------
+// Stalled threads: the same two methods on every saver
+
+/// The default of `stale_after`: a live run saves a step at least this often.
+const STALE_AFTER_SECS: f64 = 60.0;
+
+/// `saver.list_stalled(...)` for any of the savers.
+fn list_stalled_on(
+    saver: &Bound<'_, PyAny>,
+    stale_after: Option<&Bound<'_, PyAny>>,
+    limit: Option<usize>,
+) -> PyResult<Vec<String>> {
+    let py = saver.py();
+    let cp = checkpointer_from(py, saver)?;
+    let stale = stale_after_arg(stale_after)?;
+    Ok(block_on(
+        py,
+        async move { cp.list_stalled(stale, limit).await },
+        CancellationToken::new(),
+    )??)
+}
+
+/// `saver.claim_stalled(...)` for any of the savers.
+fn claim_stalled_on(
+    saver: &Bound<'_, PyAny>,
+    owner: String,
+    stale_after: Option<&Bound<'_, PyAny>>,
+    lease: Option<&Bound<'_, PyAny>>,
+    limit: usize,
+) -> PyResult<Vec<String>> {
+    let py = saver.py();
+    let cp = checkpointer_from(py, saver)?;
+    let stale = stale_after_arg(stale_after)?;
+    let lease = match lease {
+        Some(l) => Timeout::optional(l, "lease")?.map_or(stale, |t| t.0),
+        None => stale,
+    };
+    if limit == 0 {
+        return Err(Class::InvalidArgument.err(py, "limit must be at least 1, got 0"));
+    }
+    Ok(block_on(
+        py,
+        async move { cp.claim_stalled(&owner, stale, lease, limit).await },
+        CancellationToken::new(),
+    )??)
+}
+
+fn stale_after_arg(v: Option<&Bound<'_, PyAny>>) -> PyResult<std::time::Duration> {
+    Ok(match v {
+        Some(v) => Timeout::required(v, "stale_after")?.0,
+        None => std::time::Duration::from_secs_f64(STALE_AFTER_SECS),
+    })
+}
+
 
 pub(super) fn checkpointer_from(
     py: Python<'_>,
