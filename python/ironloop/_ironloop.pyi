@@ -203,9 +203,7 @@ class MemorySaver:
 
     def __new__(cls) -> MemorySaver: ...
     def approx_bytes(self) -> int: ...
-    def list_stalled(
-        self, *, stale_after: float = 60.0, limit: int | None = None
-    ) -> list[str]:
+    def list_stalled(self, *, stale_after: float = 60.0, limit: int | None = None) -> list[str]:
         """Threads whose last run stopped mid-step; see ``PostgresSaver.list_stalled``."""
     def claim_stalled(
         self,
@@ -227,9 +225,7 @@ class SqliteSaver:
     def from_conn_string(cls, conn: str) -> SqliteSaver: ...
     @property
     def path(self) -> str: ...
-    def list_stalled(
-        self, *, stale_after: float = 60.0, limit: int | None = None
-    ) -> list[str]:
+    def list_stalled(self, *, stale_after: float = 60.0, limit: int | None = None) -> list[str]:
         """Threads whose last run stopped mid-step; see ``PostgresSaver.list_stalled``."""
     def claim_stalled(
         self,
@@ -279,9 +275,7 @@ class PostgresSaver:
     @property
     def server(self) -> str:
         """``host:port/database`` (never the password)."""
-    def list_stalled(
-        self, *, stale_after: float = 60.0, limit: int | None = None
-    ) -> list[str]:
+    def list_stalled(self, *, stale_after: float = 60.0, limit: int | None = None) -> list[str]:
         """The ids of the threads whose last run stopped mid-step (a crashed worker),
         idle longest first: the latest checkpoint has tasks to run, none of them waits
         on an unanswered ``interrupt()``, nothing was saved for ``stale_after`` seconds

@@ -54,7 +54,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fleet_worker import NODES, build_graph, cfg
 
 WORKER = str(Path(__file__).resolve().parent / "fleet_worker.py")
-STALE_AFTER = 1.0
 SEED = int(os.environ.get("IRONLOOP_FLEET_SEED") or random.SystemRandom().randrange(2**31))
 
 
@@ -65,6 +64,9 @@ class Fleet:
     saver: Any  # the test's own saver on the same store
     processes: int
     threads: int  # Python threads (workers) per process
+    # How long a thread must be idle to be claimed: longer than any step takes, waits
+    # for the GIL and the store included (100 threads in one process on 2 cores wait).
+    stale_after: float = 1.0
 
     def __post_init__(self) -> None:
         for d in ("todo", "taken", "done"):
@@ -77,7 +79,7 @@ class Fleet:
     def start(self, slot: int) -> None:
         self.generation += 1
         name = f"w{slot}g{self.generation}"
-        args = [str(self.root), self.spec, name, str(self.threads), str(STALE_AFTER)]
+        args = [str(self.root), self.spec, name, str(self.threads), str(self.stale_after)]
         with open(self.root / f"{name}.err", "w") as err:
             p = subprocess.Popen(
                 [sys.executable, WORKER, *args], stdout=subprocess.DEVNULL, stderr=err
@@ -174,9 +176,11 @@ def run_fleet(fleet: Fleet, n_threads: int, kills: int) -> None:
 
 def check(fleet: Fleet, n_threads: int) -> None:
     # Threads killed mid-step were continued by other workers through claim_stalled.
-    claims = (fleet.root / "claims.log").read_text().split() if (
-        fleet.root / "claims.log"
-    ).exists() else []
+    claims = (
+        (fleet.root / "claims.log").read_text().split()
+        if (fleet.root / "claims.log").exists()
+        else []
+    )
     assert claims, f"no stalled thread was claimed over {fleet.kills} kills (seed {SEED})"
     ref_steps, ref_state = reference()
     effects: dict[tuple[str, str], list[str]] = defaultdict(list)
@@ -237,6 +241,8 @@ def test_sqlite_fleet_of_4_processes_on_one_file_with_kills(tmp_path: Path) -> N
 def test_sqlite_100_python_threads_in_one_process_with_kills(tmp_path: Path) -> None:
     db = tmp_path / "fleet.db"
     with SqliteSaver(db) as saver:
-        fleet = Fleet(tmp_path / "jobs", f"sqlite:{db}", saver, processes=1, threads=100)
-        run_fleet(fleet, n_threads=200, kills=5)
+        fleet = Fleet(
+            tmp_path / "jobs", f"sqlite:{db}", saver, processes=1, threads=100, stale_after=4.0
+        )
+        run_fleet(fleet, n_threads=200, kills=3)
         assert saver.list_stalled(stale_after=0.001) == []
