@@ -409,6 +409,12 @@ fn claim_stalled_on(
     if limit == 0 {
         return Err(Class::InvalidArgument.err(py, "limit must be at least 1, got 0"));
     }
+    if owner.is_empty() {
+        return Err(Class::InvalidArgument.err(
+            py,
+            "owner must name the worker that claims (e.g. its host and pid), got ''",
+        ));
+    }
     Ok(block_on(
         py,
         async move { cp.claim_stalled(&owner, stale, lease, limit).await },
