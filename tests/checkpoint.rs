@@ -703,10 +703,16 @@ async fn stalled_threads_are_listed_and_claimed(s: Arc<dyn Checkpointer>) {
     s.put_next("done", finished).await.unwrap();
     s.put_next("crashed", rec_now("c0", None, 0)).await.unwrap();
     s.put_next("paused", rec_now("p0", None, 0)).await.unwrap();
-    s.put_writes("paused", "p0", vec![pwi("t-p0", -1, "__interrupt__", json!("?"))])
+    s.put_writes(
+        "paused",
+        "p0",
+        vec![pwi("t-p0", -1, "__interrupt__", json!("?"))],
+    )
+    .await
+    .unwrap();
+    s.put_next("answered", rec_now("a0", None, 0))
         .await
         .unwrap();
-    s.put_next("answered", rec_now("a0", None, 0)).await.unwrap();
     s.put_writes(
         "answered",
         "a0",
@@ -748,7 +754,11 @@ async fn stalled_threads_are_listed_and_claimed(s: Arc<dyn Checkpointer>) {
     assert_eq!(a, ["crashed", "answered"]);
     let b = s.claim_stalled("worker-b", STALE, lease, 5).await.unwrap();
     assert_eq!(b, ["half"]);
-    assert!(s.claim_stalled("worker-c", STALE, lease, 5).await.unwrap().is_empty());
+    assert!(s
+        .claim_stalled("worker-c", STALE, lease, 5)
+        .await
+        .unwrap()
+        .is_empty());
     assert!(s.list_stalled(STALE, None).await.unwrap().is_empty());
 
     // worker-a resumes "crashed" to its end; worker-b dies with "half": once the lease
@@ -768,9 +778,13 @@ async fn stalled_threads_are_listed_and_claimed(s: Arc<dyn Checkpointer>) {
 
     // Answering the interrupt of a thread paused long ago is activity: the run that
     // answered it is under way, so the thread is stalled only once that run goes quiet.
-    s.put_writes("paused", "p0", vec![pwi("t-p0", -2, "__resume__", json!("ok"))])
-        .await
-        .unwrap();
+    s.put_writes(
+        "paused",
+        "p0",
+        vec![pwi("t-p0", -2, "__resume__", json!("ok"))],
+    )
+    .await
+    .unwrap();
     let paused = "paused".to_owned();
     assert!(!s.list_stalled(STALE, None).await.unwrap().contains(&paused));
     tokio::time::sleep(STALE + Duration::from_millis(100)).await;
@@ -815,7 +829,11 @@ async fn claims_have_one_winner(s: Arc<dyn Checkpointer>) {
             .unwrap(),
     );
     let unique: std::collections::BTreeSet<&String> = got.iter().collect();
-    assert_eq!(unique.len(), got.len(), "a thread was claimed twice: {got:?}");
+    assert_eq!(
+        unique.len(),
+        got.len(),
+        "a thread was claimed twice: {got:?}"
+    );
     assert_eq!(got.len(), 20, "{got:?}");
 }
 

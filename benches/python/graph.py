@@ -419,8 +419,13 @@ def counter_graph(impl: Impl, n: int, saver: Any) -> Any:
     return g.compile(checkpointer=saver)
 
 
-def w4(impl: Impl, kind: str, n: int, repeat: int, savers: Savers) -> h.Stats:
+def w4(
+    impl: Impl, kind: str, n: int, repeat: int, savers: Savers, durability: str | None = None
+) -> h.Stats:
+    """µs per step; ``durability`` is passed to ``invoke`` when given (else each side's
+    default: LangGraph's ``"async"``, ironloop's save-before-the-next-step)."""
     saver, path = savers.make(kind)
+    extra = {} if durability is None else {"durability": durability}
     try:
         graph = counter_graph(impl, n, saver)
 
@@ -429,7 +434,9 @@ def w4(impl: Impl, kind: str, n: int, repeat: int, savers: Savers) -> h.Stats:
                 raise BenchError(f"count {result.get('count')!r}, expected {n}")
 
         stats = h.measure(
-            lambda: graph.invoke({"count": 0}, config(n + 100, saver)), repeat=repeat, check=check
+            lambda: graph.invoke({"count": 0}, config(n + 100, saver), **extra),
+            repeat=repeat,
+            check=check,
         )
     finally:
         savers.release(saver, path)
@@ -1278,6 +1285,27 @@ def main(argv: list[str] | None = None) -> int:
             )
             keys[row.workload] = f"W4:{kind}"
             run(row, lambda impl, kind=kind: w4(impl, kind, n4, args.repeat, savers[impl.name]))
+            if kind == "postgres":
+                # The same guarantee on both sides: every step saved before the next.
+                sync = {}
+                for impl in impls:
+                    try:
+                        st = w4(impl, kind, n4, args.repeat, savers[impl.name], "sync")
+                        sync[impl.name] = st.median
+                    except Exception as e:
+                        sync[impl.name] = float("nan")
+                        traceback.print_exc(file=sys.stderr)
+                        notes.append(f"W4 postgres sync {impl.name}: {type(e).__name__}: {e}")
+                notes.append(
+                    "W4 postgres with durability='sync' on both sides (each step saved "
+                    "before the next, ironloop's only mode): "
+                    + ", ".join(f"{k} {v:.0f} µs/step" for k, v in sync.items())
+                    + (
+                        f" ({sync['langgraph'] / sync['ironloop']:.1f}×)"
+                        if len(sync) == 2 and sync.get("ironloop")
+                        else ""
+                    )
+                )
 
         # W4m
         for kind in [k for k in kinds if k != "none"]:

@@ -212,8 +212,11 @@ pub trait Checkpointer: Send + Sync {
     async fn close(&self) -> Result<()>;
     /// The threads whose last run stopped mid-step and that nobody has claimed, those
     /// idle longest first, at most `limit` (see [`stalled`] for the rule).
-    async fn list_stalled(&self, stale_after: Duration, limit: Option<usize>)
-        -> Result<Vec<String>>;
+    async fn list_stalled(
+        &self,
+        stale_after: Duration,
+        limit: Option<usize>,
+    ) -> Result<Vec<String>>;
     /// Claims up to `limit` stalled threads for `owner` for `lease`, atomically: two
     /// callers (in any process) never get the same thread while a claim lives. The
     /// caller then resumes each with `invoke(None, config)`.

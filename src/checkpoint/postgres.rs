@@ -81,7 +81,8 @@ pub const SCHEMA_VERSION: i32 = 2;
 
 /// The migrations, in order: `MIGRATIONS[i]` takes the schema to version `i + 1`.
 /// `{s}` stands for the schema prefix (`"name".` or nothing).
-const MIGRATIONS: &[&str] = &["
+const MIGRATIONS: &[&str] = &[
+    "
 CREATE TABLE {s}ironloop_checkpoints (
     seq           bigserial PRIMARY KEY,
     thread_id     text      NOT NULL,
@@ -108,14 +109,16 @@ CREATE TABLE {s}ironloop_threads (
     latest_id     text        NOT NULL,
     updated_at    timestamptz NOT NULL DEFAULT now()
 );
-", "
+",
+    "
 CREATE TABLE {s}ironloop_claims (
     thread_id     text        PRIMARY KEY,
     owner         text        NOT NULL,
     expires_at    timestamptz NOT NULL
 );
 ALTER TABLE {s}ironloop_writes ADD COLUMN saved_at timestamptz NOT NULL DEFAULT now();
-"];
+",
+];
 
 /// The key of the advisory lock that serialises `setup` calls.
 const SETUP_LOCK: i64 = 0x6972_6f6e_6c6f_6f70; // "ironloop"

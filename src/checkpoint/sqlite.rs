@@ -65,8 +65,8 @@ use tokio::sync::oneshot;
 
 use super::stalled::{awaits_answer_sql, check_claim};
 use super::{
-    advanced_conflict, now_secs, order_chain, same_id_conflict, CheckpointError,
-    CheckpointRecord, Checkpointer, PendingWrite, Result,
+    advanced_conflict, now_secs, order_chain, same_id_conflict, CheckpointError, CheckpointRecord,
+    Checkpointer, PendingWrite, Result,
 };
 
 /// How long a statement waits for a lock held by another connection before failing.

@@ -97,9 +97,11 @@ def test_sqlite_stalled_threads_are_claimed_once_by_concurrent_workers(tmp_path:
 
 def test_claim_arguments_are_checked() -> None:
     saver = MemorySaver()
-    for bad in (0, -1, "1", True):
+    for bad in (0, -1.5, float("nan"), float("inf")):
         with pytest.raises(InvalidArgumentError, match="stale_after must be a positive number"):
             saver.list_stalled(stale_after=bad)
+    with pytest.raises(TypeError):
+        saver.list_stalled(stale_after="1")  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="lease must be a positive number"):
         saver.claim_stalled("w", lease=0)
     with pytest.raises(InvalidArgumentError, match="owner must name the worker"):

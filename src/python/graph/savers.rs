@@ -38,10 +38,10 @@ impl PyMemorySaver {
 
     /// Threads whose last run stopped mid-step (a crashed worker) and that no live
     /// claim holds, idle longest first (see `claim_stalled`).
-    #[pyo3(signature = (*, stale_after=None, limit=None))]
+    #[pyo3(signature = (*, stale_after=STALE_AFTER_SECS, limit=None))]
     fn list_stalled(
         slf: &Bound<'_, Self>,
-        stale_after: Option<&Bound<'_, PyAny>>,
+        stale_after: f64,
         limit: Option<usize>,
     ) -> PyResult<Vec<String>> {
         list_stalled_on(slf.as_any(), stale_after, limit)
@@ -49,12 +49,12 @@ impl PyMemorySaver {
 
     /// Claims up to `limit` stalled threads for `owner` for `lease` seconds,
     /// atomically: two workers never get the same thread.
-    #[pyo3(signature = (owner, *, stale_after=None, lease=None, limit=1))]
+    #[pyo3(signature = (owner, *, stale_after=STALE_AFTER_SECS, lease=None, limit=1))]
     fn claim_stalled(
         slf: &Bound<'_, Self>,
         owner: String,
-        stale_after: Option<&Bound<'_, PyAny>>,
-        lease: Option<&Bound<'_, PyAny>>,
+        stale_after: f64,
+        lease: Option<f64>,
         limit: usize,
     ) -> PyResult<Vec<String>> {
         claim_stalled_on(slf.as_any(), owner, stale_after, lease, limit)
@@ -99,10 +99,10 @@ impl PySqliteSaver {
 
     /// Threads whose last run stopped mid-step (a crashed worker) and that no live
     /// claim holds, idle longest first (see `claim_stalled`).
-    #[pyo3(signature = (*, stale_after=None, limit=None))]
+    #[pyo3(signature = (*, stale_after=STALE_AFTER_SECS, limit=None))]
     fn list_stalled(
         slf: &Bound<'_, Self>,
-        stale_after: Option<&Bound<'_, PyAny>>,
+        stale_after: f64,
         limit: Option<usize>,
     ) -> PyResult<Vec<String>> {
         list_stalled_on(slf.as_any(), stale_after, limit)
@@ -110,12 +110,12 @@ impl PySqliteSaver {
 
     /// Claims up to `limit` stalled threads for `owner` for `lease` seconds,
     /// atomically: two workers never get the same thread.
-    #[pyo3(signature = (owner, *, stale_after=None, lease=None, limit=1))]
+    #[pyo3(signature = (owner, *, stale_after=STALE_AFTER_SECS, lease=None, limit=1))]
     fn claim_stalled(
         slf: &Bound<'_, Self>,
         owner: String,
-        stale_after: Option<&Bound<'_, PyAny>>,
-        lease: Option<&Bound<'_, PyAny>>,
+        stale_after: f64,
+        lease: Option<f64>,
         limit: usize,
     ) -> PyResult<Vec<String>> {
         claim_stalled_on(slf.as_any(), owner, stale_after, lease, limit)
@@ -261,10 +261,10 @@ impl PyPostgresSaver {
 
     /// Threads whose last run stopped mid-step (a crashed worker) and that no live
     /// claim holds, idle longest first (see `claim_stalled`).
-    #[pyo3(signature = (*, stale_after=None, limit=None))]
+    #[pyo3(signature = (*, stale_after=STALE_AFTER_SECS, limit=None))]
     fn list_stalled(
         slf: &Bound<'_, Self>,
-        stale_after: Option<&Bound<'_, PyAny>>,
+        stale_after: f64,
         limit: Option<usize>,
     ) -> PyResult<Vec<String>> {
         list_stalled_on(slf.as_any(), stale_after, limit)
@@ -272,12 +272,12 @@ impl PyPostgresSaver {
 
     /// Claims up to `limit` stalled threads for `owner` for `lease` seconds,
     /// atomically: two workers never get the same thread.
-    #[pyo3(signature = (owner, *, stale_after=None, lease=None, limit=1))]
+    #[pyo3(signature = (owner, *, stale_after=STALE_AFTER_SECS, lease=None, limit=1))]
     fn claim_stalled(
         slf: &Bound<'_, Self>,
         owner: String,
-        stale_after: Option<&Bound<'_, PyAny>>,
-        lease: Option<&Bound<'_, PyAny>>,
+        stale_after: f64,
+        lease: Option<f64>,
         limit: usize,
     ) -> PyResult<Vec<String>> {
         claim_stalled_on(slf.as_any(), owner, stale_after, lease, limit)
@@ -378,12 +378,12 @@ const STALE_AFTER_SECS: f64 = 60.0;
 /// `saver.list_stalled(...)` for any of the savers.
 fn list_stalled_on(
     saver: &Bound<'_, PyAny>,
-    stale_after: Option<&Bound<'_, PyAny>>,
+    stale_after: f64,
     limit: Option<usize>,
 ) -> PyResult<Vec<String>> {
     let py = saver.py();
+    let stale = seconds(py, stale_after, "stale_after")?;
     let cp = checkpointer_from(py, saver)?;
-    let stale = stale_after_arg(stale_after)?;
     Ok(block_on(
         py,
         async move { cp.list_stalled(stale, limit).await },
@@ -395,15 +395,14 @@ fn list_stalled_on(
 fn claim_stalled_on(
     saver: &Bound<'_, PyAny>,
     owner: String,
-    stale_after: Option<&Bound<'_, PyAny>>,
-    lease: Option<&Bound<'_, PyAny>>,
+    stale_after: f64,
+    lease: Option<f64>,
     limit: usize,
 ) -> PyResult<Vec<String>> {
     let py = saver.py();
-    let cp = checkpointer_from(py, saver)?;
-    let stale = stale_after_arg(stale_after)?;
+    let stale = seconds(py, stale_after, "stale_after")?;
     let lease = match lease {
-        Some(l) => Timeout::optional(l, "lease")?.map_or(stale, |t| t.0),
+        Some(l) => seconds(py, l, "lease")?,
         None => stale,
     };
     if limit == 0 {
@@ -415,6 +414,7 @@ fn claim_stalled_on(
             "owner must name the worker that claims (e.g. its host and pid), got ''",
         ));
     }
+    let cp = checkpointer_from(py, saver)?;
     Ok(block_on(
         py,
         async move { cp.claim_stalled(&owner, stale, lease, limit).await },
@@ -422,13 +422,18 @@ fn claim_stalled_on(
     )??)
 }
 
-fn stale_after_arg(v: Option<&Bound<'_, PyAny>>) -> PyResult<std::time::Duration> {
-    Ok(match v {
-        Some(v) => Timeout::required(v, "stale_after")?.0,
-        None => std::time::Duration::from_secs_f64(STALE_AFTER_SECS),
-    })
+/// A positive, finite number of seconds; the error names the argument.
+fn seconds(py: Python<'_>, v: f64, name: &str) -> PyResult<std::time::Duration> {
+    std::time::Duration::try_from_secs_f64(v)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| {
+            Class::InvalidArgument.err(
+                py,
+                format!("{name} must be a positive number of seconds, got {v}"),
+            )
+        })
 }
-
 
 pub(super) fn checkpointer_from(
     py: Python<'_>,
