@@ -38,7 +38,7 @@ impl PyMemorySaver {
 
     /// Threads whose last run stopped mid-step (a crashed worker) and that no live
     /// claim holds, idle longest first (see `claim_stalled`).
-    #[pyo3(signature = (*, stale_after=STALE_AFTER_SECS, limit=None))]
+    #[pyo3(signature = (*, stale_after=60.0, limit=None))]
     fn list_stalled(
         slf: &Bound<'_, Self>,
         stale_after: f64,
@@ -49,7 +49,7 @@ impl PyMemorySaver {
 
     /// Claims up to `limit` stalled threads for `owner` for `lease` seconds,
     /// atomically: two workers never get the same thread.
-    #[pyo3(signature = (owner, *, stale_after=STALE_AFTER_SECS, lease=None, limit=1))]
+    #[pyo3(signature = (owner, *, stale_after=60.0, lease=None, limit=1))]
     fn claim_stalled(
         slf: &Bound<'_, Self>,
         owner: String,
@@ -99,7 +99,7 @@ impl PySqliteSaver {
 
     /// Threads whose last run stopped mid-step (a crashed worker) and that no live
     /// claim holds, idle longest first (see `claim_stalled`).
-    #[pyo3(signature = (*, stale_after=STALE_AFTER_SECS, limit=None))]
+    #[pyo3(signature = (*, stale_after=60.0, limit=None))]
     fn list_stalled(
         slf: &Bound<'_, Self>,
         stale_after: f64,
@@ -110,7 +110,7 @@ impl PySqliteSaver {
 
     /// Claims up to `limit` stalled threads for `owner` for `lease` seconds,
     /// atomically: two workers never get the same thread.
-    #[pyo3(signature = (owner, *, stale_after=STALE_AFTER_SECS, lease=None, limit=1))]
+    #[pyo3(signature = (owner, *, stale_after=60.0, lease=None, limit=1))]
     fn claim_stalled(
         slf: &Bound<'_, Self>,
         owner: String,
@@ -261,7 +261,7 @@ impl PyPostgresSaver {
 
     /// Threads whose last run stopped mid-step (a crashed worker) and that no live
     /// claim holds, idle longest first (see `claim_stalled`).
-    #[pyo3(signature = (*, stale_after=STALE_AFTER_SECS, limit=None))]
+    #[pyo3(signature = (*, stale_after=60.0, limit=None))]
     fn list_stalled(
         slf: &Bound<'_, Self>,
         stale_after: f64,
@@ -272,7 +272,7 @@ impl PyPostgresSaver {
 
     /// Claims up to `limit` stalled threads for `owner` for `lease` seconds,
     /// atomically: two workers never get the same thread.
-    #[pyo3(signature = (owner, *, stale_after=STALE_AFTER_SECS, lease=None, limit=1))]
+    #[pyo3(signature = (owner, *, stale_after=60.0, lease=None, limit=1))]
     fn claim_stalled(
         slf: &Bound<'_, Self>,
         owner: String,
@@ -371,9 +371,6 @@ impl PyPostgresSaver {
 
 // ---------------------------------------------------------------------------------
 // Stalled threads: the same two methods on every saver
-
-/// The default of `stale_after`: a live run saves a step at least this often.
-const STALE_AFTER_SECS: f64 = 60.0;
 
 /// `saver.list_stalled(...)` for any of the savers.
 fn list_stalled_on(
