@@ -33,6 +33,7 @@ process kills them all at once).
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -45,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pg_support import postgres_url, temp_schema
+from pg_support import admin, postgres_url, temp_schema
 
 from ironloop import MemorySaver, PostgresSaver, SqliteSaver
 from ironloop.types import Command
@@ -127,13 +128,45 @@ def recover(fleet: Fleet, process: str) -> None:
             os.rename(taken, fleet.root / "todo" / f"{tid}.start")
         elif not state.next:
             os.rename(taken, fleet.root / "done" / tid)
-        elif state.interrupts:
+        elif state.interrupts and not answered(fleet, tid):
             # Still waiting for its answer: the resume job again, for another worker
-            # than the one that paused it.
+            # than the one that paused it. (get_state lists an interrupt whose answer
+            # was saved too, as LangGraph does; such a thread is stalled, not waiting.)
             pauser = rest[0] if kind == "resume" else worker
             os.rename(taken, fleet.root / "todo" / f"{tid}.resume.{pauser}")
         else:
             taken.unlink()  # stalled: a claimer continues it
+
+
+def answered(fleet: Fleet, tid: str) -> bool:
+    """Whether the answer to the thread's interrupt was saved (its ``__resume__`` pending
+    write), read from the store's tables as ``src/checkpoint/{postgres,sqlite}.rs``
+    document them: the public API does not say which interrupts were answered."""
+    kind, _, rest = fleet.spec.partition(":")
+    if kind == "sqlite":
+        # In another process: a second SQLite library in this one (Python's, beside
+        # ironloop's) would drop the saver's file locks when it closes (POSIX locks
+        # are per process), which can corrupt the file.
+        query = (
+            "import sqlite3, sys, json; c = sqlite3.connect(sys.argv[1]); print(json.dumps("
+            "c.execute('SELECT channel FROM writes WHERE thread_id = ?1 AND checkpoint_id = "
+            "(SELECT checkpoint_id FROM checkpoints WHERE thread_id = ?1 "
+            "ORDER BY seq DESC LIMIT 1)', (sys.argv[2],)).fetchall()))"
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", query, rest, tid], capture_output=True, text=True, check=True
+        )
+        rows = json.loads(out.stdout)
+    else:
+        schema = rest.partition(":")[0]
+        with admin() as c:
+            rows = c.execute(
+                f'SELECT w.channel FROM "{schema}".ironloop_writes w '
+                f'JOIN "{schema}".ironloop_threads t ON t.thread_id = w.thread_id '
+                "AND t.latest_id = w.checkpoint_id WHERE w.thread_id = %s",
+                (tid,),
+            ).fetchall()
+    return ("__resume__",) in [tuple(r) for r in rows]
 
 
 def reference() -> tuple[list[tuple[int, tuple[str, ...]]], dict[str, Any]]:
