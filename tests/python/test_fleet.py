@@ -124,7 +124,9 @@ def recover(fleet: Fleet, process: str) -> None:
             continue
         taken = fleet.root / "taken" / name
         state = fleet.app.get_state(cfg(tid))
-        if not state.values:
+        if state.created_at is None:
+            # No checkpoint yet (an input checkpoint's values are empty: that one is
+            # stalled, and a claimer continues it).
             os.rename(taken, fleet.root / "todo" / f"{tid}.start")
         elif not state.next:
             os.rename(taken, fleet.root / "done" / tid)
