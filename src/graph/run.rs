@@ -243,14 +243,18 @@ impl<'g> Run<'g> {
         self.step += 1;
         let id = new_id();
         self.next = Graph::make_tasks(&id, vec![(START.into(), None)]);
-        self.checkpoint(id, Source::Input, Vec::new()).await?;
-        self.emit_checkpoint(Source::Input);
-        if let (Some(cp), Some(p)) = (&self.cp, &self.parent) {
+        // The input first, as the pending writes of the checkpoint about to be saved: a
+        // worker killed between the two calls leaves writes that no checkpoint refers
+        // to (the input is given again), never an input checkpoint without its input
+        // (a resumed run would start from nothing).
+        if let Some(cp) = &self.cp {
             let ws = pending::finished_writes(&self.next[0], &out)?;
-            cp.put_writes(&self.thread, &p.id, ws)
+            cp.put_writes(&self.thread, &id, ws)
                 .await
                 .map_err(Graph::cp_err)?;
         }
+        self.checkpoint(id, Source::Input, Vec::new()).await?;
+        self.emit_checkpoint(Source::Input);
         self.input = Some(out);
         Ok(())
     }
