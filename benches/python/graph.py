@@ -701,7 +701,43 @@ def script(rounds: int) -> Callable[[list[Any]], dict[str, Any]]:
     return respond
 
 
-def w5(impl: Impl, kind: str, rounds: int, repeat: int, savers: Savers) -> h.Stats:
+def by_durability(
+    workload: str, kind: str, impls: list[Impl], measure: Callable[[Impl, str], h.Stats]
+) -> list[str]:
+    """Notes: ``workload`` on saver ``kind`` with each ``durability`` given to both
+    sides' ``invoke`` (LangGraph's default is "async", ironloop's "sync"), µs and the
+    ratio, measured in this run."""
+    notes = []
+    for d in ("sync", "async", "exit"):
+        got: dict[str, float] = {}
+        for impl in impls:
+            try:
+                got[impl.name] = measure(impl, d).median
+            except Exception as e:
+                got[impl.name] = float("nan")
+                traceback.print_exc(file=sys.stderr)
+                notes.append(f"{workload} {kind} {d} {impl.name}: {type(e).__name__}: {e}")
+        ratio = (
+            f" ({got['langgraph'] / got['ironloop']:.1f}×)"
+            if len(got) == 2 and got.get("ironloop")
+            else ""
+        )
+        notes.append(
+            f"{workload} {kind} with durability={d!r} on both sides: "
+            + ", ".join(f"{k} {v:.1f} µs" for k, v in got.items())
+            + ratio
+        )
+    return notes
+
+
+def w5(
+    impl: Impl,
+    kind: str,
+    rounds: int,
+    repeat: int,
+    savers: Savers,
+    durability: str | None = None,
+) -> h.Stats:
     def add(a: int, b: int) -> int:
         """Add two integers."""
         return a + b
@@ -726,10 +762,13 @@ def w5(impl: Impl, kind: str, rounds: int, repeat: int, savers: Savers) -> h.Sta
                 if str(tm.content) != str(k + 1) or getattr(tm, "status", "success") != "success":
                     raise BenchError(f"round {k}: tool result {tm.content!r}, expected {k + 1}")
 
+        extra = {} if durability is None else {"durability": durability}
+
         def once() -> Any:
             return agent.invoke(
                 {"messages": [impl.HumanMessage(content="count up")]},
                 config(4 * rounds + 20, saver),
+                **extra,
             )
 
         stats = h.measure(once, repeat=repeat, check=check)
@@ -1285,25 +1324,15 @@ def main(argv: list[str] | None = None) -> int:
             )
             keys[row.workload] = f"W4:{kind}"
             run(row, lambda impl, kind=kind: w4(impl, kind, n4, args.repeat, savers[impl.name]))
-            if kind == "postgres":
-                # The same guarantee on both sides: every step saved before the next.
-                sync = {}
-                for impl in impls:
-                    try:
-                        st = w4(impl, kind, n4, args.repeat, savers[impl.name], "sync")
-                        sync[impl.name] = st.median
-                    except Exception as e:
-                        sync[impl.name] = float("nan")
-                        traceback.print_exc(file=sys.stderr)
-                        notes.append(f"W4 postgres sync {impl.name}: {type(e).__name__}: {e}")
-                notes.append(
-                    "W4 postgres with durability='sync' on both sides (each step saved "
-                    "before the next, ironloop's only mode): "
-                    + ", ".join(f"{k} {v:.0f} µs/step" for k, v in sync.items())
-                    + (
-                        f" ({sync['langgraph'] / sync['ironloop']:.1f}×)"
-                        if len(sync) == 2 and sync.get("ironloop")
-                        else ""
+            if kind != "none":
+                notes.extend(
+                    by_durability(
+                        "W4",
+                        kind,
+                        impls,
+                        lambda impl, d, kind=kind: w4(
+                            impl, kind, n4, args.repeat, savers[impl.name], d
+                        ),
                     )
                 )
 
@@ -1405,6 +1434,17 @@ def main(argv: list[str] | None = None) -> int:
             )
             keys[row.workload] = f"W5:{kind}"
             run(row, lambda impl, kind=kind: w5(impl, kind, r5, args.repeat, savers[impl.name]))
+            if kind != "none":
+                notes.extend(
+                    by_durability(
+                        "W5",
+                        kind,
+                        impls,
+                        lambda impl, d, kind=kind: w5(
+                            impl, kind, r5, args.repeat, savers[impl.name], d
+                        ),
+                    )
+                )
 
         # W6
         if wanted("W6"):
