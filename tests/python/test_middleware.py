@@ -508,3 +508,26 @@ def test_async_tools_node_with_permissions() -> None:
     out = asyncio.run(node.ainvoke({"messages": [msg]}))
     assert (out["messages"][0].text, out["messages"][0].status) == ("1", "success")
     assert out["messages"][1].status == "error"
+
+
+def test_approval_example_runs() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(HERE.parent.parent / "examples" / "approval_agent.py")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "paused for review of 3 call(s):" in out
+    assert "decisions: approve, edit, reject" in out
+    assert (
+        "[error] write_file: User rejected the tool call for `write_file` with reason: never write"
+        in out
+    )
+    assert "LICENSE: 'MIT License'" in out  # the reviewer's edit is what was written
+    assert "CHANGELOG.md: '# Changelog" in out
+    assert "secrets.env" not in out.split("files:")[1]  # the rejected write never ran
+    assert "Wrote 2 of 3 files" in out
+    offered = out.split("tools offered to the model: ")[1].splitlines()[0].split(", ")
+    assert "bash" not in offered and "write_file" in offered
