@@ -5,8 +5,10 @@ uses (``ironloop._agent``); middleware adds nodes around it and wraps its calls.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import typing
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, Any, Callable, Optional, TypedDict
 
 from ironloop._agent import (
@@ -349,13 +351,13 @@ class _Builder:
 
     # --- the tools node with wrap_tool_call hooks ----------------------------------------
 
-    def tool_request(self, payload: Any) -> ToolCallRequest:
-        call = dict(payload["tool_call"])
+    def tool_request(self, call: Any, state: Any, runtime: Any) -> ToolCallRequest:
+        call = dict(call)
         return ToolCallRequest(
             tool_call=call,
             tool=self.tool_node.tools_by_name.get(call["name"]),
-            state=payload["state"],
-            runtime=get_runtime(),
+            state=state,
+            runtime=runtime,
         )
 
     @staticmethod
@@ -387,38 +389,63 @@ class _Builder:
         )
         return self.one_result(out)
 
-    def tool_output(self, result: Any) -> Any:
-        if isinstance(result, Command):
-            return result
-        if not isinstance(result, ToolMessage):
+    @staticmethod
+    def checked(result: Any) -> Any:
+        if not isinstance(result, (ToolMessage, Command)):
             raise TypeError(
                 f"a wrap_tool_call hook returned {type(result).__name__}: it must return a "
                 "ToolMessage or a Command (what its handler returned, or its own)"
             )
-        return {self.tool_node.messages_key: [result]}
+        return result
+
+    def output(self, results: list[Any]) -> Any:
+        """The node's update: the tool messages in call order, and the ``Command`` s
+        hooks or tools returned (LangGraph's ``[Command, ..., {"messages": [...]}]``)."""
+        messages = [r for r in results if isinstance(r, ToolMessage)]
+        commands = [r for r in results if isinstance(r, Command)]
+        update = {self.tool_node.messages_key: messages}
+        if not commands:
+            return update
+        return [*commands, update] if messages else commands
 
     def tools_node(self) -> Callable[[Any], Any]:
+        """The tools node when middleware wraps tool calls: every pending call of the
+        last AI message through the ``wrap_tool_call`` chain (concurrently when there
+        are several), each call's tool run by the Rust node (permissions included)."""
         handler = chain_sync(self.tool_wraps, self.base_tool)
         ahandler = chain_async(self.tool_wraps, self.abase_tool)
         handle = self.tool_node.handle_tool_errors
+        key = self.tool_node.messages_key
 
-        def tools(payload: Any) -> Any:
-            request = self.tool_request(payload)
+        def one(request: ToolCallRequest) -> Any:
             try:
-                return self.tool_output(handler(request))
+                return self.checked(handler(request))
             except (GraphInterrupt, ParentCommand):
                 raise
             except Exception as e:
-                return self.tool_output(_tool_error(handle, request.tool_call, e))
+                return _tool_error(handle, request.tool_call, e)
 
-        async def atools(payload: Any) -> Any:
-            request = self.tool_request(payload)
+        async def aone(request: ToolCallRequest) -> Any:
             try:
-                return self.tool_output(await ahandler(request))
+                return self.checked(await ahandler(request))
             except (GraphInterrupt, ParentCommand):
                 raise
             except Exception as e:
-                return self.tool_output(_tool_error(handle, request.tool_call, e))
+                return _tool_error(handle, request.tool_call, e)
+
+        def tools(state: Any) -> Any:
+            runtime = get_runtime()
+            requests = [self.tool_request(c, state, runtime) for c in pending_calls(state[key])]
+            if len(requests) <= 1:
+                return self.output([one(r) for r in requests])
+            with ThreadPoolExecutor(max_workers=min(len(requests), 32)) as pool:
+                futures = [pool.submit(contextvars.copy_context().run, one, r) for r in requests]
+                return self.output([f.result() for f in futures])
+
+        async def atools(state: Any) -> Any:
+            runtime = get_runtime()
+            requests = [self.tool_request(c, state, runtime) for c in pending_calls(state[key])]
+            return self.output(list(await asyncio.gather(*(aone(r) for r in requests))))
 
         tools.__ironloop_async__ = atools  # type: ignore[attr-defined]
         return tools
@@ -546,18 +573,16 @@ def create_agent(
     exit_node = after_agent[0][0] if after_agent else END
     entry = before_agent[0][0] if before_agent else loop_entry
 
-    def sends(calls: list[Any], state: Any) -> Any:
-        """One tools task per call; a hooked tools node (a Python node) gets the state
-        with its call, as LangChain's ``ToolCallWithContext``."""
+    def sends(calls: list[Any]) -> Any:
+        """One tools task per call, or — when middleware wraps tool calls — one task
+        for all of them (it reads the state itself; see ``_Builder.tools_node``)."""
         if b.tool_wraps:
-            return [Send("tools", {"tool_call": dict(c), "state": state}) for c in calls]
+            return "tools"
         return [Send("tools", dict(c)) for c in calls]
 
     def decide(state: Any) -> Any:
         """After the model and its after-hooks: tools, the loop, or the exit."""
-        return route_after_model(
-            state["messages"], loop_entry, exit_node, lambda calls: sends(calls, state)
-        )
+        return route_after_model(state["messages"], loop_entry, exit_node, sends)
 
     def resolve(jump: str, state: Any) -> Any:
         if jump == "model":
@@ -569,7 +594,7 @@ def create_agent(
             raise ValueError(
                 "a hook returned jump_to='tools' but the last AI message has no pending tool calls"
             )
-        return sends(calls, state)
+        return sends(calls)
 
     destinations = [loop_entry, exit_node] + (["tools"] if has_tools else [])
 

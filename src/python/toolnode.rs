@@ -101,15 +101,19 @@ impl ToolNodeCore {
         let list = messages.cast::<PyList>().map_err(|_| {
             PyTypeError::new_err("the 'messages' of a ToolNode input must be a list")
         })?;
-        let messages = list
-            .iter()
-            .map(|m| message_from_py(&m))
-            .collect::<PyResult<Vec<_>>>()?;
-        // `call=`: that one call (what a wrap_tool_call handler runs), as a `Send` does.
+        // `call=`: that one call (what a wrap_tool_call handler runs), as a `Send` does;
+        // the conversation is then only the state tools see, never converted.
         let calls = match call {
             Some(c) => vec![tool_call_from_py(c)?],
-            None => last_ai_tool_calls(messages.iter())
-                .ok_or_else(|| PyValueError::new_err(ToolNodeError::NoAiMessage.to_string()))?,
+            None => {
+                let messages = list
+                    .iter()
+                    .map(|m| message_from_py(&m))
+                    .collect::<PyResult<Vec<_>>>()?;
+                last_ai_tool_calls(messages.iter()).ok_or_else(|| {
+                    PyValueError::new_err(ToolNodeError::NoAiMessage.to_string())
+                })?
+            }
         };
         let env = PyRunEnv::capture(
             py,

@@ -599,3 +599,42 @@ def test_tool_node_and_middleware_tools_do_not_mix() -> None:
 
     with pytest.raises(ValueError, match="not a ToolNode"):
         create_agent(two_rounds(), ToolNode([add]), middleware=[WithTools()])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_wrapped_tool_calls_run_concurrently(mode: str) -> None:
+    """With wrap_tool_call hooks the calls of one message still run together: each of
+    these three waits until all three have started."""
+    import asyncio
+    import threading
+
+    barrier = threading.Barrier(3, timeout=10)
+
+    @tool
+    def meet(n: int) -> int:
+        """Waits for the others."""
+        barrier.wait()
+        return n
+
+    @tool
+    async def ameet(n: int) -> int:
+        """Waits for the others, async."""
+        await asyncio.to_thread(barrier.wait)
+        return n
+
+    wrapped: list[str] = []
+
+    @wrap_tool_call
+    def mark(request: ToolCallRequest, handler: Any) -> Any:
+        wrapped.append(request.tool_call["id"])
+        return handler(request)
+
+    target = "ameet" if mode == "ainvoke" else "meet"
+    model = ScriptedChatModel([turn(*(call(target, f"c{i}", n=i) for i in range(3))), "met"])
+    out = run(
+        create_agent(model, [meet, ameet], middleware=[mark]),
+        {"messages": [("user", "x")]},
+        mode=mode,
+    )
+    assert [m.text for m in out["messages"] if m.type == "tool"] == ["0", "1", "2"]
+    assert sorted(wrapped) == ["c0", "c1", "c2"]
