@@ -391,6 +391,10 @@ def create_react_agent(
         missing = required - _schema_keys(state_schema)
         if missing:
             raise ValueError(f"Missing required key(s) {missing} in state_schema")
+    if isinstance(model, str):
+        from ironloop.models import init_model
+
+        model = init_model(model)
     if not (hasattr(model, "invoke") or hasattr(model, "ainvoke")):
         raise TypeError(
             f"model must have invoke(messages, tools=None, tool_choice=None); got {type(model).__name__}"

@@ -51,47 +51,15 @@ from ironloop.middleware.types import (
     jumps_of,
     node_hook,
 )
+from ironloop.models import init_model
 from ironloop.runtime import get_runtime
 from ironloop.types import Command, Send
 
-__all__ = ["create_agent", "init_model"]
+__all__ = ["create_agent"]
 
 #: The tool failures a tools step reports to the model itself, never to a
 #: ``wrap_tool_call`` hook as an exception (LangChain's ``ToolInvocationError`` cases).
 _REPORTED = (ToolInvalidArgsError, ToolNotFoundError, ToolBlockedError, ToolTimeoutError)
-
-
-def init_model(model: Any) -> Any:
-    """A model object from ``model``: an object as it is, or a ``"provider:model"``
-    string — ``"openai:gpt-4o-mini"``, ``"anthropic:claude-sonnet-4-5"``, and
-    ``"openai:llama3.2@http://localhost:11434/v1"`` for an OpenAI-compatible server
-    at that base URL.
-
-    Example:
-        >>> init_model("openai:llama3.2@http://localhost:11434/v1").model
-        'llama3.2'
-    """
-    if not isinstance(model, str):
-        return model
-    from ironloop.models import AnthropicChat, OpenAIChat
-
-    providers = {"openai": OpenAIChat, "anthropic": AnthropicChat}
-    provider, sep, rest = model.partition(":")
-    if not sep or not rest:
-        raise ValueError(
-            f"model string {model!r} must be 'provider:model' (e.g. 'openai:gpt-4o-mini'); "
-            f"providers: {', '.join(providers)}"
-        )
-    cls = providers.get(provider)
-    if cls is None:
-        raise ValueError(
-            f"unknown model provider {provider!r} in {model!r}: use one of "
-            f"{', '.join(providers)}, or pass a model object"
-        )
-    name, at, base_url = rest.partition("@")
-    if at and not base_url:
-        raise ValueError(f"model string {model!r} has '@' but no base URL after it")
-    return cls(name, base_url=base_url or None)
 
 
 def _check_middleware(middleware: Sequence[Any]) -> list[AgentMiddleware]:

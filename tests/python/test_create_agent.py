@@ -638,3 +638,26 @@ def test_wrapped_tool_calls_run_concurrently(mode: str) -> None:
     )
     assert [m.text for m in out["messages"] if m.type == "tool"] == ["0", "1", "2"]
     assert sorted(wrapped) == ["c0", "c1", "c2"]
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "ironloop._create_agent",
+        "ironloop.middleware",
+        "ironloop.middleware.types",
+        "ironloop.middleware.human_in_the_loop",
+        "ironloop.middleware.limits",
+        "ironloop.middleware.retry",
+        "ironloop.middleware.fallback",
+        "ironloop.middleware.summarization",
+        "ironloop.middleware.permissions",
+    ],
+)
+def test_docstring_examples(module: str) -> None:
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module))
+    assert result.failed == 0
+    assert result.attempted > 0
