@@ -233,12 +233,17 @@ def _prompt_functions(prompt: Any) -> tuple[Callable[[Any], Any], Callable[[Any]
 
 
 def pending_calls(messages: Sequence[Any]) -> list[Any]:
-    """The calls of the last AI message that have no ToolMessage yet."""
-    answered = {m.tool_call_id for m in messages if m.type == "tool"}
-    last_ai = next((m for m in reversed(messages) if m.type == "ai"), None)
-    if last_ai is None:
-        return []
-    return [c for c in last_ai.tool_calls if c["id"] not in answered]
+    """The calls of the last AI message that have no ToolMessage yet. Their answers
+    come after it, so only the messages from the last AI message on are read: the cost
+    does not grow with the conversation."""
+    answered = set()
+    for m in reversed(messages):
+        kind = m.type
+        if kind == "ai":
+            return [c for c in m.tool_calls if c["id"] not in answered]
+        if kind == "tool":
+            answered.add(m.tool_call_id)
+    return []
 
 
 def route_after_model(

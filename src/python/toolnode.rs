@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use futures::FutureExt;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple, PyType};
@@ -13,7 +14,7 @@ use super::helpers::helpers;
 use super::messages::{message_from_py, messages_to_py};
 use super::native_tool::NativeTool;
 use super::pytool::{PyPayload, PyTool};
-use super::runtime::{block_on, can_drive_inline, drive_inline};
+use super::runtime::{block_on, can_drive_inline, drive_inline, runtime};
 use crate::executor::{error_text, Executor, RunContext, Strategy, ToolResult};
 use crate::message::{Content, Message};
 use crate::prebuilt::{last_ai_tool_calls, result_message, ToolNodeError};
@@ -110,9 +111,8 @@ impl ToolNodeCore {
                     .iter()
                     .map(|m| message_from_py(&m))
                     .collect::<PyResult<Vec<_>>>()?;
-                last_ai_tool_calls(messages.iter()).ok_or_else(|| {
-                    PyValueError::new_err(ToolNodeError::NoAiMessage.to_string())
-                })?
+                last_ai_tool_calls(messages.iter())
+                    .ok_or_else(|| PyValueError::new_err(ToolNodeError::NoAiMessage.to_string()))?
             }
         };
         let env = PyRunEnv::capture(
@@ -319,8 +319,20 @@ impl ToolNodeCore {
             run.inline = true;
             drive_inline(py, exec.execute(&calls, &run))
         } else {
+            // Called from a node of a run this thread drives (a `wrap_tool_call`
+            // handler): a lone sync tool finishes in the first poll, here, with no
+            // hand-over to another thread; whatever has to wait moves to the runtime.
+            run.inline = calls.len() == 1;
             let cancel = run.cancel.clone();
-            block_on(py, async move { exec.execute(&calls, &run).await }, cancel)?
+            let mut fut = Box::pin(async move { exec.execute(&calls, &run).await });
+            let first = {
+                let _enter = runtime().enter();
+                fut.as_mut().now_or_never()
+            };
+            match first {
+                Some(results) => results,
+                None => block_on(py, fut, cancel)?,
+            }
         };
         let handle = handle_tool_errors.unwrap_or_else(|| self.handle_errors.clone_ref(py));
         finish(py, handle.bind(py), results, p.list_in, &self.messages_key)
