@@ -122,13 +122,12 @@ def _schemas(
         fields["jump_to"] = Optional[str]
         private_in.add("jump_to")
         private_out.add("jump_to")
-    state = TypedDict("AgentState", fields, total=False)  # type: ignore[operator]
+    make: Any = TypedDict  # a TypedDict made at run time, from the fields gathered
+    state = make("AgentState", fields, total=False)
     if not (private_in or private_out):
         return state, None, None
-    inp = TypedDict(  # type: ignore[operator]
-        "AgentInput", {k: v for k, v in fields.items() if k not in private_in}, total=False
-    )
-    out = TypedDict(  # type: ignore[operator]
+    inp = make("AgentInput", {k: v for k, v in fields.items() if k not in private_in}, total=False)
+    out = make(
         "AgentOutput", {k: v for k, v in fields.items() if k not in private_out}, total=False
     )
     return state, inp, out
@@ -402,7 +401,7 @@ class _Builder:
                 return _tool_error(handle, request.tool_call, e)
 
         def tools(state: Any) -> Any:
-            runtime = get_runtime()
+            runtime: Any = get_runtime()
             requests = [self.tool_request(c, state, runtime) for c in pending_calls(state[key])]
             if len(requests) <= 1:
                 return self.output([one(r) for r in requests])
@@ -411,7 +410,7 @@ class _Builder:
                 return self.output([f.result() for f in futures])
 
         async def atools(state: Any) -> Any:
-            runtime = get_runtime()
+            runtime: Any = get_runtime()
             requests = [self.tool_request(c, state, runtime) for c in pending_calls(state[key])]
             return self.output(list(await asyncio.gather(*(aone(r) for r in requests))))
 
@@ -592,6 +591,7 @@ def create_agent(
             hook = node_name.rsplit(".", 1)[1]
             g.add_node(node_name, _hook_node(m, hook, j))
     g.add_edge(START, entry)
+    nxt: Any
     for i, (node_name, _, j) in enumerate(before_agent):
         nxt = before_agent[i + 1][0] if i + 1 < len(before_agent) else loop_entry
         link(node_name, j, nxt)
@@ -601,7 +601,7 @@ def create_agent(
     if after_model:
         g.add_edge("model", after_model[0][0])
         for i, (node_name, _, j) in enumerate(after_model):
-            nxt: Any = after_model[i + 1][0] if i + 1 < len(after_model) else decide
+            nxt = after_model[i + 1][0] if i + 1 < len(after_model) else decide
             link(node_name, j, nxt)
     elif has_tools:
         g.add_conditional_edges("model", decide, destinations)

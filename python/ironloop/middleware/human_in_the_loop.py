@@ -18,8 +18,7 @@ __all__ = [
     "ReviewConfig",
 ]
 
-DecisionType = Literal["approve", "edit", "reject"]
-ALL_DECISIONS: list[DecisionType] = ["approve", "edit", "reject"]
+ALL_DECISIONS: list[Literal["approve", "edit", "reject"]] = ["approve", "edit", "reject"]
 
 
 class ActionRequest(TypedDict, total=False):
@@ -34,7 +33,7 @@ class ReviewConfig(TypedDict):
     """What the reviewer may decide about calls of ``action_name``."""
 
     action_name: str
-    allowed_decisions: list[DecisionType]
+    allowed_decisions: list[Literal["approve", "edit", "reject"]]
 
 
 class HITLRequest(TypedDict):
@@ -56,7 +55,7 @@ class InterruptOnConfig(TypedDict, total=False):
     """Per-tool review settings: ``allowed_decisions`` and a ``description`` (a str,
     or ``fn(tool_call, state, runtime) -> str``)."""
 
-    allowed_decisions: list[DecisionType]
+    allowed_decisions: list[Literal["approve", "edit", "reject"]]
     description: str | Callable[[dict[str, Any], Any, Any], str]
 
 

@@ -56,7 +56,7 @@ class ModelCallLimitMiddleware(AgentMiddleware):
         5
     """
 
-    state_schema = _ModelCallState
+    state_schema: Any = _ModelCallState
 
     def __init__(
         self,
@@ -116,7 +116,7 @@ class ToolCallLimitMiddleware(AgentMiddleware):
         'ToolCallLimitMiddleware[search]'
     """
 
-    state_schema = _ToolCallState
+    state_schema: Any = _ToolCallState
 
     def __init__(
         self,

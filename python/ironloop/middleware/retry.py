@@ -44,9 +44,10 @@ class _Backoff:
         self.jitter = jitter
 
     def should_retry(self, e: BaseException) -> bool:
-        if isinstance(self.retry_on, tuple):
-            return isinstance(e, self.retry_on)
-        return bool(self.retry_on(e))
+        retry_on: Any = self.retry_on
+        if isinstance(retry_on, tuple):
+            return isinstance(e, retry_on)
+        return bool(retry_on(e))
 
     def delay(self, attempt: int) -> float:
         """Seconds to wait before retry ``attempt`` (0-based)."""

@@ -49,7 +49,6 @@ __all__ = [
     "wrap_tool_call",
 ]
 
-JumpTo = Literal["model", "tools", "end"]
 NODE_HOOKS = ("before_agent", "before_model", "after_model", "after_agent")
 WRAP_HOOKS = ("wrap_model_call", "wrap_tool_call")
 
@@ -245,7 +244,7 @@ class AgentMiddleware:
 
 
 def hook_config(
-    *, can_jump_to: Sequence[JumpTo] | None = None
+    *, can_jump_to: Sequence[Literal["model", "tools", "end"]] | None = None
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declares where a node-style hook method may jump (``jump_to`` in its update):
     ``@hook_config(can_jump_to=["end"])``."""
@@ -385,8 +384,11 @@ def _wrap_async(
     async def call_sync(request: Any) -> Any:
         loop = asyncio.get_running_loop()
 
+        async def inner_call(req: Any) -> Any:
+            return await inner(req)
+
         def handler(req: Any) -> Any:
-            return asyncio.run_coroutine_threadsafe(inner(req), loop).result()
+            return asyncio.run_coroutine_threadsafe(inner_call(req), loop).result()
 
         return await asyncio.to_thread(fn, request, handler)
 
@@ -402,7 +404,7 @@ def _node_decorator(hook: str) -> Callable[..., Any]:
         *,
         state_schema: Any = None,
         tools: Sequence[Any] | None = None,
-        can_jump_to: Sequence[JumpTo] | None = None,
+        can_jump_to: Sequence[Literal["model", "tools", "end"]] | None = None,
         name: str | None = None,
     ) -> Any:
         _check_jumps(can_jump_to)
@@ -475,7 +477,7 @@ def _make_class(
     tools: Sequence[Any] | None,
     methods: dict[str, Any],
 ) -> AgentMiddleware:
-    cls_name = name or getattr(fn, "__name__", "Middleware")
+    cls_name = str(name or getattr(fn, "__name__", "Middleware"))
     attrs: dict[str, Any] = {
         **methods,
         "state_schema": state_schema or AgentState,
