@@ -221,15 +221,22 @@ class _Builder:
         ]
         self.hooks = hooks
         self.lc_models: dict[tuple[int, tuple[str, ...]], Any] = {}
+        # What the model is offered, for the deny / allow lists it was computed under.
+        self.offered_for: Any = None
+        self.offered_tools: list[Any] = []
+        self.offered_dicts: list[dict[str, Any]] | None = None
 
     # --- the model call ---------------------------------------------------------------
 
     def offered(self) -> list[Any]:
         """The tools offered to the model: the runnable ones (the Rust node's deny /
         allow lists as they stand now) and provider tool dicts."""
-        if self.core.permissions() == ([], None):
-            return [*self.tools, *self.builtin]
-        return [*self.tool_node.allowed_tools(), *self.builtin]
+        lists = self.core.permissions()
+        if lists != self.offered_for:
+            self.offered_tools = [*self.tool_node.allowed_tools(), *self.builtin]
+            self.offered_dicts = self.tool_dicts(self.offered_tools)
+            self.offered_for = lists
+        return self.offered_tools
 
     def request(self, state: Any) -> ModelRequest:
         return ModelRequest(
@@ -304,6 +311,8 @@ class _Builder:
         return update
 
     def model_node(self) -> Callable[[Any], Any]:
+        if not self.model_wraps and not is_langchain_runnable(self.model):
+            return self.plain_model_node()
         handler = chain_sync(self.model_wraps, self.base_model)
         ahandler = chain_async(self.model_wraps, self.abase_model)
 
@@ -312,6 +321,32 @@ class _Builder:
 
         async def amodel(state: Any) -> dict[str, Any]:
             return self.model_update(await ahandler(self.request(state)))
+
+        model.__ironloop_async__ = amodel  # type: ignore[attr-defined]
+        return model
+
+    def plain_model_node(self) -> Callable[[Any], Any]:
+        """The model node when no middleware wraps the model call: nobody sees a
+        ``ModelRequest``, so none is made (the same call as ``base_model``)."""
+        system = [self.system] if self.system is not None else []
+
+        def model(state: Any) -> dict[str, Any]:
+            self.offered()
+            messages = [*system, *state["messages"]]
+            msg = named(call_model(self.model, messages, self.offered_dicts), self.name)
+            if self.structured_of(msg):
+                value = _structured(self.model, self.response_format, [*messages, msg])
+                return {"messages": [msg], "structured_response": value}
+            return {"messages": [msg]}
+
+        async def amodel(state: Any) -> dict[str, Any]:
+            self.offered()
+            messages = [*system, *state["messages"]]
+            msg = named(await acall_model(self.model, messages, self.offered_dicts), self.name)
+            if self.structured_of(msg):
+                value = await _astructured(self.model, self.response_format, [*messages, msg])
+                return {"messages": [msg], "structured_response": value}
+            return {"messages": [msg]}
 
         model.__ironloop_async__ = amodel  # type: ignore[attr-defined]
         return model
