@@ -661,3 +661,21 @@ def test_docstring_examples(module: str) -> None:
     result = doctest.testmod(importlib.import_module(module))
     assert result.failed == 0
     assert result.attempted > 0
+
+
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_messages_stream_carries_the_model_tokens(wrapped: bool) -> None:
+    @wrap_model_call
+    def passthrough(request: ModelRequest, handler: Any) -> Any:
+        return handler(request)
+
+    model = ScriptedChatModel([turn(call("add", "c1", a=1, b=2)), "three it is"])
+    agent = create_agent(model, [add], middleware=[passthrough] if wrapped else [])
+    chunks = [
+        (chunk.text, meta["langgraph_node"])
+        for chunk, meta in agent.stream({"messages": [("user", "x")]}, stream_mode="messages")
+        if chunk.type == "ai"
+    ]
+    assert (
+        ("three ", "model") in chunks and ("it ", "model") in chunks and ("is", "model") in chunks
+    )
