@@ -481,10 +481,12 @@ def _hook_node(m: AgentMiddleware, hook: str, jumps: list[str]) -> Callable[[Any
         return value
 
     def node(state: Any) -> Any:
-        return update(sync_fn(state, get_runtime()))
+        value = sync_fn(state, get_runtime())
+        return None if value is None and not jumps else update(value)
 
     async def anode(state: Any) -> Any:
-        return update(await async_fn(state, get_runtime()))
+        value = await async_fn(state, get_runtime())
+        return None if value is None and not jumps else update(value)
 
     node.__ironloop_async__ = anode  # type: ignore[attr-defined]
     node.__name__ = where
