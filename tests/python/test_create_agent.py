@@ -679,3 +679,31 @@ def test_messages_stream_carries_the_model_tokens(wrapped: bool) -> None:
     assert (
         ("three ", "model") in chunks and ("it ", "model") in chunks and ("is", "model") in chunks
     )
+
+
+def test_sync_wrap_under_astream_keeps_the_runs_context() -> None:
+    """A sync-only wrap_model_call under astream runs in a worker thread; the model
+    call it hands back still streams its tokens into the run's messages stream."""
+    import asyncio
+
+    seen: list[str] = []
+
+    @wrap_model_call
+    def sync_wrap(request: ModelRequest, handler: Any) -> Any:
+        seen.append(request.runtime.context)
+        return handler(request)
+
+    async def main() -> list[str]:
+        agent = create_agent(
+            ScriptedChatModel(["tokens from the model"]), [], middleware=[sync_wrap]
+        )
+        return [
+            chunk.text
+            async for chunk, meta in agent.astream(
+                {"messages": [("user", "x")]}, stream_mode="messages", context="ctx"
+            )
+            if chunk.type == "ai" and meta["langgraph_node"] == "model"
+        ]
+
+    assert asyncio.run(main()) == ["tokens ", "from ", "the ", "model"]
+    assert seen == ["ctx"]
