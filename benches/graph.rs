@@ -188,6 +188,7 @@ fn bench_steps(c: &mut Criterion) {
 fn record(i: u64, parent: Option<String>) -> CheckpointRecord {
     let id = format!("00000000-0000-4000-8000-{i:012}");
     CheckpointRecord {
+        snapshot: None,
         id: id.clone(),
         parent_id: parent,
         step: i as i64,

@@ -20,6 +20,7 @@ use serde_json::json;
 
 fn rec(id: &str, parent: Option<&str>, step: i64) -> CheckpointRecord {
     CheckpointRecord {
+        snapshot: None,
         id: id.to_owned(),
         parent_id: parent.map(str::to_owned),
         step,
@@ -698,6 +699,427 @@ async fn concurrent_callers(s: Arc<dyn Checkpointer>) {
     }
 }
 
+// ---------------------------------------------------------------------------------
+// Snapshots: saver level
+// ---------------------------------------------------------------------------------
+
+fn with_snapshot(mut r: CheckpointRecord, at: i64) -> CheckpointRecord {
+    r.snapshot = Some(json!({"v": 1, "values": {"count": at}}));
+    r
+}
+
+/// `c0 <- c1 <- ... <- c{n-1}` with snapshots on the records in `snaps`, put as a run
+/// does (`put_next`).
+async fn put_with_snapshots(s: &dyn Checkpointer, thread: &str, n: usize, snaps: &[usize]) {
+    for i in 0..n {
+        let parent = (i > 0).then(|| format!("c{}", i - 1));
+        let r = rec(&format!("c{i}"), parent.as_deref(), i as i64);
+        let r = if snaps.contains(&i) {
+            with_snapshot(r, i as i64)
+        } else {
+            r
+        };
+        s.put_next(thread, r).await.unwrap();
+    }
+}
+
+async fn chain_from_snapshot_stops_at_the_nearest_snapshot(s: Arc<dyn Checkpointer>) {
+    put_with_snapshots(&*s, "t", 10, &[3, 7]).await;
+    let from = |id: &'static str| {
+        let s = s.clone();
+        async move { s.chain_from_snapshot("t", id).await.unwrap() }
+    };
+    assert_eq!(ids(&from("c9").await), ["c7", "c8", "c9"]);
+    assert_eq!(ids(&from("c7").await), ["c7"], "a snapshot loads alone");
+    assert_eq!(ids(&from("c6").await), ["c3", "c4", "c5", "c6"]);
+    assert_eq!(
+        ids(&from("c2").await),
+        ["c0", "c1", "c2"],
+        "no snapshot on the chain: the whole chain"
+    );
+    // The snapshot comes back as it was put; `chain` still reads to the root.
+    let full = s.chain("t", "c9").await.unwrap();
+    assert_eq!(full.len(), 10);
+    assert_eq!(full[7], with_snapshot(rec("c7", Some("c6"), 7), 7));
+    assert_eq!(full[8].snapshot, None);
+    assert_eq!(
+        s.get("t", Some("c3")).await.unwrap(),
+        Some(with_snapshot(rec("c3", Some("c2"), 3), 3))
+    );
+    // A record whose writes or metadata hold a "snapshot" key is not a snapshot.
+    let mut r = rec("w", Some("c9"), 10);
+    r.writes[0].value = json!({"snapshot": {"v": 1}});
+    r.metadata = json!({"snapshot": true});
+    s.put_next("t", r).await.unwrap();
+    assert_eq!(ids(&from("w").await), ["c7", "c8", "c9", "w"]);
+    // Idempotent put, conflicting snapshot under a stored id.
+    s.put("t", with_snapshot(rec("c7", Some("c6"), 7), 7))
+        .await
+        .unwrap();
+    let other = with_snapshot(rec("c7", Some("c6"), 7), 70);
+    assert!(matches!(
+        s.put("t", other).await,
+        Err(CheckpointError::Conflict { .. })
+    ));
+    // Unknown ids and other threads, as `chain`.
+    assert!(matches!(
+        s.chain_from_snapshot("t", "nope").await,
+        Err(CheckpointError::NotFound { .. })
+    ));
+    assert!(matches!(
+        s.chain_from_snapshot("other", "c9").await,
+        Err(CheckpointError::NotFound { .. })
+    ));
+}
+
+async fn snapshot_across_a_fork(s: Arc<dyn Checkpointer>) {
+    //  c0 - c1 - c2(S) - c3 - c4
+    //         \       \
+    //          f2 - f3  g3(S) - g4
+    put_with_snapshots(&*s, "t", 5, &[2]).await;
+    s.put("t", rec("f2", Some("c1"), 2)).await.unwrap();
+    s.put("t", rec("f3", Some("f2"), 3)).await.unwrap();
+    s.put("t", with_snapshot(rec("g3", Some("c2"), 3), 3))
+        .await
+        .unwrap();
+    s.put("t", rec("g4", Some("g3"), 4)).await.unwrap();
+    let from = |id: &'static str| {
+        let s = s.clone();
+        async move { ids(&s.chain_from_snapshot("t", id).await.unwrap()).join(" ") }
+    };
+    assert_eq!(from("c4").await, "c2 c3 c4");
+    assert_eq!(
+        from("f3").await,
+        "c0 c1 f2 f3",
+        "a fork made before the snapshot does not see it"
+    );
+    assert_eq!(from("g4").await, "g3 g4", "the fork's own snapshot");
+    assert_eq!(s.get("t", None).await.unwrap().unwrap().id, "g4");
+    // A chain cut below a snapshot loads from it; reading past it is damage.
+    s.put("x", with_snapshot(rec("x1", Some("missing"), 1), 1))
+        .await
+        .unwrap();
+    s.put("x", rec("x2", Some("x1"), 2)).await.unwrap();
+    assert_eq!(
+        ids(&s.chain_from_snapshot("x", "x2").await.unwrap()),
+        ["x1", "x2"]
+    );
+    assert!(matches!(
+        s.chain("x", "x2").await,
+        Err(CheckpointError::Storage(_))
+    ));
+}
+
+// ---------------------------------------------------------------------------------
+// Snapshots: a graph's threads, loaded from snapshots, against the full replay
+// ---------------------------------------------------------------------------------
+
+mod graphs {
+    use super::*;
+    use async_trait::async_trait;
+    use ironloop::graph::{
+        ChannelKind, Goto, Graph, GraphError, GraphSpec, JsonCodec, MessageList, NodeFailure,
+        NodeOutput, NodeRunner, Reducer, Router, RunInput, RunOptions, StateView, TaskContext, Val,
+        SNAPSHOT_EVERY, START,
+    };
+    use ironloop::message::Message;
+    use serde_json::Value;
+
+    fn int(s: &StateView, c: &str) -> i64 {
+        s.get(c)
+            .and_then(|v| v.as_json())
+            .and_then(Value::as_i64)
+            .unwrap_or(0)
+    }
+
+    /// `a` and `b` take turns adding 1 to `count` (and its value to `log`, and, with
+    /// `messages`, a message) until `count` reaches the limit.
+    struct Inc {
+        messages: bool,
+    }
+
+    #[async_trait]
+    impl NodeRunner for Inc {
+        async fn run(
+            &self,
+            s: StateView,
+            _: Option<Val>,
+            ctx: TaskContext,
+        ) -> Result<NodeOutput, NodeFailure> {
+            let n = int(&s, "count") + 1;
+            let mut writes = vec![
+                ("count".to_owned(), Val::Json(json!(n))),
+                ("log".to_owned(), Val::Json(json!([n]))),
+            ];
+            if self.messages {
+                let m = Message::ai(format!("{} says {n}", ctx.node), vec![]);
+                writes.push((
+                    "messages".to_owned(),
+                    Val::Messages(MessageList::from_messages([Arc::new(m)])),
+                ));
+            }
+            Ok(NodeOutput {
+                writes,
+                ..Default::default()
+            })
+        }
+    }
+
+    /// To the other node, or the end once `count` reaches the limit.
+    struct Until(i64, &'static str);
+    impl Router for Until {
+        fn route(&self, s: &StateView, _: &TaskContext) -> Result<Vec<Goto>, GraphError> {
+            Ok(vec![if int(s, "count") >= self.0 {
+                Goto::End
+            } else {
+                Goto::Node(self.1.into())
+            }])
+        }
+    }
+
+    struct Append;
+    impl Reducer for Append {
+        fn reduce(&self, _: &str, cur: Option<Val>, upd: Val) -> Result<Val, GraphError> {
+            let mut a = match cur {
+                Some(Val::Json(Value::Array(a))) => a,
+                _ => vec![],
+            };
+            if let Val::Json(Value::Array(b)) = upd {
+                a.extend(b);
+            }
+            Ok(Val::Json(Value::Array(a)))
+        }
+    }
+
+    fn graph(limit: i64, messages: bool, cp: Arc<dyn Checkpointer>) -> Graph {
+        let mut spec = GraphSpec::default()
+            .channel("count", ChannelKind::LastValue)
+            .channel("log", ChannelKind::Reducer(Arc::new(Append)));
+        if messages {
+            spec = spec.channel("messages", ChannelKind::Messages);
+        }
+        let spec = spec
+            .node("a", Arc::new(Inc { messages }))
+            .node("b", Arc::new(Inc { messages }))
+            .edge(START, "a")
+            .branch("a", Arc::new(Until(limit, "b")), None)
+            .branch("b", Arc::new(Until(limit, "a")), None);
+        Graph::compile(spec, Some(cp), Arc::new(JsonCodec), vec![], vec![]).unwrap()
+    }
+
+    fn opts(thread: &str, at: Option<&str>) -> RunOptions {
+        RunOptions {
+            thread_id: Some(thread.into()),
+            checkpoint_id: at.map(Into::into),
+            recursion_limit: 100_000,
+            ..Default::default()
+        }
+    }
+
+    /// The state as JSON, messages as their texts.
+    fn state(s: &StateView) -> Value {
+        let mut out = serde_json::Map::new();
+        for c in ["count", "log", "messages"] {
+            let v = match s.get(c) {
+                Some(Val::Json(v)) => v.clone(),
+                Some(Val::Messages(l)) => {
+                    json!(l.iter().map(|m| m.content.text()).collect::<Vec<_>>())
+                }
+                Some(other) => panic!("unexpected {other:?}"),
+                None => Value::Null,
+            };
+            out.insert(c.into(), v);
+        }
+        Value::Object(out)
+    }
+
+    /// Every checkpoint of `thread` loads (through snapshots, with a cold cache) to
+    /// the state the full replay (`history`) gives. A load that starts at a snapshot
+    /// reads at most `SNAPSHOT_EVERY` records; one that does not reads a chain without
+    /// any snapshot. Returns how many checkpoints load from the root (no snapshot).
+    async fn assert_loads_match_replay(
+        cp: &Arc<dyn Checkpointer>,
+        g: &Graph,
+        thread: &str,
+    ) -> usize {
+        let history = g.history(thread, None, None).await.unwrap();
+        let cold = graph(0, g.channel_kind("messages").is_some(), cp.clone());
+        let mut from_root = 0;
+        for h in &history {
+            let loaded = cold
+                .load(thread, Some(&h.record.id))
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(state(&loaded.state), state(&h.state), "at {}", h.record.id);
+            assert_eq!(loaded.record, h.record);
+            let from = cp.chain_from_snapshot(thread, &h.record.id).await.unwrap();
+            if from[0].snapshot.is_some() {
+                assert!(
+                    from.len() <= SNAPSHOT_EVERY,
+                    "{} records to load",
+                    from.len()
+                );
+            } else {
+                assert_eq!(from[0].parent_id, None, "stopped short of the root");
+                assert!(from.iter().all(|r| r.snapshot.is_none()));
+                from_root += 1;
+            }
+        }
+        let latest = cold.load(thread, None).await.unwrap().unwrap();
+        assert_eq!(state(&latest.state), state(&history[0].state));
+        from_root
+    }
+
+    async fn long_thread(cp: Arc<dyn Checkpointer>, messages: bool) {
+        let steps = 5 * SNAPSHOT_EVERY as i64 + 3;
+        let g = graph(steps, messages, cp.clone());
+        let input = RunInput::Values(vec![("count".into(), Val::Json(json!(0)))]);
+        let r = g.run(input, opts("t", None)).await.unwrap();
+        assert_eq!(int(&r.state, "count"), steps);
+        let records = cp.list("t", None, None).await.unwrap();
+        let snapshots = records.iter().filter(|r| r.snapshot.is_some()).count();
+        assert!(
+            snapshots >= records.len() / SNAPSHOT_EVERY,
+            "{snapshots} snapshots in {} records",
+            records.len()
+        );
+        assert_eq!(
+            assert_loads_match_replay(&cp, &g, "t").await,
+            SNAPSHOT_EVERY - 1,
+            "all but the records before the first snapshot load from one"
+        );
+
+        // update_state on an old checkpoint branches off it, right.
+        let history = g.history("t", None, None).await.unwrap();
+        let old = &history[history.len() / 2];
+        let id = g
+            .update_state(
+                "t",
+                Some(&old.record.id),
+                vec![("log".into(), Val::Json(json!([-1])))],
+                Some("b".into()),
+                None,
+            )
+            .await
+            .unwrap();
+        let cold = graph(steps, messages, cp.clone());
+        let forked = cold.load("t", Some(&id)).await.unwrap().unwrap();
+        let mut expected = state(&old.state);
+        expected["log"].as_array_mut().unwrap().push(json!(-1));
+        assert_eq!(state(&forked.state), expected);
+        // Continuing the branch runs to the limit across more snapshots.
+        let r = cold.run(RunInput::Continue, opts("t", None)).await.unwrap();
+        assert_eq!(int(&r.state, "count"), steps);
+        assert_loads_match_replay(&cp, &cold, "t").await;
+
+        // Time travel: a run from an old checkpoint forks; every state still right.
+        let history = cold.history("t", None, None).await.unwrap();
+        let at = history[history.len() - 5].record.id.clone();
+        let r = cold
+            .run(RunInput::Continue, opts("t", Some(&at)))
+            .await
+            .unwrap();
+        assert_eq!(int(&r.state, "count"), steps);
+        assert_loads_match_replay(&cp, &cold, "t").await;
+    }
+
+    pub async fn long_thread_loads_from_snapshots(cp: Arc<dyn Checkpointer>) {
+        long_thread(cp, false).await;
+    }
+
+    pub async fn long_messages_thread_loads_from_snapshots(cp: Arc<dyn Checkpointer>) {
+        long_thread(cp, true).await;
+    }
+
+    /// A thread written before snapshots (records without one) loads by replay, and
+    /// the next run adds a snapshot.
+    pub async fn thread_without_snapshots_keeps_working(cp: Arc<dyn Checkpointer>) {
+        let steps = 3 * SNAPSHOT_EVERY as i64;
+        let g = graph(steps, false, cp.clone());
+        let input = RunInput::Values(vec![("count".into(), Val::Json(json!(0)))]);
+        g.run(input, opts("new", None)).await.unwrap();
+        let latest = cp.get("new", None).await.unwrap().unwrap();
+        for mut r in cp.chain("new", &latest.id).await.unwrap() {
+            r.snapshot = None;
+            cp.put("old", r).await.unwrap();
+        }
+        let cold = graph(steps + 10, false, cp.clone());
+        let loaded = cold.load("old", None).await.unwrap().unwrap();
+        assert_eq!(int(&loaded.state, "count"), steps);
+        assert_eq!(
+            cp.chain_from_snapshot("old", &latest.id)
+                .await
+                .unwrap()
+                .len(),
+            cp.chain("old", &latest.id).await.unwrap().len()
+        );
+        // The old thread's next run: to the new limit, with a snapshot right away.
+        let cold = graph(steps + 10, false, cp.clone());
+        let more = RunInput::Values(vec![("count".into(), Val::Json(json!(steps)))]);
+        let r = cold.run(more, opts("old", None)).await.unwrap();
+        assert_eq!(int(&r.state, "count"), steps + 10);
+        let old_records = cp.chain("old", &latest.id).await.unwrap().len();
+        assert_eq!(
+            assert_loads_match_replay(&cp, &cold, "old").await,
+            old_records,
+            "the old records load from the root, every new one from a snapshot"
+        );
+    }
+
+    /// A graph keeps a thread's latest channels between its runs; when another graph
+    /// (another saver object, process...) advanced the thread, it loads it again.
+    pub async fn cached_state_follows_other_writers(cp: Arc<dyn Checkpointer>) {
+        let g1 = graph(10, false, cp.clone());
+        let g2 = graph(20, false, cp.clone());
+        let input = || RunInput::Values(vec![("count".into(), Val::Json(json!(0)))]);
+        let r = g1.run(input(), opts("t", None)).await.unwrap();
+        assert_eq!(int(&r.state, "count"), 10);
+        // g2 starts the thread over (count 0) and runs it to 20.
+        let r = g2.run(input(), opts("t", None)).await.unwrap();
+        assert_eq!(int(&r.state, "count"), 20);
+        assert_eq!(
+            r.state
+                .get("log")
+                .unwrap()
+                .as_json()
+                .unwrap()
+                .as_array()
+                .unwrap()
+                .len(),
+            30
+        );
+        // g1's cached state is stale: it sees g2's.
+        let s = g1.load("t", None).await.unwrap().unwrap();
+        assert_eq!(int(&s.state, "count"), 20);
+        let r = g1
+            .run(
+                RunInput::Values(vec![("count".into(), Val::Json(json!(5)))]),
+                opts("t", None),
+            )
+            .await
+            .unwrap();
+        assert_eq!(int(&r.state, "count"), 10);
+        assert_eq!(
+            r.state
+                .get("log")
+                .unwrap()
+                .as_json()
+                .unwrap()
+                .as_array()
+                .unwrap()
+                .len(),
+            35
+        );
+        assert_loads_match_replay(&cp, &g1, "t").await;
+    }
+}
+
+use graphs::{
+    cached_state_follows_other_writers, long_messages_thread_loads_from_snapshots,
+    long_thread_loads_from_snapshots, thread_without_snapshots_keeps_working,
+};
+
 macro_rules! conformance {
     ($($case:ident),* $(,)?) => {
         mod memory {
@@ -758,6 +1180,12 @@ conformance!(
     put_next_has_one_winner,
     close_refuses_later_calls,
     concurrent_callers,
+    chain_from_snapshot_stops_at_the_nearest_snapshot,
+    snapshot_across_a_fork,
+    long_thread_loads_from_snapshots,
+    long_messages_thread_loads_from_snapshots,
+    thread_without_snapshots_keeps_working,
+    cached_state_follows_other_writers,
 );
 
 // ---------------------------------------------------------------------------------

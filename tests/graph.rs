@@ -612,6 +612,7 @@ async fn a_checkpoint_in_the_saved_format_continues_from_its_pending_writes() {
         arg: None,
     };
     let record = ironloop::checkpoint::CheckpointRecord {
+        snapshot: None,
         id: "c1".into(),
         parent_id: None,
         step: -1,

@@ -17,6 +17,8 @@
 # Examples:
 #   benches/python/run.sh
 #   benches/python/run.sh tool_dispatch.py --repeat 7 --json /tmp/w123.json
+#   benches/python/run.sh threads.py   # W9 and thread loading (Postgres rows with
+#                                      # IRONLOOP_TEST_POSTGRES_URL set)
 #   benches/python/run.sh --no-ironloop tool_dispatch.py --only langgraph
 #   IRONLOOP_WHEEL=target/wheels/ironloop-0.1.0-cp39-abi3-linux_x86_64.whl benches/python/run.sh
 set -euo pipefail
@@ -33,7 +35,7 @@ extra=()
 while (($#)); do
     case "$1" in
         --no-ironloop) install_ironloop=0; shift ;;
-        -h|--help) sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
         --) shift; extra+=("$@"); break ;;
         *.py)
             if ((${#extra[@]})); then extra+=("$1"); shift; continue; fi

@@ -42,7 +42,9 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from ironloop._foreign import is_langchain_message, is_langchain_runnable, is_langchain_tool
 from ironloop._ironloop import AIMessage, BaseMessage, _coerce_message
+from ironloop._langchain_stream import OWN_CALL_TAG
 from ironloop._tool import Tool
+from ironloop.runtime import _run_config
 from ironloop.types import Command
 
 __all__ = [
@@ -150,6 +152,11 @@ def _lc_value(v: Any) -> Any:
 
 
 # -------------------------------------------------------------------------- models
+
+
+#: The agent's model calls: the engine streams their chunks itself, so the
+#: ``messages`` handler of LangChain models called by nodes leaves them alone.
+_OWN_CALL: Any = {"tags": [OWN_CALL_TAG]}
 
 
 def _model_input(messages: Any) -> Any:
@@ -269,13 +276,14 @@ class LangChainChatModel:
     def invoke(
         self, messages: Any, tools: Any = None, tool_choice: Any = None, **kwargs: Any
     ) -> AIMessage:
-        return _as_ai(self._runnable(tools, tool_choice, kwargs).invoke(_model_input(messages)))
+        r = self._runnable(tools, tool_choice, kwargs)
+        return _as_ai(r.invoke(_model_input(messages), _OWN_CALL))
 
     async def ainvoke(
         self, messages: Any, tools: Any = None, tool_choice: Any = None, **kwargs: Any
     ) -> AIMessage:
         r = self._runnable(tools, tool_choice, kwargs)
-        return _as_ai(await r.ainvoke(_model_input(messages)))
+        return _as_ai(await r.ainvoke(_model_input(messages), _OWN_CALL))
 
     def stream(
         self, messages: Any, tools: Any = None, tool_choice: Any = None, **kwargs: Any
@@ -283,7 +291,8 @@ class LangChainChatModel:
         """Yields ironloop ``AIMessage`` chunks, one per LangChain chunk; the last one
         carries the tool calls and the usage of the whole message."""
         merger = _Merger()
-        for c in self._runnable(tools, tool_choice, kwargs).stream(_model_input(messages)):
+        r = self._runnable(tools, tool_choice, kwargs)
+        for c in r.stream(_model_input(messages), _OWN_CALL):
             out = merger.push(c)
             if out is not None:
                 yield out
@@ -296,7 +305,7 @@ class LangChainChatModel:
     ) -> AsyncIterator[AIMessage]:
         merger = _Merger()
         r = self._runnable(tools, tool_choice, kwargs)
-        async for c in r.astream(_model_input(messages)):
+        async for c in r.astream(_model_input(messages), _OWN_CALL):
             out = merger.push(c)
             if out is not None:
                 yield out
@@ -533,11 +542,15 @@ class LangChainTool(Tool):
                 kwargs[k] = _lc_value(kwargs[k])
         return {"name": self.name, "args": kwargs, "id": call_id, "type": "tool_call"}
 
+    # The run's config goes along, so a tool's `config: RunnableConfig` parameter
+    # reads what was given to `invoke` (`configurable`, tags, ...), as in LangGraph.
     def _run(self, **kwargs: Any) -> Any:
-        return _tool_result(self._runner.invoke(self._call(kwargs)))
+        config: Any = _run_config()
+        return _tool_result(self._runner.invoke(self._call(kwargs), config))
 
     async def _arun(self, **kwargs: Any) -> Any:
-        return _tool_result(await self._runner.ainvoke(self._call(kwargs)))
+        config: Any = _run_config()
+        return _tool_result(await self._runner.ainvoke(self._call(kwargs), config))
 
 
 def _tool_result(out: Any) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
+import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +15,17 @@ logger = logging.getLogger("ironloop")
 
 #: The running graph task's scratchpad (``interrupt()``, the stream writer).
 task_var: contextvars.ContextVar[Any] = contextvars.ContextVar("ironloop_task")
+
+
+def stream_langchain_tokens(scratch: Any) -> None:
+    """Run in a task's context when its run streams ``messages``: LangChain chat
+    models the node calls stream their chunks there (nothing without langchain-core,
+    which cannot have made a model unless imported)."""
+    if "langchain_core" in sys.modules:
+        from ironloop._langchain_stream import stream_tokens_to
+
+        stream_tokens_to(scratch)
+
 
 _loops: list[tuple[asyncio.AbstractEventLoop, threading.Thread]] = []
 _loops_lock = threading.Lock()
@@ -38,3 +50,24 @@ def background_loop() -> asyncio.AbstractEventLoop:
             thread.start()
             _loops.append((loop, thread))
         return _loops[depth][0]
+
+
+class Escaped(Exception):
+    """A ``KeyboardInterrupt`` or ``SystemExit`` raised by a coroutine ironloop runs,
+    carried out of its asyncio task as an ordinary exception. Left as it is, asyncio
+    lets it out of the event loop: the background loop's thread would die and every
+    later async call of the process hang. The glue unwraps it and raises the original
+    to the caller of ``invoke`` / ``ainvoke``."""
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__(exc)
+        self.exc = exc
+
+
+async def guard(coro: Any) -> Any:
+    """Runs ``coro``, turning an escaping ``KeyboardInterrupt`` / ``SystemExit`` into
+    ``Escaped``."""
+    try:
+        return await coro
+    except (KeyboardInterrupt, SystemExit) as e:
+        raise Escaped(e) from None

@@ -29,6 +29,7 @@ from ironloop._ironloop import (
     _GraphCore,
     add_messages,
 )
+from ironloop._retry import with_retry
 from ironloop._runtime import task_var
 from ironloop._state import (
     as_update,
@@ -41,7 +42,7 @@ from ironloop._stream_v2 import aparts, as_output, parts
 from ironloop._toolnode import ToolNode
 from ironloop.errors import GraphInterrupt
 from ironloop.runtime import _enter, _scope, _with_runtime
-from ironloop.types import Command, Send, StateSnapshot
+from ironloop.types import Command, RetryPolicy, Send, StateSnapshot
 
 __all__ = [
     "END",
@@ -148,6 +149,20 @@ def _wants(fn: Any) -> dict[str, bool]:
     return {p: p in params for p in ("config", "store", "writer", "runtime")}
 
 
+def _retried(name: str, action: Any, retry_policy: Any) -> Any:
+    """A function node run again as ``retry_policy`` (one policy or several) says."""
+    if isinstance(action, (ToolNode, CompiledStateGraph)):
+        raise TypeError(
+            f"node {name!r}: retry_policy is supported on function nodes, not on a "
+            f"{type(action).__name__}; wrap it in a function that invokes it"
+        )
+    policies = [retry_policy] if isinstance(retry_policy, RetryPolicy) else list(retry_policy)
+    for p in policies:
+        if not isinstance(p, RetryPolicy):
+            raise TypeError(f"node {name!r}: retry_policy takes RetryPolicy objects, got {p!r}")
+    return with_retry(action, policies, name)
+
+
 def _is_async(fn: Any) -> bool:
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
         getattr(fn, "__call__", None)  # noqa: B004
@@ -213,6 +228,8 @@ class StateGraph:
             self._add_schema(schema)
         #: The input schema each node declares (absent: the state schema).
         self.node_schemas: dict[str, Any] = {}
+        #: ``add_node(..., metadata=)``: shown by ``get_graph().draw_mermaid()``.
+        self.node_metadata: dict[str, dict[str, Any]] = {}
         self.nodes: dict[str, Any] = {}
         self.edges: list[tuple[str, str]] = []
         self.joins: list[tuple[list[str], str]] = []
@@ -225,13 +242,40 @@ class StateGraph:
             merge_channels(self.channels, self.schemas[schema])
 
     def add_node(
-        self, node: Any, action: Any = None, *, input_schema: Any = None, **kwargs: Any
+        self,
+        node: Any,
+        action: Any = None,
+        *,
+        defer: bool = False,
+        metadata: dict[str, Any] | None = None,
+        input_schema: Any = None,
+        retry_policy: Any = None,
+        cache_policy: Any = None,
+        destinations: Any = None,
+        **kwargs: Any,
     ) -> StateGraph:
         """Adds a node: ``add_node("name", fn)`` or ``add_node(fn)`` (named after it).
         ``fn`` may be sync or async, a ``ToolNode``, or a compiled graph (a subgraph).
 
         The node sees the keys of ``input_schema``, else of the class its first
-        parameter is annotated with, else of the state schema."""
+        parameter is annotated with, else of the state schema. ``retry_policy`` (a
+        ``RetryPolicy`` or a sequence of them) runs a failing function node again.
+        ``metadata`` is shown in ``get_graph().draw_mermaid()``; ``destinations`` is
+        taken and not used (LangGraph draws with it); ``defer=True`` and
+        ``cache_policy`` are refused."""
+        if kwargs:
+            raise TypeError(f"add_node() got unexpected keyword argument(s): {sorted(kwargs)}")
+        if defer:
+            raise NotImplementedError(
+                "add_node(defer=True) is not supported: ironloop does not hold a node back "
+                "until the run has nothing else to do; join the branches with "
+                "add_edge([...], node) instead"
+            )
+        if cache_policy is not None:
+            raise NotImplementedError(
+                "add_node(cache_policy=...) is not supported: ironloop does not cache node "
+                "results; drop cache_policy"
+            )
         if action is None:
             action = node
             name = getattr(node, "name", None) or getattr(node, "__name__", None)
@@ -253,10 +297,14 @@ class StateGraph:
         if not callable(action) and not isinstance(action, (ToolNode, CompiledStateGraph)):
             raise TypeError(f"node {name!r}: expected a function, got {type(action).__name__}")
         schema = input_schema or input_schema_of(action)
+        if retry_policy is not None:
+            action = _retried(name, action, retry_policy)
         if schema is not None:
             self._add_schema(schema)
             self.node_schemas[name] = schema
         self.nodes[name] = action
+        if metadata:
+            self.node_metadata[name] = dict(metadata)
         return self
 
     def add_edge(self, start_key: str | Sequence[str], end_key: str) -> StateGraph:
@@ -454,6 +502,48 @@ def _modes(stream_mode: Any) -> Any:
     return list(stream_mode)
 
 
+#: LangGraph's ``tasks`` and ``checkpoints`` stream modes: the payloads of ``debug``
+#: events of these types (the engine streams them as ``debug``).
+_DEBUG_VIEWS = {"tasks": ("task", "task_result"), "checkpoints": ("checkpoint",)}
+
+
+def _debug_views(stream_mode: Any) -> tuple[Any, list[str] | None]:
+    """The modes to ask the engine for, and the modes the caller asked for when
+    ``tasks`` / ``checkpoints`` are among them (``None`` when they are not)."""
+    wanted = [stream_mode] if isinstance(stream_mode, str) else list(stream_mode)
+    if not any(m in _DEBUG_VIEWS for m in wanted):
+        return _modes(stream_mode), None
+    engine = list(dict.fromkeys("debug" if m in _DEBUG_VIEWS else m for m in wanted))
+    return engine, wanted
+
+
+def _reshape(item: Any, wanted: list[str], single: bool, subgraphs: bool) -> list[Any]:
+    """One engine item (``(mode, chunk)`` or ``(ns, mode, chunk)``) as the items the
+    caller's modes give: a ``debug`` event also feeds ``tasks`` / ``checkpoints``."""
+    ns, mode, chunk = item if subgraphs else ((), *item)
+    shown: list[tuple[str, Any]] = []
+    if mode != "debug":
+        shown.append((mode, chunk))
+    else:
+        if "debug" in wanted:
+            shown.append(("debug", chunk))
+        for view, kinds in _DEBUG_VIEWS.items():
+            if view in wanted and chunk["type"] in kinds:
+                shown.append((view, chunk["payload"]))
+    out: list[Any] = []
+    for m, c in shown:
+        if single:
+            out.append((ns, c) if subgraphs else c)
+        else:
+            out.append((ns, m, c) if subgraphs else (m, c))
+    return out
+
+
+def _viewed(it: Iterator[Any], wanted: list[str], single: bool, subgraphs: bool) -> Iterator[Any]:
+    for item in it:
+        yield from _reshape(item, wanted, single, subgraphs)
+
+
 class CompiledStateGraph:
     """A runnable graph: ``invoke / ainvoke / stream / astream / batch / abatch``,
     state inspection (``get_state``, ``get_state_history``, ``update_state``) and
@@ -496,7 +586,7 @@ class CompiledStateGraph:
                     input, config, stream_mode=stream_mode, context=context, version=version
                 )
             )
-        token = _enter(context, self.store)
+        token = _enter(context, self.store, self.builder.context_schema, config)
         nested, outer = self._nesting()
         try:
             out = self._core.invoke(input, config)
@@ -527,7 +617,7 @@ class CompiledStateGraph:
                 input, config, stream_mode=stream_mode, context=context, version=version
             )
             return [chunk async for chunk in it]
-        token = _enter(context, self.store)
+        token = _enter(context, self.store, self.builder.context_schema, config)
         nested, outer = self._nesting()
         try:
             out = await self._core.ainvoke(input, config, asyncio.get_running_loop())
@@ -575,12 +665,15 @@ class CompiledStateGraph:
         ``version="v2"`` every chunk is LangGraph's v2 part: ``{"type": mode, "ns":
         namespace, "data": chunk}``, ``values`` parts with their ``"interrupts"``."""
         _check_run_options(durability, version)
-        modes = _v2_modes(stream_mode) if version == "v2" else _modes(stream_mode)
-        token = _enter(context, self.store)
+        modes = _v2_modes(stream_mode) if version == "v2" else stream_mode
+        engine_modes, wanted = _debug_views(modes)
+        token = _enter(context, self.store, self.builder.context_schema, config)
         try:
-            it = self._core.stream(input, config, modes, None, subgraphs)
+            it = self._core.stream(input, config, engine_modes, None, subgraphs)
         finally:
             _scope.reset(token)
+        if wanted is not None:
+            it = _viewed(it, wanted, isinstance(modes, str), subgraphs)
         return parts(it, subgraphs) if version == "v2" else it
 
     async def astream(
@@ -610,10 +703,11 @@ class CompiledStateGraph:
             async for part in aparts(v1, subgraphs):
                 yield part
             return
-        token = _enter(context, self.store)
+        engine_modes, wanted = _debug_views(stream_mode)
+        token = _enter(context, self.store, self.builder.context_schema, config)
         try:
             it = self._core.stream(
-                input, config, _modes(stream_mode), asyncio.get_running_loop(), subgraphs
+                input, config, engine_modes, asyncio.get_running_loop(), subgraphs
             )
         finally:
             _scope.reset(token)
@@ -623,7 +717,11 @@ class CompiledStateGraph:
                     item = await it.next()
                 except StopAsyncIteration:
                     return
-                yield item
+                if wanted is None:
+                    yield item
+                else:
+                    for shown in _reshape(item, wanted, isinstance(stream_mode, str), subgraphs):
+                        yield shown
         finally:
             it.cancel()
 
@@ -761,6 +859,29 @@ def _pause_parent(out: Any) -> Any:
     return out
 
 
+def _node_label(name: str, action: Any, metadata: dict[str, Any] | None) -> str:
+    """A node's Mermaid label as langchain-core draws LangGraph's: its metadata (and a
+    tool node's tools, ``__tools``) under its name."""
+    shown = dict(metadata or {})
+    tools = getattr(action, "tools_by_name", None) if isinstance(action, ToolNode) else None
+    if tools:
+        shown["__tools"] = list(tools)
+    lines = []
+    for key, value in shown.items():
+        scalar = (str, int, float, bool)
+        if isinstance(value, scalar):
+            text = str(value)
+        elif isinstance(value, (list, tuple, set)) and all(isinstance(v, scalar) for v in value):
+            items = [str(v) for v in value]
+            text = ", ".join(sorted(items) if isinstance(value, set) else items)
+        else:
+            continue
+        lines.append(f"{key} = {text}")
+    if not lines:
+        return name
+    return f"{name}<hr/><small><em>" + "\n".join(lines) + "</em></small>"
+
+
 class _DrawableGraph:
     def __init__(self, builder: StateGraph) -> None:
         self.builder = builder
@@ -774,25 +895,35 @@ class _DrawableGraph:
         b = self.builder
         lines = ["---", "config:", "  flowchart:", "    curve: linear", "---", "graph TD;"]
         lines.append(f"\t{START}([<p>{START}</p>]):::first")
-        for n in b.nodes:
-            lines.append(f"\t{n}({n})")
+        for n, action in b.nodes.items():
+            lines.append(f"\t{n}({_node_label(n, action, b.node_metadata.get(n))})")
         lines.append(f"\t{END}([<p>{END}</p>]):::last")
+        # LangGraph's order: the edges sorted by (source, target), then the plain
+        # edges into END; a node that leads nowhere gets one (the run ends there).
+        edges: set[tuple[str, str, bool, str]] = set()
         for a, c in b.edges:
-            lines.append(f"\t{a} --> {c};")
+            edges.add((a, c, False, ""))
         for srcs, c in b.joins:
-            for a in srcs:
-                lines.append(f"\t{a} --> {c};")
+            edges.update((a, c, False, "") for a in srcs)
         for br in b.branches:
-            targets = br.ends or [*b.nodes, END]
             if br.path_map:
-                for key, t in br.path_map.items():
-                    label = "" if key == t else f"&nbsp;{key}&nbsp;"
-                    lines.append(
-                        f"\t{br.source} -.{label}.-> {t};" if label else f"\t{br.source} -.-> {t};"
-                    )
+                edges.update(
+                    (br.source, t, True, "" if key == t else str(key))
+                    for key, t in br.path_map.items()
+                )
+            elif br.ends:  # a router that declares no targets is not drawn, as there
+                edges.update((br.source, t, True, "") for t in br.ends)
+        into_end = {e for e in edges if e[1] == END and not e[2]}
+        sources = {e[0] for e in edges}
+        for t in {e[1] for e in edges} - sources - {END}:
+            into_end.add((t, END, False, ""))
+        for a, c, conditional, label in [*sorted(edges - into_end), *sorted(into_end)]:
+            if not conditional:
+                lines.append(f"\t{a} --> {c};")
+            elif label:
+                lines.append(f"\t{a} -. &nbsp;{label}&nbsp; .-> {c};")
             else:
-                for t in targets:
-                    lines.append(f"\t{br.source} -.-> {t};")
+                lines.append(f"\t{a} -.-> {c};")
         lines.append("\tclassDef default fill:#f2f0ff,line-height:1.2")
         lines.append("\tclassDef first fill-opacity:0")
         lines.append("\tclassDef last fill:#bfb6fc")

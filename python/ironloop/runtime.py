@@ -46,9 +46,10 @@ class Runtime(Generic[ContextT]):
     previous: Any = None
 
 
-#: The running graph's context and store: set around a run by ``invoke`` / ``stream``,
-#: and seen by its nodes (they run in a copy of the caller's context).
-_scope: contextvars.ContextVar[tuple[Any, Any] | None] = contextvars.ContextVar(
+#: The running graph's context, store and config (the dict given to ``invoke`` /
+#: ``stream``): set around a run, and seen by its nodes and tools (they run in a copy
+#: of the caller's context).
+_scope: contextvars.ContextVar[tuple[Any, Any, Any] | None] = contextvars.ContextVar(
     "ironloop_runtime", default=None
 )
 
@@ -63,17 +64,41 @@ def get_runtime(context_schema: type[ContextT] | None = None) -> Runtime[Context
         raise RuntimeError("get_runtime() called outside of a graph run")
     from ironloop.graph import get_stream_writer
 
-    context, store = scope
+    context, store, _config = scope
     return Runtime(context=context, store=store, stream_writer=get_stream_writer())
 
 
-def _enter(context: Any, store: Any) -> contextvars.Token[tuple[Any, Any] | None]:
+def _coerce_context(context_schema: Any, context: Any) -> Any:
+    """A ``dict`` given as the context of a graph whose ``context_schema`` is a
+    dataclass or a pydantic model, made an instance of it (as LangGraph does, so
+    ``invoke(..., context={"user": "ann"})`` reads as ``runtime.context.user``)."""
+    if not isinstance(context, dict) or not isinstance(context_schema, type):
+        return context
+    is_pydantic = hasattr(context_schema, "model_validate")
+    if dataclasses.is_dataclass(context_schema) or is_pydantic:
+        return context_schema(**context)
+    return context
+
+
+def _enter(
+    context: Any, store: Any, context_schema: Any = None, config: Any = None
+) -> contextvars.Token[tuple[Any, Any, Any] | None]:
     """Scopes a run; a run inside another (a subgraph) inherits what it is not given."""
+    context = _coerce_context(context_schema, context)
     outer = _scope.get()
     if outer is not None:
         context = outer[0] if context is None else context
         store = outer[1] if store is None else store
-    return _scope.set((context, store))
+        config = outer[2] if config is None else config
+    return _scope.set((context, store, config))
+
+
+def _run_config() -> dict[str, Any] | None:
+    """The config the running graph was given (``invoke(input, config)``), for what
+    reads it outside a node's ``config`` parameter (a LangChain tool's
+    ``RunnableConfig``); ``None`` outside a run or when none was given."""
+    scope = _scope.get()
+    return None if scope is None else scope[2]
 
 
 def _with_runtime(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -6,9 +6,19 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
+from typing import Any, Callable, ClassVar, Generic, NamedTuple, TypeVar
 
-__all__ = ["Command", "GraphOutput", "Interrupt", "PregelTask", "Send", "StateSnapshot"]
+from ironloop._retry import default_retry_on
+
+__all__ = [
+    "Command",
+    "GraphOutput",
+    "Interrupt",
+    "PregelTask",
+    "RetryPolicy",
+    "Send",
+    "StateSnapshot",
+]
 
 
 class Send:
@@ -76,6 +86,29 @@ class PregelTask(NamedTuple):
     interrupts: tuple[Interrupt, ...] = ()
     state: Any = None
     result: Any = None
+
+
+class RetryPolicy(NamedTuple):
+    """How a node is retried when it fails (``add_node(..., retry_policy=...)``), as
+    LangGraph's: up to ``max_attempts`` attempts in all, waiting ``initial_interval``
+    seconds before the second, ``backoff_factor`` times longer before each next one (at
+    most ``max_interval``, plus up to a second when ``jitter``). ``retry_on`` says which
+    exceptions are retried: a class, a sequence of classes, or a predicate; the default
+    retries connection errors and HTTP 5xx answers, not programming errors.
+
+    Example:
+        >>> RetryPolicy(max_attempts=5).max_attempts
+        5
+    """
+
+    initial_interval: float = 0.5
+    backoff_factor: float = 2.0
+    max_interval: float = 128.0
+    max_attempts: int = 3
+    jitter: bool = True
+    retry_on: type[Exception] | Sequence[type[Exception]] | Callable[[Exception], bool] = (
+        default_retry_on
+    )
 
 
 class StateSnapshot(NamedTuple):

@@ -12,8 +12,8 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 
 use super::{
-    advanced_conflict, dedupe_writes, same_id_conflict, CheckpointError, CheckpointRecord,
-    Checkpointer, PendingWrite, Result,
+    advanced_conflict, dedupe_writes, same_id_conflict, ChainFrom, CheckpointError,
+    CheckpointRecord, Checkpointer, PendingWrite, Result, SNAPSHOT_JSON_PREFIX,
 };
 
 struct Stored {
@@ -107,6 +107,45 @@ impl MemorySaver {
         })
     }
 
+    /// The ancestors of `id` up to the root, or to the nearest record holding a
+    /// snapshot (told by its text, without parsing the others).
+    fn read_chain(
+        &self,
+        thread_id: &str,
+        id: &str,
+        from: ChainFrom,
+    ) -> Result<Vec<CheckpointRecord>> {
+        self.open_with(|ts| {
+            let not_found = || CheckpointError::not_found(thread_id, id);
+            let t = ts.get(thread_id).ok_or_else(not_found)?;
+            let mut cur = Some(*t.index.get(id).ok_or_else(not_found)?);
+            let mut out = Vec::new();
+            while let Some(i) = cur {
+                out.push(t.parse(i)?);
+                let stored = &t.records[i];
+                if from == ChainFrom::Snapshot && stored.json.starts_with(SNAPSHOT_JSON_PREFIX) {
+                    break;
+                }
+                cur = match &stored.parent {
+                    None => None,
+                    Some(p) => Some(*t.index.get(p).ok_or_else(|| {
+                        CheckpointError::storage(format!(
+                            "MemorySaver: checkpoint chain is broken: the ancestor {p:?} of \
+                             {id:?} is missing in thread {thread_id:?}"
+                        ))
+                    })?),
+                };
+                if out.len() > t.records.len() {
+                    return Err(CheckpointError::storage(format!(
+                        "MemorySaver: checkpoint chain of {id:?} in thread {thread_id:?} has a cycle"
+                    )));
+                }
+            }
+            out.reverse();
+            Ok(out)
+        })
+    }
+
     /// Approximate bytes held by checkpoints (JSON text of the records and writes).
     pub fn approx_bytes(&self) -> usize {
         self.with(|ts| {
@@ -167,31 +206,15 @@ impl Checkpointer for MemorySaver {
     }
 
     async fn chain(&self, thread_id: &str, id: &str) -> Result<Vec<CheckpointRecord>> {
-        self.open_with(|ts| {
-            let not_found = || CheckpointError::not_found(thread_id, id);
-            let t = ts.get(thread_id).ok_or_else(not_found)?;
-            let mut cur = Some(*t.index.get(id).ok_or_else(not_found)?);
-            let mut out = Vec::new();
-            while let Some(i) = cur {
-                out.push(t.parse(i)?);
-                cur = match &t.records[i].parent {
-                    None => None,
-                    Some(p) => Some(*t.index.get(p).ok_or_else(|| {
-                        CheckpointError::storage(format!(
-                            "MemorySaver: checkpoint chain is broken: the ancestor {p:?} of \
-                             {id:?} is missing in thread {thread_id:?}"
-                        ))
-                    })?),
-                };
-                if out.len() > t.records.len() {
-                    return Err(CheckpointError::storage(format!(
-                        "MemorySaver: checkpoint chain of {id:?} in thread {thread_id:?} has a cycle"
-                    )));
-                }
-            }
-            out.reverse();
-            Ok(out)
-        })
+        self.read_chain(thread_id, id, ChainFrom::Root)
+    }
+
+    async fn chain_from_snapshot(
+        &self,
+        thread_id: &str,
+        id: &str,
+    ) -> Result<Vec<CheckpointRecord>> {
+        self.read_chain(thread_id, id, ChainFrom::Snapshot)
     }
 
     async fn list(
@@ -254,6 +277,7 @@ mod tests {
             id: id.into(),
             parent_id: parent.map(Into::into),
             step: 0,
+            snapshot: None,
             source: "loop".into(),
             writes: vec![],
             next: vec![],

@@ -2,9 +2,14 @@
 //!
 //! A checkpoint record holds the writes of one step (not the state), the tasks to run
 //! next and where it came from. A state is rebuilt by replaying the writes of the
-//! chain of records from the thread's first checkpoint, through the channels'
-//! reducers. Storage therefore grows with what the steps wrote, never with the size
-//! of the state times the number of steps.
+//! chain of records through the channels' reducers. Storage therefore grows with what
+//! the steps wrote, never with the size of the state times the number of steps.
+//!
+//! Every few steps the engine also puts a *snapshot* in a record (the channels'
+//! values there, see `graph::snapshot`), so that loading a thread replays the deltas
+//! after the nearest snapshot ([`Checkpointer::chain_from_snapshot`]) instead of the
+//! whole chain. A record with a snapshot serialises it as its first field, so a store
+//! tells such records by their first bytes ([`SNAPSHOT_JSON_PREFIX`]) without parsing.
 
 pub mod memory;
 #[cfg(feature = "postgres")]
@@ -113,6 +118,12 @@ pub struct Write {
 /// One checkpoint: the writes that lead to it from its parent, and what runs next.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckpointRecord {
+    /// The channels' values at this checkpoint, when the engine materialised them
+    /// here (every few steps; opaque to savers). Declared first so that it is the
+    /// record's first JSON field: see [`SNAPSHOT_JSON_PREFIX`]. Records written before
+    /// snapshots existed have none and load as they did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<Value>,
     pub id: String,
     pub parent_id: Option<String>,
     pub step: i64,
@@ -192,6 +203,23 @@ pub trait Checkpointer: Send + Sync {
     async fn get(&self, thread_id: &str, id: Option<&str>) -> Result<Option<CheckpointRecord>>;
     /// The records from the thread's first checkpoint to `id`, oldest first.
     async fn chain(&self, thread_id: &str, id: &str) -> Result<Vec<CheckpointRecord>>;
+    /// The records from the nearest checkpoint holding a snapshot (`id` itself, or
+    /// its closest ancestor with one) to `id`, oldest first; the whole chain when no
+    /// record on it has a snapshot (a thread written before snapshots). Errors as
+    /// `chain`. This is how a thread is loaded, so its cost should grow with the
+    /// distance to that snapshot, not with the thread: savers override this default
+    /// (which reads the whole chain) with a query that stops at the snapshot.
+    async fn chain_from_snapshot(
+        &self,
+        thread_id: &str,
+        id: &str,
+    ) -> Result<Vec<CheckpointRecord>> {
+        let mut chain = self.chain(thread_id, id).await?;
+        if let Some(i) = chain.iter().rposition(|r| r.snapshot.is_some()) {
+            chain.drain(..i);
+        }
+        Ok(chain)
+    }
     /// Checkpoints newest first, at most `limit`, older than `before` when given.
     async fn list(
         &self,
@@ -288,12 +316,28 @@ pub(crate) fn advanced_conflict(
     )
 }
 
-/// Orders the ancestors of `id` from the root down to `id`.
+/// How the JSON text of a record holding a snapshot starts (and no other record's:
+/// every other record starts with `{"id":`). Stores test it to stop a chain at the
+/// nearest snapshot without parsing the records.
+pub const SNAPSHOT_JSON_PREFIX: &str = "{\"snapshot\":";
+
+/// Which ancestors [`order_chain`] keeps.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ChainFrom {
+    /// The thread's first checkpoint.
+    Root,
+    /// The nearest record holding a snapshot (the root when none does).
+    Snapshot,
+}
+
+/// Orders the ancestors of `id` from the root (or, with [`ChainFrom::Snapshot`], the
+/// nearest snapshot) down to `id`.
 pub(crate) fn order_chain(
     saver: &str,
     thread_id: &str,
     records: Vec<CheckpointRecord>,
     id: &str,
+    from: ChainFrom,
 ) -> Result<Vec<CheckpointRecord>> {
     let mut by_id: HashMap<String, CheckpointRecord> =
         records.into_iter().map(|r| (r.id.clone(), r)).collect();
@@ -315,7 +359,10 @@ pub(crate) fn order_chain(
                 "{saver}: checkpoint chain {what}; the store was modified outside ironloop"
             )));
         };
-        cur = r.parent_id.clone();
+        cur = match from {
+            ChainFrom::Snapshot if r.snapshot.is_some() => None,
+            _ => r.parent_id.clone(),
+        };
         out.push(r);
     }
     out.reverse();

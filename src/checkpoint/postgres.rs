@@ -65,8 +65,8 @@ use tokio_postgres::error::SqlState;
 use tokio_util::task::TaskTracker;
 
 use super::{
-    advanced_conflict, dedupe_writes, order_chain, same_id_conflict, CheckpointError,
-    CheckpointRecord, Checkpointer, PendingWrite, Result,
+    advanced_conflict, dedupe_writes, order_chain, same_id_conflict, ChainFrom, CheckpointError,
+    CheckpointRecord, Checkpointer, PendingWrite, Result, SNAPSHOT_JSON_PREFIX,
 };
 
 /// The schema version this ironloop writes (the last of [`MIGRATIONS`]).
@@ -139,6 +139,8 @@ struct Sql {
     latest: String,
     by_id: String,
     chain: String,
+    /// `chain`, stopped at the nearest record holding a snapshot.
+    chain_from_snapshot: String,
     list: String,
     pending: String,
     delete: String,
@@ -211,14 +213,10 @@ impl Sql {
             by_id: format!("SELECT record FROM {c} WHERE thread_id = $1 AND checkpoint_id = $2"),
             // UNION (not UNION ALL) ends a corrupt, cyclic chain; `order_chain` puts
             // the records in order and reports the damage.
-            chain: format!(
-                "WITH RECURSIVE ancestors(seq, parent_id) AS ( \
-                   SELECT seq, parent_id FROM {c} WHERE thread_id = $1 AND checkpoint_id = $2 \
-                   UNION \
-                   SELECT p.seq, p.parent_id FROM ancestors a \
-                   JOIN {c} p ON p.thread_id = $1 AND p.checkpoint_id = a.parent_id \
-                 ) \
-                 SELECT c.record FROM ancestors a JOIN {c} c ON c.seq = a.seq"
+            chain: chain_query(&c, "false"),
+            chain_from_snapshot: chain_query(
+                &c,
+                &format!("left(record, 12) = '{SNAPSHOT_JSON_PREFIX}'"),
             ),
             // An unknown `before` filters nothing, as in the other savers.
             list: format!(
@@ -240,6 +238,24 @@ impl Sql {
             prefix,
         }
     }
+}
+
+/// The ancestors of a checkpoint (`$1` thread, `$2` id), up to the root or the first
+/// record for which `stop` (an SQL condition on its `record`) holds. UNION (not UNION
+/// ALL) ends a corrupt, cyclic chain; `order_chain` puts the records in order and
+/// reports the damage.
+fn chain_query(c: &str, stop: &str) -> String {
+    format!(
+        "WITH RECURSIVE ancestors(seq, parent_id, stop) AS ( \
+           SELECT seq, parent_id, {stop} FROM {c} WHERE thread_id = $1 AND checkpoint_id = $2 \
+           UNION \
+           SELECT p.seq, p.parent_id, {p_stop} FROM ancestors a \
+           JOIN {c} p ON p.thread_id = $1 AND p.checkpoint_id = a.parent_id \
+           WHERE NOT a.stop \
+         ) \
+         SELECT c.record FROM ancestors a JOIN {c} c ON c.seq = a.seq",
+        p_stop = stop.replace("record", "p.record"),
+    )
 }
 
 /// `name` as a quoted SQL identifier.
@@ -444,6 +460,29 @@ impl PostgresSaver {
                 self.shared.name
             ))
         })?
+    }
+
+    /// The ancestors of `id`, up to the root or the nearest snapshot, in one query.
+    async fn read_chain(
+        &self,
+        thread_id: &str,
+        id: &str,
+        from: ChainFrom,
+    ) -> Result<Vec<CheckpointRecord>> {
+        let (t, target) = (thread_id.to_owned(), id.to_owned());
+        let rows: Vec<String> = self
+            .call("read a checkpoint chain", move |c, sh| async move {
+                let sql = match from {
+                    ChainFrom::Root => &sh.sql.chain,
+                    ChainFrom::Snapshot => &sh.sql.chain_from_snapshot,
+                };
+                let st = c.prepare_cached(sql).await?;
+                let rows = c.query(&st, &[&t, &target]).await?;
+                Ok(rows.iter().map(|r| r.get(0)).collect())
+            })
+            .await?;
+        let records = self.decode_records(thread_id, rows)?;
+        order_chain(&self.shared.name, thread_id, records, id, from)
     }
 
     fn decode_record(&self, thread_id: &str, json: &str) -> Result<CheckpointRecord> {
@@ -751,16 +790,15 @@ impl Checkpointer for PostgresSaver {
     }
 
     async fn chain(&self, thread_id: &str, id: &str) -> Result<Vec<CheckpointRecord>> {
-        let (t, target) = (thread_id.to_owned(), id.to_owned());
-        let rows: Vec<String> = self
-            .call("read a checkpoint chain", move |c, sh| async move {
-                let st = c.prepare_cached(&sh.sql.chain).await?;
-                let rows = c.query(&st, &[&t, &target]).await?;
-                Ok(rows.iter().map(|r| r.get(0)).collect())
-            })
-            .await?;
-        let records = self.decode_records(thread_id, rows)?;
-        order_chain(&self.shared.name, thread_id, records, id)
+        self.read_chain(thread_id, id, ChainFrom::Root).await
+    }
+
+    async fn chain_from_snapshot(
+        &self,
+        thread_id: &str,
+        id: &str,
+    ) -> Result<Vec<CheckpointRecord>> {
+        self.read_chain(thread_id, id, ChainFrom::Snapshot).await
     }
 
     async fn list(

@@ -51,7 +51,11 @@
 //!
 //! `chain` reads only the ancestors of the requested checkpoint, with one recursive
 //! query over the `(thread_id, checkpoint_id)` index; its cost grows with the length of
-//! that chain, not with the size of the thread or of the file.
+//! that chain, not with the size of the thread or of the file. `chain_from_snapshot`
+//! is the same query stopped at the first record whose text starts with
+//! [`SNAPSHOT_JSON_PREFIX`](super::SNAPSHOT_JSON_PREFIX) (no schema change: files
+//! written before snapshots load as they are, through their whole chain, until a run
+//! adds a snapshot).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -64,8 +68,8 @@ use rusqlite::{params, Connection, ErrorCode, OptionalExtension, TransactionBeha
 use tokio::sync::oneshot;
 
 use super::{
-    advanced_conflict, order_chain, same_id_conflict, CheckpointError, CheckpointRecord,
-    Checkpointer, PendingWrite, Result,
+    advanced_conflict, order_chain, same_id_conflict, ChainFrom, CheckpointError, CheckpointRecord,
+    Checkpointer, PendingWrite, Result, SNAPSHOT_JSON_PREFIX,
 };
 
 /// How long a statement waits for a lock held by another connection before failing.
@@ -269,6 +273,48 @@ impl SqliteSaver {
             "SqliteSaver({}): cannot {op}: the SQLite thread has stopped; open a new saver",
             self.path.display()
         ))
+    }
+
+    /// The ancestors of `id` only, up to the root or the nearest snapshot, with one
+    /// recursive query over the `(thread_id, checkpoint_id)` index. UNION (not UNION
+    /// ALL) makes a corrupt, cyclic chain terminate; the order is restored by
+    /// following the parent links.
+    async fn read_chain(
+        &self,
+        thread_id: &str,
+        id: &str,
+        from: ChainFrom,
+    ) -> Result<Vec<CheckpointRecord>> {
+        let (t, target) = (thread_id.to_owned(), id.to_owned());
+        let stop = from == ChainFrom::Snapshot;
+        let rows = self
+            .call("read a checkpoint chain", move |conn| {
+                let mut stmt = conn.prepare_cached(
+                    "WITH RECURSIVE ancestors(seq, parent_id, stop) AS ( \
+                         SELECT seq, parent_id, ?3 AND substr(record, 1, 12) = ?4 \
+                         FROM checkpoints WHERE thread_id = ?1 AND checkpoint_id = ?2 \
+                       UNION \
+                         SELECT c.seq, c.parent_id, ?3 AND substr(c.record, 1, 12) = ?4 \
+                         FROM ancestors a \
+                         JOIN checkpoints c ON c.thread_id = ?1 AND c.checkpoint_id = a.parent_id \
+                         WHERE NOT a.stop \
+                     ) \
+                     SELECT c.record FROM ancestors a JOIN checkpoints c ON c.seq = a.seq",
+                )?;
+                let rows = stmt.query_map(params![t, target, stop, SNAPSHOT_JSON_PREFIX], |r| {
+                    r.get::<_, String>(0)
+                })?;
+                rows.collect::<rusqlite::Result<Vec<String>>>()
+            })
+            .await?;
+        let records = self.decode_records(thread_id, rows)?;
+        order_chain(
+            &format!("SqliteSaver({})", self.path.display()),
+            thread_id,
+            records,
+            id,
+            from,
+        )
     }
 
     fn decode_record(&self, thread_id: &str, json: &str) -> Result<CheckpointRecord> {
@@ -485,32 +531,15 @@ impl Checkpointer for SqliteSaver {
     }
 
     async fn chain(&self, thread_id: &str, id: &str) -> Result<Vec<CheckpointRecord>> {
-        let (t, target) = (thread_id.to_owned(), id.to_owned());
-        // The ancestors of `id` only. UNION (not UNION ALL) makes a corrupt, cyclic chain
-        // terminate; the order is restored below by following the parent links.
-        let rows = self
-            .call("read a checkpoint chain", move |conn| {
-                let mut stmt = conn.prepare_cached(
-                    "WITH RECURSIVE ancestors(seq, parent_id) AS ( \
-                         SELECT seq, parent_id FROM checkpoints \
-                         WHERE thread_id = ?1 AND checkpoint_id = ?2 \
-                       UNION \
-                         SELECT c.seq, c.parent_id FROM ancestors a \
-                         JOIN checkpoints c ON c.thread_id = ?1 AND c.checkpoint_id = a.parent_id \
-                     ) \
-                     SELECT c.record FROM ancestors a JOIN checkpoints c ON c.seq = a.seq",
-                )?;
-                let rows = stmt.query_map(params![t, target], |r| r.get::<_, String>(0))?;
-                rows.collect::<rusqlite::Result<Vec<String>>>()
-            })
-            .await?;
-        let records = self.decode_records(thread_id, rows)?;
-        order_chain(
-            &format!("SqliteSaver({})", self.path.display()),
-            thread_id,
-            records,
-            id,
-        )
+        self.read_chain(thread_id, id, ChainFrom::Root).await
+    }
+
+    async fn chain_from_snapshot(
+        &self,
+        thread_id: &str,
+        id: &str,
+    ) -> Result<Vec<CheckpointRecord>> {
+        self.read_chain(thread_id, id, ChainFrom::Snapshot).await
     }
 
     async fn list(

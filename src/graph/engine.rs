@@ -15,6 +15,7 @@ use super::reserved::{is_hidden, join_channel, Reserved, Source, ENGINE_NODE};
 use super::run::RunOptions;
 use super::spec::{Goto, GraphSpec, TaskContext, END};
 use super::state::{Projection, StateView};
+use super::state_cache::StateCache;
 use super::value::Val;
 use crate::checkpoint::{CheckpointError, CheckpointRecord, Checkpointer, TaskRecord, Write};
 use crate::message::Message;
@@ -69,6 +70,8 @@ pub struct Graph {
     pub(super) codec: Arc<dyn ValueCodec>,
     pub(super) interrupt_before: HashSet<String>,
     pub(super) interrupt_after: HashSet<String>,
+    /// The latest channels of the threads run lately (see `state_cache`).
+    pub(super) state_cache: StateCache,
 }
 
 pub(super) fn new_id() -> String {
@@ -155,6 +158,7 @@ impl Graph {
             codec,
             interrupt_before,
             interrupt_after,
+            state_cache: StateCache::default(),
         })
     }
 
@@ -164,6 +168,16 @@ impl Graph {
 
     pub fn checkpointer(&self) -> Option<&Arc<dyn Checkpointer>> {
         self.checkpointer.as_ref()
+    }
+
+    /// The channels' names, the join barriers' hidden ones last.
+    pub(super) fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// The channels' kinds, in the order of [`names`](Self::names).
+    pub(super) fn kinds(&self) -> &[ChannelKind] {
+        &self.kinds
     }
 
     pub fn channel_kind(&self, name: &str) -> Option<&ChannelKind> {

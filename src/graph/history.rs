@@ -4,14 +4,15 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use serde_json::json;
+use serde_json::Value;
 
 use super::channel::Channel;
 use super::codec::encode;
-use super::engine::{new_id, Graph, Task};
+use super::engine::{meta, new_id, Graph, Task};
 use super::error::GraphError;
 use super::reserved::Source;
 use super::run::RunOptions;
+use super::snapshot::Loaded;
 use super::spec::{END, START};
 use super::state::StateView;
 use super::value::Val;
@@ -64,22 +65,43 @@ impl Graph {
                 None => Ok(None),
             };
         };
-        let chain = cp
-            .chain(thread_id, &record.id)
-            .await
-            .map_err(Graph::cp_err)?;
-        let chans = self.replay(&chain)?;
+        let loaded = self
+            .state_at(cp, thread_id, &record, checkpoint_id.is_none())
+            .await?;
         let pending = cp
             .pending_writes(thread_id, &record.id)
             .await
             .map_err(Graph::cp_err)?;
-        let parent = chain.len().checked_sub(2).map(|i| chain[i].clone());
         Ok(Some(Snapshot {
-            state: self.view(&chans),
+            state: self.view(&loaded.chans),
             record,
-            parent,
+            parent: loaded.parent,
             pending,
         }))
+    }
+
+    /// The channels at `record`: from the state cache when it holds exactly that
+    /// checkpoint, else loaded from the nearest snapshot (and cached when `keep`:
+    /// `record` is the thread's latest).
+    pub(super) async fn state_at(
+        &self,
+        cp: &dyn Checkpointer,
+        thread_id: &str,
+        record: &CheckpointRecord,
+        keep: bool,
+    ) -> Result<Loaded, GraphError> {
+        if let Some((chans, since_snapshot)) = self.cached_state(thread_id, &record.id)? {
+            return Ok(Loaded {
+                chans,
+                since_snapshot,
+                parent: None,
+            });
+        }
+        let loaded = self.materialise(cp, thread_id, record).await?;
+        if keep {
+            self.cache_state(thread_id, &record.id, &loaded.chans, loaded.since_snapshot);
+        }
+        Ok(loaded)
     }
 
     /// Every checkpoint of a thread with its state, newest first.
@@ -111,17 +133,24 @@ impl Graph {
         let mut memo: HashMap<String, (Vec<Channel>, CheckpointRecord)> = HashMap::new();
         let mut out = Vec::with_capacity(records.len());
         for r in records {
-            let chain = cp.chain(thread_id, &r.id).await.map_err(Graph::cp_err)?;
-            // Start from the newest ancestor already replayed.
-            let start = chain.iter().rposition(|c| memo.contains_key(&c.id));
-            let mut chans = match start {
-                Some(i) => memo[&chain[i].id].0.clone(),
-                None => self.fresh_channels(),
+            // Replayed already as an ancestor of a newer one (the common case: newest
+            // first along one chain), else replayed from the newest ancestor that was.
+            let chans = match memo.get(&r.id) {
+                Some((chans, _)) => chans.clone(),
+                None => {
+                    let chain = cp.chain(thread_id, &r.id).await.map_err(Graph::cp_err)?;
+                    let start = chain.iter().rposition(|c| memo.contains_key(&c.id));
+                    let mut chans = match start {
+                        Some(i) => memo[&chain[i].id].0.clone(),
+                        None => self.fresh_channels(),
+                    };
+                    for c in &chain[start.map(|i| i + 1).unwrap_or(0)..] {
+                        self.apply_record(&mut chans, c)?;
+                        memo.insert(c.id.clone(), (chans.clone(), c.clone()));
+                    }
+                    chans
+                }
             };
-            for c in &chain[start.map(|i| i + 1).unwrap_or(0)..] {
-                self.apply_record(&mut chans, c)?;
-                memo.insert(c.id.clone(), (chans.clone(), c.clone()));
-            }
             let pending = cp
                 .pending_writes(thread_id, &r.id)
                 .await
@@ -154,16 +183,23 @@ impl Graph {
             .checkpointer
             .clone()
             .ok_or_else(|| GraphError::Config("update_state needs a checkpointer".into()))?;
-        let snap = self.load(thread_id, checkpoint_id).await?;
-        let (mut chans, parent) = match &snap {
-            Some(s) => {
-                let chain = cp
-                    .chain(thread_id, &s.record.id)
-                    .await
-                    .map_err(Graph::cp_err)?;
-                (self.replay(&chain)?, Some(s.record.clone()))
+        let parent = cp
+            .get(thread_id, checkpoint_id)
+            .await
+            .map_err(Graph::cp_err)?;
+        let (mut chans, since) = match &parent {
+            Some(p) => {
+                let loaded = self.state_at(cp.as_ref(), thread_id, p, false).await?;
+                (loaded.chans, loaded.since_snapshot)
             }
-            None => (self.fresh_channels(), None),
+            None => match checkpoint_id {
+                Some(id) => {
+                    return Err(GraphError::Checkpoint(CheckpointError::not_found(
+                        thread_id, id,
+                    )))
+                }
+                None => (self.fresh_channels(), 0),
+            },
         };
         let as_node = match as_node {
             Some(n) => n,
@@ -206,15 +242,19 @@ impl Graph {
             self.successors(&as_node, &[], &view, &ctx, &mut triggers)?;
         }
         let next = Graph::make_tasks(&id, triggers);
+        let step = parent.as_ref().map(|p| p.step + 1).unwrap_or(-1);
+        let (snapshot, _) = self.snapshot_for_next(since, &chans)?;
         let record = CheckpointRecord {
+            snapshot,
             id: id.clone(),
             parent_id: parent.as_ref().map(|p| p.id.clone()),
-            step: parent.as_ref().map(|p| p.step + 1).unwrap_or(-1),
+            step,
             source: Source::Update.as_str().into(),
             writes: encoded,
             next: Graph::records(&next)?,
             created_at: now_secs(),
-            metadata: json!({"source": Source::Update.as_str()}),
+            // As a step's checkpoint: `source`, `step` and `parents` (LangGraph's).
+            metadata: meta(&Value::Null, Source::Update, step),
         };
         // At a given checkpoint it branches off; at the latest it is the thread's next.
         if checkpoint_id.is_some() {

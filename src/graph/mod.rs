@@ -10,8 +10,10 @@ mod messages;
 mod pending;
 mod reserved;
 mod run;
+mod snapshot;
 mod spec;
 mod state;
+mod state_cache;
 mod stream;
 mod value;
 
@@ -24,10 +26,12 @@ pub use interrupt::{InterruptInfo, InterruptKind};
 pub use messages::{MessageList, MessagesError, REMOVE_ALL_MESSAGES};
 pub use reserved::{is_hidden, Reserved, ENGINE_NODE, HIDDEN_PREFIX, ROOT};
 pub use run::{Lent, Resume, RunInput, RunOptions, RunResult};
+pub use snapshot::SNAPSHOT_EVERY;
 pub use spec::{
     BranchSpec, Goto, GraphSpec, Nest, NodeFailure, NodeOutput, NodeRunner, NodeSpec, Router,
     TaskContext, END, START,
 };
 pub use state::StateView;
+pub use state_cache::STATE_CACHE_THREADS;
 pub use stream::{modes, StreamEvent, StreamSink};
 pub use value::{HostValue, Val};

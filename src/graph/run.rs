@@ -39,6 +39,27 @@ impl Graph {
     /// Runs the graph until no task is left, an interrupt, or an error.
     pub async fn run(&self, input: RunInput, opts: RunOptions) -> Result<RunResult, GraphError> {
         let mut run = Run::open(self, opts).await?;
+        let result = run.drive(input).await;
+        if run.cp.is_some() {
+            match (&result, &run.parent) {
+                // The channels are the state at the run's last checkpoint: kept for the
+                // thread's next run.
+                (Ok(()), Some(p)) => {
+                    self.cache_state(&run.thread, &p.id, &run.chans, run.since_snapshot)
+                }
+                // A failed step may have changed the channels without a checkpoint.
+                _ => self.state_cache.forget(&run.thread),
+            }
+        }
+        result?;
+        Ok(run.finish())
+    }
+}
+
+impl Run<'_> {
+    /// The step loop, from `input` to the end, a pause or an error.
+    async fn drive(&mut self, input: RunInput) -> Result<(), GraphError> {
+        let run = self;
         run.prepare(input).await?;
         while !run.next.is_empty() {
             if run.opts.cancel.is_cancelled() {
@@ -61,7 +82,7 @@ impl Graph {
                 break;
             }
         }
-        Ok(run.finish())
+        Ok(())
     }
 }
 
@@ -93,6 +114,9 @@ struct Run<'g> {
     /// The next checkpoint branches off an older one (the run started at a given
     /// `checkpoint_id`): saved with `put`, not as the thread's next (`put_next`).
     fork: bool,
+    /// How many records of the thread's chain follow its nearest snapshot: the next
+    /// checkpoint holds one when it is due (see `snapshot`).
+    since_snapshot: usize,
     /// Whether the run has something to return: it continues a thread, or it wrote
     /// one of the output channels (as LangGraph, whose `invoke` returns `None` when
     /// no step of a new run touched them).
@@ -120,15 +144,15 @@ impl<'g> Run<'g> {
             opts.thread_id.as_deref().unwrap_or_default(),
             &opts.checkpoint_ns,
         );
-        let (chans, parent) = match &cp {
+        let (chans, since_snapshot, parent) = match &cp {
             Some(cp) => match cp
                 .get(&thread, opts.checkpoint_id.as_deref())
                 .await
                 .map_err(Graph::cp_err)?
             {
                 Some(r) => {
-                    let chain = cp.chain(&thread, &r.id).await.map_err(Graph::cp_err)?;
-                    (graph.replay(&chain)?, Some(r))
+                    let loaded = graph.state_at(cp.as_ref(), &thread, &r, false).await?;
+                    (loaded.chans, loaded.since_snapshot, Some(r))
                 }
                 None => {
                     if let Some(id) = &opts.checkpoint_id {
@@ -136,10 +160,10 @@ impl<'g> Run<'g> {
                             &thread, id,
                         )));
                     }
-                    (graph.fresh_channels(), None)
+                    (graph.fresh_channels(), 0, None)
                 }
             },
-            None => (graph.fresh_channels(), None),
+            None => (graph.fresh_channels(), 0, None),
         };
         let step = parent.as_ref().map(|p| p.step).unwrap_or(-2);
         let fork = opts.checkpoint_id.is_some();
@@ -158,6 +182,7 @@ impl<'g> Run<'g> {
             skip_before: false,
             input: None,
             fork,
+            since_snapshot,
             has_output: false,
         })
     }
@@ -219,7 +244,7 @@ impl<'g> Run<'g> {
         let id = new_id();
         self.next = Graph::make_tasks(&id, vec![(START.into(), None)]);
         self.checkpoint(id, Source::Input, Vec::new()).await?;
-        self.emit_checkpoint();
+        self.emit_checkpoint(Source::Input);
         if let (Some(cp), Some(p)) = (&self.cp, &self.parent) {
             let ws = pending::finished_writes(&self.next[0], &out)?;
             cp.put_writes(&self.thread, &p.id, ws)
@@ -534,7 +559,7 @@ impl Run<'_> {
         let triggers = self.route(&outputs, &view, &own_views, &mut saved)?;
         self.next = Graph::make_tasks(&id, triggers);
         self.checkpoint(id.clone(), Source::Loop, saved).await?;
-        self.emit_checkpoint();
+        self.emit_checkpoint(Source::Loop);
         self.pending.clear();
         Ok(id)
     }
@@ -639,7 +664,11 @@ impl Run<'_> {
         let Some(cp) = &self.cp else {
             return Ok(());
         };
+        let (snapshot, since) = self
+            .graph
+            .snapshot_for_next(self.since_snapshot, &self.chans)?;
         let record = CheckpointRecord {
+            snapshot,
             id,
             parent_id: self.parent.as_ref().map(|p| p.id.clone()),
             step: self.step,
@@ -657,6 +686,7 @@ impl Run<'_> {
             cp.put_next(&self.thread, record.clone()).await
         }
         .map_err(Graph::cp_err)?;
+        self.since_snapshot = since;
         self.parent = Some(record);
         Ok(())
     }

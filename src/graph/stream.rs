@@ -1,6 +1,7 @@
 //! Events a run emits while it goes, for `stream` / `astream`.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
@@ -40,17 +41,25 @@ pub enum StreamEvent {
     Interrupt(Vec<InterruptInfo>),
     /// Anything a node or tool sent with its stream writer.
     Custom(Val),
-    /// A token chunk from a model, with the node that called it.
-    Message { chunk: Val, node: String },
+    /// A token chunk from a model, with the node that called it and what else the
+    /// caller knows of the model run (`meta`: a mapping, e.g. a LangChain run's
+    /// metadata and tags), shown in the chunk's metadata.
+    Message {
+        chunk: Val,
+        node: String,
+        meta: Option<Val>,
+    },
     /// An event of a subgraph run inside a task of this run; `ns` is
     /// `"<node>:<task id>"`.
     Nested { ns: String, ev: Box<StreamEvent> },
-    /// `debug`: a task is about to run.
+    /// `debug`: a task is about to run. Its input is the `Send` argument, or else the
+    /// state it reads (`state`).
     DebugTask {
         step: i64,
         id: String,
         node: String,
         input: Option<Val>,
+        state: StateView,
     },
     /// `debug`: a task finished (its writes), failed, or paused.
     DebugTaskResult {
@@ -80,6 +89,9 @@ pub struct StreamSink {
     /// tagged with where they come from.
     pub subgraphs: bool,
     pub send: Arc<dyn Fn(StreamEvent) + Send + Sync>,
+    /// Ids of the messages the `messages` mode has shown in this run (subgraphs
+    /// included): a message a node returns is shown unless its chunks already were.
+    pub seen: Arc<Mutex<HashSet<String>>>,
 }
 
 impl StreamSink {
@@ -93,6 +105,7 @@ impl StreamSink {
         Some(StreamSink {
             modes: self.modes,
             subgraphs: true,
+            seen: self.seen.clone(),
             send: Arc::new(move |ev| {
                 send(StreamEvent::Nested {
                     ns: ns.clone(),
@@ -104,6 +117,14 @@ impl StreamSink {
 
     pub fn wants(&self, mode: u8) -> bool {
         self.modes & mode != 0
+    }
+
+    /// Marks a message id as shown; false when it already was.
+    pub fn first_sight(&self, id: &str) -> bool {
+        self.seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id.to_string())
     }
 
     pub fn emit(&self, mode: u8, ev: impl FnOnce() -> StreamEvent) {

@@ -6,7 +6,8 @@ use async_trait::async_trait;
 use eventsource_stream::Event;
 use serde_json::{json, Map, Value};
 
-use super::http::Transport;
+use super::http::{endpoint, Transport};
+use super::secrets::Secrets;
 use super::sse::{chat_stream, event_json, SseParser};
 use super::{
     ai_message, check_finish, finish_tool_call, resolve_key, ChatChunk, ChatModel, ChatRequest,
@@ -70,21 +71,30 @@ impl AnthropicChat {
                 "AnthropicChat needs an API key: pass api_key=... or set ANTHROPIC_API_KEY".into(),
             ));
         }
-        let url = if base.ends_with("/v1") {
-            format!("{base}/messages")
-        } else {
-            format!("{base}/v1/messages")
-        };
+        let root = base
+            .split('?')
+            .next()
+            .unwrap_or_default()
+            .trim_end_matches('/');
+        let url = endpoint(
+            &base,
+            if root.ends_with("/v1") {
+                "/messages"
+            } else {
+                "/v1/messages"
+            },
+        );
         let mut headers = vec![("anthropic-version".to_owned(), ANTHROPIC_VERSION.to_owned())];
         headers.extend(settings.headers.iter().cloned());
         if let Some(k) = &key {
             headers.push(("x-api-key".into(), k.clone()));
         }
+        let secrets = Secrets::new(key.as_deref(), &settings.headers, &url);
         let transport = Transport::new(
             PROVIDER,
             url,
             headers,
-            key,
+            secrets,
             settings.timeout,
             settings.retry,
         )?;
@@ -98,6 +108,11 @@ impl AnthropicChat {
     /// The endpoint requests go to.
     pub fn url(&self) -> &str {
         self.transport.url()
+    }
+
+    /// The endpoint as it may be shown: secrets in it (a `?key=`) scrubbed.
+    pub fn shown_url(&self) -> String {
+        self.transport.shown_url()
     }
 
     /// The request body for `req` (public for inspection and tests).
@@ -192,7 +207,7 @@ impl ChatModel for AnthropicChat {
             resp,
             StreamParser::new(id, structured),
             self.transport.timeout,
-            self.transport.secret(),
+            self.transport.secrets(),
         ))
     }
 }

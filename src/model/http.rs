@@ -1,13 +1,14 @@
 //! The HTTP half shared by the providers: one `reqwest` client per model, a POST with
 //! retries, errors that name the provider and the status but never the key.
 
-use std::sync::{Arc, Once};
+use std::sync::Once;
 use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use serde_json::Value;
 
 use super::retry::{parse_retry_after, RetryPolicy};
+use super::secrets::Secrets;
 use super::{error_detail, shorten, ModelError};
 
 /// Installs rustls' `ring` provider as the process default, once (reqwest is built
@@ -27,24 +28,38 @@ pub(crate) fn client_builder() -> reqwest::ClientBuilder {
     reqwest::Client::builder().user_agent(concat!("ironloop/", env!("CARGO_PKG_VERSION")))
 }
 
+/// `base` (an API root, perhaps with a query such as Azure's `?api-version=`) with
+/// `path` appended to its path, its query kept at the end.
+pub(crate) fn endpoint(base: &str, path: &str) -> String {
+    let (root, query) = match base.split_once('?') {
+        Some((r, q)) => (r, Some(q)),
+        None => (base, None),
+    };
+    let root = root.trim_end_matches('/');
+    match query {
+        Some(q) => format!("{root}{path}?{q}"),
+        None => format!("{root}{path}"),
+    }
+}
+
 pub(crate) struct Transport {
     pub provider: &'static str,
     client: reqwest::Client,
     url: String,
     headers: HeaderMap,
-    secret: Option<Arc<str>>,
+    secrets: Secrets,
     pub timeout: Duration,
     retry: RetryPolicy,
 }
 
 impl Transport {
-    /// `secret` is the API key: it goes into the headers the caller listed and is
-    /// scrubbed from every error.
+    /// `secrets` (the API key, the user's header values, the URL's) are scrubbed from
+    /// every error; a header whose value holds one is marked sensitive.
     pub fn new(
         provider: &'static str,
         url: String,
         headers: Vec<(String, String)>,
-        secret: Option<String>,
+        secrets: Secrets,
         timeout: Duration,
         retry: RetryPolicy,
     ) -> Result<Self, ModelError> {
@@ -60,7 +75,7 @@ impl Transport {
             let name = HeaderName::from_bytes(k.as_bytes()).map_err(|_| {
                 ModelError::Config(format!("{provider}: invalid header name {k:?}"))
             })?;
-            let sensitive = secret.as_deref().is_some_and(|s| v.contains(s));
+            let sensitive = secrets.in_text(&v);
             let mut value = HeaderValue::from_str(&v).map_err(|_| {
                 // The value may be the key: name the header only.
                 ModelError::Config(format!(
@@ -81,7 +96,7 @@ impl Transport {
             client,
             url,
             headers: map,
-            secret: secret.map(Arc::from),
+            secrets,
             timeout,
             retry,
         })
@@ -91,12 +106,17 @@ impl Transport {
         &self.url
     }
 
-    pub fn secret(&self) -> Option<Arc<str>> {
-        self.secret.clone()
+    /// The URL as it may be shown (in `repr`, in errors): its secrets scrubbed.
+    pub fn shown_url(&self) -> String {
+        self.secrets.redact(&self.url)
+    }
+
+    pub fn secrets(&self) -> Secrets {
+        self.secrets.clone()
     }
 
     pub fn redact(&self, e: ModelError) -> ModelError {
-        e.redact(self.secret.as_deref())
+        e.redact(&self.secrets)
     }
 
     fn transport_error(&self, e: reqwest::Error) -> ModelError {
@@ -130,7 +150,8 @@ impl Transport {
             Ok(Ok(b)) => String::from_utf8_lossy(&b).into_owned(),
             _ => String::new(),
         };
-        let (kind, message) = error_detail(&body);
+        // Scrubbed before anything cuts it short: a secret cut in half is not found.
+        let (kind, message) = error_detail(&self.secrets.redact(&body));
         self.redact(ModelError::Api {
             provider: self.provider,
             status,
@@ -196,7 +217,7 @@ impl Transport {
                         provider: self.provider,
                         message: format!(
                             "the response is not JSON ({e}): {}",
-                            shorten(&String::from_utf8_lossy(&bytes), 300)
+                            shorten(&self.secrets.redact(&String::from_utf8_lossy(&bytes)), 300)
                         ),
                     })
                 })

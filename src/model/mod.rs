@@ -29,6 +29,7 @@ mod anthropic;
 pub(crate) mod http;
 mod openai;
 mod retry;
+mod secrets;
 mod sse;
 
 use std::pin::Pin;
@@ -135,18 +136,9 @@ impl ModelError {
         }
     }
 
-    /// The same error with every occurrence of `secret` in its text replaced.
-    pub(crate) fn redact(self, secret: Option<&str>) -> Self {
-        let Some(secret) = secret.filter(|s| s.len() >= 4) else {
-            return self;
-        };
-        let r = |s: String| {
-            if s.contains(secret) {
-                s.replace(secret, "[redacted]")
-            } else {
-                s
-            }
-        };
+    /// The same error with every secret in its text replaced.
+    pub(crate) fn redact(self, secrets: &secrets::Secrets) -> Self {
+        let r = |s: String| secrets.redact(&s);
         match self {
             ModelError::Api {
                 provider,
@@ -600,7 +592,7 @@ mod tests {
             message: "Incorrect API key provided: sk-secret-123".into(),
             retry_after: None,
         }
-        .redact(Some("sk-secret-123"));
+        .redact(&secrets::Secrets::new(Some("sk-secret-123"), &[], ""));
         let text = e.to_string();
         assert!(!text.contains("sk-secret-123"), "{text}");
         assert!(text.contains("HTTP 401 (invalid_request_error)"), "{text}");

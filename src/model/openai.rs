@@ -6,7 +6,8 @@ use async_trait::async_trait;
 use eventsource_stream::Event;
 use serde_json::{json, Map, Value};
 
-use super::http::Transport;
+use super::http::{endpoint, Transport};
+use super::secrets::Secrets;
 use super::sse::{chat_stream, event_json, SseParser};
 use super::{
     ai_message, check_finish, finish_tool_call, resolve_key, ChatChunk, ChatModel, ChatRequest,
@@ -63,11 +64,13 @@ impl OpenAIChat {
         if let Some(k) = &key {
             headers.push(("authorization".into(), format!("Bearer {k}")));
         }
+        let url = endpoint(&base, "/chat/completions");
+        let secrets = Secrets::new(key.as_deref(), &settings.headers, &url);
         let transport = Transport::new(
             PROVIDER,
-            format!("{base}/chat/completions"),
+            url,
             headers,
-            key,
+            secrets,
             settings.timeout,
             settings.retry,
         )?;
@@ -82,6 +85,11 @@ impl OpenAIChat {
     /// The endpoint requests go to.
     pub fn url(&self) -> &str {
         self.transport.url()
+    }
+
+    /// The endpoint as it may be shown: secrets in it (a `?key=`) scrubbed.
+    pub fn shown_url(&self) -> String {
+        self.transport.shown_url()
     }
 
     /// The request body for `req` (public for inspection and tests).
@@ -171,7 +179,7 @@ impl ChatModel for OpenAIChat {
             resp,
             StreamParser::new(id),
             self.transport.timeout,
-            self.transport.secret(),
+            self.transport.secrets(),
         ))
     }
 }

@@ -3,8 +3,8 @@
 //! idle time limit between events, and a stream that ends before the provider's
 //! end marker is an error, not a short answer.
 
+use super::secrets::Secrets;
 use std::collections::VecDeque;
-use std::sync::Arc;
 use std::time::Duration;
 
 use eventsource_stream::{Event, Eventsource};
@@ -38,7 +38,7 @@ pub(crate) fn chat_stream<P: SseParser>(
     resp: reqwest::Response,
     parser: P,
     idle: Duration,
-    secret: Option<Arc<str>>,
+    secrets: Secrets,
 ) -> ChatStream {
     let events = resp.bytes_stream().eventsource();
     let state = State {
@@ -48,10 +48,10 @@ pub(crate) fn chat_stream<P: SseParser>(
         finished: false,
     };
     let stream = futures::stream::unfold(Some(state), move |st| {
-        let secret = secret.clone();
+        let secrets = secrets.clone();
         async move {
             let mut st = st?;
-            let fail = |e: ModelError| Some((Err(e.redact(secret.as_deref())), None));
+            let fail = |e: ModelError| Some((Err(e.redact(&secrets)), None));
             loop {
                 if let Some(c) = st.queue.pop_front() {
                     return Some((Ok(c), Some(st)));

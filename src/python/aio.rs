@@ -13,6 +13,7 @@ use pyo3::prelude::*;
 use tokio::sync::oneshot;
 
 use super::env::PyRunEnv;
+use super::helpers::helpers;
 
 /// Makes the coroutine to run (called on the loop thread), and optionally the
 /// `contextvars` context its task must run in (default: a copy of the run's).
@@ -60,10 +61,26 @@ impl DoneCallback {
         let r = if task.call_method0(intern!(py, "cancelled"))?.is_truthy()? {
             AsyncResult::Cancelled
         } else {
-            AsyncResult::Done(task.call_method0(intern!(py, "result")))
+            AsyncResult::Done(
+                task.call_method0(intern!(py, "result"))
+                    .map_err(|e| unwrap(py, e)),
+            )
         };
         f(py, r);
         Ok(())
+    }
+}
+
+/// The `KeyboardInterrupt` / `SystemExit` an `Escaped` carries (see `Helpers::guard`),
+/// or `e` itself.
+fn unwrap(py: Python<'_>, e: PyErr) -> PyErr {
+    let Ok(h) = helpers(py) else { return e };
+    if !e.is_instance(py, h.escaped.bind(py)) {
+        return e;
+    }
+    match e.value(py).getattr(intern!(py, "exc")) {
+        Ok(original) => PyErr::from_value(original),
+        Err(_) => e,
     }
 }
 
@@ -79,6 +96,7 @@ fn start(py: Python<'_>, env: &Arc<PyRunEnv>, p: PendingAsync) {
     let make = p.make;
     let started = (|| -> PyResult<Py<PyAny>> {
         let (coro, context) = make(py)?;
+        let coro = helpers(py)?.guard.bind(py).call1((coro,))?;
         let create_task = env
             .event_loop
             .bind(py)

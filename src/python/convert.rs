@@ -5,7 +5,10 @@
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyDateTime, PyDict, PyList, PyString, PyTzInfo};
+use pyo3::types::{
+    PyBool, PyBytes, PyDateTime, PyDict, PyFloat, PyInt, PyList, PyMapping, PySequence, PyString,
+    PyTuple, PyTzInfo,
+};
 
 use super::helpers::helpers;
 use serde_json::Value;
@@ -18,10 +21,16 @@ pub fn value_to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny
     pythonize::pythonize(py, v).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
+/// How deep a Python value may nest to become JSON: serde_json's limit for JSON
+/// text, so a value given as a dict and the same value given as JSON text stop at the
+/// same depth. A deeper value, or one that contains itself, is refused with an error
+/// instead of overflowing the stack.
+pub const MAX_JSON_DEPTH: usize = 128;
+
 /// A Python object as a JSON value; a `TypeError` says which type could not be
 /// converted and where it was meant to go.
 pub fn value_from_py(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Value> {
-    pythonize::depythonize::<Value>(obj).map_err(|e| {
+    json_from_py(obj).map_err(|e| {
         let ty = obj
             .get_type()
             .name()
@@ -32,6 +41,94 @@ pub fn value_from_py(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Value> {
              got a value of type {ty}: {e}"
         ))
     })
+}
+
+/// A Python object as a JSON value, or why it is not one: dicts with str keys, lists,
+/// tuples and other sequences, str, int, float (NaN and infinities become null, as
+/// serde_json makes them), bool and None, nested at most [`MAX_JSON_DEPTH`] deep.
+pub fn json_from_py(obj: &Bound<'_, PyAny>) -> Result<Value, String> {
+    json_at(obj, 0)
+}
+
+/// `obj` inside `depth` containers.
+fn json_at(obj: &Bound<'_, PyAny>, depth: usize) -> Result<Value, String> {
+    if obj.is_none() {
+        return Ok(Value::Null);
+    }
+    if let Ok(s) = obj.cast::<PyString>() {
+        return Ok(Value::String(
+            s.to_str().map_err(|e| e.to_string())?.to_owned(),
+        ));
+    }
+    // `bool` before `int`: a Python bool is an int.
+    if let Ok(b) = obj.cast::<PyBool>() {
+        return Ok(Value::Bool(b.is_true()));
+    }
+    if let Ok(i) = obj.cast::<PyInt>() {
+        if let Ok(v) = i.extract::<i64>() {
+            return Ok(Value::from(v));
+        }
+        if let Ok(v) = i.extract::<u64>() {
+            return Ok(Value::from(v));
+        }
+        return Err(format!("the integer {i} does not fit in 64 bits"));
+    }
+    if let Ok(f) = obj.cast::<PyFloat>() {
+        return Ok(serde_json::Number::from_f64(f.value()).map_or(Value::Null, Value::Number));
+    }
+    // Past here, `obj` is a container: one level more.
+    if depth >= MAX_JSON_DEPTH {
+        return Err(format!(
+            "it nests deeper than {MAX_JSON_DEPTH} levels (or contains itself)"
+        ));
+    }
+    if let Ok(d) = obj.cast::<PyDict>() {
+        let mut map = serde_json::Map::with_capacity(d.len());
+        for (k, v) in d.iter() {
+            let key = k.cast::<PyString>().map_err(|_| {
+                format!(
+                    "a dict key is a {}, not a str",
+                    k.get_type()
+                        .name()
+                        .map(|n| n.to_string())
+                        .unwrap_or_default()
+                )
+            })?;
+            map.insert(
+                key.to_str().map_err(|e| e.to_string())?.to_owned(),
+                json_at(&v, depth + 1)?,
+            );
+        }
+        return Ok(Value::Object(map));
+    }
+    if let Ok(l) = obj.cast::<PyList>() {
+        return l.iter().map(|v| json_at(&v, depth + 1)).collect();
+    }
+    if let Ok(t) = obj.cast::<PyTuple>() {
+        return t.iter().map(|v| json_at(&v, depth + 1)).collect();
+    }
+    if let Ok(m) = obj.cast::<PyMapping>() {
+        let d = PyDict::new(obj.py());
+        for item in m.items().map_err(|e| e.to_string())?.iter() {
+            let (k, v): (Bound<'_, PyAny>, Bound<'_, PyAny>) =
+                item.extract().map_err(|e: PyErr| e.to_string())?;
+            d.set_item(k, v).map_err(|e| e.to_string())?;
+        }
+        return json_at(d.as_any(), depth);
+    }
+    if obj.cast::<PyBytes>().is_err() {
+        if let Ok(seq) = obj.cast::<PySequence>() {
+            let items = seq.to_list().map_err(|e| e.to_string())?;
+            return json_at(items.as_any(), depth);
+        }
+    }
+    Err(format!(
+        "a {} is not JSON",
+        obj.get_type()
+            .name()
+            .map(|n| n.to_string())
+            .unwrap_or_default()
+    ))
 }
 
 pub fn content_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Content> {

@@ -28,8 +28,16 @@ pub struct Helpers {
     pub task_var: Py<PyAny>,
     /// `ironloop._runtime.background_loop()`: the loop async tools of a sync caller use.
     pub background_loop: Py<PyAny>,
+    /// `ironloop._runtime.guard(coro)` / `Escaped`: every coroutine the glue runs is
+    /// wrapped, so that a `KeyboardInterrupt` or `SystemExit` in it reaches the caller
+    /// instead of stopping the event loop it runs on.
+    pub guard: Py<PyAny>,
+    pub escaped: Py<PyAny>,
     /// `ironloop._runtime.logger`.
     pub logger: Py<PyAny>,
+    /// `ironloop._runtime.stream_langchain_tokens(scratch)`: run in a task's context
+    /// when its run streams `messages`, for LangChain models the node calls.
+    pub stream_langchain_tokens: Py<PyAny>,
     /// `ironloop.errors.GraphInterrupt`: raised by `interrupt()` to pause a node.
     pub graph_interrupt: Py<PyAny>,
     /// `ironloop.errors.ParentCommand`: a subgraph's `Command(graph=Command.PARENT)`.

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use serde_json::Value;
 
 use super::convert::{
     content_from_py, content_to_py, get_item, invalid_tool_calls_from_py, status_from_str,
@@ -194,24 +195,50 @@ impl PyMessage {
         message_to_py(py, Arc::new(m))
     }
 
-    fn pretty_repr(&self) -> String {
+    /// langchain-core's layout, line for line (ported programs print transcripts with
+    /// it): a centred title, `Name:` if any, a blank line, the text, then each tool
+    /// call with its arguments one per line, values as Python's `str()` shows them.
+    fn pretty_repr(&self, py: Python<'_>) -> PyResult<String> {
         let title = format!(" {} Message ", capitalised(self.inner.type_name()));
-        let mut s = format!("{title:=^80}\n");
+        let mut s = format!("{title:=^80}");
         if let Some(n) = &self.inner.name {
-            s.push_str(&format!("Name: {n}\n\n"));
+            s.push_str(&format!("\nName: {n}"));
         }
+        s.push_str("\n\n");
         s.push_str(&self.inner.content.text());
-        for c in self.inner.tool_calls() {
-            s.push_str(&format!(
-                "\nTool Calls:\n  {} ({})\n Call ID: {}\n  Args: {}",
-                c.name, c.id, c.id, c.arguments
-            ));
+        if !matches!(self.inner.kind, MessageKind::Ai { .. }) {
+            return Ok(s);
         }
-        s
+        // An AI message's text is trimmed, as langchain-core's `AIMessage.pretty_repr`.
+        let mut s = s.trim().to_string();
+        let calls = self.inner.tool_calls();
+        if !calls.is_empty() {
+            s.push_str("\nTool Calls:");
+        }
+        for c in calls {
+            s.push_str(&format!(
+                "\n  {} ({})\n Call ID: {}\n  Args:",
+                c.name, c.id, c.id
+            ));
+            match &c.arguments {
+                Value::Object(args) => {
+                    for (k, v) in args {
+                        let shown = value_to_py(py, v)?.str()?.to_string();
+                        s.push_str(&format!("\n    {k}: {shown}"));
+                    }
+                }
+                Value::String(text) => s.push_str(&format!("\n    {text}")),
+                _ => {}
+            }
+        }
+        Ok(s)
     }
 
-    fn pretty_print(&self) {
-        println!("{}", self.pretty_repr());
+    /// Through Python's `print`, so that `sys.stdout` redirections see it.
+    fn pretty_print(&self, py: Python<'_>) -> PyResult<()> {
+        let text = self.pretty_repr(py)?;
+        py.import("builtins")?.getattr("print")?.call1((text,))?;
+        Ok(())
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {

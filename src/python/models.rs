@@ -247,12 +247,12 @@ impl ChatModelCore {
         let (model, url): (Arc<dyn ChatModel>, String) = match provider {
             "openai" => {
                 let m = OpenAIChat::new(model, settings)?;
-                let url = m.url().to_owned();
+                let url = m.shown_url();
                 (Arc::new(m), url)
             }
             "anthropic" => {
                 let m = AnthropicChat::new(model, settings)?;
-                let url = m.url().to_owned();
+                let url = m.shown_url();
                 (Arc::new(m), url)
             }
             other => {

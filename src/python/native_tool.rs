@@ -194,7 +194,7 @@ impl NativeTool {
 /// The workspace tools for `root`, as `NativeTool`s (see `ironloop.tools.workspace`).
 #[pyfunction]
 #[pyo3(signature = (root, *, allow_bash, bash_timeout, max_bash_timeout, max_output_bytes,
-                    timeout = None))]
+                    timeout = None, env = Vec::new()))]
 fn _workspace_tools(
     root: std::path::PathBuf,
     allow_bash: bool,
@@ -202,6 +202,7 @@ fn _workspace_tools(
     max_bash_timeout: &Bound<'_, PyAny>,
     max_output_bytes: usize,
     timeout: Option<Timeout>,
+    env: Vec<(String, String)>,
 ) -> PyResult<Vec<NativeTool>> {
     let options = WorkspaceOptions {
         allow_bash,
@@ -209,6 +210,7 @@ fn _workspace_tools(
         max_bash_timeout: Timeout::required(max_bash_timeout, "max_bash_timeout")?.0,
         max_output_bytes,
         timeout: timeout.map(|t| t.0),
+        bash_env: env,
         ..Default::default()
     };
     let tools = workspace_tools(&root, options).map_err(WorkspaceError)?;

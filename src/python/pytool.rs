@@ -14,7 +14,7 @@ use tokio::sync::oneshot;
 use super::aio::{run_async, AsyncResult, MakeCoro};
 use super::args::Timeout;
 use super::context::PyToolContext;
-use super::convert::{value_from_py, value_to_py};
+use super::convert::{json_from_py, value_from_py, value_to_py};
 use super::env::PyRunEnv;
 use super::helpers::helpers;
 use super::messages::PyMessage;
@@ -198,7 +198,9 @@ fn record_error(py: Python<'_>, tool: &str, e: PyErr, ctx: &ToolContext) -> Tool
     if let Some(tb) = e.traceback(py) {
         let _ = e.value(py).setattr("__traceback__", tb);
     }
-    log_exception(py, tool, &ctx.tool_call_id, &e);
+    if !pauses_the_graph(py, &e) {
+        log_exception(py, tool, &ctx.tool_call_id, &e);
+    }
     let raised = Some(HostError::new(e));
     if ty == "CancelledError" {
         return ToolError::Cancelled {
@@ -216,6 +218,15 @@ fn record_error(py: Python<'_>, tool: &str, e: PyErr, ctx: &ToolContext) -> Tool
         message,
         raised,
     }
+}
+
+/// `interrupt()` called in a tool, or a subgraph's `Command(graph=Command.PARENT)`:
+/// control flow that reaches the graph, not a failure to log.
+fn pauses_the_graph(py: Python<'_>, e: &PyErr) -> bool {
+    helpers(py).is_ok_and(|h| {
+        e.is_instance(py, h.graph_interrupt.bind(py))
+            || e.is_instance(py, h.parent_command.bind(py))
+    })
 }
 
 fn log_exception(py: Python<'_>, tool: &str, call_id: &str, e: &PyErr) {
@@ -255,7 +266,7 @@ pub fn output_from_py(obj: &Bound<'_, PyAny>) -> ToolOutput {
             payload: Some(Arc::new(msg)),
         };
     }
-    match pythonize::depythonize::<Value>(obj) {
+    match json_from_py(obj) {
         Ok(v) => ToolOutput::json(v),
         Err(_) => {
             let text = obj.str().map(|s| s.to_string()).unwrap_or_default();

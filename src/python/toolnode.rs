@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use futures::FutureExt;
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple, PyType};
 
@@ -179,7 +179,11 @@ pub fn tool_results(
             Err(e @ crate::tool::ToolError::Unusable { .. }) => return Err(PyErr::from(e)),
             Err(e) => {
                 let original = e.raised().and_then(|h| h.downcast_ref::<PyErr>());
-                if let Some(o) = original.filter(|o| is_graph_interrupt(py, o)) {
+                // A pause, or a KeyboardInterrupt / SystemExit: for the caller, never
+                // a message for the model.
+                let for_caller =
+                    |o: &&PyErr| is_graph_interrupt(py, o) || !o.is_instance_of::<PyException>(py);
+                if let Some(o) = original.filter(for_caller) {
                     return Err(o.clone_ref(py));
                 }
                 match error_content(py, handle, e, original)? {

@@ -4,8 +4,8 @@
   needed); a hung test fails instead of hanging the suite.
 * ``make_ai`` builds an ``AIMessage`` with tool calls ``c0, c1, ...``.
 * ``gauge`` measures peak concurrency of tool calls (sync or async).
-* ``saver`` runs a test on each checkpointer: MemorySaver, SqliteSaver (a file in
-  the test's tmp dir) and PostgresSaver (a schema of its own on the test server).
+* ``saver`` runs a test once per checkpointer: MemorySaver, SqliteSaver (a fresh file)
+  and PostgresSaver (a fresh schema on the tests' server, see ``pg_support``).
 * A watchdog dumps every thread's stack and exits if one test runs far too long
   (a deadlock in the engine should not hang CI).
 """
@@ -53,6 +53,19 @@ def _watchdog() -> Any:
     faulthandler.cancel_dump_traceback_later()
 
 
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    if request.param == "memory":
+        yield MemorySaver()
+    elif request.param == "sqlite":
+        s = SqliteSaver(str(tmp_path / "checkpoints.db"))
+        yield s
+        s.close()
+    else:
+        with temp_schema() as schema, new_saver(schema) as s:
+            yield s
+
+
 def _build_ai(*calls: tuple[str, Any], content: str = "", id: str | None = None) -> AIMessage:
     """``make_ai(("add", {"a": 1}), ("mul", {...}))``: one AIMessage whose tool calls
     have the ids ``c0, c1, ...`` in order."""
@@ -97,16 +110,3 @@ class Gauge:
 @pytest.fixture
 def gauge() -> Gauge:
     return Gauge()
-
-
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
-    if request.param == "memory":
-        yield MemorySaver()
-    elif request.param == "sqlite":
-        s = SqliteSaver(str(tmp_path / "checkpoints.db"))
-        yield s
-        s.close()
-    else:
-        with temp_schema() as schema, new_saver(schema) as s:
-            yield s

@@ -224,7 +224,8 @@ def test_update_state_as_node_then_continue(saver) -> None:
     assert _cid(snap.config) == _cid(new_config)
     assert snap.values == {"x": 7, "log": ["a", "edited"]}  # log went through its reducer
     assert snap.next == ("b",)
-    assert snap.metadata["source"] == "update"
+    # As LangGraph: an update's checkpoint is the step after its parent's.
+    assert snap.metadata == {"source": "update", "step": 2, "parents": {}}
     out = app.invoke(None, cfg())
     assert out == {"x": 70, "log": ["a", "edited", "b", "c"]}
     assert counter.calls == {"a": 1, "b": 1, "c": 1}

@@ -3,13 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any, TypedDict
 
 import pytest
 from graph_support import LogS, ai_with_calls, chain, log_node, run, thread_config, tool_graph
 
-from ironloop import END, START, Command, Interrupt, MemorySaver, StateGraph, interrupt, tool
-from ironloop.messages import ToolMessage
+from ironloop import (
+    END,
+    START,
+    Command,
+    Interrupt,
+    MemorySaver,
+    StateGraph,
+    ToolNode,
+    interrupt,
+    tool,
+)
+from ironloop.graph import MessagesState
+from ironloop.messages import AIMessage, ToolMessage
 
 # --------------------------------------------------------------------- dynamic
 
@@ -212,3 +224,22 @@ def test_resume_without_a_pending_interrupt_raises() -> None:
     app.invoke({"log": []}, cfg)
     with pytest.raises(ValueError):
         app.invoke(Command(resume="x"), cfg)
+
+
+def test_an_interrupt_inside_a_tool_is_not_logged_as_a_tool_failure(caplog: Any) -> None:
+    # As LangGraph's docs' `book_hotel`: the pause is control flow, not an error.
+    def book_hotel(hotel_name: str) -> str:
+        """Book a hotel"""
+        answer = interrupt(f"book {hotel_name}?")
+        return f"booked {hotel_name}: {answer}"
+
+    g = StateGraph(MessagesState).add_node("tools", ToolNode([book_hotel]))
+    app = g.add_edge(START, "tools").compile(checkpointer=MemorySaver())
+    call = {"name": "book_hotel", "args": {"hotel_name": "Ritz"}, "id": "c1"}
+    config = {"configurable": {"thread_id": "hotel"}}
+    caplog.set_level(logging.DEBUG, logger="ironloop")
+    out = app.invoke({"messages": [AIMessage("", tool_calls=[call])]}, config)
+    assert [i.value for i in out["__interrupt__"]] == ["book Ritz?"]
+    assert [r for r in caplog.records if r.name.startswith("ironloop")] == []
+    out = app.invoke(Command(resume="yes"), config)
+    assert out["messages"][-1].content == "booked Ritz: yes"

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from graph_support import XS, ai_with_calls, chain, log_node, parallel, tool_graph
 
-from ironloop import ToolContext, get_stream_writer, tool
+from ironloop import MemorySaver, ToolContext, get_stream_writer, tool
 
 # ------------------------------------------------------------------------ runs
 
@@ -140,7 +140,11 @@ def test_stream_debug() -> None:
     # LangGraph's shape: {"type": "task" | "task_result" | "checkpoint", "timestamp",
     # "step", "payload"}; task payloads carry "id" and "name", task results also
     # "result" / "error" / "interrupts", checkpoints "values" / "next" / "config".
-    events = list(_abc().stream({"x": 1}, stream_mode="debug"))
+    app = chain(lambda s: {"x": s["x"] + 1}, lambda s: {"x": s["x"] * 10})
+    config = {"configurable": {"thread_id": "debug"}}
+    events = list(
+        app.compile(checkpointer=MemorySaver()).stream({"x": 1}, config, stream_mode="debug")
+    )
     assert events, "debug mode yields events"
     for e in events:
         assert isinstance(e, dict)

@@ -291,3 +291,37 @@ def test_draw_mermaid() -> None:
     assert "plan --> act" in text
     assert f"check --> {END}" in text
     assert "act -." in text and "-> plan" in text and "-> check" in text
+    # Line for line LangGraph 1.2's edges: sorted, labels spaced, END edges last.
+    edges = [line.strip() for line in text.splitlines() if "-->" in line or ".->" in line]
+    assert edges == [
+        "__start__ --> plan;",
+        "act -. &nbsp;done&nbsp; .-> check;",
+        "act -. &nbsp;again&nbsp; .-> plan;",
+        "plan --> act;",
+        "check --> __end__;",
+    ]
+
+
+def test_draw_mermaid_ends_a_node_that_leads_nowhere_and_shows_metadata() -> None:
+    from ironloop import ToolNode, tool
+    from ironloop.graph import MessagesState
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Adds."""
+        return a + b
+
+    g = StateGraph(MessagesState)
+    g.add_node("b", lambda s: {}, metadata={"team": "x", "tags": ["p", "q"]})
+    g.add_node("a", lambda s: {})
+    g.add_node("tools", ToolNode([add]))
+    g.add_edge(START, "b").add_edge("b", "a").add_edge("a", "tools")
+    text = g.compile().get_graph().draw_mermaid()
+    assert "\tb(b<hr/><small><em>team = x\ntags = p, q</em></small>)" in text
+    assert "\ttools(tools<hr/><small><em>__tools = add</em></small>)" in text
+    assert [line.strip() for line in text.splitlines() if "-->" in line] == [
+        "__start__ --> b;",
+        "a --> tools;",
+        "b --> a;",
+        "tools --> __end__;",
+    ]

@@ -13,9 +13,13 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 from langchain_core import messages as lc
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.language_models.fake_chat_models import (
+    FakeMessagesListChatModel,
+    GenericFakeChatModel,
+)
 from langchain_core.messages.tool import tool_call_chunk
 from langchain_core.outputs import ChatGenerationChunk
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import (
     InjectedToolCallId,
     StructuredTool,
@@ -216,8 +220,12 @@ def test_streamed_chunks_feed_messages_mode_and_merge_into_one_message() -> None
             final = item
     texts = [c.content for c, meta in chunks if meta["langgraph_node"] == "agent"]
     assert texts[:2] == ["let ", "me "]
-    assert all(isinstance(c, AIMessage) for c, _ in chunks)
-    assert {c.id for c, _ in chunks} == {"ai-9", "ai-10"}
+    agent_chunks = [c for c, meta in chunks if meta["langgraph_node"] == "agent"]
+    assert all(isinstance(c, AIMessage) for c in agent_chunks)
+    assert {c.id for c in agent_chunks} == {"ai-9", "ai-10"}
+    # The tools node's result is shown too, once, as LangGraph shows it.
+    tool_results = [(c.type, c.content) for c, meta in chunks if meta["langgraph_node"] == "tools"]
+    assert tool_results == [("tool", "42")]
     ai = final["messages"][1]
     assert ai.content.strip() == "let me add"
     # The tool call streamed in two argument fragments, merged as LangChain merges.
@@ -648,3 +656,186 @@ def test_a_changed_message_converts_anew() -> None:
     assert to_langchain(m).content == "two"
     m.name = "ann"
     assert to_langchain(m).name == "ann"
+
+
+# ------------------------------------- LangChain models and messages inside user nodes
+
+
+def test_a_pydantic_state_typed_with_langchain_messages_is_built_from_the_state() -> None:
+    # LangGraph docs' pydantic chat state: `messages: Annotated[list[AnyMessage], ...]`
+    # with LangChain's AnyMessage. The state holds ironloop messages; the node's model
+    # gets LangChain ones (pydantic refuses anything else).
+    class ChatState(BaseModel):
+        messages: Annotated[list[lc.AnyMessage], add_messages]
+        context: str
+
+    seen: list[Any] = []
+
+    def node(state: ChatState) -> dict[str, Any]:
+        seen.extend(type(m).__module__.split(".")[0] for m in state.messages)
+        return {"messages": [lc.AIMessage(content="Hello there!")]}
+
+    g = StateGraph(ChatState).add_node("n", node).add_edge(START, "n").compile()
+    out = g.invoke({"messages": [{"role": "user", "content": "Hi"}], "context": "support"})
+    assert seen == ["langchain_core"]
+    assert [(m.type, m.content) for m in out["messages"]] == [
+        ("human", "Hi"),
+        ("ai", "Hello there!"),
+    ]
+    assert out["context"] == "support"
+
+
+class _JokeState(TypedDict):
+    topic: str
+    joke: str
+
+
+def _joke_graph(llm: Any, *, use_async: bool = False) -> Any:
+    def call_model(state: _JokeState) -> dict[str, Any]:
+        return {"joke": llm.invoke([("user", state["topic"])]).content}
+
+    async def acall_model(state: _JokeState) -> dict[str, Any]:
+        return {"joke": (await llm.ainvoke([("user", state["topic"])])).content}
+
+    g = StateGraph(_JokeState).add_node("call_model", acall_model if use_async else call_model)
+    return g.add_edge(START, "call_model").compile()
+
+
+def test_a_langchain_model_a_node_calls_streams_its_tokens_in_messages_mode() -> None:
+    llm = GenericFakeChatModel(messages=iter([lc.AIMessage("a rocky road", id="m1")]))
+    items = list(_joke_graph(llm).stream({"topic": "ice cream"}, stream_mode="messages"))
+    assert [(type(c).__name__, c.content) for c, _ in items] == [
+        ("AIMessageChunk", "a"),
+        ("AIMessageChunk", " "),
+        ("AIMessageChunk", "rocky"),
+        ("AIMessageChunk", " "),
+        ("AIMessageChunk", "road"),
+    ]
+    assert {meta["langgraph_node"] for _, meta in items} == {"call_model"}
+
+
+async def test_an_async_node_streams_the_tokens_of_ainvoke() -> None:
+    llm = GenericFakeChatModel(messages=iter([lc.AIMessage("purr fect", id="m2")]))
+    app = _joke_graph(llm, use_async=True)
+    items = [i async for i in app.astream({"topic": "cats"}, stream_mode=["messages", "updates"])]
+    assert [c.content for m, (c, _) in (i for i in items if i[0] == "messages")] == [
+        "purr",
+        " ",
+        "fect",
+    ]
+    assert items[-1] == ("updates", {"call_model": {"joke": "purr fect"}})
+
+
+def test_a_model_that_does_not_stream_sends_its_message_once() -> None:
+    llm = FakeMessagesListChatModel(responses=[lc.AIMessage("whole", id="w1")])
+    items = list(_joke_graph(llm).stream({"topic": "x"}, stream_mode="messages"))
+    assert [(c.content, c.id) for c, _ in items] == [("whole", "w1")]
+
+
+def test_tokens_are_not_streamed_without_messages_mode_or_with_nostream() -> None:
+    llm = GenericFakeChatModel(messages=iter([lc.AIMessage("one two"), lc.AIMessage("x y")]))
+    assert list(_joke_graph(llm).stream({"topic": "t"}, stream_mode="custom")) == []
+    quiet = llm.with_config(tags=["nostream"])
+    items = list(_joke_graph(quiet).stream({"topic": "t"}, stream_mode="messages"))
+    assert items == []
+
+
+def test_token_metadata_holds_the_model_runs_metadata_tags_and_step() -> None:
+    tagged = GenericFakeChatModel(messages=iter([lc.AIMessage("a")]), tags=["joke"])
+    plain = GenericFakeChatModel(messages=iter([lc.AIMessage("b")]))
+
+    def both(state: _JokeState) -> dict[str, Any]:
+        return {"joke": tagged.invoke("x").content + plain.invoke("y").content}
+
+    g = StateGraph(_JokeState).add_node("n", both).add_edge(START, "n").compile()
+    metas = [meta for _, meta in g.stream({"topic": "t"}, stream_mode="messages")]
+    assert [m.get("tags") for m in metas] == [["joke"], None]
+    for m in metas:
+        assert m["langgraph_node"] == "n" and m["langgraph_step"] == 1
+        assert m["ls_provider"] == "genericfakechatmodel" and m["ls_model_type"] == "chat"
+
+
+def test_the_agents_token_metadata_has_its_step() -> None:
+    model = FakeToolModel(messages=iter([lc.AIMessage("hello there")]))
+    agent = create_react_agent(model, [add])
+    metas = [
+        meta for _, meta in agent.stream({"messages": [("user", "hi")]}, stream_mode="messages")
+    ]
+    assert metas and all(m["langgraph_node"] == "agent" and m["langgraph_step"] == 1 for m in metas)
+
+
+def test_a_langchain_tools_runnable_config_is_the_runs_config() -> None:
+    @lc_tool
+    def whoami(config: RunnableConfig) -> str:
+        """Says who the run is for."""
+        return f"user={config['configurable'].get('user_id')}"
+
+    @lc_tool
+    async def awhoami(config: RunnableConfig) -> str:
+        """Says who the run is for, async."""
+        return f"async user={config['configurable'].get('user_id')}"
+
+    calls = [{"name": n, "args": {}, "id": f"c{i}"} for i, n in enumerate(["whoami", "awhoami"])]
+    g = StateGraph(MessagesState).add_node("tools", ToolNode([whoami, awhoami]))
+    app = g.add_edge(START, "tools").compile()
+    config = {"configurable": {"user_id": "u1"}}
+    out = app.invoke({"messages": [AIMessage("", tool_calls=calls)]}, config)
+    assert [m.content for m in out["messages"][1:]] == ["user=u1", "async user=u1"]
+    # Outside a run there is no run config: LangChain's default (empty configurable).
+    assert whoami.invoke({}) == "user=None"
+
+
+def _nested_token_graph() -> Any:
+    llm = GenericFakeChatModel(messages=iter([lc.AIMessage("a b"), lc.AIMessage("c d")]))
+
+    def call(state: _JokeState) -> dict[str, Any]:
+        return {"joke": llm.invoke(state["topic"]).content}
+
+    sub = StateGraph(_JokeState).add_node("sub_node", call).add_edge(START, "sub_node").compile()
+    g = StateGraph(_JokeState).add_node("parent_node", call).add_node("sub", sub)
+    return g.add_edge(START, "parent_node").add_edge("parent_node", "sub").compile()
+
+
+def test_tokens_of_a_subgraphs_model_come_with_its_namespace_or_not_at_all() -> None:
+    # As LangGraph: with subgraphs=True under the subgraph's namespace and node; without,
+    # not streamed (they are not the parent's node's tokens).
+    items = list(
+        _nested_token_graph().stream({"topic": "t"}, stream_mode="messages", subgraphs=True)
+    )
+    assert [
+        (tuple(n.split(":")[0] for n in ns), c.content, m["langgraph_node"]) for ns, (c, m) in items
+    ] == [
+        ((), "a", "parent_node"),
+        ((), " ", "parent_node"),
+        ((), "b", "parent_node"),
+        (("sub",), "c", "sub_node"),
+        (("sub",), " ", "sub_node"),
+        (("sub",), "d", "sub_node"),
+    ]
+    flat = list(_nested_token_graph().stream({"topic": "t"}, stream_mode="messages"))
+    assert [(c.content, m["langgraph_node"]) for c, m in flat] == [
+        ("a", "parent_node"),
+        (" ", "parent_node"),
+        ("b", "parent_node"),
+    ]
+
+
+def test_tokens_of_a_model_a_tool_calls_stream_under_the_tool_node() -> None:
+    llm = GenericFakeChatModel(messages=iter([lc.AIMessage("x y")]))
+
+    @lc_tool
+    def summarize(text: str) -> str:
+        """Summarize."""
+        return llm.invoke(text).content
+
+    g = StateGraph(MessagesState).add_node("tools", ToolNode([summarize]))
+    app = g.add_edge(START, "tools").compile()
+    call = {"name": "summarize", "args": {"text": "t"}, "id": "1"}
+    items = list(
+        app.stream({"messages": [AIMessage("", tool_calls=[call])]}, stream_mode="messages")
+    )
+    assert [(c.content, m["langgraph_node"]) for c, m in items][:3] == [
+        ("x", "tools"),
+        (" ", "tools"),
+        ("y", "tools"),
+    ]

@@ -26,6 +26,7 @@ from ironloop import (
     tool,
 )
 from ironloop.messages import AIMessage
+from ironloop.types import RetryPolicy
 
 
 class S(TypedDict):
@@ -105,6 +106,35 @@ def test_context_reaches_nodes_through_runtime_and_get_runtime() -> None:
     }
     chunks = list(app.stream({"x": []}, context=Ctx(user="cy")))
     assert chunks == [{"p": {"x": ["param:cy"]}}, {"c": {"x": ["call:cy"]}}]
+
+
+def test_a_dict_context_becomes_the_context_schema_as_in_langgraph() -> None:
+    app = _ctx_graph().compile()
+    assert app.invoke({"x": []}, context={"user": "ann"}) == {"x": ["param:ann", "call:ann"]}
+    chunks = list(app.stream({"x": []}, context={"user": "bo"}))
+    assert chunks == [{"p": {"x": ["param:bo"]}}, {"c": {"x": ["call:bo"]}}]
+    # Without a context_schema a dict stays a dict.
+    seen: list[Any] = []
+    g = StateGraph(S)
+    g.add_node("n", lambda s: seen.append(get_runtime().context) or {})
+    g.add_edge(START, "n")
+    g.compile().invoke({"x": []}, context={"user": "cy"})
+    assert seen == [{"user": "cy"}]
+
+
+def test_a_dict_context_becomes_a_pydantic_context_schema() -> None:
+    from pydantic import BaseModel
+
+    class PCtx(BaseModel):
+        user: str
+        tier: int = 1
+
+    g = StateGraph(S, context_schema=PCtx)
+    g.add_node("n", lambda s: {"x": [repr(get_runtime().context)]})
+    g.add_edge(START, "n")
+    assert g.compile().invoke({"x": []}, context={"user": "ann"}) == {
+        "x": ["PCtx(user='ann', tier=1)"]
+    }
 
 
 def test_a_subgraph_sees_its_parents_context() -> None:
@@ -198,3 +228,131 @@ def test_a_tool_that_injects_the_store_needs_one() -> None:
     store.put(("facts",), "k", {"text": "remembered"})
     app, inp = _store_tool_graph(store=store)
     assert app.invoke(inp)["messages"][-1].content == "remembered"
+
+
+# ------------------------------------------------------------------ retry policies
+
+_FAST = RetryPolicy(initial_interval=0.001, jitter=False)
+
+
+def _flaky(failures: list[Exception], out: str = "ok") -> Any:
+    """A node that raises the given exceptions in turn, then writes ``out``."""
+    attempts: list[int] = []
+
+    def node(s: S) -> dict[str, Any]:
+        attempts.append(1)
+        if failures:
+            raise failures.pop(0)
+        return {"x": [f"{out}@{len(attempts)}"]}
+
+    return node
+
+
+def _one(node: Any, **kw: Any) -> Any:
+    return StateGraph(S).add_node("n", node, **kw).add_edge(START, "n").compile()
+
+
+class Flaky(Exception):
+    """Not a programming error: the default policy retries it."""
+
+
+def test_a_retry_policy_runs_a_failing_node_again() -> None:
+    node = _flaky([ConnectionError("reset"), Flaky("again")])
+    assert _one(node, retry_policy=_FAST).invoke({"x": []}) == {"x": ["ok@3"]}
+
+
+async def test_an_async_node_is_retried() -> None:
+    failures = [ConnectionError("reset")]
+
+    async def node(s: S) -> dict[str, Any]:
+        if failures:
+            raise failures.pop()
+        return {"x": ["async ok"]}
+
+    assert await _one(node, retry_policy=_FAST).ainvoke({"x": []}) == {"x": ["async ok"]}
+
+
+def test_retries_stop_at_max_attempts_and_raise_the_last_error() -> None:
+    policy = _FAST._replace(max_attempts=2)
+    node = _flaky([ConnectionError("one"), ConnectionError("two"), ConnectionError("three")])
+    with pytest.raises(ConnectionError, match="two"):
+        _one(node, retry_policy=policy).invoke({"x": []})
+
+
+def test_retry_on_takes_classes_a_sequence_or_a_predicate_and_the_first_match_wins() -> None:
+    only_lookup = _FAST._replace(retry_on=LookupError)
+    assert _one(_flaky([KeyError("k")]), retry_policy=only_lookup).invoke({"x": []}) == {
+        "x": ["ok@2"]
+    }
+    with pytest.raises(ConnectionError):
+        _one(_flaky([ConnectionError("c")]), retry_policy=only_lookup).invoke({"x": []})
+    several = [
+        _FAST._replace(retry_on=(KeyError,)),
+        _FAST._replace(retry_on=lambda e: "x" in str(e)),
+    ]
+    node = _flaky([KeyError("k"), ValueError("x marks it")])
+    assert _one(node, retry_policy=several).invoke({"x": []}) == {"x": ["ok@3"]}
+
+
+def test_the_default_policy_leaves_programming_errors_alone() -> None:
+    # As LangGraph's default_retry_on: ValueError, KeyError, OSError (TimeoutError)...
+    for error in (ValueError("bad"), KeyError("bad"), TimeoutError("bad")):
+        with pytest.raises(type(error), match="bad"):
+            _one(_flaky([error]), retry_policy=_FAST).invoke({"x": []})
+
+
+def test_an_interrupt_in_a_retried_node_pauses_the_run_once() -> None:
+    from ironloop import Command, MemorySaver, interrupt
+
+    asked: list[str] = []
+
+    def ask(s: S) -> dict[str, Any]:
+        asked.append("q")
+        return {"x": [interrupt("q?")]}
+
+    g = StateGraph(S).add_node("n", ask, retry_policy=_FAST._replace(retry_on=Exception))
+    app = g.add_edge(START, "n").compile(checkpointer=MemorySaver())
+    config = {"configurable": {"thread_id": "retry"}}
+    assert [i.value for i in app.invoke({"x": []}, config)["__interrupt__"]] == ["q?"]
+    assert asked == ["q"]
+    assert app.invoke(Command(resume="a"), config) == {"x": ["a"]}
+
+
+def test_add_node_refuses_what_it_does_not_do() -> None:
+    from ironloop import ToolNode
+
+    g = StateGraph(S)
+    with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\): \['retry'\]"):
+        g.add_node("a", lambda s: {}, retry=_FAST)
+    with pytest.raises(NotImplementedError, match="defer=True"):
+        g.add_node("a", lambda s: {}, defer=True)
+    with pytest.raises(NotImplementedError, match="cache_policy"):
+        g.add_node("a", lambda s: {}, cache_policy=object())
+    with pytest.raises(TypeError, match="not on a ToolNode"):
+        g.add_node("tools", ToolNode([]), retry_policy=_FAST)
+    with pytest.raises(TypeError, match="RetryPolicy objects"):
+        g.add_node("a", lambda s: {}, retry_policy=[{"max_attempts": 2}])
+    # Taken and unused, as they only feed LangGraph's tracing and drawing.
+    g.add_node("a", lambda s: {"x": ["a"]}, metadata={"team": "x"}, destinations=("b",))
+    assert g.add_edge(START, "a").compile().invoke({"x": []}) == {"x": ["a"]}
+
+
+def test_a_retried_node_reads_its_resume_values_from_the_first_again() -> None:
+    from ironloop import Command, MemorySaver, interrupt
+
+    failures = [Flaky("after the answer")]
+    answers: list[str] = []
+
+    def ask(s: S) -> dict[str, Any]:
+        answer = interrupt("q?")
+        answers.append(answer)
+        if failures:
+            raise failures.pop()
+        return {"x": [answer]}
+
+    g = StateGraph(S).add_node("n", ask, retry_policy=_FAST)
+    app = g.add_edge(START, "n").compile(checkpointer=MemorySaver())
+    config = {"configurable": {"thread_id": "retry-resume"}}
+    app.invoke({"x": []}, config)
+    assert app.invoke(Command(resume="a"), config) == {"x": ["a"]}
+    assert answers == ["a", "a"]

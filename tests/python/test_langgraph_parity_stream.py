@@ -11,6 +11,7 @@ import operator
 import threading
 from typing import Annotated, Any, TypedDict
 
+import pytest
 from graph_support import thread_config
 
 from ironloop import END, START, Command, Interrupt, MemorySaver, StateGraph, interrupt
@@ -318,3 +319,99 @@ def test_invoke_with_another_stream_mode_returns_the_chunks() -> None:
     )
     assert [p["type"] for p in parts] == ["updates", "updates"]
     assert parts[0]["data"] == {"sub": {"x": ["a"]}}
+
+
+def _one_node() -> StateGraph:
+    g = StateGraph(S)
+    g.add_node("a", lambda s: {"x": ["a", "b"]})
+    g.add_edge(START, "a")
+    return g
+
+
+def test_debug_reports_checkpoints_only_when_they_are_saved() -> None:
+    # LangGraph: no checkpointer, no checkpoint events; with one, step -1 is "input".
+    plain = [e["type"] for e in _one_node().compile().stream({"x": []}, stream_mode="debug")]
+    assert plain == ["task", "task_result"]
+    app = _one_node().compile(checkpointer=MemorySaver())
+    events = list(app.stream({"x": ["in"]}, thread_config("d"), stream_mode="debug"))
+    checkpoints = [e for e in events if e["type"] == "checkpoint"]
+    assert [(e["step"], e["payload"]["metadata"]["source"]) for e in checkpoints] == [
+        (-1, "input"),
+        (0, "loop"),
+        (1, "loop"),
+    ]
+
+
+def test_a_task_event_carries_its_input_and_its_result_as_a_dict() -> None:
+    task, result = (
+        e["payload"] for e in _one_node().compile().stream({"x": ["in"]}, stream_mode="debug")
+    )
+    assert task["name"] == "a" and task["input"] == {"x": ["in"]}
+    assert result["result"] == {"x": ["a", "b"]} and result["error"] is None
+
+
+def test_a_channel_written_twice_in_a_task_result_lists_its_writes() -> None:
+    g = StateGraph(S)
+    g.add_node("a", lambda s: [Command(update={"x": ["1"]}), Command(update={"x": ["2"]})])
+    g.add_edge(START, "a")
+    events = list(g.compile().stream({"x": []}, stream_mode="debug"))
+    assert events[-1]["payload"]["result"] == {"x": {"$writes": [["1"], ["2"]]}}
+
+
+def test_tasks_and_checkpoints_modes_are_the_debug_payloads() -> None:
+    app = _one_node().compile(checkpointer=MemorySaver())
+    tasks = list(app.stream({"x": []}, thread_config("t"), stream_mode="tasks"))
+    assert [sorted(t) for t in tasks] == [
+        ["id", "input", "name", "triggers"],
+        ["error", "id", "interrupts", "name", "result"],
+    ]
+    checkpoints = list(app.stream({"x": []}, thread_config("c"), stream_mode="checkpoints"))
+    assert [c["metadata"]["step"] for c in checkpoints] == [-1, 0, 1]
+    assert checkpoints[-1]["values"] == {"x": ["a", "b"]}
+    both = list(app.stream({"x": []}, thread_config("b"), stream_mode=["debug", "tasks"]))
+    assert [m for m, _ in both].count("tasks") == 2
+    assert [m for m, _ in both].count("debug") == 5
+
+
+async def test_astream_takes_the_tasks_mode() -> None:
+    app = _one_node().compile()
+    chunks = [c async for c in app.astream({"x": []}, stream_mode=["tasks", "updates"])]
+    assert [m for m, _ in chunks] == ["tasks", "updates", "tasks"]
+
+
+def test_an_unknown_stream_mode_names_the_modes() -> None:
+    with pytest.raises(ValueError, match="debug, tasks or checkpoints"):
+        list(_one_node().compile().stream({"x": []}, stream_mode="everything"))
+
+
+def test_messages_mode_shows_the_new_messages_nodes_return() -> None:
+    # LangGraph: each message a node returns that its input did not hold, once.
+    from ironloop.graph import MessagesState
+    from ironloop.messages import AIMessage, HumanMessage
+
+    def writes(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage("written", id="w-1")]}
+
+    def whole(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [*state["messages"], AIMessage("added", id="w-2")]}
+
+    def by_command(state: MessagesState) -> Command:
+        return Command(update={"messages": [AIMessage("by command", id="w-3")]})
+
+    def nothing_new(state: MessagesState) -> dict[str, Any]:
+        return {"messages": state["messages"][:1]}
+
+    g = StateGraph(MessagesState).add_sequence([writes, whole, by_command, nothing_new])
+    app = g.add_edge(START, "writes").compile()
+    items = list(app.stream({"messages": [HumanMessage("hi", id="h-1")]}, stream_mode="messages"))
+    assert [
+        (m.content, m.id, meta["langgraph_node"], meta["langgraph_step"]) for m, meta in items
+    ] == [
+        ("written", "w-1", "writes", 1),
+        ("added", "w-2", "whole", 2),
+        ("by command", "w-3", "by_command", 3),
+    ]
+    # Not asked for, nothing is looked for.
+    assert [
+        m for m, _ in app.stream({"messages": []}, stream_mode=["updates"]) if m == "messages"
+    ] == []

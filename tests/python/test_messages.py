@@ -229,3 +229,29 @@ def test_unknown_keyword_raises_type_error(make, cls) -> None:
 def test_tool_message_bad_status_raises_value_error() -> None:
     with pytest.raises(ValueError, match="status"):
         ToolMessage(content="x", tool_call_id="c", status="failed")
+
+
+def test_pretty_repr_is_langchains_layout() -> None:
+    # Line for line what langchain-core 1.x prints (ported programs print transcripts).
+    assert HumanMessage("hi").pretty_repr() == (
+        "================================ Human Message =================================\n\nhi"
+    )
+    named = ToolMessage("sunny", tool_call_id="c1", name="get_weather").pretty_repr()
+    assert named.splitlines()[1:] == ["Name: get_weather", "", "sunny"]
+    calls = [{"name": "f", "args": {"city": "sf", "n": 2, "tags": ["a"]}, "id": "c1"}]
+    assert AIMessage("", tool_calls=calls).pretty_repr().splitlines()[1:] == [
+        "Tool Calls:",
+        "  f (c1)",
+        " Call ID: c1",
+        "  Args:",
+        "    city: sf",
+        "    n: 2",
+        "    tags: ['a']",
+    ]
+    assert AIMessage("done").pretty_repr().endswith("=\n\ndone")
+    assert AIMessage("").pretty_repr().endswith("=")
+
+
+def test_pretty_print_writes_to_sys_stdout(capsys: pytest.CaptureFixture[str]) -> None:
+    HumanMessage("hi").pretty_print()
+    assert capsys.readouterr().out.endswith("=\n\nhi\n")

@@ -80,6 +80,13 @@ class Loopback:
                         self.wfile.write(piece.encode())
                         self.wfile.flush()
                         time.sleep(reply.get("gap", 0.005))
+                elif "echo" in reply:
+                    # A server that echoes the request's headers in an error text.
+                    body = reply["echo"](dict(self.headers.items())).encode()
+                    self.send_header("Content-Type", "text/plain")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
                 else:
                     body = json.dumps(reply["json"]).encode()
                     self.send_header("Content-Type", "application/json")
@@ -672,6 +679,41 @@ def test_the_key_never_appears_in_errors_or_reprs(server: Loopback) -> None:
     assert OPENAI_KEY not in repr(oa)
     assert ANTHROPIC_KEY not in repr(an)
     assert OPENAI_KEY not in repr(vars(oa))
+
+
+@pytest.mark.parametrize("cut_at", range(-12, 4))
+def test_a_key_echoed_across_the_cut_of_an_error_text_is_scrubbed(
+    server: Loopback, cut_at: int
+) -> None:
+    # Error texts are shortened to 500 characters; the echoed header straddles the cut.
+    def echo(headers: dict[str, str]) -> str:
+        auth = next(v for k, v in headers.items() if k.lower() == "authorization")
+        start = 500 - len("Bearer ") + cut_at - len(OPENAI_KEY) // 2
+        return "x" * start + "Authorization: " + auth + " " + "y" * 600
+
+    server.replies.append({"status": 400, "echo": echo})
+    with pytest.raises(ModelError) as e:
+        openai(server).invoke("hi")
+    text = str(e.value)
+    for n in range(6, len(OPENAI_KEY) + 1):
+        assert OPENAI_KEY[:n] not in text, (n, text[-80:])
+
+
+def test_header_values_and_url_secrets_never_show(server: Loopback) -> None:
+    extra = "extra-header-secret-42"
+    in_url = "query-secret-in-url-7"
+    server.json({"error": {"message": f"bad {extra} and {in_url}"}}, status=403)
+    oa = OpenAIChat(
+        "gpt-4o-mini",
+        base_url=server.url + f"/v1?api-key={in_url}",
+        api_key=OPENAI_KEY,
+        default_headers={"x-extra-key": extra},
+    )
+    assert in_url not in repr(oa) and extra not in repr(oa)
+    with pytest.raises(ModelError) as e:
+        oa.invoke("hi")
+    assert extra not in str(e.value) and in_url not in str(e.value)
+    assert "[redacted]" in str(e.value)
 
 
 def test_sync_calls_release_the_gil(server: Loopback) -> None:

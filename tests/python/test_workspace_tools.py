@@ -216,6 +216,19 @@ def test_bash_in_toolnode(root: Path) -> None:
     assert long.text.endswith("1000")
 
 
+def test_bash_gets_an_allow_listed_environment(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-parent-secret-0001")
+    monkeypatch.setenv("LANG", "C.UTF-8")
+    node = ToolNode(workspace(root, allow_bash=True, env={"PROJECT": "demo"}))
+    (m,) = run(node, ("bash", {"command": "env"}))
+    env = dict(line.split("=", 1) for line in m.text.split("\n")[2:] if "=" in line)
+    assert "sk-parent-secret-0001" not in m.text
+    assert "OPENAI_API_KEY" not in env
+    assert env["PROJECT"] == "demo"
+    assert env["LANG"] == "C.UTF-8"
+    assert env["PATH"] == os.environ["PATH"]  # commands are still found
+
+
 def test_bash_timeout_is_an_error_message(root: Path) -> None:
     node = ToolNode(workspace(root, allow_bash=True, bash_timeout=0.5))
     start = time.monotonic()

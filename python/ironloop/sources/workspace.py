@@ -12,6 +12,7 @@ enter Python.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 from ironloop._ironloop import NativeTool, _workspace_tools
 from ironloop.errors import InvalidArgumentError
@@ -27,6 +28,7 @@ def workspace(
     max_bash_timeout: float = 600.0,
     max_output_bytes: int = 64 * 1024,
     timeout: float | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> list[NativeTool]:
     """Tools that read, write, edit, list and search the files under ``root``.
 
@@ -49,7 +51,10 @@ def workspace(
       stderr. On timeout or cancellation the command and every process it started are
       killed; processes it leaves in the background are killed when it returns.
       ``bash`` is not a sandbox: the command can do whatever this process can, outside
-      ``root`` too.
+      ``root`` too. Its environment is an allow-list, not this process's: ``PATH``,
+      ``HOME``, ``USER``, ``LOGNAME``, ``SHELL``, ``LANG``, ``LANGUAGE``, ``LC_ALL``,
+      ``LC_CTYPE``, ``LC_MESSAGES``, ``TERM``, ``TZ`` and ``TMPDIR`` (where set), plus
+      ``env`` — so an API key the process holds is not printed to the model.
 
     No result carries more than ``max_output_bytes`` of text (for ``bash``, each of
     stdout and stderr): a note says what was cut (``[truncated: N bytes omitted]``).
@@ -65,6 +70,7 @@ def workspace(
         max_bash_timeout: The most ``timeout_seconds`` a call may ask for.
         max_output_bytes: The most text one result carries.
         timeout: A per-call time limit in seconds for all these tools, or None.
+        env: Variables ``bash`` commands get on top of the allow-list.
 
     Returns:
         The tools, in the order ``read_file``, ``write_file``, ``edit_file``,
@@ -113,4 +119,5 @@ def workspace(
         max_bash_timeout=max_bash_timeout,
         max_output_bytes=max_output_bytes,
         timeout=timeout,
+        env=[(str(k), str(v)) for k, v in (env or {}).items()],
     )

@@ -32,6 +32,7 @@ impl Run<'_> {
                 id: t.id.clone(),
                 node: t.node.clone(),
                 input: t.arg.clone(),
+                state: self.graph.view(&self.chans),
             });
         }
     }
@@ -106,15 +107,19 @@ impl Run<'_> {
         });
     }
 
-    /// `debug`: the step's checkpoint (the state after it, and the next tasks).
-    pub(super) fn emit_checkpoint(&self) {
+    /// `debug`: the step's checkpoint (the state after it, and the next tasks). As
+    /// LangGraph, only a run that saves checkpoints reports them.
+    pub(super) fn emit_checkpoint(&self, source: Source) {
+        if self.cp.is_none() {
+            return;
+        }
         self.emit(modes::DEBUG, || StreamEvent::DebugCheckpoint {
             step: self.step,
             checkpoint_id: self.parent.as_ref().map(|p| p.id.clone()),
             parent_id: self.parent.as_ref().and_then(|p| p.parent_id.clone()),
             state: self.graph.view(&self.chans),
             next: self.next.iter().map(|t| t.node.clone()).collect(),
-            metadata: meta(&self.opts.metadata, Source::Loop, self.step),
+            metadata: meta(&self.opts.metadata, source, self.step),
         });
     }
 }

@@ -10,6 +10,7 @@
 mod compiled;
 mod describe;
 mod nodes;
+mod returned;
 mod routers;
 mod run;
 mod savers;

@@ -18,6 +18,7 @@ use super::super::messages::messages_to_py;
 use super::super::pool::Pool;
 use super::super::toolnode::{is_graph_interrupt, tool_results, ToolNodeCore};
 use super::describe::Wants;
+use super::returned::stream_returned_messages;
 use super::task::{call_in, task_context, task_context_with, Pushed};
 use super::values::{host, val_to_py, Shared};
 use crate::error::HostError;
@@ -182,6 +183,39 @@ impl NodeRunner for PyNode {
         arg: Option<Val>,
         ctx: TaskContext,
     ) -> Result<NodeOutput, NodeFailure> {
+        let given = view.clone();
+        let out = self.run_function(view, arg, ctx.clone()).await?;
+        shown_in_messages_mode(&self.shared, &given, &ctx, out)
+    }
+}
+
+/// `out`, after its new messages went to the `messages` stream (if it is asked for).
+fn shown_in_messages_mode(
+    shared: &Shared,
+    given: &StateView,
+    ctx: &TaskContext,
+    out: NodeOutput,
+) -> Result<NodeOutput, NodeFailure> {
+    if !ctx
+        .stream
+        .as_ref()
+        .is_some_and(|s| s.wants(modes::MESSAGES))
+    {
+        return Ok(out);
+    }
+    Python::attach(|py| {
+        stream_returned_messages(py, shared, given, ctx, &out).map_err(|e| node_failure(py, ctx, e))
+    })?;
+    Ok(out)
+}
+
+impl PyNode {
+    async fn run_function(
+        &self,
+        view: StateView,
+        arg: Option<Val>,
+        ctx: TaskContext,
+    ) -> Result<NodeOutput, NodeFailure> {
         let env = env_of(&ctx)?;
         let use_async = self.is_async || (self.afunc.is_some() && env.caller_loop);
         if use_async {
@@ -308,6 +342,19 @@ impl ToolsNode {
 #[async_trait]
 impl NodeRunner for ToolsNode {
     async fn run(
+        &self,
+        view: StateView,
+        arg: Option<Val>,
+        ctx: TaskContext,
+    ) -> Result<NodeOutput, NodeFailure> {
+        let given = view.clone();
+        let out = self.run_tools(view, arg, ctx.clone()).await?;
+        shown_in_messages_mode(&self.shared, &given, &ctx, out)
+    }
+}
+
+impl ToolsNode {
+    async fn run_tools(
         &self,
         view: StateView,
         arg: Option<Val>,

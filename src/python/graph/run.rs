@@ -178,6 +178,7 @@ impl GraphCore {
             modes: bits,
             subgraphs,
             send: Arc::new(move |ev| events(StreamMsg::Event(ev))),
+            seen: Default::default(),
         };
         let s = self.setup(py, input, config, event_loop, Some(sink))?;
         let thread = s.opts.thread_id.clone().unwrap_or_default();

@@ -1,5 +1,6 @@
 //! `stream()` / `astream()`: events of a run as Python items, per stream mode.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use pyo3::exceptions::PyValueError;
@@ -10,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::super::convert::{iso_utc, value_to_py};
 use super::run::{config_dict, interrupts_to_py};
 use super::values::{val_to_py, Shared};
-use crate::graph::{modes, GraphError, Reserved, RunResult, StreamEvent};
+use crate::graph::{modes, GraphError, Reserved, RunResult, StreamEvent, Val};
 
 pub(super) enum StreamMsg {
     Event(StreamEvent),
@@ -103,8 +104,12 @@ pub(super) fn flat_event_to_py<'py>(
             ("updates", d.into_any())
         }
         StreamEvent::Custom(v) => ("custom", val_to_py(py, &v)?),
-        StreamEvent::Message { chunk, node } => {
+        StreamEvent::Message { chunk, node, meta } => {
+            let extra = meta.map(|m| val_to_py(py, &m)).transpose()?;
             let meta = PyDict::new(py);
+            if let Some(extra) = extra {
+                meta.update(extra.cast::<PyDict>()?.as_mapping())?;
+            }
             meta.set_item("langgraph_node", node)?;
             (
                 "messages",
@@ -116,6 +121,7 @@ pub(super) fn flat_event_to_py<'py>(
             id,
             node,
             input,
+            state,
         } => {
             let p = PyDict::new(py);
             p.set_item("id", id)?;
@@ -124,7 +130,7 @@ pub(super) fn flat_event_to_py<'py>(
                 "input",
                 match input {
                     Some(v) => val_to_py(py, &v)?,
-                    None => py.None().into_bound(py),
+                    None => shared.state_value(py, &state)?,
                 },
             )?;
             p.set_item("triggers", PyList::empty(py))?;
@@ -142,14 +148,7 @@ pub(super) fn flat_event_to_py<'py>(
             p.set_item("id", id)?;
             p.set_item("name", node)?;
             p.set_item("error", error)?;
-            let result = PyList::empty(py);
-            for (c, v) in &writes {
-                result.append(PyTuple::new(
-                    py,
-                    [PyString::new(py, c).into_any(), val_to_py(py, v)?],
-                )?)?;
-            }
-            p.set_item("result", result)?;
+            p.set_item("result", task_result(py, &writes)?)?;
             let its = PyList::empty(py);
             for v in &interrupts {
                 its.append(val_to_py(py, v)?)?;
@@ -199,6 +198,35 @@ pub(super) fn flat_event_to_py<'py>(
     }))
 }
 
+/// A task's writes as LangGraph's `task_result` shows them: `{channel: value}`, and
+/// `{channel: {"$writes": [v1, v2, ...]}}` for a channel written more than once.
+fn task_result<'py>(py: Python<'py>, writes: &[(String, Val)]) -> PyResult<Bound<'py, PyDict>> {
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for (c, _) in writes {
+        *counts.entry(c.as_str()).or_default() += 1;
+    }
+    let result = PyDict::new(py);
+    for (c, v) in writes {
+        let v = val_to_py(py, v)?;
+        if counts[c.as_str()] == 1 {
+            result.set_item(c, v)?;
+            continue;
+        }
+        let list = match result.get_item(c)? {
+            Some(held) => held.get_item("$writes")?.cast_into::<PyList>()?,
+            None => {
+                let list = PyList::empty(py);
+                let held = PyDict::new(py);
+                held.set_item("$writes", &list)?;
+                result.set_item(c, held)?;
+                list
+            }
+        };
+        list.append(v)?;
+    }
+    Ok(result)
+}
+
 pub(super) fn debug_event<'py>(
     py: Python<'py>,
     kind: &str,
@@ -233,7 +261,7 @@ pub(super) fn parse_modes(modes_obj: &Bound<'_, PyAny>) -> PyResult<(u8, bool)> 
             "debug" => modes::DEBUG,
             other => {
                 return Err(PyValueError::new_err(format!(
-                    "unknown stream_mode {other:?}: use values, updates, custom, messages or debug"
+                    "unknown stream_mode {other:?}: use values, updates, custom, messages, debug, tasks or checkpoints"
                 )))
             }
         };

@@ -27,6 +27,8 @@ pub struct TaskScratch {
     pub(super) stream: Option<StreamSink>,
     pub(super) node: String,
     pub(super) task_id: String,
+    /// The step the task runs in (`langgraph_step` in `messages` metadata).
+    pub(super) step: i64,
     pub(super) pushed: Pushed,
     /// Where a graph run inside this task keeps its checkpoints (see [`Nest`]).
     pub(super) nest: Option<Nest>,
@@ -71,6 +73,12 @@ impl TaskScratch {
         Err(PyErr::from_value(cls.call1((value,))?))
     }
 
+    /// A retried node starts over: its `interrupt()` calls get the resume values
+    /// from the first on again (LangGraph resets the count between attempts).
+    fn restart_interrupts(&mut self) {
+        self.next = 0;
+    }
+
     /// Sends `payload` to the `custom` stream.
     fn write(&self, payload: Bound<'_, PyAny>) {
         if let Some(s) = &self.stream {
@@ -83,15 +91,35 @@ impl TaskScratch {
         &self.node
     }
 
-    /// The token sink of `stream_mode="messages"`: (chunk) pairs with this node.
-    fn write_message(&self, chunk: Bound<'_, PyAny>) {
-        if let Some(s) = &self.stream {
-            let node = self.node.clone();
-            s.emit(modes::MESSAGES, || StreamEvent::Message {
-                chunk: host(chunk),
-                node,
-            });
+    /// The token sink of `stream_mode="messages"`: (chunk, metadata) pairs with this
+    /// node; `metadata` (a dict) adds to what the chunk's metadata holds.
+    #[pyo3(signature = (chunk, metadata=None))]
+    fn write_message(
+        &self,
+        chunk: Bound<'_, PyAny>,
+        metadata: Option<Bound<'_, PyDict>>,
+    ) -> PyResult<()> {
+        let Some(s) = self.stream.as_ref().filter(|s| s.wants(modes::MESSAGES)) else {
+            return Ok(());
+        };
+        let meta = match metadata {
+            Some(m) => m.copy()?,
+            None => PyDict::new(chunk.py()),
+        };
+        meta.set_item("langgraph_step", self.step)?;
+        if let Ok(Some(id)) = chunk
+            .getattr(intern!(chunk.py(), "id"))?
+            .extract::<Option<String>>()
+        {
+            s.first_sight(&id);
         }
+        let node = self.node.clone();
+        s.emit(modes::MESSAGES, || StreamEvent::Message {
+            chunk: host(chunk),
+            node,
+            meta: Some(host(meta.into_any())),
+        });
+        Ok(())
     }
 
     /// Adds a write of `value` to `channel` to the task's output (`push_message`).
@@ -147,15 +175,23 @@ pub(super) fn task_context_with<'py>(
             stream: ctx.stream.clone(),
             node: ctx.node.clone(),
             task_id: ctx.task_id.clone(),
+            step: ctx.step,
             pushed,
             nest: ctx.nest.clone(),
         },
     )?;
-    let var = helpers(py)?.task_var.bind(py);
+    let h = helpers(py)?;
+    let var = h.task_var.bind(py);
     context.call_method1(
         intern!(py, "run"),
         (var.getattr(intern!(py, "set"))?, &scratch),
     )?;
+    if scratch.borrow().streams_messages() {
+        context.call_method1(
+            intern!(py, "run"),
+            (h.stream_langchain_tokens.bind(py), &scratch),
+        )?;
+    }
     Ok((context, scratch))
 }
 

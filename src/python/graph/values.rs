@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::{IntoPyDict, PyDict, PyList, PyString, PyTuple};
 use serde_json::Value;
 
-use super::super::convert::value_to_py;
+use super::super::convert::{json_from_py, value_to_py};
 use super::super::errors::Class;
 use super::super::helpers::helpers;
 use super::super::messages::message_from_py;
@@ -39,13 +39,13 @@ impl HostValue for PyObj {
                 || obj.cast::<pyo3::types::PyInt>().is_ok()
                 || obj.cast::<pyo3::types::PyFloat>().is_ok()
             {
-                if let Ok(v) = pythonize::depythonize::<Value>(obj) {
+                if let Ok(v) = json_from_py(obj) {
                     return Ok(v);
                 }
             }
             let enc = helpers(py).map_err(|e| e.to_string())?.encode.bind(py);
             let v = enc.call1((obj,)).map_err(|e| e.value(py).to_string())?;
-            pythonize::depythonize::<Value>(&v).map_err(|e| e.to_string())
+            json_from_py(&v)
         })
     }
 

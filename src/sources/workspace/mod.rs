@@ -68,7 +68,28 @@ pub struct WorkspaceOptions {
     /// A time limit for every call of every one of these tools, enforced by the
     /// executor as for any tool (`Tool::timeout`); none by default.
     pub timeout: Option<Duration>,
+    /// Variables bash commands get on top of [`BASH_ENV_ALLOWED`] (taken from this
+    /// process). Nothing else of this process's environment is passed on: what the
+    /// model runs could print an API key the process holds.
+    pub bash_env: Vec<(String, String)>,
 }
+
+/// The variables of this process's environment that bash commands inherit.
+pub const BASH_ENV_ALLOWED: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_MESSAGES",
+    "TERM",
+    "TZ",
+    "TMPDIR",
+];
 
 impl Default for WorkspaceOptions {
     fn default() -> Self {
@@ -81,6 +102,7 @@ impl Default for WorkspaceOptions {
             max_list_entries: 1000,
             max_search_matches: 200,
             timeout: None,
+            bash_env: Vec::new(),
         }
     }
 }
@@ -960,7 +982,14 @@ impl Workspace {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .kill_on_drop(true);
+            .kill_on_drop(true)
+            .env_clear();
+        for name in BASH_ENV_ALLOWED {
+            if let Some(v) = std::env::var_os(name) {
+                cmd.env(name, v);
+            }
+        }
+        cmd.envs(self.opts.bash_env.iter().map(|(k, v)| (k, v)));
         #[cfg(unix)]
         cmd.process_group(0);
         let mut child = cmd

@@ -1,0 +1,108 @@
+"""``stream_mode="messages"`` for LangChain chat models a node calls itself.
+
+LangGraph streams the tokens of any LangChain model a node calls (``llm.invoke(...)``
+inside a node) through a callback handler it puts in the node's config. ironloop's
+nodes get no config, so the handler reaches LangChain another way: a context variable
+registered with langchain-core's ``register_configure_hook``, set for the task (only
+in runs that stream messages). Every chat-model run started inside the task then
+reports its chunks, and with the handler present LangChain streams even an
+``invoke`` (the handler is a ``_StreamingCallbackHandler``), as under LangGraph.
+
+Imported only once langchain-core is (``ironloop._runtime.stream_langchain_tokens``).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any, TypeVar
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk
+from langchain_core.tracers._streaming import _StreamingCallbackHandler
+from langchain_core.tracers.context import register_configure_hook
+
+from ironloop._runtime import task_var
+
+T = TypeVar("T")
+
+#: Tags of model runs that are not streamed: LangGraph's ``nostream`` markers, and
+#: the calls of ironloop's own agent, whose chunks the engine streams itself.
+OWN_CALL_TAG = "ironloop:streamed-by-engine"
+_SILENT_TAGS = frozenset({"nostream", "langsmith:nostream", OWN_CALL_TAG})
+
+_handler: contextvars.ContextVar[TokenStream | None] = contextvars.ContextVar(
+    "ironloop_langchain_tokens", default=None
+)
+register_configure_hook(_handler, inheritable=True)
+
+
+class TokenStream(BaseCallbackHandler, _StreamingCallbackHandler):  # type: ignore[misc]
+    """Sends the chunks of the chat-model runs of one task to its ``messages``
+    stream; a model's final message goes too unless its chunks already went (the
+    non-streaming models), as LangGraph's ``StreamMessagesHandler`` does."""
+
+    run_inline = True
+
+    def __init__(self, scratch: Any) -> None:
+        self.scratch = scratch
+        #: run id -> the metadata its chunks show: the run's own (the model's `ls_*`
+        #: keys) and its tags, as LangGraph shows them.
+        self.runs: dict[uuid.UUID, dict[str, Any]] = {}
+        self.seen: set[str] = set()
+
+    def _emit(self, run_id: uuid.UUID, message: Any, *, dedupe: bool = False) -> None:
+        if dedupe and message.id in self.seen:
+            return
+        if message.id is None:
+            message.id = str(uuid.uuid4())
+        self.seen.add(message.id)
+        self.scratch.write_message(message, self.runs[run_id])
+
+    def tap_output_aiter(self, run_id: uuid.UUID, output: AsyncIterator[T]) -> AsyncIterator[T]:
+        return output
+
+    def tap_output_iter(self, run_id: uuid.UUID, output: Iterator[T]) -> Iterator[T]:
+        return output
+
+    def on_chat_model_start(
+        self,
+        serialized: Any,
+        messages: Any,
+        *,
+        run_id: uuid.UUID,
+        tags: Any = None,
+        metadata: Any = None,
+        **kw: Any,
+    ) -> None:
+        # A subgraph's task inherits this context: its model runs are its own task's
+        # to stream (with its namespace, when the caller asked for subgraphs).
+        if _SILENT_TAGS.intersection(tags or ()) or task_var.get(None) is not self.scratch:
+            return
+        shown = dict(metadata or {})
+        user_tags = [t for t in tags or () if not t.startswith("seq:step")]
+        if user_tags:
+            shown["tags"] = user_tags
+        self.runs[run_id] = shown
+
+    def on_llm_new_token(
+        self, token: Any, *, chunk: Any = None, run_id: uuid.UUID, **kw: Any
+    ) -> None:
+        if isinstance(chunk, ChatGenerationChunk) and run_id in self.runs:
+            self._emit(run_id, chunk.message)
+
+    def on_llm_end(self, response: Any, *, run_id: uuid.UUID, **kw: Any) -> None:
+        if run_id in self.runs and response.generations and response.generations[0]:
+            gen = response.generations[0][0]
+            if isinstance(gen, ChatGeneration):
+                self._emit(run_id, gen.message, dedupe=True)
+        self.runs.pop(run_id, None)
+
+    def on_llm_error(self, error: BaseException, *, run_id: uuid.UUID, **kw: Any) -> None:
+        self.runs.pop(run_id, None)
+
+
+def stream_tokens_to(scratch: Any) -> None:
+    """In the task's context: LangChain models called there stream to ``scratch``."""
+    _handler.set(TokenStream(scratch))

@@ -1,0 +1,144 @@
+"""Retrying a node that fails: ``add_node(..., retry_policy=RetryPolicy(...))``, as
+LangGraph runs it (``langgraph.pregel._retry.run_with_retry``).
+
+A failed attempt whose exception a policy retries (the first policy that matches) is
+run again after ``initial_interval * backoff_factor ** (failures - 1)`` seconds (at
+most ``max_interval``, plus up to a second of jitter), until ``max_attempts`` attempts
+have been made; then the last exception is raised. ``interrupt()`` and
+``Command(graph=Command.PARENT)`` are control flow and never retried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import random
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ironloop._runtime import logger, task_var
+from ironloop.errors import GraphInterrupt, ParentCommand
+
+#: Exceptions that say the call itself is wrong: another attempt fails the same way.
+_NOT_RETRIED: tuple[type[BaseException], ...] = (
+    ValueError,
+    TypeError,
+    ArithmeticError,
+    ImportError,
+    LookupError,
+    NameError,
+    SyntaxError,
+    RuntimeError,
+    ReferenceError,
+    StopIteration,
+    StopAsyncIteration,
+    OSError,
+)
+
+
+def default_retry_on(exc: Exception) -> bool:
+    """LangGraph's default: connection errors and HTTP 5xx answers (httpx, requests)
+    are retried, programming errors (``ValueError``, ``KeyError``, ...) and other
+    ``OSError`` s are not, anything else is."""
+    if isinstance(exc, ConnectionError):
+        return True
+    status = _http_status(exc)
+    if status is not None:
+        return 500 <= status < 600
+    return not isinstance(exc, _NOT_RETRIED)
+
+
+def _http_status(exc: Exception) -> int | None:
+    """The status of an ``httpx.HTTPStatusError`` / ``requests.HTTPError`` (by name:
+    neither library is a dependency); ``None`` for other exceptions."""
+    names = {f"{c.__module__}.{c.__qualname__}" for c in type(exc).__mro__}
+    if not names & {"httpx.HTTPStatusError", "requests.exceptions.HTTPError"}:
+        return None
+    response = getattr(exc, "response", None)
+    status = getattr(response, "status_code", None)
+    return status if isinstance(status, int) else 500
+
+
+def _retries(policy: Any, exc: Exception) -> bool:
+    retry_on = policy.retry_on
+    if isinstance(retry_on, Sequence):
+        return isinstance(exc, tuple(retry_on))
+    if isinstance(retry_on, type) and issubclass(retry_on, Exception):
+        return isinstance(exc, retry_on)
+    if callable(retry_on):
+        return bool(retry_on(exc))
+    raise TypeError(
+        "retry_on must be an Exception class, a list or tuple of Exception classes, "
+        f"or a callable; got {retry_on!r}"
+    )
+
+
+def _pause(policies: Sequence[Any], exc: Exception, failures: int, node: str) -> float | None:
+    """Seconds to wait before the next attempt, or ``None`` to raise ``exc``."""
+    if isinstance(exc, (GraphInterrupt, ParentCommand)):
+        return None
+    policy = next((p for p in policies if _retries(p, exc)), None)
+    if policy is None or failures >= policy.max_attempts:
+        return None
+    interval = min(
+        policy.max_interval, policy.initial_interval * policy.backoff_factor ** (failures - 1)
+    )
+    pause = interval + random.uniform(0, 1) if policy.jitter else interval
+    logger.info(
+        "Retrying task %s after %.2f seconds (attempt %d) after %s %s",
+        node,
+        pause,
+        failures,
+        type(exc).__name__,
+        exc,
+        exc_info=exc,
+    )
+    return float(pause)
+
+
+def _restart() -> None:
+    """Before another attempt: the node's ``interrupt()`` calls start over."""
+    scratch = task_var.get(None)
+    if scratch is not None:
+        scratch.restart_interrupts()
+
+
+def with_retry(fn: Callable[..., Any], policies: Sequence[Any], node: str) -> Callable[..., Any]:
+    """``fn`` (a node function, sync or async) run again as ``policies`` say when it
+    fails; its signature is kept (the engine reads what parameters it asks for)."""
+    if asyncio.iscoroutinefunction(fn) or asyncio.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004
+    ):
+
+        @functools.wraps(fn)
+        async def aretried(*args: Any, **kwargs: Any) -> Any:
+            failures = 0
+            while True:
+                try:
+                    return await fn(*args, **kwargs)
+                except Exception as exc:
+                    failures += 1
+                    pause = _pause(policies, exc, failures, node)
+                    if pause is None:
+                        raise
+                await asyncio.sleep(pause)
+                _restart()
+
+        return aretried
+
+    @functools.wraps(fn)
+    def retried(*args: Any, **kwargs: Any) -> Any:
+        failures = 0
+        while True:
+            try:
+                return fn(*args, **kwargs)
+            except Exception as exc:
+                failures += 1
+                pause = _pause(policies, exc, failures, node)
+                if pause is None:
+                    raise
+            time.sleep(pause)
+            _restart()
+
+    return retried

@@ -1,0 +1,110 @@
+//! `stream_mode="messages"` also shows the messages a node returns, as LangGraph: a
+//! `ToolMessage` of a tool node, an `AIMessage` a node wrote without a model. Only
+//! those the node was not given (a node that returns the whole history shows only
+//! what it added) and the stream has not shown already (a model's answer whose
+//! chunks were streamed is not shown again).
+
+use std::collections::HashSet;
+
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
+
+use super::super::messages::PyMessage;
+use super::values::{host, val_to_py, Shared};
+use crate::graph::{modes, NodeOutput, StateView, StreamEvent, TaskContext};
+
+/// Streams the new messages of `out` (the node's shown update) in `messages` mode.
+pub(super) fn stream_returned_messages(
+    py: Python<'_>,
+    shared: &Shared,
+    view: &StateView,
+    ctx: &TaskContext,
+    out: &NodeOutput,
+) -> PyResult<()> {
+    let Some(sink) = ctx.stream.as_ref().filter(|s| s.wants(modes::MESSAGES)) else {
+        return Ok(());
+    };
+    let Some(update) = &out.update else {
+        return Ok(());
+    };
+    let mut found = Vec::new();
+    collect(&val_to_py(py, update)?, &mut found)?;
+    if found.is_empty() {
+        return Ok(());
+    }
+    let mut given = HashSet::new();
+    for v in shared.state_dict(py, view)?.values() {
+        let mut held = Vec::new();
+        collect(&v, &mut held)?;
+        for m in held {
+            if let Some(id) = id_of(&m)? {
+                given.insert(id);
+            }
+        }
+    }
+    for m in found {
+        if let Some(id) = id_of(&m)? {
+            if given.contains(&id) || !sink.first_sight(&id) {
+                continue;
+            }
+        }
+        let meta = PyDict::new(py);
+        meta.set_item("langgraph_step", ctx.step)?;
+        sink.emit(modes::MESSAGES, || StreamEvent::Message {
+            chunk: host(m),
+            node: ctx.node.clone(),
+            meta: Some(host(meta.into_any())),
+        });
+    }
+    Ok(())
+}
+
+/// The messages in `v`: `v` itself, the items of a list, or the values (and their
+/// items) of a dict, as LangGraph looks for them in a node's output.
+fn collect<'py>(v: &Bound<'py, PyAny>, found: &mut Vec<Bound<'py, PyAny>>) -> PyResult<()> {
+    if is_message(v)? {
+        found.push(v.clone());
+    } else if let Ok(d) = v.cast::<PyDict>() {
+        for item in d.values() {
+            if is_message(&item)? {
+                found.push(item);
+            } else {
+                items(&item, found)?;
+            }
+        }
+    } else {
+        items(v, found)?;
+    }
+    Ok(())
+}
+
+fn items<'py>(v: &Bound<'py, PyAny>, found: &mut Vec<Bound<'py, PyAny>>) -> PyResult<()> {
+    let list: Vec<Bound<'py, PyAny>> = if let Ok(l) = v.cast::<PyList>() {
+        l.iter().collect()
+    } else if let Ok(t) = v.cast::<PyTuple>() {
+        t.iter().collect()
+    } else {
+        return Ok(());
+    };
+    for item in list {
+        if is_message(&item)? {
+            found.push(item);
+        }
+    }
+    Ok(())
+}
+
+/// An ironloop message, or a langchain-core one (known by its module: langchain-core
+/// is optional and never imported here).
+fn is_message(v: &Bound<'_, PyAny>) -> PyResult<bool> {
+    if v.cast::<PyMessage>().is_ok() {
+        return Ok(true);
+    }
+    let module = v.get_type().module()?;
+    Ok(module.to_str()?.starts_with("langchain_core.messages"))
+}
+
+fn id_of(m: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
+    m.getattr(intern!(m.py(), "id"))?.extract()
+}
