@@ -246,14 +246,14 @@ def test_tool_call_limit_end_and_error() -> None:
         model, [add], middleware=[ToolCallLimitMiddleware(thread_limit=1, exit_behavior="end")]
     )
     out = agent.invoke({"messages": [("user", "x")]})
-    assert out["messages"][-1].text == "Tool call limit reached for all tools (thread limit 1)."
+    assert out["messages"][-1].text == "Tool call limit reached: thread limit exceeded (2/1 calls)."
     assert len(model.calls) == 2
     agent = create_agent(
         ScriptedChatModel(always_add),
         [add],
         middleware=[ToolCallLimitMiddleware(run_limit=1, exit_behavior="error")],
     )
-    with pytest.raises(ToolCallLimitExceededError, match="run limit 1"):
+    with pytest.raises(ToolCallLimitExceededError, match=r"run limit exceeded \(2/1 calls\)"):
         agent.invoke({"messages": [("user", "x")]})
 
 

@@ -128,6 +128,11 @@ class ToolCallLimitMiddleware(AgentMiddleware):
     ) -> None:
         if thread_limit is None and run_limit is None:
             raise ValueError("At least one limit must be specified (thread_limit or run_limit)")
+        if thread_limit is not None and run_limit is not None and run_limit > thread_limit:
+            raise ValueError(
+                f"run_limit ({run_limit}) cannot exceed thread_limit ({thread_limit}): the "
+                "run limit should be at most the thread limit"
+            )
         _check_exit(exit_behavior, ("continue", "end", "error"))
         self.tool_name = tool_name
         self.thread_limit, self.run_limit = thread_limit, run_limit
@@ -165,38 +170,66 @@ class ToolCallLimitMiddleware(AgentMiddleware):
         run_counts = dict(state.get("run_tool_call_count") or {})
         thread = thread_counts.get(self._key, 0)
         run = run_counts.get(self._key, 0)
-        blocked: list[ToolMessage] = []
+        start_thread = thread
+        blocked_calls: list[dict[str, Any]] = []
         for call in last.tool_calls:
             if self.tool_name is not None and call["name"] != self.tool_name:
                 continue
             if self._exceeded(thread, run):
-                blocked.append(
-                    ToolMessage(
-                        content=f"Tool call limit exceeded. Do not call '{call['name']}' again.",
-                        name=call["name"],
-                        tool_call_id=call["id"],
-                        status="error",
-                    )
-                )
+                blocked_calls.append(dict(call))
                 continue
             thread += 1
             run += 1
-        thread_counts[self._key], run_counts[self._key] = thread, run
-        update: dict[str, Any] = {
-            "thread_tool_call_count": thread_counts,
-            "run_tool_call_count": run_counts,
-        }
-        if not blocked:
-            return update
-        limits = []
-        if self.thread_limit is not None:
-            limits.append(f"thread limit {self.thread_limit}")
-        if self.run_limit is not None:
-            limits.append(f"run limit {self.run_limit}")
-        what = f"'{self.tool_name}'" if self.tool_name else "all tools"
-        text = f"Tool call limit reached for {what} ({', '.join(limits)})."
+        if not blocked_calls:
+            thread_counts[self._key], run_counts[self._key] = thread, run
+            return {"thread_tool_call_count": thread_counts, "run_tool_call_count": run_counts}
+        run += len(blocked_calls)  # the run count counts attempts
+        text = self._limit_text(thread + len(blocked_calls), run)
         if self.exit_behavior == "error":
             raise ToolCallLimitExceededError(text)
+        note = (
+            f"Tool call limit exceeded. Do not call '{self.tool_name}' again."
+            if self.tool_name
+            else "Tool call limit exceeded. Do not make additional tool calls."
+        )
+        answers: list[Any] = [_refusal(c, note) for c in blocked_calls]
         if self.exit_behavior == "end":
-            return {**update, "jump_to": "end", "messages": [*blocked, AIMessage(content=text)]}
-        return {**update, "messages": blocked}
+            # No call of this message runs after the jump: each gets its answer, so the
+            # conversation stays valid; none counts for the thread.
+            blocked_ids = {c["id"] for c in blocked_calls}
+            answers += [
+                _refusal(
+                    c,
+                    "Execution stopped before this tool call could run because another "
+                    "tool call in the same batch exceeded the limit.",
+                )
+                for c in last.tool_calls
+                if c["id"] not in blocked_ids
+            ]
+            thread_counts[self._key], run_counts[self._key] = start_thread, run
+            return {
+                "thread_tool_call_count": thread_counts,
+                "run_tool_call_count": run_counts,
+                "jump_to": "end",
+                "messages": [*answers, AIMessage(content=text)],
+            }
+        thread_counts[self._key], run_counts[self._key] = thread, run
+        return {
+            "thread_tool_call_count": thread_counts,
+            "run_tool_call_count": run_counts,
+            "messages": answers,
+        }
+
+    def _limit_text(self, thread: int, run: int) -> str:
+        """What the person sees (the final message, the error): which limit, how far."""
+        what = f"'{self.tool_name}' tool" if self.tool_name else "Tool"
+        over = []
+        if self.thread_limit is not None and thread > self.thread_limit:
+            over.append(f"thread limit exceeded ({thread}/{self.thread_limit} calls)")
+        if self.run_limit is not None and run > self.run_limit:
+            over.append(f"run limit exceeded ({run}/{self.run_limit} calls)")
+        return f"{what} call limit reached: {' and '.join(over)}."
+
+
+def _refusal(call: Any, text: str) -> ToolMessage:
+    return ToolMessage(content=text, name=call["name"], tool_call_id=call["id"], status="error")
