@@ -87,9 +87,10 @@ class ToolRetryMiddleware(AgentMiddleware):
     ``initial_delay * backoff_factor**n`` seconds (at most ``max_delay``, ±25% with
     ``jitter``) between attempts. ``retry_on``: exception types, or a predicate.
     ``tools``: names of the tools to retry (default: all). When the last attempt fails,
-    ``on_failure="return_message"`` (default) answers the model with an error
-    ``ToolMessage``, ``"raise"`` re-raises, a function ``exc -> str`` makes the
-    message's text.
+    ``on_failure="continue"`` (default) answers the model with an error
+    ``ToolMessage``, ``"error"`` re-raises, a function ``exc -> str`` makes the
+    message's text (``"return_message"`` and ``"raise"``, LangChain's older names, are
+    taken too).
 
     Invalid arguments, unknown and denied tools, and timeouts are answered by the tools
     node itself (the model should change the call, not repeat it); only exceptions
@@ -106,9 +107,8 @@ class ToolRetryMiddleware(AgentMiddleware):
         max_retries: int = 2,
         tools: Sequence[str] | None = None,
         retry_on: RetryOn = (Exception,),
-        on_failure: Literal["return_message", "raise"] | Callable[[Exception], str] = (
-            "return_message"
-        ),
+        on_failure: Literal["continue", "error", "return_message", "raise"]
+        | Callable[[Exception], str] = "continue",
         backoff_factor: float = 2.0,
         initial_delay: float = 1.0,
         max_delay: float = 60.0,
@@ -117,10 +117,13 @@ class ToolRetryMiddleware(AgentMiddleware):
         self._policy = _Backoff(
             max_retries, retry_on, backoff_factor, initial_delay, max_delay, jitter
         )
-        if not callable(on_failure) and on_failure not in ("return_message", "raise"):
-            raise ValueError(
-                f"on_failure must be 'return_message', 'raise' or a function, got {on_failure!r}"
-            )
+        aliases = {"return_message": "continue", "raise": "error"}
+        if not callable(on_failure):
+            on_failure = aliases.get(on_failure, on_failure)  # type: ignore[assignment]
+            if on_failure not in ("continue", "error"):
+                raise ValueError(
+                    f"on_failure must be 'continue', 'error' or a function, got {on_failure!r}"
+                )
         self.max_retries = max_retries
         self.tool_names = None if tools is None else set(tools)
         self.on_failure = on_failure
@@ -129,7 +132,7 @@ class ToolRetryMiddleware(AgentMiddleware):
         return self.tool_names is None or request.tool_call["name"] in self.tool_names
 
     def _failed(self, request: ToolCallRequest, e: Exception) -> ToolMessage:
-        if self.on_failure == "raise":
+        if self.on_failure == "error":
             raise e
         call = request.tool_call
         if callable(self.on_failure):
