@@ -551,7 +551,12 @@ def create_agent(
         >>> seen
         [1, 3]
     """
-    del debug, cache  # accepted for LangChain's signature; nothing to configure here
+    del debug  # as create_react_agent: taken for LangChain's signature, prints nothing
+    if cache is not None:
+        raise TypeError(
+            "create_agent(cache=...) is not supported by ironloop: node results are not "
+            "cached; leave cache out"
+        )
     mws = _check_middleware(middleware)
     b = _Builder(model, tools, system_prompt, mws, response_format, name)
 

@@ -707,3 +707,8 @@ def test_sync_wrap_under_astream_keeps_the_runs_context() -> None:
 
     assert asyncio.run(main()) == ["tokens ", "from ", "the ", "model"]
     assert seen == ["ctx"]
+
+
+def test_a_node_cache_is_refused() -> None:
+    with pytest.raises(TypeError, match=r"cache=\.\.\.\) is not supported"):
+        create_agent(two_rounds(), [add], cache=object())
