@@ -7,6 +7,7 @@
 //! (setup and migrations, several savers, lost connections, bad URLs).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use ironloop::checkpoint::{
     child_ns, thread_key, CheckpointError, CheckpointRecord, Checkpointer, MemorySaver,
@@ -665,6 +666,9 @@ async fn close_refuses_later_calls(s: Arc<dyn Checkpointer>) {
         s.list("t", None, None).await.unwrap_err(),
         s.pending_writes("t", "c1").await.unwrap_err(),
         s.delete_thread("t").await.unwrap_err(),
+        s.list_stalled(Duration::from_secs(1), None)
+            .await
+            .unwrap_err(),
     ];
     for e in errors {
         assert!(matches!(e, CheckpointError::Storage(_)), "{e:?}");
@@ -1120,6 +1124,164 @@ use graphs::{
     long_thread_loads_from_snapshots, thread_without_snapshots_keeps_working,
 };
 
+/// A record saved now (the savers judge idleness by when a record was saved).
+fn rec_now(id: &str, parent: Option<&str>, step: i64) -> CheckpointRecord {
+    let mut r = rec(id, parent, step);
+    r.created_at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    r
+}
+
+const STALE: Duration = Duration::from_millis(300);
+
+async fn stalled_threads_are_listed_and_claimed(s: Arc<dyn Checkpointer>) {
+    // Idle longest first: each thread's latest record is saved after the previous one's.
+    let mut finished = rec_now("d1", Some("d0"), 1);
+    finished.next.clear();
+    s.put_next("done", rec_now("d0", None, 0)).await.unwrap();
+    s.put_next("done", finished).await.unwrap();
+    s.put_next("crashed", rec_now("c0", None, 0)).await.unwrap();
+    s.put_next("paused", rec_now("p0", None, 0)).await.unwrap();
+    s.put_writes(
+        "paused",
+        "p0",
+        vec![pwi("t-p0", -1, "__interrupt__", json!("?"))],
+    )
+    .await
+    .unwrap();
+    s.put_next("answered", rec_now("a0", None, 0))
+        .await
+        .unwrap();
+    s.put_writes(
+        "answered",
+        "a0",
+        vec![
+            pwi("t-a0", -1, "__interrupt__", json!("?")),
+            pwi("t-a0", -2, "__resume__", json!("yes")),
+        ],
+    )
+    .await
+    .unwrap();
+    // One task finished after its interrupt was answered, its sibling did not run.
+    s.put_next("half", rec_now("h0", None, 0)).await.unwrap();
+    s.put_writes(
+        "half",
+        "h0",
+        vec![
+            pwi("t-h0", -1, "__interrupt__", json!("?")),
+            pwi("t-h0", 0, "__done__", json!(null)),
+        ],
+    )
+    .await
+    .unwrap();
+    // A subgraph's namespace of "crashed", stopped mid-step too: resumed through its
+    // thread, so never listed on its own.
+    let sub = thread_key("crashed", &child_ns("", "sub", "t-c0"));
+    s.put_next(&sub, rec_now("s0", None, 0)).await.unwrap();
+    tokio::time::sleep(STALE + Duration::from_millis(100)).await;
+    s.put_next("live", rec_now("l0", None, 0)).await.unwrap();
+
+    let stalled = s.list_stalled(STALE, None).await.unwrap();
+    assert_eq!(stalled, ["crashed", "answered", "half"]);
+    assert_eq!(s.list_stalled(STALE, Some(1)).await.unwrap(), ["crashed"]);
+    // A longer stale_after: nothing has been idle that long.
+    assert!(s
+        .list_stalled(Duration::from_secs(3600), None)
+        .await
+        .unwrap()
+        .is_empty());
+
+    // Claims: each thread to one owner, while the lease lives.
+    let lease = Duration::from_millis(400);
+    let a = s.claim_stalled("worker-a", STALE, lease, 2).await.unwrap();
+    assert_eq!(a, ["crashed", "answered"]);
+    let b = s.claim_stalled("worker-b", STALE, lease, 5).await.unwrap();
+    assert_eq!(b, ["half"]);
+    assert!(s
+        .claim_stalled("worker-c", STALE, lease, 5)
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(s.list_stalled(STALE, None).await.unwrap().is_empty());
+
+    // worker-a resumes "crashed" to its end; worker-b dies with "half": once the lease
+    // is over, "half" (and "answered", which worker-a never touched) are stalled again,
+    // and so is "live", which saved nothing since.
+    let mut end = rec_now("c1", Some("c0"), 1);
+    end.next.clear();
+    s.put_next("crashed", end).await.unwrap();
+    tokio::time::sleep(lease + Duration::from_millis(100)).await;
+    let again = s.list_stalled(STALE, None).await.unwrap();
+    assert_eq!(again, ["answered", "half", "live"]);
+    let c = s.claim_stalled("worker-c", STALE, lease, 5).await.unwrap();
+    assert_eq!(c, ["answered", "half", "live"]);
+    // A deleted thread's claim goes with it.
+    s.delete_thread("half").await.unwrap();
+    assert!(s.list_stalled(STALE, None).await.unwrap().is_empty());
+
+    // Answering the interrupt of a thread paused long ago is activity: the run that
+    // answered it is under way, so the thread is stalled only once that run goes quiet.
+    s.put_writes(
+        "paused",
+        "p0",
+        vec![pwi("t-p0", -2, "__resume__", json!("ok"))],
+    )
+    .await
+    .unwrap();
+    let paused = "paused".to_owned();
+    assert!(!s.list_stalled(STALE, None).await.unwrap().contains(&paused));
+    tokio::time::sleep(STALE + Duration::from_millis(100)).await;
+    assert!(s.list_stalled(STALE, None).await.unwrap().contains(&paused));
+
+    for e in [
+        s.claim_stalled("", STALE, lease, 1).await.unwrap_err(),
+        s.claim_stalled("w", STALE, Duration::ZERO, 1)
+            .await
+            .unwrap_err(),
+    ] {
+        assert!(matches!(e, CheckpointError::Storage(_)), "{e:?}");
+        assert!(e.to_string().contains("claim_stalled"), "{e}");
+    }
+}
+
+async fn claims_have_one_winner(s: Arc<dyn Checkpointer>) {
+    for t in 0..20 {
+        s.put_next(&format!("t{t:02}"), rec_now("c0", None, 0))
+            .await
+            .unwrap();
+    }
+    tokio::time::sleep(STALE + Duration::from_millis(100)).await;
+    let claimers: Vec<_> = (0..8)
+        .map(|i| {
+            let s = s.clone();
+            tokio::spawn(async move {
+                s.claim_stalled(&format!("w{i}"), STALE, Duration::from_secs(60), 3)
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    let mut got: Vec<String> = Vec::new();
+    for c in claimers {
+        got.extend(c.await.unwrap());
+    }
+    // A claimer that lost a race may come back with fewer: the rest is still there.
+    got.extend(
+        s.claim_stalled("last", STALE, Duration::from_secs(60), 20)
+            .await
+            .unwrap(),
+    );
+    let unique: std::collections::BTreeSet<&String> = got.iter().collect();
+    assert_eq!(
+        unique.len(),
+        got.len(),
+        "a thread was claimed twice: {got:?}"
+    );
+    assert_eq!(got.len(), 20, "{got:?}");
+}
+
 macro_rules! conformance {
     ($($case:ident),* $(,)?) => {
         mod memory {
@@ -1186,6 +1348,8 @@ conformance!(
     long_messages_thread_loads_from_snapshots,
     thread_without_snapshots_keeps_working,
     cached_state_follows_other_writers,
+    stalled_threads_are_listed_and_claimed,
+    claims_have_one_winner,
 );
 
 // ---------------------------------------------------------------------------------
@@ -1549,7 +1713,8 @@ mod postgres_only {
             .iter()
             .map(|r| r.get(0))
             .collect();
-        assert_eq!(versions, [ironloop::checkpoint::postgres::SCHEMA_VERSION]);
+        let all: Vec<i32> = (1..=ironloop::checkpoint::postgres::SCHEMA_VERSION).collect();
+        assert_eq!(versions, all);
         put_linear(&s, "t", "c", 2).await;
         // A schema from a newer ironloop is refused, and left alone.
         admin

@@ -7,6 +7,14 @@
   ~200-byte AIMessage, 3,000 steps in one run. (a) mean step cost at 2,000-3,000
   messages / at 50-100 messages, memory and SQLite savers (target <= 1.3x);
   (b) checkpoint bytes after the 3,000 steps (target <= 5 MB).
+- W4 / W4m postgres: the same on PostgreSQL (ironloop's PostgresSaver vs LangGraph's
+  ``langgraph-checkpoint-postgres`` on psycopg 3) against the server named by
+  ``IRONLOOP_TEST_POSTGRES_URL`` (``source scripts/postgres.sh`` starts a throwaway one),
+  each saver in a fresh schema; bytes are the schema's tables, indexes and TOAST
+  (``pg_total_relation_size``). Target: ironloop >= 5x LangGraph per step.
+- W8: steps per second of 1, 2, 4 and 8 worker processes sharing one PostgreSQL, each
+  running threads of W4's graph (``W8_STEPS`` steps each) for ``--w8-seconds``; the
+  figure is wall time per step over all workers (1e6 / steps per second).
 - W5: ``create_react_agent`` with a scripted model: 50 rounds of one ``add`` tool call,
   then a final answer; µs per round, no checkpointer / MemorySaver. Targets <= 100 / 150.
 - W6: 10,000 threads (distinct thread_id) of a 2-node graph, each leaving 10 messages
@@ -28,7 +36,11 @@ py-spy is missing or fails; ``-X importtime`` for S1; a bytes breakdown for W6) 
 prints the top entries.
 
     python benches/python/graph.py [--only ironloop|langgraph] [--repeat N] [--scale F]
-                                   [--json PATH] [--no-profile]
+                                   [--json PATH] [--no-profile] [--w8-seconds S]
+                                   [--w8-procs 1,2,4,8]
+
+Without ``IRONLOOP_TEST_POSTGRES_URL`` the PostgreSQL rows (W4/W4m postgres, W8) are
+left out, and the report says so.
 """
 
 from __future__ import annotations
@@ -62,7 +74,11 @@ ROUNDS_W5 = 50
 THREADS_W6 = 10_000
 S1_RUNS = 7
 
-TARGET_W4_US = {"none": 15.0, "memory": 25.0, "sqlite": 100.0}
+TARGET_W4_US = {"none": 15.0, "memory": 25.0, "sqlite": 100.0, "postgres": float("inf")}
+TARGET_PG_RATIO = 5.0  # PostgreSQL: ironloop at least 5x LangGraph per step
+W8_STEPS = 50  # steps per W8 thread
+W8_PROCS = (1, 2, 4, 8)
+PG_URL = os.environ.get("IRONLOOP_TEST_POSTGRES_URL", "")
 TARGET_W4M_GROWTH = 1.3
 TARGET_W4M_MB = 5.0
 TARGET_W5_US = {"none": 100.0, "memory": 150.0}
@@ -70,7 +86,7 @@ TARGET_W6_KB = 4.0
 TARGET_S1_MS = 150.0
 TARGET_S1_MIB = 25.0
 
-SAVERS = ("none", "memory", "sqlite")
+SAVERS = ("none", "memory", "sqlite", "postgres")
 PAYLOAD_200 = ("The quick brown fox jumps over the lazy dog. " * 5)[:200]  # 200 bytes
 PAYLOAD_100 = PAYLOAD_200[:90]
 
@@ -99,6 +115,7 @@ class Impl:
     HumanMessage: Any
     memory_saver: Callable[[], Any]
     sqlite_saver: Callable[[str], Any]
+    postgres_saver: Callable[[str, str], Any]  # (url, schema), tables set up
     close_saver: Callable[[Any], None]
     memory_bytes: Callable[[Any], int]
     memory_bytes_how: str
@@ -116,6 +133,11 @@ def load_ironloop() -> Impl:
         if hasattr(saver, "close"):
             saver.close()
 
+    def postgres_saver(url: str, schema: str) -> Any:
+        saver = ironloop.PostgresSaver(url, schema=schema)
+        saver.setup()
+        return saver
+
     return Impl(
         name="ironloop",
         StateGraph=ironloop.StateGraph,
@@ -125,6 +147,7 @@ def load_ironloop() -> Impl:
         HumanMessage=HumanMessage,
         memory_saver=ironloop.MemorySaver,
         sqlite_saver=ironloop.SqliteSaver,
+        postgres_saver=postgres_saver,
         close_saver=close,
         memory_bytes=lambda saver: int(saver.approx_bytes()),
         memory_bytes_how="MemorySaver.approx_bytes() (JSON text of records and writes)",
@@ -192,6 +215,24 @@ def load_langgraph() -> Impl:
     def sqlite_saver(path: str) -> Any:
         return SqliteSaver(sqlite3.connect(path, check_same_thread=False))
 
+    def postgres_saver(url: str, schema: str) -> Any:
+        # As LangGraph's documentation connects (autocommit, dict rows, no server-side
+        # prepared statements), with the schema as the search path.
+        import psycopg
+        from langgraph.checkpoint.postgres import PostgresSaver
+        from psycopg.rows import dict_row
+
+        conn = psycopg.connect(
+            url,
+            autocommit=True,
+            prepare_threshold=0,
+            row_factory=dict_row,
+            options=f"-c search_path={schema}",
+        )
+        saver = PostgresSaver(conn)
+        saver.setup()
+        return saver
+
     def close(saver: Any) -> None:
         conn = getattr(saver, "conn", None)
         if conn is not None:
@@ -209,6 +250,7 @@ def load_langgraph() -> Impl:
         HumanMessage=HumanMessage,
         memory_saver=InMemorySaver,
         sqlite_saver=sqlite_saver,
+        postgres_saver=postgres_saver,
         close_saver=close,
         memory_bytes=memory_bytes,
         memory_bytes_how=(
@@ -228,39 +270,108 @@ LOADERS = {"ironloop": load_ironloop, "langgraph": load_langgraph}
 
 
 class Savers:
-    """Makes savers for one side; SQLite files go in one temp dir removed at the end."""
+    """Makes savers for one side; SQLite files go in one temp dir removed at the end,
+    PostgreSQL savers each get a schema of their own, dropped when released."""
 
     def __init__(self, impl: Impl) -> None:
         self.impl = impl
         self.dir = tempfile.mkdtemp(prefix=f"ironloop-bench-{impl.name}-")
         self.n = itertools.count()
-        self.open: list[Any] = []
+        self.open: list[tuple[Any, str]] = []
 
     def make(self, kind: str) -> tuple[Any, str | None]:
+        """A saver and where it keeps its data: the SQLite file, or the Postgres schema."""
         if kind == "none":
             return None, None
         if kind == "memory":
             return self.impl.memory_saver(), None
+        if kind == "postgres":
+            schema = pg_schema(f"{self.impl.name}_{next(self.n)}")
+            saver = self.impl.postgres_saver(PG_URL, schema)
+            self.open.append((saver, schema))
+            return saver, schema
         path = os.path.join(self.dir, f"cp{next(self.n)}.sqlite")
         saver = self.impl.sqlite_saver(path)
-        self.open.append(saver)
+        self.open.append((saver, path))
         return saver, path
 
-    def release(self, saver: Any, path: str | None) -> None:
-        if saver is not None and path is not None:
-            self.impl.close_saver(saver)
-            self.open.remove(saver)
-            for suffix in ("", "-wal", "-shm", "-journal"):
-                if os.path.exists(path + suffix):
-                    os.remove(path + suffix)
+    def release(self, saver: Any, where: str | None) -> None:
+        if saver is None or where is None:
+            return
+        self.impl.close_saver(saver)
+        self.open.remove((saver, where))
+        if where.startswith(PG_SCHEMA_PREFIX):
+            pg_drop(where)
+            return
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            if os.path.exists(where + suffix):
+                os.remove(where + suffix)
 
     def cleanup(self) -> None:
-        for s in self.open:
+        for s, where in list(self.open):
             try:
-                self.impl.close_saver(s)
+                self.release(s, where)
             except Exception:
                 pass
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+# --- PostgreSQL: a schema per saver, on the server of IRONLOOP_TEST_POSTGRES_URL ----------
+
+PG_SCHEMA_PREFIX = "ironloop_bench_"
+
+
+def pg_admin() -> Any:
+    import psycopg
+
+    return psycopg.connect(PG_URL, autocommit=True)
+
+
+def pg_schema(tag: str) -> str:
+    """A new, empty schema (named for the bench and this process)."""
+    name = f"{PG_SCHEMA_PREFIX}{tag}_{os.getpid()}"
+    with pg_admin() as c:
+        c.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+        c.execute(f'CREATE SCHEMA "{name}"')
+    return name
+
+
+def pg_drop(schema: str) -> None:
+    with pg_admin() as c:
+        c.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def pg_bytes(schema: str) -> int:
+    """Every table of the schema with its indexes and TOAST, as the server stores them."""
+    with pg_admin() as c:
+        row = c.execute(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = %s AND c.relkind = 'r'",
+            (schema,),
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def pg_payload_bytes(schema: str) -> int:
+    """The bytes of the rows' data alone (``pg_column_size`` of every row): what the
+    saver wrote, without pages' free space and indexes."""
+    with pg_admin() as c:
+        tables = [
+            r[0]
+            for r in c.execute(
+                "SELECT c.relname FROM pg_class c JOIN pg_namespace n "
+                "ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r'",
+                (schema,),
+            ).fetchall()
+        ]
+        total = 0
+        for t in tables:
+            row = c.execute(
+                f'SELECT coalesce(sum(pg_column_size(x.*)), 0) FROM "{schema}"."{t}" x'
+            ).fetchone()
+            total += int(row[0]) if row else 0
+    return total
 
 
 def file_bytes(path: str) -> int:
@@ -308,8 +419,13 @@ def counter_graph(impl: Impl, n: int, saver: Any) -> Any:
     return g.compile(checkpointer=saver)
 
 
-def w4(impl: Impl, kind: str, n: int, repeat: int, savers: Savers) -> h.Stats:
+def w4(
+    impl: Impl, kind: str, n: int, repeat: int, savers: Savers, durability: str | None = None
+) -> h.Stats:
+    """µs per step; ``durability`` is passed to ``invoke`` when given (else each side's
+    default: LangGraph's ``"async"``, ironloop's save-before-the-next-step)."""
     saver, path = savers.make(kind)
+    extra = {} if durability is None else {"durability": durability}
     try:
         graph = counter_graph(impl, n, saver)
 
@@ -318,7 +434,9 @@ def w4(impl: Impl, kind: str, n: int, repeat: int, savers: Savers) -> h.Stats:
                 raise BenchError(f"count {result.get('count')!r}, expected {n}")
 
         stats = h.measure(
-            lambda: graph.invoke({"count": 0}, config(n + 100, saver)), repeat=repeat, check=check
+            lambda: graph.invoke({"count": 0}, config(n + 100, saver), **extra),
+            repeat=repeat,
+            check=check,
         )
     finally:
         savers.release(saver, path)
@@ -376,7 +494,7 @@ class W4mRun:
     late_p99_us: float
     late_max_us: float
     bytes: int
-    db_bytes: int  # SQLite: the db file alone (no WAL); memory: = bytes
+    db_bytes: int  # SQLite: the db file alone (no WAL); Postgres: the rows' data; memory: = bytes
     seconds: float
     cost_us: list[float]  # every step's cost, for the pooled figure
 
@@ -407,8 +525,12 @@ def w4m_once(impl: Impl, kind: str, n: int, savers: Savers) -> W4mRun:
             raise BenchError("message ids are not unique")
         if len(stamps) != n:
             raise BenchError(f"{len(stamps)} node calls, expected {n}")
-        size = impl.memory_bytes(saver) if kind == "memory" else file_bytes(path or "")
-        db_size = size if kind == "memory" else os.path.getsize(path or "")
+        if kind == "memory":
+            size = db_size = impl.memory_bytes(saver)
+        elif kind == "postgres":
+            size, db_size = pg_bytes(path or ""), pg_payload_bytes(path or "")
+        else:
+            size, db_size = file_bytes(path or ""), os.path.getsize(path or "")
         # Step i (0-based) starts with i + 1 messages in the state.
         (e0, e1), (l0, l1) = w4m_windows(n)
         cost = [stamps[i + 1] - stamps[i] for i in range(n - 1)]
@@ -479,6 +601,89 @@ def w4m(impl: Impl, kind: str, n: int, repeat: int) -> list[W4mRun]:
     return [W4mRun(**d) for d in json.loads(out.stdout.strip().splitlines()[-1])]
 
 
+# --- W8: worker processes sharing one PostgreSQL ------------------------------------------
+#
+# Each worker process opens its own saver on the same schema, builds W4's graph, runs one
+# thread to warm up, prints READY and waits for GO on stdin; then it runs threads of
+# W8_STEPS steps (each a new thread_id) until ``seconds`` have passed, and prints the
+# steps it ran and when it started and stopped. The figure is all workers' steps over
+# the wall time from the first start to the last stop (the processes' start-up and
+# connecting are outside it).
+
+
+def w8_child(name: str, schema: str, steps: int, seconds: float) -> dict[str, Any]:
+    impl = LOADERS[name]()
+    saver = impl.postgres_saver(PG_URL, schema)
+    graph = counter_graph(impl, steps, saver)
+    pid = os.getpid()
+
+    def one(i: int) -> None:
+        cfg = {"recursion_limit": steps + 100, "configurable": {"thread_id": f"w8-{pid}-{i}"}}
+        result = graph.invoke({"count": 0}, cfg)
+        if result.get("count") != steps:
+            raise BenchError(f"count {result.get('count')!r}, expected {steps}")
+
+    one(-1)
+    print("READY", flush=True)
+    sys.stdin.readline()
+    t0 = time.time()
+    end, threads = t0 + seconds, 0
+    while time.time() < end:
+        one(threads)
+        threads += 1
+    t1 = time.time()
+    impl.close_saver(saver)
+    return {"steps": threads * steps, "threads": threads, "t0": t0, "t1": t1}
+
+
+def w8_once(impl: Impl, procs: int, seconds: float) -> tuple[float, list[dict[str, Any]]]:
+    """Steps per second of ``procs`` workers on one fresh schema, and their reports."""
+    schema = pg_schema(f"w8_{impl.name}_{procs}")
+    try:
+        impl.close_saver(impl.postgres_saver(PG_URL, schema))  # tables made once, up front
+        cmd = [
+            sys.executable,
+            __file__,
+            "--w8-child",
+            impl.name,
+            "--schema",
+            schema,
+            "--steps",
+            str(W8_STEPS),
+            "--w8-seconds",
+            str(seconds),
+        ]
+        children = [
+            subprocess.Popen(
+                cmd,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(procs)
+        ]
+        for c in children:
+            line = c.stdout.readline() if c.stdout else ""
+            if line.strip() != "READY":
+                err = c.stderr.read() if c.stderr else ""
+                raise BenchError(f"W8 worker did not start: {line!r} {err[-2000:]}")
+        for c in children:
+            assert c.stdin is not None
+            c.stdin.write("GO\n")
+            c.stdin.flush()
+        reports = []
+        for c in children:
+            out, err = c.communicate(timeout=seconds * 20 + 120)
+            if c.returncode != 0:
+                raise BenchError(f"W8 worker failed: {err.strip()[-2000:]}")
+            reports.append(json.loads(out.strip().splitlines()[-1]))
+        wall = max(r["t1"] for r in reports) - min(r["t0"] for r in reports)
+        return sum(r["steps"] for r in reports) / wall, reports
+    finally:
+        pg_drop(schema)
+
+
 # --- W5: a ReAct agent with a scripted model ----------------------------------------------
 
 
@@ -496,7 +701,43 @@ def script(rounds: int) -> Callable[[list[Any]], dict[str, Any]]:
     return respond
 
 
-def w5(impl: Impl, kind: str, rounds: int, repeat: int, savers: Savers) -> h.Stats:
+def by_durability(
+    workload: str, kind: str, impls: list[Impl], measure: Callable[[Impl, str], h.Stats]
+) -> list[str]:
+    """Notes: ``workload`` on saver ``kind`` with each ``durability`` given to both
+    sides' ``invoke`` (LangGraph's default is "async", ironloop's "sync"), µs and the
+    ratio, measured in this run."""
+    notes = []
+    for d in ("sync", "async", "exit"):
+        got: dict[str, float] = {}
+        for impl in impls:
+            try:
+                got[impl.name] = measure(impl, d).median
+            except Exception as e:
+                got[impl.name] = float("nan")
+                traceback.print_exc(file=sys.stderr)
+                notes.append(f"{workload} {kind} {d} {impl.name}: {type(e).__name__}: {e}")
+        ratio = (
+            f" ({got['langgraph'] / got['ironloop']:.1f}×)"
+            if len(got) == 2 and got.get("ironloop")
+            else ""
+        )
+        notes.append(
+            f"{workload} {kind} with durability={d!r} on both sides: "
+            + ", ".join(f"{k} {v:.1f} µs" for k, v in got.items())
+            + ratio
+        )
+    return notes
+
+
+def w5(
+    impl: Impl,
+    kind: str,
+    rounds: int,
+    repeat: int,
+    savers: Savers,
+    durability: str | None = None,
+) -> h.Stats:
     def add(a: int, b: int) -> int:
         """Add two integers."""
         return a + b
@@ -521,10 +762,13 @@ def w5(impl: Impl, kind: str, rounds: int, repeat: int, savers: Savers) -> h.Sta
                 if str(tm.content) != str(k + 1) or getattr(tm, "status", "success") != "success":
                     raise BenchError(f"round {k}: tool result {tm.content!r}, expected {k + 1}")
 
+        extra = {} if durability is None else {"durability": durability}
+
         def once() -> Any:
             return agent.invoke(
                 {"messages": [impl.HumanMessage(content="count up")]},
                 config(4 * rounds + 20, saver),
+                **extra,
             )
 
         stats = h.measure(once, repeat=repeat, check=check)
@@ -974,6 +1218,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kind", choices=SAVERS, help=argparse.SUPPRESS)
     parser.add_argument("--steps", type=int, default=N_W4M, help=argparse.SUPPRESS)
     parser.add_argument("--runs", type=int, default=1, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--w8-seconds", type=float, default=3.0, help="how long each W8 measurement runs"
+    )
+    parser.add_argument(
+        "--w8-procs",
+        default=",".join(map(str, W8_PROCS)),
+        help="worker process counts for W8 (default 1,2,4,8)",
+    )
+    parser.add_argument(
+        "--only-workloads",
+        default="",
+        help="comma-separated workload prefixes to run (e.g. 'W4 postgres,W4m,W8'); default all",
+    )
+    parser.add_argument("--w8-child", choices=h.IMPLS, help=argparse.SUPPRESS)
+    parser.add_argument("--schema", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     if args.w6_child:
@@ -981,6 +1240,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.w4m_child:
         print(json.dumps(w4m_child(args.w4m_child, args.kind, args.steps, args.runs)))
+        return 0
+    if args.w8_child:
+        print(json.dumps(w8_child(args.w8_child, args.schema, args.steps, args.w8_seconds)))
         return 0
     if args.profile_child:
         profile_child(args.profile_child, args.scale)
@@ -1021,6 +1283,19 @@ def main(argv: list[str] | None = None) -> int:
 
     rows: list[h.Row] = []
     notes: list[str] = []
+    kinds = [k for k in SAVERS if k != "postgres" or PG_URL]
+    if not PG_URL:
+        notes.append(
+            "PostgreSQL rows (W4/W4m postgres, W8) not run: IRONLOOP_TEST_POSTGRES_URL is not "
+            "set (`source scripts/postgres.sh` starts a throwaway server and sets it)"
+        )
+    w8_procs = [int(p) for p in args.w8_procs.split(",") if p.strip()]
+    w8_repeat = min(args.repeat, 3)
+    prefixes = [p.strip() for p in args.only_workloads.split(",") if p.strip()]
+
+    def wanted(workload: str) -> bool:
+        return not prefixes or any(workload.startswith(p) for p in prefixes)
+
     keys: dict[str, str] = {}  # workload -> profile key
     w6_details: list[dict[str, Any]] = []
     savers = {impl.name: Savers(impl) for impl in impls}
@@ -1037,18 +1312,34 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         # W4
-        for kind in SAVERS:
+        for kind in kinds:
+            if not wanted(f"W4 {kind}"):
+                continue
             row = h.Row(
                 f"W4 {kind}",
                 f"{n4} steps a->b->a..., count += 1, checkpointer: {kind}",
                 "µs/step",
                 TARGET_W4_US[kind],
+                min_ratio=TARGET_PG_RATIO if kind == "postgres" else None,
             )
             keys[row.workload] = f"W4:{kind}"
             run(row, lambda impl, kind=kind: w4(impl, kind, n4, args.repeat, savers[impl.name]))
+            if kind != "none":
+                notes.extend(
+                    by_durability(
+                        "W4",
+                        kind,
+                        impls,
+                        lambda impl, d, kind=kind: w4(
+                            impl, kind, n4, args.repeat, savers[impl.name], d
+                        ),
+                    )
+                )
 
         # W4m
-        for kind in ("memory", "sqlite"):
+        for kind in [k for k in kinds if k != "none"]:
+            if not wanted(f"W4m {kind}"):
+                continue
             ra = h.Row(
                 f"W4m(a) {kind}",
                 f"{n4m} steps appending a 200-byte message; mean step cost at {l0}-{l1} "
@@ -1108,8 +1399,33 @@ def main(argv: list[str] | None = None) -> int:
                     ra.errors[impl.name] = rp.errors[impl.name] = rb.errors[impl.name] = err
             rows += [ra, rp, rb]
 
+        # W8
+        for procs in w8_procs if PG_URL else []:
+            if not wanted(f"W8 {procs}"):
+                continue
+            row = h.Row(
+                f"W8 {procs} procs",
+                f"{procs} worker processes on one PostgreSQL, each running threads of W4's graph "
+                f"({W8_STEPS} steps each) for {args.w8_seconds:g} s: wall time per step over "
+                "all workers (1e6 / steps per second)",
+                "µs/step",
+                float("inf"),
+                min_ratio=TARGET_PG_RATIO,
+            )
+
+            def w8(impl: Impl, procs: int = procs) -> h.Stats:
+                rates = [w8_once(impl, procs, args.w8_seconds)[0] for _ in range(w8_repeat)]
+                notes.append(
+                    f"W8 {procs} procs {impl.name}: "
+                    + " / ".join(f"{r:,.0f}" for r in rates)
+                    + " steps/s (each repetition)"
+                )
+                return h.Stats.of([1e6 / r for r in rates])
+
+            run(row, w8)
+
         # W5
-        for kind in ("none", "memory"):
+        for kind in ("none", "memory") if wanted("W5") else ():
             row = h.Row(
                 f"W5 {kind}",
                 f"create_react_agent, {r5} rounds of one add() call + answer, checkpointer: {kind}",
@@ -1118,48 +1434,63 @@ def main(argv: list[str] | None = None) -> int:
             )
             keys[row.workload] = f"W5:{kind}"
             run(row, lambda impl, kind=kind: w5(impl, kind, r5, args.repeat, savers[impl.name]))
-
-        # W6
-        row = h.Row(
-            "W6",
-            f"{t6} threads × 10 messages (2-node graph), MemorySaver, RSS added per "
-            "thread (fresh process each)",
-            "KB/thread",
-            TARGET_W6_KB,
-        )
-        run(row, lambda impl: w6(impl, t6, args.repeat, w6_details))
-        for impl in impls:
-            ds = [d for d in w6_details if d["impl"] == impl.name]
-            if ds:
-                us = statistics.median(d["us_per_thread"] for d in ds)
-                held = statistics.median(d["saver_bytes_per_thread"] for d in ds) / 1e3
-                notes.append(
-                    f"W6 {impl.name}: {us:.0f} µs per thread run; saver holds {held:.2f}"
-                    f" KB/thread ({impl.memory_bytes_how.split(' (')[0].split(':')[0]}); message "
-                    f"text {ds[0]['message_text_bytes_per_thread'] / 1e3:.2f} KB/thread"
+            if kind != "none":
+                notes.extend(
+                    by_durability(
+                        "W5",
+                        kind,
+                        impls,
+                        lambda impl, d, kind=kind: w5(
+                            impl, kind, r5, args.repeat, savers[impl.name], d
+                        ),
+                    )
                 )
 
+        # W6
+        if wanted("W6"):
+            row = h.Row(
+                "W6",
+                f"{t6} threads × 10 messages (2-node graph), MemorySaver, RSS added per "
+                "thread (fresh process each)",
+                "KB/thread",
+                TARGET_W6_KB,
+            )
+            run(row, lambda impl: w6(impl, t6, args.repeat, w6_details))
+            for impl in impls:
+                ds = [d for d in w6_details if d["impl"] == impl.name]
+                if ds:
+                    us = statistics.median(d["us_per_thread"] for d in ds)
+                    held = statistics.median(d["saver_bytes_per_thread"] for d in ds) / 1e3
+                    notes.append(
+                        f"W6 {impl.name}: {us:.0f} µs per thread run; saver holds {held:.2f}"
+                        f" KB/thread ({impl.memory_bytes_how.split(' (')[0].split(':')[0]}); message "
+                        f"text {ds[0]['message_text_bytes_per_thread'] / 1e3:.2f} KB/thread"
+                    )
+
         # S1
-        rw = h.Row(
-            "S1 wall",
-            "cold start: python -c '<import>' whole-process wall time",
-            "ms",
-            TARGET_S1_MS,
-        )
-        rm = h.Row("S1 peak RSS", "cold start: peak RSS (/usr/bin/time -v)", "MiB", TARGET_S1_MIB)
-        for impl in impls:
-            print(f"  running S1 {impl.name} ...", file=sys.stderr, flush=True)
-            try:
-                rw.stats[impl.name], rm.stats[impl.name] = s1(IMPORT_CMD[impl.name], S1_RUNS)
-            except Exception as e:
-                traceback.print_exc(file=sys.stderr)
-                rw.errors[impl.name] = rm.errors[impl.name] = f"{type(e).__name__}: {e}"
-        bare_wall, bare_rss = s1("pass", S1_RUNS)
-        notes.append(
-            f"S1 bare `python -c pass`: {bare_wall.median:.1f} ms "
-            f"({bare_wall.min:.1f}–{bare_wall.max:.1f}), peak {bare_rss.median:.1f} MiB"
-        )
-        rows += [rw, rm]
+        if wanted("S1"):
+            rw = h.Row(
+                "S1 wall",
+                "cold start: python -c '<import>' whole-process wall time",
+                "ms",
+                TARGET_S1_MS,
+            )
+            rm = h.Row(
+                "S1 peak RSS", "cold start: peak RSS (/usr/bin/time -v)", "MiB", TARGET_S1_MIB
+            )
+            for impl in impls:
+                print(f"  running S1 {impl.name} ...", file=sys.stderr, flush=True)
+                try:
+                    rw.stats[impl.name], rm.stats[impl.name] = s1(IMPORT_CMD[impl.name], S1_RUNS)
+                except Exception as e:
+                    traceback.print_exc(file=sys.stderr)
+                    rw.errors[impl.name] = rm.errors[impl.name] = f"{type(e).__name__}: {e}"
+            bare_wall, bare_rss = s1("pass", S1_RUNS)
+            notes.append(
+                f"S1 bare `python -c pass`: {bare_wall.median:.1f} ms "
+                f"({bare_wall.min:.1f}–{bare_wall.max:.1f}), peak {bare_rss.median:.1f} MiB"
+            )
+            rows += [rw, rm]
     finally:
         for s in savers.values():
             s.cleanup()

@@ -216,6 +216,17 @@ class MemorySaver:
     def delete_thread(self, thread_id: str) -> None:
         """Deletes the thread's checkpoints and writes, its subgraphs' included."""
     def approx_bytes(self) -> int: ...
+    def list_stalled(self, *, stale_after: float = 60.0, limit: int | None = None) -> list[str]:
+        """Threads whose last run stopped mid-step; see ``PostgresSaver.list_stalled``."""
+    def claim_stalled(
+        self,
+        owner: str,
+        *,
+        stale_after: float = 60.0,
+        lease: float | None = None,
+        limit: int = 1,
+    ) -> list[str]:
+        """Claims stalled threads atomically; see ``PostgresSaver.claim_stalled``."""
 
 @final
 class SqliteSaver:
@@ -229,6 +240,17 @@ class SqliteSaver:
     def from_conn_string(cls, conn: str) -> SqliteSaver: ...
     @property
     def path(self) -> str: ...
+    def list_stalled(self, *, stale_after: float = 60.0, limit: int | None = None) -> list[str]:
+        """Threads whose last run stopped mid-step; see ``PostgresSaver.list_stalled``."""
+    def claim_stalled(
+        self,
+        owner: str,
+        *,
+        stale_after: float = 60.0,
+        lease: float | None = None,
+        limit: int = 1,
+    ) -> list[str]:
+        """Claims stalled threads atomically; see ``PostgresSaver.claim_stalled``."""
     def close(self) -> None: ...
     def __enter__(self) -> SqliteSaver: ...
     def __exit__(self, a: object, b: object, c: object) -> bool: ...
@@ -268,6 +290,28 @@ class PostgresSaver:
     @property
     def server(self) -> str:
         """``host:port/database`` (never the password)."""
+    def list_stalled(self, *, stale_after: float = 60.0, limit: int | None = None) -> list[str]:
+        """The ids of the threads whose last run stopped mid-step (a crashed worker),
+        idle longest first: the latest checkpoint has tasks to run, none of them waits
+        on an unanswered ``interrupt()``, nothing was saved for ``stale_after`` seconds
+        (a live run saves every step, so make it longer than your longest step), and no
+        live claim holds the thread. A run whose node raised, or that paused at an
+        ``interrupt_before`` / ``interrupt_after`` breakpoint, is listed too (its
+        checkpoint looks the same). Resume one with ``invoke(None, config)``."""
+    def claim_stalled(
+        self,
+        owner: str,
+        *,
+        stale_after: float = 60.0,
+        lease: float | None = None,
+        limit: int = 1,
+    ) -> list[str]:
+        """Claims up to ``limit`` stalled threads (as ``list_stalled`` finds them) for
+        ``owner`` (a name for the worker) for ``lease`` seconds (default
+        ``stale_after``) and returns their ids. Atomic, also between processes and
+        machines: while a claim lives no other caller gets the thread. Resume each with
+        ``invoke(None, config)``; once the lease is over the thread is stalled again
+        only if the run saved nothing since (its claimer died too)."""
     def setup(self) -> None: ...
     def asetup(self) -> Awaitable[None]: ...
     def delete_thread(self, thread_id: str) -> None:

@@ -480,15 +480,23 @@ class StateGraph:
 
 def _check_run_options(durability: str | None, version: str) -> None:
     """``durability`` and ``version`` as LangGraph takes them, or a clear refusal."""
-    if durability not in (None, "sync", "async"):
-        if durability == "exit":
-            raise ValueError(
-                "durability='exit' is not supported: ironloop saves every step before the "
-                "next one starts (durability='sync'; 'async' gives the same guarantee)"
-            )
+    if durability not in (None, "sync", "async", "exit"):
         raise ValueError(f"durability must be 'sync', 'async' or 'exit', got {durability!r}")
     if version not in ("v1", "v2"):
         raise ValueError(f"version must be 'v1' or 'v2', got {version!r}")
+
+
+def _with_durability(config: Any, durability: str | None) -> Any:
+    """``config`` carrying ``durability`` where LangGraph keeps it (the engine reads
+    it there); unchanged without one."""
+    if durability is None:
+        return config
+    config = dict(config or {})
+    config["configurable"] = {
+        **(config.get("configurable") or {}),
+        "__pregel_durability": durability,
+    }
+    return config
 
 
 def _v2_modes(stream_mode: Any) -> list[str]:
@@ -583,9 +591,15 @@ class CompiledStateGraph:
         if stream_mode != "values":
             return list(
                 self.stream(
-                    input, config, stream_mode=stream_mode, context=context, version=version
+                    input,
+                    config,
+                    stream_mode=stream_mode,
+                    context=context,
+                    durability=durability,
+                    version=version,
                 )
             )
+        config = _with_durability(config, durability)
         token = _enter(context, self.store, self.builder.context_schema, config)
         nested, outer = self._nesting()
         try:
@@ -614,9 +628,15 @@ class CompiledStateGraph:
         _check_run_options(durability, version)
         if stream_mode != "values":
             it = self.astream(
-                input, config, stream_mode=stream_mode, context=context, version=version
+                input,
+                config,
+                stream_mode=stream_mode,
+                context=context,
+                durability=durability,
+                version=version,
             )
             return [chunk async for chunk in it]
+        config = _with_durability(config, durability)
         token = _enter(context, self.store, self.builder.context_schema, config)
         nested, outer = self._nesting()
         try:
@@ -665,6 +685,7 @@ class CompiledStateGraph:
         ``version="v2"`` every chunk is LangGraph's v2 part: ``{"type": mode, "ns":
         namespace, "data": chunk}``, ``values`` parts with their ``"interrupts"``."""
         _check_run_options(durability, version)
+        config = _with_durability(config, durability)
         modes = _v2_modes(stream_mode) if version == "v2" else stream_mode
         engine_modes, wanted = _debug_views(modes)
         token = _enter(context, self.store, self.builder.context_schema, config)
@@ -703,6 +724,7 @@ class CompiledStateGraph:
             async for part in aparts(v1, subgraphs):
                 yield part
             return
+        config = _with_durability(config, durability)
         engine_modes, wanted = _debug_views(stream_mode)
         token = _enter(context, self.store, self.builder.context_schema, config)
         try:

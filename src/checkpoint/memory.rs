@@ -8,11 +8,13 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
+use std::time::Duration;
 
 use async_trait::async_trait;
 
+use super::stalled::{awaits_answer, check_claim};
 use super::{
-    advanced_conflict, dedupe_writes, same_id_conflict, ChainFrom, CheckpointError,
+    advanced_conflict, dedupe_writes, now_secs, same_id_conflict, ChainFrom, CheckpointError,
     CheckpointRecord, Checkpointer, PendingWrite, Result, SNAPSHOT_JSON_PREFIX,
 };
 
@@ -47,6 +49,11 @@ impl Thread {
 #[derive(Default)]
 pub struct MemorySaver {
     threads: Mutex<HashMap<String, Thread>>,
+    /// Claims of stalled threads: owner and expiry (seconds since the epoch). Locked
+    /// after `threads`, never alone while checking a thread.
+    claims: Mutex<HashMap<String, (String, f64)>>,
+    /// When each thread last saved pending writes (a live run's other heartbeat).
+    written: Mutex<HashMap<String, f64>>,
     closed: AtomicBool,
 }
 
@@ -146,6 +153,45 @@ impl MemorySaver {
         })
     }
 
+    /// The stalled threads (see [`super::stalled`]), idle longest first, with when
+    /// their latest checkpoint was saved.
+    fn stalled(
+        &self,
+        ts: &HashMap<String, Thread>,
+        claims: &HashMap<String, (String, f64)>,
+        stale_after: Duration,
+        now: f64,
+    ) -> Result<Vec<(f64, String)>> {
+        let written = self.written.lock().unwrap_or_else(|p| p.into_inner());
+        let cutoff = now - stale_after.as_secs_f64();
+        let mut out = Vec::new();
+        // A subgraph's namespace is resumed through its thread, never on its own.
+        for (id, t) in ts.iter().filter(|(id, _)| !id.contains(super::NS_SEP)) {
+            let Some(i) = t.records.len().checked_sub(1) else {
+                continue;
+            };
+            if claims.get(id).is_some_and(|(_, until)| *until > now) {
+                continue;
+            }
+            let latest = t.parse(i)?;
+            if latest.next.is_empty()
+                || latest.created_at > cutoff
+                || written.get(id).is_some_and(|at| *at > cutoff)
+            {
+                continue;
+            }
+            if t.pending
+                .get(latest.id.as_str())
+                .is_some_and(|ws| awaits_answer(ws))
+            {
+                continue;
+            }
+            out.push((latest.created_at, id.clone()));
+        }
+        out.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+        Ok(out)
+    }
+
     /// Approximate bytes held by checkpoints (JSON text of the records and writes).
     pub fn approx_bytes(&self) -> usize {
         self.with(|ts| {
@@ -188,6 +234,10 @@ impl Checkpointer for MemorySaver {
                 .or_default();
             let new = dedupe_writes(stored, writes);
             stored.extend(new);
+            self.written
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(thread_id.to_owned(), now_secs());
             Ok(())
         })
     }
@@ -256,6 +306,14 @@ impl Checkpointer for MemorySaver {
         self.open_with(|ts| {
             ts.remove(thread_id);
             ts.retain(|k, _| !k.starts_with(&prefix));
+            self.claims
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(thread_id);
+            self.written
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .retain(|k, _| k != thread_id && !k.starts_with(&prefix));
             Ok(())
         })
     }
@@ -264,7 +322,55 @@ impl Checkpointer for MemorySaver {
         let mut ts = self.threads.lock().unwrap_or_else(|p| p.into_inner());
         self.closed.store(true, Ordering::Release);
         ts.clear();
+        self.claims
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+        self.written
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
         Ok(())
+    }
+
+    async fn list_stalled(
+        &self,
+        stale_after: Duration,
+        limit: Option<usize>,
+    ) -> Result<Vec<String>> {
+        self.open_with(|ts| {
+            let claims = self.claims.lock().unwrap_or_else(|p| p.into_inner());
+            let found = self.stalled(ts, &claims, stale_after, now_secs())?;
+            Ok(found
+                .into_iter()
+                .take(limit.unwrap_or(usize::MAX))
+                .map(|(_, id)| id)
+                .collect())
+        })
+    }
+
+    async fn claim_stalled(
+        &self,
+        owner: &str,
+        stale_after: Duration,
+        lease: Duration,
+        limit: usize,
+    ) -> Result<Vec<String>> {
+        check_claim(owner, stale_after, lease)?;
+        self.open_with(|ts| {
+            let mut claims = self.claims.lock().unwrap_or_else(|p| p.into_inner());
+            let now = now_secs();
+            let found = self.stalled(ts, &claims, stale_after, now)?;
+            let until = now + lease.as_secs_f64();
+            Ok(found
+                .into_iter()
+                .take(limit)
+                .map(|(_, id)| {
+                    claims.insert(id.clone(), (owner.to_owned(), until));
+                    id
+                })
+                .collect())
+        })
     }
 }
 

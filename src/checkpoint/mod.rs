@@ -16,8 +16,10 @@ pub mod memory;
 pub mod postgres;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+pub mod stalled;
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -238,6 +240,23 @@ pub trait Checkpointer: Send + Sync {
     /// Finishes the work under way and releases the saver's resources (see the trait's
     /// documentation). Idempotent.
     async fn close(&self) -> Result<()>;
+    /// The threads whose last run stopped mid-step and that nobody has claimed, those
+    /// idle longest first, at most `limit` (see [`stalled`] for the rule).
+    async fn list_stalled(
+        &self,
+        stale_after: Duration,
+        limit: Option<usize>,
+    ) -> Result<Vec<String>>;
+    /// Claims up to `limit` stalled threads for `owner` for `lease`, atomically: two
+    /// callers (in any process) never get the same thread while a claim lives. The
+    /// caller then resumes each with `invoke(None, config)`.
+    async fn claim_stalled(
+        &self,
+        owner: &str,
+        stale_after: Duration,
+        lease: Duration,
+        limit: usize,
+    ) -> Result<Vec<String>>;
 }
 
 /// Where the checkpoints of a graph run inside another graph's task (a subgraph) are

@@ -40,6 +40,12 @@
 //! ironloop_threads(thread_id PRIMARY KEY, latest_id, updated_at)
 //! ```
 //!
+//! Version 2 adds `ironloop_claims(thread_id PRIMARY KEY, owner, expires_at)`, the
+//! claims of stalled threads (see [`super::stalled`]), and `ironloop_writes.saved_at`
+//! (filled by the server). A thread is idle since its latest save: the later of its
+//! `ironloop_threads.updated_at` and its latest checkpoint's pending writes'
+//! `saved_at`, both the server's clock, so the workers' clocks do not matter.
+//!
 //! `ironloop_threads` holds each thread's latest checkpoint: `put_next` swaps it in the
 //! same statement that inserts the record (`INSERT ... ON CONFLICT DO UPDATE ... WHERE
 //! latest_id = parent`, which the server evaluates on the row's latest version under a
@@ -64,17 +70,19 @@ use tokio::runtime::Handle;
 use tokio_postgres::error::SqlState;
 use tokio_util::task::TaskTracker;
 
+use super::stalled::{awaits_answer_sql, check_claim};
 use super::{
     advanced_conflict, dedupe_writes, order_chain, same_id_conflict, ChainFrom, CheckpointError,
     CheckpointRecord, Checkpointer, PendingWrite, Result, SNAPSHOT_JSON_PREFIX,
 };
 
 /// The schema version this ironloop writes (the last of [`MIGRATIONS`]).
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 2;
 
 /// The migrations, in order: `MIGRATIONS[i]` takes the schema to version `i + 1`.
 /// `{s}` stands for the schema prefix (`"name".` or nothing).
-const MIGRATIONS: &[&str] = &["
+const MIGRATIONS: &[&str] = &[
+    "
 CREATE TABLE {s}ironloop_checkpoints (
     seq           bigserial PRIMARY KEY,
     thread_id     text      NOT NULL,
@@ -101,7 +109,16 @@ CREATE TABLE {s}ironloop_threads (
     latest_id     text        NOT NULL,
     updated_at    timestamptz NOT NULL DEFAULT now()
 );
-"];
+",
+    "
+CREATE TABLE {s}ironloop_claims (
+    thread_id     text        PRIMARY KEY,
+    owner         text        NOT NULL,
+    expires_at    timestamptz NOT NULL
+);
+ALTER TABLE {s}ironloop_writes ADD COLUMN saved_at timestamptz NOT NULL DEFAULT now();
+",
+];
 
 /// The key of the advisory lock that serialises `setup` calls.
 const SETUP_LOCK: i64 = 0x6972_6f6e_6c6f_6f70; // "ironloop"
@@ -144,6 +161,8 @@ struct Sql {
     list: String,
     pending: String,
     delete: String,
+    stalled: String,
+    claim: String,
 }
 
 impl Sql {
@@ -156,7 +175,40 @@ impl Sql {
         let w = format!("{prefix}ironloop_writes");
         let t = format!("{prefix}ironloop_threads");
         let this = "(thread_id = $1 OR starts_with(thread_id, $2))";
+        let k = format!("{prefix}ironloop_claims");
+        // The stalled threads, idle longest first (`$1`: stale_after in seconds, `$2`:
+        // the limit, NULL for none); subgraphs' namespaces (keys with U+001F) are
+        // resumed through their thread, not listed.
+        let stalled = format!(
+            "SELECT t.thread_id FROM {t} t \
+             JOIN {c} c ON c.thread_id = t.thread_id AND c.checkpoint_id = t.latest_id \
+             LEFT JOIN {k} k ON k.thread_id = t.thread_id \
+             WHERE t.updated_at <= now() - make_interval(secs => $1) \
+               AND strpos(t.thread_id, chr(31)) = 0 \
+               AND NOT EXISTS (SELECT 1 FROM {w} a WHERE a.thread_id = t.thread_id \
+                 AND a.checkpoint_id = t.latest_id \
+                 AND a.saved_at > now() - make_interval(secs => $1)) \
+               AND (k.expires_at IS NULL OR k.expires_at <= now()) \
+               AND json_array_length((c.record::json) -> 'next') > 0 \
+               AND NOT {} \
+             ORDER BY t.updated_at, t.thread_id LIMIT $2",
+            awaits_answer_sql(&w, "t.thread_id", "t.latest_id")
+        );
         Sql {
+            // The threads' rows are locked (those another claimer or a saving run
+            // holds are skipped), and a claim that still lives is never replaced (the
+            // upsert's condition is checked on the row's latest version): of two
+            // claimers, exactly one gets each thread.
+            claim: format!(
+                "WITH s AS ({stalled} FOR UPDATE OF t SKIP LOCKED) \
+                 INSERT INTO {k} AS k (thread_id, owner, expires_at) \
+                 SELECT thread_id, $3, now() + make_interval(secs => $4) FROM s \
+                 ON CONFLICT (thread_id) DO UPDATE \
+                 SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at \
+                 WHERE k.expires_at <= now() \
+                 RETURNING thread_id"
+            ),
+            stalled,
             // The final SELECT sees the table as it was before the statement, so
             // `stored` is the record already there when the insert did nothing.
             put: format!(
@@ -232,7 +284,8 @@ impl Sql {
             // The thread and its subgraphs' namespaces (`$2` is their key prefix).
             delete: format!(
                 "WITH w AS (DELETE FROM {w} WHERE {this}), \
-                   t AS (DELETE FROM {t} WHERE {this}) \
+                   t AS (DELETE FROM {t} WHERE {this}), \
+                   k AS (DELETE FROM {k} WHERE {this}) \
                  DELETE FROM {c} WHERE {this}"
             ),
             prefix,
@@ -862,6 +915,40 @@ impl Checkpointer for PostgresSaver {
             let st = c.prepare_cached(&sh.sql.delete).await?;
             c.execute(&st, &[&t, &ns]).await?;
             Ok(())
+        })
+        .await
+    }
+
+    async fn list_stalled(
+        &self,
+        stale_after: Duration,
+        limit: Option<usize>,
+    ) -> Result<Vec<String>> {
+        let secs = stale_after.as_secs_f64();
+        let limit = limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
+        self.call("list stalled threads", move |c, sh| async move {
+            let st = c.prepare_cached(&sh.sql.stalled).await?;
+            let rows = c.query(&st, &[&secs, &limit]).await?;
+            Ok(rows.iter().map(|r| r.get(0)).collect())
+        })
+        .await
+    }
+
+    async fn claim_stalled(
+        &self,
+        owner: &str,
+        stale_after: Duration,
+        lease: Duration,
+        limit: usize,
+    ) -> Result<Vec<String>> {
+        check_claim(owner, stale_after, lease)?;
+        let (secs, lease) = (stale_after.as_secs_f64(), lease.as_secs_f64());
+        let limit = Some(i64::try_from(limit).unwrap_or(i64::MAX));
+        let owner = owner.to_owned();
+        self.call("claim stalled threads", move |c, sh| async move {
+            let st = c.prepare_cached(&sh.sql.claim).await?;
+            let rows = c.query(&st, &[&secs, &limit, &owner, &lease]).await?;
+            Ok(rows.iter().map(|r| r.get(0)).collect())
         })
         .await
     }

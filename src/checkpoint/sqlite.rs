@@ -67,9 +67,10 @@ use async_trait::async_trait;
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension, TransactionBehavior};
 use tokio::sync::oneshot;
 
+use super::stalled::{awaits_answer_sql, check_claim};
 use super::{
-    advanced_conflict, order_chain, same_id_conflict, ChainFrom, CheckpointError, CheckpointRecord,
-    Checkpointer, PendingWrite, Result, SNAPSHOT_JSON_PREFIX,
+    advanced_conflict, now_secs, order_chain, same_id_conflict, ChainFrom, CheckpointError,
+    CheckpointRecord, Checkpointer, PendingWrite, Result, SNAPSHOT_JSON_PREFIX,
 };
 
 /// How long a statement waits for a lock held by another connection before failing.
@@ -108,6 +109,47 @@ ALTER TABLE writes ADD COLUMN idx INTEGER NOT NULL DEFAULT 0;
 UPDATE writes SET idx = seq;
 CREATE UNIQUE INDEX writes_by_task ON writes (thread_id, checkpoint_id, task_id, idx);
 ";
+
+/// What finding stalled threads needs (see [`super::stalled`]), made on every open so
+/// files of every schema version get it without a migration: the claims, and when each
+/// thread last saved pending writes (kept by a trigger; a checkpoint's time is its
+/// record's `created_at`).
+const CLAIMS: &str = "
+CREATE TABLE IF NOT EXISTS claims (
+    thread_id  TEXT PRIMARY KEY,
+    owner      TEXT NOT NULL,
+    expires_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS activity (
+    thread_id  TEXT PRIMARY KEY,
+    at         REAL NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS writes_activity AFTER INSERT ON writes BEGIN
+    INSERT INTO activity (thread_id, at) VALUES (new.thread_id, unixepoch('now', 'subsec'))
+    ON CONFLICT (thread_id) DO UPDATE SET at = excluded.at;
+END;
+";
+
+/// The stalled threads, idle longest first: the latest record of each thread (highest
+/// `seq`) has tasks, is older than `?1` (and so are the thread's pending writes), waits
+/// on no interrupt, and no claim outlives
+/// `?2` (now). `?3` is the limit (-1: none). Subgraphs' namespaces (keys with U+001F,
+/// see `checkpoint::thread_key`) are resumed through their thread, not listed.
+fn stalled_sql() -> String {
+    format!(
+        "SELECT c.thread_id FROM checkpoints c \
+         JOIN (SELECT max(seq) AS seq FROM checkpoints GROUP BY thread_id) l ON l.seq = c.seq \
+         LEFT JOIN claims k ON k.thread_id = c.thread_id \
+         WHERE json_array_length(c.record, '$.next') > 0 \
+           AND instr(c.thread_id, char(31)) = 0 \
+           AND json_extract(c.record, '$.created_at') <= ?1 \
+           AND coalesce((SELECT at FROM activity a WHERE a.thread_id = c.thread_id), 0) <= ?1 \
+           AND (k.expires_at IS NULL OR k.expires_at <= ?2) \
+           AND NOT {} \
+         ORDER BY json_extract(c.record, '$.created_at'), c.thread_id LIMIT ?3",
+        awaits_answer_sql("writes", "c.thread_id", "c.checkpoint_id")
+    )
+}
 
 const CLOSED: &str =
     "the SqliteSaver was closed; open a new one (SqliteSaver::open) to keep using the file";
@@ -616,7 +658,7 @@ impl Checkpointer for SqliteSaver {
         let (t, ns) = (thread_id.to_owned(), super::ns_prefix(thread_id));
         self.call("delete a thread", move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            for table in ["checkpoints", "writes"] {
+            for table in ["checkpoints", "writes", "claims", "activity"] {
                 tx.prepare_cached(&format!(
                     "DELETE FROM {table} WHERE thread_id = ?1 \
                      OR substr(thread_id, 1, length(?2)) = ?2"
@@ -624,6 +666,59 @@ impl Checkpointer for SqliteSaver {
                 .execute(params![t, ns])?;
             }
             tx.commit()
+        })
+        .await
+    }
+
+    async fn list_stalled(
+        &self,
+        stale_after: Duration,
+        limit: Option<usize>,
+    ) -> Result<Vec<String>> {
+        let now = now_secs();
+        let cutoff = now - stale_after.as_secs_f64();
+        let limit = limit.map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
+        self.call("list stalled threads", move |conn| {
+            let mut stmt = conn.prepare_cached(&stalled_sql())?;
+            let rows = stmt.query_map(params![cutoff, now, limit], |r| r.get(0))?;
+            rows.collect()
+        })
+        .await
+    }
+
+    async fn claim_stalled(
+        &self,
+        owner: &str,
+        stale_after: Duration,
+        lease: Duration,
+        limit: usize,
+    ) -> Result<Vec<String>> {
+        check_claim(owner, stale_after, lease)?;
+        let owner = owner.to_owned();
+        let now = now_secs();
+        let cutoff = now - stale_after.as_secs_f64();
+        let until = now + lease.as_secs_f64();
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        // One write transaction: the check and the claims are atomic for every process.
+        self.call("claim stalled threads", move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let ids: Vec<String> = {
+                let mut stmt = tx.prepare_cached(&stalled_sql())?;
+                let rows = stmt.query_map(params![cutoff, now, limit], |r| r.get(0))?;
+                rows.collect::<rusqlite::Result<_>>()?
+            };
+            {
+                let mut claim = tx.prepare_cached(
+                    "INSERT INTO claims (thread_id, owner, expires_at) VALUES (?1, ?2, ?3) \
+                     ON CONFLICT (thread_id) DO UPDATE \
+                     SET owner = excluded.owner, expires_at = excluded.expires_at",
+                )?;
+                for id in &ids {
+                    claim.execute(params![id, owner, until])?;
+                }
+            }
+            tx.commit()?;
+            Ok(ids)
         })
         .await
     }
@@ -703,6 +798,7 @@ fn init_connection(path: &Path) -> rusqlite::Result<Connection> {
             )))
         }
     }
+    tx.execute_batch(CLAIMS)?;
     tx.commit()?;
     Ok(conn)
 }

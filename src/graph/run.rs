@@ -31,15 +31,22 @@ use crate::checkpoint::{
 };
 
 mod emit;
+mod saves;
 mod types;
 
+pub use saves::Durability;
 pub use types::{Lent, Resume, RunInput, RunOptions, RunResult};
 
 impl Graph {
     /// Runs the graph until no task is left, an interrupt, or an error.
     pub async fn run(&self, input: RunInput, opts: RunOptions) -> Result<RunResult, GraphError> {
         let mut run = Run::open(self, opts).await?;
-        let result = run.drive(input).await;
+        let mut result = run.drive(input).await;
+        // However the run ended, what it has not saved yet is saved (see `saves`).
+        if let Some(saves) = &run.saves {
+            let saved = saves.finish().await;
+            result = result.and(saved);
+        }
         if run.cp.is_some() {
             match (&result, &run.parent) {
                 // The channels are the state at the run's last checkpoint: kept for the
@@ -93,6 +100,8 @@ struct Run<'g> {
     /// Where the run saves checkpoints: the graph's checkpointer, given a thread.
     cp: Option<Arc<dyn Checkpointer>>,
     thread: String,
+    /// How the run's checkpoints and writes reach `cp` (its `durability`).
+    saves: Option<saves::Saves>,
     chans: Vec<Channel>,
     /// The last step taken: the input's is -1, a new thread's state is at -2.
     step: i64,
@@ -167,6 +176,9 @@ impl<'g> Run<'g> {
         };
         let step = parent.as_ref().map(|p| p.step).unwrap_or(-2);
         let fork = opts.checkpoint_id.is_some();
+        let saves = cp
+            .as_ref()
+            .map(|cp| saves::Saves::new(cp.clone(), thread.clone(), opts.durability));
         Ok(Run {
             graph,
             opts,
@@ -184,6 +196,7 @@ impl<'g> Run<'g> {
             fork,
             since_snapshot,
             has_output: false,
+            saves,
         })
     }
 
@@ -243,14 +256,16 @@ impl<'g> Run<'g> {
         self.step += 1;
         let id = new_id();
         self.next = Graph::make_tasks(&id, vec![(START.into(), None)]);
+        // The input first, as the pending writes of the checkpoint about to be saved: a
+        // worker killed between the two calls leaves writes that no checkpoint refers
+        // to (the input is given again), never an input checkpoint without its input
+        // (a resumed run would start from nothing).
+        if let Some(saves) = &self.saves {
+            let ws = pending::finished_writes(&self.next[0], &out)?;
+            saves.writes(&id, ws).await?;
+        }
         self.checkpoint(id, Source::Input, Vec::new()).await?;
         self.emit_checkpoint(Source::Input);
-        if let (Some(cp), Some(p)) = (&self.cp, &self.parent) {
-            let ws = pending::finished_writes(&self.next[0], &out)?;
-            cp.put_writes(&self.thread, &p.id, ws)
-                .await
-                .map_err(Graph::cp_err)?;
-        }
         self.input = Some(out);
         Ok(())
     }
@@ -487,11 +502,9 @@ impl Run<'_> {
             out.writes
                 .push((join_channel(j), Val::Json(Value::String(t.node.clone()))));
         }
-        if let (Some(cp), true, Some(p)) = (&self.cp, self.next.len() > 1, &self.parent) {
+        if let (Some(saves), true, Some(p)) = (&self.saves, self.next.len() > 1, &self.parent) {
             let ws = pending::finished_writes(t, &out)?;
-            cp.put_writes(&self.thread, &p.id, ws)
-                .await
-                .map_err(Graph::cp_err)?;
+            saves.writes(&p.id, ws).await?;
         }
         self.emit_update(t, &out, false);
         self.emit_task_result(
@@ -513,12 +526,10 @@ impl Run<'_> {
     async fn task_interrupted(&mut self, i: usize, value: Val) -> Result<(), GraphError> {
         let t = &self.next[i];
         self.emit_task_result(t, Vec::new, None, vec![value.clone()]);
-        if let (Some(cp), Some(p)) = (&self.cp, &self.parent) {
+        if let (Some(saves), Some(p)) = (&self.saves, &self.parent) {
             let k = self.pending.resume_values(&t.id).len();
             let w = pending::interrupt_write(t, k, &value)?;
-            cp.put_writes(&self.thread, &p.id, vec![w])
-                .await
-                .map_err(Graph::cp_err)?;
+            saves.writes(&p.id, vec![w]).await?;
         }
         let info = InterruptInfo::node(&t.id, &t.node, value);
         self.emit_interrupt(&info);
@@ -661,7 +672,7 @@ impl Run<'_> {
         source: Source,
         writes: Vec<Write>,
     ) -> Result<(), GraphError> {
-        let Some(cp) = &self.cp else {
+        let Some(saves) = &self.saves else {
             return Ok(());
         };
         let (snapshot, since) = self
@@ -680,12 +691,9 @@ impl Run<'_> {
         };
         // Every step but a fork's first must follow the thread's latest checkpoint: a
         // second run advancing the thread at the same time gets a conflict.
-        if std::mem::take(&mut self.fork) {
-            cp.put(&self.thread, record.clone()).await
-        } else {
-            cp.put_next(&self.thread, record.clone()).await
-        }
-        .map_err(Graph::cp_err)?;
+        saves
+            .record(record.clone(), std::mem::take(&mut self.fork))
+            .await?;
         self.since_snapshot = since;
         self.parent = Some(record);
         Ok(())

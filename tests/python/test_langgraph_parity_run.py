@@ -16,6 +16,7 @@ import pytest
 from ironloop import (
     END,
     START,
+    Command,
     InjectedStore,
     InMemoryStore,
     MessagesState,
@@ -23,6 +24,7 @@ from ironloop import (
     StateGraph,
     ToolNode,
     get_runtime,
+    interrupt,
     tool,
 )
 from ironloop.messages import AIMessage
@@ -184,11 +186,9 @@ def test_durability_and_version_are_taken_or_refused_clearly() -> None:
     g.add_node("a", lambda s: {"x": ["a"]})
     g.add_edge(START, "a")
     app = g.compile()
-    for d in ("sync", "async"):
+    for d in ("sync", "async", "exit"):
         assert app.invoke({"x": []}, durability=d) == {"x": ["a"]}
     assert list(app.stream({"x": []}, version="v1")) == [{"a": {"x": ["a"]}}]
-    with pytest.raises(ValueError, match="durability='exit' is not supported"):
-        app.invoke({"x": []}, durability="exit")
     with pytest.raises(ValueError, match="durability must be"):
         app.invoke({"x": []}, durability="later")
     with pytest.raises(ValueError, match="version must be 'v1' or 'v2', got 'v3'"):
@@ -356,3 +356,59 @@ def test_a_retried_node_reads_its_resume_values_from_the_first_again() -> None:
     app.invoke({"x": []}, config)
     assert app.invoke(Command(resume="a"), config) == {"x": ["a"]}
     assert answers == ["a", "a"]
+
+
+# ------------------------------------------------------------------ durability
+
+
+def _durable_graph(saver: Any, seen: list[Any], fail: list[bool]) -> Any:
+    """a -> b -> ask (interrupt) -> c; b records what the saver holds while it runs;
+    c fails while ``fail`` holds True."""
+
+    def b(s: S) -> dict[str, Any]:
+        seen.append(app.get_state({"configurable": {"thread_id": "d"}}).metadata)
+        return {"x": ["b"]}
+
+    def ask(s: S) -> dict[str, Any]:
+        return {"x": [interrupt("ok?")]}
+
+    def c(s: S) -> dict[str, Any]:
+        if fail and fail[0]:
+            raise RuntimeError("c failed")
+        return {"x": ["c"]}
+
+    g = StateGraph(S)
+    g.add_node("a", lambda s: {"x": ["a"]})
+    g.add_node("b", b)
+    g.add_node("ask", ask)
+    g.add_node("c", c)
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    g.add_edge("b", "ask")
+    g.add_edge("ask", "c")
+    app = g.compile(checkpointer=saver)
+    return app
+
+
+@pytest.mark.parametrize("durability", ["sync", "async", "exit"])
+def test_every_durability_keeps_the_same_history(saver: Any, durability: str) -> None:
+    seen: list[Any] = []
+    fail = [True]
+    app = _durable_graph(saver, seen, fail)
+    cfg = {"configurable": {"thread_id": "d"}}
+    out = app.invoke({"x": []}, cfg, durability=durability)
+    assert out["x"] == ["a", "b"] and [i.value for i in out["__interrupt__"]] == ["ok?"]
+    if durability == "exit":
+        assert seen == [None]  # nothing saved while the run ran (LangGraph: the same)
+    elif durability == "sync":
+        assert seen[0]["step"] == 1  # a's step was saved before b ran
+    else:
+        assert seen[0]["step"] in (0, 1)  # a's step may still be on its way
+    with pytest.raises(RuntimeError, match="c failed"):
+        app.invoke(Command(resume="yes"), cfg, durability=durability)
+    # The steps before the failure were saved, also with "exit" (saved as it ended).
+    assert app.get_state(cfg).next == ("c",)
+    fail[0] = False
+    assert app.invoke(None, cfg, durability=durability) == {"x": ["a", "b", "yes", "c"]}
+    steps = [h.metadata["step"] for h in app.get_state_history(cfg)]
+    assert steps == [4, 3, 2, 1, 0, -1]

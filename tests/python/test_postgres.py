@@ -218,8 +218,10 @@ def test_setup_is_needed_once_and_says_so() -> None:
             saver.setup()  # every start may call it
             assert "__interrupt__" in app.invoke({"n": 0}, cfg("t"))
         with admin() as c:
-            rows = c.execute(f'SELECT version FROM "{schema}".ironloop_migrations').fetchall()
-        assert rows == [(1,)]
+            rows = c.execute(
+                f'SELECT version FROM "{schema}".ironloop_migrations ORDER BY version'
+            ).fetchall()
+        assert rows == [(1,), (2,)]
 
 
 def test_closed_saver_and_context_manager() -> None:

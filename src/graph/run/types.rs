@@ -48,6 +48,8 @@ pub struct RunOptions {
     /// or crashed in it), answering a pending `interrupt()` with the last of `resume`,
     /// the parent task's resume values.
     pub lent: Option<Lent>,
+    /// When checkpoints reach the store (see [`super::Durability`]).
+    pub durability: super::Durability,
     pub checkpoint_id: Option<String>,
     pub recursion_limit: usize,
     pub cancel: tokio_util::sync::CancellationToken,
@@ -64,6 +66,7 @@ impl Default for RunOptions {
             thread_id: None,
             checkpoint_ns: String::new(),
             lent: None,
+            durability: Default::default(),
             checkpoint_id: None,
             // LangGraph 1.2's default.
             recursion_limit: 10_007,

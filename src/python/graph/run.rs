@@ -17,8 +17,8 @@ use super::task::TaskScratch;
 use super::values::{host, val_to_py, PyCodec, Shared};
 use crate::checkpoint::{thread_key, CheckpointRecord};
 use crate::graph::{
-    Graph, GraphError, InterruptInfo, InterruptKind, NodeOutput, Reserved, Resume, RunInput,
-    RunOptions, RunResult, Snapshot, StreamSink, ValueCodec, START,
+    Durability, Graph, GraphError, InterruptInfo, InterruptKind, NodeOutput, Reserved, Resume,
+    RunInput, RunOptions, RunResult, Snapshot, StreamSink, ValueCodec, START,
 };
 
 // ---------------------------------------------------------------------------------
@@ -93,6 +93,14 @@ impl GraphCore {
         }
         opts.thread_id = config_str(&cfg, "thread_id")?;
         opts.checkpoint_id = config_str(&cfg, "checkpoint_id")?;
+        // Where LangGraph keeps `durability=` too (`invoke` puts it there).
+        if let Some(d) = config_str(&cfg, "__pregel_durability")? {
+            opts.durability = Durability::parse(&d).ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "durability must be 'sync', 'async' or 'exit', got {d:?}"
+                ))
+            })?;
+        }
         // A subgraph inside a task of a run with checkpoints keeps its own there.
         if opts.thread_id.is_none() && self.graph.checkpointer().is_none() {
             if let Some(sc) = parent_task(py)? {

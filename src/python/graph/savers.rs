@@ -52,6 +52,30 @@ impl PyMemorySaver {
     fn approx_bytes(&self) -> usize {
         self.inner.approx_bytes()
     }
+
+    /// Threads whose last run stopped mid-step (a crashed worker) and that no live
+    /// claim holds, idle longest first (see `claim_stalled`).
+    #[pyo3(signature = (*, stale_after=60.0, limit=None))]
+    fn list_stalled(
+        slf: &Bound<'_, Self>,
+        stale_after: f64,
+        limit: Option<usize>,
+    ) -> PyResult<Vec<String>> {
+        list_stalled_on(slf.as_any(), stale_after, limit)
+    }
+
+    /// Claims up to `limit` stalled threads for `owner` for `lease` seconds,
+    /// atomically: two workers never get the same thread.
+    #[pyo3(signature = (owner, *, stale_after=60.0, lease=None, limit=1))]
+    fn claim_stalled(
+        slf: &Bound<'_, Self>,
+        owner: String,
+        stale_after: f64,
+        lease: Option<f64>,
+        limit: usize,
+    ) -> PyResult<Vec<String>> {
+        claim_stalled_on(slf.as_any(), owner, stale_after, lease, limit)
+    }
 }
 
 /// Checkpoints in a SQLite file (WAL): durable across crashes, shareable between
@@ -93,6 +117,30 @@ impl PySqliteSaver {
     #[getter]
     fn path(&self) -> &str {
         &self.path
+    }
+
+    /// Threads whose last run stopped mid-step (a crashed worker) and that no live
+    /// claim holds, idle longest first (see `claim_stalled`).
+    #[pyo3(signature = (*, stale_after=60.0, limit=None))]
+    fn list_stalled(
+        slf: &Bound<'_, Self>,
+        stale_after: f64,
+        limit: Option<usize>,
+    ) -> PyResult<Vec<String>> {
+        list_stalled_on(slf.as_any(), stale_after, limit)
+    }
+
+    /// Claims up to `limit` stalled threads for `owner` for `lease` seconds,
+    /// atomically: two workers never get the same thread.
+    #[pyo3(signature = (owner, *, stale_after=60.0, lease=None, limit=1))]
+    fn claim_stalled(
+        slf: &Bound<'_, Self>,
+        owner: String,
+        stale_after: f64,
+        lease: Option<f64>,
+        limit: usize,
+    ) -> PyResult<Vec<String>> {
+        claim_stalled_on(slf.as_any(), owner, stale_after, lease, limit)
     }
 
     /// Closes the file; the saver can no longer be used.
@@ -238,6 +286,30 @@ impl PyPostgresSaver {
         &self.server
     }
 
+    /// Threads whose last run stopped mid-step (a crashed worker) and that no live
+    /// claim holds, idle longest first (see `claim_stalled`).
+    #[pyo3(signature = (*, stale_after=60.0, limit=None))]
+    fn list_stalled(
+        slf: &Bound<'_, Self>,
+        stale_after: f64,
+        limit: Option<usize>,
+    ) -> PyResult<Vec<String>> {
+        list_stalled_on(slf.as_any(), stale_after, limit)
+    }
+
+    /// Claims up to `limit` stalled threads for `owner` for `lease` seconds,
+    /// atomically: two workers never get the same thread.
+    #[pyo3(signature = (owner, *, stale_after=60.0, lease=None, limit=1))]
+    fn claim_stalled(
+        slf: &Bound<'_, Self>,
+        owner: String,
+        stale_after: f64,
+        lease: Option<f64>,
+        limit: usize,
+    ) -> PyResult<Vec<String>> {
+        claim_stalled_on(slf.as_any(), owner, stale_after, lease, limit)
+    }
+
     /// Creates or migrates the tables; safe on every start, from several workers.
     fn setup(&self, py: Python<'_>) -> PyResult<()> {
         let s = self.open_saver(py)?;
@@ -322,6 +394,69 @@ impl PyPostgresSaver {
         };
         format!("PostgresSaver('{}'{state})", self.server)
     }
+}
+
+// ---------------------------------------------------------------------------------
+// Stalled threads: the same two methods on every saver
+
+/// `saver.list_stalled(...)` for any of the savers.
+fn list_stalled_on(
+    saver: &Bound<'_, PyAny>,
+    stale_after: f64,
+    limit: Option<usize>,
+) -> PyResult<Vec<String>> {
+    let py = saver.py();
+    let stale = seconds(py, stale_after, "stale_after")?;
+    let cp = checkpointer_from(py, saver)?;
+    Ok(block_on(
+        py,
+        async move { cp.list_stalled(stale, limit).await },
+        CancellationToken::new(),
+    )??)
+}
+
+/// `saver.claim_stalled(...)` for any of the savers.
+fn claim_stalled_on(
+    saver: &Bound<'_, PyAny>,
+    owner: String,
+    stale_after: f64,
+    lease: Option<f64>,
+    limit: usize,
+) -> PyResult<Vec<String>> {
+    let py = saver.py();
+    let stale = seconds(py, stale_after, "stale_after")?;
+    let lease = match lease {
+        Some(l) => seconds(py, l, "lease")?,
+        None => stale,
+    };
+    if limit == 0 {
+        return Err(Class::InvalidArgument.err(py, "limit must be at least 1, got 0"));
+    }
+    if owner.is_empty() {
+        return Err(Class::InvalidArgument.err(
+            py,
+            "owner must name the worker that claims (e.g. its host and pid), got ''",
+        ));
+    }
+    let cp = checkpointer_from(py, saver)?;
+    Ok(block_on(
+        py,
+        async move { cp.claim_stalled(&owner, stale, lease, limit).await },
+        CancellationToken::new(),
+    )??)
+}
+
+/// A positive, finite number of seconds; the error names the argument.
+fn seconds(py: Python<'_>, v: f64, name: &str) -> PyResult<std::time::Duration> {
+    std::time::Duration::try_from_secs_f64(v)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| {
+            Class::InvalidArgument.err(
+                py,
+                format!("{name} must be a positive number of seconds, got {v}"),
+            )
+        })
 }
 
 pub(super) fn checkpointer_from(
