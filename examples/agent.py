@@ -24,10 +24,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ironloop import SqliteSaver, create_react_agent, tool
+from ironloop import SqliteSaver, create_react_agent, init_model, tool
 from ironloop.errors import ModelError
 from ironloop.messages import AIMessage, BaseMessage
-from ironloop.models import AnthropicChat, OpenAIChat, ScriptedChatModel
+from ironloop.models import ScriptedChatModel
 
 DB = Path(__file__).with_name("agent_memory.db")
 QUESTIONS = [
@@ -99,16 +99,10 @@ def make_model(spec: str) -> Any:
     ``anthropic:<model>[@<base_url>]``; unset or empty, the offline scripted model."""
     if not spec:
         return ScriptedChatModel(decide)
-    provider, _, rest = spec.partition(":")
-    name, _, base_url = rest.partition("@")
-    classes = {"openai": OpenAIChat, "anthropic": AnthropicChat}
-    if provider not in classes or not name:
-        raise SystemExit(
-            "IRONLOOP_MODEL must be openai:<model>[@<base_url>] or anthropic:<model>, "
-            f"e.g. openai:gpt-4o-mini; got {spec!r}"
-        )
     try:
-        return classes[provider](name, base_url=base_url or None)
+        return init_model(spec)
+    except ValueError as e:
+        raise SystemExit(f"IRONLOOP_MODEL: {e}") from None
     except ModelError as e:
         raise SystemExit(f"IRONLOOP_MODEL={spec}: {e}") from None
 

@@ -102,20 +102,60 @@ impl ToolRegistry {
         self.write().allow = Some(names.into_iter().map(Into::into).collect());
     }
 
+    /// Replaces both lists at once (`ToolNode(deny=, allow_only=)` and its setters):
+    /// a step that starts afterwards sees the new lists, a call already resolved keeps
+    /// running. `allow = None` lets every tool not denied run.
+    pub fn set_permissions<I, S>(&self, deny: I, allow: Option<Vec<String>>)
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let mut inner = self.write();
+        inner.deny = deny.into_iter().map(Into::into).collect();
+        inner.allow = allow.map(|a| a.into_iter().collect());
+    }
+
+    /// The deny list (sorted) and the allow list (sorted; `None` when not set).
+    pub fn permissions(&self) -> (Vec<String>, Option<Vec<String>>) {
+        let inner = self.inner.read().unwrap_or_else(|p| p.into_inner());
+        let mut deny: Vec<String> = inner.deny.iter().cloned().collect();
+        deny.sort();
+        let allow = inner.allow.as_ref().map(|a| {
+            let mut a: Vec<String> = a.iter().cloned().collect();
+            a.sort();
+            a
+        });
+        (deny, allow)
+    }
+
+    /// The names of the tools the lists let run: what a model may be offered.
+    pub fn runnable_names(&self) -> Vec<String> {
+        let inner = self.inner.read().unwrap_or_else(|p| p.into_inner());
+        inner
+            .tools
+            .keys()
+            .filter(|n| inner.runnable(n))
+            .cloned()
+            .collect()
+    }
+
     /// The tool to run for a call of `name`, or the error the model should see.
     pub fn resolve(&self, name: &str) -> Result<Arc<Registered>, ToolError> {
         let inner = self.inner.read().unwrap_or_else(|p| p.into_inner());
         if inner.deny.contains(name) {
             return Err(ToolError::Blocked {
                 tool: name.to_owned(),
-                reason: "the tool is on the deny list".into(),
+                reason: "it is not allowed here (it is on the deny list); do not call it again"
+                    .into(),
             });
         }
         if let Some(allow) = &inner.allow {
             if !allow.contains(name) {
                 return Err(ToolError::Blocked {
                     tool: name.to_owned(),
-                    reason: "the tool is not on the allow list".into(),
+                    reason:
+                        "it is not allowed here (it is not on the allow list); do not call it again"
+                            .into(),
                 });
             }
         }

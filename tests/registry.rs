@@ -215,3 +215,37 @@ async fn the_registry_can_change_while_runs_use_it() {
     }
     assert_eq!(reg.len(), 1);
 }
+
+#[tokio::test]
+async fn set_permissions_replaces_both_lists_at_once() {
+    let reg = Arc::new(ToolRegistry::new());
+    for n in ["read", "write", "bash"] {
+        reg.register(Arc::new(constant(n, "", n))).unwrap();
+    }
+    reg.set_permissions(["bash"], Some(vec!["read".to_owned(), "bash".to_owned()]));
+    assert_eq!(
+        reg.permissions(),
+        (
+            vec!["bash".to_owned()],
+            Some(vec!["bash".to_owned(), "read".to_owned()])
+        )
+    );
+    assert_eq!(reg.runnable_names(), ["read"]);
+    match run(&reg, "bash").await {
+        Err(ToolError::Blocked { tool, reason }) => {
+            assert_eq!(tool, "bash");
+            assert!(reason.contains("not allowed"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        run(&reg, "write").await,
+        Err(ToolError::Blocked { .. })
+    ));
+
+    // Cleared: every tool runs again, and the next lookup sees it.
+    reg.set_permissions(Vec::<String>::new(), None);
+    assert_eq!(reg.permissions(), (vec![], None));
+    assert_eq!(reg.runnable_names(), ["bash", "read", "write"]);
+    assert_eq!(run(&reg, "bash").await.unwrap(), "bash");
+}

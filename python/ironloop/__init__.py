@@ -19,6 +19,7 @@ from ironloop import _wiring  # noqa: F401  (hands the Rust glue its Python help
 from ironloop import tools as tools  # `ironloop.tools.workspace(...)` after `import ironloop`
 from ironloop._agent import create_react_agent
 from ironloop._constants import END, START
+from ironloop._create_agent import create_agent
 from ironloop._injection import InjectedState, InjectedStore, InjectedToolCallId
 from ironloop._ironloop import MemorySaver, PostgresSaver, SqliteSaver, ToolContext, __version__
 from ironloop._tool import Tool, compose_schema, tool
@@ -30,6 +31,7 @@ from ironloop.graph import (
     get_stream_writer,
     interrupt,
 )
+from ironloop.models import init_model
 from ironloop.prebuilt import ToolNode, tools_condition
 from ironloop.runtime import Runtime, get_runtime
 from ironloop.store import InMemoryStore
@@ -52,9 +54,11 @@ __all__ = [
     "StateSnapshot",
     "add_messages",
     "compose_schema",
+    "create_agent",
     "create_react_agent",
     "get_runtime",
     "get_stream_writer",
+    "init_model",
     "interrupt",
     "InjectedState",
     "InjectedStore",

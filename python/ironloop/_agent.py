@@ -229,13 +229,91 @@ def _prompt_functions(prompt: Any) -> tuple[Callable[[Any], Any], Callable[[Any]
     return fn, afn
 
 
-def _pending_calls(messages: Sequence[Any]) -> list[Any]:
-    """The calls of the last AI message that have no ToolMessage yet."""
-    answered = {m.tool_call_id for m in messages if m.type == "tool"}
-    last_ai = next((m for m in reversed(messages) if m.type == "ai"), None)
-    if last_ai is None:
-        return []
-    return [c for c in last_ai.tool_calls if c["id"] not in answered]
+# --- the agent loop, shared by create_react_agent and create_agent ----------------------
+
+
+def pending_calls(messages: Sequence[Any]) -> list[Any]:
+    """The calls of the last AI message that have no ToolMessage yet. Their answers
+    come after it, so only the messages from the last AI message on are read: the cost
+    does not grow with the conversation."""
+    answered = set()
+    for m in reversed(messages):
+        kind = m.type
+        if kind == "ai":
+            return [c for c in m.tool_calls if c["id"] not in answered]
+        if kind == "tool":
+            answered.add(m.tool_call_id)
+    return []
+
+
+def route_after_model(
+    messages: Sequence[Any], loop: str, done: str, sends: Callable[[list[Any]], Any]
+) -> Any:
+    """Where the loop goes once the model (and its after-hooks) answered: the pending
+    tool calls to the tools node, back to ``loop`` when every call is answered already
+    (a reviewer rejected them, a hook answered them), else ``done``."""
+    pending = pending_calls(messages)
+    if pending:
+        return sends(pending)
+    if messages and messages[-1].type == "tool":
+        return loop
+    return done
+
+
+def returned_direct(messages: Sequence[Any], direct: set[str]) -> bool:
+    """Whether a ``return_direct`` tool answered in the last tools step (then the run
+    ends with its result)."""
+    m = None
+    for m in reversed(messages):
+        if m.type != "tool":
+            break
+        if m.name in direct and m.status == "success":
+            return True
+    # Per-call tasks: a return_direct call may have run in another task of the step.
+    if m is not None and m.type == "ai" and m.tool_calls:
+        done = {t.tool_call_id for t in messages if t.type == "tool" and t.status == "success"}
+        return any(c["name"] in direct and c["id"] in done for c in m.tool_calls)
+    return False
+
+
+def named(msg: AIMessage, name: str | None) -> AIMessage:
+    """``msg`` named after the agent (LangGraph names the agent's messages)."""
+    if msg.name != name:
+        msg.name = name
+    return msg
+
+
+def call_model(model: Any, messages: list[Any], tools: Any, **kwargs: Any) -> AIMessage:
+    """One model call; under ``stream_mode="messages"`` its chunks go to that stream as
+    they arrive (when the model can stream)."""
+    scratch = task_var.get(None)
+    if scratch is not None and scratch.streams_messages and hasattr(model, "stream"):
+        chunks = []
+        for chunk in model.stream(messages, tools=tools, **kwargs):
+            chunk = _as_ai(chunk)
+            scratch.write_message(chunk)
+            chunks.append(chunk)
+        return _merge_chunks(chunks)
+    if not hasattr(model, "invoke"):
+        raise TypeError(
+            f"{type(model).__name__} has only ainvoke(): run the agent with ainvoke / astream"
+        )
+    return _as_ai(model.invoke(messages, tools=tools, **kwargs))
+
+
+async def acall_model(model: Any, messages: list[Any], tools: Any, **kwargs: Any) -> AIMessage:
+    """The async form of :func:`call_model`."""
+    scratch = task_var.get(None)
+    if scratch is not None and scratch.streams_messages and hasattr(model, "astream"):
+        chunks = []
+        async for chunk in model.astream(messages, tools=tools, **kwargs):
+            chunk = _as_ai(chunk)
+            scratch.write_message(chunk)
+            chunks.append(chunk)
+        return _merge_chunks(chunks)
+    if not hasattr(model, "ainvoke"):
+        return call_model(model, messages, tools, **kwargs)
+    return _as_ai(await model.ainvoke(messages, tools=tools, **kwargs))
 
 
 def create_react_agent(
@@ -318,6 +396,10 @@ def create_react_agent(
         missing = required - _schema_keys(state_schema)
         if missing:
             raise ValueError(f"Missing required key(s) {missing} in state_schema")
+    if isinstance(model, str):
+        from ironloop.models import init_model
+
+        model = init_model(model)
     if not (hasattr(model, "invoke") or hasattr(model, "ainvoke")):
         raise TypeError(
             f"model must have invoke(messages, tools=None, tool_choice=None); got {type(model).__name__}"
@@ -364,36 +446,15 @@ def create_react_agent(
             return {**state, "messages": msgs}
         return state.model_copy(update={"messages": msgs})
 
-    def finish(resp: Any) -> dict[str, Any]:
-        msg = _as_ai(resp)
-        if msg.name != name:
-            msg.name = name  # LangGraph names the agent's messages after the agent
-        return {"messages": [msg]}
+    def finish(msg: AIMessage) -> dict[str, Any]:
+        return {"messages": [named(msg, name)]}
 
     def agent(state: Any) -> dict[str, Any]:
-        messages = prompt_fn(input_state(state))
-        scratch = task_var.get(None)
-        if scratch is not None and scratch.streams_messages and hasattr(model, "stream"):
-            # stream_mode="messages": token chunks go out as they arrive.
-            chunks = []
-            for chunk in model.stream(messages, tools=tool_dicts):
-                chunk = _as_ai(chunk)
-                scratch.write_message(chunk)
-                chunks.append(chunk)
-            return finish(_merge_chunks(chunks))
-        return finish(model.invoke(messages, tools=tool_dicts))
+        return finish(call_model(model, prompt_fn(input_state(state)), tool_dicts))
 
     async def aagent(state: Any) -> dict[str, Any]:
         messages = await aprompt_fn(input_state(state))
-        scratch = task_var.get(None)
-        if scratch is not None and scratch.streams_messages and hasattr(model, "astream"):
-            chunks = []
-            async for chunk in model.astream(messages, tools=tool_dicts):
-                chunk = _as_ai(chunk)
-                scratch.write_message(chunk)
-                chunks.append(chunk)
-            return finish(_merge_chunks(chunks))
-        return finish(await model.ainvoke(messages, tools=tool_dicts))
+        return finish(await acall_model(model, messages, tool_dicts))
 
     if tool_calling == "schema":
         out_schema = type_schema(response_format)[0] if response_format is not None else None
@@ -455,6 +516,9 @@ def create_react_agent(
         g.add_edge("post_model_hook" if post_model_hook is not None else "agent", after)
         return _compile(g, checkpointer, store, interrupt_before, interrupt_after, name)
 
+    def tool_sends(calls: Sequence[Any]) -> Any:
+        return [Send("tools", dict(c)) for c in calls]
+
     def to_tools(calls: Sequence[Any]) -> Any:
         if version == "v1":
             return "tools"
@@ -478,13 +542,7 @@ def create_react_agent(
     if post_model_hook is not None:
 
         def post_model_hook_router(state: Any) -> Any:
-            messages = _get(state, "messages")
-            pending = _pending_calls(messages)
-            if pending:
-                return [Send("tools", dict(c)) for c in pending]
-            if messages[-1].type == "tool":
-                return entry
-            return after
+            return route_after_model(_get(state, "messages"), entry, after, tool_sends)
 
         g.add_conditional_edges("post_model_hook", post_model_hook_router, [entry, "tools", after])
 
@@ -492,23 +550,7 @@ def create_react_agent(
     if direct:
 
         def route_tools(state: Any) -> str:
-            messages = _get(state, "messages")
-            m = None
-            for m in reversed(messages):
-                if m.type != "tool":
-                    break
-                if m.name in direct and m.status == "success":
-                    return END
-            # v2: a return_direct call may have run in another task of the step.
-            if m is not None and m.type == "ai" and m.tool_calls:
-                done = {
-                    t.tool_call_id: t
-                    for t in messages
-                    if t.type == "tool" and t.status == "success"
-                }
-                if any(c["name"] in direct and c["id"] in done for c in m.tool_calls):
-                    return END
-            return entry
+            return END if returned_direct(_get(state, "messages"), direct) else entry
 
         g.add_conditional_edges("tools", route_tools, [entry, END])
     else:

@@ -167,6 +167,8 @@ class _ToolNodeCore:
         max_concurrency: int | None = None,
         handle_tool_errors: Any,
         messages_key: str | None = None,
+        deny: list[str] | None = None,
+        allow_only: list[str] | None = None,
     ) -> _ToolNodeCore: ...
     def invoke(
         self,
@@ -174,6 +176,8 @@ class _ToolNodeCore:
         *,
         store: Any = None,
         on_progress: Callable[[Any], None] | None = None,
+        call: Any = None,
+        handle_tool_errors: Any = None,
     ) -> Any: ...
     def ainvoke(
         self,
@@ -182,8 +186,13 @@ class _ToolNodeCore:
         *,
         store: Any = None,
         on_progress: Callable[[Any], None] | None = None,
+        call: Any = None,
+        handle_tool_errors: Any = None,
     ) -> Awaitable[Any]: ...
     def tool_names(self) -> list[str]: ...
+    def set_permissions(self, deny: list[str], allow_only: list[str] | None = None) -> None: ...
+    def permissions(self) -> tuple[list[str], list[str] | None]: ...
+    def runnable_names(self) -> list[str]: ...
 
 def add_messages(left: Any, right: Any) -> list[BaseMessage]: ...
 def tools_condition(state: Any, messages_key: str = "messages") -> Literal["tools", "__end__"]: ...

@@ -35,6 +35,11 @@ class ToolNode:
         max_concurrency: at most this many calls in flight (``"parallel"`` only).
         messages_key: the state key holding the conversation (default ``"messages"``):
             the node reads the last AI message from it and writes its results to it.
+        deny: tool names that may not run: a call to one gets an error ``ToolMessage``
+            saying it is not allowed, and the tool never runs (enforced in Rust).
+        allow_only: when given, only these tools may run; every other call is refused
+            the same way. ``deny`` wins over ``allow_only``. Both are attributes too:
+            setting them takes effect at the node's next step.
 
     Example:
         >>> from ironloop import tool, ToolNode
@@ -58,6 +63,8 @@ class ToolNode:
         strategy: Strategy = "parallel",
         max_concurrency: int | None = None,
         messages_key: str = "messages",
+        deny: Sequence[str] = (),
+        allow_only: Sequence[str] | None = None,
     ) -> None:
         converted: list[Tool | NativeTool] = [_as_tool(t) for t in tools]
         names = [t.name for t in converted]
@@ -82,7 +89,35 @@ class ToolNode:
             max_concurrency=max_concurrency,
             handle_tool_errors=handle_tool_errors,
             messages_key=messages_key,
+            deny=_names("deny", deny),
+            allow_only=None if allow_only is None else _names("allow_only", allow_only),
         )
+
+    @property
+    def deny(self) -> list[str]:
+        """The tools that may not run (sorted)."""
+        return list(self._core.permissions()[0])
+
+    @deny.setter
+    def deny(self, names: Sequence[str]) -> None:
+        self._core.set_permissions(_names("deny", names), self._core.permissions()[1])
+
+    @property
+    def allow_only(self) -> list[str] | None:
+        """The only tools that may run (sorted), or ``None`` when every tool not
+        denied may."""
+        allow = self._core.permissions()[1]
+        return None if allow is None else list(allow)
+
+    @allow_only.setter
+    def allow_only(self, names: Sequence[str] | None) -> None:
+        allow = None if names is None else _names("allow_only", names)
+        self._core.set_permissions(self._core.permissions()[0], allow)
+
+    def allowed_tools(self) -> list[Tool | NativeTool]:
+        """The tools the lists let run: what a model should be offered."""
+        runnable = set(self._core.runnable_names())
+        return [t for n, t in self.tools_by_name.items() if n in runnable]
 
     def invoke(
         self,
@@ -111,6 +146,12 @@ class ToolNode:
 
     def __repr__(self) -> str:
         return f"ToolNode(tools={list(self.tools_by_name)!r})"
+
+
+def _names(what: str, names: Any) -> list[str]:
+    if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+        raise TypeError(f"{what} must be a list of tool names, got {names!r}")
+    return list(names)
 
 
 def _as_tool(t: Any) -> Tool | NativeTool:

@@ -36,7 +36,7 @@ from ironloop._ironloop import (
 from ironloop._runtime import task_var
 from ironloop.errors import ModelError
 
-__all__ = ["AnthropicChat", "OpenAIChat", "ScriptedChatModel"]
+__all__ = ["AnthropicChat", "OpenAIChat", "ScriptedChatModel", "init_model"]
 
 Response = Union[AIMessage, str, dict, Callable[[list[BaseMessage]], Any]]
 
@@ -453,3 +453,35 @@ class AnthropicChat(_HTTPChatModel):
     """
 
     _provider = "anthropic"
+
+
+def init_model(model: Any) -> Any:
+    """A model object from ``model``: an object as it is, or a ``"provider:model"``
+    string — ``"openai:gpt-4o-mini"``, ``"anthropic:claude-sonnet-4-5"``, and
+    ``"openai:llama3.2@http://localhost:11434/v1"`` for an OpenAI-compatible server
+    at that base URL.
+
+    Example:
+        >>> from ironloop.models import init_model
+        >>> init_model("openai:llama3.2@http://localhost:11434/v1").model
+        'llama3.2'
+    """
+    if not isinstance(model, str):
+        return model
+    providers = {"openai": OpenAIChat, "anthropic": AnthropicChat}
+    provider, sep, rest = model.partition(":")
+    if not sep or not rest:
+        raise ValueError(
+            f"model string {model!r} must be 'provider:model' (e.g. 'openai:gpt-4o-mini'); "
+            f"providers: {', '.join(providers)}"
+        )
+    cls = providers.get(provider)
+    if cls is None:
+        raise ValueError(
+            f"unknown model provider {provider!r} in {model!r}: use one of "
+            f"{', '.join(providers)}, or pass a model object"
+        )
+    name, at, base_url = rest.partition("@")
+    if at and not base_url:
+        raise ValueError(f"model string {model!r} has '@' but no base URL after it")
+    return cls(name, base_url=base_url or None)

@@ -3,16 +3,18 @@
 
 use std::sync::Arc;
 
+use futures::FutureExt;
 use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple, PyType};
 
+use super::convert::tool_call_from_py;
 use super::env::PyRunEnv;
 use super::helpers::helpers;
 use super::messages::{message_from_py, messages_to_py};
 use super::native_tool::NativeTool;
 use super::pytool::{PyPayload, PyTool};
-use super::runtime::{block_on, can_drive_inline, drive_inline};
+use super::runtime::{block_on, can_drive_inline, drive_inline, runtime};
 use crate::executor::{error_text, Executor, RunContext, Strategy, ToolResult};
 use crate::message::{Content, Message};
 use crate::prebuilt::{last_ai_tool_calls, result_message, ToolNodeError};
@@ -76,6 +78,7 @@ impl ToolNodeCore {
         event_loop: Option<Py<PyAny>>,
         store: Option<Py<PyAny>>,
         on_progress: Option<Py<PyAny>>,
+        call: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Prepared> {
         let key = self.messages_key.as_str();
         let (messages, list_in) = if let Ok(d) = input.cast::<PyDict>() {
@@ -99,12 +102,19 @@ impl ToolNodeCore {
         let list = messages.cast::<PyList>().map_err(|_| {
             PyTypeError::new_err("the 'messages' of a ToolNode input must be a list")
         })?;
-        let messages = list
-            .iter()
-            .map(|m| message_from_py(&m))
-            .collect::<PyResult<Vec<_>>>()?;
-        let calls = last_ai_tool_calls(messages.iter())
-            .ok_or_else(|| PyValueError::new_err(ToolNodeError::NoAiMessage.to_string()))?;
+        // `call=`: that one call (what a wrap_tool_call handler runs), as a `Send` does;
+        // the conversation is then only the state tools see, never converted.
+        let calls = match call {
+            Some(c) => vec![tool_call_from_py(c)?],
+            None => {
+                let messages = list
+                    .iter()
+                    .map(|m| message_from_py(&m))
+                    .collect::<PyResult<Vec<_>>>()?;
+                last_ai_tool_calls(messages.iter())
+                    .ok_or_else(|| PyValueError::new_err(ToolNodeError::NoAiMessage.to_string()))?
+            }
+        };
         let env = PyRunEnv::capture(
             py,
             event_loop,
@@ -258,13 +268,16 @@ fn error_content(
 impl ToolNodeCore {
     #[new]
     #[pyo3(signature = (tools, *, strategy, max_concurrency = None, handle_tool_errors,
-                        messages_key = None))]
+                        messages_key = None, deny = None, allow_only = None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         tools: &Bound<'_, PyAny>,
         strategy: &Bound<'_, PyAny>,
         max_concurrency: Option<usize>,
         handle_tool_errors: Py<PyAny>,
         messages_key: Option<String>,
+        deny: Option<Vec<String>>,
+        allow_only: Option<Vec<String>>,
     ) -> PyResult<Self> {
         let registry = Arc::new(ToolRegistry::new());
         for t in tools.try_iter()? {
@@ -278,6 +291,7 @@ impl ToolNodeCore {
                 .register(tool)
                 .map_err(|e| PyValueError::new_err(e.to_string()))?;
         }
+        registry.set_permissions(deny.unwrap_or_default(), allow_only);
         let executor =
             Executor::new(registry).with_strategy(parse_strategy(strategy, max_concurrency)?);
         Ok(ToolNodeCore {
@@ -287,36 +301,52 @@ impl ToolNodeCore {
         })
     }
 
-    #[pyo3(signature = (input, *, store = None, on_progress = None))]
+    /// `call=` runs that one call (with `input` as the state tools see);
+    /// `handle_tool_errors=` replaces the node's error policy for this invocation
+    /// (how `create_agent` lets a tool's exception reach `wrap_tool_call` hooks).
+    #[pyo3(signature = (input, *, store = None, on_progress = None, call = None,
+                        handle_tool_errors = None))]
+    #[allow(clippy::too_many_arguments)]
     fn invoke(
         &self,
         py: Python<'_>,
         input: &Bound<'_, PyAny>,
         store: Option<Py<PyAny>>,
         on_progress: Option<Py<PyAny>>,
+        call: Option<&Bound<'_, PyAny>>,
+        handle_tool_errors: Option<Py<PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let p = self.prepare(py, input, None, store, on_progress)?;
+        let p = self.prepare(py, input, None, store, on_progress, call)?;
         let exec = self.executor.clone();
         let (calls, mut run) = (p.calls, p.run);
         let results = if can_drive_inline() {
             run.inline = true;
             drive_inline(py, exec.execute(&calls, &run))
         } else {
+            // Called from a node of a run this thread drives (a `wrap_tool_call`
+            // handler): a lone sync tool finishes in the first poll, here, with no
+            // hand-over to another thread; whatever has to wait moves to the runtime.
+            run.inline = calls.len() == 1;
             let cancel = run.cancel.clone();
-            block_on(py, async move { exec.execute(&calls, &run).await }, cancel)?
+            let mut fut = Box::pin(async move { exec.execute(&calls, &run).await });
+            let first = {
+                let _enter = runtime().enter();
+                fut.as_mut().now_or_never()
+            };
+            match first {
+                Some(results) => results,
+                None => block_on(py, fut, cancel)?,
+            }
         };
-        finish(
-            py,
-            self.handle_errors.bind(py),
-            results,
-            p.list_in,
-            &self.messages_key,
-        )
+        let handle = handle_tool_errors.unwrap_or_else(|| self.handle_errors.clone_ref(py));
+        finish(py, handle.bind(py), results, p.list_in, &self.messages_key)
     }
 
     /// Starts the calls and returns an awaitable; `event_loop` is the caller's running
     /// loop, where async tools run.
-    #[pyo3(signature = (input, event_loop, *, store = None, on_progress = None))]
+    #[pyo3(signature = (input, event_loop, *, store = None, on_progress = None, call = None,
+                        handle_tool_errors = None))]
+    #[allow(clippy::too_many_arguments)]
     fn ainvoke<'py>(
         &self,
         py: Python<'py>,
@@ -324,10 +354,12 @@ impl ToolNodeCore {
         event_loop: Py<PyAny>,
         store: Option<Py<PyAny>>,
         on_progress: Option<Py<PyAny>>,
+        call: Option<&Bound<'py, PyAny>>,
+        handle_tool_errors: Option<Py<PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let p = self.prepare(py, input, Some(event_loop), store, on_progress)?;
+        let p = self.prepare(py, input, Some(event_loop), store, on_progress, call)?;
         let exec = self.executor.clone();
-        let handle = self.handle_errors.clone_ref(py);
+        let handle = handle_tool_errors.unwrap_or_else(|| self.handle_errors.clone_ref(py));
         let key = self.messages_key.clone();
         pyo3_async_runtimes::tokio::future_into_py(py, async move {
             // Cancelling the awaitable drops this future: cancel the run with it.
@@ -341,5 +373,22 @@ impl ToolNodeCore {
     /// The tool names, in registration order.
     fn tool_names(&self) -> Vec<String> {
         self.executor.registry().names()
+    }
+
+    /// Replaces the deny and allow lists; the node's next step (in a graph, or a
+    /// standalone call) sees them. Enforced here: a denied call never reaches its tool.
+    #[pyo3(signature = (deny, allow_only = None))]
+    fn set_permissions(&self, deny: Vec<String>, allow_only: Option<Vec<String>>) {
+        self.executor.registry().set_permissions(deny, allow_only);
+    }
+
+    /// `(deny, allow_only)` as they stand (sorted; `allow_only` is `None` when unset).
+    fn permissions(&self) -> (Vec<String>, Option<Vec<String>>) {
+        self.executor.registry().permissions()
+    }
+
+    /// The names of the tools the lists let run: the ones a model is offered.
+    fn runnable_names(&self) -> Vec<String> {
+        self.executor.registry().runnable_names()
     }
 }

@@ -1,0 +1,672 @@
+"""``create_agent``: LangChain 1.x's agent factory, with middleware, on ironloop's graph
+engine. The loop (model node, tools node, routing) is the one ``create_react_agent``
+uses (``ironloop._agent``); middleware adds nodes around it and wraps its calls."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import typing
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Annotated, Any, Callable, Optional, TypedDict
+
+from ironloop._agent import (
+    _astructured,
+    _structured,
+    acall_model,
+    call_model,
+    named,
+    pending_calls,
+    returned_direct,
+    route_after_model,
+)
+from ironloop._constants import END, START
+from ironloop._foreign import is_langchain_runnable
+from ironloop._ironloop import AIMessage, SystemMessage, ToolMessage
+from ironloop._schema import _special
+from ironloop._toolnode import ToolNode
+from ironloop.errors import (
+    GraphInterrupt,
+    ParentCommand,
+    ToolBlockedError,
+    ToolError,
+    ToolInvalidArgsError,
+    ToolNotFoundError,
+    ToolTimeoutError,
+)
+from ironloop.graph import CompiledStateGraph, StateGraph
+from ironloop.middleware.types import (
+    AgentMiddleware,
+    AgentState,
+    ModelRequest,
+    ModelResponse,
+    OmitFromInput,
+    OmitFromOutput,
+    PrivateStateAttr,
+    ToolCallRequest,
+    chain_async,
+    chain_sync,
+    defined_hooks,
+    jumps_of,
+    node_hook,
+)
+from ironloop.models import init_model
+from ironloop.runtime import get_runtime
+from ironloop.types import Command, Send
+
+__all__ = ["create_agent"]
+
+#: The tool failures a tools step reports to the model itself, never to a
+#: ``wrap_tool_call`` hook as an exception (LangChain's ``ToolInvocationError`` cases).
+_REPORTED = (ToolInvalidArgsError, ToolNotFoundError, ToolBlockedError, ToolTimeoutError)
+
+
+def _check_middleware(middleware: Sequence[Any]) -> list[AgentMiddleware]:
+    out: list[AgentMiddleware] = []
+    for m in middleware:
+        if not isinstance(m, AgentMiddleware):
+            raise TypeError(
+                f"middleware must be AgentMiddleware instances (or made by the hook "
+                f"decorators); got {type(m).__name__}"
+            )
+        out.append(m)
+    names = [m.name for m in out]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise AssertionError(
+            f"Please remove duplicate middleware instances: {', '.join(dupes)} (a "
+            "middleware's name names its nodes; give one a different `name`)"
+        )
+    return out
+
+
+def _markers(tp: Any) -> tuple[Any, set[Any]]:
+    """A field's type without ``Required`` / ``NotRequired``, and its
+    ``Annotated`` markers."""
+    while typing.get_origin(tp) in (*_special("Required"), *_special("NotRequired")):
+        tp = typing.get_args(tp)[0]
+    marks: set[Any] = set()
+    if typing.get_origin(tp) is Annotated:
+        marks = {id(m) for m in tp.__metadata__}
+    return tp, marks
+
+
+def _schemas(
+    state_schema: Any, middleware: Sequence[AgentMiddleware], jumps: bool
+) -> tuple[Any, Any, Any]:
+    """The agent's state, input and output schemas: the fields of ``state_schema`` and
+    of every middleware's, without the private ones in input / output."""
+    fields: dict[str, Any] = {}
+    private_in: set[str] = set()
+    private_out: set[str] = set()
+    for schema in [state_schema or AgentState, *(m.state_schema for m in middleware)]:
+        if schema is None:
+            continue
+        try:
+            hints = typing.get_type_hints(schema, include_extras=True)
+        except Exception as e:
+            raise TypeError(
+                f"a state_schema must be a TypedDict (like AgentState); got {schema!r}: {e}"
+            ) from e
+        for key, tp in hints.items():
+            tp, marks = _markers(tp)
+            fields[key] = tp
+            if id(PrivateStateAttr) in marks or id(OmitFromInput) in marks:
+                private_in.add(key)
+            if id(PrivateStateAttr) in marks or id(OmitFromOutput) in marks:
+                private_out.add(key)
+    if "messages" not in fields:
+        raise ValueError("Missing required key 'messages' in state_schema")
+    if jumps:
+        fields["jump_to"] = Optional[str]
+        private_in.add("jump_to")
+        private_out.add("jump_to")
+    make: Any = TypedDict  # a TypedDict made at run time, from the fields gathered
+    state = make("AgentState", fields, total=False)
+    if not (private_in or private_out):
+        return state, None, None
+    inp = make("AgentInput", {k: v for k, v in fields.items() if k not in private_in}, total=False)
+    out = make(
+        "AgentOutput", {k: v for k, v in fields.items() if k not in private_out}, total=False
+    )
+    return state, inp, out
+
+
+def _as_response(value: Any, where: str) -> ModelResponse:
+    if isinstance(value, ModelResponse):
+        return value
+    if isinstance(value, AIMessage):
+        return ModelResponse(result=[value])
+    raise TypeError(
+        f"{where} returned {type(value).__name__}: a wrap_model_call hook must return a "
+        "ModelResponse or an AIMessage (what its handler returned, or its own)"
+    )
+
+
+def _tool_error(handle: Any, call: dict[str, Any], e: BaseException) -> ToolMessage:
+    """The error ``ToolMessage`` for an exception that left the ``wrap_tool_call``
+    hooks, under the tools node's ``handle_tool_errors`` policy (as the Rust node
+    applies it to calls without hooks)."""
+    if isinstance(e, ToolError):
+        detail = str(e)
+    else:
+        detail = f"tool `{call['name']}` failed: {type(e).__name__}: {e}"
+    text = f"Error: {detail}\n Please fix your mistakes."
+    if handle is False:
+        raise e
+    if isinstance(handle, str):
+        text = handle
+    elif isinstance(handle, (type, tuple)):
+        if not isinstance(e, handle):
+            raise e
+    elif callable(handle):
+        text = str(handle(e))
+    return ToolMessage(
+        content=text, name=call["name"], tool_call_id=call.get("id") or "", status="error"
+    )
+
+
+class _Builder:
+    """What ``create_agent`` puts together; one instance per agent."""
+
+    def __init__(
+        self,
+        model: Any,
+        tools: Any,
+        system_prompt: Any,
+        middleware: list[AgentMiddleware],
+        response_format: Any,
+        name: str | None,
+    ) -> None:
+        self.model = init_model(model)
+        self.name = name
+        self.middleware = middleware
+        self.response_format = response_format
+        if system_prompt is None or isinstance(system_prompt, SystemMessage):
+            self.system = system_prompt
+        elif isinstance(system_prompt, str):
+            self.system = SystemMessage(content=system_prompt)
+        else:
+            raise TypeError(
+                f"system_prompt must be a str or a SystemMessage, got {type(system_prompt).__name__}"
+            )
+        extra = [t for m in middleware for t in m.tools]
+        if isinstance(tools, ToolNode):
+            if extra:
+                raise ValueError(
+                    "middleware with tools needs create_agent(tools=[...]), not a ToolNode"
+                )
+            self.tool_node = tools
+            self.builtin: list[dict[str, Any]] = []
+        else:
+            listed = [*(tools or ()), *extra]
+            self.builtin = [t for t in listed if isinstance(t, dict)]
+            self.tool_node = ToolNode([t for t in listed if not isinstance(t, dict)])
+        from ironloop.middleware.permissions import ToolPermissions
+
+        for m in middleware:
+            if isinstance(m, ToolPermissions):
+                m.apply(self.tool_node)
+        self.core = self.tool_node._core
+        self.tools = list(self.tool_node.tools_by_name.values())
+        self.direct = {t.name for t in self.tools if t.return_direct}
+        self.dicts: dict[int, dict[str, Any]] = {}
+        hooks = {id(m): defined_hooks(m) for m in middleware}
+        self.model_wraps = [
+            (m, "wrap_model_call") for m in middleware if "wrap_model_call" in hooks[id(m)]
+        ]
+        self.tool_wraps = [
+            (m, "wrap_tool_call") for m in middleware if "wrap_tool_call" in hooks[id(m)]
+        ]
+        self.hooks = hooks
+        self.lc_models: dict[tuple[int, tuple[str, ...]], Any] = {}
+        # What the model is offered, for the deny / allow lists it was computed under.
+        self.offered_for: Any = None
+        self.offered_tools: list[Any] = []
+        self.offered_dicts: list[dict[str, Any]] | None = None
+
+    # --- the model call ---------------------------------------------------------------
+
+    def offered(self) -> list[Any]:
+        """The tools offered to the model: the runnable ones (the Rust node's deny /
+        allow lists as they stand now) and provider tool dicts."""
+        lists = self.core.permissions()
+        if lists != self.offered_for:
+            self.offered_tools = [*self.tool_node.allowed_tools(), *self.builtin]
+            self.offered_dicts = self.tool_dicts(self.offered_tools)
+            self.offered_for = lists
+        return self.offered_tools
+
+    def request(self, state: Any) -> ModelRequest:
+        return ModelRequest(
+            model=self.model,
+            messages=list(state["messages"]),
+            system_message=self.system,
+            tools=self.offered(),
+            response_format=self.response_format,
+            state=state,
+            runtime=get_runtime(),
+        )
+
+    def tool_dicts(self, tools: Sequence[Any]) -> list[dict[str, Any]] | None:
+        out = []
+        for t in tools:
+            if isinstance(t, dict):
+                out.append(t)
+                continue
+            d = self.dicts.get(id(t))
+            if d is None:
+                d = self.dicts[id(t)] = t.to_openai()
+            out.append(d)
+        return out or None
+
+    def prepared(self, request: ModelRequest) -> tuple[Any, list[Any], Any, dict[str, Any]]:
+        model = init_model(request.model)
+        messages = list(request.messages)
+        if request.system_message is not None:
+            messages.insert(0, request.system_message)
+        kwargs = dict(request.model_settings)
+        if request.tool_choice is not None:
+            kwargs["tool_choice"] = request.tool_choice
+        if is_langchain_runnable(model):
+            return self.langchain_model(model, request.tools), messages, None, kwargs
+        return model, messages, self.tool_dicts(request.tools), kwargs
+
+    def langchain_model(self, model: Any, tools: Sequence[Any]) -> Any:
+        from ironloop import _langchain
+
+        objs = [t for t in tools if not isinstance(t, dict)]
+        key = (id(model), tuple(t.name for t in objs) + tuple(map(str, map(id, tools))))
+        bound = self.lc_models.get(key)
+        if bound is None:
+            dicts = [t for t in tools if isinstance(t, dict)]
+            bound = self.lc_models[key] = _langchain.agent_model(model, objs, dicts)
+        return bound
+
+    def structured_of(self, msg: AIMessage) -> bool:
+        return self.response_format is not None and not msg.tool_calls
+
+    def base_model(self, request: ModelRequest) -> ModelResponse:
+        model, messages, tools, kwargs = self.prepared(request)
+        msg = named(call_model(model, messages, tools, **kwargs), self.name)
+        structured = None
+        if self.structured_of(msg):
+            structured = _structured(model, request.response_format, [*messages, msg])
+        return ModelResponse(result=[msg], structured_response=structured)
+
+    async def abase_model(self, request: ModelRequest) -> ModelResponse:
+        model, messages, tools, kwargs = self.prepared(request)
+        msg = named(await acall_model(model, messages, tools, **kwargs), self.name)
+        structured = None
+        if self.structured_of(msg):
+            structured = await _astructured(model, request.response_format, [*messages, msg])
+        return ModelResponse(result=[msg], structured_response=structured)
+
+    def model_update(self, response: Any) -> dict[str, Any]:
+        response = _as_response(response, "wrap_model_call")
+        update: dict[str, Any] = {"messages": list(response.result)}
+        if response.structured_response is not None:
+            update["structured_response"] = response.structured_response
+        return update
+
+    def model_node(self) -> Callable[[Any], Any]:
+        if not self.model_wraps and not is_langchain_runnable(self.model):
+            return self.plain_model_node()
+        handler = chain_sync(self.model_wraps, self.base_model)
+        ahandler = chain_async(self.model_wraps, self.abase_model)
+
+        def model(state: Any) -> dict[str, Any]:
+            return self.model_update(handler(self.request(state)))
+
+        async def amodel(state: Any) -> dict[str, Any]:
+            return self.model_update(await ahandler(self.request(state)))
+
+        model.__ironloop_async__ = amodel  # type: ignore[attr-defined]
+        return model
+
+    def plain_model_node(self) -> Callable[[Any], Any]:
+        """The model node when no middleware wraps the model call: nobody sees a
+        ``ModelRequest``, so none is made (the same call as ``base_model``)."""
+        system = [self.system] if self.system is not None else []
+
+        def model(state: Any) -> dict[str, Any]:
+            self.offered()
+            messages = [*system, *state["messages"]]
+            msg = named(call_model(self.model, messages, self.offered_dicts), self.name)
+            if self.structured_of(msg):
+                value = _structured(self.model, self.response_format, [*messages, msg])
+                return {"messages": [msg], "structured_response": value}
+            return {"messages": [msg]}
+
+        async def amodel(state: Any) -> dict[str, Any]:
+            self.offered()
+            messages = [*system, *state["messages"]]
+            msg = named(await acall_model(self.model, messages, self.offered_dicts), self.name)
+            if self.structured_of(msg):
+                value = await _astructured(self.model, self.response_format, [*messages, msg])
+                return {"messages": [msg], "structured_response": value}
+            return {"messages": [msg]}
+
+        model.__ironloop_async__ = amodel  # type: ignore[attr-defined]
+        return model
+
+    # --- the tools node with wrap_tool_call hooks ----------------------------------------
+
+    def tool_request(self, call: Any, state: Any, runtime: Any) -> ToolCallRequest:
+        call = dict(call)
+        return ToolCallRequest(
+            tool_call=call,
+            tool=self.tool_node.tools_by_name.get(call["name"]),
+            state=state,
+            runtime=runtime,
+        )
+
+    @staticmethod
+    def one_result(out: Any) -> Any:
+        """The ``ToolMessage`` or ``Command`` of a one-call node output."""
+        if isinstance(out, list):
+            commands = [o for o in out if isinstance(o, Command)]
+            if commands:
+                return commands[0]
+            out = next(o for o in out if isinstance(o, dict))
+        return next(iter(out.values()))[0]
+
+    def base_tool(self, request: ToolCallRequest) -> Any:
+        out = self.core.invoke(
+            request.state,
+            call=request.tool_call,
+            store=getattr(request.runtime, "store", None),
+            handle_tool_errors=_REPORTED,
+        )
+        return self.one_result(out)
+
+    async def abase_tool(self, request: ToolCallRequest) -> Any:
+        out = await self.core.ainvoke(
+            request.state,
+            asyncio.get_running_loop(),
+            call=request.tool_call,
+            store=getattr(request.runtime, "store", None),
+            handle_tool_errors=_REPORTED,
+        )
+        return self.one_result(out)
+
+    @staticmethod
+    def checked(result: Any) -> Any:
+        if not isinstance(result, (ToolMessage, Command)):
+            raise TypeError(
+                f"a wrap_tool_call hook returned {type(result).__name__}: it must return a "
+                "ToolMessage or a Command (what its handler returned, or its own)"
+            )
+        return result
+
+    def output(self, results: list[Any]) -> Any:
+        """The node's update: the tool messages in call order, and the ``Command`` s
+        hooks or tools returned (LangGraph's ``[Command, ..., {"messages": [...]}]``)."""
+        messages = [r for r in results if isinstance(r, ToolMessage)]
+        commands = [r for r in results if isinstance(r, Command)]
+        update = {self.tool_node.messages_key: messages}
+        if not commands:
+            return update
+        return [*commands, update] if messages else commands
+
+    def tools_node(self) -> Callable[[Any], Any]:
+        """The tools node when middleware wraps tool calls: every pending call of the
+        last AI message through the ``wrap_tool_call`` chain (concurrently when there
+        are several), each call's tool run by the Rust node (permissions included)."""
+        handler = chain_sync(self.tool_wraps, self.base_tool)
+        ahandler = chain_async(self.tool_wraps, self.abase_tool)
+        handle = self.tool_node.handle_tool_errors
+        key = self.tool_node.messages_key
+
+        def one(request: ToolCallRequest) -> Any:
+            try:
+                return self.checked(handler(request))
+            except (GraphInterrupt, ParentCommand):
+                raise
+            except Exception as e:
+                return _tool_error(handle, request.tool_call, e)
+
+        async def aone(request: ToolCallRequest) -> Any:
+            try:
+                return self.checked(await ahandler(request))
+            except (GraphInterrupt, ParentCommand):
+                raise
+            except Exception as e:
+                return _tool_error(handle, request.tool_call, e)
+
+        def tools(state: Any) -> Any:
+            runtime: Any = get_runtime()
+            requests = [self.tool_request(c, state, runtime) for c in pending_calls(state[key])]
+            if len(requests) <= 1:
+                return self.output([one(r) for r in requests])
+            with ThreadPoolExecutor(max_workers=min(len(requests), 32)) as pool:
+                futures = [pool.submit(contextvars.copy_context().run, one, r) for r in requests]
+                return self.output([f.result() for f in futures])
+
+        async def atools(state: Any) -> Any:
+            runtime: Any = get_runtime()
+            requests = [self.tool_request(c, state, runtime) for c in pending_calls(state[key])]
+            return self.output(list(await asyncio.gather(*(aone(r) for r in requests))))
+
+        tools.__ironloop_async__ = atools  # type: ignore[attr-defined]
+        return tools
+
+
+def _hook_node(m: AgentMiddleware, hook: str, jumps: list[str]) -> Callable[[Any], Any]:
+    """A node-style hook as a graph node: ``hook(state, runtime)``; with ``can_jump_to``
+    the node always writes ``jump_to`` (the hook's, or ``None``) for its router."""
+    sync_fn, async_fn = node_hook(m, hook)
+    where = f"{m.name}.{hook}"
+
+    def update(value: Any) -> Any:
+        if value is None:
+            return {"jump_to": None} if jumps else None
+        if not isinstance(value, dict):
+            if isinstance(value, Command):
+                return value
+            raise TypeError(
+                f"{where} returned {type(value).__name__}: a hook returns a state update "
+                "(a dict) or None"
+            )
+        jump = value.get("jump_to")
+        if jump is not None and jump not in jumps:
+            raise ValueError(
+                f"{where} returned jump_to={jump!r}, but the hook may jump to "
+                f"{jumps or 'nowhere'}: declare it with @hook_config(can_jump_to=[...]) "
+                "or the decorator's can_jump_to=[...]"
+            )
+        if jumps and "jump_to" not in value:
+            return {**value, "jump_to": None}
+        return value
+
+    def node(state: Any) -> Any:
+        value = sync_fn(state, get_runtime())
+        return None if value is None and not jumps else update(value)
+
+    async def anode(state: Any) -> Any:
+        value = await async_fn(state, get_runtime())
+        return None if value is None and not jumps else update(value)
+
+    node.__ironloop_async__ = anode  # type: ignore[attr-defined]
+    node.__name__ = where
+    return node
+
+
+def create_agent(
+    model: Any,
+    tools: Sequence[Any] | ToolNode | None = None,
+    *,
+    system_prompt: str | SystemMessage | None = None,
+    middleware: Sequence[AgentMiddleware] = (),
+    response_format: Any = None,
+    state_schema: Any = None,
+    context_schema: Any = None,
+    checkpointer: Any = None,
+    store: Any = None,
+    interrupt_before: Sequence[str] | None = None,
+    interrupt_after: Sequence[str] | None = None,
+    debug: bool = False,
+    name: str | None = None,
+    cache: Any = None,
+) -> CompiledStateGraph:
+    """An agent graph as LangChain 1.x's ``create_agent``: node ``"model"`` calls the
+    model, node ``"tools"`` runs its tool calls (each call its own task), looping until
+    the model answers without tool calls; middleware adds its hook nodes
+    (``"<name>.before_model"`` ...) and wraps the model and tool calls.
+
+    - ``model``: a model object (ironloop, LangChain, or anything with
+      ``invoke(messages, tools=None, tool_choice=None)``) or a ``"provider:model"``
+      string (see :func:`init_model`).
+    - ``tools``: tools, functions, LangChain tools, provider tool dicts, or a
+      ``ToolNode`` (its ``deny`` / ``allow_only`` lists hold, enforced in Rust).
+    - ``system_prompt``: put before the messages of every model call.
+    - ``middleware``: ``AgentMiddleware`` instances; before-hooks run in list order,
+      after-hooks in reverse, wraps nest with the first outermost.
+    - ``response_format``: a schema; the final answer's structured form is stored as
+      ``structured_response``.
+    - ``state_schema`` / ``context_schema``: extra state fields (a ``TypedDict``
+      subclassing ``AgentState``) and the type of ``invoke(..., context=...)``, read
+      as ``runtime.context`` by hooks and tools.
+
+    Example:
+        >>> from ironloop import create_agent, tool
+        >>> from ironloop.middleware import before_model
+        >>> from ironloop.models import ScriptedChatModel
+        >>> @tool
+        ... def add(a: int, b: int) -> int:
+        ...     "Adds."
+        ...     return a + b
+        >>> seen = []
+        >>> @before_model
+        ... def count(state, runtime):
+        ...     seen.append(len(state["messages"]))
+        >>> model = ScriptedChatModel([
+        ...     {"content": "", "tool_calls": [{"name": "add", "args": {"a": 2, "b": 3}}]},
+        ...     "5",
+        ... ])
+        >>> agent = create_agent(model, [add], system_prompt="Be brief.", middleware=[count])
+        >>> agent.invoke({"messages": [("user", "2+3?")]})["messages"][-1].content
+        '5'
+        >>> seen
+        [1, 3]
+    """
+    del debug  # as create_react_agent: taken for LangChain's signature, prints nothing
+    if cache is not None:
+        raise TypeError(
+            "create_agent(cache=...) is not supported by ironloop: node results are not "
+            "cached; leave cache out"
+        )
+    mws = _check_middleware(middleware)
+    b = _Builder(model, tools, system_prompt, mws, response_format, name)
+
+    def nodes_of(hook: str, order: Sequence[AgentMiddleware]) -> list[tuple[str, Any, list[str]]]:
+        return [(f"{m.name}.{hook}", m, jumps_of(m, hook)) for m in order if hook in b.hooks[id(m)]]
+
+    before_agent = nodes_of("before_agent", mws)
+    before_model = nodes_of("before_model", mws)
+    after_model = nodes_of("after_model", list(reversed(mws)))
+    after_agent = nodes_of("after_agent", list(reversed(mws)))
+    jumps = any(
+        j for group in (before_agent, before_model, after_model, after_agent) for _, _, j in group
+    )
+    schema, input_schema, output_schema = _schemas(state_schema, mws, jumps)
+    g = StateGraph(
+        schema,
+        context_schema=context_schema,
+        input_schema=input_schema,
+        output_schema=output_schema,
+    )
+    has_tools = bool(b.tools)
+    loop_entry = before_model[0][0] if before_model else "model"
+    exit_node = after_agent[0][0] if after_agent else END
+    entry = before_agent[0][0] if before_agent else loop_entry
+
+    def sends(calls: list[Any]) -> Any:
+        """One tools task per call, or — when middleware wraps tool calls — one task
+        for all of them (it reads the state itself; see ``_Builder.tools_node``)."""
+        if b.tool_wraps:
+            return "tools"
+        return [Send("tools", dict(c)) for c in calls]
+
+    def decide(state: Any) -> Any:
+        """After the model and its after-hooks: tools, the loop, or the exit."""
+        return route_after_model(state["messages"], loop_entry, exit_node, sends)
+
+    def resolve(jump: str, state: Any) -> Any:
+        if jump == "model":
+            return loop_entry
+        if jump == "end":
+            return exit_node
+        calls = pending_calls(state["messages"])
+        if not calls:
+            raise ValueError(
+                "a hook returned jump_to='tools' but the last AI message has no pending tool calls"
+            )
+        return sends(calls)
+
+    destinations = [loop_entry, exit_node] + (["tools"] if has_tools else [])
+
+    def link(node: str, jumps_: list[str], default: Any) -> None:
+        """The edge out of a hook node: to ``default`` (a node or the ``decide``
+        router), or where its ``jump_to`` says."""
+        if not jumps_:
+            if callable(default):
+                g.add_conditional_edges(node, default, destinations)
+            else:
+                g.add_edge(node, default)
+            return
+
+        def route(state: Any) -> Any:
+            jump = state.get("jump_to")
+            if jump:
+                return resolve(jump, state)
+            return default(state) if callable(default) else default
+
+        route.__name__ = f"{node}.route"
+        targets = list(dict.fromkeys([*destinations, *([] if callable(default) else [default])]))
+        g.add_conditional_edges(node, route, targets)
+
+    g.add_node("model", b.model_node())
+    for group in (before_agent, before_model, after_model, after_agent):
+        for node_name, m, j in group:
+            hook = node_name.rsplit(".", 1)[1]
+            g.add_node(node_name, _hook_node(m, hook, j))
+    g.add_edge(START, entry)
+    nxt: Any
+    for i, (node_name, _, j) in enumerate(before_agent):
+        nxt = before_agent[i + 1][0] if i + 1 < len(before_agent) else loop_entry
+        link(node_name, j, nxt)
+    for i, (node_name, _, j) in enumerate(before_model):
+        nxt = before_model[i + 1][0] if i + 1 < len(before_model) else "model"
+        link(node_name, j, nxt)
+    if after_model:
+        g.add_edge("model", after_model[0][0])
+        for i, (node_name, _, j) in enumerate(after_model):
+            nxt = after_model[i + 1][0] if i + 1 < len(after_model) else decide
+            link(node_name, j, nxt)
+    elif has_tools:
+        g.add_conditional_edges("model", decide, destinations)
+    else:
+        g.add_edge("model", exit_node)
+    for i, (node_name, _, j) in enumerate(after_agent):
+        nxt = after_agent[i + 1][0] if i + 1 < len(after_agent) else END
+        link(node_name, j, nxt)
+
+    if has_tools:
+        g.add_node("tools", b.tools_node() if b.tool_wraps else b.tool_node)
+        if b.direct:
+
+            def after_tools(state: Any) -> Any:
+                return exit_node if returned_direct(state["messages"], b.direct) else loop_entry
+
+            g.add_conditional_edges("tools", after_tools, [loop_entry, exit_node])
+        else:
+            g.add_edge("tools", loop_entry)
+    return g.compile(
+        checkpointer=checkpointer,
+        store=store,
+        interrupt_before=interrupt_before,
+        interrupt_after=interrupt_after,
+        name=name or "agent",
+    )

@@ -1,0 +1,89 @@
+"""Agent middleware, as ``langchain.agents.middleware`` holds it: the
+``AgentMiddleware`` base class, the hook decorators, the request / response types of
+wrap hooks, and the built-in middleware. Use them with ``ironloop.create_agent``.
+
+Example:
+    >>> from ironloop import create_agent
+    >>> from ironloop.middleware import HumanInTheLoopMiddleware, ModelCallLimitMiddleware
+    >>> from ironloop.models import ScriptedChatModel
+    >>> agent = create_agent(
+    ...     ScriptedChatModel(["hi"]),
+    ...     [],
+    ...     middleware=[ModelCallLimitMiddleware(run_limit=3)],
+    ... )
+    >>> agent.invoke({"messages": [("user", "hello")]})["messages"][-1].content
+    'hi'
+"""
+
+from __future__ import annotations
+
+from ironloop.middleware.fallback import ModelFallbackMiddleware
+from ironloop.middleware.human_in_the_loop import (
+    ActionRequest,
+    HITLRequest,
+    HITLResponse,
+    HumanInTheLoopMiddleware,
+    InterruptOnConfig,
+    ReviewConfig,
+)
+from ironloop.middleware.limits import (
+    ModelCallLimitExceededError,
+    ModelCallLimitMiddleware,
+    ToolCallLimitExceededError,
+    ToolCallLimitMiddleware,
+)
+from ironloop.middleware.permissions import ToolPermissions
+from ironloop.middleware.retry import ModelRetryMiddleware, ToolRetryMiddleware
+from ironloop.middleware.summarization import SummarizationMiddleware
+from ironloop.middleware.types import (
+    AgentMiddleware,
+    AgentState,
+    ModelRequest,
+    ModelResponse,
+    OmitFromInput,
+    OmitFromOutput,
+    PrivateStateAttr,
+    ToolCallRequest,
+    after_agent,
+    after_model,
+    before_agent,
+    before_model,
+    dynamic_prompt,
+    hook_config,
+    wrap_model_call,
+    wrap_tool_call,
+)
+
+__all__ = [
+    "ActionRequest",
+    "AgentMiddleware",
+    "AgentState",
+    "HITLRequest",
+    "HITLResponse",
+    "HumanInTheLoopMiddleware",
+    "InterruptOnConfig",
+    "ModelCallLimitExceededError",
+    "ModelCallLimitMiddleware",
+    "ModelFallbackMiddleware",
+    "ModelRequest",
+    "ModelResponse",
+    "ModelRetryMiddleware",
+    "OmitFromInput",
+    "OmitFromOutput",
+    "PrivateStateAttr",
+    "ReviewConfig",
+    "SummarizationMiddleware",
+    "ToolCallLimitExceededError",
+    "ToolCallLimitMiddleware",
+    "ToolCallRequest",
+    "ToolPermissions",
+    "ToolRetryMiddleware",
+    "after_agent",
+    "after_model",
+    "before_agent",
+    "before_model",
+    "dynamic_prompt",
+    "hook_config",
+    "wrap_model_call",
+    "wrap_tool_call",
+]

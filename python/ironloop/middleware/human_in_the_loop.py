@@ -1,0 +1,218 @@
+"""``HumanInTheLoopMiddleware``: a person approves, edits or rejects tool calls before
+they run (LangChain 1.x's middleware of that name)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Literal, TypedDict
+
+from ironloop._ironloop import AIMessage, ToolMessage
+from ironloop.graph import interrupt
+from ironloop.middleware.types import AgentMiddleware
+
+__all__ = [
+    "ActionRequest",
+    "HITLRequest",
+    "HITLResponse",
+    "HumanInTheLoopMiddleware",
+    "InterruptOnConfig",
+    "ReviewConfig",
+]
+
+ALL_DECISIONS: list[Literal["approve", "edit", "reject"]] = ["approve", "edit", "reject"]
+
+
+class ActionRequest(TypedDict, total=False):
+    """A pending call shown to the reviewer: ``name``, ``args`` and ``description``."""
+
+    name: str
+    args: dict[str, Any]
+    description: str
+
+
+class ReviewConfig(TypedDict):
+    """What the reviewer may decide about calls of ``action_name``."""
+
+    action_name: str
+    allowed_decisions: list[Literal["approve", "edit", "reject"]]
+
+
+class HITLRequest(TypedDict):
+    """The interrupt's value: every pending call that needs review, in call order."""
+
+    action_requests: list[ActionRequest]
+    review_configs: list[ReviewConfig]
+
+
+class HITLResponse(TypedDict):
+    """The resume value: one decision per action request, in the same order —
+    ``{"type": "approve"}``, ``{"type": "edit", "edited_action": {"name": ...,
+    "args": {...}}}`` or ``{"type": "reject", "message": "..."}``."""
+
+    decisions: list[dict[str, Any]]
+
+
+class InterruptOnConfig(TypedDict, total=False):
+    """Per-tool review settings: ``allowed_decisions`` and a ``description`` (a str,
+    or ``fn(tool_call, state, runtime) -> str``)."""
+
+    allowed_decisions: list[Literal["approve", "edit", "reject"]]
+    description: str | Callable[[dict[str, Any], Any, Any], str]
+
+
+class HumanInTheLoopMiddleware(AgentMiddleware):
+    """Pauses the agent after a model answer whose tool calls need review: one
+    ``interrupt`` whose value is a :class:`HITLRequest` listing every such call, resumed
+    with ``Command(resume={"decisions": [...]})`` (one decision per listed call, in
+    order). An approved call runs as the model wrote it, an edited one runs with the
+    reviewer's name and arguments, a rejected one does not run: the model gets an error
+    ``ToolMessage`` carrying the reviewer's message. Calls of tools not in
+    ``interrupt_on`` (or mapped to ``False``) run without review.
+
+    Needs a checkpointer (the run is resumed from its checkpoint, in any process).
+
+    Args:
+        interrupt_on: tool name -> ``True`` (any decision), ``False`` (no review), or an
+            :class:`InterruptOnConfig`.
+        description_prefix: starts the default description of a call.
+
+    Example:
+        >>> hitl = HumanInTheLoopMiddleware(
+        ...     interrupt_on={"write_file": {"allowed_decisions": ["approve", "reject"]}}
+        ... )
+        >>> hitl.interrupt_on["write_file"]["allowed_decisions"]
+        ['approve', 'reject']
+    """
+
+    def __init__(
+        self,
+        interrupt_on: dict[str, bool | InterruptOnConfig],
+        *,
+        description_prefix: str = "Tool execution requires approval",
+    ) -> None:
+        self.interrupt_on: dict[str, InterruptOnConfig] = {}
+        for tool_name, cfg in interrupt_on.items():
+            if cfg is False:
+                continue
+            if cfg is True:
+                self.interrupt_on[tool_name] = {"allowed_decisions": list(ALL_DECISIONS)}
+                continue
+            if not isinstance(cfg, dict):
+                raise TypeError(
+                    f"interrupt_on[{tool_name!r}] must be True, False or a dict with "
+                    f"'allowed_decisions'; got {cfg!r}"
+                )
+            allowed = list(cfg.get("allowed_decisions", ALL_DECISIONS))
+            bad = [d for d in allowed if d not in ALL_DECISIONS]
+            if bad or not allowed:
+                raise ValueError(
+                    f"interrupt_on[{tool_name!r}]['allowed_decisions'] takes a non-empty "
+                    f"list of {ALL_DECISIONS}; got {allowed}"
+                )
+            self.interrupt_on[tool_name] = {**cfg, "allowed_decisions": allowed}  # type: ignore[typeddict-item]
+        self.description_prefix = description_prefix
+
+    def _describe(
+        self, call: dict[str, Any], cfg: InterruptOnConfig, state: Any, runtime: Any
+    ) -> str:
+        d = cfg.get("description")
+        if callable(d):
+            return str(d(call, state, runtime))
+        if d is not None:
+            return d
+        return f"{self.description_prefix}\n\nTool: {call['name']}\nArgs: {call['args']}"
+
+    def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        messages = state["messages"]
+        last_ai = next((m for m in reversed(messages) if m.type == "ai"), None)
+        if last_ai is None or not last_ai.tool_calls:
+            return None
+        answered = {m.tool_call_id for m in messages if m.type == "tool"}
+        calls = [dict(c) for c in last_ai.tool_calls]
+        review = [
+            i
+            for i, c in enumerate(calls)
+            if c["name"] in self.interrupt_on and c["id"] not in answered
+        ]
+        if not review:
+            return None
+        request: HITLRequest = {
+            "action_requests": [
+                {
+                    "name": calls[i]["name"],
+                    "args": calls[i]["args"],
+                    "description": self._describe(
+                        calls[i], self.interrupt_on[calls[i]["name"]], state, runtime
+                    ),
+                }
+                for i in review
+            ],
+            "review_configs": [
+                {
+                    "action_name": calls[i]["name"],
+                    "allowed_decisions": self.interrupt_on[calls[i]["name"]]["allowed_decisions"],
+                }
+                for i in review
+            ],
+        }
+        response = interrupt(request)
+        decisions = response.get("decisions") if isinstance(response, dict) else None
+        if not isinstance(decisions, list):
+            raise ValueError(
+                "resume a HumanInTheLoopMiddleware interrupt with "
+                "Command(resume={'decisions': [...]}), one decision per action request; "
+                f"got {response!r}"
+            )
+        if len(decisions) != len(review):
+            raise ValueError(
+                f"Number of human decisions ({len(decisions)}) does not match number of "
+                f"hanging tool calls ({len(review)})."
+            )
+        answers: list[ToolMessage] = []
+        for i, decision in zip(review, decisions):
+            call = calls[i]
+            kind = decision.get("type") if isinstance(decision, dict) else None
+            allowed = self.interrupt_on[call["name"]]["allowed_decisions"]
+            if kind not in allowed:
+                raise ValueError(
+                    f"Unexpected human decision: {decision}. Decision type {kind!r} is not "
+                    f"allowed for tool {call['name']!r}. Expected one of {allowed} based "
+                    "on the tool's configuration."
+                )
+            if kind == "edit":
+                edited = decision.get("edited_action")
+                if not isinstance(edited, dict) or not isinstance(edited.get("args"), dict):
+                    raise ValueError(
+                        "an 'edit' decision needs edited_action={'name': ..., 'args': {...}}; "
+                        f"got {decision!r}"
+                    )
+                calls[i] = {
+                    **call,
+                    "name": edited.get("name", call["name"]),
+                    "args": edited["args"],
+                }
+            elif kind == "reject":
+                reason = decision.get("message")
+                content = (
+                    f"User rejected the tool call for `{call['name']}` with reason: {reason}"
+                    if reason
+                    else f"User rejected the tool call for `{call['name']}` with id "
+                    f"{call['id']}. The tool was not executed. Do not retry this tool call "
+                    "unless the user explicitly requests it."
+                )
+                answers.append(
+                    ToolMessage(
+                        content=content,
+                        name=call["name"],
+                        tool_call_id=call["id"],
+                        status="error",
+                    )
+                )
+        revised = AIMessage(
+            content=last_ai.content,
+            tool_calls=calls,
+            id=last_ai.id,
+            name=last_ai.name,
+            invalid_tool_calls=[dict(c) for c in last_ai.invalid_tool_calls] or None,
+            usage_metadata=last_ai.usage_metadata,
+        )
+        return {"messages": [revised, *answers]}

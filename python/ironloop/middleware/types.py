@@ -1,0 +1,528 @@
+"""Middleware for ``create_agent``, in LangChain 1.x's shape
+(``langchain.agents.middleware.types``): the ``AgentMiddleware`` base class, the
+request / response objects its wrap hooks see, and the hook decorators.
+
+A middleware is an object with any of six hooks:
+
+- node-style ``before_agent``, ``before_model``, ``after_model``, ``after_agent``:
+  ``(state, runtime) -> dict | None``, each its own graph node, returning a state update
+  (or ``None``); with ``can_jump_to`` declared (``@hook_config`` or the decorator's
+  argument) the update may hold ``jump_to`` (``"model"``, ``"tools"`` or ``"end"``);
+- wrap-style ``wrap_model_call(request, handler)`` and ``wrap_tool_call(request,
+  handler)``: they run around the model call / each tool call, may rewrite the request
+  (``request.override(...)``), call ``handler`` zero or more times, or answer
+  themselves.
+
+Each hook may be written sync or async (``abefore_model``, ``awrap_model_call``, ...);
+one definition serves both ``invoke`` and ``ainvoke``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+import threading
+from collections.abc import Awaitable, Sequence
+from typing import Annotated, Any, Callable, Literal, TypedDict, Union
+
+from ironloop._ironloop import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from ironloop.graph import add_messages
+from ironloop.types import Command
+
+__all__ = [
+    "AgentMiddleware",
+    "AgentState",
+    "ModelRequest",
+    "ModelResponse",
+    "OmitFromInput",
+    "OmitFromOutput",
+    "PrivateStateAttr",
+    "ToolCallRequest",
+    "after_agent",
+    "after_model",
+    "before_agent",
+    "before_model",
+    "dynamic_prompt",
+    "hook_config",
+    "wrap_model_call",
+    "wrap_tool_call",
+]
+
+NODE_HOOKS = ("before_agent", "before_model", "after_model", "after_agent")
+WRAP_HOOKS = ("wrap_model_call", "wrap_tool_call")
+
+
+class _Marker:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+#: ``Annotated[T, OmitFromInput]``: a state field not taken from the run's input.
+OmitFromInput = _Marker("OmitFromInput")
+#: ``Annotated[T, OmitFromOutput]``: a state field not in the run's result.
+OmitFromOutput = _Marker("OmitFromOutput")
+#: Both: a middleware's private bookkeeping (counters, ...).
+PrivateStateAttr = _Marker("PrivateStateAttr")
+
+
+class _Conversation(TypedDict):
+    messages: Annotated[list[BaseMessage], add_messages]
+
+
+class AgentState(_Conversation, total=False):
+    """The state of a ``create_agent`` agent: its conversation and, with
+    ``response_format``, the ``structured_response``. A middleware's
+    ``state_schema`` subclasses it to add fields.
+
+    Example:
+        >>> class Counted(AgentState, total=False):
+        ...     turns: int
+        >>> sorted(Counted.__annotations__)
+        ['messages', 'structured_response', 'turns']
+    """
+
+    structured_response: Any
+
+
+@dataclasses.dataclass
+class ModelRequest:
+    """One model call as ``wrap_model_call`` sees it. ``override(...)`` makes a
+    changed copy (the request itself is not changed).
+
+    ``messages`` excludes the system message, which is ``system_message`` (also as
+    the text ``system_prompt``). ``tools`` are the tools offered (tool objects or
+    provider tool dicts); ``model`` may be a model object or a ``"provider:model"``
+    string."""
+
+    model: Any
+    messages: list[Any]
+    system_message: SystemMessage | None = None
+    tool_choice: Any = None
+    tools: list[Any] = dataclasses.field(default_factory=list)
+    response_format: Any = None
+    state: Any = None
+    runtime: Any = None
+    model_settings: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def system_prompt(self) -> str | None:
+        """The system message's text, or ``None``."""
+        return None if self.system_message is None else self.system_message.text
+
+    def override(self, **overrides: Any) -> ModelRequest:
+        """A copy with ``overrides`` applied; ``system_prompt="..."`` sets the system
+        message from text (``None`` removes it)."""
+        if "system_prompt" in overrides:
+            if "system_message" in overrides:
+                raise ValueError("override() takes system_prompt or system_message, not both")
+            text = overrides.pop("system_prompt")
+            overrides["system_message"] = None if text is None else SystemMessage(content=text)
+        unknown = set(overrides) - {f.name for f in dataclasses.fields(self)}
+        if unknown:
+            raise TypeError(f"ModelRequest.override() got unknown fields {sorted(unknown)}")
+        return dataclasses.replace(self, **overrides)
+
+
+@dataclasses.dataclass
+class ModelResponse:
+    """What a model call gave: its messages (usually one ``AIMessage``) and, with a
+    ``response_format``, the structured response."""
+
+    result: list[Any]
+    structured_response: Any = None
+
+
+@dataclasses.dataclass
+class ToolCallRequest:
+    """One tool call as ``wrap_tool_call`` sees it: the call (``{"name", "args",
+    "id"}``), the tool that would run it (``None`` when there is none by that name),
+    the agent's state and the run's runtime."""
+
+    tool_call: dict[str, Any]
+    tool: Any
+    state: Any
+    runtime: Any
+
+    def override(self, **overrides: Any) -> ToolCallRequest:
+        """A copy with ``overrides`` applied (e.g. ``tool_call={**request.tool_call,
+        "args": {...}}``)."""
+        unknown = set(overrides) - {f.name for f in dataclasses.fields(self)}
+        if unknown:
+            raise TypeError(f"ToolCallRequest.override() got unknown fields {sorted(unknown)}")
+        return dataclasses.replace(self, **overrides)
+
+
+ModelCallResult = Union[ModelResponse, AIMessage]
+ToolCallResult = Union[ToolMessage, Command]
+
+
+class AgentMiddleware:
+    """The base of a middleware: override any hook (sync, async, or both).
+
+    ``state_schema`` (a ``TypedDict`` subclassing ``AgentState``) adds state fields;
+    ``tools`` adds tools to the agent; ``name`` (default: the class name) names the
+    hook nodes ``"<name>.before_model"`` etc. and must be unique within an agent.
+
+    Example:
+        >>> class Shout(AgentMiddleware):
+        ...     def wrap_model_call(self, request, handler):
+        ...         return handler(request.override(system_prompt="SHOUT"))
+        >>> Shout().name
+        'Shout'
+    """
+
+    state_schema: Any = AgentState
+    tools: Sequence[Any] = ()
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    def before_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """Once per run, before anything else."""
+        return None
+
+    async def abefore_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """Async form of ``before_agent``."""
+        return None
+
+    def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """Before every model call."""
+        return None
+
+    async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """Async form of ``before_model``."""
+        return None
+
+    def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """After every model call, before its tool calls run."""
+        return None
+
+    async def aafter_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """Async form of ``after_model``."""
+        return None
+
+    def after_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """Once per run, at its end."""
+        return None
+
+    async def aafter_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """Async form of ``after_agent``."""
+        return None
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelCallResult:
+        """Around the model call: call ``handler`` (any number of times) or answer."""
+        return handler(request)
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
+    ) -> ModelCallResult:
+        """Async form of ``wrap_model_call``."""
+        return await handler(request)
+
+    def wrap_tool_call(
+        self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], ToolCallResult]
+    ) -> ToolCallResult:
+        """Around one tool call: call ``handler`` (any number of times) or answer."""
+        return handler(request)
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolCallResult]],
+    ) -> ToolCallResult:
+        """Async form of ``wrap_tool_call``."""
+        return await handler(request)
+
+
+def hook_config(
+    *, can_jump_to: Sequence[Literal["model", "tools", "end"]] | None = None
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Declares where a node-style hook method may jump (``jump_to`` in its update):
+    ``@hook_config(can_jump_to=["end"])``."""
+    _check_jumps(can_jump_to)
+
+    def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
+        fn.__can_jump_to__ = list(can_jump_to or ())  # type: ignore[attr-defined]
+        return fn
+
+    return mark
+
+
+def _check_jumps(can_jump_to: Sequence[str] | None) -> None:
+    bad = [j for j in can_jump_to or () if j not in ("model", "tools", "end")]
+    if bad:
+        raise ValueError(f"can_jump_to takes 'model', 'tools' and 'end'; got {bad}")
+
+
+# --- what create_agent asks of a middleware -------------------------------------------
+
+
+def overrides(m: AgentMiddleware, hook: str) -> bool:
+    """Whether ``m`` defines ``hook`` itself (not the base class's no-op)."""
+    own = getattr(type(m), hook, None)
+    return own is not None and own is not getattr(AgentMiddleware, hook)
+
+
+def defined_hooks(m: AgentMiddleware) -> set[str]:
+    """The hooks ``m`` defines, by their sync name, in either form."""
+    return {h for h in (*NODE_HOOKS, *WRAP_HOOKS) if overrides(m, h) or overrides(m, "a" + h)}
+
+
+def jumps_of(m: AgentMiddleware, hook: str) -> list[str]:
+    """``can_jump_to`` of a node-style hook (either form)."""
+    for name in (hook, "a" + hook):
+        if overrides(m, name):
+            jumps = getattr(getattr(type(m), name), "__can_jump_to__", None)
+            if jumps:
+                return list(jumps)
+    return []
+
+
+def run_sync(coro: Awaitable[Any]) -> Any:
+    """Runs an async hook from sync code: on a fresh event loop, in this thread when
+    none runs here, else in a helper thread (never nested in a running loop)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_awaited(coro))
+    out: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            out["value"] = asyncio.run(_awaited(coro))
+        except BaseException as e:  # re-raised in the caller's thread
+            out["error"] = e
+
+    t = threading.Thread(target=target, name="ironloop-async-hook")
+    t.start()
+    t.join()
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
+
+
+async def _awaited(aw: Awaitable[Any]) -> Any:
+    return await aw
+
+
+def _hook_function(m: AgentMiddleware, name: str) -> Callable[..., Any] | None:
+    """``m``'s hook ``name`` as a callable of ``(state, runtime)``: a decorator's
+    function itself (one call less per step), else the bound method."""
+    if not overrides(m, name):
+        return None
+    method = getattr(m, name)
+    fn: Callable[..., Any] | None = getattr(method, "__hook_fn__", None)
+    return fn if fn is not None else method
+
+
+def node_hook(m: AgentMiddleware, hook: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """The sync and async callables of a node-style hook, whichever form ``m`` wrote:
+    a sync-only hook is called as it is under ``ainvoke``, an async-only one is run on
+    its own loop under ``invoke``."""
+    sync_fn = _hook_function(m, hook)
+    async_fn = _hook_function(m, "a" + hook)
+    if sync_fn is None:
+        assert async_fn is not None
+
+        def sync_fn(state: Any, runtime: Any) -> Any:
+            return run_sync(async_fn(state, runtime))
+
+    if async_fn is None:
+        plain = sync_fn
+
+        async def async_fn(state: Any, runtime: Any) -> Any:
+            return plain(state, runtime)
+
+    return sync_fn, async_fn
+
+
+def chain_sync(
+    wraps: Sequence[tuple[AgentMiddleware, str]], base: Callable[[Any], Any]
+) -> Callable[[Any], Any]:
+    """``base`` wrapped by each middleware's ``hook``, the first outermost (LangChain's
+    order). An async-only wrap runs on its own loop with an async view of its handler."""
+    handler = base
+    for m, hook in reversed(wraps):
+        handler = _wrap_sync(m, hook, handler)
+    return handler
+
+
+def _wrap_sync(m: AgentMiddleware, hook: str, inner: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    fn = _hook_function(m, hook)
+    if fn is not None:
+        return lambda request: fn(request, inner)
+    afn = getattr(m, "a" + hook)
+
+    async def ainner(request: Any) -> Any:
+        return inner(request)
+
+    return lambda request: run_sync(afn(request, ainner))
+
+
+def chain_async(
+    wraps: Sequence[tuple[AgentMiddleware, str]], base: Callable[[Any], Awaitable[Any]]
+) -> Callable[[Any], Awaitable[Any]]:
+    """The async form of :func:`chain_sync`. A sync-only wrap runs in a worker thread;
+    its handler hands the inner (async) call back to the running loop."""
+    handler = base
+    for m, hook in reversed(wraps):
+        handler = _wrap_async(m, hook, handler)
+    return handler
+
+
+def _wrap_async(
+    m: AgentMiddleware, hook: str, inner: Callable[[Any], Awaitable[Any]]
+) -> Callable[[Any], Awaitable[Any]]:
+    afn = _hook_function(m, "a" + hook)
+    if afn is not None:
+
+        async def call(request: Any) -> Any:
+            return await afn(request, inner)
+
+        return call
+    fn = getattr(m, hook)
+
+    async def call_sync(request: Any) -> Any:
+        loop = asyncio.get_running_loop()
+
+        async def inner_call(req: Any) -> Any:
+            return await inner(req)
+
+        def handler(req: Any) -> Any:
+            return asyncio.run_coroutine_threadsafe(inner_call(req), loop).result()
+
+        return await asyncio.to_thread(fn, request, handler)
+
+    return call_sync
+
+
+# --- decorators -----------------------------------------------------------------------
+
+
+def _node_decorator(hook: str) -> Callable[..., Any]:
+    def decorator(
+        func: Callable[..., Any] | None = None,
+        *,
+        state_schema: Any = None,
+        tools: Sequence[Any] | None = None,
+        can_jump_to: Sequence[Literal["model", "tools", "end"]] | None = None,
+        name: str | None = None,
+    ) -> Any:
+        _check_jumps(can_jump_to)
+
+        def make(fn: Callable[..., Any]) -> AgentMiddleware:
+            is_async = inspect.iscoroutinefunction(fn)
+            method_name = ("a" + hook) if is_async else hook
+            if is_async:
+
+                async def method(self: Any, state: Any, runtime: Any) -> Any:
+                    return await fn(state, runtime)
+
+            else:
+
+                def method(self: Any, state: Any, runtime: Any) -> Any:  # type: ignore[misc]
+                    return fn(state, runtime)
+
+            method.__can_jump_to__ = list(can_jump_to or ())  # type: ignore[attr-defined]
+            method.__hook_fn__ = fn  # type: ignore[attr-defined]
+            return _make_class(fn, name, state_schema, tools, {method_name: method})
+
+        return make(func) if func is not None else make
+
+    decorator.__name__ = hook
+    decorator.__doc__ = (
+        f"Makes a middleware from a ``{hook}`` function ``(state, runtime) -> dict | None``"
+        " (sync or async). Used bare (``@" + hook + "``) or with ``state_schema=``, "
+        "``tools=``, ``can_jump_to=`` and ``name=``."
+    )
+    return decorator
+
+
+def _wrap_decorator(hook: str) -> Callable[..., Any]:
+    def decorator(
+        func: Callable[..., Any] | None = None,
+        *,
+        state_schema: Any = None,
+        tools: Sequence[Any] | None = None,
+        name: str | None = None,
+    ) -> Any:
+        def make(fn: Callable[..., Any]) -> AgentMiddleware:
+            is_async = inspect.iscoroutinefunction(fn)
+            if is_async:
+
+                async def method(self: Any, request: Any, handler: Any) -> Any:
+                    return await fn(request, handler)
+
+            else:
+
+                def method(self: Any, request: Any, handler: Any) -> Any:  # type: ignore[misc]
+                    return fn(request, handler)
+
+            method.__hook_fn__ = fn  # type: ignore[attr-defined]
+            return _make_class(
+                fn, name, state_schema, tools, {("a" + hook) if is_async else hook: method}
+            )
+
+        return make(func) if func is not None else make
+
+    decorator.__name__ = hook
+    decorator.__doc__ = (
+        f"Makes a middleware from a ``{hook}`` function ``(request, handler)`` (sync or "
+        "async). Used bare or with ``state_schema=``, ``tools=`` and ``name=``."
+    )
+    return decorator
+
+
+def _make_class(
+    fn: Callable[..., Any],
+    name: str | None,
+    state_schema: Any,
+    tools: Sequence[Any] | None,
+    methods: dict[str, Any],
+) -> AgentMiddleware:
+    cls_name = str(name or getattr(fn, "__name__", "Middleware"))
+    attrs: dict[str, Any] = {
+        **methods,
+        "state_schema": state_schema or AgentState,
+        "tools": list(tools or ()),
+        "__doc__": fn.__doc__,
+    }
+    cls = type(cls_name, (AgentMiddleware,), attrs)
+    return cls()  # type: ignore[no-any-return]
+
+
+before_agent = _node_decorator("before_agent")
+before_model = _node_decorator("before_model")
+after_model = _node_decorator("after_model")
+after_agent = _node_decorator("after_agent")
+wrap_model_call = _wrap_decorator("wrap_model_call")
+wrap_tool_call = _wrap_decorator("wrap_tool_call")
+
+
+def dynamic_prompt(func: Callable[[ModelRequest], Any]) -> AgentMiddleware:
+    """Makes a middleware that sets the system prompt of every model call from
+    ``func(request)`` (a str or a ``SystemMessage``; sync or async)."""
+
+    def system(value: Any) -> Any:
+        return value if isinstance(value, SystemMessage) else SystemMessage(content=str(value))
+
+    if inspect.iscoroutinefunction(func):
+
+        async def amethod(self: Any, request: ModelRequest, handler: Any) -> Any:
+            return await handler(request.override(system_message=system(await func(request))))
+
+        return _make_class(func, None, None, None, {"awrap_model_call": amethod})
+
+    def method(self: Any, request: ModelRequest, handler: Any) -> Any:
+        return handler(request.override(system_message=system(func(request))))
+
+    return _make_class(func, None, None, None, {"wrap_model_call": method})

@@ -1,0 +1,533 @@
+"""The built-in middleware: human in the loop (with a resume in another process), call
+limits, retries, fallback, summarization, tool permissions — under invoke, ainvoke and
+stream, checkpointed in SQLite."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agent_support import (
+    DECISIONS,
+    MODES,
+    NOTES,
+    add,
+    call,
+    echo,
+    review_agent,
+    run,
+    turn,
+)
+
+from ironloop import Command, SqliteSaver, ToolNode, create_agent, tool
+from ironloop.errors import ModelError
+from ironloop.messages import AIMessage, HumanMessage
+from ironloop.middleware import (
+    HumanInTheLoopMiddleware,
+    ModelCallLimitExceededError,
+    ModelCallLimitMiddleware,
+    ModelFallbackMiddleware,
+    ModelRetryMiddleware,
+    SummarizationMiddleware,
+    ToolCallLimitExceededError,
+    ToolCallLimitMiddleware,
+    ToolPermissions,
+    ToolRetryMiddleware,
+)
+from ironloop.models import ScriptedChatModel
+
+HERE = Path(__file__).parent
+
+
+def cfg(thread: str = "t") -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread}}
+
+
+@pytest.fixture()
+def db(tmp_path: Path) -> str:
+    return str(tmp_path / "agent.db")
+
+
+# --- human in the loop ----------------------------------------------------------------
+
+
+EXPECTED_AFTER_REVIEW = [
+    ["human", "go", None],
+    ["ai", "", None],
+    ["tool", "User rejected the tool call for `write_note` with reason: not this one", "error"],
+    ["tool", "3", "success"],
+    ["tool", "wrote final", "success"],
+    [
+        "ai",
+        "done: c3=User rejected the tool call for `write_note` with reason: not this one; "
+        "c1=3; c2=wrote final",
+        None,
+    ],
+]
+
+
+def shown(out: Any) -> list[list[Any]]:
+    return [[m.type, m.text, getattr(m, "status", None)] for m in out["messages"]]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_hitl_one_interrupt_lists_every_pending_call(mode: str, db: str) -> None:
+    NOTES.clear()
+    agent = review_agent(SqliteSaver(db))
+    out = run(agent, {"messages": [("user", "go")]}, cfg(), mode=mode)
+    (intr,) = out["__interrupt__"]
+    assert intr.value["action_requests"] == [
+        {"name": "add", "args": {"a": 1, "b": 2}, "description": "adds numbers"},
+        {
+            "name": "write_note",
+            "args": {"text": "draft"},
+            "description": "Tool execution requires approval\n\nTool: write_note\nArgs: {'text': 'draft'}",
+        },
+        {
+            "name": "write_note",
+            "args": {"text": "junk"},
+            "description": "Tool execution requires approval\n\nTool: write_note\nArgs: {'text': 'junk'}",
+        },
+    ]
+    assert intr.value["review_configs"] == [
+        {"action_name": "add", "allowed_decisions": ["approve"]},
+        {"action_name": "write_note", "allowed_decisions": ["approve", "edit", "reject"]},
+        {"action_name": "write_note", "allowed_decisions": ["approve", "edit", "reject"]},
+    ]
+    assert NOTES == []  # nothing ran before the review
+    out = run(agent, Command(resume={"decisions": DECISIONS}), cfg(), mode=mode)
+    assert NOTES == ["final"]
+    assert shown(out) == EXPECTED_AFTER_REVIEW
+    # The edited call is what the checkpointed AI message holds.
+    ai = out["messages"][1]
+    assert [c["args"] for c in ai.tool_calls] == [
+        {"a": 1, "b": 2},
+        {"text": "final"},
+        {"text": "junk"},
+    ]
+
+
+def test_hitl_resume_in_a_new_process(db: str) -> None:
+    NOTES.clear()
+    agent = review_agent(SqliteSaver(db))
+    out = agent.invoke({"messages": [("user", "go")]}, cfg("child"))
+    assert "__interrupt__" in out
+    code = f"from agent_support import resume_in_child; resume_in_child({db!r}, 'child')"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["notes"] == ["final"]
+    assert result["messages"] == EXPECTED_AFTER_REVIEW
+    assert NOTES == []  # the parent never ran the tool
+    # The parent sees the child's finished run in the shared checkpoint.
+    assert shown(agent.get_state(cfg("child")).values) == EXPECTED_AFTER_REVIEW
+
+
+def test_hitl_refuses_wrong_decisions(db: str) -> None:
+    # (A failed resume keeps its value, as in LangGraph: each case on its own thread.)
+    agent = review_agent(SqliteSaver(db))
+    cases = [
+        ([{"type": "approve"}], r"Number of human decisions \(1\) does not match .* \(3\)"),
+        (
+            [{"type": "reject"}, {"type": "approve"}, {"type": "approve"}],
+            "Decision type 'reject' is not allowed for tool 'add'",
+        ),
+        ([{"type": "approve"}, {"type": "edit"}, {"type": "approve"}], "edited_action="),
+        ("yes", r"Command\(resume=\{'decisions'"),
+    ]
+    for i, (decisions, error) in enumerate(cases):
+        agent.invoke({"messages": [("user", "go")]}, cfg(f"bad{i}"))
+        resume = {"decisions": decisions} if isinstance(decisions, list) else decisions
+        with pytest.raises(ValueError, match=error):
+            agent.invoke(Command(resume=resume), cfg(f"bad{i}"))
+
+
+def test_hitl_calls_not_listed_run_without_review(db: str) -> None:
+    model = ScriptedChatModel([turn(call("add", "c1", a=1, b=1)), "two"])
+    agent = create_agent(
+        model,
+        [add, echo],
+        middleware=[HumanInTheLoopMiddleware(interrupt_on={"echo": True, "add": False})],
+        checkpointer=SqliteSaver(db),
+    )
+    out = agent.invoke({"messages": [("user", "x")]}, cfg())
+    assert "__interrupt__" not in out and out["messages"][-1].text == "two"
+
+
+# --- limits ---------------------------------------------------------------------------
+
+
+def always_add(messages: list[Any]) -> dict[str, Any]:
+    n = len(messages)
+    return turn(call("add", f"c{n}", a=n, b=1))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_model_call_limits_per_run_and_per_thread(mode: str, db: str) -> None:
+    model = ScriptedChatModel(always_add)
+    agent = create_agent(
+        model,
+        [add],
+        checkpointer=SqliteSaver(db),
+        middleware=[ModelCallLimitMiddleware(thread_limit=5, run_limit=3)],
+    )
+    out = run(agent, {"messages": [("user", "x")]}, cfg(), mode=mode)
+    assert len(model.calls) == 3
+    assert out["messages"][-1].text == "Model call limits exceeded: run limit (3/3)"
+    # The thread count survives the run (checkpointed); the run count starts over.
+    out = run(agent, {"messages": [("user", "again")]}, cfg(), mode=mode)
+    assert len(model.calls) == 5
+    assert out["messages"][-1].text == "Model call limits exceeded: thread limit (5/5)"
+    assert agent.get_state(cfg()).values["thread_model_call_count"] == 5
+
+
+def test_model_call_limit_error(db: str) -> None:
+    agent = create_agent(
+        ScriptedChatModel(always_add),
+        [add],
+        middleware=[ModelCallLimitMiddleware(run_limit=1, exit_behavior="error")],
+    )
+    with pytest.raises(ModelCallLimitExceededError, match=r"run limit \(1/1\)"):
+        agent.invoke({"messages": [("user", "x")]})
+    with pytest.raises(ValueError, match="At least one limit"):
+        ModelCallLimitMiddleware()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_tool_call_limit_blocks_the_calls_past_it(mode: str, db: str) -> None:
+    ran: list[int] = []
+
+    @tool
+    def count(n: int) -> int:
+        """Counts."""
+        ran.append(n)
+        return n
+
+    model = ScriptedChatModel(
+        [
+            turn(call("count", "a", n=1), call("count", "b", n=2), call("echo", "e", text="hi")),
+            turn(call("count", "c", n=3)),
+            "done",
+        ]
+    )
+    agent = create_agent(
+        model,
+        [count, echo],
+        checkpointer=SqliteSaver(db),
+        middleware=[ToolCallLimitMiddleware(tool_name="count", run_limit=2)],
+    )
+    out = run(agent, {"messages": [("user", "x")]}, cfg(), mode=mode)
+    assert sorted(ran) == [1, 2]  # the two calls of one message run concurrently
+    tools = {m.tool_call_id: (m.text, m.status) for m in out["messages"] if m.type == "tool"}
+    assert tools == {
+        "a": ("1", "success"),
+        "b": ("2", "success"),
+        "e": ("hi", "success"),
+        "c": ("Tool call limit exceeded. Do not call 'count' again.", "error"),
+    }
+    assert out["messages"][-1].text == "done"
+
+
+def test_tool_call_limit_end_and_error() -> None:
+    model = ScriptedChatModel(always_add)
+    agent = create_agent(
+        model, [add], middleware=[ToolCallLimitMiddleware(thread_limit=1, exit_behavior="end")]
+    )
+    out = agent.invoke({"messages": [("user", "x")]})
+    assert out["messages"][-1].text == "Tool call limit reached: thread limit exceeded (2/1 calls)."
+    assert len(model.calls) == 2
+    agent = create_agent(
+        ScriptedChatModel(always_add),
+        [add],
+        middleware=[ToolCallLimitMiddleware(run_limit=1, exit_behavior="error")],
+    )
+    with pytest.raises(ToolCallLimitExceededError, match=r"run limit exceeded \(2/1 calls\)"):
+        agent.invoke({"messages": [("user", "x")]})
+
+
+# --- retries and fallback -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_tool_retry(mode: str) -> None:
+    attempts: list[str] = []
+
+    @tool
+    def flaky(key: str) -> str:
+        """Fails twice for 'x', always for 'never'."""
+        attempts.append(key)
+        if key == "never" or attempts.count(key) < 3:
+            raise TimeoutError(f"slow {key}")
+        return f"got {key}"
+
+    model = ScriptedChatModel(
+        [turn(call("flaky", "c1", key="x"), call("flaky", "c2", key="never")), "done"]
+    )
+    agent = create_agent(
+        model, [flaky], middleware=[ToolRetryMiddleware(max_retries=2, initial_delay=0.0)]
+    )
+    out = run(agent, {"messages": [("user", "x")]}, mode=mode)
+    tools = {m.tool_call_id: (m.text, m.status) for m in out["messages"] if m.type == "tool"}
+    assert tools["c1"] == ("got x", "success")
+    assert tools["c2"] == (
+        "Tool 'flaky' failed after 3 attempts with TimeoutError: slow never. Please try again.",
+        "error",
+    )
+    assert attempts.count("x") == 3 and attempts.count("never") == 3
+
+
+def test_tool_retry_only_what_retry_on_names() -> None:
+    attempts: list[int] = []
+
+    @tool
+    def strict(n: int) -> int:
+        """Fails with a ValueError."""
+        attempts.append(n)
+        raise ValueError("no")
+
+    model = ScriptedChatModel([turn(call("strict", "c1", n=1)), "done"])
+    agent = create_agent(
+        model,
+        [strict],
+        middleware=[
+            ToolRetryMiddleware(max_retries=3, retry_on=(TimeoutError,), initial_delay=0.0)
+        ],
+    )
+    out = agent.invoke({"messages": [("user", "x")]})
+    assert attempts == [1]
+    assert out["messages"][2].status == "error" and "ValueError: no" in out["messages"][2].text
+    agent = create_agent(
+        ScriptedChatModel([turn(call("strict", "c1", n=1)), "done"]),
+        [strict],
+        middleware=[ToolRetryMiddleware(max_retries=0, on_failure="raise")],
+    )
+    # "raise" leaves the failure to the tools node, which reports it to the model.
+    out = agent.invoke({"messages": [("user", "x")]})
+    assert (
+        out["messages"][2].text
+        == "Error: tool `strict` failed: ValueError: no\n Please fix your mistakes."
+    )
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_model_retry_and_fallback(mode: str) -> None:
+    failures: list[int] = []
+
+    def flaky(messages: list[Any]) -> str:
+        failures.append(1)
+        if len(failures) < 3:
+            raise ConnectionError("try later")
+        return "third time"
+
+    agent = create_agent(
+        ScriptedChatModel(flaky),
+        [],
+        middleware=[ModelRetryMiddleware(max_retries=2, initial_delay=0.0)],
+    )
+    assert run(agent, {"messages": [("user", "x")]}, mode=mode)["messages"][-1].text == "third time"
+
+    def down(messages: list[Any]) -> str:
+        raise ConnectionError("down")
+
+    agent = create_agent(
+        ScriptedChatModel(down),
+        [],
+        middleware=[ModelRetryMiddleware(max_retries=1, initial_delay=0.0)],
+    )
+    out = run(agent, {"messages": [("user", "x")]}, mode=mode)
+    assert (
+        out["messages"][-1].text == "Model call failed after 2 attempts with ConnectionError: down"
+    )
+
+    backup = ScriptedChatModel(["from backup"])
+    agent = create_agent(
+        ScriptedChatModel(down),
+        [],
+        middleware=[ModelFallbackMiddleware(ScriptedChatModel(down), backup)],
+    )
+    assert (
+        run(agent, {"messages": [("user", "x")]}, mode=mode)["messages"][-1].text == "from backup"
+    )
+    agent = create_agent(
+        ScriptedChatModel(down), [], middleware=[ModelFallbackMiddleware(ScriptedChatModel([]))]
+    )
+    with pytest.raises(ModelError, match="ran out of responses"):
+        run(agent, {"messages": [("user", "x")]}, mode=mode)
+
+
+# --- summarization --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_summarization_keeps_the_thread_bounded(mode: str, db: str) -> None:
+    def model_fn(messages: list[Any]) -> Any:
+        if messages[-1].type == "human":
+            return turn(call("echo", f"c{len(messages)}", text=messages[-1].text))
+        return f"answered {messages[-1].text}"
+
+    summaries: list[str] = []
+
+    def summarizer(messages: list[Any]) -> str:
+        summaries.append(messages[0].text)
+        return f"summary #{len(summaries)}"
+
+    summarize = SummarizationMiddleware(
+        ScriptedChatModel(summarizer), trigger=("messages", 8), keep=("messages", 3)
+    )
+    model = ScriptedChatModel(model_fn)
+    agent = create_agent(model, [echo], middleware=[summarize], checkpointer=SqliteSaver(db))
+    for i in range(6):
+        run(agent, {"messages": [HumanMessage(content=f"q{i}")]}, cfg(), mode=mode)
+        state = agent.get_state(cfg()).values["messages"]
+        assert len(state) <= 8 + 3
+        # An AI message's tool calls are never cut from their ToolMessages.
+        for j, m in enumerate(state):
+            if m.type == "tool":
+                assert state[j - 1].type in ("ai", "tool"), [x.type for x in state]
+        assert state[0].type == "human"
+    assert summaries, "the thread never got long enough to summarize"
+    assert state[0].text.startswith("Here is a summary of the conversation to date:\n\nsummary #")
+    assert "human: q0" in summaries[0]
+    # The model was given the summary in place of the old messages.
+    assert any("summary #" in c[0][0].text for c in model.calls)
+
+
+def test_summarization_cut_moves_before_tool_messages() -> None:
+    s = SummarizationMiddleware(
+        ScriptedChatModel(["s"]), trigger=("messages", 1), keep=("messages", 2)
+    )
+    msgs = [
+        HumanMessage(content="a"),
+        AIMessage(
+            content="", tool_calls=[call("echo", "1", text="x"), call("echo", "2", text="y")]
+        ),
+        *[
+            __import__("ironloop").messages.ToolMessage(content=t, tool_call_id=i)
+            for i, t in (("1", "x"), ("2", "y"))
+        ],
+    ]
+    assert s._cutoff(msgs) == 1  # keeps the AI message with both of its results
+    with pytest.raises(ValueError, match="needs trigger"):
+        SummarizationMiddleware(ScriptedChatModel([]))
+
+
+# --- tool permissions -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_tool_permissions(mode: str) -> None:
+    ran: list[str] = []
+
+    @tool
+    def bash(cmd: str) -> str:
+        """Runs a command."""
+        ran.append(cmd)
+        return "ran"
+
+    model = ScriptedChatModel(
+        [turn(call("bash", "c1", cmd="rm -rf /"), call("echo", "c2", text="hi")), "ok"]
+    )
+    agent = create_agent(
+        model,
+        [bash, echo, add],
+        middleware=[ToolPermissions(deny=["bash"]), ToolPermissions(allow_only=["bash", "echo"])],
+    )
+    out = run(agent, {"messages": [("user", "x")]}, mode=mode)
+    assert [t["function"]["name"] for t in model.calls[0][1]] == ["echo"]
+    assert ran == []
+    tools = {m.tool_call_id: m for m in out["messages"] if m.type == "tool"}
+    assert tools["c1"].status == "error"
+    assert "not allowed" in tools["c1"].text and "deny list" in tools["c1"].text
+    assert tools["c2"].text == "hi"
+    with pytest.raises(ValueError, match=r"tools the agent does not have: \['sh'\]"):
+        create_agent(model, [bash], middleware=[ToolPermissions(deny=["sh"])])
+
+
+def test_tool_node_permissions_change_at_the_next_step() -> None:
+    ran: list[str] = []
+
+    @tool
+    def bash(cmd: str) -> str:
+        """Runs a command."""
+        ran.append(cmd)
+        return f"ran {cmd}"
+
+    node = ToolNode([bash, echo], allow_only=["echo"])
+    assert node.allow_only == ["echo"] and node.deny == []
+
+    def script(messages: list[Any]) -> Any:
+        n = len(messages)
+        if n == 1:
+            return turn(call("bash", "c1", cmd="ls"))
+        if n == 3:
+            node.allow_only = None  # a person widens the permissions mid-run
+            node.deny = ["echo"]
+            return turn(call("bash", "c2", cmd="pwd"), call("echo", "c3", text="x"))
+        return "done"
+
+    model = ScriptedChatModel(script)
+    out = create_agent(model, node).invoke({"messages": [("user", "x")]})
+    assert ran == ["pwd"]
+    assert [t["function"]["name"] for t in model.calls[0][1]] == ["echo"]
+    assert [t["function"]["name"] for t in model.calls[2][1]] == ["bash"]
+    tools = {m.tool_call_id: m for m in out["messages"] if m.type == "tool"}
+    assert tools["c1"].status == "error" and "allow list" in tools["c1"].text
+    assert tools["c2"].text == "ran pwd"
+    assert tools["c3"].status == "error" and "deny list" in tools["c3"].text
+    # The same lists hold for the node on its own (Rust checks each call).
+    node.deny = ["bash"]
+    res = node.invoke(
+        {"messages": [AIMessage(content="", tool_calls=[call("bash", "z", cmd="rm")])]}
+    )
+    assert res["messages"][0].status == "error" and ran == ["pwd"]
+    with pytest.raises(TypeError, match="list of tool names"):
+        ToolNode([bash], deny="bash")  # type: ignore[arg-type]
+
+
+def test_async_tools_node_with_permissions() -> None:
+    @tool
+    async def slow(n: int) -> int:
+        """Sleeps a little."""
+        await asyncio.sleep(0.01)
+        return n
+
+    node = ToolNode([slow, echo], deny=["echo"])
+    msg = AIMessage(content="", tool_calls=[call("slow", "a", n=1), call("echo", "b", text="t")])
+    out = asyncio.run(node.ainvoke({"messages": [msg]}))
+    assert (out["messages"][0].text, out["messages"][0].status) == ("1", "success")
+    assert out["messages"][1].status == "error"
+
+
+def test_approval_example_runs() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(HERE.parent.parent / "examples" / "approval_agent.py")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "paused for review of 3 call(s):" in out
+    assert "decisions: approve, edit, reject" in out
+    assert (
+        "[error] write_file: User rejected the tool call for `write_file` with reason: never write"
+        in out
+    )
+    assert "LICENSE: 'MIT License'" in out  # the reviewer's edit is what was written
+    assert "CHANGELOG.md: '# Changelog" in out
+    assert "secrets.env" not in out.split("files:")[1]  # the rejected write never ran
+    assert "Wrote 2 of 3 files" in out
+    offered = out.split("tools offered to the model: ")[1].splitlines()[0].split(", ")
+    assert "bash" not in offered and "write_file" in offered
