@@ -17,6 +17,7 @@ pub mod message;
 pub mod model;
 pub mod prebuilt;
 pub mod registry;
+pub mod secrets;
 pub mod sources;
 pub mod tool;
 

@@ -6,8 +6,7 @@ use async_trait::async_trait;
 use eventsource_stream::Event;
 use serde_json::{json, Map, Value};
 
-use super::http::{endpoint, Transport};
-use super::secrets::Secrets;
+use super::http::{endpoint, model_secrets, Transport};
 use super::sse::{chat_stream, event_json, SseParser};
 use super::{
     ai_message, check_finish, finish_tool_call, resolve_key, ChatChunk, ChatModel, ChatRequest,
@@ -89,7 +88,7 @@ impl AnthropicChat {
         if let Some(k) = &key {
             headers.push(("x-api-key".into(), k.clone()));
         }
-        let secrets = Secrets::new(key.as_deref(), &settings.headers, &url);
+        let secrets = model_secrets(key.as_deref(), &settings.headers, &url);
         let transport = Transport::new(
             PROVIDER,
             url,

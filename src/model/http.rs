@@ -8,8 +8,8 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use serde_json::Value;
 
 use super::retry::{parse_retry_after, RetryPolicy};
-use super::secrets::Secrets;
 use super::{error_detail, shorten, ModelError};
+use crate::secrets::Secrets;
 
 /// Installs rustls' `ring` provider as the process default, once (reqwest is built
 /// without a provider of its own, to keep the aws-lc-rs C build out).
@@ -26,6 +26,17 @@ fn install_crypto_provider() {
 pub(crate) fn client_builder() -> reqwest::ClientBuilder {
     install_crypto_provider();
     reqwest::Client::builder().user_agent(concat!("ironloop/", env!("CARGO_PKG_VERSION")))
+}
+
+/// What a model's errors must not show: its key, the user's header values, and the
+/// base URL's password and query values.
+pub(crate) fn model_secrets(key: Option<&str>, headers: &[(String, String)], url: &str) -> Secrets {
+    let mut values: Vec<String> = headers.iter().map(|(_, v)| v.clone()).collect();
+    if let Ok(u) = reqwest::Url::parse(url) {
+        values.extend(u.password().map(str::to_owned));
+        values.extend(u.query_pairs().map(|(_, v)| v.into_owned()));
+    }
+    Secrets::new(key.map(str::to_owned), values)
 }
 
 /// `base` (an API root, perhaps with a query such as Azure's `?api-version=`) with
@@ -256,5 +267,27 @@ impl Transport {
             }
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_keep_the_query_and_secrets_come_from_the_url() {
+        assert_eq!(
+            endpoint("https://h/v1/?api-version=1", "/chat/completions"),
+            "https://h/v1/chat/completions?api-version=1"
+        );
+        let s = model_secrets(
+            Some("sk-key-123"),
+            &[("x-extra".into(), "extra-secret-value".into())],
+            "https://user:hunter2hunter2@host/v1?key=query-secret-1&v=1",
+        );
+        assert_eq!(
+            s.redact("sk-key-123 extra-secret-value hunter2hunter2 query-secret-1 v=1"),
+            "[redacted] [redacted] [redacted] [redacted] v=1"
+        );
     }
 }

@@ -29,7 +29,6 @@ mod anthropic;
 pub(crate) mod http;
 mod openai;
 mod retry;
-mod secrets;
 mod sse;
 
 use std::pin::Pin;
@@ -137,7 +136,7 @@ impl ModelError {
     }
 
     /// The same error with every secret in its text replaced.
-    pub(crate) fn redact(self, secrets: &secrets::Secrets) -> Self {
+    pub(crate) fn redact(self, secrets: &crate::secrets::Secrets) -> Self {
         let r = |s: String| secrets.redact(&s);
         match self {
             ModelError::Api {
@@ -592,7 +591,10 @@ mod tests {
             message: "Incorrect API key provided: sk-secret-123".into(),
             retry_after: None,
         }
-        .redact(&secrets::Secrets::new(Some("sk-secret-123"), &[], ""));
+        .redact(&crate::secrets::Secrets::new(
+            ["sk-secret-123".to_owned()],
+            [],
+        ));
         let text = e.to_string();
         assert!(!text.contains("sk-secret-123"), "{text}");
         assert!(text.contains("HTTP 401 (invalid_request_error)"), "{text}");

@@ -3,7 +3,7 @@
 //! idle time limit between events, and a stream that ends before the provider's
 //! end marker is an error, not a short answer.
 
-use super::secrets::Secrets;
+use crate::secrets::Secrets;
 use std::collections::VecDeque;
 use std::time::Duration;
 

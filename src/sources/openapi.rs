@@ -85,6 +85,7 @@ use thiserror::Error;
 
 use crate::message::Content;
 use crate::model::http::client_builder;
+use crate::secrets::Secrets;
 use crate::tool::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
 
 /// The default time limit of one call.
@@ -1271,7 +1272,7 @@ struct Http {
     client: reqwest::Client,
     headers: HeaderMap,
     /// Credential values (and their token halves) to scrub from results and errors.
-    secrets: Vec<String>,
+    secrets: Secrets,
 }
 
 fn is_secret_header(name: &str) -> bool {
@@ -1310,15 +1311,12 @@ impl Http {
                 value.set_sensitive(true);
                 for s in std::iter::once(v.as_str()).chain(v.split_once(' ').map(|(_, t)| t.trim()))
                 {
-                    if s.len() >= 4 && !secrets.iter().any(|x| x == s) {
-                        secrets.push(s.to_string());
-                    }
+                    secrets.push(s.to_string());
                 }
             }
             headers.append(name, value);
         }
-        // Longest first, so a token inside a longer value is not half-replaced.
-        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        let secrets = Secrets::new(secrets, []);
         let client = client_builder()
             .connect_timeout(
                 options
@@ -1336,13 +1334,7 @@ impl Http {
     }
 
     fn redact(&self, text: &str) -> String {
-        let mut out = text.to_string();
-        for s in &self.secrets {
-            if out.contains(s.as_str()) {
-                out = out.replace(s.as_str(), "[redacted]");
-            }
-        }
-        out
+        self.secrets.redact(text)
     }
 }
 
@@ -1602,6 +1594,19 @@ impl OpenApiTool {
             if total > MAX_READ_BYTES {
                 complete = false;
                 break;
+            }
+        }
+        // Scrubbed before the body is cut for the model (`max_output_bytes`): a
+        // secret cut in half would not be found afterwards.
+        if !http.secrets.is_empty() {
+            if let Ok(t) = std::str::from_utf8(&bytes) {
+                let r = if bytes.len() < total {
+                    http.secrets.redact_cut(t)
+                } else {
+                    http.secrets.redact(t)
+                };
+                total = total - bytes.len() + r.len();
+                bytes = r.into_bytes();
             }
         }
         let rendered = render_body(

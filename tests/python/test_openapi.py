@@ -357,6 +357,24 @@ def test_credentials_never_reach_the_model(store: PetStore) -> None:
     assert store.requests[-1]["headers"]["x-api-key"] == "key-abcdef-123456"
 
 
+@pytest.mark.parametrize("max_bytes", range(40, 80, 3))
+def test_a_credential_cut_by_max_output_bytes_is_scrubbed(store: PetStore, max_bytes: int) -> None:
+    # The server echoes the Authorization header; unscrubbed, the body would be cut to
+    # max_bytes inside the echoed key for most of these sizes: no piece of it may
+    # reach the model (it is scrubbed before the cut).
+    wrong = "sk-wrong-9876543210fedcba"
+    pets = OpenApiToolset.from_file(
+        SPEC_30,
+        base_url=f"{store.url}/api/v1",
+        headers={"Authorization": f"Bearer {wrong}"},
+        max_output_bytes=max_bytes,
+    )
+    [m] = run(ToolNode(pets.tools), ("createPet", {"body": {"name": "Nemo"}}))
+    assert m.status == "error" and "HTTP 401" in m.text, m.text
+    for n in range(6, len(wrong) + 1):
+        assert wrong[:n] not in m.text, (n, m.text)
+
+
 def test_called_directly(pets: OpenApiToolset) -> None:
     show = pets["showPetById"]
     assert show(petId=1) == {
