@@ -27,11 +27,37 @@ struct Stored {
 #[derive(Default)]
 struct Thread {
     records: Vec<Stored>,
+    /// Record positions by id, kept only once a thread has [`INDEX_FROM`] records:
+    /// below that a scan is as fast, and most threads are short (W6 counts the bytes
+    /// of thousands of them).
     index: HashMap<Box<str>, usize>,
     pending: HashMap<Box<str>, Vec<PendingWrite>>,
 }
 
+/// The number of records from which a thread keeps an index of them.
+const INDEX_FROM: usize = 32;
+
 impl Thread {
+    /// The position of record `id`.
+    fn find(&self, id: &str) -> Option<usize> {
+        if self.records.len() >= INDEX_FROM {
+            return self.index.get(id).copied();
+        }
+        self.records.iter().rposition(|r| &*r.id == id)
+    }
+
+    fn push(&mut self, stored: Stored) {
+        self.records.push(stored);
+        let n = self.records.len();
+        if n == INDEX_FROM {
+            self.index = (self.records.iter().enumerate())
+                .map(|(i, r)| (r.id.clone(), i))
+                .collect();
+        } else if n > INDEX_FROM {
+            self.index.insert(self.records[n - 1].id.clone(), n - 1);
+        }
+    }
+
     fn parse(&self, i: usize) -> Result<CheckpointRecord> {
         serde_json::from_str(&self.records[i].json).map_err(|e| {
             CheckpointError::serialization(format!(
@@ -84,7 +110,7 @@ impl MemorySaver {
         })?;
         self.open_with(|ts| {
             let t = ts.entry(thread_id.to_owned()).or_default();
-            if let Some(&i) = t.index.get(record.id.as_str()) {
+            if let Some(i) = t.find(record.id.as_str()) {
                 return if *t.records[i].json == *json {
                     Ok(())
                 } else {
@@ -101,12 +127,14 @@ impl MemorySaver {
             }
             if let Some(p) = &record.parent_id {
                 t.pending.remove(p.as_str());
+                if t.pending.is_empty() {
+                    // Give the table's memory back: most threads have no pending writes.
+                    t.pending = HashMap::new();
+                }
             }
             let parent = record.parent_id.map(Into::into);
-            let id: Box<str> = record.id.into();
-            t.index.insert(id.clone(), t.records.len());
-            t.records.push(Stored {
-                id,
+            t.push(Stored {
+                id: record.id.into(),
                 parent,
                 json: json.into(),
             });
@@ -125,7 +153,7 @@ impl MemorySaver {
         self.open_with(|ts| {
             let not_found = || CheckpointError::not_found(thread_id, id);
             let t = ts.get(thread_id).ok_or_else(not_found)?;
-            let mut cur = Some(*t.index.get(id).ok_or_else(not_found)?);
+            let mut cur = Some(t.find(id).ok_or_else(not_found)?);
             let mut out = Vec::new();
             while let Some(i) = cur {
                 out.push(t.parse(i)?);
@@ -135,7 +163,7 @@ impl MemorySaver {
                 }
                 cur = match &stored.parent {
                     None => None,
-                    Some(p) => Some(*t.index.get(p).ok_or_else(|| {
+                    Some(p) => Some(t.find(p).ok_or_else(|| {
                         CheckpointError::storage(format!(
                             "MemorySaver: checkpoint chain is broken: the ancestor {p:?} of \
                              {id:?} is missing in thread {thread_id:?}"
@@ -248,7 +276,7 @@ impl Checkpointer for MemorySaver {
                 return Ok(None);
             };
             let i = match id {
-                Some(id) => t.index.get(id).copied(),
+                Some(id) => t.find(id),
                 None => t.records.len().checked_sub(1),
             };
             i.map(|i| t.parse(i)).transpose()
@@ -277,9 +305,7 @@ impl Checkpointer for MemorySaver {
             let Some(t) = ts.get(thread_id) else {
                 return Ok(Vec::new());
             };
-            let end = before
-                .and_then(|b| t.index.get(b).copied())
-                .unwrap_or(t.records.len());
+            let end = before.and_then(|b| t.find(b)).unwrap_or(t.records.len());
             (0..end)
                 .rev()
                 .take(limit.unwrap_or(usize::MAX))
