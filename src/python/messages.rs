@@ -1,4 +1,4 @@
-//! Message classes for Python, and message-like values to and from them. Each object
+//! Message classes for Python (message-like values are read in `coerce.rs`). Each object
 //! wraps a shared `Arc<Message>`: handing a history between Rust and Python copies
 //! pointers, never the messages.
 
@@ -6,12 +6,13 @@ use std::sync::Arc;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyDict, PyList};
 use serde_json::Value;
 
+use super::coerce::{self, is_langchain_message, message_from_py};
 use super::convert::{
-    content_from_py, content_to_py, get_item, invalid_tool_calls_from_py, status_from_str,
-    tool_call_to_py, tool_calls_from_py, usage_from_py, value_from_py, value_to_py,
+    content_from_py, content_to_py, invalid_tool_calls_from_py, status_from_str, tool_call_to_py,
+    tool_calls_from_py, usage_from_py, value_from_py, value_to_py,
 };
 use crate::message::{Content, Message, MessageKind, ToolStatus};
 
@@ -505,140 +506,6 @@ impl PyRemoveMessage {
     }
 }
 
-/// Any message-like input as a shared message: an ironloop message (no copy), a
-/// `(role, content)` tuple, a `{"role", "content", ...}` dict, a plain string (a human
-/// message), or a langchain-core message (duck-typed on `.type` and `.content`).
-pub fn message_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Arc<Message>> {
-    if let Ok(m) = obj.cast::<PyMessage>() {
-        return Ok(m.borrow().inner.clone());
-    }
-    if let Ok(s) = obj.cast::<PyString>() {
-        return Ok(Arc::new(Message::human(s.to_str()?)));
-    }
-    if let Ok(t) = obj.cast::<PyTuple>() {
-        if t.len() != 2 {
-            return Err(PyValueError::new_err(
-                "a message tuple must be (role, content), e.g. ('user', 'hello')",
-            ));
-        }
-        let role: String = t.get_item(0)?.extract()?;
-        let content = content_from_py(&t.get_item(1)?)?;
-        return from_role(&role, content, None).map(Arc::new);
-    }
-    if let Ok(d) = obj.cast::<PyDict>() {
-        let role: String = get_item(d, "role")?
-            .or(get_item(d, "type")?)
-            .ok_or_else(|| {
-                PyValueError::new_err(
-                    "a message dict needs a 'role' (user, assistant, system, tool), \
-                     e.g. {'role': 'user', 'content': 'hello'}",
-                )
-            })?
-            .extract()?;
-        let content = match get_item(d, "content")? {
-            Some(c) => content_from_py(&c)?,
-            None => Content::default(),
-        };
-        return from_role(&role, content, Some(d)).map(Arc::new);
-    }
-    // langchain-core messages and look-alikes.
-    if let (Ok(ty), Ok(content)) = (obj.getattr("type"), obj.getattr("content")) {
-        if let Ok(ty) = ty.extract::<String>() {
-            let d = PyDict::new(obj.py());
-            for k in [
-                "id",
-                "name",
-                "tool_calls",
-                "invalid_tool_calls",
-                "usage_metadata",
-                "tool_call_id",
-                "status",
-                "artifact",
-            ] {
-                if let Ok(v) = obj.getattr(k) {
-                    d.set_item(k, v)?;
-                }
-            }
-            let role = match ty.as_str() {
-                // langchain-core's chunks and its free-role ChatMessage.
-                "AIMessageChunk" => "ai".to_owned(),
-                "HumanMessageChunk" => "human".to_owned(),
-                "SystemMessageChunk" => "system".to_owned(),
-                "ToolMessageChunk" => "tool".to_owned(),
-                "chat" | "ChatMessageChunk" => obj.getattr("role")?.extract()?,
-                _ => ty,
-            };
-            return from_role(&role, content_from_py(&content)?, Some(&d)).map(Arc::new);
-        }
-    }
-    let ty = obj.get_type().name()?.to_string();
-    Err(PyTypeError::new_err(format!(
-        "cannot use a {ty} as a message: pass a message object (HumanMessage, AIMessage, ...), \
-         a (role, content) tuple or a {{'role': ..., 'content': ...}} dict"
-    )))
-}
-
-fn from_role(role: &str, content: Content, d: Option<&Bound<'_, PyDict>>) -> PyResult<Message> {
-    let field = |k: &str| -> PyResult<Option<Bound<'_, PyAny>>> {
-        match d {
-            Some(d) => get_item(d, k),
-            None => Ok(None),
-        }
-    };
-    let kind = match role {
-        "user" | "human" => MessageKind::Human,
-        "assistant" | "ai" => MessageKind::Ai {
-            tool_calls: tool_calls_from_py(field("tool_calls")?.as_ref())?,
-            invalid_tool_calls: invalid_tool_calls_from_py(field("invalid_tool_calls")?.as_ref())?,
-            usage: usage_from_py(field("usage_metadata")?.as_ref())?,
-        },
-        "remove" => MessageKind::Remove,
-        "system" | "developer" => MessageKind::System,
-        "tool" => MessageKind::Tool {
-            tool_call_id: field("tool_call_id")?
-                .ok_or_else(|| PyValueError::new_err("a tool message needs a 'tool_call_id'"))?
-                .extract()?,
-            status: match field("status")? {
-                Some(s) => status_from_str(&s.extract::<String>()?)?,
-                None => ToolStatus::Success,
-            },
-            artifact: match field("artifact")? {
-                Some(a) => Some(value_from_py(&a, "artifact")?),
-                None => None,
-            },
-        },
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "unknown message role {other:?}: use 'user', 'assistant', 'system' or 'tool'"
-            )))
-        }
-    };
-    let mut m = Message {
-        id: crate::message::new_id(),
-        name: None,
-        content,
-        kind,
-    };
-    if let Some(id) = field("id")? {
-        m.id = id.extract()?;
-    }
-    if let Some(n) = field("name")? {
-        m.name = Some(n.extract()?);
-    }
-    Ok(m)
-}
-
-/// Whether `obj` is a langchain-core message. Only asks when langchain-core is
-/// already imported (a langchain object cannot exist otherwise); never imports it.
-fn is_langchain_message(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
-    let py = obj.py();
-    let modules = py.import("sys")?.getattr("modules")?;
-    match modules.get_item("langchain_core.messages.base") {
-        Ok(m) => obj.is_instance(&m.getattr("BaseMessage")?),
-        Err(_) => Ok(false),
-    }
-}
-
 pub fn messages_to_py<'py>(py: Python<'py>, ms: &[Arc<Message>]) -> PyResult<Bound<'py, PyList>> {
     let list = PyList::empty(py);
     for m in ms {
@@ -647,34 +514,9 @@ pub fn messages_to_py<'py>(py: Python<'py>, ms: &[Arc<Message>]) -> PyResult<Bou
     Ok(list)
 }
 
-/// Any message-like value as an ironloop message object.
-#[pyfunction]
-fn _coerce_message<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-    if obj.cast::<PyMessage>().is_ok() {
-        return Ok(obj.clone());
-    }
-    message_to_py(py, message_from_py(obj)?)
-}
-
-/// A list of message-likes as message objects (the same objects where they are
-/// messages already), in one call.
-#[pyfunction]
-fn _coerce_messages<'py>(py: Python<'py>, seq: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-    let out = PyList::empty(py);
-    for item in seq.try_iter()? {
-        let item = item?;
-        if item.cast::<PyMessage>().is_ok() {
-            out.append(item)?;
-        } else {
-            out.append(message_to_py(py, message_from_py(&item)?)?)?;
-        }
-    }
-    Ok(out)
-}
-
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(_coerce_message, m)?)?;
-    m.add_function(wrap_pyfunction!(_coerce_messages, m)?)?;
+    m.add_function(wrap_pyfunction!(coerce::_coerce_message, m)?)?;
+    m.add_function(wrap_pyfunction!(coerce::_coerce_messages, m)?)?;
     m.add_class::<PyMessage>()?;
     m.add_class::<PyHumanMessage>()?;
     m.add_class::<PySystemMessage>()?;

@@ -3,6 +3,7 @@
 
 mod aio;
 mod args;
+mod coerce;
 mod context;
 mod convert;
 mod env;

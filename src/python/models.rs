@@ -14,9 +14,10 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::args::Timeout;
+use super::coerce::message_from_py;
 use super::convert::value_from_py;
 use super::errors::Class;
-use super::messages::{message_from_py, message_to_py};
+use super::messages::message_to_py;
 use super::runtime::{block_on, runtime};
 use crate::message::{Content, Message, MessageKind};
 use crate::model::{

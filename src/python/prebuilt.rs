@@ -11,7 +11,8 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList};
 
-use super::messages::{message_from_py, messages_to_py};
+use super::coerce::message_from_py;
+use super::messages::messages_to_py;
 use crate::graph::MessageList;
 use crate::message::Message;
 

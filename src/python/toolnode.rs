@@ -8,10 +8,11 @@ use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple, PyType};
 
+use super::coerce::message_from_py;
 use super::convert::tool_call_from_py;
 use super::env::PyRunEnv;
 use super::helpers::helpers;
-use super::messages::{message_from_py, messages_to_py};
+use super::messages::messages_to_py;
 use super::native_tool::NativeTool;
 use super::pytool::{PyPayload, PyTool};
 use super::runtime::{block_on, can_drive_inline, drive_inline, runtime};

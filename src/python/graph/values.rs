@@ -9,10 +9,10 @@ use pyo3::prelude::*;
 use pyo3::types::{IntoPyDict, PyDict, PyList, PyString, PyTuple};
 use serde_json::Value;
 
+use super::super::coerce::message_from_py;
 use super::super::convert::{json_from_py, value_to_py};
 use super::super::errors::Class;
 use super::super::helpers::helpers;
-use super::super::messages::message_from_py;
 use super::super::messages::message_to_py;
 use super::super::toolnode::command_class;
 use crate::checkpoint::CheckpointError;
