@@ -6,7 +6,7 @@ a renamed helper fails here rather than in the middle of a run. Not public API.
 
 from __future__ import annotations
 
-from ironloop import _runtime, _serde
+from ironloop import _logs, _runtime, _serde  # noqa: F401  (_logs: level changes reach Rust)
 from ironloop._ironloop import _install_helpers
 from ironloop._state import as_update
 from ironloop.errors import GraphInterrupt, ParentCommand

@@ -147,10 +147,12 @@ impl Transport {
             }
             src = s.source();
         }
-        self.redact(ModelError::Connection {
+        let e = self.redact(ModelError::Connection {
             provider: self.provider,
             message,
-        })
+        });
+        log::warn!("{e}");
+        e
     }
 
     /// The error for a response with a failure status.
@@ -187,8 +189,7 @@ impl Transport {
                         return Err(e);
                     };
                     log::info!(
-                        "{}: {} — retry {} of {} in {:.2}s",
-                        self.provider,
+                        "{} — retry {} of {} in {:.2}s",
                         e,
                         n + 1,
                         self.retry.max_retries,

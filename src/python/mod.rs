@@ -10,6 +10,7 @@ mod env;
 mod errors;
 mod graph;
 mod helpers;
+mod logs;
 mod mcp;
 mod messages;
 mod models;
@@ -26,6 +27,7 @@ use pyo3::prelude::*;
 #[pymodule]
 #[pyo3(name = "_ironloop")]
 fn ironloop_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    logs::register(m)?;
     messages::register(m)?;
     m.add_class::<context::PyToolContext>()?;
     m.add_class::<toolnode::ToolNodeCore>()?;

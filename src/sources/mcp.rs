@@ -589,7 +589,10 @@ impl RmcpSession {
                 code: d.code.0,
                 message: d.message.to_string(),
             },
-            ServiceError::TransportClosed => McpError::Closed { server },
+            ServiceError::TransportClosed => {
+                log::warn!("the MCP server {server} closed the connection");
+                McpError::Closed { server }
+            }
             ServiceError::Cancelled { .. } => McpError::Cancelled { server },
             _ if self.is_closed() => McpError::Closed { server },
             other => McpError::Protocol {

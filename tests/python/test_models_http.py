@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import threading
 import time
 from collections import deque
@@ -1090,3 +1091,50 @@ def test_bind_tools(server: Loopback) -> None:
     body = server.requests[0]["body"]
     assert body["tools"] == [now.to_openai()]
     assert body["tool_choice"] == {"type": "function", "function": {"name": "now"}}
+
+
+# --------------------------------------------------------------------------- logging
+
+
+def test_retries_and_dropped_connections_reach_python_logging(
+    server: Loopback, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Rust-side records land on ``ironloop.*`` loggers at levels that make sense."""
+    caplog.set_level(logging.INFO, logger="ironloop")
+    for _ in range(2):
+        server.json({"error": {"message": "overloaded"}}, status=503, headers={"retry-after": "0"})
+    server.json(oa_completion("fine"))
+    assert openai(server, max_retries=2).invoke("hi").text == "fine"
+    retries = [r for r in caplog.records if "retry" in r.getMessage()]
+    assert [r.levelno for r in retries] == [logging.INFO, logging.INFO]
+    assert all(r.name.startswith("ironloop.model") for r in retries), [r.name for r in retries]
+    assert "retry 1 of 2" in retries[0].getMessage()
+    assert "retry 2 of 2" in retries[1].getMessage()
+
+    # Nothing listens on this port: the connection fails, which is a warning.
+    caplog.clear()
+    dead = OpenAIChat(
+        "gpt-4o-mini", base_url="http://127.0.0.1:9/v1", api_key=OPENAI_KEY, max_retries=0
+    )
+    with pytest.raises(ModelError):
+        dead.invoke("hi")
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings and warnings[0].name.startswith("ironloop.model")
+    assert all(OPENAI_KEY not in r.getMessage() for r in caplog.records)
+
+
+def test_a_level_change_after_the_first_record_takes_effect(
+    server: Loopback, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The Rust side caches levels; changing a level in Python drops that cache."""
+    caplog.set_level(logging.WARNING, logger="ironloop")
+    server.json({"error": {"message": "busy"}}, status=503, headers={"retry-after": "0"})
+    server.json(oa_completion("one"))
+    openai(server, max_retries=1).invoke("hi")
+    assert not [r for r in caplog.records if "retry" in r.getMessage()]
+
+    caplog.set_level(logging.INFO, logger="ironloop")  # Logger.setLevel underneath
+    server.json({"error": {"message": "busy"}}, status=503, headers={"retry-after": "0"})
+    server.json(oa_completion("two"))
+    openai(server, max_retries=1).invoke("hi")
+    assert [r.levelno for r in caplog.records if "retry" in r.getMessage()] == [logging.INFO]
