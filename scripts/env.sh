@@ -27,4 +27,7 @@ build_and_install() {
   maturin build --release --quiet -o "$IRONLOOP_CACHE/wheels"
   python -m pip install -q --force-reinstall --no-deps "$IRONLOOP_CACHE"/wheels/ironloop-*.whl
   python -m pip install -q "$IRONLOOP_CACHE"/wheels/ironloop-*.whl
+  # tests/python/test_wheel.py installs this same wheel into a venv with no Rust.
+  export IRONLOOP_WHEEL
+  IRONLOOP_WHEEL="$(ls "$IRONLOOP_CACHE"/wheels/ironloop-*.whl)"
 }
