@@ -176,6 +176,87 @@ pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub total_tokens: u64,
+    /// Input tokens read from the provider's prompt cache (counted in `input_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read: Option<u64>,
+    /// Input tokens written to the provider's prompt cache (counted in `input_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_creation: Option<u64>,
+    /// Output tokens spent on reasoning (counted in `output_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<u64>,
+}
+
+impl Usage {
+    /// Counts without details; the total is their sum.
+    pub fn new(input_tokens: u64, output_tokens: u64) -> Usage {
+        Usage {
+            input_tokens,
+            output_tokens,
+            total_tokens: input_tokens + output_tokens,
+            ..Default::default()
+        }
+    }
+
+    /// langchain-core's `UsageMetadata` shape: the three counts, plus
+    /// `input_token_details` (`cache_read`, `cache_creation`) and
+    /// `output_token_details` (`reasoning`) when the provider reported them.
+    pub fn to_langchain(&self) -> Value {
+        let mut v = serde_json::json!({
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "total_tokens": self.total_tokens,
+        });
+        let mut input = serde_json::Map::new();
+        if let Some(n) = self.cache_read {
+            input.insert("cache_read".into(), n.into());
+        }
+        if let Some(n) = self.cache_creation {
+            input.insert("cache_creation".into(), n.into());
+        }
+        if !input.is_empty() {
+            v["input_token_details"] = Value::Object(input);
+        }
+        if let Some(n) = self.reasoning {
+            v["output_token_details"] = serde_json::json!({ "reasoning": n });
+        }
+        v
+    }
+
+    /// The inverse of [`Usage::to_langchain`]; a missing total is the sum.
+    pub fn from_langchain(v: &Value) -> Usage {
+        let n = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
+        let detail =
+            |group: &str, k: &str| v.get(group).and_then(|d| d.get(k)).and_then(Value::as_u64);
+        let (i, o) = (n("input_tokens"), n("output_tokens"));
+        Usage {
+            input_tokens: i,
+            output_tokens: o,
+            total_tokens: v
+                .get("total_tokens")
+                .and_then(Value::as_u64)
+                .unwrap_or(i + o),
+            cache_read: detail("input_token_details", "cache_read"),
+            cache_creation: detail("input_token_details", "cache_creation"),
+            reasoning: detail("output_token_details", "reasoning"),
+        }
+    }
+
+    /// Adds `other` to these counts (a run's total over its model calls).
+    pub fn add(&mut self, other: &Usage) {
+        fn plus(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+            match (a, b) {
+                (None, None) => None,
+                (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+            }
+        }
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.total_tokens += other.total_tokens;
+        self.cache_read = plus(self.cache_read, other.cache_read);
+        self.cache_creation = plus(self.cache_creation, other.cache_creation);
+        self.reasoning = plus(self.reasoning, other.reasoning);
+    }
 }
 
 /// What kind of message this is, with the fields only that kind has.

@@ -125,7 +125,12 @@ async fn tool_use_answer_and_request_shape() {
         .with_tools(tools())
         .with_tool_choice(ToolChoice::Required)
         .with_parallel_tool_calls(false);
-    let m = model(&server).invoke(req).await.unwrap();
+    // The request's own shape, without prompt-caching breakpoints.
+    let m = model(&server)
+        .with_prompt_caching(false)
+        .invoke(req)
+        .await
+        .unwrap();
     assert_eq!(m.content.text(), "I'll check both.");
     let calls = m.tool_calls();
     assert_eq!(calls.len(), 2);

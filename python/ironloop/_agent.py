@@ -283,11 +283,24 @@ def named(msg: AIMessage, name: str | None) -> AIMessage:
     return msg
 
 
+def _joins_chunks(scratch: Any, model: Any, method: str) -> bool:
+    """Whether the agent streams ``model`` itself and joins its chunks: under
+    ``stream_mode="messages"``, for a model that can stream and does not stream from
+    its own ``invoke`` (ironloop's HTTP models do, and return the provider's whole
+    message)."""
+    return (
+        scratch is not None
+        and scratch.streams_messages
+        and hasattr(model, method)
+        and not getattr(model, "_streams_in_invoke", False)
+    )
+
+
 def call_model(model: Any, messages: list[Any], tools: Any, **kwargs: Any) -> AIMessage:
     """One model call; under ``stream_mode="messages"`` its chunks go to that stream as
     they arrive (when the model can stream)."""
     scratch = task_var.get(None)
-    if scratch is not None and scratch.streams_messages and hasattr(model, "stream"):
+    if _joins_chunks(scratch, model, "stream"):
         chunks = []
         for chunk in model.stream(messages, tools=tools, **kwargs):
             chunk = _as_ai(chunk)
@@ -304,7 +317,7 @@ def call_model(model: Any, messages: list[Any], tools: Any, **kwargs: Any) -> AI
 async def acall_model(model: Any, messages: list[Any], tools: Any, **kwargs: Any) -> AIMessage:
     """The async form of :func:`call_model`."""
     scratch = task_var.get(None)
-    if scratch is not None and scratch.streams_messages and hasattr(model, "astream"):
+    if _joins_chunks(scratch, model, "astream"):
         chunks = []
         async for chunk in model.astream(messages, tools=tools, **kwargs):
             chunk = _as_ai(chunk)

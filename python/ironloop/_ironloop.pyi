@@ -2,7 +2,7 @@
 
 import asyncio
 import os
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Literal, final
 
 from typing_extensions import disjoint_base
@@ -402,6 +402,8 @@ class _ChatModelCore:
         max_retries: int = 2,
         parallel_tool_calls: bool | None = None,
         headers: list[tuple[str, str]] | None = None,
+        thinking: Mapping[str, Any] | None = None,
+        prompt_caching: bool | None = None,
     ) -> _ChatModelCore: ...
     @property
     def provider(self) -> str: ...

@@ -205,6 +205,11 @@ def _schema_of(response_format: Any) -> Any:
 class _HTTPChatModel:
     """The shared half of :class:`OpenAIChat` and :class:`AnthropicChat`."""
 
+    #: ``invoke`` streams to ``stream_mode="messages"`` by itself and returns the
+    #: provider's whole message (reasoning signatures included), so agents call it
+    #: rather than joining chunks.
+    _streams_in_invoke = True
+
     _provider = ""
 
     def __init__(
@@ -234,6 +239,7 @@ class _HTTPChatModel:
             max_retries=max_retries,
             parallel_tool_calls=parallel_tool_calls,
             headers=list((default_headers or {}).items()),
+            **getattr(self, "_anthropic", {}),
         )
         self.model_kwargs: dict[str, Any] = dict(model_kwargs or {})
 
@@ -373,6 +379,7 @@ class _BoundModel:
         self.tools = tools
         self.tool_choice = tool_choice
         self.kwargs = kwargs
+        self._streams_in_invoke = model._streams_in_invoke
 
     def _merge(self, tools: Any, tool_choice: Any, kw: dict[str, Any]) -> tuple[Any, Any, Any]:
         return (
@@ -441,10 +448,20 @@ class AnthropicChat(_HTTPChatModel):
 
     The key comes from ``api_key`` or ``ANTHROPIC_API_KEY`` (``base_url`` from
     ``ANTHROPIC_BASE_URL``, default ``https://api.anthropic.com``). System messages
-    become the ``system`` field, tool results ``tool_result`` blocks; ``max_tokens``
-    defaults to 4096 (the API requires one). ``response_format`` is answered through
+    become the ``system`` field, tool results ``tool_result`` blocks (images in a
+    tool's result go as image blocks); ``max_tokens`` defaults to 4096 (the API
+    requires one) plus the thinking budget. ``response_format`` is answered through
     a forced tool call whose input is the structured answer, returned as JSON text.
     Retries, timeouts and errors as :class:`OpenAIChat`.
+
+    ``thinking={"type": "enabled", "budget_tokens": N}`` turns on extended thinking:
+    the answer's content is then a list of blocks, the ``thinking`` blocks (with
+    their signatures) first, kept on the ``AIMessage`` and sent back unchanged, as
+    the API requires during tool use; streamed, they arrive as chunks whose content
+    is a ``{"type": "thinking", "thinking", "index"}`` block. ``prompt_caching``
+    (on by default) marks the system prompt, the last tool and the latest turn with
+    ``cache_control`` breakpoints; cache reads and writes show in ``usage_metadata``
+    under ``input_token_details``.
 
     Example:
         >>> from ironloop.models import AnthropicChat
@@ -453,6 +470,36 @@ class AnthropicChat(_HTTPChatModel):
     """
 
     _provider = "anthropic"
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        timeout: float | None = 60.0,
+        max_retries: int = 2,
+        parallel_tool_calls: bool | None = None,
+        default_headers: Mapping[str, str] | None = None,
+        model_kwargs: Mapping[str, Any] | None = None,
+        thinking: Mapping[str, Any] | None = None,
+        prompt_caching: bool = True,
+    ) -> None:
+        self._anthropic = {"thinking": thinking, "prompt_caching": prompt_caching}
+        super().__init__(
+            model,
+            base_url,
+            api_key,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            timeout=timeout,
+            max_retries=max_retries,
+            parallel_tool_calls=parallel_tool_calls,
+            default_headers=default_headers,
+            model_kwargs=model_kwargs,
+        )
 
 
 def init_model(model: Any) -> Any:

@@ -9,8 +9,9 @@ use serde_json::{json, Map, Value};
 use super::http::{endpoint, model_secrets, Transport};
 use super::sse::{chat_stream, event_json, SseParser};
 use super::{
-    ai_message, check_finish, finish_tool_call, resolve_key, ChatChunk, ChatModel, ChatRequest,
-    ChatStream, Finish, HttpSettings, ModelError, ResponseFormat,
+    ai_message, check_finish, finish_tool_call, is_reasoning_block, resolve_key, with_reasoning,
+    ChatChunk, ChatModel, ChatRequest, ChatStream, Finish, HttpSettings, ModelError,
+    ResponseFormat,
 };
 use crate::message::{Content, ContentPart, Message, MessageKind, ToolStatus, Usage};
 use crate::tool::ToolChoice;
@@ -34,6 +35,12 @@ pub struct AnthropicChat {
     model: String,
     settings: HttpSettings,
     transport: Transport,
+    /// Extended thinking, sent as the request's `thinking` field unless a call sets
+    /// its own (`{"type": "enabled", "budget_tokens": N}`).
+    thinking: Option<Value>,
+    /// Prompt-caching breakpoints on the system prompt, the tools and the latest
+    /// turn (on by default).
+    prompt_caching: bool,
 }
 
 impl std::fmt::Debug for AnthropicChat {
@@ -101,7 +108,24 @@ impl AnthropicChat {
             model,
             settings,
             transport,
+            thinking: None,
+            prompt_caching: true,
         })
+    }
+
+    /// Turns extended thinking on for every request (`{"type": "enabled",
+    /// "budget_tokens": N}`), or off with `None`.
+    pub fn with_thinking(mut self, thinking: Option<Value>) -> Self {
+        self.thinking = thinking;
+        self
+    }
+
+    /// Whether requests carry `cache_control` breakpoints (system prompt, last tool,
+    /// latest turn). On by default: a prompt below the model's cacheable minimum is
+    /// simply not cached, and a cache read costs a tenth of the input price.
+    pub fn with_prompt_caching(mut self, on: bool) -> Self {
+        self.prompt_caching = on;
+        self
     }
 
     /// The endpoint requests go to.
@@ -122,16 +146,44 @@ impl AnthropicChat {
     fn body(&self, req: &ChatRequest, stream: bool) -> (Value, Option<Structured>) {
         let mut body = Map::new();
         body.insert("model".into(), json!(self.model));
+        let thinking = req.extra.get("thinking").or(self.thinking.as_ref());
+        // `max_tokens` must exceed the thinking budget; the default leaves room for
+        // an answer after it.
+        let budget = thinking
+            .and_then(|t| t.get("budget_tokens"))
+            .and_then(Value::as_u64)
+            .map_or(0, |b| b.min(u64::from(u32::MAX / 2)) as u32);
         body.insert(
             "max_tokens".into(),
             json!(req
                 .max_tokens
                 .or(self.settings.max_tokens)
-                .unwrap_or(DEFAULT_MAX_TOKENS)),
+                .unwrap_or(DEFAULT_MAX_TOKENS + budget)),
         );
-        let (system, messages) = messages_to_anthropic(&req.messages);
+        if let Some(t) = &self.thinking {
+            body.insert("thinking".into(), t.clone());
+        }
+        let (system, mut messages) = messages_to_anthropic(&req.messages);
         if let Some(s) = system {
-            body.insert("system".into(), json!(s));
+            body.insert(
+                "system".into(),
+                if self.prompt_caching {
+                    json!([{"type": "text", "text": s, "cache_control": ephemeral()}])
+                } else {
+                    json!(s)
+                },
+            );
+        }
+        if self.prompt_caching {
+            // The latest turn: its last block that may carry a breakpoint.
+            if let Some(block) = messages
+                .last_mut()
+                .and_then(|m| m.get_mut("content"))
+                .and_then(Value::as_array_mut)
+                .and_then(|b| b.iter_mut().rev().find(|b| !is_reasoning_block(b)))
+            {
+                block["cache_control"] = ephemeral();
+            }
         }
         body.insert("messages".into(), Value::Array(messages));
         let mut tools: Vec<Value> = req.tools.iter().map(|t| t.to_anthropic()).collect();
@@ -151,6 +203,11 @@ impl AnthropicChat {
             .parallel_tool_calls
             .or(self.settings.parallel_tool_calls);
         if !tools.is_empty() {
+            if self.prompt_caching {
+                if let Some(last) = tools.last_mut() {
+                    last["cache_control"] = ephemeral();
+                }
+            }
             body.insert("tools".into(), Value::Array(tools));
             if parallel == Some(false) {
                 let mut c = choice.unwrap_or_else(|| json!({"type": "auto"}));
@@ -266,9 +323,22 @@ fn part_to_anthropic(p: &ContentPart) -> Option<Value> {
                 };
                 url.map(image_block)
             }
+            // Another provider's reasoning means nothing here (and is refused).
+            Some("reasoning") => None,
+            // A streamed chunk's block carries its position; the API refuses it.
+            Some("thinking") if value.get("index").is_some() => {
+                let mut v = value.clone();
+                v.as_object_mut().map(|o| o.remove("index"));
+                Some(v)
+            }
             _ => Some(value.clone()),
         },
     }
+}
+
+/// A prompt-caching breakpoint (the default, 5-minute cache).
+fn ephemeral() -> Value {
+    json!({"type": "ephemeral"})
 }
 
 fn image_block(url: &str) -> Value {
@@ -329,9 +399,19 @@ pub(crate) fn messages_to_anthropic(
                 ..
             } => {
                 let mut block = json!({"type": "tool_result", "tool_use_id": tool_call_id});
-                let text = m.content.text();
-                if !text.is_empty() {
-                    block["content"] = json!(text);
+                match &m.content {
+                    // Images (and other blocks) in a tool's result go as blocks.
+                    Content::Parts(parts)
+                        if parts.iter().any(|p| !matches!(p, ContentPart::Text { .. })) =>
+                    {
+                        block["content"] = Value::Array(content_blocks(&m.content));
+                    }
+                    c => {
+                        let text = c.text();
+                        if !text.is_empty() {
+                            block["content"] = json!(text);
+                        }
+                    }
                 }
                 if *status == ToolStatus::Error {
                     block["is_error"] = json!(true);
@@ -371,13 +451,16 @@ fn usage_from(u: &Value) -> Option<Usage> {
     if !u.is_object() {
         return None;
     }
-    let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
-    let input = n("input_tokens") + n("cache_creation_input_tokens") + n("cache_read_input_tokens");
-    let output = n("output_tokens");
+    let n = |k: &str| u.get(k).and_then(Value::as_u64);
+    let (read, created) = (
+        n("cache_read_input_tokens"),
+        n("cache_creation_input_tokens"),
+    );
+    let input = n("input_tokens").unwrap_or(0) + read.unwrap_or(0) + created.unwrap_or(0);
     Some(Usage {
-        input_tokens: input,
-        output_tokens: output,
-        total_tokens: input + output,
+        cache_read: read,
+        cache_creation: created,
+        ..Usage::new(input, n("output_tokens").unwrap_or(0))
     })
 }
 
@@ -427,8 +510,10 @@ fn parse_response(
     let mut text = String::new();
     let mut calls = Vec::new();
     let mut invalid = Vec::new();
+    let mut reasoning = Vec::new();
     for b in blocks {
         match b.get("type").and_then(Value::as_str) {
+            Some("thinking" | "redacted_thinking") => reasoning.push(b.clone()),
             Some("text") if structured.is_none() => {
                 text.push_str(b.get("text").and_then(Value::as_str).unwrap_or(""))
             }
@@ -448,7 +533,7 @@ fn parse_response(
                     Err(i) => invalid.push(i),
                 }
             }
-            // Thinking, server-tool and other blocks are not kept.
+            // Server-tool and other blocks are not kept.
             _ => {}
         }
     }
@@ -456,11 +541,17 @@ fn parse_response(
     let usage = v.get("usage").and_then(usage_from);
     let m = ai_message(id, text, calls, invalid, usage);
     check_finish(PROVIDER, finish_kind(reason), reason, &m)?;
-    Ok(m)
+    Ok(with_reasoning(m, reasoning))
 }
 
 enum Block {
     Text,
+    Thinking {
+        thinking: String,
+        signature: String,
+    },
+    /// Kept verbatim: its `data` is encrypted and must go back unchanged.
+    Redacted(Value),
     Tool {
         id: Option<String>,
         name: Option<String>,
@@ -533,6 +624,23 @@ impl SseParser for StreamParser {
                         }
                         Block::Text
                     }
+                    Some("thinking") => {
+                        let t = b.get("thinking").and_then(Value::as_str).unwrap_or("");
+                        if !t.is_empty() {
+                            out.push(ChatChunk::Reasoning(
+                                json!({"type": "thinking", "thinking": t, "index": index}),
+                            ));
+                        }
+                        Block::Thinking {
+                            thinking: t.to_owned(),
+                            signature: b
+                                .get("signature")
+                                .and_then(Value::as_str)
+                                .unwrap_or("")
+                                .to_owned(),
+                        }
+                    }
+                    Some("redacted_thinking") => Block::Redacted(b.clone()),
                     Some("tool_use") => {
                         let id = b.get("id").and_then(Value::as_str).map(str::to_owned);
                         let name = b.get("name").and_then(Value::as_str).map(str::to_owned);
@@ -592,12 +700,25 @@ impl SseParser for StreamParser {
                             });
                         }
                     }
-                    (Some("text_delta" | "input_json_delta"), None) => {
+                    (Some("thinking_delta"), Some(Block::Thinking { thinking, .. })) => {
+                        let t = d.get("thinking").and_then(Value::as_str).unwrap_or("");
+                        if !t.is_empty() {
+                            thinking.push_str(t);
+                            out.push(ChatChunk::Reasoning(json!({
+                                "type": "thinking", "thinking": t, "index": index.unwrap_or(0)
+                            })));
+                        }
+                    }
+                    (Some("signature_delta"), Some(Block::Thinking { signature, .. })) => {
+                        signature
+                            .push_str(d.get("signature").and_then(Value::as_str).unwrap_or(""));
+                    }
+                    (Some("text_delta" | "input_json_delta" | "thinking_delta"), None) => {
                         return Err(shape_error(format!(
                             "a content_block_delta for block {index:?}, which never started"
                         )))
                     }
-                    // thinking / signature / citations deltas are not kept.
+                    // Citations and deltas of later block types are not kept.
                     _ => {}
                 }
             }
@@ -639,24 +760,34 @@ impl SseParser for StreamParser {
         let mut text = std::mem::take(&mut self.text);
         let mut calls = Vec::new();
         let mut invalid = Vec::new();
+        let mut reasoning = Vec::new();
         for (_, b) in std::mem::take(&mut self.blocks) {
-            if let Block::Tool {
-                id,
-                name,
-                json,
-                structured,
-            } = b
-            {
-                if structured {
-                    if let Some(s) = &self.structured {
-                        text = structured_text(s, &json);
+            match b {
+                Block::Thinking {
+                    thinking,
+                    signature,
+                } => reasoning.push(
+                    json!({"type": "thinking", "thinking": thinking, "signature": signature}),
+                ),
+                Block::Redacted(v) => reasoning.push(v),
+                Block::Tool {
+                    id,
+                    name,
+                    json,
+                    structured,
+                } => {
+                    if structured {
+                        if let Some(s) = &self.structured {
+                            text = structured_text(s, &json);
+                        }
+                        continue;
                     }
-                    continue;
+                    match finish_tool_call(id, name, &json) {
+                        Ok(c) => calls.push(c),
+                        Err(i) => invalid.push(i),
+                    }
                 }
-                match finish_tool_call(id, name, &json) {
-                    Ok(c) => calls.push(c),
-                    Err(i) => invalid.push(i),
-                }
+                Block::Text | Block::Other => {}
             }
         }
         let usage = match (&self.input_usage, self.output_tokens) {
@@ -672,7 +803,7 @@ impl SseParser for StreamParser {
         let m = ai_message(self.id.clone(), text, calls, invalid, usage);
         let reason = self.stop_reason.as_deref();
         check_finish(PROVIDER, finish_kind(reason), reason, &m)?;
-        Ok(m)
+        Ok(with_reasoning(m, reasoning))
     }
 }
 

@@ -41,7 +41,7 @@ use futures::Stream;
 use serde_json::{Map, Value};
 use thiserror::Error;
 
-use crate::message::{Content, InvalidToolCall, Message, MessageKind, Usage};
+use crate::message::{Content, ContentPart, InvalidToolCall, Message, MessageKind, Usage};
 use crate::tool::{ToolCall, ToolChoice, ToolDefinition};
 
 pub use anthropic::{AnthropicChat, ANTHROPIC_DEFAULT_BASE_URL, ANTHROPIC_VERSION};
@@ -264,6 +264,10 @@ pub enum ChatChunk {
         name: Option<String>,
         arguments: String,
     },
+    /// A piece of reasoning as it arrives, as a content block:
+    /// `{"type": "thinking", "thinking", "index"}` (Anthropic) or
+    /// `{"type": "reasoning", "reasoning"}` (OpenAI-compatible `reasoning_content`).
+    Reasoning(Value),
     /// The end: the whole message, with the text, the assembled tool calls, the calls
     /// whose arguments could not be parsed, and the usage.
     Done(Message),
@@ -463,6 +467,36 @@ pub(crate) fn ai_message(
             usage,
         },
     }
+}
+
+/// `m` with its content led by the response's reasoning blocks: Anthropic's
+/// `thinking` / `redacted_thinking` blocks (kept verbatim with their signatures,
+/// which the API wants back unchanged during tool use) or `{"type": "reasoning"}`
+/// from OpenAI-compatible servers' `reasoning_content`. As in langchain-anthropic,
+/// such a message's content is then a list of blocks, its text the text blocks.
+pub(crate) fn with_reasoning(mut m: Message, blocks: Vec<Value>) -> Message {
+    if blocks.is_empty() {
+        return m;
+    }
+    let text = m.content.text();
+    let mut parts: Vec<ContentPart> = blocks
+        .into_iter()
+        .map(|value| ContentPart::Json { value })
+        .collect();
+    if !text.is_empty() {
+        parts.push(ContentPart::Text { text });
+    }
+    m.content = Content::Parts(parts);
+    m
+}
+
+/// Whether a content block is reasoning (never sent to a provider that did not
+/// write it).
+pub(crate) fn is_reasoning_block(v: &Value) -> bool {
+    matches!(
+        v.get("type").and_then(Value::as_str),
+        Some("thinking" | "redacted_thinking" | "reasoning")
+    )
 }
 
 /// How a response ended, as far as ironloop cares.

@@ -9,8 +9,8 @@ use serde_json::{json, Map, Value};
 use super::http::{endpoint, model_secrets, Transport};
 use super::sse::{chat_stream, event_json, SseParser};
 use super::{
-    ai_message, check_finish, finish_tool_call, resolve_key, ChatChunk, ChatModel, ChatRequest,
-    ChatStream, Finish, HttpSettings, ModelError,
+    ai_message, check_finish, finish_tool_call, resolve_key, with_reasoning, ChatChunk, ChatModel,
+    ChatRequest, ChatStream, Finish, HttpSettings, ModelError,
 };
 use crate::message::{Content, ContentPart, InvalidToolCall, Message, MessageKind, Usage};
 use crate::tool::ToolCall;
@@ -282,14 +282,26 @@ fn usage_from(v: &Value) -> Option<Usage> {
     let u = v.get("usage").filter(|u| u.is_object())?;
     let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
     let (i, o) = (n("prompt_tokens"), n("completion_tokens"));
+    let detail = |p: &str| u.pointer(p).and_then(Value::as_u64);
     Some(Usage {
-        input_tokens: i,
-        output_tokens: o,
         total_tokens: u
             .get("total_tokens")
             .and_then(Value::as_u64)
             .unwrap_or(i + o),
+        cache_read: detail("/prompt_tokens_details/cached_tokens"),
+        reasoning: detail("/completion_tokens_details/reasoning_tokens"),
+        ..Usage::new(i, o)
     })
+}
+
+/// The reasoning text OpenAI-compatible servers add beside the content:
+/// `reasoning_content` (DeepSeek, vLLM, llama.cpp) or `reasoning` (OpenRouter, newer
+/// vLLM). OpenAI's own API does not return it.
+fn reasoning_of(msg: &Value) -> Option<&str> {
+    ["reasoning_content", "reasoning"]
+        .iter()
+        .find_map(|k| msg.get(*k).and_then(Value::as_str))
+        .filter(|r| !r.is_empty())
 }
 
 fn text_of(content: Option<&Value>) -> String {
@@ -371,7 +383,8 @@ pub(crate) fn parse_response(id: String, v: &Value) -> Result<Message, ModelErro
     let reason = choice.get("finish_reason").and_then(Value::as_str);
     let m = ai_message(id, text, calls, invalid, usage_from(v));
     check_finish(PROVIDER, finish_kind(reason), reason, &m)?;
-    Ok(m)
+    let reasoning = reasoning_of(msg).map(|r| vec![json!({"type": "reasoning", "reasoning": r})]);
+    Ok(with_reasoning(m, reasoning.unwrap_or_default()))
 }
 
 #[derive(Default)]
@@ -385,6 +398,7 @@ struct PartialCall {
 pub(crate) struct StreamParser {
     id: String,
     text: String,
+    reasoning: String,
     calls: Vec<PartialCall>,
     finish_reason: Option<String>,
     usage: Option<Usage>,
@@ -395,6 +409,7 @@ impl StreamParser {
         StreamParser {
             id,
             text: String::new(),
+            reasoning: String::new(),
             calls: Vec::new(),
             finish_reason: None,
             usage: None,
@@ -475,6 +490,12 @@ impl SseParser for StreamParser {
                 continue;
             }
             if let Some(delta) = choice.get("delta") {
+                if let Some(r) = reasoning_of(delta) {
+                    self.reasoning.push_str(r);
+                    out.push(ChatChunk::Reasoning(
+                        json!({"type": "reasoning", "reasoning": r}),
+                    ));
+                }
                 let piece = text_of(delta.get("content"));
                 let piece = if piece.is_empty() {
                     delta
@@ -528,7 +549,15 @@ impl SseParser for StreamParser {
         );
         let reason = self.finish_reason.as_deref();
         check_finish(PROVIDER, finish_kind(reason), reason, &m)?;
-        Ok(m)
+        let reasoning = std::mem::take(&mut self.reasoning);
+        Ok(if reasoning.is_empty() {
+            m
+        } else {
+            with_reasoning(
+                m,
+                vec![json!({"type": "reasoning", "reasoning": reasoning})],
+            )
+        })
     }
 }
 

@@ -283,17 +283,7 @@ pub fn usage_from_py(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Usage>> 
         return Ok(None);
     };
     let v = value_from_py(o, "usage_metadata")?;
-    let n = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
-    let (i, out) = (n("input_tokens"), n("output_tokens"));
-    let total = v
-        .get("total_tokens")
-        .and_then(Value::as_u64)
-        .unwrap_or(i + out);
-    Ok(Some(Usage {
-        input_tokens: i,
-        output_tokens: out,
-        total_tokens: total,
-    }))
+    Ok(Some(Usage::from_langchain(&v)))
 }
 
 pub fn status_from_str(s: &str) -> PyResult<ToolStatus> {

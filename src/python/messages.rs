@@ -423,10 +423,7 @@ impl PyAIMessage {
         py: Python<'py>,
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
         if let MessageKind::Ai { usage: Some(u), .. } = &slf.as_super().inner.kind {
-            let d = PyDict::new(py);
-            d.set_item("input_tokens", u.input_tokens)?;
-            d.set_item("output_tokens", u.output_tokens)?;
-            d.set_item("total_tokens", u.total_tokens)?;
+            let d = pythonize::pythonize(py, &u.to_langchain())?.cast_into::<PyDict>()?;
             return Ok(Some(d));
         }
         Ok(None)

@@ -19,7 +19,7 @@ use super::convert::value_from_py;
 use super::errors::Class;
 use super::messages::message_to_py;
 use super::runtime::{block_on, runtime};
-use crate::message::{Content, Message, MessageKind};
+use crate::message::{Content, ContentPart, Message, MessageKind};
 use crate::model::{
     AnthropicChat, ChatChunk, ChatModel, ChatRequest, HttpSettings, ModelError, OpenAIChat,
     ResponseFormat, RetryPolicy,
@@ -218,7 +218,8 @@ impl ChatModelCore {
     #[new]
     #[pyo3(signature = (provider, model, *, base_url = None, api_key = None, temperature = None,
                         max_tokens = None, timeout = DEFAULT_TIMEOUT, max_retries = 2,
-                        parallel_tool_calls = None, headers = None))]
+                        parallel_tool_calls = None, headers = None, thinking = None,
+                        prompt_caching = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         provider: &str,
@@ -231,7 +232,18 @@ impl ChatModelCore {
         max_retries: u32,
         parallel_tool_calls: Option<bool>,
         headers: Option<Vec<(String, String)>>,
+        thinking: Option<&Bound<'_, PyAny>>,
+        prompt_caching: Option<bool>,
     ) -> PyResult<Self> {
+        let thinking = match thinking.filter(|t| !t.is_none()) {
+            None => None,
+            Some(t) => match value_from_py(t, "thinking")? {
+                v @ Value::Object(_) => Some(v),
+                _ => return Err(PyTypeError::new_err(
+                    "thinking must be a dict such as {'type': 'enabled', 'budget_tokens': 2048}",
+                )),
+            },
+        };
         let settings = HttpSettings {
             base_url,
             api_key,
@@ -246,13 +258,24 @@ impl ChatModelCore {
             parallel_tool_calls,
         };
         let (model, url): (Arc<dyn ChatModel>, String) = match provider {
+            "openai" if thinking.is_some() || prompt_caching.is_some() => {
+                return Err(ModelError::Config(
+                    "thinking= and prompt_caching= are AnthropicChat settings; an \
+                     OpenAI-compatible server's reasoning comes back by itself \
+                     (reasoning_content), and OpenAI caches prompts without being asked"
+                        .into(),
+                )
+                .into())
+            }
             "openai" => {
                 let m = OpenAIChat::new(model, settings)?;
                 let url = m.shown_url();
                 (Arc::new(m), url)
             }
             "anthropic" => {
-                let m = AnthropicChat::new(model, settings)?;
+                let m = AnthropicChat::new(model, settings)?
+                    .with_thinking(thinking)
+                    .with_prompt_caching(prompt_caching.unwrap_or(true));
                 let url = m.shown_url();
                 (Arc::new(m), url)
             }
@@ -356,6 +379,11 @@ enum Pumped {
         id: String,
         text: String,
     },
+    /// A reasoning block's piece: a chunk whose content is that block.
+    Reasoning {
+        id: String,
+        block: Value,
+    },
     /// The whole message, and the part of its text not streamed as `Text` before.
     Done {
         message: Message,
@@ -394,6 +422,10 @@ async fn pump(model: Arc<dyn ChatModel>, req: ChatRequest, tx: mpsc::Sender<Pump
                     text,
                 }
             }
+            Some(Ok(ChatChunk::Reasoning(block))) => Pumped::Reasoning {
+                id: id.clone(),
+                block,
+            },
             Some(Ok(ChatChunk::ToolCallDelta { .. })) => continue,
             Some(Ok(ChatChunk::Done(message))) => {
                 let full = message.content.text();
@@ -422,6 +454,14 @@ fn chunk_to_py(
         Some(Pumped::Error(e)) => Err(e.into()),
         Some(Pumped::Text { id, text }) => {
             let mut m = Message::ai(text, Vec::new());
+            m.id = id;
+            Ok(Some(message_to_py(py, Arc::new(m))?.unbind()))
+        }
+        Some(Pumped::Reasoning { id, block }) => {
+            let mut m = Message::ai(
+                Content::Parts(vec![ContentPart::Json { value: block }]),
+                Vec::new(),
+            );
             m.id = id;
             Ok(Some(message_to_py(py, Arc::new(m))?.unbind()))
         }

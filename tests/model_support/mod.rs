@@ -94,6 +94,8 @@ pub struct Streamed {
     pub texts: Vec<String>,
     /// How many tool-call deltas came.
     pub deltas: usize,
+    /// The reasoning blocks' pieces, in order.
+    pub reasoning: Vec<serde_json::Value>,
     /// The final message.
     pub done: Option<Message>,
 }
@@ -102,12 +104,14 @@ pub async fn read_stream(mut s: ChatStream) -> Streamed {
     let mut out = Streamed {
         texts: Vec::new(),
         deltas: 0,
+        reasoning: Vec::new(),
         done: None,
     };
     while let Some(c) = s.next().await {
         match c.unwrap() {
             ChatChunk::Text(t) => out.texts.push(t),
             ChatChunk::ToolCallDelta { .. } => out.deltas += 1,
+            ChatChunk::Reasoning(b) => out.reasoning.push(b),
             ChatChunk::Done(m) => out.done = Some(m),
         }
     }

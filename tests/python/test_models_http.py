@@ -450,7 +450,14 @@ def test_openai_request_shape_and_parallel_tool_calls(server: Loopback) -> None:
         ("add", {"a": 2, "b": 3}, "call_abc"),
         ("now", {}, "call_def"),
     ]
-    assert msg.usage_metadata == {"input_tokens": 1117, "output_tokens": 46, "total_tokens": 1163}
+    # Detail counts as langchain-openai reports them (OpenAI sends them, zero or not).
+    assert msg.usage_metadata == {
+        "input_tokens": 1117,
+        "output_tokens": 46,
+        "total_tokens": 1163,
+        "input_token_details": {"cache_read": 0},
+        "output_token_details": {"reasoning": 0},
+    }
 
     (req,) = server.requests
     assert req["path"] == "/v1/chat/completions"
@@ -812,7 +819,7 @@ def test_anthropic_request_shape_and_tool_use(server: Loopback) -> None:
         ToolMessage(content="11:59", tool_call_id="toolu_0", name="now"),
         ToolMessage(content="boom", tool_call_id="toolu_1", name="add", status="error"),
     ]
-    msg = anthropic(server).invoke(
+    msg = anthropic(server, prompt_caching=False).invoke(
         history, tools=[add, now], tool_choice="required", parallel_tool_calls=True
     )
     assert msg.text == "Both at once."
@@ -820,7 +827,12 @@ def test_anthropic_request_shape_and_tool_use(server: Loopback) -> None:
         ("add", {"a": 2, "b": 3}, "toolu_01A"),
         ("now", {}, "toolu_01B"),
     ]
-    assert msg.usage_metadata == {"input_tokens": 2095, "output_tokens": 503, "total_tokens": 2598}
+    assert msg.usage_metadata == {
+        "input_tokens": 2095,
+        "output_tokens": 503,
+        "total_tokens": 2598,
+        "input_token_details": {"cache_read": 0, "cache_creation": 0},
+    }
     (req,) = server.requests
     assert req["path"] == "/v1/messages"
     assert req["headers"]["x-api-key"] == ANTHROPIC_KEY
@@ -997,7 +1009,14 @@ async def test_react_agent_astream_messages_with_anthropic(server: Loopback) -> 
     second = server.requests[1]["body"]["messages"]
     assert second[-1] == {
         "role": "user",
-        "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "12:00"}],
+        "content": [
+            {
+                "type": "tool_result",
+                "tool_use_id": "toolu_1",
+                "content": "12:00",
+                "cache_control": {"type": "ephemeral"},  # the latest turn: a breakpoint
+            }
+        ],
     }
 
 
@@ -1013,7 +1032,9 @@ def test_react_agent_round_trip_with_anthropic(server: Loopback) -> None:
         {"messages": [("user", "4+5?")]}
     )
     assert out["messages"][-1].content == "9"
-    assert server.requests[1]["body"]["system"] == "Be brief."
+    assert server.requests[1]["body"]["system"] == [
+        {"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}
+    ]
 
 
 def test_custom_graph_node_calling_invoke_streams_tokens(server: Loopback) -> None:
@@ -1138,3 +1159,189 @@ def test_a_level_change_after_the_first_record_takes_effect(
     server.json(oa_completion("two"))
     openai(server, max_retries=1).invoke("hi")
     assert [r.levelno for r in caplog.records if "retry" in r.getMessage()] == [logging.INFO]
+
+
+# --------------------------------------------------------------------------- reasoning, caching, images
+
+SIGNATURE = "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds"
+
+
+def streamed(model: Any, messages: Any) -> tuple[list[Any], Any]:
+    """The model's chunks as an agent streams them, and the message the state keeps."""
+    chunks, final = [], None
+    agent = create_react_agent(model, [])
+    for mode, data in agent.stream({"messages": messages}, stream_mode=["messages", "values"]):
+        if mode == "messages":
+            chunks.append(data[0])
+        else:
+            final = data
+    assert final is not None
+    return chunks, final["messages"][-1]
+
+
+THINKING = {"type": "enabled", "budget_tokens": 2048}
+
+
+def test_anthropic_thinking_blocks_are_kept_and_sent_back_during_tool_use(
+    server: Loopback,
+) -> None:
+    thought = {"type": "thinking", "thinking": "4 plus 5; use add.", "signature": SIGNATURE}
+    redacted = {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix/LafPsn4a"}
+    server.json(
+        an_message(
+            [
+                thought,
+                redacted,
+                {"type": "tool_use", "id": "toolu_1", "name": "add", "input": {"a": 4, "b": 5}},
+            ],
+            stop="tool_use",
+        )
+    )
+    server.json(an_message([thought, {"type": "text", "text": "9"}]))
+    model = anthropic(server, thinking=THINKING)
+    out = create_react_agent(model, [add]).invoke({"messages": [("user", "4+5?")]})
+
+    first = server.requests[0]["body"]
+    assert first["thinking"] == THINKING
+    assert first["max_tokens"] == 4096 + 2048  # room for an answer after the budget
+    # The answer keeps its thinking, signatures included, before its text.
+    ai_call, answer = out["messages"][1], out["messages"][-1]
+    assert ai_call.content == [thought, redacted]
+    assert answer.content == [thought, {"type": "text", "text": "9"}]
+    assert answer.text == "9"
+    # During tool use the thinking goes back unchanged, before the tool_use block.
+    assistant = server.requests[1]["body"]["messages"][1]
+    assert assistant["role"] == "assistant"
+    assert assistant["content"][:2] == [thought, redacted]
+    assert assistant["content"][2]["type"] == "tool_use"
+
+
+def test_anthropic_thinking_streams_as_reasoning_chunks(server: Loopback) -> None:
+    def delta(index: int, d: dict[str, Any]) -> str:
+        return an_event(
+            "content_block_delta", {"type": "content_block_delta", "index": index, "delta": d}
+        )
+
+    def start(index: int, block: dict[str, Any]) -> str:
+        return an_event(
+            "content_block_start",
+            {"type": "content_block_start", "index": index, "content_block": block},
+        )
+
+    server.sse(
+        [
+            an_start(),
+            start(0, {"type": "thinking", "thinking": ""}),
+            delta(0, {"type": "thinking_delta", "thinking": "Two plus "}),
+            delta(0, {"type": "thinking_delta", "thinking": "two is four."}),
+            delta(0, {"type": "signature_delta", "signature": SIGNATURE}),
+            an_event("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            start(1, {"type": "text", "text": ""}),
+            delta(1, {"type": "text_delta", "text": "4"}),
+            an_event("content_block_stop", {"type": "content_block_stop", "index": 1}),
+            *an_end("end_turn"),
+        ]
+    )
+    chunks, whole = streamed(anthropic(server, thinking=THINKING), "2+2?")
+    reasoning = [c.content[0]["thinking"] for c in chunks if isinstance(c.content, list)]
+    assert reasoning == ["Two plus ", "two is four."]
+    assert [c.content[0]["index"] for c in chunks if isinstance(c.content, list)] == [0, 0]
+    assert "".join(c.text for c in chunks) == "4"
+    assert whole.content == [
+        {"type": "thinking", "thinking": "Two plus two is four.", "signature": SIGNATURE},
+        {"type": "text", "text": "4"},
+    ]
+
+
+def test_anthropic_prompt_caching_breakpoints_and_cache_usage(server: Loopback) -> None:
+    usage = {
+        "input_tokens": 20,
+        "output_tokens": 5,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 2000,
+    }
+    server.json({**an_message([{"type": "text", "text": "ok"}]), "usage": usage})
+    server.json(an_message([{"type": "text", "text": "ok"}]))
+    history = [("system", "You are terse."), ("user", "hi"), ("ai", "hello"), ("user", "again")]
+    msg = anthropic(server).invoke(history, tools=[add, now])
+    body = server.requests[0]["body"]
+    ephemeral = {"type": "ephemeral"}
+    assert body["system"] == [
+        {"type": "text", "text": "You are terse.", "cache_control": ephemeral}
+    ]
+    assert "cache_control" not in body["tools"][0]
+    assert body["tools"][-1]["cache_control"] == ephemeral
+    assert body["messages"][-1]["content"][-1]["cache_control"] == ephemeral
+    assert all("cache_control" not in b for m in body["messages"][:-1] for b in m["content"])
+    assert msg.usage_metadata == {
+        "input_tokens": 2020,
+        "output_tokens": 5,
+        "total_tokens": 2025,
+        "input_token_details": {"cache_read": 2000, "cache_creation": 0},
+    }
+
+    anthropic(server, prompt_caching=False).invoke(history, tools=[add, now])
+    assert "cache_control" not in json.dumps(server.requests[1]["body"])
+
+
+def test_openai_compatible_reasoning_content_is_kept_and_not_sent_back(server: Loopback) -> None:
+    done = oa_completion("4")
+    done["choices"][0]["message"]["reasoning_content"] = "2 and 2 make 4."
+    server.json(done)
+    msg = openai(server).invoke("2+2?")
+    assert msg.content == [
+        {"type": "reasoning", "reasoning": "2 and 2 make 4."},
+        {"type": "text", "text": "4"},
+    ]
+    assert msg.text == "4"
+
+    server.sse(
+        [
+            oa_chunk({"role": "assistant", "content": "", "reasoning_content": "Hm, "}),
+            oa_chunk({"reasoning_content": "five."}),
+            oa_chunk({"content": "5"}),
+            oa_chunk({}, "stop"),
+            OA_DONE,
+        ]
+    )
+    chunks, whole = streamed(openai(server), [("user", "2+2?"), msg, ("user", "and 2+3?")])
+    assert [c.content[0]["reasoning"] for c in chunks if isinstance(c.content, list)] == [
+        "Hm, ",
+        "five.",
+    ]
+    assert whole.content[0] == {"type": "reasoning", "reasoning": "Hm, five."}
+    # The earlier answer went back as its text only.
+    assert server.requests[1]["body"]["messages"][1] == {"role": "assistant", "content": "4"}
+
+
+def test_images_in_tool_results_reach_anthropic_as_image_blocks(server: Loopback) -> None:
+    server.json(an_message([{"type": "text", "text": "a red dot"}]))
+    pixel = "data:image/png;base64,iVBORw0KGgo="
+    history = [
+        ("user", "what is in the picture?"),
+        AIMessage(content="", tool_calls=[{"name": "look", "args": {}, "id": "toolu_9"}]),
+        ToolMessage(
+            content=[
+                {"type": "text", "text": "the picture:"},
+                {"type": "image_url", "image_url": {"url": pixel}},
+            ],
+            tool_call_id="toolu_9",
+        ),
+    ]
+    anthropic(server, prompt_caching=False).invoke(history)
+    result = server.requests[0]["body"]["messages"][-1]["content"][0]
+    assert result["type"] == "tool_result"
+    assert result["content"] == [
+        {"type": "text", "text": "the picture:"},
+        {
+            "type": "image",
+            "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="},
+        },
+    ]
+
+
+def test_thinking_is_an_anthropic_setting() -> None:
+    with pytest.raises(ModelError, match="AnthropicChat settings"):
+        OpenAIChat(
+            "gpt-4o-mini", api_key=OPENAI_KEY, base_url="http://127.0.0.1:9/v1"
+        )._core.__class__("openai", "gpt-4o-mini", api_key=OPENAI_KEY, thinking=THINKING)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import operator
+import threading
 import time
 from typing import Annotated, TypedDict
 
@@ -27,11 +28,18 @@ class SlowError(Exception):
 
 
 def _sync_graph():
+    # The slow node fails only once the fast one has started, and well after, so
+    # that a loaded machine's thread scheduling cannot reorder the two failures.
+    started = threading.Event()
+
     def fast(s: State) -> dict:
+        started.set()
         raise FastError("fast")
 
     def slow(s: State) -> dict:
-        time.sleep(0.05)
+        assert started.wait(10), "the fast node never started"
+        started.clear()
+        time.sleep(0.1)
         raise SlowError("slow")
 
     g = StateGraph(State)
