@@ -102,7 +102,7 @@ async fn stdio_tools_run_through_the_executor() {
     }
     let add = set
         .tools()
-        .iter()
+        .into_iter()
         .find(|t| t.definition().name == "py__add")
         .unwrap();
     assert_eq!(add.definition().description, "Adds two integers.");

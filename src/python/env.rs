@@ -94,6 +94,24 @@ impl PyRunEnv {
         }))
     }
 
+    /// The run's progress callback as the executor's [`ProgressFn`], so that Rust
+    /// tools (an MCP server's progress notifications) report where Python tools do.
+    /// The payload reaches Python as a plain value; a failing callback is logged, as
+    /// a report must not fail the call that made it.
+    pub fn progress_fn(&self) -> Option<crate::tool::ProgressFn> {
+        let cb = Python::attach(|py| self.on_progress.as_ref().map(|c| c.clone_ref(py)))?;
+        Some(Arc::new(move |_id: &str, payload: serde_json::Value| {
+            Python::attach(|py| {
+                let done = pythonize::pythonize(py, &payload)
+                    .map_err(PyErr::from)
+                    .and_then(|v| cb.call1(py, (v,)));
+                if let Err(e) = done {
+                    log::warn!("the progress callback failed: {e}");
+                }
+            })
+        }))
+    }
+
     /// The environment of a call, or a fresh one for a tool called outside a run.
     pub fn of(py: Python<'_>, ctx: &ToolContext) -> PyResult<Arc<Self>> {
         if let Some(env) = ctx.host.clone().and_then(|h| h.downcast::<PyRunEnv>().ok()) {

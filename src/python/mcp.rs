@@ -3,7 +3,7 @@
 //! made by `ToolNode` / `create_react_agent` never enters Python.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
 use tokio_util::sync::CancellationToken;
@@ -12,12 +12,16 @@ use super::args::Timeout;
 use super::native_tool::NativeTool;
 use super::runtime::block_on;
 use crate::sources::mcp::{HttpServer, McpError, McpToolset, McpToolsetOptions, StdioServer};
+use serde_json::{Map, Value};
+
+use super::convert::value_from_py;
 
 /// An open session with one MCP server and its tools (see `ironloop.mcp.McpToolset`).
 #[pyclass(name = "_McpToolset", module = "ironloop._ironloop", frozen)]
 pub struct PyMcpToolset {
     set: Arc<McpToolset>,
-    tools: Vec<Py<NativeTool>>,
+    /// The same objects on every access, until the server changes its tools.
+    tools: Mutex<Vec<Py<NativeTool>>>,
 }
 
 fn options(prefix: Option<String>, timeout: Option<Timeout>) -> McpToolsetOptions {
@@ -41,15 +45,41 @@ async fn open(spec: Spec, opts: McpToolsetOptions) -> Result<McpToolset, McpErro
 
 impl PyMcpToolset {
     fn new(py: Python<'_>, set: McpToolset) -> PyResult<Self> {
-        let tools = set
-            .tools()
-            .iter()
-            .map(|t| Py::new(py, NativeTool::new(t.clone())?))
-            .collect::<PyResult<Vec<_>>>()?;
+        let tools = Self::wrap(py, &set)?;
         Ok(PyMcpToolset {
             set: Arc::new(set),
-            tools,
+            tools: Mutex::new(tools),
         })
+    }
+
+    fn wrap(py: Python<'_>, set: &McpToolset) -> PyResult<Vec<Py<NativeTool>>> {
+        set.tools()
+            .into_iter()
+            .map(|t| Py::new(py, NativeTool::new(t)?))
+            .collect()
+    }
+
+    /// Runs `f(session)` to completion with the GIL released (sync), or as an
+    /// awaitable (async), and gives its JSON result to Python.
+    fn request<'py, F, Fut>(
+        &self,
+        py: Python<'py>,
+        asynchronous: bool,
+        f: F,
+    ) -> PyResult<Bound<'py, PyAny>>
+    where
+        F: FnOnce(Arc<McpToolset>) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = Result<Value, McpError>> + Send + 'static,
+    {
+        let fut = f(self.set.clone());
+        if asynchronous {
+            return pyo3_async_runtimes::tokio::future_into_py(py, async move {
+                let v = fut.await?;
+                Python::attach(|py| Ok(pythonize::pythonize(py, &v)?.unbind()))
+            });
+        }
+        let v = block_on(py, fut, CancellationToken::new())??;
+        Ok(pythonize::pythonize(py, &v)?)
     }
 
     fn connect(py: Python<'_>, spec: Spec, opts: McpToolsetOptions) -> PyResult<Self> {
@@ -145,10 +175,84 @@ impl PyMcpToolset {
         Self::connect_async(py, Spec::Http(HttpServer { url, headers }), opts)
     }
 
-    /// The server's tools, the same objects on every access.
+    /// The server's tools: the same objects on every access, listed again after the
+    /// server sent `notifications/tools/list_changed`.
     #[getter]
-    fn tools(&self, py: Python<'_>) -> Vec<Py<NativeTool>> {
-        self.tools.iter().map(|t| t.clone_ref(py)).collect()
+    fn tools(&self, py: Python<'_>) -> PyResult<Vec<Py<NativeTool>>> {
+        let set = self.set.clone();
+        let changed = !self.set.session().is_closed()
+            && block_on(
+                py,
+                async move { set.refresh().await },
+                CancellationToken::new(),
+            )??;
+        let mut tools = self.tools.lock().unwrap_or_else(|p| p.into_inner());
+        if changed {
+            *tools = Self::wrap(py, &self.set)?;
+        }
+        Ok(tools.iter().map(|t| t.clone_ref(py)).collect())
+    }
+
+    /// `resources/list`: the server's resources as dicts (`uri`, `name`, `mimeType`…).
+    #[pyo3(signature = (*, asynchronous = false))]
+    fn list_resources<'py>(
+        &self,
+        py: Python<'py>,
+        asynchronous: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.request(py, asynchronous, |set| async move {
+            Ok(Value::Array(set.session().list_resources().await?))
+        })
+    }
+
+    /// `resources/read`: the contents of `uri` as dicts (`uri`, `text` or `blob`…).
+    #[pyo3(signature = (uri, *, asynchronous = false))]
+    fn read_resource<'py>(
+        &self,
+        py: Python<'py>,
+        uri: String,
+        asynchronous: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.request(py, asynchronous, move |set| async move {
+            Ok(Value::Array(set.session().read_resource(&uri).await?))
+        })
+    }
+
+    /// `prompts/list`: the server's prompts as dicts (`name`, `description`, `arguments`).
+    #[pyo3(signature = (*, asynchronous = false))]
+    fn list_prompts<'py>(
+        &self,
+        py: Python<'py>,
+        asynchronous: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.request(py, asynchronous, |set| async move {
+            Ok(Value::Array(set.session().list_prompts().await?))
+        })
+    }
+
+    /// `prompts/get`: `{"description", "messages"}` for prompt `name` with `arguments`.
+    #[pyo3(signature = (name, arguments = None, *, asynchronous = false))]
+    fn get_prompt<'py>(
+        &self,
+        py: Python<'py>,
+        name: String,
+        arguments: Option<&Bound<'py, PyAny>>,
+        asynchronous: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let arguments = match arguments.filter(|a| !a.is_none()) {
+            None => Map::new(),
+            Some(a) => match value_from_py(a, "prompt arguments")? {
+                Value::Object(m) => m,
+                _ => {
+                    return Err(pyo3::exceptions::PyTypeError::new_err(
+                        "prompt arguments must be a dict of str to str",
+                    ))
+                }
+            },
+        };
+        self.request(py, asynchronous, move |set| async move {
+            set.session().get_prompt(&name, arguments).await
+        })
     }
 
     /// The server's announced name and its command or URL.

@@ -125,6 +125,7 @@ impl ToolNodeCore {
             None,
         )?;
         let run = RunContext {
+            progress: env.progress_fn(),
             host: Some(env),
             ..Default::default()
         };

@@ -28,6 +28,14 @@
 //! take their children with them. Dropping the last handle without `close()` does the
 //! same in the background (the SDK kills the process when its transport is dropped).
 //!
+//! Beyond tools: resources and prompts ([`McpSession::list_resources`],
+//! [`McpSession::read_resource`], [`McpSession::list_prompts`],
+//! [`McpSession::get_prompt`]) in wire form; a server's progress notifications for a
+//! call reach that call's [`ToolContext::progress`]; `notifications/tools/list_changed`
+//! makes [`McpToolset::tools`] list the tools again; a stdio server that exited is
+//! started again on the next call (at most [`MAX_RESTARTS`] times a minute, each
+//! logged), while the call that was in flight when it died fails as before.
+//!
 //! The SDK (`rmcp`, pinned to one major version) stays behind the small
 //! [`McpSession`] trait: the tools only see `list_tools` / `call_tool` / `close`, and
 //! a test or another transport can implement it.
@@ -37,19 +45,24 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::{Arc, Once};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, Once, RwLock};
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use rmcp::handler::client::ClientHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, Implementation,
+    CallToolRequest, CallToolRequestParams, CallToolResponse, CancelledNotificationParam,
+    ClientCapabilities, ClientConfig, ClientRequest, GetPromptRequestParams, Implementation,
+    NumberOrString, ProgressNotificationParam, ProgressToken, ReadResourceRequestParams,
+    ServerResult,
 };
 use rmcp::service::RunningService;
+use rmcp::service::{NotificationContext, PeerRequestOptions};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceError, ServiceExt};
 use serde_json::{Map, Value};
-use tokio_util::sync::CancellationToken;
 
 use crate::message::Content;
 use crate::tool::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
@@ -57,6 +70,10 @@ use crate::tool::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
 /// How long `close()` waits for the session (and a stdio server's process) to end
 /// before it gives up waiting; the process is killed in any case.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How often a stdio server that exited is started again within a minute; past that
+/// the session stays closed (a server that keeps dying is broken, not unlucky).
+pub const MAX_RESTARTS: usize = 3;
 
 /// Why an MCP operation failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -121,11 +138,53 @@ pub trait McpSession: Send + Sync {
 
     async fn list_tools(&self) -> Result<Vec<McpToolInfo>, McpError>;
 
+    /// Whether the server said its tools changed (`notifications/tools/list_changed`)
+    /// since the last call of this method.
+    fn take_tools_changed(&self) -> bool {
+        false
+    }
+
+    /// `resources/list`, every page: the resources in wire form
+    /// (`{"uri", "name", "mimeType", ...}`).
+    async fn list_resources(&self) -> Result<Vec<Value>, McpError> {
+        Err(self.unsupported("resources"))
+    }
+
+    /// `resources/read`: the resource's contents in wire form (`{"uri", "text"}` or
+    /// `{"uri", "blob"}`).
+    async fn read_resource(&self, _uri: &str) -> Result<Vec<Value>, McpError> {
+        Err(self.unsupported("resources"))
+    }
+
+    /// `prompts/list`, every page, in wire form (`{"name", "description", "arguments"}`).
+    async fn list_prompts(&self) -> Result<Vec<Value>, McpError> {
+        Err(self.unsupported("prompts"))
+    }
+
+    /// `prompts/get`: `{"description", "messages": [{"role", "content"}, ...]}`.
+    async fn get_prompt(
+        &self,
+        _name: &str,
+        _arguments: Map<String, Value>,
+    ) -> Result<Value, McpError> {
+        Err(self.unsupported("prompts"))
+    }
+
+    #[doc(hidden)]
+    fn unsupported(&self, what: &str) -> McpError {
+        McpError::Protocol {
+            server: self.server_name().to_owned(),
+            reason: format!("this session does not offer {what}"),
+        }
+    }
+
+    /// Calls `name`; `ctx.cancel` abandons the request, and the server's progress
+    /// notifications for it go to `ctx.progress`.
     async fn call_tool(
         &self,
         name: &str,
         arguments: Map<String, Value>,
-        cancel: CancellationToken,
+        ctx: &ToolContext,
     ) -> Result<McpCallResult, McpError>;
 
     /// Ends the session (and a stdio server's process). Idempotent; calls made
@@ -218,7 +277,8 @@ pub struct McpToolsetOptions {
 /// The tools of one MCP server, sharing one session.
 pub struct McpToolset {
     session: Arc<dyn McpSession>,
-    tools: Vec<Arc<dyn Tool>>,
+    options: McpToolsetOptions,
+    tools: Mutex<Vec<Arc<dyn Tool>>>,
 }
 
 impl fmt::Debug for McpToolset {
@@ -228,9 +288,9 @@ impl fmt::Debug for McpToolset {
             .field(
                 "tools",
                 &self
-                    .tools
+                    .tools()
                     .iter()
-                    .map(|t| t.definition().name.as_str())
+                    .map(|t| t.definition().name.clone())
                     .collect::<Vec<_>>(),
             )
             .finish()
@@ -264,23 +324,50 @@ impl McpToolset {
                 return Err(e);
             }
         };
-        let prefix = options.prefix.filter(|p| !p.is_empty());
-        let tools = listed
-            .into_iter()
-            .map(|info| {
-                Arc::new(McpTool::new(
-                    info,
-                    prefix.as_deref(),
-                    options.timeout,
-                    session.clone(),
-                )) as Arc<dyn Tool>
-            })
-            .collect();
-        Ok(McpToolset { session, tools })
+        let tools = Self::wrap(&session, &options, listed);
+        Ok(McpToolset {
+            session,
+            options,
+            tools: Mutex::new(tools),
+        })
     }
 
-    pub fn tools(&self) -> &[Arc<dyn Tool>] {
-        &self.tools
+    fn wrap(
+        session: &Arc<dyn McpSession>,
+        options: &McpToolsetOptions,
+        listed: Vec<McpToolInfo>,
+    ) -> Vec<Arc<dyn Tool>> {
+        let prefix = options.prefix.as_deref().filter(|p| !p.is_empty());
+        listed
+            .into_iter()
+            .map(|info| {
+                Arc::new(McpTool::new(info, prefix, options.timeout, session.clone()))
+                    as Arc<dyn Tool>
+            })
+            .collect()
+    }
+
+    /// The server's tools as last listed.
+    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.tools.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Lists the tools again if the server said they changed since the last listing;
+    /// `true` when the list was replaced. Tools handed out before stay usable (a
+    /// call of one the server removed gets the server's error).
+    pub async fn refresh(&self) -> Result<bool, McpError> {
+        if !self.session.take_tools_changed() {
+            return Ok(false);
+        }
+        let listed = self.session.list_tools().await?;
+        log::info!(
+            "the MCP server {} changed its tools; listed {} now",
+            self.session.server_name(),
+            listed.len()
+        );
+        let tools = Self::wrap(&self.session, &self.options, listed);
+        *self.tools.lock().unwrap_or_else(|p| p.into_inner()) = tools;
+        Ok(true)
     }
 
     pub fn session(&self) -> &Arc<dyn McpSession> {
@@ -365,11 +452,7 @@ impl Tool for McpTool {
             }
         };
         let server = self.session.server_name();
-        match self
-            .session
-            .call_tool(&self.remote, arguments, ctx.cancel.clone())
-            .await
-        {
+        match self.session.call_tool(&self.remote, arguments, &ctx).await {
             Ok(r) if r.is_error => {
                 let text = result_text(&r);
                 Err(self.failed(if text.trim().is_empty() {
@@ -471,17 +554,139 @@ fn install_crypto_provider() {
     });
 }
 
-type Client = RunningService<RoleClient, ClientConfig>;
+type Client = RunningService<RoleClient, Handler>;
+
+/// What the server says between responses, as the session's client handler sees it.
+#[derive(Default)]
+pub struct Notices {
+    /// Progress token → the context of the call it belongs to.
+    progress: Mutex<HashMap<String, ToolContext>>,
+    tools_changed: AtomicBool,
+    server: RwLock<String>,
+}
+
+/// The session's client handler: the SDK owns it, the session shares its notices.
+pub struct Handler(Arc<Notices>);
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        client_config()
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let token = token_key(&params.progress_token);
+        let ctx = self
+            .0
+            .progress
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&token)
+            .cloned();
+        if let Some(ctx) = ctx {
+            let mut payload = Map::new();
+            payload.insert("progress".into(), params.progress.into());
+            if let Some(t) = params.total {
+                payload.insert("total".into(), t.into());
+            }
+            if let Some(m) = params.message {
+                payload.insert("message".into(), m.into());
+            }
+            ctx.progress(Value::Object(payload));
+        }
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        log::info!(
+            "the MCP server {} says its tools changed",
+            self.0.server.read().unwrap_or_else(|p| p.into_inner())
+        );
+        self.0.tools_changed.store(true, Ordering::SeqCst);
+    }
+}
+
+fn token_key(t: &ProgressToken) -> String {
+    match &t.0 {
+        NumberOrString::Number(n) => n.to_string(),
+        NumberOrString::String(s) => s.to_string(),
+    }
+}
+
+/// Sends `notifications/cancelled` for a request nobody will read the answer of.
+struct Abandoned {
+    peer: Option<rmcp::Peer<RoleClient>>,
+    id: rmcp::model::RequestId,
+}
+
+impl Drop for Abandoned {
+    fn drop(&mut self) {
+        let Some(peer) = self.peer.take() else {
+            return;
+        };
+        let params = CancelledNotificationParam::new(
+            Some(self.id.clone()),
+            Some("request abandoned by the caller".into()),
+        );
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                let _ = peer.notify_cancelled(params).await;
+            });
+        }
+    }
+}
+
+/// Removes a call's progress route when the call ends, however it ends.
+///
+/// The SDK hands each notification to its own task, so progress a server sends just
+/// before its result may be delivered just after it: the route stays open for
+/// [`PROGRESS_GRACE`] more, then goes.
+struct ProgressRoute {
+    notices: Arc<Notices>,
+    token: String,
+}
+
+const PROGRESS_GRACE: Duration = Duration::from_millis(500);
+
+impl Drop for ProgressRoute {
+    fn drop(&mut self) {
+        let (notices, token) = (self.notices.clone(), std::mem::take(&mut self.token));
+        let remove = move || {
+            notices
+                .progress
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&token);
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => {
+                rt.spawn(async move {
+                    tokio::time::sleep(PROGRESS_GRACE).await;
+                    remove();
+                });
+            }
+            Err(_) => remove(),
+        }
+    }
+}
 
 /// [`McpSession`] on the official Rust SDK (`rmcp`).
 pub struct RmcpSession {
     name: String,
-    pid: Option<u32>,
-    peer: rmcp::Peer<RoleClient>,
+    /// The process id of a stdio server (0: none); changes when it is restarted.
+    pid: AtomicU32,
+    /// Swapped for a new one when a stdio server is restarted.
+    peer: RwLock<rmcp::Peer<RoleClient>>,
     /// The running client; taken by `close()`. Dropping it cancels the session,
     /// which closes the transport (and kills a stdio server).
     client: tokio::sync::Mutex<Option<Client>>,
-    closed: std::sync::atomic::AtomicBool,
+    closed: AtomicBool,
+    notices: Arc<Notices>,
+    /// How to start a stdio server again; `None` over HTTP.
+    stdio: Option<StdioServer>,
+    restarts: Mutex<Vec<Instant>>,
 }
 
 fn client_config() -> ClientConfig {
@@ -494,6 +699,17 @@ fn client_config() -> ClientConfig {
 impl RmcpSession {
     /// Spawns the server and does the handshake.
     pub async fn stdio(server: &StdioServer) -> Result<Self, McpError> {
+        let notices = Arc::new(Notices::default());
+        let (client, pid) = Self::spawn(server, notices.clone()).await?;
+        let mut session = Self::from_client(client, server.label(), pid, notices);
+        session.stdio = Some(server.clone());
+        Ok(session)
+    }
+
+    async fn spawn(
+        server: &StdioServer,
+        notices: Arc<Notices>,
+    ) -> Result<(Client, Option<u32>), McpError> {
         use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
         let label = server.label();
         let connect_err = |reason: String| McpError::Connect {
@@ -519,11 +735,11 @@ impl RmcpSession {
             })
         })?;
         let pid = transport.id();
-        let client = client_config()
+        let client = Handler(notices)
             .serve(transport)
             .await
             .map_err(|e| connect_err(format!("the initialize handshake failed: {e}")))?;
-        Ok(Self::from_client(client, label, pid))
+        Ok((client, pid))
     }
 
     /// Connects over streamable HTTP and does the handshake.
@@ -556,14 +772,15 @@ impl RmcpSession {
         let config = StreamableHttpClientTransportConfig::with_uri(server.url.as_str())
             .custom_headers(headers);
         let transport = StreamableHttpClientTransport::from_config(config);
-        let client = client_config()
+        let notices = Arc::new(Notices::default());
+        let client = Handler(notices.clone())
             .serve(transport)
             .await
             .map_err(|e| connect_err(format!("the initialize handshake failed: {e}")))?;
-        Ok(Self::from_client(client, label, None))
+        Ok(Self::from_client(client, label, None, notices))
     }
 
-    fn from_client(client: Client, label: String, pid: Option<u32>) -> Self {
+    fn from_client(client: Client, label: String, pid: Option<u32>, notices: Arc<Notices>) -> Self {
         let announced = client
             .peer_info()
             .and_then(|info| info.server_info.as_ref().map(|s| s.name.clone()))
@@ -572,13 +789,74 @@ impl RmcpSession {
             Some(n) => format!("`{}` ({label})", shorten(&n, 60)),
             None => label,
         };
+        *notices.server.write().unwrap_or_else(|p| p.into_inner()) = name.clone();
         RmcpSession {
             name,
-            pid,
-            peer: client.peer().clone(),
+            pid: AtomicU32::new(pid.unwrap_or(0)),
+            peer: RwLock::new(client.peer().clone()),
             client: tokio::sync::Mutex::new(Some(client)),
             closed: Default::default(),
+            notices,
+            stdio: None,
+            restarts: Mutex::new(Vec::new()),
         }
+    }
+
+    fn peer(&self) -> rmcp::Peer<RoleClient> {
+        self.peer.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The live peer: a stdio server that exited (not closed by us) is started again,
+    /// within [`MAX_RESTARTS`] a minute.
+    async fn live_peer(&self) -> Result<rmcp::Peer<RoleClient>, McpError> {
+        let closed = || McpError::Closed {
+            server: self.name.clone(),
+        };
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(closed());
+        }
+        let peer = self.peer();
+        if !peer.is_transport_closed() {
+            return Ok(peer);
+        }
+        let Some(server) = &self.stdio else {
+            return Err(closed());
+        };
+        let mut client = self.client.lock().await;
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(closed());
+        }
+        // Another call may have restarted it while this one waited for the lock.
+        let peer = self.peer();
+        if !peer.is_transport_closed() {
+            return Ok(peer);
+        }
+        let n = {
+            let mut times = self.restarts.lock().unwrap_or_else(|p| p.into_inner());
+            times.retain(|t| t.elapsed() < Duration::from_secs(60));
+            if times.len() >= MAX_RESTARTS {
+                log::warn!(
+                    "the MCP server {} exited again; it was restarted {MAX_RESTARTS} times in \
+                     the last minute, so it stays down",
+                    self.name
+                );
+                return Err(closed());
+            }
+            times.push(Instant::now());
+            times.len()
+        };
+        log::warn!(
+            "the MCP server {} exited; starting it again (restart {n} of at most \
+             {MAX_RESTARTS} a minute)",
+            self.name
+        );
+        let (fresh, pid) = Self::spawn(server, self.notices.clone()).await?;
+        let peer = fresh.peer().clone();
+        *self.peer.write().unwrap_or_else(|p| p.into_inner()) = peer.clone();
+        self.pid.store(pid.unwrap_or(0), Ordering::SeqCst);
+        // The old client's transport is already closed; dropping it frees the rest.
+        *client = Some(fresh);
+        Ok(peer)
     }
 
     fn error(&self, e: ServiceError) -> McpError {
@@ -603,6 +881,9 @@ impl RmcpSession {
     }
 }
 
+fn wire<T: serde::Serialize>(v: &T) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
+}
 #[async_trait]
 impl McpSession for RmcpSession {
     fn server_name(&self) -> &str {
@@ -610,12 +891,13 @@ impl McpSession for RmcpSession {
     }
 
     fn pid(&self) -> Option<u32> {
-        self.pid
+        Some(self.pid.load(Ordering::SeqCst)).filter(|p| *p != 0)
     }
 
     async fn list_tools(&self) -> Result<Vec<McpToolInfo>, McpError> {
         let tools = self
-            .peer
+            .live_peer()
+            .await?
             .list_all_tools()
             .await
             .map_err(|e| self.error(e))?;
@@ -630,35 +912,103 @@ impl McpSession for RmcpSession {
             .collect())
     }
 
+    fn take_tools_changed(&self) -> bool {
+        self.notices.tools_changed.swap(false, Ordering::SeqCst)
+    }
+
+    async fn list_resources(&self) -> Result<Vec<Value>, McpError> {
+        let peer = self.live_peer().await?;
+        let listed = peer.list_all_resources().await.map_err(|e| self.error(e))?;
+        Ok(listed.iter().map(wire).collect())
+    }
+
+    async fn read_resource(&self, uri: &str) -> Result<Vec<Value>, McpError> {
+        let peer = self.live_peer().await?;
+        let read = peer
+            .read_resource(ReadResourceRequestParams::new(uri))
+            .await
+            .map_err(|e| self.error(e))?;
+        Ok(read.contents.iter().map(wire).collect())
+    }
+
+    async fn list_prompts(&self) -> Result<Vec<Value>, McpError> {
+        let peer = self.live_peer().await?;
+        let listed = peer.list_all_prompts().await.map_err(|e| self.error(e))?;
+        Ok(listed.iter().map(wire).collect())
+    }
+
+    async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<Value, McpError> {
+        let peer = self.live_peer().await?;
+        let mut params = GetPromptRequestParams::new(name);
+        if !arguments.is_empty() {
+            params.arguments = Some(arguments);
+        }
+        let got = peer.get_prompt(params).await.map_err(|e| self.error(e))?;
+        Ok(wire(&got))
+    }
+
     async fn call_tool(
         &self,
         name: &str,
         arguments: Map<String, Value>,
-        cancel: CancellationToken,
+        ctx: &ToolContext,
     ) -> Result<McpCallResult, McpError> {
-        if self.is_closed() {
-            return Err(McpError::Closed {
-                server: self.name.clone(),
-            });
-        }
+        let peer = self.live_peer().await?;
         let mut params = CallToolRequestParams::new(name.to_string());
         params.arguments = Some(arguments);
-        // Dropping this future before the response (cancellation, a timeout of the
-        // executor) makes the SDK send `notifications/cancelled` for the request.
-        let call = self.peer.call_tool_once(params);
+        // The SDK gives every request a progress token of its own; the handle says
+        // which, so the server's progress for this call is routed to its context.
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let handle = peer
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await
+            .map_err(|e| self.error(e))?;
+        let _route = ctx.progress.as_ref().map(|_| {
+            let token = token_key(&handle.progress_token);
+            self.notices
+                .progress
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(token.clone(), ctx.clone());
+            ProgressRoute {
+                notices: self.notices.clone(),
+                token,
+            }
+        });
+        // Dropped before the response (cancellation, the executor's timeout), the
+        // guard tells the server with `notifications/cancelled`.
+        let mut abandoned = Abandoned {
+            peer: Some(peer.clone()),
+            id: handle.id.clone(),
+        };
         let response = tokio::select! {
-            r = call => r.map_err(|e| self.error(e))?,
-            _ = cancel.cancelled() => {
-                return Err(McpError::Cancelled { server: self.name.clone() })
+            r = handle.await_response() => r.map_err(|e| self.error(e)),
+            _ = ctx.cancel.cancelled() => {
+                Err(McpError::Cancelled { server: self.name.clone() })
+            }
+        };
+        if response.is_ok() {
+            abandoned.peer = None;
+        }
+        let response = match response? {
+            ServerResult::CallToolResult(r) => CallToolResponse::Complete(r),
+            ServerResult::InputRequiredResult(r) => CallToolResponse::InputRequired(r),
+            _ => {
+                return Err(McpError::Protocol {
+                    server: self.name.clone(),
+                    reason: "the server answered tools/call with something other than a \
+                             tool result"
+                        .into(),
+                })
             }
         };
         match response {
             CallToolResponse::Complete(r) => Ok(McpCallResult {
-                content: r
-                    .content
-                    .iter()
-                    .map(|c| serde_json::to_value(c).unwrap_or(Value::Null))
-                    .collect(),
+                content: r.content.iter().map(wire).collect(),
                 structured_content: r.structured_content,
                 is_error: r.is_error.unwrap_or(false),
             }),
@@ -678,7 +1028,7 @@ impl McpSession for RmcpSession {
     }
 
     async fn close(&self) -> Result<(), McpError> {
-        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.closed.store(true, Ordering::SeqCst);
         let client = self.client.lock().await.take();
         if let Some(mut client) = client {
             match client.close_with_timeout(CLOSE_TIMEOUT).await {
@@ -694,8 +1044,23 @@ impl McpSession for RmcpSession {
         Ok(())
     }
 
+    /// Closed by `close()`, or a server that exited and cannot be started again
+    /// (HTTP, or a stdio server past its restarts).
     fn is_closed(&self) -> bool {
-        self.closed.load(std::sync::atomic::Ordering::SeqCst) || self.peer.is_transport_closed()
+        if self.closed.load(Ordering::SeqCst) {
+            return true;
+        }
+        if !self.peer().is_transport_closed() {
+            return false;
+        }
+        match &self.stdio {
+            None => true,
+            Some(_) => {
+                let mut times = self.restarts.lock().unwrap_or_else(|p| p.into_inner());
+                times.retain(|t| t.elapsed() < Duration::from_secs(60));
+                times.len() >= MAX_RESTARTS
+            }
+        }
     }
 }
 
@@ -753,7 +1118,7 @@ mod tests {
             &self,
             name: &str,
             arguments: Map<String, Value>,
-            cancel: CancellationToken,
+            ctx: &ToolContext,
         ) -> Result<McpCallResult, McpError> {
             self.calls.lock().unwrap().push(name.to_string());
             match arguments.get("x").and_then(Value::as_str) {
@@ -768,7 +1133,7 @@ mod tests {
                     message: "bad params".into(),
                 }),
                 Some("hang") => {
-                    cancel.cancelled().await;
+                    ctx.cancel.cancelled().await;
                     Err(McpError::Cancelled {
                         server: "`fake`".into(),
                     })

@@ -20,10 +20,12 @@ import sys
 from typing import Any
 
 try:  # mcp 2.x
+    from mcp.server.mcpserver import Context
     from mcp.server.mcpserver import MCPServer as _Server
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.shared.exceptions import MCPError
 except ImportError:  # mcp 1.x
+    from mcp.server.fastmcp import Context  # type: ignore
     from mcp.server.fastmcp import FastMCP as _Server  # type: ignore
     from mcp.server.fastmcp.exceptions import ToolError  # type: ignore
     from mcp.shared.exceptions import McpError as _McpError  # type: ignore[attr-defined]
@@ -81,6 +83,53 @@ def echo_env(name: str = "MCP_TEST_VAR") -> str:
 def whoami() -> int:
     """The server's process id."""
     return os.getpid()
+
+
+@server.resource("config://app", mime_type="text/plain")
+def app_config() -> str:
+    """The app's settings."""
+    return "debug=false"
+
+
+@server.resource("greeting://{name}")
+def greeting(name: str) -> str:
+    """A greeting for someone."""
+    return f"Hello, {name}!"
+
+
+@server.prompt()
+def review(code: str, language: str = "python") -> str:
+    """Asks for a code review."""
+    return f"Review this {language} code:\n{code}"
+
+
+@server.tool()
+async def count(n: int, ctx: Context) -> str:
+    """Counts to n, reporting progress at every step."""
+    for i in range(1, n + 1):
+        await ctx.report_progress(i, n, f"step {i}")
+    return f"counted to {n}"
+
+
+@server.tool()
+async def grow(ctx: Context) -> str:
+    """Adds a `triple` tool and tells the client its tools changed."""
+
+    def triple(x: int) -> int:
+        """Triples x."""
+        return 3 * x
+
+    server.add_tool(triple)
+    # The notification as every protocol version knows it (unsolicited); the
+    # 2026-07-28 `subscriptions/listen` form is not what this test covers.
+    await ctx.request_context.session.send_tool_list_changed()
+    return "added triple"
+
+
+@server.tool()
+def die() -> str:
+    """Exits the server process at once (a crash)."""
+    os._exit(3)
 
 
 def _note(line: str, var: str = "MCP_TEST_EVENTS") -> None:

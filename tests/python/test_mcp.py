@@ -20,14 +20,25 @@ from typing import Any
 import pytest
 
 from ironloop import ToolNode, create_react_agent
-from ironloop.errors import ToolExecutionError
-from ironloop.mcp import McpToolset, NativeTool
+from ironloop.errors import McpError, ToolExecutionError
+from ironloop.mcp import McpToolset, NativeTool, prompt_messages
 from ironloop.messages import AIMessage, ToolMessage
 from ironloop.models import ScriptedChatModel
 
 REPO = Path(__file__).resolve().parents[2]
 SERVER = str(Path(__file__).with_name("mcp_server.py"))
-TOOLS = {"add", "slow", "fail", "crash", "protocol_error", "echo_env", "whoami"}
+TOOLS = {
+    "add",
+    "slow",
+    "fail",
+    "crash",
+    "protocol_error",
+    "echo_env",
+    "whoami",
+    "count",
+    "grow",
+    "die",
+}
 
 try:
     import mcp  # noqa: F401  (the server's SDK: CI installs it from requirements-dev.txt)
@@ -366,3 +377,105 @@ def test_example_runs() -> None:
     assert "[success] demo__add: 5" in out, out
     assert "[error] demo__fail:" in out, out
     assert "server process exited: True" in out, out
+
+
+# ------------------------------------------------------------ resources, prompts, notices
+
+
+def test_resources_and_prompts(stdio: McpToolset) -> None:
+    listed = stdio.list_resources()
+    assert [(r["uri"], r["name"]) for r in listed] == [("config://app", "app_config")]
+    assert listed[0]["mimeType"] == "text/plain"
+    (content,) = stdio.read_resource("config://app")
+    assert content == {"uri": "config://app", "mimeType": "text/plain", "text": "debug=false"}
+    # A templated resource is read by its concrete URI.
+    assert stdio.read_resource("greeting://Ada")[0]["text"] == "Hello, Ada!"
+    with pytest.raises(McpError, match="ironloop-test"):
+        stdio.read_resource("nothing://here")
+
+    (prompt,) = stdio.list_prompts()
+    assert prompt["name"] == "review"
+    assert {a["name"]: a.get("required", False) for a in prompt["arguments"]} == {
+        "code": True,
+        "language": False,
+    }
+    got = stdio.get_prompt("review", {"code": "x = 1"})
+    assert got["messages"] == [
+        {"role": "user", "content": {"type": "text", "text": "Review this python code:\nx = 1"}}
+    ]
+    (msg,) = prompt_messages(got)
+    assert msg.type == "human" and msg.content == "Review this python code:\nx = 1"
+    with pytest.raises(McpError):
+        stdio.get_prompt("review")  # `code` is required
+
+
+async def test_resources_and_prompts_async(server_env: dict[str, str]) -> None:
+    server = await McpToolset.astdio(sys.executable, [SERVER], env=server_env)
+    try:
+        assert (await server.alist_resources())[0]["uri"] == "config://app"
+        assert (await server.aread_resource("config://app"))[0]["text"] == "debug=false"
+        assert (await server.alist_prompts())[0]["name"] == "review"
+        got = await server.aget_prompt("review", {"code": "y", "language": "rust"})
+        assert got["messages"][0]["content"]["text"] == "Review this rust code:\ny"
+    finally:
+        await server.aclose()
+
+
+def test_server_progress_reaches_the_tool_context(stdio: McpToolset) -> None:
+    seen: list[Any] = []
+    node = ToolNode(stdio.tools)
+    out = node.invoke({"messages": [ai(("count", {"n": 3}))]}, on_progress=seen.append)
+    assert out["messages"][0].content == "counted to 3"
+    # The SDK delivers each notification on a task of its own: the last may trail the
+    # result by a moment.
+    deadline = time.monotonic() + 5
+    while len(seen) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert seen == [
+        {"progress": 1.0, "total": 3.0, "message": "step 1"},
+        {"progress": 2.0, "total": 3.0, "message": "step 2"},
+        {"progress": 3.0, "total": 3.0, "message": "step 3"},
+    ]
+
+
+def test_a_tools_list_change_lists_the_tools_again(stdio: McpToolset) -> None:
+    before = stdio.tools
+    assert stdio.tools == before  # the same objects while nothing changed
+    (msg,) = run(ToolNode(stdio.tools), ("grow", {}))
+    assert msg.content == "added triple"
+    deadline = time.monotonic() + 10
+    while "triple" not in {t.name for t in stdio.tools}:
+        assert time.monotonic() < deadline, "the tools/list_changed notification never arrived"
+        time.sleep(0.05)
+    (tripled,) = run(ToolNode(stdio.tools), ("triple", {"x": 4}))
+    assert tripled.content == "12"
+
+
+def test_a_stdio_server_that_dies_is_started_again_on_the_next_call(
+    server_env: dict[str, str], files: dict[str, Path]
+) -> None:
+    # The restart happens inside the next call, so it counts against that call's time
+    # limit: a generous one, as a loaded machine starts Python slowly.
+    stdio = McpToolset.stdio(sys.executable, [SERVER], env=server_env, timeout=60.0)
+    node = ToolNode(stdio.tools, handle_tool_errors=True)
+    first = stdio.pid
+    assert first is not None
+    (died,) = run(node, ("die", {}))
+    assert died.status == "error" and "ironloop-test" in died.content
+    wait_gone(first)
+    # The next call starts the server again and runs on the new process.
+    (msg,) = run(node, ("add", {"a": 2, "b": 3}))
+    assert msg.content == "5"
+    assert stdio.pid not in (None, first)
+    assert len(lines(files["starts"])) == 2
+    assert not stdio.closed
+
+    # A server that keeps dying is given up on: three restarts a minute at most.
+    for _ in range(3):
+        run(node, ("die", {}))
+        run(node, ("whoami", {}))
+    (gone,) = run(node, ("add", {"a": 1, "b": 1}))
+    assert gone.status == "error" and "not connected" in gone.content
+    assert stdio.closed
+    assert len(lines(files["starts"])) <= 4  # the first start and at most 3 restarts
+    stdio.close()

@@ -24,10 +24,12 @@ import atexit
 import os
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, cast
 
 from ironloop._ironloop import NativeTool, _McpToolset
+from ironloop.messages import AIMessage, BaseMessage, HumanMessage
 
-__all__ = ["McpToolset", "NativeTool"]
+__all__ = ["McpToolset", "NativeTool", "prompt_messages"]
 
 _open: weakref.WeakSet[McpToolset] = weakref.WeakSet()
 
@@ -75,6 +77,49 @@ def _stdio_args(
         _pairs("env", env),
         None if cwd is None else os.fspath(cwd),
     )
+
+
+def _str_map(arguments: Mapping[str, str] | None) -> dict[str, str] | None:
+    if arguments is None:
+        return None
+    return dict(_pairs("arguments", arguments))
+
+
+def prompt_messages(prompt: Mapping[str, Any]) -> list[BaseMessage]:
+    """The messages of a ``get_prompt`` result as ironloop messages: ``user`` turns
+    become ``HumanMessage`` s, ``assistant`` turns ``AIMessage`` s; text content stays
+    text, an embedded text resource becomes its text, and an image becomes an
+    ``image_url`` part with a ``data:`` URL.
+
+    Example:
+        >>> prompt_messages({"messages": [{"role": "user",
+        ...     "content": {"type": "text", "text": "Review this."}}]})[0].content
+        'Review this.'
+    """
+    out: list[BaseMessage] = []
+    for m in prompt.get("messages", []):
+        content = m.get("content") or {}
+        kind = content.get("type")
+        if kind == "text":
+            body: Any = content.get("text", "")
+        elif kind == "resource" and "text" in (content.get("resource") or {}):
+            body = content["resource"]["text"]
+        elif kind == "image":
+            url = f"data:{content.get('mimeType', 'image/png')};base64,{content.get('data', '')}"
+            body = [{"type": "image_url", "image_url": {"url": url}}]
+        else:
+            raise ValueError(
+                f"prompt message content of type {kind!r} has no ironloop form; "
+                "read the get_prompt() result directly"
+            )
+        role = m.get("role")
+        if role == "user":
+            out.append(HumanMessage(content=body))
+        elif role == "assistant":
+            out.append(AIMessage(content=body))
+        else:
+            raise ValueError(f"prompt message role {role!r} is neither 'user' nor 'assistant'")
+    return out
 
 
 class McpToolset:
@@ -224,6 +269,57 @@ class McpToolset:
     @property
     def closed(self) -> bool:
         return self._core.closed
+
+    # ------------------------------------------------------------ resources, prompts
+
+    def list_resources(self) -> list[dict[str, Any]]:
+        """The server's resources (``resources/list``, every page), as the protocol
+        writes them: ``{"uri", "name", "mimeType", ...}``.
+
+        Raises:
+            ironloop.errors.McpError: the server does not offer resources, or failed.
+        """
+        return cast("list[dict[str, Any]]", self._core.list_resources())
+
+    async def alist_resources(self) -> list[dict[str, Any]]:
+        """``list_resources`` for async code."""
+        return cast("list[dict[str, Any]]", await self._core.list_resources(asynchronous=True))
+
+    def read_resource(self, uri: str) -> list[dict[str, Any]]:
+        """The contents of the resource ``uri`` (``resources/read``): a list of
+        ``{"uri", "mimeType", "text"}`` or ``{"uri", "mimeType", "blob"}`` (base64).
+
+        Example:
+            >>> server.read_resource("config://app")[0]["text"]  # doctest: +SKIP
+            'debug=false'
+        """
+        return cast("list[dict[str, Any]]", self._core.read_resource(uri))
+
+    async def aread_resource(self, uri: str) -> list[dict[str, Any]]:
+        """``read_resource`` for async code."""
+        return cast("list[dict[str, Any]]", await self._core.read_resource(uri, asynchronous=True))
+
+    def list_prompts(self) -> list[dict[str, Any]]:
+        """The server's prompts (``prompts/list``): ``{"name", "description",
+        "arguments": [{"name", "required"}, ...]}``."""
+        return cast("list[dict[str, Any]]", self._core.list_prompts())
+
+    async def alist_prompts(self) -> list[dict[str, Any]]:
+        """``list_prompts`` for async code."""
+        return cast("list[dict[str, Any]]", await self._core.list_prompts(asynchronous=True))
+
+    def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """The prompt ``name`` filled with ``arguments`` (``prompts/get``):
+        ``{"description", "messages": [{"role", "content"}, ...]}``. Pass the result to
+        :func:`prompt_messages` for ironloop messages."""
+        return cast("dict[str, Any]", self._core.get_prompt(name, _str_map(arguments)))
+
+    async def aget_prompt(
+        self, name: str, arguments: Mapping[str, str] | None = None
+    ) -> dict[str, Any]:
+        """``get_prompt`` for async code."""
+        got = await self._core.get_prompt(name, _str_map(arguments), asynchronous=True)
+        return cast("dict[str, Any]", got)
 
     def __iter__(self) -> Iterator[NativeTool]:
         return iter(self._core.tools)

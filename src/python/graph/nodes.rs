@@ -392,6 +392,7 @@ impl ToolsNode {
         let calls = self.node.calls(&view, send);
         let run = RunContext {
             cancel: ctx.cancel.clone(),
+            progress: tool_env.progress_fn(),
             host: Some(tool_env.clone()),
             inline: ctx.inline,
             ..Default::default()
