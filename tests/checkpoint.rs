@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use ironloop::checkpoint::{
     child_ns, thread_key, CheckpointError, CheckpointRecord, Checkpointer, MemorySaver,
-    PendingWrite, TaskRecord, Write,
+    PendingWrite, Put, TaskRecord, Write,
 };
 use serde_json::json;
 
@@ -622,6 +622,113 @@ async fn put_next_is_a_compare_and_set(s: Arc<dyn Checkpointer>) {
     s.put_next("u", rec("c0", None, 0)).await.unwrap();
     s.delete_thread("t").await.unwrap();
     s.put_next("t", rec("n0", None, 0)).await.unwrap();
+}
+
+fn next(r: CheckpointRecord) -> Put {
+    Put::Record {
+        record: Box::new(r),
+        next: true,
+    }
+}
+
+fn writes_to(checkpoint_id: &str, writes: Vec<PendingWrite>) -> Put {
+    Put::Writes {
+        checkpoint_id: checkpoint_id.into(),
+        writes,
+    }
+}
+
+async fn put_many_is_one_transaction(s: Arc<dyn Checkpointer>) {
+    // A batch: records and writes, in order, as their own calls would save them.
+    s.put_many(
+        "t",
+        vec![
+            next(rec("c0", None, 0)),
+            writes_to("c0", vec![pw("a", "x", json!(0))]),
+            next(rec("c1", Some("c0"), 1)),
+            writes_to(
+                "c1",
+                vec![pw("a", "x", json!(1)), pwi("b", 3, "y", json!("é"))],
+            ),
+            writes_to("c1", vec![pw("a", "x", json!("dup"))]),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(ids(&s.list("t", None, None).await.unwrap()), ["c1", "c0"]);
+    assert_eq!(
+        s.get("t", None).await.unwrap().unwrap(),
+        rec("c1", Some("c0"), 1)
+    );
+    // c1 dropped c0's writes; c1's are deduplicated by (task, idx), first kept.
+    assert!(s.pending_writes("t", "c0").await.unwrap().is_empty());
+    let pending = s.pending_writes("t", "c1").await.unwrap();
+    assert_eq!(
+        pending.iter().map(|w| &w.value).collect::<Vec<_>>(),
+        [&json!(1), &json!("é")]
+    );
+    // The same batch again (a retry after an unknown outcome) is fine.
+    s.put_many(
+        "t",
+        vec![next(rec("c0", None, 0)), next(rec("c1", Some("c0"), 1))],
+    )
+    .await
+    .unwrap();
+    // A refused item leaves nothing of the batch: c2 and its writes are not saved.
+    let e = s
+        .put_many(
+            "t",
+            vec![
+                next(rec("c2", Some("c1"), 2)),
+                writes_to("c2", vec![pw("a", "x", json!(2))]),
+                next(rec("late", Some("c0"), 1)),
+            ],
+        )
+        .await
+        .unwrap_err();
+    match &e {
+        CheckpointError::Conflict { thread_id, .. } => assert_eq!(thread_id, "t"),
+        other => panic!("expected Conflict, got {other:?}"),
+    }
+    assert!(e.to_string().contains("advanced by another run"), "{e}");
+    assert_eq!(s.get("t", Some("c2")).await.unwrap(), None);
+    assert!(s.pending_writes("t", "c2").await.unwrap().is_empty());
+    assert_eq!(s.get("t", None).await.unwrap().unwrap().id, "c1");
+    assert_eq!(s.pending_writes("t", "c1").await.unwrap().len(), 2);
+    // So does a record under a used id with other content.
+    let mut other = rec("c1", Some("c0"), 1);
+    other.source = "fork".into();
+    let e = s
+        .put_many(
+            "t",
+            vec![
+                next(rec("c2", Some("c1"), 2)),
+                Put::Record {
+                    record: Box::new(other),
+                    next: false,
+                },
+            ],
+        )
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("other content"), "{e}");
+    assert_eq!(s.get("t", Some("c2")).await.unwrap(), None);
+    // The thread goes on from where it was; an empty batch does nothing.
+    s.put_many("t", vec![]).await.unwrap();
+    s.put_many(
+        "t",
+        vec![
+            next(rec("c2", Some("c1"), 2)),
+            next(rec("c3", Some("c2"), 3)),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        ids(&s.chain("t", "c3").await.unwrap()),
+        ["c0", "c1", "c2", "c3"]
+    );
+    assert!(s.pending_writes("t", "c1").await.unwrap().is_empty());
 }
 
 async fn put_next_has_one_winner(s: Arc<dyn Checkpointer>) {
@@ -1340,6 +1447,7 @@ conformance!(
     time_travel_to_an_id,
     put_next_is_a_compare_and_set,
     put_next_has_one_winner,
+    put_many_is_one_transaction,
     close_refuses_later_calls,
     concurrent_callers,
     chain_from_snapshot_stops_at_the_nearest_snapshot,

@@ -156,6 +156,22 @@ pub struct PendingWrite {
     pub value: Value,
 }
 
+/// One save of a batch given to [`Checkpointer::put_many`]: what `put`, `put_next` and
+/// `put_writes` each save.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Put {
+    /// A checkpoint, saved as by `put_next` when `next`, else as by `put`.
+    Record {
+        record: Box<CheckpointRecord>,
+        next: bool,
+    },
+    /// Writes of tasks of the step that runs from `checkpoint_id`, as by `put_writes`.
+    Writes {
+        checkpoint_id: String,
+        writes: Vec<PendingWrite>,
+    },
+}
+
 /// Where checkpoints are kept. Implementations must make a `put` durable (or at least
 /// handed to the OS) before returning: a run only moves on once its step is saved.
 ///
@@ -184,6 +200,11 @@ pub struct PendingWrite {
 /// - **`close`** lets the work already started finish, then releases the saver's
 ///   connections and threads; calling it again does nothing; every later call fails
 ///   with a [`CheckpointError::Storage`] saying the saver was closed.
+/// - **`put_many`** saves a batch of puts, in order, as one transaction: each as its
+///   own call would (the same checks, the same errors), and all of them or, when one
+///   fails, none. A run whose `durability` lets its saves lag its steps (`"async"`,
+///   `"exit"`) hands them over this way, so a store pays one commit (and, over a
+///   network, a few round trips) per batch rather than per step.
 /// - A call either happens completely or not at all (one transaction), also when the
 ///   future is dropped half-way.
 #[async_trait]
@@ -194,6 +215,9 @@ pub trait Checkpointer: Send + Sync {
     /// Saves the thread's next checkpoint: like `put`, if the thread's latest
     /// checkpoint is still `record.parent_id` (see the trait's documentation).
     async fn put_next(&self, thread_id: &str, record: CheckpointRecord) -> Result<()>;
+    /// Saves `puts` in order, in one transaction: all of them, or none when one fails
+    /// (see the trait's documentation).
+    async fn put_many(&self, thread_id: &str, puts: Vec<Put>) -> Result<()>;
     /// Saves writes of tasks that finished in the step that runs from `checkpoint_id`.
     async fn put_writes(
         &self,

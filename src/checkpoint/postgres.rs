@@ -73,7 +73,7 @@ use tokio_util::task::TaskTracker;
 use super::stalled::{awaits_answer_sql, check_claim};
 use super::{
     advanced_conflict, dedupe_writes, order_chain, same_id_conflict, ChainFrom, CheckpointError,
-    CheckpointRecord, Checkpointer, PendingWrite, Result, SNAPSHOT_JSON_PREFIX,
+    CheckpointRecord, Checkpointer, PendingWrite, Put, Result, SNAPSHOT_JSON_PREFIX,
 };
 
 /// The schema version this ironloop writes (the last of [`MIGRATIONS`]).
@@ -150,8 +150,7 @@ struct Sql {
     prefix: String,
     put: String,
     put_next: String,
-    latest_id: String,
-    stored: String,
+    refused: String,
     put_writes: String,
     latest: String,
     by_id: String,
@@ -228,7 +227,8 @@ impl Sql {
                    (SELECT record FROM {c} WHERE thread_id = $1 AND checkpoint_id = $2)"
             ),
             // The swap decides: the record goes in (and the parent's pending writes
-            // go) only if the thread was still at the parent.
+            // go) only if the thread was still at the parent. Only `true` (swapped and
+            // inserted) is the common case: anything else reads `refused`.
             put_next: format!(
                 "WITH cas AS ( \
                    INSERT INTO {t} AS t (thread_id, latest_id) VALUES ($1, $2) \
@@ -239,16 +239,19 @@ impl Sql {
                  ), ins AS ( \
                    INSERT INTO {c} (thread_id, checkpoint_id, parent_id, step, record) \
                    SELECT $1, $2, $3, $4, $5 WHERE EXISTS (SELECT 1 FROM cas) \
-                   ON CONFLICT (thread_id, checkpoint_id) DO NOTHING \
+                   ON CONFLICT (thread_id, checkpoint_id) DO NOTHING RETURNING 1 \
                  ), del AS ( \
                    DELETE FROM {w} WHERE thread_id = $1 AND checkpoint_id = $3 \
                    AND EXISTS (SELECT 1 FROM cas) \
                  ) \
-                 SELECT EXISTS (SELECT 1 FROM cas), \
-                   (SELECT record FROM {c} WHERE thread_id = $1 AND checkpoint_id = $2)"
+                 SELECT EXISTS (SELECT 1 FROM cas) AND EXISTS (SELECT 1 FROM ins)"
             ),
-            latest_id: format!("SELECT latest_id FROM {t} WHERE thread_id = $1"),
-            stored: format!("SELECT record FROM {c} WHERE thread_id = $1 AND checkpoint_id = $2"),
+            // Why a `put_next` saved nothing: the record under its id, and where the
+            // thread is (read after the statement, so it sees what won).
+            refused: format!(
+                "SELECT (SELECT record FROM {c} WHERE thread_id = $1 AND checkpoint_id = $2), \
+                   (SELECT latest_id FROM {t} WHERE thread_id = $1)"
+            ),
             put_writes: format!(
                 "INSERT INTO {w} (thread_id, checkpoint_id, task_id, idx, node, channel, value) \
                  SELECT $1, $2, w.task_id, w.idx, w.node, w.channel, w.value \
@@ -554,6 +557,21 @@ impl PostgresSaver {
             .collect()
     }
 
+    /// Pending writes as the columns of `put_writes`' arrays, deduplicated.
+    fn write_columns(&self, writes: Vec<PendingWrite>) -> Result<WriteColumns> {
+        let writes = dedupe_writes(&[], writes);
+        let mut cols = WriteColumns::default();
+        for w in writes {
+            let value = self.encode(&format!("the value written to {:?}", w.channel), &w.value)?;
+            cols.values.push(value);
+            cols.tasks.push(w.task_id);
+            cols.idxs.push(w.idx);
+            cols.nodes.push(w.node);
+            cols.channels.push(w.channel);
+        }
+        Ok(cols)
+    }
+
     fn encode<T: serde::Serialize>(&self, what: &str, v: &T) -> Result<String> {
         serde_json::to_string(v).map_err(|e| {
             CheckpointError::serialization(format!(
@@ -638,6 +656,166 @@ impl Shared {
             CheckpointError::storage(format!("{name}: cannot {op}: {detail}: {advice}"))
         }
     }
+}
+
+/// One put of a batch, encoded.
+enum Item {
+    Record {
+        id: String,
+        parent: Option<String>,
+        step: i64,
+        json: String,
+        next: bool,
+    },
+    Writes {
+        checkpoint_id: String,
+        columns: WriteColumns,
+    },
+}
+
+/// Pending writes, column by column (the arrays `put_writes` unnests).
+#[derive(Default)]
+struct WriteColumns {
+    tasks: Vec<String>,
+    idxs: Vec<i64>,
+    nodes: Vec<String>,
+    channels: Vec<String>,
+    values: Vec<String>,
+}
+
+/// Why a batch saved nothing.
+enum Refused {
+    /// The thread holds a checkpoint with this id and other content.
+    SameId(String),
+    /// A `put_next` whose parent is not the thread's latest checkpoint any more.
+    Moved {
+        expected: Option<String>,
+        latest: Option<String>,
+    },
+}
+
+/// Saves `items` of thread `t`: one statement (so one round trip once prepared) for a
+/// single item; otherwise one transaction whose `BEGIN` and statements are pipelined
+/// (sent together, answered together: one round trip), then `COMMIT`, or `ROLLBACK`
+/// when an item is refused, so that a refused item leaves nothing of the batch.
+async fn save_batch(
+    c: &Object,
+    sql: &Sql,
+    t: &String,
+    items: &[Item],
+) -> std::result::Result<Option<Refused>, tokio_postgres::Error> {
+    use futures::future::{join_all, BoxFuture, FutureExt};
+    let (put, put_next, put_writes) = (
+        c.prepare_cached(&sql.put).await?,
+        c.prepare_cached(&sql.put_next).await?,
+        c.prepare_cached(&sql.put_writes).await?,
+    );
+    let single = items.len() == 1;
+    let begin = (!single).then(|| c.batch_execute("BEGIN"));
+    type Param<'a> = &'a (dyn tokio_postgres::types::ToSql + Sync);
+    let params: Vec<Vec<Param<'_>>> = items
+        .iter()
+        .map(|item| match item {
+            Item::Record {
+                id,
+                parent,
+                step,
+                json,
+                ..
+            } => vec![t as Param<'_>, id, parent, step, json],
+            Item::Writes {
+                checkpoint_id,
+                columns: w,
+            } => vec![
+                t as Param<'_>,
+                checkpoint_id,
+                &w.tasks,
+                &w.idxs,
+                &w.nodes,
+                &w.channels,
+                &w.values,
+            ],
+        })
+        .collect();
+    let sent: Vec<BoxFuture<'_, std::result::Result<Option<tokio_postgres::Row>, _>>> = items
+        .iter()
+        .zip(&params)
+        .map(|(item, p)| match item {
+            Item::Record { next, .. } => {
+                let st = if *next { &put_next } else { &put };
+                c.query_one(st, p).map(|r| r.map(Some)).boxed()
+            }
+            Item::Writes { .. } => c.execute(&put_writes, p).map(|r| r.map(|_| None)).boxed(),
+        })
+        .collect();
+    // Polled in order, so sent in order: BEGIN first.
+    let (begun, answers) = match begin {
+        Some(b) => {
+            let (b, a) = futures::join!(b, join_all(sent));
+            (b, a)
+        }
+        None => (Ok(()), join_all(sent).await),
+    };
+    begun?;
+    let mut refused = None;
+    for (item, answer) in items.iter().zip(answers) {
+        let row = answer?;
+        let Item::Record {
+            id,
+            parent,
+            json,
+            next,
+            ..
+        } = item
+        else {
+            continue;
+        };
+        let row = row.expect("a record's statement returns a row");
+        let (saved, stored, latest) = if *next {
+            if row.get::<_, bool>(0) {
+                continue;
+            }
+            let st = c.prepare_cached(&sql.refused).await?;
+            let r = c.query_one(&st, &[t, id]).await?;
+            (
+                false,
+                r.get::<_, Option<String>>(0),
+                r.get::<_, Option<String>>(1),
+            )
+        } else {
+            let (inserted, mut stored): (bool, Option<String>) = (row.get(0), row.get(1));
+            if !inserted && stored.is_none() {
+                // Another writer inserted it during this statement: read it now.
+                let st = c.prepare_cached(&sql.refused).await?;
+                stored = c.query_one(&st, &[t, id]).await?.get(0);
+            }
+            (inserted, stored, None)
+        };
+        match stored {
+            _ if saved => {}
+            Some(s) if s == *json => {}
+            Some(_) => {
+                refused = Some(Refused::SameId(id.clone()));
+                break;
+            }
+            None => {
+                refused = Some(Refused::Moved {
+                    expected: parent.clone(),
+                    latest,
+                });
+                break;
+            }
+        }
+    }
+    if !single {
+        c.batch_execute(if refused.is_some() {
+            "ROLLBACK"
+        } else {
+            "COMMIT"
+        })
+        .await?;
+    }
+    Ok(refused)
 }
 
 /// Creates or migrates the tables in one transaction; `Some(v)` (and no change) when
@@ -731,56 +909,62 @@ fn tls_connector() -> std::result::Result<tokio_postgres_rustls::MakeRustlsConne
 #[async_trait]
 impl Checkpointer for PostgresSaver {
     async fn put(&self, thread_id: &str, record: CheckpointRecord) -> Result<()> {
-        let json = self.encode("the checkpoint record", &record)?;
-        let (t, id) = (thread_id.to_owned(), record.id.clone());
-        let (parent, step) = (record.parent_id.clone(), record.step);
-        let sent = json.clone();
-        let (inserted, stored) = self
-            .call("save a checkpoint", move |c, sh| async move {
-                let st = c.prepare_cached(&sh.sql.put).await?;
-                let row = c.query_one(&st, &[&t, &id, &parent, &step, &sent]).await?;
-                let (inserted, mut stored): (bool, Option<String>) = (row.get(0), row.get(1));
-                if !inserted && stored.is_none() {
-                    // Another writer inserted it during this statement: read it now.
-                    let st = c.prepare_cached(&sh.sql.stored).await?;
-                    stored = c.query_opt(&st, &[&t, &id]).await?.map(|r| r.get(0));
-                }
-                Ok((inserted, stored))
-            })
-            .await?;
-        match stored {
-            Some(s) if !inserted && s != json => Err(same_id_conflict(thread_id, &record.id)),
-            _ => Ok(()),
-        }
+        self.put_many(
+            thread_id,
+            vec![Put::Record {
+                record: Box::new(record),
+                next: false,
+            }],
+        )
+        .await
     }
 
     async fn put_next(&self, thread_id: &str, record: CheckpointRecord) -> Result<()> {
-        let json = self.encode("the checkpoint record", &record)?;
-        let (t, id) = (thread_id.to_owned(), record.id.clone());
-        let (parent, step) = (record.parent_id.clone(), record.step);
-        let sent = json.clone();
-        let (swapped, stored, latest) = self
+        self.put_many(
+            thread_id,
+            vec![Put::Record {
+                record: Box::new(record),
+                next: true,
+            }],
+        )
+        .await
+    }
+
+    async fn put_many(&self, thread_id: &str, puts: Vec<Put>) -> Result<()> {
+        let items = puts
+            .into_iter()
+            .map(|p| match p {
+                Put::Record { record, next } => Ok(Item::Record {
+                    json: self.encode("the checkpoint record", &record)?,
+                    id: record.id,
+                    parent: record.parent_id,
+                    step: record.step,
+                    next,
+                }),
+                Put::Writes {
+                    checkpoint_id,
+                    writes,
+                } => Ok(Item::Writes {
+                    checkpoint_id,
+                    columns: self.write_columns(writes)?,
+                }),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        if items.is_empty() {
+            return Ok(());
+        }
+        let t = thread_id.to_owned();
+        let failed = self
             .call("save a checkpoint", move |c, sh| async move {
-                let st = c.prepare_cached(&sh.sql.put_next).await?;
-                let row = c.query_one(&st, &[&t, &id, &parent, &step, &sent]).await?;
-                let (swapped, stored): (bool, Option<String>) = (row.get(0), row.get(1));
-                let latest: Option<String> = if swapped || stored.is_some() {
-                    None
-                } else {
-                    // For the message: where the thread is now (after any wait).
-                    let st = c.prepare_cached(&sh.sql.latest_id).await?;
-                    c.query_opt(&st, &[&t]).await?.map(|r| r.get(0))
-                };
-                Ok((swapped, stored, latest))
+                save_batch(&c, &sh.sql, &t, &items).await
             })
             .await?;
-        match stored {
-            Some(s) if s == json => Ok(()),
-            Some(_) => Err(same_id_conflict(thread_id, &record.id)),
-            None if swapped => Ok(()),
-            None => Err(advanced_conflict(
+        match failed {
+            None => Ok(()),
+            Some(Refused::SameId(id)) => Err(same_id_conflict(thread_id, &id)),
+            Some(Refused::Moved { expected, latest }) => Err(advanced_conflict(
                 thread_id,
-                record.parent_id.as_deref(),
+                expected.as_deref(),
                 latest.as_deref(),
             )),
         }
@@ -792,32 +976,13 @@ impl Checkpointer for PostgresSaver {
         checkpoint_id: &str,
         writes: Vec<PendingWrite>,
     ) -> Result<()> {
-        let writes = dedupe_writes(&[], writes);
-        if writes.is_empty() {
-            return Ok(());
-        }
-        let n = writes.len();
-        let (mut tasks, mut idxs, mut nodes, mut chans, mut values) = (
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-        );
-        for w in writes {
-            values.push(self.encode(&format!("the value written to {:?}", w.channel), &w.value)?);
-            tasks.push(w.task_id);
-            idxs.push(w.idx);
-            nodes.push(w.node);
-            chans.push(w.channel);
-        }
-        let (t, cid) = (thread_id.to_owned(), checkpoint_id.to_owned());
-        self.call("save pending writes", move |c, sh| async move {
-            let st = c.prepare_cached(&sh.sql.put_writes).await?;
-            c.execute(&st, &[&t, &cid, &tasks, &idxs, &nodes, &chans, &values])
-                .await?;
-            Ok(())
-        })
+        self.put_many(
+            thread_id,
+            vec![Put::Writes {
+                checkpoint_id: checkpoint_id.to_owned(),
+                writes,
+            }],
+        )
         .await
     }
 

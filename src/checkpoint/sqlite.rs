@@ -70,7 +70,7 @@ use tokio::sync::oneshot;
 use super::stalled::{awaits_answer_sql, check_claim};
 use super::{
     advanced_conflict, now_secs, order_chain, same_id_conflict, ChainFrom, CheckpointError,
-    CheckpointRecord, Checkpointer, PendingWrite, Result, SNAPSHOT_JSON_PREFIX,
+    CheckpointRecord, Checkpointer, PendingWrite, Put, Result, SNAPSHOT_JSON_PREFIX,
 };
 
 /// How long a statement waits for a lock held by another connection before failing.
@@ -156,13 +156,102 @@ const CLOSED: &str =
 
 type Job = Box<dyn FnOnce(&mut Connection) + Send + 'static>;
 
-/// What `put_next` found.
+/// What saving a record found.
 enum Next {
     Saved,
     /// A record with that id was there already (its JSON).
     Stored(String),
-    /// The thread's latest checkpoint is not the record's parent.
+    /// The thread's latest checkpoint is not the record's parent (`put_next`).
     Moved(Option<String>),
+}
+
+/// One put of a batch, encoded, ready for the SQLite thread.
+enum Row {
+    Record {
+        id: String,
+        parent_id: Option<String>,
+        step: i64,
+        json: String,
+        next: bool,
+    },
+    Writes {
+        checkpoint_id: String,
+        writes: Vec<WriteRow>,
+    },
+}
+
+/// A pending write's columns: task id, idx, node, channel, value (JSON).
+type WriteRow = (String, i64, String, String, String);
+
+/// Saves a record in `tx` as `put` does (`put_next` when `next`: only if the thread's
+/// latest checkpoint is its parent); the parent's pending writes go with it.
+fn save_record(
+    tx: &rusqlite::Transaction<'_>,
+    t: &str,
+    id: &str,
+    parent_id: &Option<String>,
+    step: i64,
+    json: &str,
+    next: bool,
+) -> rusqlite::Result<Next> {
+    let stored: Option<String> = tx
+        .prepare_cached(
+            "SELECT record FROM checkpoints WHERE thread_id = ?1 AND checkpoint_id = ?2",
+        )?
+        .query_row(params![t, id], |r| r.get(0))
+        .optional()?;
+    if let Some(stored) = stored {
+        return Ok(Next::Stored(stored));
+    }
+    if next {
+        let latest: Option<String> = tx
+            .prepare_cached(
+                "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ?1 \
+                 ORDER BY seq DESC LIMIT 1",
+            )?
+            .query_row(params![t], |r| r.get(0))
+            .optional()?;
+        if latest != *parent_id {
+            return Ok(Next::Moved(latest));
+        }
+    }
+    tx.prepare_cached(
+        "INSERT INTO checkpoints \
+         (thread_id, checkpoint_id, parent_id, step, record) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![t, id, parent_id, step, json])?;
+    if let Some(parent) = parent_id {
+        tx.prepare_cached("DELETE FROM writes WHERE thread_id = ?1 AND checkpoint_id = ?2")?
+            .execute(params![t, parent])?;
+    }
+    Ok(Next::Saved)
+}
+
+/// Inserts pending writes in `tx`, ignoring those whose `(task_id, idx)` is stored.
+fn insert_writes(
+    tx: &rusqlite::Transaction<'_>,
+    t: &str,
+    checkpoint_id: &str,
+    rows: &[WriteRow],
+) -> rusqlite::Result<()> {
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO writes \
+         (thread_id, checkpoint_id, task_id, idx, node, channel, value) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
+         ON CONFLICT (thread_id, checkpoint_id, task_id, idx) DO NOTHING",
+    )?;
+    for (task_id, idx, node, channel, value) in rows {
+        stmt.execute(params![
+            t,
+            checkpoint_id,
+            task_id,
+            idx,
+            node,
+            channel,
+            value
+        ])?;
+    }
+    Ok(())
 }
 
 struct Worker {
@@ -375,6 +464,17 @@ impl SqliteSaver {
             .collect()
     }
 
+    fn encode_writes(&self, writes: Vec<PendingWrite>) -> Result<Vec<WriteRow>> {
+        writes
+            .into_iter()
+            .map(|w| {
+                let value =
+                    self.encode(&format!("the value written to {:?}", w.channel), &w.value)?;
+                Ok((w.task_id, w.idx, w.node, w.channel, value))
+            })
+            .collect()
+    }
+
     fn encode<T: serde::Serialize>(&self, what: &str, v: &T) -> Result<String> {
         serde_json::to_string(v).map_err(|e| {
             CheckpointError::serialization(format!(
@@ -396,111 +496,89 @@ impl Drop for SqliteSaver {
 #[async_trait]
 impl Checkpointer for SqliteSaver {
     async fn put(&self, thread_id: &str, record: CheckpointRecord) -> Result<()> {
-        let json = self.encode("the checkpoint record", &record)?;
-        let thread_id = thread_id.to_owned();
-        let CheckpointRecord {
-            id,
-            parent_id,
-            step,
-            ..
-        } = record;
-        let stored = self
-            .call("save a checkpoint", move |conn| {
-                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                let inserted = tx
-                    .prepare_cached(
-                        "INSERT INTO checkpoints \
-                         (thread_id, checkpoint_id, parent_id, step, record) \
-                         VALUES (?1, ?2, ?3, ?4, ?5) \
-                         ON CONFLICT (thread_id, checkpoint_id) DO NOTHING",
-                    )?
-                    .execute(params![thread_id, id, parent_id, step, json])?;
-                let stored = if inserted == 0 {
-                    tx.prepare_cached(
-                        "SELECT record FROM checkpoints WHERE thread_id = ?1 AND checkpoint_id = ?2",
-                    )?
-                    .query_row(params![thread_id, id], |r| r.get::<_, String>(0))
-                    .optional()?
-                    .filter(|stored| *stored != json)
-                    .map(|_| (thread_id.clone(), id.clone()))
-                } else {
-                    None
-                };
-                if let Some(parent) = &parent_id {
-                    tx.prepare_cached(
-                        "DELETE FROM writes WHERE thread_id = ?1 AND checkpoint_id = ?2",
-                    )?
-                    .execute(params![thread_id, parent])?;
-                }
-                tx.commit()?;
-                Ok(stored)
-            })
-            .await?;
-        match stored {
-            Some((thread_id, id)) => Err(same_id_conflict(&thread_id, &id)),
-            None => Ok(()),
-        }
+        self.put_many(
+            thread_id,
+            vec![Put::Record {
+                record: Box::new(record),
+                next: false,
+            }],
+        )
+        .await
     }
 
     async fn put_next(&self, thread_id: &str, record: CheckpointRecord) -> Result<()> {
-        let json = self.encode("the checkpoint record", &record)?;
+        self.put_many(
+            thread_id,
+            vec![Put::Record {
+                record: Box::new(record),
+                next: true,
+            }],
+        )
+        .await
+    }
+
+    async fn put_many(&self, thread_id: &str, puts: Vec<Put>) -> Result<()> {
+        let rows = puts
+            .into_iter()
+            .map(|p| match p {
+                Put::Record { record, next } => Ok(Row::Record {
+                    json: self.encode("the checkpoint record", &record)?,
+                    id: record.id,
+                    parent_id: record.parent_id,
+                    step: record.step,
+                    next,
+                }),
+                Put::Writes {
+                    checkpoint_id,
+                    writes,
+                } => Ok(Row::Writes {
+                    checkpoint_id,
+                    writes: self.encode_writes(writes)?,
+                }),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        if rows.is_empty() {
+            return Ok(());
+        }
         let t = thread_id.to_owned();
-        let CheckpointRecord {
-            id,
-            parent_id,
-            step,
-            ..
-        } = record;
-        let sent = json.clone();
-        let (expected, checked_id) = (parent_id.clone(), id.clone());
-        // One write transaction (BEGIN IMMEDIATE holds the file's write lock): the check
-        // and the insert are atomic for every process that shares the file.
-        let outcome = self
+        // One write transaction (BEGIN IMMEDIATE holds the file's write lock): every
+        // check and insert are atomic for every process that shares the file, and a
+        // failed check leaves nothing of the batch (the transaction is rolled back).
+        let failed = self
             .call("save a checkpoint", move |conn| {
                 let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                let stored: Option<String> = tx
-                    .prepare_cached(
-                        "SELECT record FROM checkpoints WHERE thread_id = ?1 AND checkpoint_id = ?2",
-                    )?
-                    .query_row(params![t, id], |r| r.get(0))
-                    .optional()?;
-                if let Some(stored) = stored {
-                    return Ok(Next::Stored(stored));
-                }
-                let latest: Option<String> = tx
-                    .prepare_cached(
-                        "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ?1 \
-                         ORDER BY seq DESC LIMIT 1",
-                    )?
-                    .query_row(params![t], |r| r.get(0))
-                    .optional()?;
-                if latest != parent_id {
-                    return Ok(Next::Moved(latest));
-                }
-                tx.prepare_cached(
-                    "INSERT INTO checkpoints \
-                     (thread_id, checkpoint_id, parent_id, step, record) VALUES (?1, ?2, ?3, ?4, ?5)",
-                )?
-                .execute(params![t, id, parent_id, step, sent])?;
-                if let Some(parent) = &parent_id {
-                    tx.prepare_cached(
-                        "DELETE FROM writes WHERE thread_id = ?1 AND checkpoint_id = ?2",
-                    )?
-                    .execute(params![t, parent])?;
+                for row in &rows {
+                    match row {
+                        Row::Record {
+                            id,
+                            parent_id,
+                            step,
+                            json,
+                            next,
+                        } => match save_record(&tx, &t, id, parent_id, *step, json, *next)? {
+                            Next::Saved => {}
+                            Next::Stored(s) if s == *json => {}
+                            other => return Ok(Some((id.clone(), parent_id.clone(), other))),
+                        },
+                        Row::Writes {
+                            checkpoint_id,
+                            writes,
+                        } => insert_writes(&tx, &t, checkpoint_id, writes)?,
+                    }
                 }
                 tx.commit()?;
-                Ok(Next::Saved)
+                Ok(None)
             })
             .await?;
-        match outcome {
-            Next::Saved => Ok(()),
-            Next::Stored(s) if s == json => Ok(()),
-            Next::Stored(_) => Err(same_id_conflict(thread_id, &checked_id)),
-            Next::Moved(latest) => Err(advanced_conflict(
+        match failed {
+            None => Ok(()),
+            Some((id, _, Next::Stored(_))) => Err(same_id_conflict(thread_id, &id)),
+            Some((_, expected, Next::Moved(latest))) => Err(advanced_conflict(
                 thread_id,
                 expected.as_deref(),
                 latest.as_deref(),
             )),
+            Some((_, _, Next::Saved)) => unreachable!("a saved record is not a failure"),
         }
     }
 
@@ -513,37 +591,12 @@ impl Checkpointer for SqliteSaver {
         if writes.is_empty() {
             return Ok(());
         }
-        let rows = writes
-            .into_iter()
-            .map(|w| {
-                let value =
-                    self.encode(&format!("the value written to {:?}", w.channel), &w.value)?;
-                Ok((w.task_id, w.idx, w.node, w.channel, value))
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let rows = self.encode_writes(writes)?;
         let thread_id = thread_id.to_owned();
         let checkpoint_id = checkpoint_id.to_owned();
         self.call("save pending writes", move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            {
-                let mut stmt = tx.prepare_cached(
-                    "INSERT INTO writes \
-                     (thread_id, checkpoint_id, task_id, idx, node, channel, value) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
-                     ON CONFLICT (thread_id, checkpoint_id, task_id, idx) DO NOTHING",
-                )?;
-                for (task_id, idx, node, channel, value) in &rows {
-                    stmt.execute(params![
-                        thread_id,
-                        checkpoint_id,
-                        task_id,
-                        idx,
-                        node,
-                        channel,
-                        value
-                    ])?;
-                }
-            }
+            insert_writes(&tx, &thread_id, &checkpoint_id, &rows)?;
             tx.commit()
         })
         .await
