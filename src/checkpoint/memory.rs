@@ -12,10 +12,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use super::record;
 use super::stalled::{awaits_answer, check_claim};
 use super::{
     advanced_conflict, dedupe_writes, now_secs, same_id_conflict, ChainFrom, CheckpointError,
-    CheckpointRecord, Checkpointer, PendingWrite, Put, Result, SNAPSHOT_JSON_PREFIX,
+    CheckpointRecord, Checkpointer, PendingWrite, Put, Result,
 };
 
 struct Stored {
@@ -67,7 +68,10 @@ impl Thread {
         next: bool,
     ) -> Result<()> {
         if let Some(i) = self.find(record.id.as_str()) {
-            return if *self.records[i].json == *json {
+            let stored = &self.records[i];
+            return if *stored.json == *json
+                && stored.parent.as_deref() == record.parent_id.as_deref()
+            {
                 Ok(())
             } else {
                 Err(same_id_conflict(thread_id, &record.id))
@@ -115,7 +119,8 @@ impl Thread {
     }
 
     fn parse(&self, i: usize) -> Result<CheckpointRecord> {
-        serde_json::from_str(&self.records[i].json).map_err(|e| {
+        let r = &self.records[i];
+        record::decode(&r.json, &r.id, r.parent.as_deref()).map_err(|e| {
             CheckpointError::serialization(format!(
                 "MemorySaver: the stored checkpoint {:?} is unreadable: {e}",
                 self.records[i].id
@@ -125,7 +130,7 @@ impl Thread {
 }
 
 fn to_json(record: &CheckpointRecord) -> Result<String> {
-    serde_json::to_string(record).map_err(|e| {
+    record::encode(record).map_err(|e| {
         CheckpointError::serialization(format!("MemorySaver: cannot store checkpoint: {e}"))
     })
 }
@@ -198,7 +203,7 @@ impl MemorySaver {
             while let Some(i) = cur {
                 out.push(t.parse(i)?);
                 let stored = &t.records[i];
-                if from == ChainFrom::Snapshot && stored.json.starts_with(SNAPSHOT_JSON_PREFIX) {
+                if from == ChainFrom::Snapshot && record::has_snapshot(&stored.json) {
                     break;
                 }
                 cur = match &stored.parent {
@@ -260,12 +265,17 @@ impl MemorySaver {
         Ok(out)
     }
 
-    /// Approximate bytes held by checkpoints (JSON text of the records and writes).
+    /// Approximate bytes held by checkpoints: the records' stored text and ids, and
+    /// the pending writes' JSON.
     pub fn approx_bytes(&self) -> usize {
         self.with(|ts| {
             ts.values()
                 .map(|t| {
-                    t.records.iter().map(|r| r.json.len()).sum::<usize>()
+                    (t.records.iter())
+                        .map(|r| {
+                            r.json.len() + r.id.len() + r.parent.as_ref().map_or(0, |p| p.len())
+                        })
+                        .sum::<usize>()
                         + t.pending
                             .values()
                             .flatten()

@@ -8,12 +8,13 @@
 //! Every few steps the engine also puts a *snapshot* in a record (the channels'
 //! values there, see `graph::snapshot`), so that loading a thread replays the deltas
 //! after the nearest snapshot ([`Checkpointer::chain_from_snapshot`]) instead of the
-//! whole chain. A record with a snapshot serialises it as its first field, so a store
-//! tells such records by their first bytes ([`SNAPSHOT_JSON_PREFIX`]) without parsing.
+//! whole chain. How a record is stored, and how a store tells a record holding a
+//! snapshot by its first bytes without parsing it, is [`record`]'s.
 
 pub mod memory;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+pub mod record;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 pub mod stalled;
@@ -122,8 +123,8 @@ pub struct Write {
 pub struct CheckpointRecord {
     /// The channels' values at this checkpoint, when the engine materialised them
     /// here (every few steps; opaque to savers). Declared first so that it is the
-    /// record's first JSON field: see [`SNAPSHOT_JSON_PREFIX`]. Records written before
-    /// snapshots existed have none and load as they did.
+    /// first JSON field of a record stored in format 1 (see [`record`]). Records
+    /// written before snapshots existed have none and load as they did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<Value>,
     pub id: String,
@@ -358,11 +359,6 @@ pub(crate) fn advanced_conflict(
         ),
     )
 }
-
-/// How the JSON text of a record holding a snapshot starts (and no other record's:
-/// every other record starts with `{"id":`). Stores test it to stop a chain at the
-/// nearest snapshot without parsing the records.
-pub const SNAPSHOT_JSON_PREFIX: &str = "{\"snapshot\":";
 
 /// Which ancestors [`order_chain`] keeps.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -70,14 +70,15 @@ use tokio::runtime::Handle;
 use tokio_postgres::error::SqlState;
 use tokio_util::task::TaskTracker;
 
+use super::record;
 use super::stalled::{awaits_answer_sql, check_claim};
 use super::{
     advanced_conflict, dedupe_writes, order_chain, same_id_conflict, ChainFrom, CheckpointError,
-    CheckpointRecord, Checkpointer, PendingWrite, Put, Result, SNAPSHOT_JSON_PREFIX,
+    CheckpointRecord, Checkpointer, PendingWrite, Put, Result,
 };
 
 /// The schema version this ironloop writes (the last of [`MIGRATIONS`]).
-pub const SCHEMA_VERSION: i32 = 2;
+pub const SCHEMA_VERSION: i32 = 3;
 
 /// The migrations, in order: `MIGRATIONS[i]` takes the schema to version `i + 1`.
 /// `{s}` stands for the schema prefix (`"name".` or nothing).
@@ -117,6 +118,13 @@ CREATE TABLE {s}ironloop_claims (
     expires_at    timestamptz NOT NULL
 );
 ALTER TABLE {s}ironloop_writes ADD COLUMN saved_at timestamptz NOT NULL DEFAULT now();
+",
+    // Records may be in format 2 from here on (see `record`); one index fewer: the
+    // primary key (thread_id, seq) orders a thread's records and finds them by seq.
+    "
+ALTER TABLE {s}ironloop_checkpoints DROP CONSTRAINT ironloop_checkpoints_pkey;
+DROP INDEX {s}ironloop_checkpoints_by_thread;
+ALTER TABLE {s}ironloop_checkpoints ADD PRIMARY KEY (thread_id, seq);
 ",
 ];
 
@@ -188,7 +196,8 @@ impl Sql {
                  AND a.checkpoint_id = t.latest_id \
                  AND a.saved_at > now() - make_interval(secs => $1)) \
                AND (k.expires_at IS NULL OR k.expires_at <= now()) \
-               AND json_array_length((c.record::json) -> 'next') > 0 \
+               AND json_array_length(CASE WHEN left(c.record, 1) = '[' \
+                 THEN (c.record::json) -> 5 ELSE (c.record::json) -> 'next' END) > 0 \
                AND NOT {} \
              ORDER BY t.updated_at, t.thread_id LIMIT $2",
             awaits_answer_sql(&w, "t.thread_id", "t.latest_id")
@@ -223,8 +232,8 @@ impl Sql {
                    ON CONFLICT (thread_id) DO UPDATE \
                    SET latest_id = EXCLUDED.latest_id, updated_at = now() \
                  ) \
-                 SELECT EXISTS (SELECT 1 FROM ins), \
-                   (SELECT record FROM {c} WHERE thread_id = $1 AND checkpoint_id = $2)"
+                 SELECT EXISTS (SELECT 1 FROM ins), s.record, s.parent_id FROM (SELECT 1) one \
+                 LEFT JOIN {c} s ON s.thread_id = $1 AND s.checkpoint_id = $2"
             ),
             // The swap decides: the record goes in (and the parent's pending writes
             // go) only if the thread was still at the parent. Only `true` (swapped and
@@ -249,8 +258,9 @@ impl Sql {
             // Why a `put_next` saved nothing: the record under its id, and where the
             // thread is (read after the statement, so it sees what won).
             refused: format!(
-                "SELECT (SELECT record FROM {c} WHERE thread_id = $1 AND checkpoint_id = $2), \
-                   (SELECT latest_id FROM {t} WHERE thread_id = $1)"
+                "SELECT s.record, s.parent_id, (SELECT latest_id FROM {t} WHERE thread_id = $1) \
+                 FROM (SELECT 1) one \
+                 LEFT JOIN {c} s ON s.thread_id = $1 AND s.checkpoint_id = $2"
             ),
             put_writes: format!(
                 "INSERT INTO {w} (thread_id, checkpoint_id, task_id, idx, node, channel, value) \
@@ -261,21 +271,28 @@ impl Sql {
                  ON CONFLICT (thread_id, checkpoint_id, task_id, idx) DO NOTHING"
             ),
             latest: format!(
-                "SELECT c.record FROM {t} t JOIN {c} c \
+                "SELECT c.checkpoint_id, c.parent_id, c.record FROM {t} t JOIN {c} c \
                  ON c.thread_id = t.thread_id AND c.checkpoint_id = t.latest_id \
                  WHERE t.thread_id = $1"
             ),
-            by_id: format!("SELECT record FROM {c} WHERE thread_id = $1 AND checkpoint_id = $2"),
+            by_id: format!(
+                "SELECT checkpoint_id, parent_id, record FROM {c} \
+                 WHERE thread_id = $1 AND checkpoint_id = $2"
+            ),
             // UNION (not UNION ALL) ends a corrupt, cyclic chain; `order_chain` puts
             // the records in order and reports the damage.
             chain: chain_query(&c, "false"),
             chain_from_snapshot: chain_query(
                 &c,
-                &format!("left(record, 12) = '{SNAPSHOT_JSON_PREFIX}'"),
+                &format!(
+                    "(left(record, 3) = '{}' OR left(record, 12) = '{}')",
+                    record::SNAPSHOT_PREFIX,
+                    record::SNAPSHOT_PREFIX_V1
+                ),
             ),
             // An unknown `before` filters nothing, as in the other savers.
             list: format!(
-                "SELECT record FROM {c} WHERE thread_id = $1 AND seq < coalesce( \
+                "SELECT checkpoint_id, parent_id, record FROM {c} WHERE thread_id = $1 AND seq < coalesce( \
                    (SELECT seq FROM {c} WHERE thread_id = $1 AND checkpoint_id = $2), \
                    9223372036854775807) \
                  ORDER BY seq DESC LIMIT $3"
@@ -309,7 +326,8 @@ fn chain_query(c: &str, stop: &str) -> String {
            JOIN {c} p ON p.thread_id = $1 AND p.checkpoint_id = a.parent_id \
            WHERE NOT a.stop \
          ) \
-         SELECT c.record FROM ancestors a JOIN {c} c ON c.seq = a.seq",
+         SELECT c.checkpoint_id, c.parent_id, c.record FROM ancestors a \
+         JOIN {c} c ON c.thread_id = $1 AND c.seq = a.seq",
         p_stop = stop.replace("record", "p.record"),
     )
 }
@@ -526,7 +544,7 @@ impl PostgresSaver {
         from: ChainFrom,
     ) -> Result<Vec<CheckpointRecord>> {
         let (t, target) = (thread_id.to_owned(), id.to_owned());
-        let rows: Vec<String> = self
+        let rows: Vec<RecordRow> = self
             .call("read a checkpoint chain", move |c, sh| async move {
                 let sql = match from {
                     ChainFrom::Root => &sh.sql.chain,
@@ -534,15 +552,15 @@ impl PostgresSaver {
                 };
                 let st = c.prepare_cached(sql).await?;
                 let rows = c.query(&st, &[&t, &target]).await?;
-                Ok(rows.iter().map(|r| r.get(0)).collect())
+                Ok(rows.iter().map(record_row).collect())
             })
             .await?;
         let records = self.decode_records(thread_id, rows)?;
         order_chain(&self.shared.name, thread_id, records, id, from)
     }
 
-    fn decode_record(&self, thread_id: &str, json: &str) -> Result<CheckpointRecord> {
-        serde_json::from_str(json).map_err(|e| {
+    fn decode_record(&self, thread_id: &str, row: &RecordRow) -> Result<CheckpointRecord> {
+        record::decode(&row.2, &row.0, row.1.as_deref()).map_err(|e| {
             CheckpointError::serialization(format!(
                 "{}: a checkpoint of thread {thread_id:?} cannot be read ({e}); it was \
                  written by an incompatible version or modified by hand",
@@ -551,7 +569,11 @@ impl PostgresSaver {
         })
     }
 
-    fn decode_records(&self, thread_id: &str, rows: Vec<String>) -> Result<Vec<CheckpointRecord>> {
+    fn decode_records(
+        &self,
+        thread_id: &str,
+        rows: Vec<RecordRow>,
+    ) -> Result<Vec<CheckpointRecord>> {
         rows.iter()
             .map(|j| self.decode_record(thread_id, j))
             .collect()
@@ -656,6 +678,14 @@ impl Shared {
             CheckpointError::storage(format!("{name}: cannot {op}: {detail}: {advice}"))
         }
     }
+}
+
+/// A stored record as read: its id, parent and text (see [`record`]).
+type RecordRow = (String, Option<String>, String);
+
+/// Reads a [`RecordRow`] from `checkpoint_id, parent_id, record` columns.
+fn record_row(r: &tokio_postgres::Row) -> RecordRow {
+    (r.get(0), r.get(1), r.get(2))
 }
 
 /// One put of a batch, encoded.
@@ -777,23 +807,19 @@ async fn save_batch(
             }
             let st = c.prepare_cached(&sql.refused).await?;
             let r = c.query_one(&st, &[t, id]).await?;
-            (
-                false,
-                r.get::<_, Option<String>>(0),
-                r.get::<_, Option<String>>(1),
-            )
+            (false, stored(&r, 0), r.get::<_, Option<String>>(2))
         } else {
-            let (inserted, mut stored): (bool, Option<String>) = (row.get(0), row.get(1));
-            if !inserted && stored.is_none() {
+            let (inserted, mut found) = (row.get::<_, bool>(0), stored(&row, 1));
+            if !inserted && found.is_none() {
                 // Another writer inserted it during this statement: read it now.
                 let st = c.prepare_cached(&sql.refused).await?;
-                stored = c.query_one(&st, &[t, id]).await?.get(0);
+                found = stored(&c.query_one(&st, &[t, id]).await?, 0);
             }
-            (inserted, stored, None)
+            (inserted, found, None)
         };
         match stored {
             _ if saved => {}
-            Some(s) if s == *json => {}
+            Some((s, p)) if record::same(id, (&s, p.as_deref()), (json, parent.as_deref())) => {}
             Some(_) => {
                 refused = Some(Refused::SameId(id.clone()));
                 break;
@@ -816,6 +842,12 @@ async fn save_batch(
         .await?;
     }
     Ok(refused)
+}
+
+/// The record stored under an id (its text and parent), from columns `i` and `i + 1`.
+fn stored(row: &tokio_postgres::Row, i: usize) -> Option<(String, Option<String>)> {
+    let text: Option<String> = row.get(i);
+    text.map(|t| (t, row.get(i + 1)))
 }
 
 /// Creates or migrates the tables in one transaction; `Some(v)` (and no change) when
@@ -935,7 +967,12 @@ impl Checkpointer for PostgresSaver {
             .into_iter()
             .map(|p| match p {
                 Put::Record { record, next } => Ok(Item::Record {
-                    json: self.encode("the checkpoint record", &record)?,
+                    json: record::encode(&record).map_err(|e| {
+                        CheckpointError::serialization(format!(
+                            "{}: cannot serialise the checkpoint record to JSON: {e}",
+                            self.shared.name
+                        ))
+                    })?,
                     id: record.id,
                     parent: record.parent_id,
                     step: record.step,
@@ -989,7 +1026,7 @@ impl Checkpointer for PostgresSaver {
     async fn get(&self, thread_id: &str, id: Option<&str>) -> Result<Option<CheckpointRecord>> {
         let t = thread_id.to_owned();
         let id = id.map(str::to_owned);
-        let json: Option<String> = self
+        let row: Option<RecordRow> = self
             .call("read a checkpoint", move |c, sh| async move {
                 let row = match id {
                     Some(id) => {
@@ -1001,10 +1038,10 @@ impl Checkpointer for PostgresSaver {
                         c.query_opt(&st, &[&t]).await?
                     }
                 };
-                Ok(row.map(|r| r.get(0)))
+                Ok(row.as_ref().map(record_row))
             })
             .await?;
-        json.map(|j| self.decode_record(thread_id, &j)).transpose()
+        row.map(|r| self.decode_record(thread_id, &r)).transpose()
     }
 
     async fn chain(&self, thread_id: &str, id: &str) -> Result<Vec<CheckpointRecord>> {
@@ -1028,11 +1065,11 @@ impl Checkpointer for PostgresSaver {
         let t = thread_id.to_owned();
         let before = before.map(str::to_owned);
         let limit = limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
-        let rows: Vec<String> = self
+        let rows: Vec<RecordRow> = self
             .call("list checkpoints", move |c, sh| async move {
                 let st = c.prepare_cached(&sh.sql.list).await?;
                 let rows = c.query(&st, &[&t, &before, &limit]).await?;
-                Ok(rows.iter().map(|r| r.get(0)).collect())
+                Ok(rows.iter().map(record_row).collect())
             })
             .await?;
         self.decode_records(thread_id, rows)

@@ -67,16 +67,19 @@ use async_trait::async_trait;
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension, TransactionBehavior};
 use tokio::sync::oneshot;
 
+use super::record;
 use super::stalled::{awaits_answer_sql, check_claim};
 use super::{
     advanced_conflict, now_secs, order_chain, same_id_conflict, ChainFrom, CheckpointError,
-    CheckpointRecord, Checkpointer, PendingWrite, Put, Result, SNAPSHOT_JSON_PREFIX,
+    CheckpointRecord, Checkpointer, PendingWrite, Put, Result,
 };
 
 /// How long a statement waits for a lock held by another connection before failing.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
 
-const SCHEMA_VERSION: i64 = 2;
+/// Version 3 changed no table: its records may be in format 2 (see `record`), which
+/// an ironloop that knows version 2 cannot read, so it refuses the file up front.
+const SCHEMA_VERSION: i64 = 3;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS checkpoints (
@@ -140,14 +143,17 @@ fn stalled_sql() -> String {
         "SELECT c.thread_id FROM checkpoints c \
          JOIN (SELECT max(seq) AS seq FROM checkpoints GROUP BY thread_id) l ON l.seq = c.seq \
          LEFT JOIN claims k ON k.thread_id = c.thread_id \
-         WHERE json_array_length(c.record, '$.next') > 0 \
+         WHERE json_array_length(c.record, {next}) > 0 \
            AND instr(c.thread_id, char(31)) = 0 \
-           AND json_extract(c.record, '$.created_at') <= ?1 \
+           AND json_extract(c.record, {created}) <= ?1 \
            AND coalesce((SELECT at FROM activity a WHERE a.thread_id = c.thread_id), 0) <= ?1 \
            AND (k.expires_at IS NULL OR k.expires_at <= ?2) \
            AND NOT {} \
-         ORDER BY json_extract(c.record, '$.created_at'), c.thread_id LIMIT ?3",
-        awaits_answer_sql("writes", "c.thread_id", "c.checkpoint_id")
+         ORDER BY json_extract(c.record, {created}), c.thread_id LIMIT ?3",
+        awaits_answer_sql("writes", "c.thread_id", "c.checkpoint_id"),
+        // The record's fields, in either format (see `record`).
+        next = "CASE WHEN substr(c.record, 1, 1) = '[' THEN '$[5]' ELSE '$.next' END",
+        created = "CASE WHEN substr(c.record, 1, 1) = '[' THEN '$[3]' ELSE '$.created_at' END",
     )
 }
 
@@ -156,11 +162,19 @@ const CLOSED: &str =
 
 type Job = Box<dyn FnOnce(&mut Connection) + Send + 'static>;
 
+/// A stored record as read: its id, parent and text (see [`record`]).
+type RecordRow = (String, Option<String>, String);
+
+/// Reads a [`RecordRow`] from `checkpoint_id, parent_id, record` columns.
+fn record_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RecordRow> {
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+}
+
 /// What saving a record found.
 enum Next {
     Saved,
-    /// A record with that id was there already (its JSON).
-    Stored(String),
+    /// A record with that id was there already (its parent and text).
+    Stored(Option<String>, String),
     /// The thread's latest checkpoint is not the record's parent (`put_next`).
     Moved(Option<String>),
 }
@@ -194,14 +208,14 @@ fn save_record(
     json: &str,
     next: bool,
 ) -> rusqlite::Result<Next> {
-    let stored: Option<String> = tx
+    let stored: Option<(Option<String>, String)> = tx
         .prepare_cached(
-            "SELECT record FROM checkpoints WHERE thread_id = ?1 AND checkpoint_id = ?2",
+            "SELECT parent_id, record FROM checkpoints WHERE thread_id = ?1 AND checkpoint_id = ?2",
         )?
-        .query_row(params![t, id], |r| r.get(0))
+        .query_row(params![t, id], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?;
-    if let Some(stored) = stored {
-        return Ok(Next::Stored(stored));
+    if let Some((parent, text)) = stored {
+        return Ok(Next::Stored(parent, text));
     }
     if next {
         let latest: Option<String> = tx
@@ -422,20 +436,30 @@ impl SqliteSaver {
             .call("read a checkpoint chain", move |conn| {
                 let mut stmt = conn.prepare_cached(
                     "WITH RECURSIVE ancestors(seq, parent_id, stop) AS ( \
-                         SELECT seq, parent_id, ?3 AND substr(record, 1, 12) = ?4 \
+                         SELECT seq, parent_id, ?3 AND (substr(record, 1, 3) = ?4 \
+                           OR substr(record, 1, 12) = ?5) \
                          FROM checkpoints WHERE thread_id = ?1 AND checkpoint_id = ?2 \
                        UNION \
-                         SELECT c.seq, c.parent_id, ?3 AND substr(c.record, 1, 12) = ?4 \
+                         SELECT c.seq, c.parent_id, ?3 AND (substr(c.record, 1, 3) = ?4 \
+                           OR substr(c.record, 1, 12) = ?5) \
                          FROM ancestors a \
                          JOIN checkpoints c ON c.thread_id = ?1 AND c.checkpoint_id = a.parent_id \
                          WHERE NOT a.stop \
                      ) \
-                     SELECT c.record FROM ancestors a JOIN checkpoints c ON c.seq = a.seq",
+                     SELECT c.checkpoint_id, c.parent_id, c.record \
+                     FROM ancestors a JOIN checkpoints c ON c.seq = a.seq",
                 )?;
-                let rows = stmt.query_map(params![t, target, stop, SNAPSHOT_JSON_PREFIX], |r| {
-                    r.get::<_, String>(0)
-                })?;
-                rows.collect::<rusqlite::Result<Vec<String>>>()
+                let rows = stmt.query_map(
+                    params![
+                        t,
+                        target,
+                        stop,
+                        record::SNAPSHOT_PREFIX,
+                        record::SNAPSHOT_PREFIX_V1
+                    ],
+                    record_row,
+                )?;
+                rows.collect::<rusqlite::Result<Vec<RecordRow>>>()
             })
             .await?;
         let records = self.decode_records(thread_id, rows)?;
@@ -448,8 +472,8 @@ impl SqliteSaver {
         )
     }
 
-    fn decode_record(&self, thread_id: &str, json: &str) -> Result<CheckpointRecord> {
-        serde_json::from_str(json).map_err(|e| {
+    fn decode_record(&self, thread_id: &str, row: &RecordRow) -> Result<CheckpointRecord> {
+        record::decode(&row.2, &row.0, row.1.as_deref()).map_err(|e| {
             CheckpointError::serialization(format!(
                 "SqliteSaver({}): a checkpoint of thread {thread_id:?} cannot be read ({e}); \
                  the file was written by an incompatible version or modified by hand",
@@ -458,10 +482,23 @@ impl SqliteSaver {
         })
     }
 
-    fn decode_records(&self, thread_id: &str, rows: Vec<String>) -> Result<Vec<CheckpointRecord>> {
+    fn decode_records(
+        &self,
+        thread_id: &str,
+        rows: Vec<RecordRow>,
+    ) -> Result<Vec<CheckpointRecord>> {
         rows.iter()
             .map(|j| self.decode_record(thread_id, j))
             .collect()
+    }
+
+    fn encode_record(&self, r: &CheckpointRecord) -> Result<String> {
+        record::encode(r).map_err(|e| {
+            CheckpointError::serialization(format!(
+                "SqliteSaver({}): cannot serialise the checkpoint record to JSON: {e}",
+                self.path.display()
+            ))
+        })
     }
 
     fn encode_writes(&self, writes: Vec<PendingWrite>) -> Result<Vec<WriteRow>> {
@@ -522,7 +559,7 @@ impl Checkpointer for SqliteSaver {
             .into_iter()
             .map(|p| match p {
                 Put::Record { record, next } => Ok(Row::Record {
-                    json: self.encode("the checkpoint record", &record)?,
+                    json: self.encode_record(&record)?,
                     id: record.id,
                     parent_id: record.parent_id,
                     step: record.step,
@@ -557,7 +594,12 @@ impl Checkpointer for SqliteSaver {
                             next,
                         } => match save_record(&tx, &t, id, parent_id, *step, json, *next)? {
                             Next::Saved => {}
-                            Next::Stored(s) if s == *json => {}
+                            Next::Stored(p, s)
+                                if record::same(
+                                    id,
+                                    (&s, p.as_deref()),
+                                    (json, parent_id.as_deref()),
+                                ) => {}
                             other => return Ok(Some((id.clone(), parent_id.clone(), other))),
                         },
                         Row::Writes {
@@ -572,7 +614,7 @@ impl Checkpointer for SqliteSaver {
             .await?;
         match failed {
             None => Ok(()),
-            Some((id, _, Next::Stored(_))) => Err(same_id_conflict(thread_id, &id)),
+            Some((id, _, Next::Stored(..))) => Err(same_id_conflict(thread_id, &id)),
             Some((_, expected, Next::Moved(latest))) => Err(advanced_conflict(
                 thread_id,
                 expected.as_deref(),
@@ -609,16 +651,17 @@ impl Checkpointer for SqliteSaver {
             .call("read a checkpoint", move |conn| match id {
                 Some(id) => conn
                     .prepare_cached(
-                        "SELECT record FROM checkpoints WHERE thread_id = ?1 AND checkpoint_id = ?2",
+                        "SELECT checkpoint_id, parent_id, record FROM checkpoints \
+                         WHERE thread_id = ?1 AND checkpoint_id = ?2",
                     )?
-                    .query_row(params![t, id], |r| r.get::<_, String>(0))
+                    .query_row(params![t, id], record_row)
                     .optional(),
                 None => conn
                     .prepare_cached(
-                        "SELECT record FROM checkpoints WHERE thread_id = ?1 \
-                         ORDER BY seq DESC LIMIT 1",
+                        "SELECT checkpoint_id, parent_id, record FROM checkpoints \
+                         WHERE thread_id = ?1 ORDER BY seq DESC LIMIT 1",
                     )?
-                    .query_row(params![t], |r| r.get::<_, String>(0))
+                    .query_row(params![t], record_row)
                     .optional(),
             })
             .await?;
@@ -651,13 +694,14 @@ impl Checkpointer for SqliteSaver {
             .call("list checkpoints", move |conn| {
                 // An unknown `before` filters nothing, as in MemorySaver.
                 let mut stmt = conn.prepare_cached(
-                    "SELECT record FROM checkpoints WHERE thread_id = ?1 AND seq < coalesce( \
+                    "SELECT checkpoint_id, parent_id, record FROM checkpoints \
+                     WHERE thread_id = ?1 AND seq < coalesce( \
                          (SELECT seq FROM checkpoints WHERE thread_id = ?1 AND checkpoint_id = ?2), \
                          9223372036854775807) \
                      ORDER BY seq DESC LIMIT ?3",
                 )?;
-                let rows = stmt.query_map(params![t, before, limit], |r| r.get::<_, String>(0))?;
-                rows.collect::<rusqlite::Result<Vec<String>>>()
+                let rows = stmt.query_map(params![t, before, limit], record_row)?;
+                rows.collect::<rusqlite::Result<Vec<RecordRow>>>()
             })
             .await?;
         self.decode_records(thread_id, rows)
@@ -843,6 +887,8 @@ fn init_connection(path: &Path) -> rusqlite::Result<Connection> {
             tx.execute_batch(MIGRATE_1_TO_2)?;
             tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
         }
+        // Format-1 records stay as they are and load as before.
+        2 => tx.pragma_update(None, "user_version", SCHEMA_VERSION)?,
         SCHEMA_VERSION => {}
         v => {
             return Err(setup_error(format!(
