@@ -9,8 +9,10 @@
 //! and a future dropped half-way does not cut a statement in two: every call is one
 //! statement (one transaction), and its prepared statement is cached per connection,
 //! so a call is **one round trip** once the connection has seen it. A step of a run
-//! costs one `put` (the step's record, and the parent's pending writes dropped, in one
-//! statement); a step of several tasks adds one `put_writes` per task as it finishes.
+//! costs one `put_next` (the step's record, and the parent's pending writes dropped, in
+//! one statement); a step of several tasks adds one `put_writes` per task as it
+//! finishes. A `put_many` batch is one transaction whose `BEGIN` and statements are
+//! pipelined (one round trip), then `COMMIT`: two round trips, whatever its size.
 //!
 //! A connection the server closed while idle (a restart, `pg_terminate_backend`, a
 //! proxy's idle timeout) is noticed when it is taken from the pool and replaced. A
@@ -40,6 +42,10 @@
 //! ironloop_threads(thread_id PRIMARY KEY, latest_id, updated_at)
 //! ```
 //!
+//! Version 3 makes `(thread_id, seq)` the primary key of `ironloop_checkpoints` (its
+//! `seq` key and the `(thread_id, seq)` index go: one index fewer), and marks a schema
+//! whose records may be in format 2 (see [`super::record`]).
+//!
 //! Version 2 adds `ironloop_claims(thread_id PRIMARY KEY, owner, expires_at)`, the
 //! claims of stalled threads (see [`super::stalled`]), and `ironloop_writes.saved_at`
 //! (filled by the server). A thread is idle since its latest save: the later of its
@@ -51,8 +57,9 @@
 //! latest_id = parent`, which the server evaluates on the row's latest version under a
 //! row lock), so of two runs advancing a thread at once exactly one wins.
 //!
-//! `record` is the whole [`CheckpointRecord`] as compact JSON text (kept byte for byte;
-//! the server compresses large values), `value` a pending write's value as JSON text.
+//! `record` is the record's text (see [`super::record`]: format 2, or format 1 for
+//! records written before; kept byte for byte, the server compresses large values),
+//! `value` a pending write's value as JSON text.
 //! The names start with `ironloop_`, so a database can also hold LangGraph's tables.
 //!
 //! [`SqliteSaver`]: super::SqliteSaver

@@ -30,7 +30,7 @@
 //! never wait on writers (WAL). The file must live on a local filesystem: WAL needs
 //! shared memory.
 //!
-//! # Schema (`PRAGMA user_version = 2`)
+//! # Schema (`PRAGMA user_version = 3`)
 //!
 //! ```sql
 //! checkpoints(seq INTEGER PRIMARY KEY, thread_id, checkpoint_id, parent_id, step, record)
@@ -41,19 +41,21 @@
 //! ```
 //!
 //! `seq` is insertion order (the latest checkpoint of a thread is its highest `seq`);
-//! `record` is the whole [`CheckpointRecord`] as compact JSON, `value` a pending write's
-//! value as compact JSON. Putting a record whose id already exists in the thread changes
+//! `record` is the record's text (see [`super::record`]: format 2, or format 1 for
+//! records written before), `value` a pending write's value as compact JSON. Putting a record whose id already exists in the thread changes
 //! nothing (an identical record) or is a conflict (another one); a pending write whose
 //! `(task_id, idx)` is stored is ignored (see [`Checkpointer`]).
 //!
 //! Version 1 (no `idx`) is migrated in place when the file is opened: its writes get
-//! their `seq` as `idx`, which keeps them all.
+//! their `seq` as `idx`, which keeps them all. Version 3 changes no table: it marks a
+//! file whose records may be in format 2, which an ironloop knowing version 2 refuses.
+//! A `put_many` batch is one `BEGIN IMMEDIATE` transaction.
 //!
 //! `chain` reads only the ancestors of the requested checkpoint, with one recursive
 //! query over the `(thread_id, checkpoint_id)` index; its cost grows with the length of
 //! that chain, not with the size of the thread or of the file. `chain_from_snapshot`
-//! is the same query stopped at the first record whose text starts with
-//! [`SNAPSHOT_JSON_PREFIX`](super::SNAPSHOT_JSON_PREFIX) (no schema change: files
+//! is the same query stopped at the first record whose text says it holds a snapshot
+//! ([`record::has_snapshot`](super::record::has_snapshot)'s prefixes; no schema change: files
 //! written before snapshots load as they are, through their whole chain, until a run
 //! adds a snapshot).
 
