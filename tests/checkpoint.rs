@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use ironloop::checkpoint::{
     child_ns, thread_key, CheckpointError, CheckpointRecord, Checkpointer, MemorySaver,
-    PendingWrite, TaskRecord, Write,
+    PendingWrite, Put, TaskRecord, Write,
 };
 use serde_json::json;
 
@@ -622,6 +622,113 @@ async fn put_next_is_a_compare_and_set(s: Arc<dyn Checkpointer>) {
     s.put_next("u", rec("c0", None, 0)).await.unwrap();
     s.delete_thread("t").await.unwrap();
     s.put_next("t", rec("n0", None, 0)).await.unwrap();
+}
+
+fn next(r: CheckpointRecord) -> Put {
+    Put::Record {
+        record: Box::new(r),
+        next: true,
+    }
+}
+
+fn writes_to(checkpoint_id: &str, writes: Vec<PendingWrite>) -> Put {
+    Put::Writes {
+        checkpoint_id: checkpoint_id.into(),
+        writes,
+    }
+}
+
+async fn put_many_is_one_transaction(s: Arc<dyn Checkpointer>) {
+    // A batch: records and writes, in order, as their own calls would save them.
+    s.put_many(
+        "t",
+        vec![
+            next(rec("c0", None, 0)),
+            writes_to("c0", vec![pw("a", "x", json!(0))]),
+            next(rec("c1", Some("c0"), 1)),
+            writes_to(
+                "c1",
+                vec![pw("a", "x", json!(1)), pwi("b", 3, "y", json!("é"))],
+            ),
+            writes_to("c1", vec![pw("a", "x", json!("dup"))]),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(ids(&s.list("t", None, None).await.unwrap()), ["c1", "c0"]);
+    assert_eq!(
+        s.get("t", None).await.unwrap().unwrap(),
+        rec("c1", Some("c0"), 1)
+    );
+    // c1 dropped c0's writes; c1's are deduplicated by (task, idx), first kept.
+    assert!(s.pending_writes("t", "c0").await.unwrap().is_empty());
+    let pending = s.pending_writes("t", "c1").await.unwrap();
+    assert_eq!(
+        pending.iter().map(|w| &w.value).collect::<Vec<_>>(),
+        [&json!(1), &json!("é")]
+    );
+    // The same batch again (a retry after an unknown outcome) is fine.
+    s.put_many(
+        "t",
+        vec![next(rec("c0", None, 0)), next(rec("c1", Some("c0"), 1))],
+    )
+    .await
+    .unwrap();
+    // A refused item leaves nothing of the batch: c2 and its writes are not saved.
+    let e = s
+        .put_many(
+            "t",
+            vec![
+                next(rec("c2", Some("c1"), 2)),
+                writes_to("c2", vec![pw("a", "x", json!(2))]),
+                next(rec("late", Some("c0"), 1)),
+            ],
+        )
+        .await
+        .unwrap_err();
+    match &e {
+        CheckpointError::Conflict { thread_id, .. } => assert_eq!(thread_id, "t"),
+        other => panic!("expected Conflict, got {other:?}"),
+    }
+    assert!(e.to_string().contains("advanced by another run"), "{e}");
+    assert_eq!(s.get("t", Some("c2")).await.unwrap(), None);
+    assert!(s.pending_writes("t", "c2").await.unwrap().is_empty());
+    assert_eq!(s.get("t", None).await.unwrap().unwrap().id, "c1");
+    assert_eq!(s.pending_writes("t", "c1").await.unwrap().len(), 2);
+    // So does a record under a used id with other content.
+    let mut other = rec("c1", Some("c0"), 1);
+    other.source = "fork".into();
+    let e = s
+        .put_many(
+            "t",
+            vec![
+                next(rec("c2", Some("c1"), 2)),
+                Put::Record {
+                    record: Box::new(other),
+                    next: false,
+                },
+            ],
+        )
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("other content"), "{e}");
+    assert_eq!(s.get("t", Some("c2")).await.unwrap(), None);
+    // The thread goes on from where it was; an empty batch does nothing.
+    s.put_many("t", vec![]).await.unwrap();
+    s.put_many(
+        "t",
+        vec![
+            next(rec("c2", Some("c1"), 2)),
+            next(rec("c3", Some("c2"), 3)),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        ids(&s.chain("t", "c3").await.unwrap()),
+        ["c0", "c1", "c2", "c3"]
+    );
+    assert!(s.pending_writes("t", "c1").await.unwrap().is_empty());
 }
 
 async fn put_next_has_one_winner(s: Arc<dyn Checkpointer>) {
@@ -1340,6 +1447,7 @@ conformance!(
     time_travel_to_an_id,
     put_next_is_a_compare_and_set,
     put_next_has_one_winner,
+    put_many_is_one_transaction,
     close_refuses_later_calls,
     concurrent_callers,
     chain_from_snapshot_stops_at_the_nearest_snapshot,
@@ -1592,8 +1700,13 @@ mod sqlite_only {
             .query_row("SELECT record FROM checkpoints", [], |r| r.get(0))
             .unwrap();
         assert!(!json.contains(": ") && !json.contains('\n'), "{json}");
+        // Format 2: an array without the ids (they are columns).
+        assert!(
+            json.starts_with("[2,0,\"input\",") && !json.contains("\"c0\""),
+            "{json}"
+        );
         assert_eq!(
-            serde_json::from_str::<CheckpointRecord>(&json).unwrap(),
+            ironloop::checkpoint::record::decode(&json, "c0", None).unwrap(),
             rec("c0", None, 0)
         );
     }
@@ -1651,7 +1764,81 @@ mod sqlite_migration {
         let v: i64 = c
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(v, 2);
+        assert_eq!(v, 3);
+    }
+
+    /// A file of schema version 2 (records in format 1, snapshots included) opens,
+    /// loads, takes new records in format 2 on the same chains, and is then refused by
+    /// an ironloop that knows only version 2 (its `user_version` is 3).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn version_2_files_with_format_1_records_load() {
+        let db = TempDb::new("v2");
+        {
+            let s = SqliteSaver::open(db.path()).unwrap();
+            drop(s);
+            let c = rusqlite::Connection::open(db.path()).unwrap();
+            c.execute_batch("PRAGMA user_version = 2").unwrap();
+            for i in 0..5i64 {
+                let parent = (i > 0).then(|| format!("c{}", i - 1));
+                let mut r = rec(&format!("c{i}"), parent.as_deref(), i);
+                if i == 2 {
+                    r = with_snapshot(r, 2);
+                }
+                c.execute(
+                    "INSERT INTO checkpoints (thread_id, checkpoint_id, parent_id, step, record) \
+                     VALUES ('t', ?1, ?2, ?3, ?4)",
+                    rusqlite::params![r.id, r.parent_id, i, serde_json::to_string(&r).unwrap()],
+                )
+                .unwrap();
+            }
+        }
+        let s = SqliteSaver::open(db.path()).unwrap();
+        let old = |i: i64| {
+            let parent = (i > 0).then(|| format!("c{}", i - 1));
+            let r = rec(&format!("c{i}"), parent.as_deref(), i);
+            if i == 2 {
+                with_snapshot(r, 2)
+            } else {
+                r
+            }
+        };
+        assert_eq!(s.get("t", None).await.unwrap(), Some(old(4)));
+        assert_eq!(
+            ids(&s.chain_from_snapshot("t", "c4").await.unwrap()),
+            ["c2", "c3", "c4"]
+        );
+        // A retried put of a format-1 record is the same record.
+        s.put_next("t", old(3)).await.unwrap();
+        s.put_next("t", rec("c5", Some("c4"), 5)).await.unwrap();
+        s.put_next("t", with_snapshot(rec("c6", Some("c5"), 6), 6))
+            .await
+            .unwrap();
+        s.put_next("t", rec("c7", Some("c6"), 7)).await.unwrap();
+        let chain = s.chain("t", "c7").await.unwrap();
+        assert_eq!(chain.len(), 8);
+        assert_eq!(chain[4], old(4));
+        assert_eq!(chain[5], rec("c5", Some("c4"), 5));
+        assert_eq!(
+            ids(&s.chain_from_snapshot("t", "c7").await.unwrap()),
+            ["c6", "c7"]
+        );
+        assert_eq!(
+            ids(&s.chain_from_snapshot("t", "c5").await.unwrap()),
+            ["c2", "c3", "c4", "c5"]
+        );
+        s.close().unwrap();
+        let c = rusqlite::Connection::open(db.path()).unwrap();
+        let (v, formats): (i64, String) = (
+            c.query_row("PRAGMA user_version", [], |r| r.get(0))
+                .unwrap(),
+            c.query_row(
+                "SELECT group_concat(substr(record, 1, 1), '') FROM checkpoints ORDER BY seq",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap(),
+        );
+        assert_eq!((v, formats.as_str()), (3, "{{{{{[[["));
     }
 }
 
@@ -1730,6 +1917,87 @@ mod postgres_only {
         let e = s.setup().await.unwrap_err().to_string();
         assert!(e.contains("99") && e.contains("upgrade ironloop"), "{e}");
         assert_eq!(s.list("t", None, None).await.unwrap().len(), 2);
+        Checkpointer::close(&s).await.unwrap();
+        schema.drop().await;
+    }
+
+    /// A schema at version 2 holding format-1 records migrates to the current version
+    /// and its threads load and go on (new records in format 2 on the same chains).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn version_2_schemas_with_format_1_records_migrate() {
+        let schema = pg::TempSchema::new("v2").await;
+        let admin = pg::admin().await;
+        let q = |sql: &str| sql.replace("{s}", &format!("\"{}\".", schema.name));
+        admin
+            .batch_execute(&q("CREATE SCHEMA {s_}; \
+                 CREATE TABLE {s}ironloop_migrations (version integer PRIMARY KEY, \
+                   applied_at timestamptz NOT NULL DEFAULT now()); \
+                 CREATE TABLE {s}ironloop_checkpoints (seq bigserial PRIMARY KEY, \
+                   thread_id text NOT NULL, checkpoint_id text NOT NULL, parent_id text, \
+                   step bigint NOT NULL, record text NOT NULL, UNIQUE (thread_id, checkpoint_id)); \
+                 CREATE INDEX ironloop_checkpoints_by_thread ON {s}ironloop_checkpoints (thread_id, seq); \
+                 CREATE TABLE {s}ironloop_writes (seq bigserial PRIMARY KEY, thread_id text NOT NULL, \
+                   checkpoint_id text NOT NULL, task_id text NOT NULL, idx bigint NOT NULL, \
+                   node text NOT NULL, channel text NOT NULL, value text NOT NULL, \
+                   saved_at timestamptz NOT NULL DEFAULT now(), \
+                   UNIQUE (thread_id, checkpoint_id, task_id, idx)); \
+                 CREATE TABLE {s}ironloop_threads (thread_id text PRIMARY KEY, \
+                   latest_id text NOT NULL, updated_at timestamptz NOT NULL DEFAULT now()); \
+                 CREATE TABLE {s}ironloop_claims (thread_id text PRIMARY KEY, owner text NOT NULL, \
+                   expires_at timestamptz NOT NULL); \
+                 INSERT INTO {s}ironloop_migrations (version) VALUES (1), (2); \
+                 INSERT INTO {s}ironloop_threads (thread_id, latest_id) VALUES ('t', 'c3');")
+                .replace("{s_}", &format!("\"{}\"", schema.name)))
+            .await
+            .unwrap();
+        let old = |i: i64| {
+            let parent = (i > 0).then(|| format!("c{}", i - 1));
+            let r = rec(&format!("c{i}"), parent.as_deref(), i);
+            if i == 1 {
+                with_snapshot(r, 1)
+            } else {
+                r
+            }
+        };
+        for i in 0..4i64 {
+            let r = old(i);
+            admin
+                .execute(
+                    &q("INSERT INTO {s}ironloop_checkpoints \
+                        (thread_id, checkpoint_id, parent_id, step, record) \
+                        VALUES ('t', $1, $2, $3, $4)"),
+                    &[&r.id, &r.parent_id, &i, &serde_json::to_string(&r).unwrap()],
+                )
+                .await
+                .unwrap();
+        }
+        let s = schema.saver().await;
+        s.setup().await.unwrap();
+        assert_eq!(s.get("t", None).await.unwrap(), Some(old(3)));
+        s.put_next("t", old(3)).await.unwrap();
+        s.put_next("t", rec("c4", Some("c3"), 4)).await.unwrap();
+        let chain = s.chain("t", "c4").await.unwrap();
+        assert_eq!(
+            chain,
+            vec![old(0), old(1), old(2), old(3), rec("c4", Some("c3"), 4)]
+        );
+        assert_eq!(
+            ids(&s.chain_from_snapshot("t", "c4").await.unwrap()),
+            ["c1", "c2", "c3", "c4"]
+        );
+        assert_eq!(
+            ids(&s.list("t", Some(2), None).await.unwrap()),
+            ["c4", "c3"]
+        );
+        let stored: String = admin
+            .query_one(
+                &q("SELECT record FROM {s}ironloop_checkpoints WHERE checkpoint_id = 'c4'"),
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert!(stored.starts_with("[2,4,"), "{stored}");
         Checkpointer::close(&s).await.unwrap();
         schema.drop().await;
     }

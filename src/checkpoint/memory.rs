@@ -12,10 +12,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use super::record;
 use super::stalled::{awaits_answer, check_claim};
 use super::{
     advanced_conflict, dedupe_writes, now_secs, same_id_conflict, ChainFrom, CheckpointError,
-    CheckpointRecord, Checkpointer, PendingWrite, Result, SNAPSHOT_JSON_PREFIX,
+    CheckpointRecord, Checkpointer, PendingWrite, Put, Result,
 };
 
 struct Stored {
@@ -58,14 +59,80 @@ impl Thread {
         }
     }
 
+    /// `put` (`put_next` when `next`) of `record`, whose JSON is `json`.
+    fn store(
+        &mut self,
+        thread_id: &str,
+        record: CheckpointRecord,
+        json: String,
+        next: bool,
+    ) -> Result<()> {
+        if let Some(i) = self.find(record.id.as_str()) {
+            let stored = &self.records[i];
+            return if *stored.json == *json
+                && stored.parent.as_deref() == record.parent_id.as_deref()
+            {
+                Ok(())
+            } else {
+                Err(same_id_conflict(thread_id, &record.id))
+            };
+        }
+        let latest = self.records.last().map(|r| &*r.id);
+        if next && latest != record.parent_id.as_deref() {
+            return Err(advanced_conflict(
+                thread_id,
+                record.parent_id.as_deref(),
+                latest,
+            ));
+        }
+        if let Some(p) = &record.parent_id {
+            self.pending.remove(p.as_str());
+            if self.pending.is_empty() {
+                // Give the table's memory back: most threads have no pending writes.
+                self.pending = HashMap::new();
+            }
+        }
+        let parent = record.parent_id.map(Into::into);
+        self.push(Stored {
+            id: record.id.into(),
+            parent,
+            json: json.into(),
+        });
+        Ok(())
+    }
+
+    /// `put_writes` of `writes` to `checkpoint_id`.
+    fn add_writes(&mut self, checkpoint_id: &str, writes: Vec<PendingWrite>) {
+        let stored = self.pending.entry(checkpoint_id.into()).or_default();
+        let new = dedupe_writes(stored, writes);
+        stored.extend(new);
+    }
+
+    /// Forgets the records from position `n` on (undoing a batch).
+    fn truncate(&mut self, n: usize) {
+        for r in self.records.drain(n..) {
+            self.index.remove(&r.id);
+        }
+        if self.records.len() < INDEX_FROM {
+            self.index = HashMap::new();
+        }
+    }
+
     fn parse(&self, i: usize) -> Result<CheckpointRecord> {
-        serde_json::from_str(&self.records[i].json).map_err(|e| {
+        let r = &self.records[i];
+        record::decode(&r.json, &r.id, r.parent.as_deref()).map_err(|e| {
             CheckpointError::serialization(format!(
                 "MemorySaver: the stored checkpoint {:?} is unreadable: {e}",
                 self.records[i].id
             ))
         })
     }
+}
+
+fn to_json(record: &CheckpointRecord) -> Result<String> {
+    record::encode(record).map_err(|e| {
+        CheckpointError::serialization(format!("MemorySaver: cannot store checkpoint: {e}"))
+    })
 }
 
 /// Keeps every checkpoint in this process's memory (lost when it exits).
@@ -105,41 +172,19 @@ impl MemorySaver {
 
     /// `put`, and `put_next` when `next`: the check and the write under one lock.
     fn store(&self, thread_id: &str, record: CheckpointRecord, next: bool) -> Result<()> {
-        let json = serde_json::to_string(&record).map_err(|e| {
-            CheckpointError::serialization(format!("MemorySaver: cannot store checkpoint: {e}"))
-        })?;
+        let json = to_json(&record)?;
         self.open_with(|ts| {
             let t = ts.entry(thread_id.to_owned()).or_default();
-            if let Some(i) = t.find(record.id.as_str()) {
-                return if *t.records[i].json == *json {
-                    Ok(())
-                } else {
-                    Err(same_id_conflict(thread_id, &record.id))
-                };
-            }
-            let latest = t.records.last().map(|r| &*r.id);
-            if next && latest != record.parent_id.as_deref() {
-                return Err(advanced_conflict(
-                    thread_id,
-                    record.parent_id.as_deref(),
-                    latest,
-                ));
-            }
-            if let Some(p) = &record.parent_id {
-                t.pending.remove(p.as_str());
-                if t.pending.is_empty() {
-                    // Give the table's memory back: most threads have no pending writes.
-                    t.pending = HashMap::new();
-                }
-            }
-            let parent = record.parent_id.map(Into::into);
-            t.push(Stored {
-                id: record.id.into(),
-                parent,
-                json: json.into(),
-            });
-            Ok(())
+            t.store(thread_id, record, json, next)
         })
+    }
+
+    /// Notes that `thread_id` saved pending writes now (see `written`).
+    fn wrote(&self, thread_id: &str) {
+        self.written
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(thread_id.to_owned(), now_secs());
     }
 
     /// The ancestors of `id` up to the root, or to the nearest record holding a
@@ -158,7 +203,7 @@ impl MemorySaver {
             while let Some(i) = cur {
                 out.push(t.parse(i)?);
                 let stored = &t.records[i];
-                if from == ChainFrom::Snapshot && stored.json.starts_with(SNAPSHOT_JSON_PREFIX) {
+                if from == ChainFrom::Snapshot && record::has_snapshot(&stored.json) {
                     break;
                 }
                 cur = match &stored.parent {
@@ -220,12 +265,17 @@ impl MemorySaver {
         Ok(out)
     }
 
-    /// Approximate bytes held by checkpoints (JSON text of the records and writes).
+    /// Approximate bytes held by checkpoints: the records' stored text and ids, and
+    /// the pending writes' JSON.
     pub fn approx_bytes(&self) -> usize {
         self.with(|ts| {
             ts.values()
                 .map(|t| {
-                    t.records.iter().map(|r| r.json.len()).sum::<usize>()
+                    (t.records.iter())
+                        .map(|r| {
+                            r.json.len() + r.id.len() + r.parent.as_ref().map_or(0, |p| p.len())
+                        })
+                        .sum::<usize>()
                         + t.pending
                             .values()
                             .flatten()
@@ -247,6 +297,46 @@ impl Checkpointer for MemorySaver {
         self.store(thread_id, record, true)
     }
 
+    async fn put_many(&self, thread_id: &str, puts: Vec<Put>) -> Result<()> {
+        // Serialise first, outside the lock; then apply all under it, or undo.
+        let puts = puts
+            .into_iter()
+            .map(|p| match p {
+                Put::Record { record, next } => {
+                    let json = to_json(&record)?;
+                    Ok(Err((*record, json, next)))
+                }
+                Put::Writes {
+                    checkpoint_id,
+                    writes,
+                } => Ok(Ok((checkpoint_id, writes))),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let wrote = puts.iter().any(Result::is_ok);
+        self.open_with(|ts| {
+            let t = ts.entry(thread_id.to_owned()).or_default();
+            let (records, pending) = (t.records.len(), t.pending.clone());
+            for p in puts {
+                let r = match p {
+                    Err((record, json, next)) => t.store(thread_id, record, json, next),
+                    Ok((checkpoint_id, writes)) => {
+                        t.add_writes(&checkpoint_id, writes);
+                        Ok(())
+                    }
+                };
+                if let Err(e) = r {
+                    t.truncate(records);
+                    t.pending = pending;
+                    return Err(e);
+                }
+            }
+            if wrote {
+                self.wrote(thread_id);
+            }
+            Ok(())
+        })
+    }
+
     async fn put_writes(
         &self,
         thread_id: &str,
@@ -254,18 +344,10 @@ impl Checkpointer for MemorySaver {
         writes: Vec<PendingWrite>,
     ) -> Result<()> {
         self.open_with(|ts| {
-            let stored = ts
-                .entry(thread_id.to_owned())
+            ts.entry(thread_id.to_owned())
                 .or_default()
-                .pending
-                .entry(checkpoint_id.into())
-                .or_default();
-            let new = dedupe_writes(stored, writes);
-            stored.extend(new);
-            self.written
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(thread_id.to_owned(), now_secs());
+                .add_writes(checkpoint_id, writes);
+            self.wrote(thread_id);
             Ok(())
         })
     }

@@ -8,12 +8,13 @@
 //! Every few steps the engine also puts a *snapshot* in a record (the channels'
 //! values there, see `graph::snapshot`), so that loading a thread replays the deltas
 //! after the nearest snapshot ([`Checkpointer::chain_from_snapshot`]) instead of the
-//! whole chain. A record with a snapshot serialises it as its first field, so a store
-//! tells such records by their first bytes ([`SNAPSHOT_JSON_PREFIX`]) without parsing.
+//! whole chain. How a record is stored, and how a store tells a record holding a
+//! snapshot by its first bytes without parsing it, is [`record`]'s.
 
 pub mod memory;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+pub mod record;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 pub mod stalled;
@@ -122,8 +123,8 @@ pub struct Write {
 pub struct CheckpointRecord {
     /// The channels' values at this checkpoint, when the engine materialised them
     /// here (every few steps; opaque to savers). Declared first so that it is the
-    /// record's first JSON field: see [`SNAPSHOT_JSON_PREFIX`]. Records written before
-    /// snapshots existed have none and load as they did.
+    /// first JSON field of a record stored in format 1 (see [`record`]). Records
+    /// written before snapshots existed have none and load as they did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<Value>,
     pub id: String,
@@ -156,6 +157,22 @@ pub struct PendingWrite {
     pub value: Value,
 }
 
+/// One save of a batch given to [`Checkpointer::put_many`]: what `put`, `put_next` and
+/// `put_writes` each save.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Put {
+    /// A checkpoint, saved as by `put_next` when `next`, else as by `put`.
+    Record {
+        record: Box<CheckpointRecord>,
+        next: bool,
+    },
+    /// Writes of tasks of the step that runs from `checkpoint_id`, as by `put_writes`.
+    Writes {
+        checkpoint_id: String,
+        writes: Vec<PendingWrite>,
+    },
+}
+
 /// Where checkpoints are kept. Implementations must make a `put` durable (or at least
 /// handed to the OS) before returning: a run only moves on once its step is saved.
 ///
@@ -184,6 +201,11 @@ pub struct PendingWrite {
 /// - **`close`** lets the work already started finish, then releases the saver's
 ///   connections and threads; calling it again does nothing; every later call fails
 ///   with a [`CheckpointError::Storage`] saying the saver was closed.
+/// - **`put_many`** saves a batch of puts, in order, as one transaction: each as its
+///   own call would (the same checks, the same errors), and all of them or, when one
+///   fails, none. A run whose `durability` lets its saves lag its steps (`"async"`,
+///   `"exit"`) hands them over this way, so a store pays one commit (and, over a
+///   network, a few round trips) per batch rather than per step.
 /// - A call either happens completely or not at all (one transaction), also when the
 ///   future is dropped half-way.
 #[async_trait]
@@ -194,6 +216,9 @@ pub trait Checkpointer: Send + Sync {
     /// Saves the thread's next checkpoint: like `put`, if the thread's latest
     /// checkpoint is still `record.parent_id` (see the trait's documentation).
     async fn put_next(&self, thread_id: &str, record: CheckpointRecord) -> Result<()>;
+    /// Saves `puts` in order, in one transaction: all of them, or none when one fails
+    /// (see the trait's documentation).
+    async fn put_many(&self, thread_id: &str, puts: Vec<Put>) -> Result<()>;
     /// Saves writes of tasks that finished in the step that runs from `checkpoint_id`.
     async fn put_writes(
         &self,
@@ -334,11 +359,6 @@ pub(crate) fn advanced_conflict(
         ),
     )
 }
-
-/// How the JSON text of a record holding a snapshot starts (and no other record's:
-/// every other record starts with `{"id":`). Stores test it to stop a chain at the
-/// nearest snapshot without parsing the records.
-pub const SNAPSHOT_JSON_PREFIX: &str = "{\"snapshot\":";
 
 /// Which ancestors [`order_chain`] keeps.
 #[derive(Clone, Copy, PartialEq, Eq)]

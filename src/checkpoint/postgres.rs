@@ -9,8 +9,10 @@
 //! and a future dropped half-way does not cut a statement in two: every call is one
 //! statement (one transaction), and its prepared statement is cached per connection,
 //! so a call is **one round trip** once the connection has seen it. A step of a run
-//! costs one `put` (the step's record, and the parent's pending writes dropped, in one
-//! statement); a step of several tasks adds one `put_writes` per task as it finishes.
+//! costs one `put_next` (the step's record, and the parent's pending writes dropped, in
+//! one statement); a step of several tasks adds one `put_writes` per task as it
+//! finishes. A `put_many` batch is one transaction whose `BEGIN` and statements are
+//! pipelined (one round trip), then `COMMIT`: two round trips, whatever its size.
 //!
 //! A connection the server closed while idle (a restart, `pg_terminate_backend`, a
 //! proxy's idle timeout) is noticed when it is taken from the pool and replaced. A
@@ -40,6 +42,10 @@
 //! ironloop_threads(thread_id PRIMARY KEY, latest_id, updated_at)
 //! ```
 //!
+//! Version 3 makes `(thread_id, seq)` the primary key of `ironloop_checkpoints` (its
+//! `seq` key and the `(thread_id, seq)` index go: one index fewer), and marks a schema
+//! whose records may be in format 2 (see [`super::record`]).
+//!
 //! Version 2 adds `ironloop_claims(thread_id PRIMARY KEY, owner, expires_at)`, the
 //! claims of stalled threads (see [`super::stalled`]), and `ironloop_writes.saved_at`
 //! (filled by the server). A thread is idle since its latest save: the later of its
@@ -51,8 +57,9 @@
 //! latest_id = parent`, which the server evaluates on the row's latest version under a
 //! row lock), so of two runs advancing a thread at once exactly one wins.
 //!
-//! `record` is the whole [`CheckpointRecord`] as compact JSON text (kept byte for byte;
-//! the server compresses large values), `value` a pending write's value as JSON text.
+//! `record` is the record's text (see [`super::record`]: format 2, or format 1 for
+//! records written before; kept byte for byte, the server compresses large values),
+//! `value` a pending write's value as JSON text.
 //! The names start with `ironloop_`, so a database can also hold LangGraph's tables.
 //!
 //! [`SqliteSaver`]: super::SqliteSaver
@@ -70,14 +77,15 @@ use tokio::runtime::Handle;
 use tokio_postgres::error::SqlState;
 use tokio_util::task::TaskTracker;
 
+use super::record;
 use super::stalled::{awaits_answer_sql, check_claim};
 use super::{
     advanced_conflict, dedupe_writes, order_chain, same_id_conflict, ChainFrom, CheckpointError,
-    CheckpointRecord, Checkpointer, PendingWrite, Result, SNAPSHOT_JSON_PREFIX,
+    CheckpointRecord, Checkpointer, PendingWrite, Put, Result,
 };
 
 /// The schema version this ironloop writes (the last of [`MIGRATIONS`]).
-pub const SCHEMA_VERSION: i32 = 2;
+pub const SCHEMA_VERSION: i32 = 3;
 
 /// The migrations, in order: `MIGRATIONS[i]` takes the schema to version `i + 1`.
 /// `{s}` stands for the schema prefix (`"name".` or nothing).
@@ -118,6 +126,13 @@ CREATE TABLE {s}ironloop_claims (
 );
 ALTER TABLE {s}ironloop_writes ADD COLUMN saved_at timestamptz NOT NULL DEFAULT now();
 ",
+    // Records may be in format 2 from here on (see `record`); one index fewer: the
+    // primary key (thread_id, seq) orders a thread's records and finds them by seq.
+    "
+ALTER TABLE {s}ironloop_checkpoints DROP CONSTRAINT ironloop_checkpoints_pkey;
+DROP INDEX {s}ironloop_checkpoints_by_thread;
+ALTER TABLE {s}ironloop_checkpoints ADD PRIMARY KEY (thread_id, seq);
+",
 ];
 
 /// The key of the advisory lock that serialises `setup` calls.
@@ -150,8 +165,7 @@ struct Sql {
     prefix: String,
     put: String,
     put_next: String,
-    latest_id: String,
-    stored: String,
+    refused: String,
     put_writes: String,
     latest: String,
     by_id: String,
@@ -189,7 +203,8 @@ impl Sql {
                  AND a.checkpoint_id = t.latest_id \
                  AND a.saved_at > now() - make_interval(secs => $1)) \
                AND (k.expires_at IS NULL OR k.expires_at <= now()) \
-               AND json_array_length((c.record::json) -> 'next') > 0 \
+               AND json_array_length(CASE WHEN left(c.record, 1) = '[' \
+                 THEN (c.record::json) -> 5 ELSE (c.record::json) -> 'next' END) > 0 \
                AND NOT {} \
              ORDER BY t.updated_at, t.thread_id LIMIT $2",
             awaits_answer_sql(&w, "t.thread_id", "t.latest_id")
@@ -224,11 +239,12 @@ impl Sql {
                    ON CONFLICT (thread_id) DO UPDATE \
                    SET latest_id = EXCLUDED.latest_id, updated_at = now() \
                  ) \
-                 SELECT EXISTS (SELECT 1 FROM ins), \
-                   (SELECT record FROM {c} WHERE thread_id = $1 AND checkpoint_id = $2)"
+                 SELECT EXISTS (SELECT 1 FROM ins), s.record, s.parent_id FROM (SELECT 1) one \
+                 LEFT JOIN {c} s ON s.thread_id = $1 AND s.checkpoint_id = $2"
             ),
             // The swap decides: the record goes in (and the parent's pending writes
-            // go) only if the thread was still at the parent.
+            // go) only if the thread was still at the parent. Only `true` (swapped and
+            // inserted) is the common case: anything else reads `refused`.
             put_next: format!(
                 "WITH cas AS ( \
                    INSERT INTO {t} AS t (thread_id, latest_id) VALUES ($1, $2) \
@@ -239,16 +255,20 @@ impl Sql {
                  ), ins AS ( \
                    INSERT INTO {c} (thread_id, checkpoint_id, parent_id, step, record) \
                    SELECT $1, $2, $3, $4, $5 WHERE EXISTS (SELECT 1 FROM cas) \
-                   ON CONFLICT (thread_id, checkpoint_id) DO NOTHING \
+                   ON CONFLICT (thread_id, checkpoint_id) DO NOTHING RETURNING 1 \
                  ), del AS ( \
                    DELETE FROM {w} WHERE thread_id = $1 AND checkpoint_id = $3 \
                    AND EXISTS (SELECT 1 FROM cas) \
                  ) \
-                 SELECT EXISTS (SELECT 1 FROM cas), \
-                   (SELECT record FROM {c} WHERE thread_id = $1 AND checkpoint_id = $2)"
+                 SELECT EXISTS (SELECT 1 FROM cas) AND EXISTS (SELECT 1 FROM ins)"
             ),
-            latest_id: format!("SELECT latest_id FROM {t} WHERE thread_id = $1"),
-            stored: format!("SELECT record FROM {c} WHERE thread_id = $1 AND checkpoint_id = $2"),
+            // Why a `put_next` saved nothing: the record under its id, and where the
+            // thread is (read after the statement, so it sees what won).
+            refused: format!(
+                "SELECT s.record, s.parent_id, (SELECT latest_id FROM {t} WHERE thread_id = $1) \
+                 FROM (SELECT 1) one \
+                 LEFT JOIN {c} s ON s.thread_id = $1 AND s.checkpoint_id = $2"
+            ),
             put_writes: format!(
                 "INSERT INTO {w} (thread_id, checkpoint_id, task_id, idx, node, channel, value) \
                  SELECT $1, $2, w.task_id, w.idx, w.node, w.channel, w.value \
@@ -258,21 +278,28 @@ impl Sql {
                  ON CONFLICT (thread_id, checkpoint_id, task_id, idx) DO NOTHING"
             ),
             latest: format!(
-                "SELECT c.record FROM {t} t JOIN {c} c \
+                "SELECT c.checkpoint_id, c.parent_id, c.record FROM {t} t JOIN {c} c \
                  ON c.thread_id = t.thread_id AND c.checkpoint_id = t.latest_id \
                  WHERE t.thread_id = $1"
             ),
-            by_id: format!("SELECT record FROM {c} WHERE thread_id = $1 AND checkpoint_id = $2"),
+            by_id: format!(
+                "SELECT checkpoint_id, parent_id, record FROM {c} \
+                 WHERE thread_id = $1 AND checkpoint_id = $2"
+            ),
             // UNION (not UNION ALL) ends a corrupt, cyclic chain; `order_chain` puts
             // the records in order and reports the damage.
             chain: chain_query(&c, "false"),
             chain_from_snapshot: chain_query(
                 &c,
-                &format!("left(record, 12) = '{SNAPSHOT_JSON_PREFIX}'"),
+                &format!(
+                    "(left(record, 3) = '{}' OR left(record, 12) = '{}')",
+                    record::SNAPSHOT_PREFIX,
+                    record::SNAPSHOT_PREFIX_V1
+                ),
             ),
             // An unknown `before` filters nothing, as in the other savers.
             list: format!(
-                "SELECT record FROM {c} WHERE thread_id = $1 AND seq < coalesce( \
+                "SELECT checkpoint_id, parent_id, record FROM {c} WHERE thread_id = $1 AND seq < coalesce( \
                    (SELECT seq FROM {c} WHERE thread_id = $1 AND checkpoint_id = $2), \
                    9223372036854775807) \
                  ORDER BY seq DESC LIMIT $3"
@@ -306,7 +333,8 @@ fn chain_query(c: &str, stop: &str) -> String {
            JOIN {c} p ON p.thread_id = $1 AND p.checkpoint_id = a.parent_id \
            WHERE NOT a.stop \
          ) \
-         SELECT c.record FROM ancestors a JOIN {c} c ON c.seq = a.seq",
+         SELECT c.checkpoint_id, c.parent_id, c.record FROM ancestors a \
+         JOIN {c} c ON c.thread_id = $1 AND c.seq = a.seq",
         p_stop = stop.replace("record", "p.record"),
     )
 }
@@ -523,7 +551,7 @@ impl PostgresSaver {
         from: ChainFrom,
     ) -> Result<Vec<CheckpointRecord>> {
         let (t, target) = (thread_id.to_owned(), id.to_owned());
-        let rows: Vec<String> = self
+        let rows: Vec<RecordRow> = self
             .call("read a checkpoint chain", move |c, sh| async move {
                 let sql = match from {
                     ChainFrom::Root => &sh.sql.chain,
@@ -531,15 +559,15 @@ impl PostgresSaver {
                 };
                 let st = c.prepare_cached(sql).await?;
                 let rows = c.query(&st, &[&t, &target]).await?;
-                Ok(rows.iter().map(|r| r.get(0)).collect())
+                Ok(rows.iter().map(record_row).collect())
             })
             .await?;
         let records = self.decode_records(thread_id, rows)?;
         order_chain(&self.shared.name, thread_id, records, id, from)
     }
 
-    fn decode_record(&self, thread_id: &str, json: &str) -> Result<CheckpointRecord> {
-        serde_json::from_str(json).map_err(|e| {
+    fn decode_record(&self, thread_id: &str, row: &RecordRow) -> Result<CheckpointRecord> {
+        record::decode(&row.2, &row.0, row.1.as_deref()).map_err(|e| {
             CheckpointError::serialization(format!(
                 "{}: a checkpoint of thread {thread_id:?} cannot be read ({e}); it was \
                  written by an incompatible version or modified by hand",
@@ -548,10 +576,29 @@ impl PostgresSaver {
         })
     }
 
-    fn decode_records(&self, thread_id: &str, rows: Vec<String>) -> Result<Vec<CheckpointRecord>> {
+    fn decode_records(
+        &self,
+        thread_id: &str,
+        rows: Vec<RecordRow>,
+    ) -> Result<Vec<CheckpointRecord>> {
         rows.iter()
             .map(|j| self.decode_record(thread_id, j))
             .collect()
+    }
+
+    /// Pending writes as the columns of `put_writes`' arrays, deduplicated.
+    fn write_columns(&self, writes: Vec<PendingWrite>) -> Result<WriteColumns> {
+        let writes = dedupe_writes(&[], writes);
+        let mut cols = WriteColumns::default();
+        for w in writes {
+            let value = self.encode(&format!("the value written to {:?}", w.channel), &w.value)?;
+            cols.values.push(value);
+            cols.tasks.push(w.task_id);
+            cols.idxs.push(w.idx);
+            cols.nodes.push(w.node);
+            cols.channels.push(w.channel);
+        }
+        Ok(cols)
     }
 
     fn encode<T: serde::Serialize>(&self, what: &str, v: &T) -> Result<String> {
@@ -638,6 +685,176 @@ impl Shared {
             CheckpointError::storage(format!("{name}: cannot {op}: {detail}: {advice}"))
         }
     }
+}
+
+/// A stored record as read: its id, parent and text (see [`record`]).
+type RecordRow = (String, Option<String>, String);
+
+/// Reads a [`RecordRow`] from `checkpoint_id, parent_id, record` columns.
+fn record_row(r: &tokio_postgres::Row) -> RecordRow {
+    (r.get(0), r.get(1), r.get(2))
+}
+
+/// One put of a batch, encoded.
+enum Item {
+    Record {
+        id: String,
+        parent: Option<String>,
+        step: i64,
+        json: String,
+        next: bool,
+    },
+    Writes {
+        checkpoint_id: String,
+        columns: WriteColumns,
+    },
+}
+
+/// Pending writes, column by column (the arrays `put_writes` unnests).
+#[derive(Default)]
+struct WriteColumns {
+    tasks: Vec<String>,
+    idxs: Vec<i64>,
+    nodes: Vec<String>,
+    channels: Vec<String>,
+    values: Vec<String>,
+}
+
+/// Why a batch saved nothing.
+enum Refused {
+    /// The thread holds a checkpoint with this id and other content.
+    SameId(String),
+    /// A `put_next` whose parent is not the thread's latest checkpoint any more.
+    Moved {
+        expected: Option<String>,
+        latest: Option<String>,
+    },
+}
+
+/// Saves `items` of thread `t`: one statement (so one round trip once prepared) for a
+/// single item; otherwise one transaction whose `BEGIN` and statements are pipelined
+/// (sent together, answered together: one round trip), then `COMMIT`, or `ROLLBACK`
+/// when an item is refused, so that a refused item leaves nothing of the batch.
+async fn save_batch(
+    c: &Object,
+    sql: &Sql,
+    t: &String,
+    items: &[Item],
+) -> std::result::Result<Option<Refused>, tokio_postgres::Error> {
+    use futures::future::{join_all, BoxFuture, FutureExt};
+    let (put, put_next, put_writes) = (
+        c.prepare_cached(&sql.put).await?,
+        c.prepare_cached(&sql.put_next).await?,
+        c.prepare_cached(&sql.put_writes).await?,
+    );
+    let single = items.len() == 1;
+    let begin = (!single).then(|| c.batch_execute("BEGIN"));
+    type Param<'a> = &'a (dyn tokio_postgres::types::ToSql + Sync);
+    let params: Vec<Vec<Param<'_>>> = items
+        .iter()
+        .map(|item| match item {
+            Item::Record {
+                id,
+                parent,
+                step,
+                json,
+                ..
+            } => vec![t as Param<'_>, id, parent, step, json],
+            Item::Writes {
+                checkpoint_id,
+                columns: w,
+            } => vec![
+                t as Param<'_>,
+                checkpoint_id,
+                &w.tasks,
+                &w.idxs,
+                &w.nodes,
+                &w.channels,
+                &w.values,
+            ],
+        })
+        .collect();
+    let sent: Vec<BoxFuture<'_, std::result::Result<Option<tokio_postgres::Row>, _>>> = items
+        .iter()
+        .zip(&params)
+        .map(|(item, p)| match item {
+            Item::Record { next, .. } => {
+                let st = if *next { &put_next } else { &put };
+                c.query_one(st, p).map(|r| r.map(Some)).boxed()
+            }
+            Item::Writes { .. } => c.execute(&put_writes, p).map(|r| r.map(|_| None)).boxed(),
+        })
+        .collect();
+    // Polled in order, so sent in order: BEGIN first.
+    let (begun, answers) = match begin {
+        Some(b) => {
+            let (b, a) = futures::join!(b, join_all(sent));
+            (b, a)
+        }
+        None => (Ok(()), join_all(sent).await),
+    };
+    begun?;
+    let mut refused = None;
+    for (item, answer) in items.iter().zip(answers) {
+        let row = answer?;
+        let Item::Record {
+            id,
+            parent,
+            json,
+            next,
+            ..
+        } = item
+        else {
+            continue;
+        };
+        let row = row.expect("a record's statement returns a row");
+        let (saved, stored, latest) = if *next {
+            if row.get::<_, bool>(0) {
+                continue;
+            }
+            let st = c.prepare_cached(&sql.refused).await?;
+            let r = c.query_one(&st, &[t, id]).await?;
+            (false, stored(&r, 0), r.get::<_, Option<String>>(2))
+        } else {
+            let (inserted, mut found) = (row.get::<_, bool>(0), stored(&row, 1));
+            if !inserted && found.is_none() {
+                // Another writer inserted it during this statement: read it now.
+                let st = c.prepare_cached(&sql.refused).await?;
+                found = stored(&c.query_one(&st, &[t, id]).await?, 0);
+            }
+            (inserted, found, None)
+        };
+        match stored {
+            _ if saved => {}
+            Some((s, p)) if record::same(id, (&s, p.as_deref()), (json, parent.as_deref())) => {}
+            Some(_) => {
+                refused = Some(Refused::SameId(id.clone()));
+                break;
+            }
+            None => {
+                refused = Some(Refused::Moved {
+                    expected: parent.clone(),
+                    latest,
+                });
+                break;
+            }
+        }
+    }
+    if !single {
+        c.batch_execute(if refused.is_some() {
+            "ROLLBACK"
+        } else {
+            "COMMIT"
+        })
+        .await?;
+    }
+    Ok(refused)
+}
+
+/// The record stored under an id (its text and parent), from columns `i` and `i + 1`.
+fn stored(row: &tokio_postgres::Row, i: usize) -> Option<(String, Option<String>)> {
+    let text: Option<String> = row.get(i);
+    text.map(|t| (t, row.get(i + 1)))
 }
 
 /// Creates or migrates the tables in one transaction; `Some(v)` (and no change) when
@@ -731,56 +948,67 @@ fn tls_connector() -> std::result::Result<tokio_postgres_rustls::MakeRustlsConne
 #[async_trait]
 impl Checkpointer for PostgresSaver {
     async fn put(&self, thread_id: &str, record: CheckpointRecord) -> Result<()> {
-        let json = self.encode("the checkpoint record", &record)?;
-        let (t, id) = (thread_id.to_owned(), record.id.clone());
-        let (parent, step) = (record.parent_id.clone(), record.step);
-        let sent = json.clone();
-        let (inserted, stored) = self
-            .call("save a checkpoint", move |c, sh| async move {
-                let st = c.prepare_cached(&sh.sql.put).await?;
-                let row = c.query_one(&st, &[&t, &id, &parent, &step, &sent]).await?;
-                let (inserted, mut stored): (bool, Option<String>) = (row.get(0), row.get(1));
-                if !inserted && stored.is_none() {
-                    // Another writer inserted it during this statement: read it now.
-                    let st = c.prepare_cached(&sh.sql.stored).await?;
-                    stored = c.query_opt(&st, &[&t, &id]).await?.map(|r| r.get(0));
-                }
-                Ok((inserted, stored))
-            })
-            .await?;
-        match stored {
-            Some(s) if !inserted && s != json => Err(same_id_conflict(thread_id, &record.id)),
-            _ => Ok(()),
-        }
+        self.put_many(
+            thread_id,
+            vec![Put::Record {
+                record: Box::new(record),
+                next: false,
+            }],
+        )
+        .await
     }
 
     async fn put_next(&self, thread_id: &str, record: CheckpointRecord) -> Result<()> {
-        let json = self.encode("the checkpoint record", &record)?;
-        let (t, id) = (thread_id.to_owned(), record.id.clone());
-        let (parent, step) = (record.parent_id.clone(), record.step);
-        let sent = json.clone();
-        let (swapped, stored, latest) = self
+        self.put_many(
+            thread_id,
+            vec![Put::Record {
+                record: Box::new(record),
+                next: true,
+            }],
+        )
+        .await
+    }
+
+    async fn put_many(&self, thread_id: &str, puts: Vec<Put>) -> Result<()> {
+        let items = puts
+            .into_iter()
+            .map(|p| match p {
+                Put::Record { record, next } => Ok(Item::Record {
+                    json: record::encode(&record).map_err(|e| {
+                        CheckpointError::serialization(format!(
+                            "{}: cannot serialise the checkpoint record to JSON: {e}",
+                            self.shared.name
+                        ))
+                    })?,
+                    id: record.id,
+                    parent: record.parent_id,
+                    step: record.step,
+                    next,
+                }),
+                Put::Writes {
+                    checkpoint_id,
+                    writes,
+                } => Ok(Item::Writes {
+                    checkpoint_id,
+                    columns: self.write_columns(writes)?,
+                }),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        if items.is_empty() {
+            return Ok(());
+        }
+        let t = thread_id.to_owned();
+        let failed = self
             .call("save a checkpoint", move |c, sh| async move {
-                let st = c.prepare_cached(&sh.sql.put_next).await?;
-                let row = c.query_one(&st, &[&t, &id, &parent, &step, &sent]).await?;
-                let (swapped, stored): (bool, Option<String>) = (row.get(0), row.get(1));
-                let latest: Option<String> = if swapped || stored.is_some() {
-                    None
-                } else {
-                    // For the message: where the thread is now (after any wait).
-                    let st = c.prepare_cached(&sh.sql.latest_id).await?;
-                    c.query_opt(&st, &[&t]).await?.map(|r| r.get(0))
-                };
-                Ok((swapped, stored, latest))
+                save_batch(&c, &sh.sql, &t, &items).await
             })
             .await?;
-        match stored {
-            Some(s) if s == json => Ok(()),
-            Some(_) => Err(same_id_conflict(thread_id, &record.id)),
-            None if swapped => Ok(()),
-            None => Err(advanced_conflict(
+        match failed {
+            None => Ok(()),
+            Some(Refused::SameId(id)) => Err(same_id_conflict(thread_id, &id)),
+            Some(Refused::Moved { expected, latest }) => Err(advanced_conflict(
                 thread_id,
-                record.parent_id.as_deref(),
+                expected.as_deref(),
                 latest.as_deref(),
             )),
         }
@@ -792,39 +1020,20 @@ impl Checkpointer for PostgresSaver {
         checkpoint_id: &str,
         writes: Vec<PendingWrite>,
     ) -> Result<()> {
-        let writes = dedupe_writes(&[], writes);
-        if writes.is_empty() {
-            return Ok(());
-        }
-        let n = writes.len();
-        let (mut tasks, mut idxs, mut nodes, mut chans, mut values) = (
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-        );
-        for w in writes {
-            values.push(self.encode(&format!("the value written to {:?}", w.channel), &w.value)?);
-            tasks.push(w.task_id);
-            idxs.push(w.idx);
-            nodes.push(w.node);
-            chans.push(w.channel);
-        }
-        let (t, cid) = (thread_id.to_owned(), checkpoint_id.to_owned());
-        self.call("save pending writes", move |c, sh| async move {
-            let st = c.prepare_cached(&sh.sql.put_writes).await?;
-            c.execute(&st, &[&t, &cid, &tasks, &idxs, &nodes, &chans, &values])
-                .await?;
-            Ok(())
-        })
+        self.put_many(
+            thread_id,
+            vec![Put::Writes {
+                checkpoint_id: checkpoint_id.to_owned(),
+                writes,
+            }],
+        )
         .await
     }
 
     async fn get(&self, thread_id: &str, id: Option<&str>) -> Result<Option<CheckpointRecord>> {
         let t = thread_id.to_owned();
         let id = id.map(str::to_owned);
-        let json: Option<String> = self
+        let row: Option<RecordRow> = self
             .call("read a checkpoint", move |c, sh| async move {
                 let row = match id {
                     Some(id) => {
@@ -836,10 +1045,10 @@ impl Checkpointer for PostgresSaver {
                         c.query_opt(&st, &[&t]).await?
                     }
                 };
-                Ok(row.map(|r| r.get(0)))
+                Ok(row.as_ref().map(record_row))
             })
             .await?;
-        json.map(|j| self.decode_record(thread_id, &j)).transpose()
+        row.map(|r| self.decode_record(thread_id, &r)).transpose()
     }
 
     async fn chain(&self, thread_id: &str, id: &str) -> Result<Vec<CheckpointRecord>> {
@@ -863,11 +1072,11 @@ impl Checkpointer for PostgresSaver {
         let t = thread_id.to_owned();
         let before = before.map(str::to_owned);
         let limit = limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
-        let rows: Vec<String> = self
+        let rows: Vec<RecordRow> = self
             .call("list checkpoints", move |c, sh| async move {
                 let st = c.prepare_cached(&sh.sql.list).await?;
                 let rows = c.query(&st, &[&t, &before, &limit]).await?;
-                Ok(rows.iter().map(|r| r.get(0)).collect())
+                Ok(rows.iter().map(record_row).collect())
             })
             .await?;
         self.decode_records(thread_id, rows)

@@ -30,7 +30,7 @@
 //! never wait on writers (WAL). The file must live on a local filesystem: WAL needs
 //! shared memory.
 //!
-//! # Schema (`PRAGMA user_version = 2`)
+//! # Schema (`PRAGMA user_version = 3`)
 //!
 //! ```sql
 //! checkpoints(seq INTEGER PRIMARY KEY, thread_id, checkpoint_id, parent_id, step, record)
@@ -41,19 +41,21 @@
 //! ```
 //!
 //! `seq` is insertion order (the latest checkpoint of a thread is its highest `seq`);
-//! `record` is the whole [`CheckpointRecord`] as compact JSON, `value` a pending write's
-//! value as compact JSON. Putting a record whose id already exists in the thread changes
+//! `record` is the record's text (see [`super::record`]: format 2, or format 1 for
+//! records written before), `value` a pending write's value as compact JSON. Putting a record whose id already exists in the thread changes
 //! nothing (an identical record) or is a conflict (another one); a pending write whose
 //! `(task_id, idx)` is stored is ignored (see [`Checkpointer`]).
 //!
 //! Version 1 (no `idx`) is migrated in place when the file is opened: its writes get
-//! their `seq` as `idx`, which keeps them all.
+//! their `seq` as `idx`, which keeps them all. Version 3 changes no table: it marks a
+//! file whose records may be in format 2, which an ironloop knowing version 2 refuses.
+//! A `put_many` batch is one `BEGIN IMMEDIATE` transaction.
 //!
 //! `chain` reads only the ancestors of the requested checkpoint, with one recursive
 //! query over the `(thread_id, checkpoint_id)` index; its cost grows with the length of
 //! that chain, not with the size of the thread or of the file. `chain_from_snapshot`
-//! is the same query stopped at the first record whose text starts with
-//! [`SNAPSHOT_JSON_PREFIX`](super::SNAPSHOT_JSON_PREFIX) (no schema change: files
+//! is the same query stopped at the first record whose text says it holds a snapshot
+//! ([`record::has_snapshot`](super::record::has_snapshot)'s prefixes; no schema change: files
 //! written before snapshots load as they are, through their whole chain, until a run
 //! adds a snapshot).
 
@@ -67,16 +69,19 @@ use async_trait::async_trait;
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension, TransactionBehavior};
 use tokio::sync::oneshot;
 
+use super::record;
 use super::stalled::{awaits_answer_sql, check_claim};
 use super::{
     advanced_conflict, now_secs, order_chain, same_id_conflict, ChainFrom, CheckpointError,
-    CheckpointRecord, Checkpointer, PendingWrite, Result, SNAPSHOT_JSON_PREFIX,
+    CheckpointRecord, Checkpointer, PendingWrite, Put, Result,
 };
 
 /// How long a statement waits for a lock held by another connection before failing.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
 
-const SCHEMA_VERSION: i64 = 2;
+/// Version 3 changed no table: its records may be in format 2 (see `record`), which
+/// an ironloop that knows version 2 cannot read, so it refuses the file up front.
+const SCHEMA_VERSION: i64 = 3;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS checkpoints (
@@ -140,14 +145,17 @@ fn stalled_sql() -> String {
         "SELECT c.thread_id FROM checkpoints c \
          JOIN (SELECT max(seq) AS seq FROM checkpoints GROUP BY thread_id) l ON l.seq = c.seq \
          LEFT JOIN claims k ON k.thread_id = c.thread_id \
-         WHERE json_array_length(c.record, '$.next') > 0 \
+         WHERE json_array_length(c.record, {next}) > 0 \
            AND instr(c.thread_id, char(31)) = 0 \
-           AND json_extract(c.record, '$.created_at') <= ?1 \
+           AND json_extract(c.record, {created}) <= ?1 \
            AND coalesce((SELECT at FROM activity a WHERE a.thread_id = c.thread_id), 0) <= ?1 \
            AND (k.expires_at IS NULL OR k.expires_at <= ?2) \
            AND NOT {} \
-         ORDER BY json_extract(c.record, '$.created_at'), c.thread_id LIMIT ?3",
-        awaits_answer_sql("writes", "c.thread_id", "c.checkpoint_id")
+         ORDER BY json_extract(c.record, {created}), c.thread_id LIMIT ?3",
+        awaits_answer_sql("writes", "c.thread_id", "c.checkpoint_id"),
+        // The record's fields, in either format (see `record`).
+        next = "CASE WHEN substr(c.record, 1, 1) = '[' THEN '$[5]' ELSE '$.next' END",
+        created = "CASE WHEN substr(c.record, 1, 1) = '[' THEN '$[3]' ELSE '$.created_at' END",
     )
 }
 
@@ -156,13 +164,110 @@ const CLOSED: &str =
 
 type Job = Box<dyn FnOnce(&mut Connection) + Send + 'static>;
 
-/// What `put_next` found.
+/// A stored record as read: its id, parent and text (see [`record`]).
+type RecordRow = (String, Option<String>, String);
+
+/// Reads a [`RecordRow`] from `checkpoint_id, parent_id, record` columns.
+fn record_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RecordRow> {
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+}
+
+/// What saving a record found.
 enum Next {
     Saved,
-    /// A record with that id was there already (its JSON).
-    Stored(String),
-    /// The thread's latest checkpoint is not the record's parent.
+    /// A record with that id was there already (its parent and text).
+    Stored(Option<String>, String),
+    /// The thread's latest checkpoint is not the record's parent (`put_next`).
     Moved(Option<String>),
+}
+
+/// One put of a batch, encoded, ready for the SQLite thread.
+enum Row {
+    Record {
+        id: String,
+        parent_id: Option<String>,
+        step: i64,
+        json: String,
+        next: bool,
+    },
+    Writes {
+        checkpoint_id: String,
+        writes: Vec<WriteRow>,
+    },
+}
+
+/// A pending write's columns: task id, idx, node, channel, value (JSON).
+type WriteRow = (String, i64, String, String, String);
+
+/// Saves a record in `tx` as `put` does (`put_next` when `next`: only if the thread's
+/// latest checkpoint is its parent); the parent's pending writes go with it.
+fn save_record(
+    tx: &rusqlite::Transaction<'_>,
+    t: &str,
+    id: &str,
+    parent_id: &Option<String>,
+    step: i64,
+    json: &str,
+    next: bool,
+) -> rusqlite::Result<Next> {
+    let stored: Option<(Option<String>, String)> = tx
+        .prepare_cached(
+            "SELECT parent_id, record FROM checkpoints WHERE thread_id = ?1 AND checkpoint_id = ?2",
+        )?
+        .query_row(params![t, id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    if let Some((parent, text)) = stored {
+        return Ok(Next::Stored(parent, text));
+    }
+    if next {
+        let latest: Option<String> = tx
+            .prepare_cached(
+                "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ?1 \
+                 ORDER BY seq DESC LIMIT 1",
+            )?
+            .query_row(params![t], |r| r.get(0))
+            .optional()?;
+        if latest != *parent_id {
+            return Ok(Next::Moved(latest));
+        }
+    }
+    tx.prepare_cached(
+        "INSERT INTO checkpoints \
+         (thread_id, checkpoint_id, parent_id, step, record) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![t, id, parent_id, step, json])?;
+    if let Some(parent) = parent_id {
+        tx.prepare_cached("DELETE FROM writes WHERE thread_id = ?1 AND checkpoint_id = ?2")?
+            .execute(params![t, parent])?;
+    }
+    Ok(Next::Saved)
+}
+
+/// Inserts pending writes in `tx`, ignoring those whose `(task_id, idx)` is stored.
+fn insert_writes(
+    tx: &rusqlite::Transaction<'_>,
+    t: &str,
+    checkpoint_id: &str,
+    rows: &[WriteRow],
+) -> rusqlite::Result<()> {
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO writes \
+         (thread_id, checkpoint_id, task_id, idx, node, channel, value) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
+         ON CONFLICT (thread_id, checkpoint_id, task_id, idx) DO NOTHING",
+    )?;
+    for (task_id, idx, node, channel, value) in rows {
+        stmt.execute(params![
+            t,
+            checkpoint_id,
+            task_id,
+            idx,
+            node,
+            channel,
+            value
+        ])?;
+    }
+    Ok(())
 }
 
 struct Worker {
@@ -333,20 +438,30 @@ impl SqliteSaver {
             .call("read a checkpoint chain", move |conn| {
                 let mut stmt = conn.prepare_cached(
                     "WITH RECURSIVE ancestors(seq, parent_id, stop) AS ( \
-                         SELECT seq, parent_id, ?3 AND substr(record, 1, 12) = ?4 \
+                         SELECT seq, parent_id, ?3 AND (substr(record, 1, 3) = ?4 \
+                           OR substr(record, 1, 12) = ?5) \
                          FROM checkpoints WHERE thread_id = ?1 AND checkpoint_id = ?2 \
                        UNION \
-                         SELECT c.seq, c.parent_id, ?3 AND substr(c.record, 1, 12) = ?4 \
+                         SELECT c.seq, c.parent_id, ?3 AND (substr(c.record, 1, 3) = ?4 \
+                           OR substr(c.record, 1, 12) = ?5) \
                          FROM ancestors a \
                          JOIN checkpoints c ON c.thread_id = ?1 AND c.checkpoint_id = a.parent_id \
                          WHERE NOT a.stop \
                      ) \
-                     SELECT c.record FROM ancestors a JOIN checkpoints c ON c.seq = a.seq",
+                     SELECT c.checkpoint_id, c.parent_id, c.record \
+                     FROM ancestors a JOIN checkpoints c ON c.seq = a.seq",
                 )?;
-                let rows = stmt.query_map(params![t, target, stop, SNAPSHOT_JSON_PREFIX], |r| {
-                    r.get::<_, String>(0)
-                })?;
-                rows.collect::<rusqlite::Result<Vec<String>>>()
+                let rows = stmt.query_map(
+                    params![
+                        t,
+                        target,
+                        stop,
+                        record::SNAPSHOT_PREFIX,
+                        record::SNAPSHOT_PREFIX_V1
+                    ],
+                    record_row,
+                )?;
+                rows.collect::<rusqlite::Result<Vec<RecordRow>>>()
             })
             .await?;
         let records = self.decode_records(thread_id, rows)?;
@@ -359,8 +474,8 @@ impl SqliteSaver {
         )
     }
 
-    fn decode_record(&self, thread_id: &str, json: &str) -> Result<CheckpointRecord> {
-        serde_json::from_str(json).map_err(|e| {
+    fn decode_record(&self, thread_id: &str, row: &RecordRow) -> Result<CheckpointRecord> {
+        record::decode(&row.2, &row.0, row.1.as_deref()).map_err(|e| {
             CheckpointError::serialization(format!(
                 "SqliteSaver({}): a checkpoint of thread {thread_id:?} cannot be read ({e}); \
                  the file was written by an incompatible version or modified by hand",
@@ -369,9 +484,33 @@ impl SqliteSaver {
         })
     }
 
-    fn decode_records(&self, thread_id: &str, rows: Vec<String>) -> Result<Vec<CheckpointRecord>> {
+    fn decode_records(
+        &self,
+        thread_id: &str,
+        rows: Vec<RecordRow>,
+    ) -> Result<Vec<CheckpointRecord>> {
         rows.iter()
             .map(|j| self.decode_record(thread_id, j))
+            .collect()
+    }
+
+    fn encode_record(&self, r: &CheckpointRecord) -> Result<String> {
+        record::encode(r).map_err(|e| {
+            CheckpointError::serialization(format!(
+                "SqliteSaver({}): cannot serialise the checkpoint record to JSON: {e}",
+                self.path.display()
+            ))
+        })
+    }
+
+    fn encode_writes(&self, writes: Vec<PendingWrite>) -> Result<Vec<WriteRow>> {
+        writes
+            .into_iter()
+            .map(|w| {
+                let value =
+                    self.encode(&format!("the value written to {:?}", w.channel), &w.value)?;
+                Ok((w.task_id, w.idx, w.node, w.channel, value))
+            })
             .collect()
     }
 
@@ -396,111 +535,94 @@ impl Drop for SqliteSaver {
 #[async_trait]
 impl Checkpointer for SqliteSaver {
     async fn put(&self, thread_id: &str, record: CheckpointRecord) -> Result<()> {
-        let json = self.encode("the checkpoint record", &record)?;
-        let thread_id = thread_id.to_owned();
-        let CheckpointRecord {
-            id,
-            parent_id,
-            step,
-            ..
-        } = record;
-        let stored = self
-            .call("save a checkpoint", move |conn| {
-                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                let inserted = tx
-                    .prepare_cached(
-                        "INSERT INTO checkpoints \
-                         (thread_id, checkpoint_id, parent_id, step, record) \
-                         VALUES (?1, ?2, ?3, ?4, ?5) \
-                         ON CONFLICT (thread_id, checkpoint_id) DO NOTHING",
-                    )?
-                    .execute(params![thread_id, id, parent_id, step, json])?;
-                let stored = if inserted == 0 {
-                    tx.prepare_cached(
-                        "SELECT record FROM checkpoints WHERE thread_id = ?1 AND checkpoint_id = ?2",
-                    )?
-                    .query_row(params![thread_id, id], |r| r.get::<_, String>(0))
-                    .optional()?
-                    .filter(|stored| *stored != json)
-                    .map(|_| (thread_id.clone(), id.clone()))
-                } else {
-                    None
-                };
-                if let Some(parent) = &parent_id {
-                    tx.prepare_cached(
-                        "DELETE FROM writes WHERE thread_id = ?1 AND checkpoint_id = ?2",
-                    )?
-                    .execute(params![thread_id, parent])?;
-                }
-                tx.commit()?;
-                Ok(stored)
-            })
-            .await?;
-        match stored {
-            Some((thread_id, id)) => Err(same_id_conflict(&thread_id, &id)),
-            None => Ok(()),
-        }
+        self.put_many(
+            thread_id,
+            vec![Put::Record {
+                record: Box::new(record),
+                next: false,
+            }],
+        )
+        .await
     }
 
     async fn put_next(&self, thread_id: &str, record: CheckpointRecord) -> Result<()> {
-        let json = self.encode("the checkpoint record", &record)?;
+        self.put_many(
+            thread_id,
+            vec![Put::Record {
+                record: Box::new(record),
+                next: true,
+            }],
+        )
+        .await
+    }
+
+    async fn put_many(&self, thread_id: &str, puts: Vec<Put>) -> Result<()> {
+        let rows = puts
+            .into_iter()
+            .map(|p| match p {
+                Put::Record { record, next } => Ok(Row::Record {
+                    json: self.encode_record(&record)?,
+                    id: record.id,
+                    parent_id: record.parent_id,
+                    step: record.step,
+                    next,
+                }),
+                Put::Writes {
+                    checkpoint_id,
+                    writes,
+                } => Ok(Row::Writes {
+                    checkpoint_id,
+                    writes: self.encode_writes(writes)?,
+                }),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        if rows.is_empty() {
+            return Ok(());
+        }
         let t = thread_id.to_owned();
-        let CheckpointRecord {
-            id,
-            parent_id,
-            step,
-            ..
-        } = record;
-        let sent = json.clone();
-        let (expected, checked_id) = (parent_id.clone(), id.clone());
-        // One write transaction (BEGIN IMMEDIATE holds the file's write lock): the check
-        // and the insert are atomic for every process that shares the file.
-        let outcome = self
+        // One write transaction (BEGIN IMMEDIATE holds the file's write lock): every
+        // check and insert are atomic for every process that shares the file, and a
+        // failed check leaves nothing of the batch (the transaction is rolled back).
+        let failed = self
             .call("save a checkpoint", move |conn| {
                 let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                let stored: Option<String> = tx
-                    .prepare_cached(
-                        "SELECT record FROM checkpoints WHERE thread_id = ?1 AND checkpoint_id = ?2",
-                    )?
-                    .query_row(params![t, id], |r| r.get(0))
-                    .optional()?;
-                if let Some(stored) = stored {
-                    return Ok(Next::Stored(stored));
-                }
-                let latest: Option<String> = tx
-                    .prepare_cached(
-                        "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ?1 \
-                         ORDER BY seq DESC LIMIT 1",
-                    )?
-                    .query_row(params![t], |r| r.get(0))
-                    .optional()?;
-                if latest != parent_id {
-                    return Ok(Next::Moved(latest));
-                }
-                tx.prepare_cached(
-                    "INSERT INTO checkpoints \
-                     (thread_id, checkpoint_id, parent_id, step, record) VALUES (?1, ?2, ?3, ?4, ?5)",
-                )?
-                .execute(params![t, id, parent_id, step, sent])?;
-                if let Some(parent) = &parent_id {
-                    tx.prepare_cached(
-                        "DELETE FROM writes WHERE thread_id = ?1 AND checkpoint_id = ?2",
-                    )?
-                    .execute(params![t, parent])?;
+                for row in &rows {
+                    match row {
+                        Row::Record {
+                            id,
+                            parent_id,
+                            step,
+                            json,
+                            next,
+                        } => match save_record(&tx, &t, id, parent_id, *step, json, *next)? {
+                            Next::Saved => {}
+                            Next::Stored(p, s)
+                                if record::same(
+                                    id,
+                                    (&s, p.as_deref()),
+                                    (json, parent_id.as_deref()),
+                                ) => {}
+                            other => return Ok(Some((id.clone(), parent_id.clone(), other))),
+                        },
+                        Row::Writes {
+                            checkpoint_id,
+                            writes,
+                        } => insert_writes(&tx, &t, checkpoint_id, writes)?,
+                    }
                 }
                 tx.commit()?;
-                Ok(Next::Saved)
+                Ok(None)
             })
             .await?;
-        match outcome {
-            Next::Saved => Ok(()),
-            Next::Stored(s) if s == json => Ok(()),
-            Next::Stored(_) => Err(same_id_conflict(thread_id, &checked_id)),
-            Next::Moved(latest) => Err(advanced_conflict(
+        match failed {
+            None => Ok(()),
+            Some((id, _, Next::Stored(..))) => Err(same_id_conflict(thread_id, &id)),
+            Some((_, expected, Next::Moved(latest))) => Err(advanced_conflict(
                 thread_id,
                 expected.as_deref(),
                 latest.as_deref(),
             )),
+            Some((_, _, Next::Saved)) => unreachable!("a saved record is not a failure"),
         }
     }
 
@@ -513,37 +635,12 @@ impl Checkpointer for SqliteSaver {
         if writes.is_empty() {
             return Ok(());
         }
-        let rows = writes
-            .into_iter()
-            .map(|w| {
-                let value =
-                    self.encode(&format!("the value written to {:?}", w.channel), &w.value)?;
-                Ok((w.task_id, w.idx, w.node, w.channel, value))
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let rows = self.encode_writes(writes)?;
         let thread_id = thread_id.to_owned();
         let checkpoint_id = checkpoint_id.to_owned();
         self.call("save pending writes", move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            {
-                let mut stmt = tx.prepare_cached(
-                    "INSERT INTO writes \
-                     (thread_id, checkpoint_id, task_id, idx, node, channel, value) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
-                     ON CONFLICT (thread_id, checkpoint_id, task_id, idx) DO NOTHING",
-                )?;
-                for (task_id, idx, node, channel, value) in &rows {
-                    stmt.execute(params![
-                        thread_id,
-                        checkpoint_id,
-                        task_id,
-                        idx,
-                        node,
-                        channel,
-                        value
-                    ])?;
-                }
-            }
+            insert_writes(&tx, &thread_id, &checkpoint_id, &rows)?;
             tx.commit()
         })
         .await
@@ -556,16 +653,17 @@ impl Checkpointer for SqliteSaver {
             .call("read a checkpoint", move |conn| match id {
                 Some(id) => conn
                     .prepare_cached(
-                        "SELECT record FROM checkpoints WHERE thread_id = ?1 AND checkpoint_id = ?2",
+                        "SELECT checkpoint_id, parent_id, record FROM checkpoints \
+                         WHERE thread_id = ?1 AND checkpoint_id = ?2",
                     )?
-                    .query_row(params![t, id], |r| r.get::<_, String>(0))
+                    .query_row(params![t, id], record_row)
                     .optional(),
                 None => conn
                     .prepare_cached(
-                        "SELECT record FROM checkpoints WHERE thread_id = ?1 \
-                         ORDER BY seq DESC LIMIT 1",
+                        "SELECT checkpoint_id, parent_id, record FROM checkpoints \
+                         WHERE thread_id = ?1 ORDER BY seq DESC LIMIT 1",
                     )?
-                    .query_row(params![t], |r| r.get::<_, String>(0))
+                    .query_row(params![t], record_row)
                     .optional(),
             })
             .await?;
@@ -598,13 +696,14 @@ impl Checkpointer for SqliteSaver {
             .call("list checkpoints", move |conn| {
                 // An unknown `before` filters nothing, as in MemorySaver.
                 let mut stmt = conn.prepare_cached(
-                    "SELECT record FROM checkpoints WHERE thread_id = ?1 AND seq < coalesce( \
+                    "SELECT checkpoint_id, parent_id, record FROM checkpoints \
+                     WHERE thread_id = ?1 AND seq < coalesce( \
                          (SELECT seq FROM checkpoints WHERE thread_id = ?1 AND checkpoint_id = ?2), \
                          9223372036854775807) \
                      ORDER BY seq DESC LIMIT ?3",
                 )?;
-                let rows = stmt.query_map(params![t, before, limit], |r| r.get::<_, String>(0))?;
-                rows.collect::<rusqlite::Result<Vec<String>>>()
+                let rows = stmt.query_map(params![t, before, limit], record_row)?;
+                rows.collect::<rusqlite::Result<Vec<RecordRow>>>()
             })
             .await?;
         self.decode_records(thread_id, rows)
@@ -790,6 +889,8 @@ fn init_connection(path: &Path) -> rusqlite::Result<Connection> {
             tx.execute_batch(MIGRATE_1_TO_2)?;
             tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
         }
+        // Format-1 records stay as they are and load as before.
+        2 => tx.pragma_update(None, "user_version", SCHEMA_VERSION)?,
         SCHEMA_VERSION => {}
         v => {
             return Err(setup_error(format!(

@@ -9,16 +9,20 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 import pytest
 from conflict_graph import build
 from pg_support import postgres_url, temp_schema
 
-from ironloop import Command, MemorySaver, PostgresSaver, SqliteSaver
+from ironloop import END, START, Command, MemorySaver, PostgresSaver, SqliteSaver, StateGraph
 from ironloop.errors import CheckpointConflictError, CheckpointError
 
 HERE = Path(__file__).parent
+
+
+class Log(TypedDict):
+    log: Annotated[list[str], lambda a, b: a + b]
 
 
 def cfg(thread: str) -> dict[str, Any]:
@@ -96,3 +100,60 @@ def test_two_threads_of_one_process_on_one_memory_saver() -> None:
     assert len(errors) == 1 and isinstance(errors[0], CheckpointConflictError), results
     assert errors[0].thread_id == "t"
     assert app.get_state(cfg("t")).values["log"] in (["ask:left", "done"], ["ask:right", "done"])
+
+
+@pytest.mark.parametrize("durability", ["async", "exit"])
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_a_run_whose_saves_lag_still_loses_to_another_writer(
+    kind: str, durability: str, tmp_path: Path
+) -> None:
+    """With ``durability="async"`` or ``"exit"`` the steps' saves are batched; when
+    another writer advances the thread meanwhile, one of them gets
+    CheckpointConflictError, the history stays linear, and no part of a refused batch
+    is visible."""
+    saver: Any = MemorySaver() if kind == "memory" else SqliteSaver(str(tmp_path / "lag.db"))
+
+    def build_app(interfere: bool) -> Any:
+        g = StateGraph(Log)
+
+        def step(name: str) -> Any:
+            def node(s: Log) -> dict[str, Any]:
+                if interfere and name == "n5":
+                    other.update_state(cfg("t"), {"log": ["other"]})
+                return {"log": [name]}
+
+            return node
+
+        names = [f"n{i}" for i in range(8)]
+        for n in names:
+            g.add_node(n, step(n))
+        g.add_edge(START, names[0])
+        for a, b in zip(names, names[1:]):
+            g.add_edge(a, b)
+        g.add_edge(names[-1], END)
+        return g.compile(checkpointer=saver)
+
+    other = build_app(False)
+    app = build_app(True)
+    before = other.invoke({"log": []}, cfg("t"))["log"]
+    with pytest.raises(CheckpointConflictError) as e:
+        app.invoke({"log": ["again"]}, cfg("t"), durability=durability)
+    assert e.value.thread_id == "t"
+    state = other.get_state(cfg("t"))
+    log = state.values["log"]
+    if durability == "async":
+        # Either writer may win: the update (the run fails at its next save), or the
+        # run's batch saved first (then the update inside n5 is the one refused,
+        # and the run fails with it). Never both, never a fork.
+        assert log[-1] == "other" or "other" not in log, log
+    # The history is linear: every checkpoint's parent is the next older one.
+    history = list(other.get_state_history(cfg("t")))
+    ids = [h.config["configurable"]["checkpoint_id"] for h in history]
+    parents = [h.parent_config["configurable"]["checkpoint_id"] for h in history[:-1]]
+    assert parents == ids[1:], "the history forked"
+    if durability == "exit":
+        # Nothing of the refused run: its whole batch went in one transaction.
+        assert state.values["log"] == [*before, "other"]
+        assert len(history) == 11  # the first run's 10 checkpoints and the update
+    if kind == "sqlite":
+        saver.close()

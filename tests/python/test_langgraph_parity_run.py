@@ -403,7 +403,9 @@ def test_every_durability_keeps_the_same_history(saver: Any, durability: str) ->
     elif durability == "sync":
         assert seen[0]["step"] == 1  # a's step was saved before b ran
     else:
-        assert seen[0]["step"] in (0, 1)  # a's step may still be on its way
+        # The steps' saves are queued, not waited for: any of them may still be on
+        # its way (a step's save may share a transaction with the next ones').
+        assert seen[0] is None or seen[0]["step"] in (-1, 0, 1)
     with pytest.raises(RuntimeError, match="c failed"):
         app.invoke(Command(resume="yes"), cfg, durability=durability)
     # The steps before the failure were saved, also with "exit" (saved as it ended).

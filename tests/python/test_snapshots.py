@@ -247,14 +247,26 @@ def test_values_changed_in_place_after_a_run_do_not_leak_into_the_next(saver: An
     assert out["items"] == ["x", "x"]
 
 
-SNAPSHOTS = "SELECT count(*) FROM checkpoints WHERE record LIKE '{\"snapshot\":%'"
+# Records holding a snapshot, in either record format (see src/checkpoint/record.rs).
+SNAPSHOTS = (
+    "SELECT count(*) FROM checkpoints WHERE record LIKE '[3,%' OR record LIKE '{\"snapshot\":%'"
+)
 
 
 @pytest.mark.parametrize(
     ("kind", "strip"),
     [
-        ("sqlite", "UPDATE checkpoints SET record = json_remove(record, '$.snapshot')"),
-        ("postgres", "UPDATE checkpoints SET record = (record::jsonb - 'snapshot')::text"),
+        # Format 2: the snapshot is the last element and the tag says so.
+        (
+            "sqlite",
+            "UPDATE checkpoints SET record = '[2' || substr(json_remove(record, '$[#-1]'), 3) "
+            "WHERE record LIKE '[3,%'",
+        ),
+        (
+            "postgres",
+            "UPDATE checkpoints SET record = '[2' || substr((record::jsonb - -1)::text, 3) "
+            "WHERE record LIKE '[3,%'",
+        ),
     ],
 )
 def test_a_thread_written_without_snapshots_loads_and_gets_them(

@@ -1,13 +1,16 @@
 //! When a run's checkpoints reach the store: LangGraph's `durability`.
 //!
 //! - `Sync` (the default): each step is saved before the next one starts.
-//! - `Async`: a step's save runs while the next step's tasks run; the run waits for
-//!   it before the next save (and before any write against it), so saves stay in
-//!   order and a conflict with another writer still fails the run. A crash can lose
-//!   the step whose save was under way (its nodes run again on resume).
+//! - `Async`: a step's save is queued and the run goes on; one background task hands
+//!   the queue to the checkpointer, in order, as one [`Checkpointer::put_many`] (one
+//!   transaction) each time the previous one is done, so the saves of the steps that
+//!   ran meanwhile share a commit (and, on PostgreSQL, a round trip). A save that
+//!   fails (a conflict with another writer, the store gone) fails the run at its next
+//!   save, or when it ends. A crash can lose the steps queued or under way (their
+//!   nodes run again on resume).
 //! - `Exit`: nothing is written until the run ends (completed, paused or failed);
-//!   then every step's checkpoint and writes are saved, in order. A crash loses the
-//!   whole run.
+//!   then every step's checkpoint and writes are saved, in order, as one `put_many`.
+//!   A crash loses the whole run.
 
 use std::sync::{Arc, Mutex};
 
@@ -15,7 +18,7 @@ use tokio::task::JoinHandle;
 
 use super::super::engine::Graph;
 use super::super::error::GraphError;
-use crate::checkpoint::{CheckpointError, CheckpointRecord, Checkpointer, PendingWrite};
+use crate::checkpoint::{CheckpointError, CheckpointRecord, Checkpointer, PendingWrite, Put};
 
 /// See the module docs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -38,17 +41,14 @@ impl Durability {
     }
 }
 
-/// One save, kept until the run ends (`Exit`).
-enum Save {
-    /// A checkpoint: `put` (a fork's first) or `put_next`.
-    Record {
-        record: Box<CheckpointRecord>,
-        put: bool,
-    },
-    Writes {
-        checkpoint_id: String,
-        writes: Vec<PendingWrite>,
-    },
+/// The saves an `Async` run queued and its background task has not taken yet.
+#[derive(Default)]
+struct Queue {
+    puts: Vec<Put>,
+    /// Whether a background task is saving (it takes the queue when it is done).
+    saving: bool,
+    /// Why a background save failed: the run fails with it.
+    failed: Option<CheckpointError>,
 }
 
 /// A run's saves to its checkpointer, under its durability.
@@ -56,10 +56,11 @@ pub(super) struct Saves {
     cp: Arc<dyn Checkpointer>,
     thread: String,
     durability: Durability,
-    /// `Async`: the save under way.
-    inflight: Mutex<Option<JoinHandle<Result<(), CheckpointError>>>>,
+    /// `Async`: what waits for the background task, and that task.
+    queue: Arc<Mutex<Queue>>,
+    saver: Mutex<Option<JoinHandle<()>>>,
     /// `Exit`: what the run saves when it ends.
-    deferred: Mutex<Vec<Save>>,
+    deferred: Mutex<Vec<Put>>,
 }
 
 impl Saves {
@@ -68,7 +69,8 @@ impl Saves {
             cp,
             thread,
             durability,
-            inflight: Mutex::new(None),
+            queue: Arc::default(),
+            saver: Mutex::new(None),
             deferred: Mutex::new(Vec::new()),
         }
     }
@@ -76,26 +78,15 @@ impl Saves {
     /// Saves `record` as the thread's next checkpoint (`put_next`), or with `put` (a
     /// fork's first).
     pub async fn record(&self, record: CheckpointRecord, put: bool) -> Result<(), GraphError> {
+        let p = Put::Record {
+            record: Box::new(record),
+            next: !put,
+        };
         match self.durability {
-            Durability::Sync => self.put(record, put).await,
-            Durability::Async => {
-                self.settle().await?;
-                let (cp, thread) = (self.cp.clone(), self.thread.clone());
-                let h = tokio::spawn(async move {
-                    if put {
-                        cp.put(&thread, record).await
-                    } else {
-                        cp.put_next(&thread, record).await
-                    }
-                });
-                *self.inflight.lock().unwrap_or_else(|p| p.into_inner()) = Some(h);
-                Ok(())
-            }
+            Durability::Sync => self.save(vec![p]).await,
+            Durability::Async => self.enqueue(p),
             Durability::Exit => {
-                self.defer(Save::Record {
-                    record: Box::new(record),
-                    put,
-                });
+                lock(&self.deferred).push(p);
                 Ok(())
             }
         }
@@ -107,78 +98,113 @@ impl Saves {
         checkpoint_id: &str,
         writes: Vec<PendingWrite>,
     ) -> Result<(), GraphError> {
+        let p = Put::Writes {
+            checkpoint_id: checkpoint_id.to_owned(),
+            writes,
+        };
         match self.durability {
+            Durability::Sync => self.save(vec![p]).await,
+            // Queued behind the checkpoint they refer to.
+            Durability::Async => self.enqueue(p),
             Durability::Exit => {
-                self.defer(Save::Writes {
-                    checkpoint_id: checkpoint_id.to_owned(),
-                    writes,
-                });
+                lock(&self.deferred).push(p);
                 Ok(())
-            }
-            _ => {
-                // Writes refer to a checkpoint: it must be saved first.
-                self.settle().await?;
-                self.cp
-                    .put_writes(&self.thread, checkpoint_id, writes)
-                    .await
-                    .map_err(Graph::cp_err)
             }
         }
     }
 
-    /// Waits for the save under way (`Async`) and saves what was kept (`Exit`): called
+    /// Waits for the queued saves (`Async`) and saves what was kept (`Exit`): called
     /// when the run ends, however it ends.
     pub async fn finish(&self) -> Result<(), GraphError> {
         self.settle().await?;
-        let kept = std::mem::take(&mut *self.deferred.lock().unwrap_or_else(|p| p.into_inner()));
-        for s in kept {
-            match s {
-                Save::Record { record, put } => self.put(*record, put).await?,
-                Save::Writes {
+        let kept = std::mem::take(&mut *lock(&self.deferred));
+        if kept.is_empty() {
+            return Ok(());
+        }
+        self.save(kept).await
+    }
+
+    async fn save(&self, mut puts: Vec<Put>) -> Result<(), GraphError> {
+        let (cp, t) = (&self.cp, self.thread.as_str());
+        // One put: its own call (what `put_many` would do, without the batch's work).
+        let r = match (puts.len(), puts.pop()) {
+            (1, Some(Put::Record { record, next: true })) => cp.put_next(t, *record).await,
+            (1, Some(Put::Record { record, .. })) => cp.put(t, *record).await,
+            (
+                1,
+                Some(Put::Writes {
                     checkpoint_id,
                     writes,
-                } => self
-                    .cp
-                    .put_writes(&self.thread, &checkpoint_id, writes)
-                    .await
-                    .map_err(Graph::cp_err)?,
+                }),
+            ) => cp.put_writes(t, &checkpoint_id, writes).await,
+            (_, Some(last)) => {
+                puts.push(last);
+                cp.put_many(t, puts).await
             }
+            (_, None) => Ok(()),
+        };
+        r.map_err(Graph::cp_err)
+    }
+
+    /// Queues `p` for the background task, starting one when none runs; the error of
+    /// a save that failed, if one did.
+    fn enqueue(&self, p: Put) -> Result<(), GraphError> {
+        let mut q = lock(&self.queue);
+        if let Some(e) = &q.failed {
+            return Err(GraphError::Checkpoint(e.clone()));
+        }
+        q.puts.push(p);
+        if !q.saving {
+            q.saving = true;
+            let (cp, thread, queue) = (self.cp.clone(), self.thread.clone(), self.queue.clone());
+            let h = tokio::spawn(save_queued(cp, thread, queue));
+            *lock(&self.saver) = Some(h);
         }
         Ok(())
     }
 
-    async fn put(&self, record: CheckpointRecord, put: bool) -> Result<(), GraphError> {
-        if put {
-            self.cp.put(&self.thread, record).await
-        } else {
-            self.cp.put_next(&self.thread, record).await
-        }
-        .map_err(Graph::cp_err)
-    }
-
-    /// Waits for the save under way, if any.
+    /// Waits until the queue is saved (or a save failed).
     async fn settle(&self) -> Result<(), GraphError> {
-        let h = self
-            .inflight
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        match h {
-            None => Ok(()),
-            Some(h) => match h.await {
-                Ok(r) => r.map_err(Graph::cp_err),
-                Err(e) => Err(GraphError::Checkpoint(CheckpointError::storage(format!(
+        loop {
+            let h = lock(&self.saver).take();
+            let Some(h) = h else { break };
+            if let Err(e) = h.await {
+                let mut q = lock(&self.queue);
+                q.saving = false;
+                q.failed.get_or_insert(CheckpointError::storage(format!(
                     "saving a checkpoint of thread {:?} stopped: {e}",
                     self.thread
-                )))),
-            },
+                )));
+            }
+        }
+        match &lock(&self.queue).failed {
+            Some(e) => Err(GraphError::Checkpoint(e.clone())),
+            None => Ok(()),
         }
     }
+}
 
-    fn defer(&self, s: Save) {
-        self.deferred
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(s);
+/// The background task of an `Async` run: saves the queue, batch after batch, until it
+/// is empty or a save fails.
+async fn save_queued(cp: Arc<dyn Checkpointer>, thread: String, queue: Arc<Mutex<Queue>>) {
+    loop {
+        let batch = {
+            let mut q = lock(&queue);
+            if q.puts.is_empty() || q.failed.is_some() {
+                q.saving = false;
+                return;
+            }
+            std::mem::take(&mut q.puts)
+        };
+        if let Err(e) = cp.put_many(&thread, batch).await {
+            let mut q = lock(&queue);
+            q.failed = Some(e);
+            q.saving = false;
+            return;
+        }
     }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
