@@ -22,6 +22,7 @@ from ironloop._ironloop import (
 )
 from ironloop._runtime import task_var
 from ironloop._schema import type_schema
+from ironloop._shapes import AgentSettings, agent_var, bind, names, shape_key, templates
 from ironloop._tool import Tool, compose_schema
 from ironloop._toolnode import ToolNode
 from ironloop.errors import ModelError
@@ -405,6 +406,69 @@ def create_react_agent(
             f"model must have invoke(messages, tools=None, tool_choice=None); got {type(model).__name__}"
         )
 
+    langchain_model = is_langchain_runnable(model)
+    if langchain_model and tool_calling == "schema":
+        raise ValueError("tool_calling='schema' is for ironloop models, not LangChain ones")
+    prompt_fn, aprompt_fn = _prompt_functions(prompt)
+    settings = AgentSettings(model, name, prompt_fn, aprompt_fn)
+    # The graph is compiled once per shape; this agent's model, prompt and name are its
+    # own (see ironloop._shapes).
+    shape = [tools] if isinstance(tools, ToolNode) else list(tools)
+    shape += [response_format, pre_model_hook, post_model_hook, state_schema, checkpointer, store]
+    flags = (
+        hasattr(model, "invoke"),
+        hasattr(model, "ainvoke"),
+        langchain_model,
+        version,
+        tool_calling,
+        names(interrupt_before),
+        names(interrupt_after),
+    )
+    key = shape_key("create_react_agent", flags, shape)
+    template = templates.get(key)
+    if template is None:
+        template = _react_template(
+            settings,
+            tools,
+            response_format=response_format,
+            pre_model_hook=pre_model_hook,
+            post_model_hook=post_model_hook,
+            state_schema=state_schema,
+            checkpointer=checkpointer,
+            store=store,
+            interrupt_before=interrupt_before,
+            interrupt_after=interrupt_after,
+            version=version,
+            tool_calling=tool_calling,
+        )
+        templates.put(key, template, shape)
+    graph, tool_list, builtin = template
+    if langchain_model:
+        from ironloop import _langchain
+
+        settings.model = _langchain.agent_model(model, tool_list, builtin)
+    return bind(graph, settings, name)
+
+
+def _react_template(
+    first: AgentSettings,
+    tools: Any,
+    *,
+    response_format: Any,
+    pre_model_hook: Any,
+    post_model_hook: Any,
+    state_schema: Any,
+    checkpointer: Any,
+    store: Any,
+    interrupt_before: Sequence[str] | None,
+    interrupt_after: Sequence[str] | None,
+    version: str,
+    tool_calling: str,
+) -> tuple[CompiledStateGraph, list[Any], list[dict[str, Any]]]:
+    """The compiled graph of a ``create_react_agent`` shape, its tools and its provider
+    tool dicts. Its nodes call the model, prompt and name of the agent running it
+    (``agent_var``; ``first``'s when the builder is compiled again by hand)."""
+    model = first.model
     builtin: list[dict[str, Any]] = []
     if isinstance(tools, ToolNode):
         tool_node = tools
@@ -415,20 +479,13 @@ def create_react_agent(
     tool_dicts = [t.to_openai() for t in tool_list] + builtin or None
     langchain_model = is_langchain_runnable(model)
     if langchain_model:
-        from ironloop import _langchain
-
-        if tool_calling == "schema":
-            raise ValueError("tool_calling='schema' is for ironloop models, not LangChain ones")
-        model = _langchain.agent_model(model, tool_list, builtin)
-        tool_dicts = None  # bound to the model
+        tool_dicts = None  # bound to each agent's model (create_react_agent)
     direct = {t.name for t in tool_list if t.return_direct}
     if state_schema is None:
         state_schema = AgentStateWithStructuredResponse if response_format else AgentState
     schema = state_schema
     if pre_model_hook is not None and "llm_input_messages" not in _schema_keys(schema):
         schema = _with_llm_input_messages(schema)
-
-    prompt_fn, aprompt_fn = _prompt_functions(prompt)
 
     def input_state(state: Any) -> Any:
         """The state the prompt sees: ``messages`` replaced by the pre hook's
@@ -446,27 +503,31 @@ def create_react_agent(
             return {**state, "messages": msgs}
         return state.model_copy(update={"messages": msgs})
 
-    def finish(msg: AIMessage) -> dict[str, Any]:
-        return {"messages": [named(msg, name)]}
-
     def agent(state: Any) -> dict[str, Any]:
-        return finish(call_model(model, prompt_fn(input_state(state)), tool_dicts))
+        s = agent_var.get(first)
+        msg = call_model(s.model, s.prompt(input_state(state)), tool_dicts)
+        return {"messages": [named(msg, s.name)]}
 
     async def aagent(state: Any) -> dict[str, Any]:
-        messages = await aprompt_fn(input_state(state))
-        return finish(await acall_model(model, messages, tool_dicts))
+        s = agent_var.get(first)
+        messages = await s.aprompt(input_state(state))
+        return {"messages": [named(await acall_model(s.model, messages, tool_dicts), s.name)]}
 
     if tool_calling == "schema":
         out_schema = type_schema(response_format)[0] if response_format is not None else None
         composed = compose_schema(tool_list, out_schema)
 
         def agent(state: Any) -> dict[str, Any]:  # type: ignore[misc]
-            resp = model.invoke(prompt_fn(input_state(state)), tools=None, response_format=composed)
+            s = agent_var.get(first)
+            resp = s.model.invoke(
+                s.prompt(input_state(state)), tools=None, response_format=composed
+            )
             return _from_composed(_as_ai(resp), composed, response_format is not None)
 
         async def aagent(state: Any) -> dict[str, Any]:  # type: ignore[misc]
-            messages = await aprompt_fn(input_state(state))
-            resp = await model.ainvoke(messages, tools=None, response_format=composed)
+            s = agent_var.get(first)
+            messages = await s.aprompt(input_state(state))
+            resp = await s.model.ainvoke(messages, tools=None, response_format=composed)
             return _from_composed(_as_ai(resp), composed, response_format is not None)
 
     node: Any = agent if hasattr(model, "invoke") else aagent
@@ -497,12 +558,14 @@ def create_react_agent(
 
         def generate_structured_response(state: Any) -> dict[str, Any]:
             msgs = structured_input(state)
+            model = agent_var.get(first).model
             if langchain_model:
                 return {"structured_response": model.structured(msgs, fmt)}
             return {"structured_response": _structured(model, fmt, msgs)}
 
         async def agenerate_structured_response(state: Any) -> dict[str, Any]:
             msgs = structured_input(state)
+            model = agent_var.get(first).model
             if langchain_model:
                 return {"structured_response": await model.astructured(msgs, fmt)}
             return {"structured_response": await _astructured(model, fmt, msgs)}
@@ -512,9 +575,13 @@ def create_react_agent(
         g.add_edge("generate_structured_response", END)
     after = "generate_structured_response" if structured else END
 
+    def compiled() -> tuple[CompiledStateGraph, list[Any], list[dict[str, Any]]]:
+        graph = _compile(g, checkpointer, store, interrupt_before, interrupt_after, first.name)
+        return graph, tool_list, builtin
+
     if not tool_list:
         g.add_edge("post_model_hook" if post_model_hook is not None else "agent", after)
-        return _compile(g, checkpointer, store, interrupt_before, interrupt_after, name)
+        return compiled()
 
     def tool_sends(calls: Sequence[Any]) -> Any:
         return [Send("tools", dict(c)) for c in calls]
@@ -555,7 +622,7 @@ def create_react_agent(
         g.add_conditional_edges("tools", route_tools, [entry, END])
     else:
         g.add_edge("tools", entry)
-    return _compile(g, checkpointer, store, interrupt_before, interrupt_after, name)
+    return compiled()
 
 
 def _as_node(hook: Any) -> Any:
