@@ -70,9 +70,17 @@ os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
 import _harness as h
 from _loopback_openai import LoopbackOpenAI
 
-FRAMEWORKS = ("ironloop", "langgraph", "agno", "pydantic-ai", "openai-agents")
+FRAMEWORKS = (
+    "ironloop",
+    "ironloop-create_agent",
+    "langgraph",
+    "agno",
+    "pydantic-ai",
+    "openai-agents",
+)
 DISTS = {
     "ironloop": ("ironloop",),
+    "ironloop-create_agent": (),
     "langgraph": ("langgraph", "langchain-core", "langchain-openai"),
     "agno": ("agno",),
     "pydantic-ai": ("pydantic-ai-slim",),
@@ -228,6 +236,62 @@ class Ironloop(Adapter):
         from ironloop.models import ScriptedChatModel
 
         agent = create_react_agent(
+            ScriptedChatModel(lambda msgs: _reply_6a(msgs[-1].text)), [], checkpointer=MemorySaver()
+        )
+
+        def turn(i: int, text: str) -> str:
+            cfg = {"configurable": {"thread_id": f"c{i}"}}
+            return str(agent.invoke({"messages": [("user", text)]}, cfg)["messages"][-1].text)
+
+        def history(i: int) -> list[str]:
+            cfg = {"configurable": {"thread_id": f"c{i}"}}
+            return [m.text for m in agent.get_state(cfg).values["messages"]]
+
+        return turn, history
+
+
+class IronloopCreateAgent(Ironloop):
+    """ironloop's ``create_agent`` (LangChain 1.x's factory) on the same workloads."""
+
+    name = "ironloop-create_agent"
+    s1_code = "from ironloop import create_agent; from ironloop.models import OpenAIChat"
+
+    def w11_maker(self, base_url: str, prepared: bool = True) -> Callable[[int], Any]:
+        from ironloop import create_agent, tool
+        from ironloop.models import OpenAIChat
+
+        model = OpenAIChat(MODEL, base_url=base_url, api_key="loopback", max_retries=0)
+        tools = [tool(f) for f in TOOLS] if prepared else TOOLS
+
+        def make(i: int) -> Any:
+            return create_agent(model, tools, system_prompt=f"You help user {i}.")
+
+        return make
+
+    def w5_once(self, rounds: int) -> Callable[[], tuple[list[str], str]]:
+        from ironloop import create_agent
+        from ironloop.models import ScriptedChatModel
+
+        def respond(messages: list[Any]) -> Any:
+            d = w5_decision(sum(1 for m in messages if m.type == "tool"), rounds)
+            if isinstance(d, str):
+                return d
+            return {"content": "", "tool_calls": [{"name": "add", "args": d[1], "id": d[0]}]}
+
+        agent = create_agent(ScriptedChatModel(respond), [add])
+        config = {"recursion_limit": 4 * rounds + 20}
+
+        def once() -> tuple[list[str], str]:
+            msgs = agent.invoke({"messages": [("user", "count up")]}, config)["messages"]
+            return [m.text for m in msgs if m.type == "tool"], msgs[-1].text
+
+        return once
+
+    def w6a_store(self) -> tuple[Callable[[int, str], str], Callable[[int], list[str]]]:
+        from ironloop import MemorySaver, create_agent
+        from ironloop.models import ScriptedChatModel
+
+        agent = create_agent(
             ScriptedChatModel(lambda msgs: _reply_6a(msgs[-1].text)), [], checkpointer=MemorySaver()
         )
 
@@ -636,6 +700,7 @@ class OpenAIAgents(Adapter):
 
 ADAPTERS: dict[str, Callable[[], Adapter]] = {
     "ironloop": Ironloop,
+    "ironloop-create_agent": IronloopCreateAgent,
     "langgraph": LangGraph,
     "agno": Agno,
     "pydantic-ai": PydanticAI,
