@@ -25,6 +25,8 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, Callable
 
+from ironloop.graph import CompiledStateGraph
+
 #: How many compiled shapes are kept. Agents made per request with per-request
 #: objects in their shape (a new checkpointer each time, say) miss the cache and
 #: only cycle it; with shared ones every agent after the first is a hit.
@@ -159,8 +161,6 @@ def names(value: str | Sequence[str] | None) -> tuple[str, ...]:
 
 def bind(template: Any, settings: AgentSettings, name: str | None) -> Any:
     """An agent: ``template``'s graph run with ``settings``."""
-    from ironloop.graph import CompiledStateGraph
-
     return CompiledStateGraph(
         template.builder,
         BoundCore(template._core, settings),
