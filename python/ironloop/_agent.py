@@ -182,29 +182,8 @@ def _is_system_message(p: Any) -> bool:
 def _prompt_functions(prompt: Any) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
     """The sync and async forms of ``prompt``: state -> the model's input messages.
     As LangGraph: a str or a SystemMessage goes before the messages, a function (sync or
-    async) or a LangChain ``Runnable`` makes the whole input."""
-    if is_langchain_runnable(prompt):
-        from ironloop import _langchain
-
-        def runnable(state: Any) -> Any:
-            return _langchain.prompt_messages(prompt, state)
-
-        async def arunnable(state: Any) -> Any:
-            return await _langchain.aprompt_messages(prompt, state)
-
-        return runnable, arunnable
-    if inspect.iscoroutinefunction(prompt):
-
-        def refuse(state: Any) -> Any:
-            raise TypeError(
-                'No synchronous function provided to "Prompt".\nEither initialize with a '
-                "synchronous function or invoke via the async API (ainvoke, astream, etc.)"
-            )
-
-        async def coroutine(state: Any) -> Any:
-            return list(await prompt(state))
-
-        return refuse, coroutine
+    async) or a LangChain ``Runnable`` makes the whole input. (Made for every agent:
+    the common cases, none and a str, are tested first.)"""
     if prompt is None:
 
         def fn(state: Any) -> Any:
@@ -216,6 +195,28 @@ def _prompt_functions(prompt: Any) -> tuple[Callable[[Any], Any], Callable[[Any]
         def fn(state: Any) -> Any:
             return [system, *_get(state, "messages")]
 
+    elif is_langchain_runnable(prompt):
+        from ironloop import _langchain
+
+        def runnable(state: Any) -> Any:
+            return _langchain.prompt_messages(prompt, state)
+
+        async def arunnable(state: Any) -> Any:
+            return await _langchain.aprompt_messages(prompt, state)
+
+        return runnable, arunnable
+    elif inspect.iscoroutinefunction(prompt):
+
+        def refuse(state: Any) -> Any:
+            raise TypeError(
+                'No synchronous function provided to "Prompt".\nEither initialize with a '
+                "synchronous function or invoke via the async API (ainvoke, astream, etc.)"
+            )
+
+        async def coroutine(state: Any) -> Any:
+            return list(await prompt(state))
+
+        return refuse, coroutine
     elif callable(prompt):
 
         def fn(state: Any) -> Any:
