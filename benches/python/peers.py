@@ -2,8 +2,10 @@
 OpenAI Agents SDK, side by side in one run, on the workloads each can express.
 
 - W11, an agent per request: build a ready-to-run agent with a model object and 5
-  tools, in a loop (µs per agent), and the memory each one holds (Python heap by
-  tracemalloc, resident by /proc, 2,000 agents kept alive in a fresh process). Each
+  tools, in a loop (µs per agent; batches of 1,000, fewer for a framework where that
+  takes over 0.5 s), and the memory each one holds (Python heap by tracemalloc,
+  resident by /proc, 2,000 agents kept alive in a fresh process, fewer where building
+  them takes over 5 s). Each
   framework's production model object (ironloop ``OpenAIChat``, LangGraph
   ``langchain_openai.ChatOpenAI``, agno ``OpenAIChat``, pydantic-ai
   ``OpenAIChatModel``, openai-agents ``OpenAIChatCompletionsModel``) is made once,
@@ -721,10 +723,22 @@ def rss_kib(field: str = "VmRSS") -> int:
     raise RuntimeError(f"no {field} in /proc/self/status")
 
 
+def batch(make: Callable[[int], Any], most: int, seconds: float = 0.5) -> int:
+    """How many agents to build per timed batch: ``most``, or fewer (at least 20) where
+    building them would take over ``seconds`` (the frameworks differ 10,000×)."""
+    t0 = time.perf_counter()
+    for i in range(5):
+        make(i)
+    each = (time.perf_counter() - t0) / 5
+    return max(20, min(most, int(seconds / max(each, 1e-9))))
+
+
 def w11_memory_child(name: str, base_url: str, kept: int) -> dict[str, Any]:
-    """Bytes per agent with ``kept`` agents alive: resident (no tracing), then Python
-    heap (tracemalloc) over as many more."""
+    """Bytes per agent with ``kept`` agents alive (fewer, at least 20, for a framework
+    that would take over 5 s to build them): resident (no tracing), then Python heap
+    (tracemalloc) over as many more."""
     make = ADAPTERS[name]().w11_maker(base_url, prepared=False)
+    kept = batch(make, kept, 5.0)
     warm = [make(-i) for i in range(1, 51)]
     gc.collect()
     before = rss_kib()
@@ -739,7 +753,7 @@ def w11_memory_child(name: str, base_url: str, kept: int) -> dict[str, Any]:
     heap = (tracemalloc.get_traced_memory()[0] - heap0) / kept
     tracemalloc.stop()
     del warm, agents, more
-    return {"rss_bytes_per_agent": rss, "heap_bytes_per_agent": heap}
+    return {"rss_bytes_per_agent": rss, "heap_bytes_per_agent": heap, "kept": kept}
 
 
 def w6a_child(name: str, conversations: int) -> dict[str, Any]:
@@ -948,7 +962,7 @@ def main(argv: list[str] | None = None) -> int:
                         agent = make(7)
                         final, results = asyncio.run(a.w7_run(agent, f"w11 {n} {prepared}"))
                         check_w7(final, results, 1, 1)
-                        k = args.agents
+                        k = batch(make, args.agents)
                         stats = h.measure(lambda: [make(i) for i in range(k)], repeat=args.repeat)
                         return stats.scaled(1e6 / k)
 
