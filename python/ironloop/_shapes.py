@@ -14,7 +14,7 @@ started in, so two agents of one shape run side by side, each with its own setti
 What makes a shape is compared by identity (``id``): the same tool functions, the same
 checkpointer object... The cache keeps those objects alive while their entry is in it,
 so an ``id`` cannot be reused by another object meanwhile, and holds at most
-:data:`TEMPLATES_MAX` shapes (least recently used first out).
+:data:`TEMPLATES_MAX` shapes (the oldest first out).
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ class BoundCore:
 
 
 class Templates:
-    """Compiled graphs by shape key, least recently used first out (thread-safe)."""
+    """Compiled graphs by shape key, oldest first out (thread-safe)."""
 
     def __init__(self, size: int = TEMPLATES_MAX) -> None:
         self.size = size
@@ -107,15 +107,13 @@ class Templates:
         self._lock = threading.Lock()
 
     def get(self, key: tuple[Any, ...] | None) -> Any:
-        """The template compiled for ``key`` (``None``: not cached)."""
+        """The template compiled for ``key`` (``None``: not cached). A lookup takes no
+        lock (one dict read is atomic) and does not reorder: this is every agent's
+        path, and a shape pushed out by newer ones is simply compiled again."""
         if key is None:
             return None
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is None:
-                return None
-            self._entries.move_to_end(key)
-            return entry[0]
+        entry = self._entries.get(key)
+        return None if entry is None else entry[0]
 
     def put(self, key: tuple[Any, ...] | None, template: Any, pinned: Sequence[Any]) -> None:
         """Keeps ``template`` for ``key`` with the objects whose ids are in the key."""
@@ -123,7 +121,6 @@ class Templates:
             return
         with self._lock:
             self._entries[key] = (template, tuple(pinned))
-            self._entries.move_to_end(key)
             while len(self._entries) > self.size:
                 self._entries.popitem(last=False)
 
@@ -140,13 +137,15 @@ class Templates:
 templates = Templates()
 
 
+_MUTABLE = frozenset((dict, list))
+
+
 def shape_key(tag: str, flags: tuple[Any, ...], objects: Sequence[Any]) -> tuple[Any, ...] | None:
     """The cache key of a shape: ``flags`` (hashable values) and the identities of
     ``objects``; ``None`` (build a graph of its own) when one of them is a ``dict``
     or ``list``, whose contents could change under an equal id."""
-    for o in objects:
-        if isinstance(o, (dict, list)):
-            return None
+    if not _MUTABLE.isdisjoint(map(type, objects)):
+        return None
     return (tag, flags, tuple(map(id, objects)))
 
 
