@@ -28,6 +28,9 @@ OpenAI Agents SDK, side by side in one run, on the workloads each can express.
   ``result.all_messages()`` per conversation, as its docs show. KB resident per
   conversation in a fresh process; the stored history of the first and last
   conversation is checked (10 messages).
+- W6b, the same with no store on any side: the caller keeps each conversation's
+  messages as the run returned them and sends them back with the next turn (what
+  pydantic-ai does in W6a too; agno is left out: its history comes from its db).
 - W7a, concurrent conversations over real HTTP: 1,000 conversations at once on one
   event loop against the loopback OpenAI-compatible server (``_loopback_openai.py``:
   50 ms per reply, 3 tool rounds of 2 parallel ``lookup`` calls, then the answer),
@@ -88,7 +91,7 @@ DISTS = {
     "pydantic-ai": ("pydantic-ai-slim",),
     "openai-agents": ("openai-agents", "openai"),
 }
-WORKLOADS = ("W11", "W5", "W6a", "W7a", "S1")
+WORKLOADS = ("W11", "W5", "W6a", "W6b", "W7a", "S1")
 ROUNDS_W5 = 50
 AGENTS_W11 = 1_000
 KEPT_W11 = 2_000
@@ -188,6 +191,11 @@ class Adapter:
         message texts the framework keeps for it."""
         raise NotImplementedError
 
+    def w6b_store(self) -> tuple[Callable[[int, str], str], Callable[[int], list[str]]]:
+        """As :meth:`w6a_store`, with no store: the caller keeps each conversation's
+        messages as the run returned them and gives them back with the next turn."""
+        raise NotImplementedError
+
 
 def _reply_6a(text: str) -> str:
     return f"{PAYLOAD_100} re {text[-12:]}"
@@ -251,6 +259,31 @@ class Ironloop(Adapter):
 
         return turn, history
 
+    def w6b_store(self) -> tuple[Callable[[int, str], str], Callable[[int], list[str]]]:
+        from ironloop import create_react_agent
+        from ironloop.models import ScriptedChatModel
+
+        model = ScriptedChatModel(lambda msgs: _reply_6a(msgs[-1].text))
+        return _kept_history(create_react_agent(model, []), lambda m: str(m.text))
+
+
+def _kept_history(
+    agent: Any, text_of: Callable[[Any], str]
+) -> tuple[Callable[[int, str], str], Callable[[int], list[str]]]:
+    """W6b for a LangGraph-style agent: no checkpointer, the caller keeps
+    ``result["messages"]`` and sends them back with the next user message."""
+    kept: dict[int, list[Any]] = {}
+
+    def turn(i: int, text: str) -> str:
+        out = agent.invoke({"messages": [*kept.get(i, ()), ("user", text)]})
+        kept[i] = out["messages"]
+        return text_of(out["messages"][-1])
+
+    def history(i: int) -> list[str]:
+        return [text_of(m) for m in kept[i]]
+
+    return turn, history
+
 
 class IronloopCreateAgent(Ironloop):
     """ironloop's ``create_agent`` (LangChain 1.x's factory) on the same workloads."""
@@ -306,6 +339,13 @@ class IronloopCreateAgent(Ironloop):
             return [m.text for m in agent.get_state(cfg).values["messages"]]
 
         return turn, history
+
+    def w6b_store(self) -> tuple[Callable[[int, str], str], Callable[[int], list[str]]]:
+        from ironloop import create_agent
+        from ironloop.models import ScriptedChatModel
+
+        model = ScriptedChatModel(lambda msgs: _reply_6a(msgs[-1].text))
+        return _kept_history(create_agent(model, []), lambda m: str(m.text))
 
 
 class LangGraph(Adapter):
@@ -408,6 +448,12 @@ class LangGraph(Adapter):
             return [str(m.content) for m in agent.get_state(cfg).values["messages"]]
 
         return turn, history
+
+    def w6b_store(self) -> tuple[Callable[[int, str], str], Callable[[int], list[str]]]:
+        from langgraph.prebuilt import create_react_agent
+
+        model = self._scripted(lambda msgs: _reply_6a(str(msgs[-1].content)))
+        return _kept_history(create_react_agent(model, []), lambda m: str(m.content))
 
 
 class Agno(Adapter):
@@ -557,10 +603,13 @@ class PydanticAI(Adapter):
                 return ModelResponse(parts=[TextPart(d)])
             return ModelResponse(parts=[ToolCallPart("add", d[1], tool_call_id=d[0])])
 
+        from pydantic_ai.usage import UsageLimits
+
         agent = Agent(FunctionModel(respond), tools=[add])
+        limits = UsageLimits(request_limit=rounds + 5)  # its default stops at 50 requests
 
         def once() -> tuple[list[str], str]:
-            out = agent.run_sync("count up")
+            out = agent.run_sync("count up", usage_limits=limits)
             return [str(p.content) for p in returns(out.all_messages())], str(out.output)
 
         return once
@@ -585,6 +634,9 @@ class PydanticAI(Adapter):
             return [str(p.content) for m in kept[i] for p in m.parts]
 
         return turn, history
+
+    def w6b_store(self) -> tuple[Callable[[int, str], str], Callable[[int], list[str]]]:
+        return self.w6a_store()  # its only way: the caller keeps all_messages()
 
 
 class OpenAIAgents(Adapter):
@@ -700,6 +752,35 @@ class OpenAIAgents(Adapter):
         return turn, history
 
 
+def _oa_w6b(self: OpenAIAgents) -> tuple[Callable[[int, str], str], Callable[[int], list[str]]]:
+    from agents import Agent, Runner
+
+    def respond(items: Any) -> str:
+        last = items if isinstance(items, str) else items[-1]["content"]
+        return _reply_6a(last if isinstance(last, str) else str(last))
+
+    agent = Agent(name="bench", model=self._scripted(respond))
+    kept: dict[int, list[Any]] = {}
+
+    def turn(i: int, text: str) -> str:
+        out = Runner.run_sync(agent, [*kept.get(i, ()), {"role": "user", "content": text}])
+        kept[i] = out.to_input_list()
+        return str(out.final_output)
+
+    def history(i: int) -> list[str]:
+        texts = []
+        for it in kept[i]:
+            c = it.get("content")
+            if isinstance(c, list):
+                c = "".join(part.get("text", "") for part in c)
+            texts.append(str(c))
+        return texts
+
+    return turn, history
+
+
+OpenAIAgents.w6b_store = _oa_w6b  # type: ignore[method-assign]
+
 ADAPTERS: dict[str, Callable[[], Adapter]] = {
     "ironloop": Ironloop,
     "ironloop-create_agent": IronloopCreateAgent,
@@ -756,8 +837,9 @@ def w11_memory_child(name: str, base_url: str, kept: int) -> dict[str, Any]:
     return {"rss_bytes_per_agent": rss, "heap_bytes_per_agent": heap, "kept": kept}
 
 
-def w6a_child(name: str, conversations: int) -> dict[str, Any]:
-    turn, history = ADAPTERS[name]().w6a_store()
+def w6a_child(name: str, conversations: int, kind: str = "w6a") -> dict[str, Any]:
+    adapter = ADAPTERS[name]()
+    turn, history = adapter.w6b_store() if kind == "w6b" else adapter.w6a_store()
 
     def converse(i: int) -> None:
         for t in range(5):
@@ -880,8 +962,8 @@ def main(argv: list[str] | None = None) -> int:
         kind, name, *rest = argv[1:]
         if kind == "w11":
             result = w11_memory_child(name, rest[0], int(rest[1]))
-        elif kind == "w6a":
-            result = w6a_child(name, int(rest[0]))
+        elif kind in ("w6a", "w6b"):
+            result = w6a_child(name, int(rest[0]), kind)
         elif kind == "w7a":
             result = w7a_child(name, rest[0], int(rest[1]), int(rest[2]), int(rest[3]))
         else:
@@ -953,6 +1035,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         # Before time counts, an agent built the same way runs one conversation against
         # the loopback server (a tool round, then the answer).
+        check_loop = asyncio.new_event_loop()
         with LoopbackOpenAI(delay=0.0, rounds=1, calls=1) as srv:
             for row, prepared in ((plain, False), (objects, True)):
                 for n, a in adapters.items():
@@ -960,7 +1043,11 @@ def main(argv: list[str] | None = None) -> int:
                     def build(a: Adapter = a, n: str = n, prepared: bool = prepared) -> h.Stats:
                         make = a.w11_maker(srv.base_url, prepared)
                         agent = make(7)
-                        final, results = asyncio.run(a.w7_run(agent, f"w11 {n} {prepared}"))
+                        # One loop for every check: clients cached across agents
+                        # (langchain-openai's) stay bound to the loop they first ran on.
+                        final, results = check_loop.run_until_complete(
+                            a.w7_run(agent, f"w11 {n} {prepared}")
+                        )
                         check_w7(final, results, 1, 1)
                         k = batch(make, args.agents)
                         stats = h.measure(lambda: [make(i) for i in range(k)], repeat=args.repeat)
@@ -1011,6 +1098,28 @@ def main(argv: list[str] | None = None) -> int:
                 return h.Stats.of([r["kb_per_conversation"] for r in runs])
 
             attempt(row, n, w6a)
+        rows.append(row)
+
+    if "W6b" in only:
+        row = Row(
+            "W6b",
+            "KB/conv.",
+            f"W6a with no store: the caller keeps each conversation's messages "
+            f"({args.conversations_w6a:,} conversations)",
+            {},
+            {},
+        )
+        for n in names:
+            if n == "agno":
+                row.notes[n] = "not measured (agno's history comes from its db)"
+                continue
+
+            def w6b(n: str = n) -> h.Stats:
+                runs = [child(["w6b", n, str(args.conversations_w6a)]) for _ in range(3)]
+                details.setdefault("W6b", {})[n] = runs
+                return h.Stats.of([r["kb_per_conversation"] for r in runs])
+
+            attempt(row, n, w6b)
         rows.append(row)
 
     if "W7a" in only:

@@ -50,8 +50,10 @@ class AgentSettings:
     ) -> None:
         self.model = model
         self.name = name
-        self.prompt = prompt
-        self.aprompt = aprompt
+        # Typed Any: each factory's nodes call the ones it set (create_react_agent's
+        # the prompt functions, create_agent's the system message).
+        self.prompt: Any = prompt
+        self.aprompt: Any = aprompt
         self.system = system
 
 
