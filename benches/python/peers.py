@@ -897,7 +897,8 @@ def child(args: list[str]) -> dict[str, Any]:
         [sys.executable, __file__, "--child", *args], capture_output=True, text=True, check=False
     )
     if out.returncode != 0:
-        raise BenchError(f"child {args[:2]} failed: {out.stderr.strip()[-1500:]}")
+        last = out.stderr.strip().splitlines()[-3:]  # the exception, not the traceback's head
+        raise BenchError(f"child {args[:2]} failed: {' | '.join(last)}")
     return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
