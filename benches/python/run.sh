@@ -17,6 +17,8 @@
 # Examples:
 #   benches/python/run.sh
 #   benches/python/run.sh tool_dispatch.py --repeat 7 --json /tmp/w123.json
+#   benches/python/run.sh peers.py     # agno, pydantic-ai, openai-agents too (installs
+#                                      # requirements-peers.txt first)
 #   benches/python/run.sh threads.py   # W9 and thread loading (Postgres rows with
 #                                      # IRONLOOP_TEST_POSTGRES_URL set)
 #   benches/python/run.sh --no-ironloop tool_dispatch.py --only langgraph
@@ -35,7 +37,7 @@ extra=()
 while (($#)); do
     case "$1" in
         --no-ironloop) install_ironloop=0; shift ;;
-        -h|--help) sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
         --) shift; extra+=("$@"); break ;;
         *.py)
             if ((${#extra[@]})); then extra+=("$1"); shift; continue; fi
@@ -68,6 +70,19 @@ if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
     echo "run.sh: installing $requirements" >&2
     "$py" -m pip install -q -r "$requirements"
     echo "$want" > "$stamp"
+fi
+
+# 2b. The other agent frameworks, for peers.py only (requirements-peers.txt, pinned to
+#     resolve together with requirements.txt).
+peers="$here/requirements-peers.txt"
+if [[ " ${scripts[*]} " == *"/peers.py "* ]]; then
+    pstamp="$venv/.ironloop-bench-peers.sha256"
+    pwant="$(cat "$requirements" "$peers" | sha256sum | cut -d' ' -f1)"
+    if [[ ! -f "$pstamp" || "$(cat "$pstamp")" != "$pwant" ]]; then
+        echo "run.sh: installing $peers" >&2
+        "$py" -m pip install -q -r "$requirements" -r "$peers"
+        echo "$pwant" > "$pstamp"
+    fi
 fi
 
 # 3. ironloop itself.

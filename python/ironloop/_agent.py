@@ -22,6 +22,7 @@ from ironloop._ironloop import (
 )
 from ironloop._runtime import task_var
 from ironloop._schema import type_schema
+from ironloop._shapes import AgentSettings, agent_var, bind, names, shape_key, templates
 from ironloop._tool import Tool, compose_schema
 from ironloop._toolnode import ToolNode
 from ironloop.errors import ModelError
@@ -181,29 +182,8 @@ def _is_system_message(p: Any) -> bool:
 def _prompt_functions(prompt: Any) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
     """The sync and async forms of ``prompt``: state -> the model's input messages.
     As LangGraph: a str or a SystemMessage goes before the messages, a function (sync or
-    async) or a LangChain ``Runnable`` makes the whole input."""
-    if is_langchain_runnable(prompt):
-        from ironloop import _langchain
-
-        def runnable(state: Any) -> Any:
-            return _langchain.prompt_messages(prompt, state)
-
-        async def arunnable(state: Any) -> Any:
-            return await _langchain.aprompt_messages(prompt, state)
-
-        return runnable, arunnable
-    if inspect.iscoroutinefunction(prompt):
-
-        def refuse(state: Any) -> Any:
-            raise TypeError(
-                'No synchronous function provided to "Prompt".\nEither initialize with a '
-                "synchronous function or invoke via the async API (ainvoke, astream, etc.)"
-            )
-
-        async def coroutine(state: Any) -> Any:
-            return list(await prompt(state))
-
-        return refuse, coroutine
+    async) or a LangChain ``Runnable`` makes the whole input. (Made for every agent:
+    the common cases, none and a str, are tested first.)"""
     if prompt is None:
 
         def fn(state: Any) -> Any:
@@ -215,6 +195,28 @@ def _prompt_functions(prompt: Any) -> tuple[Callable[[Any], Any], Callable[[Any]
         def fn(state: Any) -> Any:
             return [system, *_get(state, "messages")]
 
+    elif is_langchain_runnable(prompt):
+        from ironloop import _langchain
+
+        def runnable(state: Any) -> Any:
+            return _langchain.prompt_messages(prompt, state)
+
+        async def arunnable(state: Any) -> Any:
+            return await _langchain.aprompt_messages(prompt, state)
+
+        return runnable, arunnable
+    elif inspect.iscoroutinefunction(prompt):
+
+        def refuse(state: Any) -> Any:
+            raise TypeError(
+                'No synchronous function provided to "Prompt".\nEither initialize with a '
+                "synchronous function or invoke via the async API (ainvoke, astream, etc.)"
+            )
+
+        async def coroutine(state: Any) -> Any:
+            return list(await prompt(state))
+
+        return refuse, coroutine
     elif callable(prompt):
 
         def fn(state: Any) -> Any:
@@ -418,6 +420,69 @@ def create_react_agent(
             f"model must have invoke(messages, tools=None, tool_choice=None); got {type(model).__name__}"
         )
 
+    langchain_model = is_langchain_runnable(model)
+    if langchain_model and tool_calling == "schema":
+        raise ValueError("tool_calling='schema' is for ironloop models, not LangChain ones")
+    prompt_fn, aprompt_fn = _prompt_functions(prompt)
+    settings = AgentSettings(model, name, prompt_fn, aprompt_fn)
+    # The graph is compiled once per shape; this agent's model, prompt and name are its
+    # own (see ironloop._shapes).
+    shape = [tools] if isinstance(tools, ToolNode) else list(tools)
+    shape += [response_format, pre_model_hook, post_model_hook, state_schema, checkpointer, store]
+    flags = (
+        hasattr(model, "invoke"),
+        hasattr(model, "ainvoke"),
+        langchain_model,
+        version,
+        tool_calling,
+        names(interrupt_before),
+        names(interrupt_after),
+    )
+    key = shape_key("create_react_agent", flags, shape)
+    template = templates.get(key)
+    if template is None:
+        template = _react_template(
+            settings,
+            tools,
+            response_format=response_format,
+            pre_model_hook=pre_model_hook,
+            post_model_hook=post_model_hook,
+            state_schema=state_schema,
+            checkpointer=checkpointer,
+            store=store,
+            interrupt_before=interrupt_before,
+            interrupt_after=interrupt_after,
+            version=version,
+            tool_calling=tool_calling,
+        )
+        templates.put(key, template, shape)
+    graph, tool_list, builtin = template
+    if langchain_model:
+        from ironloop import _langchain
+
+        settings.model = _langchain.agent_model(model, tool_list, builtin)
+    return bind(graph, settings, name)
+
+
+def _react_template(
+    first: AgentSettings,
+    tools: Any,
+    *,
+    response_format: Any,
+    pre_model_hook: Any,
+    post_model_hook: Any,
+    state_schema: Any,
+    checkpointer: Any,
+    store: Any,
+    interrupt_before: Sequence[str] | None,
+    interrupt_after: Sequence[str] | None,
+    version: str,
+    tool_calling: str,
+) -> tuple[CompiledStateGraph, list[Any], list[dict[str, Any]]]:
+    """The compiled graph of a ``create_react_agent`` shape, its tools and its provider
+    tool dicts. Its nodes call the model, prompt and name of the agent running it
+    (``agent_var``; ``first``'s when the builder is compiled again by hand)."""
+    model = first.model
     builtin: list[dict[str, Any]] = []
     if isinstance(tools, ToolNode):
         tool_node = tools
@@ -428,20 +493,13 @@ def create_react_agent(
     tool_dicts = [t.to_openai() for t in tool_list] + builtin or None
     langchain_model = is_langchain_runnable(model)
     if langchain_model:
-        from ironloop import _langchain
-
-        if tool_calling == "schema":
-            raise ValueError("tool_calling='schema' is for ironloop models, not LangChain ones")
-        model = _langchain.agent_model(model, tool_list, builtin)
-        tool_dicts = None  # bound to the model
+        tool_dicts = None  # bound to each agent's model (create_react_agent)
     direct = {t.name for t in tool_list if t.return_direct}
     if state_schema is None:
         state_schema = AgentStateWithStructuredResponse if response_format else AgentState
     schema = state_schema
     if pre_model_hook is not None and "llm_input_messages" not in _schema_keys(schema):
         schema = _with_llm_input_messages(schema)
-
-    prompt_fn, aprompt_fn = _prompt_functions(prompt)
 
     def input_state(state: Any) -> Any:
         """The state the prompt sees: ``messages`` replaced by the pre hook's
@@ -459,27 +517,31 @@ def create_react_agent(
             return {**state, "messages": msgs}
         return state.model_copy(update={"messages": msgs})
 
-    def finish(msg: AIMessage) -> dict[str, Any]:
-        return {"messages": [named(msg, name)]}
-
     def agent(state: Any) -> dict[str, Any]:
-        return finish(call_model(model, prompt_fn(input_state(state)), tool_dicts))
+        s = agent_var.get(first)
+        msg = call_model(s.model, s.prompt(input_state(state)), tool_dicts)
+        return {"messages": [named(msg, s.name)]}
 
     async def aagent(state: Any) -> dict[str, Any]:
-        messages = await aprompt_fn(input_state(state))
-        return finish(await acall_model(model, messages, tool_dicts))
+        s = agent_var.get(first)
+        messages = await s.aprompt(input_state(state))
+        return {"messages": [named(await acall_model(s.model, messages, tool_dicts), s.name)]}
 
     if tool_calling == "schema":
         out_schema = type_schema(response_format)[0] if response_format is not None else None
         composed = compose_schema(tool_list, out_schema)
 
         def agent(state: Any) -> dict[str, Any]:  # type: ignore[misc]
-            resp = model.invoke(prompt_fn(input_state(state)), tools=None, response_format=composed)
+            s = agent_var.get(first)
+            resp = s.model.invoke(
+                s.prompt(input_state(state)), tools=None, response_format=composed
+            )
             return _from_composed(_as_ai(resp), composed, response_format is not None)
 
         async def aagent(state: Any) -> dict[str, Any]:  # type: ignore[misc]
-            messages = await aprompt_fn(input_state(state))
-            resp = await model.ainvoke(messages, tools=None, response_format=composed)
+            s = agent_var.get(first)
+            messages = await s.aprompt(input_state(state))
+            resp = await s.model.ainvoke(messages, tools=None, response_format=composed)
             return _from_composed(_as_ai(resp), composed, response_format is not None)
 
     node: Any = agent if hasattr(model, "invoke") else aagent
@@ -510,12 +572,14 @@ def create_react_agent(
 
         def generate_structured_response(state: Any) -> dict[str, Any]:
             msgs = structured_input(state)
+            model = agent_var.get(first).model
             if langchain_model:
                 return {"structured_response": model.structured(msgs, fmt)}
             return {"structured_response": _structured(model, fmt, msgs)}
 
         async def agenerate_structured_response(state: Any) -> dict[str, Any]:
             msgs = structured_input(state)
+            model = agent_var.get(first).model
             if langchain_model:
                 return {"structured_response": await model.astructured(msgs, fmt)}
             return {"structured_response": await _astructured(model, fmt, msgs)}
@@ -525,9 +589,13 @@ def create_react_agent(
         g.add_edge("generate_structured_response", END)
     after = "generate_structured_response" if structured else END
 
+    def compiled() -> tuple[CompiledStateGraph, list[Any], list[dict[str, Any]]]:
+        graph = _compile(g, checkpointer, store, interrupt_before, interrupt_after, first.name)
+        return graph, tool_list, builtin
+
     if not tool_list:
         g.add_edge("post_model_hook" if post_model_hook is not None else "agent", after)
-        return _compile(g, checkpointer, store, interrupt_before, interrupt_after, name)
+        return compiled()
 
     def tool_sends(calls: Sequence[Any]) -> Any:
         return [Send("tools", dict(c)) for c in calls]
@@ -568,7 +636,7 @@ def create_react_agent(
         g.add_conditional_edges("tools", route_tools, [entry, END])
     else:
         g.add_edge("tools", entry)
-    return _compile(g, checkpointer, store, interrupt_before, interrupt_after, name)
+    return compiled()
 
 
 def _as_node(hook: Any) -> Any:

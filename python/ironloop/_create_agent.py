@@ -25,6 +25,7 @@ from ironloop._constants import END, START
 from ironloop._foreign import is_langchain_runnable
 from ironloop._ironloop import AIMessage, SystemMessage, ToolMessage
 from ironloop._schema import _special
+from ironloop._shapes import AgentSettings, agent_var, bind, names, shape_key, templates
 from ironloop._toolnode import ToolNode
 from ironloop.errors import (
     GraphInterrupt,
@@ -168,29 +169,20 @@ def _tool_error(handle: Any, call: dict[str, Any], e: BaseException) -> ToolMess
 
 
 class _Builder:
-    """What ``create_agent`` puts together; one instance per agent."""
+    """What ``create_agent`` puts together; one instance per shape (see
+    ``ironloop._shapes``): the model, system message and name are those of the agent
+    running it (``agent_var``), ``first``'s when its builder is compiled again by hand."""
 
     def __init__(
         self,
-        model: Any,
+        first: AgentSettings,
         tools: Any,
-        system_prompt: Any,
         middleware: list[AgentMiddleware],
         response_format: Any,
-        name: str | None,
     ) -> None:
-        self.model = init_model(model)
-        self.name = name
+        self.first = first
         self.middleware = middleware
         self.response_format = response_format
-        if system_prompt is None or isinstance(system_prompt, SystemMessage):
-            self.system = system_prompt
-        elif isinstance(system_prompt, str):
-            self.system = SystemMessage(content=system_prompt)
-        else:
-            raise TypeError(
-                f"system_prompt must be a str or a SystemMessage, got {type(system_prompt).__name__}"
-            )
         extra = [t for m in middleware for t in m.tools]
         if isinstance(tools, ToolNode):
             if extra:
@@ -225,6 +217,18 @@ class _Builder:
         self.offered_for: Any = None
         self.offered_tools: list[Any] = []
         self.offered_dicts: list[dict[str, Any]] | None = None
+
+    @property
+    def model(self) -> Any:
+        return agent_var.get(self.first).model
+
+    @property
+    def name(self) -> str | None:
+        return agent_var.get(self.first).name
+
+    @property
+    def system(self) -> SystemMessage | None:
+        return agent_var.get(self.first).system  # type: ignore[no-any-return]
 
     # --- the model call ---------------------------------------------------------------
 
@@ -328,23 +332,29 @@ class _Builder:
     def plain_model_node(self) -> Callable[[Any], Any]:
         """The model node when no middleware wraps the model call: nobody sees a
         ``ModelRequest``, so none is made (the same call as ``base_model``)."""
-        system = [self.system] if self.system is not None else []
+        first = self.first
 
         def model(state: Any) -> dict[str, Any]:
             self.offered()
-            messages = [*system, *state["messages"]]
-            msg = named(call_model(self.model, messages, self.offered_dicts), self.name)
+            s = agent_var.get(first)
+            messages = [*state["messages"]]
+            if s.system is not None:
+                messages.insert(0, s.system)
+            msg = named(call_model(s.model, messages, self.offered_dicts), s.name)
             if self.structured_of(msg):
-                value = _structured(self.model, self.response_format, [*messages, msg])
+                value = _structured(s.model, self.response_format, [*messages, msg])
                 return {"messages": [msg], "structured_response": value}
             return {"messages": [msg]}
 
         async def amodel(state: Any) -> dict[str, Any]:
             self.offered()
-            messages = [*system, *state["messages"]]
-            msg = named(await acall_model(self.model, messages, self.offered_dicts), self.name)
+            s = agent_var.get(first)
+            messages = [*state["messages"]]
+            if s.system is not None:
+                messages.insert(0, s.system)
+            msg = named(await acall_model(s.model, messages, self.offered_dicts), s.name)
             if self.structured_of(msg):
-                value = await _astructured(self.model, self.response_format, [*messages, msg])
+                value = await _astructured(s.model, self.response_format, [*messages, msg])
                 return {"messages": [msg], "structured_response": value}
             return {"messages": [msg]}
 
@@ -558,7 +568,62 @@ def create_agent(
             "cached; leave cache out"
         )
     mws = _check_middleware(middleware)
-    b = _Builder(model, tools, system_prompt, mws, response_format, name)
+    if system_prompt is None or isinstance(system_prompt, SystemMessage):
+        system = system_prompt
+    elif isinstance(system_prompt, str):
+        system = SystemMessage(content=system_prompt)
+    else:
+        raise TypeError(
+            f"system_prompt must be a str or a SystemMessage, got {type(system_prompt).__name__}"
+        )
+    settings = AgentSettings(init_model(model), name, system=system)
+    # The graph is compiled once per shape; this agent's model, system prompt and name
+    # are its own (see ironloop._shapes). A LangChain model is bound to the tools per
+    # model object, in the builder: such an agent gets a graph of its own.
+    shape = [tools] if isinstance(tools, ToolNode) else list(tools or ())
+    shape += [*mws, response_format, state_schema, context_schema, checkpointer, store]
+    key = (
+        None
+        if is_langchain_runnable(settings.model)
+        else shape_key(
+            "create_agent",
+            (isinstance(tools, ToolNode), names(interrupt_before), names(interrupt_after)),
+            shape,
+        )
+    )
+    template = templates.get(key)
+    if template is None:
+        template = _agent_template(
+            settings,
+            tools,
+            mws,
+            response_format=response_format,
+            state_schema=state_schema,
+            context_schema=context_schema,
+            checkpointer=checkpointer,
+            store=store,
+            interrupt_before=interrupt_before,
+            interrupt_after=interrupt_after,
+        )
+        templates.put(key, template, shape)
+    return bind(template, settings, name)
+
+
+def _agent_template(
+    first: AgentSettings,
+    tools: Any,
+    mws: list[AgentMiddleware],
+    *,
+    response_format: Any,
+    state_schema: Any,
+    context_schema: Any,
+    checkpointer: Any,
+    store: Any,
+    interrupt_before: Sequence[str] | None,
+    interrupt_after: Sequence[str] | None,
+) -> CompiledStateGraph:
+    """The compiled graph of a ``create_agent`` shape."""
+    b = _Builder(first, tools, mws, response_format)
 
     def nodes_of(hook: str, order: Sequence[AgentMiddleware]) -> list[tuple[str, Any, list[str]]]:
         return [(f"{m.name}.{hook}", m, jumps_of(m, hook)) for m in order if hook in b.hooks[id(m)]]
@@ -668,5 +733,5 @@ def create_agent(
         store=store,
         interrupt_before=interrupt_before,
         interrupt_after=interrupt_after,
-        name=name or "agent",
+        name=first.name or "agent",
     )

@@ -1,0 +1,171 @@
+"""Agents made per request share one compiled graph per *shape*.
+
+``create_react_agent`` and ``create_agent`` are often called once per request, each
+time with the same tools, hooks, middleware, schemas, checkpointer and store, and with
+a prompt, model or name of the request's own. Compiling a graph every time (tool
+schemas, state channels, the Rust graph) costs far more than the agent is worth, so
+the graph is compiled once per shape and kept in :data:`templates`; each call gets a
+light :class:`~ironloop.graph.CompiledStateGraph` over it that carries that agent's
+:class:`AgentSettings` (model, prompt, name). The shared graph's nodes read them from
+:data:`agent_var`, which the agent's :class:`BoundCore` sets around every run it
+starts: the Rust engine runs nodes and tools in a copy of the context the run was
+started in, so two agents of one shape run side by side, each with its own settings.
+
+What makes a shape is compared by identity (``id``): the same tool functions, the same
+checkpointer object... The cache keeps those objects alive while their entry is in it,
+so an ``id`` cannot be reused by another object meanwhile, and holds at most
+:data:`TEMPLATES_MAX` shapes (the oldest first out).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any, Callable
+
+from ironloop.graph import CompiledStateGraph
+
+#: How many compiled shapes are kept. Agents made per request with per-request
+#: objects in their shape (a new checkpointer each time, say) miss the cache and
+#: only cycle it; with shared ones every agent after the first is a hit.
+TEMPLATES_MAX = 64
+
+
+class AgentSettings:
+    """What one agent has of its own over a shared graph: its model (as called), its
+    prompt functions (``create_react_agent``), its system message (``create_agent``)
+    and its name (put on its ``AIMessage`` s)."""
+
+    __slots__ = ("aprompt", "model", "name", "prompt", "system")
+
+    def __init__(
+        self,
+        model: Any,
+        name: str | None,
+        prompt: Callable[[Any], Any] | None = None,
+        aprompt: Callable[[Any], Any] | None = None,
+        system: Any = None,
+    ) -> None:
+        self.model = model
+        self.name = name
+        # Typed Any: each factory's nodes call the ones it set (create_react_agent's
+        # the prompt functions, create_agent's the system message).
+        self.prompt: Any = prompt
+        self.aprompt: Any = aprompt
+        self.system = system
+
+
+#: The settings of the agent whose run this is (set by :class:`BoundCore`).
+agent_var: contextvars.ContextVar[AgentSettings] = contextvars.ContextVar("ironloop_agent")
+
+
+class BoundCore:
+    """A compiled graph's Rust core with one agent's settings: every run it starts
+    (``invoke``, ``ainvoke``, ``stream``, and so ``astream``, ``batch``, a resume, the
+    agent as a subgraph) starts with :data:`agent_var` set to them. State reads and
+    writes (``get_state``, ``update_state``...) run no node and go straight through."""
+
+    __slots__ = ("_core", "settings")
+
+    def __init__(self, core: Any, settings: AgentSettings) -> None:
+        self._core = core
+        self.settings = settings
+
+    def invoke(self, *args: Any) -> Any:
+        token = agent_var.set(self.settings)
+        try:
+            return self._core.invoke(*args)
+        finally:
+            agent_var.reset(token)
+
+    def ainvoke(self, *args: Any) -> Any:
+        # The engine copies the caller's context when the call is made (not when the
+        # returned future is awaited), so the settings need only be set around it.
+        token = agent_var.set(self.settings)
+        try:
+            return self._core.ainvoke(*args)
+        finally:
+            agent_var.reset(token)
+
+    def stream(self, *args: Any) -> Any:
+        token = agent_var.set(self.settings)
+        try:
+            return self._core.stream(*args)
+        finally:
+            agent_var.reset(token)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._core, name)
+
+
+class Templates:
+    """Compiled graphs by shape key, oldest first out (thread-safe)."""
+
+    def __init__(self, size: int = TEMPLATES_MAX) -> None:
+        self.size = size
+        self._entries: OrderedDict[tuple[Any, ...], tuple[Any, Any]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[Any, ...] | None) -> Any:
+        """The template compiled for ``key`` (``None``: not cached). A lookup takes no
+        lock (one dict read is atomic) and does not reorder: this is every agent's
+        path, and a shape pushed out by newer ones is simply compiled again."""
+        if key is None:
+            return None
+        entry = self._entries.get(key)
+        return None if entry is None else entry[0]
+
+    def put(self, key: tuple[Any, ...] | None, template: Any, pinned: Sequence[Any]) -> None:
+        """Keeps ``template`` for ``key`` with the objects whose ids are in the key."""
+        if key is None:
+            return
+        with self._lock:
+            self._entries[key] = (template, tuple(pinned))
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+#: The one cache of agent graphs (``create_react_agent`` and ``create_agent`` keys
+#: start with their own tag, so they never meet).
+templates = Templates()
+
+
+_MUTABLE = frozenset((dict, list))
+
+
+def shape_key(tag: str, flags: tuple[Any, ...], objects: Sequence[Any]) -> tuple[Any, ...] | None:
+    """The cache key of a shape: ``flags`` (hashable values) and the identities of
+    ``objects``; ``None`` (build a graph of its own) when one of them is a ``dict``
+    or ``list``, whose contents could change under an equal id."""
+    if not _MUTABLE.isdisjoint(map(type, objects)):
+        return None
+    return (tag, flags, tuple(map(id, objects)))
+
+
+def names(value: str | Sequence[str] | None) -> tuple[str, ...]:
+    """``interrupt_before`` / ``interrupt_after`` as a hashable tuple."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    return tuple(value)
+
+
+def bind(template: Any, settings: AgentSettings, name: str | None) -> Any:
+    """An agent: ``template``'s graph run with ``settings``."""
+    return CompiledStateGraph(
+        template.builder,
+        BoundCore(template._core, settings),
+        template.checkpointer,
+        template.store,
+        name or "agent",
+    )
