@@ -27,7 +27,9 @@
   fresh subprocess per framework and repetition. Target <= 4 KB/thread.
 - S1: cold start, ``python -c "import ironloop"`` vs
   ``python -c "import langgraph.graph, langgraph.prebuilt"``: whole-process wall time
-  and peak RSS. Targets <= 150 ms, <= 25 MiB.
+  and peak RSS. Targets <= 150 ms, <= 25 MiB. Then S1 plus a first trivial invoke (a
+  one-node graph built and invoked twice): the process's wall time, and how much the
+  first invoke costs over the second (target <= 5 ms).
 
 Both frameworks run in the same run (W6 and S1 in subprocesses of the same interpreter);
 every run's result is checked (final count, message count and content, tool results)
@@ -100,6 +102,28 @@ IMPORT_CMD = {
     "ironloop": "import ironloop",
     "langgraph": "import langgraph.graph, langgraph.prebuilt",
 }
+# S1 + a first trivial invoke: import, build a one-node graph, invoke it twice; prints
+# the two invokes' seconds. Target: the first within 5 ms of the second (issue 13).
+FIRST_INVOKE_CODE = """
+import json, time
+from typing import TypedDict
+{imports}
+class S(TypedDict):
+    count: int
+g = StateGraph(S)
+g.add_node("a", lambda s: {{"count": s["count"] + 1}})
+g.set_entry_point("a")
+g.add_edge("a", END)
+c = g.compile()
+t0 = time.perf_counter(); c.invoke({{"count": 0}}); t1 = time.perf_counter()
+c.invoke({{"count": 0}}); t2 = time.perf_counter()
+print(json.dumps([t1 - t0, t2 - t1]))
+"""
+FIRST_INVOKE_IMPORTS = {
+    "ironloop": "import ironloop\nfrom ironloop import END, StateGraph",
+    "langgraph": "import langgraph.graph, langgraph.prebuilt\nfrom langgraph.graph import END, StateGraph",
+}
+TARGET_FIRST_INVOKE_MS = 5.0
 
 
 class BenchError(AssertionError):
@@ -1013,6 +1037,22 @@ def s1(code: str, runs: int) -> tuple[h.Stats, h.Stats]:
     return h.Stats.of(walls), h.Stats.of(peaks)
 
 
+def first_invoke(name: str, runs: int) -> tuple[h.Stats, h.Stats]:
+    """S1 plus a first trivial invoke, in fresh processes: the whole process's wall ms,
+    and the first invoke's extra ms over the second (warm) one."""
+    code = FIRST_INVOKE_CODE.format(imports=FIRST_INVOKE_IMPORTS[name])
+    cmd = [sys.executable, "-c", code]
+    subprocess.run(cmd, check=True, capture_output=True)  # warm the page cache
+    walls, extra = [], []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+        walls.append((time.perf_counter() - t0) * 1e3)
+        first, warm = json.loads(out.stdout.strip().splitlines()[-1])
+        extra.append((first - warm) * 1e3)
+    return h.Stats.of(walls), h.Stats.of(extra)
+
+
 # --- profiles of misses -------------------------------------------------------------------
 
 
@@ -1643,6 +1683,27 @@ def main(argv: list[str] | None = None) -> int:
                 f"({bare_wall.min:.1f}–{bare_wall.max:.1f}), peak {bare_rss.median:.1f} MiB"
             )
             rows += [rw, rm]
+            rf = h.Row(
+                "S1+invoke wall",
+                "cold start plus building a one-node graph and invoking it twice: whole "
+                "process wall time",
+                "ms",
+                float("inf"),
+            )
+            rx = h.Row(
+                "first invoke extra",
+                "the first invoke of the process minus the second (warm) one",
+                "ms",
+                TARGET_FIRST_INVOKE_MS,
+            )
+            for impl in impls:
+                print(f"  running S1+invoke {impl.name} ...", file=sys.stderr, flush=True)
+                try:
+                    rf.stats[impl.name], rx.stats[impl.name] = first_invoke(impl.name, S1_RUNS)
+                except Exception as e:
+                    traceback.print_exc(file=sys.stderr)
+                    rf.errors[impl.name] = rx.errors[impl.name] = f"{type(e).__name__}: {e}"
+            rows += [rf, rx]
     finally:
         for s in savers.values():
             s.cleanup()

@@ -19,6 +19,7 @@ mod pool;
 mod prebuilt;
 mod pytool;
 mod runtime;
+mod thread_state;
 mod toolnode;
 
 use pyo3::prelude::*;
@@ -26,6 +27,7 @@ use pyo3::prelude::*;
 #[pymodule]
 #[pyo3(name = "_ironloop")]
 fn ironloop_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    runtime::configure();
     messages::register(m)?;
     m.add_class::<context::PyToolContext>()?;
     m.add_class::<toolnode::ToolNodeCore>()?;

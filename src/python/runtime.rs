@@ -12,6 +12,18 @@ pub fn runtime() -> &'static Runtime {
     pyo3_async_runtimes::tokio::get_runtime()
 }
 
+/// Sets how the runtime is built when first used (at import, before any use): the
+/// multi-threaded runtime pyo3-async-runtimes would build, whose threads keep one
+/// Python thread state each for their whole life (see [`super::thread_state`]).
+pub fn configure() {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder
+        .enable_all()
+        .on_thread_start(super::thread_state::keep)
+        .on_thread_stop(super::thread_state::release);
+    pyo3_async_runtimes::tokio::init(builder);
+}
+
 thread_local! {
     /// Set while this thread drives a run itself (see [`drive_inline`]).
     static DRIVING: Cell<bool> = const { Cell::new(false) };
