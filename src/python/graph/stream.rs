@@ -422,6 +422,28 @@ pub(super) struct GraphStreamShape {
 #[pymethods]
 impl AsyncGraphStream {
     fn next<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        // Items queued already (a model's token chunks arrive in bursts) are handed over
+        // in an already-finished future: no task on the runtime, no wake-up of the loop
+        // from another thread. Only an empty queue waits on the runtime.
+        if let Ok(mut queued) = self.rx.try_lock() {
+            loop {
+                let next = match queued.try_recv() {
+                    Ok(m) => self.shape.next_item(py, m)?,
+                    Err(tokio::sync::mpsc::error::TryRecvError::Empty) => break,
+                    Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => Next::End,
+                };
+                match next {
+                    Next::Item(item) => {
+                        let loop_ = pyo3_async_runtimes::tokio::get_current_loop(py)?;
+                        let fut = loop_.call_method0(pyo3::intern!(py, "create_future"))?;
+                        fut.call_method1(pyo3::intern!(py, "set_result"), (item,))?;
+                        return Ok(fut);
+                    }
+                    Next::Skip => {}
+                    Next::End => return Err(pyo3::exceptions::PyStopAsyncIteration::new_err(())),
+                }
+            }
+        }
         let rx = self.rx.clone();
         let shape = self.shape.clone();
         pyo3_async_runtimes::tokio::future_into_py(py, async move {
