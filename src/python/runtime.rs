@@ -66,6 +66,19 @@ where
     }
 }
 
+/// An asyncio future on the running loop, finished already with `value`: what an
+/// `async` source returns when its next item is queued already, so that awaiting it
+/// needs no task on the runtime and no wake-up of the loop from another thread.
+pub fn finished_future<'py>(
+    py: Python<'py>,
+    value: impl IntoPyObject<'py>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let event_loop = pyo3_async_runtimes::tokio::get_current_loop(py)?;
+    let fut = event_loop.call_method0(pyo3::intern!(py, "create_future"))?;
+    fut.call_method1(pyo3::intern!(py, "set_result"), (value,))?;
+    Ok(fut)
+}
+
 /// Whether a run started on this thread now may be driven inline.
 pub fn can_drive_inline() -> bool {
     !DRIVING.with(|d| d.get())

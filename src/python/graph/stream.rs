@@ -9,6 +9,7 @@ use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use tokio_util::sync::CancellationToken;
 
 use super::super::convert::{iso_utc, value_to_py};
+use super::super::runtime::finished_future;
 use super::run::{config_dict, interrupts_to_py};
 use super::values::{val_to_py, Shared};
 use crate::graph::{modes, GraphError, Reserved, RunResult, StreamEvent, Val};
@@ -433,12 +434,7 @@ impl AsyncGraphStream {
                     Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => Next::End,
                 };
                 match next {
-                    Next::Item(item) => {
-                        let loop_ = pyo3_async_runtimes::tokio::get_current_loop(py)?;
-                        let fut = loop_.call_method0(pyo3::intern!(py, "create_future"))?;
-                        fut.call_method1(pyo3::intern!(py, "set_result"), (item,))?;
-                        return Ok(fut);
-                    }
+                    Next::Item(item) => return finished_future(py, item),
                     Next::Skip => {}
                     Next::End => return Err(pyo3::exceptions::PyStopAsyncIteration::new_err(())),
                 }
