@@ -112,6 +112,20 @@ class Row:
     errors: dict[str, str] = field(default_factory=dict)
     # A target relative to LangGraph: ironloop at least this many times faster.
     min_ratio: float | None = None
+    # What the hardware and CPython allow for the same work, measured in the same run
+    # (e.g. a plain asyncio.gather of W1's coroutines), in ``unit``; and the target for
+    # ironloop's median over the floor's (ironloop at most this many times the floor).
+    floor: Stats | None = None
+    floor_what: str = ""
+    max_over_floor: float | None = None
+
+    @property
+    def over_floor(self) -> float | None:
+        """ironloop median / floor median (how many times its floor ironloop costs)."""
+        il = self.stats.get("ironloop")
+        if il is None or self.floor is None or self.floor.median <= 0:
+            return None
+        return il.median / self.floor.median
 
     @property
     def ratio(self) -> float | None:
@@ -131,6 +145,9 @@ class Row:
         ratio = self.ratio
         if self.min_ratio is not None and ratio is not None and ratio < self.min_ratio:
             return "MISS"
+        over = self.over_floor
+        if self.max_over_floor is not None and over is not None and over > self.max_over_floor:
+            return "MISS"
         return "PASS" if il.median <= self.target else "MISS"
 
     @property
@@ -138,6 +155,8 @@ class Row:
         parts = [f"≤ {self.target:g}"] if self.target != float("inf") else []
         if self.min_ratio is not None:
             parts.append(f"≥ {self.min_ratio:g}× LG")
+        if self.max_over_floor is not None:
+            parts.append(f"≤ {self.max_over_floor:g}× floor")
         return ", ".join(parts) or "-"
 
 
@@ -203,32 +222,38 @@ def _fmt_stats(row: Row, impl: str) -> str:
 
 
 def print_table(rows: list[Row]) -> None:
-    """Per workload: ironloop and LangGraph median (min–max), the ratio, the target, PASS/MISS."""
+    """Per workload: ironloop and LangGraph median (min–max), the ratio, the target,
+    PASS/MISS; with the floor median (min–max) and ironloop ÷ floor when a row has one."""
+    floors = any(r.floor is not None for r in rows)
     header = [
         "workload",
         "unit",
         "ironloop median (min–max)",
         "langgraph median (min–max)",
         "LG/ironloop",
-        "target",
-        "verdict",
     ]
+    if floors:
+        header += ["floor median (min–max)", "ironloop/floor"]
+    header += ["target", "verdict"]
     table = [header]
     for r in rows:
         ratio = r.ratio
-        table.append(
-            [
-                r.workload,
-                r.unit,
-                _fmt_stats(r, "ironloop"),
-                _fmt_stats(r, "langgraph"),
-                "-" if ratio is None else f"{ratio:.1f}×",
-                r.target_text,
-                r.verdict,
-            ]
-        )
+        line = [
+            r.workload,
+            r.unit,
+            _fmt_stats(r, "ironloop"),
+            _fmt_stats(r, "langgraph"),
+            "-" if ratio is None else f"{ratio:.1f}×",
+        ]
+        if floors:
+            f, over = r.floor, r.over_floor
+            line.append("-" if f is None else f"{_fmt(f.median)} ({_fmt(f.min)}–{_fmt(f.max)})")
+            line.append("-" if over is None else f"{over:.2f}×")
+        table.append([*line, r.target_text, r.verdict])
     for r in rows:
         print(f"{r.workload}: {r.what}")
+        if r.floor_what:
+            print(f"    floor: {r.floor_what}")
     print()
     widths = [max(len(line[i]) for line in table) for i in range(len(header))]
     for n, line in enumerate(table):
@@ -261,6 +286,10 @@ def dump_json(path: str | None, info: dict[str, Any], rows: list[Row], **extra: 
                 "target": None if r.target == float("inf") else r.target,
                 "min_ratio": r.min_ratio,
                 "ratio_langgraph_over_ironloop": r.ratio,
+                "floor": None if r.floor is None else asdict(r.floor),
+                "floor_what": r.floor_what or None,
+                "ratio_ironloop_over_floor": r.over_floor,
+                "max_over_floor": r.max_over_floor,
                 "verdict": r.verdict,
                 "stats": {k: asdict(v) for k, v in r.stats.items()},
                 "errors": r.errors,

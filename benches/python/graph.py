@@ -3,9 +3,14 @@
 - W4: ``StateGraph`` over ``{count: int}``, Python nodes ``a`` -> ``b`` -> ``a`` ... each
   doing ``count += 1``, a conditional edge ending the run at 1,000; µs per node step with
   no checkpointer / MemorySaver / SqliteSaver (a temp file). Targets <= 15 / 25 / 100 µs.
+- Floors (issue 13), measured beside W4 in the same process: W4 none — the node and
+  routing functions called in a plain loop; W4 sqlite — as many committed SQLite
+  transactions (WAL, synchronous=NORMAL) as steps, each writing the rows and bytes one
+  ironloop step wrote (read back from its file). The table shows ironloop ÷ floor.
 - W4m: W4 plus ``messages: Annotated[list, add_messages]``, every node appending one
   ~200-byte AIMessage, 3,000 steps in one run. (a) mean step cost at 2,000-3,000
-  messages / at 50-100 messages, memory and SQLite savers (target <= 1.3x);
+  messages / at 50-100 messages, no checkpointer, memory and SQLite savers (target
+  <= 1.3x);
   (b) checkpoint bytes after the 3,000 steps (target <= 5 MB).
 - W4 / W4m postgres: the same on PostgreSQL (ironloop's PostgresSaver vs LangGraph's
   ``langgraph-checkpoint-postgres`` on psycopg 3) against the server named by
@@ -22,7 +27,9 @@
   fresh subprocess per framework and repetition. Target <= 4 KB/thread.
 - S1: cold start, ``python -c "import ironloop"`` vs
   ``python -c "import langgraph.graph, langgraph.prebuilt"``: whole-process wall time
-  and peak RSS. Targets <= 150 ms, <= 25 MiB.
+  and peak RSS. Targets <= 150 ms, <= 25 MiB. Then S1 plus a first trivial invoke (a
+  one-node graph built and invoked twice): the process's wall time, and how much the
+  first invoke costs over the second (target <= 5 ms).
 
 Both frameworks run in the same run (W6 and S1 in subprocesses of the same interpreter);
 every run's result is checked (final count, message count and content, tool results)
@@ -80,6 +87,7 @@ W8_STEPS = 50  # steps per W8 thread
 W8_PROCS = (1, 2, 4, 8)
 PG_URL = os.environ.get("IRONLOOP_TEST_POSTGRES_URL", "")
 TARGET_W4M_GROWTH = 1.3
+MAX_OVER_FLOOR_W4 = {"none": None, "sqlite": 1.5}  # issue 13: W4 SQLite <= 1.5x its floor
 TARGET_W4M_MB = 5.0
 TARGET_W5_US = {"none": 100.0, "memory": 150.0}
 TARGET_W6_KB = 4.0
@@ -94,6 +102,28 @@ IMPORT_CMD = {
     "ironloop": "import ironloop",
     "langgraph": "import langgraph.graph, langgraph.prebuilt",
 }
+# S1 + a first trivial invoke: import, build a one-node graph, invoke it twice; prints
+# the two invokes' seconds. Target: the first within 5 ms of the second (issue 13).
+FIRST_INVOKE_CODE = """
+import json, time
+from typing import TypedDict
+{imports}
+class S(TypedDict):
+    count: int
+g = StateGraph(S)
+g.add_node("a", lambda s: {{"count": s["count"] + 1}})
+g.set_entry_point("a")
+g.add_edge("a", END)
+c = g.compile()
+t0 = time.perf_counter(); c.invoke({{"count": 0}}); t1 = time.perf_counter()
+c.invoke({{"count": 0}}); t2 = time.perf_counter()
+print(json.dumps([t1 - t0, t2 - t1]))
+"""
+FIRST_INVOKE_IMPORTS = {
+    "ironloop": "import ironloop\nfrom ironloop import END, StateGraph",
+    "langgraph": "import langgraph.graph, langgraph.prebuilt\nfrom langgraph.graph import END, StateGraph",
+}
+TARGET_FIRST_INVOKE_MS = 5.0
 
 
 class BenchError(AssertionError):
@@ -420,10 +450,17 @@ def counter_graph(impl: Impl, n: int, saver: Any) -> Any:
 
 
 def w4(
-    impl: Impl, kind: str, n: int, repeat: int, savers: Savers, durability: str | None = None
+    impl: Impl,
+    kind: str,
+    n: int,
+    repeat: int,
+    savers: Savers,
+    durability: str | None = None,
+    probe: Callable[[str | None], None] | None = None,
 ) -> h.Stats:
     """µs per step; ``durability`` is passed to ``invoke`` when given (else each side's
-    default: LangGraph's ``"async"``, ironloop's save-before-the-next-step)."""
+    default: LangGraph's ``"async"``, ironloop's save-before-the-next-step). ``probe``
+    sees where the saver kept its data before it is removed."""
     saver, path = savers.make(kind)
     extra = {} if durability is None else {"durability": durability}
     try:
@@ -438,9 +475,112 @@ def w4(
             repeat=repeat,
             check=check,
         )
+        if probe is not None:
+            probe(path)
     finally:
         savers.release(saver, path)
     return stats.scaled(1e6 / n)
+
+
+# --- W4 floors: the same work without a framework -----------------------------------------
+
+
+def floor_w4_nodes(n: int, repeat: int) -> h.Stats:
+    """W4's node and routing functions called in a plain loop, each update merged into a
+    new state dict as a graph would (µs per step)."""
+
+    def a(s: Any) -> dict[str, int]:
+        return {"count": s["count"] + 1}
+
+    def b(s: Any) -> dict[str, int]:
+        return {"count": s["count"] + 1}
+
+    def route_a(s: Any) -> str:
+        return "__end__" if s["count"] >= n else "b"
+
+    def route_b(s: Any) -> str:
+        return "__end__" if s["count"] >= n else "a"
+
+    nodes = {"a": (a, route_a), "b": (b, route_b)}
+
+    def once() -> dict[str, int]:
+        state, node = {"count": 0}, "a"
+        while node != "__end__":
+            fn, route = nodes[node]
+            state = {**state, **fn(state)}
+            node = route(state)
+        return state
+
+    def check(result: Any) -> None:
+        if result.get("count") != n:
+            raise BenchError(f"floor count {result.get('count')!r}, expected {n}")
+
+    return h.measure(once, repeat=repeat, check=check).scaled(1e6 / n)
+
+
+def sqlite_step_bytes(path: str, steps: int) -> tuple[float, float]:
+    """Rows and payload bytes per step in a SQLite checkpoint file: over every table,
+    ``count(*)`` and the summed ``length()`` of every column, divided by ``steps``."""
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        rows = 0
+        size = 0
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        for t in tables:
+            cols = [r[1] for r in conn.execute(f"PRAGMA table_info({t})")]
+            if not cols:
+                continue
+            total = " + ".join(f"coalesce(length({c}), 0)" for c in cols)
+            n, b = conn.execute(f"SELECT count(*), coalesce(sum({total}), 0) FROM {t}").fetchone()
+            rows += n
+            size += b
+        return rows / steps, size / steps
+    finally:
+        conn.close()
+
+
+def floor_w4_sqlite(n: int, repeat: int, rows_per_step: float, bytes_per_step: float) -> h.Stats:
+    """``n`` committed SQLite transactions, each inserting the rows and bytes one W4 step
+    of ironloop's SqliteSaver writes (measured on its file), with its settings: WAL,
+    ``synchronous=NORMAL``, ``BEGIN IMMEDIATE`` (µs per step)."""
+    import sqlite3
+
+    rows = max(1, round(rows_per_step))
+    payload = "x" * max(1, round(bytes_per_step / rows))
+    tmp = tempfile.mkdtemp(prefix="ironloop-floor-")
+    counter = itertools.count()
+
+    def once() -> int:
+        path = os.path.join(tmp, f"floor{next(counter)}.sqlite")
+        conn = sqlite3.connect(path, isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("CREATE TABLE t (seq INTEGER PRIMARY KEY, thread_id TEXT, v TEXT)")
+        t0 = time.perf_counter()
+        for _ in range(n):
+            conn.execute("BEGIN IMMEDIATE")
+            for _ in range(rows):
+                conn.execute("INSERT INTO t (thread_id, v) VALUES (?, ?)", ("t", payload))
+            conn.execute("COMMIT")
+        elapsed = time.perf_counter() - t0
+        count = conn.execute("SELECT count(*) FROM t").fetchone()[0]
+        conn.close()
+        times.append(elapsed)
+        return int(count)
+
+    times: list[float] = []
+
+    def check(result: Any) -> None:
+        if result != n * rows:
+            raise BenchError(f"floor wrote {result} rows, expected {n * rows}")
+
+    try:
+        h.measure(once, repeat=repeat, check=check)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return h.Stats.of(times[1:]).scaled(1e6 / n)  # the setup of each file is not timed
 
 
 # --- W4m: the counter loop with a growing message history ---------------------------------
@@ -525,7 +665,9 @@ def w4m_once(impl: Impl, kind: str, n: int, savers: Savers) -> W4mRun:
             raise BenchError("message ids are not unique")
         if len(stamps) != n:
             raise BenchError(f"{len(stamps)} node calls, expected {n}")
-        if kind == "memory":
+        if kind == "none":
+            size = db_size = 0
+        elif kind == "memory":
             size = db_size = impl.memory_bytes(saver)
         elif kind == "postgres":
             size, db_size = pg_bytes(path or ""), pg_payload_bytes(path or "")
@@ -893,6 +1035,22 @@ def s1(code: str, runs: int) -> tuple[h.Stats, h.Stats]:
             subprocess.run(cmd, check=True, capture_output=True)
             peaks.append(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
     return h.Stats.of(walls), h.Stats.of(peaks)
+
+
+def first_invoke(name: str, runs: int) -> tuple[h.Stats, h.Stats]:
+    """S1 plus a first trivial invoke, in fresh processes: the whole process's wall ms,
+    and the first invoke's extra ms over the second (warm) one."""
+    code = FIRST_INVOKE_CODE.format(imports=FIRST_INVOKE_IMPORTS[name])
+    cmd = [sys.executable, "-c", code]
+    subprocess.run(cmd, check=True, capture_output=True)  # warm the page cache
+    walls, extra = [], []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+        walls.append((time.perf_counter() - t0) * 1e3)
+        first, warm = json.loads(out.stdout.strip().splitlines()[-1])
+        extra.append((first - warm) * 1e3)
+    return h.Stats.of(walls), h.Stats.of(extra)
 
 
 # --- profiles of misses -------------------------------------------------------------------
@@ -1323,7 +1481,37 @@ def main(argv: list[str] | None = None) -> int:
                 min_ratio=TARGET_PG_RATIO if kind == "postgres" else None,
             )
             keys[row.workload] = f"W4:{kind}"
-            run(row, lambda impl, kind=kind: w4(impl, kind, n4, args.repeat, savers[impl.name]))
+            steps_run = n4 * (args.repeat + 1)  # the warm-up run and the timed ones
+            per_step: list[tuple[float, float]] = []
+
+            def probe(path: str | None, steps_run: int = steps_run, out: list = per_step) -> None:
+                if path is not None:
+                    out.append(sqlite_step_bytes(path, steps_run))
+
+            run(
+                row,
+                lambda impl, kind=kind, probe=probe: w4(
+                    impl,
+                    kind,
+                    n4,
+                    args.repeat,
+                    savers[impl.name],
+                    probe=probe if kind == "sqlite" and impl.name == "ironloop" else None,
+                ),
+            )
+            if kind == "none":
+                row.floor_what = "the node and routing functions called in a plain loop"
+                row.max_over_floor = MAX_OVER_FLOOR_W4["none"]
+                row.floor = floor_w4_nodes(n4, args.repeat)
+            elif kind == "sqlite" and per_step:
+                rows_step, bytes_step = per_step[0]
+                row.floor_what = (
+                    f"{n4} committed SQLite transactions (WAL, synchronous=NORMAL, BEGIN "
+                    f"IMMEDIATE), each writing what one ironloop step writes: "
+                    f"{rows_step:.1f} rows, {bytes_step:,.0f} bytes"
+                )
+                row.max_over_floor = MAX_OVER_FLOOR_W4["sqlite"]
+                row.floor = floor_w4_sqlite(n4, args.repeat, rows_step, bytes_step)
             if kind != "none":
                 notes.extend(
                     by_durability(
@@ -1337,7 +1525,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
 
         # W4m
-        for kind in [k for k in kinds if k != "none"]:
+        for kind in kinds:
             if not wanted(f"W4m {kind}"):
                 continue
             ra = h.Row(
@@ -1385,19 +1573,23 @@ def main(argv: list[str] | None = None) -> int:
                         f"msgs -> {late * 1e3:.0f} µs at {l0}-{l1} msgs; ratio of the windows' "
                         f"median steps {gm:.2f}×; from per-step medians over the runs "
                         f"{pooled:.2f}×; late steps p50 {p50:.0f} / p99 {p99:.0f} / max "
-                        f"{mx:.0f} µs; whole run {secs:.2f} s; checkpoint bytes "
-                        f"{rb.stats[impl.name].median * 1e6:,.0f}"
+                        f"{mx:.0f} µs; whole run {secs:.2f} s"
                         + (
-                            f" [{impl.memory_bytes_how}]"
-                            if kind == "memory"
-                            else f" (db file alone {db:,.0f})"
+                            ""
+                            if kind == "none"
+                            else f"; checkpoint bytes {rb.stats[impl.name].median * 1e6:,.0f}"
+                            + (
+                                f" [{impl.memory_bytes_how}]"
+                                if kind == "memory"
+                                else f" (db file alone {db:,.0f})"
+                            )
                         )
                     )
                 except Exception as e:
                     traceback.print_exc(file=sys.stderr)
                     err = f"{type(e).__name__}: {e}"
                     ra.errors[impl.name] = rp.errors[impl.name] = rb.errors[impl.name] = err
-            rows += [ra, rp, rb]
+            rows += [ra, rp] if kind == "none" else [ra, rp, rb]
 
         # W8
         for procs in w8_procs if PG_URL else []:
@@ -1491,6 +1683,27 @@ def main(argv: list[str] | None = None) -> int:
                 f"({bare_wall.min:.1f}–{bare_wall.max:.1f}), peak {bare_rss.median:.1f} MiB"
             )
             rows += [rw, rm]
+            rf = h.Row(
+                "S1+invoke wall",
+                "cold start plus building a one-node graph and invoking it twice: whole "
+                "process wall time",
+                "ms",
+                float("inf"),
+            )
+            rx = h.Row(
+                "first invoke extra",
+                "the first invoke of the process minus the second (warm) one",
+                "ms",
+                TARGET_FIRST_INVOKE_MS,
+            )
+            for impl in impls:
+                print(f"  running S1+invoke {impl.name} ...", file=sys.stderr, flush=True)
+                try:
+                    rf.stats[impl.name], rx.stats[impl.name] = first_invoke(impl.name, S1_RUNS)
+                except Exception as e:
+                    traceback.print_exc(file=sys.stderr)
+                    rf.errors[impl.name] = rx.errors[impl.name] = f"{type(e).__name__}: {e}"
+            rows += [rf, rx]
     finally:
         for s in savers.values():
             s.cleanup()

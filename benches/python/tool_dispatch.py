@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -39,6 +40,8 @@ WAIT_MS = 10
 TARGET_W1_MS = 25.0
 TARGET_W2_MS = 30.0
 TARGET_W3_US = 10.0
+# ironloop at most this many times its floor (same run): issue 13.
+MAX_OVER_FLOOR = {"W1": 1.3, "W2": 1.5, "W3": 2.0}
 
 
 class BenchError(AssertionError):
@@ -53,18 +56,19 @@ class Impl:
     tool: Callable[[Any], Any]
     tool_node: Callable[[list[Any]], Any]
     ai_message: Callable[..., Any]
+    tool_message: Callable[..., Any]
     invoke_kwargs: dict[str, Any] = field(default_factory=dict)
 
 
 def load_ironloop() -> Impl:
     from ironloop import ToolNode, tool
-    from ironloop.messages import AIMessage
+    from ironloop.messages import AIMessage, ToolMessage
 
-    return Impl("ironloop", tool, ToolNode, AIMessage)
+    return Impl("ironloop", tool, ToolNode, AIMessage, ToolMessage)
 
 
 def load_langgraph() -> Impl:
-    from langchain_core.messages import AIMessage
+    from langchain_core.messages import AIMessage, ToolMessage
     from langchain_core.tools import tool
     from langgraph.prebuilt import ToolNode
     from langgraph.runtime import Runtime
@@ -74,7 +78,7 @@ def load_langgraph() -> Impl:
     except ImportError:  # pragma: no cover - other 1.x layouts
         CONFIG_KEY_RUNTIME = "__pregel_runtime"
     config = {"configurable": {CONFIG_KEY_RUNTIME: Runtime()}}
-    return Impl("langgraph", tool, ToolNode, AIMessage, {"config": config})
+    return Impl("langgraph", tool, ToolNode, AIMessage, ToolMessage, {"config": config})
 
 
 # --- the tools, built with each side's own @tool ------------------------------------------
@@ -178,6 +182,75 @@ def w3(impl: Impl, n: int, repeat: int) -> h.Stats:
     return stats.scaled(1e6 / n)
 
 
+# --- the floors: the same work without a framework -----------------------------------------
+
+
+def floor_w1(n: int, repeat: int) -> h.Stats:
+    """``asyncio.gather`` of the same ``n`` coroutines (W1's tool function, called directly)."""
+
+    async def wait(ms: int) -> int:
+        await asyncio.sleep(ms / 1000)
+        return ms
+
+    async def once() -> list[int]:
+        return await asyncio.gather(*(wait(WAIT_MS) for _ in range(n)))
+
+    def check(result: Any) -> None:
+        if result != [WAIT_MS] * n:
+            raise BenchError("the floor's gather returned wrong results")
+
+    async def run() -> h.Stats:
+        return await h.ameasure(once, repeat=repeat, check=check)
+
+    return asyncio.run(run()).scaled(1e3)
+
+
+def floor_w2(n: int, repeat: int) -> h.Stats:
+    """``n`` OS threads each sleeping ``WAIT_MS``, started and joined."""
+
+    def once() -> list[int]:
+        out = [0] * n
+
+        def wait(i: int) -> None:
+            time.sleep(WAIT_MS / 1000)
+            out[i] = WAIT_MS
+
+        threads = [threading.Thread(target=wait, args=(i,)) for i in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return out
+
+    def check(result: Any) -> None:
+        if result != [WAIT_MS] * n:
+            raise BenchError("the floor's threads returned wrong results")
+
+    return h.measure(once, repeat=repeat, check=check).scaled(1e3)
+
+
+def floor_w3(impl: Impl, n: int, repeat: int) -> h.Stats:
+    """A Python loop calling W3's function and building the same ToolMessages (with
+    ``impl``'s ToolMessage class), µs per call."""
+    tool_message = impl.tool_message
+
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    calls = tool_calls("add", lambda i: {"a": i, "b": 1}, n)
+
+    def once() -> dict[str, Any]:
+        return {
+            "messages": [
+                tool_message(content=str(add(**c["args"])), tool_call_id=c["id"], name=c["name"])
+                for c in calls
+            ]
+        }
+
+    check = checker(calls, [str(i + 1) for i in range(n)])
+    return h.measure(once, repeat=repeat, check=check).scaled(1e6 / n)
+
+
 def scaled_count(n: int, scale: float) -> int:
     return max(1, round(n * scale))
 
@@ -236,7 +309,26 @@ def main(argv: list[str] | None = None) -> int:
         ),
         (h.Row("W3", f"{n3} × sync add(a, b), node.invoke", "µs/call", TARGET_W3_US), w3, n3),
     ]
+    # The floors, measured in this process beside the workloads (W3's with the first
+    # side's ToolMessage class: ironloop's when it is installed).
+    floors: dict[str, tuple[str, Callable[[], h.Stats]]] = {
+        "W1": (f"asyncio.gather of the same {n1} coroutines", lambda: floor_w1(n1, args.repeat)),
+        "W2": (
+            f"{n2} OS threads each sleeping {WAIT_MS} ms, started and joined",
+            lambda: floor_w2(n2, args.repeat),
+        ),
+        "W3": (
+            f"a Python loop calling add() and building the same {n3} ToolMessages "
+            f"({impls[0].name}'s class)",
+            lambda: floor_w3(impls[0], n3, args.repeat),
+        ),
+    }
     for row, run, n in workloads:
+        what, floor = floors[row.workload]
+        row.floor_what = what
+        row.max_over_floor = MAX_OVER_FLOOR[row.workload]
+        print(f"  running {row.workload} floor ...", file=sys.stderr, flush=True)
+        row.floor = floor()
         for impl in impls:
             print(f"  running {row.workload} {impl.name} ...", file=sys.stderr, flush=True)
             try:

@@ -15,11 +15,12 @@ Example:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ironloop import _wiring  # noqa: F401  (hands the Rust glue its Python helpers)
 from ironloop import tools as tools  # `ironloop.tools.workspace(...)` after `import ironloop`
 from ironloop._agent import create_react_agent
 from ironloop._constants import END, START
-from ironloop._create_agent import create_agent
 from ironloop._injection import InjectedState, InjectedStore, InjectedToolCallId
 from ironloop._ironloop import MemorySaver, PostgresSaver, SqliteSaver, ToolContext, __version__
 from ironloop._tool import Tool, compose_schema, tool
@@ -36,6 +37,20 @@ from ironloop.prebuilt import ToolNode, tools_condition
 from ironloop.runtime import Runtime, get_runtime
 from ironloop.store import InMemoryStore
 from ironloop.types import Command, Interrupt, Send, StateSnapshot
+
+if TYPE_CHECKING:
+    from ironloop._create_agent import create_agent
+
+
+def __getattr__(name: str) -> Any:
+    # `create_agent` loads the middleware machinery, and with it asyncio: only when
+    # asked for, so that `import ironloop` and a run of sync nodes never import asyncio.
+    if name == "create_agent":
+        from ironloop._create_agent import create_agent
+
+        return create_agent
+    raise AttributeError(f"module 'ironloop' has no attribute {name!r}")
+
 
 __all__ = [
     "END",

@@ -10,8 +10,8 @@ have been made; then the last exception is raised. ``interrupt()`` and
 
 from __future__ import annotations
 
-import asyncio
 import functools
+import inspect
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -107,7 +107,8 @@ def _restart() -> None:
 def with_retry(fn: Callable[..., Any], policies: Sequence[Any], node: str) -> Callable[..., Any]:
     """``fn`` (a node function, sync or async) run again as ``policies`` say when it
     fails; its signature is kept (the engine reads what parameters it asks for)."""
-    if asyncio.iscoroutinefunction(fn) or asyncio.iscoroutinefunction(
+    # inspect, not asyncio: a graph of sync nodes never imports asyncio.
+    if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
         getattr(fn, "__call__", None)  # noqa: B004
     ):
 
@@ -122,6 +123,8 @@ def with_retry(fn: Callable[..., Any], policies: Sequence[Any], node: str) -> Ca
                     pause = _pause(policies, exc, failures, node)
                     if pause is None:
                         raise
+                import asyncio  # an async node runs on a loop: asyncio is loaded
+
                 await asyncio.sleep(pause)
                 _restart()
 

@@ -97,10 +97,7 @@ fn start(py: Python<'_>, env: &Arc<PyRunEnv>, p: PendingAsync) {
     let started = (|| -> PyResult<Py<PyAny>> {
         let (coro, context) = make(py)?;
         let coro = helpers(py)?.guard.bind(py).call1((coro,))?;
-        let create_task = env
-            .event_loop
-            .bind(py)
-            .getattr(intern!(py, "create_task"))?;
+        let create_task = env.event_loop(py)?.getattr(intern!(py, "create_task"))?;
         // The task runs in the context the maker chose, or in its own copy of the
         // caller's contextvars context.
         let context = match context {
@@ -142,7 +139,10 @@ impl Drop for CancelOnDrop {
             SlotState::Running(task) => {
                 drop(state);
                 Python::attach(|py| {
-                    let lp = self.env.event_loop.bind(py);
+                    // Resolved already: the task it started ran on it.
+                    let Ok(lp) = self.env.event_loop(py) else {
+                        return;
+                    };
                     let cancel = task.bind(py).getattr(intern!(py, "cancel"));
                     let r = cancel.and_then(|c| lp.call_method1("call_soon_threadsafe", (c,)));
                     if let Err(e) = r {

@@ -18,8 +18,10 @@ pub type LoopJob = Box<dyn FnOnce(Python<'_>, &Arc<PyRunEnv>) + Send>;
 pub struct PyRunEnv {
     /// The caller's `contextvars` context, copied again for every call.
     pub context: Py<PyAny>,
-    /// The loop async tools run on: the caller's (under `ainvoke`) or the runtime's own.
-    pub event_loop: Py<PyAny>,
+    /// The loop async tools run on: the caller's (under `ainvoke`) or the runtime's own
+    /// background loop, which a sync caller's run looks up only when it first starts an
+    /// async call (see [`PyRunEnv::event_loop`]).
+    pub(crate) event_loop: PyOnceLock<Py<PyAny>>,
     /// True when `event_loop` is the caller's (an `ainvoke`): async variants of nodes
     /// are preferred then.
     pub caller_loop: bool,
@@ -48,19 +50,41 @@ pub fn mark_loop_thread() {
     ON_LOOP_THREAD.with(|f| f.set(true));
 }
 
-/// The loop async tools of a sync caller run on. A caller on a loop thread (an async
-/// tool calling `invoke`) must not get its own, blocked loop: Python picks the next
-/// one. Everyone else gets the first background loop, looked up once.
-fn sync_loop(py: Python<'_>) -> PyResult<Py<PyAny>> {
-    let get =
-        || -> PyResult<Py<PyAny>> { Ok(helpers(py)?.background_loop.bind(py).call0()?.unbind()) };
-    if ON_LOOP_THREAD.with(|f| f.get()) {
-        return get();
-    }
-    Ok(FIRST_LOOP.get_or_try_init(py, get)?.clone_ref(py))
+/// The loop async tools of a sync caller run on, picked by Python for the calling
+/// thread: a caller on a loop thread (an async tool calling `invoke`) must not get its
+/// own, blocked loop, so it gets the next one.
+fn background_loop(py: Python<'_>) -> PyResult<Py<PyAny>> {
+    Ok(helpers(py)?.background_loop.bind(py).call0()?.unbind())
+}
+
+/// The first background loop (the one every caller off a loop thread gets), looked up
+/// once. Called only for an environment captured off a loop thread, from that thread,
+/// a runtime worker or a tool thread, none of them a loop thread.
+fn first_loop(py: Python<'_>) -> PyResult<&Py<PyAny>> {
+    FIRST_LOOP.get_or_try_init(py, || background_loop(py))
 }
 
 impl PyRunEnv {
+    /// The loop this run's async calls go to. For a sync caller that is the first
+    /// background loop, started (and `asyncio` imported) here, on the first async call:
+    /// a run of sync nodes and tools never pays for either.
+    pub fn event_loop<'py>(&self, py: Python<'py>) -> PyResult<&Bound<'py, PyAny>> {
+        let lp = self
+            .event_loop
+            .get_or_try_init(py, || Ok::<_, PyErr>(first_loop(py)?.clone_ref(py)))?;
+        Ok(lp.bind(py))
+    }
+
+    /// The same loop for an environment derived from this one (resolved already, or
+    /// to be resolved the same way).
+    pub fn share_loop(&self, py: Python<'_>) -> PyOnceLock<Py<PyAny>> {
+        let cell = PyOnceLock::new();
+        if let Some(lp) = self.event_loop.get(py) {
+            let _ = cell.set(py, lp.clone_ref(py));
+        }
+        cell
+    }
+
     /// An environment for a run started from Python: `event_loop` is the caller's
     /// running loop, or `None` for a sync call (async tools then go to a loop the
     /// runtime owns, on its own thread).
@@ -77,13 +101,21 @@ impl PyRunEnv {
             .call_method0("copy_context")?
             .unbind();
         let caller_loop = event_loop.is_some();
-        let event_loop = match event_loop {
-            Some(l) => l,
-            None => sync_loop(py)?,
-        };
+        let cell = PyOnceLock::new();
+        match event_loop {
+            Some(l) => {
+                let _ = cell.set(py, l);
+            }
+            // On a loop thread the loop depends on the calling thread: look it up now.
+            None if ON_LOOP_THREAD.with(|f| f.get()) => {
+                let _ = cell.set(py, background_loop(py)?);
+            }
+            // Anywhere else it is the first background loop, looked up when needed.
+            None => {}
+        }
         Ok(Arc::new(PyRunEnv {
             context,
-            event_loop,
+            event_loop: cell,
             caller_loop,
             state,
             store,
@@ -139,9 +171,8 @@ impl PyRunEnv {
     pub fn schedule_drain(self: &Arc<Self>, py: Python<'_>) -> PyResult<()> {
         let drain = Bound::new(py, Drain(self.clone()))?;
         let r = self
-            .event_loop
-            .bind(py)
-            .call_method1("call_soon_threadsafe", (drain,));
+            .event_loop(py)
+            .and_then(|lp| lp.call_method1("call_soon_threadsafe", (drain,)));
         if r.is_err() {
             // Nothing will drain: let the next call try again.
             self.drain_scheduled.store(false, Ordering::Release);

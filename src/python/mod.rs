@@ -20,6 +20,7 @@ mod pool;
 mod prebuilt;
 mod pytool;
 mod runtime;
+mod thread_state;
 mod toolnode;
 
 use pyo3::prelude::*;
@@ -27,6 +28,7 @@ use pyo3::prelude::*;
 #[pymodule]
 #[pyo3(name = "_ironloop")]
 fn ironloop_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    runtime::configure();
     logs::register(m)?;
     messages::register(m)?;
     m.add_class::<context::PyToolContext>()?;

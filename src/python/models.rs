@@ -18,7 +18,7 @@ use super::coerce::message_from_py;
 use super::convert::value_from_py;
 use super::errors::Class;
 use super::messages::message_to_py;
-use super::runtime::{block_on, runtime};
+use super::runtime::{block_on, finished_future, runtime};
 use crate::message::{Content, ContentPart, Message, MessageKind};
 use crate::model::{
     AnthropicChat, ChatChunk, ChatModel, ChatRequest, HttpSettings, ModelError, OpenAIChat,
@@ -505,6 +505,19 @@ impl ChatStreamPy {
 
     /// An awaitable of the next chunk, `None` at the end.
     fn anext<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        // A chunk queued already (they arrive in bursts) comes back in a finished
+        // future; only an empty queue waits on the runtime.
+        if let Ok(mut queued) = self.rx.try_lock() {
+            let item = match queued.try_recv() {
+                Ok(item) => Some(Some(item)),
+                Err(mpsc::error::TryRecvError::Disconnected) => Some(None),
+                Err(mpsc::error::TryRecvError::Empty) => None,
+            };
+            drop(queued);
+            if let Some(item) = item {
+                return finished_future(py, chunk_to_py(py, item, &self.last)?);
+            }
+        }
         let rx = self.rx.clone();
         let last = self.last.clone();
         pyo3_async_runtimes::tokio::future_into_py(py, async move {

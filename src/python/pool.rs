@@ -103,6 +103,7 @@ impl Pool {
     }
 
     fn work(&self) {
+        super::thread_state::keep();
         while let Some(job) = self.next() {
             Python::attach(|py| {
                 job(py);
@@ -111,5 +112,6 @@ impl Pool {
                 }
             });
         }
+        super::thread_state::release();
     }
 }

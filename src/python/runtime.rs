@@ -12,6 +12,18 @@ pub fn runtime() -> &'static Runtime {
     pyo3_async_runtimes::tokio::get_runtime()
 }
 
+/// Sets how the runtime is built when first used (at import, before any use): the
+/// multi-threaded runtime pyo3-async-runtimes would build, whose threads keep one
+/// Python thread state each for their whole life (see [`super::thread_state`]).
+pub fn configure() {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder
+        .enable_all()
+        .on_thread_start(super::thread_state::keep)
+        .on_thread_stop(super::thread_state::release);
+    pyo3_async_runtimes::tokio::init(builder);
+}
+
 thread_local! {
     /// Set while this thread drives a run itself (see [`drive_inline`]).
     static DRIVING: Cell<bool> = const { Cell::new(false) };
@@ -52,6 +64,19 @@ where
             }
         }
     }
+}
+
+/// An asyncio future on the running loop, finished already with `value`: what an
+/// `async` source returns when its next item is queued already, so that awaiting it
+/// needs no task on the runtime and no wake-up of the loop from another thread.
+pub fn finished_future<'py>(
+    py: Python<'py>,
+    value: impl IntoPyObject<'py>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let event_loop = pyo3_async_runtimes::tokio::get_current_loop(py)?;
+    let fut = event_loop.call_method0(pyo3::intern!(py, "create_future"))?;
+    fut.call_method1(pyo3::intern!(py, "set_result"), (value,))?;
+    Ok(fut)
 }
 
 /// Whether a run started on this thread now may be driven inline.

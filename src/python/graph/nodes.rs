@@ -377,7 +377,7 @@ impl ToolsNode {
             };
             let tool_env = Arc::new(PyRunEnv {
                 context: context.unbind(),
-                event_loop: env.event_loop.clone_ref(py),
+                event_loop: env.share_loop(py),
                 caller_loop: env.caller_loop,
                 state: Some(state),
                 store: self.shared.store.as_ref().map(|s| s.clone_ref(py)),

@@ -9,6 +9,7 @@ use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use tokio_util::sync::CancellationToken;
 
 use super::super::convert::{iso_utc, value_to_py};
+use super::super::runtime::finished_future;
 use super::run::{config_dict, interrupts_to_py};
 use super::values::{val_to_py, Shared};
 use crate::graph::{modes, GraphError, Reserved, RunResult, StreamEvent, Val};
@@ -422,6 +423,23 @@ pub(super) struct GraphStreamShape {
 #[pymethods]
 impl AsyncGraphStream {
     fn next<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        // Items queued already (a model's token chunks arrive in bursts) are handed over
+        // in an already-finished future: no task on the runtime, no wake-up of the loop
+        // from another thread. Only an empty queue waits on the runtime.
+        if let Ok(mut queued) = self.rx.try_lock() {
+            loop {
+                let next = match queued.try_recv() {
+                    Ok(m) => self.shape.next_item(py, m)?,
+                    Err(tokio::sync::mpsc::error::TryRecvError::Empty) => break,
+                    Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => Next::End,
+                };
+                match next {
+                    Next::Item(item) => return finished_future(py, item),
+                    Next::Skip => {}
+                    Next::End => return Err(pyo3::exceptions::PyStopAsyncIteration::new_err(())),
+                }
+            }
+        }
         let rx = self.rx.clone();
         let shape = self.shape.clone();
         pyo3_async_runtimes::tokio::future_into_py(py, async move {
