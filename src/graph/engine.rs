@@ -454,6 +454,7 @@ impl Graph {
             step,
             resume,
             cancel: opts.cancel.child_token(),
+            steer: opts.steer.clone(),
             inline: false,
             stream: opts.stream.clone(),
             host: opts.host.clone(),

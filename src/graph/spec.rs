@@ -56,6 +56,9 @@ pub struct TaskContext {
     /// Resume values for this task's `interrupt()` calls, in order.
     pub resume: Vec<Val>,
     pub cancel: CancellationToken,
+    /// Set when a newer run steers this one: a node that runs tool calls starts no
+    /// new one (see [`NodeRunner::answers_when_steered`]).
+    pub steer: Option<crate::executor::Steer>,
     /// True when the node may run on the calling thread (a sync caller, one task).
     pub inline: bool,
     pub stream: Option<StreamSink>,
@@ -99,6 +102,13 @@ pub trait NodeRunner: Send + Sync {
         arg: Option<Val>,
         ctx: TaskContext,
     ) -> Result<NodeOutput, NodeFailure>;
+
+    /// True for a node that, run with `ctx.steer` set, answers its work without doing
+    /// it (a tool node: every call gets a "skipped" error result). A steered run runs
+    /// such a step before it stops, so that no tool call is left unanswered.
+    fn answers_when_steered(&self) -> bool {
+        false
+    }
 }
 
 /// Decides where to go from a node, reading the state after the node's step.

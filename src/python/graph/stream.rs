@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::super::convert::{iso_utc, value_to_py};
 use super::run::{config_dict, interrupts_to_py};
 use super::values::{val_to_py, Shared};
-use crate::graph::{modes, GraphError, Reserved, RunResult, StreamEvent, Val};
+use crate::graph::{modes, GraphError, Reserved, RunResult, StreamEvent, ToolEvent, Val};
 
 pub(super) enum StreamMsg {
     Event(StreamEvent),
@@ -104,6 +104,7 @@ pub(super) fn flat_event_to_py<'py>(
             ("updates", d.into_any())
         }
         StreamEvent::Custom(v) => ("custom", val_to_py(py, &v)?),
+        StreamEvent::Tool(t) => ("tools", tool_event(py, t)?),
         StreamEvent::Message { chunk, node, meta } => {
             let extra = meta.map(|m| val_to_py(py, &m)).transpose()?;
             let meta = PyDict::new(py);
@@ -244,6 +245,42 @@ pub(super) fn debug_event<'py>(
     Ok(d.into_any())
 }
 
+/// A `tools` chunk: `{"event": "start" | "update" | "end", "id", "name", ...}` with
+/// the call's `args` (start), the partial `data` (update), or `status`
+/// (`"success"` / `"error"`), `error` (the text the model reads) and `duration` in
+/// seconds (end).
+fn tool_event(py: Python<'_>, t: ToolEvent) -> PyResult<Bound<'_, PyAny>> {
+    let d = PyDict::new(py);
+    match t {
+        ToolEvent::Start { id, name, args } => {
+            d.set_item("event", "start")?;
+            d.set_item("id", id)?;
+            d.set_item("name", name)?;
+            d.set_item("args", value_to_py(py, &args)?)?;
+        }
+        ToolEvent::Update { id, name, data } => {
+            d.set_item("event", "update")?;
+            d.set_item("id", id)?;
+            d.set_item("name", name)?;
+            d.set_item("data", val_to_py(py, &data)?)?;
+        }
+        ToolEvent::End {
+            id,
+            name,
+            error,
+            seconds,
+        } => {
+            d.set_item("event", "end")?;
+            d.set_item("id", id)?;
+            d.set_item("name", name)?;
+            d.set_item("status", if error.is_some() { "error" } else { "success" })?;
+            d.set_item("error", error)?;
+            d.set_item("duration", seconds)?;
+        }
+    }
+    Ok(d.into_any())
+}
+
 pub(super) fn parse_modes(modes_obj: &Bound<'_, PyAny>) -> PyResult<(u8, bool)> {
     let names: Vec<String> = if let Ok(s) = modes_obj.extract::<String>() {
         vec![s]
@@ -259,9 +296,10 @@ pub(super) fn parse_modes(modes_obj: &Bound<'_, PyAny>) -> PyResult<(u8, bool)> 
             "custom" => modes::CUSTOM,
             "messages" => modes::MESSAGES,
             "debug" => modes::DEBUG,
+            "tools" => modes::TOOLS,
             other => {
                 return Err(PyValueError::new_err(format!(
-                    "unknown stream_mode {other:?}: use values, updates, custom, messages, debug, tasks or checkpoints"
+                    "unknown stream_mode {other:?}: use values, updates, custom, messages, debug, tasks, checkpoints or tools"
                 )))
             }
         };
@@ -294,6 +332,7 @@ pub(super) fn mode_bit(name: &str) -> u8 {
         "custom" => modes::CUSTOM,
         "messages" => modes::MESSAGES,
         "debug" => modes::DEBUG,
+        "tools" => modes::TOOLS,
         _ => 0,
     }
 }
