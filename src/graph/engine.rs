@@ -452,6 +452,7 @@ impl Graph {
             task_id: task.id.clone(),
             node: task.node.clone(),
             step,
+            push: task.arg.is_some(),
             resume,
             cancel: opts.cancel.child_token(),
             steer: opts.steer.clone(),

@@ -53,6 +53,8 @@ pub struct TaskContext {
     pub task_id: String,
     pub node: String,
     pub step: i64,
+    /// The task was made by a `Send` (LangGraph's push task), not by an edge.
+    pub push: bool,
     /// Resume values for this task's `interrupt()` calls, in order.
     pub resume: Vec<Val>,
     pub cancel: CancellationToken,

@@ -415,3 +415,65 @@ def test_messages_mode_shows_the_new_messages_nodes_return() -> None:
     assert [
         m for m, _ in app.stream({"messages": []}, stream_mode=["updates"]) if m == "messages"
     ] == []
+
+
+def test_messages_metadata_has_langgraphs_keys_for_pull_and_push_tasks() -> None:
+    """Checked against LangGraph 1.2: messages nodes write without streaming come once
+    each, with langgraph_step / node / triggers / path / checkpoint_ns, the config's
+    metadata and thread_id. A Send's task is a push task there."""
+    from ironloop import MemorySaver, ToolNode, tool
+    from ironloop.graph import MessagesState
+    from ironloop.messages import AIMessage
+    from ironloop.types import Send
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Adds."""
+        return a + b
+
+    def model(state: Any) -> Any:
+        if state["messages"][-1].type == "human":
+            calls = [
+                {"name": "add", "args": {"a": 1, "b": 2}, "id": "c1"},
+                {"name": "add", "args": {"a": 2, "b": 2}, "id": "c2"},
+            ]
+            return {"messages": [AIMessage("", id="ai1", tool_calls=calls)]}
+        return {"messages": [AIMessage("three", id="ai2")]}
+
+    def route(state: Any) -> Any:
+        calls = state["messages"][-1].tool_calls
+        return [Send("tools", c) for c in calls] if calls else END
+
+    g = StateGraph(MessagesState)
+    g.add_node("model", model).add_node("tools", ToolNode([add]))
+    g.add_edge(START, "model").add_conditional_edges("model", route, ["tools", END])
+    g.add_edge("tools", "model")
+    app = g.compile(checkpointer=MemorySaver())
+    config = {"configurable": {"thread_id": "t", "user": "bob"}, "metadata": {"extra": 1}}
+    items = list(app.stream({"messages": [("user", "hi")]}, config, stream_mode="messages"))
+    assert (items[0][0].type, items[0][0].text) == ("ai", "")
+    assert sorted(m.text for m, _ in items if m.type == "tool") == ["3", "4"]
+    assert [m.text for m, _ in items][-1] == "three"
+    for msg, meta in items:
+        node = "tools" if msg.type == "tool" else "model"
+        assert set(meta) == {
+            "extra",
+            "thread_id",
+            "langgraph_step",
+            "langgraph_node",
+            "langgraph_triggers",
+            "langgraph_path",
+            "langgraph_checkpoint_ns",
+            "ls_integration",
+        }, meta
+        assert meta["extra"] == 1 and meta["thread_id"] == "t"
+        assert meta["langgraph_node"] == node
+        assert meta["langgraph_checkpoint_ns"].startswith(f"{node}:")
+        if node == "model":
+            assert meta["langgraph_triggers"] == ("branch:to:model",)
+            assert meta["langgraph_path"] == ("__pregel_pull", "model")
+        else:
+            assert meta["langgraph_triggers"] == ("__pregel_push",)
+            assert meta["langgraph_path"][0] == "__pregel_push"
+            assert meta["langgraph_path"][1] in (0, 1) and meta["langgraph_path"][2] is False
+    assert [meta["langgraph_step"] for _, meta in items] == [1, 2, 2, 3]
