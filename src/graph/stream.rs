@@ -100,6 +100,8 @@ pub enum StreamEvent {
         parent_id: Option<String>,
         state: StateView,
         next: Vec<String>,
+        /// The ids of the `next` tasks, in the same order.
+        next_ids: Vec<String>,
         metadata: Value,
     },
 }

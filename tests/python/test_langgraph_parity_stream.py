@@ -15,6 +15,7 @@ import pytest
 from graph_support import thread_config
 
 from ironloop import END, START, Command, Interrupt, MemorySaver, StateGraph, interrupt
+from ironloop.types import Send
 
 
 class S(TypedDict):
@@ -365,8 +366,14 @@ def test_tasks_and_checkpoints_modes_are_the_debug_payloads() -> None:
         ["id", "input", "name", "triggers"],
         ["error", "id", "interrupts", "name", "result"],
     ]
+    assert tasks[0]["triggers"] == ("branch:to:a",)
     checkpoints = list(app.stream({"x": []}, thread_config("c"), stream_mode="checkpoints"))
     assert [c["metadata"]["step"] for c in checkpoints] == [-1, 0, 1]
+    # As LangGraph 1.2: each next task with its id, name, interrupts and state.
+    first = checkpoints[1]["tasks"][0]
+    assert sorted(first) == ["id", "interrupts", "name", "state"]
+    assert first["name"] == "a" and first["interrupts"] == () and first["state"] is None
+    assert first["id"].endswith(":a")
     assert checkpoints[-1]["values"] == {"x": ["a", "b"]}
     both = list(app.stream({"x": []}, thread_config("b"), stream_mode=["debug", "tasks"]))
     assert [m for m, _ in both].count("tasks") == 2
@@ -417,6 +424,17 @@ def test_messages_mode_shows_the_new_messages_nodes_return() -> None:
     ] == []
 
 
+def test_a_sends_task_is_triggered_by_a_push() -> None:
+    g = StateGraph(S)
+    g.add_node("a", lambda s: {"x": ["a"]}).add_node("b", lambda s: {"x": ["b"]})
+    g.add_edge(START, "a").add_conditional_edges("a", lambda s: [Send("b", {"x": ["s"]})], ["b"])
+    tasks = [t for t in g.compile().stream({"x": []}, stream_mode="tasks") if "input" in t]
+    assert [(t["name"], t["triggers"]) for t in tasks] == [
+        ("a", ("branch:to:a",)),
+        ("b", ("__pregel_push",)),
+    ]
+
+
 def test_messages_metadata_has_langgraphs_keys_for_pull_and_push_tasks() -> None:
     """Checked against LangGraph 1.2: messages nodes write without streaming come once
     each, with langgraph_step / node / triggers / path / checkpoint_ns, the config's
@@ -424,7 +442,6 @@ def test_messages_metadata_has_langgraphs_keys_for_pull_and_push_tasks() -> None
     from ironloop import MemorySaver, ToolNode, tool
     from ironloop.graph import MessagesState
     from ironloop.messages import AIMessage
-    from ironloop.types import Send
 
     @tool
     def add(a: int, b: int) -> int:

@@ -126,7 +126,8 @@ pub(super) fn flat_event_to_py<'py>(
         } => {
             let p = PyDict::new(py);
             p.set_item("id", id)?;
-            p.set_item("name", node)?;
+            p.set_item("name", &node)?;
+            let pushed = input.is_some();
             p.set_item(
                 "input",
                 match input {
@@ -134,7 +135,13 @@ pub(super) fn flat_event_to_py<'py>(
                     None => shared.state_value(py, &state)?,
                 },
             )?;
-            p.set_item("triggers", PyList::empty(py))?;
+            // LangGraph's channel names: an edge's `branch:to:<node>`, a `Send`'s push.
+            let trigger = if pushed {
+                "__pregel_push".to_owned()
+            } else {
+                format!("branch:to:{node}")
+            };
+            p.set_item("triggers", (trigger,))?;
             ("debug", debug_event(py, "task", step, p)?)
         }
         StreamEvent::DebugTaskResult {
@@ -163,6 +170,7 @@ pub(super) fn flat_event_to_py<'py>(
             parent_id,
             state,
             next,
+            next_ids,
             metadata,
         } => {
             let p = PyDict::new(py);
@@ -187,9 +195,13 @@ pub(super) fn flat_event_to_py<'py>(
                 "tasks",
                 PyList::new(
                     py,
-                    next.iter().map(|n| {
+                    next.iter().zip(&next_ids).map(|(n, id)| {
+                        // LangGraph's task entry, before the task has run.
                         let d = PyDict::new(py);
+                        let _ = d.set_item("id", id);
                         let _ = d.set_item("name", n);
+                        let _ = d.set_item("interrupts", PyTuple::empty(py));
+                        let _ = d.set_item("state", py.None());
                         d
                     }),
                 )?,
