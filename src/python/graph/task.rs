@@ -142,6 +142,12 @@ impl TaskScratch {
         self.nest.is_some()
     }
 
+    /// Whether the run streams `custom` (else the task's stream writer is a no-op).
+    #[getter]
+    fn streams_custom(&self) -> bool {
+        self.stream.as_ref().is_some_and(|s| s.wants(modes::CUSTOM))
+    }
+
     #[getter]
     fn streams_messages(&self) -> bool {
         self.stream
