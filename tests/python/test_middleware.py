@@ -530,6 +530,21 @@ def test_summarization_cut_moves_before_tool_messages() -> None:
         SummarizationMiddleware(ScriptedChatModel([]))
 
 
+def test_summarization_fractions_read_the_models_input_window() -> None:
+    """LangChain's ("fraction", f): a share of profile["max_input_tokens"]."""
+    model = ScriptedChatModel(["s"])
+    model.profile = {"max_input_tokens": 400}  # type: ignore[attr-defined]
+    s = SummarizationMiddleware(model, trigger=("fraction", 0.5), keep=("fraction", 0.1))
+    words = [HumanMessage(content="x" * 36) for _ in range(30)]  # 12 tokens each
+    assert not s._triggered(words[:16])  # 192 tokens < 200
+    assert s._triggered(words[:17])  # 204 tokens
+    assert s._cutoff(words) == 27  # the last 3 (36 tokens) fit in 40
+    with pytest.raises(ValueError, match="has no profile=\\{'max_input_tokens': N\\}"):
+        SummarizationMiddleware(ScriptedChatModel([]), trigger=("fraction", 0.5))
+    with pytest.raises(ValueError, match="\\('fraction', f\\) with 0 < f <= 1"):
+        SummarizationMiddleware(model, trigger=("fraction", 1.5))
+
+
 # --- tool permissions -----------------------------------------------------------------
 
 
