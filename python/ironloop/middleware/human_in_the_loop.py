@@ -18,8 +18,12 @@ __all__ = [
     "ReviewConfig",
 ]
 
-Decision = Literal["approve", "edit", "reject", "respond"]
-ALL_DECISIONS: list[Decision] = ["approve", "edit", "reject", "respond"]
+ALL_DECISIONS: list[Literal["approve", "edit", "reject", "respond"]] = [
+    "approve",
+    "edit",
+    "reject",
+    "respond",
+]
 
 
 class ActionRequest(TypedDict, total=False):
@@ -34,7 +38,7 @@ class ReviewConfig(TypedDict):
     """What the reviewer may decide about calls of ``action_name``."""
 
     action_name: str
-    allowed_decisions: list[Decision]
+    allowed_decisions: list[Literal["approve", "edit", "reject", "respond"]]
 
 
 class HITLRequest(TypedDict):
@@ -61,7 +65,7 @@ class InterruptOnConfig(TypedDict, total=False):
     review. It runs again when the run resumes, so it must give the same answer for
     the same call (as in LangChain)."""
 
-    allowed_decisions: list[Decision]
+    allowed_decisions: list[Literal["approve", "edit", "reject", "respond"]]
     description: str | Callable[[dict[str, Any], Any, Any], str]
     when: Callable[[ToolCallRequest], bool]
 
