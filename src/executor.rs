@@ -20,7 +20,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::message::{Content, Message, MessageKind, ToolStatus};
 use crate::registry::ToolRegistry;
-use crate::tool::{ProgressFn, ToolCall, ToolContext, ToolError, ToolOutput};
+use crate::tool::{
+    CallEvent, CallEvents, ProgressFn, ToolCall, ToolContext, ToolError, ToolOutput,
+};
 
 /// How the calls of one message are scheduled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,7 +111,32 @@ pub struct RunContext {
     /// The caller drives the run on its own thread (a sync host call): a call that
     /// runs alone may then run on that thread instead of being handed to another.
     pub inline: bool,
+    /// Set when the run must start no new call (a new input steers it,
+    /// `multitask_strategy="interrupt"`): calls not started by then are answered
+    /// with a `Skipped` error; calls under way finish.
+    pub steer: Option<Steer>,
+    /// Watches every call's start, updates and end (the `tools` stream mode).
+    pub events: Option<CallEvents>,
 }
+
+/// A run's "start nothing new" flag: set by a newer run on the same thread that
+/// steers it; read before each call starts (an atomic load, no lock).
+#[derive(Clone, Default, Debug)]
+pub struct Steer(Arc<AtomicBool>);
+
+impl Steer {
+    pub fn set(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+
+    pub fn is_set(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+/// Why a call was skipped when its run was steered.
+pub const STEERED: &str = "a new user message arrived before this call started, so it was \
+                           skipped; the conversation continues with that message";
 
 struct Shared {
     registry: Arc<ToolRegistry>,
@@ -206,6 +233,8 @@ impl Executor {
             // and cancels the calls' tokens when it fires.
             tokens: calls.iter().map(|_| CancellationToken::new()).collect(),
             cancelled: AtomicBool::new(false),
+            steer: run.steer.clone(),
+            events: run.events.clone(),
         });
         if run.cancel.is_cancelled() {
             env.cancel_all();
@@ -350,6 +379,9 @@ struct CallEnv {
     tokens: Vec<CancellationToken>,
     /// Set when the run is cancelled, before the calls' tokens are.
     cancelled: AtomicBool,
+    /// See [`RunContext::steer`].
+    steer: Option<Steer>,
+    events: Option<CallEvents>,
 }
 
 impl CallEnv {
@@ -429,8 +461,12 @@ async fn run_one(
     call: &ToolCall,
     args: Value,
 ) -> Result<ToolOutput, ToolError> {
+    let started = env.events.as_ref().map(|ev| {
+        ev(CallEvent::Start { call, args: &args });
+        Instant::now()
+    });
     // A panicking hook costs its call, never the whole message.
-    AssertUnwindSafe(async {
+    let outcome = AssertUnwindSafe(async {
         let outcome = call_outcome(env, index, call, args).await;
         for h in &env.shared.hooks {
             h.after(call, &outcome);
@@ -444,7 +480,15 @@ async fn run_one(
             call.name.clone(),
             format!("a hook panicked: {}", panic_message(&*p)),
         ))
-    })
+    });
+    if let (Some(ev), Some(t0)) = (&env.events, started) {
+        ev(CallEvent::End {
+            call,
+            outcome: &outcome,
+            duration: t0.elapsed(),
+        });
+    }
+    outcome
 }
 
 /// Cancels a call's token when the call ends without the tool's own result (timeout,
@@ -473,6 +517,12 @@ async fn call_outcome(
     let cancelled = || Err(ToolError::cancelled(name.clone()));
     if env.run_cancelled() {
         return cancelled();
+    }
+    if env.steer.as_ref().is_some_and(Steer::is_set) {
+        return Err(ToolError::Skipped {
+            tool: name.clone(),
+            reason: STEERED.into(),
+        });
     }
     let shared = &*env.shared;
     for h in &shared.hooks {
@@ -514,6 +564,7 @@ async fn call_outcome(
         state: env.state.clone(),
         host: env.host.clone(),
         inline: env.inline,
+        events: env.events.clone(),
     };
     let panicked = |p: Box<dyn Any + Send>| {
         Err(ToolError::failed(

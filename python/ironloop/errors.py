@@ -28,6 +28,8 @@ __all__ = [
     "OpenApiFileNotFoundError",
     "OpenApiSpecError",
     "ParentCommand",
+    "RunRolledBackError",
+    "ThreadBusyError",
     "ToolBlockedError",
     "ToolCancelledError",
     "ToolError",
@@ -186,6 +188,21 @@ class CheckpointConflictError(CheckpointError):
     """Another writer got to the thread first (``.thread_id`` names it): a second run
     advancing a thread that a run is advancing, or a checkpoint id already stored with
     other content."""
+
+
+class ThreadBusyError(CheckpointConflictError):
+    """A run on the thread (``.thread_id``) is in progress in this process and the new
+    run's ``config["multitask_strategy"]`` is ``"reject"`` (the default). Pass
+    ``"enqueue"``, ``"interrupt"`` or ``"rollback"`` to run it anyway; see
+    ``docs/decisions.md``."""
+
+
+class RunRolledBackError(IronloopError):
+    """Raised to the caller of a run that a newer run on the same thread
+    (``.thread_id``) replaced with ``config={"multitask_strategy": "rollback"}``: the
+    run was stopped and the thread continues from where it started."""
+
+    thread_id: str | None = None
 
 
 class CheckpointNotFoundError(CheckpointError, LookupError, ValueError):

@@ -134,7 +134,9 @@ def get_stream_writer() -> Callable[[Any], None]:
         ...     return {}
     """
     scratch = task_var.get(None)
-    return _noop if scratch is None else scratch.write
+    # As LangGraph's: a no-op unless the run streams `custom` (so a run that does not
+    # can share one Runtime between its tasks, see `get_runtime`).
+    return scratch.write if scratch is not None and scratch.streams_custom else _noop
 
 
 def _task_writer(payload: Any) -> None:

@@ -62,10 +62,30 @@ def get_runtime(context_schema: type[ContextT] | None = None) -> Runtime[Context
     scope = _scope.get()
     if scope is None:
         raise RuntimeError("get_runtime() called outside of a graph run")
-    from ironloop.graph import get_stream_writer
+    from ironloop.graph import _noop, get_stream_writer
 
+    writer = get_stream_writer()
+    if writer is _noop:
+        # Without a `custom` stream every task of the run has the same Runtime: made
+        # once (a frozen dataclass costs ~2 µs to build, a hook node's whole budget).
+        last = _last_runtime
+        if last[0] is scope:
+            return last[1]
     context, store, _config = scope
-    return Runtime(context=context, store=store, stream_writer=get_stream_writer())
+    runtime: Runtime[Any] = Runtime(context=context, store=store, stream_writer=writer)
+    if writer is _noop:
+        _remember(scope, runtime)
+    return runtime
+
+
+#: The last run scope whose tasks share a Runtime, and that Runtime. Holding the scope
+#: keeps it alive, so `is` never matches a new scope at a reused address.
+_last_runtime: tuple[Any, Any] = (None, None)
+
+
+def _remember(scope: Any, runtime: Any) -> None:
+    global _last_runtime
+    _last_runtime = (scope, runtime)
 
 
 def _coerce_context(context_schema: Any, context: Any) -> Any:

@@ -43,6 +43,21 @@ pub enum GraphError {
     /// The run was cancelled.
     #[error("the run was cancelled")]
     Cancelled,
+    /// Another run is in progress on the thread in this process, and this one's
+    /// `multitask_strategy` is `reject`.
+    #[error(
+        "thread {0:?} already has a run in progress; wait for it to end, or pass \
+         config={{\"multitask_strategy\": ...}}: \"enqueue\" to run after it, \"interrupt\" \
+         to stop it at its next safe point and run now, \"rollback\" to discard it"
+    )]
+    Busy(String),
+    /// A newer run on the thread (`multitask_strategy="rollback"`) stopped this one and
+    /// discarded its progress.
+    #[error(
+        "the run on thread {0:?} was rolled back: a newer run on the thread \
+         (multitask_strategy=\"rollback\") stopped it and discarded its progress"
+    )]
+    RolledBack(String),
     /// Misuse of a run's configuration (resume without a checkpointer, etc.).
     #[error("{0}")]
     Config(String),

@@ -31,21 +31,37 @@ use crate::checkpoint::{
 };
 
 mod emit;
+mod multitask;
 mod saves;
 mod types;
 
+pub use multitask::Multitask;
 pub use saves::Durability;
 pub use types::{Lent, Resume, RunInput, RunOptions, RunResult};
 
 impl Graph {
     /// Runs the graph until no task is left, an interrupt, or an error.
-    pub async fn run(&self, input: RunInput, opts: RunOptions) -> Result<RunResult, GraphError> {
+    pub async fn run(
+        &self,
+        input: RunInput,
+        mut opts: RunOptions,
+    ) -> Result<RunResult, GraphError> {
+        // Held until the run's saves are done, so the next run sees them.
+        let turn = self.take_turn(&mut opts).await?;
         let mut run = Run::open(self, opts).await?;
+        if let Some(t) = &turn {
+            t.stop.set_start(run.parent.as_ref().map(|p| p.id.clone()));
+        }
         let mut result = run.drive(input).await;
         // However the run ended, what it has not saved yet is saved (see `saves`).
         if let Some(saves) = &run.saves {
             let saved = saves.finish().await;
             result = result.and(saved);
+        }
+        if turn.as_ref().is_some_and(|t| t.stop.rolled_back()) {
+            result = Err(GraphError::RolledBack(
+                run.opts.thread_id.clone().unwrap_or_default(),
+            ));
         }
         if run.cp.is_some() {
             match (&result, &run.parent) {
@@ -60,6 +76,38 @@ impl Graph {
         }
         result?;
         Ok(run.finish())
+    }
+}
+
+impl Graph {
+    /// A root run on a thread of this graph's checkpointer waits for the thread's turn
+    /// under its `multitask_strategy` (see `multitask`); the run's cancel token and
+    /// steer flag become the turn's, and a `rollback` run starts where the run it
+    /// stopped started. `None` for runs the registry does not see (no checkpointer or
+    /// thread, a subgraph's run in its parent's thread).
+    async fn take_turn(
+        &self,
+        opts: &mut RunOptions,
+    ) -> Result<Option<multitask::Turn>, GraphError> {
+        let (Some(cp), Some(thread), None, true) = (
+            &self.checkpointer,
+            &opts.thread_id,
+            &opts.lent,
+            opts.checkpoint_ns.is_empty(),
+        ) else {
+            return Ok(None);
+        };
+        let saver = Arc::as_ptr(cp) as *const () as usize;
+        let turn = multitask::Turn::take(saver, thread, opts.multitask, &opts.cancel).await?;
+        opts.cancel = turn.stop.halt.clone();
+        opts.steer = Some(turn.stop.steer.clone());
+        match turn.replaced_start() {
+            Some(Some(id)) if opts.checkpoint_id.is_none() => opts.checkpoint_id = Some(id),
+            // The stopped run started the thread: nothing of it stays.
+            Some(None) => cp.delete_thread(thread).await.map_err(Graph::cp_err)?,
+            _ => {}
+        }
+        Ok(Some(turn))
     }
 }
 
@@ -88,6 +136,39 @@ impl Run<'_> {
             if run.pause_after(pause_after, &checkpoint_id) {
                 break;
             }
+            if run.steered() {
+                run.answer_skipped().await?;
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// A newer run on the thread steers this one (`multitask_strategy="interrupt"`):
+    /// it stops at the end of the step under way, its progress saved.
+    fn steered(&self) -> bool {
+        self.opts.steer.as_ref().is_some_and(|s| s.is_set())
+    }
+
+    /// Before a steered run stops: when its next step is tool nodes only, that step
+    /// runs with the steer flag set, so every call the model asked for and that was
+    /// not started gets an error result saying it was skipped (the conversation stays
+    /// valid for the model). Other next tasks are left, as any new input leaves them.
+    async fn answer_skipped(&mut self) -> Result<(), GraphError> {
+        let graph = self.graph;
+        let all_tools = !self.next.is_empty()
+            && self.next.iter().all(|t| {
+                graph
+                    .node_index
+                    .get(&t.node)
+                    .is_some_and(|&n| graph.spec.nodes[n].runner.answers_when_steered())
+            });
+        if !all_tools {
+            return Ok(());
+        }
+        self.step += 1;
+        if let Some(outputs) = self.run_tasks().await? {
+            self.commit(outputs).await?;
         }
         Ok(())
     }

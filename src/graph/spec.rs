@@ -53,9 +53,14 @@ pub struct TaskContext {
     pub task_id: String,
     pub node: String,
     pub step: i64,
+    /// The task was made by a `Send` (LangGraph's push task), not by an edge.
+    pub push: bool,
     /// Resume values for this task's `interrupt()` calls, in order.
     pub resume: Vec<Val>,
     pub cancel: CancellationToken,
+    /// Set when a newer run steers this one: a node that runs tool calls starts no
+    /// new one (see [`NodeRunner::answers_when_steered`]).
+    pub steer: Option<crate::executor::Steer>,
     /// True when the node may run on the calling thread (a sync caller, one task).
     pub inline: bool,
     pub stream: Option<StreamSink>,
@@ -99,6 +104,13 @@ pub trait NodeRunner: Send + Sync {
         arg: Option<Val>,
         ctx: TaskContext,
     ) -> Result<NodeOutput, NodeFailure>;
+
+    /// True for a node that, run with `ctx.steer` set, answers its work without doing
+    /// it (a tool node: every call gets a "skipped" error result). A steered run runs
+    /// such a step before it stops, so that no tool call is left unanswered.
+    fn answers_when_steered(&self) -> bool {
+        false
+    }
 }
 
 /// Decides where to go from a node, reading the state after the node's step.

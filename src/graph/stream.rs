@@ -16,6 +16,27 @@ pub mod modes {
     pub const CUSTOM: u8 = 4;
     pub const MESSAGES: u8 = 8;
     pub const DEBUG: u8 = 16;
+    /// ironloop's own: each tool call's start, updates and end.
+    pub const TOOLS: u8 = 32;
+}
+
+/// One event of the `tools` stream mode: a tool call's lifecycle.
+#[derive(Debug, Clone)]
+pub enum ToolEvent {
+    Start {
+        id: String,
+        name: String,
+        args: Value,
+    },
+    /// A partial result (`ToolContext.update`); never given to the model.
+    Update { id: String, name: String, data: Val },
+    End {
+        id: String,
+        name: String,
+        /// The error text the model reads, for a call that failed.
+        error: Option<String>,
+        seconds: f64,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -49,6 +70,8 @@ pub enum StreamEvent {
         node: String,
         meta: Option<Val>,
     },
+    /// `tools`: a tool call started, reported a partial result, or ended.
+    Tool(ToolEvent),
     /// An event of a subgraph run inside a task of this run; `ns` is
     /// `"<node>:<task id>"`.
     Nested { ns: String, ev: Box<StreamEvent> },
@@ -77,6 +100,8 @@ pub enum StreamEvent {
         parent_id: Option<String>,
         state: StateView,
         next: Vec<String>,
+        /// The ids of the `next` tasks, in the same order.
+        next_ids: Vec<String>,
         metadata: Value,
     },
 }

@@ -5,11 +5,57 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::executor::{Executor, RunContext, ToolResult};
-use crate::graph::GraphError;
+use serde_json::Value;
+
+use crate::executor::{error_text, Executor, RunContext, ToolResult};
+use crate::graph::{modes, GraphError, StreamEvent, StreamSink, ToolEvent};
 use crate::graph::{MessageList, NodeFailure, NodeOutput, NodeRunner, StateView, TaskContext, Val};
 use crate::message::{Message, MessageKind};
-use crate::tool::ToolCall;
+use crate::tool::{CallEvent, CallEvents, ToolCall};
+
+/// The `tools` stream of a tool node's calls, when the run's stream wants it: each
+/// call's start, updates (a payload that is a graph value or JSON) and end.
+pub fn tool_events(sink: Option<&StreamSink>) -> Option<CallEvents> {
+    let sink = sink.filter(|s| s.wants(modes::TOOLS))?.clone();
+    Some(Arc::new(move |ev: CallEvent<'_>| {
+        let event = match ev {
+            CallEvent::Start { call, args } => ToolEvent::Start {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                args: args.clone(),
+            },
+            CallEvent::Update {
+                tool_call_id,
+                tool_name,
+                payload,
+            } => {
+                let data = if let Some(v) = payload.downcast_ref::<Val>() {
+                    v.clone()
+                } else if let Some(v) = payload.downcast_ref::<Value>() {
+                    Val::Json(v.clone())
+                } else {
+                    return;
+                };
+                ToolEvent::Update {
+                    id: tool_call_id.to_owned(),
+                    name: tool_name.to_owned(),
+                    data,
+                }
+            }
+            CallEvent::End {
+                call,
+                outcome,
+                duration,
+            } => ToolEvent::End {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                error: outcome.as_ref().err().map(error_text),
+                seconds: duration.as_secs_f64(),
+            },
+        };
+        sink.emit(modes::TOOLS, || StreamEvent::Tool(event));
+    }))
+}
 
 /// Why a tool node could not find calls to run.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -128,6 +174,8 @@ impl NodeRunner for ToolNode {
         let run = RunContext {
             cancel: ctx.cancel.clone(),
             inline: ctx.inline,
+            steer: ctx.steer.clone(),
+            events: tool_events(ctx.stream.as_ref()),
             ..Default::default()
         };
         let results = ToolNode::run(self, &calls, &run).await;
@@ -136,5 +184,9 @@ impl NodeRunner for ToolNode {
             return Err(NodeFailure::Error(GraphError::Cancelled));
         }
         Ok(self.output(results.iter().map(result_message).collect()))
+    }
+
+    fn answers_when_steered(&self) -> bool {
+        true
     }
 }

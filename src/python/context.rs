@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use tokio_util::sync::CancellationToken;
 
 use super::env::PyRunEnv;
-use crate::tool::ToolContext;
+use crate::tool::{CallEvent, CallEvents, ToolContext};
 
 /// Declare a tool parameter as `ctx: ToolContext` to receive it; it is hidden from
 /// the schema the model sees.
@@ -16,6 +16,7 @@ pub struct PyToolContext {
     tool_name: String,
     cancel: CancellationToken,
     env: Arc<PyRunEnv>,
+    events: Option<CallEvents>,
 }
 
 impl PyToolContext {
@@ -25,6 +26,7 @@ impl PyToolContext {
             tool_name: ctx.tool_name.clone(),
             cancel: ctx.cancel.clone(),
             env,
+            events: ctx.events.clone(),
         }
     }
 }
@@ -77,6 +79,21 @@ impl PyToolContext {
             cb.call1(py, (payload,))?;
         }
         Ok(())
+    }
+
+    /// Reports a partial result (yoagent's `on_update`): it goes to the run's `tools`
+    /// stream as an `update` event of this call and never reaches the model. A no-op
+    /// when nobody streams `tools`.
+    fn update(&self, partial: Bound<'_, PyAny>) {
+        if let Some(ev) = &self.events {
+            let payload: Arc<dyn std::any::Any + Send + Sync> =
+                Arc::new(super::graph::host(partial));
+            ev(CallEvent::Update {
+                tool_call_id: &self.tool_call_id,
+                tool_name: &self.tool_name,
+                payload,
+            });
+        }
     }
 
     fn __repr__(&self) -> String {

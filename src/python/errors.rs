@@ -59,6 +59,8 @@ classes! {
     CheckpointStorage => "CheckpointStorageError",
     CheckpointConflict => "CheckpointConflictError",
     CheckpointNotFound => "CheckpointNotFoundError",
+    ThreadBusy => "ThreadBusyError",
+    RunRolledBack => "RunRolledBackError",
     Model => "ModelError",
     OpenApiSpec => "OpenApiSpecError",
     OpenApiFetch => "OpenApiFetchError",
@@ -109,7 +111,7 @@ impl From<&ToolError> for PyErr {
             ToolError::NotFound { .. } => Class::ToolNotFound,
             ToolError::Failed { .. } => Class::ToolExecution,
             ToolError::Timeout { .. } => Class::ToolTimeout,
-            ToolError::Cancelled { .. } => Class::ToolCancelled,
+            ToolError::Cancelled { .. } | ToolError::Skipped { .. } => Class::ToolCancelled,
             ToolError::Blocked { .. } => Class::ToolBlocked,
             ToolError::Unusable { .. } => Class::InvalidArgument,
         };
@@ -258,7 +260,18 @@ impl From<GraphError> for PyErr {
             GraphError::Checkpoint(e) => PyErr::from(&e),
             GraphError::Build(m) | GraphError::Config(m) => PyValueError::new_err(m),
             GraphError::Cancelled => Class::ToolCancelled.err(py, "the run was cancelled"),
+            GraphError::Busy(ref t) => with_thread(py, Class::ThreadBusy, &e, t),
+            GraphError::RolledBack(ref t) => with_thread(py, Class::RunRolledBack, &e, t),
         })
+    }
+}
+
+/// `class` with `e`'s message and `.thread_id`.
+fn with_thread(py: Python<'_>, class: Class, e: &GraphError, thread: &str) -> PyErr {
+    let err = class.err(py, e.to_string());
+    match err.value(py).setattr("thread_id", thread) {
+        Ok(()) => err,
+        Err(e) => e,
     }
 }
 

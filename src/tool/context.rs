@@ -25,6 +25,8 @@ pub struct ToolContext {
     /// The call may run on the thread that drives the run (it runs alone and the
     /// caller is waiting for it): a host can skip handing it to a worker thread.
     pub inline: bool,
+    /// Watches the run's calls (`update` reports partial results to it).
+    pub events: Option<super::CallEvents>,
 }
 
 impl fmt::Debug for ToolContext {
@@ -48,6 +50,19 @@ impl ToolContext {
             state: None,
             host: None,
             inline: false,
+            events: None,
+        }
+    }
+
+    /// Reports a partial result (yoagent's `on_update`): streamed to whoever watches
+    /// the run's calls, never given to the model; a no-op when nobody watches.
+    pub fn update(&self, payload: std::sync::Arc<dyn std::any::Any + Send + Sync>) {
+        if let Some(ev) = &self.events {
+            ev(super::CallEvent::Update {
+                tool_call_id: &self.tool_call_id,
+                tool_name: &self.tool_name,
+                payload,
+            });
         }
     }
 

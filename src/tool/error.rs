@@ -27,6 +27,10 @@ pub enum ToolError {
     },
     #[error("tool `{tool}` was blocked: {reason}")]
     Blocked { tool: String, reason: String },
+    /// The call was never started: the run stopped starting calls (a new input
+    /// steered it, `multitask_strategy="interrupt"`). `reason` says why.
+    #[error("tool `{tool}` was not run: {reason}")]
+    Skipped { tool: String, reason: String },
     /// The tool cannot run where it was called: it needs something the caller did not
     /// provide (a store for an injected store parameter). A mistake in the program,
     /// not in the call: raised to the caller, never reported to the model.
@@ -44,6 +48,7 @@ impl ToolError {
             ToolError::Timeout { .. } => "timeout",
             ToolError::Cancelled { .. } => "cancelled",
             ToolError::Blocked { .. } => "blocked",
+            ToolError::Skipped { .. } => "skipped",
             ToolError::Unusable { .. } => "unusable",
         }
     }

@@ -6,6 +6,7 @@ mod call;
 mod context;
 mod definition;
 mod error;
+mod events;
 mod output;
 mod wrappers;
 
@@ -18,6 +19,7 @@ pub use call::{ToolCall, ToolChoice};
 pub use context::{ProgressFn, ToolContext};
 pub use definition::ToolDefinition;
 pub use error::ToolError;
+pub use events::{CallEvent, CallEvents};
 pub use output::ToolOutput;
 pub use wrappers::{HandleError, ReturnDirect};
 

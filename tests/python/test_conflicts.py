@@ -16,7 +16,7 @@ from conflict_graph import build
 from pg_support import postgres_url, temp_schema
 
 from ironloop import END, START, Command, MemorySaver, PostgresSaver, SqliteSaver, StateGraph
-from ironloop.errors import CheckpointConflictError, CheckpointError
+from ironloop.errors import CheckpointConflictError, CheckpointError, ThreadBusyError
 
 HERE = Path(__file__).parent
 
@@ -79,9 +79,16 @@ def test_two_processes_resuming_one_thread(kind: str, tmp_path: Path) -> None:
 
 
 def test_two_threads_of_one_process_on_one_memory_saver() -> None:
+    """In one process the second run does not even start: the run registry refuses it
+    at once (ThreadBusyError, a CheckpointConflictError) while the first runs."""
     saver = MemorySaver()
-    barrier = threading.Barrier(2, timeout=10)
-    app = build(saver, barrier.wait)
+    inside, leave = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        inside.set()
+        assert leave.wait(10)
+
+    app = build(saver, hold)
     app.invoke({"log": []}, cfg("t"))
     results: list[Any] = []
 
@@ -91,15 +98,17 @@ def test_two_threads_of_one_process_on_one_memory_saver() -> None:
         except CheckpointError as e:
             results.append(e)
 
-    threads = [threading.Thread(target=resume, args=(a,)) for a in ("left", "right")]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(30)
+    first = threading.Thread(target=resume, args=("left",))
+    first.start()
+    assert inside.wait(10)
+    resume("right")
+    leave.set()
+    first.join(30)
     errors = [r for r in results if isinstance(r, Exception)]
-    assert len(errors) == 1 and isinstance(errors[0], CheckpointConflictError), results
+    assert len(errors) == 1 and isinstance(errors[0], ThreadBusyError), results
+    assert isinstance(errors[0], CheckpointConflictError)
     assert errors[0].thread_id == "t"
-    assert app.get_state(cfg("t")).values["log"] in (["ask:left", "done"], ["ask:right", "done"])
+    assert app.get_state(cfg("t")).values["log"] == ["ask:left", "done"]
 
 
 @pytest.mark.parametrize("durability", ["async", "exit"])

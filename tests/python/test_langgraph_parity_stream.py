@@ -15,6 +15,7 @@ import pytest
 from graph_support import thread_config
 
 from ironloop import END, START, Command, Interrupt, MemorySaver, StateGraph, interrupt
+from ironloop.types import Send
 
 
 class S(TypedDict):
@@ -365,8 +366,14 @@ def test_tasks_and_checkpoints_modes_are_the_debug_payloads() -> None:
         ["id", "input", "name", "triggers"],
         ["error", "id", "interrupts", "name", "result"],
     ]
+    assert tasks[0]["triggers"] == ("branch:to:a",)
     checkpoints = list(app.stream({"x": []}, thread_config("c"), stream_mode="checkpoints"))
     assert [c["metadata"]["step"] for c in checkpoints] == [-1, 0, 1]
+    # As LangGraph 1.2: each next task with its id, name, interrupts and state.
+    first = checkpoints[1]["tasks"][0]
+    assert sorted(first) == ["id", "interrupts", "name", "state"]
+    assert first["name"] == "a" and first["interrupts"] == () and first["state"] is None
+    assert first["id"].endswith(":a")
     assert checkpoints[-1]["values"] == {"x": ["a", "b"]}
     both = list(app.stream({"x": []}, thread_config("b"), stream_mode=["debug", "tasks"]))
     assert [m for m, _ in both].count("tasks") == 2
@@ -380,7 +387,7 @@ async def test_astream_takes_the_tasks_mode() -> None:
 
 
 def test_an_unknown_stream_mode_names_the_modes() -> None:
-    with pytest.raises(ValueError, match="debug, tasks or checkpoints"):
+    with pytest.raises(ValueError, match="debug, tasks, checkpoints or tools"):
         list(_one_node().compile().stream({"x": []}, stream_mode="everything"))
 
 
@@ -415,3 +422,75 @@ def test_messages_mode_shows_the_new_messages_nodes_return() -> None:
     assert [
         m for m, _ in app.stream({"messages": []}, stream_mode=["updates"]) if m == "messages"
     ] == []
+
+
+def test_a_sends_task_is_triggered_by_a_push() -> None:
+    g = StateGraph(S)
+    g.add_node("a", lambda s: {"x": ["a"]}).add_node("b", lambda s: {"x": ["b"]})
+    g.add_edge(START, "a").add_conditional_edges("a", lambda s: [Send("b", {"x": ["s"]})], ["b"])
+    tasks = [t for t in g.compile().stream({"x": []}, stream_mode="tasks") if "input" in t]
+    assert [(t["name"], t["triggers"]) for t in tasks] == [
+        ("a", ("branch:to:a",)),
+        ("b", ("__pregel_push",)),
+    ]
+
+
+def test_messages_metadata_has_langgraphs_keys_for_pull_and_push_tasks() -> None:
+    """Checked against LangGraph 1.2: messages nodes write without streaming come once
+    each, with langgraph_step / node / triggers / path / checkpoint_ns, the config's
+    metadata and thread_id. A Send's task is a push task there."""
+    from ironloop import MemorySaver, ToolNode, tool
+    from ironloop.graph import MessagesState
+    from ironloop.messages import AIMessage
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Adds."""
+        return a + b
+
+    def model(state: Any) -> Any:
+        if state["messages"][-1].type == "human":
+            calls = [
+                {"name": "add", "args": {"a": 1, "b": 2}, "id": "c1"},
+                {"name": "add", "args": {"a": 2, "b": 2}, "id": "c2"},
+            ]
+            return {"messages": [AIMessage("", id="ai1", tool_calls=calls)]}
+        return {"messages": [AIMessage("three", id="ai2")]}
+
+    def route(state: Any) -> Any:
+        calls = state["messages"][-1].tool_calls
+        return [Send("tools", c) for c in calls] if calls else END
+
+    g = StateGraph(MessagesState)
+    g.add_node("model", model).add_node("tools", ToolNode([add]))
+    g.add_edge(START, "model").add_conditional_edges("model", route, ["tools", END])
+    g.add_edge("tools", "model")
+    app = g.compile(checkpointer=MemorySaver())
+    config = {"configurable": {"thread_id": "t", "user": "bob"}, "metadata": {"extra": 1}}
+    items = list(app.stream({"messages": [("user", "hi")]}, config, stream_mode="messages"))
+    assert (items[0][0].type, items[0][0].text) == ("ai", "")
+    assert sorted(m.text for m, _ in items if m.type == "tool") == ["3", "4"]
+    assert [m.text for m, _ in items][-1] == "three"
+    for msg, meta in items:
+        node = "tools" if msg.type == "tool" else "model"
+        assert set(meta) == {
+            "extra",
+            "thread_id",
+            "langgraph_step",
+            "langgraph_node",
+            "langgraph_triggers",
+            "langgraph_path",
+            "langgraph_checkpoint_ns",
+            "ls_integration",
+        }, meta
+        assert meta["extra"] == 1 and meta["thread_id"] == "t"
+        assert meta["langgraph_node"] == node
+        assert meta["langgraph_checkpoint_ns"].startswith(f"{node}:")
+        if node == "model":
+            assert meta["langgraph_triggers"] == ("branch:to:model",)
+            assert meta["langgraph_path"] == ("__pregel_pull", "model")
+        else:
+            assert meta["langgraph_triggers"] == ("__pregel_push",)
+            assert meta["langgraph_path"][0] == "__pregel_push"
+            assert meta["langgraph_path"][1] in (0, 1) and meta["langgraph_path"][2] is False
+    assert [meta["langgraph_step"] for _, meta in items] == [1, 2, 2, 3]

@@ -97,8 +97,14 @@ def test_hitl_one_interrupt_lists_every_pending_call(mode: str, db: str) -> None
     ]
     assert intr.value["review_configs"] == [
         {"action_name": "add", "allowed_decisions": ["approve"]},
-        {"action_name": "write_note", "allowed_decisions": ["approve", "edit", "reject"]},
-        {"action_name": "write_note", "allowed_decisions": ["approve", "edit", "reject"]},
+        {
+            "action_name": "write_note",
+            "allowed_decisions": ["approve", "edit", "reject", "respond"],
+        },
+        {
+            "action_name": "write_note",
+            "allowed_decisions": ["approve", "edit", "reject", "respond"],
+        },
     ]
     assert NOTES == []  # nothing ran before the review
     out = run(agent, Command(resume={"decisions": DECISIONS}), cfg(), mode=mode)
@@ -164,6 +170,107 @@ def test_hitl_calls_not_listed_run_without_review(db: str) -> None:
     )
     out = agent.invoke({"messages": [("user", "x")]}, cfg())
     assert "__interrupt__" not in out and out["messages"][-1].text == "two"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_hitl_respond_answers_in_the_tools_place(mode: str, db: str) -> None:
+    """LangChain 1.4's ``respond``: the tool does not run, the model gets the
+    reviewer's message as a successful result."""
+    asked: list[str] = []
+
+    @tool
+    def ask_user(question: str) -> str:
+        """Asks the user."""
+        asked.append(question)
+        return "never"
+
+    model = ScriptedChatModel(
+        lambda ms: (
+            turn(call("ask_user", "q1", question="colour?"))
+            if ms[-1].type == "human"
+            else f"got {ms[-1].text}"
+        )
+    )
+    agent = create_agent(
+        model,
+        [ask_user],
+        middleware=[HumanInTheLoopMiddleware(interrupt_on={"ask_user": True})],
+        checkpointer=SqliteSaver(db),
+    )
+    out = run(agent, {"messages": [("user", "go")]}, cfg(), mode=mode)
+    assert out["__interrupt__"][0].value["review_configs"][0]["allowed_decisions"] == [
+        "approve",
+        "edit",
+        "reject",
+        "respond",
+    ]
+    resume = Command(resume={"decisions": [{"type": "respond", "message": "blue"}]})
+    out = run(agent, resume, cfg(), mode=mode)
+    assert asked == []
+    assert shown(out)[-2:] == [["tool", "blue", "success"], ["ai", "got blue", None]]
+
+
+def test_hitl_respond_needs_a_message_and_may_be_disallowed(db: str) -> None:
+    agent = review_agent(SqliteSaver(db))
+    agent.invoke({"messages": [("user", "go")]}, cfg("a"))
+    with pytest.raises(ValueError, match="'respond' decision needs message="):
+        agent.invoke(
+            Command(
+                resume={
+                    "decisions": [{"type": "approve"}, {"type": "respond"}, {"type": "approve"}]
+                }
+            ),
+            cfg("a"),
+        )
+    agent.invoke({"messages": [("user", "go")]}, cfg("b"))
+    with pytest.raises(ValueError, match="Decision type 'respond' is not allowed for tool 'add'"):
+        agent.invoke(
+            Command(resume={"decisions": [{"type": "respond", "message": "x"}] * 3}), cfg("b")
+        )
+
+
+def test_hitl_when_predicate_decides_which_calls_are_reviewed(db: str) -> None:
+    seen: list[Any] = []
+
+    def only_etc(request: Any) -> bool:
+        seen.append((request.tool_call["id"], request.tool))
+        return str(request.tool_call["args"]["text"]).startswith("/etc")
+
+    model = ScriptedChatModel(
+        lambda ms: (
+            turn(call("echo", "e1", text="/tmp/a"), call("echo", "e2", text="/etc/b"))
+            if ms[-1].type == "human"
+            else "done"
+        )
+    )
+    agent = create_agent(
+        model,
+        [echo],
+        middleware=[
+            HumanInTheLoopMiddleware(
+                interrupt_on={
+                    "echo": {"allowed_decisions": ["approve", "reject"], "when": only_etc}
+                }
+            )
+        ],
+        checkpointer=SqliteSaver(db),
+    )
+    out = agent.invoke({"messages": [("user", "go")]}, cfg())
+    requests = out["__interrupt__"][0].value["action_requests"]
+    assert [r["args"] for r in requests] == [{"text": "/etc/b"}]
+    assert seen[:2] == [("e1", None), ("e2", None)]
+    out = agent.invoke(Command(resume={"decisions": [{"type": "reject"}]}), cfg())
+    assert shown(out)[2:4] == [
+        [
+            "tool",
+            "User rejected the tool call for `echo` with id e2. The tool was not executed. "
+            "Do not retry this tool call unless the user explicitly requests it.",
+            "error",
+        ],
+        ["tool", "/tmp/a", "success"],
+    ]
+    with pytest.raises(TypeError, match=r"'when'\] must be a function"):
+        HumanInTheLoopMiddleware(interrupt_on={"echo": {"when": True}})  # type: ignore[typeddict-item]
 
 
 # --- limits ---------------------------------------------------------------------------
@@ -421,6 +528,21 @@ def test_summarization_cut_moves_before_tool_messages() -> None:
     assert s._cutoff(msgs) == 1  # keeps the AI message with both of its results
     with pytest.raises(ValueError, match="needs trigger"):
         SummarizationMiddleware(ScriptedChatModel([]))
+
+
+def test_summarization_fractions_read_the_models_input_window() -> None:
+    """LangChain's ("fraction", f): a share of profile["max_input_tokens"]."""
+    model = ScriptedChatModel(["s"])
+    model.profile = {"max_input_tokens": 400}  # type: ignore[attr-defined]
+    s = SummarizationMiddleware(model, trigger=("fraction", 0.5), keep=("fraction", 0.1))
+    words = [HumanMessage(content="x" * 36) for _ in range(30)]  # 12 tokens each
+    assert not s._triggered(words[:16])  # 192 tokens < 200
+    assert s._triggered(words[:17])  # 204 tokens
+    assert s._cutoff(words) == 27  # the last 3 (36 tokens) fit in 40
+    with pytest.raises(ValueError, match="has no profile=\\{'max_input_tokens': N\\}"):
+        SummarizationMiddleware(ScriptedChatModel([]), trigger=("fraction", 0.5))
+    with pytest.raises(ValueError, match="\\('fraction', f\\) with 0 < f <= 1"):
+        SummarizationMiddleware(model, trigger=("fraction", 1.5))
 
 
 # --- tool permissions -----------------------------------------------------------------

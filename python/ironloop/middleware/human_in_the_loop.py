@@ -7,7 +7,7 @@ from typing import Any, Callable, Literal, TypedDict
 
 from ironloop._ironloop import AIMessage, ToolMessage
 from ironloop.graph import interrupt
-from ironloop.middleware.types import AgentMiddleware
+from ironloop.middleware.types import AgentMiddleware, ToolCallRequest
 
 __all__ = [
     "ActionRequest",
@@ -18,7 +18,12 @@ __all__ = [
     "ReviewConfig",
 ]
 
-ALL_DECISIONS: list[Literal["approve", "edit", "reject"]] = ["approve", "edit", "reject"]
+ALL_DECISIONS: list[Literal["approve", "edit", "reject", "respond"]] = [
+    "approve",
+    "edit",
+    "reject",
+    "respond",
+]
 
 
 class ActionRequest(TypedDict, total=False):
@@ -33,7 +38,7 @@ class ReviewConfig(TypedDict):
     """What the reviewer may decide about calls of ``action_name``."""
 
     action_name: str
-    allowed_decisions: list[Literal["approve", "edit", "reject"]]
+    allowed_decisions: list[Literal["approve", "edit", "reject", "respond"]]
 
 
 class HITLRequest(TypedDict):
@@ -46,17 +51,23 @@ class HITLRequest(TypedDict):
 class HITLResponse(TypedDict):
     """The resume value: one decision per action request, in the same order —
     ``{"type": "approve"}``, ``{"type": "edit", "edited_action": {"name": ...,
-    "args": {...}}}`` or ``{"type": "reject", "message": "..."}``."""
+    "args": {...}}}``, ``{"type": "reject", "message": "..."}`` or ``{"type":
+    "respond", "message": "..."}`` (the reviewer answers in the tool's place: the tool
+    does not run and the model gets ``message`` as a successful result)."""
 
     decisions: list[dict[str, Any]]
 
 
 class InterruptOnConfig(TypedDict, total=False):
-    """Per-tool review settings: ``allowed_decisions`` and a ``description`` (a str,
-    or ``fn(tool_call, state, runtime) -> str``)."""
+    """Per-tool review settings: ``allowed_decisions``, a ``description`` (a str, or
+    ``fn(tool_call, state, runtime) -> str``) and ``when``, a predicate on the call's
+    :class:`ToolCallRequest` (``tool=None``): ``False`` lets the call run without
+    review. It runs again when the run resumes, so it must give the same answer for
+    the same call (as in LangChain)."""
 
-    allowed_decisions: list[Literal["approve", "edit", "reject"]]
+    allowed_decisions: list[Literal["approve", "edit", "reject", "respond"]]
     description: str | Callable[[dict[str, Any], Any, Any], str]
+    when: Callable[[ToolCallRequest], bool]
 
 
 class HumanInTheLoopMiddleware(AgentMiddleware):
@@ -65,8 +76,10 @@ class HumanInTheLoopMiddleware(AgentMiddleware):
     with ``Command(resume={"decisions": [...]})`` (one decision per listed call, in
     order). An approved call runs as the model wrote it, an edited one runs with the
     reviewer's name and arguments, a rejected one does not run: the model gets an error
-    ``ToolMessage`` carrying the reviewer's message. Calls of tools not in
-    ``interrupt_on`` (or mapped to ``False``) run without review.
+    ``ToolMessage`` carrying the reviewer's message; a ``respond`` decision answers in
+    the tool's place (a successful ``ToolMessage`` with the reviewer's message, the
+    tool not run). Calls of tools not in ``interrupt_on`` (or mapped to ``False``, or
+    whose ``when`` predicate says no) run without review.
 
     Needs a checkpointer (the run is resumed from its checkpoint, in any process).
 
@@ -96,6 +109,11 @@ class HumanInTheLoopMiddleware(AgentMiddleware):
             if cfg is True:
                 self.interrupt_on[tool_name] = {"allowed_decisions": list(ALL_DECISIONS)}
                 continue
+            if "when" in cfg and not callable(cfg["when"]):
+                raise TypeError(
+                    f"interrupt_on[{tool_name!r}]['when'] must be a function of the call's "
+                    f"ToolCallRequest returning a bool; got {cfg['when']!r}"
+                )
             if not isinstance(cfg, dict):
                 raise TypeError(
                     f"interrupt_on[{tool_name!r}] must be True, False or a dict with "
@@ -121,6 +139,13 @@ class HumanInTheLoopMiddleware(AgentMiddleware):
             return d
         return f"{self.description_prefix}\n\nTool: {call['name']}\nArgs: {call['args']}"
 
+    def _wanted(self, call: dict[str, Any], state: Any, runtime: Any) -> bool:
+        """Whether ``call`` needs review: its tool's ``when`` predicate, if any."""
+        when = self.interrupt_on[call["name"]].get("when")
+        if when is None:
+            return True
+        return bool(when(ToolCallRequest(tool_call=call, tool=None, state=state, runtime=runtime)))
+
     def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         messages = state["messages"]
         last_ai = next((m for m in reversed(messages) if m.type == "ai"), None)
@@ -131,7 +156,9 @@ class HumanInTheLoopMiddleware(AgentMiddleware):
         review = [
             i
             for i, c in enumerate(calls)
-            if c["name"] in self.interrupt_on and c["id"] not in answered
+            if c["name"] in self.interrupt_on
+            and c["id"] not in answered
+            and self._wanted(c, state, runtime)
         ]
         if not review:
             return None
@@ -190,6 +217,21 @@ class HumanInTheLoopMiddleware(AgentMiddleware):
                     "name": edited.get("name", call["name"]),
                     "args": edited["args"],
                 }
+            elif kind == "respond":
+                message = decision.get("message")
+                if not isinstance(message, str):
+                    raise ValueError(
+                        "a 'respond' decision needs message='...' (what the model gets "
+                        f"as the tool's result); got {decision!r}"
+                    )
+                answers.append(
+                    ToolMessage(
+                        content=message,
+                        name=call["name"],
+                        tool_call_id=call["id"],
+                        status="success",
+                    )
+                )
             elif kind == "reject":
                 reason = decision.get("message")
                 content = (

@@ -30,7 +30,7 @@ Respond ONLY with the extracted context."""
 
 SUMMARY_PREFIX = "Here is a summary of the conversation to date:\n\n"
 
-ContextSize = tuple[Literal["messages", "tokens"], int]
+ContextSize = tuple[Literal["messages", "tokens"], int] | tuple[Literal["fraction"], float]
 
 
 def count_tokens_approximately(messages: Sequence[Any]) -> int:
@@ -45,23 +45,33 @@ def count_tokens_approximately(messages: Sequence[Any]) -> int:
 
 
 def _size(value: Any, what: str) -> ContextSize:
-    if (
-        not isinstance(value, tuple)
-        or len(value) != 2
-        or value[0] not in ("messages", "tokens")
-        or isinstance(value[1], bool)
-        or not isinstance(value[1], int)
-        or value[1] < 0
-    ):
+    ok = isinstance(value, tuple) and len(value) == 2 and not isinstance(value[1], bool)
+    if ok and value[0] in ("messages", "tokens"):
+        ok = isinstance(value[1], int) and value[1] >= 0
+    elif ok and value[0] == "fraction":
+        ok = isinstance(value[1], (int, float)) and 0 < value[1] <= 1
+    else:
+        ok = False
+    if not ok:
         raise ValueError(
-            f"{what} must be ('messages', n) or ('tokens', n) with n >= 0; got {value!r}"
+            f"{what} must be ('messages', n) or ('tokens', n) with n >= 0, or "
+            f"('fraction', f) with 0 < f <= 1; got {value!r}"
         )
-    return value
+    return value  # type: ignore[no-any-return]
+
+
+def _max_input_tokens(model: Any) -> int | None:
+    """The model's ``profile["max_input_tokens"]`` (LangChain's model profiles), if it
+    has one."""
+    profile = getattr(model, "profile", None)
+    limit = profile.get("max_input_tokens") if isinstance(profile, dict) else None
+    return limit if isinstance(limit, int) and not isinstance(limit, bool) else None
 
 
 class SummarizationMiddleware(AgentMiddleware):
     """Before a model call, when the conversation reached ``trigger`` (``("tokens",
-    N)`` or ``("messages", N)``, or a list of those: any one triggers), the older
+    N)``, ``("messages", N)`` or ``("fraction", f)`` of the model's input window, read
+    from its ``profile["max_input_tokens"]``; or a list of those: any one triggers), the older
     messages are summarized by ``model`` and replaced, in the state, by one human
     message holding the summary; the newest ``keep`` (``("messages", K)`` or
     ``("tokens", N)``) stay as they are. The cut never separates an AI message's tool
@@ -93,6 +103,17 @@ class SummarizationMiddleware(AgentMiddleware):
         triggers = trigger if isinstance(trigger, list) else [trigger]
         self.trigger = [_size(t, "trigger") for t in triggers]
         self.keep = _size(keep, "keep")
+        # ("fraction", f) is a share of the model's input window, as in LangChain: read
+        # once from its profile (a model without one is refused here, not mid-run).
+        limit = _max_input_tokens(model)
+        if limit is None and any(k == "fraction" for k, _ in [*self.trigger, self.keep]):
+            raise ValueError(
+                "('fraction', f) needs the model's maximum input tokens, and this model "
+                "has no profile={'max_input_tokens': N}: give it one, or use "
+                "('tokens', N) instead"
+            )
+        self._trigger = [self._absolute(t, limit) for t in self.trigger]
+        self._keep = self._absolute(self.keep, limit)
         if "{messages}" not in summary_prompt:
             raise ValueError("summary_prompt must contain '{messages}'")
         self.model = model
@@ -100,9 +121,18 @@ class SummarizationMiddleware(AgentMiddleware):
         self.summary_prompt = summary_prompt
         self.trim_tokens_to_summarize = trim_tokens_to_summarize
 
+    @staticmethod
+    def _absolute(size: ContextSize, limit: int | None) -> tuple[str, int]:
+        """``size`` in messages or tokens (a fraction of ``limit`` as tokens)."""
+        kind, n = size
+        if kind == "fraction":
+            assert limit is not None
+            return "tokens", max(int(limit * n), 1)
+        return kind, int(n)
+
     def _triggered(self, messages: Sequence[Any]) -> bool:
         tokens: int | None = None
-        for kind, n in self.trigger:
+        for kind, n in self._trigger:
             if kind == "messages" and len(messages) >= n:
                 return True
             if kind == "tokens":
@@ -114,7 +144,7 @@ class SummarizationMiddleware(AgentMiddleware):
     def _cutoff(self, messages: Sequence[Any]) -> int:
         """Where the kept messages start: ``keep`` from the end, moved earlier past
         ToolMessages so an AI message stays with its tool results."""
-        kind, n = self.keep
+        kind, n = self._keep
         if kind == "messages":
             cut = max(len(messages) - n, 0)
         else:

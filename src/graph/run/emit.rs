@@ -119,6 +119,7 @@ impl Run<'_> {
             parent_id: self.parent.as_ref().and_then(|p| p.parent_id.clone()),
             state: self.graph.view(&self.chans),
             next: self.next.iter().map(|t| t.node.clone()).collect(),
+            next_ids: self.next.iter().map(|t| t.id.clone()).collect(),
             metadata: meta(&self.opts.metadata, source, self.step),
         });
     }

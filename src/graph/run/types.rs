@@ -53,6 +53,12 @@ pub struct RunOptions {
     pub checkpoint_id: Option<String>,
     pub recursion_limit: usize,
     pub cancel: tokio_util::sync::CancellationToken,
+    /// What the run does when its thread has a run in progress (a root run with a
+    /// checkpointer; see [`super::Multitask`]).
+    pub multitask: super::Multitask,
+    /// Set by the run registry: the run starts nothing new and ends at the end of its
+    /// step (see [`super::Multitask::Interrupt`]).
+    pub steer: Option<crate::executor::Steer>,
     pub stream: Option<StreamSink>,
     pub host: Option<Arc<dyn std::any::Any + Send + Sync>>,
     /// The caller drives the run on its own thread and can run one task inline.
@@ -71,6 +77,8 @@ impl Default for RunOptions {
             // LangGraph 1.2's default.
             recursion_limit: 10_007,
             cancel: Default::default(),
+            multitask: Default::default(),
+            steer: None,
             stream: None,
             host: None,
             inline: false,

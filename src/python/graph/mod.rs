@@ -30,6 +30,7 @@ use run::GraphCore;
 use savers::{PyMemorySaver, PyPostgresSaver, PySqliteSaver};
 use stream::{AsyncGraphStream, GraphStream};
 use task::TaskScratch;
+pub(crate) use values::host;
 
 /// Rebuilds a message from its `model_dump()` dict.
 #[pyfunction]

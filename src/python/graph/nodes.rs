@@ -26,7 +26,7 @@ use crate::executor::RunContext;
 use crate::graph::{
     modes, GraphError, NodeFailure, NodeOutput, NodeRunner, StateView, TaskContext, Val,
 };
-use crate::prebuilt::ToolNode;
+use crate::prebuilt::{tool_events, ToolNode};
 
 /// A node error as the run's failure; the original exception travels inside it.
 pub(super) fn node_failure(py: Python<'_>, ctx: &TaskContext, e: PyErr) -> NodeFailure {
@@ -351,6 +351,10 @@ impl NodeRunner for ToolsNode {
         let out = self.run_tools(view, arg, ctx.clone()).await?;
         shown_in_messages_mode(&self.shared, &given, &ctx, out)
     }
+
+    fn answers_when_steered(&self) -> bool {
+        true
+    }
 }
 
 impl ToolsNode {
@@ -395,6 +399,8 @@ impl ToolsNode {
             progress: tool_env.progress_fn(),
             host: Some(tool_env.clone()),
             inline: ctx.inline,
+            steer: ctx.steer.clone(),
+            events: tool_events(ctx.stream.as_ref()),
             ..Default::default()
         };
         let results = self.node.run(&calls, &run).await;

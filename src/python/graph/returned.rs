@@ -10,9 +10,65 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
+use super::super::env::PyRunEnv;
 use super::super::messages::PyMessage;
+use super::nodes::env_of;
 use super::values::{host, val_to_py, Shared};
 use crate::graph::{modes, NodeOutput, StateView, StreamEvent, TaskContext};
+
+/// The metadata of a task's `messages` chunks, as LangGraph 1.2 gives it (besides
+/// `langgraph_node`, added with the chunk): the run's `config["metadata"]`, its
+/// `thread_id`, `langgraph_step`, `langgraph_triggers` and `langgraph_path` (an
+/// edge-triggered task: `("branch:to:<node>",)` and `("__pregel_pull", node)`; a
+/// `Send`'s: `("__pregel_push",)` and `("__pregel_push", index, False)`),
+/// `langgraph_checkpoint_ns` (`node:task_id`, below the parent's namespace) and
+/// `ls_integration`. Made once per task that streams messages.
+pub(super) fn message_meta<'py>(
+    py: Python<'py>,
+    env: &PyRunEnv,
+    ctx: &TaskContext,
+) -> PyResult<Bound<'py, PyDict>> {
+    let meta = PyDict::new(py);
+    if let Some(config) = env.config.as_ref().map(|c| c.bind(py).cast::<PyDict>()) {
+        let config = config?;
+        if let Some(m) = config.get_item("metadata")? {
+            if let Ok(m) = m.cast::<PyDict>() {
+                meta.update(m.as_mapping())?;
+            }
+        }
+        if let Some(c) = config.get_item("configurable")? {
+            if let Some(t) = c
+                .cast::<PyDict>()
+                .ok()
+                .and_then(|c| c.get_item("thread_id").ok().flatten())
+            {
+                meta.set_item("thread_id", t)?;
+            }
+        }
+    }
+    meta.set_item("langgraph_step", ctx.step)?;
+    let node = ctx.node.as_str();
+    if ctx.push {
+        let index: i64 = ctx
+            .task_id
+            .split(':')
+            .nth(1)
+            .and_then(|i| i.parse().ok())
+            .unwrap_or(0);
+        meta.set_item("langgraph_triggers", ("__pregel_push",))?;
+        meta.set_item("langgraph_path", ("__pregel_push", index, false))?;
+    } else {
+        meta.set_item("langgraph_triggers", (format!("branch:to:{node}"),))?;
+        meta.set_item("langgraph_path", ("__pregel_pull", node))?;
+    }
+    let ns = match &ctx.nest {
+        Some(n) => n.checkpoint_ns.clone(),
+        None => format!("{node}:{}", ctx.task_id),
+    };
+    meta.set_item("langgraph_checkpoint_ns", ns)?;
+    meta.set_item("ls_integration", "langgraph")?;
+    Ok(meta)
+}
 
 /// Streams the new messages of `out` (the node's shown update) in `messages` mode.
 pub(super) fn stream_returned_messages(
@@ -33,6 +89,8 @@ pub(super) fn stream_returned_messages(
     if found.is_empty() {
         return Ok(());
     }
+    let env = env_of(ctx).map_err(|_| meta_err())?;
+    let base = message_meta(py, &env, ctx)?;
     let mut given = HashSet::new();
     for v in shared.state_dict(py, view)?.values() {
         let mut held = Vec::new();
@@ -49,8 +107,7 @@ pub(super) fn stream_returned_messages(
                 continue;
             }
         }
-        let meta = PyDict::new(py);
-        meta.set_item("langgraph_step", ctx.step)?;
+        let meta = base.copy()?;
         sink.emit(modes::MESSAGES, || StreamEvent::Message {
             chunk: host(m),
             node: ctx.node.clone(),
@@ -58,6 +115,10 @@ pub(super) fn stream_returned_messages(
         });
     }
     Ok(())
+}
+
+fn meta_err() -> PyErr {
+    pyo3::exceptions::PyRuntimeError::new_err("a task without its run environment")
 }
 
 /// The messages in `v`: `v` itself, the items of a list, or the values (and their

@@ -17,8 +17,8 @@ use super::task::TaskScratch;
 use super::values::{host, val_to_py, PyCodec, Shared};
 use crate::checkpoint::{thread_key, CheckpointRecord};
 use crate::graph::{
-    Durability, Graph, GraphError, InterruptInfo, InterruptKind, NodeOutput, Reserved, Resume,
-    RunInput, RunOptions, RunResult, Snapshot, StreamSink, ValueCodec, START,
+    Durability, Graph, GraphError, InterruptInfo, InterruptKind, Multitask, NodeOutput, Reserved,
+    Resume, RunInput, RunOptions, RunResult, Snapshot, StreamSink, ValueCodec, START,
 };
 
 // ---------------------------------------------------------------------------------
@@ -121,6 +121,17 @@ impl GraphCore {
             }
             if let Some(m) = d.get_item("metadata")? {
                 opts.metadata = value_from_py(&m, "config metadata")?;
+            }
+            // LangGraph's run option, kept in the config (see `Multitask`).
+            if let Some(m) = d.get_item("multitask_strategy")? {
+                let name: Option<String> = m.extract().ok();
+                opts.multitask = name.as_deref().and_then(Multitask::parse).ok_or_else(|| {
+                    PyValueError::new_err(format!(
+                        "multitask_strategy must be 'reject', 'enqueue', 'interrupt' or \
+                             'rollback', got {}",
+                        m.repr().map(|r| r.to_string()).unwrap_or_default()
+                    ))
+                })?;
             }
         }
         let run_input = if input.is_none() {

@@ -12,7 +12,7 @@ use super::super::convert::{iso_utc, value_to_py};
 use super::super::runtime::finished_future;
 use super::run::{config_dict, interrupts_to_py};
 use super::values::{val_to_py, Shared};
-use crate::graph::{modes, GraphError, Reserved, RunResult, StreamEvent, Val};
+use crate::graph::{modes, GraphError, Reserved, RunResult, StreamEvent, ToolEvent, Val};
 
 pub(super) enum StreamMsg {
     Event(StreamEvent),
@@ -105,6 +105,7 @@ pub(super) fn flat_event_to_py<'py>(
             ("updates", d.into_any())
         }
         StreamEvent::Custom(v) => ("custom", val_to_py(py, &v)?),
+        StreamEvent::Tool(t) => ("tools", tool_event(py, t)?),
         StreamEvent::Message { chunk, node, meta } => {
             let extra = meta.map(|m| val_to_py(py, &m)).transpose()?;
             let meta = PyDict::new(py);
@@ -126,7 +127,8 @@ pub(super) fn flat_event_to_py<'py>(
         } => {
             let p = PyDict::new(py);
             p.set_item("id", id)?;
-            p.set_item("name", node)?;
+            p.set_item("name", &node)?;
+            let pushed = input.is_some();
             p.set_item(
                 "input",
                 match input {
@@ -134,7 +136,13 @@ pub(super) fn flat_event_to_py<'py>(
                     None => shared.state_value(py, &state)?,
                 },
             )?;
-            p.set_item("triggers", PyList::empty(py))?;
+            // LangGraph's channel names: an edge's `branch:to:<node>`, a `Send`'s push.
+            let trigger = if pushed {
+                "__pregel_push".to_owned()
+            } else {
+                format!("branch:to:{node}")
+            };
+            p.set_item("triggers", (trigger,))?;
             ("debug", debug_event(py, "task", step, p)?)
         }
         StreamEvent::DebugTaskResult {
@@ -163,6 +171,7 @@ pub(super) fn flat_event_to_py<'py>(
             parent_id,
             state,
             next,
+            next_ids,
             metadata,
         } => {
             let p = PyDict::new(py);
@@ -187,9 +196,13 @@ pub(super) fn flat_event_to_py<'py>(
                 "tasks",
                 PyList::new(
                     py,
-                    next.iter().map(|n| {
+                    next.iter().zip(&next_ids).map(|(n, id)| {
+                        // LangGraph's task entry, before the task has run.
                         let d = PyDict::new(py);
+                        let _ = d.set_item("id", id);
                         let _ = d.set_item("name", n);
+                        let _ = d.set_item("interrupts", PyTuple::empty(py));
+                        let _ = d.set_item("state", py.None());
                         d
                     }),
                 )?,
@@ -245,6 +258,42 @@ pub(super) fn debug_event<'py>(
     Ok(d.into_any())
 }
 
+/// A `tools` chunk: `{"event": "start" | "update" | "end", "id", "name", ...}` with
+/// the call's `args` (start), the partial `data` (update), or `status`
+/// (`"success"` / `"error"`), `error` (the text the model reads) and `duration` in
+/// seconds (end).
+fn tool_event(py: Python<'_>, t: ToolEvent) -> PyResult<Bound<'_, PyAny>> {
+    let d = PyDict::new(py);
+    match t {
+        ToolEvent::Start { id, name, args } => {
+            d.set_item("event", "start")?;
+            d.set_item("id", id)?;
+            d.set_item("name", name)?;
+            d.set_item("args", value_to_py(py, &args)?)?;
+        }
+        ToolEvent::Update { id, name, data } => {
+            d.set_item("event", "update")?;
+            d.set_item("id", id)?;
+            d.set_item("name", name)?;
+            d.set_item("data", val_to_py(py, &data)?)?;
+        }
+        ToolEvent::End {
+            id,
+            name,
+            error,
+            seconds,
+        } => {
+            d.set_item("event", "end")?;
+            d.set_item("id", id)?;
+            d.set_item("name", name)?;
+            d.set_item("status", if error.is_some() { "error" } else { "success" })?;
+            d.set_item("error", error)?;
+            d.set_item("duration", seconds)?;
+        }
+    }
+    Ok(d.into_any())
+}
+
 pub(super) fn parse_modes(modes_obj: &Bound<'_, PyAny>) -> PyResult<(u8, bool)> {
     let names: Vec<String> = if let Ok(s) = modes_obj.extract::<String>() {
         vec![s]
@@ -260,9 +309,10 @@ pub(super) fn parse_modes(modes_obj: &Bound<'_, PyAny>) -> PyResult<(u8, bool)> 
             "custom" => modes::CUSTOM,
             "messages" => modes::MESSAGES,
             "debug" => modes::DEBUG,
+            "tools" => modes::TOOLS,
             other => {
                 return Err(PyValueError::new_err(format!(
-                    "unknown stream_mode {other:?}: use values, updates, custom, messages, debug, tasks or checkpoints"
+                    "unknown stream_mode {other:?}: use values, updates, custom, messages, debug, tasks, checkpoints or tools"
                 )))
             }
         };
@@ -295,6 +345,7 @@ pub(super) fn mode_bit(name: &str) -> u8 {
         "custom" => modes::CUSTOM,
         "messages" => modes::MESSAGES,
         "debug" => modes::DEBUG,
+        "tools" => modes::TOOLS,
         _ => 0,
     }
 }

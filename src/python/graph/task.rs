@@ -27,11 +27,12 @@ pub struct TaskScratch {
     pub(super) stream: Option<StreamSink>,
     pub(super) node: String,
     pub(super) task_id: String,
-    /// The step the task runs in (`langgraph_step` in `messages` metadata).
-    pub(super) step: i64,
     pub(super) pushed: Pushed,
     /// Where a graph run inside this task keeps its checkpoints (see [`Nest`]).
     pub(super) nest: Option<Nest>,
+    /// The metadata of its `messages` chunks (see `returned::message_meta`), when
+    /// the run streams them.
+    pub(super) meta: Option<Py<PyDict>>,
 }
 
 impl TaskScratch {
@@ -102,11 +103,15 @@ impl TaskScratch {
         let Some(s) = self.stream.as_ref().filter(|s| s.wants(modes::MESSAGES)) else {
             return Ok(());
         };
+        let py = chunk.py();
+        // The model run's own metadata, then the task's (which wins, as the engine's).
         let meta = match metadata {
             Some(m) => m.copy()?,
-            None => PyDict::new(chunk.py()),
+            None => PyDict::new(py),
         };
-        meta.set_item("langgraph_step", self.step)?;
+        if let Some(m) = &self.meta {
+            meta.update(m.bind(py).as_mapping())?;
+        }
         if let Ok(Some(id)) = chunk
             .getattr(intern!(chunk.py(), "id"))?
             .extract::<Option<String>>()
@@ -135,6 +140,12 @@ impl TaskScratch {
     #[getter]
     fn nests(&self) -> bool {
         self.nest.is_some()
+    }
+
+    /// Whether the run streams `custom` (else the task's stream writer is a no-op).
+    #[getter]
+    fn streams_custom(&self) -> bool {
+        self.stream.as_ref().is_some_and(|s| s.wants(modes::CUSTOM))
     }
 
     #[getter]
@@ -175,9 +186,14 @@ pub(super) fn task_context_with<'py>(
             stream: ctx.stream.clone(),
             node: ctx.node.clone(),
             task_id: ctx.task_id.clone(),
-            step: ctx.step,
             pushed,
             nest: ctx.nest.clone(),
+            meta: match &ctx.stream {
+                Some(s) if s.wants(modes::MESSAGES) => {
+                    Some(super::returned::message_meta(py, env, ctx)?.unbind())
+                }
+                _ => None,
+            },
         },
     )?;
     let h = helpers(py)?;

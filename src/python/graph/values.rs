@@ -63,7 +63,7 @@ impl HostValue for PyObj {
     }
 }
 
-pub(super) fn host(obj: Bound<'_, PyAny>) -> Val {
+pub(crate) fn host(obj: Bound<'_, PyAny>) -> Val {
     Val::Host(Arc::new(PyObj(obj.unbind())))
 }
 

@@ -1,0 +1,165 @@
+"""The ``tools`` stream mode: every tool call's start (name, id, arguments), the
+partial results its tool reports with ``ToolContext.update`` (never given to the
+model), and its end (status, error text, duration); a sub-agent's events carry its
+namespace."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+from agent_support import call, turn
+
+from ironloop import ToolContext, create_agent, create_react_agent, tool
+from ironloop.models import ScriptedChatModel
+
+
+@tool
+def nap(seconds: float) -> str:
+    """Sleeps a while."""
+    time.sleep(seconds)
+    return f"slept {seconds}"
+
+
+@tool
+def broken(x: int) -> str:
+    """Always fails."""
+    raise RuntimeError(f"no luck with {x}")
+
+
+@tool
+def counting(n: int, ctx: ToolContext) -> str:
+    """Counts to n, reporting each step."""
+    for i in range(1, n + 1):
+        ctx.update({"step": i, "of": n})
+    return f"counted to {n}"
+
+
+@tool
+async def acounting(n: int, ctx: ToolContext) -> str:
+    """Counts to n asynchronously, reporting each step."""
+    for i in range(1, n + 1):
+        await asyncio.sleep(0)
+        ctx.update(f"step {i}")
+    return f"counted to {n}"
+
+
+def replying(*calls: dict[str, Any], answer: str = "done") -> ScriptedChatModel:
+    """A model that answers each user message with these calls, then ``answer``."""
+    return ScriptedChatModel(lambda ms: turn(*calls) if ms[-1].type == "human" else answer)
+
+
+def agent_for(*calls: dict[str, Any], tools: list[Any]) -> tuple[Any, ScriptedChatModel]:
+    model = replying(*calls)
+    return create_agent(model, tools), model
+
+
+def events(agent: Any, **kw: Any) -> list[dict[str, Any]]:
+    return list(agent.stream({"messages": [("user", "go")]}, stream_mode="tools", **kw))
+
+
+def test_each_call_has_a_start_and_an_end_with_its_duration() -> None:
+    agent, _ = agent_for(
+        call("nap", "n1", seconds=0.2), call("nap", "n2", seconds=0.0), tools=[nap]
+    )
+    evs = events(agent)
+    starts = {e["id"]: e for e in evs if e["event"] == "start"}
+    ends = {e["id"]: e for e in evs if e["event"] == "end"}
+    assert set(starts) == set(ends) == {"n1", "n2"}
+    assert starts["n1"] == {"event": "start", "id": "n1", "name": "nap", "args": {"seconds": 0.2}}
+    assert ends["n1"]["status"] == "success" and ends["n1"]["error"] is None
+    assert ends["n1"]["duration"] >= 0.2
+    assert ends["n2"]["duration"] < 0.2
+    # A call's start comes before its end.
+    order = [(e["event"], e["id"]) for e in evs]
+    for cid in ("n1", "n2"):
+        assert order.index(("start", cid)) < order.index(("end", cid))
+
+
+def test_a_failed_call_ends_with_status_error_and_the_text_the_model_reads() -> None:
+    agent, model = agent_for(call("broken", "b1", x=3), tools=[broken])
+    evs = events(agent)
+    end = next(e for e in evs if e["event"] == "end")
+    assert end["status"] == "error"
+    assert "no luck with 3" in end["error"]
+    tool_msg = next(m for m in model.calls[1][0] if m.type == "tool")
+    assert tool_msg.text == end["error"]
+
+
+def test_a_call_to_an_unknown_tool_still_gets_start_and_end() -> None:
+    agent, _ = agent_for(call("nope", "u1"), tools=[nap])
+    evs = events(agent)
+    assert [(e["event"], e["id"]) for e in evs] == [("start", "u1"), ("end", "u1")]
+    assert evs[1]["status"] == "error" and "unknown tool `nope`" in evs[1]["error"]
+
+
+@pytest.mark.parametrize("mode", ["stream", "astream"])
+def test_updates_stream_partial_results_that_never_reach_the_model(mode: str) -> None:
+    target = "counting" if mode == "stream" else "acounting"
+    agent, model = agent_for(call(target, "k1", n=3), tools=[counting, acounting])
+    if mode == "stream":
+        evs = events(agent)
+    else:
+
+        async def collect() -> list[Any]:
+            it = agent.astream({"messages": [("user", "go")]}, stream_mode="tools")
+            return [e async for e in it]
+
+        evs = asyncio.run(collect())
+    kinds = [e["event"] for e in evs]
+    assert kinds == ["start", "update", "update", "update", "end"]
+    updates = [e["data"] for e in evs if e["event"] == "update"]
+    if mode == "stream":
+        assert updates == [{"step": i, "of": 3} for i in (1, 2, 3)]
+    else:
+        assert updates == ["step 1", "step 2", "step 3"]
+    assert all(e["id"] == "k1" and e["name"] == target for e in evs)
+    seen_by_model = [m.text for m in model.calls[1][0]]
+    assert "counted to 3" in seen_by_model
+    assert not any("step" in t for t in seen_by_model)
+
+
+def test_update_outside_a_tools_stream_is_a_no_op() -> None:
+    agent, _ = agent_for(call("counting", "k1", n=2), tools=[counting])
+    out = agent.invoke({"messages": [("user", "go")]})
+    assert out["messages"][-1].text == "done"
+    # The custom stream does not get them either.
+    custom = list(agent.stream({"messages": [("user", "go")]}, stream_mode="custom"))
+    assert custom == []
+
+
+def test_tools_with_other_modes_gives_mode_chunk_pairs_and_v2_parts() -> None:
+    agent, _ = agent_for(call("nap", "n1", seconds=0.0), tools=[nap])
+    items = list(agent.stream({"messages": [("user", "go")]}, stream_mode=["updates", "tools"]))
+    tool_items = [(m, c["event"]) for m, c in items if m == "tools"]
+    assert tool_items == [("tools", "start"), ("tools", "end")]
+    assert [next(iter(c)) for m, c in items if m == "updates"] == ["model", "tools", "model"]
+    parts = list(agent.stream({"messages": [("user", "go")]}, stream_mode=["tools"], version="v2"))
+    assert [(p["type"], p["ns"], p["data"]["event"]) for p in parts] == [
+        ("tools", (), "start"),
+        ("tools", (), "end"),
+    ]
+
+
+def test_a_sub_agents_tool_events_carry_its_namespace() -> None:
+    sub = create_react_agent(replying(call("nap", "inner", seconds=0.0)), [nap])
+    parent = create_react_agent(
+        replying(call("helper", "outer", input="go")), [sub.as_tool("helper", "Asks the helper.")]
+    )
+    items = list(parent.stream({"messages": [("user", "x")]}, stream_mode="tools", subgraphs=True))
+    own = [(c["event"], c["id"]) for ns, c in items if ns == ()]
+    nested = [(ns, c["event"], c["id"]) for ns, c in items if ns != ()]
+    assert own == [("start", "outer"), ("end", "outer")]
+    assert [(e, i) for _, e, i in nested] == [("start", "inner"), ("end", "inner")]
+    assert all(ns[0].startswith("tools:") for ns, _, _ in nested)
+    # Without subgraphs=True only the parent's own calls show.
+    flat = list(parent.stream({"messages": [("user", "x")]}, stream_mode="tools"))
+    assert [(c["event"], c["id"]) for c in flat] == own
+
+
+def test_an_unknown_mode_lists_tools() -> None:
+    agent, _ = agent_for(call("nap", "n1", seconds=0.0), tools=[nap])
+    with pytest.raises(ValueError, match="checkpoints or tools"):
+        list(agent.stream({"messages": [("user", "go")]}, stream_mode="tool"))
