@@ -27,6 +27,7 @@
 
 mod anthropic;
 pub(crate) mod http;
+pub mod limits;
 mod openai;
 mod retry;
 mod sse;
