@@ -388,6 +388,20 @@ pub(crate) fn order_chain(
     Ok(out)
 }
 
+/// Names the checkpoint a stored record that cannot be decoded belongs to, for the
+/// error: records start with `{"id":"<checkpoint id>"`, which a corrupted record
+/// usually still shows; when not, the error says the id is unreadable too.
+pub(crate) fn record_name(json: &str) -> String {
+    let id = json
+        .strip_prefix("{\"id\":\"")
+        .and_then(|rest| rest.split('"').next())
+        .filter(|id| !id.is_empty() && id.len() <= 200);
+    match id {
+        Some(id) => format!("checkpoint {id:?}"),
+        None => "a checkpoint (its id is unreadable too)".to_owned(),
+    }
+}
+
 pub(crate) fn now_secs() -> f64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -541,9 +541,10 @@ impl PostgresSaver {
     fn decode_record(&self, thread_id: &str, json: &str) -> Result<CheckpointRecord> {
         serde_json::from_str(json).map_err(|e| {
             CheckpointError::serialization(format!(
-                "{}: a checkpoint of thread {thread_id:?} cannot be read ({e}); it was \
+                "{}: {} of thread {thread_id:?} cannot be read ({e}); it was \
                  written by an incompatible version or modified by hand",
-                self.shared.name
+                self.shared.name,
+                super::record_name(json)
             ))
         })
     }

@@ -362,9 +362,10 @@ impl SqliteSaver {
     fn decode_record(&self, thread_id: &str, json: &str) -> Result<CheckpointRecord> {
         serde_json::from_str(json).map_err(|e| {
             CheckpointError::serialization(format!(
-                "SqliteSaver({}): a checkpoint of thread {thread_id:?} cannot be read ({e}); \
+                "SqliteSaver({}): {} of thread {thread_id:?} cannot be read ({e}); \
                  the file was written by an incompatible version or modified by hand",
-                self.path.display()
+                self.path.display(),
+                super::record_name(json)
             ))
         })
     }
