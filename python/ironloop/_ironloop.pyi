@@ -565,6 +565,8 @@ def _openapi_toolset(
     headers: list[tuple[str, str]] | None = None,
     timeout: float | None = None,
     max_output_bytes: int = 65536,
+    max_spec_bytes: int = ...,  # 33554432
+    max_spec_nodes: int = ...,  # 1000000
 ) -> tuple[list[NativeTool], str | None, str, str, list[str]]: ...
 def _openapi_toolset_from_url_async(
     url: str,
@@ -573,4 +575,6 @@ def _openapi_toolset_from_url_async(
     headers: list[tuple[str, str]] | None = None,
     timeout: float | None = None,
     max_output_bytes: int = 65536,
+    max_spec_bytes: int = ...,  # 33554432
+    max_spec_nodes: int = ...,  # 1000000
 ) -> Awaitable[tuple[list[NativeTool], str | None, str, str, list[str]]]: ...

@@ -408,6 +408,16 @@ pub(crate) fn order_chain(
     Ok(out)
 }
 
+/// How an error names a stored record: its id (kept beside the record since format
+/// 2), when that id is usable in a message.
+pub(crate) fn record_name(id: &str) -> String {
+    if id.is_empty() || id.len() > 200 {
+        "a checkpoint (its id is unreadable too)".to_owned()
+    } else {
+        format!("checkpoint {id:?}")
+    }
+}
+
 pub(crate) fn now_secs() -> f64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

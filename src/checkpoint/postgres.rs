@@ -569,9 +569,10 @@ impl PostgresSaver {
     fn decode_record(&self, thread_id: &str, row: &RecordRow) -> Result<CheckpointRecord> {
         record::decode(&row.2, &row.0, row.1.as_deref()).map_err(|e| {
             CheckpointError::serialization(format!(
-                "{}: a checkpoint of thread {thread_id:?} cannot be read ({e}); it was \
+                "{}: {} of thread {thread_id:?} cannot be read ({e}); it was \
                  written by an incompatible version or modified by hand",
-                self.shared.name
+                self.shared.name,
+                super::record_name(&row.0)
             ))
         })
     }

@@ -109,6 +109,21 @@ pub fn same(id: &str, a: (&str, Option<&str>), b: (&str, Option<&str>)) -> bool 
 /// The record `id` (child of `parent_id`) from its stored text, in either format.
 /// The error says what is wrong with the text; callers name the store and thread.
 pub fn decode(text: &str, id: &str, parent_id: Option<&str>) -> Result<CheckpointRecord, String> {
+    let record = decode_any(text, id, parent_id)?;
+    // A time no calendar can show (a corrupted number) would fail later, far from here.
+    if !(0.0..MAX_CREATED_AT).contains(&record.created_at) {
+        return Err(format!(
+            "created_at {} is not a time between 1970 and 9999",
+            record.created_at
+        ));
+    }
+    Ok(record)
+}
+
+/// Seconds since the epoch at the start of year 10000.
+const MAX_CREATED_AT: f64 = 253_402_300_800.0;
+
+fn decode_any(text: &str, id: &str, parent_id: Option<&str>) -> Result<CheckpointRecord, String> {
     if text.starts_with('{') {
         return serde_json::from_str(text).map_err(|e| e.to_string());
     }

@@ -477,9 +477,10 @@ impl SqliteSaver {
     fn decode_record(&self, thread_id: &str, row: &RecordRow) -> Result<CheckpointRecord> {
         record::decode(&row.2, &row.0, row.1.as_deref()).map_err(|e| {
             CheckpointError::serialization(format!(
-                "SqliteSaver({}): a checkpoint of thread {thread_id:?} cannot be read ({e}); \
+                "SqliteSaver({}): {} of thread {thread_id:?} cannot be read ({e}); \
                  the file was written by an incompatible version or modified by hand",
-                self.path.display()
+                self.path.display(),
+                super::record_name(&row.0)
             ))
         })
     }

@@ -55,7 +55,7 @@ impl std::fmt::Debug for AnthropicChat {
 /// How a structured answer travels: the forced tool's name, and whether the schema
 /// was wrapped in `{"value": ...}` (the input of a tool must be an object).
 #[derive(Debug, Clone)]
-struct Structured {
+pub(super) struct Structured {
     name: String,
     wrapped: bool,
 }
@@ -495,7 +495,7 @@ fn structured_text(s: &Structured, input: &str) -> String {
 }
 
 /// The AI message of a non-streamed response.
-fn parse_response(
+pub(super) fn parse_response(
     id: String,
     v: &Value,
     structured: Option<&Structured>,
@@ -562,7 +562,7 @@ enum Block {
 }
 
 /// Assembles the Messages streaming events.
-struct StreamParser {
+pub(super) struct StreamParser {
     id: String,
     structured: Option<Structured>,
     text: String,
@@ -574,7 +574,7 @@ struct StreamParser {
 }
 
 impl StreamParser {
-    fn new(id: String, structured: Option<Structured>) -> Self {
+    pub(super) fn new(id: String, structured: Option<Structured>) -> Self {
         StreamParser {
             id,
             structured,

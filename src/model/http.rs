@@ -7,6 +7,7 @@ use std::time::Duration;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use serde_json::Value;
 
+use super::limits::{read_body, BodyError};
 use super::retry::{parse_retry_after, RetryPolicy};
 use super::{error_detail, shorten, ModelError};
 use crate::secrets::Secrets;
@@ -159,7 +160,7 @@ impl Transport {
     async fn status_error(&self, resp: reqwest::Response) -> ModelError {
         let status = resp.status().as_u16();
         let retry_after = parse_retry_after(resp.headers());
-        let body = match tokio::time::timeout(self.timeout, resp.bytes()).await {
+        let body = match tokio::time::timeout(self.timeout, read_body(resp)).await {
             Ok(Ok(b)) => String::from_utf8_lossy(&b).into_owned(),
             _ => String::new(),
         };
@@ -223,7 +224,13 @@ impl Transport {
                 if !resp.status().is_success() {
                     return Err(self.status_error(resp).await);
                 }
-                let bytes = resp.bytes().await.map_err(|e| self.transport_error(e))?;
+                let bytes = read_body(resp).await.map_err(|e| match e {
+                    BodyError::Transport(e) => self.transport_error(e),
+                    too_large => ModelError::Response {
+                        provider: self.provider,
+                        message: too_large.to_string(),
+                    },
+                })?;
                 serde_json::from_slice::<Value>(&bytes).map_err(|e| {
                     self.redact(ModelError::Response {
                         provider: self.provider,

@@ -26,7 +26,10 @@
 //!   message's text (JSON), so both providers answer with JSON text.
 
 mod anthropic;
+#[cfg(test)]
+mod fuzz_tests;
 pub(crate) mod http;
+pub mod limits;
 mod openai;
 mod retry;
 mod sse;

@@ -40,7 +40,7 @@ pub(crate) fn chat_stream<P: SseParser>(
     idle: Duration,
     secrets: Secrets,
 ) -> ChatStream {
-    let events = resp.bytes_stream().eventsource();
+    let events = super::limits::bounded_stream(resp).eventsource();
     let state = State {
         events,
         parser,

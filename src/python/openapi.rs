@@ -9,7 +9,9 @@ use super::args::Timeout;
 use super::errors::Class;
 use super::native_tool::NativeTool;
 use super::runtime::block_on;
-use crate::sources::openapi::{OpenApiOptions, OpenApiToolset};
+use crate::sources::openapi::{
+    OpenApiOptions, OpenApiToolset, DEFAULT_MAX_SPEC_BYTES, DEFAULT_MAX_SPEC_NODES,
+};
 
 /// What `OpenApiToolset` is made from: `(tools, base_url, title, version, skipped)`.
 type Made = (Vec<NativeTool>, Option<String>, String, String, Vec<String>);
@@ -29,14 +31,24 @@ fn made(ts: OpenApiToolset) -> PyResult<Made> {
     ))
 }
 
+/// The limits of one spec: `(max_spec_bytes, max_spec_nodes)`.
+type SpecLimits = (usize, usize);
+
 fn options(
     base_url: Option<String>,
     headers: Option<Vec<(String, String)>>,
     timeout: Option<Timeout>,
     max_output_bytes: usize,
+    (max_spec_bytes, max_spec_nodes): SpecLimits,
 ) -> PyResult<OpenApiOptions> {
-    if max_output_bytes == 0 {
-        return Err(Class::InvalidArgument.new_err("max_output_bytes must be at least 1"));
+    for (name, v) in [
+        ("max_output_bytes", max_output_bytes),
+        ("max_spec_bytes", max_spec_bytes),
+        ("max_spec_nodes", max_spec_nodes),
+    ] {
+        if v == 0 {
+            return Err(Class::InvalidArgument.new_err(format!("{name} must be at least 1")));
+        }
     }
     Ok(OpenApiOptions {
         base_url,
@@ -44,6 +56,8 @@ fn options(
         timeout: timeout.map(|t| t.0),
         max_output_bytes,
         spec_url: None,
+        max_spec_bytes,
+        max_spec_nodes,
     })
 }
 
@@ -51,7 +65,9 @@ fn options(
 /// (`"url"`, fetched from Rust; Ctrl-C interrupts the fetch).
 #[pyfunction]
 #[pyo3(signature = (kind, source, *, base_url = None, headers = None, timeout = None,
-                    max_output_bytes = 65536))]
+                    max_output_bytes = 65536, max_spec_bytes = DEFAULT_MAX_SPEC_BYTES,
+                    max_spec_nodes = DEFAULT_MAX_SPEC_NODES))]
+#[allow(clippy::too_many_arguments)]
 fn _openapi_toolset(
     py: Python<'_>,
     kind: &str,
@@ -60,8 +76,11 @@ fn _openapi_toolset(
     headers: Option<Vec<(String, String)>>,
     timeout: Option<Timeout>,
     max_output_bytes: usize,
+    max_spec_bytes: usize,
+    max_spec_nodes: usize,
 ) -> PyResult<Made> {
-    let options = options(base_url, headers, timeout, max_output_bytes)?;
+    let limits = (max_spec_bytes, max_spec_nodes);
+    let options = options(base_url, headers, timeout, max_output_bytes, limits)?;
     let ts = match kind {
         "str" => py.detach(|| OpenApiToolset::from_str(&source, options)),
         "file" => py.detach(|| OpenApiToolset::from_file(&source, options)),
@@ -83,7 +102,9 @@ fn _openapi_toolset(
 /// spec is fetched; cancelling the awaitable abandons the fetch.
 #[pyfunction]
 #[pyo3(signature = (url, *, base_url = None, headers = None, timeout = None,
-                    max_output_bytes = 65536))]
+                    max_output_bytes = 65536, max_spec_bytes = DEFAULT_MAX_SPEC_BYTES,
+                    max_spec_nodes = DEFAULT_MAX_SPEC_NODES))]
+#[allow(clippy::too_many_arguments)]
 fn _openapi_toolset_from_url_async<'py>(
     py: Python<'py>,
     url: String,
@@ -91,8 +112,11 @@ fn _openapi_toolset_from_url_async<'py>(
     headers: Option<Vec<(String, String)>>,
     timeout: Option<Timeout>,
     max_output_bytes: usize,
+    max_spec_bytes: usize,
+    max_spec_nodes: usize,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let options = options(base_url, headers, timeout, max_output_bytes)?;
+    let limits = (max_spec_bytes, max_spec_nodes);
+    let options = options(base_url, headers, timeout, max_output_bytes, limits)?;
     pyo3_async_runtimes::tokio::future_into_py(py, async move {
         made(OpenApiToolset::from_url(&url, options).await?)
     })

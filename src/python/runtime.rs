@@ -2,7 +2,9 @@
 
 use std::cell::Cell;
 use std::future::Future;
-use std::time::Duration;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
 use tokio::runtime::Runtime;
@@ -23,6 +25,11 @@ pub fn configure() {
         .on_thread_stop(super::thread_state::release);
     pyo3_async_runtimes::tokio::init(builder);
 }
+
+/// How long a sync caller waits before it looks for a pending signal again: Ctrl-C is
+/// answered within about this long (the bound is 200 ms), at the cost of one
+/// GIL acquisition per slice while a run waits.
+const SIGNAL_SLICE: Duration = Duration::from_millis(50);
 
 thread_local! {
     /// Set while this thread drives a run itself (see [`drive_inline`]).
@@ -47,7 +54,7 @@ where
         match py.detach(|| {
             rx.lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .recv_timeout(Duration::from_millis(100))
+                .recv_timeout(SIGNAL_SLICE)
         }) {
             Ok(v) => return Ok(v),
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
@@ -84,10 +91,32 @@ pub fn can_drive_inline() -> bool {
     !DRIVING.with(|d| d.get())
 }
 
+/// Wakes the thread that drives a run inline.
+struct Unpark(std::thread::Thread);
+
+impl Wake for Unpark {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
 /// Drives `fut` on the calling thread (GIL released), so that a task the future runs
 /// inline (`Python::attach`) needs no thread hand-over. A run started from inside an
 /// inline task must use [`block_on`] instead (see [`can_drive_inline`]).
-pub fn drive_inline<F: Future + Send>(py: Python<'_>, fut: F) -> F::Output
+///
+/// The thread sleeps between polls at most [`SIGNAL_SLICE`] and then looks for a
+/// pending signal: Python only runs its signal handlers on the main thread when that
+/// thread executes Python code, which a thread parked in Rust never does. On Ctrl-C
+/// `cancel` is cancelled and the future dropped here, which cancels what it waits on
+/// (asyncio tasks, bash process groups, HTTP requests); the error is raised.
+pub fn drive_inline<F: Future + Send>(
+    py: Python<'_>,
+    fut: F,
+    cancel: &CancellationToken,
+) -> PyResult<F::Output>
 where
     F::Output: Send,
 {
@@ -101,6 +130,22 @@ where
         DRIVING.with(|d| d.set(true));
         let _reset = Reset;
         let _enter = runtime().enter();
-        futures::executor::block_on(fut)
+        let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+        let mut cx = Context::from_waker(&waker);
+        let mut fut = std::pin::pin!(fut);
+        let mut checked = Instant::now();
+        loop {
+            if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+                return Ok(v);
+            }
+            std::thread::park_timeout(SIGNAL_SLICE);
+            if checked.elapsed() >= SIGNAL_SLICE {
+                checked = Instant::now();
+                if let Err(e) = Python::attach(|py| py.check_signals()) {
+                    cancel.cancel();
+                    return Err(e);
+                }
+            }
+        }
     })
 }

@@ -323,7 +323,8 @@ impl ToolNodeCore {
         let (calls, mut run) = (p.calls, p.run);
         let results = if can_drive_inline() {
             run.inline = true;
-            drive_inline(py, exec.execute(&calls, &run))
+            let cancel = run.cancel.clone();
+            drive_inline(py, exec.execute(&calls, &run), &cancel)?
         } else {
             // Called from a node of a run this thread drives (a `wrap_tool_call`
             // handler): a lone sync tool finishes in the first poll, here, with no

@@ -20,3 +20,5 @@ pub mod mcp;
 pub mod openapi;
 #[cfg(feature = "workspace")]
 pub mod workspace;
+#[cfg(feature = "openapi")]
+mod yaml;

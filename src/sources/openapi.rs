@@ -83,6 +83,7 @@ use reqwest::Method;
 use serde_json::{json, Map, Value};
 use thiserror::Error;
 
+use super::yaml::YamlLimits;
 use crate::message::Content;
 use crate::model::http::client_builder;
 use crate::secrets::Secrets;
@@ -93,7 +94,13 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// The default cap on the text of one result.
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 64 * 1024;
 /// The most a spec fetched by [`OpenApiToolset::from_url`] may weigh.
-const MAX_SPEC_BYTES: usize = 32 << 20;
+/// The default [`OpenApiOptions::max_spec_bytes`].
+pub const DEFAULT_MAX_SPEC_BYTES: usize = 32 << 20;
+/// The default [`OpenApiOptions::max_spec_nodes`] (large public specs hold a few
+/// hundred thousand).
+pub const DEFAULT_MAX_SPEC_NODES: usize = 1_000_000;
+/// The deepest nesting a spec may have (serde_json's own limit for JSON text).
+const MAX_SPEC_DEPTH: usize = 128;
 /// How many bytes of a response are ever read; past this the rest is not awaited.
 const MAX_READ_BYTES: usize = 64 << 20;
 /// Inlining stops this deep (a stub stands in), whatever the references.
@@ -141,6 +148,12 @@ pub struct OpenApiOptions {
     /// Where the spec came from, to resolve relative server URLs against
     /// ([`OpenApiToolset::from_url`] sets it).
     pub spec_url: Option<String>,
+    /// The largest spec text accepted (read, fetched or given), in bytes.
+    pub max_spec_bytes: usize,
+    /// The most nodes a YAML spec may hold once its aliases are expanded: a few
+    /// hundred bytes of anchors that refer to anchors ("billion laughs") would
+    /// otherwise expand to gigabytes.
+    pub max_spec_nodes: usize,
 }
 
 impl Default for OpenApiOptions {
@@ -151,6 +164,8 @@ impl Default for OpenApiOptions {
             timeout: Some(DEFAULT_TIMEOUT),
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             spec_url: None,
+            max_spec_bytes: DEFAULT_MAX_SPEC_BYTES,
+            max_spec_nodes: DEFAULT_MAX_SPEC_NODES,
         }
     }
 }
@@ -182,7 +197,7 @@ impl OpenApiToolset {
     /// Tools from the text of a spec (JSON or YAML).
     #[allow(clippy::should_implement_trait)]
     pub fn from_str(text: &str, options: OpenApiOptions) -> Result<Self, OpenApiError> {
-        Self::from_value(parse_spec(text)?, options)
+        Self::from_value(parse_spec(text, &options)?, options)
     }
 
     /// Tools from a spec file (JSON or YAML).
@@ -228,9 +243,11 @@ impl OpenApiToolset {
         let mut body = Vec::new();
         while let Some(chunk) = resp.chunk().await.map_err(|e| fetch_err(error_chain(&e)))? {
             body.extend_from_slice(&chunk);
-            if body.len() > MAX_SPEC_BYTES {
+            if body.len() > options.max_spec_bytes {
                 return Err(fetch_err(format!(
-                    "the spec is larger than {MAX_SPEC_BYTES} bytes"
+                    "the spec is larger than max_spec_bytes ({} bytes); raise it to \
+                     accept a larger spec",
+                    options.max_spec_bytes
                 )));
             }
         }
@@ -243,7 +260,7 @@ impl OpenApiToolset {
             )));
         }
         options.spec_url.get_or_insert(final_url);
-        Self::from_value_with(parse_spec(&text)?, options, http)
+        Self::from_value_with(parse_spec(&text, &options)?, options, http)
     }
 
     /// Tools from a spec already parsed into JSON.
@@ -410,54 +427,27 @@ impl OpenApiToolset {
     }
 }
 
-/// Parses JSON (when the text starts with `{`) or YAML into a JSON value.
-pub fn parse_spec(text: &str) -> Result<Value, OpenApiError> {
+/// Parses JSON (when the text starts with `{`) or YAML into a JSON value, within the
+/// options' size and node limits and [`MAX_SPEC_DEPTH`] levels of nesting.
+pub fn parse_spec(text: &str, options: &OpenApiOptions) -> Result<Value, OpenApiError> {
+    if text.len() > options.max_spec_bytes {
+        return Err(OpenApiError::Parse(format!(
+            "the spec is {} bytes, more than max_spec_bytes ({}); raise it to accept a \
+             larger spec",
+            text.len(),
+            options.max_spec_bytes
+        )));
+    }
     let t = text.trim_start_matches('\u{feff}').trim_start();
     if t.starts_with('{') {
+        // serde_json refuses nesting deeper than 128 levels by itself.
         return serde_json::from_str(t).map_err(|e| OpenApiError::Parse(format!("JSON: {e}")));
     }
-    let docs = yaml_rust2::YamlLoader::load_from_str(t)
-        .map_err(|e| OpenApiError::Parse(format!("YAML: {e}")))?;
-    match docs.into_iter().next() {
-        Some(d) => yaml_to_json(d),
-        None => Err(OpenApiError::Parse("the document is empty".into())),
-    }
-}
-
-fn yaml_to_json(y: yaml_rust2::Yaml) -> Result<Value, OpenApiError> {
-    use yaml_rust2::Yaml;
-    Ok(match y {
-        Yaml::Null => Value::Null,
-        Yaml::Boolean(b) => Value::Bool(b),
-        Yaml::Integer(i) => Value::from(i),
-        Yaml::Real(s) => match s.parse::<f64>() {
-            Ok(f) if f.is_finite() => Value::from(f),
-            _ => Value::String(s),
-        },
-        Yaml::String(s) => Value::String(s),
-        Yaml::Array(a) => Value::Array(a.into_iter().map(yaml_to_json).collect::<Result<_, _>>()?),
-        Yaml::Hash(h) => {
-            let mut m = Map::new();
-            for (k, v) in h {
-                let key = match k {
-                    Yaml::String(s) | Yaml::Real(s) => s,
-                    Yaml::Integer(i) => i.to_string(),
-                    Yaml::Boolean(b) => b.to_string(),
-                    Yaml::Null => "null".into(),
-                    other => {
-                        return Err(OpenApiError::Parse(format!(
-                            "YAML: a mapping key is not a scalar: {other:?}"
-                        )))
-                    }
-                };
-                m.insert(key, yaml_to_json(v)?);
-            }
-            Value::Object(m)
-        }
-        Yaml::Alias(_) | Yaml::BadValue => {
-            return Err(OpenApiError::Parse("YAML: an unresolved alias".into()))
-        }
-    })
+    let limits = YamlLimits {
+        max_nodes: options.max_spec_nodes,
+        max_depth: MAX_SPEC_DEPTH,
+    };
+    super::yaml::to_json(t, limits).map_err(OpenApiError::Parse)
 }
 
 fn http_method(key: &str) -> Option<Method> {

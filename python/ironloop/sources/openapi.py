@@ -51,10 +51,14 @@ def _headers(value: Mapping[str, str] | None) -> list[tuple[str, str]] | None:
     return out
 
 
-def _max_bytes(value: int) -> int:
+def _max_bytes(value: int, name: str = "max_output_bytes") -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidArgumentError(f"max_output_bytes must be an int >= 1, got {value!r}")
+        raise InvalidArgumentError(f"{name} must be an int >= 1, got {value!r}")
     return value
+
+
+MAX_SPEC_BYTES = 32 * 1024 * 1024
+MAX_SPEC_NODES = 1_000_000
 
 
 def _base_url(value: str | None) -> str | None:
@@ -80,6 +84,12 @@ class OpenApiToolset:
       ``@tool(timeout=)`` sets one: a call that runs over it is abandoned and becomes
       an error ``ToolMessage``.
     * ``max_output_bytes`` — the most text one result carries (default 64 KiB).
+    * ``max_spec_bytes`` — the largest spec accepted (default 32 MiB), and
+      ``max_spec_nodes`` — the most nodes a YAML spec may hold once its aliases are
+      expanded (default 1,000,000, of which aliases may copy a tenth; nesting
+      stops at 128 levels): a spec over a limit
+      raises ``OpenApiSpecError`` saying which, in well under a second, so a hostile
+      spec (an alias bomb) cannot exhaust memory.
 
     Attributes:
         tools: The tools (``NativeTool``), in the spec's order. Iterating the toolset
@@ -147,6 +157,8 @@ class OpenApiToolset:
         headers: Mapping[str, str] | None = None,
         timeout: float | None = 30.0,
         max_output_bytes: int = 64 * 1024,
+        max_spec_bytes: int = MAX_SPEC_BYTES,
+        max_spec_nodes: int = MAX_SPEC_NODES,
     ) -> OpenApiToolset:
         """The tools of a spec given as text (JSON or YAML)."""
         if not isinstance(text, str):
@@ -159,6 +171,8 @@ class OpenApiToolset:
                 headers=_headers(headers),
                 timeout=timeout,
                 max_output_bytes=_max_bytes(max_output_bytes),
+                max_spec_bytes=_max_bytes(max_spec_bytes, "max_spec_bytes"),
+                max_spec_nodes=_max_bytes(max_spec_nodes, "max_spec_nodes"),
             )
         )
 
@@ -171,6 +185,8 @@ class OpenApiToolset:
         headers: Mapping[str, str] | None = None,
         timeout: float | None = 30.0,
         max_output_bytes: int = 64 * 1024,
+        max_spec_bytes: int = MAX_SPEC_BYTES,
+        max_spec_nodes: int = MAX_SPEC_NODES,
     ) -> OpenApiToolset:
         """The tools of a spec file (``.json``, ``.yaml`` or ``.yml``)."""
         return cls(
@@ -181,6 +197,8 @@ class OpenApiToolset:
                 headers=_headers(headers),
                 timeout=timeout,
                 max_output_bytes=_max_bytes(max_output_bytes),
+                max_spec_bytes=_max_bytes(max_spec_bytes, "max_spec_bytes"),
+                max_spec_nodes=_max_bytes(max_spec_nodes, "max_spec_nodes"),
             )
         )
 
@@ -193,6 +211,8 @@ class OpenApiToolset:
         headers: Mapping[str, str] | None = None,
         timeout: float | None = 30.0,
         max_output_bytes: int = 64 * 1024,
+        max_spec_bytes: int = MAX_SPEC_BYTES,
+        max_spec_nodes: int = MAX_SPEC_NODES,
     ) -> OpenApiToolset:
         """The tools of a spec fetched over HTTP (from Rust, with ``headers``); a
         relative server URL in it is resolved against ``url``, and a spec without
@@ -207,6 +227,8 @@ class OpenApiToolset:
                 headers=_headers(headers),
                 timeout=timeout,
                 max_output_bytes=_max_bytes(max_output_bytes),
+                max_spec_bytes=_max_bytes(max_spec_bytes, "max_spec_bytes"),
+                max_spec_nodes=_max_bytes(max_spec_nodes, "max_spec_nodes"),
             )
         )
 
@@ -219,6 +241,8 @@ class OpenApiToolset:
         headers: Mapping[str, str] | None = None,
         timeout: float | None = 30.0,
         max_output_bytes: int = 64 * 1024,
+        max_spec_bytes: int = MAX_SPEC_BYTES,
+        max_spec_nodes: int = MAX_SPEC_NODES,
     ) -> OpenApiToolset:
         """``from_url`` for async code: the event loop runs on during the fetch."""
         if not isinstance(url, str):
@@ -229,6 +253,8 @@ class OpenApiToolset:
             headers=_headers(headers),
             timeout=timeout,
             max_output_bytes=_max_bytes(max_output_bytes),
+            max_spec_bytes=_max_bytes(max_spec_bytes, "max_spec_bytes"),
+            max_spec_nodes=_max_bytes(max_spec_nodes, "max_spec_nodes"),
         )
         return cls(made)
 

@@ -79,7 +79,8 @@ impl GraphCore {
         let graph = self.graph.clone();
         let r = if can_drive_inline() {
             s.opts.inline = true;
-            drive_inline(py, graph.run(s.input, s.opts))
+            let cancel = s.opts.cancel.clone();
+            drive_inline(py, graph.run(s.input, s.opts), &cancel)?
         } else {
             let cancel = s.opts.cancel.clone();
             block_on(py, async move { graph.run(s.input, s.opts).await }, cancel)?
