@@ -131,6 +131,9 @@ impl PyRunEnv {
     /// The payload reaches Python as a plain value; a failing callback is logged, as
     /// a report must not fail the call that made it.
     pub fn progress_fn(&self) -> Option<crate::tool::ProgressFn> {
+        // Most runs have no callback: answer without taking the GIL (a tools step
+        // calls this every time).
+        self.on_progress.as_ref()?;
         let cb = Python::attach(|py| self.on_progress.as_ref().map(|c| c.clone_ref(py)))?;
         Some(Arc::new(move |_id: &str, payload: serde_json::Value| {
             Python::attach(|py| {
