@@ -30,6 +30,11 @@ impl Secrets {
         Secrets(all.into())
     }
 
+    /// These secrets and `keys` (credentials learnt later, such as a fetched token).
+    pub fn extended(&self, keys: impl IntoIterator<Item = String>) -> Self {
+        Secrets::new(self.0.iter().cloned().chain(keys), [])
+    }
+
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

@@ -10,7 +10,8 @@ use super::errors::Class;
 use super::native_tool::NativeTool;
 use super::runtime::block_on;
 use crate::sources::openapi::{
-    OpenApiOptions, OpenApiToolset, DEFAULT_MAX_SPEC_BYTES, DEFAULT_MAX_SPEC_NODES,
+    ClientAuth, ClientCredentials, Credential, OpenApiOptions, OpenApiToolset,
+    DEFAULT_MAX_SPEC_BYTES, DEFAULT_MAX_SPEC_NODES,
 };
 
 /// What `OpenApiToolset` is made from: `(tools, base_url, title, version, skipped)`.
@@ -34,12 +35,62 @@ fn made(ts: OpenApiToolset) -> PyResult<Made> {
 /// The limits of one spec: `(max_spec_bytes, max_spec_nodes)`.
 type SpecLimits = (usize, usize);
 
+/// One credential as `ironloop.sources.openapi` normalises it: `(scheme, kind,
+/// fields)`, kind `"secret"`, `"basic"` or `"client_credentials"`.
+type RawCredential = (String, String, Vec<(String, String)>);
+
+fn credential((scheme, kind, fields): RawCredential) -> PyResult<(String, Credential)> {
+    let get = |k: &str| {
+        fields
+            .iter()
+            .find(|(name, _)| name == k)
+            .map(|(_, v)| v.clone())
+    };
+    let need = |k: &str| {
+        get(k).ok_or_else(|| {
+            Class::InvalidArgument.new_err(format!(
+                "the credential for security scheme {scheme:?} needs {k:?}"
+            ))
+        })
+    };
+    let c = match kind.as_str() {
+        "secret" => Credential::Secret(need("value")?),
+        "basic" => Credential::Basic {
+            username: need("username")?,
+            password: need("password")?,
+        },
+        "client_credentials" => Credential::ClientCredentials(ClientCredentials {
+            client_id: need("client_id")?,
+            client_secret: need("client_secret")?,
+            scopes: get("scopes").map(|s| s.split_whitespace().map(str::to_string).collect()),
+            token_url: get("token_url"),
+            auth: match get("auth_method").as_deref() {
+                None | Some("basic") => ClientAuth::Basic,
+                Some("post") => ClientAuth::Post,
+                Some(other) => {
+                    return Err(Class::InvalidArgument.new_err(format!(
+                        "auth_method of security scheme {scheme:?} must be 'basic' or \
+                         'post', got {other:?}"
+                    )))
+                }
+            },
+        }),
+        other => {
+            return Err(Class::InvalidArgument.new_err(format!(
+                "unknown credential kind {other:?} for security scheme {scheme:?}"
+            )))
+        }
+    };
+    Ok((scheme, c))
+}
+
 fn options(
     base_url: Option<String>,
     headers: Option<Vec<(String, String)>>,
     timeout: Option<Timeout>,
     max_output_bytes: usize,
     (max_spec_bytes, max_spec_nodes): SpecLimits,
+    credentials: Option<Vec<RawCredential>>,
 ) -> PyResult<OpenApiOptions> {
     for (name, v) in [
         ("max_output_bytes", max_output_bytes),
@@ -58,6 +109,11 @@ fn options(
         spec_url: None,
         max_spec_bytes,
         max_spec_nodes,
+        credentials: credentials
+            .unwrap_or_default()
+            .into_iter()
+            .map(credential)
+            .collect::<PyResult<_>>()?,
     })
 }
 
@@ -66,7 +122,7 @@ fn options(
 #[pyfunction]
 #[pyo3(signature = (kind, source, *, base_url = None, headers = None, timeout = None,
                     max_output_bytes = 65536, max_spec_bytes = DEFAULT_MAX_SPEC_BYTES,
-                    max_spec_nodes = DEFAULT_MAX_SPEC_NODES))]
+                    max_spec_nodes = DEFAULT_MAX_SPEC_NODES, credentials = None))]
 #[allow(clippy::too_many_arguments)]
 fn _openapi_toolset(
     py: Python<'_>,
@@ -78,9 +134,17 @@ fn _openapi_toolset(
     max_output_bytes: usize,
     max_spec_bytes: usize,
     max_spec_nodes: usize,
+    credentials: Option<Vec<RawCredential>>,
 ) -> PyResult<Made> {
     let limits = (max_spec_bytes, max_spec_nodes);
-    let options = options(base_url, headers, timeout, max_output_bytes, limits)?;
+    let options = options(
+        base_url,
+        headers,
+        timeout,
+        max_output_bytes,
+        limits,
+        credentials,
+    )?;
     let ts = match kind {
         "str" => py.detach(|| OpenApiToolset::from_str(&source, options)),
         "file" => py.detach(|| OpenApiToolset::from_file(&source, options)),
@@ -103,7 +167,7 @@ fn _openapi_toolset(
 #[pyfunction]
 #[pyo3(signature = (url, *, base_url = None, headers = None, timeout = None,
                     max_output_bytes = 65536, max_spec_bytes = DEFAULT_MAX_SPEC_BYTES,
-                    max_spec_nodes = DEFAULT_MAX_SPEC_NODES))]
+                    max_spec_nodes = DEFAULT_MAX_SPEC_NODES, credentials = None))]
 #[allow(clippy::too_many_arguments)]
 fn _openapi_toolset_from_url_async<'py>(
     py: Python<'py>,
@@ -114,9 +178,17 @@ fn _openapi_toolset_from_url_async<'py>(
     max_output_bytes: usize,
     max_spec_bytes: usize,
     max_spec_nodes: usize,
+    credentials: Option<Vec<RawCredential>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let limits = (max_spec_bytes, max_spec_nodes);
-    let options = options(base_url, headers, timeout, max_output_bytes, limits)?;
+    let options = options(
+        base_url,
+        headers,
+        timeout,
+        max_output_bytes,
+        limits,
+        credentials,
+    )?;
     pyo3_async_runtimes::tokio::future_into_py(py, async move {
         made(OpenApiToolset::from_url(&url, options).await?)
     })

@@ -46,8 +46,13 @@
 //!   parameters named `Accept`, `Content-Type` or `Authorization` are ignored, as the
 //!   OpenAPI specification says. Unknown arguments are refused.
 //! - Request bodies: JSON media types (`application/json`, `*+json`, `*/*`), form
-//!   (`application/x-www-form-urlencoded`) and `text/*`. An operation whose required
-//!   body has none of these (multipart, binary) is skipped and listed in
+//!   (`application/x-www-form-urlencoded`), `multipart/form-data` and `text/*`. A
+//!   multipart body is an object: scalars become text parts, arrays of scalars
+//!   repeated parts, objects JSON parts (OpenAPI's default encodings, or the
+//!   `encoding`'s `contentType`); a property of `format: binary` (or with
+//!   `contentMediaType`) is a file part whose content is the argument's text (a model
+//!   writes text, not bytes). An operation whose required body has none of these
+//!   (`application/octet-stream`, images) is skipped and listed in
 //!   [`OpenApiToolset::skipped`].
 //! - Base URL: [`OpenApiOptions::base_url`], else the operation's, path item's or
 //!   spec's first `servers[].url` (variables at their defaults), a relative one
@@ -66,11 +71,17 @@
 //! - Calls are not retried (an operation may not be idempotent). The time limit
 //!   ([`OpenApiOptions::timeout`], also the tool's [`Tool::timeout`]) covers sending
 //!   and reading the body; `ctx.cancel` aborts the request.
+//! - Security: [`OpenApiOptions::credentials`] gives a [`Credential`] per
+//!   `components.securitySchemes` name — API keys (header, query, cookie), HTTP bearer
+//!   and basic, OAuth2 client credentials (token fetched, cached, refreshed); each
+//!   operation uses the first of its `security` alternatives that has them all (see
+//!   the `security` module).
 //! - Secrets: the values of [`OpenApiOptions::headers`] whose names look like
 //!   credentials (`Authorization`, `Cookie`, anything with `key`, `token`, `secret`,
 //!   `auth`, `password`, `session`, `signature`, `credential`) are marked sensitive and
 //!   replaced by `[redacted]` wherever they would appear in a result or an error —
-//!   including a body that echoes them.
+//!   including a body that echoes them; so are all [`OpenApiOptions::credentials`]
+//!   and the OAuth2 tokens fetched with them.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -83,6 +94,10 @@ use reqwest::Method;
 use serde_json::{json, Map, Value};
 use thiserror::Error;
 
+mod security;
+pub use security::{ClientAuth, ClientCredentials, Credential};
+
+use self::security::{Apply, OpAuth, Security};
 use super::yaml::YamlLimits;
 use crate::message::Content;
 use crate::model::http::client_builder;
@@ -154,6 +169,8 @@ pub struct OpenApiOptions {
     /// hundred bytes of anchors that refer to anchors ("billion laughs") would
     /// otherwise expand to gigabytes.
     pub max_spec_nodes: usize,
+    /// Credentials for the spec's `components.securitySchemes`, by scheme name.
+    pub credentials: Vec<(String, Credential)>,
 }
 
 impl Default for OpenApiOptions {
@@ -166,6 +183,7 @@ impl Default for OpenApiOptions {
             spec_url: None,
             max_spec_bytes: DEFAULT_MAX_SPEC_BYTES,
             max_spec_nodes: DEFAULT_MAX_SPEC_NODES,
+            credentials: Vec::new(),
         }
     }
 }
@@ -316,6 +334,8 @@ impl OpenApiToolset {
             Some(b) => Some(b.clone()),
             None => doc.server_base(root.get("servers"), "the spec", true, &options)?,
         };
+        let token_base = options.spec_url.as_deref().or(spec_base.as_deref());
+        let security = Security::new(&spec, &options.credentials, token_base)?;
         let shared = Arc::new(Shared {
             http,
             timeout: options.timeout,
@@ -360,6 +380,8 @@ impl OpenApiToolset {
                         })?,
                     },
                 };
+                // The operation's requirement replaces the spec's (OpenAPI 3).
+                let requirement = op.get("security").or_else(|| root.get("security"));
                 match build_operation(&doc, &method, path, item, op, &here)? {
                     Built::Skip(why) => {
                         log::warn!("openapi: skipping {here}: {why}");
@@ -367,6 +389,18 @@ impl OpenApiToolset {
                     }
                     Built::Op(mut op) => {
                         op.name = unique_name(&op.name, &mut names);
+                        let auth = match security.for_operation(requirement) {
+                            Ok(auth) => auth,
+                            Err(wanted) => {
+                                if !security.is_empty() {
+                                    log::warn!(
+                                        "openapi: {here} needs credentials for {wanted}, and \
+                                         none were given: it is called without them"
+                                    );
+                                }
+                                OpAuth::default()
+                            }
+                        };
                         tools.push(Arc::new(OpenApiTool {
                             def: ToolDefinition::new(
                                 op.name.clone(),
@@ -378,6 +412,7 @@ impl OpenApiToolset {
                             base,
                             params: op.params,
                             body: op.body,
+                            auth,
                             shared: shared.clone(),
                         }));
                     }
@@ -875,6 +910,134 @@ enum BodyKind {
     Json,
     Form,
     Text,
+    Multipart(Multipart),
+}
+
+/// How a `multipart/form-data` body's properties become parts.
+#[derive(Debug, Clone, Default)]
+struct Multipart {
+    /// Properties sent as files (`format: binary`, `contentMediaType`): the
+    /// argument's text is the file's content, the property name its file name.
+    files: HashSet<String>,
+    /// `encoding.<property>.contentType` from the spec (the first, when it lists
+    /// several), checked to be a MIME type.
+    content_types: std::collections::HashMap<String, String>,
+}
+
+/// One part of a multipart body, ready to send.
+#[derive(Debug)]
+struct PartSpec {
+    name: String,
+    data: Vec<u8>,
+    file_name: Option<String>,
+    content_type: Option<String>,
+}
+
+/// A request body: bytes with the Content-Type already set, or multipart parts.
+enum Payload {
+    Bytes(Vec<u8>),
+    Multipart(Vec<PartSpec>),
+}
+
+fn is_mime(ct: &str) -> bool {
+    reqwest::multipart::Part::text("").mime_str(ct).is_ok()
+}
+
+impl Multipart {
+    /// The parts of `body` (an object): scalars as text parts, arrays of scalars as
+    /// repeated parts, objects and arrays of objects as JSON parts (OpenAPI's default
+    /// encodings), file properties as file parts.
+    fn parts(&self, body: &Value) -> Result<Vec<PartSpec>, String> {
+        let Value::Object(o) = body else {
+            return Err("a multipart/form-data body must be an object of its fields".into());
+        };
+        let json_ct = || Some("application/json".to_string());
+        let mut out = Vec::new();
+        for (name, v) in o {
+            let ct = self.content_types.get(name).cloned();
+            let file = self.files.contains(name);
+            let mut part = |data: Vec<u8>, ct: Option<String>| {
+                out.push(PartSpec {
+                    name: name.clone(),
+                    data,
+                    file_name: file.then(|| name.clone()),
+                    content_type: ct.or_else(|| file.then(|| "application/octet-stream".into())),
+                });
+            };
+            let as_json = |v: &Value| serde_json::to_vec(v).expect("a Value always serialises");
+            match v {
+                Value::Null => {}
+                Value::Object(_) => part(as_json(v), ct.or_else(json_ct)),
+                Value::Array(a) if a.iter().any(|x| x.is_object() || x.is_array()) => {
+                    part(as_json(v), ct.or_else(json_ct))
+                }
+                Value::Array(a) => {
+                    for x in a {
+                        part(scalar(x).into_bytes(), ct.clone());
+                    }
+                }
+                other => part(scalar(other).into_bytes(), ct),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Learns the files and encodings from the resolved body schema and the media
+    /// object, and says in the schema how a file is given.
+    fn learn(&mut self, schema: &mut Value, media: &Value, here: &str) {
+        if let Some(Value::Object(enc)) = media.get("encoding") {
+            for (k, e) in enc {
+                let Some(ct) = e.get("contentType").and_then(Value::as_str) else {
+                    continue;
+                };
+                let first = ct.split(',').next().unwrap_or("").trim();
+                if is_mime(first) && !first.contains('*') {
+                    self.content_types.insert(k.clone(), first.to_string());
+                } else {
+                    log::warn!(
+                        "openapi: {here}: encoding.{k}.contentType {ct:?} is not a MIME \
+                         type; the part is sent with the default"
+                    );
+                }
+            }
+        }
+        let Some(Value::Object(props)) = schema.get_mut("properties") else {
+            return;
+        };
+        for (k, p) in props.iter_mut() {
+            let Value::Object(p) = p else { continue };
+            let binary = p.get("format").and_then(Value::as_str) == Some("binary")
+                || p.contains_key("contentMediaType");
+            if !binary {
+                continue;
+            }
+            self.files.insert(k.clone());
+            let note = "(sent as a file: this text is its content)";
+            let text = match p.get("description").and_then(Value::as_str) {
+                Some(d) if !d.trim().is_empty() => format!("{} {note}", d.trim()),
+                _ => note.to_string(),
+            };
+            p.insert("description".into(), Value::String(text));
+        }
+    }
+}
+
+fn multipart_form(parts: Vec<PartSpec>) -> reqwest::multipart::Form {
+    let mut form = reqwest::multipart::Form::new();
+    for p in parts {
+        let mut part = match p.content_type {
+            // Every content type here passed `is_mime` (or is one of ours).
+            Some(ct) if is_mime(&ct) => reqwest::multipart::Part::bytes(p.data)
+                .mime_str(&ct)
+                .expect("checked by is_mime"),
+            _ => reqwest::multipart::Part::bytes(p.data),
+        };
+        if let Some(f) = p.file_name {
+            part = part.file_name(f);
+        }
+        form = form.part(p.name, part);
+    }
+    form
 }
 
 #[derive(Debug, Clone)]
@@ -892,7 +1055,7 @@ struct Operation {
 }
 
 enum Built {
-    Op(Operation),
+    Op(Box<Operation>),
     Skip(String),
 }
 
@@ -967,7 +1130,7 @@ fn build_operation(
         let body_required = rb.get("required") == Some(&Value::Bool(true));
         let content = rb.get("content").and_then(Value::as_object);
         match content.and_then(choose_media) {
-            Some((content_type, kind, media)) => {
+            Some((content_type, mut kind, media)) => {
                 let mut walk = SchemaWalk {
                     stack: Vec::new(),
                     budget: REF_BUDGET,
@@ -980,6 +1143,9 @@ fn build_operation(
                         _ => json!({}),
                     },
                 };
+                if let BodyKind::Multipart(m) = &mut kind {
+                    m.learn(&mut s, media, here);
+                }
                 if let (Some(d), Value::Object(o)) =
                     (rb.get("description").and_then(Value::as_str), &mut s)
                 {
@@ -997,7 +1163,7 @@ fn build_operation(
                 if body_required {
                     return Ok(Built::Skip(format!(
                         "its request body is required and none of its media types {types:?} \
-                         is supported (JSON, form, text)"
+                         is supported (JSON, form, multipart, text)"
                     )));
                 }
             }
@@ -1129,13 +1295,13 @@ fn build_operation(
         parameters.insert("required".into(), Value::Array(required));
     }
     parameters.insert("additionalProperties".into(), Value::Bool(false));
-    Ok(Built::Op(Operation {
+    Ok(Built::Op(Box::new(Operation {
         name,
         description,
         parameters: Value::Object(parameters),
         params,
         body,
-    }))
+    })))
 }
 
 /// The media type a request body is sent as: JSON first, then form, then text.
@@ -1169,6 +1335,9 @@ fn choose_media(content: &Map<String, Value>) -> Option<(String, BodyKind, &Valu
     }
     if let Some((k, v)) = pick(&|e| e == "application/x-www-form-urlencoded") {
         return Some((k.clone(), BodyKind::Form, v));
+    }
+    if let Some((k, v)) = pick(&|e| e == "multipart/form-data") {
+        return Some((k.clone(), BodyKind::Multipart(Multipart::default()), v));
     }
     if let Some((k, v)) = pick(&|e| e.starts_with("text/") && !e.contains('*')) {
         return Some((k.clone(), BodyKind::Text, v));
@@ -1261,8 +1430,9 @@ fn unique_prop(name: &str, location: Location, taken: &mut HashSet<String>) -> S
 struct Http {
     client: reqwest::Client,
     headers: HeaderMap,
-    /// Credential values (and their token halves) to scrub from results and errors.
-    secrets: Secrets,
+    /// Credential values (and their token halves) to scrub from results and errors;
+    /// grows when an OAuth2 token is fetched.
+    secrets: std::sync::RwLock<Secrets>,
 }
 
 fn is_secret_header(name: &str) -> bool {
@@ -1306,7 +1476,10 @@ impl Http {
             }
             headers.append(name, value);
         }
-        let secrets = Secrets::new(secrets, []);
+        for (_, c) in &options.credentials {
+            secrets.extend(c.secrets());
+        }
+        let secrets = std::sync::RwLock::new(Secrets::new(secrets, []));
         let client = client_builder()
             .connect_timeout(
                 options
@@ -1324,7 +1497,14 @@ impl Http {
     }
 
     fn redact(&self, text: &str) -> String {
-        self.secrets.redact(text)
+        self.secrets().redact(text)
+    }
+
+    fn secrets(&self) -> Secrets {
+        self.secrets
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 }
 
@@ -1342,6 +1522,7 @@ pub struct OpenApiTool {
     base: String,
     params: Vec<Param>,
     body: Option<Body>,
+    auth: OpAuth,
     shared: Arc<Shared>,
 }
 
@@ -1434,7 +1615,7 @@ impl OpenApiTool {
 
     /// `(url, headers, body)` for a call with `args`.
     #[allow(clippy::type_complexity)]
-    fn prepare(&self, args: &Value) -> Result<(String, HeaderMap, Option<Vec<u8>>), ToolError> {
+    fn prepare(&self, args: &Value) -> Result<(String, HeaderMap, Option<Payload>), ToolError> {
         let empty = Map::new();
         let args = args.as_object().unwrap_or(&empty);
         let mut path = self.path.clone();
@@ -1482,9 +1663,25 @@ impl OpenApiTool {
                 }
             }
         }
+        for (apply, _) in &self.auth.0 {
+            match &**apply {
+                Apply::Header(name, value) => {
+                    headers.insert(name.clone(), value.clone());
+                }
+                Apply::Query(q) => query.push(q.clone()),
+                Apply::Cookie(c) => cookies.push(c.clone()),
+                Apply::OAuth2(_) => {} // fetched when the call is sent
+            }
+        }
         if !cookies.is_empty() {
-            let value = HeaderValue::from_str(&cookies.join("; "))
+            let mut value = HeaderValue::from_str(&cookies.join("; "))
                 .map_err(|_| self.invalid("a cookie value is not valid".into()))?;
+            value.set_sensitive(
+                self.auth
+                    .0
+                    .iter()
+                    .any(|(a, _)| matches!(**a, Apply::Cookie(_))),
+            );
             headers.insert(COOKIE, value);
         }
         let (base, base_query) = match self.base.split_once('?') {
@@ -1507,17 +1704,29 @@ impl OpenApiTool {
             url.push_str(&all_query.join("&"));
         }
         let body = match (&self.body, args.get("body")) {
+            (
+                Some(Body {
+                    kind: BodyKind::Multipart(m),
+                    ..
+                }),
+                Some(v),
+            ) => {
+                // reqwest writes the Content-Type, with its boundary.
+                Some(Payload::Multipart(
+                    m.parts(v).map_err(|why| self.invalid(why))?,
+                ))
+            }
             (Some(b), Some(v)) => {
                 headers.insert(
                     CONTENT_TYPE,
                     HeaderValue::from_str(&b.content_type)
                         .unwrap_or(HeaderValue::from_static("application/json")),
                 );
-                Some(match b.kind {
+                Some(Payload::Bytes(match &b.kind {
                     BodyKind::Json => serde_json::to_vec(v).expect("a Value always serialises"),
                     BodyKind::Text => scalar(v).into_bytes(),
-                    BodyKind::Form => form_body(v).into_bytes(),
-                })
+                    BodyKind::Form | BodyKind::Multipart(_) => form_body(v).into_bytes(),
+                }))
             }
             _ => None,
         };
@@ -1527,11 +1736,22 @@ impl OpenApiTool {
     async fn send(
         &self,
         url: String,
-        headers: HeaderMap,
-        body: Option<Vec<u8>>,
+        mut headers: HeaderMap,
+        body: Option<Payload>,
     ) -> Result<ToolOutput, ToolError> {
         let shared = &self.shared;
         let http = &shared.http;
+        for (apply, scopes) in &self.auth.0 {
+            if let Apply::OAuth2(source) = &**apply {
+                let timeout = shared.timeout.unwrap_or(DEFAULT_TIMEOUT);
+                let value = source
+                    .authorization(&http.client, scopes, timeout, &http.secrets)
+                    .await
+                    .map_err(|why| ToolError::failed(self.def.name.clone(), why))?;
+                headers.insert(reqwest::header::AUTHORIZATION, value);
+            }
+        }
+        let secrets = http.secrets();
         let mut rb = http
             .client
             .request(self.method.clone(), &url)
@@ -1540,8 +1760,10 @@ impl OpenApiTool {
         if !http.headers.contains_key(ACCEPT) {
             rb = rb.header(ACCEPT, "application/json, */*;q=0.5");
         }
-        if let Some(b) = body {
-            rb = rb.body(b);
+        match body {
+            Some(Payload::Bytes(b)) => rb = rb.body(b),
+            Some(Payload::Multipart(parts)) => rb = rb.multipart(multipart_form(parts)),
+            None => {}
         }
         if let Some(t) = shared.timeout {
             rb = rb.timeout(t);
@@ -1565,6 +1787,13 @@ impl OpenApiTool {
         };
         let mut resp = rb.send().await.map_err(fail)?;
         let status = resp.status();
+        if status == reqwest::StatusCode::UNAUTHORIZED {
+            for (apply, scopes) in &self.auth.0 {
+                if let Apply::OAuth2(source) = &**apply {
+                    source.invalidate(scopes).await;
+                }
+            }
+        }
         let content_type = resp
             .headers()
             .get(CONTENT_TYPE)
@@ -1588,12 +1817,12 @@ impl OpenApiTool {
         }
         // Scrubbed before the body is cut for the model (`max_output_bytes`): a
         // secret cut in half would not be found afterwards.
-        if !http.secrets.is_empty() {
+        if !secrets.is_empty() {
             if let Ok(t) = std::str::from_utf8(&bytes) {
                 let r = if bytes.len() < total {
-                    http.secrets.redact_cut(t)
+                    secrets.redact_cut(t)
                 } else {
-                    http.secrets.redact(t)
+                    secrets.redact(t)
                 };
                 total = total - bytes.len() + r.len();
                 bytes = r.into_bytes();
@@ -1617,7 +1846,7 @@ impl OpenApiTool {
             return Err(ToolError::failed(self.def.name.clone(), text));
         }
         let body = match rendered.value {
-            Some(v) if http.secrets.is_empty() => v,
+            Some(v) if secrets.is_empty() => v,
             Some(v) => serde_json::from_str(&http.redact(&v.to_string())).unwrap_or(v),
             None => Value::String(http.redact(&rendered.raw)),
         };

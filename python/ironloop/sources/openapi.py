@@ -12,7 +12,9 @@ no call enters Python.
   at most 64); without one, ``<method>_<path>`` (``get_pets_petId``).
 * **Description**: the operation's summary and description.
 * **Arguments**: one per path, query, header and cookie parameter (the description
-  says where it goes) and ``body`` for a JSON, form or text request body; local
+  says where it goes) and ``body`` for a JSON, form, multipart or text request body
+  (a multipart field of ``format: binary`` is sent as a file whose content is the
+  argument's text); local
   ``$ref``s are resolved and inlined, ``readOnly`` properties left out of bodies, and
   3.0 schemas (``nullable``…) made plain JSON Schema.
 * **Result**: ``"HTTP <status> <reason>\\n<body>"`` (a JSON body re-written
@@ -21,7 +23,9 @@ no call enters Python.
   ``ToolMessage``'s ``artifact`` is ``{"status", "content_type", "body"}`` with the
   body parsed when it is JSON (a direct call of the tool returns that dict).
 
-The values of ``headers`` whose names look like credentials (``Authorization``,
+``credentials=`` gives a credential per ``components.securitySchemes`` entry (API
+key, HTTP bearer / basic, OAuth2 client credentials); each operation gets the ones
+its ``security`` asks for. The values of ``headers`` whose names look like credentials (``Authorization``,
 ``Cookie``, anything with ``key``, ``token``, ``secret``, ``auth``…) never appear in
 a result or an error: they are replaced by ``[redacted]``.
 """
@@ -30,11 +34,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping
+from typing import Any, Union
 
 from ironloop._ironloop import NativeTool, _openapi_toolset, _openapi_toolset_from_url_async
 from ironloop.errors import InvalidArgumentError
 
-__all__ = ["NativeTool", "OpenApiToolset"]
+__all__ = ["Credential", "NativeTool", "OpenApiToolset"]
 
 
 def _headers(value: Mapping[str, str] | None) -> list[tuple[str, str]] | None:
@@ -55,6 +60,71 @@ def _max_bytes(value: int, name: str = "max_output_bytes") -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InvalidArgumentError(f"{name} must be an int >= 1, got {value!r}")
     return value
+
+
+Credential = Union[str, "tuple[str, str]", Mapping[str, Any]]
+"""A credential for one security scheme: a string (an API key's value, a bearer
+token), ``(username, password)`` for HTTP Basic, or a mapping — ``{"username",
+"password"}``, or OAuth2 client credentials ``{"client_id", "client_secret"}`` with
+optional ``"scopes"`` (a list), ``"token_url"`` and ``"auth_method"`` (``"basic"``, the
+default, or ``"post"``)."""
+
+_FIELDS = {
+    "basic": {"username", "password"},
+    "client_credentials": {"client_id", "client_secret", "scopes", "token_url", "auth_method"},
+}
+
+
+def _credentials(
+    value: Mapping[str, Credential] | None,
+) -> list[tuple[str, str, list[tuple[str, str]]]] | None:
+    """``credentials=`` as the extension takes it; errors name schemes and field
+    names, never a value."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise TypeError(
+            f"credentials must be a mapping of security scheme name to credential, "
+            f"got {type(value).__name__}"
+        )
+    out: list[tuple[str, str, list[tuple[str, str]]]] = []
+    for scheme, cred in value.items():
+        if not isinstance(scheme, str):
+            raise TypeError(f"credentials keys are security scheme names (str), got {scheme!r}")
+        if isinstance(cred, str):
+            out.append((scheme, "secret", [("value", cred)]))
+            continue
+        if isinstance(cred, tuple) and len(cred) == 2 and all(isinstance(c, str) for c in cred):
+            out.append((scheme, "basic", [("username", cred[0]), ("password", cred[1])]))
+            continue
+        if not isinstance(cred, Mapping):
+            raise TypeError(
+                f"the credential for security scheme {scheme!r} must be a str, a "
+                f"(username, password) tuple or a mapping, got {type(cred).__name__}"
+            )
+        keys = set(cred)
+        kind = "client_credentials" if "client_id" in keys else "basic"
+        unknown = keys - _FIELDS[kind]
+        if unknown:
+            raise TypeError(
+                f"the credential for security scheme {scheme!r} has unknown fields "
+                f"{sorted(map(str, unknown))}; a {kind} credential takes {sorted(_FIELDS[kind])}"
+            )
+        fields: list[tuple[str, str]] = []
+        for k, v in cred.items():
+            if k == "scopes":
+                if isinstance(v, str) or not all(isinstance(x, str) for x in v):
+                    raise TypeError(f"scopes of security scheme {scheme!r} must be a list of str")
+                fields.append((k, " ".join(v)))
+            elif isinstance(v, str):
+                fields.append((k, v))
+            else:
+                raise TypeError(
+                    f"field {k!r} of the credential for security scheme {scheme!r} must be "
+                    f"a str, got {type(v).__name__}"
+                )
+        out.append((scheme, kind, fields))
+    return out
 
 
 MAX_SPEC_BYTES = 32 * 1024 * 1024
@@ -84,6 +154,16 @@ class OpenApiToolset:
       ``@tool(timeout=)`` sets one: a call that runs over it is abandoned and becomes
       an error ``ToolMessage``.
     * ``max_output_bytes`` — the most text one result carries (default 64 KiB).
+    * ``credentials`` — for the spec's ``components.securitySchemes``, by scheme
+      name: ``{"api_key": "k-123"}`` (an ``apiKey`` in a header, query or cookie, as
+      the scheme says), ``{"bearer": "token"}`` (HTTP bearer), ``{"basic": ("user",
+      "password")}`` (HTTP Basic), ``{"oauth": {"client_id": "...", "client_secret":
+      "...", "scopes": ["read"]}}`` (OAuth2 client credentials: the token is fetched
+      from the flow's ``tokenUrl``, cached until shortly before it expires, and
+      fetched again after a 401). Each operation uses the first of its ``security``
+      alternatives whose schemes all have credentials. A name the spec does not
+      declare, or a credential of the wrong kind, raises ``ValueError``. Credentials
+      never appear in results or errors.
     * ``max_spec_bytes`` — the largest spec accepted (default 32 MiB), and
       ``max_spec_nodes`` — the most nodes a YAML spec may hold once its aliases are
       expanded (default 1,000,000, of which aliases may copy a tenth; nesting
@@ -98,7 +178,8 @@ class OpenApiToolset:
         title: The spec's ``info.title``.
         version: The spec's ``info.version``.
         skipped: Operations that did not become tools, as ``"METHOD /path: why"``
-            (a required request body of a type other than JSON, form or text).
+            (a required request body of a type other than JSON, form, multipart or
+            text).
 
     Raises (all ``ironloop.errors.OpenApiError``, and the built-in named):
         OpenApiSpecError: (a ``ValueError``) The spec is not valid JSON / YAML, not
@@ -159,6 +240,7 @@ class OpenApiToolset:
         max_output_bytes: int = 64 * 1024,
         max_spec_bytes: int = MAX_SPEC_BYTES,
         max_spec_nodes: int = MAX_SPEC_NODES,
+        credentials: Mapping[str, Credential] | None = None,
     ) -> OpenApiToolset:
         """The tools of a spec given as text (JSON or YAML)."""
         if not isinstance(text, str):
@@ -173,6 +255,7 @@ class OpenApiToolset:
                 max_output_bytes=_max_bytes(max_output_bytes),
                 max_spec_bytes=_max_bytes(max_spec_bytes, "max_spec_bytes"),
                 max_spec_nodes=_max_bytes(max_spec_nodes, "max_spec_nodes"),
+                credentials=_credentials(credentials),
             )
         )
 
@@ -187,6 +270,7 @@ class OpenApiToolset:
         max_output_bytes: int = 64 * 1024,
         max_spec_bytes: int = MAX_SPEC_BYTES,
         max_spec_nodes: int = MAX_SPEC_NODES,
+        credentials: Mapping[str, Credential] | None = None,
     ) -> OpenApiToolset:
         """The tools of a spec file (``.json``, ``.yaml`` or ``.yml``)."""
         return cls(
@@ -199,6 +283,7 @@ class OpenApiToolset:
                 max_output_bytes=_max_bytes(max_output_bytes),
                 max_spec_bytes=_max_bytes(max_spec_bytes, "max_spec_bytes"),
                 max_spec_nodes=_max_bytes(max_spec_nodes, "max_spec_nodes"),
+                credentials=_credentials(credentials),
             )
         )
 
@@ -213,6 +298,7 @@ class OpenApiToolset:
         max_output_bytes: int = 64 * 1024,
         max_spec_bytes: int = MAX_SPEC_BYTES,
         max_spec_nodes: int = MAX_SPEC_NODES,
+        credentials: Mapping[str, Credential] | None = None,
     ) -> OpenApiToolset:
         """The tools of a spec fetched over HTTP (from Rust, with ``headers``); a
         relative server URL in it is resolved against ``url``, and a spec without
@@ -229,6 +315,7 @@ class OpenApiToolset:
                 max_output_bytes=_max_bytes(max_output_bytes),
                 max_spec_bytes=_max_bytes(max_spec_bytes, "max_spec_bytes"),
                 max_spec_nodes=_max_bytes(max_spec_nodes, "max_spec_nodes"),
+                credentials=_credentials(credentials),
             )
         )
 
@@ -243,6 +330,7 @@ class OpenApiToolset:
         max_output_bytes: int = 64 * 1024,
         max_spec_bytes: int = MAX_SPEC_BYTES,
         max_spec_nodes: int = MAX_SPEC_NODES,
+        credentials: Mapping[str, Credential] | None = None,
     ) -> OpenApiToolset:
         """``from_url`` for async code: the event loop runs on during the fetch."""
         if not isinstance(url, str):
@@ -255,6 +343,7 @@ class OpenApiToolset:
             max_output_bytes=_max_bytes(max_output_bytes),
             max_spec_bytes=_max_bytes(max_spec_bytes, "max_spec_bytes"),
             max_spec_nodes=_max_bytes(max_spec_nodes, "max_spec_nodes"),
+            credentials=_credentials(credentials),
         )
         return cls(made)
 
