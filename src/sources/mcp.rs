@@ -832,8 +832,7 @@ impl RmcpSession {
             return Ok(peer);
         }
         let n = {
-            let mut times = self.restarts.lock().unwrap_or_else(|p| p.into_inner());
-            times.retain(|t| t.elapsed() < Duration::from_secs(60));
+            let mut times = self.recent_restarts();
             if times.len() >= MAX_RESTARTS {
                 log::warn!(
                     "the MCP server {} exited again; it was restarted {MAX_RESTARTS} times in \
@@ -857,6 +856,14 @@ impl RmcpSession {
         // The old client's transport is already closed; dropping it frees the rest.
         *client = Some(fresh);
         Ok(peer)
+    }
+
+    /// The restarts of the last minute (older ones forgotten), locked: the
+    /// [`MAX_RESTARTS`] budget is a sliding window.
+    fn recent_restarts(&self) -> std::sync::MutexGuard<'_, Vec<Instant>> {
+        let mut times = self.restarts.lock().unwrap_or_else(|p| p.into_inner());
+        times.retain(|t| t.elapsed() < Duration::from_secs(60));
+        times
     }
 
     fn error(&self, e: ServiceError) -> McpError {
@@ -1055,11 +1062,7 @@ impl McpSession for RmcpSession {
         }
         match &self.stdio {
             None => true,
-            Some(_) => {
-                let mut times = self.restarts.lock().unwrap_or_else(|p| p.into_inner());
-                times.retain(|t| t.elapsed() < Duration::from_secs(60));
-                times.len() >= MAX_RESTARTS
-            }
+            Some(_) => self.recent_restarts().len() >= MAX_RESTARTS,
         }
     }
 }
