@@ -567,6 +567,7 @@ def _openapi_toolset(
     max_output_bytes: int = 65536,
     max_spec_bytes: int = ...,  # 33554432
     max_spec_nodes: int = ...,  # 1000000
+    allowed_hosts: list[str] | None = None,
 ) -> tuple[list[NativeTool], str | None, str, str, list[str]]: ...
 def _openapi_toolset_from_url_async(
     url: str,
@@ -577,4 +578,5 @@ def _openapi_toolset_from_url_async(
     max_output_bytes: int = 65536,
     max_spec_bytes: int = ...,  # 33554432
     max_spec_nodes: int = ...,  # 1000000
+    allowed_hosts: list[str] | None = None,
 ) -> Awaitable[tuple[list[NativeTool], str | None, str, str, list[str]]]: ...

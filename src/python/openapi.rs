@@ -40,6 +40,7 @@ fn options(
     timeout: Option<Timeout>,
     max_output_bytes: usize,
     (max_spec_bytes, max_spec_nodes): SpecLimits,
+    allowed_hosts: Option<Vec<String>>,
 ) -> PyResult<OpenApiOptions> {
     for (name, v) in [
         ("max_output_bytes", max_output_bytes),
@@ -58,6 +59,7 @@ fn options(
         spec_url: None,
         max_spec_bytes,
         max_spec_nodes,
+        allowed_hosts: allowed_hosts.unwrap_or_default(),
     })
 }
 
@@ -66,7 +68,7 @@ fn options(
 #[pyfunction]
 #[pyo3(signature = (kind, source, *, base_url = None, headers = None, timeout = None,
                     max_output_bytes = 65536, max_spec_bytes = DEFAULT_MAX_SPEC_BYTES,
-                    max_spec_nodes = DEFAULT_MAX_SPEC_NODES))]
+                    max_spec_nodes = DEFAULT_MAX_SPEC_NODES, allowed_hosts = None))]
 #[allow(clippy::too_many_arguments)]
 fn _openapi_toolset(
     py: Python<'_>,
@@ -78,9 +80,17 @@ fn _openapi_toolset(
     max_output_bytes: usize,
     max_spec_bytes: usize,
     max_spec_nodes: usize,
+    allowed_hosts: Option<Vec<String>>,
 ) -> PyResult<Made> {
     let limits = (max_spec_bytes, max_spec_nodes);
-    let options = options(base_url, headers, timeout, max_output_bytes, limits)?;
+    let options = options(
+        base_url,
+        headers,
+        timeout,
+        max_output_bytes,
+        limits,
+        allowed_hosts,
+    )?;
     let ts = match kind {
         "str" => py.detach(|| OpenApiToolset::from_str(&source, options)),
         "file" => py.detach(|| OpenApiToolset::from_file(&source, options)),
@@ -103,7 +113,7 @@ fn _openapi_toolset(
 #[pyfunction]
 #[pyo3(signature = (url, *, base_url = None, headers = None, timeout = None,
                     max_output_bytes = 65536, max_spec_bytes = DEFAULT_MAX_SPEC_BYTES,
-                    max_spec_nodes = DEFAULT_MAX_SPEC_NODES))]
+                    max_spec_nodes = DEFAULT_MAX_SPEC_NODES, allowed_hosts = None))]
 #[allow(clippy::too_many_arguments)]
 fn _openapi_toolset_from_url_async<'py>(
     py: Python<'py>,
@@ -114,9 +124,17 @@ fn _openapi_toolset_from_url_async<'py>(
     max_output_bytes: usize,
     max_spec_bytes: usize,
     max_spec_nodes: usize,
+    allowed_hosts: Option<Vec<String>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let limits = (max_spec_bytes, max_spec_nodes);
-    let options = options(base_url, headers, timeout, max_output_bytes, limits)?;
+    let options = options(
+        base_url,
+        headers,
+        timeout,
+        max_output_bytes,
+        limits,
+        allowed_hosts,
+    )?;
     pyo3_async_runtimes::tokio::future_into_py(py, async move {
         made(OpenApiToolset::from_url(&url, options).await?)
     })

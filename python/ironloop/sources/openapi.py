@@ -29,7 +29,7 @@ a result or an error: they are replaced by ``[redacted]``.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 
 from ironloop._ironloop import NativeTool, _openapi_toolset, _openapi_toolset_from_url_async
 from ironloop.errors import InvalidArgumentError
@@ -61,6 +61,14 @@ MAX_SPEC_BYTES = 32 * 1024 * 1024
 MAX_SPEC_NODES = 1_000_000
 
 
+def _hosts(value: Sequence[str] | None) -> list[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str) or not all(isinstance(h, str) for h in value):
+        raise TypeError(f"allowed_hosts must be a list of host names, got {value!r}")
+    return list(value)
+
+
 def _base_url(value: str | None) -> str | None:
     if value is not None and not isinstance(value, str):
         raise TypeError(f"base_url must be a str or None, got {value!r}")
@@ -90,6 +98,11 @@ class OpenApiToolset:
       stops at 128 levels): a spec over a limit
       raises ``OpenApiSpecError`` saying which, in well under a second, so a hostile
       spec (an alias bomb) cannot exhaust memory.
+    * ``allowed_hosts`` — hosts requests may be redirected to besides the hosts of
+      the operations' base URLs (the spec's ``servers``, or ``base_url``) and of the
+      URL a spec was fetched from. A redirect to any other host is not followed: the
+      call (or the fetch) fails saying which host to allow, so a spec from the
+      network, or the API itself, cannot send the toolset's credentials elsewhere.
 
     Attributes:
         tools: The tools (``NativeTool``), in the spec's order. Iterating the toolset
@@ -159,6 +172,7 @@ class OpenApiToolset:
         max_output_bytes: int = 64 * 1024,
         max_spec_bytes: int = MAX_SPEC_BYTES,
         max_spec_nodes: int = MAX_SPEC_NODES,
+        allowed_hosts: Sequence[str] | None = None,
     ) -> OpenApiToolset:
         """The tools of a spec given as text (JSON or YAML)."""
         if not isinstance(text, str):
@@ -173,6 +187,7 @@ class OpenApiToolset:
                 max_output_bytes=_max_bytes(max_output_bytes),
                 max_spec_bytes=_max_bytes(max_spec_bytes, "max_spec_bytes"),
                 max_spec_nodes=_max_bytes(max_spec_nodes, "max_spec_nodes"),
+                allowed_hosts=_hosts(allowed_hosts),
             )
         )
 
@@ -187,6 +202,7 @@ class OpenApiToolset:
         max_output_bytes: int = 64 * 1024,
         max_spec_bytes: int = MAX_SPEC_BYTES,
         max_spec_nodes: int = MAX_SPEC_NODES,
+        allowed_hosts: Sequence[str] | None = None,
     ) -> OpenApiToolset:
         """The tools of a spec file (``.json``, ``.yaml`` or ``.yml``)."""
         return cls(
@@ -199,6 +215,7 @@ class OpenApiToolset:
                 max_output_bytes=_max_bytes(max_output_bytes),
                 max_spec_bytes=_max_bytes(max_spec_bytes, "max_spec_bytes"),
                 max_spec_nodes=_max_bytes(max_spec_nodes, "max_spec_nodes"),
+                allowed_hosts=_hosts(allowed_hosts),
             )
         )
 
@@ -213,6 +230,7 @@ class OpenApiToolset:
         max_output_bytes: int = 64 * 1024,
         max_spec_bytes: int = MAX_SPEC_BYTES,
         max_spec_nodes: int = MAX_SPEC_NODES,
+        allowed_hosts: Sequence[str] | None = None,
     ) -> OpenApiToolset:
         """The tools of a spec fetched over HTTP (from Rust, with ``headers``); a
         relative server URL in it is resolved against ``url``, and a spec without
@@ -229,6 +247,7 @@ class OpenApiToolset:
                 max_output_bytes=_max_bytes(max_output_bytes),
                 max_spec_bytes=_max_bytes(max_spec_bytes, "max_spec_bytes"),
                 max_spec_nodes=_max_bytes(max_spec_nodes, "max_spec_nodes"),
+                allowed_hosts=_hosts(allowed_hosts),
             )
         )
 
@@ -243,6 +262,7 @@ class OpenApiToolset:
         max_output_bytes: int = 64 * 1024,
         max_spec_bytes: int = MAX_SPEC_BYTES,
         max_spec_nodes: int = MAX_SPEC_NODES,
+        allowed_hosts: Sequence[str] | None = None,
     ) -> OpenApiToolset:
         """``from_url`` for async code: the event loop runs on during the fetch."""
         if not isinstance(url, str):
@@ -255,6 +275,7 @@ class OpenApiToolset:
             max_output_bytes=_max_bytes(max_output_bytes),
             max_spec_bytes=_max_bytes(max_spec_bytes, "max_spec_bytes"),
             max_spec_nodes=_max_bytes(max_spec_nodes, "max_spec_nodes"),
+            allowed_hosts=_hosts(allowed_hosts),
         )
         return cls(made)
 
