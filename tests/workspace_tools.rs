@@ -837,3 +837,125 @@ fn a_root_that_is_not_a_directory_is_refused() {
         assert_eq!(d["type"], "object");
     }
 }
+
+// ------------------------------------------------- edges: links, races, escapes
+
+#[tokio::test]
+async fn a_hard_link_to_an_outside_file_is_neither_read_nor_written() {
+    let w = ws();
+    let secret = w.outside.join("secret.txt");
+    std::fs::hard_link(&secret, w.root.join("link.txt")).unwrap();
+    failed_with(
+        w.call("read_file", json!({"path": "link.txt"})).await,
+        &["cannot read `link.txt`", "2 hard links"],
+    );
+    failed_with(
+        w.call(
+            "write_file",
+            json!({"path": "link.txt", "content": "pwned"}),
+        )
+        .await,
+        &["cannot write `link.txt`", "2 hard links"],
+    );
+    failed_with(
+        w.call(
+            "edit_file",
+            json!({"path": "link.txt", "old": "TOP", "new": "pwned"}),
+        )
+        .await,
+        &["cannot read `link.txt`", "hard links"],
+    );
+    let r = w
+        .call("search", json!({"pattern": "SECRET"}))
+        .await
+        .unwrap();
+    assert!(!r.contains("TOP SECRET"), "{r}");
+    assert!(
+        r.contains("skipped 1 file(s) with several hard links"),
+        "{r}"
+    );
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "TOP SECRET\n");
+    // An ordinary file still reads and writes.
+    w.write("plain.txt", "hello\n");
+    assert_eq!(
+        w.call("read_file", json!({"path": "plain.txt"}))
+            .await
+            .unwrap(),
+        "hello\n"
+    );
+}
+
+/// A file swapped for a symlink leading out (by rename, atomically) while
+/// read_file reads it, 10,000 times: never the outside content.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_symlink_swapped_in_during_reads_never_leads_out() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let w = ws();
+    let (root, secret) = (w.root.clone(), w.outside.join("secret.txt"));
+    symlink(&secret, &root.join("evil"));
+    std::fs::write(root.join("f.txt"), "inside\n").unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let swapper = {
+        let (stop, root) = (stop.clone(), root.clone());
+        std::thread::spawn(move || {
+            let mut swaps = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                // f.txt is a regular file, then a symlink to the outside, then again…
+                std::fs::write(root.join("tmp"), "inside\n").unwrap();
+                std::fs::rename(root.join("tmp"), root.join("f.txt")).ok();
+                std::fs::remove_file(root.join("tmp2")).ok();
+                symlink(
+                    &std::fs::read_link(root.join("evil")).unwrap(),
+                    &root.join("tmp2"),
+                );
+                std::fs::rename(root.join("tmp2"), root.join("f.txt")).ok();
+                swaps += 1;
+            }
+            swaps
+        })
+    };
+    let (mut inside, mut refused) = (0, 0);
+    for _ in 0..10_000 {
+        match w.call("read_file", json!({"path": "f.txt"})).await {
+            Ok(text) => {
+                assert_eq!(text, "inside\n", "read_file returned outside content");
+                inside += 1;
+            }
+            Err(e) => {
+                let text = e.to_string();
+                assert!(!text.contains("TOP SECRET"), "{text}");
+                refused += 1;
+            }
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let swaps = swapper.join().unwrap();
+    eprintln!("10,000 reads during {swaps} swaps: {inside} inside, {refused} refused");
+    assert!(swaps > 100, "the race did not run: {swaps} swaps");
+    assert!(
+        inside > 0 && refused > 0,
+        "{inside} inside, {refused} refused"
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn bash_kills_what_leaves_its_process_group_with_setsid() {
+    let w = bash_ws();
+    let t = Instant::now();
+    let r = w
+        .call(
+            "bash",
+            json!({"command": "setsid sleep 100 & echo $! > pid.txt; \
+                   setsid bash -c 'sleep 100 & echo $! > pid2.txt; wait' & \
+                   until [ -s pid2.txt ]; do sleep 0.01; done; echo bye"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r, "exit code: 0\n[stdout]\nbye");
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    wait_dead(read_pid(&w));
+    let pid2 = std::fs::read_to_string(w.root.join("pid2.txt")).unwrap();
+    wait_dead(pid2.trim().parse().unwrap());
+}

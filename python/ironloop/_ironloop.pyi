@@ -568,6 +568,7 @@ def _openapi_toolset(
     max_spec_bytes: int = ...,  # 33554432
     max_spec_nodes: int = ...,  # 1000000
     credentials: list[tuple[str, str, list[tuple[str, str]]]] | None = None,
+    allowed_hosts: list[str] | None = None,
 ) -> tuple[list[NativeTool], str | None, str, str, list[str]]: ...
 def _openapi_toolset_from_url_async(
     url: str,
@@ -579,4 +580,5 @@ def _openapi_toolset_from_url_async(
     max_spec_bytes: int = ...,  # 33554432
     max_spec_nodes: int = ...,  # 1000000
     credentials: list[tuple[str, str, list[tuple[str, str]]]] | None = None,
+    allowed_hosts: list[str] | None = None,
 ) -> Awaitable[tuple[list[NativeTool], str | None, str, str, list[str]]]: ...

@@ -279,12 +279,40 @@ impl Graph {
         Ok(())
     }
 
-    pub(super) fn replay(&self, chain: &[CheckpointRecord]) -> Result<Vec<Channel>, GraphError> {
+    /// The channels after the stored records of `chain` (a thread's records, oldest
+    /// first), each applied with [`Graph::apply_stored`].
+    pub(super) fn replay(
+        &self,
+        thread_id: &str,
+        chain: &[CheckpointRecord],
+    ) -> Result<Vec<Channel>, GraphError> {
         let mut chans = self.fresh_channels();
         for r in chain {
-            self.apply_record(&mut chans, r)?;
+            self.apply_stored(thread_id, &mut chans, r)?;
         }
         Ok(chans)
+    }
+
+    /// [`Graph::apply_record`] for a record read back from a store: a record that
+    /// decodes but does not fit this graph (a channel it does not have, a value its
+    /// channel refuses) was damaged or written by another graph, so it is a
+    /// [`CheckpointError`] naming the thread and the checkpoint, not an error of the
+    /// run's own updates.
+    pub(super) fn apply_stored(
+        &self,
+        thread_id: &str,
+        chans: &mut [Channel],
+        r: &CheckpointRecord,
+    ) -> Result<(), GraphError> {
+        self.apply_record(chans, r).map_err(|e| match e {
+            GraphError::Checkpoint(_) => e,
+            other => GraphError::Checkpoint(CheckpointError::serialization(format!(
+                "checkpoint {:?} of thread {thread_id:?} does not fit this graph ({other}): \
+                 the stored record was damaged or written by a different graph; load an \
+                 older checkpoint_id, or delete the thread",
+                r.id
+            ))),
+        })
     }
 
     pub(super) fn apply_record(

@@ -145,7 +145,7 @@ impl Graph {
                         None => self.fresh_channels(),
                     };
                     for c in &chain[start.map(|i| i + 1).unwrap_or(0)..] {
-                        self.apply_record(&mut chans, c)?;
+                        self.apply_stored(thread_id, &mut chans, c)?;
                         memo.insert(c.id.clone(), (chans.clone(), c.clone()));
                     }
                     chans

@@ -125,7 +125,7 @@ impl Graph {
         chain: &[CheckpointRecord],
     ) -> Result<(Vec<Channel>, usize), GraphError> {
         let Some(s) = chain.iter().rposition(|r| r.snapshot.is_some()) else {
-            return Ok((self.replay(chain)?, chain.len()));
+            return Ok((self.replay(thread_id, chain)?, chain.len()));
         };
         let snap = &chain[s];
         let snapshot = snap.snapshot.as_ref().expect("found by rposition");
@@ -155,7 +155,7 @@ impl Graph {
             }
         }
         for r in &chain[s + 1..] {
-            self.apply_record(&mut chans, r)?;
+            self.apply_stored(thread_id, &mut chans, r)?;
         }
         Ok((chans, chain.len() - 1 - s))
     }

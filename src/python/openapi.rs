@@ -91,6 +91,7 @@ fn options(
     max_output_bytes: usize,
     (max_spec_bytes, max_spec_nodes): SpecLimits,
     credentials: Option<Vec<RawCredential>>,
+    allowed_hosts: Option<Vec<String>>,
 ) -> PyResult<OpenApiOptions> {
     for (name, v) in [
         ("max_output_bytes", max_output_bytes),
@@ -114,6 +115,7 @@ fn options(
             .into_iter()
             .map(credential)
             .collect::<PyResult<_>>()?,
+        allowed_hosts: allowed_hosts.unwrap_or_default(),
     })
 }
 
@@ -122,7 +124,8 @@ fn options(
 #[pyfunction]
 #[pyo3(signature = (kind, source, *, base_url = None, headers = None, timeout = None,
                     max_output_bytes = 65536, max_spec_bytes = DEFAULT_MAX_SPEC_BYTES,
-                    max_spec_nodes = DEFAULT_MAX_SPEC_NODES, credentials = None))]
+                    max_spec_nodes = DEFAULT_MAX_SPEC_NODES, credentials = None,
+                    allowed_hosts = None))]
 #[allow(clippy::too_many_arguments)]
 fn _openapi_toolset(
     py: Python<'_>,
@@ -135,6 +138,7 @@ fn _openapi_toolset(
     max_spec_bytes: usize,
     max_spec_nodes: usize,
     credentials: Option<Vec<RawCredential>>,
+    allowed_hosts: Option<Vec<String>>,
 ) -> PyResult<Made> {
     let limits = (max_spec_bytes, max_spec_nodes);
     let options = options(
@@ -144,6 +148,7 @@ fn _openapi_toolset(
         max_output_bytes,
         limits,
         credentials,
+        allowed_hosts,
     )?;
     let ts = match kind {
         "str" => py.detach(|| OpenApiToolset::from_str(&source, options)),
@@ -167,7 +172,8 @@ fn _openapi_toolset(
 #[pyfunction]
 #[pyo3(signature = (url, *, base_url = None, headers = None, timeout = None,
                     max_output_bytes = 65536, max_spec_bytes = DEFAULT_MAX_SPEC_BYTES,
-                    max_spec_nodes = DEFAULT_MAX_SPEC_NODES, credentials = None))]
+                    max_spec_nodes = DEFAULT_MAX_SPEC_NODES, credentials = None,
+                    allowed_hosts = None))]
 #[allow(clippy::too_many_arguments)]
 fn _openapi_toolset_from_url_async<'py>(
     py: Python<'py>,
@@ -179,6 +185,7 @@ fn _openapi_toolset_from_url_async<'py>(
     max_spec_bytes: usize,
     max_spec_nodes: usize,
     credentials: Option<Vec<RawCredential>>,
+    allowed_hosts: Option<Vec<String>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let limits = (max_spec_bytes, max_spec_nodes);
     let options = options(
@@ -188,6 +195,7 @@ fn _openapi_toolset_from_url_async<'py>(
         max_output_bytes,
         limits,
         credentials,
+        allowed_hosts,
     )?;
     pyo3_async_runtimes::tokio::future_into_py(py, async move {
         made(OpenApiToolset::from_url(&url, options).await?)

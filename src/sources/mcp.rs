@@ -65,6 +65,7 @@ use rmcp::{RoleClient, ServiceError, ServiceExt};
 use serde_json::{Map, Value};
 
 use crate::message::Content;
+use crate::secrets::Secrets;
 use crate::tool::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
 
 /// How long `close()` waits for the session (and a stdio server's process) to end
@@ -99,6 +100,37 @@ pub enum McpError {
     /// Anything else the SDK reported (transport errors, unexpected responses).
     #[error("MCP server {server}: {reason}")]
     Protocol { server: String, reason: String },
+}
+
+impl McpError {
+    /// This error with every one of `secrets` replaced in its texts.
+    pub(crate) fn redact(self, secrets: &Secrets) -> Self {
+        if secrets.is_empty() {
+            return self;
+        }
+        let r = |t: String| secrets.redact(&t);
+        match self {
+            McpError::Connect { server, reason } => McpError::Connect {
+                server: r(server),
+                reason: r(reason),
+            },
+            McpError::Server {
+                server,
+                code,
+                message,
+            } => McpError::Server {
+                server: r(server),
+                code,
+                message: r(message),
+            },
+            McpError::Closed { server } => McpError::Closed { server: r(server) },
+            McpError::Cancelled { server } => McpError::Cancelled { server: r(server) },
+            McpError::Protocol { server, reason } => McpError::Protocol {
+                server: r(server),
+                reason: r(reason),
+            },
+        }
+    }
 }
 
 /// A tool as the server lists it.
@@ -687,6 +719,27 @@ pub struct RmcpSession {
     /// How to start a stdio server again; `None` over HTTP.
     stdio: Option<StdioServer>,
     restarts: Mutex<Vec<Instant>>,
+    /// What its errors must not show: header values, the URL's password and query
+    /// values, a stdio server's environment values.
+    secrets: Secrets,
+}
+
+/// The strings an MCP server's errors must not show. A header value's last word is
+/// a secret of its own (the token of `Bearer <token>`), since a server may echo it
+/// alone.
+fn server_secrets<'a>(values: impl IntoIterator<Item = &'a str>, url: Option<&str>) -> Secrets {
+    let mut all: Vec<String> = Vec::new();
+    for v in values {
+        all.push(v.to_owned());
+        if let Some(last) = v.split_whitespace().last() {
+            all.push(last.to_owned());
+        }
+    }
+    if let Some(u) = url.and_then(|u| reqwest::Url::parse(u).ok()) {
+        all.extend(u.password().map(str::to_owned));
+        all.extend(u.query_pairs().map(|(_, v)| v.into_owned()));
+    }
+    Secrets::new([], all)
 }
 
 fn client_config() -> ClientConfig {
@@ -700,8 +753,11 @@ impl RmcpSession {
     /// Spawns the server and does the handshake.
     pub async fn stdio(server: &StdioServer) -> Result<Self, McpError> {
         let notices = Arc::new(Notices::default());
-        let (client, pid) = Self::spawn(server, notices.clone()).await?;
-        let mut session = Self::from_client(client, server.label(), pid, notices);
+        let secrets = server_secrets(server.env.iter().map(|(_, v)| v.as_str()), None);
+        let (client, pid) = Self::spawn(server, notices.clone())
+            .await
+            .map_err(|e| e.redact(&secrets))?;
+        let mut session = Self::from_client(client, server.label(), pid, notices, secrets);
         session.stdio = Some(server.clone());
         Ok(session)
     }
@@ -745,10 +801,14 @@ impl RmcpSession {
     /// Connects over streamable HTTP and does the handshake.
     pub async fn http(server: &HttpServer) -> Result<Self, McpError> {
         use reqwest::header::{HeaderName, HeaderValue};
-        let label = format!("`{}`", shorten(&server.url, 120));
+        let secrets = server_secrets(
+            server.headers.iter().map(|(_, v)| v.as_str()),
+            Some(&server.url),
+        );
+        let label = format!("`{}`", secrets.redact(&shorten(&server.url, 120)));
         let connect_err = |reason: String| McpError::Connect {
             server: label.clone(),
-            reason,
+            reason: secrets.redact(&reason),
         };
         if !(server.url.starts_with("http://") || server.url.starts_with("https://")) {
             return Err(connect_err(
@@ -777,10 +837,16 @@ impl RmcpSession {
             .serve(transport)
             .await
             .map_err(|e| connect_err(format!("the initialize handshake failed: {e}")))?;
-        Ok(Self::from_client(client, label, None, notices))
+        Ok(Self::from_client(client, label, None, notices, secrets))
     }
 
-    fn from_client(client: Client, label: String, pid: Option<u32>, notices: Arc<Notices>) -> Self {
+    fn from_client(
+        client: Client,
+        label: String,
+        pid: Option<u32>,
+        notices: Arc<Notices>,
+        secrets: Secrets,
+    ) -> Self {
         let announced = client
             .peer_info()
             .and_then(|info| info.server_info.as_ref().map(|s| s.name.clone()))
@@ -799,6 +865,7 @@ impl RmcpSession {
             notices,
             stdio: None,
             restarts: Mutex::new(Vec::new()),
+            secrets,
         }
     }
 
@@ -849,7 +916,9 @@ impl RmcpSession {
              {MAX_RESTARTS} a minute)",
             self.name
         );
-        let (fresh, pid) = Self::spawn(server, self.notices.clone()).await?;
+        let (fresh, pid) = Self::spawn(server, self.notices.clone())
+            .await
+            .map_err(|e| e.redact(&self.secrets))?;
         let peer = fresh.peer().clone();
         *self.peer.write().unwrap_or_else(|p| p.into_inner()) = peer.clone();
         self.pid.store(pid.unwrap_or(0), Ordering::SeqCst);
@@ -867,6 +936,10 @@ impl RmcpSession {
     }
 
     fn error(&self, e: ServiceError) -> McpError {
+        self.error_unredacted(e).redact(&self.secrets)
+    }
+
+    fn error_unredacted(&self, e: ServiceError) -> McpError {
         let server = self.name.clone();
         match e {
             ServiceError::McpError(d) => McpError::Server {

@@ -85,7 +85,7 @@
 
 use std::collections::HashSet;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -171,6 +171,11 @@ pub struct OpenApiOptions {
     pub max_spec_nodes: usize,
     /// Credentials for the spec's `components.securitySchemes`, by scheme name.
     pub credentials: Vec<(String, Credential)>,
+    /// Hosts requests may go to besides the hosts of the operations' base URLs (the
+    /// spec's servers, or `base_url`) and of the URL the spec was fetched from. A
+    /// redirect to any other host is refused: a spec from the network, or the API
+    /// itself, must not send the toolset's credentials elsewhere.
+    pub allowed_hosts: Vec<String>,
 }
 
 impl Default for OpenApiOptions {
@@ -184,6 +189,7 @@ impl Default for OpenApiOptions {
             max_spec_bytes: DEFAULT_MAX_SPEC_BYTES,
             max_spec_nodes: DEFAULT_MAX_SPEC_NODES,
             credentials: Vec::new(),
+            allowed_hosts: Vec::new(),
         }
     }
 }
@@ -244,6 +250,7 @@ impl OpenApiToolset {
                 "the URL must start with http:// or https://".into(),
             ));
         }
+        http.allow_host_of(url);
         let timeout = options.timeout.unwrap_or(DEFAULT_TIMEOUT);
         let request = http
             .client
@@ -277,6 +284,7 @@ impl OpenApiToolset {
                 cut_chars(&text, 300)
             )));
         }
+        http.allow_host_of(&final_url);
         options.spec_url.get_or_insert(final_url);
         Self::from_value_with(parse_spec(&text, &options)?, options, http)
     }
@@ -382,6 +390,7 @@ impl OpenApiToolset {
                 };
                 // The operation's requirement replaces the spec's (OpenAPI 3).
                 let requirement = op.get("security").or_else(|| root.get("security"));
+                shared.http.allow_host_of(&base);
                 match build_operation(&doc, &method, path, item, op, &here)? {
                     Built::Skip(why) => {
                         log::warn!("openapi: skipping {here}: {why}");
@@ -1432,7 +1441,44 @@ struct Http {
     headers: HeaderMap,
     /// Credential values (and their token halves) to scrub from results and errors;
     /// grows when an OAuth2 token is fetched.
-    secrets: std::sync::RwLock<Secrets>,
+    secrets: RwLock<Secrets>,
+    /// The hosts a redirect may lead to (lowercase): see
+    /// [`OpenApiOptions::allowed_hosts`]. Filled as the spec is read.
+    hosts: Arc<RwLock<HashSet<String>>>,
+}
+
+/// The host of `url`, lowercase, if it has one.
+fn host_of(url: &str) -> Option<String> {
+    reqwest::Url::parse(url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_ascii_lowercase))
+}
+
+/// Follows a redirect only to an allowed host (and at most 10 of them).
+fn redirect_policy(hosts: Arc<RwLock<HashSet<String>>>) -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(move |attempt| {
+        let host = attempt
+            .url()
+            .host_str()
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        let allowed = hosts
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&host);
+        if !allowed {
+            let e = format!(
+                "the server redirected to host `{host}`, which is not a host of the spec's \
+                 servers, of base_url or of the spec's URL; the redirect was not followed \
+                 (pass allowed_hosts=[\"{host}\"] to allow it)"
+            );
+            attempt.error(e)
+        } else if attempt.previous().len() >= 10 {
+            attempt.error("more than 10 redirects")
+        } else {
+            attempt.follow()
+        }
+    })
 }
 
 fn is_secret_header(name: &str) -> bool {
@@ -1479,8 +1525,15 @@ impl Http {
         for (_, c) in &options.credentials {
             secrets.extend(c.secrets());
         }
-        let secrets = std::sync::RwLock::new(Secrets::new(secrets, []));
+        let secrets = RwLock::new(Secrets::new(secrets, []));
+        let hosts: HashSet<String> = options
+            .allowed_hosts
+            .iter()
+            .map(|h| h.trim().to_ascii_lowercase())
+            .collect();
+        let hosts = Arc::new(RwLock::new(hosts));
         let client = client_builder()
+            .redirect(redirect_policy(hosts.clone()))
             .connect_timeout(
                 options
                     .timeout
@@ -1493,7 +1546,18 @@ impl Http {
             client,
             headers,
             secrets,
+            hosts,
         })
+    }
+
+    /// Lets redirects lead to `url`'s host.
+    fn allow_host_of(&self, url: &str) {
+        if let Some(h) = host_of(url) {
+            self.hosts
+                .write()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(h);
+        }
     }
 
     fn redact(&self, text: &str) -> String {

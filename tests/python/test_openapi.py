@@ -21,7 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from ironloop import ToolNode, create_react_agent
-from ironloop.errors import ToolExecutionError, ToolInvalidArgsError
+from ironloop.errors import OpenApiFetchError, ToolExecutionError, ToolInvalidArgsError
 from ironloop.messages import AIMessage, ToolMessage
 from ironloop.models import ScriptedChatModel
 from ironloop.openapi import NativeTool, OpenApiToolset
@@ -457,3 +457,89 @@ def test_readme_snippet_runs() -> None:
     expected = [line[2:] for line in code.splitlines() if line.startswith("# [")]
     got = proc.stdout.splitlines()
     assert got == expected, got
+
+
+class Redirector(ThreadingHTTPServer):
+    """Serves a spec whose one operation answers with a redirect to `target`, and
+    records what reaches it (`hits`)."""
+
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        self.target = ""
+        self.hits: list[str] = []
+        owner = self
+
+        class H(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                if self.path == "/spec.json":
+                    spec = {
+                        "openapi": "3.1.0",
+                        "info": {"title": "r", "version": "1"},
+                        "servers": [{"url": "/api"}],
+                        "paths": {"/go": {"get": {"operationId": "go", "responses": {}}}},
+                    }
+                    return self._send(200, json.dumps(spec))
+                if self.path == "/moved-spec.json":
+                    return self._redirect(f"{owner.target}/spec.json")
+                if self.path == "/api/go":
+                    return self._redirect(f"{owner.target}/landed")
+                owner.hits.append(
+                    f"{self.headers.get('Host')} {self.path} {self.headers.get('X-Api-Key')}"
+                )
+                self._send(200, json.dumps({"landed": True}))
+
+            def _redirect(self, to: str) -> None:
+                self.send_response(302)
+                self.send_header("Location", to)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def _send(self, status: int, body: str) -> None:
+                data = body.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        super().__init__(("127.0.0.1", 0), H)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+
+def test_redirects_only_to_the_specs_hosts_unless_allowed() -> None:
+    # `localhost` and `127.0.0.1` are the same machine but different hosts: the API at
+    # 127.0.0.1 redirects a call (with its credential header) to localhost.
+    srv = Redirector()
+    port = srv.server_port
+    try:
+        srv.target = f"http://localhost:{port}"
+        headers = {"X-Api-Key": "key-abcdef-123456"}
+        ts = OpenApiToolset.from_url(f"http://127.0.0.1:{port}/spec.json", headers=headers)
+        [m] = run(ToolNode(ts.tools), ("go", {}))
+        assert m.status == "error", m.text
+        assert "redirected to host `localhost`" in m.text, m.text
+        assert 'allowed_hosts=["localhost"]' in m.text, m.text
+        assert srv.hits == []
+        # Allowed, it is followed (and the same host always is).
+        ts = OpenApiToolset.from_url(
+            f"http://127.0.0.1:{port}/spec.json", headers=headers, allowed_hosts=["LocalHost"]
+        )
+        [m] = run(ToolNode(ts.tools), ("go", {}))
+        assert m.status == "success" and "landed" in m.text, m.text
+        assert srv.hits == [f"localhost:{port} /landed key-abcdef-123456"]
+        srv.target = f"http://127.0.0.1:{port}"
+        ts = OpenApiToolset.from_url(f"http://127.0.0.1:{port}/spec.json")
+        assert run(ToolNode(ts.tools), ("go", {}))[0].status == "success"
+        # The fetch of the spec itself is held to the same rule.
+        srv.target = f"http://localhost:{port}"
+        with pytest.raises(OpenApiFetchError, match="redirected to host `localhost`"):
+            OpenApiToolset.from_url(f"http://127.0.0.1:{port}/moved-spec.json", headers=headers)
+        with pytest.raises(TypeError, match="allowed_hosts"):
+            OpenApiToolset.from_url(f"http://127.0.0.1:{port}/spec.json", allowed_hosts="localhost")  # type: ignore[arg-type]
+    finally:
+        srv.shutdown()
+        srv.server_close()

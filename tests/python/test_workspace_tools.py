@@ -389,3 +389,33 @@ def test_readme_snippet_runs() -> None:
     assert len(got) == len(expected) == 3, got
     for g, e in zip(got, expected):
         assert g.startswith(e), (g, e)
+
+
+def _bytes_read() -> int:
+    """What this process has read from files and pipes so far (Linux's `rchar`)."""
+    for line in Path("/proc/self/io").read_text().splitlines():
+        if line.startswith("rchar:"):
+            return int(line.split()[1])
+    raise AssertionError("no rchar in /proc/self/io")
+
+
+@pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="needs Linux's /proc/self/io")
+def test_read_file_of_a_huge_line_reads_only_what_it_returns(root: Path) -> None:
+    # One 200 MB line: read_file returns its first 64 KiB and stops reading there
+    # (before: it loaded the whole line, +202 MB of memory, to return 64 KiB).
+    size = 200 * 1024 * 1024
+    with open(root / "huge.txt", "wb") as f:
+        chunk = b"x" * (1 << 20)
+        for _ in range(size >> 20):
+            f.write(chunk)
+    read = workspace(root)[0]
+    before = _bytes_read()
+    t = time.perf_counter()
+    text = read(path="huge.txt")
+    took = time.perf_counter() - t
+    read_bytes = _bytes_read() - before
+    assert text.startswith("x" * 65536)
+    assert "line 1 is longer than 65536 bytes" in text
+    assert len(text) < 66000
+    assert read_bytes < 1024 * 1024, f"read {read_bytes} bytes to return {len(text)}"
+    assert took < 5, took

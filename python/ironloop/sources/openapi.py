@@ -33,7 +33,7 @@ a result or an error: they are replaced by ``[redacted]``.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Union
 
 from ironloop._ironloop import NativeTool, _openapi_toolset, _openapi_toolset_from_url_async
@@ -131,6 +131,14 @@ MAX_SPEC_BYTES = 32 * 1024 * 1024
 MAX_SPEC_NODES = 1_000_000
 
 
+def _hosts(value: Sequence[str] | None) -> list[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str) or not all(isinstance(h, str) for h in value):
+        raise TypeError(f"allowed_hosts must be a list of host names, got {value!r}")
+    return list(value)
+
+
 def _base_url(value: str | None) -> str | None:
     if value is not None and not isinstance(value, str):
         raise TypeError(f"base_url must be a str or None, got {value!r}")
@@ -170,6 +178,11 @@ class OpenApiToolset:
       stops at 128 levels): a spec over a limit
       raises ``OpenApiSpecError`` saying which, in well under a second, so a hostile
       spec (an alias bomb) cannot exhaust memory.
+    * ``allowed_hosts`` — hosts requests may be redirected to besides the hosts of
+      the operations' base URLs (the spec's ``servers``, or ``base_url``) and of the
+      URL a spec was fetched from. A redirect to any other host is not followed: the
+      call (or the fetch) fails saying which host to allow, so a spec from the
+      network, or the API itself, cannot send the toolset's credentials elsewhere.
 
     Attributes:
         tools: The tools (``NativeTool``), in the spec's order. Iterating the toolset
@@ -241,6 +254,7 @@ class OpenApiToolset:
         max_spec_bytes: int = MAX_SPEC_BYTES,
         max_spec_nodes: int = MAX_SPEC_NODES,
         credentials: Mapping[str, Credential] | None = None,
+        allowed_hosts: Sequence[str] | None = None,
     ) -> OpenApiToolset:
         """The tools of a spec given as text (JSON or YAML)."""
         if not isinstance(text, str):
@@ -256,6 +270,7 @@ class OpenApiToolset:
                 max_spec_bytes=_max_bytes(max_spec_bytes, "max_spec_bytes"),
                 max_spec_nodes=_max_bytes(max_spec_nodes, "max_spec_nodes"),
                 credentials=_credentials(credentials),
+                allowed_hosts=_hosts(allowed_hosts),
             )
         )
 
@@ -271,6 +286,7 @@ class OpenApiToolset:
         max_spec_bytes: int = MAX_SPEC_BYTES,
         max_spec_nodes: int = MAX_SPEC_NODES,
         credentials: Mapping[str, Credential] | None = None,
+        allowed_hosts: Sequence[str] | None = None,
     ) -> OpenApiToolset:
         """The tools of a spec file (``.json``, ``.yaml`` or ``.yml``)."""
         return cls(
@@ -284,6 +300,7 @@ class OpenApiToolset:
                 max_spec_bytes=_max_bytes(max_spec_bytes, "max_spec_bytes"),
                 max_spec_nodes=_max_bytes(max_spec_nodes, "max_spec_nodes"),
                 credentials=_credentials(credentials),
+                allowed_hosts=_hosts(allowed_hosts),
             )
         )
 
@@ -299,6 +316,7 @@ class OpenApiToolset:
         max_spec_bytes: int = MAX_SPEC_BYTES,
         max_spec_nodes: int = MAX_SPEC_NODES,
         credentials: Mapping[str, Credential] | None = None,
+        allowed_hosts: Sequence[str] | None = None,
     ) -> OpenApiToolset:
         """The tools of a spec fetched over HTTP (from Rust, with ``headers``); a
         relative server URL in it is resolved against ``url``, and a spec without
@@ -316,6 +334,7 @@ class OpenApiToolset:
                 max_spec_bytes=_max_bytes(max_spec_bytes, "max_spec_bytes"),
                 max_spec_nodes=_max_bytes(max_spec_nodes, "max_spec_nodes"),
                 credentials=_credentials(credentials),
+                allowed_hosts=_hosts(allowed_hosts),
             )
         )
 
@@ -331,6 +350,7 @@ class OpenApiToolset:
         max_spec_bytes: int = MAX_SPEC_BYTES,
         max_spec_nodes: int = MAX_SPEC_NODES,
         credentials: Mapping[str, Credential] | None = None,
+        allowed_hosts: Sequence[str] | None = None,
     ) -> OpenApiToolset:
         """``from_url`` for async code: the event loop runs on during the fetch."""
         if not isinstance(url, str):
@@ -344,6 +364,7 @@ class OpenApiToolset:
             max_spec_bytes=_max_bytes(max_spec_bytes, "max_spec_bytes"),
             max_spec_nodes=_max_bytes(max_spec_nodes, "max_spec_nodes"),
             credentials=_credentials(credentials),
+            allowed_hosts=_hosts(allowed_hosts),
         )
         return cls(made)
 

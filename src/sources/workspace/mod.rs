@@ -22,13 +22,18 @@
 //! File work runs on tokio's blocking pool and watches `ctx.cancel`; `bash` runs
 //! `bash -c` in the root as the leader of a new process group, and the whole group is
 //! killed when the command times out, is cancelled, or returns (background processes
-//! included), or when the call is dropped.
+//! included), or when the call is dropped; so is every process that left the group
+//! but kept the call's environment marker (see [`strays`]). The file tools open what
+//! they read and write through [`open`]: a symlink swapped in after the path was
+//! checked, or a hard link to a file outside the root, is refused.
 
+mod open;
 pub mod path;
+mod strays;
 
 use std::collections::VecDeque;
 use std::fs;
-use std::io::{self, BufRead, BufReader};
+use std::io::{self, BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -42,6 +47,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio_util::sync::CancellationToken;
 
+use self::open::{open_confined, Access, OpenError};
 use self::path::{io_reason, PathError, Resolved, Root};
 use crate::tool::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
 
@@ -390,6 +396,40 @@ impl Workspace {
 // ---------------------------------------------------------------- file tools
 
 impl Workspace {
+    /// `r` opened for `access` through [`open_confined`], errors worded for the model.
+    fn open(
+        &self,
+        tool: &str,
+        user: &str,
+        r: &Resolved,
+        access: Access,
+    ) -> Result<fs::File, ToolError> {
+        let verb = match access {
+            Access::Read => "read",
+            Access::Write => "write",
+        };
+        open_confined(&self.root, &r.path, access).map_err(|e| match e {
+            OpenError::Refused(why) => failed(tool, format!("cannot {verb} `{user}`: {why}")),
+            OpenError::Io(e) => failed(tool, format!("cannot {verb} `{user}`: {}", io_reason(&e))),
+        })
+    }
+
+    /// Replaces the content of `r` (created if missing) through a checked descriptor.
+    fn replace_content(
+        &self,
+        tool: &str,
+        user: &str,
+        r: &Resolved,
+        content: &[u8],
+    ) -> Result<(), ToolError> {
+        let mut file = self.open(tool, user, r, Access::Write)?;
+        file.set_len(0)
+            .and_then(|_| file.write_all(content))
+            .map_err(|e| failed(tool, format!("cannot write `{user}`: {}", io_reason(&e))))
+    }
+}
+
+impl Workspace {
     fn read_file(
         &self,
         tool: &str,
@@ -403,19 +443,23 @@ impl Workspace {
             .unwrap_or(self.opts.default_read_lines)
             .max(1);
         let max = self.opts.max_output_bytes;
-        let file = fs::File::open(&r.path)
-            .map_err(|e| failed(tool, format!("cannot read `{user}`: {}", io_reason(&e))))?;
+        let file = self.open(tool, user, &r, Access::Read)?;
         let mut reader = BufReader::new(file);
         let mut out = String::new();
         let mut line = Vec::new();
         let (mut total, mut last_shown) = (0usize, 0usize);
         let mut cut_by_bytes = false;
         let mut partial_line = false;
+        let read_err =
+            |e: io::Error| failed(tool, format!("cannot read `{user}`: {}", io_reason(&e)));
         loop {
             line.clear();
-            let n = reader
-                .read_until(b'\n', &mut line)
-                .map_err(|e| failed(tool, format!("cannot read `{user}`: {}", io_reason(&e))))?;
+            let showing =
+                total + 1 >= offset && total + 1 < offset.saturating_add(limit) && !cut_by_bytes;
+            // A line is kept only as far as the result can still take it (one byte
+            // more says it did not fit): a 200 MB line costs 64 KiB, not 200 MB.
+            let keep = if showing { max - out.len() + 1 } else { 0 };
+            let n = read_line_capped(&mut reader, &mut line, keep, showing).map_err(read_err)?;
             if n == 0 {
                 break;
             }
@@ -423,27 +467,32 @@ impl Workspace {
             if total % 4096 == 0 && cancel.is_cancelled() {
                 return Err(cancelled(tool));
             }
-            if total < offset || total >= offset.saturating_add(limit) || cut_by_bytes {
+            if !showing {
                 continue;
             }
-            let text = std::str::from_utf8(&line)
-                .ok()
-                .filter(|t| !t.contains('\0'))
-                .ok_or_else(|| {
-                    failed(
-                        tool,
-                        format!(
-                            "`{user}` is not a UTF-8 text file (it looks binary): read_file \
-                             reads text only"
-                        ),
-                    )
-                })?;
-            if out.len() + text.len() > max {
+            // Full means longer than the result can take (`keep` is one byte more).
+            let cut = line.len() >= keep;
+            let text = utf8_text(&line, cut).ok_or_else(|| {
+                failed(
+                    tool,
+                    format!(
+                        "`{user}` is not a UTF-8 text file (it looks binary): read_file \
+                         reads text only"
+                    ),
+                )
+            })?;
+            if out.len() + text.len() > max || cut {
                 cut_by_bytes = true;
                 if out.is_empty() {
                     out.push_str(&text[..floor_boundary(text, max)]);
                     partial_line = true;
                     last_shown = total;
+                    // The note needs no line count: stop reading here.
+                    break;
+                }
+                if line.last() != Some(&b'\n') {
+                    // The rest of this line, unread so far.
+                    read_line_capped(&mut reader, &mut line, 0, false).map_err(read_err)?;
                 }
                 continue;
             }
@@ -506,7 +555,7 @@ impl Workspace {
             }
             None
         };
-        fs::write(&r.path, content).map_err(io_err)?;
+        self.replace_content(tool, user, &r, content.as_bytes())?;
         Ok(match before {
             Some(n) => format!(
                 "Wrote {} bytes to `{shown}` (replacing its previous {n} bytes).",
@@ -530,7 +579,8 @@ impl Workspace {
             });
         }
         let r = self.existing_file(tool, user)?;
-        let bytes = fs::read(&r.path)
+        let mut bytes = Vec::new();
+        io::Read::read_to_end(&mut self.open(tool, user, &r, Access::Read)?, &mut bytes)
             .map_err(|e| failed(tool, format!("cannot read `{user}`: {}", io_reason(&e))))?;
         let text = String::from_utf8(bytes).map_err(|_| {
             failed(
@@ -555,9 +605,7 @@ impl Workspace {
                 edited.push_str(&text[..i]);
                 edited.push_str(new);
                 edited.push_str(&text[i + old.len()..]);
-                fs::write(&r.path, edited).map_err(|e| {
-                    failed(tool, format!("cannot write `{user}`: {}", io_reason(&e)))
-                })?;
+                self.replace_content(tool, user, &r, edited.as_bytes())?;
                 Ok(format!(
                     "Edited `{}`: replaced {} line(s) at line {} with {} line(s).",
                     self.root.display(&r.path),
@@ -714,8 +762,8 @@ impl Workspace {
             Box::new(std::iter::once(r.path.clone()))
         };
         let (max, cap) = (self.opts.max_output_bytes, self.opts.max_search_matches);
-        let (mut out, mut found, mut stopped, mut too_large) =
-            (String::new(), 0usize, false, 0usize);
+        let (mut out, mut found, mut stopped, mut too_large, mut refused) =
+            (String::new(), 0usize, false, 0usize, 0usize);
         'files: for path in files {
             if cancel.is_cancelled() {
                 return Err(cancelled(tool));
@@ -726,7 +774,15 @@ impl Workspace {
                     continue;
                 }
             }
-            match fs::metadata(&path) {
+            let file = match open_confined(&self.root, &path, Access::Read) {
+                Ok(f) => f,
+                Err(OpenError::Refused(_)) => {
+                    refused += 1;
+                    continue;
+                }
+                Err(OpenError::Io(_)) => continue,
+            };
+            match file.metadata() {
                 Ok(m) if m.len() > MAX_SEARCH_FILE_BYTES => {
                     too_large += 1;
                     continue;
@@ -734,7 +790,12 @@ impl Workspace {
                 Ok(_) => {}
                 Err(_) => continue,
             }
-            let Ok(bytes) = fs::read(&path) else { continue };
+            let mut bytes = Vec::new();
+            if io::Read::read_to_end(&mut io::Read::take(file, MAX_SEARCH_FILE_BYTES), &mut bytes)
+                .is_err()
+            {
+                continue;
+            }
             if bytes[..bytes.len().min(8192)].contains(&0) {
                 continue; // binary
             }
@@ -767,6 +828,12 @@ impl Workspace {
             notes.push(format!(
                 "[skipped {too_large} file(s) larger than {} MiB]",
                 MAX_SEARCH_FILE_BYTES >> 20
+            ));
+        }
+        if refused > 0 {
+            notes.push(format!(
+                "[skipped {refused} file(s) with several hard links or replaced while being \
+                 opened: the workspace tools read only files with one link, inside the root]"
             ));
         }
         if found == 0 {
@@ -831,6 +898,59 @@ fn occurrences(hay: &str, needle: &str) -> Vec<usize> {
 }
 
 /// The largest char boundary of `s` at or below `i`.
+/// Reads one line (up to and including `\n`) from `r`, keeping at most `keep` bytes
+/// of it in `buf`. With `stop`, reading stops once `buf` holds `keep` bytes (the rest
+/// of the line stays unread); without, the rest is skipped. Returns how many bytes
+/// were consumed; 0 at the end of the file.
+fn read_line_capped<R: BufRead>(
+    r: &mut R,
+    buf: &mut Vec<u8>,
+    keep: usize,
+    stop: bool,
+) -> io::Result<usize> {
+    let mut n = 0;
+    loop {
+        if stop && buf.len() >= keep {
+            return Ok(n);
+        }
+        let chunk = match r.fill_buf() {
+            Ok(c) => c,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            return Ok(n);
+        }
+        let (mut take, mut finished) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (chunk.len(), false),
+        };
+        let room = keep.saturating_sub(buf.len());
+        if stop && take > room {
+            (take, finished) = (room, false);
+        }
+        buf.extend_from_slice(&chunk[..take.min(room)]);
+        r.consume(take);
+        n += take;
+        if finished {
+            return Ok(n);
+        }
+    }
+}
+
+/// `bytes` as text if it is UTF-8 without NUL bytes; when `cut` (only the start of a
+/// line was kept), a character cut in half at the end is dropped.
+fn utf8_text(bytes: &[u8], cut: bool) -> Option<&str> {
+    let text = match std::str::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) if cut && e.error_len().is_none() => {
+            std::str::from_utf8(&bytes[..e.valid_up_to()]).ok()?
+        }
+        Err(_) => return None,
+    };
+    (!text.contains('\0')).then_some(text)
+}
+
 fn floor_boundary(s: &str, i: usize) -> usize {
     if i >= s.len() {
         return s.len();
@@ -907,10 +1027,19 @@ impl Capture {
 /// that was done already: when the call ends any way, nothing it started survives.
 struct KillGroup {
     pgid: Option<u32>,
+    /// The call's [`strays::MARKER_VAR`] value, until its processes are killed.
+    marker: Option<String>,
 }
 
 impl KillGroup {
     fn kill(&mut self) {
+        self.kill_group();
+        if let Some(marker) = self.marker.take() {
+            strays::kill_marked(&marker);
+        }
+    }
+
+    fn kill_group(&mut self) {
         #[cfg(unix)]
         if let Some(pgid) = self.pgid.take() {
             if let Ok(pgid) = libc::pid_t::try_from(pgid) {
@@ -990,12 +1119,17 @@ impl Workspace {
             }
         }
         cmd.envs(self.opts.bash_env.iter().map(|(k, v)| (k, v)));
+        let marker = strays::new_marker();
+        cmd.env(strays::MARKER_VAR, &marker);
         #[cfg(unix)]
         cmd.process_group(0);
         let mut child = cmd
             .spawn()
             .map_err(|e| failed(tool, format!("could not start bash: {}", io_reason(&e))))?;
-        let mut group = KillGroup { pgid: child.id() };
+        let mut group = KillGroup {
+            pgid: child.id(),
+            marker: Some(marker),
+        };
         let cap = self.opts.max_output_bytes;
         let (out, err) = (
             Arc::new(Mutex::new(Capture::new(cap))),
