@@ -277,12 +277,10 @@ def _error_reply(exc: Exception, fmt: Any) -> str | None:
 
 
 def _model_name(model: Any) -> str:
-    inner = getattr(model, "model", None)
-    for obj in (model, inner):
-        for attr in ("model_name", "model", "model_id"):
-            v = getattr(obj, attr, None)
-            if isinstance(v, str) and v:
-                return v
+    for attr in ("model_name", "model", "model_id"):
+        v = getattr(model, attr, None)
+        if isinstance(v, str) and v:
+            return v
     return ""
 
 
@@ -296,8 +294,7 @@ def supports_provider_strategy(model: Any) -> bool:
     ironloop's ``AnthropicChat``) named like one LangChain knows to have it."""
     if _provider(model) == "anthropic":
         return False
-    lc = getattr(model, "model", None) if type(model).__name__ == "LangChainChatModel" else model
-    profile = getattr(lc, "profile", None)
+    profile = getattr(model, "profile", None)
     if isinstance(profile, dict) and profile.get("structured_output"):
         return True
     name = _model_name(model).lower()
