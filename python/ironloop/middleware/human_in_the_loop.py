@@ -14,7 +14,6 @@ __all__ = [
     "HITLRequest",
     "HITLResponse",
     "HumanInTheLoopMiddleware",
-    "InterruptMode",
     "InterruptOnConfig",
     "ReviewConfig",
     "ToolApprovalRequest",
@@ -58,10 +57,6 @@ class HITLResponse(TypedDict):
     does not run and the model gets ``message`` as a successful result)."""
 
     decisions: list[dict[str, Any]]
-
-
-InterruptMode = Literal["batched", "per_call"]
-"""How the middleware pauses: one interrupt per model turn, or one per gated call."""
 
 
 class ToolApprovalRequest(TypedDict):
@@ -125,7 +120,7 @@ class HumanInTheLoopMiddleware(AgentMiddleware):
         interrupt_on: dict[str, bool | InterruptOnConfig],
         *,
         description_prefix: str = "Tool execution requires approval",
-        interrupt_mode: InterruptMode = "batched",
+        interrupt_mode: Literal["batched", "per_call"] = "batched",
     ) -> None:
         if interrupt_mode not in ("batched", "per_call"):
             raise ValueError(
