@@ -1389,6 +1389,36 @@ async fn claims_have_one_winner(s: Arc<dyn Checkpointer>) {
     assert_eq!(got.len(), 20, "{got:?}");
 }
 
+/// `delete_checkpoints` (how a rolled-back run leaves the history): the ids and their
+/// writes go, the newest record left is the latest, and `put_next` follows it.
+async fn delete_checkpoints_drops_a_branch(s: Arc<dyn Checkpointer>) {
+    put_linear(&*s, "t", "c", 4).await; // c0 <- c1 <- c2 <- c3
+    put_linear(&*s, "other", "c", 2).await;
+    s.put_writes("t", "c1", vec![pw("kept", "x", json!(1))])
+        .await
+        .unwrap();
+    s.put_writes("t", "c2", vec![pw("gone", "x", json!(2))])
+        .await
+        .unwrap();
+    s.delete_checkpoints("t", vec!["c2".into(), "c3".into(), "nope".into()])
+        .await
+        .unwrap();
+    assert_eq!(ids(&s.list("t", None, None).await.unwrap()), ["c1", "c0"]);
+    assert_eq!(s.get("t", None).await.unwrap().unwrap().id, "c1");
+    assert_eq!(s.get("t", Some("c3")).await.unwrap(), None);
+    assert!(s.pending_writes("t", "c2").await.unwrap().is_empty());
+    assert_eq!(s.pending_writes("t", "c1").await.unwrap().len(), 1);
+    // The thread goes on from what is left, one writer at a time as before.
+    s.put_next("t", rec("n2", Some("c1"), 2)).await.unwrap();
+    assert!(s.put_next("t", rec("x", Some("c1"), 2)).await.is_err());
+    assert_eq!(ids(&s.chain("t", "n2").await.unwrap()), ["c0", "c1", "n2"]);
+    // Another thread's records with the same ids are untouched.
+    assert_eq!(
+        ids(&s.list("other", None, None).await.unwrap()),
+        ["c1", "c0"]
+    );
+}
+
 macro_rules! conformance {
     ($($case:ident),* $(,)?) => {
         mod memory {
@@ -1440,6 +1470,7 @@ conformance!(
     chain_follows_parents_across_fork,
     pending_writes_kept_in_order_and_dropped_by_child,
     delete_thread,
+    delete_checkpoints_drops_a_branch,
     get_unknown_is_none,
     not_found_and_broken_chains_are_typed,
     put_is_idempotent,

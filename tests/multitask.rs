@@ -222,4 +222,15 @@ async fn rollback_stops_the_current_run_and_continues_from_where_it_started() {
     );
     let latest = f.graph.load("t", None).await.unwrap().unwrap();
     assert_eq!(log(&latest.state), log(&r.state));
+    // The stopped run's checkpoints left the history (as LangGraph's server deletes
+    // the run): every record is the first run's or the second's, one linear chain.
+    let cp = f.graph.checkpointer().unwrap();
+    let records = cp.list("t", None, None).await.unwrap();
+    let chain = cp.chain("t", &records[0].id).await.unwrap();
+    assert_eq!(records.len(), chain.len(), "an abandoned branch is left");
+    for r in &records {
+        let state = f.graph.load("t", Some(&r.id)).await.unwrap().unwrap();
+        let words = log(&state.state).to_string();
+        assert!(!words.contains("one"), "{words}");
+    }
 }

@@ -12,8 +12,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, Any, Callable, Optional, TypedDict
 
 from ironloop._agent import (
-    _astructured,
-    _structured,
     acall_model,
     call_model,
     named,
@@ -26,6 +24,7 @@ from ironloop._foreign import is_langchain_runnable
 from ironloop._ironloop import AIMessage, SystemMessage, ToolMessage
 from ironloop._schema import _special
 from ironloop._shapes import AgentSettings, agent_var, bind, names, shape_key, templates
+from ironloop._structured_output import Plan
 from ironloop._toolnode import ToolNode
 from ironloop.errors import (
     GraphInterrupt,
@@ -182,7 +181,10 @@ class _Builder:
     ) -> None:
         self.first = first
         self.middleware = middleware
-        self.response_format = response_format
+        # LangChain's strategies: a bare schema becomes an AutoStrategy, resolved per
+        # model call; ToolStrategy's output tools are declared here, once.
+        self.plan = Plan(response_format)
+        self.response_format = self.plan.initial
         extra = [t for m in middleware for t in m.tools]
         if isinstance(tools, ToolNode):
             if extra:
@@ -265,7 +267,8 @@ class _Builder:
             out.append(d)
         return out or None
 
-    def prepared(self, request: ModelRequest) -> tuple[Any, list[Any], Any, dict[str, Any]]:
+    def prepared(self, request: ModelRequest) -> tuple[Any, list[Any], Any, dict[str, Any], Any]:
+        """The call's model, messages, tools, keywords and structured output strategy."""
         model = init_model(request.model)
         messages = list(request.messages)
         if request.system_message is not None:
@@ -273,9 +276,15 @@ class _Builder:
         kwargs = dict(request.model_settings)
         if request.tool_choice is not None:
             kwargs["tool_choice"] = request.tool_choice
+        strategy = self.plan.effective(request.response_format, model)
+        output_tools = self.plan.call_kwargs(strategy, model, kwargs)
         if is_langchain_runnable(model):
-            return self.langchain_model(model, request.tools), messages, None, kwargs
-        return model, messages, self.tool_dicts(request.tools), kwargs
+            bound = self.langchain_model(model, [*request.tools, *output_tools])
+            return bound, messages, None, kwargs, strategy
+        tools = self.tool_dicts(request.tools)
+        if output_tools:
+            tools = [*(tools or ()), *output_tools]
+        return model, messages, tools, kwargs, strategy
 
     def langchain_model(self, model: Any, tools: Sequence[Any]) -> Any:
         from ironloop import _langchain
@@ -288,34 +297,37 @@ class _Builder:
             bound = self.lc_models[key] = _langchain.agent_model(model, objs, dicts)
         return bound
 
-    def structured_of(self, msg: AIMessage) -> bool:
-        return self.response_format is not None and not msg.tool_calls
-
     def base_model(self, request: ModelRequest) -> ModelResponse:
-        model, messages, tools, kwargs = self.prepared(request)
+        model, messages, tools, kwargs, strategy = self.prepared(request)
         msg = named(call_model(model, messages, tools, **kwargs), self.name)
-        structured = None
-        if self.structured_of(msg):
-            structured = _structured(model, request.response_format, [*messages, msg])
-        return ModelResponse(result=[msg], structured_response=structured)
+        result, structured = self.plan.answer(msg, strategy)
+        return ModelResponse(result=result, structured_response=structured)
 
     async def abase_model(self, request: ModelRequest) -> ModelResponse:
-        model, messages, tools, kwargs = self.prepared(request)
+        model, messages, tools, kwargs, strategy = self.prepared(request)
         msg = named(await acall_model(model, messages, tools, **kwargs), self.name)
-        structured = None
-        if self.structured_of(msg):
-            structured = await _astructured(model, request.response_format, [*messages, msg])
-        return ModelResponse(result=[msg], structured_response=structured)
+        result, structured = self.plan.answer(msg, strategy)
+        return ModelResponse(result=result, structured_response=structured)
 
     def model_update(self, response: Any) -> dict[str, Any]:
         response = _as_response(response, "wrap_model_call")
         update: dict[str, Any] = {"messages": list(response.result)}
         if response.structured_response is not None:
             update["structured_response"] = response.structured_response
+        elif self.response_format is not None:
+            # As LangChain: a call without one clears the last turn's, so that the
+            # loop's exit test (a fresh structured response) is not fooled by it.
+            update["structured_response"] = None
         return update
 
+    def structured_done(self, state: Any) -> bool:
+        """Whether this turn's model call produced the structured response (then the
+        loop ends once no ordinary tool call is pending)."""
+        return self.response_format is not None and state.get("structured_response") is not None
+
     def model_node(self) -> Callable[[Any], Any]:
-        if not self.model_wraps and not is_langchain_runnable(self.model):
+        plain = self.response_format is None and not self.model_wraps
+        if plain and not is_langchain_runnable(self.model):
             return self.plain_model_node()
         handler = chain_sync(self.model_wraps, self.base_model)
         ahandler = chain_async(self.model_wraps, self.abase_model)
@@ -340,11 +352,7 @@ class _Builder:
             messages = [*state["messages"]]
             if s.system is not None:
                 messages.insert(0, s.system)
-            msg = named(call_model(s.model, messages, self.offered_dicts), s.name)
-            if self.structured_of(msg):
-                value = _structured(s.model, self.response_format, [*messages, msg])
-                return {"messages": [msg], "structured_response": value}
-            return {"messages": [msg]}
+            return {"messages": [named(call_model(s.model, messages, self.offered_dicts), s.name)]}
 
         async def amodel(state: Any) -> dict[str, Any]:
             self.offered()
@@ -352,11 +360,8 @@ class _Builder:
             messages = [*state["messages"]]
             if s.system is not None:
                 messages.insert(0, s.system)
-            msg = named(await acall_model(s.model, messages, self.offered_dicts), s.name)
-            if self.structured_of(msg):
-                value = await _astructured(s.model, self.response_format, [*messages, msg])
-                return {"messages": [msg], "structured_response": value}
-            return {"messages": [msg]}
+            msg = await acall_model(s.model, messages, self.offered_dicts)
+            return {"messages": [named(msg, s.name)]}
 
         model.__ironloop_async__ = amodel  # type: ignore[attr-defined]
         return model
@@ -533,8 +538,10 @@ def create_agent(
     - ``system_prompt``: put before the messages of every model call.
     - ``middleware``: ``AgentMiddleware`` instances; before-hooks run in list order,
       after-hooks in reverse, wraps nest with the first outermost.
-    - ``response_format``: a schema; the final answer's structured form is stored as
-      ``structured_response``.
+    - ``response_format``: ``ToolStrategy(schema)``, ``ProviderStrategy(schema)`` (from
+      ``ironloop.agents.structured_output``) or a bare schema (pydantic model,
+      TypedDict, dataclass, JSON Schema dict), as LangChain 1.x; the value is stored as
+      ``structured_response`` and ends the loop.
     - ``state_schema`` / ``context_schema``: extra state fields (a ``TypedDict``
       subclassing ``AgentState``) and the type of ``invoke(..., context=...)``, read
       as ``runtime.context`` by hooks and tools.
@@ -655,7 +662,10 @@ def _agent_template(
         return [Send("tools", dict(c)) for c in calls]
 
     def decide(state: Any) -> Any:
-        """After the model and its after-hooks: tools, the loop, or the exit."""
+        """After the model and its after-hooks: tools, the loop, or the exit (also
+        when the call answered with the structured response and nothing is pending)."""
+        if b.structured_done(state) and not pending_calls(state["messages"]):
+            return exit_node
         return route_after_model(state["messages"], loop_entry, exit_node, sends)
 
     def resolve(jump: str, state: Any) -> Any:
@@ -712,6 +722,9 @@ def _agent_template(
             link(node_name, j, nxt)
     elif has_tools:
         g.add_conditional_edges("model", decide, destinations)
+    elif b.response_format is not None:
+        # No tools but a response format: the model is asked again until it gives one.
+        g.add_conditional_edges("model", decide, destinations)
     else:
         g.add_edge("model", exit_node)
     for i, (node_name, _, j) in enumerate(after_agent):
@@ -720,9 +733,11 @@ def _agent_template(
 
     if has_tools:
         g.add_node("tools", b.tools_node() if b.tool_wraps else b.tool_node)
-        if b.direct:
+        if b.direct or b.response_format is not None:
 
             def after_tools(state: Any) -> Any:
+                if b.structured_done(state):
+                    return exit_node  # the model called an output tool beside others
                 return exit_node if returned_direct(state["messages"], b.direct) else loop_entry
 
             g.add_conditional_edges("tools", after_tools, [loop_entry, exit_node])

@@ -270,7 +270,12 @@ class LangChainChatModel:
         if tools and not self.tools_bound:
             kw = {} if tool_choice is None else {"tool_choice": tool_choice}
             r = r.bind_tools(list(tools), **kw)
-        kwargs.pop("response_format", None)
+        rf = kwargs.pop("response_format", None)
+        if isinstance(rf, dict) and rf.get("type") == "json_schema":
+            # create_agent's ProviderStrategy: OpenAI's native format, bound as LangChain's
+            # create_agent binds it (a bare schema is create_react_agent's, asked for
+            # through with_structured_output instead).
+            kwargs["response_format"] = rf
         return r.bind(**kwargs) if kwargs else r
 
     def invoke(

@@ -426,6 +426,25 @@ impl Checkpointer for MemorySaver {
         })
     }
 
+    async fn delete_checkpoints(&self, thread_id: &str, ids: Vec<String>) -> Result<()> {
+        self.open_with(|ts| {
+            if let Some(t) = ts.get_mut(thread_id) {
+                let gone: std::collections::HashSet<&str> =
+                    ids.iter().map(String::as_str).collect();
+                t.records.retain(|r| !gone.contains(&*r.id));
+                t.pending.retain(|id, _| !gone.contains(&**id));
+                t.index = if t.records.len() >= INDEX_FROM {
+                    (t.records.iter().enumerate())
+                        .map(|(i, r)| (r.id.clone(), i))
+                        .collect()
+                } else {
+                    HashMap::new()
+                };
+            }
+            Ok(())
+        })
+    }
+
     async fn close(&self) -> Result<()> {
         let mut ts = self.threads.lock().unwrap_or_else(|p| p.into_inner());
         self.closed.store(true, Ordering::Release);

@@ -262,6 +262,12 @@ pub trait Checkpointer: Send + Sync {
     /// Deletes the thread's checkpoints and writes, those of its subgraphs' namespaces
     /// (see [`thread_key`]) included.
     async fn delete_thread(&self, thread_id: &str) -> Result<()>;
+    /// Deletes the thread's checkpoints `ids` and their pending writes, in one
+    /// transaction (ids the thread does not have are skipped); the thread's latest
+    /// checkpoint is then the newest one left. This is how a run stopped by
+    /// `multitask_strategy="rollback"` leaves the history, as LangGraph's server deletes
+    /// it: only checkpoints no other one descends from are deleted that way.
+    async fn delete_checkpoints(&self, thread_id: &str, ids: Vec<String>) -> Result<()>;
     /// Finishes the work under way and releases the saver's resources (see the trait's
     /// documentation). Idempotent.
     async fn close(&self) -> Result<()>;

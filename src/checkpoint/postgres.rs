@@ -175,6 +175,7 @@ struct Sql {
     list: String,
     pending: String,
     delete: String,
+    delete_some: String,
     stalled: String,
     claim: String,
 }
@@ -314,6 +315,19 @@ impl Sql {
                    t AS (DELETE FROM {t} WHERE {this}), \
                    k AS (DELETE FROM {k} WHERE {this}) \
                  DELETE FROM {c} WHERE {this}"
+            ),
+            // Checkpoints `$2` of thread `$1` and their writes; the thread's latest is
+            // then the newest left (the statement's subqueries see the rows before
+            // its deletes, hence `<> ALL($2)`), its row gone when none is left.
+            delete_some: format!(
+                "WITH w AS (DELETE FROM {w} WHERE thread_id = $1 AND checkpoint_id = ANY($2)), \
+                   d AS (DELETE FROM {c} WHERE thread_id = $1 AND checkpoint_id = ANY($2)), \
+                   left_ AS (SELECT checkpoint_id FROM {c} WHERE thread_id = $1 \
+                     AND checkpoint_id <> ALL($2) ORDER BY seq DESC LIMIT 1), \
+                   gone AS (DELETE FROM {t} WHERE thread_id = $1 \
+                     AND NOT EXISTS (SELECT 1 FROM left_)) \
+                 UPDATE {t} SET latest_id = (SELECT checkpoint_id FROM left_), updated_at = now() \
+                 WHERE thread_id = $1 AND latest_id = ANY($2) AND EXISTS (SELECT 1 FROM left_)"
             ),
             prefix,
         }
@@ -1124,6 +1138,16 @@ impl Checkpointer for PostgresSaver {
         self.call("delete a thread", move |c, sh| async move {
             let st = c.prepare_cached(&sh.sql.delete).await?;
             c.execute(&st, &[&t, &ns]).await?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn delete_checkpoints(&self, thread_id: &str, ids: Vec<String>) -> Result<()> {
+        let t = thread_id.to_owned();
+        self.call("delete checkpoints", move |c, sh| async move {
+            let st = c.prepare_cached(&sh.sql.delete_some).await?;
+            c.execute(&st, &[&t, &ids]).await?;
             Ok(())
         })
         .await

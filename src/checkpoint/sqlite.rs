@@ -770,6 +770,23 @@ impl Checkpointer for SqliteSaver {
         .await
     }
 
+    async fn delete_checkpoints(&self, thread_id: &str, ids: Vec<String>) -> Result<()> {
+        let t = thread_id.to_owned();
+        self.call("delete checkpoints", move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            for table in ["writes", "checkpoints"] {
+                let mut st = tx.prepare_cached(&format!(
+                    "DELETE FROM {table} WHERE thread_id = ?1 AND checkpoint_id = ?2"
+                ))?;
+                for id in &ids {
+                    st.execute(params![t, id])?;
+                }
+            }
+            tx.commit()
+        })
+        .await
+    }
+
     async fn list_stalled(
         &self,
         stale_after: Duration,

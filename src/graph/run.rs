@@ -102,12 +102,44 @@ impl Graph {
         opts.cancel = turn.stop.halt.clone();
         opts.steer = Some(turn.stop.steer.clone());
         match turn.replaced_start() {
-            Some(Some(id)) if opts.checkpoint_id.is_none() => opts.checkpoint_id = Some(id),
+            Some(Some(id)) if opts.checkpoint_id.is_none() => {
+                Graph::drop_abandoned(cp.as_ref(), thread, &id).await?;
+                opts.checkpoint_id = Some(id);
+            }
             // The stopped run started the thread: nothing of it stays.
             Some(None) => cp.delete_thread(thread).await.map_err(Graph::cp_err)?,
             _ => {}
         }
         Ok(Some(turn))
+    }
+}
+
+impl Graph {
+    /// A rolled-back run's checkpoints leave the thread's history, as LangGraph's
+    /// server deletes the run: the chain from the thread's latest checkpoint back to
+    /// `start`, where that run started (the run held the thread's turn, so they are
+    /// its). Its subgraphs' checkpoints stay under their namespaces, out of the
+    /// thread's history; pending writes it saved on `start` itself stay too (they may
+    /// be an earlier pause's, which it could not be told apart from).
+    async fn drop_abandoned(
+        cp: &dyn crate::checkpoint::Checkpointer,
+        thread: &str,
+        start: &str,
+    ) -> Result<(), GraphError> {
+        let Some(latest) = cp.get(thread, None).await.map_err(Graph::cp_err)? else {
+            return Ok(());
+        };
+        if latest.id == start {
+            return Ok(());
+        }
+        let chain = cp.chain(thread, &latest.id).await.map_err(Graph::cp_err)?;
+        let Some(at) = chain.iter().position(|r| r.id == start) else {
+            return Ok(()); // the latest does not descend from `start`: not the run's
+        };
+        let ids = chain[at + 1..].iter().map(|r| r.id.clone()).collect();
+        cp.delete_checkpoints(thread, ids)
+            .await
+            .map_err(Graph::cp_err)
     }
 }
 

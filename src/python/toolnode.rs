@@ -11,6 +11,7 @@ use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple, PyType};
 use super::coerce::message_from_py;
 use super::convert::tool_call_from_py;
 use super::env::PyRunEnv;
+use super::graph::current_tool_events;
 use super::helpers::helpers;
 use super::messages::messages_to_py;
 use super::native_tool::NativeTool;
@@ -127,6 +128,7 @@ impl ToolNodeCore {
         let run = RunContext {
             progress: env.progress_fn(),
             host: Some(env),
+            events: current_tool_events(py)?,
             ..Default::default()
         };
         Ok(Prepared {

@@ -75,7 +75,7 @@ def write_note(text: str) -> str:
     return f"wrote {text}"
 
 
-def review_agent(checkpointer: Any) -> Any:
+def review_agent(checkpointer: Any, interrupt_mode: str = "batched") -> Any:
     """An agent that asks before write_note (any decision) and add (approve only)."""
     from ironloop import create_agent
     from ironloop.middleware import HumanInTheLoopMiddleware
@@ -89,7 +89,8 @@ def review_agent(checkpointer: Any) -> Any:
                 interrupt_on={
                     "write_note": True,
                     "add": {"allowed_decisions": ["approve"], "description": "adds numbers"},
-                }
+                },
+                interrupt_mode=interrupt_mode,  # type: ignore[arg-type]
             )
         ],
         checkpointer=checkpointer,

@@ -652,6 +652,7 @@ def test_wrapped_tool_calls_run_concurrently(mode: str) -> None:
         "ironloop.middleware.fallback",
         "ironloop.middleware.summarization",
         "ironloop.middleware.permissions",
+        "ironloop._structured_output",
     ],
 )
 def test_docstring_examples(module: str) -> None:

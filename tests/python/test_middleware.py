@@ -119,6 +119,46 @@ def test_hitl_one_interrupt_lists_every_pending_call(mode: str, db: str) -> None
     ]
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_hitl_per_call_asks_about_one_call_at_a_time(mode: str, db: str) -> None:
+    """``interrupt_mode="per_call"``: each gated call is its own interrupt (a
+    ``tool_approval`` value answered with one decision, plainly or by interrupt id);
+    nothing runs until every call is answered, then the run is the batched one's."""
+    NOTES.clear()
+    agent = review_agent(SqliteSaver(db), interrupt_mode="per_call")
+    out = run(agent, {"messages": [("user", "go")]}, cfg(), mode=mode)
+    seen = []
+    for i, decision in enumerate(DECISIONS):
+        (intr,) = out["__interrupt__"]
+        seen.append(intr.value)
+        assert NOTES == []
+        answer = {intr.id: decision} if i == 1 else decision
+        out = run(agent, Command(resume=answer), cfg(), mode=mode)
+    assert [(v["type"], v["tool_call_id"], v["name"], v["args"]) for v in seen] == [
+        ("tool_approval", "c1", "add", {"a": 1, "b": 2}),
+        ("tool_approval", "c2", "write_note", {"text": "draft"}),
+        ("tool_approval", "c3", "write_note", {"text": "junk"}),
+    ]
+    assert seen[0]["description"] == "adds numbers"
+    assert "__interrupt__" not in out
+    assert NOTES == ["final"]
+    assert shown(out) == EXPECTED_AFTER_REVIEW
+
+
+def test_hitl_per_call_refuses_a_batch_answer_and_a_tool_switch(db: str) -> None:
+    agent = review_agent(SqliteSaver(db), interrupt_mode="per_call")
+    agent.invoke({"messages": [("user", "go")]}, cfg())
+    with pytest.raises(ValueError, match=r"one decision, e\.g\. Command\(resume=\{'type'"):
+        agent.invoke(Command(resume={"decisions": DECISIONS}), cfg())
+    agent.invoke({"messages": [("user", "go")]}, cfg("b"))
+    agent.invoke(Command(resume={"type": "approve"}), cfg("b"))
+    switch = {"type": "edit", "edited_action": {"name": "add", "args": {"a": 1, "b": 1}}}
+    with pytest.raises(ValueError, match="cannot switch tools"):
+        agent.invoke(Command(resume=switch), cfg("b"))
+    with pytest.raises(ValueError, match="interrupt_mode must be"):
+        HumanInTheLoopMiddleware(interrupt_on={"add": True}, interrupt_mode="each")  # type: ignore[arg-type]
+
+
 def test_hitl_resume_in_a_new_process(db: str) -> None:
     NOTES.clear()
     agent = review_agent(SqliteSaver(db))

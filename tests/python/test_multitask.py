@@ -321,6 +321,14 @@ def test_rollback_discards_the_current_run(saver: Any) -> None:
         ("ai", "answer to second after 0 tool results"),
     ]
     assert texts(agent.get_state(cfg("t")).values) == texts(out2)
+    # The rolled-back run left the history too (as LangGraph's server deletes it):
+    # one linear chain, none of whose states knows "work first".
+    history = list(agent.get_state_history(cfg("t")))
+    ids = [h.config["configurable"]["checkpoint_id"] for h in history]
+    parents = [h.parent_config["configurable"]["checkpoint_id"] for h in history[:-1]]
+    assert parents == ids[1:]
+    for h in history:
+        assert ("human", "work first") not in texts(h.values)
 
 
 def test_rollback_of_a_thread_the_run_started_leaves_only_the_new_run() -> None:

@@ -163,3 +163,62 @@ def test_an_unknown_mode_lists_tools() -> None:
     agent, _ = agent_for(call("nap", "n1", seconds=0.0), tools=[nap])
     with pytest.raises(ValueError, match="checkpoints or tools"):
         list(agent.stream({"messages": [("user", "go")]}, stream_mode="tool"))
+
+
+# --- calls under wrap_tool_call ------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["stream", "astream"])
+def test_calls_under_wrap_tool_call_report_each_attempt(mode: str) -> None:
+    """A ``wrap_tool_call`` handler's calls report like a tools node's; a retried call
+    reports each attempt, all under the call's id (the failed ones end in error)."""
+    from ironloop.middleware import ToolRetryMiddleware, wrap_tool_call
+
+    tries = {"n": 0}
+
+    @tool
+    def flaky(n: int, ctx: ToolContext) -> str:
+        """Fails the first time."""
+        tries["n"] += 1
+        ctx.update(f"try {tries['n']}")
+        if tries["n"] == 1:
+            raise RuntimeError("first try fails")
+        return f"ok {n}"
+
+    seen: list[str] = []
+
+    @wrap_tool_call
+    def log(request: Any, handler: Any) -> Any:
+        seen.append(request.tool_call["id"])
+        return handler(request)
+
+    retry = ToolRetryMiddleware(max_retries=1, initial_delay=0.0, jitter=False)
+    model = replying(call("flaky", "f1", n=2), call("counting", "c1", n=1))
+    agent = create_agent(model, [flaky, counting], middleware=[log, retry])
+    inp = {"messages": [("user", "go")]}
+    if mode == "stream":
+        evs = list(agent.stream(inp, stream_mode="tools"))
+    else:
+
+        async def collect() -> list[Any]:
+            return [e async for e in agent.astream(inp, stream_mode="tools")]
+
+        evs = asyncio.run(collect())
+    flaky_evs = [(e["event"], e.get("status"), e.get("data")) for e in evs if e["id"] == "f1"]
+    assert flaky_evs == [
+        ("start", None, None),
+        ("update", None, "try 1"),
+        ("end", "error", None),
+        ("start", None, None),
+        ("update", None, "try 2"),
+        ("end", "success", None),
+    ]
+    first_end = next(e for e in evs if e["id"] == "f1" and e["event"] == "end")
+    assert "first try fails" in first_end["error"]
+    counted = [(e["event"], e.get("data")) for e in evs if e["id"] == "c1"]
+    assert counted == [("start", None), ("update", {"step": 1, "of": 1}), ("end", None)]
+    assert sorted(seen) == ["c1", "f1"]
+    # Without a tools stream nothing is reported and the run is the same.
+    tries["n"] = 0
+    out = agent.invoke(inp)
+    assert [m.text for m in out["messages"] if m.type == "tool"] == ["ok 2", "counted to 1"]

@@ -16,6 +16,7 @@ __all__ = [
     "HumanInTheLoopMiddleware",
     "InterruptOnConfig",
     "ReviewConfig",
+    "ToolApprovalRequest",
 ]
 
 ALL_DECISIONS: list[Literal["approve", "edit", "reject", "respond"]] = [
@@ -58,6 +59,17 @@ class HITLResponse(TypedDict):
     decisions: list[dict[str, Any]]
 
 
+class ToolApprovalRequest(TypedDict):
+    """The value of a ``per_call`` interrupt: one gated call (``tool_call_id``,
+    ``name``, ``args``, ``description``), answered with a single decision."""
+
+    type: Literal["tool_approval"]
+    tool_call_id: str
+    name: str
+    args: dict[str, Any]
+    description: str
+
+
 class InterruptOnConfig(TypedDict, total=False):
     """Per-tool review settings: ``allowed_decisions``, a ``description`` (a str, or
     ``fn(tool_call, state, runtime) -> str``) and ``when``, a predicate on the call's
@@ -87,6 +99,13 @@ class HumanInTheLoopMiddleware(AgentMiddleware):
         interrupt_on: tool name -> ``True`` (any decision), ``False`` (no review), or an
             :class:`InterruptOnConfig`.
         description_prefix: starts the default description of a call.
+        interrupt_mode: ``"batched"`` (the default): one interrupt per model turn, as
+            above. ``"per_call"`` (LangChain 1.4): one interrupt per gated call, whose
+            value is a :class:`ToolApprovalRequest`, answered with a single decision
+            (``Command(resume={"type": "approve"})``, or keyed by the interrupt's id).
+            ironloop asks about the calls one at a time, in call order, before any of
+            them runs: the next call's interrupt appears once the previous one is
+            answered (LangChain raises them all at once, as each call starts).
 
     Example:
         >>> hitl = HumanInTheLoopMiddleware(
@@ -101,7 +120,13 @@ class HumanInTheLoopMiddleware(AgentMiddleware):
         interrupt_on: dict[str, bool | InterruptOnConfig],
         *,
         description_prefix: str = "Tool execution requires approval",
+        interrupt_mode: Literal["batched", "per_call"] = "batched",
     ) -> None:
+        if interrupt_mode not in ("batched", "per_call"):
+            raise ValueError(
+                f"interrupt_mode must be 'batched' or 'per_call'; got {interrupt_mode!r}"
+            )
+        self.interrupt_mode = interrupt_mode
         self.interrupt_on: dict[str, InterruptOnConfig] = {}
         for tool_name, cfg in interrupt_on.items():
             if cfg is False:
@@ -146,6 +171,32 @@ class HumanInTheLoopMiddleware(AgentMiddleware):
             return True
         return bool(when(ToolCallRequest(tool_call=call, tool=None, state=state, runtime=runtime)))
 
+    def _ask_one(self, call: dict[str, Any], state: Any, runtime: Any) -> dict[str, Any]:
+        """``per_call``: the reviewer's decision about one call (its own interrupt)."""
+        cfg = self.interrupt_on[call["name"]]
+        value: ToolApprovalRequest = {
+            "type": "tool_approval",
+            "tool_call_id": call["id"],
+            "name": call["name"],
+            "args": call["args"],
+            "description": self._describe(call, cfg, state, runtime),
+        }
+        decision = interrupt(value)
+        if not isinstance(decision, dict) or "type" not in decision:
+            raise ValueError(
+                "resume a per_call HumanInTheLoopMiddleware interrupt with one decision, "
+                "e.g. Command(resume={'type': 'approve'}) (or keyed by the interrupt's "
+                f"id); got {decision!r}"
+            )
+        if decision["type"] == "edit":
+            edited = decision.get("edited_action")
+            if isinstance(edited, dict) and edited.get("name", call["name"]) != call["name"]:
+                raise ValueError(
+                    f"a per_call edit cannot switch tools: the call is {call['name']!r}, "
+                    f"the edit names {edited.get('name')!r}"
+                )
+        return decision
+
     def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         messages = state["messages"]
         last_ai = next((m for m in reversed(messages) if m.type == "ai"), None)
@@ -181,8 +232,13 @@ class HumanInTheLoopMiddleware(AgentMiddleware):
                 for i in review
             ],
         }
-        response = interrupt(request)
-        decisions = response.get("decisions") if isinstance(response, dict) else None
+        decisions: Any
+        response: Any = None
+        if self.interrupt_mode == "per_call":
+            decisions = [self._ask_one(calls[i], state, runtime) for i in review]
+        else:
+            response = interrupt(request)
+            decisions = response.get("decisions") if isinstance(response, dict) else None
         if not isinstance(decisions, list):
             raise ValueError(
                 "resume a HumanInTheLoopMiddleware interrupt with "

@@ -29,6 +29,7 @@ use crate::message::Message;
 use run::GraphCore;
 use savers::{PyMemorySaver, PyPostgresSaver, PySqliteSaver};
 use stream::{AsyncGraphStream, GraphStream};
+pub(crate) use task::current_tool_events;
 use task::TaskScratch;
 pub(crate) use values::host;
 

@@ -11,6 +11,8 @@ use super::super::env::PyRunEnv;
 use super::super::helpers::helpers;
 use super::values::{host, val_to_py};
 use crate::graph::{modes, Lent, Nest, RunOptions, StreamEvent, StreamSink, TaskContext};
+use crate::prebuilt::tool_events;
+use crate::tool::CallEvents;
 
 // ---------------------------------------------------------------------------------
 // Per-task scratchpad: interrupt() and the stream writer
@@ -60,6 +62,21 @@ impl TaskScratch {
                 .collect(),
         });
     }
+}
+
+/// The `tools` stream of the task running here (its scratchpad in `task_var`), for
+/// tool calls a node makes through a `ToolNode` itself, as `create_agent`'s
+/// `wrap_tool_call` handlers do: their calls report start / update / end like the
+/// calls of a tools node. `None` outside a task or when the run does not stream tools.
+pub(crate) fn current_tool_events(py: Python<'_>) -> PyResult<Option<CallEvents>> {
+    let scratch = helpers(py)?
+        .task_var
+        .bind(py)
+        .call_method1(intern!(py, "get"), (py.None(),))?;
+    let Ok(s) = scratch.cast::<TaskScratch>() else {
+        return Ok(None);
+    };
+    Ok(tool_events(s.borrow().stream.as_ref()))
 }
 
 #[pymethods]
