@@ -40,6 +40,7 @@ from ironloop._state import (
 )
 from ironloop._stream_v2 import aparts, as_output, parts
 from ironloop._toolnode import ToolNode
+from ironloop._usage import get_usage_metadata_callback
 from ironloop.errors import GraphInterrupt
 from ironloop.runtime import _enter, _scope, _with_runtime
 from ironloop.types import Command, RetryPolicy, Send, StateSnapshot
@@ -602,6 +603,10 @@ class CompiledStateGraph:
                 )
             )
         config = _with_durability(config, durability)
+        if version == "v2":
+            with get_usage_metadata_callback() as usage:
+                out = self.invoke(input, config, context=context)
+            return as_output(out, usage.usage_metadata)
         token = _enter(context, self.store, self.builder.context_schema, config)
         nested, outer = self._nesting()
         try:
@@ -610,8 +615,7 @@ class CompiledStateGraph:
             if outer is not None:
                 _outer_task.reset(outer)
             _scope.reset(token)
-        out = _pause_parent(out) if nested else out
-        return as_output(out) if version == "v2" else out
+        return _pause_parent(out) if nested else out
 
     async def ainvoke(
         self,
@@ -639,6 +643,10 @@ class CompiledStateGraph:
             )
             return [chunk async for chunk in it]
         config = _with_durability(config, durability)
+        if version == "v2":
+            with get_usage_metadata_callback() as usage:
+                out = await self.ainvoke(input, config, context=context)
+            return as_output(out, usage.usage_metadata)
         token = _enter(context, self.store, self.builder.context_schema, config)
         nested, outer = self._nesting()
         try:
@@ -647,8 +655,7 @@ class CompiledStateGraph:
             if outer is not None:
                 _outer_task.reset(outer)
             _scope.reset(token)
-        out = _pause_parent(out) if nested else out
-        return as_output(out) if version == "v2" else out
+        return _pause_parent(out) if nested else out
 
     def _nesting(self) -> tuple[bool, contextvars.Token[Any] | None]:
         """Run inside a node of another graph (as a node, or called by a node's

@@ -34,6 +34,7 @@ from ironloop._ironloop import (
     _coerce_messages,
 )
 from ironloop._runtime import task_var
+from ironloop._usage import record
 from ironloop.errors import ModelError
 
 __all__ = ["AnthropicChat", "OpenAIChat", "ScriptedChatModel", "init_model"]
@@ -290,6 +291,11 @@ class _HTTPChatModel:
             "extra": extra or None,
         }
 
+    def _done(self, message: AIMessage) -> AIMessage:
+        """A whole answer, its usage added to the totals in force."""
+        record(self.model, message)
+        return message
+
     def _final(self, stream: _ChatStream) -> AIMessage:
         final = stream.final_message
         if final is None:
@@ -310,8 +316,8 @@ class _HTTPChatModel:
             stream = self._start(messages, tools, tool_choice, kwargs)
             for chunk in stream:
                 scratch.write_message(chunk)
-            return self._final(stream)
-        return self._core.invoke(messages, **self._args(tools, tool_choice, kwargs))
+            return self._done(self._final(stream))
+        return self._done(self._core.invoke(messages, **self._args(tools, tool_choice, kwargs)))
 
     async def ainvoke(
         self,
@@ -325,8 +331,10 @@ class _HTTPChatModel:
             stream = self._start(messages, tools, tool_choice, kwargs)
             while (chunk := await stream.anext()) is not None:
                 scratch.write_message(chunk)
-            return self._final(stream)
-        return await self._core.ainvoke(messages, **self._args(tools, tool_choice, kwargs))
+            return self._done(self._final(stream))
+        return self._done(
+            await self._core.ainvoke(messages, **self._args(tools, tool_choice, kwargs))
+        )
 
     def stream(
         self,
@@ -337,7 +345,10 @@ class _HTTPChatModel:
     ) -> Iterator[AIMessage]:
         """Yields ``AIMessage`` chunks as tokens arrive; all share one id, and the last
         one carries the assembled tool calls (and invalid ones) and the usage."""
-        yield from self._start(messages, tools, tool_choice, kwargs)
+        for chunk in self._start(messages, tools, tool_choice, kwargs):
+            if chunk.usage_metadata:
+                record(self.model, chunk)
+            yield chunk
 
     async def astream(
         self,
@@ -348,6 +359,8 @@ class _HTTPChatModel:
     ) -> AsyncIterator[AIMessage]:
         stream = self._start(messages, tools, tool_choice, kwargs)
         while (chunk := await stream.anext()) is not None:
+            if chunk.usage_metadata:
+                record(self.model, chunk)
             yield chunk
 
     def bind_tools(
