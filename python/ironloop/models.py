@@ -24,6 +24,7 @@ import threading
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any, Callable, Union
 
+from ironloop import _tracing
 from ironloop._foreign import is_langchain_tool
 from ironloop._ironloop import (
     AIMessage,
@@ -311,6 +312,18 @@ class _HTTPChatModel:
     ) -> AIMessage:
         """One response. Inside a graph node run with ``stream_mode="messages"``, the
         response is streamed and its chunks go to that stream as they arrive."""
+        if _tracing.ON:
+            with _tracing.model_span(self._provider, self.model) as answered:
+                return answered(self._invoke(messages, tools, tool_choice, kwargs))
+        return self._invoke(messages, tools, tool_choice, kwargs)
+
+    def _invoke(
+        self,
+        messages: Sequence[Any] | str,
+        tools: Sequence[Any] | None,
+        tool_choice: Any,
+        kwargs: dict[str, Any],
+    ) -> AIMessage:
         scratch = task_var.get(None)
         if scratch is not None and scratch.streams_messages:
             stream = self._start(messages, tools, tool_choice, kwargs)
@@ -325,6 +338,18 @@ class _HTTPChatModel:
         tools: Sequence[Any] | None = None,
         tool_choice: Any = None,
         **kwargs: Any,
+    ) -> AIMessage:
+        if _tracing.ON:
+            with _tracing.model_span(self._provider, self.model) as answered:
+                return answered(await self._ainvoke(messages, tools, tool_choice, kwargs))
+        return await self._ainvoke(messages, tools, tool_choice, kwargs)
+
+    async def _ainvoke(
+        self,
+        messages: Sequence[Any] | str,
+        tools: Sequence[Any] | None,
+        tool_choice: Any,
+        kwargs: dict[str, Any],
     ) -> AIMessage:
         scratch = task_var.get(None)
         if scratch is not None and scratch.streams_messages:
