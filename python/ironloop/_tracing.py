@@ -26,7 +26,8 @@ from typing import Any
 
 from ironloop import _ironloop
 
-#: True when ``opentelemetry-api`` is importable; checked once per run and per model call.
+#: True when ``opentelemetry-api`` is importable; checked once per run and per model
+#: call, before :func:`tracer` asks whether a provider is set.
 ON: bool = importlib.util.find_spec("opentelemetry") is not None and (
     importlib.util.find_spec("opentelemetry.trace") is not None
 )
@@ -38,14 +39,24 @@ _tracer: Any = None
 
 
 def tracer() -> Any:
-    """ironloop's OpenTelemetry tracer (the global provider's, through its proxy, so a
-    provider set after the first run still gets the spans)."""
+    """ironloop's OpenTelemetry tracer, or ``None`` while no tracer provider is set
+    (``opentelemetry-api`` alone, the common case of a library that pulled it in): a
+    run then makes no span at all. The global provider can be set only once, so the
+    tracer is kept once there is one."""
     global _tracer
     if _tracer is None:
         from opentelemetry import trace
 
-        _tracer = trace.get_tracer("ironloop", _ironloop.__version__)
+        provider = trace.get_tracer_provider()
+        if isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
+            return None
+        _tracer = provider.get_tracer("ironloop", _ironloop.__version__)
     return _tracer
+
+
+def start_run(name: str) -> RunTrace | None:
+    """The trace of a run about to start, or ``None`` when nothing is traced."""
+    return RunTrace(name) if tracer() is not None else None
 
 
 def _fail(span: Any, exc: BaseException) -> None:

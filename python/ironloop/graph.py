@@ -610,7 +610,7 @@ class CompiledStateGraph:
             return as_output(out, usage.usage_metadata)
         token = _enter(context, self.store, self.builder.context_schema, config)
         nested, outer = self._nesting()
-        trace = _tracing.RunTrace(self.name) if _tracing.ON else None
+        trace = _tracing.start_run(self.name) if _tracing.ON else None
         try:
             out = self._core.invoke(input, config)
             out = _pause_parent(out) if nested else out
@@ -659,7 +659,7 @@ class CompiledStateGraph:
             return as_output(out, usage.usage_metadata)
         token = _enter(context, self.store, self.builder.context_schema, config)
         nested, outer = self._nesting()
-        trace = _tracing.RunTrace(self.name) if _tracing.ON else None
+        trace = _tracing.start_run(self.name) if _tracing.ON else None
         try:
             pending = self._core.ainvoke(input, config, asyncio.get_running_loop())
         finally:
@@ -721,7 +721,7 @@ class CompiledStateGraph:
         modes = _v2_modes(stream_mode) if version == "v2" else stream_mode
         engine_modes, wanted = _debug_views(modes)
         token = _enter(context, self.store, self.builder.context_schema, config)
-        trace = _tracing.RunTrace(self.name) if _tracing.ON else None
+        trace = _tracing.start_run(self.name) if _tracing.ON else None
         try:
             it = self._core.stream(input, config, engine_modes, None, subgraphs)
         except BaseException as e:
@@ -769,7 +769,7 @@ class CompiledStateGraph:
         config = _with_durability(config, durability)
         engine_modes, wanted = _debug_views(stream_mode)
         token = _enter(context, self.store, self.builder.context_schema, config)
-        trace = _tracing.RunTrace(self.name) if _tracing.ON else None
+        trace = _tracing.start_run(self.name) if _tracing.ON else None
         try:
             it = self._core.stream(
                 input, config, engine_modes, asyncio.get_running_loop(), subgraphs

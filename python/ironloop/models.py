@@ -312,7 +312,7 @@ class _HTTPChatModel:
     ) -> AIMessage:
         """One response. Inside a graph node run with ``stream_mode="messages"``, the
         response is streamed and its chunks go to that stream as they arrive."""
-        if _tracing.ON:
+        if _tracing.ON and _tracing.tracer() is not None:
             with _tracing.model_span(self._provider, self.model) as answered:
                 return answered(self._invoke(messages, tools, tool_choice, kwargs))
         return self._invoke(messages, tools, tool_choice, kwargs)
@@ -339,7 +339,7 @@ class _HTTPChatModel:
         tool_choice: Any = None,
         **kwargs: Any,
     ) -> AIMessage:
-        if _tracing.ON:
+        if _tracing.ON and _tracing.tracer() is not None:
             with _tracing.model_span(self._provider, self.model) as answered:
                 return answered(await self._ainvoke(messages, tools, tool_choice, kwargs))
         return await self._ainvoke(messages, tools, tool_choice, kwargs)

@@ -242,24 +242,55 @@ def test_stream_run_span_ends_with_the_stream(
     assert "error.type" not in (run.attributes or {})
 
 
-def test_untraced_runs_hand_the_engine_no_tracer(oa_server: Loopback) -> None:
-    # With no SDK configured the global tracer does not record: the run starts with
-    # no tracer for the Rust side, and the steps make no span.
+def test_runs_that_do_not_record_hand_the_engine_no_tracer(
+    monkeypatch: pytest.MonkeyPatch, oa_server: Loopback
+) -> None:
+    # A provider whose sampler records nothing: the run's span is not recording, so
+    # the Rust side gets no tracer and the steps call nothing.
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+    provider = TracerProvider(sampler=ALWAYS_OFF)
+    monkeypatch.setattr(_tracing, "_tracer", provider.get_tracer("ironloop"))
+    seen: list[int] = []
+
+    class Spy(_tracing.RunTrace):
+        def step_start(self, step: int, nodes: list[str]) -> None:
+            seen.append(step)
+            super().step_start(step, nodes)
+
+    monkeypatch.setattr(_tracing, "RunTrace", Spy)
     agent = create_react_agent(
         OpenAIChat("gpt-4o-mini", base_url=oa_server.url + "/v1", api_key=OPENAI_KEY),
         tools=[],
     )
     oa_server.json(oa_completion("hi"))
-    seen: list[Any] = []
+    agent.invoke({"messages": [("user", "go")]})
+    assert seen == []
+
+
+def test_no_provider_set_means_no_span_at_all(monkeypatch: pytest.MonkeyPatch) -> None:
+    # opentelemetry-api installed (as here) but no provider: no tracer, no run trace.
+    monkeypatch.setattr(_tracing, "_tracer", None)
+    assert _tracing.tracer() is None
+    assert _tracing.start_run("g") is None
+
+
+def test_the_step_hooks_are_called_when_recording(
+    spans: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch, oa_server: Loopback
+) -> None:
+    # The counterpart of the test above: the same spy sees the steps when recording.
+    seen: list[int] = []
 
     class Spy(_tracing.RunTrace):
         def step_start(self, step: int, nodes: list[str]) -> None:
             seen.append(step)
+            super().step_start(step, nodes)
 
-    orig = _tracing.RunTrace
-    _tracing.RunTrace = Spy  # type: ignore[misc]
-    try:
-        agent.invoke({"messages": [("user", "go")]})
-    finally:
-        _tracing.RunTrace = orig  # type: ignore[misc]
-    assert seen == []
+    monkeypatch.setattr(_tracing, "RunTrace", Spy)
+    agent = create_react_agent(
+        OpenAIChat("gpt-4o-mini", base_url=oa_server.url + "/v1", api_key=OPENAI_KEY),
+        tools=[],
+    )
+    oa_server.json(oa_completion("hi"))
+    agent.invoke({"messages": [("user", "go")]})
+    assert seen == [0, 1]
