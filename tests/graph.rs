@@ -8,7 +8,7 @@ use ironloop::checkpoint::{Checkpointer, MemorySaver};
 use ironloop::graph::{
     ChannelKind, Goto, Graph, GraphError, GraphSpec, InterruptKind, JsonCodec, MessageList,
     NodeFailure, NodeOutput, NodeRunner, Reducer, Resume, Router, RunInput, RunOptions, StateView,
-    TaskContext, Val, END, START,
+    StepObserver, TaskContext, Val, END, START,
 };
 use ironloop::message::Message;
 use serde_json::{json, Value};
@@ -127,6 +127,91 @@ async fn loop_runs_to_its_condition() {
         .unwrap();
     assert_eq!(int(&r.state, "count"), 11);
     assert!(r.interrupts.is_empty());
+}
+
+/// Records what a step observer is told, as tracing sees it.
+#[derive(Default)]
+struct Steps(std::sync::Mutex<Vec<String>>);
+
+impl StepObserver for Steps {
+    fn step_started(&self, step: i64, nodes: &[&str]) {
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("start {step} {}", nodes.join(",")));
+    }
+    fn step_ended(&self, step: i64, error: Option<&GraphError>) {
+        let how = match error {
+            None => "ok".to_string(),
+            Some(GraphError::Recursion(n)) => format!("recursion {n}"),
+            Some(e) => format!("{e}"),
+        };
+        self.0.lock().unwrap().push(format!("end {step} {how}"));
+    }
+}
+
+#[tokio::test]
+async fn a_step_observer_sees_every_step_start_and_end_in_order() {
+    let g = compile(counter_loop(3), None);
+    let steps = Arc::new(Steps::default());
+    let opts = RunOptions {
+        observer: Some(steps.clone()),
+        ..Default::default()
+    };
+    let r = g.run(input("count", json!(0)), opts).await.unwrap();
+    assert_eq!(int(&r.state, "count"), 3);
+    assert_eq!(
+        *steps.0.lock().unwrap(),
+        [
+            "start 0 __start__",
+            "end 0 ok",
+            "start 1 a",
+            "end 1 ok",
+            "start 2 b",
+            "end 2 ok",
+            "start 3 a",
+            "end 3 ok",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_step_observer_sees_the_failing_step_end_with_its_error() {
+    let failing = GraphSpec::default()
+        .channel("count", ChannelKind::LastValue)
+        .node(
+            "a",
+            node(|_: &StateView, _: Option<Val>, _: &TaskContext| {
+                Err(NodeFailure::Error(GraphError::Node {
+                    node: "a".into(),
+                    task_id: "t".into(),
+                    message: "no".into(),
+                    host: None,
+                }))
+            }),
+        )
+        .edge(START, "a")
+        .edge("a", END);
+    let steps = Arc::new(Steps::default());
+    let opts = RunOptions {
+        observer: Some(steps.clone()),
+        ..Default::default()
+    };
+    let e = compile(failing, None)
+        .run(input("count", json!(0)), opts)
+        .await
+        .err()
+        .unwrap();
+    let seen = steps.0.lock().unwrap().clone();
+    assert_eq!(
+        seen,
+        [
+            "start 0 __start__".to_string(),
+            "end 0 ok".into(),
+            "start 1 a".into(),
+            format!("end 1 {e}"),
+        ]
+    );
 }
 
 #[tokio::test]

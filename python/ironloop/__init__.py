@@ -24,6 +24,7 @@ from ironloop._constants import END, START
 from ironloop._injection import InjectedState, InjectedStore, InjectedToolCallId
 from ironloop._ironloop import MemorySaver, PostgresSaver, SqliteSaver, ToolContext, __version__
 from ironloop._tool import Tool, compose_schema, tool
+from ironloop._usage import UsageMetadataCallback, get_usage_metadata_callback
 from ironloop.graph import (
     CompiledStateGraph,
     MessagesState,
@@ -64,6 +65,7 @@ __all__ = [
     "MessagesState",
     "Runtime",
     "Send",
+    "UsageMetadataCallback",
     "SqliteSaver",
     "StateGraph",
     "StateSnapshot",
@@ -72,6 +74,7 @@ __all__ = [
     "create_agent",
     "create_react_agent",
     "get_runtime",
+    "get_usage_metadata_callback",
     "get_stream_writer",
     "init_model",
     "interrupt",

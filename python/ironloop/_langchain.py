@@ -44,6 +44,7 @@ from ironloop._foreign import is_langchain_message, is_langchain_runnable, is_la
 from ironloop._ironloop import AIMessage, BaseMessage, _coerce_message
 from ironloop._langchain_stream import OWN_CALL_TAG
 from ironloop._tool import Tool
+from ironloop._usage import model_name_of, record
 from ironloop.runtime import _run_config
 from ironloop.types import Command
 
@@ -282,13 +283,18 @@ class LangChainChatModel:
         self, messages: Any, tools: Any = None, tool_choice: Any = None, **kwargs: Any
     ) -> AIMessage:
         r = self._runnable(tools, tool_choice, kwargs)
-        return _as_ai(r.invoke(_model_input(messages), _OWN_CALL))
+        return self._done(_as_ai(r.invoke(_model_input(messages), _OWN_CALL)))
 
     async def ainvoke(
         self, messages: Any, tools: Any = None, tool_choice: Any = None, **kwargs: Any
     ) -> AIMessage:
         r = self._runnable(tools, tool_choice, kwargs)
-        return _as_ai(await r.ainvoke(_model_input(messages), _OWN_CALL))
+        return self._done(_as_ai(await r.ainvoke(_model_input(messages), _OWN_CALL)))
+
+    def _done(self, message: AIMessage) -> AIMessage:
+        """A whole answer, its usage added to ironloop's totals in force."""
+        record(model_name_of(_underlying_model(self.model), message), message)
+        return message
 
     def stream(
         self, messages: Any, tools: Any = None, tool_choice: Any = None, **kwargs: Any
@@ -303,6 +309,7 @@ class LangChainChatModel:
                 yield out
         last = merger.last()
         if last is not None:
+            record(model_name_of(_underlying_model(self.model), last), last)
             yield last
 
     async def astream(
@@ -316,6 +323,7 @@ class LangChainChatModel:
                 yield out
         last = merger.last()
         if last is not None:
+            record(model_name_of(_underlying_model(self.model), last), last)
             yield last
 
     def structured(self, messages: Any, schema: Any) -> Any:

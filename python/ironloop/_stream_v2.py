@@ -48,10 +48,11 @@ async def aparts(items: AsyncIterator[Any], subgraphs: bool) -> AsyncIterator[di
         yield part(item)
 
 
-def as_output(result: Any) -> GraphOutput[Any]:
+def as_output(result: Any, usage: dict[str, dict[str, Any]] | None = None) -> GraphOutput[Any]:
     """A v1 ``invoke`` result (the output, with ``"__interrupt__"`` when paused) as v2's
-    ``GraphOutput``."""
+    ``GraphOutput``, with the run's token usage."""
+    usage = usage or {}
     if isinstance(result, dict) and INTERRUPT in result:
         rest = {k: v for k, v in result.items() if k != INTERRUPT}
-        return GraphOutput(rest or None, tuple(result[INTERRUPT]))
-    return GraphOutput(result)
+        return GraphOutput(rest or None, tuple(result[INTERRUPT]), usage)
+    return GraphOutput(result, usage_metadata=usage)

@@ -21,6 +21,7 @@ import typing
 from collections.abc import AsyncIterator, Callable, Hashable, Iterator, Sequence
 from typing import Annotated, Any, TypedDict, Union, get_args, get_origin, get_type_hints
 
+from ironloop import _tracing
 from ironloop._constants import END, START
 from ironloop._ironloop import (
     BaseMessage,
@@ -40,6 +41,7 @@ from ironloop._state import (
 )
 from ironloop._stream_v2 import aparts, as_output, parts
 from ironloop._toolnode import ToolNode
+from ironloop._usage import get_usage_metadata_callback
 from ironloop.errors import GraphInterrupt
 from ironloop.runtime import _enter, _scope, _with_runtime
 from ironloop.types import Command, RetryPolicy, Send, StateSnapshot
@@ -602,16 +604,28 @@ class CompiledStateGraph:
                 )
             )
         config = _with_durability(config, durability)
+        if version == "v2":
+            with get_usage_metadata_callback() as usage:
+                out = self.invoke(input, config, context=context)
+            return as_output(out, usage.usage_metadata)
         token = _enter(context, self.store, self.builder.context_schema, config)
         nested, outer = self._nesting()
+        trace = _tracing.start_run(self.name) if _tracing.ON else None
         try:
             out = self._core.invoke(input, config)
+            out = _pause_parent(out) if nested else out
+        except BaseException as e:
+            if trace is not None:
+                trace.end(e)
+                trace = None
+            raise
         finally:
+            if trace is not None:
+                trace.end()
             if outer is not None:
                 _outer_task.reset(outer)
             _scope.reset(token)
-        out = _pause_parent(out) if nested else out
-        return as_output(out) if version == "v2" else out
+        return out
 
     async def ainvoke(
         self,
@@ -639,16 +653,32 @@ class CompiledStateGraph:
             )
             return [chunk async for chunk in it]
         config = _with_durability(config, durability)
+        if version == "v2":
+            with get_usage_metadata_callback() as usage:
+                out = await self.ainvoke(input, config, context=context)
+            return as_output(out, usage.usage_metadata)
         token = _enter(context, self.store, self.builder.context_schema, config)
         nested, outer = self._nesting()
+        trace = _tracing.start_run(self.name) if _tracing.ON else None
         try:
-            out = await self._core.ainvoke(input, config, asyncio.get_running_loop())
+            pending = self._core.ainvoke(input, config, asyncio.get_running_loop())
         finally:
+            # The engine copied the context when the call was made.
+            if trace is not None:
+                trace.detach()
             if outer is not None:
                 _outer_task.reset(outer)
             _scope.reset(token)
-        out = _pause_parent(out) if nested else out
-        return as_output(out) if version == "v2" else out
+        try:
+            out = await pending
+            out = _pause_parent(out) if nested else out
+        except BaseException as e:
+            if trace is not None:
+                trace.end(e)
+            raise
+        if trace is not None:
+            trace.end()
+        return out
 
     def _nesting(self) -> tuple[bool, contextvars.Token[Any] | None]:
         """Run inside a node of another graph (as a node, or called by a node's
@@ -691,10 +721,20 @@ class CompiledStateGraph:
         modes = _v2_modes(stream_mode) if version == "v2" else stream_mode
         engine_modes, wanted = _debug_views(modes)
         token = _enter(context, self.store, self.builder.context_schema, config)
+        trace = _tracing.start_run(self.name) if _tracing.ON else None
         try:
             it = self._core.stream(input, config, engine_modes, None, subgraphs)
+        except BaseException as e:
+            if trace is not None:
+                trace.end(e)
+                trace = None
+            raise
         finally:
+            if trace is not None:
+                trace.detach()
             _scope.reset(token)
+        if trace is not None:
+            it = _traced(it, trace)
         if wanted is not None:
             it = _viewed(it, wanted, isinstance(modes, str), subgraphs)
         return parts(it, subgraphs) if version == "v2" else it
@@ -729,12 +769,21 @@ class CompiledStateGraph:
         config = _with_durability(config, durability)
         engine_modes, wanted = _debug_views(stream_mode)
         token = _enter(context, self.store, self.builder.context_schema, config)
+        trace = _tracing.start_run(self.name) if _tracing.ON else None
         try:
             it = self._core.stream(
                 input, config, engine_modes, asyncio.get_running_loop(), subgraphs
             )
+        except BaseException as e:
+            if trace is not None:
+                trace.end(e)
+                trace = None
+            raise
         finally:
+            if trace is not None:
+                trace.detach()
             _scope.reset(token)
+        failed: BaseException | None = None
         try:
             while True:
                 try:
@@ -746,8 +795,13 @@ class CompiledStateGraph:
                 else:
                     for shown in _reshape(item, wanted, isinstance(stream_mode, str), subgraphs):
                         yield shown
+        except Exception as e:
+            failed = e
+            raise
         finally:
             it.cancel()
+            if trace is not None:
+                trace.end(failed)
 
     def batch(self, inputs: Sequence[Any], config: Any = None, **kwargs: Any) -> list[Any]:
         configs = config if isinstance(config, list) else [config] * len(inputs)
@@ -873,6 +927,18 @@ class CompiledStateGraph:
 
     def __repr__(self) -> str:
         return f"CompiledStateGraph(nodes={list(self.builder.nodes)!r})"
+
+
+def _traced(it: Iterator[Any], trace: Any) -> Iterator[Any]:
+    """A stream whose run span ends when the stream does."""
+    failed: BaseException | None = None
+    try:
+        yield from it
+    except Exception as e:
+        failed = e
+        raise
+    finally:
+        trace.end(failed)
 
 
 def _pause_parent(out: Any) -> Any:

@@ -24,6 +24,7 @@ import threading
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any, Callable, Union
 
+from ironloop import _tracing
 from ironloop._foreign import is_langchain_tool
 from ironloop._ironloop import (
     AIMessage,
@@ -34,6 +35,7 @@ from ironloop._ironloop import (
     _coerce_messages,
 )
 from ironloop._runtime import task_var
+from ironloop._usage import record
 from ironloop.errors import ModelError
 
 __all__ = ["AnthropicChat", "OpenAIChat", "ScriptedChatModel", "init_model"]
@@ -290,6 +292,11 @@ class _HTTPChatModel:
             "extra": extra or None,
         }
 
+    def _done(self, message: AIMessage) -> AIMessage:
+        """A whole answer, its usage added to the totals in force."""
+        record(self.model, message)
+        return message
+
     def _final(self, stream: _ChatStream) -> AIMessage:
         final = stream.final_message
         if final is None:
@@ -305,13 +312,25 @@ class _HTTPChatModel:
     ) -> AIMessage:
         """One response. Inside a graph node run with ``stream_mode="messages"``, the
         response is streamed and its chunks go to that stream as they arrive."""
+        if _tracing.ON and _tracing.tracer() is not None:
+            with _tracing.model_span(self._provider, self.model) as answered:
+                return answered(self._invoke(messages, tools, tool_choice, kwargs))
+        return self._invoke(messages, tools, tool_choice, kwargs)
+
+    def _invoke(
+        self,
+        messages: Sequence[Any] | str,
+        tools: Sequence[Any] | None,
+        tool_choice: Any,
+        kwargs: dict[str, Any],
+    ) -> AIMessage:
         scratch = task_var.get(None)
         if scratch is not None and scratch.streams_messages:
             stream = self._start(messages, tools, tool_choice, kwargs)
             for chunk in stream:
                 scratch.write_message(chunk)
-            return self._final(stream)
-        return self._core.invoke(messages, **self._args(tools, tool_choice, kwargs))
+            return self._done(self._final(stream))
+        return self._done(self._core.invoke(messages, **self._args(tools, tool_choice, kwargs)))
 
     async def ainvoke(
         self,
@@ -320,13 +339,27 @@ class _HTTPChatModel:
         tool_choice: Any = None,
         **kwargs: Any,
     ) -> AIMessage:
+        if _tracing.ON and _tracing.tracer() is not None:
+            with _tracing.model_span(self._provider, self.model) as answered:
+                return answered(await self._ainvoke(messages, tools, tool_choice, kwargs))
+        return await self._ainvoke(messages, tools, tool_choice, kwargs)
+
+    async def _ainvoke(
+        self,
+        messages: Sequence[Any] | str,
+        tools: Sequence[Any] | None,
+        tool_choice: Any,
+        kwargs: dict[str, Any],
+    ) -> AIMessage:
         scratch = task_var.get(None)
         if scratch is not None and scratch.streams_messages:
             stream = self._start(messages, tools, tool_choice, kwargs)
             while (chunk := await stream.anext()) is not None:
                 scratch.write_message(chunk)
-            return self._final(stream)
-        return await self._core.ainvoke(messages, **self._args(tools, tool_choice, kwargs))
+            return self._done(self._final(stream))
+        return self._done(
+            await self._core.ainvoke(messages, **self._args(tools, tool_choice, kwargs))
+        )
 
     def stream(
         self,
@@ -337,7 +370,10 @@ class _HTTPChatModel:
     ) -> Iterator[AIMessage]:
         """Yields ``AIMessage`` chunks as tokens arrive; all share one id, and the last
         one carries the assembled tool calls (and invalid ones) and the usage."""
-        yield from self._start(messages, tools, tool_choice, kwargs)
+        for chunk in self._start(messages, tools, tool_choice, kwargs):
+            if chunk.usage_metadata:
+                record(self.model, chunk)
+            yield chunk
 
     async def astream(
         self,
@@ -348,6 +384,8 @@ class _HTTPChatModel:
     ) -> AsyncIterator[AIMessage]:
         stream = self._start(messages, tools, tool_choice, kwargs)
         while (chunk := await stream.anext()) is not None:
+            if chunk.usage_metadata:
+                record(self.model, chunk)
             yield chunk
 
     def bind_tools(

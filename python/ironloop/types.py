@@ -140,16 +140,22 @@ OutputT = TypeVar("OutputT")
 @dataclass(frozen=True)
 class GraphOutput(Generic[OutputT]):
     """What ``invoke`` / ``ainvoke`` return with ``version="v2"`` (as LangGraph's):
-    the output and, apart, the interrupts that paused the run.
+    the output and, apart, the interrupts that paused the run. ironloop adds
+    ``usage_metadata``: the run's token usage by model name, summed over every model
+    call of the run, its tools' and sub-agents' included (see
+    ``ironloop.get_usage_metadata_callback``).
 
     Example:
         >>> out = app.invoke({"x": 1}, config, version="v2")
         >>> out.value, out.interrupts
         ({'x': 2}, ())
+        >>> out.usage_metadata
+        {}
     """
 
     value: OutputT
     interrupts: tuple[Interrupt, ...] = ()
+    usage_metadata: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False)
 
     def __getitem__(self, key: str) -> Any:
         """``result[key]`` as a v1 result (deprecated, as in LangGraph)."""

@@ -37,7 +37,7 @@ mod types;
 
 pub use multitask::Multitask;
 pub use saves::Durability;
-pub use types::{Lent, Resume, RunInput, RunOptions, RunResult};
+pub use types::{Lent, Resume, RunInput, RunOptions, RunResult, StepObserver};
 
 impl Graph {
     /// Runs the graph until no task is left, an interrupt, or an error.
@@ -160,20 +160,38 @@ impl Run<'_> {
                 return Err(GraphError::Recursion(run.opts.recursion_limit));
             }
             run.step += 1;
-            let Some(outputs) = run.run_tasks().await? else {
-                break;
-            };
-            let pause_after = run.node_to_pause_after();
-            let checkpoint_id = run.commit(outputs).await?;
-            if run.pause_after(pause_after, &checkpoint_id) {
-                break;
+            let observer = run.opts.observer.clone();
+            if let Some(o) = &observer {
+                let nodes: Vec<&str> = run.next.iter().map(|t| t.node.as_str()).collect();
+                o.step_started(run.step, &nodes);
             }
-            if run.steered() {
-                run.answer_skipped().await?;
+            let taken = run.take_step().await;
+            if let Some(o) = &observer {
+                o.step_ended(run.step, taken.as_ref().err());
+            }
+            if !taken? {
                 break;
             }
         }
         Ok(())
+    }
+
+    /// One super-step: its tasks, their commit, and the pauses after it. False when
+    /// the run stops here (an interrupt, a pause, a steer).
+    async fn take_step(&mut self) -> Result<bool, GraphError> {
+        let Some(outputs) = self.run_tasks().await? else {
+            return Ok(false);
+        };
+        let pause_after = self.node_to_pause_after();
+        let checkpoint_id = self.commit(outputs).await?;
+        if self.pause_after(pause_after, &checkpoint_id) {
+            return Ok(false);
+        }
+        if self.steered() {
+            self.answer_skipped().await?;
+            return Ok(false);
+        }
+        Ok(true)
     }
 
     /// A newer run on the thread steers this one (`multitask_strategy="interrupt"`):

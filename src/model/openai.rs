@@ -258,7 +258,19 @@ pub(crate) fn message_to_openai(m: &Message) -> Option<Value> {
         MessageKind::Tool { tool_call_id, .. } => {
             out.insert("role".into(), json!("tool"));
             out.insert("tool_call_id".into(), json!(tool_call_id));
-            out.insert("content".into(), json!(m.content.text()));
+            // A result with images goes as content parts (text and `image_url`), as
+            // langchain-openai sends it: OpenAI-compatible servers that take images
+            // there get them, and OpenAI's own endpoint, which takes text parts only,
+            // answers with an error naming the part instead of the model never
+            // seeing the image. Text-only results stay one string.
+            let has_image = matches!(&m.content, Content::Parts(parts)
+                if parts.iter().any(|p| matches!(p, ContentPart::Image { .. })));
+            let content = if has_image {
+                content_to_openai(&m.content)
+            } else {
+                json!(m.content.text())
+            };
+            out.insert("content".into(), content);
             return Some(Value::Object(out));
         }
         MessageKind::Remove => return None,
@@ -591,6 +603,29 @@ mod tests {
         assert_eq!(
             v[3],
             json!({"role": "tool", "tool_call_id": "c1", "content": "2"})
+        );
+    }
+
+    #[test]
+    fn a_tool_result_with_an_image_goes_as_content_parts() {
+        let pixel = "data:image/png;base64,iVBORw0KGgo=";
+        let tool = Message::tool(
+            Content::Parts(vec![
+                ContentPart::Text {
+                    text: "the chart:".into(),
+                },
+                ContentPart::Image { url: pixel.into() },
+            ]),
+            "c1",
+            "chart",
+            crate::message::ToolStatus::Success,
+        );
+        assert_eq!(
+            message_to_openai(&tool).unwrap(),
+            json!({"role": "tool", "tool_call_id": "c1", "content": [
+                {"type": "text", "text": "the chart:"},
+                {"type": "image_url", "image_url": {"url": pixel}},
+            ]})
         );
     }
 

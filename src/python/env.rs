@@ -33,6 +33,9 @@ pub struct PyRunEnv {
     pub on_progress: Option<Py<PyAny>>,
     /// The run's config dict, for nodes that take a `config` parameter.
     pub config: Option<Py<PyAny>>,
+    /// The run's tracer (`ironloop/_tracing.py`), when OpenTelemetry is on for it;
+    /// looked up once, at capture (see `tracing::run_trace`).
+    pub trace: Option<Py<PyAny>>,
     /// Jobs waiting for the loop thread (async calls to start; see `Drain`).
     pub(crate) pending: Mutex<Vec<LoopJob>>,
     pub(crate) drain_scheduled: AtomicBool,
@@ -100,6 +103,7 @@ impl PyRunEnv {
             .import("contextvars")?
             .call_method0("copy_context")?
             .unbind();
+        let trace = super::tracing::run_trace(py, context.bind(py))?;
         let caller_loop = event_loop.is_some();
         let cell = PyOnceLock::new();
         match event_loop {
@@ -121,6 +125,7 @@ impl PyRunEnv {
             store,
             on_progress,
             config,
+            trace,
             pending: Mutex::new(Vec::new()),
             drain_scheduled: AtomicBool::new(false),
         }))
@@ -144,6 +149,15 @@ impl PyRunEnv {
                     log::warn!("the progress callback failed: {e}");
                 }
             })
+        }))
+    }
+
+    /// The step observer that traces this run, when it is traced.
+    pub fn step_observer(&self, py: Python<'_>) -> Option<Arc<dyn crate::graph::StepObserver>> {
+        let trace = self.trace.as_ref()?.clone_ref(py);
+        Some(Arc::new(super::tracing::PyStepTracer {
+            trace,
+            context: self.context.clone_ref(py),
         }))
     }
 

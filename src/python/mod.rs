@@ -22,6 +22,7 @@ mod pytool;
 mod runtime;
 mod thread_state;
 mod toolnode;
+mod tracing;
 
 use pyo3::prelude::*;
 
@@ -39,6 +40,7 @@ fn ironloop_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     native_tool::register(m)?;
     openapi::register(m)?;
     mcp::register(m)?;
+    tracing::register(m)?;
     m.add_function(wrap_pyfunction!(convert::_json_schema_errors, m)?)?;
     m.add_function(wrap_pyfunction!(args::_timeout_seconds, m)?)?;
     m.add_function(wrap_pyfunction!(helpers::_install_helpers, m)?)?;

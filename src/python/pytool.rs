@@ -156,7 +156,21 @@ impl Inner {
         self.check_usable(env)?;
         let r = self.kwargs(py, args, ctx, env).and_then(|kw| {
             let context = env.context.bind(py).call_method0(intern!(py, "copy"))?;
-            context.call_method(intern!(py, "run"), (self.target.bind(py),), Some(&kw))
+            match &env.trace {
+                // Traced: the tool's span is current while its function runs, so a
+                // sub-agent it starts is traced under it.
+                Some(trace) => context.call_method1(
+                    intern!(py, "run"),
+                    (
+                        trace.bind(py).getattr(intern!(py, "call_tool"))?,
+                        &self.def.name,
+                        &ctx.tool_call_id,
+                        self.target.bind(py),
+                        kw,
+                    ),
+                ),
+                None => context.call_method(intern!(py, "run"), (self.target.bind(py),), Some(&kw)),
+            }
         });
         self.outcome(py, r, ctx)
     }
@@ -319,7 +333,14 @@ impl PyTool {
             let (tool, ctx, env) = (self.0.clone(), ctx.clone(), env.clone());
             Box::new(move |py: Python<'_>| {
                 let kw = tool.kwargs(py, &args, &ctx, &env)?;
-                Ok((tool.target.bind(py).call((), Some(&kw))?.unbind(), None))
+                let coro = match &env.trace {
+                    Some(trace) => trace.bind(py).call_method1(
+                        intern!(py, "call_tool_async"),
+                        (&tool.def.name, &ctx.tool_call_id, tool.target.bind(py), kw),
+                    )?,
+                    None => tool.target.bind(py).call((), Some(&kw))?,
+                };
+                Ok((coro.unbind(), None))
             }) as MakeCoro
         };
         let r = run_async(&env, make, move |py, r| match r {

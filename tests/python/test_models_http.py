@@ -1340,6 +1340,37 @@ def test_images_in_tool_results_reach_anthropic_as_image_blocks(server: Loopback
     ]
 
 
+def test_images_in_tool_results_reach_openai_as_content_parts(server: Loopback) -> None:
+    # As langchain-openai sends them: the tool message's content becomes parts. An
+    # OpenAI-compatible server that reads images there gets them; nothing is dropped.
+    server.json(oa_completion("a red dot"))
+    pixel = "data:image/png;base64,iVBORw0KGgo="
+    history = [
+        ("user", "what is in the picture?"),
+        AIMessage(content="", tool_calls=[{"name": "look", "args": {}, "id": "call_9"}]),
+        ToolMessage(
+            content=[
+                {"type": "text", "text": "the picture:"},
+                {"type": "image_url", "image_url": {"url": pixel}},
+            ],
+            tool_call_id="call_9",
+        ),
+        ToolMessage(content=[{"type": "text", "text": "plain"}], tool_call_id="call_9"),
+    ]
+    assert openai(server).invoke(history).content == "a red dot"
+    sent = server.requests[0]["body"]["messages"]
+    assert sent[-2] == {
+        "role": "tool",
+        "tool_call_id": "call_9",
+        "content": [
+            {"type": "text", "text": "the picture:"},
+            {"type": "image_url", "image_url": {"url": pixel}},
+        ],
+    }
+    # A result without images stays one string, as before.
+    assert sent[-1] == {"role": "tool", "tool_call_id": "call_9", "content": "plain"}
+
+
 def test_thinking_is_an_anthropic_setting() -> None:
     with pytest.raises(ModelError, match="AnthropicChat settings"):
         OpenAIChat(

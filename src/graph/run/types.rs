@@ -36,6 +36,14 @@ pub enum Resume {
     ById(Vec<(String, Val)>),
 }
 
+/// Watches a run's super-steps: told when each starts (with its tasks' nodes) and
+/// ends. Tracing hooks in here; a run without one (the usual case) pays one `Option`
+/// check per step. Called on the run's task between steps: keep it quick.
+pub trait StepObserver: Send + Sync {
+    fn step_started(&self, step: i64, nodes: &[&str]);
+    fn step_ended(&self, step: i64, error: Option<&super::GraphError>);
+}
+
 #[derive(Clone)]
 pub struct RunOptions {
     pub thread_id: Option<String>,
@@ -64,6 +72,8 @@ pub struct RunOptions {
     /// The caller drives the run on its own thread and can run one task inline.
     pub inline: bool,
     pub metadata: Value,
+    /// Sees every step start and end (see [`StepObserver`]).
+    pub observer: Option<Arc<dyn StepObserver>>,
 }
 
 impl Default for RunOptions {
@@ -83,6 +93,7 @@ impl Default for RunOptions {
             host: None,
             inline: false,
             metadata: Value::Null,
+            observer: None,
         }
     }
 }

@@ -387,6 +387,7 @@ impl ToolsNode {
                 store: self.shared.store.as_ref().map(|s| s.clone_ref(py)),
                 on_progress,
                 config: env.config.as_ref().map(|c| c.clone_ref(py)),
+                trace: env.trace.as_ref().map(|t| t.clone_ref(py)),
                 pending: Default::default(),
                 drain_scheduled: Default::default(),
             });

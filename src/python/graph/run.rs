@@ -173,6 +173,7 @@ impl GraphCore {
             None,
             Some(cfg.unbind()),
         )?;
+        opts.observer = env.step_observer(py);
         opts.host = Some(env);
         Ok(RunSetup {
             input: run_input,

@@ -1,0 +1,216 @@
+"""OpenTelemetry spans for runs, steps, model calls and tool calls, with the GenAI
+semantic conventions' attributes.
+
+Optional: nothing here imports ``opentelemetry`` unless ``opentelemetry-api`` is
+installed (``ON``), and a run whose span does not record (no SDK configured, or a
+sampler said no) hands the Rust side no tracer, so its steps and tool calls cost
+nothing more than an untraced run's.
+
+Parenting follows OpenTelemetry's ``contextvars`` context: a run's span is current
+while the Rust side captures the run's context; each step's span is made current in
+that same context (``RunTrace.step_start``, called by the step loop through
+``src/python/tracing.rs``), so the step's tasks — copies of it — open their spans
+under it; a Python tool's span is current while its function runs (``call_tool``),
+so a sub-agent the tool starts opens its run span under the tool call's. Attributes
+never carry message content, tool arguments or results: no prompt or credential
+leaves through a span.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar, Token
+from typing import Any
+
+from ironloop import _ironloop
+
+#: True when ``opentelemetry-api`` is importable; checked once per run and per model
+#: call, before :func:`tracer` asks whether a provider is set.
+ON: bool = importlib.util.find_spec("opentelemetry") is not None and (
+    importlib.util.find_spec("opentelemetry.trace") is not None
+)
+
+#: The tracer of the run being started; the Rust side reads it once per run.
+_run_var: ContextVar[RunTrace | None] = ContextVar("ironloop_run_trace", default=None)
+
+_tracer: Any = None
+
+
+def tracer() -> Any:
+    """ironloop's OpenTelemetry tracer, or ``None`` while no tracer provider is set
+    (``opentelemetry-api`` alone, the common case of a library that pulled it in): a
+    run then makes no span at all. The global provider can be set only once, so the
+    tracer is kept once there is one."""
+    global _tracer
+    if _tracer is None:
+        from opentelemetry import trace
+
+        provider = trace.get_tracer_provider()
+        if isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
+            return None
+        _tracer = provider.get_tracer("ironloop", _ironloop.__version__)
+    return _tracer
+
+
+def start_run(name: str) -> RunTrace | None:
+    """The trace of a run about to start, or ``None`` when nothing is traced."""
+    return RunTrace(name) if tracer() is not None else None
+
+
+def _fail(span: Any, exc: BaseException) -> None:
+    from opentelemetry.trace import Status, StatusCode
+
+    span.set_attribute("error.type", type(exc).__qualname__)
+    span.record_exception(exc)
+    span.set_status(Status(StatusCode.ERROR, str(exc)[:200]))
+
+
+class RunTrace:
+    """One run's span and its steps' spans. The step loop calls ``step_start`` and
+    ``step_end`` inside the run's own context, one step at a time."""
+
+    def __init__(self, name: str) -> None:
+        from opentelemetry import context, trace
+
+        self.span = tracer().start_span(
+            f"invoke_agent {name}",
+            attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name},
+        )
+        self._token: Any = context.attach(trace.set_span_in_context(self.span))
+        # A run that does not record hands the Rust side no tracer (and hides its
+        # parent's from its own steps).
+        self._var_token: Token[RunTrace | None] | None = _run_var.set(
+            self if self.span.is_recording() else None
+        )
+        self._step: tuple[Any, Any] | None = None
+
+    def detach(self) -> None:
+        """The run's context is captured: the caller's context is its own again."""
+        from opentelemetry import context
+
+        if self._var_token is not None:
+            _run_var.reset(self._var_token)
+            self._var_token = None
+        if self._token is not None:
+            context.detach(self._token)
+            self._token = None
+
+    def end(self, exc: BaseException | None = None) -> None:
+        self.detach()
+        if exc is not None and not _is_pause(exc):
+            _fail(self.span, exc)
+        self.span.end()
+
+    def step_start(self, step: int, nodes: list[str]) -> None:
+        from opentelemetry import context, trace
+
+        span = tracer().start_span(
+            f"step {step}",
+            attributes={"ironloop.step": step, "ironloop.step.nodes": list(nodes)},
+        )
+        self._step = (span, context.attach(trace.set_span_in_context(span)))
+
+    def step_end(self, step: int, error_type: str | None) -> None:
+        from opentelemetry import context
+        from opentelemetry.trace import Status, StatusCode
+
+        if self._step is None:
+            return
+        span, token = self._step
+        self._step = None
+        context.detach(token)
+        if error_type is not None:
+            span.set_attribute("error.type", error_type)
+            span.set_status(Status(StatusCode.ERROR))
+        span.end()
+
+    @staticmethod
+    def call_tool(name: str, call_id: str, fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+        """Runs a sync tool's function under its ``execute_tool`` span."""
+        with tool_span(name, call_id):
+            return fn(**kwargs)
+
+    @staticmethod
+    async def call_tool_async(
+        name: str, call_id: str, fn: Callable[..., Awaitable[Any]], kwargs: dict[str, Any]
+    ) -> Any:
+        """Awaits an async tool under its ``execute_tool`` span."""
+        with tool_span(name, call_id):
+            return await fn(**kwargs)
+
+
+def _is_pause(exc: BaseException) -> bool:
+    """An ``interrupt()`` pausing a nested run is control flow, not a failure."""
+    from ironloop.errors import GraphInterrupt
+
+    return isinstance(exc, GraphInterrupt)
+
+
+@contextmanager
+def tool_span(name: str, call_id: str) -> Iterator[Any]:
+    with tracer().start_as_current_span(
+        f"execute_tool {name}",
+        attributes={
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": name,
+            "gen_ai.tool.call.id": call_id,
+            "gen_ai.tool.type": "function",
+        },
+        record_exception=False,
+        set_status_on_exception=False,
+    ) as span:
+        try:
+            yield span
+        except BaseException as e:
+            if not _is_pause(e):
+                _fail(span, e)
+            raise
+
+
+@contextmanager
+def model_span(provider: str, model: str) -> Iterator[Callable[[Any], Any]]:
+    """A ``chat`` span around one model call; the callable it yields records the
+    answer's model and token usage and returns the answer."""
+    with tracer().start_as_current_span(
+        f"chat {model}",
+        kind=_client_kind(),
+        attributes={
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": provider,
+            "gen_ai.request.model": model,
+        },
+        record_exception=False,
+        set_status_on_exception=False,
+    ) as span:
+
+        def answered(message: Any) -> Any:
+            usage = getattr(message, "usage_metadata", None) or {}
+            if "input_tokens" in usage:
+                span.set_attribute("gen_ai.usage.input_tokens", usage["input_tokens"])
+            if "output_tokens" in usage:
+                span.set_attribute("gen_ai.usage.output_tokens", usage["output_tokens"])
+            meta = getattr(message, "response_metadata", None) or {}
+            served = meta.get("model_name") or meta.get("model")
+            if isinstance(served, str):
+                span.set_attribute("gen_ai.response.model", served)
+            if getattr(message, "id", None):
+                span.set_attribute("gen_ai.response.id", str(message.id))
+            return message
+
+        try:
+            yield answered
+        except BaseException as e:
+            _fail(span, e)
+            raise
+
+
+def _client_kind() -> Any:
+    from opentelemetry.trace import SpanKind
+
+    return SpanKind.CLIENT
+
+
+if ON:
+    _ironloop._enable_tracing(_run_var)
