@@ -1952,6 +1952,59 @@ mod postgres_only {
         schema.drop().await;
     }
 
+    /// A schema at version 3 (no `ironloop_refused`): a step saves as before, a batch
+    /// (which needs the function) fails saying to call setup(), and leaves nothing;
+    /// setup() migrates it and the same batch goes in, then a refused batch still
+    /// leaves nothing and names the thread.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn version_3_schemas_need_setup_for_batches() {
+        let schema = pg::TempSchema::new("v3").await;
+        let s = schema.saver().await;
+        s.setup().await.unwrap();
+        let admin = pg::admin().await;
+        admin
+            .batch_execute(&format!(
+                "DROP FUNCTION \"{0}\".ironloop_refused(text); \
+                 DELETE FROM \"{0}\".ironloop_migrations WHERE version = 4",
+                schema.name
+            ))
+            .await
+            .unwrap();
+        s.put_next("t", rec("c0", None, 0)).await.unwrap();
+        let batch = || {
+            vec![
+                next(rec("c1", Some("c0"), 1)),
+                writes_to("c1", vec![pw("a", "x", json!(1))]),
+                next(rec("c2", Some("c1"), 2)),
+            ]
+        };
+        let e = s.put_many("t", batch()).await.unwrap_err();
+        assert!(matches!(e, CheckpointError::Storage(_)), "{e:?}");
+        assert!(e.to_string().contains("call setup()"), "{e}");
+        assert_eq!(s.get("t", None).await.unwrap().unwrap().id, "c0");
+        s.setup().await.unwrap();
+        s.put_many("t", batch()).await.unwrap();
+        assert_eq!(ids(&s.chain("t", "c2").await.unwrap()), ["c0", "c1", "c2"]);
+        let e = s
+            .put_many(
+                "t",
+                vec![
+                    writes_to("c2", vec![pw("a", "x", json!(2))]),
+                    next(rec("c3", Some("c1"), 2)),
+                ],
+            )
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&e, CheckpointError::Conflict { thread_id, .. } if thread_id == "t"),
+            "{e:?}"
+        );
+        assert!(s.pending_writes("t", "c2").await.unwrap().is_empty());
+        assert_eq!(s.get("t", None).await.unwrap().unwrap().id, "c2");
+        Checkpointer::close(&s).await.unwrap();
+        schema.drop().await;
+    }
+
     /// A schema at version 2 holding format-1 records migrates to the current version
     /// and its threads load and go on (new records in format 2 on the same chains).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

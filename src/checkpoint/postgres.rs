@@ -11,8 +11,10 @@
 //! so a call is **one round trip** once the connection has seen it. A step of a run
 //! costs one `put_next` (the step's record, and the parent's pending writes dropped, in
 //! one statement); a step of several tasks adds one `put_writes` per task as it
-//! finishes. A `put_many` batch is one transaction whose `BEGIN` and statements are
-//! pipelined (one round trip), then `COMMIT`: two round trips, whatever its size.
+//! finishes. A `put_many` batch of `put_next`s and writes (a run's `"async"` and
+//! `"exit"` saves) is one transaction whose `BEGIN`, statements and `COMMIT` are
+//! pipelined: one round trip, whatever its size (a refused `put_next` raises an error
+//! that aborts the transaction; the batch is then checked item by item to say why).
 //!
 //! A connection the server closed while idle (a restart, `pg_terminate_backend`, a
 //! proxy's idle timeout) is noticed when it is taken from the pool and replaced. A
@@ -45,6 +47,10 @@
 //! Version 3 makes `(thread_id, seq)` the primary key of `ironloop_checkpoints` (its
 //! `seq` key and the `(thread_id, seq)` index go: one index fewer), and marks a schema
 //! whose records may be in format 2 (see [`super::record`]).
+//!
+//! Version 4 adds the function `ironloop_refused(thread)`, which raises the error
+//! (SQLSTATE `IL409`) that a refused `put_next` of a pipelined batch aborts its
+//! transaction with.
 //!
 //! Version 2 adds `ironloop_claims(thread_id PRIMARY KEY, owner, expires_at)`, the
 //! claims of stalled threads (see [`super::stalled`]), and `ironloop_writes.saved_at`
@@ -85,7 +91,7 @@ use super::{
 };
 
 /// The schema version this ironloop writes (the last of [`MIGRATIONS`]).
-pub const SCHEMA_VERSION: i32 = 3;
+pub const SCHEMA_VERSION: i32 = 4;
 
 /// The migrations, in order: `MIGRATIONS[i]` takes the schema to version `i + 1`.
 /// `{s}` stands for the schema prefix (`"name".` or nothing).
@@ -133,7 +139,21 @@ ALTER TABLE {s}ironloop_checkpoints DROP CONSTRAINT ironloop_checkpoints_pkey;
 DROP INDEX {s}ironloop_checkpoints_by_thread;
 ALTER TABLE {s}ironloop_checkpoints ADD PRIMARY KEY (thread_id, seq);
 ",
+    // What lets a batch's `COMMIT` be sent with its statements (one round trip, see
+    // `save_batch`): a `put_next` that is refused raises this error, which aborts the
+    // transaction, so the pipelined `COMMIT` rolls it back.
+    "
+CREATE FUNCTION {s}ironloop_refused(thread text) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'ironloop: thread % did not take this batch''s checkpoint', thread
+        USING ERRCODE = 'IL409';
+END
+$$;
+",
 ];
+
+/// The error `ironloop_refused` raises (migration 4).
+const REFUSED_CODE: &str = "IL409";
 
 /// The key of the advisory lock that serialises `setup` calls.
 const SETUP_LOCK: i64 = 0x6972_6f6e_6c6f_6f70; // "ironloop"
@@ -165,6 +185,8 @@ struct Sql {
     prefix: String,
     put: String,
     put_next: String,
+    /// `put_next` that raises [`REFUSED_CODE`] instead of answering `false`.
+    put_next_or_raise: String,
     refused: String,
     put_writes: String,
     latest: String,
@@ -210,6 +232,25 @@ impl Sql {
              ORDER BY t.updated_at, t.thread_id LIMIT $2",
             awaits_answer_sql(&w, "t.thread_id", "t.latest_id")
         );
+        // The swap decides: the record goes in (and the parent's pending writes go) only
+        // if the thread was still at the parent. Only `true` (swapped and inserted) is
+        // the common case: anything else reads `refused`.
+        let put_next_cte = format!(
+            "WITH cas AS ( \
+                   INSERT INTO {t} AS t (thread_id, latest_id) VALUES ($1, $2) \
+                   ON CONFLICT (thread_id) DO UPDATE \
+                   SET latest_id = EXCLUDED.latest_id, updated_at = now() \
+                   WHERE t.latest_id IS NOT DISTINCT FROM $3::text \
+                   RETURNING 1 \
+                 ), ins AS ( \
+                   INSERT INTO {c} (thread_id, checkpoint_id, parent_id, step, record) \
+                   SELECT $1, $2, $3, $4, $5 WHERE EXISTS (SELECT 1 FROM cas) \
+                   ON CONFLICT (thread_id, checkpoint_id) DO NOTHING RETURNING 1 \
+                 ), del AS ( \
+                   DELETE FROM {w} WHERE thread_id = $1 AND checkpoint_id = $3 \
+                   AND EXISTS (SELECT 1 FROM cas) \
+                 )"
+        );
         Sql {
             // The threads' rows are locked (those another claimer or a saving run
             // holds are skipped), and a claim that still lives is never replaced (the
@@ -243,25 +284,11 @@ impl Sql {
                  SELECT EXISTS (SELECT 1 FROM ins), s.record, s.parent_id FROM (SELECT 1) one \
                  LEFT JOIN {c} s ON s.thread_id = $1 AND s.checkpoint_id = $2"
             ),
-            // The swap decides: the record goes in (and the parent's pending writes
-            // go) only if the thread was still at the parent. Only `true` (swapped and
-            // inserted) is the common case: anything else reads `refused`.
-            put_next: format!(
-                "WITH cas AS ( \
-                   INSERT INTO {t} AS t (thread_id, latest_id) VALUES ($1, $2) \
-                   ON CONFLICT (thread_id) DO UPDATE \
-                   SET latest_id = EXCLUDED.latest_id, updated_at = now() \
-                   WHERE t.latest_id IS NOT DISTINCT FROM $3::text \
-                   RETURNING 1 \
-                 ), ins AS ( \
-                   INSERT INTO {c} (thread_id, checkpoint_id, parent_id, step, record) \
-                   SELECT $1, $2, $3, $4, $5 WHERE EXISTS (SELECT 1 FROM cas) \
-                   ON CONFLICT (thread_id, checkpoint_id) DO NOTHING RETURNING 1 \
-                 ), del AS ( \
-                   DELETE FROM {w} WHERE thread_id = $1 AND checkpoint_id = $3 \
-                   AND EXISTS (SELECT 1 FROM cas) \
-                 ) \
-                 SELECT EXISTS (SELECT 1 FROM cas) AND EXISTS (SELECT 1 FROM ins)"
+            put_next: format!("{put_next_cte} SELECT EXISTS (SELECT 1 FROM cas) AND EXISTS (SELECT 1 FROM ins)"),
+            // In a batch whose `COMMIT` is pipelined: a refusal aborts the transaction.
+            put_next_or_raise: format!(
+                "{put_next_cte} SELECT CASE WHEN EXISTS (SELECT 1 FROM cas) AND EXISTS (SELECT 1 FROM ins) \
+                 THEN true ELSE {prefix}ironloop_refused($1) END"
             ),
             // Why a `put_next` saved nothing: the record under its id, and where the
             // thread is (read after the statement, so it sees what won).
@@ -682,7 +709,7 @@ impl Shared {
              the thread from its last saved step"
         } else if is(&[&SqlState::UNDEFINED_TABLE]) {
             "the checkpoint tables do not exist; call setup() once (it creates them)"
-        } else if is(&[&SqlState::UNDEFINED_COLUMN]) {
+        } else if is(&[&SqlState::UNDEFINED_COLUMN, &SqlState::UNDEFINED_FUNCTION]) {
             "the checkpoint tables are from an older version; call setup() to migrate them"
         } else if is(&[
             &SqlState::INSUFFICIENT_PRIVILEGE,
@@ -746,26 +773,11 @@ enum Refused {
     },
 }
 
-/// Saves `items` of thread `t`: one statement (so one round trip once prepared) for a
-/// single item; otherwise one transaction whose `BEGIN` and statements are pipelined
-/// (sent together, answered together: one round trip), then `COMMIT`, or `ROLLBACK`
-/// when an item is refused, so that a refused item leaves nothing of the batch.
-async fn save_batch(
-    c: &Object,
-    sql: &Sql,
-    t: &String,
-    items: &[Item],
-) -> std::result::Result<Option<Refused>, tokio_postgres::Error> {
-    use futures::future::{join_all, BoxFuture, FutureExt};
-    let (put, put_next, put_writes) = (
-        c.prepare_cached(&sql.put).await?,
-        c.prepare_cached(&sql.put_next).await?,
-        c.prepare_cached(&sql.put_writes).await?,
-    );
-    let single = items.len() == 1;
-    let begin = (!single).then(|| c.batch_execute("BEGIN"));
-    type Param<'a> = &'a (dyn tokio_postgres::types::ToSql + Sync);
-    let params: Vec<Vec<Param<'_>>> = items
+type Param<'a> = &'a (dyn tokio_postgres::types::ToSql + Sync);
+
+/// Each item's statement parameters.
+fn batch_params<'a>(t: &'a String, items: &'a [Item]) -> Vec<Vec<Param<'a>>> {
+    items
         .iter()
         .map(|item| match item {
             Item::Record {
@@ -788,7 +800,78 @@ async fn save_batch(
                 &w.values,
             ],
         })
-        .collect();
+        .collect()
+}
+
+/// Saves `items` of thread `t` in one round trip when nothing is refused: one
+/// statement for a single item; for a batch of `put_next`s and writes (what a run's
+/// `"async"` and `"exit"` saves are), `BEGIN`, the statements and `COMMIT` pipelined
+/// (sent together, answered together), a refused `put_next` raising an error that
+/// aborts the transaction (the `COMMIT` then rolls it back). A refused batch, or one
+/// holding a `put`, goes through [`save_checked`], which says why it was refused.
+async fn save_batch(
+    c: &Object,
+    sql: &Sql,
+    t: &String,
+    items: &[Item],
+) -> std::result::Result<Option<Refused>, tokio_postgres::Error> {
+    use futures::future::{join_all, FutureExt};
+    let pipelined = items.len() > 1
+        && items
+            .iter()
+            .all(|i| matches!(i, Item::Writes { .. } | Item::Record { next: true, .. }));
+    if !pipelined {
+        return save_checked(c, sql, t, items).await;
+    }
+    let (put_next, put_writes) = (
+        c.prepare_cached(&sql.put_next_or_raise).await?,
+        c.prepare_cached(&sql.put_writes).await?,
+    );
+    let params = batch_params(t, items);
+    let sent = items.iter().zip(&params).map(|(item, p)| match item {
+        Item::Record { .. } => c.query_one(&put_next, p).map(|r| r.map(drop)).boxed(),
+        _ => c.execute(&put_writes, p).map(|r| r.map(drop)).boxed(),
+    });
+    // Polled in order, so sent in order: BEGIN, the statements, COMMIT.
+    let (begun, saved, committed) = futures::join!(
+        c.batch_execute("BEGIN"),
+        join_all(sent),
+        c.batch_execute("COMMIT")
+    );
+    begun?;
+    // The first error is the cause (the statements after it fail as the transaction
+    // is aborted).
+    match saved.into_iter().find_map(|r| r.err()).map_or(Ok(()), Err) {
+        // Committed, unless the COMMIT failed (then it is the error).
+        Ok(()) => committed.map(|()| None),
+        Err(e) if e.code().map(|c| c.code()) == Some(REFUSED_CODE) => {
+            // Rolled back (the transaction was aborted): find out why, item by item.
+            committed?;
+            save_checked(c, sql, t, items).await
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// [`save_batch`] the careful way: one statement for a single item; otherwise
+/// `BEGIN` and the statements pipelined (one round trip), each answer checked, then
+/// `COMMIT`, or `ROLLBACK` when an item is refused, so that a refused item leaves
+/// nothing of the batch.
+async fn save_checked(
+    c: &Object,
+    sql: &Sql,
+    t: &String,
+    items: &[Item],
+) -> std::result::Result<Option<Refused>, tokio_postgres::Error> {
+    use futures::future::{join_all, BoxFuture, FutureExt};
+    let (put, put_next, put_writes) = (
+        c.prepare_cached(&sql.put).await?,
+        c.prepare_cached(&sql.put_next).await?,
+        c.prepare_cached(&sql.put_writes).await?,
+    );
+    let single = items.len() == 1;
+    let begin = (!single).then(|| c.batch_execute("BEGIN"));
+    let params = batch_params(t, items);
     let sent: Vec<BoxFuture<'_, std::result::Result<Option<tokio_postgres::Row>, _>>> = items
         .iter()
         .zip(&params)

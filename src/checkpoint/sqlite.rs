@@ -210,6 +210,23 @@ fn save_record(
     json: &str,
     next: bool,
 ) -> rusqlite::Result<Next> {
+    // The common case, a run's next step, in one statement: the record goes in if the
+    // thread is still at its parent and its id is new. Otherwise the checks below say
+    // why it did not.
+    if next
+        && tx
+            .prepare_cached(
+                "INSERT INTO checkpoints (thread_id, checkpoint_id, parent_id, step, record) \
+                 SELECT ?1, ?2, ?3, ?4, ?5 WHERE (SELECT checkpoint_id FROM checkpoints \
+                   WHERE thread_id = ?1 ORDER BY seq DESC LIMIT 1) IS ?3 \
+                 ON CONFLICT (thread_id, checkpoint_id) DO NOTHING",
+            )?
+            .execute(params![t, id, parent_id, step, json])?
+            == 1
+    {
+        delete_parent_writes(tx, t, parent_id)?;
+        return Ok(Next::Saved);
+    }
     let stored: Option<(Option<String>, String)> = tx
         .prepare_cached(
             "SELECT parent_id, record FROM checkpoints WHERE thread_id = ?1 AND checkpoint_id = ?2",
@@ -236,11 +253,21 @@ fn save_record(
          (thread_id, checkpoint_id, parent_id, step, record) VALUES (?1, ?2, ?3, ?4, ?5)",
     )?
     .execute(params![t, id, parent_id, step, json])?;
+    delete_parent_writes(tx, t, parent_id)?;
+    Ok(Next::Saved)
+}
+
+/// A new checkpoint's parent has run: its pending writes go.
+fn delete_parent_writes(
+    tx: &rusqlite::Transaction<'_>,
+    t: &str,
+    parent_id: &Option<String>,
+) -> rusqlite::Result<()> {
     if let Some(parent) = parent_id {
         tx.prepare_cached("DELETE FROM writes WHERE thread_id = ?1 AND checkpoint_id = ?2")?
             .execute(params![t, parent])?;
     }
-    Ok(Next::Saved)
+    Ok(())
 }
 
 /// Inserts pending writes in `tx`, ignoring those whose `(task_id, idx)` is stored.
