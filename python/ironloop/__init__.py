@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ironloop import _wiring  # noqa: F401  (hands the Rust glue its Python helpers)
 from ironloop import tools as tools  # `ironloop.tools.workspace(...)` after `import ironloop`
+from ironloop._activities import register_activity, unregister_activity
 from ironloop._agent import create_react_agent
 from ironloop._constants import END, START
 from ironloop._injection import InjectedState, InjectedStore, InjectedToolCallId
@@ -75,6 +76,8 @@ __all__ = [
     "get_stream_writer",
     "init_model",
     "interrupt",
+    "register_activity",
+    "unregister_activity",
     "InjectedState",
     "InjectedStore",
     "InjectedToolCallId",

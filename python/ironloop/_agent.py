@@ -88,8 +88,37 @@ def _merge_chunks(chunks: list[AIMessage]) -> AIMessage:
     )
 
 
+def _schema_output_msg(output: Any, msg_id: Any, structured: bool) -> dict[str, Any]:
+    """The agent's final step from a schema-mode ``output``."""
+    content = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+    update: dict[str, Any] = {"messages": [AIMessage(content=content, id=msg_id)]}
+    if structured and not isinstance(output, str):
+        update["structured_response"] = output
+    return update
+
+
+def _pending_schema_output(messages: Sequence[Any]) -> tuple[bool, Any]:
+    """``(True, output)`` when the last answer carried an output with its calls and
+    those calls have run (the messages end with their results): the run ends with it
+    instead of asking the model again. Such an answer's message holds the output as
+    its content, in JSON (``_from_composed``); a calls-only one has no content."""
+    if not messages or messages[-1].type != "tool":
+        return False, None
+    for m in reversed(messages):
+        if m.type == "ai":
+            if not m.tool_calls or not m.text:
+                return False, None
+            try:
+                return True, json.loads(m.text)
+            except json.JSONDecodeError:
+                return False, None
+    return False, None
+
+
 def _from_composed(resp: AIMessage, schema: dict[str, Any], structured: bool) -> dict[str, Any]:
-    """The agent's step from a ``{"calls", "output"}`` answer."""
+    """The agent's step from a ``{"calls", "output"}`` answer. Calls run first; an
+    output given with them is kept on the calls' message and ends the run after
+    them (``_pending_schema_output``)."""
     text = resp.text
     try:
         value = json.loads(text)
@@ -102,18 +131,21 @@ def _from_composed(resp: AIMessage, schema: dict[str, Any], structured: bool) ->
             "the model's answer does not match the {calls, output} schema: " + "; ".join(errors)
         )
     calls = value.get("calls") or []
+    output = value.get("output")
     if calls:
         tool_calls = [
-            {"name": c["name"], "args": c.get("args", {}), "id": f"call_{uuid.uuid4().hex[:24]}"}
+            {
+                "name": c["_tool"],
+                "args": {k: v for k, v in c.items() if k != "_tool"},
+                "id": f"call_{uuid.uuid4().hex[:24]}",
+            }
             for c in calls
         ]
-        return {"messages": [AIMessage(content="", tool_calls=tool_calls, id=resp.id)]}
-    output = value.get("output")
-    content = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
-    update: dict[str, Any] = {"messages": [AIMessage(content=content, id=resp.id)]}
-    if structured and not isinstance(output, str):
-        update["structured_response"] = output
-    return update
+        # An output given with the calls is kept as this message's content (in
+        # JSON), so it is in the state and checkpointed until the calls have run.
+        content = "" if output is None else json.dumps(output, ensure_ascii=False)
+        return {"messages": [AIMessage(content=content, tool_calls=tool_calls, id=resp.id)]}
+    return _schema_output_msg(output, resp.id, structured)
 
 
 def _accepts(fn: Any, name: str) -> bool:
@@ -532,6 +564,9 @@ def _react_template(
         composed = compose_schema(tool_list, out_schema)
 
         def agent(state: Any) -> dict[str, Any]:  # type: ignore[misc]
+            done, output = _pending_schema_output(_get(state, "messages"))
+            if done:
+                return _schema_output_msg(output, None, response_format is not None)
             s = agent_var.get(first)
             resp = s.model.invoke(
                 s.prompt(input_state(state)), tools=None, response_format=composed
@@ -539,6 +574,9 @@ def _react_template(
             return _from_composed(_as_ai(resp), composed, response_format is not None)
 
         async def aagent(state: Any) -> dict[str, Any]:  # type: ignore[misc]
+            done, output = _pending_schema_output(_get(state, "messages"))
+            if done:
+                return _schema_output_msg(output, None, response_format is not None)
             s = agent_var.get(first)
             messages = await s.aprompt(input_state(state))
             resp = await s.model.ainvoke(messages, tools=None, response_format=composed)
