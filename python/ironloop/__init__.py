@@ -24,6 +24,7 @@ from ironloop._agent import create_react_agent
 from ironloop._constants import END, START
 from ironloop._injection import InjectedState, InjectedStore, InjectedToolCallId
 from ironloop._ironloop import MemorySaver, PostgresSaver, SqliteSaver, ToolContext, __version__
+from ironloop._meta_fields import register_delegate, unregister_delegate, with_call_fields
 from ironloop._tool import Tool, compose_schema, tool
 from ironloop.graph import (
     CompiledStateGraph,
@@ -77,7 +78,10 @@ __all__ = [
     "init_model",
     "interrupt",
     "register_activity",
+    "register_delegate",
     "unregister_activity",
+    "unregister_delegate",
+    "with_call_fields",
     "InjectedState",
     "InjectedStore",
     "InjectedToolCallId",

@@ -20,6 +20,7 @@ from ironloop._ironloop import (
     _json_schema_errors,
     tools_condition,
 )
+from ironloop._meta_fields import agent_tools
 from ironloop._runtime import task_var
 from ironloop._schema import type_schema
 from ironloop._shapes import AgentSettings, agent_var, bind, names, shape_key, templates
@@ -380,6 +381,7 @@ def create_react_agent(
     version: Literal["v1", "v2"] = "v2",
     name: str | None = None,
     tool_calling: str = "native",
+    call_fields: Sequence[str] | None = None,
     **kwargs: Any,
 ) -> CompiledStateGraph:
     """A graph with nodes ``"agent"`` (calls the model) and ``"tools"`` (runs its tool
@@ -414,6 +416,10 @@ def create_react_agent(
     calling: the model is asked for one JSON object matching
     ``compose_schema(tools, ...)`` — ``{"calls": [...], "output": ...}`` — through
     ``response_format=``; its calls run like native ones and ``output`` is the answer.
+
+    ``call_fields`` (an ironloop addition) offers the Agent/Tool spec's call
+    meta-fields (``"_reasoningForCall"``, ``"_outputPath"``, ``"_delegate"``) with every
+    tool's arguments; see ``ironloop.with_call_fields`` for one tool at a time.
 
     Example:
         >>> from ironloop import create_react_agent, tool
@@ -467,6 +473,7 @@ def create_react_agent(
         langchain_model,
         version,
         tool_calling,
+        tuple(call_fields or ()),
         names(interrupt_before),
         names(interrupt_after),
     )
@@ -486,6 +493,7 @@ def create_react_agent(
             interrupt_after=interrupt_after,
             version=version,
             tool_calling=tool_calling,
+            call_fields=call_fields,
         )
         templates.put(key, template, shape)
     graph, tool_list, builtin = template
@@ -510,12 +518,19 @@ def _react_template(
     interrupt_after: Sequence[str] | None,
     version: str,
     tool_calling: str,
+    call_fields: Sequence[str] | None = None,
 ) -> tuple[CompiledStateGraph, list[Any], list[dict[str, Any]]]:
     """The compiled graph of a ``create_react_agent`` shape, its tools and its provider
     tool dicts. Its nodes call the model, prompt and name of the agent running it
     (``agent_var``; ``first``'s when the builder is compiled again by hand)."""
     model = first.model
     builtin: list[dict[str, Any]] = []
+    if state_schema is None:
+        state_schema = AgentStateWithStructuredResponse if response_format else AgentState
+    if call_fields:
+        if isinstance(tools, ToolNode):
+            raise ValueError("call_fields needs the tools themselves, not a ToolNode")
+        tools = agent_tools(list(tools), call_fields, _schema_keys(state_schema))
     if isinstance(tools, ToolNode):
         tool_node = tools
     else:
@@ -527,8 +542,6 @@ def _react_template(
     if langchain_model:
         tool_dicts = None  # bound to each agent's model (create_react_agent)
     direct = {t.name for t in tool_list if t.return_direct}
-    if state_schema is None:
-        state_schema = AgentStateWithStructuredResponse if response_format else AgentState
     schema = state_schema
     if pre_model_hook is not None and "llm_input_messages" not in _schema_keys(schema):
         schema = _with_llm_input_messages(schema)

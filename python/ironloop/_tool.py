@@ -163,7 +163,8 @@ class Tool:
             raise TypeError(f"Tool.from_schema expects a dict, got {type(schema).__name__}")
         spec = schema.get("function", schema) if schema.get("type") == "function" else schema
         name = spec.get("name")
-        spec_props = spec.get("properties") if isinstance(spec.get("properties"), dict) else {}
+        raw_props = spec.get("properties")
+        spec_props: dict[str, Any] = raw_props if isinstance(raw_props, dict) else {}
         tool_prop = spec_props.get("_tool")
         if name is None and isinstance(tool_prop, dict) and "const" in tool_prop:
             # The spec's shape: the schema is the parameters, named by `_tool`.
