@@ -19,10 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 from ironloop import _wiring  # noqa: F401  (hands the Rust glue its Python helpers)
 from ironloop import tools as tools  # `ironloop.tools.workspace(...)` after `import ironloop`
+from ironloop._activities import register_activity, unregister_activity
 from ironloop._agent import create_react_agent
 from ironloop._constants import END, START
 from ironloop._injection import InjectedState, InjectedStore, InjectedToolCallId
 from ironloop._ironloop import MemorySaver, PostgresSaver, SqliteSaver, ToolContext, __version__
+from ironloop._meta_fields import register_delegate, unregister_delegate, with_call_fields
 from ironloop._tool import Tool, compose_schema, tool
 from ironloop._usage import UsageMetadataCallback, get_usage_metadata_callback
 from ironloop.graph import (
@@ -78,6 +80,11 @@ __all__ = [
     "get_stream_writer",
     "init_model",
     "interrupt",
+    "register_activity",
+    "register_delegate",
+    "unregister_activity",
+    "unregister_delegate",
+    "with_call_fields",
     "InjectedState",
     "InjectedStore",
     "InjectedToolCallId",

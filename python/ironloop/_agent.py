@@ -20,6 +20,7 @@ from ironloop._ironloop import (
     _json_schema_errors,
     tools_condition,
 )
+from ironloop._meta_fields import agent_tools
 from ironloop._runtime import task_var
 from ironloop._schema import type_schema
 from ironloop._shapes import AgentSettings, agent_var, bind, names, shape_key, templates
@@ -88,8 +89,37 @@ def _merge_chunks(chunks: list[AIMessage]) -> AIMessage:
     )
 
 
+def _schema_output_msg(output: Any, msg_id: Any, structured: bool) -> dict[str, Any]:
+    """The agent's final step from a schema-mode ``output``."""
+    content = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+    update: dict[str, Any] = {"messages": [AIMessage(content=content, id=msg_id)]}
+    if structured and not isinstance(output, str):
+        update["structured_response"] = output
+    return update
+
+
+def _pending_schema_output(messages: Sequence[Any]) -> tuple[bool, Any]:
+    """``(True, output)`` when the last answer carried an output with its calls and
+    those calls have run (the messages end with their results): the run ends with it
+    instead of asking the model again. Such an answer's message holds the output as
+    its content, in JSON (``_from_composed``); a calls-only one has no content."""
+    if not messages or messages[-1].type != "tool":
+        return False, None
+    for m in reversed(messages):
+        if m.type == "ai":
+            if not m.tool_calls or not m.text:
+                return False, None
+            try:
+                return True, json.loads(m.text)
+            except json.JSONDecodeError:
+                return False, None
+    return False, None
+
+
 def _from_composed(resp: AIMessage, schema: dict[str, Any], structured: bool) -> dict[str, Any]:
-    """The agent's step from a ``{"calls", "output"}`` answer."""
+    """The agent's step from a ``{"calls", "output"}`` answer. Calls run first; an
+    output given with them is kept on the calls' message and ends the run after
+    them (``_pending_schema_output``)."""
     text = resp.text
     try:
         value = json.loads(text)
@@ -102,18 +132,21 @@ def _from_composed(resp: AIMessage, schema: dict[str, Any], structured: bool) ->
             "the model's answer does not match the {calls, output} schema: " + "; ".join(errors)
         )
     calls = value.get("calls") or []
+    output = value.get("output")
     if calls:
         tool_calls = [
-            {"name": c["name"], "args": c.get("args", {}), "id": f"call_{uuid.uuid4().hex[:24]}"}
+            {
+                "name": c["_tool"],
+                "args": {k: v for k, v in c.items() if k != "_tool"},
+                "id": f"call_{uuid.uuid4().hex[:24]}",
+            }
             for c in calls
         ]
-        return {"messages": [AIMessage(content="", tool_calls=tool_calls, id=resp.id)]}
-    output = value.get("output")
-    content = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
-    update: dict[str, Any] = {"messages": [AIMessage(content=content, id=resp.id)]}
-    if structured and not isinstance(output, str):
-        update["structured_response"] = output
-    return update
+        # An output given with the calls is kept as this message's content (in
+        # JSON), so it is in the state and checkpointed until the calls have run.
+        content = "" if output is None else json.dumps(output, ensure_ascii=False)
+        return {"messages": [AIMessage(content=content, tool_calls=tool_calls, id=resp.id)]}
+    return _schema_output_msg(output, resp.id, structured)
 
 
 def _accepts(fn: Any, name: str) -> bool:
@@ -348,6 +381,7 @@ def create_react_agent(
     version: Literal["v1", "v2"] = "v2",
     name: str | None = None,
     tool_calling: str = "native",
+    call_fields: Sequence[str] | None = None,
     **kwargs: Any,
 ) -> CompiledStateGraph:
     """A graph with nodes ``"agent"`` (calls the model) and ``"tools"`` (runs its tool
@@ -382,6 +416,10 @@ def create_react_agent(
     calling: the model is asked for one JSON object matching
     ``compose_schema(tools, ...)`` — ``{"calls": [...], "output": ...}`` — through
     ``response_format=``; its calls run like native ones and ``output`` is the answer.
+
+    ``call_fields`` (an ironloop addition) offers the Agent/Tool spec's call
+    meta-fields (``"_reasoningForCall"``, ``"_outputPath"``, ``"_delegate"``) with every
+    tool's arguments; see ``ironloop.with_call_fields`` for one tool at a time.
 
     Example:
         >>> from ironloop import create_react_agent, tool
@@ -435,6 +473,7 @@ def create_react_agent(
         langchain_model,
         version,
         tool_calling,
+        tuple(call_fields or ()),
         names(interrupt_before),
         names(interrupt_after),
     )
@@ -454,6 +493,7 @@ def create_react_agent(
             interrupt_after=interrupt_after,
             version=version,
             tool_calling=tool_calling,
+            call_fields=call_fields,
         )
         templates.put(key, template, shape)
     graph, tool_list, builtin = template
@@ -478,12 +518,19 @@ def _react_template(
     interrupt_after: Sequence[str] | None,
     version: str,
     tool_calling: str,
+    call_fields: Sequence[str] | None = None,
 ) -> tuple[CompiledStateGraph, list[Any], list[dict[str, Any]]]:
     """The compiled graph of a ``create_react_agent`` shape, its tools and its provider
     tool dicts. Its nodes call the model, prompt and name of the agent running it
     (``agent_var``; ``first``'s when the builder is compiled again by hand)."""
     model = first.model
     builtin: list[dict[str, Any]] = []
+    if state_schema is None:
+        state_schema = AgentStateWithStructuredResponse if response_format else AgentState
+    if call_fields:
+        if isinstance(tools, ToolNode):
+            raise ValueError("call_fields needs the tools themselves, not a ToolNode")
+        tools = agent_tools(list(tools), call_fields, _schema_keys(state_schema))
     if isinstance(tools, ToolNode):
         tool_node = tools
     else:
@@ -495,8 +542,6 @@ def _react_template(
     if langchain_model:
         tool_dicts = None  # bound to each agent's model (create_react_agent)
     direct = {t.name for t in tool_list if t.return_direct}
-    if state_schema is None:
-        state_schema = AgentStateWithStructuredResponse if response_format else AgentState
     schema = state_schema
     if pre_model_hook is not None and "llm_input_messages" not in _schema_keys(schema):
         schema = _with_llm_input_messages(schema)
@@ -532,6 +577,9 @@ def _react_template(
         composed = compose_schema(tool_list, out_schema)
 
         def agent(state: Any) -> dict[str, Any]:  # type: ignore[misc]
+            done, output = _pending_schema_output(_get(state, "messages"))
+            if done:
+                return _schema_output_msg(output, None, response_format is not None)
             s = agent_var.get(first)
             resp = s.model.invoke(
                 s.prompt(input_state(state)), tools=None, response_format=composed
@@ -539,6 +587,9 @@ def _react_template(
             return _from_composed(_as_ai(resp), composed, response_format is not None)
 
         async def aagent(state: Any) -> dict[str, Any]:  # type: ignore[misc]
+            done, output = _pending_schema_output(_get(state, "messages"))
+            if done:
+                return _schema_output_msg(output, None, response_format is not None)
             s = agent_var.get(first)
             messages = await s.aprompt(input_state(state))
             resp = await s.model.ainvoke(messages, tools=None, response_format=composed)

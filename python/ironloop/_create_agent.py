@@ -22,6 +22,7 @@ from ironloop._agent import (
 from ironloop._constants import END, START
 from ironloop._foreign import is_langchain_runnable
 from ironloop._ironloop import AIMessage, SystemMessage, ToolMessage
+from ironloop._meta_fields import agent_tools
 from ironloop._schema import _special
 from ironloop._shapes import AgentSettings, agent_var, bind, names, shape_key, templates
 from ironloop._structured_output import Plan
@@ -524,6 +525,7 @@ def create_agent(
     debug: bool = False,
     name: str | None = None,
     cache: Any = None,
+    call_fields: Sequence[str] | None = None,
 ) -> CompiledStateGraph:
     """An agent graph as LangChain 1.x's ``create_agent``: node ``"model"`` calls the
     model, node ``"tools"`` runs its tool calls (each call its own task), looping until
@@ -545,6 +547,8 @@ def create_agent(
     - ``state_schema`` / ``context_schema``: extra state fields (a ``TypedDict``
       subclassing ``AgentState``) and the type of ``invoke(..., context=...)``, read
       as ``runtime.context`` by hooks and tools.
+    - ``call_fields`` (an ironloop addition): the Agent/Tool spec's call meta-fields
+      offered with every tool's arguments, as in ``create_react_agent``.
 
     Example:
         >>> from ironloop import create_agent, tool
@@ -594,7 +598,12 @@ def create_agent(
         if is_langchain_runnable(settings.model)
         else shape_key(
             "create_agent",
-            (isinstance(tools, ToolNode), names(interrupt_before), names(interrupt_after)),
+            (
+                isinstance(tools, ToolNode),
+                names(interrupt_before),
+                names(interrupt_after),
+                tuple(call_fields or ()),
+            ),
             shape,
         )
     )
@@ -611,6 +620,7 @@ def create_agent(
             store=store,
             interrupt_before=interrupt_before,
             interrupt_after=interrupt_after,
+            call_fields=call_fields,
         )
         templates.put(key, template, shape)
     return bind(template, settings, name)
@@ -628,8 +638,14 @@ def _agent_template(
     store: Any,
     interrupt_before: Sequence[str] | None,
     interrupt_after: Sequence[str] | None,
+    call_fields: Sequence[str] | None = None,
 ) -> CompiledStateGraph:
     """The compiled graph of a ``create_agent`` shape."""
+    if call_fields:
+        if isinstance(tools, ToolNode):
+            raise ValueError("call_fields needs the tools themselves, not a ToolNode")
+        # The state's keys are checked at each call (middleware may add some).
+        tools = agent_tools(list(tools or ()), call_fields, None)
     b = _Builder(first, tools, mws, response_format)
 
     def nodes_of(hook: str, order: Sequence[AgentMiddleware]) -> list[tuple[str, Any, list[str]]]:

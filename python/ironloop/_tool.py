@@ -44,6 +44,7 @@ class Tool:
     func: Callable[..., Any]
     return_direct: bool
     timeout: float | None
+    output_schema: dict[str, Any] | None
 
     def __init__(
         self,
@@ -72,6 +73,8 @@ class Tool:
         self.func = func
         self.return_direct = bool(return_direct)
         self.timeout = _timeout_seconds(timeout, f"tool {name!r}: timeout")
+        #: The result's JSON Schema (the spec's ``_output``), when declared.
+        self.output_schema = None
         self._injected: dict[str, tuple[str, str | None]] = {}
         self._target: Callable[..., Any] = func
         self._is_async = _is_async_callable(func)
@@ -131,12 +134,21 @@ class Tool:
 
     @classmethod
     def from_schema(cls, schema: dict[str, Any]) -> Tool:
-        """A *latent* tool: a pure schema with no function. The model produces its
-        result itself, in the extra argument ``_output``, and that is the result.
+        """A tool that is only a schema. By default it is *latent*: the model produces
+        its result itself, in the extra argument ``_output``, and that is the result.
 
         ``schema`` is an OpenAI ``tools`` entry (``{"type": "function", "function":
-        {...}}``), an Anthropic one (``{"name", "description", "input_schema"}``) or
-        ``{"name", "description", "parameters"}``.
+        {...}}``), an Anthropic one (``{"name", "description", "input_schema"}``),
+        ``{"name", "description", "parameters"}``, or the Agent/Tool spec's shape: an
+        object schema whose ``properties`` hold ``"_tool": {"const": <name>}``.
+
+        A property ``_output`` (in the parameters) declares the result's JSON Schema:
+        a latent result is checked against it with the arguments, an explicit one
+        after the function ran; a result that does not match is an error result the
+        model can correct. A key ``_activity`` names a function registered with
+        ``register_activity``: the tool runs it (explicit execution) instead of taking
+        the model's ``_output``; it is looked up at each call, so the function can be
+        swapped independently of the schema.
 
         Example:
             >>> t = Tool.from_schema({"name": "recall", "description": "Recalls a fact.",
@@ -151,24 +163,51 @@ class Tool:
             raise TypeError(f"Tool.from_schema expects a dict, got {type(schema).__name__}")
         spec = schema.get("function", schema) if schema.get("type") == "function" else schema
         name = spec.get("name")
+        raw_props = spec.get("properties")
+        spec_props: dict[str, Any] = raw_props if isinstance(raw_props, dict) else {}
+        tool_prop = spec_props.get("_tool")
+        if name is None and isinstance(tool_prop, dict) and "const" in tool_prop:
+            # The spec's shape: the schema is the parameters, named by `_tool`.
+            name = tool_prop["const"]
+            params = {
+                k: v for k, v in spec.items() if k not in ("description", "title", "_activity")
+            }
+            params["properties"] = {k: v for k, v in spec_props.items() if k != "_tool"}
+            params["required"] = [r for r in spec.get("required", []) if r != "_tool"]
+        else:
+            params = spec.get("parameters", spec.get("input_schema", {"type": "object"}))
         if not isinstance(name, str) or not name:
             raise ValueError(f"Tool.from_schema: the schema has no 'name': {schema!r}")
-        params = spec.get("parameters", spec.get("input_schema", {"type": "object"}))
         if not isinstance(params, dict) or params.get("type", "object") != "object":
             raise TypeError(
                 f"Tool.from_schema({name!r}): parameters must be a JSON Schema for an object"
             )
         props = dict(params.get("properties", {}))
-        if "_output" in props:
-            raise ValueError(f"Tool.from_schema({name!r}): '_output' is reserved for the result")
-        props["_output"] = {"description": "The result of this tool, which you produce yourself."}
-        required = [r for r in params.get("required", []) if r != "_output"] + ["_output"]
-        parameters = {**params, "properties": props, "required": required}
+        output_schema = props.pop("_output", None)
+        if output_schema is not None and not isinstance(output_schema, dict):
+            raise TypeError(
+                f"Tool.from_schema({name!r}): '_output' must be the result's JSON Schema, "
+                f"got {type(output_schema).__name__}"
+            )
+        required = [r for r in params.get("required", []) if r != "_output"]
+        activity = spec.get("_activity", schema.get("_activity"))
+        description = str(spec.get("description", ""))
+        if activity is not None:
+            from ironloop._activities import activity_runner
 
-        def latent(**kwargs: Any) -> Any:
-            return kwargs["_output"]
+            parameters = {**params, "properties": props, "required": required}
+            func = activity_runner(name, activity, output_schema)
+        else:
+            latent = {"description": "The result of this tool, which you produce yourself."}
+            props["_output"] = {**latent, **(output_schema or {})}
+            parameters = {**params, "properties": props, "required": [*required, "_output"]}
 
-        return cls(name, str(spec.get("description", "")), parameters=parameters, func=latent)
+            def func(**kwargs: Any) -> Any:
+                return kwargs["_output"]
+
+        made = cls(name, description, parameters=parameters, func=func)
+        made.output_schema = output_schema
+        return made
 
 
 class _FunctionTool(Tool):
@@ -327,29 +366,49 @@ def compose_schema(
 ) -> dict[str, Any]:
     """One JSON Schema, ``{"calls": [...], "output": ...}``, with which a model that has
     no native tool calling can drive an agent through structured output: ``calls``
-    lists tool calls (each ``{"name": <a tool>, "args": {...}}``, the args valid for that
-    tool), ``output`` is the final answer (``null`` while calling tools).
+    lists tool calls, each the tool's arguments plus the spec's discriminator
+    ``"_tool": <its name>``; ``output`` is the final answer (``null`` while calling
+    tools). An answer may carry both: its calls run, then ``output`` ends the run.
+
+    The tools' ``$defs`` are gathered at the top, where their ``$ref`` s point.
 
     Example:
         >>> s = compose_schema([Tool("add", "Adds.", func=lambda a, b: a + b, parameters={
         ...     "type": "object", "properties": {"a": {"type": "integer"},
         ...     "b": {"type": "integer"}}, "required": ["a", "b"]})])
-        >>> s["properties"]["calls"]["items"]["anyOf"][0]["properties"]["name"]
-        {'const': 'add'}
+        >>> v = s["properties"]["calls"]["items"]["anyOf"][0]
+        >>> v["properties"]["_tool"], v["required"]
+        ({'const': 'add'}, ['_tool', 'a', 'b'])
     """
     variants = []
+    defs: dict[str, Any] = {}
     for t in tools:
+        params = dict(t.parameters)
+        props = params.pop("properties", {}) or {}
+        if "_tool" in props:
+            raise ValueError(
+                f"tool {t.name!r}: '_tool' is reserved for the tool's name in a composed "
+                "schema; rename that parameter"
+            )
+        for k, v in (params.pop("$defs", None) or {}).items():
+            if k in defs and defs[k] != v:
+                raise ValueError(
+                    f"compose_schema: two tools define a different $defs entry {k!r}; "
+                    "rename one of the types"
+                )
+            defs[k] = v
+        required = [r for r in params.pop("required", []) if r != "_tool"]
         variants.append(
             {
+                **params,
                 "type": "object",
                 "description": t.description,
-                "properties": {"name": {"const": t.name}, "args": t.parameters},
-                "required": ["name", "args"],
-                "additionalProperties": False,
+                "properties": {"_tool": {"const": t.name}, **props},
+                "required": ["_tool", *required],
             }
         )
     output = output_schema if output_schema is not None else {"type": "string"}
-    return {
+    composed: dict[str, Any] = {
         "type": "object",
         "properties": {
             "calls": {"type": "array", "items": {"anyOf": variants} if variants else {}},
@@ -357,3 +416,6 @@ def compose_schema(
         },
         "required": ["calls", "output"],
     }
+    if defs:
+        composed["$defs"] = defs
+    return composed
