@@ -211,11 +211,23 @@ pub enum Put {
 #[async_trait]
 pub trait Checkpointer: Send + Sync {
     /// Saves a checkpoint; the pending writes of its parent are dropped with it (the
-    /// record now holds them).
-    async fn put(&self, thread_id: &str, record: CheckpointRecord) -> Result<()>;
+    /// record now holds them). By default a batch of one.
+    async fn put(&self, thread_id: &str, record: CheckpointRecord) -> Result<()> {
+        let record = Box::new(record);
+        let puts = vec![Put::Record {
+            record,
+            next: false,
+        }];
+        self.put_many(thread_id, puts).await
+    }
     /// Saves the thread's next checkpoint: like `put`, if the thread's latest
-    /// checkpoint is still `record.parent_id` (see the trait's documentation).
-    async fn put_next(&self, thread_id: &str, record: CheckpointRecord) -> Result<()>;
+    /// checkpoint is still `record.parent_id` (see the trait's documentation). By
+    /// default a batch of one.
+    async fn put_next(&self, thread_id: &str, record: CheckpointRecord) -> Result<()> {
+        let record = Box::new(record);
+        let puts = vec![Put::Record { record, next: true }];
+        self.put_many(thread_id, puts).await
+    }
     /// Saves `puts` in order, in one transaction: all of them, or none when one fails
     /// (see the trait's documentation).
     async fn put_many(&self, thread_id: &str, puts: Vec<Put>) -> Result<()>;

@@ -1045,28 +1045,6 @@ fn tls_connector() -> std::result::Result<tokio_postgres_rustls::MakeRustlsConne
 
 #[async_trait]
 impl Checkpointer for PostgresSaver {
-    async fn put(&self, thread_id: &str, record: CheckpointRecord) -> Result<()> {
-        self.put_many(
-            thread_id,
-            vec![Put::Record {
-                record: Box::new(record),
-                next: false,
-            }],
-        )
-        .await
-    }
-
-    async fn put_next(&self, thread_id: &str, record: CheckpointRecord) -> Result<()> {
-        self.put_many(
-            thread_id,
-            vec![Put::Record {
-                record: Box::new(record),
-                next: true,
-            }],
-        )
-        .await
-    }
-
     async fn put_many(&self, thread_id: &str, puts: Vec<Put>) -> Result<()> {
         let items = puts
             .into_iter()

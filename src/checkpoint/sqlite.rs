@@ -562,28 +562,6 @@ impl Drop for SqliteSaver {
 
 #[async_trait]
 impl Checkpointer for SqliteSaver {
-    async fn put(&self, thread_id: &str, record: CheckpointRecord) -> Result<()> {
-        self.put_many(
-            thread_id,
-            vec![Put::Record {
-                record: Box::new(record),
-                next: false,
-            }],
-        )
-        .await
-    }
-
-    async fn put_next(&self, thread_id: &str, record: CheckpointRecord) -> Result<()> {
-        self.put_many(
-            thread_id,
-            vec![Put::Record {
-                record: Box::new(record),
-                next: true,
-            }],
-        )
-        .await
-    }
-
     async fn put_many(&self, thread_id: &str, puts: Vec<Put>) -> Result<()> {
         let rows = puts
             .into_iter()
