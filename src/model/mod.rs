@@ -464,6 +464,8 @@ pub(crate) fn ai_message(
         id,
         name: None,
         content: Content::Text(text),
+        additional_kwargs: Default::default(),
+        response_metadata: Default::default(),
         kind: MessageKind::Ai {
             tool_calls,
             invalid_tool_calls,
