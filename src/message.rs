@@ -425,7 +425,13 @@ mod tests {
         let text = serde_json::to_string(&m).unwrap();
         let back: Message = serde_json::from_str(&text).unwrap();
         assert_eq!(back, m, "{text}");
-        assert_ne!(back, Message { id: m.id.clone(), ..Message::tool("3", "c1", "add", ToolStatus::Success) });
+        assert_ne!(
+            back,
+            Message {
+                id: m.id.clone(),
+                ..Message::tool("3", "c1", "add", ToolStatus::Success)
+            }
+        );
     }
 
     #[test]

@@ -84,18 +84,21 @@ impl AiChunk {
         if m.name.is_none() {
             m.name.clone_from(&b.name);
         }
-        if let (MessageKind::Ai { usage, .. }, MessageKind::Ai { usage: theirs, .. }) =
-            (&mut m.kind, &b.kind)
+        if let (
+            MessageKind::Ai { usage, .. },
+            MessageKind::Ai {
+                usage: Some(theirs),
+                ..
+            },
+        ) = (&mut m.kind, &b.kind)
         {
-            if let Some(t) = theirs {
-                *usage = Some(match *usage {
-                    Some(mut u) => {
-                        u.add(t);
-                        u
-                    }
-                    None => *t,
-                });
-            }
+            *usage = Some(match *usage {
+                Some(mut u) => {
+                    u.add(theirs);
+                    u
+                }
+                None => *theirs,
+            });
         }
         let mut chunks: Vec<Value> = self.tool_call_chunks.iter().map(fragment_value).collect();
         let theirs: Vec<Value> = other.tool_call_chunks.iter().map(fragment_value).collect();
@@ -235,7 +238,10 @@ fn join_content(a: &Content, b: &Content) -> Result<Content, JoinError> {
 /// null); strings are appended (equal `id`s kept once); objects and lists merge;
 /// equal values stay; integers add (`index`, `created` and `timestamp` take the
 /// right's); anything else differing is an error.
-pub fn merge_maps(left: &mut Map<String, Value>, right: &Map<String, Value>) -> Result<(), JoinError> {
+pub fn merge_maps(
+    left: &mut Map<String, Value>,
+    right: &Map<String, Value>,
+) -> Result<(), JoinError> {
     for (k, r) in right {
         let Some(l) = left.get_mut(k) else {
             left.insert(k.clone(), r.clone());
@@ -322,10 +328,16 @@ mod tests {
         let whole = a.join(&b).unwrap().join(&c).unwrap();
         let calls = whole.message.tool_calls();
         assert_eq!(calls.len(), 2);
-        assert_eq!((calls[0].id.as_str(), calls[0].name.as_str()), ("c1", "add"));
+        assert_eq!(
+            (calls[0].id.as_str(), calls[0].name.as_str()),
+            ("c1", "add")
+        );
         assert_eq!(calls[0].arguments, json!({"a": 2, "b": 3}));
         assert_eq!(calls[1].arguments, json!({}));
-        assert_eq!(whole.tool_call_chunks[0].args.as_deref(), Some("{\"a\": 2, \"b\": 3}"));
+        assert_eq!(
+            whole.tool_call_chunks[0].args.as_deref(),
+            Some("{\"a\": 2, \"b\": 3}")
+        );
     }
 
     #[test]
@@ -346,11 +358,14 @@ mod tests {
         let mut a = Message::ai("Hel", Vec::new());
         a.response_metadata.insert("model".into(), json!("m"));
         let mut b = Message::ai("lo", Vec::new());
-        b.response_metadata.insert("finish_reason".into(), json!("stop"));
+        b.response_metadata
+            .insert("finish_reason".into(), json!("stop"));
         if let MessageKind::Ai { usage, .. } = &mut b.kind {
             *usage = Some(Usage::new(3, 4));
         }
-        let j = AiChunk::new(a, vec![]).join(&AiChunk::new(b, vec![])).unwrap();
+        let j = AiChunk::new(a, vec![])
+            .join(&AiChunk::new(b, vec![]))
+            .unwrap();
         assert_eq!(j.message.content, Content::Text("Hello".into()));
         assert_eq!(
             Value::Object(j.message.response_metadata.clone()),

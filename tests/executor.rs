@@ -190,7 +190,11 @@ async fn a_calls_reasoning_reaches_its_tool_message_success_or_failure() {
     for strategy in STRATEGIES {
         let exec = Executor::new(registry(vec![add_tool()])).with_strategy(strategy);
         let calls = [
-            call("c1", "add", json!({"a": 1, "b": 2, "_reasoningForCall": why})),
+            call(
+                "c1",
+                "add",
+                json!({"a": 1, "b": 2, "_reasoningForCall": why}),
+            ),
             call("c2", "add", json!({"a": 1, "b": 2})),
             call("c3", "nope", json!({"_reasoningForCall": why})),
         ];
@@ -204,7 +208,11 @@ async fn a_calls_reasoning_reaches_its_tool_message_success_or_failure() {
                     .cloned()
             })
             .collect();
-        assert_eq!(shown, vec![Some(json!(why)), None, Some(json!(why))], "{strategy:?}");
+        assert_eq!(
+            shown,
+            vec![Some(json!(why)), None, Some(json!(why))],
+            "{strategy:?}"
+        );
         assert_eq!(text(&results[0]), "3");
         assert!(results[2].outcome.is_err());
     }

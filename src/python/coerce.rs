@@ -102,7 +102,16 @@ fn from_role(role: &str, content: Content, d: Option<&Bound<'_, PyDict>>) -> PyR
         "assistant" | "ai" => MessageKind::Ai {
             tool_calls: tool_calls_from_py(field("tool_calls")?.as_ref())?,
             invalid_tool_calls: invalid_tool_calls_from_py(field("invalid_tool_calls")?.as_ref())?,
-            usage: usage_from_py(field("usage_metadata")?.as_ref())?,
+            // `usage` is the key of a message's `model_dump()` (the core's own form).
+            usage: match field("usage_metadata")? {
+                Some(u) => usage_from_py(Some(&u))?,
+                None => field("usage")?
+                    .map(|u| value_from_py(&u, "usage"))
+                    .transpose()?
+                    .map(serde_json::from_value::<crate::message::Usage>)
+                    .transpose()
+                    .map_err(|e| PyValueError::new_err(format!("a message's usage: {e}")))?,
+            },
         },
         "remove" => MessageKind::Remove,
         "system" | "developer" => MessageKind::System,
@@ -129,8 +138,14 @@ fn from_role(role: &str, content: Content, d: Option<&Bound<'_, PyDict>>) -> PyR
         id: crate::message::new_id(),
         name: None,
         content,
-        additional_kwargs: metadata_from_py(field("additional_kwargs")?.as_ref(), "additional_kwargs")?,
-        response_metadata: metadata_from_py(field("response_metadata")?.as_ref(), "response_metadata")?,
+        additional_kwargs: metadata_from_py(
+            field("additional_kwargs")?.as_ref(),
+            "additional_kwargs",
+        )?,
+        response_metadata: metadata_from_py(
+            field("response_metadata")?.as_ref(),
+            "response_metadata",
+        )?,
         kind,
     };
     if let Some(id) = field("id")? {

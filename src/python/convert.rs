@@ -230,7 +230,8 @@ pub fn tool_call_from_py(obj: &Bound<'_, PyAny>) -> PyResult<ToolCall> {
     let name: String = get_item(d, "name")?
         .ok_or_else(|| PyValueError::new_err(format!("tool call {id} has no 'name'")))?
         .extract()?;
-    let arguments = match get_item(d, "args")? {
+    // `arguments` is the key of a message's `model_dump()` (the core's own form).
+    let arguments = match get_item(d, "args")?.or(get_item(d, "arguments")?) {
         Some(a) => value_from_py(&a, "tool call args")?,
         None => Value::Object(Default::default()),
     };

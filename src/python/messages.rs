@@ -11,9 +11,9 @@ use serde_json::Value;
 
 use super::coerce::{self, is_langchain_message, message_from_py};
 use super::convert::{
-    content_from_py, content_to_py, invalid_tool_calls_from_py, metadata_from_py,
-    metadata_to_py, status_from_str, tool_call_to_py, tool_calls_from_py, usage_from_py,
-    value_from_py, value_to_py,
+    content_from_py, content_to_py, invalid_tool_calls_from_py, metadata_from_py, metadata_to_py,
+    status_from_str, tool_call_to_py, tool_calls_from_py, usage_from_py, value_from_py,
+    value_to_py,
 };
 use crate::message::{Content, Message, MessageKind, ToolStatus};
 
@@ -51,7 +51,7 @@ pub(super) fn check_kwargs(cls: &str, kwargs: Option<&Bound<'_, PyDict>>) -> PyR
             continue;
         }
         return Err(PyTypeError::new_err(format!(
-            "{cls}() got an unexpected keyword argument {k:?}: ironloop messages keep \
+            "{cls}() got an unexpected keyword argument '{k}': ironloop messages keep \
              content, id, name, additional_kwargs, response_metadata and their own kind's \
              fields, nothing else"
         )));
@@ -141,7 +141,9 @@ impl PyMessage {
     pub(super) fn equals(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<bool>> {
         if let Ok(o) = other.cast::<PyMessage>() {
             let o = o.borrow();
-            return Ok(Some(Arc::ptr_eq(&self.inner, &o.inner) || *self.inner == *o.inner));
+            return Ok(Some(
+                Arc::ptr_eq(&self.inner, &o.inner) || *self.inner == *o.inner,
+            ));
         }
         if is_langchain_message(other)? {
             let mut theirs = (*message_from_py(other)?).clone();
@@ -369,22 +371,25 @@ pub(super) fn repr_of(py: Python<'_>, m: &Message, class: &str, extra: &str) -> 
             s.push_str(&format!(", tool_calls={}", calls.repr()?));
         }
     }
+    let quoted = |text: &str| -> PyResult<String> {
+        Ok(pyo3::types::PyString::new(py, text).repr()?.to_string())
+    };
     if let MessageKind::Tool {
         tool_call_id,
         status,
         ..
     } = &m.kind
     {
-        s.push_str(&format!(", tool_call_id={tool_call_id:?}"));
+        s.push_str(&format!(", tool_call_id={}", quoted(tool_call_id)?));
         if *status == ToolStatus::Error {
             s.push_str(", status='error'");
         }
     }
     if let Some(n) = &m.name {
-        s.push_str(&format!(", name={n:?}"));
+        s.push_str(&format!(", name={}", quoted(n)?));
     }
     s.push_str(extra);
-    s.push_str(&format!(", id={:?})", m.id));
+    s.push_str(&format!(", id={})", quoted(&m.id)?));
     Ok(s)
 }
 
@@ -425,7 +430,10 @@ impl PyHumanMessage {
             additional_kwargs,
             response_metadata,
         };
-        Ok(PyClassInitializer::from(base(MessageKind::Human, common)?).add_subclass(PyHumanMessage))
+        Ok(
+            PyClassInitializer::from(base(MessageKind::Human, common)?)
+                .add_subclass(PyHumanMessage),
+        )
     }
 }
 
@@ -454,7 +462,8 @@ impl PySystemMessage {
             additional_kwargs,
             response_metadata,
         };
-        Ok(PyClassInitializer::from(base(MessageKind::System, common)?).add_subclass(PySystemMessage))
+        Ok(PyClassInitializer::from(base(MessageKind::System, common)?)
+            .add_subclass(PySystemMessage))
     }
 }
 

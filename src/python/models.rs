@@ -14,10 +14,10 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::args::Timeout;
+use super::chunks::chunk_to_py as chunk_to_py_object;
 use super::coerce::message_from_py;
 use super::convert::value_from_py;
 use super::errors::Class;
-use super::chunks::chunk_to_py as chunk_to_py_object;
 use super::messages::message_to_py;
 use super::runtime::{block_on, finished_future, runtime};
 use crate::message::{Content, ContentPart, Message, MessageKind};
@@ -394,7 +394,7 @@ enum Pumped {
     /// The whole message, the part of its text not streamed as `Text` before, and
     /// whether its tool calls were streamed as fragments already.
     Done {
-        message: Message,
+        message: Box<Message>,
         tail: String,
         calls_streamed: bool,
     },
@@ -495,9 +495,7 @@ fn chunk_to_py(
             Content::Parts(vec![ContentPart::Json { value: block }]),
             Vec::new(),
         ),
-        Some(Pumped::ToolCall { id, fragment }) => {
-            piece(id, Content::default(), vec![fragment])
-        }
+        Some(Pumped::ToolCall { id, fragment }) => piece(id, Content::default(), vec![fragment]),
         Some(Pumped::Done {
             message,
             tail,
@@ -506,7 +504,7 @@ fn chunk_to_py(
             // The last chunk: the text not streamed yet and the usage; the tool calls
             // only if no fragment carried them (then as whole-call fragments), so
             // that the chunks add up to the message.
-            let mut chunk = message.clone();
+            let mut chunk = Message::clone(&message);
             chunk.content = Content::Text(tail);
             debug_assert!(matches!(chunk.kind, MessageKind::Ai { .. }));
             if calls_streamed {
@@ -520,7 +518,7 @@ fn chunk_to_py(
                     invalid_tool_calls.clear();
                 }
             }
-            *last.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(message));
+            *last.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(*message));
             AiChunk::new(chunk, Vec::new())
         }
     };

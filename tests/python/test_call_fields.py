@@ -85,7 +85,7 @@ def test_reasoning_reaches_the_tool_message_checkpoints_debug_and_tool_events():
             {"messages": [("user", "x")], "notes": {}}, cfg, stream_mode=["debug", "tools"]
         )
     )
-    assert SEEN == [{"text": "hello world"}, {"text": "no reason"}, {"text": "into notes"}]
+    assert sorted(d["text"] for d in SEEN) == ["hello world", "into notes", "no reason"]
     # The tool messages, as the checkpoint keeps them: the plain result, one without a
     # reason, and the _outputPath result (a Command's message) all as the call said.
     state = agent.get_state(cfg).values
@@ -97,23 +97,28 @@ def test_reasoning_reaches_the_tool_message_checkpoints_debug_and_tool_events():
     ]
     assert state["notes"] == {"s": "into "}
     # Tool events show it with the call's arguments.
-    starts = [d for mode, d in events if mode == "tools" and d["event"] == "start"]
-    assert [s["args"].get("_reasoningForCall") for s in starts] == [why, None, why]
+    starts = {d["id"]: d for mode, d in events if mode == "tools" and d["event"] == "start"}
+    assert [starts[c]["args"].get("_reasoningForCall") for c in ("c0", "c1", "c2")] == [
+        why,
+        None,
+        why,
+    ]
     # The debug stream's task result for the tools node carries the messages with it.
     results = [
         d["payload"]
         for mode, d in events
         if mode == "debug" and d["type"] == "task_result" and d["payload"]["name"] == "tools"
     ]
-    written = [
-        m
-        for p in results
-        for channel, value in p["result"]
-        if channel == "messages"
-        for m in value
+    written = [m for p in results for m in p["result"].get("messages", [])]
+    # (one task per call, finishing in any order)
+    by_call = {m.tool_call_id: m for m in written}
+    assert sorted(by_call) == ["c0", "c1", "c2"]
+    assert [by_call[c].response_metadata.get("_reasoningForCall") for c in sorted(by_call)] == [
+        why,
+        None,
+        why,
     ]
-    assert [m.response_metadata.get("_reasoningForCall") for m in written] == [why, None, why]
-    assert "response_metadata={'_reasoningForCall': 'the text is long'}" in repr(written[0])
+    assert "response_metadata={'_reasoningForCall': 'the text is long'}" in repr(by_call["c0"])
 
 
 def test_reasoning_must_be_a_string():

@@ -20,9 +20,15 @@ PIECES: list[dict[str, Any]] = [
     {"content": "Let me "},
     {"content": "add."},
     {"content": "", "tool_call_chunks": [{"name": "add", "args": "", "id": "c1", "index": 0}]},
-    {"content": "", "tool_call_chunks": [{"name": None, "args": '{"a": 2, ', "id": None, "index": 0}]},
+    {
+        "content": "",
+        "tool_call_chunks": [{"name": None, "args": '{"a": 2, ', "id": None, "index": 0}],
+    },
     {"content": "", "tool_call_chunks": [{"name": "now", "args": "", "id": "c2", "index": 1}]},
-    {"content": "", "tool_call_chunks": [{"name": None, "args": '"b": 3}', "id": None, "index": 0}]},
+    {
+        "content": "",
+        "tool_call_chunks": [{"name": None, "args": '"b": 3}', "id": None, "index": 0}],
+    },
     {
         "content": "",
         "usage_metadata": {"input_tokens": 5, "output_tokens": 7, "total_tokens": 12},
@@ -69,9 +75,12 @@ def test_partial_arguments_parse_as_they_grow() -> None:
     assert seen[3] == [{"a": 2}], "an open object is closed, as langchain-core's parser does"
     assert seen[-1] == [{"a": 2, "b": 3}, {}]
     lone = AIMessageChunk(tool_call_chunks=[{"name": "add", "args": '{"a": "tw', "index": 0}])
-    assert lone.tool_calls[0]["args"] == lc.AIMessageChunk(
-        content="", tool_call_chunks=[{"name": "add", "args": '{"a": "tw', "index": 0}]
-    ).tool_calls[0]["args"]
+    assert (
+        lone.tool_calls[0]["args"]
+        == lc.AIMessageChunk(
+            content="", tool_call_chunks=[{"name": "add", "args": '{"a": "tw', "index": 0}]
+        ).tool_calls[0]["args"]
+    )
 
 
 def test_arguments_that_are_no_object_are_invalid_calls() -> None:

@@ -33,6 +33,7 @@ def every_kind() -> list[Any]:
             "sum",
             id="a",
             tool_calls=[{"name": "add", "args": {"a": 1}, "id": "c1"}],
+            usage_metadata={"input_tokens": 3, "output_tokens": 4, "total_tokens": 7},
             additional_kwargs=KW,
             response_metadata=META,
         ),
@@ -53,7 +54,10 @@ def test_kept_on_the_message_and_in_equality(m: Any) -> None:
     bare = m.model_copy(update={"additional_kwargs": {}, "response_metadata": None})
     assert bare.additional_kwargs == {} and bare.response_metadata == {}
     assert bare != m, "the metadata is part of the value"
-    assert bare.model_copy(update={"additional_kwargs": KW, "response_metadata": m.response_metadata}) == m
+    assert (
+        bare.model_copy(update={"additional_kwargs": KW, "response_metadata": m.response_metadata})
+        == m
+    )
 
 
 @pytest.mark.parametrize("m", every_kind(), ids=lambda m: m.type)
@@ -97,8 +101,7 @@ def test_repr_shows_them_where_langchain_core_does_when_not_empty() -> None:
     assert repr(HumanMessage("hi", id="h")) == "HumanMessage(content='hi', id='h')"
     both = HumanMessage("hi", id="h", additional_kwargs={"k": 1}, response_metadata={"r": 2})
     assert repr(both) == (
-        "HumanMessage(content='hi', additional_kwargs={'k': 1}, response_metadata={'r': 2}, "
-        "id='h')"
+        "HumanMessage(content='hi', additional_kwargs={'k': 1}, response_metadata={'r': 2}, id='h')"
     )
 
 
