@@ -69,6 +69,23 @@ pub struct ToolResult {
     pub tool_call_id: String,
     pub name: String,
     pub outcome: Result<ToolOutput, ToolError>,
+    /// The call's [`REASONING_FOR_CALL`] meta-field, when its arguments carried one (a
+    /// string): the model's reason for the call, kept on the call's tool message.
+    pub reasoning: Option<String>,
+}
+
+/// The call meta-field in which a model says why it made a call (the Agent/Tool
+/// spec's `_reasoningForCall`). It is the tool's business to leave it out of what it
+/// runs (ironloop's call-field wrapper does); the executor copies it, under the same
+/// key, to the `response_metadata` of the call's tool message.
+pub const REASONING_FOR_CALL: &str = "_reasoningForCall";
+
+/// The [`REASONING_FOR_CALL`] of `call`: one look-up, nothing copied when absent.
+pub fn call_reasoning(call: &ToolCall) -> Option<String> {
+    call.arguments
+        .get(REASONING_FOR_CALL)?
+        .as_str()
+        .map(str::to_owned)
 }
 
 /// The text an error result carries for the model.
@@ -96,7 +113,16 @@ impl ToolResult {
         if let MessageKind::Tool { artifact: a, .. } = &mut m.kind {
             *a = artifact;
         }
+        self.keep_reasoning(&mut m);
         m
+    }
+
+    /// Puts the call's reasoning, if any, in `m`'s `response_metadata`.
+    pub fn keep_reasoning(&self, m: &mut Message) {
+        if let Some(r) = &self.reasoning {
+            m.response_metadata
+                .insert(REASONING_FOR_CALL.to_owned(), Value::String(r.clone()));
+        }
     }
 }
 
@@ -261,6 +287,7 @@ impl Executor {
                         tool_call_id: c.id.clone(),
                         name: c.name.clone(),
                         outcome,
+                        reasoning: call_reasoning(c),
                     });
                 }
                 out
@@ -332,6 +359,7 @@ async fn run_concurrently(calls: &[ToolCall], first: usize, env: &Arc<CallEnv>) 
                 tool_call_id: call.id.clone(),
                 name: call.name.clone(),
                 outcome,
+                reasoning: call_reasoning(call),
             }
         });
         done[*i] = Some(r);
@@ -350,6 +378,7 @@ async fn owned_call(
     take_args: bool,
     _permit: Option<OwnedSemaphorePermit>,
 ) -> ToolResult {
+    let reasoning = call_reasoning(&call);
     let args = if take_args {
         std::mem::take(&mut call.arguments)
     } else {
@@ -360,6 +389,7 @@ async fn owned_call(
         tool_call_id: call.id,
         name: call.name,
         outcome,
+        reasoning,
     }
 }
 

@@ -13,6 +13,7 @@ pub mod error;
 pub mod executor;
 pub mod graph;
 pub mod message;
+pub mod message_chunk;
 #[cfg(feature = "models")]
 pub mod model;
 pub mod prebuilt;

@@ -2,7 +2,7 @@
 //! history costs nothing to hand from step to step or across the Python boundary.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::tool::ToolCall;
 
@@ -51,6 +51,17 @@ impl ContentPart {
                 }
             }
             _ => ContentPart::Json { value: v },
+        }
+    }
+
+    /// The part's JSON form, the inverse of [`ContentPart::from_value`].
+    pub fn to_value(&self) -> Value {
+        match self {
+            ContentPart::Text { text } => serde_json::json!({"type": "text", "text": text}),
+            ContentPart::Image { url } => {
+                serde_json::json!({"type": "image_url", "image_url": {"url": url}})
+            }
+            ContentPart::Json { value } => value.clone(),
         }
     }
 }
@@ -292,6 +303,16 @@ pub struct Message {
     pub name: Option<String>,
     #[serde(default)]
     pub content: Content,
+    /// langchain-core's `additional_kwargs`: provider payload fields a caller or an
+    /// integration keeps with the message. Kept and round-tripped, never read by the
+    /// engine; not written at all while empty (records stay as small as before).
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub additional_kwargs: Map<String, Value>,
+    /// langchain-core's `response_metadata`: what the provider said about the response
+    /// (model name, finish reason…), and on a `ToolMessage` ironloop's
+    /// `_reasoningForCall`. Like `additional_kwargs`: kept, not written while empty.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub response_metadata: Map<String, Value>,
     #[serde(flatten)]
     pub kind: MessageKind,
 }
@@ -302,6 +323,8 @@ impl Message {
             id: new_id(),
             name: None,
             content,
+            additional_kwargs: Map::new(),
+            response_metadata: Map::new(),
             kind,
         }
     }
@@ -388,6 +411,27 @@ mod tests {
             let back: Message = serde_json::from_str(&text).unwrap();
             assert_eq!(back, m, "{text}");
         }
+    }
+
+    #[test]
+    fn metadata_round_trips_and_is_not_written_while_empty() {
+        let plain = Message::human("hi");
+        let text = serde_json::to_string(&plain).unwrap();
+        assert!(!text.contains("additional_kwargs") && !text.contains("response_metadata"));
+        let mut m = Message::tool("3", "c1", "add", ToolStatus::Success);
+        m.response_metadata
+            .insert("_reasoningForCall".into(), json!("to add"));
+        m.additional_kwargs.insert("refusal".into(), Value::Null);
+        let text = serde_json::to_string(&m).unwrap();
+        let back: Message = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, m, "{text}");
+        assert_ne!(
+            back,
+            Message {
+                id: m.id.clone(),
+                ..Message::tool("3", "c1", "add", ToolStatus::Success)
+            }
+        );
     }
 
     #[test]

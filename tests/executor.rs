@@ -185,6 +185,40 @@ async fn one_result_per_call_in_call_order_whatever_the_completion_order() {
 }
 
 #[tokio::test]
+async fn a_calls_reasoning_reaches_its_tool_message_success_or_failure() {
+    let why = "the user asked for a sum";
+    for strategy in STRATEGIES {
+        let exec = Executor::new(registry(vec![add_tool()])).with_strategy(strategy);
+        let calls = [
+            call(
+                "c1",
+                "add",
+                json!({"a": 1, "b": 2, "_reasoningForCall": why}),
+            ),
+            call("c2", "add", json!({"a": 1, "b": 2})),
+            call("c3", "nope", json!({"_reasoningForCall": why})),
+        ];
+        let results = exec.execute(&calls, &RunContext::default()).await;
+        let shown: Vec<Option<Value>> = results
+            .iter()
+            .map(|r| {
+                r.to_message()
+                    .response_metadata
+                    .get(ironloop::executor::REASONING_FOR_CALL)
+                    .cloned()
+            })
+            .collect();
+        assert_eq!(
+            shown,
+            vec![Some(json!(why)), None, Some(json!(why))],
+            "{strategy:?}"
+        );
+        assert_eq!(text(&results[0]), "3");
+        assert!(results[2].outcome.is_err());
+    }
+}
+
+#[tokio::test]
 async fn no_calls_no_results() {
     for strategy in STRATEGIES {
         let exec = Executor::new(registry(vec![ok_tool()])).with_strategy(strategy);
@@ -959,6 +993,7 @@ fn to_message_carries_status_ids_name_and_artifact() {
         tool_call_id: "call_1".into(),
         name: "add".into(),
         outcome: Ok(ToolOutput::json(obj.clone())),
+        reasoning: None,
     };
     let m = success.to_message();
     assert_eq!(m.type_name(), "tool");
@@ -976,6 +1011,7 @@ fn to_message_carries_status_ids_name_and_artifact() {
         tool_call_id: "call_2".into(),
         name: "echo".into(),
         outcome: Ok(ToolOutput::json(json!("hello"))),
+        reasoning: None,
     };
     let m = plain.to_message();
     assert_eq!(m.content, Content::Text("hello".into()));
@@ -991,6 +1027,7 @@ fn to_message_carries_status_ids_name_and_artifact() {
             tool: "add".into(),
             reason: "\"b\" is a required property".into(),
         }),
+        reasoning: None,
     };
     let m = failure.to_message();
     assert_eq!(m.name.as_deref(), Some("add"));

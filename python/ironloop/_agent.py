@@ -13,6 +13,7 @@ from ironloop._constants import END, START
 from ironloop._foreign import is_langchain_message, is_langchain_runnable
 from ironloop._ironloop import (
     AIMessage,
+    AIMessageChunk,
     BaseMessage,
     NativeTool,
     SystemMessage,
@@ -74,9 +75,23 @@ def _as_ai(resp: Any) -> AIMessage:
 
 
 def _merge_chunks(chunks: list[AIMessage]) -> AIMessage:
-    """One message from streamed chunks: the text joined, the tool calls collected."""
+    """One message from streamed chunks: ``AIMessageChunk`` s added up (their
+    fragments joined into calls); for plain ``AIMessage`` chunks, the text joined and
+    the tool calls collected."""
     if not chunks:
         raise ModelError("the model's stream ended without any chunk")
+    if all(isinstance(c, AIMessageChunk) for c in chunks):
+        whole = chunks[0] + chunks[1:] if len(chunks) > 1 else chunks[0]
+        return AIMessage(
+            content=whole.content,
+            tool_calls=[dict(c) for c in whole.tool_calls] or None,
+            invalid_tool_calls=[dict(c) for c in whole.invalid_tool_calls] or None,
+            usage_metadata=whole.usage_metadata,
+            id=whole.id,
+            name=whole.name,
+            additional_kwargs=whole.additional_kwargs,
+            response_metadata=whole.response_metadata,
+        )
     calls = [dict(c) for ch in chunks for c in ch.tool_calls]
     invalid = [dict(c) for ch in chunks for c in ch.invalid_tool_calls]
     usage = next((ch.usage_metadata for ch in reversed(chunks) if ch.usage_metadata), None)

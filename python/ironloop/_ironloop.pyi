@@ -56,6 +56,14 @@ class BaseMessage:
     id: str
     name: str | None
     @property
+    def additional_kwargs(self) -> dict[str, Any]: ...
+    @additional_kwargs.setter
+    def additional_kwargs(self, value: Mapping[str, Any] | None) -> None: ...
+    @property
+    def response_metadata(self) -> dict[str, Any]: ...
+    @response_metadata.setter
+    def response_metadata(self, value: Mapping[str, Any] | None) -> None: ...
+    @property
     def type(self) -> str: ...
     @property
     def text(self) -> str: ...
@@ -84,6 +92,8 @@ class HumanMessage(BaseMessage):
         *,
         id: str | None = None,
         name: str | None = None,
+        additional_kwargs: Mapping[str, Any] | None = None,
+        response_metadata: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> HumanMessage: ...
 
@@ -95,10 +105,11 @@ class SystemMessage(BaseMessage):
         *,
         id: str | None = None,
         name: str | None = None,
+        additional_kwargs: Mapping[str, Any] | None = None,
+        response_metadata: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> SystemMessage: ...
 
-@final
 class AIMessage(BaseMessage):
     def __new__(
         cls,
@@ -109,6 +120,8 @@ class AIMessage(BaseMessage):
         usage_metadata: dict[str, int] | None = None,
         id: str | None = None,
         name: str | None = None,
+        additional_kwargs: Mapping[str, Any] | None = None,
+        response_metadata: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> AIMessage: ...
     @property
@@ -117,6 +130,31 @@ class AIMessage(BaseMessage):
     def invalid_tool_calls(self) -> list[dict[str, Any]]: ...
     @property
     def usage_metadata(self) -> dict[str, int] | None: ...
+
+@final
+class AIMessageChunk(AIMessage):
+    """A streamed piece of an AI message; ``chunk + chunk`` joins pieces."""
+
+    def __new__(
+        cls,
+        content: str | list[Any] | None = None,
+        *,
+        tool_call_chunks: Iterable[dict[str, Any]] | None = None,
+        tool_calls: Iterable[dict[str, Any]] | None = None,
+        invalid_tool_calls: Iterable[dict[str, Any]] | None = None,
+        usage_metadata: dict[str, int] | None = None,
+        id: str | None = None,
+        name: str | None = None,
+        additional_kwargs: Mapping[str, Any] | None = None,
+        response_metadata: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> AIMessageChunk: ...
+    @property
+    def tool_call_chunks(self) -> list[dict[str, Any]]: ...
+    def __add__(self, other: AIMessageChunk | list[AIMessageChunk], /) -> AIMessageChunk: ...
+    def model_copy(
+        self, update: dict[str, Any] | None = None, deep: bool = False
+    ) -> AIMessageChunk: ...
 
 @final
 class ToolMessage(BaseMessage):
@@ -129,6 +167,8 @@ class ToolMessage(BaseMessage):
         status: Literal["success", "error"] = "success",
         artifact: Any = None,
         id: str | None = None,
+        additional_kwargs: Mapping[str, Any] | None = None,
+        response_metadata: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> ToolMessage: ...
     @property
@@ -462,8 +502,8 @@ class _ChatModelCore:
 @final
 class _ChatStream:
     def __iter__(self) -> _ChatStream: ...
-    def __next__(self) -> AIMessage: ...
-    def anext(self) -> Awaitable[AIMessage | None]: ...
+    def __next__(self) -> AIMessageChunk: ...
+    def anext(self) -> Awaitable[AIMessageChunk | None]: ...
     @property
     def final_message(self) -> AIMessage | None: ...
     def collect(self) -> AIMessage: ...

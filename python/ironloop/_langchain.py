@@ -41,7 +41,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from ironloop._foreign import is_langchain_message, is_langchain_runnable, is_langchain_tool
-from ironloop._ironloop import AIMessage, BaseMessage, _coerce_message
+from ironloop._ironloop import AIMessage, AIMessageChunk, BaseMessage, _coerce_message
 from ironloop._langchain_stream import OWN_CALL_TAG
 from ironloop._tool import Tool
 from ironloop._usage import model_name_of, record
@@ -67,10 +67,24 @@ _to_lc_cache: dict[int, tuple[Any, Any]] = {}
 
 
 def _lc_message(m: BaseMessage) -> Any:
-    common: dict[str, Any] = {"content": m.content, "id": m.id}
+    common: dict[str, Any] = {
+        "content": m.content,
+        "id": m.id,
+        "additional_kwargs": m.additional_kwargs,
+        "response_metadata": m.response_metadata,
+    }
     if m.name is not None:
         common["name"] = m.name
     t = m.type
+    if isinstance(m, AIMessageChunk):
+        return lc.AIMessageChunk(
+            **common,
+            tool_call_chunks=[
+                tool_call_chunk(name=c["name"], args=c["args"], id=c["id"], index=c["index"])
+                for c in m.tool_call_chunks
+            ],
+            usage_metadata=m.usage_metadata,
+        )
     if t == "human":
         return lc.HumanMessage(**common)
     if t == "system":
@@ -113,6 +127,8 @@ def to_langchain(message: Any) -> Any:
         return message
     if not isinstance(message, BaseMessage):
         message = _coerce_message(message)
+    if isinstance(message, AIMessageChunk):  # streamed pieces: not worth a cache entry
+        return _lc_message(message)
     key = message._key
     hit = _to_lc_cache.get(key)
     if hit is not None:
@@ -139,6 +155,16 @@ def from_langchain(message: Any) -> Any:
     """
     if isinstance(message, (list, tuple)) and not _is_role_pair(message):
         return [from_langchain(m) for m in message]
+    if isinstance(message, lc.AIMessageChunk):
+        return AIMessageChunk(
+            message.content,
+            tool_call_chunks=[dict(c) for c in message.tool_call_chunks],
+            usage_metadata=message.usage_metadata,
+            id=message.id,
+            name=message.name,
+            additional_kwargs=message.additional_kwargs,
+            response_metadata=message.response_metadata,
+        )
     return _coerce_message(message)
 
 

@@ -5,8 +5,9 @@ call_fields=[...])``) or per tool (``with_call_fields``); each is validated with
 arguments and taken out of them before the tool runs.
 
 - ``_reasoningForCall``: why the model chose the call; it stays in the call's
-  arguments on the ``AIMessage`` (so in the state, checkpoints and tool events) and
-  never reaches the tool.
+  arguments on the ``AIMessage`` (so in the state, checkpoints and tool events), is
+  copied to the call's ``ToolMessage`` as ``response_metadata["_reasoningForCall"]``
+  (by the executor, for every call that carries it) and never reaches the tool.
 - ``_outputPath``: ``"notes/summary"`` also writes the result to
   ``state["notes"]["summary"]`` (through the ``notes`` channel's reducer).
 - ``_instance``: one schema served by several instances; the call picks one by id.
@@ -229,7 +230,7 @@ class _MetaTool(Tool):
         if why:
             raise ValueError(f"tool {self.name!r}: invalid _outputPath {path!r}: {why}")
 
-    def _finish(self, result: Any, path: Any, state: Any, call_id: Any) -> Any:
+    def _finish(self, result: Any, path: Any, state: Any, call_id: Any, reasoning: Any) -> Any:
         if path is None:
             return result
         from ironloop.messages import ToolMessage
@@ -245,24 +246,27 @@ class _MetaTool(Tool):
             node[parts[-1]] = result
             value = root
         content = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
-        msg = ToolMessage(content, tool_call_id=call_id, name=self.name)
+        # The executor keeps a call's reasoning on the message it makes; this one is
+        # the tool's own (inside a Command), so it is kept here.
+        meta = {"_reasoningForCall": reasoning} if isinstance(reasoning, str) else None
+        msg = ToolMessage(content, tool_call_id=call_id, name=self.name, response_metadata=meta)
         return Command(update={parts[0]: value, "messages": [msg]})
 
     def _run(self, **kwargs: Any) -> Any:
-        call_id = kwargs.get(_CALL_ID)
+        call_id, reasoning = kwargs.get(_CALL_ID), kwargs.get("_reasoningForCall")
         target, args, path, state = self._prepare(kwargs)
         result = _call(target, args)
         if inspect.isawaitable(result):
             raise TypeError(f"tool {self.name!r}: an async instance or delegate under a sync tool")
-        return self._finish(result, path, state, call_id)
+        return self._finish(result, path, state, call_id, reasoning)
 
     async def _arun(self, **kwargs: Any) -> Any:
-        call_id = kwargs.get(_CALL_ID)
+        call_id, reasoning = kwargs.get(_CALL_ID), kwargs.get("_reasoningForCall")
         target, args, path, state = self._prepare(kwargs)
         result = _call(target, args)
         if inspect.isawaitable(result):
             result = await result
-        return self._finish(result, path, state, call_id)
+        return self._finish(result, path, state, call_id, reasoning)
 
 
 class _Delegated:

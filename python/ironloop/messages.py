@@ -16,6 +16,7 @@ from typing import Any
 
 from ironloop._ironloop import (
     AIMessage,
+    AIMessageChunk,
     BaseMessage,
     HumanMessage,
     RemoveMessage,
@@ -26,6 +27,7 @@ from ironloop._ironloop import (
 
 __all__ = [
     "AIMessage",
+    "AIMessageChunk",
     "AnyMessage",
     "BaseMessage",
     "HumanMessage",
@@ -59,16 +61,23 @@ def to_langchain(messages: Any) -> Any:
 
 def from_langchain(messages: Any) -> Any:
     """A langchain-core message (or a list of them) as ironloop message(s); the inverse
-    of :func:`to_langchain`. ``AIMessageChunk`` s become ``AIMessage`` s.
+    of :func:`to_langchain` (an ``AIMessageChunk`` stays a chunk, with its
+    ``tool_call_chunks``).
 
     Example:
         >>> from_langchain(to_langchain(HumanMessage("hi", id="1"))) == HumanMessage("hi", id="1")
         True
     """
+    from ironloop._foreign import is_langchain_message
+
     if isinstance(messages, (list, tuple)) and not (
         isinstance(messages, tuple) and len(messages) == 2 and isinstance(messages[0], str)
     ):
         return [from_langchain(m) for m in messages]
+    if is_langchain_message(messages):
+        from ironloop._langchain import from_langchain as convert
+
+        return convert(messages)
     return _coerce_message(messages)
 
 

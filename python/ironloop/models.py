@@ -7,8 +7,10 @@ for tests and offline demos.
 Any object with ``invoke(messages, tools=None, tool_choice=None)`` (and optionally
 ``ainvoke``, ``stream``, ``astream``) works as a model: it receives ironloop messages
 and tools as OpenAI-format dicts, and returns an ``AIMessage`` or a
-``{"role": "assistant", ...}`` dict. A ``stream`` yields ``AIMessage`` chunks whose
-last one carries the whole message's tool calls and usage.
+``{"role": "assistant", ...}`` dict. A ``stream`` yields ``AIMessageChunk`` s, as
+langchain-core's: text, reasoning blocks and tool-call fragments (``tool_call_chunks``)
+as they arrive, adding up (``chunk + chunk``) to the whole message. (``AIMessage``
+chunks whose last one carries the whole message's tool calls and usage are taken too.)
 
 A LangChain chat model (``ChatOpenAI``, ``ChatAnthropic``, the fakes of
 ``langchain_core.language_models``, a model with ``bind_tools`` applied) works too,
@@ -28,6 +30,7 @@ from ironloop import _tracing
 from ironloop._foreign import is_langchain_tool
 from ironloop._ironloop import (
     AIMessage,
+    AIMessageChunk,
     BaseMessage,
     _ChatModelCore,
     _ChatStream,
@@ -134,14 +137,15 @@ class ScriptedChatModel:
         tools: list[dict[str, Any]] | None = None,
         tool_choice: Any = None,
         **kwargs: Any,
-    ) -> Iterator[AIMessage]:
-        """Yields the next response in chunks: its text word by word (all chunks share
-        the response's id), then its tool calls in a last chunk."""
+    ) -> Iterator[AIMessageChunk]:
+        """Yields the next response as ``AIMessageChunk`` s: its text word by word (all
+        chunks share the response's id), then its tool calls in a last chunk; their
+        sum is the response."""
         full = self.invoke(messages, tools, tool_choice, **kwargs)
         words = re.findall(r"\S+\s*", full.text) or [""]
         for i, w in enumerate(words):
             last = i == len(words) - 1
-            yield AIMessage(
+            yield AIMessageChunk(
                 content=w,
                 tool_calls=[dict(c) for c in full.tool_calls] if last else None,
                 id=full.id,
@@ -153,7 +157,7 @@ class ScriptedChatModel:
         tools: list[dict[str, Any]] | None = None,
         tool_choice: Any = None,
         **kwargs: Any,
-    ) -> AsyncIterator[AIMessage]:
+    ) -> AsyncIterator[AIMessageChunk]:
         for chunk in self.stream(messages, tools, tool_choice, **kwargs):
             yield chunk
 
@@ -367,9 +371,12 @@ class _HTTPChatModel:
         tools: Sequence[Any] | None = None,
         tool_choice: Any = None,
         **kwargs: Any,
-    ) -> Iterator[AIMessage]:
-        """Yields ``AIMessage`` chunks as tokens arrive; all share one id, and the last
-        one carries the assembled tool calls (and invalid ones) and the usage."""
+    ) -> Iterator[AIMessageChunk]:
+        """Yields ``AIMessageChunk`` s as the response arrives, all with one id: text and
+        reasoning pieces, each tool-call fragment (``tool_call_chunks``: the call's
+        id and name first, then pieces of its arguments, by ``index``), and a last
+        chunk with the usage. Their sum (``chunk + chunk``) is the whole message, its
+        ``tool_calls`` parsed."""
         for chunk in self._start(messages, tools, tool_choice, kwargs):
             if chunk.usage_metadata:
                 record(self.model, chunk)
@@ -381,7 +388,7 @@ class _HTTPChatModel:
         tools: Sequence[Any] | None = None,
         tool_choice: Any = None,
         **kwargs: Any,
-    ) -> AsyncIterator[AIMessage]:
+    ) -> AsyncIterator[AIMessageChunk]:
         stream = self._start(messages, tools, tool_choice, kwargs)
         while (chunk := await stream.anext()) is not None:
             if chunk.usage_metadata:
@@ -440,13 +447,13 @@ class _BoundModel:
 
     def stream(
         self, messages: Any, tools: Any = None, tool_choice: Any = None, **kw: Any
-    ) -> Iterator[AIMessage]:
+    ) -> Iterator[AIMessageChunk]:
         t, c, k = self._merge(tools, tool_choice, kw)
         return self.bound.stream(messages, t, c, **k)
 
     def astream(
         self, messages: Any, tools: Any = None, tool_choice: Any = None, **kw: Any
-    ) -> AsyncIterator[AIMessage]:
+    ) -> AsyncIterator[AIMessageChunk]:
         t, c, k = self._merge(tools, tool_choice, kw)
         return self.bound.astream(messages, t, c, **k)
 

@@ -273,7 +273,8 @@ pub enum ChatChunk {
     Reasoning(Value),
     /// The end: the whole message, with the text, the assembled tool calls, the calls
     /// whose arguments could not be parsed, and the usage.
-    Done(Message),
+    /// (Boxed: a message is far larger than the other items.)
+    Done(Box<Message>),
 }
 
 type BoxChunkStream = Pin<Box<dyn Stream<Item = Result<ChatChunk, ModelError>> + Send>>;
@@ -304,7 +305,7 @@ impl ChatStream {
         use futures::StreamExt;
         while let Some(item) = self.next().await {
             if let ChatChunk::Done(m) = item? {
-                return Ok(m);
+                return Ok(*m);
             }
         }
         Err(ModelError::Response {
@@ -464,6 +465,8 @@ pub(crate) fn ai_message(
         id,
         name: None,
         content: Content::Text(text),
+        additional_kwargs: Default::default(),
+        response_metadata: Default::default(),
         kind: MessageKind::Ai {
             tool_calls,
             invalid_tool_calls,

@@ -71,7 +71,7 @@ pub(crate) fn chat_stream<P: SseParser>(
                 match next {
                     None => match st.parser.finish(false) {
                         Ok(m) => {
-                            st.queue.push_back(ChatChunk::Done(m));
+                            st.queue.push_back(ChatChunk::Done(Box::new(m)));
                             st.finished = true;
                         }
                         Err(e) => return fail(e),
@@ -89,7 +89,7 @@ pub(crate) fn chat_stream<P: SseParser>(
                                 st.queue.extend(out);
                                 if done {
                                     match st.parser.finish(true) {
-                                        Ok(m) => st.queue.push_back(ChatChunk::Done(m)),
+                                        Ok(m) => st.queue.push_back(ChatChunk::Done(Box::new(m))),
                                         Err(e) => return fail(e),
                                     }
                                     st.finished = true;

@@ -94,6 +94,9 @@ pub fn result_message(r: &ToolResult) -> Arc<Message> {
             if m.name.is_none() {
                 Arc::make_mut(&mut m).name = Some(r.name.clone());
             }
+            if r.reasoning.is_some() {
+                r.keep_reasoning(Arc::make_mut(&mut m));
+            }
             m
         }
         None => Arc::new(r.to_message()),

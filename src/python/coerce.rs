@@ -9,8 +9,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 use super::convert::{
-    content_from_py, get_item, invalid_tool_calls_from_py, status_from_str, tool_calls_from_py,
-    usage_from_py, value_from_py,
+    content_from_py, get_item, invalid_tool_calls_from_py, metadata_from_py, status_from_str,
+    tool_calls_from_py, usage_from_py, value_from_py,
 };
 use super::messages::{message_to_py, PyMessage};
 use crate::message::{Content, Message, MessageKind, ToolStatus};
@@ -64,6 +64,8 @@ pub fn message_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Arc<Message>> {
                 "tool_call_id",
                 "status",
                 "artifact",
+                "additional_kwargs",
+                "response_metadata",
             ] {
                 if let Ok(v) = obj.getattr(k) {
                     d.set_item(k, v)?;
@@ -100,7 +102,16 @@ fn from_role(role: &str, content: Content, d: Option<&Bound<'_, PyDict>>) -> PyR
         "assistant" | "ai" => MessageKind::Ai {
             tool_calls: tool_calls_from_py(field("tool_calls")?.as_ref())?,
             invalid_tool_calls: invalid_tool_calls_from_py(field("invalid_tool_calls")?.as_ref())?,
-            usage: usage_from_py(field("usage_metadata")?.as_ref())?,
+            // `usage` is the key of a message's `model_dump()` (the core's own form).
+            usage: match field("usage_metadata")? {
+                Some(u) => usage_from_py(Some(&u))?,
+                None => field("usage")?
+                    .map(|u| value_from_py(&u, "usage"))
+                    .transpose()?
+                    .map(serde_json::from_value::<crate::message::Usage>)
+                    .transpose()
+                    .map_err(|e| PyValueError::new_err(format!("a message's usage: {e}")))?,
+            },
         },
         "remove" => MessageKind::Remove,
         "system" | "developer" => MessageKind::System,
@@ -127,6 +138,14 @@ fn from_role(role: &str, content: Content, d: Option<&Bound<'_, PyDict>>) -> PyR
         id: crate::message::new_id(),
         name: None,
         content,
+        additional_kwargs: metadata_from_py(
+            field("additional_kwargs")?.as_ref(),
+            "additional_kwargs",
+        )?,
+        response_metadata: metadata_from_py(
+            field("response_metadata")?.as_ref(),
+            "response_metadata",
+        )?,
         kind,
     };
     if let Some(id) = field("id")? {

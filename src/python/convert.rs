@@ -165,14 +165,7 @@ pub fn content_to_py<'py>(py: Python<'py>, c: &Content) -> PyResult<Bound<'py, P
         Content::Parts(parts) => {
             let list = PyList::empty(py);
             for p in parts {
-                let v = match p {
-                    ContentPart::Text { text } => serde_json::json!({"type": "text", "text": text}),
-                    ContentPart::Image { url } => {
-                        serde_json::json!({"type": "image_url", "image_url": {"url": url}})
-                    }
-                    ContentPart::Json { value } => value.clone(),
-                };
-                list.append(value_to_py(py, &v)?)?;
+                list.append(value_to_py(py, &p.to_value())?)?;
             }
             Ok(list.into_any())
         }
@@ -237,7 +230,8 @@ pub fn tool_call_from_py(obj: &Bound<'_, PyAny>) -> PyResult<ToolCall> {
     let name: String = get_item(d, "name")?
         .ok_or_else(|| PyValueError::new_err(format!("tool call {id} has no 'name'")))?
         .extract()?;
-    let arguments = match get_item(d, "args")? {
+    // `arguments` is the key of a message's `model_dump()` (the core's own form).
+    let arguments = match get_item(d, "args")?.or(get_item(d, "arguments")?) {
         Some(a) => value_from_py(&a, "tool call args")?,
         None => Value::Object(Default::default()),
     };
@@ -284,6 +278,38 @@ pub fn usage_from_py(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Usage>> 
     };
     let v = value_from_py(o, "usage_metadata")?;
     Ok(Some(Usage::from_langchain(&v)))
+}
+
+/// `additional_kwargs` / `response_metadata` (named by `what`): a dict of JSON values,
+/// or `None` for an empty one.
+pub fn metadata_from_py(
+    obj: Option<&Bound<'_, PyAny>>,
+    what: &str,
+) -> PyResult<serde_json::Map<String, Value>> {
+    let Some(o) = obj.filter(|o| !o.is_none()) else {
+        return Ok(serde_json::Map::new());
+    };
+    if o.cast::<PyMapping>().is_err() {
+        let ty = o.get_type().name()?.to_string();
+        return Err(PyTypeError::new_err(format!(
+            "{what} must be a dict, got a {ty}"
+        )));
+    }
+    match value_from_py(o, what)? {
+        Value::Object(m) => Ok(m),
+        _ => Err(PyTypeError::new_err(format!("{what} must be a dict"))),
+    }
+}
+
+/// A metadata map as a Python dict (a new dict: changing it changes no message).
+pub fn metadata_to_py<'py>(
+    py: Python<'py>,
+    m: &serde_json::Map<String, Value>,
+) -> PyResult<Bound<'py, PyAny>> {
+    if m.is_empty() {
+        return Ok(PyDict::new(py).into_any());
+    }
+    pythonize::pythonize(py, m).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
 pub fn status_from_str(s: &str) -> PyResult<ToolStatus> {

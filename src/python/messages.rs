@@ -11,8 +11,9 @@ use serde_json::Value;
 
 use super::coerce::{self, is_langchain_message, message_from_py};
 use super::convert::{
-    content_from_py, content_to_py, invalid_tool_calls_from_py, status_from_str, tool_call_to_py,
-    tool_calls_from_py, usage_from_py, value_from_py, value_to_py,
+    content_from_py, content_to_py, invalid_tool_calls_from_py, metadata_from_py, metadata_to_py,
+    status_from_str, tool_call_to_py, tool_calls_from_py, usage_from_py, value_from_py,
+    value_to_py,
 };
 use crate::message::{Content, Message, MessageKind, ToolStatus};
 
@@ -22,40 +23,61 @@ pub struct PyMessage {
     pub inner: Arc<Message>,
 }
 
-/// Keywords langchain-core accepts that ironloop keeps no state for.
-const IGNORED_KWARGS: &[&str] = &["additional_kwargs", "response_metadata", "example"];
+/// What a message keeps beside its kind's own fields, as its constructor takes it.
+pub(super) struct Common<'a, 'py> {
+    pub content: Option<&'a Bound<'py, PyAny>>,
+    pub id: Option<String>,
+    pub name: Option<String>,
+    pub additional_kwargs: Option<&'a Bound<'py, PyAny>>,
+    pub response_metadata: Option<&'a Bound<'py, PyAny>>,
+}
 
-fn check_kwargs(cls: &str, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
-    if let Some(kw) = kwargs {
-        for k in kw.keys() {
-            let k: String = k.extract()?;
-            if !IGNORED_KWARGS.contains(&k.as_str()) {
-                return Err(PyTypeError::new_err(format!(
-                    "{cls}() got an unexpected keyword argument {k:?}"
+/// Refuses the keywords a constructor does not know (langchain-core's messages take
+/// any; ironloop keeps no unnamed fields, so one would be lost). `example`, which
+/// langchain-core's human and AI messages have, is taken when false (its default)
+/// and refused when true: ironloop keeps no such flag.
+pub(super) fn check_kwargs(cls: &str, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
+    let Some(kw) = kwargs else { return Ok(()) };
+    for (k, v) in kw.iter() {
+        let k: String = k.extract()?;
+        let takes_example = matches!(cls, "HumanMessage" | "AIMessage" | "AIMessageChunk");
+        if k == "example" && takes_example {
+            if v.is_truthy()? {
+                return Err(PyValueError::new_err(format!(
+                    "{cls}(example=True): ironloop messages keep no `example` flag (a \
+                     langchain-core field for few-shot prompts); leave it out"
                 )));
             }
+            continue;
         }
+        return Err(PyTypeError::new_err(format!(
+            "{cls}() got an unexpected keyword argument '{k}': ironloop messages keep \
+             content, id, name, additional_kwargs, response_metadata and their own kind's \
+             fields, nothing else"
+        )));
     }
     Ok(())
 }
 
-fn base(
-    kind: MessageKind,
-    content: Option<&Bound<'_, PyAny>>,
-    id: Option<String>,
-    name: Option<String>,
-) -> PyResult<PyMessage> {
-    let content = match content {
+/// The message of `kind` made of `common`.
+pub(super) fn build(kind: MessageKind, common: Common<'_, '_>) -> PyResult<Message> {
+    let content = match common.content {
         Some(c) => content_from_py(c)?,
         None => Content::default(),
     };
+    Ok(Message {
+        id: common.id.unwrap_or_else(crate::message::new_id),
+        name: common.name,
+        content,
+        additional_kwargs: metadata_from_py(common.additional_kwargs, "additional_kwargs")?,
+        response_metadata: metadata_from_py(common.response_metadata, "response_metadata")?,
+        kind,
+    })
+}
+
+fn base(kind: MessageKind, common: Common<'_, '_>) -> PyResult<PyMessage> {
     Ok(PyMessage {
-        inner: Arc::new(Message {
-            id: id.unwrap_or_else(crate::message::new_id),
-            name,
-            content,
-            kind,
-        }),
+        inner: Arc::new(build(kind, common)?),
     })
 }
 
@@ -82,6 +104,56 @@ pub fn message_to_py(py: Python<'_>, m: Arc<Message>) -> PyResult<Bound<'_, PyAn
 }
 
 impl PyMessage {
+    /// This message with the fields `update` names replaced (`model_copy`).
+    pub(super) fn copied(&self, update: Option<&Bound<'_, PyDict>>) -> PyResult<Message> {
+        let mut m = (*self.inner).clone();
+        let Some(u) = update else { return Ok(m) };
+        for (k, v) in u.iter() {
+            match k.extract::<String>()?.as_str() {
+                "id" => {
+                    m.id = if v.is_none() {
+                        crate::message::new_id()
+                    } else {
+                        v.extract()?
+                    }
+                }
+                "content" => m.content = content_from_py(&v)?,
+                "name" => m.name = v.extract()?,
+                "additional_kwargs" => {
+                    m.additional_kwargs = metadata_from_py(Some(&v), "additional_kwargs")?
+                }
+                "response_metadata" => {
+                    m.response_metadata = metadata_from_py(Some(&v), "response_metadata")?
+                }
+                other => {
+                    return Err(PyValueError::new_err(format!(
+                        "model_copy cannot update {other:?}; it updates id, content, name, \
+                         additional_kwargs and response_metadata"
+                    )))
+                }
+            }
+        }
+        Ok(m)
+    }
+
+    /// Whether `other` is a message with the same fields (see `__eq__`); `None` when
+    /// it is no message at all.
+    pub(super) fn equals(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<bool>> {
+        if let Ok(o) = other.cast::<PyMessage>() {
+            let o = o.borrow();
+            return Ok(Some(
+                Arc::ptr_eq(&self.inner, &o.inner) || *self.inner == *o.inner,
+            ));
+        }
+        if is_langchain_message(other)? {
+            let mut theirs = (*message_from_py(other)?).clone();
+            let same_id = other.getattr("id")?.eq(&self.inner.id)?;
+            theirs.id.clone_from(&self.inner.id);
+            return Ok(Some(same_id && theirs == *self.inner));
+        }
+        Ok(None)
+    }
+
     /// Swaps in a changed message. Always a new `Arc` (never changed in place), so
     /// that [`PyMessage::_key`] names one unchanging value.
     fn replace(&mut self, m: Message) {
@@ -143,6 +215,37 @@ impl PyMessage {
         self.replace(m);
     }
 
+    /// langchain-core's `additional_kwargs`: provider fields kept with the message (a
+    /// copy: assign a new dict to change it).
+    #[getter]
+    fn additional_kwargs<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        metadata_to_py(py, &self.inner.additional_kwargs)
+    }
+
+    #[setter]
+    fn set_additional_kwargs(&mut self, value: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let mut m = (*self.inner).clone();
+        m.additional_kwargs = metadata_from_py(value, "additional_kwargs")?;
+        self.replace(m);
+        Ok(())
+    }
+
+    /// langchain-core's `response_metadata`: what the provider said about the response;
+    /// on a `ToolMessage`, the call's `_reasoningForCall` (a copy: assign a new dict to
+    /// change it).
+    #[getter]
+    fn response_metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        metadata_to_py(py, &self.inner.response_metadata)
+    }
+
+    #[setter]
+    fn set_response_metadata(&mut self, value: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let mut m = (*self.inner).clone();
+        m.response_metadata = metadata_from_py(value, "response_metadata")?;
+        self.replace(m);
+        Ok(())
+    }
+
     /// The langchain type tag: "human", "ai", "system", "tool" or "remove".
     #[getter]
     fn r#type(&self) -> &'static str {
@@ -162,8 +265,8 @@ impl PyMessage {
         value_to_py(py, &v)
     }
 
-    /// A copy with some fields replaced: `id`, `content`, `name` (`update={"id": None}`
-    /// gives the copy a fresh id).
+    /// A copy with some fields replaced: `id`, `content`, `name`, `additional_kwargs`,
+    /// `response_metadata` (`update={"id": None}` gives the copy a fresh id).
     #[pyo3(signature = (update = None, deep = false))]
     fn model_copy<'py>(
         &self,
@@ -172,28 +275,7 @@ impl PyMessage {
         deep: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let _ = deep; // messages are immutable values: a copy is always deep enough
-        let mut m = (*self.inner).clone();
-        if let Some(u) = update {
-            for (k, v) in u.iter() {
-                match k.extract::<String>()?.as_str() {
-                    "id" => {
-                        m.id = if v.is_none() {
-                            crate::message::new_id()
-                        } else {
-                            v.extract()?
-                        }
-                    }
-                    "content" => m.content = content_from_py(&v)?,
-                    "name" => m.name = v.extract()?,
-                    other => {
-                        return Err(PyValueError::new_err(format!(
-                            "model_copy cannot update {other:?}; it updates id, content and name"
-                        )))
-                    }
-                }
-            }
-        }
-        message_to_py(py, Arc::new(m))
+        message_to_py(py, Arc::new(self.copied(update)?))
     }
 
     /// langchain-core's layout, line for line (ported programs print transcripts with
@@ -243,54 +325,20 @@ impl PyMessage {
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        let m = &*self.inner;
-        let content = content_to_py(py, &m.content)?.repr()?.to_string();
-        let mut s = format!("{}(content={content}", class_name(m));
-        if let MessageKind::Ai { tool_calls, .. } = &m.kind {
-            if !tool_calls.is_empty() {
-                let calls = PyList::empty(py);
-                for c in tool_calls {
-                    calls.append(tool_call_to_py(py, c)?)?;
-                }
-                s.push_str(&format!(", tool_calls={}", calls.repr()?));
-            }
-        }
-        if let MessageKind::Tool {
-            tool_call_id,
-            status,
-            ..
-        } = &m.kind
-        {
-            s.push_str(&format!(", tool_call_id={tool_call_id:?}"));
-            if *status == ToolStatus::Error {
-                s.push_str(", status='error'");
-            }
-        }
-        if let Some(n) = &m.name {
-            s.push_str(&format!(", name={n:?}"));
-        }
-        s.push_str(&format!(", id={:?})", m.id));
-        Ok(s)
+        repr_of(py, &self.inner, class_name(&self.inner), "")
     }
 
     /// Equal to another message with the same fields (id included), and to a
     /// langchain-core message that converts to one (its `id` compared with `==`, so a
     /// test's "any id" placeholder works). `NotImplemented` for anything else.
     fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let eq = if let Ok(o) = other.cast::<PyMessage>() {
-            Arc::ptr_eq(&self.inner, &o.borrow().inner) || *self.inner == *o.borrow().inner
-        } else if is_langchain_message(other)? {
-            let mut theirs = (*message_from_py(other)?).clone();
-            let same_id = other.getattr("id")?.eq(&self.inner.id)?;
-            theirs.id.clone_from(&self.inner.id);
-            same_id && theirs == *self.inner
-        } else {
-            return Ok(py.NotImplemented());
-        };
-        Ok(pyo3::types::PyBool::new(py, eq)
-            .to_owned()
-            .into_any()
-            .unbind())
+        Ok(match self.equals(other)? {
+            Some(eq) => pyo3::types::PyBool::new(py, eq)
+                .to_owned()
+                .into_any()
+                .unbind(),
+            None => py.NotImplemented(),
+        })
     }
 
     fn __hash__(&self) -> PyResult<isize> {
@@ -298,6 +346,51 @@ impl PyMessage {
             "messages are mutable and unhashable; use message.id",
         ))
     }
+}
+
+/// langchain-core's repr, less its empty fields: `Class(content=..., additional_kwargs=...,
+/// response_metadata=..., tool_calls=..., tool_call_id=..., status=..., name=..., id=...)`,
+/// with `extra` (a chunk's fragments, `", tool_call_chunks=[...]"`) before the id.
+pub(super) fn repr_of(py: Python<'_>, m: &Message, class: &str, extra: &str) -> PyResult<String> {
+    let content = content_to_py(py, &m.content)?.repr()?.to_string();
+    let mut s = format!("{class}(content={content}");
+    for (key, map) in [
+        ("additional_kwargs", &m.additional_kwargs),
+        ("response_metadata", &m.response_metadata),
+    ] {
+        if !map.is_empty() {
+            s.push_str(&format!(", {key}={}", metadata_to_py(py, map)?.repr()?));
+        }
+    }
+    if let MessageKind::Ai { tool_calls, .. } = &m.kind {
+        if !tool_calls.is_empty() {
+            let calls = PyList::empty(py);
+            for c in tool_calls {
+                calls.append(tool_call_to_py(py, c)?)?;
+            }
+            s.push_str(&format!(", tool_calls={}", calls.repr()?));
+        }
+    }
+    let quoted = |text: &str| -> PyResult<String> {
+        Ok(pyo3::types::PyString::new(py, text).repr()?.to_string())
+    };
+    if let MessageKind::Tool {
+        tool_call_id,
+        status,
+        ..
+    } = &m.kind
+    {
+        s.push_str(&format!(", tool_call_id={}", quoted(tool_call_id)?));
+        if *status == ToolStatus::Error {
+            s.push_str(", status='error'");
+        }
+    }
+    if let Some(n) = &m.name {
+        s.push_str(&format!(", name={}", quoted(n)?));
+    }
+    s.push_str(extra);
+    s.push_str(&format!(", id={})", quoted(&m.id)?));
+    Ok(s)
 }
 
 fn capitalised(s: &str) -> String {
@@ -319,16 +412,26 @@ pub struct PyHumanMessage;
 #[pymethods]
 impl PyHumanMessage {
     #[new]
-    #[pyo3(signature = (content = None, *, id = None, name = None, **kwargs))]
+    #[pyo3(signature = (content = None, *, id = None, name = None, additional_kwargs = None,
+                        response_metadata = None, **kwargs))]
     fn new(
         content: Option<&Bound<'_, PyAny>>,
         id: Option<String>,
         name: Option<String>,
+        additional_kwargs: Option<&Bound<'_, PyAny>>,
+        response_metadata: Option<&Bound<'_, PyAny>>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyClassInitializer<Self>> {
         check_kwargs("HumanMessage", kwargs)?;
+        let common = Common {
+            content,
+            id,
+            name,
+            additional_kwargs,
+            response_metadata,
+        };
         Ok(
-            PyClassInitializer::from(base(MessageKind::Human, content, id, name)?)
+            PyClassInitializer::from(base(MessageKind::Human, common)?)
                 .add_subclass(PyHumanMessage),
         )
     }
@@ -341,30 +444,39 @@ pub struct PySystemMessage;
 #[pymethods]
 impl PySystemMessage {
     #[new]
-    #[pyo3(signature = (content = None, *, id = None, name = None, **kwargs))]
+    #[pyo3(signature = (content = None, *, id = None, name = None, additional_kwargs = None,
+                        response_metadata = None, **kwargs))]
     fn new(
         content: Option<&Bound<'_, PyAny>>,
         id: Option<String>,
         name: Option<String>,
+        additional_kwargs: Option<&Bound<'_, PyAny>>,
+        response_metadata: Option<&Bound<'_, PyAny>>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyClassInitializer<Self>> {
         check_kwargs("SystemMessage", kwargs)?;
-        Ok(
-            PyClassInitializer::from(base(MessageKind::System, content, id, name)?)
-                .add_subclass(PySystemMessage),
-        )
+        let common = Common {
+            content,
+            id,
+            name,
+            additional_kwargs,
+            response_metadata,
+        };
+        Ok(PyClassInitializer::from(base(MessageKind::System, common)?)
+            .add_subclass(PySystemMessage))
     }
 }
 
 /// A message from the model, possibly with tool calls.
-#[pyclass(extends = PyMessage, name = "AIMessage", module = "ironloop.messages")]
+#[pyclass(extends = PyMessage, subclass, name = "AIMessage", module = "ironloop.messages")]
 pub struct PyAIMessage;
 
 #[pymethods]
 impl PyAIMessage {
     #[new]
     #[pyo3(signature = (content = None, *, tool_calls = None, invalid_tool_calls = None,
-                        usage_metadata = None, id = None, name = None, **kwargs))]
+                        usage_metadata = None, id = None, name = None, additional_kwargs = None,
+                        response_metadata = None, **kwargs))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         content: Option<&Bound<'_, PyAny>>,
@@ -373,15 +485,20 @@ impl PyAIMessage {
         usage_metadata: Option<&Bound<'_, PyAny>>,
         id: Option<String>,
         name: Option<String>,
+        additional_kwargs: Option<&Bound<'_, PyAny>>,
+        response_metadata: Option<&Bound<'_, PyAny>>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyClassInitializer<Self>> {
         check_kwargs("AIMessage", kwargs)?;
-        let kind = MessageKind::Ai {
-            tool_calls: tool_calls_from_py(tool_calls)?,
-            invalid_tool_calls: invalid_tool_calls_from_py(invalid_tool_calls)?,
-            usage: usage_from_py(usage_metadata)?,
+        let kind = ai_kind(tool_calls, invalid_tool_calls, usage_metadata)?;
+        let common = Common {
+            content,
+            id,
+            name,
+            additional_kwargs,
+            response_metadata,
         };
-        Ok(PyClassInitializer::from(base(kind, content, id, name)?).add_subclass(PyAIMessage))
+        Ok(PyClassInitializer::from(base(kind, common)?).add_subclass(PyAIMessage))
     }
 
     /// The tool calls, as `ToolCall` dicts `{"name", "args", "id", "type"}`.
@@ -430,6 +547,19 @@ impl PyAIMessage {
     }
 }
 
+/// An AI message's own fields, from its constructor's keywords.
+pub(super) fn ai_kind(
+    tool_calls: Option<&Bound<'_, PyAny>>,
+    invalid_tool_calls: Option<&Bound<'_, PyAny>>,
+    usage_metadata: Option<&Bound<'_, PyAny>>,
+) -> PyResult<MessageKind> {
+    Ok(MessageKind::Ai {
+        tool_calls: tool_calls_from_py(tool_calls)?,
+        invalid_tool_calls: invalid_tool_calls_from_py(invalid_tool_calls)?,
+        usage: usage_from_py(usage_metadata)?,
+    })
+}
+
 /// The result of a tool call.
 #[pyclass(extends = PyMessage, name = "ToolMessage", module = "ironloop.messages")]
 pub struct PyToolMessage;
@@ -438,7 +568,9 @@ pub struct PyToolMessage;
 impl PyToolMessage {
     #[new]
     #[pyo3(signature = (content = None, *, tool_call_id, name = None, status = "success",
-                        artifact = None, id = None, **kwargs))]
+                        artifact = None, id = None, additional_kwargs = None,
+                        response_metadata = None, **kwargs))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         content: Option<&Bound<'_, PyAny>>,
         tool_call_id: String,
@@ -446,6 +578,8 @@ impl PyToolMessage {
         status: &str,
         artifact: Option<&Bound<'_, PyAny>>,
         id: Option<String>,
+        additional_kwargs: Option<&Bound<'_, PyAny>>,
+        response_metadata: Option<&Bound<'_, PyAny>>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyClassInitializer<Self>> {
         check_kwargs("ToolMessage", kwargs)?;
@@ -457,7 +591,14 @@ impl PyToolMessage {
                 None => None,
             },
         };
-        Ok(PyClassInitializer::from(base(kind, content, id, name)?).add_subclass(PyToolMessage))
+        let common = Common {
+            content,
+            id,
+            name,
+            additional_kwargs,
+            response_metadata,
+        };
+        Ok(PyClassInitializer::from(base(kind, common)?).add_subclass(PyToolMessage))
     }
 
     #[getter]
@@ -520,5 +661,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyAIMessage>()?;
     m.add_class::<PyToolMessage>()?;
     m.add_class::<PyRemoveMessage>()?;
+    m.add_class::<super::chunks::PyAIMessageChunk>()?;
     Ok(())
 }

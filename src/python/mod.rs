@@ -3,6 +3,7 @@
 
 mod aio;
 mod args;
+mod chunks;
 mod coerce;
 mod context;
 mod convert;

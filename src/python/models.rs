@@ -14,12 +14,14 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::args::Timeout;
+use super::chunks::chunk_to_py as chunk_to_py_object;
 use super::coerce::message_from_py;
 use super::convert::value_from_py;
 use super::errors::Class;
 use super::messages::message_to_py;
 use super::runtime::{block_on, finished_future, runtime};
 use crate::message::{Content, ContentPart, Message, MessageKind};
+use crate::message_chunk::{AiChunk, ToolCallChunk};
 use crate::model::{
     AnthropicChat, ChatChunk, ChatModel, ChatRequest, HttpSettings, ModelError, OpenAIChat,
     ResponseFormat, RetryPolicy,
@@ -384,10 +386,17 @@ enum Pumped {
         id: String,
         block: Value,
     },
-    /// The whole message, and the part of its text not streamed as `Text` before.
+    /// A tool call's fragment: a chunk with that one `tool_call_chunks` entry.
+    ToolCall {
+        id: String,
+        fragment: ToolCallChunk,
+    },
+    /// The whole message, the part of its text not streamed as `Text` before, and
+    /// whether its tool calls were streamed as fragments already.
     Done {
-        message: Message,
+        message: Box<Message>,
         tail: String,
+        calls_streamed: bool,
     },
     Error(ModelError),
 }
@@ -407,6 +416,7 @@ async fn pump(model: Arc<dyn ChatModel>, req: ChatRequest, tx: mpsc::Sender<Pump
     };
     let id = stream.id().to_owned();
     let mut streamed = String::new();
+    let mut calls_streamed = false;
     loop {
         let item = tokio::select! {
             item = stream.next() => item,
@@ -426,14 +436,34 @@ async fn pump(model: Arc<dyn ChatModel>, req: ChatRequest, tx: mpsc::Sender<Pump
                 id: id.clone(),
                 block,
             },
-            Some(Ok(ChatChunk::ToolCallDelta { .. })) => continue,
+            Some(Ok(ChatChunk::ToolCallDelta {
+                index,
+                id: call_id,
+                name,
+                arguments,
+            })) => {
+                calls_streamed = true;
+                Pumped::ToolCall {
+                    id: id.clone(),
+                    fragment: ToolCallChunk {
+                        name,
+                        args: Some(arguments),
+                        id: call_id,
+                        index: i64::try_from(index).ok(),
+                    },
+                }
+            }
             Some(Ok(ChatChunk::Done(message))) => {
                 let full = message.content.text();
                 let tail = full
                     .strip_prefix(streamed.as_str())
                     .unwrap_or("")
                     .to_owned();
-                Pumped::Done { message, tail }
+                Pumped::Done {
+                    message,
+                    tail,
+                    calls_streamed,
+                }
             }
         };
         let end = matches!(out, Pumped::Done { .. } | Pumped::Error(_));
@@ -443,41 +473,62 @@ async fn pump(model: Arc<dyn ChatModel>, req: ChatRequest, tx: mpsc::Sender<Pump
     }
 }
 
+/// An AI message chunk with the stream's `id`.
+fn piece(id: String, content: Content, fragments: Vec<ToolCallChunk>) -> AiChunk {
+    let mut m = Message::ai(content, Vec::new());
+    m.id = id;
+    AiChunk::new(m, fragments)
+}
+
 /// The chunk of a pumped item, or `None` at the end.
 fn chunk_to_py(
     py: Python<'_>,
     item: Option<Pumped>,
     last: &Mutex<Option<Arc<Message>>>,
 ) -> PyResult<Option<Py<PyAny>>> {
-    match item {
-        None => Ok(None),
-        Some(Pumped::Error(e)) => Err(e.into()),
-        Some(Pumped::Text { id, text }) => {
-            let mut m = Message::ai(text, Vec::new());
-            m.id = id;
-            Ok(Some(message_to_py(py, Arc::new(m))?.unbind()))
-        }
-        Some(Pumped::Reasoning { id, block }) => {
-            let mut m = Message::ai(
-                Content::Parts(vec![ContentPart::Json { value: block }]),
-                Vec::new(),
-            );
-            m.id = id;
-            Ok(Some(message_to_py(py, Arc::new(m))?.unbind()))
-        }
-        Some(Pumped::Done { message, tail }) => {
-            // The last chunk: the text not streamed yet, the tool calls, the usage.
-            let mut chunk = message.clone();
+    let chunk = match item {
+        None => return Ok(None),
+        Some(Pumped::Error(e)) => return Err(e.into()),
+        Some(Pumped::Text { id, text }) => piece(id, Content::Text(text), Vec::new()),
+        Some(Pumped::Reasoning { id, block }) => piece(
+            id,
+            Content::Parts(vec![ContentPart::Json { value: block }]),
+            Vec::new(),
+        ),
+        Some(Pumped::ToolCall { id, fragment }) => piece(id, Content::default(), vec![fragment]),
+        Some(Pumped::Done {
+            message,
+            tail,
+            calls_streamed,
+        }) => {
+            // The last chunk: the text not streamed yet and the usage; the tool calls
+            // only if no fragment carried them (then as whole-call fragments), so
+            // that the chunks add up to the message.
+            let mut chunk = Message::clone(&message);
             chunk.content = Content::Text(tail);
-            *last.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(message));
             debug_assert!(matches!(chunk.kind, MessageKind::Ai { .. }));
-            Ok(Some(message_to_py(py, Arc::new(chunk))?.unbind()))
+            if calls_streamed {
+                if let MessageKind::Ai {
+                    tool_calls,
+                    invalid_tool_calls,
+                    ..
+                } = &mut chunk.kind
+                {
+                    tool_calls.clear();
+                    invalid_tool_calls.clear();
+                }
+            }
+            *last.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(*message));
+            AiChunk::new(chunk, Vec::new())
         }
-    }
+    };
+    Ok(Some(chunk_to_py_object(py, chunk)?.unbind()))
 }
 
-/// A streamed response: `AIMessage` chunks sharing one id; the last one carries the
-/// tool calls and the usage. `final_message` is the whole message once it ended.
+/// A streamed response: `AIMessageChunk`s sharing one id, whose sum is the whole
+/// message: text and reasoning pieces, tool-call fragments as they arrive, and a
+/// last chunk with the usage. `final_message` is the provider's whole message once
+/// it ended.
 #[pyclass(name = "_ChatStream", module = "ironloop._ironloop", frozen)]
 pub struct ChatStreamPy {
     rx: Arc<tokio::sync::Mutex<mpsc::Receiver<Pumped>>>,

@@ -112,7 +112,7 @@ pub async fn read_stream(mut s: ChatStream) -> Streamed {
             ChatChunk::Text(t) => out.texts.push(t),
             ChatChunk::ToolCallDelta { .. } => out.deltas += 1,
             ChatChunk::Reasoning(b) => out.reasoning.push(b),
-            ChatChunk::Done(m) => out.done = Some(m),
+            ChatChunk::Done(m) => out.done = Some(*m),
         }
     }
     out

@@ -55,6 +55,70 @@ def test_reasoning_is_offered_kept_on_the_call_and_never_passed_to_the_tool():
     assert SEEN == [{"text": "hello world"}], "the tool got its own arguments only"
     assert out["messages"][1].tool_calls[0]["args"]["_reasoningForCall"] == "too long"
     assert out["messages"][2].content == "hello"
+    assert out["messages"][2].response_metadata == {"_reasoningForCall": "too long"}
+
+
+def test_reasoning_reaches_the_tool_message_checkpoints_debug_and_tool_events():
+    SEEN.clear()
+    why = "the text is long"
+    model = ScriptedChatModel(
+        [
+            calls(
+                {"name": "summarize", "text": "hello world", "_reasoningForCall": why},
+                {"name": "summarize", "text": "no reason"},
+                {"name": "summarize", "text": "into notes", "_reasoningForCall": why}
+                | {"_outputPath": "notes/s"},
+            ),
+            "ok",
+        ]
+    )
+    agent = create_react_agent(
+        model,
+        [summarize],
+        state_schema=NotesState,
+        checkpointer=MemorySaver(),
+        call_fields=["_reasoningForCall", "_outputPath"],
+    )
+    cfg = {"configurable": {"thread_id": "r"}}
+    events = list(
+        agent.stream(
+            {"messages": [("user", "x")], "notes": {}}, cfg, stream_mode=["debug", "tools"]
+        )
+    )
+    assert sorted(d["text"] for d in SEEN) == ["hello world", "into notes", "no reason"]
+    # The tool messages, as the checkpoint keeps them: the plain result, one without a
+    # reason, and the _outputPath result (a Command's message) all as the call said.
+    state = agent.get_state(cfg).values
+    tools = [m for m in state["messages"] if m.type == "tool"]
+    assert [m.response_metadata for m in tools] == [
+        {"_reasoningForCall": why},
+        {},
+        {"_reasoningForCall": why},
+    ]
+    assert state["notes"] == {"s": "into "}
+    # Tool events show it with the call's arguments.
+    starts = {d["id"]: d for mode, d in events if mode == "tools" and d["event"] == "start"}
+    assert [starts[c]["args"].get("_reasoningForCall") for c in ("c0", "c1", "c2")] == [
+        why,
+        None,
+        why,
+    ]
+    # The debug stream's task result for the tools node carries the messages with it.
+    results = [
+        d["payload"]
+        for mode, d in events
+        if mode == "debug" and d["type"] == "task_result" and d["payload"]["name"] == "tools"
+    ]
+    written = [m for p in results for m in p["result"].get("messages", [])]
+    # (one task per call, finishing in any order)
+    by_call = {m.tool_call_id: m for m in written}
+    assert sorted(by_call) == ["c0", "c1", "c2"]
+    assert [by_call[c].response_metadata.get("_reasoningForCall") for c in sorted(by_call)] == [
+        why,
+        None,
+        why,
+    ]
+    assert "response_metadata={'_reasoningForCall': 'the text is long'}" in repr(by_call["c0"])
 
 
 def test_reasoning_must_be_a_string():
@@ -67,6 +131,7 @@ def test_reasoning_must_be_a_string():
     )
     [m] = ToolNode([t]).invoke({"messages": [ai]})["messages"]
     assert m.status == "error" and "_reasoningForCall" in m.content
+    assert m.response_metadata == {}, "only a string is a reason"
 
 
 def test_output_path_writes_the_result_into_the_state_and_checkpoints_it():
@@ -207,6 +272,7 @@ def test_create_agent_takes_call_fields():
     out = agent.invoke({"messages": [("user", "x")]})
     assert SEEN == [{"text": "abcdefgh"}]
     assert out["messages"][2].content == "abcde"
+    assert out["messages"][2].response_metadata == {"_reasoningForCall": "r"}
 
 
 def test_unknown_fields_and_instance_at_agent_level_are_refused():

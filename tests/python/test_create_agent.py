@@ -675,7 +675,7 @@ def test_messages_stream_carries_the_model_tokens(wrapped: bool) -> None:
     chunks = [
         (chunk.text, meta["langgraph_node"])
         for chunk, meta in agent.stream({"messages": [("user", "x")]}, stream_mode="messages")
-        if chunk.type == "ai"
+        if chunk.type == "AIMessageChunk"  # the model's tokens, as langchain-core's
     ]
     assert (
         ("three ", "model") in chunks and ("it ", "model") in chunks and ("is", "model") in chunks
@@ -703,7 +703,7 @@ def test_sync_wrap_under_astream_keeps_the_runs_context() -> None:
             async for chunk, meta in agent.astream(
                 {"messages": [("user", "x")]}, stream_mode="messages", context="ctx"
             )
-            if chunk.type == "ai" and meta["langgraph_node"] == "model"
+            if chunk.type == "AIMessageChunk" and meta["langgraph_node"] == "model"
         ]
 
     assert asyncio.run(main()) == ["tokens ", "from ", "the ", "model"]

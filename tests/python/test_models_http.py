@@ -10,8 +10,10 @@ of the answer.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
+import operator
 import threading
 import time
 from collections import deque
@@ -24,7 +26,7 @@ import pytest
 from ironloop import StateGraph, create_react_agent, tool
 from ironloop.errors import ModelError
 from ironloop.graph import MessagesState
-from ironloop.messages import AIMessage, ToolMessage
+from ironloop.messages import AIMessage, AIMessageChunk, ToolMessage
 from ironloop.models import AnthropicChat, OpenAIChat
 
 OPENAI_KEY = "sk-test-openai-0123456789abcdef"
@@ -505,17 +507,39 @@ def test_openai_tool_choice(server: Loopback, choice: Any, wire: Any) -> None:
 def test_openai_stream_text_and_tool_call_argument_deltas(server: Loopback) -> None:
     server.sse(oa_tool_stream("call_1", "add", '{"a"', ": 2, ", '"b": 3}', text="Adding."))
     chunks = list(openai(server).stream([("user", "2+3?")], tools=[add]))
-    assert all(isinstance(c, AIMessage) for c in chunks)
+    assert all(isinstance(c, AIMessageChunk) for c in chunks)
     assert len({c.id for c in chunks}) == 1
     assert "".join(c.text for c in chunks) == "Adding."
-    assert chunks[-1].tool_calls == [
+    # Each fragment in a chunk of its own, as the server sent it (id and name first).
+    assert [
+        [(f["name"], f["args"], f["id"], f["index"]) for f in c.tool_call_chunks]
+        for c in chunks
+        if c.tool_call_chunks
+    ] == [
+        [("add", "", "call_1", 0)],
+        [(None, '{"a"', None, 0)],
+        [(None, ": 2, ", None, 0)],
+        [(None, '"b": 3}', None, 0)],
+    ]
+    whole = functools.reduce(operator.add, chunks)
+    assert whole.tool_calls == [
         {"name": "add", "args": {"a": 2, "b": 3}, "id": "call_1", "type": "tool_call"}
     ]
-    assert all(not c.tool_calls for c in chunks[:-1])
-    assert chunks[-1].usage_metadata == {"input_tokens": 9, "output_tokens": 12, "total_tokens": 21}
+    usage = {"input_tokens": 9, "output_tokens": 12, "total_tokens": 21}
+    assert chunks[-1].usage_metadata == usage and whole.usage_metadata == usage
     body = server.requests[0]["body"]
     assert body["stream"] is True
     assert body["stream_options"] == {"include_usage": True}
+
+
+def test_tool_call_fragments_are_yielded_as_they_arrive(server: Loopback) -> None:
+    server.sse(oa_tool_stream("call_1", "add", '{"a": 2,', ' "b": 3}'), gap=0.2)
+    t0 = time.monotonic()
+    stamps = []
+    for c in openai(server).stream("2+3?", tools=[add]):
+        stamps.append((time.monotonic() - t0, bool(c.tool_call_chunks)))
+    first_fragment = next(t for t, fragment in stamps if fragment)
+    assert first_fragment < stamps[-1][0] - 0.3, stamps
 
 
 def test_openai_stream_yields_tokens_as_they_arrive(server: Loopback) -> None:
@@ -895,9 +919,22 @@ def test_anthropic_stream_with_input_json_deltas_and_empty_arguments(server: Loo
     chunks = list(anthropic(server).stream("2+3 and the time?", tools=[add, now]))
     assert len({c.id for c in chunks}) == 1
     assert "".join(c.text for c in chunks) == "On it."
-    assert [(c["name"], c["args"]) for c in chunks[-1].tool_calls] == [
-        ("add", {"a": 2, "b": 3}),
-        ("now", {}),
+    # Fragments by content-block index: the tool_use start (id, name), then each
+    # input_json_delta.
+    assert [
+        (f["name"], f["args"], f["id"], f["index"]) for c in chunks for f in c.tool_call_chunks
+    ] == [
+        ("add", "", "toolu_1", 1),
+        (None, '{"a": ', None, 1),
+        (None, '2, "b"', None, 1),
+        (None, ": 3}", None, 1),
+        ("now", "", "toolu_2", 2),
+        (None, "", None, 2),
+    ]
+    whole = functools.reduce(operator.add, chunks)
+    assert [(c["name"], c["args"], c["id"]) for c in whole.tool_calls] == [
+        ("add", {"a": 2, "b": 3}, "toolu_1"),
+        ("now", {}, "toolu_2"),
     ]
     assert chunks[-1].usage_metadata["output_tokens"] == 15
     assert server.requests[0]["body"]["stream"] is True
@@ -991,6 +1028,14 @@ def test_react_agent_streams_messages_with_openai(server: Loopback) -> None:
     agent_chunks = [c for c, meta in items if meta["langgraph_node"] == "agent"]
     texts = [c.text for c in agent_chunks if c.text]
     assert texts == ["The ", "sum ", "is ", "5."]
+    # The call's fragments reach the stream as chunks, and add up to the call.
+    assert all(isinstance(c, AIMessageChunk) for c in agent_chunks)
+    first_answer = [c for c in agent_chunks if c.id == agent_chunks[0].id]
+    assert sum(1 for c in first_answer if c.tool_call_chunks) == 3
+    whole = functools.reduce(operator.add, first_answer)
+    assert whole.tool_calls == [
+        {"name": "add", "args": {"a": 2, "b": 3}, "id": "call_1", "type": "tool_call"}
+    ]
     tool_msgs = [c for c, meta in items if meta["langgraph_node"] == "tools"]
     assert all(isinstance(m, ToolMessage) for m in tool_msgs)
 
@@ -999,13 +1044,17 @@ async def test_react_agent_astream_messages_with_anthropic(server: Loopback) -> 
     server.sse(an_tool_stream([("toolu_1", "now", [""])]))
     server.sse(an_text_stream("It ", "is ", "12:00."))
     agent = create_react_agent(anthropic(server), [now])
-    texts = []
+    texts: list[str] = []
+    fragments: list[dict[str, Any]] = []
     async for chunk, meta in agent.astream(
         {"messages": [("user", "time?")]}, stream_mode="messages"
     ):
         if meta["langgraph_node"] == "agent" and chunk.text:
             texts.append(chunk.text)
+        if chunk.type == "AIMessageChunk" and chunk.tool_call_chunks:
+            fragments += chunk.tool_call_chunks
     assert texts == ["It ", "is ", "12:00."]
+    assert [(f["name"], f["id"]) for f in fragments] == [("now", "toolu_1"), (None, None)]
     second = server.requests[1]["body"]["messages"]
     assert second[-1] == {
         "role": "user",
