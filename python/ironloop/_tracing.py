@@ -135,7 +135,9 @@ class RunTrace:
         """Opens the ``execute_tool`` span of a call the executor took (any tool's:
         Python, MCP, OpenAPI, workspace); called in a copy of the calling task's
         context, so the span's parent is the step's span."""
-        return tracer().start_span(f"execute_tool {name}", attributes=_tool_attributes(name, call_id))
+        return tracer().start_span(
+            f"execute_tool {name}", attributes=_tool_attributes(name, call_id)
+        )
 
     @staticmethod
     def tool_end(

@@ -89,7 +89,9 @@ def tool_result(part: dict[str, Any]) -> list[Any]:
     return [
         ("user", "what is in the picture?"),
         AIMessage(content="", tool_calls=[{"name": "look", "args": {}, "id": "call_9"}]),
-        ToolMessage(content=[{"type": "text", "text": "the picture:"}, part], tool_call_id="call_9"),
+        ToolMessage(
+            content=[{"type": "text", "text": "the picture:"}, part], tool_call_id="call_9"
+        ),
     ]
 
 

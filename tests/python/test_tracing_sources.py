@@ -19,10 +19,10 @@ from opentelemetry.trace import StatusCode
 from test_mcp import SERVER
 from test_models_http import Loopback, oa_completion, oa_text_stream
 from test_openapi import SPEC_30, TOKEN, PetStore
-from test_openapi import store as store  # noqa: F401  (the fixture)
+from test_openapi import store as store
 from test_tracing import by_name, parent_of
-from test_tracing import oa_server as oa_server  # noqa: F401  (the fixture)
-from test_tracing import spans as spans  # noqa: F401  (the fixture)
+from test_tracing import oa_server as oa_server
+from test_tracing import spans as spans
 
 from ironloop import _tracing, create_react_agent, tool
 from ironloop.mcp import McpToolset
@@ -80,7 +80,7 @@ def root(tmp_path: Path) -> Path:
 
 
 def test_workspace_tools_get_a_span_each_under_their_step(
-    spans: InMemorySpanExporter,  # noqa: F811
+    spans: InMemorySpanExporter,
     root: Path,
 ) -> None:
     model = ScriptedChatModel(
@@ -135,17 +135,19 @@ def test_workspace_tools_get_a_span_each_under_their_step(
 
 
 def test_mcp_tools_of_a_server_process_get_spans_under_a_sub_agents_step(
-    spans: InMemorySpanExporter,  # noqa: F811
+    spans: InMemorySpanExporter,
 ) -> None:
     with McpToolset.stdio(sys.executable, [SERVER], timeout=2.0) as mcp:
         sub = create_react_agent(
             ScriptedChatModel(
-                lambda msgs: "sum ready"
-                if isinstance(msgs[-1], ToolMessage)
-                else calls(
-                    ("m_add", "add", {"a": 2, "b": 3}),
-                    ("m_fail", "fail", {"reason": "nope"}),
-                    ("m_slow", "slow", {"seconds": 30}),
+                lambda msgs: (
+                    "sum ready"
+                    if isinstance(msgs[-1], ToolMessage)
+                    else calls(
+                        ("m_add", "add", {"a": 2, "b": 3}),
+                        ("m_fail", "fail", {"reason": "nope"}),
+                        ("m_slow", "slow", {"seconds": 30}),
+                    )
                 )
             ),
             mcp.tools,
@@ -185,8 +187,8 @@ def test_mcp_tools_of_a_server_process_get_spans_under_a_sub_agents_step(
 
 
 def test_openapi_operations_get_spans_and_no_credential(
-    spans: InMemorySpanExporter,  # noqa: F811
-    store: PetStore,  # noqa: F811
+    spans: InMemorySpanExporter,
+    store: PetStore,
 ) -> None:
     pets = OpenApiToolset.from_file(
         SPEC_30,
@@ -220,7 +222,7 @@ def test_openapi_operations_get_spans_and_no_credential(
 
 
 def test_a_rust_tool_invoked_directly_in_a_traced_tool_nests_under_it(
-    spans: InMemorySpanExporter,  # noqa: F811
+    spans: InMemorySpanExporter,
     root: Path,
 ) -> None:
     read = next(t for t in workspace(root) if t.name == "read_file")
@@ -238,9 +240,7 @@ def test_a_rust_tool_invoked_directly_in_a_traced_tool_nests_under_it(
     assert parent_of(inner, got) is outer
 
 
-def test_untraced_runs_open_no_tool_span(
-    monkeypatch: pytest.MonkeyPatch, root: Path
-) -> None:
+def test_untraced_runs_open_no_tool_span(monkeypatch: pytest.MonkeyPatch, root: Path) -> None:
     # No tracer: the executor gets no call tracer, and tool_start is never called.
     monkeypatch.setattr(_tracing, "_tracer", None)
     seen: list[str] = []
@@ -257,7 +257,7 @@ def test_untraced_runs_open_no_tool_span(
 
 
 @pytest.fixture
-def chat_openai(oa_server: Loopback) -> Any:  # noqa: F811
+def chat_openai(oa_server: Loopback) -> Any:
     from langchain_openai import ChatOpenAI
 
     return ChatOpenAI(
@@ -283,8 +283,8 @@ def assert_chat_span(span: ReadableSpan) -> None:
 
 
 def test_a_langchain_model_as_the_agents_model_gets_chat_spans(
-    spans: InMemorySpanExporter,  # noqa: F811
-    oa_server: Loopback,  # noqa: F811
+    spans: InMemorySpanExporter,
+    oa_server: Loopback,
     chat_openai: Any,
 ) -> None:
     oa_server.json(oa_completion(tool_calls=[("call_1", "add", json.dumps({"a": 2, "b": 3}))]))
@@ -308,8 +308,8 @@ def test_a_langchain_model_as_the_agents_model_gets_chat_spans(
 
 
 async def test_a_langchain_model_streamed_by_the_agent_gets_one_chat_span(
-    spans: InMemorySpanExporter,  # noqa: F811
-    oa_server: Loopback,  # noqa: F811
+    spans: InMemorySpanExporter,
+    oa_server: Loopback,
     chat_openai: Any,
 ) -> None:
     # Under stream_mode="messages" the agent streams the LangChain model itself.
@@ -328,8 +328,8 @@ async def test_a_langchain_model_streamed_by_the_agent_gets_one_chat_span(
 
 
 def test_a_failing_langchain_model_call_carries_error_type(
-    spans: InMemorySpanExporter,  # noqa: F811
-    oa_server: Loopback,  # noqa: F811
+    spans: InMemorySpanExporter,
+    oa_server: Loopback,
     chat_openai: Any,
 ) -> None:
     oa_server.json({"error": {"message": "bad request"}}, status=400)
@@ -338,4 +338,3 @@ def test_a_failing_langchain_model_call_carries_error_type(
     (chat,) = by_name(spans.get_finished_spans(), "chat ")
     assert chat.attributes["error.type"] == type(raised.value).__qualname__
     assert chat.status.status_code is StatusCode.ERROR
-
