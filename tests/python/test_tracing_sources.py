@@ -134,25 +134,21 @@ def test_workspace_tools_get_a_span_each_under_their_step(
     assert "alpha" not in text and "notes.txt" not in text
 
 
-def test_mcp_tools_of_a_server_process_get_spans_under_a_sub_agents_step(
+def test_mcp_tools_of_a_server_process_get_spans_under_parallel_sub_agents_steps(
     spans: InMemorySpanExporter,
 ) -> None:
-    with McpToolset.stdio(sys.executable, [SERVER], timeout=2.0) as mcp:
-        sub = create_react_agent(
-            ScriptedChatModel(
-                lambda msgs: (
-                    "sum ready"
-                    if isinstance(msgs[-1], ToolMessage)
-                    else calls(
-                        ("m_add", "add", {"a": 2, "b": 3}),
-                        ("m_fail", "fail", {"reason": "nope"}),
-                        ("m_slow", "slow", {"seconds": 30}),
-                    )
-                )
-            ),
-            mcp.tools,
-            name="mathematician",
+    def mathematician(msgs: list[Any]) -> Any:
+        if isinstance(msgs[-1], ToolMessage):
+            return "sum ready"
+        q = str(msgs[0].content)  # each sub-agent's call ids start with its question
+        return calls(
+            (f"{q}_add", "add", {"a": 2, "b": 3}),
+            (f"{q}_fail", "fail", {"reason": "nope"}),
+            (f"{q}_slow", "slow", {"seconds": 30}),
         )
+
+    with McpToolset.stdio(sys.executable, [SERVER], timeout=2.0) as mcp:
+        sub = create_react_agent(ScriptedChatModel(mathematician), mcp.tools, name="mathematician")
 
         @tool
         def ask_math(question: str) -> str:
@@ -160,30 +156,45 @@ def test_mcp_tools_of_a_server_process_get_spans_under_a_sub_agents_step(
             return str(sub.invoke({"messages": [("user", question)]})["messages"][-1].content)
 
         planner = create_react_agent(
-            ScriptedChatModel([calls(("p1", "ask_math", {"question": "2+3"})), "done"]),
+            ScriptedChatModel(
+                [
+                    calls(
+                        ("p1", "ask_math", {"question": "q1"}),
+                        ("p2", "ask_math", {"question": "q2"}),
+                    ),
+                    "done",
+                ]
+            ),
             [ask_math],
             name="planner",
         )
         planner.invoke({"messages": [("user", "go")]})
     got = spans.get_finished_spans()
     by_id = tool_spans(got)
-    assert sorted(by_id) == ["m_add", "m_fail", "m_slow", "p1"]
-    assert_tool_span(by_id["p1"], "ask_math", "p1")
-    assert_tool_span(by_id["m_add"], "add", "m_add")
-    assert_tool_span(by_id["m_fail"], "fail", "m_fail")
-    # The sub-agent's run is under the Python tool's span; its MCP calls are siblings
-    # under its tools step.
-    (sub_run,) = by_name(got, "invoke_agent mathematician")
-    assert parent_of(sub_run, got) is by_id["p1"]
-    mcp_calls = [by_id["m_add"], by_id["m_fail"], by_id["m_slow"]]
-    step = one_step_parent(mcp_calls, got)
-    assert parent_of(step, got) is sub_run
-    assert "error.type" not in (by_id["m_add"].attributes or {})
-    assert by_id["m_fail"].attributes["error.type"] == "ToolExecutionError"
-    assert "fail: nope" in (by_id["m_fail"].status.description or "")
-    assert by_id["m_slow"].attributes["error.type"] == "ToolTimeoutError"
-    # Parallel: the 2 s timeout bounds the step, so the add call did not wait for it.
-    assert by_id["m_add"].end_time < by_id["m_slow"].end_time  # type: ignore[operator]
+    assert sorted(by_id) == sorted(
+        ["p1", "p2"] + [f"{q}_{t}" for q in ("q1", "q2") for t in ("add", "fail", "slow")]
+    )
+    # The two ask_math calls are siblings under the planner's tools step.
+    one_step_parent([by_id["p1"], by_id["p2"]], got)
+    subs = by_name(got, "invoke_agent mathematician")
+    assert len(subs) == 2
+    for p, q in (("p1", "q1"), ("p2", "q2")):
+        assert_tool_span(by_id[p], "ask_math", p)
+        assert_tool_span(by_id[f"{q}_add"], "add", f"{q}_add")
+        assert_tool_span(by_id[f"{q}_fail"], "fail", f"{q}_fail")
+        # This ask_math call's sub-agent run is under its span; that run's MCP calls
+        # are siblings under one of its own steps, not under the other run's.
+        (sub_run,) = [s for s in subs if parent_of(s, got) is by_id[p]]
+        mcp_calls = [by_id[f"{q}_{t}"] for t in ("add", "fail", "slow")]
+        step = one_step_parent(mcp_calls, got)
+        assert parent_of(step, got) is sub_run
+        assert "error.type" not in (by_id[f"{q}_add"].attributes or {})
+        failed = by_id[f"{q}_fail"]
+        assert failed.attributes["error.type"] == "ToolExecutionError"
+        assert "fail: nope" in (failed.status.description or "")
+        assert by_id[f"{q}_slow"].attributes["error.type"] == "ToolTimeoutError"
+        # Parallel: the add call did not wait for the slow one's 2 s timeout.
+        assert by_id[f"{q}_add"].end_time < by_id[f"{q}_slow"].end_time  # type: ignore[operator]
 
 
 def test_openapi_operations_get_spans_and_no_credential(
