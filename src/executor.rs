@@ -21,7 +21,8 @@ use tokio_util::sync::CancellationToken;
 use crate::message::{Content, Message, MessageKind, ToolStatus};
 use crate::registry::ToolRegistry;
 use crate::tool::{
-    CallEvent, CallEvents, ProgressFn, ToolCall, ToolContext, ToolError, ToolOutput,
+    CallEvent, CallEvents, CallSpan, CallTracer, ProgressFn, ToolCall, ToolContext, ToolError,
+    ToolOutput,
 };
 
 /// How the calls of one message are scheduled.
@@ -143,6 +144,8 @@ pub struct RunContext {
     pub steer: Option<Steer>,
     /// Watches every call's start, updates and end (the `tools` stream mode).
     pub events: Option<CallEvents>,
+    /// Makes a span per call when the run is traced.
+    pub tracer: Option<Arc<dyn CallTracer>>,
 }
 
 /// A run's "start nothing new" flag: set by a newer run on the same thread that
@@ -261,6 +264,7 @@ impl Executor {
             cancelled: AtomicBool::new(false),
             steer: run.steer.clone(),
             events: run.events.clone(),
+            tracer: run.tracer.clone(),
         });
         if run.cancel.is_cancelled() {
             env.cancel_all();
@@ -412,6 +416,7 @@ struct CallEnv {
     /// See [`RunContext::steer`].
     steer: Option<Steer>,
     events: Option<CallEvents>,
+    tracer: Option<Arc<dyn CallTracer>>,
 }
 
 impl CallEnv {
@@ -483,6 +488,32 @@ fn panic_message(p: &(dyn Any + Send)) -> String {
     }
 }
 
+/// A call's span until the call ends: given back to the tracer with the outcome, or,
+/// when the call's future is dropped before it ends (its run cancelled or dropped),
+/// with a `Cancelled` outcome, so that no span is left open.
+struct SpanGuard<'a> {
+    tracer: &'a dyn CallTracer,
+    call: &'a ToolCall,
+    span: Option<CallSpan>,
+}
+
+impl SpanGuard<'_> {
+    fn end(mut self, outcome: &Result<ToolOutput, ToolError>) {
+        if let Some(span) = self.span.take() {
+            self.tracer.ended(span, self.call, outcome);
+        }
+    }
+}
+
+impl Drop for SpanGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(span) = self.span.take() {
+            let outcome = Err(ToolError::cancelled(self.call.name.clone()));
+            self.tracer.ended(span, self.call, &outcome);
+        }
+    }
+}
+
 /// Runs call `index` and shows its outcome to the after hooks. `args` is the call's
 /// arguments, handed over by the caller (copied or moved out of its own copy).
 async fn run_one(
@@ -495,9 +526,15 @@ async fn run_one(
         ev(CallEvent::Start { call, args: &args });
         Instant::now()
     });
+    let span = env.tracer.as_deref().map(|tracer| SpanGuard {
+        tracer,
+        call,
+        span: tracer.started(call),
+    });
+    let call_span = span.as_ref().and_then(|g| g.span.clone());
     // A panicking hook costs its call, never the whole message.
     let outcome = AssertUnwindSafe(async {
-        let outcome = call_outcome(env, index, call, args).await;
+        let outcome = call_outcome(env, index, call, args, call_span).await;
         for h in &env.shared.hooks {
             h.after(call, &outcome);
         }
@@ -511,6 +548,9 @@ async fn run_one(
             format!("a hook panicked: {}", panic_message(&*p)),
         ))
     });
+    if let Some(g) = span {
+        g.end(&outcome);
+    }
     if let (Some(ev), Some(t0)) = (&env.events, started) {
         ev(CallEvent::End {
             call,
@@ -542,6 +582,7 @@ async fn call_outcome(
     index: usize,
     call: &ToolCall,
     args: Value,
+    span: Option<CallSpan>,
 ) -> Result<ToolOutput, ToolError> {
     let name = &call.name;
     let cancelled = || Err(ToolError::cancelled(name.clone()));
@@ -595,6 +636,7 @@ async fn call_outcome(
         host: env.host.clone(),
         inline: env.inline,
         events: env.events.clone(),
+        span,
     };
     let panicked = |p: Box<dyn Any + Send>| {
         Err(ToolError::failed(

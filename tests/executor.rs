@@ -1145,3 +1145,119 @@ async fn panics_in_call_or_in_a_hook_cost_only_their_call() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------
+// tracing
+
+/// Records each span it opens and closes: `(call id, outcome kind)` at the end, and
+/// which span the tool saw in its context.
+#[derive(Default)]
+struct Tracer {
+    started: Mutex<Vec<String>>,
+    ended: Mutex<Vec<(String, &'static str)>>,
+}
+
+impl ironloop::tool::CallTracer for Tracer {
+    fn started(&self, call: &ToolCall) -> Option<ironloop::tool::CallSpan> {
+        self.started.lock().unwrap().push(call.id.clone());
+        Some(Arc::new(call.id.clone()))
+    }
+
+    fn ended(
+        &self,
+        span: ironloop::tool::CallSpan,
+        call: &ToolCall,
+        outcome: &Result<ToolOutput, ToolError>,
+    ) {
+        // The span given back is the one this call was given.
+        assert_eq!(span.downcast_ref::<String>(), Some(&call.id));
+        let kind = match outcome {
+            Ok(_) => "ok",
+            Err(e) => e.kind(),
+        };
+        self.ended.lock().unwrap().push((call.id.clone(), kind));
+    }
+}
+
+/// `span_id()`: returns the id its context's span carries.
+fn span_tool() -> FnTool {
+    <dyn Tool>::builder("span_id", "Returns its span.").call(|_, ctx| async move {
+        let seen = ctx
+            .span
+            .as_ref()
+            .and_then(|s| s.downcast_ref::<String>().cloned());
+        Ok(ToolOutput::text(seen.unwrap_or_default()))
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_call_gets_one_span_ended_with_its_outcome_for_every_strategy() {
+    for strategy in STRATEGIES {
+        let exec = Executor::new(registry(vec![span_tool(), add_tool()])).with_strategy(strategy);
+        let tracer = Arc::new(Tracer::default());
+        let run = RunContext {
+            tracer: Some(tracer.clone()),
+            ..Default::default()
+        };
+        let calls = [
+            call("a", "span_id", json!({})),
+            call("b", "add", json!({"a": 1, "b": 2})),
+            call("c", "nope", json!({})),
+            call("d", "add", json!({"a": "x"})),
+        ];
+        let out = exec.execute(&calls, &run).await;
+        assert_eq!(
+            text(&out[0]),
+            "a",
+            "{strategy:?}: the tool sees its call's span"
+        );
+        let mut ended = tracer.ended.lock().unwrap().clone();
+        ended.sort();
+        assert_eq!(
+            ended,
+            [
+                ("a".into(), "ok"),
+                ("b".into(), "ok"),
+                ("c".into(), "not_found"),
+                ("d".into(), "invalid_args")
+            ],
+            "{strategy:?}"
+        );
+        assert_eq!(tracer.started.lock().unwrap().len(), 4, "{strategy:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_execute_still_ends_its_calls_spans() {
+    let tokens = Arc::new(Mutex::new(Vec::new()));
+    let exec = Executor::new(registry(vec![wait_tool("wait", tokens.clone())]));
+    let tracer = Arc::new(Tracer::default());
+    let run = RunContext {
+        tracer: Some(tracer.clone()),
+        ..Default::default()
+    };
+    let calls = [call("w1", "wait", json!({})), call("w2", "wait", json!({}))];
+    let r = tokio::time::timeout(Duration::from_millis(100), exec.execute(&calls, &run)).await;
+    assert!(r.is_err(), "the calls wait forever");
+    // The spawned calls are aborted; their spans end as cancelled once they are dropped.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while tracer.ended.lock().unwrap().len() < 2 {
+        assert!(Instant::now() < deadline, "spans left open");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let mut ended = tracer.ended.lock().unwrap().clone();
+    ended.sort();
+    assert_eq!(
+        ended,
+        [("w1".into(), "cancelled"), ("w2".into(), "cancelled")]
+    );
+}
+
+#[tokio::test]
+async fn an_untraced_run_gives_tools_no_span() {
+    let exec = Executor::new(registry(vec![span_tool()]));
+    let out = exec
+        .execute(&[call("a", "span_id", json!({}))], &RunContext::default())
+        .await;
+    assert_eq!(text(&out[0]), "");
+}

@@ -40,6 +40,7 @@ from langchain_core.runnables import RunnableBinding, RunnableSequence
 from langchain_core.tools import BaseTool, StructuredTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from ironloop import _tracing
 from ironloop._foreign import is_langchain_message, is_langchain_runnable, is_langchain_tool
 from ironloop._ironloop import AIMessage, AIMessageChunk, BaseMessage, _coerce_message
 from ironloop._langchain_stream import OWN_CALL_TAG
@@ -309,13 +310,41 @@ class LangChainChatModel:
         self, messages: Any, tools: Any = None, tool_choice: Any = None, **kwargs: Any
     ) -> AIMessage:
         r = self._runnable(tools, tool_choice, kwargs)
+        if _tracing.ON and _tracing.tracer() is not None:
+            with _tracing.model_span(*self._span_names()) as answered:
+                return self._done(_as_ai(answered(r.invoke(_model_input(messages), _OWN_CALL))))
         return self._done(_as_ai(r.invoke(_model_input(messages), _OWN_CALL)))
 
     async def ainvoke(
         self, messages: Any, tools: Any = None, tool_choice: Any = None, **kwargs: Any
     ) -> AIMessage:
         r = self._runnable(tools, tool_choice, kwargs)
+        if _tracing.ON and _tracing.tracer() is not None:
+            with _tracing.model_span(*self._span_names()) as answered:
+                out = answered(await r.ainvoke(_model_input(messages), _OWN_CALL))
+                return self._done(_as_ai(out))
         return self._done(_as_ai(await r.ainvoke(_model_input(messages), _OWN_CALL)))
+
+    def _span_names(self) -> tuple[str, str]:
+        """A traced call's ``gen_ai.provider.name`` and ``gen_ai.request.model``: the
+        chat model's own LangSmith parameters (``ls_provider``, ``ls_model_name``), as
+        LangChain's tracers name them; the class for a ``Runnable`` that is none."""
+        try:
+            chat = _underlying_model(self.model)
+        except TypeError:
+            return "langchain", type(self.model).__name__
+        try:
+            params: Any = chat._get_ls_params()
+        except Exception:  # a model's own override failing must not fail its call
+            params = {}
+        provider = params.get("ls_provider") or type(chat).__name__.lower()
+        return str(provider), str(params.get("ls_model_name") or model_name_of(chat))
+
+    def _stream_span(self) -> Any:
+        """A streamed call's span when traced, else ``None``."""
+        if _tracing.ON and _tracing.tracer() is not None:
+            return _tracing.start_model_stream(*self._span_names())
+        return None
 
     def _done(self, message: AIMessage) -> AIMessage:
         """A whole answer, its usage added to ironloop's totals in force."""
@@ -329,11 +358,19 @@ class LangChainChatModel:
         carries the tool calls and the usage of the whole message."""
         merger = _Merger()
         r = self._runnable(tools, tool_choice, kwargs)
-        for c in r.stream(_model_input(messages), _OWN_CALL):
-            out = merger.push(c)
-            if out is not None:
-                yield out
-        last = merger.last()
+        span = self._stream_span()
+        try:
+            for c in r.stream(_model_input(messages), _OWN_CALL):
+                out = merger.push(c)
+                if out is not None:
+                    yield out
+            last = merger.last()
+        except BaseException as e:
+            if span is not None:
+                _tracing.end_model_stream(span, exc=e)
+            raise
+        if span is not None:
+            _tracing.end_model_stream(span, last)
         if last is not None:
             record(model_name_of(_underlying_model(self.model), last), last)
             yield last
@@ -343,11 +380,19 @@ class LangChainChatModel:
     ) -> AsyncIterator[AIMessage]:
         merger = _Merger()
         r = self._runnable(tools, tool_choice, kwargs)
-        async for c in r.astream(_model_input(messages), _OWN_CALL):
-            out = merger.push(c)
-            if out is not None:
-                yield out
-        last = merger.last()
+        span = self._stream_span()
+        try:
+            async for c in r.astream(_model_input(messages), _OWN_CALL):
+                out = merger.push(c)
+                if out is not None:
+                    yield out
+            last = merger.last()
+        except BaseException as e:
+            if span is not None:
+                _tracing.end_model_stream(span, exc=e)
+            raise
+        if span is not None:
+            _tracing.end_model_stream(span, last)
         if last is not None:
             record(model_name_of(_underlying_model(self.model), last), last)
             yield last

@@ -1,5 +1,5 @@
-"""OpenTelemetry spans for runs, steps, model calls and tool calls, with the GenAI
-semantic conventions' attributes.
+"""OpenTelemetry spans for runs, steps, model calls (ironloop's models and LangChain
+chat models alike) and tool calls, with the GenAI semantic conventions' attributes.
 
 Optional: nothing here imports ``opentelemetry`` unless ``opentelemetry-api`` is
 installed (``ON``), and a run whose span does not record (no SDK configured, or a
@@ -11,7 +11,11 @@ while the Rust side captures the run's context; each step's span is made current
 that same context (``RunTrace.step_start``, called by the step loop through
 ``src/python/tracing.rs``), so the step's tasks — copies of it — open their spans
 under it; a Python tool's span is current while its function runs (``call_tool``),
-so a sub-agent the tool starts opens its run span under the tool call's. Attributes
+so a sub-agent the tool starts opens its run span under the tool call's. Every tool
+call's span — a Python function's, or an MCP, OpenAPI or workspace tool's that runs in
+Rust — is opened by the Rust executor when it takes the call (``tool_start``, in a copy
+of the task's context, so parallel calls are siblings under their step) and closed with
+the call's outcome (``tool_end``). Attributes
 never carry message content, tool arguments or results: no prompt or credential
 leaves through a span.
 """
@@ -127,18 +131,59 @@ class RunTrace:
         span.end()
 
     @staticmethod
-    def call_tool(name: str, call_id: str, fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
-        """Runs a sync tool's function under its ``execute_tool`` span."""
-        with tool_span(name, call_id):
+    def tool_start(name: str, call_id: str) -> Any:
+        """Opens the ``execute_tool`` span of a call the executor took (any tool's:
+        Python, MCP, OpenAPI, workspace); called in a copy of the calling task's
+        context, so the span's parent is the step's span."""
+        return tracer().start_span(
+            f"execute_tool {name}", attributes=_tool_attributes(name, call_id)
+        )
+
+    @staticmethod
+    def tool_end(
+        span: Any, error_type: str | None, description: str | None, raised: BaseException | None
+    ) -> None:
+        """Closes a call's span: ``raised`` is the exception a Python tool raised,
+        else ``error_type`` names the ``ironloop.errors`` class of the failure."""
+        if raised is not None:
+            if not _is_pause(raised):
+                _fail(span, raised)
+        elif error_type is not None:
+            from opentelemetry.trace import Status, StatusCode
+
+            span.set_attribute("error.type", error_type)
+            span.set_status(Status(StatusCode.ERROR, description))
+        span.end()
+
+    @staticmethod
+    def call_tool(
+        span: Any, name: str, call_id: str, fn: Callable[..., Any], kwargs: dict[str, Any]
+    ) -> Any:
+        """Runs a sync tool's function with its call's span current (the executor's
+        ``span``, or one of its own when the call came without one)."""
+        with _current(span, name, call_id):
             return fn(**kwargs)
 
     @staticmethod
     async def call_tool_async(
-        name: str, call_id: str, fn: Callable[..., Awaitable[Any]], kwargs: dict[str, Any]
+        span: Any,
+        name: str,
+        call_id: str,
+        fn: Callable[..., Awaitable[Any]],
+        kwargs: dict[str, Any],
     ) -> Any:
-        """Awaits an async tool under its ``execute_tool`` span."""
-        with tool_span(name, call_id):
+        """Awaits an async tool with its call's span current."""
+        with _current(span, name, call_id):
             return await fn(**kwargs)
+
+
+def _current(span: Any, name: str, call_id: str) -> Any:
+    """``span`` made current (the executor ends it), or a span of the tool's own."""
+    if span is None:
+        return tool_span(name, call_id)
+    from opentelemetry.trace import use_span
+
+    return use_span(span, record_exception=False, set_status_on_exception=False)
 
 
 def _is_pause(exc: BaseException) -> bool:
@@ -148,16 +193,20 @@ def _is_pause(exc: BaseException) -> bool:
     return isinstance(exc, GraphInterrupt)
 
 
+def _tool_attributes(name: str, call_id: str) -> dict[str, Any]:
+    return {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": name,
+        "gen_ai.tool.call.id": call_id,
+        "gen_ai.tool.type": "function",
+    }
+
+
 @contextmanager
 def tool_span(name: str, call_id: str) -> Iterator[Any]:
     with tracer().start_as_current_span(
         f"execute_tool {name}",
-        attributes={
-            "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": name,
-            "gen_ai.tool.call.id": call_id,
-            "gen_ai.tool.type": "function",
-        },
+        attributes=_tool_attributes(name, call_id),
         record_exception=False,
         set_status_on_exception=False,
     ) as span:
@@ -169,6 +218,31 @@ def tool_span(name: str, call_id: str) -> Iterator[Any]:
             raise
 
 
+def _chat_attributes(provider: str, model: str) -> dict[str, Any]:
+    return {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": provider,
+        "gen_ai.request.model": model,
+    }
+
+
+def _answered(span: Any, message: Any) -> Any:
+    """Records an answer's model, id and token usage on its ``chat`` span (an ironloop
+    or a langchain-core message); returns the answer."""
+    usage = getattr(message, "usage_metadata", None) or {}
+    if "input_tokens" in usage:
+        span.set_attribute("gen_ai.usage.input_tokens", usage["input_tokens"])
+    if "output_tokens" in usage:
+        span.set_attribute("gen_ai.usage.output_tokens", usage["output_tokens"])
+    meta = getattr(message, "response_metadata", None) or {}
+    served = meta.get("model_name") or meta.get("model")
+    if isinstance(served, str):
+        span.set_attribute("gen_ai.response.model", served)
+    if getattr(message, "id", None):
+        span.set_attribute("gen_ai.response.id", str(message.id))
+    return message
+
+
 @contextmanager
 def model_span(provider: str, model: str) -> Iterator[Callable[[Any], Any]]:
     """A ``chat`` span around one model call; the callable it yields records the
@@ -176,34 +250,34 @@ def model_span(provider: str, model: str) -> Iterator[Callable[[Any], Any]]:
     with tracer().start_as_current_span(
         f"chat {model}",
         kind=_client_kind(),
-        attributes={
-            "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": provider,
-            "gen_ai.request.model": model,
-        },
+        attributes=_chat_attributes(provider, model),
         record_exception=False,
         set_status_on_exception=False,
     ) as span:
-
-        def answered(message: Any) -> Any:
-            usage = getattr(message, "usage_metadata", None) or {}
-            if "input_tokens" in usage:
-                span.set_attribute("gen_ai.usage.input_tokens", usage["input_tokens"])
-            if "output_tokens" in usage:
-                span.set_attribute("gen_ai.usage.output_tokens", usage["output_tokens"])
-            meta = getattr(message, "response_metadata", None) or {}
-            served = meta.get("model_name") or meta.get("model")
-            if isinstance(served, str):
-                span.set_attribute("gen_ai.response.model", served)
-            if getattr(message, "id", None):
-                span.set_attribute("gen_ai.response.id", str(message.id))
-            return message
-
         try:
-            yield answered
+            yield lambda message: _answered(span, message)
         except BaseException as e:
             _fail(span, e)
             raise
+
+
+def start_model_stream(provider: str, model: str) -> Any:
+    """The ``chat`` span of a streamed model call, under the span current where the
+    stream starts; not made current, as a generator may be closed in another context.
+    :func:`end_model_stream` ends it."""
+    return tracer().start_span(
+        f"chat {model}", kind=_client_kind(), attributes=_chat_attributes(provider, model)
+    )
+
+
+def end_model_stream(span: Any, last: Any = None, exc: BaseException | None = None) -> None:
+    """Ends a streamed call's span with its last chunk (the one carrying the usage) or
+    the exception that ended the stream."""
+    if last is not None:
+        _answered(span, last)
+    if exc is not None and not isinstance(exc, GeneratorExit):
+        _fail(span, exc)
+    span.end()
 
 
 def _client_kind() -> Any:

@@ -323,6 +323,13 @@ fn part_to_anthropic(p: &ContentPart) -> Option<Value> {
                 };
                 url.map(image_block)
             }
+            // langchain-core's standard image blocks (by URL or base64 data).
+            Some("image") if value.get("source").is_none() => {
+                match super::images::standard_image_url(value) {
+                    Some(url) => Some(image_block(&url)),
+                    None => Some(value.clone()),
+                }
+            }
             // Another provider's reasoning means nothing here (and is refused).
             Some("reasoning") => None,
             // A streamed chunk's block carries its position; the API refuses it.

@@ -29,6 +29,7 @@ mod anthropic;
 #[cfg(test)]
 mod fuzz_tests;
 pub(crate) mod http;
+mod images;
 pub mod limits;
 mod openai;
 mod retry;

@@ -197,7 +197,10 @@ fn part_to_openai(p: &ContentPart) -> Value {
         ContentPart::Json {
             value: Value::String(s),
         } => json!({"type": "text", "text": s}),
-        ContentPart::Json { value } => value.clone(),
+        ContentPart::Json { value } => match super::images::standard_image_url(value) {
+            Some(url) => json!({"type": "image_url", "image_url": {"url": url}}),
+            None => value.clone(),
+        },
     }
 }
 
@@ -264,7 +267,11 @@ pub(crate) fn message_to_openai(m: &Message) -> Option<Value> {
             // answers with an error naming the part instead of the model never
             // seeing the image. Text-only results stay one string.
             let has_image = matches!(&m.content, Content::Parts(parts)
-                if parts.iter().any(|p| matches!(p, ContentPart::Image { .. })));
+            if parts.iter().any(|p| match p {
+                ContentPart::Image { .. } => true,
+                ContentPart::Json { value } => super::images::standard_image_url(value).is_some(),
+                ContentPart::Text { .. } => false,
+            }));
             let content = if has_image {
                 content_to_openai(&m.content)
             } else {

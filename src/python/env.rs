@@ -161,6 +161,16 @@ impl PyRunEnv {
         }))
     }
 
+    /// The call tracer of this run's tool calls, when it is traced; the calls' spans
+    /// start in this environment's context.
+    pub fn call_tracer(&self, py: Python<'_>) -> Option<Arc<dyn crate::tool::CallTracer>> {
+        let trace = self.trace.as_ref()?.clone_ref(py);
+        Some(Arc::new(super::tracing::PyCallTracer {
+            trace,
+            context: self.context.clone_ref(py),
+        }))
+    }
+
     /// The environment of a call, or a fresh one for a tool called outside a run.
     pub fn of(py: Python<'_>, ctx: &ToolContext) -> PyResult<Arc<Self>> {
         if let Some(env) = ctx.host.clone().and_then(|h| h.downcast::<PyRunEnv>().ok()) {

@@ -104,9 +104,10 @@ impl Class {
     }
 }
 
-impl From<&ToolError> for PyErr {
-    fn from(e: &ToolError) -> PyErr {
-        let class = match e {
+impl Class {
+    /// The class a [`ToolError`] is raised as (and named by in a span's `error.type`).
+    pub fn of_tool_error(e: &ToolError) -> Class {
+        match e {
             ToolError::InvalidArgs { .. } => Class::ToolInvalidArgs,
             ToolError::NotFound { .. } => Class::ToolNotFound,
             ToolError::Failed { .. } => Class::ToolExecution,
@@ -114,8 +115,13 @@ impl From<&ToolError> for PyErr {
             ToolError::Cancelled { .. } | ToolError::Skipped { .. } => Class::ToolCancelled,
             ToolError::Blocked { .. } => Class::ToolBlocked,
             ToolError::Unusable { .. } => Class::InvalidArgument,
-        };
-        class.new_err(e.to_string())
+        }
+    }
+}
+
+impl From<&ToolError> for PyErr {
+    fn from(e: &ToolError) -> PyErr {
+        Class::of_tool_error(e).new_err(e.to_string())
     }
 }
 

@@ -22,7 +22,20 @@ use crate::executor::{Executor, RunContext};
 use crate::message::new_id;
 use crate::registry::ToolRegistry;
 use crate::sources::workspace::{workspace_tools, WorkspaceOptions};
-use crate::tool::{Tool, ToolCall, ToolError, ToolOutput};
+use crate::tool::{CallTracer, Tool, ToolCall, ToolError, ToolOutput};
+
+/// The call tracer of a tool invoked directly (`tool.invoke(...)`) inside a traced
+/// run's node or tool: its span goes under what is current there.
+fn direct_call_tracer(py: Python<'_>) -> PyResult<Option<Arc<dyn CallTracer>>> {
+    let Some(trace) = super::tracing::current_trace(py)? else {
+        return Ok(None);
+    };
+    let context = py.import("contextvars")?.call_method0("copy_context")?;
+    Ok(Some(Arc::new(super::tracing::PyCallTracer {
+        trace,
+        context: context.unbind(),
+    })))
+}
 
 #[pyclass(name = "NativeTool", module = "ironloop._ironloop", frozen)]
 pub struct NativeTool {
@@ -138,7 +151,10 @@ impl NativeTool {
         let _ = config;
         let calls = [self.call_for(input)?];
         let exec = self.executor.clone();
-        let run = RunContext::default();
+        let run = RunContext {
+            tracer: direct_call_tracer(py)?,
+            ..Default::default()
+        };
         let cancel = run.cancel.clone();
         let mut results = block_on(py, async move { exec.execute(&calls, &run).await }, cancel)?;
         let r = results.pop().expect("one result per call");
@@ -156,8 +172,12 @@ impl NativeTool {
         let _ = config;
         let calls = [self.call_for(input)?];
         let exec = self.executor.clone();
+        let tracer = direct_call_tracer(py)?;
         pyo3_async_runtimes::tokio::future_into_py(py, async move {
-            let run = RunContext::default();
+            let run = RunContext {
+                tracer,
+                ..Default::default()
+            };
             let guard = run.cancel.clone().drop_guard();
             let mut results = exec.execute(&calls, &run).await;
             guard.disarm();

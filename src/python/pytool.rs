@@ -157,12 +157,13 @@ impl Inner {
         let r = self.kwargs(py, args, ctx, env).and_then(|kw| {
             let context = env.context.bind(py).call_method0(intern!(py, "copy"))?;
             match &env.trace {
-                // Traced: the tool's span is current while its function runs, so a
+                // Traced: the call's span is current while its function runs, so a
                 // sub-agent it starts is traced under it.
                 Some(trace) => context.call_method1(
                     intern!(py, "run"),
                     (
                         trace.bind(py).getattr(intern!(py, "call_tool"))?,
+                        call_span(py, ctx),
                         &self.def.name,
                         &ctx.tool_call_id,
                         self.target.bind(py),
@@ -173,6 +174,19 @@ impl Inner {
             }
         });
         self.outcome(py, r, ctx)
+    }
+}
+
+/// The span the executor opened for this call (see `tracing::PyCallTracer`), or
+/// `None` when the call came some other way: the tracer then opens one itself.
+fn call_span<'py>(py: Python<'py>, ctx: &ToolContext) -> Bound<'py, PyAny> {
+    match ctx
+        .span
+        .as_ref()
+        .and_then(|s| s.downcast_ref::<Py<PyAny>>())
+    {
+        Some(span) => span.bind(py).clone(),
+        None => py.None().into_bound(py),
     }
 }
 
@@ -336,7 +350,13 @@ impl PyTool {
                 let coro = match &env.trace {
                     Some(trace) => trace.bind(py).call_method1(
                         intern!(py, "call_tool_async"),
-                        (&tool.def.name, &ctx.tool_call_id, tool.target.bind(py), kw),
+                        (
+                            call_span(py, &ctx),
+                            &tool.def.name,
+                            &ctx.tool_call_id,
+                            tool.target.bind(py),
+                            kw,
+                        ),
                     )?,
                     None => tool.target.bind(py).call((), Some(&kw))?,
                 };

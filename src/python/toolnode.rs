@@ -127,6 +127,7 @@ impl ToolNodeCore {
         )?;
         let run = RunContext {
             progress: env.progress_fn(),
+            tracer: env.call_tracer(py),
             host: Some(env),
             events: current_tool_events(py)?,
             ..Default::default()

@@ -27,6 +27,8 @@ pub struct ToolContext {
     pub inline: bool,
     /// Watches the run's calls (`update` reports partial results to it).
     pub events: Option<super::CallEvents>,
+    /// This call's span when the run is traced (see [`super::CallTracer`]).
+    pub span: Option<super::CallSpan>,
 }
 
 impl fmt::Debug for ToolContext {
@@ -51,6 +53,7 @@ impl ToolContext {
             host: None,
             inline: false,
             events: None,
+            span: None,
         }
     }
 

@@ -19,7 +19,7 @@ pub use call::{ToolCall, ToolChoice};
 pub use context::{ProgressFn, ToolContext};
 pub use definition::ToolDefinition;
 pub use error::ToolError;
-pub use events::{CallEvent, CallEvents};
+pub use events::{CallEvent, CallEvents, CallSpan, CallTracer};
 pub use output::ToolOutput;
 pub use wrappers::{HandleError, ReturnDirect};
 

@@ -4,7 +4,8 @@ on loopback: API keys land in the header, query or cookie the spec's
 from the token endpoint once for many parallel calls, refreshed when they expire and
 after a 401; the first satisfiable ``security`` alternative wins; bad credentials
 are refused at construction without echoing them; a server that echoes a credential
-or token shows ``[redacted]``; ``multipart/form-data`` bodies arrive as parts."""
+or token shows ``[redacted]``; ``multipart/form-data`` bodies arrive as parts and
+``application/x-www-form-urlencoded`` bodies as fields."""
 
 from __future__ import annotations
 
@@ -72,6 +73,30 @@ SPEC: dict[str, Any] = {
         "/public": op([]),
         "/oauth": op([{"oauth": ["read"]}]),
         "/echo": op([{"bearer": []}]),
+        "/form": {
+            "post": {
+                "operationId": "form",
+                "security": [],
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/x-www-form-urlencoded": {
+                            "schema": {
+                                "type": "object",
+                                "properties": {
+                                    "q": {"type": "string"},
+                                    "tags": {"type": "array", "items": {"type": "string"}},
+                                    "n": {"type": "integer"},
+                                    "ok": {"type": "boolean"},
+                                },
+                                "required": ["q"],
+                            }
+                        }
+                    },
+                },
+                "responses": {"200": {"description": "ok"}},
+            }
+        },
         "/upload": {
             "post": {
                 "operationId": "upload",
@@ -171,6 +196,9 @@ class Handler(BaseHTTPRequestHandler):
             "cookie": self.headers.get("Cookie"),
             "content_type": self.headers.get("Content-Type"),
         }
+        if url.path == "/api/form":
+            seen["raw"] = raw.decode()
+            seen["form"] = parse_qs(raw.decode(), keep_blank_values=True)
         if url.path == "/api/upload":
             msg = email.parser.BytesParser(policy=email.policy.default).parsebytes(
                 b"Content-Type: " + self.headers["Content-Type"].encode() + b"\r\n\r\n" + raw
@@ -382,3 +410,16 @@ def test_multipart_bodies_arrive_as_parts(server: Server) -> None:
     assert (f["filename"], f["type"]) == ("file", "application/octet-stream")
     with pytest.raises(ToolInvalidArgsError, match="file"):
         upload(body={"title": "no file"})
+
+
+def test_form_encoded_bodies_arrive_as_fields(server: Server) -> None:
+    ts = toolset(server)
+    out = ts["form"](body={"q": "a b&c=d", "tags": ["x", "y"], "n": 3, "ok": True})
+    assert out["status"] == 200
+    seen = server.requests[-1]
+    assert seen["content_type"] == "application/x-www-form-urlencoded"
+    assert seen["form"] == {"q": ["a b&c=d"], "tags": ["x", "y"], "n": ["3"], "ok": ["true"]}
+    # Reserved characters are escaped, so the fields come back as they were sent.
+    assert "&c=d" not in seen["raw"]
+    with pytest.raises(ToolInvalidArgsError, match="q"):
+        ts["form"](body={"n": 1})

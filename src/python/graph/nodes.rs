@@ -395,9 +395,14 @@ impl ToolsNode {
         })
         .map_err(|e| Python::attach(|py| node_failure(py, &ctx, e)))?;
         let calls = self.node.calls(&view, send);
+        let tracer = match &tool_env.trace {
+            Some(_) => Python::attach(|py| tool_env.call_tracer(py)),
+            None => None,
+        };
         let run = RunContext {
             cancel: ctx.cancel.clone(),
             progress: tool_env.progress_fn(),
+            tracer,
             host: Some(tool_env.clone()),
             inline: ctx.inline,
             steer: ctx.steer.clone(),
