@@ -80,8 +80,9 @@ def _merge_chunks(chunks: list[AIMessage]) -> AIMessage:
     the tool calls collected."""
     if not chunks:
         raise ModelError("the model's stream ended without any chunk")
-    if all(isinstance(c, AIMessageChunk) for c in chunks):
-        whole = chunks[0] + chunks[1:] if len(chunks) > 1 else chunks[0]
+    pieces = [c for c in chunks if isinstance(c, AIMessageChunk)]
+    if len(pieces) == len(chunks):
+        whole = pieces[0] + pieces[1:] if len(pieces) > 1 else pieces[0]
         return AIMessage(
             content=whole.content,
             tool_calls=[dict(c) for c in whole.tool_calls] or None,

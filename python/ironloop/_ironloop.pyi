@@ -11,6 +11,7 @@ from ironloop.messages import ToolCall
 
 __all__ = [
     "AIMessage",
+    "AIMessageChunk",
     "BaseMessage",
     "HumanMessage",
     "MemorySaver",
@@ -152,6 +153,7 @@ class AIMessageChunk(AIMessage):
     @property
     def tool_call_chunks(self) -> list[dict[str, Any]]: ...
     def __add__(self, other: AIMessageChunk | list[AIMessageChunk], /) -> AIMessageChunk: ...
+    def __radd__(self, other: AIMessageChunk, /) -> AIMessageChunk: ...
     def model_copy(
         self, update: dict[str, Any] | None = None, deep: bool = False
     ) -> AIMessageChunk: ...

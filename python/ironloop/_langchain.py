@@ -78,13 +78,14 @@ def _lc_message(m: BaseMessage) -> Any:
         common["name"] = m.name
     t = m.type
     if isinstance(m, AIMessageChunk):
+        usage: Any = m.usage_metadata
         return lc.AIMessageChunk(
             **common,
             tool_call_chunks=[
                 tool_call_chunk(name=c["name"], args=c["args"], id=c["id"], index=c["index"])
                 for c in m.tool_call_chunks
             ],
-            usage_metadata=m.usage_metadata,
+            usage_metadata=usage,
         )
     if t == "human":
         return lc.HumanMessage(**common)
@@ -157,10 +158,11 @@ def from_langchain(message: Any) -> Any:
     if isinstance(message, (list, tuple)) and not _is_role_pair(message):
         return [from_langchain(m) for m in message]
     if isinstance(message, lc.AIMessageChunk):
+        usage: Any = message.usage_metadata
         return AIMessageChunk(
             message.content,
             tool_call_chunks=[dict(c) for c in message.tool_call_chunks],
-            usage_metadata=message.usage_metadata,
+            usage_metadata=usage,
             id=message.id,
             name=message.name,
             additional_kwargs=message.additional_kwargs,
