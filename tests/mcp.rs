@@ -341,39 +341,3 @@ async fn an_unreachable_url_is_a_connect_error() {
     .unwrap_err();
     assert!(e.to_string().contains("cannot connect"), "{e}");
 }
-
-/// The official SDK's server speaks MCP 2026-07-28, so the session does too (found
-/// with `server/discover`), and a tools change reaches the client through the
-/// `subscriptions/listen` it opened, not as an unsolicited notification.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_2026_07_28_session_hears_tool_changes_through_subscriptions_listen() {
-    let set = open_stdio(None, Some(Duration::from_secs(10))).await;
-    // Not the `initialize` fallback (which the probe takes when discover goes
-    // unanswered).
-    assert_eq!(
-        set.session().protocol_version().as_deref(),
-        Some("2026-07-28")
-    );
-    let names = |set: &McpToolset| -> Vec<String> {
-        set.tools()
-            .iter()
-            .map(|t| t.definition().name.clone())
-            .collect()
-    };
-    assert!(!names(&set).contains(&"triple".to_string()));
-    let out = executor(&set)
-        .execute(&[call(0, "grow", json!({}))], &RunContext::default())
-        .await;
-    assert!(out[0].outcome.is_ok(), "{:?}", out[0].outcome);
-    // The change arrives on the subscription's stream, shortly after the result.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        if set.refresh().await.expect("the tools are listed again") {
-            break;
-        }
-        assert!(Instant::now() < deadline, "no tools change arrived");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(names(&set).contains(&"triple".to_string()));
-    set.close().await.expect("the session closes");
-}

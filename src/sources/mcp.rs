@@ -57,14 +57,11 @@ use rmcp::model::{
     NumberOrString, ProgressNotificationParam, ProgressToken, ReadResourceRequestParams,
     ServerResult,
 };
-use rmcp::model::{ProtocolVersion, ServerNotification, SubscriptionFilter};
 use rmcp::service::RunningService;
-use rmcp::service::{
-    ClientLifecycleMode, ClientServiceExt, NotificationContext, PeerRequestOptions,
-};
+use rmcp::service::{NotificationContext, PeerRequestOptions};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{RoleClient, ServiceError};
+use rmcp::{RoleClient, ServiceError, ServiceExt};
 use serde_json::{Map, Value};
 
 use crate::message::Content;
@@ -168,12 +165,6 @@ pub trait McpSession: Send + Sync {
 
     /// The process id of a stdio server (the leader of its process group).
     fn pid(&self) -> Option<u32> {
-        None
-    }
-
-    /// The MCP protocol version the session speaks (`"2026-07-28"`, `"2025-11-25"`...),
-    /// when known.
-    fn protocol_version(&self) -> Option<String> {
         None
     }
 
@@ -641,25 +632,11 @@ impl ClientHandler for Handler {
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.0.tools_changed();
-    }
-}
-
-impl Notices {
-    fn server_name(&self) -> String {
-        self.server
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-    }
-
-    /// The server said its tools changed: `.tools` lists them again.
-    fn tools_changed(&self) {
         log::info!(
             "the MCP server {} says its tools changed",
-            self.server_name()
+            self.0.server.read().unwrap_or_else(|p| p.into_inner())
         );
-        self.tools_changed.store(true, Ordering::SeqCst);
+        self.0.tools_changed.store(true, Ordering::SeqCst);
     }
 }
 
@@ -742,8 +719,6 @@ pub struct RmcpSession {
     /// How to start a stdio server again; `None` over HTTP.
     stdio: Option<StdioServer>,
     restarts: Mutex<Vec<Instant>>,
-    /// The negotiated protocol version.
-    protocol: Option<String>,
     /// What its errors must not show: header values, the URL's password and query
     /// values, a stdio server's environment values.
     secrets: Secrets,
@@ -765,61 +740,6 @@ fn server_secrets<'a>(values: impl IntoIterator<Item = &'a str>, url: Option<&st
         all.extend(u.query_pairs().map(|(_, v)| v.into_owned()));
     }
     Secrets::new([], all)
-}
-
-/// How a session starts: `server/discover` first, so that a server speaking MCP
-/// 2026-07-28 is spoken to in that version, else the `initialize` handshake of the
-/// earlier versions (rmcp's `Auto` mode).
-fn lifecycle() -> ClientLifecycleMode {
-    ClientLifecycleMode::Auto {
-        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-        legacy_version: None,
-    }
-}
-
-/// On MCP 2026-07-28 a server sends tool-list changes only to a client that asked
-/// with `subscriptions/listen` (earlier versions send them unasked, to
-/// [`Handler::on_tool_list_changed`]): asks, and marks the tools changed on each one,
-/// for as long as the session lasts. A refused or broken subscription is logged, and
-/// the tools are then listed only at connection.
-fn listen_for_tool_changes(client: &Client, notices: Arc<Notices>) {
-    let modern = client
-        .peer_info()
-        .is_some_and(|info| !info.protocol_version.has_initialize());
-    if !modern {
-        return;
-    }
-    let peer = client.peer().clone();
-    tokio::spawn(async move {
-        let filter = SubscriptionFilter::builder().tools_list_changed().build();
-        let mut sub = match peer.listen(filter).await {
-            Ok(sub) => sub,
-            Err(e) => {
-                log::warn!(
-                    "the MCP server {} refused subscriptions/listen ({e}); its tool list \
-                     is read only at connection",
-                    notices.server_name()
-                );
-                return;
-            }
-        };
-        loop {
-            match sub.next().await {
-                Ok(Some(ServerNotification::ToolListChangedNotification(_))) => {
-                    notices.tools_changed()
-                }
-                Ok(Some(_)) => {}
-                Ok(None) => return,
-                Err(e) => {
-                    log::warn!(
-                        "the MCP server {}'s subscription ended: {e}",
-                        notices.server_name()
-                    );
-                    return;
-                }
-            }
-        }
-    });
 }
 
 fn client_config() -> ClientConfig {
@@ -871,11 +791,10 @@ impl RmcpSession {
             })
         })?;
         let pid = transport.id();
-        let client = Handler(notices.clone())
-            .serve_with_lifecycle(transport, lifecycle())
+        let client = Handler(notices)
+            .serve(transport)
             .await
             .map_err(|e| connect_err(format!("the initialize handshake failed: {e}")))?;
-        listen_for_tool_changes(&client, notices);
         Ok((client, pid))
     }
 
@@ -915,10 +834,9 @@ impl RmcpSession {
         let transport = StreamableHttpClientTransport::from_config(config);
         let notices = Arc::new(Notices::default());
         let client = Handler(notices.clone())
-            .serve_with_lifecycle(transport, lifecycle())
+            .serve(transport)
             .await
             .map_err(|e| connect_err(format!("the initialize handshake failed: {e}")))?;
-        listen_for_tool_changes(&client, notices.clone());
         Ok(Self::from_client(client, label, None, notices, secrets))
     }
 
@@ -938,12 +856,7 @@ impl RmcpSession {
             None => label,
         };
         *notices.server.write().unwrap_or_else(|p| p.into_inner()) = name.clone();
-        let protocol = client.peer_info().map(|i| i.protocol_version.to_string());
-        if let Some(v) = &protocol {
-            log::info!("connected to the MCP server {name}, protocol version {v}");
-        }
         RmcpSession {
-            protocol,
             name,
             pid: AtomicU32::new(pid.unwrap_or(0)),
             peer: RwLock::new(client.peer().clone()),
@@ -1059,10 +972,6 @@ impl McpSession for RmcpSession {
 
     fn pid(&self) -> Option<u32> {
         Some(self.pid.load(Ordering::SeqCst)).filter(|p| *p != 0)
-    }
-
-    fn protocol_version(&self) -> Option<String> {
-        self.protocol.clone()
     }
 
     async fn list_tools(&self) -> Result<Vec<McpToolInfo>, McpError> {

@@ -120,12 +120,9 @@ async def grow(ctx: Context) -> str:
         return 3 * x
 
     server.add_tool(triple)
-    if getattr(ctx, "protocol_version", None) == "2026-07-28":
-        # 2026-07-28: sent to the clients that asked with `subscriptions/listen`.
-        await ctx.notify_tools_changed()
-    else:
-        # Earlier versions: the unsolicited notification.
-        await ctx.request_context.session.send_tool_list_changed()
+    # The notification as every protocol version knows it (unsolicited); the
+    # 2026-07-28 `subscriptions/listen` form is not what this test covers.
+    await ctx.request_context.session.send_tool_list_changed()
     return "added triple"
 
 

@@ -8,7 +8,6 @@ close."""
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import subprocess
 import sys
@@ -450,23 +449,6 @@ def test_a_tools_list_change_lists_the_tools_again(stdio: McpToolset) -> None:
         time.sleep(0.05)
     (tripled,) = run(ToolNode(stdio.tools), ("triple", {"x": 4}))
     assert tripled.content == "12"
-
-
-def test_a_2026_07_28_session_hears_tool_changes_through_subscriptions_listen(
-    server_env: dict[str, str], caplog: pytest.LogCaptureFixture
-) -> None:
-    # The SDK's server speaks 2026-07-28, where a tools change goes only to clients
-    # that opened `subscriptions/listen` (its `Context.notify_tools_changed`).
-    with caplog.at_level(logging.INFO, logger="ironloop"):
-        with McpToolset.stdio(sys.executable, [SERVER], env=server_env) as ts:
-            (msg,) = run(ToolNode(ts.tools), ("grow", {}))
-            assert msg.content == "added triple"
-            deadline = time.monotonic() + 10
-            while "triple" not in {t.name for t in ts.tools}:
-                assert time.monotonic() < deadline, "the tools change never arrived"
-                time.sleep(0.05)
-    connected = [r.getMessage() for r in caplog.records if "connected to" in r.getMessage()]
-    assert connected and connected[0].endswith("protocol version 2026-07-28"), connected
 
 
 def test_a_stdio_server_that_dies_is_started_again_on_the_next_call(
