@@ -135,8 +135,9 @@ pub struct RunContext {
     pub progress: Option<ProgressFn>,
     pub state: Option<Arc<Value>>,
     pub host: Option<Arc<dyn Any + Send + Sync>>,
-    /// The caller drives the run on its own thread (a sync host call): a call that
-    /// runs alone may then run on that thread instead of being handed to another.
+    /// The caller drives the run on its own thread (a sync host call): a call may then
+    /// run on that thread instead of being handed to another (see
+    /// `ToolContext::inline`).
     pub inline: bool,
     /// Set when the run must start no new call (a new input steers it,
     /// `multitask_strategy="interrupt"`): calls not started by then are answered
@@ -253,8 +254,8 @@ impl Executor {
             state: run.state.clone(),
             host: run.host.clone(),
             deadline: self.run_timeout.map(|t| (Instant::now() + t, t)),
-            inline: run.inline
-                && (calls.len() == 1 || matches!(self.strategy, Strategy::Sequential)),
+            inline: run.inline,
+            alone: calls.len() == 1 || matches!(self.strategy, Strategy::Sequential),
             sem,
             // One token per call (its `ctx.cancel`), independent of the run's: the
             // calls never touch the run's token, whose lock every call of a large
@@ -407,6 +408,8 @@ struct CallEnv {
     deadline: Option<(Instant, Duration)>,
     /// Calls may run on the driving thread (see `RunContext::inline`).
     inline: bool,
+    /// No call waits behind another (see `ToolContext::alone`).
+    alone: bool,
     /// `Parallel { max_concurrency: Some(_) }`'s permits.
     sem: Option<Arc<Semaphore>>,
     /// Each call's `ctx.cancel`, by call index.
@@ -634,7 +637,10 @@ async fn call_outcome(
         progress: env.progress.clone(),
         state: env.state.clone(),
         host: env.host.clone(),
-        inline: env.inline,
+        // Beside siblings, only a call without a time limit: one that runs on the
+        // driving thread cannot be timed out.
+        inline: env.inline && (env.alone || limit.is_none()),
+        alone: env.alone,
         events: env.events.clone(),
         span,
     };

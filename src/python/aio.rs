@@ -2,14 +2,19 @@
 //!
 //! Calls are queued on the run's environment and started by one callback on the
 //! loop's thread (one wake-up of the loop starts every call queued by then). Each
-//! call's result is converted on the loop thread, where the GIL is already held.
+//! call's result is converted on the loop thread, where the GIL is already held, and
+//! handed back to its Rust future by one callback per loop iteration for every call
+//! that finished in it (so that the runtime's threads are woken once for a batch of
+//! results, not once each).
 //! Dropping the Rust future cancels the asyncio task: dropping a Rust future does not
 //! cancel an asyncio task by itself.
 
 use std::sync::{Arc, Mutex};
 
+use pyo3::exceptions::asyncio::CancelledError;
 use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 use tokio::sync::oneshot;
 
 use super::env::PyRunEnv;
@@ -25,7 +30,57 @@ pub enum AsyncResult<'py> {
     Cancelled,
 }
 
-type OnDone = Box<dyn for<'py> FnOnce(Python<'py>, AsyncResult<'py>) + Send>;
+/// Converts a call's outcome (on the loop thread, GIL held) into what hands it to
+/// its Rust future.
+type OnDone = Box<dyn for<'py> FnOnce(Python<'py>, AsyncResult<'py>) -> Deliver + Send>;
+
+/// Hands a converted result to the Rust future waiting for it (no GIL needed).
+type Deliver = Box<dyn FnOnce() + Send>;
+
+thread_local! {
+    /// Results converted on this loop thread and not yet handed over (see `defer`).
+    static DELIVERIES: std::cell::RefCell<Vec<Deliver>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Queues a result for the `DeliverAll` the first queued result schedules on the
+/// task's loop: every call that finishes in one loop iteration wakes the runtime
+/// once, not once each (a wake-up of a parked worker is a system call and a thread
+/// switch). If the loop cannot take the callback the result is handed over at once.
+fn defer(py: Python<'_>, task: &Bound<'_, PyAny>, d: Deliver) {
+    let first = DELIVERIES.with(|q| {
+        let mut q = q.borrow_mut();
+        q.push(d);
+        q.len() == 1
+    });
+    if !first {
+        return;
+    }
+    let scheduled = (|| -> PyResult<()> {
+        let event_loop = task.call_method0(intern!(py, "get_loop"))?;
+        event_loop.call_method1(intern!(py, "call_soon"), (Bound::new(py, DeliverAll)?,))?;
+        Ok(())
+    })();
+    if scheduled.is_err() {
+        deliver_all();
+    }
+}
+
+fn deliver_all() {
+    for d in DELIVERIES.with(|q| std::mem::take(&mut *q.borrow_mut())) {
+        d();
+    }
+}
+
+/// Hands over the results queued on this loop thread (see `defer`).
+#[pyclass]
+struct DeliverAll;
+
+#[pymethods]
+impl DeliverAll {
+    fn __call__(&self) {
+        deliver_all();
+    }
+}
 
 /// A call waiting for the loop thread to start it.
 struct PendingAsync {
@@ -58,15 +113,14 @@ impl DoneCallback {
         let Some(f) = self.0.lock().unwrap_or_else(|p| p.into_inner()).take() else {
             return Ok(());
         };
-        let r = if task.call_method0(intern!(py, "cancelled"))?.is_truthy()? {
-            AsyncResult::Cancelled
-        } else {
-            AsyncResult::Done(
-                task.call_method0(intern!(py, "result"))
-                    .map_err(|e| unwrap(py, e)),
-            )
+        // One call for both: `result()` of a cancelled task raises `CancelledError`
+        // (and a coroutine that lets `CancelledError` out leaves its task cancelled).
+        let r = match task.call_method0(intern!(py, "result")) {
+            Err(e) if e.is_instance_of::<CancelledError>(py) => AsyncResult::Cancelled,
+            r => AsyncResult::Done(r.map_err(|e| unwrap(py, e))),
         };
-        f(py, r);
+        let deliver = f(py, r);
+        defer(py, task, deliver);
         Ok(())
     }
 }
@@ -98,13 +152,22 @@ fn start(py: Python<'_>, env: &Arc<PyRunEnv>, p: PendingAsync) {
         let (coro, context) = make(py)?;
         let coro = helpers(py)?.guard.bind(py).call1((coro,))?;
         let create_task = env.event_loop(py)?.getattr(intern!(py, "create_task"))?;
-        // The task runs in the context the maker chose, or in its own copy of the
+        // The task runs in its own copy of the context the maker chose, or of the
         // caller's contextvars context.
-        let context = match context {
-            Some(c) => c.into_bound(py),
-            None => env.context.bind(py).call_method0(intern!(py, "copy"))?,
+        let base = match &context {
+            Some(c) => c.bind(py),
+            None => env.context.bind(py),
         };
-        let task = context.call_method1(intern!(py, "run"), (create_task, coro))?;
+        let context = base.call_method0(intern!(py, "copy"))?;
+        let task = if py.version_info() >= (3, 11) {
+            // `create_task(coro, context=...)`: the task runs in that copy, with no
+            // second copy made by the task and no `Context.run` around the call.
+            let kw = PyDict::new(py);
+            kw.set_item(intern!(py, "context"), context)?;
+            create_task.call((coro,), Some(&kw))?
+        } else {
+            context.call_method1(intern!(py, "run"), (create_task, coro))?
+        };
         task.call_method1(intern!(py, "add_done_callback"), (&done,))?;
         Ok(task.unbind())
     })();
@@ -120,7 +183,7 @@ fn start(py: Python<'_>, env: &Arc<PyRunEnv>, p: PendingAsync) {
                 .unwrap_or_else(|p| p.into_inner())
                 .take();
             if let Some(f) = f {
-                f(py, AsyncResult::Done(Err(e)));
+                f(py, AsyncResult::Done(Err(e)))();
             }
         }
     }
@@ -175,7 +238,10 @@ where
     let pending = PendingAsync {
         make,
         done: Box::new(move |py, r| {
-            let _ = tx.send(convert(py, r));
+            let out = convert(py, r);
+            Box::new(move || {
+                let _ = tx.send(out);
+            })
         }),
         slot: slot.clone(),
     };

@@ -1,10 +1,11 @@
 //! Python functions as core tools.
 
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyException, PyTypeError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
@@ -41,7 +42,20 @@ struct Inner {
     timeout: Option<Duration>,
     return_direct: bool,
     injected: Vec<(Py<PyString>, Inject)>,
+    /// The tool's calls finish within [`INLINE_BUDGET`] (false until one has): its
+    /// next call beside siblings may run on the driving thread (see `timed`).
+    quick: AtomicBool,
+    /// Inline calls in a row that went over the budget.
+    strikes: AtomicU8,
 }
+
+/// How long a sync tool's last call may have taken for its next call to run on the
+/// thread that drives the run while sibling calls wait behind it (`call_sync`). A
+/// hand-over to a pool thread and back costs tens of microseconds and a wake-up of
+/// two threads; a call under this budget costs its siblings less than that, and a
+/// call over it (a `time.sleep`, I/O) moves the tool's later calls to the pool,
+/// where they run in parallel.
+pub const INLINE_BUDGET: Duration = Duration::from_micros(100);
 
 /// A Python `ironloop.Tool` seen by the executor.
 #[derive(Clone)]
@@ -84,11 +98,29 @@ impl PyTool {
             timeout,
             return_direct: obj.getattr("return_direct")?.extract()?,
             injected,
+            quick: AtomicBool::new(false),
+            strikes: AtomicU8::new(0),
         })))
     }
 }
 
 impl Inner {
+    /// Records how long a call took (see [`INLINE_BUDGET`]). A quick call, inline or
+    /// on the pool, makes the tool quick. Two inline calls in a row over the budget
+    /// make it slow: one alone can be a garbage collection or the OS preempting the
+    /// thread (a call of a microsecond then reads milliseconds), which the pool would
+    /// not have avoided; a tool that blocks does it again. A slow call on the pool
+    /// changes nothing: there it waits for the GIL behind its pool siblings.
+    fn timed(&self, started: Instant, inline: bool) {
+        if started.elapsed() <= INLINE_BUDGET {
+            self.strikes.store(0, Ordering::Relaxed);
+            self.quick.store(true, Ordering::Relaxed);
+        } else if inline && self.strikes.fetch_add(1, Ordering::Relaxed) >= 1 {
+            self.strikes.store(0, Ordering::Relaxed);
+            self.quick.store(false, Ordering::Relaxed);
+        }
+    }
+
     /// As LangGraph's ToolNode: a tool with an injected store needs the graph to have
     /// one (injecting `None` would fail later, somewhere less clear).
     fn check_usable(&self, env: &PyRunEnv) -> Result<(), ToolError> {
@@ -212,6 +244,19 @@ fn select_field<'py>(state: &Bound<'py, PyAny>, field: &str) -> PyResult<Bound<'
     state.getattr(field)
 }
 
+/// A `KeyboardInterrupt` / `SystemExit` raised by a tool run inline beside sibling
+/// calls: the run must stop now, not when the siblings are done (see
+/// `runtime::note_interrupt`).
+fn escape_interrupt(py: Python<'_>, out: &Result<ToolOutput, ToolError>) {
+    if let Err(e) = out {
+        if let Some(raised) = e.raised().and_then(|h| h.downcast_ref::<PyErr>()) {
+            if !raised.is_instance_of::<PyException>(py) {
+                super::runtime::note_interrupt(raised.clone_ref(py));
+            }
+        }
+    }
+}
+
 /// Turns a Python exception into the error the model sees (type and message), logs
 /// its traceback, and carries the exception itself in the error for the caller.
 fn record_error(py: Python<'_>, tool: &str, e: PyErr, ctx: &ToolContext) -> ToolError {
@@ -306,13 +351,25 @@ pub fn output_from_py(obj: &Bound<'_, PyAny>) -> ToolOutput {
 }
 
 impl PyTool {
+    /// A sync call runs on the driving thread when the executor allows it
+    /// (`ctx.inline`) and either nothing waits behind it or the tool's last call was
+    /// quick (see [`INLINE_BUDGET`]); a tools step of quick calls then runs on one
+    /// thread with no hand-over per call. Otherwise it goes to the tool pool, so that
+    /// a call that blocks never holds up its siblings. A tool quick so far that starts
+    /// blocking holds up the siblings after it for two of its calls at most, then its
+    /// calls go to the pool again.
     async fn call_sync(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
-        if ctx.inline {
-            // Alone in its step, with the caller's thread waiting on it: run it here.
+        if ctx.inline && (ctx.alone || self.0.quick.load(Ordering::Relaxed)) {
             return Python::attach(|py| {
                 let env = PyRunEnv::of(py, &ctx)
                     .map_err(|e| ToolError::failed(&self.0.def.name, e.to_string()))?;
-                self.0.run_sync(py, &args, &ctx, &env)
+                let started = Instant::now();
+                let out = self.0.run_sync(py, &args, &ctx, &env);
+                self.0.timed(started, true);
+                if !ctx.alone {
+                    escape_interrupt(py, &out);
+                }
+                out
             });
         }
         let (tx, rx) = oneshot::channel();
@@ -329,7 +386,10 @@ impl PyTool {
                     return;
                 }
             };
-            let _ = tx.send(this.run_sync(py, &args, &ctx2, &env));
+            let started = Instant::now();
+            let out = this.run_sync(py, &args, &ctx2, &env);
+            this.timed(started, false);
+            let _ = tx.send(out);
         }));
         rx.await
             .unwrap_or_else(|_| Err(ToolError::cancelled(ctx.tool_name.clone())))

@@ -111,7 +111,9 @@ impl Wake for Unpark {
 /// pending signal: Python only runs its signal handlers on the main thread when that
 /// thread executes Python code, which a thread parked in Rust never does. On Ctrl-C
 /// `cancel` is cancelled and the future dropped here, which cancels what it waits on
-/// (asyncio tasks, bash process groups, HTTP requests); the error is raised.
+/// (asyncio tasks, bash process groups, HTTP requests); the error is raised. A
+/// `KeyboardInterrupt` a tool running inline raised (see [`note_interrupt`]) counts
+/// as that signal.
 pub fn drive_inline<F: Future + Send>(
     py: Python<'_>,
     fut: F,
@@ -120,23 +122,79 @@ pub fn drive_inline<F: Future + Send>(
 where
     F::Output: Send,
 {
+    drive(py, fut, cancel, false)
+}
+
+/// [`drive_inline`], with the first poll made before the GIL is released: the calls a
+/// tools step runs inline in that poll (all of them, for a step of quick sync tools)
+/// then share this one hold of the GIL instead of taking and releasing it once each.
+/// Only for futures whose first poll never waits for another thread that needs the
+/// GIL (the executor's: calls start in that poll; whatever waits is handed over).
+pub fn drive_inline_holding_gil<F: Future + Send>(
+    py: Python<'_>,
+    fut: F,
+    cancel: &CancellationToken,
+) -> PyResult<F::Output>
+where
+    F::Output: Send,
+{
+    drive(py, fut, cancel, true)
+}
+
+thread_local! {
+    /// A `KeyboardInterrupt` / `SystemExit` raised by a tool run inline on this
+    /// thread while it drives a run (see [`note_interrupt`]).
+    static ESCAPED: std::cell::RefCell<Option<PyErr>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Called by a tool that ran inline and raised `KeyboardInterrupt` / `SystemExit`:
+/// Python ran the signal handler inside that tool, so no signal is left pending for
+/// [`drive_inline`] to see while the run's other calls keep it waiting. The run is
+/// cancelled and the error raised as a pending signal would be.
+pub fn note_interrupt(e: PyErr) {
+    if DRIVING.with(|d| d.get()) {
+        ESCAPED.with(|x| *x.borrow_mut() = Some(e));
+    }
+}
+
+fn drive<F: Future + Send>(
+    py: Python<'_>,
+    fut: F,
+    cancel: &CancellationToken,
+    hold_first: bool,
+) -> PyResult<F::Output>
+where
+    F::Output: Send,
+{
     struct Reset;
     impl Drop for Reset {
         fn drop(&mut self) {
             DRIVING.with(|d| d.set(false));
+            ESCAPED.with(|x| x.borrow_mut().take());
+        }
+    }
+    DRIVING.with(|d| d.set(true));
+    let _reset = Reset;
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut fut = std::pin::pin!(fut);
+    if hold_first {
+        let _enter = runtime().enter();
+        let mut cx = Context::from_waker(&waker);
+        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+            return Ok(v);
         }
     }
     py.detach(|| {
-        DRIVING.with(|d| d.set(true));
-        let _reset = Reset;
         let _enter = runtime().enter();
-        let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
         let mut cx = Context::from_waker(&waker);
-        let mut fut = std::pin::pin!(fut);
         let mut checked = Instant::now();
         loop {
             if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
                 return Ok(v);
+            }
+            if let Some(e) = ESCAPED.with(|x| x.borrow_mut().take()) {
+                cancel.cancel();
+                return Err(e);
             }
             std::thread::park_timeout(SIGNAL_SLICE);
             if checked.elapsed() >= SIGNAL_SLICE {

@@ -16,7 +16,7 @@ use super::helpers::helpers;
 use super::messages::messages_to_py;
 use super::native_tool::NativeTool;
 use super::pytool::{PyPayload, PyTool};
-use super::runtime::{block_on, can_drive_inline, drive_inline, runtime};
+use super::runtime::{block_on, can_drive_inline, drive_inline_holding_gil, runtime};
 use crate::executor::{error_text, Executor, RunContext, Strategy, ToolResult};
 use crate::message::{Content, Message};
 use crate::prebuilt::{last_ai_tool_calls, result_message, ToolNodeError};
@@ -29,6 +29,10 @@ pub struct ToolNodeCore {
     pub(crate) handle_errors: Py<PyAny>,
     /// The state key holding the conversation (`ToolNode(messages_key=...)`).
     pub(crate) messages_key: String,
+    /// Every tool is a Python function: starting a call only queues it (an async
+    /// tool for the event loop, a sync one for the pool), so `ainvoke` may make the
+    /// executor's first pass on the caller's loop thread (see `ainvoke`).
+    pub(crate) python_only: bool,
 }
 
 /// Parses `strategy=` as ToolNode accepts it: "parallel", "sequential" or
@@ -285,11 +289,15 @@ impl ToolNodeCore {
         allow_only: Option<Vec<String>>,
     ) -> PyResult<Self> {
         let registry = Arc::new(ToolRegistry::new());
+        let mut python_only = true;
         for t in tools.try_iter()? {
             let t = t?;
             // A Rust tool is registered as itself: its calls never enter Python.
             let tool: Arc<dyn Tool> = match t.cast::<NativeTool>() {
-                Ok(native) => native.get().tool.clone(),
+                Ok(native) => {
+                    python_only = false;
+                    native.get().tool.clone()
+                }
                 Err(_) => Arc::new(PyTool::from_py(&t)?),
             };
             registry
@@ -303,6 +311,7 @@ impl ToolNodeCore {
             executor,
             handle_errors: handle_tool_errors,
             messages_key: messages_key.unwrap_or_else(|| "messages".to_owned()),
+            python_only,
         })
     }
 
@@ -327,7 +336,7 @@ impl ToolNodeCore {
         let results = if can_drive_inline() {
             run.inline = true;
             let cancel = run.cancel.clone();
-            drive_inline(py, exec.execute(&calls, &run), &cancel)?
+            drive_inline_holding_gil(py, exec.execute(&calls, &run), &cancel)?
         } else {
             // Called from a node of a run this thread drives (a `wrap_tool_call`
             // handler): a lone sync tool finishes in the first poll, here, with no
@@ -367,12 +376,27 @@ impl ToolNodeCore {
         let exec = self.executor.clone();
         let handle = handle_tool_errors.unwrap_or_else(|| self.handle_errors.clone_ref(py));
         let key = self.messages_key.clone();
+        let (calls, run, list_in) = (p.calls, p.run, p.list_in);
+        // Cancelling the awaitable drops this future: cancel the run with it.
+        let guard = run.cancel.clone().drop_guard();
+        let mut work = Box::pin(async move { exec.execute(&calls, &run).await });
+        // Python tools only: the first pass over the calls runs here, on the loop
+        // thread, where the GIL is held already. It queues every async call for one
+        // wake-up of this loop (and every sync one for the pool) without a runtime
+        // thread taking the GIL from the loop for each batch it queues.
+        let first = if self.python_only {
+            let _enter = runtime().enter();
+            work.as_mut().now_or_never()
+        } else {
+            None
+        };
         pyo3_async_runtimes::tokio::future_into_py(py, async move {
-            // Cancelling the awaitable drops this future: cancel the run with it.
-            let guard = p.run.cancel.clone().drop_guard();
-            let results = exec.execute(&p.calls, &p.run).await;
+            let results = match first {
+                Some(results) => results,
+                None => work.await,
+            };
             guard.disarm();
-            Python::attach(|py| finish(py, handle.bind(py), results, p.list_in, &key))
+            Python::attach(|py| finish(py, handle.bind(py), results, list_in, &key))
         })
     }
 

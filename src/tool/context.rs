@@ -22,9 +22,15 @@ pub struct ToolContext {
     /// The host language's per-run environment (for Python: the event loop, the
     /// `contextvars` context, the state and store objects). Opaque to the core.
     pub host: Option<Arc<dyn Any + Send + Sync>>,
-    /// The call may run on the thread that drives the run (it runs alone and the
-    /// caller is waiting for it): a host can skip handing it to a worker thread.
+    /// The call may run on the thread that drives the run (the caller waits on that
+    /// thread for the run): a host can skip handing it to a worker thread. With
+    /// siblings (`alone` false) it is set only for a call with no time limit, and
+    /// running it there delays the siblings not started yet: a host does so only for
+    /// calls it expects to finish at once.
     pub inline: bool,
+    /// No other call of the run waits behind this one (it is the only call, or the
+    /// calls run one after another).
+    pub alone: bool,
     /// Watches the run's calls (`update` reports partial results to it).
     pub events: Option<super::CallEvents>,
     /// This call's span when the run is traced (see [`super::CallTracer`]).
@@ -52,6 +58,7 @@ impl ToolContext {
             state: None,
             host: None,
             inline: false,
+            alone: true,
             events: None,
             span: None,
         }

@@ -53,6 +53,83 @@ def test_64_sleeping_tools_run_together(napper, kind, how, make_ai) -> None:
     assert elapsed < 1.0, f"64 x 0.2 s {kind} tools took {elapsed:.2f} s"
 
 
+def test_quick_sync_tools_run_on_the_calling_thread(make_ai) -> None:
+    # A tool whose last call was quick runs beside its siblings on the thread that
+    # called invoke: no hand-over to the pool per call.
+    threads: list[int] = []
+
+    @tool
+    def where(i: int) -> int:
+        """Records the thread it runs on."""
+        threads.append(threading.get_ident())
+        return i
+
+    node = ToolNode([where])
+    node.invoke([make_ai(("where", {"i": 0}))])  # alone: on this thread, and timed
+    threads.clear()
+    out = node.invoke([make_ai(*[("where", {"i": i}) for i in range(50)])])
+    assert [m.content for m in out] == [str(i) for i in range(50)]
+    here = threading.get_ident()
+    # A call preempted past the budget alone does not send the tool to the pool.
+    assert threads.count(here) >= 45, f"{threads.count(here)} of 50 calls ran inline"
+
+
+def test_a_quick_tool_that_starts_blocking_moves_to_the_pool(make_ai) -> None:
+    slow = {"on": False}
+
+    @tool
+    def step(i: int) -> int:
+        """Returns i; sleeps 0.2 s first when slow."""
+        if slow["on"]:
+            time.sleep(0.2)
+        return i
+
+    node = ToolNode([step])
+    node.invoke([make_ai(("step", {"i": 0}))])  # quick: its next calls may run inline
+    slow["on"] = True
+    ai = make_ai(*[("step", {"i": i}) for i in range(16)])
+    t0 = time.perf_counter()
+    out = node.invoke([ai])
+    first = time.perf_counter() - t0
+    assert [m.content for m in out] == [str(i) for i in range(16)]
+    # One after another: 3.2 s. The first two calls ran inline (0.4 s), then the tool
+    # was slow and the other 14 ran on the pool together.
+    assert first < 1.0, f"16 x 0.2 s took {first:.2f} s"
+    t0 = time.perf_counter()
+    out = node.invoke([ai])
+    second = time.perf_counter() - t0
+    assert [m.content for m in out] == [str(i) for i in range(16)]
+    assert second < 0.6, f"16 x 0.2 s of a slow tool took {second:.2f} s"
+
+
+def test_keyboard_interrupt_in_an_inline_tool_stops_the_run(make_ai) -> None:
+    # Ctrl-C while a quick tool runs on the calling thread raises KeyboardInterrupt in
+    # that tool: the run stops there, it does not wait for a slow sibling on the pool.
+    interrupt = {"on": False}
+
+    @tool
+    def quick(i: int) -> int:
+        """Returns i, or raises KeyboardInterrupt as Ctrl-C would."""
+        if interrupt["on"]:
+            raise KeyboardInterrupt
+        return i
+
+    @tool
+    def slow(i: int) -> int:
+        """Sleeps 3 s."""
+        time.sleep(3)
+        return i
+
+    node = ToolNode([quick, slow])
+    node.invoke([make_ai(("quick", {"i": 0}))])
+    interrupt["on"] = True
+    t0 = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        node.invoke([make_ai(("slow", {"i": 0}), ("quick", {"i": 1}))])
+    elapsed = time.perf_counter() - t0
+    assert elapsed < 1.0, f"KeyboardInterrupt came after {elapsed:.2f} s"
+
+
 async def test_sync_tools_never_block_the_callers_loop(make_ai) -> None:
     @tool
     def block(i: int) -> int:
