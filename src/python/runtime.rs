@@ -129,6 +129,8 @@ where
     py.detach(|| {
         DRIVING.with(|d| d.set(true));
         let _reset = Reset;
+        // This thread waits for each save anyway: a saver may do its I/O right here.
+        let _blocking = crate::checkpoint::caller::BlockingCaller::enter();
         let _enter = runtime().enter();
         let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
         let mut cx = Context::from_waker(&waker);
