@@ -1042,12 +1042,10 @@ fn checkpoint_wal(path: &Path, copier: &mut Option<Connection>, wal: &Wal) {
             let c = Connection::open(path)?;
             c.busy_timeout(BUSY_TIMEOUT)?;
             c.pragma_update(None, "synchronous", "NORMAL")?;
-            let _: i64 = c.pragma_update_and_check(
-                None,
-                "journal_size_limit",
-                JOURNAL_SIZE_LIMIT,
-                |r| r.get(0),
-            )?;
+            let _: i64 =
+                c.pragma_update_and_check(None, "journal_size_limit", JOURNAL_SIZE_LIMIT, |r| {
+                    r.get(0)
+                })?;
             *copier = Some(c);
         }
         let c = copier.as_ref().expect("opened above");
@@ -1086,9 +1084,8 @@ fn init_connection(path: &Path) -> rusqlite::Result<Connection> {
     // back to that size when it restarts, so a thread's file holds about its records'
     // bytes rather than a 4 MiB log beside them. A per-connection setting that returns
     // its new value as a row.
-    let _: i64 = conn.pragma_update_and_check(None, "journal_size_limit", JOURNAL_SIZE_LIMIT, |r| {
-        r.get(0)
-    })?;
+    let _: i64 =
+        conn.pragma_update_and_check(None, "journal_size_limit", JOURNAL_SIZE_LIMIT, |r| r.get(0))?;
     let mut conn = conn;
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let version: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
