@@ -1420,6 +1420,23 @@ async fn delete_checkpoints_drops_a_branch(s: Arc<dyn Checkpointer>) {
     );
 }
 
+/// Runs `f` on a thread that may block (see `checkpoint::caller`), on this runtime: what
+/// a sync caller driving a run by hand is to a saver.
+async fn on_a_blocking_caller<F, R>(f: F) -> R
+where
+    F: FnOnce() -> R + Send + 'static,
+    R: Send + 'static,
+{
+    let rt = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || {
+        let _rt = rt.enter();
+        let _here = BlockingCaller::enter();
+        f()
+    })
+    .await
+    .unwrap()
+}
+
 macro_rules! conformance {
     ($($case:ident),* $(,)?) => {
         mod memory {
@@ -1456,14 +1473,9 @@ macro_rules! conformance {
                 async fn $case() {
                     let db = TempDb::new(stringify!($case));
                     let saver = Arc::new(SqliteSaver::open(db.path()).unwrap());
-                    let (s, rt) = (saver.clone(), tokio::runtime::Handle::current());
-                    tokio::task::spawn_blocking(move || {
-                        let _rt = rt.enter();
-                        let _here = BlockingCaller::enter();
-                        futures::executor::block_on(super::$case(s));
-                    })
-                    .await
-                    .unwrap();
+                    let s = saver.clone();
+                    on_a_blocking_caller(move || futures::executor::block_on(super::$case(s)))
+                        .await;
                     saver.close().unwrap();
                 }
             )*
@@ -1522,22 +1534,6 @@ conformance!(
 #[cfg(feature = "sqlite")]
 mod sqlite_only {
     use super::*;
-
-    /// Runs `f` on a thread that may block (see `checkpoint::caller`), on this runtime.
-    async fn on_a_blocking_caller<F, R>(f: F) -> R
-    where
-        F: FnOnce() -> R + Send + 'static,
-        R: Send + 'static,
-    {
-        let rt = tokio::runtime::Handle::current();
-        tokio::task::spawn_blocking(move || {
-            let _rt = rt.enter();
-            let _here = BlockingCaller::enter();
-            f()
-        })
-        .await
-        .unwrap()
-    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_caller_that_may_block_waits_for_another_writers_lock() {
