@@ -9,6 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use ironloop::checkpoint::caller::BlockingCaller;
 use ironloop::checkpoint::{
     child_ns, thread_key, CheckpointError, CheckpointRecord, Checkpointer, MemorySaver,
     PendingWrite, Put, TaskRecord, Write,
@@ -1419,6 +1420,23 @@ async fn delete_checkpoints_drops_a_branch(s: Arc<dyn Checkpointer>) {
     );
 }
 
+/// Runs `f` on a thread that may block (see `checkpoint::caller`), on this runtime: what
+/// a sync caller driving a run by hand is to a saver.
+async fn on_a_blocking_caller<F, R>(f: F) -> R
+where
+    F: FnOnce() -> R + Send + 'static,
+    R: Send + 'static,
+{
+    let rt = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || {
+        let _rt = rt.enter();
+        let _here = BlockingCaller::enter();
+        f()
+    })
+    .await
+    .unwrap()
+}
+
 macro_rules! conformance {
     ($($case:ident),* $(,)?) => {
         mod memory {
@@ -1440,6 +1458,24 @@ macro_rules! conformance {
                     let db = TempDb::new(stringify!($case));
                     let saver = Arc::new(SqliteSaver::open(db.path()).unwrap());
                     super::$case(saver.clone()).await;
+                    saver.close().unwrap();
+                }
+            )*
+        }
+
+        // The same on a thread that may block (a sync caller driving a run by hand):
+        // the saver then runs its statements on that thread, not on its own.
+        #[cfg(feature = "sqlite")]
+        mod sqlite_on_the_calling_thread {
+            use super::*;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    let db = TempDb::new(stringify!($case));
+                    let saver = Arc::new(SqliteSaver::open(db.path()).unwrap());
+                    let s = saver.clone();
+                    on_a_blocking_caller(move || futures::executor::block_on(super::$case(s)))
+                        .await;
                     saver.close().unwrap();
                 }
             )*
@@ -1498,6 +1534,91 @@ conformance!(
 #[cfg(feature = "sqlite")]
 mod sqlite_only {
     use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_caller_that_may_block_waits_for_another_writers_lock() {
+        // Another connection holds the file's write lock: a save on the calling thread
+        // does not fail with "database is locked", it waits (on the SQLite thread) and
+        // goes in once the lock is released.
+        let db = TempDb::new("blocked-caller");
+        let s = Arc::new(SqliteSaver::open(db.path()).unwrap());
+        put_linear(&*s, "t", "c", 1).await;
+        let other = rusqlite::Connection::open(db.path()).unwrap();
+        other.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let (release, locked) = std::sync::mpsc::channel::<()>();
+        let holder = std::thread::spawn(move || {
+            locked.recv().unwrap();
+            other.execute_batch("COMMIT").unwrap();
+        });
+        let saver = s.clone();
+        let saving = on_a_blocking_caller(move || {
+            futures::executor::block_on(saver.put_next("t", rec("c1", Some("c0"), 1)))
+        });
+        let saving = tokio::spawn(saving);
+        // The save cannot have gone in while the lock is held.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(!saving.is_finished(), "saved through another writer's lock");
+        release.send(()).unwrap();
+        saving.await.unwrap().unwrap();
+        holder.join().unwrap();
+        assert_eq!(ids(&s.list("t", None, None).await.unwrap()), ["c1", "c0"]);
+        s.close().unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_wal_is_copied_back_off_the_committing_path() {
+        // SQLite's own checkpoint-on-commit is replaced by the saver's (on its thread):
+        // without it the WAL would only grow. 4 MiB of records saved from a thread that
+        // commits itself; then the WAL must come back to its 1 MiB limit.
+        let db = TempDb::new("wal-copied");
+        let s = Arc::new(SqliteSaver::open(db.path()).unwrap());
+        let saver = s.clone();
+        let wal = {
+            let mut p = db.path().as_os_str().to_owned();
+            p.push("-wal");
+            std::path::PathBuf::from(p)
+        };
+        let wal_size = wal.clone();
+        let sizes = on_a_blocking_caller(move || {
+            let big = "x".repeat(4096);
+            let mut parent: Option<String> = None;
+            let mut i = 0usize;
+            let put = |i: usize, parent: &mut Option<String>| {
+                let id = format!("c{i}");
+                let mut r = rec(&id, parent.as_deref(), i as i64);
+                r.metadata = json!({ "pad": big });
+                futures::executor::block_on(saver.put_next("t", r)).unwrap();
+                *parent = Some(id);
+            };
+            while i < 1024 {
+                put(i, &mut parent);
+                i += 1;
+            }
+            let peak = std::fs::metadata(&wal_size).map(|m| m.len()).unwrap_or(0);
+            // The copy runs in the background: keep committing (the WAL restarts, and is
+            // truncated, at a commit after a copy) until it is back under its limit.
+            let deadline = std::time::Instant::now() + Duration::from_secs(30);
+            let mut now = peak;
+            while now > 2 << 20 && std::time::Instant::now() < deadline {
+                put(i, &mut parent);
+                i += 1;
+                std::thread::sleep(Duration::from_millis(5));
+                now = std::fs::metadata(&wal_size).map(|m| m.len()).unwrap_or(0);
+            }
+            (i, now)
+        })
+        .await;
+        let (saved, wal_now) = sizes;
+        assert!(
+            wal_now <= 2 << 20,
+            "the WAL is {wal_now} bytes after {saved} saves: it is never copied back"
+        );
+        assert_eq!(s.list("t", None, None).await.unwrap().len(), saved);
+        s.close().unwrap();
+        assert!(!wal.exists(), "the WAL is still there after close");
+        let s = SqliteSaver::open(db.path()).unwrap();
+        assert_eq!(s.list("t", None, None).await.unwrap().len(), saved);
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn data_survives_reopening() {

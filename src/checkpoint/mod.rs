@@ -11,6 +11,7 @@
 //! whole chain. How a record is stored, and how a store tells a record holding a
 //! snapshot by its first bytes without parsing it, is [`record`]'s.
 
+pub mod caller;
 pub mod memory;
 #[cfg(feature = "postgres")]
 pub mod postgres;

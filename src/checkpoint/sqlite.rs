@@ -4,11 +4,15 @@
 //! # Threading
 //!
 //! A [`SqliteSaver`] owns one `rusqlite::Connection` and one dedicated OS thread (named
-//! `ironloop-sqlite`) on which every statement runs. Async callers send a closure over a
-//! channel and await the answer on a `tokio::sync::oneshot`, so a tokio worker never
-//! blocks on disk I/O or on a lock held by another process. Statements are prepared
-//! once and cached on that connection. JSON (de)serialisation happens on the caller's
-//! side, so the SQLite thread only does SQLite work.
+//! `ironloop-sqlite`). Async callers send a closure over a channel and await the answer
+//! on a `tokio::sync::oneshot`, so a tokio worker never blocks on disk I/O or on a lock
+//! held by another process. A caller that waits for its saves anyway (a thread driving
+//! a run by hand, see [`super::caller`]) runs the closure on its own thread instead,
+//! when the connection is free and the file's write lock is not held elsewhere: a
+//! durable step then costs no thread switch. Statements are prepared once and cached on
+//! that connection. JSON (de)serialisation happens on the caller's side, so the SQLite
+//! connection only does SQLite work. The WAL is copied back into the file by the SQLite
+//! thread, on a second connection, off the committing path (see `Wal`).
 //!
 //! Dropping the saver, or calling [`SqliteSaver::close`], lets the thread finish the work
 //! already queued, closes the connection and joins the thread. Any call made after that
@@ -20,7 +24,9 @@
 //!
 //! The file is in WAL mode with `synchronous=NORMAL`: a committed `put` is in the WAL,
 //! handed to the OS, before the call returns, so it survives the process being killed
-//! (SIGKILL, panic, OOM). It may be lost on a power cut or an OS crash, never corrupted.
+//! (SIGKILL, panic, OOM). It may be lost on a power cut or an OS crash, never corrupted:
+//! the WAL is synced to disk when it is copied into the file (every 1 MiB of WAL, in the
+//! background), not at every commit.
 //!
 //! Several savers, in one process or several, may share one file. Every write runs in a
 //! `BEGIN IMMEDIATE` transaction (it takes the write lock up front, so it cannot fail
@@ -61,14 +67,17 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
-use std::sync::{mpsc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use rusqlite::config::DbConfig;
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension, TransactionBehavior};
 use tokio::sync::oneshot;
 
+use super::caller;
 use super::record;
 use super::stalled::{awaits_answer_sql, check_claim};
 use super::{
@@ -297,9 +306,58 @@ fn insert_writes(
     Ok(())
 }
 
+/// What the SQLite thread is asked to do.
+enum Msg {
+    /// A statement (or transaction) on the saver's connection.
+    Run(Job),
+    /// Copy the WAL back into the database file (see [`Wal`]).
+    Checkpoint,
+}
+
 struct Worker {
-    jobs: mpsc::Sender<Job>,
+    jobs: mpsc::Sender<Msg>,
     thread: JoinHandle<std::result::Result<(), String>>,
+}
+
+/// The saver's connection: used by its SQLite thread, and by a caller that may block
+/// (see [`caller`]) directly. `None` once the thread has closed it.
+type Shared = Arc<Mutex<Option<Connection>>>;
+
+/// WAL checkpoints off the committing path.
+///
+/// SQLite's default is to checkpoint inside the `COMMIT` that finds the WAL past its
+/// limit: copying the WAL into the file and syncing both (two `fsync`s) on the path of
+/// the step that happened to cross it, which was most of a durable step's cost (see
+/// BENCHMARKS.md). The connection's WAL hook only notes that the WAL is past
+/// [`WAL_PAGES`]; the SQLite thread then runs a `PASSIVE` checkpoint on a connection of
+/// its own, which never blocks writers, while steps go on committing. A commit is
+/// durable as before: in the WAL, handed to the OS, when `put` returns.
+#[derive(Default)]
+struct Wal {
+    /// A checkpoint was asked for and has not finished.
+    requested: AtomicBool,
+    /// Asked for, and the SQLite thread not told yet.
+    unsent: AtomicBool,
+}
+
+/// The WAL's size, in pages, past which it is copied back (1 MiB of 4 KiB pages); the
+/// file is truncated to [`JOURNAL_SIZE_LIMIT`] when the WAL restarts.
+const WAL_PAGES: i32 = 256;
+const JOURNAL_SIZE_LIMIT: i64 = 1 << 20;
+
+impl Wal {
+    /// The WAL hook: a commit left `pages` pages in the WAL.
+    fn committed(&self, pages: i32) {
+        if pages >= WAL_PAGES && !self.requested.swap(true, Ordering::AcqRel) {
+            self.unsent.store(true, Ordering::Release);
+        }
+    }
+
+    /// Whether a checkpoint was asked for that nobody has passed on yet (and now this
+    /// caller must).
+    fn take_unsent(&self) -> bool {
+        self.unsent.load(Ordering::Acquire) && self.unsent.swap(false, Ordering::AcqRel)
+    }
 }
 
 /// A durable [`Checkpointer`] backed by one SQLite file (see the module documentation).
@@ -314,6 +372,8 @@ struct Worker {
 pub struct SqliteSaver {
     path: PathBuf,
     worker: Mutex<Option<Worker>>,
+    conn: Shared,
+    wal: Arc<Wal>,
 }
 
 impl std::fmt::Debug for SqliteSaver {
@@ -335,18 +395,21 @@ impl SqliteSaver {
     /// were not made by ironloop (e.g. a LangGraph checkpoint file).
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
-        let conn = init_connection(&path).map_err(|e| describe(&path, "open", e))?;
-        let (jobs, rx) = mpsc::channel::<Job>();
+        let mut conn = init_connection(&path).map_err(|e| describe(&path, "open", e))?;
+        let wal = Arc::new(Wal::default());
+        let hook = wal.clone();
+        // Replaces SQLite's own checkpoint-on-commit (see [`Wal`]).
+        conn.wal_hook(Some(move |_: &mut rusqlite::hooks::Wal, pages| {
+            hook.committed(pages);
+            Ok(())
+        }))
+        .map_err(|e| describe(&path, "open", e))?;
+        let conn: Shared = Arc::new(Mutex::new(Some(conn)));
+        let (jobs, rx) = mpsc::channel::<Msg>();
+        let (shared, wal_state, file) = (conn.clone(), wal.clone(), path.clone());
         let thread = std::thread::Builder::new()
             .name("ironloop-sqlite".into())
-            .spawn(move || {
-                let mut conn = conn;
-                // Ends when every sender is gone (close / drop) and the queue is empty.
-                while let Ok(job) = rx.recv() {
-                    job(&mut conn);
-                }
-                conn.close().map_err(|(_, e)| e.to_string())
-            })
+            .spawn(move || serve(&file, &shared, &wal_state, &rx))
             .map_err(|e| {
                 CheckpointError::storage(format!(
                     "SqliteSaver({}): cannot start the SQLite thread: {e}",
@@ -356,6 +419,8 @@ impl SqliteSaver {
         Ok(Self {
             path,
             worker: Mutex::new(Some(Worker { jobs, thread })),
+            conn,
+            wal,
         })
     }
 
@@ -409,12 +474,20 @@ impl SqliteSaver {
         self.worker.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Runs `f` on the SQLite thread and awaits its result.
-    async fn call<R, F>(&self, op: &'static str, f: F) -> Result<R>
+    /// Runs `f` on the saver's connection and returns its result: on the calling
+    /// thread when it may block (see [`caller`]) and the connection is free, else on
+    /// the SQLite thread, awaited.
+    async fn call<R, F>(&self, op: &'static str, mut f: F) -> Result<R>
     where
         R: Send + 'static,
-        F: FnOnce(&mut Connection) -> rusqlite::Result<R> + Send + 'static,
+        F: FnMut(&mut Connection) -> rusqlite::Result<R> + Send + 'static,
     {
+        if caller::may_block() {
+            if let Some(r) = self.call_here(&mut f) {
+                self.pass_on_checkpoint();
+                return self.outcome(op, r);
+            }
+        }
         let (tx, rx) = oneshot::channel();
         let job: Job = Box::new(move |conn| {
             let _ = tx.send(catch_unwind(AssertUnwindSafe(|| f(conn))));
@@ -422,24 +495,83 @@ impl SqliteSaver {
         {
             let worker = self.lock_worker();
             let Some(w) = worker.as_ref() else {
-                return Err(CheckpointError::storage(format!(
-                    "SqliteSaver({}): cannot {op}: {CLOSED}",
-                    self.path.display()
-                )));
+                return Err(self.closed(op));
             };
-            if w.jobs.send(job).is_err() {
+            if w.jobs.send(Msg::Run(job)).is_err() {
                 return Err(self.thread_gone(op));
             }
         }
         match rx.await {
-            Ok(Ok(r)) => r.map_err(|e| describe(&self.path, op, e)),
-            Ok(Err(_panic)) => Err(CheckpointError::storage(format!(
+            Ok(r) => self.outcome(op, r),
+            Err(_) => Err(self.thread_gone(op)),
+        }
+    }
+
+    /// `f` on the calling thread, unless the connection is busy: in use by the SQLite
+    /// thread, or the file's write lock held by another connection (then `f` waits
+    /// there, where a sync caller still answers Ctrl-C). `None` when it did not run to
+    /// the end (a transaction it began was rolled back).
+    fn call_here<R, F>(&self, f: &mut F) -> Option<std::thread::Result<rusqlite::Result<R>>>
+    where
+        F: FnMut(&mut Connection) -> rusqlite::Result<R>,
+    {
+        if self.is_closed() {
+            return None;
+        }
+        let mut guard = match self.conn.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        let conn = guard.as_mut()?;
+        // Do not wait for another process's lock here: the SQLite thread does that.
+        conn.busy_timeout(Duration::ZERO).ok()?;
+        let r = catch_unwind(AssertUnwindSafe(|| f(conn)));
+        if conn.busy_timeout(BUSY_TIMEOUT).is_err() {
+            // The connection would no longer wait for locks: let the thread have it
+            // as it is; the next open sets the timeout again.
+            log::warn!(
+                "SqliteSaver({}): cannot restore the busy timeout",
+                self.path.display()
+            );
+        }
+        match r {
+            Ok(Err(rusqlite::Error::SqliteFailure(e, _)))
+                if matches!(e.code, ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) =>
+            {
+                None
+            }
+            r => Some(r),
+        }
+    }
+
+    /// Tells the SQLite thread to checkpoint the WAL when a commit made here asked for
+    /// it (see [`Wal`]).
+    fn pass_on_checkpoint(&self) {
+        if self.wal.take_unsent() {
+            if let Some(w) = self.lock_worker().as_ref() {
+                let _ = w.jobs.send(Msg::Checkpoint);
+            }
+        }
+    }
+
+    /// What a call's closure returned, or how it panicked.
+    fn outcome<R>(&self, op: &str, r: std::thread::Result<rusqlite::Result<R>>) -> Result<R> {
+        match r {
+            Ok(r) => r.map_err(|e| describe(&self.path, op, e)),
+            Err(_panic) => Err(CheckpointError::storage(format!(
                 "SqliteSaver({}): {op} panicked on the SQLite thread (a bug in ironloop); \
                  the transaction was rolled back",
                 self.path.display()
             ))),
-            Err(_) => Err(self.thread_gone(op)),
         }
+    }
+
+    fn closed(&self, op: &str) -> CheckpointError {
+        CheckpointError::storage(format!(
+            "SqliteSaver({}): cannot {op}: {CLOSED}",
+            self.path.display()
+        ))
     }
 
     fn thread_gone(&self, op: &str) -> CheckpointError {
@@ -656,7 +788,7 @@ impl Checkpointer for SqliteSaver {
         let t = thread_id.to_owned();
         let id = id.map(str::to_owned);
         let json = self
-            .call("read a checkpoint", move |conn| match id {
+            .call("read a checkpoint", move |conn| match &id {
                 Some(id) => conn
                     .prepare_cached(
                         "SELECT checkpoint_id, parent_id, record FROM checkpoints \
@@ -867,6 +999,69 @@ impl Checkpointer for SqliteSaver {
     }
 }
 
+/// The SQLite thread: runs the jobs sent to it on the saver's connection, and the WAL
+/// checkpoints asked for (see [`Wal`]) on a connection of its own. Ends when every
+/// sender is gone (close / drop) and the queue is empty, closing both connections (the
+/// last one closed copies the WAL into the file and removes it).
+fn serve(
+    path: &Path,
+    conn: &Shared,
+    wal: &Wal,
+    jobs: &mpsc::Receiver<Msg>,
+) -> std::result::Result<(), String> {
+    let mut copier: Option<Connection> = None;
+    while let Ok(msg) = jobs.recv() {
+        match msg {
+            Msg::Run(job) => {
+                let mut guard = conn.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(c) = guard.as_mut() {
+                    job(c);
+                }
+            }
+            Msg::Checkpoint => checkpoint_wal(path, &mut copier, wal),
+        }
+        if wal.take_unsent() {
+            checkpoint_wal(path, &mut copier, wal);
+        }
+    }
+    drop(copier);
+    let taken = conn.lock().unwrap_or_else(|p| p.into_inner()).take();
+    match taken {
+        Some(c) => c.close().map_err(|(_, e)| e.to_string()),
+        None => Ok(()),
+    }
+}
+
+/// A `PASSIVE` checkpoint of the WAL on `copier` (opened on first use): it copies what
+/// no reader still needs and never blocks a writer. A failure is logged, not fatal:
+/// the commits are in the WAL, and the next checkpoint (or the last connection's close)
+/// copies them.
+fn checkpoint_wal(path: &Path, copier: &mut Option<Connection>, wal: &Wal) {
+    let r = (|| -> rusqlite::Result<()> {
+        if copier.is_none() {
+            let c = Connection::open(path)?;
+            c.busy_timeout(BUSY_TIMEOUT)?;
+            c.pragma_update(None, "synchronous", "NORMAL")?;
+            let _: i64 =
+                c.pragma_update_and_check(None, "journal_size_limit", JOURNAL_SIZE_LIMIT, |r| {
+                    r.get(0)
+                })?;
+            *copier = Some(c);
+        }
+        let c = copier.as_ref().expect("opened above");
+        c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+    })();
+    wal.requested.store(false, Ordering::Release);
+    if let Err(e) = r {
+        log::warn!(
+            "SqliteSaver({}): copying the WAL into the file failed ({e}); it is retried \
+             at the next commit past {WAL_PAGES} pages",
+            path.display()
+        );
+        *copier = None;
+    }
+}
+
 /// Opens the connection, sets the pragmas and creates or checks the schema.
 fn init_connection(path: &Path) -> rusqlite::Result<Connection> {
     let conn = Connection::open(path)?;
@@ -880,12 +1075,17 @@ fn init_connection(path: &Path) -> rusqlite::Result<Connection> {
         )));
     }
     conn.pragma_update(None, "synchronous", "NORMAL")?;
-    // Keep the WAL small: checkpoint it into the database every 256 pages (1 MiB) and
-    // truncate it back to that size afterwards, so a thread's file holds about its
-    // records' bytes rather than a 4 MiB log beside them.
-    // Both are per-connection settings that return their new value as a row.
-    let _: i64 = conn.pragma_update_and_check(None, "wal_autocheckpoint", 256, |r| r.get(0))?;
-    let _: i64 = conn.pragma_update_and_check(None, "journal_size_limit", 1 << 20, |r| r.get(0))?;
+    // Plans that never depend on bound values: without this the bundled SQLite (STAT4)
+    // marks the step's `INSERT ... SELECT` to be re-prepared (parsed and planned again)
+    // whenever a new parent id is bound, i.e. at every step.
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
+    // Keep the WAL small: it is copied into the database every `WAL_PAGES` pages (1 MiB;
+    // see `Wal`, whose hook replaces SQLite's own checkpoint on commit) and truncated
+    // back to that size when it restarts, so a thread's file holds about its records'
+    // bytes rather than a 4 MiB log beside them. A per-connection setting that returns
+    // its new value as a row.
+    let _: i64 =
+        conn.pragma_update_and_check(None, "journal_size_limit", JOURNAL_SIZE_LIMIT, |r| r.get(0))?;
     let mut conn = conn;
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let version: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;

@@ -185,6 +185,8 @@ where
         }
     }
     py.detach(|| {
+        // This thread waits for each save anyway: a saver may do its I/O right here.
+        let _blocking = crate::checkpoint::caller::BlockingCaller::enter();
         let _enter = runtime().enter();
         let mut cx = Context::from_waker(&waker);
         let mut checked = Instant::now();
