@@ -207,6 +207,7 @@ fn decode_any(text: &str, id: &str, parent_id: Option<&str>) -> Result<Checkpoin
         next,
         created_at,
         metadata,
+        messages: Vec::new(),
     })
 }
 
@@ -320,6 +321,7 @@ mod tests {
             ],
             created_at: 1_795_418_839.542_807,
             metadata: json!({"user": "u", "source": "loop", "step": 4, "parents": {}}),
+            messages: vec![],
         }
     }
 

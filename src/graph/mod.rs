@@ -6,6 +6,7 @@ mod engine;
 mod error;
 mod history;
 mod interrupt;
+mod message_rows;
 mod messages;
 mod pending;
 mod reserved;

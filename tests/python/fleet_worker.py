@@ -41,6 +41,8 @@ import uuid
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
+from pg_support import url_named
+
 from ironloop import END, START, PostgresSaver, SqliteSaver, StateGraph
 from ironloop.types import Command, interrupt
 
@@ -98,12 +100,18 @@ def build_graph(saver: Any, root: Path | None) -> Any:
     return g.compile(checkpointer=saver)
 
 
-def open_saver(spec: str) -> Any:
+def app_name(process: str) -> str:
+    """The ``application_name`` of worker process ``process``'s PostgreSQL connections
+    (how the test tells when the server is done with a killed worker's statements)."""
+    return f"ironloop-fleet-{process}"
+
+
+def open_saver(spec: str, process: str) -> Any:
     kind, _, rest = spec.partition(":")
     if kind == "sqlite":
         return SqliteSaver(rest)
     schema, _, url = rest.partition(":")
-    return PostgresSaver(url, schema=schema, pool_size=4)
+    return PostgresSaver(url_named(app_name(process), url), schema=schema, pool_size=4)
 
 
 def cfg(tid: str) -> dict[str, Any]:
@@ -164,7 +172,7 @@ def work(root: Path, app: Any, saver: Any, me: str, stale_after: float) -> None:
 def main() -> None:
     root, spec, name, threads, stale = sys.argv[1:6]
     rootp = Path(root)
-    saver = open_saver(spec)
+    saver = open_saver(spec, name)
     app = build_graph(saver, rootp)
 
     def run(me: str) -> None:

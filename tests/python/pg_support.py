@@ -11,6 +11,7 @@ run against a shared server and leave nothing behind.
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -35,9 +36,10 @@ def postgres_url() -> str:
     return url
 
 
-def url_named(app: str) -> str:
-    """The server's URL with ``application_name`` set, to find a saver's connections."""
-    url = postgres_url()
+def url_named(app: str, url: str | None = None) -> str:
+    """The server's URL (or ``url``) with ``application_name`` set, to find a saver's
+    connections."""
+    url = url or postgres_url()
     if "://" in url:
         return f"{url}{'&' if '?' in url else '?'}application_name={app}"
     return f"{url} application_name={app}"
@@ -69,6 +71,30 @@ def terminate(app: str, *, waiting_on_lock: bool = False) -> int:
         ).fetchone()
     assert row is not None
     return int(row[0])
+
+
+def sessions(app: str, *, waiting_on_lock: bool = False) -> int:
+    """How many server connections of ``application_name=app`` there are."""
+    cond = " AND wait_event_type = 'Lock'" if waiting_on_lock else ""
+    with admin() as c:
+        row = c.execute(
+            f"SELECT count(*) FROM pg_stat_activity WHERE application_name = %s{cond}", (app,)
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def wait_sessions_gone(app: str, timeout: float = 30.0) -> None:
+    """Waits until the server has ended every connection of ``application_name=app``.
+
+    A client that dies (SIGKILL) does not end what its server connection is doing: the
+    server runs the statements it had received, and commits them, before it notices
+    the closed socket. So what a dead process saved is only known once its
+    connections are gone."""
+    deadline = time.monotonic() + timeout
+    while (n := sessions(app)) > 0:
+        assert time.monotonic() < deadline, f"{n} connections of {app!r} still open"
+        time.sleep(0.01)
 
 
 def new_saver(schema: str, **kw: Any) -> PostgresSaver:

@@ -60,7 +60,7 @@ def build(saver: Any, stall_dir: Path | None = None) -> Any:
 
 def main() -> None:
     mode, spec = sys.argv[1:3]
-    saver = open_saver(spec)
+    saver = open_saver(spec, f"stalled-{mode}")
     if mode == "stall":
         app = build(saver, Path(sys.argv[3]))
         for tid in sys.argv[4:]:

@@ -9,8 +9,9 @@ starts a new one; a killed worker's threads come back two ways:
 * a thread killed mid-step is **stalled**: once ``stale_after`` passes, a worker with
   nothing else to do claims it (``claim_stalled``) and continues it with
   ``invoke(None, config)``;
-* the killed worker's job files are sorted out by :func:`recover` (the process is dead
-  and reaped, so nothing else touches them): a thread with no checkpoint yet is started
+* the killed worker's job files are sorted out by :func:`recover`, once nothing of the
+  killed process can still change the store (on PostgreSQL: once the server has ended
+  its connections, see :func:`settle`): a thread with no checkpoint yet is started
   again, a thread paused on its interrupt gets its resume job back, a finished one is
   marked done, and a stalled one is left to the claimers.
 
@@ -39,20 +40,22 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
-from pg_support import admin, postgres_url, temp_schema
+from pg_support import admin, postgres_url, sessions, temp_schema, wait_sessions_gone
 
 from ironloop import MemorySaver, PostgresSaver, SqliteSaver
 from ironloop.types import Command
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fleet_worker import NODES, build_graph, cfg
+from fleet_worker import NODES, app_name, build_graph, cfg
 
 WORKER = str(Path(__file__).resolve().parent / "fleet_worker.py")
 SEED = int(os.environ.get("IRONLOOP_FLEET_SEED") or random.SystemRandom().randrange(2**31))
@@ -115,8 +118,24 @@ class Fleet:
         return len(os.listdir(self.root / "done"))
 
 
+def settle(fleet: Fleet, process: str) -> None:
+    """Waits until the killed ``process`` can no longer change the store.
+
+    SQLite: at once (its writes were made by the process itself, now dead). PostgreSQL:
+    the server runs, and commits, the statements it had received from a client that
+    then died: a worker killed just after sending its input checkpoint's ``put_next``
+    can have that checkpoint appear *after* it was reaped. Had :func:`recover` read the
+    thread before that, it would give the start job again, and the thread would get a
+    second input checkpoint (the history's extra ``__start__`` of seeds 936790520,
+    748961639 and 1665782136). So it waits for the server to end the process's
+    connections (its ``application_name``, see ``fleet_worker.app_name``)."""
+    if fleet.spec.startswith("postgres:"):
+        wait_sessions_gone(app_name(process))
+
+
 def recover(fleet: Fleet, process: str) -> None:
     """Puts back the jobs the killed process's workers had taken (see the module doc)."""
+    settle(fleet, process)
     for name in os.listdir(fleet.root / "taken"):
         tid, kind, *rest = name.split(".")
         worker = rest[-1]
@@ -263,6 +282,67 @@ def test_postgres_fleet_of_4_processes_200_threads_with_kills(tmp_path: Path) ->
             fleet = Fleet(tmp_path, f"postgres:{schema}:{url}", saver, processes=4, threads=1)
             run_fleet(fleet, n_threads=200, kills=24)
             assert saver.list_stalled(stale_after=0.001) == []
+
+
+def test_a_killed_workers_input_checkpoint_committed_after_its_death_is_not_started_again(
+    tmp_path: Path,
+) -> None:
+    """The fleet's race, made deterministic: the server commits a killed worker's
+    ``put_next`` of its input checkpoint after the worker was reaped. A lock holds that
+    statement until the worker is dead and :func:`recover` has started; without
+    :func:`settle`, recover reads "no checkpoint" and gives the start job again (and the
+    thread gets a second input checkpoint). Then the fleet finishes the thread, which
+    must have the reference's history.
+
+    The hold is a row of the thread in the threads table, inserted by a transaction
+    left open and then rolled back: the worker's ``put_next`` (an insert of that row)
+    waits for it at execution, with its statement sent whole (a table lock would stop
+    it earlier, while it is prepared, before it is sent)."""
+    url = postgres_url()
+    with temp_schema() as schema, PostgresSaver(url, schema=schema) as saver:
+        saver.setup()
+        fleet = Fleet(tmp_path, f"postgres:{schema}:{url}", saver, processes=2, threads=1)
+        (fleet.root / "todo" / "t000.start").touch()
+        with admin() as lock, lock.transaction():
+            lock.execute(
+                f'INSERT INTO "{schema}".ironloop_threads (thread_id, latest_id) '
+                "VALUES ('t000', 'held')"
+            )
+            fleet.start(0)
+            worker = next(iter(fleet.procs))
+            deadline = time.monotonic() + 30
+            while sessions(app_name(worker), waiting_on_lock=True) == 0:
+                fleet.check_alive()
+                assert time.monotonic() < deadline, "the worker never reached its put_next"
+                time.sleep(0.01)
+            p = fleet.procs.pop(worker)
+            p.send_signal(signal.SIGKILL)
+            p.wait()
+            assert fleet.app.get_state(cfg("t000")).created_at is None
+            recovering = threading.Thread(target=recover, args=(fleet, worker))
+            recovering.start()
+            # Recover has read the store, or waits for the server: either way before
+            # the statement can commit (the lock is released below).
+            recovering.join(timeout=1.0)
+            raise psycopg.Rollback()  # the hold goes: the statement runs and commits
+        recovering.join()
+        assert not (fleet.root / "todo" / "t000.start").exists(), (
+            "recover gave the start job again although the killed worker's input "
+            "checkpoint was still to commit"
+        )
+        state = fleet.app.get_state(cfg("t000"))
+        assert state.next == ("__start__",), "the killed worker's input checkpoint"
+        fleet.start(0)
+        fleet.start(1)
+        deadline = time.monotonic() + 60
+        try:
+            while fleet.done() < 1:
+                fleet.check_alive()
+                assert time.monotonic() < deadline, "the thread was not finished"
+                time.sleep(0.01)
+        finally:
+            fleet.stop()
+        check(fleet, 1)
 
 
 def test_sqlite_fleet_of_4_processes_on_one_file_with_kills(tmp_path: Path) -> None:
