@@ -518,6 +518,7 @@ class _McpToolset:
         cwd: str | None,
         prefix: str | None,
         timeout: float | None,
+        max_message_bytes: int = ...,
     ) -> _McpToolset: ...
     @staticmethod
     def stdio_async(
@@ -527,6 +528,7 @@ class _McpToolset:
         cwd: str | None,
         prefix: str | None,
         timeout: float | None,
+        max_message_bytes: int = ...,
     ) -> Awaitable[_McpToolset]: ...
     @staticmethod
     def http(
@@ -534,6 +536,7 @@ class _McpToolset:
         headers: list[tuple[str, str]],
         prefix: str | None,
         timeout: float | None,
+        max_message_bytes: int = ...,
     ) -> _McpToolset: ...
     @staticmethod
     def http_async(
@@ -541,6 +544,7 @@ class _McpToolset:
         headers: list[tuple[str, str]],
         prefix: str | None,
         timeout: float | None,
+        max_message_bytes: int = ...,
     ) -> Awaitable[_McpToolset]: ...
     @property
     def tools(self) -> list[NativeTool]: ...
