@@ -402,9 +402,16 @@ async fn messages_over_the_size_limit_fail_their_call_naming_the_limit() {
         }
         assert_eq!(text(3).len(), 45_000, "{kind}");
         let again = exec
-            .execute(&[call(0, "add", json!({"a": 1, "b": 2}))], &RunContext::default())
+            .execute(
+                &[call(0, "add", json!({"a": 1, "b": 2}))],
+                &RunContext::default(),
+            )
             .await;
-        assert_eq!(again[0].outcome.as_ref().unwrap().content.text(), "3", "{kind}");
+        assert_eq!(
+            again[0].outcome.as_ref().unwrap().content.text(),
+            "3",
+            "{kind}"
+        );
     }
     stdio.close().await.unwrap();
     http.close().await.unwrap();

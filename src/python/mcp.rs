@@ -9,9 +9,9 @@ use pyo3::prelude::*;
 use tokio_util::sync::CancellationToken;
 
 use super::args::Timeout;
+use super::errors::Class;
 use super::native_tool::NativeTool;
 use super::runtime::block_on;
-use super::errors::Class;
 use crate::sources::mcp::{
     HttpServer, McpError, McpToolset, McpToolsetOptions, StdioServer, DEFAULT_MAX_MESSAGE_BYTES,
 };
@@ -129,6 +129,8 @@ impl PyMcpToolset {
     /// Starts `command args...` and opens a session over its stdio.
     #[staticmethod]
     #[pyo3(signature = (command, args, env, cwd, prefix, timeout, max_message_bytes = DEFAULT_MAX_MESSAGE_BYTES))]
+    // The Python signature's parameters, one by one.
+    #[allow(clippy::too_many_arguments)]
     fn stdio(
         py: Python<'_>,
         command: String,
@@ -146,6 +148,8 @@ impl PyMcpToolset {
     /// Like `stdio`, as an awaitable.
     #[staticmethod]
     #[pyo3(signature = (command, args, env, cwd, prefix, timeout, max_message_bytes = DEFAULT_MAX_MESSAGE_BYTES))]
+    // The Python signature's parameters, one by one.
+    #[allow(clippy::too_many_arguments)]
     fn stdio_async(
         py: Python<'_>,
         command: String,

@@ -554,9 +554,7 @@ impl Tool for McpTool {
                 e @ (McpError::Connect { .. }
                 | McpError::Protocol { .. }
                 | McpError::TooLarge { .. }),
-            ) => {
-                Err(self.failed(format!("tool `{}`: {e}", self.remote)))
-            }
+            ) => Err(self.failed(format!("tool `{}`: {e}", self.remote))),
         }
     }
 }
@@ -828,13 +826,13 @@ impl RmcpSession {
         wrap.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
         let transport = child::ChildProcess::spawn(wrap, max_message_bytes, label.clone())
             .map_err(|e| {
-            connect_err(match e.kind() {
-                std::io::ErrorKind::NotFound => {
-                    format!("command {:?} not found: {e}", server.command)
-                }
-                _ => format!("cannot start it: {e}"),
-            })
-        })?;
+                connect_err(match e.kind() {
+                    std::io::ErrorKind::NotFound => {
+                        format!("command {:?} not found: {e}", server.command)
+                    }
+                    _ => format!("cannot start it: {e}"),
+                })
+            })?;
         let pid = transport.id();
         let client = Handler(notices)
             .serve(transport)

@@ -47,7 +47,9 @@ impl ChildProcess {
         let stdin = child.stdin().take();
         let stdout = child.stdout().take();
         let (Some(stdin), Some(stdout)) = (stdin, stdout) else {
-            return Err(std::io::Error::other("the child's stdin / stdout were not piped"));
+            return Err(std::io::Error::other(
+                "the child's stdin / stdout were not piped",
+            ));
         };
         let read = BoundedLines::new(stdout, max_message_bytes, server);
         let transport = AsyncRwTransport::new_client(read, stdin)

@@ -213,9 +213,9 @@ impl IdScanner {
 
     fn end_value(&mut self) {
         if let Some(text) = self.value.take() {
-            match serde_json::from_slice::<Value>(text.trim_ascii()) {
-                Ok(v @ (Value::Number(_) | Value::String(_))) => self.found = Some(v),
-                _ => {}
+            let parsed = serde_json::from_slice::<Value>(text.trim_ascii());
+            if let Ok(v @ (Value::Number(_) | Value::String(_))) = parsed {
+                self.found = Some(v);
             }
         }
     }
@@ -313,8 +313,9 @@ impl<R> BoundedLines<R> {
                     s.bytes,
                     self.limit
                 );
-                self.out
-                    .extend_from_slice(too_large_response(id, Some(s.bytes), self.limit).as_bytes());
+                self.out.extend_from_slice(
+                    too_large_response(id, Some(s.bytes), self.limit).as_bytes(),
+                );
                 self.out.push(b'\n');
             }
             None => log::warn!(
@@ -391,13 +392,21 @@ mod tests {
 
     #[test]
     fn the_top_level_id_is_found_wherever_it_is() {
-        assert_eq!(id_of(r#"{"jsonrpc":"2.0","id":7,"result":{}}"#), Some(json!(7)));
         assert_eq!(
-            id_of(r#"{"result":{"id":1,"x":["id",{"id":2}],"s":"\"id\":3"},"jsonrpc":"2.0","id":"a,b}"}"#),
+            id_of(r#"{"jsonrpc":"2.0","id":7,"result":{}}"#),
+            Some(json!(7))
+        );
+        assert_eq!(
+            id_of(
+                r#"{"result":{"id":1,"x":["id",{"id":2}],"s":"\"id\":3"},"jsonrpc":"2.0","id":"a,b}"}"#
+            ),
             Some(json!("a,b}"))
         );
         assert_eq!(id_of(r#" { "id" : 12 } "#), Some(json!(12)));
-        assert_eq!(id_of(r#"{"method":"notifications/progress","params":{"id":1}}"#), None);
+        assert_eq!(
+            id_of(r#"{"method":"notifications/progress","params":{"id":1}}"#),
+            None
+        );
         assert_eq!(id_of(r#"{"id":{"x":1},"result":1}"#), None);
         assert_eq!(id_of(r#"[{"id":1}]"#), None);
         // Cut short (the message was never finished): no id is made up.
@@ -413,12 +422,21 @@ mod tests {
 
     #[tokio::test]
     async fn lines_over_the_limit_become_an_error_response_to_their_request() {
-        let big = format!(r#"{{"jsonrpc":"2.0","id":3,"result":{{"t":"{}"}}}}"#, "x".repeat(500));
+        let big = format!(
+            r#"{{"jsonrpc":"2.0","id":3,"result":{{"t":"{}"}}}}"#,
+            "x".repeat(500)
+        );
         let small = r#"{"jsonrpc":"2.0","id":4,"result":{}}"#;
-        let note = format!(r#"{{"jsonrpc":"2.0","method":"n","params":"{}"}}"#, "y".repeat(500));
+        let note = format!(
+            r#"{{"jsonrpc":"2.0","method":"n","params":"{}"}}"#,
+            "y".repeat(500)
+        );
         let input = format!("{small}\n{big}\n{note}\n{small}\n").into_bytes();
         let out = read_all(input.clone(), 100).await;
-        let lines: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let lines: Vec<Value> = out
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
         assert_eq!(lines.len(), 3, "{out}");
         assert_eq!(lines[0]["id"], 4);
         assert_eq!(lines[1]["id"], 3);
@@ -430,6 +448,9 @@ mod tests {
         // Under the limit, every line passes unchanged.
         assert_eq!(read_all(input.clone(), 1000).await.as_bytes(), &input[..]);
         // A line of exactly the limit passes.
-        assert_eq!(read_all(format!("{small}\n").into_bytes(), small.len()).await, format!("{small}\n"));
+        assert_eq!(
+            read_all(format!("{small}\n").into_bytes(), small.len()).await,
+            format!("{small}\n")
+        );
     }
 }
