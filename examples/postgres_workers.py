@@ -23,6 +23,7 @@ What happens:
 from __future__ import annotations
 
 import argparse
+import itertools
 import operator
 import os
 import signal
@@ -59,7 +60,7 @@ def build(saver: PostgresSaver, worker: str) -> Any:
     for name in STEPS:
         g.add_node(name, step(name))
     g.add_edge(START, STEPS[0])
-    for a, b in zip(STEPS, STEPS[1:]):
+    for a, b in itertools.pairwise(STEPS):
         g.add_edge(a, b)
     g.add_edge(STEPS[-1], END)
     return g.compile(checkpointer=saver)

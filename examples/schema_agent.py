@@ -106,7 +106,7 @@ agent = create_react_agent(
 )
 out = agent.invoke({"messages": [("user", f"How does this reviewer feel? {REVIEW}")]})
 
-for call, result in zip(out["messages"][1].tool_calls, out["messages"][2:5]):
+for call, result in zip(out["messages"][1].tool_calls, out["messages"][2:5], strict=False):
     why = call["args"]["_reasoningForCall"]
     print(f"{call['name']:<10} because {why!r}\n{'':<10} -> {result.content}")
 print("notes:", out["notes"])

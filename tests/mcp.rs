@@ -77,6 +77,7 @@ async fn open_stdio(prefix: Option<&str>, timeout: Option<Duration>) -> McpTools
         McpToolsetOptions {
             prefix: prefix.map(Into::into),
             timeout,
+            ..Default::default()
         },
     )
     .await
@@ -291,6 +292,7 @@ async fn http_tools_run_through_the_executor() {
         McpToolsetOptions {
             prefix: None,
             timeout: Some(Duration::from_millis(500)),
+            ..Default::default()
         },
     )
     .await
@@ -340,4 +342,77 @@ async fn an_unreachable_url_is_a_connect_error() {
     .await
     .unwrap_err();
     assert!(e.to_string().contains("cannot connect"), "{e}");
+}
+
+/// A result over `max_message_bytes` fails its own call with an error naming the
+/// limit, while calls beside it and after it succeed; over stdio a notification over
+/// it is dropped. Over stdio and over streamable HTTP (SSE responses, the SDK's
+/// default).
+/// A wait for the 60 s time limit would end in `ToolError::Timeout` instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_over_the_size_limit_fail_their_call_naming_the_limit() {
+    let limit = 100_000;
+    let options = || McpToolsetOptions {
+        timeout: Some(Duration::from_secs(60)),
+        max_message_bytes: Some(limit),
+        ..Default::default()
+    };
+    let stdio = McpToolset::stdio(StdioServer::new(python()).arg(server_script()), options())
+        .await
+        .expect("the test server starts");
+    let (_server, url) = start_http_server();
+    let http = McpToolset::http(HttpServer::new(&url), options())
+        .await
+        .expect("connect over HTTP");
+    for (kind, set) in [("stdio", &stdio), ("http", &http)] {
+        let exec = executor(set);
+        let calls = vec![
+            call(0, "big", json!({"size": 300_000})),
+            call(1, "big", json!({"size": 1_000})),
+            call(2, "shout", json!({"size": 300_000})),
+            // The text comes twice (content and structuredContent): 90 KB in all.
+            call(3, "big", json!({"size": 45_000})),
+        ];
+        let t0 = Instant::now();
+        let out = exec.execute(&calls, &RunContext::default()).await;
+        eprintln!("{kind}: {:?}", t0.elapsed());
+        match &out[0].outcome {
+            Err(ToolError::Failed { message, .. }) => assert!(
+                message.contains("over the limit of 100000 bytes")
+                    && message.contains("max_message_bytes")
+                    && message.contains("ironloop-test"),
+                "{kind}: {message}"
+            ),
+            other => panic!("{kind}: expected the size error, got {other:?}"),
+        }
+        if kind == "stdio" {
+            // Over stdio the message's size is counted as it is skipped.
+            let message = out[0].outcome.as_ref().unwrap_err().to_string();
+            assert!(message.contains("sent a message of 600"), "{message}");
+        }
+        let text = |i: usize| out[i].outcome.as_ref().unwrap().content.text();
+        assert_eq!(text(1).len(), 1_000, "{kind}");
+        if kind == "stdio" {
+            assert_eq!(text(2), "shouted");
+        } else {
+            // Over HTTP the notification comes on the call's own response stream,
+            // and an event over the limit ends that stream: the call fails the same way.
+            let e = out[2].outcome.as_ref().unwrap_err().to_string();
+            assert!(e.contains("over the limit of 100000 bytes"), "{e}");
+        }
+        assert_eq!(text(3).len(), 45_000, "{kind}");
+        let again = exec
+            .execute(
+                &[call(0, "add", json!({"a": 1, "b": 2}))],
+                &RunContext::default(),
+            )
+            .await;
+        assert_eq!(
+            again[0].outcome.as_ref().unwrap().content.text(),
+            "3",
+            "{kind}"
+        );
+    }
+    stdio.close().await.unwrap();
+    http.close().await.unwrap();
 }

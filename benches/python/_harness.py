@@ -19,10 +19,10 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
-from typing import Any, Optional, TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
-Check = Optional[Callable[[Any], None]]
+Check = Callable[[Any], None] | None
 
 MIN_REPEAT = 3
 IMPLS = ("ironloop", "langgraph")
@@ -257,7 +257,7 @@ def print_table(rows: list[Row]) -> None:
     print()
     widths = [max(len(line[i]) for line in table) for i in range(len(header))]
     for n, line in enumerate(table):
-        print("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip())
+        print("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=False)).rstrip())
         if n == 0:
             print("  ".join("-" * w for w in widths))
     for r in rows:

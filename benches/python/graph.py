@@ -69,8 +69,9 @@ import tempfile
 import time
 import traceback
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, Callable, TypedDict
+from typing import Annotated, Any, TypedDict
 
 import _harness as h
 
@@ -713,7 +714,7 @@ def w4m_pooled(runs: list[W4mRun], n: int) -> float:
     step in every run (a GC pass, a WAL checkpoint: the runs are deterministic) stays,
     a one-off stall of the machine (another process taking the CPU) goes."""
     (e0, e1), (l0, l1) = w4m_windows(n)
-    per_step = [statistics.median(c) for c in zip(*(r.cost_us for r in runs))]
+    per_step = [statistics.median(c) for c in zip(*(r.cost_us for r in runs), strict=False)]
     return statistics.fmean(per_step[l0 - 1 : l1 - 1]) / statistics.fmean(per_step[e0 - 1 : e1 - 1])
 
 

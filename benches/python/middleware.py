@@ -21,7 +21,8 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import _harness as h
 

@@ -932,7 +932,7 @@ def print_rows(rows: list[Row], names: list[str]) -> None:
     table = [header] + [[r.workload, r.unit, *(r.cell(n) for n in names)] for r in rows]
     widths = [max(len(line[i]) for line in table) for i in range(len(header))]
     for n, line in enumerate(table):
-        print("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip())
+        print("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=False)).rstrip())
         if n == 0:
             print("  ".join("-" * w for w in widths))
     print("(median (min–max) over the repetitions; N× = this framework's median ÷ ironloop's)")

@@ -47,8 +47,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import _harness as h
 from _loopback_openai import LoopbackOpenAI
@@ -404,7 +405,7 @@ def _print_table(results: list[dict[str, Any]], ideal: float) -> None:
             )
     widths = [max(len(line[i]) for line in table) for i in range(len(header))]
     for n, line in enumerate(table):
-        print("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip())
+        print("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=False)).rstrip())
         if n == 0:
             print("  ".join("-" * w for w in widths))
     print(

@@ -323,7 +323,7 @@ def print_table(rows: list[h.Row]) -> None:
         table.append([r.workload, r.unit, *cells, target, verdict])
     widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
     for n, line in enumerate(table):
-        print("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip())
+        print("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=False)).rstrip())
         if n == 0:
             print("  ".join("-" * w for w in widths))
 

@@ -27,8 +27,9 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import _harness as h
 
@@ -128,7 +129,7 @@ def checker(calls: list[dict[str, Any]], expected: list[str]) -> Callable[[Any],
         msgs = result["messages"]
         if len(msgs) != len(calls):
             raise BenchError(f"{len(msgs)} messages for {len(calls)} tool calls")
-        for i, (msg, call, want) in enumerate(zip(msgs, calls, expected)):
+        for i, (msg, call, want) in enumerate(zip(msgs, calls, expected, strict=False)):
             kind = type(msg).__name__
             if kind != "ToolMessage":
                 raise BenchError(f"message {i} is a {kind}, not a ToolMessage")

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import inspect
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ironloop._ironloop import _json_schema_errors
 

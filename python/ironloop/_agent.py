@@ -6,8 +6,8 @@ import inspect
 import json
 import typing
 import uuid
-from collections.abc import Sequence
-from typing import Annotated, Any, Callable, Literal, TypedDict
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any, Literal, TypedDict
 
 from ironloop._constants import END, START
 from ironloop._foreign import is_langchain_message, is_langchain_runnable

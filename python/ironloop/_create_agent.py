@@ -7,9 +7,9 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import typing
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Annotated, Any, Callable, Optional, TypedDict
+from typing import Annotated, Any, Optional, TypedDict
 
 from ironloop._agent import (
     acall_model,
@@ -120,7 +120,9 @@ def _schemas(
     if "messages" not in fields:
         raise ValueError("Missing required key 'messages' in state_schema")
     if jumps:
-        fields["jump_to"] = Optional[str]
+        # typing.Optional, as LangChain's own schema writes the field (a value, not
+        # an annotation).
+        fields["jump_to"] = Optional[str]  # noqa: UP045
         private_in.add("jump_to")
         private_out.add("jump_to")
     make: Any = TypedDict  # a TypedDict made at run time, from the fields gathered

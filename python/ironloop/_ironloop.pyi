@@ -560,6 +560,7 @@ class _McpToolset:
         cwd: str | None,
         prefix: str | None,
         timeout: float | None,
+        max_message_bytes: int = ...,
     ) -> _McpToolset: ...
     @staticmethod
     def stdio_async(
@@ -569,6 +570,7 @@ class _McpToolset:
         cwd: str | None,
         prefix: str | None,
         timeout: float | None,
+        max_message_bytes: int = ...,
     ) -> Awaitable[_McpToolset]: ...
     @staticmethod
     def http(
@@ -576,6 +578,7 @@ class _McpToolset:
         headers: list[tuple[str, str]],
         prefix: str | None,
         timeout: float | None,
+        max_message_bytes: int = ...,
     ) -> _McpToolset: ...
     @staticmethod
     def http_async(
@@ -583,6 +586,7 @@ class _McpToolset:
         headers: list[tuple[str, str]],
         prefix: str | None,
         timeout: float | None,
+        max_message_bytes: int = ...,
     ) -> Awaitable[_McpToolset]: ...
     @property
     def tools(self) -> list[NativeTool]: ...

@@ -23,8 +23,9 @@ import sys
 import types
 import typing
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 __all__ = ["FunctionSpec", "function_spec", "type_schema"]
 
@@ -534,7 +535,7 @@ class _ConverterBuilder:
             convs = [self.converter(a) for a in args]
             if all(c is None for c in convs):
                 return tuple
-            return lambda v: tuple(x if c is None else c(x) for c, x in zip(convs, v))
+            return lambda v: tuple(x if c is None else c(x) for c, x in zip(convs, v, strict=False))
         inner = self.converter(args[0]) if args else None
         make: Any = list
         if origin is tuple:

@@ -22,8 +22,8 @@ from __future__ import annotations
 import contextvars
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
-from typing import Any, Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ironloop.graph import CompiledStateGraph
 

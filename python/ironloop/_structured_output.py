@@ -24,11 +24,11 @@ import inspect
 import json
 import re
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, is_dataclass
 from types import UnionType
 from typing import (
     Any,
-    Callable,
     Generic,
     TypeVar,
     Union,
@@ -163,9 +163,9 @@ class _SchemaSpec(Generic[SchemaT]):
         }
 
 
-HandleErrors = Union[
-    bool, str, type[Exception], tuple[type[Exception], ...], Callable[[Exception], str]
-]
+HandleErrors = (
+    bool | str | type[Exception] | tuple[type[Exception], ...] | Callable[[Exception], str]
+)
 
 
 def _variants(schema: Any) -> list[Any]:
@@ -253,7 +253,7 @@ class AutoStrategy(Generic[SchemaT]):
         self.schema = schema
 
 
-ResponseFormat = Union[ToolStrategy[Any], ProviderStrategy[Any], AutoStrategy[Any]]
+ResponseFormat = ToolStrategy[Any] | ProviderStrategy[Any] | AutoStrategy[Any]
 
 
 def _error_reply(exc: Exception, fmt: Any) -> str | None:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Sequence
-from typing import Any, Callable, TypeVar, overload
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar, overload
 
 from ironloop._ironloop import _timeout_seconds
 from ironloop._schema import function_spec

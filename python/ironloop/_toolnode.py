@@ -3,8 +3,8 @@ Rust, in ``src/prebuilt/tool_node.rs``)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Callable, Literal, Union
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
 
 from ironloop._foreign import is_langchain_tool
 from ironloop._ironloop import NativeTool, _ToolNodeCore
@@ -13,10 +13,14 @@ from ironloop._tool import Tool, tool
 __all__ = ["ToolNode"]
 
 
-Strategy = Union[Literal["parallel", "sequential"], tuple[Literal["batched"], int]]
-HandleToolErrors = Union[
-    bool, str, Callable[[BaseException], str], type[BaseException], tuple[type[BaseException], ...]
-]
+Strategy = Literal["parallel", "sequential"] | tuple[Literal["batched"], int]
+HandleToolErrors = (
+    bool
+    | str
+    | Callable[[BaseException], str]
+    | type[BaseException]
+    | tuple[type[BaseException], ...]
+)
 
 
 class ToolNode:
@@ -78,7 +82,7 @@ class ToolNode:
         if max_concurrency is not None and max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1 (or None), got {max_concurrency}")
         self.name = name
-        self.tools_by_name: dict[str, Tool | NativeTool] = dict(zip(names, converted))
+        self.tools_by_name: dict[str, Tool | NativeTool] = dict(zip(names, converted, strict=True))
         self.handle_tool_errors = handle_tool_errors
         self.strategy = strategy
         self.max_concurrency = max_concurrency

@@ -556,6 +556,19 @@ def _viewed(it: Iterator[Any], wanted: list[str], single: bool, subgraphs: bool)
         yield from _reshape(item, wanted, single, subgraphs)
 
 
+def _batch_configs(inputs: Sequence[Any], config: Any) -> list[Any]:
+    """One config per input for ``batch``: ``config`` repeated, or a list of them (as
+    many as the inputs, as LangChain's ``Runnable.batch`` requires)."""
+    if not isinstance(config, list):
+        return [config] * len(inputs)
+    if len(config) != len(inputs):
+        raise ValueError(
+            f"batch got {len(config)} configs for {len(inputs)} inputs: pass one config "
+            "for all of them, or a list with one per input"
+        )
+    return config
+
+
 class CompiledStateGraph:
     """A runnable graph: ``invoke / ainvoke / stream / astream / batch / abatch``,
     state inspection (``get_state``, ``get_state_history``, ``update_state``) and
@@ -804,14 +817,18 @@ class CompiledStateGraph:
                 trace.end(failed)
 
     def batch(self, inputs: Sequence[Any], config: Any = None, **kwargs: Any) -> list[Any]:
-        configs = config if isinstance(config, list) else [config] * len(inputs)
-        return [self.invoke(i, c) for i, c in zip(inputs, configs)]
+        configs = _batch_configs(inputs, config)
+        return [self.invoke(i, c) for i, c in zip(inputs, configs, strict=True)]
 
     async def abatch(self, inputs: Sequence[Any], config: Any = None, **kwargs: Any) -> list[Any]:
-        configs = config if isinstance(config, list) else [config] * len(inputs)
+        configs = _batch_configs(inputs, config)
         import asyncio
 
-        return list(await asyncio.gather(*(self.ainvoke(i, c) for i, c in zip(inputs, configs))))
+        return list(
+            await asyncio.gather(
+                *(self.ainvoke(i, c) for i, c in zip(inputs, configs, strict=True))
+            )
+        )
 
     def get_state(self, config: dict[str, Any], *, subgraphs: bool = False) -> StateSnapshot:
         """The thread's state at its latest (or the config's) checkpoint.

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from typing import Any, Callable, Union
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 from ironloop import _tracing
 from ironloop._foreign import is_langchain_tool
@@ -43,7 +43,7 @@ from ironloop.errors import ModelError
 
 __all__ = ["AnthropicChat", "OpenAIChat", "ScriptedChatModel", "init_model"]
 
-Response = Union[AIMessage, str, dict, Callable[[list[BaseMessage]], Any]]
+Response = AIMessage | str | dict | Callable[[list[BaseMessage]], Any]
 
 
 def _to_ai(response: Any) -> AIMessage:

@@ -1,7 +1,7 @@
 //! The HTTP half shared by the providers: one `reqwest` client per model, a POST with
 //! retries, errors that name the provider and the status but never the key.
 
-use std::sync::Once;
+use std::sync::{Arc, Once, OnceLock};
 use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
@@ -22,11 +22,43 @@ fn install_crypto_provider() {
     });
 }
 
-/// A `reqwest` client builder with the crate's TLS setup (rustls with `ring`) and user
-/// agent: the one HTTP stack the crate's clients (models, OpenAPI tools) share.
+/// The TLS setup every client shares, made once: what reqwest builds for each client
+/// by itself (rustls on `ring`, TLS 1.2 and 1.3, the platform's verifier, HTTP/1.1
+/// by ALPN), whose verifier reads and parses the system's root certificates each
+/// time — ~75 ms of every model or OpenAPI toolset made in a debug build. `None` when
+/// it cannot be made (no root certificates): each client then builds its own and
+/// reports the error itself.
+fn shared_tls() -> Option<rustls::ClientConfig> {
+    static TLS: OnceLock<Option<rustls::ClientConfig>> = OnceLock::new();
+    TLS.get_or_init(|| {
+        install_crypto_provider();
+        let provider = rustls::crypto::CryptoProvider::get_default()
+            .cloned()
+            .unwrap_or_else(|| Arc::new(rustls::crypto::ring::default_provider()));
+        let verifier = rustls_platform_verifier::Verifier::new(provider.clone()).ok()?;
+        let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+            .with_protocol_versions(rustls::ALL_VERSIONS)
+            .ok()?
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(verifier))
+            .with_no_client_auth();
+        tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Some(tls)
+    })
+    .clone()
+}
+
+/// A `reqwest` client builder with the crate's TLS setup (rustls with `ring`, made
+/// once: [`shared_tls`]) and user agent: the one HTTP stack the crate's clients
+/// (models, OpenAPI tools) share.
 pub(crate) fn client_builder() -> reqwest::ClientBuilder {
     install_crypto_provider();
-    reqwest::Client::builder().user_agent(concat!("ironloop/", env!("CARGO_PKG_VERSION")))
+    let builder =
+        reqwest::Client::builder().user_agent(concat!("ironloop/", env!("CARGO_PKG_VERSION")));
+    match shared_tls() {
+        Some(tls) => builder.tls_backend_preconfigured(tls),
+        None => builder,
+    }
 }
 
 /// What a model's errors must not show: its key, the user's header values, and the

@@ -211,7 +211,8 @@ impl From<McpError> for PyErr {
             McpError::Server { .. }
             | McpError::Closed { .. }
             | McpError::Cancelled { .. }
-            | McpError::Protocol { .. } => Class::McpSession,
+            | McpError::Protocol { .. }
+            | McpError::TooLarge { .. } => Class::McpSession,
         };
         class.new_err(e.to_string())
     }

@@ -9,9 +9,12 @@ use pyo3::prelude::*;
 use tokio_util::sync::CancellationToken;
 
 use super::args::Timeout;
+use super::errors::Class;
 use super::native_tool::NativeTool;
 use super::runtime::block_on;
-use crate::sources::mcp::{HttpServer, McpError, McpToolset, McpToolsetOptions, StdioServer};
+use crate::sources::mcp::{
+    HttpServer, McpError, McpToolset, McpToolsetOptions, StdioServer, DEFAULT_MAX_MESSAGE_BYTES,
+};
 use serde_json::{Map, Value};
 
 use super::convert::value_from_py;
@@ -24,11 +27,19 @@ pub struct PyMcpToolset {
     tools: Mutex<Vec<Py<NativeTool>>>,
 }
 
-fn options(prefix: Option<String>, timeout: Option<Timeout>) -> McpToolsetOptions {
-    McpToolsetOptions {
+fn options(
+    prefix: Option<String>,
+    timeout: Option<Timeout>,
+    max_message_bytes: usize,
+) -> PyResult<McpToolsetOptions> {
+    if max_message_bytes == 0 {
+        return Err(Class::InvalidArgument.new_err("max_message_bytes must be at least 1"));
+    }
+    Ok(McpToolsetOptions {
         prefix,
         timeout: timeout.map(|t| t.0),
-    }
+        max_message_bytes: Some(max_message_bytes),
+    })
 }
 
 enum Spec {
@@ -117,7 +128,9 @@ fn stdio_spec(
 impl PyMcpToolset {
     /// Starts `command args...` and opens a session over its stdio.
     #[staticmethod]
-    #[pyo3(signature = (command, args, env, cwd, prefix, timeout))]
+    #[pyo3(signature = (command, args, env, cwd, prefix, timeout, max_message_bytes = DEFAULT_MAX_MESSAGE_BYTES))]
+    // The Python signature's parameters, one by one.
+    #[allow(clippy::too_many_arguments)]
     fn stdio(
         py: Python<'_>,
         command: String,
@@ -126,14 +139,17 @@ impl PyMcpToolset {
         cwd: Option<PathBuf>,
         prefix: Option<String>,
         timeout: Option<Timeout>,
+        max_message_bytes: usize,
     ) -> PyResult<Self> {
-        let opts = options(prefix, timeout);
+        let opts = options(prefix, timeout, max_message_bytes)?;
         Self::connect(py, stdio_spec(command, args, env, cwd), opts)
     }
 
     /// Like `stdio`, as an awaitable.
     #[staticmethod]
-    #[pyo3(signature = (command, args, env, cwd, prefix, timeout))]
+    #[pyo3(signature = (command, args, env, cwd, prefix, timeout, max_message_bytes = DEFAULT_MAX_MESSAGE_BYTES))]
+    // The Python signature's parameters, one by one.
+    #[allow(clippy::too_many_arguments)]
     fn stdio_async(
         py: Python<'_>,
         command: String,
@@ -142,36 +158,39 @@ impl PyMcpToolset {
         cwd: Option<PathBuf>,
         prefix: Option<String>,
         timeout: Option<Timeout>,
+        max_message_bytes: usize,
     ) -> PyResult<Bound<'_, PyAny>> {
-        let opts = options(prefix, timeout);
+        let opts = options(prefix, timeout, max_message_bytes)?;
         Self::connect_async(py, stdio_spec(command, args, env, cwd), opts)
     }
 
     /// Opens a session with the streamable-HTTP endpoint `url`.
     #[staticmethod]
-    #[pyo3(signature = (url, headers, prefix, timeout))]
+    #[pyo3(signature = (url, headers, prefix, timeout, max_message_bytes = DEFAULT_MAX_MESSAGE_BYTES))]
     fn http(
         py: Python<'_>,
         url: String,
         headers: Vec<(String, String)>,
         prefix: Option<String>,
         timeout: Option<Timeout>,
+        max_message_bytes: usize,
     ) -> PyResult<Self> {
-        let opts = options(prefix, timeout);
+        let opts = options(prefix, timeout, max_message_bytes)?;
         Self::connect(py, Spec::Http(HttpServer { url, headers }), opts)
     }
 
     /// Like `http`, as an awaitable.
     #[staticmethod]
-    #[pyo3(signature = (url, headers, prefix, timeout))]
+    #[pyo3(signature = (url, headers, prefix, timeout, max_message_bytes = DEFAULT_MAX_MESSAGE_BYTES))]
     fn http_async(
         py: Python<'_>,
         url: String,
         headers: Vec<(String, String)>,
         prefix: Option<String>,
         timeout: Option<Timeout>,
+        max_message_bytes: usize,
     ) -> PyResult<Bound<'_, PyAny>> {
-        let opts = options(prefix, timeout);
+        let opts = options(prefix, timeout, max_message_bytes)?;
         Self::connect_async(py, Spec::Http(HttpServer { url, headers }), opts)
     }
 

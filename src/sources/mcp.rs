@@ -60,9 +60,15 @@ use rmcp::model::{
 use rmcp::service::RunningService;
 use rmcp::service::{NotificationContext, PeerRequestOptions};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{RoleClient, ServiceError, ServiceExt};
 use serde_json::{Map, Value};
+
+mod child;
+mod http_client;
+mod message_limit;
+
+pub use message_limit::DEFAULT_MAX_MESSAGE_BYTES;
 
 use crate::message::Content;
 use crate::secrets::Secrets;
@@ -100,6 +106,18 @@ pub enum McpError {
     /// Anything else the SDK reported (transport errors, unexpected responses).
     #[error("MCP server {server}: {reason}")]
     Protocol { server: String, reason: String },
+    /// The server's answer was over the message size limit and was not read.
+    #[error(
+        "the MCP server {server} sent {}, over the limit of {limit} bytes, and it was not \
+         read; if its results are this large, raise the limit (`max_message_bytes`)",
+        match bytes { Some(b) => format!("a message of {b} bytes"), None => "a message".into() }
+    )]
+    TooLarge {
+        server: String,
+        /// The message's size, when it was counted (over stdio).
+        bytes: Option<u64>,
+        limit: usize,
+    },
 }
 
 impl McpError {
@@ -128,6 +146,15 @@ impl McpError {
             McpError::Protocol { server, reason } => McpError::Protocol {
                 server: r(server),
                 reason: r(reason),
+            },
+            McpError::TooLarge {
+                server,
+                bytes,
+                limit,
+            } => McpError::TooLarge {
+                server: r(server),
+                bytes,
+                limit,
             },
         }
     }
@@ -304,6 +331,16 @@ pub struct McpToolsetOptions {
     /// A per-call time limit for every tool of the server; the executor's default
     /// applies when `None`.
     pub timeout: Option<Duration>,
+    /// The largest message read from the server, in bytes
+    /// ([`DEFAULT_MAX_MESSAGE_BYTES`] when `None`): a result over it fails its call
+    /// at once with [`McpError::TooLarge`], and is never held in memory whole.
+    pub max_message_bytes: Option<usize>,
+}
+
+impl McpToolsetOptions {
+    fn message_limit(&self) -> usize {
+        self.max_message_bytes.unwrap_or(DEFAULT_MAX_MESSAGE_BYTES)
+    }
 }
 
 /// The tools of one MCP server, sharing one session.
@@ -333,14 +370,14 @@ impl McpToolset {
     /// Starts `server` as a child process, does the handshake and lists its tools.
     /// Must be called inside a tokio runtime (the session lives on it).
     pub async fn stdio(server: StdioServer, options: McpToolsetOptions) -> Result<Self, McpError> {
-        let session = RmcpSession::stdio(&server).await?;
+        let session = RmcpSession::stdio(&server, options.message_limit()).await?;
         Self::from_session(Arc::new(session), options).await
     }
 
     /// Connects to a streamable-HTTP server, does the handshake and lists its tools.
     /// Must be called inside a tokio runtime.
     pub async fn http(server: HttpServer, options: McpToolsetOptions) -> Result<Self, McpError> {
-        let session = RmcpSession::http(&server).await?;
+        let session = RmcpSession::http(&server, options.message_limit()).await?;
         Self::from_session(Arc::new(session), options).await
     }
 
@@ -513,9 +550,11 @@ impl Tool for McpTool {
                  server exited); tool `{}` cannot run",
                 self.remote
             ))),
-            Err(e @ (McpError::Connect { .. } | McpError::Protocol { .. })) => {
-                Err(self.failed(format!("tool `{}`: {e}", self.remote)))
-            }
+            Err(
+                e @ (McpError::Connect { .. }
+                | McpError::Protocol { .. }
+                | McpError::TooLarge { .. }),
+            ) => Err(self.failed(format!("tool `{}`: {e}", self.remote))),
         }
     }
 }
@@ -716,8 +755,9 @@ pub struct RmcpSession {
     client: tokio::sync::Mutex<Option<Client>>,
     closed: AtomicBool,
     notices: Arc<Notices>,
-    /// How to start a stdio server again; `None` over HTTP.
-    stdio: Option<StdioServer>,
+    /// How to start a stdio server again (and its message size limit); `None` over
+    /// HTTP.
+    stdio: Option<(StdioServer, usize)>,
     restarts: Mutex<Vec<Instant>>,
     /// What its errors must not show: header values, the URL's password and query
     /// values, a stdio server's environment values.
@@ -751,19 +791,21 @@ fn client_config() -> ClientConfig {
 
 impl RmcpSession {
     /// Spawns the server and does the handshake.
-    pub async fn stdio(server: &StdioServer) -> Result<Self, McpError> {
+    /// `max_message_bytes` bounds each message read from it.
+    pub async fn stdio(server: &StdioServer, max_message_bytes: usize) -> Result<Self, McpError> {
         let notices = Arc::new(Notices::default());
         let secrets = server_secrets(server.env.iter().map(|(_, v)| v.as_str()), None);
-        let (client, pid) = Self::spawn(server, notices.clone())
+        let (client, pid) = Self::spawn(server, max_message_bytes, notices.clone())
             .await
             .map_err(|e| e.redact(&secrets))?;
         let mut session = Self::from_client(client, server.label(), pid, notices, secrets);
-        session.stdio = Some(server.clone());
+        session.stdio = Some((server.clone(), max_message_bytes));
         Ok(session)
     }
 
     async fn spawn(
         server: &StdioServer,
+        max_message_bytes: usize,
         notices: Arc<Notices>,
     ) -> Result<(Client, Option<u32>), McpError> {
         use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
@@ -782,14 +824,15 @@ impl RmcpSession {
         }
         let mut wrap = CommandWrap::from(cmd);
         wrap.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
-        let transport = TokioChildProcess::new(wrap).map_err(|e| {
-            connect_err(match e.kind() {
-                std::io::ErrorKind::NotFound => {
-                    format!("command {:?} not found: {e}", server.command)
-                }
-                _ => format!("cannot start it: {e}"),
-            })
-        })?;
+        let transport = child::ChildProcess::spawn(wrap, max_message_bytes, label.clone())
+            .map_err(|e| {
+                connect_err(match e.kind() {
+                    std::io::ErrorKind::NotFound => {
+                        format!("command {:?} not found: {e}", server.command)
+                    }
+                    _ => format!("cannot start it: {e}"),
+                })
+            })?;
         let pid = transport.id();
         let client = Handler(notices)
             .serve(transport)
@@ -799,7 +842,8 @@ impl RmcpSession {
     }
 
     /// Connects over streamable HTTP and does the handshake.
-    pub async fn http(server: &HttpServer) -> Result<Self, McpError> {
+    /// `max_message_bytes` bounds each SSE event read from it.
+    pub async fn http(server: &HttpServer, max_message_bytes: usize) -> Result<Self, McpError> {
         use reqwest::header::{HeaderName, HeaderValue};
         let secrets = server_secrets(
             server.headers.iter().map(|(_, v)| v.as_str()),
@@ -829,9 +873,13 @@ impl RmcpSession {
             headers.insert(name, value);
         }
         install_crypto_provider();
-        let config = StreamableHttpClientTransportConfig::with_uri(server.url.as_str())
+        let mut config = StreamableHttpClientTransportConfig::with_uri(server.url.as_str())
             .custom_headers(headers);
-        let transport = StreamableHttpClientTransport::from_config(config);
+        config.max_sse_event_size = max_message_bytes;
+        let http = http_client::default_client()
+            .map_err(|e| connect_err(format!("cannot build the HTTP client: {e}")))?;
+        let client = http_client::BoundedHttpClient::new(http, max_message_bytes);
+        let transport = StreamableHttpClientTransport::with_client(client, config);
         let notices = Arc::new(Notices::default());
         let client = Handler(notices.clone())
             .serve(transport)
@@ -886,7 +934,7 @@ impl RmcpSession {
         if !peer.is_transport_closed() {
             return Ok(peer);
         }
-        let Some(server) = &self.stdio else {
+        let Some((server, max_message_bytes)) = &self.stdio else {
             return Err(closed());
         };
         let mut client = self.client.lock().await;
@@ -916,7 +964,7 @@ impl RmcpSession {
              {MAX_RESTARTS} a minute)",
             self.name
         );
-        let (fresh, pid) = Self::spawn(server, self.notices.clone())
+        let (fresh, pid) = Self::spawn(server, *max_message_bytes, self.notices.clone())
             .await
             .map_err(|e| e.redact(&self.secrets))?;
         let peer = fresh.peer().clone();
@@ -942,10 +990,17 @@ impl RmcpSession {
     fn error_unredacted(&self, e: ServiceError) -> McpError {
         let server = self.name.clone();
         match e {
-            ServiceError::McpError(d) => McpError::Server {
-                server,
-                code: d.code.0,
-                message: d.message.to_string(),
+            ServiceError::McpError(d) => match message_limit::refused(d.data.as_ref()) {
+                Some((bytes, limit)) => McpError::TooLarge {
+                    server,
+                    bytes,
+                    limit,
+                },
+                None => McpError::Server {
+                    server,
+                    code: d.code.0,
+                    message: d.message.to_string(),
+                },
             },
             ServiceError::TransportClosed => {
                 log::warn!("the MCP server {server} closed the connection");
@@ -1241,6 +1296,7 @@ mod tests {
             McpToolsetOptions {
                 prefix: Some("srv".into()),
                 timeout: Some(Duration::from_secs(2)),
+                ..Default::default()
             },
         )
         .await

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any, Callable, TypedDict
+from collections.abc import Callable
+from typing import Annotated, Any, TypedDict
 
 from ironloop import END, START, StateGraph, interrupt
 

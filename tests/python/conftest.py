@@ -17,8 +17,9 @@ import faulthandler
 import inspect
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from pg_support import new_saver, temp_schema

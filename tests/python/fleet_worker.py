@@ -30,6 +30,7 @@ was the one the thread kept.
 
 from __future__ import annotations
 
+import itertools
 import operator
 import os
 import random
@@ -94,7 +95,7 @@ def build_graph(saver: Any, root: Path | None) -> Any:
         g.add_node(node, step(node))
     g.add_node("ask", ask)
     g.add_edge(START, NODES[0])
-    for a, b in zip(NODES, NODES[1:]):
+    for a, b in itertools.pairwise(NODES):
         g.add_edge(a, b)
     g.add_edge(NODES[-1], END)
     return g.compile(checkpointer=saver)

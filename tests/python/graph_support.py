@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import operator
 from typing import Annotated, Any, TypedDict
 
@@ -39,10 +40,10 @@ def chain(*fns: Any, schema: Any = XS) -> StateGraph:
     """START -> n0 -> n1 -> ... -> END."""
     g = StateGraph(schema)
     names = [f"n{i}" for i in range(len(fns))]
-    for n, f in zip(names, fns):
+    for n, f in zip(names, fns, strict=True):
         g.add_node(n, f)
     g.add_edge(START, names[0])
-    for a, b in zip(names, names[1:]):
+    for a, b in itertools.pairwise(names):
         g.add_edge(a, b)
     g.add_edge(names[-1], END)
     return g

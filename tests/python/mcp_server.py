@@ -127,6 +127,19 @@ async def grow(ctx: Context) -> str:
 
 
 @server.tool()
+def big(size: int) -> str:
+    """A text of `size` bytes (for the client's message size limit)."""
+    return "x" * size
+
+
+@server.tool()
+async def shout(size: int, ctx: Context) -> str:
+    """Sends a progress notification whose message is `size` bytes, then answers."""
+    await ctx.report_progress(1, 1, "y" * size)
+    return "shouted"
+
+
+@server.tool()
 def die() -> str:
     """Exits the server process at once (a crash)."""
     os._exit(3)

@@ -144,7 +144,7 @@ def test_agents_run_concurrently_under_asyncio_and_stream_their_own() -> None:
     s0 = agents[0].stream({"messages": [("user", "go")]}, stream_mode="values")
     s1 = agents[1].stream({"messages": [("user", "go")]}, stream_mode="values")
     last = {0: "", 1: ""}
-    for c0, c1 in zip(s0, s1):
+    for c0, c1 in zip(s0, s1, strict=True):
         last[0], last[1] = c0["messages"][-1].text, c1["messages"][-1].text
     assert last == {0: "S0|p0|13", 1: "S1|p1|13"}
 

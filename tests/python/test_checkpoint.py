@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime
+import itertools
 import operator
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
@@ -199,7 +200,7 @@ def test_get_state_history_newest_first_including_the_input(saver) -> None:
     assert hist[-1].metadata["source"] == "input"
     assert hist[-1].parent_config is None
     assert all(h.metadata["source"] == "loop" for h in hist[:-1])
-    for newer, older in zip(hist, hist[1:]):
+    for newer, older in itertools.pairwise(hist):
         assert _cid(newer.parent_config) == _cid(older.config)
     nexts = [h.next for h in hist]
     assert nexts[:3] == [(), ("c",), ("b",)]

@@ -4,6 +4,7 @@ the thread. On SQLite (one file) and PostgreSQL (one database)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -137,7 +138,7 @@ def test_a_run_whose_saves_lag_still_loses_to_another_writer(
         for n in names:
             g.add_node(n, step(n))
         g.add_edge(START, names[0])
-        for a, b in zip(names, names[1:]):
+        for a, b in itertools.pairwise(names):
             g.add_edge(a, b)
         g.add_edge(names[-1], END)
         return g.compile(checkpointer=saver)

@@ -54,6 +54,7 @@ rerun is close, not identical.
 
 from __future__ import annotations
 
+import itertools
 import json
 import operator
 import os
@@ -265,7 +266,7 @@ def _check(run: ThreadRun, reference: dict[str, Any]) -> None:
 
     # 3. nothing is lost
     final = set(reference["ran"])
-    for i, (a, b) in enumerate(zip(run.kills, run.kills[1:])):
+    for i, (a, b) in enumerate(itertools.pairwise(run.kills)):
         lost = sorted(a.committed - b.committed)
         assert not lost, f"saved results disappeared between kill {i} and {i + 1}: {lost}\n" + why
     for i, k in enumerate(run.kills):

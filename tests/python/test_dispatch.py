@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import itertools
 import logging
 import threading
 import time
@@ -153,7 +154,7 @@ async def test_sync_tools_never_block_the_callers_loop(make_ai) -> None:
     assert [m.content for m in out] == [str(i) for i in range(8)]
     during = [t for t in ticks if start <= t <= end]
     assert len(during) >= 8, f"the loop ticked {len(during)} times in {end - start:.2f} s"
-    gaps = [b - a for a, b in zip(ticks, ticks[1:])]
+    gaps = [b - a for a, b in itertools.pairwise(ticks)]
     assert max(gaps) < 0.15, f"the loop stalled for {max(gaps):.2f} s"
 
 

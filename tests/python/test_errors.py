@@ -8,8 +8,9 @@ import math
 import re
 import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 

@@ -55,6 +55,8 @@ from ironloop import MemorySaver, PostgresSaver, SqliteSaver
 from ironloop.types import Command
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import itertools
+
 from fleet_worker import NODES, app_name, build_graph, cfg
 
 WORKER = str(Path(__file__).resolve().parent / "fleet_worker.py")
@@ -256,7 +258,7 @@ def check(fleet: Fleet, n_threads: int) -> None:
         # 2. One linear chain with the reference's steps.
         hist = list(fleet.app.get_state_history(cfg(tid)))
         assert [(s.metadata["step"], s.next) for s in hist[::-1]] == ref_steps, where
-        for newer, older in zip(hist, hist[1:]):
+        for newer, older in itertools.pairwise(hist):
             assert newer.parent_config is not None, where
             parent = newer.parent_config["configurable"]["checkpoint_id"]
             assert parent == older.config["configurable"]["checkpoint_id"], where

@@ -510,7 +510,7 @@ def test_messages_convert_both_ways() -> None:
     assert (theirs[3].status, theirs[3].artifact) == ("error", {"x": 1})
     back = from_langchain(theirs)
     assert back == ours
-    assert all(type(a) is type(b) for a, b in zip(back, ours))
+    assert all(type(a) is type(b) for a, b in zip(back, ours, strict=True))
 
 
 def test_messages_compare_equal_to_their_langchain_counterparts() -> None:

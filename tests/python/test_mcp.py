@@ -38,6 +38,8 @@ TOOLS = {
     "count",
     "grow",
     "die",
+    "big",
+    "shout",
 }
 
 try:
@@ -327,6 +329,48 @@ def test_connect_errors() -> None:
         McpToolset.stdio(sys.executable, [SERVER], timeout=0)
     with pytest.raises(TypeError):
         McpToolset(object())  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_result_over_max_message_bytes_fails_its_call_naming_the_limit(
+    transport: str, server_env: dict[str, str], http_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A result over the limit is an error ToolMessage at once (the 60 s time limit is
+    not waited for), naming the limit and how to raise it; the calls beside it and
+    the session go on. Over stdio a notification over it is dropped with a WARNING
+    record."""
+    limit = 100_000
+    if transport == "stdio":
+        ts = McpToolset.stdio(
+            sys.executable, [SERVER], env=server_env, timeout=60, max_message_bytes=limit
+        )
+    else:
+        ts = McpToolset.http(http_url, timeout=60, max_message_bytes=limit)
+    with ts, caplog.at_level("WARNING", logger="ironloop"):
+        node = ToolNode(ts.tools)
+        t0 = time.perf_counter()
+        out = run(
+            node,
+            ("big", {"size": 300_000}),
+            ("big", {"size": 1_000}),
+            ("shout", {"size": 300_000}),
+        )
+        print(f"{transport}: {time.perf_counter() - t0:.3f} s")
+        assert out[0].status == "error", out[0].content
+        assert "over the limit of 100000 bytes" in out[0].content, out[0].content
+        assert "max_message_bytes" in out[0].content
+        assert out[1].content == "x" * 1_000
+        if transport == "stdio":
+            assert out[2].content == "shouted"
+        else:
+            # Over HTTP the notification comes on the call's own response stream, and
+            # an event over the limit ends that stream: the call fails the same way.
+            assert "over the limit of 100000 bytes" in out[2].content, out[2].content
+        assert run(node, ("add", {"a": 1, "b": 2}))[0].content == "3"
+    if transport == "stdio":
+        assert any("without an id" in r.getMessage() for r in caplog.records), caplog.text
+    with pytest.raises(ValueError, match="max_message_bytes"):
+        McpToolset.http(http_url, max_message_bytes=0)
 
 
 def test_http_transport(http_url: str) -> None:

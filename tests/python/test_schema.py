@@ -2,7 +2,7 @@
 
 # The legacy typing aliases (List, Dict, Optional, ...) are exercised on purpose, and
 # exec() builds functions whose syntax or globals a test needs to control.
-# ruff: noqa: UP006, UP035
+# ruff: noqa: UP006, UP007, UP035, UP045
 
 import dataclasses
 import datetime

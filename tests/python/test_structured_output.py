@@ -136,7 +136,7 @@ def test_union_offers_one_tool_per_member_and_refuses_two_answers() -> None:
         ],
     }
     model = ScriptedChatModel([two, call("Alert", {"level": "red"}, "c")])
-    agent = create_agent(model, [], response_format=ToolStrategy(Union[Weather, Alert]))
+    agent = create_agent(model, [], response_format=ToolStrategy(Union[Weather, Alert]))  # noqa: UP007
     out = agent.invoke({"messages": [("user", "x")]})
     assert out["structured_response"] == Alert(level="red")
     assert offered(model) == [["Weather", "Alert"]] * 2
@@ -147,7 +147,7 @@ def test_union_offers_one_tool_per_member_and_refuses_two_answers() -> None:
         create_agent(
             ScriptedChatModel([two]),
             [],
-            response_format=ToolStrategy(Union[Weather, Alert], handle_errors=False),
+            response_format=ToolStrategy(Union[Weather, Alert], handle_errors=False),  # noqa: UP007
         ).invoke({"messages": [("user", "x")]})
 
 

@@ -145,7 +145,7 @@ def test_toolnode_turns_every_escape_into_an_error_message(root: Path) -> None:
         ]
     calls += [("read_file", {"path": "file_out"}), ("read_file", {"path": "notes.txt"})]
     out = run(node, *calls)
-    for m, (name, args) in zip(out[:-1], calls[:-1]):
+    for m, (name, args) in zip(out[:-1], calls[:-1], strict=True):
         assert m.status == "error", (name, args, m.content)
         assert m.name == name
         assert f"`{args['path']}`" in m.text, m.text
@@ -387,7 +387,7 @@ def test_readme_snippet_runs() -> None:
     ]
     got = proc.stdout.splitlines()
     assert len(got) == len(expected) == 3, got
-    for g, e in zip(got, expected):
+    for g, e in zip(got, expected, strict=True):
         assert g.startswith(e), (g, e)
 
 

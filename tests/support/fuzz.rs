@@ -9,15 +9,10 @@ use serde_json::Value;
 /// 10,000 cases per property by default; `IRONLOOP_FUZZ_CASES` sets another number
 /// (the nightly-style run: `IRONLOOP_FUZZ_CASES=1000000 cargo test --release fuzz`).
 pub fn config() -> ProptestConfig {
-    config_with(10_000)
-}
-
-/// [`config`] with another default, for properties whose every case is costly.
-pub fn config_with(default_cases: u32) -> ProptestConfig {
     let cases = std::env::var("IRONLOOP_FUZZ_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(default_cases);
+        .unwrap_or(10_000);
     ProptestConfig {
         cases,
         failure_persistence: None,

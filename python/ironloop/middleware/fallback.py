@@ -3,7 +3,8 @@ call fails."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ironloop.errors import GraphInterrupt, ParentCommand
 from ironloop.middleware.types import AgentMiddleware, ModelRequest

@@ -3,7 +3,8 @@ they run (LangChain 1.x's middleware of that name)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Literal, TypedDict
+from collections.abc import Callable
+from typing import Any, Literal, TypedDict
 
 from ironloop._ironloop import AIMessage, ToolMessage
 from ironloop.graph import interrupt
@@ -251,7 +252,7 @@ class HumanInTheLoopMiddleware(AgentMiddleware):
                 f"hanging tool calls ({len(review)})."
             )
         answers: list[ToolMessage] = []
-        for i, decision in zip(review, decisions):
+        for i, decision in zip(review, decisions, strict=True):
             call = calls[i]
             kind = decision.get("type") if isinstance(decision, dict) else None
             allowed = self.interrupt_on[call["name"]]["allowed_decisions"]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Sequence
-from typing import Any, Callable, Literal, Union
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
 
 from ironloop._ironloop import AIMessage, ToolMessage
 from ironloop.errors import GraphInterrupt, ParentCommand
@@ -15,7 +15,7 @@ from ironloop.middleware.types import AgentMiddleware, ModelRequest, ModelRespon
 
 __all__ = ["ModelRetryMiddleware", "ToolRetryMiddleware"]
 
-RetryOn = Union[tuple[type[BaseException], ...], Callable[[BaseException], bool]]
+RetryOn = tuple[type[BaseException], ...] | Callable[[BaseException], bool]
 
 
 class _Backoff:

@@ -4,8 +4,8 @@ summary before the model call, in the checkpointed state itself."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Any, Callable, Literal
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
 
 from ironloop._ironloop import HumanMessage, RemoveMessage
 from ironloop.graph import REMOVE_ALL_MESSAGES

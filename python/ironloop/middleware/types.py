@@ -23,8 +23,8 @@ import asyncio
 import dataclasses
 import inspect
 import threading
-from collections.abc import Awaitable, Sequence
-from typing import Annotated, Any, Callable, Literal, TypedDict, Union
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Annotated, Any, Literal, TypedDict
 
 from ironloop._ironloop import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from ironloop.graph import add_messages
@@ -156,8 +156,8 @@ class ToolCallRequest:
         return dataclasses.replace(self, **overrides)
 
 
-ModelCallResult = Union[ModelResponse, AIMessage]
-ToolCallResult = Union[ToolMessage, Command]
+ModelCallResult = ModelResponse | AIMessage
+ToolCallResult = ToolMessage | Command
 
 
 class AgentMiddleware:

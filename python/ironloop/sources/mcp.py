@@ -28,10 +28,15 @@ from typing import Any, cast
 
 from ironloop._ironloop import NativeTool, _McpToolset
 from ironloop.messages import AIMessage, BaseMessage, HumanMessage
+from ironloop.sources import _max_bytes
 
-__all__ = ["McpToolset", "NativeTool", "prompt_messages"]
+__all__ = ["MAX_MESSAGE_BYTES", "McpToolset", "NativeTool", "prompt_messages"]
 
 _open: weakref.WeakSet[McpToolset] = weakref.WeakSet()
+
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+"""The default ``max_message_bytes``: the largest message read from a server (16 MiB,
+the official Rust SDK's own limit)."""
 
 
 @atexit.register
@@ -169,6 +174,7 @@ class McpToolset:
         prefix: str | None = None,
         cwd: str | os.PathLike[str] | None = None,
         timeout: float | None = None,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
     ) -> McpToolset:
         """Starts ``command args...`` and opens a session over its stdin / stdout.
 
@@ -184,16 +190,22 @@ class McpToolset:
             timeout: A per-call time limit in seconds for every tool of the server,
                 as ``@tool(timeout=)`` sets one; a call that runs over it is cancelled
                 on the server and becomes an error ``ToolMessage``.
+            max_message_bytes: The largest message read from the server (default
+                16 MiB). A result over it is never held whole: its call fails at once
+                with an error ``ToolMessage`` naming the limit (a resource or prompt
+                read raises ``McpSessionError``), and the session goes on; a
+                notification over it is dropped with a WARNING log record.
 
         Raises:
             ironloop.errors.McpConnectionError: (a ``ConnectionError``) The command
                 cannot be started, or it does not complete the MCP handshake (the
                 message says which, and names the command).
             ironloop.errors.InvalidArgumentError: (a ``ValueError``) ``timeout`` is not
-                a positive number of seconds.
+                a positive number of seconds, or ``max_message_bytes`` not an int >= 1.
         """
         a = _stdio_args(command, args, env, cwd)
-        return cls(_McpToolset.stdio(*a, _prefix(prefix), timeout))
+        limit = _max_bytes(max_message_bytes, "max_message_bytes")
+        return cls(_McpToolset.stdio(*a, _prefix(prefix), timeout, limit))
 
     @classmethod
     def http(
@@ -203,6 +215,7 @@ class McpToolset:
         *,
         prefix: str | None = None,
         timeout: float | None = None,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
     ) -> McpToolset:
         """Opens a session with a streamable-HTTP MCP endpoint (e.g.
         ``"http://127.0.0.1:8000/mcp"``).
@@ -212,6 +225,8 @@ class McpToolset:
             headers: Sent with every request, e.g. ``{"Authorization": "Bearer ..."}``.
             prefix: As for ``stdio``.
             timeout: As for ``stdio``.
+            max_message_bytes: As for ``stdio``; it bounds each SSE event. A JSON
+                (non-SSE) response body has the Rust SDK's fixed 16 MiB limit.
 
         Raises:
             ironloop.errors.McpConnectionError: (a ``ConnectionError``) The server
@@ -219,7 +234,10 @@ class McpToolset:
         """
         if not isinstance(url, str):
             raise TypeError(f"url must be a str, got {url!r}")
-        return cls(_McpToolset.http(url, _pairs("headers", headers), _prefix(prefix), timeout))
+        limit = _max_bytes(max_message_bytes, "max_message_bytes")
+        return cls(
+            _McpToolset.http(url, _pairs("headers", headers), _prefix(prefix), timeout, limit)
+        )
 
     @classmethod
     async def astdio(
@@ -231,10 +249,12 @@ class McpToolset:
         prefix: str | None = None,
         cwd: str | os.PathLike[str] | None = None,
         timeout: float | None = None,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
     ) -> McpToolset:
         """``stdio`` for async code: the event loop runs on while the server starts."""
         a = _stdio_args(command, args, env, cwd)
-        core = await _McpToolset.stdio_async(*a, _prefix(prefix), timeout)
+        limit = _max_bytes(max_message_bytes, "max_message_bytes")
+        core = await _McpToolset.stdio_async(*a, _prefix(prefix), timeout, limit)
         return cls(core)
 
     @classmethod
@@ -245,12 +265,14 @@ class McpToolset:
         *,
         prefix: str | None = None,
         timeout: float | None = None,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
     ) -> McpToolset:
         """``http`` for async code."""
         if not isinstance(url, str):
             raise TypeError(f"url must be a str, got {url!r}")
+        limit = _max_bytes(max_message_bytes, "max_message_bytes")
         core = await _McpToolset.http_async(
-            url, _pairs("headers", headers), _prefix(prefix), timeout
+            url, _pairs("headers", headers), _prefix(prefix), timeout, limit
         )
         return cls(core)
 

@@ -37,7 +37,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Union
 
 from ironloop._ironloop import NativeTool, _openapi_toolset, _openapi_toolset_from_url_async
-from ironloop.errors import InvalidArgumentError
+from ironloop.sources import _max_bytes
 
 __all__ = ["Credential", "NativeTool", "OpenApiToolset"]
 
@@ -54,12 +54,6 @@ def _headers(value: Mapping[str, str] | None) -> list[tuple[str, str]] | None:
             raise TypeError(f"headers must map str to str, got {k!r}: {type(v).__name__}")
         out.append((k, v))
     return out
-
-
-def _max_bytes(value: int, name: str = "max_output_bytes") -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidArgumentError(f"{name} must be an int >= 1, got {value!r}")
-    return value
 
 
 Credential = Union[str, "tuple[str, str]", Mapping[str, Any]]
