@@ -871,7 +871,7 @@ impl Checkpointer for SqliteSaver {
                      WHERE thread_id = ?1 AND key BETWEEN ?2 AND ?3 ORDER BY key",
                 )?;
                 let mut out: Vec<MessageRow> = Vec::new();
-                for (lo, hi) in ranges {
+                for &(lo, hi) in &ranges {
                     let rows =
                         stmt.query_map(params![t, lo, hi], |r| Ok((r.get(0)?, r.get(1)?)))?;
                     for r in rows {
