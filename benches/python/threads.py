@@ -1,7 +1,7 @@
 """W9 and thread loading (BENCHMARKS.md): long threads, ironloop vs LangGraph in one run.
 
 - W9: a chat, ``invoke`` of one user message on a ``MessagesState`` thread whose node
-  echoes it, with MemorySaver, SqliteSaver (a temp file) and PostgreSQL, 1,000 turns. ms per turn around turn 10
+  echoes it, with SqliteSaver (a temp file), 1,000 turns. ms per turn around turn 10
   (turns 6-15) and around turn 1,000 (991-1,000); target: turn 1,000 <= 1.3x turn 10.
   Every turn is run by one compiled graph, as a server process runs its threads.
   ``cold``: the same turns by a graph compiled afresh on a new saver object per turn,
@@ -22,13 +22,7 @@ scripts/postgres.sh`` starts a throwaway one); LangGraph's when
 (message count and texts, count) before its time counts.
 
     python benches/python/threads.py [--only ironloop|langgraph] [--repeat N]
-                                     [--turns N] [--steps N] [--workloads W9,L]
-                                     [--savers memory,sqlite,postgres]
-                                     [--langgraph-turns N] [--json PATH]
-
-``--langgraph-turns`` runs LangGraph's W9 chat for fewer turns than ironloop's (its
-turn grows with the history, so 3,000 turns take it tens of minutes): its "last
-turns" row is then at that turn.
+                                     [--turns N] [--steps N] [--json PATH]
 """
 
 from __future__ import annotations
@@ -334,11 +328,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=3, help="repetitions (>= 3; default 3)")
     p.add_argument("--turns", type=int, default=TURNS, help=f"W9 turns (default {TURNS})")
     p.add_argument("--steps", type=int, default=STEPS[1], help=f"long thread (default {STEPS[1]})")
-    p.add_argument("--workloads", default="W9,L", help="comma-separated: W9, L (default both)")
-    p.add_argument("--savers", default="memory,sqlite,postgres", help="comma-separated saver kinds")
-    p.add_argument(
-        "--langgraph-turns", type=int, default=0, help="LangGraph's W9 turns (default --turns)"
-    )
     h.add_json_arg(p)
     args = p.parse_args(argv)
     if args.repeat < h.MIN_REPEAT:
@@ -366,9 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[h.Row] = []
     stores = Stores()
     try:
-        savers = [k for k in args.savers.split(",") if k != "postgres" or PG_URL]
-        workloads = args.workloads.split(",")
-        kinds_w9 = savers if "W9" in workloads else []
+        kinds_w9 = ["sqlite"] + (["postgres"] if PG_URL else [])
         for kind in kinds_w9:
             variants = [False, True]
             for cold in variants:
@@ -381,18 +368,13 @@ def main(argv: list[str] | None = None) -> int:
                 for side in sides:
                     if kind not in side.savers or (cold and side.name == "langgraph"):
                         continue
-                    turns = args.turns
-                    if side.name == "langgraph" and args.langgraph_turns:
-                        turns = args.langgraph_turns
-                    figs = [w9(side, kind, turns, cold, stores) for _ in range(args.repeat)]
+                    figs = [w9(side, kind, args.turns, cold, stores) for _ in range(args.repeat)]
                     r10.stats[side.name] = stats([e for e, _ in figs])
                     rN.stats[side.name] = stats([lt for _, lt in figs])
                     rg.stats[side.name] = stats([lt / e for e, lt in figs])
-                    print(
-                        f"  {label} {side.name} ({turns} turns): {[f'{e:.2f}/{lt:.2f}' for e, lt in figs]} ms"
-                    )
+                    print(f"  {label} {side.name}: {[f'{e:.2f}/{lt:.2f}' for e, lt in figs]} ms")
                 rows += [r10, rN, rg]
-        for kind in savers if "L" in workloads else []:
+        for kind in ["memory", "sqlite"] + (["postgres"] if PG_URL else []):
             for cold in (True, False):
                 label = f"L {kind}{' cold' if cold else ' warm'}"
                 rs = [

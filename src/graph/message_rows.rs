@@ -36,16 +36,7 @@ pub(crate) struct MessageKeys {
     pub next: i64,
     /// By channel index: message id to the key of its row.
     by_id: HashMap<usize, imbl::HashMap<String, i64>>,
-    /// By channel index: the ranges the last snapshot gave the channel, with its
-    /// list's generation and length then, so that the next one, when only messages
-    /// were appended since, looks up the new messages only (a snapshot every 16 steps
-    /// then costs what those steps wrote, not the history).
-    refs: HashMap<usize, LastRefs>,
 }
-
-/// What the last snapshot gave a messages channel: its list's generation and length
-/// then, and the ranges.
-type LastRefs = (u64, usize, Vec<(i64, i64)>);
 
 impl MessageKeys {
     fn note(&mut self, chan: usize, id: &str, key: i64) {
@@ -71,32 +62,15 @@ fn reference(v: &Value) -> Option<(i64, i64)> {
 }
 
 /// Consecutive keys as inclusive ranges, in order.
-#[cfg(test)]
 fn ranges(keys: impl IntoIterator<Item = i64>) -> Vec<(i64, i64)> {
-    let mut out = Vec::new();
-    extend_ranges(&mut out, keys);
-    out
-}
-
-/// `out` followed by `keys`, as inclusive ranges.
-fn extend_ranges(out: &mut Vec<(i64, i64)>, keys: impl IntoIterator<Item = i64>) {
+    let mut out: Vec<(i64, i64)> = Vec::new();
     for k in keys {
         match out.last_mut() {
             Some((_, hi)) if *hi + 1 == k => *hi = k,
             _ => out.push((k, k)),
         }
     }
-}
-
-/// The ranges of channel `chan`'s last snapshot and the length they cover, when
-/// `list` is that list with messages appended since (same generation, not shorter).
-fn self_refs(
-    keys: &MessageKeys,
-    chan: usize,
-    list: &crate::graph::MessageList,
-) -> Option<(usize, Vec<(i64, i64)>)> {
-    let (generation, len, rs) = keys.refs.get(&chan)?;
-    (*generation == list.generation() && *len <= list.len()).then(|| (*len, rs.clone()))
+    out
 }
 
 impl Graph {
@@ -162,12 +136,8 @@ impl Graph {
             let Some(Val::Messages(list)) = &c.value else {
                 continue;
             };
-            let (start, mut out) = match self_refs(keys, i, list) {
-                Some((len, rs)) => (len, rs),
-                None => (0, Vec::new()),
-            };
-            let mut ks = Vec::with_capacity(list.len() - start);
-            for msg in list.iter().skip(start) {
+            let mut ks = Vec::with_capacity(list.len());
+            for msg in list.iter() {
                 let known = keys.by_id.get(&i).and_then(|ids| ids.get(&msg.id)).copied();
                 let key = match known {
                     Some(k) => k,
@@ -185,10 +155,7 @@ impl Graph {
                 };
                 ks.push(key);
             }
-            extend_ranges(&mut out, ks);
-            keys.refs
-                .insert(i, (list.generation(), list.len(), out.clone()));
-            m.insert(name.clone(), json!(out));
+            m.insert(name.clone(), json!(ranges(ks)));
         }
         Ok(json!({"m": m, "mnext": keys.next}))
     }
