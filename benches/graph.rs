@@ -205,7 +205,6 @@ fn record(i: u64, parent: Option<String>) -> CheckpointRecord {
         }],
         created_at: 1.7e9 + i as f64,
         metadata: json!({"source": "loop", "step": i}),
-        messages: vec![],
     }
 }
 

@@ -47,7 +47,6 @@ fn rec(id: &str, parent: Option<&str>, step: i64) -> CheckpointRecord {
         ],
         created_at: 1_700_000_000.25 + step as f64,
         metadata: json!({"step": step, "nested": {"k": [1, null, true]}}),
-        messages: vec![],
     }
 }
 
@@ -1145,92 +1144,6 @@ mod graphs {
         long_thread(cp, true).await;
     }
 
-    /// A messages thread keeps each message once, as a row: the records' writes and
-    /// the snapshots refer to rows, and a load from a snapshot reads no record before it.
-    pub async fn messages_thread_refers_to_rows(cp: Arc<dyn Checkpointer>) {
-        let steps = 3 * SNAPSHOT_EVERY as i64 + 5;
-        let g = graph(steps, true, cp.clone());
-        let input = RunInput::Values(vec![("count".into(), Val::Json(json!(0)))]);
-        g.run(input, opts("t", None)).await.unwrap();
-        let records = cp.list("t", None, None).await.unwrap();
-        for r in &records {
-            for w in r.writes.iter().filter(|w| w.channel == "messages") {
-                assert!(
-                    w.value.get("$m").is_some(),
-                    "inline messages: {:?}",
-                    w.value
-                );
-            }
-            if let Some(s) = &r.snapshot {
-                assert!(s["m"]["messages"].is_array(), "{s}");
-            }
-        }
-        // One row per message, none twice.
-        let rows = cp.messages("t", &[(0, i64::MAX)]).await.unwrap();
-        assert_eq!(rows.len(), steps as usize);
-        let cold = graph(steps, true, cp.clone());
-        let latest = cold.load("t", None).await.unwrap().unwrap();
-        assert_eq!(
-            state(&latest.state)["messages"].as_array().unwrap().len(),
-            steps as usize
-        );
-        assert_eq!(
-            assert_loads_match_replay(&cp, &g, "t").await,
-            SNAPSHOT_EVERY - 1
-        );
-    }
-
-    /// A messages thread written before the message table (messages inline in the
-    /// records' writes, snapshots without references) loads by replay; its next
-    /// snapshot gives its messages rows, and it loads from snapshots from then on.
-    pub async fn thread_with_inline_messages_keeps_working(cp: Arc<dyn Checkpointer>) {
-        let steps = 2 * SNAPSHOT_EVERY as i64;
-        let g = graph(steps, true, cp.clone());
-        let input = RunInput::Values(vec![("count".into(), Val::Json(json!(0)))]);
-        g.run(input, opts("new", None)).await.unwrap();
-        let history = g.history("new", None, None).await.unwrap();
-        // The records as an older ironloop wrote them: messages in place, snapshots
-        // without references.
-        for h in history.iter().rev() {
-            let mut r = h.record.clone();
-            if let Some(Value::Object(s)) = &mut r.snapshot {
-                s.remove("m");
-                s.remove("mnext");
-            }
-            for w in &mut r.writes {
-                let Some(range) = w.value.get("$m").and_then(Value::as_array).cloned() else {
-                    continue;
-                };
-                let (lo, hi) = (range[0].as_i64().unwrap(), range[1].as_i64().unwrap());
-                let rows = cp.messages("new", &[(lo, hi)]).await.unwrap();
-                w.value = Value::Array(
-                    rows.iter()
-                        .map(|(_, m)| serde_json::from_str(m).unwrap())
-                        .collect(),
-                );
-            }
-            cp.put("old", r).await.unwrap();
-        }
-        assert_eq!(cp.last_message_key("old").await.unwrap(), None);
-        let cold = graph(steps + 20, true, cp.clone());
-        let loaded = cold.load("old", None).await.unwrap().unwrap();
-        assert_eq!(state(&loaded.state), state(&history[0].state));
-        let more = RunInput::Values(vec![("count".into(), Val::Json(json!(steps)))]);
-        let r = cold.run(more, opts("old", None)).await.unwrap();
-        assert_eq!(int(&r.state, "count"), steps + 20);
-        assert_eq!(
-            state(&r.state)["messages"].as_array().unwrap().len(),
-            (steps + 20) as usize
-        );
-        // The first new snapshot gave every message a row, the older ones included.
-        let rows = cp.messages("old", &[(0, i64::MAX)]).await.unwrap();
-        assert!(rows.len() >= (steps + 20) as usize, "{} rows", rows.len());
-        let latest = cp.get("old", None).await.unwrap().unwrap();
-        let from = cp.chain_from_snapshot("old", &latest.id).await.unwrap();
-        assert!(from[0].snapshot.as_ref().unwrap().get("m").is_some());
-        assert_loads_match_replay(&cp, &cold, "old").await;
-    }
-
     /// A thread written before snapshots (records without one) loads by replay, and
     /// the next run adds a snapshot.
     pub async fn thread_without_snapshots_keeps_working(cp: Arc<dyn Checkpointer>) {
@@ -1316,8 +1229,7 @@ mod graphs {
 
 use graphs::{
     cached_state_follows_other_writers, long_messages_thread_loads_from_snapshots,
-    long_thread_loads_from_snapshots, messages_thread_refers_to_rows,
-    thread_with_inline_messages_keeps_working, thread_without_snapshots_keeps_working,
+    long_thread_loads_from_snapshots, thread_without_snapshots_keeps_working,
 };
 
 /// A record saved now (the savers judge idleness by when a record was saved).
@@ -1525,88 +1437,6 @@ where
     .unwrap()
 }
 
-/// `rec` with message rows: the messages table of the `checkpoint` module docs.
-fn with_rows(mut r: CheckpointRecord, rows: &[(i64, &str)]) -> CheckpointRecord {
-    r.messages = rows.iter().map(|(k, m)| (*k, m.to_string())).collect();
-    r
-}
-
-async fn message_rows_are_stored_once_with_their_record(s: Arc<dyn Checkpointer>) {
-    assert_eq!(s.last_message_key("t").await.unwrap(), None);
-    s.put_next("t", with_rows(rec("c0", None, 0), &[(0, "m0"), (1, "m1")]))
-        .await
-        .unwrap();
-    s.put_many(
-        "t",
-        vec![
-            next(with_rows(rec("c1", Some("c0"), 1), &[(2, "m2")])),
-            next(with_rows(rec("c2", Some("c1"), 2), &[(3, "m3"), (4, "m4")])),
-        ],
-    )
-    .await
-    .unwrap();
-    // Read back by ranges, in key order, each row once; unknown keys are skipped.
-    let rows = s.messages("t", &[(3, 9), (0, 1), (1, 1)]).await.unwrap();
-    assert_eq!(
-        rows,
-        [
-            (0, "m0".to_owned()),
-            (1, "m1".to_owned()),
-            (3, "m3".to_owned()),
-            (4, "m4".to_owned())
-        ]
-    );
-    assert_eq!(s.last_message_key("t").await.unwrap(), Some(4));
-    // The rows are not part of the record: a record read back has none.
-    assert!(s
-        .get("t", Some("c2"))
-        .await
-        .unwrap()
-        .unwrap()
-        .messages
-        .is_empty());
-    // A retried put keeps the rows as they are; a refused put_next and a refused
-    // batch store none of theirs.
-    s.put("t", with_rows(rec("c1", Some("c0"), 1), &[(2, "m2")]))
-        .await
-        .unwrap();
-    assert!(s
-        .put_next("t", with_rows(rec("late", Some("c0"), 1), &[(5, "lost")]))
-        .await
-        .is_err());
-    assert!(s
-        .put_many(
-            "t",
-            vec![
-                next(with_rows(rec("c3", Some("c2"), 3), &[(6, "lost too")])),
-                next(rec("late", Some("c0"), 1)),
-            ],
-        )
-        .await
-        .is_err());
-    assert_eq!(s.last_message_key("t").await.unwrap(), Some(4));
-    assert_eq!(
-        s.messages("t", &[(2, 2)]).await.unwrap(),
-        [(2, "m2".to_owned())]
-    );
-    // Threads are separate; deleting one deletes its rows (its namespaces' too).
-    let sub = thread_key("t", &child_ns("", "node", "task"));
-    s.put("other", with_rows(rec("c0", None, 0), &[(0, "theirs")]))
-        .await
-        .unwrap();
-    s.put(&sub, with_rows(rec("s0", None, 0), &[(0, "sub")]))
-        .await
-        .unwrap();
-    assert_eq!(s.messages("other", &[(0, 9)]).await.unwrap().len(), 1);
-    s.delete_thread("t").await.unwrap();
-    assert_eq!(s.last_message_key("t").await.unwrap(), None);
-    assert_eq!(s.last_message_key(&sub).await.unwrap(), None);
-    assert_eq!(
-        s.messages("other", &[(0, 0)]).await.unwrap(),
-        [(0, "theirs".to_owned())]
-    );
-}
-
 macro_rules! conformance {
     ($($case:ident),* $(,)?) => {
         mod memory {
@@ -1695,9 +1525,6 @@ conformance!(
     cached_state_follows_other_writers,
     stalled_threads_are_listed_and_claimed,
     claims_have_one_winner,
-    message_rows_are_stored_once_with_their_record,
-    messages_thread_refers_to_rows,
-    thread_with_inline_messages_keeps_working,
 );
 
 // ---------------------------------------------------------------------------------
@@ -2089,7 +1916,7 @@ mod sqlite_migration {
         let v: i64 = c
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(v, 4);
+        assert_eq!(v, 3);
     }
 
     /// A file of schema version 2 (records in format 1, snapshots included) opens,
@@ -2163,32 +1990,7 @@ mod sqlite_migration {
             )
             .unwrap(),
         );
-        assert_eq!((v, formats.as_str()), (4, "{{{{{[[["));
-    }
-
-    /// A file of schema version 3 (no message table; messages inline in the records)
-    /// gets the table when opened (version 4), and its messages threads load and go
-    /// on, from snapshots once a run added one.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn version_3_files_get_the_message_table() {
-        let db = TempDb::new("v3");
-        drop(SqliteSaver::open(db.path()).unwrap());
-        let c = rusqlite::Connection::open(db.path()).unwrap();
-        c.execute_batch("DROP TABLE messages; PRAGMA user_version = 3")
-            .unwrap();
-        drop(c);
-        let s = Arc::new(SqliteSaver::open(db.path()).unwrap());
-        graphs::thread_with_inline_messages_keeps_working(s.clone()).await;
-        s.close().unwrap();
-        let c = rusqlite::Connection::open(db.path()).unwrap();
-        let v: i64 = c
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .unwrap();
-        let rows: i64 = c
-            .query_row("SELECT count(*) FROM messages", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(v, 4);
-        assert!(rows > 0);
+        assert_eq!((v, formats.as_str()), (3, "{{{{{[[["));
     }
 }
 
@@ -2280,17 +2082,16 @@ mod postgres_only {
         let schema = pg::TempSchema::new("v3").await;
         let s = schema.saver().await;
         s.setup().await.unwrap();
-        s.put_next("t", rec("c0", None, 0)).await.unwrap();
         let admin = pg::admin().await;
         admin
             .batch_execute(&format!(
                 "DROP FUNCTION \"{0}\".ironloop_refused(text); \
-                 DROP TABLE \"{0}\".ironloop_messages; \
-                 DELETE FROM \"{0}\".ironloop_migrations WHERE version >= 4",
+                 DELETE FROM \"{0}\".ironloop_migrations WHERE version = 4",
                 schema.name
             ))
             .await
             .unwrap();
+        s.put_next("t", rec("c0", None, 0)).await.unwrap();
         let batch = || {
             vec![
                 next(rec("c1", Some("c0"), 1)),
@@ -2322,43 +2123,6 @@ mod postgres_only {
         assert!(s.pending_writes("t", "c2").await.unwrap().is_empty());
         assert_eq!(s.get("t", None).await.unwrap().unwrap().id, "c2");
         Checkpointer::close(&s).await.unwrap();
-        schema.drop().await;
-    }
-
-    /// A schema at version 4 (no message table; messages inline in the records) gets
-    /// the table from `setup()` (migration 5); until then a save says to call it. Its
-    /// messages threads load and go on, from snapshots once a run added one.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn version_4_schemas_get_the_message_table() {
-        let schema = pg::TempSchema::new("v4").await;
-        let s = Arc::new(schema.saver().await);
-        s.setup().await.unwrap();
-        let admin = pg::admin().await;
-        admin
-            .batch_execute(&format!(
-                "DROP TABLE \"{0}\".ironloop_messages; \
-                 DELETE FROM \"{0}\".ironloop_migrations WHERE version = 5",
-                schema.name
-            ))
-            .await
-            .unwrap();
-        let e = s.put_next("t", rec("c0", None, 0)).await.unwrap_err();
-        assert!(e.to_string().contains("call setup()"), "{e}");
-        s.setup().await.unwrap();
-        graphs::thread_with_inline_messages_keeps_working(s.clone()).await;
-        let v: i32 = admin
-            .query_one(
-                &format!(
-                    "SELECT max(version) FROM \"{}\".ironloop_migrations",
-                    schema.name
-                ),
-                &[],
-            )
-            .await
-            .unwrap()
-            .get(0);
-        assert_eq!(v, 5);
-        Checkpointer::close(&*s).await.unwrap();
         schema.drop().await;
     }
 

@@ -710,7 +710,6 @@ async fn a_checkpoint_in_the_saved_format_continues_from_its_pending_writes() {
         next: vec![task("c1:0:a", "a"), task("c1:1:b", "b")],
         created_at: 0.0,
         metadata: json!({"source": "input", "step": -1}),
-        messages: vec![],
     };
     saver.put("t", record).await.unwrap();
     let pw = |idx: i64, channel: &str, value: Value| ironloop::checkpoint::PendingWrite {

@@ -1325,9 +1325,6 @@ def profile_bytes(kind: str, n: int) -> list[str]:
         }
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         rows, rec = conn.execute("SELECT count(*), sum(length(record)) FROM checkpoints").fetchone()
-        mrows, mtext = conn.execute(
-            "SELECT count(*), coalesce(sum(length(message)), 0) FROM messages"
-        ).fetchone()
         pages, psize = (
             conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("page_count", "page_size")
         )
@@ -1338,9 +1335,8 @@ def profile_bytes(kind: str, n: int) -> list[str]:
             f"{sizes.get('-wal', 0):,} B, shm {sizes.get('-shm', 0):,} B",
             f"  {rows} checkpoint rows; record JSON {rec:,} B = {rec / rows:.0f} B/row; the "
             f"messages' text is {payload:,} B ({len(PAYLOAD_200)} B/step)",
-            f"  {mrows} message rows; their JSON {mtext:,} B (the records refer to them)",
-            f"  db file / (record + message JSON) = {sizes.get('', 0) / (rec + mtext):.2f} "
-            "(columns duplicated from the record, the indexes, page slack)",
+            f"  db file / record JSON = {sizes.get('', 0) / rec:.2f} (columns duplicated from the "
+            "record, the two indexes, page slack)",
         ]
     finally:
         savers.cleanup()

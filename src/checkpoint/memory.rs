@@ -5,7 +5,7 @@
 //! memory should be about what its steps wrote. Reading a chain parses only the
 //! records on it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -16,7 +16,7 @@ use super::record;
 use super::stalled::{awaits_answer, check_claim};
 use super::{
     advanced_conflict, dedupe_writes, now_secs, same_id_conflict, ChainFrom, CheckpointError,
-    CheckpointRecord, Checkpointer, MessageRow, PendingWrite, Put, Result,
+    CheckpointRecord, Checkpointer, PendingWrite, Put, Result,
 };
 
 struct Stored {
@@ -33,8 +33,6 @@ struct Thread {
     /// of thousands of them).
     index: HashMap<Box<str>, usize>,
     pending: HashMap<Box<str>, Vec<PendingWrite>>,
-    /// The thread's message table (see the `checkpoint` module docs).
-    messages: BTreeMap<i64, Box<str>>,
 }
 
 /// The number of records from which a thread keeps an index of them.
@@ -61,15 +59,13 @@ impl Thread {
         }
     }
 
-    /// `put` (`put_next` when `next`) of `record`, whose JSON is `json`; the keys of
-    /// the message rows it added go to `added` (to undo a batch).
+    /// `put` (`put_next` when `next`) of `record`, whose JSON is `json`.
     fn store(
         &mut self,
         thread_id: &str,
         record: CheckpointRecord,
         json: String,
         next: bool,
-        added: &mut Vec<i64>,
     ) -> Result<()> {
         if let Some(i) = self.find(record.id.as_str()) {
             let stored = &self.records[i];
@@ -94,12 +90,6 @@ impl Thread {
             if self.pending.is_empty() {
                 // Give the table's memory back: most threads have no pending writes.
                 self.pending = HashMap::new();
-            }
-        }
-        for (key, m) in record.messages {
-            if let std::collections::btree_map::Entry::Vacant(e) = self.messages.entry(key) {
-                e.insert(m.into());
-                added.push(key);
             }
         }
         let parent = record.parent_id.map(Into::into);
@@ -185,7 +175,7 @@ impl MemorySaver {
         let json = to_json(&record)?;
         self.open_with(|ts| {
             let t = ts.entry(thread_id.to_owned()).or_default();
-            t.store(thread_id, record, json, next, &mut Vec::new())
+            t.store(thread_id, record, json, next)
         })
     }
 
@@ -286,9 +276,6 @@ impl MemorySaver {
                             r.json.len() + r.id.len() + r.parent.as_ref().map_or(0, |p| p.len())
                         })
                         .sum::<usize>()
-                        + (t.messages.values())
-                            .map(|m| m.len() + std::mem::size_of::<i64>())
-                            .sum::<usize>()
                         + t.pending
                             .values()
                             .flatten()
@@ -329,10 +316,9 @@ impl Checkpointer for MemorySaver {
         self.open_with(|ts| {
             let t = ts.entry(thread_id.to_owned()).or_default();
             let (records, pending) = (t.records.len(), t.pending.clone());
-            let mut added = Vec::new();
             for p in puts {
                 let r = match p {
-                    Err((record, json, next)) => t.store(thread_id, record, json, next, &mut added),
+                    Err((record, json, next)) => t.store(thread_id, record, json, next),
                     Ok((checkpoint_id, writes)) => {
                         t.add_writes(&checkpoint_id, writes);
                         Ok(())
@@ -341,9 +327,6 @@ impl Checkpointer for MemorySaver {
                 if let Err(e) = r {
                     t.truncate(records);
                     t.pending = pending;
-                    for key in added {
-                        t.messages.remove(&key);
-                    }
                     return Err(e);
                 }
             }
@@ -392,31 +375,6 @@ impl Checkpointer for MemorySaver {
         id: &str,
     ) -> Result<Vec<CheckpointRecord>> {
         self.read_chain(thread_id, id, ChainFrom::Snapshot)
-    }
-
-    async fn messages(&self, thread_id: &str, ranges: &[(i64, i64)]) -> Result<Vec<MessageRow>> {
-        self.open_with(|ts| {
-            let Some(t) = ts.get(thread_id) else {
-                return Ok(Vec::new());
-            };
-            let mut out: Vec<MessageRow> = ranges
-                .iter()
-                .filter(|(lo, hi)| lo <= hi)
-                .flat_map(|&(lo, hi)| t.messages.range(lo..=hi))
-                .map(|(k, m)| (*k, m.to_string()))
-                .collect();
-            out.sort_by_key(|r| r.0);
-            out.dedup_by_key(|r| r.0);
-            Ok(out)
-        })
-    }
-
-    async fn last_message_key(&self, thread_id: &str) -> Result<Option<i64>> {
-        self.open_with(|ts| {
-            Ok(ts
-                .get(thread_id)
-                .and_then(|t| t.messages.last_key_value().map(|(k, _)| *k)))
-        })
     }
 
     async fn list(
@@ -558,7 +516,6 @@ mod tests {
             next: vec![],
             created_at: 0.0,
             metadata: serde_json::Value::Null,
-            messages: vec![],
         }
     }
 

@@ -10,22 +10,6 @@
 //! after the nearest snapshot ([`Checkpointer::chain_from_snapshot`]) instead of the
 //! whole chain. How a record is stored, and how a store tells a record holding a
 //! snapshot by its first bytes without parsing it, is [`record`]'s.
-//!
-//! # Messages, stored once per thread
-//!
-//! The messages a step writes to a messages channel (`add_messages`) are not kept in
-//! its record: each one is a row of the thread's *message table*, `(key, JSON)`, and
-//! the record's write refers to its rows by key range ([`CheckpointRecord::messages`]
-//! holds the rows a record brings; a saver stores them with the record, in the same
-//! transaction). A snapshot refers to the rows its messages channels hold by key
-//! ranges too, so loading a messages thread reads the nearest snapshot, the deltas
-//! after it and, in one query, the rows they refer to ([`Checkpointer::messages`]),
-//! never the chain back to the root, and no message is stored twice. Keys are the
-//! engine's: increasing along a chain, and past every key of the thread
-//! ([`Checkpointer::last_message_key`]) where a run branches off an older checkpoint,
-//! so two branches never share a key. Rows outlive nothing but their thread
-//! ([`Checkpointer::delete_thread`]); a row no record refers to any more (a rolled back
-//! run's) is kept until then.
 
 pub mod caller;
 pub mod memory;
@@ -155,15 +139,7 @@ pub struct CheckpointRecord {
     pub created_at: f64,
     #[serde(default)]
     pub metadata: Value,
-    /// The rows this record adds to its thread's message table (see the module docs):
-    /// stored with the record, and not part of its text. Records read back from a
-    /// store have none (their writes refer to the rows by key).
-    #[serde(skip)]
-    pub messages: Vec<MessageRow>,
 }
-
-/// A row of a thread's message table: its key and one message as JSON text.
-pub type MessageRow = (i64, String);
 
 /// A write of a task that finished inside a step that has not (yet) completed, kept
 /// so that a resumed run does not run the task again. Channels starting with `__`
@@ -284,13 +260,6 @@ pub trait Checkpointer: Send + Sync {
         }
         Ok(chain)
     }
-    /// The rows of the thread's message table whose keys fall in one of `ranges`
-    /// (inclusive), in key order (see the module docs). Keys the thread does not have
-    /// are skipped.
-    async fn messages(&self, thread_id: &str, ranges: &[(i64, i64)]) -> Result<Vec<MessageRow>>;
-    /// The highest key of the thread's message table (`None` when it has no row): a
-    /// run branching off an older checkpoint takes its keys after it.
-    async fn last_message_key(&self, thread_id: &str) -> Result<Option<i64>>;
     /// Checkpoints newest first, at most `limit`, older than `before` when given.
     async fn list(
         &self,

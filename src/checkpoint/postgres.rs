@@ -52,10 +52,6 @@
 //! (SQLSTATE `IL409`) that a refused `put_next` of a pipelined batch aborts its
 //! transaction with.
 //!
-//! Version 5 adds `ironloop_messages(thread_id, key, message) PRIMARY KEY (thread_id,
-//! key)`: the threads' message tables (see the `checkpoint` module docs). A record's
-//! rows go in with it, in its statement.
-//!
 //! Version 2 adds `ironloop_claims(thread_id PRIMARY KEY, owner, expires_at)`, the
 //! claims of stalled threads (see [`super::stalled`]), and `ironloop_writes.saved_at`
 //! (filled by the server). A thread is idle since its latest save: the later of its
@@ -91,11 +87,11 @@ use super::record;
 use super::stalled::{awaits_answer_sql, check_claim};
 use super::{
     advanced_conflict, dedupe_writes, order_chain, same_id_conflict, ChainFrom, CheckpointError,
-    CheckpointRecord, Checkpointer, MessageRow, PendingWrite, Put, Result,
+    CheckpointRecord, Checkpointer, PendingWrite, Put, Result,
 };
 
 /// The schema version this ironloop writes (the last of [`MIGRATIONS`]).
-pub const SCHEMA_VERSION: i32 = 5;
+pub const SCHEMA_VERSION: i32 = 4;
 
 /// The migrations, in order: `MIGRATIONS[i]` takes the schema to version `i + 1`.
 /// `{s}` stands for the schema prefix (`"name".` or nothing).
@@ -154,16 +150,6 @@ BEGIN
 END
 $$;
 ",
-    // The threads' message tables (see the `checkpoint` module docs); records written
-    // before keep their messages inline and load as they did.
-    "
-CREATE TABLE {s}ironloop_messages (
-    thread_id text   NOT NULL,
-    key       bigint NOT NULL,
-    message   text   NOT NULL,
-    PRIMARY KEY (thread_id, key)
-);
-",
 ];
 
 /// The error `ironloop_refused` raises (migration 4).
@@ -214,9 +200,6 @@ struct Sql {
     delete_some: String,
     stalled: String,
     claim: String,
-    /// A thread's message rows with keys in the ranges `$2[i]..=$3[i]`.
-    messages: String,
-    last_message_key: String,
 }
 
 impl Sql {
@@ -230,16 +213,6 @@ impl Sql {
         let t = format!("{prefix}ironloop_threads");
         let this = "(thread_id = $1 OR starts_with(thread_id, $2))";
         let k = format!("{prefix}ironloop_claims");
-        let m = format!("{prefix}ironloop_messages");
-        // The record's message rows (`$6` keys, `$7` messages), with it.
-        let msgs = format!(
-            "msgs AS ( \
-               INSERT INTO {m} (thread_id, key, message) \
-               SELECT $1, x.k, x.m FROM unnest($6::bigint[], $7::text[]) AS x(k, m) \
-               WHERE EXISTS (SELECT 1 FROM ins) \
-               ON CONFLICT (thread_id, key) DO NOTHING \
-             )"
-        );
         // The stalled threads, idle longest first (`$1`: stale_after in seconds, `$2`:
         // the limit, NULL for none); subgraphs' namespaces (keys with U+001F) are
         // resumed through their thread, not listed.
@@ -276,7 +249,7 @@ impl Sql {
                  ), del AS ( \
                    DELETE FROM {w} WHERE thread_id = $1 AND checkpoint_id = $3 \
                    AND EXISTS (SELECT 1 FROM cas) \
-                 ), {msgs}"
+                 )"
         );
         Sql {
             // The threads' rows are locked (those another claimer or a saving run
@@ -302,7 +275,7 @@ impl Sql {
                    ON CONFLICT (thread_id, checkpoint_id) DO NOTHING RETURNING 1 \
                  ), del AS ( \
                    DELETE FROM {w} WHERE thread_id = $1 AND checkpoint_id = $3 \
-                 ), {msgs}, latest AS ( \
+                 ), latest AS ( \
                    INSERT INTO {t} (thread_id, latest_id) \
                    SELECT $1, $2 WHERE EXISTS (SELECT 1 FROM ins) \
                    ON CONFLICT (thread_id) DO UPDATE \
@@ -367,17 +340,9 @@ impl Sql {
             delete: format!(
                 "WITH w AS (DELETE FROM {w} WHERE {this}), \
                    t AS (DELETE FROM {t} WHERE {this}), \
-                   k AS (DELETE FROM {k} WHERE {this}), \
-                   m AS (DELETE FROM {m} WHERE {this}) \
+                   k AS (DELETE FROM {k} WHERE {this}) \
                  DELETE FROM {c} WHERE {this}"
             ),
-            messages: format!(
-                "SELECT DISTINCT m.key, m.message \
-                 FROM unnest($2::bigint[], $3::bigint[]) AS r(lo, hi) \
-                 JOIN {m} m ON m.thread_id = $1 AND m.key BETWEEN r.lo AND r.hi \
-                 ORDER BY m.key"
-            ),
-            last_message_key: format!("SELECT max(key) FROM {m} WHERE thread_id = $1"),
             // Checkpoints `$2` of thread `$1` and their writes; the thread's latest is
             // then the newest left (the statement's subqueries see the rows before
             // its deletes, hence `<> ALL($2)`), its row gone when none is left.
@@ -780,9 +745,6 @@ enum Item {
         step: i64,
         json: String,
         next: bool,
-        /// Its message rows' keys and messages.
-        keys: Vec<i64>,
-        messages: Vec<String>,
     },
     Writes {
         checkpoint_id: String,
@@ -823,10 +785,8 @@ fn batch_params<'a>(t: &'a String, items: &'a [Item]) -> Vec<Vec<Param<'a>>> {
                 parent,
                 step,
                 json,
-                keys,
-                messages,
                 ..
-            } => vec![t as Param<'_>, id, parent, step, json, keys, messages],
+            } => vec![t as Param<'_>, id, parent, step, json],
             Item::Writes {
                 checkpoint_id,
                 columns: w,
@@ -1089,24 +1049,18 @@ impl Checkpointer for PostgresSaver {
         let items = puts
             .into_iter()
             .map(|p| match p {
-                Put::Record { record, next } => {
-                    let json = record::encode(&record).map_err(|e| {
+                Put::Record { record, next } => Ok(Item::Record {
+                    json: record::encode(&record).map_err(|e| {
                         CheckpointError::serialization(format!(
                             "{}: cannot serialise the checkpoint record to JSON: {e}",
                             self.shared.name
                         ))
-                    })?;
-                    let (keys, messages) = record.messages.into_iter().unzip();
-                    Ok(Item::Record {
-                        json,
-                        id: record.id,
-                        parent: record.parent_id,
-                        step: record.step,
-                        next,
-                        keys,
-                        messages,
-                    })
-                }
+                    })?,
+                    id: record.id,
+                    parent: record.parent_id,
+                    step: record.step,
+                    next,
+                }),
                 Put::Writes {
                     checkpoint_id,
                     writes,
@@ -1183,29 +1137,6 @@ impl Checkpointer for PostgresSaver {
         id: &str,
     ) -> Result<Vec<CheckpointRecord>> {
         self.read_chain(thread_id, id, ChainFrom::Snapshot).await
-    }
-
-    async fn messages(&self, thread_id: &str, ranges: &[(i64, i64)]) -> Result<Vec<MessageRow>> {
-        if ranges.is_empty() {
-            return Ok(Vec::new());
-        }
-        let t = thread_id.to_owned();
-        let (lo, hi): (Vec<i64>, Vec<i64>) = ranges.iter().copied().unzip();
-        self.call("read messages", move |c, sh| async move {
-            let st = c.prepare_cached(&sh.sql.messages).await?;
-            let rows = c.query(&st, &[&t, &lo, &hi]).await?;
-            Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
-        })
-        .await
-    }
-
-    async fn last_message_key(&self, thread_id: &str) -> Result<Option<i64>> {
-        let t = thread_id.to_owned();
-        self.call("read messages", move |c, sh| async move {
-            let st = c.prepare_cached(&sh.sql.last_message_key).await?;
-            Ok(c.query_one(&st, &[&t]).await?.get(0))
-        })
-        .await
     }
 
     async fn list(

@@ -207,7 +207,6 @@ fn decode_any(text: &str, id: &str, parent_id: Option<&str>) -> Result<Checkpoin
         next,
         created_at,
         metadata,
-        messages: Vec::new(),
     })
 }
 
@@ -321,7 +320,6 @@ mod tests {
             ],
             created_at: 1_795_418_839.542_807,
             metadata: json!({"user": "u", "source": "loop", "step": 4, "parents": {}}),
-            messages: vec![],
         }
     }
 

@@ -36,7 +36,7 @@
 //! never wait on writers (WAL). The file must live on a local filesystem: WAL needs
 //! shared memory.
 //!
-//! # Schema (`PRAGMA user_version = 4`)
+//! # Schema (`PRAGMA user_version = 3`)
 //!
 //! ```sql
 //! checkpoints(seq INTEGER PRIMARY KEY, thread_id, checkpoint_id, parent_id, step, record)
@@ -44,12 +44,7 @@
 //! writes(seq INTEGER PRIMARY KEY, thread_id, checkpoint_id, task_id, idx, node, channel,
 //!        value)
 //!     UNIQUE (thread_id, checkpoint_id, task_id, idx), INDEX (thread_id, checkpoint_id, seq)
-//! messages(thread_id, key, message)  PRIMARY KEY (thread_id, key), WITHOUT ROWID
 //! ```
-//!
-//! `messages` is the threads' message tables (see the `checkpoint` module docs): added
-//! by version 4, which older files get when opened (their records keep their messages
-//! inline and load as before).
 //!
 //! `seq` is insertion order (the latest checkpoint of a thread is its highest `seq`);
 //! `record` is the record's text (see [`super::record`]: format 2, or format 1 for
@@ -87,7 +82,7 @@ use super::record;
 use super::stalled::{awaits_answer_sql, check_claim};
 use super::{
     advanced_conflict, now_secs, order_chain, same_id_conflict, ChainFrom, CheckpointError,
-    CheckpointRecord, Checkpointer, MessageRow, PendingWrite, Put, Result,
+    CheckpointRecord, Checkpointer, PendingWrite, Put, Result,
 };
 
 /// How long a statement waits for a lock held by another connection before failing.
@@ -95,7 +90,7 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Version 3 changed no table: its records may be in format 2 (see `record`), which
 /// an ironloop that knows version 2 cannot read, so it refuses the file up front.
-const SCHEMA_VERSION: i64 = 4;
+const SCHEMA_VERSION: i64 = 3;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS checkpoints (
@@ -120,16 +115,6 @@ CREATE TABLE IF NOT EXISTS writes (
 );
 CREATE INDEX IF NOT EXISTS writes_by_checkpoint ON writes (thread_id, checkpoint_id, seq);
 CREATE UNIQUE INDEX IF NOT EXISTS writes_by_task ON writes (thread_id, checkpoint_id, task_id, idx);
-";
-
-/// Version 4: the threads' message tables (see the `checkpoint` module docs).
-const MESSAGES: &str = "
-CREATE TABLE IF NOT EXISTS messages (
-    thread_id TEXT    NOT NULL,
-    key       INTEGER NOT NULL,
-    message   TEXT    NOT NULL,
-    PRIMARY KEY (thread_id, key)
-) WITHOUT ROWID;
 ";
 
 /// Version 1 to 2: pending writes get an `idx` (deduplication key with the task id).
@@ -213,7 +198,6 @@ enum Row {
         step: i64,
         json: String,
         next: bool,
-        messages: Vec<MessageRow>,
     },
     Writes {
         checkpoint_id: String,
@@ -291,26 +275,6 @@ fn delete_parent_writes(
     if let Some(parent) = parent_id {
         tx.prepare_cached("DELETE FROM writes WHERE thread_id = ?1 AND checkpoint_id = ?2")?
             .execute(params![t, parent])?;
-    }
-    Ok(())
-}
-
-/// Inserts a record's message rows in `tx`; a key the thread holds keeps its row (a
-/// retried `put` brings the same rows).
-fn insert_messages(
-    tx: &rusqlite::Transaction<'_>,
-    t: &str,
-    rows: &[MessageRow],
-) -> rusqlite::Result<()> {
-    if rows.is_empty() {
-        return Ok(());
-    }
-    let mut stmt = tx.prepare_cached(
-        "INSERT INTO messages (thread_id, key, message) VALUES (?1, ?2, ?3) \
-         ON CONFLICT (thread_id, key) DO NOTHING",
-    )?;
-    for (key, m) in rows {
-        stmt.execute(params![t, key, m])?;
     }
     Ok(())
 }
@@ -740,7 +704,6 @@ impl Checkpointer for SqliteSaver {
                     parent_id: record.parent_id,
                     step: record.step,
                     next,
-                    messages: record.messages,
                 }),
                 Put::Writes {
                     checkpoint_id,
@@ -769,9 +732,8 @@ impl Checkpointer for SqliteSaver {
                             step,
                             json,
                             next,
-                            messages,
                         } => match save_record(&tx, &t, id, parent_id, *step, json, *next)? {
-                            Next::Saved => insert_messages(&tx, &t, messages)?,
+                            Next::Saved => {}
                             Next::Stored(p, s)
                                 if record::same(
                                     id,
@@ -858,43 +820,6 @@ impl Checkpointer for SqliteSaver {
         self.read_chain(thread_id, id, ChainFrom::Snapshot).await
     }
 
-    async fn messages(&self, thread_id: &str, ranges: &[(i64, i64)]) -> Result<Vec<MessageRow>> {
-        if ranges.is_empty() {
-            return Ok(Vec::new());
-        }
-        let t = thread_id.to_owned();
-        let ranges = ranges.to_vec();
-        let mut rows = self
-            .call("read messages", move |conn| {
-                let mut stmt = conn.prepare_cached(
-                    "SELECT key, message FROM messages \
-                     WHERE thread_id = ?1 AND key BETWEEN ?2 AND ?3 ORDER BY key",
-                )?;
-                let mut out: Vec<MessageRow> = Vec::new();
-                for &(lo, hi) in &ranges {
-                    let rows =
-                        stmt.query_map(params![t, lo, hi], |r| Ok((r.get(0)?, r.get(1)?)))?;
-                    for r in rows {
-                        out.push(r?);
-                    }
-                }
-                Ok(out)
-            })
-            .await?;
-        rows.sort_by_key(|r: &MessageRow| r.0);
-        rows.dedup_by_key(|r| r.0);
-        Ok(rows)
-    }
-
-    async fn last_message_key(&self, thread_id: &str) -> Result<Option<i64>> {
-        let t = thread_id.to_owned();
-        self.call("read messages", move |conn| {
-            conn.prepare_cached("SELECT max(key) FROM messages WHERE thread_id = ?1")?
-                .query_row(params![t], |r| r.get(0))
-        })
-        .await
-    }
-
     async fn list(
         &self,
         thread_id: &str,
@@ -970,7 +895,7 @@ impl Checkpointer for SqliteSaver {
         let (t, ns) = (thread_id.to_owned(), super::ns_prefix(thread_id));
         self.call("delete a thread", move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            for table in ["checkpoints", "writes", "messages", "claims", "activity"] {
+            for table in ["checkpoints", "writes", "claims", "activity"] {
                 tx.prepare_cached(&format!(
                     "DELETE FROM {table} WHERE thread_id = ?1 \
                      OR substr(thread_id, 1, length(?2)) = ?2"
@@ -1187,9 +1112,8 @@ fn init_connection(path: &Path) -> rusqlite::Result<Connection> {
             tx.execute_batch(MIGRATE_1_TO_2)?;
             tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
         }
-        // Format-1 records stay as they are and load as before; so do records with
-        // their messages inline (before version 4).
-        2 | 3 => tx.pragma_update(None, "user_version", SCHEMA_VERSION)?,
+        // Format-1 records stay as they are and load as before.
+        2 => tx.pragma_update(None, "user_version", SCHEMA_VERSION)?,
         SCHEMA_VERSION => {}
         v => {
             return Err(setup_error(format!(
@@ -1198,7 +1122,6 @@ fn init_connection(path: &Path) -> rusqlite::Result<Connection> {
             )))
         }
     }
-    tx.execute_batch(MESSAGES)?;
     tx.execute_batch(CLAIMS)?;
     tx.commit()?;
     Ok(conn)

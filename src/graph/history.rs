@@ -10,7 +10,6 @@ use super::channel::Channel;
 use super::codec::encode;
 use super::engine::{meta, new_id, Graph, Task};
 use super::error::GraphError;
-use super::message_rows::MessageKeys;
 use super::reserved::Source;
 use super::run::RunOptions;
 use super::snapshot::Loaded;
@@ -91,23 +90,16 @@ impl Graph {
         record: &CheckpointRecord,
         keep: bool,
     ) -> Result<Loaded, GraphError> {
-        if let Some((chans, since_snapshot, keys)) = self.cached_state(thread_id, &record.id)? {
+        if let Some((chans, since_snapshot)) = self.cached_state(thread_id, &record.id)? {
             return Ok(Loaded {
                 chans,
                 since_snapshot,
                 parent: None,
-                keys,
             });
         }
         let loaded = self.materialise(cp, thread_id, record).await?;
         if keep {
-            self.cache_state(
-                thread_id,
-                &record.id,
-                &loaded.chans,
-                loaded.since_snapshot,
-                &loaded.keys,
-            );
+            self.cache_state(thread_id, &record.id, &loaded.chans, loaded.since_snapshot);
         }
         Ok(loaded)
     }
@@ -138,7 +130,6 @@ impl Graph {
             .list(thread_id, limit, before)
             .await
             .map_err(Graph::cp_err)?;
-        let mut keys = MessageKeys::default();
         let mut memo: HashMap<String, (Vec<Channel>, CheckpointRecord)> = HashMap::new();
         let mut out = Vec::with_capacity(records.len());
         for r in records {
@@ -153,14 +144,9 @@ impl Graph {
                         Some(i) => memo[&chain[i].id].0.clone(),
                         None => self.fresh_channels(),
                     };
-                    let todo = &chain[start.map(|i| i + 1).unwrap_or(0)..];
-                    // Applied with their messages in place; kept as stored.
-                    let mut inlined = todo.to_vec();
-                    self.inline_messages(cp, thread_id, &mut inlined, &mut keys)
-                        .await?;
-                    for (c, stored) in inlined.iter().zip(todo) {
+                    for c in &chain[start.map(|i| i + 1).unwrap_or(0)..] {
                         self.apply_stored(thread_id, &mut chans, c)?;
-                        memo.insert(c.id.clone(), (chans.clone(), stored.clone()));
+                        memo.insert(c.id.clone(), (chans.clone(), c.clone()));
                     }
                     chans
                 }
@@ -201,10 +187,10 @@ impl Graph {
             .get(thread_id, checkpoint_id)
             .await
             .map_err(Graph::cp_err)?;
-        let (mut chans, since, mut keys) = match &parent {
+        let (mut chans, since) = match &parent {
             Some(p) => {
                 let loaded = self.state_at(cp.as_ref(), thread_id, p, false).await?;
-                (loaded.chans, loaded.since_snapshot, loaded.keys)
+                (loaded.chans, loaded.since_snapshot)
             }
             None => match checkpoint_id {
                 Some(id) => {
@@ -212,13 +198,9 @@ impl Graph {
                         thread_id, id,
                     )))
                 }
-                None => (self.fresh_channels(), 0, MessageKeys::default()),
+                None => (self.fresh_channels(), 0),
             },
         };
-        if checkpoint_id.is_some() {
-            self.keys_for_branch(cp.as_ref(), thread_id, &mut keys)
-                .await?;
-        }
         let as_node = match as_node {
             Some(n) => n,
             None => parent
@@ -232,7 +214,7 @@ impl Graph {
                 "update_state: as_node {as_node:?} is not a node of this graph"
             )));
         }
-        let mut encoded = writes
+        let encoded = writes
             .iter()
             .map(|(c, v)| {
                 Ok(Write {
@@ -261,8 +243,7 @@ impl Graph {
         }
         let next = Graph::make_tasks(&id, triggers);
         let step = parent.as_ref().map(|p| p.step + 1).unwrap_or(-1);
-        let mut messages = self.message_rows(&mut encoded, &mut keys)?;
-        let (snapshot, _) = self.snapshot_for_next(since, &chans, &mut keys, &mut messages)?;
+        let (snapshot, _) = self.snapshot_for_next(since, &chans)?;
         let record = CheckpointRecord {
             snapshot,
             id: id.clone(),
@@ -274,7 +255,6 @@ impl Graph {
             created_at: now_secs(),
             // As a step's checkpoint: `source`, `step` and `parents` (LangGraph's).
             metadata: meta(&Value::Null, Source::Update, step),
-            messages,
         };
         // At a given checkpoint it branches off; at the latest it is the thread's next.
         if checkpoint_id.is_some() {

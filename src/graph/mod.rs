@@ -6,7 +6,6 @@ mod engine;
 mod error;
 mod history;
 mod interrupt;
-mod message_rows;
 mod messages;
 mod pending;
 mod reserved;

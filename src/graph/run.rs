@@ -21,7 +21,6 @@ use super::codec::encode;
 use super::engine::{meta, new_id, Graph, Task};
 use super::error::GraphError;
 use super::interrupt::InterruptInfo;
-use super::message_rows::MessageKeys;
 use super::pending::{self, Pending, Saved};
 use super::reserved::{is_hidden, join_channel, Reserved, Source};
 use super::spec::{NodeFailure, NodeOutput, START};
@@ -68,13 +67,9 @@ impl Graph {
             match (&result, &run.parent) {
                 // The channels are the state at the run's last checkpoint: kept for the
                 // thread's next run.
-                (Ok(()), Some(p)) => self.cache_state(
-                    &run.thread,
-                    &p.id,
-                    &run.chans,
-                    run.since_snapshot,
-                    &run.keys,
-                ),
+                (Ok(()), Some(p)) => {
+                    self.cache_state(&run.thread, &p.id, &run.chans, run.since_snapshot)
+                }
                 // A failed step may have changed the channels without a checkpoint.
                 _ => self.state_cache.forget(&run.thread),
             }
@@ -262,9 +257,6 @@ struct Run<'g> {
     /// How many records of the thread's chain follow its nearest snapshot: the next
     /// checkpoint holds one when it is due (see `snapshot`).
     since_snapshot: usize,
-    /// The message rows the messages channels hold, and the next free key (see
-    /// `message_rows`).
-    keys: MessageKeys,
     /// Whether the run has something to return: it continues a thread, or it wrote
     /// one of the output channels (as LangGraph, whose `invoke` returns `None` when
     /// no step of a new run touched them).
@@ -292,7 +284,7 @@ impl<'g> Run<'g> {
             opts.thread_id.as_deref().unwrap_or_default(),
             &opts.checkpoint_ns,
         );
-        let (chans, since_snapshot, mut keys, parent) = match &cp {
+        let (chans, since_snapshot, parent) = match &cp {
             Some(cp) => match cp
                 .get(&thread, opts.checkpoint_id.as_deref())
                 .await
@@ -300,7 +292,7 @@ impl<'g> Run<'g> {
             {
                 Some(r) => {
                     let loaded = graph.state_at(cp.as_ref(), &thread, &r, false).await?;
-                    (loaded.chans, loaded.since_snapshot, loaded.keys, Some(r))
+                    (loaded.chans, loaded.since_snapshot, Some(r))
                 }
                 None => {
                     if let Some(id) = &opts.checkpoint_id {
@@ -308,18 +300,13 @@ impl<'g> Run<'g> {
                             &thread, id,
                         )));
                     }
-                    (graph.fresh_channels(), 0, MessageKeys::default(), None)
+                    (graph.fresh_channels(), 0, None)
                 }
             },
-            None => (graph.fresh_channels(), 0, MessageKeys::default(), None),
+            None => (graph.fresh_channels(), 0, None),
         };
         let step = parent.as_ref().map(|p| p.step).unwrap_or(-2);
         let fork = opts.checkpoint_id.is_some();
-        if let (true, Some(cp)) = (fork, &cp) {
-            graph
-                .keys_for_branch(cp.as_ref(), &thread, &mut keys)
-                .await?;
-        }
         let saves = cp
             .as_ref()
             .map(|cp| saves::Saves::new(cp.clone(), thread.clone(), opts.durability));
@@ -339,7 +326,6 @@ impl<'g> Run<'g> {
             input: None,
             fork,
             since_snapshot,
-            keys,
             has_output: false,
             saves,
         })
@@ -590,18 +576,12 @@ impl Run<'_> {
         }
         let mut out = NodeOutput::default();
         if let (Some(cp), Some(p)) = (&self.cp, &self.parent) {
-            let mut child: Vec<CheckpointRecord> = cp
+            let child = cp
                 .list(&self.thread, None, None)
                 .await
                 .map_err(Graph::cp_err)?
                 .into_iter()
-                .filter(|r| r.parent_id.as_deref() == Some(p.id.as_str()))
-                .take(1)
-                .collect();
-            let mut keys = MessageKeys::default();
-            self.graph
-                .inline_messages(cp.as_ref(), &self.thread, &mut child, &mut keys)
-                .await?;
+                .find(|r| r.parent_id.as_deref() == Some(p.id.as_str()));
             for w in child.into_iter().flat_map(|r| r.writes) {
                 if w.node == START {
                     let v = self.graph.decode(&w.channel, w.value)?;
@@ -826,15 +806,9 @@ impl Run<'_> {
         let Some(saves) = &self.saves else {
             return Ok(());
         };
-        let mut writes = writes;
-        let mut keys = self.keys.clone();
-        let mut messages = self.graph.message_rows(&mut writes, &mut keys)?;
-        let (snapshot, since) = self.graph.snapshot_for_next(
-            self.since_snapshot,
-            &self.chans,
-            &mut keys,
-            &mut messages,
-        )?;
+        let (snapshot, since) = self
+            .graph
+            .snapshot_for_next(self.since_snapshot, &self.chans)?;
         let record = CheckpointRecord {
             snapshot,
             id,
@@ -845,16 +819,14 @@ impl Run<'_> {
             next: Graph::records(&self.next)?,
             created_at: now_secs(),
             metadata: meta(&self.opts.metadata, source, self.step),
-            messages: Vec::new(),
         };
-        let kept = record.clone();
-        let record = CheckpointRecord { messages, ..record };
         // Every step but a fork's first must follow the thread's latest checkpoint: a
         // second run advancing the thread at the same time gets a conflict.
-        saves.record(record, std::mem::take(&mut self.fork)).await?;
+        saves
+            .record(record.clone(), std::mem::take(&mut self.fork))
+            .await?;
         self.since_snapshot = since;
-        self.keys = keys;
-        self.parent = Some(kept);
+        self.parent = Some(record);
         Ok(())
     }
 }

@@ -3,14 +3,13 @@
 //! that many deltas instead of the whole chain.
 //!
 //! A snapshot holds every channel's value as checkpoint JSON, except the messages
-//! channels': their messages are stored once, as rows of the thread's message table,
-//! and a snapshot refers to the rows by key ranges (see `message_rows`). Copying them
-//! into every snapshot would make a thread's bytes grow with its length squared. So a
-//! load reads the snapshot, the deltas after it and, in one call, the message rows
-//! they refer to; never the chain back to the root. A snapshot written before the
-//! message table has no such references: its thread's messages channels are then the
-//! fold of the message writes from the root (its chain is read), until a run adds a
-//! snapshot that has them.
+//! channels': their messages are stored once, in the deltas that wrote them, and a
+//! snapshot refers to them (the channel is the fold of the messages written along the
+//! chain). Copying them into every snapshot would make a thread's bytes grow with
+//! its length squared; loading them is linear in the messages whatever is done, as
+//! they all go to the caller. So a graph with a messages channel reads its chain to
+//! the root, decoding only the message writes before the snapshot; a graph without
+//! one reads the snapshot and the deltas after it.
 
 use std::collections::HashMap;
 
@@ -20,8 +19,7 @@ use super::channel::{Channel, ChannelKind};
 use super::codec::encode;
 use super::engine::Graph;
 use super::error::GraphError;
-use super::message_rows::MessageKeys;
-use crate::checkpoint::{CheckpointError, CheckpointRecord, Checkpointer, MessageRow};
+use crate::checkpoint::{CheckpointError, CheckpointRecord, Checkpointer};
 
 /// How many records may follow a snapshot on a chain before the next record carries
 /// one. Small, so that a load costs about as much as loading a 10-step thread; a
@@ -40,8 +38,6 @@ pub(super) struct Loaded {
     pub since_snapshot: usize,
     /// The record's parent, when the load read it.
     pub parent: Option<CheckpointRecord>,
-    /// The message rows the messages channels hold, and the next free key.
-    pub keys: MessageKeys,
 }
 
 /// Whether the record saved after `since` records without a snapshot carries one,
@@ -55,21 +51,15 @@ pub(super) fn next_since(since: usize) -> (bool, usize) {
 }
 
 impl Graph {
-    pub(super) fn has_messages(&self) -> bool {
+    fn has_messages(&self) -> bool {
         self.kinds()
             .iter()
             .any(|k| matches!(k, ChannelKind::Messages))
     }
 
     /// The snapshot of `chans`: `{"v": 1, "values": {channel: json}, "versions":
-    /// {channel: n}}`, and for messages channels the rows they hold (`"m"`, `"mnext"`,
-    /// see `message_rows`; rows not stored yet go to `rows`).
-    pub(super) fn snapshot_of(
-        &self,
-        chans: &[Channel],
-        keys: &mut MessageKeys,
-        rows: &mut Vec<MessageRow>,
-    ) -> Result<Value, GraphError> {
+    /// {channel: n}}`, messages channels without values (see the module docs).
+    pub(super) fn snapshot_of(&self, chans: &[Channel]) -> Result<Value, GraphError> {
         let mut values = Map::new();
         let mut versions = Map::new();
         for ((name, kind), c) in self.names().iter().zip(self.kinds()).zip(chans) {
@@ -83,15 +73,7 @@ impl Graph {
                 values.insert(name.clone(), encode(name, v)?);
             }
         }
-        let mut snapshot = json!({"v": FORMAT, "values": values, "versions": versions});
-        if self.has_messages() {
-            if let (Value::Object(s), Value::Object(refs)) =
-                (&mut snapshot, self.message_refs(chans, keys, rows)?)
-            {
-                s.extend(refs);
-            }
-        }
-        Ok(snapshot)
+        Ok(json!({"v": FORMAT, "values": values, "versions": versions}))
     }
 
     /// The channels held by `snapshot` (messages channels empty: the caller folds
@@ -178,60 +160,26 @@ impl Graph {
         Ok((chans, chain.len() - 1 - s))
     }
 
-    /// The channels at `record`, read from the nearest snapshot and the message rows
-    /// it refers to (or, for messages channels of a snapshot written before the message
-    /// table, from the root: see the module docs).
+    /// The channels at `record`, read from the nearest snapshot (or, for messages
+    /// channels, from the root: see the module docs).
     pub(super) async fn materialise(
         &self,
         cp: &dyn Checkpointer,
         thread_id: &str,
         record: &CheckpointRecord,
     ) -> Result<Loaded, GraphError> {
-        let mut chain = cp
-            .chain_from_snapshot(thread_id, &record.id)
-            .await
-            .map_err(Graph::cp_err)?;
-        let mut keys = MessageKeys::default();
-        if self.has_messages() {
-            if let Some(s) = chain.iter().rposition(|r| r.snapshot.is_some()) {
-                let snap = &chain[s];
-                let snapshot = snap.snapshot.as_ref().expect("found by rposition");
-                let mut chans = self.restore(thread_id, &snap.id, snapshot)?;
-                if self
-                    .restore_messages(cp, thread_id, snap, &mut chans, &mut keys)
-                    .await?
-                {
-                    let parent = chain.len().checked_sub(2).map(|i| chain[i].clone());
-                    let mut tail = chain.split_off(s + 1);
-                    self.inline_messages(cp, thread_id, &mut tail, &mut keys)
-                        .await?;
-                    for r in &tail {
-                        self.apply_stored(thread_id, &mut chans, r)?;
-                    }
-                    return Ok(Loaded {
-                        chans,
-                        since_snapshot: tail.len(),
-                        parent,
-                        keys,
-                    });
-                }
-                // A snapshot without references to message rows: the whole chain.
-                keys = MessageKeys::default();
-                chain = cp
-                    .chain(thread_id, &record.id)
-                    .await
-                    .map_err(Graph::cp_err)?;
-            }
-            self.inline_messages(cp, thread_id, &mut chain, &mut keys)
-                .await?;
+        let chain = if self.has_messages() {
+            cp.chain(thread_id, &record.id).await
+        } else {
+            cp.chain_from_snapshot(thread_id, &record.id).await
         }
+        .map_err(Graph::cp_err)?;
         let (chans, since_snapshot) = self.materialise_chain(thread_id, &chain)?;
         let parent = chain.len().checked_sub(2).map(|i| chain[i].clone());
         Ok(Loaded {
             chans,
             since_snapshot,
             parent,
-            keys,
         })
     }
 
@@ -241,11 +189,9 @@ impl Graph {
         &self,
         since: usize,
         chans: &[Channel],
-        keys: &mut MessageKeys,
-        rows: &mut Vec<MessageRow>,
     ) -> Result<(Option<Value>, usize), GraphError> {
         match next_since(since) {
-            (true, n) => Ok((Some(self.snapshot_of(chans, keys, rows)?), n)),
+            (true, n) => Ok((Some(self.snapshot_of(chans)?), n)),
             (false, n) => Ok((None, n)),
         }
     }

@@ -24,7 +24,6 @@ use super::channel::Channel;
 use super::codec::encode;
 use super::engine::Graph;
 use super::error::GraphError;
-use super::message_rows::MessageKeys;
 use super::value::Val;
 
 /// How many threads a compiled graph keeps the latest channels of.
@@ -40,7 +39,6 @@ struct Entry {
     values: Vec<Kept>,
     versions: Vec<u64>,
     since_snapshot: usize,
-    keys: MessageKeys,
     used: u64,
 }
 
@@ -73,8 +71,8 @@ impl Graph {
         &self,
         thread_id: &str,
         checkpoint_id: &str,
-    ) -> Result<Option<(Vec<Channel>, usize, MessageKeys)>, GraphError> {
-        let (kept, versions, since, keys) = {
+    ) -> Result<Option<(Vec<Channel>, usize)>, GraphError> {
+        let (kept, versions, since) = {
             let mut inner = self.state_cache.lock();
             inner.clock += 1;
             let clock = inner.clock;
@@ -93,7 +91,7 @@ impl Graph {
                     Kept::Encoded(j) => Err(j.clone()),
                 })
                 .collect();
-            (kept, e.versions.clone(), e.since_snapshot, e.keys.clone())
+            (kept, e.versions.clone(), e.since_snapshot)
         };
         // Decoding host values may call into the host: outside the lock.
         let mut chans = self.fresh_channels();
@@ -104,7 +102,7 @@ impl Graph {
             };
             c.version = version;
         }
-        Ok(Some((chans, since, keys)))
+        Ok(Some((chans, since)))
     }
 
     /// Keeps `chans`, the state of `thread_id` at `checkpoint_id`. A host value that
@@ -116,7 +114,6 @@ impl Graph {
         checkpoint_id: &str,
         chans: &[Channel],
         since_snapshot: usize,
-        keys: &MessageKeys,
     ) {
         let values = chans
             .iter()
@@ -150,7 +147,6 @@ impl Graph {
                 values,
                 versions: chans.iter().map(|c| c.version).collect(),
                 since_snapshot,
-                keys: keys.clone(),
                 used,
             },
         );
