@@ -285,7 +285,17 @@ fn with_thread(py: Python<'_>, class: Class, e: &GraphError, thread: &str) -> Py
 /// Adds `During task with name '…' and id '…'` to the exception's notes, once (a
 /// subgraph's failure passes through every enclosing graph).
 fn add_task_note(py: Python<'_>, err: &PyErr, node: &str, task_id: &str) {
-    let note = format!("During task with name '{node}' and id '{task_id}'");
+    add_note(
+        py,
+        err,
+        &format!("During task with name '{node}' and id '{task_id}'"),
+    );
+}
+
+/// Appends `note` to the exception's `__notes__`, unless it is there already. Written
+/// to the attribute, not through `add_note`, which CPython 3.10 lacks (its
+/// tracebacks do not print notes, but the note is there to read).
+pub(crate) fn add_note(py: Python<'_>, err: &PyErr, note: &str) {
     let value = err.value(py);
     let r = (|| -> PyResult<()> {
         let notes = match value.getattr("__notes__") {

@@ -160,9 +160,7 @@ fn stop_from_py(stop: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
 fn keyword<'py, T: FromPyObjectOwned<'py>>(name: &str, v: &Bound<'py, PyAny>) -> PyResult<T> {
     v.extract::<T>().map_err(|e| {
         let e: PyErr = e.into();
-        let _ = e
-            .value(v.py())
-            .call_method1("add_note", (format!("while processing '{name}'"),));
+        super::errors::add_note(v.py(), &e, &format!("while processing '{name}'"));
         e
     })
 }
