@@ -214,11 +214,18 @@ def test_interrupt_stops_the_run_of_another_process_between_its_calls(store: Sto
 def test_rollback_stops_the_run_of_another_process_and_discards_it(store: Store) -> None:
     zero = result(store.start("reject", "zero"))["ok"]
     first = store.start("reject", "work first")
-    store.wait_started(first)  # job0 sleeps, the gate stays shut
+    store.wait_started(first)  # job0 sleeps
     second = store.start("rollback", "second")
+    store.wait_asked("rollback")
+    # The holder looks for asks every 50 ms; its run is cancelled then. The call under
+    # way is sync Python code run on the caller's thread: it finishes (the gate opens),
+    # the calls after it never start.
+    time.sleep(0.5)
+    store.open()
     out1 = result(first)
     assert out1["error"] == "RunRolledBackError", out1
     assert out1["thread"] == "t"
+    assert store.ran() == ["job0"]
     out2 = result(second)["ok"]
     assert [m[:2] for m in out2] == [
         *[m[:2] for m in zero],
