@@ -270,7 +270,7 @@ impl Executor {
         if run.cancel.is_cancelled() {
             env.cancel_all();
         }
-        let work = self.dispatch(calls, &env);
+        let work = self.dispatch(calls, &env, &run.cancel);
         tokio::pin!(work);
         tokio::select! {
             biased;
@@ -282,11 +282,22 @@ impl Executor {
         }
     }
 
-    async fn dispatch(&self, calls: &[ToolCall], env: &Arc<CallEnv>) -> Vec<ToolResult> {
+    /// `cancel` is the run's token: read between sequential calls, where a call that
+    /// ran inline (sync code on the caller's thread) gave `execute` no chance to see
+    /// it fire (one call at a time: nobody contends for its lock).
+    async fn dispatch(
+        &self,
+        calls: &[ToolCall],
+        env: &Arc<CallEnv>,
+        cancel: &CancellationToken,
+    ) -> Vec<ToolResult> {
         match self.strategy {
             Strategy::Sequential => {
                 let mut out = Vec::with_capacity(calls.len());
                 for (i, c) in calls.iter().enumerate() {
+                    if i > 0 && !env.run_cancelled() && cancel.is_cancelled() {
+                        env.cancel_all();
+                    }
                     let outcome = run_one(env, i, c, c.arguments.clone()).await;
                     out.push(ToolResult {
                         tool_call_id: c.id.clone(),

@@ -143,7 +143,7 @@ mod temp {
 
     impl Drop for TempDb {
         fn drop(&mut self) {
-            for suffix in ["", "-wal", "-shm", "-journal"] {
+            for suffix in ["", "-wal", "-shm", "-journal", "-runs"] {
                 let mut p = self.0.clone().into_os_string();
                 p.push(suffix);
                 let _ = std::fs::remove_file(p);
@@ -2015,6 +2015,52 @@ mod postgres_only {
         } else {
             format!("{url} application_name={app}")
         }
+    }
+
+    /// A thread's run lease is one saver's at a time (each saver stands for a process:
+    /// its own lease connection), an ask to stop reaches its holder through
+    /// `pg_notify`, and the lease goes with its connection.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_run_lease_is_one_savers_at_a_time_and_asks_reach_its_holder() {
+        use ironloop::checkpoint::StopAsk;
+        let schema = pg::TempSchema::new("lease").await;
+        let (a, b) = (schema.saver().await, schema.saver().await);
+        let held = a.try_lease("t").await.unwrap().expect("free");
+        assert!(!held.is_local());
+        assert!(b.try_lease("t").await.unwrap().is_none(), "held by a");
+        let other = b.try_lease("u").await.unwrap().expect("another thread");
+        // Another schema's thread of the same name is another lease.
+        let elsewhere = pg::TempSchema::new("lease_other").await;
+        let c = elsewhere.saver().await;
+        assert!(c.try_lease("t").await.unwrap().is_some());
+        assert_eq!(held.asked(), None);
+        b.ask_stop("t", StopAsk::Interrupt).await.unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while held.asked().is_none() {
+            assert!(Instant::now() < deadline, "the ask never arrived");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(held.asked(), Some(StopAsk::Interrupt));
+        // A rollback outranks an interrupt; an ask for one thread reaches no other.
+        b.ask_stop("t", StopAsk::Rollback).await.unwrap();
+        while held.asked() != Some(StopAsk::Rollback) {
+            assert!(Instant::now() < deadline, "the rollback ask never arrived");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(other.asked(), None, "an ask for t reached u's lease");
+        held.release().await;
+        let again = b.try_lease("t").await.unwrap().expect("released");
+        assert_eq!(
+            again.asked(),
+            None,
+            "an ask to the earlier holder is not this one's"
+        );
+        drop((again, other));
+        Checkpointer::close(&a).await.unwrap();
+        Checkpointer::close(&b).await.unwrap();
+        Checkpointer::close(&c).await.unwrap();
+        schema.drop().await;
+        elsewhere.drop().await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

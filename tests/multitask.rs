@@ -73,8 +73,21 @@ struct Fixture {
 
 /// `START -> work (gated) -> after -> END`, on a MemorySaver.
 fn fixture() -> Fixture {
+    fixture_on(Arc::new(MemorySaver::new()))
+}
+
+/// The graph of [`fixture`] on `cp`.
+fn fixture_on(cp: Arc<dyn Checkpointer>) -> Fixture {
     let gate = Arc::new(Semaphore::new(0));
     let started = Arc::new(Notify::new());
+    Fixture {
+        graph: Arc::new(compile(&gate, &started, cp)),
+        gate,
+        started,
+    }
+}
+
+fn compile(gate: &Arc<Semaphore>, started: &Arc<Notify>, cp: Arc<dyn Checkpointer>) -> Graph {
     let spec = GraphSpec::default()
         .channel("log", ChannelKind::Reducer(Arc::new(Append)))
         .node(
@@ -94,13 +107,7 @@ fn fixture() -> Fixture {
         .edge(START, "work")
         .edge("work", "after")
         .edge("after", END);
-    let cp: Arc<dyn Checkpointer> = Arc::new(MemorySaver::new());
-    let graph = Graph::compile(spec, Some(cp), Arc::new(JsonCodec), vec![], vec![]).unwrap();
-    Fixture {
-        graph: Arc::new(graph),
-        gate,
-        started,
-    }
+    Graph::compile(spec, Some(cp), Arc::new(JsonCodec), vec![], vec![]).unwrap()
 }
 
 fn opts(strategy: Multitask) -> RunOptions {
@@ -232,5 +239,194 @@ async fn rollback_stops_the_current_run_and_continues_from_where_it_started() {
         let state = f.graph.load("t", Some(&r.id)).await.unwrap().unwrap();
         let words = log(&state.state).to_string();
         assert!(!words.contains("one"), "{words}");
+    }
+}
+
+/// Runs of two saver objects on one SQLite file see each other only through the
+/// thread's run lease in the store, as runs of two processes do (the tests with real
+/// processes are `tests/python/test_multitask_processes.py`).
+#[cfg(feature = "sqlite")]
+mod across_savers {
+    use super::*;
+    use ironloop::checkpoint::{SqliteSaver, StopAsk};
+
+    /// A file in a directory removed when dropped.
+    struct Dir(std::path::PathBuf);
+
+    impl Dir {
+        fn new(name: &str) -> Dir {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos();
+            let p = std::env::temp_dir().join(format!(
+                "ironloop-lease-{name}-{}-{nanos}",
+                std::process::id()
+            ));
+            std::fs::create_dir_all(&p).unwrap();
+            Dir(p)
+        }
+
+        fn db(&self) -> std::path::PathBuf {
+            self.0.join("runs.db")
+        }
+    }
+
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// The fixture's graph on one saver of `dir`'s file, and the same graph (its gate
+    /// shared) on a second saver of that file.
+    fn two(dir: &Dir) -> (Fixture, Arc<Graph>) {
+        let f = fixture_on(Arc::new(SqliteSaver::open(dir.db()).unwrap()));
+        let other = compile(
+            &f.gate,
+            &f.started,
+            Arc::new(SqliteSaver::open(dir.db()).unwrap()),
+        );
+        (f, Arc::new(other))
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_lease_is_one_savers_at_a_time_and_asks_reach_its_holder() {
+        let dir = Dir::new("lease");
+        let (a, b) = (
+            SqliteSaver::open(dir.db()).unwrap(),
+            SqliteSaver::open(dir.db()).unwrap(),
+        );
+        let held = a.try_lease("t").await.unwrap().expect("free");
+        assert!(!held.is_local());
+        assert!(b.try_lease("t").await.unwrap().is_none(), "held by a");
+        assert!(b.try_lease("u").await.unwrap().is_some(), "another thread");
+        assert_eq!(held.asked(), None);
+        let ask = b
+            .ask_stop("t", StopAsk::Rollback)
+            .await
+            .unwrap()
+            .expect("first ask");
+        assert_eq!(held.asked(), Some(StopAsk::Rollback));
+        drop(ask);
+        assert_eq!(held.asked(), None, "a withdrawn ask is gone");
+        let ask = b.ask_stop("t", StopAsk::Interrupt).await.unwrap();
+        assert_eq!(held.asked(), Some(StopAsk::Interrupt));
+        drop(ask);
+        held.release().await;
+        assert!(b.try_lease("t").await.unwrap().is_some(), "released");
+        // A private in-memory database: no other process can open it.
+        let mem = SqliteSaver::open(":memory:").unwrap();
+        assert!(mem.try_lease("t").await.unwrap().unwrap().is_local());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn reject_refuses_a_run_of_another_saver() {
+        let dir = Dir::new("reject");
+        let (f, other) = two(&dir);
+        let first = first_run(&f, "one").await;
+        let err = other
+            .run(said("two"), opts(Multitask::Reject))
+            .await
+            .err()
+            .unwrap();
+        assert!(
+            matches!(&err, GraphError::BusyElsewhere(t) if t == "t"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("in another process"), "{err}");
+        f.gate.add_permits(1);
+        assert_eq!(
+            log(&first.await.unwrap().unwrap()),
+            json!(["one", "work", "after"])
+        );
+        // Once the run ended, the thread is free at once.
+        f.gate.add_permits(1);
+        let r = other
+            .run(said("two"), opts(Multitask::Reject))
+            .await
+            .unwrap();
+        assert_eq!(
+            log(&r.state),
+            json!(["one", "work", "after", "two", "work", "after"])
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn enqueue_waits_for_a_run_of_another_saver() {
+        let dir = Dir::new("enqueue");
+        let (f, other) = two(&dir);
+        let first = first_run(&f, "one").await;
+        let second =
+            tokio::spawn(async move { other.run(said("two"), opts(Multitask::Enqueue)).await });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!second.is_finished());
+        f.gate.add_permits(2);
+        first.await.unwrap().unwrap();
+        let r = second.await.unwrap().unwrap();
+        assert_eq!(
+            log(&r.state),
+            json!(["one", "work", "after", "two", "work", "after"])
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn interrupt_stops_a_run_of_another_saver_at_the_end_of_its_step() {
+        let dir = Dir::new("interrupt");
+        let (f, other) = two(&dir);
+        let first = first_run(&f, "one").await;
+        let second =
+            tokio::spawn(async move { other.run(said("two"), opts(Multitask::Interrupt)).await });
+        // The first run sees the ask while its step still waits; the step ends when
+        // the gate opens, and the run stops there.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(
+            !second.is_finished(),
+            "the new run waits for the safe point"
+        );
+        f.gate.add_permits(2);
+        assert_eq!(log(&first.await.unwrap().unwrap()), json!(["one", "work"]));
+        let r = second.await.unwrap().unwrap();
+        assert_eq!(
+            log(&r.state),
+            json!(["one", "work", "two", "work", "after"])
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn rollback_stops_a_run_of_another_saver_and_discards_its_progress() {
+        let dir = Dir::new("rollback");
+        let (f, other) = two(&dir);
+        f.gate.add_permits(1);
+        f.graph
+            .run(said("zero"), opts(Multitask::Reject))
+            .await
+            .unwrap();
+        let first = first_run(&f, "one").await;
+        let o = other.clone();
+        let second =
+            tokio::spawn(async move { o.run(said("two"), opts(Multitask::Rollback)).await });
+        // The first run is stopped while its `work` still waits at the gate.
+        let err = first.await.unwrap().err().unwrap();
+        assert!(
+            matches!(&err, GraphError::RolledBack(t) if t == "t"),
+            "{err}"
+        );
+        f.gate.add_permits(1);
+        let r = second.await.unwrap().unwrap();
+        assert_eq!(
+            log(&r.state),
+            json!(["zero", "work", "after", "two", "work", "after"])
+        );
+        // The stopped run deleted its own checkpoints: one linear chain, none of "one".
+        let cp = other.checkpointer().unwrap();
+        let records = cp.list("t", None, None).await.unwrap();
+        let chain = cp.chain("t", &records[0].id).await.unwrap();
+        assert_eq!(records.len(), chain.len(), "an abandoned branch is left");
+        for r in &records {
+            let state = other.load("t", Some(&r.id)).await.unwrap().unwrap();
+            let words = log(&state.state).to_string();
+            assert!(!words.contains("one"), "{words}");
+        }
     }
 }

@@ -291,10 +291,28 @@ def pending_calls(messages: Sequence[Any]) -> list[Any]:
     for m in reversed(messages):
         kind = m.type
         if kind == "ai":
-            return [c for c in m.tool_calls if c["id"] not in answered]
+            return [c for c in _tool_calls(m) if c["id"] not in answered]
         if kind == "tool":
             answered.add(m.tool_call_id)
     return []
+
+
+#: The last AI message :func:`pending_calls` read, and its ``tool_calls``. An agent's
+#: router and its tools node read the same message, one after the other, and a
+#: message's ``tool_calls`` are made anew (dicts from the Rust message) at each access.
+#: Holding the message keeps it alive, so ``is`` never matches another one at a
+#: reused address; messages are immutable, so its calls stay what they were.
+_last_calls: tuple[Any, list[Any]] = (None, [])
+
+
+def _tool_calls(m: Any) -> list[Any]:
+    global _last_calls
+    last = _last_calls
+    if last[0] is m:
+        return last[1]
+    calls = m.tool_calls
+    _last_calls = (m, calls)
+    return calls
 
 
 def route_after_model(

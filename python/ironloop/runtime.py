@@ -30,6 +30,8 @@ import inspect
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
+from ironloop._runtime import task_var
+
 __all__ = ["Runtime", "get_runtime"]
 
 ContextT = TypeVar("ContextT")
@@ -62,15 +64,17 @@ def get_runtime(context_schema: type[ContextT] | None = None) -> Runtime[Context
     scope = _scope.get()
     if scope is None:
         raise RuntimeError("get_runtime() called outside of a graph run")
-    from ironloop.graph import _noop, get_stream_writer
-
-    writer = get_stream_writer()
-    if writer is _noop:
-        # Without a `custom` stream every task of the run has the same Runtime: made
-        # once (a frozen dataclass costs ~2 µs to build, a hook node's whole budget).
+    # Without a `custom` stream every task of the run has the same Runtime: made once
+    # (a frozen dataclass costs ~2 µs to build, a hook node's whole budget). This test
+    # is `get_stream_writer() is _noop`, inlined: it runs for every hook call.
+    scratch = task_var.get(None)
+    if scratch is None or not scratch.streams_custom:
         last = _last_runtime
         if last[0] is scope:
             return last[1]
+    from ironloop.graph import _noop, get_stream_writer
+
+    writer = get_stream_writer()
     context, store, _config = scope
     runtime: Runtime[Any] = Runtime(context=context, store=store, stream_writer=writer)
     if writer is _noop:

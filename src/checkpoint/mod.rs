@@ -12,6 +12,7 @@
 //! snapshot by its first bytes without parsing it, is [`record`]'s.
 
 pub mod caller;
+pub mod lease;
 pub mod memory;
 #[cfg(feature = "postgres")]
 pub mod postgres;
@@ -28,6 +29,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use thiserror::Error;
 
+pub use lease::{AskGuard, RunLease, StopAsk};
 pub use memory::MemorySaver;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresOptions, PostgresSaver};
@@ -301,6 +303,23 @@ pub trait Checkpointer: Send + Sync {
         lease: Duration,
         limit: usize,
     ) -> Result<Vec<String>>;
+    /// Takes the run lease of `thread_id` (see [`lease`]): `Ok(None)` when a run of
+    /// another process, or of another saver object on the same store, holds it. The
+    /// lease is held until the returned value is dropped, or its holder's process ends.
+    /// By default always free: a store of one process, whose runs its turns see.
+    async fn try_lease(&self, thread_id: &str) -> Result<Option<RunLease>> {
+        let _ = thread_id;
+        Ok(Some(RunLease::local()))
+    }
+    /// Asks the holder of `thread_id`'s run lease (a run in another process, see
+    /// [`try_lease`](Self::try_lease)) to stop: its run sees the ask through
+    /// [`RunLease::asked`]. `Some(guard)`: the ask stands until the guard is dropped;
+    /// `None`: it was sent once, or another run asks already — ask again while
+    /// waiting. By default never needed (every lease is free).
+    async fn ask_stop(&self, thread_id: &str, ask: StopAsk) -> Result<Option<AskGuard>> {
+        let _ = (thread_id, ask);
+        Ok(None)
+    }
 }
 
 /// Where the checkpoints of a graph run inside another graph's task (a subgraph) are

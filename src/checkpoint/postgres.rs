@@ -90,6 +90,8 @@ use super::{
     CheckpointRecord, Checkpointer, PendingWrite, Put, Result,
 };
 
+mod lease;
+
 /// The schema version this ironloop writes (the last of [`MIGRATIONS`]).
 pub const SCHEMA_VERSION: i32 = 4;
 
@@ -393,6 +395,8 @@ struct Shared {
     name: String,
     pool_size: usize,
     connect_timeout: Duration,
+    /// The threads' run leases (see `lease`).
+    leases: lease::Leases,
 }
 
 /// A durable [`Checkpointer`] backed by PostgreSQL (see the module documentation).
@@ -453,6 +457,8 @@ impl PostgresSaver {
         let name = format!("PostgresSaver({})", server_name(&config));
         let tls = tls_connector()
             .map_err(|e| CheckpointError::storage(format!("{name}: cannot set up TLS: {e}")))?;
+        let sql = Sql::new(options.schema.as_deref());
+        let leases = lease::Leases::new(config.clone(), tls.clone(), sql.prefix.clone());
         let manager = Manager::from_config(
             config,
             tls,
@@ -475,10 +481,11 @@ impl PostgresSaver {
         let saver = PostgresSaver {
             shared: Arc::new(Shared {
                 pool,
-                sql: Sql::new(options.schema.as_deref()),
+                sql,
                 name,
                 pool_size: options.pool_size,
                 connect_timeout: options.connect_timeout,
+                leases,
             }),
             runtime,
             tasks: TaskTracker::new(),
@@ -1255,6 +1262,39 @@ impl Checkpointer for PostgresSaver {
         self.tasks.close();
         self.tasks.wait().await;
         self.shared.pool.close();
+        self.shared.leases.close().await;
         Ok(())
+    }
+
+    async fn try_lease(&self, thread_id: &str) -> Result<Option<super::RunLease>> {
+        const OP: &str = "take a thread's run lease";
+        if self.is_closed() {
+            return Err(self.shared.closed(OP));
+        }
+        let (sh, t) = (self.shared.clone(), thread_id.to_owned());
+        let task = self.tasks.spawn_on(
+            async move {
+                sh.leases
+                    .try_take(&t)
+                    .await
+                    .map_err(|e| sh.describe(OP, &e))
+            },
+            &self.runtime,
+        );
+        Ok(self.joined(OP, task.await)?.map(super::RunLease::new))
+    }
+
+    async fn ask_stop(
+        &self,
+        thread_id: &str,
+        ask: super::StopAsk,
+    ) -> Result<Option<super::AskGuard>> {
+        let payload = lease::ask_payload(&self.shared.sql.prefix, thread_id, ask);
+        self.call("ask a run to stop", move |c, _| async move {
+            let st = c.prepare_cached("SELECT pg_notify($1, $2)").await?;
+            c.query_one(&st, &[&lease::CHANNEL, &payload]).await?;
+            Ok(None)
+        })
+        .await
     }
 }

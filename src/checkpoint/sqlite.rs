@@ -374,6 +374,10 @@ pub struct SqliteSaver {
     worker: Mutex<Option<Worker>>,
     conn: Shared,
     wal: Arc<Wal>,
+    /// The file whose bytes are the threads' run leases (see [`super::lease`]),
+    /// opened by the first run.
+    #[cfg(unix)]
+    leases: Mutex<Option<std::sync::Arc<std::fs::File>>>,
 }
 
 impl std::fmt::Debug for SqliteSaver {
@@ -421,6 +425,8 @@ impl SqliteSaver {
             worker: Mutex::new(Some(Worker { jobs, thread })),
             conn,
             wal,
+            #[cfg(unix)]
+            leases: Mutex::new(None),
         })
     }
 
@@ -468,6 +474,56 @@ impl SqliteSaver {
                 self.path.display()
             ))),
         }
+    }
+
+    /// The file beside the database whose bytes are the threads' run leases (its
+    /// name plus `-runs`; see [`super::lease`]), opened once; `None` for a private
+    /// in-memory database, which no other process can open.
+    #[cfg(unix)]
+    fn lease_file(&self, op: &str) -> Result<Option<std::sync::Arc<std::fs::File>>> {
+        if self.is_closed() {
+            return Err(CheckpointError::storage(format!(
+                "SqliteSaver({}): cannot {op}: {CLOSED}",
+                self.path.display()
+            )));
+        }
+        let p = self.path.as_os_str();
+        if p.is_empty() || p == ":memory:" {
+            return Ok(None);
+        }
+        let mut slot = self.leases.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(f) = &*slot {
+            return Ok(Some(f.clone()));
+        }
+        let mut name = p.to_os_string();
+        name.push("-runs");
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&name)
+            .map_err(|e| {
+                CheckpointError::storage(format!(
+                    "SqliteSaver({}): cannot open {} (where runs on the file take their \
+                     thread's lease, so that two processes do not run one thread at once): \
+                     {e}; SQLite needs write access to the database's directory",
+                    self.path.display(),
+                    PathBuf::from(&name).display()
+                ))
+            })?;
+        let file = std::sync::Arc::new(file);
+        *slot = Some(file.clone());
+        Ok(Some(file))
+    }
+
+    #[cfg(unix)]
+    fn lease_error(&self, thread_id: &str, e: std::io::Error) -> CheckpointError {
+        CheckpointError::storage(format!(
+            "SqliteSaver({}): cannot lock thread {thread_id:?}'s run lease: {e}; the \
+             database's -runs file must be on a local filesystem",
+            self.path.display()
+        ))
     }
 
     fn lock_worker(&self) -> std::sync::MutexGuard<'_, Option<Worker>> {
@@ -975,6 +1031,30 @@ impl Checkpointer for SqliteSaver {
             Ok(ids)
         })
         .await
+    }
+
+    #[cfg(unix)]
+    async fn try_lease(&self, thread_id: &str) -> Result<Option<super::RunLease>> {
+        let Some(file) = self.lease_file("start a run")? else {
+            return Ok(Some(super::RunLease::local()));
+        };
+        super::lease::file::try_lease(&file, thread_id)
+            .map(|l| l.map(super::RunLease::new))
+            .map_err(|e| self.lease_error(thread_id, e))
+    }
+
+    #[cfg(unix)]
+    async fn ask_stop(
+        &self,
+        thread_id: &str,
+        ask: super::StopAsk,
+    ) -> Result<Option<super::AskGuard>> {
+        let Some(file) = self.lease_file("ask a run to stop")? else {
+            return Ok(None);
+        };
+        super::lease::file::ask(&file, thread_id, ask)
+            .map(|l| l.map(super::AskGuard::new))
+            .map_err(|e| self.lease_error(thread_id, e))
     }
 
     async fn close(&self) -> Result<()> {

@@ -51,6 +51,16 @@ pub enum GraphError {
          to stop it at its next safe point and run now, \"rollback\" to discard it"
     )]
     Busy(String),
+    /// A run of another process (or of another saver object on the same store) holds
+    /// the thread's run lease, and this one's `multitask_strategy` is `reject`.
+    #[error(
+        "thread {0:?} already has a run in progress in another process (or on another \
+         saver object on the same store); wait for it to end, or pass \
+         config={{\"multitask_strategy\": ...}}: \"enqueue\" to run after it, \
+         \"interrupt\" to stop it at its next safe point and run now, \"rollback\" to \
+         discard it"
+    )]
+    BusyElsewhere(String),
     /// A newer run on the thread (`multitask_strategy="rollback"`) stopped this one and
     /// discarded its progress.
     #[error(

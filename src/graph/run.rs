@@ -48,8 +48,22 @@ impl Graph {
     ) -> Result<RunResult, GraphError> {
         // Held until the run's saves are done, so the next run sees them.
         let turn = self.take_turn(&mut opts).await?;
+        let result = self.run_in_turn(input, opts, turn.as_ref()).await;
+        if let Some(t) = turn {
+            t.end().await;
+        }
+        result
+    }
+
+    /// [`Graph::run`] once the run holds its thread's turn (and lease), if it takes one.
+    async fn run_in_turn(
+        &self,
+        input: RunInput,
+        opts: RunOptions,
+        turn: Option<&multitask::Turn>,
+    ) -> Result<RunResult, GraphError> {
         let mut run = Run::open(self, opts).await?;
-        if let Some(t) = &turn {
+        if let Some(t) = turn {
             t.stop.set_start(run.parent.as_ref().map(|p| p.id.clone()));
         }
         let mut result = run.drive(input).await;
@@ -58,10 +72,13 @@ impl Graph {
             let saved = saves.finish().await;
             result = result.and(saved);
         }
-        if turn.as_ref().is_some_and(|t| t.stop.rolled_back()) {
+        if let Some(t) = turn.filter(|t| t.stop.rolled_back()) {
             result = Err(GraphError::RolledBack(
                 run.opts.thread_id.clone().unwrap_or_default(),
             ));
+            if t.stop.discards_itself() {
+                self.discard_run(&run.thread, t.stop.start()).await?;
+            }
         }
         if run.cp.is_some() {
             match (&result, &run.parent) {
@@ -98,7 +115,8 @@ impl Graph {
             return Ok(None);
         };
         let saver = Arc::as_ptr(cp) as *const () as usize;
-        let turn = multitask::Turn::take(saver, thread, opts.multitask, &opts.cancel).await?;
+        let mut turn = multitask::Turn::take(saver, thread, opts.multitask, &opts.cancel).await?;
+        turn.lease(cp.as_ref(), thread, opts.multitask).await?;
         opts.cancel = turn.stop.halt.clone();
         opts.steer = Some(turn.stop.steer.clone());
         match turn.replaced_start() {
@@ -111,6 +129,26 @@ impl Graph {
             _ => {}
         }
         Ok(Some(turn))
+    }
+}
+
+impl Graph {
+    /// A run that a run of another process rolled back deletes what it saved, before
+    /// it lets the thread's lease go: the checkpoints after `start` (where it
+    /// started; `Some(None)`: it started the thread, which goes whole).
+    async fn discard_run(
+        &self,
+        thread: &str,
+        start: Option<Option<String>>,
+    ) -> Result<(), GraphError> {
+        let Some(cp) = &self.checkpointer else {
+            return Ok(());
+        };
+        match start {
+            Some(Some(id)) => Graph::drop_abandoned(cp.as_ref(), thread, &id).await,
+            Some(None) => cp.delete_thread(thread).await.map_err(Graph::cp_err),
+            None => Ok(()),
+        }
     }
 }
 

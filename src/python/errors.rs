@@ -267,7 +267,9 @@ impl From<GraphError> for PyErr {
             GraphError::Checkpoint(e) => PyErr::from(&e),
             GraphError::Build(m) | GraphError::Config(m) => PyValueError::new_err(m),
             GraphError::Cancelled => Class::ToolCancelled.err(py, "the run was cancelled"),
-            GraphError::Busy(ref t) => with_thread(py, Class::ThreadBusy, &e, t),
+            GraphError::Busy(ref t) | GraphError::BusyElsewhere(ref t) => {
+                with_thread(py, Class::ThreadBusy, &e, t)
+            }
             GraphError::RolledBack(ref t) => with_thread(py, Class::RunRolledBack, &e, t),
         })
     }

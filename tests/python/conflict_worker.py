@@ -3,8 +3,9 @@ graph and prints what happened as JSON.
 
     python conflict_worker.py sqlite|postgres TARGET SCHEMA THREAD GATE_DIR ANSWER
 
-TARGET is the SQLite file or the PostgreSQL URL. The node waits (up to 10 s) until two
-workers are inside it, so both runs are in the middle of the same step."""
+TARGET is the SQLite file or the PostgreSQL URL. The node waits (up to 10 s) until the
+other worker is inside it too, or was refused (then it leaves its mark in GATE_DIR as
+well), so both runs try to run the thread at the same time."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from typing import Any
 from conflict_graph import build
 
 from ironloop import Command, PostgresSaver, SqliteSaver
-from ironloop.errors import CheckpointConflictError
+from ironloop.errors import CheckpointConflictError, ThreadBusyError
 
 
 def main() -> None:
@@ -36,6 +37,9 @@ def main() -> None:
         try:
             out = app.invoke(Command(resume=answer), {"configurable": {"thread_id": thread}})
             print(json.dumps({"ok": out["log"]}))
+        except ThreadBusyError as e:
+            Path(gate, str(os.getpid())).touch()  # the other one need not wait
+            print(json.dumps({"busy": e.thread_id, "message": str(e)}))
         except CheckpointConflictError as e:
             print(json.dumps({"conflict": e.thread_id, "message": str(e)}))
 

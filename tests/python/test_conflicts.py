@@ -1,6 +1,8 @@
-"""One writer per thread: two runs that advance the same thread at once, in two
-processes, leave one linear history; the second gets CheckpointConflictError naming
-the thread. On SQLite (one file) and PostgreSQL (one database)."""
+"""One run, and one writer, per thread: of two runs of one thread started at once in
+two processes, the second is refused at once (ThreadBusyError, a
+CheckpointConflictError naming the thread: the first holds the thread's run lease), and
+the history stays linear. On SQLite (one file) and PostgreSQL (one database). A writer
+that takes no lease (``update_state``) is refused by the one-writer rule instead."""
 
 from __future__ import annotations
 
@@ -56,10 +58,10 @@ def _race(kind: str, target: str, schema: str, tmp_path: Path) -> None:
             assert w.returncode == 0, err
             results.append(json.loads(out))
         won = [r["ok"] for r in results if "ok" in r]
-        lost = [r for r in results if "conflict" in r]
+        lost = [r for r in results if "busy" in r]
         assert len(won) == 1 and len(lost) == 1, results
-        assert lost[0]["conflict"] == "t"
-        assert 'thread "t" was advanced by another run' in lost[0]["message"]
+        assert lost[0]["busy"] == "t"
+        assert 'thread "t" already has a run in progress in another process' in (lost[0]["message"])
         # The winner's history, and only it.
         state = app.get_state(cfg("t"))
         assert state.values["log"] == won[0]

@@ -14,18 +14,40 @@
 //!   [`GraphError::RolledBack`]) and runs from the checkpoint that run started from,
 //!   so the thread goes on as if it had never run.
 //!
-//! Runs in other processes are not seen here: the checkpointer's one-writer rule
-//! (`put_next`) still fails the second of two such runs with a conflict.
+//! Runs of other processes (and of other saver objects on the same store) are seen
+//! through the thread's **run lease** in the store (see `checkpoint::lease`), which a
+//! run takes once it holds its turn here ([`Turn::lease`]) and keeps until it ends:
+//!
+//! - `Reject`: fails at once with [`GraphError::BusyElsewhere`].
+//! - `Enqueue`: waits until the lease is free (it polls, every 5 ms growing to
+//!   100 ms), then runs. Runs of several processes waiting for one thread do not keep
+//!   their arrival order: whichever polls first after the lease is released runs.
+//! - `Interrupt` / `Rollback`: ask the holder to stop
+//!   ([`Checkpointer::ask_stop`]), then wait as `Enqueue` does. The holder sees the
+//!   ask within [`WATCH_EVERY`] (a task of its own, [`watch`]) and stops as it would for a run of
+//!   its own process; a rolled-back holder deletes its own progress before it lets
+//!   the lease go ([`Stop::discards_itself`]), so the new run starts from where it
+//!   started.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
+use std::time::Duration;
 
 use tokio::sync::OwnedMutexGuard;
 use tokio_util::sync::CancellationToken;
 
+use crate::checkpoint::lease::Asks;
+use crate::checkpoint::{AskGuard, Checkpointer, RunLease, StopAsk};
 use crate::executor::Steer;
 use crate::graph::error::GraphError;
+use crate::graph::Graph;
+
+/// How often a run holding a lease looks for an ask to stop from another process.
+pub(super) const WATCH_EVERY: Duration = Duration::from_millis(50);
+
+/// The longest a run waiting for a lease held elsewhere sleeps between tries.
+const POLL_AT_MOST: Duration = Duration::from_millis(100);
 
 /// What a run does when its thread has a run in progress (see the module docs).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -57,6 +79,9 @@ pub(super) struct Stop {
     /// Cancelled by a `Rollback` run: stop now. A child of the caller's token.
     pub halt: CancellationToken,
     rolled_back: AtomicBool,
+    /// A run of another process asked this one to roll back: it deletes its own
+    /// progress before it lets the thread's lease go.
+    discards_itself: AtomicBool,
     /// The checkpoint the run started from (`None`: the thread had none); set once
     /// the run has opened.
     start: Mutex<Option<Option<String>>>,
@@ -71,8 +96,19 @@ impl Stop {
         *self.start.lock().unwrap_or_else(|p| p.into_inner()) = Some(checkpoint_id);
     }
 
-    fn start(&self) -> Option<Option<String>> {
+    pub fn start(&self) -> Option<Option<String>> {
         self.start.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Whether a run of another process rolled this one back (see the field).
+    pub fn discards_itself(&self) -> bool {
+        self.discards_itself.load(Ordering::Acquire)
+    }
+
+    /// Stops the run now; its caller gets `RolledBack`.
+    fn roll_back(&self) {
+        self.rolled_back.store(true, Ordering::Release);
+        self.halt.cancel();
     }
 }
 
@@ -103,6 +139,10 @@ pub(super) struct Turn {
     /// `Rollback`: the run it stopped, whose starting checkpoint this run starts from.
     replaced: Option<Arc<Stop>>,
     guard: Option<OwnedMutexGuard<()>>,
+    /// The thread's run lease in the store, once taken ([`Turn::lease`]).
+    lease: Option<RunLease>,
+    /// Ends the task that watches the lease for asks from other processes.
+    watching: Option<CancellationToken>,
 }
 
 impl Turn {
@@ -128,6 +168,7 @@ impl Turn {
             steer: Steer::default(),
             halt: cancel.child_token(),
             rolled_back: AtomicBool::new(false),
+            discards_itself: AtomicBool::new(false),
             start: Mutex::new(None),
         });
         let mut turn = Turn {
@@ -135,12 +176,13 @@ impl Turn {
             stop,
             replaced: None,
             guard: None,
+            lease: None,
+            watching: None,
         };
         match (strategy, current) {
             (Multitask::Interrupt, Some(c)) => c.steer.set(),
             (Multitask::Rollback, Some(c)) => {
-                c.rolled_back.store(true, Ordering::Release);
-                c.halt.cancel();
+                c.roll_back();
                 turn.replaced = Some(c);
             }
             _ => {}
@@ -152,6 +194,58 @@ impl Turn {
         Ok(turn)
     }
 
+    /// Takes `thread`'s run lease in `cp` under `strategy` (see the module docs), once
+    /// the run holds its turn here. Waiting ends with [`GraphError::Cancelled`] when
+    /// the run is cancelled.
+    pub async fn lease(
+        &mut self,
+        cp: &dyn Checkpointer,
+        thread: &str,
+        strategy: Multitask,
+    ) -> Result<(), GraphError> {
+        let mut wait = Duration::from_millis(5);
+        let mut asking: Option<AskGuard> = None;
+        loop {
+            if let Some(lease) = cp.try_lease(thread).await.map_err(Graph::cp_err)? {
+                if let Some(asks) = lease.asks() {
+                    self.watching = Some(watch(asks, self.stop.clone()));
+                }
+                self.lease = Some(lease);
+                return Ok(());
+            }
+            let ask = match strategy {
+                Multitask::Reject => return Err(GraphError::BusyElsewhere(thread.to_owned())),
+                Multitask::Enqueue => None,
+                Multitask::Interrupt => Some(StopAsk::Interrupt),
+                Multitask::Rollback => Some(StopAsk::Rollback),
+            };
+            if let (Some(ask), None) = (ask, &asking) {
+                asking = cp.ask_stop(thread, ask).await.map_err(Graph::cp_err)?;
+            }
+            tokio::select! {
+                _ = self.stop.halt.cancelled() => return Err(GraphError::Cancelled),
+                _ = tokio::time::sleep(wait) => {}
+            }
+            wait = (wait * 2).min(POLL_AT_MOST);
+        }
+    }
+
+    /// Ends the turn: the lease is released first (awaited, so that a run another
+    /// process starts once this run has returned finds the thread free), then the
+    /// next run of this process is let in.
+    pub async fn end(mut self) {
+        self.stop_watching();
+        if let Some(lease) = self.lease.take() {
+            lease.release().await;
+        }
+    }
+
+    fn stop_watching(&mut self) {
+        if let Some(w) = self.watching.take() {
+            w.cancel();
+        }
+    }
+
     /// `Rollback`: where the stopped run started — `Some(Some(id))` a checkpoint,
     /// `Some(None)` an empty thread; `None` when this run replaced nothing.
     pub fn replaced_start(&self) -> Option<Option<String>> {
@@ -159,8 +253,37 @@ impl Turn {
     }
 }
 
+/// Stops the run of `stop` as a run of another process asks (through the lease), as
+/// an ask from this process would: a task of its own, since the run's own task may be
+/// busy in a tool for as long as it takes (a sync tool run inline). Ends once it has
+/// stopped the run, or when the returned token is cancelled (the run ended).
+fn watch(asks: Arc<dyn Asks>, stop: Arc<Stop>) -> CancellationToken {
+    let done = CancellationToken::new();
+    let ended = done.clone();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = ended.cancelled() => return,
+                _ = tokio::time::sleep(WATCH_EVERY) => {}
+            }
+            match asks.asked() {
+                Some(StopAsk::Interrupt) => return stop.steer.set(),
+                Some(StopAsk::Rollback) => {
+                    stop.discards_itself.store(true, Ordering::Release);
+                    return stop.roll_back();
+                }
+                None => {}
+            }
+        }
+    });
+    done
+}
+
 impl Drop for Turn {
     fn drop(&mut self) {
+        // The lease first, as in `end` (a drop releases it, or starts releasing it).
+        self.stop_watching();
+        self.lease.take();
         let mut map = active();
         if let Some(e) = map.get_mut(&self.key) {
             if e.current
