@@ -325,3 +325,10 @@ def test_draw_mermaid_ends_a_node_that_leads_nowhere_and_shows_metadata() -> Non
         "b --> a;",
         "tools --> __end__;",
     ]
+
+
+def test_batch_with_a_config_list_of_another_length_says_so() -> None:
+    graph = chain(lambda s: {"x": s["x"] + 1}).compile()
+    assert graph.batch([{"x": 1}, {"x": 2}]) == [{"x": 2}, {"x": 3}]
+    with pytest.raises(ValueError, match="batch got 1 configs for 2 inputs"):
+        graph.batch([{"x": 1}, {"x": 2}], [{}])
