@@ -111,6 +111,31 @@ def _strip_qualifier(tp: Any) -> Any:
             return tp
 
 
+def _typeddict_required_keys(tp: type, hints: dict[str, Any]) -> frozenset[str]:
+    """The keys a TypedDict requires: ``__required_keys__``, corrected by each field's
+    own ``Required[...]`` / ``NotRequired[...]``.
+
+    3.10's ``typing.TypedDict`` does not know PEP 655 (3.11), so its
+    ``__required_keys__`` follows ``total=`` only, even for fields marked with
+    ``typing_extensions.Required`` / ``NotRequired``; the marks are still in the
+    hints (``include_extras=True``). On 3.11+ the correction changes nothing.
+    """
+    required = set(getattr(tp, "__required_keys__", frozenset()))
+    for key, ftp in hints.items():
+        while True:
+            origin = typing.get_origin(ftp)
+            if origin is None:
+                break
+            if origin in _special("Required"):
+                required.add(key)
+            elif origin in _special("NotRequired"):
+                required.discard(key)
+            elif origin not in _special("ReadOnly"):
+                break
+            ftp = typing.get_args(ftp)[0]
+    return frozenset(required)
+
+
 def _json_default(value: Any) -> tuple[bool, Any]:
     """``(ok, json_value)`` for a default value."""
 
@@ -416,7 +441,7 @@ class _SchemaBuilder:
         properties: dict[str, _Schema] = {}
         required: list[str] = []
         if _is_typeddict(tp):
-            req_keys: frozenset[str] = getattr(tp, "__required_keys__", frozenset())
+            req_keys = _typeddict_required_keys(tp, hints)
             for key, ftp in hints.items():
                 properties[key] = self.schema(_strip_qualifier(ftp))
                 if key in req_keys:
@@ -639,10 +664,36 @@ class _LenientNames(dict):  # type: ignore[type-arg]
         return getattr(builtins, key, Any)
 
 
+class _AnnotationsOnly:
+    """A function's annotations and globals without its defaults, for
+    ``typing.get_type_hints`` (see ``_parameter_hints``)."""
+
+    def __init__(self, annotations: dict[str, Any], globalns: dict[str, Any]) -> None:
+        self.__annotations__ = annotations
+        self.__globals__ = globalns
+
+
+def _parameter_hints(target: Any) -> dict[str, Any]:
+    """``typing.get_type_hints(target, include_extras=True)``, as on 3.11+.
+
+    Before 3.11, ``get_type_hints`` wraps the hint of a parameter whose default is
+    ``None`` in ``Optional[...]``, so ``b: Annotated[Optional[str], "a name"] = None``
+    came back as ``Optional[Annotated[...]]`` (the description lost, ``anyOf`` nested
+    twice). The annotations are read there from an object that has no defaults.
+    """
+    if sys.version_info >= (3, 11):
+        return typing.get_type_hints(target, include_extras=True)
+    annotations = getattr(target, "__annotations__", None)
+    if not isinstance(annotations, dict):
+        return typing.get_type_hints(target, include_extras=True)
+    globalns = getattr(inspect.unwrap(target), "__globals__", {})
+    return typing.get_type_hints(_AnnotationsOnly(dict(annotations), globalns), include_extras=True)
+
+
 def _resolve_hints(target: Any, params: list[inspect.Parameter], fname: str) -> dict[str, Any]:
     """Type hints per parameter name (``inspect.Parameter.empty`` when unannotated)."""
     try:
-        hints = typing.get_type_hints(target, include_extras=True) if target else {}
+        hints = _parameter_hints(target) if target else {}
     except Exception:
         hints = None
     out: dict[str, Any] = {}
