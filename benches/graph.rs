@@ -11,10 +11,17 @@
 //!   checkpoints, one every few hundred puts, fall into every sample alike); the time
 //!   per put is `time / 1000`.
 //!
+//! - `record/{encode,decode,checksum}/{small,message,snapshot}`: a record's stored text
+//!   (`checkpoint::record`, format 3) from the record and back, and the CRC-32 inside
+//!   it alone over the same text, for three records: `small` (the `put` record above),
+//!   `message` (one write of a 272-byte chat message, W4m's) and `snapshot` (that one
+//!   plus a snapshot of 100 such messages). `checksum / encode` is what the checksum
+//!   costs a save, `checksum / decode` a load.
+//!
 //! No Python is involved: the difference from the Python W4 figures is the cost of
 //! calling Python nodes and routers and converting their values.
 //!
-//! Run: `cargo bench --bench graph` (add `-- step` or `-- put` to select).
+//! Run: `cargo bench --bench graph` (add `-- step`, `-- put` or `-- record` to select).
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -256,5 +263,61 @@ fn bench_puts(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_steps, bench_puts);
+/// A chat message of 272 bytes as JSON, as W4m's records hold.
+fn message(i: usize) -> Value {
+    json!({
+        "type": "ai",
+        "id": format!("run-0000-{i:04}"),
+        "content": "The weather in Paris is sunny, 21 degrees; tomorrow brings clouds and rain.",
+        "tool_calls": [],
+        "additional_kwargs": {},
+        "response_metadata": {"model_name": "scripted", "finish_reason": "stop"},
+    })
+}
+
+fn bench_record_codec(c: &mut Criterion) {
+    use ironloop::checkpoint::record;
+    let mut group = c.benchmark_group("record");
+    group
+        .sample_size(20)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(2));
+    let small = record(7, Some(record(6, None).id));
+    let mut with_message = small.clone();
+    with_message.writes = vec![Write {
+        node: "agent".into(),
+        channel: "messages".into(),
+        value: json!([message(0)]),
+    }];
+    let mut snapshot = with_message.clone();
+    snapshot.snapshot = Some(json!({
+        "v": 1,
+        "values": {"messages": (0..100).map(message).collect::<Vec<_>>()},
+        "versions": {"messages": 100},
+    }));
+    for (name, r) in [
+        ("small", small),
+        ("message", with_message),
+        ("snapshot", snapshot),
+    ] {
+        let text = record::encode(&r).expect("encode");
+        let body = text.rsplit_once(',').expect("a checksum").0.to_owned();
+        eprintln!("record/{name}: {} bytes", text.len());
+        group.throughput(Throughput::Bytes(text.len() as u64));
+        group.bench_function(format!("encode/{name}"), |b| {
+            b.iter(|| record::encode(black_box(&r)).expect("encode"))
+        });
+        group.bench_function(format!("decode/{name}"), |b| {
+            b.iter(|| {
+                record::decode(black_box(&text), &r.id, r.parent_id.as_deref()).expect("decode")
+            })
+        });
+        group.bench_function(format!("checksum/{name}"), |b| {
+            b.iter(|| record::checksum(&r.id, r.parent_id.as_deref(), black_box(&body)))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_steps, bench_puts, bench_record_codec);
 criterion_main!(benches);

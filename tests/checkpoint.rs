@@ -1837,6 +1837,81 @@ mod sqlite_only {
         assert!(e.contains("did not create"), "{e}");
     }
 
+    /// `r` as format 2 stored it (before the checksum): 7 elements, no checksum.
+    fn format_2(r: &CheckpointRecord) -> String {
+        let text = ironloop::checkpoint::record::encode(r).unwrap();
+        let serde_json::Value::Array(mut items) = serde_json::from_str(&text).unwrap() else {
+            unreachable!("{text}")
+        };
+        items.truncate(7);
+        serde_json::to_string(&items).unwrap()
+    }
+
+    /// A record changed in the file, in a way that leaves valid JSON (a digit of a
+    /// number), or its `parent_id` beside it, is an error naming the thread, the
+    /// checkpoint and the checksum, not another state; a record written before the
+    /// checksum (format 2) still loads, in a chain with format-3 ones.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_changed_record_is_an_error_naming_thread_and_checkpoint() {
+        let db = TempDb::new("changed");
+        let s = SqliteSaver::open(db.path()).unwrap();
+        put_linear(&s, "t", "c", 3).await;
+        let c = rusqlite::Connection::open(db.path()).unwrap();
+        let stored: String = c
+            .query_row(
+                "SELECT record FROM checkpoints WHERE checkpoint_id = 'c1'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let set = |column: &str, value: Option<&str>| {
+            c.execute(
+                &format!("UPDATE checkpoints SET {column} = ?1 WHERE checkpoint_id = 'c1'"),
+                [value],
+            )
+            .unwrap()
+        };
+        let changed = stored.replacen("1700000001.25", "1700000001.75", 1);
+        assert_ne!(changed, stored);
+        set("record", Some(&changed));
+        for e in [
+            s.get("t", Some("c1")).await.unwrap_err(),
+            s.chain("t", "c2").await.unwrap_err(),
+        ] {
+            let e = e.to_string();
+            assert!(
+                e.contains("thread \"t\"")
+                    && e.contains("checkpoint \"c1\"")
+                    && e.contains("checksum"),
+                "{e}"
+            );
+        }
+        set("record", Some(&stored));
+        set("parent_id", Some("c2"));
+        let e = s.get("t", Some("c1")).await.unwrap_err().to_string();
+        assert!(
+            e.contains("checkpoint \"c1\"") && e.contains("checksum"),
+            "{e}"
+        );
+        set("parent_id", Some("c0"));
+        assert_eq!(
+            s.get("t", Some("c1")).await.unwrap(),
+            Some(rec("c1", Some("c0"), 1))
+        );
+
+        // Format 2, from before the checksum: read as it was.
+        set("record", Some(&format_2(&rec("c1", Some("c0"), 1))));
+        let chain = s.chain("t", "c2").await.unwrap();
+        assert_eq!(
+            chain,
+            [
+                rec("c0", None, 0),
+                rec("c1", Some("c0"), 1),
+                rec("c2", Some("c1"), 2)
+            ]
+        );
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn file_is_in_wal_mode_and_records_are_compact_json() {
         let db = TempDb::new("wal");
@@ -1852,7 +1927,7 @@ mod sqlite_only {
             .query_row("SELECT record FROM checkpoints", [], |r| r.get(0))
             .unwrap();
         assert!(!json.contains(": ") && !json.contains('\n'), "{json}");
-        // Format 2: an array without the ids (they are columns).
+        // Format 3: an array without the ids (they are columns), a checksum last.
         assert!(
             json.starts_with("[2,0,\"input\",") && !json.contains("\"c0\""),
             "{json}"
@@ -1920,7 +1995,7 @@ mod sqlite_migration {
     }
 
     /// A file of schema version 2 (records in format 1, snapshots included) opens,
-    /// loads, takes new records in format 2 on the same chains, and is then refused by
+    /// loads, takes new records in format 3 on the same chains, and is then refused by
     /// an ironloop that knows only version 2 (its `user_version` is 3).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn version_2_files_with_format_1_records_load() {
@@ -2173,7 +2248,7 @@ mod postgres_only {
     }
 
     /// A schema at version 2 holding format-1 records migrates to the current version
-    /// and its threads load and go on (new records in format 2 on the same chains).
+    /// and its threads load and go on (new records in format 3 on the same chains).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn version_2_schemas_with_format_1_records_migrate() {
         let schema = pg::TempSchema::new("v2").await;
@@ -2249,6 +2324,46 @@ mod postgres_only {
             .unwrap()
             .get(0);
         assert!(stored.starts_with("[2,4,"), "{stored}");
+        Checkpointer::close(&s).await.unwrap();
+        schema.drop().await;
+    }
+
+    /// A record changed in the database (a digit of a number: still valid JSON) is an
+    /// error naming the thread, the checkpoint and the checksum, not another state.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_changed_record_is_an_error_naming_thread_and_checkpoint() {
+        let schema = pg::TempSchema::new("changed").await;
+        let s = schema.saver().await;
+        s.setup().await.unwrap();
+        put_linear(&s, "t", "c", 3).await;
+        let admin = pg::admin().await;
+        let table = format!("\"{}\".ironloop_checkpoints", schema.name);
+        admin
+            .execute(
+                &format!(
+                    "UPDATE {table} SET record = replace(record, '1700000001.25', \
+                     '1700000001.75') WHERE checkpoint_id = 'c1'"
+                ),
+                &[],
+            )
+            .await
+            .unwrap();
+        for e in [
+            s.get("t", Some("c1")).await.unwrap_err(),
+            s.chain("t", "c2").await.unwrap_err(),
+        ] {
+            let e = e.to_string();
+            assert!(
+                e.contains("thread \"t\"")
+                    && e.contains("checkpoint \"c1\"")
+                    && e.contains("checksum"),
+                "{e}"
+            );
+        }
+        assert_eq!(
+            s.get("t", Some("c2")).await.unwrap(),
+            Some(rec("c2", Some("c1"), 2))
+        );
         Checkpointer::close(&s).await.unwrap();
         schema.drop().await;
     }

@@ -1,16 +1,19 @@
 //! How a [`CheckpointRecord`] is stored: the text every saver keeps per record.
 //!
-//! # Format 2 (written since the compact encoding)
+//! # Format 3 (written since the checksum)
 //!
-//! A JSON array, without what the store keeps beside it or what can be derived:
+//! A JSON array, without what the store keeps beside it or what can be derived, and
+//! a checksum last:
 //!
 //! ```text
-//! [tag, step, source, created_at, writes, next, metadata(, snapshot)]
+//! [tag, step, source, created_at, writes, next, metadata, snapshot | null, crc]
 //! ```
 //!
 //! - `tag` is [`TAG`] (`2`), or [`TAG_SNAPSHOT`] (`3`) when the record holds a
-//!   snapshot, which is then the last element: a store tells a record with a snapshot
-//!   by the text's first three bytes ([`SNAPSHOT_PREFIX`]) without parsing it.
+//!   snapshot (then `null` is replaced by it): a store tells a record with a snapshot
+//!   by the text's first three bytes ([`SNAPSHOT_PREFIX`]) without parsing it. The
+//!   stores' queries also read `created_at` (index 3) and `next` (index 5) in SQL, so
+//!   these positions are the same in formats 2 and 3.
 //! - The record's `id` and `parent_id` are not in the text: every saver keeps them
 //!   beside it (columns, or the in-memory entry) and hands them to [`decode`].
 //! - `writes`: `[node, channel, value]` each.
@@ -20,25 +23,42 @@
 //!   repeating the record's own: then only the keys before them are stored, as an
 //!   object, and put back on reading. Any other metadata is stored whole, wrapped in a
 //!   one-element array.
+//! - `crc`: the CRC-32 ([`checksum`]) of the record's id, its parent's id and every
+//!   byte of the text before the last comma, as a decimal number. On reading, the text
+//!   must end in exactly `,{crc}]` with the CRC of what precedes it, so a changed byte
+//!   anywhere in the text, or a changed id or parent beside it, is an error naming the
+//!   record, never another state (a disk, a copy or an edit that damaged the file).
+//!   The slot for the snapshot is always there so that every format-3 record has 9
+//!   elements: no change of one tag byte turns it into a format-2 record.
 //!
 //! Values (writes, task arguments, metadata, snapshots) are the same JSON as before.
 //!
-//! # Format 1 (records written before)
+//! # Format 2 (records written before the checksum)
+//!
+//! `[tag, step, source, created_at, writes, next, metadata(, snapshot)]`, the fields as
+//! in format 3: 7 elements, 8 with a snapshot. Read as before, without a checksum to
+//! check (so a damaged format-2 record can still read back as another state, as it
+//! could before). Nothing rewrites them.
+//!
+//! # Format 1 (records written before the compact encoding)
 //!
 //! The whole record as a JSON object (`{"id": ...}`, or `{"snapshot": ...}` first when
 //! it holds one): read as it is, so stores written by earlier versions load
-//! unchanged, chains mixing both formats included. Nothing rewrites them.
+//! unchanged, chains mixing the formats included. No checksum either.
 
 use serde_json::{json, Map, Value};
 
 use super::{CheckpointRecord, TaskRecord, Write};
 
-/// The first element of a format-2 record without a snapshot.
+/// The first element of a format-2 or -3 record without a snapshot.
 pub const TAG: u64 = 2;
-/// The first element of a format-2 record holding a snapshot.
+/// The first element of a format-2 or -3 record holding a snapshot.
 pub const TAG_SNAPSHOT: u64 = 3;
 
-/// How the text of a format-2 record holding a snapshot starts.
+/// The number of elements of a format-3 record (with or without a snapshot).
+const FORMAT_3_LEN: usize = 9;
+
+/// How the text of a format-2 or -3 record holding a snapshot starts.
 pub const SNAPSHOT_PREFIX: &str = "[3,";
 /// How the text of a format-1 record holding a snapshot starts (and no other record's:
 /// every other format-1 record starts with `{"id":`).
@@ -49,7 +69,7 @@ pub fn has_snapshot(text: &str) -> bool {
     text.starts_with(SNAPSHOT_PREFIX) || text.starts_with(SNAPSHOT_PREFIX_V1)
 }
 
-/// The stored text of `record` (format 2). Deterministic: the same record always gives
+/// The stored text of `record` (format 3). Deterministic: the same record always gives
 /// the same text, which is how a store tells a retried `put` from a conflicting one.
 pub fn encode(record: &CheckpointRecord) -> serde_json::Result<String> {
     let writes: Vec<Value> = record
@@ -72,7 +92,7 @@ pub fn encode(record: &CheckpointRecord) -> serde_json::Result<String> {
             }
         })
         .collect();
-    let mut out = vec![
+    let out = vec![
         json!(if record.snapshot.is_some() {
             TAG_SNAPSHOT
         } else {
@@ -84,22 +104,70 @@ pub fn encode(record: &CheckpointRecord) -> serde_json::Result<String> {
         Value::Array(writes),
         Value::Array(next),
         compact_metadata(record),
+        record.snapshot.clone().unwrap_or(Value::Null),
     ];
-    if let Some(s) = &record.snapshot {
-        out.push(s.clone());
+    let mut text = serde_json::to_string(&Value::Array(out))?;
+    // `[a,...,h]` becomes `[a,...,h,{crc}]`.
+    text.pop();
+    let crc = checksum(&record.id, record.parent_id.as_deref(), &text);
+    text.push_str(&format!(",{crc}]"));
+    Ok(text)
+}
+
+/// The CRC-32 of a format-3 record: of its id and its parent's (each with its length,
+/// so that no two pairs give the same bytes) and of `body`, its text before the last
+/// comma. The ids are in it because the stores keep them beside the text: a damaged
+/// `parent_id` would chain the record to another one.
+pub fn checksum(id: &str, parent_id: Option<&str>, body: &str) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    h.update(&(id.len() as u64).to_le_bytes());
+    h.update(id.as_bytes());
+    match parent_id {
+        None => h.update(&[0]),
+        Some(p) => {
+            h.update(&[1]);
+            h.update(&(p.len() as u64).to_le_bytes());
+            h.update(p.as_bytes());
+        }
     }
-    serde_json::to_string(&Value::Array(out))
+    h.update(body.as_bytes());
+    h.finalize()
+}
+
+/// Checks the checksum of a format-3 record's text: it must end in exactly
+/// `,{crc}]`, `crc` the [`checksum`] of what precedes the comma.
+fn verify(text: &str, id: &str, parent_id: Option<&str>) -> Result<(), String> {
+    let damaged = |what: &str| {
+        format!(
+            "its checksum does not match ({what}): the record was changed after it was \
+             written (a damaged disk or file, or an edit by hand); restore the store from \
+             a copy, or go back to an earlier checkpoint of the thread"
+        )
+    };
+    let (body, tail) = text
+        .rsplit_once(',')
+        .ok_or_else(|| damaged("no checksum"))?;
+    let stored = tail
+        .strip_suffix(']')
+        .filter(|d| !d.is_empty() && d.len() <= 10 && d.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|d| d.parse::<u32>().ok())
+        .filter(|c| tail.len() == c.to_string().len() + 1)
+        .ok_or_else(|| damaged("the checksum is not a number as written"))?;
+    if checksum(id, parent_id, body) != stored {
+        return Err(damaged("computed over the record's id, parent and text"));
+    }
+    Ok(())
 }
 
 /// Whether two stored records of id `id`, each a text and a parent, are the same
-/// record: the same text, or (a record stored in format 1 put again in format 2) the
-/// same content. How a store tells a retried `put` from a conflicting one.
+/// record: the same text, or (a record stored in an earlier format put again in
+/// format 3) the same content. How a store tells a retried `put` from a conflicting
+/// one.
 pub fn same(id: &str, a: (&str, Option<&str>), b: (&str, Option<&str>)) -> bool {
     if a == b {
         return true;
     }
     a.1 == b.1
-        && a.0.starts_with('{') != b.0.starts_with('{')
         && matches!(
             (decode(a.0, id, a.1), decode(b.0, id, b.1)),
             (Ok(x), Ok(y)) if x == y
@@ -132,13 +200,22 @@ fn decode_any(text: &str, id: &str, parent_id: Option<&str>) -> Result<Checkpoin
         return Err("not a checkpoint record (neither an object nor an array)".into());
     };
     let tag = items.first().and_then(Value::as_u64);
-    let snapshot = match tag {
-        Some(TAG) if items.len() == 7 => None,
-        Some(TAG_SNAPSHOT) if items.len() == 8 => items.pop(),
+    let snapshot = match (tag, items.len()) {
+        (Some(TAG | TAG_SNAPSHOT), FORMAT_3_LEN) => {
+            verify(text, id, parent_id)?;
+            items.pop(); // the checksum
+            match (tag, items.pop()) {
+                (Some(TAG), Some(Value::Null)) => None,
+                (Some(TAG_SNAPSHOT), Some(s)) if !s.is_null() => Some(s),
+                _ => return Err("the tag does not say whether there is a snapshot".into()),
+            }
+        }
+        (Some(TAG), 7) => None,
+        (Some(TAG_SNAPSHOT), 8) => items.pop(),
         _ => {
             return Err(format!(
-                "a record of format {:?} with {} fields, this ironloop reads formats 1 and 2 \
-                 (upgrade ironloop)",
+                "a record of format {:?} with {} fields, this ironloop reads formats 1, 2 \
+                 and 3 (upgrade ironloop)",
                 items.first(),
                 items.len()
             ))
@@ -368,13 +445,96 @@ mod tests {
     }
 
     #[test]
-    fn snapshots_are_tagged_and_last() {
+    fn snapshots_are_tagged_and_before_the_checksum() {
         let mut r = record("c2");
         r.snapshot = Some(json!({"v": 1, "values": {"count": 3}}));
         let text = round_trip(&r);
-        assert!(has_snapshot(&text) && text.ends_with(r#"{"v":1,"values":{"count":3}}]"#));
+        let crc = checksum("c2", Some("p"), text.rsplit_once(',').unwrap().0);
+        assert!(has_snapshot(&text));
+        assert!(
+            text.ends_with(&format!(r#"{{"v":1,"values":{{"count":3}}}},{crc}]"#)),
+            "{text}"
+        );
         r.snapshot = Some(json!(5));
         assert!(has_snapshot(&round_trip(&r)));
+        r.snapshot = None;
+        let text = round_trip(&r);
+        let crc = checksum("c2", Some("p"), text.rsplit_once(',').unwrap().0);
+        assert!(text.ends_with(&format!(",null,{crc}]")), "{text}");
+    }
+
+    /// `record` as format 2 (7 elements, 8 with a snapshot; no checksum) wrote it.
+    fn format_2(r: &CheckpointRecord) -> String {
+        let Value::Array(mut items) = serde_json::from_str(&encode(r).unwrap()).unwrap() else {
+            unreachable!()
+        };
+        items.pop();
+        if items.last() == Some(&Value::Null) {
+            items.pop();
+        }
+        serde_json::to_string(&items).unwrap()
+    }
+
+    #[test]
+    fn format_2_records_still_load() {
+        let r = record("c1");
+        let v2 = format_2(&r);
+        assert!(v2.ends_with(r#"{"user":"u"}]"#), "{v2}");
+        assert_eq!(decode(&v2, "c1", Some("p")).unwrap(), r);
+        let mut s = r.clone();
+        s.snapshot = Some(json!({"v": 1}));
+        let v2 = format_2(&s);
+        assert!(has_snapshot(&v2) && v2.ends_with(r#"{"v":1}]"#), "{v2}");
+        assert_eq!(decode(&v2, "c1", Some("p")).unwrap(), s);
+        assert!(same(
+            "c1",
+            (&v2, Some("p")),
+            (&encode(&s).unwrap(), Some("p"))
+        ));
+    }
+
+    #[test]
+    fn every_changed_byte_is_an_error() {
+        let mut with_snapshot = record("c1");
+        with_snapshot.snapshot = Some(json!({"v": 1, "values": {"n": 3}}));
+        for r in [record("c1"), with_snapshot] {
+            let text = encode(&r).unwrap();
+            let mut changes = 0;
+            for i in 0..text.len() {
+                for b in 0u8..128 {
+                    let mut bytes = text.clone().into_bytes();
+                    if bytes[i] == b {
+                        continue;
+                    }
+                    bytes[i] = b;
+                    let changed = String::from_utf8(bytes).unwrap();
+                    let e = decode(&changed, "c1", Some("p"))
+                        .expect_err(&format!("byte {i} set to {b}: {changed}"));
+                    assert!(!e.is_empty());
+                    changes += 1;
+                }
+                // Cut short, or a byte left out.
+                assert!(decode(&text[..i], "c1", Some("p")).is_err());
+                let (a, b) = (&text[..i], &text[i + 1..]);
+                assert!(
+                    decode(&format!("{a}{b}"), "c1", Some("p")).is_err(),
+                    "{a}{b}"
+                );
+            }
+            assert!(changes > 100 * 127, "{changes}");
+            // The ids beside the text are checked too.
+            for (id, parent) in [("c2", Some("p")), ("c1", Some("q")), ("c1", None)] {
+                let e = decode(&text, id, parent).unwrap_err();
+                assert!(e.contains("checksum does not match"), "{e}");
+            }
+            // Nor can it pass for a format-2 record by a change of its tag.
+            let other_tag = if text.starts_with("[2,") {
+                text.replacen("[2,", "[3,", 1)
+            } else {
+                text.replacen("[3,", "[2,", 1)
+            };
+            assert!(decode(&other_tag, "c1", Some("p")).is_err());
+        }
     }
 
     #[test]
@@ -413,6 +573,19 @@ mod tests {
             ("[2,1,\"loop\",0.0,[],[7],{}]", "next task"),
             ("[2,1,\"loop\",0.0,[],[],5]", "metadata"),
             ("7", "neither"),
+            (
+                "[2,1,\"loop\",0.0,[],[],{},null,1]",
+                "checksum does not match",
+            ),
+            ("[2,1,\"loop\",0.0,[],[],{},null,01]", "number"),
+            (
+                "[2,1,\"loop\",0.0,[],[],{},null,\"1\"]",
+                "not a number as written",
+            ),
+            (
+                "[2,1,\"loop\",0.0,[],[],{},null, 1]",
+                "not a number as written",
+            ),
         ] {
             let e = decode(text, "c", None).unwrap_err();
             assert!(e.contains(want), "{text}: {e}");

@@ -47,7 +47,7 @@
 //! ```
 //!
 //! `seq` is insertion order (the latest checkpoint of a thread is its highest `seq`);
-//! `record` is the record's text (see [`super::record`]: format 2, or format 1 for
+//! `record` is the record's text (see [`super::record`]: format 3, or formats 2 and 1 for
 //! records written before), `value` a pending write's value as compact JSON. Putting a record whose id already exists in the thread changes
 //! nothing (an identical record) or is a conflict (another one); a pending write whose
 //! `(task_id, idx)` is stored is ignored (see [`Checkpointer`]).

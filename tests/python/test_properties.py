@@ -6,10 +6,10 @@ e.g. 1,000,000 for a nightly run):
   accepts the value, and the type's converter takes the value; or it refuses the type
   with a ``TypeError`` — nothing else escapes. 10,000 cases in the suite (~1 ms each).
 * Checkpoint records read back from SQLite: a stored record corrupted at random
-  (bytes replaced, cut short, tokens inserted, spans deleted) reads back as a state or
-  raises ``CheckpointError`` naming the thread and the checkpoint (also for a record
-  that decodes but does not fit the graph) — never a panic, never another exception.
-  10,000 cases in the suite. Read through the public path (``get_state`` /
+  (bytes replaced, a bit flipped, cut short, tokens inserted, spans deleted; or its
+  ``parent_id``) raises ``CheckpointError`` naming the thread and the checkpoint when
+  that checkpoint is read — never a panic, never another exception, never another
+  state. 10,000 cases in the suite. Read through the public path (``get_state`` /
   ``get_state_history``), so a change of the record format keeps the test meaningful.
 """
 
@@ -238,13 +238,17 @@ INSERTS = [b"[", b"{", b"}", b"null", b'"x"', b"1e999", b"-1", b"[[[[", b'"id":'
 
 def corrupt(rec: bytes, rng: random.Random) -> bytes:
     b = bytearray(rec)
-    kind = rng.randrange(4)
+    kind = rng.randrange(5)
     if kind == 0:
         for _ in range(rng.randint(1, 4)):
             b[rng.randrange(len(b))] = rng.randrange(256)
     elif kind == 1:
-        del b[rng.randrange(len(b)) :]
+        # One bit flipped: the change most likely to leave valid JSON of the same shape
+        # (a digit of a number, a letter of a string).
+        b[rng.randrange(len(b))] ^= 1 << rng.randrange(7)
     elif kind == 2:
+        del b[rng.randrange(len(b)) :]
+    elif kind == 3:
         i = rng.randrange(len(b))
         b[i:i] = rng.choice(INSERTS)
     else:
@@ -254,40 +258,73 @@ def corrupt(rec: bytes, rng: random.Random) -> bytes:
 
 
 def test_corrupted_checkpoint_records_raise_checkpoint_error(tmp_path: Path) -> None:
+    """A record changed in the file reads back as an error naming the thread and the
+    checkpoint, never as another state: every record carries a checksum of its bytes
+    and of the ids beside it (``src/checkpoint/record.rs``). Each case changes one
+    stored record (its text, or one time in eight its ``parent_id``) and reads that
+    checkpoint (``get_state`` at its id), and every tenth case also the latest state
+    and the history; what is read must equal what was read before the change."""
     db = str(tmp_path / "c.db")
     graph = build(SqliteSaver.from_conn_string(db))
     cfg = {"configurable": {"thread_id": "t-1"}}
     for i in range(3):
         graph.invoke({"n": i, "trail": []}, cfg)
-    good = graph.get_state(cfg).values
+    good = graph.get_state(cfg)
+    good_history = list(graph.get_state_history(cfg))
     conn = sqlite3.connect(db, isolation_level=None)
     conn.execute("PRAGMA synchronous=OFF")
-    rows = conn.execute("SELECT seq, checkpoint_id, record FROM checkpoints").fetchall()
-    rng = random.Random(12)
-    outcomes: Counter[str] = Counter()
-    for case in range(CASES):
-        seq, cid, rec = rng.choice(rows)
-        bad = corrupt(rec.encode(), rng).decode("utf-8", "replace")
-        conn.execute("UPDATE checkpoints SET record = ? WHERE seq = ?", (bad, seq))
+    rows = conn.execute("SELECT seq, checkpoint_id, parent_id, record FROM checkpoints").fetchall()
+    assert len(rows) == len(good_history) >= 6, (len(rows), len(good_history))
+    at = {
+        cid: graph.get_state({"configurable": {"thread_id": "t-1", "checkpoint_id": cid}})
+        for _, cid, _, _ in rows
+    }
+    assert all(s.config["configurable"]["checkpoint_id"] == c for c, s in at.items())
+
+    def read(cid: str, case: int, outcomes: Counter[str]) -> None:
         try:
-            state = graph.get_state(cfg)
-            if case % 10 == 0:
-                list(graph.get_state_history(cfg))
-            outcomes["same state" if state.values == good else "read, other state"] += 1
+            state = graph.get_state({"configurable": {"thread_id": "t-1", "checkpoint_id": cid}})
         except CheckpointError as e:
             text = str(e)
             assert '"t-1"' in text, text
             named = r'checkpoint "[^"]*"|ancestor "[^"]*" of "[^"]*"|id is unreadable'
             assert re.search(named, text), text
             outcomes["CheckpointError"] += 1
-            outcomes["... naming the stored id"] += f'"{cid}"' in text
-            # A record that decodes but does not fit the graph (a channel name cut in
-            # half) is one too, naming the checkpoint it was read from.
-            outcomes["... not fitting the graph"] += "does not fit this graph" in text
+            outcomes["... naming the changed record's id"] += f'"{cid}"' in text
+            outcomes["... saying the checksum does not match"] += "checksum" in text
+        else:
+            assert state == at[cid], "a changed record read back as another state"
+            outcomes["read back, equal to the original"] += 1
+        if case % 10 == 0:
+            try:
+                assert graph.get_state(cfg) == good
+                assert list(graph.get_state_history(cfg)) == good_history
+                outcomes["latest and history: read, equal"] += 1
+            except CheckpointError as e:
+                assert '"t-1"' in str(e), str(e)
+                outcomes["latest and history: CheckpointError"] += 1
+
+    rng = random.Random(12)
+    outcomes: Counter[str] = Counter()
+    for case in range(CASES):
+        seq, cid, parent, rec = rng.choice(rows)
+        if case % 8 == 7:
+            column, old = "parent_id", parent
+            bad = corrupt((parent or "none").encode(), rng).decode("utf-8", "replace")
+        else:
+            column, old = "record", rec
+            bad = corrupt(rec.encode(), rng).decode("utf-8", "replace")
+        if bad == old:
+            outcomes["unchanged by the corruption"] += 1
+            continue
+        conn.execute(f"UPDATE checkpoints SET {column} = ? WHERE seq = ?", (bad, seq))
+        try:
+            read(cid, case, outcomes)
         finally:
-            conn.execute("UPDATE checkpoints SET record = ? WHERE seq = ?", (rec, seq))
-    assert graph.get_state(cfg).values == good
-    # Most corruptions hit records the latest state does not read, or bytes that do
-    # not change it; the rest must be caught (1,769 of 10,000 with this seed).
-    assert outcomes["CheckpointError"] > CASES // 20, outcomes
+            conn.execute(f"UPDATE checkpoints SET {column} = ? WHERE seq = ?", (old, seq))
+    assert graph.get_state(cfg) == good
     print(dict(outcomes))
+    # No change of a record's bytes (or of its parent) is read as a state: every
+    # byte is covered by the checksum.
+    assert outcomes["read back, equal to the original"] == 0, outcomes
+    assert outcomes["CheckpointError"] > CASES * 9 // 10, outcomes
