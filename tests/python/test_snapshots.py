@@ -256,15 +256,17 @@ SNAPSHOTS = (
 @pytest.mark.parametrize(
     ("kind", "strip"),
     [
-        # Format 2: the snapshot is the last element and the tag says so.
+        # Format 3: the snapshot is the element before the checksum, the last, and the
+        # tag says so; without both (and tagged 2) a record is format 2's, no snapshot.
         (
             "sqlite",
-            "UPDATE checkpoints SET record = '[2' || substr(json_remove(record, '$[#-1]'), 3) "
+            "UPDATE checkpoints SET record = "
+            "'[2' || substr(json_remove(record, '$[#-1]', '$[#-1]'), 3) "
             "WHERE record LIKE '[3,%'",
         ),
         (
             "postgres",
-            "UPDATE checkpoints SET record = '[2' || substr((record::jsonb - -1)::text, 3) "
+            "UPDATE checkpoints SET record = '[2' || substr((record::jsonb - -1 - -1)::text, 3) "
             "WHERE record LIKE '[3,%'",
         ),
     ],
