@@ -412,6 +412,8 @@ struct Shared {
 
 /// The connection a call runs on: a pooled one (its socket on the saver's runtime), or
 /// a blocking caller's lane (see `lane`).
+// Made once per call and put in an `Arc` at once: its size costs nothing.
+#[allow(clippy::large_enum_variant)]
 enum Link {
     Pooled(Object),
     Lane(Arc<ClientWrapper>),
