@@ -2492,6 +2492,87 @@ mod postgres_only {
         schema.drop().await;
     }
 
+    /// A thread that waits for its saves anyway (a sync `invoke`, marked with
+    /// `BlockingCaller`) drives its calls itself, on a connection of its own: here the
+    /// saver's runtime never runs again after `connect`, so a call that needed it would
+    /// never end. A lane's connection the server ended while idle is replaced; a call
+    /// that waits on a lock is handed to a thread and still ends, and leaves one chain.
+    #[test]
+    fn a_blocking_caller_drives_its_calls_itself() {
+        use futures::executor::block_on;
+        use ironloop::checkpoint::caller::BlockingCaller;
+        use std::sync::Arc;
+        let bg = tokio::runtime::Runtime::new().unwrap();
+        let schema = bg.block_on(pg::TempSchema::new("lanes"));
+        let app = format!("ironloop-lanes-{}", std::process::id());
+        let home = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let s = home.block_on(async {
+            let s = PostgresSaver::connect_with(&url_named(&app), schema.options())
+                .await
+                .unwrap();
+            s.setup().await.unwrap();
+            s
+        });
+        let admin = Arc::new(bg.block_on(pg::admin()));
+        let bg_handle = bg.handle().clone();
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let caller = std::thread::spawn(move || {
+            let _enter = home.enter();
+            let _mark = BlockingCaller::enter();
+            block_on(s.put_next("t", rec("c0", None, 0))).unwrap();
+
+            let ended: i64 = bg_handle
+                .block_on(admin.query_one(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+                     WHERE application_name = $1",
+                    &[&app],
+                ))
+                .unwrap()
+                .get(0);
+            assert!(ended >= 2, "the pool's and the lane's connections: {ended}");
+            std::thread::sleep(Duration::from_millis(200));
+            block_on(s.put_next("t", rec("c1", Some("c0"), 1))).unwrap();
+
+            bg_handle
+                .block_on(admin.batch_execute(&format!(
+                    "BEGIN; LOCK TABLE \"{}\".ironloop_checkpoints IN ACCESS EXCLUSIVE MODE",
+                    schema.name
+                )))
+                .unwrap();
+            let release = {
+                let (admin, h) = (admin.clone(), bg_handle.clone());
+                std::thread::spawn(move || {
+                    std::thread::sleep(Duration::from_millis(400));
+                    h.block_on(admin.batch_execute("ROLLBACK")).unwrap();
+                })
+            };
+            let started = Instant::now();
+            block_on(s.put_next("t", rec("c2", Some("c1"), 2))).unwrap();
+            assert!(started.elapsed() >= Duration::from_millis(300));
+            release.join().unwrap();
+
+            assert_eq!(block_on(s.get("t", None)).unwrap().unwrap().id, "c2");
+            assert_eq!(
+                ids(&block_on(s.chain("t", "c2")).unwrap()),
+                ["c0", "c1", "c2"]
+            );
+            block_on(Checkpointer::close(&s)).unwrap();
+            let _ = done_tx.send(schema);
+        });
+        let Ok(schema) = done_rx.recv_timeout(Duration::from_secs(60)) else {
+            // The caller's own assertion, if it failed; else it is stuck.
+            if caller.is_finished() {
+                caller.join().unwrap();
+            }
+            panic!("a blocking caller's call did not end within 60 s");
+        };
+        caller.join().unwrap();
+        bg.block_on(schema.drop());
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn idle_connections_ended_by_the_server_are_replaced() {
         let schema = pg::TempSchema::new("idle").await;

@@ -8,7 +8,13 @@
 //! on the tokio runtime the saver was made on, so it can be awaited from any executor,
 //! and a future dropped half-way does not cut a statement in two: every call is one
 //! statement (one transaction), and its prepared statement is cached per connection,
-//! so a call is **one round trip** once the connection has seen it. A step of a run
+//! so a call is **one round trip** once the connection has seen it.
+//!
+//! A thread that waits for its saves anyway (a sync Python `invoke`, see
+//! [`super::caller`]) does not hand them to the runtime: it takes a **lane** (see
+//! `lane`: a connection on a single-threaded runtime of its own, up to `pool_size` of
+//! them besides the pool) and drives the call itself, writing the statement and
+//! reading the answer on its own thread; the statements are the same. A step of a run
 //! costs one `put_next` (the step's record, and the parent's pending writes dropped, in
 //! one statement); a step of several tasks adds one `put_writes` per task as it
 //! finishes. A `put_many` batch of `put_next`s and writes (a run's `"async"` and
@@ -77,12 +83,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use deadpool_postgres::{
-    Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime,
+    ClientWrapper, Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime,
 };
 use tokio::runtime::Handle;
 use tokio_postgres::error::SqlState;
 use tokio_util::task::TaskTracker;
 
+use super::caller;
 use super::record;
 use super::stalled::{awaits_answer_sql, check_claim};
 use super::{
@@ -90,6 +97,7 @@ use super::{
     CheckpointRecord, Checkpointer, PendingWrite, Put, Result,
 };
 
+mod lane;
 mod lease;
 
 /// The schema version this ironloop writes (the last of [`MIGRATIONS`]).
@@ -166,7 +174,8 @@ pub struct PostgresOptions {
     /// The PostgreSQL schema that holds the tables (created by `setup`). `None`: the
     /// first schema of the connection's `search_path` (usually `public`).
     pub schema: Option<String>,
-    /// The most connections the saver opens (they are opened on demand).
+    /// The most connections the saver's pool opens (on demand); threads that drive
+    /// their own calls (see [`super::caller`]) open as many again at most.
     pub pool_size: usize,
     /// How long connecting, or waiting for a free connection, may take.
     pub connect_timeout: Duration,
@@ -397,6 +406,28 @@ struct Shared {
     connect_timeout: Duration,
     /// The threads' run leases (see `lease`).
     leases: lease::Leases,
+    /// The connections blocking callers drive themselves (see `lane`).
+    lanes: lane::Lanes,
+}
+
+/// The connection a call runs on: a pooled one (its socket on the saver's runtime), or
+/// a blocking caller's lane (see `lane`).
+// Made once per call and put in an `Arc` at once: its size costs nothing.
+#[allow(clippy::large_enum_variant)]
+enum Link {
+    Pooled(Object),
+    Lane(Arc<ClientWrapper>),
+}
+
+impl std::ops::Deref for Link {
+    type Target = ClientWrapper;
+
+    fn deref(&self) -> &ClientWrapper {
+        match self {
+            Link::Pooled(o) => o,
+            Link::Lane(c) => c,
+        }
+    }
 }
 
 /// A durable [`Checkpointer`] backed by PostgreSQL (see the module documentation).
@@ -459,6 +490,7 @@ impl PostgresSaver {
             .map_err(|e| CheckpointError::storage(format!("{name}: cannot set up TLS: {e}")))?;
         let sql = Sql::new(options.schema.as_deref());
         let leases = lease::Leases::new(config.clone(), tls.clone(), sql.prefix.clone());
+        let lanes = lane::Lanes::new(config.clone(), tls.clone(), options.pool_size);
         let manager = Manager::from_config(
             config,
             tls,
@@ -486,6 +518,7 @@ impl PostgresSaver {
                 pool_size: options.pool_size,
                 connect_timeout: options.connect_timeout,
                 leases,
+                lanes,
             }),
             runtime,
             tasks: TaskTracker::new(),
@@ -545,27 +578,35 @@ impl PostgresSaver {
         &self.shared.name
     }
 
-    /// Runs `f` with a pooled connection as a task on the saver's runtime and awaits
-    /// it; errors become [`CheckpointError`]s that say what failed and what to do. A
-    /// connection that failed is not put back in the pool.
+    /// Runs `f` with a connection and returns its result: on the calling thread, on a
+    /// lane, when that thread may block (see [`caller`] and `lane`) and a lane is free;
+    /// else with a pooled connection as a task on the saver's runtime, awaited. Errors
+    /// become [`CheckpointError`]s that say what failed and what to do. A connection
+    /// that failed is not used again.
     async fn call<R, F, Fut>(&self, op: &'static str, f: F) -> Result<R>
     where
         R: Send + 'static,
-        F: FnOnce(Arc<Object>, Arc<Shared>) -> Fut + Send + 'static,
+        F: FnOnce(Arc<Link>, Arc<Shared>) -> Fut + Send + 'static,
         Fut: Future<Output = std::result::Result<R, tokio_postgres::Error>> + Send + 'static,
     {
         if self.is_closed() {
             return Err(self.shared.closed(op));
         }
+        if caller::may_block() {
+            if let Some(lane) = self.shared.lanes.take() {
+                return self.call_here(op, lane, f).await;
+            }
+        }
         let sh = self.shared.clone();
         let task = self.tasks.spawn_on(
             async move {
-                let client = Arc::new(sh.pool.get().await.map_err(|e| sh.pool_error(op, e))?);
+                let client = sh.pool.get().await.map_err(|e| sh.pool_error(op, e))?;
+                let client = Arc::new(Link::Pooled(client));
                 let r = f(client.clone(), sh.clone()).await;
                 match r {
                     Ok(v) => Ok(v),
                     Err(e) => {
-                        if let Ok(obj) = Arc::try_unwrap(client) {
+                        if let Ok(Link::Pooled(obj)) = Arc::try_unwrap(client) {
                             drop(Object::take(obj));
                         }
                         Err(sh.describe(op, &e))
@@ -575,6 +616,51 @@ impl PostgresSaver {
             &self.runtime,
         );
         self.joined(op, task.await)
+    }
+
+    /// [`call`](Self::call) driven by this thread on `lane`: no other thread takes
+    /// part unless the call is slow (see `lane`). `close()` waits for it as for a task.
+    async fn call_here<R, F, Fut>(&self, op: &'static str, mut lane: lane::Lane, f: F) -> Result<R>
+    where
+        R: Send + 'static,
+        F: FnOnce(Arc<Link>, Arc<Shared>) -> Fut + Send + 'static,
+        Fut: Future<Output = std::result::Result<R, tokio_postgres::Error>> + Send + 'static,
+    {
+        let tracked = self.tasks.token();
+        let sh = self.shared.clone();
+        let live = lane.live_client();
+        let call = async move {
+            let client = match live {
+                Some(c) => c,
+                None => sh
+                    .lanes
+                    .connect()
+                    .await
+                    .map_err(|e| sh.pool_error(op, PoolError::Backend(e)))?,
+            };
+            match f(Arc::new(Link::Lane(client.clone())), sh.clone()).await {
+                Ok(v) => Ok((v, client)),
+                // The connection is dropped with the error: the next call opens another.
+                Err(e) => Err(sh.describe(op, &e)),
+            }
+        };
+        let sh = self.shared.clone();
+        let settle = move |r: Result<(R, Arc<ClientWrapper>)>, mut lane: lane::Lane| {
+            drop(tracked);
+            let (v, client) = r?;
+            lane.keep(client);
+            sh.lanes.give_back(lane);
+            Ok(v)
+        };
+        match lane.drive(call, settle) {
+            lane::Driven::Done(r) => r,
+            lane::Driven::HandedOver(rx) => rx.await.unwrap_or_else(|_| {
+                Err(CheckpointError::storage(format!(
+                    "{}: cannot {op}: the thread that finishes slow calls could not start",
+                    self.shared.name
+                )))
+            }),
+        }
     }
 
     fn joined<R>(
@@ -817,7 +903,7 @@ fn batch_params<'a>(t: &'a String, items: &'a [Item]) -> Vec<Vec<Param<'a>>> {
 /// aborts the transaction (the `COMMIT` then rolls it back). A refused batch, or one
 /// holding a `put`, goes through [`save_checked`], which says why it was refused.
 async fn save_batch(
-    c: &Object,
+    c: &ClientWrapper,
     sql: &Sql,
     t: &String,
     items: &[Item],
@@ -865,7 +951,7 @@ async fn save_batch(
 /// `COMMIT`, or `ROLLBACK` when an item is refused, so that a refused item leaves
 /// nothing of the batch.
 async fn save_checked(
-    c: &Object,
+    c: &ClientWrapper,
     sql: &Sql,
     t: &String,
     items: &[Item],
@@ -1262,6 +1348,7 @@ impl Checkpointer for PostgresSaver {
         self.tasks.close();
         self.tasks.wait().await;
         self.shared.pool.close();
+        self.shared.lanes.close();
         self.shared.leases.close().await;
         Ok(())
     }
