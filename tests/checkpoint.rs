@@ -2194,25 +2194,75 @@ mod postgres_only {
         schema.drop().await;
     }
 
-    /// A schema at version 3 (no `ironloop_refused`): a step saves as before, a batch
-    /// (which needs the function) fails saying to call setup(), and leaves nothing;
-    /// setup() migrates it and the same batch goes in, then a refused batch still
+    /// Creates schema `name` as ironloop made it at `version` 3 or 4 (text ids, the
+    /// `(thread_id, seq)` primary key, the `(thread_id, checkpoint_id)` unique index;
+    /// version 4 adds `ironloop_refused`).
+    async fn old_schema(admin: &tokio_postgres::Client, name: &str, version: i32) {
+        let q = |sql: &str| {
+            sql.replace("{s_}", &format!("\"{name}\""))
+                .replace("{s}", &format!("\"{name}\"."))
+        };
+        admin
+            .batch_execute(&q("CREATE SCHEMA {s_}; \
+                 CREATE TABLE {s}ironloop_migrations (version integer PRIMARY KEY, \
+                   applied_at timestamptz NOT NULL DEFAULT now()); \
+                 CREATE TABLE {s}ironloop_checkpoints (seq bigserial NOT NULL, \
+                   thread_id text NOT NULL, checkpoint_id text NOT NULL, parent_id text, \
+                   step bigint NOT NULL, record text NOT NULL, UNIQUE (thread_id, checkpoint_id), \
+                   PRIMARY KEY (thread_id, seq)); \
+                 CREATE TABLE {s}ironloop_writes (seq bigserial PRIMARY KEY, thread_id text NOT NULL, \
+                   checkpoint_id text NOT NULL, task_id text NOT NULL, idx bigint NOT NULL, \
+                   node text NOT NULL, channel text NOT NULL, value text NOT NULL, \
+                   saved_at timestamptz NOT NULL DEFAULT now(), \
+                   UNIQUE (thread_id, checkpoint_id, task_id, idx)); \
+                 CREATE TABLE {s}ironloop_threads (thread_id text PRIMARY KEY, \
+                   latest_id text NOT NULL, updated_at timestamptz NOT NULL DEFAULT now()); \
+                 CREATE TABLE {s}ironloop_claims (thread_id text PRIMARY KEY, owner text NOT NULL, \
+                   expires_at timestamptz NOT NULL); \
+                 INSERT INTO {s}ironloop_migrations (version) VALUES (1), (2), (3);"))
+            .await
+            .unwrap();
+        if version >= 4 {
+            admin
+                .batch_execute(&q("CREATE FUNCTION {s}ironloop_refused(thread text) \
+                     RETURNS boolean LANGUAGE plpgsql AS $$ BEGIN \
+                     RAISE EXCEPTION 'refused' USING ERRCODE = 'IL409'; END $$; \
+                     INSERT INTO {s}ironloop_migrations (version) VALUES (4);"))
+                .await
+                .unwrap();
+        }
+    }
+
+    /// A schema at version 3 (no `ironloop_refused`, text ids): a step and a batch fail
+    /// saying to call setup(), and leave nothing; setup() migrates it (versions 4 and
+    /// 5), the thread reads back and the same batch goes in, then a refused batch still
     /// leaves nothing and names the thread.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn version_3_schemas_need_setup_for_batches() {
         let schema = pg::TempSchema::new("v3").await;
-        let s = schema.saver().await;
-        s.setup().await.unwrap();
         let admin = pg::admin().await;
+        old_schema(&admin, &schema.name, 3).await;
+        let s = schema.saver().await;
+        let e = s.put_next("t", rec("c0", None, 0)).await.unwrap_err();
+        assert!(e.to_string().contains("call setup()"), "{e}");
+        admin
+            .execute(
+                &format!(
+                    "INSERT INTO \"{}\".ironloop_checkpoints \
+                     (thread_id, checkpoint_id, parent_id, step, record) VALUES ('t', 'c0', NULL, 0, $1)",
+                    schema.name
+                ),
+                &[&ironloop::checkpoint::record::encode(&rec("c0", None, 0)).unwrap()],
+            )
+            .await
+            .unwrap();
         admin
             .batch_execute(&format!(
-                "DROP FUNCTION \"{0}\".ironloop_refused(text); \
-                 DELETE FROM \"{0}\".ironloop_migrations WHERE version = 4",
+                "INSERT INTO \"{}\".ironloop_threads (thread_id, latest_id) VALUES ('t', 'c0')",
                 schema.name
             ))
             .await
             .unwrap();
-        s.put_next("t", rec("c0", None, 0)).await.unwrap();
         let batch = || {
             vec![
                 next(rec("c1", Some("c0"), 1)),
@@ -2223,8 +2273,8 @@ mod postgres_only {
         let e = s.put_many("t", batch()).await.unwrap_err();
         assert!(matches!(e, CheckpointError::Storage(_)), "{e:?}");
         assert!(e.to_string().contains("call setup()"), "{e}");
-        assert_eq!(s.get("t", None).await.unwrap().unwrap().id, "c0");
         s.setup().await.unwrap();
+        assert_eq!(s.get("t", None).await.unwrap(), Some(rec("c0", None, 0)));
         s.put_many("t", batch()).await.unwrap();
         assert_eq!(ids(&s.chain("t", "c2").await.unwrap()), ["c0", "c1", "c2"]);
         let e = s
@@ -2317,7 +2367,7 @@ mod postgres_only {
         );
         let stored: String = admin
             .query_one(
-                &q("SELECT record FROM {s}ironloop_checkpoints WHERE checkpoint_id = 'c4'"),
+                &q("SELECT record FROM {s}ironloop_checkpoints WHERE id_text = 'c4'"),
                 &[],
             )
             .await
@@ -2342,7 +2392,7 @@ mod postgres_only {
             .execute(
                 &format!(
                     "UPDATE {table} SET record = replace(record, '1700000001.25', \
-                     '1700000001.75') WHERE checkpoint_id = 'c1'"
+                     '1700000001.75') WHERE id_text = 'c1'"
                 ),
                 &[],
             )
@@ -2364,6 +2414,113 @@ mod postgres_only {
             s.get("t", Some("c2")).await.unwrap(),
             Some(rec("c2", Some("c1"), 2))
         );
+    /// A schema at version 4 (text ids, the `(thread_id, seq)` primary key and the
+    /// `(thread_id, checkpoint_id)` unique index) migrates to version 5 (uuid ids, one
+    /// index): engine-style UUID ids and any other text ids, a fork and pending writes
+    /// read back as they were, in the same order, and the thread goes on.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn version_4_schemas_migrate_to_uuid_ids() {
+        let schema = pg::TempSchema::new("v4").await;
+        let admin = pg::admin().await;
+        let q = |sql: &str| {
+            sql.replace("{s_}", &format!("\"{}\"", schema.name))
+                .replace("{s}", &format!("\"{}\".", schema.name))
+        };
+        old_schema(&admin, &schema.name, 4).await;
+        // Thread t: u0 <- u1 <- c2 (a text id) <- u3, and a fork f <- u1 saved last;
+        // thread `other` holds an id that is also t's.
+        let u = |i: u8| format!("00000000-0000-4000-8000-00000000000{i}");
+        let (u0, u1, u3) = (u(0), u(1), u(3));
+        let old = [
+            ("t", rec(&u0, None, 0)),
+            ("t", with_snapshot(rec(&u1, Some(&u0), 1), 1)),
+            ("t", rec("c2", Some(&u1), 2)),
+            ("t", rec(&u3, Some("c2"), 3)),
+            ("t", rec("Fork-1", Some(&u1), 2)),
+            ("other", rec(&u0, None, 0)),
+        ];
+        for (t, r) in &old {
+            admin
+                .execute(
+                    &q("INSERT INTO {s}ironloop_checkpoints \
+                        (thread_id, checkpoint_id, parent_id, step, record) \
+                        VALUES ($1, $2, $3, $4, $5)"),
+                    &[
+                        t,
+                        &r.id,
+                        &r.parent_id,
+                        &r.step,
+                        &ironloop::checkpoint::record::encode(r).unwrap(),
+                    ],
+                )
+                .await
+                .unwrap();
+        }
+        admin
+            .batch_execute(&q(&format!(
+                "INSERT INTO {{s}}ironloop_threads (thread_id, latest_id) \
+                 VALUES ('t', 'Fork-1'), ('other', '{u0}'); \
+                 INSERT INTO {{s}}ironloop_writes \
+                 (thread_id, checkpoint_id, task_id, idx, node, channel, value) \
+                 VALUES ('t', 'Fork-1', 'a', 0, 'tools', 'x', '1')"
+            )))
+            .await
+            .unwrap();
+        let s = schema.saver().await;
+        s.setup().await.unwrap();
+        let by = |id: &str| old.iter().find(|(_, r)| r.id == id).unwrap().1.clone();
+        assert_eq!(s.get("t", None).await.unwrap(), Some(by("Fork-1")));
+        assert_eq!(s.get("t", Some("c2")).await.unwrap(), Some(by("c2")));
+        assert_eq!(s.get("t", Some(&u3)).await.unwrap(), Some(by(&u3)));
+        assert_eq!(s.get("other", None).await.unwrap(), Some(old[5].1.clone()));
+        assert_eq!(s.get("t", Some("c9")).await.unwrap(), None);
+        assert_eq!(
+            s.chain("t", &u3).await.unwrap(),
+            vec![by(&u0), by(&u1), by("c2"), by(&u3)]
+        );
+        assert_eq!(
+            ids(&s.chain_from_snapshot("t", "Fork-1").await.unwrap()),
+            [u1.as_str(), "Fork-1"]
+        );
+        assert_eq!(
+            ids(&s.list("t", None, None).await.unwrap()),
+            ["Fork-1", u3.as_str(), "c2", u1.as_str(), u0.as_str()]
+        );
+        assert_eq!(
+            ids(&s.list("t", Some(2), Some("c2")).await.unwrap()),
+            [u1.as_str(), u0.as_str()]
+        );
+        assert_eq!(
+            s.pending_writes("t", "Fork-1").await.unwrap(),
+            vec![pwi("a", 0, "x", json!(1))]
+        );
+        // A retried put of a migrated record is the same record; the thread goes on.
+        s.put("t", by("c2")).await.unwrap();
+        let u4 = u(4);
+        s.put_next("t", rec(&u4, Some("Fork-1"), 3)).await.unwrap();
+        assert!(s.pending_writes("t", "Fork-1").await.unwrap().is_empty());
+        assert_eq!(
+            ids(&s.chain("t", &u4).await.unwrap()),
+            [u0.as_str(), u1.as_str(), "Fork-1", u4.as_str()]
+        );
+        s.delete_checkpoints("t", vec![u4.clone(), "Fork-1".into()])
+            .await
+            .unwrap();
+        assert_eq!(s.get("t", None).await.unwrap().unwrap().id, u3);
+        let (kind, texts): (String, i64) = {
+            let r = admin
+                .query_one(
+                    &q("SELECT format_type(a.atttypid, a.atttypmod), \
+                          (SELECT count(*) FROM {s}ironloop_checkpoints WHERE id_text IS NOT NULL) \
+                        FROM pg_attribute a WHERE a.attrelid = '{s}ironloop_checkpoints'::regclass \
+                        AND a.attname = 'checkpoint_id'"),
+                    &[],
+                )
+                .await
+                .unwrap();
+            (r.get(0), r.get(1))
+        };
+        assert_eq!((kind.as_str(), texts), ("uuid", 1));
         Checkpointer::close(&s).await.unwrap();
         schema.drop().await;
     }

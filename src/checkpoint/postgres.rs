@@ -64,6 +64,19 @@
 //! `ironloop_threads.updated_at` and its latest checkpoint's pending writes'
 //! `saved_at`, both the server's clock, so the workers' clocks do not matter.
 //!
+//! Version 5 stores a record in as few bytes as the lookups allow (W4m's bytes, see
+//! BENCHMARKS.md): `ironloop_checkpoints(seq, thread_id, checkpoint_id uuid, parent_id
+//! uuid, record, id_text, parent_text)` with one index, the primary key `(thread_id,
+//! checkpoint_id)`. It serves every lookup: by id, the chain's walk up the parent
+//! links, and the thread's latest through `ironloop_threads.latest_id`; `list` reads
+//! the thread's rows through it and sorts them by `seq` (no second index by `seq`,
+//! which cost as much as the ids). An id is stored as a 16-byte `uuid` (the engine's ids
+//! are UUIDs: 37 bytes as text); any other id is keyed by its MD5 as a `uuid`, its text
+//! kept in `id_text` / `parent_text` (NULL, so free, for UUIDs): the functions
+//! `ironloop_uuid(text)` and `ironloop_id_text(text)` make both from the text, so the
+//! statements take and return ids as text. `step` (also in the record) is gone. The
+//! migration copies the rows into the new table in one transaction.
+//!
 //! `ironloop_threads` holds each thread's latest checkpoint: `put_next` swaps it in the
 //! same statement that inserts the record (`INSERT ... ON CONFLICT DO UPDATE ... WHERE
 //! latest_id = parent`, which the server evaluates on the row's latest version under a
@@ -101,7 +114,7 @@ mod lane;
 mod lease;
 
 /// The schema version this ironloop writes (the last of [`MIGRATIONS`]).
-pub const SCHEMA_VERSION: i32 = 4;
+pub const SCHEMA_VERSION: i32 = 5;
 
 /// The migrations, in order: `MIGRATIONS[i]` takes the schema to version `i + 1`.
 /// `{s}` stands for the schema prefix (`"name".` or nothing).
@@ -159,6 +172,42 @@ BEGIN
         USING ERRCODE = 'IL409';
 END
 $$;
+",
+    // One index per record, and ids as 16-byte `uuid`s (see the module documentation):
+    // the primary key (thread_id, checkpoint_id) serves every lookup, a thread's
+    // latest is `ironloop_threads.latest_id`, and `step` (also in the record) goes.
+    "
+CREATE FUNCTION {s}ironloop_uuid(id text) RETURNS uuid
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN id ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+        THEN id::uuid ELSE md5(id)::uuid END
+$$;
+CREATE FUNCTION {s}ironloop_id_text(id text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN id ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+        THEN NULL ELSE id END
+$$;
+ALTER SEQUENCE {s}ironloop_checkpoints_seq_seq OWNED BY NONE;
+CREATE TABLE {s}ironloop_checkpoints_5 (
+    seq           bigint NOT NULL DEFAULT nextval('{s}ironloop_checkpoints_seq_seq'),
+    thread_id     text   NOT NULL,
+    checkpoint_id uuid   NOT NULL,
+    parent_id     uuid,
+    record        text   NOT NULL,
+    id_text       text,
+    parent_text   text,
+    CONSTRAINT ironloop_checkpoints_5_pkey PRIMARY KEY (thread_id, checkpoint_id)
+);
+INSERT INTO {s}ironloop_checkpoints_5
+    (seq, thread_id, checkpoint_id, parent_id, record, id_text, parent_text)
+SELECT seq, thread_id, {s}ironloop_uuid(checkpoint_id), {s}ironloop_uuid(parent_id), record,
+       {s}ironloop_id_text(checkpoint_id), {s}ironloop_id_text(parent_id)
+FROM {s}ironloop_checkpoints ORDER BY thread_id, seq;
+DROP TABLE {s}ironloop_checkpoints;
+ALTER TABLE {s}ironloop_checkpoints_5 RENAME TO ironloop_checkpoints;
+ALTER TABLE {s}ironloop_checkpoints
+    RENAME CONSTRAINT ironloop_checkpoints_5_pkey TO ironloop_checkpoints_pkey;
+ALTER SEQUENCE {s}ironloop_checkpoints_seq_seq OWNED BY {s}ironloop_checkpoints.seq;
 ",
 ];
 
@@ -224,12 +273,33 @@ impl Sql {
         let t = format!("{prefix}ironloop_threads");
         let this = "(thread_id = $1 OR starts_with(thread_id, $2))";
         let k = format!("{prefix}ironloop_claims");
+        // Ids are stored as `uuid`s, the text kept beside only when it is not one
+        // (migration 5); `id(x)` is the key of the text id `x`.
+        let id = |x: &str| format!("{prefix}ironloop_uuid({x})");
+        let id_text = |x: &str| format!("{prefix}ironloop_id_text({x})");
+        // A stored record as the saver reads it: id, parent, text.
+        let cols = |a: &str| {
+            format!(
+                "coalesce({a}.id_text, {a}.checkpoint_id::text), \
+                 coalesce({a}.parent_text, {a}.parent_id::text), {a}.record"
+            )
+        };
+        let insert = format!(
+            "INSERT INTO {c} (thread_id, checkpoint_id, parent_id, record, id_text, parent_text)"
+        );
+        let values = format!(
+            "$1, {}, {}, $4, {}, {}",
+            id("$2"),
+            id("$3::text"),
+            id_text("$2"),
+            id_text("$3::text")
+        );
         // The stalled threads, idle longest first (`$1`: stale_after in seconds, `$2`:
         // the limit, NULL for none); subgraphs' namespaces (keys with U+001F) are
         // resumed through their thread, not listed.
         let stalled = format!(
             "SELECT t.thread_id FROM {t} t \
-             JOIN {c} c ON c.thread_id = t.thread_id AND c.checkpoint_id = t.latest_id \
+             JOIN {c} c ON c.thread_id = t.thread_id AND c.checkpoint_id = {latest} \
              LEFT JOIN {k} k ON k.thread_id = t.thread_id \
              WHERE t.updated_at <= now() - make_interval(secs => $1) \
                AND strpos(t.thread_id, chr(31)) = 0 \
@@ -241,7 +311,8 @@ impl Sql {
                  THEN (c.record::json) -> 5 ELSE (c.record::json) -> 'next' END) > 0 \
                AND NOT {} \
              ORDER BY t.updated_at, t.thread_id LIMIT $2",
-            awaits_answer_sql(&w, "t.thread_id", "t.latest_id")
+            awaits_answer_sql(&w, "t.thread_id", "t.latest_id"),
+            latest = id("t.latest_id"),
         );
         // The swap decides: the record goes in (and the parent's pending writes go) only
         // if the thread was still at the parent. Only `true` (swapped and inserted) is
@@ -254,8 +325,7 @@ impl Sql {
                    WHERE t.latest_id IS NOT DISTINCT FROM $3::text \
                    RETURNING 1 \
                  ), ins AS ( \
-                   INSERT INTO {c} (thread_id, checkpoint_id, parent_id, step, record) \
-                   SELECT $1, $2, $3, $4, $5 WHERE EXISTS (SELECT 1 FROM cas) \
+                   {insert} SELECT {values} WHERE EXISTS (SELECT 1 FROM cas) \
                    ON CONFLICT (thread_id, checkpoint_id) DO NOTHING RETURNING 1 \
                  ), del AS ( \
                    DELETE FROM {w} WHERE thread_id = $1 AND checkpoint_id = $3 \
@@ -281,8 +351,7 @@ impl Sql {
             // `stored` is the record already there when the insert did nothing.
             put: format!(
                 "WITH ins AS ( \
-                   INSERT INTO {c} (thread_id, checkpoint_id, parent_id, step, record) \
-                   VALUES ($1, $2, $3, $4, $5) \
+                   {insert} VALUES ({values}) \
                    ON CONFLICT (thread_id, checkpoint_id) DO NOTHING RETURNING 1 \
                  ), del AS ( \
                    DELETE FROM {w} WHERE thread_id = $1 AND checkpoint_id = $3 \
@@ -292,8 +361,10 @@ impl Sql {
                    ON CONFLICT (thread_id) DO UPDATE \
                    SET latest_id = EXCLUDED.latest_id, updated_at = now() \
                  ) \
-                 SELECT EXISTS (SELECT 1 FROM ins), s.record, s.parent_id FROM (SELECT 1) one \
-                 LEFT JOIN {c} s ON s.thread_id = $1 AND s.checkpoint_id = $2"
+                 SELECT EXISTS (SELECT 1 FROM ins), s.record, \
+                   coalesce(s.parent_text, s.parent_id::text) FROM (SELECT 1) one \
+                 LEFT JOIN {c} s ON s.thread_id = $1 AND s.checkpoint_id = {}",
+                id("$2")
             ),
             put_next: format!("{put_next_cte} SELECT EXISTS (SELECT 1 FROM cas) AND EXISTS (SELECT 1 FROM ins)"),
             // In a batch whose `COMMIT` is pipelined: a refusal aborts the transaction.
@@ -304,9 +375,11 @@ impl Sql {
             // Why a `put_next` saved nothing: the record under its id, and where the
             // thread is (read after the statement, so it sees what won).
             refused: format!(
-                "SELECT s.record, s.parent_id, (SELECT latest_id FROM {t} WHERE thread_id = $1) \
+                "SELECT s.record, coalesce(s.parent_text, s.parent_id::text), \
+                   (SELECT latest_id FROM {t} WHERE thread_id = $1) \
                  FROM (SELECT 1) one \
-                 LEFT JOIN {c} s ON s.thread_id = $1 AND s.checkpoint_id = $2"
+                 LEFT JOIN {c} s ON s.thread_id = $1 AND s.checkpoint_id = {}",
+                id("$2")
             ),
             put_writes: format!(
                 "INSERT INTO {w} (thread_id, checkpoint_id, task_id, idx, node, channel, value) \
@@ -316,32 +389,40 @@ impl Sql {
                  ORDER BY w.ord \
                  ON CONFLICT (thread_id, checkpoint_id, task_id, idx) DO NOTHING"
             ),
+            // The latest id is read first (an InitPlan), so the record is found by
+            // its whole primary key whatever the planner's statistics say.
             latest: format!(
-                "SELECT c.checkpoint_id, c.parent_id, c.record FROM {t} t JOIN {c} c \
-                 ON c.thread_id = t.thread_id AND c.checkpoint_id = t.latest_id \
-                 WHERE t.thread_id = $1"
+                "SELECT {} FROM {c} c WHERE c.thread_id = $1 AND c.checkpoint_id = \
+                 (SELECT {} FROM {t} WHERE thread_id = $1)",
+                cols("c"),
+                id("latest_id")
             ),
             by_id: format!(
-                "SELECT checkpoint_id, parent_id, record FROM {c} \
-                 WHERE thread_id = $1 AND checkpoint_id = $2"
+                "SELECT {} FROM {c} c WHERE c.thread_id = $1 AND c.checkpoint_id = {}",
+                cols("c"),
+                id("$2")
             ),
             // UNION (not UNION ALL) ends a corrupt, cyclic chain; `order_chain` puts
             // the records in order and reports the damage.
-            chain: chain_query(&c, "false"),
+            chain: chain_query(&c, &id("$2"), "false"),
             chain_from_snapshot: chain_query(
                 &c,
+                &id("$2"),
                 &format!(
                     "(left(record, 3) = '{}' OR left(record, 12) = '{}')",
                     record::SNAPSHOT_PREFIX,
                     record::SNAPSHOT_PREFIX_V1
                 ),
             ),
-            // An unknown `before` filters nothing, as in the other savers.
+            // An unknown `before` filters nothing, as in the other savers. The thread's
+            // rows are read through the primary key and sorted (no index by `seq`).
             list: format!(
-                "SELECT checkpoint_id, parent_id, record FROM {c} WHERE thread_id = $1 AND seq < coalesce( \
-                   (SELECT seq FROM {c} WHERE thread_id = $1 AND checkpoint_id = $2), \
+                "SELECT {} FROM {c} c WHERE c.thread_id = $1 AND c.seq < coalesce( \
+                   (SELECT seq FROM {c} WHERE thread_id = $1 AND checkpoint_id = {}), \
                    9223372036854775807) \
-                 ORDER BY seq DESC LIMIT $3"
+                 ORDER BY c.seq DESC LIMIT $3",
+                cols("c"),
+                id("$2")
             ),
             pending: format!(
                 "SELECT task_id, idx, node, channel, value FROM {w} \
@@ -359,13 +440,17 @@ impl Sql {
             // its deletes, hence `<> ALL($2)`), its row gone when none is left.
             delete_some: format!(
                 "WITH w AS (DELETE FROM {w} WHERE thread_id = $1 AND checkpoint_id = ANY($2)), \
-                   d AS (DELETE FROM {c} WHERE thread_id = $1 AND checkpoint_id = ANY($2)), \
-                   left_ AS (SELECT checkpoint_id FROM {c} WHERE thread_id = $1 \
-                     AND checkpoint_id <> ALL($2) ORDER BY seq DESC LIMIT 1), \
+                   keys AS (SELECT {} AS k FROM unnest($2::text[]) x), \
+                   d AS (DELETE FROM {c} WHERE thread_id = $1 \
+                     AND checkpoint_id IN (SELECT k FROM keys)), \
+                   left_ AS (SELECT coalesce(id_text, checkpoint_id::text) AS checkpoint_id \
+                     FROM {c} WHERE thread_id = $1 \
+                     AND checkpoint_id NOT IN (SELECT k FROM keys) ORDER BY seq DESC LIMIT 1), \
                    gone AS (DELETE FROM {t} WHERE thread_id = $1 \
                      AND NOT EXISTS (SELECT 1 FROM left_)) \
                  UPDATE {t} SET latest_id = (SELECT checkpoint_id FROM left_), updated_at = now() \
-                 WHERE thread_id = $1 AND latest_id = ANY($2) AND EXISTS (SELECT 1 FROM left_)"
+                 WHERE thread_id = $1 AND latest_id = ANY($2) AND EXISTS (SELECT 1 FROM left_)",
+                id("x")
             ),
             prefix,
         }
@@ -376,18 +461,28 @@ impl Sql {
 /// record for which `stop` (an SQL condition on its `record`) holds. UNION (not UNION
 /// ALL) ends a corrupt, cyclic chain; `order_chain` puts the records in order and
 /// reports the damage.
-fn chain_query(c: &str, stop: &str) -> String {
+///
+/// Every step of the walk is a lookup by the whole primary key: the parent is read in
+/// a `LATERAL` subquery (its `LIMIT` keeps the planner from flattening it into a join),
+/// and the rows carry what is returned, so no plan reads the thread's other rows. A
+/// prepared statement's generic plan, made while the table was small, would otherwise
+/// scan the whole thread at every step of the walk once it has grown (W9 in
+/// BENCHMARKS.md).
+fn chain_query(c: &str, key: &str, stop: &str) -> String {
     format!(
-        "WITH RECURSIVE ancestors(seq, parent_id, stop) AS ( \
-           SELECT seq, parent_id, {stop} FROM {c} WHERE thread_id = $1 AND checkpoint_id = $2 \
+        "WITH RECURSIVE ancestors(checkpoint_id, parent_id, id_text, parent_text, record, stop) \
+         AS ( \
+           SELECT checkpoint_id, parent_id, id_text, parent_text, record, {stop} FROM {c} \
+           WHERE thread_id = $1 AND checkpoint_id = {key} \
            UNION \
-           SELECT p.seq, p.parent_id, {p_stop} FROM ancestors a \
-           JOIN {c} p ON p.thread_id = $1 AND p.checkpoint_id = a.parent_id \
+           SELECT p.* FROM ancestors a CROSS JOIN LATERAL ( \
+             SELECT checkpoint_id, parent_id, id_text, parent_text, record, {stop} FROM {c} \
+             WHERE thread_id = $1 AND checkpoint_id = a.parent_id LIMIT 1 \
+           ) p \
            WHERE NOT a.stop \
          ) \
-         SELECT c.checkpoint_id, c.parent_id, c.record FROM ancestors a \
-         JOIN {c} c ON c.thread_id = $1 AND c.seq = a.seq",
-        p_stop = stop.replace("record", "p.record"),
+         SELECT coalesce(id_text, checkpoint_id::text), coalesce(parent_text, parent_id::text), \
+           record FROM ancestors",
     )
 }
 
@@ -835,7 +930,6 @@ enum Item {
     Record {
         id: String,
         parent: Option<String>,
-        step: i64,
         json: String,
         next: bool,
     },
@@ -874,12 +968,8 @@ fn batch_params<'a>(t: &'a String, items: &'a [Item]) -> Vec<Vec<Param<'a>>> {
         .iter()
         .map(|item| match item {
             Item::Record {
-                id,
-                parent,
-                step,
-                json,
-                ..
-            } => vec![t as Param<'_>, id, parent, step, json],
+                id, parent, json, ..
+            } => vec![t as Param<'_>, id, parent, json],
             Item::Writes {
                 checkpoint_id,
                 columns: w,
@@ -1151,7 +1241,6 @@ impl Checkpointer for PostgresSaver {
                     })?,
                     id: record.id,
                     parent: record.parent_id,
-                    step: record.step,
                     next,
                 }),
                 Put::Writes {
