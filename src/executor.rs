@@ -6,13 +6,16 @@
 //! before hook's veto — yields an error result and never costs its siblings theirs.
 
 use std::any::Any;
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use futures::FutureExt;
+use futures::stream::FuturesUnordered;
+use futures::{FutureExt, StreamExt};
 use serde_json::{Map, Value};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
@@ -97,24 +100,24 @@ pub fn error_text(e: &ToolError) -> String {
 impl ToolResult {
     /// The tool message the model sees for this result.
     pub fn to_message(&self) -> Message {
-        let (content, status, artifact) = match &self.outcome {
-            Ok(out) => (
-                out.content.clone(),
-                ToolStatus::Success,
-                out.artifact.clone(),
-            ),
-            Err(e) => (Content::Text(error_text(e)), ToolStatus::Error, None),
+        self.clone().into_message()
+    }
+
+    /// [`Self::to_message`], moving the result's id, name and content into the message
+    /// instead of copying them (a tools step of 10,000 calls makes 10,000 messages).
+    pub fn into_message(self) -> Message {
+        let (content, status, artifact) = match self.outcome {
+            Ok(out) => (out.content, ToolStatus::Success, out.artifact),
+            Err(e) => (Content::Text(error_text(&e)), ToolStatus::Error, None),
         };
-        let mut m = Message::tool(
-            content,
-            self.tool_call_id.clone(),
-            self.name.clone(),
-            status,
-        );
+        let mut m = Message::tool(content, self.tool_call_id, self.name, status);
         if let MessageKind::Tool { artifact: a, .. } = &mut m.kind {
             *a = artifact;
         }
-        self.keep_reasoning(&mut m);
+        if let Some(r) = self.reasoning {
+            m.response_metadata
+                .insert(REASONING_FOR_CALL.to_owned(), Value::String(r));
+        }
         m
     }
 
@@ -147,6 +150,12 @@ pub struct RunContext {
     pub events: Option<CallEvents>,
     /// Makes a span per call when the run is traced.
     pub tracer: Option<Arc<dyn CallTracer>>,
+    /// Every call of the run waits only for work done elsewhere (a host's thread pool
+    /// or event loop), never computes on the runtime: a call that has to wait is then
+    /// polled by the task running `execute` instead of being spawned as a task of its
+    /// own (see `run_concurrently`), which saves a task, its scheduling and a wake-up
+    /// of another worker per call. Ignored under `max_concurrency`.
+    pub local: bool,
 }
 
 /// A run's "start nothing new" flag: set by a newer run on the same thread that
@@ -256,6 +265,7 @@ impl Executor {
             deadline: self.run_timeout.map(|t| (Instant::now() + t, t)),
             inline: run.inline,
             alone: calls.len() == 1 || matches!(self.strategy, Strategy::Sequential),
+            local: run.local && sem.is_none(),
             sem,
             // One token per call (its `ctx.cancel`), independent of the run's: the
             // calls never touch the run's token, whose lock every call of a large
@@ -330,13 +340,18 @@ impl Executor {
 /// at once (a quick tool, and every call refused before it runs: unknown tool, bad
 /// arguments, blocked, cancelled) so costs no task. A tool that computes for long
 /// without awaiting runs that computation on this task, one call after another:
-/// such a tool should move it to `tokio::task::spawn_blocking`.
+/// such a tool should move it to `tokio::task::spawn_blocking`. With
+/// [`RunContext::local`] a call that has to wait stays on this task, polled (when
+/// woken) beside the other waiting calls.
 async fn run_concurrently(calls: &[ToolCall], first: usize, env: &Arc<CallEnv>) -> Vec<ToolResult> {
     let mut done: Vec<Option<ToolResult>> = Vec::with_capacity(calls.len());
     let mut waiting = AbortOnDrop(Vec::new());
+    // Dropped with this future (a cancelled run): the calls in it are dropped too.
+    let mut local = FuturesUnordered::new();
     // Without hooks nobody reads a call's arguments after the tool has them, so the
     // call's own copy hands them over instead of copying them again.
     let take_args = env.shared.hooks.is_empty();
+    let mut spare = None;
     for (i, c) in calls.iter().enumerate() {
         let permit = match &env.sem {
             Some(s) => Some(
@@ -347,20 +362,27 @@ async fn run_concurrently(calls: &[ToolCall], first: usize, env: &Arc<CallEnv>) 
             ),
             None => None,
         };
-        let mut fut = Box::pin(owned_call(
-            env.clone(),
-            first + i,
-            c.clone(),
-            take_args,
-            permit,
-        ));
+        let call = owned_call(env.clone(), first + i, c.clone(), take_args, permit);
+        // The box of a call that was done at once is reused for the next call: a step
+        // of quick calls makes one allocation for their futures, not one each.
+        let mut fut = boxed_in(&mut spare, call);
         match futures::poll!(fut.as_mut()) {
-            Poll::Ready(r) => done.push(Some(r)),
+            Poll::Ready(r) => {
+                done.push(Some(r));
+                spare = Some(fut);
+            }
             Poll::Pending => {
                 done.push(None);
-                waiting.0.push((i, tokio::spawn(fut)));
+                if env.local {
+                    local.push(async move { (i, fut.await) });
+                } else {
+                    waiting.0.push((i, tokio::spawn(fut)));
+                }
             }
         }
+    }
+    while let Some((i, r)) = local.next().await {
+        done[i] = Some(r);
     }
     for (i, handle) in waiting.0.iter_mut() {
         let call = &calls[*i];
@@ -384,6 +406,17 @@ async fn run_concurrently(calls: &[ToolCall], first: usize, env: &Arc<CallEnv>) 
     done.into_iter()
         .map(|r| r.expect("every call has its result"))
         .collect()
+}
+
+/// `fut` in `spare`'s box (taken), or in a new one.
+fn boxed_in<F: Future>(spare: &mut Option<Pin<Box<F>>>, fut: F) -> Pin<Box<F>> {
+    match spare.take() {
+        Some(mut b) => {
+            b.as_mut().set(fut);
+            b
+        }
+        None => Box::pin(fut),
+    }
 }
 
 /// One call as a future that owns what it uses, so that it can become a task.
@@ -421,6 +454,8 @@ struct CallEnv {
     inline: bool,
     /// No call waits behind another (see `ToolContext::alone`).
     alone: bool,
+    /// Calls that wait are polled here, not spawned (see [`RunContext::local`]).
+    local: bool,
     /// `Parallel { max_concurrency: Some(_) }`'s permits.
     sem: Option<Arc<Semaphore>>,
     /// Each call's `ctx.cancel`, by call index.

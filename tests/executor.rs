@@ -156,10 +156,15 @@ async fn one_result_per_call_in_call_order_whatever_the_completion_order() {
         .collect();
     let expected: Vec<String> = (0..sleeps.len()).map(|i| format!("c{i}")).collect();
 
-    for strategy in STRATEGIES {
+    // `local`: calls that wait stay on execute's task instead of being spawned.
+    for (strategy, local) in STRATEGIES.into_iter().flat_map(|s| [(s, false), (s, true)]) {
         let done = Arc::new(Mutex::new(Vec::new()));
         let exec = Executor::new(registry(vec![sleep_tool(done.clone())])).with_strategy(strategy);
-        let results = exec.execute(&calls, &RunContext::default()).await;
+        let run = RunContext {
+            local,
+            ..Default::default()
+        };
+        let results = exec.execute(&calls, &run).await;
 
         assert_eq!(ids(&results), expected, "{strategy:?}");
         for (r, ms) in results.iter().zip(sleeps) {
@@ -431,6 +436,32 @@ async fn a_timed_out_call_has_its_context_cancelled() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_kept_on_executes_task_time_out_too() {
+    // `local`: the waiting calls are polled by execute's own task, not spawned; their
+    // timers still fire and their tokens are still cancelled.
+    let tokens = Arc::new(Mutex::new(Vec::new()));
+    let exec = Executor::new(registry(vec![ok_tool(), wait_tool("wait", tokens.clone())]))
+        .with_default_timeout(Duration::from_millis(20));
+    let run = RunContext {
+        local: true,
+        ..Default::default()
+    };
+    let calls = [
+        call("w1", "wait", json!({})),
+        call("q", "ok", json!({})),
+        call("w2", "wait", json!({})),
+    ];
+    let results = exec.execute(&calls, &run).await;
+    assert_eq!(ids(&results), ["w1", "q", "w2"]);
+    assert_eq!(err(&results[0]).kind(), "timeout");
+    assert_eq!(text(&results[1]), "ok");
+    assert_eq!(err(&results[2]).kind(), "timeout");
+    let tokens = tokens.lock().unwrap();
+    assert_eq!(tokens.len(), 2);
+    assert!(tokens.iter().all(|t| t.is_cancelled()));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_run_timeout_bounds_all_calls_together() {
     // fast (5 ms), slow (forever), fast again. The run has 80 ms.
@@ -530,13 +561,19 @@ async fn cancelling_the_run_ends_in_flight_calls_promptly() {
         ),
         (Strategy::Batched { size: 3 }, 2),
     ];
-    let futures = cases.map(|(strategy, in_flight)| {
+    let cases = cases
+        .into_iter()
+        .flat_map(|(s, n)| [(s, n, false), (s, n, true)]);
+    let futures = cases.map(|(strategy, in_flight, local)| {
         let calls = calls.clone();
         async move {
             let tokens = Arc::new(Mutex::new(Vec::new()));
             let exec = Executor::new(registry(vec![ok_tool(), wait_tool("wait", tokens.clone())]))
                 .with_strategy(strategy);
-            let run = RunContext::default();
+            let run = RunContext {
+                local,
+                ..Default::default()
+            };
             let cancel = run.cancel.clone();
             let canceller = tokio::spawn(async move {
                 tokio::time::sleep(Duration::from_millis(60)).await;
@@ -545,11 +582,11 @@ async fn cancelling_the_run_ends_in_flight_calls_promptly() {
             });
             let results = exec.execute(&calls, &run).await;
             let lag = canceller.await.unwrap().elapsed();
-            (strategy, in_flight, results, lag, tokens)
+            (strategy, in_flight, results, lag, tokens, local)
         }
     });
-    for (strategy, in_flight, results, lag, tokens) in join_all(futures).await {
-        let ctx = format!("{strategy:?}");
+    for (strategy, in_flight, results, lag, tokens, local) in join_all(futures).await {
+        let ctx = format!("{strategy:?} local={local}");
         assert_eq!(ids(&results), ["quick", "w1", "w2", "w3", "w4"], "{ctx}");
         assert_eq!(
             text(&results[0]),
@@ -627,7 +664,8 @@ async fn a_run_cancelled_before_it_starts_runs_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn dropping_execute_aborts_in_flight_calls() {
-    let futures = STRATEGIES.map(|strategy| async move {
+    let cases = STRATEGIES.into_iter().flat_map(|s| [(s, false), (s, true)]);
+    let futures = cases.map(|(strategy, local)| async move {
         let started = Arc::new(AtomicUsize::new(0));
         let finished = Arc::new(AtomicUsize::new(0));
         let (s, f) = (started.clone(), finished.clone());
@@ -644,12 +682,15 @@ async fn dropping_execute_aborts_in_flight_calls() {
         let calls: Vec<ToolCall> = (0..4)
             .map(|i| call(&format!("c{i}"), "late", json!({})))
             .collect();
-        let run = RunContext::default();
+        let run = RunContext {
+            local,
+            ..Default::default()
+        };
         let outcome =
             tokio::time::timeout(Duration::from_millis(20), exec.execute(&calls, &run)).await;
         assert!(
             outcome.is_err(),
-            "{strategy:?}: execute should still be running"
+            "{strategy:?} local={local}: execute should still be running"
         );
         // Well past the moment the tools would have counted.
         tokio::time::sleep(Duration::from_millis(150)).await;

@@ -5,7 +5,9 @@
 mod tool_node;
 mod tools_condition;
 
-pub use tool_node::{last_ai_tool_calls, result_message, tool_events, ToolNode, ToolNodeError};
+pub use tool_node::{
+    last_ai_message, last_ai_tool_calls, result_message, tool_events, ToolNode, ToolNodeError,
+};
 pub use tools_condition::{tools_condition, NoMessages, ToolsCondition, TOOLS};
 
 use crate::graph::ChannelKind;

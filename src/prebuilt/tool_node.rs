@@ -67,21 +67,29 @@ pub enum ToolNodeError {
     NoAiMessage,
 }
 
+/// The last AI message (newest first search), or `None` when there is none; its
+/// `tool_calls()` are what a tool node runs.
+pub fn last_ai_message<'a>(
+    messages: impl DoubleEndedIterator<Item = &'a Arc<Message>>,
+) -> Option<&'a Arc<Message>> {
+    messages
+        .rev()
+        .find(|m| matches!(m.kind, MessageKind::Ai { .. }))
+}
+
 /// The tool calls of the last AI message (newest first search), or `None` when there
 /// is no AI message at all.
 pub fn last_ai_tool_calls<'a>(
     messages: impl DoubleEndedIterator<Item = &'a Arc<Message>>,
 ) -> Option<Vec<ToolCall>> {
-    messages
-        .rev()
-        .find(|m| matches!(m.kind, MessageKind::Ai { .. }))
-        .map(|m| m.tool_calls().to_vec())
+    last_ai_message(messages).map(|m| m.tool_calls().to_vec())
 }
 
 /// The tool message of a result: a message the tool returned itself (named after the
 /// tool when it has no name), or the result made into one. (A host that lets tools
-/// return other values, such as a Python `Command`, picks those out first.)
-pub fn result_message(r: &ToolResult) -> Arc<Message> {
+/// return other values, such as a Python `Command`, picks those out first.) Takes the
+/// result: its id, name and content move into the message.
+pub fn result_message(r: ToolResult) -> Arc<Message> {
     let own = r
         .outcome
         .as_ref()
@@ -99,7 +107,7 @@ pub fn result_message(r: &ToolResult) -> Arc<Message> {
             }
             m
         }
-        None => Arc::new(r.to_message()),
+        None => Arc::new(r.into_message()),
     }
 }
 
@@ -186,7 +194,7 @@ impl NodeRunner for ToolNode {
         if ctx.cancel.is_cancelled() {
             return Err(NodeFailure::Error(GraphError::Cancelled));
         }
-        Ok(self.output(results.iter().map(result_message).collect()))
+        Ok(self.output(results.into_iter().map(result_message).collect()))
     }
 
     fn answers_when_steered(&self) -> bool {

@@ -6,6 +6,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 
@@ -39,6 +40,32 @@ pub struct PyRunEnv {
     /// Jobs waiting for the loop thread (async calls to start; see `Drain`).
     pub(crate) pending: Mutex<Vec<LoopJob>>,
     pub(crate) drain_scheduled: AtomicBool,
+}
+
+/// Runs `f` in a fresh copy of `base` (a `contextvars.Context`): what
+/// `base.copy().run(f)` does, through CPython's context API instead of two method
+/// calls and a keyword dict handed through `Context.run`. Each tool call runs in its
+/// own copy, so a `ContextVar.set` in one call is never seen by a sibling.
+pub fn in_context_copy<'py, T>(
+    py: Python<'py>,
+    base: &Bound<'py, PyAny>,
+    f: impl FnOnce() -> PyResult<T>,
+) -> PyResult<T> {
+    // SAFETY: the GIL is held; `PyContext_Copy` returns a new reference or NULL with
+    // an exception set, which `from_owned_ptr_or_err` turns into `Err`.
+    let copy = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyContext_Copy(base.as_ptr()))? };
+    // SAFETY: `copy` is a context (made just above), entered once and exited below.
+    if unsafe { ffi::PyContext_Enter(copy.as_ptr()) } != 0 {
+        return Err(PyErr::fetch(py));
+    }
+    let r = f();
+    // `f`'s error, if any, is held by `r` (no exception is set here), as
+    // `PyContext_Exit` needs. It fails only when `f` left another context current.
+    // SAFETY: `copy` was entered above on this thread.
+    if unsafe { ffi::PyContext_Exit(copy.as_ptr()) } != 0 {
+        return Err(PyErr::fetch(py));
+    }
+    r
 }
 
 static FIRST_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();

@@ -16,7 +16,7 @@ use super::aio::{run_async, AsyncResult, MakeCoro};
 use super::args::Timeout;
 use super::context::PyToolContext;
 use super::convert::{json_from_py, value_from_py, value_to_py};
-use super::env::PyRunEnv;
+use super::env::{in_context_copy, PyRunEnv};
 use super::helpers::helpers;
 use super::messages::PyMessage;
 use super::pool::Pool;
@@ -187,14 +187,12 @@ impl Inner {
     ) -> Result<ToolOutput, ToolError> {
         self.check_usable(env)?;
         let r = self.kwargs(py, args, ctx, env).and_then(|kw| {
-            let context = env.context.bind(py).call_method0(intern!(py, "copy"))?;
-            match &env.trace {
+            in_context_copy(py, env.context.bind(py), || match &env.trace {
                 // Traced: the call's span is current while its function runs, so a
                 // sub-agent it starts is traced under it.
-                Some(trace) => context.call_method1(
-                    intern!(py, "run"),
+                Some(trace) => trace.bind(py).call_method1(
+                    intern!(py, "call_tool"),
                     (
-                        trace.bind(py).getattr(intern!(py, "call_tool"))?,
                         call_span(py, ctx),
                         &self.def.name,
                         &ctx.tool_call_id,
@@ -202,8 +200,8 @@ impl Inner {
                         kw,
                     ),
                 ),
-                None => context.call_method(intern!(py, "run"), (self.target.bind(py),), Some(&kw)),
-            }
+                None => self.target.bind(py).call((), Some(&kw)),
+            })
         });
         self.outcome(py, r, ctx)
     }

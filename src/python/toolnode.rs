@@ -19,7 +19,7 @@ use super::pytool::{PyPayload, PyTool};
 use super::runtime::{block_on, can_drive_inline, drive_inline_holding_gil, runtime};
 use crate::executor::{error_text, Executor, RunContext, Strategy, ToolResult};
 use crate::message::{Content, Message};
-use crate::prebuilt::{last_ai_tool_calls, result_message, ToolNodeError};
+use crate::prebuilt::{last_ai_message, result_message, ToolNodeError};
 use crate::registry::ToolRegistry;
 use crate::tool::{Tool, ToolCall};
 
@@ -70,8 +70,24 @@ pub fn parse_strategy(
     Err(bad())
 }
 
+/// The calls a ToolNode runs: the last AI message's, read from it where they are (a
+/// message of 10,000 calls is not copied first), or the one `call=` names.
+enum Calls {
+    Of(Arc<Message>),
+    One([ToolCall; 1]),
+}
+
+impl Calls {
+    fn get(&self) -> &[ToolCall] {
+        match self {
+            Calls::Of(m) => m.tool_calls(),
+            Calls::One(c) => c,
+        }
+    }
+}
+
 struct Prepared {
-    calls: Vec<ToolCall>,
+    calls: Calls,
     run: RunContext,
     list_in: bool,
 }
@@ -111,14 +127,15 @@ impl ToolNodeCore {
         // `call=`: that one call (what a wrap_tool_call handler runs), as a `Send` does;
         // the conversation is then only the state tools see, never converted.
         let calls = match call {
-            Some(c) => vec![tool_call_from_py(c)?],
+            Some(c) => Calls::One([tool_call_from_py(c)?]),
             None => {
                 let messages = list
                     .iter()
                     .map(|m| message_from_py(&m))
                     .collect::<PyResult<Vec<_>>>()?;
-                last_ai_tool_calls(messages.iter())
-                    .ok_or_else(|| PyValueError::new_err(ToolNodeError::NoAiMessage.to_string()))?
+                let ai = last_ai_message(messages.iter())
+                    .ok_or_else(|| PyValueError::new_err(ToolNodeError::NoAiMessage.to_string()))?;
+                Calls::Of(ai.clone())
             }
         };
         let env = PyRunEnv::capture(
@@ -183,7 +200,10 @@ pub fn tool_results(
                     commands.push(obj.clone_ref(py));
                     continue;
                 }
-                _ => result_message(&r),
+                _ => {
+                    out.push(result_message(r));
+                    continue;
+                }
             },
             Err(e @ crate::tool::ToolError::Unusable { .. }) => return Err(PyErr::from(e)),
             Err(e) => {
@@ -333,17 +353,19 @@ impl ToolNodeCore {
         let p = self.prepare(py, input, None, store, on_progress, call)?;
         let exec = self.executor.clone();
         let (calls, mut run) = (p.calls, p.run);
+        // Python tools only wait here (for the pool or the event loop).
+        run.local = self.python_only;
         let results = if can_drive_inline() {
             run.inline = true;
             let cancel = run.cancel.clone();
-            drive_inline_holding_gil(py, exec.execute(&calls, &run), &cancel)?
+            drive_inline_holding_gil(py, exec.execute(calls.get(), &run), &cancel)?
         } else {
             // Called from a node of a run this thread drives (a `wrap_tool_call`
             // handler): a lone sync tool finishes in the first poll, here, with no
             // hand-over to another thread; whatever has to wait moves to the runtime.
-            run.inline = calls.len() == 1;
+            run.inline = calls.get().len() == 1;
             let cancel = run.cancel.clone();
-            let mut fut = Box::pin(async move { exec.execute(&calls, &run).await });
+            let mut fut = Box::pin(async move { exec.execute(calls.get(), &run).await });
             let first = {
                 let _enter = runtime().enter();
                 fut.as_mut().now_or_never()
@@ -376,10 +398,11 @@ impl ToolNodeCore {
         let exec = self.executor.clone();
         let handle = handle_tool_errors.unwrap_or_else(|| self.handle_errors.clone_ref(py));
         let key = self.messages_key.clone();
-        let (calls, run, list_in) = (p.calls, p.run, p.list_in);
+        let (calls, mut run, list_in) = (p.calls, p.run, p.list_in);
+        run.local = self.python_only;
         // Cancelling the awaitable drops this future: cancel the run with it.
         let guard = run.cancel.clone().drop_guard();
-        let mut work = Box::pin(async move { exec.execute(&calls, &run).await });
+        let mut work = Box::pin(async move { exec.execute(calls.get(), &run).await });
         // Python tools only: the first pass over the calls runs here, on the loop
         // thread, where the GIL is held already. It queues every async call for one
         // wake-up of this loop (and every sync one for the pool) without a runtime

@@ -276,6 +276,29 @@ def test_contextvars_are_copied_per_call_under_invoke(strategy, make_ai) -> None
     assert after == "caller"  # nothing leaks back to the caller
 
 
+def test_quick_tools_run_inline_each_in_its_own_context_copy(make_ai) -> None:
+    @tool
+    def quick_set(i: int) -> str:
+        """Reads the var, then sets it (no wait: a quick tool runs on the caller's thread)."""
+        before = request_id.get()
+        request_id.set(f"quick-{i}")
+        return f"{before}|{threading.get_ident()}"
+
+    def run() -> tuple[list[str], str]:
+        request_id.set("caller")
+        node = ToolNode([quick_set])
+        calls = [("quick_set", {"i": i}) for i in range(50)]
+        node.invoke([make_ai(*calls)])  # the first step times the tool (on the pool)
+        out = node.invoke([make_ai(*calls)])
+        return [m.content for m in out], request_id.get()
+
+    contents, after = contextvars.copy_context().run(run)
+    assert [c.split("|")[0] for c in contents] == ["caller"] * 50
+    # The second step ran (some of) its calls inline, on this thread.
+    assert str(threading.get_ident()) in {c.split("|")[1] for c in contents}
+    assert after == "caller"
+
+
 @pytest.mark.parametrize("strategy", ["parallel", "sequential"])
 async def test_contextvars_are_copied_per_call_under_ainvoke(strategy, make_ai) -> None:
     request_id.set("acaller")

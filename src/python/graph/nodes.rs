@@ -407,6 +407,8 @@ impl ToolsNode {
             inline: ctx.inline,
             steer: ctx.steer.clone(),
             events: tool_events(ctx.stream.as_ref()),
+            // Python tools only wait here (for the pool or the event loop).
+            local: self.core.get().python_only,
             ..Default::default()
         };
         let results = self.node.run(&calls, &run).await;
