@@ -2414,6 +2414,8 @@ mod postgres_only {
             s.get("t", Some("c2")).await.unwrap(),
             Some(rec("c2", Some("c1"), 2))
         );
+    }
+
     /// A schema at version 4 (text ids, the `(thread_id, seq)` primary key and the
     /// `(thread_id, checkpoint_id)` unique index) migrates to version 5 (uuid ids, one
     /// index): engine-style UUID ids and any other text ids, a fork and pending writes
