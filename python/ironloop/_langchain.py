@@ -369,8 +369,9 @@ class LangChainChatModel:
         except BaseException as e:
             run.failed(e)
             raise
-        if run.ended(last) is not None:
-            yield last
+        whole = run.ended(last)
+        if whole is not None:
+            yield whole
 
     async def astream(
         self, messages: Any, tools: Any = None, tool_choice: Any = None, **kwargs: Any
@@ -386,8 +387,9 @@ class LangChainChatModel:
         except BaseException as e:
             run.failed(e)
             raise
-        if run.ended(last) is not None:
-            yield last
+        whole = run.ended(last)
+        if whole is not None:
+            yield whole
 
     def structured(self, messages: Any, schema: Any) -> Any:
         """The model's ``with_structured_output(schema)`` answer (LangGraph's
