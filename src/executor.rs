@@ -84,12 +84,19 @@ pub struct ToolResult {
 /// key, to the `response_metadata` of the call's tool message.
 pub const REASONING_FOR_CALL: &str = "_reasoningForCall";
 
-/// The [`REASONING_FOR_CALL`] of `call`: one look-up, nothing copied when absent.
+/// The [`REASONING_FOR_CALL`] of `call`: nothing copied when absent. A call's few
+/// arguments are scanned rather than looked up: comparing a handful of keys (their
+/// lengths first) costs less than hashing the key, and every call pays this.
 pub fn call_reasoning(call: &ToolCall) -> Option<String> {
-    call.arguments
-        .get(REASONING_FOR_CALL)?
-        .as_str()
-        .map(str::to_owned)
+    let args = call.arguments.as_object()?;
+    let found = if args.len() <= 8 {
+        args.iter()
+            .find(|(k, _)| k.as_str() == REASONING_FOR_CALL)
+            .map(|(_, v)| v)
+    } else {
+        args.get(REASONING_FOR_CALL)
+    };
+    found?.as_str().map(str::to_owned)
 }
 
 /// The text an error result carries for the model.

@@ -358,46 +358,38 @@ class LangChainChatModel:
     ) -> Iterator[AIMessage]:
         """Yields ironloop ``AIMessage`` chunks, one per LangChain chunk; the last one
         carries the tool calls and the usage of the whole message."""
-        merger = _Merger()
         r = self._runnable(tools, tool_choice, kwargs)
-        span = self._stream_span()
+        run = _StreamRun(self)
         try:
             for c in r.stream(_model_input(messages), _OWN_CALL):
-                out = merger.push(c)
+                out = run.merger.push(c)
                 if out is not None:
                     yield out
-            last = merger.last()
+            last = run.merger.last()
         except BaseException as e:
-            if span is not None:
-                _tracing.end_model_stream(span, exc=e)
+            run.failed(e)
             raise
-        if span is not None:
-            _tracing.end_model_stream(span, last)
-        if last is not None:
-            record(model_name_of(_underlying_model(self.model), last), last)
-            yield last
+        whole = run.ended(last)
+        if whole is not None:
+            yield whole
 
     async def astream(
         self, messages: Any, tools: Any = None, tool_choice: Any = None, **kwargs: Any
     ) -> AsyncIterator[AIMessage]:
-        merger = _Merger()
         r = self._runnable(tools, tool_choice, kwargs)
-        span = self._stream_span()
+        run = _StreamRun(self)
         try:
             async for c in r.astream(_model_input(messages), _OWN_CALL):
-                out = merger.push(c)
+                out = run.merger.push(c)
                 if out is not None:
                     yield out
-            last = merger.last()
+            last = run.merger.last()
         except BaseException as e:
-            if span is not None:
-                _tracing.end_model_stream(span, exc=e)
+            run.failed(e)
             raise
-        if span is not None:
-            _tracing.end_model_stream(span, last)
-        if last is not None:
-            record(model_name_of(_underlying_model(self.model), last), last)
-            yield last
+        whole = run.ended(last)
+        if whole is not None:
+            yield whole
 
     def structured(self, messages: Any, schema: Any) -> Any:
         """The model's ``with_structured_output(schema)`` answer (LangGraph's
@@ -408,6 +400,28 @@ class LangChainChatModel:
     async def astructured(self, messages: Any, schema: Any) -> Any:
         m = _underlying_model(self.model).with_structured_output(schema)
         return await m.ainvoke(_model_input(messages))
+
+
+class _StreamRun:
+    """What ``stream`` and ``astream`` of a :class:`LangChainChatModel` keep around one
+    streamed call: the chunks' merger and the call's span (when traced), ended with
+    the whole message or the error; the message's usage is recorded once it ended."""
+
+    def __init__(self, model: LangChainChatModel) -> None:
+        self.model = model
+        self.merger = _Merger()
+        self.span = model._stream_span()
+
+    def failed(self, e: BaseException) -> None:
+        if self.span is not None:
+            _tracing.end_model_stream(self.span, exc=e)
+
+    def ended(self, last: AIMessage | None) -> AIMessage | None:
+        if self.span is not None:
+            _tracing.end_model_stream(self.span, last)
+        if last is not None:
+            record(model_name_of(_underlying_model(self.model.model), last), last)
+        return last
 
 
 def _bound_tool_names(bound: list[Any]) -> set[str]:

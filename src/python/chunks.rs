@@ -8,8 +8,9 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
+use super::ai_message::{AiFields, PyAIMessage};
 use super::convert::get_item;
-use super::messages::{ai_kind, build, check_kwargs, repr_of, Common, PyAIMessage, PyMessage};
+use super::messages::{repr_of, PyMessage};
 use crate::message::Message;
 use crate::message_chunk::{AiChunk, ToolCallChunk};
 
@@ -92,7 +93,17 @@ impl PyAIMessageChunk {
         response_metadata: Option<&Bound<'_, PyAny>>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyClassInitializer<Self>> {
-        check_kwargs("AIMessageChunk", kwargs)?;
+        let fields = AiFields {
+            content,
+            tool_calls,
+            invalid_tool_calls,
+            usage_metadata,
+            id,
+            name,
+            additional_kwargs,
+            response_metadata,
+            kwargs,
+        };
         let chunks = match tool_call_chunks.filter(|c| !c.is_none()) {
             Some(cs) => cs
                 .try_iter()?
@@ -100,22 +111,14 @@ impl PyAIMessageChunk {
                 .collect::<PyResult<Vec<_>>>()?,
             None => Vec::new(),
         };
-        let given = |o: Option<&Bound<'_, PyAny>>| o.is_some_and(|o| !o.is_none());
-        if !chunks.is_empty() && (given(tool_calls) || given(invalid_tool_calls)) {
+        if !chunks.is_empty() && fields.has_calls() {
             return Err(PyValueError::new_err(
                 "AIMessageChunk takes tool_call_chunks or tool_calls / invalid_tool_calls, \
                  not both: its calls are what its chunks parse to",
             ));
         }
-        let kind = ai_kind(tool_calls, invalid_tool_calls, usage_metadata)?;
-        let common = Common {
-            content,
-            id,
-            name,
-            additional_kwargs,
-            response_metadata,
-        };
-        Ok(initializer(AiChunk::new(build(kind, common)?, chunks)))
+        let message = fields.message("AIMessageChunk")?;
+        Ok(initializer(AiChunk::new(message, chunks)))
     }
 
     /// The tool-call fragments, as langchain-core's `ToolCallChunk` dicts

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
@@ -33,11 +34,15 @@ pub fn message_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Arc<Message>> {
         }
         let role: String = t.get_item(0)?.extract()?;
         let content = content_from_py(&t.get_item(1)?)?;
-        return from_role(&role, content, None).map(Arc::new);
+        return from_role(obj.py(), &role, content, None).map(Arc::new);
     }
     if let Ok(d) = obj.cast::<PyDict>() {
-        let role: String = get_item(d, "role")?
-            .or(get_item(d, "type")?)
+        let py = obj.py();
+        let role = match get_item(d, intern!(py, "role"))? {
+            Some(r) => Some(r),
+            None => get_item(d, intern!(py, "type"))?,
+        };
+        let role: String = role
             .ok_or_else(|| {
                 PyValueError::new_err(
                     "a message dict needs a 'role' (user, assistant, system, tool), \
@@ -45,11 +50,11 @@ pub fn message_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Arc<Message>> {
                 )
             })?
             .extract()?;
-        let content = match get_item(d, "content")? {
+        let content = match get_item(d, intern!(py, "content"))? {
             Some(c) => content_from_py(&c)?,
             None => Content::default(),
         };
-        return from_role(&role, content, Some(d)).map(Arc::new);
+        return from_role(py, &role, content, Some(d)).map(Arc::new);
     }
     // langchain-core messages and look-alikes.
     if let (Ok(ty), Ok(content)) = (obj.getattr("type"), obj.getattr("content")) {
@@ -80,7 +85,7 @@ pub fn message_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Arc<Message>> {
                 "chat" | "ChatMessageChunk" => obj.getattr("role")?.extract()?,
                 _ => ty,
             };
-            return from_role(&role, content_from_py(&content)?, Some(&d)).map(Arc::new);
+            return from_role(obj.py(), &role, content_from_py(&content)?, Some(&d)).map(Arc::new);
         }
     }
     let ty = obj.get_type().name()?.to_string();
@@ -90,8 +95,15 @@ pub fn message_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Arc<Message>> {
     )))
 }
 
-fn from_role(role: &str, content: Content, d: Option<&Bound<'_, PyDict>>) -> PyResult<Message> {
-    let field = |k: &str| -> PyResult<Option<Bound<'_, PyAny>>> {
+/// The message of `role` with `content` and the fields of `d` (its keys interned:
+/// a dict message is read once per model answer, and a key made anew is hashed anew).
+fn from_role<'py>(
+    py: Python<'py>,
+    role: &str,
+    content: Content,
+    d: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Message> {
+    let field = |k: &Bound<'py, PyString>| -> PyResult<Option<Bound<'py, PyAny>>> {
         match d {
             Some(d) => get_item(d, k),
             None => Ok(None),
@@ -100,12 +112,14 @@ fn from_role(role: &str, content: Content, d: Option<&Bound<'_, PyDict>>) -> PyR
     let kind = match role {
         "user" | "human" => MessageKind::Human,
         "assistant" | "ai" => MessageKind::Ai {
-            tool_calls: tool_calls_from_py(field("tool_calls")?.as_ref())?,
-            invalid_tool_calls: invalid_tool_calls_from_py(field("invalid_tool_calls")?.as_ref())?,
+            tool_calls: tool_calls_from_py(field(intern!(py, "tool_calls"))?.as_ref())?,
+            invalid_tool_calls: invalid_tool_calls_from_py(
+                field(intern!(py, "invalid_tool_calls"))?.as_ref(),
+            )?,
             // `usage` is the key of a message's `model_dump()` (the core's own form).
-            usage: match field("usage_metadata")? {
+            usage: match field(intern!(py, "usage_metadata"))? {
                 Some(u) => usage_from_py(Some(&u))?,
-                None => field("usage")?
+                None => field(intern!(py, "usage"))?
                     .map(|u| value_from_py(&u, "usage"))
                     .transpose()?
                     .map(serde_json::from_value::<crate::message::Usage>)
@@ -116,14 +130,14 @@ fn from_role(role: &str, content: Content, d: Option<&Bound<'_, PyDict>>) -> PyR
         "remove" => MessageKind::Remove,
         "system" | "developer" => MessageKind::System,
         "tool" => MessageKind::Tool {
-            tool_call_id: field("tool_call_id")?
+            tool_call_id: field(intern!(py, "tool_call_id"))?
                 .ok_or_else(|| PyValueError::new_err("a tool message needs a 'tool_call_id'"))?
                 .extract()?,
-            status: match field("status")? {
+            status: match field(intern!(py, "status"))? {
                 Some(s) => status_from_str(&s.extract::<String>()?)?,
                 None => ToolStatus::Success,
             },
-            artifact: match field("artifact")? {
+            artifact: match field(intern!(py, "artifact"))? {
                 Some(a) => Some(value_from_py(&a, "artifact")?),
                 None => None,
             },
@@ -139,19 +153,19 @@ fn from_role(role: &str, content: Content, d: Option<&Bound<'_, PyDict>>) -> PyR
         name: None,
         content,
         additional_kwargs: metadata_from_py(
-            field("additional_kwargs")?.as_ref(),
+            field(intern!(py, "additional_kwargs"))?.as_ref(),
             "additional_kwargs",
         )?,
         response_metadata: metadata_from_py(
-            field("response_metadata")?.as_ref(),
+            field(intern!(py, "response_metadata"))?.as_ref(),
             "response_metadata",
         )?,
         kind,
     };
-    if let Some(id) = field("id")? {
+    if let Some(id) = field(intern!(py, "id"))? {
         m.id = id.extract()?;
     }
-    if let Some(n) = field("name")? {
+    if let Some(n) = field(intern!(py, "name"))? {
         m.name = Some(n.extract()?);
     }
     Ok(m)

@@ -184,14 +184,19 @@ pub fn iso_utc(py: Python<'_>, ts: f64) -> PyResult<Bound<'_, PyAny>> {
 pub fn tool_call_to_py<'py>(py: Python<'py>, c: &ToolCall) -> PyResult<Bound<'py, PyAny>> {
     let cls = helpers(py)?.tool_call.bind(py);
     let kw = PyDict::new(py);
-    kw.set_item("name", &c.name)?;
-    kw.set_item("args", value_to_py(py, &c.arguments)?)?;
-    kw.set_item("id", &c.id)?;
+    kw.set_item(intern!(py, "name"), &c.name)?;
+    kw.set_item(intern!(py, "args"), value_to_py(py, &c.arguments)?)?;
+    kw.set_item(intern!(py, "id"), &c.id)?;
     cls.call((), Some(&kw))
 }
 
-/// `d[key]`, with a missing key and `None` both `None`.
-pub fn get_item<'py>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+/// `d[key]`, with a missing key and `None` both `None`. On paths taken per message or
+/// per call, pass an interned key (`intern!(py, "name")`): a `&str` key is made into a
+/// new Python string, and hashed, at every look-up.
+pub fn get_item<'py, K>(d: &Bound<'py, PyDict>, key: K) -> PyResult<Option<Bound<'py, PyAny>>>
+where
+    K: IntoPyObject<'py>,
+{
     Ok(d.get_item(key)?.filter(|v| !v.is_none()))
 }
 
@@ -203,16 +208,17 @@ pub fn tool_call_from_py(obj: &Bound<'_, PyAny>) -> PyResult<ToolCall> {
             "a tool call must be a dict {'name': ..., 'args': {...}, 'id': ...} or a ToolCall",
         )
     })?;
-    let id = match get_item(d, "id")? {
+    let py = d.py();
+    let id = match get_item(d, intern!(py, "id"))? {
         Some(v) => v.extract::<String>()?,
         None => format!("call_{}", crate::message::new_id().replace('-', "")),
     };
-    if let Some(f) = get_item(d, "function")? {
+    if let Some(f) = get_item(d, intern!(py, "function"))? {
         let f = f.cast::<PyDict>()?;
-        let name: String = get_item(f, "name")?
+        let name: String = get_item(f, intern!(py, "name"))?
             .ok_or_else(|| PyValueError::new_err("tool call function has no 'name'"))?
             .extract()?;
-        let arguments = match get_item(f, "arguments")? {
+        let arguments = match get_item(f, intern!(py, "arguments"))? {
             // OpenAI sends arguments as JSON text: parse it so `args` is a dict. Text that
             // is not JSON stays as it is; the executor reports it to the model.
             Some(a) => match value_from_py(&a, "tool call arguments")? {
@@ -227,11 +233,15 @@ pub fn tool_call_from_py(obj: &Bound<'_, PyAny>) -> PyResult<ToolCall> {
             arguments,
         });
     }
-    let name: String = get_item(d, "name")?
+    let name: String = get_item(d, intern!(py, "name"))?
         .ok_or_else(|| PyValueError::new_err(format!("tool call {id} has no 'name'")))?
         .extract()?;
     // `arguments` is the key of a message's `model_dump()` (the core's own form).
-    let arguments = match get_item(d, "args")?.or(get_item(d, "arguments")?) {
+    let args = match get_item(d, intern!(py, "args"))? {
+        Some(a) => Some(a),
+        None => get_item(d, intern!(py, "arguments"))?,
+    };
+    let arguments = match args {
         Some(a) => value_from_py(&a, "tool call args")?,
         None => Value::Object(Default::default()),
     };

@@ -1,6 +1,7 @@
-//! Message classes for Python (message-like values are read in `coerce.rs`). Each object
-//! wraps a shared `Arc<Message>`: handing a history between Rust and Python copies
-//! pointers, never the messages.
+//! Message classes for Python (`AIMessage` in `ai_message.rs`, `AIMessageChunk` in
+//! `chunks.rs`; message-like values are read in `coerce.rs`). Each object wraps a
+//! shared `Arc<Message>`: handing a history between Rust and Python copies pointers,
+//! never the messages.
 
 use std::sync::Arc;
 
@@ -9,11 +10,11 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use serde_json::Value;
 
+use super::ai_message::PyAIMessage;
 use super::coerce::{self, is_langchain_message, message_from_py};
 use super::convert::{
-    content_from_py, content_to_py, invalid_tool_calls_from_py, metadata_from_py, metadata_to_py,
-    status_from_str, tool_call_to_py, tool_calls_from_py, usage_from_py, value_from_py,
-    value_to_py,
+    content_from_py, content_to_py, metadata_from_py, metadata_to_py, status_from_str,
+    tool_call_to_py, value_from_py, value_to_py,
 };
 use crate::message::{Content, Message, MessageKind, ToolStatus};
 
@@ -465,99 +466,6 @@ impl PySystemMessage {
         Ok(PyClassInitializer::from(base(MessageKind::System, common)?)
             .add_subclass(PySystemMessage))
     }
-}
-
-/// A message from the model, possibly with tool calls.
-#[pyclass(extends = PyMessage, subclass, name = "AIMessage", module = "ironloop.messages")]
-pub struct PyAIMessage;
-
-#[pymethods]
-impl PyAIMessage {
-    #[new]
-    #[pyo3(signature = (content = None, *, tool_calls = None, invalid_tool_calls = None,
-                        usage_metadata = None, id = None, name = None, additional_kwargs = None,
-                        response_metadata = None, **kwargs))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        content: Option<&Bound<'_, PyAny>>,
-        tool_calls: Option<&Bound<'_, PyAny>>,
-        invalid_tool_calls: Option<&Bound<'_, PyAny>>,
-        usage_metadata: Option<&Bound<'_, PyAny>>,
-        id: Option<String>,
-        name: Option<String>,
-        additional_kwargs: Option<&Bound<'_, PyAny>>,
-        response_metadata: Option<&Bound<'_, PyAny>>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<PyClassInitializer<Self>> {
-        check_kwargs("AIMessage", kwargs)?;
-        let kind = ai_kind(tool_calls, invalid_tool_calls, usage_metadata)?;
-        let common = Common {
-            content,
-            id,
-            name,
-            additional_kwargs,
-            response_metadata,
-        };
-        Ok(PyClassInitializer::from(base(kind, common)?).add_subclass(PyAIMessage))
-    }
-
-    /// The tool calls, as `ToolCall` dicts `{"name", "args", "id", "type"}`.
-    #[getter]
-    fn tool_calls<'py>(slf: PyRef<'py, Self>, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let list = PyList::empty(py);
-        for c in slf.as_super().inner.tool_calls() {
-            list.append(tool_call_to_py(py, c)?)?;
-        }
-        Ok(list)
-    }
-
-    #[getter]
-    fn invalid_tool_calls<'py>(
-        slf: PyRef<'py, Self>,
-        py: Python<'py>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        let list = PyList::empty(py);
-        if let MessageKind::Ai {
-            invalid_tool_calls, ..
-        } = &slf.as_super().inner.kind
-        {
-            for c in invalid_tool_calls {
-                let d = PyDict::new(py);
-                d.set_item("id", &c.id)?;
-                d.set_item("name", &c.name)?;
-                d.set_item("args", &c.args)?;
-                d.set_item("error", &c.error)?;
-                d.set_item("type", "invalid_tool_call")?;
-                list.append(d)?;
-            }
-        }
-        Ok(list)
-    }
-
-    #[getter]
-    fn usage_metadata<'py>(
-        slf: PyRef<'py, Self>,
-        py: Python<'py>,
-    ) -> PyResult<Option<Bound<'py, PyDict>>> {
-        if let MessageKind::Ai { usage: Some(u), .. } = &slf.as_super().inner.kind {
-            let d = pythonize::pythonize(py, &u.to_langchain())?.cast_into::<PyDict>()?;
-            return Ok(Some(d));
-        }
-        Ok(None)
-    }
-}
-
-/// An AI message's own fields, from its constructor's keywords.
-pub(super) fn ai_kind(
-    tool_calls: Option<&Bound<'_, PyAny>>,
-    invalid_tool_calls: Option<&Bound<'_, PyAny>>,
-    usage_metadata: Option<&Bound<'_, PyAny>>,
-) -> PyResult<MessageKind> {
-    Ok(MessageKind::Ai {
-        tool_calls: tool_calls_from_py(tool_calls)?,
-        invalid_tool_calls: invalid_tool_calls_from_py(invalid_tool_calls)?,
-        usage: usage_from_py(usage_metadata)?,
-    })
 }
 
 /// The result of a tool call.

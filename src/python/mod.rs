@@ -1,6 +1,7 @@
 //! The PyO3 glue: conversions, wrappers and the `ironloop._ironloop` module. No
 //! runtime logic lives here; it calls into the core.
 
+mod ai_message;
 mod aio;
 mod args;
 mod chunks;
@@ -14,6 +15,7 @@ mod helpers;
 mod logs;
 mod mcp;
 mod messages;
+mod model_stream;
 mod models;
 mod native_tool;
 mod openapi;
