@@ -27,7 +27,9 @@ OpenAI Agents SDK, side by side in one run, on the workloads each can express.
   ``SQLiteSession`` per conversation; pydantic-ai has no store: the caller keeps
   ``result.all_messages()`` per conversation, as its docs show. KB resident per
   conversation in a fresh process; the stored history of the first and last
-  conversation is checked (10 messages).
+  conversation is checked (10 messages). ironloop's ``ScriptedChatModel`` logs every
+  call for tests (``.calls``); the log is cleared after each turn, as no production
+  model and no peer's test model keeps one.
 - W6b, the same with no store on any side: the caller keeps each conversation's
   messages as the run returned them and sends them back with the next turn (what
   pydantic-ai does in W6a too; agno is left out: its history comes from its db).
@@ -38,6 +40,11 @@ OpenAI Agents SDK, side by side in one run, on the workloads each can express.
   (none of the peers persists by default). Wall seconds, client CPU seconds and peak
   RSS, in a fresh process per framework; every conversation's answer and tool
   results are checked and the server must have seen 4 requests per conversation.
+  Every side's OpenAI client is set as the OpenAI SDK documents for many requests at
+  once, the same on every side (:func:`w7_openai_client`): a timeout of
+  :data:`W7_TIMEOUT_S` for every phase, no retries, a pool of :data:`W7_POOL`
+  connections all kept alive; ironloop's ``OpenAIChat`` gets the same timeout (its
+  client keeps every idle connection and retries nothing with ``max_retries=0``).
   ``serve.py``'s W7 is the same traffic with a SQLite checkpointer on ironloop and
   LangGraph.
 - S1, import: ``python -c`` importing what building an OpenAI-backed agent needs,
@@ -101,10 +108,46 @@ TARGET_W11_US = 10.0
 PAYLOAD_100 = "x" * 100
 ANSWER = "All done."
 MODEL = "gpt-4o-mini"
+# W7a's client settings, the same on every side (BENCHMARKS.md, fairness): a request
+# may take this long in every phase (connect and pool wait included: with 1,000
+# conversations on one event loop a coroutine waits its turn for seconds, and the
+# OpenAI SDK's default 5 s connect timeout then fails requests the server never saw);
+# no retries (a retry would hide a failure, and the server checks 4 requests per
+# conversation); a pool as large as the conversations, every connection kept alive
+# between rounds (ironloop's client keeps every idle connection; the SDK's default
+# keeps 100 and reconnects the rest each round).
+W7_TIMEOUT_S = 300.0
+W7_POOL = CONVERSATIONS_W7A
 
 
 class BenchError(AssertionError):
     """A run gave a wrong result: its time does not count."""
+
+
+def w7_http_client() -> Any:
+    """The httpx client of W7a's OpenAI clients: the OpenAI SDK's own
+    ``DefaultAsyncHttpxClient`` (its documented way to set the pool) with
+    :data:`W7_POOL` connections, all kept alive, and :data:`W7_TIMEOUT_S`."""
+    import httpx
+    from openai import DefaultAsyncHttpxClient
+
+    limits = httpx.Limits(max_connections=W7_POOL, max_keepalive_connections=W7_POOL)
+    return DefaultAsyncHttpxClient(limits=limits, timeout=httpx.Timeout(W7_TIMEOUT_S))
+
+
+def w7_openai_client(base_url: str) -> Any:
+    """W7a's ``AsyncOpenAI``, given to every peer that takes one (agno, pydantic-ai,
+    openai-agents)."""
+    import httpx
+    from openai import AsyncOpenAI
+
+    return AsyncOpenAI(
+        base_url=base_url,
+        api_key="loopback",
+        max_retries=0,
+        timeout=httpx.Timeout(W7_TIMEOUT_S),
+        http_client=w7_http_client(),
+    )
 
 
 # --- the tools (the same five functions on every side) ----------------------------------
@@ -170,9 +213,12 @@ class Adapter:
     name = ""
     s1_code = ""
 
-    def w11_maker(self, base_url: str, prepared: bool = True) -> Callable[[int], Any]:
+    def w11_maker(
+        self, base_url: str, prepared: bool = True, concurrent: bool = False
+    ) -> Callable[[int], Any]:
         """A function of ``i`` building agent ``i`` (prompt of its own) with the
-        framework's OpenAI model object, made once, and the five tools."""
+        framework's OpenAI model object, made once, and the five tools; with
+        ``concurrent``, the model's client as W7a sets it (:data:`W7_TIMEOUT_S`, ...)."""
         raise NotImplementedError
 
     async def w7_run(self, agent: Any, marker: str) -> tuple[str, list[str]]:
@@ -180,7 +226,7 @@ class Adapter:
         raise NotImplementedError
 
     def w7_agent(self, base_url: str) -> Any:
-        return self.w11_maker(base_url)(0)
+        return self.w11_maker(base_url, concurrent=True)(0)
 
     def w5_once(self, rounds: int) -> Callable[[], tuple[list[str], str]]:
         """A function running one W5 conversation; returns (tool results, answer)."""
@@ -205,11 +251,14 @@ class Ironloop(Adapter):
     name = "ironloop"
     s1_code = "from ironloop import create_react_agent; from ironloop.models import OpenAIChat"
 
-    def w11_maker(self, base_url: str, prepared: bool = True) -> Callable[[int], Any]:
+    def w11_maker(
+        self, base_url: str, prepared: bool = True, concurrent: bool = False
+    ) -> Callable[[int], Any]:
         from ironloop import create_react_agent, tool
         from ironloop.models import OpenAIChat
 
-        model = OpenAIChat(MODEL, base_url=base_url, api_key="loopback", max_retries=0)
+        w7 = {"timeout": W7_TIMEOUT_S} if concurrent else {}
+        model = OpenAIChat(MODEL, base_url=base_url, api_key="loopback", max_retries=0, **w7)
         tools = [tool(f) for f in TOOLS] if prepared else TOOLS
 
         def make(i: int) -> Any:
@@ -232,11 +281,13 @@ class Ironloop(Adapter):
                 return d
             return {"content": "", "tool_calls": [{"name": "add", "args": d[1], "id": d[0]}]}
 
-        agent = create_react_agent(ScriptedChatModel(respond), [add])
+        model = ScriptedChatModel(respond)
+        agent = create_react_agent(model, [add])
         config = {"recursion_limit": 4 * rounds + 20}
 
         def once() -> tuple[list[str], str]:
             msgs = agent.invoke({"messages": [("user", "count up")]}, config)["messages"]
+            model.calls.clear()  # the test model's call log (see _forgetful)
             return [m.text for m in msgs if m.type == "tool"], msgs[-1].text
 
         return once
@@ -245,13 +296,14 @@ class Ironloop(Adapter):
         from ironloop import MemorySaver, create_react_agent
         from ironloop.models import ScriptedChatModel
 
-        agent = create_react_agent(
-            ScriptedChatModel(lambda msgs: _reply_6a(msgs[-1].text)), [], checkpointer=MemorySaver()
-        )
+        model = ScriptedChatModel(lambda msgs: _reply_6a(msgs[-1].text))
+        agent = create_react_agent(model, [], checkpointer=MemorySaver())
 
         def turn(i: int, text: str) -> str:
             cfg = {"configurable": {"thread_id": f"c{i}"}}
-            return str(agent.invoke({"messages": [("user", text)]}, cfg)["messages"][-1].text)
+            answer = agent.invoke({"messages": [("user", text)]}, cfg)["messages"][-1].text
+            model.calls.clear()  # the test model's call log (see _forgetful)
+            return str(answer)
 
         def history(i: int) -> list[str]:
             cfg = {"configurable": {"thread_id": f"c{i}"}}
@@ -264,7 +316,21 @@ class Ironloop(Adapter):
         from ironloop.models import ScriptedChatModel
 
         model = ScriptedChatModel(lambda msgs: _reply_6a(msgs[-1].text))
-        return _kept_history(create_react_agent(model, []), lambda m: str(m.text))
+        turn, history = _kept_history(create_react_agent(model, []), lambda m: str(m.text))
+        return _forgetful(model, turn), history
+
+
+def _forgetful(model: Any, turn: Callable[[int, str], str]) -> Callable[[int, str], str]:
+    """``turn``, then clearing ``model.calls``: ironloop's ``ScriptedChatModel`` logs
+    every call's messages for tests to inspect, which no production model (and no
+    peer's test model here) does; W6 would count that log as conversation memory."""
+
+    def forgetting(i: int, text: str) -> str:
+        answer = turn(i, text)
+        model.calls.clear()
+        return answer
+
+    return forgetting
 
 
 def _kept_history(
@@ -291,11 +357,14 @@ class IronloopCreateAgent(Ironloop):
     name = "ironloop-create_agent"
     s1_code = "from ironloop import create_agent; from ironloop.models import OpenAIChat"
 
-    def w11_maker(self, base_url: str, prepared: bool = True) -> Callable[[int], Any]:
+    def w11_maker(
+        self, base_url: str, prepared: bool = True, concurrent: bool = False
+    ) -> Callable[[int], Any]:
         from ironloop import create_agent, tool
         from ironloop.models import OpenAIChat
 
-        model = OpenAIChat(MODEL, base_url=base_url, api_key="loopback", max_retries=0)
+        w7 = {"timeout": W7_TIMEOUT_S} if concurrent else {}
+        model = OpenAIChat(MODEL, base_url=base_url, api_key="loopback", max_retries=0, **w7)
         tools = [tool(f) for f in TOOLS] if prepared else TOOLS
 
         def make(i: int) -> Any:
@@ -313,11 +382,13 @@ class IronloopCreateAgent(Ironloop):
                 return d
             return {"content": "", "tool_calls": [{"name": "add", "args": d[1], "id": d[0]}]}
 
-        agent = create_agent(ScriptedChatModel(respond), [add])
+        model = ScriptedChatModel(respond)
+        agent = create_agent(model, [add])
         config = {"recursion_limit": 4 * rounds + 20}
 
         def once() -> tuple[list[str], str]:
             msgs = agent.invoke({"messages": [("user", "count up")]}, config)["messages"]
+            model.calls.clear()  # the test model's call log (see _forgetful)
             return [m.text for m in msgs if m.type == "tool"], msgs[-1].text
 
         return once
@@ -326,13 +397,14 @@ class IronloopCreateAgent(Ironloop):
         from ironloop import MemorySaver, create_agent
         from ironloop.models import ScriptedChatModel
 
-        agent = create_agent(
-            ScriptedChatModel(lambda msgs: _reply_6a(msgs[-1].text)), [], checkpointer=MemorySaver()
-        )
+        model = ScriptedChatModel(lambda msgs: _reply_6a(msgs[-1].text))
+        agent = create_agent(model, [], checkpointer=MemorySaver())
 
         def turn(i: int, text: str) -> str:
             cfg = {"configurable": {"thread_id": f"c{i}"}}
-            return str(agent.invoke({"messages": [("user", text)]}, cfg)["messages"][-1].text)
+            answer = agent.invoke({"messages": [("user", text)]}, cfg)["messages"][-1].text
+            model.calls.clear()  # the test model's call log (see _forgetful)
+            return str(answer)
 
         def history(i: int) -> list[str]:
             cfg = {"configurable": {"thread_id": f"c{i}"}}
@@ -345,7 +417,8 @@ class IronloopCreateAgent(Ironloop):
         from ironloop.models import ScriptedChatModel
 
         model = ScriptedChatModel(lambda msgs: _reply_6a(msgs[-1].text))
-        return _kept_history(create_agent(model, []), lambda m: str(m.text))
+        turn, history = _kept_history(create_agent(model, []), lambda m: str(m.text))
+        return _forgetful(model, turn), history
 
 
 class LangGraph(Adapter):
@@ -365,12 +438,17 @@ class LangGraph(Adapter):
         except ImportError:  # pragma: no cover
             pass
 
-    def w11_maker(self, base_url: str, prepared: bool = True) -> Callable[[int], Any]:
+    def w11_maker(
+        self, base_url: str, prepared: bool = True, concurrent: bool = False
+    ) -> Callable[[int], Any]:
         from langchain_core.tools import tool
         from langchain_openai import ChatOpenAI
         from langgraph.prebuilt import create_react_agent
 
-        model = ChatOpenAI(model=MODEL, base_url=base_url, api_key="loopback", max_retries=0)
+        w7: dict[str, Any] = {}
+        if concurrent:
+            w7 = {"timeout": W7_TIMEOUT_S, "http_async_client": w7_http_client()}
+        model = ChatOpenAI(model=MODEL, base_url=base_url, api_key="loopback", max_retries=0, **w7)
         tools = [tool(f) for f in TOOLS] if prepared else TOOLS
 
         def make(i: int) -> Any:
@@ -460,12 +538,17 @@ class Agno(Adapter):
     name = "agno"
     s1_code = "from agno.agent import Agent; from agno.models.openai import OpenAIChat"
 
-    def w11_maker(self, base_url: str, prepared: bool = True) -> Callable[[int], Any]:
+    def w11_maker(
+        self, base_url: str, prepared: bool = True, concurrent: bool = False
+    ) -> Callable[[int], Any]:
         from agno.agent import Agent
         from agno.models.openai import OpenAIChat
         from agno.tools import tool
 
-        model = OpenAIChat(id=MODEL, base_url=base_url, api_key="loopback", max_retries=0)
+        if concurrent:
+            model = OpenAIChat(id=MODEL, async_client=w7_openai_client(base_url))
+        else:
+            model = OpenAIChat(id=MODEL, base_url=base_url, api_key="loopback", max_retries=0)
         tools = [tool(f) for f in TOOLS] if prepared else TOOLS
 
         def make(i: int) -> Any:
@@ -563,12 +646,17 @@ class PydanticAI(Adapter):
         "from pydantic_ai.providers.openai import OpenAIProvider"
     )
 
-    def w11_maker(self, base_url: str, prepared: bool = True) -> Callable[[int], Any]:
+    def w11_maker(
+        self, base_url: str, prepared: bool = True, concurrent: bool = False
+    ) -> Callable[[int], Any]:
         from pydantic_ai import Agent, Tool
         from pydantic_ai.models.openai import OpenAIChatModel
         from pydantic_ai.providers.openai import OpenAIProvider
 
-        provider = OpenAIProvider(base_url=base_url, api_key="loopback")
+        if concurrent:
+            provider = OpenAIProvider(openai_client=w7_openai_client(base_url))
+        else:
+            provider = OpenAIProvider(base_url=base_url, api_key="loopback")
         model = OpenAIChatModel(MODEL, provider=provider)
         tools = [Tool(f) for f in TOOLS] if prepared else TOOLS
 
@@ -648,11 +736,16 @@ class OpenAIAgents(Adapter):
 
         set_tracing_disabled(True)
 
-    def w11_maker(self, base_url: str, prepared: bool = True) -> Callable[[int], Any]:
+    def w11_maker(
+        self, base_url: str, prepared: bool = True, concurrent: bool = False
+    ) -> Callable[[int], Any]:
         from agents import Agent, OpenAIChatCompletionsModel, function_tool
         from openai import AsyncOpenAI
 
-        client = AsyncOpenAI(base_url=base_url, api_key="loopback", max_retries=0)
+        if concurrent:
+            client = w7_openai_client(base_url)
+        else:
+            client = AsyncOpenAI(base_url=base_url, api_key="loopback", max_retries=0)
         model = OpenAIChatCompletionsModel(model=MODEL, openai_client=client)
         # Only FunctionTool objects are taken: what @function_tool makes at import.
         tools = [function_tool(f) for f in TOOLS]
@@ -884,6 +977,7 @@ def w7a_child(name: str, base_url: str, conversations: int, rounds: int, calls: 
         await asyncio.gather(*(one(i) for i in range(conversations)))
         out["wall_s"] = time.perf_counter() - t0
         out["cpu_s"] = time.process_time() - c0
+        out["cpu_ms_per_request"] = out["cpu_s"] * 1e3 / (conversations * (rounds + 1))
 
     out: dict[str, Any] = {}
     asyncio.run(main())
@@ -981,6 +1075,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=ROUNDS_W5)
     p.add_argument("--conversations-w6a", type=int, default=CONVERSATIONS_W6A)
     p.add_argument("--conversations", type=int, default=CONVERSATIONS_W7A, help="W7a")
+    p.add_argument("--repeat-w7a", type=int, default=3, help="W7a runs per framework")
     p.add_argument("--s1-runs", type=int, default=10)
     h.add_json_arg(p)
     args = p.parse_args(argv)
@@ -1139,7 +1234,7 @@ def main(argv: list[str] | None = None) -> int:
             for n in names:
                 try:
                     runs = []
-                    for _ in range(3):
+                    for _ in range(args.repeat_w7a):
                         srv.stats(reset=True)
                         r = child(
                             [
@@ -1164,6 +1259,10 @@ def main(argv: list[str] | None = None) -> int:
                     for r_ in (wall, cpu, rss):
                         r_.notes[n] = f"FAILED: {type(e).__name__}: {str(e)[:300]}"
                 print(f"  W7a {n}: wall {wall.cell(n)}, CPU {cpu.cell(n)}, RSS {rss.cell(n)}")
+                if n in cpu.stats:
+                    per = [f"{r['cpu_ms_per_request']:.2f}" for r in details["W7a"][n]]
+                    load = "/".join(f"{x:.1f}" for x in os.getloadavg())
+                    print(f"    client CPU ms per request: {', '.join(per)} (load {load})")
         rows += [wall, cpu, rss]
 
     if "S1" in only:

@@ -3,9 +3,13 @@
 //! Records are kept as compact JSON text, with the position of their parent: a
 //! `serde_json::Value` tree takes several times its text's size, and a thread's
 //! memory should be about what its steps wrote. Reading a chain parses only the
-//! records on it.
+//! records on it. Besides its text a record takes 48 bytes and no other allocation:
+//! its id as 16 bytes when it is a UUID (the engine's ids are), its parent as a
+//! position in the thread (W6 keeps thousands of short threads, five runs of three
+//! records each).
 
-use std::collections::HashMap;
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -19,10 +23,88 @@ use super::{
     CheckpointRecord, Checkpointer, PendingWrite, Put, Result,
 };
 
+/// A checkpoint id as a thread keeps it: the 16 bytes of a UUID written in its
+/// canonical form (lower-case, hyphenated: the engine's ids), else its text. An id is
+/// kept by every record and named again by its child: 16 bytes in place instead of a
+/// 36-byte string behind a pointer.
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum Id {
+    Uuid([u8; 16]),
+    Text(Box<str>),
+}
+
+/// The UUID whose canonical text is exactly `id` (not one of its other spellings:
+/// the text must come back as it was put).
+fn canonical_uuid(id: &str) -> Option<[u8; 16]> {
+    if id.len() != 36 {
+        return None;
+    }
+    let u = uuid::Uuid::try_parse(id).ok()?;
+    let mut buf = uuid::Uuid::encode_buffer();
+    (u.hyphenated().encode_lower(&mut buf) == id).then(|| *u.as_bytes())
+}
+
+impl Id {
+    fn new(id: &str) -> Self {
+        match canonical_uuid(id) {
+            Some(b) => Id::Uuid(b),
+            None => Id::Text(id.into()),
+        }
+    }
+
+    /// Whether this is the id `id` (whose UUID form, if any, is `uuid`).
+    fn is(&self, id: &str, uuid: Option<[u8; 16]>) -> bool {
+        match self {
+            Id::Uuid(b) => uuid == Some(*b),
+            Id::Text(t) => uuid.is_none() && **t == *id,
+        }
+    }
+
+    fn text(&self) -> Cow<'_, str> {
+        match self {
+            Id::Uuid(b) => Cow::Owned(uuid::Uuid::from_bytes(*b).hyphenated().to_string()),
+            Id::Text(t) => Cow::Borrowed(t),
+        }
+    }
+
+    /// The bytes this id takes (what [`MemorySaver::approx_bytes`] counts).
+    fn len(&self) -> usize {
+        match self {
+            Id::Uuid(b) => b.len(),
+            Id::Text(t) => t.len(),
+        }
+    }
+}
+
+/// Where a record's parent is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Parent {
+    /// The record has none (a thread's first).
+    None,
+    /// The record at this position of the thread (nearly always the one before).
+    At(u32),
+    /// Not in the thread when the record was put (a `put` may name any parent): its
+    /// id is the first this many bytes of the record's [`Stored::text`].
+    Named(u32),
+}
+
+/// One record: 48 bytes and one allocation (its text) for a record with an engine id.
 struct Stored {
-    id: Box<str>,
-    parent: Option<Box<str>>,
-    json: Box<str>,
+    id: Id,
+    parent: Parent,
+    /// The record's stored text ([`record::encode`]), after its parent's id when that
+    /// is [`Parent::Named`].
+    text: Box<str>,
+}
+
+impl Stored {
+    /// The record's stored text, without a named parent's id.
+    fn json(&self) -> &str {
+        match self.parent {
+            Parent::Named(n) => &self.text[n as usize..],
+            _ => &self.text,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -31,7 +113,7 @@ struct Thread {
     /// Record positions by id, kept only once a thread has [`INDEX_FROM`] records:
     /// below that a scan is as fast, and most threads are short (W6 counts the bytes
     /// of thousands of them).
-    index: HashMap<Box<str>, usize>,
+    index: HashMap<Id, usize>,
     pending: HashMap<Box<str>, Vec<PendingWrite>>,
 }
 
@@ -41,22 +123,59 @@ const INDEX_FROM: usize = 32;
 impl Thread {
     /// The position of record `id`.
     fn find(&self, id: &str) -> Option<usize> {
+        let uuid = canonical_uuid(id);
         if self.records.len() >= INDEX_FROM {
-            return self.index.get(id).copied();
+            let key = match uuid {
+                Some(b) => Id::Uuid(b),
+                None => Id::Text(id.into()),
+            };
+            return self.index.get(&key).copied();
         }
-        self.records.iter().rposition(|r| &*r.id == id)
+        self.records.iter().rposition(|r| r.id.is(id, uuid))
+    }
+
+    /// The id of the parent of the record at `i`.
+    fn parent_id(&self, i: usize) -> Option<Cow<'_, str>> {
+        let r = &self.records[i];
+        match r.parent {
+            Parent::None => None,
+            Parent::At(p) => Some(self.records[p as usize].id.text()),
+            Parent::Named(n) => Some(Cow::Borrowed(&r.text[..n as usize])),
+        }
+    }
+
+    /// The position of the parent of the record at `i`: `Ok(None)` for a first record,
+    /// `Err(id)` for a parent not (or no longer) in the thread.
+    fn parent_at(&self, i: usize) -> std::result::Result<Option<usize>, &str> {
+        let r = &self.records[i];
+        match r.parent {
+            Parent::None => Ok(None),
+            Parent::At(p) => Ok(Some(p as usize)),
+            Parent::Named(n) => {
+                let p = &r.text[..n as usize];
+                self.find(p).map(Some).ok_or(p)
+            }
+        }
     }
 
     fn push(&mut self, stored: Stored) {
         self.records.push(stored);
         let n = self.records.len();
         if n == INDEX_FROM {
-            self.index = (self.records.iter().enumerate())
-                .map(|(i, r)| (r.id.clone(), i))
-                .collect();
+            self.reindex();
         } else if n > INDEX_FROM {
             self.index.insert(self.records[n - 1].id.clone(), n - 1);
         }
+    }
+
+    fn reindex(&mut self) {
+        self.index = if self.records.len() >= INDEX_FROM {
+            (self.records.iter().enumerate())
+                .map(|(i, r)| (r.id.clone(), i))
+                .collect()
+        } else {
+            HashMap::new()
+        };
     }
 
     /// `put` (`put_next` when `next`) of `record`, whose JSON is `json`.
@@ -68,35 +187,42 @@ impl Thread {
         next: bool,
     ) -> Result<()> {
         if let Some(i) = self.find(record.id.as_str()) {
-            let stored = &self.records[i];
-            return if *stored.json == *json
-                && stored.parent.as_deref() == record.parent_id.as_deref()
+            return if *self.records[i].json() == *json
+                && self.parent_id(i).as_deref() == record.parent_id.as_deref()
             {
                 Ok(())
             } else {
                 Err(same_id_conflict(thread_id, &record.id))
             };
         }
-        let latest = self.records.last().map(|r| &*r.id);
-        if next && latest != record.parent_id.as_deref() {
-            return Err(advanced_conflict(
-                thread_id,
-                record.parent_id.as_deref(),
-                latest,
-            ));
-        }
-        if let Some(p) = &record.parent_id {
-            self.pending.remove(p.as_str());
-            if self.pending.is_empty() {
-                // Give the table's memory back: most threads have no pending writes.
-                self.pending = HashMap::new();
+        if next {
+            let latest = self.records.last().map(|r| r.id.text());
+            if latest.as_deref() != record.parent_id.as_deref() {
+                return Err(advanced_conflict(
+                    thread_id,
+                    record.parent_id.as_deref(),
+                    latest.as_deref(),
+                ));
             }
         }
-        let parent = record.parent_id.map(Into::into);
+        let (parent, text) = match &record.parent_id {
+            None => (Parent::None, json),
+            Some(p) => {
+                self.pending.remove(p.as_str());
+                if self.pending.is_empty() {
+                    // Give the table's memory back: most threads have no pending writes.
+                    self.pending = HashMap::new();
+                }
+                match self.find(p).and_then(|i| u32::try_from(i).ok()) {
+                    Some(i) => (Parent::At(i), json),
+                    None => (Parent::Named(named_len(p)?), format!("{p}{json}")),
+                }
+            }
+        };
         self.push(Stored {
-            id: record.id.into(),
+            id: Id::new(&record.id),
             parent,
-            json: json.into(),
+            text: text.into_boxed_str(),
         });
         Ok(())
     }
@@ -108,7 +234,8 @@ impl Thread {
         stored.extend(new);
     }
 
-    /// Forgets the records from position `n` on (undoing a batch).
+    /// Forgets the records from position `n` on (undoing a batch). The records before
+    /// name only records before them as parents by position.
     fn truncate(&mut self, n: usize) {
         for r in self.records.drain(n..) {
             self.index.remove(&r.id);
@@ -118,15 +245,74 @@ impl Thread {
         }
     }
 
+    /// Deletes the records whose ids are in `gone`, and their pending writes. A record
+    /// left whose parent goes keeps that parent's id by name; the others' positions
+    /// are renumbered.
+    fn delete(&mut self, gone: &HashSet<Id>) -> Result<()> {
+        let kept: Vec<bool> = self.records.iter().map(|r| !gone.contains(&r.id)).collect();
+        if kept.iter().all(|k| *k) {
+            self.pending.retain(|id, _| !gone.contains(&Id::new(id)));
+            return Ok(());
+        }
+        let mut to = vec![0u32; kept.len()];
+        let mut n = 0u32;
+        for (i, k) in kept.iter().enumerate() {
+            to[i] = n;
+            n += u32::from(*k);
+        }
+        // The parents about to go, by name (checked before anything changes).
+        let orphaned = (0..self.records.len())
+            .map(|i| match self.records[i].parent {
+                Parent::At(p) if kept[i] && !kept[p as usize] => {
+                    let p = self.records[p as usize].id.text().into_owned();
+                    Ok(Some((named_len(&p)?, p)))
+                }
+                _ => Ok(None),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let records = std::mem::take(&mut self.records);
+        for ((r, keep), orphan) in records.into_iter().zip(&kept).zip(orphaned) {
+            if !keep {
+                continue;
+            }
+            let r = match (r.parent, orphan) {
+                (_, Some((n, p))) => Stored {
+                    parent: Parent::Named(n),
+                    text: format!("{p}{}", r.text).into_boxed_str(),
+                    id: r.id,
+                },
+                (Parent::At(p), None) => Stored {
+                    parent: Parent::At(to[p as usize]),
+                    ..r
+                },
+                _ => r,
+            };
+            self.records.push(r);
+        }
+        self.pending.retain(|id, _| !gone.contains(&Id::new(id)));
+        self.reindex();
+        Ok(())
+    }
+
     fn parse(&self, i: usize) -> Result<CheckpointRecord> {
         let r = &self.records[i];
-        record::decode(&r.json, &r.id, r.parent.as_deref()).map_err(|e| {
+        let id = r.id.text();
+        record::decode(r.json(), &id, self.parent_id(i).as_deref()).map_err(|e| {
             CheckpointError::serialization(format!(
-                "MemorySaver: the stored checkpoint {:?} is unreadable: {e}",
-                self.records[i].id
+                "MemorySaver: the stored checkpoint {id:?} is unreadable: {e}"
             ))
         })
     }
+}
+
+/// The length of a parent id kept by name, which must fit the record's 32-bit field.
+fn named_len(parent: &str) -> Result<u32> {
+    u32::try_from(parent.len()).map_err(|_| {
+        CheckpointError::storage(format!(
+            "MemorySaver: a parent checkpoint id of {} bytes is too long (at most 4 GiB)",
+            parent.len()
+        ))
+    })
 }
 
 fn to_json(record: &CheckpointRecord) -> Result<String> {
@@ -202,19 +388,15 @@ impl MemorySaver {
             let mut out = Vec::new();
             while let Some(i) = cur {
                 out.push(t.parse(i)?);
-                let stored = &t.records[i];
-                if from == ChainFrom::Snapshot && record::has_snapshot(&stored.json) {
+                if from == ChainFrom::Snapshot && record::has_snapshot(t.records[i].json()) {
                     break;
                 }
-                cur = match &stored.parent {
-                    None => None,
-                    Some(p) => Some(t.find(p).ok_or_else(|| {
-                        CheckpointError::storage(format!(
-                            "MemorySaver: checkpoint chain is broken: the ancestor {p:?} of \
-                             {id:?} is missing in thread {thread_id:?}"
-                        ))
-                    })?),
-                };
+                cur = t.parent_at(i).map_err(|p| {
+                    CheckpointError::storage(format!(
+                        "MemorySaver: checkpoint chain is broken: the ancestor {p:?} of \
+                         {id:?} is missing in thread {thread_id:?}"
+                    ))
+                })?;
                 if out.len() > t.records.len() {
                     return Err(CheckpointError::storage(format!(
                         "MemorySaver: checkpoint chain of {id:?} in thread {thread_id:?} has a cycle"
@@ -265,16 +447,15 @@ impl MemorySaver {
         Ok(out)
     }
 
-    /// Approximate bytes held by checkpoints: the records' stored text and ids, and
+    /// Approximate bytes held by checkpoints: the records' stored text and ids (16
+    /// bytes for a UUID; a parent is a position, or its id when not in the thread), and
     /// the pending writes' JSON.
     pub fn approx_bytes(&self) -> usize {
         self.with(|ts| {
             ts.values()
                 .map(|t| {
                     (t.records.iter())
-                        .map(|r| {
-                            r.json.len() + r.id.len() + r.parent.as_ref().map_or(0, |p| p.len())
-                        })
+                        .map(|r| r.text.len() + r.id.len())
                         .sum::<usize>()
                         + t.pending
                             .values()
@@ -427,21 +608,9 @@ impl Checkpointer for MemorySaver {
     }
 
     async fn delete_checkpoints(&self, thread_id: &str, ids: Vec<String>) -> Result<()> {
-        self.open_with(|ts| {
-            if let Some(t) = ts.get_mut(thread_id) {
-                let gone: std::collections::HashSet<&str> =
-                    ids.iter().map(String::as_str).collect();
-                t.records.retain(|r| !gone.contains(&*r.id));
-                t.pending.retain(|id, _| !gone.contains(&**id));
-                t.index = if t.records.len() >= INDEX_FROM {
-                    (t.records.iter().enumerate())
-                        .map(|(i, r)| (r.id.clone(), i))
-                        .collect()
-                } else {
-                    HashMap::new()
-                };
-            }
-            Ok(())
+        self.open_with(|ts| match ts.get_mut(thread_id) {
+            Some(t) => t.delete(&ids.iter().map(|id| Id::new(id)).collect()),
+            None => Ok(()),
         })
     }
 
@@ -530,6 +699,107 @@ mod tests {
             ["a", "b"]
         );
         let t = s.threads.lock().unwrap();
-        assert_eq!(&*t["t"].records[1].id, "b");
+        assert_eq!(t["t"].records[1].id.text(), "b");
+        assert!(t["t"].records[1].parent == Parent::At(0));
+    }
+
+    #[tokio::test]
+    async fn uuid_ids_are_kept_in_16_bytes_and_come_back_as_put() {
+        let s = MemorySaver::new();
+        let a = "0b7e5a7c-4f2d-4c1e-9a3b-1d2e3f405162";
+        // Another spelling of a UUID is kept as text: it must read back unchanged.
+        let b = "0B7E5A7C-4F2D-4C1E-9A3B-1D2E3F405163";
+        s.put("t", rec(a, None)).await.unwrap();
+        s.put("t", rec(b, Some(a))).await.unwrap();
+        let chain = s.chain("t", b).await.unwrap();
+        assert_eq!(
+            chain
+                .iter()
+                .map(|r| (r.id.as_str(), r.parent_id.as_deref()))
+                .collect::<Vec<_>>(),
+            [(a, None), (b, Some(a))]
+        );
+        let t = s.threads.lock().unwrap();
+        assert!(matches!(t["t"].records[0].id, Id::Uuid(_)));
+        assert!(matches!(t["t"].records[1].id, Id::Text(_)));
+    }
+
+    #[tokio::test]
+    async fn a_parent_outside_the_thread_is_kept_by_name_and_found_later() {
+        let s = MemorySaver::new();
+        s.put("t", rec("b", Some("a"))).await.unwrap();
+        assert_eq!(
+            s.get("t", Some("b"))
+                .await
+                .unwrap()
+                .unwrap()
+                .parent_id
+                .as_deref(),
+            Some("a")
+        );
+        assert!(matches!(
+            s.chain("t", "b").await,
+            Err(CheckpointError::Storage(_))
+        ));
+        s.put("t", rec("a", None)).await.unwrap();
+        let ids: Vec<String> = s
+            .chain("t", "b")
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| r.id)
+            .collect();
+        assert_eq!(ids, ["a", "b"]);
+        // The same put again is a retry, with the parent named or positioned alike.
+        s.put("t", rec("b", Some("a"))).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn deleting_renumbers_parents_and_names_the_deleted_ones() {
+        let s = MemorySaver::new();
+        s.put("t", rec("a", None)).await.unwrap();
+        s.put("t", rec("b", Some("a"))).await.unwrap();
+        s.put("t", rec("c", Some("b"))).await.unwrap();
+        s.put("t", rec("d", Some("a"))).await.unwrap();
+        s.delete_checkpoints("t", vec!["b".into()]).await.unwrap();
+        let d = s.chain("t", "d").await.unwrap();
+        assert_eq!(
+            d.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+            ["a", "d"]
+        );
+        let c = s.get("t", Some("c")).await.unwrap().unwrap();
+        assert_eq!(c.parent_id.as_deref(), Some("b"));
+        assert!(matches!(
+            s.chain("t", "c").await,
+            Err(CheckpointError::Storage(_))
+        ));
+        let listed: Vec<String> = s
+            .list("t", None, None)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| r.id)
+            .collect();
+        assert_eq!(listed, ["d", "c", "a"]);
+    }
+
+    #[tokio::test]
+    async fn long_threads_find_records_through_the_index() {
+        let s = MemorySaver::new();
+        let ids: Vec<String> = (0..INDEX_FROM * 2)
+            .map(|_| uuid::Uuid::new_v4().to_string())
+            .collect();
+        for (i, id) in ids.iter().enumerate() {
+            let parent = i.checked_sub(1).map(|p| ids[p].as_str());
+            s.put_next("t", rec(id, parent)).await.unwrap();
+        }
+        let chain = s.chain("t", &ids[ids.len() - 1]).await.unwrap();
+        assert_eq!(chain.into_iter().map(|r| r.id).collect::<Vec<_>>(), ids);
+        let mid = s
+            .get("t", Some(&ids[INDEX_FROM + 3]))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(mid.parent_id.as_deref(), Some(ids[INDEX_FROM + 2].as_str()));
     }
 }
