@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import socket
 import sys
 import threading
@@ -177,7 +178,18 @@ def build(scenario: str, workdir: Path) -> tuple[Any, Any]:
     return create_react_agent(model, [], checkpointer=SAVER), server
 
 
+def answer_ctrl_c() -> None:
+    """Makes SIGINT raise ``KeyboardInterrupt`` here, as in a user's terminal, whatever
+    this process inherited: a pytest started with SIGINT ignored (a background job of a
+    non-interactive shell, ``trap '' INT``, ``nohup``-like wrappers) passes the ignore on
+    through exec, and Python then installs no handler, so the signal would be dropped and
+    the run never interrupted. A blocked SIGINT is inherited the same way."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+
+
 def main() -> int:
+    answer_ctrl_c()
     scenario, db, workdir = sys.argv[1], sys.argv[2], Path(sys.argv[3])
     global SAVER
     SAVER = SqliteSaver.from_conn_string(db)

@@ -31,12 +31,19 @@ def alive(pid: int) -> bool:
         return False
 
 
-def interrupt(scenario: str, tmp_path: Path) -> dict[str, str]:
-    """Runs the child, sends SIGINT once it waits, and returns its tagged lines."""
+def interrupt(scenario: str, tmp_path: Path, *, inherit_ignored: bool = False) -> dict[str, str]:
+    """Runs the child, sends SIGINT once it waits, and returns its tagged lines.
+
+    ``inherit_ignored`` starts the child with SIGINT ignored, as a pytest run in the
+    background of a non-interactive shell passes it on (exec keeps an ignored signal).
+    """
     work = tmp_path / "work"
     work.mkdir()
+    argv = [sys.executable, str(CHILD), scenario, str(tmp_path / "db.sqlite"), str(work)]
+    if inherit_ignored:
+        argv = ["sh", "-c", 'trap "" INT; exec "$@"', "sh", *argv]
     proc = subprocess.Popen(
-        [sys.executable, str(CHILD), scenario, str(tmp_path / "db.sqlite"), str(work)],
+        argv,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -66,6 +73,13 @@ def test_two_sync_tools(tmp_path: Path) -> None:
     lines = interrupt("sync_tools", tmp_path)
     # One task per call (a `Send` each), as LangGraph.
     assert json.loads(lines["STATE"]) == {"next": ["tools", "tools"], "messages": 2}
+    assert json.loads(lines["RESULT"])[-1] == "done: sync 1; sync 2"
+
+
+def test_an_inherited_ignored_sigint_does_not_hide_ctrl_c(tmp_path: Path) -> None:
+    # The child answers Ctrl-C whatever the test runner inherited, so this file holds
+    # when the suite runs as a background job.
+    lines = interrupt("sync_tools", tmp_path, inherit_ignored=True)
     assert json.loads(lines["RESULT"])[-1] == "done: sync 1; sync 2"
 
 
