@@ -94,8 +94,9 @@ def test_a_quick_tool_that_starts_blocking_moves_to_the_pool(make_ai) -> None:
     first = time.perf_counter() - t0
     assert [m.content for m in out] == [str(i) for i in range(16)]
     # One after another: 3.2 s. The first two calls ran inline (0.4 s), then the tool
-    # was slow and the other 14 ran on the pool together.
-    assert first < 1.0, f"16 x 0.2 s took {first:.2f} s"
+    # was slow and the other 14 ran on the pool together: ~0.6 s. The bound leaves
+    # room for a loaded machine and still fail a serial run by a wide margin.
+    assert first < 2.0, f"16 x 0.2 s took {first:.2f} s"
     t0 = time.perf_counter()
     out = node.invoke([ai])
     second = time.perf_counter() - t0
