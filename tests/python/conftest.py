@@ -47,9 +47,19 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     return True
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "watchdog(seconds): this test's own watchdog limit (default 60 s), for the few "
+        "that drive many processes and run close to the default on a loaded machine",
+    )
+
+
 @pytest.fixture(autouse=True)
-def _watchdog() -> Any:
-    faulthandler.dump_traceback_later(WATCHDOG_SECONDS, exit=True, file=sys.stderr)
+def _watchdog(request: pytest.FixtureRequest) -> Any:
+    marker = request.node.get_closest_marker("watchdog")
+    seconds = float(marker.args[0]) if marker else WATCHDOG_SECONDS
+    faulthandler.dump_traceback_later(seconds, exit=True, file=sys.stderr)
     yield
     faulthandler.cancel_dump_traceback_later()
 

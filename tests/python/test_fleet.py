@@ -278,6 +278,7 @@ def check(fleet: Fleet, n_threads: int) -> None:
 # ------------------------------------------------------------------------------ tests
 
 
+@pytest.mark.watchdog(180)
 def test_postgres_fleet_of_4_processes_200_threads_with_kills(tmp_path: Path) -> None:
     url = postgres_url()
     with temp_schema() as schema:
@@ -349,6 +350,7 @@ def test_a_killed_workers_input_checkpoint_committed_after_its_death_is_not_star
         check(fleet, 1)
 
 
+@pytest.mark.watchdog(180)
 def test_sqlite_fleet_of_4_processes_on_one_file_with_kills(tmp_path: Path) -> None:
     db = tmp_path / "fleet.db"
     with SqliteSaver(db) as saver:
@@ -357,6 +359,7 @@ def test_sqlite_fleet_of_4_processes_on_one_file_with_kills(tmp_path: Path) -> N
         assert saver.list_stalled(stale_after=0.001) == []
 
 
+@pytest.mark.watchdog(180)
 def test_sqlite_100_python_threads_in_one_process_with_kills(tmp_path: Path) -> None:
     db = tmp_path / "fleet.db"
     with SqliteSaver(db) as saver:
