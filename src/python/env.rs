@@ -6,9 +6,11 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+#[cfg(not(feature = "abi3"))]
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyTuple};
 
 use super::helpers::helpers;
 use crate::tool::ToolContext;
@@ -42,30 +44,49 @@ pub struct PyRunEnv {
     pub(crate) drain_scheduled: AtomicBool,
 }
 
-/// Runs `f` in a fresh copy of `base` (a `contextvars.Context`): what
-/// `base.copy().run(f)` does, through CPython's context API instead of two method
-/// calls and a keyword dict handed through `Context.run`. Each tool call runs in its
-/// own copy, so a `ContextVar.set` in one call is never seen by a sibling.
-pub fn in_context_copy<'py, T>(
+/// Calls `callable(*args, **kwargs)` in a fresh copy of `base` (a
+/// `contextvars.Context`): what `base.copy().run(callable, *args, **kwargs)` does.
+/// Each tool call runs in its own copy, so a `ContextVar.set` in one call is never
+/// seen by a sibling.
+///
+/// Through CPython's context API (`PyContext_Copy` / `_Enter` / `_Exit`) instead of
+/// two method calls and an argument tuple built for `Context.run`; the limited API
+/// (an `abi3` build, the `abi3` feature) has no such functions, so that build calls
+/// `Context.run` (docs/decisions.md, "Wheels are built per CPython version").
+pub fn call_in_context_copy<'py>(
     py: Python<'py>,
     base: &Bound<'py, PyAny>,
-    f: impl FnOnce() -> PyResult<T>,
-) -> PyResult<T> {
-    // SAFETY: the GIL is held; `PyContext_Copy` returns a new reference or NULL with
-    // an exception set, which `from_owned_ptr_or_err` turns into `Err`.
-    let copy = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyContext_Copy(base.as_ptr()))? };
-    // SAFETY: `copy` is a context (made just above), entered once and exited below.
-    if unsafe { ffi::PyContext_Enter(copy.as_ptr()) } != 0 {
-        return Err(PyErr::fetch(py));
+    callable: &Bound<'py, PyAny>,
+    args: Bound<'py, PyTuple>,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    #[cfg(not(feature = "abi3"))]
+    {
+        // SAFETY: the GIL is held; `PyContext_Copy` returns a new reference or NULL
+        // with an exception set, which `from_owned_ptr_or_err` turns into `Err`.
+        let copy = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyContext_Copy(base.as_ptr()))? };
+        // SAFETY: `copy` is a context (made just above), entered once and exited below.
+        if unsafe { ffi::PyContext_Enter(copy.as_ptr()) } != 0 {
+            return Err(PyErr::fetch(py));
+        }
+        let r = callable.call(args, kwargs);
+        // The call's error, if any, is held by `r` (no exception is set here), as
+        // `PyContext_Exit` needs. It fails only when the call left another context
+        // current.
+        // SAFETY: `copy` was entered above on this thread.
+        if unsafe { ffi::PyContext_Exit(copy.as_ptr()) } != 0 {
+            return Err(PyErr::fetch(py));
+        }
+        r
     }
-    let r = f();
-    // `f`'s error, if any, is held by `r` (no exception is set here), as
-    // `PyContext_Exit` needs. It fails only when `f` left another context current.
-    // SAFETY: `copy` was entered above on this thread.
-    if unsafe { ffi::PyContext_Exit(copy.as_ptr()) } != 0 {
-        return Err(PyErr::fetch(py));
+    #[cfg(feature = "abi3")]
+    {
+        let copy = base.call_method0(pyo3::intern!(py, "copy"))?;
+        let mut all = Vec::with_capacity(args.len() + 1);
+        all.push(callable.clone());
+        all.extend(args.iter());
+        copy.call_method(pyo3::intern!(py, "run"), PyTuple::new(py, all)?, kwargs)
     }
-    r
 }
 
 static FIRST_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();

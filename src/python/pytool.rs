@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use pyo3::exceptions::{PyException, PyTypeError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString};
+use pyo3::types::{PyDict, PyString, PyTuple};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
@@ -16,7 +16,7 @@ use super::aio::{run_async, AsyncResult, MakeCoro};
 use super::args::Timeout;
 use super::context::PyToolContext;
 use super::convert::{json_from_py, value_from_py, value_to_py};
-use super::env::{in_context_copy, PyRunEnv};
+use super::env::{call_in_context_copy, PyRunEnv};
 use super::helpers::helpers;
 use super::messages::PyMessage;
 use super::pool::Pool;
@@ -187,21 +187,32 @@ impl Inner {
     ) -> Result<ToolOutput, ToolError> {
         self.check_usable(env)?;
         let r = self.kwargs(py, args, ctx, env).and_then(|kw| {
-            in_context_copy(py, env.context.bind(py), || match &env.trace {
+            let context = env.context.bind(py);
+            match &env.trace {
                 // Traced: the call's span is current while its function runs, so a
                 // sub-agent it starts is traced under it.
-                Some(trace) => trace.bind(py).call_method1(
-                    intern!(py, "call_tool"),
+                Some(trace) => call_in_context_copy(
+                    py,
+                    context,
+                    &trace.bind(py).getattr(intern!(py, "call_tool"))?,
                     (
                         call_span(py, ctx),
                         &self.def.name,
                         &ctx.tool_call_id,
                         self.target.bind(py),
                         kw,
-                    ),
+                    )
+                        .into_pyobject(py)?,
+                    None,
                 ),
-                None => self.target.bind(py).call((), Some(&kw)),
-            })
+                None => call_in_context_copy(
+                    py,
+                    context,
+                    self.target.bind(py),
+                    PyTuple::empty(py),
+                    Some(&kw),
+                ),
+            }
         });
         self.outcome(py, r, ctx)
     }
