@@ -62,12 +62,3 @@ class Escaped(Exception):
     def __init__(self, exc: BaseException) -> None:
         super().__init__(exc)
         self.exc = exc
-
-
-async def guard(coro: Any) -> Any:
-    """Runs ``coro``, turning an escaping ``KeyboardInterrupt`` / ``SystemExit`` into
-    ``Escaped``."""
-    try:
-        return await coro
-    except (KeyboardInterrupt, SystemExit) as e:
-        raise Escaped(e) from None

@@ -22,7 +22,6 @@ _install_helpers(
         "decode": _serde.decode,
         "task_var": _runtime.task_var,
         "background_loop": _runtime.background_loop,
-        "guard": _runtime.guard,
         "escaped": _runtime.Escaped,
         "logger": _runtime.logger,
         "stream_langchain_tokens": _runtime.stream_langchain_tokens,

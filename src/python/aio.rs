@@ -12,9 +12,14 @@
 use std::sync::{Arc, Mutex};
 
 use pyo3::exceptions::asyncio::CancelledError;
-use pyo3::intern;
+use pyo3::exceptions::{PyKeyboardInterrupt, PyStopIteration, PySystemExit};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+#[cfg(not(feature = "abi3"))]
+use pyo3::sync::PyOnceLock;
+#[cfg(not(feature = "abi3"))]
+use pyo3::types::PyString;
+use pyo3::types::PyTuple;
+use pyo3::{ffi, intern, PyTraverseError, PyVisit};
 use tokio::sync::oneshot;
 
 use super::env::PyRunEnv;
@@ -125,8 +130,159 @@ impl DoneCallback {
     }
 }
 
-/// The `KeyboardInterrupt` / `SystemExit` an `Escaped` carries (see `Helpers::guard`),
-/// or `e` itself.
+/// Runs a coroutine the way asyncio's task steps it (the coroutine protocol: `send`,
+/// `throw`, `close`, and `__next__`, which CPython's `PyIter_Send` calls for a task's
+/// plain step), turning a `KeyboardInterrupt` or `SystemExit` the coroutine lets out
+/// into `ironloop._runtime.Escaped`. Left as it is, asyncio lets either out of the
+/// event loop: the background loop's thread would die and every later async call of
+/// the process hang (`tests/python/test_base_exceptions.py`). What an
+/// `async def guard(coro)` wrapper did, without a second coroutine and its frame per
+/// call: a step is one `PyIter_Send` of the wrapped coroutine.
+#[pyclass(module = "ironloop._ironloop", frozen)]
+pub struct Guarded {
+    coro: Py<PyAny>,
+}
+
+impl Guarded {
+    fn step(&self, py: Python<'_>, arg: *mut ffi::PyObject) -> PyResult<Py<PyAny>> {
+        let mut out: *mut ffi::PyObject = std::ptr::null_mut();
+        // SAFETY: the GIL is held; `coro` and `arg` are live objects. `PyIter_Send`
+        // stores a new reference in `out` for PYGEN_NEXT / PYGEN_RETURN and sets an
+        // exception for PYGEN_ERROR.
+        let r = unsafe { ffi::PyIter_Send(self.coro.as_ptr(), arg, &mut out) };
+        match r {
+            // SAFETY: `out` is a new reference (see above).
+            ffi::PySendResult::PYGEN_NEXT => Ok(unsafe { Bound::from_owned_ptr(py, out) }.unbind()),
+            ffi::PySendResult::PYGEN_RETURN => {
+                // SAFETY: as above.
+                let value = unsafe { Bound::from_owned_ptr(py, out) };
+                Err(PyStopIteration::new_err((value.unbind(),)))
+            }
+            ffi::PySendResult::PYGEN_ERROR => Err(escape(py, PyErr::fetch(py))),
+        }
+    }
+}
+
+#[pymethods]
+impl Guarded {
+    fn __await__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __iter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        // SAFETY: `Py_None` is a valid borrowed reference.
+        self.step(py, unsafe { ffi::Py_None() })
+    }
+
+    fn send(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        self.step(py, value.as_ptr())
+    }
+
+    #[pyo3(signature = (*args))]
+    fn throw(&self, py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
+        self.coro
+            .bind(py)
+            .call_method1(intern!(py, "throw"), args)
+            .map(Bound::unbind)
+            .map_err(|e| escape(py, e))
+    }
+
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        self.coro.bind(py).call_method0(intern!(py, "close"))?;
+        Ok(())
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.coro)
+    }
+}
+
+/// `Escaped(e)` for a `KeyboardInterrupt` / `SystemExit`, or `e` itself.
+fn escape(py: Python<'_>, e: PyErr) -> PyErr {
+    if !(e.is_instance_of::<PyKeyboardInterrupt>(py) || e.is_instance_of::<PySystemExit>(py)) {
+        return e;
+    }
+    let value = e.value(py);
+    if let Some(tb) = e.traceback(py) {
+        let _ = value.setattr(intern!(py, "__traceback__"), tb);
+    }
+    match helpers(py).and_then(|h| h.escaped.bind(py).call1((value,))) {
+        Ok(escaped) => PyErr::from_value(escaped),
+        Err(err) => err,
+    }
+}
+
+/// `base.copy()` for a `contextvars.Context`, through CPython's context API (the
+/// limited API of the `abi3` feature has none: that build calls `copy`).
+fn context_copy<'py>(py: Python<'py>, base: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    #[cfg(not(feature = "abi3"))]
+    {
+        // SAFETY: the GIL is held; `PyContext_Copy` returns a new reference or NULL
+        // with an exception set (`base` not a context).
+        unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyContext_Copy(base.as_ptr())) }
+    }
+    #[cfg(feature = "abi3")]
+    {
+        base.call_method0(intern!(py, "copy"))
+    }
+}
+
+/// `loop.create_task(coro, context=context)`: no bound method, no keyword dict
+/// (Python >= 3.11, where `create_task` takes `context`).
+#[cfg(feature = "abi3")]
+fn create_task_in<'py>(
+    py: Python<'py>,
+    event_loop: &Bound<'py, PyAny>,
+    coro: &Bound<'py, PyAny>,
+    context: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let kw = pyo3::types::PyDict::new(py);
+    kw.set_item(intern!(py, "context"), context)?;
+    event_loop.call_method(intern!(py, "create_task"), (coro,), Some(&kw))
+}
+
+/// `loop.create_task(coro, context=context)` in one vectorcall: no bound method, no
+/// keyword dict (Python >= 3.11, where `create_task` takes `context`).
+#[cfg(not(feature = "abi3"))]
+fn create_task_in<'py>(
+    py: Python<'py>,
+    event_loop: &Bound<'py, PyAny>,
+    coro: &Bound<'py, PyAny>,
+    context: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    static KWNAMES: PyOnceLock<Py<PyTuple>> = PyOnceLock::new();
+    let kwnames = KWNAMES.get_or_try_init(py, || {
+        PyTuple::new(py, [PyString::new(py, "context")]).map(Bound::unbind)
+    })?;
+    let args = [event_loop.as_ptr(), coro.as_ptr(), context.as_ptr()];
+    // SAFETY: the GIL is held; `args` holds the receiver, one positional argument and
+    // one keyword argument's value, named by `kwnames` (a tuple of str). The call
+    // returns a new reference or NULL with an exception set.
+    unsafe {
+        Bound::from_owned_ptr_or_err(
+            py,
+            ffi::PyObject_VectorcallMethod(
+                intern!(py, "create_task").as_ptr(),
+                args.as_ptr(),
+                2,
+                kwnames.as_ptr(),
+            ),
+        )
+    }
+}
+
+/// Python >= 3.11 (`create_task` takes `context=`); looked up once.
+fn has_task_context(py: Python<'_>) -> bool {
+    static AT_LEAST_311: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *AT_LEAST_311.get_or_init(|| py.version_info() >= (3, 11))
+}
+
+/// The `KeyboardInterrupt` / `SystemExit` an `Escaped` carries (see [`Guarded`]), or
+/// `e` itself.
 fn unwrap(py: Python<'_>, e: PyErr) -> PyErr {
     let Ok(h) = helpers(py) else { return e };
     if !e.is_instance(py, h.escaped.bind(py)) {
@@ -150,22 +306,21 @@ fn start(py: Python<'_>, env: &Arc<PyRunEnv>, p: PendingAsync) {
     let make = p.make;
     let started = (|| -> PyResult<Py<PyAny>> {
         let (coro, context) = make(py)?;
-        let coro = helpers(py)?.guard.bind(py).call1((coro,))?;
-        let create_task = env.event_loop(py)?.getattr(intern!(py, "create_task"))?;
+        let coro = Bound::new(py, Guarded { coro })?.into_any();
+        let event_loop = env.event_loop(py)?;
         // The task runs in its own copy of the context the maker chose, or of the
-        // caller's contextvars context.
+        // caller's contextvars context (`asyncio.gather` copies one per task too).
         let base = match &context {
             Some(c) => c.bind(py),
             None => env.context.bind(py),
         };
-        let context = base.call_method0(intern!(py, "copy"))?;
-        let task = if py.version_info() >= (3, 11) {
+        let context = context_copy(py, base)?;
+        let task = if has_task_context(py) {
             // `create_task(coro, context=...)`: the task runs in that copy, with no
             // second copy made by the task and no `Context.run` around the call.
-            let kw = PyDict::new(py);
-            kw.set_item(intern!(py, "context"), context)?;
-            create_task.call((coro,), Some(&kw))?
+            create_task_in(py, event_loop, &coro, &context)?
         } else {
+            let create_task = event_loop.getattr(intern!(py, "create_task"))?;
             context.call_method1(intern!(py, "run"), (create_task, coro))?
         };
         task.call_method1(intern!(py, "add_done_callback"), (&done,))?;

@@ -28,10 +28,9 @@ pub struct Helpers {
     pub task_var: Py<PyAny>,
     /// `ironloop._runtime.background_loop()`: the loop async tools of a sync caller use.
     pub background_loop: Py<PyAny>,
-    /// `ironloop._runtime.guard(coro)` / `Escaped`: every coroutine the glue runs is
-    /// wrapped, so that a `KeyboardInterrupt` or `SystemExit` in it reaches the caller
-    /// instead of stopping the event loop it runs on.
-    pub guard: Py<PyAny>,
+    /// `ironloop._runtime.Escaped`: every coroutine the glue runs is wrapped
+    /// (`aio::Guarded`), so that a `KeyboardInterrupt` or `SystemExit` in it reaches
+    /// the caller as this instead of stopping the event loop it runs on.
     pub escaped: Py<PyAny>,
     /// `ironloop._runtime.logger`.
     pub logger: Py<PyAny>,

@@ -148,19 +148,98 @@ impl Inner {
     ) -> PyResult<Bound<'py, PyDict>> {
         let kw = value_to_py(py, args)?.cast_into::<PyDict>()?;
         for (param, how) in &self.injected {
-            let v = match how {
-                Inject::ToolCallId => PyString::new(py, &ctx.tool_call_id).into_any(),
-                Inject::Store => opt(py, &env.store),
-                Inject::State(None) => opt(py, &env.state),
-                Inject::State(Some(field)) => match &env.state {
-                    Some(s) => select_field(s.bind(py), field)?,
-                    None => py.None().into_bound(py),
-                },
-                Inject::Context => Bound::new(py, PyToolContext::new(ctx, env.clone()))?.into_any(),
-            };
-            kw.set_item(param.bind(py), v)?;
+            kw.set_item(param.bind(py), self.injected_value(py, how, ctx, env)?)?;
         }
         Ok(kw)
+    }
+
+    /// The value an injected parameter receives.
+    fn injected_value<'py>(
+        &self,
+        py: Python<'py>,
+        how: &Inject,
+        ctx: &ToolContext,
+        env: &Arc<PyRunEnv>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        Ok(match how {
+            Inject::ToolCallId => PyString::new(py, &ctx.tool_call_id).into_any(),
+            Inject::Store => opt(py, &env.store),
+            Inject::State(None) => opt(py, &env.state),
+            Inject::State(Some(field)) => match &env.state {
+                Some(s) => select_field(s.bind(py), field)?,
+                None => py.None().into_bound(py),
+            },
+            Inject::Context => Bound::new(py, PyToolContext::new(ctx, env.clone()))?.into_any(),
+        })
+    }
+
+    /// Calls the tool's function with the call's arguments and the injected values as
+    /// keywords: what `target(**self.kwargs(...))` does, in one vectorcall with the
+    /// names in a tuple (no keyword dict built, then unpacked again by the call). An
+    /// injected parameter replaces an argument of the same name, as in `kwargs`.
+    #[cfg(not(feature = "abi3"))]
+    fn call_kw<'py>(
+        &self,
+        py: Python<'py>,
+        args: &Value,
+        ctx: &ToolContext,
+        env: &Arc<PyRunEnv>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        const MAX: usize = 8;
+        let map = match args {
+            Value::Object(map) if map.len() + self.injected.len() <= MAX => map,
+            _ => {
+                let kw = self.kwargs(py, args, ctx, env)?;
+                return self.target.bind(py).call((), Some(&kw));
+            }
+        };
+        let mut names: Vec<Bound<'py, PyAny>> = Vec::with_capacity(MAX);
+        let mut values: Vec<Bound<'py, PyAny>> = Vec::with_capacity(MAX);
+        for (k, v) in map {
+            let injected = self
+                .injected
+                .iter()
+                .any(|(p, _)| p.bind(py).to_str().is_ok_and(|p| p == k));
+            if !injected {
+                names.push(PyString::new(py, k).into_any());
+                values.push(value_to_py(py, v)?);
+            }
+        }
+        for (param, how) in &self.injected {
+            names.push(param.bind(py).clone().into_any());
+            values.push(self.injected_value(py, how, ctx, env)?);
+        }
+        let kwnames = pyo3::types::PyTuple::new(py, names)?;
+        let ptrs: [*mut pyo3::ffi::PyObject; MAX] =
+            std::array::from_fn(|i| values.get(i).map_or(std::ptr::null_mut(), |v| v.as_ptr()));
+        // SAFETY: the GIL is held; `ptrs` starts with `kwnames.len()` live values (the
+        // keyword arguments, no positional ones) named by `kwnames`, a tuple of str.
+        // The call returns a new reference or NULL with an exception set.
+        unsafe {
+            Bound::from_owned_ptr_or_err(
+                py,
+                pyo3::ffi::PyObject_Vectorcall(
+                    self.target.as_ptr(),
+                    ptrs.as_ptr(),
+                    0,
+                    kwnames.as_ptr(),
+                ),
+            )
+        }
+    }
+
+    /// `target(**self.kwargs(...))`: the limited API (the `abi3` feature) has
+    /// `PyObject_Vectorcall` from 3.12 on only.
+    #[cfg(feature = "abi3")]
+    fn call_kw<'py>(
+        &self,
+        py: Python<'py>,
+        args: &Value,
+        ctx: &ToolContext,
+        env: &Arc<PyRunEnv>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let kw = self.kwargs(py, args, ctx, env)?;
+        self.target.bind(py).call((), Some(&kw))
     }
 
     /// Converts what the tool returned (or raised) into the core's outcome.
@@ -411,11 +490,12 @@ impl PyTool {
                 .map_err(|e| ToolError::failed(&self.0.def.name, e.to_string()))?,
         };
         self.0.check_usable(&env)?;
-        let (tool, ctx2, _env2) = (self.0.clone(), ctx.clone(), env.clone());
+        // One context shared by the maker and the converter (no copy of its strings).
+        let ctx = Arc::new(ctx);
+        let (tool, ctx2) = (self.0.clone(), ctx.clone());
         let make = {
-            let (tool, ctx, env) = (self.0.clone(), ctx.clone(), env.clone());
+            let (tool, env) = (self.0.clone(), env.clone());
             Box::new(move |py: Python<'_>| {
-                let kw = tool.kwargs(py, &args, &ctx, &env)?;
                 let coro = match &env.trace {
                     Some(trace) => trace.bind(py).call_method1(
                         intern!(py, "call_tool_async"),
@@ -424,10 +504,10 @@ impl PyTool {
                             &tool.def.name,
                             &ctx.tool_call_id,
                             tool.target.bind(py),
-                            kw,
+                            tool.kwargs(py, &args, &ctx, &env)?,
                         ),
                     )?,
-                    None => tool.target.bind(py).call((), Some(&kw))?,
+                    None => tool.call_kw(py, &args, &ctx, &env)?,
                 };
                 Ok((coro.unbind(), None))
             }) as MakeCoro

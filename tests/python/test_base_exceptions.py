@@ -95,3 +95,33 @@ def test_an_async_node_raising_it_under_sync_invoke() -> None:
     g2.add_node("ok", ok)
     g2.add_edge(START, "ok")
     assert in_thread(lambda: g2.compile().invoke({"x": 1})) == {"x": 2}
+
+
+@tool
+async def escape_later() -> str:
+    """Raises KeyboardInterrupt after its first await (a later step of its task)."""
+    await asyncio.sleep(0.01)
+    raise KeyboardInterrupt
+
+
+def test_raised_after_an_await_reaches_the_caller_and_siblings_finish_or_stop() -> None:
+    node = ToolNode([escape_later, fine])
+    ai = AIMessage(
+        "",
+        tool_calls=[
+            {"name": "fine", "args": {}, "id": "a"},
+            {"name": "escape_later", "args": {}, "id": "b"},
+        ],
+    )
+
+    async def main() -> Any:
+        try:
+            await node.ainvoke([ai])
+        except KeyboardInterrupt:
+            return "raised"
+        return "returned"
+
+    assert asyncio.run(main()) == "raised"
+    assert isinstance(in_thread(lambda: node.invoke([ai])), KeyboardInterrupt)
+    (msg,) = in_thread(lambda: node.invoke([call("fine")]))
+    assert msg.content == "ok"

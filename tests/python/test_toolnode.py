@@ -466,3 +466,26 @@ def test_invoke_accepts_a_config_argument(make_ai) -> None:
         {"messages": [make_ai(("add", {"a": 1, "b": 1}))]}, {"configurable": {"thread_id": "t"}}
     )
     assert out["messages"][0].content == "2"
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+def test_an_injected_parameter_replaces_an_argument_of_the_same_name(is_async, make_ai) -> None:
+    if is_async:
+
+        @tool
+        async def echo(n: int, call_id: Annotated[str, InjectedToolCallId]) -> str:
+            """Echoes."""
+            return f"{n} {call_id}"
+
+    else:
+
+        @tool
+        def echo(n: int, call_id: Annotated[str, InjectedToolCallId]) -> str:
+            """Echoes."""
+            return f"{n} {call_id}"
+
+    node = ToolNode([echo])
+    (msg,) = node.invoke([make_ai(("echo", {"n": 3}))])
+    assert msg.content == "3 c0"
+    (msg,) = node.invoke([make_ai(("echo", {"n": 3, "call_id": "spoof"}))])
+    assert msg.content == "3 c0"
