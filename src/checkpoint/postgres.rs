@@ -81,7 +81,7 @@
 //! statements take and return ids as text. `step` (also in the record) is gone. The
 //! migration copies the rows into the new table in one transaction.
 //!
-//! Version 6 fits 19 W4m-sized records to an 8 KB page instead of 18 (W4m's bytes): a
+//! Version 6 makes a record's row 8 bytes smaller (W4m's bytes, see BENCHMARKS.md): a
 //! record's `seq` is an `integer` counted per thread (`ironloop_threads.seq`, bumped by
 //! the statement that swaps the thread's latest, so a thread's records are numbered in
 //! the order they were saved) instead of a global `bigint` (a row is padded to 8 bytes:
@@ -222,8 +222,8 @@ ALTER TABLE {s}ironloop_checkpoints
     RENAME CONSTRAINT ironloop_checkpoints_5_pkey TO ironloop_checkpoints_pkey;
 ALTER SEQUENCE {s}ironloop_checkpoints_seq_seq OWNED BY {s}ironloop_checkpoints.seq;
 ",
-    // 19 records of W4m's size to a page instead of 18 (see the module documentation):
-    // `seq` is a per-thread `integer` (the row no longer pads to the next 8 bytes),
+    // 8 bytes fewer per record's row (see the module documentation): `seq` is a
+    // per-thread `integer` (the row no longer pads to the next 8 bytes),
     // counted in `ironloop_threads.seq`; `ironloop_writes` loses its `seq` key, its
     // `(thread_id, checkpoint_id, task_id, idx)` key becoming the primary key.
     "
@@ -1189,10 +1189,7 @@ impl<'a> Chain<'a> {
                     checkpoint_id,
                     columns: w,
                 } => {
-                    let dropped = parents[seen..]
-                        .iter()
-                        .any(|p| *p == Some(checkpoint_id.as_str()));
-                    if dropped {
+                    if parents[seen..].contains(&Some(checkpoint_id.as_str())) {
                         continue;
                     }
                     for k in 0..w.tasks.len() {
@@ -1231,8 +1228,9 @@ impl<'a> Chain<'a> {
 }
 
 /// Saves `items` of thread `t` in one round trip when nothing is refused: one
-/// statement for a single item; for a batch of `put_next`s and writes (what a run's
-/// `"async"` and `"exit"` saves are), `BEGIN`, the statements and `COMMIT` pipelined
+/// statement for a single item, or for a batch whose records form a chain (see
+/// [`Chain`]: what a run's `"async"` and `"exit"` saves are); for any other batch of
+/// `put_next`s and writes, `BEGIN`, the statements and `COMMIT` pipelined
 /// (sent together, answered together), a refused `put_next` raising an error that
 /// aborts the transaction (the `COMMIT` then rolls it back). A refused batch, or one
 /// holding a `put`, goes through [`save_checked`], which says why it was refused.
