@@ -730,6 +730,23 @@ async fn put_many_is_one_transaction(s: Arc<dyn Checkpointer>) {
         ["c0", "c1", "c2", "c3"]
     );
     assert!(s.pending_writes("t", "c1").await.unwrap().is_empty());
+    // Writes of the batch's first parent, saved before its next record, go with it.
+    s.put_many(
+        "t",
+        vec![
+            writes_to("c3", vec![pw("a", "x", json!(3))]),
+            next(rec("c4", Some("c3"), 4)),
+            writes_to("c4", vec![pw("a", "x", json!(4))]),
+        ],
+    )
+    .await
+    .unwrap();
+    assert!(s.pending_writes("t", "c3").await.unwrap().is_empty());
+    assert_eq!(s.pending_writes("t", "c4").await.unwrap().len(), 1);
+    assert_eq!(
+        ids(&s.list("t", Some(2), None).await.unwrap()),
+        ["c4", "c3"]
+    );
 }
 
 async fn put_next_has_one_winner(s: Arc<dyn Checkpointer>) {
@@ -2523,6 +2540,166 @@ mod postgres_only {
             (r.get(0), r.get(1))
         };
         assert_eq!((kind.as_str(), texts), ("uuid", 1));
+        Checkpointer::close(&s).await.unwrap();
+        schema.drop().await;
+    }
+
+    /// A schema at version 5 (a global `bigserial` `seq` in every record, a `seq` key
+    /// on `ironloop_writes`), as that version's `setup()` left it, migrates to version
+    /// 6 (a per-thread `integer` `seq` counted in `ironloop_threads`, the writes' key
+    /// `(thread_id, checkpoint_id, task_id, idx)`): records, forks, the order of `list`
+    /// and of pending writes read back as they were, and the threads go on in order.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn version_5_schemas_migrate_to_per_thread_seqs() {
+        let schema = pg::TempSchema::new("v5").await;
+        let admin = pg::admin().await;
+        let q = |sql: &str| {
+            sql.replace("{s_}", &format!("\"{}\"", schema.name))
+                .replace("{s}", &format!("\"{}\".", schema.name))
+        };
+        old_schema(&admin, &schema.name, 4).await;
+        // Version 5 as its migration made it (copied from it).
+        admin
+            .batch_execute(&q(r"
+CREATE FUNCTION {s}ironloop_uuid(id text) RETURNS uuid
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN id ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+        THEN id::uuid ELSE md5(id)::uuid END
+$$;
+CREATE FUNCTION {s}ironloop_id_text(id text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN id ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+        THEN NULL ELSE id END
+$$;
+ALTER SEQUENCE {s}ironloop_checkpoints_seq_seq OWNED BY NONE;
+CREATE TABLE {s}ironloop_checkpoints_5 (
+    seq           bigint NOT NULL DEFAULT nextval('{s}ironloop_checkpoints_seq_seq'),
+    thread_id     text   NOT NULL,
+    checkpoint_id uuid   NOT NULL,
+    parent_id     uuid,
+    record        text   NOT NULL,
+    id_text       text,
+    parent_text   text,
+    CONSTRAINT ironloop_checkpoints_5_pkey PRIMARY KEY (thread_id, checkpoint_id)
+);
+DROP TABLE {s}ironloop_checkpoints;
+ALTER TABLE {s}ironloop_checkpoints_5 RENAME TO ironloop_checkpoints;
+ALTER TABLE {s}ironloop_checkpoints
+    RENAME CONSTRAINT ironloop_checkpoints_5_pkey TO ironloop_checkpoints_pkey;
+ALTER SEQUENCE {s}ironloop_checkpoints_seq_seq OWNED BY {s}ironloop_checkpoints.seq;
+INSERT INTO {s}ironloop_migrations (version) VALUES (5);
+"))
+            .await
+            .unwrap();
+        // Threads t and u saved turn about (their global seqs interleave); t holds a
+        // text id and a fork saved last, u two pending writes saved out of task order.
+        let u = |i: u8| format!("00000000-0000-4000-8000-00000000000{i}");
+        let (u0, u1, u3) = (u(0), u(1), u(3));
+        let old = [
+            ("t", rec(&u0, None, 0)),
+            ("u", rec("v0", None, 0)),
+            ("t", with_snapshot(rec(&u1, Some(&u0), 1), 1)),
+            ("u", rec("v1", Some("v0"), 1)),
+            ("t", rec("c2", Some(&u1), 2)),
+            ("t", rec(&u3, Some("c2"), 3)),
+            ("t", rec("Fork-1", Some(&u1), 2)),
+        ];
+        for (t, r) in &old {
+            admin
+                .execute(
+                    &q("INSERT INTO {s}ironloop_checkpoints \
+                        (thread_id, checkpoint_id, parent_id, record, id_text, parent_text) \
+                        VALUES ($1, {s}ironloop_uuid($2), {s}ironloop_uuid($3), $4, \
+                        {s}ironloop_id_text($2), {s}ironloop_id_text($3))"),
+                    &[
+                        t,
+                        &r.id,
+                        &r.parent_id,
+                        &ironloop::checkpoint::record::encode(r).unwrap(),
+                    ],
+                )
+                .await
+                .unwrap();
+        }
+        admin
+            .batch_execute(&q(
+                "INSERT INTO {s}ironloop_threads (thread_id, latest_id) \
+                 VALUES ('t', 'Fork-1'), ('u', 'v1'); \
+                 INSERT INTO {s}ironloop_writes \
+                 (thread_id, checkpoint_id, task_id, idx, node, channel, value) \
+                 VALUES ('u', 'v1', 'b', 0, 'tools', 'y', '2'), ('u', 'v1', 'a', 0, 'tools', 'x', '1')",
+            ))
+            .await
+            .unwrap();
+        let s = schema.saver().await;
+        s.setup().await.unwrap();
+        let by = |id: &str| old.iter().find(|(_, r)| r.id == id).unwrap().1.clone();
+        assert_eq!(s.get("t", None).await.unwrap(), Some(by("Fork-1")));
+        assert_eq!(s.get("u", None).await.unwrap(), Some(by("v1")));
+        assert_eq!(
+            s.chain("t", &u3).await.unwrap(),
+            vec![by(&u0), by(&u1), by("c2"), by(&u3)]
+        );
+        assert_eq!(
+            ids(&s.list("t", None, None).await.unwrap()),
+            ["Fork-1", u3.as_str(), "c2", u1.as_str(), u0.as_str()]
+        );
+        assert_eq!(
+            ids(&s.list("t", Some(2), Some("c2")).await.unwrap()),
+            [u1.as_str(), u0.as_str()]
+        );
+        assert_eq!(ids(&s.list("u", None, None).await.unwrap()), ["v1", "v0"]);
+        assert_eq!(
+            s.pending_writes("u", "v1").await.unwrap(),
+            vec![pwi("b", 0, "y", json!(2)), pwi("a", 0, "x", json!(1))]
+        );
+        // The threads go on: each new record is its thread's newest.
+        s.put_next("t", rec("c5", Some("Fork-1"), 3)).await.unwrap();
+        s.put("t", rec("Fork-2", Some(&u0), 1)).await.unwrap();
+        s.put_many(
+            "u",
+            vec![
+                writes_to("v1", vec![pw("c", "z", json!(3))]),
+                next(rec("v2", Some("v1"), 2)),
+                writes_to("v2", vec![pw("a", "x", json!(4))]),
+                next(rec("v3", Some("v2"), 3)),
+            ],
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            ids(&s.list("t", Some(3), None).await.unwrap()),
+            ["Fork-2", "c5", "Fork-1"]
+        );
+        assert_eq!(
+            ids(&s.list("u", None, None).await.unwrap()),
+            ["v3", "v2", "v1", "v0"]
+        );
+        assert!(s.pending_writes("u", "v1").await.unwrap().is_empty());
+        s.delete_checkpoints("t", vec!["Fork-2".into()])
+            .await
+            .unwrap();
+        assert_eq!(s.get("t", None).await.unwrap().unwrap().id, "c5");
+        // The layout: an integer seq, the threads' counts, one index on the writes.
+        let r = admin
+            .query_one(
+                &q("SELECT format_type(a.atttypid, a.atttypmod), \
+                      (SELECT string_agg(thread_id || '=' || seq, ',' ORDER BY thread_id) \
+                         FROM {s}ironloop_threads), \
+                      (SELECT count(*) FROM pg_index i \
+                         WHERE i.indrelid = '{s}ironloop_writes'::regclass), \
+                      (SELECT count(*) FROM pg_class c JOIN pg_namespace n \
+                         ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'S') \
+                    FROM pg_attribute a WHERE a.attrelid = '{s}ironloop_checkpoints'::regclass \
+                    AND a.attname = 'seq'"),
+                &[&schema.name],
+            )
+            .await
+            .unwrap();
+        let got: (String, String, i64, i64) = (r.get(0), r.get(1), r.get(2), r.get(3));
+        // t: 5 migrated + c5 + Fork-2; u: 2 migrated + v2, v3. One sequence left: the
+        // writes' (their order).
+        assert_eq!(got, ("integer".into(), "t=7,u=4".into(), 1, 1));
         Checkpointer::close(&s).await.unwrap();
         schema.drop().await;
     }

@@ -18,9 +18,13 @@
 //! costs one `put_next` (the step's record, and the parent's pending writes dropped, in
 //! one statement); a step of several tasks adds one `put_writes` per task as it
 //! finishes. A `put_many` batch of `put_next`s and writes (a run's `"async"` and
-//! `"exit"` saves) is one transaction whose `BEGIN`, statements and `COMMIT` are
-//! pipelined: one round trip, whatever its size (a refused `put_next` raises an error
-//! that aborts the transaction; the batch is then checked item by item to say why).
+//! `"exit"` saves) whose records form a chain (each one's parent the one before it) is
+//! **one statement**, whatever its size: the records and the writes that outlive the
+//! batch go in as arrays (`unnest`), and the thread swaps once, from the first record's
+//! parent to the last record. Any other batch is one transaction whose `BEGIN`,
+//! statements and `COMMIT` are pipelined: one round trip too. Either way a refused
+//! `put_next` raises an error that leaves nothing of the batch, and the batch is then
+//! checked item by item to say why.
 //!
 //! A connection the server closed while idle (a restart, `pg_terminate_backend`, a
 //! proxy's idle timeout) is noticed when it is taken from the pool and replaced. A
@@ -77,6 +81,15 @@
 //! statements take and return ids as text. `step` (also in the record) is gone. The
 //! migration copies the rows into the new table in one transaction.
 //!
+//! Version 6 makes a record's row 8 bytes smaller (W4m's bytes, see BENCHMARKS.md): a
+//! record's `seq` is an `integer` counted per thread (`ironloop_threads.seq`, bumped by
+//! the statement that swaps the thread's latest, so a thread's records are numbered in
+//! the order they were saved) instead of a global `bigint` (a row is padded to 8 bytes:
+//! 4 bytes fewer is 8 fewer a row for W4m's records), and `ironloop_writes` loses its
+//! `seq` key (`seq` stays, unindexed, for the order of a checkpoint's writes), its
+//! `(thread_id, checkpoint_id, task_id, idx)` key becoming the primary key. The
+//! migration numbers each thread's rows in their old order.
+//!
 //! `ironloop_threads` holds each thread's latest checkpoint: `put_next` swaps it in the
 //! same statement that inserts the record (`INSERT ... ON CONFLICT DO UPDATE ... WHERE
 //! latest_id = parent`, which the server evaluates on the row's latest version under a
@@ -114,7 +127,7 @@ mod lane;
 mod lease;
 
 /// The schema version this ironloop writes (the last of [`MIGRATIONS`]).
-pub const SCHEMA_VERSION: i32 = 5;
+pub const SCHEMA_VERSION: i32 = 6;
 
 /// The migrations, in order: `MIGRATIONS[i]` takes the schema to version `i + 1`.
 /// `{s}` stands for the schema prefix (`"name".` or nothing).
@@ -209,6 +222,39 @@ ALTER TABLE {s}ironloop_checkpoints
     RENAME CONSTRAINT ironloop_checkpoints_5_pkey TO ironloop_checkpoints_pkey;
 ALTER SEQUENCE {s}ironloop_checkpoints_seq_seq OWNED BY {s}ironloop_checkpoints.seq;
 ",
+    // 8 bytes fewer per record's row (see the module documentation): `seq` is a
+    // per-thread `integer` (the row no longer pads to the next 8 bytes),
+    // counted in `ironloop_threads.seq`; `ironloop_writes` loses its `seq` key, its
+    // `(thread_id, checkpoint_id, task_id, idx)` key becoming the primary key.
+    "
+ALTER TABLE {s}ironloop_threads ADD COLUMN seq integer NOT NULL DEFAULT 0;
+CREATE TABLE {s}ironloop_checkpoints_6 (
+    seq           integer NOT NULL,
+    thread_id     text    NOT NULL,
+    checkpoint_id uuid    NOT NULL,
+    parent_id     uuid,
+    record        text    NOT NULL,
+    id_text       text,
+    parent_text   text,
+    CONSTRAINT ironloop_checkpoints_6_pkey PRIMARY KEY (thread_id, checkpoint_id)
+);
+INSERT INTO {s}ironloop_checkpoints_6
+    (seq, thread_id, checkpoint_id, parent_id, record, id_text, parent_text)
+SELECT (row_number() OVER (PARTITION BY thread_id ORDER BY seq))::integer, thread_id,
+       checkpoint_id, parent_id, record, id_text, parent_text
+FROM {s}ironloop_checkpoints ORDER BY thread_id, seq;
+UPDATE {s}ironloop_threads t SET seq = m.seq
+FROM (SELECT thread_id, max(seq) AS seq FROM {s}ironloop_checkpoints_6 GROUP BY thread_id) m
+WHERE m.thread_id = t.thread_id;
+DROP TABLE {s}ironloop_checkpoints;
+ALTER TABLE {s}ironloop_checkpoints_6 RENAME TO ironloop_checkpoints;
+ALTER TABLE {s}ironloop_checkpoints
+    RENAME CONSTRAINT ironloop_checkpoints_6_pkey TO ironloop_checkpoints_pkey;
+ALTER TABLE {s}ironloop_writes
+    DROP CONSTRAINT ironloop_writes_pkey,
+    DROP CONSTRAINT ironloop_writes_thread_id_checkpoint_id_task_id_idx_key,
+    ADD PRIMARY KEY (thread_id, checkpoint_id, task_id, idx);
+",
 ];
 
 /// The error `ironloop_refused` raises (migration 4).
@@ -247,6 +293,8 @@ struct Sql {
     put_next: String,
     /// `put_next` that raises [`REFUSED_CODE`] instead of answering `false`.
     put_next_or_raise: String,
+    /// A batch's chain of `put_next`s and its writes, as one statement (`save_chain`).
+    put_chain: String,
     refused: String,
     put_writes: String,
     latest: String,
@@ -285,14 +333,20 @@ impl Sql {
             )
         };
         let insert = format!(
-            "INSERT INTO {c} (thread_id, checkpoint_id, parent_id, record, id_text, parent_text)"
+            "INSERT INTO {c} (thread_id, checkpoint_id, parent_id, record, id_text, parent_text, \
+             seq)"
         );
+        // The saves pass, beside each id, the id again when it is a UUID (`uuid_key`),
+        // else NULL: the key is then a cast, and the functions (what a step's statement
+        // spent most of its time on, see BENCHMARKS.md) run only for other ids.
+        let key = |x: &str, k: &str| format!("coalesce({k}::uuid, {})", id(x));
+        let key_text = |x: &str, k: &str| format!("CASE WHEN {k} IS NULL THEN {} END", id_text(x));
         let values = format!(
             "$1, {}, {}, $4, {}, {}",
-            id("$2"),
-            id("$3::text"),
-            id_text("$2"),
-            id_text("$3::text")
+            key("$2", "$5::text"),
+            key("$3::text", "$6::text"),
+            key_text("$2", "$5::text"),
+            key_text("$3::text", "$6::text")
         );
         // The stalled threads, idle longest first (`$1`: stale_after in seconds, `$2`:
         // the limit, NULL for none); subgraphs' namespaces (keys with U+001F) are
@@ -317,15 +371,16 @@ impl Sql {
         // The swap decides: the record goes in (and the parent's pending writes go) only
         // if the thread was still at the parent. Only `true` (swapped and inserted) is
         // the common case: anything else reads `refused`.
+        // The swap also counts the thread's records: the new one's `seq` (migration 6).
         let put_next_cte = format!(
             "WITH cas AS ( \
-                   INSERT INTO {t} AS t (thread_id, latest_id) VALUES ($1, $2) \
+                   INSERT INTO {t} AS t (thread_id, latest_id, seq) VALUES ($1, $2, 1) \
                    ON CONFLICT (thread_id) DO UPDATE \
-                   SET latest_id = EXCLUDED.latest_id, updated_at = now() \
+                   SET latest_id = EXCLUDED.latest_id, seq = t.seq + 1, updated_at = now() \
                    WHERE t.latest_id IS NOT DISTINCT FROM $3::text \
-                   RETURNING 1 \
+                   RETURNING t.seq \
                  ), ins AS ( \
-                   {insert} SELECT {values} WHERE EXISTS (SELECT 1 FROM cas) \
+                   {insert} SELECT {values}, cas.seq FROM cas \
                    ON CONFLICT (thread_id, checkpoint_id) DO NOTHING RETURNING 1 \
                  ), del AS ( \
                    DELETE FROM {w} WHERE thread_id = $1 AND checkpoint_id = $3 \
@@ -347,30 +402,77 @@ impl Sql {
                  RETURNING thread_id"
             ),
             stalled,
-            // The final SELECT sees the table as it was before the statement, so
-            // `stored` is the record already there when the insert did nothing.
+            // The statement sees the tables as they were before it, so `old` is the
+            // record already there (then the thread is left alone and the insert is
+            // not tried); a new one becomes the thread's latest, with the next `seq`.
             put: format!(
-                "WITH ins AS ( \
-                   {insert} VALUES ({values}) \
+                "WITH old AS ( \
+                   SELECT s.record, coalesce(s.parent_text, s.parent_id::text) AS parent \
+                   FROM {c} s WHERE s.thread_id = $1 AND s.checkpoint_id = {} \
+                 ), cas AS ( \
+                   INSERT INTO {t} AS t (thread_id, latest_id, seq) \
+                   SELECT $1, $2, 1 WHERE NOT EXISTS (SELECT 1 FROM old) \
+                   ON CONFLICT (thread_id) DO UPDATE \
+                   SET latest_id = EXCLUDED.latest_id, seq = t.seq + 1, updated_at = now() \
+                   RETURNING t.seq \
+                 ), ins AS ( \
+                   {insert} SELECT {values}, cas.seq FROM cas \
                    ON CONFLICT (thread_id, checkpoint_id) DO NOTHING RETURNING 1 \
                  ), del AS ( \
                    DELETE FROM {w} WHERE thread_id = $1 AND checkpoint_id = $3 \
-                 ), latest AS ( \
-                   INSERT INTO {t} (thread_id, latest_id) \
-                   SELECT $1, $2 WHERE EXISTS (SELECT 1 FROM ins) \
-                   ON CONFLICT (thread_id) DO UPDATE \
-                   SET latest_id = EXCLUDED.latest_id, updated_at = now() \
                  ) \
-                 SELECT EXISTS (SELECT 1 FROM ins), s.record, \
-                   coalesce(s.parent_text, s.parent_id::text) FROM (SELECT 1) one \
-                 LEFT JOIN {c} s ON s.thread_id = $1 AND s.checkpoint_id = {}",
-                id("$2")
+                 SELECT EXISTS (SELECT 1 FROM ins), o.record, o.parent \
+                 FROM (SELECT 1) one LEFT JOIN old o ON true",
+                key("$2", "$5::text")
             ),
             put_next: format!("{put_next_cte} SELECT EXISTS (SELECT 1 FROM cas) AND EXISTS (SELECT 1 FROM ins)"),
             // In a batch whose `COMMIT` is pipelined: a refusal aborts the transaction.
             put_next_or_raise: format!(
                 "{put_next_cte} SELECT CASE WHEN EXISTS (SELECT 1 FROM cas) AND EXISTS (SELECT 1 FROM ins) \
                  THEN true ELSE {prefix}ironloop_refused($1) END"
+            ),
+            // A batch's chain of records (`$4`–`$6`: ids, parents, texts, and `$13`,
+            // `$14` the ids' and parents' `uuid_key`s; each record's
+            // parent is the one before it, the first's is `$3`, the last is `$2`) and
+            // the writes that outlive the batch (`$7`–`$12`), in one statement: the
+            // thread swaps from the first parent to the last record once, the records
+            // go in in order (so their `seq`s are in order), the first parent's pending
+            // writes go. Anything refused raises, and the statement leaves nothing.
+            put_chain: format!(
+                "WITH cas AS ( \
+                   INSERT INTO {t} AS t (thread_id, latest_id, seq) \
+                   VALUES ($1, $2, cardinality($4::text[])) \
+                   ON CONFLICT (thread_id) DO UPDATE \
+                   SET latest_id = EXCLUDED.latest_id, seq = t.seq + cardinality($4::text[]), \
+                     updated_at = now() \
+                   WHERE t.latest_id IS NOT DISTINCT FROM $3::text \
+                   RETURNING t.seq \
+                 ), ins AS ( \
+                   {insert} SELECT $1, {}, {}, r.record, {}, {}, \
+                     (cas.seq - cardinality($4::text[]) + r.ord)::integer \
+                   FROM cas, unnest($4::text[], $5::text[], $6::text[], $13::text[], \
+                     $14::text[]) WITH ORDINALITY AS r(id, parent, record, idk, pk, ord) \
+                   ORDER BY r.ord \
+                   ON CONFLICT (thread_id, checkpoint_id) DO NOTHING RETURNING 1 \
+                 ), del AS ( \
+                   DELETE FROM {w} WHERE thread_id = $1 AND checkpoint_id = $3 \
+                   AND EXISTS (SELECT 1 FROM cas) \
+                 ), wr AS ( \
+                   INSERT INTO {w} (thread_id, checkpoint_id, task_id, idx, node, channel, value) \
+                   SELECT $1, w.checkpoint_id, w.task_id, w.idx, w.node, w.channel, w.value \
+                   FROM unnest($7::text[], $8::text[], $9::bigint[], $10::text[], $11::text[], \
+                     $12::text[]) WITH ORDINALITY AS w(checkpoint_id, task_id, idx, node, \
+                     channel, value, ord) \
+                   WHERE EXISTS (SELECT 1 FROM cas) ORDER BY w.ord \
+                   ON CONFLICT (thread_id, checkpoint_id, task_id, idx) DO NOTHING \
+                 ) \
+                 SELECT CASE WHEN EXISTS (SELECT 1 FROM cas) \
+                   AND (SELECT count(*) FROM ins) = cardinality($4::text[]) \
+                   THEN true ELSE {prefix}ironloop_refused($1) END",
+                key("r.id", "r.idk"),
+                key("r.parent", "r.pk"),
+                key_text("r.id", "r.idk"),
+                key_text("r.parent", "r.pk")
             ),
             // Why a `put_next` saved nothing: the record under its id, and where the
             // thread is (read after the statement, so it sees what won).
@@ -419,7 +521,7 @@ impl Sql {
             list: format!(
                 "SELECT {} FROM {c} c WHERE c.thread_id = $1 AND c.seq < coalesce( \
                    (SELECT seq FROM {c} WHERE thread_id = $1 AND checkpoint_id = {}), \
-                   9223372036854775807) \
+                   2147483647) \
                  ORDER BY c.seq DESC LIMIT $3",
                 cols("c"),
                 id("$2")
@@ -925,6 +1027,18 @@ fn record_row(r: &tokio_postgres::Row) -> RecordRow {
     (r.get(0), r.get(1), r.get(2))
 }
 
+/// `id` when it is a UUID as the engine writes them (lower-case hexadecimal in the
+/// 8-4-4-4-12 form, what `ironloop_uuid` stores as the `uuid` itself), else `None`.
+fn uuid_key(id: &str) -> Option<String> {
+    let b = id.as_bytes();
+    let ok = b.len() == 36
+        && b.iter().enumerate().all(|(i, &c)| match i {
+            8 | 13 | 18 | 23 => c == b'-',
+            _ => c.is_ascii_digit() || (b'a'..=b'f').contains(&c),
+        });
+    ok.then(|| id.to_owned())
+}
+
 /// One put of a batch, encoded.
 enum Item {
     Record {
@@ -932,6 +1046,9 @@ enum Item {
         parent: Option<String>,
         json: String,
         next: bool,
+        /// `uuid_key` of `id` and of `parent`.
+        id_key: Option<String>,
+        parent_key: Option<String>,
     },
     Writes {
         checkpoint_id: String,
@@ -968,8 +1085,13 @@ fn batch_params<'a>(t: &'a String, items: &'a [Item]) -> Vec<Vec<Param<'a>>> {
         .iter()
         .map(|item| match item {
             Item::Record {
-                id, parent, json, ..
-            } => vec![t as Param<'_>, id, parent, json],
+                id,
+                parent,
+                json,
+                id_key,
+                parent_key,
+                ..
+            } => vec![t as Param<'_>, id, parent, json, id_key, parent_key],
             Item::Writes {
                 checkpoint_id,
                 columns: w,
@@ -986,9 +1108,129 @@ fn batch_params<'a>(t: &'a String, items: &'a [Item]) -> Vec<Vec<Param<'a>>> {
         .collect()
 }
 
+/// A batch of `put_next`s whose records form a chain (each one's parent is the one
+/// before it), and pending writes, as the arrays of one `put_chain` statement: what the
+/// batch leaves once every item has been saved in order. Each `put_next` drops its
+/// parent's pending writes, so the writes of a checkpoint a later record of the batch
+/// follows are left out (they would be deleted in the same transaction), and the
+/// statement deletes only those of the first record's parent already stored.
+struct Chain<'a> {
+    first_parent: Option<&'a str>,
+    last: &'a str,
+    ids: Vec<&'a str>,
+    parents: Vec<Option<&'a str>>,
+    records: Vec<&'a str>,
+    id_keys: Vec<Option<&'a str>>,
+    parent_keys: Vec<Option<&'a str>>,
+    w_checkpoints: Vec<&'a str>,
+    w_tasks: Vec<&'a str>,
+    w_idxs: Vec<i64>,
+    w_nodes: Vec<&'a str>,
+    w_channels: Vec<&'a str>,
+    w_values: Vec<&'a str>,
+}
+
+impl<'a> Chain<'a> {
+    /// The chain of `items`, or `None` when they are not one (a `put`, a record that
+    /// does not follow the one before it, or no record at all).
+    fn of(items: &'a [Item]) -> Option<Chain<'a>> {
+        let mut ids: Vec<&str> = Vec::new();
+        let mut parents = Vec::new();
+        let mut records = Vec::new();
+        let (mut id_keys, mut parent_keys) = (Vec::new(), Vec::new());
+        for item in items {
+            match item {
+                Item::Record {
+                    id,
+                    parent,
+                    json,
+                    next: true,
+                    id_key,
+                    parent_key,
+                } => {
+                    id_keys.push(id_key.as_deref());
+                    parent_keys.push(parent_key.as_deref());
+                    if let Some(prev) = ids.last() {
+                        if parent.as_deref() != Some(*prev) {
+                            return None;
+                        }
+                    }
+                    ids.push(id);
+                    parents.push(parent.as_deref());
+                    records.push(json.as_str());
+                }
+                Item::Record { .. } => return None,
+                Item::Writes { .. } => {}
+            }
+        }
+        let (first_parent, last) = (*parents.first()?, *ids.last()?);
+        let mut chain = Chain {
+            first_parent,
+            last,
+            ids: Vec::new(),
+            parents: Vec::new(),
+            records: Vec::new(),
+            id_keys,
+            parent_keys,
+            w_checkpoints: Vec::new(),
+            w_tasks: Vec::new(),
+            w_idxs: Vec::new(),
+            w_nodes: Vec::new(),
+            w_channels: Vec::new(),
+            w_values: Vec::new(),
+        };
+        // Writes to a checkpoint that is some record's parent, coming before that
+        // record, are deleted by it.
+        let mut seen = 0;
+        for item in items {
+            match item {
+                Item::Record { .. } => seen += 1,
+                Item::Writes {
+                    checkpoint_id,
+                    columns: w,
+                } => {
+                    if parents[seen..].contains(&Some(checkpoint_id.as_str())) {
+                        continue;
+                    }
+                    for k in 0..w.tasks.len() {
+                        chain.w_checkpoints.push(checkpoint_id);
+                        chain.w_tasks.push(&w.tasks[k]);
+                        chain.w_idxs.push(w.idxs[k]);
+                        chain.w_nodes.push(&w.nodes[k]);
+                        chain.w_channels.push(&w.channels[k]);
+                        chain.w_values.push(&w.values[k]);
+                    }
+                }
+            }
+        }
+        (chain.ids, chain.parents, chain.records) = (ids, parents, records);
+        Some(chain)
+    }
+
+    fn params<'b>(&'b self, t: &'b String) -> [Param<'b>; 14] {
+        [
+            t,
+            &self.last,
+            &self.first_parent,
+            &self.ids,
+            &self.parents,
+            &self.records,
+            &self.w_checkpoints,
+            &self.w_tasks,
+            &self.w_idxs,
+            &self.w_nodes,
+            &self.w_channels,
+            &self.w_values,
+            &self.id_keys,
+            &self.parent_keys,
+        ]
+    }
+}
+
 /// Saves `items` of thread `t` in one round trip when nothing is refused: one
-/// statement for a single item; for a batch of `put_next`s and writes (what a run's
-/// `"async"` and `"exit"` saves are), `BEGIN`, the statements and `COMMIT` pipelined
+/// statement for a single item, or for a batch whose records form a chain (see
+/// [`Chain`]: what a run's `"async"` and `"exit"` saves are); for any other batch of
+/// `put_next`s and writes, `BEGIN`, the statements and `COMMIT` pipelined
 /// (sent together, answered together), a refused `put_next` raising an error that
 /// aborts the transaction (the `COMMIT` then rolls it back). A refused batch, or one
 /// holding a `put`, goes through [`save_checked`], which says why it was refused.
@@ -1005,6 +1247,18 @@ async fn save_batch(
             .all(|i| matches!(i, Item::Writes { .. } | Item::Record { next: true, .. }));
     if !pipelined {
         return save_checked(c, sql, t, items).await;
+    }
+    if let Some(chain) = Chain::of(items) {
+        // One statement for the whole batch (its own transaction).
+        let st = c.prepare_cached(&sql.put_chain).await?;
+        return match c.query_one(&st, &chain.params(t)).await {
+            Ok(_) => Ok(None),
+            // Nothing was saved: find out why, item by item.
+            Err(e) if e.code().map(|c| c.code()) == Some(REFUSED_CODE) => {
+                save_checked(c, sql, t, items).await
+            }
+            Err(e) => Err(e),
+        };
     }
     let (put_next, put_writes) = (
         c.prepare_cached(&sql.put_next_or_raise).await?,
@@ -1239,6 +1493,8 @@ impl Checkpointer for PostgresSaver {
                             self.shared.name
                         ))
                     })?,
+                    id_key: uuid_key(&record.id),
+                    parent_key: record.parent_id.as_deref().and_then(uuid_key),
                     id: record.id,
                     parent: record.parent_id,
                     next,

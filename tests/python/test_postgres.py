@@ -221,7 +221,7 @@ def test_setup_is_needed_once_and_says_so() -> None:
             rows = c.execute(
                 f'SELECT version FROM "{schema}".ironloop_migrations ORDER BY version'
             ).fetchall()
-        assert rows == [(1,), (2,), (3,), (4,), (5,)]
+        assert rows == [(1,), (2,), (3,), (4,), (5,), (6,)]
 
 
 def test_closed_saver_and_context_manager() -> None:
