@@ -320,6 +320,59 @@ mod across_savers {
         assert!(mem.try_lease("t").await.unwrap().unwrap().is_local());
     }
 
+    /// A holder waiting for asks (`Asks::wait`, what a run's watching task awaits)
+    /// gets an ask that stood before it waited at once, and one made while it waits
+    /// through the lease file's bell; holders of other threads keep waiting.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_holder_waiting_for_asks_gets_them_through_the_bell() {
+        let dir = Dir::new("bell");
+        let (a, b) = (
+            SqliteSaver::open(dir.db()).unwrap(),
+            SqliteSaver::open(dir.db()).unwrap(),
+        );
+        let held = a.try_lease("t").await.unwrap().expect("free");
+        let asks = held.asks().expect("a lease of a file");
+        let standing = b.ask_stop("t", StopAsk::Interrupt).await.unwrap();
+        let got = tokio::time::timeout(Duration::from_millis(20), asks.wait()).await;
+        assert_eq!(
+            got.ok(),
+            Some(StopAsk::Interrupt),
+            "a standing ask, at once"
+        );
+        drop(standing);
+        // Many holders wait; an ask to one of them wakes it, not the others.
+        let mut leases = Vec::new();
+        let mut waits = Vec::new();
+        for i in 0..50 {
+            let l = a.try_lease(&format!("w{i}")).await.unwrap().expect("free");
+            let asks = l.asks().unwrap();
+            waits.push(tokio::spawn(async move { asks.wait().await }));
+            leases.push(l);
+        }
+        let waiting = {
+            let asks = asks.clone();
+            tokio::spawn(async move { asks.wait().await })
+        };
+        tokio::time::sleep(Duration::from_millis(120)).await;
+        assert!(!waiting.is_finished(), "no ask stands");
+        let _ask = b.ask_stop("t", StopAsk::Rollback).await.unwrap().unwrap();
+        let got = tokio::time::timeout(Duration::from_secs(5), waiting).await;
+        assert_eq!(got.unwrap().unwrap(), StopAsk::Rollback);
+        let _other = b.ask_stop("w7", StopAsk::Interrupt).await.unwrap().unwrap();
+        let w7 = waits.remove(7);
+        let got = tokio::time::timeout(Duration::from_secs(5), w7).await;
+        assert_eq!(got.unwrap().unwrap(), StopAsk::Interrupt);
+        tokio::time::sleep(Duration::from_millis(120)).await;
+        assert!(
+            waits.iter().all(|w| !w.is_finished()),
+            "an ask woke another"
+        );
+        for w in &waits {
+            w.abort();
+        }
+        drop(leases);
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn reject_refuses_a_run_of_another_saver() {
         let dir = Dir::new("reject");

@@ -35,11 +35,28 @@ pub enum StopAsk {
     Rollback,
 }
 
+/// How often [`Asks::wait`] looks at [`Asks::asked`] unless a store has a better way
+/// (SQLite's lease file: one look per file, not per lease; see [`file`]).
+pub const WATCH_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// Where the holder of a lease reads what a run waiting for it asks (see
 /// [`Checkpointer::ask_stop`](super::Checkpointer::ask_stop)).
+#[async_trait::async_trait]
 pub trait Asks: Send + Sync {
-    /// The ask standing now, if any. Cheap: the holder polls it while it runs.
+    /// The ask standing now, if any.
     fn asked(&self) -> Option<StopAsk>;
+
+    /// Waits until an ask stands, and returns it: what the holder's watching task
+    /// awaits while its run goes on. By default [`Asks::asked`] every
+    /// [`WATCH_EVERY`].
+    async fn wait(&self) -> StopAsk {
+        loop {
+            tokio::time::sleep(WATCH_EVERY).await;
+            if let Some(a) = self.asked() {
+                return a;
+            }
+        }
+    }
 }
 
 /// What holds a lease in a store; dropping it releases the lease too (for a run
@@ -130,13 +147,28 @@ pub(crate) fn key_hash(key: &str) -> u64 {
 /// Leases as bytes of a lock file, held with open-file-description locks: released
 /// when dropped, or when the file is closed (the process ended). A thread has four
 /// bytes: its lease, an ask to interrupt, an ask to roll back (and one unused).
+///
+/// **The bell.** A lease's holder must notice an ask within [`WATCH_EVERY`]. Looking
+/// at each held lease's ask bytes that often costs two `F_OFD_GETLK`s per lease, each
+/// a walk of every lock on the file: with 1,000 runs at once, 40,000 walks of 1,000
+/// locks a second (most of W7's CPU once). So a run that asks also writes a fresh
+/// value into the file's first 8 bytes (its *bell*; the file's content is otherwise
+/// unused, and a lock does not stop reads or writes); one task per lease file reads
+/// the bell every [`WATCH_EVERY`] while anyone watches, and only when it has changed
+/// do the holders look at their ask bytes. A holder also looks once as it starts
+/// watching (an ask may have rung before it held the lease). An ask is made by taking
+/// its byte *before* ringing, so a holder woken by the bell finds the byte taken.
 #[cfg(all(unix, feature = "sqlite"))]
 pub(crate) mod file {
     use std::fs::File;
     use std::os::fd::AsRawFd;
-    use std::sync::Arc;
+    use std::os::unix::fs::FileExt;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::{Arc, Mutex};
 
-    use super::StopAsk;
+    use tokio::sync::watch;
+
+    use super::{StopAsk, WATCH_EVERY};
 
     #[cfg(any(target_os = "linux", target_os = "android"))]
     const SETLK: libc::c_int = libc::F_OFD_SETLK;
@@ -152,6 +184,84 @@ pub(crate) mod file {
     /// `flock.l_type`s.
     const WRITE: libc::c_short = libc::F_WRLCK as libc::c_short;
     const UNLOCK: libc::c_short = libc::F_UNLCK as libc::c_short;
+
+    /// A saver's lease file: the file, and its bell as last read (see the module
+    /// docs), whose receivers are the holders watching for asks.
+    pub(crate) struct LeaseFile {
+        file: File,
+        bell: watch::Sender<u64>,
+        /// Whether a task reads the bell (it ends once nobody watches).
+        polling: Mutex<bool>,
+    }
+
+    impl LeaseFile {
+        pub(crate) fn new(file: File) -> Arc<LeaseFile> {
+            let bell = watch::Sender::new(read_bell(&file));
+            Arc::new(LeaseFile {
+                file,
+                bell,
+                polling: Mutex::new(false),
+            })
+        }
+
+        /// A receiver told each time the bell is seen to change; starts the task that
+        /// reads it (on the current tokio runtime), unless it runs.
+        fn subscribe(self: &Arc<Self>) -> watch::Receiver<u64> {
+            let rx = self.bell.subscribe();
+            let mut polling = self.polling.lock().unwrap_or_else(|p| p.into_inner());
+            if !*polling {
+                *polling = true;
+                tokio::spawn(poll_bell(self.clone()));
+            }
+            rx
+        }
+    }
+
+    /// Reads `f`'s bell every [`WATCH_EVERY`] and tells the watchers when it changed;
+    /// ends once none is left.
+    async fn poll_bell(f: Arc<LeaseFile>) {
+        loop {
+            tokio::time::sleep(WATCH_EVERY).await;
+            {
+                let mut polling = f.polling.lock().unwrap_or_else(|p| p.into_inner());
+                if f.bell.receiver_count() == 0 {
+                    *polling = false;
+                    return;
+                }
+            }
+            let now = read_bell(&f.file);
+            f.bell.send_if_modified(|seen| {
+                let changed = *seen != now;
+                *seen = now;
+                changed
+            });
+        }
+    }
+
+    /// The bell's value (0 for a file shorter than the bell; on an error, a value
+    /// that differs from any rung, so the watchers look).
+    fn read_bell(file: &File) -> u64 {
+        let mut b = [0u8; 8];
+        match file.read_at(&mut b, 0) {
+            Ok(_) => u64::from_le_bytes(b),
+            Err(_) => u64::MAX,
+        }
+    }
+
+    /// Writes a value into the bell that it never held before (this process's id, a
+    /// count and the time).
+    fn ring(file: &File) -> std::io::Result<()> {
+        static RUNG: AtomicU64 = AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        let n = RUNG.fetch_add(1, Ordering::Relaxed);
+        let mut v = u64::from(std::process::id()) << 40 ^ n << 20 ^ nanos;
+        if v == 0 || v == u64::MAX {
+            v = 1;
+        }
+        file.write_all_at(&v.to_le_bytes(), 0)
+    }
 
     /// The first of `thread`'s bytes: a multiple of 4 below 2^62.
     pub(crate) fn base(thread: &str) -> i64 {
@@ -201,15 +311,15 @@ pub(crate) mod file {
 
     /// A held byte of the lock file.
     pub(crate) struct ByteLock {
-        file: Arc<File>,
+        file: Arc<LeaseFile>,
         offset: i64,
     }
 
     impl ByteLock {
         /// Locks byte `offset` of `file` for writing, unless another holds it
         /// (`Ok(None)`).
-        fn try_take(file: &Arc<File>, offset: i64) -> std::io::Result<Option<Self>> {
-            Ok(set(file, offset, WRITE)?.then(|| ByteLock {
+        fn try_take(file: &Arc<LeaseFile>, offset: i64) -> std::io::Result<Option<Self>> {
+            Ok(set(&file.file, offset, WRITE)?.then(|| ByteLock {
                 file: file.clone(),
                 offset,
             }))
@@ -219,23 +329,27 @@ pub(crate) mod file {
     impl Drop for ByteLock {
         fn drop(&mut self) {
             // Closing the file releases it too; an error here leaves nothing to do.
-            let _ = set(&self.file, self.offset, UNLOCK);
+            let _ = set(&self.file.file, self.offset, UNLOCK);
         }
     }
 
     /// `thread`'s lease in `file`, unless another holds it.
-    pub(crate) fn try_lease(file: &Arc<File>, thread: &str) -> std::io::Result<Option<Lease>> {
+    pub(crate) fn try_lease(file: &Arc<LeaseFile>, thread: &str) -> std::io::Result<Option<Lease>> {
         Ok(ByteLock::try_take(file, base(thread))?.map(|lock| Lease { lock }))
     }
 
     /// Asks the holder of `thread`'s lease in `file` to stop: `None` when another run
-    /// asks it already (the ask stands).
+    /// asks it already (the ask stands). Rings the bell once the ask's byte is held.
     pub(crate) fn ask(
-        file: &Arc<File>,
+        file: &Arc<LeaseFile>,
         thread: &str,
         ask: StopAsk,
     ) -> std::io::Result<Option<ByteLock>> {
-        ByteLock::try_take(file, base(thread) + ask_byte(ask))
+        let Some(lock) = ByteLock::try_take(file, base(thread) + ask_byte(ask))? else {
+            return Ok(None);
+        };
+        ring(&file.file)?;
+        Ok(Some(lock))
     }
 
     /// A held lease.
@@ -245,15 +359,31 @@ pub(crate) mod file {
 
     /// The ask bytes of a thread.
     struct AskBytes {
-        file: Arc<File>,
+        file: Arc<LeaseFile>,
         base: i64,
     }
 
+    #[async_trait::async_trait]
     impl super::Asks for AskBytes {
         fn asked(&self) -> Option<StopAsk> {
             [StopAsk::Rollback, StopAsk::Interrupt]
                 .into_iter()
-                .find(|&a| taken(&self.file, self.base + ask_byte(a)))
+                .find(|&a| taken(&self.file.file, self.base + ask_byte(a)))
+        }
+
+        /// Looks at the ask bytes now, then each time the bell rings.
+        async fn wait(&self) -> StopAsk {
+            let mut bell = self.file.subscribe();
+            loop {
+                bell.borrow_and_update();
+                if let Some(a) = self.asked() {
+                    return a;
+                }
+                if bell.changed().await.is_err() {
+                    // The sender lives as long as `self.file`: not reached.
+                    std::future::pending::<()>().await;
+                }
+            }
         }
     }
 

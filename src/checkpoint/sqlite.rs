@@ -377,7 +377,7 @@ pub struct SqliteSaver {
     /// The file whose bytes are the threads' run leases (see [`super::lease`]),
     /// opened by the first run.
     #[cfg(unix)]
-    leases: Mutex<Option<std::sync::Arc<std::fs::File>>>,
+    leases: Mutex<Option<Arc<super::lease::file::LeaseFile>>>,
 }
 
 impl std::fmt::Debug for SqliteSaver {
@@ -480,7 +480,7 @@ impl SqliteSaver {
     /// name plus `-runs`; see [`super::lease`]), opened once; `None` for a private
     /// in-memory database, which no other process can open.
     #[cfg(unix)]
-    fn lease_file(&self, op: &str) -> Result<Option<std::sync::Arc<std::fs::File>>> {
+    fn lease_file(&self, op: &str) -> Result<Option<Arc<super::lease::file::LeaseFile>>> {
         if self.is_closed() {
             return Err(CheckpointError::storage(format!(
                 "SqliteSaver({}): cannot {op}: {CLOSED}",
@@ -512,7 +512,7 @@ impl SqliteSaver {
                     PathBuf::from(&name).display()
                 ))
             })?;
-        let file = std::sync::Arc::new(file);
+        let file = super::lease::file::LeaseFile::new(file);
         *slot = Some(file.clone());
         Ok(Some(file))
     }

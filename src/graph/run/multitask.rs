@@ -24,8 +24,9 @@
 //!   their arrival order: whichever polls first after the lease is released runs.
 //! - `Interrupt` / `Rollback`: ask the holder to stop
 //!   ([`Checkpointer::ask_stop`]), then wait as `Enqueue` does. The holder sees the
-//!   ask within [`WATCH_EVERY`] (a task of its own, [`watch`]) and stops as it would for a run of
-//!   its own process; a rolled-back holder deletes its own progress before it lets
+//!   ask within [`WATCH_EVERY`](crate::checkpoint::lease::WATCH_EVERY) (a task of its
+//!   own, [`watch`], awaiting [`Asks::wait`]) and stops as it would for a run of its
+//!   own process; a rolled-back holder deletes its own progress before it lets
 //!   the lease go ([`Stop::discards_itself`]), so the new run starts from where it
 //!   started.
 
@@ -42,9 +43,6 @@ use crate::checkpoint::{AskGuard, Checkpointer, RunLease, StopAsk};
 use crate::executor::Steer;
 use crate::graph::error::GraphError;
 use crate::graph::Graph;
-
-/// How often a run holding a lease looks for an ask to stop from another process.
-pub(super) const WATCH_EVERY: Duration = Duration::from_millis(50);
 
 /// The longest a run waiting for a lease held elsewhere sleeps between tries.
 const POLL_AT_MOST: Duration = Duration::from_millis(100);
@@ -261,18 +259,15 @@ fn watch(asks: Arc<dyn Asks>, stop: Arc<Stop>) -> CancellationToken {
     let done = CancellationToken::new();
     let ended = done.clone();
     tokio::spawn(async move {
-        loop {
-            tokio::select! {
-                _ = ended.cancelled() => return,
-                _ = tokio::time::sleep(WATCH_EVERY) => {}
-            }
-            match asks.asked() {
-                Some(StopAsk::Interrupt) => return stop.steer.set(),
-                Some(StopAsk::Rollback) => {
-                    stop.discards_itself.store(true, Ordering::Release);
-                    return stop.roll_back();
-                }
-                None => {}
+        let ask = tokio::select! {
+            _ = ended.cancelled() => return,
+            ask = asks.wait() => ask,
+        };
+        match ask {
+            StopAsk::Interrupt => stop.steer.set(),
+            StopAsk::Rollback => {
+                stop.discards_itself.store(true, Ordering::Release);
+                stop.roll_back();
             }
         }
     });
