@@ -811,6 +811,7 @@ impl SqliteSaver {
         let stop = from == ChainFrom::Snapshot;
         let rows = self
             .call("read a checkpoint chain", move |conn| {
+                let conn = &conn.transaction()?;
                 let Some(no) = thread_no(conn, &t)? else {
                     return Ok(Vec::new());
                 };
@@ -1012,6 +1013,8 @@ impl Checkpointer for SqliteSaver {
         let id = id.map(str::to_owned);
         let json = self
             .call("read a checkpoint", move |conn| {
+                // One read transaction: the statements below see one state of the file.
+                let conn = &conn.transaction()?;
                 let Some(no) = thread_no(conn, &t)? else {
                     return Ok(None);
                 };
@@ -1053,6 +1056,7 @@ impl Checkpointer for SqliteSaver {
         let limit = limit.map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
         let rows = self
             .call("list checkpoints", move |conn| {
+                let conn = &conn.transaction()?;
                 let Some(no) = thread_no(conn, &t)? else {
                     return Ok(Vec::new());
                 };
