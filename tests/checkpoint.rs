@@ -2000,7 +2000,7 @@ mod sqlite_migration {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn version_3_files_are_migrated() {
         let db = TempDb::new("v3");
-        let ns = format!("t\u{1f}sub:1");
+        let ns = "t\u{1f}sub:1".to_string();
         // Ids in no order: "z...", "a...", ... as version-4 UUIDs would be.
         let id = |th: usize, i: usize| format!("{}{th}-{i}", ["z", "a", "m", "b", "y"][i % 5]);
         let chain_of = |th: usize, n: usize| -> Vec<CheckpointRecord> {
