@@ -1855,7 +1855,7 @@ mod sqlite_only {
     }
 
     /// `r` as format 2 stored it (before the checksum): 7 elements, no checksum.
-    fn format_2(r: &CheckpointRecord) -> String {
+    pub(super) fn format_2(r: &CheckpointRecord) -> String {
         let text = ironloop::checkpoint::record::encode(r).unwrap();
         let serde_json::Value::Array(mut items) = serde_json::from_str(&text).unwrap() else {
             unreachable!("{text}")
@@ -1960,6 +1960,172 @@ mod sqlite_only {
 mod sqlite_migration {
     use super::*;
 
+    /// The tables of schema versions 2 and 3 (`src/checkpoint/sqlite.rs` before
+    /// version 4), as they wrote them.
+    const SCHEMA_3: &str = "
+        CREATE TABLE checkpoints (
+            seq           INTEGER PRIMARY KEY,
+            thread_id     TEXT    NOT NULL,
+            checkpoint_id TEXT    NOT NULL,
+            parent_id     TEXT,
+            step          INTEGER NOT NULL,
+            record        TEXT    NOT NULL,
+            UNIQUE (thread_id, checkpoint_id)
+        );
+        CREATE INDEX checkpoints_by_thread ON checkpoints (thread_id, seq);
+        CREATE TABLE writes (
+            seq           INTEGER PRIMARY KEY,
+            thread_id     TEXT NOT NULL,
+            checkpoint_id TEXT NOT NULL,
+            task_id       TEXT NOT NULL,
+            idx           INTEGER NOT NULL,
+            node          TEXT NOT NULL,
+            channel       TEXT NOT NULL,
+            value         TEXT NOT NULL
+        );
+        CREATE INDEX writes_by_checkpoint ON writes (thread_id, checkpoint_id, seq);
+        CREATE UNIQUE INDEX writes_by_task ON writes (thread_id, checkpoint_id, task_id, idx);
+        CREATE TABLE claims (
+            thread_id  TEXT PRIMARY KEY,
+            owner      TEXT NOT NULL,
+            expires_at REAL NOT NULL
+        );
+        CREATE TABLE activity (
+            thread_id  TEXT PRIMARY KEY,
+            at         REAL NOT NULL
+        );
+        CREATE TRIGGER writes_activity AFTER INSERT ON writes BEGIN
+            INSERT INTO activity (thread_id, at) VALUES (new.thread_id, unixepoch('now', 'subsec'))
+            ON CONFLICT (thread_id) DO UPDATE SET at = excluded.at;
+        END;
+    ";
+
+    /// Inserts `r` into a file of version 2 or 3, as those versions did.
+    fn insert_3(c: &rusqlite::Connection, thread: &str, r: &CheckpointRecord, text: &str) {
+        c.execute(
+            "INSERT INTO checkpoints (thread_id, checkpoint_id, parent_id, step, record) \
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            rusqlite::params![thread, r.id, r.parent_id, r.step, text],
+        )
+        .unwrap();
+    }
+
+    /// A file of schema version 3 (several threads, a namespace, pending writes, ids
+    /// in no order) is migrated to version 4 when opened: every record is found by its
+    /// id and by its place, chains and lists are as before, and runs go on from the
+    /// latest records with ids of their own (ordered ones and not).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn version_3_files_are_migrated() {
+        let db = TempDb::new("v3");
+        let ns = "t\u{1f}sub:1".to_string();
+        // Ids in no order: "z...", "a...", ... as version-4 UUIDs would be.
+        let id = |th: usize, i: usize| format!("{}{th}-{i}", ["z", "a", "m", "b", "y"][i % 5]);
+        let chain_of = |th: usize, n: usize| -> Vec<CheckpointRecord> {
+            (0..n)
+                .map(|i| {
+                    let parent = (i > 0).then(|| id(th, i - 1));
+                    let r = rec(&id(th, i), parent.as_deref(), i as i64);
+                    if i == 3 {
+                        with_snapshot(r, 3)
+                    } else {
+                        r
+                    }
+                })
+                .collect()
+        };
+        let threads = ["t".to_owned(), "u".to_owned(), ns.clone()];
+        {
+            let c = rusqlite::Connection::open(db.path()).unwrap();
+            c.execute_batch(SCHEMA_3).unwrap();
+            c.execute_batch("PRAGMA user_version = 3").unwrap();
+            // Interleaved, as several threads' runs write.
+            for i in 0..6 {
+                for (th, t) in threads.iter().enumerate() {
+                    let r = &chain_of(th, 6)[i];
+                    let text = if i == 1 {
+                        super::sqlite_only::format_2(r)
+                    } else {
+                        serde_json::to_string(r).unwrap()
+                    };
+                    insert_3(&c, t, r, &text);
+                }
+            }
+            c.execute(
+                "INSERT INTO writes (thread_id, checkpoint_id, task_id, idx, node, channel, value) \
+                 VALUES ('u', ?1, 'a', 0, 'n', 'x', '1')",
+                [id(1, 5)],
+            )
+            .unwrap();
+        }
+        let s = SqliteSaver::open(db.path()).unwrap();
+        for (th, t) in threads.iter().enumerate() {
+            let all = chain_of(th, 6);
+            assert_eq!(s.get(t, None).await.unwrap().as_ref(), Some(&all[5]), "{t}");
+            for r in &all {
+                assert_eq!(s.get(t, Some(&r.id)).await.unwrap().as_ref(), Some(r));
+            }
+            assert_eq!(s.chain(t, &all[5].id).await.unwrap(), all);
+            assert_eq!(
+                s.chain_from_snapshot(t, &all[5].id).await.unwrap(),
+                all[3..]
+            );
+            let listed = s.list(t, Some(2), Some(&all[4].id)).await.unwrap();
+            assert_eq!(ids(&listed), [all[3].id.as_str(), all[2].id.as_str()]);
+            assert_eq!(s.get(t, Some(&id(th + 1, 0))).await.unwrap(), None);
+        }
+        assert_eq!(s.pending_writes("u", &id(1, 5)).await.unwrap().len(), 1);
+        // A retried put of a migrated record is the same record; another one conflicts.
+        s.put_next("t", chain_of(0, 6)[5].clone()).await.unwrap();
+        assert!(s
+            .put_next("t", rec(&id(0, 2), Some(&id(0, 5)), 9))
+            .await
+            .is_err());
+        // Runs go on: an id below the migrated ones, then ordered ones.
+        s.put_next("u", rec("0-new", Some(&id(1, 5)), 6))
+            .await
+            .unwrap();
+        assert!(s.pending_writes("u", &id(1, 5)).await.unwrap().is_empty());
+        s.put_next("u", rec("1-new", Some("0-new"), 7))
+            .await
+            .unwrap();
+        s.put_next("u", rec("2-new", Some("1-new"), 8))
+            .await
+            .unwrap();
+        let chain = s.chain_from_snapshot("u", "2-new").await.unwrap();
+        assert_eq!(
+            ids(&chain),
+            [
+                id(1, 3),
+                id(1, 4),
+                id(1, 5),
+                "0-new".into(),
+                "1-new".into(),
+                "2-new".into()
+            ]
+        );
+        assert_eq!(s.get("u", Some("1-new")).await.unwrap().unwrap().step, 7);
+        // A new thread after the migration.
+        put_linear(&s, "v", "c", 3).await;
+        assert_eq!(ids(&s.chain("v", "c2").await.unwrap()), ["c0", "c1", "c2"]);
+        // Deleting the namespace's thread keeps the others.
+        s.delete_thread("t").await.unwrap();
+        assert_eq!(s.get("t", None).await.unwrap(), None);
+        assert_eq!(s.get(&ns, None).await.unwrap(), None);
+        assert_eq!(s.get("u", None).await.unwrap().unwrap().id, "2-new");
+        s.close().unwrap();
+        let c = rusqlite::Connection::open(db.path()).unwrap();
+        let v: i64 = c
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, 4);
+        // Version 4 refuses to be opened by an ironloop that knows version 3 (its
+        // `user_version`); a file of an unknown version is refused by this one.
+        c.execute_batch("PRAGMA user_version = 5").unwrap();
+        drop(c);
+        let e = SqliteSaver::open(db.path()).unwrap_err().to_string();
+        assert!(e.contains("version 5"), "{e}");
+    }
+
     /// A file written by the first schema (pending writes without `idx`) opens, keeps
     /// every write, and deduplicates from then on.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -2008,19 +2174,18 @@ mod sqlite_migration {
         let v: i64 = c
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(v, 3);
+        assert_eq!(v, 4);
     }
 
     /// A file of schema version 2 (records in format 1, snapshots included) opens,
     /// loads, takes new records in format 3 on the same chains, and is then refused by
-    /// an ironloop that knows only version 2 (its `user_version` is 3).
+    /// an ironloop that knows only version 2 (its `user_version` is 4).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn version_2_files_with_format_1_records_load() {
         let db = TempDb::new("v2");
         {
-            let s = SqliteSaver::open(db.path()).unwrap();
-            drop(s);
             let c = rusqlite::Connection::open(db.path()).unwrap();
+            c.execute_batch(SCHEMA_3).unwrap();
             c.execute_batch("PRAGMA user_version = 2").unwrap();
             for i in 0..5i64 {
                 let parent = (i > 0).then(|| format!("c{}", i - 1));
@@ -2082,7 +2247,7 @@ mod sqlite_migration {
             )
             .unwrap(),
         );
-        assert_eq!((v, formats.as_str()), (3, "{{{{{[[["));
+        assert_eq!((v, formats.as_str()), (4, "{{{{{[[["));
     }
 }
 

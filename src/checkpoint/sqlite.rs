@@ -36,30 +36,43 @@
 //! never wait on writers (WAL). The file must live on a local filesystem: WAL needs
 //! shared memory.
 //!
-//! # Schema (`PRAGMA user_version = 3`)
+//! # Schema (`PRAGMA user_version = 4`)
 //!
 //! ```sql
-//! checkpoints(seq INTEGER PRIMARY KEY, thread_id, checkpoint_id, parent_id, step, record)
-//!     UNIQUE (thread_id, checkpoint_id), INDEX (thread_id, seq)
+//! threads(no INTEGER PRIMARY KEY, thread_id UNIQUE)
+//! checkpoints(seq INTEGER PRIMARY KEY, checkpoint_id, parent_id, parent_seq, sortkey, record)
+//!     INDEX (checkpoint_id) WHERE sortkey IS NOT NULL,
+//!     INDEX (parent_id) WHERE parent_seq IS NULL AND parent_id IS NOT NULL
 //! writes(seq INTEGER PRIMARY KEY, thread_id, checkpoint_id, task_id, idx, node, channel,
 //!        value)
 //!     UNIQUE (thread_id, checkpoint_id, task_id, idx), INDEX (thread_id, checkpoint_id, seq)
 //! ```
 //!
-//! `seq` is insertion order (the latest checkpoint of a thread is its highest `seq`);
-//! `record` is the record's text (see [`super::record`]: format 3, or formats 2 and 1 for
-//! records written before), `value` a pending write's value as compact JSON. Putting a record whose id already exists in the thread changes
+//! A thread's checkpoints have the `seq`s `no × 2³² + 1, + 2, …` in the order they were
+//! put (`no`: the thread's number in `threads`), so the thread's latest checkpoint is
+//! its highest `seq`, found in the table's own b-tree. `parent_seq` is the parent's
+//! `seq` (NULL while the parent is not stored). A run's step (an id greater than every
+//! id of the thread before it, as ironloop's time-ordered ids are) writes one b-tree:
+//! its row, at the end of the thread; such rows have no `sortkey` and are found by id
+//! with a binary search over `seq` (their ids grow with it). A row whose id is not
+//! greater (an id from elsewhere, a clock set back, a record migrated from version 3)
+//! has `sortkey` = the greatest key before it and an entry in the partial index on
+//! `checkpoint_id`. `record` is the record's text (see [`super::record`]: format 3, or
+//! formats 2 and 1 for records written before), `value` a pending write's value as
+//! compact JSON. Putting a record whose id already exists in the thread changes
 //! nothing (an identical record) or is a conflict (another one); a pending write whose
 //! `(task_id, idx)` is stored is ignored (see [`Checkpointer`]).
 //!
-//! Version 1 (no `idx`) is migrated in place when the file is opened: its writes get
-//! their `seq` as `idx`, which keeps them all. Version 3 changes no table: it marks a
-//! file whose records may be in format 2, which an ironloop knowing version 2 refuses.
+//! Files of versions 1 to 3 (`checkpoints` with `thread_id` and `step` columns, indexed
+//! by `(thread_id, checkpoint_id)` and `(thread_id, seq)`) are migrated to version 4 in
+//! one transaction when the file is opened. Before that, version 1 (no `idx`) is
+//! migrated to 2: its writes get their `seq` as `idx`, which keeps them all. Version 3
+//! changed no table: it marks a file whose records may be in format 2, which an
+//! ironloop knowing version 2 refuses.
 //! A `put_many` batch is one `BEGIN IMMEDIATE` transaction.
 //!
 //! `chain` reads only the ancestors of the requested checkpoint, with one recursive
-//! query over the `(thread_id, checkpoint_id)` index; its cost grows with the length of
-//! that chain, not with the size of the thread or of the file. `chain_from_snapshot`
+//! query that follows `parent_seq`; its cost grows with the length of that chain, not with the size of the thread or of the file. `chain_from_snapshot`
 //! is the same query stopped at the first record whose text says it holds a snapshot
 //! ([`record::has_snapshot`](super::record::has_snapshot)'s prefixes; no schema change: files
 //! written before snapshots load as they are, through their whole chain, until a run
@@ -88,21 +101,34 @@ use super::{
 /// How long a statement waits for a lock held by another connection before failing.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Version 4: one b-tree written per checkpoint (see the module documentation).
 /// Version 3 changed no table: its records may be in format 2 (see `record`), which
 /// an ironloop that knows version 2 cannot read, so it refuses the file up front.
-const SCHEMA_VERSION: i64 = 3;
+const SCHEMA_VERSION: i64 = 4;
+
+/// A thread's checkpoints have the `seq`s `no << 32` + 1, + 2, ...
+const SPAN: i64 = 1 << 32;
+
+/// The checkpoints' tables of version 4, made by a new file and by the migration.
+const CHECKPOINTS: &str = "
+CREATE TABLE threads (
+    no        INTEGER PRIMARY KEY,
+    thread_id TEXT NOT NULL UNIQUE
+);
+CREATE TABLE checkpoints (
+    seq           INTEGER PRIMARY KEY,
+    checkpoint_id TEXT NOT NULL,
+    parent_id     TEXT,
+    parent_seq    INTEGER,
+    sortkey       TEXT,
+    record        TEXT NOT NULL
+);
+CREATE INDEX checkpoints_unordered ON checkpoints (checkpoint_id) WHERE sortkey IS NOT NULL;
+CREATE INDEX checkpoints_orphans ON checkpoints (parent_id)
+    WHERE parent_seq IS NULL AND parent_id IS NOT NULL;
+";
 
 const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS checkpoints (
-    seq           INTEGER PRIMARY KEY,
-    thread_id     TEXT    NOT NULL,
-    checkpoint_id TEXT    NOT NULL,
-    parent_id     TEXT,
-    step          INTEGER NOT NULL,
-    record        TEXT    NOT NULL,
-    UNIQUE (thread_id, checkpoint_id)
-);
-CREATE INDEX IF NOT EXISTS checkpoints_by_thread ON checkpoints (thread_id, seq);
 CREATE TABLE IF NOT EXISTS writes (
     seq           INTEGER PRIMARY KEY,
     thread_id     TEXT NOT NULL,
@@ -122,6 +148,40 @@ const MIGRATE_1_TO_2: &str = "
 ALTER TABLE writes ADD COLUMN idx INTEGER NOT NULL DEFAULT 0;
 UPDATE writes SET idx = seq;
 CREATE UNIQUE INDEX writes_by_task ON writes (thread_id, checkpoint_id, task_id, idx);
+";
+
+/// Version 3 to 4: the thread's text moves to `threads`; `seq` becomes the thread's
+/// number and the checkpoint's place in it; every record written before is found by
+/// its id through `checkpoints_unordered` (`sortkey` '', the least key).
+const MIGRATE_3_TO_4: &str = "
+ALTER TABLE checkpoints RENAME TO checkpoints_3;
+CREATE TABLE threads (
+    no        INTEGER PRIMARY KEY,
+    thread_id TEXT NOT NULL UNIQUE
+);
+INSERT INTO threads (thread_id) SELECT thread_id FROM checkpoints_3
+    GROUP BY thread_id ORDER BY min(seq);
+CREATE TABLE checkpoints (
+    seq           INTEGER PRIMARY KEY,
+    checkpoint_id TEXT NOT NULL,
+    parent_id     TEXT,
+    parent_seq    INTEGER,
+    sortkey       TEXT,
+    record        TEXT NOT NULL
+);
+INSERT INTO checkpoints (seq, checkpoint_id, parent_id, parent_seq, sortkey, record)
+    SELECT (t.no << 32) + row_number() OVER (PARTITION BY c.thread_id ORDER BY c.seq),
+           c.checkpoint_id, c.parent_id, NULL, '', c.record
+    FROM checkpoints_3 c JOIN threads t ON t.thread_id = c.thread_id ORDER BY 1;
+DROP TABLE checkpoints_3;
+CREATE INDEX checkpoints_unordered ON checkpoints (checkpoint_id) WHERE sortkey IS NOT NULL;
+UPDATE checkpoints SET parent_seq = (SELECT p.seq FROM checkpoints p
+    WHERE p.checkpoint_id = checkpoints.parent_id AND p.sortkey IS NOT NULL
+      AND +p.seq > (checkpoints.seq >> 32) << 32
+      AND +p.seq < ((checkpoints.seq >> 32) + 1) << 32)
+    WHERE parent_id IS NOT NULL;
+CREATE INDEX checkpoints_orphans ON checkpoints (parent_id)
+    WHERE parent_seq IS NULL AND parent_id IS NOT NULL;
 ";
 
 /// What finding stalled threads needs (see [`super::stalled`]), made on every open so
@@ -151,17 +211,18 @@ END;
 /// see `checkpoint::thread_key`) are resumed through their thread, not listed.
 fn stalled_sql() -> String {
     format!(
-        "SELECT c.thread_id FROM checkpoints c \
-         JOIN (SELECT max(seq) AS seq FROM checkpoints GROUP BY thread_id) l ON l.seq = c.seq \
-         LEFT JOIN claims k ON k.thread_id = c.thread_id \
+        "SELECT t.thread_id FROM threads t \
+         JOIN checkpoints c ON c.seq = (SELECT max(seq) FROM checkpoints \
+           WHERE seq > t.no << 32 AND seq < (t.no + 1) << 32) \
+         LEFT JOIN claims k ON k.thread_id = t.thread_id \
          WHERE json_array_length(c.record, {next}) > 0 \
-           AND instr(c.thread_id, char(31)) = 0 \
+           AND instr(t.thread_id, char(31)) = 0 \
            AND json_extract(c.record, {created}) <= ?1 \
-           AND coalesce((SELECT at FROM activity a WHERE a.thread_id = c.thread_id), 0) <= ?1 \
+           AND coalesce((SELECT at FROM activity a WHERE a.thread_id = t.thread_id), 0) <= ?1 \
            AND (k.expires_at IS NULL OR k.expires_at <= ?2) \
            AND NOT {} \
-         ORDER BY json_extract(c.record, {created}), c.thread_id LIMIT ?3",
-        awaits_answer_sql("writes", "c.thread_id", "c.checkpoint_id"),
+         ORDER BY json_extract(c.record, {created}), t.thread_id LIMIT ?3",
+        awaits_answer_sql("writes", "t.thread_id", "c.checkpoint_id"),
         // The record's fields, in either format (see `record`).
         next = "CASE WHEN substr(c.record, 1, 1) = '[' THEN '$[5]' ELSE '$.next' END",
         created = "CASE WHEN substr(c.record, 1, 1) = '[' THEN '$[3]' ELSE '$.created_at' END",
@@ -181,6 +242,12 @@ fn record_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RecordRow> {
     Ok((r.get(0)?, r.get(1)?, r.get(2)?))
 }
 
+/// The record at `seq`.
+fn read_row(conn: &Connection, seq: i64) -> rusqlite::Result<RecordRow> {
+    conn.prepare_cached("SELECT checkpoint_id, parent_id, record FROM checkpoints WHERE seq = ?1")?
+        .query_row([seq], record_row)
+}
+
 /// What saving a record found.
 enum Next {
     Saved,
@@ -195,7 +262,6 @@ enum Row {
     Record {
         id: String,
         parent_id: Option<String>,
-        step: i64,
         json: String,
         next: bool,
     },
@@ -208,60 +274,154 @@ enum Row {
 /// A pending write's columns: task id, idx, node, channel, value (JSON).
 type WriteRow = (String, i64, String, String, String);
 
+/// The thread's number in `threads`, if it has one.
+fn thread_no(conn: &Connection, t: &str) -> rusqlite::Result<Option<i64>> {
+    conn.prepare_cached("SELECT no FROM threads WHERE thread_id = ?1")?
+        .query_row([t], |r| r.get(0))
+        .optional()
+}
+
+/// A thread's latest checkpoint: its `seq`, id and sort key (the greatest of the
+/// thread's keys: `sortkey` is never less than the key of an earlier row).
+struct Latest {
+    seq: i64,
+    id: String,
+    key: String,
+}
+
+fn latest(conn: &Connection, no: i64) -> rusqlite::Result<Option<Latest>> {
+    conn.prepare_cached(
+        "SELECT seq, checkpoint_id, coalesce(sortkey, checkpoint_id) FROM checkpoints \
+         WHERE seq > ?1 AND seq < ?2 ORDER BY seq DESC LIMIT 1",
+    )?
+    .query_row(params![no * SPAN, (no + 1) * SPAN], |r| {
+        Ok(Latest {
+            seq: r.get(0)?,
+            id: r.get(1)?,
+            key: r.get(2)?,
+        })
+    })
+    .optional()
+}
+
+/// The `seq` of checkpoint `id` of thread `no` (whose latest is `latest`).
+///
+/// A record whose id was greater than every key before it (ironloop's ids are UUIDs
+/// of version 7: they grow with time) is stored with no `sortkey`: the thread's rows
+/// are in the order of their ids, and a binary search over `seq` finds it, reading
+/// about log2(n) rows and writing no index. Any other record (an id from elsewhere, a
+/// clock that went back, a file of version 3) has a `sortkey` (the greatest key before
+/// it, so that the keys never decrease) and is found through the partial index
+/// `checkpoints_unordered`.
+fn find(
+    conn: &Connection,
+    no: i64,
+    latest: Option<&Latest>,
+    id: &str,
+) -> rusqlite::Result<Option<i64>> {
+    let Some(latest) = latest else {
+        return Ok(None);
+    };
+    if latest.id == id {
+        return Ok(Some(latest.seq));
+    }
+    let unordered: Option<i64> = conn
+        .prepare_cached(
+            "SELECT seq FROM checkpoints WHERE checkpoint_id = ?1 AND sortkey IS NOT NULL \
+             AND +seq > ?2 AND +seq < ?3 LIMIT 1",
+        )?
+        .query_row(params![id, no * SPAN, (no + 1) * SPAN], |r| r.get(0))
+        .optional()?;
+    if unordered.is_some() || id > latest.key.as_str() {
+        return Ok(unordered);
+    }
+    // The first row whose key is at least `id`, among the rows in [lo, hi).
+    let mut probe = conn.prepare_cached(
+        "SELECT seq, coalesce(sortkey, checkpoint_id), sortkey IS NULL FROM checkpoints \
+         WHERE seq >= ?1 AND seq < ?2 ORDER BY seq LIMIT 1",
+    )?;
+    let (mut lo, mut hi) = (no * SPAN + 1, latest.seq + 1);
+    let mut first: Option<(i64, String, bool)> = None;
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        let row: Option<(i64, String, bool)> = probe
+            .query_row(params![mid, hi], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .optional()?;
+        match row {
+            Some((seq, key, _)) if key.as_str() < id => lo = seq + 1,
+            found => {
+                if found.is_some() {
+                    first = found;
+                }
+                hi = mid;
+            }
+        }
+    }
+    Ok(first.and_then(|(seq, key, ordered)| (ordered && key == id).then_some(seq)))
+}
+
 /// Saves a record in `tx` as `put` does (`put_next` when `next`: only if the thread's
 /// latest checkpoint is its parent); the parent's pending writes go with it.
+///
+/// The common case, a run's next step, writes one b-tree: the record's row, at the
+/// end of its thread's `seq`s; its id (greater than the thread's keys) and its parent
+/// (the latest) need no index entry.
 fn save_record(
     tx: &rusqlite::Transaction<'_>,
     t: &str,
     id: &str,
     parent_id: &Option<String>,
-    step: i64,
     json: &str,
     next: bool,
 ) -> rusqlite::Result<Next> {
-    // The common case, a run's next step, in one statement: the record goes in if the
-    // thread is still at its parent and its id is new. Otherwise the checks below say
-    // why it did not.
-    if next
-        && tx
-            .prepare_cached(
-                "INSERT INTO checkpoints (thread_id, checkpoint_id, parent_id, step, record) \
-                 SELECT ?1, ?2, ?3, ?4, ?5 WHERE (SELECT checkpoint_id FROM checkpoints \
-                   WHERE thread_id = ?1 ORDER BY seq DESC LIMIT 1) IS ?3 \
-                 ON CONFLICT (thread_id, checkpoint_id) DO NOTHING",
-            )?
-            .execute(params![t, id, parent_id, step, json])?
-            == 1
-    {
-        delete_parent_writes(tx, t, parent_id)?;
-        return Ok(Next::Saved);
-    }
-    let stored: Option<(Option<String>, String)> = tx
-        .prepare_cached(
-            "SELECT parent_id, record FROM checkpoints WHERE thread_id = ?1 AND checkpoint_id = ?2",
-        )?
-        .query_row(params![t, id], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()?;
-    if let Some((parent, text)) = stored {
+    let no = match thread_no(tx, t)? {
+        Some(no) => no,
+        None => {
+            tx.prepare_cached("INSERT INTO threads (thread_id) VALUES (?1)")?
+                .execute([t])?;
+            tx.last_insert_rowid()
+        }
+    };
+    let last = latest(tx, no)?;
+    if let Some(seq) = find(tx, no, last.as_ref(), id)? {
+        let (parent, text) = tx
+            .prepare_cached("SELECT parent_id, record FROM checkpoints WHERE seq = ?1")?
+            .query_row([seq], |r| Ok((r.get(0)?, r.get(1)?)))?;
         return Ok(Next::Stored(parent, text));
     }
-    if next {
-        let latest: Option<String> = tx
-            .prepare_cached(
-                "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ?1 \
-                 ORDER BY seq DESC LIMIT 1",
-            )?
-            .query_row(params![t], |r| r.get(0))
-            .optional()?;
-        if latest != *parent_id {
-            return Ok(Next::Moved(latest));
-        }
+    let latest_id = last.as_ref().map(|l| l.id.as_str());
+    if next && latest_id != parent_id.as_deref() {
+        return Ok(Next::Moved(latest_id.map(str::to_owned)));
     }
+    let parent_seq = match (parent_id, &last) {
+        (Some(p), Some(l)) if *p == l.id => Some(l.seq),
+        (Some(p), _) => find(tx, no, last.as_ref(), p)?,
+        (None, _) => None,
+    };
+    let seq = last.as_ref().map_or(no * SPAN, |l| l.seq) + 1;
+    if seq >= (no + 1) * SPAN {
+        return Err(setup_error(format!(
+            "thread {t:?} has {} checkpoints, the most one thread can hold; delete some \
+             (delete_checkpoints) or start a new thread",
+            SPAN - 1
+        )));
+    }
+    // `None`: the id is greater than every key of the thread (see `find`).
+    let sortkey = match &last {
+        Some(l) if id <= l.key.as_str() => Some(l.key.as_str()),
+        _ => None,
+    };
     tx.prepare_cached(
-        "INSERT INTO checkpoints \
-         (thread_id, checkpoint_id, parent_id, step, record) VALUES (?1, ?2, ?3, ?4, ?5)",
+        "INSERT INTO checkpoints (seq, checkpoint_id, parent_id, parent_seq, sortkey, record) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?
-    .execute(params![t, id, parent_id, step, json])?;
+    .execute(params![seq, id, parent_id, parent_seq, sortkey, json])?;
+    // Records put before their parent (an import in any order) now have it.
+    tx.prepare_cached(
+        "UPDATE checkpoints SET parent_seq = ?1 WHERE parent_id = ?2 \
+         AND parent_seq IS NULL AND parent_id IS NOT NULL AND +seq > ?3 AND +seq < ?4",
+    )?
+    .execute(params![seq, id, no * SPAN, (no + 1) * SPAN])?;
     delete_parent_writes(tx, t, parent_id)?;
     Ok(Next::Saved)
 }
@@ -651,16 +811,27 @@ impl SqliteSaver {
         let stop = from == ChainFrom::Snapshot;
         let rows = self
             .call("read a checkpoint chain", move |conn| {
+                let conn = &conn.transaction()?;
+                let Some(no) = thread_no(conn, &t)? else {
+                    return Ok(Vec::new());
+                };
+                let last = latest(conn, no)?;
+                let Some(start) = find(conn, no, last.as_ref(), &target)? else {
+                    return Ok(Vec::new());
+                };
+                // A parent is followed by its `seq` only while the row there is the
+                // parent named (a deleted parent's `seq` may hold another row later).
                 let mut stmt = conn.prepare_cached(
-                    "WITH RECURSIVE ancestors(seq, parent_id, stop) AS ( \
-                         SELECT seq, parent_id, ?3 AND (substr(record, 1, 3) = ?4 \
-                           OR substr(record, 1, 12) = ?5) \
-                         FROM checkpoints WHERE thread_id = ?1 AND checkpoint_id = ?2 \
+                    "WITH RECURSIVE ancestors(seq, parent_id, parent_seq, stop) AS ( \
+                         SELECT seq, parent_id, parent_seq, ?2 AND (substr(record, 1, 3) = ?3 \
+                           OR substr(record, 1, 12) = ?4) \
+                         FROM checkpoints WHERE seq = ?1 \
                        UNION \
-                         SELECT c.seq, c.parent_id, ?3 AND (substr(c.record, 1, 3) = ?4 \
-                           OR substr(c.record, 1, 12) = ?5) \
+                         SELECT c.seq, c.parent_id, c.parent_seq, ?2 AND \
+                           (substr(c.record, 1, 3) = ?3 OR substr(c.record, 1, 12) = ?4) \
                          FROM ancestors a \
-                         JOIN checkpoints c ON c.thread_id = ?1 AND c.checkpoint_id = a.parent_id \
+                         JOIN checkpoints c ON c.seq = a.parent_seq \
+                           AND c.checkpoint_id = a.parent_id \
                          WHERE NOT a.stop \
                      ) \
                      SELECT c.checkpoint_id, c.parent_id, c.record \
@@ -668,8 +839,7 @@ impl SqliteSaver {
                 )?;
                 let rows = stmt.query_map(
                     params![
-                        t,
-                        target,
+                        start,
                         stop,
                         record::SNAPSHOT_PREFIX,
                         record::SNAPSHOT_PREFIX_V1
@@ -758,7 +928,6 @@ impl Checkpointer for SqliteSaver {
                     json: self.encode_record(&record)?,
                     id: record.id,
                     parent_id: record.parent_id,
-                    step: record.step,
                     next,
                 }),
                 Put::Writes {
@@ -785,10 +954,9 @@ impl Checkpointer for SqliteSaver {
                         Row::Record {
                             id,
                             parent_id,
-                            step,
                             json,
                             next,
-                        } => match save_record(&tx, &t, id, parent_id, *step, json, *next)? {
+                        } => match save_record(&tx, &t, id, parent_id, json, *next)? {
                             Next::Saved => {}
                             Next::Stored(p, s)
                                 if record::same(
@@ -844,21 +1012,21 @@ impl Checkpointer for SqliteSaver {
         let t = thread_id.to_owned();
         let id = id.map(str::to_owned);
         let json = self
-            .call("read a checkpoint", move |conn| match &id {
-                Some(id) => conn
-                    .prepare_cached(
-                        "SELECT checkpoint_id, parent_id, record FROM checkpoints \
-                         WHERE thread_id = ?1 AND checkpoint_id = ?2",
-                    )?
-                    .query_row(params![t, id], record_row)
-                    .optional(),
-                None => conn
-                    .prepare_cached(
-                        "SELECT checkpoint_id, parent_id, record FROM checkpoints \
-                         WHERE thread_id = ?1 ORDER BY seq DESC LIMIT 1",
-                    )?
-                    .query_row(params![t], record_row)
-                    .optional(),
+            .call("read a checkpoint", move |conn| {
+                // One read transaction: the statements below see one state of the file.
+                let conn = &conn.transaction()?;
+                let Some(no) = thread_no(conn, &t)? else {
+                    return Ok(None);
+                };
+                let last = latest(conn, no)?;
+                let seq = match &id {
+                    Some(id) => find(conn, no, last.as_ref(), id)?,
+                    None => last.map(|l| l.seq),
+                };
+                match seq {
+                    Some(seq) => read_row(conn, seq).map(Some),
+                    None => Ok(None),
+                }
             })
             .await?;
         json.map(|j| self.decode_record(thread_id, &j)).transpose()
@@ -888,15 +1056,21 @@ impl Checkpointer for SqliteSaver {
         let limit = limit.map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
         let rows = self
             .call("list checkpoints", move |conn| {
+                let conn = &conn.transaction()?;
+                let Some(no) = thread_no(conn, &t)? else {
+                    return Ok(Vec::new());
+                };
                 // An unknown `before` filters nothing, as in MemorySaver.
+                let below = match &before {
+                    Some(b) => find(conn, no, latest(conn, no)?.as_ref(), b)?,
+                    None => None,
+                };
                 let mut stmt = conn.prepare_cached(
                     "SELECT checkpoint_id, parent_id, record FROM checkpoints \
-                     WHERE thread_id = ?1 AND seq < coalesce( \
-                         (SELECT seq FROM checkpoints WHERE thread_id = ?1 AND checkpoint_id = ?2), \
-                         9223372036854775807) \
-                     ORDER BY seq DESC LIMIT ?3",
+                     WHERE seq > ?1 AND seq < ?2 ORDER BY seq DESC LIMIT ?3",
                 )?;
-                let rows = stmt.query_map(params![t, before, limit], record_row)?;
+                let below = below.unwrap_or((no + 1) * SPAN);
+                let rows = stmt.query_map(params![no * SPAN, below, limit], record_row)?;
                 rows.collect::<rusqlite::Result<Vec<RecordRow>>>()
             })
             .await?;
@@ -951,7 +1125,13 @@ impl Checkpointer for SqliteSaver {
         let (t, ns) = (thread_id.to_owned(), super::ns_prefix(thread_id));
         self.call("delete a thread", move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            for table in ["checkpoints", "writes", "claims", "activity"] {
+            tx.prepare_cached(
+                "DELETE FROM checkpoints WHERE seq IN (SELECT c.seq FROM threads t \
+                 JOIN checkpoints c ON c.seq > t.no << 32 AND c.seq < (t.no + 1) << 32 \
+                 WHERE t.thread_id = ?1 OR substr(t.thread_id, 1, length(?2)) = ?2)",
+            )?
+            .execute(params![t, ns])?;
+            for table in ["threads", "writes", "claims", "activity"] {
                 tx.prepare_cached(&format!(
                     "DELETE FROM {table} WHERE thread_id = ?1 \
                      OR substr(thread_id, 1, length(?2)) = ?2"
@@ -967,12 +1147,33 @@ impl Checkpointer for SqliteSaver {
         let t = thread_id.to_owned();
         self.call("delete checkpoints", move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            for table in ["writes", "checkpoints"] {
-                let mut st = tx.prepare_cached(&format!(
-                    "DELETE FROM {table} WHERE thread_id = ?1 AND checkpoint_id = ?2"
-                ))?;
+            {
+                let mut st = tx.prepare_cached(
+                    "DELETE FROM writes WHERE thread_id = ?1 AND checkpoint_id = ?2",
+                )?;
                 for id in &ids {
                     st.execute(params![t, id])?;
+                }
+            }
+            if let Some(no) = thread_no(&tx, &t)? {
+                let mut deleted = 0;
+                for id in &ids {
+                    let last = latest(&tx, no)?;
+                    if let Some(seq) = find(&tx, no, last.as_ref(), id)? {
+                        deleted += tx
+                            .prepare_cached("DELETE FROM checkpoints WHERE seq = ?1")?
+                            .execute([seq])?;
+                    }
+                }
+                if deleted > 0 {
+                    // Their children are orphans now (found again if they come back).
+                    tx.prepare_cached(
+                        "UPDATE checkpoints SET parent_seq = NULL \
+                         WHERE seq > ?1 AND seq < ?2 AND parent_seq IS NOT NULL \
+                         AND NOT EXISTS (SELECT 1 FROM checkpoints p \
+                           WHERE p.seq = checkpoints.parent_seq)",
+                    )?
+                    .execute(params![no * SPAN, (no + 1) * SPAN])?;
                 }
             }
             tx.commit()
@@ -1174,7 +1375,7 @@ fn init_connection(path: &Path) -> rusqlite::Result<Connection> {
             let foreign: Option<String> = tx
                 .query_row(
                     "SELECT name FROM sqlite_master WHERE type = 'table' \
-                     AND name IN ('checkpoints', 'writes') LIMIT 1",
+                     AND name IN ('checkpoints', 'writes', 'threads') LIMIT 1",
                     [],
                     |r| r.get(0),
                 )
@@ -1185,15 +1386,18 @@ fn init_connection(path: &Path) -> rusqlite::Result<Connection> {
                      (a LangGraph checkpoint file?); use a new file"
                 )));
             }
+            tx.execute_batch(CHECKPOINTS)?;
             tx.execute_batch(SCHEMA)?;
             tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
         }
-        1 => {
-            tx.execute_batch(MIGRATE_1_TO_2)?;
+        // Format-1 records stay as they are and load as before.
+        1..=3 => {
+            if version == 1 {
+                tx.execute_batch(MIGRATE_1_TO_2)?;
+            }
+            tx.execute_batch(MIGRATE_3_TO_4)?;
             tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
         }
-        // Format-1 records stay as they are and load as before.
-        2 => tx.pragma_update(None, "user_version", SCHEMA_VERSION)?,
         SCHEMA_VERSION => {}
         v => {
             return Err(setup_error(format!(

@@ -74,8 +74,11 @@ pub struct Graph {
     pub(super) state_cache: StateCache,
 }
 
+/// A new checkpoint id: a UUID of version 7, which orders by the time it was made
+/// (those made by one process in the order made), as LangGraph's are. A SQLite file
+/// finds such ids without an index of its own (see `checkpoint::sqlite`).
 pub(super) fn new_id() -> String {
-    uuid::Uuid::new_v4().to_string()
+    uuid::Uuid::now_v7().to_string()
 }
 
 impl Graph {

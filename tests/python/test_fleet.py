@@ -173,8 +173,9 @@ def answered(fleet: Fleet, tid: str) -> bool:
         query = (
             "import sqlite3, sys, json; c = sqlite3.connect(sys.argv[1]); print(json.dumps("
             "c.execute('SELECT channel FROM writes WHERE thread_id = ?1 AND checkpoint_id = "
-            "(SELECT checkpoint_id FROM checkpoints WHERE thread_id = ?1 "
-            "ORDER BY seq DESC LIMIT 1)', (sys.argv[2],)).fetchall()))"
+            "(SELECT c.checkpoint_id FROM threads t JOIN checkpoints c "
+            "ON c.seq > t.no << 32 AND c.seq < (t.no + 1) << 32 WHERE t.thread_id = ?1 "
+            "ORDER BY c.seq DESC LIMIT 1)', (sys.argv[2],)).fetchall()))"
         )
         out = subprocess.run(
             [sys.executable, "-c", query, rest, tid], capture_output=True, text=True, check=True
