@@ -62,22 +62,7 @@ pub fn call_in_context_copy<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     #[cfg(not(feature = "abi3"))]
     {
-        // SAFETY: the GIL is held; `PyContext_Copy` returns a new reference or NULL
-        // with an exception set, which `from_owned_ptr_or_err` turns into `Err`.
-        let copy = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyContext_Copy(base.as_ptr()))? };
-        // SAFETY: `copy` is a context (made just above), entered once and exited below.
-        if unsafe { ffi::PyContext_Enter(copy.as_ptr()) } != 0 {
-            return Err(PyErr::fetch(py));
-        }
-        let r = callable.call(args, kwargs);
-        // The call's error, if any, is held by `r` (no exception is set here), as
-        // `PyContext_Exit` needs. It fails only when the call left another context
-        // current.
-        // SAFETY: `copy` was entered above on this thread.
-        if unsafe { ffi::PyContext_Exit(copy.as_ptr()) } != 0 {
-            return Err(PyErr::fetch(py));
-        }
-        r
+        in_context_copy(py, base, || callable.call(args, kwargs))
     }
     #[cfg(feature = "abi3")]
     {
@@ -87,6 +72,34 @@ pub fn call_in_context_copy<'py>(
         all.extend(args.iter());
         copy.call_method(pyo3::intern!(py, "run"), PyTuple::new(py, all)?, kwargs)
     }
+}
+
+/// Runs `f` with a fresh copy of `base` (a `contextvars.Context`) entered on this
+/// thread, as `base.copy().run(...)` would run it: the body of [`call_in_context_copy`],
+/// for callers that make their call some other way (a vectorcall with keyword names).
+/// Not in the limited API (see there).
+#[cfg(not(feature = "abi3"))]
+pub fn in_context_copy<'py>(
+    py: Python<'py>,
+    base: &Bound<'py, PyAny>,
+    f: impl FnOnce() -> PyResult<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    // SAFETY: the GIL is held; `PyContext_Copy` returns a new reference or NULL
+    // with an exception set, which `from_owned_ptr_or_err` turns into `Err`.
+    let copy = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyContext_Copy(base.as_ptr()))? };
+    // SAFETY: `copy` is a context (made just above), entered once and exited below.
+    if unsafe { ffi::PyContext_Enter(copy.as_ptr()) } != 0 {
+        return Err(PyErr::fetch(py));
+    }
+    let r = f();
+    // The call's error, if any, is held by `r` (no exception is set here), as
+    // `PyContext_Exit` needs. It fails only when the call left another context
+    // current.
+    // SAFETY: `copy` was entered above on this thread.
+    if unsafe { ffi::PyContext_Exit(copy.as_ptr()) } != 0 {
+        return Err(PyErr::fetch(py));
+    }
+    r
 }
 
 static FIRST_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use pyo3::exceptions::{PyException, PyTypeError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString, PyTuple};
+use pyo3::types::{PyDict, PyString};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
@@ -16,6 +16,8 @@ use super::aio::{run_async, AsyncResult, MakeCoro};
 use super::args::Timeout;
 use super::context::PyToolContext;
 use super::convert::{json_from_py, value_from_py, value_to_py};
+#[cfg(not(feature = "abi3"))]
+use super::env::in_context_copy;
 use super::env::{call_in_context_copy, PyRunEnv};
 use super::helpers::helpers;
 use super::messages::PyMessage;
@@ -242,6 +244,40 @@ impl Inner {
         self.target.bind(py).call((), Some(&kw))
     }
 
+    /// [`Self::call_kw`] in a fresh copy of the run's context (what a sync tool runs
+    /// in): one vectorcall inside the entered copy, where the `abi3` build has
+    /// `Context.run` take the keyword dict.
+    #[cfg(not(feature = "abi3"))]
+    fn call_kw_in_copy<'py>(
+        &self,
+        py: Python<'py>,
+        context: &Bound<'py, PyAny>,
+        args: &Value,
+        ctx: &ToolContext,
+        env: &Arc<PyRunEnv>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        in_context_copy(py, context, || self.call_kw(py, args, ctx, env))
+    }
+
+    #[cfg(feature = "abi3")]
+    fn call_kw_in_copy<'py>(
+        &self,
+        py: Python<'py>,
+        context: &Bound<'py, PyAny>,
+        args: &Value,
+        ctx: &ToolContext,
+        env: &Arc<PyRunEnv>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let kw = self.kwargs(py, args, ctx, env)?;
+        call_in_context_copy(
+            py,
+            context,
+            self.target.bind(py),
+            pyo3::types::PyTuple::empty(py),
+            Some(&kw),
+        )
+    }
+
     /// Converts what the tool returned (or raised) into the core's outcome.
     fn outcome(
         &self,
@@ -265,12 +301,12 @@ impl Inner {
         env: &Arc<PyRunEnv>,
     ) -> Result<ToolOutput, ToolError> {
         self.check_usable(env)?;
-        let r = self.kwargs(py, args, ctx, env).and_then(|kw| {
-            let context = env.context.bind(py);
-            match &env.trace {
-                // Traced: the call's span is current while its function runs, so a
-                // sub-agent it starts is traced under it.
-                Some(trace) => call_in_context_copy(
+        let context = env.context.bind(py);
+        let r = match &env.trace {
+            // Traced: the call's span is current while its function runs, so a
+            // sub-agent it starts is traced under it.
+            Some(trace) => self.kwargs(py, args, ctx, env).and_then(|kw| {
+                call_in_context_copy(
                     py,
                     context,
                     &trace.bind(py).getattr(intern!(py, "call_tool"))?,
@@ -283,16 +319,10 @@ impl Inner {
                     )
                         .into_pyobject(py)?,
                     None,
-                ),
-                None => call_in_context_copy(
-                    py,
-                    context,
-                    self.target.bind(py),
-                    PyTuple::empty(py),
-                    Some(&kw),
-                ),
-            }
-        });
+                )
+            }),
+            None => self.call_kw_in_copy(py, context, args, ctx, env),
+        };
         self.outcome(py, r, ctx)
     }
 }
