@@ -374,7 +374,9 @@ def test_a_result_over_max_message_bytes_fails_its_call_naming_the_limit(
 
 
 def test_http_transport(http_url: str) -> None:
-    with McpToolset.http(http_url, headers={"X-Test": "1"}, prefix="web", timeout=0.5) as ts:
+    # The timeout leaves the 0.3 s calls room on a loaded machine (at 0.5 s they were
+    # cut at load 10); the 5 s call must still be cut at it.
+    with McpToolset.http(http_url, headers={"X-Test": "1"}, prefix="web", timeout=2.0) as ts:
         assert ts.pid is None
         assert {t.name for t in ts} == {f"web__{n}" for n in TOOLS}
         node = ToolNode(ts.tools)
@@ -386,7 +388,7 @@ def test_http_transport(http_url: str) -> None:
             ("web__fail", {}),
             ("web__slow", {"seconds": 5}),
         )
-        assert time.perf_counter() - t0 < 1.5
+        assert time.perf_counter() - t0 < 4.0
         assert [m.content for m in out[:5]] == ["slept 0.3"] * 4 + ["42"]
         assert out[5].status == "error" and "fail: boom" in out[5].content
         assert out[6].status == "error" and "timed out" in out[6].content
