@@ -511,7 +511,8 @@ impl Sql {
                 &c,
                 &id("$2"),
                 &format!(
-                    "(left(record, 3) = '{}' OR left(record, 12) = '{}')",
+                    "(left(record, 3) IN ('{}', '{}') OR left(record, 12) = '{}')",
+                    record::SNAPSHOT_PREFIX_4,
                     record::SNAPSHOT_PREFIX,
                     record::SNAPSHOT_PREFIX_V1
                 ),
