@@ -57,8 +57,8 @@
 //! with a binary search over `seq` (their ids grow with it). A row whose id is not
 //! greater (an id from elsewhere, a clock set back, a record migrated from version 3)
 //! has `sortkey` = the greatest key before it and an entry in the partial index on
-//! `checkpoint_id`. `record` is the record's text (see [`super::record`]: format 3, or
-//! formats 2 and 1 for records written before), `value` a pending write's value as
+//! `checkpoint_id`. `record` is the record's text (see [`super::record`]: format 4, or
+//! formats 3, 2 and 1 for records written before), `value` a pending write's value as
 //! compact JSON. Putting a record whose id already exists in the thread changes
 //! nothing (an identical record) or is a conflict (another one); a pending write whose
 //! `(task_id, idx)` is stored is ignored (see [`Checkpointer`]).
