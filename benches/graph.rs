@@ -12,7 +12,7 @@
 //!   per put is `time / 1000`.
 //!
 //! - `record/{encode,decode,checksum}/{small,message,snapshot}`: a record's stored text
-//!   (`checkpoint::record`, format 3) from the record and back, and the CRC-32 inside
+//!   (`checkpoint::record`, format 4) from the record and back, and the CRC-32 inside
 //!   it alone over the same text, for three records: `small` (the `put` record above),
 //!   `message` (one write of a 272-byte chat message, W4m's) and `snapshot` (that one
 //!   plus a snapshot of 100 such messages). `checksum / encode` is what the checksum

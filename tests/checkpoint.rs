@@ -852,6 +852,101 @@ async fn put_with_snapshots(s: &dyn Checkpointer, thread: &str, n: usize, snaps:
     }
 }
 
+/// `r` as record format 3 stored it (before format 4): 9 elements, the source a
+/// string, one `[node, channel, value]` per write, the metadata (kept whole) and the
+/// snapshot slot (`null` when none) always there, the checksum last.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+fn format_3(r: &CheckpointRecord) -> String {
+    let writes: Vec<serde_json::Value> = r
+        .writes
+        .iter()
+        .map(|w| json!([w.node, w.channel, w.value]))
+        .collect();
+    let next: Vec<serde_json::Value> = r
+        .next
+        .iter()
+        .map(|t| json!([t.id, t.node, t.arg]))
+        .collect();
+    let tag = if r.snapshot.is_some() { 3 } else { 2 };
+    let items = json!([
+        tag,
+        r.step,
+        r.source,
+        r.created_at,
+        writes,
+        next,
+        [r.metadata],
+        r.snapshot
+    ]);
+    let mut text = serde_json::to_string(&items).unwrap();
+    text.pop();
+    let crc = ironloop::checkpoint::record::checksum(&r.id, r.parent_id.as_deref(), &text);
+    format!("{text},{crc}]")
+}
+
+/// The chain `put_format_3_then_4` leaves: `c0..c5`, a snapshot on `c2`.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+fn chain_3_then_4() -> Vec<CheckpointRecord> {
+    (0..6i64)
+        .map(|i| {
+            let parent = (i > 0).then(|| format!("c{}", i - 1));
+            let r = rec(&format!("c{i}"), parent.as_deref(), i);
+            if i == 2 {
+                with_snapshot(r, i)
+            } else {
+                r
+            }
+        })
+        .collect()
+}
+
+/// A thread whose records `c0..c3` are in format 3 (stored as an earlier ironloop
+/// wrote them, by `rewrite(id, text)`) loads as it was, and goes on in format 4 on the
+/// same chain: every read, the snapshot of a format-3 record found, a retried `put`
+/// of a format-3 record taken as the same record and another one refused.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+async fn format_3_records_load_beside_format_4<F, Fut>(s: &dyn Checkpointer, rewrite: F)
+where
+    F: Fn(String, String) -> Fut,
+    Fut: std::future::Future<Output = String>,
+{
+    let all = chain_3_then_4();
+    for r in &all[..4] {
+        s.put_next("t", r.clone()).await.unwrap();
+    }
+    for r in &all[..4] {
+        let before = rewrite(r.id.clone(), format_3(r)).await;
+        assert!(
+            before.starts_with(if r.snapshot.is_some() { "[5," } else { "[4," }),
+            "{before}"
+        );
+    }
+    for r in &all[4..] {
+        s.put_next("t", r.clone()).await.unwrap();
+    }
+    for r in &all {
+        assert_eq!(s.get("t", Some(&r.id)).await.unwrap().as_ref(), Some(r));
+    }
+    assert_eq!(s.get("t", None).await.unwrap().as_ref(), Some(&all[5]));
+    assert_eq!(s.chain("t", "c5").await.unwrap(), all);
+    assert_eq!(s.chain_from_snapshot("t", "c5").await.unwrap(), all[2..]);
+    assert_eq!(s.chain_from_snapshot("t", "c1").await.unwrap(), all[..2]);
+    assert_eq!(
+        ids(&s.list("t", Some(3), Some("c5")).await.unwrap()),
+        ["c4", "c3", "c2"]
+    );
+    s.put("t", all[1].clone()).await.unwrap();
+    s.put("t", all[2].clone()).await.unwrap();
+    let mut other = all[1].clone();
+    other.step = 9;
+    assert!(s.put("t", other).await.is_err());
+    // The format-3 texts are still there; new records are in format 4.
+    assert!(rewrite("c1".into(), format_3(&all[1]))
+        .await
+        .starts_with("[2,"));
+    assert!(rewrite("c5".into(), String::new()).await.starts_with("[4,"));
+}
+
 async fn chain_from_snapshot_stops_at_the_nearest_snapshot(s: Arc<dyn Checkpointer>) {
     put_with_snapshots(&*s, "t", 10, &[3, 7]).await;
     let from = |id: &'static str| {
@@ -1856,7 +1951,7 @@ mod sqlite_only {
 
     /// `r` as format 2 stored it (before the checksum): 7 elements, no checksum.
     pub(super) fn format_2(r: &CheckpointRecord) -> String {
-        let text = ironloop::checkpoint::record::encode(r).unwrap();
+        let text = super::format_3(r);
         let serde_json::Value::Array(mut items) = serde_json::from_str(&text).unwrap() else {
             unreachable!("{text}")
         };
@@ -1867,7 +1962,7 @@ mod sqlite_only {
     /// A record changed in the file, in a way that leaves valid JSON (a digit of a
     /// number), or its `parent_id` beside it, is an error naming the thread, the
     /// checkpoint and the checksum, not another state; a record written before the
-    /// checksum (format 2) still loads, in a chain with format-3 ones.
+    /// checksum (format 2) still loads, in a chain with format-4 ones.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_changed_record_is_an_error_naming_thread_and_checkpoint() {
         let db = TempDb::new("changed");
@@ -1929,6 +2024,34 @@ mod sqlite_only {
         );
     }
 
+    /// Records of format 3 load beside format-4 ones (see the helper).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn format_3_records_load_beside_format_4_ones() {
+        let db = TempDb::new("format3");
+        let s = SqliteSaver::open(db.path()).unwrap();
+        let c = std::sync::Mutex::new(rusqlite::Connection::open(db.path()).unwrap());
+        // Swaps the text in (an empty one: reads only) and answers the one before.
+        let rewrite = |id: String, text: String| {
+            let c = c.lock().unwrap();
+            let before: String = c
+                .query_row(
+                    "SELECT record FROM checkpoints WHERE checkpoint_id = ?1",
+                    [&id],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            if !text.is_empty() {
+                c.execute(
+                    "UPDATE checkpoints SET record = ?1 WHERE checkpoint_id = ?2",
+                    [&text, &id],
+                )
+                .unwrap();
+            }
+            std::future::ready(before)
+        };
+        super::format_3_records_load_beside_format_4(&s, rewrite).await;
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn file_is_in_wal_mode_and_records_are_compact_json() {
         let db = TempDb::new("wal");
@@ -1944,9 +2067,9 @@ mod sqlite_only {
             .query_row("SELECT record FROM checkpoints", [], |r| r.get(0))
             .unwrap();
         assert!(!json.contains(": ") && !json.contains('\n'), "{json}");
-        // Format 3: an array without the ids (they are columns), a checksum last.
+        // Format 4: an array without the ids (they are columns), a checksum last.
         assert!(
-            json.starts_with("[2,0,\"input\",") && !json.contains("\"c0\""),
+            json.starts_with("[4,0,0,") && !json.contains("\"c0\""),
             "{json}"
         );
         assert_eq!(
@@ -2178,7 +2301,7 @@ mod sqlite_migration {
     }
 
     /// A file of schema version 2 (records in format 1, snapshots included) opens,
-    /// loads, takes new records in format 3 on the same chains, and is then refused by
+    /// loads, takes new records in format 4 on the same chains, and is then refused by
     /// an ironloop that knows only version 2 (its `user_version` is 4).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn version_2_files_with_format_1_records_load() {
@@ -2480,7 +2603,7 @@ mod postgres_only {
     }
 
     /// A schema at version 2 holding format-1 records migrates to the current version
-    /// and its threads load and go on (new records in format 3 on the same chains).
+    /// and its threads load and go on (new records in format 4 on the same chains).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn version_2_schemas_with_format_1_records_migrate() {
         let schema = pg::TempSchema::new("v2").await;
@@ -2555,7 +2678,7 @@ mod postgres_only {
             .await
             .unwrap()
             .get(0);
-        assert!(stored.starts_with("[2,4,"), "{stored}");
+        assert!(stored.starts_with("[4,4,"), "{stored}");
         Checkpointer::close(&s).await.unwrap();
         schema.drop().await;
     }
@@ -2596,6 +2719,40 @@ mod postgres_only {
             s.get("t", Some("c2")).await.unwrap(),
             Some(rec("c2", Some("c1"), 2))
         );
+    }
+
+    /// Records of format 3 load beside format-4 ones (see the helper).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn format_3_records_load_beside_format_4_ones() {
+        let schema = pg::TempSchema::new("format3").await;
+        let s = schema.saver().await;
+        s.setup().await.unwrap();
+        let admin = pg::admin().await;
+        let table = format!("\"{}\".ironloop_checkpoints", schema.name);
+        let (admin, table) = (&admin, &table);
+        let rewrite = |id: String, text: String| async move {
+            let before: String = admin
+                .query_one(
+                    &format!("SELECT record FROM {table} WHERE id_text = $1"),
+                    &[&id],
+                )
+                .await
+                .unwrap()
+                .get(0);
+            if !text.is_empty() {
+                admin
+                    .execute(
+                        &format!("UPDATE {table} SET record = $1 WHERE id_text = $2"),
+                        &[&text, &id],
+                    )
+                    .await
+                    .unwrap();
+            }
+            before
+        };
+        super::format_3_records_load_beside_format_4(&s, rewrite).await;
+        Checkpointer::close(&s).await.unwrap();
+        schema.drop().await;
     }
 
     /// A schema at version 4 (text ids, the `(thread_id, seq)` primary key and the

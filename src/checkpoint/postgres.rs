@@ -95,8 +95,8 @@
 //! latest_id = parent`, which the server evaluates on the row's latest version under a
 //! row lock), so of two runs advancing a thread at once exactly one wins.
 //!
-//! `record` is the record's text (see [`super::record`]: format 3, or formats 2 and 1 for
-//! records written before; kept byte for byte, the server compresses large values),
+//! `record` is the record's text (see [`super::record`]: format 4, or formats 3, 2 and 1
+//! for records written before; kept byte for byte, the server compresses large values),
 //! `value` a pending write's value as JSON text.
 //! The names start with `ironloop_`, so a database can also hold LangGraph's tables.
 //!
@@ -511,7 +511,8 @@ impl Sql {
                 &c,
                 &id("$2"),
                 &format!(
-                    "(left(record, 3) = '{}' OR left(record, 12) = '{}')",
+                    "(left(record, 3) IN ('{}', '{}') OR left(record, 12) = '{}')",
+                    record::SNAPSHOT_PREFIX_4,
                     record::SNAPSHOT_PREFIX,
                     record::SNAPSHOT_PREFIX_V1
                 ),

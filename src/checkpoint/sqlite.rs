@@ -57,8 +57,8 @@
 //! with a binary search over `seq` (their ids grow with it). A row whose id is not
 //! greater (an id from elsewhere, a clock set back, a record migrated from version 3)
 //! has `sortkey` = the greatest key before it and an entry in the partial index on
-//! `checkpoint_id`. `record` is the record's text (see [`super::record`]: format 3, or
-//! formats 2 and 1 for records written before), `value` a pending write's value as
+//! `checkpoint_id`. `record` is the record's text (see [`super::record`]: format 4, or
+//! formats 3, 2 and 1 for records written before), `value` a pending write's value as
 //! compact JSON. Putting a record whose id already exists in the thread changes
 //! nothing (an identical record) or is a conflict (another one); a pending write whose
 //! `(task_id, idx)` is stored is ignored (see [`Checkpointer`]).
@@ -823,12 +823,13 @@ impl SqliteSaver {
                 // parent named (a deleted parent's `seq` may hold another row later).
                 let mut stmt = conn.prepare_cached(
                     "WITH RECURSIVE ancestors(seq, parent_id, parent_seq, stop) AS ( \
-                         SELECT seq, parent_id, parent_seq, ?2 AND (substr(record, 1, 3) = ?3 \
+                         SELECT seq, parent_id, parent_seq, ?2 AND (substr(record, 1, 3) IN (?3, ?5) \
                            OR substr(record, 1, 12) = ?4) \
                          FROM checkpoints WHERE seq = ?1 \
                        UNION \
                          SELECT c.seq, c.parent_id, c.parent_seq, ?2 AND \
-                           (substr(c.record, 1, 3) = ?3 OR substr(c.record, 1, 12) = ?4) \
+                           (substr(c.record, 1, 3) IN (?3, ?5) \
+                           OR substr(c.record, 1, 12) = ?4) \
                          FROM ancestors a \
                          JOIN checkpoints c ON c.seq = a.parent_seq \
                            AND c.checkpoint_id = a.parent_id \
@@ -842,7 +843,8 @@ impl SqliteSaver {
                         start,
                         stop,
                         record::SNAPSHOT_PREFIX,
-                        record::SNAPSHOT_PREFIX_V1
+                        record::SNAPSHOT_PREFIX_V1,
+                        record::SNAPSHOT_PREFIX_4
                     ],
                     record_row,
                 )?;

@@ -247,33 +247,40 @@ def test_values_changed_in_place_after_a_run_do_not_leak_into_the_next(saver: An
     assert out["items"] == ["x", "x"]
 
 
-# Records holding a snapshot, in either record format (see src/checkpoint/record.rs).
+# Records holding a snapshot, in any record format (see src/checkpoint/record.rs).
 SNAPSHOTS = (
-    "SELECT count(*) FROM checkpoints WHERE record LIKE '[3,%' OR record LIKE '{\"snapshot\":%'"
+    "SELECT count(*) FROM checkpoints WHERE record LIKE '[5,%' OR record LIKE '[3,%' "
+    "OR record LIKE '{\"snapshot\":%'"
 )
 
+# Format 4's sources stored as numbers (src/checkpoint/record.rs).
+SOURCES = ("input", "loop", "update")
 
-@pytest.mark.parametrize(
-    ("kind", "strip"),
-    [
-        # Format 3: the snapshot is the element before the checksum, the last, and the
-        # tag says so; without both (and tagged 2) a record is format 2's, no snapshot.
-        (
-            "sqlite",
-            "UPDATE checkpoints SET record = "
-            "'[2' || substr(json_remove(record, '$[#-1]', '$[#-1]'), 3) "
-            "WHERE record LIKE '[3,%'",
-        ),
-        (
-            "postgres",
-            "UPDATE checkpoints SET record = '[2' || substr((record::jsonb - -1 - -1)::text, 3) "
-            "WHERE record LIKE '[3,%'",
-        ),
-    ],
-)
-def test_a_thread_written_without_snapshots_loads_and_gets_them(
-    kind: str, strip: str, tmp_path: Path
-) -> None:
+
+def format_2_without_snapshot(text: str) -> str:
+    """A format-4 record holding a snapshot as format 2 (before the checksum and the
+    snapshots) wrote it: tag 2, the source a string, one ``[node, channel, value]``
+    per write, the metadata slot always there, no snapshot, no checksum."""
+    items = json.loads(text)
+    assert items[0] == 5, text
+    items = items[:-2]  # the snapshot and the checksum
+    source = items[2]
+    items[2] = SOURCES[source] if isinstance(source, int) else source[0]
+    items[4] = [[g[0], g[i], g[i + 1]] for g in items[4] for i in range(1, len(g), 2)]
+    if len(items) == 6:
+        items.append({})
+    return json.dumps([2, *items[1:]], separators=(",", ":"))
+
+
+def strip_snapshots(sql: Callable[[str], Any]) -> None:
+    """Rewrites the thread's records holding a snapshot as format 2 wrote them."""
+    for seq, text in sql("SELECT seq, record FROM checkpoints WHERE record LIKE '[5,%'"):
+        old = format_2_without_snapshot(text).replace("'", "''")
+        sql(f"UPDATE checkpoints SET record = '{old}' WHERE seq = {seq}")
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_thread_written_without_snapshots_loads_and_gets_them(kind: str, tmp_path: Path) -> None:
     """The records rewritten as the previous format wrote them (no snapshot) load by
     replay, and the thread's next run adds snapshots. (MemorySaver: the Rust suite.)"""
     with one_store(kind, tmp_path) as (saver, _, sql):
@@ -281,7 +288,7 @@ def test_a_thread_written_without_snapshots_loads_and_gets_them(
         app.invoke({"n": 0}, cfg("t"))
         expected = plain(app.get_state(cfg("t")).values)
         assert sql(SNAPSHOTS)[0][0] > 0
-        sql(strip)
+        strip_snapshots(sql)
         assert sql(SNAPSHOTS)[0][0] == 0
         assert plain(loop(saver).get_state(cfg("t")).values) == expected
         check_every_checkpoint(saver, "t")
