@@ -1594,7 +1594,9 @@ mod sqlite_only {
         let db = TempDb::new("group-commit");
         let s = Arc::new(SqliteSaver::open(db.path()).unwrap());
         for t in 0..40 {
-            s.put_next(&format!("t{t}"), rec("c0", None, 0)).await.unwrap();
+            s.put_next(&format!("t{t}"), rec("c0", None, 0))
+                .await
+                .unwrap();
         }
         let before = wal_commits(db.path());
         let other = rusqlite::Connection::open(db.path()).unwrap();
@@ -1652,7 +1654,10 @@ mod sqlite_only {
             .collect();
         // Every write is queued (the first waits for the lock) before it is released.
         tokio::time::sleep(Duration::from_millis(300)).await;
-        assert!(tasks.iter().all(|t| !t.is_finished()), "saved through the lock");
+        assert!(
+            tasks.iter().all(|t| !t.is_finished()),
+            "saved through the lock"
+        );
         other.execute_batch("COMMIT").unwrap();
         for task in tasks {
             let (t, r, seen) = task.await.unwrap();
@@ -1676,7 +1681,11 @@ mod sqlite_only {
             assert_eq!(latest.step, if t < 30 { 1 } else { 0 }, "{thread}");
             if t < 30 {
                 let writes = s.pending_writes(&thread, "c1").await.unwrap();
-                let want = if t < 15 { vec![pw("a", "x", json!(t))] } else { vec![] };
+                let want = if t < 15 {
+                    vec![pw("a", "x", json!(t))]
+                } else {
+                    vec![]
+                };
                 assert_eq!(writes, want, "{thread}");
             }
         }
@@ -1691,7 +1700,10 @@ mod sqlite_only {
         // And all of it is in the file for a new saver.
         let s = SqliteSaver::open(db.path()).unwrap();
         for t in 0..30 {
-            assert_eq!(s.get(&format!("t{t}"), None).await.unwrap().unwrap().id, "c1");
+            assert_eq!(
+                s.get(&format!("t{t}"), None).await.unwrap().unwrap().id,
+                "c1"
+            );
         }
     }
 
