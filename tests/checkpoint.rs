@@ -1153,6 +1153,122 @@ mod graphs {
         assert_loads_match_replay(&cp, &cold, "t").await;
     }
 
+    /// A saver that passes every call to `inner` and notes each save: `put_many` as
+    /// its puts (`w:<checkpoint>` writes, `r:<id>` a record), `put_writes` as `pw:`.
+    struct Noting {
+        inner: MemorySaver,
+        saves: std::sync::Mutex<Vec<Vec<String>>>,
+    }
+
+    #[async_trait]
+    impl Checkpointer for Noting {
+        async fn put_many(&self, t: &str, puts: Vec<Put>) -> ironloop::checkpoint::Result<()> {
+            let shape = puts
+                .iter()
+                .map(|p| match p {
+                    Put::Record { record, .. } => format!("r:{}", record.id),
+                    Put::Writes { checkpoint_id, .. } => format!("w:{checkpoint_id}"),
+                })
+                .collect();
+            self.saves.lock().unwrap().push(shape);
+            self.inner.put_many(t, puts).await
+        }
+        async fn put_writes(
+            &self,
+            t: &str,
+            id: &str,
+            writes: Vec<PendingWrite>,
+        ) -> ironloop::checkpoint::Result<()> {
+            self.saves.lock().unwrap().push(vec![format!("pw:{id}")]);
+            self.inner.put_writes(t, id, writes).await
+        }
+        async fn get(
+            &self,
+            t: &str,
+            id: Option<&str>,
+        ) -> ironloop::checkpoint::Result<Option<CheckpointRecord>> {
+            self.inner.get(t, id).await
+        }
+        async fn chain(
+            &self,
+            t: &str,
+            id: &str,
+        ) -> ironloop::checkpoint::Result<Vec<CheckpointRecord>> {
+            self.inner.chain(t, id).await
+        }
+        async fn list(
+            &self,
+            t: &str,
+            limit: Option<usize>,
+            before: Option<&str>,
+        ) -> ironloop::checkpoint::Result<Vec<CheckpointRecord>> {
+            self.inner.list(t, limit, before).await
+        }
+        async fn pending_writes(
+            &self,
+            t: &str,
+            id: &str,
+        ) -> ironloop::checkpoint::Result<Vec<PendingWrite>> {
+            self.inner.pending_writes(t, id).await
+        }
+        async fn delete_thread(&self, t: &str) -> ironloop::checkpoint::Result<()> {
+            self.inner.delete_thread(t).await
+        }
+        async fn delete_checkpoints(
+            &self,
+            t: &str,
+            ids: Vec<String>,
+        ) -> ironloop::checkpoint::Result<()> {
+            self.inner.delete_checkpoints(t, ids).await
+        }
+        async fn close(&self) -> ironloop::checkpoint::Result<()> {
+            self.inner.close().await
+        }
+        async fn list_stalled(
+            &self,
+            stale_after: Duration,
+            limit: Option<usize>,
+        ) -> ironloop::checkpoint::Result<Vec<String>> {
+            self.inner.list_stalled(stale_after, limit).await
+        }
+        async fn claim_stalled(
+            &self,
+            owner: &str,
+            stale_after: Duration,
+            lease: Duration,
+            limit: usize,
+        ) -> ironloop::checkpoint::Result<Vec<String>> {
+            self.inner
+                .claim_stalled(owner, stale_after, lease, limit)
+                .await
+        }
+    }
+
+    #[tokio::test]
+    async fn a_runs_input_is_saved_with_its_input_checkpoint_in_one_batch() {
+        // Under the default durability ("sync"), the input (the pending writes of the
+        // input checkpoint) and that checkpoint are one `put_many`: one transaction,
+        // never a checkpoint without its input, one commit instead of two. Each later
+        // step is its own save, before the next step starts.
+        let cp = Arc::new(Noting {
+            inner: MemorySaver::new(),
+            saves: Default::default(),
+        });
+        let g = graph(2, false, cp.clone());
+        let input = RunInput::Values(vec![("count".into(), Val::Json(json!(0)))]);
+        let r = g.run(input, opts("t", None)).await.unwrap();
+        assert_eq!(int(&r.state, "count"), 2);
+        let saves = cp.saves.lock().unwrap().clone();
+        let records = cp.list("t", None, None).await.unwrap();
+        let ids: Vec<&str> = records.iter().rev().map(|r| r.id.as_str()).collect();
+        // The input checkpoint, START's step, a's, b's.
+        assert_eq!(ids.len(), 4, "{saves:?}");
+        let mut want = vec![vec![format!("w:{}", ids[0]), format!("r:{}", ids[0])]];
+        want.extend(ids[1..].iter().map(|id| vec![format!("r:{id}")]));
+        assert_eq!(saves, want);
+        assert_eq!(records[records.len() - 1].parent_id, None);
+    }
+
     pub async fn long_thread_loads_from_snapshots(cp: Arc<dyn Checkpointer>) {
         long_thread(cp, false).await;
     }
