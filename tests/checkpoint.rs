@@ -1248,6 +1248,122 @@ mod graphs {
         assert_loads_match_replay(&cp, &cold, "t").await;
     }
 
+    /// A saver that passes every call to `inner` and notes each save: `put_many` as
+    /// its puts (`w:<checkpoint>` writes, `r:<id>` a record), `put_writes` as `pw:`.
+    struct Noting {
+        inner: MemorySaver,
+        saves: std::sync::Mutex<Vec<Vec<String>>>,
+    }
+
+    #[async_trait]
+    impl Checkpointer for Noting {
+        async fn put_many(&self, t: &str, puts: Vec<Put>) -> ironloop::checkpoint::Result<()> {
+            let shape = puts
+                .iter()
+                .map(|p| match p {
+                    Put::Record { record, .. } => format!("r:{}", record.id),
+                    Put::Writes { checkpoint_id, .. } => format!("w:{checkpoint_id}"),
+                })
+                .collect();
+            self.saves.lock().unwrap().push(shape);
+            self.inner.put_many(t, puts).await
+        }
+        async fn put_writes(
+            &self,
+            t: &str,
+            id: &str,
+            writes: Vec<PendingWrite>,
+        ) -> ironloop::checkpoint::Result<()> {
+            self.saves.lock().unwrap().push(vec![format!("pw:{id}")]);
+            self.inner.put_writes(t, id, writes).await
+        }
+        async fn get(
+            &self,
+            t: &str,
+            id: Option<&str>,
+        ) -> ironloop::checkpoint::Result<Option<CheckpointRecord>> {
+            self.inner.get(t, id).await
+        }
+        async fn chain(
+            &self,
+            t: &str,
+            id: &str,
+        ) -> ironloop::checkpoint::Result<Vec<CheckpointRecord>> {
+            self.inner.chain(t, id).await
+        }
+        async fn list(
+            &self,
+            t: &str,
+            limit: Option<usize>,
+            before: Option<&str>,
+        ) -> ironloop::checkpoint::Result<Vec<CheckpointRecord>> {
+            self.inner.list(t, limit, before).await
+        }
+        async fn pending_writes(
+            &self,
+            t: &str,
+            id: &str,
+        ) -> ironloop::checkpoint::Result<Vec<PendingWrite>> {
+            self.inner.pending_writes(t, id).await
+        }
+        async fn delete_thread(&self, t: &str) -> ironloop::checkpoint::Result<()> {
+            self.inner.delete_thread(t).await
+        }
+        async fn delete_checkpoints(
+            &self,
+            t: &str,
+            ids: Vec<String>,
+        ) -> ironloop::checkpoint::Result<()> {
+            self.inner.delete_checkpoints(t, ids).await
+        }
+        async fn close(&self) -> ironloop::checkpoint::Result<()> {
+            self.inner.close().await
+        }
+        async fn list_stalled(
+            &self,
+            stale_after: Duration,
+            limit: Option<usize>,
+        ) -> ironloop::checkpoint::Result<Vec<String>> {
+            self.inner.list_stalled(stale_after, limit).await
+        }
+        async fn claim_stalled(
+            &self,
+            owner: &str,
+            stale_after: Duration,
+            lease: Duration,
+            limit: usize,
+        ) -> ironloop::checkpoint::Result<Vec<String>> {
+            self.inner
+                .claim_stalled(owner, stale_after, lease, limit)
+                .await
+        }
+    }
+
+    #[tokio::test]
+    async fn a_runs_input_is_saved_with_its_input_checkpoint_in_one_batch() {
+        // Under the default durability ("sync"), the input (the pending writes of the
+        // input checkpoint) and that checkpoint are one `put_many`: one transaction,
+        // never a checkpoint without its input, one commit instead of two. Each later
+        // step is its own save, before the next step starts.
+        let cp = Arc::new(Noting {
+            inner: MemorySaver::new(),
+            saves: Default::default(),
+        });
+        let g = graph(2, false, cp.clone());
+        let input = RunInput::Values(vec![("count".into(), Val::Json(json!(0)))]);
+        let r = g.run(input, opts("t", None)).await.unwrap();
+        assert_eq!(int(&r.state, "count"), 2);
+        let saves = cp.saves.lock().unwrap().clone();
+        let records = cp.list("t", None, None).await.unwrap();
+        let ids: Vec<&str> = records.iter().rev().map(|r| r.id.as_str()).collect();
+        // The input checkpoint, START's step, a's, b's.
+        assert_eq!(ids.len(), 4, "{saves:?}");
+        let mut want = vec![vec![format!("w:{}", ids[0]), format!("r:{}", ids[0])]];
+        want.extend(ids[1..].iter().map(|id| vec![format!("r:{id}")]));
+        assert_eq!(saves, want);
+        assert_eq!(records[records.len() - 1].parent_id, None);
+    }
+
     pub async fn long_thread_loads_from_snapshots(cp: Arc<dyn Checkpointer>) {
         long_thread(cp, false).await;
     }
@@ -1646,6 +1762,161 @@ conformance!(
 #[cfg(feature = "sqlite")]
 mod sqlite_only {
     use super::*;
+
+    /// The commits in `db`'s WAL: frames whose header names the database's size after
+    /// a commit, of the WAL's current generation (salts as in its header).
+    fn wal_commits(db: &std::path::Path) -> usize {
+        let mut p = db.as_os_str().to_owned();
+        p.push("-wal");
+        let Ok(wal) = std::fs::read(std::path::PathBuf::from(p)) else {
+            return 0;
+        };
+        if wal.len() < 32 {
+            return 0;
+        }
+        let be = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+        let page = be(&wal[8..12]) as usize;
+        let salts = &wal[16..24];
+        let mut commits = 0;
+        let mut at = 32;
+        while at + 24 + page <= wal.len() {
+            let h = &wal[at..at + 24];
+            if &h[8..16] != salts {
+                break;
+            }
+            if be(&h[4..8]) != 0 {
+                commits += 1;
+            }
+            at += 24 + page;
+        }
+        commits
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn writes_queued_together_commit_as_one_group_and_fail_alone() {
+        // Group commit: writes waiting on the SQLite thread at once are committed in
+        // one transaction (a savepoint each), and each caller is answered once it is
+        // committed. Another connection holds the file's write lock while 40 writes
+        // queue up behind the first: steps of 30 threads (one `put_many` batch of a
+        // record and its writes each, or a `put_next`), 5 `put_next` whose parent is
+        // not the latest, 5 batches whose second record conflicts with a stored one.
+        // The refused ones must leave nothing (their savepoint rolled back) and cost
+        // the others nothing; every saved one must be on disk when its call returns.
+        let db = TempDb::new("group-commit");
+        let s = Arc::new(SqliteSaver::open(db.path()).unwrap());
+        for t in 0..40 {
+            s.put_next(&format!("t{t}"), rec("c0", None, 0))
+                .await
+                .unwrap();
+        }
+        let before = wal_commits(db.path());
+        let other = rusqlite::Connection::open(db.path()).unwrap();
+        other.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let path = db.path().to_path_buf();
+        let on_disk = move |t: &str, id: &str| -> i64 {
+            // A connection of its own: sees what is committed, nothing else.
+            let c = rusqlite::Connection::open(&path).unwrap();
+            c.query_row(
+                "SELECT count(*) FROM checkpoints c JOIN threads t \
+                 ON c.seq > t.no << 32 AND c.seq < (t.no + 1) << 32 \
+                 WHERE t.thread_id = ?1 AND c.checkpoint_id = ?2",
+                [t, id],
+                |r| r.get(0),
+            )
+            .unwrap()
+        };
+        let tasks: Vec<_> = (0..40)
+            .map(|t| {
+                let (s, on_disk) = (s.clone(), on_disk.clone());
+                tokio::spawn(async move {
+                    let thread = format!("t{t}");
+                    let r = match t {
+                        0..=14 => {
+                            s.put_many(
+                                &thread,
+                                vec![
+                                    next(rec("c1", Some("c0"), 1)),
+                                    writes_to("c1", vec![pw("a", "x", json!(t))]),
+                                ],
+                            )
+                            .await
+                        }
+                        15..=29 => s.put_next(&thread, rec("c1", Some("c0"), 1)).await,
+                        30..=34 => s.put_next(&thread, rec("c1", Some("gone"), 1)).await,
+                        _ => {
+                            s.put_many(
+                                &thread,
+                                vec![
+                                    next(rec("c1", Some("c0"), 1)),
+                                    // c0 is stored with another record: a conflict.
+                                    Put::Record {
+                                        record: Box::new(rec("c0", None, 7)),
+                                        next: false,
+                                    },
+                                ],
+                            )
+                            .await
+                        }
+                    };
+                    let seen = on_disk(&thread, "c1");
+                    (t, r, seen)
+                })
+            })
+            .collect();
+        // Every write is queued (the first waits for the lock) before it is released.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(
+            tasks.iter().all(|t| !t.is_finished()),
+            "saved through the lock"
+        );
+        other.execute_batch("COMMIT").unwrap();
+        for task in tasks {
+            let (t, r, seen) = task.await.unwrap();
+            match t {
+                0..=29 => {
+                    r.unwrap();
+                    assert_eq!(seen, 1, "t{t}: answered before its commit");
+                }
+                _ => {
+                    let e = r.unwrap_err();
+                    assert!(matches!(e, CheckpointError::Conflict { .. }), "t{t}: {e:?}");
+                    assert_eq!(seen, 0, "t{t}: a refused write left its record");
+                }
+            }
+        }
+        for t in 0..40 {
+            let thread = format!("t{t}");
+            let latest = s.get(&thread, None).await.unwrap().unwrap();
+            let want = if t < 30 { "c1" } else { "c0" };
+            assert_eq!(latest.id, want, "{thread}");
+            assert_eq!(latest.step, if t < 30 { 1 } else { 0 }, "{thread}");
+            if t < 30 {
+                let writes = s.pending_writes(&thread, "c1").await.unwrap();
+                let want = if t < 15 {
+                    vec![pw("a", "x", json!(t))]
+                } else {
+                    vec![]
+                };
+                assert_eq!(writes, want, "{thread}");
+            }
+        }
+        // 40 writes in a few commits: the one that waited for the lock, then groups of
+        // what was queued (the writes of 10 that were refused committed nothing).
+        let commits = wal_commits(db.path()) - before;
+        assert!(
+            (1..=4).contains(&commits),
+            "{commits} commits for 30 saved writes queued together"
+        );
+        s.close().unwrap();
+        // And all of it is in the file for a new saver.
+        let s = SqliteSaver::open(db.path()).unwrap();
+        for t in 0..30 {
+            assert_eq!(
+                s.get(&format!("t{t}"), None).await.unwrap().unwrap().id,
+                "c1"
+            );
+        }
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_caller_that_may_block_waits_for_another_writers_lock() {

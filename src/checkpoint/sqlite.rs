@@ -18,7 +18,8 @@
 //! already queued, closes the connection and joins the thread. Any call made after that
 //! returns a [`CheckpointError::Storage`] saying the saver was closed. A future dropped while its
 //! operation is queued does not cancel the operation: a `put` is either fully written or
-//! not written at all (every write is one transaction).
+//! not written at all (every write is one transaction, or one savepoint of a group
+//! commit's: see below).
 //!
 //! # Durability and sharing
 //!
@@ -32,7 +33,11 @@
 //! `BEGIN IMMEDIATE` transaction (it takes the write lock up front, so it cannot fail
 //! half-way with `SQLITE_BUSY` on lock upgrade, and `put_next`'s check of the thread's
 //! latest checkpoint and its insert are atomic for every process) and the connection
-//! waits up to [`BUSY_TIMEOUT`] for a lock held by someone else before giving up. Reads
+//! waits up to [`BUSY_TIMEOUT`] for a lock held by someone else before giving up. The
+//! SQLite thread commits the writes it finds queued together (up to 64, in queue
+//! order), each under a savepoint of the group's transaction, and answers each once
+//! the group's `COMMIT` returned (*group commit*, see `Write`): what many runs at once
+//! save costs one commit, not one each. Reads
 //! never wait on writers (WAL). The file must live on a local filesystem: WAL needs
 //! shared memory.
 //!
@@ -69,7 +74,7 @@
 //! migrated to 2: its writes get their `seq` as `idx`, which keeps them all. Version 3
 //! changed no table: it marks a file whose records may be in format 2, which an
 //! ironloop knowing version 2 refuses.
-//! A `put_many` batch is one `BEGIN IMMEDIATE` transaction.
+//! A `put_many` batch is one `BEGIN IMMEDIATE` transaction (or one savepoint of a group's).
 //!
 //! `chain` reads only the ancestors of the requested checkpoint, with one recursive
 //! query that follows `parent_seq`; its cost grows with the length of that chain, not with the size of the thread or of the file. `chain_from_snapshot`
@@ -234,6 +239,149 @@ const CLOSED: &str =
 
 type Job = Box<dyn FnOnce(&mut Connection) + Send + 'static>;
 
+/// The most writes the SQLite thread commits in one transaction (see [`Write`]): the
+/// file's write lock is held for a group's statements (tens of µs each), so another
+/// process's writer waits at most for one group.
+const GROUP_MAX: usize = 64;
+
+/// A write sent to the SQLite thread (`put_many`, `put_writes`), committed **with the
+/// writes queued beside it** (group commit, see [`commit_group`]): the thread runs
+/// every write it finds waiting in one `BEGIN IMMEDIATE` transaction, each under a
+/// savepoint of its own (a write that fails or changes nothing is rolled back to it,
+/// alone), and answers each caller once the group's `COMMIT` returned. A caller's
+/// write is as durable when its call returns as in a transaction of its own, and
+/// writes of one file still commit one at a time in the order they were queued;
+/// with many runs at once the thread does one commit (one WAL append of the pages
+/// they share, one lock round, one wake-up per caller) for many.
+trait Write: Send {
+    /// Runs the write's statements on `conn`, inside the group's transaction: whether
+    /// to keep them (false: it failed, or decided to change nothing).
+    fn run(&mut self, conn: &Connection) -> bool;
+    /// Answers the caller: with what `run` returned, or with `failed` (the write did
+    /// not reach the file: its group's `COMMIT` failed, or it never ran).
+    fn answer(self: Box<Self>, failed: Option<&rusqlite::Error>);
+}
+
+/// A [`Write`] of a closure `f` whose result `keep` says whether to commit.
+struct WriteJob<R, F> {
+    f: F,
+    keep: fn(&R) -> bool,
+    out: Option<std::thread::Result<rusqlite::Result<R>>>,
+    tx: oneshot::Sender<std::thread::Result<rusqlite::Result<R>>>,
+}
+
+impl<R, F> Write for WriteJob<R, F>
+where
+    R: Send + 'static,
+    F: FnMut(&Connection) -> rusqlite::Result<R> + Send + 'static,
+{
+    fn run(&mut self, conn: &Connection) -> bool {
+        let r = catch_unwind(AssertUnwindSafe(|| (self.f)(conn)));
+        let keep = matches!(&r, Ok(Ok(v)) if (self.keep)(v));
+        self.out = Some(r);
+        keep
+    }
+
+    fn answer(self: Box<Self>, failed: Option<&rusqlite::Error>) {
+        let out = match (failed, self.out) {
+            (Some(e), _) => Ok(Err(copy_error(e))),
+            (None, None) => Ok(Err(setup_error("the write was not run".into()))),
+            (None, Some(out)) => out,
+        };
+        let _ = self.tx.send(out);
+    }
+}
+
+/// `e` again (rusqlite's errors are not `Clone`): the same code and message, for
+/// every write of a group that one failure stopped.
+fn copy_error(e: &rusqlite::Error) -> rusqlite::Error {
+    match e {
+        rusqlite::Error::SqliteFailure(code, msg) => {
+            rusqlite::Error::SqliteFailure(*code, msg.clone().or_else(|| Some(e.to_string())))
+        }
+        other => setup_error(other.to_string()),
+    }
+}
+
+/// Commits `group` (see [`Write`]): one transaction, a savepoint per write when there
+/// are several. A write that makes SQLite roll the whole transaction back (an I/O
+/// error, a full disk) is answered with its error, and the writes kept before it are
+/// run again in a new transaction with those after it; a failed `COMMIT` is every
+/// kept write's error. Nothing is answered as saved before its `COMMIT` returned.
+fn commit_group(conn: &Connection, group: Vec<Box<dyn Write>>) {
+    let mut todo = group;
+    while !todo.is_empty() {
+        let nested = todo.len() > 1;
+        if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+            for w in todo {
+                w.answer(Some(&e));
+            }
+            return;
+        }
+        let mut kept: Vec<Box<dyn Write>> = Vec::with_capacity(todo.len());
+        let mut rest = todo.into_iter();
+        let mut retry = None;
+        while let Some(mut w) = rest.next() {
+            if nested {
+                if let Err(e) = conn.execute_batch("SAVEPOINT ironloop_write") {
+                    w.answer(Some(&e));
+                    continue;
+                }
+            }
+            let keep = w.run(conn);
+            if conn.is_autocommit() {
+                // SQLite rolled the transaction back: `w` failed, the writes kept
+                // before it are gone and go again with the rest.
+                if keep {
+                    // Its statements ended the transaction themselves: not a write.
+                    w.answer(Some(&setup_error("a write ended its transaction".into())));
+                } else {
+                    w.answer(None);
+                }
+                retry = Some(kept.drain(..).chain(rest.by_ref()).collect::<Vec<_>>());
+                break;
+            }
+            let end = match (nested, keep) {
+                (true, true) => conn.execute_batch("RELEASE ironloop_write"),
+                (true, false) => {
+                    conn.execute_batch("ROLLBACK TO ironloop_write; RELEASE ironloop_write")
+                }
+                (false, _) => Ok(()),
+            };
+            match (end, keep) {
+                (Ok(()), true) => kept.push(w),
+                (Ok(()), false) => w.answer(None),
+                (Err(e), _) => {
+                    // Not expected (the savepoint is there): the transaction's state
+                    // is unknown, so it is rolled back and the group goes again.
+                    w.answer(Some(&e));
+                    let _ = conn.execute_batch("ROLLBACK");
+                    retry = Some(kept.drain(..).chain(rest.by_ref()).collect());
+                    break;
+                }
+            }
+        }
+        if let Some(again) = retry {
+            todo = again;
+            continue;
+        }
+        // A lone write that changes nothing is rolled back; otherwise the group commits.
+        let done = if kept.is_empty() {
+            conn.execute_batch("ROLLBACK")
+        } else {
+            conn.execute_batch("COMMIT")
+        };
+        if done.is_err() && !conn.is_autocommit() {
+            let _ = conn.execute_batch("ROLLBACK");
+        }
+        let failed = done.err();
+        for w in kept {
+            w.answer(failed.as_ref());
+        }
+        return;
+    }
+}
+
 /// A stored record as read: its id, parent and text (see [`record`]).
 type RecordRow = (String, Option<String>, String);
 
@@ -360,14 +508,14 @@ fn find(
     Ok(first.and_then(|(seq, key, ordered)| (ordered && key == id).then_some(seq)))
 }
 
-/// Saves a record in `tx` as `put` does (`put_next` when `next`: only if the thread's
+/// Saves a record in `tx` (a connection inside a write transaction) as `put` does (`put_next` when `next`: only if the thread's
 /// latest checkpoint is its parent); the parent's pending writes go with it.
 ///
 /// The common case, a run's next step, writes one b-tree: the record's row, at the
 /// end of its thread's `seq`s; its id (greater than the thread's keys) and its parent
 /// (the latest) need no index entry.
 fn save_record(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Connection,
     t: &str,
     id: &str,
     parent_id: &Option<String>,
@@ -428,7 +576,7 @@ fn save_record(
 
 /// A new checkpoint's parent has run: its pending writes go.
 fn delete_parent_writes(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Connection,
     t: &str,
     parent_id: &Option<String>,
 ) -> rusqlite::Result<()> {
@@ -441,7 +589,7 @@ fn delete_parent_writes(
 
 /// Inserts pending writes in `tx`, ignoring those whose `(task_id, idx)` is stored.
 fn insert_writes(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Connection,
     t: &str,
     checkpoint_id: &str,
     rows: &[WriteRow],
@@ -470,6 +618,8 @@ fn insert_writes(
 enum Msg {
     /// A statement (or transaction) on the saver's connection.
     Run(Job),
+    /// A write, committed with the writes queued beside it (see [`Write`]).
+    Write(Box<dyn Write>),
     /// Copy the WAL back into the database file (see [`Wal`]).
     Checkpoint,
 }
@@ -723,6 +873,51 @@ impl SqliteSaver {
         }
     }
 
+    /// Runs the write `f` in a write transaction on the saver's connection, committed
+    /// when `keep` says so of its result (else rolled back): on the calling thread as
+    /// [`call`](Self::call) does, else on the SQLite thread with the writes queued
+    /// beside it (see [`Write`]). Returns once committed (or not).
+    async fn call_write<R, F>(&self, op: &'static str, keep: fn(&R) -> bool, mut f: F) -> Result<R>
+    where
+        R: Send + 'static,
+        F: FnMut(&Connection) -> rusqlite::Result<R> + Send + 'static,
+    {
+        if caller::may_block() {
+            let mut here = |conn: &mut Connection| {
+                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                let r = f(&tx)?;
+                if keep(&r) {
+                    tx.commit()?;
+                }
+                Ok(r)
+            };
+            if let Some(r) = self.call_here(&mut here) {
+                self.pass_on_checkpoint();
+                return self.outcome(op, r);
+            }
+        }
+        let (tx, rx) = oneshot::channel();
+        let job = WriteJob {
+            f,
+            keep,
+            out: None,
+            tx,
+        };
+        {
+            let worker = self.lock_worker();
+            let Some(w) = worker.as_ref() else {
+                return Err(self.closed(op));
+            };
+            if w.jobs.send(Msg::Write(Box::new(job))).is_err() {
+                return Err(self.thread_gone(op));
+            }
+        }
+        match rx.await {
+            Ok(r) => self.outcome(op, r),
+            Err(_) => Err(self.thread_gone(op)),
+        }
+    }
+
     /// `f` on the calling thread, unless the connection is busy: in use by the SQLite
     /// thread, or the file's write lock held by another connection (then `f` waits
     /// there, where a sync caller still answers Ctrl-C). `None` when it did not run to
@@ -945,12 +1140,12 @@ impl Checkpointer for SqliteSaver {
             return Ok(());
         }
         let t = thread_id.to_owned();
-        // One write transaction (BEGIN IMMEDIATE holds the file's write lock): every
-        // check and insert are atomic for every process that shares the file, and a
-        // failed check leaves nothing of the batch (the transaction is rolled back).
+        // One write transaction, or a savepoint of a group's (see `Write`; BEGIN
+        // IMMEDIATE holds the file's write lock): every check and insert are atomic
+        // for every process that shares the file, and a failed check leaves nothing of
+        // the batch (rolled back).
         let failed = self
-            .call("save a checkpoint", move |conn| {
-                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            .call_write("save a checkpoint", Option::is_none, move |tx| {
                 for row in &rows {
                     match row {
                         Row::Record {
@@ -958,7 +1153,7 @@ impl Checkpointer for SqliteSaver {
                             parent_id,
                             json,
                             next,
-                        } => match save_record(&tx, &t, id, parent_id, json, *next)? {
+                        } => match save_record(tx, &t, id, parent_id, json, *next)? {
                             Next::Saved => {}
                             Next::Stored(p, s)
                                 if record::same(
@@ -971,10 +1166,9 @@ impl Checkpointer for SqliteSaver {
                         Row::Writes {
                             checkpoint_id,
                             writes,
-                        } => insert_writes(&tx, &t, checkpoint_id, writes)?,
+                        } => insert_writes(tx, &t, checkpoint_id, writes)?,
                     }
                 }
-                tx.commit()?;
                 Ok(None)
             })
             .await?;
@@ -1002,11 +1196,11 @@ impl Checkpointer for SqliteSaver {
         let rows = self.encode_writes(writes)?;
         let thread_id = thread_id.to_owned();
         let checkpoint_id = checkpoint_id.to_owned();
-        self.call("save pending writes", move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            insert_writes(&tx, &thread_id, &checkpoint_id, &rows)?;
-            tx.commit()
-        })
+        self.call_write(
+            "save pending writes",
+            |_| true,
+            move |tx| insert_writes(tx, &thread_id, &checkpoint_id, &rows),
+        )
         .await
     }
 
@@ -1293,12 +1487,38 @@ fn serve(
     jobs: &mpsc::Receiver<Msg>,
 ) -> std::result::Result<(), String> {
     let mut copier: Option<Connection> = None;
-    while let Ok(msg) = jobs.recv() {
+    let mut next: Option<Msg> = None;
+    loop {
+        let msg = match next.take() {
+            Some(m) => m,
+            None => match jobs.recv() {
+                Ok(m) => m,
+                Err(_) => break,
+            },
+        };
         match msg {
             Msg::Run(job) => {
                 let mut guard = conn.lock().unwrap_or_else(|p| p.into_inner());
                 if let Some(c) = guard.as_mut() {
                     job(c);
+                }
+            }
+            Msg::Write(w) => {
+                // The writes queued behind it join its group, up to the first other job.
+                let mut group = vec![w];
+                while group.len() < GROUP_MAX {
+                    match jobs.try_recv() {
+                        Ok(Msg::Write(w)) => group.push(w),
+                        Ok(other) => {
+                            next = Some(other);
+                            break;
+                        }
+                        Err(_) => break,
+                    }
+                }
+                let guard = conn.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(c) = guard.as_ref() {
+                    commit_group(c, group);
                 }
             }
             Msg::Checkpoint => checkpoint_wal(path, &mut copier, wal),

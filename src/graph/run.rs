@@ -27,7 +27,7 @@ use super::spec::{NodeFailure, NodeOutput, START};
 use super::state::StateView;
 use super::value::Val;
 use crate::checkpoint::{
-    now_secs, thread_key, CheckpointError, CheckpointRecord, Checkpointer, Write,
+    now_secs, thread_key, CheckpointError, CheckpointRecord, Checkpointer, PendingWrite, Write,
 };
 
 mod emit;
@@ -425,15 +425,15 @@ impl<'g> Run<'g> {
         self.step += 1;
         let id = new_id();
         self.next = Graph::make_tasks(&id, vec![(START.into(), None)]);
-        // The input first, as the pending writes of the checkpoint about to be saved: a
-        // worker killed between the two calls leaves writes that no checkpoint refers
-        // to (the input is given again), never an input checkpoint without its input
-        // (a resumed run would start from nothing).
-        if let Some(saves) = &self.saves {
-            let ws = pending::finished_writes(&self.next[0], &out)?;
-            saves.writes(&id, ws).await?;
-        }
-        self.checkpoint(id, Source::Input, Vec::new()).await?;
+        // The input is saved as the pending writes of the input checkpoint, in one
+        // batch with it (one transaction): never an input checkpoint without its input
+        // (a resumed run would start from nothing), and one commit, not two.
+        let input = match &self.saves {
+            Some(_) => pending::finished_writes(&self.next[0], &out)?,
+            None => Vec::new(),
+        };
+        self.checkpoint(id, Source::Input, Vec::new(), input)
+            .await?;
         self.emit_checkpoint(Source::Input);
         self.input = Some(out);
         Ok(())
@@ -738,7 +738,8 @@ impl Run<'_> {
         let id = new_id();
         let triggers = self.route(&outputs, &view, &own_views, &mut saved)?;
         self.next = Graph::make_tasks(&id, triggers);
-        self.checkpoint(id.clone(), Source::Loop, saved).await?;
+        self.checkpoint(id.clone(), Source::Loop, saved, Vec::new())
+            .await?;
         self.emit_checkpoint(Source::Loop);
         self.pending.clear();
         Ok(id)
@@ -840,6 +841,7 @@ impl Run<'_> {
         id: String,
         source: Source,
         writes: Vec<Write>,
+        pending: Vec<PendingWrite>,
     ) -> Result<(), GraphError> {
         let Some(saves) = &self.saves else {
             return Ok(());
@@ -861,7 +863,7 @@ impl Run<'_> {
         // Every step but a fork's first must follow the thread's latest checkpoint: a
         // second run advancing the thread at the same time gets a conflict.
         saves
-            .record(record.clone(), std::mem::take(&mut self.fork))
+            .record(pending, record.clone(), std::mem::take(&mut self.fork))
             .await?;
         self.since_snapshot = since;
         self.parent = Some(record);

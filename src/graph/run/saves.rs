@@ -76,17 +76,35 @@ impl Saves {
     }
 
     /// Saves `record` as the thread's next checkpoint (`put_next`), or with `put` (a
-    /// fork's first).
-    pub async fn record(&self, record: CheckpointRecord, put: bool) -> Result<(), GraphError> {
-        let p = Put::Record {
+    /// fork's first); with `pending` writes of its own (the input of an input
+    /// checkpoint), saved first in the same batch (one transaction).
+    pub async fn record(
+        &self,
+        pending: Vec<PendingWrite>,
+        record: CheckpointRecord,
+        put: bool,
+    ) -> Result<(), GraphError> {
+        let mut puts = Vec::with_capacity(2);
+        if !pending.is_empty() {
+            puts.push(Put::Writes {
+                checkpoint_id: record.id.clone(),
+                writes: pending,
+            });
+        }
+        puts.push(Put::Record {
             record: Box::new(record),
             next: !put,
-        };
+        });
         match self.durability {
-            Durability::Sync => self.save(vec![p]).await,
-            Durability::Async => self.enqueue(p),
+            Durability::Sync => self.save(puts).await,
+            Durability::Async => {
+                for p in puts {
+                    self.enqueue(p)?;
+                }
+                Ok(())
+            }
             Durability::Exit => {
-                lock(&self.deferred).push(p);
+                lock(&self.deferred).extend(puts);
                 Ok(())
             }
         }
