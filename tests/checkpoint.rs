@@ -2059,6 +2059,32 @@ mod sqlite_only {
         assert_eq!(s.list("t", None, None).await.unwrap().len(), 6);
     }
 
+    /// Savers opening one new file at once all open it. The first one switching the file
+    /// to WAL holds it exclusively for a moment, and SQLite answers the others
+    /// `SQLITE_BUSY` at once then, without waiting (what failed
+    /// `two_savers_one_file_concurrent_writers` once, under load).
+    #[test]
+    fn savers_opening_one_new_file_at_once_all_open_it() {
+        for round in 0..40 {
+            let db = TempDb::new(&format!("open-race-{round}"));
+            let barrier = std::sync::Arc::new(std::sync::Barrier::new(6));
+            let openers: Vec<_> = (0..6)
+                .map(|_| {
+                    let (path, barrier) = (db.path().to_path_buf(), barrier.clone());
+                    std::thread::spawn(move || {
+                        barrier.wait();
+                        SqliteSaver::open(&path).and_then(|s| s.close())
+                    })
+                })
+                .collect();
+            for o in openers {
+                if let Err(e) = o.join().unwrap() {
+                    panic!("round {round}: {e}");
+                }
+            }
+        }
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn two_savers_one_file_concurrent_writers() {
         let db = TempDb::new("two-savers");

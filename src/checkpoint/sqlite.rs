@@ -88,7 +88,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use rusqlite::config::DbConfig;
@@ -1565,8 +1565,37 @@ fn checkpoint_wal(path: &Path, copier: &mut Option<Connection>, wal: &Wal) {
     }
 }
 
-/// Opens the connection, sets the pragmas and creates or checks the schema.
+/// Opens the connection, sets the pragmas and creates or checks the schema, trying
+/// again while the file is busy for up to [`BUSY_TIMEOUT`].
+///
+/// Why again, when the connection has a busy timeout: in WAL mode SQLite answers
+/// `SQLITE_BUSY` at once, without calling the busy handler, while another connection
+/// holds the file exclusively for a moment: the first one to open a new file switching
+/// it to WAL, one rebuilding the WAL index after a crash, the last one closing and
+/// cleaning up ("Sometimes Queries Return SQLITE_BUSY In WAL Mode", sqlite.org/wal.html).
+/// Two savers opening one new file at once met the first (a test, under load).
+/// Everything here is idempotent (the schema is created in one transaction, or seen).
 fn init_connection(path: &Path) -> rusqlite::Result<Connection> {
+    let start = Instant::now();
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match try_init_connection(path) {
+            Err(e)
+                if matches!(
+                    e.sqlite_error_code(),
+                    Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+                ) && start.elapsed() < BUSY_TIMEOUT =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            r => return r,
+        }
+    }
+}
+
+/// One try of [`init_connection`].
+fn try_init_connection(path: &Path) -> rusqlite::Result<Connection> {
     let conn = Connection::open(path)?;
     // First, so that the pragmas below also wait for other processes opening the file.
     conn.busy_timeout(BUSY_TIMEOUT)?;
