@@ -108,6 +108,26 @@ pub fn has_snapshot(text: &str) -> bool {
         || text.starts_with(SNAPSHOT_PREFIX_V1)
 }
 
+/// A record's `next` tasks as formats 3 and 4 store them: a task whose id is the
+/// engine's own as its node's name (or `[node, arg]`), any other as `[id, node, arg]`.
+fn encode_next(record: &CheckpointRecord) -> Vec<Value> {
+    record
+        .next
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            if t.id == engine_task_id(&record.id, i, &t.node) {
+                match &t.arg {
+                    None => Value::String(t.node.clone()),
+                    Some(a) => json!([t.node, a]),
+                }
+            } else {
+                json!([t.id, t.node, t.arg])
+            }
+        })
+        .collect()
+}
+
 /// The stored text of `record` (format 4). Deterministic: the same record always gives
 /// the same text, which is how a store tells a retried `put` from a conflicting one.
 pub fn encode(record: &CheckpointRecord) -> serde_json::Result<String> {
@@ -123,21 +143,7 @@ pub fn encode(record: &CheckpointRecord) -> serde_json::Result<String> {
             g.push(w.value.clone());
         }
     }
-    let next: Vec<Value> = record
-        .next
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            if t.id == engine_task_id(&record.id, i, &t.node) {
-                match &t.arg {
-                    None => Value::String(t.node.clone()),
-                    Some(a) => json!([t.node, a]),
-                }
-            } else {
-                json!([t.id, t.node, t.arg])
-            }
-        })
-        .collect();
+    let next = encode_next(record);
     let source = match SOURCES.iter().position(|s| *s == record.source) {
         Some(i) => json!(i),
         None => json!([record.source]),
@@ -642,21 +648,7 @@ mod tests {
             .iter()
             .map(|w| json!([w.node, w.channel, w.value]))
             .collect();
-        let next: Vec<Value> = r
-            .next
-            .iter()
-            .enumerate()
-            .map(|(i, t)| {
-                if t.id == engine_task_id(&r.id, i, &t.node) {
-                    match &t.arg {
-                        None => Value::String(t.node.clone()),
-                        Some(a) => json!([t.node, a]),
-                    }
-                } else {
-                    json!([t.id, t.node, t.arg])
-                }
-            })
-            .collect();
+        let next = encode_next(r);
         let tag = if r.snapshot.is_some() {
             TAG_SNAPSHOT
         } else {
