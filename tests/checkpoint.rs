@@ -2004,6 +2004,46 @@ mod sqlite_only {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_wal_restarts_under_commits_that_never_pause() {
+        // A passive copy never lets the WAL start over while the next commit always
+        // begins before the last copy ended: the WAL grew without end (41 MB after 2,000
+        // chat turns). Past 4 MiB the copy restarts it. 6,000 commits back to back, the
+        // WAL's size looked at every 50.
+        let db = TempDb::new("wal-restarts");
+        let s = Arc::new(SqliteSaver::open(db.path()).unwrap());
+        let saver = s.clone();
+        let wal = {
+            let mut p = db.path().as_os_str().to_owned();
+            p.push("-wal");
+            std::path::PathBuf::from(p)
+        };
+        const PUTS: usize = 6000;
+        let peak = on_a_blocking_caller(move || {
+            let pad = "x".repeat(2048);
+            let mut parent: Option<String> = None;
+            let mut peak = 0;
+            for i in 0..PUTS {
+                let id = format!("c{i}");
+                let mut r = rec(&id, parent.as_deref(), i as i64);
+                r.metadata = json!({ "pad": pad });
+                futures::executor::block_on(saver.put_next("t", r)).unwrap();
+                parent = Some(id);
+                if i % 50 == 0 {
+                    peak = peak.max(std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0));
+                }
+            }
+            peak
+        })
+        .await;
+        assert!(
+            peak <= 10 << 20,
+            "the WAL reached {peak} bytes over {PUTS} commits of ~2 KiB: it does not restart"
+        );
+        assert_eq!(s.list("t", None, None).await.unwrap().len(), PUTS);
+        s.close().unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn data_survives_reopening() {
         let db = TempDb::new("reopen");
         {

@@ -85,7 +85,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -638,27 +638,53 @@ type Shared = Arc<Mutex<Option<Connection>>>;
 /// SQLite's default is to checkpoint inside the `COMMIT` that finds the WAL past its
 /// limit: copying the WAL into the file and syncing both (two `fsync`s) on the path of
 /// the step that happened to cross it, which was most of a durable step's cost (see
-/// BENCHMARKS.md). The connection's WAL hook only notes that the WAL is past
-/// [`WAL_PAGES`]; the SQLite thread then runs a `PASSIVE` checkpoint on a connection of
-/// its own, which never blocks writers, while steps go on committing. A commit is
-/// durable as before: in the WAL, handed to the OS, when `put` returns.
+/// BENCHMARKS.md). The connection's WAL hook only notes that the WAL grew by
+/// [`WAL_PAGES`] since the last copy was asked for; the SQLite thread then runs a
+/// `PASSIVE` checkpoint on a connection of its own, which never blocks writers, while
+/// steps go on committing. A commit is durable as before: in the WAL, handed to the
+/// OS, when `put` returns.
+///
+/// A passive copy alone never lets the WAL start over under a steady stream of
+/// commits: SQLite rewinds the WAL only for a writer whose transaction began after the
+/// whole WAL was copied, and the next step always begins while the copy of the last
+/// one is under way. The WAL then grew without end (41 MB after W9's 2,000 turns), and
+/// every commit and page read got slower with it. So once the WAL is past
+/// [`WAL_RESTART_PAGES`], the copy is a `RESTART` one: it takes the write lock for the
+/// copy (writers wait that long, a few ms per 4 MiB of WAL), waits up to
+/// [`RESTART_WAIT`] for readers to leave the WAL, and the next commit starts the WAL
+/// from its beginning. When the lock or the readers do not come free in time it copies
+/// what it can, as a passive one would, and the next one tries again.
 #[derive(Default)]
 struct Wal {
     /// A checkpoint was asked for and has not finished.
     requested: AtomicBool,
     /// Asked for, and the SQLite thread not told yet.
     unsent: AtomicBool,
+    /// The WAL's size in pages when the last checkpoint was asked for.
+    asked_at: AtomicI32,
+    /// The checkpoint asked for is to restart the WAL.
+    restart: AtomicBool,
 }
 
-/// The WAL's size, in pages, past which it is copied back (1 MiB of 4 KiB pages); the
-/// file is truncated to [`JOURNAL_SIZE_LIMIT`] when the WAL restarts.
+/// How much the WAL grows, in pages, between two copies back (1 MiB of 4 KiB pages);
+/// the file is truncated to [`JOURNAL_SIZE_LIMIT`] when the WAL restarts.
 const WAL_PAGES: i32 = 256;
 const JOURNAL_SIZE_LIMIT: i64 = 1 << 20;
+/// The WAL's size, in pages, past which a copy also restarts it (see [`Wal`]).
+const WAL_RESTART_PAGES: i32 = 4 * WAL_PAGES;
+/// How long a restarting copy waits for the write lock and then for readers.
+const RESTART_WAIT: Duration = Duration::from_millis(50);
 
 impl Wal {
     /// The WAL hook: a commit left `pages` pages in the WAL.
     fn committed(&self, pages: i32) {
-        if pages >= WAL_PAGES && !self.requested.swap(true, Ordering::AcqRel) {
+        let asked_at = self.asked_at.load(Ordering::Relaxed);
+        // `pages < asked_at`: the WAL restarted since.
+        let due = pages >= WAL_PAGES && (pages < asked_at || pages >= asked_at + WAL_PAGES);
+        if due && !self.requested.swap(true, Ordering::AcqRel) {
+            self.asked_at.store(pages, Ordering::Relaxed);
+            self.restart
+                .store(pages >= WAL_RESTART_PAGES, Ordering::Relaxed);
             self.unsent.store(true, Ordering::Release);
         }
     }
@@ -1535,15 +1561,16 @@ fn serve(
     }
 }
 
-/// A `PASSIVE` checkpoint of the WAL on `copier` (opened on first use): it copies what
-/// no reader still needs and never blocks a writer. A failure is logged, not fatal:
-/// the commits are in the WAL, and the next checkpoint (or the last connection's close)
-/// copies them.
+/// A checkpoint of the WAL on `copier` (opened on first use): `PASSIVE`, or `RESTART`
+/// when [`Wal`] asked for one. A failure is logged, not fatal: the commits are in the
+/// WAL, and the next checkpoint (or the last connection's close) copies them.
 fn checkpoint_wal(path: &Path, copier: &mut Option<Connection>, wal: &Wal) {
     let r = (|| -> rusqlite::Result<()> {
         if copier.is_none() {
             let c = Connection::open(path)?;
-            c.busy_timeout(BUSY_TIMEOUT)?;
+            // Only a restarting copy waits (a passive one never does): briefly, as
+            // writers wait while it holds the write lock.
+            c.busy_timeout(RESTART_WAIT)?;
             c.pragma_update(None, "synchronous", "NORMAL")?;
             let _: i64 =
                 c.pragma_update_and_check(None, "journal_size_limit", JOURNAL_SIZE_LIMIT, |r| {
@@ -1552,13 +1579,18 @@ fn checkpoint_wal(path: &Path, copier: &mut Option<Connection>, wal: &Wal) {
             *copier = Some(c);
         }
         let c = copier.as_ref().expect("opened above");
-        c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+        let sql = if wal.restart.load(Ordering::Relaxed) {
+            "PRAGMA wal_checkpoint(RESTART)"
+        } else {
+            "PRAGMA wal_checkpoint(PASSIVE)"
+        };
+        c.query_row(sql, [], |_| Ok(()))
     })();
     wal.requested.store(false, Ordering::Release);
     if let Err(e) = r {
         log::warn!(
             "SqliteSaver({}): copying the WAL into the file failed ({e}); it is retried \
-             at the next commit past {WAL_PAGES} pages",
+             when the WAL has grown by {WAL_PAGES} pages",
             path.display()
         );
         *copier = None;
@@ -1611,9 +1643,9 @@ fn try_init_connection(path: &Path) -> rusqlite::Result<Connection> {
     // marks the step's `INSERT ... SELECT` to be re-prepared (parsed and planned again)
     // whenever a new parent id is bound, i.e. at every step.
     conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
-    // Keep the WAL small: it is copied into the database every `WAL_PAGES` pages (1 MiB;
-    // see `Wal`, whose hook replaces SQLite's own checkpoint on commit) and truncated
-    // back to that size when it restarts, so a thread's file holds about its records'
+    // Keep the WAL small: it is copied into the database every `WAL_PAGES` pages (1 MiB),
+    // restarted once past `WAL_RESTART_PAGES` (see `Wal`, whose hook replaces SQLite's own
+    // checkpoint on commit) and truncated back to 1 MiB when it restarts, so a thread's file holds about its records'
     // bytes rather than a 4 MiB log beside them. A per-connection setting that returns
     // its new value as a row.
     let _: i64 =
