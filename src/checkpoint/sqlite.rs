@@ -303,6 +303,59 @@ fn copy_error(e: &rusqlite::Error) -> rusqlite::Error {
     }
 }
 
+/// Runs one statement that returns no rows, prepared once per connection:
+/// `execute_batch` parses its SQL at every call, and every durable step runs a
+/// `BEGIN IMMEDIATE` and a `COMMIT`.
+fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(|_| ())
+}
+
+/// A transaction on a connection, begun and ended by [`exec`]; rolled back when dropped
+/// uncommitted (as `rusqlite::Transaction`, whose statements are parsed every time).
+struct Tx<'c> {
+    conn: &'c Connection,
+    open: bool,
+}
+
+impl<'c> Tx<'c> {
+    /// `BEGIN IMMEDIATE` (takes the write lock up front) or a deferred `BEGIN` (a read).
+    fn begin(conn: &'c Connection, immediate: bool) -> rusqlite::Result<Self> {
+        exec(
+            conn,
+            if immediate {
+                "BEGIN IMMEDIATE"
+            } else {
+                "BEGIN"
+            },
+        )?;
+        Ok(Tx { conn, open: true })
+    }
+
+    fn commit(mut self) -> rusqlite::Result<()> {
+        self.open = false;
+        let r = exec(self.conn, "COMMIT");
+        if r.is_err() && !self.conn.is_autocommit() {
+            let _ = exec(self.conn, "ROLLBACK");
+        }
+        r
+    }
+}
+
+impl std::ops::Deref for Tx<'_> {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        self.conn
+    }
+}
+
+impl Drop for Tx<'_> {
+    fn drop(&mut self) {
+        if self.open && !self.conn.is_autocommit() {
+            let _ = exec(self.conn, "ROLLBACK");
+        }
+    }
+}
+
 /// Commits `group` (see [`Write`]): one transaction, a savepoint per write when there
 /// are several. A write that makes SQLite roll the whole transaction back (an I/O
 /// error, a full disk) is answered with its error, and the writes kept before it are
@@ -312,7 +365,7 @@ fn commit_group(conn: &Connection, group: Vec<Box<dyn Write>>) {
     let mut todo = group;
     while !todo.is_empty() {
         let nested = todo.len() > 1;
-        if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+        if let Err(e) = exec(conn, "BEGIN IMMEDIATE") {
             for w in todo {
                 w.answer(Some(&e));
             }
@@ -323,7 +376,7 @@ fn commit_group(conn: &Connection, group: Vec<Box<dyn Write>>) {
         let mut retry = None;
         while let Some(mut w) = rest.next() {
             if nested {
-                if let Err(e) = conn.execute_batch("SAVEPOINT ironloop_write") {
+                if let Err(e) = exec(conn, "SAVEPOINT ironloop_write") {
                     w.answer(Some(&e));
                     continue;
                 }
@@ -342,7 +395,7 @@ fn commit_group(conn: &Connection, group: Vec<Box<dyn Write>>) {
                 break;
             }
             let end = match (nested, keep) {
-                (true, true) => conn.execute_batch("RELEASE ironloop_write"),
+                (true, true) => exec(conn, "RELEASE ironloop_write"),
                 (true, false) => {
                     conn.execute_batch("ROLLBACK TO ironloop_write; RELEASE ironloop_write")
                 }
@@ -355,7 +408,7 @@ fn commit_group(conn: &Connection, group: Vec<Box<dyn Write>>) {
                     // Not expected (the savepoint is there): the transaction's state
                     // is unknown, so it is rolled back and the group goes again.
                     w.answer(Some(&e));
-                    let _ = conn.execute_batch("ROLLBACK");
+                    let _ = exec(conn, "ROLLBACK");
                     retry = Some(kept.drain(..).chain(rest.by_ref()).collect());
                     break;
                 }
@@ -367,12 +420,12 @@ fn commit_group(conn: &Connection, group: Vec<Box<dyn Write>>) {
         }
         // A lone write that changes nothing is rolled back; otherwise the group commits.
         let done = if kept.is_empty() {
-            conn.execute_batch("ROLLBACK")
+            exec(conn, "ROLLBACK")
         } else {
-            conn.execute_batch("COMMIT")
+            exec(conn, "COMMIT")
         };
         if done.is_err() && !conn.is_autocommit() {
-            let _ = conn.execute_batch("ROLLBACK");
+            let _ = exec(conn, "ROLLBACK");
         }
         let failed = done.err();
         for w in kept {
@@ -452,6 +505,30 @@ fn latest(conn: &Connection, no: i64) -> rusqlite::Result<Option<Latest>> {
     .optional()
 }
 
+/// Thread `t`'s number and latest checkpoint, in one statement ([`thread_no`] then
+/// [`latest`]): every step and every load starts with them.
+fn thread_latest(conn: &Connection, t: &str) -> rusqlite::Result<Option<(i64, Option<Latest>)>> {
+    conn.prepare_cached(
+        "SELECT t.no, c.seq, c.checkpoint_id, coalesce(c.sortkey, c.checkpoint_id) \
+         FROM threads t LEFT JOIN checkpoints c ON c.seq = ( \
+             SELECT seq FROM checkpoints WHERE seq > t.no * ?2 AND seq < (t.no + 1) * ?2 \
+             ORDER BY seq DESC LIMIT 1) \
+         WHERE t.thread_id = ?1",
+    )?
+    .query_row(params![t, SPAN], |r| {
+        let last = match r.get::<_, Option<i64>>(1)? {
+            Some(seq) => Some(Latest {
+                seq,
+                id: r.get(2)?,
+                key: r.get(3)?,
+            }),
+            None => None,
+        };
+        Ok((r.get(0)?, last))
+    })
+    .optional()
+}
+
 /// The `seq` of checkpoint `id` of thread `no` (whose latest is `latest`).
 ///
 /// A record whose id was greater than every key before it (ironloop's ids are UUIDs
@@ -522,15 +599,14 @@ fn save_record(
     json: &str,
     next: bool,
 ) -> rusqlite::Result<Next> {
-    let no = match thread_no(tx, t)? {
-        Some(no) => no,
+    let (no, last) = match thread_latest(tx, t)? {
+        Some(found) => found,
         None => {
             tx.prepare_cached("INSERT INTO threads (thread_id) VALUES (?1)")?
                 .execute([t])?;
-            tx.last_insert_rowid()
+            (tx.last_insert_rowid(), None)
         }
     };
-    let last = latest(tx, no)?;
     if let Some(seq) = find(tx, no, last.as_ref(), id)? {
         let (parent, text) = tx
             .prepare_cached("SELECT parent_id, record FROM checkpoints WHERE seq = ?1")?
@@ -910,7 +986,7 @@ impl SqliteSaver {
     {
         if caller::may_block() {
             let mut here = |conn: &mut Connection| {
-                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                let tx = Tx::begin(conn, true)?;
                 let r = f(&tx)?;
                 if keep(&r) {
                     tx.commit()?;
@@ -1032,11 +1108,10 @@ impl SqliteSaver {
         let stop = from == ChainFrom::Snapshot;
         let rows = self
             .call("read a checkpoint chain", move |conn| {
-                let conn = &conn.transaction()?;
-                let Some(no) = thread_no(conn, &t)? else {
+                let conn = &Tx::begin(conn, false)?;
+                let Some((no, last)) = thread_latest(conn, &t)? else {
                     return Ok(Vec::new());
                 };
-                let last = latest(conn, no)?;
                 let Some(start) = find(conn, no, last.as_ref(), &target)? else {
                     return Ok(Vec::new());
                 };
@@ -1236,11 +1311,10 @@ impl Checkpointer for SqliteSaver {
         let json = self
             .call("read a checkpoint", move |conn| {
                 // One read transaction: the statements below see one state of the file.
-                let conn = &conn.transaction()?;
-                let Some(no) = thread_no(conn, &t)? else {
+                let conn = &Tx::begin(conn, false)?;
+                let Some((no, last)) = thread_latest(conn, &t)? else {
                     return Ok(None);
                 };
-                let last = latest(conn, no)?;
                 let seq = match &id {
                     Some(id) => find(conn, no, last.as_ref(), id)?,
                     None => last.map(|l| l.seq),
@@ -1278,7 +1352,7 @@ impl Checkpointer for SqliteSaver {
         let limit = limit.map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
         let rows = self
             .call("list checkpoints", move |conn| {
-                let conn = &conn.transaction()?;
+                let conn = &Tx::begin(conn, false)?;
                 let Some(no) = thread_no(conn, &t)? else {
                     return Ok(Vec::new());
                 };
@@ -1639,6 +1713,9 @@ fn try_init_connection(path: &Path) -> rusqlite::Result<Connection> {
         )));
     }
     conn.pragma_update(None, "synchronous", "NORMAL")?;
+    // rusqlite keeps 16 prepared statements by default; the saver has more than that,
+    // and one evicted is parsed again at its next use.
+    conn.set_prepared_statement_cache_capacity(64);
     // Plans that never depend on bound values: without this the bundled SQLite (STAT4)
     // marks the step's `INSERT ... SELECT` to be re-prepared (parsed and planned again)
     // whenever a new parent id is bound, i.e. at every step.

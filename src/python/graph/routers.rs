@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 use super::super::env::PyRunEnv;
 use super::nodes::node_error;
@@ -70,7 +70,9 @@ impl Router for PyRouter {
                 )?,
                 None => self.path.bind(py).call1((input,))?,
             };
-            if r.hasattr("__await__")? {
+            // A name (a `str`) is the common answer: asking it for `__await__` would
+            // build and drop an `AttributeError` at every step.
+            if !r.is_instance_of::<PyString>() && r.hasattr("__await__")? {
                 return Err(PyTypeError::new_err(
                     "async routing functions are not supported: make the path function sync",
                 ));
