@@ -37,6 +37,10 @@ from ironloop.models import ScriptedChatModel
 ROUNDS_PER_RUN = 50
 MCP_SERVER = str(Path(__file__).with_name("mcp_server.py"))
 RSS_GROWTH = 0.05
+# How much the SQLite phase's files (database and WAL) may grow after the warm-up: the
+# saver restarts its WAL once past 4 MiB (src/checkpoint/sqlite.rs, `Wal`), and each
+# run's thread is deleted, so its pages are reused.
+DISK_SLACK = 8 * 2**20
 
 
 def rss_bytes() -> int:
@@ -80,6 +84,8 @@ class Phase:
     threads: tuple[int, int]
     fds: tuple[int, int]
     pool: int
+    # Bytes of the saver's files (the database and its WAL) after warm-up -> end.
+    disk: tuple[int, int] | None = None
 
     @property
     def growth(self) -> float:
@@ -91,6 +97,7 @@ class Phase:
             self.growth <= RSS_GROWTH
             and self.threads[1] <= self.threads[0]
             and self.fds[1] <= self.fds[0]
+            and (self.disk is None or self.disk[1] <= self.disk[0] + DISK_SLACK)
         )
 
     def line(self) -> str:
@@ -99,7 +106,12 @@ class Phase:
             f"{self.rss_warm / 2**20:.1f} -> {self.rss_end / 2**20:.1f} MiB after warm-up "
             f"({self.growth * 100:+.2f} %); threads {self.threads[0]} -> {self.threads[1]}; "
             f"fds {self.fds[0]} -> {self.fds[1]}; tool-pool threads at the end {self.pool}; "
-            f"{'ok' if self.ok else 'FAILED'}"
+            + (
+                f"files {self.disk[0] / 2**20:.1f} -> {self.disk[1] / 2**20:.1f} MiB; "
+                if self.disk
+                else ""
+            )
+            + f"{'ok' if self.ok else 'FAILED'}"
         )
 
 
@@ -110,6 +122,7 @@ def soak(
     per_batch: int,
     step: Callable[[int], None],
     min_warm: int = 1,
+    files: Callable[[], int] | None = None,
 ) -> Phase:
     """Runs `step(i)` for i in range(batches), each doing `per_batch` units; the first
     tenth (at least `min_warm` batches) is the warm-up."""
@@ -119,6 +132,7 @@ def soak(
         step(i)
     gc.collect()
     rss0, th0, fd0 = rss_bytes(), threads(), fds()
+    disk0 = files() if files else 0
     for i in range(warm, batches):
         step(i)
     gc.collect()
@@ -133,6 +147,7 @@ def soak(
         (th0, threads()),
         (fd0, fds()),
         pool_threads(),
+        (disk0, files()) if files else None,
     )
 
 
@@ -166,7 +181,7 @@ def script(rounds: int, name: str = "add") -> Callable[[list[Any]], dict[str, An
 THREAD_IDS = 32
 
 
-def agent_phase(name: str, saver: Any, rounds: int) -> Phase:
+def agent_phase(name: str, saver: Any, rounds: int, path: Path | None = None) -> Phase:
     model = ScriptedChatModel(script(ROUNDS_PER_RUN))
     agent = create_react_agent(model, [add], checkpointer=saver)
     runs = max(1, rounds // ROUNDS_PER_RUN)
@@ -180,7 +195,19 @@ def agent_phase(name: str, saver: Any, rounds: int) -> Phase:
         # The scripted model records every call it gets (a test double's `.calls`).
         model.calls.clear()
 
-    return soak(name, "agent rounds", runs, ROUNDS_PER_RUN, step, min_warm=THREAD_IDS + 8)
+    def files() -> int:
+        assert path is not None
+        return sum(f.stat().st_size for f in (path, Path(f"{path}-wal")) if f.exists())
+
+    return soak(
+        name,
+        "agent rounds",
+        runs,
+        ROUNDS_PER_RUN,
+        step,
+        min_warm=THREAD_IDS + 8,
+        files=files if path is not None else None,
+    )
 
 
 def tool_phase(calls: int) -> Phase:
@@ -241,6 +268,7 @@ def main(scale: float = 1.0, out: Callable[[str], None] = print) -> list[Phase]:
                 "SqliteSaver",
                 SqliteSaver.from_conn_string(str(Path(d) / "soak.db")),
                 n(100_000),
+                Path(d) / "soak.db",
             ),
             lambda: tool_phase(n(1_000_000)),
             lambda: mcp_phase(n(10_000)),
