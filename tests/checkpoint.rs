@@ -139,6 +139,13 @@ mod temp {
         pub fn path(&self) -> &Path {
             &self.0
         }
+
+        /// The file's WAL, beside it.
+        pub fn wal(&self) -> PathBuf {
+            let mut p = self.0.clone().into_os_string();
+            p.push("-wal");
+            PathBuf::from(p)
+        }
     }
 
     impl Drop for TempDb {
@@ -1765,10 +1772,8 @@ mod sqlite_only {
 
     /// The commits in `db`'s WAL: frames whose header names the database's size after
     /// a commit, of the WAL's current generation (salts as in its header).
-    fn wal_commits(db: &std::path::Path) -> usize {
-        let mut p = db.as_os_str().to_owned();
-        p.push("-wal");
-        let Ok(wal) = std::fs::read(std::path::PathBuf::from(p)) else {
+    fn wal_commits(db: &TempDb) -> usize {
+        let Ok(wal) = std::fs::read(db.wal()) else {
             return 0;
         };
         if wal.len() < 32 {
@@ -1809,7 +1814,7 @@ mod sqlite_only {
                 .await
                 .unwrap();
         }
-        let before = wal_commits(db.path());
+        let before = wal_commits(&db);
         let other = rusqlite::Connection::open(db.path()).unwrap();
         other.execute_batch("BEGIN IMMEDIATE").unwrap();
         let path = db.path().to_path_buf();
@@ -1902,7 +1907,7 @@ mod sqlite_only {
         }
         // 40 writes in a few commits: the one that waited for the lock, then groups of
         // what was queued (the writes of 10 that were refused committed nothing).
-        let commits = wal_commits(db.path()) - before;
+        let commits = wal_commits(&db) - before;
         assert!(
             (1..=4).contains(&commits),
             "{commits} commits for 30 saved writes queued together"
@@ -1956,11 +1961,7 @@ mod sqlite_only {
         let db = TempDb::new("wal-copied");
         let s = Arc::new(SqliteSaver::open(db.path()).unwrap());
         let saver = s.clone();
-        let wal = {
-            let mut p = db.path().as_os_str().to_owned();
-            p.push("-wal");
-            std::path::PathBuf::from(p)
-        };
+        let wal = db.wal();
         let wal_size = wal.clone();
         let sizes = on_a_blocking_caller(move || {
             let big = "x".repeat(4096);
@@ -2012,11 +2013,7 @@ mod sqlite_only {
         let db = TempDb::new("wal-restarts");
         let s = Arc::new(SqliteSaver::open(db.path()).unwrap());
         let saver = s.clone();
-        let wal = {
-            let mut p = db.path().as_os_str().to_owned();
-            p.push("-wal");
-            std::path::PathBuf::from(p)
-        };
+        let wal = db.wal();
         const PUTS: usize = 6000;
         let peak = on_a_blocking_caller(move || {
             let pad = "x".repeat(2048);
