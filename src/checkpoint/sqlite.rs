@@ -92,7 +92,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use rusqlite::config::DbConfig;
-use rusqlite::{params, Connection, ErrorCode, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, Connection, ErrorCode, OptionalExtension};
 use tokio::sync::oneshot;
 
 use super::caller;
@@ -1353,12 +1353,12 @@ impl Checkpointer for SqliteSaver {
         let rows = self
             .call("list checkpoints", move |conn| {
                 let conn = &Tx::begin(conn, false)?;
-                let Some(no) = thread_no(conn, &t)? else {
+                let Some((no, last)) = thread_latest(conn, &t)? else {
                     return Ok(Vec::new());
                 };
                 // An unknown `before` filters nothing, as in MemorySaver.
                 let below = match &before {
-                    Some(b) => find(conn, no, latest(conn, no)?.as_ref(), b)?,
+                    Some(b) => find(conn, no, last.as_ref(), b)?,
                     None => None,
                 };
                 let mut stmt = conn.prepare_cached(
@@ -1420,7 +1420,7 @@ impl Checkpointer for SqliteSaver {
     async fn delete_thread(&self, thread_id: &str) -> Result<()> {
         let (t, ns) = (thread_id.to_owned(), super::ns_prefix(thread_id));
         self.call("delete a thread", move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = Tx::begin(conn, true)?;
             tx.prepare_cached(
                 "DELETE FROM checkpoints WHERE seq IN (SELECT c.seq FROM threads t \
                  JOIN checkpoints c ON c.seq > t.no << 32 AND c.seq < (t.no + 1) << 32 \
@@ -1442,7 +1442,7 @@ impl Checkpointer for SqliteSaver {
     async fn delete_checkpoints(&self, thread_id: &str, ids: Vec<String>) -> Result<()> {
         let t = thread_id.to_owned();
         self.call("delete checkpoints", move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = Tx::begin(conn, true)?;
             {
                 let mut st = tx.prepare_cached(
                     "DELETE FROM writes WHERE thread_id = ?1 AND checkpoint_id = ?2",
@@ -1508,7 +1508,7 @@ impl Checkpointer for SqliteSaver {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         // One write transaction: the check and the claims are atomic for every process.
         self.call("claim stalled threads", move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = Tx::begin(conn, true)?;
             let ids: Vec<String> = {
                 let mut stmt = tx.prepare_cached(&stalled_sql())?;
                 let rows = stmt.query_map(params![cutoff, now, limit], |r| r.get(0))?;
@@ -1727,8 +1727,7 @@ fn try_init_connection(path: &Path) -> rusqlite::Result<Connection> {
     // its new value as a row.
     let _: i64 =
         conn.pragma_update_and_check(None, "journal_size_limit", JOURNAL_SIZE_LIMIT, |r| r.get(0))?;
-    let mut conn = conn;
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = Tx::begin(&conn, true)?;
     let version: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
     match version {
         0 => {
