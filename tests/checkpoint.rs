@@ -1797,6 +1797,118 @@ mod sqlite_only {
         commits
     }
 
+    /// `p0000 <- p0001 <- ...`: ids that grow with the step, as a run's do, so each
+    /// save after the first can take the saver's short way (its tip).
+    fn step(i: usize) -> CheckpointRecord {
+        let parent = (i > 0).then(|| format!("p{:04}", i - 1));
+        rec(&format!("p{i:04}"), parent.as_deref(), i as i64)
+    }
+
+    #[tokio::test]
+    async fn a_saver_tip_out_of_date_is_checked_not_trusted() {
+        // A saver remembers where it left a thread and saves the next step after a
+        // query that re-checks that memory in SQL. Every way it can be out of
+        // date must still give `put_next`'s answer: another saver advanced the
+        // thread, a batch the tip came from was rolled back, the thread was deleted
+        // and its number (and ids) reused by another thread.
+        let db = TempDb::new("tips");
+        let a = SqliteSaver::open(db.path()).unwrap();
+        let b = SqliteSaver::open(db.path()).unwrap();
+        for i in 0..4 {
+            a.put_next("t", step(i)).await.unwrap();
+        }
+        b.put_next("t", step(4)).await.unwrap(); // a's tip is p0003 now, out of date
+        let stale = rec("p0005", Some("p0003"), 4);
+        assert!(
+            matches!(
+                a.put_next("t", stale).await,
+                Err(CheckpointError::Conflict { .. })
+            ),
+            "a step from an out-of-date tip must be refused"
+        );
+        a.put_next("t", step(5)).await.unwrap();
+        assert_eq!(a.get("t", None).await.unwrap().unwrap().id, "p0005");
+
+        // A batch whose second record conflicts is rolled back whole: its first
+        // record (the tip it left) is not there to build on.
+        let conflicting = rec("p0003", Some("p0002"), 99); // p0003 stored, other text
+        let err = a
+            .put_many(
+                "t",
+                vec![
+                    next(step(6)),
+                    Put::Record {
+                        record: Box::new(conflicting),
+                        next: false,
+                    },
+                ],
+            )
+            .await;
+        assert!(
+            matches!(err, Err(CheckpointError::Conflict { .. })),
+            "{err:?}"
+        );
+        assert_eq!(a.get("t", None).await.unwrap().unwrap().id, "p0005");
+        assert!(a.get("t", Some("p0006")).await.unwrap().is_none());
+        assert!(matches!(
+            a.put_next("t", step(7)).await,
+            Err(CheckpointError::Conflict { .. })
+        ));
+        a.put_next("t", step(6)).await.unwrap();
+        assert_linear(&a, "t", 7).await;
+
+        // Deleted, then another thread gets its number and the same ids: a step of
+        // the deleted thread from the old tip must land nowhere.
+        b.delete_thread("t").await.unwrap();
+        for i in 0..7 {
+            b.put_next("u", step(i)).await.unwrap();
+        }
+        assert!(matches!(
+            a.put_next("t", step(7)).await,
+            Err(CheckpointError::Conflict { .. })
+        ));
+        assert_linear(&b, "u", 7).await;
+        assert!(a.get("t", None).await.unwrap().is_none());
+        a.put_next("t", step(0)).await.unwrap();
+        a.put_next("t", step(1)).await.unwrap();
+        assert_linear(&a, "t", 2).await;
+        assert_linear(&a, "u", 7).await;
+    }
+
+    #[tokio::test]
+    async fn a_step_from_the_tip_still_adopts_children_and_drops_its_parent_writes() {
+        // The short save (the tip's) is only taken when the general one would do nothing
+        // more: a record put before its parent (waiting for it) and the parent's
+        // pending writes send the save the general way, which adopts the one and
+        // deletes the others.
+        let db = TempDb::new("tips-general");
+        let s = SqliteSaver::open(db.path()).unwrap();
+        s.put("t", rec("0-early", Some("p0004"), 5)).await.unwrap();
+        for i in 0..4 {
+            s.put("t", step(i)).await.unwrap();
+        }
+        s.put("t", step(4)).await.unwrap(); // "0-early" waits for it
+        let chain = s.chain("t", "0-early").await.unwrap();
+        assert_eq!(
+            ids(&chain),
+            ["p0000", "p0001", "p0002", "p0003", "p0004", "0-early"]
+        );
+
+        let other = SqliteSaver::open(TempDb::new("tips-writes").path()).unwrap();
+        for i in 0..3 {
+            other.put_next("w", step(i)).await.unwrap();
+        }
+        other
+            .put_writes("w", "p0002", vec![pw("task", "messages", json!(1))])
+            .await
+            .unwrap();
+        assert_eq!(other.pending_writes("w", "p0002").await.unwrap().len(), 1);
+        other.put_next("w", step(3)).await.unwrap();
+        assert!(other.pending_writes("w", "p0002").await.unwrap().is_empty());
+        other.put_next("w", step(4)).await.unwrap();
+        assert_linear(&other, "w", 5).await;
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn writes_queued_together_commit_as_one_group_and_fail_alone() {
         // Group commit: writes waiting on the SQLite thread at once are committed in

@@ -95,6 +95,10 @@ use rusqlite::config::DbConfig;
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension};
 use tokio::sync::oneshot;
 
+mod tips;
+
+use tips::{Tip, Tips};
+
 use super::caller;
 use super::record;
 use super::stalled::{awaits_answer_sql, check_claim};
@@ -590,15 +594,20 @@ fn find(
 ///
 /// The common case, a run's next step, writes one b-tree: the record's row, at the
 /// end of its thread's `seq`s; its id (greater than the thread's keys) and its parent
-/// (the latest) need no index entry.
+/// (the latest) need no index entry. When `tips` knows where the thread ended, that
+/// case is a check and the insert (see [`tips`]).
 fn save_record(
     tx: &Connection,
+    tips: &Tips,
     t: &str,
     id: &str,
     parent_id: &Option<String>,
     json: &str,
     next: bool,
 ) -> rusqlite::Result<Next> {
+    if tips.append(tx, t, id, parent_id.as_deref(), json)? {
+        return Ok(Next::Saved);
+    }
     let (no, last) = match thread_latest(tx, t)? {
         Some(found) => found,
         None => {
@@ -647,6 +656,16 @@ fn save_record(
     )?
     .execute(params![seq, id, no * SPAN, (no + 1) * SPAN])?;
     delete_parent_writes(tx, t, parent_id)?;
+    let key = sortkey.unwrap_or(id).to_owned();
+    tips.set(
+        t,
+        Tip {
+            no,
+            seq,
+            id: id.to_owned(),
+            key,
+        },
+    );
     Ok(Next::Saved)
 }
 
@@ -786,6 +805,8 @@ pub struct SqliteSaver {
     worker: Mutex<Option<Worker>>,
     conn: Shared,
     wal: Arc<Wal>,
+    /// Where each thread ended when this saver last wrote it (see [`tips`]).
+    tips: Arc<Tips>,
     /// The file whose bytes are the threads' run leases (see [`super::lease`]),
     /// opened by the first run.
     #[cfg(unix)]
@@ -812,6 +833,7 @@ impl SqliteSaver {
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
         let mut conn = init_connection(&path).map_err(|e| describe(&path, "open", e))?;
+        let tips = Arc::new(Tips::of(&conn).map_err(|e| describe(&path, "open", e))?);
         let wal = Arc::new(Wal::default());
         let hook = wal.clone();
         // Replaces SQLite's own checkpoint-on-commit (see [`Wal`]).
@@ -837,6 +859,7 @@ impl SqliteSaver {
             worker: Mutex::new(Some(Worker { jobs, thread })),
             conn,
             wal,
+            tips,
             #[cfg(unix)]
             leases: Mutex::new(None),
         })
@@ -1241,6 +1264,7 @@ impl Checkpointer for SqliteSaver {
             return Ok(());
         }
         let t = thread_id.to_owned();
+        let tips = self.tips.clone();
         // One write transaction, or a savepoint of a group's (see `Write`; BEGIN
         // IMMEDIATE holds the file's write lock): every check and insert are atomic
         // for every process that shares the file, and a failed check leaves nothing of
@@ -1254,7 +1278,7 @@ impl Checkpointer for SqliteSaver {
                             parent_id,
                             json,
                             next,
-                        } => match save_record(tx, &t, id, parent_id, json, *next)? {
+                        } => match save_record(tx, &tips, &t, id, parent_id, json, *next)? {
                             Next::Saved => {}
                             Next::Stored(p, s)
                                 if record::same(
