@@ -1877,10 +1877,10 @@ mod sqlite_only {
 
     #[tokio::test]
     async fn a_step_from_the_tip_still_adopts_children_and_drops_its_parent_writes() {
-        // The short save (the tip's) is only taken when the general one would do nothing
-        // more: a record put before its parent (waiting for it) and the parent's
-        // pending writes send the save the general way, which adopts the one and
-        // deletes the others.
+        // The short save (the tip's) does what the general one would: a record put
+        // before its parent (waiting for it) sends the save the general way, which
+        // adopts it; the parent's pending writes (its tasks', saved as they finished)
+        // are deleted either way.
         let db = TempDb::new("tips-general");
         let s = SqliteSaver::open(db.path()).unwrap();
         s.put("t", rec("0-early", Some("p0004"), 5)).await.unwrap();

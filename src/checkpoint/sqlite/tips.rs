@@ -1,4 +1,4 @@
-//! A run's next step in two statements: the saver remembers where it left each thread.
+//! A run's next step in two statements: the saver remembers where each thread ended.
 //!
 //! Saving a record the general way ([`super::save_record`]) reads the thread's number
 //! and latest checkpoint, looks for the id among the thread's unordered rows, inserts
@@ -7,22 +7,23 @@
 //! (bind, step, reset) was about a fifth of a durable W4 step (BENCHMARKS.md). Most
 //! saves are a run's next step on the thread this saver wrote last: the parent is the
 //! latest checkpoint the saver itself put there, the id is new and greater than every
-//! key of the thread, no row waits for it and the parent has no pending writes.
+//! key of the thread and no row waits for it.
 //!
 //! So the saver keeps, per thread, the tip it last saw ([`Tip`]), and such a save is
 //! one query that checks, inside the write transaction, every fact the tip stands for
 //! (the thread's number, the tip's row, nothing after it, no row waiting for the new
-//! id, no pending writes of the parent), then the row's `INSERT`. A tip that is out of
-//! date (another process or connection wrote the thread, a savepoint or group was
-//! rolled back, the thread was deleted) fails the check, and the save takes the general
-//! way, which then records the new tip. A tip is never trusted, only checked.
+//! id), then the row's `INSERT` (and, when the parent has pending writes, their
+//! `DELETE`). A tip that is out of date (another process or connection wrote the
+//! thread, a savepoint or group was rolled back, the thread was deleted) fails the
+//! check, and the save takes the general way, which then records the new tip. A tip is
+//! never trusted, only checked.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 use rusqlite::{params, Connection};
 
-use super::SPAN;
+use super::{delete_parent_writes, SPAN};
 
 /// Where a thread ended when this saver last saved or read it.
 #[derive(Clone, Debug)]
@@ -49,7 +50,8 @@ pub(super) struct Tips {
 const MAX_TIPS: usize = 4096;
 
 /// Whether every fact a tip stands for still holds (in the write transaction, so
-/// until it ends). `?1` thread, `?2` its number, `?3` the tip's seq, `?4` its id, `?5`
+/// until it ends), and whether the tip has pending writes (which the new checkpoint's
+/// save deletes). `?1` thread, `?2` its number, `?3` the tip's seq, `?4` its id, `?5`
 /// its key, `?6` the end of the thread's seqs, `?7` the new id. A query of its own, not
 /// the `WHERE` of an `INSERT ... SELECT`: SQLite runs an insert that reads its own
 /// table through a temporary table, which cost as much as the statements it saved.
@@ -59,8 +61,8 @@ SELECT EXISTS (SELECT 1 FROM threads WHERE no = ?2 AND thread_id = ?1)
               AND coalesce(sortkey, checkpoint_id) = ?5)
   AND NOT EXISTS (SELECT 1 FROM checkpoints WHERE seq > ?3 AND seq < ?6)
   AND NOT EXISTS (SELECT 1 FROM checkpoints WHERE parent_id = ?7
-                  AND parent_seq IS NULL AND parent_id IS NOT NULL)
-  AND NOT EXISTS (SELECT 1 FROM writes WHERE thread_id = ?1 AND checkpoint_id = ?4)";
+                  AND parent_seq IS NULL AND parent_id IS NOT NULL),
+  EXISTS (SELECT 1 FROM writes WHERE thread_id = ?1 AND checkpoint_id = ?4)";
 
 impl Tips {
     /// The tips of the file behind `conn` (read once, when the saver opens it: only
@@ -114,13 +116,18 @@ impl Tips {
         if parent_id != Some(tip.id.as_str()) || id <= tip.key.as_str() || tip.seq + 1 >= end {
             return Ok(false);
         }
-        let holds: bool = tx
+        let (holds, writes): (bool, bool) = tx
             .prepare_cached(TIP_HOLDS)?
             .query_row(params![t, tip.no, tip.seq, tip.id, tip.key, end, id], |r| {
-                r.get(0)
+                Ok((r.get(0)?, r.get(1)?))
             })?;
         if !holds {
             return Ok(false);
+        }
+        if writes {
+            // The parent's tasks saved their writes as they finished (a step of
+            // several tasks): the new checkpoint holds them all, so they go.
+            delete_parent_writes(tx, t, &Some(tip.id.clone()))?;
         }
         let seq = tip.seq + 1;
         tx.prepare_cached(
