@@ -25,7 +25,7 @@ use rusqlite::{params, Connection};
 
 use super::{delete_parent_writes, SPAN};
 
-/// Where a thread ended when this saver last saved or read it.
+/// Where a thread ended when this saver last saved a checkpoint on it.
 #[derive(Clone, Debug)]
 pub(super) struct Tip {
     /// The thread's number in `threads`.
