@@ -748,3 +748,65 @@ async fn a_checkpoint_in_the_saved_format_continues_from_its_pending_writes() {
         "newest first"
     );
 }
+
+/// Waits, inside its step, until the step's other task has its writes in the store.
+struct WaitsForSavedWrites(Arc<MemorySaver>);
+
+#[async_trait]
+impl NodeRunner for WaitsForSavedWrites {
+    async fn run(
+        &self,
+        _s: StateView,
+        _arg: Option<Val>,
+        _ctx: TaskContext,
+    ) -> Result<NodeOutput, NodeFailure> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let latest = self.0.get("t", None).await.unwrap().expect("a checkpoint");
+            let saved = self.0.pending_writes("t", &latest.id).await.unwrap();
+            if saved.iter().any(|w| w.node == "a") {
+                return writes(&[("log", json!(["b"]))]);
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "a finished but its writes never reached the store while b ran"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finished_task_is_saved_while_its_step_still_runs() {
+    // Durability "sync" (the default): in a step of several tasks, a task that
+    // finished is saved at once, in the background, so that a crash before the step
+    // ends does not run it again; the step's checkpoint holds every task's writes, and
+    // once it is saved no pending write of its parent is left.
+    let saver = Arc::new(MemorySaver::new());
+    let spec = GraphSpec::default()
+        .channel("log", ChannelKind::Reducer(Arc::new(Add)))
+        .node("a", node(|_, _, _| writes(&[("log", json!(["a"]))])))
+        .node("b", Arc::new(WaitsForSavedWrites(saver.clone())))
+        .edge(START, "a")
+        .edge(START, "b");
+    let g = compile(spec, Some(saver.clone()));
+    let r = g.run(input("log", json!([])), thread("t")).await.unwrap();
+    let mut log: Vec<Value> = r
+        .state
+        .get("log")
+        .unwrap()
+        .as_json()
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone();
+    log.sort_by_key(|v| v.to_string());
+    assert_eq!(log, [json!("a"), json!("b")]);
+    for c in saver.list("t", None, None).await.unwrap() {
+        assert!(
+            saver.pending_writes("t", &c.id).await.unwrap().is_empty()
+                || c.id == r.checkpoint_id.clone().unwrap(),
+            "the step's saved checkpoint leaves no pending write of its parent"
+        );
+    }
+}

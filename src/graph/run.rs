@@ -673,7 +673,7 @@ impl Run<'_> {
         }
         if let (Some(saves), true, Some(p)) = (&self.saves, self.next.len() > 1, &self.parent) {
             let ws = pending::finished_writes(t, &out)?;
-            saves.writes(&p.id, ws).await?;
+            saves.task_writes(&p.id, ws)?;
         }
         self.emit_update(t, &out, false);
         self.emit_task_result(

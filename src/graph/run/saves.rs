@@ -1,6 +1,10 @@
 //! When a run's checkpoints reach the store: LangGraph's `durability`.
 //!
-//! - `Sync` (the default): each step is saved before the next one starts.
+//! - `Sync` (the default): each step is saved before the next one starts. In a step
+//!   of several tasks, each finished task's writes are saved in the background as it
+//!   finishes (as LangGraph does), so that a crash before the step's end does not run
+//!   it again; the step's checkpoint then waits for those saves, and writes still
+//!   queued go unsaved, as the checkpoint holds them (its save would delete them).
 //! - `Async`: a step's save is queued and the run goes on; one background task hands
 //!   the queue to the checkpointer, in order, as one [`Checkpointer::put_many`] (one
 //!   transaction) each time the previous one is done, so the saves of the steps that
@@ -84,6 +88,10 @@ impl Saves {
         record: CheckpointRecord,
         put: bool,
     ) -> Result<(), GraphError> {
+        if self.durability == Durability::Sync {
+            self.drop_queued_writes_of(record.parent_id.as_deref());
+            self.settle().await?;
+        }
         let mut puts = Vec::with_capacity(2);
         if !pending.is_empty() {
             puts.push(Put::Writes {
@@ -108,6 +116,35 @@ impl Saves {
                 Ok(())
             }
         }
+    }
+
+    /// Saves the writes of a task that finished in a step of several, which runs from
+    /// `checkpoint_id`: under `Sync`, in the background (see the module docs).
+    pub fn task_writes(
+        &self,
+        checkpoint_id: &str,
+        writes: Vec<PendingWrite>,
+    ) -> Result<(), GraphError> {
+        let p = Put::Writes {
+            checkpoint_id: checkpoint_id.to_owned(),
+            writes,
+        };
+        match self.durability {
+            Durability::Sync | Durability::Async => self.enqueue(p),
+            Durability::Exit => {
+                lock(&self.deferred).push(p);
+                Ok(())
+            }
+        }
+    }
+
+    /// `Sync`: the step from `parent` is about to be saved, with all its tasks'
+    /// writes in its record; those of them still queued need not be saved first.
+    fn drop_queued_writes_of(&self, parent: Option<&str>) {
+        let Some(parent) = parent else { return };
+        lock(&self.queue)
+            .puts
+            .retain(|p| !matches!(p, Put::Writes { checkpoint_id, .. } if checkpoint_id == parent));
     }
 
     /// Saves `writes` of tasks of the step that runs from `checkpoint_id`.
