@@ -78,6 +78,29 @@ def measure(fn: Callable[[], T], repeat: int = 5, warmup: int = 1, check: Check 
     return Stats.of(samples)
 
 
+async def ameasure_pair(
+    a: tuple[Callable[[], Awaitable[T]], Check],
+    b: tuple[Callable[[], Awaitable[T]], Check],
+    repeat: int = 5,
+    warmup: int = 1,
+) -> tuple[Stats, Stats]:
+    """Like :func:`ameasure` for two coroutine functions (each with its check), one
+    repetition of each in turn, so that both see the same state of the machine."""
+    _check_repeat(repeat, warmup)
+    samples: tuple[list[float], list[float]] = ([], [])
+    for i in range(warmup + repeat):
+        for (coro_fn, check), out in zip((a, b), samples, strict=True):
+            gc.collect()
+            t0 = time.perf_counter()
+            result = await coro_fn()
+            if i >= warmup:
+                out.append(time.perf_counter() - t0)
+            if check is not None:
+                check(result)
+            del result
+    return Stats.of(samples[0]), Stats.of(samples[1])
+
+
 async def ameasure(
     coro_fn: Callable[[], Awaitable[T]], repeat: int = 5, warmup: int = 1, check: Check = None
 ) -> Stats:

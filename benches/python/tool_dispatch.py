@@ -147,20 +147,39 @@ def checker(calls: list[dict[str, Any]], expected: list[str]) -> Callable[[Any],
 # --- the workloads -----------------------------------------------------------------------
 
 
-def w1(impl: Impl, n: int, repeat: int) -> h.Stats:
+def _w1_once(impl: Impl, n: int) -> tuple[Callable[[], Any], Callable[[Any], None]]:
     node = impl.tool_node([async_wait_tool(impl.tool)])
     calls = tool_calls("wait", lambda i: {"ms": WAIT_MS}, n)
     ai = impl.ai_message(content="", tool_calls=calls)
-    check = checker(calls, [str(WAIT_MS)] * n)
     kwargs = impl.invoke_kwargs
 
     async def once() -> Any:
         return await node.ainvoke({"messages": [ai]}, **kwargs)
 
+    return once, checker(calls, [str(WAIT_MS)] * n)
+
+
+def w1(impl: Impl, n: int, repeat: int) -> h.Stats:
+    once, check = _w1_once(impl, n)
+
     async def run() -> h.Stats:
         return await h.ameasure(once, repeat=repeat, check=check)
 
     return asyncio.run(run()).scaled(1e3)
+
+
+def w1_beside_floor(impl: Impl, n: int, repeat: int) -> tuple[h.Stats, h.Stats]:
+    """W1 and its floor (:func:`floor_w1`) on one event loop, one repetition of each in
+    turn: both medians then come from the same minutes of a machine whose speed drifts
+    (measured apart, the ratio of W1's ~30 ms medians swung 0.9-1.8x between runs)."""
+    once, check = _w1_once(impl, n)
+    floor_once, floor_check = _floor_w1_once(n)
+
+    async def run() -> tuple[h.Stats, h.Stats]:
+        return await h.ameasure_pair((once, check), (floor_once, floor_check), repeat=repeat)
+
+    ours, floor = asyncio.run(run())
+    return ours.scaled(1e3), floor.scaled(1e3)
 
 
 def w2(impl: Impl, n: int, repeat: int) -> h.Stats:
@@ -186,9 +205,7 @@ def w3(impl: Impl, n: int, repeat: int) -> h.Stats:
 # --- the floors: the same work without a framework -----------------------------------------
 
 
-def floor_w1(n: int, repeat: int) -> h.Stats:
-    """``asyncio.gather`` of the same ``n`` coroutines (W1's tool function, called directly)."""
-
+def _floor_w1_once(n: int) -> tuple[Callable[[], Any], Callable[[Any], None]]:
     async def wait(ms: int) -> int:
         await asyncio.sleep(ms / 1000)
         return ms
@@ -199,6 +216,13 @@ def floor_w1(n: int, repeat: int) -> h.Stats:
     def check(result: Any) -> None:
         if result != [WAIT_MS] * n:
             raise BenchError("the floor's gather returned wrong results")
+
+    return once, check
+
+
+def floor_w1(n: int, repeat: int) -> h.Stats:
+    """``asyncio.gather`` of the same ``n`` coroutines (W1's tool function, called directly)."""
+    once, check = _floor_w1_once(n)
 
     async def run() -> h.Stats:
         return await h.ameasure(once, repeat=repeat, check=check)
@@ -328,12 +352,20 @@ def main(argv: list[str] | None = None) -> int:
         what, floor = floors[row.workload]
         row.floor_what = what
         row.max_over_floor = MAX_OVER_FLOOR[row.workload]
-        print(f"  running {row.workload} floor ...", file=sys.stderr, flush=True)
-        row.floor = floor()
+        # W1's floor runs in turn with the first side's W1 (see `w1_beside_floor`).
+        beside = row.workload == "W1" and impls[0].name == "ironloop"
+        if beside:
+            row.floor_what += " (in turn with ironloop's runs, on one event loop)"
+        else:
+            print(f"  running {row.workload} floor ...", file=sys.stderr, flush=True)
+            row.floor = floor()
         for impl in impls:
             print(f"  running {row.workload} {impl.name} ...", file=sys.stderr, flush=True)
             try:
-                row.stats[impl.name] = run(impl, n, args.repeat)
+                if beside and impl is impls[0]:
+                    row.stats[impl.name], row.floor = w1_beside_floor(impl, n, args.repeat)
+                else:
+                    row.stats[impl.name] = run(impl, n, args.repeat)
             except Exception as e:
                 traceback.print_exc(file=sys.stderr)
                 row.errors[impl.name] = f"{type(e).__name__}: {e}"
