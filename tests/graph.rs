@@ -791,17 +791,11 @@ async fn a_finished_task_is_saved_while_its_step_still_runs() {
         .edge(START, "b");
     let g = compile(spec, Some(saver.clone()));
     let r = g.run(input("log", json!([])), thread("t")).await.unwrap();
-    let mut log: Vec<Value> = r
-        .state
-        .get("log")
-        .unwrap()
-        .as_json()
-        .unwrap()
-        .as_array()
-        .unwrap()
-        .clone();
-    log.sort_by_key(|v| v.to_string());
-    assert_eq!(log, [json!("a"), json!("b")]);
+    let log = r.state.get("log").and_then(|v| v.as_json()).cloned();
+    assert!(
+        log == Some(json!(["a", "b"])) || log == Some(json!(["b", "a"])),
+        "{log:?}"
+    );
     for c in saver.list("t", None, None).await.unwrap() {
         assert!(
             saver.pending_writes("t", &c.id).await.unwrap().is_empty()

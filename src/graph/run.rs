@@ -673,7 +673,7 @@ impl Run<'_> {
         }
         if let (Some(saves), true, Some(p)) = (&self.saves, self.next.len() > 1, &self.parent) {
             let ws = pending::finished_writes(t, &out)?;
-            saves.task_writes(&p.id, ws)?;
+            saves.writes(&p.id, ws, true).await?;
         }
         self.emit_update(t, &out, false);
         self.emit_task_result(
@@ -698,7 +698,7 @@ impl Run<'_> {
         if let (Some(saves), Some(p)) = (&self.saves, &self.parent) {
             let k = self.pending.resume_values(&t.id).len();
             let w = pending::interrupt_write(t, k, &value)?;
-            saves.writes(&p.id, vec![w]).await?;
+            saves.writes(&p.id, vec![w], false).await?;
         }
         let info = InterruptInfo::node(&t.id, &t.node, value);
         self.emit_interrupt(&info);

@@ -118,26 +118,6 @@ impl Saves {
         }
     }
 
-    /// Saves the writes of a task that finished in a step of several, which runs from
-    /// `checkpoint_id`: under `Sync`, in the background (see the module docs).
-    pub fn task_writes(
-        &self,
-        checkpoint_id: &str,
-        writes: Vec<PendingWrite>,
-    ) -> Result<(), GraphError> {
-        let p = Put::Writes {
-            checkpoint_id: checkpoint_id.to_owned(),
-            writes,
-        };
-        match self.durability {
-            Durability::Sync | Durability::Async => self.enqueue(p),
-            Durability::Exit => {
-                lock(&self.deferred).push(p);
-                Ok(())
-            }
-        }
-    }
-
     /// `Sync`: the step from `parent` is about to be saved, with all its tasks'
     /// writes in its record; those of them still queued need not be saved first.
     fn drop_queued_writes_of(&self, parent: Option<&str>) {
@@ -147,20 +127,23 @@ impl Saves {
             .retain(|p| !matches!(p, Put::Writes { checkpoint_id, .. } if checkpoint_id == parent));
     }
 
-    /// Saves `writes` of tasks of the step that runs from `checkpoint_id`.
+    /// Saves `writes` of tasks of the step that runs from `checkpoint_id`: those of a
+    /// task that `finished` (in a step of several) under `Sync` in the background (see
+    /// the module docs), an interrupt's before this returns.
     pub async fn writes(
         &self,
         checkpoint_id: &str,
         writes: Vec<PendingWrite>,
+        finished: bool,
     ) -> Result<(), GraphError> {
         let p = Put::Writes {
             checkpoint_id: checkpoint_id.to_owned(),
             writes,
         };
         match self.durability {
-            Durability::Sync => self.save(vec![p]).await,
+            Durability::Sync if !finished => self.save(vec![p]).await,
             // Queued behind the checkpoint they refer to.
-            Durability::Async => self.enqueue(p),
+            Durability::Sync | Durability::Async => self.enqueue(p),
             Durability::Exit => {
                 lock(&self.deferred).push(p);
                 Ok(())
