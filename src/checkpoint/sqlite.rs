@@ -655,7 +655,7 @@ fn save_record(
          AND parent_seq IS NULL AND parent_id IS NOT NULL AND +seq > ?3 AND +seq < ?4",
     )?
     .execute(params![seq, id, no * SPAN, (no + 1) * SPAN])?;
-    delete_parent_writes(tx, t, parent_id)?;
+    delete_parent_writes(tx, t, parent_id.as_deref())?;
     let key = sortkey.unwrap_or(id).to_owned();
     tips.set(
         t,
@@ -670,11 +670,7 @@ fn save_record(
 }
 
 /// A new checkpoint's parent has run: its pending writes go.
-fn delete_parent_writes(
-    tx: &Connection,
-    t: &str,
-    parent_id: &Option<String>,
-) -> rusqlite::Result<()> {
+fn delete_parent_writes(tx: &Connection, t: &str, parent_id: Option<&str>) -> rusqlite::Result<()> {
     if let Some(parent) = parent_id {
         tx.prepare_cached("DELETE FROM writes WHERE thread_id = ?1 AND checkpoint_id = ?2")?
             .execute(params![t, parent])?;

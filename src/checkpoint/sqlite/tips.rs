@@ -26,7 +26,7 @@ use rusqlite::{params, Connection};
 use super::{delete_parent_writes, SPAN};
 
 /// Where a thread ended when this saver last saved a checkpoint on it.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub(super) struct Tip {
     /// The thread's number in `threads`.
     pub no: i64,
@@ -109,7 +109,10 @@ impl Tips {
         if self.unordered {
             return Ok(false);
         }
-        let Some(tip) = self.map().get(t).cloned() else {
+        // Held through the statements: they run on the saver's one connection, whose
+        // own lock already lets one transaction through at a time.
+        let mut map = self.map();
+        let Some(tip) = map.get_mut(t) else {
             return Ok(false);
         };
         let end = (tip.no + 1) * SPAN;
@@ -127,7 +130,7 @@ impl Tips {
         if writes {
             // The parent's tasks saved their writes as they finished (a step of
             // several tasks): the new checkpoint holds them all, so they go.
-            delete_parent_writes(tx, t, &Some(tip.id.clone()))?;
+            delete_parent_writes(tx, t, Some(&tip.id))?;
         }
         let seq = tip.seq + 1;
         tx.prepare_cached(
@@ -135,15 +138,10 @@ impl Tips {
              VALUES (?1, ?2, ?3, ?4, NULL, ?5)",
         )?
         .execute(params![seq, id, tip.id, tip.seq, json])?;
-        self.set(
-            t,
-            Tip {
-                no: tip.no,
-                seq,
-                id: id.to_owned(),
-                key: id.to_owned(),
-            },
-        );
+        // The new record is the tip now; its id is its key (greater than the old one).
+        tip.seq = seq;
+        tip.id.replace_range(.., id);
+        tip.key.replace_range(.., id);
         Ok(true)
     }
 }
