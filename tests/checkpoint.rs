@@ -1371,6 +1371,87 @@ mod graphs {
         assert_eq!(records[records.len() - 1].parent_id, None);
     }
 
+    /// Writes its node's name to `log`; with `after`, only once the writes of node
+    /// `after` (a task of the same step) are in the store.
+    struct LogName {
+        after: Option<(Arc<Noting>, &'static str)>,
+    }
+
+    #[async_trait]
+    impl NodeRunner for LogName {
+        async fn run(
+            &self,
+            _: StateView,
+            _: Option<Val>,
+            ctx: TaskContext,
+        ) -> Result<NodeOutput, NodeFailure> {
+            if let Some((cp, first)) = &self.after {
+                let deadline = std::time::Instant::now() + Duration::from_secs(10);
+                loop {
+                    let latest = cp.get("t", None).await.unwrap().expect("a checkpoint");
+                    let saved = cp.pending_writes("t", &latest.id).await.unwrap();
+                    if saved.iter().any(|w| w.node == *first) {
+                        break;
+                    }
+                    assert!(
+                        std::time::Instant::now() < deadline,
+                        "{first} finished but its writes never reached the store"
+                    );
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                }
+            }
+            Ok(NodeOutput {
+                writes: vec![("log".to_owned(), Val::Json(json!([ctx.node])))],
+                ..Default::default()
+            })
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_last_task_of_a_step_is_saved_with_the_steps_checkpoint() {
+        // In a step of several tasks, a task's writes are saved as it finishes, so
+        // that a crash before the step ends does not run it again; but the last task
+        // to finish, when the step completes, is saved only by the step's checkpoint,
+        // which follows at once and holds its writes: one save fewer per step.
+        let cp = Arc::new(Noting {
+            inner: MemorySaver::new(),
+            saves: Default::default(),
+        });
+        let spec = GraphSpec::default()
+            .channel("log", ChannelKind::Reducer(Arc::new(Append)))
+            .node("a", Arc::new(LogName { after: None }))
+            .node(
+                "b",
+                Arc::new(LogName {
+                    after: Some((cp.clone(), "a")),
+                }),
+            )
+            .edge(START, "a")
+            .edge(START, "b");
+        let g =
+            Graph::compile(spec, Some(cp.clone()), Arc::new(JsonCodec), vec![], vec![]).unwrap();
+        let input = RunInput::Values(vec![("log".into(), Val::Json(json!([])))]);
+        let r = g.run(input, opts("t", None)).await.unwrap();
+        assert_eq!(state(&r.state)["log"], json!(["a", "b"]));
+        let saves = cp.saves.lock().unwrap().clone();
+        let records = cp.list("t", None, None).await.unwrap();
+        let ids: Vec<&str> = records.iter().rev().map(|r| r.id.as_str()).collect();
+        // The input checkpoint (with the input), START's step, then from it a's writes
+        // as a finished (b waited for them), and the step's checkpoint: no save of b's.
+        assert_eq!(ids.len(), 3, "{saves:?}");
+        let want = vec![
+            vec![format!("w:{}", ids[0]), format!("r:{}", ids[0])],
+            vec![format!("r:{}", ids[1])],
+            vec![format!("w:{}", ids[1])],
+            vec![format!("r:{}", ids[2])],
+        ];
+        assert_eq!(saves, want);
+        assert!(
+            cp.pending_writes("t", ids[1]).await.unwrap().is_empty(),
+            "the step's checkpoint leaves no pending write of its parent"
+        );
+    }
+
     pub async fn long_thread_loads_from_snapshots(cp: Arc<dyn Checkpointer>) {
         long_thread(cp, false).await;
     }

@@ -558,8 +558,11 @@ impl Run<'_> {
             .collect();
         let mut failure = None;
         while let Some((i, r)) = running.next().await {
+            // The last task to finish in a step that completes: the step's checkpoint,
+            // saved next, holds its writes, so they are not saved on their own.
+            let completes = running.is_empty() && failure.is_none() && self.interrupts.is_empty();
             match r {
-                Ok(out) => outputs[i] = Some(self.task_finished(i, out).await?),
+                Ok(out) => outputs[i] = Some(self.task_finished(i, out, !completes).await?),
                 Err(NodeFailure::Interrupt(value)) => self.task_interrupted(i, value).await?,
                 // A sibling cancelled after the failure: the failure is what counts.
                 Err(NodeFailure::Error(GraphError::Cancelled)) if failure.is_some() => {}
@@ -663,15 +666,22 @@ impl Run<'_> {
     }
 
     /// A task finished: its join markers join its writes, and in a step of several
-    /// tasks its output is saved at once, so that it need not run again if the step
-    /// does not complete.
-    async fn task_finished(&self, i: usize, mut out: NodeOutput) -> Result<NodeOutput, GraphError> {
+    /// tasks its output is saved at once (when `save`: the step may not complete
+    /// without it), so that it need not run again if the step does not complete.
+    async fn task_finished(
+        &self,
+        i: usize,
+        mut out: NodeOutput,
+        save: bool,
+    ) -> Result<NodeOutput, GraphError> {
         let t = &self.next[i];
         for &j in self.graph.joins_from.get(&t.node).into_iter().flatten() {
             out.writes
                 .push((join_channel(j), Val::Json(Value::String(t.node.clone()))));
         }
-        if let (Some(saves), true, Some(p)) = (&self.saves, self.next.len() > 1, &self.parent) {
+        if let (Some(saves), true, Some(p)) =
+            (&self.saves, save && self.next.len() > 1, &self.parent)
+        {
             let ws = pending::finished_writes(t, &out)?;
             saves.writes(&p.id, ws, true).await?;
         }

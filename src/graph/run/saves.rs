@@ -5,6 +5,8 @@
 //!   finishes (as LangGraph does), so that a crash before the step's end does not run
 //!   it again; the step's checkpoint then waits for those saves, and writes still
 //!   queued go unsaved, as the checkpoint holds them (its save would delete them).
+//!   The last task to finish in a step that completes is not saved on its own: the
+//!   checkpoint, saved next, holds its writes.
 //! - `Async`: a step's save is queued and the run goes on; one background task hands
 //!   the queue to the checkpointer, in order, as one [`Checkpointer::put_many`] (one
 //!   transaction) each time the previous one is done, so the saves of the steps that
