@@ -5,11 +5,13 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use ironloop::graph::{
-    ChannelKind, Graph, GraphSpec, JsonCodec, MessageList, NodeFailure, NodeOutput, NodeRunner,
-    RunInput, RunOptions, StateView, TaskContext, Val, START,
+    BranchSpec, ChannelKind, Graph, GraphSpec, JsonCodec, MessageList, NodeFailure, NodeOutput,
+    NodeRunner, RunInput, RunOptions, StateView, TaskContext, Val, END, START,
 };
 use ironloop::message::{Message, MessageKind};
-use ironloop::prebuilt::{messages_channel, tools_condition, ToolNode, ToolsCondition, TOOLS};
+use ironloop::prebuilt::{
+    messages_channel, tools_condition, ToolCallSends, ToolNode, ToolsCondition, TOOLS,
+};
 use ironloop::{Executor, Tool, ToolCall, ToolOutput, ToolRegistry};
 use serde_json::json;
 
@@ -126,4 +128,115 @@ fn tools_condition_needs_a_message_and_routes_on_tool_calls() {
         tools_condition(Some(&Message::ai("", vec![call]))).unwrap(),
         TOOLS
     );
+}
+
+/// Asks for `add(2, 3)` and `add(1, 1)` at once, then answers with the results.
+struct TwoCalls;
+
+#[async_trait]
+impl NodeRunner for TwoCalls {
+    async fn run(
+        &self,
+        s: StateView,
+        _: Option<Val>,
+        _: TaskContext,
+    ) -> Result<NodeOutput, NodeFailure> {
+        let Some(Val::Messages(l)) = s.get("messages") else {
+            panic!("no messages")
+        };
+        let call = |id: &str, a: i64, b: i64| ToolCall {
+            id: id.into(),
+            name: "add".into(),
+            arguments: json!({"a": a, "b": b}),
+        };
+        let reply = match l.last().map(|m| &m.kind) {
+            Some(MessageKind::Tool { .. }) => {
+                let results: Vec<String> = l.iter().skip(2).map(|m| m.content.text()).collect();
+                Message::ai(results.join(" and "), vec![])
+            }
+            _ => Message::ai("", vec![call("c1", 2, 3), call("c2", 1, 1)]),
+        };
+        Ok(NodeOutput {
+            writes: vec![(
+                "messages".into(),
+                Val::Messages(MessageList::from_messages([Arc::new(reply)])),
+            )],
+            ..Default::default()
+        })
+    }
+}
+
+#[tokio::test]
+async fn tool_call_sends_runs_each_call_as_a_task_of_its_own() {
+    // create_react_agent's version "v2" routing, in Rust: one Send to the tools node
+    // per call (the call as LangGraph's ToolCall dict), then on to `otherwise`.
+    let registry = Arc::new(ToolRegistry::new());
+    registry.register(add_tool()).unwrap();
+    let tools = Arc::new(NotesArgs {
+        inner: ToolNode::new(Executor::new(registry), "messages"),
+        args: Default::default(),
+    });
+    let mut spec = GraphSpec {
+        channels: vec![("messages".to_owned(), ChannelKind::Messages)],
+        ..Default::default()
+    }
+    .node("agent", Arc::new(TwoCalls))
+    .node("tools", tools.clone())
+    .edge(START, "agent")
+    .edge("tools", "agent");
+    let sends = ToolCallSends {
+        channel: "messages".into(),
+        node: "tools".into(),
+        otherwise: END.into(),
+    };
+    spec.branches.push(BranchSpec {
+        source: "agent".into(),
+        router: Arc::new(sends),
+        ends: Some(vec!["tools".into(), END.into()]),
+        reads: None,
+    });
+    let g = Graph::compile(spec, None, Arc::new(JsonCodec), vec![], vec![]).unwrap();
+    let human = Arc::new(Message::human("sums?"));
+    let input = RunInput::Values(vec![(
+        "messages".into(),
+        Val::Messages(MessageList::from_messages([human])),
+    )]);
+    let r = g.run(input, RunOptions::default()).await.unwrap();
+    let Some(Val::Messages(l)) = r.state.get("messages") else {
+        panic!("no messages")
+    };
+    let texts: Vec<String> = l.iter().map(|m| m.content.text()).collect();
+    assert_eq!(texts, ["sums?", "", "5", "2", "5 and 2"]);
+    let mut args = tools.args.lock().unwrap().clone();
+    args.sort_by_key(|a| a["id"].as_str().map(str::to_owned));
+    assert_eq!(
+        args,
+        [
+            json!({"name": "add", "args": {"a": 2, "b": 3}, "id": "c1", "type": "tool_call"}),
+            json!({"name": "add", "args": {"a": 1, "b": 1}, "id": "c2", "type": "tool_call"}),
+        ],
+        "one task per call, each given LangGraph's ToolCall dict"
+    );
+}
+
+/// The core tool node, noting the argument each task was sent.
+struct NotesArgs {
+    inner: ToolNode,
+    args: std::sync::Mutex<Vec<serde_json::Value>>,
+}
+
+#[async_trait]
+impl NodeRunner for NotesArgs {
+    async fn run(
+        &self,
+        s: StateView,
+        arg: Option<Val>,
+        ctx: TaskContext,
+    ) -> Result<NodeOutput, NodeFailure> {
+        match &arg {
+            Some(Val::Json(v)) => self.args.lock().unwrap().push(v.clone()),
+            other => panic!("each call is sent as JSON, got {other:?}"),
+        }
+        NodeRunner::run(&self.inner, s, arg, ctx).await
+    }
 }

@@ -703,6 +703,9 @@ def _react_template(
         g.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
     else:
         agent_paths = ["post_model_hook"] if post_model_hook is not None else ["tools", after]
+        if version == "v2" and post_model_hook is None:
+            # Routed in Rust (the same rule, without a call into Python per model step).
+            should_continue.__ironloop_router__ = ("tool_sends", "tools", after)  # type: ignore[attr-defined]
         g.add_conditional_edges("agent", should_continue, agent_paths)
 
     if post_model_hook is not None:

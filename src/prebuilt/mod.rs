@@ -3,11 +3,13 @@
 //! `ToolNode` / `tools_condition` are thin conversions over the same rules.
 
 mod tool_node;
+mod tool_sends;
 mod tools_condition;
 
 pub use tool_node::{
     last_ai_message, last_ai_tool_calls, result_message, tool_events, ToolNode, ToolNodeError,
 };
+pub use tool_sends::ToolCallSends;
 pub use tools_condition::{tools_condition, NoMessages, ToolsCondition, TOOLS};
 
 use crate::graph::ChannelKind;

@@ -8,6 +8,8 @@ pub struct ToolCall {
     pub name: String,
     /// The arguments; normally a JSON object. Providers that send arguments as text
     /// may leave a string here: the executor parses it (an empty string is `{}`).
+    /// Read from `args` too: LangGraph's `ToolCall` dict, as a `Send` carries it.
+    #[serde(alias = "args")]
     pub arguments: Value,
 }
 

@@ -14,7 +14,7 @@ use super::nodes::{PyNode, ToolsNode};
 use super::routers::{PyReducer, PyRouter};
 use super::values::Shared;
 use crate::graph::{BranchSpec, ChannelKind, GraphSpec, NodeRunner, NodeSpec, Router, ROOT};
-use crate::prebuilt::{messages_channel, ToolsCondition};
+use crate::prebuilt::{messages_channel, ToolCallSends, ToolsCondition};
 use pyo3::exceptions::PyValueError;
 
 /// One state key: `reducer` is `None` (last value wins), `add_messages` (a messages
@@ -165,6 +165,31 @@ impl NodeDesc {
     }
 }
 
+/// The Rust router a routing function stands for, when it names one: `create_react_agent`
+/// marks its `should_continue` (version "v2") with `__ironloop_router__ = ("tool_sends",
+/// tools node, where to go without calls)`. Only over a messages channel named
+/// `messages`, which is what the function reads.
+fn tool_call_sends(
+    path: &Bound<'_, PyAny>,
+    channels: &[(String, ChannelKind)],
+) -> PyResult<Option<ToolCallSends>> {
+    let Some(mark) = path.getattr_opt(pyo3::intern!(path.py(), "__ironloop_router__"))? else {
+        return Ok(None);
+    };
+    let (kind, node, otherwise): (String, String, String) = mark.extract()?;
+    let messages = channels
+        .iter()
+        .any(|(n, k)| n == "messages" && matches!(k, ChannelKind::Messages));
+    if kind != "tool_sends" || !messages {
+        return Ok(None);
+    }
+    Ok(Some(ToolCallSends {
+        channel: "messages".to_owned(),
+        node,
+        otherwise,
+    }))
+}
+
 impl BranchDesc {
     pub(super) fn into_spec(
         self,
@@ -182,6 +207,8 @@ impl BranchDesc {
                 channel: messages_channel(channels).unwrap_or_default().to_owned(),
                 path_map,
             })
+        } else if let Some(sends) = tool_call_sends(self.path.bind(py), channels)? {
+            Arc::new(sends)
         } else {
             Arc::new(PyRouter {
                 name: self.name,
