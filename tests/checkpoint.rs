@@ -1349,9 +1349,10 @@ mod graphs {
     #[tokio::test]
     async fn a_runs_input_is_saved_with_its_input_checkpoint_in_one_batch() {
         // Under the default durability ("sync"), the input (the pending writes of the
-        // input checkpoint) and that checkpoint are one `put_many`: one transaction,
-        // never a checkpoint without its input, one commit instead of two. Each later
-        // step is its own save, before the next step starts.
+        // input checkpoint), that checkpoint and the first step's (START's, which
+        // runs no node) are one `put_many`: one transaction, never a checkpoint
+        // without its input, one commit instead of three. Each later step is its own
+        // save, before the next step starts.
         let cp = Arc::new(Noting {
             inner: MemorySaver::new(),
             saves: Default::default(),
@@ -1365,8 +1366,12 @@ mod graphs {
         let ids: Vec<&str> = records.iter().rev().map(|r| r.id.as_str()).collect();
         // The input checkpoint, START's step, a's, b's.
         assert_eq!(ids.len(), 4, "{saves:?}");
-        let mut want = vec![vec![format!("w:{}", ids[0]), format!("r:{}", ids[0])]];
-        want.extend(ids[1..].iter().map(|id| vec![format!("r:{id}")]));
+        let mut want = vec![vec![
+            format!("w:{}", ids[0]),
+            format!("r:{}", ids[0]),
+            format!("r:{}", ids[1]),
+        ]];
+        want.extend(ids[2..].iter().map(|id| vec![format!("r:{id}")]));
         assert_eq!(saves, want);
         assert_eq!(records[records.len() - 1].parent_id, None);
     }
@@ -1436,12 +1441,16 @@ mod graphs {
         let saves = cp.saves.lock().unwrap().clone();
         let records = cp.list("t", None, None).await.unwrap();
         let ids: Vec<&str> = records.iter().rev().map(|r| r.id.as_str()).collect();
-        // The input checkpoint (with the input), START's step, then from it a's writes
-        // as a finished (b waited for them), and the step's checkpoint: no save of b's.
+        // The input checkpoint (with the input) and START's step, then from it a's
+        // writes as a finished (b waited for them), and the step's checkpoint: no
+        // save of b's.
         assert_eq!(ids.len(), 3, "{saves:?}");
         let want = vec![
-            vec![format!("w:{}", ids[0]), format!("r:{}", ids[0])],
-            vec![format!("r:{}", ids[1])],
+            vec![
+                format!("w:{}", ids[0]),
+                format!("r:{}", ids[0]),
+                format!("r:{}", ids[1]),
+            ],
             vec![format!("w:{}", ids[1])],
             vec![format!("r:{}", ids[2])],
         ];

@@ -427,12 +427,14 @@ impl<'g> Run<'g> {
         self.next = Graph::make_tasks(&id, vec![(START.into(), None)]);
         // The input is saved as the pending writes of the input checkpoint, in one
         // batch with it (one transaction): never an input checkpoint without its input
-        // (a resumed run would start from nothing), and one commit, not two.
+        // (a resumed run would start from nothing), and one commit, not two; under
+        // durability "sync" the batch waits for the first step's checkpoint and goes
+        // in its transaction (see `Saves::record`).
         let input = match &self.saves {
             Some(_) => pending::finished_writes(&self.next[0], &out)?,
             None => Vec::new(),
         };
-        self.checkpoint(id, Source::Input, Vec::new(), input)
+        self.checkpoint(id, Source::Input, Vec::new(), input, true)
             .await?;
         self.emit_checkpoint(Source::Input);
         self.input = Some(out);
@@ -748,7 +750,7 @@ impl Run<'_> {
         let id = new_id();
         let triggers = self.route(&outputs, &view, &own_views, &mut saved)?;
         self.next = Graph::make_tasks(&id, triggers);
-        self.checkpoint(id.clone(), Source::Loop, saved, Vec::new())
+        self.checkpoint(id.clone(), Source::Loop, saved, Vec::new(), false)
             .await?;
         self.emit_checkpoint(Source::Loop);
         self.pending.clear();
@@ -852,6 +854,7 @@ impl Run<'_> {
         source: Source,
         writes: Vec<Write>,
         pending: Vec<PendingWrite>,
+        hold: bool,
     ) -> Result<(), GraphError> {
         let Some(saves) = &self.saves else {
             return Ok(());
@@ -873,7 +876,12 @@ impl Run<'_> {
         // Every step but a fork's first must follow the thread's latest checkpoint: a
         // second run advancing the thread at the same time gets a conflict.
         saves
-            .record(pending, record.clone(), std::mem::take(&mut self.fork))
+            .record(
+                pending,
+                record.clone(),
+                std::mem::take(&mut self.fork),
+                hold,
+            )
             .await?;
         self.since_snapshot = since;
         self.parent = Some(record);

@@ -65,7 +65,8 @@ pub(super) struct Saves {
     /// `Async`: what waits for the background task, and that task.
     queue: Arc<Mutex<Queue>>,
     saver: Mutex<Option<JoinHandle<()>>>,
-    /// `Exit`: what the run saves when it ends.
+    /// What the run saves later: under `Exit`, everything, when it ends; under `Sync`,
+    /// the input checkpoint's batch, with the first step's checkpoint.
     deferred: Mutex<Vec<Put>>,
 }
 
@@ -84,11 +85,20 @@ impl Saves {
     /// Saves `record` as the thread's next checkpoint (`put_next`), or with `put` (a
     /// fork's first); with `pending` writes of its own (the input of an input
     /// checkpoint), saved first in the same batch (one transaction).
+    ///
+    /// `hold` (an input checkpoint): under `Sync` the batch is saved with the next
+    /// record, in the same transaction. The step after an input checkpoint runs no
+    /// node (its one task, `START`, outputs the input), so it ends without waiting on
+    /// anything: one commit per run is saved, and the store never holds the input
+    /// checkpoint without the step that follows it, nor that step without its input.
+    /// A run that ends before that step's checkpoint (a router failed) saves the
+    /// batch as it ends.
     pub async fn record(
         &self,
         pending: Vec<PendingWrite>,
         record: CheckpointRecord,
         put: bool,
+        hold: bool,
     ) -> Result<(), GraphError> {
         if self.durability == Durability::Sync {
             self.drop_queued_writes_of(record.parent_id.as_deref());
@@ -106,7 +116,19 @@ impl Saves {
             next: !put,
         });
         match self.durability {
-            Durability::Sync => self.save(puts).await,
+            Durability::Sync => {
+                let batch = {
+                    let mut held = lock(&self.deferred);
+                    if hold {
+                        held.extend(puts);
+                        return Ok(());
+                    }
+                    let mut batch = std::mem::take(&mut *held);
+                    batch.extend(puts);
+                    batch
+                };
+                self.save(batch).await
+            }
             Durability::Async => {
                 for p in puts {
                     self.enqueue(p)?;
@@ -153,8 +175,8 @@ impl Saves {
         }
     }
 
-    /// Waits for the queued saves (`Async`) and saves what was kept (`Exit`): called
-    /// when the run ends, however it ends.
+    /// Waits for the queued saves (`Async`) and saves what was kept (`Exit`, or an
+    /// input checkpoint held under `Sync`): called when the run ends, however it ends.
     pub async fn finish(&self) -> Result<(), GraphError> {
         self.settle().await?;
         let kept = std::mem::take(&mut *lock(&self.deferred));
