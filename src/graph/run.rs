@@ -536,7 +536,9 @@ impl Run<'_> {
         let still_paused = self.interrupts.len();
         self.emit_task_starts(&to_run);
         let graph = self.graph;
-        let inline = self.opts.inline && to_run.len() == 1;
+        // A sync caller's thread runs the step's last task itself (its first poll comes
+        // after every other task started elsewhere): one hand-over fewer per step.
+        let last = to_run.last().copied();
         // Cancelled when a task fails: its siblings stop where they can (a step of one
         // task has none, and keeps the run's token).
         let step_cancel = (to_run.len() > 1).then(|| self.opts.cancel.child_token());
@@ -547,7 +549,7 @@ impl Run<'_> {
                 let n = graph.node_index[&t.node];
                 let resume = self.pending.resume_values(&t.id);
                 let mut ctx = graph.ctx_for(t, self.step, &self.opts, resume);
-                ctx.inline = inline;
+                ctx.inline = self.opts.inline && Some(i) == last;
                 if let Some(c) = &step_cancel {
                     ctx.cancel = c.child_token();
                 }

@@ -61,7 +61,8 @@ pub struct TaskContext {
     /// Set when a newer run steers this one: a node that runs tool calls starts no
     /// new one (see [`NodeRunner::answers_when_steered`]).
     pub steer: Option<crate::executor::Steer>,
-    /// True when the node may run on the calling thread (a sync caller, one task).
+    /// True when the node may run on the calling thread (a sync caller's run, the
+    /// step's last task: the others start elsewhere first).
     pub inline: bool,
     pub stream: Option<StreamSink>,
     pub host: Option<Arc<dyn Any + Send + Sync>>,

@@ -72,6 +72,28 @@ def test_nodes_of_one_step_run_concurrently(kind) -> None:
     assert elapsed < 1.8 * NAP
 
 
+def test_a_sync_caller_runs_the_steps_last_task_itself_beside_the_others() -> None:
+    # `invoke` drives the run on the calling thread: of a step's sync tasks, the last
+    # runs right there (no hand-over to the pool), once the others started elsewhere;
+    # they still run at the same time (each waits for the other at a barrier).
+    barrier = threading.Barrier(2, timeout=10)
+    ran_on: dict[str, int] = {}
+
+    def meet(name: str) -> Any:
+        def node(s: LogS) -> dict[str, Any]:
+            ran_on[name] = threading.get_ident()
+            barrier.wait()
+            return {"log": [name]}
+
+        return node
+
+    app = parallel(meet("a"), meet("b"))
+    assert app.invoke({"log": []})["log"] == ["a", "b"]
+    caller = threading.get_ident()
+    assert sorted(n for n, t in ran_on.items() if t == caller) == ["b"], ran_on
+    assert ran_on["a"] != caller
+
+
 def test_sync_node_does_not_block_the_callers_event_loop() -> None:
     ticks = []
 
