@@ -1376,6 +1376,51 @@ mod graphs {
         assert_eq!(records[records.len() - 1].parent_id, None);
     }
 
+    #[tokio::test]
+    async fn a_streamed_input_checkpoint_is_in_the_store_when_its_event_is_sent() {
+        // A stream that shows checkpoints as they are made (debug mode) may have its
+        // reader look one up at once: the input checkpoint is then not held for the
+        // first step's save, but saved (with its input) before its event.
+        let cp = Arc::new(Noting {
+            inner: MemorySaver::new(),
+            saves: Default::default(),
+        });
+        let seen: Arc<std::sync::Mutex<Vec<(i64, bool)>>> = Default::default();
+        let (noted, seen2) = (cp.clone(), seen.clone());
+        let sink = ironloop::graph::StreamSink {
+            modes: ironloop::graph::modes::DEBUG,
+            subgraphs: false,
+            send: Arc::new(move |ev| {
+                if let ironloop::graph::StreamEvent::DebugCheckpoint {
+                    step,
+                    checkpoint_id: Some(id),
+                    ..
+                } = ev
+                {
+                    let saved = noted
+                        .saves
+                        .lock()
+                        .unwrap()
+                        .iter()
+                        .flatten()
+                        .any(|p| *p == format!("r:{id}"));
+                    seen2.lock().unwrap().push((step, saved));
+                }
+            }),
+            seen: Default::default(),
+        };
+        let g = graph(2, false, cp.clone());
+        let input = RunInput::Values(vec![("count".into(), Val::Json(json!(0)))]);
+        let mut o = opts("t", None);
+        o.stream = Some(sink);
+        g.run(input, o).await.unwrap();
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.first(), Some(&(-1, true)), "{seen:?}");
+        assert!(seen.iter().all(|(_, saved)| *saved), "{seen:?}");
+        let saves = cp.saves.lock().unwrap().clone();
+        assert_eq!(saves[0].len(), 2, "the input batch alone: {saves:?}");
+    }
+
     /// Writes its node's name to `log`; with `after`, only once the writes of node
     /// `after` (a task of the same step) are in the store.
     struct LogName {

@@ -434,7 +434,14 @@ impl<'g> Run<'g> {
             Some(_) => pending::finished_writes(&self.next[0], &out)?,
             None => Vec::new(),
         };
-        self.checkpoint(id, Source::Input, Vec::new(), input, true)
+        // Held for the first step's save, unless a stream shows the input checkpoint
+        // (whose reader may look it up at once: it must be in the store by then).
+        let hold = !self
+            .opts
+            .stream
+            .as_ref()
+            .is_some_and(|s| s.wants(super::stream::modes::DEBUG));
+        self.checkpoint(id, Source::Input, Vec::new(), input, hold)
             .await?;
         self.emit_checkpoint(Source::Input);
         self.input = Some(out);

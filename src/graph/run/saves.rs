@@ -92,7 +92,8 @@ impl Saves {
     /// anything: one commit per run is saved, and the store never holds the input
     /// checkpoint without the step that follows it, nor that step without its input.
     /// A run that ends before that step's checkpoint (a router failed) saves the
-    /// batch as it ends.
+    /// batch as it ends. (Not held when a stream shows checkpoints as they are made:
+    /// its reader may look the input checkpoint up at once.)
     pub async fn record(
         &self,
         pending: Vec<PendingWrite>,
