@@ -65,6 +65,25 @@ fn add_tool() -> Arc<dyn Tool> {
     )
 }
 
+/// Runs `spec` on one human message `ask` in `channel`: the messages at the end.
+async fn run_chat(spec: GraphSpec, channel: &str, ask: &str) -> MessageList {
+    let g = Graph::compile(spec, None, Arc::new(JsonCodec), vec![], vec![]).unwrap();
+    let human = Arc::new(Message::human(ask));
+    let input = RunInput::Values(vec![(
+        channel.into(),
+        Val::Messages(MessageList::from_messages([human])),
+    )]);
+    let r = g.run(input, RunOptions::default()).await.unwrap();
+    match r.state.get(channel) {
+        Some(Val::Messages(l)) => l.clone(),
+        other => panic!("no messages: {other:?}"),
+    }
+}
+
+fn texts(l: &MessageList) -> Vec<String> {
+    l.iter().map(|m| m.content.text()).collect()
+}
+
 #[tokio::test]
 async fn a_rust_agent_loop_runs_tools_and_routes_with_tools_condition() {
     let registry = Arc::new(ToolRegistry::new());
@@ -97,18 +116,8 @@ async fn a_rust_agent_loop_runs_tools_and_routes_with_tools_condition() {
         ends: Some(vec![TOOLS.into(), ironloop::graph::END.into()]),
         reads: None,
     });
-    let g = Graph::compile(spec, None, Arc::new(JsonCodec), vec![], vec![]).unwrap();
-    let human = Arc::new(Message::human("2+3?"));
-    let input = RunInput::Values(vec![(
-        "chat".into(),
-        Val::Messages(MessageList::from_messages([human])),
-    )]);
-    let r = g.run(input, RunOptions::default()).await.unwrap();
-    let Some(Val::Messages(l)) = r.state.get("chat") else {
-        panic!("no messages")
-    };
-    let texts: Vec<String> = l.iter().map(|m| m.content.text()).collect();
-    assert_eq!(texts, ["2+3?", "", "5", "it is 5"]);
+    let l = run_chat(spec, "chat", "2+3?").await;
+    assert_eq!(texts(&l), ["2+3?", "", "5", "it is 5"]);
     assert!(matches!(l.get(2).unwrap().kind, MessageKind::Tool { .. }));
 }
 
@@ -195,18 +204,8 @@ async fn tool_call_sends_runs_each_call_as_a_task_of_its_own() {
         ends: Some(vec!["tools".into(), END.into()]),
         reads: None,
     });
-    let g = Graph::compile(spec, None, Arc::new(JsonCodec), vec![], vec![]).unwrap();
-    let human = Arc::new(Message::human("sums?"));
-    let input = RunInput::Values(vec![(
-        "messages".into(),
-        Val::Messages(MessageList::from_messages([human])),
-    )]);
-    let r = g.run(input, RunOptions::default()).await.unwrap();
-    let Some(Val::Messages(l)) = r.state.get("messages") else {
-        panic!("no messages")
-    };
-    let texts: Vec<String> = l.iter().map(|m| m.content.text()).collect();
-    assert_eq!(texts, ["sums?", "", "5", "2", "5 and 2"]);
+    let l = run_chat(spec, "messages", "sums?").await;
+    assert_eq!(texts(&l), ["sums?", "", "5", "2", "5 and 2"]);
     let mut args = tools.args.lock().unwrap().clone();
     args.sort_by_key(|a| a["id"].as_str().map(str::to_owned));
     assert_eq!(
