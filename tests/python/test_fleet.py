@@ -294,14 +294,15 @@ def test_a_killed_workers_input_checkpoint_committed_after_its_death_is_not_star
     tmp_path: Path,
 ) -> None:
     """The fleet's race, made deterministic: the server commits a killed worker's
-    ``put_next`` of its input checkpoint after the worker was reaped. A lock holds that
-    statement until the worker is dead and :func:`recover` has started; without
+    first save (its input checkpoint, with the first step's) after the worker was
+    reaped. A lock holds that statement until the worker is dead and :func:`recover`
+    has started; without
     :func:`settle`, recover reads "no checkpoint" and gives the start job again (and the
     thread gets a second input checkpoint). Then the fleet finishes the thread, which
     must have the reference's history.
 
     The hold is a row of the thread in the threads table, inserted by a transaction
-    left open and then rolled back: the worker's ``put_next`` (an insert of that row)
+    left open and then rolled back: the worker's first save (an insert of that row)
     waits for it at execution, with its statement sent whole (a table lock would stop
     it earlier, while it is prepared, before it is sent)."""
     url = postgres_url()
@@ -336,8 +337,10 @@ def test_a_killed_workers_input_checkpoint_committed_after_its_death_is_not_star
             "recover gave the start job again although the killed worker's input "
             "checkpoint was still to commit"
         )
-        state = fleet.app.get_state(cfg("t000"))
-        assert state.next == ("__start__",), "the killed worker's input checkpoint"
+        # The killed worker's first save: its input checkpoint and the first step's,
+        # one transaction (durability "sync").
+        history = [s.next for s in fleet.app.get_state_history(cfg("t000"))]
+        assert history == [("s1",), ("__start__",)], "the killed worker's first save"
         fleet.start(0)
         fleet.start(1)
         deadline = time.monotonic() + 60
