@@ -78,6 +78,31 @@ def measure(fn: Callable[[], T], repeat: int = 5, warmup: int = 1, check: Check 
     return Stats.of(samples)
 
 
+def measure_pair(
+    a: Callable[[], tuple[T, float]],
+    b: Callable[[], tuple[T, float]],
+    check: tuple[Check, Check] = (None, None),
+    repeat: int = 5,
+    warmup: int = 1,
+) -> tuple[Stats, Stats]:
+    """Two workloads, one repetition of each in turn, so that both see the same state
+    of the machine. Each function times itself (it may prepare untimed first) and
+    returns its result and the seconds of its timed part; ``check`` checks each one's
+    result."""
+    _check_repeat(repeat, warmup)
+    samples: tuple[list[float], list[float]] = ([], [])
+    for i in range(warmup + repeat):
+        for fn, chk, out in zip((a, b), check, samples, strict=True):
+            gc.collect()
+            result, seconds = fn()
+            if i >= warmup:
+                out.append(seconds)
+            if chk is not None:
+                chk(result)
+            del result
+    return Stats.of(samples[0]), Stats.of(samples[1])
+
+
 async def ameasure_pair(
     a: tuple[Callable[[], Awaitable[T]], Check],
     b: tuple[Callable[[], Awaitable[T]], Check],

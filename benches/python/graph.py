@@ -543,10 +543,22 @@ def sqlite_step_bytes(path: str, steps: int) -> tuple[float, float]:
         conn.close()
 
 
-def floor_w4_sqlite(n: int, repeat: int, rows_per_step: float, bytes_per_step: float) -> h.Stats:
-    """``n`` committed SQLite transactions, each inserting the rows and bytes one W4 step
-    of ironloop's SqliteSaver writes (measured on its file), with its settings: WAL,
-    ``synchronous=NORMAL``, ``BEGIN IMMEDIATE`` (µs per step)."""
+def w4_sqlite_beside_floor(
+    impl: Impl,
+    n: int,
+    repeat: int,
+    savers: Savers,
+    rows_per_step: float,
+    bytes_per_step: float,
+) -> tuple[h.Stats, h.Stats]:
+    """W4 on SQLite and its floor, one repetition of each in turn (µs per step each):
+    measured apart, minutes from each other on a shared machine, their ratio swung
+    1.0–1.7 between runs of one build.
+
+    The floor: ``n`` committed SQLite transactions, each inserting the rows and bytes
+    one W4 step of ironloop's SqliteSaver writes (measured on its file), with its
+    settings: WAL, ``synchronous=NORMAL``, ``BEGIN IMMEDIATE``; a fresh file each time,
+    its setup not timed."""
     import sqlite3
 
     rows = max(1, round(rows_per_step))
@@ -554,7 +566,7 @@ def floor_w4_sqlite(n: int, repeat: int, rows_per_step: float, bytes_per_step: f
     tmp = tempfile.mkdtemp(prefix="ironloop-floor-")
     counter = itertools.count()
 
-    def once() -> int:
+    def floor_once() -> tuple[int, float]:
         path = os.path.join(tmp, f"floor{next(counter)}.sqlite")
         conn = sqlite3.connect(path, isolation_level=None)
         conn.execute("PRAGMA journal_mode=WAL")
@@ -569,20 +581,30 @@ def floor_w4_sqlite(n: int, repeat: int, rows_per_step: float, bytes_per_step: f
         elapsed = time.perf_counter() - t0
         count = conn.execute("SELECT count(*) FROM t").fetchone()[0]
         conn.close()
-        times.append(elapsed)
-        return int(count)
+        return int(count), elapsed
 
-    times: list[float] = []
-
-    def check(result: Any) -> None:
+    def floor_check(result: Any) -> None:
         if result != n * rows:
             raise BenchError(f"floor wrote {result} rows, expected {n * rows}")
 
+    saver, path = savers.make("sqlite")
     try:
-        h.measure(once, repeat=repeat, check=check)
+        graph = counter_graph(impl, n, saver)
+
+        def once() -> tuple[Any, float]:
+            t0 = time.perf_counter()
+            out = graph.invoke({"count": 0}, config(n + 100, saver))
+            return out, time.perf_counter() - t0
+
+        def check(result: Any) -> None:
+            if result.get("count") != n:
+                raise BenchError(f"count {result.get('count')!r}, expected {n}")
+
+        stats, floor = h.measure_pair(once, floor_once, (check, floor_check), repeat=repeat)
     finally:
+        savers.release(saver, path)
         shutil.rmtree(tmp, ignore_errors=True)
-    return h.Stats.of(times[1:]).scaled(1e6 / n)  # the setup of each file is not timed
+    return stats.scaled(1e6 / n), floor.scaled(1e6 / n)
 
 
 # --- W4m: the counter loop with a growing message history ---------------------------------
@@ -1522,7 +1544,11 @@ def main(argv: list[str] | None = None) -> int:
                     f"{rows_step:.1f} rows, {bytes_step:,.0f} bytes"
                 )
                 row.max_over_floor = MAX_OVER_FLOOR_W4["sqlite"]
-                row.floor = floor_w4_sqlite(n4, args.repeat, rows_step, bytes_step)
+                # ironloop's figure and the floor again, in turn (see the function).
+                il = next(i for i in impls if i.name == "ironloop")
+                row.stats["ironloop"], row.floor = w4_sqlite_beside_floor(
+                    il, n4, args.repeat, savers["ironloop"], rows_step, bytes_step
+                )
             if kind != "none":
                 notes.extend(
                     by_durability(
