@@ -28,6 +28,18 @@ pub enum Goto {
     End,
 }
 
+impl Goto {
+    /// To the node named `name`, or the end when it is [`END`].
+    pub fn to(name: impl Into<String>) -> Goto {
+        let name = name.into();
+        if name == END {
+            Goto::End
+        } else {
+            Goto::Node(name)
+        }
+    }
+}
+
 /// What a node produced.
 #[derive(Debug, Clone, Default)]
 pub struct NodeOutput {

@@ -12,7 +12,19 @@ pub use tool_node::{
 pub use tool_sends::ToolCallSends;
 pub use tools_condition::{tools_condition, NoMessages, ToolsCondition, TOOLS};
 
-use crate::graph::ChannelKind;
+use std::sync::Arc;
+
+use crate::graph::{ChannelKind, StateView, Val};
+use crate::message::Message;
+
+/// The last message of messages channel `channel` in `view`, if it has any: what the
+/// routers after the model look at.
+fn last_message<'a>(view: &'a StateView, channel: &str) -> Option<&'a Arc<Message>> {
+    match view.get(channel) {
+        Some(Val::Messages(l)) => l.last(),
+        _ => None,
+    }
+}
 
 /// The messages channel of a state: the one named `messages` when it is a messages
 /// channel, else the first messages channel declared. The tool node and

@@ -6,7 +6,7 @@
 
 use serde_json::{json, Value};
 
-use crate::graph::{Goto, GraphError, Router, StateView, TaskContext, Val, END};
+use crate::graph::{Goto, GraphError, Router, StateView, TaskContext, Val};
 use crate::tool::ToolCall;
 
 /// After the model's turn: `Send(node, call)` for each tool call of the last message
@@ -31,11 +31,7 @@ impl Router for ToolCallSends {
     }
 
     fn route(&self, view: &StateView, ctx: &TaskContext) -> Result<Vec<Goto>, GraphError> {
-        let last = match view.get(&self.channel) {
-            Some(Val::Messages(l)) => l.last(),
-            _ => None,
-        };
-        let Some(last) = last else {
+        let Some(last) = super::last_message(view, &self.channel) else {
             return Err(ctx.node_error(
                 format!(
                     "routing after {:?} failed: the state has no messages in {:?}",
@@ -46,11 +42,7 @@ impl Router for ToolCallSends {
         };
         let calls = last.tool_calls();
         if calls.is_empty() {
-            return Ok(vec![if self.otherwise == END {
-                Goto::End
-            } else {
-                Goto::Node(self.otherwise.clone())
-            }]);
+            return Ok(vec![Goto::to(self.otherwise.as_str())]);
         }
         Ok(calls
             .iter()

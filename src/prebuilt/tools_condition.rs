@@ -1,9 +1,8 @@
 //! `tools_condition`: after the model's turn, go to the tools when it asked for any.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
-use crate::graph::{Goto, GraphError, Router, StateView, TaskContext, Val, END};
+use crate::graph::{Goto, GraphError, Router, StateView, TaskContext, END};
 use crate::message::Message;
 
 /// The route `tools_condition` takes when the last message has tool calls.
@@ -37,10 +36,7 @@ impl Router for ToolsCondition {
     }
 
     fn route(&self, view: &StateView, ctx: &TaskContext) -> Result<Vec<Goto>, GraphError> {
-        let last: Option<&Arc<Message>> = match view.get(&self.channel) {
-            Some(Val::Messages(l)) => l.last(),
-            _ => None,
-        };
+        let last = super::last_message(view, &self.channel);
         let key = tools_condition(last.map(|m| m.as_ref())).map_err(|e| {
             ctx.node_error(format!("routing after {:?} failed: {e}", ctx.node), None)
         })?;
@@ -58,10 +54,6 @@ impl Router for ToolsCondition {
                 )
             })?,
         };
-        Ok(vec![if target == END {
-            Goto::End
-        } else {
-            Goto::Node(target)
-        }])
+        Ok(vec![Goto::to(target)])
     }
 }

@@ -10,7 +10,7 @@ use super::super::env::PyRunEnv;
 use super::nodes::node_error;
 use super::task::call_in_task;
 use super::values::{host, send_class, val_to_py, Shared};
-use crate::graph::{Goto, GraphError, Reducer, Router, StateView, TaskContext, Val, END};
+use crate::graph::{Goto, GraphError, Reducer, Router, StateView, TaskContext, Val};
 
 // ---------------------------------------------------------------------------------
 // Routers and reducers
@@ -40,7 +40,7 @@ pub(super) fn map_goto(
             ))
         })?;
         let t: String = target.extract()?;
-        return Ok(if t == END { Goto::End } else { Goto::Node(t) });
+        return Ok(Goto::to(t));
     }
     let t: String = key.extract().map_err(|_| {
         PyTypeError::new_err(format!(
@@ -48,7 +48,7 @@ pub(super) fn map_goto(
             key.repr().map(|r| r.to_string()).unwrap_or_default()
         ))
     })?;
-    Ok(if t == END { Goto::End } else { Goto::Node(t) })
+    Ok(Goto::to(t))
 }
 
 impl Router for PyRouter {

@@ -17,8 +17,7 @@ use super::super::messages::message_to_py;
 use super::super::toolnode::command_class;
 use crate::checkpoint::CheckpointError;
 use crate::graph::{
-    Goto, GraphError, HostValue, MessageList, NodeOutput, StateView, Val, ValueCodec, END, ROOT,
-    START,
+    Goto, GraphError, HostValue, MessageList, NodeOutput, StateView, Val, ValueCodec, ROOT, START,
 };
 use crate::message::Message;
 
@@ -413,11 +412,7 @@ impl Shared {
         }
         if let Ok(s) = g.cast::<PyString>() {
             let s = s.to_str()?;
-            out.push(if s == END {
-                Goto::End
-            } else {
-                Goto::Node(s.to_owned())
-            });
+            out.push(Goto::to(s));
             return Ok(());
         }
         if g.is_instance(send_class(py)?)? {
