@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import sys
 import typing
 import uuid
 from collections.abc import Callable, Sequence
@@ -17,8 +18,10 @@ from ironloop._ironloop import (
     BaseMessage,
     NativeTool,
     SystemMessage,
+    _AgentModel,
     _coerce_message,
     _json_schema_errors,
+    _ToolDefs,
     tools_condition,
 )
 from ironloop._meta_fields import agent_tools
@@ -398,6 +401,36 @@ async def acall_model(model: Any, messages: list[Any], tools: Any, **kwargs: Any
     return _as_ai(await model.ainvoke(messages, tools=tools, **kwargs))
 
 
+#: What an HTTP model's step in an agent goes through in Python; the engine makes the
+#: same call itself only while none of it is a subclass's or an instance's own.
+_CALL_PATH = ("invoke", "ainvoke", "_invoke", "_ainvoke", "_args", "_done", "_streams_in_invoke")
+
+
+def _agent_model(model: Any, tools: Any, prompt: Any, name: str | None) -> Any:
+    """The agent's model step as the engine runs it without Python (an
+    ``_AgentModel``), or ``None`` when the step needs Python: a model that is not one
+    of ironloop's HTTP models as they are, or a prompt that is a function. Whether a
+    run may use it is decided per run (``ironloop._shapes.BoundCore``)."""
+    models = sys.modules.get("ironloop.models")
+    if tools is None or models is None or not isinstance(model, models._HTTPChatModel):
+        return None
+    base = models._HTTPChatModel
+    cls = type(model)
+    if any(getattr(cls, a) is not getattr(base, a) for a in _CALL_PATH):
+        return None
+    if not set(_CALL_PATH).isdisjoint(vars(model)):
+        return None
+    if prompt is None:
+        system = None
+    elif isinstance(prompt, str):
+        system = SystemMessage(content=prompt)
+    elif _is_system_message(prompt):
+        system = prompt
+    else:
+        return None
+    return _AgentModel(model._core, tools, system, name)
+
+
 def create_react_agent(
     model: Any,
     tools: Sequence[Tool | NativeTool | Callable[..., Any] | dict[str, Any]] | ToolNode,
@@ -530,11 +563,13 @@ def create_react_agent(
             call_fields=call_fields,
         )
         templates.put(key, template, shape)
-    graph, tool_list, builtin = template
+    graph, tool_list, builtin, tool_defs = template
     if langchain_model:
         from ironloop import _langchain
 
         settings.model = _langchain.agent_model(model, tool_list, builtin)
+    elif tool_calling == "native" and pre_model_hook is None:
+        settings.native = _agent_model(model, tool_defs, prompt, name)
     return bind(graph, settings, name)
 
 
@@ -553,9 +588,9 @@ def _react_template(
     version: str,
     tool_calling: str,
     call_fields: Sequence[str] | None = None,
-) -> tuple[CompiledStateGraph, list[Any], list[dict[str, Any]]]:
-    """The compiled graph of a ``create_react_agent`` shape, its tools and its provider
-    tool dicts. Its nodes call the model, prompt and name of the agent running it
+) -> tuple[CompiledStateGraph, list[Any], list[dict[str, Any]], Any]:
+    """The compiled graph of a ``create_react_agent`` shape, its tools, its provider
+    tool dicts and the tools as the engine sends them (``None`` for a LangChain model). Its nodes call the model, prompt and name of the agent running it
     (``agent_var``; ``first``'s when the builder is compiled again by hand)."""
     model = first.model
     builtin: list[dict[str, Any]] = []
@@ -573,8 +608,14 @@ def _react_template(
     tool_list = list(tool_node.tools_by_name.values())
     tool_dicts = [t.to_openai() for t in tool_list] + builtin or None
     langchain_model = is_langchain_runnable(model)
+    tool_defs = None
     if langchain_model:
         tool_dicts = None  # bound to each agent's model (create_react_agent)
+    else:
+        try:
+            tool_defs = _ToolDefs(tool_dicts)
+        except TypeError:
+            pass  # a tool the model refuses: its call raises, from Python, as before
     direct = {t.name for t in tool_list if t.return_direct}
     schema = state_schema
     if pre_model_hook is not None and "llm_input_messages" not in _schema_keys(schema):
@@ -630,6 +671,9 @@ def _react_template(
             return _from_composed(_as_ai(resp), composed, response_format is not None)
 
     node: Any = agent if hasattr(model, "invoke") else aagent
+    if tool_calling == "native" and pre_model_hook is None:
+        # The engine runs this step itself when the run brings an ``_AgentModel``.
+        node.__ironloop_model_node__ = True
     if hasattr(model, "invoke") and hasattr(model, "ainvoke"):
         agent.__ironloop_async__ = aagent  # type: ignore[attr-defined]
 
@@ -674,9 +718,9 @@ def _react_template(
         g.add_edge("generate_structured_response", END)
     after = "generate_structured_response" if structured else END
 
-    def compiled() -> tuple[CompiledStateGraph, list[Any], list[dict[str, Any]]]:
+    def compiled() -> tuple[CompiledStateGraph, list[Any], list[dict[str, Any]], Any]:
         graph = _compile(g, checkpointer, store, interrupt_before, interrupt_after, first.name)
-        return graph, tool_list, builtin
+        return graph, tool_list, builtin, tool_defs
 
     if not tool_list:
         g.add_edge("post_model_hook" if post_model_hook is not None else "agent", after)

@@ -25,10 +25,12 @@ __all__ = [
     "_AsyncGraphStream",
     "_ChatModelCore",
     "_ChatStream",
+    "_AgentModel",
     "_GraphCore",
     "_GraphStream",
     "_McpToolset",
     "_TaskScratch",
+    "_ToolDefs",
     "_ToolNodeCore",
     "__version__",
     "_coerce_message",
@@ -413,9 +415,16 @@ class _GraphCore:
         input_keys: list[str] | None = None,
         output_keys: list[str] | None = None,
     ) -> _GraphCore: ...
-    def invoke(self, input: Any, config: Any = None) -> Any: ...
+    def invoke(
+        self, input: Any, config: Any = None, *, agent: _AgentModel | None = None
+    ) -> Any: ...
     def ainvoke(
-        self, input: Any, config: Any, event_loop: asyncio.AbstractEventLoop
+        self,
+        input: Any,
+        config: Any,
+        event_loop: asyncio.AbstractEventLoop,
+        *,
+        agent: _AgentModel | None = None,
     ) -> Awaitable[Any]: ...
     def stream(
         self,
@@ -424,6 +433,8 @@ class _GraphCore:
         stream_mode: Any,
         event_loop: asyncio.AbstractEventLoop | None = None,
         subgraphs: bool = False,
+        *,
+        agent: _AgentModel | None = None,
     ) -> Any: ...
     def get_state(self, config: Any, saver: Any = None) -> Any: ...
     def get_state_history(
@@ -500,6 +511,25 @@ class _ChatModelCore:
         extra: Any = None,
         **options: Any,  # any other keyword: a top-level request field
     ) -> _ChatStream: ...
+
+@final
+class _ToolDefs:
+    """An agent shape's tools as the model's requests carry them."""
+
+    def __new__(cls, tools: Any = None) -> _ToolDefs: ...
+    def __len__(self) -> int: ...
+
+@final
+class _AgentModel:
+    """One agent's model step as the engine runs it without Python."""
+
+    def __new__(
+        cls,
+        model: _ChatModelCore,
+        tools: _ToolDefs,
+        system: Any = None,
+        name: str | None = None,
+    ) -> _AgentModel: ...
 
 @final
 class _ChatStream:

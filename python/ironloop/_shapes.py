@@ -25,6 +25,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ironloop import _tracing
+from ironloop._usage import _collectors
 from ironloop.graph import CompiledStateGraph
 
 #: How many compiled shapes are kept. Agents made per request with per-request
@@ -38,7 +40,7 @@ class AgentSettings:
     prompt functions (``create_react_agent``), its system message (``create_agent``)
     and its name (put on its ``AIMessage`` s)."""
 
-    __slots__ = ("aprompt", "model", "name", "prompt", "system")
+    __slots__ = ("aprompt", "model", "name", "native", "prompt", "system")
 
     def __init__(
         self,
@@ -55,6 +57,9 @@ class AgentSettings:
         self.prompt: Any = prompt
         self.aprompt: Any = aprompt
         self.system = system
+        #: The model step as the engine runs it without Python (``create_react_agent``
+        #: with an ironloop HTTP model; see ``ironloop._agent._agent_model``).
+        self.native: Any = None
 
 
 #: The settings of the agent whose run this is (set by :class:`BoundCore`).
@@ -73,10 +78,24 @@ class BoundCore:
         self._core = core
         self.settings = settings
 
+    def _agent(self) -> Any:
+        """The agent's model step for the engine to run without Python, or ``None``
+        (its node function calls the model): not while the run's model calls are
+        observed from Python (token usage totalled, OpenTelemetry spans), nor while the
+        model has extra request fields (``model_kwargs``, a dict that may change)."""
+        native = self.settings.native
+        if native is None:
+            return None
+        if _collectors.get() or self.settings.model.model_kwargs:
+            return None
+        if _tracing.ON and _tracing.tracer() is not None:
+            return None
+        return native
+
     def invoke(self, *args: Any) -> Any:
         token = agent_var.set(self.settings)
         try:
-            return self._core.invoke(*args)
+            return self._core.invoke(*args, agent=self._agent())
         finally:
             agent_var.reset(token)
 
@@ -85,14 +104,14 @@ class BoundCore:
         # returned future is awaited), so the settings need only be set around it.
         token = agent_var.set(self.settings)
         try:
-            return self._core.ainvoke(*args)
+            return self._core.ainvoke(*args, agent=self._agent())
         finally:
             agent_var.reset(token)
 
     def stream(self, *args: Any) -> Any:
         token = agent_var.set(self.settings)
         try:
-            return self._core.stream(*args)
+            return self._core.stream(*args, agent=self._agent())
         finally:
             agent_var.reset(token)
 

@@ -1,11 +1,16 @@
-//! The prebuilt pieces of an agent graph — the tool node and `tools_condition` — as
+//! The prebuilt pieces of an agent graph — the model node, the tool node and the
+//! routers after the model (`tools_condition`, a `Send` per call) — as
 //! core types, so that a Rust graph uses them without Python and the Python
 //! `ToolNode` / `tools_condition` are thin conversions over the same rules.
 
+#[cfg(feature = "models")]
+mod model_node;
 mod tool_node;
 mod tool_sends;
 mod tools_condition;
 
+#[cfg(feature = "models")]
+pub use model_node::{answer_output, ModelCall, ModelNode};
 pub use tool_node::{
     last_ai_message, last_ai_tool_calls, result_message, tool_events, ToolNode, ToolNodeError,
 };

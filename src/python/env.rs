@@ -13,6 +13,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple};
 
 use super::helpers::helpers;
+use crate::prebuilt::ModelCall;
 use crate::tool::ToolContext;
 
 /// Work for the loop thread: run there, with the GIL held, by a `Drain`.
@@ -39,6 +40,9 @@ pub struct PyRunEnv {
     /// The run's tracer (`ironloop/_tracing.py`), when OpenTelemetry is on for it;
     /// looked up once, at capture (see `tracing::run_trace`).
     pub trace: Option<Py<PyAny>>,
+    /// The model step of the agent whose run this is, when the engine may run it
+    /// without Python (an ironloop HTTP model; see `graph::nodes::AgentModelNode`).
+    pub agent: Option<Arc<ModelCall>>,
     /// Jobs waiting for the loop thread (async calls to start; see `Drain`).
     pub(crate) pending: Mutex<Vec<LoopJob>>,
     pub(crate) drain_scheduled: AtomicBool,
@@ -159,6 +163,7 @@ impl PyRunEnv {
         store: Option<Py<PyAny>>,
         on_progress: Option<Py<PyAny>>,
         config: Option<Py<PyAny>>,
+        agent: Option<Arc<ModelCall>>,
     ) -> PyResult<Arc<Self>> {
         let context = py
             .import("contextvars")?
@@ -187,6 +192,7 @@ impl PyRunEnv {
             on_progress,
             config,
             trace,
+            agent,
             pending: Mutex::new(Vec::new()),
             drain_scheduled: AtomicBool::new(false),
         }))
@@ -237,7 +243,7 @@ impl PyRunEnv {
         if let Some(env) = ctx.host.clone().and_then(|h| h.downcast::<PyRunEnv>().ok()) {
             return Ok(env);
         }
-        Self::capture(py, None, None, None, None, None)
+        Self::capture(py, None, None, None, None, None, None)
     }
 
     /// Queues a job; true when the caller must schedule a drain on the loop.

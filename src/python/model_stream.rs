@@ -168,6 +168,45 @@ fn chunk_to_py(
     Ok(Some(chunk_to_py_object(py, chunk)?.unbind()))
 }
 
+/// Streams `req` to `model` from this task, handing each chunk, as the
+/// `AIMessageChunk` a `_ChatStream` yields, to `each` (the chunks queued by then
+/// under one hold of the GIL); then the provider's whole message. A model error, or
+/// an error of `each`, ends the stream (and its request).
+pub(crate) async fn stream_chunks(
+    model: Arc<dyn ChatModel>,
+    req: ChatRequest,
+    mut each: impl FnMut(Bound<'_, PyAny>) -> PyResult<()> + Send,
+) -> PyResult<Arc<Message>> {
+    let (tx, mut rx) = mpsc::channel::<Pumped>(64);
+    // Owns the receiver: when reading stops early, the pump sees it closed and stops.
+    let reading = async move {
+        let last = Mutex::new(None);
+        while let Some(first) = rx.recv().await {
+            let ended = Python::attach(|py| -> PyResult<bool> {
+                let mut item = Some(first);
+                loop {
+                    match chunk_to_py(py, item.take(), &last)? {
+                        Some(c) => each(c.into_bound(py))?,
+                        None => return Ok(true),
+                    }
+                    match rx.try_recv() {
+                        Ok(next) => item = Some(next),
+                        Err(mpsc::error::TryRecvError::Empty) => return Ok(false),
+                        Err(mpsc::error::TryRecvError::Disconnected) => return Ok(true),
+                    }
+                }
+            })?;
+            if ended {
+                break;
+            }
+        }
+        Ok::<_, PyErr>(last.into_inner().unwrap_or_else(|p| p.into_inner()))
+    };
+    let ((), last) = tokio::join!(pump(model, req, tx), reading);
+    last?
+        .ok_or_else(|| ModelError::Config("the stream ended without a final message".into()).into())
+}
+
 /// A streamed response: `AIMessageChunk`s sharing one id, whose sum is the whole
 /// message: text and reasoning pieces, tool-call fragments as they arrive, and a
 /// last chunk with the usage. `final_message` is the provider's whole message once

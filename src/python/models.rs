@@ -23,6 +23,7 @@ use crate::model::{
     AnthropicChat, ChatModel, ChatRequest, HttpSettings, ModelError, OpenAIChat, ResponseFormat,
     RetryPolicy,
 };
+use crate::prebuilt::ModelCall;
 use crate::tool::{ToolChoice, ToolDefinition};
 
 /// A model's `timeout` when none is given.
@@ -364,8 +365,57 @@ impl ChatModelCore {
     }
 }
 
+/// The tools of an agent shape as the model's requests carry them: converted once per
+/// shape, shared by the [`AgentModel`] of every agent of that shape.
+#[pyclass(name = "_ToolDefs", module = "ironloop._ironloop", frozen)]
+pub struct ToolDefs(Arc<Vec<ToolDefinition>>);
+
+#[pymethods]
+impl ToolDefs {
+    /// `tools`: what a model call's `tools=` takes (provider dicts, `Tool`s).
+    #[new]
+    #[pyo3(signature = (tools = None))]
+    fn new(tools: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        Ok(ToolDefs(Arc::new(tools_from_py(tools)?)))
+    }
+
+    fn __len__(&self) -> usize {
+        self.0.len()
+    }
+}
+
+/// One agent's model step as the engine runs it without Python (see
+/// `ironloop._agent`): the model, the shape's tools, the system message and the name.
+#[pyclass(name = "_AgentModel", module = "ironloop._ironloop", frozen)]
+pub struct AgentModel(pub(crate) Arc<ModelCall>);
+
+#[pymethods]
+impl AgentModel {
+    #[new]
+    #[pyo3(signature = (model, tools, system = None, name = None))]
+    fn new(
+        model: &ChatModelCore,
+        tools: &ToolDefs,
+        system: Option<&Bound<'_, PyAny>>,
+        name: Option<String>,
+    ) -> PyResult<Self> {
+        let system = system
+            .filter(|s| !s.is_none())
+            .map(message_from_py)
+            .transpose()?;
+        Ok(AgentModel(Arc::new(ModelCall {
+            model: model.model.clone(),
+            tools: tools.0.clone(),
+            system,
+            name,
+        })))
+    }
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ChatModelCore>()?;
+    m.add_class::<ToolDefs>()?;
+    m.add_class::<AgentModel>()?;
     m.add_class::<ChatStreamPy>()?;
     Ok(())
 }

@@ -145,6 +145,7 @@ impl ToolNodeCore {
             store,
             on_progress,
             None,
+            None,
         )?;
         let run = RunContext {
             progress: env.progress_fn(),

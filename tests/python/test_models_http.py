@@ -1020,6 +1020,190 @@ def test_react_agent_round_trip_with_openai(server: Loopback) -> None:
     assert server.requests[0]["body"]["tools"] == [add.to_openai()]
 
 
+def _two_rounds(server: Loopback) -> None:
+    server.json(oa_completion(None, [("call_1", "add", '{"a": 2, "b": 3}')]))
+    server.json(oa_completion("2 + 3 = 5"))
+
+
+def _python_model_steps(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Counts the agent's model steps that go through Python (``call_model``)."""
+    from ironloop import _agent
+
+    seen: list[Any] = []
+    real, areal = _agent.call_model, _agent.acall_model
+
+    def counted(*args: Any, **kw: Any) -> Any:
+        seen.append("sync")
+        return real(*args, **kw)
+
+    async def acounted(*args: Any, **kw: Any) -> Any:
+        seen.append("async")
+        return await areal(*args, **kw)
+
+    monkeypatch.setattr(_agent, "call_model", counted)
+    monkeypatch.setattr(_agent, "acall_model", acounted)
+    return seen
+
+
+def _shown(messages: list[Any]) -> list[dict[str, Any]]:
+    """The messages as dicts, without the ids ironloop makes for each run."""
+    out = []
+    for m in messages:
+        d = m.model_dump()
+        d.pop("id")
+        for call in d.get("tool_calls") or ():
+            call.pop("id", None)
+        out.append(d)
+    return out
+
+
+def test_the_engine_makes_an_ironloop_models_agent_step_itself(
+    server: Loopback, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An OpenAIChat agent: the engine calls the model, no Python per model step; what
+    # the run returns and sends is what the Python step (taken while token usage is
+    # totalled) gives.
+    from ironloop import get_usage_metadata_callback
+
+    steps = _python_model_steps(monkeypatch)
+    agent = create_react_agent(openai(server), [add], prompt="Be brief.", name="calc")
+    _two_rounds(server)
+    native = agent.invoke({"messages": [("user", "2+3?")]})
+    assert steps == []
+    _two_rounds(server)
+    with get_usage_metadata_callback() as cb:
+        through_python = agent.invoke({"messages": [("user", "2+3?")]})
+    assert steps == ["sync", "sync"]
+    assert cb.usage_metadata["gpt-4o-mini"]["total_tokens"] == 2 * 1163
+    assert _shown(native["messages"]) == _shown(through_python["messages"])
+    assert [m.name for m in native["messages"] if m.type == "ai"] == ["calc", "calc"]
+    assert native["messages"][-1].response_metadata == (
+        through_python["messages"][-1].response_metadata
+    )
+    assert native["messages"][-1].usage_metadata["total_tokens"] == 1163
+    bodies = [r["body"] for r in server.requests]
+    assert bodies[:2] == bodies[2:], "the same requests either way"
+    assert bodies[0]["messages"][0] == {"role": "system", "content": "Be brief."}
+    assert bodies[0]["tools"] == [add.to_openai()]
+
+
+async def test_the_engine_makes_the_step_under_ainvoke_too(
+    server: Loopback, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    steps = _python_model_steps(monkeypatch)
+    agent = create_react_agent(openai(server), [add])
+    _two_rounds(server)
+    out = await agent.ainvoke({"messages": [("user", "2+3?")]})
+    assert out["messages"][-1].content == "2 + 3 = 5"
+    assert steps == []
+    assert "system" not in [m["role"] for m in server.requests[0]["body"]["messages"]]
+
+
+def test_an_agent_step_the_engine_cannot_make_goes_through_python(
+    server: Loopback, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    steps = _python_model_steps(monkeypatch)
+
+    class Logged(OpenAIChat):
+        calls = 0
+
+        def invoke(self, *args: Any, **kw: Any) -> AIMessage:
+            Logged.calls += 1
+            return super().invoke(*args, **kw)
+
+    # A subclass with a call of its own.
+    _two_rounds(server)
+    agent = create_react_agent(
+        Logged("gpt-4o-mini", base_url=server.url + "/v1", api_key=OPENAI_KEY), [add]
+    )
+    assert agent.invoke({"messages": [("user", "2+3?")]})["messages"][-1].content == "2 + 3 = 5"
+    assert Logged.calls == 2
+    # A prompt that is a function.
+    _two_rounds(server)
+    agent = create_react_agent(
+        openai(server), [add], prompt=lambda s: [("system", "Hi."), *s["messages"]]
+    )
+    agent.invoke({"messages": [("user", "2+3?")]})
+    assert server.requests[-1]["body"]["messages"][0] == {"role": "system", "content": "Hi."}
+    # Extra request fields, set after the agent was made.
+    model = openai(server)
+    agent = create_react_agent(model, [add])
+    model.model_kwargs["seed"] = 7
+    _two_rounds(server)
+    agent.invoke({"messages": [("user", "2+3?")]})
+    assert server.requests[-1]["body"]["seed"] == 7
+    assert steps == ["sync"] * 6
+
+
+def test_the_engines_step_streams_tokens_as_the_models_invoke_does(
+    server: Loopback, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # stream_mode="messages": the engine streams the model's chunks itself; the
+    # items are the ones the model's invoke sends from the Python step.
+    from ironloop import get_usage_metadata_callback
+
+    steps = _python_model_steps(monkeypatch)
+    agent = create_react_agent(openai(server), [add], name="calc")
+
+    def run() -> list[Any]:
+        server.sse(oa_tool_stream("call_1", "add", '{"a": 2,', ' "b": 3}'))
+        server.sse(oa_text_stream("The ", "sum ", "is ", "5."))
+        config = {"configurable": {"thread_id": "t"}, "metadata": {"user": "u1"}}
+        items = agent.stream(
+            {"messages": [("user", "2+3?")]}, config, stream_mode=["messages", "updates"]
+        )
+        shown = []
+        for mode, item in items:
+            if mode == "updates":
+                ((node, update),) = item.items()
+                shown.append((mode, node, _shown(update["messages"])))
+                continue
+            chunk, meta = item
+            d = chunk.model_dump()
+            d.pop("id")
+            meta = {k: v for k, v in meta.items() if "checkpoint" not in k and "task" not in k}
+            shown.append((mode, type(chunk).__name__, d, meta))
+        return shown
+
+    native = run()
+    assert steps == []
+    with get_usage_metadata_callback():
+        through_python = run()
+    assert steps == ["sync", "sync"]
+    assert native == through_python
+    texts = [i[2]["content"] for i in native if i[0] == "messages" and i[1] == "AIMessageChunk"]
+    assert "".join(texts) == "The sum is 5."
+    metas = [i[3] for i in native if i[0] == "messages"]
+    assert metas[0]["langgraph_node"] == "agent"
+    assert metas[0]["user"] == "u1" and metas[0]["thread_id"] == "t"
+    # Each answer shows as its chunks only, not again as the node's returned message.
+    assert [i[1] for i in native if i[0] == "messages"].count("AIMessage") == 0
+    assert [u[1] for u in native if u[0] == "updates"] == ["agent", "tools", "agent"]
+    assert native[-1][2][0]["name"] == "calc"
+    assert all(r["body"]["stream"] is True for r in server.requests)
+
+
+def test_a_model_error_in_the_engines_step_is_the_models_exception(
+    server: Loopback, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ironloop import get_usage_metadata_callback
+
+    steps = _python_model_steps(monkeypatch)
+    agent = create_react_agent(openai(server), [add])
+    bad = {"error": {"message": "Invalid model.", "type": "invalid_request_error"}}
+    server.json(bad, status=400)
+    with pytest.raises(ModelError) as native:
+        agent.invoke({"messages": [("user", "2+3?")]})
+    assert steps == []
+    server.json(bad, status=400)
+    with get_usage_metadata_callback(), pytest.raises(ModelError) as through_python:
+        agent.invoke({"messages": [("user", "2+3?")]})
+    assert steps == ["sync"]
+    assert type(native.value) is type(through_python.value)
+    assert str(native.value) == str(through_python.value)
+    assert "Invalid model." in str(native.value)
+
+
 def test_react_agent_streams_messages_with_openai(server: Loopback) -> None:
     server.sse(oa_tool_stream("call_1", "add", '{"a": 2,', ' "b": 3}'))
     server.sse(oa_text_stream("The ", "sum ", "is ", "5."))

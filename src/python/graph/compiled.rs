@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::super::env::PyRunEnv;
 use super::super::helpers::helpers;
+use super::super::models::AgentModel;
 use super::super::runtime::{block_on, can_drive_inline, drive_inline};
 use super::describe::{self, BranchDesc, ChannelDesc, NodeDesc};
 use super::run::{config_str, GraphCore, ThreadAt};
@@ -16,6 +17,7 @@ use super::savers::checkpointer_from;
 use super::stream::{mode_bit, parse_modes, AsyncGraphStream, GraphStream};
 use super::values::PyCodec;
 use crate::graph::{Graph, NodeOutput};
+use crate::prebuilt::ModelCall;
 
 #[pymethods]
 impl GraphCore {
@@ -68,14 +70,17 @@ impl GraphCore {
         })
     }
 
-    #[pyo3(signature = (input, config=None))]
+    /// `agent`: the model step of the agent running this graph, which the engine may
+    /// run without Python (see `ironloop._shapes.BoundCore`).
+    #[pyo3(signature = (input, config=None, *, agent=None))]
     fn invoke<'py>(
         &self,
         py: Python<'py>,
         input: &Bound<'py, PyAny>,
         config: Option<&Bound<'py, PyAny>>,
+        agent: Option<PyRef<'py, AgentModel>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let mut s = self.setup(py, input, config, None, None)?;
+        let mut s = self.setup(py, input, config, None, None, model_call(agent))?;
         let graph = self.graph.clone();
         let r = if can_drive_inline() {
             s.opts.inline = true;
@@ -88,15 +93,16 @@ impl GraphCore {
         self.output(py, r)
     }
 
-    #[pyo3(signature = (input, config, event_loop))]
+    #[pyo3(signature = (input, config, event_loop, *, agent=None))]
     fn ainvoke<'py>(
         &self,
         py: Python<'py>,
         input: &Bound<'py, PyAny>,
         config: Option<&Bound<'py, PyAny>>,
         event_loop: Py<PyAny>,
+        agent: Option<PyRef<'py, AgentModel>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let s = self.setup(py, input, config, Some(event_loop), None)?;
+        let s = self.setup(py, input, config, Some(event_loop), None, model_call(agent))?;
         let graph = self.graph.clone();
         let shared = self.shared.clone();
         pyo3_async_runtimes::tokio::future_into_py(py, async move {
@@ -110,7 +116,9 @@ impl GraphCore {
         })
     }
 
-    #[pyo3(signature = (input, config, stream_mode, event_loop=None, subgraphs=false))]
+    #[pyo3(signature = (input, config, stream_mode, event_loop=None, subgraphs=false, *,
+                        agent=None))]
+    #[allow(clippy::too_many_arguments)]
     fn stream(
         &self,
         py: Python<'_>,
@@ -119,7 +127,9 @@ impl GraphCore {
         stream_mode: &Bound<'_, PyAny>,
         event_loop: Option<Py<PyAny>>,
         subgraphs: bool,
+        agent: Option<PyRef<'_, AgentModel>>,
     ) -> PyResult<Py<PyAny>> {
+        let agent = model_call(agent);
         let (bits, single) = parse_modes(stream_mode)?;
         let wanted = {
             let names: Vec<String> = stream_mode
@@ -135,6 +145,7 @@ impl GraphCore {
                 config,
                 lp,
                 (bits, wanted, single, subgraphs),
+                agent.clone(),
                 send,
             )
         };
@@ -259,7 +270,7 @@ impl GraphCore {
             )?;
         }
         let graph = self.graph.clone();
-        let env = PyRunEnv::capture(py, None, None, None, None, None)?;
+        let env = PyRunEnv::capture(py, None, None, None, None, None, None)?;
         let host_env: Arc<dyn std::any::Any + Send + Sync> = env.clone();
         let key = at.key();
         let new_id = block_on(
@@ -284,6 +295,11 @@ impl GraphCore {
             .map(|n| n.name.clone())
             .collect()
     }
+}
+
+/// The engine's handle on an agent's model step.
+fn model_call(agent: Option<PyRef<'_, AgentModel>>) -> Option<Arc<ModelCall>> {
+    agent.map(|a| a.0.clone())
 }
 
 impl GraphCore {

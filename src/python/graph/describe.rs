@@ -10,7 +10,7 @@ use pyo3::types::PyDict;
 
 use super::super::prebuilt::{is_add_messages, is_tools_condition};
 use super::super::toolnode::ToolNodeCore;
-use super::nodes::{PyNode, ToolsNode};
+use super::nodes::{AgentModelNode, PyNode, ToolsNode};
 use super::routers::{PyReducer, PyRouter};
 use super::values::Shared;
 use crate::graph::{BranchSpec, ChannelKind, GraphSpec, NodeRunner, NodeSpec, Router, ROOT};
@@ -147,15 +147,25 @@ impl NodeDesc {
                     shared.clone(),
                 ))
             }
-            None => Arc::new(PyNode {
-                name: self.name.clone(),
-                func: self.func,
-                is_async: self.is_async,
-                afunc: self.afunc,
-                wants: self.wants,
-                factory: self.factory,
-                shared: shared.clone(),
-            }),
+            None => {
+                let model_node = model_node_channel(self.func.bind(py), channels)?;
+                let node = PyNode {
+                    name: self.name.clone(),
+                    func: self.func,
+                    is_async: self.is_async,
+                    afunc: self.afunc,
+                    wants: self.wants,
+                    factory: self.factory,
+                    shared: shared.clone(),
+                };
+                match model_node {
+                    Some(channel) => Arc::new(AgentModelNode {
+                        channel,
+                        function: node,
+                    }),
+                    None => Arc::new(node),
+                }
+            }
         };
         Ok(NodeSpec {
             name: self.name,
@@ -163,6 +173,26 @@ impl NodeDesc {
             reads: self.reads,
         })
     }
+}
+
+/// The messages channel of an agent's model step: `create_react_agent` marks its
+/// model node function with `__ironloop_model_node__`; the engine runs the step
+/// itself when the run brings the agent's model (see `AgentModelNode`). Only over a
+/// messages channel named `messages`, which is what the function reads.
+fn model_node_channel(
+    func: &Bound<'_, PyAny>,
+    channels: &[(String, ChannelKind)],
+) -> PyResult<Option<String>> {
+    if func
+        .getattr_opt(pyo3::intern!(func.py(), "__ironloop_model_node__"))?
+        .is_none()
+    {
+        return Ok(None);
+    }
+    let messages = channels
+        .iter()
+        .any(|(n, k)| n == "messages" && matches!(k, ChannelKind::Messages));
+    Ok(messages.then(|| "messages".to_owned()))
 }
 
 /// The Rust router a routing function stands for, when it names one: `create_react_agent`

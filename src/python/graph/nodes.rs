@@ -15,18 +15,20 @@ use super::super::convert::tool_call_from_py;
 use super::super::env::PyRunEnv;
 use super::super::helpers::helpers;
 use super::super::messages::messages_to_py;
+use super::super::model_stream::stream_chunks;
 use super::super::pool::Pool;
 use super::super::toolnode::{is_graph_interrupt, tool_results, ToolNodeCore};
 use super::describe::Wants;
-use super::returned::stream_returned_messages;
-use super::task::{call_in, task_context, task_context_with, Pushed};
+use super::returned::{message_meta, stream_returned_messages};
+use super::task::{call_in, emit_chunk, task_context, task_context_with, Pushed};
 use super::values::{host, val_to_py, Shared};
 use crate::error::HostError;
 use crate::executor::RunContext;
 use crate::graph::{
     modes, GraphError, NodeFailure, NodeOutput, NodeRunner, StateView, TaskContext, Val,
 };
-use crate::prebuilt::{tool_events, ToolNode};
+use crate::message::Message;
+use crate::prebuilt::{answer_output, tool_events, ToolNode};
 
 /// A node error as the run's failure; the original exception travels inside it.
 pub(super) fn node_failure(py: Python<'_>, ctx: &TaskContext, e: PyErr) -> NodeFailure {
@@ -312,6 +314,57 @@ impl PyNodeRef {
     }
 }
 
+/// An agent's model step (`create_react_agent`'s `"agent"` node). When the run brings
+/// the agent's model as an [`AgentModel`](super::super::models::AgentModel) (an
+/// ironloop HTTP model, a prompt that is absent or a system message, nothing in the
+/// run that observes model calls from Python), the engine calls the model itself:
+/// the request is built from the channel's messages and the answer written back,
+/// with no Python call; under `stream_mode="messages"` the chunks go to the stream
+/// as the model's `invoke` sends them from a node. Otherwise the node's function runs.
+pub(super) struct AgentModelNode {
+    pub(super) channel: String,
+    pub(super) function: PyNode,
+}
+
+#[async_trait]
+impl NodeRunner for AgentModelNode {
+    async fn run(
+        &self,
+        view: StateView,
+        arg: Option<Val>,
+        ctx: TaskContext,
+    ) -> Result<NodeOutput, NodeFailure> {
+        let env = env_of(&ctx)?;
+        let call = env.agent.as_ref().filter(|_| arg.is_none());
+        let (Some(call), Some(Val::Messages(history))) = (call, view.get(&self.channel)) else {
+            return NodeRunner::run(&self.function, view, arg, ctx).await;
+        };
+        let tokens = ctx.stream.as_ref().filter(|s| s.wants(modes::MESSAGES));
+        let Some(sink) = tokens else {
+            return match call.answer(history).await {
+                Ok(answer) => Ok(answer_output(&self.channel, answer)),
+                // The exception the model's `invoke` raises.
+                Err(e) => Err(Python::attach(|py| node_failure(py, &ctx, e.into()))),
+            };
+        };
+        // Tokens to the `messages` stream as they arrive, as the model's `invoke` sends
+        // them from a node (the task's metadata, the chunks' id marked as shown).
+        let fail = |e| Python::attach(|py| node_failure(py, &ctx, e));
+        let meta =
+            Python::attach(|py| message_meta(py, &env, &ctx).map(Bound::unbind)).map_err(fail)?;
+        let req = call.request(history);
+        let each = |chunk: Bound<'_, PyAny>| {
+            let task_meta = meta.bind(chunk.py());
+            emit_chunk(sink, &ctx.node, Some(task_meta), chunk, None)
+        };
+        let answer = stream_chunks(call.model.clone(), req, each)
+            .await
+            .map_err(fail)?;
+        let out = answer_output(&self.channel, call.named(Message::clone(&answer)));
+        shown_in_messages_mode(&self.function.shared, &view, &ctx, out)
+    }
+}
+
 /// A `ToolNode` in a graph: the core tool node reads the last AI message from the
 /// messages channel and runs its calls through the executor; Python is entered only
 /// for what Python tools need (their state, context and error policy).
@@ -388,6 +441,7 @@ impl ToolsNode {
                 on_progress,
                 config: env.config.as_ref().map(|c| c.clone_ref(py)),
                 trace: env.trace.as_ref().map(|t| t.clone_ref(py)),
+                agent: None,
                 pending: Default::default(),
                 drain_scheduled: Default::default(),
             });

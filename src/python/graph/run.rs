@@ -20,6 +20,7 @@ use crate::graph::{
     Durability, Graph, GraphError, InterruptInfo, InterruptKind, Multitask, NodeOutput, Reserved,
     Resume, RunInput, RunOptions, RunResult, Snapshot, StreamSink, ValueCodec, START,
 };
+use crate::prebuilt::ModelCall;
 
 // ---------------------------------------------------------------------------------
 // The compiled graph
@@ -71,6 +72,7 @@ impl GraphCore {
         config: Option<&Bound<'_, PyAny>>,
         event_loop: Option<Py<PyAny>>,
         stream: Option<StreamSink>,
+        agent: Option<Arc<ModelCall>>,
     ) -> PyResult<RunSetup> {
         // A run inside a task of a streaming run (a subgraph, a sub-agent) streams
         // into it when it asked for subgraph events.
@@ -172,6 +174,7 @@ impl GraphCore {
             self.shared.store.as_ref().map(|s| s.clone_ref(py)),
             None,
             Some(cfg.unbind()),
+            agent,
         )?;
         opts.observer = env.step_observer(py);
         opts.host = Some(env);
@@ -183,6 +186,7 @@ impl GraphCore {
 
     /// Starts a run whose events (and then its result) go to `send`; returns how to
     /// shape them for Python.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn start_stream(
         &self,
         py: Python<'_>,
@@ -190,6 +194,7 @@ impl GraphCore {
         config: Option<&Bound<'_, PyAny>>,
         event_loop: Option<Py<PyAny>>,
         (bits, wanted, single, subgraphs): (u8, u8, bool, bool),
+        agent: Option<Arc<ModelCall>>,
         send: StreamSend,
     ) -> PyResult<GraphStreamShape> {
         let send: Arc<dyn Fn(StreamMsg) + Send + Sync> = Arc::from(send);
@@ -200,7 +205,7 @@ impl GraphCore {
             send: Arc::new(move |ev| events(StreamMsg::Event(ev))),
             seen: Default::default(),
         };
-        let s = self.setup(py, input, config, event_loop, Some(sink))?;
+        let s = self.setup(py, input, config, event_loop, Some(sink), agent)?;
         let thread = s.opts.thread_id.clone().unwrap_or_default();
         let cancel = s.opts.cancel.clone();
         let (graph, stop) = (self.graph.clone(), cancel.clone());

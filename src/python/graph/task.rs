@@ -120,28 +120,8 @@ impl TaskScratch {
         let Some(s) = self.stream.as_ref().filter(|s| s.wants(modes::MESSAGES)) else {
             return Ok(());
         };
-        let py = chunk.py();
-        // The model run's own metadata, then the task's (which wins, as the engine's).
-        let meta = match metadata {
-            Some(m) => m.copy()?,
-            None => PyDict::new(py),
-        };
-        if let Some(m) = &self.meta {
-            meta.update(m.bind(py).as_mapping())?;
-        }
-        if let Ok(Some(id)) = chunk
-            .getattr(intern!(chunk.py(), "id"))?
-            .extract::<Option<String>>()
-        {
-            s.first_sight(&id);
-        }
-        let node = self.node.clone();
-        s.emit(modes::MESSAGES, || StreamEvent::Message {
-            chunk: host(chunk),
-            node,
-            meta: Some(host(meta.into_any())),
-        });
-        Ok(())
+        let task_meta = self.meta.as_ref().map(|m| m.bind(chunk.py()));
+        emit_chunk(s, &self.node, task_meta, chunk, metadata)
     }
 
     /// Adds a write of `value` to `channel` to the task's output (`push_message`).
@@ -171,6 +151,39 @@ impl TaskScratch {
             .as_ref()
             .is_some_and(|s| s.wants(modes::MESSAGES))
     }
+}
+
+/// Sends `chunk` to the `messages` stream of `node`'s task: its metadata is
+/// `metadata` (the model run's own) under `task_meta` (the task's, which wins, as
+/// the engine's). Its id is marked as shown, so that the node's returned message
+/// with that id is not shown again.
+pub(super) fn emit_chunk(
+    sink: &StreamSink,
+    node: &str,
+    task_meta: Option<&Bound<'_, PyDict>>,
+    chunk: Bound<'_, PyAny>,
+    metadata: Option<Bound<'_, PyDict>>,
+) -> PyResult<()> {
+    let py = chunk.py();
+    let meta = match metadata {
+        Some(m) => m.copy()?,
+        None => PyDict::new(py),
+    };
+    if let Some(m) = task_meta {
+        meta.update(m.as_mapping())?;
+    }
+    if let Ok(Some(id)) = chunk
+        .getattr(intern!(py, "id"))?
+        .extract::<Option<String>>()
+    {
+        sink.first_sight(&id);
+    }
+    sink.emit(modes::MESSAGES, || StreamEvent::Message {
+        chunk: host(chunk),
+        node: node.to_owned(),
+        meta: Some(host(meta.into_any())),
+    });
+    Ok(())
 }
 
 /// A copy of the run's context with the task's scratchpad set, so that
