@@ -73,6 +73,8 @@
 //! Nothing rewrites records of formats 1 to 3: they read as before, and a thread's
 //! new records are written in format 4 on the same chains.
 
+use std::fmt::Write as _;
+
 use serde_json::{json, Map, Value};
 
 use super::{CheckpointRecord, TaskRecord, Write};
@@ -171,7 +173,7 @@ pub fn encode(record: &CheckpointRecord) -> serde_json::Result<String> {
     // `[a,...,h]` becomes `[a,...,h,{crc}]`.
     text.pop();
     let crc = checksum(&record.id, record.parent_id.as_deref(), &text);
-    text.push_str(&format!(",{crc}]"));
+    let _ = write!(text, ",{crc}]");
     Ok(text)
 }
 

@@ -882,18 +882,27 @@ impl Run<'_> {
             created_at: now_secs(),
             metadata: meta(&self.opts.metadata, source, self.step),
         };
+        // What the run keeps of it as the next step's parent: its id, step and next
+        // tasks. Its writes and snapshot go to the saver, uncopied (a step's messages
+        // can be most of a record).
+        let head = CheckpointRecord {
+            snapshot: None,
+            id: record.id.clone(),
+            parent_id: record.parent_id.clone(),
+            step: record.step,
+            source: record.source.clone(),
+            writes: Vec::new(),
+            next: record.next.clone(),
+            created_at: record.created_at,
+            metadata: Value::Null,
+        };
         // Every step but a fork's first must follow the thread's latest checkpoint: a
         // second run advancing the thread at the same time gets a conflict.
         saves
-            .record(
-                pending,
-                record.clone(),
-                std::mem::take(&mut self.fork),
-                hold,
-            )
+            .record(pending, record, std::mem::take(&mut self.fork), hold)
             .await?;
         self.since_snapshot = since;
-        self.parent = Some(record);
+        self.parent = Some(head);
         Ok(())
     }
 }
