@@ -1183,6 +1183,48 @@ def test_the_engines_step_streams_tokens_as_the_models_invoke_does(
     assert all(r["body"]["stream"] is True for r in server.requests)
 
 
+def test_a_stream_cut_short_in_the_engines_step_fails_as_in_python(
+    server: Loopback, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The chunks that came are streamed, then the run fails with the model's error,
+    # either way.
+    from ironloop import get_usage_metadata_callback
+
+    steps = _python_model_steps(monkeypatch)
+    agent = create_react_agent(openai(server), [add])
+
+    def run() -> tuple[list[str], BaseException]:
+        server.sse([oa_chunk({"role": "assistant", "content": ""}), oa_chunk({"content": "Hal"})])
+        seen: list[str] = []
+        with pytest.raises(ModelError, match="truncated") as e:
+            for chunk, _ in agent.stream({"messages": [("user", "hi")]}, stream_mode="messages"):
+                seen.append(chunk.text)
+        return seen, e.value
+
+    native, native_error = run()
+    assert steps == []
+    with get_usage_metadata_callback():
+        through_python, python_error = run()
+    assert steps == ["sync"]
+    assert [t for t in native if t] == [t for t in through_python if t] == ["Hal"]
+    assert str(native_error) == str(python_error)
+
+
+async def test_an_engine_step_cancelled_with_its_run_stops_its_request(
+    server: Loopback, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A run cancelled while the model is answering (asyncio.wait_for) ends at once.
+    steps = _python_model_steps(monkeypatch)
+    agent = create_react_agent(openai(server), [add])
+    server.json(oa_completion("late"), delay=2.0)
+    started = time.monotonic()
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(agent.ainvoke({"messages": [("user", "hi")]}), 0.2)
+    assert time.monotonic() - started < 1.0
+    assert steps == []
+    assert len(server.requests) == 1
+
+
 def test_a_model_error_in_the_engines_step_is_the_models_exception(
     server: Loopback, monkeypatch: pytest.MonkeyPatch
 ) -> None:
