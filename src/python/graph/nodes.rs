@@ -20,7 +20,9 @@ use super::super::pool::Pool;
 use super::super::toolnode::{is_graph_interrupt, tool_results, ToolNodeCore};
 use super::describe::Wants;
 use super::returned::{message_meta, stream_returned_messages};
-use super::task::{call_in, emit_chunk, task_context, task_context_with, Pushed};
+use super::task::{
+    call_in, call_in_task_with, emit_chunk, task_context, task_context_with, Pushed,
+};
 use super::values::{host, val_to_py, Shared};
 use crate::error::HostError;
 use crate::executor::RunContext;
@@ -89,15 +91,15 @@ pub(super) struct PyNode {
 }
 
 impl PyNode {
-    pub(super) fn call<'py>(
+    /// The function's arguments: its input (the `Send` argument, or the state as its
+    /// schema shows it) and the keywords it takes.
+    fn arguments<'py>(
         &self,
         py: Python<'py>,
         view: &StateView,
         arg: &Option<Val>,
-        ctx: &TaskContext,
         env: &PyRunEnv,
-        pushed: &Pushed,
-    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    ) -> PyResult<(Bound<'py, PyTuple>, Option<Bound<'py, PyDict>>)> {
         let input = match arg {
             Some(a) => val_to_py(py, a)?,
             None => self.shared.node_input(py, view, &self.factory)?,
@@ -115,16 +117,40 @@ impl PyNode {
         if self.wants.writer {
             kw.set_item("writer", helpers(py)?.task_writer.bind(py))?;
         }
-        let kw = if kw.is_empty() { None } else { Some(&kw) };
+        let kw = if kw.is_empty() { None } else { Some(kw) };
+        Ok((PyTuple::new(py, [input])?, kw))
+    }
+
+    /// Calls the function in the task's context: what it returned (a coroutine, for an
+    /// async function) and that context (where the coroutine is to run).
+    pub(super) fn call<'py>(
+        &self,
+        py: Python<'py>,
+        view: &StateView,
+        arg: &Option<Val>,
+        ctx: &TaskContext,
+        env: &PyRunEnv,
+        pushed: &Pushed,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+        let (args, kw) = self.arguments(py, view, arg, env)?;
         let (context, _) = task_context_with(py, env, ctx, pushed.clone())?;
-        let r = call_in(
-            py,
-            &context,
-            self.func.bind(py),
-            PyTuple::new(py, [input])?,
-            kw,
-        )?;
+        let r = call_in(py, &context, self.func.bind(py), args, kw.as_ref())?;
         Ok((r, context))
+    }
+
+    /// Calls a sync function in the task's context: its result.
+    pub(super) fn call_sync<'py>(
+        &self,
+        py: Python<'py>,
+        view: &StateView,
+        arg: &Option<Val>,
+        ctx: &TaskContext,
+        env: &PyRunEnv,
+        pushed: &Pushed,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (args, kw) = self.arguments(py, view, arg, env)?;
+        let f = self.func.bind(py);
+        call_in_task_with(py, env, ctx, pushed.clone(), f, args, kw.as_ref())
     }
 
     pub(super) fn finish(
@@ -254,9 +280,7 @@ impl PyNode {
         let pushed = Pushed::default();
         if ctx.inline {
             return Python::attach(|py| {
-                let r = self
-                    .call(py, &view, &arg, &ctx, &env, &pushed)
-                    .map(|(r, _)| r);
+                let r = self.call_sync(py, &view, &arg, &ctx, &env, &pushed);
                 self.finish(py, r, &ctx, &pushed)
             });
         }
@@ -268,9 +292,7 @@ impl PyNode {
                 return;
             }
             let n = this.node(py);
-            let r = n
-                .call(py, &view, &arg, &ctx2, &env, &pushed)
-                .map(|(r, _)| r);
+            let r = n.call_sync(py, &view, &arg, &ctx2, &env, &pushed);
             let _ = tx.send(n.finish(py, r, &ctx2, &pushed));
         }));
         rx.await

@@ -204,7 +204,30 @@ pub(super) fn task_context_with<'py>(
     pushed: Pushed,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, TaskScratch>)> {
     let context = env.context.bind(py).call_method0(intern!(py, "copy"))?;
-    let scratch = Bound::new(
+    let scratch = task_scratch(py, env, ctx, pushed)?;
+    let h = helpers(py)?;
+    let var = h.task_var.bind(py);
+    context.call_method1(
+        intern!(py, "run"),
+        (var.getattr(intern!(py, "set"))?, &scratch),
+    )?;
+    if scratch.borrow().streams_messages() {
+        context.call_method1(
+            intern!(py, "run"),
+            (h.stream_langchain_tokens.bind(py), &scratch),
+        )?;
+    }
+    Ok((context, scratch))
+}
+
+/// The scratchpad of the task `ctx`, its `push_message` writes going to `pushed`.
+fn task_scratch<'py>(
+    py: Python<'py>,
+    env: &PyRunEnv,
+    ctx: &TaskContext,
+    pushed: Pushed,
+) -> PyResult<Bound<'py, TaskScratch>> {
+    Bound::new(
         py,
         TaskScratch {
             resume: ctx
@@ -225,20 +248,49 @@ pub(super) fn task_context_with<'py>(
                 _ => None,
             },
         },
-    )?;
-    let h = helpers(py)?;
-    let var = h.task_var.bind(py);
-    context.call_method1(
-        intern!(py, "run"),
-        (var.getattr(intern!(py, "set"))?, &scratch),
-    )?;
-    if scratch.borrow().streams_messages() {
-        context.call_method1(
-            intern!(py, "run"),
-            (h.stream_langchain_tokens.bind(py), &scratch),
-        )?;
+    )
+}
+
+/// Calls `f(*args, **kw)` in a fresh copy of the run's context with the task's
+/// scratchpad set: what [`task_context_with`] then [`call_in`] do, through CPython's
+/// context API (no `Context.copy` / `Context.run` calls, no argument tuples for them).
+/// For a call that returns its result (a sync node); the limited API has no such
+/// functions, so that build takes the two steps.
+pub(super) fn call_in_task_with<'py>(
+    py: Python<'py>,
+    env: &PyRunEnv,
+    ctx: &TaskContext,
+    pushed: Pushed,
+    f: &Bound<'py, PyAny>,
+    args: Bound<'py, PyTuple>,
+    kw: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    #[cfg(not(feature = "abi3"))]
+    {
+        let scratch = task_scratch(py, env, ctx, pushed)?;
+        let h = helpers(py)?;
+        super::super::env::in_context_copy(py, env.context.bind(py), || {
+            // SAFETY: the GIL is held, `task_var` is a `ContextVar` and the copy is the
+            // current context; the token returned (or NULL with an exception set) is
+            // owned here.
+            let token = unsafe {
+                Bound::from_owned_ptr_or_err(
+                    py,
+                    pyo3::ffi::PyContextVar_Set(h.task_var.as_ptr(), scratch.as_ptr()),
+                )?
+            };
+            drop(token);
+            if scratch.borrow().streams_messages() {
+                h.stream_langchain_tokens.bind(py).call1((&scratch,))?;
+            }
+            f.call(args, kw)
+        })
     }
-    Ok((context, scratch))
+    #[cfg(feature = "abi3")]
+    {
+        let (context, _) = task_context_with(py, env, ctx, pushed)?;
+        call_in(py, &context, f, args, kw)
+    }
 }
 
 /// Calls `f(*args, **kw)` in `context`.
@@ -254,7 +306,7 @@ pub(super) fn call_in<'py>(
     context.call_method(intern!(py, "run"), PyTuple::new(py, all)?, kw)
 }
 
-/// Calls `f(*args, **kw)` in a task context (see [`task_context`]).
+/// Calls `f(*args, **kw)` in a task context (see [`call_in_task_with`]).
 pub(super) fn call_in_task<'py>(
     py: Python<'py>,
     env: &PyRunEnv,
@@ -263,6 +315,5 @@ pub(super) fn call_in_task<'py>(
     args: Bound<'py, PyTuple>,
     kw: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let (context, _) = task_context(py, env, ctx)?;
-    call_in(py, &context, f, args, kw)
+    call_in_task_with(py, env, ctx, Pushed::default(), f, args, kw)
 }
