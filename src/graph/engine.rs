@@ -2,7 +2,9 @@
 //! operations on channels and tasks the loop (`run.rs`) and the state tools
 //! (`history.rs`) share.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
+
+use super::{NameMap, NameSet};
 use std::sync::Arc;
 
 use serde_json::{json, Value};
@@ -52,24 +54,24 @@ pub struct Graph {
     pub(super) spec: Arc<GraphSpec>,
     /// Channel names: the spec's, then one hidden channel per join barrier.
     names: Arc<Vec<String>>,
-    chan_index: Arc<HashMap<String, usize>>,
+    chan_index: Arc<NameMap<usize>>,
     kinds: Vec<ChannelKind>,
-    pub(super) node_index: HashMap<String, usize>,
-    edges_from: HashMap<String, Vec<String>>,
-    branches_from: HashMap<String, Vec<usize>>,
+    pub(super) node_index: NameMap<usize>,
+    edges_from: NameMap<Vec<String>>,
+    branches_from: NameMap<Vec<usize>>,
     /// The joins each node is a source of.
-    pub(super) joins_from: HashMap<String, Vec<usize>>,
+    pub(super) joins_from: NameMap<Vec<usize>>,
     /// What each node (by index) and each router sees of the state, when not all of it.
     node_reads: Vec<Option<Projection>>,
     branch_reads: Vec<Option<Projection>>,
     /// The channels the input may write, when not all of them.
-    input: Option<HashSet<String>>,
+    input: Option<NameSet>,
     /// The channels a run returns, when not all of them.
     output: Option<Projection>,
     pub(super) checkpointer: Option<Arc<dyn Checkpointer>>,
     pub(super) codec: Arc<dyn ValueCodec>,
-    pub(super) interrupt_before: HashSet<String>,
-    pub(super) interrupt_after: HashSet<String>,
+    pub(super) interrupt_before: NameSet,
+    pub(super) interrupt_after: NameSet,
     /// The latest channels of the threads run lately (see `state_cache`).
     pub(super) state_cache: StateCache,
 }
@@ -98,7 +100,7 @@ impl Graph {
         spec.validate(&all)?;
         let mut names: Vec<String> = spec.channels.iter().map(|(n, _)| n.clone()).collect();
         let mut kinds: Vec<ChannelKind> = spec.channels.iter().map(|(_, k)| k.clone()).collect();
-        let mut joins_from: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut joins_from: NameMap<Vec<usize>> = NameMap::default();
         for (i, (srcs, _)) in spec.joins.iter().enumerate() {
             names.push(join_channel(i));
             kinds.push(ChannelKind::Reducer(Arc::new(JoinReducer)));
@@ -106,7 +108,7 @@ impl Graph {
                 joins_from.entry(s.clone()).or_default().push(i);
             }
         }
-        let chan_index: HashMap<String, usize> = names
+        let chan_index: NameMap<usize> = names
             .iter()
             .enumerate()
             .map(|(i, n)| (n.clone(), i))
@@ -127,15 +129,15 @@ impl Graph {
             .collect();
         let input = spec.input.as_ref().map(|l| l.iter().cloned().collect());
         let output = project(&spec.output);
-        let mut edges_from: HashMap<String, Vec<String>> = HashMap::new();
+        let mut edges_from: NameMap<Vec<String>> = NameMap::default();
         for (a, b) in &spec.edges {
             edges_from.entry(a.clone()).or_default().push(b.clone());
         }
-        let mut branches_from: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut branches_from: NameMap<Vec<usize>> = NameMap::default();
         for (i, b) in spec.branches.iter().enumerate() {
             branches_from.entry(b.source.clone()).or_default().push(i);
         }
-        let expand = |v: Vec<String>| -> HashSet<String> {
+        let expand = |v: Vec<String>| -> NameSet {
             if v.iter().any(|n| n == "*") {
                 spec.nodes.iter().map(|n| n.name.clone()).collect()
             } else {

@@ -35,3 +35,12 @@ pub use state::StateView;
 pub use state_cache::STATE_CACHE_THREADS;
 pub use stream::{modes, StreamEvent, StreamSink, ToolEvent};
 pub use value::{HostValue, Val};
+
+/// A map keyed by the graph's own names (channels, nodes), hashed with foldhash
+/// instead of SipHash: the keys come from the graph's definition, not from outside,
+/// and a step looks them up several times (SipHash was ~4 % of a W4 step's
+/// instructions without a checkpointer).
+pub(crate) type NameMap<V> = std::collections::HashMap<String, V, foldhash::fast::RandomState>;
+
+/// A set of the graph's own names (see [`NameMap`]).
+pub(crate) type NameSet = std::collections::HashSet<String, foldhash::fast::RandomState>;

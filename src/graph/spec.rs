@@ -1,7 +1,7 @@
 //! A graph's wiring, checked once at compile time.
 
 use std::any::Any;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -13,6 +13,7 @@ use super::reserved::RESERVED_CHARS;
 use super::state::StateView;
 use super::stream::StreamSink;
 use super::value::Val;
+use super::NameMap;
 use crate::checkpoint::Checkpointer;
 use crate::error::HostError;
 
@@ -306,7 +307,7 @@ impl GraphSpec {
         Ok(())
     }
 
-    pub(crate) fn node_index(&self) -> HashMap<String, usize> {
+    pub(crate) fn node_index(&self) -> NameMap<usize> {
         self.nodes
             .iter()
             .enumerate()

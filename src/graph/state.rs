@@ -1,15 +1,15 @@
 //! A read-only view of a graph's state, cheap to clone and hand to tasks.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::reserved::{is_hidden, ROOT};
 use super::value::Val;
+use super::NameMap;
 
 #[derive(Clone, Debug)]
 pub struct StateView {
     pub(crate) names: Arc<Vec<String>>,
-    pub(crate) index: Arc<HashMap<String, usize>>,
+    pub(crate) index: Arc<NameMap<usize>>,
     pub(crate) values: Arc<Vec<Option<Val>>>,
     pub(crate) versions: Arc<Vec<u64>>,
 }
@@ -62,14 +62,14 @@ impl StateView {
 #[derive(Clone, Debug)]
 pub(crate) struct Projection {
     names: Arc<Vec<String>>,
-    index: Arc<HashMap<String, usize>>,
+    index: Arc<NameMap<usize>>,
     /// Each selected channel's position in the full state.
     from: Vec<usize>,
 }
 
 impl Projection {
     /// Selects `names` (each a key of `all`, the full state's index).
-    pub(crate) fn new(all: &HashMap<String, usize>, names: &[String]) -> Self {
+    pub(crate) fn new(all: &NameMap<usize>, names: &[String]) -> Self {
         Projection {
             names: Arc::new(names.to_vec()),
             index: Arc::new(
