@@ -436,165 +436,153 @@ async fn connection_refused_is_a_connection_error() {
     assert!(e.is_retryable());
 }
 
-/// The core model node and tool node as an agent (create_react_agent's "v2" shape):
-/// the node sends the agent's system message, the history and the tools, and writes
-/// the answer, named after the agent, to the messages channel.
-#[tokio::test]
-async fn a_model_node_runs_an_agent_over_http_with_the_tool_node() {
+/// The core model node (`ironloop::prebuilt::ModelNode`) in Rust graphs.
+mod model_node {
+    use super::*;
     use ironloop::graph::{
-        BranchSpec, ChannelKind, Graph, GraphSpec, JsonCodec, MessageList, RunInput, RunOptions,
-        Val, END, START,
+        BranchSpec, ChannelKind, Graph, GraphError, GraphSpec, JsonCodec, MessageList, RunInput,
+        RunOptions, RunResult, Val, END, START,
     };
     use ironloop::prebuilt::{ModelCall, ModelNode, ToolCallSends, ToolNode};
     use ironloop::{Executor, Tool, ToolOutput, ToolRegistry};
     use std::sync::Arc;
 
-    let server = Server::start(vec![
-        Reply::json(
-            200,
-            &completion(
-                json!({"role": "assistant", "content": null, "tool_calls": [
-                    {"id": "call_1", "type": "function",
-                     "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]}),
-                "tool_calls",
-            ),
-        ),
-        Reply::json(
-            200,
-            &completion(json!({"role": "assistant", "content": "Sunny."}), "stop"),
-        ),
-    ])
-    .await;
-    let registry = Arc::new(ToolRegistry::new());
-    registry
-        .register(Arc::new(
-            <dyn Tool>::builder("get_weather", "Weather in a city.")
-                .param("city", json!({"type": "string"}), "")
-                .call(|args, _| async move {
-                    Ok(ToolOutput::text(format!(
-                        "sun in {}",
-                        args["city"].as_str().unwrap()
-                    )))
-                }),
-        ))
-        .unwrap();
-    let call = ModelCall {
-        model: Arc::new(model(&server)),
-        tools: Arc::new(tools()),
-        system: Some(Arc::new(Message::system("Be brief."))),
-        name: Some("forecaster".into()),
-    };
-    let mut spec = GraphSpec {
-        channels: vec![("messages".to_owned(), ChannelKind::Messages)],
-        ..Default::default()
-    }
-    .node(
-        "agent",
-        Arc::new(ModelNode {
-            channel: "messages".into(),
-            call: Arc::new(call),
-        }),
-    )
-    .node(
-        "tools",
-        Arc::new(ToolNode::new(Executor::new(registry), "messages")),
-    )
-    .edge(START, "agent")
-    .edge("tools", "agent");
-    spec.branches.push(BranchSpec {
-        source: "agent".into(),
-        router: Arc::new(ToolCallSends {
-            channel: "messages".into(),
-            node: "tools".into(),
-            otherwise: END.into(),
-        }),
-        ends: Some(vec!["tools".into(), END.into()]),
-        reads: None,
-    });
-    let g = Graph::compile(spec, None, Arc::new(JsonCodec), vec![], vec![]).unwrap();
-    let input = RunInput::Values(vec![(
-        "messages".into(),
-        Val::Messages(MessageList::from_messages([Arc::new(Message::human(
-            "Weather in Paris?",
-        ))])),
-    )]);
-    let r = g.run(input, RunOptions::default()).await.unwrap();
-    let Some(Val::Messages(l)) = r.state.get("messages") else {
-        panic!("no messages")
-    };
-    let texts: Vec<String> = l.iter().map(|m| m.content.text()).collect();
-    assert_eq!(texts, ["Weather in Paris?", "", "sun in Paris", "Sunny."]);
-    let names: Vec<Option<&str>> = l.iter().map(|m| m.name.as_deref()).collect();
-    assert_eq!(names[1], Some("forecaster"));
-    assert_eq!(names[3], Some("forecaster"));
-
-    let reqs = server.requests();
-    assert_eq!(reqs.len(), 2);
-    assert_eq!(
-        reqs[0].body["messages"],
-        json!([{"role": "system", "content": "Be brief."},
-               {"role": "user", "content": "Weather in Paris?"}])
-    );
-    assert_eq!(reqs[0].body["tools"][0]["function"]["name"], "get_weather");
-    // The second request carries the call and its result (the system message stays
-    // out of the state).
-    let second = &reqs[1].body["messages"];
-    assert_eq!(second.as_array().unwrap().len(), 4);
-    assert_eq!(second[2]["tool_calls"][0]["id"], "call_1");
-    assert_eq!(
-        second[3],
-        json!({"role": "tool", "tool_call_id": "call_1", "content": "sun in Paris"})
-    );
-}
-
-/// A model error fails the node with the provider's status and message.
-#[tokio::test]
-async fn a_model_nodes_error_fails_the_run_with_the_providers_message() {
-    use ironloop::graph::{
-        ChannelKind, Graph, GraphError, GraphSpec, JsonCodec, MessageList, RunInput, RunOptions,
-        Val, END, START,
-    };
-    use ironloop::prebuilt::{ModelCall, ModelNode};
-    use std::sync::Arc;
-
-    let server = Server::start(vec![Reply::json(
-        400,
-        &json!({"error": {"message": "Invalid model name.", "type": "invalid_request_error"}}),
-    )])
-    .await;
-    let call = ModelCall {
-        model: Arc::new(model(&server)),
-        tools: Arc::new(Vec::new()),
-        system: None,
-        name: None,
-    };
-    let spec = GraphSpec {
-        channels: vec![("messages".to_owned(), ChannelKind::Messages)],
-        ..Default::default()
-    }
-    .node(
-        "agent",
-        Arc::new(ModelNode {
-            channel: "messages".into(),
-            call: Arc::new(call),
-        }),
-    )
-    .edge(START, "agent")
-    .edge("agent", END);
-    let g = Graph::compile(spec, None, Arc::new(JsonCodec), vec![], vec![]).unwrap();
-    let input = RunInput::Values(vec![(
-        "messages".into(),
-        Val::Messages(MessageList::from_messages([Arc::new(Message::human("hi"))])),
-    )]);
-    match g.run(input, RunOptions::default()).await {
-        Err(GraphError::Node { node, message, .. }) => {
-            assert_eq!(node, "agent");
-            assert!(message.contains("400"), "{message}");
-            assert!(message.contains("Invalid model name."), "{message}");
+    /// A graph of one messages channel and the model node `"agent"` making `call`.
+    fn with_model_node(call: ModelCall) -> GraphSpec {
+        GraphSpec {
+            channels: vec![("messages".to_owned(), ChannelKind::Messages)],
+            ..Default::default()
         }
-        other => panic!(
-            "expected the node's failure, got {:?}",
-            other.map(|r| r.state)
-        ),
+        .node(
+            "agent",
+            Arc::new(ModelNode {
+                channel: "messages".into(),
+                call: Arc::new(call),
+            }),
+        )
+    }
+
+    /// Runs `spec` on one human message `ask`.
+    async fn run_on(spec: GraphSpec, ask: &str) -> Result<RunResult, GraphError> {
+        let g = Graph::compile(spec, None, Arc::new(JsonCodec), vec![], vec![]).unwrap();
+        let input = RunInput::Values(vec![(
+            "messages".into(),
+            Val::Messages(MessageList::from_messages([Arc::new(Message::human(ask))])),
+        )]);
+        g.run(input, RunOptions::default()).await
+    }
+
+    /// The core model node and tool node as an agent (create_react_agent's "v2"
+    /// shape): the node sends the agent's system message, the history and the tools,
+    /// and writes the answer, named after the agent, to the messages channel.
+    #[tokio::test]
+    async fn a_model_node_runs_an_agent_over_http_with_the_tool_node() {
+        let server = Server::start(vec![
+            Reply::json(
+                200,
+                &completion(
+                    json!({"role": "assistant", "content": null, "tool_calls": [
+                        {"id": "call_1", "type": "function",
+                         "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]}),
+                    "tool_calls",
+                ),
+            ),
+            Reply::json(
+                200,
+                &completion(json!({"role": "assistant", "content": "Sunny."}), "stop"),
+            ),
+        ])
+        .await;
+        let registry = Arc::new(ToolRegistry::new());
+        registry
+            .register(Arc::new(
+                <dyn Tool>::builder("get_weather", "Weather in a city.")
+                    .param("city", json!({"type": "string"}), "")
+                    .call(|args, _| async move {
+                        Ok(ToolOutput::text(format!(
+                            "sun in {}",
+                            args["city"].as_str().unwrap()
+                        )))
+                    }),
+            ))
+            .unwrap();
+        let mut spec = with_model_node(ModelCall {
+            model: Arc::new(model(&server)),
+            tools: Arc::new(tools()),
+            system: Some(Arc::new(Message::system("Be brief."))),
+            name: Some("forecaster".into()),
+        })
+        .node(
+            "tools",
+            Arc::new(ToolNode::new(Executor::new(registry), "messages")),
+        )
+        .edge(START, "agent")
+        .edge("tools", "agent");
+        spec.branches.push(BranchSpec {
+            source: "agent".into(),
+            router: Arc::new(ToolCallSends {
+                channel: "messages".into(),
+                node: "tools".into(),
+                otherwise: END.into(),
+            }),
+            ends: Some(vec!["tools".into(), END.into()]),
+            reads: None,
+        });
+        let r = run_on(spec, "Weather in Paris?").await.unwrap();
+        let Some(Val::Messages(l)) = r.state.get("messages") else {
+            panic!("no messages")
+        };
+        let texts: Vec<String> = l.iter().map(|m| m.content.text()).collect();
+        assert_eq!(texts, ["Weather in Paris?", "", "sun in Paris", "Sunny."]);
+        let names: Vec<Option<&str>> = l.iter().map(|m| m.name.as_deref()).collect();
+        assert_eq!(names[1], Some("forecaster"));
+        assert_eq!(names[3], Some("forecaster"));
+
+        let reqs = server.requests();
+        assert_eq!(reqs.len(), 2);
+        assert_eq!(
+            reqs[0].body["messages"],
+            json!([{"role": "system", "content": "Be brief."},
+                   {"role": "user", "content": "Weather in Paris?"}])
+        );
+        assert_eq!(reqs[0].body["tools"][0]["function"]["name"], "get_weather");
+        // The second request carries the call and its result (the system message
+        // stays out of the state).
+        let second = &reqs[1].body["messages"];
+        assert_eq!(second.as_array().unwrap().len(), 4);
+        assert_eq!(second[2]["tool_calls"][0]["id"], "call_1");
+        assert_eq!(
+            second[3],
+            json!({"role": "tool", "tool_call_id": "call_1", "content": "sun in Paris"})
+        );
+    }
+
+    /// A model error fails the node with the provider's status and message.
+    #[tokio::test]
+    async fn a_model_nodes_error_fails_the_run_with_the_providers_message() {
+        let server = Server::start(vec![Reply::json(
+            400,
+            &json!({"error": {"message": "Invalid model name.", "type": "invalid_request_error"}}),
+        )])
+        .await;
+        let spec = with_model_node(ModelCall {
+            model: Arc::new(model(&server)),
+            tools: Arc::new(Vec::new()),
+            system: None,
+            name: None,
+        })
+        .edge(START, "agent")
+        .edge("agent", END);
+        match run_on(spec, "hi").await {
+            Err(GraphError::Node { node, message, .. }) => {
+                assert_eq!(node, "agent");
+                assert!(message.contains("400"), "{message}");
+                assert!(message.contains("Invalid model name."), "{message}");
+            }
+            other => panic!(
+                "expected the node's failure, got {:?}",
+                other.map(|r| r.state)
+            ),
+        }
     }
 }
