@@ -75,6 +75,8 @@
 
 use std::fmt::Write as _;
 
+use serde::ser::{SerializeSeq, Serializer};
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use super::{CheckpointRecord, TaskRecord, Write};
@@ -110,71 +112,116 @@ pub fn has_snapshot(text: &str) -> bool {
         || text.starts_with(SNAPSHOT_PREFIX_V1)
 }
 
-/// A record's `next` tasks as formats 3 and 4 store them: a task whose id is the
-/// engine's own as its node's name (or `[node, arg]`), any other as `[id, node, arg]`.
-fn encode_next(record: &CheckpointRecord) -> Vec<Value> {
-    record
-        .next
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            if t.id == engine_task_id(&record.id, i, &t.node) {
-                match &t.arg {
-                    None => Value::String(t.node.clone()),
-                    Some(a) => json!([t.node, a]),
-                }
-            } else {
-                json!([t.id, t.node, t.arg])
-            }
-        })
-        .collect()
-}
-
 /// The stored text of `record` (format 4). Deterministic: the same record always gives
 /// the same text, which is how a store tells a retried `put` from a conflicting one.
+/// Serialised straight from the record: a JSON tree built first cloned every value it
+/// holds (a W7 step's messages; every few steps the whole state).
 pub fn encode(record: &CheckpointRecord) -> serde_json::Result<String> {
-    // Consecutive writes of one node: one group.
-    let mut writes: Vec<Vec<Value>> = Vec::new();
-    for w in &record.writes {
-        match writes.last_mut() {
-            Some(g) if g[0].as_str() == Some(w.node.as_str()) => {}
-            _ => writes.push(vec![json!(w.node)]),
-        }
-        if let Some(g) = writes.last_mut() {
-            g.push(json!(w.channel));
-            g.push(w.value.clone());
-        }
-    }
-    let next = encode_next(record);
-    let source = match SOURCES.iter().position(|s| *s == record.source) {
-        Some(i) => json!(i),
-        None => json!([record.source]),
-    };
-    let mut out = vec![
-        json!(if record.snapshot.is_some() {
-            TAG_4_SNAPSHOT
-        } else {
-            TAG_4
-        }),
-        json!(record.step),
-        source,
-        json!(record.created_at),
-        Value::Array(writes.into_iter().map(Value::Array).collect()),
-        Value::Array(next),
-    ];
-    match compact_metadata(record) {
-        Value::Object(m) if m.is_empty() => {}
-        m => out.push(m),
-    }
-    if let Some(s) = &record.snapshot {
-        out.push(s.clone());
-    }
-    let mut text = serde_json::to_string(&Value::Array(out))?;
+    let mut text = serde_json::to_string(&Format4(record))?;
     // `[a,...,h]` becomes `[a,...,h,{crc}]`.
     text.pop();
     let crc = checksum(&record.id, record.parent_id.as_deref(), &text);
     let _ = write!(text, ",{crc}]");
     Ok(text)
+}
+
+/// A record as format 4 stores it, without the checksum (see the module docs).
+struct Format4<'a>(&'a CheckpointRecord);
+
+impl Serialize for Format4<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let r = self.0;
+        let mut seq = s.serialize_seq(None)?;
+        seq.serialize_element(&if r.snapshot.is_some() {
+            TAG_4_SNAPSHOT
+        } else {
+            TAG_4
+        })?;
+        seq.serialize_element(&r.step)?;
+        match SOURCES.iter().position(|s| *s == r.source) {
+            Some(i) => seq.serialize_element(&i)?,
+            None => seq.serialize_element(&[&r.source])?,
+        }
+        seq.serialize_element(&r.created_at)?;
+        seq.serialize_element(&WriteGroups(&r.writes))?;
+        seq.serialize_element(&Next(r))?;
+        match metadata(r) {
+            Metadata::Derived(0) => {}
+            Metadata::Derived(n) => seq.serialize_element(&MapPrefix(&r.metadata, n))?,
+            Metadata::Whole => seq.serialize_element(&[&r.metadata])?,
+        }
+        if let Some(snapshot) = &r.snapshot {
+            seq.serialize_element(snapshot)?;
+        }
+        seq.end()
+    }
+}
+
+/// Consecutive writes of one node as one group, `[node, channel, value, ...]`.
+struct WriteGroups<'a>(&'a [Write]);
+
+impl Serialize for WriteGroups<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.chunk_by(|a, b| a.node == b.node).map(WriteGroup))
+    }
+}
+
+/// One node's consecutive writes (never empty).
+struct WriteGroup<'a>(&'a [Write]);
+
+impl Serialize for WriteGroup<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(1 + 2 * self.0.len()))?;
+        seq.serialize_element(&self.0[0].node)?;
+        for w in self.0 {
+            seq.serialize_element(&w.channel)?;
+            seq.serialize_element(&w.value)?;
+        }
+        seq.end()
+    }
+}
+
+/// A record's `next` tasks as formats 3 and 4 store them: a task whose id is the
+/// engine's own as its node's name (or `[node, arg]`), any other as `[id, node, arg]`.
+struct Next<'a>(&'a CheckpointRecord);
+
+impl Serialize for Next<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let r = self.0;
+        let mut seq = s.serialize_seq(Some(r.next.len()))?;
+        for (i, t) in r.next.iter().enumerate() {
+            if is_engine_task_id(&t.id, &r.id, i, &t.node) {
+                match &t.arg {
+                    None => seq.serialize_element(&t.node)?,
+                    Some(a) => seq.serialize_element(&(&t.node, a))?,
+                }
+            } else {
+                seq.serialize_element(&(&t.id, &t.node, &t.arg))?;
+            }
+        }
+        seq.end()
+    }
+}
+
+/// Whether `task_id` is [`engine_task_id`]`(id, i, node)`, without making it.
+fn is_engine_task_id(task_id: &str, id: &str, i: usize, node: &str) -> bool {
+    task_id
+        .strip_prefix(id)
+        .and_then(|r| r.strip_prefix(':'))
+        .and_then(|r| r.split_once(':'))
+        .is_some_and(|(n, rest)| is_decimal(n, i) && rest == node)
+}
+
+/// Whether `s` is `n` as `format!` writes it (no sign, no leading zero).
+fn is_decimal(s: &str, mut n: usize) -> bool {
+    let b = s.as_bytes();
+    for &c in b.iter().rev() {
+        if !c.is_ascii_digit() || usize::from(c - b'0') != n % 10 {
+            return false;
+        }
+        n /= 10;
+    }
+    n == 0 && !b.is_empty() && (b.len() == 1 || b[0] != b'0')
 }
 
 /// The CRC-32 of a format-3 or -4 record: of its id and its parent's (each with its length,
@@ -444,42 +491,74 @@ fn task(id: &str, i: usize, t: Value) -> Result<TaskRecord, String> {
     }
 }
 
-/// The metadata as stored: the keys before the engine's trailing `source`, `step`,
-/// `parents: {}` when they repeat the record (an object), else `[metadata]`.
-fn compact_metadata(record: &CheckpointRecord) -> Value {
+/// How a record's metadata is stored (see the module docs).
+enum Metadata {
+    /// The engine's: its first `n` keys, then `source`, `step` and `parents: {}`
+    /// repeating the record's own; stored as an object of the first `n` keys (none
+    /// at all when `n` is 0).
+    Derived(usize),
+    /// Any other, stored whole in a one-element array.
+    Whole,
+}
+
+fn metadata(record: &CheckpointRecord) -> Metadata {
     if let Value::Object(m) = &record.metadata {
         let n = m.len();
         if n >= 3 {
-            let tail: Vec<(&String, &Value)> = m.iter().skip(n - 3).collect();
-            let derived = tail[0].0 == "source"
-                && tail[0].1.as_str() == Some(record.source.as_str())
-                && tail[1].0 == "step"
-                && tail[1].1.as_i64() == Some(record.step)
-                && tail[1].1.is_i64()
-                && tail[2].0 == "parents"
-                && tail[2].1.as_object().is_some_and(Map::is_empty);
-            if derived {
-                let rest: Map<String, Value> = m
-                    .iter()
+            let mut tail = m.iter().skip(n - 3);
+            let derived = matches!(
+                (tail.next(), tail.next(), tail.next()),
+                (Some((k0, source)), Some((k1, step)), Some((k2, parents)))
+                    if k0 == "source"
+                        && source.as_str() == Some(record.source.as_str())
+                        && k1 == "step"
+                        && step.as_i64() == Some(record.step)
+                        && step.is_i64()
+                        && k2 == "parents"
+                        && parents.as_object().is_some_and(Map::is_empty)
+            );
+            // A key repeated in the rest would make `insert` on reading move it.
+            if derived
+                && !m
+                    .keys()
                     .take(n - 3)
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect();
-                // A key repeated in the rest would make `insert` on reading move it.
-                if !rest.contains_key("source")
-                    && !rest.contains_key("step")
-                    && !rest.contains_key("parents")
-                {
-                    return Value::Object(rest);
-                }
+                    .any(|k| matches!(k.as_str(), "source" | "step" | "parents"))
+            {
+                return Metadata::Derived(n - 3);
             }
         }
     }
-    Value::Array(vec![record.metadata.clone()])
+    Metadata::Whole
+}
+
+/// The first `n` entries of an object (`Value::Object`), as an object.
+struct MapPrefix<'a>(&'a Value, usize);
+
+impl Serialize for MapPrefix<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Value::Object(m) => s.collect_map(m.iter().take(self.1)),
+            other => other.serialize(s),
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `record`'s `next` as a JSON tree (what format 3 stores too).
+    fn encode_next(record: &CheckpointRecord) -> Vec<Value> {
+        serde_json::from_str(&serde_json::to_string(&Next(record)).unwrap()).unwrap()
+    }
+
+    /// `record`'s metadata as formats 3 and 4 store it, as a JSON tree.
+    fn compact_metadata(record: &CheckpointRecord) -> Value {
+        match metadata(record) {
+            Metadata::Derived(n) => serde_json::to_value(MapPrefix(&record.metadata, n)).unwrap(),
+            Metadata::Whole => Value::Array(vec![record.metadata.clone()]),
+        }
+    }
 
     fn record(id: &str) -> CheckpointRecord {
         CheckpointRecord {
@@ -593,6 +672,31 @@ mod tests {
                 Some(i) => assert!(text.starts_with(&format!("[4,4,{i},")), "{text}"),
                 None => assert!(text.starts_with(&format!("[4,4,[\"{source}\"],")), "{text}"),
             }
+        }
+    }
+
+    #[test]
+    fn only_the_engines_own_task_ids_are_left_out() {
+        for (task_id, i, node, engine) in [
+            ("c1:0:a", 0, "a", true),
+            ("c1:10:a", 10, "a", true),
+            ("c1:3:a:b", 3, "a:b", true),
+            ("c1:03:a", 3, "a", false),
+            ("c1:00:a", 0, "a", false),
+            ("c1:+3:a", 3, "a", false),
+            ("c1::a", 0, "a", false),
+            ("c1:1:a", 10, "a", false),
+            ("c1:10:a", 1, "a", false),
+            ("c1:1:ab", 1, "a", false),
+            ("c2:1:a", 1, "a", false),
+            ("c1:1", 1, "", false),
+        ] {
+            assert_eq!(
+                is_engine_task_id(task_id, "c1", i, node),
+                engine,
+                "{task_id} {i} {node}"
+            );
+            assert_eq!(engine, task_id == engine_task_id("c1", i, node));
         }
     }
 
