@@ -136,8 +136,13 @@ impl From<String> for Content {
 impl Content {
     /// The text of the content: the string itself, or the text parts joined.
     pub fn text(&self) -> String {
+        self.as_text().into_owned()
+    }
+
+    /// [`Content::text`], borrowed when the content is one string.
+    pub fn as_text(&self) -> std::borrow::Cow<'_, str> {
         match self {
-            Content::Text(s) => s.clone(),
+            Content::Text(s) => std::borrow::Cow::Borrowed(s),
             Content::Parts(parts) => parts
                 .iter()
                 .filter_map(|p| match p {
@@ -148,7 +153,8 @@ impl Content {
                     _ => None,
                 })
                 .collect::<Vec<_>>()
-                .join(""),
+                .join("")
+                .into(),
         }
     }
 }

@@ -4,6 +4,7 @@
 use std::sync::{Arc, Once, OnceLock};
 use std::time::Duration;
 
+use bytes::Bytes;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use serde_json::Value;
 
@@ -90,6 +91,8 @@ pub(crate) struct Transport {
     pub provider: &'static str,
     client: reqwest::Client,
     url: String,
+    /// `url` parsed once: reqwest parsed a `&str` again for every request.
+    endpoint: reqwest::Url,
     headers: HeaderMap,
     secrets: Secrets,
     pub timeout: Duration,
@@ -113,6 +116,13 @@ impl Transport {
                 "{provider}: base_url must start with http:// or https://, got {url:?}"
             )));
         }
+        let endpoint = reqwest::Url::parse(&url).map_err(|e| {
+            ModelError::Config(format!(
+                "{provider}: base_url {:?} is not a valid URL ({e}); pass one like \
+                 \"https://api.example.com/v1\"",
+                secrets.redact(&url)
+            ))
+        })?;
         let mut map = HeaderMap::new();
         map.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         for (k, v) in headers {
@@ -139,6 +149,7 @@ impl Transport {
             provider,
             client,
             url,
+            endpoint,
             headers: map,
             secrets,
             timeout,
@@ -237,16 +248,16 @@ impl Transport {
     }
 
     /// POSTs `body` and returns the JSON response, with retries.
-    pub async fn post_json(&self, body: &Value) -> Result<Value, ModelError> {
-        let payload = serde_json::to_vec(body).map_err(|e| {
+    pub async fn post_json(&self, body: &impl serde::Serialize) -> Result<Value, ModelError> {
+        let payload = Bytes::from(serde_json::to_vec(body).map_err(|e| {
             ModelError::Config(format!("{}: cannot encode the request: {e}", self.provider))
-        })?;
+        })?);
         self.with_retries(|| {
             let payload = payload.clone();
             async move {
                 let resp = self
                     .client
-                    .post(&self.url)
+                    .post(self.endpoint.clone())
                     .headers(self.headers.clone())
                     .timeout(self.timeout)
                     .body(payload)
@@ -279,16 +290,19 @@ impl Transport {
 
     /// POSTs `body` and returns the response once its status is a success (the body
     /// not read yet), with retries before that point.
-    pub async fn post_stream(&self, body: &Value) -> Result<reqwest::Response, ModelError> {
-        let payload = serde_json::to_vec(body).map_err(|e| {
+    pub async fn post_stream(
+        &self,
+        body: &impl serde::Serialize,
+    ) -> Result<reqwest::Response, ModelError> {
+        let payload = Bytes::from(serde_json::to_vec(body).map_err(|e| {
             ModelError::Config(format!("{}: cannot encode the request: {e}", self.provider))
-        })?;
+        })?);
         self.with_retries(|| {
             let payload = payload.clone();
             async move {
                 let send = self
                     .client
-                    .post(&self.url)
+                    .post(self.endpoint.clone())
                     .headers(self.headers.clone())
                     .header(reqwest::header::ACCEPT, "text/event-stream")
                     .body(payload)

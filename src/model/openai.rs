@@ -4,7 +4,9 @@
 
 use async_trait::async_trait;
 use eventsource_stream::Event;
-use serde_json::{json, Map, Value};
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
+use serde_json::{json, Value};
 
 use super::http::{endpoint, model_secrets, Transport};
 use super::sse::{chat_stream, event_json, SseParser};
@@ -13,7 +15,9 @@ use super::{
     ChatRequest, ChatStream, Finish, HttpSettings, ModelError,
 };
 use crate::message::{Content, ContentPart, InvalidToolCall, Message, MessageKind, Usage};
-use crate::tool::ToolCall;
+use std::sync::Arc;
+
+use crate::tool::{ToolCall, ToolDefinition};
 
 pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 const PROVIDER: &str = "openai";
@@ -91,64 +95,106 @@ impl OpenAIChat {
         self.transport.shown_url()
     }
 
-    /// The request body for `req` (public for inspection and tests).
+    /// The request body for `req`, as a JSON tree (for inspection and tests; requests
+    /// send [`OpenAIChat::body`], which serialises to the same JSON).
     pub fn request_body(&self, req: &ChatRequest, stream: bool) -> Value {
-        let mut body = Map::new();
-        body.insert("model".into(), json!(self.model));
-        let messages: Vec<Value> = req
-            .messages
-            .iter()
-            .filter_map(|m| message_to_openai(m))
-            .collect();
-        body.insert("messages".into(), Value::Array(messages));
+        serde_json::to_value(self.body(req, stream)).unwrap_or_default()
+    }
+
+    /// The request body for `req`, serialised straight from the request: a JSON tree
+    /// built first cloned every message of the history for every request.
+    pub fn body<'a>(&'a self, req: &'a ChatRequest, stream: bool) -> impl Serialize + 'a {
+        Body {
+            chat: self,
+            req,
+            stream,
+        }
+    }
+}
+
+struct Body<'a> {
+    chat: &'a OpenAIChat,
+    req: &'a ChatRequest,
+    stream: bool,
+}
+
+impl Serialize for Body<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let (chat, req) = (self.chat, self.req);
+        let mut m = s.serialize_map(None)?;
+        // `extra` is merged last and overrides what ironloop would send.
+        macro_rules! entry {
+            ($k:expr, $v:expr) => {
+                if !req.extra.contains_key($k) {
+                    m.serialize_entry($k, $v)?;
+                }
+            };
+        }
+        entry!("model", &chat.model);
+        entry!("messages", &Messages(&req.messages));
         if !req.tools.is_empty() {
-            body.insert(
-                "tools".into(),
-                Value::Array(req.tools.iter().map(|t| t.to_openai()).collect()),
-            );
+            entry!("tools", &Tools(&req.tools));
             if let Some(c) = &req.tool_choice {
-                body.insert("tool_choice".into(), c.to_openai());
+                entry!("tool_choice", &c.to_openai());
             }
             if let Some(p) = req
                 .parallel_tool_calls
-                .or(self.settings.parallel_tool_calls)
+                .or(chat.settings.parallel_tool_calls)
             {
-                body.insert("parallel_tool_calls".into(), json!(p));
+                entry!("parallel_tool_calls", &p);
             }
         }
         if let Some(f) = &req.response_format {
-            body.insert(
-                "response_format".into(),
-                json!({
+            entry!(
+                "response_format",
+                &json!({
                     "type": "json_schema",
                     "json_schema": {"name": f.name, "schema": f.schema, "strict": f.strict},
-                }),
+                })
             );
         }
-        if let Some(t) = req.temperature.or(self.settings.temperature) {
-            body.insert("temperature".into(), json!(t));
+        if let Some(t) = req.temperature.or(chat.settings.temperature) {
+            entry!("temperature", &t);
         }
-        if let Some(n) = req.max_tokens.or(self.settings.max_tokens) {
+        if let Some(n) = req.max_tokens.or(chat.settings.max_tokens) {
             // OpenAI itself deprecated `max_tokens` (reasoning models reject it);
             // compatible servers know `max_tokens`.
-            let key = if self.official {
+            let key = if chat.official {
                 "max_completion_tokens"
             } else {
                 "max_tokens"
             };
-            body.insert(key.into(), json!(n));
+            entry!(key, &n);
         }
         if !req.stop.is_empty() {
-            body.insert("stop".into(), json!(req.stop));
+            entry!("stop", &req.stop);
         }
-        if stream {
-            body.insert("stream".into(), json!(true));
-            body.insert("stream_options".into(), json!({"include_usage": true}));
+        if self.stream {
+            entry!("stream", &true);
+            entry!("stream_options", &json!({"include_usage": true}));
         }
         for (k, v) in &req.extra {
-            body.insert(k.clone(), v.clone());
+            m.serialize_entry(k, v)?;
         }
-        Value::Object(body)
+        m.end()
+    }
+}
+
+/// The history in the Chat Completions shape (remove markers left out).
+struct Messages<'a>(&'a [Arc<Message>]);
+
+impl Serialize for Messages<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().filter_map(|m| OpenAIMessage::of(m)))
+    }
+}
+
+/// The `tools` list.
+struct Tools<'a>(&'a [ToolDefinition]);
+
+impl Serialize for Tools<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(ToolDefinition::openai))
     }
 }
 
@@ -163,14 +209,12 @@ impl ChatModel for OpenAIChat {
     }
 
     async fn invoke(&self, req: ChatRequest) -> Result<Message, ModelError> {
-        let body = self.request_body(&req, false);
-        let v = self.transport.post_json(&body).await?;
+        let v = self.transport.post_json(&self.body(&req, false)).await?;
         parse_response(crate::message::new_id(), &v).map_err(|e| self.transport.redact(e))
     }
 
     async fn stream(&self, req: ChatRequest) -> Result<ChatStream, ModelError> {
-        let body = self.request_body(&req, true);
-        let resp = self.transport.post_stream(&body).await?;
+        let resp = self.transport.post_stream(&self.body(&req, true)).await?;
         let id = crate::message::new_id();
         Ok(chat_stream(
             PROVIDER,
@@ -190,102 +234,171 @@ fn name_ok(n: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
-fn part_to_openai(p: &ContentPart) -> Value {
-    match p {
-        ContentPart::Text { text } => json!({"type": "text", "text": text}),
-        ContentPart::Image { url } => json!({"type": "image_url", "image_url": {"url": url}}),
-        ContentPart::Json {
-            value: Value::String(s),
-        } => json!({"type": "text", "text": s}),
-        ContentPart::Json { value } => match super::images::standard_image_url(value) {
-            Some(url) => json!({"type": "image_url", "image_url": {"url": url}}),
-            None => value.clone(),
-        },
-    }
-}
+/// A content part in the Chat Completions shape.
+struct Part<'a>(&'a ContentPart);
 
-fn content_to_openai(c: &Content) -> Value {
-    match c {
-        Content::Text(s) => json!(s),
-        Content::Parts(parts) => Value::Array(parts.iter().map(part_to_openai).collect()),
-    }
-}
-
-/// Arguments as the JSON text OpenAI wants (text kept as it is).
-fn arguments_text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
-/// A message in the Chat Completions shape; `None` for a remove marker.
-pub(crate) fn message_to_openai(m: &Message) -> Option<Value> {
-    let mut out = Map::new();
-    match &m.kind {
-        MessageKind::System => {
-            out.insert("role".into(), json!("system"));
-            out.insert("content".into(), content_to_openai(&m.content));
+impl Serialize for Part<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let text = |s: S, text: &str| {
+            let mut m = s.serialize_map(Some(2))?;
+            m.serialize_entry("type", "text")?;
+            m.serialize_entry("text", text)?;
+            m.end()
+        };
+        let image = |s: S, url: &str| {
+            let mut m = s.serialize_map(Some(2))?;
+            m.serialize_entry("type", "image_url")?;
+            m.serialize_entry("image_url", &Url(url))?;
+            m.end()
+        };
+        match self.0 {
+            ContentPart::Text { text: t } => text(s, t),
+            ContentPart::Image { url } => image(s, url),
+            ContentPart::Json {
+                value: Value::String(t),
+            } => text(s, t),
+            ContentPart::Json { value } => match super::images::standard_image_url(value) {
+                Some(url) => image(s, &url),
+                None => value.serialize(s),
+            },
         }
-        MessageKind::Human => {
-            out.insert("role".into(), json!("user"));
-            out.insert("content".into(), content_to_openai(&m.content));
+    }
+}
+
+/// `{"url": ...}`.
+struct Url<'a>(&'a str);
+
+impl Serialize for Url<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(1))?;
+        m.serialize_entry("url", self.0)?;
+        m.end()
+    }
+}
+
+/// Content in the Chat Completions shape: a string, or parts.
+struct ContentOut<'a>(&'a Content);
+
+impl Serialize for ContentOut<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Content::Text(t) => s.serialize_str(t),
+            Content::Parts(parts) => s.collect_seq(parts.iter().map(Part)),
         }
-        MessageKind::Ai { tool_calls, .. } => {
-            out.insert("role".into(), json!("assistant"));
-            let text = m.content.text();
-            out.insert(
-                "content".into(),
-                if text.is_empty() && !tool_calls.is_empty() {
-                    Value::Null
-                } else {
-                    json!(text)
-                },
-            );
-            // Invalid tool calls are not sent: no tool result answers them, and a call
-            // without a result makes the provider reject the conversation.
-            if !tool_calls.is_empty() {
-                let calls: Vec<Value> = tool_calls
-                    .iter()
-                    .map(|c| {
-                        json!({
-                            "id": c.id,
-                            "type": "function",
-                            "function": {"name": c.name, "arguments": arguments_text(&c.arguments)},
-                        })
-                    })
-                    .collect();
-                out.insert("tool_calls".into(), Value::Array(calls));
+    }
+}
+
+/// A tool call as an assistant message carries it; its arguments as the JSON text
+/// OpenAI wants (text kept as it is).
+struct CallOut<'a>(&'a ToolCall);
+
+impl Serialize for CallOut<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        struct Function<'a>(&'a ToolCall);
+        impl Serialize for Function<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut m = s.serialize_map(Some(2))?;
+                m.serialize_entry("name", &self.0.name)?;
+                match &self.0.arguments {
+                    Value::String(t) => m.serialize_entry("arguments", t)?,
+                    other => m.serialize_entry("arguments", &Displayed(other))?,
+                }
+                m.end()
             }
         }
-        MessageKind::Tool { tool_call_id, .. } => {
-            out.insert("role".into(), json!("tool"));
-            out.insert("tool_call_id".into(), json!(tool_call_id));
-            // A result with images goes as content parts (text and `image_url`), as
-            // langchain-openai sends it: OpenAI-compatible servers that take images
-            // there get them, and OpenAI's own endpoint, which takes text parts only,
-            // answers with an error naming the part instead of the model never
-            // seeing the image. Text-only results stay one string.
-            let has_image = matches!(&m.content, Content::Parts(parts)
-            if parts.iter().any(|p| match p {
-                ContentPart::Image { .. } => true,
-                ContentPart::Json { value } => super::images::standard_image_url(value).is_some(),
-                ContentPart::Text { .. } => false,
-            }));
-            let content = if has_image {
-                content_to_openai(&m.content)
-            } else {
-                json!(m.content.text())
-            };
-            out.insert("content".into(), content);
-            return Some(Value::Object(out));
+        let mut m = s.serialize_map(Some(3))?;
+        m.serialize_entry("id", &self.0.id)?;
+        m.serialize_entry("type", "function")?;
+        m.serialize_entry("function", &Function(self.0))?;
+        m.end()
+    }
+}
+
+/// A value as the string of its compact JSON text.
+struct Displayed<'a>(&'a Value);
+
+impl Serialize for Displayed<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self.0)
+    }
+}
+
+/// A message in the Chat Completions shape.
+struct OpenAIMessage<'a>(&'a Message);
+
+impl<'a> OpenAIMessage<'a> {
+    /// `None` for a remove marker (it is not sent).
+    fn of(m: &'a Message) -> Option<Self> {
+        (!matches!(m.kind, MessageKind::Remove)).then_some(OpenAIMessage(m))
+    }
+}
+
+impl Serialize for OpenAIMessage<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let m = self.0;
+        let mut out = s.serialize_map(None)?;
+        match &m.kind {
+            MessageKind::System => {
+                out.serialize_entry("role", "system")?;
+                out.serialize_entry("content", &ContentOut(&m.content))?;
+            }
+            MessageKind::Human => {
+                out.serialize_entry("role", "user")?;
+                out.serialize_entry("content", &ContentOut(&m.content))?;
+            }
+            MessageKind::Ai { tool_calls, .. } => {
+                out.serialize_entry("role", "assistant")?;
+                let text = m.content.as_text();
+                if text.is_empty() && !tool_calls.is_empty() {
+                    out.serialize_entry("content", &())?;
+                } else {
+                    out.serialize_entry("content", &*text)?;
+                }
+                // Invalid tool calls are not sent: no tool result answers them, and a
+                // call without a result makes the provider reject the conversation.
+                if !tool_calls.is_empty() {
+                    out.serialize_key("tool_calls")?;
+                    out.serialize_value(&Calls(tool_calls))?;
+                }
+            }
+            MessageKind::Tool { tool_call_id, .. } => {
+                out.serialize_entry("role", "tool")?;
+                out.serialize_entry("tool_call_id", tool_call_id)?;
+                // A result with images goes as content parts (text and `image_url`),
+                // as langchain-openai sends it: OpenAI-compatible servers that take
+                // images there get them, and OpenAI's own endpoint, which takes text
+                // parts only, answers with an error naming the part instead of the
+                // model never seeing the image. Text-only results stay one string.
+                let has_image = matches!(&m.content, Content::Parts(parts)
+                if parts.iter().any(|p| match p {
+                    ContentPart::Image { .. } => true,
+                    ContentPart::Json { value } => super::images::standard_image_url(value).is_some(),
+                    ContentPart::Text { .. } => false,
+                }));
+                if has_image {
+                    out.serialize_entry("content", &ContentOut(&m.content))?;
+                } else {
+                    out.serialize_entry("content", &*m.content.as_text())?;
+                }
+                return out.end();
+            }
+            // Left out by `of`; a marker has no shape to send.
+            MessageKind::Remove => {}
         }
-        MessageKind::Remove => return None,
+        if let Some(n) = m.name.as_deref().filter(|n| name_ok(n)) {
+            out.serialize_entry("name", n)?;
+        }
+        out.end()
     }
-    if let Some(n) = m.name.as_deref().filter(|n| name_ok(n)) {
-        out.insert("name".into(), json!(n));
+}
+
+/// An assistant message's tool calls.
+struct Calls<'a>(&'a [ToolCall]);
+
+impl Serialize for Calls<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(CallOut))
     }
-    Some(Value::Object(out))
 }
 
 fn finish_kind(reason: Option<&str>) -> Finish {
@@ -583,6 +696,12 @@ impl SseParser for StreamParser {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A message in the Chat Completions shape, as a JSON tree; `None` for a remove
+    /// marker.
+    fn message_to_openai(m: &Message) -> Option<Value> {
+        OpenAIMessage::of(m).map(|m| serde_json::to_value(m).unwrap())
+    }
     use std::sync::Arc;
 
     fn ev(data: &str) -> Event {

@@ -21,14 +21,30 @@ impl ToolDefinition {
 
     /// An entry of the OpenAI Chat Completions `tools` list.
     pub fn to_openai(&self) -> Value {
-        json!({
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": self.parameters,
-            }
-        })
+        serde_json::to_value(self.openai()).unwrap_or_default()
+    }
+
+    /// [`ToolDefinition::to_openai`] without the copy: what a request serialises.
+    pub fn openai(&self) -> impl Serialize + '_ {
+        #[derive(Serialize)]
+        struct Entry<'a> {
+            r#type: &'static str,
+            function: Function<'a>,
+        }
+        #[derive(Serialize)]
+        struct Function<'a> {
+            name: &'a str,
+            description: &'a str,
+            parameters: &'a Value,
+        }
+        Entry {
+            r#type: "function",
+            function: Function {
+                name: &self.name,
+                description: &self.description,
+                parameters: &self.parameters,
+            },
+        }
     }
 
     /// An entry of the Anthropic Messages `tools` list.
