@@ -116,11 +116,11 @@ impl Transport {
                 "{provider}: base_url must start with http:// or https://, got {url:?}"
             )));
         }
+        // Not shown: secrets in a URL that does not parse are not known to `secrets`.
         let endpoint = reqwest::Url::parse(&url).map_err(|e| {
             ModelError::Config(format!(
-                "{provider}: base_url {:?} is not a valid URL ({e}); pass one like \
-                 \"https://api.example.com/v1\"",
-                secrets.redact(&url)
+                "{provider}: base_url is not a valid URL ({e}); pass one like \
+                 \"https://api.example.com/v1\""
             ))
         })?;
         let mut map = HeaderMap::new();
@@ -343,5 +343,26 @@ mod tests {
             s.redact("sk-key-123 extra-secret-value hunter2hunter2 query-secret-1 v=1"),
             "[redacted] [redacted] [redacted] [redacted] v=1"
         );
+    }
+
+    #[test]
+    fn an_endpoint_that_is_no_url_is_refused_when_the_model_is_made() {
+        let url = "http://[bad/v1/chat/completions?key=query-secret-1";
+        let err = Transport::new(
+            "openai",
+            url.into(),
+            vec![],
+            model_secrets(Some("sk-key-123"), &[], url),
+            Duration::from_secs(1),
+            RetryPolicy::default(),
+        )
+        .err()
+        .expect("a URL with a broken host is refused")
+        .to_string();
+        assert!(
+            err.contains("base_url is not a valid URL (invalid IPv6 address)"),
+            "{err}"
+        );
+        assert!(!err.contains("query-secret-1"), "{err}");
     }
 }
