@@ -508,7 +508,7 @@ mod model_node {
             .unwrap();
         let mut spec = with_model_node(ModelCall {
             model: Arc::new(model(&server)),
-            tools: Arc::new(tools()),
+            tools: tools().into(),
             system: Some(Arc::new(Message::system("Be brief."))),
             name: Some("forecaster".into()),
         })
@@ -567,7 +567,7 @@ mod model_node {
         .await;
         let spec = with_model_node(ModelCall {
             model: Arc::new(model(&server)),
-            tools: Arc::new(Vec::new()),
+            tools: Arc::new([]),
             system: None,
             name: None,
         })

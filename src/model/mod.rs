@@ -214,7 +214,8 @@ fn sanitize_name(s: &str) -> String {
 #[derive(Debug, Clone, Default)]
 pub struct ChatRequest {
     pub messages: Vec<Arc<Message>>,
-    pub tools: Vec<ToolDefinition>,
+    /// Shared, not copied: an agent offers the same tools in every request.
+    pub tools: Arc<[ToolDefinition]>,
     pub tool_choice: Option<ToolChoice>,
     pub parallel_tool_calls: Option<bool>,
     pub response_format: Option<ResponseFormat>,

@@ -19,8 +19,8 @@ use crate::tool::ToolDefinition;
 /// before the history, and the name its answers carry.
 pub struct ModelCall {
     pub model: Arc<dyn ChatModel>,
-    /// Shared by every agent of one shape (and cloned into each request).
-    pub tools: Arc<Vec<ToolDefinition>>,
+    /// Shared by every agent of one shape, and by each request.
+    pub tools: Arc<[ToolDefinition]>,
     pub system: Option<Arc<Message>>,
     /// Set on every answer (`None` clears the provider's, as LangGraph's agent does).
     pub name: Option<String>,
@@ -34,7 +34,7 @@ impl ModelCall {
         messages.extend(history.iter().cloned());
         ChatRequest {
             messages,
-            tools: self.tools.as_ref().clone(),
+            tools: self.tools.clone(),
             ..Default::default()
         }
     }

@@ -176,7 +176,7 @@ fn chat_args(
 ) -> PyResult<ChatRequest> {
     let mut req = ChatRequest {
         messages: messages_from_py(messages)?,
-        tools: tools_from_py(tools)?,
+        tools: tools_from_py(tools)?.into(),
         tool_choice: tool_choice_from_py(tool_choice)?,
         ..Default::default()
     };
@@ -368,7 +368,7 @@ impl ChatModelCore {
 /// The tools of an agent shape as the model's requests carry them: converted once per
 /// shape, shared by the [`AgentModel`] of every agent of that shape.
 #[pyclass(name = "_ToolDefs", module = "ironloop._ironloop", frozen)]
-pub struct ToolDefs(Arc<Vec<ToolDefinition>>);
+pub struct ToolDefs(Arc<[ToolDefinition]>);
 
 #[pymethods]
 impl ToolDefs {
@@ -376,7 +376,7 @@ impl ToolDefs {
     #[new]
     #[pyo3(signature = (tools = None))]
     fn new(tools: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        Ok(ToolDefs(Arc::new(tools_from_py(tools)?)))
+        Ok(ToolDefs(tools_from_py(tools)?.into()))
     }
 
     fn __len__(&self) -> usize {
