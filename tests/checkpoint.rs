@@ -675,13 +675,19 @@ async fn put_many_is_one_transaction(s: Arc<dyn Checkpointer>) {
         pending.iter().map(|w| &w.value).collect::<Vec<_>>(),
         [&json!(1), &json!("é")]
     );
-    // The same batch again (a retry after an unknown outcome) is fine.
+    // The same batch again (a retry after an unknown outcome) is fine, and leaves what
+    // the first one left: c0's writes are not saved again (c1, stored, holds them).
     s.put_many(
         "t",
-        vec![next(rec("c0", None, 0)), next(rec("c1", Some("c0"), 1))],
+        vec![
+            next(rec("c0", None, 0)),
+            writes_to("c0", vec![pw("a", "x", json!(0))]),
+            next(rec("c1", Some("c0"), 1)),
+        ],
     )
     .await
     .unwrap();
+    assert!(s.pending_writes("t", "c0").await.unwrap().is_empty());
     // A refused item leaves nothing of the batch: c2 and its writes are not saved.
     let e = s
         .put_many(

@@ -478,7 +478,8 @@ impl Checkpointer for MemorySaver {
         self.store(thread_id, record, true)
     }
 
-    async fn put_many(&self, thread_id: &str, puts: Vec<Put>) -> Result<()> {
+    async fn put_many(&self, thread_id: &str, mut puts: Vec<Put>) -> Result<()> {
+        Put::drop_superseded_writes(&mut puts);
         // Serialise first, outside the lock; then apply all under it, or undo.
         let puts = puts
             .into_iter()

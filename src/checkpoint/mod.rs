@@ -176,6 +176,91 @@ pub enum Put {
     },
 }
 
+impl Put {
+    /// Leaves out of `puts` the pending writes of a checkpoint that a later record of
+    /// the batch follows: that record's save drops its parent's pending writes in the
+    /// same transaction (see the contract), so they would be written only to be
+    /// deleted. A run's input checkpoint is saved so: its input as pending writes, then
+    /// the first step's record, which holds them.
+    pub fn drop_superseded_writes(puts: &mut Vec<Put>) {
+        if puts.len() < 2 {
+            return;
+        }
+        let mut keep = vec![true; puts.len()];
+        let mut followed: Vec<&str> = Vec::new();
+        for (i, p) in puts.iter().enumerate().rev() {
+            match p {
+                Put::Record { record, .. } => followed.extend(record.parent_id.as_deref()),
+                Put::Writes { checkpoint_id, .. } => {
+                    keep[i] = !followed.contains(&checkpoint_id.as_str());
+                }
+            }
+        }
+        let mut keep = keep.into_iter();
+        puts.retain(|_| keep.next().unwrap_or(true));
+    }
+}
+
+#[cfg(test)]
+mod put_tests {
+    use super::*;
+
+    fn record(id: &str, parent: Option<&str>) -> Put {
+        Put::Record {
+            record: Box::new(CheckpointRecord {
+                snapshot: None,
+                id: id.into(),
+                parent_id: parent.map(Into::into),
+                step: 0,
+                source: "loop".into(),
+                writes: vec![],
+                next: vec![],
+                created_at: 0.0,
+                metadata: Value::Null,
+            }),
+            next: true,
+        }
+    }
+
+    fn writes(id: &str) -> Put {
+        Put::Writes {
+            checkpoint_id: id.into(),
+            writes: vec![],
+        }
+    }
+
+    fn shape(puts: &[Put]) -> Vec<String> {
+        puts.iter()
+            .map(|p| match p {
+                Put::Record { record, .. } => format!("r {}", record.id),
+                Put::Writes { checkpoint_id, .. } => format!("w {checkpoint_id}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn only_writes_a_later_record_follows_are_left_out() {
+        let mut puts = vec![
+            writes("c0"),
+            record("c0", None),
+            writes("c0"),
+            writes("x"),
+            record("c1", Some("c0")),
+            writes("c1"),
+            record("c2", Some("x")),
+            writes("c2"),
+        ];
+        Put::drop_superseded_writes(&mut puts);
+        // c0's go (c1 follows it), x's go (c2 follows it, though not c1), c1's stay
+        // (nothing after follows c1), c2's stay.
+        assert_eq!(shape(&puts), ["r c0", "r c1", "w c1", "r c2", "w c2"]);
+        // Writes after the record that follows them stay: its save has passed.
+        let mut puts = vec![record("c1", Some("c0")), writes("c0")];
+        Put::drop_superseded_writes(&mut puts);
+        assert_eq!(shape(&puts), ["r c1", "w c0"]);
+    }
+}
+
 /// Where checkpoints are kept. Implementations must make a `put` durable (or at least
 /// handed to the OS) before returning: a run only moves on once its step is saved.
 ///

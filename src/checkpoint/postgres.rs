@@ -1483,7 +1483,8 @@ fn tls_connector() -> std::result::Result<tokio_postgres_rustls::MakeRustlsConne
 
 #[async_trait]
 impl Checkpointer for PostgresSaver {
-    async fn put_many(&self, thread_id: &str, puts: Vec<Put>) -> Result<()> {
+    async fn put_many(&self, thread_id: &str, mut puts: Vec<Put>) -> Result<()> {
+        Put::drop_superseded_writes(&mut puts);
         let items = puts
             .into_iter()
             .map(|p| match p {

@@ -1237,7 +1237,8 @@ impl Drop for SqliteSaver {
 
 #[async_trait]
 impl Checkpointer for SqliteSaver {
-    async fn put_many(&self, thread_id: &str, puts: Vec<Put>) -> Result<()> {
+    async fn put_many(&self, thread_id: &str, mut puts: Vec<Put>) -> Result<()> {
+        Put::drop_superseded_writes(&mut puts);
         let rows = puts
             .into_iter()
             .map(|p| match p {
