@@ -1112,9 +1112,9 @@ fn batch_params<'a>(t: &'a String, items: &'a [Item]) -> Vec<Vec<Param<'a>>> {
 /// A batch of `put_next`s whose records form a chain (each one's parent is the one
 /// before it), and pending writes, as the arrays of one `put_chain` statement: what the
 /// batch leaves once every item has been saved in order. Each `put_next` drops its
-/// parent's pending writes, so the writes of a checkpoint a later record of the batch
-/// follows are left out (they would be deleted in the same transaction), and the
-/// statement deletes only those of the first record's parent already stored.
+/// parent's pending writes: `put_many` leaves out those a later record of the batch
+/// follows (`Put::drop_superseded_writes`), and the statement deletes only those of
+/// the first record's parent already stored.
 struct Chain<'a> {
     first_parent: Option<&'a str>,
     last: &'a str,
@@ -1180,28 +1180,23 @@ impl<'a> Chain<'a> {
             w_channels: Vec::new(),
             w_values: Vec::new(),
         };
-        // Writes to a checkpoint that is some record's parent, coming before that
-        // record, are deleted by it.
-        let mut seen = 0;
+        // (Writes that a later record of the batch would delete are not here:
+        // `put_many` left them out, see `Put::drop_superseded_writes`.)
         for item in items {
-            match item {
-                Item::Record { .. } => seen += 1,
-                Item::Writes {
-                    checkpoint_id,
-                    columns: w,
-                } => {
-                    if parents[seen..].contains(&Some(checkpoint_id.as_str())) {
-                        continue;
-                    }
-                    for k in 0..w.tasks.len() {
-                        chain.w_checkpoints.push(checkpoint_id);
-                        chain.w_tasks.push(&w.tasks[k]);
-                        chain.w_idxs.push(w.idxs[k]);
-                        chain.w_nodes.push(&w.nodes[k]);
-                        chain.w_channels.push(&w.channels[k]);
-                        chain.w_values.push(&w.values[k]);
-                    }
-                }
+            let Item::Writes {
+                checkpoint_id,
+                columns: w,
+            } = item
+            else {
+                continue;
+            };
+            for k in 0..w.tasks.len() {
+                chain.w_checkpoints.push(checkpoint_id);
+                chain.w_tasks.push(&w.tasks[k]);
+                chain.w_idxs.push(w.idxs[k]);
+                chain.w_nodes.push(&w.nodes[k]);
+                chain.w_channels.push(&w.channels[k]);
+                chain.w_values.push(&w.values[k]);
             }
         }
         (chain.ids, chain.parents, chain.records) = (ids, parents, records);
