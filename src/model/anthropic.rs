@@ -4,17 +4,20 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use eventsource_stream::Event;
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+mod request;
+
+use request::Body;
 
 use super::http::{endpoint, model_secrets, Transport};
 use super::sse::{chat_stream, event_json, SseParser};
 use super::{
-    ai_message, check_finish, finish_tool_call, is_reasoning_block, resolve_key, with_reasoning,
-    ChatChunk, ChatModel, ChatRequest, ChatStream, Finish, HttpSettings, ModelError,
-    ResponseFormat,
+    ai_message, check_finish, finish_tool_call, resolve_key, with_reasoning, ChatChunk, ChatModel,
+    ChatRequest, ChatStream, Finish, HttpSettings, ModelError,
 };
-use crate::message::{Content, ContentPart, Message, MessageKind, ToolStatus, Usage};
-use crate::tool::ToolChoice;
+use crate::message::{Message, Usage};
 
 pub const ANTHROPIC_DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 /// The `anthropic-version` header sent with every request.
@@ -138,101 +141,16 @@ impl AnthropicChat {
         self.transport.shown_url()
     }
 
-    /// The request body for `req` (public for inspection and tests).
+    /// The request body for `req`, as a JSON tree (for inspection and tests; requests
+    /// serialise the same JSON straight from the request).
     pub fn request_body(&self, req: &ChatRequest, stream: bool) -> Value {
-        self.body(req, stream).0
+        serde_json::to_value(self.body(req, stream)).unwrap_or_default()
     }
 
-    fn body(&self, req: &ChatRequest, stream: bool) -> (Value, Option<Structured>) {
-        let mut body = Map::new();
-        body.insert("model".into(), json!(self.model));
-        let thinking = req.extra.get("thinking").or(self.thinking.as_ref());
-        // `max_tokens` must exceed the thinking budget; the default leaves room for
-        // an answer after it.
-        let budget = thinking
-            .and_then(|t| t.get("budget_tokens"))
-            .and_then(Value::as_u64)
-            .map_or(0, |b| b.min(u64::from(u32::MAX / 2)) as u32);
-        body.insert(
-            "max_tokens".into(),
-            json!(req
-                .max_tokens
-                .or(self.settings.max_tokens)
-                .unwrap_or(DEFAULT_MAX_TOKENS + budget)),
-        );
-        if let Some(t) = &self.thinking {
-            body.insert("thinking".into(), t.clone());
-        }
-        let (system, mut messages) = messages_to_anthropic(&req.messages);
-        if let Some(s) = system {
-            body.insert(
-                "system".into(),
-                if self.prompt_caching {
-                    json!([{"type": "text", "text": s, "cache_control": ephemeral()}])
-                } else {
-                    json!(s)
-                },
-            );
-        }
-        if self.prompt_caching {
-            // The latest turn: its last block that may carry a breakpoint.
-            if let Some(block) = messages
-                .last_mut()
-                .and_then(|m| m.get_mut("content"))
-                .and_then(Value::as_array_mut)
-                .and_then(|b| b.iter_mut().rev().find(|b| !is_reasoning_block(b)))
-            {
-                block["cache_control"] = ephemeral();
-            }
-        }
-        body.insert("messages".into(), Value::Array(messages));
-        let mut tools: Vec<Value> = req.tools.iter().map(|t| t.to_anthropic()).collect();
-        let mut choice = if tools.is_empty() {
-            None
-        } else {
-            req.tool_choice.as_ref().map(ToolChoice::to_anthropic)
-        };
-        let mut structured = None;
-        if let Some(f) = &req.response_format {
-            let (tool, s) = structured_tool(f);
-            tools.push(tool);
-            choice = Some(json!({"type": "tool", "name": s.name}));
-            structured = Some(s);
-        }
-        let parallel = req
-            .parallel_tool_calls
-            .or(self.settings.parallel_tool_calls);
-        if !tools.is_empty() {
-            if self.prompt_caching {
-                if let Some(last) = tools.last_mut() {
-                    last["cache_control"] = ephemeral();
-                }
-            }
-            body.insert("tools".into(), Value::Array(tools));
-            if parallel == Some(false) {
-                let mut c = choice.unwrap_or_else(|| json!({"type": "auto"}));
-                if c["type"] != "none" {
-                    c["disable_parallel_tool_use"] = json!(true);
-                }
-                choice = Some(c);
-            }
-            if let Some(c) = choice {
-                body.insert("tool_choice".into(), c);
-            }
-        }
-        if let Some(t) = req.temperature.or(self.settings.temperature) {
-            body.insert("temperature".into(), json!(t));
-        }
-        if !req.stop.is_empty() {
-            body.insert("stop_sequences".into(), json!(req.stop));
-        }
-        if stream {
-            body.insert("stream".into(), json!(true));
-        }
-        for (k, v) in &req.extra {
-            body.insert(k.clone(), v.clone());
-        }
-        (Value::Object(body), structured)
+    /// The request body for `req`, serialised straight from the request (a JSON tree
+    /// built first cloned every message of the history for every request).
+    pub fn body<'a>(&'a self, req: &'a ChatRequest, stream: bool) -> impl Serialize + 'a {
+        Body::new(self, req, stream).0
     }
 }
 
@@ -247,14 +165,14 @@ impl ChatModel for AnthropicChat {
     }
 
     async fn invoke(&self, req: ChatRequest) -> Result<Message, ModelError> {
-        let (body, structured) = self.body(&req, false);
+        let (body, structured) = Body::new(self, &req, false);
         let v = self.transport.post_json(&body).await?;
         parse_response(crate::message::new_id(), &v, structured.as_ref())
             .map_err(|e| self.transport.redact(e))
     }
 
     async fn stream(&self, req: ChatRequest) -> Result<ChatStream, ModelError> {
-        let (body, structured) = self.body(&req, true);
+        let (body, structured) = Body::new(self, &req, true);
         let resp = self.transport.post_stream(&body).await?;
         let id = crate::message::new_id();
         Ok(chat_stream(
@@ -266,181 +184,6 @@ impl ChatModel for AnthropicChat {
             self.transport.secrets(),
         ))
     }
-}
-
-/// The tool that carries a structured answer.
-fn structured_tool(f: &ResponseFormat) -> (Value, Structured) {
-    let is_object = f.schema.get("type").and_then(Value::as_str) == Some("object");
-    let schema = if is_object {
-        f.schema.clone()
-    } else {
-        // A tool's input must be an object: wrap, keeping `$defs` at the root so that
-        // `#/$defs/...` references still resolve.
-        let mut inner = f.schema.clone();
-        let mut root = Map::new();
-        for k in ["$defs", "definitions"] {
-            if let Some(d) = inner.as_object_mut().and_then(|o| o.remove(k)) {
-                root.insert(k.into(), d);
-            }
-        }
-        root.insert("type".into(), json!("object"));
-        root.insert("properties".into(), json!({ "value": inner }));
-        root.insert("required".into(), json!(["value"]));
-        Value::Object(root)
-    };
-    let description = f
-        .schema
-        .get("description")
-        .and_then(Value::as_str)
-        .unwrap_or("Give the final answer in this structure.");
-    (
-        json!({"name": f.name, "description": description, "input_schema": schema}),
-        Structured {
-            name: f.name.clone(),
-            wrapped: !is_object,
-        },
-    )
-}
-
-fn part_to_anthropic(p: &ContentPart) -> Option<Value> {
-    match p {
-        ContentPart::Text { text } if text.is_empty() => None,
-        ContentPart::Text { text } => Some(json!({"type": "text", "text": text})),
-        ContentPart::Image { url } => Some(image_block(url)),
-        ContentPart::Json {
-            value: Value::String(s),
-        } if s.is_empty() => None,
-        ContentPart::Json {
-            value: Value::String(s),
-        } => Some(json!({"type": "text", "text": s})),
-        ContentPart::Json { value } => match value.get("type").and_then(Value::as_str) {
-            // OpenAI-shaped image parts are translated; other parts pass verbatim.
-            Some("image_url") => {
-                let url = match value.get("image_url") {
-                    Some(Value::String(u)) => Some(u.as_str()),
-                    Some(o) => o.get("url").and_then(Value::as_str),
-                    None => None,
-                };
-                url.map(image_block)
-            }
-            // langchain-core's standard image blocks (by URL or base64 data).
-            Some("image") if value.get("source").is_none() => {
-                match super::images::standard_image_url(value) {
-                    Some(url) => Some(image_block(&url)),
-                    None => Some(value.clone()),
-                }
-            }
-            // Another provider's reasoning means nothing here (and is refused).
-            Some("reasoning") => None,
-            // A streamed chunk's block carries its position; the API refuses it.
-            Some("thinking") if value.get("index").is_some() => {
-                let mut v = value.clone();
-                v.as_object_mut().map(|o| o.remove("index"));
-                Some(v)
-            }
-            _ => Some(value.clone()),
-        },
-    }
-}
-
-/// A prompt-caching breakpoint (the default, 5-minute cache).
-fn ephemeral() -> Value {
-    json!({"type": "ephemeral"})
-}
-
-fn image_block(url: &str) -> Value {
-    if let Some(rest) = url.strip_prefix("data:") {
-        if let Some((meta, data)) = rest.split_once(',') {
-            let media = meta.trim_end_matches(";base64");
-            return json!({"type": "image", "source":
-                {"type": "base64", "media_type": media, "data": data}});
-        }
-    }
-    json!({"type": "image", "source": {"type": "url", "url": url}})
-}
-
-fn content_blocks(c: &Content) -> Vec<Value> {
-    match c {
-        Content::Text(s) if s.is_empty() => Vec::new(),
-        Content::Text(s) => vec![json!({"type": "text", "text": s})],
-        Content::Parts(parts) => parts.iter().filter_map(part_to_anthropic).collect(),
-    }
-}
-
-/// The `system` text and the `messages` list: system messages joined, tool results as
-/// `tool_result` blocks of a user turn, consecutive turns of one role merged, empty
-/// turns dropped.
-pub(crate) fn messages_to_anthropic(
-    msgs: &[std::sync::Arc<Message>],
-) -> (Option<String>, Vec<Value>) {
-    let mut system: Vec<String> = Vec::new();
-    let mut turns: Vec<(&'static str, Vec<Value>)> = Vec::new();
-    for m in msgs {
-        let (role, blocks) = match &m.kind {
-            MessageKind::System => {
-                let t = m.content.text();
-                if !t.is_empty() {
-                    system.push(t);
-                }
-                continue;
-            }
-            MessageKind::Human => ("user", content_blocks(&m.content)),
-            MessageKind::Ai { tool_calls, .. } => {
-                let mut b = content_blocks(&m.content);
-                for c in tool_calls {
-                    let input = match &c.arguments {
-                        Value::Object(_) => c.arguments.clone(),
-                        Value::String(s) => serde_json::from_str::<Value>(s)
-                            .ok()
-                            .filter(Value::is_object)
-                            .unwrap_or_else(|| json!({})),
-                        _ => json!({}),
-                    };
-                    b.push(json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input}));
-                }
-                ("assistant", b)
-            }
-            MessageKind::Tool {
-                tool_call_id,
-                status,
-                ..
-            } => {
-                let mut block = json!({"type": "tool_result", "tool_use_id": tool_call_id});
-                match &m.content {
-                    // Images (and other blocks) in a tool's result go as blocks.
-                    Content::Parts(parts)
-                        if parts.iter().any(|p| !matches!(p, ContentPart::Text { .. })) =>
-                    {
-                        block["content"] = Value::Array(content_blocks(&m.content));
-                    }
-                    c => {
-                        let text = c.text();
-                        if !text.is_empty() {
-                            block["content"] = json!(text);
-                        }
-                    }
-                }
-                if *status == ToolStatus::Error {
-                    block["is_error"] = json!(true);
-                }
-                ("user", vec![block])
-            }
-            MessageKind::Remove => continue,
-        };
-        if blocks.is_empty() {
-            continue;
-        }
-        match turns.last_mut() {
-            Some((r, b)) if *r == role => b.extend(blocks),
-            _ => turns.push((role, blocks)),
-        }
-    }
-    let messages = turns
-        .into_iter()
-        .map(|(role, content)| json!({"role": role, "content": content}))
-        .collect();
-    let system = (!system.is_empty()).then(|| system.join("\n\n"));
-    (system, messages)
 }
 
 fn finish_kind(reason: Option<&str>) -> Finish {
@@ -816,8 +559,12 @@ impl SseParser for StreamParser {
 
 #[cfg(test)]
 mod tests {
+    use super::request::structured_tool;
     use super::*;
+    use crate::message::{Content, ContentPart, MessageKind, ToolStatus};
+    use crate::model::ResponseFormat;
     use crate::tool::ToolCall;
+    use crate::tool::ToolDefinition;
     use std::sync::Arc;
 
     fn ev(data: &str) -> Event {
@@ -843,9 +590,10 @@ mod tests {
             Arc::new(Message::tool("boom", "t2", "now", ToolStatus::Error)),
             Arc::new(Message::human("thanks")),
         ];
-        let (system, m) = messages_to_anthropic(&msgs);
+        let (system, m) = request::turns(&msgs);
+        let m = serde_json::to_value(&m).unwrap();
         assert_eq!(system.as_deref(), Some("be brief"));
-        assert_eq!(m.len(), 3);
+        assert_eq!(m.as_array().unwrap().len(), 3);
         assert_eq!(m[1]["content"][1]["input"], json!({}));
         assert_eq!(
             m[2]["content"],
@@ -854,6 +602,75 @@ mod tests {
                 {"type": "tool_result", "tool_use_id": "t2", "content": "boom", "is_error": true},
                 {"type": "text", "text": "thanks"},
             ])
+        );
+    }
+
+    fn chat() -> AnthropicChat {
+        let settings = HttpSettings {
+            base_url: Some("http://127.0.0.1:9".into()),
+            api_key: Some("k".into()),
+            ..Default::default()
+        };
+        AnthropicChat::new("claude", settings).unwrap()
+    }
+
+    #[test]
+    fn breakpoints_on_the_last_block_that_may_carry_one_and_the_last_tool() {
+        let thinking = json!({"type": "thinking", "thinking": "hm", "signature": "s"});
+        let req = ChatRequest::new([
+            Message::human("hi"),
+            Message::ai(
+                Content::Parts(vec![
+                    ContentPart::Text { text: "ok".into() },
+                    ContentPart::Json {
+                        value: thinking.clone(),
+                    },
+                ]),
+                vec![],
+            ),
+        ])
+        .with_tools([ToolDefinition::new(
+            "add",
+            "Adds.",
+            json!({"type": "object"}),
+        )])
+        .with_response_format(ResponseFormat::new(json!({"type": "object"})));
+        let body = chat().request_body(&req, false);
+        let ephemeral = json!({"type": "ephemeral"});
+        assert_eq!(
+            body["messages"][1]["content"],
+            json!([{"type": "text", "text": "ok", "cache_control": ephemeral}, thinking])
+        );
+        assert!(body["messages"][0]["content"][0]
+            .get("cache_control")
+            .is_none());
+        assert!(body["tools"][0].get("cache_control").is_none());
+        assert_eq!(body["tools"][1]["name"], "response");
+        assert_eq!(body["tools"][1]["cache_control"], ephemeral);
+        let body = chat().with_prompt_caching(false).request_body(&req, false);
+        assert!(!body.to_string().contains("cache_control"));
+    }
+
+    #[test]
+    fn a_block_that_is_no_object_is_sent_as_it_is() {
+        // It used to panic where the breakpoint was added; the API says what is wrong.
+        let req = ChatRequest::new([Message::human(Content::Parts(vec![ContentPart::Json {
+            value: json!(5),
+        }]))]);
+        let body = chat().request_body(&req, false);
+        assert_eq!(body["messages"][0]["content"], json!([5]));
+    }
+
+    #[test]
+    fn extra_fields_override_and_come_last() {
+        let mut req = ChatRequest::new([Message::human("hi")]);
+        req.extra.insert("model".into(), json!("other"));
+        req.extra.insert("top_p".into(), json!(0.5));
+        let text = serde_json::to_string(&chat().body(&req, true)).unwrap();
+        assert_eq!(text.matches("\"model\"").count(), 1, "{text}");
+        assert!(
+            text.ends_with(r#""stream":true,"model":"other","top_p":0.5}"#),
+            "{text}"
         );
     }
 

@@ -500,6 +500,43 @@ pub(crate) fn with_reasoning(mut m: Message, blocks: Vec<Value>) -> Message {
 
 /// Whether a content block is reasoning (never sent to a provider that did not
 /// write it).
+/// A request body's top-level object: the fields ironloop sends, then
+/// [`ChatRequest::extra`], which overrides them (a field `extra` holds is left to it).
+pub(crate) struct BodyFields<'e, M> {
+    map: M,
+    extra: &'e Map<String, Value>,
+}
+
+impl<'e, M: serde::ser::SerializeMap> BodyFields<'e, M> {
+    pub(crate) fn new<S>(s: S, extra: &'e Map<String, Value>) -> Result<Self, S::Error>
+    where
+        S: serde::Serializer<SerializeMap = M, Error = M::Error>,
+    {
+        Ok(BodyFields {
+            map: s.serialize_map(None)?,
+            extra,
+        })
+    }
+
+    pub(crate) fn field<V: serde::Serialize + ?Sized>(
+        &mut self,
+        key: &str,
+        value: &V,
+    ) -> Result<(), M::Error> {
+        if self.extra.contains_key(key) {
+            return Ok(());
+        }
+        self.map.serialize_entry(key, value)
+    }
+
+    pub(crate) fn end(mut self) -> Result<M::Ok, M::Error> {
+        for (k, v) in self.extra {
+            self.map.serialize_entry(k, v)?;
+        }
+        self.map.end()
+    }
+}
+
 pub(crate) fn is_reasoning_block(v: &Value) -> bool {
     matches!(
         v.get("type").and_then(Value::as_str),

@@ -11,8 +11,8 @@ use serde_json::{json, Value};
 use super::http::{endpoint, model_secrets, Transport};
 use super::sse::{chat_stream, event_json, SseParser};
 use super::{
-    ai_message, check_finish, finish_tool_call, resolve_key, with_reasoning, ChatChunk, ChatModel,
-    ChatRequest, ChatStream, Finish, HttpSettings, ModelError,
+    ai_message, check_finish, finish_tool_call, resolve_key, with_reasoning, BodyFields, ChatChunk,
+    ChatModel, ChatRequest, ChatStream, Finish, HttpSettings, ModelError,
 };
 use crate::message::{Content, ContentPart, InvalidToolCall, Message, MessageKind, Usage};
 use std::sync::Arc;
@@ -121,40 +121,32 @@ struct Body<'a> {
 impl Serialize for Body<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let (chat, req) = (self.chat, self.req);
-        let mut m = s.serialize_map(None)?;
-        // `extra` is merged last and overrides what ironloop would send.
-        macro_rules! entry {
-            ($k:expr, $v:expr) => {
-                if !req.extra.contains_key($k) {
-                    m.serialize_entry($k, $v)?;
-                }
-            };
-        }
-        entry!("model", &chat.model);
-        entry!("messages", &Messages(&req.messages));
+        let mut m = BodyFields::new(s, &req.extra)?;
+        m.field("model", &chat.model)?;
+        m.field("messages", &Messages(&req.messages))?;
         if !req.tools.is_empty() {
-            entry!("tools", &Tools(&req.tools));
+            m.field("tools", &Tools(&req.tools))?;
             if let Some(c) = &req.tool_choice {
-                entry!("tool_choice", &c.to_openai());
+                m.field("tool_choice", &c.to_openai())?;
             }
             if let Some(p) = req
                 .parallel_tool_calls
                 .or(chat.settings.parallel_tool_calls)
             {
-                entry!("parallel_tool_calls", &p);
+                m.field("parallel_tool_calls", &p)?;
             }
         }
         if let Some(f) = &req.response_format {
-            entry!(
+            m.field(
                 "response_format",
                 &json!({
                     "type": "json_schema",
                     "json_schema": {"name": f.name, "schema": f.schema, "strict": f.strict},
-                })
-            );
+                }),
+            )?;
         }
         if let Some(t) = req.temperature.or(chat.settings.temperature) {
-            entry!("temperature", &t);
+            m.field("temperature", &t)?;
         }
         if let Some(n) = req.max_tokens.or(chat.settings.max_tokens) {
             // OpenAI itself deprecated `max_tokens` (reasoning models reject it);
@@ -164,17 +156,14 @@ impl Serialize for Body<'_> {
             } else {
                 "max_tokens"
             };
-            entry!(key, &n);
+            m.field(key, &n)?;
         }
         if !req.stop.is_empty() {
-            entry!("stop", &req.stop);
+            m.field("stop", &req.stop)?;
         }
         if self.stream {
-            entry!("stream", &true);
-            entry!("stream_options", &json!({"include_usage": true}));
-        }
-        for (k, v) in &req.extra {
-            m.serialize_entry(k, v)?;
+            m.field("stream", &true)?;
+            m.field("stream_options", &json!({"include_usage": true}))?;
         }
         m.end()
     }
