@@ -21,7 +21,10 @@ server, in the same run. Reported per case: wall time of a whole run vs the idea
 ``(rounds + 1) × delay``, CPU seconds of the client process (all its threads) per run,
 peak RSS, and the per-round latency as the server sees it (seconds between two
 consecutive requests of one conversation: the delay plus the client's turnaround),
-p50 / p99. The server's own CPU is printed too, to show it is not the bottleneck.
+p50 / p99. The server's own CPU is printed too, and the *CPU floor*: the client's and
+the server's CPU seconds ÷ the cores this process may run on, the least wall time the
+run can take on this machine. A wall near its CPU floor is CPU-bound: only less CPU
+per conversation (or more cores) shortens it, whatever the ideal.
 Every run is checked: each conversation ends with the scripted answer after exactly
 ``rounds × (1 + calls) + 2`` messages, and the server saw exactly
 ``rounds + 1`` requests per conversation.
@@ -366,6 +369,8 @@ def _print_table(results: list[dict[str, Any]], ideal: float) -> None:
         "peak RSS MiB",
         "round p50/p99 ms",
         "server CPU s",
+        "CPU floor ms",
+        "wall/floor",
         "verdict",
     ]
     table = [header]
@@ -380,9 +385,11 @@ def _print_table(results: list[dict[str, Any]], ideal: float) -> None:
             cpu_ratio = statistics.median(lg["cpus"]) / statistics.median(il["cpus"])
         for impl, r in sides.items():
             if "error" in r:
-                table.append([name, impl, "FAILED: " + " ".join(r["error"])] + [""] * 7)
+                table.append([name, impl, "FAILED: " + " ".join(r["error"])] + [""] * 9)
                 continue
-            wall_ratio = statistics.median(r["walls"]) / ideal
+            wall = statistics.median(r["walls"])
+            wall_ratio = wall / ideal
+            cpu_floor = (statistics.median(r["cpus"]) + r["server_cpu_s"]) / _cores()
             verdict = "-"
             if impl == "ironloop":
                 ok = wall_ratio <= TARGET_WALL_RATIO and (
@@ -400,6 +407,8 @@ def _print_table(results: list[dict[str, Any]], ideal: float) -> None:
                     f"{r['peak_rss_mib']:.0f}",
                     f"{r['round_p50_ms']:.0f} / {r['round_p99_ms']:.0f}",
                     f"{r['server_cpu_s']:.2f}",
+                    f"{cpu_floor * 1e3:.0f}",
+                    f"{wall / cpu_floor:.2f}×",
                     verdict,
                 ]
             )
@@ -410,8 +419,17 @@ def _print_table(results: list[dict[str, Any]], ideal: float) -> None:
             print("  ".join("-" * w for w in widths))
     print(
         f"\ntargets (ironloop): wall ≤ {TARGET_WALL_RATIO}× ideal ({ideal * 1e3:g} ms), "
-        f"CPU ≥ {TARGET_CPU_RATIO:g}× less than LangGraph"
+        f"CPU ≥ {TARGET_CPU_RATIO:g}× less than LangGraph; CPU floor: (client + server CPU "
+        f"seconds) ÷ {_cores()} cores"
     )
+
+
+def _cores() -> int:
+    """The cores this process may run on (its children, the server, share them)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 if __name__ == "__main__":
