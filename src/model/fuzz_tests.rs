@@ -92,6 +92,82 @@ fn openai_shaped() -> impl Strategy<Value = Value> {
     })
 }
 
+/// OpenAI bodies of the usual shape with every field the decoder reads replaced (most
+/// by values of the type OpenAI sends, some by anything).
+fn openai_usual() -> impl Strategy<Value = Value> {
+    let text = || {
+        prop_oneof![
+            Just(Value::Null),
+            word().prop_map(Value::from),
+            json_value()
+        ]
+    };
+    let count = || {
+        prop_oneof![
+            Just(Value::Null),
+            (0u64..1000).prop_map(Value::from),
+            json_value()
+        ]
+    };
+    (
+        (text(), text(), text(), text(), text()),
+        (text(), text(), count(), count(), count()),
+        (prop::bool::ANY, prop::bool::ANY),
+    )
+        .prop_map(
+            |(
+                (content, refusal, reasoning, args, fin),
+                (name, legacy, cached, total, think),
+                (calls, usage),
+            )| {
+                let mut message = serde_json::json!({
+                    "role": "assistant", "content": content, "refusal": refusal,
+                    "reasoning_content": reasoning, "reasoning": "r",
+                });
+                if calls {
+                    message["tool_calls"] = serde_json::json!([{"id": "c", "type": "function",
+                        "function": {"name": name, "arguments": args}}]);
+                } else {
+                    message["function_call"] =
+                        serde_json::json!({"name": legacy, "arguments": "{}"});
+                }
+                let mut body = serde_json::json!({
+                    "id": "x", "object": "chat.completion",
+                    "choices": [{"index": 0, "finish_reason": fin, "message": message,
+                                 "logprobs": null}],
+                });
+                if usage {
+                    body["usage"] = serde_json::json!({
+                        "prompt_tokens": 1, "completion_tokens": 2, "total_tokens": total,
+                        "prompt_tokens_details": {"cached_tokens": cached},
+                        "completion_tokens_details": {"reasoning_tokens": think},
+                    });
+                }
+                body
+            },
+        )
+}
+
+/// `r`'s debug text with every generated call id (`call_` and 32 hex digits) the same.
+fn unnumbered(r: &impl std::fmt::Debug) -> String {
+    let text = format!("{r:?}");
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find("call_") {
+        let (head, tail) = rest.split_at(at + 5);
+        out.push_str(head);
+        let hex = tail.chars().take_while(char::is_ascii_hexdigit).count();
+        if hex == 32 {
+            out.push_str("<generated>");
+            rest = &tail[32..];
+        } else {
+            rest = tail;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 fn anthropic_shaped() -> impl Strategy<Value = Value> {
     (json_value(), json_value(), word(), json_value()).prop_map(|(text, input, name, stop)| {
         serde_json::json!({
@@ -109,6 +185,16 @@ proptest! {
     #[test]
     fn shaped_openai_bodies_decode_or_fail(v in openai_shaped()) {
         let _ = openai::parse_response("r".into(), &v);
+    }
+
+    #[test]
+    fn openai_bodies_read_without_a_tree_give_the_same_message(v in openai_usual()) {
+        let bytes = serde_json::to_vec(&v).unwrap();
+        if let Some(typed) = openai::read_typed("r".into(), &bytes) {
+            let tree = openai::parse_response("r".into(), &v);
+            // A call without an id (the legacy `function_call`) gets a new one each time.
+            prop_assert_eq!(unnumbered(&typed), unnumbered(&tree));
+        }
     }
 
     #[test]

@@ -249,6 +249,18 @@ impl Transport {
 
     /// POSTs `body` and returns the JSON response, with retries.
     pub async fn post_json(&self, body: &impl serde::Serialize) -> Result<Value, ModelError> {
+        self.post_parsed(body, |bytes| serde_json::from_slice::<Value>(bytes))
+            .await
+    }
+
+    /// [`Transport::post_json`], the response's bytes read by `parse` (a parse error
+    /// says the response is not JSON).
+    pub async fn post_parsed<T>(
+        &self,
+        body: &impl serde::Serialize,
+        parse: impl Fn(&[u8]) -> serde_json::Result<T>,
+    ) -> Result<T, ModelError> {
+        let parse = &parse;
         let payload = Bytes::from(serde_json::to_vec(body).map_err(|e| {
             ModelError::Config(format!("{}: cannot encode the request: {e}", self.provider))
         })?);
@@ -274,7 +286,7 @@ impl Transport {
                         message: too_large.to_string(),
                     },
                 })?;
-                serde_json::from_slice::<Value>(&bytes).map_err(|e| {
+                parse(&bytes).map_err(|e| {
                     self.redact(ModelError::Response {
                         provider: self.provider,
                         message: format!(

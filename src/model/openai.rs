@@ -198,8 +198,16 @@ impl ChatModel for OpenAIChat {
     }
 
     async fn invoke(&self, req: ChatRequest) -> Result<Message, ModelError> {
-        let v = self.transport.post_json(&self.body(&req, false)).await?;
-        parse_response(crate::message::new_id(), &v).map_err(|e| self.transport.redact(e))
+        let r = self
+            .transport
+            .post_parsed(&self.body(&req, false), Response::parse)
+            .await?;
+        let id = crate::message::new_id();
+        match r {
+            Response::Typed(r) => r.message(id),
+            Response::Tree(v) => parse_response(id, &v),
+        }
+        .map_err(|e| self.transport.redact(e))
     }
 
     async fn stream(&self, req: ChatRequest) -> Result<ChatStream, ModelError> {
@@ -454,7 +462,140 @@ fn embedded_error(v: &Value) -> Option<ModelError> {
     )))
 }
 
-/// The AI message of a non-streamed response.
+/// A non-streamed response: read into the shape OpenAI sends (no JSON tree, no map
+/// per object), or, when it has another shape (an error inside, no choice, a field of
+/// another type, a content list), as a tree that [`parse_response`] reads leniently.
+/// Both give the same message for a response of the usual shape.
+enum Response {
+    Typed(Completion),
+    Tree(Value),
+}
+
+impl Response {
+    fn parse(bytes: &[u8]) -> serde_json::Result<Response> {
+        match serde_json::from_slice::<Completion>(bytes) {
+            Ok(c) if c.error.is_none() && !c.choices.is_empty() => Ok(Response::Typed(c)),
+            _ => serde_json::from_slice(bytes).map(Response::Tree),
+        }
+    }
+}
+
+/// The message of a response read without a JSON tree, `None` when it has not the
+/// usual shape (for tests: the two ways must agree).
+#[cfg(test)]
+pub(crate) fn read_typed(id: String, bytes: &[u8]) -> Option<Result<Message, ModelError>> {
+    match Response::parse(bytes).ok()? {
+        Response::Typed(c) => Some(c.message(id)),
+        Response::Tree(_) => None,
+    }
+}
+
+/// A `chat.completion` of the usual shape (fields ironloop does not read are skipped).
+#[derive(serde::Deserialize)]
+struct Completion {
+    /// Only whether it is there: a response with an error goes the lenient way.
+    error: Option<serde::de::IgnoredAny>,
+    choices: Vec<CompletionChoice>,
+    usage: Option<CompletionUsage>,
+}
+
+#[derive(serde::Deserialize)]
+struct CompletionChoice {
+    message: CompletionMessage,
+    finish_reason: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+struct CompletionMessage {
+    content: Option<String>,
+    refusal: Option<String>,
+    tool_calls: Option<Vec<CompletionCall>>,
+    function_call: Option<CompletionFunction>,
+    reasoning_content: Option<String>,
+    reasoning: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+struct CompletionCall {
+    id: Option<String>,
+    function: Option<CompletionFunction>,
+}
+
+#[derive(serde::Deserialize)]
+struct CompletionFunction {
+    name: Option<String>,
+    arguments: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+struct CompletionUsage {
+    prompt_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
+    total_tokens: Option<u64>,
+    prompt_tokens_details: Option<TokenDetails>,
+    completion_tokens_details: Option<TokenDetails>,
+}
+
+#[derive(serde::Deserialize)]
+struct TokenDetails {
+    cached_tokens: Option<u64>,
+    reasoning_tokens: Option<u64>,
+}
+
+impl Completion {
+    /// What [`parse_response`] makes of the same response.
+    fn message(self, id: String) -> Result<Message, ModelError> {
+        let usage = self.usage.map(|u| {
+            let (i, o) = (
+                u.prompt_tokens.unwrap_or(0),
+                u.completion_tokens.unwrap_or(0),
+            );
+            Usage {
+                total_tokens: u.total_tokens.unwrap_or(i + o),
+                cache_read: u.prompt_tokens_details.and_then(|d| d.cached_tokens),
+                reasoning: u.completion_tokens_details.and_then(|d| d.reasoning_tokens),
+                ..Usage::new(i, o)
+            }
+        });
+        let Some(choice) = self.choices.into_iter().next() else {
+            return Err(shape_error("the response has no choices"));
+        };
+        let msg = choice.message;
+        let text = match (msg.content, msg.refusal) {
+            (Some(t), _) if !t.is_empty() => t,
+            (_, Some(r)) => r,
+            (t, None) => t.unwrap_or_default(),
+        };
+        let calls = match (msg.tool_calls, msg.function_call) {
+            (Some(list), _) => list
+                .into_iter()
+                .map(|c| {
+                    let (name, args) = c.function.map_or((None, None), |f| (f.name, f.arguments));
+                    finish_tool_call(c.id, name, args.as_deref().unwrap_or(""))
+                })
+                .collect(),
+            // The legacy single function call.
+            (None, Some(f)) => vec![finish_tool_call(
+                None,
+                f.name,
+                f.arguments.as_deref().unwrap_or(""),
+            )],
+            (None, None) => Vec::new(),
+        };
+        let reasoning = msg.reasoning_content.or(msg.reasoning);
+        answer(
+            id,
+            text,
+            calls,
+            choice.finish_reason.as_deref(),
+            usage,
+            reasoning.as_deref().filter(|r| !r.is_empty()),
+        )
+    }
+}
+
+/// The AI message of a non-streamed response, read from its JSON tree (see
+/// [`Response`]).
 pub(crate) fn parse_response(id: String, v: &Value) -> Result<Message, ModelError> {
     if let Some(e) = embedded_error(v) {
         return Err(e);
@@ -474,11 +615,6 @@ pub(crate) fn parse_response(id: String, v: &Value) -> Result<Message, ModelErro
         }
     }
     let mut calls = Vec::new();
-    let mut invalid = Vec::new();
-    let mut push = |r: Result<ToolCall, InvalidToolCall>| match r {
-        Ok(c) => calls.push(c),
-        Err(i) => invalid.push(i),
-    };
     if let Some(list) = msg.get("tool_calls").and_then(Value::as_array) {
         for c in list {
             let f = c.get("function");
@@ -487,7 +623,7 @@ pub(crate) fn parse_response(id: String, v: &Value) -> Result<Message, ModelErro
                 .and_then(Value::as_str)
                 .map(str::to_owned);
             let id = c.get("id").and_then(Value::as_str).map(str::to_owned);
-            push(match f.and_then(|f| f.get("arguments")) {
+            calls.push(match f.and_then(|f| f.get("arguments")) {
                 Some(Value::String(s)) => finish_tool_call(id, name, s),
                 // Some servers send the arguments as an object.
                 Some(obj @ Value::Object(_)) => finish_tool_call(id, name, &obj.to_string()),
@@ -499,12 +635,31 @@ pub(crate) fn parse_response(id: String, v: &Value) -> Result<Message, ModelErro
         // The legacy single function call.
         let name = f.get("name").and_then(Value::as_str).map(str::to_owned);
         let args = f.get("arguments").and_then(Value::as_str).unwrap_or("");
-        push(finish_tool_call(None, name, args));
+        calls.push(finish_tool_call(None, name, args));
     }
     let reason = choice.get("finish_reason").and_then(Value::as_str);
-    let m = ai_message(id, text, calls, invalid, usage_from(v));
+    answer(id, text, calls, reason, usage_from(v), reasoning_of(msg))
+}
+
+/// The AI message of a response's first choice, from what it says.
+fn answer(
+    id: String,
+    text: String,
+    calls: Vec<Result<ToolCall, InvalidToolCall>>,
+    reason: Option<&str>,
+    usage: Option<Usage>,
+    reasoning: Option<&str>,
+) -> Result<Message, ModelError> {
+    let (mut valid, mut invalid) = (Vec::new(), Vec::new());
+    for c in calls {
+        match c {
+            Ok(c) => valid.push(c),
+            Err(i) => invalid.push(i),
+        }
+    }
+    let m = ai_message(id, text, valid, invalid, usage);
     check_finish(PROVIDER, finish_kind(reason), reason, &m)?;
-    let reasoning = reasoning_of(msg).map(|r| vec![json!({"type": "reasoning", "reasoning": r})]);
+    let reasoning = reasoning.map(|r| vec![json!({"type": "reasoning", "reasoning": r})]);
     Ok(with_reasoning(m, reasoning.unwrap_or_default()))
 }
 
@@ -692,6 +847,59 @@ mod tests {
         OpenAIMessage::of(m).map(|m| serde_json::to_value(m).unwrap())
     }
     use std::sync::Arc;
+
+    #[test]
+    fn a_usual_response_is_read_without_a_tree() {
+        let v = json!({
+            "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",
+            "choices": [{"index": 0, "logprobs": null, "finish_reason": "tool_calls",
+                "message": {"role": "assistant", "content": null, "refusal": null,
+                    "tool_calls": [
+                        {"id": "call_a", "type": "function",
+                         "function": {"name": "lookup", "arguments": "{\"query\": \"0.0\"}"}},
+                        {"id": "call_b", "type": "function",
+                         "function": {"name": "lookup", "arguments": "{"}}]}}],
+            "usage": {"prompt_tokens": 20, "completion_tokens": 10, "total_tokens": 30,
+                      "prompt_tokens_details": {"cached_tokens": 5}},
+        });
+        let typed = read_typed("m".into(), &serde_json::to_vec(&v).unwrap())
+            .expect("the usual shape is read without a tree")
+            .unwrap();
+        assert_eq!(typed, parse_response("m".into(), &v).unwrap());
+        assert_eq!(typed.tool_calls()[0].arguments, json!({"query": "0.0"}));
+        let MessageKind::Ai {
+            invalid_tool_calls,
+            usage,
+            ..
+        } = &typed.kind
+        else {
+            panic!("{typed:?}")
+        };
+        assert_eq!(invalid_tool_calls[0].id.as_deref(), Some("call_b"));
+        assert_eq!(usage.unwrap().cache_read, Some(5));
+    }
+
+    #[test]
+    fn other_shapes_are_read_from_a_tree() {
+        let choice = |message: Value| json!({"choices": [{"message": message}]});
+        for v in [
+            choice(json!({"content": [{"type": "text", "text": "hi"}]})),
+            choice(
+                json!({"tool_calls": [{"id": "c", "function": {"name": "f", "arguments": {}}}]}),
+            ),
+            json!({"error": {"message": "overloaded"}, "choices": [{"message": {"content": "x"}}]}),
+            json!({"choices": []}),
+            json!({"choices": [{"message": {"content": 5}}]}),
+        ] {
+            assert!(
+                read_typed("m".into(), &serde_json::to_vec(&v).unwrap()).is_none(),
+                "{v}"
+            );
+        }
+        let r = Response::parse(br#"{"choices": [{"message": {"content": ["a"]}}]}"#).unwrap();
+        assert!(matches!(r, Response::Tree(_)));
+        assert!(Response::parse(b"not json").is_err());
+    }
 
     fn ev(data: &str) -> Event {
         Event {
