@@ -407,20 +407,29 @@ fn finish_kind(reason: Option<&str>) -> Finish {
     }
 }
 
+/// The `usage` object of a response or a stream's last chunk, read leniently (a count
+/// of another type is absent).
 fn usage_from(v: &Value) -> Option<Usage> {
     let u = v.get("usage").filter(|u| u.is_object())?;
-    let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
-    let (i, o) = (n("prompt_tokens"), n("completion_tokens"));
+    let n = |k: &str| u.get(k).and_then(Value::as_u64);
     let detail = |p: &str| u.pointer(p).and_then(Value::as_u64);
-    Some(Usage {
-        total_tokens: u
-            .get("total_tokens")
-            .and_then(Value::as_u64)
-            .unwrap_or(i + o),
-        cache_read: detail("/prompt_tokens_details/cached_tokens"),
-        reasoning: detail("/completion_tokens_details/reasoning_tokens"),
-        ..Usage::new(i, o)
-    })
+    let details = |cached_tokens, reasoning_tokens| {
+        Some(TokenDetails {
+            cached_tokens,
+            reasoning_tokens,
+        })
+    };
+    let usage = CompletionUsage {
+        prompt_tokens: n("prompt_tokens"),
+        completion_tokens: n("completion_tokens"),
+        total_tokens: n("total_tokens"),
+        prompt_tokens_details: details(detail("/prompt_tokens_details/cached_tokens"), None),
+        completion_tokens_details: details(
+            None,
+            detail("/completion_tokens_details/reasoning_tokens"),
+        ),
+    };
+    Some(usage.usage())
 }
 
 /// The reasoning text OpenAI-compatible servers add beside the content:
@@ -536,6 +545,24 @@ struct CompletionUsage {
     completion_tokens_details: Option<TokenDetails>,
 }
 
+impl CompletionUsage {
+    /// The usage as ironloop keeps it (a total left out is the sum of the two counts).
+    fn usage(self) -> Usage {
+        let (i, o) = (
+            self.prompt_tokens.unwrap_or(0),
+            self.completion_tokens.unwrap_or(0),
+        );
+        Usage {
+            total_tokens: self.total_tokens.unwrap_or(i + o),
+            cache_read: self.prompt_tokens_details.and_then(|d| d.cached_tokens),
+            reasoning: self
+                .completion_tokens_details
+                .and_then(|d| d.reasoning_tokens),
+            ..Usage::new(i, o)
+        }
+    }
+}
+
 #[derive(serde::Deserialize)]
 struct TokenDetails {
     cached_tokens: Option<u64>,
@@ -545,18 +572,7 @@ struct TokenDetails {
 impl Completion {
     /// What [`parse_response`] makes of the same response.
     fn message(self, id: String) -> Result<Message, ModelError> {
-        let usage = self.usage.map(|u| {
-            let (i, o) = (
-                u.prompt_tokens.unwrap_or(0),
-                u.completion_tokens.unwrap_or(0),
-            );
-            Usage {
-                total_tokens: u.total_tokens.unwrap_or(i + o),
-                cache_read: u.prompt_tokens_details.and_then(|d| d.cached_tokens),
-                reasoning: u.completion_tokens_details.and_then(|d| d.reasoning_tokens),
-                ..Usage::new(i, o)
-            }
-        });
+        let usage = self.usage.map(CompletionUsage::usage);
         let Some(choice) = self.choices.into_iter().next() else {
             return Err(shape_error("the response has no choices"));
         };
