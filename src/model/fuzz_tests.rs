@@ -148,6 +148,63 @@ fn openai_usual() -> impl Strategy<Value = Value> {
         )
 }
 
+/// OpenAI stream chunks of the usual shape with every field the parser reads
+/// replaced (most by values of the type OpenAI sends, some by anything), a few with
+/// a second choice, usage or a null error.
+fn openai_usual_chunk() -> impl Strategy<Value = Value> {
+    let text = || {
+        prop_oneof![
+            2 => Just(Value::Null),
+            4 => word().prop_map(Value::from),
+            1 => json_value()
+        ]
+    };
+    let index = || {
+        prop_oneof![
+            2 => Just(Value::Null),
+            4 => (0u64..3).prop_map(Value::from),
+            1 => json_value()
+        ]
+    };
+    (
+        (text(), text(), text(), text(), text()),
+        (index(), text(), text(), text(), index()),
+        (0u8..4, prop::bool::ANY, prop::bool::ANY),
+    )
+        .prop_map(
+            |(
+                (content, refusal, reasoning, thinking, fin),
+                (at, id, name, args, choice),
+                (calls, usage, error),
+            )| {
+                let mut delta = serde_json::json!({
+                    "role": "assistant", "content": content, "refusal": refusal,
+                    "reasoning_content": reasoning, "reasoning": thinking,
+                });
+                if calls > 0 {
+                    let call = serde_json::json!({"index": at, "id": id, "type": "function",
+                        "function": {"name": name, "arguments": args}});
+                    delta["tool_calls"] = Value::Array(vec![call; calls as usize]);
+                }
+                let mut chunk = serde_json::json!({
+                    "id": "x", "object": "chat.completion.chunk",
+                    "choices": [{"index": choice, "delta": delta, "finish_reason": fin,
+                                 "logprobs": null}],
+                });
+                if usage {
+                    chunk["usage"] = serde_json::json!({
+                        "prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3,
+                        "prompt_tokens_details": {"cached_tokens": 0},
+                    });
+                }
+                if error {
+                    chunk["error"] = Value::Null;
+                }
+                chunk
+            },
+        )
+}
+
 /// `r`'s debug text with every generated call id (`call_` and 32 hex digits) the same.
 fn unnumbered(r: &impl std::fmt::Debug) -> String {
     let text = format!("{r:?}");
@@ -195,6 +252,18 @@ proptest! {
             // A call without an id (the legacy `function_call`) gets a new one each time.
             prop_assert_eq!(unnumbered(&typed), unnumbered(&tree));
         }
+    }
+
+    #[test]
+    fn openai_chunks_read_without_a_tree_give_the_same_stream(
+        chunks in prop::collection::vec(openai_usual_chunk(), 1..6)
+    ) {
+        let data: Vec<String> = chunks.iter().map(Value::to_string).collect();
+        let (typed_out, typed_msg) = openai::read_stream(&data, false);
+        let (tree_out, tree_msg) = openai::read_stream(&data, true);
+        prop_assert_eq!(typed_out, tree_out);
+        // A call without an id gets a new one each time.
+        prop_assert_eq!(unnumbered(&typed_msg), unnumbered(&tree_msg));
     }
 
     #[test]

@@ -407,9 +407,9 @@ fn finish_kind(reason: Option<&str>) -> Finish {
     }
 }
 
-/// The `usage` object of a response or a stream's last chunk, read leniently (a count
-/// of another type is absent).
-fn usage_from(v: &Value) -> Option<Usage> {
+/// The `usage` object of a response or a stream's chunk, read leniently (a count of
+/// another type is absent).
+fn completion_usage(v: &Value) -> Option<CompletionUsage> {
     let u = v.get("usage").filter(|u| u.is_object())?;
     let n = |k: &str| u.get(k).and_then(Value::as_u64);
     let detail = |p: &str| u.pointer(p).and_then(Value::as_u64);
@@ -419,7 +419,7 @@ fn usage_from(v: &Value) -> Option<Usage> {
             reasoning_tokens,
         })
     };
-    let usage = CompletionUsage {
+    Some(CompletionUsage {
         prompt_tokens: n("prompt_tokens"),
         completion_tokens: n("completion_tokens"),
         total_tokens: n("total_tokens"),
@@ -428,8 +428,7 @@ fn usage_from(v: &Value) -> Option<Usage> {
             None,
             detail("/completion_tokens_details/reasoning_tokens"),
         ),
-    };
-    Some(usage.usage())
+    })
 }
 
 /// The reasoning text OpenAI-compatible servers add beside the content:
@@ -654,7 +653,14 @@ pub(crate) fn parse_response(id: String, v: &Value) -> Result<Message, ModelErro
         calls.push(finish_tool_call(None, name, args));
     }
     let reason = choice.get("finish_reason").and_then(Value::as_str);
-    answer(id, text, calls, reason, usage_from(v), reasoning_of(msg))
+    answer(
+        id,
+        text,
+        calls,
+        reason,
+        completion_usage(v).map(CompletionUsage::usage),
+        reasoning_of(msg),
+    )
 }
 
 /// The AI message of a response's first choice, from what it says.
@@ -708,12 +714,11 @@ impl StreamParser {
         }
     }
 
-    fn call_delta(&mut self, d: &Value, out: &mut Vec<ChatChunk>) {
-        let id = d.get("id").and_then(Value::as_str).map(str::to_owned);
-        let index = match d.get("index").and_then(Value::as_u64) {
+    fn call_delta(&mut self, d: ChunkCall, out: &mut Vec<ChatChunk>) {
+        let index = match d.index {
             Some(i) => i as usize,
             // No index (some servers): a new id starts a new call, else the last one.
-            None => match &id {
+            None => match &d.id {
                 Some(i) if !self.calls.iter().any(|c| c.id.as_ref() == Some(i)) => self.calls.len(),
                 _ => self.calls.len().saturating_sub(1),
             },
@@ -725,20 +730,12 @@ impl StreamParser {
         while self.calls.len() <= index {
             self.calls.push(PartialCall::default());
         }
-        let f = d.get("function");
-        let name = f
-            .and_then(|f| f.get("name"))
-            .and_then(Value::as_str)
-            .filter(|n| !n.is_empty())
-            .map(str::to_owned);
-        let args = match f.and_then(|f| f.get("arguments")) {
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Null) | None => String::new(),
-            Some(other) => other.to_string(),
-        };
+        let (name, args) = d.function.map_or((None, None), |f| (f.name, f.arguments));
+        let name = name.filter(|n| !n.is_empty());
+        let args = args.unwrap_or_default();
         let call = &mut self.calls[index];
         if call.id.is_none() {
-            call.id = id.clone();
+            call.id = d.id.clone();
         }
         if let Some(n) = &name {
             match &mut call.name {
@@ -751,11 +748,178 @@ impl StreamParser {
         call.args.push_str(&args);
         out.push(ChatChunk::ToolCallDelta {
             index,
-            id,
+            id: d.id,
             name,
             arguments: args,
         });
     }
+
+    /// Takes in one chunk, however it was read.
+    fn on_chunk(&mut self, chunk: Chunk, out: &mut Vec<ChatChunk>) {
+        if let Some(u) = chunk.usage {
+            self.usage = Some(u.usage());
+        }
+        for choice in chunk.choices.into_iter().flatten() {
+            if choice.index.unwrap_or(0) != 0 {
+                continue;
+            }
+            if let Some(delta) = choice.delta {
+                let reasoning = delta.reasoning_content.or(delta.reasoning);
+                if let Some(r) = reasoning.filter(|r| !r.is_empty()) {
+                    self.reasoning.push_str(&r);
+                    out.push(ChatChunk::Reasoning(
+                        json!({"type": "reasoning", "reasoning": r}),
+                    ));
+                }
+                let piece = match (delta.content, delta.refusal) {
+                    (Some(t), _) if !t.is_empty() => t,
+                    (_, Some(r)) => r,
+                    _ => String::new(),
+                };
+                if !piece.is_empty() {
+                    self.text.push_str(&piece);
+                    out.push(ChatChunk::Text(piece));
+                }
+                for d in delta.tool_calls.into_iter().flatten() {
+                    self.call_delta(d, out);
+                }
+            }
+            if let Some(r) = choice.finish_reason {
+                self.finish_reason = Some(r);
+            }
+        }
+    }
+}
+
+/// A `chat.completion.chunk` as ironloop reads it: deserialised straight from the
+/// event when it has the usual shape (no JSON tree), else built from a tree read
+/// leniently (a content list, arguments as an object, a field of another type). The
+/// two ways give the same chunk for an event of the usual shape.
+#[derive(serde::Deserialize)]
+pub(crate) struct Chunk {
+    /// Only whether it is there: an event with an error goes the lenient way.
+    error: Option<serde::de::IgnoredAny>,
+    choices: Option<Vec<ChunkChoice>>,
+    usage: Option<CompletionUsage>,
+}
+
+#[derive(serde::Deserialize)]
+struct ChunkChoice {
+    index: Option<u64>,
+    delta: Option<ChunkDelta>,
+    finish_reason: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+struct ChunkDelta {
+    content: Option<String>,
+    refusal: Option<String>,
+    tool_calls: Option<Vec<ChunkCall>>,
+    reasoning_content: Option<String>,
+    reasoning: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+struct ChunkCall {
+    index: Option<u64>,
+    id: Option<String>,
+    function: Option<CompletionFunction>,
+}
+
+impl Chunk {
+    /// The chunk in an event's data: typed when it has the usual shape, else from its
+    /// tree; an error the event reports is the error.
+    fn read(event: &Event) -> Result<Chunk, ModelError> {
+        match serde_json::from_str::<Chunk>(&event.data) {
+            Ok(c) if c.error.is_none() => Ok(c),
+            _ => {
+                let v = event_json(PROVIDER, event)?;
+                match embedded_error(&v) {
+                    Some(e) => Err(e),
+                    None => Ok(Chunk::from_tree(&v)),
+                }
+            }
+        }
+    }
+
+    /// The chunk a tree says, read leniently: a field of another type is absent, a
+    /// content list is its text, arguments that are no string are their JSON text.
+    pub(crate) fn from_tree(v: &Value) -> Chunk {
+        let str_at = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+        let choices = v.get("choices").and_then(Value::as_array).map(|list| {
+            list.iter()
+                .map(|c| ChunkChoice {
+                    index: c.get("index").and_then(Value::as_u64),
+                    delta: c.get("delta").filter(|d| !d.is_null()).map(|d| ChunkDelta {
+                        content: d
+                            .get("content")
+                            .filter(|c| !c.is_null())
+                            .map(|c| text_of(Some(c))),
+                        refusal: str_at(d, "refusal"),
+                        tool_calls: d.get("tool_calls").and_then(Value::as_array).map(|calls| {
+                            calls
+                                .iter()
+                                .map(|d| ChunkCall {
+                                    index: d.get("index").and_then(Value::as_u64),
+                                    id: str_at(d, "id"),
+                                    function: d.get("function").map(|f| CompletionFunction {
+                                        name: str_at(f, "name"),
+                                        arguments: match f.get("arguments") {
+                                            Some(Value::String(s)) => Some(s.clone()),
+                                            Some(Value::Null) | None => None,
+                                            Some(other) => Some(other.to_string()),
+                                        },
+                                    }),
+                                })
+                                .collect()
+                        }),
+                        reasoning_content: str_at(d, "reasoning_content"),
+                        reasoning: str_at(d, "reasoning"),
+                    }),
+                    finish_reason: str_at(c, "finish_reason"),
+                })
+                .collect()
+        });
+        Chunk {
+            error: None,
+            choices,
+            usage: completion_usage(v),
+        }
+    }
+}
+
+/// What a stream of events' data gives: the chunks and the message (or the first
+/// error), each event read as [`StreamParser`] reads it or, with `tree`, from its JSON
+/// tree (for tests: the two ways must agree).
+#[cfg(test)]
+pub(crate) fn read_stream(
+    data: &[String],
+    tree: bool,
+) -> (Vec<ChatChunk>, Result<Message, ModelError>) {
+    let mut p = StreamParser::new("r".into());
+    let mut out = Vec::new();
+    for d in data {
+        let event = Event {
+            data: d.clone(),
+            ..Default::default()
+        };
+        let read = if tree {
+            event_json(PROVIDER, &event).and_then(|v| match embedded_error(&v) {
+                Some(e) => Err(e),
+                None => {
+                    p.on_chunk(Chunk::from_tree(&v), &mut out);
+                    Ok(())
+                }
+            })
+        } else {
+            p.on_event(&event, &mut out).map(|_| ())
+        };
+        if let Err(e) = read {
+            return (out, Err(e));
+        }
+    }
+    let m = p.finish(true);
+    (out, m)
 }
 
 impl SseParser for StreamParser {
@@ -767,51 +931,8 @@ impl SseParser for StreamParser {
         if data.is_empty() {
             return Ok(false);
         }
-        let v = event_json(PROVIDER, event)?;
-        if let Some(e) = embedded_error(&v) {
-            return Err(e);
-        }
-        if let Some(u) = usage_from(&v) {
-            self.usage = Some(u);
-        }
-        let Some(choices) = v.get("choices").and_then(Value::as_array) else {
-            return Ok(false);
-        };
-        for choice in choices {
-            if choice.get("index").and_then(Value::as_u64).unwrap_or(0) != 0 {
-                continue;
-            }
-            if let Some(delta) = choice.get("delta") {
-                if let Some(r) = reasoning_of(delta) {
-                    self.reasoning.push_str(r);
-                    out.push(ChatChunk::Reasoning(
-                        json!({"type": "reasoning", "reasoning": r}),
-                    ));
-                }
-                let piece = text_of(delta.get("content"));
-                let piece = if piece.is_empty() {
-                    delta
-                        .get("refusal")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_owned()
-                } else {
-                    piece
-                };
-                if !piece.is_empty() {
-                    self.text.push_str(&piece);
-                    out.push(ChatChunk::Text(piece));
-                }
-                if let Some(list) = delta.get("tool_calls").and_then(Value::as_array) {
-                    for d in list {
-                        self.call_delta(d, out);
-                    }
-                }
-            }
-            if let Some(r) = choice.get("finish_reason").and_then(Value::as_str) {
-                self.finish_reason = Some(r.to_owned());
-            }
-        }
+        let chunk = Chunk::read(event)?;
+        self.on_chunk(chunk, out);
         Ok(false)
     }
 
@@ -1012,6 +1133,33 @@ mod tests {
         assert_eq!(m.tool_calls()[0].arguments, json!({"a": 2}));
         assert_eq!(out[0], ChatChunk::Text("Hi".into()));
         let _ = Arc::new(m);
+    }
+
+    #[test]
+    fn chunks_of_other_shapes_are_read_from_a_tree() {
+        let data = [
+            r#"{"choices":[{"index":0,"delta":{"content":[{"type":"text","text":"Hi"}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"add","arguments":{"a":2}}}]}}]}"#,
+            r#"{"choices":[{"index":"0","delta":{"content":"!"},"finish_reason":"tool_calls"}]}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4.0}}"#,
+        ]
+        .map(String::from);
+        let (out, m) = read_stream(&data, false);
+        assert_eq!(out[0], ChatChunk::Text("Hi".into()));
+        assert_eq!(out.last(), Some(&ChatChunk::Text("!".into())));
+        let m = m.unwrap();
+        assert_eq!(m.content.text(), "Hi!");
+        assert_eq!(m.tool_calls()[0].arguments, json!({"a": 2}));
+        let MessageKind::Ai { usage, .. } = &m.kind else {
+            panic!("{m:?}")
+        };
+        assert_eq!(usage.unwrap().total_tokens, 3);
+
+        let error = [r#"{"error":{"message":"overloaded"},"choices":[]}"#.to_owned()];
+        let e = read_stream(&error, false).1.unwrap_err();
+        assert!(e.to_string().contains("overloaded"), "{e}");
+        let e = read_stream(&["{oops".to_owned()], false).1.unwrap_err();
+        assert!(e.to_string().contains("not JSON"), "{e}");
     }
 
     #[test]
