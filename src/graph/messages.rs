@@ -64,6 +64,11 @@ impl MessageList {
         l
     }
 
+    /// Whether a message of this id is in the list.
+    pub fn contains_id(&self, id: &str) -> bool {
+        self.ids.contains(id)
+    }
+
     pub fn len(&self) -> usize {
         self.items.len()
     }

@@ -144,6 +144,14 @@ impl StreamSink {
         self.modes & mode != 0
     }
 
+    /// Whether a message id was shown already (without marking it).
+    pub fn shown(&self, id: &str) -> bool {
+        self.seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(id)
+    }
+
     /// Marks a message id as shown; false when it already was.
     pub fn first_sight(&self, id: &str) -> bool {
         self.seen

@@ -213,13 +213,12 @@ impl NodeRunner for PyNode {
     ) -> Result<NodeOutput, NodeFailure> {
         let given = view.clone();
         let out = self.run_function(view, arg, ctx.clone()).await?;
-        shown_in_messages_mode(&self.shared, &given, &ctx, out)
+        shown_in_messages_mode(&given, &ctx, out)
     }
 }
 
 /// `out`, after its new messages went to the `messages` stream (if it is asked for).
 fn shown_in_messages_mode(
-    shared: &Shared,
     given: &StateView,
     ctx: &TaskContext,
     out: NodeOutput,
@@ -232,7 +231,7 @@ fn shown_in_messages_mode(
         return Ok(out);
     }
     Python::attach(|py| {
-        stream_returned_messages(py, shared, given, ctx, &out).map_err(|e| node_failure(py, ctx, e))
+        stream_returned_messages(py, given, ctx, &out).map_err(|e| node_failure(py, ctx, e))
     })?;
     Ok(out)
 }
@@ -383,7 +382,7 @@ impl NodeRunner for AgentModelNode {
             .await
             .map_err(fail)?;
         let out = answer_output(&self.channel, call.named(Message::clone(&answer)));
-        shown_in_messages_mode(&self.function.shared, &view, &ctx, out)
+        shown_in_messages_mode(&view, &ctx, out)
     }
 }
 
@@ -424,7 +423,7 @@ impl NodeRunner for ToolsNode {
     ) -> Result<NodeOutput, NodeFailure> {
         let given = view.clone();
         let out = self.run_tools(view, arg, ctx.clone()).await?;
-        shown_in_messages_mode(&self.shared, &given, &ctx, out)
+        shown_in_messages_mode(&given, &ctx, out)
     }
 
     fn answers_when_steered(&self) -> bool {

@@ -13,8 +13,8 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use super::super::env::PyRunEnv;
 use super::super::messages::PyMessage;
 use super::nodes::env_of;
-use super::values::{host, val_to_py, Shared};
-use crate::graph::{modes, NodeOutput, StateView, StreamEvent, TaskContext};
+use super::values::{host, val_to_py};
+use crate::graph::{modes, NodeOutput, StateView, StreamEvent, TaskContext, Val};
 
 /// The metadata of a task's `messages` chunks, as LangGraph 1.2 gives it (besides
 /// `langgraph_node`, added with the chunk): the run's `config["metadata"]`, its
@@ -73,7 +73,6 @@ pub(super) fn message_meta<'py>(
 /// Streams the new messages of `out` (the node's shown update) in `messages` mode.
 pub(super) fn stream_returned_messages(
     py: Python<'_>,
-    shared: &Shared,
     view: &StateView,
     ctx: &TaskContext,
     out: &NodeOutput,
@@ -86,24 +85,24 @@ pub(super) fn stream_returned_messages(
     };
     let mut found = Vec::new();
     collect(&val_to_py(py, update)?, &mut found)?;
-    if found.is_empty() {
-        return Ok(());
-    }
-    let env = env_of(ctx).map_err(|_| meta_err())?;
-    let base = message_meta(py, &env, ctx)?;
-    let mut given = HashSet::new();
-    for v in shared.state_dict(py, view)?.values() {
-        let mut held = Vec::new();
-        collect(&v, &mut held)?;
-        for m in held {
-            if let Some(id) = id_of(&m)? {
-                given.insert(id);
-            }
+    // What the stream showed already (a model's answer whose chunks were streamed) is
+    // left out first: often nothing is left, and the rest needs the task's state.
+    let mut fresh = Vec::with_capacity(found.len());
+    for m in found {
+        let id = id_of(&m)?;
+        if !id.as_deref().is_some_and(|i| sink.shown(i)) {
+            fresh.push((m, id));
         }
     }
-    for m in found {
-        if let Some(id) = id_of(&m)? {
-            if given.contains(&id) || !sink.first_sight(&id) {
+    if fresh.is_empty() {
+        return Ok(());
+    }
+    let given = given_ids(py, view, &fresh)?;
+    let env = env_of(ctx).map_err(|_| meta_err())?;
+    let base = message_meta(py, &env, ctx)?;
+    for (m, id) in fresh {
+        if let Some(id) = &id {
+            if given.contains(id) || !sink.first_sight(id) {
                 continue;
             }
         }
@@ -115,6 +114,36 @@ pub(super) fn stream_returned_messages(
         });
     }
     Ok(())
+}
+
+/// The ids of `fresh` that are in the task's state (a node that returns the whole
+/// history shows only what it added). A messages channel is asked by id, without
+/// turning its history into Python objects; any other value is searched as LangGraph
+/// does.
+fn given_ids(
+    py: Python<'_>,
+    view: &StateView,
+    fresh: &[(Bound<'_, PyAny>, Option<String>)],
+) -> PyResult<HashSet<String>> {
+    let mut given = HashSet::new();
+    for (_, v) in view.iter() {
+        match v {
+            Val::Messages(list) => {
+                let held = fresh.iter().filter_map(|(_, id)| id.as_ref());
+                given.extend(held.filter(|id| list.contains_id(id)).cloned());
+            }
+            v => {
+                let mut held = Vec::new();
+                collect(&val_to_py(py, v)?, &mut held)?;
+                for m in held {
+                    if let Some(id) = id_of(&m)? {
+                        given.insert(id);
+                    }
+                }
+            }
+        }
+    }
+    Ok(given)
 }
 
 fn meta_err() -> PyErr {
