@@ -6,7 +6,8 @@
   Every turn is run by one compiled graph, as a server process runs its threads.
   ``cold``: the same turns by a graph compiled afresh on a new saver object per turn,
   timing only the ``invoke`` (what another worker process pays: the thread loaded
-  from the store).
+  from the store). ``messages``: the same turns by ``stream(..., stream_mode="messages")``,
+  as a chat UI calls it (the echo is the one message each turn streams).
 - L: ``get_state`` of a thread of constant-size state (``{count: int}``, nodes ``a``
   and ``b`` taking turns) after 10 and after 3,000 steps, per saver: ms per call;
   target: 3,000 <= 1.3x 10. ``cold``: a graph compiled afresh (and, for SQLite and
@@ -217,8 +218,15 @@ def chat(side: Side, checkpointer: Any) -> Any:
     return g.compile(checkpointer=checkpointer)
 
 
-def turn(app: Any, side: Side, i: int) -> float:
+def turn(app: Any, side: Side, i: int, streamed: bool = False) -> float:
     msg = side.HumanMessage(content=f"message {i} " + "x" * 80)
+    if streamed:
+        t0 = time.perf_counter()
+        shown = [m for m, _ in app.stream({"messages": [msg]}, cfg("chat"), stream_mode="messages")]
+        dt = time.perf_counter() - t0
+        if [m.content for m in shown] != [f"echo: {msg.content}"]:
+            raise AssertionError(f"turn {i} streamed {[m.content[:40] for m in shown]}")
+        return dt
     t0 = time.perf_counter()
     out = app.invoke({"messages": [msg]}, cfg("chat"))
     dt = time.perf_counter() - t0
@@ -228,7 +236,9 @@ def turn(app: Any, side: Side, i: int) -> float:
     return dt
 
 
-def w9(side: Side, kind: str, turns: int, cold: bool, stores: Stores) -> tuple[float, float]:
+def w9(
+    side: Side, kind: str, turns: int, cold: bool, stores: Stores, streamed: bool = False
+) -> tuple[float, float]:
     """Median ms per turn around turn 10 and over the last turns."""
     store = stores.new(kind)
     times: list[float] = []
@@ -238,9 +248,11 @@ def w9(side: Side, kind: str, turns: int, cold: bool, stores: Stores) -> tuple[f
             timed = EARLY[0] <= i < EARLY[1] or i > turns - LATE
             if cold and timed:
                 with saver(side, kind, store) as fresh:
-                    times.append(turn(chat(side, fresh), side, i))
+                    times.append(turn(chat(side, fresh), side, i, streamed))
             else:
-                times.append(turn(app, side, i))
+                times.append(turn(app, side, i, streamed))
+        if streamed and len(app.get_state(cfg("chat")).values["messages"]) != 2 * turns:
+            raise AssertionError("the streamed chat did not keep every message")
     early = statistics.median(times[EARLY[0] - 1 : EARLY[1] - 1]) * 1e3
     late = statistics.median(times[-LATE:]) * 1e3
     return early, late
@@ -357,9 +369,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         kinds_w9 = ["sqlite"] + (["postgres"] if PG_URL else [])
         for kind in kinds_w9:
-            variants = [False, True]
-            for cold in variants:
-                label = f"W9 {kind}{' cold' if cold else ''}"
+            for cold, streamed in [(False, False), (True, False), (False, True)]:
+                label = f"W9 {kind}{' cold' if cold else ''}{' messages' if streamed else ''}"
                 r10 = row(f"{label} turn 10", "ms per turn around turn 10", "ms", float("inf"))
                 rN = row(
                     f"{label} turn {args.turns}", "ms per turn, last turns", "ms", float("inf")
@@ -368,7 +379,10 @@ def main(argv: list[str] | None = None) -> int:
                 for side in sides:
                     if kind not in side.savers or (cold and side.name == "langgraph"):
                         continue
-                    figs = [w9(side, kind, args.turns, cold, stores) for _ in range(args.repeat)]
+                    figs = [
+                        w9(side, kind, args.turns, cold, stores, streamed)
+                        for _ in range(args.repeat)
+                    ]
                     r10.stats[side.name] = stats([e for e, _ in figs])
                     rN.stats[side.name] = stats([lt for _, lt in figs])
                     rg.stats[side.name] = stats([lt / e for e, lt in figs])

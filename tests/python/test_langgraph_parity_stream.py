@@ -424,6 +424,34 @@ def test_messages_mode_shows_the_new_messages_nodes_return() -> None:
     ] == []
 
 
+class Plain(TypedDict):
+    items: list[Any]
+
+
+def test_messages_mode_looks_for_given_messages_in_any_channel() -> None:
+    # A channel without a messages reducer holds Python objects: a message it held
+    # when the node ran is not shown again, a new one is, once.
+    from ironloop.messages import AIMessage, HumanMessage
+
+    def grows(state: Plain) -> dict[str, Any]:
+        return {"items": [*state["items"], AIMessage("new", id="n-1")]}
+
+    def again(state: Plain) -> dict[str, Any]:
+        return {"items": state["items"]}
+
+    app = (
+        StateGraph(Plain)
+        .add_sequence([grows, again])
+        .add_edge(START, "grows")
+        .compile()
+    )
+    given = HumanMessage("hi", id="h-1")
+    items = list(app.stream({"items": [given, "not a message"]}, stream_mode="messages"))
+    assert [(m.content, m.id, meta["langgraph_node"]) for m, meta in items] == [
+        ("new", "n-1", "grows")
+    ]
+
+
 def test_a_sends_task_is_triggered_by_a_push() -> None:
     g = StateGraph(S)
     g.add_node("a", lambda s: {"x": ["a"]}).add_node("b", lambda s: {"x": ["b"]})
