@@ -138,7 +138,7 @@ impl GraphCore {
                 .or_else(|_| stream_mode.extract())?;
             names.iter().map(|n| mode_bit(n)).fold(0, |a, b| a | b)
         };
-        let start = |py, lp, send| {
+        let start = |py, lp, send, inline| {
             self.start_stream(
                 py,
                 input,
@@ -147,23 +147,34 @@ impl GraphCore {
                 (bits, wanted, single, subgraphs),
                 agent.clone(),
                 send,
+                inline,
             )
         };
         if let Some(lp) = event_loop {
             let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-            let shape = start(py, Some(lp), Box::new(move |m| drop(tx.send(m))))?;
+            let (shape, _) = start(py, Some(lp), Box::new(move |m| drop(tx.send(m))), false)?;
             let st = AsyncGraphStream {
                 rx: Arc::new(tokio::sync::Mutex::new(rx)),
                 shape: Arc::new(shape),
             };
             return Ok(Bound::new(py, st)?.into_any().unbind());
         }
+        // Driven by the thread that pulls the items, as `invoke` drives its run, unless
+        // this thread drives a run already (a stream started inside a node).
         let (tx, rx) = std::sync::mpsc::channel();
-        let shape = start(py, None, Box::new(move |m| drop(tx.send(m))))?;
+        let sent = Arc::new(futures::task::AtomicWaker::new());
+        let wake = sent.clone();
+        let send = Box::new(move |m| {
+            drop(tx.send(m));
+            wake.wake();
+        });
+        let (shape, run) = start(py, None, send, can_drive_inline())?;
         let st = GraphStream {
             rx: Mutex::new(rx),
             shape,
             done: false,
+            run: Mutex::new(run),
+            sent,
         };
         Ok(Bound::new(py, st)?.into_any().unbind())
     }

@@ -12,7 +12,7 @@ use super::super::convert::{iso_utc, value_from_py, value_to_py};
 use super::super::env::PyRunEnv;
 use super::super::helpers::helpers;
 use super::super::toolnode::command_class;
-use super::stream::{GraphStreamShape, StreamMsg, StreamSend};
+use super::stream::{GraphStreamShape, InlineRun, StreamMsg, StreamSend};
 use super::task::TaskScratch;
 use super::values::{host, val_to_py, PyCodec, Shared};
 use crate::checkpoint::{thread_key, CheckpointRecord};
@@ -185,7 +185,8 @@ impl GraphCore {
     }
 
     /// Starts a run whose events (and then its result) go to `send`; returns how to
-    /// shape them for Python.
+    /// shape them for Python. With `inline`, the run is not started but returned, for
+    /// the thread that pulls its items to drive (see [`GraphStream`]).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn start_stream(
         &self,
@@ -196,7 +197,8 @@ impl GraphCore {
         (bits, wanted, single, subgraphs): (u8, u8, bool, bool),
         agent: Option<Arc<ModelCall>>,
         send: StreamSend,
-    ) -> PyResult<GraphStreamShape> {
+        inline: bool,
+    ) -> PyResult<(GraphStreamShape, Option<InlineRun>)> {
         let send: Arc<dyn Fn(StreamMsg) + Send + Sync> = Arc::from(send);
         let events = send.clone();
         let sink = StreamSink {
@@ -205,25 +207,33 @@ impl GraphCore {
             send: Arc::new(move |ev| events(StreamMsg::Event(ev))),
             seen: Default::default(),
         };
-        let s = self.setup(py, input, config, event_loop, Some(sink), agent)?;
+        let mut s = self.setup(py, input, config, event_loop, Some(sink), agent)?;
+        s.opts.inline = inline;
         let thread = s.opts.thread_id.clone().unwrap_or_default();
         let cancel = s.opts.cancel.clone();
         let (graph, stop) = (self.graph.clone(), cancel.clone());
-        super::super::runtime::runtime().spawn(async move {
+        let run = async move {
             let r = tokio::select! {
                 r = graph.run(s.input, s.opts) => r,
                 _ = stop.cancelled() => Err(GraphError::Cancelled),
             };
             send(StreamMsg::Done(r));
-        });
-        Ok(GraphStreamShape {
+        };
+        let run: Option<InlineRun> = if inline {
+            Some(Box::pin(run))
+        } else {
+            super::super::runtime::runtime().spawn(run);
+            None
+        };
+        let shape = GraphStreamShape {
             shared: self.shared.clone(),
             wanted,
             single,
             thread,
             subgraphs,
             cancel,
-        })
+        };
+        Ok((shape, run))
     }
 
     pub(super) fn output<'py>(

@@ -9,7 +9,7 @@ use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use tokio_util::sync::CancellationToken;
 
 use super::super::convert::{iso_utc, value_to_py};
-use super::super::runtime::finished_future;
+use super::super::runtime::{drive_inline, finished_future};
 use super::run::{config_dict, interrupts_to_py};
 use super::values::{val_to_py, Shared};
 use crate::graph::{modes, GraphError, Reserved, RunResult, StreamEvent, ToolEvent, Val};
@@ -321,12 +321,24 @@ pub(super) fn parse_modes(modes_obj: &Bound<'_, PyAny>) -> PyResult<(u8, bool)> 
 }
 
 /// Items of `stream()`: chunks, or (mode, chunk) when several modes were asked for.
+///
+/// The run is driven by the thread that pulls the items (`run`), as `invoke` drives
+/// its own: its Python nodes and quick tools run on that thread with no hand-over to
+/// the runtime's workers and back, and the run advances only while it is pulled, as
+/// LangGraph's generator does. A stream started inside a node (its thread drives a
+/// run already) runs on the runtime instead (`run` is `None`).
 #[pyclass(name = "_GraphStream", module = "ironloop._ironloop")]
 pub struct GraphStream {
     pub(super) rx: Mutex<std::sync::mpsc::Receiver<StreamMsg>>,
     pub(super) shape: GraphStreamShape,
     pub(super) done: bool,
+    pub(super) run: Mutex<Option<InlineRun>>,
+    /// Woken when an item is sent (from the run, or from a task on another thread).
+    pub(super) sent: Arc<futures::task::AtomicWaker>,
 }
+
+/// A run a sync `stream()` drives on the thread that pulls its items.
+pub(super) type InlineRun = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
 /// What the next stream message means for an iterator.
 pub(super) enum Next {
@@ -406,28 +418,23 @@ impl GraphStream {
             if self.done {
                 return Ok(None);
             }
-            let msg = {
-                let rx = &self.rx;
-                loop {
-                    let r = py.detach(|| {
-                        rx.lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .recv_timeout(std::time::Duration::from_millis(100))
-                    });
-                    match r {
-                        Ok(m) => break m,
-                        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                            if let Err(e) = py.check_signals() {
-                                self.shape.cancel.cancel();
-                                self.done = true;
-                                return Err(e);
-                            }
-                        }
-                        Err(_) => {
-                            self.done = true;
-                            return Ok(None);
-                        }
-                    }
+            let msg = match self.drive(py) {
+                Ok(Some(m)) => Ok(Some(m)),
+                Ok(None) => self.received(py),
+                Err(e) => Err(e),
+            };
+            let msg = match msg {
+                Ok(m) => m,
+                Err(e) => {
+                    self.done = true;
+                    return Err(e);
+                }
+            };
+            let msg = match msg {
+                Some(m) => m,
+                None => {
+                    self.done = true;
+                    return Ok(None);
                 }
             };
             match self.shape.next_item(py, msg) {
@@ -441,6 +448,55 @@ impl GraphStream {
                     self.done = true;
                     return Err(e);
                 }
+            }
+        }
+    }
+}
+
+impl GraphStream {
+    /// Drives the run on this thread until it sends an item (returned) or ends (its
+    /// result is then queued: `None`). `None` at once when the runtime runs it.
+    fn drive(&mut self, py: Python<'_>) -> PyResult<Option<StreamMsg>> {
+        let run = self.run.get_mut().unwrap_or_else(|p| p.into_inner());
+        let Some(fut) = run.as_mut() else {
+            return Ok(None);
+        };
+        let rx = self.rx.get_mut().unwrap_or_else(|p| p.into_inner());
+        let sent = &self.sent;
+        let next = std::future::poll_fn(move |cx| {
+            sent.register(cx.waker());
+            if let Ok(m) = rx.try_recv() {
+                return std::task::Poll::Ready(Some(m));
+            }
+            fut.as_mut().poll(cx).map(|()| None)
+        });
+        let r = drive_inline(py, next, &self.shape.cancel);
+        if !matches!(r, Ok(Some(_))) {
+            // Ended, or stopped by a signal (the run is cancelled): dropped here.
+            *run = None;
+        }
+        r
+    }
+
+    /// The next message of a run that is not driven here: waits for it, looking for
+    /// signals meanwhile. `None` when the run is gone.
+    fn received(&mut self, py: Python<'_>) -> PyResult<Option<StreamMsg>> {
+        let rx = &self.rx;
+        loop {
+            let r = py.detach(|| {
+                rx.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .recv_timeout(std::time::Duration::from_millis(100))
+            });
+            match r {
+                Ok(m) => return Ok(Some(m)),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    if let Err(e) = py.check_signals() {
+                        self.shape.cancel.cancel();
+                        return Err(e);
+                    }
+                }
+                Err(_) => return Ok(None),
             }
         }
     }
