@@ -210,6 +210,9 @@ impl Run<'_> {
             if !taken? {
                 break;
             }
+            if run.opts.live {
+                yield_once().await;
+            }
         }
         Ok(())
     }
@@ -556,7 +559,8 @@ impl Run<'_> {
                 let n = graph.node_index[&t.node];
                 let resume = self.pending.resume_values(&t.id);
                 let mut ctx = graph.ctx_for(t, self.step, &self.opts, resume);
-                ctx.inline = self.opts.inline && Some(i) == last;
+                ctx.inline =
+                    self.opts.inline && Some(i) == last && (!self.opts.live || to_run.len() == 1);
                 if let Some(c) = &step_cancel {
                     ctx.cancel = c.child_token();
                 }
@@ -905,4 +909,19 @@ impl Run<'_> {
         self.parent = Some(head);
         Ok(())
     }
+}
+
+/// Pending once, woken at once: whoever drives the run (see [`RunOptions::live`])
+/// gets to take what the run sent before it goes on.
+async fn yield_once() {
+    let mut yielded = false;
+    std::future::poll_fn(|cx| {
+        if std::mem::replace(&mut yielded, true) {
+            std::task::Poll::Ready(())
+        } else {
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        }
+    })
+    .await
 }

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from typing import Any
 
 import pytest
-from graph_support import XS, ai_with_calls, chain, log_node, parallel, tool_graph
+from graph_support import XS, LogS, ai_with_calls, chain, log_node, parallel, tool_graph
 
 from ironloop import MemorySaver, ToolContext, get_stream_writer, tool
 
@@ -195,6 +196,61 @@ def test_abandoning_a_stream_early_leaves_the_graph_usable() -> None:
         assert chunk == {"n0": {"x": 1}}
         break
     assert app.invoke({"x": 0}) == {"x": 5}
+
+
+def test_a_sync_stream_runs_its_nodes_on_the_thread_that_pulls_it() -> None:
+    # As invoke (and LangGraph's generator): no hand-over to other threads per node.
+    ran_on: list[int] = []
+
+    def node(s: XS) -> dict[str, int]:
+        ran_on.append(threading.get_ident())
+        return {"x": s["x"] + 1}
+
+    app = chain(node, node, node).compile(checkpointer=MemorySaver())
+    chunks = list(app.stream({"x": 0}, {"configurable": {"thread_id": "t"}}))
+    assert chunks == [{"n0": {"x": 1}}, {"n1": {"x": 2}}, {"n2": {"x": 3}}]
+    assert ran_on == [threading.get_ident()] * 3
+
+
+def test_a_sync_stream_yields_each_steps_update_before_the_next_step_runs() -> None:
+    # The caller has `n0`'s update while `n1` runs (`n1` waits for it).
+    seen = threading.Event()
+
+    def first(s: XS) -> dict[str, int]:
+        return {"x": s["x"] + 1}
+
+    def second(s: XS) -> dict[str, int]:
+        return {"x": s["x"] * 10 if seen.wait(10) else -1}
+
+    chunks = []
+    for chunk in chain(first, second).compile().stream({"x": 1}):
+        chunks.append(chunk)
+        if "n0" in chunk:
+            seen.set()
+    assert chunks == [{"n0": {"x": 2}}, {"n1": {"x": 20}}]
+
+
+def test_a_sync_stream_yields_what_a_task_on_another_thread_writes_while_it_runs() -> None:
+    # `a` and `b` run in one step: one of them on another thread. What it writes
+    # reaches the caller while it still runs: it waits until the caller has it.
+    taken = threading.Event()
+
+    def waits(s: LogS) -> dict[str, list[str]]:
+        get_stream_writer()("written")
+        return {"log": ["released" if taken.wait(10) else "timed out"]}
+
+    def quick(s: LogS) -> dict[str, list[str]]:
+        return {"log": ["quick"]}
+
+    out: list[Any] = []
+    for a, b in [(waits, quick), (quick, waits)]:
+        taken.clear()
+        for mode, chunk in parallel(a, b).stream({"log": []}, stream_mode=["custom", "values"]):
+            if chunk == "written":
+                taken.set()
+            out.append((mode, chunk))
+        assert ("custom", "written") in out
+        assert sorted(out[-1][1]["log"]) == ["quick", "released"], out
 
 
 async def test_abandoning_an_astream_early_leaves_the_graph_usable() -> None:

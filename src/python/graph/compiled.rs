@@ -16,7 +16,7 @@ use super::run::{config_str, GraphCore, ThreadAt};
 use super::savers::checkpointer_from;
 use super::stream::{mode_bit, parse_modes, AsyncGraphStream, GraphStream};
 use super::values::PyCodec;
-use crate::graph::{Graph, NodeOutput};
+use crate::graph::{modes, Graph, NodeOutput};
 use crate::prebuilt::ModelCall;
 
 #[pymethods]
@@ -168,7 +168,12 @@ impl GraphCore {
             drop(tx.send(m));
             wake.wake();
         });
-        let (shape, run) = start(py, None, send, can_drive_inline())?;
+        // Only for what the engine streams between tasks: `custom`, `messages` and
+        // `tools` items and a subgraph's events come from inside a running task, which
+        // a task running on this thread would hold back until it returns.
+        let within = modes::CUSTOM | modes::MESSAGES | modes::TOOLS;
+        let inline = can_drive_inline() && bits & within == 0 && !subgraphs;
+        let (shape, run) = start(py, None, send, inline)?;
         let st = GraphStream {
             rx: Mutex::new(rx),
             shape,

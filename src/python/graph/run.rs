@@ -209,6 +209,7 @@ impl GraphCore {
         };
         let mut s = self.setup(py, input, config, event_loop, Some(sink), agent)?;
         s.opts.inline = inline;
+        s.opts.live = inline;
         let thread = s.opts.thread_id.clone().unwrap_or_default();
         let cancel = s.opts.cancel.clone();
         let (graph, stop) = (self.graph.clone(), cancel.clone());

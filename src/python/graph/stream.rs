@@ -323,10 +323,13 @@ pub(super) fn parse_modes(modes_obj: &Bound<'_, PyAny>) -> PyResult<(u8, bool)> 
 /// Items of `stream()`: chunks, or (mode, chunk) when several modes were asked for.
 ///
 /// The run is driven by the thread that pulls the items (`run`), as `invoke` drives
-/// its own: its Python nodes and quick tools run on that thread with no hand-over to
-/// the runtime's workers and back, and the run advances only while it is pulled, as
-/// LangGraph's generator does. A stream started inside a node (its thread drives a
-/// run already) runs on the runtime instead (`run` is `None`).
+/// its own: a step's only task (a Python node, quick tools) runs on that thread with
+/// no hand-over to the runtime's workers and back, the run yields after each step
+/// (see [`crate::graph::RunOptions::live`]), and it advances only while it is pulled,
+/// as LangGraph's generator does. It runs on the runtime instead (`run` is `None`)
+/// when it streams what comes from inside a running task (`custom`, `messages`,
+/// `tools`, subgraphs), which a task on the pulling thread would hold back, and when
+/// it is started inside a node (its thread drives a run already).
 #[pyclass(name = "_GraphStream", module = "ironloop._ironloop")]
 pub struct GraphStream {
     pub(super) rx: Mutex<std::sync::mpsc::Receiver<StreamMsg>>,
