@@ -439,12 +439,7 @@ def test_messages_mode_looks_for_given_messages_in_any_channel() -> None:
     def again(state: Plain) -> dict[str, Any]:
         return {"items": state["items"]}
 
-    app = (
-        StateGraph(Plain)
-        .add_sequence([grows, again])
-        .add_edge(START, "grows")
-        .compile()
-    )
+    app = StateGraph(Plain).add_sequence([grows, again]).add_edge(START, "grows").compile()
     given = HumanMessage("hi", id="h-1")
     items = list(app.stream({"items": [given, "not a message"]}, stream_mode="messages"))
     assert [(m.content, m.id, meta["langgraph_node"]) for m, meta in items] == [
