@@ -5,10 +5,11 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use ironloop::checkpoint::{Checkpointer, MemorySaver};
+use ironloop::graph::modes;
 use ironloop::graph::{
     ChannelKind, Goto, Graph, GraphError, GraphSpec, InterruptKind, JsonCodec, MessageList,
     NodeFailure, NodeOutput, NodeRunner, Reducer, Resume, Router, RunInput, RunOptions, StateView,
-    StepObserver, TaskContext, Val, END, START,
+    StepObserver, StreamEvent, StreamSink, TaskContext, Val, END, START,
 };
 use ironloop::message::Message;
 use serde_json::{json, Value};
@@ -803,4 +804,63 @@ async fn a_finished_task_is_saved_while_its_step_still_runs() {
             "the step's saved checkpoint leaves no pending write of its parent"
         );
     }
+}
+
+#[tokio::test]
+async fn a_live_run_yields_after_each_step_for_its_driver_to_take_the_events() {
+    // A driver that polls the run itself while it takes its events (a sync stream)
+    // has control back after each step: that step's update sent, the next one not run.
+    let ran: Arc<AtomicUsize> = Default::default();
+    let inc = |ran: Arc<AtomicUsize>| {
+        move |s: &StateView, _: Option<Val>, _: &TaskContext| {
+            ran.fetch_add(1, Ordering::SeqCst);
+            writes(&[("count", json!(int(s, "count") + 1))])
+        }
+    };
+    let spec = GraphSpec::default()
+        .channel("count", ChannelKind::LastValue)
+        .node("a", node(inc(ran.clone())))
+        .node("b", node(inc(ran.clone())))
+        .edge(START, "a")
+        .edge("a", "b")
+        .edge("b", END);
+    let g = compile(spec, None);
+    let updated: Arc<std::sync::Mutex<Vec<String>>> = Default::default();
+    let noted = updated.clone();
+    let sink = StreamSink {
+        modes: modes::UPDATES,
+        subgraphs: false,
+        send: Arc::new(move |ev| {
+            if let StreamEvent::Updates { node, .. } = ev {
+                noted.lock().unwrap().push(node);
+            }
+        }),
+        seen: Default::default(),
+    };
+    let opts = RunOptions {
+        inline: true,
+        live: true,
+        stream: Some(sink),
+        ..thread("live")
+    };
+    let mut run = Box::pin(g.run(input("count", json!(0)), opts));
+    let nodes = || -> Vec<String> { updated.lock().unwrap().clone() };
+    // Polled until something is sent (the run may wait before its first step).
+    let mut polls = 0;
+    while nodes().is_empty() {
+        assert!(futures::poll!(run.as_mut()).is_pending(), "ended unseen");
+        polls += 1;
+        assert!(polls < 100, "no update after {polls} polls");
+    }
+    assert_eq!((nodes(), ran.load(Ordering::SeqCst)), (vec!["a".into()], 1));
+    assert!(futures::poll!(run.as_mut()).is_pending());
+    assert_eq!(
+        (nodes(), ran.load(Ordering::SeqCst)),
+        (vec!["a".into(), "b".into()], 2)
+    );
+    let std::task::Poll::Ready(out) = futures::poll!(run.as_mut()) else {
+        panic!("the run did not end after its last step and a yield");
+    };
+    let out = out.unwrap().output.unwrap();
+    assert_eq!(out.get("count").and_then(|v| v.as_json()), Some(&json!(2)));
 }
