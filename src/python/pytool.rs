@@ -104,6 +104,15 @@ impl PyTool {
             strikes: AtomicU8::new(0),
         })))
     }
+
+    /// Whether the tool is given the graph's state: injected whole or as a field, or
+    /// through an injected context (its `state`).
+    pub fn sees_state(&self) -> bool {
+        self.0
+            .injected
+            .iter()
+            .any(|(_, i)| matches!(i, Inject::State(_) | Inject::Context))
+    }
 }
 
 impl Inner {

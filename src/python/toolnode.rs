@@ -33,6 +33,9 @@ pub struct ToolNodeCore {
     /// tool for the event loop, a sync one for the pool), so `ainvoke` may make the
     /// executor's first pass on the caller's loop thread (see `ainvoke`).
     pub(crate) python_only: bool,
+    /// Some tool is given the graph's state (an injected state, or a context whose
+    /// `state` it may read): only then is the state turned into Python for a call.
+    pub(crate) sees_state: bool,
 }
 
 /// Parses `strategy=` as ToolNode accepts it: "parallel", "sequential" or
@@ -310,7 +313,7 @@ impl ToolNodeCore {
         allow_only: Option<Vec<String>>,
     ) -> PyResult<Self> {
         let registry = Arc::new(ToolRegistry::new());
-        let mut python_only = true;
+        let (mut python_only, mut sees_state) = (true, false);
         for t in tools.try_iter()? {
             let t = t?;
             // A Rust tool is registered as itself: its calls never enter Python.
@@ -319,7 +322,11 @@ impl ToolNodeCore {
                     python_only = false;
                     native.get().tool.clone()
                 }
-                Err(_) => Arc::new(PyTool::from_py(&t)?),
+                Err(_) => {
+                    let tool = PyTool::from_py(&t)?;
+                    sees_state |= tool.sees_state();
+                    Arc::new(tool)
+                }
             };
             registry
                 .register(tool)
@@ -333,6 +340,7 @@ impl ToolNodeCore {
             handle_errors: handle_tool_errors,
             messages_key: messages_key.unwrap_or_else(|| "messages".to_owned()),
             python_only,
+            sees_state,
         })
     }
 

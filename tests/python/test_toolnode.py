@@ -7,11 +7,22 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from typing import Annotated
+from typing import Annotated, Any, TypedDict
 
 import pytest
 
-from ironloop import END, InjectedToolCallId, ToolNode, tool, tools_condition
+from ironloop import (
+    END,
+    START,
+    InjectedState,
+    InjectedToolCallId,
+    StateGraph,
+    ToolContext,
+    ToolNode,
+    add_messages,
+    tool,
+    tools_condition,
+)
 from ironloop.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 
@@ -489,3 +500,62 @@ def test_an_injected_parameter_replaces_an_argument_of_the_same_name(is_async, m
     assert msg.content == "3 c0"
     (msg,) = node.invoke([make_ai(("echo", {"n": 3, "call_id": "spoof"}))])
     assert msg.content == "3 c0"
+
+
+# ------------------------------------------------------------------ in a graph
+
+
+@pytest.mark.parametrize("mode", ["invoke", "updates", "messages"])
+def test_in_a_graph_tools_that_ask_for_the_state_see_it(mode, make_ai) -> None:
+    """The state is given to a tool that injects it (whole, a field, or through its
+    ToolContext), in every run mode; the node's messages are its update."""
+
+    class State(TypedDict):
+        messages: Annotated[list, add_messages]
+        user: str
+
+    seen: dict[str, Any] = {}
+
+    @tool
+    def whole(state: Annotated[dict, InjectedState]) -> str:
+        """Reads the whole state."""
+        seen["whole"] = (state["user"], len(state["messages"]))
+        return "whole"
+
+    @tool
+    def field(user: Annotated[str, InjectedState("user")]) -> str:
+        """Reads one field."""
+        seen["field"] = user
+        return "field"
+
+    @tool
+    def by_context(ctx: ToolContext) -> str:
+        """Reads the state through its context."""
+        seen["by_context"] = ctx.state["user"]
+        return "by_context"
+
+    calls = [("whole", {}), ("field", {}), ("by_context", {}), ("echo", {"text": "hi"})]
+    g = StateGraph(State)
+    g.add_node("tools", ToolNode([whole, field, by_context, echo]))
+    g.add_edge(START, "tools")
+    graph = g.compile()
+    inp = {"messages": [make_ai(*calls)], "user": "ann"}
+    if mode == "invoke":
+        out = graph.invoke(inp)
+        contents = [m.content for m in out["messages"][1:]]
+    else:
+        chunks = list(graph.stream(inp, stream_mode=mode))
+        if mode == "updates":
+            (chunk,) = chunks
+            contents = [m.content for m in chunk["tools"]["messages"]]
+        else:
+            contents = [m.content for m, _meta in chunks]
+    assert contents == ["whole", "field", "by_context", "hi"]
+    assert seen == {"whole": ("ann", 1), "field": "ann", "by_context": "ann"}
+
+    # A node whose tools ask for nothing runs the same way.
+    plain = StateGraph(State)
+    plain.add_node("tools", ToolNode([echo]))
+    plain.add_edge(START, "tools")
+    out = plain.compile().invoke({"messages": [make_ai(("echo", {"text": "yo"}))], "user": "b"})
+    assert [m.content for m in out["messages"][1:]] == ["yo"]

@@ -445,7 +445,12 @@ impl ToolsNode {
                 Some(a) => Some(tool_call_from_py(&val_to_py(py, a)?)?),
                 None => None,
             };
-            let state = self.shared.state_dict(py, &view)?.into_any().unbind();
+            // Only a tool given the state (an injected state or context) reads it:
+            // the state is not turned into Python objects for tools that never look.
+            let state = match self.core.get().sees_state {
+                true => Some(self.shared.state_dict(py, &view)?.into_any().unbind()),
+                false => None,
+            };
             // Tools see the task's scratchpad (for interrupt()) in their context, and
             // their progress goes to the graph's custom stream.
             let (context, scratch) = task_context(py, &env, &ctx)?;
@@ -457,7 +462,7 @@ impl ToolsNode {
                 context: context.unbind(),
                 event_loop: env.share_loop(py),
                 caller_loop: env.caller_loop,
-                state: Some(state),
+                state,
                 store: self.shared.store.as_ref().map(|s| s.clone_ref(py)),
                 on_progress,
                 config: env.config.as_ref().map(|c| c.clone_ref(py)),
@@ -502,14 +507,22 @@ impl ToolsNode {
                     .output(py, &self.name, c.bind(py), &mut out)
                     .map_err(fail)?;
             }
-            let update = PyDict::new(py);
-            update
-                .set_item(
-                    self.node.channel(),
-                    messages_to_py(py, &msgs).map_err(fail)?,
-                )
-                .map_err(fail)?;
-            out.update = Some(host(update.into_any()));
+            // What the node returned, as Python shows it: only the `updates` and
+            // `messages` streams look at it (a run without them reads the writes).
+            if ctx
+                .stream
+                .as_ref()
+                .is_some_and(|s| s.wants(modes::UPDATES | modes::MESSAGES))
+            {
+                let update = PyDict::new(py);
+                update
+                    .set_item(
+                        self.node.channel(),
+                        messages_to_py(py, &msgs).map_err(fail)?,
+                    )
+                    .map_err(fail)?;
+                out.update = Some(host(update.into_any()));
+            }
             Ok(out)
         })
     }
