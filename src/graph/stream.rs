@@ -18,6 +18,11 @@ pub mod modes {
     pub const DEBUG: u8 = 16;
     /// ironloop's own: each tool call's start, updates and end.
     pub const TOOLS: u8 = 32;
+    /// The modes whose items come from inside a running task (what a node writes, the
+    /// model's tokens, a tool call's lifecycle), not from the engine between tasks: a
+    /// consumer that drives the run on its own thread would hold them back until the
+    /// task returns.
+    pub const FROM_TASKS: u8 = CUSTOM | MESSAGES | TOOLS;
 }
 
 /// One event of the `tools` stream mode: a tool call's lifecycle.

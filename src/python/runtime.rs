@@ -125,6 +125,22 @@ where
     drive(py, fut, cancel, false)
 }
 
+/// Waits for `fut` for a sync Python caller: driven on this thread when it may drive
+/// one ([`drive_inline`]: a saver's reads and writes then run right here, with no
+/// hand-over to the runtime and to the saver's thread and back), else on the runtime
+/// ([`block_on`]), as a call from inside an inline task must.
+pub fn wait_for<F>(py: Python<'_>, fut: F, cancel: CancellationToken) -> PyResult<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    if can_drive_inline() {
+        drive_inline(py, fut, &cancel)
+    } else {
+        block_on(py, fut, cancel)
+    }
+}
+
 /// [`drive_inline`], with the first poll made before the GIL is released: the calls a
 /// tools step runs inline in that poll (all of them, for a step of quick sync tools)
 /// then share this one hold of the GIL instead of taking and releasing it once each.

@@ -6,6 +6,7 @@ errors, sync + async use of one saver, closing, and pending writes on resume."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import dataclasses
 import datetime
 import itertools
@@ -147,6 +148,35 @@ def test_get_state_snapshot(saver) -> None:
     assert _cid(snap.parent_config) != _cid(snap.config)
     assert snap.tasks == ()
     assert snap.interrupts == ()
+
+
+def test_state_calls_from_inside_a_node_and_from_other_threads(saver) -> None:
+    """get_state / update_state / get_state_history work from a node of a run this
+    thread drives, and from threads reading while other threads run."""
+    app = _abc(saver)
+    app.invoke({"x": 1}, cfg("other"))
+    seen: dict[str, Any] = {}
+
+    def peek(s: S) -> dict[str, Any]:
+        seen["values"] = app.get_state(cfg("other")).values
+        seen["history"] = len(list(app.get_state_history(cfg("other"))))
+        app.update_state(cfg("other"), {"x": 7})
+        return {"x": s["x"] + 1}
+
+    g = StateGraph(S)
+    g.add_node("peek", peek)
+    g.add_edge(START, "peek")
+    assert g.compile(checkpointer=saver).invoke({"x": 1}, cfg("self")) == {"x": 2, "log": []}
+    assert seen == {"values": {"x": 20, "log": ["a", "b", "c"]}, "history": 5}
+    assert app.get_state(cfg("other")).values["x"] == 7
+
+    def work(i: int) -> tuple[int, int]:
+        out = app.invoke({"x": i}, cfg(f"w{i}"))
+        return out["x"], app.get_state(cfg(f"w{i}")).values["x"]
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(work, range(16)))
+    assert results == [((i + 1) * 10, (i + 1) * 10) for i in range(16)]
 
 
 def test_get_state_while_paused_shows_next_and_tasks(saver) -> None:

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::super::env::PyRunEnv;
 use super::super::helpers::helpers;
 use super::super::models::AgentModel;
-use super::super::runtime::{block_on, can_drive_inline, drive_inline};
+use super::super::runtime::{block_on, can_drive_inline, drive_inline, wait_for};
 use super::describe::{self, BranchDesc, ChannelDesc, NodeDesc};
 use super::run::{config_str, GraphCore, ThreadAt};
 use super::savers::checkpointer_from;
@@ -168,11 +168,10 @@ impl GraphCore {
             drop(tx.send(m));
             wake.wake();
         });
-        // Only for what the engine streams between tasks: `custom`, `messages` and
-        // `tools` items and a subgraph's events come from inside a running task, which
-        // a task running on this thread would hold back until it returns.
-        let within = modes::CUSTOM | modes::MESSAGES | modes::TOOLS;
-        let inline = can_drive_inline() && bits & within == 0 && !subgraphs;
+        // Only for what the engine streams between tasks: the modes `FROM_TASKS` and a
+        // subgraph's events come from inside a running task, which a task running on
+        // this thread would hold back until it returns.
+        let inline = can_drive_inline() && bits & modes::FROM_TASKS == 0 && !subgraphs;
         let (shape, run) = start(py, None, send, inline)?;
         let st = GraphStream {
             rx: Mutex::new(rx),
@@ -196,7 +195,7 @@ impl GraphCore {
         let at = ThreadAt::from_config(config, "get_state")?;
         let id = config_str(config, "checkpoint_id")?;
         let (graph, cp, key) = (self.graph.clone(), self.saver(py, saver)?, at.key());
-        let snap = block_on(
+        let snap = wait_for(
             py,
             async move {
                 match cp {
@@ -237,7 +236,7 @@ impl GraphCore {
             None => None,
         };
         let (graph, cp, key) = (self.graph.clone(), self.saver(py, saver)?, at.key());
-        let snaps = block_on(
+        let snaps = wait_for(
             py,
             async move {
                 match cp {
@@ -289,7 +288,7 @@ impl GraphCore {
         let env = PyRunEnv::capture(py, None, None, None, None, None, None)?;
         let host_env: Arc<dyn std::any::Any + Send + Sync> = env.clone();
         let key = at.key();
-        let new_id = block_on(
+        let new_id = wait_for(
             py,
             async move {
                 graph
