@@ -360,6 +360,21 @@ async fn pending_writes_kept_in_order_and_dropped_by_child(s: Arc<dyn Checkpoint
     let expected: Vec<_> = first.into_iter().chain(second).collect();
     assert_eq!(s.pending_writes("t", "c1").await.unwrap(), expected);
     assert_eq!(s.pending_writes("t", "c0").await.unwrap().len(), 1);
+    // The latest checkpoint, or the one named, with its writes in one read.
+    for (id, writes) in [
+        (None, expected.clone()),
+        (Some("c0"), s.pending_writes("t", "c0").await.unwrap()),
+    ] {
+        let (record, got) = s.get_with_writes("t", id).await.unwrap().unwrap();
+        assert_eq!(record, s.get("t", id).await.unwrap().unwrap());
+        assert_eq!(got, writes);
+    }
+    assert!(s
+        .get_with_writes("t", Some("nope"))
+        .await
+        .unwrap()
+        .is_none());
+    assert!(s.get_with_writes("nope", None).await.unwrap().is_none());
 
     // A child of c1 takes its writes: c1's pending writes are gone, others stay.
     s.put("t", rec("c2", Some("c1"), 2)).await.unwrap();
@@ -368,6 +383,8 @@ async fn pending_writes_kept_in_order_and_dropped_by_child(s: Arc<dyn Checkpoint
         s.pending_writes("t", "c0").await.unwrap(),
         vec![pw("old", "x", json!("kept"))]
     );
+    let (latest, none_yet) = s.get_with_writes("t", None).await.unwrap().unwrap();
+    assert_eq!((latest.id.as_str(), none_yet.len()), ("c2", 0));
     // Writes for a checkpoint that has none yet / unknown ids: empty, not an error.
     assert!(s.pending_writes("t", "c2").await.unwrap().is_empty());
     assert!(s.pending_writes("nope", "nope").await.unwrap().is_empty());

@@ -294,6 +294,15 @@ impl Thread {
         Ok(())
     }
 
+    /// The checkpoint `id`, or the latest when `id` is `None`.
+    fn record_at(&self, id: Option<&str>) -> Result<Option<CheckpointRecord>> {
+        let i = match id {
+            Some(id) => self.find(id),
+            None => self.records.len().checked_sub(1),
+        };
+        i.map(|i| self.parse(i)).transpose()
+    }
+
     fn parse(&self, i: usize) -> Result<CheckpointRecord> {
         let r = &self.records[i];
         let id = r.id.text();
@@ -535,15 +544,9 @@ impl Checkpointer for MemorySaver {
     }
 
     async fn get(&self, thread_id: &str, id: Option<&str>) -> Result<Option<CheckpointRecord>> {
-        self.open_with(|ts| {
-            let Some(t) = ts.get(thread_id) else {
-                return Ok(None);
-            };
-            let i = match id {
-                Some(id) => t.find(id),
-                None => t.records.len().checked_sub(1),
-            };
-            i.map(|i| t.parse(i)).transpose()
+        self.open_with(|ts| match ts.get(thread_id) {
+            Some(t) => t.record_at(id),
+            None => Ok(None),
         })
     }
 
@@ -588,6 +591,28 @@ impl Checkpointer for MemorySaver {
                 .get(thread_id)
                 .and_then(|t| t.pending.get(checkpoint_id).cloned())
                 .unwrap_or_default())
+        })
+    }
+
+    async fn get_with_writes(
+        &self,
+        thread_id: &str,
+        id: Option<&str>,
+    ) -> Result<Option<(CheckpointRecord, Vec<PendingWrite>)>> {
+        // Under one hold of the lock: the checkpoint and its writes as one state.
+        self.open_with(|ts| {
+            let Some(t) = ts.get(thread_id) else {
+                return Ok(None);
+            };
+            let Some(record) = t.record_at(id)? else {
+                return Ok(None);
+            };
+            let writes = t
+                .pending
+                .get(record.id.as_str())
+                .cloned()
+                .unwrap_or_default();
+            Ok(Some((record, writes)))
         })
     }
 

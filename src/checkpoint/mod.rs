@@ -359,6 +359,22 @@ pub trait Checkpointer: Send + Sync {
         thread_id: &str,
         checkpoint_id: &str,
     ) -> Result<Vec<PendingWrite>>;
+    /// The checkpoint [`get`](Self::get) returns, with its pending writes: what a
+    /// thread's state shows. By default the two reads one after the other; a saver
+    /// that can make them one read of one state of its store overrides it (then a
+    /// checkpoint saved between the two by another writer, which drops its parent's
+    /// pending writes, cannot leave the first without them).
+    async fn get_with_writes(
+        &self,
+        thread_id: &str,
+        id: Option<&str>,
+    ) -> Result<Option<(CheckpointRecord, Vec<PendingWrite>)>> {
+        let Some(record) = self.get(thread_id, id).await? else {
+            return Ok(None);
+        };
+        let writes = self.pending_writes(thread_id, &record.id).await?;
+        Ok(Some((record, writes)))
+    }
     /// Deletes the thread's checkpoints and writes, those of its subgraphs' namespaces
     /// (see [`thread_key`]) included.
     async fn delete_thread(&self, thread_id: &str) -> Result<()>;

@@ -453,6 +453,38 @@ fn read_row(conn: &Connection, seq: i64) -> rusqlite::Result<RecordRow> {
         .query_row([seq], record_row)
 }
 
+/// The row of the thread's checkpoint `id`, or of its latest when `id` is `None`.
+fn read_record_at(
+    conn: &Connection,
+    thread_id: &str,
+    id: Option<&str>,
+) -> rusqlite::Result<Option<RecordRow>> {
+    let Some((no, last)) = thread_latest(conn, thread_id)? else {
+        return Ok(None);
+    };
+    let seq = match id {
+        Some(id) => find(conn, no, last.as_ref(), id)?,
+        None => last.map(|l| l.seq),
+    };
+    seq.map(|seq| read_row(conn, seq)).transpose()
+}
+
+/// The pending writes saved against `checkpoint_id`, in the order they were saved.
+fn read_writes(
+    conn: &Connection,
+    thread_id: &str,
+    checkpoint_id: &str,
+) -> rusqlite::Result<Vec<WriteRow>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT task_id, idx, node, channel, value FROM writes \
+         WHERE thread_id = ?1 AND checkpoint_id = ?2 ORDER BY seq",
+    )?;
+    let rows = stmt.query_map(params![thread_id, checkpoint_id], |r| {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+    })?;
+    rows.collect()
+}
+
 /// What saving a record found.
 enum Next {
     Saved,
@@ -1197,6 +1229,27 @@ impl SqliteSaver {
             .collect()
     }
 
+    fn decode_writes(&self, thread_id: &str, rows: Vec<WriteRow>) -> Result<Vec<PendingWrite>> {
+        rows.into_iter()
+            .map(|(task_id, idx, node, channel, value)| {
+                let value = serde_json::from_str(&value).map_err(|e| {
+                    CheckpointError::serialization(format!(
+                        "SqliteSaver({}): a pending write of thread {thread_id:?} to {channel:?} \
+                         cannot be read ({e}); the file was modified by hand",
+                        self.path.display()
+                    ))
+                })?;
+                Ok(PendingWrite {
+                    task_id,
+                    idx,
+                    node,
+                    channel,
+                    value,
+                })
+            })
+            .collect()
+    }
+
     fn encode_record(&self, r: &CheckpointRecord) -> Result<String> {
         record::encode(r).map_err(|e| {
             CheckpointError::serialization(format!(
@@ -1333,20 +1386,37 @@ impl Checkpointer for SqliteSaver {
             .call("read a checkpoint", move |conn| {
                 // One read transaction: the statements below see one state of the file.
                 let conn = &Tx::begin(conn, false)?;
-                let Some((no, last)) = thread_latest(conn, &t)? else {
-                    return Ok(None);
-                };
-                let seq = match &id {
-                    Some(id) => find(conn, no, last.as_ref(), id)?,
-                    None => last.map(|l| l.seq),
-                };
-                match seq {
-                    Some(seq) => read_row(conn, seq).map(Some),
-                    None => Ok(None),
-                }
+                read_record_at(conn, &t, id.as_deref())
             })
             .await?;
         json.map(|j| self.decode_record(thread_id, &j)).transpose()
+    }
+
+    async fn get_with_writes(
+        &self,
+        thread_id: &str,
+        id: Option<&str>,
+    ) -> Result<Option<(CheckpointRecord, Vec<PendingWrite>)>> {
+        let t = thread_id.to_owned();
+        let id = id.map(str::to_owned);
+        let found = self
+            .call("read a checkpoint and its pending writes", move |conn| {
+                let conn = &Tx::begin(conn, false)?;
+                let Some(row) = read_record_at(conn, &t, id.as_deref())? else {
+                    return Ok(None);
+                };
+                let writes = read_writes(conn, &t, &row.0)?;
+                Ok(Some((row, writes)))
+            })
+            .await?;
+        found
+            .map(|(row, writes)| {
+                Ok((
+                    self.decode_record(thread_id, &row)?,
+                    self.decode_writes(thread_id, writes)?,
+                ))
+            })
+            .transpose()
     }
 
     async fn chain(&self, thread_id: &str, id: &str) -> Result<Vec<CheckpointRecord>> {
@@ -1401,41 +1471,9 @@ impl Checkpointer for SqliteSaver {
     ) -> Result<Vec<PendingWrite>> {
         let (t, c) = (thread_id.to_owned(), checkpoint_id.to_owned());
         let rows = self
-            .call("read pending writes", move |conn| {
-                let mut stmt = conn.prepare_cached(
-                    "SELECT task_id, idx, node, channel, value FROM writes \
-                     WHERE thread_id = ?1 AND checkpoint_id = ?2 ORDER BY seq",
-                )?;
-                let rows = stmt.query_map(params![t, c], |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, i64>(1)?,
-                        r.get::<_, String>(2)?,
-                        r.get::<_, String>(3)?,
-                        r.get::<_, String>(4)?,
-                    ))
-                })?;
-                rows.collect::<rusqlite::Result<Vec<_>>>()
-            })
+            .call("read pending writes", move |conn| read_writes(conn, &t, &c))
             .await?;
-        rows.into_iter()
-            .map(|(task_id, idx, node, channel, value)| {
-                let value = serde_json::from_str(&value).map_err(|e| {
-                    CheckpointError::serialization(format!(
-                        "SqliteSaver({}): a pending write of thread {thread_id:?} to {channel:?} \
-                         cannot be read ({e}); the file was modified by hand",
-                        self.path.display()
-                    ))
-                })?;
-                Ok(PendingWrite {
-                    task_id,
-                    idx,
-                    node,
-                    channel,
-                    value,
-                })
-            })
-            .collect()
+        self.decode_writes(thread_id, rows)
     }
 
     async fn delete_thread(&self, thread_id: &str) -> Result<()> {

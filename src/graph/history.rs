@@ -53,8 +53,8 @@ impl Graph {
         thread_id: &str,
         checkpoint_id: Option<&str>,
     ) -> Result<Option<Snapshot>, GraphError> {
-        let Some(record) = cp
-            .get(thread_id, checkpoint_id)
+        let Some((record, pending)) = cp
+            .get_with_writes(thread_id, checkpoint_id)
             .await
             .map_err(Graph::cp_err)?
         else {
@@ -68,10 +68,6 @@ impl Graph {
         let loaded = self
             .state_at(cp, thread_id, &record, checkpoint_id.is_none())
             .await?;
-        let pending = cp
-            .pending_writes(thread_id, &record.id)
-            .await
-            .map_err(Graph::cp_err)?;
         Ok(Some(Snapshot {
             state: self.view(&loaded.chans),
             record,
