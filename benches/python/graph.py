@@ -23,6 +23,8 @@
   figure is wall time per step over all workers (1e6 / steps per second).
 - W5: ``create_react_agent`` with a scripted model: 50 rounds of one ``add`` tool call,
   then a final answer; µs per round, no checkpointer / MemorySaver. Targets <= 100 / 150.
+  ``W5 … stream``: the same runs by ``stream(..., stream_mode="updates")`` with every
+  update pulled (the same targets).
 - W6: 10,000 threads (distinct thread_id) of a 2-node graph, each leaving 10 messages
   (~100 bytes each) in MemorySaver: resident memory added per thread, measured in a
   fresh subprocess per framework and repetition. Target <= 4 KB/thread.
@@ -912,7 +914,11 @@ def w5(
     repeat: int,
     savers: Savers,
     durability: str | None = None,
+    streamed: bool = False,
 ) -> h.Stats:
+    """µs per round of W5; ``streamed``: the same run by ``stream(...,
+    stream_mode="updates")``, every update pulled (how a UI follows an agent turn)."""
+
     def add(a: int, b: int) -> int:
         """Add two integers."""
         return a + b
@@ -937,16 +943,27 @@ def w5(
                 if str(tm.content) != str(k + 1) or getattr(tm, "status", "success") != "success":
                     raise BenchError(f"round {k}: tool result {tm.content!r}, expected {k + 1}")
 
+        def check_updates(updates: list[Any]) -> None:
+            # One update per model call and per tools step; the last is the answer.
+            if len(updates) != 2 * rounds + 1:
+                raise BenchError(f"{len(updates)} updates, expected {2 * rounds + 1}")
+            (last,) = updates[-1].values()
+            if last["messages"][-1].content != final:
+                raise BenchError(f"final update {last!r}")
+
         extra = {} if durability is None else {"durability": durability}
+        inputs = {"messages": [impl.HumanMessage(content="count up")]}
 
         def once() -> Any:
-            return agent.invoke(
-                {"messages": [impl.HumanMessage(content="count up")]},
-                config(4 * rounds + 20, saver),
-                **extra,
-            )
+            if streamed:
+                return list(
+                    agent.stream(
+                        inputs, config(4 * rounds + 20, saver), stream_mode="updates", **extra
+                    )
+                )
+            return agent.invoke(inputs, config(4 * rounds + 20, saver), **extra)
 
-        stats = h.measure(once, repeat=repeat, check=check)
+        stats = h.measure(once, repeat=repeat, check=check_updates if streamed else check)
     finally:
         savers.release(saver, path)
     return stats.scaled(1e6 / rounds)
@@ -1115,7 +1132,7 @@ def profile_child(key: str, scale: float, seconds: float = 5.0) -> None:
                 inp = {"count": 0, "messages": [impl.HumanMessage(content="start")]}
                 return graph.invoke(inp, config(n + 100, saver))
 
-        elif work == "W5":
+        elif work in ("W5", "W5s"):
             rounds = scaled(ROUNDS_W5, scale)
 
             def add(a: int, b: int) -> int:
@@ -1125,12 +1142,13 @@ def profile_child(key: str, scale: float, seconds: float = 5.0) -> None:
             agent = impl.create_react_agent(
                 impl.scripted_model(script(rounds)), [impl.tool(add)], checkpointer=saver
             )
+            inputs = {"messages": [impl.HumanMessage(content="count up")]}
 
             def once() -> Any:
-                return agent.invoke(
-                    {"messages": [impl.HumanMessage(content="count up")]},
-                    config(4 * rounds + 20, saver),
-                )
+                cfg = config(4 * rounds + 20, saver)
+                if work == "W5s":
+                    return list(agent.stream(inputs, cfg, stream_mode="updates"))
+                return agent.invoke(inputs, cfg)
 
         else:
             raise SystemExit(f"no profile for {key}")
@@ -1669,6 +1687,19 @@ def main(argv: list[str] | None = None) -> int:
             )
             keys[row.workload] = f"W5:{kind}"
             run(row, lambda impl, kind=kind: w5(impl, kind, r5, args.repeat, savers[impl.name]))
+            row = h.Row(
+                f"W5 {kind} stream",
+                f"W5 {kind} by stream(..., stream_mode='updates'), every update pulled",
+                "µs/round",
+                TARGET_W5_US[kind],
+            )
+            keys[row.workload] = f"W5s:{kind}"
+            run(
+                row,
+                lambda impl, kind=kind: w5(
+                    impl, kind, r5, args.repeat, savers[impl.name], streamed=True
+                ),
+            )
             if kind != "none":
                 notes.extend(
                     by_durability(
