@@ -1679,27 +1679,22 @@ def main(argv: list[str] | None = None) -> int:
 
         # W5
         for kind in ("none", "memory") if wanted("W5") else ():
-            row = h.Row(
-                f"W5 {kind}",
-                f"create_react_agent, {r5} rounds of one add() call + answer, checkpointer: {kind}",
-                "µs/round",
-                TARGET_W5_US[kind],
-            )
-            keys[row.workload] = f"W5:{kind}"
-            run(row, lambda impl, kind=kind: w5(impl, kind, r5, args.repeat, savers[impl.name]))
-            row = h.Row(
-                f"W5 {kind} stream",
-                f"W5 {kind} by stream(..., stream_mode='updates'), every update pulled",
-                "µs/round",
-                TARGET_W5_US[kind],
-            )
-            keys[row.workload] = f"W5s:{kind}"
-            run(
-                row,
-                lambda impl, kind=kind: w5(
-                    impl, kind, r5, args.repeat, savers[impl.name], streamed=True
-                ),
-            )
+            for streamed in (False, True):
+                by = " by stream(..., stream_mode='updates'), every update pulled"
+                row = h.Row(
+                    f"W5 {kind}{' stream' if streamed else ''}",
+                    f"create_react_agent, {r5} rounds of one add() call + answer, "
+                    f"checkpointer: {kind}{by if streamed else ''}",
+                    "µs/round",
+                    TARGET_W5_US[kind],
+                )
+                keys[row.workload] = f"{'W5s' if streamed else 'W5'}:{kind}"
+                run(
+                    row,
+                    lambda impl, kind=kind, streamed=streamed: w5(
+                        impl, kind, r5, args.repeat, savers[impl.name], streamed=streamed
+                    ),
+                )
             if kind != "none":
                 notes.extend(
                     by_durability(

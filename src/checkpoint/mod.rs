@@ -455,6 +455,37 @@ pub fn child_ns(parent_ns: &str, node: &str, task_id: &str) -> String {
     }
 }
 
+/// A pending write as a saver stores it: task id, index, node, channel, value (JSON).
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) type WriteRow = (String, i64, String, String, String);
+
+/// Pending writes read back from their stored columns; `saver` names the saver in the
+/// error a value that is no JSON gives.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) fn writes_from_rows(
+    saver: &str,
+    thread_id: &str,
+    rows: Vec<WriteRow>,
+) -> Result<Vec<PendingWrite>> {
+    rows.into_iter()
+        .map(|(task_id, idx, node, channel, value)| {
+            let value = serde_json::from_str(&value).map_err(|e| {
+                CheckpointError::serialization(format!(
+                    "{saver}: a pending write of thread {thread_id:?} to {channel:?} cannot be \
+                     read ({e}); it was modified by hand"
+                ))
+            })?;
+            Ok(PendingWrite {
+                task_id,
+                idx,
+                node,
+                channel,
+                value,
+            })
+        })
+        .collect()
+}
+
 /// Keeps the first write of each `(task_id, idx)`, in order: the rule of
 /// [`Checkpointer::put_writes`] for savers that dedupe in memory.
 pub(crate) fn dedupe_writes(stored: &[PendingWrite], new: Vec<PendingWrite>) -> Vec<PendingWrite> {

@@ -119,8 +119,8 @@ use super::caller;
 use super::record;
 use super::stalled::{awaits_answer_sql, check_claim};
 use super::{
-    advanced_conflict, dedupe_writes, order_chain, same_id_conflict, ChainFrom, CheckpointError,
-    CheckpointRecord, Checkpointer, PendingWrite, Put, Result,
+    advanced_conflict, dedupe_writes, order_chain, same_id_conflict, writes_from_rows, ChainFrom,
+    CheckpointError, CheckpointRecord, Checkpointer, PendingWrite, Put, Result, WriteRow,
 };
 
 mod lane;
@@ -1599,7 +1599,7 @@ impl Checkpointer for PostgresSaver {
         checkpoint_id: &str,
     ) -> Result<Vec<PendingWrite>> {
         let (t, cid) = (thread_id.to_owned(), checkpoint_id.to_owned());
-        let rows: Vec<(String, i64, String, String, String)> = self
+        let rows: Vec<WriteRow> = self
             .call("read pending writes", move |c, sh| async move {
                 let st = c.prepare_cached(&sh.sql.pending).await?;
                 let rows = c.query(&st, &[&t, &cid]).await?;
@@ -1609,24 +1609,7 @@ impl Checkpointer for PostgresSaver {
                     .collect())
             })
             .await?;
-        rows.into_iter()
-            .map(|(task_id, idx, node, channel, value)| {
-                let value = serde_json::from_str(&value).map_err(|e| {
-                    CheckpointError::serialization(format!(
-                        "{}: a pending write of thread {thread_id:?} to {channel:?} cannot be \
-                         read ({e}); it was modified by hand",
-                        self.shared.name
-                    ))
-                })?;
-                Ok(PendingWrite {
-                    task_id,
-                    idx,
-                    node,
-                    channel,
-                    value,
-                })
-            })
-            .collect()
+        writes_from_rows(&self.shared.name, thread_id, rows)
     }
 
     async fn delete_thread(&self, thread_id: &str) -> Result<()> {

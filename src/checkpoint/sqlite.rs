@@ -103,8 +103,8 @@ use super::caller;
 use super::record;
 use super::stalled::{awaits_answer_sql, check_claim};
 use super::{
-    advanced_conflict, now_secs, order_chain, same_id_conflict, ChainFrom, CheckpointError,
-    CheckpointRecord, Checkpointer, PendingWrite, Put, Result,
+    advanced_conflict, now_secs, order_chain, same_id_conflict, writes_from_rows, ChainFrom,
+    CheckpointError, CheckpointRecord, Checkpointer, PendingWrite, Put, Result, WriteRow,
 };
 
 /// How long a statement waits for a lock held by another connection before failing.
@@ -507,9 +507,6 @@ enum Row {
         writes: Vec<WriteRow>,
     },
 }
-
-/// A pending write's columns: task id, idx, node, channel, value (JSON).
-type WriteRow = (String, i64, String, String, String);
 
 /// The thread's number in `threads`, if it has one.
 fn thread_no(conn: &Connection, t: &str) -> rusqlite::Result<Option<i64>> {
@@ -1229,27 +1226,6 @@ impl SqliteSaver {
             .collect()
     }
 
-    fn decode_writes(&self, thread_id: &str, rows: Vec<WriteRow>) -> Result<Vec<PendingWrite>> {
-        rows.into_iter()
-            .map(|(task_id, idx, node, channel, value)| {
-                let value = serde_json::from_str(&value).map_err(|e| {
-                    CheckpointError::serialization(format!(
-                        "SqliteSaver({}): a pending write of thread {thread_id:?} to {channel:?} \
-                         cannot be read ({e}); the file was modified by hand",
-                        self.path.display()
-                    ))
-                })?;
-                Ok(PendingWrite {
-                    task_id,
-                    idx,
-                    node,
-                    channel,
-                    value,
-                })
-            })
-            .collect()
-    }
-
     fn encode_record(&self, r: &CheckpointRecord) -> Result<String> {
         record::encode(r).map_err(|e| {
             CheckpointError::serialization(format!(
@@ -1413,7 +1389,11 @@ impl Checkpointer for SqliteSaver {
             .map(|(row, writes)| {
                 Ok((
                     self.decode_record(thread_id, &row)?,
-                    self.decode_writes(thread_id, writes)?,
+                    writes_from_rows(
+                        &format!("SqliteSaver({})", self.path.display()),
+                        thread_id,
+                        writes,
+                    )?,
                 ))
             })
             .transpose()
@@ -1473,7 +1453,11 @@ impl Checkpointer for SqliteSaver {
         let rows = self
             .call("read pending writes", move |conn| read_writes(conn, &t, &c))
             .await?;
-        self.decode_writes(thread_id, rows)
+        writes_from_rows(
+            &format!("SqliteSaver({})", self.path.display()),
+            thread_id,
+            rows,
+        )
     }
 
     async fn delete_thread(&self, thread_id: &str) -> Result<()> {

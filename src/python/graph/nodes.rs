@@ -447,9 +447,10 @@ impl ToolsNode {
             };
             // Only a tool given the state (an injected state or context) reads it:
             // the state is not turned into Python objects for tools that never look.
-            let state = match self.core.get().sees_state {
-                true => Some(self.shared.state_dict(py, &view)?.into_any().unbind()),
-                false => None,
+            let state = if self.core.get().sees_state {
+                Some(self.shared.state_dict(py, &view)?.into_any().unbind())
+            } else {
+                None
             };
             // Tools see the task's scratchpad (for interrupt()) in their context, and
             // their progress goes to the graph's custom stream.
