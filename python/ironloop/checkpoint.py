@@ -1,0 +1,35 @@
+"""Checkpoint savers under one base type, as LangGraph's ``BaseCheckpointSaver``.
+
+``MemorySaver``, ``SqliteSaver`` and ``PostgresSaver`` are ironloop's savers (written in
+Rust); ``BaseCheckpointSaver`` is the type they share, so code that annotates or checks
+a checkpointer with LangGraph's base class ports by changing its import::
+
+    >>> from ironloop import MemorySaver
+    >>> from ironloop.checkpoint import BaseCheckpointSaver
+    >>> isinstance(MemorySaver(), BaseCheckpointSaver)
+    True
+"""
+
+from __future__ import annotations
+
+from abc import ABC
+
+from ironloop._ironloop import MemorySaver, PostgresSaver, SqliteSaver
+
+__all__ = ["BaseCheckpointSaver", "InMemorySaver", "MemorySaver", "PostgresSaver", "SqliteSaver"]
+
+
+class BaseCheckpointSaver(ABC):  # noqa: B024  (a type to check against, with no methods to add)
+    """The type every ironloop saver is an instance of (``isinstance`` and annotations).
+
+    Not a class to subclass: a checkpointer given to ``compile`` is one of ironloop's
+    savers, whose storage runs in Rust.
+    """
+
+
+for _saver in (MemorySaver, SqliteSaver, PostgresSaver):
+    BaseCheckpointSaver.register(_saver)
+del _saver
+
+#: LangGraph's name for the in-process saver.
+InMemorySaver = MemorySaver
