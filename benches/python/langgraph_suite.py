@@ -52,6 +52,11 @@ SAVERS = ("none", "memory", "sqlite")
 class _Worker:
     def __init__(self, impl: str) -> None:
         self.impl = impl
+        # Replies go to the parent on the original stdout; anything the libraries
+        # print goes to stderr instead of into the protocol.
+        self.replies = os.fdopen(os.dup(1), "w")
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
         # LangGraph warns that its runner's durability="exit" means nothing without a
         # checkpointer, once per run: noise in the table.
         warnings.filterwarnings("ignore", message="`durability` has no effect")
@@ -60,14 +65,10 @@ class _Worker:
 
             langgraph_shim.install()
         elif impl == "fast-langgraph":
-            import fast_langgraph  # type: ignore[import-not-found]
+            # Its documented switch: patches LangGraph's executor and apply_writes.
+            from fast_langgraph import shim  # type: ignore[import-not-found]
 
-            patch = getattr(fast_langgraph, "patch_langgraph", None) or getattr(
-                fast_langgraph, "enable", None
-            )
-            if patch is None:
-                raise RuntimeError("fast_langgraph has no patch_langgraph() / enable()")
-            patch()
+            shim.patch_langgraph()
         self.src = fetch.sdist("langgraph")
         # After site-packages: ``bench`` comes from the sdist, ``langgraph`` stays the
         # installed package (or the shim).
@@ -208,8 +209,8 @@ class _Worker:
                 reply = {"ok": out}
             except Exception as e:  # reported to the parent, which prints it
                 reply = {"error": f"{type(e).__name__}: {e}"}
-            sys.stdout.write(json.dumps(reply) + "\n")
-            sys.stdout.flush()
+            self.replies.write(json.dumps(reply) + "\n")
+            self.replies.flush()
 
 
 def _canonical(value: Any) -> Any:
