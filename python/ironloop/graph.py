@@ -424,13 +424,18 @@ class StateGraph:
         ia = [interrupt_after] if isinstance(interrupt_after, str) else list(interrupt_after or [])
         all_keys = list(self.channels)
 
+        seen: dict[int, dict[str, Any]] = {}
+
         def reads(schema: Any) -> dict[str, Any]:
-            """What a node or router with this input schema sees and receives."""
-            keys = list(self.schemas[schema])
-            return {
-                "reads": None if keys == all_keys else keys,
-                "factory": node_factory(schema, keys),
-            }
+            """What a node or router with this input schema sees and receives (worked
+            out once per schema: most nodes of a graph share the state's)."""
+            if id(schema) not in seen:
+                keys = list(self.schemas[schema])
+                seen[id(schema)] = {
+                    "reads": None if keys == all_keys else keys,
+                    "factory": node_factory(schema, keys),
+                }
+            return seen[id(schema)]
 
         no_params = {"config": False, "store": False, "writer": False}
         nodes: list[dict[str, Any]] = []
@@ -451,7 +456,7 @@ class StateGraph:
         for b in self.branches:
             # A routing function sees the keys of its own schema, else of its node's.
             source_reads = reads(self.node_schemas.get(b.source, self.state_schema))["reads"]
-            desc = reads(b.schema or self.node_schemas.get(b.source, self.state_schema))
+            desc = dict(reads(b.schema or self.node_schemas.get(b.source, self.state_schema)))
             if desc["reads"] is None and source_reads is not None:
                 desc["reads"] = all_keys  # not what the node sees: the core's default
             branches.append(
