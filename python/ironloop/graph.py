@@ -19,7 +19,18 @@ import dataclasses
 import inspect
 import typing
 from collections.abc import AsyncIterator, Callable, Hashable, Iterator, Sequence
-from typing import Annotated, Any, TypedDict, Union, get_args, get_origin, get_type_hints
+from typing import (
+    Annotated,
+    Any,
+    Generic,
+    TypedDict,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
+
+from typing_extensions import TypeVar
 
 from ironloop import _tracing
 from ironloop._constants import END, START
@@ -195,7 +206,16 @@ class _Branch:
     schema: Any = None
 
 
-class StateGraph:
+#: The type parameters LangGraph's ``StateGraph`` and ``CompiledStateGraph`` take (with
+#: its defaults), so that ``StateGraph[State]`` and annotations such as
+#: ``CompiledStateGraph[State, Context, Input, Output]`` port.
+StateT = TypeVar("StateT")
+ContextT = TypeVar("ContextT", default=None)
+InputT = TypeVar("InputT", default=StateT)
+OutputT = TypeVar("OutputT", default=StateT)
+
+
+class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
     """A graph whose nodes read and update a shared state.
 
     ``state_schema`` is a TypedDict, dataclass or pydantic model; a field annotated
@@ -574,7 +594,7 @@ def _batch_configs(inputs: Sequence[Any], config: Any) -> list[Any]:
     return config
 
 
-class CompiledStateGraph:
+class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
     """A runnable graph: ``invoke / ainvoke / stream / astream / batch / abatch``,
     state inspection (``get_state``, ``get_state_history``, ``update_state``) and
     ``get_graph().draw_mermaid()``."""
@@ -879,8 +899,32 @@ class CompiledStateGraph:
         before: dict[str, Any] | None = None,
         limit: int | None = None,
     ) -> Iterator[StateSnapshot]:
-        """Every checkpoint of the thread, newest first."""
-        yield from self._core.get_state_history(config, limit, before)
+        """Every checkpoint of the thread, newest first; with ``filter``, those whose
+        metadata holds each of its items (LangGraph's rule), ``limit`` counting what is
+        yielded."""
+        if not filter:
+            yield from self._core.get_state_history(config, limit, before)
+            return
+        kept = 0
+        for snap in self._core.get_state_history(config, None, before):
+            metadata = snap.metadata or {}
+            if all(metadata.get(k) == v for k, v in filter.items()):
+                yield snap
+                kept += 1
+                if limit is not None and kept >= limit:
+                    return
+
+    async def aget_state_history(
+        self,
+        config: dict[str, Any],
+        *,
+        filter: Any = None,
+        before: dict[str, Any] | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[StateSnapshot]:
+        """``get_state_history`` for ``async for``."""
+        for snap in self.get_state_history(config, filter=filter, before=before, limit=limit):
+            yield snap
 
     def update_state(
         self, config: dict[str, Any], values: Any, as_node: str | None = None
@@ -888,6 +932,12 @@ class CompiledStateGraph:
         """Writes ``values`` as if ``as_node`` had returned them; returns the new
         checkpoint's config."""
         return self._core.update_state(config, values, as_node)  # type: ignore[no-any-return]
+
+    async def aupdate_state(
+        self, config: dict[str, Any], values: Any, as_node: str | None = None
+    ) -> dict[str, Any]:
+        """``update_state`` for ``await``."""
+        return self.update_state(config, values, as_node)
 
     def as_tool(self, name: str, description: str) -> Any:
         """This graph (an agent) as a tool with one string argument ``input``: the

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import operator
 from typing import Annotated, Any, TypedDict
@@ -174,3 +175,49 @@ def test_messages_state_with_extra_keys_in_a_subclass() -> None:
     out = g.compile().invoke({"messages": [("user", "x")], "turns": 0})
     assert out["turns"] == 1
     assert isinstance(out["messages"][-1], BaseMessage)
+
+
+def _counter_graph() -> Any:
+    from ironloop import MemorySaver
+    from ironloop.graph import StateGraph
+
+    class Count(TypedDict):
+        x: int
+
+    g = StateGraph(Count)
+    g.add_node("a", lambda s: {"x": s["x"] + 1})
+    g.add_edge("__start__", "a")
+    return g.compile(checkpointer=MemorySaver())
+
+
+def test_state_history_filter_keeps_checkpoints_whose_metadata_matches() -> None:
+    app = _counter_graph()
+    cfg = {"configurable": {"thread_id": "h"}}
+    app.invoke({"x": 0}, cfg)
+    app.invoke({"x": 5}, cfg)
+    everything = list(app.get_state_history(cfg))
+    loops = list(app.get_state_history(cfg, filter={"source": "loop"}))
+    assert [s.metadata["source"] for s in loops] == ["loop"] * len(loops)
+    assert len(loops) == sum(1 for s in everything if s.metadata["source"] == "loop") == 4
+    # `limit` counts what the filter keeps, not what it scanned.
+    assert len(list(app.get_state_history(cfg, filter={"source": "input"}, limit=1))) == 1
+    assert list(app.get_state_history(cfg, filter={"source": "nowhere"})) == []
+
+
+def test_aget_state_history_and_aupdate_state_match_their_sync_forms() -> None:
+    app = _counter_graph()
+    cfg = {"configurable": {"thread_id": "a"}}
+    app.invoke({"x": 0}, cfg)
+
+    async def run() -> tuple[list[Any], Any]:
+        history = [s.values async for s in app.aget_state_history(cfg, limit=2)]
+        new_cfg = await app.aupdate_state(cfg, {"x": 41}, as_node="a")
+        return history, new_cfg
+
+    history, new_cfg = asyncio.run(run())
+    assert history == [s.values for s in app.get_state_history(cfg, limit=3)][1:3]
+    assert app.get_state(cfg).values == {"x": 41}
+    assert (
+        new_cfg["configurable"]["checkpoint_id"]
+        == app.get_state(cfg).config["configurable"]["checkpoint_id"]
+    )

@@ -1,0 +1,129 @@
+"""The fixtures of LangGraph's test suite, given with ironloop's parts.
+
+LangGraph's own ``tests/conftest.py`` builds its fixtures from LangGraph's internals
+(a ``MemorySaver`` subclass that asserts immutability, ``SqliteSaver.from_conn_string``,
+Redis and PostgreSQL containers); the suite runner (``scripts/upstream/suite.py``) puts
+this file in its place. Each fixture keeps its name, parameters and meaning, built the
+way an ironloop user builds the same thing; LangGraph names ironloop lacks are imported
+through the shim and fail where a test uses them.
+
+The selection rules (which tests are LangGraph's public API) are applied here too, at
+collection: see :func:`pytest_collection_modifyitems`.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import os
+import tempfile
+import textwrap
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+import selection  # scripts/upstream/selection.py, on sys.path by the runner
+
+# Through the shim: a missing counterpart fails where it is used.
+from langgraph.cache.memory import InMemoryCache
+from langgraph.cache.sqlite import SqliteCache
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture()
+def deterministic_uuids(mocker: Any) -> Any:
+    ids = (uuid.UUID(f"00000000-0000-4000-8000-{i:012}", version=4) for i in range(10000))
+    return mocker.patch("uuid.uuid4", side_effect=ids)
+
+
+@pytest.fixture(params=["sync", "async", "exit"])
+def durability(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture(scope="function", params=["sqlite", "memory"])
+def cache(request: pytest.FixtureRequest) -> Any:
+    if request.param == "sqlite":
+        return SqliteCache(path=":memory:")
+    return InMemoryCache()
+
+
+def _sqlite_path() -> str:
+    fd, path = tempfile.mkstemp(suffix=".db", prefix="lg-suite-")
+    os.close(fd)
+    os.unlink(path)
+    return path
+
+
+@pytest.fixture(scope="function", params=["memory", "sqlite"])
+def sync_checkpointer(request: pytest.FixtureRequest) -> Iterator[Any]:
+    from ironloop import MemorySaver, SqliteSaver
+
+    if request.param == "memory":
+        yield MemorySaver()
+        return
+    path = _sqlite_path()
+    with SqliteSaver(path) as saver:
+        yield saver
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(path + suffix):
+            os.unlink(path + suffix)
+
+
+@pytest.fixture(scope="function", params=["memory", "sqlite_aio"])
+async def async_checkpointer(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
+    from ironloop import MemorySaver, SqliteSaver
+
+    if request.param == "memory":
+        yield MemorySaver()
+        return
+    path = _sqlite_path()
+    with SqliteSaver(path) as saver:
+        yield saver
+
+
+@pytest.fixture(scope="function", params=["in_memory"])
+def sync_store(request: pytest.FixtureRequest) -> Iterator[Any]:
+    from ironloop.store import InMemoryStore
+
+    yield InMemoryStore()
+
+
+@pytest.fixture(scope="function", params=["in_memory"])
+async def async_store(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
+    from ironloop.store import InMemoryStore
+
+    yield InMemoryStore()
+
+
+def _names_used(fn: Any) -> set[str]:
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return set()
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
+        n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+    }
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keeps the tests of LangGraph's public API (``selection.excluded``)."""
+    keep, drop = [], []
+    internal_cache: dict[str, set[str]] = {}
+    for item in items:
+        module = getattr(item, "module", None)
+        path = getattr(module, "__file__", "") or ""
+        if path not in internal_cache:
+            internal_cache[path] = selection.internal_names(path)
+        fn = getattr(item, "function", None)
+        used = _names_used(fn) if fn is not None else set()
+        reason = selection.excluded(item.nodeid, used, internal_cache[path], item.fixturenames)
+        (drop if reason else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep

@@ -1,0 +1,218 @@
+"""Runs LangGraph's own test suites on ironloop, as a user's port would run them.
+
+For each suite (``langgraph==1.2.24``, ``langgraph-prebuilt==1.1.3``): the pinned source
+distribution is fetched from PyPI and checked by sha256 (``fetch.py``); its ``tests/``
+folder is copied into a scratch directory with its ``conftest.py`` replaced by
+``conftest_langgraph.py`` (the same fixtures built from ironloop's parts); the shim
+(``langgraph_shim.py``) answers every ``langgraph`` import with ironloop's names; the
+selection rules (``selection.py``) keep the public-API tests; pytest runs them.
+
+It prints the pass count per file, then compares the failures with the expected-failures
+file (``tests/upstream/<suite>.expected``: one test id a line, ``id | reason``). It fails
+on a failure that is not listed (a regression) and on a listed test that now passes
+(update the list: ``--update`` rewrites it, keeping the reasons already written). The
+fetched tests are run and discarded; nothing of them is kept in the repository.
+
+    python scripts/upstream/suite.py [--suite langgraph] [--update] [-- PYTEST_ARGS]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from collections import Counter, defaultdict
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+sys.path.insert(0, str(HERE))
+
+import fetch  # noqa: E402
+import selection  # noqa: E402
+
+SUITES = tuple(selection.FILES)
+EXPECTED_DIR = ROOT / "tests" / "upstream"
+DECISIONS = "docs/decisions.md#langgraphs-own-test-suite"
+
+#: The root conftest of the scratch directory: the shim before any test module loads.
+ROOT_CONFTEST = """\
+import sys
+sys.path.insert(0, {here!r})
+import langgraph_shim
+langgraph_shim.install(lenient=True)
+"""
+
+
+def _prepare(suite: str, work: Path) -> Path:
+    src = fetch.sdist(suite)
+    tests = work / "tests"
+    shutil.copytree(src / "tests", tests, ignore=shutil.ignore_patterns("__snapshots__"))
+    shutil.copy(HERE / "conftest_langgraph.py", tests / "conftest.py")
+    (work / "conftest.py").write_text(ROOT_CONFTEST.format(here=str(HERE)))
+    return tests
+
+
+def _run(suite: str, pytest_args: list[str]) -> dict[str, tuple[str, str]]:
+    """Runs the selected tests: ``{nodeid: (outcome, first line of the failure)}``."""
+    with tempfile.TemporaryDirectory(prefix=f"upstream-{suite}-") as tmp:
+        work = Path(tmp)
+        _prepare(suite, work)
+        report = work / "report.xml"
+        files = [f"tests/{f}" for f in selection.FILES[suite] if (work / "tests" / f).exists()]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            *files,
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:randomly",
+            "--rootdir",
+            str(work),
+            "-o",
+            "addopts=",
+            "--continue-on-collection-errors",
+            f"--junitxml={report}",
+            "-o",
+            "junit_family=xunit1",
+            *pytest_args,
+        ]
+        proc = subprocess.run(cmd, cwd=work, check=False, preexec_fn=_limit_memory)
+        if not report.exists():
+            raise RuntimeError(
+                f"pytest wrote no report for {suite} (exit {proc.returncode}): see its output above"
+            )
+        return _results(report)
+
+
+def _limit_memory() -> None:
+    """A test that runs away with memory fails alone (MemoryError) instead of taking the
+    machine's memory from everything else."""
+    import resource
+
+    limit = 6 * 1024**3
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _results(report: Path) -> dict[str, tuple[str, str]]:
+    """Each test's outcome; a file that does not import is one entry, ``file::<import>``."""
+    out: dict[str, tuple[str, str]] = {}
+    for case in ET.parse(report).getroot().iter("testcase"):
+        file = case.get("file") or case.get("classname", "").replace(".", "/") + ".py"
+        name = case.get("name") or ""
+        module = file[:-3].replace("/", ".")
+        nodeid = f"{file}::<import>" if name in ("", module) else f"{file}::{name}"
+        outcome, why = "passed", ""
+        for tag in ("failure", "error"):
+            el = case.find(tag)
+            if el is not None:
+                outcome = "failed"
+                text = (el.text or "").strip().splitlines()
+                raised = [ln[1:].strip() for ln in text if ln.startswith("E ")]
+                message = (el.get("message") or "").strip()
+                why = raised[-1] if nodeid.endswith("<import>") and raised else message
+                why = why.splitlines()[0][:160] if why else (raised[-1][:160] if raised else tag)
+        if case.find("skipped") is not None:
+            outcome = "skipped"
+            why = (case.find("skipped").get("message") or "").strip()[:160]
+        out[nodeid] = (outcome, why)
+    return out
+
+
+def _test_functions(file: str) -> int:
+    """How many test functions a file of the fetched suite defines (before
+    parametrisation): what a file that does not import keeps from running."""
+    import ast
+
+    for suite in SUITES:
+        path = fetch.sdist(suite) / file
+        if path.exists():
+            tree = ast.parse(path.read_text())
+            return sum(
+                1
+                for n in tree.body
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and n.name.startswith("test")
+            )
+    return 0
+
+
+def _read_expected(path: Path) -> dict[str, str]:
+    expected: dict[str, str] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.strip() and not line.startswith("#"):
+                nodeid, _, reason = line.partition(" | ")
+                expected[nodeid.strip()] = reason.strip()
+    return expected
+
+
+def _write_expected(path: Path, suite: str, failed: dict[str, str], old: dict[str, str]) -> None:
+    lines = [
+        f"# {suite}: selected tests that fail on ironloop, with why (see {DECISIONS}).",
+        "# Written by scripts/upstream/suite.py --update; reasons may be edited by hand.",
+    ]
+    for nodeid in sorted(failed):
+        lines.append(f"{nodeid} | {old.get(nodeid) or failed[nodeid]}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--suite", action="append", choices=SUITES, help="default: all")
+    ap.add_argument("--update", action="store_true", help="rewrite the expected failures")
+    ap.add_argument("pytest_args", nargs="*")
+    args = ap.parse_args()
+    status = 0
+    for suite in args.suite or SUITES:
+        results = _run(suite, args.pytest_args)
+        per_file: dict[str, Counter[str]] = defaultdict(Counter)
+        for nodeid, (outcome, _) in results.items():
+            per_file[nodeid.split("::")[0]][outcome] += 1
+        print(f"\n{suite}: pass count per file")
+        unimported = {
+            n.split("::")[0]: why for n, (o, why) in results.items() if n.endswith("::<import>")
+        }
+        for file in sorted(per_file):
+            c = per_file[file]
+            total = sum(c.values())
+            if file in unimported:
+                n = _test_functions(file)
+                print(
+                    f"  {file:60} does not import ({n} test functions not run): {unimported[file]}"
+                )
+            else:
+                print(f"  {file:60} {c['passed']:4} of {total:4} passed")
+        total = Counter(o for o, _ in results.values())
+        ran = total["passed"] + total["failed"]
+        print(
+            f"{suite}: {total['passed']} of {ran} selected tests pass "
+            f"({100 * total['passed'] / max(ran, 1):.1f} %), {total['skipped']} skipped"
+        )
+        failed = {n: why for n, (o, why) in results.items() if o == "failed"}
+        path = EXPECTED_DIR / f"{suite}.expected"
+        expected = _read_expected(path)
+        if args.update:
+            _write_expected(path, suite, failed, expected)
+            print(f"{suite}: wrote {len(failed)} expected failures to {path.relative_to(ROOT)}")
+            continue
+        new = sorted(set(failed) - set(expected))
+        fixed = sorted(n for n in expected if results.get(n, ("",))[0] == "passed")
+        for n in new:
+            print(f"NEW FAILURE {n}: {failed[n]}")
+        for n in fixed:
+            print(f"NOW PASSES (remove from {path.relative_to(ROOT)}): {n}")
+        if new or fixed:
+            status = 1
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
