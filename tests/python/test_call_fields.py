@@ -284,20 +284,21 @@ def test_unknown_fields_and_instance_at_agent_level_are_refused():
         with_call_fields(summarize, ["_delegate"])
 
 
-def test_the_readme_meta_field_snippets_run():
+def test_the_guides_meta_field_snippets_run():
     from pathlib import Path
 
     from ironloop import unregister_activity
 
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    readme = (Path(__file__).parents[2] / "docs" / "tools.md").read_text()
     start = readme.index("### Typed outputs, activities and call meta-fields")
-    section = readme[start : readme.index("\n## ", start)]
+    end = readme.find("\n## ", start)
+    section = readme[start : end if end != -1 else len(readme)]
     blocks = section.split("```python")[1:]
     assert len(blocks) == 5, "one for activities, one per meta-field"
     ns: dict[str, Any] = {}
     try:
         for block in blocks:
-            exec(compile(block[: block.index("```")], "README.md", "exec"), ns)
+            exec(compile(block[: block.index("```")], "docs/tools.md", "exec"), ns)
     finally:
         unregister_activity("double")
         unregister_delegate("doubler")

@@ -2,7 +2,7 @@
 real HTTP server on loopback — path, query, header and body parameters arrive as the
 spec says; a 404 is an error ToolMessage naming the status; calls run in parallel;
 timeouts, bad arguments and credentials in errors — inside ToolNode and
-create_react_agent, called directly, and the example program and README snippet."""
+create_react_agent, called directly, and the example program and the snippet of docs/tools.md."""
 
 from __future__ import annotations
 
@@ -449,8 +449,8 @@ def test_example_runs() -> None:
     assert "Bearer" not in out
 
 
-def test_readme_snippet_runs() -> None:
-    readme = (REPO / "README.md").read_text()
+def test_the_guides_snippet_runs() -> None:
+    readme = (REPO / "docs" / "tools.md").read_text()
     code = readme.split("## OpenAPI tools", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr

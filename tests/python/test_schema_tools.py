@@ -141,14 +141,14 @@ def test_tool_calling_must_be_known():
         create_react_agent(ScriptedChatModel(["x"]), [add], tool_calling="xml")
 
 
-def test_the_readme_example_runs(capsys):
+def test_the_guides_example_runs(capsys):
     from pathlib import Path
 
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    readme = (Path(__file__).parents[2] / "docs" / "tools.md").read_text()
     section = readme[readme.index("## Schema-only tools") :]
     start = section.index("```python") + len("```python")
     code = section[start : section.index("```", start)]
-    exec(compile(code, "README.md", "exec"), {})
+    exec(compile(code, "docs/tools.md", "exec"), {})
     assert capsys.readouterr().out.strip() == "5, and the sky is blue"
 
 

@@ -377,8 +377,8 @@ def test_example_runs() -> None:
     assert 'return f"Hello, {name}!"' in out
 
 
-def test_readme_snippet_runs() -> None:
-    readme = (REPO / "README.md").read_text()
+def test_the_guides_snippet_runs() -> None:
+    readme = (REPO / "docs" / "tools.md").read_text()
     code = readme.split("## Workspace tools", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
