@@ -178,6 +178,61 @@ class _Worker:
                 mod.choice = random.choice  # type: ignore[attr-defined]
         return {"state": _canonical(final), "chunks": chunks}
 
+    def react_split(self, repeat: int) -> dict[str, float]:
+        """Where ``react_agent_100x`` (sync ``invoke``) spends its time: the whole run,
+        the LangChain fake model's own 101 calls and the tool's own 100 calls made
+        outside any framework on the same messages, and the rest (the framework's)."""
+        import bench.react_agent as ra
+
+        made: dict[str, Any] = {}
+        build = ra.create_react_agent
+
+        def spy(model: Any, tools: Any, **kw: Any) -> Any:
+            made["model"], made["tool"] = model, tools[0]
+            return build(model, tools, **kw)
+
+        ra.create_react_agent = spy  # type: ignore[attr-defined]
+        try:
+            graph = ra.react_agent(100, checkpointer=None)
+        finally:
+            ra.create_react_agent = build  # type: ignore[attr-defined]
+        from langchain_core.messages import HumanMessage
+
+        inp = {"messages": [HumanMessage("hi?")]}
+
+        def run() -> Any:
+            return graph.invoke(inp, {"configurable": {"thread_id": str(uuid.uuid4())}})
+
+        out = run()
+        # The model sees LangChain messages on both sides (converted when the
+        # framework's own classes are not LangChain's).
+        msgs = out["messages"]
+        if not all(hasattr(m, "lc_serializable") for m in msgs):
+            from ironloop.messages import to_langchain
+
+            msgs = to_langchain(msgs)
+        model, tool = made["model"], made["tool"]
+
+        def models() -> None:
+            model.i = 0
+            for k in range(101):
+                model.invoke(msgs[: 1 + 2 * k])
+
+        def tools() -> None:
+            for _ in range(100):
+                tool.invoke({"query": "q" * 3600})
+
+        def median(f: Any) -> float:
+            ts = []
+            for _ in range(repeat):
+                t = time.perf_counter()
+                f()
+                ts.append(time.perf_counter() - t)
+            return statistics.median(ts)
+
+        total, m, t = median(run), median(models), median(tools)
+        return {"run": total, "model": m, "tool": t, "framework": max(total - m - t, 0.0)}
+
     def compile_time(self, name: str) -> float:
         ns = self.table("memory")
         for bname, builder in ns["compilation_benchmarks"]:
@@ -204,6 +259,8 @@ class _Worker:
                     out = self.outcome(**req)
                 elif op == "compile":
                     out = {"s": self.compile_time(**req)}
+                elif op == "react_split":
+                    out = self.react_split(**req)
                 else:
                     raise ValueError(op)
                 reply = {"ok": out}
@@ -383,6 +440,18 @@ def main() -> int:
                 "ratio": ratio,
             }
         )
+    if not args.only or any(o in "react_agent_100x" for o in args.only):
+        print("\n# react_agent_100x, sync invoke: where the time goes (ms, median)")
+        print(f"{'':16} {'run':>8} {'model':>8} {'tool':>8} {'framework':>10}")
+        for i, c in clients.items():
+            sp = c.ask(op="react_split", repeat=args.repeat)
+            print(
+                f"{i:16} "
+                + " ".join(f"{sp[k] * 1e3:8.1f}" for k in ("run", "model", "tool"))
+                + f" {sp['framework'] * 1e3:10.1f}",
+                flush=True,
+            )
+            results.append({"benchmark": "react_agent_100x_split", "impl": i, **sp})
     for c in clients.values():
         c.close()
     if args.json:
