@@ -14,6 +14,8 @@ source scripts/postgres.sh
 step "Rust: format, lints, tests (core, without Python; with PostgresSaver)"
 cargo fmt --check
 cargo clippy --all-targets --quiet -- -D warnings
+# The core alone (no saver, model, source): helpers only its features use stay gated.
+cargo clippy --no-default-features --quiet -- -D warnings
 cargo clippy --all-targets --features postgres --quiet -- -D warnings
 cargo clippy --features python --lib --quiet -- -D warnings
 # The one-wheel (limited API) build stays compiling: docs/decisions.md, "Wheels are

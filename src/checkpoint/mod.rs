@@ -21,7 +21,6 @@ pub mod record;
 pub mod sqlite;
 pub mod stalled;
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -539,6 +538,7 @@ pub(crate) enum ChainFrom {
     Snapshot,
 }
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 /// Orders the ancestors of `id` from the root (or, with [`ChainFrom::Snapshot`], the
 /// nearest snapshot) down to `id`.
 pub(crate) fn order_chain(
@@ -548,7 +548,7 @@ pub(crate) fn order_chain(
     id: &str,
     from: ChainFrom,
 ) -> Result<Vec<CheckpointRecord>> {
-    let mut by_id: HashMap<String, CheckpointRecord> =
+    let mut by_id: std::collections::HashMap<String, CheckpointRecord> =
         records.into_iter().map(|r| (r.id.clone(), r)).collect();
     let mut out: Vec<CheckpointRecord> = Vec::with_capacity(by_id.len());
     let mut cur = Some(id.to_owned());
@@ -578,6 +578,7 @@ pub(crate) fn order_chain(
     Ok(out)
 }
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 /// How an error names a stored record: its id (kept beside the record since format
 /// 2), when that id is usable in a message.
 pub(crate) fn record_name(id: &str) -> String {

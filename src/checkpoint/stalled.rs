@@ -54,6 +54,7 @@ pub(crate) fn awaits_answer(writes: &[PendingWrite]) -> bool {
         .any(|&(done, interrupts, answers)| !done && interrupts > answers)
 }
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 /// [`awaits_answer`] as an SQL condition (PostgreSQL and SQLite): true when the
 /// pending writes in table `writes` of checkpoint `checkpoint` of thread `thread`
 /// hold an unanswered interrupt.
