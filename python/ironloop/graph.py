@@ -515,9 +515,31 @@ def _check_run_options(durability: str | None, version: str) -> None:
         raise ValueError(f"version must be 'v1' or 'v2', got {version!r}")
 
 
+#: The keys a run's config keeps at its top level: langchain-core's ``CONFIG_KEYS``, and
+#: ``multitask_strategy`` (a run option ironloop reads there, see ``Multitask``).
+_CONFIG_KEYS = frozenset(
+    {
+        "tags",
+        "metadata",
+        "callbacks",
+        "run_name",
+        "max_concurrency",
+        "recursion_limit",
+        "configurable",
+        "run_id",
+        "multitask_strategy",
+    }
+)
+
+
 def _with_durability(config: Any, durability: str | None) -> Any:
-    """``config`` carrying ``durability`` where LangGraph keeps it (the engine reads
-    it there); unchanged without one."""
+    """``config`` as a run reads it: any other top-level key (``{"thread_id": "1"}``)
+    moved into ``configurable``, as langchain-core's ``ensure_config`` does, and
+    ``durability`` where LangGraph keeps it (the engine reads it there)."""
+    if config and any(k not in _CONFIG_KEYS and v is not None for k, v in config.items()):
+        moved = {k: v for k, v in config.items() if k not in _CONFIG_KEYS and v is not None}
+        config = {k: v for k, v in config.items() if k in _CONFIG_KEYS}
+        config["configurable"] = {**(config.get("configurable") or {}), **moved}
     if durability is None:
         return config
     config = dict(config or {})

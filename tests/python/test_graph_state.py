@@ -221,3 +221,14 @@ def test_aget_state_history_and_aupdate_state_match_their_sync_forms() -> None:
         new_cfg["configurable"]["checkpoint_id"]
         == app.get_state(cfg).config["configurable"]["checkpoint_id"]
     )
+
+
+def test_top_level_config_keys_move_into_configurable_as_langchain_core_does() -> None:
+    # langchain-core's ensure_config: a key that is not a config key (thread_id here)
+    # belongs to `configurable`; LangGraph programs pass {"thread_id": ...} so.
+    app = _counter_graph()
+    assert app.invoke({"x": 1}, {"thread_id": "top"}) == {"x": 2}
+    assert app.get_state({"configurable": {"thread_id": "top"}}).values == {"x": 2}
+    chunks = list(app.stream({"x": 5}, {"thread_id": "top2", "recursion_limit": 5}))
+    assert chunks == [{"a": {"x": 6}}]
+    assert app.get_state({"configurable": {"thread_id": "top2"}}).values == {"x": 6}
