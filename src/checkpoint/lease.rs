@@ -133,7 +133,7 @@ impl std::fmt::Debug for RunLease {
     }
 }
 
-#[cfg(feature = "postgres")]
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 /// A stable 64-bit hash of a thread's key (FNV-1a): the same in every process and
 /// every build of ironloop, as a lease key shared by processes must be.
 pub(crate) fn key_hash(key: &str) -> u64 {
@@ -401,7 +401,7 @@ pub(crate) mod file {
     }
 }
 
-#[cfg(all(test, feature = "postgres"))]
+#[cfg(all(test, any(feature = "sqlite", feature = "postgres")))]
 mod tests {
     use super::key_hash;
 
