@@ -677,7 +677,7 @@ def _react_template(
     if hasattr(model, "invoke") and hasattr(model, "ainvoke"):
         agent.__ironloop_async__ = aagent  # type: ignore[attr-defined]
 
-    g = StateGraph(schema)
+    g: StateGraph[Any, Any, Any, Any] = StateGraph(schema)
     g.add_node("agent", node)
     entry = "agent"
     if pre_model_hook is not None:

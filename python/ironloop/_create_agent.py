@@ -661,7 +661,7 @@ def _agent_template(
         j for group in (before_agent, before_model, after_model, after_agent) for _, _, j in group
     )
     schema, input_schema, output_schema = _schemas(state_schema, mws, jumps)
-    g = StateGraph(
+    g: StateGraph[Any, Any, Any, Any] = StateGraph(
         schema,
         context_schema=context_schema,
         input_schema=input_schema,

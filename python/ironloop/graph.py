@@ -30,7 +30,7 @@ from typing import (
     get_type_hints,
 )
 
-from typing_extensions import TypeVar
+from typing_extensions import Self, TypeVar
 
 from ironloop import _tracing
 from ironloop._constants import END, START
@@ -277,7 +277,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         cache_policy: Any = None,
         destinations: Any = None,
         **kwargs: Any,
-    ) -> StateGraph:
+    ) -> Self:
         """Adds a node: ``add_node("name", fn)`` or ``add_node(fn)`` (named after it).
         ``fn`` may be sync or async, a ``ToolNode``, or a compiled graph (a subgraph).
 
@@ -331,7 +331,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             self.node_metadata[name] = dict(metadata)
         return self
 
-    def add_edge(self, start_key: str | Sequence[str], end_key: str) -> StateGraph:
+    def add_edge(self, start_key: str | Sequence[str], end_key: str) -> Self:
         """Runs ``end_key`` after ``start_key``; with a list of sources, after all of them."""
         if isinstance(start_key, str):
             if start_key == END:
@@ -358,7 +358,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         source: str,
         path: Callable[..., Any],
         path_map: dict[Hashable, str] | list[str] | None = None,
-    ) -> StateGraph:
+    ) -> Self:
         """After ``source``, calls ``path(state)`` to choose the next node(s): a name,
         ``END``, a ``Send``, or a list of them; ``path_map`` maps its results to names."""
         if isinstance(path_map, list):
@@ -377,7 +377,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         self.branches.append(_Branch(source, name, path, mapping, ends, schema))
         return self
 
-    def add_sequence(self, nodes: Sequence[Any]) -> StateGraph:
+    def add_sequence(self, nodes: Sequence[Any]) -> Self:
         """Adds nodes that run one after the other: functions (named after themselves)
         or ``(name, function)`` pairs. As in LangGraph, an empty sequence and a name
         already in the graph are refused (``ValueError``).
@@ -413,15 +413,15 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             previous = name
         return self
 
-    def set_entry_point(self, key: str) -> StateGraph:
+    def set_entry_point(self, key: str) -> Self:
         return self.add_edge(START, key)
 
     def set_conditional_entry_point(
         self, path: Callable[..., Any], path_map: dict[Hashable, str] | list[str] | None = None
-    ) -> StateGraph:
+    ) -> Self:
         return self.add_conditional_edges(START, path, path_map)
 
-    def set_finish_point(self, key: str) -> StateGraph:
+    def set_finish_point(self, key: str) -> Self:
         return self.add_edge(key, END)
 
     def compile(
@@ -622,7 +622,12 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
     ``get_graph().draw_mermaid()``."""
 
     def __init__(
-        self, builder: StateGraph, core: Any, checkpointer: Any, store: Any, name: str
+        self,
+        builder: StateGraph[Any, Any, Any, Any],
+        core: Any,
+        checkpointer: Any,
+        store: Any,
+        name: str,
     ) -> None:
         self.builder = builder
         self._core = core
@@ -1067,7 +1072,7 @@ def _node_label(name: str, action: Any, metadata: dict[str, Any] | None) -> str:
 
 
 class _DrawableGraph:
-    def __init__(self, builder: StateGraph) -> None:
+    def __init__(self, builder: StateGraph[Any, Any, Any, Any]) -> None:
         self.builder = builder
 
     @property
