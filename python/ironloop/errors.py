@@ -1,4 +1,5 @@
-"""Exceptions raised by ironloop.
+"""Exceptions raised by ironloop, and the warning a checkpoint load can give
+(``CheckpointTypeWarning``).
 
 Tool failures are data for the model (error ``ToolMessage``s); these exceptions are
 for the programmer: misuse of the API, or tool errors re-raised when

@@ -20,8 +20,9 @@ import random
 import struct
 import sys
 import warnings
+from collections import OrderedDict
 from pathlib import Path
-from typing import Annotated, Any, Optional, TypedDict, Union
+from typing import Annotated, Any, NamedTuple, Optional, TypedDict, Union
 
 import pydantic
 import pytest
@@ -203,11 +204,22 @@ def test_checkpoint_json_written_before_the_tags_still_reads() -> None:
     assert back["plain"] == {"x": [1, 2.0, "y"]}
 
 
+def test_dict_and_list_subclasses_are_stored_as_plain_data() -> None:
+    class Items(list[int]):
+        pass
+
+    back = _checkpoint_decode(_checkpoint_encode([OrderedDict(b=1, a=2), Items([1])]))
+    assert back == [{"b": 1, "a": 2}, [1]] and list(back[0]) == ["b", "a"]
+    assert type(back[0]) is dict and type(back[1]) is list
+
+
 def test_what_a_checkpoint_cannot_hold_is_refused_naming_type_and_place() -> None:
     with pytest.raises(TypeError, match=r"object is not a type .*\['a'\]\[1\]"):
         _checkpoint_encode({"a": [1, object()]})
     with pytest.raises(TypeError, match=r"dict keys must be str.*int"):
         _checkpoint_encode({1: "x"})
+    with pytest.raises(TypeError, match=r"Pair is not a type"):
+        _checkpoint_encode(Pair(1, 2))  # a tuple subclass: its type would be lost
     loop: list[Any] = []
     loop.append(loop)
     with pytest.raises(TypeError, match="nests deeper"):
@@ -215,6 +227,11 @@ def test_what_a_checkpoint_cannot_hold_is_refused_naming_type_and_place() -> Non
 
 
 # ------------------------------------------------------------------ allowlist
+
+
+class Pair(NamedTuple):
+    a: int
+    b: int
 
 
 @dataclasses.dataclass
@@ -282,6 +299,16 @@ def test_allowed_types_come_back_typed_and_others_as_data() -> None:
     assert back == box and back.tag == "kept" and back.color is Color.BLUE
     m = Money(amount=5, currency="EUR")
     assert _checkpoint_decode(_checkpoint_encode(m), {_path(Money): Money}) == m
+
+
+@dataclasses.dataclass
+class Odd:
+    __ironloop_message__: str  # a field named like a tag key
+
+
+def test_fields_named_like_tag_keys_are_escaped() -> None:
+    back = _checkpoint_decode(_checkpoint_encode(Odd("x")), {_path(Odd): Odd})
+    assert back == Odd("x")
 
 
 def test_an_allowed_type_whose_data_no_longer_fits_loads_as_data() -> None:

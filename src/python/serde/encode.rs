@@ -210,7 +210,11 @@ impl Encoder {
                     .map_err(|e| e.at(|| format!(".{name}")))?;
                 fields.insert(name, v);
             }
-            return Ok(tagged(&type_path(&ty)?, "value", Value::Object(fields)));
+            return Ok(tagged(
+                &type_path(&ty)?,
+                "value",
+                escaped_if_reserved(fields),
+            ));
         }
         if ty.hasattr(intern!(py, "model_validate"))? && obj.hasattr(intern!(py, "model_dump"))? {
             let kw = PyDict::new(py);
@@ -235,6 +239,18 @@ impl Encoder {
 
 fn pair(k: Value, v: Value) -> Value {
     Value::Array(vec![k, v])
+}
+
+/// An object of fields, escaped as a dict is when a field's name is reserved.
+fn escaped_if_reserved(fields: Map<String, Value>) -> Value {
+    if !fields.keys().any(|k| is_reserved_key(k)) {
+        return Value::Object(fields);
+    }
+    let pairs = fields
+        .into_iter()
+        .map(|(k, v)| pair(Value::String(k), v))
+        .collect();
+    tagged("dict", "items", Value::Array(pairs))
 }
 
 /// A dict key: text (any `str`, subclasses read as `str`), else refused.
