@@ -452,7 +452,15 @@ class Counted(pydantic.BaseModel):
 
 class Loop(TypedDict, total=False):
     big: Counted
+    odd: Any
     i: int
+
+
+#: Read back from the snapshots (every 16 records) of the looping graph below.
+_ODD = {
+    "__ironloop_type__": "os:system",
+    "value": [math.nan, -0.0, 2**80, "\udc00", ("t",), {"__ironloop_message__": {}}],
+}
 
 
 def _loop(saver: Any, steps: int) -> Any:
@@ -467,10 +475,16 @@ def _loop(saver: Any, steps: int) -> Any:
 def test_a_value_that_did_not_change_is_encoded_once(saver, durability: str) -> None:
     _DUMPS[0] = 0
     app = _loop(saver, 40)  # 40 records: two snapshots, then the cached state
-    app.invoke({"big": Counted(blob=[1, 2, 3]), "i": 0}, _cfg("once"), durability=durability)
+    app.invoke(
+        {"big": Counted(blob=[1, 2, 3]), "odd": _ODD, "i": 0}, _cfg("once"), durability=durability
+    )
     assert _DUMPS[0] == 1
     app.invoke({"i": 40}, _cfg("once"), durability=durability)  # from the cached state
     fresh = _loop(saver, 40)
     fresh.invoke({"i": 80}, _cfg("once"), durability=durability)  # from the store
     assert _DUMPS[0] == 1
-    assert fresh.get_state(_cfg("once")).values == {"big": Counted(blob=[1, 2, 3]), "i": 120}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        values = _loop(saver, 40).get_state(_cfg("once")).values
+    assert values["big"] == Counted(blob=[1, 2, 3]) and values["i"] == 120
+    assert same(values["odd"], _ODD)
