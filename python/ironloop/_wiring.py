@@ -6,10 +6,10 @@ a renamed helper fails here rather than in the middle of a run. Not public API.
 
 from __future__ import annotations
 
-from ironloop import _logs, _runtime, _serde  # noqa: F401  (_logs: level changes reach Rust)
+from ironloop import _logs, _runtime  # noqa: F401  (_logs: level changes reach Rust)
 from ironloop._ironloop import _install_helpers
 from ironloop._state import as_update
-from ironloop.errors import GraphInterrupt, ParentCommand
+from ironloop.errors import CheckpointTypeWarning, GraphInterrupt, ParentCommand
 from ironloop.graph import _task_writer
 from ironloop.messages import ToolCall
 from ironloop.types import Command, Interrupt, PregelTask, Send, StateSnapshot
@@ -18,8 +18,7 @@ _install_helpers(
     {
         "as_update": as_update,
         "task_writer": _task_writer,
-        "encode": _serde.encode,
-        "decode": _serde.decode,
+        "type_warning": CheckpointTypeWarning,
         "task_var": _runtime.task_var,
         "background_loop": _runtime.background_loop,
         "escaped": _runtime.Escaped,

@@ -1,4 +1,5 @@
-"""Exceptions raised by ironloop.
+"""Exceptions raised by ironloop, and the warning a checkpoint load can give
+(``CheckpointTypeWarning``).
 
 Tool failures are data for the model (error ``ToolMessage``s); these exceptions are
 for the programmer: misuse of the API, or tool errors re-raised when
@@ -13,6 +14,7 @@ __all__ = [
     "CheckpointNotFoundError",
     "CheckpointSerializationError",
     "CheckpointStorageError",
+    "CheckpointTypeWarning",
     "GraphInterrupt",
     "GraphRecursionError",
     "InvalidArgumentError",
@@ -175,6 +177,15 @@ class WorkspaceFileError(WorkspaceError, OSError):
 class CheckpointSerializationError(CheckpointError, TypeError):
     """A state value cannot be serialised into a checkpoint (the message names the
     channel and the value's type), or a stored checkpoint cannot be read back."""
+
+
+class CheckpointTypeWarning(UserWarning):
+    """A checkpointed value of a type the graph does not allow (an enum, dataclass or
+    pydantic model that its state schema does not name and ``compile(...,
+    serde_allowlist=[...])`` does not list) was loaded as its plain data instead of
+    as that type. Nothing a checkpoint names is imported: allow the type to have it
+    restored, or filter this warning (``warnings.filterwarnings("ignore",
+    category=CheckpointTypeWarning)``) to keep the plain data quietly."""
 
 
 class CheckpointStorageError(CheckpointError):

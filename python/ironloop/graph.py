@@ -33,6 +33,7 @@ from typing import (
 from typing_extensions import Self, TypeVar
 
 from ironloop import _tracing
+from ironloop._allowlist import SerdeAllowlist, allowlist
 from ironloop._constants import END, START
 from ironloop._ironloop import (
     BaseMessage,
@@ -433,9 +434,16 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         store: Any = None,
         debug: bool = False,
         name: str | None = None,
+        serde_allowlist: SerdeAllowlist | None = None,
     ) -> CompiledStateGraph:
         """Checks the wiring (naming the node or edge at fault) and returns a runnable
-        graph."""
+        graph.
+
+        ``serde_allowlist``: enums, dataclasses and pydantic models (classes, or
+        ``(module, qualname)`` pairs of a module the process imports) that loading a
+        checkpoint restores besides the types the state schemas name. A stored value of
+        any other type loads as its plain data with a ``CheckpointTypeWarning``;
+        nothing a checkpoint names is imported."""
         ib = (
             [interrupt_before]
             if isinstance(interrupt_before, str)
@@ -502,6 +510,9 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             store=store,
             input_keys=list(self.schemas[self.input_schema]),
             output_keys=list(self.schemas[self.output_schema]),
+            serde_allowlist=allowlist(
+                [*self.schemas, *self.node_schemas.values()], serde_allowlist
+            ),
         )
         self.compiled = True
         return CompiledStateGraph(self, core, checkpointer, store, name or "LangGraph")

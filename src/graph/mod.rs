@@ -15,6 +15,7 @@ mod spec;
 mod state;
 mod state_cache;
 mod stream;
+pub mod tagged;
 mod value;
 
 pub use channel::{Channel, ChannelKind, Reducer};

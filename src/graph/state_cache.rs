@@ -10,18 +10,20 @@
 //! Messages and JSON values are immutable and kept as they are (a messages list is a
 //! persistent structure: keeping it costs a pointer). Values owned by the host (Python
 //! objects) may be changed in place by whoever holds them after the run, so they are
-//! kept as their checkpoint JSON and decoded afresh, as a load would.
+//! kept as their checkpoint JSON and decoded afresh, as a load would. That JSON is the
+//! one the value's write was checkpointed with ([`super::HostValue::to_json`] is
+//! shared), so keeping it costs a pointer too, not an encoding per run.
 //!
 //! The cache holds at most [`STATE_CACHE_THREADS`] threads, the least recently used
 //! going first.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
 use super::channel::Channel;
-use super::codec::encode;
+use super::codec::encode_shared;
 use super::engine::Graph;
 use super::error::GraphError;
 use super::value::Val;
@@ -31,7 +33,7 @@ pub const STATE_CACHE_THREADS: usize = 128;
 
 enum Kept {
     Live(Option<Val>),
-    Encoded(Value),
+    Encoded(Arc<Value>),
 }
 
 struct Entry {
@@ -83,7 +85,7 @@ impl Graph {
                 return Ok(None);
             }
             e.used = clock;
-            let kept: Vec<Result<Option<Val>, Value>> = e
+            let kept: Vec<Result<Option<Val>, Arc<Value>>> = e
                 .values
                 .iter()
                 .map(|k| match k {
@@ -98,7 +100,7 @@ impl Graph {
         for (i, ((c, k), version)) in chans.iter_mut().zip(kept).zip(versions).enumerate() {
             c.value = match k {
                 Ok(v) => v,
-                Err(json) => Some(self.decode(&self.names()[i], json)?),
+                Err(json) => Some(self.codec.decode_shared(&self.names()[i], json)?),
             };
             c.version = version;
         }
@@ -119,7 +121,7 @@ impl Graph {
             .iter()
             .zip(self.names().iter())
             .map(|(c, name)| match &c.value {
-                Some(v @ Val::Host(_)) => Ok(Kept::Encoded(encode(name, v)?)),
+                Some(v @ Val::Host(_)) => Ok(Kept::Encoded(encode_shared(name, v)?)),
                 other => Ok(Kept::Live(other.clone())),
             })
             .collect::<Result<Vec<_>, GraphError>>();

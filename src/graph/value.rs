@@ -11,8 +11,10 @@ use super::messages::MessageList;
 /// A value owned by the host language (a Python object, say). The core never looks
 /// inside; it only needs JSON for checkpoints.
 pub trait HostValue: Send + Sync + 'static {
-    /// The value as JSON, for a checkpoint; `Err` says why it cannot be.
-    fn to_json(&self) -> Result<Value, String>;
+    /// The value as checkpoint JSON; `Err` says why it cannot be. Shared, so that an
+    /// implementation may keep it: a channel value that did not change since it was
+    /// written is then encoded once, however many snapshots and cached states hold it.
+    fn to_json(&self) -> Result<Arc<Value>, String>;
     /// The value's type, for error messages.
     fn type_name(&self) -> String;
     fn as_any(&self) -> &dyn Any;
@@ -64,8 +66,16 @@ impl Val {
     pub fn to_json(&self) -> Result<Value, String> {
         match self {
             Val::Json(v) => Ok(v.clone()),
-            Val::Host(h) => h.to_json(),
+            Val::Host(h) => h.to_json().map(Arc::unwrap_or_clone),
             Val::Messages(m) => serde_json::to_value(m.to_vec()).map_err(|e| e.to_string()),
+        }
+    }
+
+    /// [`Val::to_json`] without a copy of what a host value keeps.
+    pub fn to_json_shared(&self) -> Result<Arc<Value>, String> {
+        match self {
+            Val::Host(h) => h.to_json(),
+            v => v.to_json().map(Arc::new),
         }
     }
 

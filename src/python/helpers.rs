@@ -1,8 +1,7 @@
 //! The Python objects the glue calls back into, handed over once.
 //!
-//! Some behaviour stays in Python because it is Python's own (the encoder that keeps
-//! dataclasses and pydantic models typed, the background asyncio loops, a dataclass or
-//! model read as a state update) and some results are Python classes (`Command`,
+//! Some behaviour stays in Python because it is Python's own (the background asyncio
+//! loops, a dataclass or model read as a state update) and some results are Python classes (`Command`,
 //! `Interrupt`, `StateSnapshot`). Rather than importing them by string on the hot path,
 //! `ironloop/_wiring.py` passes them in at import time, as one typed struct: a renamed
 //! helper then fails at `import ironloop`, not in the middle of a run.
@@ -21,9 +20,9 @@ pub struct Helpers {
     pub as_update: Py<PyAny>,
     /// `ironloop.graph._task_writer`: the `writer` argument of a node that asks for it.
     pub task_writer: Py<PyAny>,
-    /// `ironloop._serde.encode` / `decode`: Python values to and from checkpoint JSON.
-    pub encode: Py<PyAny>,
-    pub decode: Py<PyAny>,
+    /// `ironloop.errors.CheckpointTypeWarning`: a checkpointed value whose type the
+    /// graph does not allow was loaded as plain data (`serde::decode`).
+    pub type_warning: Py<PyAny>,
     /// `ironloop._runtime.task_var`: the running task's scratchpad context variable.
     pub task_var: Py<PyAny>,
     /// `ironloop._runtime.background_loop()`: the loop async tools of a sync caller use.

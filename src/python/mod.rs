@@ -23,6 +23,7 @@ mod pool;
 mod prebuilt;
 mod pytool;
 mod runtime;
+mod serde;
 mod thread_state;
 mod toolnode;
 mod tracing;
@@ -51,6 +52,7 @@ fn ironloop_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     openapi::register(m)?;
     mcp::register(m)?;
     tracing::register(m)?;
+    serde::register(m)?;
     m.add_function(wrap_pyfunction!(convert::_json_schema_errors, m)?)?;
     m.add_function(wrap_pyfunction!(args::_timeout_seconds, m)?)?;
     m.add_function(wrap_pyfunction!(helpers::_install_helpers, m)?)?;

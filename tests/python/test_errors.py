@@ -74,7 +74,12 @@ def test_every_class_is_exported_and_an_ironloop_error() -> None:
         v for _, v in inspect.getmembers(errors, inspect.isclass) if v.__module__ == errors.__name__
     ]
     assert sorted(c.__name__ for c in classes) == sorted(errors.__all__)
-    assert all(issubclass(c, IronloopError) for c in classes)
+    # Every exception is an IronloopError; the warnings (CheckpointTypeWarning) are
+    # UserWarnings, which `warnings.filterwarnings` can select.
+    warns = [c for c in classes if issubclass(c, Warning)]
+    assert [c.__name__ for c in warns] == ["CheckpointTypeWarning"]
+    assert all(issubclass(c, UserWarning) for c in warns)
+    assert all(issubclass(c, IronloopError) for c in classes if c not in warns)
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ use super::super::env::PyRunEnv;
 use super::super::helpers::helpers;
 use super::super::models::AgentModel;
 use super::super::runtime::{block_on, can_drive_inline, drive_inline, wait_for};
+use super::super::serde::Allowlist;
 use super::describe::{self, BranchDesc, ChannelDesc, NodeDesc};
 use super::run::{config_str, GraphCore, ThreadAt};
 use super::savers::checkpointer_from;
@@ -24,7 +25,7 @@ impl GraphCore {
     #[new]
     #[pyo3(signature = (*, channels, nodes, edges, joins, branches, checkpointer=None,
                         interrupt_before=Vec::new(), interrupt_after=Vec::new(), store=None,
-                        input_keys=None, output_keys=None))]
+                        input_keys=None, output_keys=None, serde_allowlist=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -39,6 +40,7 @@ impl GraphCore {
         store: Option<Py<PyAny>>,
         input_keys: Option<Vec<String>>,
         output_keys: Option<Vec<String>>,
+        serde_allowlist: Option<Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         let (mut spec, shared) = describe::channels(channels, store);
         spec.input = input_keys;
@@ -56,17 +58,15 @@ impl GraphCore {
             Some(c) if !c.is_none() => Some(checkpointer_from(py, &c)?),
             _ => None,
         };
-        let graph = Graph::compile(
-            spec,
-            cp,
-            Arc::new(PyCodec),
-            interrupt_before,
-            interrupt_after,
-        )
-        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let codec = Arc::new(PyCodec {
+            allow: Allowlist::from_py(serde_allowlist.as_ref())?,
+        });
+        let graph = Graph::compile(spec, cp, codec.clone(), interrupt_before, interrupt_after)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
         Ok(GraphCore {
             graph: Arc::new(graph),
             shared,
+            codec,
         })
     }
 
@@ -104,13 +104,17 @@ impl GraphCore {
     ) -> PyResult<Bound<'py, PyAny>> {
         let s = self.setup(py, input, config, Some(event_loop), None, model_call(agent))?;
         let graph = self.graph.clone();
-        let shared = self.shared.clone();
+        let (shared, codec) = (self.shared.clone(), self.codec.clone());
         pyo3_async_runtimes::tokio::future_into_py(py, async move {
             let guard = s.opts.cancel.clone().drop_guard();
             let r = graph.run(s.input, s.opts).await;
             guard.disarm();
             Python::attach(|py| {
-                let core = GraphCore { graph, shared };
+                let core = GraphCore {
+                    graph,
+                    shared,
+                    codec,
+                };
                 core.output(py, r).map(Bound::unbind)
             })
         })

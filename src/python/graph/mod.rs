@@ -18,32 +18,14 @@ mod stream;
 mod task;
 mod values;
 
-use std::sync::Arc;
-
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use super::convert::value_from_py;
-use super::messages::message_to_py;
-use crate::message::Message;
 use run::GraphCore;
 use savers::{PyMemorySaver, PyPostgresSaver, PySqliteSaver};
 use stream::{AsyncGraphStream, GraphStream};
 pub(crate) use task::current_tool_events;
 use task::TaskScratch;
 pub(crate) use values::host;
-
-/// Rebuilds a message from its `model_dump()` dict.
-#[pyfunction]
-pub fn _message_from_dict<'py>(
-    py: Python<'py>,
-    d: &Bound<'py, PyAny>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let v = value_from_py(d, "a message dict")?;
-    let m: Message = serde_json::from_value(v)
-        .map_err(|e| PyValueError::new_err(format!("not a message: {e}")))?;
-    message_to_py(py, Arc::new(m))
-}
 
 /// The `checkpoint_ns` of a subgraph run by `node`'s task `task_id` in a run at
 /// `parent_ns` (see [`crate::checkpoint::child_ns`]).
@@ -60,7 +42,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyMemorySaver>()?;
     m.add_class::<PySqliteSaver>()?;
     m.add_class::<PyPostgresSaver>()?;
-    m.add_function(wrap_pyfunction!(_message_from_dict, m)?)?;
     m.add_function(wrap_pyfunction!(_child_ns, m)?)?;
     Ok(())
 }

@@ -29,6 +29,8 @@ use crate::prebuilt::ModelCall;
 pub struct GraphCore {
     pub(super) graph: Arc<Graph>,
     pub(super) shared: Arc<Shared>,
+    /// The graph's codec (its allowlist), also for what the glue decodes itself.
+    pub(super) codec: Arc<PyCodec>,
 }
 
 /// What a Python call passes for a run.
@@ -371,7 +373,8 @@ pub(super) fn snapshot<'py>(
             .iter()
             .filter(|w| w.task_id == t.id && w.channel == Reserved::Interrupt.as_str())
         {
-            let v = PyCodec
+            let v = core
+                .codec
                 .decode(Reserved::Interrupt.as_str(), w.value.clone())
                 .map_err(|e| PyValueError::new_err(e.to_string()))?;
             let i = interrupt_cls.call1((val_to_py(py, &v)?, &t.id))?;

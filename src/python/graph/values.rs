@@ -2,7 +2,7 @@
 //! the state dict a node receives (with its message lists kept between steps).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -10,10 +10,11 @@ use pyo3::types::{IntoPyDict, PyDict, PyList, PyString, PyTuple};
 use serde_json::Value;
 
 use super::super::coerce::message_from_py;
-use super::super::convert::{json_from_py, value_to_py};
+use super::super::convert::value_to_py;
 use super::super::errors::Class;
 use super::super::helpers::helpers;
 use super::super::messages::message_to_py;
+use super::super::serde::{self as checkpoint_json, Allowlist};
 use super::super::toolnode::command_class;
 use crate::checkpoint::CheckpointError;
 use crate::graph::{
@@ -24,33 +25,45 @@ use crate::message::Message;
 // ---------------------------------------------------------------------------------
 // Values
 
-/// A Python object in a channel.
-pub struct PyObj(pub Py<PyAny>);
+/// A Python object in a channel, with its checkpoint JSON once it was encoded (or the
+/// JSON it was loaded from): a value is encoded once however many checkpoints hold
+/// it. A checkpoint holds a value as it was written: changing the object in place
+/// afterwards, without writing it again, changes no checkpoint (as in LangGraph, where
+/// a channel is saved once per version).
+pub struct PyObj {
+    obj: Py<PyAny>,
+    json: OnceLock<Arc<Value>>,
+}
+
+impl PyObj {
+    pub fn new(obj: Py<PyAny>) -> Self {
+        PyObj {
+            obj,
+            json: OnceLock::new(),
+        }
+    }
+
+    /// An object decoded from `json`, which is then its checkpoint JSON.
+    fn loaded(obj: Py<PyAny>, json: Arc<Value>) -> Self {
+        PyObj {
+            obj,
+            json: OnceLock::from(json),
+        }
+    }
+}
 
 impl HostValue for PyObj {
-    fn to_json(&self) -> Result<Value, String> {
-        Python::attach(|py| {
-            let obj = self.0.bind(py);
-            // Plain scalars go straight across; anything with structure goes through
-            // the encoder, which keeps tuples, sets, dataclasses and models typed.
-            if obj.is_none()
-                || obj.cast::<PyString>().is_ok()
-                || obj.cast::<pyo3::types::PyInt>().is_ok()
-                || obj.cast::<pyo3::types::PyFloat>().is_ok()
-            {
-                if let Ok(v) = json_from_py(obj) {
-                    return Ok(v);
-                }
-            }
-            let enc = helpers(py).map_err(|e| e.to_string())?.encode.bind(py);
-            let v = enc.call1((obj,)).map_err(|e| e.value(py).to_string())?;
-            json_from_py(&v)
-        })
+    fn to_json(&self) -> Result<Arc<Value>, String> {
+        if let Some(j) = self.json.get() {
+            return Ok(j.clone());
+        }
+        let v = Python::attach(|py| checkpoint_json::encode(self.obj.bind(py)))?;
+        Ok(self.json.get_or_init(|| Arc::new(v)).clone())
     }
 
     fn type_name(&self) -> String {
         Python::attach(|py| {
-            let t = self.0.bind(py).get_type();
+            let t = self.obj.bind(py).get_type();
             t.fully_qualified_name()
                 .map(|n| n.to_string())
                 .unwrap_or_else(|_| "?".into())
@@ -63,15 +76,15 @@ impl HostValue for PyObj {
 }
 
 pub(crate) fn host(obj: Bound<'_, PyAny>) -> Val {
-    Val::Host(Arc::new(PyObj(obj.unbind())))
+    Val::Host(Arc::new(PyObj::new(obj.unbind())))
 }
 
 /// The Python object of a value (messages as a fresh list).
 pub(super) fn val_to_py<'py>(py: Python<'py>, v: &Val) -> PyResult<Bound<'py, PyAny>> {
     match v {
         Val::Host(h) => match h.as_any().downcast_ref::<PyObj>() {
-            Some(o) => Ok(o.0.bind(py).clone()),
-            None => value_to_py(py, &h.to_json().map_err(PyValueError::new_err)?),
+            Some(o) => Ok(o.obj.bind(py).clone()),
+            None => value_to_py(py, &*h.to_json().map_err(PyValueError::new_err)?),
         },
         Val::Json(j) => value_to_py(py, j),
         Val::Messages(l) => {
@@ -84,21 +97,33 @@ pub(super) fn val_to_py<'py>(py: Python<'py>, v: &Val) -> PyResult<Bound<'py, Py
     }
 }
 
-/// Decodes checkpointed JSON into Python objects (messages revived).
-pub(super) struct PyCodec;
+/// Decodes checkpointed JSON into Python objects (messages revived, types restored
+/// from the graph's allowlist); each keeps the JSON it came from.
+pub(super) struct PyCodec {
+    pub(super) allow: Allowlist,
+}
 
-impl ValueCodec for PyCodec {
-    fn decode(&self, _channel: &str, value: Value) -> Result<Val, GraphError> {
+impl PyCodec {
+    fn load(&self, channel: &str, value: Arc<Value>) -> Result<Val, GraphError> {
         Python::attach(|py| {
-            let obj = value_to_py(py, &value)?;
-            let dec = helpers(py)?.decode.bind(py);
-            Ok(host(dec.call1((obj,))?))
+            let obj = checkpoint_json::decode(py, &value, &self.allow)?;
+            Ok(Val::Host(Arc::new(PyObj::loaded(obj.unbind(), value))))
         })
         .map_err(|e: PyErr| {
             GraphError::Checkpoint(CheckpointError::serialization(format!(
-                "cannot decode a checkpointed value: {e}"
+                "cannot decode the checkpointed value of {channel:?}: {e}"
             )))
         })
+    }
+}
+
+impl ValueCodec for PyCodec {
+    fn decode(&self, channel: &str, value: Value) -> Result<Val, GraphError> {
+        self.load(channel, Arc::new(value))
+    }
+
+    fn decode_shared(&self, channel: &str, value: Arc<Value>) -> Result<Val, GraphError> {
+        self.load(channel, value)
     }
 }
 
