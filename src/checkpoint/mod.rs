@@ -9,7 +9,8 @@
 //! values there, see `graph::snapshot`), so that loading a thread replays the deltas
 //! after the nearest snapshot ([`Checkpointer::chain_from_snapshot`]) instead of the
 //! whole chain. How a record is stored, and how a store tells a record holding a
-//! snapshot by its first bytes without parsing it, is [`record`]'s.
+//! snapshot by its first bytes without parsing it, is [`record`]'s; records under a
+//! user's key (authenticated, optionally encrypted) are [`seal`]'s.
 
 pub mod caller;
 pub mod lease;
@@ -17,6 +18,7 @@ pub mod memory;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod record;
+pub mod seal;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 pub mod stalled;
@@ -33,6 +35,7 @@ pub use lease::{AskGuard, RunLease, StopAsk};
 pub use memory::MemorySaver;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresOptions, PostgresSaver};
+pub use seal::{KeyError, RecordKey, Records, KEY_ENV};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteSaver;
 
@@ -48,6 +51,10 @@ pub enum CheckpointError {
     /// does not know, a damaged chain, or a saver that was closed.
     #[error("{0}")]
     Storage(String),
+    /// A stored record fails the check of the saver's key: tampered with, written with
+    /// another key, or written without one (see [`seal`]).
+    #[error("{0}")]
+    Integrity(String),
     /// Another writer got there first: a checkpoint id already stored with other
     /// content, or a second run advancing the same thread.
     #[error("{message}")]
