@@ -461,6 +461,7 @@ class StateGraph:
                     "path": b.path,
                     "path_map": b.path_map,
                     "ends": b.ends,
+                    "is_async": _is_async(b.path),
                 }
                 | desc
             )
