@@ -2130,6 +2130,77 @@ where
     );
 }
 
+/// Pending writes under a key read back as written, and a value changed or moved to
+/// another write behind the saver's back is refused; `rewrite(checkpoint, task, text)`
+/// swaps a write's stored value (an empty text: reads only) and answers the one before.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+async fn keyed_pending_writes_refuse_what_the_key_did_not_write<R, RF>(
+    s: &dyn Checkpointer,
+    rewrite: R,
+) where
+    R: Fn(String, String, String) -> RF,
+    RF: std::future::Future<Output = String>,
+{
+    s.put_next("w", rec("w0", None, 0)).await.unwrap();
+    let writes = vec![
+        pw("ta", "messages", json!({"secret": "s3cr3t-value"})),
+        pw("tb", "count", json!(7)),
+    ];
+    s.put_writes("w", "w0", writes.clone()).await.unwrap();
+    assert_eq!(s.pending_writes("w", "w0").await.unwrap(), writes);
+    let a = rewrite("w0".into(), "ta".into(), String::new()).await;
+    let b = rewrite("w0".into(), "tb".into(), String::new()).await;
+    // Authenticated (`!a`, the value in clear after the code) or encrypted (`!e`).
+    let encrypted = a.starts_with("!e");
+    assert!(encrypted || a.starts_with("!a"), "{a}");
+    assert_eq!(a.contains("s3cr3t"), !encrypted, "{a}");
+    // One byte changed, or one write's value in another's place: refused.
+    let i = a.len() / 2;
+    let changed = format!(
+        "{}{}{}",
+        &a[..i],
+        if &a[i..=i] == "x" { "y" } else { "x" },
+        &a[i + 1..]
+    );
+    rewrite("w0".into(), "ta".into(), changed).await;
+    let m = integrity_error(s.pending_writes("w", "w0").await);
+    assert!(m.contains("\"ta\"") && m.contains("messages"), "{m}");
+    rewrite("w0".into(), "ta".into(), b).await;
+    integrity_error(s.get_with_writes("w", None).await);
+    rewrite("w0".into(), "ta".into(), a).await;
+    assert_eq!(s.pending_writes("w", "w0").await.unwrap(), writes);
+}
+
+#[cfg(feature = "sqlite")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_keyed_pending_writes_refuse_what_the_key_did_not_write() {
+    let db = TempDb::new("keyed-writes");
+    let s = SqliteSaver::open(db.path())
+        .unwrap()
+        .with_key(key(1).encrypt(true));
+    let c = std::sync::Mutex::new(rusqlite::Connection::open(db.path()).unwrap());
+    let rewrite = |checkpoint: String, task: String, text: String| {
+        let c = c.lock().unwrap();
+        let before: String = c
+            .query_row(
+                "SELECT value FROM writes WHERE checkpoint_id = ?1 AND task_id = ?2",
+                [&checkpoint, &task],
+                |r| r.get(0),
+            )
+            .unwrap();
+        if !text.is_empty() {
+            c.execute(
+                "UPDATE writes SET value = ?1 WHERE checkpoint_id = ?2 AND task_id = ?3",
+                [&text, &checkpoint, &task],
+            )
+            .unwrap();
+        }
+        std::future::ready(before)
+    };
+    keyed_pending_writes_refuse_what_the_key_did_not_write(&s, rewrite).await;
+    s.close().unwrap();
+}
+
 #[cfg(feature = "sqlite")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_keyed_records_refuse_what_the_key_did_not_write() {
@@ -2162,6 +2233,48 @@ async fn sqlite_keyed_records_refuse_what_the_key_did_not_write() {
         std::future::ready(before)
     };
     keyed_records_refuse_what_the_key_did_not_write(open, rewrite).await;
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_keyed_pending_writes_refuse_what_the_key_did_not_write() {
+    let schema = pg::TempSchema::new("keyed_writes").await;
+    let options = ironloop::checkpoint::PostgresOptions {
+        key: Some(key(1)),
+        ..schema.options()
+    };
+    let s = ironloop::checkpoint::PostgresSaver::connect_with(&pg::url(), options)
+        .await
+        .unwrap();
+    s.setup().await.unwrap();
+    let admin = pg::admin().await;
+    let table = format!("\"{}\".ironloop_writes", schema.name);
+    let (admin, table) = (&admin, &table);
+    let rewrite = |checkpoint: String, task: String, text: String| async move {
+        let before: String = admin
+            .query_one(
+                &format!("SELECT value FROM {table} WHERE checkpoint_id = $1 AND task_id = $2"),
+                &[&checkpoint, &task],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if !text.is_empty() {
+            admin
+                .execute(
+                    &format!(
+                        "UPDATE {table} SET value = $1 WHERE checkpoint_id = $2 AND task_id = $3"
+                    ),
+                    &[&text, &checkpoint, &task],
+                )
+                .await
+                .unwrap();
+        }
+        before
+    };
+    keyed_pending_writes_refuse_what_the_key_did_not_write(&s, rewrite).await;
+    Checkpointer::close(&s).await.unwrap();
+    schema.drop().await;
 }
 
 #[cfg(feature = "postgres")]

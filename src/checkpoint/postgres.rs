@@ -937,11 +937,24 @@ impl PostgresSaver {
     }
 
     /// Pending writes as the columns of `put_writes`' arrays, deduplicated.
-    fn write_columns(&self, writes: Vec<PendingWrite>) -> Result<WriteColumns> {
+    fn write_columns(
+        &self,
+        checkpoint_id: &str,
+        writes: Vec<PendingWrite>,
+    ) -> Result<WriteColumns> {
         let writes = dedupe_writes(&[], writes);
         let mut cols = WriteColumns::default();
         for w in writes {
-            let value = self.encode(&format!("the value written to {:?}", w.channel), &w.value)?;
+            let value = self
+                .shared
+                .codec
+                .encode_write(&w.place(checkpoint_id), &w.value)
+                .map_err(|e| {
+                    CheckpointError::serialization(format!(
+                        "{}: cannot serialise the value written to {:?} to JSON: {e}",
+                        self.shared.name, w.channel
+                    ))
+                })?;
             cols.values.push(value);
             cols.tasks.push(w.task_id);
             cols.idxs.push(w.idx);
@@ -949,15 +962,6 @@ impl PostgresSaver {
             cols.channels.push(w.channel);
         }
         Ok(cols)
-    }
-
-    fn encode<T: serde::Serialize>(&self, what: &str, v: &T) -> Result<String> {
-        serde_json::to_string(v).map_err(|e| {
-            CheckpointError::serialization(format!(
-                "{}: cannot serialise {what} to JSON: {e}",
-                self.shared.name
-            ))
-        })
     }
 }
 
@@ -1519,8 +1523,8 @@ impl Checkpointer for PostgresSaver {
                     checkpoint_id,
                     writes,
                 } => Ok(Item::Writes {
+                    columns: self.write_columns(&checkpoint_id, writes)?,
                     checkpoint_id,
-                    columns: self.write_columns(writes)?,
                 }),
             })
             .collect::<Result<Vec<_>>>()?;
@@ -1628,7 +1632,13 @@ impl Checkpointer for PostgresSaver {
                     .collect())
             })
             .await?;
-        writes_from_rows(&self.shared.name, thread_id, rows)
+        writes_from_rows(
+            &self.shared.name,
+            &self.shared.codec,
+            thread_id,
+            checkpoint_id,
+            rows,
+        )
     }
 
     async fn delete_thread(&self, thread_id: &str) -> Result<()> {

@@ -38,11 +38,21 @@
 //!   store tells a retried `put` from a conflicting one, as unkeyed records do), and
 //!   two different records never share a nonce but by a 96-bit collision.
 //!
+//! # Pending writes
+//!
+//! A pending write's value (the stores' `value` column, JSON text without a key) is
+//! stored as `!a{code}{json}` (the code an HMAC-SHA256 of where the write belongs,
+//! its checkpoint, task, index, node and channel, then the JSON; base64, 43
+//! characters) or, encrypted, `!e{base64(nonce ‖ AES-256-GCM(json))}` with where it
+//! belongs as the associated data. No JSON text starts with `!`, so a reader tells
+//! the three apart by the first bytes; the stores' SQL reads no value. A
+//! `MemorySaver` keeps pending writes as values, never as text.
+//!
 //! # Keys
 //!
-//! A user's key is 32 bytes; the MAC, the cipher and the nonce each use their own key
-//! derived from it (an HMAC-SHA256 of a label under the user's key), so no two uses
-//! share one. A keyed saver reads every keyed record whether or not it encrypts its
+//! A user's key is 32 bytes; the MAC, the cipher and the nonce, of records and of
+//! pending writes, each use their own key derived from it (an HMAC-SHA256 of a label
+//! under the user's key), so no two uses share one. A keyed saver reads every keyed record whether or not it encrypts its
 //! own writes (`encrypt` chooses how it writes). Records without a key (formats 1 to 4
 //! with a checksum or none) are refused unless the key says `accept_unkeyed`: an
 //! attacker who can write the store could otherwise write such a record.
@@ -93,15 +103,84 @@ pub enum KeyError {
     Length { what: String, got: String },
 }
 
-/// The key a saver authenticates (and optionally encrypts) its records with.
-/// Holds the keys derived from the user's, never the user's key itself.
+/// The key a saver authenticates (and optionally encrypts) its records and pending
+/// writes with. Holds the keys derived from the user's, never the user's key itself.
 #[derive(Clone)]
 pub struct RecordKey {
+    records: Keys,
+    writes: Keys,
+    encrypt: bool,
+    accept_unkeyed: bool,
+}
+
+/// The keys of one use (records, or pending writes), each derived from the user's.
+#[derive(Clone)]
+struct Keys {
     mac: HmacSha256,
     nonce: HmacSha256,
     cipher: Aes256Gcm,
-    encrypt: bool,
-    accept_unkeyed: bool,
+}
+
+impl Keys {
+    /// The keys of `purpose`: an HMAC-SHA256 of a label under the user's key each.
+    fn derive(key: &[u8], purpose: &str) -> Keys {
+        let derive = |what: &str| {
+            let mut m = <HmacSha256 as KeyInit>::new_from_slice(key).expect("HMAC takes any key");
+            m.update(format!("ironloop checkpoint {purpose}: {what}").as_bytes());
+            m.finalize().into_bytes()
+        };
+        let hmac = |k: &[u8]| <HmacSha256 as KeyInit>::new_from_slice(k).expect("any key");
+        Keys {
+            mac: hmac(&derive("mac")),
+            nonce: hmac(&derive("nonce")),
+            cipher: Aes256Gcm::new_from_slice(&derive("aes-256-gcm"))
+                .expect("an AES-256 key is 32 bytes"),
+        }
+    }
+
+    /// The HMAC of `framed` (what says where the text belongs) and `body`.
+    fn mac(&self, framed: &[u8], body: &[u8]) -> HmacSha256 {
+        let mut m = self.mac.clone();
+        m.update(framed);
+        m.update(body);
+        m
+    }
+
+    /// `nonce ‖ AES-256-GCM(plain)` with `aad`, the nonce synthetic (see the module docs).
+    fn seal(&self, aad: &[u8], plain: &[u8]) -> Vec<u8> {
+        let mut m = self.nonce.clone();
+        m.update(&(aad.len() as u64).to_le_bytes());
+        m.update(aad);
+        m.update(plain);
+        let full = m.finalize().into_bytes();
+        let nonce = Nonce::try_from(&full[..NONCE_LEN]).expect("12 bytes");
+        let sealed = self
+            .cipher
+            .encrypt(&nonce, Payload { msg: plain, aad })
+            .expect("AES-GCM encrypts anything under 64 GiB");
+        let mut out = Vec::with_capacity(NONCE_LEN + sealed.len());
+        out.extend_from_slice(&nonce);
+        out.extend_from_slice(&sealed);
+        out
+    }
+
+    /// The plaintext [`seal`](Self::seal) sealed, if the key and `aad` are its.
+    fn open(&self, aad: &[u8], sealed: &[u8]) -> Option<Vec<u8>> {
+        if sealed.len() < NONCE_LEN + TAG_LEN {
+            return None;
+        }
+        let (nonce, ciphertext) = sealed.split_at(NONCE_LEN);
+        let nonce = Nonce::try_from(nonce).ok()?;
+        self.cipher
+            .decrypt(
+                &nonce,
+                Payload {
+                    msg: ciphertext,
+                    aad,
+                },
+            )
+            .ok()
+    }
 }
 
 impl fmt::Debug for RecordKey {
@@ -124,18 +203,9 @@ impl RecordKey {
                 got: format!("{} bytes", key.len()),
             });
         }
-        let derive = |label: &[u8]| {
-            let mut m = <HmacSha256 as KeyInit>::new_from_slice(key).expect("HMAC takes any key");
-            m.update(label);
-            m.finalize().into_bytes()
-        };
-        let mac = derive(b"ironloop checkpoint record: mac");
-        let nonce = derive(b"ironloop checkpoint record: nonce");
-        let cipher = derive(b"ironloop checkpoint record: aes-256-gcm");
         Ok(RecordKey {
-            mac: <HmacSha256 as KeyInit>::new_from_slice(&mac).expect("HMAC takes any key"),
-            nonce: <HmacSha256 as KeyInit>::new_from_slice(&nonce).expect("HMAC takes any key"),
-            cipher: Aes256Gcm::new_from_slice(&cipher).expect("an AES-256 key is 32 bytes"),
+            records: Keys::derive(key, "record"),
+            writes: Keys::derive(key, "pending write"),
             encrypt: false,
             accept_unkeyed: false,
         })
@@ -174,23 +244,11 @@ impl RecordKey {
         self.encrypt
     }
 
-    /// The HMAC of a record's ids and `body` under the MAC key.
+    /// The HMAC of a record's ids and `body`.
     fn mac(&self, id: &str, parent_id: Option<&str>, body: &str) -> HmacSha256 {
-        let mut m = self.mac.clone();
-        record::frame_ids(id, parent_id, |b| m.update(b));
-        m.update(body.as_bytes());
-        m
-    }
-
-    fn nonce(&self, aad: &[u8], plaintext: &[u8]) -> [u8; NONCE_LEN] {
-        let mut m = self.nonce.clone();
-        m.update(&(aad.len() as u64).to_le_bytes());
-        m.update(aad);
-        m.update(plaintext);
-        let full = m.finalize().into_bytes();
-        let mut out = [0; NONCE_LEN];
-        out.copy_from_slice(&full[..NONCE_LEN]);
-        out
+        let mut framed = Vec::with_capacity(id.len() + parent_id.map_or(0, str::len) + 17);
+        record::frame_ids(id, parent_id, |b| framed.extend_from_slice(b));
+        self.records.mac(&framed, body.as_bytes())
     }
 }
 
@@ -250,30 +308,15 @@ impl Records {
         let Some(key) = &self.key else {
             return match kind {
                 Kind::Unkeyed => record::decode(text, id, parent_id).map_err(ReadError::Unreadable),
-                Kind::Authenticated | Kind::Sealed => Err(ReadError::Key(format!(
-                    "was written {} with a key, and this saver has none: open it with the \
-                     key the records were written with (key=..., or the environment \
-                     variable {KEY_ENV})",
-                    if kind == Kind::Sealed {
-                        "encrypted"
-                    } else {
-                        "authenticated"
-                    }
-                ))),
+                Kind::Authenticated => Err(ReadError::Key(keyed_without_key("authenticated"))),
+                Kind::Sealed => Err(ReadError::Key(keyed_without_key("encrypted"))),
             };
         };
         match kind {
             Kind::Unkeyed if key.accept_unkeyed => {
                 record::decode(text, id, parent_id).map_err(ReadError::Unreadable)
             }
-            Kind::Unkeyed => Err(ReadError::Key(format!(
-                "carries no authentication code (it was written without a key), and this \
-                 saver reads only records authenticated with its key. If the store holds \
-                 records written before the key was set, open the saver with \
-                 accept_unkeyed=True to read them (checked by their checksum only); if it \
-                 should not, someone wrote this record behind the saver's back: {}",
-                RESTORE
-            ))),
+            Kind::Unkeyed => Err(ReadError::Key(unkeyed())),
             Kind::Authenticated => {
                 let (body, tail) = text.rsplit_once(',').unwrap_or_default();
                 let code = tail
@@ -307,15 +350,138 @@ impl Records {
     }
 }
 
+/// Where a pending write belongs: what its code covers beside its value, so that a
+/// value moved to another write fails its check.
+#[derive(Debug, Clone, Copy)]
+pub struct WritePlace<'a> {
+    pub checkpoint_id: &'a str,
+    pub task_id: &'a str,
+    pub idx: i64,
+    pub node: &'a str,
+    pub channel: &'a str,
+}
+
+impl WritePlace<'_> {
+    fn framed(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(64);
+        for part in [self.checkpoint_id, self.task_id, self.node, self.channel] {
+            out.extend_from_slice(&(part.len() as u64).to_le_bytes());
+            out.extend_from_slice(part.as_bytes());
+        }
+        out.extend_from_slice(&self.idx.to_le_bytes());
+        out
+    }
+}
+
+/// How an authenticated pending write's text starts (no JSON text starts with `!`),
+/// followed by the code in base64 ([`MAC_B64_LEN`] characters) and the value's JSON.
+const WRITE_AUTHENTICATED: &str = "!a";
+/// How an encrypted pending write's text starts, followed by the sealed JSON in base64.
+const WRITE_SEALED: &str = "!e";
+/// The length of an HMAC-SHA256 in base64 without padding.
+const MAC_B64_LEN: usize = 43;
+
+impl Records {
+    /// The stored text of a pending write's `value` (at `place`): its JSON without a
+    /// key, else `!a{code}{json}` or, encrypted, `!e{sealed}`.
+    pub fn encode_write(
+        &self,
+        place: &WritePlace<'_>,
+        value: &serde_json::Value,
+    ) -> serde_json::Result<String> {
+        let json = serde_json::to_string(value)?;
+        let Some(key) = &self.key else {
+            return Ok(json);
+        };
+        let framed = place.framed();
+        if key.encrypt {
+            let mut text = String::from(WRITE_SEALED);
+            B64.encode_string(key.writes.seal(&framed, json.as_bytes()), &mut text);
+            return Ok(text);
+        }
+        let code = key.writes.mac(&framed, json.as_bytes()).finalize();
+        let mut text = String::with_capacity(2 + MAC_B64_LEN + json.len());
+        text.push_str(WRITE_AUTHENTICATED);
+        B64.encode_string(code.into_bytes(), &mut text);
+        text.push_str(&json);
+        Ok(text)
+    }
+
+    /// A pending write's value (at `place`) from its stored text, if it passes the
+    /// check the saver's key (or its absence) asks for.
+    pub fn decode_write(
+        &self,
+        place: &WritePlace<'_>,
+        text: &str,
+    ) -> Result<serde_json::Value, ReadError> {
+        let prefix = text.get(..2);
+        let json = match (&self.key, prefix) {
+            (None, Some(WRITE_AUTHENTICATED)) => {
+                return Err(ReadError::Key(keyed_without_key("authenticated")))
+            }
+            (None, Some(WRITE_SEALED)) => {
+                return Err(ReadError::Key(keyed_without_key("encrypted")))
+            }
+            (Some(key), Some(WRITE_AUTHENTICATED)) => {
+                let (code, json) = text[2..]
+                    .split_at_checked(MAC_B64_LEN)
+                    .ok_or_else(|| ReadError::Key(mismatch("authentication code")))?;
+                let code = B64
+                    .decode(code)
+                    .map_err(|_| ReadError::Key(mismatch("authentication code")))?;
+                key.writes
+                    .mac(&place.framed(), json.as_bytes())
+                    .verify_slice(&code)
+                    .map_err(|_| ReadError::Key(mismatch("authentication code")))?;
+                std::borrow::Cow::Borrowed(json)
+            }
+            (Some(key), Some(WRITE_SEALED)) => {
+                let sealed = B64
+                    .decode(&text[2..])
+                    .map_err(|_| ReadError::Key(mismatch("encrypted text (not base64)")))?;
+                let plain = key
+                    .writes
+                    .open(&place.framed(), &sealed)
+                    .ok_or_else(|| ReadError::Key(mismatch("authentication tag")))?;
+                std::borrow::Cow::Owned(
+                    String::from_utf8(plain).map_err(|e| ReadError::Unreadable(e.to_string()))?,
+                )
+            }
+            (Some(key), _) if !key.accept_unkeyed => return Err(ReadError::Key(unkeyed())),
+            _ => std::borrow::Cow::Borrowed(text),
+        };
+        serde_json::from_str(&json).map_err(|e| ReadError::Unreadable(e.to_string()))
+    }
+}
+
 /// What to do about a record that fails its check.
 const RESTORE: &str = "restore the store from a copy, or go back to an earlier checkpoint \
                        of the thread";
 
+/// A keyed record or write read by a saver without a key.
+fn keyed_without_key(how: &str) -> String {
+    format!(
+        "was written {how} with a key, and this saver has none: open it with the key it \
+         was written with (key=..., or the environment variable {KEY_ENV})"
+    )
+}
+
+/// An unkeyed record or write read by a saver with a key that does not accept them.
+fn unkeyed() -> String {
+    format!(
+        "carries no authentication code (it was written without a key), and this saver \
+         reads only what is authenticated with its key. If the store holds checkpoints \
+         written before the key was set, open the saver with accept_unkeyed=True to read \
+         them (checked by their checksum only); if it should not, someone wrote this \
+         behind the saver's back: {RESTORE}"
+    )
+}
+
 fn mismatch(what: &str) -> String {
     format!(
-        "fails its check: its {what} does not match the saver's key. Either the record \
-         was written with another key (check key=... or {KEY_ENV}), or it was changed \
-         after it was written (tampered with, or damaged); if the key is right, {RESTORE}"
+        "fails its check: its {what} does not match the saver's key. Either it was \
+         written with another key (check key=... or {KEY_ENV}), or it was changed after \
+         it was written (tampered with, moved, or damaged); if the key is right, {RESTORE}"
     )
 }
 
@@ -356,21 +522,8 @@ fn seal(key: &RecordKey, r: &CheckpointRecord, plain: &str) -> String {
     let mut text = format!("[{tag},null,null,{created_at},null,{next},\"");
     let clear = &text[..text.len() - 1];
     let aad = associated_data(&r.id, r.parent_id.as_deref(), clear);
-    let nonce = key.nonce(&aad, plain.as_bytes());
-    let sealed = key
-        .cipher
-        .encrypt(
-            &Nonce::from(nonce),
-            Payload {
-                msg: plain.as_bytes(),
-                aad: &aad,
-            },
-        )
-        .expect("AES-GCM encrypts any record under 64 GiB");
-    let mut bytes = Vec::with_capacity(NONCE_LEN + sealed.len());
-    bytes.extend_from_slice(&nonce);
-    bytes.extend_from_slice(&sealed);
-    B64.encode_string(&bytes, &mut text);
+    let sealed = key.records.seal(&aad, plain.as_bytes());
+    B64.encode_string(&sealed, &mut text);
     text.push_str("\"]");
     text
 }
@@ -387,24 +540,14 @@ fn open(
         .and_then(|(c, s)| Some((c, s.strip_suffix("\"]")?)))
         .ok_or_else(|| ReadError::Key(mismatch("encrypted text (cut short)")))?;
     let clear = &text[..clear.len() + 1];
-    let bytes = B64
+    let sealed = B64
         .decode(sealed)
-        .ok()
-        .filter(|b| b.len() >= NONCE_LEN + TAG_LEN)
-        .ok_or_else(|| ReadError::Key(mismatch("encrypted text (not base64)")))?;
-    let (nonce, ciphertext) = bytes.split_at(NONCE_LEN);
-    let nonce = Nonce::try_from(nonce).expect("12 bytes");
+        .map_err(|_| ReadError::Key(mismatch("encrypted text (not base64)")))?;
     let aad = associated_data(id, parent_id, clear);
     let plain = key
-        .cipher
-        .decrypt(
-            &nonce,
-            Payload {
-                msg: ciphertext,
-                aad: &aad,
-            },
-        )
-        .map_err(|_| ReadError::Key(mismatch("authentication tag")))?;
+        .records
+        .open(&aad, &sealed)
+        .ok_or_else(|| ReadError::Key(mismatch("authentication tag")))?;
     String::from_utf8(plain).map_err(|e| ReadError::Unreadable(e.to_string()))
 }
 
@@ -532,6 +675,76 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn pending_writes_under_a_key_read_only_at_their_place() {
+        let place = WritePlace {
+            checkpoint_id: "c1",
+            task_id: "t1",
+            idx: 0,
+            node: "agent",
+            channel: "messages",
+        };
+        let value = json!({"content": "the launch code is 0000"});
+        let plain = Records::default().encode_write(&place, &value).unwrap();
+        for encrypt in [false, true] {
+            let c = keyed(1, encrypt);
+            let text = c.encode_write(&place, &value).unwrap();
+            assert_eq!(text, c.encode_write(&place, &value).unwrap());
+            assert_eq!(text.contains("launch"), !encrypt, "{text}");
+            assert_eq!(c.decode_write(&place, &text).unwrap(), value);
+            assert!(keyed(1, !encrypt).decode_write(&place, &text).is_ok());
+            // Another place (checkpoint, task, index, node or channel), another key, a
+            // changed byte: refused.
+            for other in [
+                WritePlace {
+                    checkpoint_id: "c2",
+                    ..place
+                },
+                WritePlace {
+                    task_id: "t2",
+                    ..place
+                },
+                WritePlace { idx: 1, ..place },
+                WritePlace {
+                    node: "tools",
+                    ..place
+                },
+                WritePlace {
+                    channel: "other",
+                    ..place
+                },
+            ] {
+                assert!(matches!(
+                    c.decode_write(&other, &text),
+                    Err(ReadError::Key(m)) if m.contains("another key")
+                ));
+            }
+            assert!(matches!(
+                keyed(2, encrypt).decode_write(&place, &text),
+                Err(ReadError::Key(_))
+            ));
+            for i in 0..text.len() {
+                let mut b = text.clone().into_bytes();
+                b[i] = if b[i] == b'1' { b'2' } else { b'1' };
+                let changed = String::from_utf8(b).unwrap();
+                assert!(c.decode_write(&place, &changed).is_err(), "{changed}");
+            }
+            // Without the key, or an unkeyed write with it: refused unless accepted.
+            assert!(matches!(
+                Records::default().decode_write(&place, &text),
+                Err(ReadError::Key(m)) if m.contains("has none")
+            ));
+            assert!(matches!(
+                c.decode_write(&place, &plain),
+                Err(ReadError::Key(m)) if m.contains("accept_unkeyed")
+            ));
+        }
+        let lenient = Records::new(Some(
+            RecordKey::new(&[1; KEY_LEN]).unwrap().accept_unkeyed(true),
+        ));
+        assert_eq!(lenient.decode_write(&place, &plain).unwrap(), value);
     }
 
     #[test]

@@ -1254,24 +1254,30 @@ impl SqliteSaver {
         })
     }
 
-    fn encode_writes(&self, writes: Vec<PendingWrite>) -> Result<Vec<WriteRow>> {
+    /// The rows of `writes` of checkpoint `checkpoint_id`, their values' texts made by
+    /// the saver's codec.
+    fn encode_writes(
+        &self,
+        checkpoint_id: &str,
+        writes: Vec<PendingWrite>,
+    ) -> Result<Vec<WriteRow>> {
         writes
             .into_iter()
             .map(|w| {
-                let value =
-                    self.encode(&format!("the value written to {:?}", w.channel), &w.value)?;
+                let value = self
+                    .codec
+                    .encode_write(&w.place(checkpoint_id), &w.value)
+                    .map_err(|e| {
+                        CheckpointError::serialization(format!(
+                            "SqliteSaver({}): cannot serialise the value written to {:?} to \
+                             JSON: {e}",
+                            self.path.display(),
+                            w.channel
+                        ))
+                    })?;
                 Ok((w.task_id, w.idx, w.node, w.channel, value))
             })
             .collect()
-    }
-
-    fn encode<T: serde::Serialize>(&self, what: &str, v: &T) -> Result<String> {
-        serde_json::to_string(v).map_err(|e| {
-            CheckpointError::serialization(format!(
-                "SqliteSaver({}): cannot serialise {what} to JSON: {e}",
-                self.path.display()
-            ))
-        })
     }
 }
 
@@ -1300,8 +1306,8 @@ impl Checkpointer for SqliteSaver {
                     checkpoint_id,
                     writes,
                 } => Ok(Row::Writes {
+                    writes: self.encode_writes(&checkpoint_id, writes)?,
                     checkpoint_id,
-                    writes: self.encode_writes(writes)?,
                 }),
             })
             .collect::<Result<Vec<_>>>()?;
@@ -1364,7 +1370,7 @@ impl Checkpointer for SqliteSaver {
         if writes.is_empty() {
             return Ok(());
         }
-        let rows = self.encode_writes(writes)?;
+        let rows = self.encode_writes(checkpoint_id, writes)?;
         let thread_id = thread_id.to_owned();
         let checkpoint_id = checkpoint_id.to_owned();
         self.call_write(
@@ -1411,7 +1417,9 @@ impl Checkpointer for SqliteSaver {
                     self.decode_record(thread_id, &row)?,
                     writes_from_rows(
                         &format!("SqliteSaver({})", self.path.display()),
+                        &self.codec,
                         thread_id,
+                        &row.0,
                         writes,
                     )?,
                 ))
@@ -1475,7 +1483,9 @@ impl Checkpointer for SqliteSaver {
             .await?;
         writes_from_rows(
             &format!("SqliteSaver({})", self.path.display()),
+            &self.codec,
             thread_id,
+            checkpoint_id,
             rows,
         )
     }
