@@ -252,3 +252,42 @@ def test_postgres_record_edited_behind_the_savers_back_is_refused(encrypt: bool)
                 _graph(s).get_state(_cfg())
         finally:
             s.close()
+
+
+def test_sqlite_pending_writes_are_under_the_key_too(tmp_path: Path) -> None:
+    """A step that paused on ``interrupt()`` keeps its finished task's write and the
+    interrupt as pending writes: encrypted in the file, and a value edited there is
+    refused when the thread resumes."""
+    from ironloop import Command, interrupt
+
+    def build(saver: Any) -> Any:
+        g = StateGraph(S)
+        g.add_node("done", lambda s: {"log": [SECRET]})
+        g.add_node("ask", lambda s: {"note": interrupt("the vault question")})
+        g.add_edge(START, "done").add_edge(START, "ask")
+        g.add_edge("done", END).add_edge("ask", END)
+        return g.compile(checkpointer=saver)
+
+    path = tmp_path / "writes.db"
+    with SqliteSaver(path, key=KEY, encrypt=True) as s:
+        assert build(s).invoke({"note": "x"}, _cfg())["__interrupt__"]
+    with closing(sqlite3.connect(path)) as c:
+        writes = list(c.execute("SELECT task_id, idx, value FROM writes"))
+    assert writes and all(v.startswith("!e") for _, _, v in writes)
+    assert not any(SECRET in v or "vault" in v for _, _, v in writes)
+    task_id, idx, value = writes[0]
+    with closing(sqlite3.connect(path)) as c, c:
+        c.execute(
+            "UPDATE writes SET value = ? WHERE task_id = ? AND idx = ?",
+            (writes[-1][2] if len(writes) > 1 else value[:-2] + "AA", task_id, idx),
+        )
+    with SqliteSaver(path, key=KEY) as s:
+        with pytest.raises(CheckpointIntegrityError, match="pending write"):
+            build(s).invoke(Command(resume="42"), _cfg())
+    with closing(sqlite3.connect(path)) as c, c:
+        c.execute(
+            "UPDATE writes SET value = ? WHERE task_id = ? AND idx = ?", (value, task_id, idx)
+        )
+    with SqliteSaver(path, key=KEY) as s:
+        out = build(s).invoke(Command(resume="42"), _cfg())
+    assert out == {"note": "42", "log": [SECRET]}
