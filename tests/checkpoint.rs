@@ -4,7 +4,9 @@
 //! `IRONLOOP_TEST_POSTGRES_URL`: `bash scripts/postgres.sh cargo test --features
 //! postgres` starts a throwaway one). Then the cases of one saver: SQLite (reopening,
 //! several savers on one file, use after close, bad files, migration) and PostgreSQL
-//! (setup and migrations, several savers, lost connections, bad URLs).
+//! (setup and migrations, several savers, lost connections, bad URLs). The suite runs
+//! again on savers whose records are under a key (authenticated, or encrypted), and
+//! the cases of `keyed` check what such a saver refuses.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +14,7 @@ use std::time::Duration;
 use ironloop::checkpoint::caller::BlockingCaller;
 use ironloop::checkpoint::{
     child_ns, thread_key, CheckpointError, CheckpointRecord, Checkpointer, MemorySaver,
-    PendingWrite, Put, TaskRecord, Write,
+    PendingWrite, Put, RecordKey, TaskRecord, Write,
 };
 use serde_json::json;
 
@@ -1889,7 +1891,81 @@ macro_rules! conformance {
                 }
             )*
         }
+
+        // Every case again with the records under a key: authenticated, or encrypted
+        // (whose clear fields the stores' SQL reads: snapshots, stalled threads).
+        mod memory_encrypted {
+            use super::*;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    super::$case(Arc::new(MemorySaver::new().with_key(key(1).encrypt(true))))
+                        .await;
+                }
+            )*
+        }
+
+        #[cfg(feature = "sqlite")]
+        mod sqlite_authenticated {
+            use super::*;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    let db = TempDb::new(stringify!($case));
+                    let saver = SqliteSaver::open(db.path()).unwrap().with_key(key(1));
+                    let saver = Arc::new(saver);
+                    super::$case(saver.clone()).await;
+                    saver.close().unwrap();
+                }
+            )*
+        }
+
+        #[cfg(feature = "sqlite")]
+        mod sqlite_encrypted {
+            use super::*;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    let db = TempDb::new(stringify!($case));
+                    let saver = SqliteSaver::open(db.path()).unwrap();
+                    let saver = Arc::new(saver.with_key(key(1).encrypt(true)));
+                    super::$case(saver.clone()).await;
+                    saver.close().unwrap();
+                }
+            )*
+        }
+
+        #[cfg(feature = "postgres")]
+        mod postgres_encrypted {
+            use super::*;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    // PostgreSQL cuts names at 63 bytes: the case's first 30 are its own.
+                    let case = stringify!($case);
+                    let schema = pg::TempSchema::new(&format!("e{}", &case[..case.len().min(30)]))
+                        .await;
+                    let options = ironloop::checkpoint::PostgresOptions {
+                        key: Some(key(1).encrypt(true)),
+                        ..schema.options()
+                    };
+                    let saver = ironloop::checkpoint::PostgresSaver::connect_with(&pg::url(), options)
+                        .await
+                        .unwrap();
+                    let saver = Arc::new(saver);
+                    saver.setup().await.unwrap();
+                    super::$case(saver.clone()).await;
+                    Checkpointer::close(&*saver).await.unwrap();
+                    schema.drop().await;
+                }
+            )*
+        }
     };
+}
+
+/// A test key: 32 times `byte`.
+fn key(byte: u8) -> RecordKey {
+    RecordKey::new(&[byte; 32]).unwrap()
 }
 
 conformance!(
@@ -1919,6 +1995,329 @@ conformance!(
     stalled_threads_are_listed_and_claimed,
     claims_have_one_winner,
 );
+
+// ---------------------------------------------------------------------------------
+// Records under a key (SQLite and PostgreSQL: a store the test can edit)
+// ---------------------------------------------------------------------------------
+
+/// `Some(m)`: the read failed the key's check (`CheckpointError::Integrity`), `m` its
+/// message; `None`: it did not.
+fn integrity_error<T: std::fmt::Debug>(r: Result<T, CheckpointError>) -> String {
+    match r {
+        Err(CheckpointError::Integrity(m)) => m,
+        other => panic!("expected a CheckpointError::Integrity, got {other:?}"),
+    }
+}
+
+/// One byte of `text` changed to another ASCII byte (only ASCII positions are
+/// chosen, so the text stays UTF-8, as a store's TEXT column needs).
+fn tampered(text: &str, i: usize) -> String {
+    let mut b = text.as_bytes().to_vec();
+    b[i] = if b[i] == b'1' { b'2' } else { b'1' };
+    String::from_utf8(b).unwrap()
+}
+
+/// What a keyed saver reads back, and what it refuses, on a store that `open(key)`
+/// opens another saver on (`None`: without a key) and `rewrite(id, text)` edits behind
+/// the savers' backs (see `format_3_records_load_beside_format_4`).
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+async fn keyed_records_refuse_what_the_key_did_not_write<O, OF, R, RF>(open: O, rewrite: R)
+where
+    O: Fn(Option<RecordKey>) -> OF,
+    OF: std::future::Future<Output = Arc<dyn Checkpointer>>,
+    R: Fn(String, String) -> RF,
+    RF: std::future::Future<Output = String>,
+{
+    for encrypt in [false, true] {
+        let t = if encrypt {
+            "encrypted"
+        } else {
+            "authenticated"
+        };
+        let s = open(Some(key(1).encrypt(encrypt))).await;
+        let (a, b) = (format!("{t}-0"), format!("{t}-1"));
+        let r0 = rec(&a, None, 0);
+        let r1 = with_snapshot(rec(&b, Some(&a), 1), 1);
+        s.put_next(t, r0.clone()).await.unwrap();
+        s.put_next(t, r1.clone()).await.unwrap();
+        assert_eq!(s.get(t, Some(&a)).await.unwrap(), Some(r0.clone()));
+        assert_eq!(s.chain(t, &b).await.unwrap(), [r0.clone(), r1.clone()]);
+        // A retried put of the same record is the same record (the text is
+        // deterministic); another one with its id is a conflict.
+        s.put(t, r1.clone()).await.unwrap();
+        let mut other = r1.clone();
+        other.step = 7;
+        assert!(matches!(
+            s.put(t, other).await,
+            Err(CheckpointError::Conflict { .. })
+        ));
+        let text = rewrite(a.clone(), String::new()).await;
+        let text1 = rewrite(b.clone(), String::new()).await;
+        if encrypt {
+            // Nothing of the content in clear: not the message, nor a node's name.
+            assert!(
+                text.starts_with("[6,null,null,") && text1.starts_with("[7,"),
+                "{text}"
+            );
+            // (Words of 5 letters or more, or not in base64's alphabet: the sealed text
+            // is base64, which holds a given short word by chance.)
+            for plain in ["héllo", "quoted", "tools", "worker", "nested", "count"] {
+                assert!(!text.contains(plain) && !text1.contains(plain), "{text}");
+            }
+        } else {
+            assert!(
+                text.starts_with("[4,0,0,") && text.ends_with("\"]"),
+                "{text}"
+            );
+            assert!(text.contains("héllo"), "{text}");
+        }
+        // Every changed byte (at 40 places over the text) is refused, as is a record
+        // moved to another position; restored, it reads again.
+        let ascii: Vec<usize> = (0..text.len())
+            .filter(|&i| text.as_bytes()[i] < 128)
+            .collect();
+        for &i in ascii.iter().step_by(ascii.len().div_ceil(40)) {
+            rewrite(a.clone(), tampered(&text, i)).await;
+            let m = integrity_error(s.get(t, Some(&a)).await);
+            assert!(m.contains(&a), "{m}");
+        }
+        rewrite(a.clone(), text1.clone()).await;
+        let m = integrity_error(s.get(t, Some(&a)).await);
+        assert!(m.contains("another key") && m.contains("tampered"), "{m}");
+        rewrite(a.clone(), text.clone()).await;
+        assert_eq!(s.get(t, Some(&a)).await.unwrap(), Some(r0.clone()));
+        // Another key, or none, cannot read them.
+        let m = integrity_error(open(Some(key(2))).await.get(t, Some(&a)).await);
+        assert!(m.contains("does not match the saver's key"), "{m}");
+        let m = integrity_error(open(None).await.chain(t, &b).await);
+        assert!(m.contains("with a key, and this saver has none"), "{m}");
+    }
+    // Records written without a key (before the key was set) are refused, unless the
+    // saver accepts them; the thread then goes on authenticated, which a saver
+    // without the key refuses in turn.
+    let plain = open(None).await;
+    plain.put_next("legacy", rec("l0", None, 0)).await.unwrap();
+    let keyed = open(Some(key(1))).await;
+    let m = integrity_error(keyed.get("legacy", None).await);
+    assert!(m.contains("accept_unkeyed") && m.contains("\"l0\""), "{m}");
+    let accepting = open(Some(key(1).accept_unkeyed(true))).await;
+    assert_eq!(
+        accepting.get("legacy", None).await.unwrap(),
+        Some(rec("l0", None, 0))
+    );
+    accepting
+        .put_next("legacy", rec("l1", Some("l0"), 1))
+        .await
+        .unwrap();
+    assert_eq!(
+        ids(&accepting.chain("legacy", "l1").await.unwrap()),
+        ["l0", "l1"]
+    );
+    assert!(rewrite("l1".into(), String::new()).await.ends_with("\"]"));
+    integrity_error(plain.get("legacy", None).await);
+    // A record forged without the key, with a valid checksum (anyone can compute
+    // one), is refused: only a saver that accepts unkeyed records reads it.
+    let forged = rec("l1", Some("l0"), 5);
+    rewrite(
+        "l1".into(),
+        ironloop::checkpoint::record::encode(&forged).unwrap(),
+    )
+    .await;
+    integrity_error(keyed.get("legacy", Some("l1")).await);
+    assert_eq!(
+        accepting.get("legacy", Some("l1")).await.unwrap(),
+        Some(forged)
+    );
+}
+
+/// Pending writes under a key read back as written, and a value changed or moved to
+/// another write behind the saver's back is refused; `rewrite(checkpoint, task, text)`
+/// swaps a write's stored value (an empty text: reads only) and answers the one before.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+async fn keyed_pending_writes_refuse_what_the_key_did_not_write<R, RF>(
+    s: &dyn Checkpointer,
+    rewrite: R,
+) where
+    R: Fn(String, String, String) -> RF,
+    RF: std::future::Future<Output = String>,
+{
+    s.put_next("w", rec("w0", None, 0)).await.unwrap();
+    let writes = vec![
+        pw("ta", "messages", json!({"secret": "s3cr3t-value"})),
+        pw("tb", "count", json!(7)),
+    ];
+    s.put_writes("w", "w0", writes.clone()).await.unwrap();
+    assert_eq!(s.pending_writes("w", "w0").await.unwrap(), writes);
+    let a = rewrite("w0".into(), "ta".into(), String::new()).await;
+    let b = rewrite("w0".into(), "tb".into(), String::new()).await;
+    // Authenticated (`!a`, the value in clear after the code) or encrypted (`!e`).
+    let encrypted = a.starts_with("!e");
+    assert!(encrypted || a.starts_with("!a"), "{a}");
+    assert_eq!(a.contains("s3cr3t"), !encrypted, "{a}");
+    // One byte changed, or one write's value in another's place: refused.
+    let i = a.len() / 2;
+    let changed = format!(
+        "{}{}{}",
+        &a[..i],
+        if &a[i..=i] == "x" { "y" } else { "x" },
+        &a[i + 1..]
+    );
+    rewrite("w0".into(), "ta".into(), changed).await;
+    let m = integrity_error(s.pending_writes("w", "w0").await);
+    assert!(m.contains("\"ta\"") && m.contains("messages"), "{m}");
+    rewrite("w0".into(), "ta".into(), b).await;
+    integrity_error(s.get_with_writes("w", None).await);
+    rewrite("w0".into(), "ta".into(), a).await;
+    assert_eq!(s.pending_writes("w", "w0").await.unwrap(), writes);
+}
+
+#[cfg(feature = "sqlite")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_keyed_pending_writes_refuse_what_the_key_did_not_write() {
+    let db = TempDb::new("keyed-writes");
+    let s = SqliteSaver::open(db.path())
+        .unwrap()
+        .with_key(key(1).encrypt(true));
+    let c = std::sync::Mutex::new(rusqlite::Connection::open(db.path()).unwrap());
+    let rewrite = |checkpoint: String, task: String, text: String| {
+        let c = c.lock().unwrap();
+        let before: String = c
+            .query_row(
+                "SELECT value FROM writes WHERE checkpoint_id = ?1 AND task_id = ?2",
+                [&checkpoint, &task],
+                |r| r.get(0),
+            )
+            .unwrap();
+        if !text.is_empty() {
+            c.execute(
+                "UPDATE writes SET value = ?1 WHERE checkpoint_id = ?2 AND task_id = ?3",
+                [&text, &checkpoint, &task],
+            )
+            .unwrap();
+        }
+        std::future::ready(before)
+    };
+    keyed_pending_writes_refuse_what_the_key_did_not_write(&s, rewrite).await;
+    s.close().unwrap();
+}
+
+#[cfg(feature = "sqlite")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_keyed_records_refuse_what_the_key_did_not_write() {
+    let db = TempDb::new("keyed");
+    let c = std::sync::Mutex::new(rusqlite::Connection::open(db.path()).unwrap());
+    let open = |key: Option<RecordKey>| {
+        let s = SqliteSaver::open(db.path()).unwrap();
+        let s: Arc<dyn Checkpointer> = Arc::new(match key {
+            Some(k) => s.with_key(k),
+            None => s,
+        });
+        std::future::ready(s)
+    };
+    let rewrite = |id: String, text: String| {
+        let c = c.lock().unwrap();
+        let before: String = c
+            .query_row(
+                "SELECT record FROM checkpoints WHERE checkpoint_id = ?1",
+                [&id],
+                |r| r.get(0),
+            )
+            .unwrap();
+        if !text.is_empty() {
+            c.execute(
+                "UPDATE checkpoints SET record = ?1 WHERE checkpoint_id = ?2",
+                [&text, &id],
+            )
+            .unwrap();
+        }
+        std::future::ready(before)
+    };
+    keyed_records_refuse_what_the_key_did_not_write(open, rewrite).await;
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_keyed_pending_writes_refuse_what_the_key_did_not_write() {
+    let schema = pg::TempSchema::new("keyed_writes").await;
+    let options = ironloop::checkpoint::PostgresOptions {
+        key: Some(key(1)),
+        ..schema.options()
+    };
+    let s = ironloop::checkpoint::PostgresSaver::connect_with(&pg::url(), options)
+        .await
+        .unwrap();
+    s.setup().await.unwrap();
+    let admin = pg::admin().await;
+    let table = format!("\"{}\".ironloop_writes", schema.name);
+    let (admin, table) = (&admin, &table);
+    let rewrite = |checkpoint: String, task: String, text: String| async move {
+        let before: String = admin
+            .query_one(
+                &format!("SELECT value FROM {table} WHERE checkpoint_id = $1 AND task_id = $2"),
+                &[&checkpoint, &task],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if !text.is_empty() {
+            admin
+                .execute(
+                    &format!(
+                        "UPDATE {table} SET value = $1 WHERE checkpoint_id = $2 AND task_id = $3"
+                    ),
+                    &[&text, &checkpoint, &task],
+                )
+                .await
+                .unwrap();
+        }
+        before
+    };
+    keyed_pending_writes_refuse_what_the_key_did_not_write(&s, rewrite).await;
+    Checkpointer::close(&s).await.unwrap();
+    schema.drop().await;
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_keyed_records_refuse_what_the_key_did_not_write() {
+    let schema = pg::TempSchema::new("keyed").await;
+    schema.saver().await.setup().await.unwrap();
+    let admin = pg::admin().await;
+    let table = format!("\"{}\".ironloop_checkpoints", schema.name);
+    let (admin, table, schema_ref) = (&admin, &table, &schema);
+    let open = |key: Option<RecordKey>| async move {
+        let options = ironloop::checkpoint::PostgresOptions {
+            key,
+            ..schema_ref.options()
+        };
+        let s = ironloop::checkpoint::PostgresSaver::connect_with(&pg::url(), options)
+            .await
+            .unwrap();
+        Arc::new(s) as Arc<dyn Checkpointer>
+    };
+    let rewrite = |id: String, text: String| async move {
+        let before: String = admin
+            .query_one(
+                &format!("SELECT record FROM {table} WHERE id_text = $1"),
+                &[&id],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if !text.is_empty() {
+            admin
+                .execute(
+                    &format!("UPDATE {table} SET record = $1 WHERE id_text = $2"),
+                    &[&text, &id],
+                )
+                .await
+                .unwrap();
+        }
+        before
+    };
+    keyed_records_refuse_what_the_key_did_not_write(open, rewrite).await;
+    schema.drop().await;
+}
 
 // ---------------------------------------------------------------------------------
 // SQLite only

@@ -130,6 +130,60 @@ async fn loop_runs_to_its_condition() {
     assert!(r.interrupts.is_empty());
 }
 
+/// A router whose decision is awaited (`route_later`): it answers after a sleep,
+/// from the state after its node's step, and its error ends the run; `route` is
+/// never called.
+struct Later {
+    fail: bool,
+}
+
+impl Router for Later {
+    fn route(&self, _: &StateView, _: &TaskContext) -> Result<Vec<Goto>, GraphError> {
+        panic!("the engine calls route_later's future, not route");
+    }
+
+    fn route_later(&self, s: &StateView, _: &TaskContext) -> Option<ironloop::graph::LaterRoute> {
+        let (count, fail) = (int(s, "count"), self.fail);
+        Some(Box::pin(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            if fail {
+                return Err(GraphError::InvalidUpdate("no route".into()));
+            }
+            Ok(vec![if count >= 3 {
+                Goto::End
+            } else {
+                Goto::Node("a".into())
+            }])
+        }))
+    }
+}
+
+#[tokio::test]
+async fn a_router_decision_can_be_awaited() {
+    let inc = |s: &StateView, _: Option<Val>, _: &TaskContext| {
+        writes(&[("count", json!(int(s, "count") + 1))])
+    };
+    let spec = |fail| {
+        GraphSpec::default()
+            .channel("count", ChannelKind::LastValue)
+            .node("a", node(inc))
+            .edge(START, "a")
+            .branch("a", Arc::new(Later { fail }), None)
+    };
+    let g = compile(spec(false), None);
+    let r = g
+        .run(input("count", json!(0)), RunOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(int(&r.state, "count"), 3);
+    let e = compile(spec(true), None)
+        .run(input("count", json!(0)), RunOptions::default())
+        .await
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("no route"), "{e}");
+}
+
 /// Records what a step observer is told, as tracing sees it.
 #[derive(Default)]
 struct Steps(std::sync::Mutex<Vec<String>>);

@@ -263,9 +263,23 @@ def _timeout_seconds(value: float | None, name: str = "timeout") -> float | None
 
 @final
 class MemorySaver:
-    """Keeps checkpoints in memory, as deltas (each step's writes)."""
+    """Keeps checkpoints in memory, as deltas (each step's writes).
 
-    def __new__(cls) -> MemorySaver: ...
+    ``key`` (32 bytes, or a str: 32 bytes in UTF-8 or 64 hex digits; default: the
+    environment variable ``IRONLOOP_CHECKPOINT_KEY`` when set) authenticates every
+    record with HMAC-SHA256, and ``encrypt=True`` also encrypts it (AES-256-GCM). A
+    keyed saver refuses records without a valid code (``CheckpointIntegrityError``);
+    ``accept_unkeyed=True`` reads records written before the key was set. The same
+    arguments work on ``SqliteSaver`` and ``PostgresSaver``.
+    """
+
+    def __new__(
+        cls,
+        *,
+        key: bytes | str | None = None,
+        encrypt: bool = False,
+        accept_unkeyed: bool = False,
+    ) -> MemorySaver: ...
     def delete_thread(self, thread_id: str) -> None:
         """Deletes the thread's checkpoints and writes, its subgraphs' included."""
     def approx_bytes(self) -> int: ...
@@ -284,13 +298,29 @@ class MemorySaver:
 @final
 class SqliteSaver:
     """Checkpoints in a SQLite file (WAL): durable across crashes, shareable between
-    processes; one object serves ``invoke`` and ``ainvoke``."""
+    processes; one object serves ``invoke`` and ``ainvoke``. ``key``, ``encrypt`` and
+    ``accept_unkeyed`` as for ``MemorySaver``: with a key, a record edited in the file
+    behind the saver's back is refused (``CheckpointIntegrityError``)."""
 
-    def __new__(cls, path: str | os.PathLike[str]) -> SqliteSaver: ...
+    def __new__(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        key: bytes | str | None = None,
+        encrypt: bool = False,
+        accept_unkeyed: bool = False,
+    ) -> SqliteSaver: ...
     def delete_thread(self, thread_id: str) -> None:
         """Deletes the thread's checkpoints and writes, its subgraphs' included."""
     @classmethod
-    def from_conn_string(cls, conn: str) -> SqliteSaver: ...
+    def from_conn_string(
+        cls,
+        conn: str,
+        *,
+        key: bytes | str | None = None,
+        encrypt: bool = False,
+        accept_unkeyed: bool = False,
+    ) -> SqliteSaver: ...
     @property
     def path(self) -> str: ...
     def list_stalled(self, *, stale_after: float = 60.0, limit: int | None = None) -> list[str]:
@@ -320,7 +350,8 @@ class PostgresSaver:
     other libpq keywords work as query parameters). The constructor connects and fails
     with ``CheckpointStorageError`` when the server cannot be reached. ``setup()``
     creates or migrates the tables (in ``schema`` when given); call it once per
-    database, or on every start: it is safe from several workers at once.
+    database, or on every start: it is safe from several workers at once. ``key``,
+    ``encrypt`` and ``accept_unkeyed`` as for ``MemorySaver``.
     """
 
     def __new__(
@@ -330,6 +361,9 @@ class PostgresSaver:
         schema: str | None = None,
         pool_size: int = 8,
         connect_timeout: float | None = None,
+        key: bytes | str | None = None,
+        encrypt: bool = False,
+        accept_unkeyed: bool = False,
     ) -> PostgresSaver: ...
     @classmethod
     def from_conn_string(
@@ -339,6 +373,9 @@ class PostgresSaver:
         schema: str | None = None,
         pool_size: int = 8,
         connect_timeout: float | None = None,
+        key: bytes | str | None = None,
+        encrypt: bool = False,
+        accept_unkeyed: bool = False,
     ) -> PostgresSaver: ...
     @property
     def server(self) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 __all__ = [
     "CheckpointConflictError",
     "CheckpointError",
+    "CheckpointIntegrityError",
     "CheckpointNotFoundError",
     "CheckpointSerializationError",
     "CheckpointStorageError",
@@ -193,6 +194,13 @@ class CheckpointStorageError(CheckpointError):
     failed, a lock was held too long, the schema is from another version, or the saver
     was closed. Once the store is back, ``invoke(None, config)`` continues the thread
     from its last saved step."""
+
+
+class CheckpointIntegrityError(CheckpointError):
+    """A stored checkpoint fails the check of the saver's key (``key=`` or
+    ``IRONLOOP_CHECKPOINT_KEY``): it was changed after it was written, written with
+    another key, or written without one (open the saver with ``accept_unkeyed=True``
+    to read records written before the key was set). The message says which."""
 
 
 class CheckpointConflictError(CheckpointError):

@@ -494,6 +494,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
                     "path": b.path,
                     "path_map": b.path_map,
                     "ends": b.ends,
+                    "is_async": _is_async(b.path),
                 }
                 | desc
             )

@@ -17,6 +17,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::record;
+use super::seal::{ReadError, RecordKey, Records};
 use super::stalled::{awaits_answer, check_claim};
 use super::{
     advanced_conflict, dedupe_writes, now_secs, same_id_conflict, ChainFrom, CheckpointError,
@@ -295,22 +296,27 @@ impl Thread {
     }
 
     /// The checkpoint `id`, or the latest when `id` is `None`.
-    fn record_at(&self, id: Option<&str>) -> Result<Option<CheckpointRecord>> {
+    fn record_at(&self, id: Option<&str>, codec: &Records) -> Result<Option<CheckpointRecord>> {
         let i = match id {
             Some(id) => self.find(id),
             None => self.records.len().checked_sub(1),
         };
-        i.map(|i| self.parse(i)).transpose()
+        i.map(|i| self.parse(i, codec)).transpose()
     }
 
-    fn parse(&self, i: usize) -> Result<CheckpointRecord> {
+    fn parse(&self, i: usize, codec: &Records) -> Result<CheckpointRecord> {
         let r = &self.records[i];
         let id = r.id.text();
-        record::decode(r.json(), &id, self.parent_id(i).as_deref()).map_err(|e| {
-            CheckpointError::serialization(format!(
-                "MemorySaver: the stored checkpoint {id:?} is unreadable: {e}"
-            ))
-        })
+        codec
+            .decode(r.json(), &id, self.parent_id(i).as_deref())
+            .map_err(|e| match e {
+                ReadError::Unreadable(e) => CheckpointError::serialization(format!(
+                    "MemorySaver: the stored checkpoint {id:?} is unreadable: {e}"
+                )),
+                ReadError::Key(m) => {
+                    CheckpointError::Integrity(format!("MemorySaver: checkpoint {id:?} {m}"))
+                }
+            })
     }
 }
 
@@ -321,12 +327,6 @@ fn named_len(parent: &str) -> Result<u32> {
             "MemorySaver: a parent checkpoint id of {} bytes is too long (at most 4 GiB)",
             parent.len()
         ))
-    })
-}
-
-fn to_json(record: &CheckpointRecord) -> Result<String> {
-    record::encode(record).map_err(|e| {
-        CheckpointError::serialization(format!("MemorySaver: cannot store checkpoint: {e}"))
     })
 }
 
@@ -343,6 +343,8 @@ pub struct MemorySaver {
     /// When each thread last saved pending writes (a live run's other heartbeat).
     written: Mutex<HashMap<String, f64>>,
     closed: AtomicBool,
+    /// How records are stored: with a checksum, or under a key.
+    codec: Records,
 }
 
 const CLOSED: &str = "the MemorySaver was closed; its checkpoints are gone, use a new one";
@@ -350,6 +352,19 @@ const CLOSED: &str = "the MemorySaver was closed; its checkpoints are gone, use 
 impl MemorySaver {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A saver whose records are authenticated (and encrypted, if the key says so)
+    /// with `key` (see [`super::seal`]).
+    pub fn with_key(mut self, key: RecordKey) -> Self {
+        self.codec = Records::new(Some(key));
+        self
+    }
+
+    fn to_json(&self, record: &CheckpointRecord) -> Result<String> {
+        self.codec.encode(record).map_err(|e| {
+            CheckpointError::serialization(format!("MemorySaver: cannot store checkpoint: {e}"))
+        })
     }
 
     fn with<R>(&self, f: impl FnOnce(&mut HashMap<String, Thread>) -> R) -> R {
@@ -367,7 +382,7 @@ impl MemorySaver {
 
     /// `put`, and `put_next` when `next`: the check and the write under one lock.
     fn store(&self, thread_id: &str, record: CheckpointRecord, next: bool) -> Result<()> {
-        let json = to_json(&record)?;
+        let json = self.to_json(&record)?;
         self.open_with(|ts| {
             let t = ts.entry(thread_id.to_owned()).or_default();
             t.store(thread_id, record, json, next)
@@ -396,7 +411,7 @@ impl MemorySaver {
             let mut cur = Some(t.find(id).ok_or_else(not_found)?);
             let mut out = Vec::new();
             while let Some(i) = cur {
-                out.push(t.parse(i)?);
+                out.push(t.parse(i, &self.codec)?);
                 if from == ChainFrom::Snapshot && record::has_snapshot(t.records[i].json()) {
                     break;
                 }
@@ -437,7 +452,7 @@ impl MemorySaver {
             if claims.get(id).is_some_and(|(_, until)| *until > now) {
                 continue;
             }
-            let latest = t.parse(i)?;
+            let latest = t.parse(i, &self.codec)?;
             if latest.next.is_empty()
                 || latest.created_at > cutoff
                 || written.get(id).is_some_and(|at| *at > cutoff)
@@ -494,7 +509,7 @@ impl Checkpointer for MemorySaver {
             .into_iter()
             .map(|p| match p {
                 Put::Record { record, next } => {
-                    let json = to_json(&record)?;
+                    let json = self.to_json(&record)?;
                     Ok(Err((*record, json, next)))
                 }
                 Put::Writes {
@@ -545,7 +560,7 @@ impl Checkpointer for MemorySaver {
 
     async fn get(&self, thread_id: &str, id: Option<&str>) -> Result<Option<CheckpointRecord>> {
         self.open_with(|ts| match ts.get(thread_id) {
-            Some(t) => t.record_at(id),
+            Some(t) => t.record_at(id, &self.codec),
             None => Ok(None),
         })
     }
@@ -576,7 +591,7 @@ impl Checkpointer for MemorySaver {
             (0..end)
                 .rev()
                 .take(limit.unwrap_or(usize::MAX))
-                .map(|i| t.parse(i))
+                .map(|i| t.parse(i, &self.codec))
                 .collect()
         })
     }
@@ -604,7 +619,7 @@ impl Checkpointer for MemorySaver {
             let Some(t) = ts.get(thread_id) else {
                 return Ok(None);
             };
-            let Some(record) = t.record_at(id)? else {
+            let Some(record) = t.record_at(id, &self.codec)? else {
                 return Ok(None);
             };
             let writes = t

@@ -9,7 +9,8 @@
 //! values there, see `graph::snapshot`), so that loading a thread replays the deltas
 //! after the nearest snapshot ([`Checkpointer::chain_from_snapshot`]) instead of the
 //! whole chain. How a record is stored, and how a store tells a record holding a
-//! snapshot by its first bytes without parsing it, is [`record`]'s.
+//! snapshot by its first bytes without parsing it, is [`record`]'s; records under a
+//! user's key (authenticated, optionally encrypted) are [`seal`]'s.
 
 pub mod caller;
 pub mod lease;
@@ -17,6 +18,7 @@ pub mod memory;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod record;
+pub mod seal;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 pub mod stalled;
@@ -32,6 +34,7 @@ pub use lease::{AskGuard, RunLease, StopAsk};
 pub use memory::MemorySaver;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresOptions, PostgresSaver};
+pub use seal::{KeyError, RecordKey, Records, KEY_ENV};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteSaver;
 
@@ -47,6 +50,10 @@ pub enum CheckpointError {
     /// does not know, a damaged chain, or a saver that was closed.
     #[error("{0}")]
     Storage(String),
+    /// A stored record fails the check of the saver's key: tampered with, written with
+    /// another key, or written without one (see [`seal`]).
+    #[error("{0}")]
+    Integrity(String),
     /// Another writer got there first: a checkpoint id already stored with other
     /// content, or a second run advancing the same thread.
     #[error("{message}")]
@@ -458,21 +465,35 @@ pub fn child_ns(parent_ns: &str, node: &str, task_id: &str) -> String {
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) type WriteRow = (String, i64, String, String, String);
 
-/// Pending writes read back from their stored columns; `saver` names the saver in the
-/// error a value that is no JSON gives.
+/// Pending writes of checkpoint `checkpoint_id` read back from their stored columns
+/// (through `codec`: without a key, or under one); `saver` names the saver in the
+/// errors.
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) fn writes_from_rows(
     saver: &str,
+    codec: &seal::Records,
     thread_id: &str,
+    checkpoint_id: &str,
     rows: Vec<WriteRow>,
 ) -> Result<Vec<PendingWrite>> {
     rows.into_iter()
         .map(|(task_id, idx, node, channel, value)| {
-            let value = serde_json::from_str(&value).map_err(|e| {
-                CheckpointError::serialization(format!(
+            let place = seal::WritePlace {
+                checkpoint_id,
+                task_id: &task_id,
+                idx,
+                node: &node,
+                channel: &channel,
+            };
+            let value = codec.decode_write(&place, &value).map_err(|e| match e {
+                seal::ReadError::Unreadable(e) => CheckpointError::serialization(format!(
                     "{saver}: a pending write of thread {thread_id:?} to {channel:?} cannot be \
                      read ({e}); it was modified by hand"
-                ))
+                )),
+                seal::ReadError::Key(m) => CheckpointError::Integrity(format!(
+                    "{saver}: the pending write of task {task_id:?} to {channel:?} (thread \
+                     {thread_id:?}) {m}"
+                )),
             })?;
             Ok(PendingWrite {
                 task_id,
@@ -483,6 +504,19 @@ pub(crate) fn writes_from_rows(
             })
         })
         .collect()
+}
+
+impl PendingWrite {
+    /// Where this write of checkpoint `checkpoint_id` belongs, for its code.
+    pub fn place<'a>(&'a self, checkpoint_id: &'a str) -> seal::WritePlace<'a> {
+        seal::WritePlace {
+            checkpoint_id,
+            task_id: &self.task_id,
+            idx: self.idx,
+            node: &self.node,
+            channel: &self.channel,
+        }
+    }
 }
 
 /// Keeps the first write of each `(task_id, idx)`, in order: the rule of

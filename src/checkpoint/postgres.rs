@@ -117,6 +117,7 @@ use tokio_util::task::TaskTracker;
 
 use super::caller;
 use super::record;
+use super::seal::{ReadError, RecordKey, Records, SNAPSHOT_PREFIX_SEALED};
 use super::stalled::{awaits_answer_sql, check_claim};
 use super::{
     advanced_conflict, dedupe_writes, order_chain, same_id_conflict, writes_from_rows, ChainFrom,
@@ -274,6 +275,9 @@ pub struct PostgresOptions {
     pub pool_size: usize,
     /// How long connecting, or waiting for a free connection, may take.
     pub connect_timeout: Duration,
+    /// The key the records are authenticated (and optionally encrypted) with, if any
+    /// (see [`super::seal`]).
+    pub key: Option<RecordKey>,
 }
 
 impl Default for PostgresOptions {
@@ -282,6 +286,7 @@ impl Default for PostgresOptions {
             schema: None,
             pool_size: 8,
             connect_timeout: Duration::from_secs(10),
+            key: None,
         }
     }
 }
@@ -511,9 +516,10 @@ impl Sql {
                 &c,
                 &id("$2"),
                 &format!(
-                    "(left(record, 3) IN ('{}', '{}') OR left(record, 12) = '{}')",
+                    "(left(record, 3) IN ('{}', '{}', '{}') OR left(record, 12) = '{}')",
                     record::SNAPSHOT_PREFIX_4,
                     record::SNAPSHOT_PREFIX,
+                    SNAPSHOT_PREFIX_SEALED,
                     record::SNAPSHOT_PREFIX_V1
                 ),
             ),
@@ -606,6 +612,8 @@ struct Shared {
     leases: lease::Leases,
     /// The connections blocking callers drive themselves (see `lane`).
     lanes: lane::Lanes,
+    /// How records are stored: with a checksum, or under a key.
+    codec: Records,
 }
 
 /// The connection a call runs on: a pooled one (its socket on the saver's runtime), or
@@ -717,6 +725,7 @@ impl PostgresSaver {
                 connect_timeout: options.connect_timeout,
                 leases,
                 lanes,
+                codec: Records::new(options.key),
             }),
             runtime,
             tasks: TaskTracker::new(),
@@ -899,14 +908,22 @@ impl PostgresSaver {
     }
 
     fn decode_record(&self, thread_id: &str, row: &RecordRow) -> Result<CheckpointRecord> {
-        record::decode(&row.2, &row.0, row.1.as_deref()).map_err(|e| {
-            CheckpointError::serialization(format!(
-                "{}: {} of thread {thread_id:?} cannot be read ({e}); it was \
-                 written by an incompatible version or modified by hand",
-                self.shared.name,
-                super::record_name(&row.0)
-            ))
-        })
+        let sh = &self.shared;
+        sh.codec
+            .decode(&row.2, &row.0, row.1.as_deref())
+            .map_err(|e| match e {
+                ReadError::Unreadable(e) => CheckpointError::serialization(format!(
+                    "{}: {} of thread {thread_id:?} cannot be read ({e}); it was \
+                     written by an incompatible version or modified by hand",
+                    sh.name,
+                    super::record_name(&row.0)
+                )),
+                ReadError::Key(m) => CheckpointError::Integrity(format!(
+                    "{}: {} of thread {thread_id:?} {m}",
+                    sh.name,
+                    super::record_name(&row.0)
+                )),
+            })
     }
 
     fn decode_records(
@@ -920,11 +937,24 @@ impl PostgresSaver {
     }
 
     /// Pending writes as the columns of `put_writes`' arrays, deduplicated.
-    fn write_columns(&self, writes: Vec<PendingWrite>) -> Result<WriteColumns> {
+    fn write_columns(
+        &self,
+        checkpoint_id: &str,
+        writes: Vec<PendingWrite>,
+    ) -> Result<WriteColumns> {
         let writes = dedupe_writes(&[], writes);
         let mut cols = WriteColumns::default();
         for w in writes {
-            let value = self.encode(&format!("the value written to {:?}", w.channel), &w.value)?;
+            let value = self
+                .shared
+                .codec
+                .encode_write(&w.place(checkpoint_id), &w.value)
+                .map_err(|e| {
+                    CheckpointError::serialization(format!(
+                        "{}: cannot serialise the value written to {:?} to JSON: {e}",
+                        self.shared.name, w.channel
+                    ))
+                })?;
             cols.values.push(value);
             cols.tasks.push(w.task_id);
             cols.idxs.push(w.idx);
@@ -932,15 +962,6 @@ impl PostgresSaver {
             cols.channels.push(w.channel);
         }
         Ok(cols)
-    }
-
-    fn encode<T: serde::Serialize>(&self, what: &str, v: &T) -> Result<String> {
-        serde_json::to_string(v).map_err(|e| {
-            CheckpointError::serialization(format!(
-                "{}: cannot serialise {what} to JSON: {e}",
-                self.shared.name
-            ))
-        })
     }
 }
 
@@ -1233,6 +1254,7 @@ impl<'a> Chain<'a> {
 async fn save_batch(
     c: &ClientWrapper,
     sql: &Sql,
+    codec: &Records,
     t: &String,
     items: &[Item],
 ) -> std::result::Result<Option<Refused>, tokio_postgres::Error> {
@@ -1242,7 +1264,7 @@ async fn save_batch(
             .iter()
             .all(|i| matches!(i, Item::Writes { .. } | Item::Record { next: true, .. }));
     if !pipelined {
-        return save_checked(c, sql, t, items).await;
+        return save_checked(c, sql, codec, t, items).await;
     }
     if let Some(chain) = Chain::of(items) {
         // One statement for the whole batch (its own transaction).
@@ -1251,7 +1273,7 @@ async fn save_batch(
             Ok(_) => Ok(None),
             // Nothing was saved: find out why, item by item.
             Err(e) if e.code().map(|c| c.code()) == Some(REFUSED_CODE) => {
-                save_checked(c, sql, t, items).await
+                save_checked(c, sql, codec, t, items).await
             }
             Err(e) => Err(e),
         };
@@ -1280,7 +1302,7 @@ async fn save_batch(
         Err(e) if e.code().map(|c| c.code()) == Some(REFUSED_CODE) => {
             // Rolled back (the transaction was aborted): find out why, item by item.
             committed?;
-            save_checked(c, sql, t, items).await
+            save_checked(c, sql, codec, t, items).await
         }
         Err(e) => Err(e),
     }
@@ -1293,6 +1315,7 @@ async fn save_batch(
 async fn save_checked(
     c: &ClientWrapper,
     sql: &Sql,
+    codec: &Records,
     t: &String,
     items: &[Item],
 ) -> std::result::Result<Option<Refused>, tokio_postgres::Error> {
@@ -1357,7 +1380,7 @@ async fn save_checked(
         };
         match stored {
             _ if saved => {}
-            Some((s, p)) if record::same(id, (&s, p.as_deref()), (json, parent.as_deref())) => {}
+            Some((s, p)) if codec.same(id, (&s, p.as_deref()), (json, parent.as_deref())) => {}
             Some(_) => {
                 refused = Some(Refused::SameId(id.clone()));
                 break;
@@ -1484,7 +1507,7 @@ impl Checkpointer for PostgresSaver {
             .into_iter()
             .map(|p| match p {
                 Put::Record { record, next } => Ok(Item::Record {
-                    json: record::encode(&record).map_err(|e| {
+                    json: self.shared.codec.encode(&record).map_err(|e| {
                         CheckpointError::serialization(format!(
                             "{}: cannot serialise the checkpoint record to JSON: {e}",
                             self.shared.name
@@ -1500,8 +1523,8 @@ impl Checkpointer for PostgresSaver {
                     checkpoint_id,
                     writes,
                 } => Ok(Item::Writes {
+                    columns: self.write_columns(&checkpoint_id, writes)?,
                     checkpoint_id,
-                    columns: self.write_columns(writes)?,
                 }),
             })
             .collect::<Result<Vec<_>>>()?;
@@ -1511,7 +1534,7 @@ impl Checkpointer for PostgresSaver {
         let t = thread_id.to_owned();
         let failed = self
             .call("save a checkpoint", move |c, sh| async move {
-                save_batch(&c, &sh.sql, &t, &items).await
+                save_batch(&c, &sh.sql, &sh.codec, &t, &items).await
             })
             .await?;
         match failed {
@@ -1609,7 +1632,13 @@ impl Checkpointer for PostgresSaver {
                     .collect())
             })
             .await?;
-        writes_from_rows(&self.shared.name, thread_id, rows)
+        writes_from_rows(
+            &self.shared.name,
+            &self.shared.codec,
+            thread_id,
+            checkpoint_id,
+            rows,
+        )
     }
 
     async fn delete_thread(&self, thread_id: &str) -> Result<()> {

@@ -101,6 +101,7 @@ use tips::{Tip, Tips};
 
 use super::caller;
 use super::record;
+use super::seal::{ReadError, RecordKey, Records, SNAPSHOT_PREFIX_SEALED};
 use super::stalled::{awaits_answer_sql, check_claim};
 use super::{
     advanced_conflict, now_secs, order_chain, same_id_conflict, writes_from_rows, ChainFrom,
@@ -836,6 +837,8 @@ pub struct SqliteSaver {
     /// opened by the first run.
     #[cfg(unix)]
     leases: Mutex<Option<Arc<super::lease::file::LeaseFile>>>,
+    /// How records are stored: with a checksum, or under a key.
+    codec: Records,
 }
 
 impl std::fmt::Debug for SqliteSaver {
@@ -887,7 +890,15 @@ impl SqliteSaver {
             tips,
             #[cfg(unix)]
             leases: Mutex::new(None),
+            codec: Records::default(),
         })
+    }
+
+    /// This saver, its records authenticated (and encrypted, if the key says so) with
+    /// `key` (see [`super::seal`]).
+    pub fn with_key(mut self, key: RecordKey) -> Self {
+        self.codec = Records::new(Some(key));
+        self
     }
 
     /// The same as [`SqliteSaver::open`] (LangGraph's spelling).
@@ -1167,12 +1178,12 @@ impl SqliteSaver {
                 // parent named (a deleted parent's `seq` may hold another row later).
                 let mut stmt = conn.prepare_cached(
                     "WITH RECURSIVE ancestors(seq, parent_id, parent_seq, stop) AS ( \
-                         SELECT seq, parent_id, parent_seq, ?2 AND (substr(record, 1, 3) IN (?3, ?5) \
+                         SELECT seq, parent_id, parent_seq, ?2 AND (substr(record, 1, 3) IN (?3, ?5, ?6) \
                            OR substr(record, 1, 12) = ?4) \
                          FROM checkpoints WHERE seq = ?1 \
                        UNION \
                          SELECT c.seq, c.parent_id, c.parent_seq, ?2 AND \
-                           (substr(c.record, 1, 3) IN (?3, ?5) \
+                           (substr(c.record, 1, 3) IN (?3, ?5, ?6) \
                            OR substr(c.record, 1, 12) = ?4) \
                          FROM ancestors a \
                          JOIN checkpoints c ON c.seq = a.parent_seq \
@@ -1188,7 +1199,8 @@ impl SqliteSaver {
                         stop,
                         record::SNAPSHOT_PREFIX,
                         record::SNAPSHOT_PREFIX_V1,
-                        record::SNAPSHOT_PREFIX_4
+                        record::SNAPSHOT_PREFIX_4,
+                        SNAPSHOT_PREFIX_SEALED
                     ],
                     record_row,
                 )?;
@@ -1206,14 +1218,21 @@ impl SqliteSaver {
     }
 
     fn decode_record(&self, thread_id: &str, row: &RecordRow) -> Result<CheckpointRecord> {
-        record::decode(&row.2, &row.0, row.1.as_deref()).map_err(|e| {
-            CheckpointError::serialization(format!(
-                "SqliteSaver({}): {} of thread {thread_id:?} cannot be read ({e}); \
-                 the file was written by an incompatible version or modified by hand",
-                self.path.display(),
-                super::record_name(&row.0)
-            ))
-        })
+        self.codec
+            .decode(&row.2, &row.0, row.1.as_deref())
+            .map_err(|e| match e {
+                ReadError::Unreadable(e) => CheckpointError::serialization(format!(
+                    "SqliteSaver({}): {} of thread {thread_id:?} cannot be read ({e}); \
+                     the file was written by an incompatible version or modified by hand",
+                    self.path.display(),
+                    super::record_name(&row.0)
+                )),
+                ReadError::Key(m) => CheckpointError::Integrity(format!(
+                    "SqliteSaver({}): {} of thread {thread_id:?} {m}",
+                    self.path.display(),
+                    super::record_name(&row.0)
+                )),
+            })
     }
 
     fn decode_records(
@@ -1227,7 +1246,7 @@ impl SqliteSaver {
     }
 
     fn encode_record(&self, r: &CheckpointRecord) -> Result<String> {
-        record::encode(r).map_err(|e| {
+        self.codec.encode(r).map_err(|e| {
             CheckpointError::serialization(format!(
                 "SqliteSaver({}): cannot serialise the checkpoint record to JSON: {e}",
                 self.path.display()
@@ -1235,24 +1254,30 @@ impl SqliteSaver {
         })
     }
 
-    fn encode_writes(&self, writes: Vec<PendingWrite>) -> Result<Vec<WriteRow>> {
+    /// The rows of `writes` of checkpoint `checkpoint_id`, their values' texts made by
+    /// the saver's codec.
+    fn encode_writes(
+        &self,
+        checkpoint_id: &str,
+        writes: Vec<PendingWrite>,
+    ) -> Result<Vec<WriteRow>> {
         writes
             .into_iter()
             .map(|w| {
-                let value =
-                    self.encode(&format!("the value written to {:?}", w.channel), &w.value)?;
+                let value = self
+                    .codec
+                    .encode_write(&w.place(checkpoint_id), &w.value)
+                    .map_err(|e| {
+                        CheckpointError::serialization(format!(
+                            "SqliteSaver({}): cannot serialise the value written to {:?} to \
+                             JSON: {e}",
+                            self.path.display(),
+                            w.channel
+                        ))
+                    })?;
                 Ok((w.task_id, w.idx, w.node, w.channel, value))
             })
             .collect()
-    }
-
-    fn encode<T: serde::Serialize>(&self, what: &str, v: &T) -> Result<String> {
-        serde_json::to_string(v).map_err(|e| {
-            CheckpointError::serialization(format!(
-                "SqliteSaver({}): cannot serialise {what} to JSON: {e}",
-                self.path.display()
-            ))
-        })
     }
 }
 
@@ -1281,8 +1306,8 @@ impl Checkpointer for SqliteSaver {
                     checkpoint_id,
                     writes,
                 } => Ok(Row::Writes {
+                    writes: self.encode_writes(&checkpoint_id, writes)?,
                     checkpoint_id,
-                    writes: self.encode_writes(writes)?,
                 }),
             })
             .collect::<Result<Vec<_>>>()?;
@@ -1291,6 +1316,7 @@ impl Checkpointer for SqliteSaver {
         }
         let t = thread_id.to_owned();
         let tips = self.tips.clone();
+        let codec = self.codec.clone();
         // One write transaction, or a savepoint of a group's (see `Write`; BEGIN
         // IMMEDIATE holds the file's write lock): every check and insert are atomic
         // for every process that shares the file, and a failed check leaves nothing of
@@ -1307,7 +1333,7 @@ impl Checkpointer for SqliteSaver {
                         } => match save_record(tx, &tips, &t, id, parent_id, json, *next)? {
                             Next::Saved => {}
                             Next::Stored(p, s)
-                                if record::same(
+                                if codec.same(
                                     id,
                                     (&s, p.as_deref()),
                                     (json, parent_id.as_deref()),
@@ -1344,7 +1370,7 @@ impl Checkpointer for SqliteSaver {
         if writes.is_empty() {
             return Ok(());
         }
-        let rows = self.encode_writes(writes)?;
+        let rows = self.encode_writes(checkpoint_id, writes)?;
         let thread_id = thread_id.to_owned();
         let checkpoint_id = checkpoint_id.to_owned();
         self.call_write(
@@ -1391,7 +1417,9 @@ impl Checkpointer for SqliteSaver {
                     self.decode_record(thread_id, &row)?,
                     writes_from_rows(
                         &format!("SqliteSaver({})", self.path.display()),
+                        &self.codec,
                         thread_id,
+                        &row.0,
                         writes,
                     )?,
                 ))
@@ -1455,7 +1483,9 @@ impl Checkpointer for SqliteSaver {
             .await?;
         writes_from_rows(
             &format!("SqliteSaver({})", self.path.display()),
+            &self.codec,
             thread_id,
+            checkpoint_id,
             rows,
         )
     }

@@ -354,7 +354,8 @@ impl Graph {
     }
 
     /// The tasks that follow `node` (or `START`), given the state after its step.
-    pub(super) fn successors(
+    /// Async for the routers whose decision is awaited (`Router::route_later`).
+    pub(super) async fn successors(
         &self,
         node: &str,
         goto: &[Goto],
@@ -391,9 +392,18 @@ impl Graph {
             push(&Goto::Node(t.clone()))?;
         }
         for &b in self.branches_from.get(node).into_iter().flatten() {
-            let gotos = match &self.branch_reads[b] {
-                Some(p) => self.spec.branches[b].router.route(&view.project(p), ctx)?,
-                None => self.spec.branches[b].router.route(view, ctx)?,
+            let router = &self.spec.branches[b].router;
+            let projected;
+            let view = match &self.branch_reads[b] {
+                Some(p) => {
+                    projected = view.project(p);
+                    &projected
+                }
+                None => view,
+            };
+            let gotos = match router.route_later(view, ctx) {
+                Some(later) => later.await?,
+                None => router.route(view, ctx)?,
             };
             for g in &gotos {
                 push(g)?;

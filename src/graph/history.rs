@@ -235,7 +235,8 @@ impl Graph {
                 arg: None,
             };
             let ctx = self.ctx_for(&t, 0, &opts, Vec::new());
-            self.successors(&as_node, &[], &view, &ctx, &mut triggers)?;
+            self.successors(&as_node, &[], &view, &ctx, &mut triggers)
+                .await?;
         }
         let next = Graph::make_tasks(&id, triggers);
         let step = parent.as_ref().map(|p| p.step + 1).unwrap_or(-1);

@@ -29,8 +29,8 @@ pub use reserved::{is_hidden, Reserved, ENGINE_NODE, HIDDEN_PREFIX, ROOT};
 pub use run::{Durability, Lent, Multitask, Resume, RunInput, RunOptions, RunResult, StepObserver};
 pub use snapshot::SNAPSHOT_EVERY;
 pub use spec::{
-    BranchSpec, Goto, GraphSpec, Nest, NodeFailure, NodeOutput, NodeRunner, NodeSpec, Router,
-    TaskContext, END, START,
+    BranchSpec, Goto, GraphSpec, LaterRoute, Nest, NodeFailure, NodeOutput, NodeRunner, NodeSpec,
+    Router, TaskContext, END, START,
 };
 pub use state::StateView;
 pub use state_cache::STATE_CACHE_THREADS;

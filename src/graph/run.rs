@@ -761,7 +761,7 @@ impl Run<'_> {
             self.emit_values(&view);
         }
         let id = new_id();
-        let triggers = self.route(&outputs, &view, &own_views, &mut saved)?;
+        let triggers = self.route(&outputs, &view, &own_views, &mut saved).await?;
         self.next = Graph::make_tasks(&id, triggers);
         self.checkpoint(id.clone(), Source::Loop, saved, Vec::new(), false)
             .await?;
@@ -835,7 +835,7 @@ impl Run<'_> {
     /// The next step's triggers: each task's gotos, edges and routers (reading the
     /// state after the step, or `own_views`), then the joins whose sources have all
     /// run, which are reset by a write of the engine's (added to `saved`).
-    fn route(
+    async fn route(
         &mut self,
         outputs: &[NodeOutput],
         view: &StateView,
@@ -847,7 +847,8 @@ impl Run<'_> {
             let ctx = self.graph.ctx_for(t, self.step, &self.opts, Vec::new());
             let view = own_views.get(i).and_then(Option::as_ref).unwrap_or(view);
             self.graph
-                .successors(&t.node, &out.goto, view, &ctx, &mut triggers)?;
+                .successors(&t.node, &out.goto, view, &ctx, &mut triggers)
+                .await?;
         }
         let resets = self.graph.fire_joins(&self.next, view, &mut triggers);
         if self.cp.is_some() {

@@ -131,12 +131,23 @@ pub trait NodeRunner: Send + Sync {
 pub trait Router: Send + Sync {
     fn route(&self, state: &StateView, ctx: &TaskContext) -> Result<Vec<Goto>, GraphError>;
 
+    /// The decision of a router that must be awaited (a host's async routing function
+    /// in an async run), which the engine awaits instead of calling
+    /// [`route`](Self::route). `None`, every other router's answer (the default),
+    /// costs nothing: `route` decides at once.
+    fn route_later(&self, _state: &StateView, _ctx: &TaskContext) -> Option<LaterRoute> {
+        None
+    }
+
     /// The branch's name in error messages (LangGraph names a branch after its
     /// function; an unnamed one is `"condition"`).
     fn name(&self) -> &str {
         "condition"
     }
 }
+
+/// A routing decision still to be awaited (see [`Router::route_later`]).
+pub type LaterRoute = futures::future::BoxFuture<'static, Result<Vec<Goto>, GraphError>>;
 
 pub struct NodeSpec {
     pub name: String,

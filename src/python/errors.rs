@@ -57,6 +57,7 @@ classes! {
     Checkpoint => "CheckpointError",
     CheckpointSerialization => "CheckpointSerializationError",
     CheckpointStorage => "CheckpointStorageError",
+    CheckpointIntegrity => "CheckpointIntegrityError",
     CheckpointConflict => "CheckpointConflictError",
     CheckpointNotFound => "CheckpointNotFoundError",
     ThreadBusy => "ThreadBusyError",
@@ -164,6 +165,7 @@ impl From<&CheckpointError> for PyErr {
             let (class, checkpoint_id) = match e {
                 CheckpointError::Serialization(_) => (Class::CheckpointSerialization, None),
                 CheckpointError::Storage(_) => (Class::CheckpointStorage, None),
+                CheckpointError::Integrity(_) => (Class::CheckpointIntegrity, None),
                 CheckpointError::Conflict { .. } => (Class::CheckpointConflict, None),
                 CheckpointError::NotFound { checkpoint_id, .. } => {
                     (Class::CheckpointNotFound, Some(checkpoint_id.as_str()))

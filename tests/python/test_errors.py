@@ -19,6 +19,7 @@ from ironloop._tool import Tool
 from ironloop.errors import (
     CheckpointConflictError,
     CheckpointError,
+    CheckpointIntegrityError,
     CheckpointNotFoundError,
     CheckpointSerializationError,
     CheckpointStorageError,
@@ -100,6 +101,7 @@ def test_every_class_is_exported_and_an_ironloop_error() -> None:
         (CheckpointNotFoundError, CheckpointError, ValueError),
         (CheckpointStorageError, CheckpointError, Exception),
         (CheckpointConflictError, CheckpointError, Exception),
+        (CheckpointIntegrityError, CheckpointError, Exception),
     ],
 )
 def test_hierarchy(cls: type, family: type, builtin: type) -> None:

@@ -67,6 +67,8 @@ pub(super) struct BranchDesc {
     /// What the routing function sees and receives, as a node's `reads` / `factory`.
     reads: Option<Vec<String>>,
     factory: Option<Py<PyAny>>,
+    /// Whether the routing function is an `async def`.
+    is_async: bool,
 }
 
 /// The spec's channels and the Python-side state they share.
@@ -246,6 +248,7 @@ impl BranchDesc {
                 path_map: self.path_map,
                 factory: self.factory,
                 shared: shared.clone(),
+                is_async: self.is_async,
             })
         };
         Ok(BranchSpec {

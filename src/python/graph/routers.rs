@@ -6,11 +6,12 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
+use super::super::aio::{run_async, AsyncResult, MakeCoro};
 use super::super::env::PyRunEnv;
 use super::nodes::node_error;
-use super::task::call_in_task;
+use super::task::{call_in, call_in_task, task_context};
 use super::values::{host, send_class, val_to_py, Shared};
-use crate::graph::{Goto, GraphError, Reducer, Router, StateView, TaskContext, Val};
+use crate::graph::{Goto, GraphError, LaterRoute, Reducer, Router, StateView, TaskContext, Val};
 
 // ---------------------------------------------------------------------------------
 // Routers and reducers
@@ -23,6 +24,9 @@ pub(super) struct PyRouter {
     /// Makes the function's input from the state dict (a dataclass / pydantic schema).
     pub(super) factory: Option<Py<PyAny>>,
     pub(super) shared: Arc<Shared>,
+    /// An `async def` routing function: awaited on the caller's loop in an async run
+    /// (`route_later`); refused in a sync one, as LangGraph does.
+    pub(super) is_async: bool,
 }
 
 pub(super) fn map_goto(
@@ -58,6 +62,15 @@ impl Router for PyRouter {
 
     fn route(&self, view: &StateView, ctx: &TaskContext) -> Result<Vec<Goto>, GraphError> {
         Python::attach(|py| -> PyResult<Vec<Goto>> {
+            if self.is_async {
+                // Reached only when no event loop runs the run (`route_later` takes
+                // every async one): LangGraph 1.2's error, word for word.
+                return Err(PyTypeError::new_err(format!(
+                    "No synchronous function provided to \"{}\".\nEither initialize with a \
+                     synchronous function or invoke via the async API (ainvoke, astream, etc.)",
+                    self.name
+                )));
+            }
             let input = self.shared.node_input(py, view, &self.factory)?;
             let r = match ctx.host.clone().and_then(|h| h.downcast::<PyRunEnv>().ok()) {
                 Some(env) => call_in_task(
@@ -73,31 +86,96 @@ impl Router for PyRouter {
             // A name (a `str`) is the common answer: asking it for `__await__` would
             // build and drop an `AttributeError` at every step.
             if !r.is_instance_of::<PyString>() && r.hasattr("__await__")? {
+                if r.hasattr("close")? {
+                    r.call_method0("close")?; // no "never awaited" warning
+                }
                 return Err(PyTypeError::new_err(
-                    "async routing functions are not supported: make the path function sync",
+                    "the routing function returned an awaitable but is not an `async def` \
+                     function: declare it `async def` (awaited under ainvoke / astream), or \
+                     return the node name, END, Send(...) or list itself",
                 ));
             }
-            let mut out = Vec::new();
-            let items: Vec<Bound<'_, PyAny>> =
-                if r.cast::<PyList>().is_ok() || r.cast::<PyTuple>().is_ok() {
-                    r.try_iter()?.collect::<PyResult<_>>()?
-                } else {
-                    vec![r]
-                };
-            for i in items {
-                if i.is_instance(send_class(py)?)? {
-                    out.push(Goto::Send(
-                        i.getattr("node")?.extract()?,
-                        host(i.getattr("arg")?),
-                    ));
-                } else {
-                    out.push(map_goto(py, &self.path_map, &i)?);
-                }
-            }
-            Ok(out)
+            gotos(py, &self.path_map, r)
         })
         .map_err(|e| Python::attach(|py| route_error(py, ctx, e)))
     }
+
+    fn route_later(&self, view: &StateView, ctx: &TaskContext) -> Option<LaterRoute> {
+        if !self.is_async {
+            return None;
+        }
+        let env = ctx.host.clone()?.downcast::<PyRunEnv>().ok()?;
+        if !env.caller_loop {
+            return None; // a sync run: `route` says what to do
+        }
+        let (view, ctx) = (view.clone(), ctx.clone());
+        let (path, path_map, factory) = Python::attach(|py| {
+            (
+                self.path.clone_ref(py),
+                self.path_map.as_ref().map(|m| m.clone_ref(py)),
+                self.factory.as_ref().map(|f| f.clone_ref(py)),
+            )
+        });
+        let shared = self.shared.clone();
+        Some(Box::pin(async move {
+            let (env2, ctx2) = (env.clone(), ctx.clone());
+            // Called on the loop thread: the function is called in the task's context
+            // (as a sync router is) and its coroutine runs in that context.
+            let make: MakeCoro = Box::new(move |py| {
+                let input = shared.node_input(py, &view, &factory)?;
+                let (context, _) = task_context(py, &env2, &ctx2)?;
+                let coro = call_in(
+                    py,
+                    &context,
+                    path.bind(py),
+                    PyTuple::new(py, [input])?,
+                    None,
+                )?;
+                Ok((coro.unbind(), Some(context.unbind())))
+            });
+            let ctx3 = ctx.clone();
+            let routed = run_async(&env, make, move |py, r| match r {
+                AsyncResult::Done(r) => r
+                    .and_then(|r| gotos(py, &path_map, r))
+                    .map_err(|e| route_error(py, &ctx3, e)),
+                AsyncResult::Cancelled => Err(GraphError::Cancelled),
+            });
+            // A sibling failed or the run was stopped: dropping the call cancels the
+            // coroutine's asyncio task.
+            let r = tokio::select! {
+                r = routed => r,
+                _ = ctx.cancel.cancelled() => return Err(GraphError::Cancelled),
+            };
+            r.unwrap_or_else(|e| Err(ctx.node_error(e, None)))
+        }))
+    }
+}
+
+/// The gotos a routing function's answer `r` stands for: a node name, `END`, a `Send`
+/// or a list of them, names through `path_map` when there is one.
+fn gotos(
+    py: Python<'_>,
+    path_map: &Option<Py<PyDict>>,
+    r: Bound<'_, PyAny>,
+) -> PyResult<Vec<Goto>> {
+    let items: Vec<Bound<'_, PyAny>> = if r.cast::<PyList>().is_ok() || r.cast::<PyTuple>().is_ok()
+    {
+        r.try_iter()?.collect::<PyResult<_>>()?
+    } else {
+        vec![r]
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for i in items {
+        if i.is_instance(send_class(py)?)? {
+            out.push(Goto::Send(
+                i.getattr("node")?.extract()?,
+                host(i.getattr("arg")?),
+            ));
+        } else {
+            out.push(map_goto(py, path_map, &i)?);
+        }
+    }
+    Ok(out)
 }
 
 pub(super) fn route_error(py: Python<'_>, ctx: &TaskContext, e: PyErr) -> GraphError {

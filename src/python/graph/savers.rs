@@ -5,13 +5,15 @@ use std::sync::{Arc, Mutex};
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::PyType;
+use pyo3::types::{PyString, PyType};
 use tokio_util::sync::CancellationToken;
 
 use super::super::args::Timeout;
 use super::super::errors::Class;
 use super::super::runtime::block_on;
-use crate::checkpoint::{Checkpointer, MemorySaver, PostgresOptions, PostgresSaver, SqliteSaver};
+use crate::checkpoint::{
+    Checkpointer, MemorySaver, PostgresOptions, PostgresSaver, RecordKey, SqliteSaver, KEY_ENV,
+};
 
 // ---------------------------------------------------------------------------------
 // Checkpointers
@@ -28,6 +30,50 @@ fn delete_thread(saver: &Bound<'_, PyAny>, thread_id: String) -> PyResult<()> {
     .map_err(PyErr::from)
 }
 
+/// The key a saver's records are authenticated with: `key` (bytes, or a str), else the
+/// environment variable `IRONLOOP_CHECKPOINT_KEY` when it is set, else none.
+/// `encrypt` without a key is refused: the caller asked for what cannot be done.
+fn record_key(
+    py: Python<'_>,
+    key: Option<&Bound<'_, PyAny>>,
+    encrypt: bool,
+    accept_unkeyed: bool,
+) -> PyResult<Option<RecordKey>> {
+    let invalid = |m: String| Class::InvalidArgument.err(py, m);
+    let key = match key {
+        Some(k) if k.is_instance_of::<PyString>() => Some(
+            RecordKey::from_text(&k.extract::<String>()?).map_err(|e| invalid(e.to_string()))?,
+        ),
+        Some(k) => {
+            let bytes: Vec<u8> = k.extract().map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "key must be bytes (32 of them) or a str, got {}",
+                    k.get_type()
+                        .name()
+                        .map(|n| n.to_string())
+                        .unwrap_or_default()
+                ))
+            })?;
+            Some(RecordKey::new(&bytes).map_err(|e| invalid(e.to_string()))?)
+        }
+        None => match std::env::var(KEY_ENV) {
+            Ok(text) if !text.is_empty() => Some(
+                RecordKey::from_text(&text)
+                    .map_err(|e| invalid(format!("the environment variable {KEY_ENV}: {e}")))?,
+            ),
+            _ => None,
+        },
+    };
+    match key {
+        Some(k) => Ok(Some(k.encrypt(encrypt).accept_unkeyed(accept_unkeyed))),
+        None if encrypt => Err(invalid(format!(
+            "encrypt=True needs a key: pass key=... (32 bytes, or a str of 64 hex digits) or \
+             set the environment variable {KEY_ENV}"
+        ))),
+        None => Ok(None),
+    }
+}
+
 /// Keeps checkpoints in memory (deltas: each step's writes).
 #[pyclass(name = "MemorySaver", module = "ironloop", frozen)]
 pub struct PyMemorySaver {
@@ -42,10 +88,20 @@ impl PyMemorySaver {
     }
 
     #[new]
-    fn new() -> Self {
-        PyMemorySaver {
-            inner: Arc::new(MemorySaver::new()),
-        }
+    #[pyo3(signature = (*, key=None, encrypt=false, accept_unkeyed=false))]
+    fn new(
+        py: Python<'_>,
+        key: Option<&Bound<'_, PyAny>>,
+        encrypt: bool,
+        accept_unkeyed: bool,
+    ) -> PyResult<Self> {
+        let saver = match record_key(py, key, encrypt, accept_unkeyed)? {
+            Some(k) => MemorySaver::new().with_key(k),
+            None => MemorySaver::new(),
+        };
+        Ok(PyMemorySaver {
+            inner: Arc::new(saver),
+        })
     }
 
     /// Approximate bytes of checkpoint data held.
@@ -94,11 +150,22 @@ impl PySqliteSaver {
     }
 
     #[new]
-    fn new(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Self> {
+    #[pyo3(signature = (path, *, key=None, encrypt=false, accept_unkeyed=false))]
+    fn new(
+        py: Python<'_>,
+        path: std::path::PathBuf,
+        key: Option<&Bound<'_, PyAny>>,
+        encrypt: bool,
+        accept_unkeyed: bool,
+    ) -> PyResult<Self> {
+        let key = record_key(py, key, encrypt, accept_unkeyed)?;
         let p = path.clone();
-        let saver = py
+        let mut saver = py
             .detach(move || SqliteSaver::open(&p))
             .map_err(PyErr::from)?;
+        if let Some(k) = key {
+            saver = saver.with_key(k);
+        }
         Ok(PySqliteSaver {
             inner: Mutex::new(Some(Arc::new(saver))),
             path: path.display().to_string(),
@@ -106,12 +173,20 @@ impl PySqliteSaver {
     }
 
     #[classmethod]
-    fn from_conn_string(_cls: &Bound<'_, PyType>, py: Python<'_>, conn: String) -> PyResult<Self> {
+    #[pyo3(signature = (conn, *, key=None, encrypt=false, accept_unkeyed=false))]
+    fn from_conn_string(
+        _cls: &Bound<'_, PyType>,
+        py: Python<'_>,
+        conn: String,
+        key: Option<&Bound<'_, PyAny>>,
+        encrypt: bool,
+        accept_unkeyed: bool,
+    ) -> PyResult<Self> {
         let path = conn
             .strip_prefix("sqlite:///")
             .or_else(|| conn.strip_prefix("file:"))
             .unwrap_or(&conn);
-        Self::new(py, path.into())
+        Self::new(py, path.into(), key, encrypt, accept_unkeyed)
     }
 
     #[getter]
@@ -229,13 +304,20 @@ impl PyPostgresSaver {
     /// Connects to `conn_string` (`postgresql://user:password@host:port/db?sslmode=...`)
     /// and checks the server answers. Call `setup()` once per database.
     #[new]
-    #[pyo3(signature = (conn_string, *, schema=None, pool_size=8, connect_timeout=None))]
+    #[pyo3(signature = (
+        conn_string, *, schema=None, pool_size=8, connect_timeout=None, key=None, encrypt=false,
+        accept_unkeyed=false
+    ))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         conn_string: String,
         schema: Option<String>,
         pool_size: usize,
         connect_timeout: Option<&Bound<'_, PyAny>>,
+        key: Option<&Bound<'_, PyAny>>,
+        encrypt: bool,
+        accept_unkeyed: bool,
     ) -> PyResult<Self> {
         if pool_size == 0 {
             return Err(Class::InvalidArgument.err(py, "pool_size must be at least 1, got 0"));
@@ -243,6 +325,7 @@ impl PyPostgresSaver {
         let mut opts = PostgresOptions {
             schema,
             pool_size,
+            key: record_key(py, key, encrypt, accept_unkeyed)?,
             ..Default::default()
         };
         if let Some(t) = connect_timeout {
@@ -268,7 +351,11 @@ impl PyPostgresSaver {
 
     /// The same as the constructor (LangGraph's spelling).
     #[classmethod]
-    #[pyo3(signature = (conn_string, *, schema=None, pool_size=8, connect_timeout=None))]
+    #[pyo3(signature = (
+        conn_string, *, schema=None, pool_size=8, connect_timeout=None, key=None, encrypt=false,
+        accept_unkeyed=false
+    ))]
+    #[allow(clippy::too_many_arguments)]
     fn from_conn_string(
         _cls: &Bound<'_, PyType>,
         py: Python<'_>,
@@ -276,8 +363,20 @@ impl PyPostgresSaver {
         schema: Option<String>,
         pool_size: usize,
         connect_timeout: Option<&Bound<'_, PyAny>>,
+        key: Option<&Bound<'_, PyAny>>,
+        encrypt: bool,
+        accept_unkeyed: bool,
     ) -> PyResult<Self> {
-        Self::new(py, conn_string, schema, pool_size, connect_timeout)
+        Self::new(
+            py,
+            conn_string,
+            schema,
+            pool_size,
+            connect_timeout,
+            key,
+            encrypt,
+            accept_unkeyed,
+        )
     }
 
     /// `host:port/database` (never the password).
