@@ -47,6 +47,7 @@ __all__ = [
     "_openapi_toolset_from_url_async",
     "_timeout_seconds",
     "_workspace_tools",
+    "_check_tool_name",
 ]
 
 __version__: str
@@ -567,6 +568,7 @@ class NativeTool:
     ) -> Awaitable[Any]: ...
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
 
+def _check_tool_name(name: str) -> None: ...
 def _workspace_tools(
     root: str | os.PathLike[str],
     *,
