@@ -593,6 +593,7 @@ class _McpToolset:
         prefix: str | None,
         timeout: float | None,
         max_message_bytes: int = ...,
+        connect_timeout: float | None = None,
     ) -> _McpToolset: ...
     @staticmethod
     def stdio_async(
@@ -603,6 +604,7 @@ class _McpToolset:
         prefix: str | None,
         timeout: float | None,
         max_message_bytes: int = ...,
+        connect_timeout: float | None = None,
     ) -> Awaitable[_McpToolset]: ...
     @staticmethod
     def http(
@@ -611,6 +613,7 @@ class _McpToolset:
         prefix: str | None,
         timeout: float | None,
         max_message_bytes: int = ...,
+        connect_timeout: float | None = None,
     ) -> _McpToolset: ...
     @staticmethod
     def http_async(
@@ -619,6 +622,7 @@ class _McpToolset:
         prefix: str | None,
         timeout: float | None,
         max_message_bytes: int = ...,
+        connect_timeout: float | None = None,
     ) -> Awaitable[_McpToolset]: ...
     @property
     def tools(self) -> list[NativeTool]: ...
