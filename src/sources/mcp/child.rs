@@ -58,7 +58,9 @@ async fn on_spawner_thread<T: Send + 'static>(
             .name("ironloop-mcp-spawner".into())
             .spawn(move || {
                 for job in rx {
-                    job();
+                    // A job that panics drops its answer (its caller is told) and
+                    // must not take the thread, and every later start, with it.
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
                 }
             })
             .map(|_| tx)
