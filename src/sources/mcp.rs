@@ -44,11 +44,11 @@
 //! [`McpSession::get_prompt`]) in wire form; a server's progress notifications for a
 //! call reach that call's [`ToolContext::progress`]; `notifications/tools/list_changed`
 //! makes [`McpToolset::tools`] list the tools again; a stdio server that exited is
-//! started again on the next call, and an HTTP session whose connection ended (the
-//! server went down and came back) is opened again (at most [`MAX_RESTARTS`] times a
-//! minute, each logged), while the call that was in flight when it went fails as
-//! before. (A server that restarted while no call was made is rejoined by the SDK
-//! itself: it opens a new session when the old one's id is refused with a 404.)
+//! started again on the next call, and an HTTP session whose SDK connection ended
+//! (its worker quit) is opened again (at most [`MAX_RESTARTS`] times a minute, each
+//! logged), while the call that was in flight when it went fails as before. (An HTTP
+//! server that went down and came back is rejoined by the SDK itself: it opens a new
+//! session when the old one's id is refused with a 404.)
 //!
 //! The SDK (`rmcp`, pinned to one major version) stays behind the small
 //! [`McpSession`] trait: the tools only see `list_tools` / `call_tool` / `close`, and

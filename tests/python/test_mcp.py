@@ -642,9 +642,9 @@ def _start_http_server(port: int = 0) -> tuple[subprocess.Popen[str], str]:
 
 
 def test_an_http_session_the_server_dropped_is_opened_again() -> None:
-    """The HTTP server goes down (a call made meanwhile fails, and the SDK's
-    connection ends) and comes back with its sessions gone: the next call opens a new
-    session and succeeds."""
+    """The HTTP server goes down (a call made meanwhile is an error result that says
+    what happened, not the SDK's transport type name) and comes back with its sessions
+    gone: the next call opens a new session and succeeds."""
     proc, url = _start_http_server()
     port = int(url.rsplit(":", 1)[1].split("/")[0])
     try:
@@ -665,3 +665,37 @@ def test_an_http_session_the_server_dropped_is_opened_again() -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_an_http_server_that_never_answers_fails_within_connect_timeout() -> None:
+    """It accepts the connection and reads the request, and never answers."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            held.append(conn)
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        t0 = time.perf_counter()
+        with pytest.raises(ConnectionError, match=r"handshake within 1\.5 s") as raised:
+            McpToolset.http(f"http://127.0.0.1:{port}/mcp", connect_timeout=1.5)
+        assert time.perf_counter() - t0 < 6.5
+        assert "connect_timeout" in str(raised.value)
+    finally:
+        stop.set()
+        for c in held:
+            c.close()
+        listener.close()

@@ -243,8 +243,8 @@ class McpToolset:
             connect_timeout: The time limit in seconds of reaching the server and
                 the handshake (default 30).
 
-        A session the server dropped (it restarted, say) is opened again on the
-        next request, at most three times a minute.
+        A server that goes down and comes back (its sessions lost) is rejoined with
+        a new session on the next request; requests made while it is down fail.
 
         Raises:
             ironloop.errors.McpConnectionError: (a ``ConnectionError``) The server
