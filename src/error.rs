@@ -12,6 +12,9 @@ pub enum Error {
     /// A tool's JSON Schema is not a valid schema: the tool cannot be registered.
     #[error("tool `{tool}` has an invalid parameters schema: {reason}")]
     InvalidSchema { tool: String, reason: String },
+    /// A tool's name is one the model providers refuse (see [`crate::tool::name`]).
+    #[error(transparent)]
+    InvalidToolName(#[from] crate::tool::ToolNameError),
     /// A configuration value is out of range.
     #[error("invalid configuration: {0}")]
     Config(String),

@@ -74,9 +74,11 @@ impl ToolRegistry {
     }
 
     /// Registers `tool`, replacing any tool of the same name. Fails when the tool's
+    /// name is one the providers refuse ([`crate::tool::name::check`]) or its
     /// parameters are not a valid JSON Schema.
     pub fn register(&self, tool: Arc<dyn Tool>) -> Result<()> {
         let def = tool.definition();
+        crate::tool::name::check(&def.name)?;
         let validator =
             jsonschema::validator_for(&def.parameters).map_err(|e| Error::InvalidSchema {
                 tool: def.name.clone(),

@@ -416,3 +416,68 @@ async fn messages_over_the_size_limit_fail_their_call_naming_the_limit() {
     stdio.close().await.unwrap();
     http.close().await.unwrap();
 }
+
+/// A stdio "server" that is `sh -c script`.
+fn shell(script: &str) -> StdioServer {
+    StdioServer::new("sh").args(["-c", script])
+}
+
+#[tokio::test]
+async fn a_server_that_never_completes_the_handshake_fails_within_connect_timeout() {
+    let cases = [
+        ("sleep 60", "it printed nothing on its stdout"),
+        (
+            "while :; do echo 'Listening on stdio'; sleep 0.05; done",
+            "not JSON-RPC (the first: \"Listening on stdio\")",
+        ),
+        (
+            // One 200 MB line (over the 16 MiB default), then silence.
+            "head -c 200000000 /dev/zero | tr '\\0' x; echo; sleep 60",
+            "",
+        ),
+    ];
+    for (script, says) in cases {
+        let started = Instant::now();
+        let e = McpToolset::stdio(
+            shell(script),
+            McpToolsetOptions {
+                connect_timeout: Some(Duration::from_secs(2)),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap_err();
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(8), "{script}: {took:?}");
+        let text = e.to_string();
+        assert!(
+            matches!(e, ironloop::sources::mcp::McpError::Connect { .. }),
+            "{text}"
+        );
+        assert!(text.contains("handshake within 2 s"), "{text}");
+        assert!(text.contains(says), "{text}");
+        assert!(text.contains("connect_timeout"), "{text}");
+    }
+}
+
+#[tokio::test]
+async fn the_first_listing_obeys_the_request_timeout() {
+    let bad = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/mcp_bad_server.py");
+    let started = Instant::now();
+    let e = McpToolset::stdio(
+        StdioServer::new(python())
+            .arg(bad.to_string_lossy())
+            .arg("mute"),
+        McpToolsetOptions {
+            timeout: Some(Duration::from_secs(1)),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(
+        matches!(&e, ironloop::sources::mcp::McpError::Timeout { request, .. } if request == "tools/list"),
+        "{e}"
+    );
+}

@@ -554,6 +554,11 @@ fn names_are_sanitised_and_unique() {
     assert_eq!(n[0], "pets_list_all");
     assert_eq!(n[1], "pets_list_all_2");
     assert_eq!(n[2].len(), 64);
+    assert!(
+        n[2].starts_with(&"x".repeat(55)),
+        "cut, with a hash of the whole: {}",
+        n[2]
+    );
     assert_eq!(n[3], "get_c_id_d");
     // An undeclared path placeholder is still asked for.
     assert_eq!(

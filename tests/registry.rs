@@ -249,3 +249,19 @@ async fn set_permissions_replaces_both_lists_at_once() {
     assert_eq!(reg.runnable_names(), ["bash", "read", "write"]);
     assert_eq!(run(&reg, "bash").await.unwrap(), "bash");
 }
+
+#[test]
+fn register_refuses_a_name_the_providers_reject() {
+    let reg = ToolRegistry::new();
+    for bad in ["read.file", "two words", "", "../x"] {
+        let e = reg.register(Arc::new(constant(bad, "", "x"))).unwrap_err();
+        assert!(matches!(e, Error::InvalidToolName(_)), "{bad:?}: {e}");
+        let text = e.to_string();
+        assert!(text.contains("^[a-zA-Z0-9_-]{1,64}$"), "{text}");
+    }
+    let long = "t".repeat(65);
+    assert!(reg.register(Arc::new(constant(&long, "", "x"))).is_err());
+    assert!(reg.is_empty());
+    reg.register(Arc::new(constant(&long[..64], "", "x")))
+        .unwrap();
+}

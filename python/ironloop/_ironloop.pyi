@@ -48,6 +48,7 @@ __all__ = [
     "_openapi_toolset_from_url_async",
     "_timeout_seconds",
     "_workspace_tools",
+    "_check_tool_name",
 ]
 
 __version__: str
@@ -609,6 +610,7 @@ class NativeTool:
     ) -> Awaitable[Any]: ...
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
 
+def _check_tool_name(name: str) -> None: ...
 def _workspace_tools(
     root: str | os.PathLike[str],
     *,
@@ -633,6 +635,7 @@ class _McpToolset:
         prefix: str | None,
         timeout: float | None,
         max_message_bytes: int = ...,
+        connect_timeout: float | None = None,
     ) -> _McpToolset: ...
     @staticmethod
     def stdio_async(
@@ -643,6 +646,7 @@ class _McpToolset:
         prefix: str | None,
         timeout: float | None,
         max_message_bytes: int = ...,
+        connect_timeout: float | None = None,
     ) -> Awaitable[_McpToolset]: ...
     @staticmethod
     def http(
@@ -651,6 +655,7 @@ class _McpToolset:
         prefix: str | None,
         timeout: float | None,
         max_message_bytes: int = ...,
+        connect_timeout: float | None = None,
     ) -> _McpToolset: ...
     @staticmethod
     def http_async(
@@ -659,6 +664,7 @@ class _McpToolset:
         prefix: str | None,
         timeout: float | None,
         max_message_bytes: int = ...,
+        connect_timeout: float | None = None,
     ) -> Awaitable[_McpToolset]: ...
     @property
     def tools(self) -> list[NativeTool]: ...

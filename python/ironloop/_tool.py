@@ -10,7 +10,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, overload
 
-from ironloop._ironloop import _timeout_seconds
+from ironloop._ironloop import _check_tool_name, _timeout_seconds
 from ironloop._schema import function_spec
 
 __all__ = ["Tool", "compose_schema", "tool"]
@@ -56,8 +56,11 @@ class Tool:
         return_direct: bool = False,
         timeout: float | None = None,
     ) -> None:
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"a tool name must be a non-empty string, got {name!r}")
+        if not isinstance(name, str):
+            raise TypeError(f"a tool name must be a str, got {type(name).__name__} {name!r}")
+        # The providers' rule (^[a-zA-Z0-9_-]{1,64}$), checked here rather than by a
+        # provider's opaque HTTP 400 on the first request.
+        _check_tool_name(name)
         if not isinstance(description, str):
             raise TypeError(f"tool {name!r}: description must be a str")
         if not isinstance(parameters, dict) or parameters.get("type", "object") != "object":

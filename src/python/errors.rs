@@ -214,7 +214,8 @@ impl From<McpError> for PyErr {
             | McpError::Closed { .. }
             | McpError::Cancelled { .. }
             | McpError::Protocol { .. }
-            | McpError::TooLarge { .. } => Class::McpSession,
+            | McpError::TooLarge { .. }
+            | McpError::Timeout { .. } => Class::McpSession,
         };
         class.new_err(e.to_string())
     }

@@ -31,6 +31,7 @@ fn options(
     prefix: Option<String>,
     timeout: Option<Timeout>,
     max_message_bytes: usize,
+    connect_timeout: Option<Timeout>,
 ) -> PyResult<McpToolsetOptions> {
     if max_message_bytes == 0 {
         return Err(Class::InvalidArgument.new_err("max_message_bytes must be at least 1"));
@@ -39,6 +40,7 @@ fn options(
         prefix,
         timeout: timeout.map(|t| t.0),
         max_message_bytes: Some(max_message_bytes),
+        connect_timeout: connect_timeout.map(|t| t.0),
     })
 }
 
@@ -128,7 +130,7 @@ fn stdio_spec(
 impl PyMcpToolset {
     /// Starts `command args...` and opens a session over its stdio.
     #[staticmethod]
-    #[pyo3(signature = (command, args, env, cwd, prefix, timeout, max_message_bytes = DEFAULT_MAX_MESSAGE_BYTES))]
+    #[pyo3(signature = (command, args, env, cwd, prefix, timeout, max_message_bytes = DEFAULT_MAX_MESSAGE_BYTES, connect_timeout = None))]
     // The Python signature's parameters, one by one.
     #[allow(clippy::too_many_arguments)]
     fn stdio(
@@ -140,14 +142,15 @@ impl PyMcpToolset {
         prefix: Option<String>,
         timeout: Option<Timeout>,
         max_message_bytes: usize,
+        connect_timeout: Option<Timeout>,
     ) -> PyResult<Self> {
-        let opts = options(prefix, timeout, max_message_bytes)?;
+        let opts = options(prefix, timeout, max_message_bytes, connect_timeout)?;
         Self::connect(py, stdio_spec(command, args, env, cwd), opts)
     }
 
     /// Like `stdio`, as an awaitable.
     #[staticmethod]
-    #[pyo3(signature = (command, args, env, cwd, prefix, timeout, max_message_bytes = DEFAULT_MAX_MESSAGE_BYTES))]
+    #[pyo3(signature = (command, args, env, cwd, prefix, timeout, max_message_bytes = DEFAULT_MAX_MESSAGE_BYTES, connect_timeout = None))]
     // The Python signature's parameters, one by one.
     #[allow(clippy::too_many_arguments)]
     fn stdio_async(
@@ -159,14 +162,15 @@ impl PyMcpToolset {
         prefix: Option<String>,
         timeout: Option<Timeout>,
         max_message_bytes: usize,
+        connect_timeout: Option<Timeout>,
     ) -> PyResult<Bound<'_, PyAny>> {
-        let opts = options(prefix, timeout, max_message_bytes)?;
+        let opts = options(prefix, timeout, max_message_bytes, connect_timeout)?;
         Self::connect_async(py, stdio_spec(command, args, env, cwd), opts)
     }
 
     /// Opens a session with the streamable-HTTP endpoint `url`.
     #[staticmethod]
-    #[pyo3(signature = (url, headers, prefix, timeout, max_message_bytes = DEFAULT_MAX_MESSAGE_BYTES))]
+    #[pyo3(signature = (url, headers, prefix, timeout, max_message_bytes = DEFAULT_MAX_MESSAGE_BYTES, connect_timeout = None))]
     fn http(
         py: Python<'_>,
         url: String,
@@ -174,14 +178,15 @@ impl PyMcpToolset {
         prefix: Option<String>,
         timeout: Option<Timeout>,
         max_message_bytes: usize,
+        connect_timeout: Option<Timeout>,
     ) -> PyResult<Self> {
-        let opts = options(prefix, timeout, max_message_bytes)?;
+        let opts = options(prefix, timeout, max_message_bytes, connect_timeout)?;
         Self::connect(py, Spec::Http(HttpServer { url, headers }), opts)
     }
 
     /// Like `http`, as an awaitable.
     #[staticmethod]
-    #[pyo3(signature = (url, headers, prefix, timeout, max_message_bytes = DEFAULT_MAX_MESSAGE_BYTES))]
+    #[pyo3(signature = (url, headers, prefix, timeout, max_message_bytes = DEFAULT_MAX_MESSAGE_BYTES, connect_timeout = None))]
     fn http_async(
         py: Python<'_>,
         url: String,
@@ -189,8 +194,9 @@ impl PyMcpToolset {
         prefix: Option<String>,
         timeout: Option<Timeout>,
         max_message_bytes: usize,
+        connect_timeout: Option<Timeout>,
     ) -> PyResult<Bound<'_, PyAny>> {
-        let opts = options(prefix, timeout, max_message_bytes)?;
+        let opts = options(prefix, timeout, max_message_bytes, connect_timeout)?;
         Self::connect_async(py, Spec::Http(HttpServer { url, headers }), opts)
     }
 

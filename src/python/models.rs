@@ -46,6 +46,8 @@ fn tool_from_value(v: Value) -> PyResult<ToolDefinition> {
         None => (&v, "parameters"),
     };
     let name = f.get("name").and_then(Value::as_str).ok_or_else(bad)?;
+    crate::tool::name::check(name)
+        .map_err(|e| super::errors::Class::InvalidArgument.new_err(e.to_string()))?;
     let description = f.get("description").and_then(Value::as_str).unwrap_or("");
     let parameters = f
         .get(params_key)

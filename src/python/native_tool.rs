@@ -237,8 +237,40 @@ fn _workspace_tools(
     tools.into_iter().map(NativeTool::new).collect()
 }
 
+/// Raises `InvalidArgumentError` (a `ValueError`) when `name` is not a tool name the
+/// model providers accept (`crate::tool::name`): what `Tool(...)` checks at definition.
+#[pyfunction]
+fn _check_tool_name(name: &Bound<'_, PyString>) -> PyResult<()> {
+    let refused = match name.to_str() {
+        Ok(n) => crate::tool::name::check(n).err(),
+        // Not valid Unicode: a lone surrogate, which no provider's JSON can carry.
+        Err(e) => {
+            let py = name.py();
+            let at = e
+                .value(py)
+                .getattr("start")
+                .and_then(|v| v.extract::<usize>())
+                .unwrap_or(0);
+            // Each lone surrogate shown as one U+FFFD (UTF-16 round trip).
+            let shown: String = name
+                .call_method1("encode", ("utf-16", "surrogatepass"))?
+                .call_method1("decode", ("utf-16", "replace"))?
+                .extract()?;
+            Some(crate::tool::name::refused(
+                &shown,
+                format!("it contains a lone surrogate at position {at}"),
+            ))
+        }
+    };
+    match refused {
+        None => Ok(()),
+        Some(e) => Err(super::errors::Class::InvalidArgument.new_err(e.to_string())),
+    }
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeTool>()?;
+    m.add_function(wrap_pyfunction!(_check_tool_name, m)?)?;
     m.add_function(wrap_pyfunction!(_workspace_tools, m)?)?;
     Ok(())
 }

@@ -295,7 +295,7 @@ impl Inner {
         ctx: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
         let mut out = match r {
-            Ok(obj) => output_from_py(&obj),
+            Ok(obj) => output_from_py(&obj).map_err(|m| ToolError::failed(&self.def.name, m))?,
             Err(e) => return Err(record_error(py, &self.def.name, e, ctx)),
         };
         out.return_direct = self.return_direct;
@@ -448,10 +448,16 @@ fn log_exception(py: Python<'_>, tool: &str, call_id: &str, e: &PyErr) {
 
 /// The output of a tool's return value: a string as it is, a `ToolMessage` as the
 /// result itself, JSON values as JSON text (objects and lists also as the artifact),
-/// and anything else (a `Command`, an object) carried through for the caller.
-pub fn output_from_py(obj: &Bound<'_, PyAny>) -> ToolOutput {
+/// and anything else (a `Command`, an object) carried through for the caller, with
+/// its `str()` as the text.
+///
+/// Nothing is changed on the way: a value that has no text (its `str()` raises) or a
+/// string that is not valid Unicode (a lone surrogate, which no provider's JSON can
+/// carry) is an `Err` with what the model and the user should read, never an empty or
+/// altered success. See `docs/decisions.md`, "A tool result that has no text".
+pub fn output_from_py(obj: &Bound<'_, PyAny>) -> Result<ToolOutput, String> {
     if let Ok(s) = obj.cast::<PyString>() {
-        return ToolOutput::text(s.to_string_lossy().into_owned());
+        return Ok(ToolOutput::text(unicode_text(s)?.to_owned()));
     }
     if let Ok(m) = obj.cast::<PyMessage>() {
         let msg: Arc<Message> = m.borrow().inner.clone();
@@ -459,21 +465,70 @@ pub fn output_from_py(obj: &Bound<'_, PyAny>) -> ToolOutput {
             MessageKind::Tool { artifact, .. } => artifact.clone(),
             _ => None,
         };
-        return ToolOutput {
+        return Ok(ToolOutput {
             content: msg.content.clone(),
             artifact,
             return_direct: false,
             payload: Some(Arc::new(msg)),
-        };
+        });
     }
     match json_from_py(obj) {
-        Ok(v) => ToolOutput::json(v),
-        Err(_) => {
-            let text = obj.str().map(|s| s.to_string()).unwrap_or_default();
+        Ok(v) => Ok(ToolOutput::json(v)),
+        Err(why_not_json) => {
+            let kind = type_name(obj);
+            let text = match obj.str() {
+                Ok(s) => unicode_text(&s)
+                    .map_err(|e| format!("the str() of the tool's {kind} result: {e}"))?
+                    .to_owned(),
+                Err(e) => {
+                    return Err(format!(
+                        "the tool returned a {kind}, which cannot be turned into text: it is \
+                         not JSON data ({why_not_json}), and str() raised {}; return a string \
+                         or JSON-compatible data",
+                        exception_text(obj.py(), &e)
+                    ))
+                }
+            };
             let mut out = ToolOutput::text(text);
             out.payload = Some(Arc::new(PyPayload(obj.clone().unbind())));
-            out
+            Ok(out)
         }
+    }
+}
+
+/// `s` as UTF-8, or why it cannot be: the position of its first lone surrogate.
+fn unicode_text<'a>(s: &'a Bound<'_, PyString>) -> Result<&'a str, String> {
+    s.to_str().map_err(|e| {
+        let at = e
+            .value(s.py())
+            .getattr("start")
+            .and_then(|v| v.extract::<usize>())
+            .map_or_else(|_| String::new(), |i| format!(" at position {i}"));
+        format!(
+            "the tool's result contains a lone surrogate{at}, which is not valid Unicode and \
+             cannot be sent to a model; return valid Unicode text (e.g. decode bytes with \
+             errors='replace' if losing those characters is acceptable)"
+        )
+    })
+}
+
+fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "object".into())
+}
+
+/// `Type: message` of an exception (its `str()` may itself fail).
+fn exception_text(py: Python<'_>, e: &PyErr) -> String {
+    let ty = e
+        .get_type(py)
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "Exception".into());
+    match e.value(py).str() {
+        Ok(m) if m.len().is_ok_and(|n| n > 0) => format!("{ty}: {}", m.to_string_lossy()),
+        _ => ty,
     }
 }
 

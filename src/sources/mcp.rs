@@ -11,7 +11,10 @@
 //!
 //! * the tool's `inputSchema` is its `parameters` (arguments are validated before the
 //!   request is sent); an optional prefix (`prefix__tool`) keeps names of several
-//!   servers apart;
+//!   servers apart; the name is made to fit what the providers accept
+//!   (`^[a-zA-Z0-9_-]{1,64}$`: other characters become `_`, a name over 64 is cut and
+//!   given a short hash, a clash numbered `_2`, `_3`… in the server's order; see
+//!   [`crate::tool::name`]), and the server is still called by its own name;
 //! * a result with `isError: true` is [`ToolError::Failed`] carrying the result's text;
 //!   a JSON-RPC error, a closed connection or an unsupported response is
 //!   [`ToolError::Failed`] naming the server and the tool;
@@ -22,19 +25,30 @@
 //! * a timeout or a cancelled run ([`ToolContext::cancel`]) drops the request, and the
 //!   SDK tells the server with `notifications/cancelled`; the session stays usable.
 //!
+//! Nothing waits without a limit (see [`limits`]): starting the server and the
+//! handshake get `connect_timeout` ([`DEFAULT_CONNECT_TIMEOUT`]), and a server that
+//! stays silent, prints logs on stdout or one huge line fails within it with an error
+//! saying what it printed; every request after it gets `timeout`
+//! ([`DEFAULT_TIMEOUT`]), a tool call as the tool's own timeout.
+//!
 //! [`McpToolset::close`] ends the session: for stdio the child's stdin is closed, then
 //! (if it has not exited within a few seconds) it gets `SIGTERM`, then `SIGKILL`. The
 //! child runs in a process group of its own, so launchers (`npx`, `uvx`, `sh -c`)
 //! take their children with them. Dropping the last handle without `close()` does the
 //! same in the background (the SDK kills the process when its transport is dropped).
+//! On Linux the child also dies with this process, however it ends (`kill -9`
+//! included): see `child.rs`.
 //!
 //! Beyond tools: resources and prompts ([`McpSession::list_resources`],
 //! [`McpSession::read_resource`], [`McpSession::list_prompts`],
 //! [`McpSession::get_prompt`]) in wire form; a server's progress notifications for a
 //! call reach that call's [`ToolContext::progress`]; `notifications/tools/list_changed`
 //! makes [`McpToolset::tools`] list the tools again; a stdio server that exited is
-//! started again on the next call (at most [`MAX_RESTARTS`] times a minute, each
-//! logged), while the call that was in flight when it died fails as before.
+//! started again on the next call, and an HTTP session whose SDK connection ended
+//! (its worker quit) is opened again (at most [`MAX_RESTARTS`] times a minute, each
+//! logged), while the call that was in flight when it went fails as before. (An HTTP
+//! server that went down and came back is rejoined by the SDK itself: it opens a new
+//! session when the old one's id is refused with a 404.)
 //!
 //! The SDK (`rmcp`, pinned to one major version) stays behind the small
 //! [`McpSession`] trait: the tools only see `list_tools` / `call_tool` / `close`, and
@@ -42,33 +56,23 @@
 //!
 //! [Model Context Protocol]: https://modelcontextprotocol.io
 
-use std::collections::HashMap;
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, Once, RwLock};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use async_trait::async_trait;
-use rmcp::handler::client::ClientHandler;
-use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResponse, CancelledNotificationParam,
-    ClientCapabilities, ClientConfig, ClientRequest, GetPromptRequestParams, Implementation,
-    NumberOrString, ProgressNotificationParam, ProgressToken, ReadResourceRequestParams,
-    ServerResult,
-};
-use rmcp::service::RunningService;
-use rmcp::service::{NotificationContext, PeerRequestOptions};
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::{RoleClient, ServiceError, ServiceExt};
 use serde_json::{Map, Value};
 
 mod child;
 mod http_client;
+mod limits;
 mod message_limit;
+mod rmcp_session;
 
+pub use limits::{Limits, DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT};
 pub use message_limit::DEFAULT_MAX_MESSAGE_BYTES;
+pub use rmcp_session::{Handler, Notices, RmcpSession};
 
 use crate::message::Content;
 use crate::secrets::Secrets;
@@ -118,6 +122,17 @@ pub enum McpError {
         bytes: Option<u64>,
         limit: usize,
     },
+    /// The server did not answer a request within the session's time limit.
+    #[error(
+        "the MCP server {server} did not answer {request} within {}; it may be stuck or \
+         overloaded: check the server, or raise the toolset's `timeout`",
+        limits::seconds(*after)
+    )]
+    Timeout {
+        server: String,
+        request: String,
+        after: Duration,
+    },
 }
 
 impl McpError {
@@ -155,6 +170,15 @@ impl McpError {
                 server: r(server),
                 bytes,
                 limit,
+            },
+            McpError::Timeout {
+                server,
+                request,
+                after,
+            } => McpError::Timeout {
+                server: r(server),
+                request,
+                after,
             },
         }
     }
@@ -328,9 +352,13 @@ impl HttpServer {
 pub struct McpToolsetOptions {
     /// Tools are named `prefix__tool` (the server still sees `tool`).
     pub prefix: Option<String>,
-    /// A per-call time limit for every tool of the server; the executor's default
-    /// applies when `None`.
+    /// The time limit of every request after the handshake: each tool call (as the
+    /// tools' timeout, which the executor enforces), `tools/list`, resources and
+    /// prompts. [`DEFAULT_TIMEOUT`] when `None`.
     pub timeout: Option<Duration>,
+    /// The time limit of starting (or reaching) the server and its `initialize`
+    /// handshake, together. [`DEFAULT_CONNECT_TIMEOUT`] when `None`.
+    pub connect_timeout: Option<Duration>,
     /// The largest message read from the server, in bytes
     /// ([`DEFAULT_MAX_MESSAGE_BYTES`] when `None`): a result over it fails its call
     /// at once with [`McpError::TooLarge`], and is never held in memory whole.
@@ -338,8 +366,13 @@ pub struct McpToolsetOptions {
 }
 
 impl McpToolsetOptions {
-    fn message_limit(&self) -> usize {
-        self.max_message_bytes.unwrap_or(DEFAULT_MAX_MESSAGE_BYTES)
+    /// The session's limits, defaults filled in.
+    pub fn limits(&self) -> Limits {
+        Limits {
+            message_bytes: self.max_message_bytes.unwrap_or(DEFAULT_MAX_MESSAGE_BYTES),
+            connect: self.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT),
+            request: self.timeout.unwrap_or(DEFAULT_TIMEOUT),
+        }
     }
 }
 
@@ -370,14 +403,14 @@ impl McpToolset {
     /// Starts `server` as a child process, does the handshake and lists its tools.
     /// Must be called inside a tokio runtime (the session lives on it).
     pub async fn stdio(server: StdioServer, options: McpToolsetOptions) -> Result<Self, McpError> {
-        let session = RmcpSession::stdio(&server, options.message_limit()).await?;
+        let session = RmcpSession::stdio(&server, options.limits()).await?;
         Self::from_session(Arc::new(session), options).await
     }
 
     /// Connects to a streamable-HTTP server, does the handshake and lists its tools.
     /// Must be called inside a tokio runtime.
     pub async fn http(server: HttpServer, options: McpToolsetOptions) -> Result<Self, McpError> {
-        let session = RmcpSession::http(&server, options.message_limit()).await?;
+        let session = RmcpSession::http(&server, options.limits()).await?;
         Self::from_session(Arc::new(session), options).await
     }
 
@@ -401,17 +434,32 @@ impl McpToolset {
         })
     }
 
+    /// The listed tools as ironloop tools, named as the providers accept (see
+    /// [`McpTool::new`]), names made unique in the server's order.
     fn wrap(
         session: &Arc<dyn McpSession>,
         options: &McpToolsetOptions,
         listed: Vec<McpToolInfo>,
     ) -> Vec<Arc<dyn Tool>> {
         let prefix = options.prefix.as_deref().filter(|p| !p.is_empty());
+        let limit = Some(options.limits().request);
+        let mut taken = std::collections::HashSet::new();
         listed
             .into_iter()
             .map(|info| {
-                Arc::new(McpTool::new(info, prefix, options.timeout, session.clone()))
-                    as Arc<dyn Tool>
+                let mut tool = McpTool::new(info, prefix, limit, session.clone());
+                let unique = crate::tool::name::unique(&tool.definition.name, &mut taken);
+                if unique != tool.definition.name {
+                    log::info!(
+                        "the MCP server {} lists two tools named {:?} once made to fit the \
+                         providers' rule; the later one ({:?}) is {unique:?}",
+                        session.server_name(),
+                        tool.definition.name,
+                        tool.remote,
+                    );
+                }
+                tool.definition.name = unique;
+                Arc::new(tool) as Arc<dyn Tool>
             })
             .collect()
     }
@@ -459,16 +507,29 @@ pub struct McpTool {
 }
 
 impl McpTool {
+    /// The tool `info` of `session`, named `prefix__name` (or `name`) made to fit
+    /// the providers' rule ([`crate::tool::name::sanitize`]: other characters become
+    /// `_`, a name over 64 characters is cut and given a hash); the server is always
+    /// called with its own name.
     pub fn new(
         info: McpToolInfo,
         prefix: Option<&str>,
         timeout: Option<Duration>,
         session: Arc<dyn McpSession>,
     ) -> Self {
-        let name = match prefix {
+        let wanted = match prefix {
             Some(p) => format!("{p}__{}", info.name),
             None => info.name.clone(),
         };
+        let name = crate::tool::name::sanitize(&wanted);
+        if name != wanted {
+            log::info!(
+                "the MCP server {}'s tool {wanted:?} is named {name:?} for the model (tool \
+                 names must match {})",
+                session.server_name(),
+                crate::tool::name::NAME_RULE
+            );
+        }
         let description = info
             .description
             .filter(|d| !d.trim().is_empty())
@@ -553,7 +614,8 @@ impl Tool for McpTool {
             Err(
                 e @ (McpError::Connect { .. }
                 | McpError::Protocol { .. }
-                | McpError::TooLarge { .. }),
+                | McpError::TooLarge { .. }
+                | McpError::Timeout { .. }),
             ) => Err(self.failed(format!("tool `{}`: {e}", self.remote))),
         }
     }
@@ -613,585 +675,6 @@ fn shorten(s: &str, max: usize) -> String {
     } else {
         let cut: String = s.chars().take(max).collect();
         format!("{cut}…")
-    }
-}
-
-/// Installs rustls' `ring` provider as the process default, once (reqwest is built
-/// without a provider of its own; see `model::http`).
-fn install_crypto_provider() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-}
-
-type Client = RunningService<RoleClient, Handler>;
-
-/// What the server says between responses, as the session's client handler sees it.
-#[derive(Default)]
-pub struct Notices {
-    /// Progress token → the context of the call it belongs to.
-    progress: Mutex<HashMap<String, ToolContext>>,
-    tools_changed: AtomicBool,
-    server: RwLock<String>,
-}
-
-/// The session's client handler: the SDK owns it, the session shares its notices.
-pub struct Handler(Arc<Notices>);
-
-impl ClientHandler for Handler {
-    fn get_info(&self) -> ClientConfig {
-        client_config()
-    }
-
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let token = token_key(&params.progress_token);
-        let ctx = self
-            .0
-            .progress
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&token)
-            .cloned();
-        if let Some(ctx) = ctx {
-            let mut payload = Map::new();
-            payload.insert("progress".into(), params.progress.into());
-            if let Some(t) = params.total {
-                payload.insert("total".into(), t.into());
-            }
-            if let Some(m) = params.message {
-                payload.insert("message".into(), m.into());
-            }
-            ctx.progress(Value::Object(payload));
-        }
-    }
-
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        log::info!(
-            "the MCP server {} says its tools changed",
-            self.0.server.read().unwrap_or_else(|p| p.into_inner())
-        );
-        self.0.tools_changed.store(true, Ordering::SeqCst);
-    }
-}
-
-fn token_key(t: &ProgressToken) -> String {
-    match &t.0 {
-        NumberOrString::Number(n) => n.to_string(),
-        NumberOrString::String(s) => s.to_string(),
-    }
-}
-
-/// Sends `notifications/cancelled` for a request nobody will read the answer of.
-struct Abandoned {
-    peer: Option<rmcp::Peer<RoleClient>>,
-    id: rmcp::model::RequestId,
-}
-
-impl Drop for Abandoned {
-    fn drop(&mut self) {
-        let Some(peer) = self.peer.take() else {
-            return;
-        };
-        let params = CancelledNotificationParam::new(
-            Some(self.id.clone()),
-            Some("request abandoned by the caller".into()),
-        );
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            rt.spawn(async move {
-                let _ = peer.notify_cancelled(params).await;
-            });
-        }
-    }
-}
-
-/// Removes a call's progress route when the call ends, however it ends.
-///
-/// The SDK hands each notification to its own task, so progress a server sends just
-/// before its result may be delivered just after it: the route stays open for
-/// [`PROGRESS_GRACE`] more, then goes.
-struct ProgressRoute {
-    notices: Arc<Notices>,
-    token: String,
-}
-
-const PROGRESS_GRACE: Duration = Duration::from_millis(500);
-
-impl Drop for ProgressRoute {
-    fn drop(&mut self) {
-        let (notices, token) = (self.notices.clone(), std::mem::take(&mut self.token));
-        let remove = move || {
-            notices
-                .progress
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(&token);
-        };
-        match tokio::runtime::Handle::try_current() {
-            Ok(rt) => {
-                rt.spawn(async move {
-                    tokio::time::sleep(PROGRESS_GRACE).await;
-                    remove();
-                });
-            }
-            Err(_) => remove(),
-        }
-    }
-}
-
-/// [`McpSession`] on the official Rust SDK (`rmcp`).
-pub struct RmcpSession {
-    name: String,
-    /// The process id of a stdio server (0: none); changes when it is restarted.
-    pid: AtomicU32,
-    /// Swapped for a new one when a stdio server is restarted.
-    peer: RwLock<rmcp::Peer<RoleClient>>,
-    /// The running client; taken by `close()`. Dropping it cancels the session,
-    /// which closes the transport (and kills a stdio server).
-    client: tokio::sync::Mutex<Option<Client>>,
-    closed: AtomicBool,
-    notices: Arc<Notices>,
-    /// How to start a stdio server again (and its message size limit); `None` over
-    /// HTTP.
-    stdio: Option<(StdioServer, usize)>,
-    restarts: Mutex<Vec<Instant>>,
-    /// What its errors must not show: header values, the URL's password and query
-    /// values, a stdio server's environment values.
-    secrets: Secrets,
-}
-
-/// The strings an MCP server's errors must not show. A header value's last word is
-/// a secret of its own (the token of `Bearer <token>`), since a server may echo it
-/// alone.
-fn server_secrets<'a>(values: impl IntoIterator<Item = &'a str>, url: Option<&str>) -> Secrets {
-    let mut all: Vec<String> = Vec::new();
-    for v in values {
-        all.push(v.to_owned());
-        if let Some(last) = v.split_whitespace().last() {
-            all.push(last.to_owned());
-        }
-    }
-    if let Some(u) = url.and_then(|u| reqwest::Url::parse(u).ok()) {
-        all.extend(u.password().map(str::to_owned));
-        all.extend(u.query_pairs().map(|(_, v)| v.into_owned()));
-    }
-    Secrets::new([], all)
-}
-
-fn client_config() -> ClientConfig {
-    ClientConfig::new(
-        ClientCapabilities::default(),
-        Implementation::new("ironloop", env!("CARGO_PKG_VERSION")),
-    )
-}
-
-impl RmcpSession {
-    /// Spawns the server and does the handshake.
-    /// `max_message_bytes` bounds each message read from it.
-    pub async fn stdio(server: &StdioServer, max_message_bytes: usize) -> Result<Self, McpError> {
-        let notices = Arc::new(Notices::default());
-        let secrets = server_secrets(server.env.iter().map(|(_, v)| v.as_str()), None);
-        let (client, pid) = Self::spawn(server, max_message_bytes, notices.clone())
-            .await
-            .map_err(|e| e.redact(&secrets))?;
-        let mut session = Self::from_client(client, server.label(), pid, notices, secrets);
-        session.stdio = Some((server.clone(), max_message_bytes));
-        Ok(session)
-    }
-
-    async fn spawn(
-        server: &StdioServer,
-        max_message_bytes: usize,
-        notices: Arc<Notices>,
-    ) -> Result<(Client, Option<u32>), McpError> {
-        use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
-        let label = server.label();
-        let connect_err = |reason: String| McpError::Connect {
-            server: label.clone(),
-            reason,
-        };
-        let mut cmd = tokio::process::Command::new(&server.command);
-        cmd.args(&server.args);
-        for (k, v) in &server.env {
-            cmd.env(k, v);
-        }
-        if let Some(dir) = &server.cwd {
-            cmd.current_dir(dir);
-        }
-        let mut wrap = CommandWrap::from(cmd);
-        wrap.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
-        let transport = child::ChildProcess::spawn(wrap, max_message_bytes, label.clone())
-            .map_err(|e| {
-                connect_err(match e.kind() {
-                    std::io::ErrorKind::NotFound => {
-                        format!("command {:?} not found: {e}", server.command)
-                    }
-                    _ => format!("cannot start it: {e}"),
-                })
-            })?;
-        let pid = transport.id();
-        let client = Handler(notices)
-            .serve(transport)
-            .await
-            .map_err(|e| connect_err(format!("the initialize handshake failed: {e}")))?;
-        Ok((client, pid))
-    }
-
-    /// Connects over streamable HTTP and does the handshake.
-    /// `max_message_bytes` bounds each SSE event read from it.
-    pub async fn http(server: &HttpServer, max_message_bytes: usize) -> Result<Self, McpError> {
-        use reqwest::header::{HeaderName, HeaderValue};
-        let secrets = server_secrets(
-            server.headers.iter().map(|(_, v)| v.as_str()),
-            Some(&server.url),
-        );
-        let label = format!("`{}`", secrets.redact(&shorten(&server.url, 120)));
-        let connect_err = |reason: String| McpError::Connect {
-            server: label.clone(),
-            reason: secrets.redact(&reason),
-        };
-        if !(server.url.starts_with("http://") || server.url.starts_with("https://")) {
-            return Err(connect_err(
-                "the URL must start with http:// or https://".into(),
-            ));
-        }
-        let mut headers = HashMap::new();
-        for (k, v) in &server.headers {
-            let name = HeaderName::from_bytes(k.as_bytes())
-                .map_err(|_| connect_err(format!("invalid header name {k:?}")))?;
-            let mut value = HeaderValue::from_str(v).map_err(|_| {
-                // The value may be a secret: name the header only.
-                connect_err(format!(
-                    "the value of header {k:?} is not a valid header value"
-                ))
-            })?;
-            value.set_sensitive(true);
-            headers.insert(name, value);
-        }
-        install_crypto_provider();
-        let mut config = StreamableHttpClientTransportConfig::with_uri(server.url.as_str())
-            .custom_headers(headers);
-        config.max_sse_event_size = max_message_bytes;
-        let http = http_client::default_client()
-            .map_err(|e| connect_err(format!("cannot build the HTTP client: {e}")))?;
-        let client = http_client::BoundedHttpClient::new(http, max_message_bytes);
-        let transport = StreamableHttpClientTransport::with_client(client, config);
-        let notices = Arc::new(Notices::default());
-        let client = Handler(notices.clone())
-            .serve(transport)
-            .await
-            .map_err(|e| connect_err(format!("the initialize handshake failed: {e}")))?;
-        Ok(Self::from_client(client, label, None, notices, secrets))
-    }
-
-    fn from_client(
-        client: Client,
-        label: String,
-        pid: Option<u32>,
-        notices: Arc<Notices>,
-        secrets: Secrets,
-    ) -> Self {
-        let announced = client
-            .peer_info()
-            .and_then(|info| info.server_info.as_ref().map(|s| s.name.clone()))
-            .filter(|n| !n.trim().is_empty());
-        let name = match announced {
-            Some(n) => format!("`{}` ({label})", shorten(&n, 60)),
-            None => label,
-        };
-        *notices.server.write().unwrap_or_else(|p| p.into_inner()) = name.clone();
-        RmcpSession {
-            name,
-            pid: AtomicU32::new(pid.unwrap_or(0)),
-            peer: RwLock::new(client.peer().clone()),
-            client: tokio::sync::Mutex::new(Some(client)),
-            closed: Default::default(),
-            notices,
-            stdio: None,
-            restarts: Mutex::new(Vec::new()),
-            secrets,
-        }
-    }
-
-    fn peer(&self) -> rmcp::Peer<RoleClient> {
-        self.peer.read().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    /// The live peer: a stdio server that exited (not closed by us) is started again,
-    /// within [`MAX_RESTARTS`] a minute.
-    async fn live_peer(&self) -> Result<rmcp::Peer<RoleClient>, McpError> {
-        let closed = || McpError::Closed {
-            server: self.name.clone(),
-        };
-        if self.closed.load(Ordering::SeqCst) {
-            return Err(closed());
-        }
-        let peer = self.peer();
-        if !peer.is_transport_closed() {
-            return Ok(peer);
-        }
-        let Some((server, max_message_bytes)) = &self.stdio else {
-            return Err(closed());
-        };
-        let mut client = self.client.lock().await;
-        if self.closed.load(Ordering::SeqCst) {
-            return Err(closed());
-        }
-        // Another call may have restarted it while this one waited for the lock.
-        let peer = self.peer();
-        if !peer.is_transport_closed() {
-            return Ok(peer);
-        }
-        let n = {
-            let mut times = self.recent_restarts();
-            if times.len() >= MAX_RESTARTS {
-                log::warn!(
-                    "the MCP server {} exited again; it was restarted {MAX_RESTARTS} times in \
-                     the last minute, so it stays down",
-                    self.name
-                );
-                return Err(closed());
-            }
-            times.push(Instant::now());
-            times.len()
-        };
-        log::warn!(
-            "the MCP server {} exited; starting it again (restart {n} of at most \
-             {MAX_RESTARTS} a minute)",
-            self.name
-        );
-        let (fresh, pid) = Self::spawn(server, *max_message_bytes, self.notices.clone())
-            .await
-            .map_err(|e| e.redact(&self.secrets))?;
-        let peer = fresh.peer().clone();
-        *self.peer.write().unwrap_or_else(|p| p.into_inner()) = peer.clone();
-        self.pid.store(pid.unwrap_or(0), Ordering::SeqCst);
-        // The old client's transport is already closed; dropping it frees the rest.
-        *client = Some(fresh);
-        Ok(peer)
-    }
-
-    /// The restarts of the last minute (older ones forgotten), locked: the
-    /// [`MAX_RESTARTS`] budget is a sliding window.
-    fn recent_restarts(&self) -> std::sync::MutexGuard<'_, Vec<Instant>> {
-        let mut times = self.restarts.lock().unwrap_or_else(|p| p.into_inner());
-        times.retain(|t| t.elapsed() < Duration::from_secs(60));
-        times
-    }
-
-    fn error(&self, e: ServiceError) -> McpError {
-        self.error_unredacted(e).redact(&self.secrets)
-    }
-
-    fn error_unredacted(&self, e: ServiceError) -> McpError {
-        let server = self.name.clone();
-        match e {
-            ServiceError::McpError(d) => match message_limit::refused(d.data.as_ref()) {
-                Some((bytes, limit)) => McpError::TooLarge {
-                    server,
-                    bytes,
-                    limit,
-                },
-                None => McpError::Server {
-                    server,
-                    code: d.code.0,
-                    message: d.message.to_string(),
-                },
-            },
-            ServiceError::TransportClosed => {
-                log::warn!("the MCP server {server} closed the connection");
-                McpError::Closed { server }
-            }
-            ServiceError::Cancelled { .. } => McpError::Cancelled { server },
-            _ if self.is_closed() => McpError::Closed { server },
-            other => McpError::Protocol {
-                server,
-                reason: other.to_string(),
-            },
-        }
-    }
-}
-
-fn wire<T: serde::Serialize>(v: &T) -> Value {
-    serde_json::to_value(v).unwrap_or(Value::Null)
-}
-#[async_trait]
-impl McpSession for RmcpSession {
-    fn server_name(&self) -> &str {
-        &self.name
-    }
-
-    fn pid(&self) -> Option<u32> {
-        Some(self.pid.load(Ordering::SeqCst)).filter(|p| *p != 0)
-    }
-
-    async fn list_tools(&self) -> Result<Vec<McpToolInfo>, McpError> {
-        let tools = self
-            .live_peer()
-            .await?
-            .list_all_tools()
-            .await
-            .map_err(|e| self.error(e))?;
-        Ok(tools
-            .into_iter()
-            .map(|t| McpToolInfo {
-                name: t.name.to_string(),
-                title: t.title.clone(),
-                description: t.description.as_ref().map(|d| d.to_string()),
-                input_schema: Value::Object((*t.input_schema).clone()),
-            })
-            .collect())
-    }
-
-    fn take_tools_changed(&self) -> bool {
-        self.notices.tools_changed.swap(false, Ordering::SeqCst)
-    }
-
-    async fn list_resources(&self) -> Result<Vec<Value>, McpError> {
-        let peer = self.live_peer().await?;
-        let listed = peer.list_all_resources().await.map_err(|e| self.error(e))?;
-        Ok(listed.iter().map(wire).collect())
-    }
-
-    async fn read_resource(&self, uri: &str) -> Result<Vec<Value>, McpError> {
-        let peer = self.live_peer().await?;
-        let read = peer
-            .read_resource(ReadResourceRequestParams::new(uri))
-            .await
-            .map_err(|e| self.error(e))?;
-        Ok(read.contents.iter().map(wire).collect())
-    }
-
-    async fn list_prompts(&self) -> Result<Vec<Value>, McpError> {
-        let peer = self.live_peer().await?;
-        let listed = peer.list_all_prompts().await.map_err(|e| self.error(e))?;
-        Ok(listed.iter().map(wire).collect())
-    }
-
-    async fn get_prompt(
-        &self,
-        name: &str,
-        arguments: Map<String, Value>,
-    ) -> Result<Value, McpError> {
-        let peer = self.live_peer().await?;
-        let mut params = GetPromptRequestParams::new(name);
-        if !arguments.is_empty() {
-            params.arguments = Some(arguments);
-        }
-        let got = peer.get_prompt(params).await.map_err(|e| self.error(e))?;
-        Ok(wire(&got))
-    }
-
-    async fn call_tool(
-        &self,
-        name: &str,
-        arguments: Map<String, Value>,
-        ctx: &ToolContext,
-    ) -> Result<McpCallResult, McpError> {
-        let peer = self.live_peer().await?;
-        let mut params = CallToolRequestParams::new(name.to_string());
-        params.arguments = Some(arguments);
-        // The SDK gives every request a progress token of its own; the handle says
-        // which, so the server's progress for this call is routed to its context.
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let handle = peer
-            .send_request_with_option(request, PeerRequestOptions::no_options())
-            .await
-            .map_err(|e| self.error(e))?;
-        let _route = ctx.progress.as_ref().map(|_| {
-            let token = token_key(&handle.progress_token);
-            self.notices
-                .progress
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(token.clone(), ctx.clone());
-            ProgressRoute {
-                notices: self.notices.clone(),
-                token,
-            }
-        });
-        // Dropped before the response (cancellation, the executor's timeout), the
-        // guard tells the server with `notifications/cancelled`.
-        let mut abandoned = Abandoned {
-            peer: Some(peer.clone()),
-            id: handle.id.clone(),
-        };
-        let response = tokio::select! {
-            r = handle.await_response() => r.map_err(|e| self.error(e)),
-            _ = ctx.cancel.cancelled() => {
-                Err(McpError::Cancelled { server: self.name.clone() })
-            }
-        };
-        if response.is_ok() {
-            abandoned.peer = None;
-        }
-        let response = match response? {
-            ServerResult::CallToolResult(r) => CallToolResponse::Complete(r),
-            ServerResult::InputRequiredResult(r) => CallToolResponse::InputRequired(r),
-            _ => {
-                return Err(McpError::Protocol {
-                    server: self.name.clone(),
-                    reason: "the server answered tools/call with something other than a \
-                             tool result"
-                        .into(),
-                })
-            }
-        };
-        match response {
-            CallToolResponse::Complete(r) => Ok(McpCallResult {
-                content: r.content.iter().map(wire).collect(),
-                structured_content: r.structured_content,
-                is_error: r.is_error.unwrap_or(false),
-            }),
-            CallToolResponse::InputRequired(_) => Err(McpError::Protocol {
-                server: self.name.clone(),
-                reason: "the server asked the client for input (elicitation / sampling), \
-                         which ironloop does not provide"
-                    .into(),
-            }),
-            _ => Err(McpError::Protocol {
-                server: self.name.clone(),
-                reason: "the server answered with a task or another response ironloop \
-                         does not support"
-                    .into(),
-            }),
-        }
-    }
-
-    async fn close(&self) -> Result<(), McpError> {
-        self.closed.store(true, Ordering::SeqCst);
-        let client = self.client.lock().await.take();
-        if let Some(mut client) = client {
-            match client.close_with_timeout(CLOSE_TIMEOUT).await {
-                Ok(_) => {}
-                Err(e) => {
-                    return Err(McpError::Protocol {
-                        server: self.name.clone(),
-                        reason: format!("closing the session failed: {e}"),
-                    })
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Closed by `close()`, or a server that exited and cannot be started again
-    /// (HTTP, or a stdio server past its restarts).
-    fn is_closed(&self) -> bool {
-        if self.closed.load(Ordering::SeqCst) {
-            return true;
-        }
-        if !self.peer().is_transport_closed() {
-            return false;
-        }
-        match &self.stdio {
-            None => true,
-            Some(_) => self.recent_restarts().len() >= MAX_RESTARTS,
-        }
     }
 }
 
@@ -1334,5 +817,84 @@ mod tests {
         assert_eq!(call.await.unwrap_err(), ToolError::cancelled("srv__echo"));
         set.close().await.unwrap();
         assert!(set.session().is_closed());
+    }
+
+    /// A session that only lists tools with the given names.
+    struct Listed(Vec<&'static str>);
+
+    #[async_trait]
+    impl McpSession for Listed {
+        fn server_name(&self) -> &str {
+            "`listed`"
+        }
+        async fn list_tools(&self) -> Result<Vec<McpToolInfo>, McpError> {
+            Ok(self
+                .0
+                .iter()
+                .map(|n| McpToolInfo {
+                    name: (*n).into(),
+                    title: None,
+                    description: None,
+                    input_schema: json!({}),
+                })
+                .collect())
+        }
+        async fn call_tool(
+            &self,
+            name: &str,
+            _arguments: Map<String, Value>,
+            _ctx: &ToolContext,
+        ) -> Result<McpCallResult, McpError> {
+            Ok(McpCallResult {
+                content: vec![json!({"type": "text", "text": name})],
+                ..Default::default()
+            })
+        }
+        async fn close(&self) -> Result<(), McpError> {
+            Ok(())
+        }
+        fn is_closed(&self) -> bool {
+            false
+        }
+    }
+
+    #[tokio::test]
+    async fn server_names_are_made_to_fit_and_the_server_sees_its_own() {
+        let long = Box::leak(format!("{}.x", "n".repeat(70)).into_boxed_str());
+        let names = vec!["files.read", "files read", "files_read", "ok-name", long];
+        let set = McpToolset::from_session(
+            Arc::new(Listed(names.clone())),
+            McpToolsetOptions::default(),
+        )
+        .await
+        .unwrap();
+        let tools = set.tools();
+        let given: Vec<String> = tools.iter().map(|t| t.definition().name.clone()).collect();
+        assert_eq!(
+            given[..4],
+            ["files_read", "files_read_2", "files_read_3", "ok-name"]
+        );
+        assert_eq!(given[4].len(), 64);
+        for name in &given {
+            assert_eq!(crate::tool::name::check(name), Ok(()), "{name}");
+        }
+        // Every tool calls the server by the name the server gave it.
+        for (tool, original) in tools.iter().zip(&names) {
+            let ctx = ToolContext::new("1", tool.definition().name.clone());
+            let out = tool.call(json!({}), ctx).await.unwrap();
+            assert_eq!(out.content.text(), *original);
+        }
+        // The same listing gives the same names (no order- or run-dependent hash).
+        let again = McpToolset::from_session(Arc::new(Listed(names)), McpToolsetOptions::default())
+            .await
+            .unwrap();
+        let again: Vec<String> = again
+            .tools()
+            .iter()
+            .map(|t| t.definition().name.clone())
+            .collect();
+        assert_eq!(again, given);
+        // A tool call has a time limit even when the toolset sets none.
+        assert_eq!(tools[0].timeout(), Some(DEFAULT_TIMEOUT));
     }
 }

@@ -36,8 +36,9 @@
 //!   are dropped; `readOnly` properties are removed from request bodies (the server
 //!   sets them).
 //! - Tool name: `operationId`, with characters outside `[a-zA-Z0-9_-]` replaced by `_`
-//!   and cut to 64; without one, `<method>_<path>` (`get_pets_petId`); a name taken by
-//!   an earlier operation gets `_2`, `_3`… Description: summary and description (cut
+//!   (runs of `_` made one); without one, `<method>_<path>` (`get_pets_petId`); over 64
+//!   characters, cut with a hash of the whole added ([`crate::tool::name::sanitize`]);
+//!   a name taken by an earlier operation gets `_2`, `_3`… Description: summary and description (cut
 //!   to 1,024 characters, the OpenAI limit), else `GET /path`.
 //! - Arguments: one property per path / query / header / cookie parameter (its
 //!   location in the description; a name outside `[a-zA-Z0-9_.-]` or taken by another
@@ -397,7 +398,7 @@ impl OpenApiToolset {
                         skipped.push(format!("{here}: {why}"));
                     }
                     Built::Op(mut op) => {
-                        op.name = unique_name(&op.name, &mut names);
+                        op.name = crate::tool::name::unique(&op.name, &mut names);
                         let auth = match security.for_operation(requirement) {
                             Ok(auth) => auth,
                             Err(wanted) => {
@@ -1086,7 +1087,8 @@ fn build_operation(
         "" => format!("{}_{path}", method.as_str().to_ascii_lowercase()),
         id => id.to_string(),
     };
-    let name = sanitize(&raw_name, 64);
+    // Runs of `_` made one here; the length rule (cut, hash) is the shared one.
+    let name = crate::tool::name::sanitize(&sanitize(&raw_name, usize::MAX));
 
     let mut description = String::new();
     if op.get("deprecated") == Some(&Value::Bool(true)) {
@@ -1390,20 +1392,6 @@ fn sanitize(raw: &str, max: usize) -> String {
     };
     s.truncate(max);
     s
-}
-
-fn unique_name(name: &str, taken: &mut HashSet<String>) -> String {
-    let mut candidate = name.to_string();
-    let mut n = 2;
-    while taken.contains(&candidate) {
-        let suffix = format!("_{n}");
-        let mut base = name.to_string();
-        base.truncate(64 - suffix.len());
-        candidate = format!("{base}{suffix}");
-        n += 1;
-    }
-    taken.insert(candidate.clone());
-    candidate
 }
 
 /// A property name for a parameter: its own when it fits `[a-zA-Z0-9_.-]{1,64}` and is
@@ -2177,9 +2165,6 @@ mod tests {
         assert_eq!(sanitize("get_/pets/{petId}", 64), "get_pets_petId");
         assert_eq!(sanitize("!!!", 64), "operation");
         assert_eq!(sanitize(&"a".repeat(100), 64).len(), 64);
-        let mut taken = HashSet::new();
-        assert_eq!(unique_name("x", &mut taken), "x");
-        assert_eq!(unique_name("x", &mut taken), "x_2");
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod context;
 mod definition;
 mod error;
 mod events;
+pub mod name;
 mod output;
 mod wrappers;
 
@@ -20,6 +21,7 @@ pub use context::{ProgressFn, ToolContext};
 pub use definition::ToolDefinition;
 pub use error::ToolError;
 pub use events::{CallEvent, CallEvents, CallSpan, CallTracer};
+pub use name::ToolNameError;
 pub use output::ToolOutput;
 pub use wrappers::{HandleError, ReturnDirect};
 

@@ -161,7 +161,10 @@ def _serve_http() -> None:
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
+    # `--port N` serves on a given port (a test restarts the server there).
+    argv = sys.argv[1:]
+    fixed = int(argv[argv.index("--port") + 1]) if "--port" in argv else 0
+    sock.bind(("127.0.0.1", fixed))
     port = sock.getsockname()[1]
     app = server.streamable_http_app(host="127.0.0.1")
     config = uvicorn.Config(app, log_level="warning", lifespan="on")

@@ -73,3 +73,132 @@ def test_graph_state_that_contains_itself_fails_the_checkpoint_clearly() -> None
     with pytest.raises(Exception, match="x") as e:
         app.invoke({"x": 1}, {"configurable": {"thread_id": "t"}})
     assert not isinstance(e.value, RecursionError) or "checkpoint" in str(e.value)
+
+
+def deep_list(depth: int) -> list[Any]:
+    out: list[Any] = []
+    for _ in range(depth):
+        out = [out]
+    return out
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+async def test_a_result_with_no_text_is_an_error_result_not_an_empty_success(
+    is_async: bool,
+) -> None:
+    """A 5,000-deep list is not JSON (too deep) and its str() raises RecursionError:
+    the model reads an error naming the type and what str() raised."""
+    value = deep_list(5_000)
+
+    if is_async:
+
+        @tool
+        async def deep() -> list:
+            """Returns a very deep list."""
+            return value
+
+    else:
+
+        @tool
+        def deep() -> list:
+            """Returns a very deep list."""
+            return value
+
+    call = AIMessage("", tool_calls=[{"name": "deep", "id": "c"}])
+    node = ToolNode([deep])
+    (msg,) = await node.ainvoke([call]) if is_async else node.invoke([call])
+    assert msg.status == "error", msg.content
+    assert "returned a list, which cannot be turned into text" in msg.content, msg.content
+    assert "str() raised RecursionError" in msg.content, msg.content
+    assert "nests deeper than" in msg.content, msg.content
+    # Raised, not swallowed, when errors are not handled.
+    with pytest.raises(Exception, match="cannot be turned into text"):
+        ToolNode([deep], handle_tool_errors=False).invoke([call])
+
+
+class _StrRaises:
+    def __str__(self) -> str:
+        raise ValueError("no text for you")
+
+
+def test_a_result_whose_str_raises_names_the_type_and_the_error() -> None:
+    @tool
+    def odd() -> object:
+        """Returns an object without text."""
+        return _StrRaises()
+
+    (msg,) = ToolNode([odd]).invoke([AIMessage("", tool_calls=[{"name": "odd", "id": "c"}])])
+    assert msg.status == "error"
+    assert "returned a _StrRaises" in msg.content, msg.content
+    assert "ValueError: no text for you" in msg.content, msg.content
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+async def test_a_lone_surrogate_in_a_result_is_an_error_result(is_async: bool) -> None:
+    """JSON sent to a provider cannot carry a lone surrogate: the result fails clearly
+    (its position named) rather than reaching the model with U+FFFD in its place."""
+    text = "abc\ud800def"
+    if is_async:
+
+        @tool
+        async def sur() -> str:
+            """Returns text with a lone surrogate."""
+            return text
+
+    else:
+
+        @tool
+        def sur() -> str:
+            """Returns text with a lone surrogate."""
+            return text
+
+    call = AIMessage("", tool_calls=[{"name": "sur", "id": "c"}])
+    node = ToolNode([sur])
+    (msg,) = await node.ainvoke([call]) if is_async else node.invoke([call])
+    assert msg.status == "error", msg.content
+    assert "lone surrogate at position 3" in msg.content, msg.content
+    assert "return valid Unicode text" in msg.content
+    assert "\ufffd" not in msg.content
+
+
+def test_text_keeps_every_code_point() -> None:
+    text = "naïve 🦀 \U0010ffff \u200b end"
+
+    @tool
+    def same() -> str:
+        """Returns text as it is."""
+        return text
+
+    (msg,) = ToolNode([same]).invoke([AIMessage("", tool_calls=[{"name": "same", "id": "c"}])])
+    assert (msg.status, msg.content) == ("success", text)
+
+
+def test_an_agent_reads_the_error_of_a_result_with_no_text() -> None:
+    from ironloop import create_react_agent
+    from ironloop.messages import ToolMessage
+    from ironloop.models import ScriptedChatModel
+
+    @tool
+    def deep() -> list:
+        """Returns a very deep list."""
+        return deep_list(5_000)
+
+    def model() -> ScriptedChatModel:
+        return ScriptedChatModel(
+            [{"content": "", "tool_calls": [{"name": "deep", "args": {}}]}, "done"]
+        )
+
+    out = create_react_agent(model(), [deep]).invoke({"messages": [("user", "go")]})
+    (msg,) = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert msg.status == "error" and "RecursionError" in msg.content, msg.content
+    # Streamed the same way.
+    agent = create_react_agent(model(), [deep])
+    streamed = [
+        m
+        for update in agent.stream({"messages": [("user", "go")]}, stream_mode="updates")
+        for part in update.values()
+        for m in (part or {}).get("messages", [])
+        if isinstance(m, ToolMessage)
+    ]
+    assert [m.status for m in streamed] == ["error"], streamed
+    assert "RecursionError" in streamed[0].content

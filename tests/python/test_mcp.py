@@ -64,11 +64,17 @@ def run(node: ToolNode, *calls: tuple[str, dict[str, Any]]) -> list[ToolMessage]
 
 
 def alive(pid: int) -> bool:
+    """Whether `pid` runs: a zombie (dead, not yet reaped by a parent that is no longer
+    ours) does not."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True  # no /proc: the signal test is all there is
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def wait_gone(pid: int, within: float = 10.0) -> None:
@@ -525,3 +531,171 @@ def test_a_stdio_server_that_dies_is_started_again_on_the_next_call(
     assert stdio.closed
     assert len(lines(files["starts"])) <= 4  # the first start and at most 3 restarts
     stdio.close()
+
+
+# ------------------------------------------------------------ misbehaving servers, limits
+
+BAD_SERVER = str(Path(__file__).with_name("mcp_bad_server.py"))
+
+
+@pytest.mark.parametrize(
+    ("mode", "says"),
+    [
+        ("silent", "it printed nothing on its stdout"),
+        ("garbage", 'not JSON-RPC (the first: "Starting the server...'),
+        ("bigline", "over the message size limit"),
+    ],
+)
+def test_a_server_that_never_completes_the_handshake_fails_within_connect_timeout(
+    mode: str, says: str, tmp_path: Path
+) -> None:
+    """A silent server, one printing logs on stdout, one printing a 200 MB line: each
+    fails `stdio(...)` within `connect_timeout` (not when the server exits), says what
+    the server printed, and leaves no process."""
+    pid_file = tmp_path / "pid"
+    env = {"MCP_BAD_PID": str(pid_file)}
+    # The 200 MB line must be read whole before the limit to be reported: room for a
+    # loaded machine.
+    limit = 20.0 if mode == "bigline" else 2.0
+    t0 = time.perf_counter()
+    with pytest.raises(ConnectionError) as raised:
+        McpToolset.stdio(sys.executable, [BAD_SERVER, mode], env=env, connect_timeout=limit)
+    took = time.perf_counter() - t0
+    assert took < limit + 5, f"{mode}: failed after {took:.1f} s"
+    text = str(raised.value)
+    assert f"handshake within {limit:.0f} s" in text, text
+    assert says in text, text
+    assert "connect_timeout" in text and "mcp_bad_server.py" in text, text
+    wait_gone(int(pid_file.read_text()), within=5.0)
+
+
+def test_a_big_line_fails_fast_when_the_server_waits(tmp_path: Path) -> None:
+    """The 200 MB line is not held in memory and does not stall the reader: with the
+    default 16 MiB limit the handshake fails at its time limit, not later."""
+    t0 = time.perf_counter()
+    with pytest.raises(ConnectionError, match="handshake within 3 s"):
+        McpToolset.stdio(sys.executable, [BAD_SERVER, "bigline"], connect_timeout=3)
+    assert time.perf_counter() - t0 < 8
+
+
+async def test_astdio_obeys_connect_timeout(tmp_path: Path) -> None:
+    t0 = time.perf_counter()
+    with pytest.raises(ConnectionError, match="nothing on its stdout"):
+        await McpToolset.astdio(sys.executable, [BAD_SERVER, "silent"], connect_timeout=1.5)
+    assert time.perf_counter() - t0 < 6
+
+
+def test_every_request_after_the_handshake_obeys_timeout() -> None:
+    """A server that completes the handshake and then answers nothing: listing its
+    tools fails within the toolset's `timeout`, naming the request."""
+    t0 = time.perf_counter()
+    with pytest.raises(McpError, match=r"did not answer tools/list within 1\.5 s") as raised:
+        McpToolset.stdio(sys.executable, [BAD_SERVER, "mute"], timeout=1.5)
+    assert time.perf_counter() - t0 < 6.5
+    assert "timeout" in str(raised.value)
+
+
+def test_mcp_tools_have_a_time_limit_by_default(server_env: dict[str, str]) -> None:
+    with McpToolset.stdio(sys.executable, [SERVER], env=server_env) as ts:
+        assert {t.timeout for t in ts} == {60.0}
+
+
+def test_the_server_dies_with_a_killed_parent(tmp_path: Path, server_env: dict[str, str]) -> None:
+    """`kill -9` of the process that opened the toolset (no destructor, no atexit):
+    the server is gone within a second."""
+    script = (
+        "import sys, time\n"
+        "from ironloop.mcp import McpToolset\n"
+        f"ts = McpToolset.stdio(sys.executable, [{SERVER!r}])\n"
+        "print(ts.pid, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=os.environ | server_env,
+    )
+    try:
+        line: list[str] = []
+        reader = threading.Thread(target=lambda: line.append(parent.stdout.readline()))  # type: ignore[union-attr]
+        reader.start()
+        reader.join(60)
+        assert line and line[0].strip().isdigit(), line
+        server = int(line[0])
+        assert alive(server)
+    finally:
+        parent.kill()  # SIGKILL
+        parent.wait()
+    wait_gone(server, within=1.0)
+
+
+def _start_http_server(port: int = 0) -> tuple[subprocess.Popen[str], str]:
+    args = [sys.executable, SERVER, "--http"] + (["--port", str(port)] if port else [])
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+    line: list[str] = []
+    reader = threading.Thread(target=lambda: line.append(proc.stdout.readline()))  # type: ignore[union-attr]
+    reader.start()
+    reader.join(30)
+    assert line and line[0].startswith("READY "), f"the HTTP server did not start: {line}"
+    return proc, line[0].split()[1]
+
+
+def test_an_http_session_the_server_dropped_is_opened_again() -> None:
+    """The HTTP server goes down (a call made meanwhile is an error result that says
+    what happened, not the SDK's transport type name) and comes back with its sessions
+    gone: the next call opens a new session and succeeds."""
+    proc, url = _start_http_server()
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    try:
+        with McpToolset.http(url, timeout=30) as ts:
+            node = ToolNode(ts.tools)
+            assert run(node, ("add", {"a": 1, "b": 2}))[0].content == "3"
+            proc.kill()
+            proc.wait()
+            (down,) = run(node, ("add", {"a": 1, "b": 1}))
+            assert down.status == "error", down.content
+            assert "rmcp::" not in down.content, down.content
+            proc, _ = _start_http_server(port)
+            (again,) = run(node, ("add", {"a": 2, "b": 2}))
+            assert (again.status, again.content) == ("success", "4"), again.content
+            (next_one,) = run(node, ("add", {"a": 3, "b": 2}))
+            assert next_one.content == "5"
+            assert not ts.closed
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_an_http_server_that_never_answers_fails_within_connect_timeout() -> None:
+    """It accepts the connection and reads the request, and never answers."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            held.append(conn)
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        t0 = time.perf_counter()
+        with pytest.raises(ConnectionError, match=r"handshake within 1\.5 s") as raised:
+            McpToolset.http(f"http://127.0.0.1:{port}/mcp", connect_timeout=1.5)
+        assert time.perf_counter() - t0 < 6.5
+        assert "connect_timeout" in str(raised.value)
+    finally:
+        stop.set()
+        for c in held:
+            c.close()
+        listener.close()

@@ -218,3 +218,36 @@ def test_planted_keys_appear_nowhere(tmp_path: Path, records: Records, mcp_http:
     assert records.texts, "no log record was captured: the scan would prove nothing"
     hits = [(where, leaks(text), text[:300]) for where, text in seen if leaks(text)]
     assert not hits, hits
+
+
+KEY = "sk-proj-Zq8vR2mXw4LpT7yN0bKcHs3D"
+
+
+@pytest.mark.parametrize(
+    "shown",
+    [
+        KEY.upper(),
+        KEY.lower(),
+        KEY.removeprefix("sk-"),
+        KEY[-12:],
+        f"{KEY[:6]}...{KEY[-8:]}",  # a provider's masked form: its visible tail
+    ],
+)
+def test_a_changed_key_in_a_providers_error_body_is_scrubbed(shown: str, records: Records) -> None:
+    """Providers echo a key changed: upper-cased, without its `sk-` prefix, or only its
+    last characters. None of it reaches the exception or the log."""
+    server = Loopback()
+    try:
+        body = {"error": {"message": f"Incorrect API key provided: {shown}.", "code": 401}}
+        server.replies.append({"status": 401, "json": body})
+        model = OpenAIChat("gpt-4o-mini", base_url=server.url + "/v1", api_key=KEY)
+        with pytest.raises(Exception) as failed:
+            model.invoke("hi")
+        texts = exception_texts(failed.value) + records.texts
+        assert "[redacted]" in str(failed.value), str(failed.value)
+        visible = shown.split("...")[-1]
+        for t in texts:
+            assert visible not in t and visible.lower() not in t.lower(), t
+        assert "Incorrect API key provided" in str(failed.value)
+    finally:
+        server.close()

@@ -491,3 +491,68 @@ def test_enum_value_outside_the_enum_is_rejected(make_ai) -> None:
     (msg,) = ToolNode([paint]).invoke([make_ai(("paint", {"color": "green"}))])
     assert msg.status == "error"
     assert "paint" in msg.content
+
+
+# ----------------------------------------------------------------------------- names
+
+BAD_NAMES = [
+    ("has\0nul", "'\\0' at position 3", "has_nul"),
+    ("has space", "' ' at position 3", "has_space"),
+    ("../etc/passwd", "'.' at position 0", "___etc_passwd"),
+    ("ns.tool", "'.' at position 2", "ns_tool"),
+    ("x" * 10_000, "10000 characters long, over the limit of 64", None),
+    ("bad\ud800", "a lone surrogate at position 3", "bad_"),
+    ("", "it is empty", "tool"),
+]
+
+
+@pytest.mark.parametrize(("name", "problem", "suggestion"), BAD_NAMES)
+def test_a_name_providers_reject_is_refused_at_definition(
+    name: str, problem: str, suggestion: str | None
+) -> None:
+    """OpenAI and Anthropic accept ^[a-zA-Z0-9_-]{1,64}$ only (and answer anything
+    else with an opaque HTTP 400): the error comes at definition, naming the rule and
+    a name that would do."""
+
+    def f(x: int) -> int:
+        return x
+
+    makers = [lambda: Tool(name, "d", parameters={"type": "object"}, func=f)]
+    if name:  # `@tool("")` names the tool after the function, as LangChain does
+        makers.append(lambda: tool(name)(f))
+    for make in makers:
+        with pytest.raises(ValueError) as raised:
+            make()
+        text = str(raised.value)
+        assert problem in text, text
+        assert "^[a-zA-Z0-9_-]{1,64}$" in text, text
+        if suggestion is not None:
+            assert f"e.g. to {suggestion!r}".replace("'", '"') in text, text
+        assert len(text) < 600, "the message shows a shortened name"
+
+
+def test_a_langchain_tool_with_a_bad_name_is_refused_when_wrapped() -> None:
+    from langchain_core.tools import StructuredTool
+
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    lc = StructuredTool.from_function(add, name="math.add", description="Adds.")
+    with pytest.raises(ValueError, match=r"'\.' at position 4.*\"math_add\""):
+        ToolNode([lc])
+    with pytest.raises(ValueError, match="math_add"):
+        Tool.from_langchain(lc)
+
+
+def test_names_the_providers_accept_pass() -> None:
+    for name in ("add", "get-weather_v2", "A" * 64):
+        assert tool(name)(lambda: 1).name == name
+
+
+def test_bind_tools_refuses_a_bad_name_in_a_dict_definition() -> None:
+    from ironloop.models import OpenAIChat
+
+    model = OpenAIChat("m", api_key="k", base_url="http://127.0.0.1:9")
+    bad = {"type": "function", "function": {"name": "a b", "parameters": {"type": "object"}}}
+    with pytest.raises(ValueError, match="' ' at position 1"):
+        model.bind_tools([bad]).invoke("hi")

@@ -175,6 +175,7 @@ class McpToolset:
         cwd: str | os.PathLike[str] | None = None,
         timeout: float | None = None,
         max_message_bytes: int = MAX_MESSAGE_BYTES,
+        connect_timeout: float | None = None,
     ) -> McpToolset:
         """Starts ``command args...`` and opens a session over its stdin / stdout.
 
@@ -187,25 +188,36 @@ class McpToolset:
                 apart); the server still sees its own names.
             cwd: The server's working directory (default: this process's). Its
                 stderr is this process's stderr, so its logs show there.
-            timeout: A per-call time limit in seconds for every tool of the server,
-                as ``@tool(timeout=)`` sets one; a call that runs over it is cancelled
-                on the server and becomes an error ``ToolMessage``.
+            timeout: The time limit in seconds of every request after the
+                handshake (default 60): each tool call, as ``@tool(timeout=)`` sets
+                one (a call that runs over it is cancelled on the server and becomes
+                an error ``ToolMessage``), and each listing or read of tools,
+                resources and prompts (which raises ``McpSessionError``).
             max_message_bytes: The largest message read from the server (default
                 16 MiB). A result over it is never held whole: its call fails at once
                 with an error ``ToolMessage`` naming the limit (a resource or prompt
                 read raises ``McpSessionError``), and the session goes on; a
                 notification over it is dropped with a WARNING log record.
+            connect_timeout: The time limit in seconds of starting the server and
+                its ``initialize`` handshake, together (default 30). A server that
+                stays silent, prints something other than JSON-RPC on its stdout or
+                prints a line over ``max_message_bytes`` fails within it, and the
+                error says what it printed.
+
+        The server is killed with this process, even by ``kill -9`` (on Linux,
+        ``PR_SET_PDEATHSIG``); what it started itself goes on ``close()``.
 
         Raises:
             ironloop.errors.McpConnectionError: (a ``ConnectionError``) The command
-                cannot be started, or it does not complete the MCP handshake (the
-                message says which, and names the command).
+                cannot be started, or it does not complete the MCP handshake within
+                ``connect_timeout`` (the message says which, what the server printed,
+                and names the command).
             ironloop.errors.InvalidArgumentError: (a ``ValueError``) ``timeout`` is not
                 a positive number of seconds, or ``max_message_bytes`` not an int >= 1.
         """
         a = _stdio_args(command, args, env, cwd)
         limit = _max_bytes(max_message_bytes, "max_message_bytes")
-        return cls(_McpToolset.stdio(*a, _prefix(prefix), timeout, limit))
+        return cls(_McpToolset.stdio(*a, _prefix(prefix), timeout, limit, connect_timeout))
 
     @classmethod
     def http(
@@ -216,6 +228,7 @@ class McpToolset:
         prefix: str | None = None,
         timeout: float | None = None,
         max_message_bytes: int = MAX_MESSAGE_BYTES,
+        connect_timeout: float | None = None,
     ) -> McpToolset:
         """Opens a session with a streamable-HTTP MCP endpoint (e.g.
         ``"http://127.0.0.1:8000/mcp"``).
@@ -227,6 +240,11 @@ class McpToolset:
             timeout: As for ``stdio``.
             max_message_bytes: As for ``stdio``; it bounds each SSE event. A JSON
                 (non-SSE) response body has the Rust SDK's fixed 16 MiB limit.
+            connect_timeout: The time limit in seconds of reaching the server and
+                the handshake (default 30).
+
+        A server that goes down and comes back (its sessions lost) is rejoined with
+        a new session on the next request; requests made while it is down fail.
 
         Raises:
             ironloop.errors.McpConnectionError: (a ``ConnectionError``) The server
@@ -236,7 +254,9 @@ class McpToolset:
             raise TypeError(f"url must be a str, got {url!r}")
         limit = _max_bytes(max_message_bytes, "max_message_bytes")
         return cls(
-            _McpToolset.http(url, _pairs("headers", headers), _prefix(prefix), timeout, limit)
+            _McpToolset.http(
+                url, _pairs("headers", headers), _prefix(prefix), timeout, limit, connect_timeout
+            )
         )
 
     @classmethod
@@ -250,11 +270,12 @@ class McpToolset:
         cwd: str | os.PathLike[str] | None = None,
         timeout: float | None = None,
         max_message_bytes: int = MAX_MESSAGE_BYTES,
+        connect_timeout: float | None = None,
     ) -> McpToolset:
         """``stdio`` for async code: the event loop runs on while the server starts."""
         a = _stdio_args(command, args, env, cwd)
         limit = _max_bytes(max_message_bytes, "max_message_bytes")
-        core = await _McpToolset.stdio_async(*a, _prefix(prefix), timeout, limit)
+        core = await _McpToolset.stdio_async(*a, _prefix(prefix), timeout, limit, connect_timeout)
         return cls(core)
 
     @classmethod
@@ -266,13 +287,14 @@ class McpToolset:
         prefix: str | None = None,
         timeout: float | None = None,
         max_message_bytes: int = MAX_MESSAGE_BYTES,
+        connect_timeout: float | None = None,
     ) -> McpToolset:
         """``http`` for async code."""
         if not isinstance(url, str):
             raise TypeError(f"url must be a str, got {url!r}")
         limit = _max_bytes(max_message_bytes, "max_message_bytes")
         core = await _McpToolset.http_async(
-            url, _pairs("headers", headers), _prefix(prefix), timeout, limit
+            url, _pairs("headers", headers), _prefix(prefix), timeout, limit, connect_timeout
         )
         return cls(core)
 

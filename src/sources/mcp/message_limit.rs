@@ -15,10 +15,13 @@
 //! "event too large" stream error into the same response.
 
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
 use serde_json::{json, Value};
 use tokio::io::{AsyncRead, ReadBuf};
+
+use super::limits::StdoutNotes;
 
 /// The default limit on one message from an MCP server, in bytes: rmcp's own
 /// (`DEFAULT_MAX_LINE_LENGTH`, `DEFAULT_MAX_SSE_EVENT_SIZE`), so a message that
@@ -252,6 +255,8 @@ pub(crate) struct BoundedLines<R> {
     out_pos: usize,
     chunk: Box<[u8]>,
     eof: bool,
+    /// What went by, for the error of a handshake that never completed.
+    notes: Arc<StdoutNotes>,
 }
 
 impl<R> BoundedLines<R> {
@@ -266,7 +271,13 @@ impl<R> BoundedLines<R> {
             out_pos: 0,
             chunk: vec![0; 64 * 1024].into_boxed_slice(),
             eof: false,
+            notes: Arc::default(),
         }
+    }
+
+    /// What the server has printed so far (shared: it keeps counting).
+    pub(crate) fn notes(&self) -> Arc<StdoutNotes> {
+        self.notes.clone()
     }
 
     fn take(&mut self, data: &[u8]) {
@@ -297,6 +308,8 @@ impl<R> BoundedLines<R> {
         match self.skipping.take() {
             Some(s) => self.refuse(s),
             None => {
+                let body = self.line.strip_suffix(b"\n").unwrap_or(&self.line);
+                self.notes.line(body);
                 self.out.extend_from_slice(&self.line);
                 self.line.clear();
             }
@@ -304,6 +317,7 @@ impl<R> BoundedLines<R> {
     }
 
     fn refuse(&mut self, s: Skipped) {
+        self.notes.oversized(s.bytes);
         match s.scan.id() {
             Some(id) => {
                 log::warn!(
