@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 use super::super::env::PyRunEnv;
+use super::super::exiting::attach;
 use super::nodes::node_error;
 use super::task::call_in_task;
 use super::values::{host, send_class, val_to_py, Shared};
@@ -57,7 +58,7 @@ impl Router for PyRouter {
     }
 
     fn route(&self, view: &StateView, ctx: &TaskContext) -> Result<Vec<Goto>, GraphError> {
-        Python::attach(|py| -> PyResult<Vec<Goto>> {
+        attach(|py| -> PyResult<Vec<Goto>> {
             let input = self.shared.node_input(py, view, &self.factory)?;
             let r = match ctx.host.clone().and_then(|h| h.downcast::<PyRunEnv>().ok()) {
                 Some(env) => call_in_task(
@@ -96,7 +97,7 @@ impl Router for PyRouter {
             }
             Ok(out)
         })
-        .map_err(|e| Python::attach(|py| route_error(py, ctx, e)))
+        .map_err(|e| attach(|py| route_error(py, ctx, e)))
     }
 }
 
@@ -117,11 +118,11 @@ impl Reducer for PyReducer {
         let f = self.initial.as_ref()?;
         // The schema reader checked that it can be called; should it fail after all,
         // the channel starts empty, as LangGraph's does when its type cannot be made.
-        Python::attach(|py| f.bind(py).call0().ok().map(host))
+        attach(|py| f.bind(py).call0().ok().map(host))
     }
 
     fn reduce(&self, channel: &str, current: Option<Val>, update: Val) -> Result<Val, GraphError> {
-        Python::attach(|py| -> PyResult<Val> {
+        attach(|py| -> PyResult<Val> {
             let cur = match &current {
                 Some(c) => val_to_py(py, c)?,
                 None => return Ok(update.clone()),

@@ -12,6 +12,7 @@ use serde_json::Value;
 use super::super::coerce::message_from_py;
 use super::super::convert::{json_from_py, value_to_py};
 use super::super::errors::Class;
+use super::super::exiting::attach;
 use super::super::helpers::helpers;
 use super::super::messages::message_to_py;
 use super::super::toolnode::command_class;
@@ -29,7 +30,7 @@ pub struct PyObj(pub Py<PyAny>);
 
 impl HostValue for PyObj {
     fn to_json(&self) -> Result<Value, String> {
-        Python::attach(|py| {
+        attach(|py| {
             let obj = self.0.bind(py);
             // Plain scalars go straight across; anything with structure goes through
             // the encoder, which keeps tuples, sets, dataclasses and models typed.
@@ -49,7 +50,7 @@ impl HostValue for PyObj {
     }
 
     fn type_name(&self) -> String {
-        Python::attach(|py| {
+        attach(|py| {
             let t = self.0.bind(py).get_type();
             t.fully_qualified_name()
                 .map(|n| n.to_string())
@@ -89,7 +90,7 @@ pub(super) struct PyCodec;
 
 impl ValueCodec for PyCodec {
     fn decode(&self, _channel: &str, value: Value) -> Result<Val, GraphError> {
-        Python::attach(|py| {
+        attach(|py| {
             let obj = value_to_py(py, &value)?;
             let dec = helpers(py)?.decode.bind(py);
             Ok(host(dec.call1((obj,))?))
