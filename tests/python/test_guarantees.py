@@ -181,31 +181,30 @@ ORDER_CALLS = [
 ORDER_TEXTS = ["slowish 0", "quick 1", "later 2", None, "quick 4", "slowish 5"]
 
 
-def _saver(kind: str, tmp_path: Path) -> Any:
-    if kind == "memory":
-        return MemorySaver()
-    if kind == "sqlite":
-        return SqliteSaver(str(tmp_path / "order.sqlite"))
-    from pg_support import new_saver
-
-    return new_saver(_PG_SCHEMA)
-
-
-_PG_SCHEMA = ""
 SAVERS = ["memory", "sqlite", *(["postgres"] if PG else [])]
 
 
 @pytest.fixture(scope="module")
 def pg_schema() -> Any:
-    global _PG_SCHEMA
+    """One schema for the module's PostgreSQL rows (each on threads of its own)."""
     if not PG:
         yield None
         return
     from pg_support import temp_schema
 
     with temp_schema() as name:
-        _PG_SCHEMA = name
         yield name
+
+
+def _saver(kind: str, tmp_path: Path, pg_schema: str | None) -> Any:
+    if kind == "memory":
+        return MemorySaver()
+    if kind == "sqlite":
+        return SqliteSaver(str(tmp_path / "order.sqlite"))
+    from pg_support import new_saver
+
+    assert pg_schema is not None
+    return new_saver(pg_schema)
 
 
 @pytest.mark.parametrize(
@@ -222,7 +221,7 @@ def test_one_result_per_call_in_call_order(
         node = ToolNode(tools)
         msgs = [tool_messages(run(node, mode, ask(ORDER_CALLS))) for _ in range(2)]
     else:
-        app = agent(shape, tools, ORDER_CALLS, _saver(saver, tmp_path))
+        app = agent(shape, tools, ORDER_CALLS, _saver(saver, tmp_path, pg_schema))
         # The second run finds `quick` known quick: its calls may run inline.
         msgs = [
             tool_messages(run(app, mode, human(), cfg(f"{shape}-{mode}-{i}"))) for i in range(2)
