@@ -270,7 +270,7 @@ impl Executor {
             state: run.state.clone(),
             host: run.host.clone(),
             deadline: self.run_timeout.map(|t| (Instant::now() + t, t)),
-            inline: run.inline,
+            inline: run.inline && !self.any_limit(calls),
             alone: calls.len() == 1 || matches!(self.strategy, Strategy::Sequential),
             local: run.local && sem.is_none(),
             sem,
@@ -297,6 +297,19 @@ impl Executor {
                 work.await
             }
         }
+    }
+
+    /// Whether a call of `calls` runs under a time limit (its tool's, the executor's
+    /// default or the run's). Then no call of them runs on the driving thread: a
+    /// call there cannot be timed out, and while it runs nothing polls the timers of
+    /// its siblings either, whose limits would then be seen only once it returned.
+    fn any_limit(&self, calls: &[ToolCall]) -> bool {
+        self.run_timeout.is_some()
+            || self.shared.default_timeout.is_some()
+            || self
+                .shared
+                .registry
+                .any_timeout(calls.iter().map(|c| c.name.as_str()))
     }
 
     /// `cancel` is the run's token: read between sequential calls, where a call that
@@ -457,7 +470,8 @@ struct CallEnv {
     host: Option<Arc<dyn Any + Send + Sync>>,
     /// When the run's time is up, and the run's whole limit (for the error).
     deadline: Option<(Instant, Duration)>,
-    /// Calls may run on the driving thread (see `RunContext::inline`).
+    /// Calls may run on the driving thread (see `RunContext::inline`): off when any
+    /// call of the message has a time limit (see `Executor::any_limit`).
     inline: bool,
     /// No call waits behind another (see `ToolContext::alone`).
     alone: bool,
@@ -690,9 +704,9 @@ async fn call_outcome(
         progress: env.progress.clone(),
         state: env.state.clone(),
         host: env.host.clone(),
-        // Beside siblings, only a call without a time limit: one that runs on the
-        // driving thread cannot be timed out.
-        inline: env.inline && (env.alone || limit.is_none()),
+        // Never a call with a time limit: one that runs on the driving thread cannot
+        // be timed out (`env.inline` is off for a message with any such call).
+        inline: env.inline && limit.is_none(),
         alone: env.alone,
         events: env.events.clone(),
         span,

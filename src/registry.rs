@@ -141,6 +141,18 @@ impl ToolRegistry {
             .collect()
     }
 
+    /// Whether a call of one of `names` would run under a time limit of its tool's
+    /// own (unknown names have none): one look at the map for a whole message.
+    pub fn any_timeout<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> bool {
+        let inner = self.inner.read().unwrap_or_else(|p| p.into_inner());
+        names.into_iter().any(|n| {
+            inner
+                .tools
+                .get(n)
+                .is_some_and(|r| r.tool.timeout().is_some())
+        })
+    }
+
     /// The tool to run for a call of `name`, or the error the model should see.
     pub fn resolve(&self, name: &str) -> Result<Arc<Registered>, ToolError> {
         let inner = self.inner.read().unwrap_or_else(|p| p.into_inner());

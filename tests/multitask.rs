@@ -166,6 +166,58 @@ async fn reject_fails_at_once_naming_the_thread() {
     );
 }
 
+/// A run whose caller cancelled it (an `ainvoke` task cancelled) is on its way out:
+/// a `Reject` run right after it waits for it to end instead of failing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reject_waits_for_a_cancelled_run_to_end() {
+    let f = fixture();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let mut first_opts = opts(Multitask::Reject);
+    first_opts.cancel = cancel.clone();
+    let g = f.graph.clone();
+    let first = tokio::spawn(async move { g.run(said("one"), first_opts).await });
+    tokio::time::timeout(Duration::from_secs(10), f.started.notified())
+        .await
+        .expect("work started");
+    cancel.cancel();
+    f.gate.add_permits(1);
+    let r = f
+        .graph
+        .run(said("two"), opts(Multitask::Reject))
+        .await
+        .expect("the cancelled run's thread is free once it ended");
+    assert_eq!(
+        log(&r.state).as_array().unwrap().last(),
+        Some(&json!("after"))
+    );
+    assert!(matches!(first.await.unwrap(), Err(GraphError::Cancelled)));
+}
+
+/// ... but not for ever: a cancelled run that nobody drives to its end (a sync
+/// caller's abandoned stream still referenced) keeps the thread, and `Reject` fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reject_fails_when_a_cancelled_run_does_not_end() {
+    let f = fixture();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let mut first_opts = opts(Multitask::Reject);
+    first_opts.cancel = cancel.clone();
+    let mut stuck = Box::pin(f.graph.run(said("one"), first_opts));
+    // Polled until its node waits at the gate, then left unpolled.
+    tokio::select! {
+        _ = &mut stuck => panic!("the run should wait at the gate"),
+        _ = f.started.notified() => {}
+    }
+    cancel.cancel();
+    let err = f
+        .graph
+        .run(said("two"), opts(Multitask::Reject))
+        .await
+        .err()
+        .unwrap();
+    assert!(matches!(&err, GraphError::Busy(t) if t == "t"), "{err}");
+    drop(stuck);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn enqueue_runs_when_the_current_run_ends() {
     let f = fixture();

@@ -458,9 +458,14 @@ class _Builder:
             requests = [self.tool_request(c, state, runtime) for c in pending_calls(state[key])]
             if len(requests) <= 1:
                 return self.output([one(r) for r in requests])
-            with ThreadPoolExecutor(max_workers=min(len(requests), 32)) as pool:
+            pool = ThreadPoolExecutor(max_workers=min(len(requests), 32))
+            try:
                 futures = [pool.submit(contextvars.copy_context().run, one, r) for r in requests]
                 return self.output([f.result() for f in futures])
+            finally:
+                # Not `with`: its exit waits for every call, so a Ctrl-C (or a call's
+                # `GraphInterrupt`) would wait for the slowest sibling to end.
+                pool.shutdown(wait=False, cancel_futures=True)
 
         async def atools(state: Any) -> Any:
             runtime: Any = get_runtime()

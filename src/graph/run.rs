@@ -546,9 +546,12 @@ impl Run<'_> {
         let still_paused = self.interrupts.len();
         self.emit_task_starts(&to_run);
         let graph = self.graph;
-        // A sync caller's thread runs the step's last task itself (its first poll comes
-        // after every other task started elsewhere): one hand-over fewer per step.
-        let last = to_run.last().copied();
+        // A sync caller's thread runs a step's only task itself: no hand-over to the
+        // pool and back. Never one task of several: while a task runs on this thread
+        // nothing polls its siblings, so the writes of one that finishes would wait
+        // for it to be saved (a crash meanwhile runs the finished task again), and a
+        // sibling's failure could not cancel it.
+        let inline = self.opts.inline && to_run.len() == 1;
         // Cancelled when a task fails: its siblings stop where they can (a step of one
         // task has none, and keeps the run's token).
         let step_cancel = (to_run.len() > 1).then(|| self.opts.cancel.child_token());
@@ -559,8 +562,7 @@ impl Run<'_> {
                 let n = graph.node_index[&t.node];
                 let resume = self.pending.resume_values(&t.id);
                 let mut ctx = graph.ctx_for(t, self.step, &self.opts, resume);
-                ctx.inline =
-                    self.opts.inline && Some(i) == last && (!self.opts.live || to_run.len() == 1);
+                ctx.inline = inline;
                 if let Some(c) = &step_cancel {
                     ctx.cancel = c.child_token();
                 }

@@ -75,7 +75,7 @@ pub struct TaskContext {
     /// new one (see [`NodeRunner::answers_when_steered`]).
     pub steer: Option<crate::executor::Steer>,
     /// True when the node may run on the calling thread (a sync caller's run, the
-    /// step's last task: the others start elsewhere first).
+    /// step's only task).
     pub inline: bool,
     pub stream: Option<StreamSink>,
     pub host: Option<Arc<dyn Any + Send + Sync>>,

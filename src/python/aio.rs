@@ -23,6 +23,7 @@ use pyo3::{ffi, intern, PyTraverseError, PyVisit};
 use tokio::sync::oneshot;
 
 use super::env::PyRunEnv;
+use super::exiting::{call_soon_threadsafe, hand_over};
 use super::helpers::helpers;
 
 /// Makes the coroutine to run (called on the loop thread), and optionally the
@@ -356,13 +357,14 @@ impl Drop for CancelOnDrop {
         match std::mem::replace(&mut *state, SlotState::Cancelled) {
             SlotState::Running(task) => {
                 drop(state);
-                Python::attach(|py| {
+                // Nothing to cancel once the interpreter exits (see `exiting`).
+                hand_over(|py| {
                     // Resolved already: the task it started ran on it.
                     let Ok(lp) = self.env.event_loop(py) else {
                         return;
                     };
                     let cancel = task.bind(py).getattr(intern!(py, "cancel"));
-                    let r = cancel.and_then(|c| lp.call_method1("call_soon_threadsafe", (c,)));
+                    let r = cancel.and_then(|c| call_soon_threadsafe(lp, &c));
                     if let Err(e) = r {
                         // A closed loop has no tasks left to cancel.
                         let closed = lp
@@ -402,7 +404,12 @@ where
     };
     let job = Box::new(move |py: Python<'_>, env: &Arc<PyRunEnv>| start(py, env, pending));
     if env.push_pending(job) {
-        Python::attach(|py| env.schedule_drain(py))
+        hand_over(|py| env.schedule_drain(py))
+            .unwrap_or_else(|| {
+                Err(pyo3::exceptions::PyRuntimeError::new_err(
+                    "Python is exiting",
+                ))
+            })
             .map_err(|e| format!("could not reach the event loop: {e}"))?;
     }
     let guard = CancelOnDrop {

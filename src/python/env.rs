@@ -12,6 +12,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple};
 
+use super::exiting::{attach, call_soon_threadsafe};
 use super::helpers::helpers;
 use crate::prebuilt::ModelCall;
 use crate::tool::ToolContext;
@@ -206,9 +207,9 @@ impl PyRunEnv {
         // Most runs have no callback: answer without taking the GIL (a tools step
         // calls this every time).
         self.on_progress.as_ref()?;
-        let cb = Python::attach(|py| self.on_progress.as_ref().map(|c| c.clone_ref(py)))?;
+        let cb = attach(|py| self.on_progress.as_ref().map(|c| c.clone_ref(py)))?;
         Some(Arc::new(move |_id: &str, payload: serde_json::Value| {
-            Python::attach(|py| {
+            attach(|py| {
                 let done = pythonize::pythonize(py, &payload)
                     .map_err(PyErr::from)
                     .and_then(|v| cb.call1(py, (v,)));
@@ -266,7 +267,7 @@ impl PyRunEnv {
         let drain = Bound::new(py, Drain(self.clone()))?;
         let r = self
             .event_loop(py)
-            .and_then(|lp| lp.call_method1("call_soon_threadsafe", (drain,)));
+            .and_then(|lp| call_soon_threadsafe(lp, &drain));
         if r.is_err() {
             // Nothing will drain: let the next call try again.
             self.drain_scheduled.store(false, Ordering::Release);

@@ -13,6 +13,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyList, PyType};
 
+use super::exiting::attach;
 use crate::checkpoint::CheckpointError;
 use crate::graph::GraphError;
 use crate::model::ModelError;
@@ -101,7 +102,7 @@ impl Class {
     /// Like [`Class::err`], for code that does not hold a `Python` token.
     pub fn new_err(self, msg: impl Into<String>) -> PyErr {
         let msg = msg.into();
-        Python::attach(|py| self.err(py, msg))
+        attach(|py| self.err(py, msg))
     }
 }
 
@@ -135,7 +136,7 @@ impl From<ToolError> for PyErr {
 /// `ModelError` with `.status_code`, `.provider`, `.kind` and `.retryable`.
 impl From<&ModelError> for PyErr {
     fn from(e: &ModelError) -> PyErr {
-        Python::attach(|py| {
+        attach(|py| {
             let err = Class::Model.err(py, e.to_string());
             let v = err.value(py);
             let set = v
@@ -161,7 +162,7 @@ impl From<ModelError> for PyErr {
 /// carry `.thread_id` (and `.checkpoint_id`).
 impl From<&CheckpointError> for PyErr {
     fn from(e: &CheckpointError) -> PyErr {
-        Python::attach(|py| {
+        attach(|py| {
             let (class, checkpoint_id) = match e {
                 CheckpointError::Serialization(_) => (Class::CheckpointSerialization, None),
                 CheckpointError::Storage(_) => (Class::CheckpointStorage, None),
@@ -241,7 +242,7 @@ impl From<WorkspaceError> for PyErr {
 /// task, as LangGraph's `During task with name …`.
 impl From<GraphError> for PyErr {
     fn from(e: GraphError) -> PyErr {
-        Python::attach(|py| match e {
+        attach(|py| match e {
             GraphError::Node {
                 node,
                 task_id,

@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::args::Timeout;
 use super::errors::Class;
+use super::exiting::attach;
 use super::native_tool::NativeTool;
 use super::runtime::block_on;
 use crate::sources::mcp::{
@@ -86,9 +87,9 @@ impl PyMcpToolset {
     {
         let fut = f(self.set.clone());
         if asynchronous {
-            return pyo3_async_runtimes::tokio::future_into_py(py, async move {
+            return crate::python::awaitable::future_into_py(py, async move {
                 let v = fut.await?;
-                Python::attach(|py| Ok(pythonize::pythonize(py, &v)?.unbind()))
+                attach(|py| Ok(pythonize::pythonize(py, &v)?.unbind()))
             });
         }
         let v = block_on(py, fut, CancellationToken::new())??;
@@ -105,9 +106,9 @@ impl PyMcpToolset {
         spec: Spec,
         opts: McpToolsetOptions,
     ) -> PyResult<Bound<'_, PyAny>> {
-        pyo3_async_runtimes::tokio::future_into_py(py, async move {
+        crate::python::awaitable::future_into_py(py, async move {
             let set = open(spec, opts).await?;
-            Python::attach(|py| Self::new(py, set))
+            attach(|py| Self::new(py, set))
         })
     }
 }
@@ -311,7 +312,7 @@ impl PyMcpToolset {
     /// Like `close`, as an awaitable.
     fn aclose<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let set = self.set.clone();
-        pyo3_async_runtimes::tokio::future_into_py(py, async move { Ok(set.close().await?) })
+        crate::python::awaitable::future_into_py(py, async move { Ok(set.close().await?) })
     }
 }
 

@@ -4,12 +4,14 @@
 mod ai_message;
 mod aio;
 mod args;
+mod awaitable;
 mod chunks;
 mod coerce;
 mod context;
 mod convert;
 mod env;
 mod errors;
+mod exiting;
 mod graph;
 mod helpers;
 mod logs;
@@ -41,6 +43,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[pyo3(name = "_ironloop")]
 fn ironloop_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     runtime::configure();
+    exiting::register(m)?;
     logs::register(m)?;
     messages::register(m)?;
     m.add_class::<context::PyToolContext>()?;

@@ -12,6 +12,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::chunks::chunk_to_py as chunk_to_py_object;
+use super::exiting::attach;
 use super::messages::message_to_py;
 use super::runtime::{block_on, finished_future, runtime};
 use crate::message::{Content, ContentPart, Message, MessageKind};
@@ -182,7 +183,7 @@ pub(crate) async fn stream_chunks(
     let reading = async move {
         let last = Mutex::new(None);
         while let Some(first) = rx.recv().await {
-            let ended = Python::attach(|py| -> PyResult<bool> {
+            let ended = attach(|py| -> PyResult<bool> {
                 let mut item = Some(first);
                 loop {
                     match chunk_to_py(py, item.take(), &last)? {
@@ -265,9 +266,9 @@ impl ChatStreamPy {
         }
         let rx = self.rx.clone();
         let last = self.last.clone();
-        pyo3_async_runtimes::tokio::future_into_py(py, async move {
+        crate::python::awaitable::future_into_py(py, async move {
             let item = rx.lock().await.recv().await;
-            Python::attach(|py| chunk_to_py(py, item, &last))
+            attach(|py| chunk_to_py(py, item, &last))
         })
     }
 

@@ -15,6 +15,7 @@ use super::args::Timeout;
 use super::coerce::message_from_py;
 use super::convert::value_from_py;
 use super::errors::Class;
+use super::exiting::attach;
 use super::messages::message_to_py;
 use super::model_stream::ChatStreamPy;
 use super::runtime::block_on;
@@ -337,9 +338,9 @@ impl ChatModelCore {
     ) -> PyResult<Bound<'py, PyAny>> {
         let req = chat_args(messages, tools, tool_choice, options)?;
         let model = self.model.clone();
-        pyo3_async_runtimes::tokio::future_into_py(py, async move {
+        crate::python::awaitable::future_into_py(py, async move {
             let m = model.invoke(req).await?;
-            Python::attach(|py| message_to_py(py, Arc::new(m)).map(Bound::unbind))
+            attach(|py| message_to_py(py, Arc::new(m)).map(Bound::unbind))
         })
     }
 

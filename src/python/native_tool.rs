@@ -17,6 +17,7 @@ use serde_json::Value;
 use super::args::Timeout;
 use super::convert::{value_from_py, value_to_py};
 use super::errors::WorkspaceError;
+use super::exiting::attach;
 use super::runtime::block_on;
 use crate::executor::{Executor, RunContext};
 use crate::message::new_id;
@@ -173,7 +174,7 @@ impl NativeTool {
         let calls = [self.call_for(input)?];
         let exec = self.executor.clone();
         let tracer = direct_call_tracer(py)?;
-        pyo3_async_runtimes::tokio::future_into_py(py, async move {
+        crate::python::awaitable::future_into_py(py, async move {
             let run = RunContext {
                 tracer,
                 ..Default::default()
@@ -182,7 +183,7 @@ impl NativeTool {
             let mut results = exec.execute(&calls, &run).await;
             guard.disarm();
             let r = results.pop().expect("one result per call");
-            Python::attach(|py| result_to_py(py, r.outcome))
+            attach(|py| result_to_py(py, r.outcome))
         })
     }
 

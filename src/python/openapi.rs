@@ -197,7 +197,7 @@ fn _openapi_toolset_from_url_async<'py>(
         credentials,
         allowed_hosts,
     )?;
-    pyo3_async_runtimes::tokio::future_into_py(py, async move {
+    crate::python::awaitable::future_into_py(py, async move {
         made(OpenApiToolset::from_url(&url, options).await?)
     })
 }

@@ -12,6 +12,8 @@ use std::time::Duration;
 
 use pyo3::Python;
 
+use super::exiting::attach;
+
 /// Upper bound on worker threads (the `IRONLOOP_MAX_TOOL_THREADS` variable overrides).
 pub const MAX_THREADS: usize = 256;
 const IDLE_EXIT: Duration = Duration::from_secs(30);
@@ -105,7 +107,7 @@ impl Pool {
     fn work(&self) {
         super::thread_state::keep();
         while let Some(job) = self.next() {
-            Python::attach(|py| {
+            attach(|py| {
                 job(py);
                 while let Some(j) = self.try_next() {
                     j(py);

@@ -19,6 +19,9 @@ use super::convert::{json_from_py, value_from_py, value_to_py};
 #[cfg(not(feature = "abi3"))]
 use super::env::in_context_copy;
 use super::env::{call_in_context_copy, PyRunEnv};
+use super::exiting::attach;
+#[cfg(not(feature = "abi3"))]
+use super::exiting::vectorcall;
 use super::helpers::helpers;
 use super::messages::PyMessage;
 use super::pool::Pool;
@@ -226,17 +229,11 @@ impl Inner {
         // SAFETY: the GIL is held; `ptrs` starts with `kwnames.len()` live values (the
         // keyword arguments, no positional ones) named by `kwnames`, a tuple of str.
         // The call returns a new reference or NULL with an exception set.
-        unsafe {
-            Bound::from_owned_ptr_or_err(
-                py,
-                pyo3::ffi::PyObject_Vectorcall(
-                    self.target.as_ptr(),
-                    ptrs.as_ptr(),
-                    0,
-                    kwnames.as_ptr(),
-                ),
-            )
-        }
+        // A thread CPython ends inside the tool (the interpreter finalizing) parks
+        // here, before `names`, `values` and `kwnames` are released without the GIL.
+        let ret = unsafe { vectorcall(self.target.as_ptr(), ptrs.as_ptr(), 0, kwnames.as_ptr()) };
+        // SAFETY: as above: `ret` is a new reference or NULL with an exception set.
+        unsafe { Bound::from_owned_ptr_or_err(py, ret) }
     }
 
     /// `target(**self.kwargs(...))`: the limited API (the `abi3` feature) has
@@ -542,7 +539,7 @@ impl PyTool {
     /// calls go to the pool again.
     async fn call_sync(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         if ctx.inline && (ctx.alone || self.0.quick.load(Ordering::Relaxed)) {
-            return Python::attach(|py| {
+            return attach(|py| {
                 let env = PyRunEnv::of(py, &ctx)
                     .map_err(|e| ToolError::failed(&self.0.def.name, e.to_string()))?;
                 let started = Instant::now();
@@ -580,7 +577,7 @@ impl PyTool {
     async fn call_async(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         let env = match ctx.host.clone().and_then(|h| h.downcast::<PyRunEnv>().ok()) {
             Some(env) => env,
-            None => Python::attach(|py| PyRunEnv::of(py, &ctx))
+            None => attach(|py| PyRunEnv::of(py, &ctx))
                 .map_err(|e| ToolError::failed(&self.0.def.name, e.to_string()))?,
         };
         self.0.check_usable(&env)?;

@@ -10,6 +10,8 @@ use pyo3::prelude::*;
 use tokio::runtime::Runtime;
 use tokio_util::sync::CancellationToken;
 
+use super::exiting::attach;
+
 pub fn runtime() -> &'static Runtime {
     pyo3_async_runtimes::tokio::get_runtime()
 }
@@ -84,6 +86,34 @@ pub fn finished_future<'py>(
     let fut = event_loop.call_method0(pyo3::intern!(py, "create_future"))?;
     fut.call_method1(pyo3::intern!(py, "set_result"), (value,))?;
     Ok(fut)
+}
+
+/// Cancels its token when the asyncio future it is a done callback of was cancelled.
+#[pyclass]
+struct CancelWhenCancelled(CancellationToken);
+
+#[pymethods]
+impl CancelWhenCancelled {
+    fn __call__(&self, fut: &Bound<'_, PyAny>) -> PyResult<()> {
+        if fut
+            .call_method0(pyo3::intern!(fut.py(), "cancelled"))?
+            .is_truthy()?
+        {
+            self.0.cancel();
+        }
+        Ok(())
+    }
+}
+
+/// Cancels `cancel` as soon as the awaitable `fut` (made by `future_into_py`) is
+/// cancelled, on the loop's thread before the cancelled caller resumes: the Rust
+/// future behind it is dropped only later, on the runtime, and whatever it holds
+/// (a thread's turn) must already show it is on its way out when the caller starts
+/// its next run.
+pub fn cancel_with(fut: &Bound<'_, PyAny>, cancel: CancellationToken) -> PyResult<()> {
+    let cb = Bound::new(fut.py(), CancelWhenCancelled(cancel))?;
+    fut.call_method1(pyo3::intern!(fut.py(), "add_done_callback"), (cb,))?;
+    Ok(())
 }
 
 /// Whether a run started on this thread now may be driven inline.
@@ -217,7 +247,7 @@ where
             std::thread::park_timeout(SIGNAL_SLICE);
             if checked.elapsed() >= SIGNAL_SLICE {
                 checked = Instant::now();
-                if let Err(e) = Python::attach(|py| py.check_signals()) {
+                if let Err(e) = attach(|py| py.check_signals()) {
                     cancel.cancel();
                     return Err(e);
                 }

@@ -11,12 +11,13 @@ use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple, PyType};
 use super::coerce::message_from_py;
 use super::convert::tool_call_from_py;
 use super::env::PyRunEnv;
+use super::exiting::attach;
 use super::graph::current_tool_events;
 use super::helpers::helpers;
 use super::messages::messages_to_py;
 use super::native_tool::NativeTool;
 use super::pytool::{PyPayload, PyTool};
-use super::runtime::{block_on, can_drive_inline, drive_inline_holding_gil, runtime};
+use super::runtime::{block_on, can_drive_inline, cancel_with, drive_inline_holding_gil, runtime};
 use crate::executor::{error_text, Executor, RunContext, Strategy, ToolResult};
 use crate::message::{Content, Message};
 use crate::prebuilt::{last_ai_message, result_message, ToolNodeError};
@@ -410,6 +411,7 @@ impl ToolNodeCore {
         let (calls, mut run, list_in) = (p.calls, p.run, p.list_in);
         run.local = self.python_only;
         // Cancelling the awaitable drops this future: cancel the run with it.
+        let cancel = run.cancel.clone();
         let guard = run.cancel.clone().drop_guard();
         let mut work = Box::pin(async move { exec.execute(calls.get(), &run).await });
         // Python tools only: the first pass over the calls runs here, on the loop
@@ -422,14 +424,16 @@ impl ToolNodeCore {
         } else {
             None
         };
-        pyo3_async_runtimes::tokio::future_into_py(py, async move {
+        let fut = crate::python::awaitable::future_into_py(py, async move {
             let results = match first {
                 Some(results) => results,
                 None => work.await,
             };
             guard.disarm();
-            Python::attach(|py| finish(py, handle.bind(py), results, list_in, &key))
-        })
+            attach(|py| finish(py, handle.bind(py), results, list_in, &key))
+        })?;
+        cancel_with(&fut, cancel)?;
+        Ok(fut)
     }
 
     /// The tool names, in registration order.

@@ -14,6 +14,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 
 use super::errors::Class;
+use super::exiting::attach;
 use crate::graph::{GraphError, StepObserver};
 use crate::tool::{CallSpan, CallTracer, ToolCall, ToolError, ToolOutput};
 
@@ -84,14 +85,14 @@ fn report(method: &str, r: PyResult<()>) {
 
 impl StepObserver for PyStepTracer {
     fn step_started(&self, step: i64, nodes: &[&str]) {
-        Python::attach(|py| {
+        attach(|py| {
             let r = self.call(py, "step_start", step, nodes.to_vec());
             report("step_start", r);
         })
     }
 
     fn step_ended(&self, step: i64, error: Option<&GraphError>) {
-        Python::attach(|py| {
+        attach(|py| {
             let kind = error.map(|e| error_type(py, e));
             let r = self.call(py, "step_end", step, kind);
             report("step_end", r);
@@ -129,7 +130,7 @@ pub struct PyCallTracer {
 
 impl CallTracer for PyCallTracer {
     fn started(&self, call: &ToolCall) -> Option<CallSpan> {
-        Python::attach(|py| {
+        attach(|py| {
             let r = (|| -> PyResult<Py<PyAny>> {
                 let f = self
                     .trace
@@ -159,7 +160,7 @@ impl CallTracer for PyCallTracer {
         let Some(span) = span.downcast_ref::<Py<PyAny>>() else {
             return;
         };
-        Python::attach(|py| {
+        attach(|py| {
             let r = (|| -> PyResult<()> {
                 let (kind, description, raised) = match outcome {
                     Ok(_) => (None, None, None),

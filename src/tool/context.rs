@@ -23,10 +23,11 @@ pub struct ToolContext {
     /// `contextvars` context, the state and store objects). Opaque to the core.
     pub host: Option<Arc<dyn Any + Send + Sync>>,
     /// The call may run on the thread that drives the run (the caller waits on that
-    /// thread for the run): a host can skip handing it to a worker thread. With
-    /// siblings (`alone` false) it is set only for a call with no time limit, and
-    /// running it there delays the siblings not started yet: a host does so only for
-    /// calls it expects to finish at once.
+    /// thread for the run): a host can skip handing it to a worker thread. Never set
+    /// for a call of a message in which any call has a time limit (a call on the
+    /// driving thread cannot be timed out, nor can its siblings while it runs). With
+    /// siblings (`alone` false) running it there delays the siblings not started
+    /// yet: a host does so only for calls it expects to finish at once.
     pub inline: bool,
     /// No other call of the run waits behind this one (it is the only call, or the
     /// calls run one after another).

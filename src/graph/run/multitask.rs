@@ -4,7 +4,8 @@
 //! (its saves included). A second run on the same thread and checkpointer, from
 //! another thread or task of this process, follows its `multitask_strategy`:
 //!
-//! - `Reject` (the default): fails at once with [`GraphError::Busy`].
+//! - `Reject` (the default): fails at once with [`GraphError::Busy`] — unless every
+//!   run on the thread was cancelled and is only ending: it then waits for them.
 //! - `Enqueue`: waits for its turn (runs queue in arrival order), then runs on the
 //!   state the earlier runs left.
 //! - `Interrupt`: steers the run holding the turn — it starts no new tool call and
@@ -43,6 +44,9 @@ use crate::checkpoint::{AskGuard, Checkpointer, RunLease, StopAsk};
 use crate::executor::Steer;
 use crate::graph::error::GraphError;
 use crate::graph::Graph;
+
+/// The longest a `Reject` run waits for cancelled runs on its thread to end.
+const LEAVING_WAIT: Duration = Duration::from_secs(2);
 
 /// The longest a run waiting for a lease held elsewhere sleeps between tries.
 const POLL_AT_MOST: Duration = Duration::from_millis(100);
@@ -117,8 +121,8 @@ type Key = (usize, String);
 struct Entry {
     /// Held by the running run; waiting runs queue on it (tokio's lock is fair).
     turn: Arc<tokio::sync::Mutex<()>>,
-    /// Runs holding or waiting for the turn.
-    users: usize,
+    /// The stops of the runs holding or waiting for the turn.
+    users: Vec<Arc<Stop>>,
     /// The stop of the run holding the turn.
     current: Option<Arc<Stop>>,
 }
@@ -153,15 +157,6 @@ impl Turn {
         cancel: &CancellationToken,
     ) -> Result<Turn, GraphError> {
         let key = (saver, thread.to_owned());
-        let (lock, current) = {
-            let mut map = active();
-            let e = map.entry(key.clone()).or_default();
-            if e.users > 0 && strategy == Multitask::Reject {
-                return Err(GraphError::Busy(thread.to_owned()));
-            }
-            e.users += 1;
-            (e.turn.clone(), e.current.clone())
-        };
         let stop = Arc::new(Stop {
             steer: Steer::default(),
             halt: cancel.child_token(),
@@ -169,6 +164,20 @@ impl Turn {
             discards_itself: AtomicBool::new(false),
             start: Mutex::new(None),
         });
+        let (lock, current, leaving) = {
+            let mut map = active();
+            let e = map.entry(key.clone()).or_default();
+            // A run that was cancelled (its caller's task cancelled, an abandoned
+            // stream) is on its way out: its future is dropped a moment later on
+            // another thread. A new run waits for it instead of being refused.
+            let busy = e.users.iter().any(|u| !u.halt.is_cancelled());
+            if busy && strategy == Multitask::Reject {
+                return Err(GraphError::Busy(thread.to_owned()));
+            }
+            let leaving = strategy == Multitask::Reject && !e.users.is_empty();
+            e.users.push(stop.clone());
+            (e.turn.clone(), e.current.clone(), leaving)
+        };
         let mut turn = Turn {
             key,
             stop,
@@ -185,7 +194,16 @@ impl Turn {
             }
             _ => {}
         }
-        turn.guard = Some(lock.lock_owned().await);
+        turn.guard = Some(if leaving {
+            // A cancelled run driven by a sync caller ends only when that caller drops
+            // it (an abandoned `stream()` iterator still referenced): not waited for
+            // for ever.
+            tokio::time::timeout(LEAVING_WAIT, lock.lock_owned())
+                .await
+                .map_err(|_| GraphError::Busy(thread.to_owned()))?
+        } else {
+            lock.lock_owned().await
+        });
         if let Some(e) = active().get_mut(&turn.key) {
             e.current = Some(turn.stop.clone());
         }
@@ -287,8 +305,8 @@ impl Drop for Turn {
             {
                 e.current = None;
             }
-            e.users -= 1;
-            if e.users == 0 {
+            e.users.retain(|u| !Arc::ptr_eq(u, &self.stop));
+            if e.users.is_empty() {
                 map.remove(&self.key);
             }
         }

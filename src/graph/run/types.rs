@@ -69,13 +69,12 @@ pub struct RunOptions {
     pub steer: Option<crate::executor::Steer>,
     pub stream: Option<StreamSink>,
     pub host: Option<Arc<dyn std::any::Any + Send + Sync>>,
-    /// The caller drives the run on its own thread and can run one task inline.
+    /// The caller drives the run on its own thread and runs a step's task there
+    /// when it is the step's only one (see `Run::run_tasks`).
     pub inline: bool,
     /// With `inline`: the caller takes the run's events while it drives it (a sync
-    /// stream). A step's task runs inline only when it is the step's only one (a task
-    /// running on the caller's thread holds back what its siblings stream), and the
-    /// run yields after each step, so the caller has the step's events before the
-    /// next step runs.
+    /// stream). The run yields after each step, so the caller has the step's events
+    /// before the next step runs.
     pub live: bool,
     pub metadata: Value,
     /// Sees every step start and end (see [`StepObserver`]).

@@ -8,9 +8,10 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use tokio_util::sync::CancellationToken;
 
 use super::super::env::PyRunEnv;
+use super::super::exiting::attach;
 use super::super::helpers::helpers;
 use super::super::models::AgentModel;
-use super::super::runtime::{block_on, can_drive_inline, drive_inline, wait_for};
+use super::super::runtime::{block_on, can_drive_inline, cancel_with, drive_inline, wait_for};
 use super::super::serde::Allowlist;
 use super::describe::{self, BranchDesc, ChannelDesc, NodeDesc};
 use super::run::{config_str, GraphCore, ThreadAt};
@@ -105,11 +106,12 @@ impl GraphCore {
         let s = self.setup(py, input, config, Some(event_loop), None, model_call(agent))?;
         let graph = self.graph.clone();
         let (shared, codec) = (self.shared.clone(), self.codec.clone());
-        pyo3_async_runtimes::tokio::future_into_py(py, async move {
+        let cancel = s.opts.cancel.clone();
+        let fut = crate::python::awaitable::future_into_py(py, async move {
             let guard = s.opts.cancel.clone().drop_guard();
             let r = graph.run(s.input, s.opts).await;
             guard.disarm();
-            Python::attach(|py| {
+            attach(|py| {
                 let core = GraphCore {
                     graph,
                     shared,
@@ -117,7 +119,9 @@ impl GraphCore {
                 };
                 core.output(py, r).map(Bound::unbind)
             })
-        })
+        })?;
+        cancel_with(&fut, cancel)?;
+        Ok(fut)
     }
 
     #[pyo3(signature = (input, config, stream_mode, event_loop=None, subgraphs=false, *,

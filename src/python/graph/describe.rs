@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use super::super::exiting::attach;
 use super::super::prebuilt::{is_add_messages, is_tools_condition};
 use super::super::toolnode::ToolNodeCore;
 use super::nodes::{AgentModelNode, PyNode, ToolsNode};
@@ -79,7 +80,7 @@ pub(super) fn channels(
     let mut spec = GraphSpec::default();
     let mut messages_channels = HashSet::new();
     let mut all = HashSet::new();
-    Python::attach(|py| {
+    attach(|py| {
         for c in channels {
             let kind = match c.reducer {
                 None => ChannelKind::LastValue,

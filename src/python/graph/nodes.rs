@@ -13,6 +13,7 @@ use tokio::sync::oneshot;
 use super::super::aio::{run_async, AsyncResult, MakeCoro};
 use super::super::convert::tool_call_from_py;
 use super::super::env::PyRunEnv;
+use super::super::exiting::attach;
 use super::super::helpers::helpers;
 use super::super::messages::messages_to_py;
 use super::super::model_stream::stream_chunks;
@@ -230,7 +231,7 @@ fn shown_in_messages_mode(
     {
         return Ok(out);
     }
-    Python::attach(|py| {
+    attach(|py| {
         stream_returned_messages(py, given, ctx, &out).map_err(|e| node_failure(py, ctx, e))
     })?;
     Ok(out)
@@ -247,12 +248,12 @@ impl PyNode {
         let use_async = self.is_async || (self.afunc.is_some() && env.caller_loop);
         if use_async {
             let func = match (&self.afunc, env.caller_loop) {
-                (Some(a), true) => Python::attach(|py| a.clone_ref(py)),
-                _ => Python::attach(|py| self.func.clone_ref(py)),
+                (Some(a), true) => attach(|py| a.clone_ref(py)),
+                _ => attach(|py| self.func.clone_ref(py)),
             };
             let this = self.job(func);
             let (ctx2, env2) = (ctx.clone(), env.clone());
-            let this2 = self.job(Python::attach(|py| this.func.clone_ref(py)));
+            let this2 = self.job(attach(|py| this.func.clone_ref(py)));
             let ctx3 = ctx.clone();
             let pushed = Pushed::default();
             let pushed2 = pushed.clone();
@@ -278,13 +279,13 @@ impl PyNode {
         }
         let pushed = Pushed::default();
         if ctx.inline {
-            return Python::attach(|py| {
+            return attach(|py| {
                 let r = self.call_sync(py, &view, &arg, &ctx, &env, &pushed);
                 self.finish(py, r, &ctx, &pushed)
             });
         }
         let (tx, rx) = oneshot::channel();
-        let this = self.job(Python::attach(|py| self.func.clone_ref(py)));
+        let this = self.job(attach(|py| self.func.clone_ref(py)));
         let ctx2 = ctx.clone();
         Pool::global().submit(Box::new(move |py| {
             if tx.is_closed() {
@@ -306,7 +307,7 @@ impl PyNode {
             func,
             name: self.name.clone(),
             wants: self.wants,
-            factory: Python::attach(|py| self.factory.as_ref().map(|f| f.clone_ref(py))),
+            factory: attach(|py| self.factory.as_ref().map(|f| f.clone_ref(py))),
             shared: self.shared.clone(),
         }
     }
@@ -365,14 +366,13 @@ impl NodeRunner for AgentModelNode {
             return match call.answer(history).await {
                 Ok(answer) => Ok(answer_output(&self.channel, answer)),
                 // The exception the model's `invoke` raises.
-                Err(e) => Err(Python::attach(|py| node_failure(py, &ctx, e.into()))),
+                Err(e) => Err(attach(|py| node_failure(py, &ctx, e.into()))),
             };
         };
         // Tokens to the `messages` stream as they arrive, as the model's `invoke` sends
         // them from a node (the task's metadata, the chunks' id marked as shown).
-        let fail = |e| Python::attach(|py| node_failure(py, &ctx, e));
-        let meta =
-            Python::attach(|py| message_meta(py, &env, &ctx).map(Bound::unbind)).map_err(fail)?;
+        let fail = |e| attach(|py| node_failure(py, &ctx, e));
+        let meta = attach(|py| message_meta(py, &env, &ctx).map(Bound::unbind)).map_err(fail)?;
         let req = call.request(history);
         let each = |chunk: Bound<'_, PyAny>| {
             let task_meta = meta.bind(chunk.py());
@@ -403,7 +403,7 @@ impl ToolsNode {
         channel: &str,
         shared: Arc<Shared>,
     ) -> Self {
-        let executor = Python::attach(|py| core.borrow(py).executor.clone());
+        let executor = attach(|py| core.borrow(py).executor.clone());
         ToolsNode {
             name,
             core,
@@ -439,7 +439,7 @@ impl ToolsNode {
         ctx: TaskContext,
     ) -> Result<NodeOutput, NodeFailure> {
         let env = env_of(&ctx)?;
-        let (send, tool_env) = Python::attach(|py| -> PyResult<_> {
+        let (send, tool_env) = attach(|py| -> PyResult<_> {
             // Send("tools", tool_call): run that one call.
             let send = match &arg {
                 Some(a) => Some(tool_call_from_py(&val_to_py(py, a)?)?),
@@ -474,10 +474,10 @@ impl ToolsNode {
             });
             Ok((send, tool_env))
         })
-        .map_err(|e| Python::attach(|py| node_failure(py, &ctx, e)))?;
+        .map_err(|e| attach(|py| node_failure(py, &ctx, e)))?;
         let calls = self.node.calls(&view, send);
         let tracer = match &tool_env.trace {
-            Some(_) => Python::attach(|py| tool_env.call_tracer(py)),
+            Some(_) => attach(|py| tool_env.call_tracer(py)),
             None => None,
         };
         let run = RunContext {
@@ -497,7 +497,7 @@ impl ToolsNode {
         if ctx.cancel.is_cancelled() {
             return Err(NodeFailure::Error(GraphError::Cancelled));
         }
-        Python::attach(|py| {
+        attach(|py| {
             let fail = |e| node_failure(py, &ctx, e);
             let core = self.core.borrow(py);
             let (msgs, commands) =

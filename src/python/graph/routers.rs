@@ -8,6 +8,7 @@ use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 use super::super::aio::{run_async, AsyncResult, MakeCoro};
 use super::super::env::PyRunEnv;
+use super::super::exiting::attach;
 use super::nodes::node_error;
 use super::task::{call_in, call_in_task, task_context};
 use super::values::{host, send_class, val_to_py, Shared};
@@ -61,7 +62,7 @@ impl Router for PyRouter {
     }
 
     fn route(&self, view: &StateView, ctx: &TaskContext) -> Result<Vec<Goto>, GraphError> {
-        Python::attach(|py| -> PyResult<Vec<Goto>> {
+        attach(|py| -> PyResult<Vec<Goto>> {
             if self.is_async {
                 // Reached only when no event loop runs the run (`route_later` takes
                 // every async one): LangGraph 1.2's error, word for word.
@@ -97,7 +98,7 @@ impl Router for PyRouter {
             }
             gotos(py, &self.path_map, r)
         })
-        .map_err(|e| Python::attach(|py| route_error(py, ctx, e)))
+        .map_err(|e| attach(|py| route_error(py, ctx, e)))
     }
 
     fn route_later(&self, view: &StateView, ctx: &TaskContext) -> Option<LaterRoute> {
@@ -109,7 +110,7 @@ impl Router for PyRouter {
             return None; // a sync run: `route` says what to do
         }
         let (view, ctx) = (view.clone(), ctx.clone());
-        let (path, path_map, factory) = Python::attach(|py| {
+        let (path, path_map, factory) = attach(|py| {
             (
                 self.path.clone_ref(py),
                 self.path_map.as_ref().map(|m| m.clone_ref(py)),
@@ -195,11 +196,11 @@ impl Reducer for PyReducer {
         let f = self.initial.as_ref()?;
         // The schema reader checked that it can be called; should it fail after all,
         // the channel starts empty, as LangGraph's does when its type cannot be made.
-        Python::attach(|py| f.bind(py).call0().ok().map(host))
+        attach(|py| f.bind(py).call0().ok().map(host))
     }
 
     fn reduce(&self, channel: &str, current: Option<Val>, update: Val) -> Result<Val, GraphError> {
-        Python::attach(|py| -> PyResult<Val> {
+        attach(|py| -> PyResult<Val> {
             let cur = match &current {
                 Some(c) => val_to_py(py, c)?,
                 None => return Ok(update.clone()),

@@ -245,7 +245,7 @@ impl PySqliteSaver {
     /// `async with SqliteSaver(path) as saver:`, as LangGraph's async saver is used.
     fn __aenter__<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         let me = slf.clone().unbind();
-        pyo3_async_runtimes::tokio::future_into_py(slf.py(), async move { Ok(me) })
+        crate::python::awaitable::future_into_py(slf.py(), async move { Ok(me) })
     }
 
     fn __aexit__<'py>(
@@ -256,7 +256,7 @@ impl PySqliteSaver {
         _c: Py<PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let s = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
-        pyo3_async_runtimes::tokio::future_into_py(py, async move {
+        crate::python::awaitable::future_into_py(py, async move {
             if let Some(s) = s {
                 // Closing waits for the database thread: not on the event loop.
                 tokio::task::spawn_blocking(move || s.close())
@@ -422,7 +422,7 @@ impl PyPostgresSaver {
     /// Like `setup`, as an awaitable.
     fn asetup<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let s = self.open_saver(py)?;
-        pyo3_async_runtimes::tokio::future_into_py(py, async move { Ok(s.setup().await?) })
+        crate::python::awaitable::future_into_py(py, async move { Ok(s.setup().await?) })
     }
 
     /// Waits for the calls under way, then closes the connections. Idempotent.
@@ -441,7 +441,7 @@ impl PyPostgresSaver {
     /// Like `close`, as an awaitable.
     fn aclose<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let s = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
-        pyo3_async_runtimes::tokio::future_into_py(py, async move {
+        crate::python::awaitable::future_into_py(py, async move {
             if let Some(s) = s {
                 Checkpointer::close(&*s).await?;
             }
@@ -466,7 +466,7 @@ impl PyPostgresSaver {
 
     fn __aenter__<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         let me = slf.clone().unbind();
-        pyo3_async_runtimes::tokio::future_into_py(slf.py(), async move { Ok(me) })
+        crate::python::awaitable::future_into_py(slf.py(), async move { Ok(me) })
     }
 
     fn __aexit__<'py>(
@@ -477,7 +477,7 @@ impl PyPostgresSaver {
         _c: Py<PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let s = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
-        pyo3_async_runtimes::tokio::future_into_py(py, async move {
+        crate::python::awaitable::future_into_py(py, async move {
             if let Some(s) = s {
                 Checkpointer::close(&*s).await?;
             }

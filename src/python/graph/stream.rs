@@ -9,6 +9,7 @@ use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use tokio_util::sync::CancellationToken;
 
 use super::super::convert::{iso_utc, value_to_py};
+use super::super::exiting::attach;
 use super::super::runtime::{drive_inline, finished_future};
 use super::run::{config_dict, interrupts_to_py};
 use super::values::{val_to_py, Shared};
@@ -552,10 +553,10 @@ impl AsyncGraphStream {
         }
         let rx = self.rx.clone();
         let shape = self.shape.clone();
-        pyo3_async_runtimes::tokio::future_into_py(py, async move {
+        crate::python::awaitable::future_into_py(py, async move {
             loop {
                 let msg = rx.lock().await.recv().await;
-                let next = Python::attach(|py| match msg {
+                let next = attach(|py| match msg {
                     Some(m) => shape.next_item(py, m),
                     None => Ok(Next::End),
                 })?;

@@ -283,7 +283,8 @@ pub(super) fn call_in_task_with<'py>(
             if scratch.borrow().streams_messages() {
                 h.stream_langchain_tokens.bind(py).call1((&scratch,))?;
             }
-            f.call(args, kw)
+            // A thread CPython ends inside the node (the interpreter exiting) parks.
+            super::super::exiting::call(f, &args, kw)
         })
     }
     #[cfg(feature = "abi3")]

@@ -12,6 +12,7 @@ use serde_json::Value;
 use super::super::coerce::message_from_py;
 use super::super::convert::value_to_py;
 use super::super::errors::Class;
+use super::super::exiting::attach;
 use super::super::helpers::helpers;
 use super::super::messages::message_to_py;
 use super::super::serde::{self as checkpoint_json, Allowlist};
@@ -57,12 +58,12 @@ impl HostValue for PyObj {
         if let Some(j) = self.json.get() {
             return Ok(j.clone());
         }
-        let v = Python::attach(|py| checkpoint_json::encode(self.obj.bind(py)))?;
+        let v = attach(|py| checkpoint_json::encode(self.obj.bind(py)))?;
         Ok(self.json.get_or_init(|| Arc::new(v)).clone())
     }
 
     fn type_name(&self) -> String {
-        Python::attach(|py| {
+        attach(|py| {
             let t = self.obj.bind(py).get_type();
             t.fully_qualified_name()
                 .map(|n| n.to_string())
@@ -105,7 +106,7 @@ pub(super) struct PyCodec {
 
 impl PyCodec {
     fn load(&self, channel: &str, value: Arc<Value>) -> Result<Val, GraphError> {
-        Python::attach(|py| {
+        attach(|py| {
             let obj = checkpoint_json::decode(py, &value, &self.allow)?;
             Ok(Val::Host(Arc::new(PyObj::loaded(obj.unbind(), value))))
         })

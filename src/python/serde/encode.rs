@@ -63,7 +63,7 @@ impl Failure {
 
 impl From<PyErr> for Failure {
     fn from(e: PyErr) -> Self {
-        Failure::new(Python::attach(|py| e.value(py).to_string()))
+        Failure::new(super::super::exiting::attach(|py| e.value(py).to_string()))
     }
 }
 
