@@ -42,10 +42,13 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from ironloop import _tracing
 from ironloop._foreign import is_langchain_message, is_langchain_runnable, is_langchain_tool
-from ironloop._ironloop import AIMessage, AIMessageChunk, BaseMessage, _coerce_message
+from ironloop._ironloop import AIMessageChunk as _OwnChunk
+from ironloop._ironloop import BaseMessage as _OwnMessage
+from ironloop._ironloop import _coerce_message
 from ironloop._langchain_stream import OWN_CALL_TAG
 from ironloop._tool import Tool
 from ironloop._usage import model_name_of, record
+from ironloop.messages import AIMessage
 from ironloop.runtime import _run_config
 from ironloop.types import Command
 
@@ -67,7 +70,7 @@ _CACHE_MAX = 20_000
 _to_lc_cache: dict[int, tuple[Any, Any]] = {}
 
 
-def _lc_message(m: BaseMessage) -> Any:
+def _lc_message(m: _OwnMessage) -> Any:
     common: dict[str, Any] = {
         "content": m.content,
         "id": m.id,
@@ -77,7 +80,7 @@ def _lc_message(m: BaseMessage) -> Any:
     if m.name is not None:
         common["name"] = m.name
     t = m.type
-    if isinstance(m, AIMessageChunk):
+    if isinstance(m, _OwnChunk):
         usage: Any = m.usage_metadata
         return lc.AIMessageChunk(
             **common,
@@ -127,9 +130,11 @@ def to_langchain(message: Any) -> Any:
         return [to_langchain(m) for m in message]
     if is_langchain_message(message):
         return message
-    if not isinstance(message, BaseMessage):
-        message = _coerce_message(message)
-    if isinstance(message, AIMessageChunk):  # streamed pieces: not worth a cache entry
+    if not isinstance(message, _OwnMessage):
+        # What ironloop takes as a message, made one of this process's messages:
+        # langchain-core's, as langchain-core is installed.
+        return _coerce_message(message)
+    if isinstance(message, _OwnChunk):  # streamed pieces: not worth a cache entry
         return _lc_message(message)
     key = message._key
     hit = _to_lc_cache.get(key)
@@ -157,25 +162,17 @@ def from_langchain(message: Any) -> Any:
     """
     if isinstance(message, (list, tuple)) and not _is_role_pair(message):
         return [from_langchain(m) for m in message]
-    if isinstance(message, lc.AIMessageChunk):
-        usage: Any = message.usage_metadata
-        return AIMessageChunk(
-            message.content,
-            tool_call_chunks=[dict(c) for c in message.tool_call_chunks],
-            usage_metadata=usage,
-            id=message.id,
-            name=message.name,
-            additional_kwargs=message.additional_kwargs,
-            response_metadata=message.response_metadata,
-        )
+    if is_langchain_message(message):
+        # langchain-core's classes are ironloop's messages while it is installed.
+        return message
     return _coerce_message(message)
 
 
 def _lc_value(v: Any) -> Any:
     """A state value for LangChain code: lists holding messages become lists of
     langchain-core messages, dicts are converted field by field."""
-    if isinstance(v, list) and any(isinstance(x, BaseMessage) for x in v):
-        return [to_langchain(x) if isinstance(x, BaseMessage) else x for x in v]
+    if isinstance(v, list) and any(isinstance(x, _OwnMessage) for x in v):
+        return [to_langchain(x) if isinstance(x, _OwnMessage) else x for x in v]
     if isinstance(v, dict):
         return {k: _lc_value(x) for k, x in v.items()}
     return v
@@ -248,8 +245,8 @@ class _Merger:
         full = _as_ai(self.acc)
         return AIMessage(
             content=self.pending.content,
-            tool_calls=[dict(c) for c in full.tool_calls] or None,
-            invalid_tool_calls=[dict(c) for c in full.invalid_tool_calls] or None,
+            tool_calls=[dict(c) for c in full.tool_calls],
+            invalid_tool_calls=[dict(c) for c in full.invalid_tool_calls],
             usage_metadata=full.usage_metadata,
             id=full.id,
         )
@@ -704,7 +701,7 @@ def to_langchain_tool(t: Any) -> BaseTool:
 
 
 def _lc_tool_output(v: Any) -> Any:
-    if isinstance(v, BaseMessage):
+    if isinstance(v, _OwnMessage):
         return to_langchain(v)
     if dataclasses.is_dataclass(v) and not isinstance(v, type) and not isinstance(v, Command):
         return dataclasses.asdict(v)

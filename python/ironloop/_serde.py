@@ -13,7 +13,8 @@ import enum
 import importlib
 from typing import Any
 
-from ironloop._ironloop import BaseMessage
+from ironloop._ironloop import _message_to_dict
+from ironloop.messages import MESSAGE_TYPES
 
 _MSG = "__ironloop_message__"
 _TYPE = "__ironloop_type__"
@@ -38,8 +39,8 @@ def encode(obj: Any) -> Any:
                 raise TypeError(f"dict keys must be str to be checkpointed, got {type(k).__name__}")
             out[k] = encode(v)
         return out
-    if isinstance(obj, BaseMessage):
-        return {_MSG: obj.model_dump()}
+    if isinstance(obj, MESSAGE_TYPES):
+        return {_MSG: _message_to_dict(obj)}
     if t is tuple:
         return {_TYPE: "tuple", "items": [encode(v) for v in obj]}
     if t in (set, frozenset):

@@ -45,6 +45,22 @@ pub fn _message_from_dict<'py>(
     message_to_py(py, Arc::new(m))
 }
 
+/// A message's dict as a checkpoint keeps it (the inverse of `_message_from_dict`),
+/// from any message object (ironloop's or langchain-core's). Reads, never changes, the
+/// object: a langchain-core message without an id is written with a fresh one.
+#[pyfunction]
+pub fn _message_to_dict<'py>(
+    py: Python<'py>,
+    obj: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let m = match obj.cast::<super::messages::PyMessage>() {
+        Ok(own) => own.borrow().inner.clone(),
+        Err(_) => Arc::new(super::coerce::from_attributes(obj)?),
+    };
+    let v = serde_json::to_value(&*m).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    super::convert::value_to_py(py, &v)
+}
+
 /// The `checkpoint_ns` of a subgraph run by `node`'s task `task_id` in a run at
 /// `parent_ns` (see [`crate::checkpoint::child_ns`]).
 #[pyfunction]
@@ -61,6 +77,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySqliteSaver>()?;
     m.add_class::<PyPostgresSaver>()?;
     m.add_function(wrap_pyfunction!(_message_from_dict, m)?)?;
+    m.add_function(wrap_pyfunction!(_message_to_dict, m)?)?;
     m.add_function(wrap_pyfunction!(_child_ns, m)?)?;
     Ok(())
 }
