@@ -88,10 +88,52 @@ pub fn message_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Arc<Message>> {
 /// (`type`, `content`, `id`, `tool_calls`, ...).
 pub(super) fn from_attributes(obj: &Bound<'_, PyAny>) -> PyResult<Message> {
     let py = obj.py();
-    let ty: String = obj.getattr(intern!(py, "type"))?.extract()?;
-    let content = obj.getattr(intern!(py, "content"))?;
+    let d = match langchain_fields(obj)? {
+        Some(d) => d,
+        None => attributes(obj)?,
+    };
+    let text = |k: &Bound<'_, PyString>| -> PyResult<String> {
+        get_item(&d, k)?
+            .ok_or_else(|| PyValueError::new_err(format!("a message needs a {k:?}")))?
+            .extract()
+    };
+    let ty = text(intern!(py, "type"))?;
+    let role = match ty.as_str() {
+        // langchain-core's chunks and its free-role ChatMessage.
+        "AIMessageChunk" => "ai".to_owned(),
+        "HumanMessageChunk" => "human".to_owned(),
+        "SystemMessageChunk" => "system".to_owned(),
+        "ToolMessageChunk" => "tool".to_owned(),
+        "chat" | "ChatMessageChunk" => text(intern!(py, "role"))?,
+        _ => ty,
+    };
+    let content = match get_item(&d, intern!(py, "content"))? {
+        Some(c) => content_from_py(&c)?,
+        None => Content::default(),
+    };
+    from_role(py, &role, content, Some(&d))
+}
+
+/// A langchain-core message's fields as they are (its pydantic `__dict__`: every
+/// field, no copy, no attribute look-up that fails), when `obj` is one.
+fn langchain_fields<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyDict>>> {
+    match lc_messages::active() {
+        Some(lc) if lc.is_message(obj)? => Ok(obj
+            .getattr(intern!(obj.py(), "__dict__"))
+            .ok()
+            .and_then(|d| d.cast_into::<PyDict>().ok())),
+        _ => Ok(None),
+    }
+}
+
+/// An object's message attributes as a dict (those it has).
+fn attributes<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+    let py = obj.py();
     let d = PyDict::new(py);
     for k in [
+        intern!(py, "type"),
+        intern!(py, "content"),
+        intern!(py, "role"),
         intern!(py, "id"),
         intern!(py, "name"),
         intern!(py, "tool_calls"),
@@ -107,16 +149,7 @@ pub(super) fn from_attributes(obj: &Bound<'_, PyAny>) -> PyResult<Message> {
             d.set_item(k, v)?;
         }
     }
-    let role = match ty.as_str() {
-        // langchain-core's chunks and its free-role ChatMessage.
-        "AIMessageChunk" => "ai".to_owned(),
-        "HumanMessageChunk" => "human".to_owned(),
-        "SystemMessageChunk" => "system".to_owned(),
-        "ToolMessageChunk" => "tool".to_owned(),
-        "chat" | "ChatMessageChunk" => obj.getattr("role")?.extract()?,
-        _ => ty,
-    };
-    from_role(py, &role, content_from_py(&content)?, Some(&d))
+    Ok(d)
 }
 
 /// The message of `role` with `content` and the fields of `d` (its keys interned:

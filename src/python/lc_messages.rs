@@ -20,6 +20,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyType};
 
 use super::convert::{content_to_py, metadata_to_py, value_to_py};
+use super::lc_construct::Template;
 use crate::host_slot::HostSlot;
 use crate::message::{Message, MessageKind};
 use crate::message_chunk::AiChunk;
@@ -28,11 +29,15 @@ use crate::message_chunk::AiChunk;
 pub struct Lc {
     base: Py<PyType>,
     chunk_base: Py<PyType>,
-    human: Py<PyAny>,
-    system: Py<PyAny>,
-    ai: Py<PyAny>,
+    /// The classes of whole messages, for a type check without `isinstance` (a
+    /// pydantic class's `isinstance` goes through `ABCMeta`; a history of messages is
+    /// checked one by one).
+    exact: Vec<Py<PyType>>,
+    human: Template,
+    system: Template,
+    ai: Template,
     ai_chunk: Py<PyAny>,
-    tool: Py<PyAny>,
+    tool: Template,
     remove: Py<PyAny>,
 }
 
@@ -74,31 +79,54 @@ fn read_classes(d: &Bound<'_, PyDict>) -> PyResult<Lc> {
             .map(Bound::unbind)
             .ok_or_else(|| PyRuntimeError::new_err(format!("missing message class {k}")))
     };
+    let py = d.py();
     let ty = |k: &str| -> PyResult<Py<PyType>> {
-        Ok(get(k)?.bind(d.py()).cast::<PyType>()?.clone().unbind())
+        Ok(get(k)?.bind(py).cast::<PyType>()?.clone().unbind())
     };
+    let template = |k: &str, tool: bool| -> PyResult<Template> {
+        let sample = PyDict::new(py);
+        sample.set_item(intern!(py, "content"), "")?;
+        if tool {
+            sample.set_item(intern!(py, "tool_call_id"), "")?;
+        }
+        Template::new(get(k)?, &sample)
+    };
+    let names = [
+        "HumanMessage",
+        "SystemMessage",
+        "AIMessage",
+        "ToolMessage",
+        "RemoveMessage",
+    ];
     Ok(Lc {
         base: ty("BaseMessage")?,
         chunk_base: ty("BaseMessageChunk")?,
-        human: get("HumanMessage")?,
-        system: get("SystemMessage")?,
-        ai: get("AIMessage")?,
+        exact: names.iter().map(|k| ty(k)).collect::<PyResult<_>>()?,
+        human: template("HumanMessage", false)?,
+        system: template("SystemMessage", false)?,
+        ai: template("AIMessage", false)?,
         ai_chunk: get("AIMessageChunk")?,
-        tool: get("ToolMessage")?,
+        tool: template("ToolMessage", true)?,
         remove: get("RemoveMessage")?,
     })
 }
 
 impl Lc {
+    /// Whether `obj`'s class is one of langchain-core's whole-message classes itself.
+    fn is_exact(&self, obj: &Bound<'_, PyAny>) -> bool {
+        let t = obj.get_type();
+        self.exact.iter().any(|c| t.is(c.bind(obj.py())))
+    }
+
     /// Whether `obj` is a langchain-core message (chunks included).
     pub fn is_message(&self, obj: &Bound<'_, PyAny>) -> PyResult<bool> {
-        obj.is_instance(self.base.bind(obj.py()))
+        Ok(self.is_exact(obj) || obj.is_instance(self.base.bind(obj.py()))?)
     }
 
     /// Whether `obj` is a langchain-core chunk (`AIMessageChunk`, ...): a streamed
     /// piece, which a messages channel keeps as the whole message it stands for.
     pub fn is_chunk(&self, obj: &Bound<'_, PyAny>) -> PyResult<bool> {
-        obj.is_instance(self.chunk_base.bind(obj.py()))
+        Ok(!self.is_exact(obj) && obj.is_instance(self.chunk_base.bind(obj.py()))?)
     }
 
     /// The langchain-core object of `m`: the one kept in its slot, made and kept on
@@ -138,7 +166,7 @@ impl Lc {
 
     fn build<'py>(&self, py: Python<'py>, m: &Message) -> PyResult<Bound<'py, PyAny>> {
         let kw = common(py, m)?;
-        let cls = match &m.kind {
+        let template = match &m.kind {
             MessageKind::Human => &self.human,
             MessageKind::System => &self.system,
             MessageKind::Ai { .. } => {
@@ -163,7 +191,7 @@ impl Lc {
                 return self.remove.bind(py).call((), Some(&kw));
             }
         };
-        cls.bind(py).call((), Some(&kw))
+        template.make(&kw)
     }
 }
 
@@ -175,18 +203,15 @@ fn common<'py>(py: Python<'py>, m: &Message) -> PyResult<Bound<'py, PyDict>> {
     if let Some(n) = &m.name {
         kw.set_item(intern!(py, "name"), n)?;
     }
-    if !m.additional_kwargs.is_empty() {
-        kw.set_item(
-            intern!(py, "additional_kwargs"),
-            metadata_to_py(py, &m.additional_kwargs)?,
-        )?;
-    }
-    if !m.response_metadata.is_empty() {
-        kw.set_item(
-            intern!(py, "response_metadata"),
-            metadata_to_py(py, &m.response_metadata)?,
-        )?;
-    }
+    // Always new dicts, even empty: an object made from a template shares nothing.
+    kw.set_item(
+        intern!(py, "additional_kwargs"),
+        metadata_to_py(py, &m.additional_kwargs)?,
+    )?;
+    kw.set_item(
+        intern!(py, "response_metadata"),
+        metadata_to_py(py, &m.response_metadata)?,
+    )?;
     Ok(kw)
 }
 

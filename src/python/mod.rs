@@ -12,6 +12,7 @@ mod env;
 mod errors;
 mod graph;
 mod helpers;
+mod lc_construct;
 mod lc_messages;
 mod logs;
 mod mcp;

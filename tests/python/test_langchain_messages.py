@@ -338,3 +338,51 @@ def test_langchain_system_messages_as_agent_prompts(kind: str) -> None:
     out = agent.invoke({"messages": [("user", "hi")]})
     assert out["messages"][-1].content == "done"
     assert seen[0][0].content == "be terse" and seen[0][0].type == "system"
+
+
+def test_objects_ironloop_makes_equal_langchain_cores_own() -> None:
+    """ironloop makes a message's object from the engine's value without re-validating
+    it; the object is the one langchain-core's constructor makes, and shares nothing
+    with any other."""
+    from ironloop._ironloop import _coerce_messages
+
+    made = _coerce_messages(
+        [
+            ("user", "hi"),
+            {"role": "system", "content": [{"type": "text", "text": "be brief"}], "id": "s"},
+            {
+                "role": "assistant",
+                "content": "",
+                "id": "a",
+                "name": "bot",
+                "tool_calls": [{"name": "add", "args": {"a": 1}, "id": "c1"}],
+                "usage_metadata": {"input_tokens": 3, "output_tokens": 2, "total_tokens": 5},
+                "response_metadata": {"model_name": "m"},
+            },
+            {"role": "tool", "content": "3", "tool_call_id": "c1", "name": "add", "id": "t"},
+            {"role": "tool", "content": "no", "tool_call_id": "c2", "status": "error", "id": "e"},
+        ]
+    )
+    expected = [
+        lc.HumanMessage("hi", id=made[0].id),
+        lc.SystemMessage([{"type": "text", "text": "be brief"}], id="s"),
+        lc.AIMessage(
+            "",
+            id="a",
+            name="bot",
+            tool_calls=[{"name": "add", "args": {"a": 1}, "id": "c1"}],
+            usage_metadata={"input_tokens": 3, "output_tokens": 2, "total_tokens": 5},
+            response_metadata={"model_name": "m"},
+        ),
+        lc.ToolMessage("3", tool_call_id="c1", name="add", id="t"),
+        lc.ToolMessage("no", tool_call_id="c2", status="error", id="e"),
+    ]
+    assert [type(m) for m in made] == [type(m) for m in expected]
+    assert made == expected
+    assert [m.model_dump() for m in made] == [m.model_dump() for m in expected]
+    assert [m.pretty_repr() for m in made] == [m.pretty_repr() for m in expected]
+    made[0].additional_kwargs["k"] = 1
+    made[0].response_metadata["k"] = 1
+    fresh = _coerce_messages([("user", "x")])[0]
+    assert fresh.additional_kwargs == {} and fresh.response_metadata == {}
+    assert made[2].tool_calls is not _coerce_messages([made[2].model_dump()])[0].tool_calls
