@@ -386,3 +386,54 @@ def test_objects_ironloop_makes_equal_langchain_cores_own() -> None:
     fresh = _coerce_messages([("user", "x")])[0]
     assert fresh.additional_kwargs == {} and fresh.response_metadata == {}
     assert made[2].tool_calls is not _coerce_messages([made[2].model_dump()])[0].tool_calls
+
+
+def test_middleware_takes_and_hands_langchain_messages() -> None:
+    from ironloop import create_agent
+    from ironloop.middleware import (
+        ModelRequest,
+        SummarizationMiddleware,
+        before_model,
+        wrap_model_call,
+    )
+
+    seen: list[Any] = []
+
+    @before_model
+    def look(state: Any, runtime: Any) -> None:
+        seen.extend(state["messages"])
+
+    @wrap_model_call
+    def answer_myself(request: ModelRequest, handler: Any) -> Any:
+        seen.extend(request.messages)
+        return lc.AIMessage("from the middleware", id="mw")
+
+    agent = create_agent(ScriptedChatModel([]), [], middleware=[look, answer_myself])
+    out = agent.invoke({"messages": [("user", "hi")]})
+    assert out["messages"][-1].content == "from the middleware"
+    assert type(out["messages"][-1]) is lc.AIMessage and out["messages"][-1].id == "mw"
+    assert seen and all(_is_lc(m) for m in seen)
+
+    # A LangChain summary model is handed langchain-core messages it accepts.
+    summary_model = FakeMessagesListChatModel(responses=[lc.AIMessage("they said hi")])
+    summarize = SummarizationMiddleware(
+        summary_model, trigger=("messages", 3), keep=("messages", 1)
+    )
+    agent = create_agent(
+        FakeMessagesListChatModel(responses=[lc.AIMessage("ok")]), [], middleware=[summarize]
+    )
+    history = [lc.HumanMessage("hi"), lc.AIMessage("hello"), lc.HumanMessage("again")]
+    out = agent.invoke({"messages": history})
+    texts = [m.text for m in out["messages"]]
+    assert any("they said hi" in t for t in texts), texts
+    assert texts[-1] == "ok"
+
+
+def test_add_messages_called_directly_keeps_and_ids_the_objects() -> None:
+    a, b = lc.HumanMessage("a"), lc.AIMessage("b")
+    out = add_messages([a], [b])
+    assert out[0] is a and out[1] is b
+    assert isinstance(a.id, str) and isinstance(b.id, str) and a.id != b.id
+    assert [m.content for m in add_messages(out, [lc.RemoveMessage(id=a.id)])] == ["b"]
+    replaced = add_messages(out, [lc.AIMessage("b2", id=b.id)])
+    assert [m.content for m in replaced] == ["a", "b2"] and replaced[1].id == b.id
