@@ -4,10 +4,10 @@ langchain-core is an optional dependency. This module imports it, and ironloop i
 this module only after ``ironloop._foreign`` has recognised a LangChain object (which
 cannot exist unless langchain-core is installed and imported).
 
-- **Messages** convert both ways: :func:`to_langchain` makes langchain-core messages
-  (a LangChain model never receives ironloop message objects), :func:`from_langchain`
-  ironloop ones. Conversions of the same message object are cached, so a long history
-  is not rebuilt at every model call.
+- **Messages**: with langchain-core installed its classes are ironloop's message
+  classes (``ironloop.messages``), so its messages pass through as they are;
+  :func:`to_langchain` converts objects of ironloop's own classes
+  (``ironloop._ironloop``) that code may still make by name, cached per value.
 - **Models**: :class:`LangChainChatModel` puts any LangChain chat model (or a
   ``Runnable`` over messages: a bound model, ``prompt | model``) behind ironloop's
   model protocol (``invoke(messages, tools=None, tool_choice=None)``, ``ainvoke``,
@@ -193,7 +193,7 @@ def _model_input(messages: Any) -> Any:
 
 
 def _as_ai(out: Any) -> AIMessage:
-    """A LangChain model's answer as an ironloop ``AIMessage``."""
+    """A LangChain model's answer as an ``AIMessage`` (a chunk made whole)."""
     if isinstance(out, str):
         return AIMessage(content=out)
     if isinstance(out, lc.BaseMessageChunk):
@@ -271,8 +271,8 @@ def _underlying_model(model: Any) -> Any:
 
 class LangChainChatModel:
     """A LangChain chat model (or a ``Runnable`` over messages) behind ironloop's model
-    protocol. Messages go in as langchain-core messages and come back as ironloop
-    ones; ``tools`` passed to a call are bound with the model's ``bind_tools`` unless
+    protocol. Messages go in and come back as langchain-core messages (a streamed answer
+    made whole); ``tools`` passed to a call are bound with the model's ``bind_tools`` unless
     the model came with its tools bound (``tools_bound=True``).
 
     Example:
@@ -353,7 +353,7 @@ class LangChainChatModel:
     def stream(
         self, messages: Any, tools: Any = None, tool_choice: Any = None, **kwargs: Any
     ) -> Iterator[AIMessage]:
-        """Yields ironloop ``AIMessage`` chunks, one per LangChain chunk; the last one
+        """Yields ``AIMessage`` pieces, one per LangChain chunk; the last one
         carries the tool calls and the usage of the whole message."""
         r = self._runnable(tools, tool_choice, kwargs)
         run = _StreamRun(self)

@@ -205,8 +205,14 @@ fn from_role<'py>(
             )))
         }
     };
+    // A fresh id only for a message given without one (making one reads the OS's
+    // random source).
+    let id = match field(intern!(py, "id"))? {
+        Some(id) => id.extract()?,
+        None => crate::message::new_id(),
+    };
     let mut m = Message {
-        id: crate::message::new_id(),
+        id,
         name: None,
         content,
         additional_kwargs: metadata_from_py(
@@ -220,9 +226,6 @@ fn from_role<'py>(
         kind,
         host: Default::default(),
     };
-    if let Some(id) = field(intern!(py, "id"))? {
-        m.id = id.extract()?;
-    }
     if let Some(n) = field(intern!(py, "name"))? {
         m.name = Some(n.extract()?);
     }
