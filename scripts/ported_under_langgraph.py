@@ -53,9 +53,6 @@ def install_langgraph_as_ironloop() -> None:
     _module("ironloop.types", **{k: getattr(lg_types, k) for k in dir(lg_types)})
     _module("ironloop.prebuilt", **{k: getattr(prebuilt, k) for k in dir(prebuilt)})
     _module("ironloop.runtime", Runtime=runtime.Runtime, get_runtime=runtime.get_runtime)
-    # Where a port had to convert state messages for a LangChain model (see
-    # docs/decisions.md), LangGraph's state already holds LangChain messages.
-    _module("ironloop.messages", to_langchain=lambda messages: messages)
     _module(
         "ironloop",
         MemorySaver=InMemorySaver,

@@ -12,6 +12,7 @@ pub mod checkpoint;
 pub mod error;
 pub mod executor;
 pub mod graph;
+pub mod host_slot;
 pub mod message;
 pub mod message_chunk;
 #[cfg(feature = "models")]

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::host_slot::HostSlot;
 use crate::tool::ToolCall;
 
 /// A fresh message id. Every message gets one at construction so that reducers can
@@ -321,6 +322,10 @@ pub struct Message {
     pub response_metadata: Map<String, Value>,
     #[serde(flatten)]
     pub kind: MessageKind,
+    /// The host's object for this message (the Python glue's message object), made
+    /// once and handed out again; not part of the value (see [`HostSlot`]).
+    #[serde(skip)]
+    pub host: HostSlot,
 }
 
 impl Message {
@@ -332,6 +337,7 @@ impl Message {
             additional_kwargs: Map::new(),
             response_metadata: Map::new(),
             kind,
+            host: HostSlot::default(),
         }
     }
 

@@ -13,11 +13,7 @@ from typing import Annotated, Any, Literal, TypedDict
 from ironloop._constants import END, START
 from ironloop._foreign import is_langchain_message, is_langchain_runnable
 from ironloop._ironloop import (
-    AIMessage,
-    AIMessageChunk,
-    BaseMessage,
     NativeTool,
-    SystemMessage,
     _AgentModel,
     _coerce_message,
     _json_schema_errors,
@@ -32,6 +28,7 @@ from ironloop._tool import Tool, compose_schema
 from ironloop._toolnode import ToolNode
 from ironloop.errors import ModelError
 from ironloop.graph import CompiledStateGraph, StateGraph, add_messages
+from ironloop.messages import AIMessage, AIMessageChunk, BaseMessage, SystemMessage
 from ironloop.types import Send
 
 __all__ = ["AgentState", "create_react_agent"]
@@ -88,8 +85,8 @@ def _merge_chunks(chunks: list[AIMessage]) -> AIMessage:
         whole = pieces[0] + pieces[1:] if len(pieces) > 1 else pieces[0]
         return AIMessage(
             content=whole.content,
-            tool_calls=[dict(c) for c in whole.tool_calls] or None,
-            invalid_tool_calls=[dict(c) for c in whole.invalid_tool_calls] or None,
+            tool_calls=[dict(c) for c in whole.tool_calls],
+            invalid_tool_calls=[dict(c) for c in whole.invalid_tool_calls],
             usage_metadata=whole.usage_metadata,
             id=whole.id,
             name=whole.name,
@@ -101,8 +98,8 @@ def _merge_chunks(chunks: list[AIMessage]) -> AIMessage:
     usage = next((ch.usage_metadata for ch in reversed(chunks) if ch.usage_metadata), None)
     return AIMessage(
         content="".join(ch.text for ch in chunks),
-        tool_calls=calls or None,
-        invalid_tool_calls=invalid or None,
+        tool_calls=calls,
+        invalid_tool_calls=invalid,
         usage_metadata=usage,
         id=chunks[0].id,
     )

@@ -21,7 +21,6 @@ from ironloop._agent import (
 )
 from ironloop._constants import END, START
 from ironloop._foreign import is_langchain_runnable
-from ironloop._ironloop import AIMessage, SystemMessage, ToolMessage
 from ironloop._meta_fields import agent_tools
 from ironloop._schema import _special
 from ironloop._shapes import AgentSettings, agent_var, bind, names, shape_key, templates
@@ -37,6 +36,7 @@ from ironloop.errors import (
     ToolTimeoutError,
 )
 from ironloop.graph import CompiledStateGraph, StateGraph
+from ironloop.messages import AIMessage, SystemMessage, ToolMessage
 from ironloop.middleware.types import (
     AgentMiddleware,
     AgentState,

@@ -4,10 +4,10 @@ langchain-core is an optional dependency. This module imports it, and ironloop i
 this module only after ``ironloop._foreign`` has recognised a LangChain object (which
 cannot exist unless langchain-core is installed and imported).
 
-- **Messages** convert both ways: :func:`to_langchain` makes langchain-core messages
-  (a LangChain model never receives ironloop message objects), :func:`from_langchain`
-  ironloop ones. Conversions of the same message object are cached, so a long history
-  is not rebuilt at every model call.
+- **Messages**: with langchain-core installed its classes are ironloop's message
+  classes (``ironloop.messages``), so its messages pass through as they are;
+  :func:`to_langchain` converts objects of ironloop's own classes
+  (``ironloop._ironloop``) that code may still make by name, cached per value.
 - **Models**: :class:`LangChainChatModel` puts any LangChain chat model (or a
   ``Runnable`` over messages: a bound model, ``prompt | model``) behind ironloop's
   model protocol (``invoke(messages, tools=None, tool_choice=None)``, ``ainvoke``,
@@ -42,10 +42,13 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from ironloop import _tracing
 from ironloop._foreign import is_langchain_message, is_langchain_runnable, is_langchain_tool
-from ironloop._ironloop import AIMessage, AIMessageChunk, BaseMessage, _coerce_message
+from ironloop._ironloop import AIMessageChunk as _OwnChunk
+from ironloop._ironloop import BaseMessage as _OwnMessage
+from ironloop._ironloop import _coerce_message
 from ironloop._langchain_stream import OWN_CALL_TAG
 from ironloop._tool import Tool
 from ironloop._usage import model_name_of, record
+from ironloop.messages import AIMessage
 from ironloop.runtime import _run_config
 from ironloop.types import Command
 
@@ -67,7 +70,7 @@ _CACHE_MAX = 20_000
 _to_lc_cache: dict[int, tuple[Any, Any]] = {}
 
 
-def _lc_message(m: BaseMessage) -> Any:
+def _lc_message(m: _OwnMessage) -> Any:
     common: dict[str, Any] = {
         "content": m.content,
         "id": m.id,
@@ -77,7 +80,7 @@ def _lc_message(m: BaseMessage) -> Any:
     if m.name is not None:
         common["name"] = m.name
     t = m.type
-    if isinstance(m, AIMessageChunk):
+    if isinstance(m, _OwnChunk):
         usage: Any = m.usage_metadata
         return lc.AIMessageChunk(
             **common,
@@ -127,9 +130,11 @@ def to_langchain(message: Any) -> Any:
         return [to_langchain(m) for m in message]
     if is_langchain_message(message):
         return message
-    if not isinstance(message, BaseMessage):
-        message = _coerce_message(message)
-    if isinstance(message, AIMessageChunk):  # streamed pieces: not worth a cache entry
+    if not isinstance(message, _OwnMessage):
+        # What ironloop takes as a message, made one of this process's messages:
+        # langchain-core's, as langchain-core is installed.
+        return _coerce_message(message)
+    if isinstance(message, _OwnChunk):  # streamed pieces: not worth a cache entry
         return _lc_message(message)
     key = message._key
     hit = _to_lc_cache.get(key)
@@ -157,25 +162,17 @@ def from_langchain(message: Any) -> Any:
     """
     if isinstance(message, (list, tuple)) and not _is_role_pair(message):
         return [from_langchain(m) for m in message]
-    if isinstance(message, lc.AIMessageChunk):
-        usage: Any = message.usage_metadata
-        return AIMessageChunk(
-            message.content,
-            tool_call_chunks=[dict(c) for c in message.tool_call_chunks],
-            usage_metadata=usage,
-            id=message.id,
-            name=message.name,
-            additional_kwargs=message.additional_kwargs,
-            response_metadata=message.response_metadata,
-        )
+    if is_langchain_message(message):
+        # langchain-core's classes are ironloop's messages while it is installed.
+        return message
     return _coerce_message(message)
 
 
 def _lc_value(v: Any) -> Any:
     """A state value for LangChain code: lists holding messages become lists of
     langchain-core messages, dicts are converted field by field."""
-    if isinstance(v, list) and any(isinstance(x, BaseMessage) for x in v):
-        return [to_langchain(x) if isinstance(x, BaseMessage) else x for x in v]
+    if isinstance(v, list) and any(isinstance(x, _OwnMessage) for x in v):
+        return [to_langchain(x) if isinstance(x, _OwnMessage) else x for x in v]
     if isinstance(v, dict):
         return {k: _lc_value(x) for k, x in v.items()}
     return v
@@ -196,7 +193,7 @@ def _model_input(messages: Any) -> Any:
 
 
 def _as_ai(out: Any) -> AIMessage:
-    """A LangChain model's answer as an ironloop ``AIMessage``."""
+    """A LangChain model's answer as an ``AIMessage`` (a chunk made whole)."""
     if isinstance(out, str):
         return AIMessage(content=out)
     if isinstance(out, lc.BaseMessageChunk):
@@ -248,8 +245,8 @@ class _Merger:
         full = _as_ai(self.acc)
         return AIMessage(
             content=self.pending.content,
-            tool_calls=[dict(c) for c in full.tool_calls] or None,
-            invalid_tool_calls=[dict(c) for c in full.invalid_tool_calls] or None,
+            tool_calls=[dict(c) for c in full.tool_calls],
+            invalid_tool_calls=[dict(c) for c in full.invalid_tool_calls],
             usage_metadata=full.usage_metadata,
             id=full.id,
         )
@@ -274,8 +271,8 @@ def _underlying_model(model: Any) -> Any:
 
 class LangChainChatModel:
     """A LangChain chat model (or a ``Runnable`` over messages) behind ironloop's model
-    protocol. Messages go in as langchain-core messages and come back as ironloop
-    ones; ``tools`` passed to a call are bound with the model's ``bind_tools`` unless
+    protocol. Messages go in and come back as langchain-core messages (a streamed answer
+    made whole); ``tools`` passed to a call are bound with the model's ``bind_tools`` unless
     the model came with its tools bound (``tools_bound=True``).
 
     Example:
@@ -356,7 +353,7 @@ class LangChainChatModel:
     def stream(
         self, messages: Any, tools: Any = None, tool_choice: Any = None, **kwargs: Any
     ) -> Iterator[AIMessage]:
-        """Yields ironloop ``AIMessage`` chunks, one per LangChain chunk; the last one
+        """Yields ``AIMessage`` pieces, one per LangChain chunk; the last one
         carries the tool calls and the usage of the whole message."""
         r = self._runnable(tools, tool_choice, kwargs)
         run = _StreamRun(self)
@@ -704,7 +701,7 @@ def to_langchain_tool(t: Any) -> BaseTool:
 
 
 def _lc_tool_output(v: Any) -> Any:
-    if isinstance(v, BaseMessage):
+    if isinstance(v, _OwnMessage):
         return to_langchain(v)
     if dataclasses.is_dataclass(v) and not isinstance(v, type) and not isinstance(v, Command):
         return dataclasses.asdict(v)

@@ -248,7 +248,7 @@ class _MetaTool(Tool):
         content = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
         # The executor keeps a call's reasoning on the message it makes; this one is
         # the tool's own (inside a Command), so it is kept here.
-        meta = {"_reasoningForCall": reasoning} if isinstance(reasoning, str) else None
+        meta = {"_reasoningForCall": reasoning} if isinstance(reasoning, str) else {}
         msg = ToolMessage(content, tool_call_id=call_id, name=self.name, response_metadata=meta)
         return Command(update={parts[0]: value, "messages": [msg]})
 

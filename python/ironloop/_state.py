@@ -183,38 +183,12 @@ def node_factory(schema: Any, keys: list[str]) -> Callable[[dict[str, Any]], Any
     if keys == [ROOT] or not isinstance(schema, type):
         return None
     if dataclasses.is_dataclass(schema) or hasattr(schema, "model_fields"):
-        lc_keys = _langchain_message_keys(schema)
-        if lc_keys:
-            from ironloop._langchain import to_langchain
-
-            def make_lc(d: dict[str, Any]) -> Any:
-                lc = {k: to_langchain(d[k]) for k in lc_keys if d.get(k) is not None}
-                return schema(**{**d, **lc})
-
-            return make_lc
 
         def make(d: dict[str, Any]) -> Any:
             return schema(**d)
 
         return make
     return None
-
-
-def _langchain_message_keys(schema: type) -> list[str]:
-    """The fields of a model whose type names langchain-core messages (``messages:
-    list[AnyMessage]`` with LangChain's ``AnyMessage``): the state holds ironloop
-    messages, which such a model does not accept, so they are converted to build it."""
-    try:
-        hints = get_type_hints(schema, include_extras=True)
-    except Exception:  # an unresolvable hint names no LangChain type we can see
-        return []
-    return [k for k, t in hints.items() if _names_langchain_message(t)]
-
-
-def _names_langchain_message(t: Any) -> bool:
-    if isinstance(t, type) and t.__module__.startswith("langchain_core.messages"):
-        return True
-    return any(_names_langchain_message(a) for a in get_args(t))
 
 
 def _annotated_keys(t: type) -> list[str]:

@@ -38,8 +38,9 @@ from typing import (
 )
 
 from ironloop._agent import _accepts
-from ironloop._ironloop import AIMessage, ToolMessage, _json_schema_errors
+from ironloop._ironloop import _json_schema_errors
 from ironloop._schema import type_schema
+from ironloop.messages import AIMessage, ToolMessage
 
 SchemaT = TypeVar("SchemaT")
 

@@ -36,7 +36,6 @@ from ironloop import _tracing
 from ironloop._allowlist import SerdeAllowlist, allowlist
 from ironloop._constants import END, START
 from ironloop._ironloop import (
-    BaseMessage,
     _child_ns,
     _coerce_message,
     _GraphCore,
@@ -55,6 +54,7 @@ from ironloop._stream_v2 import aparts, as_output, parts
 from ironloop._toolnode import ToolNode
 from ironloop._usage import get_usage_metadata_callback
 from ironloop.errors import GraphInterrupt
+from ironloop.messages import BaseMessage
 from ironloop.runtime import _enter, _scope, _with_runtime
 from ironloop.types import Command, RetryPolicy, Send, StateSnapshot
 
@@ -121,10 +121,8 @@ def push_message(message: Any, *, state_key: str | None = "messages") -> BaseMes
     scratch = task_var.get(None)
     if scratch is None:
         raise RuntimeError("Called get_config outside of a runnable context")
-    if not isinstance(message, BaseMessage) and (
-        getattr(message, "id", None) is None
-        and not (isinstance(message, dict) and message.get("id") is not None)
-    ):
+    given_id = message.get("id") if isinstance(message, dict) else getattr(message, "id", None)
+    if given_id is None:
         raise ValueError("Message ID is required")
     msg = _coerce_message(message)
     if scratch.streams_messages:

@@ -1,29 +1,29 @@
-"""Chat messages, shaped like langchain-core's.
+"""Chat messages: langchain-core's classes when langchain-core is installed, else
+ironloop's own, shaped like them.
 
-The classes are implemented in Rust: a message object wraps a shared immutable
-value, so passing long histories around costs nothing.
+Which classes a process uses is decided once, at the first import of this module:
+if ``langchain_core`` can be imported, ``AIMessage``, ``HumanMessage``, ... here
+*are* ``langchain_core.messages``'s classes (so both import paths are interchangeable
+and every message a node, tool, hook, stream or result hands to Python code is a
+langchain-core message, which LangChain's models, prompts and ``isinstance`` checks
+accept). The Rust engine still holds each message as one shared immutable value and
+makes its langchain-core object once; a node that returns a message gets the very
+same object back. Without langchain-core the classes are ironloop's own, implemented
+in Rust (``ironloop._ironloop``), with the same fields and methods.
 
 Example:
     >>> from ironloop.messages import AIMessage, ToolCall
-    >>> ai = AIMessage(content="", tool_calls=[{"name": "add", "args": {"a": 1}, "id": "c1"}])
-    >>> ai.tool_calls[0]["name"], ai.tool_calls[0].args
+    >>> ai = AIMessage(content="", tool_calls=[ToolCall(name="add", args={"a": 1}, id="c1")])
+    >>> ai.tool_calls[0]["name"], ai.tool_calls[0]["args"]
     ('add', {'a': 1})
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ironloop._ironloop import (
-    AIMessage,
-    AIMessageChunk,
-    BaseMessage,
-    HumanMessage,
-    RemoveMessage,
-    SystemMessage,
-    ToolMessage,
-    _coerce_message,
-)
+from ironloop import _ironloop
+from ironloop._ironloop import _coerce_message, _use_langchain_messages
 
 __all__ = [
     "AIMessage",
@@ -31,15 +31,85 @@ __all__ = [
     "AnyMessage",
     "BaseMessage",
     "HumanMessage",
+    "MESSAGE_TYPES",
     "RemoveMessage",
     "SystemMessage",
     "ToolCall",
     "ToolMessage",
+    "USES_LANGCHAIN",
     "from_langchain",
     "to_langchain",
 ]
 
-AnyMessage = BaseMessage
+
+def _langchain_messages() -> Any:
+    """``langchain_core.messages``, or ``None`` when it cannot be imported (not
+    installed, or a dependency of it missing)."""
+    try:
+        from langchain_core import messages
+    except ImportError:
+        return None
+    return messages
+
+
+_lc = _langchain_messages()
+
+#: Whether this process's message classes are langchain-core's (decided at import).
+USES_LANGCHAIN: bool = _lc is not None
+
+if TYPE_CHECKING:
+    # Type checkers see ironloop's own classes: langchain-core's have the same fields
+    # and methods, and a checker cannot know which a process picks.
+    from ironloop._ironloop import (
+        AIMessage,
+        AIMessageChunk,
+        BaseMessage,
+        HumanMessage,
+        RemoveMessage,
+        SystemMessage,
+        ToolMessage,
+    )
+
+    AnyMessage = BaseMessage
+elif _lc is not None:
+    AIMessage = _lc.AIMessage
+    AIMessageChunk = _lc.AIMessageChunk
+    BaseMessage = _lc.BaseMessage
+    HumanMessage = _lc.HumanMessage
+    RemoveMessage = _lc.RemoveMessage
+    SystemMessage = _lc.SystemMessage
+    ToolMessage = _lc.ToolMessage
+    AnyMessage = _lc.AnyMessage
+else:
+    AIMessage = _ironloop.AIMessage
+    AIMessageChunk = _ironloop.AIMessageChunk
+    BaseMessage = _ironloop.BaseMessage
+    HumanMessage = _ironloop.HumanMessage
+    RemoveMessage = _ironloop.RemoveMessage
+    SystemMessage = _ironloop.SystemMessage
+    ToolMessage = _ironloop.ToolMessage
+    AnyMessage = _ironloop.BaseMessage
+
+if _lc is not None:
+    _use_langchain_messages(
+        {
+            "BaseMessage": _lc.BaseMessage,
+            "BaseMessageChunk": _lc.BaseMessageChunk,
+            "HumanMessage": _lc.HumanMessage,
+            "SystemMessage": _lc.SystemMessage,
+            "AIMessage": _lc.AIMessage,
+            "AIMessageChunk": _lc.AIMessageChunk,
+            "ToolMessage": _lc.ToolMessage,
+            "RemoveMessage": _lc.RemoveMessage,
+        }
+    )
+else:
+    _use_langchain_messages(None)
+
+#: Every class a message object may have in this process, for ``isinstance`` checks:
+#: the chosen base class and ironloop's own (still made by code that asks for
+#: ``ironloop._ironloop``'s classes by name).
+MESSAGE_TYPES: tuple[type, ...] = tuple({BaseMessage, _ironloop.BaseMessage})
 
 
 def to_langchain(messages: Any) -> Any:
@@ -143,5 +213,6 @@ def _pydantic_json_schema(cls: type, core_schema: Any, handler: Any) -> dict[str
 
 
 # Defined here rather than in Rust: pydantic is a Python concern, and optional.
-BaseMessage.__get_pydantic_core_schema__ = classmethod(_pydantic_core_schema)  # type: ignore[method-assign, assignment]
-BaseMessage.__get_pydantic_json_schema__ = classmethod(_pydantic_json_schema)  # type: ignore[method-assign, assignment]
+# (langchain-core's classes are pydantic models already.)
+_ironloop.BaseMessage.__get_pydantic_core_schema__ = classmethod(_pydantic_core_schema)  # type: ignore[method-assign, assignment]
+_ironloop.BaseMessage.__get_pydantic_json_schema__ = classmethod(_pydantic_json_schema)  # type: ignore[method-assign, assignment]

@@ -23,15 +23,13 @@ from __future__ import annotations
 
 import re
 import threading
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ironloop import _tracing
 from ironloop._foreign import is_langchain_tool
 from ironloop._ironloop import (
-    AIMessage,
-    AIMessageChunk,
-    BaseMessage,
     _ChatModelCore,
     _ChatStream,
     _coerce_message,
@@ -40,6 +38,7 @@ from ironloop._ironloop import (
 from ironloop._runtime import task_var
 from ironloop._usage import record
 from ironloop.errors import ModelError
+from ironloop.messages import MESSAGE_TYPES, AIMessage, AIMessageChunk, BaseMessage
 
 __all__ = ["AnthropicChat", "OpenAIChat", "ScriptedChatModel", "init_model"]
 
@@ -47,13 +46,15 @@ Response = AIMessage | str | dict | Callable[[list[BaseMessage]], Any]
 
 
 def _to_ai(response: Any) -> AIMessage:
+    if isinstance(response, MESSAGE_TYPES):
+        response = _coerce_message(response)  # one of this process's classes
     if isinstance(response, AIMessage):
         # A fresh id: the same scripted message may be replayed more than once.
-        copy = response.model_copy(update={"id": None})
+        copy = response.model_copy(update={"id": _fresh_id()})
         assert isinstance(copy, AIMessage)
         return copy
     if isinstance(response, str):
-        return AIMessage(content=response)
+        return AIMessage(content=response, id=_fresh_id())
     if isinstance(response, dict):
         d = dict(response)
         d.setdefault("role", "assistant")
@@ -64,6 +65,12 @@ def _to_ai(response: Any) -> AIMessage:
     raise ModelError(
         f"a scripted response must be an AIMessage, a str or a dict, got {type(response).__name__}"
     )
+
+
+def _fresh_id() -> str:
+    # A model's answer has an id from the start (langchain-core's models give
+    # theirs a run id), so the chunks of a stream share it.
+    return f"lc_run--{uuid.uuid4()}"
 
 
 class ScriptedChatModel:
@@ -118,7 +125,7 @@ class ScriptedChatModel:
                     )
                 response = self._script[self._next]
                 self._next += 1
-        if callable(response) and not isinstance(response, (AIMessage, dict, str)):
+        if callable(response) and not isinstance(response, (*MESSAGE_TYPES, dict, str)):
             response = response(msgs)
         return _to_ai(response)
 
@@ -147,7 +154,7 @@ class ScriptedChatModel:
             last = i == len(words) - 1
             yield AIMessageChunk(
                 content=w,
-                tool_calls=[dict(c) for c in full.tool_calls] if last else None,
+                tool_calls=[dict(c) for c in full.tool_calls] if last else [],
                 id=full.id,
             )
 

@@ -474,6 +474,7 @@ pub(crate) fn ai_message(
             invalid_tool_calls,
             usage,
         },
+        host: Default::default(),
     }
 }
 

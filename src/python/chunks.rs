@@ -24,7 +24,17 @@ pub struct PyAIMessageChunk {
     chunks: Vec<ToolCallChunk>,
 }
 
-/// The Python object of a chunk.
+/// The object a stream hands Python code for a chunk: a langchain-core
+/// `AIMessageChunk` when those are this process's message classes
+/// (`lc_messages.rs`), else ironloop's own.
+pub fn chunk_to_user_py(py: Python<'_>, c: AiChunk) -> PyResult<Bound<'_, PyAny>> {
+    match super::lc_messages::active() {
+        Some(lc) => lc.chunk_to_py(py, &c),
+        None => chunk_to_py(py, c),
+    }
+}
+
+/// The Python object of a chunk, of ironloop's own class.
 pub fn chunk_to_py(py: Python<'_>, c: AiChunk) -> PyResult<Bound<'_, PyAny>> {
     Ok(Bound::new(py, initializer(c))?.into_any())
 }

@@ -13,15 +13,30 @@ use super::convert::{
     content_from_py, get_item, invalid_tool_calls_from_py, metadata_from_py, status_from_str,
     tool_calls_from_py, usage_from_py, value_from_py,
 };
+use super::lc_messages;
 use super::messages::{message_to_py, PyMessage};
 use crate::message::{Content, Message, MessageKind, ToolStatus};
 
 /// Any message-like input as a shared message: an ironloop message (no copy), a
 /// `(role, content)` tuple, a `{"role", "content", ...}` dict, a plain string (a human
 /// message), or a langchain-core message (duck-typed on `.type` and `.content`).
+///
+/// When langchain-core's classes are this process's message classes, a langchain-core
+/// message is kept as the message's Python object (`lc_messages::keep`), so the same
+/// object comes back wherever the message is handed to Python; a chunk is read as the
+/// whole message it stands for and not kept.
 pub fn message_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Arc<Message>> {
     if let Ok(m) = obj.cast::<PyMessage>() {
         return Ok(m.borrow().inner.clone());
+    }
+    if let Some(lc) = lc_messages::active() {
+        if lc.is_message(obj)? {
+            let m = from_attributes(obj)?;
+            if lc.is_chunk(obj)? {
+                return Ok(Arc::new(m));
+            }
+            return lc_messages::keep(obj, m).map(Arc::new);
+        }
     }
     if let Ok(s) = obj.cast::<PyString>() {
         return Ok(Arc::new(Message::human(s.to_str()?)));
@@ -57,35 +72,9 @@ pub fn message_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Arc<Message>> {
         return from_role(py, &role, content, Some(d)).map(Arc::new);
     }
     // langchain-core messages and look-alikes.
-    if let (Ok(ty), Ok(content)) = (obj.getattr("type"), obj.getattr("content")) {
-        if let Ok(ty) = ty.extract::<String>() {
-            let d = PyDict::new(obj.py());
-            for k in [
-                "id",
-                "name",
-                "tool_calls",
-                "invalid_tool_calls",
-                "usage_metadata",
-                "tool_call_id",
-                "status",
-                "artifact",
-                "additional_kwargs",
-                "response_metadata",
-            ] {
-                if let Ok(v) = obj.getattr(k) {
-                    d.set_item(k, v)?;
-                }
-            }
-            let role = match ty.as_str() {
-                // langchain-core's chunks and its free-role ChatMessage.
-                "AIMessageChunk" => "ai".to_owned(),
-                "HumanMessageChunk" => "human".to_owned(),
-                "SystemMessageChunk" => "system".to_owned(),
-                "ToolMessageChunk" => "tool".to_owned(),
-                "chat" | "ChatMessageChunk" => obj.getattr("role")?.extract()?,
-                _ => ty,
-            };
-            return from_role(obj.py(), &role, content_from_py(&content)?, Some(&d)).map(Arc::new);
+    if let (Ok(ty), Ok(_)) = (obj.getattr("type"), obj.getattr("content")) {
+        if ty.extract::<String>().is_ok() {
+            return from_attributes(obj).map(Arc::new);
         }
     }
     let ty = obj.get_type().name()?.to_string();
@@ -93,6 +82,74 @@ pub fn message_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Arc<Message>> {
         "cannot use a {ty} as a message: pass a message object (HumanMessage, AIMessage, ...), \
          a (role, content) tuple or a {{'role': ..., 'content': ...}} dict"
     )))
+}
+
+/// A langchain-core message, or an object shaped like one, read by its attributes
+/// (`type`, `content`, `id`, `tool_calls`, ...).
+pub(super) fn from_attributes(obj: &Bound<'_, PyAny>) -> PyResult<Message> {
+    let py = obj.py();
+    let d = match langchain_fields(obj)? {
+        Some(d) => d,
+        None => attributes(obj)?,
+    };
+    let text = |k: &Bound<'_, PyString>| -> PyResult<String> {
+        get_item(&d, k)?
+            .ok_or_else(|| PyValueError::new_err(format!("a message needs a {k:?}")))?
+            .extract()
+    };
+    let ty = text(intern!(py, "type"))?;
+    let role = match ty.as_str() {
+        // langchain-core's chunks and its free-role ChatMessage.
+        "AIMessageChunk" => "ai".to_owned(),
+        "HumanMessageChunk" => "human".to_owned(),
+        "SystemMessageChunk" => "system".to_owned(),
+        "ToolMessageChunk" => "tool".to_owned(),
+        "chat" | "ChatMessageChunk" => text(intern!(py, "role"))?,
+        _ => ty,
+    };
+    let content = match get_item(&d, intern!(py, "content"))? {
+        Some(c) => content_from_py(&c)?,
+        None => Content::default(),
+    };
+    from_role(py, &role, content, Some(&d))
+}
+
+/// A langchain-core message's fields as they are (its pydantic `__dict__`: every
+/// field, no copy, no attribute look-up that fails), when `obj` is one.
+fn langchain_fields<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyDict>>> {
+    match lc_messages::active() {
+        Some(lc) if lc.is_message(obj)? => Ok(obj
+            .getattr(intern!(obj.py(), "__dict__"))
+            .ok()
+            .and_then(|d| d.cast_into::<PyDict>().ok())),
+        _ => Ok(None),
+    }
+}
+
+/// An object's message attributes as a dict (those it has).
+fn attributes<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+    let py = obj.py();
+    let d = PyDict::new(py);
+    for k in [
+        intern!(py, "type"),
+        intern!(py, "content"),
+        intern!(py, "role"),
+        intern!(py, "id"),
+        intern!(py, "name"),
+        intern!(py, "tool_calls"),
+        intern!(py, "invalid_tool_calls"),
+        intern!(py, "usage_metadata"),
+        intern!(py, "tool_call_id"),
+        intern!(py, "status"),
+        intern!(py, "artifact"),
+        intern!(py, "additional_kwargs"),
+        intern!(py, "response_metadata"),
+    ] {
+        if let Ok(v) = obj.getattr(k) {
+            d.set_item(k, v)?;
+        }
+    }
+    Ok(d)
 }
 
 /// The message of `role` with `content` and the fields of `d` (its keys interned:
@@ -148,8 +205,14 @@ fn from_role<'py>(
             )))
         }
     };
+    // A fresh id only for a message given without one (making one reads the OS's
+    // random source).
+    let id = match field(intern!(py, "id"))? {
+        Some(id) => id.extract()?,
+        None => crate::message::new_id(),
+    };
     let mut m = Message {
-        id: crate::message::new_id(),
+        id,
         name: None,
         content,
         additional_kwargs: metadata_from_py(
@@ -161,10 +224,8 @@ fn from_role<'py>(
             "response_metadata",
         )?,
         kind,
+        host: Default::default(),
     };
-    if let Some(id) = field(intern!(py, "id"))? {
-        m.id = id.extract()?;
-    }
     if let Some(n) = field(intern!(py, "name"))? {
         m.name = Some(n.extract()?);
     }
@@ -182,13 +243,24 @@ pub(super) fn is_langchain_message(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
     }
 }
 
-/// Any message-like value as an ironloop message object.
+/// Whether `obj` is already a message of this process's classes (kept as it is by
+/// `_coerce_message`, as langchain-core's `convert_to_messages` keeps its own): a
+/// langchain-core message other than a chunk when those are the classes, else one of
+/// ironloop's own (which, with langchain-core's classes chosen, is made into one).
+fn is_message_object(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    match lc_messages::active() {
+        Some(lc) => Ok(lc.is_message(obj)? && !lc.is_chunk(obj)?),
+        None => Ok(obj.cast::<PyMessage>().is_ok()),
+    }
+}
+
+/// Any message-like value as a message object of this process's classes.
 #[pyfunction]
 pub(super) fn _coerce_message<'py>(
     py: Python<'py>,
     obj: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    if obj.cast::<PyMessage>().is_ok() {
+    if is_message_object(obj)? {
         return Ok(obj.clone());
     }
     message_to_py(py, message_from_py(obj)?)
@@ -204,7 +276,7 @@ pub(super) fn _coerce_messages<'py>(
     let out = PyList::empty(py);
     for item in seq.try_iter()? {
         let item = item?;
-        if item.cast::<PyMessage>().is_ok() {
+        if is_message_object(&item)? {
             out.append(item)?;
         } else {
             out.append(message_to_py(py, message_from_py(&item)?)?)?;

@@ -11,7 +11,7 @@ use pyo3::types::{PyDict, PyList};
 use serde_json::Value;
 
 use super::ai_message::PyAIMessage;
-use super::coerce::{self, is_langchain_message, message_from_py};
+use super::coerce::{self, from_attributes, is_langchain_message};
 use super::convert::{
     content_from_py, content_to_py, metadata_from_py, metadata_to_py, status_from_str,
     tool_call_to_py, value_from_py, value_to_py,
@@ -73,6 +73,7 @@ pub(super) fn build(kind: MessageKind, common: Common<'_, '_>) -> PyResult<Messa
         additional_kwargs: metadata_from_py(common.additional_kwargs, "additional_kwargs")?,
         response_metadata: metadata_from_py(common.response_metadata, "response_metadata")?,
         kind,
+        host: Default::default(),
     })
 }
 
@@ -92,8 +93,18 @@ fn class_name(m: &Message) -> &'static str {
     }
 }
 
-/// The Python object for a shared message, of the right subclass.
+/// The Python object for a shared message: its langchain-core object when those are
+/// this process's message classes (made once per message, `lc_messages.rs`), else
+/// one of ironloop's own classes.
 pub fn message_to_py(py: Python<'_>, m: Arc<Message>) -> PyResult<Bound<'_, PyAny>> {
+    match super::lc_messages::active() {
+        Some(lc) => lc.to_py(py, &m),
+        None => own_message_to_py(py, m),
+    }
+}
+
+/// The ironloop-class object for a shared message, of the right subclass.
+pub fn own_message_to_py(py: Python<'_>, m: Arc<Message>) -> PyResult<Bound<'_, PyAny>> {
     let init = PyClassInitializer::from(PyMessage { inner: m.clone() });
     Ok(match m.kind {
         MessageKind::System => Bound::new(py, init.add_subclass(PySystemMessage))?.into_any(),
@@ -147,7 +158,7 @@ impl PyMessage {
             ));
         }
         if is_langchain_message(other)? {
-            let mut theirs = (*message_from_py(other)?).clone();
+            let mut theirs = from_attributes(other)?;
             let same_id = other.getattr("id")?.eq(&self.inner.id)?;
             theirs.id.clone_from(&self.inner.id);
             return Ok(Some(same_id && theirs == *self.inner));
@@ -176,7 +187,7 @@ impl PyMessage {
     /// Another object holding the same value (no copy); changing one does not change
     /// the other.
     fn _shared<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        message_to_py(py, self.inner.clone())
+        own_message_to_py(py, self.inner.clone())
     }
 
     #[getter]
@@ -276,7 +287,7 @@ impl PyMessage {
         deep: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let _ = deep; // messages are immutable values: a copy is always deep enough
-        message_to_py(py, Arc::new(self.copied(update)?))
+        own_message_to_py(py, Arc::new(self.copied(update)?))
     }
 
     /// langchain-core's layout, line for line (ported programs print transcripts with
@@ -563,6 +574,10 @@ pub fn messages_to_py<'py>(py: Python<'py>, ms: &[Arc<Message>]) -> PyResult<Bou
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(coerce::_coerce_message, m)?)?;
     m.add_function(wrap_pyfunction!(coerce::_coerce_messages, m)?)?;
+    m.add_function(wrap_pyfunction!(
+        super::lc_messages::_use_langchain_messages,
+        m
+    )?)?;
     m.add_class::<PyMessage>()?;
     m.add_class::<PyHumanMessage>()?;
     m.add_class::<PySystemMessage>()?;

@@ -14,6 +14,8 @@ mod errors;
 mod exiting;
 mod graph;
 mod helpers;
+mod lc_construct;
+mod lc_messages;
 mod logs;
 mod mcp;
 mod messages;

@@ -11,7 +11,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::chunks::chunk_to_py as chunk_to_py_object;
+use super::chunks::chunk_to_user_py as chunk_to_py_object;
 use super::exiting::attach;
 use super::messages::message_to_py;
 use super::runtime::{block_on, finished_future, runtime};

@@ -26,7 +26,7 @@ use super::helpers::helpers;
 use super::messages::PyMessage;
 use super::pool::Pool;
 use crate::error::HostError;
-use crate::message::{Message, MessageKind};
+use crate::message::MessageKind;
 use crate::tool::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
 
 /// What a parameter hidden from the schema is filled with.
@@ -456,8 +456,17 @@ pub fn output_from_py(obj: &Bound<'_, PyAny>) -> Result<ToolOutput, String> {
     if let Ok(s) = obj.cast::<PyString>() {
         return Ok(ToolOutput::text(unicode_text(s)?.to_owned()));
     }
-    if let Ok(m) = obj.cast::<PyMessage>() {
-        let msg: Arc<Message> = m.borrow().inner.clone();
+    let own = obj
+        .cast::<PyMessage>()
+        .ok()
+        .map(|m| m.borrow().inner.clone());
+    let lc = match super::lc_messages::active() {
+        Some(lc) if own.is_none() && lc.is_message(obj).unwrap_or(false) => {
+            super::coerce::message_from_py(obj).ok()
+        }
+        _ => None,
+    };
+    if let Some(msg) = own.or(lc) {
         let artifact = match &msg.kind {
             MessageKind::Tool { artifact, .. } => artifact.clone(),
             _ => None,

@@ -83,6 +83,11 @@ def _build_ai(*calls: tuple[str, Any], content: str = "", id: str | None = None)
     tool_calls = [
         {"name": name, "args": args, "id": f"c{i}"} for i, (name, args) in enumerate(calls)
     ]
+    if any(not isinstance(args, dict) for _, args in calls):
+        # Arguments that are no object (what a provider may send): langchain-core's
+        # AIMessage refuses them, so the answer is given as the dict a model returns.
+        d: Any = {"role": "assistant", "content": content, "tool_calls": tool_calls}
+        return d if id is None else {**d, "id": id}
     if id is None:
         return AIMessage(content=content, tool_calls=tool_calls)
     return AIMessage(content=content, tool_calls=tool_calls, id=id)

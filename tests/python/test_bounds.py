@@ -11,8 +11,9 @@ from typing import Any, TypedDict
 import pytest
 
 from ironloop import MemorySaver, StateGraph, ToolNode, tool
+from ironloop._ironloop import _coerce_message
 from ironloop.graph import START
-from ironloop.messages import AIMessage, HumanMessage
+from ironloop.messages import AIMessage
 
 DEPTH = 128
 
@@ -26,25 +27,34 @@ def nested(depth: int) -> dict[str, Any]:
     return d
 
 
+def ai_dict(args: Any) -> dict[str, Any]:
+    """An AI message as a model's answer may arrive (read by ironloop's converter)."""
+    return {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"name": "t", "args": args, "id": "c"}],
+    }
+
+
 def test_content_that_contains_itself_is_refused() -> None:
     loop: list[Any] = [1]
     loop.append(loop)
     with pytest.raises(TypeError, match="nests deeper than 128 levels \\(or contains itself\\)"):
-        HumanMessage(content=loop)
+        _coerce_message({"role": "user", "content": loop})
 
 
 @pytest.mark.parametrize("depth", [8_000, 100_000])
 def test_deep_tool_call_arguments_are_refused(depth: int) -> None:
     with pytest.raises(TypeError, match=r"tool call args must be JSON-serialisable.*nests deeper"):
-        AIMessage("", tool_calls=[{"name": "t", "args": nested(depth), "id": "c"}])
+        _coerce_message(ai_dict(nested(depth)))
 
 
 def test_the_limit_is_128_levels() -> None:
     ok, deep = nested(DEPTH), nested(DEPTH + 1)
-    call = AIMessage("", tool_calls=[{"name": "t", "args": ok, "id": "c"}]).tool_calls[0]
+    call = _coerce_message(ai_dict(ok)).tool_calls[0]
     assert json.dumps(call["args"]) == json.dumps(ok)
     with pytest.raises(TypeError, match="nests deeper than 128"):
-        AIMessage("", tool_calls=[{"name": "t", "args": deep, "id": "c"}])
+        _coerce_message(ai_dict(deep))
 
 
 def test_a_tool_returning_a_value_that_contains_itself_gets_its_text() -> None:
@@ -56,7 +66,9 @@ def test_a_tool_returning_a_value_that_contains_itself_gets_its_text() -> None:
         """Returns a list that contains itself."""
         return loop
 
-    (msg,) = ToolNode([rec]).invoke([AIMessage("", tool_calls=[{"name": "rec", "id": "c"}])])
+    (msg,) = ToolNode([rec]).invoke(
+        [AIMessage("", tool_calls=[{"name": "rec", "args": {}, "id": "c"}])]
+    )
     assert msg.content == "[1, [...]]"
 
 

@@ -12,14 +12,8 @@ import pytest
 from langchain_core import messages as lc
 
 from ironloop import START, MemorySaver, SqliteSaver, StateGraph, add_messages
-from ironloop.messages import (
-    AIMessage,
-    HumanMessage,
-    SystemMessage,
-    ToolMessage,
-    from_langchain,
-    to_langchain,
-)
+from ironloop._ironloop import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from ironloop.messages import from_langchain, to_langchain
 
 KW = {"refusal": None, "function_call": {"name": "f", "arguments": "{}"}}
 META = {"model_name": "m-1", "finish_reason": "stop", "logprobs": None}

@@ -1,19 +1,20 @@
-"""Message classes: langchain-core's keywords, `.type`, `.id`, `.content`, `.text`,
+"""ironloop's own message classes (``ironloop.messages``'s classes when langchain-core
+is not installed): langchain-core's keywords, `.type`, `.id`, `.content`, `.text`,
 tool calls as `ToolCall` dicts, equality, and argument checking."""
 
 from __future__ import annotations
 
 import pytest
 
-from ironloop.messages import (
+from ironloop._ironloop import (
     AIMessage,
     BaseMessage,
     HumanMessage,
     RemoveMessage,
     SystemMessage,
-    ToolCall,
     ToolMessage,
 )
+from ironloop.messages import ToolCall
 
 # --------------------------------------------------------------------- construction
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal, TypedDict
 
-from ironloop._ironloop import AIMessage, ToolMessage
 from ironloop.graph import interrupt
+from ironloop.messages import AIMessage, ToolMessage
 from ironloop.middleware.types import AgentMiddleware, ToolCallRequest
 
 __all__ = [
@@ -311,7 +311,7 @@ class HumanInTheLoopMiddleware(AgentMiddleware):
             tool_calls=calls,
             id=last_ai.id,
             name=last_ai.name,
-            invalid_tool_calls=[dict(c) for c in last_ai.invalid_tool_calls] or None,
+            invalid_tool_calls=[dict(c) for c in last_ai.invalid_tool_calls],
             usage_metadata=last_ai.usage_metadata,
         )
         return {"messages": [revised, *answers]}

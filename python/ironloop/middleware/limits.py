@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from ironloop._ironloop import AIMessage, ToolMessage
+from ironloop.messages import AIMessage, ToolMessage
 from ironloop.middleware.types import AgentMiddleware, AgentState, PrivateStateAttr, hook_config
 
 __all__ = [

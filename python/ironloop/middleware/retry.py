@@ -9,8 +9,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from ironloop._ironloop import AIMessage, ToolMessage
 from ironloop.errors import GraphInterrupt, ParentCommand
+from ironloop.messages import AIMessage, ToolMessage
 from ironloop.middleware.types import AgentMiddleware, ModelRequest, ModelResponse, ToolCallRequest
 
 __all__ = ["ModelRetryMiddleware", "ToolRetryMiddleware"]

@@ -7,8 +7,8 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from ironloop._ironloop import HumanMessage, RemoveMessage
 from ironloop.graph import REMOVE_ALL_MESSAGES
+from ironloop.messages import HumanMessage, RemoveMessage
 from ironloop.middleware.types import AgentMiddleware
 
 __all__ = ["SummarizationMiddleware", "count_tokens_approximately"]

@@ -26,8 +26,8 @@ import threading
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any, Literal, TypedDict
 
-from ironloop._ironloop import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from ironloop.graph import add_messages
+from ironloop.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from ironloop.types import Command
 
 __all__ = [

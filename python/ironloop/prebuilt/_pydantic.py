@@ -7,7 +7,8 @@ from typing import Annotated, Any
 
 import pydantic
 
-from ironloop._ironloop import BaseMessage, add_messages
+from ironloop._ironloop import add_messages
+from ironloop.messages import AnyMessage
 
 __all__ = ["AgentStatePydantic", "AgentStateWithStructuredResponsePydantic"]
 
@@ -26,7 +27,7 @@ class AgentStatePydantic(pydantic.BaseModel):
 
     model_config = pydantic.ConfigDict(arbitrary_types_allowed=True)
 
-    messages: Annotated[list[BaseMessage], add_messages]
+    messages: Annotated[list[AnyMessage], add_messages]
     remaining_steps: int = 25
 
 

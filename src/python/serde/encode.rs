@@ -123,11 +123,15 @@ impl Encoder {
             return self.items(l.iter(), depth + 1).map(Value::Array);
         }
         if let Ok(m) = obj.cast::<PyMessage>() {
-            let v = serde_json::to_value(&*m.borrow().inner)
-                .map_err(|e| Failure::new(e.to_string()))?;
-            let mut map = Map::with_capacity(1);
-            map.insert(MESSAGE_KEY.to_owned(), v);
-            return Ok(Value::Object(map));
+            return message(&m.borrow().inner);
+        }
+        // A langchain-core message (the classes Python code sees when it is installed)
+        // is read as the message it is, not as a pydantic model: it loads back as a
+        // message, whatever the graph's allowlist.
+        if let Some(lc) = super::super::lc_messages::active() {
+            if lc.is_message(obj)? {
+                return message(&*super::super::coerce::message_from_py(obj)?);
+            }
         }
         // A tagged form is two levels: its object and the array of items.
         let seq = |kind: &str, items: Vec<Value>| tagged(kind, "items", Value::Array(items));
@@ -301,4 +305,12 @@ fn qualified_name(ty: &Bound<'_, PyType>) -> String {
     ty.fully_qualified_name()
         .map(|n| n.to_string())
         .unwrap_or_else(|_| "?".into())
+}
+
+/// A message in its checkpoint form, `{MESSAGE_KEY: its JSON}`.
+fn message(m: &crate::message::Message) -> Result<Value, Failure> {
+    let v = serde_json::to_value(m).map_err(|e| Failure::new(e.to_string()))?;
+    let mut map = Map::with_capacity(1);
+    map.insert(MESSAGE_KEY.to_owned(), v);
+    Ok(Value::Object(map))
 }

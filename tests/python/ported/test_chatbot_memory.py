@@ -1,10 +1,9 @@
 """LangGraph docs, "Add memory" (a ``MessagesState`` chatbot with a checkpointer,
 remembering a thread) and "Delete messages" (``RemoveMessage`` from langchain-core).
-The docs' model is LangChain's fake chat model. One change besides the imports: the
-node hands the model ``to_langchain(state["messages"])`` instead of
-``state["messages"]``, since ironloop's state holds ironloop messages, which a
-LangChain model does not take (docs/decisions.md, "LangChain interop"). Expected
-values: the output of the same programs under LangGraph 1.2."""
+The docs' model is LangChain's fake chat model, handed ``state["messages"]`` as they
+are (langchain-core messages under ironloop as under LangGraph). Only the imports
+differ from the docs. Expected values: the output of the same programs under
+LangGraph 1.2."""
 
 import contextlib
 import io
@@ -14,7 +13,6 @@ from langchain_core.messages import AIMessage, RemoveMessage
 
 from ironloop import MemorySaver as InMemorySaver
 from ironloop.graph import START, MessagesState, StateGraph
-from ironloop.messages import to_langchain
 
 
 def _model() -> FakeMessagesListChatModel:
@@ -29,7 +27,7 @@ def test_a_chatbot_remembers_its_thread() -> None:
 
     def call_model(state: MessagesState):
         seen.append([m.content for m in state["messages"]])
-        response = model.invoke(to_langchain(state["messages"]))
+        response = model.invoke(state["messages"])
         return {"messages": response}
 
     builder = StateGraph(MessagesState)
@@ -81,7 +79,7 @@ def test_delete_messages() -> None:
     model = _model()
 
     def call_model(state: MessagesState):
-        response = model.invoke(to_langchain(state["messages"]))
+        response = model.invoke(state["messages"])
         return {"messages": response}
 
     def delete_messages(state):

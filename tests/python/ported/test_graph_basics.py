@@ -1,8 +1,7 @@
 """LangGraph docs, "Use the graph API": "Define and update state" (a messages state
 with LangChain messages) and "Create a sequence of steps" (``add_sequence``), imports
 changed only. Expected values: the output of the same programs under LangGraph 1.2
-(message ids are random and not compared; the state holds ironloop messages, which
-print as LangChain's, see docs/decisions.md)."""
+(message ids are random and not compared)."""
 
 import contextlib
 import io

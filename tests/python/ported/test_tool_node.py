@@ -1,8 +1,7 @@
 """LangGraph docs, "Call tools": a ``ToolNode`` of LangChain tools in a ReAct graph
 (parallel tool calls, routed by ``tools_condition``'s rule). The docs' chat model is
-LangChain's fake chat model with ``bind_tools``. One change besides the imports: the
-node hands the model ``to_langchain(messages)``, as ironloop's state holds ironloop
-messages (docs/decisions.md, "LangChain interop"). The docs also call
+LangChain's fake chat model with ``bind_tools``, handed the state's messages as they
+are. Only the imports differ from the docs. The docs also call
 ``tool_node.invoke(...)`` by hand, outside a graph; LangGraph 1.2 refuses that
 (``ValueError: Missing required config key 'N/A' for 'tools'``) while ironloop runs
 it, so there is no LangGraph output to compare with and it is left out. Expected
@@ -13,7 +12,6 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 
 from ironloop.graph import END, START, MessagesState, StateGraph
-from ironloop.messages import to_langchain
 from ironloop.prebuilt import ToolNode, tools_condition
 
 
@@ -69,7 +67,7 @@ def test_a_react_graph_with_tools_condition() -> None:
 
     def call_model(state: MessagesState):
         messages = state["messages"]
-        response = model_with_tools.invoke(to_langchain(messages))
+        response = model_with_tools.invoke(messages)
         return {"messages": [response]}
 
     builder = StateGraph(MessagesState)

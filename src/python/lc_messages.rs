@@ -1,0 +1,268 @@
+//! langchain-core's message classes as the messages Python code sees.
+//!
+//! When langchain-core is installed, `ironloop.messages` re-exports its classes and
+//! tells the glue so once, at import ([`_use_langchain_messages`]). From then on the
+//! one function that turns a core message into Python ([`to_py`], behind
+//! `message_to_py`) builds a langchain-core object once per message and keeps it in
+//! the message's host slot, and the function that reads a message from Python
+//! (`message_from_py`) keeps the langchain-core object it was given in that slot. So
+//! a message crosses into Python once, a history of 3,000 messages costs the same per
+//! step as one of 10, and a node that returns a message gets that very object back,
+//! as under LangGraph. Without langchain-core nothing is set and ironloop's own
+//! classes (`messages.rs`) are what Python sees.
+
+use std::any::Any;
+use std::sync::{Arc, OnceLock};
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyType};
+
+use super::convert::{content_to_py, metadata_to_py, value_to_py};
+use super::lc_construct::Template;
+use crate::host_slot::HostSlot;
+use crate::message::{Message, MessageKind};
+use crate::message_chunk::AiChunk;
+
+/// langchain-core's classes, as `ironloop.messages` handed them over.
+pub struct Lc {
+    base: Py<PyType>,
+    chunk_base: Py<PyType>,
+    /// The classes of whole messages, for a type check without `isinstance` (a
+    /// pydantic class's `isinstance` goes through `ABCMeta`; a history of messages is
+    /// checked one by one).
+    exact: Vec<Py<PyType>>,
+    human: Template,
+    system: Template,
+    ai: Template,
+    ai_chunk: Py<PyAny>,
+    tool: Template,
+    remove: Py<PyAny>,
+}
+
+/// Set once per process by `ironloop.messages`; `None` inside means "own classes".
+static LC: OnceLock<Option<Lc>> = OnceLock::new();
+
+/// The host object a message keeps: its langchain-core twin.
+struct HostObj(Py<PyAny>);
+
+/// langchain-core's classes when they are the message classes of this process.
+pub fn active() -> Option<&'static Lc> {
+    LC.get().and_then(Option::as_ref)
+}
+
+/// Chooses the message classes of this process: langchain-core's (a dict of its
+/// classes by name) or, with `None`, ironloop's own. Called once by
+/// `ironloop.messages` at import; a second call with another choice is refused, as
+/// objects of the first kind may exist already.
+#[pyfunction]
+pub fn _use_langchain_messages(classes: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
+    let wanted = classes.is_some();
+    if LC.get().is_none() {
+        let read = classes.map(read_classes).transpose()?;
+        let _ = LC.set(read);
+    }
+    let chosen = LC.get().expect("the choice was just made");
+    if chosen.is_some() != wanted {
+        return Err(PyRuntimeError::new_err(
+            "ironloop's message classes were chosen already in this process (at the first \
+             `import ironloop.messages`); they cannot change while messages exist",
+        ));
+    }
+    Ok(())
+}
+
+fn read_classes(d: &Bound<'_, PyDict>) -> PyResult<Lc> {
+    let get = |k: &str| -> PyResult<Py<PyAny>> {
+        d.get_item(k)?
+            .map(Bound::unbind)
+            .ok_or_else(|| PyRuntimeError::new_err(format!("missing message class {k}")))
+    };
+    let py = d.py();
+    let ty = |k: &str| -> PyResult<Py<PyType>> {
+        Ok(get(k)?.bind(py).cast::<PyType>()?.clone().unbind())
+    };
+    let template = |k: &str, tool: bool| -> PyResult<Template> {
+        let sample = PyDict::new(py);
+        sample.set_item(intern!(py, "content"), "")?;
+        if tool {
+            sample.set_item(intern!(py, "tool_call_id"), "")?;
+        }
+        Template::new(get(k)?, &sample)
+    };
+    let names = [
+        "HumanMessage",
+        "SystemMessage",
+        "AIMessage",
+        "ToolMessage",
+        "RemoveMessage",
+    ];
+    Ok(Lc {
+        base: ty("BaseMessage")?,
+        chunk_base: ty("BaseMessageChunk")?,
+        exact: names.iter().map(|k| ty(k)).collect::<PyResult<_>>()?,
+        human: template("HumanMessage", false)?,
+        system: template("SystemMessage", false)?,
+        ai: template("AIMessage", false)?,
+        ai_chunk: get("AIMessageChunk")?,
+        tool: template("ToolMessage", true)?,
+        remove: get("RemoveMessage")?,
+    })
+}
+
+impl Lc {
+    /// Whether `obj`'s class is one of langchain-core's whole-message classes itself.
+    fn is_exact(&self, obj: &Bound<'_, PyAny>) -> bool {
+        let t = obj.get_type();
+        self.exact.iter().any(|c| t.is(c.bind(obj.py())))
+    }
+
+    /// Whether `obj` is a langchain-core message (chunks included).
+    pub fn is_message(&self, obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+        Ok(self.is_exact(obj) || obj.is_instance(self.base.bind(obj.py()))?)
+    }
+
+    /// Whether `obj` is a langchain-core chunk (`AIMessageChunk`, ...): a streamed
+    /// piece, which a messages channel keeps as the whole message it stands for.
+    pub fn is_chunk(&self, obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+        Ok(!self.is_exact(obj) && obj.is_instance(self.chunk_base.bind(obj.py()))?)
+    }
+
+    /// The langchain-core object of `m`: the one kept in its slot, made and kept on
+    /// first use.
+    pub fn to_py<'py>(&self, py: Python<'py>, m: &Message) -> PyResult<Bound<'py, PyAny>> {
+        let host = m.host.get_or_try_init(|| {
+            let obj = self.build(py, m)?.unbind();
+            Ok::<_, PyErr>(Arc::new(HostObj(obj)) as Arc<dyn Any + Send + Sync>)
+        })?;
+        match host.downcast_ref::<HostObj>() {
+            Some(h) => Ok(h.0.bind(py).clone()),
+            None => self.build(py, m),
+        }
+    }
+
+    /// A streamed piece as a langchain-core `AIMessageChunk` (never cached: a chunk is
+    /// handed out once).
+    pub fn chunk_to_py<'py>(&self, py: Python<'py>, c: &AiChunk) -> PyResult<Bound<'py, PyAny>> {
+        let kw = common(py, &c.message)?;
+        ai_fields(py, &c.message, &kw)?;
+        let frags = PyList::empty(py);
+        for f in &c.tool_call_chunks {
+            let d = PyDict::new(py);
+            d.set_item(intern!(py, "name"), &f.name)?;
+            d.set_item(intern!(py, "args"), &f.args)?;
+            d.set_item(intern!(py, "id"), &f.id)?;
+            d.set_item(intern!(py, "index"), f.index)?;
+            d.set_item(intern!(py, "type"), intern!(py, "tool_call_chunk"))?;
+            frags.append(d)?;
+        }
+        // The chunk's calls are what its fragments parse to: langchain-core derives them.
+        kw.del_item(intern!(py, "tool_calls"))?;
+        kw.del_item(intern!(py, "invalid_tool_calls"))?;
+        kw.set_item(intern!(py, "tool_call_chunks"), frags)?;
+        self.ai_chunk.bind(py).call((), Some(&kw))
+    }
+
+    fn build<'py>(&self, py: Python<'py>, m: &Message) -> PyResult<Bound<'py, PyAny>> {
+        let kw = common(py, m)?;
+        let template = match &m.kind {
+            MessageKind::Human => &self.human,
+            MessageKind::System => &self.system,
+            MessageKind::Ai { .. } => {
+                ai_fields(py, m, &kw)?;
+                &self.ai
+            }
+            MessageKind::Tool {
+                tool_call_id,
+                status,
+                artifact,
+            } => {
+                kw.set_item(intern!(py, "tool_call_id"), tool_call_id)?;
+                kw.set_item(intern!(py, "status"), status.as_str())?;
+                if let Some(a) = artifact {
+                    kw.set_item(intern!(py, "artifact"), value_to_py(py, a)?)?;
+                }
+                &self.tool
+            }
+            MessageKind::Remove => {
+                let kw = PyDict::new(py);
+                kw.set_item(intern!(py, "id"), &m.id)?;
+                return self.remove.bind(py).call((), Some(&kw));
+            }
+        };
+        template.make(&kw)
+    }
+}
+
+/// The keywords every message class takes.
+fn common<'py>(py: Python<'py>, m: &Message) -> PyResult<Bound<'py, PyDict>> {
+    let kw = PyDict::new(py);
+    kw.set_item(intern!(py, "content"), content_to_py(py, &m.content)?)?;
+    kw.set_item(intern!(py, "id"), &m.id)?;
+    if let Some(n) = &m.name {
+        kw.set_item(intern!(py, "name"), n)?;
+    }
+    // Always new dicts, even empty: an object made from a template shares nothing.
+    kw.set_item(
+        intern!(py, "additional_kwargs"),
+        metadata_to_py(py, &m.additional_kwargs)?,
+    )?;
+    kw.set_item(
+        intern!(py, "response_metadata"),
+        metadata_to_py(py, &m.response_metadata)?,
+    )?;
+    Ok(kw)
+}
+
+/// An AI message's calls and usage, in langchain-core's dict shapes.
+fn ai_fields(py: Python<'_>, m: &Message, kw: &Bound<'_, PyDict>) -> PyResult<()> {
+    let MessageKind::Ai {
+        tool_calls,
+        invalid_tool_calls,
+        usage,
+    } = &m.kind
+    else {
+        return Ok(());
+    };
+    let calls = PyList::empty(py);
+    for c in tool_calls {
+        let d = PyDict::new(py);
+        d.set_item(intern!(py, "name"), &c.name)?;
+        d.set_item(intern!(py, "args"), value_to_py(py, &c.arguments)?)?;
+        d.set_item(intern!(py, "id"), &c.id)?;
+        d.set_item(intern!(py, "type"), intern!(py, "tool_call"))?;
+        calls.append(d)?;
+    }
+    kw.set_item(intern!(py, "tool_calls"), calls)?;
+    let invalid = PyList::empty(py);
+    for c in invalid_tool_calls {
+        let d = PyDict::new(py);
+        d.set_item(intern!(py, "name"), &c.name)?;
+        d.set_item(intern!(py, "args"), &c.args)?;
+        d.set_item(intern!(py, "id"), &c.id)?;
+        d.set_item(intern!(py, "error"), &c.error)?;
+        d.set_item(intern!(py, "type"), intern!(py, "invalid_tool_call"))?;
+        invalid.append(d)?;
+    }
+    kw.set_item(intern!(py, "invalid_tool_calls"), invalid)?;
+    if let Some(u) = usage {
+        kw.set_item(
+            intern!(py, "usage_metadata"),
+            value_to_py(py, &u.to_langchain())?,
+        )?;
+    }
+    Ok(())
+}
+
+/// `m` with `obj` (the langchain-core object it was read from) kept as its Python
+/// object; a langchain-core message without an id gets the one `m` was given (as
+/// LangGraph's `add_messages` sets `m.id` on the object it was handed).
+pub fn keep(obj: &Bound<'_, PyAny>, mut m: Message) -> PyResult<Message> {
+    let py = obj.py();
+    if obj.getattr(intern!(py, "id"))?.is_none() {
+        obj.setattr(intern!(py, "id"), &m.id)?;
+    }
+    m.host = HostSlot::with(Arc::new(HostObj(obj.clone().unbind())));
+    Ok(m)
+}
