@@ -49,11 +49,15 @@ impl NodeRunner for Step {
                 Ok(p) => p.forget(),
                 Err(_) => {
                     started.notify_one();
+                    // Cancellation first: a test that cancels a waiting run and then
+                    // opens the gate for the next one must not see the cancelled run
+                    // take the permit (select! picks among ready branches at random).
                     tokio::select! {
-                        p = gate.acquire() => p.expect("gate open").forget(),
+                        biased;
                         _ = ctx.cancel.cancelled() => {
                             return Err(NodeFailure::Error(GraphError::Cancelled))
                         }
+                        p = gate.acquire() => p.expect("gate open").forget(),
                     }
                 }
             }

@@ -325,10 +325,20 @@ class _Client:
             text=True,
         )
 
-    def ask(self, **req: Any) -> Any:
+    def ask(self, timeout: float = 300.0, **req: Any) -> Any:
+        """The worker's answer to ``req``; a worker silent for ``timeout`` seconds is
+        killed (and started again for the next request) and the request fails."""
+        import select
+
         assert self.proc.stdin and self.proc.stdout
         self.proc.stdin.write(json.dumps(req) + "\n")
         self.proc.stdin.flush()
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        if not ready:
+            self.proc.kill()
+            self.proc.wait()
+            self.__init__(self.impl)  # type: ignore[misc]
+            raise RuntimeError(f"{self.impl} did not answer within {timeout:.0f} s (hung)")
         line = self.proc.stdout.readline()
         if not line:
             raise RuntimeError(f"the {self.impl} worker exited (code {self.proc.wait()})")
@@ -393,29 +403,46 @@ def main() -> int:
     failed = 0
     for name, mode, saver in _cells(names["benchmarks"], args.only, savers):
         row: dict[str, Any] = {"benchmark": name, "mode": mode, "saver": saver}
+        # LangGraph and ironloop must both run the cell; a third column that fails or
+        # hangs (fast-langgraph deadlocks on some) is reported as such, alone.
+        active = dict(clients)
+        notes: dict[str, str] = {}
         try:
-            outcomes = {
-                i: c.ask(op="outcome", name=name, mode=mode, saver=saver)
-                for i, c in clients.items()
-            }
-            ref = outcomes["langgraph"]
-            for i, o in outcomes.items():
+            ref = clients["langgraph"].ask(op="outcome", name=name, mode=mode, saver=saver)
+            for i, c in clients.items():
+                if i == "langgraph":
+                    continue
+                try:
+                    o = c.ask(op="outcome", name=name, mode=mode, saver=saver, timeout=60)
+                except RuntimeError as e:
+                    if i == "ironloop":
+                        raise
+                    notes[i], active = str(e), {k: v for k, v in active.items() if k != i}
+                    continue
                 if o != ref:
                     where = _first_difference(ref, o)
-                    raise RuntimeError(f"{i} ends otherwise than LangGraph: {where}")
-            samples: dict[str, list[float]] = {i: [] for i in impls}
-            for c in clients.values():
+                    if i == "ironloop":
+                        raise RuntimeError(f"{i} ends otherwise than LangGraph: {where}")
+                    notes[i], active = (
+                        f"ends otherwise: {where}",
+                        {k: v for k, v in active.items() if k != i},
+                    )
+            samples: dict[str, list[float]] = {i: [] for i in active}
+            for c in active.values():
                 c.ask(op="time", name=name, mode=mode, saver=saver)  # warm-up
             for _ in range(args.repeat):
-                for i, c in clients.items():
+                for i, c in active.items():
                     samples[i].append(c.ask(op="time", name=name, mode=mode, saver=saver)["s"])
             med = {i: statistics.median(s) * 1e3 for i, s in samples.items()}
             row.update({f"{i}_ms": m for i, m in med.items()})
             row["samples_ms"] = {i: [x * 1e3 for x in s] for i, s in samples.items()}
+            row.update({f"{i}_error": n for i, n in notes.items()})
             ratio = med["langgraph"] / med["ironloop"]
             row["ratio"] = ratio
-            cells = " ".join(f"{med[i]:14.1f}" for i in impls)
+            cells = " ".join(f"{med[i]:14.1f}" if i in med else f"{'failed':>14}" for i in impls)
             print(f"{name:36} {mode:5} {saver:6} {cells} {_ratio(ratio)}", flush=True)
+            for i, n in notes.items():
+                print(f"    {i}: {n}", flush=True)
         except RuntimeError as e:
             failed += 1
             row["error"] = str(e)
