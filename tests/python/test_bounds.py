@@ -116,7 +116,7 @@ async def test_a_result_with_no_text_is_an_error_result_not_an_empty_success(
             """Returns a very deep list."""
             return value
 
-    call = AIMessage("", tool_calls=[{"name": "deep", "id": "c"}])
+    call = AIMessage("", tool_calls=[{"name": "deep", "args": {}, "id": "c"}])
     node = ToolNode([deep])
     (msg,) = await node.ainvoke([call]) if is_async else node.invoke([call])
     assert msg.status == "error", msg.content
@@ -139,7 +139,9 @@ def test_a_result_whose_str_raises_names_the_type_and_the_error() -> None:
         """Returns an object without text."""
         return _StrRaises()
 
-    (msg,) = ToolNode([odd]).invoke([AIMessage("", tool_calls=[{"name": "odd", "id": "c"}])])
+    (msg,) = ToolNode([odd]).invoke(
+        [AIMessage("", tool_calls=[{"name": "odd", "args": {}, "id": "c"}])]
+    )
     assert msg.status == "error"
     assert "returned a _StrRaises" in msg.content, msg.content
     assert "ValueError: no text for you" in msg.content, msg.content
@@ -164,7 +166,7 @@ async def test_a_lone_surrogate_in_a_result_is_an_error_result(is_async: bool) -
             """Returns text with a lone surrogate."""
             return text
 
-    call = AIMessage("", tool_calls=[{"name": "sur", "id": "c"}])
+    call = AIMessage("", tool_calls=[{"name": "sur", "args": {}, "id": "c"}])
     node = ToolNode([sur])
     (msg,) = await node.ainvoke([call]) if is_async else node.invoke([call])
     assert msg.status == "error", msg.content
@@ -181,7 +183,9 @@ def test_text_keeps_every_code_point() -> None:
         """Returns text as it is."""
         return text
 
-    (msg,) = ToolNode([same]).invoke([AIMessage("", tool_calls=[{"name": "same", "id": "c"}])])
+    (msg,) = ToolNode([same]).invoke(
+        [AIMessage("", tool_calls=[{"name": "same", "args": {}, "id": "c"}])]
+    )
     assert (msg.status, msg.content) == ("success", text)
 
 
