@@ -20,6 +20,7 @@ import tempfile
 import textwrap
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -60,30 +61,34 @@ def _sqlite_path() -> str:
     return path
 
 
-@pytest.fixture(scope="function", params=["memory", "sqlite"])
-def sync_checkpointer(request: pytest.FixtureRequest) -> Iterator[Any]:
+@contextmanager
+def _saver(kind: str) -> Iterator[Any]:
+    """An ironloop saver of `kind` (``memory``, or SQLite in a scratch file removed
+    afterwards): what both checkpointer fixtures yield, sync or async."""
     from ironloop import MemorySaver, SqliteSaver
 
-    if request.param == "memory":
+    if kind == "memory":
         yield MemorySaver()
         return
     path = _sqlite_path()
-    with SqliteSaver(path) as saver:
+    try:
+        with SqliteSaver(path) as saver:
+            yield saver
+    finally:
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(path + suffix):
+                os.unlink(path + suffix)
+
+
+@pytest.fixture(scope="function", params=["memory", "sqlite"])
+def sync_checkpointer(request: pytest.FixtureRequest) -> Iterator[Any]:
+    with _saver(request.param) as saver:
         yield saver
-    for suffix in ("", "-wal", "-shm"):
-        if os.path.exists(path + suffix):
-            os.unlink(path + suffix)
 
 
 @pytest.fixture(scope="function", params=["memory", "sqlite_aio"])
 async def async_checkpointer(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
-    from ironloop import MemorySaver, SqliteSaver
-
-    if request.param == "memory":
-        yield MemorySaver()
-        return
-    path = _sqlite_path()
-    with SqliteSaver(path) as saver:
+    with _saver(request.param) as saver:
         yield saver
 
 
