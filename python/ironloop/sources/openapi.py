@@ -1,5 +1,5 @@
 """The OpenAPI tool source: tools from an OpenAPI description of an HTTP API, called
-from Rust (``src/sources/openapi.rs``). Public path: ``ironloop.openapi``.
+from Rust (``src/sources/openapi/``). Public path: ``ironloop.openapi``.
 
 ``OpenApiToolset.from_file(path)``, ``.from_str(text)`` and ``.from_url(url)`` read an
 OpenAPI 3.0 or 3.1 spec (JSON or YAML) and make one tool per operation. The tools are
