@@ -7,6 +7,12 @@ This is the public path; the code is the MCP tool source, ``ironloop.sources.mcp
 
 from __future__ import annotations
 
-from ironloop.sources.mcp import MAX_MESSAGE_BYTES, McpToolset, NativeTool, prompt_messages
+from ironloop.sources.mcp import (
+    MAX_MESSAGE_BYTES,
+    McpOptions,
+    McpToolset,
+    NativeTool,
+    prompt_messages,
+)
 
-__all__ = ["MAX_MESSAGE_BYTES", "McpToolset", "NativeTool", "prompt_messages"]
+__all__ = ["MAX_MESSAGE_BYTES", "McpOptions", "McpToolset", "NativeTool", "prompt_messages"]

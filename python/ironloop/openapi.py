@@ -7,6 +7,6 @@ This is the public path; the code is the OpenAPI tool source,
 
 from __future__ import annotations
 
-from ironloop.sources.openapi import Credential, NativeTool, OpenApiToolset
+from ironloop.sources.openapi import Credential, NativeTool, OpenApiOptions, OpenApiToolset
 
-__all__ = ["Credential", "NativeTool", "OpenApiToolset"]
+__all__ = ["Credential", "NativeTool", "OpenApiOptions", "OpenApiToolset"]

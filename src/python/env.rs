@@ -67,7 +67,7 @@ pub fn call_in_context_copy<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     #[cfg(not(feature = "abi3"))]
     {
-        in_context_copy(py, base, || callable.call(args, kwargs))
+        in_context_copy(py, base, || super::exiting::call(callable, &args, kwargs))
     }
     #[cfg(feature = "abi3")]
     {
@@ -75,7 +75,8 @@ pub fn call_in_context_copy<'py>(
         let mut all = Vec::with_capacity(args.len() + 1);
         all.push(callable.clone());
         all.extend(args.iter());
-        copy.call_method(pyo3::intern!(py, "run"), PyTuple::new(py, all)?, kwargs)
+        let run = copy.getattr(pyo3::intern!(py, "run"))?;
+        super::exiting::call(&run, &PyTuple::new(py, all)?, kwargs)
     }
 }
 

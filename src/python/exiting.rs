@@ -131,7 +131,8 @@ pub fn call<'py>(
 }
 
 /// `PyObject_Vectorcall`, parking the thread if CPython ends it during the call
-/// (on Python 3.10, where the function is not exported, a plain call).
+/// (on Python 3.10, where the function is not exported, the same call made through
+/// [`call`] with the arguments gathered into a tuple and a dict).
 ///
 /// # Safety
 /// As `PyObject_Vectorcall`: the GIL held, `args` holding the positional then the
@@ -147,7 +148,54 @@ pub unsafe fn vectorcall(
         // SAFETY: the caller's contract.
         Some(f) => parks_if_ended(|| unsafe { f(callable, args, nargsf, kwnames) }),
         // SAFETY: the caller's contract.
-        None => unsafe { pyo3::ffi::PyObject_Vectorcall(callable, args, nargsf, kwnames) },
+        None => unsafe { vectorcall_through_call(callable, args, nargsf, kwnames) },
+    }
+}
+
+/// [`vectorcall`] where `PyObject_Vectorcall` is not exported: the positional
+/// arguments gathered into a tuple, the keyword ones into a dict, then [`call`], so
+/// the thread parks there too.
+///
+/// # Safety
+/// As [`vectorcall`].
+#[cfg(not(feature = "abi3"))]
+unsafe fn vectorcall_through_call(
+    callable: PyObj,
+    args: *const PyObj,
+    nargsf: usize,
+    kwnames: PyObj,
+) -> PyObj {
+    use pyo3::types::PyDict;
+    // SAFETY: the caller holds the GIL (`vectorcall`'s contract).
+    let py = unsafe { Python::assume_attached() };
+    // SAFETY: reads the argument count out of `nargsf`; no memory is touched.
+    let npos = unsafe { pyo3::ffi::PyVectorcall_NARGS(nargsf) } as usize;
+    let gathered = (|| -> PyResult<Bound<'_, PyAny>> {
+        // SAFETY: `args` holds `npos` positional values, then one per name in `kwnames`;
+        // each is a live borrowed reference for the duration of the call.
+        let arg = |i: usize| unsafe { Bound::from_borrowed_ptr(py, *args.add(i)) };
+        let positional = PyTuple::new(py, (0..npos).map(arg))?;
+        let keywords = if kwnames.is_null() {
+            None
+        } else {
+            // SAFETY: `kwnames` is a tuple of str (the contract), borrowed.
+            let names = unsafe { Bound::from_borrowed_ptr(py, kwnames) };
+            let dict = PyDict::new(py);
+            for (j, name) in names.cast::<PyTuple>()?.iter().enumerate() {
+                dict.set_item(name, arg(npos + j))?;
+            }
+            Some(dict)
+        };
+        // SAFETY: `callable` is a live object the caller lends for the call.
+        let callable = unsafe { Bound::from_borrowed_ptr(py, callable) };
+        call(&callable, &positional, keywords.as_ref())
+    })();
+    match gathered {
+        Ok(ret) => ret.into_ptr(),
+        Err(e) => {
+            e.restore(py);
+            std::ptr::null_mut()
+        }
     }
 }
 

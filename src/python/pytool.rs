@@ -204,7 +204,8 @@ impl Inner {
             Value::Object(map) if map.len() + self.injected.len() <= MAX => map,
             _ => {
                 let kw = self.kwargs(py, args, ctx, env)?;
-                return self.target.bind(py).call((), Some(&kw));
+                let none = pyo3::types::PyTuple::empty(py);
+                return super::exiting::call(self.target.bind(py), &none, Some(&kw));
             }
         };
         let mut names: Vec<Bound<'py, PyAny>> = Vec::with_capacity(MAX);
@@ -247,7 +248,8 @@ impl Inner {
         env: &Arc<PyRunEnv>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let kw = self.kwargs(py, args, ctx, env)?;
-        self.target.bind(py).call((), Some(&kw))
+        let none = pyo3::types::PyTuple::empty(py);
+        super::exiting::call(self.target.bind(py), &none, Some(&kw))
     }
 
     /// [`Self::call_kw`] in a fresh copy of the run's context (what a sync tool runs

@@ -9,6 +9,8 @@ Usage::
   and still sleeps on the tool pool; the script then ends normally.
 * ``timed_out_sync``   — the same through ``ToolNode.invoke``.
 * ``sys_exit``         — the same, then ``sys.exit(3)``.
+* ``many_args``        — ``timed_out_sync`` with a tool of nine parameters (called
+  through a keyword dict, not the few-arguments fast call).
 * ``ctrl_c``           — a sync ``invoke`` of two sleeping sync tools, interrupted by a
   real SIGINT; the ``KeyboardInterrupt`` ends the script.
 * ``astream_failed``   — an ``astream`` that fails (a node raises) while an async node
@@ -41,6 +43,13 @@ def limited(n: int) -> str:
     """Sleeps past its time limit."""
     time.sleep(NAP)
     return f"woke {n}"
+
+
+@tool(timeout=0.05)
+def wide(a: int, b: int, c: int, d: int, e: int, f: int, g: int, h: int, i: int) -> str:
+    """Nine arguments, and sleeps past its time limit."""
+    time.sleep(NAP)
+    return f"woke {a + b + c + d + e + f + g + h + i}"
 
 
 @tool
@@ -95,6 +104,10 @@ def main() -> None:
         assert "timed out" in out["messages"][0].text, out
     elif scenario == "timed_out_sync":
         out = ToolNode([limited]).invoke(ask("limited", 1))
+        assert "timed out" in out["messages"][0].text, out
+    elif scenario == "many_args":
+        call = {"name": "wide", "args": dict.fromkeys("abcdefghi", 1), "id": "c0"}
+        out = ToolNode([wide]).invoke({"messages": [AIMessage(content="", tool_calls=[call])]})
         assert "timed out" in out["messages"][0].text, out
     elif scenario == "ctrl_c":
         signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -432,6 +432,7 @@ SHUTDOWN = {
     "timed_out_async": 0,
     "timed_out_sync": 0,
     "sys_exit": 3,
+    "many_args": 0,
     "ctrl_c": -signal.SIGINT,
     "astream_failed": 0,
 }

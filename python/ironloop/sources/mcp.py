@@ -1,5 +1,5 @@
 """The MCP tool source: tools from MCP servers (the Model Context Protocol), called
-from Rust (``src/sources/mcp.rs``). Public path: ``ironloop.mcp``.
+from Rust (``src/sources/mcp.rs`` and ``src/sources/mcp/``). Public path: ``ironloop.mcp``.
 
 ``McpToolset.stdio(command, args)`` starts a server as a child process and
 ``McpToolset.http(url)`` connects to a streamable-HTTP server. Either opens **one**
@@ -26,11 +26,13 @@ import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, cast
 
+from typing_extensions import TypedDict, Unpack
+
 from ironloop._ironloop import NativeTool, _McpToolset
 from ironloop.messages import AIMessage, BaseMessage, HumanMessage
 from ironloop.sources import _max_bytes
 
-__all__ = ["MAX_MESSAGE_BYTES", "McpToolset", "NativeTool", "prompt_messages"]
+__all__ = ["MAX_MESSAGE_BYTES", "McpOptions", "McpToolset", "NativeTool", "prompt_messages"]
 
 _open: weakref.WeakSet[McpToolset] = weakref.WeakSet()
 
@@ -82,6 +84,40 @@ def _stdio_args(
         _pairs("env", env),
         None if cwd is None else os.fspath(cwd),
     )
+
+
+class McpOptions(TypedDict, total=False):
+    """The session options every ``McpToolset`` constructor takes (keywords); see
+    ``McpToolset.stdio`` for each one's meaning and default."""
+
+    prefix: str | None
+    timeout: float | None
+    max_message_bytes: int
+    connect_timeout: float | None
+
+
+def _session(
+    options: McpOptions,
+) -> tuple[str | None, float | None, int, float | None]:
+    """The options checked, in the native constructors' order."""
+    unknown = sorted(set(options) - set(McpOptions.__annotations__))
+    if unknown:
+        raise TypeError(
+            f"unexpected keyword argument(s) {unknown}; "
+            f"the options are {sorted(McpOptions.__annotations__)}"
+        )
+    return (
+        _prefix(options.get("prefix")),
+        options.get("timeout"),
+        _max_bytes(options.get("max_message_bytes", MAX_MESSAGE_BYTES), "max_message_bytes"),
+        options.get("connect_timeout"),
+    )
+
+
+def _http_args(url: object, headers: Mapping[str, str] | None) -> tuple[str, list[tuple[str, str]]]:
+    if not isinstance(url, str):
+        raise TypeError(f"url must be a str, got {url!r}")
+    return url, _pairs("headers", headers)
 
 
 def _str_map(arguments: Mapping[str, str] | None) -> dict[str, str] | None:
@@ -171,11 +207,8 @@ class McpToolset:
         args: Sequence[str] | None = None,
         env: Mapping[str, str] | None = None,
         *,
-        prefix: str | None = None,
         cwd: str | os.PathLike[str] | None = None,
-        timeout: float | None = None,
-        max_message_bytes: int = MAX_MESSAGE_BYTES,
-        connect_timeout: float | None = None,
+        **options: Unpack[McpOptions],
     ) -> McpToolset:
         """Starts ``command args...`` and opens a session over its stdin / stdout.
 
@@ -215,20 +248,14 @@ class McpToolset:
             ironloop.errors.InvalidArgumentError: (a ``ValueError``) ``timeout`` is not
                 a positive number of seconds, or ``max_message_bytes`` not an int >= 1.
         """
-        a = _stdio_args(command, args, env, cwd)
-        limit = _max_bytes(max_message_bytes, "max_message_bytes")
-        return cls(_McpToolset.stdio(*a, _prefix(prefix), timeout, limit, connect_timeout))
+        return cls(_McpToolset.stdio(*_stdio_args(command, args, env, cwd), *_session(options)))
 
     @classmethod
     def http(
         cls,
         url: str,
         headers: Mapping[str, str] | None = None,
-        *,
-        prefix: str | None = None,
-        timeout: float | None = None,
-        max_message_bytes: int = MAX_MESSAGE_BYTES,
-        connect_timeout: float | None = None,
+        **options: Unpack[McpOptions],
     ) -> McpToolset:
         """Opens a session with a streamable-HTTP MCP endpoint (e.g.
         ``"http://127.0.0.1:8000/mcp"``).
@@ -250,14 +277,7 @@ class McpToolset:
             ironloop.errors.McpConnectionError: (a ``ConnectionError``) The server
                 cannot be reached or the handshake fails.
         """
-        if not isinstance(url, str):
-            raise TypeError(f"url must be a str, got {url!r}")
-        limit = _max_bytes(max_message_bytes, "max_message_bytes")
-        return cls(
-            _McpToolset.http(
-                url, _pairs("headers", headers), _prefix(prefix), timeout, limit, connect_timeout
-            )
-        )
+        return cls(_McpToolset.http(*_http_args(url, headers), *_session(options)))
 
     @classmethod
     async def astdio(
@@ -266,37 +286,22 @@ class McpToolset:
         args: Sequence[str] | None = None,
         env: Mapping[str, str] | None = None,
         *,
-        prefix: str | None = None,
         cwd: str | os.PathLike[str] | None = None,
-        timeout: float | None = None,
-        max_message_bytes: int = MAX_MESSAGE_BYTES,
-        connect_timeout: float | None = None,
+        **options: Unpack[McpOptions],
     ) -> McpToolset:
         """``stdio`` for async code: the event loop runs on while the server starts."""
         a = _stdio_args(command, args, env, cwd)
-        limit = _max_bytes(max_message_bytes, "max_message_bytes")
-        core = await _McpToolset.stdio_async(*a, _prefix(prefix), timeout, limit, connect_timeout)
-        return cls(core)
+        return cls(await _McpToolset.stdio_async(*a, *_session(options)))
 
     @classmethod
     async def ahttp(
         cls,
         url: str,
         headers: Mapping[str, str] | None = None,
-        *,
-        prefix: str | None = None,
-        timeout: float | None = None,
-        max_message_bytes: int = MAX_MESSAGE_BYTES,
-        connect_timeout: float | None = None,
+        **options: Unpack[McpOptions],
     ) -> McpToolset:
         """``http`` for async code."""
-        if not isinstance(url, str):
-            raise TypeError(f"url must be a str, got {url!r}")
-        limit = _max_bytes(max_message_bytes, "max_message_bytes")
-        core = await _McpToolset.http_async(
-            url, _pairs("headers", headers), _prefix(prefix), timeout, limit, connect_timeout
-        )
-        return cls(core)
+        return cls(await _McpToolset.http_async(*_http_args(url, headers), *_session(options)))
 
     @property
     def tools(self) -> list[NativeTool]:

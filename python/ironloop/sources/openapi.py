@@ -36,10 +36,12 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Union
 
+from typing_extensions import TypedDict, Unpack
+
 from ironloop._ironloop import NativeTool, _openapi_toolset, _openapi_toolset_from_url_async
 from ironloop.sources import _max_bytes
 
-__all__ = ["Credential", "NativeTool", "OpenApiToolset"]
+__all__ = ["Credential", "NativeTool", "OpenApiOptions", "OpenApiToolset"]
 
 
 def _headers(value: Mapping[str, str] | None) -> list[tuple[str, str]] | None:
@@ -137,6 +139,59 @@ def _base_url(value: str | None) -> str | None:
     if value is not None and not isinstance(value, str):
         raise TypeError(f"base_url must be a str or None, got {value!r}")
     return value
+
+
+class OpenApiOptions(TypedDict, total=False):
+    """The options every ``OpenApiToolset`` constructor takes (keywords), with their
+    defaults:
+
+    * ``base_url`` (``None``): where the API is, over the spec's ``servers``.
+    * ``headers`` (``None``): sent with every call; credential-like values redacted.
+    * ``timeout`` (``30.0`` s; ``None`` for none): per call, sending and reading.
+    * ``max_output_bytes`` (64 KiB): a result's body is cut there, with a note.
+    * ``max_spec_bytes`` (32 MiB) and ``max_spec_nodes`` (1,000,000): the spec's size.
+    * ``credentials`` (``None``): a ``Credential`` per ``securitySchemes`` name.
+    * ``allowed_hosts`` (``None``): hosts a redirect may lead to besides the spec's.
+    """
+
+    base_url: str | None
+    headers: Mapping[str, str] | None
+    timeout: float | None
+    max_output_bytes: int
+    max_spec_bytes: int
+    max_spec_nodes: int
+    credentials: Mapping[str, Credential] | None
+    allowed_hosts: Sequence[str] | None
+
+
+def _native(options: OpenApiOptions) -> dict[str, Any]:
+    """The options checked and turned into what the native constructors take."""
+    unknown = sorted(set(options) - set(OpenApiOptions.__annotations__))
+    if unknown:
+        raise TypeError(
+            f"unexpected keyword argument(s) {unknown}; "
+            f"the options are {sorted(OpenApiOptions.__annotations__)}"
+        )
+    return {
+        "base_url": _base_url(options.get("base_url")),
+        "headers": _headers(options.get("headers")),
+        "timeout": options.get("timeout", 30.0),
+        "max_output_bytes": _max_bytes(options.get("max_output_bytes", 64 * 1024)),
+        "max_spec_bytes": _max_bytes(
+            options.get("max_spec_bytes", MAX_SPEC_BYTES), "max_spec_bytes"
+        ),
+        "max_spec_nodes": _max_bytes(
+            options.get("max_spec_nodes", MAX_SPEC_NODES), "max_spec_nodes"
+        ),
+        "credentials": _credentials(options.get("credentials")),
+        "allowed_hosts": _hosts(options.get("allowed_hosts")),
+    }
+
+
+def _url(url: object) -> str:
+    if not isinstance(url, str):
+        raise TypeError(f"url must be a str, got {url!r}")
+    return url
 
 
 class OpenApiToolset:
@@ -237,130 +292,30 @@ class OpenApiToolset:
         self.skipped = list(skipped)
 
     @classmethod
-    def from_str(
-        cls,
-        text: str,
-        *,
-        base_url: str | None = None,
-        headers: Mapping[str, str] | None = None,
-        timeout: float | None = 30.0,
-        max_output_bytes: int = 64 * 1024,
-        max_spec_bytes: int = MAX_SPEC_BYTES,
-        max_spec_nodes: int = MAX_SPEC_NODES,
-        credentials: Mapping[str, Credential] | None = None,
-        allowed_hosts: Sequence[str] | None = None,
-    ) -> OpenApiToolset:
+    def from_str(cls, text: str, **options: Unpack[OpenApiOptions]) -> OpenApiToolset:
         """The tools of a spec given as text (JSON or YAML)."""
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}")
-        return cls(
-            _openapi_toolset(
-                "str",
-                text,
-                base_url=_base_url(base_url),
-                headers=_headers(headers),
-                timeout=timeout,
-                max_output_bytes=_max_bytes(max_output_bytes),
-                max_spec_bytes=_max_bytes(max_spec_bytes, "max_spec_bytes"),
-                max_spec_nodes=_max_bytes(max_spec_nodes, "max_spec_nodes"),
-                credentials=_credentials(credentials),
-                allowed_hosts=_hosts(allowed_hosts),
-            )
-        )
+        return cls(_openapi_toolset("str", text, **_native(options)))
 
     @classmethod
     def from_file(
-        cls,
-        path: str | os.PathLike[str],
-        *,
-        base_url: str | None = None,
-        headers: Mapping[str, str] | None = None,
-        timeout: float | None = 30.0,
-        max_output_bytes: int = 64 * 1024,
-        max_spec_bytes: int = MAX_SPEC_BYTES,
-        max_spec_nodes: int = MAX_SPEC_NODES,
-        credentials: Mapping[str, Credential] | None = None,
-        allowed_hosts: Sequence[str] | None = None,
+        cls, path: str | os.PathLike[str], **options: Unpack[OpenApiOptions]
     ) -> OpenApiToolset:
         """The tools of a spec file (``.json``, ``.yaml`` or ``.yml``)."""
-        return cls(
-            _openapi_toolset(
-                "file",
-                os.fspath(path),
-                base_url=_base_url(base_url),
-                headers=_headers(headers),
-                timeout=timeout,
-                max_output_bytes=_max_bytes(max_output_bytes),
-                max_spec_bytes=_max_bytes(max_spec_bytes, "max_spec_bytes"),
-                max_spec_nodes=_max_bytes(max_spec_nodes, "max_spec_nodes"),
-                credentials=_credentials(credentials),
-                allowed_hosts=_hosts(allowed_hosts),
-            )
-        )
+        return cls(_openapi_toolset("file", os.fspath(path), **_native(options)))
 
     @classmethod
-    def from_url(
-        cls,
-        url: str,
-        *,
-        base_url: str | None = None,
-        headers: Mapping[str, str] | None = None,
-        timeout: float | None = 30.0,
-        max_output_bytes: int = 64 * 1024,
-        max_spec_bytes: int = MAX_SPEC_BYTES,
-        max_spec_nodes: int = MAX_SPEC_NODES,
-        credentials: Mapping[str, Credential] | None = None,
-        allowed_hosts: Sequence[str] | None = None,
-    ) -> OpenApiToolset:
+    def from_url(cls, url: str, **options: Unpack[OpenApiOptions]) -> OpenApiToolset:
         """The tools of a spec fetched over HTTP (from Rust, with ``headers``); a
         relative server URL in it is resolved against ``url``, and a spec without
         ``servers`` gets the API at ``url``'s origin, as OpenAPI says."""
-        if not isinstance(url, str):
-            raise TypeError(f"url must be a str, got {url!r}")
-        return cls(
-            _openapi_toolset(
-                "url",
-                url,
-                base_url=_base_url(base_url),
-                headers=_headers(headers),
-                timeout=timeout,
-                max_output_bytes=_max_bytes(max_output_bytes),
-                max_spec_bytes=_max_bytes(max_spec_bytes, "max_spec_bytes"),
-                max_spec_nodes=_max_bytes(max_spec_nodes, "max_spec_nodes"),
-                credentials=_credentials(credentials),
-                allowed_hosts=_hosts(allowed_hosts),
-            )
-        )
+        return cls(_openapi_toolset("url", _url(url), **_native(options)))
 
     @classmethod
-    async def afrom_url(
-        cls,
-        url: str,
-        *,
-        base_url: str | None = None,
-        headers: Mapping[str, str] | None = None,
-        timeout: float | None = 30.0,
-        max_output_bytes: int = 64 * 1024,
-        max_spec_bytes: int = MAX_SPEC_BYTES,
-        max_spec_nodes: int = MAX_SPEC_NODES,
-        credentials: Mapping[str, Credential] | None = None,
-        allowed_hosts: Sequence[str] | None = None,
-    ) -> OpenApiToolset:
+    async def afrom_url(cls, url: str, **options: Unpack[OpenApiOptions]) -> OpenApiToolset:
         """``from_url`` for async code: the event loop runs on during the fetch."""
-        if not isinstance(url, str):
-            raise TypeError(f"url must be a str, got {url!r}")
-        made = await _openapi_toolset_from_url_async(
-            url,
-            base_url=_base_url(base_url),
-            headers=_headers(headers),
-            timeout=timeout,
-            max_output_bytes=_max_bytes(max_output_bytes),
-            max_spec_bytes=_max_bytes(max_spec_bytes, "max_spec_bytes"),
-            max_spec_nodes=_max_bytes(max_spec_nodes, "max_spec_nodes"),
-            credentials=_credentials(credentials),
-            allowed_hosts=_hosts(allowed_hosts),
-        )
-        return cls(made)
+        return cls(await _openapi_toolset_from_url_async(_url(url), **_native(options)))
 
     def __iter__(self) -> Iterator[NativeTool]:
         return iter(self.tools)
