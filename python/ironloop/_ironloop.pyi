@@ -45,6 +45,7 @@ __all__ = [
     "_checkpoint_decode",
     "_checkpoint_encode",
     "_use_langchain_messages",
+    "_openapi_defaults",
     "_openapi_toolset",
     "_openapi_toolset_from_url_async",
     "_timeout_seconds",
@@ -685,28 +686,12 @@ class _McpToolset:
     def close(self) -> None: ...
     def aclose(self) -> Awaitable[None]: ...
 
+def _openapi_defaults() -> tuple[float, int, int, int]:
+    """``(timeout, max_output_bytes, max_spec_bytes, max_spec_nodes)``: the core's defaults."""
+
 def _openapi_toolset(
-    kind: Literal["str", "file", "url"],
-    source: str,
-    *,
-    base_url: str | None = None,
-    headers: list[tuple[str, str]] | None = None,
-    timeout: float | None = None,
-    max_output_bytes: int = 65536,
-    max_spec_bytes: int = ...,  # 33554432
-    max_spec_nodes: int = ...,  # 1000000
-    credentials: list[tuple[str, str, list[tuple[str, str]]]] | None = None,
-    allowed_hosts: list[str] | None = None,
+    kind: Literal["str", "file", "url"], source: str, options: dict[str, Any]
 ) -> tuple[list[NativeTool], str | None, str, str, list[str]]: ...
 def _openapi_toolset_from_url_async(
-    url: str,
-    *,
-    base_url: str | None = None,
-    headers: list[tuple[str, str]] | None = None,
-    timeout: float | None = None,
-    max_output_bytes: int = 65536,
-    max_spec_bytes: int = ...,  # 33554432
-    max_spec_nodes: int = ...,  # 1000000
-    credentials: list[tuple[str, str, list[tuple[str, str]]]] | None = None,
-    allowed_hosts: list[str] | None = None,
+    url: str, options: dict[str, Any]
 ) -> Awaitable[tuple[list[NativeTool], str | None, str, str, list[str]]]: ...

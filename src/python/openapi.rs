@@ -11,7 +11,7 @@ use super::native_tool::NativeTool;
 use super::runtime::block_on;
 use crate::sources::openapi::{
     ClientAuth, ClientCredentials, Credential, OpenApiOptions, OpenApiToolset,
-    DEFAULT_MAX_SPEC_BYTES, DEFAULT_MAX_SPEC_NODES,
+    DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_SPEC_BYTES, DEFAULT_MAX_SPEC_NODES, DEFAULT_TIMEOUT,
 };
 
 /// What `OpenApiToolset` is made from: `(tools, base_url, title, version, skipped)`.
@@ -31,9 +31,6 @@ fn made(ts: OpenApiToolset) -> PyResult<Made> {
         ts.skipped().to_vec(),
     ))
 }
-
-/// The limits of one spec: `(max_spec_bytes, max_spec_nodes)`.
-type SpecLimits = (usize, usize);
 
 /// One credential as `ironloop.sources.openapi` normalises it: `(scheme, kind,
 /// fields)`, kind `"secret"`, `"basic"` or `"client_credentials"`.
@@ -84,72 +81,76 @@ fn credential((scheme, kind, fields): RawCredential) -> PyResult<(String, Creden
     Ok((scheme, c))
 }
 
-fn options(
+/// The options every `OpenApiToolset` constructor takes, as
+/// `ironloop.sources.openapi` checks them and passes them on: a dict with every key
+/// (the defaults are filled in from [`_openapi_defaults`] on the Python side).
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct RawOptions {
     base_url: Option<String>,
     headers: Option<Vec<(String, String)>>,
-    timeout: Option<Timeout>,
-    max_output_bytes: usize,
-    (max_spec_bytes, max_spec_nodes): SpecLimits,
-    credentials: Option<Vec<RawCredential>>,
-    allowed_hosts: Option<Vec<String>>,
-) -> PyResult<OpenApiOptions> {
-    for (name, v) in [
-        ("max_output_bytes", max_output_bytes),
-        ("max_spec_bytes", max_spec_bytes),
-        ("max_spec_nodes", max_spec_nodes),
-    ] {
-        if v == 0 {
-            return Err(Class::InvalidArgument.new_err(format!("{name} must be at least 1")));
-        }
-    }
-    Ok(OpenApiOptions {
-        base_url,
-        headers: headers.unwrap_or_default(),
-        timeout: timeout.map(|t| t.0),
-        max_output_bytes,
-        spec_url: None,
-        max_spec_bytes,
-        max_spec_nodes,
-        credentials: credentials
-            .unwrap_or_default()
-            .into_iter()
-            .map(credential)
-            .collect::<PyResult<_>>()?,
-        allowed_hosts: allowed_hosts.unwrap_or_default(),
-    })
-}
-
-/// The tools of a spec given as text (`kind="str"`), a file path (`"file"`) or a URL
-/// (`"url"`, fetched from Rust; Ctrl-C interrupts the fetch).
-#[pyfunction]
-#[pyo3(signature = (kind, source, *, base_url = None, headers = None, timeout = None,
-                    max_output_bytes = 65536, max_spec_bytes = DEFAULT_MAX_SPEC_BYTES,
-                    max_spec_nodes = DEFAULT_MAX_SPEC_NODES, credentials = None,
-                    allowed_hosts = None))]
-#[allow(clippy::too_many_arguments)]
-fn _openapi_toolset(
-    py: Python<'_>,
-    kind: &str,
-    source: String,
-    base_url: Option<String>,
-    headers: Option<Vec<(String, String)>>,
-    timeout: Option<Timeout>,
+    /// Checked by [`Timeout::optional`] (its error, not a field-extraction one).
+    timeout: Py<PyAny>,
     max_output_bytes: usize,
     max_spec_bytes: usize,
     max_spec_nodes: usize,
     credentials: Option<Vec<RawCredential>>,
     allowed_hosts: Option<Vec<String>>,
+}
+
+impl RawOptions {
+    fn into_options(self, py: Python<'_>) -> PyResult<OpenApiOptions> {
+        let timeout = Timeout::optional(self.timeout.bind(py), "timeout")?;
+        for (name, v) in [
+            ("max_output_bytes", self.max_output_bytes),
+            ("max_spec_bytes", self.max_spec_bytes),
+            ("max_spec_nodes", self.max_spec_nodes),
+        ] {
+            if v == 0 {
+                return Err(Class::InvalidArgument.new_err(format!("{name} must be at least 1")));
+            }
+        }
+        Ok(OpenApiOptions {
+            base_url: self.base_url,
+            headers: self.headers.unwrap_or_default(),
+            timeout: timeout.map(|t| t.0),
+            max_output_bytes: self.max_output_bytes,
+            spec_url: None,
+            max_spec_bytes: self.max_spec_bytes,
+            max_spec_nodes: self.max_spec_nodes,
+            credentials: self
+                .credentials
+                .unwrap_or_default()
+                .into_iter()
+                .map(credential)
+                .collect::<PyResult<_>>()?,
+            allowed_hosts: self.allowed_hosts.unwrap_or_default(),
+        })
+    }
+}
+
+/// The core's defaults for the options that have one, so Python states none of its
+/// own: `{"timeout", "max_output_bytes", "max_spec_bytes", "max_spec_nodes"}`.
+#[pyfunction]
+fn _openapi_defaults() -> (f64, usize, usize, usize) {
+    (
+        DEFAULT_TIMEOUT.as_secs_f64(),
+        DEFAULT_MAX_OUTPUT_BYTES,
+        DEFAULT_MAX_SPEC_BYTES,
+        DEFAULT_MAX_SPEC_NODES,
+    )
+}
+
+/// The tools of a spec given as text (`kind="str"`), a file path (`"file"`) or a URL
+/// (`"url"`, fetched from Rust; Ctrl-C interrupts the fetch).
+#[pyfunction]
+fn _openapi_toolset(
+    py: Python<'_>,
+    kind: &str,
+    source: String,
+    options: RawOptions,
 ) -> PyResult<Made> {
-    let limits = (max_spec_bytes, max_spec_nodes);
-    let options = options(
-        base_url,
-        headers,
-        timeout,
-        max_output_bytes,
-        limits,
-        credentials,
-        allowed_hosts,
-    )?;
+    let options = options.into_options(py)?;
     let ts = match kind {
         "str" => py.detach(|| OpenApiToolset::from_str(&source, options)),
         "file" => py.detach(|| OpenApiToolset::from_file(&source, options)),
@@ -170,39 +171,19 @@ fn _openapi_toolset(
 /// `_openapi_toolset("url", ...)` as an awaitable: the event loop runs on while the
 /// spec is fetched; cancelling the awaitable abandons the fetch.
 #[pyfunction]
-#[pyo3(signature = (url, *, base_url = None, headers = None, timeout = None,
-                    max_output_bytes = 65536, max_spec_bytes = DEFAULT_MAX_SPEC_BYTES,
-                    max_spec_nodes = DEFAULT_MAX_SPEC_NODES, credentials = None,
-                    allowed_hosts = None))]
-#[allow(clippy::too_many_arguments)]
-fn _openapi_toolset_from_url_async<'py>(
-    py: Python<'py>,
+fn _openapi_toolset_from_url_async(
+    py: Python<'_>,
     url: String,
-    base_url: Option<String>,
-    headers: Option<Vec<(String, String)>>,
-    timeout: Option<Timeout>,
-    max_output_bytes: usize,
-    max_spec_bytes: usize,
-    max_spec_nodes: usize,
-    credentials: Option<Vec<RawCredential>>,
-    allowed_hosts: Option<Vec<String>>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let limits = (max_spec_bytes, max_spec_nodes);
-    let options = options(
-        base_url,
-        headers,
-        timeout,
-        max_output_bytes,
-        limits,
-        credentials,
-        allowed_hosts,
-    )?;
+    options: RawOptions,
+) -> PyResult<Bound<'_, PyAny>> {
+    let options = options.into_options(py)?;
     crate::python::awaitable::future_into_py(py, async move {
         made(OpenApiToolset::from_url(&url, options).await?)
     })
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_openapi_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(_openapi_toolset, m)?)?;
     m.add_function(wrap_pyfunction!(_openapi_toolset_from_url_async, m)?)?;
     Ok(())

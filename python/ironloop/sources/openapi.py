@@ -38,7 +38,12 @@ from typing import Any, Union
 
 from typing_extensions import TypedDict, Unpack
 
-from ironloop._ironloop import NativeTool, _openapi_toolset, _openapi_toolset_from_url_async
+from ironloop._ironloop import (
+    NativeTool,
+    _openapi_defaults,
+    _openapi_toolset,
+    _openapi_toolset_from_url_async,
+)
 from ironloop.sources import _max_bytes
 
 __all__ = ["Credential", "NativeTool", "OpenApiOptions", "OpenApiToolset"]
@@ -123,8 +128,9 @@ def _credentials(
     return out
 
 
-MAX_SPEC_BYTES = 32 * 1024 * 1024
-MAX_SPEC_NODES = 1_000_000
+_TIMEOUT, _MAX_OUTPUT_BYTES, MAX_SPEC_BYTES, MAX_SPEC_NODES = _openapi_defaults()
+"""The core's defaults: 30 s a call, 64 KiB a result; a spec of at most 32 MiB
+(``MAX_SPEC_BYTES``) and 1,000,000 JSON values (``MAX_SPEC_NODES``)."""
 
 
 def _hosts(value: Sequence[str] | None) -> list[str] | None:
@@ -175,8 +181,8 @@ def _native(options: OpenApiOptions) -> dict[str, Any]:
     return {
         "base_url": _base_url(options.get("base_url")),
         "headers": _headers(options.get("headers")),
-        "timeout": options.get("timeout", 30.0),
-        "max_output_bytes": _max_bytes(options.get("max_output_bytes", 64 * 1024)),
+        "timeout": options.get("timeout", _TIMEOUT),
+        "max_output_bytes": _max_bytes(options.get("max_output_bytes", _MAX_OUTPUT_BYTES)),
         "max_spec_bytes": _max_bytes(
             options.get("max_spec_bytes", MAX_SPEC_BYTES), "max_spec_bytes"
         ),
@@ -296,26 +302,26 @@ class OpenApiToolset:
         """The tools of a spec given as text (JSON or YAML)."""
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}")
-        return cls(_openapi_toolset("str", text, **_native(options)))
+        return cls(_openapi_toolset("str", text, _native(options)))
 
     @classmethod
     def from_file(
         cls, path: str | os.PathLike[str], **options: Unpack[OpenApiOptions]
     ) -> OpenApiToolset:
         """The tools of a spec file (``.json``, ``.yaml`` or ``.yml``)."""
-        return cls(_openapi_toolset("file", os.fspath(path), **_native(options)))
+        return cls(_openapi_toolset("file", os.fspath(path), _native(options)))
 
     @classmethod
     def from_url(cls, url: str, **options: Unpack[OpenApiOptions]) -> OpenApiToolset:
         """The tools of a spec fetched over HTTP (from Rust, with ``headers``); a
         relative server URL in it is resolved against ``url``, and a spec without
         ``servers`` gets the API at ``url``'s origin, as OpenAPI says."""
-        return cls(_openapi_toolset("url", _url(url), **_native(options)))
+        return cls(_openapi_toolset("url", _url(url), _native(options)))
 
     @classmethod
     async def afrom_url(cls, url: str, **options: Unpack[OpenApiOptions]) -> OpenApiToolset:
         """``from_url`` for async code: the event loop runs on during the fetch."""
-        return cls(await _openapi_toolset_from_url_async(_url(url), **_native(options)))
+        return cls(await _openapi_toolset_from_url_async(_url(url), _native(options)))
 
     def __iter__(self) -> Iterator[NativeTool]:
         return iter(self.tools)
