@@ -188,14 +188,16 @@ class Runner:
             run.publish("error", run.error)
             self._set_status(run, "error")
         finally:
-            self.active.pop(run.run_id, None)
             if run.rollback:
                 self.records.delete_run(run.run_id)
             try:
                 await self._settle_thread(run)
             except Exception as e:
                 log.error("run %s: reading the thread's state failed", run.run_id, exc_info=e)
-            run.close()
+            finally:
+                # Only now: a join that finds no active run finds the thread settled.
+                self.active.pop(run.run_id, None)
+                run.close()
 
     async def _drive(self, run: ActiveRun) -> None:
         spec = run.spec
@@ -279,7 +281,7 @@ class Runner:
 
     async def _settle_thread(self, run: ActiveRun) -> None:
         """The thread's status and values once its run ends."""
-        if self.on_thread(run.thread_id):
+        if any(other is not run for other in self.on_thread(run.thread_id)):
             return
         snap = await asyncio.to_thread(
             run.spec.graph.default.get_state, {"configurable": {"thread_id": run.thread_id}}
