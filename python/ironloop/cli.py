@@ -47,6 +47,11 @@ def _parser() -> argparse.ArgumentParser:
         help="largest request body accepted, in MiB; larger ones get a 413 (default: 16)",
     )  # fmt: skip
     serve.add_argument(
+        "--drain-seconds", type=float, default=10.0, metavar="S",
+        help="on SIGTERM, how long running runs may take to finish before they are stopped "
+        "at their last saved step, for the next server to resume (default: 10)",
+    )  # fmt: skip
+    serve.add_argument(
         "--log-level", default="info", choices=["debug", "info", "warning", "error"],
         help="server log level (default: info)",
     )  # fmt: skip
@@ -72,13 +77,14 @@ def serve(args: argparse.Namespace) -> int:
                 postgres=args.postgres,
                 max_running=args.max_running,
                 max_body_bytes=int(args.max_body_mb * 1024 * 1024),
+                drain_seconds=args.drain_seconds,
             ),
         )
     except ProjectError as e:
         print(f"ironloop serve: {e}", file=sys.stderr)
         return 2
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
-                timeout_graceful_shutdown=30)  # fmt: skip
+                timeout_graceful_shutdown=max(5, int(args.drain_seconds)))  # fmt: skip
     return 0
 
 

@@ -38,6 +38,7 @@ class ServeOptions:
     postgres: str | None = None
     max_running: int = 32
     max_body_bytes: int = MAX_BODY_BYTES
+    drain_seconds: float = 10.0
 
 
 def open_storage(project: Project, options: ServeOptions) -> tuple[Any, Records, Any]:
@@ -99,7 +100,7 @@ def create_app(project: Project, options: ServeOptions | None = None) -> Starlet
         try:
             yield
         finally:
-            await app.state.runner.shutdown()
+            await app.state.runner.shutdown(options.drain_seconds)
             background = list(app.state.background)
             for task in background:
                 task.cancel()

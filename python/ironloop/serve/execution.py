@@ -178,8 +178,10 @@ class Runner:
                 await self._drive(run)
             self._set_status(run, run.outcome or "success")
         except asyncio.CancelledError:
-            # A server that stops leaves its runs to be resumed at the next start.
-            self._set_status(run, "pending" if self.stopping else "interrupted")
+            # A server that stops leaves its runs as they were (pending, or running from
+            # their last saved step), for the next server to resume.
+            if not self.stopping:
+                self._set_status(run, "interrupted")
         except RunRolledBackError:
             run.rollback = True
         except Exception as e:  # the graph's own failure: data for the client
@@ -308,10 +310,20 @@ class Runner:
         if run.task is not None:
             run.task.cancel()
 
-    async def shutdown(self) -> None:
-        """Cancels what still runs (the engine keeps each run's last saved step)."""
+    async def shutdown(self, drain_seconds: float) -> None:
+        """Lets running runs finish for up to ``drain_seconds``, then cancels the rest
+        (the engine keeps each one's last saved step; the next server resumes them).
+        Pending runs are not started meanwhile."""
         self.stopping = True
         tasks = [r.task for r in self.active.values() if r.task is not None]
+        running = [r.task for r in self.active.values()
+                   if r.task is not None and r.record["status"] == "running"]  # fmt: skip
+        for run in self.active.values():
+            if run.task is not None and run.record["status"] != "running":
+                run.task.cancel()
+        if running and drain_seconds > 0:
+            log.info("waiting up to %.0f s for %d running run(s)", drain_seconds, len(running))
+            await asyncio.wait(running, timeout=drain_seconds)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
