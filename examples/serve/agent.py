@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 from ironloop import create_react_agent, tool
-from ironloop.messages import AIMessage
+from ironloop.messages import AIMessage, AIMessageChunk
 
 
 @tool
@@ -29,6 +30,18 @@ class EchoWeatherModel:
     answers with the tool's result; otherwise echoes the user."""
 
     def invoke(self, messages: list[Any], tools: Any = None, tool_choice: Any = None) -> AIMessage:
+        return self._answer(messages, tools)
+
+    def stream(self, messages: list[Any], tools: Any = None, tool_choice: Any = None) -> Iterator[Any]:
+        """The answer word by word (``stream_mode="messages-tuple"`` shows the tokens)."""
+        answer = self._answer(messages, tools)
+        if answer.tool_calls:
+            yield answer
+            return
+        for i, word in enumerate(str(answer.content).split(" ")):
+            yield AIMessageChunk(content=word if i == 0 else " " + word)
+
+    def _answer(self, messages: list[Any], tools: Any) -> AIMessage:
         last = messages[-1]
         if getattr(last, "type", "") == "tool":
             return AIMessage(content=f"Here is what I found: {last.content}")
