@@ -32,7 +32,9 @@ class EchoWeatherModel:
     def invoke(self, messages: list[Any], tools: Any = None, tool_choice: Any = None) -> AIMessage:
         return self._answer(messages, tools)
 
-    def stream(self, messages: list[Any], tools: Any = None, tool_choice: Any = None) -> Iterator[Any]:
+    def stream(
+        self, messages: list[Any], tools: Any = None, tool_choice: Any = None
+    ) -> Iterator[Any]:
         """The answer word by word (``stream_mode="messages-tuple"`` shows the tokens)."""
         answer = self._answer(messages, tools)
         if answer.tool_calls:

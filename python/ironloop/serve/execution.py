@@ -112,8 +112,8 @@ class ActiveRun:
         self, q: asyncio.Queue[tuple[str, str, str] | None], backlog: list[tuple[str, str, str]]
     ) -> AsyncIterator[tuple[str, str, str]]:
         try:
-            for item in backlog:
-                yield item
+            for kept in backlog:
+                yield kept
             while (item := await q.get()) is not None:
                 yield item
         finally:
@@ -267,7 +267,7 @@ class Runner:
         """LangGraph's older ``messages`` mode: a message's metadata once, then the
         message so far after each chunk."""
         data = to_jsonable(message)
-        mid = data.get("id") if isinstance(data, dict) else None
+        mid = str(data.get("id")) if isinstance(data, dict) else "None"
         if mid not in partial:
             run.publish("messages/metadata" + suffix, {mid: {"metadata": meta}})
             partial[mid] = message
