@@ -47,6 +47,12 @@ def _parser() -> argparse.ArgumentParser:
         help="largest request body accepted, in MiB; larger ones get a 413 (default: 16)",
     )  # fmt: skip
     serve.add_argument(
+        "--api-key", metavar="KEY", default=os.environ.get("IRONLOOP_API_KEY"),
+        help="require this key in every request's x-api-key header, as langgraph-sdk's "
+        "api_key= sends it (default: $IRONLOOP_API_KEY; none: open, or the project's "
+        '"auth" handler)',
+    )  # fmt: skip
+    serve.add_argument(
         "--drain-seconds", type=float, default=10.0, metavar="S",
         help="on SIGTERM, how long running runs may take to finish before they are stopped "
         "at their last saved step, for the next server to resume (default: 10)",
@@ -78,6 +84,7 @@ def serve(args: argparse.Namespace) -> int:
                 max_running=args.max_running,
                 max_body_bytes=int(args.max_body_mb * 1024 * 1024),
                 drain_seconds=args.drain_seconds,
+                api_key=args.api_key or None,
             ),
         )
     except ProjectError as e:

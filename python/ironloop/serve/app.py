@@ -20,12 +20,13 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
 from . import assistant_routes, run_routes, store_routes, thread_routes
+from .auth import Authenticator, AuthMiddleware
 from .bodies import MAX_BODY_BYTES
 from .db import Records, now
 from .errors import ApiError, on_api_error, on_http_exception, on_unexpected
 from .execution import Runner
 from .graphs import load_graphs
-from .project import Project
+from .project import Project, ProjectError
 
 log = logging.getLogger("ironloop.serve")
 
@@ -39,6 +40,7 @@ class ServeOptions:
     max_running: int = 32
     max_body_bytes: int = MAX_BODY_BYTES
     drain_seconds: float = 10.0
+    api_key: str | None = None
 
 
 def open_storage(project: Project, options: ServeOptions) -> tuple[Any, Records, Any]:
@@ -123,6 +125,13 @@ def create_app(project: Project, options: ServeOptions | None = None) -> Starlet
             # Paths neither app has get the API's JSON 404, not Starlette's plain text.
             user_app.add_exception_handler(HTTPException, on_http_exception)
         routes.append(Mount("", app=user_app))
+    auth_config = project.raw.get("auth") or {}
+    auth = None
+    if auth_config.get("path"):
+        try:
+            auth = Authenticator(project.import_object(auth_config["path"], '"auth.path"'))
+        except TypeError as e:
+            raise ProjectError(str(e)) from None
     middleware = []
     cors = project.http.get("cors")
     if cors:
@@ -137,6 +146,8 @@ def create_app(project: Project, options: ServeOptions | None = None) -> Starlet
                 max_age=cors.get("max_age", 600),
             )
         )
+    if options.api_key is not None or auth is not None:
+        middleware.append(Middleware(AuthMiddleware, api_key=options.api_key, auth=auth))
     app = Starlette(
         routes=routes,
         middleware=middleware,
@@ -152,5 +163,6 @@ def create_app(project: Project, options: ServeOptions | None = None) -> Starlet
     app.state.checkpointer = checkpointer
     app.state.store = store
     app.state.max_body_bytes = options.max_body_bytes
+    app.state.auth = auth
     app.state.started_at = now()
     return app

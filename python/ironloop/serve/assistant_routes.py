@@ -9,6 +9,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from .auth import authorize, matches
 from .bodies import body_int, field, json_body
 from .errors import ApiError, invalid
 from .graphs import ServedGraph, assistant_id_for
@@ -28,6 +29,16 @@ def assistant_json(request: Request, graph: ServedGraph) -> dict[str, Any]:
         "version": 1,
         "description": graph.description,
     }
+
+
+async def visible(request: Request, action: str) -> ServedGraph:
+    """The assistant of the path, if the project's auth lets the caller see it."""
+    aid = request.path_params["aid"]
+    filters = await authorize(request, "assistants", action, {"assistant_id": aid})
+    graph = resolve(request.app.state.graphs, aid)
+    if not matches({"created_by": "system"}, filters):
+        raise ApiError(404, f"Assistant {aid!r} not found")
+    return graph
 
 
 def resolve(graphs: dict[str, ServedGraph], assistant_id: str) -> ServedGraph:
@@ -51,6 +62,10 @@ async def search(request: Request) -> Response:
     metadata = field(body, "metadata", dict, {})
     limit = body_int(body, "limit", 10, low=1)
     offset = body_int(body, "offset", 0, high=1_000_000)
+    filters = await authorize(request, "assistants", "search", {"graph_id": graph_id,
+                                                               "metadata": metadata})  # fmt: skip
+    if not matches({"created_by": "system"}, filters):
+        return JSONResponse([])
     found = [
         assistant_json(request, g)
         for g in request.app.state.graphs.values()
@@ -69,23 +84,21 @@ async def count(request: Request) -> Response:
 
 
 async def get(request: Request) -> Response:
-    return JSONResponse(
-        assistant_json(request, resolve(request.app.state.graphs, request.path_params["aid"]))
-    )
+    return JSONResponse(assistant_json(request, await visible(request, "read")))
 
 
 async def graph(request: Request) -> Response:
-    served = resolve(request.app.state.graphs, request.path_params["aid"])
+    served = await visible(request, "read")
     xray = request.query_params.get("xray", "false").lower() not in ("false", "0", "")
     return JSONResponse(served.drawing(xray))
 
 
 async def schemas(request: Request) -> Response:
-    return JSONResponse(resolve(request.app.state.graphs, request.path_params["aid"]).schemas())
+    return JSONResponse((await visible(request, "read")).schemas())
 
 
 async def subgraphs(request: Request) -> Response:
-    served = resolve(request.app.state.graphs, request.path_params["aid"])
+    served = await visible(request, "read")
     from ironloop.graph import CompiledStateGraph
 
     out = {}
@@ -102,9 +115,7 @@ async def subgraphs(request: Request) -> Response:
 
 
 async def versions(request: Request) -> Response:
-    return JSONResponse(
-        [assistant_json(request, resolve(request.app.state.graphs, request.path_params["aid"]))]
-    )
+    return JSONResponse([assistant_json(request, await visible(request, "read"))])
 
 
 routes = [

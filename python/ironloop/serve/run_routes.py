@@ -15,6 +15,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .assistant_routes import resolve
+from .auth import authorize, matches
 from .bodies import choice, field, json_body, query_int, str_list, uuid_param
 from .errors import ApiError, conflict, invalid, not_found
 from .execution import MULTITASK, STREAM_MODES, ActiveRun, RunSpec
@@ -104,18 +105,27 @@ async def _start(request: Request, thread_id: str | None) -> tuple[ActiveRun, bo
     records = request.app.state.records
     runner = request.app.state.runner
     temporary = thread_id is None
-    if thread_id is None:
-        thread_id = str(uuid.uuid4())
+    thread_id = str(uuid.uuid4()) if thread_id is None else uuid_param(thread_id, "thread")
+    value: dict[str, Any] = {"thread_id": thread_id, "assistant_id": spec.assistant_id,
+             "metadata": spec.metadata, "multitask_strategy": spec.multitask_strategy,
+             "kwargs": spec.raw}  # fmt: skip
+    filters = await authorize(request, "threads", "create_run", value)
+    spec.metadata = value["metadata"]
+    # A thread made for the run carries the caller's filters, so it stays theirs.
+    owned = {k: v for k, v in (filters or {}).items() if not isinstance(v, dict)}
+    if temporary:
         on_completion = choice(body, "on_completion", ("delete", "keep"), "delete")
         temporary = on_completion == "delete"
-        records.create_thread(thread_id, {})
+        records.create_thread(thread_id, owned)
     else:
-        thread_id = uuid_param(thread_id, "thread")
         if_not_exists = choice(body, "if_not_exists", ("create", "reject"), "reject")
-        if records.get_thread(thread_id) is None:
+        existing = records.get_thread(thread_id)
+        if existing is not None and not matches(existing["metadata"], filters):
+            raise not_found(f"Thread with ID {thread_id}")
+        if existing is None:
             if if_not_exists == "reject":
                 raise not_found(f"Thread with ID {thread_id}")
-            records.create_thread(thread_id, {})
+            records.create_thread(thread_id, owned)
     thread = records.get_thread(thread_id)
     if spec.multitask_strategy == "reject" and runner.on_thread(thread_id):
         raise conflict(
@@ -222,8 +232,8 @@ async def stream(request: Request) -> Response:
     return _sse(request, run, run.events(), cancel_on_disconnect=run.spec.on_disconnect == "cancel")
 
 
-def _run_or_404(request: Request) -> tuple[str, str, ActiveRun | None]:
-    thread = load_thread(request, request.path_params["tid"])
+async def _run_or_404(request: Request, action: str = "read") -> tuple[str, str, ActiveRun | None]:
+    thread = await load_thread(request, request.path_params["tid"], action)
     rid = uuid_param(request.path_params["rid"], "run")
     active = request.app.state.runner.active.get(rid)
     if active is None and request.app.state.records.get_run(thread["thread_id"], rid) is None:
@@ -232,14 +242,14 @@ def _run_or_404(request: Request) -> tuple[str, str, ActiveRun | None]:
 
 
 async def get(request: Request) -> Response:
-    tid, rid, active = _run_or_404(request)
+    tid, rid, active = await _run_or_404(request)
     if active is not None:
         return JSONResponse(active.record)
     return JSONResponse(request.app.state.records.get_run(tid, rid))
 
 
 async def delete(request: Request) -> Response:
-    _tid, rid, active = _run_or_404(request)
+    _tid, rid, active = await _run_or_404(request, "delete")
     if active is not None:
         raise conflict(f"Run {rid} is still {active.record['status']}; cancel it first")
     request.app.state.records.delete_run(rid)
@@ -247,14 +257,14 @@ async def delete(request: Request) -> Response:
 
 
 async def join(request: Request) -> Response:
-    tid, _rid, active = _run_or_404(request)
+    tid, _rid, active = await _run_or_404(request)
     if active is not None:
         await asyncio.shield(active.done.wait())
     return Response(dumps(await final_output(request, tid, active)), media_type="application/json")
 
 
 async def join_stream(request: Request) -> Response:
-    tid, rid, active = _run_or_404(request)
+    tid, rid, active = await _run_or_404(request)
     if active is None:
         run_record = request.app.state.records.get_run(tid, rid)
         if run_record["status"] in ("pending", "running"):
@@ -273,7 +283,7 @@ async def _nothing() -> AsyncIterator[ServerSentEvent]:
 
 
 async def cancel(request: Request) -> Response:
-    tid, rid, active = _run_or_404(request)
+    tid, rid, active = await _run_or_404(request, "update")
     action = request.query_params.get("action", "interrupt")
     if action not in ("interrupt", "rollback"):
         raise invalid(f"query parameter 'action' must be interrupt or rollback, got {action!r}")
@@ -290,7 +300,7 @@ async def cancel(request: Request) -> Response:
 
 
 async def list_runs(request: Request) -> Response:
-    thread = load_thread(request, request.path_params["tid"])
+    thread = await load_thread(request, request.path_params["tid"])
     limit = query_int(request, "limit", 10, low=1)
     offset = query_int(request, "offset", 0, high=1_000_000)
     status = request.query_params.get("status")

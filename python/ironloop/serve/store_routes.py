@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from .auth import authorize
 from .bodies import body_int, field, json_body
 from .errors import invalid, not_found
 from .serde import to_jsonable
@@ -23,6 +24,13 @@ def _namespace(value: Any, name: str = "namespace") -> tuple[str, ...]:
     if any("." in p for p in value):
         raise invalid(f"{name!r}: a namespace label cannot contain '.'")
     return tuple(value)
+
+
+async def _scoped(request: Request, action: str, value: dict[str, Any]) -> tuple[str, ...]:
+    """The namespace after the project's auth handler saw it (it may prefix the
+    caller's id, LangGraph's way of keeping items per user)."""
+    await authorize(request, "store", action, value)
+    return _namespace(list(value["namespace"]))
 
 
 def _item(item: Any, score: bool = False) -> dict[str, Any]:
@@ -49,6 +57,7 @@ async def put(request: Request) -> Response:
     value = field(body, "value", dict)
     if value is None:
         raise invalid("'value' is required (an object)")
+    namespace = await _scoped(request, "put", {"namespace": namespace, "key": key, "value": value})
     await asyncio.to_thread(request.app.state.store.put, namespace, key, value)
     return Response(status_code=204)
 
@@ -58,6 +67,7 @@ async def get(request: Request) -> Response:
     key = request.query_params.get("key")
     if not key:
         raise invalid("query parameter 'key' is required")
+    namespace = await _scoped(request, "get", {"namespace": namespace, "key": key})
     item = await asyncio.to_thread(request.app.state.store.get, namespace, key)
     if item is None:
         raise not_found(f"Item {key!r} in namespace {list(namespace)}")
@@ -70,6 +80,7 @@ async def delete(request: Request) -> Response:
     key = field(body, "key", str)
     if not key:
         raise invalid("'key' is required (a string)")
+    namespace = await _scoped(request, "delete", {"namespace": namespace, "key": key})
     await asyncio.to_thread(request.app.state.store.delete, namespace, key)
     return Response(status_code=204)
 
@@ -83,6 +94,7 @@ async def search(request: Request) -> Response:
         "offset": body_int(body, "offset", 0, high=1_000_000),
         "query": field(body, "query", str),
     }
+    prefix = await _scoped(request, "search", {"namespace": prefix, **kwargs})
     items = await asyncio.to_thread(request.app.state.store.search, prefix, **kwargs)
     return JSONResponse({"items": [_item(i, score=True) for i in items]})
 

@@ -12,6 +12,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .assistant_routes import resolve
+from .auth import authorize, matches
 from .bodies import body_int, choice, field, json_body, query_int, str_list, uuid_param
 from .errors import conflict, invalid, not_found
 from .graphs import ServedGraph, assistant_id_for
@@ -21,10 +22,15 @@ from .state import snapshot_json
 SORT_KEYS = ("thread_id", "status", "created_at", "updated_at", "state_updated_at")
 
 
-def load_thread(request: Request, thread_id: str) -> dict[str, Any]:
+async def load_thread(
+    request: Request, thread_id: str, action: str = "read", value: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The thread, if it exists and the project's auth lets this caller ``action`` it
+    (a thread outside the caller's filters is not found, as under LangGraph)."""
     tid = uuid_param(thread_id, "thread")
+    filters = await authorize(request, "threads", action, {"thread_id": tid, **(value or {})})
     thread = request.app.state.records.get_thread(tid)
-    if thread is None:
+    if thread is None or not matches(thread["metadata"], filters):
         raise not_found(f"Thread with ID {tid}")
     return dict(thread)
 
@@ -56,29 +62,34 @@ async def create(request: Request) -> Response:
     graph_id = field(body, "graph_id", str)
     if graph_id is not None:
         metadata = {**metadata, "graph_id": resolve(request.app.state.graphs, graph_id).graph_id}
-    thread = records.create_thread(tid, metadata)
+    value = {"thread_id": tid, "metadata": metadata, "if_exists": if_exists}
+    filters = await authorize(request, "threads", "create", value)
+    thread = records.create_thread(tid, value["metadata"])
     if thread is None:
-        if if_exists == "do_nothing":
-            return JSONResponse(records.get_thread(tid))
+        existing = records.get_thread(tid)
+        if if_exists == "do_nothing" and matches(existing["metadata"], filters):
+            return JSONResponse(existing)
         raise conflict(f"Thread with ID {tid} already exists")
     return JSONResponse(thread)
 
 
 async def get(request: Request) -> Response:
-    return JSONResponse(load_thread(request, request.path_params["tid"]))
+    return JSONResponse(await load_thread(request, request.path_params["tid"]))
 
 
 async def patch(request: Request) -> Response:
-    thread = load_thread(request, request.path_params["tid"])
     body = await json_body(request)
     metadata = field(body, "metadata", dict, {})
+    thread = await load_thread(
+        request, request.path_params["tid"], "update", {"metadata": metadata}
+    )
     records = request.app.state.records
     records.update_thread(thread["thread_id"], metadata={**thread["metadata"], **metadata})
     return JSONResponse(records.get_thread(thread["thread_id"]))
 
 
 async def delete(request: Request) -> Response:
-    thread = load_thread(request, request.path_params["tid"])
+    thread = await load_thread(request, request.path_params["tid"], "delete")
     tid = thread["thread_id"]
     runner = request.app.state.runner
     for run in runner.on_thread(tid):
@@ -103,9 +114,15 @@ async def search(request: Request) -> Response:
     offset = body_int(body, "offset", 0, high=1_000_000)
     sort_by = choice(body, "sort_by", SORT_KEYS, "created_at")
     order = choice(body, "sort_order", ("asc", "desc"), "desc")
-    found = request.app.state.records.search_threads(
-        **_search_args(body), sort_by=sort_by, descending=order == "desc"
-    )
+    args = _search_args(body)
+    filters = await authorize(request, "threads", "search", {**args, "limit": limit})
+    found = [
+        t
+        for t in request.app.state.records.search_threads(
+            **args, sort_by=sort_by, descending=order == "desc"
+        )
+        if matches(t["metadata"], filters)
+    ]
     select = str_list(body, "select")
     page = found[offset : offset + limit]
     if select:
@@ -115,15 +132,20 @@ async def search(request: Request) -> Response:
 
 async def count(request: Request) -> Response:
     body = await json_body(request)
-    return JSONResponse(len(request.app.state.records.search_threads(**_search_args(body))))
+    args = _search_args(body)
+    filters = await authorize(request, "threads", "search", dict(args))
+    found = request.app.state.records.search_threads(**args)
+    return JSONResponse(sum(1 for t in found if matches(t["metadata"], filters)))
 
 
 async def copy(request: Request) -> Response:
     """A new thread holding the source's latest state (not its history)."""
-    thread = load_thread(request, request.path_params["tid"])
+    thread = await load_thread(request, request.path_params["tid"])
     records = request.app.state.records
     new_id = str(uuid.uuid4())
-    new = records.create_thread(new_id, thread["metadata"])
+    value = {"thread_id": new_id, "metadata": dict(thread["metadata"]), "if_exists": "raise"}
+    await authorize(request, "threads", "create", value)
+    new = records.create_thread(new_id, value["metadata"])
     graph = graph_of(request, thread, required=False)
     if graph is not None:
         snap = await asyncio.to_thread(
@@ -142,7 +164,7 @@ async def copy(request: Request) -> Response:
 
 
 async def _state(request: Request, checkpoint: dict[str, Any] | None) -> Response:
-    thread = load_thread(request, request.path_params["tid"])
+    thread = await load_thread(request, request.path_params["tid"])
     graph = graph_of(request, thread, required=False)
     if graph is None:
         return JSONResponse(snapshot_json_empty())
@@ -177,7 +199,7 @@ async def post_state_checkpoint(request: Request) -> Response:
 
 
 async def update_state(request: Request) -> Response:
-    thread = load_thread(request, request.path_params["tid"])
+    thread = await load_thread(request, request.path_params["tid"], "update")
     body = await json_body(request)
     if "values" not in body:
         raise invalid("'values' is required (the update to apply; null for none)")
@@ -220,7 +242,7 @@ async def update_state(request: Request) -> Response:
 
 
 async def history(request: Request) -> Response:
-    thread = load_thread(request, request.path_params["tid"])
+    thread = await load_thread(request, request.path_params["tid"])
     if request.method == "GET":
         body: dict[str, Any] = {"limit": query_int(request, "limit", 10, low=1)}
         if request.query_params.get("before"):
