@@ -262,3 +262,37 @@ async def test_a_failing_run_reports_its_error(server: Server) -> None:
     assert runs[0]["status"] == "error"
     assert (await client.threads.get(tid))["status"] == "error"
     assert "Traceback" not in str(parts)
+
+
+async def test_legacy_messages_and_checkpoints_modes(server: Server) -> None:
+    client = get_client(url=server.url)
+    parts = await collect(
+        client.runs.stream(
+            None, "agent", input={"messages": [{"role": "user", "content": "a b c"}]},
+            stream_mode=["messages", "checkpoints"],
+        )
+    )  # fmt: skip
+    events = [e for e, _ in parts]
+    assert "messages/metadata" in events
+    partial = [d for e, d in parts if e == "messages/partial"]
+    # Each partial event holds the message so far: the text grows chunk by chunk.
+    texts = [d[0]["content"] for d in partial]
+    assert texts[-1] == "You said: a b c" and len(texts) >= 3
+    assert all(texts[i + 1].startswith(texts[i]) for i in range(len(texts) - 1))
+    checkpoints = [d for e, d in parts if e == "checkpoints"]
+    assert checkpoints and all("values" in c and "next" in c for c in checkpoints)
+
+
+async def test_resumable_stream_replays_from_an_event_id(server: Server) -> None:
+    client = get_client(url=server.url)
+    thread = await client.threads.create()
+    run = await client.runs.create(
+        thread["thread_id"], "steps", input={"items": ["r"], "sleep": 0.6},
+        stream_mode="updates", stream_resumable=True,
+    )  # fmt: skip
+    await asyncio.sleep(0.2)
+    # Joined late, from event 0: the run's metadata event, sent before, comes too.
+    parts = await collect(
+        client.runs.join_stream(thread["thread_id"], run["run_id"], last_event_id="0")
+    )
+    assert [e for e, _ in parts] == ["metadata", "updates", "updates"]
