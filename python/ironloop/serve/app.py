@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
-from . import assistant_routes, run_routes, store_routes, thread_routes
+from . import assistant_routes, crons, run_routes, store_routes, thread_routes
 from .auth import Authenticator, AuthMiddleware
 from .bodies import MAX_BODY_BYTES
 from .db import Records, now
@@ -79,7 +79,7 @@ async def info(_request: Request) -> Response:
         {
             "version": version("ironloop"),
             "server": "ironloop",
-            "flags": {"assistants": True, "crons": False, "langsmith": False},
+            "flags": {"assistants": True, "crons": True, "langsmith": False},
         }
     )
 
@@ -99,6 +99,8 @@ def create_app(project: Project, options: ServeOptions | None = None) -> Starlet
         resumed = run_routes.resume_unfinished(app)
         if resumed:
             log.info("resumed %d run(s) left unfinished by the last server", resumed)
+        schedule = asyncio.get_running_loop().create_task(crons.scheduler(app))
+        app.state.background.add(schedule)
         try:
             yield
         finally:
@@ -116,6 +118,7 @@ def create_app(project: Project, options: ServeOptions | None = None) -> Starlet
         *thread_routes.routes,
         *run_routes.routes,
         *store_routes.routes,
+        *crons.routes,
     ]
     custom = project.http.get("app")
     if custom:
@@ -160,6 +163,7 @@ def create_app(project: Project, options: ServeOptions | None = None) -> Starlet
     )
     app.state.graphs = graphs
     app.state.records = records
+    app.state.crons = crons.Crons(records)
     app.state.checkpointer = checkpointer
     app.state.store = store
     app.state.max_body_bytes = options.max_body_bytes

@@ -309,6 +309,30 @@ async def list_runs(request: Request) -> Response:
     return JSONResponse([active[r["run_id"]].record if r["run_id"] in active else r for r in runs])
 
 
+def start_cron_run(app: Any, cron: dict[str, Any], record: dict[str, Any], spec: RunSpec) -> None:
+    """A cron's run: on its thread, or on a new thread (kept or deleted after)."""
+    records = app.state.records
+    thread_id = cron["thread_id"]
+    if thread_id is None or records.get_thread(thread_id) is None:
+        thread_id = str(uuid.uuid4())
+        records.create_thread(thread_id, dict(record.get("owner") or {}))
+    thread = records.get_thread(thread_id)
+    records.update_thread(thread_id, metadata={**thread["metadata"],
+                                               "graph_id": spec.graph.graph_id,
+                                               "assistant_id": spec.assistant_id})  # fmt: skip
+    run = app.state.runner.start(thread_id, spec, str(uuid.uuid4()))
+    if cron["thread_id"] is None and record.get("on_run_completed") == "delete":
+
+        async def drop() -> None:
+            await run.done.wait()
+            records.delete_thread(run.thread_id)
+            await asyncio.to_thread(app.state.checkpointer.delete_thread, run.thread_id)
+
+        task = asyncio.get_running_loop().create_task(drop())
+        app.state.background.add(task)
+        task.add_done_callback(app.state.background.discard)
+
+
 def resume_unfinished(app: Any) -> int:
     """Starts again the runs an earlier server left pending or running: a running one
     continues from its last saved step (input ``None``), a pending one from its input."""
