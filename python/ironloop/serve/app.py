@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -60,11 +61,13 @@ def open_storage(project: Project, options: ServeOptions) -> tuple[Any, Records,
     from ironloop import store as store_module
 
     sqlite_store = getattr(store_module, "SqliteStore", None)
-    store = (
-        sqlite_store(str(data / "store.db"))
-        if sqlite_store is not None
-        else store_module.InMemoryStore()
-    )
+    if sqlite_store is not None:
+        store = sqlite_store(str(data / "store.db"))
+        setup = getattr(store, "setup", None)
+        if callable(setup) and not inspect.iscoroutinefunction(setup):
+            setup()
+    else:
+        store = store_module.InMemoryStore()
     return checkpointer, records, store
 
 
