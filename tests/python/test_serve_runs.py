@@ -296,3 +296,21 @@ async def test_resumable_stream_replays_from_an_event_id(server: Server) -> None
         client.runs.join_stream(thread["thread_id"], run["run_id"], last_event_id="0")
     )
     assert [e for e, _ in parts] == ["metadata", "updates", "updates"]
+
+
+async def test_events_mode(server: Server) -> None:
+    client = get_client(url=server.url)
+    parts = await collect(
+        client.runs.stream(
+            None, "agent", input={"messages": [{"role": "user", "content": "x y"}]},
+            stream_mode="events",
+        )
+    )  # fmt: skip
+    events = [d for e, d in parts if e == "events"]
+    assert (events[0]["event"], events[0]["name"]) == ("on_chain_start", "LangGraph")
+    assert (events[-1]["event"], events[-1]["name"]) == ("on_chain_end", "LangGraph")
+    assert events[-1]["data"]["output"]["messages"][-1]["content"] == "You said: x y"
+    names = [(e["event"], e["name"]) for e in events[1:-1] if e["event"] != "on_chat_model_stream"]
+    assert names == [("on_chain_start", "agent"), ("on_chain_end", "agent")]
+    tokens = [e["data"]["chunk"]["content"] for e in events if e["event"] == "on_chat_model_stream"]
+    assert "".join(tokens) == "You said: x y"

@@ -18,22 +18,24 @@ from ironloop.errors import RunRolledBackError
 from ironloop.types import Command
 
 from .db import Records, now
+from .events import SOURCES, EventsView
 from .graphs import ServedGraph
 from .serde import dumps, to_jsonable
 from .state import snapshot_json, thread_interrupts
 
 log = logging.getLogger("ironloop.serve")
 
-#: The API's stream modes and the engine's.
-STREAM_MODES = {
-    "values": "values",
-    "updates": "updates",
-    "custom": "custom",
-    "messages-tuple": "messages",
-    "messages": "messages",
-    "debug": "debug",
-    "tasks": "tasks",
-    "checkpoints": "checkpoints",
+#: The API's stream modes and the engine's they are made from.
+STREAM_MODES: dict[str, tuple[str, ...]] = {
+    "values": ("values",),
+    "updates": ("updates",),
+    "custom": ("custom",),
+    "messages-tuple": ("messages",),
+    "messages": ("messages",),
+    "debug": ("debug",),
+    "tasks": ("tasks",),
+    "checkpoints": ("checkpoints",),
+    "events": SOURCES,
 }
 MULTITASK = ("reject", "interrupt", "rollback", "enqueue")
 #: Events kept per run for clients that join its stream late (``stream_resumable``).
@@ -235,7 +237,7 @@ class Runner:
             )
         else:
             payload = spec.input
-        engine_modes = sorted({STREAM_MODES[m] for m in spec.stream_modes}) or ["values"]
+        engine_modes = sorted({e for m in spec.stream_modes for e in STREAM_MODES[m]}) or ["values"]
         legacy_messages = "messages" in spec.stream_modes
         kwargs: dict[str, Any] = {"stream_mode": engine_modes, "subgraphs": spec.subgraphs}
         if spec.context is not None:
@@ -243,12 +245,19 @@ class Runner:
         if spec.durability:
             kwargs["durability"] = spec.durability
         partial: dict[str, Any] = {}
+        events = None
+        if "events" in spec.stream_modes:
+            events = EventsView(run.run_id, spec.graph.name, config["metadata"])
+            run.publish("events", events.start(payload))
         async for item in graph.astream(payload, config, **kwargs):
             if spec.subgraphs:
                 ns, mode, chunk = item
             else:
                 ns, (mode, chunk) = (), item
             suffix = "|" + "|".join(ns) if ns else ""
+            if events is not None:
+                for event in events.on(mode, chunk, ns):
+                    run.publish("events" + suffix, event)
             if mode == "messages":
                 message, meta = chunk
                 if legacy_messages:
@@ -259,6 +268,8 @@ class Runner:
             if mode not in spec.stream_modes and not (mode == "values" and not spec.stream_modes):
                 continue
             run.publish(mode + suffix, chunk)
+        if events is not None:
+            run.publish("events", events.end())
 
     @staticmethod
     def _legacy_message(

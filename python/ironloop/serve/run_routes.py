@@ -51,10 +51,7 @@ def parse_spec(graphs: dict[str, ServedGraph], body: dict[str, Any]) -> RunSpec:
     modes = str_list(body, "stream_mode") or ["values"]
     for mode in modes:
         if mode not in STREAM_MODES:
-            raise invalid(
-                f"stream_mode {mode!r} is not one of {', '.join(STREAM_MODES)}"
-                + (" (ironloop has no 'events' stream yet)" if mode == "events" else "")
-            )
+            raise invalid(f"stream_mode {mode!r} is not one of {', '.join(STREAM_MODES)}")
     command = field(body, "command", dict)
     if command is not None:
         unknown = set(command) - {"resume", "update", "goto"}
