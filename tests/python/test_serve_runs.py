@@ -307,8 +307,8 @@ async def test_events_mode(server: Server) -> None:
         )
     )  # fmt: skip
     events = [d for e, d in parts if e == "events"]
-    assert (events[0]["event"], events[0]["name"]) == ("on_chain_start", "LangGraph")
-    assert (events[-1]["event"], events[-1]["name"]) == ("on_chain_end", "LangGraph")
+    assert (events[0]["event"], events[0]["name"]) == ("on_chain_start", "agent")  # the graph
+    assert (events[-1]["event"], events[-1]["name"]) == ("on_chain_end", "agent")
     assert events[-1]["data"]["output"]["messages"][-1]["content"] == "You said: x y"
     names = [(e["event"], e["name"]) for e in events[1:-1] if e["event"] != "on_chat_model_stream"]
     assert names == [("on_chain_start", "agent"), ("on_chain_end", "agent")]
