@@ -36,6 +36,7 @@ NOT_RUN = {
     "docs/graphs.md": 0,
     "docs/models.md": 1,
     "docs/persistence.md": 1,
+    "docs/serving.md": 0,
     "docs/tools.md": 1,
 }
 

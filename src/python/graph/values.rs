@@ -2,7 +2,7 @@
 //! the state dict a node receives (with its message lists kept between steps).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, TryLockError};
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -161,6 +161,20 @@ pub(super) struct Shared {
     pub(super) store: Option<Py<PyAny>>,
 }
 
+/// Locks `m` with the GIL held, releasing the GIL while another thread holds the lock:
+/// the holder may need the GIL back (making a message's Python object can release it),
+/// so waiting for the lock with the GIL held deadlocked a run's node against a stream
+/// reading the same state (the event loop and the run both stalled).
+fn lock_detached<'a, T: Send>(py: Python<'_>, m: &'a Mutex<T>) -> MutexGuard<'a, T> {
+    loop {
+        match m.try_lock() {
+            Ok(guard) => return guard,
+            Err(TryLockError::Poisoned(p)) => return p.into_inner(),
+            Err(TryLockError::WouldBlock) => py.detach(|| drop(m.lock())),
+        }
+    }
+}
+
 impl Shared {
     /// The messages list for a node, reusing the cached Python objects.
     pub(super) fn messages_list<'py>(
@@ -169,7 +183,7 @@ impl Shared {
         ch: &str,
         l: &MessageList,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let mut caches = self.caches.lock().unwrap_or_else(|p| p.into_inner());
+        let mut caches = lock_detached(py, &self.caches);
         if let Some(c) = caches.get_mut(ch) {
             let grew_only = c.generation == l.generation()
                 && c.len <= l.len()

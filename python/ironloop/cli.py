@@ -1,0 +1,108 @@
+"""The ``ironloop`` command. ``ironloop serve --config langgraph.json`` serves a
+LangGraph project's graphs over LangGraph's Agent Server API."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ironloop", description=__doc__)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    serve = commands.add_parser(
+        "serve",
+        help="serve a langgraph.json project over LangGraph's Agent Server API",
+        description="Serve the graphs a langgraph.json names over LangGraph's Agent Server "
+        "API (what langgraph-sdk calls). Threads, runs and checkpoints are kept in a SQLite "
+        "database in the project folder unless --postgres is given.",
+    )
+    serve.add_argument(
+        "--config", default="langgraph.json", metavar="FILE",
+        help="the project's langgraph.json (default: ./langgraph.json)",
+    )  # fmt: skip
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)"
+    )
+    serve.add_argument("--port", type=int, default=2024, help="port to listen on (default: 2024)")
+    serve.add_argument(
+        "--postgres", metavar="URL", default=os.environ.get("DATABASE_URI"),
+        help="keep checkpoints in this PostgreSQL database (default: $DATABASE_URI; "
+        "without either, SQLite in the project folder)",
+    )  # fmt: skip
+    serve.add_argument(
+        "--data-dir", metavar="DIR", type=Path, default=None,
+        help="folder of the SQLite databases (default: .ironloop/ beside langgraph.json)",
+    )  # fmt: skip
+    serve.add_argument(
+        "--max-running", type=int, default=32, metavar="N",
+        help="runs executed at once; more wait as pending (default: 32)",
+    )  # fmt: skip
+    serve.add_argument(
+        "--max-body-mb", type=float, default=16.0, metavar="MB",
+        help="largest request body accepted, in MiB; larger ones get a 413 (default: 16)",
+    )  # fmt: skip
+    serve.add_argument(
+        "--api-key", metavar="KEY", default=os.environ.get("IRONLOOP_API_KEY"),
+        help="require this key in every request's x-api-key header, as langgraph-sdk's "
+        "api_key= sends it (default: $IRONLOOP_API_KEY; none: open, or the project's "
+        '"auth" handler)',
+    )  # fmt: skip
+    serve.add_argument(
+        "--drain-seconds", type=float, default=10.0, metavar="S",
+        help="on SIGTERM, how long running runs may take to finish before they are stopped "
+        "at their last saved step, for the next server to resume (default: 10)",
+    )  # fmt: skip
+    serve.add_argument(
+        "--log-level", default="info", choices=["debug", "info", "warning", "error"],
+        help="server log level (default: info)",
+    )  # fmt: skip
+    return parser
+
+
+def serve(args: argparse.Namespace) -> int:
+    try:
+        import uvicorn
+
+        from ironloop.serve import Project, ProjectError, ServeOptions, create_app
+    except ImportError as e:
+        print(f'ironloop serve needs the serve extra: pip install "ironloop[serve]" ({e})',
+              file=sys.stderr)  # fmt: skip
+        return 2
+    logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    try:
+        project = Project.load(args.config)
+        app = create_app(
+            project,
+            ServeOptions(
+                data_dir=args.data_dir,
+                postgres=args.postgres,
+                max_running=args.max_running,
+                max_body_bytes=int(args.max_body_mb * 1024 * 1024),
+                drain_seconds=args.drain_seconds,
+                api_key=args.api_key or None,
+            ),
+        )
+    except ProjectError as e:
+        print(f"ironloop serve: {e}", file=sys.stderr)
+        return 2
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
+                timeout_graceful_shutdown=max(5, int(args.drain_seconds)))  # fmt: skip
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command == "serve":
+        return serve(args)
+    parser.print_help()
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,175 @@
+"""The ASGI application: LangGraph's Agent Server API on Starlette, the project's
+custom ``http.app`` mounted under it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+
+from . import assistant_routes, crons, run_routes, store_routes, thread_routes
+from .auth import Authenticator, AuthMiddleware
+from .bodies import MAX_BODY_BYTES
+from .db import Records, now
+from .errors import ApiError, on_api_error, on_http_exception, on_unexpected
+from .execution import Runner
+from .graphs import load_graphs
+from .project import Project, ProjectError
+
+log = logging.getLogger("ironloop.serve")
+
+
+@dataclass
+class ServeOptions:
+    """How ``ironloop serve`` was asked to run (see ``ironloop serve --help``)."""
+
+    data_dir: Path | None = None
+    postgres: str | None = None
+    max_running: int = 32
+    max_body_bytes: int = MAX_BODY_BYTES
+    drain_seconds: float = 10.0
+    api_key: str | None = None
+
+
+def open_storage(project: Project, options: ServeOptions) -> tuple[Any, Records, Any]:
+    """The checkpointer, the server's records and the store."""
+    from ironloop import SqliteSaver
+
+    data = options.data_dir or project.root / ".ironloop"
+    data.mkdir(parents=True, exist_ok=True)
+    if options.postgres:
+        from ironloop import PostgresSaver
+
+        checkpointer: Any = PostgresSaver(options.postgres)
+        checkpointer.setup()
+    else:
+        checkpointer = SqliteSaver(str(data / "checkpoints.db"))
+    records = Records(data / "server.db")
+    from ironloop import store as store_module
+
+    sqlite_store = getattr(store_module, "SqliteStore", None)
+    if sqlite_store is not None:
+        store = sqlite_store(str(data / "store.db"))
+        setup = getattr(store, "setup", None)
+        if callable(setup) and not inspect.iscoroutinefunction(setup):
+            setup()
+    else:
+        store = store_module.InMemoryStore()
+    return checkpointer, records, store
+
+
+async def ok(_request: Request) -> Response:
+    return JSONResponse({"ok": True})
+
+
+async def info(_request: Request) -> Response:
+    from importlib.metadata import version
+
+    return JSONResponse(
+        {
+            "version": version("ironloop"),
+            "server": "ironloop",
+            "flags": {"assistants": True, "crons": True, "langsmith": False},
+        }
+    )
+
+
+def create_app(project: Project, options: ServeOptions | None = None) -> Starlette:
+    """The server for ``project``: graphs imported, storage opened, runs left unfinished
+    by an earlier process resumed when the app starts."""
+    options = options or ServeOptions()
+    project.prepare()
+    checkpointer, records, store = open_storage(project, options)
+    graphs = load_graphs(project, checkpointer, store)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        app.state.runner = Runner(records, options.max_running)
+        app.state.background = set()
+        resumed = run_routes.resume_unfinished(app)
+        if resumed:
+            log.info("resumed %d run(s) left unfinished by the last server", resumed)
+        schedule = asyncio.get_running_loop().create_task(crons.scheduler(app))
+        app.state.background.add(schedule)
+        try:
+            yield
+        finally:
+            await app.state.runner.shutdown(options.drain_seconds)
+            background = list(app.state.background)
+            for task in background:
+                task.cancel()
+            await asyncio.gather(*background, return_exceptions=True)
+            records.close()
+
+    routes: list[BaseRoute] = [
+        Route("/ok", ok, methods=["GET"]),
+        Route("/info", info, methods=["GET"]),
+        *assistant_routes.routes,
+        *thread_routes.routes,
+        *run_routes.routes,
+        *store_routes.routes,
+        *crons.routes,
+    ]
+    custom = project.http.get("app")
+    if custom:
+        user_app = project.import_object(custom, '"http.app"')
+        handlers = getattr(user_app, "exception_handlers", None)
+        if isinstance(handlers, dict) and not {404, 405, HTTPException} & set(handlers):
+            # Paths neither app has get the API's JSON 404, not Starlette's plain text.
+            user_app.add_exception_handler(HTTPException, on_http_exception)
+        routes.append(Mount("", app=user_app))
+    auth_config = project.raw.get("auth") or {}
+    auth = None
+    if auth_config.get("path"):
+        try:
+            auth = Authenticator(project.import_object(auth_config["path"], '"auth.path"'))
+        except TypeError as e:
+            raise ProjectError(str(e)) from None
+    middleware = []
+    cors = project.http.get("cors")
+    if cors:
+        middleware.append(
+            Middleware(
+                CORSMiddleware,
+                allow_origins=cors.get("allow_origins", []),
+                allow_methods=cors.get("allow_methods", ["GET", "POST", "PUT", "PATCH", "DELETE"]),
+                allow_headers=cors.get("allow_headers", []),
+                allow_credentials=cors.get("allow_credentials", False),
+                expose_headers=cors.get("expose_headers", []),
+                max_age=cors.get("max_age", 600),
+            )
+        )
+    if options.api_key is not None or auth is not None:
+        middleware.append(Middleware(AuthMiddleware, api_key=options.api_key, auth=auth))
+    app = Starlette(
+        routes=routes,
+        middleware=middleware,
+        lifespan=lifespan,
+        exception_handlers={
+            ApiError: on_api_error,
+            HTTPException: on_http_exception,
+            Exception: on_unexpected,
+        },
+    )
+    app.state.graphs = graphs
+    app.state.records = records
+    app.state.crons = crons.Crons(records)
+    app.state.checkpointer = checkpointer
+    app.state.store = store
+    app.state.max_body_bytes = options.max_body_bytes
+    app.state.auth = auth
+    app.state.started_at = now()
+    return app

@@ -1,0 +1,222 @@
+"""The server's own records — threads and runs — in a SQLite database (the
+checkpoints themselves are the checkpointer's). One connection, short statements
+under a lock: every call returns in well under a millisecond."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS threads (
+    thread_id TEXT PRIMARY KEY,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    state_updated_at TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    status TEXT NOT NULL,
+    config TEXT NOT NULL,
+    "values" TEXT,
+    interrupts TEXT NOT NULL DEFAULT '{}',
+    error TEXT
+);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    thread_id TEXT NOT NULL,
+    assistant_id TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    status TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    kwargs TEXT NOT NULL,
+    multitask_strategy TEXT
+);
+CREATE INDEX IF NOT EXISTS runs_by_thread ON runs (thread_id, created_at);
+"""
+
+THREAD_STATUSES = ("idle", "busy", "interrupted", "error")
+RUN_STATUSES = ("pending", "running", "error", "success", "timeout", "interrupted")
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+def _contains(have: Any, want: Any) -> bool:
+    """JSON containment, as the server's ``metadata`` / ``values`` filters read."""
+    if isinstance(want, dict):
+        return isinstance(have, dict) and all(
+            k in have and _contains(have[k], v) for k, v in want.items()
+        )
+    return bool(have == want)
+
+
+class Records:
+    """Threads and runs, as the API returns them (dicts of JSON values)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._db.row_factory = sqlite3.Row
+        self._lock = threading.Lock()
+        with self._lock:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def _exec(self, sql: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
+
+    # -- threads
+
+    @staticmethod
+    def _thread(row: sqlite3.Row) -> dict[str, Any]:
+        values = row["values"]
+        return {
+            "thread_id": row["thread_id"],
+            "created_at": row["created_at"],
+            "updated_at": row["updated_at"],
+            "state_updated_at": row["state_updated_at"],
+            "metadata": json.loads(row["metadata"]),
+            "status": row["status"],
+            "config": json.loads(row["config"]),
+            "values": None if values is None else json.loads(values),
+            "interrupts": json.loads(row["interrupts"]),
+            "error": None if row["error"] is None else json.loads(row["error"]),
+        }
+
+    def create_thread(self, thread_id: str, metadata: dict[str, Any]) -> dict[str, Any] | None:
+        """The new thread, or ``None`` if ``thread_id`` exists."""
+        t = now()
+        with self._lock:
+            cur = self._db.execute(
+                "INSERT OR IGNORE INTO threads (thread_id, created_at, updated_at,"
+                " state_updated_at, metadata, status, config) VALUES (?,?,?,?,?,?,?)",
+                (thread_id, t, t, t, json.dumps(metadata), "idle", "{}"),
+            )
+            if cur.rowcount == 0:
+                return None
+        return self.get_thread(thread_id)
+
+    def get_thread(self, thread_id: str) -> dict[str, Any] | None:
+        rows = self._exec("SELECT * FROM threads WHERE thread_id = ?", (thread_id,))
+        return self._thread(rows[0]) if rows else None
+
+    def update_thread(self, thread_id: str, **fields: Any) -> None:
+        """Sets the given columns (JSON ones encoded here); ``updated_at`` is now."""
+        sets, args = ["updated_at = ?"], [now()]
+        for key, value in fields.items():
+            if key in ("metadata", "config", "values", "interrupts", "error"):
+                value = None if value is None and key in ("values", "error") else json.dumps(value)
+            if key == "values":
+                sets.append("state_updated_at = ?")
+                args.append(args[0])
+            sets.append(f'"{key}" = ?')
+            args.append(value)
+        self._exec(f"UPDATE threads SET {', '.join(sets)} WHERE thread_id = ?", (*args, thread_id))
+
+    def search_threads(
+        self,
+        *,
+        metadata: dict[str, Any] | None = None,
+        values: dict[str, Any] | None = None,
+        status: str | None = None,
+        ids: list[str] | None = None,
+        sort_by: str = "created_at",
+        descending: bool = True,
+    ) -> list[dict[str, Any]]:
+        order = "DESC" if descending else "ASC"
+        rows = self._exec(f"SELECT * FROM threads ORDER BY {sort_by} {order}, thread_id {order}")
+        out = []
+        wanted_ids = set(ids) if ids else None
+        for row in rows:
+            thread = self._thread(row)
+            if wanted_ids is not None and thread["thread_id"] not in wanted_ids:
+                continue
+            if status and thread["status"] != status:
+                continue
+            if metadata and not _contains(thread["metadata"], metadata):
+                continue
+            if values and not _contains(thread["values"], values):
+                continue
+            out.append(thread)
+        return out
+
+    def delete_thread(self, thread_id: str) -> bool:
+        with self._lock:
+            self._db.execute("DELETE FROM runs WHERE thread_id = ?", (thread_id,))
+            cur = self._db.execute("DELETE FROM threads WHERE thread_id = ?", (thread_id,))
+            return cur.rowcount > 0
+
+    # -- runs
+
+    @staticmethod
+    def _run(row: sqlite3.Row) -> dict[str, Any]:
+        return {
+            "run_id": row["run_id"],
+            "thread_id": row["thread_id"],
+            "assistant_id": row["assistant_id"],
+            "created_at": row["created_at"],
+            "updated_at": row["updated_at"],
+            "status": row["status"],
+            "metadata": json.loads(row["metadata"]),
+            "kwargs": json.loads(row["kwargs"]),
+            "multitask_strategy": row["multitask_strategy"],
+        }
+
+    def put_run(self, run: dict[str, Any]) -> None:
+        self._exec(
+            "INSERT INTO runs (run_id, thread_id, assistant_id, created_at, updated_at, status,"
+            " metadata, kwargs, multitask_strategy) VALUES (?,?,?,?,?,?,?,?,?)",
+            (
+                run["run_id"],
+                run["thread_id"],
+                run["assistant_id"],
+                run["created_at"],
+                run["updated_at"],
+                run["status"],
+                json.dumps(run["metadata"]),
+                run["kwargs_json"],
+                run["multitask_strategy"],
+            ),
+        )
+
+    def set_run_status(self, run_id: str, status: str) -> str:
+        t = now()
+        self._exec(
+            "UPDATE runs SET status = ?, updated_at = ? WHERE run_id = ?", (status, t, run_id)
+        )
+        return t
+
+    def get_run(self, thread_id: str, run_id: str) -> dict[str, Any] | None:
+        rows = self._exec(
+            "SELECT * FROM runs WHERE run_id = ? AND thread_id = ?", (run_id, thread_id)
+        )
+        return self._run(rows[0]) if rows else None
+
+    def list_runs(
+        self, thread_id: str, limit: int, offset: int, status: str | None
+    ) -> list[dict[str, Any]]:
+        sql = "SELECT * FROM runs WHERE thread_id = ?"
+        args: list[Any] = [thread_id]
+        if status:
+            sql += " AND status = ?"
+            args.append(status)
+        sql += " ORDER BY created_at DESC, run_id DESC LIMIT ? OFFSET ?"
+        return [self._run(r) for r in self._exec(sql, (*args, limit, offset))]
+
+    def unfinished_runs(self) -> list[dict[str, Any]]:
+        rows = self._exec("SELECT * FROM runs WHERE status IN ('pending', 'running')")
+        return [self._run(r) for r in rows]
+
+    def delete_run(self, run_id: str) -> bool:
+        with self._lock:
+            return self._db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,)).rowcount > 0

@@ -1,0 +1,340 @@
+"""Runs: started as asyncio tasks on the server's loop, their stream events fanned out
+to every client that streams or joins them, their records kept in ``Records``.
+
+A run's second run on a busy thread is ordered by the engine itself
+(``config["multitask_strategy"]``: the run lease queues, steers or rolls back);
+this module only refuses ``"reject"`` up front with a 409 and names the outcome of
+each run."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ironloop.errors import RunRolledBackError
+from ironloop.types import Command
+
+from .db import Records, now
+from .events import SOURCES, EventsView
+from .graphs import ServedGraph
+from .serde import dumps, to_jsonable
+from .state import snapshot_json, thread_interrupts
+
+log = logging.getLogger("ironloop.serve")
+
+#: The API's stream modes and the engine's they are made from.
+STREAM_MODES: dict[str, tuple[str, ...]] = {
+    "values": ("values",),
+    "updates": ("updates",),
+    "custom": ("custom",),
+    "messages-tuple": ("messages",),
+    "messages": ("messages",),
+    "debug": ("debug",),
+    "tasks": ("tasks",),
+    "checkpoints": ("checkpoints",),
+    "events": SOURCES,
+}
+MULTITASK = ("reject", "interrupt", "rollback", "enqueue")
+#: Events kept per run for clients that join its stream late (``stream_resumable``).
+MAX_KEPT_EVENTS = 10_000
+
+
+@dataclass
+class RunSpec:
+    """What a client asked a run to do (checked by ``run_routes``)."""
+
+    graph: ServedGraph
+    assistant_id: str
+    input: Any
+    command: dict[str, Any] | None
+    config: dict[str, Any]
+    context: Any
+    metadata: dict[str, Any]
+    stream_modes: list[str]
+    subgraphs: bool
+    resumable: bool
+    interrupt_before: list[str] | None
+    interrupt_after: list[str] | None
+    multitask_strategy: str
+    durability: str | None
+    checkpoint_id: str | None
+    on_disconnect: str
+    raw: dict[str, Any]
+
+
+@dataclass
+class ActiveRun:
+    record: dict[str, Any]
+    spec: RunSpec
+    listeners: list[asyncio.Queue[tuple[str, str, str] | None]] = field(default_factory=list)
+    kept: list[tuple[str, str, str]] = field(default_factory=list)
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+    task: asyncio.Task[None] | None = None
+    seq: int = 0
+    #: Set when a later run steers this one (``"interrupted"``) or a client cancels it.
+    outcome: str | None = None
+    rollback: bool = False
+    error: dict[str, str] | None = None
+
+    @property
+    def run_id(self) -> str:
+        return str(self.record["run_id"])
+
+    @property
+    def thread_id(self) -> str:
+        return str(self.record["thread_id"])
+
+    def publish(self, event: str, data: Any) -> None:
+        self.seq += 1
+        item = (str(self.seq), event, data if isinstance(data, str) else dumps(data))
+        if self.spec.resumable and len(self.kept) < MAX_KEPT_EVENTS:
+            self.kept.append(item)
+        for q in self.listeners:
+            q.put_nowait(item)
+
+    def close(self) -> None:
+        for q in self.listeners:
+            q.put_nowait(None)
+        self.done.set()
+
+    def events(self, after: str | None = None) -> AsyncIterator[tuple[str, str, str]]:
+        """This run's events from now on (with ``after``, the kept ones after that id
+        first). Subscribes at once, so nothing published after this call is missed."""
+        backlog = [e for e in self.kept if after is not None and int(e[0]) > int(after or 0)]
+        if self.done.is_set():
+            return _replay(backlog)
+        q: asyncio.Queue[tuple[str, str, str] | None] = asyncio.Queue()
+        self.listeners.append(q)
+        return self._follow(q, backlog)
+
+    async def _follow(
+        self, q: asyncio.Queue[tuple[str, str, str] | None], backlog: list[tuple[str, str, str]]
+    ) -> AsyncIterator[tuple[str, str, str]]:
+        try:
+            for kept in backlog:
+                yield kept
+            while (item := await q.get()) is not None:
+                yield item
+        finally:
+            self.listeners.remove(q)
+
+
+async def _replay(items: list[tuple[str, str, str]]) -> AsyncIterator[tuple[str, str, str]]:
+    for item in items:
+        yield item
+
+
+class Runner:
+    """Starts, tracks, cancels and reports runs of this process."""
+
+    def __init__(self, records: Records, max_running: int) -> None:
+        self.records = records
+        self.active: dict[str, ActiveRun] = {}
+        self._slots = asyncio.Semaphore(max_running)
+        self.stopping = False
+
+    def on_thread(self, thread_id: str) -> list[ActiveRun]:
+        return [r for r in self.active.values() if r.thread_id == thread_id]
+
+    def start(
+        self, thread_id: str, spec: RunSpec, run_id: str, *, created_at: str | None = None
+    ) -> ActiveRun:
+        """Starts a new run (or, with ``created_at``, one an earlier process recorded)."""
+        busy = self.on_thread(thread_id)
+        t = now()
+        record = {
+            "run_id": run_id,
+            "thread_id": thread_id,
+            "assistant_id": spec.assistant_id,
+            "created_at": created_at or t,
+            "updated_at": t,
+            "status": "pending",
+            "metadata": spec.metadata,
+            "kwargs": spec.raw,
+            "multitask_strategy": spec.multitask_strategy,
+        }
+        if created_at is None:
+            self.records.put_run({**record, "kwargs_json": dumps(spec.raw)})
+        run = ActiveRun(record, spec)
+        if spec.multitask_strategy in ("interrupt", "rollback"):
+            for other in busy:
+                other.outcome = "interrupted"
+                other.rollback = spec.multitask_strategy == "rollback"
+        self.active[run_id] = run
+        self.records.update_thread(thread_id, status="busy")
+        run.task = asyncio.get_running_loop().create_task(self._run(run))
+        return run
+
+    def _set_status(self, run: ActiveRun, status: str) -> None:
+        run.record["status"] = status
+        run.record["updated_at"] = self.records.set_run_status(run.run_id, status)
+
+    async def _run(self, run: ActiveRun) -> None:
+        try:
+            async with self._slots:
+                self._set_status(run, "running")
+                run.publish("metadata", {"run_id": run.run_id, "attempt": 1})
+                await self._drive(run)
+            self._set_status(run, run.outcome or "success")
+        except asyncio.CancelledError:
+            # A server that stops leaves its runs as they were (pending, or running from
+            # their last saved step), for the next server to resume.
+            if not self.stopping:
+                self._set_status(run, "interrupted")
+        except RunRolledBackError:
+            run.rollback = True
+        except Exception as e:  # the graph's own failure: data for the client
+            log.warning("run %s failed", run.run_id, exc_info=e)
+            run.error = {"error": type(e).__name__, "message": str(e)}
+            run.publish("error", run.error)
+            self._set_status(run, "error")
+        finally:
+            if run.rollback:
+                self.records.delete_run(run.run_id)
+            try:
+                await self._settle_thread(run)
+            except Exception as e:
+                log.error("run %s: reading the thread's state failed", run.run_id, exc_info=e)
+            finally:
+                # Only now: a join that finds no active run finds the thread settled.
+                self.active.pop(run.run_id, None)
+                run.close()
+
+    async def _drive(self, run: ActiveRun) -> None:
+        spec = run.spec
+        graph = spec.graph.compiled(spec.interrupt_before, spec.interrupt_after)
+        configurable = {
+            **spec.config.get("configurable", {}),
+            "thread_id": run.thread_id,
+            "run_id": run.run_id,
+            "graph_id": spec.graph.graph_id,
+            "assistant_id": spec.assistant_id,
+        }
+        if spec.checkpoint_id:
+            configurable["checkpoint_id"] = spec.checkpoint_id
+        # The server refused "reject" already if this process runs the thread; the
+        # engine's lease orders what another process (or a run just ending) holds.
+        strategy = "enqueue" if spec.multitask_strategy == "reject" else spec.multitask_strategy
+        config = {
+            **spec.config,
+            "configurable": configurable,
+            "metadata": {
+                **spec.config.get("metadata", {}),
+                **spec.metadata,
+                "run_id": run.run_id,
+                "graph_id": spec.graph.graph_id,
+                "assistant_id": spec.assistant_id,
+            },
+            "multitask_strategy": strategy,
+        }
+        if spec.command is not None:
+            c = spec.command
+            payload: Any = Command(
+                update=c.get("update"), resume=c.get("resume"), goto=c.get("goto") or ()
+            )
+        else:
+            payload = spec.input
+        engine_modes = sorted({e for m in spec.stream_modes for e in STREAM_MODES[m]}) or ["values"]
+        legacy_messages = "messages" in spec.stream_modes
+        kwargs: dict[str, Any] = {"stream_mode": engine_modes, "subgraphs": spec.subgraphs}
+        if spec.context is not None:
+            kwargs["context"] = spec.context
+        if spec.durability:
+            kwargs["durability"] = spec.durability
+        partial: dict[str, Any] = {}
+        events = None
+        if "events" in spec.stream_modes:
+            events = EventsView(run.run_id, spec.graph.name, config["metadata"])
+            run.publish("events", events.start(payload))
+        async for item in graph.astream(payload, config, **kwargs):
+            if spec.subgraphs:
+                ns, mode, chunk = item
+            else:
+                ns, (mode, chunk) = (), item
+            suffix = "|" + "|".join(ns) if ns else ""
+            if events is not None:
+                for event in events.on(mode, chunk, ns):
+                    run.publish("events" + suffix, event)
+            if mode == "messages":
+                message, meta = chunk
+                if legacy_messages:
+                    self._legacy_message(run, message, meta, partial, suffix)
+                if "messages-tuple" in spec.stream_modes:
+                    run.publish("messages" + suffix, [message, meta])
+                continue
+            if mode not in spec.stream_modes and not (mode == "values" and not spec.stream_modes):
+                continue
+            run.publish(mode + suffix, chunk)
+        if events is not None:
+            run.publish("events", events.end())
+
+    @staticmethod
+    def _legacy_message(
+        run: ActiveRun, message: Any, meta: Any, partial: dict[str, Any], suffix: str
+    ) -> None:
+        """LangGraph's older ``messages`` mode: a message's metadata once, then the
+        message so far after each chunk."""
+        data = to_jsonable(message)
+        mid = str(data.get("id")) if isinstance(data, dict) else "None"
+        if mid not in partial:
+            run.publish("messages/metadata" + suffix, {mid: {"metadata": meta}})
+            partial[mid] = message
+        elif type(message).__name__.endswith("Chunk"):
+            try:
+                partial[mid] = partial[mid] + message
+            except TypeError:
+                partial[mid] = message
+        else:
+            partial[mid] = message
+        kind = "partial" if type(message).__name__.endswith("Chunk") else "complete"
+        run.publish(f"messages/{kind}" + suffix, [partial[mid]])
+
+    async def _settle_thread(self, run: ActiveRun) -> None:
+        """The thread's status and values once its run ends."""
+        if any(other is not run for other in self.on_thread(run.thread_id)):
+            return
+        snap = await asyncio.to_thread(
+            run.spec.graph.default.get_state, {"configurable": {"thread_id": run.thread_id}}
+        )
+        state = snapshot_json(snap)
+        interrupts = thread_interrupts(state)
+        if run.error is not None:
+            status = "error"
+        elif state["next"]:
+            status = "interrupted"
+        else:
+            status = "idle"
+        self.records.update_thread(
+            run.thread_id,
+            status=status,
+            values=state["values"] if state["checkpoint"] else None,
+            interrupts=interrupts,
+            error=run.error,
+        )
+
+    async def cancel(self, run: ActiveRun, action: str) -> None:
+        run.outcome = "interrupted"
+        run.rollback = action == "rollback"
+        if run.task is not None:
+            run.task.cancel()
+
+    async def shutdown(self, drain_seconds: float) -> None:
+        """Lets running runs finish for up to ``drain_seconds``, then cancels the rest
+        (the engine keeps each one's last saved step; the next server resumes them).
+        Pending runs are not started meanwhile."""
+        self.stopping = True
+        tasks = [r.task for r in self.active.values() if r.task is not None]
+        running = [r.task for r in self.active.values()
+                   if r.task is not None and r.record["status"] == "running"]  # fmt: skip
+        for run in self.active.values():
+            if run.task is not None and run.record["status"] != "running":
+                run.task.cancel()
+        if running and drain_seconds > 0:
+            log.info("waiting up to %.0f s for %d running run(s)", drain_seconds, len(running))
+            await asyncio.wait(running, timeout=drain_seconds)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

@@ -1,0 +1,374 @@
+"""``/threads/{id}/runs`` and ``/runs``: background runs, ``wait``, ``stream`` (SSE),
+join, join_stream, cancel, list, get, delete; stateless runs on a temporary thread."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from .assistant_routes import resolve
+from .auth import authorize, matches
+from .bodies import choice, field, json_body, query_int, str_list, uuid_param
+from .errors import ApiError, conflict, invalid, not_found
+from .execution import MULTITASK, STREAM_MODES, ActiveRun, RunSpec
+from .graphs import ServedGraph, assistant_id_for
+from .serde import dumps
+from .thread_routes import load_thread
+
+log = logging.getLogger("ironloop.serve")
+DURABILITY = ("sync", "async", "exit")
+#: The body fields a run record keeps (its ``kwargs``), enough to start it again.
+RAW_KEYS = (
+    "assistant_id",
+    "input",
+    "command",
+    "config",
+    "context",
+    "metadata",
+    "stream_mode",
+    "stream_subgraphs",
+    "interrupt_before",
+    "interrupt_after",
+    "multitask_strategy",
+    "durability",
+    "checkpoint_id",
+)
+
+
+def parse_spec(graphs: dict[str, ServedGraph], body: dict[str, Any]) -> RunSpec:
+    assistant = field(body, "assistant_id", str)
+    if assistant is None:
+        raise invalid("'assistant_id' is required (an assistant id or a graph id)")
+    graph = resolve(graphs, assistant)
+    modes = str_list(body, "stream_mode") or ["values"]
+    for mode in modes:
+        if mode not in STREAM_MODES:
+            raise invalid(f"stream_mode {mode!r} is not one of {', '.join(STREAM_MODES)}")
+    command = field(body, "command", dict)
+    if command is not None:
+        unknown = set(command) - {"resume", "update", "goto"}
+        if unknown:
+            raise invalid(f"'command' takes resume, update and goto; got {sorted(unknown)}")
+        if body.get("input") is not None:
+            raise invalid("give 'input' or 'command', not both")
+    config = field(body, "config", dict, {})
+    if not isinstance(config.get("configurable", {}), dict):
+        raise invalid("'config.configurable' must be an object")
+    checkpoint = field(body, "checkpoint", dict) or {}
+    checkpoint_id = field(body, "checkpoint_id", str) or checkpoint.get("checkpoint_id")
+    spec = RunSpec(
+        graph=graph,
+        assistant_id=assistant_id_for(graph.graph_id),
+        input=body.get("input"),
+        command=command,
+        config=config,
+        context=body.get("context"),
+        metadata=field(body, "metadata", dict, {}),
+        stream_modes=modes,
+        subgraphs=bool(field(body, "stream_subgraphs", bool, False)),
+        resumable=bool(field(body, "stream_resumable", bool, False)),
+        interrupt_before=_breakpoints(body, "interrupt_before"),
+        interrupt_after=_breakpoints(body, "interrupt_after"),
+        multitask_strategy=choice(body, "multitask_strategy", MULTITASK, "reject"),
+        durability=choice(body, "durability", DURABILITY, None),
+        checkpoint_id=checkpoint_id,
+        on_disconnect=choice(body, "on_disconnect", ("cancel", "continue"), "continue"),
+        raw={k: body[k] for k in RAW_KEYS if body.get(k) is not None},
+    )  # fmt: skip
+    spec.graph.compiled(spec.interrupt_before, spec.interrupt_after)  # names checked now
+    return spec
+
+
+def _breakpoints(body: dict[str, Any], name: str) -> list[str] | None:
+    value = body.get(name)
+    if value == "*":
+        return ["*"]
+    return str_list(body, name)
+
+
+async def _start(request: Request, thread_id: str | None) -> tuple[ActiveRun, bool]:
+    """Checks the body, makes the thread if asked, and starts the run. Returns it and
+    whether its thread is temporary (a stateless run)."""
+    body = await json_body(request, optional=False)
+    spec = parse_spec(request.app.state.graphs, body)
+    records = request.app.state.records
+    runner = request.app.state.runner
+    temporary = thread_id is None
+    thread_id = str(uuid.uuid4()) if thread_id is None else uuid_param(thread_id, "thread")
+    value: dict[str, Any] = {"thread_id": thread_id, "assistant_id": spec.assistant_id,
+             "metadata": spec.metadata, "multitask_strategy": spec.multitask_strategy,
+             "kwargs": spec.raw}  # fmt: skip
+    filters = await authorize(request, "threads", "create_run", value)
+    spec.metadata = value["metadata"]
+    # A thread made for the run carries the caller's filters, so it stays theirs.
+    owned = {k: v for k, v in (filters or {}).items() if not isinstance(v, dict)}
+    if temporary:
+        on_completion = choice(body, "on_completion", ("delete", "keep"), "delete")
+        temporary = on_completion == "delete"
+        records.create_thread(thread_id, owned)
+    else:
+        if_not_exists = choice(body, "if_not_exists", ("create", "reject"), "reject")
+        existing = records.get_thread(thread_id)
+        if existing is not None and not matches(existing["metadata"], filters):
+            raise not_found(f"Thread with ID {thread_id}")
+        if existing is None:
+            if if_not_exists == "reject":
+                raise not_found(f"Thread with ID {thread_id}")
+            records.create_thread(thread_id, owned)
+    thread = records.get_thread(thread_id)
+    if spec.multitask_strategy == "reject" and runner.on_thread(thread_id):
+        raise conflict(
+            "Thread is already running a task. Wait for it to finish or choose a different "
+            "multitask strategy (enqueue, interrupt, rollback)."
+        )
+    if thread["metadata"].get("graph_id") not in (None, spec.graph.graph_id):
+        raise conflict(
+            f"thread {thread_id} belongs to graph {thread['metadata']['graph_id']!r}, "
+            f"not {spec.graph.graph_id!r}"
+        )
+    records.update_thread(
+        thread_id,
+        metadata={**thread["metadata"], "graph_id": spec.graph.graph_id,
+                  "assistant_id": spec.assistant_id},
+    )  # fmt: skip
+    run = runner.start(thread_id, spec, str(uuid.uuid4()))
+    return run, temporary
+
+
+def _cleanup(request: Request, run: ActiveRun) -> None:
+    """A stateless run's thread goes once the run ends."""
+
+    async def drop() -> None:
+        await run.done.wait()
+        request.app.state.records.delete_thread(run.thread_id)
+        await asyncio.to_thread(request.app.state.checkpointer.delete_thread, run.thread_id)
+
+    task = asyncio.get_running_loop().create_task(drop())
+    request.app.state.background.add(task)
+    task.add_done_callback(request.app.state.background.discard)
+
+
+def _paths(run: ActiveRun) -> tuple[str, str]:
+    base = f"/threads/{run.thread_id}/runs/{run.run_id}"
+    return base, base + "/stream"
+
+
+async def create(request: Request) -> Response:
+    run, temporary = await _start(request, request.path_params.get("tid"))
+    if temporary:
+        _cleanup(request, run)
+    base, _ = _paths(run)
+    return JSONResponse(run.record, headers={"Content-Location": base})
+
+
+async def final_output(request: Request, thread_id: str, run: ActiveRun | None) -> Any:
+    """What ``wait`` and ``join`` answer: the thread's values, with ``__interrupt__``
+    when paused, or ``{"__error__": ...}`` when the run failed."""
+    if run is not None and run.error is not None:
+        return {"__error__": run.error}
+    thread = request.app.state.records.get_thread(thread_id)
+    if thread is None:
+        return None
+    if thread.get("error") and run is None:
+        return {"__error__": thread["error"]}
+    values = thread["values"]
+    interrupts = [i for group in thread["interrupts"].values() for i in group]
+    if interrupts and isinstance(values, dict):
+        values = {**values, "__interrupt__": interrupts}
+    return values
+
+
+async def wait(request: Request) -> Response:
+    run, temporary = await _start(request, request.path_params.get("tid"))
+    await asyncio.shield(run.done.wait())
+    out = await final_output(request, run.thread_id, run)
+    if temporary:
+        request.app.state.records.delete_thread(run.thread_id)
+        await asyncio.to_thread(request.app.state.checkpointer.delete_thread, run.thread_id)
+    base, _ = _paths(run)
+    return Response(dumps(out), media_type="application/json",
+                    headers={"Location": base + "/join"})  # fmt: skip
+
+
+def _sse(request: Request, run: ActiveRun, events: AsyncIterator[tuple[str, str, str]],
+         *, cancel_on_disconnect: bool) -> Response:  # fmt: skip
+    async def frames() -> AsyncIterator[ServerSentEvent]:
+        try:
+            async for seq, event, data in events:
+                yield ServerSentEvent(
+                    data=data, event=event, id=seq if run.spec.resumable else None
+                )
+        except asyncio.CancelledError:
+            if cancel_on_disconnect and not run.done.is_set():
+                await request.app.state.runner.cancel(run, "interrupt")
+            raise
+
+    base, stream = _paths(run)
+    return EventSourceResponse(
+        frames(),
+        headers={"Location": stream, "Content-Location": base, "Cache-Control": "no-store",
+                 "X-Accel-Buffering": "no"},
+        ping=15,
+        sep="\n",
+    )  # fmt: skip
+
+
+async def stream(request: Request) -> Response:
+    run, temporary = await _start(request, request.path_params.get("tid"))
+    if temporary:
+        _cleanup(request, run)
+    # Subscribed before the run's task first runs: no event is missed.
+    return _sse(request, run, run.events(), cancel_on_disconnect=run.spec.on_disconnect == "cancel")
+
+
+async def _run_or_404(request: Request, action: str = "read") -> tuple[str, str, ActiveRun | None]:
+    thread = await load_thread(request, request.path_params["tid"], action)
+    rid = uuid_param(request.path_params["rid"], "run")
+    active = request.app.state.runner.active.get(rid)
+    if active is None and request.app.state.records.get_run(thread["thread_id"], rid) is None:
+        raise not_found(f"Run with ID {rid}")
+    return thread["thread_id"], rid, active
+
+
+async def get(request: Request) -> Response:
+    tid, rid, active = await _run_or_404(request)
+    if active is not None:
+        return JSONResponse(active.record)
+    return JSONResponse(request.app.state.records.get_run(tid, rid))
+
+
+async def delete(request: Request) -> Response:
+    _tid, rid, active = await _run_or_404(request, "delete")
+    if active is not None:
+        raise conflict(f"Run {rid} is still {active.record['status']}; cancel it first")
+    request.app.state.records.delete_run(rid)
+    return Response(status_code=204)
+
+
+async def join(request: Request) -> Response:
+    tid, _rid, active = await _run_or_404(request)
+    if active is not None:
+        await asyncio.shield(active.done.wait())
+    return Response(dumps(await final_output(request, tid, active)), media_type="application/json")
+
+
+async def join_stream(request: Request) -> Response:
+    tid, rid, active = await _run_or_404(request)
+    if active is None:
+        run_record = request.app.state.records.get_run(tid, rid)
+        if run_record["status"] in ("pending", "running"):
+            raise ApiError(409, f"Run {rid} is not running in this server process")
+        return EventSourceResponse(
+            _nothing(), headers={"Location": f"/threads/{tid}/runs/{rid}/stream"}
+        )
+    last = request.headers.get("last-event-id")
+    cancel = request.query_params.get("cancel_on_disconnect", "false").lower() in ("true", "1")
+    return _sse(request, active, active.events(after=last), cancel_on_disconnect=cancel)
+
+
+async def _nothing() -> AsyncIterator[ServerSentEvent]:
+    return
+    yield  # an async generator that yields nothing
+
+
+async def cancel(request: Request) -> Response:
+    tid, rid, active = await _run_or_404(request, "update")
+    action = request.query_params.get("action", "interrupt")
+    if action not in ("interrupt", "rollback"):
+        raise invalid(f"query parameter 'action' must be interrupt or rollback, got {action!r}")
+    wait_for = request.query_params.get("wait", "false").lower() in ("true", "1")
+    if active is None:
+        record = request.app.state.records.get_run(tid, rid)
+        if record["status"] in ("pending", "running"):
+            raise ApiError(409, f"Run {rid} is not running in this server process")
+        return JSONResponse({})
+    await request.app.state.runner.cancel(active, action)
+    if wait_for:
+        await asyncio.shield(active.done.wait())
+    return JSONResponse({})
+
+
+async def list_runs(request: Request) -> Response:
+    thread = await load_thread(request, request.path_params["tid"])
+    limit = query_int(request, "limit", 10, low=1)
+    offset = query_int(request, "offset", 0, high=1_000_000)
+    status = request.query_params.get("status")
+    runs = request.app.state.records.list_runs(thread["thread_id"], limit, offset, status)
+    active = request.app.state.runner.active
+    return JSONResponse([active[r["run_id"]].record if r["run_id"] in active else r for r in runs])
+
+
+def start_cron_run(app: Any, cron: dict[str, Any], record: dict[str, Any], spec: RunSpec) -> None:
+    """A cron's run: on its thread, or on a new thread (kept or deleted after)."""
+    records = app.state.records
+    thread_id = cron["thread_id"]
+    if thread_id is None or records.get_thread(thread_id) is None:
+        thread_id = str(uuid.uuid4())
+        records.create_thread(thread_id, dict(record.get("owner") or {}))
+    thread = records.get_thread(thread_id)
+    records.update_thread(thread_id, metadata={**thread["metadata"],
+                                               "graph_id": spec.graph.graph_id,
+                                               "assistant_id": spec.assistant_id})  # fmt: skip
+    run = app.state.runner.start(thread_id, spec, str(uuid.uuid4()))
+    if cron["thread_id"] is None and record.get("on_run_completed") == "delete":
+
+        async def drop() -> None:
+            await run.done.wait()
+            records.delete_thread(run.thread_id)
+            await asyncio.to_thread(app.state.checkpointer.delete_thread, run.thread_id)
+
+        task = asyncio.get_running_loop().create_task(drop())
+        app.state.background.add(task)
+        task.add_done_callback(app.state.background.discard)
+
+
+def resume_unfinished(app: Any) -> int:
+    """Starts again the runs an earlier server left pending or running: a running one
+    continues from its last saved step (input ``None``), a pending one from its input."""
+    records = app.state.records
+    count = 0
+    for record in records.unfinished_runs():
+        body = dict(record["kwargs"])
+        if record["status"] == "running":
+            body["input"], body["command"] = None, None
+        body["multitask_strategy"] = "enqueue"
+        try:
+            spec = parse_spec(app.state.graphs, body)
+        except ApiError as e:
+            log.warning("run %s cannot be resumed: %s", record["run_id"], e.detail)
+            records.set_run_status(record["run_id"], "error")
+            continue
+        app.state.runner.start(
+            record["thread_id"], spec, record["run_id"], created_at=record["created_at"]
+        )
+        count += 1
+    return count
+
+
+async def batch(request: Request) -> Response:
+    raise invalid("POST /runs/batch is not supported by ironloop serve yet")
+
+
+routes = [
+    Route("/threads/{tid}/runs", create, methods=["POST"]),
+    Route("/threads/{tid}/runs", list_runs, methods=["GET"]),
+    Route("/threads/{tid}/runs/wait", wait, methods=["POST"]),
+    Route("/threads/{tid}/runs/stream", stream, methods=["POST"]),
+    Route("/threads/{tid}/runs/{rid}", get, methods=["GET"]),
+    Route("/threads/{tid}/runs/{rid}", delete, methods=["DELETE"]),
+    Route("/threads/{tid}/runs/{rid}/join", join, methods=["GET"]),
+    Route("/threads/{tid}/runs/{rid}/stream", join_stream, methods=["GET"]),
+    Route("/threads/{tid}/runs/{rid}/cancel", cancel, methods=["POST"]),
+    Route("/runs", create, methods=["POST"]),
+    Route("/runs/wait", wait, methods=["POST"]),
+    Route("/runs/stream", stream, methods=["POST"]),
+    Route("/runs/batch", batch, methods=["POST"]),
+]
