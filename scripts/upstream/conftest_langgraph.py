@@ -75,7 +75,7 @@ def _saver(kind: str) -> Iterator[Any]:
         with SqliteSaver(path) as saver:
             yield saver
     finally:
-        for suffix in ("", "-wal", "-shm"):
+        for suffix in ("", "-wal", "-shm", "-runs"):
             if os.path.exists(path + suffix):
                 os.unlink(path + suffix)
 
