@@ -309,7 +309,11 @@ impl Graph {
         chans: &mut [Channel],
         r: &CheckpointRecord,
     ) -> Result<(), GraphError> {
-        self.apply_record(chans, r).map_err(|e| match e {
+        let applied = match &r.snapshot {
+            Some(snapshot) => self.apply_snapshot(thread_id, chans, r, snapshot),
+            None => self.apply_record(chans, r),
+        };
+        applied.map_err(|e| match e {
             GraphError::Checkpoint(_) => e,
             other => GraphError::Checkpoint(CheckpointError::serialization(format!(
                 "checkpoint {:?} of thread {thread_id:?} does not fit this graph ({other}): \

@@ -31,6 +31,7 @@ use crate::checkpoint::{
 };
 
 mod emit;
+mod exit;
 mod multitask;
 mod saves;
 mod types;
@@ -67,7 +68,11 @@ impl Graph {
             t.stop.set_start(run.parent.as_ref().map(|p| p.id.clone()));
         }
         let mut result = run.drive(input).await;
-        // However the run ended, what it has not saved yet is saved (see `saves`).
+        // However the run ended, what it has not saved yet is saved (see `saves`):
+        // under durability "exit", its one checkpoint (see `exit`).
+        if let Err(e) = run.save_at_exit() {
+            result = result.and(Err(e));
+        }
         if let Some(saves) = &run.saves {
             let saved = saves.finish().await;
             result = result.and(saved);
@@ -302,6 +307,8 @@ struct Run<'g> {
     /// one of the output channels (as LangGraph, whose `invoke` returns `None` when
     /// no step of a new run touched them).
     has_output: bool,
+    /// Under durability `"exit"`: what the run's one save needs (see `exit`).
+    exit: Option<exit::AtExit>,
 }
 
 /// Prepare: where the run starts.
@@ -351,6 +358,8 @@ impl<'g> Run<'g> {
         let saves = cp
             .as_ref()
             .map(|cp| saves::Saves::new(cp.clone(), thread.clone(), opts.durability));
+        let exit = (saves.is_some() && opts.durability == Durability::Exit)
+            .then(|| exit::AtExit::new(parent.as_ref().map(|p| p.id.clone())));
         Ok(Run {
             graph,
             opts,
@@ -369,6 +378,7 @@ impl<'g> Run<'g> {
             since_snapshot,
             has_output: false,
             saves,
+            exit,
         })
     }
 
@@ -598,6 +608,9 @@ impl Run<'_> {
             }
         }
         drop(running);
+        if self.exit.is_some() && (failure.is_some() || !self.interrupts.is_empty()) {
+            self.keep_finished_at_exit(&outputs).await?;
+        }
         if let Some(e) = failure {
             return Err(e);
         }
@@ -696,9 +709,12 @@ impl Run<'_> {
             out.writes
                 .push((join_channel(j), Val::Json(Value::String(t.node.clone()))));
         }
-        if let (Some(saves), true, Some(p)) =
-            (&self.saves, save && self.next.len() > 1, &self.parent)
-        {
+        // Under durability "exit", kept only if the step does not complete (`run_tasks`).
+        if let (Some(saves), true, Some(p)) = (
+            &self.saves,
+            save && self.next.len() > 1 && self.exit.is_none(),
+            &self.parent,
+        ) {
             let ws = pending::finished_writes(t, &out)?;
             saves.writes(&p.id, ws, true).await?;
         }
@@ -757,13 +773,27 @@ impl Run<'_> {
             .iter()
             .any(|o| o.writes.iter().any(|(c, _)| !is_hidden(c)));
         let own_views = self.own_views(&outputs)?;
-        let mut saved = self.apply_writes(&mut outputs)?;
+        // Under durability "exit" the state at the last checkpoint is what the run
+        // saves: a step that fails before its checkpoint leaves it as it was.
+        let before = self.exit.is_some().then(|| self.chans.clone());
+        let restore = |run: &mut Self, e: GraphError| {
+            if let Some(b) = &before {
+                run.chans = b.clone();
+            }
+            e
+        };
+        let mut saved = self
+            .apply_writes(&mut outputs)
+            .map_err(|e| restore(self, e))?;
         let view = self.graph.view(&self.chans);
         if wrote_state {
             self.emit_values(&view);
         }
         let id = new_id();
-        let triggers = self.route(&outputs, &view, &own_views, &mut saved).await?;
+        let triggers = match self.route(&outputs, &view, &own_views, &mut saved).await {
+            Ok(t) => t,
+            Err(e) => return Err(restore(self, e)),
+        };
         self.next = Graph::make_tasks(&id, triggers);
         self.checkpoint(id.clone(), Source::Loop, saved, Vec::new(), false)
             .await?;
@@ -778,7 +808,8 @@ impl Run<'_> {
     /// every time). Moves the writes out of `outputs`; returns them encoded for the
     /// checkpoint when there is one.
     fn apply_writes(&mut self, outputs: &mut [NodeOutput]) -> Result<Vec<Write>, GraphError> {
-        let encode_writes = self.cp.is_some();
+        // Under durability "exit" nothing is encoded per step (see `exit`).
+        let encode_writes = self.cp.is_some() && self.exit.is_none();
         let mut writes = Vec::new();
         let mut saved = Vec::new();
         let mut order: Vec<usize> = (0..self.next.len()).collect();
@@ -796,6 +827,9 @@ impl Run<'_> {
         for i in order {
             let (t, out) = (&self.next[i], &mut outputs[i]);
             for (c, v) in out.writes.drain(..) {
+                if let Some(x) = &mut self.exit {
+                    x.wrote(self.graph, &t.node, &c, &v);
+                }
                 if encode_writes {
                     saved.push(Write {
                         node: t.node.clone(),
@@ -853,7 +887,7 @@ impl Run<'_> {
                 .await?;
         }
         let resets = self.graph.fire_joins(&self.next, view, &mut triggers);
-        if self.cp.is_some() {
+        if self.cp.is_some() && self.exit.is_none() {
             for (c, v) in &resets {
                 saved.push(Graph::engine_write(c, v)?);
             }
@@ -872,6 +906,9 @@ impl Run<'_> {
         pending: Vec<PendingWrite>,
         hold: bool,
     ) -> Result<(), GraphError> {
+        if self.exit.is_some() {
+            return self.checkpoint_at_exit(id, source, pending).await;
+        }
         let Some(saves) = &self.saves else {
             return Ok(());
         };

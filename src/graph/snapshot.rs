@@ -117,6 +117,43 @@ impl Graph {
         Ok(chans)
     }
 
+    /// Applies a stored record that holds a snapshot to `chans` (the state at its
+    /// parent): the snapshot's channels replace theirs, and the messages channels take
+    /// the record's writes. The same as applying its writes for a record of a step
+    /// (its snapshot is the state after them), and the only way for the one record of
+    /// a durability `"exit"` run, whose writes are only its messages.
+    pub(super) fn apply_snapshot(
+        &self,
+        thread_id: &str,
+        chans: &mut [Channel],
+        r: &CheckpointRecord,
+        snapshot: &Value,
+    ) -> Result<(), GraphError> {
+        let restored = self.restore(thread_id, &r.id, snapshot)?;
+        let mut messages = Vec::new();
+        for (i, (kind, new)) in self.kinds().iter().zip(restored).enumerate() {
+            if matches!(kind, ChannelKind::Messages) {
+                messages.push((i, new.version));
+            } else {
+                chans[i] = new;
+            }
+        }
+        if messages.is_empty() {
+            return Ok(());
+        }
+        let writes = r
+            .writes
+            .iter()
+            .filter(|w| matches!(self.channel_kind(&w.channel), Some(ChannelKind::Messages)))
+            .map(|w| Ok((w.channel.clone(), self.decode(&w.channel, w.value.clone())?)))
+            .collect::<Result<Vec<_>, GraphError>>()?;
+        self.apply(chans, writes)?;
+        for (i, version) in messages {
+            chans[i].version = version;
+        }
+        Ok(())
+    }
+
     /// The channels at the last record of `chain` (which starts at the thread's root
     /// or at a record holding a snapshot).
     fn materialise_chain(

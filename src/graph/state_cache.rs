@@ -14,8 +14,11 @@
 //! one the value's write was checkpointed with ([`super::HostValue::to_json`] is
 //! shared), so keeping it costs a pointer too, not an encoding per run.
 //!
-//! The cache holds at most [`STATE_CACHE_THREADS`] threads, the least recently used
-//! going first.
+//! The cache holds at most [`STATE_CACHE_THREADS`] threads and [`STATE_CACHE_NODES`]
+//! JSON nodes of kept values, the least recently used going first; a state larger than
+//! that alone is not kept. (By count alone, 128 threads of a state holding ~10 MB of
+//! nested dicts kept 13.5 GB of JSON trees: LangGraph's `wide_state` benchmarks, a new
+//! thread per run, ran out of memory.)
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -31,6 +34,33 @@ use super::value::Val;
 /// How many threads a compiled graph keeps the latest channels of.
 pub const STATE_CACHE_THREADS: usize = 128;
 
+/// How many JSON nodes (values, array items, object entries) the kept values of all
+/// threads hold at most: about 100 MB of `serde_json::Value`s.
+pub const STATE_CACHE_NODES: usize = 1 << 20;
+
+/// The number of JSON nodes in `v`, counted up to `cap` (a walk, no allocation).
+fn nodes(v: &Value, cap: usize) -> usize {
+    let mut n = 1;
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        if n > cap {
+            break;
+        }
+        match v {
+            Value::Array(a) => {
+                n += a.len();
+                stack.extend(a.iter().filter(|x| x.is_array() || x.is_object()));
+            }
+            Value::Object(o) => {
+                n += o.len();
+                stack.extend(o.values().filter(|x| x.is_array() || x.is_object()));
+            }
+            _ => {}
+        }
+    }
+    n
+}
+
 enum Kept {
     Live(Option<Val>),
     Encoded(Arc<Value>),
@@ -42,6 +72,8 @@ struct Entry {
     versions: Vec<u64>,
     since_snapshot: usize,
     used: u64,
+    /// JSON nodes held by `values` (see [`STATE_CACHE_NODES`]).
+    weight: usize,
 }
 
 #[derive(Default)]
@@ -53,6 +85,8 @@ pub(super) struct StateCache {
 struct Inner {
     entries: HashMap<String, Entry>,
     clock: u64,
+    /// The sum of the entries' weights.
+    weight: usize,
 }
 
 impl StateCache {
@@ -62,7 +96,32 @@ impl StateCache {
 
     /// Forgets a thread (deleted, or its state unknown after a failure).
     pub fn forget(&self, thread_id: &str) {
-        self.lock().entries.remove(thread_id);
+        let mut inner = self.lock();
+        if let Some(e) = inner.entries.remove(thread_id) {
+            inner.weight -= e.weight;
+        }
+    }
+}
+
+impl Inner {
+    /// Drops the least recently used entries until one of `weight` more fits.
+    fn make_room(&mut self, thread_id: &str, weight: usize) {
+        if let Some(e) = self.entries.remove(thread_id) {
+            self.weight -= e.weight;
+        }
+        while !self.entries.is_empty()
+            && (self.entries.len() >= STATE_CACHE_THREADS
+                || self.weight + weight > STATE_CACHE_NODES)
+        {
+            let oldest = self
+                .entries
+                .iter()
+                .min_by_key(|(_, e)| e.used)
+                .map(|(k, _)| k.clone());
+            if let Some(e) = oldest.and_then(|k| self.entries.remove(&k)) {
+                self.weight -= e.weight;
+            }
+        }
     }
 }
 
@@ -129,19 +188,25 @@ impl Graph {
             self.state_cache.forget(thread_id);
             return;
         };
+        let weight = values
+            .iter()
+            .map(|k| match k {
+                Kept::Encoded(j) => nodes(j, STATE_CACHE_NODES),
+                Kept::Live(Some(Val::Json(j))) => nodes(j, STATE_CACHE_NODES),
+                Kept::Live(_) => 1,
+            })
+            .fold(0usize, usize::saturating_add);
         let mut inner = self.state_cache.lock();
         inner.clock += 1;
         let used = inner.clock;
-        if inner.entries.len() >= STATE_CACHE_THREADS && !inner.entries.contains_key(thread_id) {
-            if let Some(oldest) = inner
-                .entries
-                .iter()
-                .min_by_key(|(_, e)| e.used)
-                .map(|(k, _)| k.clone())
-            {
-                inner.entries.remove(&oldest);
+        if weight > STATE_CACHE_NODES {
+            if let Some(e) = inner.entries.remove(thread_id) {
+                inner.weight -= e.weight;
             }
+            return;
         }
+        inner.make_room(thread_id, weight);
+        inner.weight += weight;
         inner.entries.insert(
             thread_id.to_owned(),
             Entry {
@@ -150,7 +215,45 @@ impl Graph {
                 versions: chans.iter().map(|c| c.version).collect(),
                 since_snapshot,
                 used,
+                weight,
             },
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn entry(used: u64, weight: usize) -> Entry {
+        Entry {
+            checkpoint_id: String::new(),
+            values: Vec::new(),
+            versions: Vec::new(),
+            since_snapshot: 0,
+            used,
+            weight,
+        }
+    }
+
+    #[test]
+    fn nodes_counts_every_value_up_to_the_cap() {
+        let v = json!({"a": [1, 2, {"b": "c"}], "d": null});
+        // The object, its 2 entries, the array's 3 items, the inner object's entry.
+        assert_eq!(nodes(&v, 100), 7);
+        assert!(nodes(&json!(vec![0; 1000]), 10) <= 1001);
+    }
+
+    #[test]
+    fn the_oldest_go_until_a_new_state_fits_the_node_budget() {
+        let mut inner = Inner::default();
+        for (i, w) in [(1, STATE_CACHE_NODES / 2), (2, STATE_CACHE_NODES / 4)] {
+            inner.entries.insert(format!("t{i}"), entry(i, w));
+            inner.weight += w;
+        }
+        inner.make_room("t3", STATE_CACHE_NODES / 2);
+        assert!(!inner.entries.contains_key("t1") && inner.entries.contains_key("t2"));
+        assert_eq!(inner.weight, STATE_CACHE_NODES / 4);
     }
 }

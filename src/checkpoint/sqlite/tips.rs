@@ -23,7 +23,8 @@ use std::sync::Mutex;
 
 use rusqlite::{params, Connection};
 
-use super::{delete_parent_writes, SPAN};
+use super::rows::delete_parent_writes;
+use super::schema::SPAN;
 
 /// Where a thread ended when this saver last saved a checkpoint on it.
 #[derive(Debug)]

@@ -15,8 +15,8 @@
 //!   save, or when it ends. A crash can lose the steps queued or under way (their
 //!   nodes run again on resume).
 //! - `Exit`: nothing is written until the run ends (completed, paused or failed);
-//!   then every step's checkpoint and writes are saved, in order, as one `put_many`.
-//!   A crash loses the whole run.
+//!   then one checkpoint, the run's last, is saved with the pending writes of its
+//!   step, as one `put_many` (see `exit`). A crash loses the whole run.
 
 use std::sync::{Arc, Mutex};
 
@@ -174,6 +174,23 @@ impl Saves {
                 Ok(())
             }
         }
+    }
+
+    /// `Exit`: `record` is what the run saves (as the thread's next unless `fork`),
+    /// with the pending writes kept for it; those kept for the checkpoints before it,
+    /// which were never saved, go.
+    pub fn keep_at_exit(&self, record: CheckpointRecord, fork: bool) {
+        let mut kept = lock(&self.deferred);
+        kept.retain(
+            |p| matches!(p, Put::Writes { checkpoint_id, .. } if *checkpoint_id == record.id),
+        );
+        kept.insert(
+            0,
+            Put::Record {
+                record: Box::new(record),
+                next: !fork,
+            },
+        );
     }
 
     /// Waits for the queued saves (`Async`) and saves what was kept (`Exit`, or an

@@ -1,0 +1,259 @@
+//! [`Checkpointer`] for [`PostgresSaver`].
+
+use super::batch::{record_row, save_batch, uuid_key, Item, RecordRow, Refused};
+use super::lease;
+use super::saver::PostgresSaver;
+use crate::checkpoint::stalled::check_claim;
+use crate::checkpoint::{
+    advanced_conflict, same_id_conflict, writes_from_rows, ChainFrom, CheckpointError,
+    CheckpointRecord, Checkpointer, PendingWrite, Put, Result, WriteRow,
+};
+use async_trait::async_trait;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+#[async_trait]
+impl Checkpointer for PostgresSaver {
+    async fn put_many(&self, thread_id: &str, mut puts: Vec<Put>) -> Result<()> {
+        Put::drop_superseded_writes(&mut puts);
+        let items = puts
+            .into_iter()
+            .map(|p| match p {
+                Put::Record { record, next } => Ok(Item::Record {
+                    json: self.shared.codec.encode(&record).map_err(|e| {
+                        CheckpointError::serialization(format!(
+                            "{}: cannot serialise the checkpoint record to JSON: {e}",
+                            self.shared.name
+                        ))
+                    })?,
+                    id_key: uuid_key(&record.id),
+                    parent_key: record.parent_id.as_deref().and_then(uuid_key),
+                    id: record.id,
+                    parent: record.parent_id,
+                    next,
+                }),
+                Put::Writes {
+                    checkpoint_id,
+                    writes,
+                } => Ok(Item::Writes {
+                    columns: self.write_columns(&checkpoint_id, writes)?,
+                    checkpoint_id,
+                }),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        if items.is_empty() {
+            return Ok(());
+        }
+        let t = thread_id.to_owned();
+        let failed = self
+            .call("save a checkpoint", move |c, sh| async move {
+                save_batch(&c, &sh.sql, &sh.codec, &t, &items).await
+            })
+            .await?;
+        match failed {
+            None => Ok(()),
+            Some(Refused::SameId(id)) => Err(same_id_conflict(thread_id, &id)),
+            Some(Refused::Moved { expected, latest }) => Err(advanced_conflict(
+                thread_id,
+                expected.as_deref(),
+                latest.as_deref(),
+            )),
+        }
+    }
+
+    async fn put_writes(
+        &self,
+        thread_id: &str,
+        checkpoint_id: &str,
+        writes: Vec<PendingWrite>,
+    ) -> Result<()> {
+        self.put_many(
+            thread_id,
+            vec![Put::Writes {
+                checkpoint_id: checkpoint_id.to_owned(),
+                writes,
+            }],
+        )
+        .await
+    }
+
+    async fn get(&self, thread_id: &str, id: Option<&str>) -> Result<Option<CheckpointRecord>> {
+        let t = thread_id.to_owned();
+        let id = id.map(str::to_owned);
+        let row: Option<RecordRow> = self
+            .call("read a checkpoint", move |c, sh| async move {
+                let row = match id {
+                    Some(id) => {
+                        let st = c.prepare_cached(&sh.sql.by_id).await?;
+                        c.query_opt(&st, &[&t, &id]).await?
+                    }
+                    None => {
+                        let st = c.prepare_cached(&sh.sql.latest).await?;
+                        c.query_opt(&st, &[&t]).await?
+                    }
+                };
+                Ok(row.as_ref().map(record_row))
+            })
+            .await?;
+        row.map(|r| self.decode_record(thread_id, &r)).transpose()
+    }
+
+    async fn chain(&self, thread_id: &str, id: &str) -> Result<Vec<CheckpointRecord>> {
+        self.read_chain(thread_id, id, ChainFrom::Root).await
+    }
+
+    async fn chain_from_snapshot(
+        &self,
+        thread_id: &str,
+        id: &str,
+    ) -> Result<Vec<CheckpointRecord>> {
+        self.read_chain(thread_id, id, ChainFrom::Snapshot).await
+    }
+
+    async fn list(
+        &self,
+        thread_id: &str,
+        limit: Option<usize>,
+        before: Option<&str>,
+    ) -> Result<Vec<CheckpointRecord>> {
+        let t = thread_id.to_owned();
+        let before = before.map(str::to_owned);
+        let limit = limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
+        let rows: Vec<RecordRow> = self
+            .call("list checkpoints", move |c, sh| async move {
+                let st = c.prepare_cached(&sh.sql.list).await?;
+                let rows = c.query(&st, &[&t, &before, &limit]).await?;
+                Ok(rows.iter().map(record_row).collect())
+            })
+            .await?;
+        self.decode_records(thread_id, rows)
+    }
+
+    async fn pending_writes(
+        &self,
+        thread_id: &str,
+        checkpoint_id: &str,
+    ) -> Result<Vec<PendingWrite>> {
+        let (t, cid) = (thread_id.to_owned(), checkpoint_id.to_owned());
+        let rows: Vec<WriteRow> = self
+            .call("read pending writes", move |c, sh| async move {
+                let st = c.prepare_cached(&sh.sql.pending).await?;
+                let rows = c.query(&st, &[&t, &cid]).await?;
+                Ok(rows
+                    .iter()
+                    .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4)))
+                    .collect())
+            })
+            .await?;
+        writes_from_rows(
+            &self.shared.name,
+            &self.shared.codec,
+            thread_id,
+            checkpoint_id,
+            rows,
+        )
+    }
+
+    async fn delete_thread(&self, thread_id: &str) -> Result<()> {
+        let (t, ns) = (
+            thread_id.to_owned(),
+            crate::checkpoint::ns_prefix(thread_id),
+        );
+        self.call("delete a thread", move |c, sh| async move {
+            let st = c.prepare_cached(&sh.sql.delete).await?;
+            c.execute(&st, &[&t, &ns]).await?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn delete_checkpoints(&self, thread_id: &str, ids: Vec<String>) -> Result<()> {
+        let t = thread_id.to_owned();
+        self.call("delete checkpoints", move |c, sh| async move {
+            let st = c.prepare_cached(&sh.sql.delete_some).await?;
+            c.execute(&st, &[&t, &ids]).await?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn list_stalled(
+        &self,
+        stale_after: Duration,
+        limit: Option<usize>,
+    ) -> Result<Vec<String>> {
+        let secs = stale_after.as_secs_f64();
+        let limit = limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
+        self.call("list stalled threads", move |c, sh| async move {
+            let st = c.prepare_cached(&sh.sql.stalled).await?;
+            let rows = c.query(&st, &[&secs, &limit]).await?;
+            Ok(rows.iter().map(|r| r.get(0)).collect())
+        })
+        .await
+    }
+
+    async fn claim_stalled(
+        &self,
+        owner: &str,
+        stale_after: Duration,
+        lease: Duration,
+        limit: usize,
+    ) -> Result<Vec<String>> {
+        check_claim(owner, stale_after, lease)?;
+        let (secs, lease) = (stale_after.as_secs_f64(), lease.as_secs_f64());
+        let limit = Some(i64::try_from(limit).unwrap_or(i64::MAX));
+        let owner = owner.to_owned();
+        self.call("claim stalled threads", move |c, sh| async move {
+            let st = c.prepare_cached(&sh.sql.claim).await?;
+            let rows = c.query(&st, &[&secs, &limit, &owner, &lease]).await?;
+            Ok(rows.iter().map(|r| r.get(0)).collect())
+        })
+        .await
+    }
+
+    async fn close(&self) -> Result<()> {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        self.tasks.close();
+        self.tasks.wait().await;
+        self.shared.pool.close();
+        self.shared.lanes.close();
+        self.shared.leases.close().await;
+        Ok(())
+    }
+
+    async fn try_lease(&self, thread_id: &str) -> Result<Option<crate::checkpoint::RunLease>> {
+        const OP: &str = "take a thread's run lease";
+        if self.is_closed() {
+            return Err(self.shared.closed(OP));
+        }
+        let (sh, t) = (self.shared.clone(), thread_id.to_owned());
+        let task = self.tasks.spawn_on(
+            async move {
+                sh.leases
+                    .try_take(&t)
+                    .await
+                    .map_err(|e| sh.describe(OP, &e))
+            },
+            &self.runtime,
+        );
+        Ok(self
+            .joined(OP, task.await)?
+            .map(crate::checkpoint::RunLease::new))
+    }
+
+    async fn ask_stop(
+        &self,
+        thread_id: &str,
+        ask: crate::checkpoint::StopAsk,
+    ) -> Result<Option<crate::checkpoint::AskGuard>> {
+        let payload = lease::ask_payload(&self.shared.sql.prefix, thread_id, ask);
+        self.call("ask a run to stop", move |c, _| async move {
+            let st = c.prepare_cached("SELECT pg_notify($1, $2)").await?;
+            c.query_one(&st, &[&lease::CHANNEL, &payload]).await?;
+            Ok(None)
+        })
+        .await
+    }
+}
