@@ -36,10 +36,11 @@ from ironloop.errors import (
     ToolTimeoutError,
 )
 from ironloop.graph import CompiledStateGraph, StateGraph
-from ironloop.messages import AIMessage, SystemMessage, ToolMessage
+from ironloop.messages import SystemMessage, ToolMessage
 from ironloop.middleware.types import (
     AgentMiddleware,
     AgentState,
+    ModelOutcome,
     ModelRequest,
     ModelResponse,
     OmitFromInput,
@@ -47,6 +48,8 @@ from ironloop.middleware.types import (
     PrivateStateAttr,
     ToolCallRequest,
     chain_async,
+    chain_model_async,
+    chain_model_sync,
     chain_sync,
     defined_hooks,
     jumps_of,
@@ -134,17 +137,6 @@ def _schemas(
         "AgentOutput", {k: v for k, v in fields.items() if k not in private_out}, total=False
     )
     return state, inp, out
-
-
-def _as_response(value: Any, where: str) -> ModelResponse:
-    if isinstance(value, ModelResponse):
-        return value
-    if isinstance(value, AIMessage):
-        return ModelResponse(result=[value])
-    raise TypeError(
-        f"{where} returned {type(value).__name__}: a wrap_model_call hook must return a "
-        "ModelResponse or an AIMessage (what its handler returned, or its own)"
-    )
 
 
 def _tool_error(handle: Any, call: dict[str, Any], e: BaseException) -> ToolMessage:
@@ -312,8 +304,11 @@ class _Builder:
         result, structured = self.plan.answer(msg, strategy)
         return ModelResponse(result=result, structured_response=structured)
 
-    def model_update(self, response: Any) -> dict[str, Any]:
-        response = _as_response(response, "wrap_model_call")
+    def model_update(self, outcome: ModelOutcome) -> Any:
+        """The model node's update: the response's messages (and structured
+        response), then each ``ExtendedModelResponse`` command's update, through the
+        reducers in that order (a list of ``Command``s, as LangChain's node returns)."""
+        response, commands = outcome
         update: dict[str, Any] = {"messages": list(response.result)}
         if response.structured_response is not None:
             update["structured_response"] = response.structured_response
@@ -321,7 +316,17 @@ class _Builder:
             # As LangChain: a call without one clears the last turn's, so that the
             # loop's exit test (a fresh structured response) is not fooled by it.
             update["structured_response"] = None
-        return update
+        if not commands:
+            return update
+        for c in commands:
+            for what in ("goto", "resume", "graph"):
+                if getattr(c, what, None):
+                    raise NotImplementedError(
+                        f"Command {what} is not yet supported in wrap_model_call middleware "
+                        "(an ExtendedModelResponse's command may only update the state); "
+                        "use jump_to from a before_model / after_model hook instead"
+                    )
+        return [Command(update=update), *commands]
 
     def structured_done(self, state: Any) -> bool:
         """Whether this turn's model call produced the structured response (then the
@@ -332,8 +337,8 @@ class _Builder:
         plain = self.response_format is None and not self.model_wraps
         if plain and not is_langchain_runnable(self.model):
             return self.plain_model_node()
-        handler = chain_sync(self.model_wraps, self.base_model)
-        ahandler = chain_async(self.model_wraps, self.abase_model)
+        handler = chain_model_sync(self.model_wraps, self.base_model)
+        ahandler = chain_model_async(self.model_wraps, self.abase_model)
 
         def model(state: Any) -> dict[str, Any]:
             return self.model_update(handler(self.request(state)))
