@@ -399,7 +399,9 @@ def test_wrap_model_call_must_return_a_response() -> None:
     def bad(request: ModelRequest, handler: Any) -> Any:
         return "text"
 
-    with pytest.raises(TypeError, match="must return a ModelResponse, an ExtendedModelResponse or an AIMessage"):
+    with pytest.raises(
+        TypeError, match="must return a ModelResponse, an ExtendedModelResponse or an AIMessage"
+    ):
         create_agent(two_rounds(), [], middleware=[bad]).invoke({"messages": [("user", "x")]})
 
 
