@@ -170,7 +170,32 @@ class _Module(types.ModuleType):
         super().__init__(name)
         self.__path__: list[str] = []  # a package: its submodules go through the finder
         self._targets = tuple(targets)
+        #: name -> (ironloop module, its name there, its value) before a patch.
+        self._originals: dict[str, tuple[types.ModuleType, str, Any]] = {}
         self.__dict__.update(extra)
+
+    def __setattr__(self, attr: str, value: Any) -> None:
+        """A name set here (``unittest.mock.patch("langchain....interrupt")``) is also
+        set in the ironloop module that holds it, so the code reading it sees the
+        patch, as it would in the upstream module."""
+        super().__setattr__(attr, value)
+        if attr.startswith("_"):
+            return
+        name = RENAMES.get((self.__name__, attr), attr)
+        for target in self._targets:
+            mod = sys.modules.get(target)
+            if mod is not None and name in vars(mod):
+                self._originals.setdefault(attr, (mod, name, vars(mod)[name]))
+                setattr(mod, name, value)
+                return
+
+    def __delattr__(self, attr: str) -> None:
+        """Undoing a patch (``mock.patch`` deletes what it set) puts the ironloop
+        module's own value back."""
+        super().__delattr__(attr)
+        if attr in self._originals:
+            mod, name, value = self._originals.pop(attr)
+            setattr(mod, name, value)
 
     def __getattr__(self, attr: str) -> Any:
         if attr.startswith("__"):
@@ -185,7 +210,7 @@ class _Module(types.ModuleType):
                 continue  # a module ironloop does not have (yet): look in the next
             if hasattr(mod, wanted):
                 value = getattr(mod, wanted)
-                setattr(self, attr, value)
+                self.__dict__[attr] = value  # cached, not forwarded (see __setattr__)
                 return value
         if _LENIENT:
             return _Missing(f"{self.__name__}.{attr}")

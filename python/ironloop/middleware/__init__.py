@@ -35,6 +35,8 @@ from ironloop.middleware.limits import (
 from ironloop.middleware.permissions import ToolPermissions
 from ironloop.middleware.retry import ModelRetryMiddleware, ToolRetryMiddleware
 from ironloop.middleware.summarization import SummarizationMiddleware
+from ironloop.middleware.todo import TodoListMiddleware
+from ironloop.middleware.tool_error import ToolErrorMiddleware
 from ironloop.middleware.types import (
     AgentMiddleware,
     AgentState,
@@ -83,7 +85,9 @@ __all__ = [
     "SummarizationMiddleware",
     "ToolCallLimitExceededError",
     "ToolCallLimitMiddleware",
+    "TodoListMiddleware",
     "ToolCallRequest",
+    "ToolErrorMiddleware",
     "ToolPermissions",
     "ToolRetryMiddleware",
     "after_agent",
