@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+from ironloop.middleware.context_editing import ClearToolUsesEdit, ContextEditingMiddleware
 from ironloop.middleware.fallback import ModelFallbackMiddleware
 from ironloop.middleware.human_in_the_loop import (
     ActionRequest,
@@ -32,6 +33,7 @@ from ironloop.middleware.limits import (
     ToolCallLimitExceededError,
     ToolCallLimitMiddleware,
 )
+from ironloop.middleware.model_refusal import ModelRefusalError, ModelRefusalMiddleware
 from ironloop.middleware.permissions import ToolPermissions
 from ironloop.middleware.retry import ModelRetryMiddleware, ToolRetryMiddleware
 from ironloop.middleware.summarization import SummarizationMiddleware
@@ -64,6 +66,8 @@ __all__ = [
     "ActionRequest",
     "AgentMiddleware",
     "AgentState",
+    "ClearToolUsesEdit",
+    "ContextEditingMiddleware",
     "ExtendedModelResponse",
     "HITLRequest",
     "HITLResponse",
@@ -74,6 +78,8 @@ __all__ = [
     "ModelCallLimitMiddleware",
     "ModelCallResult",
     "ModelFallbackMiddleware",
+    "ModelRefusalError",
+    "ModelRefusalMiddleware",
     "ModelRequest",
     "ModelResponse",
     "ModelRetryMiddleware",
