@@ -23,6 +23,10 @@ only. The rules, in order:
    out.
 3. **Snapshot files**: a test comparing against syrupy snapshot files (``snapshot``
    fixture) is left out: the files pin LangGraph's drawing and debug text.
+4. **Private attributes** (LangChain's suite): a test that reads or calls a private
+   attribute of an object (``middleware._create_summary(...)``, ``x._tool_filter``: a
+   ``_``-prefixed, non-dunder attribute) tests the implementation, not the API, and is
+   left out. (The test module's own ``_helpers`` are plain names, not attributes.)
 """
 
 from __future__ import annotations
@@ -168,8 +172,15 @@ def internal_names(path: str) -> set[str]:
     return names
 
 
-def excluded(nodeid: str, used: set[str], internal: set[str], fixtures: list[str]) -> str | None:
-    """Why a collected test is outside the selection, or ``None`` when it is in."""
+def excluded(
+    nodeid: str,
+    used: set[str],
+    internal: set[str],
+    fixtures: list[str],
+    attributes: set[str] = frozenset(),  # type: ignore[assignment]
+) -> str | None:
+    """Why a collected test is outside the selection, or ``None`` when it is in.
+    ``attributes``: the attribute names the test's body reads."""
     file = nodeid.split("::", 1)[0].removeprefix("tests/")
     if not any(file in files for files in FILES.values()):
         return "file not selected"
@@ -178,4 +189,8 @@ def excluded(nodeid: str, used: set[str], internal: set[str], fixtures: list[str
         return f"uses LangGraph internals: {', '.join(hit)}"
     if "snapshot" in fixtures:
         return "compares against snapshot files"
+    if file in FILES["langchain"]:
+        private = sorted(a for a in attributes if a.startswith("_") and not a.endswith("__"))
+        if private:
+            return f"uses private attributes: {', '.join(private)}"
     return None

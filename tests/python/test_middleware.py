@@ -566,8 +566,46 @@ def test_summarization_cut_moves_before_tool_messages() -> None:
         ],
     ]
     assert s._cutoff(msgs) == 1  # keeps the AI message with both of its results
-    with pytest.raises(ValueError, match="needs trigger"):
-        SummarizationMiddleware(ScriptedChatModel([]))
+    # No trigger: never summarizes (LangChain 1.5's default).
+    assert not SummarizationMiddleware(ScriptedChatModel([]))._triggered(msgs * 100)
+
+
+def test_summarization_dict_triggers_need_every_threshold_and_lists_any() -> None:
+    s = SummarizationMiddleware(ScriptedChatModel([]), trigger={"messages": 3, "tokens": 30})
+    short = [HumanMessage(content="x") for _ in range(5)]
+    long = [HumanMessage(content="x" * 400) for _ in range(2)]
+    assert not s._triggered(short) and not s._triggered(long)
+    assert s._triggered([*long, *short])
+    either = SummarizationMiddleware(
+        ScriptedChatModel([]), trigger=[{"messages": 50}, ("tokens", 30)]
+    )
+    assert either._triggered(long) and not either._triggered(short)
+    with pytest.raises(ValueError, match="Unsupported trigger metric: 'turns'"):
+        SummarizationMiddleware(ScriptedChatModel([]), trigger={"turns": 3})
+    with pytest.raises(ValueError, match="messages trigger values must be integers"):
+        SummarizationMiddleware(ScriptedChatModel([]), trigger={"messages": 2.5})
+    with pytest.warns(DeprecationWarning, match="max_tokens_before_summary is deprecated"):
+        old = SummarizationMiddleware(ScriptedChatModel([]), max_tokens_before_summary=30)
+    assert old._triggered(long)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_summarizer_function_writes_the_summary_instead_of_the_model(mode: str) -> None:
+    given: list[int] = []
+
+    async def summarize(messages: list[Any]) -> str:
+        given.append(len(messages))
+        return "  short story  "
+
+    s = SummarizationMiddleware(
+        ScriptedChatModel([]), trigger=("messages", 4), keep=("messages", 1), summarizer=summarize
+    )
+    agent = create_agent(ScriptedChatModel(["ok"]), [], middleware=[s])
+    history = [("user", f"m{i}") for i in range(4)]
+    out = run(agent, {"messages": history}, mode=mode)
+    assert given == [3]
+    assert out["messages"][0].text.endswith("short story")
+    assert out["messages"][0].additional_kwargs == {"lc_source": "summarization"}
 
 
 def test_summarization_fractions_read_the_models_input_window() -> None:
@@ -579,9 +617,9 @@ def test_summarization_fractions_read_the_models_input_window() -> None:
     assert not s._triggered(words[:16])  # 192 tokens < 200
     assert s._triggered(words[:17])  # 204 tokens
     assert s._cutoff(words) == 27  # the last 3 (36 tokens) fit in 40
-    with pytest.raises(ValueError, match="has no profile=\\{'max_input_tokens': N\\}"):
+    with pytest.raises(ValueError, match="Model profile information is required"):
         SummarizationMiddleware(ScriptedChatModel([]), trigger=("fraction", 0.5))
-    with pytest.raises(ValueError, match="\\('fraction', f\\) with 0 < f <= 1"):
+    with pytest.raises(ValueError, match="Fractional trigger values must be between 0 and 1"):
         SummarizationMiddleware(model, trigger=("fraction", 1.5))
 
 
