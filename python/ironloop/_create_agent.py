@@ -25,7 +25,7 @@ from ironloop._meta_fields import agent_tools
 from ironloop._schema import _special
 from ironloop._shapes import AgentSettings, agent_var, bind, names, shape_key, templates
 from ironloop._structured_output import Plan
-from ironloop._toolnode import ToolNode
+from ironloop._toolnode import ToolNode, _as_tool
 from ironloop.errors import (
     GraphInterrupt,
     ParentCommand,
@@ -139,6 +139,11 @@ def _schemas(
     return state, inp, out
 
 
+def _given(t: Any) -> Any:
+    """The tool object a user gave for ``t`` (a LangChain tool for its adapter)."""
+    return getattr(t, "lc_tool", None) or t
+
+
 def _tool_error(handle: Any, call: dict[str, Any], e: BaseException) -> ToolMessage:
     """The error ``ToolMessage`` for an exception that left the ``wrap_tool_call``
     hooks, under the tools node's ``handle_tool_errors`` policy (as the Rust node
@@ -199,6 +204,12 @@ class _Builder:
                 m.apply(self.tool_node)
         self.core = self.tool_node._core
         self.tools = list(self.tool_node.tools_by_name.values())
+        #: What hooks see in ``request.tools`` / ``request.tool``: the tool objects as the
+        #: user gave them (a LangChain ``BaseTool`` itself, not ironloop's adapter).
+        self.given = {t.name: _given(t) for t in self.tools}
+        #: One-tool Rust nodes for the tools a ``wrap_tool_call`` hook put in a request
+        #: that the agent was not given (LangChain's dynamic tools), by the tool's id.
+        self.dynamic: dict[int, Any] = {}
         self.direct = {t.name for t in self.tools if t.return_direct}
         self.dicts: dict[int, dict[str, Any]] = {}
         hooks = {id(m): defined_hooks(m) for m in middleware}
@@ -234,7 +245,10 @@ class _Builder:
         allow lists as they stand now) and provider tool dicts."""
         lists = self.core.permissions()
         if lists != self.offered_for:
-            self.offered_tools = [*self.tool_node.allowed_tools(), *self.builtin]
+            self.offered_tools = [
+                *(self.given[t.name] for t in self.tool_node.allowed_tools()),
+                *self.builtin,
+            ]
             self.offered_dicts = self.tool_dicts(self.offered_tools)
             self.offered_for = lists
         return self.offered_tools
@@ -258,7 +272,7 @@ class _Builder:
                 continue
             d = self.dicts.get(id(t))
             if d is None:
-                d = self.dicts[id(t)] = t.to_openai()
+                d = self.dicts[id(t)] = _as_tool(t).to_openai()
             out.append(d)
         return out or None
 
@@ -380,7 +394,7 @@ class _Builder:
         call = dict(call)
         return ToolCallRequest(
             tool_call=call,
-            tool=self.tool_node.tools_by_name.get(call["name"]),
+            tool=self.given.get(call["name"]),
             state=state,
             runtime=runtime,
         )
@@ -395,8 +409,22 @@ class _Builder:
             out = next(o for o in out if isinstance(o, dict))
         return next(iter(out.values()))[0]
 
+    def core_for(self, request: ToolCallRequest) -> Any:
+        """The Rust tool node that runs the request's call: the agent's, or, when a
+        hook put in the request a tool the agent was not given under that name, a node
+        of that tool alone (made once per tool; validation and errors as for any)."""
+        tool = request.tool
+        if tool is None or self.given.get(request.tool_call["name"]) is tool:
+            return self.core
+        node = self.dynamic.get(id(tool))
+        if node is None:
+            node = self.dynamic[id(tool)] = ToolNode(
+                [tool], handle_tool_errors=self.tool_node.handle_tool_errors
+            )._core
+        return node
+
     def base_tool(self, request: ToolCallRequest) -> Any:
-        out = self.core.invoke(
+        out = self.core_for(request).invoke(
             request.state,
             call=request.tool_call,
             store=getattr(request.runtime, "store", None),
@@ -405,7 +433,7 @@ class _Builder:
         return self.one_result(out)
 
     async def abase_tool(self, request: ToolCallRequest) -> Any:
-        out = await self.core.ainvoke(
+        out = await self.core_for(request).ainvoke(
             request.state,
             asyncio.get_running_loop(),
             call=request.tool_call,

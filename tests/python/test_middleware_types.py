@@ -132,3 +132,45 @@ def test_a_retried_inner_call_keeps_only_its_last_commands() -> None:
     out = agent.invoke({"messages": [("user", "x")]})
     assert out["notes"] == ["try2"]
     assert out["messages"][-1].text == "b"
+
+
+def test_request_tools_are_the_users_objects_and_a_hook_may_add_a_tool() -> None:
+    """``request.tools`` holds the tools as given (a LangChain tool itself); a tool a
+    ``wrap_model_call`` hook offers and its ``wrap_tool_call`` puts in the request runs
+    (LangChain's dynamic tools)."""
+    lc_tools = pytest.importorskip("langchain_core.tools")
+
+    @lc_tools.tool
+    def static(value: str) -> str:
+        """Static."""
+        return f"static {value}"
+
+    @lc_tools.tool
+    def dynamic(value: str) -> str:
+        """Dynamic."""
+        return f"dynamic {value}"
+
+    seen: list[list[Any]] = []
+
+    class Dynamic(AgentMiddleware):
+        def wrap_model_call(self, request: Any, handler: Any) -> Any:
+            seen.append(list(request.tools))
+            return handler(request.override(tools=[*request.tools, dynamic]))
+
+        def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+            if request.tool_call["name"] == "dynamic":
+                assert request.tool is None
+                return handler(request.override(tool=dynamic))
+            assert request.tool is static
+            return handler(request)
+
+    calls = [
+        {"name": "dynamic", "args": {"value": "a"}, "id": "d1"},
+        {"name": "static", "args": {"value": "b"}, "id": "s1"},
+    ]
+    model = ScriptedChatModel([{"content": "", "tool_calls": calls}, "done"])
+    out = create_agent(model, [static], middleware=[Dynamic()]).invoke(
+        {"messages": [("user", "x")]}
+    )
+    assert seen[0] == [static]
+    assert [m.content for m in out["messages"][2:4]] == ["dynamic a", "static b"]
