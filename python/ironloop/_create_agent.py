@@ -54,6 +54,7 @@ from ironloop.middleware.types import (
     defined_hooks,
     jumps_of,
     node_hook,
+    propagates,
 )
 from ironloop.models import init_model
 from ironloop.runtime import get_runtime
@@ -476,6 +477,8 @@ class _Builder:
             except (GraphInterrupt, ParentCommand):
                 raise
             except Exception as e:
+                if propagates(e):
+                    raise
                 return _tool_error(handle, request.tool_call, e)
 
         async def aone(request: ToolCallRequest) -> Any:
@@ -484,6 +487,8 @@ class _Builder:
             except (GraphInterrupt, ParentCommand):
                 raise
             except Exception as e:
+                if propagates(e):
+                    raise
                 return _tool_error(handle, request.tool_call, e)
 
         def tools(state: Any) -> Any:

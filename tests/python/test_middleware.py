@@ -435,7 +435,11 @@ def test_tool_retry(mode: str) -> None:
     assert attempts.count("x") == 3 and attempts.count("never") == 3
 
 
-def test_tool_retry_only_what_retry_on_names() -> None:
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_tool_retry_reraises_what_retry_on_excludes_and_on_failure_error(mode: str) -> None:
+    """As LangChain 1.5: an exception ``retry_on`` excludes is re-raised at once, and
+    ``on_failure="error"`` re-raises the last one; either ends the run (not an error
+    ToolMessage, which ironloop makes of other tool failures)."""
     attempts: list[int] = []
 
     @tool
@@ -452,20 +456,21 @@ def test_tool_retry_only_what_retry_on_names() -> None:
             ToolRetryMiddleware(max_retries=3, retry_on=(TimeoutError,), initial_delay=0.0)
         ],
     )
-    out = agent.invoke({"messages": [("user", "x")]})
+    with pytest.raises(ValueError, match="no"):
+        run(agent, {"messages": [("user", "x")]}, mode=mode)
     assert attempts == [1]
-    assert out["messages"][2].status == "error" and "ValueError: no" in out["messages"][2].text
     agent = create_agent(
         ScriptedChatModel([turn(call("strict", "c1", n=1)), "done"]),
         [strict],
-        middleware=[ToolRetryMiddleware(max_retries=0, on_failure="raise")],
+        middleware=[ToolRetryMiddleware(max_retries=1, initial_delay=0.0, on_failure="error")],
     )
-    # "raise" leaves the failure to the tools node, which reports it to the model.
-    out = agent.invoke({"messages": [("user", "x")]})
-    assert (
-        out["messages"][2].text
-        == "Error: tool `strict` failed: ValueError: no\n Please fix your mistakes."
-    )
+    with pytest.raises(ValueError, match="no"):
+        run(agent, {"messages": [("user", "x")]}, mode=mode)
+    assert attempts == [1, 1, 1]
+    with pytest.warns(DeprecationWarning, match="on_failure='raise' is deprecated"):
+        ToolRetryMiddleware(on_failure="raise")
+    with pytest.raises(ValueError, match="initial_delay must be >= 0"):
+        ToolRetryMiddleware(initial_delay=-1)
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -8,7 +8,7 @@ from typing import Any
 
 from ironloop.errors import GraphInterrupt, ParentCommand
 from ironloop.messages import ToolMessage
-from ironloop.middleware.types import AgentMiddleware, ToolCallRequest
+from ironloop.middleware.types import AgentMiddleware, ToolCallRequest, propagate
 
 __all__ = ["ToolErrorMiddleware"]
 
@@ -20,7 +20,7 @@ AOnError = Callable[[Exception, ToolCallRequest], Awaitable[Any]]
 class ToolErrorMiddleware(AgentMiddleware):
     """Turns an exception a tool raised into ``ToolMessage(status="error")`` when
     ``on_error(exc, request)`` returns content for it (a str or content blocks); when
-    it returns ``None`` the exception propagates. Interrupts and parent commands always
+    it returns ``None`` the exception propagates and ends the run. Interrupts and parent commands always
     propagate, unseen. ``aon_error`` is used on the async path (else ``on_error``);
     with only ``aon_error``, a sync run's tool failure is a ``RuntimeError``.
     ``tools`` (tools or names) limits it to those tools. It does not retry: put a
@@ -80,6 +80,7 @@ class ToolErrorMiddleware(AgentMiddleware):
                 ) from exc
             answer = self._answer(self.on_error(exc, request), request, name)
             if answer is None:
+                propagate(exc)
                 raise
             return answer
 
@@ -101,5 +102,6 @@ class ToolErrorMiddleware(AgentMiddleware):
                 content = self.on_error(exc, request)
             answer = self._answer(content, request, name)
             if answer is None:
+                propagate(exc)
                 raise
             return answer

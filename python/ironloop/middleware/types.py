@@ -348,6 +348,20 @@ def _check_jumps(can_jump_to: Sequence[str] | None) -> None:
         raise ValueError(f"can_jump_to takes 'model', 'tools' and 'end'; got {bad}")
 
 
+def propagate(e: BaseException) -> BaseException:
+    """Marks ``e``, which a middleware re-raises on purpose (``on_failure="error"``,
+    an exception its ``retry_on`` excludes, one ``ToolErrorMiddleware`` leaves alone),
+    to leave the tools node and end the run, as LangChain's does, instead of becoming
+    the error ``ToolMessage`` ironloop makes of other tool failures."""
+    e.__ironloop_propagate__ = True  # type: ignore[attr-defined]
+    return e
+
+
+def propagates(e: BaseException) -> bool:
+    """Whether a middleware marked ``e`` with :func:`propagate`."""
+    return bool(getattr(e, "__ironloop_propagate__", False))
+
+
 # --- what create_agent asks of a middleware -------------------------------------------
 
 
