@@ -174,3 +174,27 @@ def test_request_tools_are_the_users_objects_and_a_hook_may_add_a_tool() -> None
     )
     assert seen[0] == [static]
     assert [m.content for m in out["messages"][2:4]] == ["dynamic a", "static b"]
+
+
+def test_limit_errors_and_states_have_langchains_shapes() -> None:
+    from ironloop.middleware import (
+        ModelCallLimitState,
+        ToolCallLimitExceededError,
+        ToolCallLimitState,
+    )
+
+    e = ToolCallLimitExceededError(
+        thread_count=4, run_count=2, thread_limit=3, run_limit=5, tool_name="search"
+    )
+    assert (e.thread_count, e.run_count, e.thread_limit, e.run_limit, e.tool_name) == (
+        4,
+        2,
+        3,
+        5,
+        "search",
+    )
+    assert str(e) == "'search' tool call limit reached: thread limit exceeded (4/3 calls)."
+    assert {"thread_tool_call_count", "run_tool_call_count"} <= set(
+        ToolCallLimitState.__annotations__
+    )
+    assert "thread_model_call_count" in ModelCallLimitState.__annotations__

@@ -30,8 +30,10 @@ from ironloop.middleware.human_in_the_loop import (
 from ironloop.middleware.limits import (
     ModelCallLimitExceededError,
     ModelCallLimitMiddleware,
+    ModelCallLimitState,
     ToolCallLimitExceededError,
     ToolCallLimitMiddleware,
+    ToolCallLimitState,
 )
 from ironloop.middleware.model_refusal import ModelRefusalError, ModelRefusalMiddleware
 from ironloop.middleware.permissions import ToolPermissions
@@ -76,6 +78,7 @@ __all__ = [
     "InterruptOnConfig",
     "ModelCallLimitExceededError",
     "ModelCallLimitMiddleware",
+    "ModelCallLimitState",
     "ModelCallResult",
     "ModelFallbackMiddleware",
     "ModelRefusalError",
@@ -91,6 +94,7 @@ __all__ = [
     "SummarizationMiddleware",
     "ToolCallLimitExceededError",
     "ToolCallLimitMiddleware",
+    "ToolCallLimitState",
     "TodoListMiddleware",
     "ToolCallRequest",
     "ToolErrorMiddleware",
