@@ -155,7 +155,7 @@ def test_hitl_per_call_refuses_a_batch_answer_and_a_tool_switch(db: str) -> None
     switch = {"type": "edit", "edited_action": {"name": "add", "args": {"a": 1, "b": 1}}}
     with pytest.raises(ValueError, match="cannot switch tools"):
         agent.invoke(Command(resume=switch), cfg("b"))
-    with pytest.raises(ValueError, match="interrupt_mode must be"):
+    with pytest.raises(ValueError, match="`interrupt_mode` must be 'batched' or 'per_call'"):
         HumanInTheLoopMiddleware(interrupt_on={"add": True}, interrupt_mode="each")  # type: ignore[arg-type]
 
 
@@ -311,6 +311,13 @@ def test_hitl_when_predicate_decides_which_calls_are_reviewed(db: str) -> None:
     ]
     with pytest.raises(TypeError, match=r"'when'\] must be a function"):
         HumanInTheLoopMiddleware(interrupt_on={"echo": {"when": True}})  # type: ignore[typeddict-item]
+    # A config that would gate nothing is refused, naming the tool (LangChain 1.5).
+    with pytest.raises(
+        ValueError, match=r"config for tool 'echo'.*unknown: \['alowed_decisions'\]"
+    ):
+        HumanInTheLoopMiddleware(interrupt_on={"echo": {"alowed_decisions": ["approve"]}})  # type: ignore[typeddict-item]
+    with pytest.raises(ValueError, match="config for tool 'echo'"):
+        HumanInTheLoopMiddleware(interrupt_on={"echo": {"when": only_etc}})  # type: ignore[typeddict-item]
 
 
 # --- limits ---------------------------------------------------------------------------
