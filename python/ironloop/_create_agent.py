@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import typing
+import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, Any, Optional, TypedDict
@@ -138,6 +139,16 @@ def _schemas(
         "AgentOutput", {k: v for k, v in fields.items() if k not in private_out}, total=False
     )
     return state, inp, out
+
+
+def _appended(request: ModelRequest, state: Any) -> list[Any]:
+    """Messages a ``wrap_model_call`` hook appended to ``request.messages`` in place:
+    under LangChain they reach the state (the request holds the state's own list), so
+    they are written before the model's answer here too."""
+    messages, had = request.messages, state["messages"]
+    if len(messages) <= len(had) or any(a is not b for a, b in zip(messages, had, strict=False)):
+        return []
+    return list(messages[len(had) :])
 
 
 def _given(t: Any) -> Any:
@@ -319,12 +330,12 @@ class _Builder:
         result, structured = self.plan.answer(msg, strategy)
         return ModelResponse(result=result, structured_response=structured)
 
-    def model_update(self, outcome: ModelOutcome) -> Any:
+    def model_update(self, outcome: ModelOutcome, appended: Sequence[Any] = ()) -> Any:
         """The model node's update: the response's messages (and structured
         response), then each ``ExtendedModelResponse`` command's update, through the
         reducers in that order (a list of ``Command``s, as LangChain's node returns)."""
         response, commands = outcome
-        update: dict[str, Any] = {"messages": list(response.result)}
+        update: dict[str, Any] = {"messages": [*appended, *response.result]}
         if response.structured_response is not None:
             update["structured_response"] = response.structured_response
         elif self.response_format is not None:
@@ -356,10 +367,12 @@ class _Builder:
         ahandler = chain_model_async(self.model_wraps, self.abase_model)
 
         def model(state: Any) -> dict[str, Any]:
-            return self.model_update(handler(self.request(state)))
+            request = self.request(state)
+            return self.model_update(handler(request), _appended(request, state))
 
         async def amodel(state: Any) -> dict[str, Any]:
-            return self.model_update(await ahandler(self.request(state)))
+            request = self.request(state)
+            return self.model_update(await ahandler(request), _appended(request, state))
 
         model.__ironloop_async__ = amodel  # type: ignore[attr-defined]
         return model
@@ -532,11 +545,16 @@ def _hook_node(m: AgentMiddleware, hook: str, jumps: list[str]) -> Callable[[Any
             )
         jump = value.get("jump_to")
         if jump is not None and jump not in jumps:
-            raise ValueError(
+            # LangChain ignores a jump the hook did not declare; so does ironloop, saying so.
+            warnings.warn(
                 f"{where} returned jump_to={jump!r}, but the hook may jump to "
-                f"{jumps or 'nowhere'}: declare it with @hook_config(can_jump_to=[...]) "
-                "or the decorator's can_jump_to=[...]"
+                f"{jumps or 'nowhere'}: the jump is ignored; declare it with "
+                "@hook_config(can_jump_to=[...]) or the decorator's can_jump_to=[...]",
+                stacklevel=2,
             )
+            value = {k: v for k, v in value.items() if k != "jump_to"}
+            if not value and not jumps:
+                return None
         if jumps and "jump_to" not in value:
             return {**value, "jump_to": None}
         return value

@@ -198,3 +198,18 @@ def test_limit_errors_and_states_have_langchains_shapes() -> None:
         ToolCallLimitState.__annotations__
     )
     assert "thread_model_call_count" in ModelCallLimitState.__annotations__
+
+
+def test_messages_a_hook_appends_to_the_request_reach_the_state() -> None:
+    @wrap_model_call
+    def remind(request: Any, handler: Any) -> Any:
+        request.messages.append(HumanMessage("be nice"))
+        return handler(request)
+
+    out = create_agent(ScriptedChatModel(["hi"]), [], middleware=[remind]).invoke(
+        {"messages": [("user", "hello")]}
+    )
+    assert [m.text for m in out["messages"]] == ["hello", "be nice", "hi"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # typing's __orig_class__ is not a user's edit
+        ModelRequest[dict](model=None, messages=[])

@@ -175,6 +175,9 @@ class ModelRequest(Generic[ContextT]):
     def __setattr__(self, name: str, value: Any) -> None:
         """In-place changes still work (``system_prompt`` sets the system message),
         with LangChain's ``DeprecationWarning``: ``override`` is the way."""
+        if name.startswith("__"):  # typing's __orig_class__ of ModelRequest[Ctx](...)
+            object.__setattr__(self, name, value)
+            return
         warnings.warn(
             f"Direct attribute assignment to ModelRequest.{name} is deprecated. "
             f"Use request.override({name}=...) instead to create a new request "
