@@ -213,3 +213,17 @@ def test_messages_a_hook_appends_to_the_request_reach_the_state() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # typing's __orig_class__ is not a user's edit
         ModelRequest[dict](model=None, messages=[])
+
+
+def test_a_typing_extensions_typeddict_is_a_response_format() -> None:
+    class Weather(typing_extensions.TypedDict):
+        city: str
+
+    answer = {
+        "content": "",
+        "tool_calls": [{"name": "Weather", "args": {"city": "Oslo"}, "id": "w1"}],
+    }
+    out = create_agent(ScriptedChatModel([answer]), [], response_format=Weather).invoke(
+        {"messages": [("user", "weather?")]}
+    )
+    assert out["structured_response"] == {"city": "Oslo"}
