@@ -227,3 +227,25 @@ def test_a_typing_extensions_typeddict_is_a_response_format() -> None:
         {"messages": [("user", "weather?")]}
     )
     assert out["structured_response"] == {"city": "Oslo"}
+
+
+def test_retry_middleware_expose_their_settings_and_let_a_bare_interrupt_through() -> None:
+    from ironloop.errors import GraphInterrupt
+    from ironloop.middleware import ModelRetryMiddleware
+
+    retry = ModelRetryMiddleware(max_retries=3, initial_delay=0, jitter=False)
+    assert (retry.tools, retry.backoff_factor, retry.initial_delay, retry.jitter) == (
+        [],
+        2.0,
+        0,
+        False,
+    )
+    calls = []
+
+    def handler(request: Any) -> Any:
+        calls.append(1)
+        raise GraphInterrupt  # LangGraph's may be raised without a value
+
+    with pytest.raises(GraphInterrupt):
+        retry.wrap_model_call(ModelRequest(model=None, messages=[]), handler)
+    assert calls == [1]

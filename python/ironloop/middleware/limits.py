@@ -51,7 +51,7 @@ class ModelCallLimitState(AgentState, total=False):
 
 def _check_exit(exit_behavior: str, allowed: tuple[str, ...]) -> None:
     if exit_behavior not in allowed:
-        raise ValueError(f"exit_behavior must be one of {list(allowed)}, got {exit_behavior!r}")
+        raise ValueError(f"Invalid exit_behavior: {exit_behavior!r}. Must be one of {allowed}")
 
 
 class ModelCallLimitMiddleware(AgentMiddleware):

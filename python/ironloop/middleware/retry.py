@@ -175,6 +175,9 @@ class ToolRetryMiddleware(AgentMiddleware):
         )
         self.on_failure = on_failure
         self.tools = []
+        # LangChain's attributes (the policy reads its own copy).
+        self.retry_on, self.backoff_factor = retry_on, backoff_factor
+        self.initial_delay, self.max_delay, self.jitter = initial_delay, max_delay, jitter
 
     def _applies(self, request: ToolCallRequest) -> bool:
         name = request.tool.name if request.tool is not None else request.tool_call["name"]
@@ -244,6 +247,9 @@ class ModelRetryMiddleware(AgentMiddleware):
         self.max_retries = max_retries
         self.on_failure = on_failure
         self.tools = []
+        # LangChain's attributes (the policy reads its own copy).
+        self.retry_on, self.backoff_factor = retry_on, backoff_factor
+        self.initial_delay, self.max_delay, self.jitter = initial_delay, max_delay, jitter
 
     def _failed(self, exhausted: _Exhausted) -> ModelResponse:
         e, attempts = exhausted.error, exhausted.attempts
