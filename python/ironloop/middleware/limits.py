@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeAlias
 
 from ironloop.messages import AIMessage, ToolMessage
 from ironloop.middleware.types import AgentMiddleware, AgentState, PrivateStateAttr, hook_config
@@ -21,7 +21,7 @@ __all__ = [
 
 #: What ``ToolCallLimitMiddleware`` does at its limit: block the calls over it and go
 #: on, raise, or end the run.
-ExitBehavior = Literal["continue", "error", "end"]
+ExitBehavior: TypeAlias = Literal["continue", "error", "end"]
 
 
 class ModelCallLimitExceededError(Exception):

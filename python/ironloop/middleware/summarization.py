@@ -196,7 +196,7 @@ class SummarizationMiddleware(AgentMiddleware):
         self.trim_tokens_to_summarize = trim_tokens_to_summarize
 
     @staticmethod
-    def _absolute(size: ContextSize, limit: int | None) -> tuple[str, int]:
+    def _absolute(size: ContextSize | tuple[str, float], limit: int | None) -> tuple[str, int]:
         """``size`` in messages or tokens (a fraction of ``limit`` as tokens)."""
         kind, n = size
         if kind == "fraction":

@@ -124,7 +124,7 @@ class TodoListMiddleware(AgentMiddleware):
         (['write_todos'], True)
     """
 
-    state_schema = PlanningState
+    state_schema: Any = PlanningState
 
     def __init__(
         self,
