@@ -34,7 +34,7 @@ set -e
 # pytest exits 5 when it collected nothing: that is a failure here, not a pass.
 [ "$rc" -eq 0 ] || { echo "pytest failed (exit $rc)"; exit "$rc"; }
 
-step "LangGraph's own test suites on ironloop (fetched from PyPI, sha256-checked)"
+step "LangGraph's and LangChain's own test suites on ironloop (fetched from PyPI, sha256-checked)"
 # Fails on a selected test that fails and is not in tests/upstream/*.expected, and on
 # one listed there that now passes (docs/decisions.md, "LangGraph's own test suite").
 python scripts/upstream/suite.py

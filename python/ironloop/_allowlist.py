@@ -17,6 +17,8 @@ import typing
 from collections.abc import Iterable
 from typing import Any, get_args, get_origin, get_type_hints
 
+import typing_extensions
+
 __all__ = ["SerdeAllowlist", "allowlist"]
 
 #: What ``serde_allowlist=`` takes: classes, or ``(module, qualname)`` pairs.
@@ -70,7 +72,11 @@ def schema_types(schemas: Iterable[Any]) -> list[type]:
             out.append(tp)
         if issubclass(tp, enum.Enum):
             return
-        if dataclasses.is_dataclass(tp) or hasattr(tp, "model_fields") or typing.is_typeddict(tp):
+        if (
+            dataclasses.is_dataclass(tp)
+            or hasattr(tp, "model_fields")
+            or typing_extensions.is_typeddict(tp)
+        ):
             for hint in _hints(tp):
                 visit(hint)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import typing
+import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, Any, Optional, TypedDict
@@ -25,7 +26,7 @@ from ironloop._meta_fields import agent_tools
 from ironloop._schema import _special
 from ironloop._shapes import AgentSettings, agent_var, bind, names, shape_key, templates
 from ironloop._structured_output import Plan
-from ironloop._toolnode import ToolNode
+from ironloop._toolnode import ToolNode, _as_tool
 from ironloop.errors import (
     GraphInterrupt,
     ParentCommand,
@@ -36,10 +37,11 @@ from ironloop.errors import (
     ToolTimeoutError,
 )
 from ironloop.graph import CompiledStateGraph, StateGraph
-from ironloop.messages import AIMessage, SystemMessage, ToolMessage
+from ironloop.messages import SystemMessage, ToolMessage
 from ironloop.middleware.types import (
     AgentMiddleware,
     AgentState,
+    ModelOutcome,
     ModelRequest,
     ModelResponse,
     OmitFromInput,
@@ -47,10 +49,13 @@ from ironloop.middleware.types import (
     PrivateStateAttr,
     ToolCallRequest,
     chain_async,
+    chain_model_async,
+    chain_model_sync,
     chain_sync,
     defined_hooks,
     jumps_of,
     node_hook,
+    propagates,
 )
 from ironloop.models import init_model
 from ironloop.runtime import get_runtime
@@ -136,15 +141,19 @@ def _schemas(
     return state, inp, out
 
 
-def _as_response(value: Any, where: str) -> ModelResponse:
-    if isinstance(value, ModelResponse):
-        return value
-    if isinstance(value, AIMessage):
-        return ModelResponse(result=[value])
-    raise TypeError(
-        f"{where} returned {type(value).__name__}: a wrap_model_call hook must return a "
-        "ModelResponse or an AIMessage (what its handler returned, or its own)"
-    )
+def _appended(request: ModelRequest, state: Any) -> list[Any]:
+    """Messages a ``wrap_model_call`` hook appended to ``request.messages`` in place:
+    under LangChain they reach the state (the request holds the state's own list), so
+    they are written before the model's answer here too."""
+    messages, had = request.messages, state["messages"]
+    if len(messages) <= len(had) or any(a is not b for a, b in zip(messages, had, strict=False)):
+        return []
+    return list(messages[len(had) :])
+
+
+def _given(t: Any) -> Any:
+    """The tool object a user gave for ``t`` (a LangChain tool for its adapter)."""
+    return getattr(t, "lc_tool", None) or t
 
 
 def _tool_error(handle: Any, call: dict[str, Any], e: BaseException) -> ToolMessage:
@@ -207,6 +216,12 @@ class _Builder:
                 m.apply(self.tool_node)
         self.core = self.tool_node._core
         self.tools = list(self.tool_node.tools_by_name.values())
+        #: What hooks see in ``request.tools`` / ``request.tool``: the tool objects as the
+        #: user gave them (a LangChain ``BaseTool`` itself, not ironloop's adapter).
+        self.given = {t.name: _given(t) for t in self.tools}
+        #: One-tool Rust nodes for the tools a ``wrap_tool_call`` hook put in a request
+        #: that the agent was not given (LangChain's dynamic tools), by the tool's id.
+        self.dynamic: dict[int, Any] = {}
         self.direct = {t.name for t in self.tools if t.return_direct}
         self.dicts: dict[int, dict[str, Any]] = {}
         hooks = {id(m): defined_hooks(m) for m in middleware}
@@ -242,7 +257,10 @@ class _Builder:
         allow lists as they stand now) and provider tool dicts."""
         lists = self.core.permissions()
         if lists != self.offered_for:
-            self.offered_tools = [*self.tool_node.allowed_tools(), *self.builtin]
+            self.offered_tools = [
+                *(self.given[t.name] for t in self.tool_node.allowed_tools()),
+                *self.builtin,
+            ]
             self.offered_dicts = self.tool_dicts(self.offered_tools)
             self.offered_for = lists
         return self.offered_tools
@@ -266,7 +284,7 @@ class _Builder:
                 continue
             d = self.dicts.get(id(t))
             if d is None:
-                d = self.dicts[id(t)] = t.to_openai()
+                d = self.dicts[id(t)] = _as_tool(t).to_openai()
             out.append(d)
         return out or None
 
@@ -312,16 +330,29 @@ class _Builder:
         result, structured = self.plan.answer(msg, strategy)
         return ModelResponse(result=result, structured_response=structured)
 
-    def model_update(self, response: Any) -> dict[str, Any]:
-        response = _as_response(response, "wrap_model_call")
-        update: dict[str, Any] = {"messages": list(response.result)}
+    def model_update(self, outcome: ModelOutcome, appended: Sequence[Any] = ()) -> Any:
+        """The model node's update: the response's messages (and structured
+        response), then each ``ExtendedModelResponse`` command's update, through the
+        reducers in that order (a list of ``Command``s, as LangChain's node returns)."""
+        response, commands = outcome
+        update: dict[str, Any] = {"messages": [*appended, *response.result]}
         if response.structured_response is not None:
             update["structured_response"] = response.structured_response
         elif self.response_format is not None:
             # As LangChain: a call without one clears the last turn's, so that the
             # loop's exit test (a fresh structured response) is not fooled by it.
             update["structured_response"] = None
-        return update
+        if not commands:
+            return update
+        for c in commands:
+            for what in ("goto", "resume", "graph"):
+                if getattr(c, what, None):
+                    raise NotImplementedError(
+                        f"Command {what} is not yet supported in wrap_model_call middleware "
+                        "(an ExtendedModelResponse's command may only update the state); "
+                        "use jump_to from a before_model / after_model hook instead"
+                    )
+        return [Command(update=update), *commands]
 
     def structured_done(self, state: Any) -> bool:
         """Whether this turn's model call produced the structured response (then the
@@ -332,14 +363,16 @@ class _Builder:
         plain = self.response_format is None and not self.model_wraps
         if plain and not is_langchain_runnable(self.model):
             return self.plain_model_node()
-        handler = chain_sync(self.model_wraps, self.base_model)
-        ahandler = chain_async(self.model_wraps, self.abase_model)
+        handler = chain_model_sync(self.model_wraps, self.base_model)
+        ahandler = chain_model_async(self.model_wraps, self.abase_model)
 
         def model(state: Any) -> dict[str, Any]:
-            return self.model_update(handler(self.request(state)))
+            request = self.request(state)
+            return self.model_update(handler(request), _appended(request, state))
 
         async def amodel(state: Any) -> dict[str, Any]:
-            return self.model_update(await ahandler(self.request(state)))
+            request = self.request(state)
+            return self.model_update(await ahandler(request), _appended(request, state))
 
         model.__ironloop_async__ = amodel  # type: ignore[attr-defined]
         return model
@@ -375,7 +408,7 @@ class _Builder:
         call = dict(call)
         return ToolCallRequest(
             tool_call=call,
-            tool=self.tool_node.tools_by_name.get(call["name"]),
+            tool=self.given.get(call["name"]),
             state=state,
             runtime=runtime,
         )
@@ -390,8 +423,22 @@ class _Builder:
             out = next(o for o in out if isinstance(o, dict))
         return next(iter(out.values()))[0]
 
+    def core_for(self, request: ToolCallRequest) -> Any:
+        """The Rust tool node that runs the request's call: the agent's, or, when a
+        hook put in the request a tool the agent was not given under that name, a node
+        of that tool alone (made once per tool; validation and errors as for any)."""
+        tool = request.tool
+        if tool is None or self.given.get(request.tool_call["name"]) is tool:
+            return self.core
+        node = self.dynamic.get(id(tool))
+        if node is None:
+            node = self.dynamic[id(tool)] = ToolNode(
+                [tool], handle_tool_errors=self.tool_node.handle_tool_errors
+            )._core
+        return node
+
     def base_tool(self, request: ToolCallRequest) -> Any:
-        out = self.core.invoke(
+        out = self.core_for(request).invoke(
             request.state,
             call=request.tool_call,
             store=getattr(request.runtime, "store", None),
@@ -400,7 +447,7 @@ class _Builder:
         return self.one_result(out)
 
     async def abase_tool(self, request: ToolCallRequest) -> Any:
-        out = await self.core.ainvoke(
+        out = await self.core_for(request).ainvoke(
             request.state,
             asyncio.get_running_loop(),
             call=request.tool_call,
@@ -443,6 +490,8 @@ class _Builder:
             except (GraphInterrupt, ParentCommand):
                 raise
             except Exception as e:
+                if propagates(e):
+                    raise
                 return _tool_error(handle, request.tool_call, e)
 
         async def aone(request: ToolCallRequest) -> Any:
@@ -451,6 +500,8 @@ class _Builder:
             except (GraphInterrupt, ParentCommand):
                 raise
             except Exception as e:
+                if propagates(e):
+                    raise
                 return _tool_error(handle, request.tool_call, e)
 
         def tools(state: Any) -> Any:
@@ -494,11 +545,16 @@ def _hook_node(m: AgentMiddleware, hook: str, jumps: list[str]) -> Callable[[Any
             )
         jump = value.get("jump_to")
         if jump is not None and jump not in jumps:
-            raise ValueError(
+            # LangChain ignores a jump the hook did not declare; so does ironloop, saying so.
+            warnings.warn(
                 f"{where} returned jump_to={jump!r}, but the hook may jump to "
-                f"{jumps or 'nowhere'}: declare it with @hook_config(can_jump_to=[...]) "
-                "or the decorator's can_jump_to=[...]"
+                f"{jumps or 'nowhere'}: the jump is ignored; declare it with "
+                "@hook_config(can_jump_to=[...]) or the decorator's can_jump_to=[...]",
+                stacklevel=2,
             )
+            value = {k: v for k, v in value.items() if k != "jump_to"}
+            if not value and not jumps:
+                return None
         if jumps and "jump_to" not in value:
             return {**value, "jump_to": None}
         return value

@@ -455,7 +455,10 @@ def agent_model(model: Any, tools: Sequence[Any], builtin: Sequence[dict[str, An
         return LangChainChatModel(model, tools_bound=True)
     if not tools and not builtin:
         return LangChainChatModel(model, tools_bound=True)
-    lc_tools = [t.lc_tool if isinstance(t, LangChainTool) else t.to_openai() for t in tools]
+    lc_tools = [
+        t.lc_tool if isinstance(t, LangChainTool) else t if is_langchain_tool(t) else t.to_openai()
+        for t in tools
+    ]
     return LangChainChatModel(model.bind_tools([*lc_tools, *builtin]), tools_bound=True)
 
 

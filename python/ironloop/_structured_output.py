@@ -34,8 +34,9 @@ from typing import (
     Union,
     get_args,
     get_origin,
-    is_typeddict,
 )
+
+from typing_extensions import is_typeddict  # typing's misses typing_extensions' own
 
 from ironloop._agent import _accepts
 from ironloop._ironloop import _json_schema_errors

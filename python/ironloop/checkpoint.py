@@ -13,14 +13,20 @@ a checkpointer with LangGraph's base class ports by changing its import::
 from __future__ import annotations
 
 from abc import ABC
+from typing import Generic, TypeVar
 
 from ironloop._ironloop import MemorySaver, PostgresSaver, SqliteSaver
 
 __all__ = ["BaseCheckpointSaver", "InMemorySaver", "MemorySaver", "PostgresSaver", "SqliteSaver"]
 
 
-class BaseCheckpointSaver(ABC):  # noqa: B024  (a type to check against, with no methods to add)
-    """The type every ironloop saver is an instance of (``isinstance`` and annotations).
+#: The version type of LangGraph's ``BaseCheckpointSaver[V]`` (annotations only).
+V = TypeVar("V", int, float, str)
+
+
+class BaseCheckpointSaver(ABC, Generic[V]):
+    """The type every ironloop saver is an instance of (``isinstance`` and annotations,
+    ``BaseCheckpointSaver[str]`` included).
 
     Not a class to subclass: a checkpointer given to ``compile`` is one of ironloop's
     savers, whose storage runs in Rust.

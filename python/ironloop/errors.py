@@ -233,7 +233,7 @@ class GraphInterrupt(IronloopError):  # LangGraph's name, hence no -Error suffix
     """Raised inside a node by ``interrupt(value)`` to pause the run. Not an error:
     the runtime catches it; do not catch it in your node."""
 
-    def __init__(self, value: object) -> None:
+    def __init__(self, value: object = ()) -> None:  # LangGraph's may be raised bare
         super().__init__(value)
         self.value = value
 

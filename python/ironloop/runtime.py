@@ -42,7 +42,7 @@ class Runtime(Generic[ContextT]):
     """What a node of a running graph can reach besides its state: the run's
     ``context``, the graph's ``store`` and the ``custom`` stream's writer."""
 
-    context: ContextT
+    context: ContextT = None  # type: ignore[assignment]  # LangGraph's default
     store: Any = None
     stream_writer: Callable[[Any], None] = lambda _payload: None
     previous: Any = None

@@ -106,14 +106,14 @@ async def async_store(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
     yield InMemoryStore()
 
 
-def _names_used(fn: Any) -> set[str]:
+def _names_used(fn: Any) -> tuple[set[str], set[str]]:
+    """The names and the attribute names a test function's body uses."""
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
     except (OSError, TypeError, SyntaxError):
-        return set()
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
-        n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)
-    }
+        return set(), set()
+    attributes = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | attributes, attributes
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -126,8 +126,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if path not in internal_cache:
             internal_cache[path] = selection.internal_names(path)
         fn = getattr(item, "function", None)
-        used = _names_used(fn) if fn is not None else set()
-        reason = selection.excluded(item.nodeid, used, internal_cache[path], item.fixturenames)
+        used, attributes = _names_used(fn) if fn is not None else (set(), set())
+        reason = selection.excluded(
+            item.nodeid, used, internal_cache[path], item.fixturenames, attributes
+        )
         (drop if reason else keep).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)

@@ -1,15 +1,20 @@
-"""Import LangGraph's names from ironloop: the change a user makes when porting.
+"""Import LangGraph's and LangChain's names from ironloop: the change a user makes
+when porting.
 
 ``install()`` puts a finder first on ``sys.meta_path`` that answers every import of
-``langgraph`` / ``langgraph.*`` with a module whose names are looked up in the ironloop
+``langgraph`` / ``langgraph.*`` and ``langchain`` / ``langchain.*`` (LangChain 1.x's
+agents package, not ``langchain_core``) with a module whose names are looked up in the
 modules the table below gives for it (with LangGraph's spelling of a few names, such
 as ``InMemorySaver``). Nothing else is changed: langchain-core stays real, and a
-LangGraph module or name ironloop has no counterpart for fails to import with an error
-naming it, so a program that needs it is reported, not silently run on something else.
+module or name ironloop has no counterpart for fails to import with an error naming
+it, so a program that needs it is reported, not silently run on something else. The
+only non-ironloop targets are langchain-core's own modules for the names LangChain
+merely re-exports from it (``langchain.tools.BaseTool``, ``langchain.messages.
+AnyMessage``): the import a user would write instead.
 
 Used by the runners of LangGraph's own benchmarks (``benches/python/langgraph_suite.py``)
-and test suite: their code is fetched from PyPI and run unchanged, this shim standing in
-for the import lines a user would edit.
+and of LangGraph's and LangChain's test suites: their code is fetched from PyPI and run
+unchanged, this shim standing in for the import lines a user would edit.
 """
 
 from __future__ import annotations
@@ -45,11 +50,49 @@ MODULES: dict[str, tuple[str, ...]] = {
     "langgraph.store": ("ironloop.store",),
     "langgraph.store.base": ("ironloop.store",),
     "langgraph.store.memory": ("ironloop.store",),
+    # LangChain 1.x (``langchain`` 1.5.2): its agents package.
+    "langchain": ("ironloop",),
+    "langchain.agents": ("ironloop.agents",),
+    "langchain.agents.factory": ("ironloop.agents",),
+    "langchain.agents.structured_output": ("ironloop.agents.structured_output",),
+    "langchain.agents.middleware": ("ironloop.middleware",),
+    "langchain.agents.middleware.types": ("ironloop.middleware.types", "ironloop.middleware"),
+    **{
+        f"langchain.agents.middleware.{m}": (f"ironloop.middleware.{m}", "ironloop.middleware")
+        for m in (
+            "auto_mode",
+            "context_editing",
+            "file_search",
+            "human_in_the_loop",
+            "model_call_limit",
+            "model_fallback",
+            "model_refusal",
+            "model_retry",
+            "model_router",
+            "pii",
+            "provider_tool_search",
+            "shell_tool",
+            "summarization",
+            "todo",
+            "tool_call_limit",
+            "tool_emulator",
+            "tool_error",
+            "tool_retry",
+            "tool_selection",
+        )
+    },
+    "langchain.tools": ("ironloop", "langchain_core.tools"),
+    "langchain.messages": ("ironloop.messages", "langchain_core.messages"),
+    "langchain.chat_models": ("ironloop.models",),
 }
+
+#: The packages whose imports the shim answers.
+PACKAGES = ("langgraph", "langchain")
 
 #: (LangGraph module, name) -> the ironloop name it is spelt as.
 RENAMES: dict[tuple[str, str], str] = {
     ("langgraph.pregel", "Pregel"): "CompiledStateGraph",
+    ("langchain.chat_models", "init_chat_model"): "init_model",
 }
 
 
@@ -127,17 +170,47 @@ class _Module(types.ModuleType):
         super().__init__(name)
         self.__path__: list[str] = []  # a package: its submodules go through the finder
         self._targets = tuple(targets)
+        #: name -> (ironloop module, its name there, its value) before a patch.
+        self._originals: dict[str, tuple[types.ModuleType, str, Any]] = {}
         self.__dict__.update(extra)
+
+    def __setattr__(self, attr: str, value: Any) -> None:
+        """A name set here (``unittest.mock.patch("langchain....interrupt")``) is also
+        set in the ironloop module that holds it, so the code reading it sees the
+        patch, as it would in the upstream module."""
+        super().__setattr__(attr, value)
+        if attr.startswith("_"):
+            return
+        name = RENAMES.get((self.__name__, attr), attr)
+        for target in self._targets:
+            mod = sys.modules.get(target)
+            if mod is not None and name in vars(mod):
+                self._originals.setdefault(attr, (mod, name, vars(mod)[name]))
+                setattr(mod, name, value)
+                return
+
+    def __delattr__(self, attr: str) -> None:
+        """Undoing a patch (``mock.patch`` deletes what it set) puts the ironloop
+        module's own value back."""
+        super().__delattr__(attr)
+        if attr in self._originals:
+            mod, name, value = self._originals.pop(attr)
+            setattr(mod, name, value)
 
     def __getattr__(self, attr: str) -> Any:
         if attr.startswith("__"):
             raise AttributeError(attr)
         wanted = RENAMES.get((self.__name__, attr), attr)
         for target in self._targets:
-            mod = importlib.import_module(target)
+            try:
+                mod = importlib.import_module(target)
+            except ModuleNotFoundError as e:
+                if e.name != target:
+                    raise
+                continue  # a module ironloop does not have (yet): look in the next
             if hasattr(mod, wanted):
                 value = getattr(mod, wanted)
-                setattr(self, attr, value)
+                self.__dict__[attr] = value  # cached, not forwarded (see __setattr__)
                 return value
         if _LENIENT:
             return _Missing(f"{self.__name__}.{attr}")
@@ -150,7 +223,7 @@ class _Module(types.ModuleType):
 
 class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if fullname != "langgraph" and not fullname.startswith("langgraph."):
+        if fullname.split(".", 1)[0] not in PACKAGES:
             return None
         if fullname not in MODULES and fullname not in INTERNALS and not _LENIENT:
             raise ModuleNotFoundError(
@@ -169,7 +242,8 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 def install(*, lenient: bool = False) -> None:
-    """Answers ``langgraph`` imports with ironloop's names from now on (idempotent).
+    """Answers ``langgraph`` and ``langchain`` imports with ironloop's names from now on
+    (idempotent).
 
     ``lenient``: a module or name ironloop lacks imports as a stand-in that raises
     :class:`ShimMissing` when used, so that a test file whose other tests need only
@@ -178,6 +252,6 @@ def install(*, lenient: bool = False) -> None:
     global _LENIENT
     _LENIENT = _LENIENT or lenient
     if not any(isinstance(f, _Finder) for f in sys.meta_path):
-        for name in [m for m in sys.modules if m == "langgraph" or m.startswith("langgraph.")]:
+        for name in [m for m in sys.modules if m.split(".", 1)[0] in PACKAGES]:
             del sys.modules[name]
         sys.meta_path.insert(0, _Finder())

@@ -1,20 +1,32 @@
-"""Which of LangGraph's own tests are its public API: the written rules.
+"""Which of LangGraph's and LangChain's own tests are their public API: the written rules.
 
-A user ports a LangGraph program by changing its imports; the tests that show what
-such a program may rely on are the ones that use LangGraph's public names only. The
-rules, in order:
+A user ports a LangGraph or LangChain 1.x agent program by changing its imports; the
+tests that show what such a program may rely on are the ones that use public names
+only. The rules, in order:
 
-1. **Files**: the suite's files about graphs, the functional API, prebuilt agents and
+1. **Files**: LangGraph's files about graphs, the functional API, prebuilt agents and
    tool nodes, interrupts and time travel, runtime, retries, state schemas, savers
    and stores (``FILES``). Left out whole: channel and Pregel internals, the v3
    stream-events protocol and its transformers, remote graphs (a server), LangSmith
    tracing, serializer migrations, and DeltaChannel (an internal channel type).
+   LangChain's ``tests/unit_tests/agents/``: ``create_agent``, every middleware test
+   (core and built-in), the typing tests, structured output, system messages, state
+   schemas, injected runtime, names and streaming. Left out whole: the files that call
+   OpenAI's API (``*_spec.py``, ``test_response_format_integration.py``: a service and
+   a key), the v3 stream-events transformers (``test_transformers.py``,
+   ``test_internal_call_transformer.py``, the two ``test_subagent_*`` files, built on
+   ``langchain.agents._subagent_transformer``), and LangSmith tracing
+   (``test_tracing.py``).
 2. **Internals**: a test whose body names something its file imports from a LangGraph
-   module that is not public (a path component starting with ``_``, or
+   or LangChain module that is not public (a path component starting with ``_``, or
    ``INTERNAL_PREFIXES``), or a private (``_``-prefixed) name of a public one, is left
    out.
 3. **Snapshot files**: a test comparing against syrupy snapshot files (``snapshot``
    fixture) is left out: the files pin LangGraph's drawing and debug text.
+4. **Private attributes** (LangChain's suite): a test that reads or calls a private
+   attribute of an object (``middleware._create_summary(...)``, ``x._tool_filter``: a
+   ``_``-prefixed, non-dunder attribute) tests the implementation, not the API, and is
+   left out. (The test module's own ``_helpers`` are plain names, not attributes.)
 """
 
 from __future__ import annotations
@@ -60,7 +72,63 @@ FILES: dict[str, tuple[str, ...]] = {
         "test_tool_node_interceptor_unregistered.py",
         "test_deprecation.py",
     ),
+    "langchain": tuple(
+        f"unit_tests/agents/{f}"
+        for f in (
+            "test_agent_name.py",
+            "test_agent_streaming.py",
+            "test_create_agent_tool_validation.py",
+            "test_fetch_last_ai_and_tool_messages.py",
+            "test_injected_runtime_create_agent.py",
+            "test_invalid_tool_calls.py",
+            "test_kwargs_tool_runtime_injection.py",
+            "test_response_format.py",
+            "test_responses.py",
+            "test_return_direct_graph.py",
+            "test_state_schema.py",
+            "test_system_message.py",
+            "middleware_typing/test_middleware_backwards_compat.py",
+            "middleware_typing/test_middleware_type_errors.py",
+            "middleware_typing/test_middleware_typing.py",
+            "middleware/core/test_composition.py",
+            "middleware/core/test_decorators.py",
+            "middleware/core/test_diagram.py",
+            "middleware/core/test_dynamic_tools.py",
+            "middleware/core/test_framework.py",
+            "middleware/core/test_overrides.py",
+            "middleware/core/test_sync_async_wrappers.py",
+            "middleware/core/test_tools.py",
+            "middleware/core/test_wrap_model_call.py",
+            "middleware/core/test_wrap_model_call_state_update.py",
+            "middleware/core/test_wrap_tool_call.py",
+            "middleware/implementations/test_auto_mode.py",
+            "middleware/implementations/test_context_editing.py",
+            "middleware/implementations/test_file_search.py",
+            "middleware/implementations/test_human_in_the_loop.py",
+            "middleware/implementations/test_model_call_limit.py",
+            "middleware/implementations/test_model_fallback.py",
+            "middleware/implementations/test_model_refusal.py",
+            "middleware/implementations/test_model_retry.py",
+            "middleware/implementations/test_model_router.py",
+            "middleware/implementations/test_pii.py",
+            "middleware/implementations/test_provider_tool_search.py",
+            "middleware/implementations/test_shell_execution_policies.py",
+            "middleware/implementations/test_shell_tool.py",
+            "middleware/implementations/test_structured_output_retry.py",
+            "middleware/implementations/test_summarization.py",
+            "middleware/implementations/test_todo.py",
+            "middleware/implementations/test_tool_call_limit.py",
+            "middleware/implementations/test_tool_emulator.py",
+            "middleware/implementations/test_tool_error.py",
+            "middleware/implementations/test_tool_retry.py",
+            "middleware/implementations/test_tool_selection.py",
+        )
+    ),
 }
+
+#: The packages whose modules the internals rule reads (``langchain`` is LangChain
+#: 1.x's agents package; ``langchain_core`` stays real and is not judged).
+PACKAGES = ("langgraph", "langgraph_sdk", "langchain")
 
 #: Public-looking LangGraph modules that hold internals.
 INTERNAL_PREFIXES = (
@@ -77,7 +145,7 @@ INTERNAL_PREFIXES = (
 
 
 def is_internal(module: str) -> bool:
-    if not module.startswith(("langgraph", "langgraph_sdk")):
+    if module.split(".", 1)[0] not in PACKAGES:
         return False
     if any(part.startswith("_") for part in module.split(".")):
         return True
@@ -104,9 +172,16 @@ def internal_names(path: str) -> set[str]:
     return names
 
 
-def excluded(nodeid: str, used: set[str], internal: set[str], fixtures: list[str]) -> str | None:
-    """Why a collected test is outside the selection, or ``None`` when it is in."""
-    file = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
+def excluded(
+    nodeid: str,
+    used: set[str],
+    internal: set[str],
+    fixtures: list[str],
+    attributes: set[str] = frozenset(),  # type: ignore[assignment]
+) -> str | None:
+    """Why a collected test is outside the selection, or ``None`` when it is in.
+    ``attributes``: the attribute names the test's body reads."""
+    file = nodeid.split("::", 1)[0].removeprefix("tests/")
     if not any(file in files for files in FILES.values()):
         return "file not selected"
     hit = sorted(used & internal)
@@ -114,4 +189,8 @@ def excluded(nodeid: str, used: set[str], internal: set[str], fixtures: list[str
         return f"uses LangGraph internals: {', '.join(hit)}"
     if "snapshot" in fixtures:
         return "compares against snapshot files"
+    if file in FILES["langchain"]:
+        private = sorted(a for a in attributes if a.startswith("_") and not a.endswith("__"))
+        if private:
+            return f"uses private attributes: {', '.join(private)}"
     return None

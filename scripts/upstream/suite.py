@@ -1,11 +1,14 @@
-"""Runs LangGraph's own test suites on ironloop, as a user's port would run them.
+"""Runs LangGraph's and LangChain's own test suites on ironloop, as a user's port would
+run them.
 
-For each suite (``langgraph==1.2.24``, ``langgraph-prebuilt==1.1.3``): the pinned source
-distribution is fetched from PyPI and checked by sha256 (``fetch.py``); its ``tests/``
-folder is copied into a scratch directory with its ``conftest.py`` replaced by
-``conftest_langgraph.py`` (the same fixtures built from ironloop's parts); the shim
-(``langgraph_shim.py``) answers every ``langgraph`` import with ironloop's names; the
-selection rules (``selection.py``) keep the public-API tests; pytest runs them.
+For each suite (``langgraph==1.2.24``, ``langgraph-prebuilt==1.1.3``, ``langchain==1.5.2``
+— LangChain's agents and middleware): the pinned source distribution is fetched from
+PyPI and checked by sha256 (``fetch.py``); its ``tests/`` folder is copied into a scratch
+directory with the conftests that build fixtures from upstream internals replaced
+(``CONFTESTS``: the same fixtures built from ironloop's parts); the shim
+(``langgraph_shim.py``) answers every ``langgraph`` / ``langchain`` import with
+ironloop's names; the selection rules (``selection.py``) keep the public-API tests;
+pytest runs them.
 
 It prints the pass count per file, then compares the failures with the expected-failures
 file (``tests/upstream/<suite>.expected``: one test id a line, ``id | reason``). It fails
@@ -38,6 +41,28 @@ SUITES = tuple(selection.FILES)
 EXPECTED_DIR = ROOT / "tests" / "upstream"
 DECISIONS = "docs/decisions.md#langgraphs-own-test-suite"
 
+#: suite -> {conftest path under the sdist's ``tests/``: the file put in its place, or
+#: ``None`` to drop it}. LangChain's unit-test conftest wires VCR cassettes and
+#: blockbuster (a detector of blocking calls in its own async code) from packages
+#: outside the agent stack (its ``requires`` marker is kept by ours); its agents
+#: conftest builds savers from LangGraph internals.
+CONFTESTS: dict[str, dict[str, str | None]] = {
+    "langgraph": {"conftest.py": "conftest_langgraph.py"},
+    "langgraph-prebuilt": {"conftest.py": "conftest_langgraph.py"},
+    "langchain": {
+        "unit_tests/conftest.py": None,
+        "unit_tests/agents/conftest.py": "conftest_langchain.py",
+    },
+}
+
+#: suite -> pytest options its own configuration sets that ours must too. LangChain runs
+#: every ``async def`` test on asyncio (pytest-asyncio's ``asyncio_mode = "auto"``):
+#: anyio's plugin, which LangGraph's suites use, does the same in its auto mode.
+PYTEST_OPTIONS: dict[str, tuple[str, ...]] = {"langchain": ("-o", "anyio_mode=auto")}
+
+#: Parts of an sdist's ``tests/`` no selected test reads (recorded HTTP, benchmarks).
+SKIPPED_DIRS = ("__snapshots__", "cassettes", "integration_tests", "benchmarks")
+
 #: The root conftest of the scratch directory: the shim before any test module loads.
 ROOT_CONFTEST = """\
 import sys
@@ -50,8 +75,12 @@ langgraph_shim.install(lenient=True)
 def _prepare(suite: str, work: Path) -> Path:
     src = fetch.sdist(suite)
     tests = work / "tests"
-    shutil.copytree(src / "tests", tests, ignore=shutil.ignore_patterns("__snapshots__"))
-    shutil.copy(HERE / "conftest_langgraph.py", tests / "conftest.py")
+    shutil.copytree(src / "tests", tests, ignore=shutil.ignore_patterns(*SKIPPED_DIRS))
+    for dest, ours in CONFTESTS[suite].items():
+        if ours is None:
+            (tests / dest).unlink()
+        else:
+            shutil.copy(HERE / ours, tests / dest)
     (work / "conftest.py").write_text(ROOT_CONFTEST.format(here=str(HERE)))
     return tests
 
@@ -78,6 +107,7 @@ def _run(suite: str, pytest_args: list[str]) -> dict[str, tuple[str, str]]:
             "-o",
             "addopts=",
             "--continue-on-collection-errors",
+            *PYTEST_OPTIONS.get(suite, ()),
             f"--junitxml={report}",
             "-o",
             "junit_family=xunit1",

@@ -315,16 +315,19 @@ def test_jump_to_tools_runs_the_pending_calls() -> None:
     assert [m.text for m in out["messages"][2:]] == ["9", "nine"]
 
 
-def test_undeclared_jump_is_an_error() -> None:
+def test_an_undeclared_jump_is_ignored_with_a_warning() -> None:
+    """As LangChain: a jump the hook did not declare is ignored (and ironloop says so)."""
+
     @before_model
     def sneaky(state: Any, runtime: Any) -> Any:
+        assert "jump_to" not in state
         return {"jump_to": "end"}
 
     agent = create_agent(two_rounds(), [add], middleware=[sneaky])
-    with pytest.raises(
-        ValueError, match=r"sneaky.before_model returned jump_to='end'.*can_jump_to"
-    ):
-        agent.invoke({"messages": [("user", "x")]})
+    with pytest.warns(UserWarning, match=r"sneaky.before_model returned jump_to='end'.*ignored"):
+        out = agent.invoke({"messages": [("user", "x")]})
+    assert "jump_to" not in out
+    assert [m.text for m in out["messages"][2:]] == ["5", "five"]  # the loop went on
     with pytest.raises(ValueError, match="can_jump_to takes"):
         before_model(can_jump_to=["nowhere"])  # type: ignore[list-item]
 
@@ -399,7 +402,9 @@ def test_wrap_model_call_must_return_a_response() -> None:
     def bad(request: ModelRequest, handler: Any) -> Any:
         return "text"
 
-    with pytest.raises(TypeError, match="must return a ModelResponse or an AIMessage"):
+    with pytest.raises(
+        TypeError, match="must return a ModelResponse, an ExtendedModelResponse or an AIMessage"
+    ):
         create_agent(two_rounds(), [], middleware=[bad]).invoke({"messages": [("user", "x")]})
 
 

@@ -155,7 +155,7 @@ def test_hitl_per_call_refuses_a_batch_answer_and_a_tool_switch(db: str) -> None
     switch = {"type": "edit", "edited_action": {"name": "add", "args": {"a": 1, "b": 1}}}
     with pytest.raises(ValueError, match="cannot switch tools"):
         agent.invoke(Command(resume=switch), cfg("b"))
-    with pytest.raises(ValueError, match="interrupt_mode must be"):
+    with pytest.raises(ValueError, match="`interrupt_mode` must be 'batched' or 'per_call'"):
         HumanInTheLoopMiddleware(interrupt_on={"add": True}, interrupt_mode="each")  # type: ignore[arg-type]
 
 
@@ -311,6 +311,13 @@ def test_hitl_when_predicate_decides_which_calls_are_reviewed(db: str) -> None:
     ]
     with pytest.raises(TypeError, match=r"'when'\] must be a function"):
         HumanInTheLoopMiddleware(interrupt_on={"echo": {"when": True}})  # type: ignore[typeddict-item]
+    # A config that would gate nothing is refused, naming the tool (LangChain 1.5).
+    with pytest.raises(
+        ValueError, match=r"config for tool 'echo'.*unknown: \['alowed_decisions'\]"
+    ):
+        HumanInTheLoopMiddleware(interrupt_on={"echo": {"alowed_decisions": ["approve"]}})  # type: ignore[typeddict-item]
+    with pytest.raises(ValueError, match="config for tool 'echo'"):
+        HumanInTheLoopMiddleware(interrupt_on={"echo": {"when": only_etc}})  # type: ignore[typeddict-item]
 
 
 # --- limits ---------------------------------------------------------------------------
@@ -435,7 +442,11 @@ def test_tool_retry(mode: str) -> None:
     assert attempts.count("x") == 3 and attempts.count("never") == 3
 
 
-def test_tool_retry_only_what_retry_on_names() -> None:
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_tool_retry_reraises_what_retry_on_excludes_and_on_failure_error(mode: str) -> None:
+    """As LangChain 1.5: an exception ``retry_on`` excludes is re-raised at once, and
+    ``on_failure="error"`` re-raises the last one; either ends the run (not an error
+    ToolMessage, which ironloop makes of other tool failures)."""
     attempts: list[int] = []
 
     @tool
@@ -452,20 +463,21 @@ def test_tool_retry_only_what_retry_on_names() -> None:
             ToolRetryMiddleware(max_retries=3, retry_on=(TimeoutError,), initial_delay=0.0)
         ],
     )
-    out = agent.invoke({"messages": [("user", "x")]})
+    with pytest.raises(ValueError, match="no"):
+        run(agent, {"messages": [("user", "x")]}, mode=mode)
     assert attempts == [1]
-    assert out["messages"][2].status == "error" and "ValueError: no" in out["messages"][2].text
     agent = create_agent(
         ScriptedChatModel([turn(call("strict", "c1", n=1)), "done"]),
         [strict],
-        middleware=[ToolRetryMiddleware(max_retries=0, on_failure="raise")],
+        middleware=[ToolRetryMiddleware(max_retries=1, initial_delay=0.0, on_failure="error")],
     )
-    # "raise" leaves the failure to the tools node, which reports it to the model.
-    out = agent.invoke({"messages": [("user", "x")]})
-    assert (
-        out["messages"][2].text
-        == "Error: tool `strict` failed: ValueError: no\n Please fix your mistakes."
-    )
+    with pytest.raises(ValueError, match="no"):
+        run(agent, {"messages": [("user", "x")]}, mode=mode)
+    assert attempts == [1, 1, 1]
+    with pytest.warns(DeprecationWarning, match="on_failure='raise' is deprecated"):
+        ToolRetryMiddleware(on_failure="raise")
+    with pytest.raises(ValueError, match="initial_delay must be >= 0"):
+        ToolRetryMiddleware(initial_delay=-1)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -566,8 +578,46 @@ def test_summarization_cut_moves_before_tool_messages() -> None:
         ],
     ]
     assert s._cutoff(msgs) == 1  # keeps the AI message with both of its results
-    with pytest.raises(ValueError, match="needs trigger"):
-        SummarizationMiddleware(ScriptedChatModel([]))
+    # No trigger: never summarizes (LangChain 1.5's default).
+    assert not SummarizationMiddleware(ScriptedChatModel([]))._triggered(msgs * 100)
+
+
+def test_summarization_dict_triggers_need_every_threshold_and_lists_any() -> None:
+    s = SummarizationMiddleware(ScriptedChatModel([]), trigger={"messages": 3, "tokens": 30})
+    short = [HumanMessage(content="x") for _ in range(5)]
+    long = [HumanMessage(content="x" * 400) for _ in range(2)]
+    assert not s._triggered(short) and not s._triggered(long)
+    assert s._triggered([*long, *short])
+    either = SummarizationMiddleware(
+        ScriptedChatModel([]), trigger=[{"messages": 50}, ("tokens", 30)]
+    )
+    assert either._triggered(long) and not either._triggered(short)
+    with pytest.raises(ValueError, match="Unsupported trigger metric: 'turns'"):
+        SummarizationMiddleware(ScriptedChatModel([]), trigger={"turns": 3})
+    with pytest.raises(ValueError, match="messages trigger values must be integers"):
+        SummarizationMiddleware(ScriptedChatModel([]), trigger={"messages": 2.5})
+    with pytest.warns(DeprecationWarning, match="max_tokens_before_summary is deprecated"):
+        old = SummarizationMiddleware(ScriptedChatModel([]), max_tokens_before_summary=30)
+    assert old._triggered(long)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_summarizer_function_writes_the_summary_instead_of_the_model(mode: str) -> None:
+    given: list[int] = []
+
+    async def summarize(messages: list[Any]) -> str:
+        given.append(len(messages))
+        return "  short story  "
+
+    s = SummarizationMiddleware(
+        ScriptedChatModel([]), trigger=("messages", 4), keep=("messages", 1), summarizer=summarize
+    )
+    agent = create_agent(ScriptedChatModel(["ok"]), [], middleware=[s])
+    history = [("user", f"m{i}") for i in range(4)]
+    out = run(agent, {"messages": history}, mode=mode)
+    assert given == [3]
+    assert out["messages"][0].text.endswith("short story")
+    assert out["messages"][0].additional_kwargs == {"lc_source": "summarization"}
 
 
 def test_summarization_fractions_read_the_models_input_window() -> None:
@@ -579,9 +629,9 @@ def test_summarization_fractions_read_the_models_input_window() -> None:
     assert not s._triggered(words[:16])  # 192 tokens < 200
     assert s._triggered(words[:17])  # 204 tokens
     assert s._cutoff(words) == 27  # the last 3 (36 tokens) fit in 40
-    with pytest.raises(ValueError, match="has no profile=\\{'max_input_tokens': N\\}"):
+    with pytest.raises(ValueError, match="Model profile information is required"):
         SummarizationMiddleware(ScriptedChatModel([]), trigger=("fraction", 0.5))
-    with pytest.raises(ValueError, match="\\('fraction', f\\) with 0 < f <= 1"):
+    with pytest.raises(ValueError, match="Fractional trigger values must be between 0 and 1"):
         SummarizationMiddleware(model, trigger=("fraction", 1.5))
 
 

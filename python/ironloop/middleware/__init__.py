@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+from ironloop.middleware.context_editing import ClearToolUsesEdit, ContextEditingMiddleware
 from ironloop.middleware.fallback import ModelFallbackMiddleware
 from ironloop.middleware.human_in_the_loop import (
     ActionRequest,
@@ -29,19 +30,28 @@ from ironloop.middleware.human_in_the_loop import (
 from ironloop.middleware.limits import (
     ModelCallLimitExceededError,
     ModelCallLimitMiddleware,
+    ModelCallLimitState,
     ToolCallLimitExceededError,
     ToolCallLimitMiddleware,
+    ToolCallLimitState,
 )
+from ironloop.middleware.model_refusal import ModelRefusalError, ModelRefusalMiddleware
 from ironloop.middleware.permissions import ToolPermissions
 from ironloop.middleware.retry import ModelRetryMiddleware, ToolRetryMiddleware
 from ironloop.middleware.summarization import SummarizationMiddleware
+from ironloop.middleware.todo import TodoListMiddleware
+from ironloop.middleware.tool_error import ToolErrorMiddleware
 from ironloop.middleware.types import (
     AgentMiddleware,
     AgentState,
+    ExtendedModelResponse,
+    InputAgentState,
+    ModelCallResult,
     ModelRequest,
     ModelResponse,
     OmitFromInput,
     OmitFromOutput,
+    OutputAgentState,
     PrivateStateAttr,
     ToolCallRequest,
     after_agent,
@@ -58,24 +68,36 @@ __all__ = [
     "ActionRequest",
     "AgentMiddleware",
     "AgentState",
+    "ClearToolUsesEdit",
+    "ContextEditingMiddleware",
+    "ExtendedModelResponse",
     "HITLRequest",
     "HITLResponse",
     "HumanInTheLoopMiddleware",
+    "InputAgentState",
     "InterruptOnConfig",
     "ModelCallLimitExceededError",
     "ModelCallLimitMiddleware",
+    "ModelCallLimitState",
+    "ModelCallResult",
     "ModelFallbackMiddleware",
+    "ModelRefusalError",
+    "ModelRefusalMiddleware",
     "ModelRequest",
     "ModelResponse",
     "ModelRetryMiddleware",
     "OmitFromInput",
     "OmitFromOutput",
+    "OutputAgentState",
     "PrivateStateAttr",
     "ReviewConfig",
     "SummarizationMiddleware",
     "ToolCallLimitExceededError",
     "ToolCallLimitMiddleware",
+    "ToolCallLimitState",
+    "TodoListMiddleware",
     "ToolCallRequest",
+    "ToolErrorMiddleware",
     "ToolPermissions",
     "ToolRetryMiddleware",
     "after_agent",

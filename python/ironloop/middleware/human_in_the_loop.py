@@ -83,6 +83,10 @@ class InterruptOnConfig(TypedDict, total=False):
     when: Callable[[ToolCallRequest], bool]
 
 
+#: The keys an ``interrupt_on`` config may hold.
+_CONFIG_KEYS = {"allowed_decisions", "description", "args_schema", "when"}
+
+
 class HumanInTheLoopMiddleware(AgentMiddleware):
     """Pauses the agent after a model answer whose tool calls need review: one
     ``interrupt`` whose value is a :class:`HITLRequest` listing every such call, resumed
@@ -125,7 +129,7 @@ class HumanInTheLoopMiddleware(AgentMiddleware):
     ) -> None:
         if interrupt_mode not in ("batched", "per_call"):
             raise ValueError(
-                f"interrupt_mode must be 'batched' or 'per_call'; got {interrupt_mode!r}"
+                f"`interrupt_mode` must be 'batched' or 'per_call', got {interrupt_mode!r}."
             )
         self.interrupt_mode = interrupt_mode
         self.interrupt_on: dict[str, InterruptOnConfig] = {}
@@ -145,7 +149,18 @@ class HumanInTheLoopMiddleware(AgentMiddleware):
                     f"interrupt_on[{tool_name!r}] must be True, False or a dict with "
                     f"'allowed_decisions'; got {cfg!r}"
                 )
-            allowed = list(cfg.get("allowed_decisions", ALL_DECISIONS))
+            # As LangChain 1.5: a config without allowed_decisions (a misspelt key, a
+            # `when` alone) would silently gate nothing: refused, naming the tool.
+            unknown = sorted(set(cfg) - _CONFIG_KEYS)
+            if unknown or not cfg.get("allowed_decisions"):
+                raise ValueError(
+                    f"Invalid `interrupt_on` config for tool '{tool_name}': "
+                    "`allowed_decisions` must be a non-empty list of decision types "
+                    f"(e.g. ['approve', 'reject']). Got config with keys {sorted(cfg)}"
+                    + (f" (unknown: {unknown})" if unknown else "")
+                    + f" and allowed_decisions={cfg.get('allowed_decisions')!r}."
+                )
+            allowed = list(cfg["allowed_decisions"])
             bad = [d for d in allowed if d not in ALL_DECISIONS]
             if bad or not allowed:
                 raise ValueError(

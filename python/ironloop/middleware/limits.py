@@ -4,17 +4,24 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeAlias
 
 from ironloop.messages import AIMessage, ToolMessage
 from ironloop.middleware.types import AgentMiddleware, AgentState, PrivateStateAttr, hook_config
 
 __all__ = [
+    "ExitBehavior",
     "ModelCallLimitExceededError",
     "ModelCallLimitMiddleware",
+    "ModelCallLimitState",
     "ToolCallLimitExceededError",
     "ToolCallLimitMiddleware",
+    "ToolCallLimitState",
 ]
+
+#: What ``ToolCallLimitMiddleware`` does at its limit: block the calls over it and go
+#: on, raise, or end the run.
+ExitBehavior: TypeAlias = Literal["continue", "error", "end"]
 
 
 class ModelCallLimitExceededError(Exception):
@@ -35,14 +42,16 @@ def _model_limit_text(thread_count: int, run_count: int, thread_limit: Any, run_
     return "Model call limits exceeded: " + ", ".join(parts)
 
 
-class _ModelCallState(AgentState, total=False):
+class ModelCallLimitState(AgentState, total=False):
+    """The state fields ``ModelCallLimitMiddleware`` counts in (private)."""
+
     thread_model_call_count: Annotated[int, PrivateStateAttr]
     run_model_call_count: Annotated[int, PrivateStateAttr]
 
 
 def _check_exit(exit_behavior: str, allowed: tuple[str, ...]) -> None:
     if exit_behavior not in allowed:
-        raise ValueError(f"exit_behavior must be one of {list(allowed)}, got {exit_behavior!r}")
+        raise ValueError(f"Invalid exit_behavior: {exit_behavior!r}. Must be one of {allowed}")
 
 
 class ModelCallLimitMiddleware(AgentMiddleware):
@@ -56,7 +65,7 @@ class ModelCallLimitMiddleware(AgentMiddleware):
         5
     """
 
-    state_schema: Any = _ModelCallState
+    state_schema: Any = ModelCallLimitState
 
     def __init__(
         self,
@@ -96,10 +105,42 @@ class ModelCallLimitMiddleware(AgentMiddleware):
 
 
 class ToolCallLimitExceededError(Exception):
-    """A tool call limit was reached with ``exit_behavior="error"``."""
+    """A tool call limit was reached with ``exit_behavior="error"``: the counts and
+    limits (``tool_name``: the limited tool, ``None`` for all) and what was exceeded."""
+
+    def __init__(
+        self,
+        thread_count: int,
+        run_count: int,
+        thread_limit: int | None,
+        run_limit: int | None,
+        tool_name: str | None = None,
+    ) -> None:
+        self.thread_count, self.run_count = thread_count, run_count
+        self.thread_limit, self.run_limit = thread_limit, run_limit
+        self.tool_name = tool_name
+        super().__init__(
+            _tool_limit_text(thread_count, run_count, thread_limit, run_limit, tool_name)
+        )
 
 
-class _ToolCallState(AgentState, total=False):
+def _tool_limit_text(
+    thread: int, run: int, thread_limit: int | None, run_limit: int | None, tool: str | None
+) -> str:
+    """What the person sees (the final message, the error): which limit, how far."""
+    what = f"'{tool}' tool" if tool else "Tool"
+    over = []
+    if thread_limit is not None and thread > thread_limit:
+        over.append(f"thread limit exceeded ({thread}/{thread_limit} calls)")
+    if run_limit is not None and run > run_limit:
+        over.append(f"run limit exceeded ({run}/{run_limit} calls)")
+    return f"{what} call limit reached: {' and '.join(over)}."
+
+
+class ToolCallLimitState(AgentState, total=False):
+    """The state fields ``ToolCallLimitMiddleware`` counts in (private: neither input
+    nor output), per tool name (``"__all__"`` for every tool)."""
+
     thread_tool_call_count: Annotated[dict[str, int], PrivateStateAttr]
     run_tool_call_count: Annotated[dict[str, int], PrivateStateAttr]
 
@@ -116,7 +157,7 @@ class ToolCallLimitMiddleware(AgentMiddleware):
         'ToolCallLimitMiddleware[search]'
     """
 
-    state_schema: Any = _ToolCallState
+    state_schema: Any = ToolCallLimitState
 
     def __init__(
         self,
@@ -186,7 +227,9 @@ class ToolCallLimitMiddleware(AgentMiddleware):
         run += len(blocked_calls)  # the run count counts attempts
         text = self._limit_text(thread + len(blocked_calls), run)
         if self.exit_behavior == "error":
-            raise ToolCallLimitExceededError(text)
+            raise ToolCallLimitExceededError(
+                thread + len(blocked_calls), run, self.thread_limit, self.run_limit, self.tool_name
+            )
         note = (
             f"Tool call limit exceeded. Do not call '{self.tool_name}' again."
             if self.tool_name
@@ -221,14 +264,7 @@ class ToolCallLimitMiddleware(AgentMiddleware):
         }
 
     def _limit_text(self, thread: int, run: int) -> str:
-        """What the person sees (the final message, the error): which limit, how far."""
-        what = f"'{self.tool_name}' tool" if self.tool_name else "Tool"
-        over = []
-        if self.thread_limit is not None and thread > self.thread_limit:
-            over.append(f"thread limit exceeded ({thread}/{self.thread_limit} calls)")
-        if self.run_limit is not None and run > self.run_limit:
-            over.append(f"run limit exceeded ({run}/{self.run_limit} calls)")
-        return f"{what} call limit reached: {' and '.join(over)}."
+        return _tool_limit_text(thread, run, self.thread_limit, self.run_limit, self.tool_name)
 
 
 def _refusal(call: Any, text: str) -> ToolMessage:

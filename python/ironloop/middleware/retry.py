@@ -6,12 +6,19 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from ironloop.errors import GraphInterrupt, ParentCommand
 from ironloop.messages import AIMessage, ToolMessage
-from ironloop.middleware.types import AgentMiddleware, ModelRequest, ModelResponse, ToolCallRequest
+from ironloop.middleware.types import (
+    AgentMiddleware,
+    ModelRequest,
+    ModelResponse,
+    ToolCallRequest,
+    propagate,
+)
 
 __all__ = ["ModelRetryMiddleware", "ToolRetryMiddleware"]
 
@@ -30,10 +37,16 @@ class _Backoff:
         max_delay: float,
         jitter: bool,
     ) -> None:
-        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
-            raise ValueError(f"max_retries must be an int >= 0, got {max_retries!r}")
-        if initial_delay < 0 or max_delay < 0 or backoff_factor < 0:
-            raise ValueError("initial_delay, max_delay and backoff_factor must be >= 0")
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int):
+            raise TypeError(f"max_retries must be an int >= 0, got {max_retries!r}")
+        for name, value in (
+            ("max_retries", max_retries),
+            ("initial_delay", initial_delay),
+            ("max_delay", max_delay),
+            ("backoff_factor", backoff_factor),
+        ):
+            if value < 0:
+                raise ValueError(f"{name} must be >= 0 (got {value!r})")
         if isinstance(retry_on, type) and issubclass(retry_on, BaseException):
             retry_on = (retry_on,)
         self.max_retries = max_retries
@@ -57,6 +70,16 @@ class _Backoff:
             d *= random.uniform(0.75, 1.25)
         return d
 
+    def _after(self, e: Exception, attempt: int) -> float:
+        """The wait before the next attempt after ``e``; raises ``e`` itself when it is
+        not retryable (at once, unseen by ``on_failure``, as LangChain), and
+        :class:`_Exhausted` when it was the last attempt."""
+        if not self.should_retry(e):
+            raise propagate(e)
+        if attempt == self.max_retries:
+            raise _Exhausted(e, attempt + 1) from e
+        return self.delay(attempt)
+
     def run(self, call: Callable[[], Any]) -> Any:
         for attempt in range(self.max_retries + 1):
             try:
@@ -64,9 +87,7 @@ class _Backoff:
             except (GraphInterrupt, ParentCommand):
                 raise  # control flow of the graph, not a failure
             except Exception as e:
-                if attempt == self.max_retries or not self.should_retry(e):
-                    raise
-                time.sleep(self.delay(attempt))
+                time.sleep(self._after(e, attempt))
         raise AssertionError("unreachable")
 
     async def arun(self, call: Callable[[], Any]) -> Any:
@@ -76,21 +97,38 @@ class _Backoff:
             except (GraphInterrupt, ParentCommand):
                 raise
             except Exception as e:
-                if attempt == self.max_retries or not self.should_retry(e):
-                    raise
-                await asyncio.sleep(self.delay(attempt))
+                await asyncio.sleep(self._after(e, attempt))
         raise AssertionError("unreachable")
+
+
+class _Exhausted(Exception):
+    """Every attempt failed; ``error`` is the last failure."""
+
+    def __init__(self, error: Exception, attempts: int) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.attempts = attempts
+
+
+def default_retry_on(exc: BaseException) -> bool:
+    """LangChain's default: every ``Exception``, except a model error that says it is
+    not retryable (``is_retryable = False``: bad credentials, refusals, ...)."""
+    if not isinstance(exc, Exception):
+        return False
+    return bool(getattr(exc, "is_retryable", True))
 
 
 class ToolRetryMiddleware(AgentMiddleware):
     """Retries a tool call whose tool raised, up to ``max_retries`` more times, waiting
     ``initial_delay * backoff_factor**n`` seconds (at most ``max_delay``, ±25% with
-    ``jitter``) between attempts. ``retry_on``: exception types, or a predicate.
-    ``tools``: names of the tools to retry (default: all). When the last attempt fails,
-    ``on_failure="continue"`` (default) answers the model with an error
-    ``ToolMessage``, ``"error"`` re-raises, a function ``exc -> str`` makes the
-    message's text (``"return_message"`` and ``"raise"``, LangChain's older names, are
-    taken too).
+    ``jitter``) between attempts. ``retry_on``: exception types, or a predicate
+    (default: every exception but a model error marked not retryable); an exception it
+    excludes is re-raised at once and ends the run. ``tools``: the tools (or names) to
+    retry (default: all). When the last attempt fails, ``on_failure="continue"``
+    (default) answers the model with an error ``ToolMessage``, ``"error"`` re-raises
+    (the run ends), a function ``exc -> str`` makes the message's text
+    (``"return_message"`` and ``"raise"``, LangChain's older names, are taken too, with
+    a ``DeprecationWarning``).
 
     Invalid arguments, unknown and denied tools, and timeouts are answered by the tools
     node itself (the model should change the call, not repeat it); only exceptions
@@ -105,8 +143,8 @@ class ToolRetryMiddleware(AgentMiddleware):
         self,
         *,
         max_retries: int = 2,
-        tools: Sequence[str] | None = None,
-        retry_on: RetryOn = (Exception,),
+        tools: Sequence[Any] | None = None,
+        retry_on: RetryOn = default_retry_on,
         on_failure: Literal["continue", "error", "return_message", "raise"]
         | Callable[[Exception], str] = "continue",
         backoff_factor: float = 2.0,
@@ -119,26 +157,40 @@ class ToolRetryMiddleware(AgentMiddleware):
         )
         aliases = {"return_message": "continue", "raise": "error"}
         if not callable(on_failure):
+            if on_failure in aliases:
+                warnings.warn(
+                    f"on_failure={on_failure!r} is deprecated and will be removed in a future "
+                    f"version. Use on_failure={aliases[on_failure]!r} instead.",
+                    DeprecationWarning,
+                    stacklevel=2,
+                )
             on_failure = aliases.get(on_failure, on_failure)  # type: ignore[assignment]
             if on_failure not in ("continue", "error"):
                 raise ValueError(
                     f"on_failure must be 'continue', 'error' or a function, got {on_failure!r}"
                 )
         self.max_retries = max_retries
-        self.tool_names = None if tools is None else set(tools)
+        self.tool_names = (
+            None if tools is None else {t if isinstance(t, str) else t.name for t in tools}
+        )
         self.on_failure = on_failure
+        self.tools = []
+        # LangChain's attributes (the policy reads its own copy).
+        self.retry_on, self.backoff_factor = retry_on, backoff_factor
+        self.initial_delay, self.max_delay, self.jitter = initial_delay, max_delay, jitter
 
     def _applies(self, request: ToolCallRequest) -> bool:
-        return self.tool_names is None or request.tool_call["name"] in self.tool_names
+        name = request.tool.name if request.tool is not None else request.tool_call["name"]
+        return self.tool_names is None or name in self.tool_names
 
-    def _failed(self, request: ToolCallRequest, e: Exception) -> ToolMessage:
+    def _failed(self, request: ToolCallRequest, exhausted: _Exhausted) -> ToolMessage:
+        e, attempts = exhausted.error, exhausted.attempts
         if self.on_failure == "error":
-            raise e
+            raise propagate(e)
         call = request.tool_call
         if callable(self.on_failure):
             text = self.on_failure(e)
         else:
-            attempts = self.max_retries + 1
             text = (
                 f"Tool '{call['name']}' failed after {attempts} attempt"
                 f"{'s' if attempts != 1 else ''} with {type(e).__name__}: {e}. "
@@ -151,9 +203,7 @@ class ToolRetryMiddleware(AgentMiddleware):
             return handler(request)
         try:
             return self._policy.run(lambda: handler(request))
-        except (GraphInterrupt, ParentCommand):
-            raise
-        except Exception as e:
+        except _Exhausted as e:
             return self._failed(request, e)
 
     async def awrap_tool_call(self, request: ToolCallRequest, handler: Callable[..., Any]) -> Any:
@@ -161,9 +211,7 @@ class ToolRetryMiddleware(AgentMiddleware):
             return await handler(request)
         try:
             return await self._policy.arun(lambda: handler(request))
-        except (GraphInterrupt, ParentCommand):
-            raise
-        except Exception as e:
+        except _Exhausted as e:
             return self._failed(request, e)
 
 
@@ -182,7 +230,7 @@ class ModelRetryMiddleware(AgentMiddleware):
         self,
         *,
         max_retries: int = 2,
-        retry_on: RetryOn = (Exception,),
+        retry_on: RetryOn = default_retry_on,
         on_failure: Literal["continue", "error"] | Callable[[Exception], str] = "continue",
         backoff_factor: float = 2.0,
         initial_delay: float = 1.0,
@@ -198,14 +246,18 @@ class ModelRetryMiddleware(AgentMiddleware):
             )
         self.max_retries = max_retries
         self.on_failure = on_failure
+        self.tools = []
+        # LangChain's attributes (the policy reads its own copy).
+        self.retry_on, self.backoff_factor = retry_on, backoff_factor
+        self.initial_delay, self.max_delay, self.jitter = initial_delay, max_delay, jitter
 
-    def _failed(self, e: Exception) -> ModelResponse:
+    def _failed(self, exhausted: _Exhausted) -> ModelResponse:
+        e, attempts = exhausted.error, exhausted.attempts
         if self.on_failure == "error":
             raise e
         if callable(self.on_failure):
             text = self.on_failure(e)
         else:
-            attempts = self.max_retries + 1
             text = (
                 f"Model call failed after {attempts} attempt{'s' if attempts != 1 else ''} "
                 f"with {type(e).__name__}: {e}"
@@ -215,15 +267,11 @@ class ModelRetryMiddleware(AgentMiddleware):
     def wrap_model_call(self, request: ModelRequest, handler: Callable[..., Any]) -> Any:
         try:
             return self._policy.run(lambda: handler(request))
-        except (GraphInterrupt, ParentCommand):
-            raise
-        except Exception as e:
+        except _Exhausted as e:
             return self._failed(e)
 
     async def awrap_model_call(self, request: ModelRequest, handler: Callable[..., Any]) -> Any:
         try:
             return await self._policy.arun(lambda: handler(request))
-        except (GraphInterrupt, ParentCommand):
-            raise
-        except Exception as e:
+        except _Exhausted as e:
             return self._failed(e)

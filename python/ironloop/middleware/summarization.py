@@ -3,13 +3,16 @@ summary before the model call, in the checkpointed state itself."""
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import json
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from ironloop.graph import REMOVE_ALL_MESSAGES
 from ironloop.messages import HumanMessage, RemoveMessage
-from ironloop.middleware.types import AgentMiddleware
+from ironloop.middleware.types import AgentMiddleware, run_sync
 
 __all__ = ["SummarizationMiddleware", "count_tokens_approximately"]
 
@@ -44,20 +47,59 @@ def count_tokens_approximately(messages: Sequence[Any]) -> int:
     return total
 
 
+#: ``{"tokens": N, "messages": M}``: every threshold met (AND); a list of triggers is
+#: met when any one is (OR).
+TriggerClause = dict[str, float]
+
+_METRICS = ("messages", "tokens", "fraction")
+
+
 def _size(value: Any, what: str) -> ContextSize:
-    ok = isinstance(value, tuple) and len(value) == 2 and not isinstance(value[1], bool)
-    if ok and value[0] in ("messages", "tokens"):
-        ok = isinstance(value[1], int) and value[1] >= 0
-    elif ok and value[0] == "fraction":
-        ok = isinstance(value[1], (int, float)) and 0 < value[1] <= 1
-    else:
-        ok = False
-    if not ok:
+    """A checked ``(kind, n)``, with LangChain's messages for a bad one."""
+    if not (isinstance(value, tuple) and len(value) == 2):
         raise ValueError(
-            f"{what} must be ('messages', n) or ('tokens', n) with n >= 0, or "
-            f"('fraction', f) with 0 < f <= 1; got {value!r}"
+            f"{what} must be ('messages', n), ('tokens', n) or ('fraction', f); got {value!r}"
         )
+    kind, n = value
+    if kind not in _METRICS:
+        raise ValueError(f"Unsupported context size type {kind} for {what}.")
+    if isinstance(n, bool) or not isinstance(n, (int, float)):
+        raise ValueError(f"{kind} {what} value must be numeric, got {n!r}")
+    if kind == "fraction" and not 0 < n <= 1:
+        raise ValueError(f"Fractional {what} values must be between 0 and 1, got {n}.")
+    if kind != "fraction" and n <= 0:
+        raise ValueError(f"{what} thresholds must be greater than 0, got {n}.")
     return value  # type: ignore[no-any-return]
+
+
+def _clause(value: Any) -> TriggerClause:
+    """One trigger (a ``(kind, n)`` tuple or a ``{kind: n}`` dict) as a clause."""
+    if isinstance(value, tuple):
+        kind, n = _size(value, "trigger")
+        return {kind: n}
+    if not isinstance(value, dict):
+        raise TypeError(f"Unsupported trigger item type: {type(value)}")
+    if not value:
+        raise ValueError(
+            "trigger clause must specify at least one of 'tokens', 'messages', 'fraction'"
+        )
+    for kind, n in value.items():
+        if kind not in _METRICS:
+            raise ValueError(f"Unsupported trigger metric: {kind!r}")
+        if kind != "fraction" and (isinstance(n, bool) or not isinstance(n, int)):
+            raise ValueError(f"{kind} trigger values must be integers, got {n!r}")
+        _size((kind, n), "trigger")
+    return dict(value)
+
+
+def _clauses(trigger: Any) -> list[TriggerClause]:
+    if trigger is None:
+        return []
+    if isinstance(trigger, (tuple, dict)):
+        return [_clause(trigger)]
+    if isinstance(trigger, list):
+        return [_clause(t) for t in trigger]
+    raise TypeError(f"Unsupported trigger type: {type(trigger)}")
 
 
 def _max_input_tokens(model: Any) -> int | None:
@@ -90,39 +132,71 @@ class SummarizationMiddleware(AgentMiddleware):
         self,
         model: Any,
         *,
-        trigger: ContextSize | list[ContextSize] | None = None,
+        trigger: ContextSize | TriggerClause | list[ContextSize | TriggerClause] | None = None,
         keep: ContextSize = ("messages", 20),
         token_counter: Callable[[Sequence[Any]], int] = count_tokens_approximately,
         summary_prompt: str = DEFAULT_SUMMARY_PROMPT,
         trim_tokens_to_summarize: int | None = 4000,
+        summarizer: Any = None,
+        **deprecated: Any,
     ) -> None:
-        if trigger is None:
-            raise ValueError(
-                "SummarizationMiddleware needs trigger=('tokens', N) or ('messages', N)"
+        super().__init__()
+        unknown = set(deprecated) - {"max_tokens_before_summary", "messages_to_keep"}
+        if unknown:
+            raise TypeError(
+                f"SummarizationMiddleware() got unexpected keyword arguments {sorted(unknown)}"
             )
-        triggers = trigger if isinstance(trigger, list) else [trigger]
-        self.trigger = [_size(t, "trigger") for t in triggers]
+        if "max_tokens_before_summary" in deprecated:
+            warnings.warn(
+                "max_tokens_before_summary is deprecated. Use trigger=('tokens', value) instead.",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            if trigger is None and deprecated["max_tokens_before_summary"] is not None:
+                trigger = ("tokens", deprecated["max_tokens_before_summary"])
+        if "messages_to_keep" in deprecated:
+            warnings.warn(
+                "messages_to_keep is deprecated. Use keep=('messages', value) instead.",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            if keep == ("messages", 20):
+                keep = ("messages", deprecated["messages_to_keep"])
+        from ironloop.models import init_model
+
+        self.model = init_model(model) if isinstance(model, str) else model
+        # trigger=None never summarizes (LangChain's default); a dict is one clause of
+        # thresholds all met, a list any one of its items.
+        self.trigger = trigger
+        self._clauses = _clauses(trigger)
         self.keep = _size(keep, "keep")
         # ("fraction", f) is a share of the model's input window, as in LangChain: read
         # once from its profile (a model without one is refused here, not mid-run).
-        limit = _max_input_tokens(model)
-        if limit is None and any(k == "fraction" for k, _ in [*self.trigger, self.keep]):
+        limit = _max_input_tokens(self.model)
+        fractions = any("fraction" in c for c in self._clauses) or self.keep[0] == "fraction"
+        if limit is None and fractions:
             raise ValueError(
-                "('fraction', f) needs the model's maximum input tokens, and this model "
-                "has no profile={'max_input_tokens': N}: give it one, or use "
-                "('tokens', N) instead"
+                "Model profile information is required to use fractional token limits, and "
+                "is unavailable for the specified model: give it profile={'max_input_tokens': "
+                "N}, or use ('tokens', N) instead"
             )
-        self._trigger = [self._absolute(t, limit) for t in self.trigger]
+        self._trigger = [
+            {k: self._absolute((k, n), limit)[1] for k, n in c.items()} for c in self._clauses
+        ]
         self._keep = self._absolute(self.keep, limit)
-        if "{messages}" not in summary_prompt:
+        if summarizer is None and "{messages}" not in summary_prompt:
             raise ValueError("summary_prompt must contain '{messages}'")
-        self.model = model
+        # Who writes the summary: a model (the prompt's answer) or a function / runnable
+        # given the messages (its result is the summary).
+        if isinstance(summarizer, str):
+            summarizer = init_model(summarizer)
+        self.summarizer = summarizer
         self.token_counter = token_counter
         self.summary_prompt = summary_prompt
         self.trim_tokens_to_summarize = trim_tokens_to_summarize
 
     @staticmethod
-    def _absolute(size: ContextSize, limit: int | None) -> tuple[str, int]:
+    def _absolute(size: ContextSize | tuple[str, float], limit: int | None) -> tuple[str, int]:
         """``size`` in messages or tokens (a fraction of ``limit`` as tokens)."""
         kind, n = size
         if kind == "fraction":
@@ -131,15 +205,16 @@ class SummarizationMiddleware(AgentMiddleware):
         return kind, int(n)
 
     def _triggered(self, messages: Sequence[Any]) -> bool:
-        tokens: int | None = None
-        for kind, n in self._trigger:
-            if kind == "messages" and len(messages) >= n:
-                return True
-            if kind == "tokens":
-                tokens = self.token_counter(messages) if tokens is None else tokens
-                if tokens >= n:
-                    return True
-        return False
+        tokens: list[int] = []
+
+        def met(kind: str, n: float) -> bool:
+            if kind == "messages":
+                return len(messages) >= n
+            if not tokens:
+                tokens.append(self.token_counter(messages))
+            return tokens[0] >= n
+
+        return any(all(met(k, n) for k, n in clause.items()) for clause in self._trigger)
 
     def _cutoff(self, messages: Sequence[Any]) -> int:
         """Where the kept messages start: ``keep`` from the end, moved earlier past
@@ -164,10 +239,13 @@ class SummarizationMiddleware(AgentMiddleware):
             return None
         return messages[:cut], messages[cut:]
 
-    def _prompt(self, old: list[Any]) -> list[Any]:
+    def _trimmed(self, old: list[Any]) -> list[Any]:
         if self.trim_tokens_to_summarize is not None:
             while len(old) > 1 and self.token_counter(old) > self.trim_tokens_to_summarize:
                 old = old[1:]  # the newest of the old messages matter most
+        return old
+
+    def _prompt(self, old: list[Any]) -> list[Any]:
         lines = []
         for m in old:
             line = f"{m.type}: {m.text}"
@@ -183,13 +261,34 @@ class SummarizationMiddleware(AgentMiddleware):
             lines.append(line)
         return [HumanMessage(content=self.summary_prompt.format(messages="\n".join(lines)))]
 
-    @staticmethod
-    def _update(summary: Any, kept: list[Any]) -> dict[str, Any]:
-        text = summary.text if hasattr(summary, "text") else str(summary)
+    def _writer(self, old: list[Any]) -> tuple[Any, Any]:
+        """Who writes the summary of ``old`` and what it is given: the summary model
+        (``summarizer`` when it is a chat model, else ``model``) the prompt, or a
+        ``summarizer`` function / runnable the messages themselves."""
+        from ironloop.models import init_model
+
+        old = self._trimmed(old)
+        s = self.summarizer
+        if s is None or _is_chat_model(s):
+            return init_model(self.model if s is None else s), self._prompt(old)
+        return s, old
+
+    def _update(self, summary: Any, kept: list[Any]) -> dict[str, Any]:
+        if hasattr(summary, "text"):  # a model's answer
+            text = summary.text.strip()
+        elif isinstance(summary, str):
+            text = summary.strip()
+        else:
+            raise TypeError(
+                f"`summarizer` must return a str, got {type(summary).__name__} (from "
+                f"{self.summarizer!r})"
+            )
         return {
             "messages": [
                 RemoveMessage(id=REMOVE_ALL_MESSAGES),
-                HumanMessage(content=SUMMARY_PREFIX + text),
+                HumanMessage(
+                    content=SUMMARY_PREFIX + text, additional_kwargs={"lc_source": "summarization"}
+                ),
                 *kept,
             ]
         }
@@ -198,18 +297,38 @@ class SummarizationMiddleware(AgentMiddleware):
         plan = self._plan(state)
         if plan is None:
             return None
-        from ironloop._create_agent import init_model
-
-        summary = init_model(self.model).invoke(self._prompt(plan[0]))
+        writer, given = self._writer(plan[0])
+        if hasattr(writer, "invoke"):
+            summary = writer.invoke(given)
+        elif inspect.iscoroutinefunction(writer):
+            summary = run_sync(writer(given))
+        else:
+            summary = writer(given)
         return self._update(summary, plan[1])
 
     async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         plan = self._plan(state)
         if plan is None:
             return None
-        from ironloop._create_agent import init_model
-
-        model = init_model(self.model)
-        prompt = self._prompt(plan[0])
-        summary = await model.ainvoke(prompt) if hasattr(model, "ainvoke") else model.invoke(prompt)
+        writer, given = self._writer(plan[0])
+        if hasattr(writer, "ainvoke"):
+            summary = await writer.ainvoke(given)
+        elif hasattr(writer, "invoke"):
+            summary = await asyncio.to_thread(writer.invoke, given)
+        elif inspect.iscoroutinefunction(writer):
+            summary = await writer(given)
+        else:
+            summary = await asyncio.to_thread(writer, given)
         return self._update(summary, plan[1])
+
+
+def _is_chat_model(obj: Any) -> bool:
+    """Whether a ``summarizer`` is a chat model (prompted) rather than a function or
+    runnable (given the messages): ironloop's models and langchain-core's."""
+    if type(obj).__module__.startswith("ironloop."):
+        return True
+    try:
+        from langchain_core.language_models import BaseChatModel
+    except ImportError:
+        return False
+    return isinstance(obj, BaseChatModel)

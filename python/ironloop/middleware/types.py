@@ -23,18 +23,27 @@ import asyncio
 import dataclasses
 import inspect
 import threading
+import warnings
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Generic, Literal
 
-from ironloop.graph import add_messages
+from typing_extensions import NotRequired, Required, TypedDict, TypeVar
+
+from ironloop.graph import ContextT, add_messages
 from ironloop.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from ironloop.types import Command
 
 __all__ = [
     "AgentMiddleware",
     "AgentState",
+    "ContextT",
+    "ExtendedModelResponse",
+    "InputAgentState",
+    "ModelCallResult",
     "ModelRequest",
     "ModelResponse",
+    "OutputAgentState",
+    "ResponseT",
     "OmitFromInput",
     "OmitFromOutput",
     "PrivateStateAttr",
@@ -69,56 +78,123 @@ OmitFromOutput = _Marker("OmitFromOutput")
 PrivateStateAttr = _Marker("PrivateStateAttr")
 
 
-class _Conversation(TypedDict):
-    messages: Annotated[list[BaseMessage], add_messages]
+#: The type of an agent's structured response (``AgentState[ResponseT]``, ...).
+ResponseT = TypeVar("ResponseT", default=Any)
 
 
-class AgentState(_Conversation, total=False):
+class AgentState(TypedDict, Generic[ResponseT]):
     """The state of a ``create_agent`` agent: its conversation and, with
     ``response_format``, the ``structured_response``. A middleware's
-    ``state_schema`` subclasses it to add fields.
+    ``state_schema`` subclasses it to add fields. A ``typing_extensions.TypedDict``
+    (pydantic reads those on every Python version) and generic in the structured
+    response's type, as LangChain's.
 
     Example:
-        >>> class Counted(AgentState, total=False):
-        ...     turns: int
+        >>> class Counted(AgentState):
+        ...     turns: NotRequired[int]
         >>> sorted(Counted.__annotations__)
         ['messages', 'structured_response', 'turns']
     """
 
-    structured_response: Any
+    messages: Required[Annotated[list[BaseMessage], add_messages]]
+    structured_response: NotRequired[ResponseT]
 
 
-@dataclasses.dataclass
-class ModelRequest:
+class InputAgentState(TypedDict):
+    """What an agent's input may hold: its conversation (messages or message dicts)."""
+
+    messages: Required[Annotated[list[Any], add_messages]]
+
+
+class OutputAgentState(TypedDict, Generic[ResponseT]):
+    """What an agent's result holds: the conversation and any structured response."""
+
+    messages: Required[Annotated[list[BaseMessage], add_messages]]
+    structured_response: NotRequired[ResponseT]
+
+
+#: A middleware's state schema (``AgentMiddleware[StateT, ContextT, ResponseT]``).
+StateT = TypeVar("StateT", bound=AgentState[Any], default=AgentState[Any])
+
+
+@dataclasses.dataclass(init=False)
+class ModelRequest(Generic[ContextT]):
     """One model call as ``wrap_model_call`` sees it. ``override(...)`` makes a
     changed copy (the request itself is not changed).
 
     ``messages`` excludes the system message, which is ``system_message`` (also as
-    the text ``system_prompt``). ``tools`` are the tools offered (tool objects or
-    provider tool dicts); ``model`` may be a model object or a ``"provider:model"``
-    string."""
+    the text ``system_prompt``, which the constructor takes too). ``tools`` are the
+    tools offered (the agent's tool objects, as given, or provider tool dicts);
+    ``model`` may be a model object or a ``"provider:model"`` string. Setting an
+    attribute in place works but is deprecated, as in LangChain: use ``override``."""
 
     model: Any
     messages: list[Any]
-    system_message: SystemMessage | None = None
-    tool_choice: Any = None
-    tools: list[Any] = dataclasses.field(default_factory=list)
-    response_format: Any = None
-    state: Any = None
-    runtime: Any = None
-    model_settings: dict[str, Any] = dataclasses.field(default_factory=dict)
+    system_message: SystemMessage | None
+    tool_choice: Any
+    tools: list[Any]
+    response_format: Any
+    state: Any
+    runtime: Any
+    model_settings: dict[str, Any]
+
+    def __init__(
+        self,
+        *,
+        model: Any,
+        messages: list[Any],
+        system_message: SystemMessage | None = None,
+        system_prompt: str | None = None,
+        tool_choice: Any = None,
+        tools: list[Any] | None = None,
+        response_format: Any = None,
+        state: Any = None,
+        runtime: Any = None,
+        model_settings: dict[str, Any] | None = None,
+    ) -> None:
+        if system_prompt is not None and system_message is not None:
+            raise ValueError("Cannot specify both system_prompt and system_message")
+        if system_prompt is not None:
+            system_message = SystemMessage(content=system_prompt)
+        put = object.__setattr__
+        put(self, "model", model)
+        put(self, "messages", messages)
+        put(self, "system_message", system_message)
+        put(self, "tool_choice", tool_choice)
+        put(self, "tools", tools if tools is not None else [])
+        put(self, "response_format", response_format)
+        put(self, "state", state if state is not None else {"messages": []})
+        put(self, "runtime", runtime)
+        put(self, "model_settings", model_settings if model_settings is not None else {})
 
     @property
     def system_prompt(self) -> str | None:
         """The system message's text, or ``None``."""
         return None if self.system_message is None else self.system_message.text
 
-    def override(self, **overrides: Any) -> ModelRequest:
+    def __setattr__(self, name: str, value: Any) -> None:
+        """In-place changes still work (``system_prompt`` sets the system message),
+        with LangChain's ``DeprecationWarning``: ``override`` is the way."""
+        if name.startswith("__"):  # typing's __orig_class__ of ModelRequest[Ctx](...)
+            object.__setattr__(self, name, value)
+            return
+        warnings.warn(
+            f"Direct attribute assignment to ModelRequest.{name} is deprecated. "
+            f"Use request.override({name}=...) instead to create a new request "
+            "with the modified attribute.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        if name == "system_prompt":
+            name, value = "system_message", None if value is None else SystemMessage(content=value)
+        object.__setattr__(self, name, value)
+
+    def override(self, **overrides: Any) -> ModelRequest[ContextT]:
         """A copy with ``overrides`` applied; ``system_prompt="..."`` sets the system
         message from text (``None`` removes it)."""
         if "system_prompt" in overrides:
             if "system_message" in overrides:
-                raise ValueError("override() takes system_prompt or system_message, not both")
+                raise ValueError("Cannot specify both system_prompt and system_message")
             text = overrides.pop("system_prompt")
             overrides["system_message"] = None if text is None else SystemMessage(content=text)
         unknown = set(overrides) - {f.name for f in dataclasses.fields(self)}
@@ -128,12 +204,24 @@ class ModelRequest:
 
 
 @dataclasses.dataclass
-class ModelResponse:
+class ModelResponse(Generic[ResponseT]):
     """What a model call gave: its messages (usually one ``AIMessage``) and, with a
     ``response_format``, the structured response."""
 
     result: list[Any]
-    structured_response: Any = None
+    structured_response: ResponseT | None = None
+
+
+@dataclasses.dataclass
+class ExtendedModelResponse(Generic[ResponseT]):
+    """A ``wrap_model_call`` result with a state update beside the model's: the
+    ``command``'s ``update`` is applied after the model node's own, through the
+    state's reducers (its messages are added after the model's). Commands of nested
+    middleware apply inner first; ``goto``, ``resume`` and ``graph`` are not
+    supported there (``NotImplementedError``, as LangChain)."""
+
+    model_response: ModelResponse[ResponseT]
+    command: Command | None = None
 
 
 @dataclasses.dataclass
@@ -156,11 +244,11 @@ class ToolCallRequest:
         return dataclasses.replace(self, **overrides)
 
 
-ModelCallResult = ModelResponse | AIMessage
+ModelCallResult = ModelResponse | AIMessage | ExtendedModelResponse
 ToolCallResult = ToolMessage | Command
 
 
-class AgentMiddleware:
+class AgentMiddleware(Generic[StateT, ContextT, ResponseT]):
     """The base of a middleware: override any hook (sync, async, or both).
 
     ``state_schema`` (a ``TypedDict`` subclassing ``AgentState``) adds state fields;
@@ -263,6 +351,20 @@ def _check_jumps(can_jump_to: Sequence[str] | None) -> None:
         raise ValueError(f"can_jump_to takes 'model', 'tools' and 'end'; got {bad}")
 
 
+def propagate(e: BaseException) -> BaseException:
+    """Marks ``e``, which a middleware re-raises on purpose (``on_failure="error"``,
+    an exception its ``retry_on`` excludes, one ``ToolErrorMiddleware`` leaves alone),
+    to leave the tools node and end the run, as LangChain's does, instead of becoming
+    the error ``ToolMessage`` ironloop makes of other tool failures."""
+    e.__ironloop_propagate__ = True  # type: ignore[attr-defined]
+    return e
+
+
+def propagates(e: BaseException) -> bool:
+    """Whether a middleware marked ``e`` with :func:`propagate`."""
+    return bool(getattr(e, "__ironloop_propagate__", False))
+
+
 # --- what create_agent asks of a middleware -------------------------------------------
 
 
@@ -345,64 +447,170 @@ def node_hook(m: AgentMiddleware, hook: str) -> tuple[Callable[..., Any], Callab
     return sync_fn, async_fn
 
 
+def _sync_hook(m: AgentMiddleware, hook: str) -> Callable[[Any, Any], Any]:
+    """``m``'s wrap hook as a sync ``(request, handler)`` callable: an async-only one
+    runs on its own loop with an async view of its handler."""
+    fn = _hook_function(m, hook)
+    if fn is not None:
+        return fn
+    afn = getattr(m, "a" + hook)
+
+    def call(request: Any, handler: Callable[[Any], Any]) -> Any:
+        async def ahandler(req: Any) -> Any:
+            return handler(req)
+
+        return run_sync(afn(request, ahandler))
+
+    return call
+
+
+def _async_hook(m: AgentMiddleware, hook: str) -> Callable[[Any, Any], Awaitable[Any]]:
+    """``m``'s wrap hook as an async ``(request, handler)`` callable: a sync-only one
+    runs in a worker thread, its handler handing the inner (async) call back to the
+    running loop."""
+    afn = _hook_function(m, "a" + hook)
+    if afn is not None:
+        return afn
+    fn = getattr(m, hook)
+
+    async def call(request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        loop = asyncio.get_running_loop()
+
+        async def inner_call(req: Any) -> Any:
+            return await handler(req)
+
+        def sync_handler(req: Any) -> Any:
+            return asyncio.run_coroutine_threadsafe(inner_call(req), loop).result()
+
+        return await asyncio.to_thread(fn, request, sync_handler)
+
+    return call
+
+
 def chain_sync(
     wraps: Sequence[tuple[AgentMiddleware, str]], base: Callable[[Any], Any]
 ) -> Callable[[Any], Any]:
     """``base`` wrapped by each middleware's ``hook``, the first outermost (LangChain's
-    order). An async-only wrap runs on its own loop with an async view of its handler."""
+    order)."""
     handler = base
     for m, hook in reversed(wraps):
-        handler = _wrap_sync(m, hook, handler)
+        handler = _layer(_sync_hook(m, hook), handler)
     return handler
 
 
-def _wrap_sync(m: AgentMiddleware, hook: str, inner: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    fn = _hook_function(m, hook)
-    if fn is not None:
-        return lambda request: fn(request, inner)
-    afn = getattr(m, "a" + hook)
-
-    async def ainner(request: Any) -> Any:
-        return inner(request)
-
-    return lambda request: run_sync(afn(request, ainner))
+def _layer(fn: Callable[[Any, Any], Any], inner: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda request: fn(request, inner)
 
 
 def chain_async(
     wraps: Sequence[tuple[AgentMiddleware, str]], base: Callable[[Any], Awaitable[Any]]
 ) -> Callable[[Any], Awaitable[Any]]:
-    """The async form of :func:`chain_sync`. A sync-only wrap runs in a worker thread;
-    its handler hands the inner (async) call back to the running loop."""
+    """The async form of :func:`chain_sync`."""
     handler = base
     for m, hook in reversed(wraps):
-        handler = _wrap_async(m, hook, handler)
+        handler = _alayer(_async_hook(m, hook), handler)
     return handler
 
 
-def _wrap_async(
-    m: AgentMiddleware, hook: str, inner: Callable[[Any], Awaitable[Any]]
+def _alayer(
+    fn: Callable[[Any, Any], Awaitable[Any]], inner: Callable[[Any], Awaitable[Any]]
 ) -> Callable[[Any], Awaitable[Any]]:
-    afn = _hook_function(m, "a" + hook)
-    if afn is not None:
+    async def call(request: Any) -> Any:
+        return await fn(request, inner)
 
-        async def call(request: Any) -> Any:
-            return await afn(request, inner)
+    return call
 
-        return call
-    fn = getattr(m, hook)
 
-    async def call_sync(request: Any) -> Any:
-        loop = asyncio.get_running_loop()
+#: A model call through the ``wrap_model_call`` chain: the response and the
+#: ``ExtendedModelResponse`` commands of every layer, inner first.
+ModelOutcome = tuple[ModelResponse, list[Command]]
 
-        async def inner_call(req: Any) -> Any:
-            return await inner(req)
 
-        def handler(req: Any) -> Any:
-            return asyncio.run_coroutine_threadsafe(inner_call(req), loop).result()
+def split_model_result(value: Any, where: str) -> ModelOutcome:
+    """A ``wrap_model_call`` hook's result as the ``ModelResponse`` its caller's
+    handler returns, and its command: an ``AIMessage`` becomes a one-message response,
+    an ``ExtendedModelResponse`` gives its ``model_response`` and ``command``."""
+    if isinstance(value, ModelResponse):
+        return value, []
+    if isinstance(value, ExtendedModelResponse):
+        return value.model_response, [] if value.command is None else [value.command]
+    if isinstance(value, AIMessage):
+        return ModelResponse(result=[value]), []
+    raise TypeError(
+        f"{where} returned {type(value).__name__}: a wrap_model_call hook must return a "
+        "ModelResponse, an ExtendedModelResponse or an AIMessage (what its handler "
+        "returned, or its own)"
+    )
 
-        return await asyncio.to_thread(fn, request, handler)
 
-    return call_sync
+def chain_model_sync(
+    wraps: Sequence[tuple[AgentMiddleware, str]], base: Callable[[Any], ModelResponse]
+) -> Callable[[Any], ModelOutcome]:
+    """The model call wrapped by each middleware's ``wrap_model_call``, first
+    outermost: every handler returns a ``ModelResponse`` whatever the inner hook
+    returned, and the commands of the layers that ran are kept (those of a retried
+    inner call only from its last try), as LangChain composes them."""
+
+    def innermost(request: Any) -> ModelOutcome:
+        return base(request), []
+
+    outcome: Callable[[Any], ModelOutcome] = innermost
+    for m, hook in reversed(wraps):
+        outcome = _model_layer(_sync_hook(m, hook), outcome, f"{m.name}.{hook}")
+    return outcome
+
+
+def _model_layer(
+    fn: Callable[[Any, Any], Any], inner: Callable[[Any], ModelOutcome], where: str
+) -> Callable[[Any], ModelOutcome]:
+    def call(request: Any) -> ModelOutcome:
+        inner_commands: list[Command] = []
+
+        def handler(req: Any) -> ModelResponse:
+            inner_commands.clear()
+            response, commands = inner(req)
+            inner_commands.extend(commands)
+            return response
+
+        response, own = split_model_result(fn(request, handler), where)
+        return response, [*inner_commands, *own]
+
+    return call
+
+
+def chain_model_async(
+    wraps: Sequence[tuple[AgentMiddleware, str]],
+    base: Callable[[Any], Awaitable[ModelResponse]],
+) -> Callable[[Any], Awaitable[ModelOutcome]]:
+    """The async form of :func:`chain_model_sync`."""
+
+    async def innermost(request: Any) -> ModelOutcome:
+        return await base(request), []
+
+    outcome: Callable[[Any], Awaitable[ModelOutcome]] = innermost
+    for m, hook in reversed(wraps):
+        outcome = _amodel_layer(_async_hook(m, hook), outcome, f"{m.name}.{hook}")
+    return outcome
+
+
+def _amodel_layer(
+    fn: Callable[[Any, Any], Awaitable[Any]],
+    inner: Callable[[Any], Awaitable[ModelOutcome]],
+    where: str,
+) -> Callable[[Any], Awaitable[ModelOutcome]]:
+    async def call(request: Any) -> ModelOutcome:
+        inner_commands: list[Command] = []
+
+        async def handler(req: Any) -> ModelResponse:
+            inner_commands.clear()
+            response, commands = await inner(req)
+            inner_commands.extend(commands)
+            return response
+
+        response, own = split_model_result(await fn(request, handler), where)
+        return response, [*inner_commands, *own]
+
+    return call
 
 
 # --- decorators -----------------------------------------------------------------------
