@@ -43,8 +43,16 @@ MODULES: dict[str, tuple[str, ...]] = {
     "langgraph.checkpoint.sqlite": ("ironloop.checkpoint",),
     "langgraph.checkpoint.postgres": ("ironloop.checkpoint",),
     "langgraph.store": ("ironloop.store",),
-    "langgraph.store.base": ("ironloop.store",),
-    "langgraph.store.memory": ("ironloop.store",),
+    "langgraph.store.base": ("ironloop.store.base", "ironloop.store"),
+    "langgraph.store.base.batch": ("ironloop.store.batch",),
+    "langgraph.store.base.embed": ("ironloop.store.embed",),
+    "langgraph.store.memory": ("ironloop.store.memory",),
+    "langgraph.store.sqlite": ("ironloop.store.sqlite",),
+    "langgraph.store.sqlite.base": ("ironloop.store.sqlite",),
+    "langgraph.store.sqlite.aio": ("ironloop.store.sqlite",),
+    "langgraph.store.postgres": ("ironloop.store.postgres",),
+    "langgraph.store.postgres.base": ("ironloop.store.postgres",),
+    "langgraph.store.postgres.aio": ("ironloop.store.postgres",),
 }
 
 #: (LangGraph module, name) -> the ironloop name it is spelt as.

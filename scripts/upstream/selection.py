@@ -8,7 +8,9 @@ rules, in order:
    tool nodes, interrupts and time travel, runtime, retries, state schemas, savers
    and stores (``FILES``). Left out whole: channel and Pregel internals, the v3
    stream-events protocol and its transformers, remote graphs (a server), LangSmith
-   tracing, serializer migrations, and DeltaChannel (an internal channel type).
+   tracing, serializer migrations, and DeltaChannel (an internal channel type). Of
+   the savers' sdists, the store tests (``langgraph-checkpoint``'s and
+   ``langgraph-checkpoint-sqlite``'s).
 2. **Internals**: a test whose body names something its file imports from a LangGraph
    module that is not public (a path component starting with ``_``, or
    ``INTERNAL_PREFIXES``), or a private (``_``-prefixed) name of a public one, is left
@@ -60,6 +62,9 @@ FILES: dict[str, tuple[str, ...]] = {
         "test_tool_node_interceptor_unregistered.py",
         "test_deprecation.py",
     ),
+    # The stores' own suites (savers are covered elsewhere: these files only).
+    "langgraph-checkpoint": ("test_store.py",),
+    "langgraph-checkpoint-sqlite": ("test_store.py", "test_async_store.py", "test_ttl.py"),
 }
 
 #: Public-looking LangGraph modules that hold internals.
