@@ -70,8 +70,9 @@ def run_store(impl: str, data: str, items: int, queries: int, pg: str | None) ->
     rows.update({f"q{j}": qs[j] for j in range(queries)})
 
     def embed(texts: list[str]) -> list[Any]:
-        # float32 arrays, as embedding models return them.
-        return [rows[t] for t in texts]
+        # New float32 arrays, as an embedding model returns them (a store that keeps
+        # the arrays it is given holds these, not the benchmark's own).
+        return [rows[t].copy() for t in texts]
 
     index = {"dims": DIMS, "embed": embed, "fields": ["text"]}
     tmp = tempfile.mkdtemp(prefix="w13-")

