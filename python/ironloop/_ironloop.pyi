@@ -734,8 +734,8 @@ class _StoreCore:
 
 @final
 class _OpenAIEmbeddings:
-    def __init__(
-        self,
+    def __new__(
+        cls,
         model: str,
         *,
         base_url: str | None = None,
@@ -744,6 +744,6 @@ class _OpenAIEmbeddings:
         batch_size: int = 512,
         timeout: float = 60.0,
         max_retries: int = 2,
-    ) -> None: ...
+    ) -> _OpenAIEmbeddings: ...
     def embed(self, texts: list[str]) -> list[list[float]]: ...
     def aembed(self, texts: list[str]) -> Awaitable[list[list[float]]]: ...

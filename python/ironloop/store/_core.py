@@ -135,6 +135,12 @@ class RustStore(BaseStore):
         if index:
             if "dims" not in index:
                 raise ValueError("index needs 'dims': the size of the embedding vectors")
+            distance = dict(index).get("distance_type") or "cosine"
+            if distance != "cosine":
+                raise ValueError(
+                    f"distance_type={distance!r} is not supported: ironloop ranks by exact "
+                    "cosine similarity; leave distance_type out or pass 'cosine'"
+                )
             self.index_config = dict(index)
             self.embeddings = ensure_embeddings(index.get("embed"), dims=index["dims"])
             # LangGraph's SQLite store spells it `text_fields`.

@@ -17,7 +17,13 @@ from ironloop.store.base import IndexConfig, TTLConfig
 
 __all__ = ["AsyncPostgresStore", "PostgresIndexConfig", "PostgresStore"]
 
-PostgresIndexConfig = IndexConfig
+
+class PostgresIndexConfig(IndexConfig, total=False):
+    """LangGraph's PostgreSQL index settings; ironloop ranks by exact cosine, so
+    ``distance_type`` may only be ``"cosine"`` and ``ann_index_config`` is ignored."""
+
+    distance_type: str
+    ann_index_config: dict[str, Any]
 
 
 def _dsn_of(conn: Any) -> str:

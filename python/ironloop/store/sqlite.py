@@ -20,7 +20,14 @@ from ironloop.store.base import IndexConfig, Op, Result, TTLConfig
 
 __all__ = ["AsyncSqliteStore", "SqliteIndexConfig", "SqliteStore"]
 
-SqliteIndexConfig = IndexConfig
+
+class SqliteIndexConfig(IndexConfig, total=False):
+    """LangGraph's SQLite index settings: ``text_fields`` is its name for
+    ``fields``; ``distance_type`` is accepted and must be ``"cosine"`` (what ironloop
+    ranks by)."""
+
+    text_fields: list[str] | None
+    distance_type: str
 
 
 def _path_of(conn: sqlite3.Connection | str | os.PathLike[str]) -> str:
