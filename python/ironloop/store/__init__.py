@@ -29,7 +29,6 @@ from ironloop.store.base import (
     TTLConfig,
     validate_op_namespace,
 )
-from ironloop.store.batch import AsyncBatchedBaseStore
 from ironloop.store.embed import (
     AEmbeddingsFunc,
     EmbeddingsFunc,
@@ -41,11 +40,13 @@ from ironloop.store.embed import (
 from ironloop.store.memory import InMemoryStore
 
 if TYPE_CHECKING:
+    from ironloop.store.batch import AsyncBatchedBaseStore
     from ironloop.store.postgres import AsyncPostgresStore, PostgresStore
     from ironloop.store.sqlite import AsyncSqliteStore, SqliteStore
 
-#: Imported on first use: ``import ironloop`` stays free of ``sqlite3``.
+#: Imported on first use: ``import ironloop`` stays free of ``sqlite3`` and ``asyncio``.
 _LAZY = {
+    "AsyncBatchedBaseStore": "ironloop.store.batch",
     "SqliteStore": "ironloop.store.sqlite",
     "AsyncSqliteStore": "ironloop.store.sqlite",
     "PostgresStore": "ironloop.store.postgres",

@@ -10,7 +10,6 @@ or a value that is not JSON fails the batch and stores nothing.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import re
@@ -266,6 +265,8 @@ class RustStore(BaseStore):
         return self._results(plan, self._core.batch([tuple(t) for t in plan.tuples]))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        import asyncio  # not at import: `import ironloop` stays free of asyncio
+
         plan = self._plan(ops)
         if plan.texts or plan.query_at:
             vectors = await self.embeddings.aembed_documents(plan.texts) if plan.texts else []

@@ -9,7 +9,6 @@ whole value.
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import inspect
 import json
@@ -163,6 +162,8 @@ class EmbeddingsLambda:
     async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
         if self.is_async:
             return await self.func(texts)  # type: ignore[no-any-return, misc]
+        import asyncio  # not at import: `import ironloop` stays free of asyncio
+
         return await asyncio.get_running_loop().run_in_executor(None, self.func, texts)  # type: ignore[arg-type]
 
     async def aembed_query(self, text: str) -> list[float]:
