@@ -21,6 +21,7 @@ pub mod prebuilt;
 pub mod registry;
 pub mod secrets;
 pub mod sources;
+pub mod store;
 pub mod tool;
 
 #[cfg(feature = "python")]

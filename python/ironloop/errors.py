@@ -32,6 +32,7 @@ __all__ = [
     "OpenApiSpecError",
     "ParentCommand",
     "RunRolledBackError",
+    "StoreError",
     "ThreadBusyError",
     "ToolBlockedError",
     "ToolCancelledError",
@@ -173,6 +174,12 @@ class WorkspaceNotFoundError(WorkspaceError, FileNotFoundError):
 
 class WorkspaceFileError(WorkspaceError, OSError):
     """The root could not be resolved (permissions, a symlink loop...)."""
+
+
+class StoreError(IronloopError):
+    """A long-term store (``ironloop.store``) failed: its database could not be
+    opened, read or written, the connection dropped, or the store was closed. A bad
+    argument (namespace, value, vector size) raises ``ValueError`` instead."""
 
 
 class CheckpointSerializationError(CheckpointError, TypeError):

@@ -106,6 +106,17 @@ async def async_store(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
     yield InMemoryStore()
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makeitem(collector: Any, name: str, obj: Any) -> None:
+    """The savers' suites run every ``async def`` test (their pytest setting
+    ``asyncio_mode = "auto"``): such a test without a marker gets anyio's, before
+    anyio's own hook looks for it."""
+    if inspect.iscoroutinefunction(obj) and collector.istestfunction(obj, name):
+        marks = [m.name for m in getattr(obj, "pytestmark", [])]
+        if "anyio" not in marks and collector.get_closest_marker("anyio") is None:
+            pytest.mark.anyio(obj)
+
+
 def _names_used(fn: Any) -> tuple[set[str], set[str]]:
     """The names and the attribute names a test function's body uses."""
     try:

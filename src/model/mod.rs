@@ -26,6 +26,7 @@
 //!   message's text (JSON), so both providers answer with JSON text.
 
 mod anthropic;
+mod embeddings;
 #[cfg(test)]
 mod fuzz_tests;
 pub(crate) mod http;
@@ -49,6 +50,7 @@ use crate::message::{Content, ContentPart, InvalidToolCall, Message, MessageKind
 use crate::tool::{ToolCall, ToolChoice, ToolDefinition};
 
 pub use anthropic::{AnthropicChat, ANTHROPIC_DEFAULT_BASE_URL, ANTHROPIC_VERSION};
+pub use embeddings::OpenAIEmbeddings;
 pub use openai::{OpenAIChat, OPENAI_DEFAULT_BASE_URL};
 pub use retry::RetryPolicy;
 

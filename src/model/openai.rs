@@ -44,29 +44,55 @@ impl std::fmt::Debug for OpenAIChat {
     }
 }
 
+/// Where an OpenAI-compatible client sends its requests, and with what key: the API
+/// root from `base_url`, `OPENAI_BASE_URL` or OpenAI's; the key from `api_key` or
+/// `OPENAI_API_KEY` (required by OpenAI itself, `who` naming the client in the
+/// error); the settings' headers plus the bearer header. Shared by the chat and
+/// embeddings clients.
+pub(crate) struct Access {
+    pub base: String,
+    pub key: Option<String>,
+    pub headers: Vec<(String, String)>,
+    pub official: bool,
+}
+
+pub(crate) fn access(settings: &HttpSettings, who: &str) -> Result<Access, ModelError> {
+    let base = settings
+        .base_url
+        .clone()
+        .or_else(|| std::env::var("OPENAI_BASE_URL").ok())
+        .filter(|u| !u.trim().is_empty())
+        .unwrap_or_else(|| OPENAI_DEFAULT_BASE_URL.to_owned());
+    let base = base.trim().trim_end_matches('/').to_owned();
+    let official = base.starts_with("https://api.openai.com");
+    let key = resolve_key(settings.api_key.as_deref(), "OPENAI_API_KEY");
+    if key.is_none() && official {
+        return Err(ModelError::Config(format!(
+            "{who} needs an API key: pass api_key=... or set OPENAI_API_KEY \
+             (a local OpenAI-compatible server needs only base_url=...)"
+        )));
+    }
+    let mut headers = settings.headers.clone();
+    if let Some(k) = &key {
+        headers.push(("authorization".into(), format!("Bearer {k}")));
+    }
+    Ok(Access {
+        base,
+        key,
+        headers,
+        official,
+    })
+}
+
 impl OpenAIChat {
     pub fn new(model: impl Into<String>, settings: HttpSettings) -> Result<Self, ModelError> {
         let model = model.into();
-        let base = settings
-            .base_url
-            .clone()
-            .or_else(|| std::env::var("OPENAI_BASE_URL").ok())
-            .filter(|u| !u.trim().is_empty())
-            .unwrap_or_else(|| OPENAI_DEFAULT_BASE_URL.to_owned());
-        let base = base.trim().trim_end_matches('/').to_owned();
-        let official = base.starts_with("https://api.openai.com");
-        let key = resolve_key(settings.api_key.as_deref(), "OPENAI_API_KEY");
-        if key.is_none() && official {
-            return Err(ModelError::Config(
-                "OpenAIChat needs an API key: pass api_key=... or set OPENAI_API_KEY \
-                 (a local OpenAI-compatible server needs only base_url=...)"
-                    .into(),
-            ));
-        }
-        let mut headers = settings.headers.clone();
-        if let Some(k) = &key {
-            headers.push(("authorization".into(), format!("Bearer {k}")));
-        }
+        let Access {
+            base,
+            key,
+            headers,
+            official,
+        } = access(&settings, "OpenAIChat")?;
         let url = endpoint(&base, "/chat/completions");
         let secrets = model_secrets(key.as_deref(), &settings.headers, &url);
         let transport = Transport::new(

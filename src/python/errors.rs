@@ -64,6 +64,7 @@ classes! {
     ThreadBusy => "ThreadBusyError",
     RunRolledBack => "RunRolledBackError",
     Model => "ModelError",
+    Store => "StoreError",
     OpenApiSpec => "OpenApiSpecError",
     OpenApiFetch => "OpenApiFetchError",
     OpenApiFile => "OpenApiFileError",

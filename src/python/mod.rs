@@ -28,6 +28,7 @@ mod prebuilt;
 mod pytool;
 mod runtime;
 mod serde;
+mod store;
 mod thread_state;
 mod toolnode;
 mod tracing;
@@ -58,6 +59,7 @@ fn ironloop_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     mcp::register(m)?;
     tracing::register(m)?;
     serde::register(m)?;
+    store::register(m)?;
     m.add_function(wrap_pyfunction!(convert::_json_schema_errors, m)?)?;
     m.add_function(wrap_pyfunction!(args::_timeout_seconds, m)?)?;
     m.add_function(wrap_pyfunction!(helpers::_install_helpers, m)?)?;

@@ -478,8 +478,9 @@ def test_in_memory_store_put_get_search_delete() -> None:
     assert [i.key for i in store.search(("users", "2"))] == ["prefs"]
     dark = store.search(("users",), filter={"theme": "dark"})
     assert [(i.namespace, i.key) for i in dark] == [(("users", "1"), "prefs")]
-    assert [i.key for i in store.search(("docs",), query="world")] == ["readme"]
-    assert store.search(("docs",), query="absent") == []
+    # Without an index a query ranks nothing and filters nothing (LangGraph's
+    # InMemoryStore): semantic search is tests/python/test_store.py's.
+    assert [i.key for i in store.search(("docs",), query="absent")] == ["readme"]
     assert len(store.search(("users",), limit=2)) == 2
     assert len(store.search((), limit=100)) == 4
 

@@ -1,0 +1,270 @@
+//! The in-process store: namespaces in order (a `BTreeMap`, so those under a prefix
+//! are one range), items of a namespace in insertion order (as LangGraph's
+//! `InMemoryStore` lists them), each with its vectors beside it.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{RwLock, RwLockWriteGuard};
+
+use async_trait::async_trait;
+use indexmap::IndexMap;
+
+use super::namespace::{self, has_prefix, Namespace};
+use super::vector::{best_score, normalized, top};
+use super::{check_puts, now_secs, parse_object, ttl};
+use super::{
+    Item, ListNamespaces, Op, OpResult, PutValue, Result, Search, StoreBackend, StoreError,
+};
+
+/// One stored item. Kept small: W13 holds 100,000 of them beside their vectors.
+#[derive(Debug)]
+struct Entry {
+    value: Box<str>,
+    created_at: f64,
+    updated_at: f64,
+    expires_at: Option<f64>,
+    ttl_minutes: Option<f64>,
+    /// Normalised, one per embedded field.
+    vectors: Box<[FieldVector]>,
+}
+
+/// One embedded field's name and its vector.
+type FieldVector = (Box<str>, Box<[f32]>);
+
+impl Entry {
+    fn item(&self, ns: &Namespace, key: &str, score: Option<f32>) -> Item {
+        Item {
+            namespace: ns.clone(),
+            key: key.to_owned(),
+            value: self.value.to_string(),
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            score,
+        }
+    }
+
+    fn refresh(&mut self, now: f64) {
+        if self.ttl_minutes.is_some() {
+            self.expires_at = ttl::expires_at(self.ttl_minutes, now);
+        }
+    }
+}
+
+type Spaces = BTreeMap<Namespace, IndexMap<String, Entry>>;
+
+/// LangGraph's `InMemoryStore`, in Rust: lost when the process ends.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    spaces: RwLock<Spaces>,
+    dims: Option<usize>,
+    closed: AtomicBool,
+}
+
+impl MemoryStore {
+    /// A store whose vectors (if any) have `dims` numbers.
+    pub fn new(dims: Option<usize>) -> Self {
+        MemoryStore {
+            dims,
+            ..Default::default()
+        }
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Spaces> {
+        self.spaces.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// How many items the store holds (expired ones not yet swept included).
+    pub fn len(&self) -> usize {
+        let spaces = self.spaces.read().unwrap_or_else(|p| p.into_inner());
+        spaces.values().map(IndexMap::len).sum()
+    }
+
+    /// Whether the store holds no item.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Runs `ops` synchronously (what [`StoreBackend::batch`] does; nothing here
+    /// waits).
+    pub fn run(&self, ops: Vec<Op>) -> Result<Vec<OpResult>> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(StoreError::Closed);
+        }
+        check_puts(&ops, self.dims)?;
+        let mut spaces = self.write();
+        let now = now_secs();
+        Ok(ops
+            .into_iter()
+            .map(|op| match op {
+                Op::Get {
+                    namespace,
+                    key,
+                    refresh_ttl,
+                } => OpResult::Item(get(&mut spaces, &namespace, &key, refresh_ttl, now)),
+                Op::Put {
+                    namespace,
+                    key,
+                    value,
+                } => {
+                    put(&mut spaces, namespace, key, value, now);
+                    OpResult::Done
+                }
+                Op::Search(s) => OpResult::Items(search(&mut spaces, &s, now)),
+                Op::ListNamespaces(l) => OpResult::Namespaces(list(&spaces, &l, now)),
+            })
+            .collect())
+    }
+
+    /// Deletes the expired items; returns how many.
+    pub fn sweep_now(&self) -> usize {
+        let now = now_secs();
+        let mut spaces = self.write();
+        let mut n = 0;
+        spaces.retain(|_, items| {
+            let before = items.len();
+            items.retain(|_, e| !ttl::expired(e.expires_at, now));
+            n += before - items.len();
+            !items.is_empty()
+        });
+        n
+    }
+}
+
+fn get(spaces: &mut Spaces, ns: &Namespace, key: &str, refresh: bool, now: f64) -> Option<Item> {
+    let e = spaces.get_mut(ns)?.get_mut(key)?;
+    if ttl::expired(e.expires_at, now) {
+        return None;
+    }
+    if refresh {
+        e.refresh(now);
+    }
+    Some(e.item(ns, key, None))
+}
+
+fn put(spaces: &mut Spaces, ns: Namespace, key: String, value: Option<PutValue>, now: f64) {
+    let Some(v) = value else {
+        if let Some(items) = spaces.get_mut(&ns) {
+            items.shift_remove(&key);
+            if items.is_empty() {
+                spaces.remove(&ns);
+            }
+        }
+        return;
+    };
+    let items = spaces.entry(ns).or_default();
+    let created_at = match items.get(&key) {
+        Some(old) if !ttl::expired(old.expires_at, now) => old.created_at,
+        _ => now,
+    };
+    let vectors = v
+        .vectors
+        .into_iter()
+        .map(|(f, vec)| (f.into_boxed_str(), normalized(vec).into_boxed_slice()))
+        .collect();
+    items.insert(
+        key,
+        Entry {
+            value: v.json.into_boxed_str(),
+            created_at,
+            updated_at: now,
+            expires_at: ttl::expires_at(v.ttl_minutes, now),
+            ttl_minutes: v.ttl_minutes,
+            vectors,
+        },
+    );
+}
+
+fn search(spaces: &mut Spaces, s: &Search, now: f64) -> Vec<Item> {
+    let query = s.query.clone().map(normalized);
+    // Without a query and a filter the page is the first items in order: stop there.
+    let stop = (query.is_none() && s.filter.is_none()).then(|| s.offset.saturating_add(s.limit));
+    let mut scored: Vec<(f32, (&Namespace, &str))> = Vec::new();
+    let mut plain: Vec<(&Namespace, &str)> = Vec::new();
+    'spaces: for (ns, items) in spaces.range(s.prefix.clone()..) {
+        if !has_prefix(ns, &s.prefix) {
+            break;
+        }
+        for (key, e) in items {
+            if ttl::expired(e.expires_at, now) {
+                continue;
+            }
+            if let Some(f) = &s.filter {
+                if !parse_object(&e.value).is_some_and(|v| f.matches(&v)) {
+                    continue;
+                }
+            }
+            let score = query
+                .as_deref()
+                .and_then(|q| best_score(q, e.vectors.iter().map(|(_, v)| &v[..])));
+            match score {
+                Some(sc) => scored.push((sc, (ns, key.as_str()))),
+                None => plain.push((ns, key.as_str())),
+            }
+            if stop.is_some_and(|n| plain.len() >= n) {
+                break 'spaces;
+            }
+        }
+    }
+    let page: Vec<(Option<f32>, Namespace, String)> = if query.is_some() {
+        let mut kept: Vec<_> = top(scored, s.offset, s.limit)
+            .into_iter()
+            .map(|(sc, (ns, k))| (Some(sc), ns.clone(), k.to_owned()))
+            .collect();
+        // Items without vectors come after the ranked ones, as in LangGraph.
+        let room = s.limit.saturating_sub(kept.len());
+        kept.extend(
+            plain
+                .into_iter()
+                .take(room)
+                .map(|(ns, k)| (None, ns.clone(), k.to_owned())),
+        );
+        kept
+    } else {
+        plain
+            .into_iter()
+            .skip(s.offset)
+            .take(s.limit)
+            .map(|(ns, k)| (None, ns.clone(), k.to_owned()))
+            .collect()
+    };
+    page.into_iter()
+        .filter_map(|(score, ns, key)| {
+            let e = spaces.get_mut(&ns)?.get_mut(&key)?;
+            if s.refresh_ttl {
+                e.refresh(now);
+            }
+            Some(e.item(&ns, &key, score))
+        })
+        .collect()
+}
+
+fn list(spaces: &Spaces, op: &ListNamespaces, now: f64) -> Vec<Namespace> {
+    let live = spaces
+        .iter()
+        .filter(|(_, items)| items.values().any(|e| !ttl::expired(e.expires_at, now)))
+        .map(|(ns, _)| ns.as_slice());
+    namespace::list(live, op)
+}
+
+#[async_trait]
+impl StoreBackend for MemoryStore {
+    async fn setup(&self) -> Result<()> {
+        Ok(())
+    }
+
+    async fn batch(&self, ops: Vec<Op>) -> Result<Vec<OpResult>> {
+        self.run(ops)
+    }
+
+    async fn sweep(&self) -> Result<usize> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(StoreError::Closed);
+        }
+        Ok(self.sweep_now())
+    }
+
+    async fn close(&self) -> Result<()> {
+        self.closed.store(true, Ordering::Release);
+        Ok(())
+    }
+}

@@ -1,0 +1,569 @@
+//! The PostgreSQL store: items and their vectors in two tables, searched by exact
+//! cosine in Rust (the server needs no extension).
+//!
+//! As in the SQLite store, a vector search scores an in-process copy of the vectors
+//! (`VectorIndex`) instead of reading every row back per query. Every write batch of
+//! every process bumps one counter row (`ironloop_store_version`) in its
+//! transaction; a search compares the counter with the copy's and reloads the copy
+//! when another process wrote. The copy holds no expiry: the page's rows are read
+//! back with the expiry checked in SQL (and the next best taken when one expired).
+//! Without the copy (the first search, or right after another process wrote) a
+//! search reads every vector under the prefix: ~1.5 KB per item at 384 dimensions,
+//! so past ~10,000 items such a reload takes longer than the 25 ms a search aims at.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use async_trait::async_trait;
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
+use indexmap::IndexMap;
+use tokio::sync::Mutex;
+use tokio_postgres::Transaction;
+
+use super::namespace::{self, from_text, to_text, Namespace};
+use super::vector::{best_score, from_bytes, normalized, to_bytes, top};
+use super::{check_puts, now_secs, parse_object, ttl};
+use super::{
+    Item, ListNamespaces, Op, OpResult, PutValue, Result, Search, StoreBackend, StoreError,
+};
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS ironloop_store (
+    prefix TEXT COLLATE \"C\" NOT NULL,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL,
+    updated_at DOUBLE PRECISION NOT NULL,
+    expires_at DOUBLE PRECISION,
+    ttl_minutes DOUBLE PRECISION,
+    PRIMARY KEY (prefix, key)
+);
+CREATE INDEX IF NOT EXISTS ironloop_store_expires
+    ON ironloop_store (expires_at) WHERE expires_at IS NOT NULL;
+CREATE TABLE IF NOT EXISTS ironloop_store_vectors (
+    prefix TEXT COLLATE \"C\" NOT NULL,
+    key TEXT NOT NULL,
+    field TEXT NOT NULL,
+    embedding BYTEA NOT NULL,
+    PRIMARY KEY (prefix, key, field)
+);
+CREATE TABLE IF NOT EXISTS ironloop_store_version (
+    id INT PRIMARY KEY,
+    version BIGINT NOT NULL
+);
+INSERT INTO ironloop_store_version VALUES (1, 0) ON CONFLICT DO NOTHING;
+";
+
+const COLUMNS: &str = "prefix, key, value, created_at, updated_at";
+
+fn storage(what: &'static str) -> impl Fn(tokio_postgres::Error) -> StoreError {
+    move |e| StoreError::Storage(format!("PostgresStore: cannot {what}: {e}"))
+}
+
+/// The in-process copy of every item's vectors, as of `version`.
+#[derive(Debug, Default)]
+struct VectorIndex {
+    version: Option<i64>,
+    spaces: BTreeMap<String, Space>,
+}
+
+/// The vectors of one namespace's items, by key, in load order (the order a search
+/// reads them, as in the SQLite store).
+type Space = IndexMap<String, Vec<Box<[f32]>>>;
+
+/// LangGraph's `PostgresStore`.
+pub struct PostgresStore {
+    pool: Pool,
+    index: Mutex<VectorIndex>,
+    dims: Option<usize>,
+    closed: std::sync::atomic::AtomicBool,
+}
+
+impl std::fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresStore").finish_non_exhaustive()
+    }
+}
+
+/// rustls with `ring`, certificates checked by the platform's verifier: the TLS of
+/// the crate's other PostgreSQL connections.
+fn tls() -> std::result::Result<tokio_postgres_rustls::MakeRustlsConnect, rustls::Error> {
+    use rustls_platform_verifier::ConfigVerifierExt;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    Ok(tokio_postgres_rustls::MakeRustlsConnect::new(
+        rustls::ClientConfig::with_platform_verifier()?,
+    ))
+}
+
+impl PostgresStore {
+    /// Connects to `url` with a pool of `pool_size` connections, checks that the
+    /// server answers, and creates the tables if they are missing. Must run on a
+    /// tokio runtime (the connections live on it).
+    pub async fn connect(url: &str, dims: Option<usize>, pool_size: usize) -> Result<Self> {
+        let config: tokio_postgres::Config = url.parse().map_err(|e| {
+            StoreError::Invalid(format!(
+                "PostgresStore: the connection string is not valid ({e}); expected \
+                 postgresql://user:password@host:port/database"
+            ))
+        })?;
+        let tls = tls().map_err(|e| StoreError::Storage(format!("PostgresStore: TLS: {e}")))?;
+        let manager = Manager::from_config(
+            config,
+            tls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(pool_size.max(1))
+            .runtime(Runtime::Tokio1)
+            .build()
+            .map_err(|e| {
+                StoreError::Storage(format!("PostgresStore: cannot make the pool: {e}"))
+            })?;
+        let store = PostgresStore {
+            pool,
+            index: Mutex::new(VectorIndex::default()),
+            dims,
+            closed: Default::default(),
+        };
+        store.setup().await?;
+        Ok(store)
+    }
+
+    async fn conn(&self) -> Result<Object> {
+        if self.closed.load(std::sync::atomic::Ordering::Acquire) {
+            return Err(StoreError::Closed);
+        }
+        self.pool
+            .get()
+            .await
+            .map_err(|e| StoreError::Storage(format!("PostgresStore: cannot connect: {e}")))
+    }
+}
+
+fn row_item(r: &tokio_postgres::Row, score: Option<f32>) -> Item {
+    Item {
+        namespace: from_text(r.get::<_, &str>(0)),
+        key: r.get(1),
+        value: r.get(2),
+        created_at: r.get(3),
+        updated_at: r.get(4),
+        score,
+    }
+}
+
+/// The condition on `prefix` for the namespaces under `p` (parameters `$2..$4`).
+fn scope(p: &str) -> &'static str {
+    if p.is_empty() {
+        "$2::text IS NOT NULL AND $3::text IS NOT NULL AND $4::text IS NOT NULL"
+    } else {
+        "(prefix = $2 OR (prefix >= $3 AND prefix < $4))"
+    }
+}
+
+async fn refresh(tx: &Transaction<'_>, p: &str, key: &str, now: f64) -> Result<()> {
+    tx.execute(
+        "UPDATE ironloop_store SET expires_at = $3 + ttl_minutes * 60.0 \
+         WHERE prefix = $1 AND key = $2 AND ttl_minutes IS NOT NULL",
+        &[&p, &key, &now],
+    )
+    .await
+    .map_err(storage("refresh a TTL"))?;
+    Ok(())
+}
+
+async fn get(
+    tx: &Transaction<'_>,
+    ns: &Namespace,
+    key: &str,
+    refresh_ttl: bool,
+    now: f64,
+) -> Result<Option<Item>> {
+    let p = to_text(ns);
+    let row = tx
+        .query_opt(
+            &format!(
+                "SELECT {COLUMNS} FROM ironloop_store WHERE prefix = $1 AND key = $2 \
+                 AND (expires_at IS NULL OR expires_at > $3)"
+            ),
+            &[&p, &key, &now],
+        )
+        .await
+        .map_err(storage("read an item"))?;
+    if row.is_some() && refresh_ttl {
+        refresh(tx, &p, key, now).await?;
+    }
+    Ok(row.map(|r| row_item(&r, None)))
+}
+
+/// Writes (or deletes) one item; returns its normalised vectors for the copy.
+async fn put(
+    tx: &Transaction<'_>,
+    ns: &Namespace,
+    key: &str,
+    value: Option<PutValue>,
+    now: f64,
+) -> Result<Option<Vec<Box<[f32]>>>> {
+    let p = to_text(ns);
+    tx.execute(
+        "DELETE FROM ironloop_store_vectors WHERE prefix = $1 AND key = $2",
+        &[&p, &key],
+    )
+    .await
+    .map_err(storage("replace an item's vectors"))?;
+    let Some(v) = value else {
+        tx.execute(
+            "DELETE FROM ironloop_store WHERE prefix = $1 AND key = $2",
+            &[&p, &key],
+        )
+        .await
+        .map_err(storage("delete an item"))?;
+        return Ok(None);
+    };
+    let expires_at = ttl::expires_at(v.ttl_minutes, now);
+    tx.execute(
+        "INSERT INTO ironloop_store AS s (prefix, key, value, created_at, updated_at, \
+         expires_at, ttl_minutes) VALUES ($1, $2, $3, $4, $4, $5, $6) \
+         ON CONFLICT (prefix, key) DO UPDATE SET value = excluded.value, \
+         updated_at = excluded.updated_at, expires_at = excluded.expires_at, \
+         ttl_minutes = excluded.ttl_minutes, created_at = CASE WHEN s.expires_at IS NOT \
+         NULL AND s.expires_at <= $4 THEN excluded.created_at ELSE s.created_at END",
+        &[&p, &key, &v.json, &now, &expires_at, &v.ttl_minutes],
+    )
+    .await
+    .map_err(storage("write an item"))?;
+    let mut vectors = Vec::with_capacity(v.vectors.len());
+    for (field, vec) in v.vectors {
+        let vec = normalized(vec);
+        tx.execute(
+            "INSERT INTO ironloop_store_vectors (prefix, key, field, embedding) \
+             VALUES ($1, $2, $3, $4) ON CONFLICT (prefix, key, field) \
+             DO UPDATE SET embedding = excluded.embedding",
+            &[&p, &key, &field, &to_bytes(&vec)],
+        )
+        .await
+        .map_err(storage("write a vector"))?;
+        vectors.push(vec.into_boxed_slice());
+    }
+    Ok(Some(vectors))
+}
+
+/// Reloads the copy when the stored version differs from its own.
+async fn fresh_index(tx: &Transaction<'_>, index: &mut VectorIndex) -> Result<()> {
+    let version: i64 = tx
+        .query_one(
+            "SELECT version FROM ironloop_store_version WHERE id = 1",
+            &[],
+        )
+        .await
+        .map_err(storage("read the store's version"))?
+        .get(0);
+    if index.version == Some(version) {
+        return Ok(());
+    }
+    let mut spaces: BTreeMap<String, Space> = BTreeMap::new();
+    for r in tx
+        .query("SELECT prefix, key FROM ironloop_store", &[])
+        .await
+        .map_err(storage("load the vector index"))?
+    {
+        spaces
+            .entry(r.get(0))
+            .or_default()
+            .insert(r.get(1), Vec::new());
+    }
+    for r in tx
+        .query(
+            "SELECT prefix, key, embedding FROM ironloop_store_vectors",
+            &[],
+        )
+        .await
+        .map_err(storage("load the vector index"))?
+    {
+        let (p, k): (&str, &str) = (r.get(0), r.get(1));
+        if let (Some(vs), Some(v)) = (
+            spaces.get_mut(p).and_then(|s| s.get_mut(k)),
+            from_bytes(r.get::<_, &[u8]>(2)),
+        ) {
+            vs.push(v.into_boxed_slice());
+        }
+    }
+    *index = VectorIndex {
+        version: Some(version),
+        spaces,
+    };
+    Ok(())
+}
+
+async fn search(
+    tx: &Transaction<'_>,
+    index: &mut VectorIndex,
+    s: &Search,
+    now: f64,
+) -> Result<Vec<Item>> {
+    let p = to_text(&s.prefix);
+    let (lo, hi) = (format!("{p}."), format!("{p}/"));
+    let cond = scope(&p);
+    let Some(query) = s.query.clone().map(normalized) else {
+        let rows = tx
+            .query(
+                &format!(
+                    "SELECT {COLUMNS} FROM ironloop_store WHERE {cond} AND \
+                     (expires_at IS NULL OR expires_at > $1) ORDER BY updated_at DESC"
+                ),
+                &[&now, &p, &lo, &hi],
+            )
+            .await
+            .map_err(storage("search"))?;
+        let out: Vec<Item> = rows
+            .iter()
+            .filter(|r| match &s.filter {
+                None => true,
+                Some(f) => parse_object(r.get(2)).is_some_and(|v| f.matches(&v)),
+            })
+            .skip(s.offset)
+            .take(s.limit)
+            .map(|r| row_item(r, None))
+            .collect();
+        if s.refresh_ttl {
+            for it in &out {
+                refresh(tx, &to_text(&it.namespace), &it.key, now).await?;
+            }
+        }
+        return Ok(out);
+    };
+    fresh_index(tx, index).await?;
+    let allowed: Option<HashSet<(String, String)>> = match &s.filter {
+        None => None,
+        Some(f) => Some(
+            tx.query(
+                &format!(
+                    "SELECT prefix, key, value FROM ironloop_store WHERE {cond} AND \
+                     (expires_at IS NULL OR expires_at > $1)"
+                ),
+                &[&now, &p, &lo, &hi],
+            )
+            .await
+            .map_err(storage("search"))?
+            .iter()
+            .filter(|r| parse_object(r.get(2)).is_some_and(|v| f.matches(&v)))
+            .map(|r| (r.get(0), r.get(1)))
+            .collect(),
+        ),
+    };
+    let mut scored: Vec<(f32, (String, String))> = Vec::new();
+    let mut plain: Vec<(String, String)> = Vec::new();
+    for (sp, space) in index.spaces.range::<str, _>((
+        std::ops::Bound::Included(p.as_str()),
+        std::ops::Bound::Unbounded,
+    )) {
+        if !(p.is_empty() || *sp == p || sp.starts_with(&lo)) {
+            if sp.as_str() >= hi.as_str() {
+                break;
+            }
+            continue;
+        }
+        for (k, vs) in space {
+            let pk = (sp.clone(), k.clone());
+            if allowed.as_ref().is_some_and(|a| !a.contains(&pk)) {
+                continue;
+            }
+            match best_score(&query, vs.iter().map(|v| &v[..])) {
+                Some(sc) => scored.push((sc, pk)),
+                None => plain.push(pk),
+            }
+        }
+    }
+    // Ranked best first; the copy knows no expiry, so expired rows are skipped here
+    // and the next ones taken.
+    let total = scored.len();
+    let mut window = s.offset + s.limit;
+    let mut ranked = top(scored.clone(), 0, window);
+    let mut live: Vec<Item> = Vec::new();
+    let mut seen = 0;
+    loop {
+        let batch: Vec<(String, String)> =
+            ranked[seen..].iter().map(|(_, pk)| pk.clone()).collect();
+        let mut rows = fetch(tx, &batch, now).await?;
+        for (sc, pk) in &ranked[seen..] {
+            if let Some(r) = rows.remove(pk) {
+                live.push(row_item(&r, Some(*sc)));
+            }
+        }
+        seen = ranked.len();
+        if live.len() >= s.offset + s.limit || ranked.len() >= total {
+            break;
+        }
+        window = (window * 2).max(16);
+        ranked = top(scored.clone(), 0, window);
+    }
+    let mut out: Vec<Item> = live.into_iter().skip(s.offset).take(s.limit).collect();
+    let room = s.limit.saturating_sub(out.len());
+    let rest: Vec<(String, String)> = plain.into_iter().take(room).collect();
+    let mut rows = fetch(tx, &rest, now).await?;
+    for pk in &rest {
+        if let Some(r) = rows.remove(pk) {
+            out.push(row_item(&r, None));
+        }
+    }
+    if s.refresh_ttl {
+        for it in &out {
+            refresh(tx, &to_text(&it.namespace), &it.key, now).await?;
+        }
+    }
+    Ok(out)
+}
+
+/// The live rows of `keys` (prefix, key), in one query.
+async fn fetch(
+    tx: &Transaction<'_>,
+    keys: &[(String, String)],
+    now: f64,
+) -> Result<HashMap<(String, String), tokio_postgres::Row>> {
+    if keys.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let (ps, ks): (Vec<&str>, Vec<&str>) =
+        keys.iter().map(|(p, k)| (p.as_str(), k.as_str())).unzip();
+    let rows = tx
+        .query(
+            &format!(
+                "SELECT {COLUMNS} FROM ironloop_store WHERE (prefix, key) IN \
+                 (SELECT * FROM unnest($1::text[], $2::text[])) \
+                 AND (expires_at IS NULL OR expires_at > $3)"
+            ),
+            &[&ps, &ks, &now],
+        )
+        .await
+        .map_err(storage("search"))?;
+    Ok(rows
+        .into_iter()
+        .map(|r| ((r.get::<_, String>(0), r.get::<_, String>(1)), r))
+        .collect())
+}
+
+async fn list(tx: &Transaction<'_>, op: &ListNamespaces, now: f64) -> Result<Vec<Namespace>> {
+    let all: Vec<Namespace> = tx
+        .query(
+            "SELECT DISTINCT prefix FROM ironloop_store WHERE expires_at IS NULL OR expires_at > $1",
+            &[&now],
+        )
+        .await
+        .map_err(storage("list namespaces"))?
+        .iter()
+        .map(|r| from_text(r.get(0)))
+        .collect();
+    Ok(namespace::list(all.iter().map(Vec::as_slice), op))
+}
+
+#[async_trait]
+impl StoreBackend for PostgresStore {
+    async fn setup(&self) -> Result<()> {
+        let c = self.conn().await?;
+        c.batch_execute(SCHEMA)
+            .await
+            .map_err(storage("create the tables"))
+    }
+
+    async fn batch(&self, ops: Vec<Op>) -> Result<Vec<OpResult>> {
+        check_puts(&ops, self.dims)?;
+        let mut c = self.conn().await?;
+        let tx = c
+            .transaction()
+            .await
+            .map_err(storage("begin a transaction"))?;
+        let now = now_secs();
+        let mut index = self.index.lock().await;
+        let writes = ops.iter().any(|o| matches!(o, Op::Put { .. }));
+        // Bumped first: the row lock orders this batch's writes with other writers'.
+        let version: Option<i64> = if writes {
+            Some(
+                tx.query_one(
+                    "UPDATE ironloop_store_version SET version = version + 1 WHERE id = 1 \
+                     RETURNING version",
+                    &[],
+                )
+                .await
+                .map_err(storage("bump the store's version"))?
+                .get(0),
+            )
+        } else {
+            None
+        };
+        let mut changes: Vec<(String, String, Option<Vec<Box<[f32]>>>)> = Vec::new();
+        let mut out = Vec::with_capacity(ops.len());
+        for op in ops {
+            out.push(match op {
+                Op::Get {
+                    namespace,
+                    key,
+                    refresh_ttl,
+                } => OpResult::Item(get(&tx, &namespace, &key, refresh_ttl, now).await?),
+                Op::Put {
+                    namespace,
+                    key,
+                    value,
+                } => {
+                    let vs = put(&tx, &namespace, &key, value, now).await?;
+                    changes.push((to_text(&namespace), key, vs));
+                    OpResult::Done
+                }
+                Op::Search(s) => OpResult::Items(search(&tx, &mut index, &s, now).await?),
+                Op::ListNamespaces(l) => OpResult::Namespaces(list(&tx, &l, now).await?),
+            });
+        }
+        tx.commit().await.map_err(storage("commit"))?;
+        if let Some(v) = version {
+            // The copy follows our own writes only if nobody wrote in between.
+            if index.version == Some(v - 1) {
+                for (p, k, vs) in changes {
+                    match vs {
+                        Some(vs) => {
+                            index.spaces.entry(p).or_default().insert(k, vs);
+                        }
+                        None => {
+                            if let Some(s) = index.spaces.get_mut(&p) {
+                                s.swap_remove(&k);
+                            }
+                        }
+                    }
+                }
+                index.version = Some(v);
+            } else {
+                *index = VectorIndex::default();
+            }
+        }
+        Ok(out)
+    }
+
+    async fn sweep(&self) -> Result<usize> {
+        let mut c = self.conn().await?;
+        let tx = c
+            .transaction()
+            .await
+            .map_err(storage("begin a transaction"))?;
+        let now = now_secs();
+        tx.execute(
+            "DELETE FROM ironloop_store_vectors v USING ironloop_store s WHERE \
+             v.prefix = s.prefix AND v.key = s.key AND s.expires_at <= $1",
+            &[&now],
+        )
+        .await
+        .map_err(storage("sweep expired vectors"))?;
+        let n = tx
+            .execute("DELETE FROM ironloop_store WHERE expires_at <= $1", &[&now])
+            .await
+            .map_err(storage("sweep expired items"))?;
+        tx.commit().await.map_err(storage("commit"))?;
+        // The copy may hold swept items: they are skipped when read back, and the
+        // copy is rebuilt when another writer bumps the version.
+        Ok(n as usize)
+    }
+
+    async fn close(&self) -> Result<()> {
+        self.closed
+            .store(true, std::sync::atomic::Ordering::Release);
+        self.pool.close();
+        Ok(())
+    }
+}
