@@ -49,7 +49,7 @@ from ironloop._cache import cache_key
 from ironloop._cache import namespace as cache_namespace
 from ironloop._constants import END, START
 from ironloop._retry import with_retry
-from ironloop._runtime import answers_var, task_var
+from ironloop._runtime import answers_var, scratch_lock, task_var
 from ironloop.types import GraphOutput, RetryPolicy, StateSnapshot
 
 __all__ = ["entrypoint", "task"]
@@ -158,6 +158,12 @@ def _call_context(call_id: str) -> contextvars.Context:
     return context
 
 
+def _record(scratch: Any, call_id: str, name: str, value: Any, answers: int) -> None:
+    """Saves a call's result (see ``scratch_lock``)."""
+    with scratch_lock:
+        scratch.record_call(call_id, name, value, answers)
+
+
 def _answers() -> int:
     """How many resume values the call running here took."""
     counters = answers_var.get()
@@ -191,14 +197,15 @@ class _Task(Generic[R]):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         scratch, call_id = _next_call(self.name)
-        found, value = scratch.call_saved(call_id)
+        with scratch_lock:
+            found, value = scratch.call_saved(call_id)
         cache = _cache_var.get() if self.cache_policy is not None else None
         if not found and cache is not None:
             key = (cache_namespace(self.name), cache_key(self.cache_policy, *args, **kwargs))
             hit = cache.get([key])
             if key in hit:
                 found, value = True, hit[key]
-                scratch.record_call(call_id, self.name, value)
+                _record(scratch, call_id, self.name, value, 0)
         try:
             loop = asyncio.get_running_loop() if self.is_async else None
         except RuntimeError:
@@ -229,7 +236,7 @@ class _Task(Generic[R]):
             value = self._body(*args, **kwargs)
             if self.is_async:
                 value = asyncio.run(value)
-            scratch.record_call(call_id, self.name, value, _answers())
+            _record(scratch, call_id, self.name, value, _answers())
             self._cache(args, kwargs, value)
         except BaseException as e:  # handed to whoever waits on the future
             future.set_exception(e)
@@ -259,7 +266,7 @@ class _Task(Generic[R]):
         value = await self._body(*args, **kwargs)
         # Saved from a thread: the loop is not held while the write is stored.
         await asyncio.get_running_loop().run_in_executor(
-            _threads(), scratch.record_call, call_id, self.name, value, _answers()
+            _threads(), _record, scratch, call_id, self.name, value, _answers()
         )
         self._cache(args, kwargs, value)
         return value

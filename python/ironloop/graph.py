@@ -46,7 +46,7 @@ from ironloop._ironloop import (
 )
 from ironloop._managed import with_managed
 from ironloop._retry import with_retry
-from ironloop._runtime import answers_var, task_var
+from ironloop._runtime import answers_var, scratch_lock, task_var
 from ironloop._state import (
     as_update,
     input_schema_of,
@@ -108,7 +108,8 @@ def interrupt(value: Any) -> Any:
             "interrupt() can only be called inside a graph node (or a tool a graph runs)"
         )
     # In a subgraph, the pause and the resume values belong to the parent's task.
-    answer = (_outer_task.get() or scratch).interrupt(value)
+    with scratch_lock:
+        answer = (_outer_task.get() or scratch).interrupt(value)
     for taken in answers_var.get():  # the @task calls this runs in (ironloop.func)
         taken[0] += 1
     return answer

@@ -247,3 +247,23 @@ def test_an_async_task_called_from_a_sync_entrypoint() -> None:
         return fetch(x).result() * 2
 
     assert flow.invoke(1) == 4
+
+
+def test_many_parallel_tasks_saving_while_the_entrypoint_pauses() -> None:
+    # Tasks save their results on their threads while the entrypoint looks up the next
+    # call's saved result and pauses: the run's scratchpad is shared by all of them.
+    @task
+    def item(i: int) -> int:
+        time.sleep(0.001 * (i % 3))
+        return i
+
+    @entrypoint(checkpointer=MemorySaver())
+    def flow(n: int) -> int:
+        futures = [item(i) for i in range(n)]
+        answer = interrupt("go?")
+        return sum(f.result() for f in futures) + len(answer)
+
+    for round_ in range(15):
+        config = cfg(f"round-{round_}")
+        assert flow.invoke(20, config)["__interrupt__"][0].value == "go?"
+        assert flow.invoke(Command(resume="yes"), config) == sum(range(20)) + 3
