@@ -61,7 +61,7 @@ from ironloop._usage import get_usage_metadata_callback
 from ironloop.errors import GraphInterrupt
 from ironloop.messages import BaseMessage
 from ironloop.runtime import _enter, _scope, _with_runtime
-from ironloop.types import Command, RetryPolicy, Send, StateSnapshot
+from ironloop.types import CachePolicy, Command, RetryPolicy, Send, StateSnapshot
 
 __all__ = [
     "END",
@@ -308,6 +308,10 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
                 "add_node(defer=True) is not supported: ironloop does not hold a node back "
                 "until the run has nothing else to do; join the branches with "
                 "add_edge([...], node) instead"
+            )
+        if cache_policy is not None and not isinstance(cache_policy, CachePolicy):
+            raise TypeError(
+                f"node {node!r}: cache_policy takes a CachePolicy, got {cache_policy!r}"
             )
         if action is None:
             action = node
