@@ -16,6 +16,17 @@ logger = logging.getLogger("ironloop")
 #: The running graph task's scratchpad (``interrupt()``, the stream writer).
 task_var: contextvars.ContextVar[Any] = contextvars.ContextVar("ironloop_task")
 
+#: Held around the scratchpad calls that may run on several threads at once when a
+#: task runs ``@task`` calls (``interrupt()``, a call's saved result, saving one): the
+#: scratchpad is one Rust object, which refuses a change while another thread uses it.
+scratch_lock = threading.RLock()
+
+#: Inside ``@task`` calls: one counter per call being made here (the innermost last),
+#: of the resume values its ``interrupt()`` s took (``ironloop.func``).
+answers_var: contextvars.ContextVar[tuple[list[int], ...]] = contextvars.ContextVar(
+    "ironloop_answers", default=()
+)
+
 
 def stream_langchain_tokens(scratch: Any) -> None:
     """Run in a task's context when its run streams ``messages``: LangChain chat

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
 from ironloop.errors import InvalidUpdateError
+from ironloop.managed import is_managed_value
 
 __all__ = ["ROOT", "as_update", "input_schema_of", "node_factory", "schema_channels"]
 
@@ -119,6 +120,19 @@ def _channel(name: str, tp: Any) -> Channel:
     }
 
 
+def managed_keys(schema: Any) -> dict[str, Any]:
+    """The keys of a schema that are managed values (``RemainingSteps``, ...), with
+    their managers: filled for each node, never channels."""
+    if not hasattr(schema, "__annotations__"):
+        return {}
+    try:
+        hints = get_type_hints(schema, include_extras=True)
+    except Exception:
+        return {}
+    found = {n: is_managed_value(_strip_required(h)) for n, h in hints.items()}
+    return {n: m for n, m in found.items() if m is not None}
+
+
 def schema_channels(schema: Any) -> dict[str, Channel]:
     """The channels a schema declares, by name, in its field order: one per field, or
     the root channel for a schema without annotations."""
@@ -130,7 +144,7 @@ def schema_channels(schema: Any) -> dict[str, Channel]:
         raise TypeError(f"cannot read the state schema {schema!r}: {e}") from e
     out: dict[str, Channel] = {}
     for name, hint in hints.items():
-        if name == "__slots__":
+        if name == "__slots__" or is_managed_value(_strip_required(hint)) is not None:
             continue
         if name.startswith("__"):
             raise ValueError(f"state key {name!r} is reserved (keys may not start with '__')")

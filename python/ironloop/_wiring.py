@@ -12,7 +12,7 @@ from ironloop._state import as_update
 from ironloop.errors import CheckpointTypeWarning, GraphInterrupt, ParentCommand
 from ironloop.graph import _task_writer
 from ironloop.messages import ToolCall
-from ironloop.types import Command, Interrupt, PregelTask, Send, StateSnapshot
+from ironloop.types import Command, Interrupt, PregelTask, Send, StateSnapshot, _overwritten
 
 _install_helpers(
     {
@@ -24,6 +24,7 @@ _install_helpers(
         "escaped": _runtime.Escaped,
         "logger": _runtime.logger,
         "stream_langchain_tokens": _runtime.stream_langchain_tokens,
+        "overwritten": _overwritten,
         "graph_interrupt": GraphInterrupt,
         "parent_command": ParentCommand,
         "send": Send,

@@ -13,7 +13,7 @@ a checkpointer with LangGraph's base class ports by changing its import::
 from __future__ import annotations
 
 from abc import ABC
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from ironloop._ironloop import MemorySaver, PostgresSaver, SqliteSaver
 
@@ -29,8 +29,16 @@ class BaseCheckpointSaver(ABC, Generic[V]):
     ``BaseCheckpointSaver[str]`` included).
 
     Not a class to subclass: a checkpointer given to ``compile`` is one of ironloop's
-    savers, whose storage runs in Rust.
+    savers (or a Python subclass of one), whose storage runs in Rust.
     """
+
+    def get_next_version(self, current: int | None, channel: Any = None) -> int:
+        """LangGraph's default channel version after ``current``: 1, then 2, 3, ...
+        (kept for code written against LangGraph's saver API; ironloop's savers
+        version checkpoints themselves)."""
+        if isinstance(current, str):
+            raise NotImplementedError("string versions need a saver that makes them")
+        return 1 if current is None else current + 1
 
 
 for _saver in (MemorySaver, SqliteSaver, PostgresSaver):

@@ -34,6 +34,9 @@ from typing_extensions import Self, TypeVar
 
 from ironloop import _tracing
 from ironloop._allowlist import SerdeAllowlist, allowlist
+from ironloop._bound import BoundConfig
+from ironloop._cache import cached_node
+from ironloop._cache import namespace as cache_namespace
 from ironloop._constants import END, START
 from ironloop._ironloop import (
     _child_ns,
@@ -41,11 +44,13 @@ from ironloop._ironloop import (
     _GraphCore,
     add_messages,
 )
+from ironloop._managed import with_managed
 from ironloop._retry import with_retry
-from ironloop._runtime import task_var
+from ironloop._runtime import answers_var, scratch_lock, task_var
 from ironloop._state import (
     as_update,
     input_schema_of,
+    managed_keys,
     merge_channels,
     node_factory,
     schema_channels,
@@ -56,7 +61,7 @@ from ironloop._usage import get_usage_metadata_callback
 from ironloop.errors import GraphInterrupt
 from ironloop.messages import BaseMessage
 from ironloop.runtime import _enter, _scope, _with_runtime
-from ironloop.types import Command, RetryPolicy, Send, StateSnapshot
+from ironloop.types import CachePolicy, Command, RetryPolicy, Send, StateSnapshot
 
 __all__ = [
     "END",
@@ -103,7 +108,11 @@ def interrupt(value: Any) -> Any:
             "interrupt() can only be called inside a graph node (or a tool a graph runs)"
         )
     # In a subgraph, the pause and the resume values belong to the parent's task.
-    return (_outer_task.get() or scratch).interrupt(value)
+    with scratch_lock:
+        answer = (_outer_task.get() or scratch).interrupt(value)
+    for taken in answers_var.get():  # the @task calls this runs in (ironloop.func)
+        taken[0] += 1
+    return answer
 
 
 def push_message(message: Any, *, state_key: str | None = "messages") -> BaseMessage:
@@ -247,12 +256,16 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         #: Each schema's channels; the graph's are all of them, in order of arrival.
         self.schemas: dict[Any, dict[str, dict[str, Any]]] = {}
         self.channels: dict[str, dict[str, Any]] = {}
+        #: Managed values (``RemainingSteps``, ``IsLastStep``): filled for each node.
+        self.managed: dict[str, Any] = {}
         for schema in (self.state_schema, self.input_schema, self.output_schema):
             self._add_schema(schema)
         #: The input schema each node declares (absent: the state schema).
         self.node_schemas: dict[str, Any] = {}
         #: ``add_node(..., metadata=)``: shown by ``get_graph().draw_mermaid()``.
         self.node_metadata: dict[str, dict[str, Any]] = {}
+        #: ``add_node(..., cache_policy=)``: applied when ``compile`` is given a cache.
+        self.cache_policies: dict[str, Any] = {}
         self.nodes: dict[str, Any] = {}
         self.edges: list[tuple[str, str]] = []
         self.joins: list[tuple[list[str], str]] = []
@@ -263,6 +276,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         if schema not in self.schemas:
             self.schemas[schema] = schema_channels(schema)
             merge_channels(self.channels, self.schemas[schema])
+            self.managed.update(managed_keys(schema))
 
     def add_node(
         self,
@@ -284,8 +298,9 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         parameter is annotated with, else of the state schema. ``retry_policy`` (a
         ``RetryPolicy`` or a sequence of them) runs a failing function node again.
         ``metadata`` is shown in ``get_graph().draw_mermaid()``; ``destinations`` is
-        taken and not used (LangGraph draws with it); ``defer=True`` and
-        ``cache_policy`` are refused."""
+        taken and not used (LangGraph draws with it); ``cache_policy`` (a
+        ``CachePolicy``) answers the node from the ``cache`` given to ``compile`` when
+        its input was seen before; ``defer=True`` is refused."""
         if kwargs:
             raise TypeError(f"add_node() got unexpected keyword argument(s): {sorted(kwargs)}")
         if defer:
@@ -294,10 +309,9 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
                 "until the run has nothing else to do; join the branches with "
                 "add_edge([...], node) instead"
             )
-        if cache_policy is not None:
-            raise NotImplementedError(
-                "add_node(cache_policy=...) is not supported: ironloop does not cache node "
-                "results; drop cache_policy"
+        if cache_policy is not None and not isinstance(cache_policy, CachePolicy):
+            raise TypeError(
+                f"node {node!r}: cache_policy takes a CachePolicy, got {cache_policy!r}"
             )
         if action is None:
             action = node
@@ -326,6 +340,8 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             self._add_schema(schema)
             self.node_schemas[name] = schema
         self.nodes[name] = action
+        if cache_policy is not None:
+            self.cache_policies[name] = cache_policy
         if metadata:
             self.node_metadata[name] = dict(metadata)
         return self
@@ -430,12 +446,16 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         interrupt_before: Sequence[str] | str | None = None,
         interrupt_after: Sequence[str] | str | None = None,
         store: Any = None,
+        cache: Any = None,
         debug: bool = False,
         name: str | None = None,
         serde_allowlist: SerdeAllowlist | None = None,
     ) -> CompiledStateGraph:
         """Checks the wiring (naming the node or edge at fault) and returns a runnable
         graph.
+
+        ``cache`` (an ``InMemoryCache``, ``SqliteCache`` or other ``BaseCache``) holds
+        the results of the nodes added with a ``cache_policy``.
 
         ``serde_allowlist``: enums, dataclasses and pydantic models (classes, or
         ``(module, qualname)`` pairs of a module the process imports) that loading a
@@ -472,6 +492,11 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
                 node.update(func=call, afunc=acall)
             elif not isinstance(fn, ToolNode):
                 afunc = getattr(fn, "__ironloop_async__", None)
+                if cache is not None and name_ in self.cache_policies:
+                    fn = cached_node(name_, fn, self.cache_policies[name_], cache)
+                    afunc = None
+                if self.managed:
+                    fn, afunc = with_managed(fn, self.managed), None
                 wants = _wants(fn)
                 if wants.pop("runtime"):
                     fn = _with_runtime(fn)
@@ -514,7 +539,9 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             ),
         )
         self.compiled = True
-        return CompiledStateGraph(self, core, checkpointer, store, name or "LangGraph")
+        compiled = CompiledStateGraph(self, core, checkpointer, store, name or "LangGraph")
+        compiled.cache = cache
+        return compiled
 
 
 def _check_run_options(durability: str | None, version: str) -> None:
@@ -645,9 +672,31 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         self.store = store
         self.name = name
 
+    #: ``compile(cache=)``: where the nodes with a ``cache_policy`` keep results.
+    cache: Any = None
+
     @property
     def nodes(self) -> dict[str, Any]:
         return dict(self.builder.nodes)
+
+    def clear_cache(self, nodes: Sequence[str] | None = None) -> None:
+        """Drops the cached results of ``nodes`` (default: every node with a
+        ``cache_policy``)."""
+        if self.cache is not None:
+            self.cache.clear(self._cached_namespaces(nodes))
+
+    async def aclear_cache(self, nodes: Sequence[str] | None = None) -> None:
+        if self.cache is not None:
+            await self.cache.aclear(self._cached_namespaces(nodes))
+
+    def with_config(self, config: Any = None, **kwargs: Any) -> BoundConfig:
+        """This graph with ``config`` under every call's config (LangChain's
+        ``Runnable.with_config``)."""
+        return BoundConfig(self, {**(config or {}), **kwargs})
+
+    def _cached_namespaces(self, nodes: Sequence[str] | None) -> list[tuple[str, ...]]:
+        names = self.builder.cache_policies if nodes is None else nodes
+        return [cache_namespace(n) for n in names]
 
     def invoke(
         self,

@@ -11,9 +11,11 @@ from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
 from ironloop._retry import default_retry_on
 
 __all__ = [
+    "CachePolicy",
     "Command",
     "GraphOutput",
     "Interrupt",
+    "Overwrite",
     "PregelTask",
     "RetryPolicy",
     "Send",
@@ -109,6 +111,75 @@ class RetryPolicy(NamedTuple):
     retry_on: type[Exception] | Sequence[type[Exception]] | Callable[[Exception], bool] = (
         default_retry_on
     )
+
+
+@dataclass(frozen=True)
+class Overwrite:
+    """Replaces a reducer channel's value instead of folding ``value`` in, as
+    LangGraph's: ``return {"items": Overwrite(["only"])}``. One task of a step may
+    overwrite a channel (two raise ``InvalidUpdateError``); the channel's other writes
+    in that step are dropped. ``{"__overwrite__": value}`` is the same write.
+
+    Example:
+        >>> Overwrite(["b"]).value
+        ['b']
+    """
+
+    value: Any
+
+
+OVERWRITE = "__overwrite__"
+
+
+def _overwritten(value: Any) -> tuple[Any] | None:
+    """``(v,)`` when ``value`` is an overwrite of ``v`` (an :class:`Overwrite`, its
+    ``{"__overwrite__": v}`` form, or the ``{"type": "__overwrite__", "value": v}``
+    form JSON makes of one), else ``None``: read by the engine for each write to a
+    reducer channel."""
+    if type(value) is Overwrite:
+        return (value.value,)
+    if type(value) is dict and len(value) <= 2:
+        if len(value) == 1 and OVERWRITE in value:
+            return (value[OVERWRITE],)
+        if value.get("type") == OVERWRITE and "value" in value and len(value) == 2:
+            return (value["value"],)
+    return None
+
+
+def _default_cache_key(*args: Any, **kwargs: Any) -> str | bytes:
+    """LangGraph's default cache key: the pickled arguments (dicts made order-free)."""
+    import pickle
+
+    return pickle.dumps((_freeze(args), _freeze(kwargs)), protocol=5, fix_imports=False)
+
+
+def _freeze(obj: Any, depth: int = 0) -> Any:
+    if depth > 10:
+        return obj
+    if isinstance(obj, dict):
+        return tuple(sorted((k, _freeze(v, depth + 1)) for k, v in obj.items()))
+    if isinstance(obj, (list, tuple)):
+        return tuple(_freeze(v, depth + 1) for v in obj)
+    return obj
+
+
+KeyFuncT = TypeVar("KeyFuncT", bound=Callable[..., "str | bytes"])
+
+
+@dataclass(frozen=True)
+class CachePolicy(Generic[KeyFuncT]):
+    """Caches a node's or task's results (``add_node(..., cache_policy=)``, ``@task(
+    cache_policy=)``) in the graph's ``cache`` (``compile(cache=InMemoryCache())``), as
+    LangGraph's: the key is ``key_func`` of the input (default: the input pickled),
+    and an entry lives ``ttl`` seconds (``None``: until cleared).
+
+    Example:
+        >>> CachePolicy(ttl=60).ttl
+        60
+    """
+
+    key_func: KeyFuncT = _default_cache_key  # type: ignore[assignment]
+    ttl: int | None = None
 
 
 class StateSnapshot(NamedTuple):

@@ -18,6 +18,12 @@ pub trait Reducer: Send + Sync {
     fn initial(&self) -> Option<Val> {
         None
     }
+
+    /// LangGraph's `Overwrite`: `Some(value)` when `update` asks to replace the
+    /// channel's value with `value` instead of being folded in by the reducer.
+    fn overwrite(&self, _update: &Val) -> Option<Val> {
+        None
+    }
 }
 
 /// How a channel combines writes.
@@ -91,8 +97,22 @@ impl Channel {
             }
             ChannelKind::Reducer(r) => {
                 let mut cur = self.value.take();
+                // As LangGraph: one `Overwrite` a step replaces the value; the writes
+                // after it in that step are dropped, a second one is an error.
+                let mut overwritten = false;
                 for w in writes {
-                    cur = Some(r.reduce(name, cur, w)?);
+                    if let Some(v) = r.overwrite(&w) {
+                        if overwritten {
+                            return Err(GraphError::InvalidUpdate(format!(
+                                "channel {name:?}: Can receive only one Overwrite value per \
+                                 super-step; write Overwrite(...) from one task of the step"
+                            )));
+                        }
+                        overwritten = true;
+                        cur = Some(v);
+                    } else if !overwritten {
+                        cur = Some(r.reduce(name, cur, w)?);
+                    }
                 }
                 self.value = cur;
             }

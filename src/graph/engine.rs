@@ -507,6 +507,8 @@ impl Graph {
             stream: opts.stream.clone(),
             host: opts.host.clone(),
             nest: self.nest_for(task, opts),
+            calls: super::Calls::default(),
+            remaining_steps: opts.recursion_limit as i64,
         }
     }
 

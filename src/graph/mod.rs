@@ -26,7 +26,9 @@ pub use history::Snapshot;
 pub use interrupt::{InterruptInfo, InterruptKind};
 pub use messages::{MessageList, MessagesError, REMOVE_ALL_MESSAGES};
 pub use reserved::{is_hidden, Reserved, ENGINE_NODE, HIDDEN_PREFIX, ROOT};
-pub use run::{Durability, Lent, Multitask, Resume, RunInput, RunOptions, RunResult, StepObserver};
+pub use run::{
+    Calls, Durability, Lent, Multitask, Resume, RunInput, RunOptions, RunResult, StepObserver,
+};
 pub use snapshot::SNAPSHOT_EVERY;
 pub use spec::{
     BranchSpec, Goto, GraphSpec, LaterRoute, Nest, NodeFailure, NodeOutput, NodeRunner, NodeSpec,

@@ -7,6 +7,7 @@
 //! a `Command(resume=...)` answers it with. The step's checkpoint makes them obsolete.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 
@@ -26,6 +27,8 @@ pub(super) struct Pending {
     by_task: HashMap<String, Vec<PendingWrite>>,
     /// The values each task's `interrupt()` calls resume with, in order.
     resume: HashMap<String, Vec<Val>>,
+    /// What the calls tasks made returned, by call id (see `run::calls`).
+    returns: Arc<HashMap<String, super::run::CallSaved>>,
 }
 
 /// What a task of the continued step left behind.
@@ -54,7 +57,14 @@ impl Pending {
         {
             p.by_task.entry(w.task_id.clone()).or_default().push(w);
         }
+        let mut returns = HashMap::new();
         for (task, ws) in &p.by_task {
+            for w in ws.iter().filter(|w| w.channel == Reserved::Return.as_str()) {
+                returns.insert(
+                    task.clone(),
+                    super::run::CallSaved::decode(graph, &w.value)?,
+                );
+            }
             for w in ws.iter().filter(|w| w.channel == Reserved::Resume.as_str()) {
                 p.resume.entry(task.clone()).or_default().push(
                     graph
@@ -63,7 +73,13 @@ impl Pending {
                 );
             }
         }
+        p.returns = Arc::new(returns);
         Ok(p)
+    }
+
+    /// What the calls of the step's tasks returned, by call id.
+    pub fn returns(&self) -> Arc<HashMap<String, super::run::CallSaved>> {
+        self.returns.clone()
     }
 
     /// The first of `next` (a checkpoint's tasks) paused on an `interrupt()` that no
@@ -174,6 +190,7 @@ impl Pending {
     pub fn clear(&mut self) {
         self.by_task.clear();
         self.resume.clear();
+        self.returns = Arc::default();
     }
 }
 
@@ -261,7 +278,7 @@ pub(super) fn restore_output(graph: &Graph, ws: &[PendingWrite]) -> Result<NodeO
                     None => Goto::Node(node),
                 });
             }
-            Some(Reserved::Done | Reserved::Resume | Reserved::Interrupt) => {}
+            Some(Reserved::Done | Reserved::Resume | Reserved::Interrupt | Reserved::Return) => {}
             // A channel write (`__send__` names no pending write, so it would be one too).
             Some(Reserved::Send) | None => out.writes.push((
                 w.channel.clone(),

@@ -47,6 +47,9 @@ pub enum Reserved {
     Goto,
     /// The argument of a `Send` (a task record's `arg`, a `goto` write's `arg`).
     Send,
+    /// A pending write holding what a call made inside a task returned (LangGraph's
+    /// functional API: a `@task` called from an `@entrypoint`), keyed by the call's id.
+    Return,
 }
 
 impl Reserved {
@@ -57,6 +60,7 @@ impl Reserved {
             Reserved::Interrupt => "__interrupt__",
             Reserved::Goto => "__goto__",
             Reserved::Send => "__send__",
+            Reserved::Return => "__return__",
         }
     }
 
@@ -68,6 +72,7 @@ impl Reserved {
             "__interrupt__" => Reserved::Interrupt,
             "__goto__" => Reserved::Goto,
             "__send__" => Reserved::Send,
+            "__return__" => Reserved::Return,
             _ => return None,
         })
     }
@@ -106,6 +111,7 @@ mod tests {
             Reserved::Interrupt,
             Reserved::Goto,
             Reserved::Send,
+            Reserved::Return,
         ] {
             assert!(is_hidden(r.as_str()));
             assert_eq!(Reserved::parse(r.as_str()), Some(r));

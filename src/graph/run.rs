@@ -30,12 +30,15 @@ use crate::checkpoint::{
     now_secs, thread_key, CheckpointError, CheckpointRecord, Checkpointer, PendingWrite, Write,
 };
 
+mod calls;
 mod emit;
 mod exit;
 mod multitask;
 mod saves;
 mod types;
 
+pub use calls::Calls;
+pub(super) use calls::Saved as CallSaved;
 pub use multitask::Multitask;
 pub use saves::Durability;
 pub use types::{Lent, Resume, RunInput, RunOptions, RunResult, StepObserver};
@@ -278,7 +281,7 @@ struct Run<'g> {
     cp: Option<Arc<dyn Checkpointer>>,
     thread: String,
     /// How the run's checkpoints and writes reach `cp` (its `durability`).
-    saves: Option<saves::Saves>,
+    saves: Option<Arc<saves::Saves>>,
     chans: Vec<Channel>,
     /// The last step taken: the input's is -1, a new thread's state is at -2.
     step: i64,
@@ -355,9 +358,13 @@ impl<'g> Run<'g> {
         };
         let step = parent.as_ref().map(|p| p.step).unwrap_or(-2);
         let fork = opts.checkpoint_id.is_some();
-        let saves = cp
-            .as_ref()
-            .map(|cp| saves::Saves::new(cp.clone(), thread.clone(), opts.durability));
+        let saves = cp.as_ref().map(|cp| {
+            Arc::new(saves::Saves::new(
+                cp.clone(),
+                thread.clone(),
+                opts.durability,
+            ))
+        });
         let exit = (saves.is_some() && opts.durability == Durability::Exit)
             .then(|| exit::AtExit::new(parent.as_ref().map(|p| p.id.clone())));
         Ok(Run {
@@ -565,6 +572,7 @@ impl Run<'_> {
         // Cancelled when a task fails: its siblings stop where they can (a step of one
         // task has none, and keeps the run's token).
         let step_cancel = (to_run.len() > 1).then(|| self.opts.cancel.child_token());
+        let returns = self.pending.returns();
         let mut running: FuturesUnordered<_> = to_run
             .iter()
             .map(|&i| {
@@ -573,6 +581,13 @@ impl Run<'_> {
                 let resume = self.pending.resume_values(&t.id);
                 let mut ctx = graph.ctx_for(t, self.step, &self.opts, resume);
                 ctx.inline = inline;
+                ctx.remaining_steps =
+                    self.start_step + self.opts.recursion_limit as i64 + 1 - self.step;
+                ctx.calls = Calls::new(
+                    returns.clone(),
+                    self.saves.clone(),
+                    self.parent.as_ref().map(|p| p.id.as_str()),
+                );
                 if let Some(c) = &step_cancel {
                     ctx.cancel = c.child_token();
                 }
@@ -718,7 +733,7 @@ impl Run<'_> {
             let ws = pending::finished_writes(t, &out)?;
             saves.writes(&p.id, ws, true).await?;
         }
-        self.emit_update(t, &out, false);
+        self.emit_update(t, &out, out.cached);
         self.emit_task_result(
             t,
             || {

@@ -50,6 +50,9 @@ pub struct NodeOutput {
     pub goto: Vec<Goto>,
     /// The update as the host returned it, for the `updates` stream.
     pub update: Option<Val>,
+    /// The output came from a cache (`CachePolicy`), not from running the node: the
+    /// `updates` stream marks it as LangGraph does (`"__metadata__": {"cached": True}`).
+    pub cached: bool,
 }
 
 /// Why a node did not produce output.
@@ -82,6 +85,12 @@ pub struct TaskContext {
     /// Where a graph run inside this task keeps its checkpoints; `None` when the run
     /// has no checkpointer.
     pub nest: Option<Nest>,
+    /// Where calls the task makes (`@task`s called from an `@entrypoint`) find the
+    /// results an earlier attempt of the step saved, and save theirs.
+    pub calls: super::Calls,
+    /// How many steps the run may still take, this one included, before its
+    /// `recursion_limit` stops it (LangGraph's `RemainingSteps` managed value).
+    pub remaining_steps: i64,
 }
 
 /// A run's checkpointer lent to a graph run inside one of its tasks (a subgraph,

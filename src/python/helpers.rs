@@ -36,6 +36,9 @@ pub struct Helpers {
     /// `ironloop._runtime.stream_langchain_tokens(scratch)`: run in a task's context
     /// when its run streams `messages`, for LangChain models the node calls.
     pub stream_langchain_tokens: Py<PyAny>,
+    /// `ironloop.types._overwritten(value)`: `(v,)` when `value` is LangGraph's
+    /// `Overwrite(v)` (or its `{"__overwrite__": v}` form), else `None`.
+    pub overwritten: Py<PyAny>,
     /// `ironloop.errors.GraphInterrupt`: raised by `interrupt()` to pause a node.
     pub graph_interrupt: Py<PyAny>,
     /// `ironloop.errors.ParentCommand`: a subgraph's `Command(graph=Command.PARENT)`.

@@ -326,7 +326,7 @@ def test_add_node_refuses_what_it_does_not_do() -> None:
         g.add_node("a", lambda s: {}, retry=_FAST)
     with pytest.raises(NotImplementedError, match="defer=True"):
         g.add_node("a", lambda s: {}, defer=True)
-    with pytest.raises(NotImplementedError, match="cache_policy"):
+    with pytest.raises(TypeError, match="cache_policy takes a CachePolicy"):
         g.add_node("a", lambda s: {}, cache_policy=object())
     with pytest.raises(TypeError, match="not on a ToolNode"):
         g.add_node("tools", ToolNode([]), retry_policy=_FAST)

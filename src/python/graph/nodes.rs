@@ -182,6 +182,10 @@ impl PyNode {
         // returned.
         let pushed = std::mem::take(&mut *pushed.lock().unwrap_or_else(|p| p.into_inner()));
         for (channel, value) in pushed {
+            if channel == super::task::CACHED_MARK {
+                out.cached = true;
+                continue;
+            }
             let write = PyDict::new(py);
             let list =
                 pyo3::types::PyList::new(py, [value]).map_err(|e| node_failure(py, ctx, e))?;

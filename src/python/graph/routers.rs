@@ -9,6 +9,7 @@ use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use super::super::aio::{run_async, AsyncResult, MakeCoro};
 use super::super::env::PyRunEnv;
 use super::super::exiting::attach;
+use super::super::helpers::helpers;
 use super::nodes::node_error;
 use super::task::{call_in, call_in_task, task_context};
 use super::values::{host, send_class, val_to_py, Shared};
@@ -197,6 +198,19 @@ impl Reducer for PyReducer {
         // The schema reader checked that it can be called; should it fail after all,
         // the channel starts empty, as LangGraph's does when its type cannot be made.
         attach(|py| f.bind(py).call0().ok().map(host))
+    }
+
+    fn overwrite(&self, update: &Val) -> Option<Val> {
+        let Val::Host(_) = update else { return None };
+        attach(|py| -> Option<Val> {
+            let v = val_to_py(py, update).ok()?;
+            let h = helpers(py).ok()?;
+            let found = h.overwritten.bind(py).call1((v,)).ok()?;
+            if found.is_none() {
+                return None;
+            }
+            found.get_item(0).ok().map(host)
+        })
     }
 
     fn reduce(&self, channel: &str, current: Option<Val>, update: Val) -> Result<Val, GraphError> {

@@ -9,8 +9,9 @@ use pyo3::types::{PyDict, PyTuple};
 
 use super::super::env::PyRunEnv;
 use super::super::helpers::helpers;
+use super::super::runtime::block_on;
 use super::values::{host, val_to_py};
-use crate::graph::{modes, Lent, Nest, RunOptions, StreamEvent, StreamSink, TaskContext};
+use crate::graph::{modes, Calls, Lent, Nest, RunOptions, StreamEvent, StreamSink, TaskContext};
 use crate::prebuilt::tool_events;
 use crate::tool::CallEvents;
 
@@ -20,6 +21,10 @@ use crate::tool::CallEvents;
 /// Writes a task makes while it runs (`push_message`): `(channel, value)` pairs that
 /// join its output when it returns.
 pub(crate) type Pushed = Arc<Mutex<Vec<(String, Py<PyAny>)>>>;
+
+/// The `channel` of a [`Pushed`] entry that is no write: the node's output came from
+/// a cache (`TaskScratch::mark_cached`).
+pub(crate) const CACHED_MARK: &str = "__cached__";
 
 /// What `interrupt()` and `get_stream_writer()` use inside a node.
 #[pyclass(name = "_TaskScratch", module = "ironloop._ironloop")]
@@ -35,6 +40,10 @@ pub struct TaskScratch {
     /// The metadata of its `messages` chunks (see `returned::message_meta`), when
     /// the run streams them.
     pub(super) meta: Option<Py<PyDict>>,
+    /// The results of the calls the task makes (`@task`s called from it), saved and
+    /// found again (see `graph::Calls`).
+    pub(super) calls: Calls,
+    pub(super) remaining_steps: i64,
 }
 
 impl TaskScratch {
@@ -109,6 +118,18 @@ impl TaskScratch {
         &self.node
     }
 
+    /// Steps the run may still take, this one included (`RemainingSteps`).
+    #[getter]
+    fn remaining_steps(&self) -> i64 {
+        self.remaining_steps
+    }
+
+    /// The task's id: the same in every attempt of its step.
+    #[getter]
+    fn task_id(&self) -> &str {
+        &self.task_id
+    }
+
     /// The token sink of `stream_mode="messages"`: (chunk, metadata) pairs with this
     /// node; `metadata` (a dict) adds to what the chunk's metadata holds.
     #[pyo3(signature = (chunk, metadata=None))]
@@ -124,12 +145,62 @@ impl TaskScratch {
         emit_chunk(s, &self.node, task_meta, chunk, metadata)
     }
 
+    /// The node's output comes from a cache (`CachePolicy`): streamed as cached.
+    fn mark_cached(&self, py: Python<'_>) {
+        self.pushed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((CACHED_MARK.to_owned(), py.None()));
+    }
+
     /// Adds a write of `value` to `channel` to the task's output (`push_message`).
     fn push(&self, channel: String, value: Py<PyAny>) {
         self.pushed
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push((channel, value));
+    }
+
+    /// `(True, result)` when call `id` finished in an earlier attempt of this step
+    /// (its result was saved), else `(False, None)`: the call is made. A saved call
+    /// skips the resume values its `interrupt()`s took.
+    fn call_saved(&mut self, py: Python<'_>, id: &str) -> PyResult<(bool, Py<PyAny>)> {
+        match self.calls.saved(id) {
+            Some(s) => {
+                self.next += s.answers;
+                Ok((true, val_to_py(py, &s.value)?.unbind()))
+            }
+            None => Ok((false, py.None())),
+        }
+    }
+
+    /// Saves what call `id` (of the task called `name`) returned, its `interrupt()`s
+    /// having taken `answers` resume values, waiting (the GIL released) until it is
+    /// stored, and streams it as that task's update.
+    #[pyo3(signature = (id, name, value, answers=0))]
+    fn record_call(
+        &self,
+        py: Python<'_>,
+        id: String,
+        name: String,
+        value: Bound<'_, PyAny>,
+        answers: usize,
+    ) -> PyResult<()> {
+        let val = host(value);
+        if self.calls.durable() {
+            let (calls, v, n) = (self.calls.clone(), val.clone(), name.clone());
+            let fut = async move { calls.record(&id, &n, &v, answers).await };
+            block_on(py, fut, tokio_util::sync::CancellationToken::new())??;
+        }
+        if let Some(s) = &self.stream {
+            s.emit(modes::UPDATES, || StreamEvent::Updates {
+                node: name,
+                update: Some(val),
+                writes: Vec::new(),
+                cached: false,
+            });
+        }
+        Ok(())
     }
 
     /// Whether a graph run inside this task keeps checkpoints (in the run's
@@ -241,6 +312,8 @@ fn task_scratch<'py>(
             task_id: ctx.task_id.clone(),
             pushed,
             nest: ctx.nest.clone(),
+            calls: ctx.calls.clone(),
+            remaining_steps: ctx.remaining_steps,
             meta: match &ctx.stream {
                 Some(s) if s.wants(modes::MESSAGES) => {
                     Some(super::returned::message_meta(py, env, ctx)?.unbind())

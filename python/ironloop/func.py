@@ -1,0 +1,671 @@
+"""LangGraph's functional API: ``@entrypoint`` and ``@task``.
+
+An entrypoint is a graph of one node (the decorated function) run by the Rust step
+loop like any graph: it has a thread's checkpoints, ``interrupt()`` /
+``Command(resume=...)``, streaming, ``get_state`` and history. A task called from a
+running entrypoint (or from any graph node, or from another task) returns a future at
+once and runs concurrently (sync functions on threads, coroutines on the caller's
+loop); its result is saved as a pending write of the step as soon as it returns
+(``graph::Calls`` in the engine), so when the step runs the entrypoint again —
+resumed after an interrupt, or continued after a crash — a finished task is not run
+again: its call gets the saved result.
+
+A call's identity is its place: the id of the task that makes it and how many calls
+that task made before it. An entrypoint must therefore call its tasks in the same order
+on every attempt, as in LangGraph.
+
+Example:
+    >>> from ironloop.func import entrypoint, task
+    >>> @task
+    ... def double(x: int) -> int:
+    ...     return 2 * x
+    >>> @entrypoint()
+    ... def workflow(xs: list[int]) -> list[int]:
+    ...     futures = [double(x) for x in xs]
+    ...     return [f.result() for f in futures]
+    >>> workflow.invoke([1, 2, 3])
+    [2, 4, 6]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import dataclasses
+import functools
+import inspect
+import threading
+import uuid
+import warnings
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypedDict, TypeVar
+from typing import get_args as typing_args
+from typing import get_origin as typing_origin
+
+from ironloop._bound import BoundConfig
+from ironloop._cache import cache_key
+from ironloop._cache import namespace as cache_namespace
+from ironloop._constants import END, START
+from ironloop._retry import with_retry
+from ironloop._runtime import answers_var, scratch_lock, task_var
+from ironloop.types import GraphOutput, RetryPolicy, StateSnapshot
+
+__all__ = ["entrypoint", "task"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+S = TypeVar("S")
+
+#: The calls made so far by the task running here: ``(its id, [how many])``, so that
+#: each call gets the next id. Set anew for every task (an entrypoint's attempt, a
+#: task's run).
+_caller: contextvars.ContextVar[tuple[Any, str, list[int]] | None] = contextvars.ContextVar(
+    "ironloop_caller", default=None
+)
+
+#: The cache of the entrypoint running here (``@entrypoint(cache=)``): where tasks
+#: with a ``cache_policy`` keep their results.
+_cache_var: contextvars.ContextVar[Any] = contextvars.ContextVar("ironloop_cache", default=None)
+
+#: Threads for sync tasks: many, as tasks mostly wait (on a model, a tool, a service).
+_pool_lock = threading.Lock()
+_pool: concurrent.futures.ThreadPoolExecutor | None = None
+
+
+def _threads() -> concurrent.futures.ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = concurrent.futures.ThreadPoolExecutor(64, thread_name_prefix="ironloop-task")
+        return _pool
+
+
+class _TaskFuture(concurrent.futures.Future):  # type: ignore[type-arg]
+    """A task's future: ``.result()`` waits for it; ``await`` works too (LangGraph's
+    ``SyncAsyncFuture``)."""
+
+    def __await__(self) -> Any:
+        return asyncio.wrap_future(self).__await__()
+
+
+def _next_call(name: str) -> tuple[Any, str]:
+    """The running task's scratchpad and the id of the call about to be made."""
+    scratch = task_var.get(None)
+    caller = _caller.get()
+    if scratch is None:
+        raise RuntimeError(
+            f"task {name!r} was called outside of a running graph: call it from an "
+            "@entrypoint, a graph node or another task"
+        )
+    if caller is None or caller[0] is not scratch:  # the first call of this graph task
+        caller = (scratch, scratch_id(scratch), [0])
+        _caller.set(caller)
+    _, parent, count = caller
+    index = count[0]
+    count[0] += 1
+    return scratch, str(uuid.uuid5(uuid.NAMESPACE_URL, f"{parent}|{index}|{name}"))
+
+
+def _renamed(kwargs: dict[str, Any], old: str, new: str, value: Any, since: str) -> Any:
+    """``value``, or the value given under the deprecated name ``old`` (with
+    LangGraph's warning)."""
+    if old not in kwargs:
+        return value
+    given = kwargs.pop(old)
+    try:  # LangGraph's warning classes, when ironloop has them
+        import ironloop.warnings as lgw
+
+        category: type[Warning] = getattr(lgw, f"LangGraphDeprecatedSince{since}")
+    except (ImportError, AttributeError):
+        category = DeprecationWarning
+    warnings.warn(
+        f"`{old}` is deprecated and will be removed. Please use `{new}` instead.",
+        category,
+        stacklevel=3,
+    )
+    return value if value is not None else given
+
+
+def _name_of(func: Any) -> str:
+    """A task's default name: its function's (a ``functools.partial``'s function's)."""
+    while isinstance(func, functools.partial):
+        func = func.func
+    return str(getattr(func, "__name__", None) or type(func).__name__)
+
+
+def _refuse_generators(func: Any, what: str) -> None:
+    if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):
+        raise NotImplementedError(
+            f"{what} {getattr(func, '__name__', func)!r} is a generator function: generators "
+            "are not supported in the functional API; return the result (use "
+            "get_stream_writer() to stream values as they are made)"
+        )
+
+
+def scratch_id(scratch: Any) -> str:
+    return str(scratch.task_id)
+
+
+def _call_context(call_id: str) -> contextvars.Context:
+    """The context a call runs in: its own calls are numbered from 0 under its id,
+    and the resume values its ``interrupt()`` s take are counted for it (and for the
+    calls it runs inside)."""
+    context = contextvars.copy_context()
+    context.run(_caller.set, (task_var.get(None), call_id, [0]))
+    context.run(answers_var.set, (*answers_var.get(), [0]))
+    return context
+
+
+def _record(scratch: Any, call_id: str, name: str, value: Any, answers: int) -> None:
+    """Saves a call's result (see ``scratch_lock``)."""
+    with scratch_lock:
+        scratch.record_call(call_id, name, value, answers)
+
+
+def _answers() -> int:
+    """How many resume values the call running here took."""
+    counters = answers_var.get()
+    return counters[-1][0] if counters else 0
+
+
+class _Task(Generic[R]):
+    """A function made a task by ``@task``: calling it returns a future."""
+
+    def __init__(
+        self,
+        func: Callable[..., Any],
+        name: str | None,
+        retry_policy: RetryPolicy | Sequence[RetryPolicy] | None,
+        cache_policy: Any,
+    ) -> None:
+        self.func = func
+        self.name = name or _name_of(func)
+        self.retry_policy = retry_policy
+        self.cache_policy = cache_policy
+        self.is_async = inspect.iscoroutinefunction(func)
+        if retry_policy is not None:
+            policies = (
+                [retry_policy] if isinstance(retry_policy, RetryPolicy) else list(retry_policy)
+            )
+            self._body = with_retry(func, policies, self.name)
+        else:
+            self._body = func
+        if not isinstance(func, functools.partial):
+            functools.update_wrapper(self, func)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        scratch, call_id = _next_call(self.name)
+        with scratch_lock:
+            found, value = scratch.call_saved(call_id)
+        cache = _cache_var.get() if self.cache_policy is not None else None
+        if not found and cache is not None:
+            key = (cache_namespace(self.name), cache_key(self.cache_policy, *args, **kwargs))
+            hit = cache.get([key])
+            if key in hit:
+                found, value = True, hit[key]
+                _record(scratch, call_id, self.name, value, 0)
+        try:
+            loop = asyncio.get_running_loop() if self.is_async else None
+        except RuntimeError:
+            loop = None
+        if loop is not None:  # an async task called from async code: on its loop
+            return self._start_on(loop, scratch, call_id, found, value, args, kwargs)
+        # A sync task, or an async one called from sync code: on a thread (with a loop
+        # of its own for a coroutine).
+        future: _TaskFuture = _TaskFuture()
+        if found:
+            future.set_result(value)
+            return future
+        context = _call_context(call_id)
+        _threads().submit(context.run, self._run_sync, future, scratch, call_id, args, kwargs)
+        return future
+
+    def _run_sync(
+        self,
+        future: _TaskFuture,
+        scratch: Any,
+        call_id: str,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            value = self._body(*args, **kwargs)
+            if self.is_async:
+                value = asyncio.run(value)
+            _record(scratch, call_id, self.name, value, _answers())
+            self._cache(args, kwargs, value)
+        except BaseException as e:  # handed to whoever waits on the future
+            future.set_exception(e)
+        else:
+            future.set_result(value)
+
+    def _start_on(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        scratch: Any,
+        call_id: str,
+        found: bool,
+        value: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> Any:
+        if found:
+            done = loop.create_future()
+            done.set_result(value)
+            return done
+        context = _call_context(call_id)
+        return loop.create_task(self._run_async(scratch, call_id, args, kwargs), context=context)
+
+    async def _run_async(
+        self, scratch: Any, call_id: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        value = await self._body(*args, **kwargs)
+        # Saved from a thread: the loop is not held while the write is stored.
+        await asyncio.get_running_loop().run_in_executor(
+            _threads(), _record, scratch, call_id, self.name, value, _answers()
+        )
+        self._cache(args, kwargs, value)
+        return value
+
+    def _cache(self, args: tuple[Any, ...], kwargs: dict[str, Any], value: Any) -> None:
+        """Keeps ``value`` in the running entrypoint's cache, if the task has a policy."""
+        cache = _cache_var.get() if self.cache_policy is not None else None
+        if cache is not None:
+            key = (cache_namespace(self.name), cache_key(self.cache_policy, *args, **kwargs))
+            cache.set({key: (value, self.cache_policy.ttl)})
+
+    def clear_cache(self, cache: Any) -> None:
+        """Drops this task's cached results from ``cache``."""
+        cache.clear([cache_namespace(self.name)])
+
+    async def aclear_cache(self, cache: Any) -> None:
+        await cache.aclear([cache_namespace(self.name)])
+
+    def __repr__(self) -> str:
+        return f"<task {self.name}>"
+
+
+def task(
+    __func_or_none__: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
+    cache_policy: Any = None,
+    **kwargs: Any,
+) -> Any:
+    """Makes a function a task: calling it inside a running entrypoint or graph node
+    returns a future (``.result()``, or ``await`` it) and runs it concurrently; its
+    result is saved with the step, so a resumed or recovered run does not run it again.
+
+    ``retry_policy`` retries it as a node's; ``cache_policy`` caches its results in the
+    entrypoint's ``cache``."""
+    retry_policy = _renamed(kwargs, "retry", "retry_policy", retry_policy, "V05")
+    if kwargs:
+        raise TypeError(f"task() got unexpected keyword argument(s): {sorted(kwargs)}")
+
+    def decorate(func: Callable[..., Any]) -> _Task[Any]:
+        if not callable(func):
+            raise TypeError(f"@task decorates a function, got {type(func).__name__}")
+        _refuse_generators(func, "task")
+        return _Task(func, name, retry_policy, cache_policy)
+
+    if __func_or_none__ is not None:
+        return decorate(__func_or_none__)
+    return decorate
+
+
+class _EntryState(TypedDict, total=False):
+    """An entrypoint's state: its input, what it returned and what it saved for the
+    next run of the thread (``previous``)."""
+
+    input: Any
+    value: Any
+    save: Any
+
+
+@dataclass
+class _Final(Generic[R, S]):
+    value: R
+    save: S
+
+
+def _params(func: Callable[..., Any]) -> set[str]:
+    try:
+        return set(inspect.signature(func).parameters)
+    except (TypeError, ValueError):
+        return set()
+
+
+class entrypoint:
+    """Makes a function a workflow: ``@entrypoint(checkpointer=...)`` over a function
+    of one input, which may also take ``previous`` (what the thread's last run
+    returned, or saved with :class:`entrypoint.final`), ``config``, ``writer``,
+    ``store`` and ``runtime``. The result runs like a compiled graph (``invoke``,
+    ``stream``, ``get_state``, ...)."""
+
+    final = _Final
+
+    def __init__(
+        self,
+        checkpointer: Any = None,
+        store: Any = None,
+        cache: Any = None,
+        context_schema: Any = None,
+        cache_policy: Any = None,
+        retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        retry_policy = _renamed(kwargs, "retry", "retry_policy", retry_policy, "V05")
+        context_schema = _renamed(kwargs, "config_schema", "context_schema", context_schema, "V10")
+        if kwargs:
+            raise TypeError(f"entrypoint() got unexpected keyword argument(s): {sorted(kwargs)}")
+        self.checkpointer = checkpointer
+        self.store = store
+        self.cache = cache
+        self.context_schema = context_schema
+        self.cache_policy = cache_policy
+        self.retry_policy = retry_policy
+
+    def __call__(self, func: Callable[..., Any]) -> EntrypointGraph:
+        if not callable(func):
+            raise TypeError(f"@entrypoint decorates a function, got {type(func).__name__}")
+        _refuse_generators(func, "entrypoint")
+        return EntrypointGraph(func, self)
+
+
+def _output(out: Any) -> tuple[Any, Any]:
+    """What an entrypoint's return value gives: (the run's output, what is saved)."""
+    if isinstance(out, _Final):
+        return out.value, out.save
+    return out, out
+
+
+def _node_for(func: Callable[..., Any], cache: Any) -> Callable[..., Any]:
+    """The graph node that runs the entrypoint function."""
+    wants = _params(func)
+    first = next(iter(inspect.signature(func).parameters), None)
+    if first is None:
+        raise TypeError(
+            f"entrypoint {getattr(func, '__name__', func)!r} must take one input parameter"
+        )
+
+    def kwargs(state: dict[str, Any], config: Any) -> dict[str, Any]:
+        kw: dict[str, Any] = {}
+        if "previous" in wants:
+            kw["previous"] = state.get("save")
+        if "config" in wants:
+            kw["config"] = config
+        if {"writer", "store", "runtime"} & wants:
+            from ironloop.graph import get_stream_writer
+            from ironloop.runtime import get_runtime
+
+            runtime = get_runtime()
+            if "writer" in wants:
+                kw["writer"] = get_stream_writer()
+            if "store" in wants:
+                kw["store"] = runtime.store
+            if "runtime" in wants:
+                kw["runtime"] = type(runtime)(
+                    context=runtime.context,
+                    store=runtime.store,
+                    stream_writer=runtime.stream_writer,
+                    previous=state.get("save"),
+                )
+        return kw
+
+    if inspect.iscoroutinefunction(func):
+
+        async def anode(state: dict[str, Any], config: Any) -> dict[str, Any]:
+            _caller.set(None)
+            _cache_var.set(cache)
+            value, save = _output(await func(state.get("input"), **kwargs(state, config)))
+            return {"value": value, "save": save}
+
+        return anode
+
+    def node(state: dict[str, Any], config: Any) -> dict[str, Any]:
+        _caller.set(None)
+        _cache_var.set(cache)
+        value, save = _output(func(state.get("input"), **kwargs(state, config)))
+        return {"value": value, "save": save}
+
+    return node
+
+
+_DROP = object()
+
+
+def _with_custom(mode: Any) -> tuple[Any, Callable[[Any], Any]]:
+    """The modes to stream an entrypoint with, and what makes their items the ones
+    asked for. ``custom`` is always streamed: it makes the engine stream from inside
+    the running task (a sync ``stream()`` otherwise gets a task's items when it
+    returns), and the tasks' updates are made there; its items are dropped unless
+    asked for."""
+    modes = [mode] if isinstance(mode, str) else list(mode)
+    if "custom" in modes:
+        return mode, lambda item: item
+    single = isinstance(mode, str)
+
+    def keep(item: Any) -> Any:
+        if isinstance(item, dict):  # a version="v2" part
+            return _DROP if item.get("type") == "custom" else item
+        if isinstance(item, tuple) and len(item) == 3:  # subgraphs=True
+            ns, m, chunk = item
+            if m == "custom":
+                return _DROP
+            return (ns, chunk) if single else item
+        m, chunk = item
+        if m == "custom":
+            return _DROP
+        return chunk if single else item
+
+    return [*modes, "custom"], keep
+
+
+def _json_schema(tp: Any, title: str | None) -> dict[str, Any]:
+    """``tp``'s JSON Schema (pydantic's), titled ``title`` as LangGraph titles it."""
+    try:
+        from pydantic import TypeAdapter
+    except ImportError as e:  # pragma: no cover - pydantic is optional
+        raise ImportError("JSON Schemas of an entrypoint need pydantic installed") from e
+    schema: dict[str, Any] = TypeAdapter(tp).json_schema()
+    if title is not None:
+        schema["title"] = title
+    return schema
+
+
+def _value(state: Any) -> Any:
+    return state.get("value") if isinstance(state, dict) else state
+
+
+class EntrypointGraph:
+    """What ``@entrypoint`` makes of a function: a graph of one node named after it,
+    run as LangGraph runs an entrypoint (the input in, the return value out)."""
+
+    def __init__(self, func: Callable[..., Any], options: entrypoint) -> None:
+        from ironloop.graph import StateGraph
+
+        self.func = func
+        self.name = getattr(func, "__name__", "entrypoint")
+        node = _node_for(func, options.cache)
+        builder: Any = StateGraph(
+            _EntryState, context_schema=options.context_schema, input_schema=_EntryState
+        )
+        builder.add_node(self.name, node, retry_policy=options.retry_policy)
+        builder.add_edge(START, self.name)
+        builder.add_edge(self.name, END)
+        self.builder = builder
+        self.checkpointer = options.checkpointer
+        self.store = options.store
+        self.cache = options.cache
+        self._graph = builder.compile(
+            checkpointer=options.checkpointer, store=options.store, name=self.name
+        )
+        functools.update_wrapper(self, func)  # type: ignore[arg-type]
+
+    # -- input and output -------------------------------------------------------------
+
+    @staticmethod
+    def _input(value: Any) -> Any:
+        from ironloop.types import Command
+
+        if value is None or isinstance(value, Command):
+            return value
+        return {"input": value}
+
+    @staticmethod
+    def _result(out: Any) -> Any:
+        if isinstance(out, GraphOutput):  # version="v2"
+            return dataclasses.replace(out, value=_value(out.value))
+        if isinstance(out, dict) and "__interrupt__" in out:
+            value = out.get("value")
+            shown = dict(value) if isinstance(value, dict) else {}
+            shown["__interrupt__"] = out["__interrupt__"]
+            return shown
+        return _value(out)
+
+    def _chunk(self, mode: str, chunk: Any) -> Any:
+        if mode == "values":
+            return self._result(chunk)
+        if mode == "updates" and isinstance(chunk, dict) and self.name in chunk:
+            return {**chunk, self.name: _value(chunk[self.name])}
+        return chunk
+
+    def _reshape(self, item: Any, stream_mode: Any) -> Any:
+        """A stream item of the inner graph as the entrypoint's."""
+        if isinstance(item, dict) and "type" in item and "data" in item:  # version="v2"
+            return {**item, "data": self._chunk(item["type"], item["data"])}
+        if isinstance(stream_mode, str) or stream_mode is None:
+            mode = stream_mode or "updates"
+            if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], tuple):
+                return (item[0], self._chunk(mode, item[1]))
+            return self._chunk(mode, item)
+        if isinstance(item, tuple) and len(item) == 3:
+            ns, mode, chunk = item
+            return (ns, mode, self._chunk(mode, chunk))
+        if isinstance(item, tuple) and len(item) == 2:
+            mode, chunk = item
+            return (mode, self._chunk(mode, chunk))
+        return item
+
+    def _snapshot(self, s: StateSnapshot) -> StateSnapshot:
+        return s._replace(values=_value(s.values) if s.values else None)
+
+    # -- running ----------------------------------------------------------------------
+
+    def invoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
+        """Runs the entrypoint on ``input`` (or resumes it: ``Command(resume=...)``,
+        ``None``) and returns what it returned."""
+        return self._result(self._graph.invoke(self._input(input), config, **kwargs))
+
+    async def ainvoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
+        return self._result(await self._graph.ainvoke(self._input(input), config, **kwargs))
+
+    def stream(
+        self, input: Any, config: Any = None, *, stream_mode: Any = None, **kwargs: Any
+    ) -> Iterator[Any]:
+        """Streams the run: ``updates`` are ``{task_or_entrypoint_name: result}``,
+        ``values`` the entrypoint's return value; ``custom`` and ``messages`` as a
+        graph's."""
+        mode = stream_mode or "updates"
+        inner, keep = _with_custom(mode)
+        for item in self._graph.stream(self._input(input), config, stream_mode=inner, **kwargs):
+            item = keep(item)
+            if item is not _DROP:
+                yield self._reshape(item, mode)
+
+    async def astream(
+        self, input: Any, config: Any = None, *, stream_mode: Any = None, **kwargs: Any
+    ) -> AsyncIterator[Any]:
+        mode = stream_mode or "updates"
+        inner, keep = _with_custom(mode)
+        async for item in self._graph.astream(
+            self._input(input), config, stream_mode=inner, **kwargs
+        ):
+            item = keep(item)
+            if item is not _DROP:
+                yield self._reshape(item, mode)
+
+    def batch(self, inputs: Sequence[Any], config: Any = None, **kwargs: Any) -> list[Any]:
+        return [
+            self._result(o)
+            for o in self._graph.batch([self._input(i) for i in inputs], config, **kwargs)
+        ]
+
+    async def abatch(self, inputs: Sequence[Any], config: Any = None, **kwargs: Any) -> list[Any]:
+        outs = await self._graph.abatch([self._input(i) for i in inputs], config, **kwargs)
+        return [self._result(o) for o in outs]
+
+    # -- state ------------------------------------------------------------------------
+
+    def get_state(self, config: Any, *, subgraphs: bool = False) -> StateSnapshot:
+        """The thread's state: ``values`` is what the entrypoint last returned."""
+        return self._snapshot(self._graph.get_state(config, subgraphs=subgraphs))
+
+    async def aget_state(self, config: Any, *, subgraphs: bool = False) -> StateSnapshot:
+        return self._snapshot(await self._graph.aget_state(config, subgraphs=subgraphs))
+
+    def get_state_history(self, config: Any, **kwargs: Any) -> Iterator[StateSnapshot]:
+        for s in self._graph.get_state_history(config, **kwargs):
+            yield self._snapshot(s)
+
+    async def aget_state_history(self, config: Any, **kwargs: Any) -> AsyncIterator[StateSnapshot]:
+        async for s in self._graph.aget_state_history(config, **kwargs):
+            yield self._snapshot(s)
+
+    def update_state(self, config: Any, values: Any, as_node: str | None = None) -> Any:
+        """Sets what the entrypoint returned (and saved) on the thread."""
+        value, save = _output(values)
+        return self._graph.update_state(config, {"value": value, "save": save}, as_node=self.name)
+
+    async def aupdate_state(self, config: Any, values: Any, as_node: str | None = None) -> Any:
+        value, save = _output(values)
+        return await self._graph.aupdate_state(
+            config, {"value": value, "save": save}, as_node=self.name
+        )
+
+    def get_graph(self, config: Any = None, *, xray: Any = False) -> Any:
+        return self._graph.get_graph(config, xray=xray)
+
+    def _hints(self) -> dict[str, Any]:
+        import typing
+
+        try:
+            return typing.get_type_hints(self.func)
+        except Exception:
+            return {}
+
+    def get_input_jsonschema(self, config: Any = None) -> dict[str, Any]:
+        """The JSON Schema of the input, from the function's first parameter's type."""
+        first = next(iter(inspect.signature(self.func).parameters))
+        return _json_schema(self._hints().get(first, Any), "LangGraphInput")
+
+    def get_output_jsonschema(self, config: Any = None) -> dict[str, Any]:
+        """The JSON Schema of the output, from the function's return type (the value
+        type of an ``entrypoint.final[Value, Save]``)."""
+        ret = self._hints().get("return", Any)
+        if ret is _Final:
+            ret = Any
+        elif typing_origin(ret) is _Final:
+            ret = typing_args(ret)[0]
+        return _json_schema(ret, "LangGraphOutput")
+
+    def get_context_jsonschema(self, config: Any = None) -> dict[str, Any] | None:
+        schema = self.builder.context_schema
+        return None if schema is None else _json_schema(schema, None)
+
+    def with_config(self, config: Any = None, **kwargs: Any) -> BoundConfig:
+        """This entrypoint with ``config`` under every call's config."""
+        return BoundConfig(self, {**(config or {}), **kwargs})
+
+    # -- as a node of a graph ---------------------------------------------------------
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.func(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<entrypoint {self.name}>"
