@@ -3,8 +3,33 @@ for imports ported from it."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ironloop._injection import InjectedState, InjectedStore
 from ironloop._ironloop import tools_condition
-from ironloop._toolnode import ToolNode
+from ironloop._tool_call import ToolCallRequest
+from ironloop._toolnode import AsyncToolCallWrapper, ToolCallWrapper, ToolNode
 
-__all__ = ["InjectedState", "InjectedStore", "ToolNode", "tools_condition"]
+if TYPE_CHECKING:
+    from ironloop._tool_call import ToolRuntime
+
+__all__ = [
+    "AsyncToolCallWrapper",
+    "InjectedState",
+    "InjectedStore",
+    "ToolCallRequest",
+    "ToolCallWrapper",
+    "ToolNode",
+    "ToolRuntime",
+    "tools_condition",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # ``ToolRuntime`` derives from langchain-core's injected-argument marker when
+    # langchain-core is installed: imported on first use.
+    if name == "ToolRuntime":
+        from ironloop._tool_call import ToolRuntime
+
+        return ToolRuntime
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
