@@ -10,7 +10,6 @@ from __future__ import annotations
 
 __all__ = [
     "GraphBubbleUp",
-    "is_invalid_resume",
     "CheckpointConflictError",
     "CheckpointError",
     "CheckpointIntegrityError",
