@@ -70,8 +70,9 @@ class ToolCallRequest:
                 "takes tool_call, tool, state and runtime"
             )
         request = dataclasses.replace(self, **overrides)
-        runtime = request.runtime
-        if "state" in overrides and dataclasses.is_dataclass(runtime) and hasattr(runtime, "state"):
+        runtime: Any = request.runtime
+        fields = getattr(runtime, "__dataclass_fields__", None)  # a ToolRuntime (not None)
+        if "state" in overrides and not isinstance(runtime, type) and "state" in (fields or ()):
             object.__setattr__(
                 request, "runtime", dataclasses.replace(runtime, state=request.state)
             )
@@ -82,6 +83,7 @@ def _no_writer(_payload: Any) -> None:
     return None
 
 
+@dataclasses.dataclass
 class _RuntimeFields(Generic[ContextT, StateT]):
     """The fields of ``ToolRuntime`` (made a dataclass, with langchain-core's marker as
     a base, by :func:`runtime_class`)."""
@@ -94,9 +96,9 @@ class _RuntimeFields(Generic[ContextT, StateT]):
     stream_writer: Callable[[Any], None]
     tool_call_id: str | None
     store: Any
-    tools: list[Any]
-    execution_info: Any
-    server_info: Any
+    tools: list[Any] = dataclasses.field(default_factory=list)
+    execution_info: Any = None
+    server_info: Any = None
 
 
 _runtime_cls: list[type] = []
@@ -114,13 +116,15 @@ def runtime_class() -> type:
     ``ToolRuntime`` parameter out of its schema); importing that module costs about a
     second, which ``import ironloop`` does not pay."""
     if not _runtime_cls:
+        fields: Any = _RuntimeFields
+        generic = fields[ContextT, StateT]  # ``ToolRuntime[Ctx, State]`` stays valid
         try:
             from langchain_core.tools.base import _DirectlyInjectedToolArg
 
-            bases: tuple[Any, ...] = (_RuntimeFields[ContextT, StateT], _DirectlyInjectedToolArg)
+            bases: tuple[Any, ...] = (generic, _DirectlyInjectedToolArg)
         except ImportError:
-            bases = (_RuntimeFields[ContextT, StateT],)
-        namespace = {
+            bases = (generic,)
+        namespace: dict[str, Any] = {
             "__doc__": _TOOL_RUNTIME_DOC,
             "__qualname__": "ToolRuntime",
             # Real types, not this module's strings: pydantic (a LangChain tool's
@@ -141,7 +145,7 @@ def runtime_class() -> type:
             "server_info": None,
         }
         made = types.new_class("ToolRuntime", bases, exec_body=lambda ns: ns.update(namespace))
-        cls = dataclasses.dataclass(made)
+        cls: type = dataclasses.dataclass(made)
         cls.__module__ = "ironloop.prebuilt.tool_node"  # where it is imported from
         _runtime_cls.append(cls)
     return _runtime_cls[0]
@@ -227,11 +231,8 @@ def make_runtime(state: Any, tool_call_id: str | None, store: Any = None) -> Any
 def from_context(ctx: Any) -> Any:
     """The ``ToolRuntime`` for a tool the engine handed a ``ToolContext``: the running
     request's own runtime under a ``wrap_tool_call`` handler, else one made for it."""
-    given = request_runtime.get()
-    if (
-        _runtime_cls
-        and isinstance(given, _runtime_cls[0])
-        and given.tool_call_id == ctx.tool_call_id
-    ):
-        return given
+    given: Any = request_runtime.get()
+    if _runtime_cls and isinstance(given, _runtime_cls[0]):
+        if getattr(given, "tool_call_id", None) == ctx.tool_call_id:
+            return given
     return make_runtime(ctx.state, ctx.tool_call_id, ctx.store)

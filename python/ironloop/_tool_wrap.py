@@ -17,7 +17,7 @@ import asyncio
 import contextvars
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from ironloop._tool_call import (
     ToolCallRequest,
@@ -34,7 +34,6 @@ from ironloop.types import Command, Send
 if TYPE_CHECKING:
     from ironloop._toolnode import ToolNode
 
-InputType = Literal["list", "dict", "tool_calls"]
 
 #: LangGraph's text for a call to a tool the node does not have.
 INVALID_TOOL = "Error: {name} is not a valid tool, try one of [{available}]."
@@ -115,7 +114,7 @@ class CallRunner:
 
     # --- input ---------------------------------------------------------------------------
 
-    def parse(self, input: Any) -> tuple[list[dict[str, Any]], Any, InputType]:
+    def parse(self, input: Any) -> tuple[list[dict[str, Any]], Any, str]:
         """The calls to run, the state their requests carry, and the input's shape."""
         key = self.node.messages_key
         if isinstance(input, list) and input and _is_call(input[-1]):
@@ -143,7 +142,7 @@ class CallRunner:
             )
         return [dict(c) for c in ai.tool_calls], input, kind  # type: ignore[return-value]
 
-    def requests(self, input: Any, store: Any) -> tuple[list[ToolCallRequest], InputType]:
+    def requests(self, input: Any, store: Any) -> tuple[list[ToolCallRequest], str]:
         calls, state, kind = self.parse(input)
         out = []
         for call in calls:
@@ -175,7 +174,7 @@ class CallRunner:
                 tool_call_id=call.get("id") or "",
                 status="error",
             )
-        name = getattr(tool, "name", None)
+        name = str(getattr(tool, "name", ""))
         if node._originals.get(name) is tool or node.tools_by_name.get(name) is tool:
             core = node._core
         else:
@@ -280,7 +279,7 @@ class CallRunner:
         scope = node_scope.get()
         return getattr(scope.runtime, "store", None) if scope and scope.runtime else None
 
-    def output(self, results: list[Any], kind: InputType) -> Any:
+    def output(self, results: list[Any], kind: str) -> Any:
         """The node's update, as LangGraph's ToolNode combines it: the messages (a list
         for a list input, else ``{messages_key: [...]}``); with ``Command`` s, a list in
         call order, each message as its own update, parent ``Send`` s merged into one."""
@@ -291,7 +290,7 @@ class CallRunner:
         if not any(isinstance(r, Command) for r in flat):
             return flat if kind == "list" else {key: flat}
         combined: list[Any] = []
-        parent: Command | None = None
+        parent: Any = None
         for r in flat:
             goto = getattr(r, "goto", None)
             if (

@@ -136,7 +136,8 @@ def _checker(schema: Any) -> tuple[Any, Callable[[dict[str, Any]], str]]:
     if isinstance(schema, type) and hasattr(schema, "model_validate"):
         return schema, lambda args: schema.model_validate(args).model_dump_json()
     if isinstance(schema, type) and hasattr(schema, "parse_obj"):  # pydantic v1
-        return schema, lambda args: schema.validate(args).json()
+        v1: Any = schema
+        return schema, lambda args: v1.validate(args).json()
     if callable(schema) or hasattr(schema, "parameters"):
         from ironloop._toolnode import _as_tool
 
