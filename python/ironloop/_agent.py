@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal, TypedDict
 
 from ironloop._constants import END, START
+from ironloop._dynamic_model import DynamicModel, is_model_function
 from ironloop._foreign import is_langchain_message, is_langchain_runnable
 from ironloop._ironloop import (
     NativeTool,
@@ -24,6 +25,7 @@ from ironloop._meta_fields import agent_tools
 from ironloop._runtime import task_var
 from ironloop._schema import type_schema
 from ironloop._shapes import AgentSettings, agent_var, bind, names, shape_key, templates
+from ironloop._structured_output import model_structured, model_structured_async
 from ironloop._tool import Tool, compose_schema
 from ironloop._toolnode import ToolNode
 from ironloop.errors import ModelError
@@ -163,52 +165,6 @@ def _from_composed(resp: AIMessage, schema: dict[str, Any], structured: bool) ->
         content = "" if output is None else json.dumps(output, ensure_ascii=False)
         return {"messages": [AIMessage(content=content, tool_calls=tool_calls, id=resp.id)]}
     return _schema_output_msg(output, resp.id, structured)
-
-
-def _accepts(fn: Any, name: str) -> bool:
-    """Whether ``fn`` takes a keyword argument ``name`` (or ``**kwargs``)."""
-    try:
-        params = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return True
-    return any(p.name == name or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
-
-
-def _structured(model: Any, fmt: Any, messages: list[BaseMessage]) -> Any:
-    schema, convert = type_schema(fmt)
-    if _accepts(model.invoke, "response_format"):
-        resp = model.invoke(messages, tools=None, response_format=schema)
-    else:
-        # A model object without structured output: ask plainly, validate the JSON.
-        resp = model.invoke(messages)
-    text = _as_ai(resp).text
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ModelError(f"the structured response is not JSON ({e}): {text[:200]!r}") from e
-    errors = _json_schema_errors(schema, value)
-    if errors:
-        raise ModelError("the structured response does not match the schema: " + "; ".join(errors))
-    return convert(value) if convert else value
-
-
-async def _astructured(model: Any, fmt: Any, messages: list[BaseMessage]) -> Any:
-    if not hasattr(model, "ainvoke"):
-        return _structured(model, fmt, messages)
-    schema, convert = type_schema(fmt)
-    if _accepts(model.ainvoke, "response_format"):
-        resp = await model.ainvoke(messages, tools=None, response_format=schema)
-    else:
-        resp = await model.ainvoke(messages)
-    text = _as_ai(resp).text
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ModelError(f"the structured response is not JSON ({e}): {text[:200]!r}") from e
-    errors = _json_schema_errors(schema, value)
-    if errors:
-        raise ModelError("the structured response does not match the schema: " + "; ".join(errors))
-    return convert(value) if convert else value
 
 
 def _get(state: Any, key: str, default: Any = None) -> Any:
@@ -437,6 +393,7 @@ def create_react_agent(
     pre_model_hook: Any = None,
     post_model_hook: Any = None,
     state_schema: Any = None,
+    context_schema: Any = None,
     checkpointer: Any = None,
     store: Any = None,
     interrupt_before: Sequence[str] | None = None,
@@ -453,8 +410,9 @@ def create_react_agent(
     ``create_react_agent``.
 
     ``model`` is an ironloop model, any object with ``invoke(messages, tools=None,
-    tool_choice=None)``, or a LangChain chat model (its tools are bound with its own
-    ``bind_tools``). ``tools`` are ironloop tools, functions, LangChain tools, provider
+    tool_choice=None)``, a LangChain chat model (its tools are bound with its own
+    ``bind_tools``), or a function ``(state, runtime) -> model`` (sync or async) that
+    picks the model for each call. ``tools`` are ironloop tools, functions, LangChain tools, provider
     tool dicts (sent to the model only), or a ``ToolNode``.
 
     - ``prompt``: a str or ``SystemMessage`` put first, or a function (sync or async)
@@ -466,6 +424,7 @@ def create_react_agent(
       call. The pre hook may return ``llm_input_messages`` (what the model is given
       instead of ``messages``, not stored in ``messages``); after the post hook, pending
       tool calls run, else the run ends.
+    - ``context_schema``: the type of ``invoke(..., context=)`` (``runtime.context``).
     - ``state_schema``: a schema with ``messages`` (and ``structured_response`` when
       ``response_format`` is given), e.g. a subclass of ``AgentState``.
     - ``version``: ``"v2"`` (default) runs each tool call as its own ``tools`` task
@@ -517,6 +476,8 @@ def create_react_agent(
         from ironloop.models import init_model
 
         model = init_model(model)
+    if is_model_function(model):
+        model = DynamicModel(model)
     if not (hasattr(model, "invoke") or hasattr(model, "ainvoke")):
         raise TypeError(
             f"model must have invoke(messages, tools=None, tool_choice=None); got {type(model).__name__}"
@@ -531,10 +492,12 @@ def create_react_agent(
     # own (see ironloop._shapes).
     shape = [tools] if isinstance(tools, ToolNode) else list(tools)
     shape += [response_format, pre_model_hook, post_model_hook, state_schema, checkpointer, store]
+    shape += [context_schema]
     flags = (
         hasattr(model, "invoke"),
         hasattr(model, "ainvoke"),
         langchain_model,
+        isinstance(model, DynamicModel),
         version,
         tool_calling,
         tuple(call_fields or ()),
@@ -551,6 +514,7 @@ def create_react_agent(
             pre_model_hook=pre_model_hook,
             post_model_hook=post_model_hook,
             state_schema=state_schema,
+            context_schema=context_schema,
             checkpointer=checkpointer,
             store=store,
             interrupt_before=interrupt_before,
@@ -565,6 +529,8 @@ def create_react_agent(
         from ironloop import _langchain
 
         settings.model = _langchain.agent_model(model, tool_list, builtin)
+    elif isinstance(model, DynamicModel):
+        settings.model = model.with_tools(tool_list, builtin)
     elif tool_calling == "native" and pre_model_hook is None:
         settings.native = _agent_model(model, tool_defs, prompt, name)
     return bind(graph, settings, name)
@@ -578,6 +544,7 @@ def _react_template(
     pre_model_hook: Any,
     post_model_hook: Any,
     state_schema: Any,
+    context_schema: Any,
     checkpointer: Any,
     store: Any,
     interrupt_before: Sequence[str] | None,
@@ -602,6 +569,8 @@ def _react_template(
     else:
         builtin = [t for t in tools if isinstance(t, dict)]
         tool_node = ToolNode([t for t in tools if not isinstance(t, dict)])
+    if tool_node._runner() is not None:
+        version = "v1"  # interceptors run every call of a message in one Python task
     tool_list = list(tool_node.tools_by_name.values())
     tool_dicts = [t.to_openai() for t in tool_list] + builtin or None
     langchain_model = is_langchain_runnable(model)
@@ -636,13 +605,15 @@ def _react_template(
 
     def agent(state: Any) -> dict[str, Any]:
         s = agent_var.get(first)
-        msg = call_model(s.model, s.prompt(input_state(state)), tool_dicts)
+        model = s.model.resolve(state) if type(s.model) is DynamicModel else s.model
+        msg = call_model(model, s.prompt(input_state(state)), tool_dicts)
         return {"messages": [named(msg, s.name)]}
 
     async def aagent(state: Any) -> dict[str, Any]:
         s = agent_var.get(first)
+        model = await s.model.aresolve(state) if type(s.model) is DynamicModel else s.model
         messages = await s.aprompt(input_state(state))
-        return {"messages": [named(await acall_model(s.model, messages, tool_dicts), s.name)]}
+        return {"messages": [named(await acall_model(model, messages, tool_dicts), s.name)]}
 
     if tool_calling == "schema":
         out_schema = type_schema(response_format)[0] if response_format is not None else None
@@ -674,7 +645,7 @@ def _react_template(
     if hasattr(model, "invoke") and hasattr(model, "ainvoke"):
         agent.__ironloop_async__ = aagent  # type: ignore[attr-defined]
 
-    g: StateGraph[Any, Any, Any, Any] = StateGraph(schema)
+    g: StateGraph[Any, Any, Any, Any] = StateGraph(schema, context_schema=context_schema)
     g.add_node("agent", node)
     entry = "agent"
     if pre_model_hook is not None:
@@ -699,16 +670,20 @@ def _react_template(
         def generate_structured_response(state: Any) -> dict[str, Any]:
             msgs = structured_input(state)
             model = agent_var.get(first).model
-            if langchain_model:
+            if type(model) is DynamicModel:
+                model = model.resolve(state)
+            if hasattr(model, "structured"):  # a LangChain model, tools bound
                 return {"structured_response": model.structured(msgs, fmt)}
-            return {"structured_response": _structured(model, fmt, msgs)}
+            return {"structured_response": model_structured(model, fmt, msgs)}
 
         async def agenerate_structured_response(state: Any) -> dict[str, Any]:
             msgs = structured_input(state)
             model = agent_var.get(first).model
-            if langchain_model:
+            if type(model) is DynamicModel:
+                model = await model.aresolve(state)
+            if hasattr(model, "structured"):  # a LangChain model, tools bound
                 return {"structured_response": await model.astructured(msgs, fmt)}
-            return {"structured_response": await _astructured(model, fmt, msgs)}
+            return {"structured_response": await model_structured_async(model, fmt, msgs)}
 
         generate_structured_response.__ironloop_async__ = agenerate_structured_response  # type: ignore[attr-defined]
         g.add_node("generate_structured_response", generate_structured_response)

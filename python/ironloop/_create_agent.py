@@ -4,12 +4,9 @@ uses (``ironloop._agent``); middleware adds nodes around it and wraps its calls.
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import typing
 import warnings
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, Any, Optional, TypedDict
 
 from ironloop._agent import (
@@ -26,18 +23,16 @@ from ironloop._meta_fields import agent_tools
 from ironloop._schema import _special
 from ironloop._shapes import AgentSettings, agent_var, bind, names, shape_key, templates
 from ironloop._structured_output import Plan
+from ironloop._tool_wrap import CallRunner
 from ironloop._toolnode import ToolNode, _as_tool
 from ironloop.errors import (
-    GraphInterrupt,
-    ParentCommand,
     ToolBlockedError,
-    ToolError,
     ToolInvalidArgsError,
     ToolNotFoundError,
     ToolTimeoutError,
 )
 from ironloop.graph import CompiledStateGraph, StateGraph
-from ironloop.messages import SystemMessage, ToolMessage
+from ironloop.messages import SystemMessage
 from ironloop.middleware.types import (
     AgentMiddleware,
     AgentState,
@@ -47,15 +42,11 @@ from ironloop.middleware.types import (
     OmitFromInput,
     OmitFromOutput,
     PrivateStateAttr,
-    ToolCallRequest,
-    chain_async,
     chain_model_async,
     chain_model_sync,
-    chain_sync,
     defined_hooks,
     jumps_of,
     node_hook,
-    propagates,
 )
 from ironloop.models import init_model
 from ironloop.runtime import get_runtime
@@ -154,29 +145,6 @@ def _appended(request: ModelRequest, state: Any) -> list[Any]:
 def _given(t: Any) -> Any:
     """The tool object a user gave for ``t`` (a LangChain tool for its adapter)."""
     return getattr(t, "lc_tool", None) or t
-
-
-def _tool_error(handle: Any, call: dict[str, Any], e: BaseException) -> ToolMessage:
-    """The error ``ToolMessage`` for an exception that left the ``wrap_tool_call``
-    hooks, under the tools node's ``handle_tool_errors`` policy (as the Rust node
-    applies it to calls without hooks)."""
-    if isinstance(e, ToolError):
-        detail = str(e)
-    else:
-        detail = f"tool `{call['name']}` failed: {type(e).__name__}: {e}"
-    text = f"Error: {detail}\n Please fix your mistakes."
-    if handle is False:
-        raise e
-    if isinstance(handle, str):
-        text = handle
-    elif isinstance(handle, (type, tuple)):
-        if not isinstance(e, handle):
-            raise e
-    elif callable(handle):
-        text = str(handle(e))
-    return ToolMessage(
-        content=text, name=call["name"], tool_call_id=call.get("id") or "", status="error"
-    )
 
 
 class _Builder:
@@ -404,127 +372,16 @@ class _Builder:
 
     # --- the tools node with wrap_tool_call hooks ----------------------------------------
 
-    def tool_request(self, call: Any, state: Any, runtime: Any) -> ToolCallRequest:
-        call = dict(call)
-        return ToolCallRequest(
-            tool_call=call,
-            tool=self.given.get(call["name"]),
-            state=state,
-            runtime=runtime,
-        )
-
-    @staticmethod
-    def one_result(out: Any) -> Any:
-        """The ``ToolMessage`` or ``Command`` of a one-call node output."""
-        if isinstance(out, list):
-            commands = [o for o in out if isinstance(o, Command)]
-            if commands:
-                return commands[0]
-            out = next(o for o in out if isinstance(o, dict))
-        return next(iter(out.values()))[0]
-
-    def core_for(self, request: ToolCallRequest) -> Any:
-        """The Rust tool node that runs the request's call: the agent's, or, when a
-        hook put in the request a tool the agent was not given under that name, a node
-        of that tool alone (made once per tool; validation and errors as for any)."""
-        tool = request.tool
-        if tool is None or self.given.get(request.tool_call["name"]) is tool:
-            return self.core
-        node = self.dynamic.get(id(tool))
-        if node is None:
-            node = self.dynamic[id(tool)] = ToolNode(
-                [tool], handle_tool_errors=self.tool_node.handle_tool_errors
-            )._core
-        return node
-
-    def base_tool(self, request: ToolCallRequest) -> Any:
-        out = self.core_for(request).invoke(
-            request.state,
-            call=request.tool_call,
-            store=getattr(request.runtime, "store", None),
-            handle_tool_errors=_REPORTED,
-        )
-        return self.one_result(out)
-
-    async def abase_tool(self, request: ToolCallRequest) -> Any:
-        out = await self.core_for(request).ainvoke(
-            request.state,
-            asyncio.get_running_loop(),
-            call=request.tool_call,
-            store=getattr(request.runtime, "store", None),
-            handle_tool_errors=_REPORTED,
-        )
-        return self.one_result(out)
-
-    @staticmethod
-    def checked(result: Any) -> Any:
-        if not isinstance(result, (ToolMessage, Command)):
-            raise TypeError(
-                f"a wrap_tool_call hook returned {type(result).__name__}: it must return a "
-                "ToolMessage or a Command (what its handler returned, or its own)"
-            )
-        return result
-
-    def output(self, results: list[Any]) -> Any:
-        """The node's update: the tool messages in call order, and the ``Command`` s
-        hooks or tools returned (LangGraph's ``[Command, ..., {"messages": [...]}]``)."""
-        messages = [r for r in results if isinstance(r, ToolMessage)]
-        commands = [r for r in results if isinstance(r, Command)]
-        update = {self.tool_node.messages_key: messages}
-        if not commands:
-            return update
-        return [*commands, update] if messages else commands
-
     def tools_node(self) -> Callable[[Any], Any]:
         """The tools node when middleware wraps tool calls: every pending call of the
-        last AI message through the ``wrap_tool_call`` chain (concurrently when there
-        are several), each call's tool run by the Rust node (permissions included)."""
-        handler = chain_sync(self.tool_wraps, self.base_tool)
-        ahandler = chain_async(self.tool_wraps, self.abase_tool)
-        handle = self.tool_node.handle_tool_errors
-        key = self.tool_node.messages_key
-
-        def one(request: ToolCallRequest) -> Any:
-            try:
-                return self.checked(handler(request))
-            except (GraphInterrupt, ParentCommand):
-                raise
-            except Exception as e:
-                if propagates(e):
-                    raise
-                return _tool_error(handle, request.tool_call, e)
-
-        async def aone(request: ToolCallRequest) -> Any:
-            try:
-                return self.checked(await ahandler(request))
-            except (GraphInterrupt, ParentCommand):
-                raise
-            except Exception as e:
-                if propagates(e):
-                    raise
-                return _tool_error(handle, request.tool_call, e)
-
-        def tools(state: Any) -> Any:
-            runtime: Any = get_runtime()
-            requests = [self.tool_request(c, state, runtime) for c in pending_calls(state[key])]
-            if len(requests) <= 1:
-                return self.output([one(r) for r in requests])
-            pool = ThreadPoolExecutor(max_workers=min(len(requests), 32))
-            try:
-                futures = [pool.submit(contextvars.copy_context().run, one, r) for r in requests]
-                return self.output([f.result() for f in futures])
-            finally:
-                # Not `with`: its exit waits for every call, so a Ctrl-C (or a call's
-                # `GraphInterrupt`) would wait for the slowest sibling to end.
-                pool.shutdown(wait=False, cancel_futures=True)
-
-        async def atools(state: Any) -> Any:
-            runtime: Any = get_runtime()
-            requests = [self.tool_request(c, state, runtime) for c in pending_calls(state[key])]
-            return self.output(list(await asyncio.gather(*(aone(r) for r in requests))))
-
-        tools.__ironloop_async__ = atools  # type: ignore[attr-defined]
-        return tools
+        last AI message through the ``wrap_tool_call`` chain (``ironloop._tool_wrap``,
+        the engine of ``ToolNode(wrap_tool_call=)`` too), each call's tool run by the
+        Rust node (permissions included). A tool's exception reaches the hooks; what
+        leaves them is answered under the node's ``handle_tool_errors``."""
+        runner = CallRunner(
+            self.tool_node, self.tool_wraps, execute_errors=_REPORTED, calls_of=pending_calls
+        )
+        return runner.graph_node()
 
 
 def _hook_node(m: AgentMiddleware, hook: str, jumps: list[str]) -> Callable[[Any], Any]:

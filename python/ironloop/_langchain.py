@@ -38,6 +38,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages.tool import ToolOutputMixin, tool_call_chunk
 from langchain_core.runnables import RunnableBinding, RunnableSequence
 from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools.base import TOOL_MESSAGE_BLOCK_TYPES
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from ironloop import _tracing
@@ -47,6 +48,7 @@ from ironloop._ironloop import BaseMessage as _OwnMessage
 from ironloop._ironloop import _coerce_message
 from ironloop._langchain_stream import OWN_CALL_TAG
 from ironloop._tool import Tool
+from ironloop._tool_call import from_context
 from ironloop._usage import model_name_of, record
 from ironloop.messages import AIMessage
 from ironloop.runtime import _run_config
@@ -506,11 +508,19 @@ def _marker(tp: Any) -> tuple[str, str | None] | None:
             if found is not None:
                 return found
         return _marker(get_args(tp)[0])
+    if isinstance(origin, type):  # ``ToolRuntime[Ctx, State]``
+        found = _marker_of(origin)
+        if found is not None and found[0] == "runtime":
+            return found
     if origin is not None:
         for a in get_args(tp):
             found = _marker(a)
             if found is not None:
                 return found
+        return None
+    if isinstance(tp, type):  # ``runtime: ToolRuntime``
+        found = _marker_of(tp)
+        return found if found is not None and found[0] == "runtime" else None
     return None
 
 
@@ -526,11 +536,13 @@ def _marker_of(meta: Any) -> tuple[str, str | None] | None:
                 return "state", field
             if c.__name__ == "InjectedStore":
                 return "store", None
+            if c.__name__ == "ToolRuntime":
+                return "runtime", None
     return None
 
 
 def _injected_args(t: BaseTool) -> dict[str, tuple[str, str | None]]:
-    from langchain_core.tools.base import get_all_basemodel_annotations
+    from langchain_core.tools.base import _is_injected_arg_type, get_all_basemodel_annotations
 
     annotations: dict[str, Any] = {}
     func = getattr(t, "func", None) or getattr(t, "coroutine", None)
@@ -548,6 +560,8 @@ def _injected_args(t: BaseTool) -> dict[str, tuple[str, str | None]]:
         found = _marker(tp)
         if found is not None and name != "return":
             out[name] = found
+        elif name != "return" and _is_injected_arg_type(tp):
+            out[name] = ("caller", None)  # the caller's to give: never the model's
     return out
 
 
@@ -626,6 +640,15 @@ class LangChainTool(Tool):
         )
         self.lc_tool = lc_tool
         self._runner = _with_commands(lc_tool)
+        # A ToolRuntime parameter is handed a ToolContext, made a ToolRuntime in `_call`.
+        self._runtime_params = [k for k, (kind, _) in injected.items() if kind == "runtime"]
+        # langchain-core's other injected arguments (``InjectedToolArg``): a value the
+        # model gives for one is dropped, as LangGraph's ToolNode does.
+        self._stripped = [k for k, (kind, _) in injected.items() if kind == "caller"]
+        injected = {k: v for k, v in injected.items() if k not in self._stripped}
+        injected = {
+            k: ("context", None) if k in self._runtime_params else v for k, v in injected.items()
+        }
         self._injected = {**injected, _CALL_ID: ("tool_call_id", None)}
         self._is_async = (
             getattr(lc_tool, "func", 0) is None and getattr(lc_tool, "coroutine", None) is not None
@@ -640,17 +663,45 @@ class LangChainTool(Tool):
         for k, (kind, _) in self._injected.items():
             if kind == "state" and k in kwargs:
                 kwargs[k] = _lc_value(kwargs[k])
+        for k in self._runtime_params:
+            kwargs[k] = from_context(kwargs[k])
+        for k in self._stripped:
+            kwargs.pop(k, None)
         return {"name": self.name, "args": kwargs, "id": call_id, "type": "tool_call"}
 
     # The run's config goes along, so a tool's `config: RunnableConfig` parameter
     # reads what was given to `invoke` (`configurable`, tags, ...), as in LangGraph.
     def _run(self, **kwargs: Any) -> Any:
         config: Any = _run_config()
-        return _tool_result(self._runner.invoke(self._call(kwargs), config))
+        call = self._call(kwargs)
+        return _named(_tool_result(self._runner.invoke(call, config)), self.name, call["id"])
 
     async def _arun(self, **kwargs: Any) -> Any:
         config: Any = _run_config()
-        return _tool_result(await self._runner.ainvoke(self._call(kwargs), config))
+        call = self._call(kwargs)
+        out = _tool_result(await self._runner.ainvoke(call, config))
+        return _named(out, self.name, call["id"])
+
+
+def _named(out: Any, name: str, call_id: str) -> Any:
+    """``out``, a ``Command`` whose update answers call ``call_id`` with a
+    ``ToolMessage`` without a name, given the tool's name there (as LangGraph's ToolNode
+    names it); anything else as it is."""
+    update = getattr(out, "update", None) if isinstance(out, Command) else None
+    if not isinstance(update, dict):
+        return out
+    key = next((k for k, v in update.items() if isinstance(v, list)), None)
+    if key is None:
+        return out
+    fixed = [
+        m.model_copy(update={"name": name})
+        if isinstance(m, lc.ToolMessage) and m.tool_call_id == call_id and not m.name
+        else m
+        for m in update[key]
+    ]
+    if all(a is b for a, b in zip(fixed, update[key], strict=True)):
+        return out
+    return dataclasses.replace(out, update={**update, key: fixed})
 
 
 def _tool_result(out: Any) -> Any:
@@ -661,6 +712,12 @@ def _tool_result(out: Any) -> Any:
     if isinstance(out, list) and out and all(isinstance(x, _Carried) for x in out):
         return [x.value for x in out]
     if is_langchain_message(out):
+        if isinstance(out.content, list) and not all(
+            isinstance(b, dict) and b.get("type") in TOOL_MESSAGE_BLOCK_TYPES for b in out.content
+        ):
+            # Not content blocks (a list of strings, say): the list's JSON, as LangGraph's
+            # ToolNode makes it (non-ASCII kept).
+            out = out.model_copy(update={"content": json.dumps(out.content, ensure_ascii=False)})
         return _coerce_message(out)
     return out
 

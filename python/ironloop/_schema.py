@@ -29,7 +29,7 @@ from typing import Any
 
 __all__ = ["FunctionSpec", "function_spec", "type_schema"]
 
-_INJECT_KINDS = frozenset({"state", "store", "tool_call_id", "context"})
+_INJECT_KINDS = frozenset({"state", "store", "tool_call_id", "context", "runtime"})
 _NONE_TYPE: type = type(None)
 _UnionType = getattr(types, "UnionType", None)  # ``X | Y`` (3.10+)
 
@@ -190,7 +190,16 @@ def _injection(tp: Any) -> tuple[str, str | None] | None:
     if _is_union(origin):
         args = [a for a in typing.get_args(tp) if a is not _NONE_TYPE]
         return _injection(args[0]) if len(args) == 1 else None
+    if isinstance(origin, type) and hasattr(origin, "__ironloop_inject__"):
+        return _inject_marker(origin)  # ``ToolRuntime[Ctx, State]``
     return _inject_marker(tp)
+
+
+def _tool_runtime(ctx: Any) -> Any:
+    """A ``ToolRuntime`` parameter's value, from the ``ToolContext`` the engine gives."""
+    from ironloop._tool_call import from_context
+
+    return from_context(ctx)
 
 
 # --------------------------------------------------------------------------- schema
@@ -824,6 +833,11 @@ def function_spec(
     for p in params:
         tp = hints[p.name]
         inj = _injection(tp)
+        if inj is not None and inj[0] == "runtime":
+            # The engine hands the tool a ToolContext; the ToolRuntime is made from it.
+            injected[p.name] = ("context", None)
+            converters[p.name] = _tool_runtime
+            continue
         if inj is not None:
             injected[p.name] = inj
             continue

@@ -38,12 +38,60 @@ from typing import (
 
 from typing_extensions import is_typeddict  # typing's misses typing_extensions' own
 
-from ironloop._agent import _accepts
 from ironloop._ironloop import _json_schema_errors
 from ironloop._schema import type_schema
+from ironloop.errors import ModelError
 from ironloop.messages import AIMessage, ToolMessage
 
 SchemaT = TypeVar("SchemaT")
+
+
+def _accepts(fn: Any, name: str) -> bool:
+    """Whether ``fn`` takes a keyword argument ``name`` (or ``**kwargs``)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(p.name == name or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+
+
+def model_structured(model: Any, fmt: Any, messages: list[Any]) -> Any:
+    """``create_react_agent``'s structured response from a plain model object: asked
+    with ``response_format=`` when it takes one (else plainly), its JSON validated."""
+    schema, convert = type_schema(fmt)
+    if _accepts(model.invoke, "response_format"):
+        resp = model.invoke(messages, tools=None, response_format=schema)
+    else:
+        # A model object without structured output: ask plainly, validate the JSON.
+        resp = model.invoke(messages)
+    return _structured_value(resp, schema, convert)
+
+
+async def model_structured_async(model: Any, fmt: Any, messages: list[Any]) -> Any:
+    """The async form of :func:`model_structured`."""
+    if not hasattr(model, "ainvoke"):
+        return model_structured(model, fmt, messages)
+    schema, convert = type_schema(fmt)
+    if _accepts(model.ainvoke, "response_format"):
+        resp = await model.ainvoke(messages, tools=None, response_format=schema)
+    else:
+        resp = await model.ainvoke(messages)
+    return _structured_value(resp, schema, convert)
+
+
+def _structured_value(resp: Any, schema: Any, convert: Any) -> Any:
+    from ironloop._agent import _as_ai
+
+    text = _as_ai(resp).text
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ModelError(f"the structured response is not JSON ({e}): {text[:200]!r}") from e
+    errors = _json_schema_errors(schema, value)
+    if errors:
+        raise ModelError("the structured response does not match the schema: " + "; ".join(errors))
+    return convert(value) if convert else value
+
 
 #: The reply to a structured output the model got wrong (LangChain's template).
 STRUCTURED_OUTPUT_ERROR_TEMPLATE = "Error: {error}\n Please fix your mistakes."

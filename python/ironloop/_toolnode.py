@@ -3,12 +3,16 @@ Rust, in ``src/prebuilt/tool_node.rs``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 from ironloop._foreign import is_langchain_tool
 from ironloop._ironloop import NativeTool, _ToolNodeCore
 from ironloop._tool import Tool, tool
+from ironloop._tool_call import node_scope, scope_for
+
+if TYPE_CHECKING:
+    from ironloop._tool_wrap import CallRunner
 
 __all__ = ["ToolNode"]
 
@@ -21,6 +25,9 @@ HandleToolErrors = (
     | type[BaseException]
     | tuple[type[BaseException], ...]
 )
+#: ``(request, execute) -> ToolMessage | Command``; the async form awaits ``execute``.
+ToolCallWrapper = Callable[[Any, Callable[[Any], Any]], Any]
+AsyncToolCallWrapper = Callable[[Any, Callable[[Any], Awaitable[Any]]], Awaitable[Any]]
 
 
 class ToolNode:
@@ -44,6 +51,14 @@ class ToolNode:
         allow_only: when given, only these tools may run; every other call is refused
             the same way. ``deny`` wins over ``allow_only``. Both are attributes too:
             setting them takes effect at the node's next step.
+        wrap_tool_call: an interceptor ``(request, execute) -> ToolMessage | Command``
+            (LangGraph's): it sees each call as a ``ToolCallRequest`` and may answer it
+            itself, change it (``request.override(...)``) or call ``execute`` any
+            number of times. ``execute`` runs the call's tool, errors handled by
+            ``handle_tool_errors``; what the interceptor raises is handled the same way.
+        awrap_tool_call: the async form, used under ``ainvoke``. Either one alone serves
+            both ``invoke`` and ``ainvoke``.
+        tags: tags of the node (kept for LangGraph's signature).
 
     Example:
         >>> from ironloop import tool, ToolNode
@@ -69,9 +84,17 @@ class ToolNode:
         messages_key: str = "messages",
         deny: Sequence[str] = (),
         allow_only: Sequence[str] | None = None,
+        tags: list[str] | None = None,
+        wrap_tool_call: ToolCallWrapper | None = None,
+        awrap_tool_call: AsyncToolCallWrapper | None = None,
     ) -> None:
         converted: list[Tool | NativeTool] = [_as_tool(t) for t in tools]
         names = [t.name for t in converted]
+        #: The tools as given (a LangChain tool stays one): what interceptors see.
+        self._originals: dict[str, Any] = {
+            n: t if is_langchain_tool(t) or isinstance(t, (Tool, NativeTool)) else c
+            for n, t, c in zip(names, tools, converted, strict=True)
+        }
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(f"ToolNode got several tools named {', '.join(map(repr, dupes))}")
@@ -87,6 +110,12 @@ class ToolNode:
         self.strategy = strategy
         self.max_concurrency = max_concurrency
         self.messages_key = messages_key
+        self.tags = list(tags) if tags else None
+        for what, fn in (("wrap_tool_call", wrap_tool_call), ("awrap_tool_call", awrap_tool_call)):
+            if fn is not None and not callable(fn):
+                raise TypeError(f"ToolNode({what}=) takes a function, got {type(fn).__name__}")
+        self.wrap_tool_call = wrap_tool_call
+        self.awrap_tool_call = awrap_tool_call
         self._core = _ToolNodeCore(
             converted,
             strategy=strategy,
@@ -96,6 +125,8 @@ class ToolNode:
             deny=_names("deny", deny),
             allow_only=None if allow_only is None else _names("allow_only", allow_only),
         )
+        if wrap_tool_call is not None or awrap_tool_call is not None:
+            self._runner()  # made now: a run does not pay for its imports
 
     @property
     def deny(self) -> list[str]:
@@ -132,7 +163,16 @@ class ToolNode:
         on_progress: Callable[[Any], None] | None = None,
     ) -> Any:
         """Runs the calls; returns ``{messages_key: [...]}`` (or a list for a list input)."""
-        return self._core.invoke(input, store=store, on_progress=on_progress)
+        runner = self._runner(_calls_given(input))
+        if runner is not None:
+            return runner.invoke(input, config, store)
+        token = node_scope.set(scope_for(config, self._tool_list()))
+        try:
+            if store is None:
+                store = _scope_store()
+            return self._core.invoke(input, store=store, on_progress=on_progress)
+        finally:
+            node_scope.reset(token)
 
     async def ainvoke(
         self,
@@ -145,11 +185,58 @@ class ToolNode:
         """Like ``invoke``; async tools run on the running event loop."""
         import asyncio
 
+        runner = self._runner(_calls_given(input))
+        if runner is not None:
+            return await runner.ainvoke(input, config, store)
         loop = asyncio.get_running_loop()
-        return await self._core.ainvoke(input, loop, store=store, on_progress=on_progress)
+        token = node_scope.set(scope_for(config, self._tool_list()))
+        try:
+            if store is None:
+                store = _scope_store()
+            pending = self._core.ainvoke(input, loop, store=store, on_progress=on_progress)
+        finally:
+            node_scope.reset(token)
+        return await pending
+
+    def _tool_list(self) -> list[Any]:
+        """The node's tools as given (``ToolRuntime.tools``)."""
+        return list(self._originals.values())
+
+    def _runner(self, calls_given: bool = False) -> CallRunner | None:
+        """The runner of calls one by one (made once, on first use): the node's when it
+        has ``wrap_tool_call`` / ``awrap_tool_call``, or, for an input of tool calls
+        rather than messages (``calls_given``), one with no interceptor."""
+        wrapped = self.wrap_tool_call is not None or self.awrap_tool_call is not None
+        if not wrapped and not calls_given:
+            return None
+        runner: CallRunner | None = self.__dict__.get("_wrapped")
+        if runner is None:
+            from ironloop._tool_wrap import CallRunner
+            from ironloop.middleware.types import interceptor
+
+            wraps = []
+            if wrapped:
+                wrap = interceptor(self.wrap_tool_call, self.awrap_tool_call)
+                wraps.append((wrap, "wrap_tool_call"))
+            runner = self.__dict__["_wrapped"] = CallRunner(self, wraps)
+        return runner
 
     def __repr__(self) -> str:
         return f"ToolNode(tools={list(self.tools_by_name)!r})"
+
+
+def _calls_given(input: Any) -> bool:
+    """Whether ``input`` gives tool calls (LangGraph's ``[tool_call, ...]`` or a
+    ``tool_call_with_context`` dict) rather than messages."""
+    if isinstance(input, list):
+        return bool(input) and isinstance(input[-1], dict) and input[-1].get("type") == "tool_call"
+    return isinstance(input, dict) and input.get("__type") == "tool_call_with_context"
+
+
+def _scope_store() -> Any:
+    """The store of LangGraph's runtime in a standalone call's config, if any."""
+    scope = node_scope.get()
+    return getattr(scope.runtime, "store", None) if scope and scope.runtime else None
 
 
 def _names(what: str, names: Any) -> list[str]:

@@ -9,6 +9,7 @@ for the programmer: misuse of the API, or tool errors re-raised when
 from __future__ import annotations
 
 __all__ = [
+    "GraphBubbleUp",
     "CheckpointConflictError",
     "CheckpointError",
     "CheckpointIntegrityError",
@@ -236,7 +237,13 @@ class CheckpointNotFoundError(CheckpointError, LookupError, ValueError):
     Also a ``ValueError``: the id came from the caller's config."""
 
 
-class GraphInterrupt(IronloopError):  # LangGraph's name, hence no -Error suffix
+class GraphBubbleUp(IronloopError):
+    """The base of what a node raises to tell the engine something, not to fail
+    (``GraphInterrupt``, ``ParentCommand``), as LangGraph's: a tool node re-raises it
+    whatever its ``handle_tool_errors``."""
+
+
+class GraphInterrupt(GraphBubbleUp):  # LangGraph's name, hence no -Error suffix
     """Raised inside a node by ``interrupt(value)`` to pause the run. Not an error:
     the runtime catches it; do not catch it in your node."""
 
@@ -245,7 +252,7 @@ class GraphInterrupt(IronloopError):  # LangGraph's name, hence no -Error suffix
         self.value = value
 
 
-class ParentCommand(IronloopError):
+class ParentCommand(GraphBubbleUp):
     """Raised by a node of a subgraph that returned ``Command(graph=Command.PARENT)``:
     the parent graph's node that runs the subgraph takes the command as its own result.
     Not an error: do not catch it."""
@@ -253,3 +260,19 @@ class ParentCommand(IronloopError):
     def __init__(self, command: object) -> None:
         super().__init__(command)
         self.command = command
+
+
+#: Set on the ``ValidationError`` of a resume value that does not fit its schema.
+_INVALID_RESUME = "_langgraph_invalid_resume"
+
+
+def mark_invalid_resume(error: BaseException) -> None:
+    """Marks ``error`` as a resume value's failure to fit ``interrupt(response_schema=)``."""
+    setattr(error, _INVALID_RESUME, True)
+
+
+def is_invalid_resume(error: BaseException) -> bool:
+    """Whether ``error`` is the ``ValidationError`` of a resume value that did not fit
+    its ``interrupt(..., response_schema=)``: a tools node never hands it to the model
+    (the run fails; the interrupt can be answered again)."""
+    return getattr(error, _INVALID_RESUME, False) is True

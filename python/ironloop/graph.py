@@ -58,7 +58,7 @@ from ironloop._state import (
 from ironloop._stream_v2 import aparts, as_output, parts
 from ironloop._toolnode import ToolNode
 from ironloop._usage import get_usage_metadata_callback
-from ironloop.errors import GraphInterrupt
+from ironloop.errors import GraphInterrupt, mark_invalid_resume
 from ironloop.messages import BaseMessage
 from ironloop.runtime import _enter, _scope, _with_runtime
 from ironloop.types import CachePolicy, Command, RetryPolicy, Send, StateSnapshot
@@ -90,12 +90,18 @@ class MessagesState(TypedDict):
     messages: Annotated[list[BaseMessage], add_messages]
 
 
-def interrupt(value: Any) -> Any:
+def interrupt(value: Any, *, response_schema: Any = None) -> Any:
     """Pauses the run and surfaces ``value`` to the caller as ``__interrupt__``.
 
     Resuming with ``graph.invoke(Command(resume=x), config)`` runs the node again from
     its start; this call then returns ``x`` (the k-th call returns the k-th resume
     value). Needs a checkpointer.
+
+    ``response_schema``: a pydantic model, ``TypedDict`` or dataclass the resume value
+    is validated into (what the call returns), as LangGraph's. A value that does not
+    fit raises pydantic's ``ValidationError`` (``is_invalid_resume`` is true of it):
+    the run fails, and the interrupt can be answered again. A JSON Schema dict is not
+    validated.
 
     Example:
         >>> def approve(state):
@@ -112,7 +118,19 @@ def interrupt(value: Any) -> Any:
         answer = (_outer_task.get() or scratch).interrupt(value)
     for taken in answers_var.get():  # the @task calls this runs in (ironloop.func)
         taken[0] += 1
-    return answer
+    if response_schema is None or isinstance(response_schema, dict):
+        return answer
+    return _validated_resume(response_schema, answer)
+
+
+def _validated_resume(schema: Any, answer: Any) -> Any:
+    from pydantic import TypeAdapter, ValidationError
+
+    try:
+        return TypeAdapter(schema).validate_python(answer)
+    except ValidationError as e:
+        mark_invalid_resume(e)
+        raise
 
 
 def push_message(message: Any, *, state_key: str | None = "messages") -> BaseMessage:
@@ -486,6 +504,10 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         no_params = {"config": False, "store": False, "writer": False}
         nodes: list[dict[str, Any]] = []
         for name_, fn in self.nodes.items():
+            if isinstance(fn, ToolNode) and fn._runner() is not None:
+                # Interceptors are Python: the node runs them, each call's tool still
+                # run by the Rust node.
+                fn = fn._runner().graph_node()  # type: ignore[union-attr]
             node = {"name": name_, "func": fn, "is_async": False, "wants": no_params}
             if isinstance(fn, CompiledStateGraph):
                 call, acall = fn._as_node(all_keys)

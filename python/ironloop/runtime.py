@@ -32,9 +32,45 @@ from typing import Any, Generic, TypeVar
 
 from ironloop._runtime import task_var
 
-__all__ = ["Runtime", "get_runtime"]
+__all__ = ["ExecutionInfo", "Runtime", "ServerInfo", "get_runtime"]
 
 ContextT = TypeVar("ContextT")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ExecutionInfo:
+    """Where a node (or tool) runs: LangGraph's read-only ``Runtime.execution_info``.
+
+    ``thread_id`` is ``None`` without a checkpointer's thread, ``run_id`` when the
+    config gives none; ``node_attempt`` counts from 1 under a ``retry_policy``.
+
+    Example:
+        >>> info = ExecutionInfo(checkpoint_id="c1", checkpoint_ns="", task_id="t1")
+        >>> info.patch(node_attempt=2).node_attempt, info.node_attempt
+        (2, 1)
+    """
+
+    checkpoint_id: str
+    checkpoint_ns: str
+    task_id: str
+    thread_id: str | None = None
+    run_id: str | None = None
+    node_attempt: int = 1
+    node_first_attempt_time: float | None = None
+
+    def patch(self, **overrides: Any) -> ExecutionInfo:
+        """A copy with ``overrides`` applied (the object itself is frozen)."""
+        return dataclasses.replace(self, **overrides)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ServerInfo:
+    """What an Agent Server run knows of its deployment (LangGraph's ``ServerInfo``):
+    ``None`` in ``Runtime.server_info`` outside a server."""
+
+    assistant_id: str
+    graph_id: str
+    user: Any = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,6 +82,8 @@ class Runtime(Generic[ContextT]):
     store: Any = None
     stream_writer: Callable[[Any], None] = lambda _payload: None
     previous: Any = None
+    execution_info: ExecutionInfo | None = None
+    server_info: ServerInfo | None = None
 
 
 #: The running graph's context, store and config (the dict given to ``invoke`` /

@@ -65,13 +65,28 @@ impl Pending {
                     super::run::CallSaved::decode(graph, &w.value)?,
                 );
             }
-            for w in ws.iter().filter(|w| w.channel == Reserved::Resume.as_str()) {
-                p.resume.entry(task.clone()).or_default().push(
-                    graph
-                        .codec
-                        .decode(Reserved::Resume.as_str(), w.value.clone())?,
-                );
+            // The k-th answer, or the latest answer given again in its place.
+            let mut answers: Vec<(usize, usize, &PendingWrite)> = ws
+                .iter()
+                .filter(|w| w.channel == Reserved::Resume.as_str())
+                .map(|w| match replaced_answer(w.idx) {
+                    Some((k, j)) => (k, j + 1, w),
+                    None => (answer_of(w.idx), 0, w),
+                })
+                .collect();
+            answers.sort_by_key(|(k, j, _)| (*k, *j));
+            let mut values: Vec<Val> = Vec::new();
+            for (k, _, w) in answers {
+                let v = graph
+                    .codec
+                    .decode(Reserved::Resume.as_str(), w.value.clone())?;
+                if k < values.len() {
+                    values[k] = v;
+                } else {
+                    values.push(v);
+                }
             }
+            p.resume.insert(task.clone(), values);
         }
         p.returns = Arc::new(returns);
         Ok(p)
@@ -84,14 +99,15 @@ impl Pending {
 
     /// The first of `next` (a checkpoint's tasks) paused on an `interrupt()` that no
     /// resume value answers yet.
+    /// Failing that, the first whose answered `interrupt()` did not let it finish (a
+    /// resume value its `response_schema` refused): a new answer replaces that one.
     pub fn first_unanswered<'t>(&self, next: &'t [TaskRecord]) -> Option<&'t str> {
-        next.iter()
-            .find(|t| {
-                self.by_task
-                    .get(&t.id)
-                    .is_some_and(|ws| pending_interrupt(ws).is_some())
-            })
-            .map(|t| t.id.as_str())
+        let with = |f: fn(&[PendingWrite]) -> bool| {
+            next.iter()
+                .find(|t| self.by_task.get(&t.id).is_some_and(|ws| f(ws)))
+                .map(|t| t.id.as_str())
+        };
+        with(|ws| pending_interrupt(ws).is_some()).or_else(|| with(answered_unfinished))
     }
 
     /// Answers pending interrupts with `Command(resume=...)`: each value is saved (so a
@@ -104,12 +120,21 @@ impl Pending {
         parent: &CheckpointRecord,
         r: Resume,
     ) -> Result<(), GraphError> {
-        let interrupted: Vec<String> = self
-            .by_task
-            .iter()
-            .filter(|(_, ws)| pending_interrupt(ws).is_some())
-            .map(|(t, _)| t.clone())
-            .collect();
+        let tasks = |f: fn(&[PendingWrite]) -> bool| -> Vec<String> {
+            self.by_task
+                .iter()
+                .filter(|(_, ws)| f(ws))
+                .map(|(t, _)| t.clone())
+                .collect()
+        };
+        let mut interrupted = tasks(|ws| pending_interrupt(ws).is_some());
+        // A task whose last answer did not let it finish (its `response_schema`
+        // refused it, the run failed) may be answered again, as LangGraph (which saves
+        // no refused answer): by id always, by a lone value when nothing else waits.
+        let reanswerable = tasks(answered_unfinished);
+        if interrupted.is_empty() || matches!(r, Resume::ById(_)) {
+            interrupted.extend(reanswerable);
+        }
         let assigned: Vec<(String, Val)> = match r {
             Resume::One(v) => match interrupted.len() {
                 // Paused at a static breakpoint (`interrupt_before` / `after`): resuming
@@ -148,10 +173,25 @@ impl Pending {
                 .find(|t| t.id == task)
                 .map(|t| t.node.clone())
                 .unwrap_or_default();
-            let k = self.resume.get(&task).map_or(0, Vec::len);
+            let ws = self
+                .by_task
+                .get(&task)
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            let k = answers(ws);
+            // Answering again: a fresh slot that replaces the last answer on load
+            // (`put_writes` keeps the first write of a key, so none is overwritten).
+            let again = answered_unfinished(ws).then(|| {
+                let last = interrupts(ws) - 1;
+                let tries = ws
+                    .iter()
+                    .filter(|w| replaced_answer(w.idx).is_some_and(|(k, _)| k == last))
+                    .count();
+                (last, replace_idx(last, tries))
+            });
             let w = PendingWrite {
                 task_id: task.clone(),
-                idx: resume_idx(k),
+                idx: again.map_or(resume_idx(k), |(_, idx)| idx),
                 node,
                 channel: Reserved::Resume.as_str().into(),
                 value: encode(Reserved::Resume.as_str(), &v)?,
@@ -159,7 +199,11 @@ impl Pending {
             cp.put_writes(thread, &parent.id, vec![w.clone()])
                 .await
                 .map_err(Graph::cp_err)?;
-            self.resume.entry(task.clone()).or_default().push(v);
+            let values = self.resume.entry(task.clone()).or_default();
+            match again {
+                Some((last, _)) if last < values.len() => values[last] = v,
+                _ => values.push(v),
+            }
             self.by_task.entry(task).or_default().push(w);
         }
         Ok(())
@@ -202,13 +246,58 @@ fn pending_interrupt(ws: &[PendingWrite]) -> Option<&PendingWrite> {
     if ws.iter().any(|w| w.channel == Reserved::Done.as_str()) {
         return None;
     }
-    let answered = ws.iter().filter(is(Reserved::Resume)).count();
+    let answered = answers(ws);
     let mut interrupts = ws.iter().filter(is(Reserved::Interrupt));
     if interrupts.clone().count() > answered {
         interrupts.next_back()
     } else {
         None
     }
+}
+
+/// How many `interrupt()` calls a task saved.
+fn interrupts(ws: &[PendingWrite]) -> usize {
+    ws.iter()
+        .filter(|w| w.channel == Reserved::Interrupt.as_str())
+        .count()
+}
+
+/// How many of a task's `interrupt()` calls have an answer (answers given again in
+/// place of one do not count).
+fn answers(ws: &[PendingWrite]) -> usize {
+    ws.iter()
+        .filter(|w| w.channel == Reserved::Resume.as_str() && replaced_answer(w.idx).is_none())
+        .count()
+}
+
+/// Whether a task that is not finished has every `interrupt()` answered: the run that
+/// took the last answer failed with it.
+fn answered_unfinished(ws: &[PendingWrite]) -> bool {
+    let done = ws.iter().any(|w| w.channel == Reserved::Done.as_str());
+    !done && interrupts(ws) > 0 && answers(ws) >= interrupts(ws)
+}
+
+/// Where the `idx` of answers given again start (far below any `resume_idx`).
+const REPLACED: i64 = -(1 << 40);
+/// How many times one answer can be given again.
+const TRIES: i64 = 1 << 20;
+
+/// The `idx` of the `j`-th answer given again in place of the `k`-th.
+fn replace_idx(k: usize, j: usize) -> i64 {
+    REPLACED - (k as i64) * TRIES - (j as i64).min(TRIES - 1)
+}
+
+/// `(k, j)` of an answer given again (see [`replace_idx`]), `None` for a first answer.
+fn replaced_answer(idx: i64) -> Option<(usize, usize)> {
+    (idx <= REPLACED).then(|| {
+        let off = REPLACED - idx;
+        ((off / TRIES) as usize, (off % TRIES) as usize)
+    })
+}
+
+/// Which answer a first answer's `idx` is (see [`resume_idx`]).
+fn answer_of(idx: i64) -> usize {
+    ((-2 - idx) / 2).max(0) as usize
 }
 
 /// The `idx` of a task's `k`-th `interrupt()` (counting from 0). The engine's writes

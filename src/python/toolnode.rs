@@ -180,6 +180,16 @@ pub fn is_graph_interrupt(py: Python<'_>, e: &PyErr) -> bool {
         .unwrap_or(false)
 }
 
+/// Whether `e` is the `ValidationError` of a resume value that did not fit its
+/// `interrupt(..., response_schema=)` (marked by `ironloop.errors.mark_invalid_resume`,
+/// LangGraph's attribute): the model cannot fix it, so no error policy handles it.
+pub fn is_invalid_resume(py: Python<'_>, e: &PyErr) -> bool {
+    e.value(py)
+        .getattr(pyo3::intern!(py, "_langgraph_invalid_resume"))
+        .and_then(|v| v.is_truthy())
+        .unwrap_or(false)
+}
+
 /// A step's tool messages and the `Command`s its tools returned.
 pub type ToolStep = (Vec<Arc<Message>>, Vec<Py<PyAny>>);
 
@@ -213,10 +223,14 @@ pub fn tool_results(
             Err(e @ crate::tool::ToolError::Unusable { .. }) => return Err(PyErr::from(e)),
             Err(e) => {
                 let original = e.raised().and_then(|h| h.downcast_ref::<PyErr>());
-                // A pause, or a KeyboardInterrupt / SystemExit: for the caller, never
-                // a message for the model.
-                let for_caller =
-                    |o: &&PyErr| is_graph_interrupt(py, o) || !o.is_instance_of::<PyException>(py);
+                // A pause, a resume value that does not fit its interrupt's schema, or
+                // a KeyboardInterrupt / SystemExit: for the caller, never a message for
+                // the model.
+                let for_caller = |o: &&PyErr| {
+                    is_graph_interrupt(py, o)
+                        || is_invalid_resume(py, o)
+                        || !o.is_instance_of::<PyException>(py)
+                };
                 if let Some(o) = original.filter(for_caller) {
                     return Err(o.clone_ref(py));
                 }

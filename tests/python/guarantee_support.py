@@ -1,5 +1,6 @@
 """The execution paths of ``test_guarantees.py``: one way to build each shape that runs
-tool calls (a ``ToolNode`` alone, a graph of nodes, ``create_react_agent`` v1 and v2,
+tool calls (a ``ToolNode`` alone, with and without interceptors, a graph of nodes,
+``create_react_agent`` v1 and v2 and with a ``ToolNode(wrap_tool_call=)``,
 ``create_agent`` with and without a ``wrap_tool_call`` hook) and one way to run it
 under each entry point (``invoke``, ``ainvoke``, ``stream``, ``astream``), shared with
 the child processes the SIGKILL cases start (``guarantee_child.py``)."""
@@ -19,7 +20,7 @@ from ironloop.middleware import AgentMiddleware
 from ironloop.models import ScriptedChatModel
 
 # Shapes that run a model's tool calls.
-AGENTS = ("react_v1", "react_v2", "create_agent", "create_agent_wrap")
+AGENTS = ("react_v1", "react_v2", "react_wrap", "create_agent", "create_agent_wrap")
 MODES = ("invoke", "ainvoke", "stream", "astream")
 SYNC_MODES = ("invoke", "stream")
 ASYNC_MODES = ("ainvoke", "astream")
@@ -66,6 +67,8 @@ def agent(
         return create_react_agent(model, tools, checkpointer=checkpointer, version="v1")
     if shape == "react_v2":
         return create_react_agent(model, tools, checkpointer=checkpointer, version="v2")
+    if shape == "react_wrap":
+        return create_react_agent(model, toolnode(tools, wrapped=True), checkpointer=checkpointer)
     if shape == "create_agent":
         return create_agent(model, tools, checkpointer=checkpointer)
     assert shape == "create_agent_wrap", shape
@@ -112,7 +115,19 @@ def tool_messages(out: Any) -> list[ToolMessage]:
     return [m for m in msgs if isinstance(m, ToolMessage)]
 
 
-def toolnode(tools: list[Any]) -> ToolNode:
+def _hand_on(request: Any, execute: Any) -> Any:
+    return execute(request)
+
+
+async def _ahand_on(request: Any, execute: Any) -> Any:
+    return await execute(request)
+
+
+def toolnode(tools: list[Any], wrapped: bool = False) -> ToolNode:
+    """A ``ToolNode``; ``wrapped``: with interceptors that only hand each call on (its
+    calls then go one by one through the Python interceptor runner)."""
+    if wrapped:
+        return ToolNode(tools, wrap_tool_call=_hand_on, awrap_tool_call=_ahand_on)
     return ToolNode(tools)
 
 
@@ -201,7 +216,7 @@ def durable_app(shape: str, effects: Effects, slow: float, checkpointer: Any) ->
 
 def finished_key(shape: str) -> str:
     """What ``durable_app`` logs when the task that must not run again finishes."""
-    return "model" if shape in ("react_v1", "create_agent_wrap") else "fast"
+    return "model" if shape in ("react_v1", "react_wrap", "create_agent_wrap") else "fast"
 
 
 def durable_input(shape: str) -> Any:

@@ -7,6 +7,7 @@ does with the same snippet."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 from typing import Annotated, Any, TypedDict
 
@@ -17,6 +18,7 @@ from ironloop.graph import MessagesState, push_message
 from ironloop.messages import AIMessage, HumanMessage, SystemMessage
 from ironloop.models import ScriptedChatModel
 from ironloop.prebuilt import AgentState
+from ironloop.runtime import get_runtime
 
 
 @tool
@@ -50,9 +52,22 @@ def test_an_unknown_keyword_raises_type_error_naming_it() -> None:
         create_react_agent(ScriptedChatModel(["x"]), [], pre_model_hooks=1)
 
 
-def test_context_schema_is_not_silently_ignored() -> None:
-    with pytest.raises(TypeError, match="context_schema"):
-        create_react_agent(ScriptedChatModel(["x"]), [], context_schema=dict)
+def test_context_schema_makes_a_dict_context_its_type() -> None:
+    @dataclasses.dataclass
+    class Ctx:
+        user: str
+
+    @tool
+    def whoami() -> str:
+        """Says who asks."""
+        return get_runtime().context.user
+
+    model = ScriptedChatModel(
+        [{"content": "", "tool_calls": [{"name": "whoami", "args": {}}]}, "x"]
+    )
+    agent = create_react_agent(model, [whoami], context_schema=Ctx)
+    out = agent.invoke({"messages": [("user", "hi")]}, context={"user": "ann"})
+    assert [m.content for m in out["messages"] if m.type == "tool"] == ["ann"]
 
 
 def test_version_must_be_v1_or_v2() -> None:

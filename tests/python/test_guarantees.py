@@ -24,8 +24,11 @@ a cancelled run frees its      100 runs in a row, each right after the previous
 thread at once                 one's task was cancelled
 ============================  =====================================================
 
-The agent shapes are ``create_react_agent`` v1 (one task for all calls) and v2 (one
-task per call), ``create_agent`` with and without a ``wrap_tool_call`` hook; the entry
+``ToolNode`` paths run with and without interceptors (``wrap_tool_call=`` /
+``awrap_tool_call=``, whose calls go one by one through the Python runner). The agent
+shapes are ``create_react_agent`` v1 (one task for all calls), v2 (one task per call)
+and with a wrapped ``ToolNode``, ``create_agent`` with and without a ``wrap_tool_call``
+hook; the entry
 points ``invoke``, ``ainvoke``, ``stream``, ``astream`` (``guarantee_support.py``).
 """
 
@@ -57,15 +60,16 @@ from guarantee_support import (
     human,
     run,
     tool_messages,
+    toolnode,
 )
 
-from ironloop import MemorySaver, SqliteSaver, ToolNode, tool
+from ironloop import MemorySaver, SqliteSaver, tool
 
 HERE = Path(__file__).parent
 PG = bool(os.environ.get("IRONLOOP_TEST_POSTGRES_URL"))
 # (shape, mode) of every path that runs a model's tool calls.
 AGENT_PATHS = [(s, m) for s in AGENTS for m in MODES]
-TOOLNODE_PATHS = [("toolnode", "invoke"), ("toolnode", "ainvoke")]
+TOOLNODE_PATHS = [(s, m) for s in ("toolnode", "toolnode_wrap") for m in ("invoke", "ainvoke")]
 PATHS = TOOLNODE_PATHS + AGENT_PATHS
 
 
@@ -75,8 +79,8 @@ def cfg(thread: str = "t") -> dict[str, Any]:
 
 def results(shape: str, mode: str, tools: list[Any], calls: list[dict[str, Any]]) -> list[Any]:
     """The tool messages of running ``calls`` on path ``(shape, mode)``."""
-    if shape == "toolnode":
-        return tool_messages(run(ToolNode(tools), mode, ask(calls)))
+    if shape.startswith("toolnode"):
+        return tool_messages(run(toolnode(tools, shape == "toolnode_wrap"), mode, ask(calls)))
     app = agent(shape, tools, calls, MemorySaver())
     return tool_messages(run(app, mode, human(), cfg()))
 
@@ -119,8 +123,8 @@ def test_a_call_times_out_beside_a_quick_tool_that_blocks(shape: str, mode: str)
     # still the timeout, though it answered before anyone looked again.
     tools = [nap, flaky]
     calls = [call("nap", "c1", n=1), call("flaky", "c2", n=2)]
-    if shape == "toolnode":
-        node = ToolNode(tools)
+    if shape.startswith("toolnode"):
+        node = toolnode(tools, shape == "toolnode_wrap")
         for _ in range(3):  # `flaky` is known quick from here on
             run(node, mode, ask([call("flaky", "w", n=0)]))
         FLAKY["block"] = 0.5
@@ -217,8 +221,8 @@ def test_one_result_per_call_in_call_order(
     shape: str, mode: str, saver: str, tmp_path: Path, pg_schema: Any
 ) -> None:
     tools = [quick, slowish, later, broken]
-    if shape == "toolnode":
-        node = ToolNode(tools)
+    if shape.startswith("toolnode"):
+        node = toolnode(tools, shape == "toolnode_wrap")
         msgs = [tool_messages(run(node, mode, ask(ORDER_CALLS))) for _ in range(2)]
     else:
         app = agent(shape, tools, ORDER_CALLS, _saver(saver, tmp_path, pg_schema))
@@ -241,7 +245,11 @@ def test_one_result_per_call_in_call_order(
 @pytest.mark.parametrize("calls", [1, 2], ids=["one_call", "two_calls"])
 @pytest.mark.parametrize(
     ("shape", "mode"),
-    [("toolnode", "ainvoke"), *[(s, m) for s in AGENTS for m in ASYNC_MODES]],
+    [
+        ("toolnode", "ainvoke"),
+        ("toolnode_wrap", "ainvoke"),
+        *[(s, m) for s in AGENTS for m in ASYNC_MODES],
+    ],
 )
 def test_cancelling_the_task_cancels_the_running_tool(shape: str, mode: str, calls: int) -> None:
     started: list[float] = []
@@ -261,8 +269,9 @@ def test_cancelling_the_task_cancels_the_running_tool(shape: str, mode: str, cal
     todo = [call("waits", f"c{i}", n=i) for i in range(calls)]
 
     async def main() -> float:
-        if shape == "toolnode":
-            job = asyncio.ensure_future(ToolNode([waits]).ainvoke(ask(todo)))
+        if shape.startswith("toolnode"):
+            node = toolnode([waits], shape == "toolnode_wrap")
+            job = asyncio.ensure_future(node.ainvoke(ask(todo)))
         else:
             app = agent(shape, [waits], todo, MemorySaver())
             job = asyncio.ensure_future(arun(app, mode, human(), cfg()))
@@ -297,7 +306,11 @@ def sigint_raises() -> Any:
 @pytest.mark.parametrize("calls", [1, 2], ids=["one_call", "two_calls"])
 @pytest.mark.parametrize(
     ("shape", "mode"),
-    [("toolnode", "invoke"), *[(s, m) for s in AGENTS for m in SYNC_MODES]],
+    [
+        ("toolnode", "invoke"),
+        ("toolnode_wrap", "invoke"),
+        *[(s, m) for s in AGENTS for m in SYNC_MODES],
+    ],
 )
 def test_ctrl_c_stops_the_run_within_200_ms(
     shape: str, mode: str, calls: int, kind: str, sigint_raises: Any
@@ -330,8 +343,8 @@ def test_ctrl_c_stops_the_run_within_200_ms(
 
     threading.Thread(target=interrupt, daemon=True).start()
     with pytest.raises(KeyboardInterrupt):
-        if shape == "toolnode":
-            run(ToolNode([t]), mode, ask(todo))
+        if shape.startswith("toolnode"):
+            run(toolnode([t], shape == "toolnode_wrap"), mode, ask(todo))
         else:
             run(agent(shape, [t], todo, MemorySaver()), mode, human(), cfg())
     took = time.monotonic() - sent[0]

@@ -29,6 +29,7 @@ from typing import Annotated, Any, Generic, Literal
 
 from typing_extensions import NotRequired, Required, TypedDict, TypeVar
 
+from ironloop._tool_call import ToolCallRequest
 from ironloop.graph import ContextT, add_messages
 from ironloop.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from ironloop.types import Command
@@ -222,26 +223,6 @@ class ExtendedModelResponse(Generic[ResponseT]):
 
     model_response: ModelResponse[ResponseT]
     command: Command | None = None
-
-
-@dataclasses.dataclass
-class ToolCallRequest:
-    """One tool call as ``wrap_tool_call`` sees it: the call (``{"name", "args",
-    "id"}``), the tool that would run it (``None`` when there is none by that name),
-    the agent's state and the run's runtime."""
-
-    tool_call: dict[str, Any]
-    tool: Any
-    state: Any
-    runtime: Any
-
-    def override(self, **overrides: Any) -> ToolCallRequest:
-        """A copy with ``overrides`` applied (e.g. ``tool_call={**request.tool_call,
-        "args": {...}}``)."""
-        unknown = set(overrides) - {f.name for f in dataclasses.fields(self)}
-        if unknown:
-            raise TypeError(f"ToolCallRequest.override() got unknown fields {sorted(unknown)}")
-        return dataclasses.replace(self, **overrides)
 
 
 ModelCallResult = ModelResponse | AIMessage | ExtendedModelResponse
@@ -705,6 +686,30 @@ def _make_class(
         "__doc__": fn.__doc__,
     }
     cls = type(cls_name, (AgentMiddleware,), attrs)
+    return cls()  # type: ignore[no-any-return]
+
+
+def interceptor(
+    wrap: Callable[..., Any] | None, awrap: Callable[..., Any] | None
+) -> AgentMiddleware:
+    """``ToolNode(wrap_tool_call=, awrap_tool_call=)`` as one middleware with the given
+    forms (either may be missing: the chain runs the other in its place)."""
+    methods: dict[str, Any] = {}
+    if wrap is not None:
+
+        def method(self: Any, request: Any, handler: Any) -> Any:
+            return wrap(request, handler)
+
+        method.__hook_fn__ = wrap  # type: ignore[attr-defined]
+        methods["wrap_tool_call"] = method
+    if awrap is not None:
+
+        async def amethod(self: Any, request: Any, handler: Any) -> Any:
+            return await awrap(request, handler)
+
+        amethod.__hook_fn__ = awrap  # type: ignore[attr-defined]
+        methods["awrap_tool_call"] = amethod
+    cls = type("ToolNodeInterceptor", (AgentMiddleware,), methods)
     return cls()  # type: ignore[no-any-return]
 
 

@@ -21,7 +21,9 @@ from ironloop._ironloop import tools_condition
 from ironloop._toolnode import ToolNode
 
 if TYPE_CHECKING:
+    from ironloop._tool_call import ToolRuntime
     from ironloop.prebuilt._pydantic import AgentStatePydantic
+    from ironloop.prebuilt._validation import ValidationNode
 
 __all__ = [
     "AgentState",
@@ -29,6 +31,8 @@ __all__ = [
     "InjectedState",
     "InjectedStore",
     "ToolNode",
+    "ToolRuntime",
+    "ValidationNode",
     "create_react_agent",
     "tools_condition",
 ]
@@ -40,4 +44,12 @@ def __getattr__(name: str) -> Any:
         from ironloop.prebuilt import _pydantic
 
         return getattr(_pydantic, name)
+    if name == "ValidationNode":
+        from ironloop.prebuilt._validation import ValidationNode
+
+        return ValidationNode
+    if name == "ToolRuntime":  # langchain-core's marker as a base: made on first use
+        from ironloop._tool_call import runtime_class
+
+        return runtime_class()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,238 @@
+"""``ToolCallRequest`` and ``ToolRuntime``: one tool call as a ``wrap_tool_call``
+interceptor sees it, and what a tool may ask to be given (LangGraph's
+``langgraph.prebuilt.tool_node`` names, shared by ``ToolNode(wrap_tool_call=)`` and
+``create_agent``'s middleware).
+
+``ToolRuntime`` is injected into a tool parameter annotated with it (``runtime:
+ToolRuntime``, also ``ToolRuntime[Ctx, State]``), LangChain tools included: the engine
+hands the tool a ``ToolContext`` and this module makes the ``ToolRuntime`` from it and
+from what the running ``ToolNode`` or graph knows (context, config, store, stream
+writer, execution info).
+
+Example:
+    >>> req = ToolCallRequest(tool_call={"name": "add", "args": {"a": 1}, "id": "c1"},
+    ...                       tool=None, state={"messages": []}, runtime=None)
+    >>> req.override(tool_call={**req.tool_call, "args": {"a": 2}}).tool_call["args"]
+    {'a': 2}
+"""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import types
+import warnings
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Generic, Optional
+
+from typing_extensions import TypeVar
+
+__all__ = ["ToolCallRequest", "ToolRuntime"]
+
+# Defaults as LangGraph's, so ``ToolRuntime[Ctx]`` is a valid annotation.
+ContextT = TypeVar("ContextT", default=None)
+StateT = TypeVar("StateT", default=dict)
+
+
+@dataclasses.dataclass
+class ToolCallRequest:
+    """One tool call as ``wrap_tool_call`` sees it: the call (``{"name", "args",
+    "id"}``), the tool that would run it (``None`` when the node has none by that
+    name: the interceptor may answer it, or ``override(tool=...)`` with one), the
+    state and the call's :class:`ToolRuntime`.
+
+    Change a request with :meth:`override` (a new request); assigning a field still
+    works but warns, as in LangGraph."""
+
+    tool_call: dict[str, Any]
+    tool: Any
+    state: Any
+    runtime: Any
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in self.__dict__:
+            warnings.warn(
+                f"Setting attribute '{name}' on ToolCallRequest is deprecated. Use the "
+                "override() method instead to create a new instance with modified values.",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+        object.__setattr__(self, name, value)
+
+    def override(self, **overrides: Any) -> ToolCallRequest:
+        """A copy with ``overrides`` applied (``tool_call=``, ``tool=``, ``state=``,
+        ``runtime=``). A new ``state`` is also the runtime's, so the tool sees it
+        through ``InjectedState`` and ``ToolRuntime`` alike."""
+        unknown = set(overrides) - {f.name for f in dataclasses.fields(self)}
+        if unknown:
+            raise TypeError(
+                f"ToolCallRequest.override() got unknown fields {sorted(unknown)}; it "
+                "takes tool_call, tool, state and runtime"
+            )
+        request = dataclasses.replace(self, **overrides)
+        runtime: Any = request.runtime
+        fields = getattr(runtime, "__dataclass_fields__", None)  # a ToolRuntime (not None)
+        if "state" in overrides and not isinstance(runtime, type) and "state" in (fields or ()):
+            object.__setattr__(
+                request, "runtime", dataclasses.replace(runtime, state=request.state)
+            )
+        return request
+
+
+def _no_writer(_payload: Any) -> None:
+    return None
+
+
+@dataclasses.dataclass
+class _RuntimeFields(Generic[ContextT, StateT]):
+    """The fields of ``ToolRuntime`` (made a dataclass, with langchain-core's marker as
+    a base, by :func:`runtime_class`)."""
+
+    __ironloop_inject__ = "runtime"
+
+    state: StateT
+    context: ContextT
+    config: dict[str, Any]
+    stream_writer: Callable[[Any], None]
+    tool_call_id: str | None
+    store: Any
+    tools: list[Any] = dataclasses.field(default_factory=list)
+    execution_info: Any = None
+    server_info: Any = None
+
+
+_runtime_cls: list[type] = []
+
+_TOOL_RUNTIME_DOC = """What a tool is given when it declares a parameter of this type
+(LangGraph's and LangChain's ``ToolRuntime``): the graph ``state``, the run's ``context``,
+the ``config``, the ``custom`` stream's ``stream_writer``, the ``tool_call_id``, the
+``store``, the node's ``tools``, and ``execution_info`` / ``server_info``. The parameter
+is hidden from the schema the model sees (``def whoami(runtime: ToolRuntime) -> str``)."""
+
+
+def runtime_class() -> type:
+    """``ToolRuntime``, made on first use: with langchain-core installed it derives from
+    its marker for arguments injected by type (so a LangChain tool leaves a
+    ``ToolRuntime`` parameter out of its schema); importing that module costs about a
+    second, which ``import ironloop`` does not pay."""
+    if not _runtime_cls:
+        fields: Any = _RuntimeFields
+        generic = fields[ContextT, StateT]  # ``ToolRuntime[Ctx, State]`` stays valid
+        try:
+            from langchain_core.tools.base import _DirectlyInjectedToolArg
+
+            bases: tuple[Any, ...] = (generic, _DirectlyInjectedToolArg)
+        except ImportError:
+            bases = (generic,)
+        namespace: dict[str, Any] = {
+            "__doc__": _TOOL_RUNTIME_DOC,
+            "__qualname__": "ToolRuntime",
+            # Real types, not this module's strings: pydantic (a LangChain tool's
+            # schema) resolves them where the class says it lives.
+            "__annotations__": {
+                "state": StateT,
+                "context": ContextT,
+                "config": dict[str, Any],
+                "stream_writer": Callable[[Any], None],
+                "tool_call_id": Optional[str],  # noqa: UP045 (evaluated on 3.10 too)
+                "store": Any,
+                "tools": list[Any],
+                "execution_info": Any,
+                "server_info": Any,
+            },
+            "tools": dataclasses.field(default_factory=list),
+            "execution_info": None,
+            "server_info": None,
+        }
+        made = types.new_class("ToolRuntime", bases, exec_body=lambda ns: ns.update(namespace))
+        cls: type = dataclasses.dataclass(made)
+        cls.__module__ = "ironloop.prebuilt.tool_node"  # where it is imported from
+        _runtime_cls.append(cls)
+    return _runtime_cls[0]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ToolRuntime":
+        return runtime_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+if TYPE_CHECKING:
+    ToolRuntime = _RuntimeFields
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeScope:
+    """What a standalone ``ToolNode`` call gives its tools' runtimes: the config it was
+    called with, LangGraph's runtime in it (``configurable["__pregel_runtime"]``, how
+    LangGraph hands a node its runtime) and the node's tools."""
+
+    config: dict[str, Any]
+    runtime: Any
+    tools: list[Any]
+
+
+#: Set around a ``ToolNode`` call (standalone, or a wrapped node in a graph).
+node_scope: contextvars.ContextVar[NodeScope | None] = contextvars.ContextVar(
+    "ironloop_tool_node_scope", default=None
+)
+
+#: The runtime of the request a ``wrap_tool_call`` handler is executing: the tool gets
+#: it (with the request's state), so an interceptor's ``override(runtime=...)`` counts.
+request_runtime: contextvars.ContextVar[Any] = contextvars.ContextVar(
+    "ironloop_request_runtime", default=None
+)
+
+
+def scope_for(config: Any, tools: list[Any]) -> NodeScope:
+    """The scope of a ``ToolNode`` call given ``config``."""
+    config = dict(config or {})
+    runtime = (config.get("configurable") or {}).get("__pregel_runtime")
+    return NodeScope(config=config, runtime=runtime, tools=tools)
+
+
+def make_runtime(state: Any, tool_call_id: str | None, store: Any = None) -> Any:
+    """The ``ToolRuntime`` of a call: from the ``ToolNode`` call's scope, else from the
+    running graph (its context, store, config and stream writer)."""
+    from ironloop.graph import get_stream_writer
+    from ironloop.runtime import _scope
+
+    scope = node_scope.get()
+    base = scope.runtime if scope is not None else None
+    graph = _scope.get()
+    config: dict[str, Any] = {}
+    if scope is not None and scope.config:
+        config = scope.config
+    elif graph is not None and graph[2] is not None:
+        config = graph[2]
+    context = getattr(base, "context", None) if base is not None else None
+    if context is None and graph is not None:
+        context = graph[0]
+    if store is None:
+        store = getattr(base, "store", None) if base is not None else None
+        if store is None and graph is not None:
+            store = graph[1]
+    writer = getattr(base, "stream_writer", None) if base is not None else None
+    if writer is None:
+        writer = get_stream_writer() if graph is not None else _no_writer
+    return runtime_class()(
+        state=state,
+        context=context,
+        config=config,
+        stream_writer=writer,
+        tool_call_id=tool_call_id,
+        store=store,
+        tools=list(scope.tools) if scope is not None else [],
+        execution_info=getattr(base, "execution_info", None) if base is not None else None,
+        server_info=getattr(base, "server_info", None) if base is not None else None,
+    )
+
+
+def from_context(ctx: Any) -> Any:
+    """The ``ToolRuntime`` for a tool the engine handed a ``ToolContext``: the running
+    request's own runtime under a ``wrap_tool_call`` handler, else one made for it."""
+    given: Any = request_runtime.get()
+    if _runtime_cls and isinstance(given, _runtime_cls[0]):
+        if getattr(given, "tool_call_id", None) == ctx.tool_call_id:
+            return given
+    return make_runtime(ctx.state, ctx.tool_call_id, ctx.store)

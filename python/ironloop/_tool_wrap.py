@@ -1,0 +1,330 @@
+"""Tool calls run through interceptors: ``ToolNode(wrap_tool_call=, awrap_tool_call=)``
+and ``create_agent``'s ``wrap_tool_call`` middleware, one implementation.
+
+Each call becomes a :class:`~ironloop._tool_call.ToolCallRequest`; the interceptor
+chain (``chain_sync`` / ``chain_async``: the first outermost, an async-only one under
+``invoke`` on its own loop, a sync-only one under ``ainvoke`` in a worker thread) may
+answer it itself, change it, or call its ``execute`` handler any number of times.
+``execute`` runs the request's one call on the Rust tool node (``call=``), so
+validation, injection, timeouts, cancellation and permissions stay the engine's.
+Calls of one message run concurrently: a thread each under ``invoke``,
+``asyncio.gather`` under ``ainvoke``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from ironloop._tool_call import (
+    ToolCallRequest,
+    make_runtime,
+    node_scope,
+    request_runtime,
+    runtime_class,
+    scope_for,
+)
+from ironloop.errors import GraphInterrupt, ParentCommand, ToolError, is_invalid_resume
+from ironloop.messages import AIMessage, ToolMessage
+from ironloop.types import Command, Send
+
+if TYPE_CHECKING:
+    from ironloop._toolnode import ToolNode
+
+
+#: LangGraph's text for a call to a tool the node does not have.
+INVALID_TOOL = "Error: {name} is not a valid tool, try one of [{available}]."
+
+
+def error_message(handle: Any, call: dict[str, Any], e: BaseException) -> ToolMessage:
+    """The error ``ToolMessage`` for an exception that left the interceptors, under
+    the node's ``handle_tool_errors`` policy (as the Rust node applies it to calls
+    without interceptors); re-raises what the policy does not handle."""
+    if handle is False or is_invalid_resume(e):
+        # A resume value its interrupt's schema refused: the model cannot fix it.
+        raise e
+    if isinstance(e, ToolError):
+        detail = str(e)
+    else:
+        detail = f"tool `{call['name']}` failed: {type(e).__name__}: {e}"
+    text = f"Error: {detail}\n Please fix your mistakes."
+    if isinstance(handle, str):
+        text = handle
+    elif isinstance(handle, (type, tuple)):
+        if not isinstance(e, handle):
+            raise e
+    elif callable(handle):
+        text = str(handle(e))
+    return ToolMessage(
+        content=text, name=call["name"], tool_call_id=call.get("id") or "", status="error"
+    )
+
+
+def checked(result: Any) -> Any:
+    if not isinstance(result, (ToolMessage, Command)):
+        raise TypeError(
+            f"a wrap_tool_call interceptor returned {type(result).__name__}: it must return "
+            "a ToolMessage or a Command (what its execute handler returned, or its own)"
+        )
+    return result
+
+
+def _one_result(out: Any) -> Any:
+    """The ``ToolMessage`` or ``Command`` of a one-call node output."""
+    if isinstance(out, list):
+        commands = [o for o in out if isinstance(o, Command)]
+        if commands:
+            return commands[0]
+        dicts = [o for o in out if isinstance(o, dict)]
+        if not dicts:
+            return out[0]
+        out = dicts[0]
+    return next(iter(out.values()))[0]
+
+
+class CallRunner:
+    """Runs a ``ToolNode``'s calls through an interceptor chain.
+
+    ``wraps``: ``(middleware, "wrap_tool_call")`` pairs, outermost first.
+    ``execute_errors``: the error policy of ``execute`` (the node's own by default;
+    ``create_agent`` lets tool exceptions reach its hooks). ``calls_of``: which calls of
+    a state to run (default: every call of the last AI message)."""
+
+    def __init__(
+        self,
+        node: ToolNode,
+        wraps: Sequence[tuple[Any, str]],
+        *,
+        execute_errors: Any = None,
+        calls_of: Callable[[Any], list[Any]] | None = None,
+    ) -> None:
+        from ironloop.middleware.types import chain_async, chain_sync
+
+        runtime_class()  # made now (it may import langchain-core's tools), not in a run
+        self.node = node
+        self.execute_errors = execute_errors
+        self.calls_of = calls_of
+        self.handler = chain_sync(wraps, self._execute)
+        self.ahandler = chain_async(wraps, self._aexecute)
+        #: Tools an interceptor handed in with ``override(tool=...)``: a node each.
+        self._extra: dict[int, tuple[Any, Any]] = {}
+
+    # --- input ---------------------------------------------------------------------------
+
+    def parse(self, input: Any) -> tuple[list[dict[str, Any]], Any, str]:
+        """The calls to run, the state their requests carry, and the input's shape."""
+        key = self.node.messages_key
+        if isinstance(input, list) and input and _is_call(input[-1]):
+            return [dict(c) for c in input], {}, "tool_calls"
+        if isinstance(input, dict) and input.get("__type") == "tool_call_with_context":
+            return [dict(input["tool_call"])], input["state"], "tool_calls"
+        if isinstance(input, list):
+            messages, kind = input, "list"
+        elif isinstance(input, dict):
+            messages, kind = input.get(key) or [], "dict"
+        else:
+            messages, kind = getattr(input, key, None) or [], "dict"
+        if not messages:
+            raise ValueError(
+                f"ToolNode input has no messages: give a list of messages, a state with "
+                f"{key!r}, or tool calls"
+            )
+        if self.calls_of is not None:
+            return [dict(c) for c in self.calls_of(messages)], input, kind  # type: ignore[return-value]
+        ai = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+        if ai is None:
+            raise ValueError(
+                "ToolNode found no AIMessage in its input: its last AI message's tool calls "
+                "are what it runs"
+            )
+        return [dict(c) for c in ai.tool_calls], input, kind  # type: ignore[return-value]
+
+    def requests(self, input: Any, store: Any) -> tuple[list[ToolCallRequest], str]:
+        calls, state, kind = self.parse(input)
+        out = []
+        for call in calls:
+            call.setdefault("type", "tool_call")
+            out.append(
+                ToolCallRequest(
+                    tool_call=call,
+                    tool=self.node._originals.get(call["name"]),
+                    state=state,
+                    runtime=make_runtime(state, call.get("id"), store),
+                )
+            )
+        return out, kind
+
+    # --- execute: one call on the Rust node ----------------------------------------------
+
+    def _target(self, request: ToolCallRequest) -> tuple[Any, dict[str, Any]] | ToolMessage:
+        """The node core that runs ``request`` and the call to give it, or the error
+        message for a call to a tool there is none of."""
+        call = dict(request.tool_call)
+        tool = request.tool
+        node = self.node
+        if tool is None:
+            return ToolMessage(
+                content=INVALID_TOOL.format(
+                    name=call["name"], available=", ".join(node.tools_by_name)
+                ),
+                name=call["name"],
+                tool_call_id=call.get("id") or "",
+                status="error",
+            )
+        name = str(getattr(tool, "name", ""))
+        if node._originals.get(name) is tool or node.tools_by_name.get(name) is tool:
+            core = node._core
+        else:
+            held = self._extra.get(id(tool))
+            if held is None:
+                from ironloop._toolnode import ToolNode
+
+                extra = ToolNode([tool], handle_tool_errors=node.handle_tool_errors)
+                held = self._extra[id(tool)] = (tool, extra._core)
+            core = held[1]
+            name = next(iter(held[1].tool_names()))
+        call["name"] = name
+        return core, call
+
+    def _state(self, request: ToolCallRequest) -> Any:
+        state = request.state
+        key = self.node.messages_key
+        if isinstance(state, dict) and key not in state:
+            return {**state, key: []}
+        return state
+
+    def _policy(self) -> Any:
+        return self.node.handle_tool_errors if self.execute_errors is None else self.execute_errors
+
+    def _start(self, request: ToolCallRequest, loop: Any = None) -> Any:
+        """Starts ``request``'s one call on the Rust node: its output (``loop`` is
+        ``None``) or an awaitable of it; a ``ToolMessage`` when no tool can run it.
+        The tool is given the request's state and runtime."""
+        target = self._target(request)
+        if isinstance(target, ToolMessage):
+            return target
+        core, call = target
+        kw = {
+            "call": call,
+            "store": getattr(request.runtime, "store", None),
+            "handle_tool_errors": self._policy(),
+        }
+        token = request_runtime.set(request.runtime)
+        try:
+            if loop is None:
+                return _one_result(core.invoke(self._state(request), **kw))
+            return core.ainvoke(self._state(request), loop, **kw)
+        finally:
+            request_runtime.reset(token)
+
+    def _execute(self, request: ToolCallRequest) -> Any:
+        return self._start(request)
+
+    async def _aexecute(self, request: ToolCallRequest) -> Any:
+        started = self._start(request, asyncio.get_running_loop())
+        return started if isinstance(started, ToolMessage) else _one_result(await started)
+
+    # --- the node ------------------------------------------------------------------------
+
+    def one(self, request: ToolCallRequest) -> Any:
+        try:
+            return checked(self.handler(request))
+        except (GraphInterrupt, ParentCommand):
+            raise
+        except Exception as e:
+            return error_message(self.node.handle_tool_errors, request.tool_call, e)
+
+    async def aone(self, request: ToolCallRequest) -> Any:
+        try:
+            return checked(await self.ahandler(request))
+        except (GraphInterrupt, ParentCommand):
+            raise
+        except Exception as e:
+            return error_message(self.node.handle_tool_errors, request.tool_call, e)
+
+    def invoke(self, input: Any, config: Any = None, store: Any = None) -> Any:
+        token = node_scope.set(scope_for(config, self.node._tool_list()))
+        try:
+            requests, kind = self.requests(input, self._store(store))
+            if len(requests) <= 1:
+                return self.output([self.one(r) for r in requests], kind)
+            pool = ThreadPoolExecutor(max_workers=min(len(requests), 32))
+            try:
+                futures = [
+                    pool.submit(contextvars.copy_context().run, self.one, r) for r in requests
+                ]
+                return self.output([f.result() for f in futures], kind)
+            finally:
+                # Not `with`: its exit waits for every call, so a Ctrl-C (or a call's
+                # `GraphInterrupt`) would wait for the slowest sibling to end.
+                pool.shutdown(wait=False, cancel_futures=True)
+        finally:
+            node_scope.reset(token)
+
+    async def ainvoke(self, input: Any, config: Any = None, store: Any = None) -> Any:
+        token = node_scope.set(scope_for(config, self.node._tool_list()))
+        try:
+            requests, kind = self.requests(input, self._store(store))
+            results = await asyncio.gather(*(self.aone(r) for r in requests))
+            return self.output(list(results), kind)
+        finally:
+            node_scope.reset(token)
+
+    def _store(self, store: Any) -> Any:
+        if store is not None:
+            return store
+        scope = node_scope.get()
+        return getattr(scope.runtime, "store", None) if scope and scope.runtime else None
+
+    def output(self, results: list[Any], kind: str) -> Any:
+        """The node's update, as LangGraph's ToolNode combines it: the messages (a list
+        for a list input, else ``{messages_key: [...]}``); with ``Command`` s, a list in
+        call order, each message as its own update, parent ``Send`` s merged into one."""
+        key = self.node.messages_key
+        flat: list[Any] = []
+        for r in results:
+            flat.extend(r if isinstance(r, list) else [r])
+        if not any(isinstance(r, Command) for r in flat):
+            return flat if kind == "list" else {key: flat}
+        combined: list[Any] = []
+        parent: Any = None
+        for r in flat:
+            goto = getattr(r, "goto", None)
+            if (
+                isinstance(r, Command)
+                and r.graph == Command.PARENT
+                and isinstance(goto, list)
+                and all(isinstance(s, Send) for s in goto)
+            ):
+                if parent is None:
+                    parent = Command(graph=Command.PARENT, goto=list(goto))
+                else:
+                    parent = Command(graph=Command.PARENT, goto=[*parent.goto, *goto])
+            elif isinstance(r, Command):
+                combined.append(r)
+            else:
+                combined.append([r] if kind == "list" else {key: [r]})
+        if parent is not None:
+            combined.append(parent)
+        return combined
+
+    def graph_node(self) -> Callable[[Any], Any]:
+        """The node a graph runs for the wrapped ``ToolNode`` (sync and async forms)."""
+        from ironloop.runtime import _run_config
+
+        def tools(state: Any) -> Any:
+            return self.invoke(state, _run_config())
+
+        async def atools(state: Any) -> Any:
+            return await self.ainvoke(state, _run_config())
+
+        tools.__ironloop_async__ = atools  # type: ignore[attr-defined]
+        tools.__name__ = self.node.name
+        return tools
+
+
+def _is_call(x: Any) -> bool:
+    return isinstance(x, dict) and x.get("type") == "tool_call"
