@@ -49,6 +49,8 @@ DECISIONS = "docs/decisions.md#langgraphs-own-test-suite"
 CONFTESTS: dict[str, dict[str, str | None]] = {
     "langgraph": {"conftest.py": "conftest_langgraph.py"},
     "langgraph-prebuilt": {"conftest.py": "conftest_langgraph.py"},
+    "langgraph-checkpoint": {"conftest.py": "conftest_langgraph.py"},
+    "langgraph-checkpoint-sqlite": {"conftest.py": "conftest_langgraph.py"},
     "langchain": {
         "unit_tests/conftest.py": None,
         "unit_tests/agents/conftest.py": "conftest_langchain.py",
