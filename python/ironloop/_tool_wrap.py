@@ -43,8 +43,11 @@ def error_message(handle: Any, call: dict[str, Any], e: BaseException) -> ToolMe
     """The error ``ToolMessage`` for an exception that left the interceptors, under
     the node's ``handle_tool_errors`` policy (as the Rust node applies it to calls
     without interceptors); re-raises what the policy does not handle."""
-    if handle is False or is_invalid_resume(e):
-        # A resume value its interrupt's schema refused: the model cannot fix it.
+    from ironloop.middleware.types import propagates  # the middleware package imports this
+
+    if handle is False or is_invalid_resume(e) or propagates(e):
+        # A resume value its interrupt's schema refused (the model cannot fix it), or
+        # an error a middleware ends the run with (ToolRetryMiddleware's on_failure).
         raise e
     if isinstance(e, ToolError):
         detail = str(e)
