@@ -34,6 +34,7 @@ import concurrent.futures
 import contextvars
 import dataclasses
 import functools
+import importlib
 import inspect
 import threading
 import uuid
@@ -115,8 +116,7 @@ def _renamed(kwargs: dict[str, Any], old: str, new: str, value: Any, since: str)
         return value
     given = kwargs.pop(old)
     try:  # LangGraph's warning classes, when ironloop has them
-        import ironloop.warnings as lgw
-
+        lgw = importlib.import_module("ironloop.warnings")
         category: type[Warning] = getattr(lgw, f"LangGraphDeprecatedSince{since}")
     except (ImportError, AttributeError):
         category = DeprecationWarning
@@ -403,7 +403,7 @@ def _node_for(func: Callable[..., Any], cache: Any) -> Callable[..., Any]:
             from ironloop.graph import get_stream_writer
             from ironloop.runtime import get_runtime
 
-            runtime = get_runtime()
+            runtime: Any = get_runtime()
             if "writer" in wants:
                 kw["writer"] = get_stream_writer()
             if "store" in wants:
@@ -553,7 +553,8 @@ class EntrypointGraph:
         return item
 
     def _snapshot(self, s: StateSnapshot) -> StateSnapshot:
-        return s._replace(values=_value(s.values) if s.values else None)
+        values: Any = _value(s.values) if s.values else None
+        return s._replace(values=values)
 
     # -- running ----------------------------------------------------------------------
 

@@ -561,7 +561,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             ),
         )
         self.compiled = True
-        compiled = CompiledStateGraph(self, core, checkpointer, store, name or "LangGraph")
+        compiled: Any = CompiledStateGraph(self, core, checkpointer, store, name or "LangGraph")
         compiled.cache = cache
         return compiled
 

@@ -277,7 +277,8 @@ class McpToolset:
             ironloop.errors.McpConnectionError: (a ``ConnectionError``) The server
                 cannot be reached or the handshake fails.
         """
-        return cls(_McpToolset.http(*_http_args(url, headers), *_session(options)))
+        where, pairs = _http_args(url, headers)
+        return cls(_McpToolset.http(where, pairs, *_session(options)))
 
     @classmethod
     async def astdio(
@@ -301,7 +302,8 @@ class McpToolset:
         **options: Unpack[McpOptions],
     ) -> McpToolset:
         """``http`` for async code."""
-        return cls(await _McpToolset.http_async(*_http_args(url, headers), *_session(options)))
+        where, pairs = _http_args(url, headers)
+        return cls(await _McpToolset.http_async(where, pairs, *_session(options)))
 
     @property
     def tools(self) -> list[NativeTool]:
