@@ -8,6 +8,8 @@ for the programmer: misuse of the API, or tool errors re-raised when
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 __all__ = [
     "CheckpointConflictError",
     "CheckpointError",
@@ -41,6 +43,7 @@ __all__ = [
     "ToolNotFoundError",
     "ToolSourceError",
     "ToolTimeoutError",
+    "UnknownInterruptError",
     "WorkspaceConfigError",
     "WorkspaceError",
     "WorkspaceFileError",
@@ -224,6 +227,30 @@ class RunRolledBackError(IronloopError):
     thread_id: str | None = None
 
 
+class UnknownInterruptError(IronloopError, ValueError):
+    """A ``Command(resume=...)`` that does not match the pending interrupts, refused
+    before anything is written (LangGraph's name and attributes). ``reason`` is
+    ``"not_pending"`` (the ids in ``interrupt_ids`` are unknown or answered already) or
+    ``"ambiguous"`` (one value while several interrupts are pending); ``pending_ids``
+    are the interrupts that can still be answered, by id. Also a ``ValueError``.
+
+    A single value with no interrupt pending resumes a pause at ``interrupt_before`` /
+    ``interrupt_after``."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: str = "not_pending",
+        interrupt_ids: Sequence[str] = (),
+        pending_ids: Sequence[str] = (),
+    ) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.interrupt_ids = tuple(interrupt_ids)
+        self.pending_ids = tuple(pending_ids)
+
+
 class CheckpointNotFoundError(CheckpointError, LookupError, ValueError):
     """No checkpoint with that id in the thread (``.thread_id``, ``.checkpoint_id``).
     Also a ``ValueError``: the id came from the caller's config."""
@@ -246,3 +273,19 @@ class ParentCommand(IronloopError):
     def __init__(self, command: object) -> None:
         super().__init__(command)
         self.command = command
+
+
+#: The attribute that marks an error as a resume value rejected by ``response_schema``.
+_INVALID_RESUME = "_ironloop_invalid_resume"
+
+
+def mark_invalid_resume(error: BaseException) -> None:
+    """Marks ``error`` as raised because a resume value did not match the
+    ``response_schema`` of the ``interrupt()`` it answered."""
+    setattr(error, _INVALID_RESUME, True)
+
+
+def is_invalid_resume(error: BaseException) -> bool:
+    """Whether ``error`` (a pydantic ``ValidationError``) was raised because a resume
+    value did not match an ``interrupt()``'s ``response_schema`` (as LangGraph's)."""
+    return getattr(error, _INVALID_RESUME, False) is True

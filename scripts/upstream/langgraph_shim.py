@@ -31,6 +31,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "langgraph.graph.message": ("ironloop.graph",),
     "langgraph.types": ("ironloop.types",),
     "langgraph.errors": ("ironloop.errors",),
+    "langgraph.warnings": ("ironloop.warnings",),
     "langgraph.runtime": ("ironloop.runtime",),
     "langgraph.config": ("ironloop.graph", "ironloop.runtime"),
     "langgraph.pregel": ("ironloop.graph",),

@@ -75,7 +75,7 @@ fn record_key(
 }
 
 /// Keeps checkpoints in memory (deltas: each step's writes).
-#[pyclass(name = "MemorySaver", module = "ironloop", frozen)]
+#[pyclass(name = "MemorySaver", module = "ironloop", frozen, subclass)]
 pub struct PyMemorySaver {
     pub inner: Arc<MemorySaver>,
 }
@@ -136,7 +136,7 @@ impl PyMemorySaver {
 
 /// Checkpoints in a SQLite file (WAL): durable across crashes, shareable between
 /// processes.
-#[pyclass(name = "SqliteSaver", module = "ironloop", frozen)]
+#[pyclass(name = "SqliteSaver", module = "ironloop", frozen, subclass)]
 pub struct PySqliteSaver {
     pub(super) inner: Mutex<Option<Arc<SqliteSaver>>>,
     pub(super) path: String,
@@ -270,7 +270,7 @@ impl PySqliteSaver {
 
 /// Checkpoints in PostgreSQL, shared by every process and machine that uses the same
 /// database. Calls run on the shared tokio runtime with the GIL released.
-#[pyclass(name = "PostgresSaver", module = "ironloop", frozen)]
+#[pyclass(name = "PostgresSaver", module = "ironloop", frozen, subclass)]
 pub struct PyPostgresSaver {
     inner: Mutex<Option<Arc<PostgresSaver>>>,
     server: String,
