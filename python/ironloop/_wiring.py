@@ -7,12 +7,13 @@ a renamed helper fails here rather than in the middle of a run. Not public API.
 from __future__ import annotations
 
 from ironloop import _logs, _runtime  # noqa: F401  (_logs: level changes reach Rust)
+from ironloop._interrupt import make_interrupt
 from ironloop._ironloop import _install_helpers
 from ironloop._state import as_update
 from ironloop.errors import CheckpointTypeWarning, GraphInterrupt, ParentCommand
 from ironloop.graph import _task_writer
 from ironloop.messages import ToolCall
-from ironloop.types import Command, Interrupt, PregelTask, Send, StateSnapshot, _overwritten
+from ironloop.types import Command, PregelTask, Send, StateSnapshot, _overwritten
 
 _install_helpers(
     {
@@ -29,7 +30,7 @@ _install_helpers(
         "parent_command": ParentCommand,
         "send": Send,
         "command": Command,
-        "interrupt": Interrupt,
+        "interrupt": make_interrupt,
         "pregel_task": PregelTask,
         "state_snapshot": StateSnapshot,
         "tool_call": ToolCall,

@@ -41,6 +41,40 @@ class BaseCheckpointSaver(ABC, Generic[V]):
         return 1 if current is None else current + 1
 
 
+#: LangGraph's saver methods. ironloop's engine reads and writes checkpoints in Rust, so
+#: a subclass that overrides one of them would be silently bypassed: refused instead.
+_SAVER_METHODS = (
+    "get",
+    "get_tuple",
+    "list",
+    "put",
+    "put_writes",
+    "delete_thread",
+)
+
+
+def check_saver(checkpointer: Any) -> None:
+    """Refuses, at ``compile``, a subclass of an ironloop saver that overrides one of
+    LangGraph's saver methods (or their ``a…`` forms): ironloop's engine never calls
+    them, so the override would not do what its author meant."""
+    cls = type(checkpointer)
+    base = next(
+        (b for b in (MemorySaver, SqliteSaver, PostgresSaver) if isinstance(checkpointer, b)), None
+    )
+    if base is None or cls is base:
+        return
+    names = [*_SAVER_METHODS, *(f"a{m}" for m in _SAVER_METHODS)]
+    overridden = sorted(
+        {n for k in cls.__mro__ if k not in base.__mro__ for n in names if n in vars(k)}
+    )
+    if overridden:
+        raise TypeError(
+            f"{cls.__name__} overrides {', '.join(overridden)} of {base.__name__}: ironloop's "
+            "engine saves and loads checkpoints in Rust and would not call the override. "
+            f"Pass a {base.__name__} (subclassing it to add methods of your own is fine)."
+        )
+
+
 for _saver in (MemorySaver, SqliteSaver, PostgresSaver):
     BaseCheckpointSaver.register(_saver)
 del _saver

@@ -8,6 +8,8 @@ for the programmer: misuse of the API, or tool errors re-raised when
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 __all__ = [
     "GraphBubbleUp",
     "CheckpointConflictError",
@@ -43,6 +45,7 @@ __all__ = [
     "ToolNotFoundError",
     "ToolSourceError",
     "ToolTimeoutError",
+    "UnknownInterruptError",
     "WorkspaceConfigError",
     "WorkspaceError",
     "WorkspaceFileError",
@@ -230,6 +233,30 @@ class RunRolledBackError(IronloopError):
     run was stopped and the thread continues from where it started."""
 
     thread_id: str | None = None
+
+
+class UnknownInterruptError(IronloopError, ValueError):
+    """A ``Command(resume=...)`` that does not match the pending interrupts, refused
+    before anything is written (LangGraph's name and attributes). ``reason`` is
+    ``"not_pending"`` (the ids in ``interrupt_ids`` are unknown or answered already) or
+    ``"ambiguous"`` (one value while several interrupts are pending); ``pending_ids``
+    are the interrupts that can still be answered, by id. Also a ``ValueError``.
+
+    A single value with no interrupt pending resumes a pause at ``interrupt_before`` /
+    ``interrupt_after``."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: str = "not_pending",
+        interrupt_ids: Sequence[str] = (),
+        pending_ids: Sequence[str] = (),
+    ) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.interrupt_ids = tuple(interrupt_ids)
+        self.pending_ids = tuple(pending_ids)
 
 
 class CheckpointNotFoundError(CheckpointError, LookupError, ValueError):

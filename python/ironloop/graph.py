@@ -18,6 +18,7 @@ import contextvars
 import dataclasses
 import inspect
 import typing
+import warnings
 from collections.abc import AsyncIterator, Callable, Hashable, Iterator, Sequence
 from typing import (
     Annotated,
@@ -38,6 +39,7 @@ from ironloop._bound import BoundConfig
 from ironloop._cache import cached_node
 from ironloop._cache import namespace as cache_namespace
 from ironloop._constants import END, START
+from ironloop._interrupt import asked, validated
 from ironloop._ironloop import (
     _child_ns,
     _coerce_message,
@@ -58,10 +60,12 @@ from ironloop._state import (
 from ironloop._stream_v2 import aparts, as_output, parts
 from ironloop._toolnode import ToolNode
 from ironloop._usage import get_usage_metadata_callback
-from ironloop.errors import GraphInterrupt, mark_invalid_resume
+from ironloop.checkpoint import check_saver
+from ironloop.errors import GraphInterrupt
 from ironloop.messages import BaseMessage
 from ironloop.runtime import _enter, _scope, _with_runtime
 from ironloop.types import CachePolicy, Command, RetryPolicy, Send, StateSnapshot
+from ironloop.warnings import LangGraphDeprecatedSinceV05, LangGraphDeprecatedSinceV10
 
 __all__ = [
     "END",
@@ -97,11 +101,11 @@ def interrupt(value: Any, *, response_schema: Any = None) -> Any:
     its start; this call then returns ``x`` (the k-th call returns the k-th resume
     value). Needs a checkpointer.
 
-    ``response_schema``: a pydantic model, ``TypedDict`` or dataclass the resume value
-    is validated into (what the call returns), as LangGraph's. A value that does not
-    fit raises pydantic's ``ValidationError`` (``is_invalid_resume`` is true of it):
-    the run fails, and the interrupt can be answered again. A JSON Schema dict is not
-    validated.
+    ``response_schema`` (as LangGraph 1.2): what the answer must match, shown to the
+    caller as JSON Schema in ``Interrupt.response_schema``. A pydantic model,
+    ``TypedDict`` or dataclass validates the answer, which this call returns converted
+    (a mismatch raises pydantic's ``ValidationError``); a dict is a JSON Schema shown
+    as it is, the answer returned unchecked.
 
     Example:
         >>> def approve(state):
@@ -113,24 +117,13 @@ def interrupt(value: Any, *, response_schema: Any = None) -> Any:
         raise RuntimeError(
             "interrupt() can only be called inside a graph node (or a tool a graph runs)"
         )
+    question, adapter = asked(value, response_schema)
     # In a subgraph, the pause and the resume values belong to the parent's task.
     with scratch_lock:
-        answer = (_outer_task.get() or scratch).interrupt(value)
+        answer = (_outer_task.get() or scratch).interrupt(question)
     for taken in answers_var.get():  # the @task calls this runs in (ironloop.func)
         taken[0] += 1
-    if response_schema is None or isinstance(response_schema, dict):
-        return answer
-    return _validated_resume(response_schema, answer)
-
-
-def _validated_resume(schema: Any, answer: Any) -> Any:
-    from pydantic import TypeAdapter, ValidationError
-
-    try:
-        return TypeAdapter(schema).validate_python(answer)
-    except ValidationError as e:
-        mark_invalid_resume(e)
-        raise
+    return validated(adapter, answer)
 
 
 def push_message(message: Any, *, state_key: str | None = "messages") -> BaseMessage:
@@ -188,6 +181,52 @@ def _wants(fn: Any) -> dict[str, bool]:
     except (TypeError, ValueError):
         params = {}  # type: ignore[assignment]
     return {p: p in params for p in ("config", "store", "writer", "runtime")}
+
+
+#: How LangGraph lets a node's ``config`` parameter be annotated (written as text under
+#: ``from __future__ import annotations``).
+_CONFIG_ANNOTATIONS = ("RunnableConfig", "Optional[RunnableConfig]", "RunnableConfig | None")
+
+
+def _check_config_annotation(fn: Any) -> None:
+    """Warns, as LangGraph does, when a node's ``config`` parameter is annotated with
+    something other than ``RunnableConfig`` (or it or ``None``)."""
+    try:
+        param = inspect.signature(fn).parameters.get("config")
+    except (TypeError, ValueError):
+        return
+    if param is None or param.annotation is inspect.Parameter.empty:
+        return
+    ann = param.annotation
+    names = {getattr(a, "__name__", None) for a in (ann, *get_args(ann)) if a is not type(None)}
+    if ann in _CONFIG_ANNOTATIONS or names == {"RunnableConfig"}:
+        return
+    warnings.warn(
+        "The 'config' parameter should be typed as 'RunnableConfig' or "
+        f"'RunnableConfig | None', not '{ann}'. ",
+        UserWarning,
+        stacklevel=4,
+    )
+
+
+def _deprecated_kwargs(
+    where: str, kwargs: dict[str, Any], renames: dict[str, tuple[str, type[Warning]]]
+) -> dict[str, Any]:
+    """Takes LangGraph's deprecated keywords (``renames``: old name -> new name and
+    warning class) out of ``kwargs``, warning as LangGraph does; returns their values
+    under the new names. Any other keyword left is refused."""
+    taken = {}
+    for old, (new, category) in renames.items():
+        if old in kwargs:
+            warnings.warn(
+                f"`{old}` is deprecated and will be removed. Please use `{new}` instead.",
+                category,
+                stacklevel=3,
+            )
+            taken[new] = kwargs.pop(old)
+    if kwargs:
+        raise TypeError(f"{where} got unexpected keyword argument(s): {sorted(kwargs)}")
+    return taken
 
 
 def _retried(name: str, action: Any, retry_policy: Any) -> Any:
@@ -260,13 +299,24 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
     def __init__(
         self,
         state_schema: Any,
-        config_schema: Any = None,
+        context_schema: Any = None,
         *,
         input_schema: Any = None,
         output_schema: Any = None,
-        context_schema: Any = None,
         **kwargs: Any,
     ) -> None:
+        old = _deprecated_kwargs(
+            "StateGraph()",
+            kwargs,
+            {
+                "config_schema": ("context_schema", LangGraphDeprecatedSinceV10),
+                "input": ("input_schema", LangGraphDeprecatedSinceV05),
+                "output": ("output_schema", LangGraphDeprecatedSinceV05),
+            },
+        )
+        context_schema = context_schema or old.get("context_schema")
+        input_schema = input_schema or old.get("input_schema")
+        output_schema = output_schema or old.get("output_schema")
         self.state_schema = state_schema
         self.context_schema = context_schema
         self.input_schema = input_schema or state_schema
@@ -319,8 +369,16 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         taken and not used (LangGraph draws with it); ``cache_policy`` (a
         ``CachePolicy``) answers the node from the ``cache`` given to ``compile`` when
         its input was seen before; ``defer=True`` is refused."""
-        if kwargs:
-            raise TypeError(f"add_node() got unexpected keyword argument(s): {sorted(kwargs)}")
+        old = _deprecated_kwargs(
+            "add_node()",
+            kwargs,
+            {
+                "retry": ("retry_policy", LangGraphDeprecatedSinceV05),
+                "input": ("input_schema", LangGraphDeprecatedSinceV05),
+            },
+        )
+        retry_policy = retry_policy or old.get("retry_policy")
+        input_schema = input_schema or old.get("input_schema")
         if defer:
             raise NotImplementedError(
                 "add_node(defer=True) is not supported: ironloop does not hold a node back "
@@ -351,6 +409,8 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
                 )
         if not callable(action) and not isinstance(action, (ToolNode, CompiledStateGraph)):
             raise TypeError(f"node {name!r}: expected a function, got {type(action).__name__}")
+        if not isinstance(action, (ToolNode, CompiledStateGraph)):
+            _check_config_annotation(action)
         schema = input_schema or input_schema_of(action)
         if retry_policy is not None:
             action = _retried(name, action, retry_policy)
@@ -486,6 +546,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             else list(interrupt_before or [])
         )
         ia = [interrupt_after] if isinstance(interrupt_after, str) else list(interrupt_after or [])
+        check_saver(checkpointer)
         all_keys = list(self.channels)
 
         seen: dict[int, dict[str, Any]] = {}

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
 
 from ironloop._retry import default_retry_on
+from ironloop.warnings import LangGraphDeprecatedSinceV10, LangGraphDeprecatedSinceV11
 
 __all__ = [
     "CachePolicy",
@@ -78,6 +79,16 @@ class Interrupt:
     id: str = field(default="")
     #: The schema of the value expected when resuming, as in LangGraph (``None``: any).
     response_schema: Any = field(default=None, kw_only=True)
+
+    @property
+    def interrupt_id(self) -> str:
+        """LangGraph's former name of ``id`` (deprecated, as there)."""
+        warnings.warn(
+            "`interrupt_id` is deprecated. Use `id` instead.",
+            LangGraphDeprecatedSinceV10,
+            stacklevel=2,
+        )
+        return self.id
 
 
 class PregelTask(NamedTuple):
@@ -233,7 +244,7 @@ class GraphOutput(Generic[OutputT]):
         warnings.warn(
             "Accessing GraphOutput via `result[key]` is deprecated. Use `result.value` to "
             "access the output value directly, or `result.interrupts` for interrupts.",
-            DeprecationWarning,
+            LangGraphDeprecatedSinceV11,
             stacklevel=2,
         )
         if key == "__interrupt__":
@@ -249,7 +260,7 @@ class GraphOutput(Generic[OutputT]):
         warnings.warn(
             "Accessing GraphOutput via `key in result` is deprecated. Use `result.value` to "
             "access the output value directly, or `result.interrupts` for interrupts.",
-            DeprecationWarning,
+            LangGraphDeprecatedSinceV11,
             stacklevel=2,
         )
         if key == "__interrupt__":

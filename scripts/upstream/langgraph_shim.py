@@ -43,6 +43,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "langgraph.cache.base": ("ironloop.cache.base",),
     "langgraph.cache.memory": ("ironloop.cache.memory",),
     "langgraph.cache.sqlite": ("ironloop.cache.sqlite",),
+    "langgraph.warnings": ("ironloop.warnings",),
     "langgraph.runtime": ("ironloop.runtime",),
     "langgraph.config": ("ironloop.graph", "ironloop.runtime"),
     "langgraph.pregel": ("ironloop.graph",),

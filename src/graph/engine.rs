@@ -522,6 +522,7 @@ impl Graph {
             saver,
             thread_id: opts.thread_id.clone()?,
             checkpoint_ns: crate::checkpoint::child_ns(&opts.checkpoint_ns, &task.node, &task.id),
+            answer_waiting: false,
         })
     }
 

@@ -71,4 +71,15 @@ pub enum GraphError {
     /// Misuse of a run's configuration (resume without a checkpointer, etc.).
     #[error("{0}")]
     Config(String),
+    /// A `Command(resume=...)` that does not match the pending interrupts, refused
+    /// before anything is written (LangGraph's `UnknownInterruptError`): `reason` is
+    /// `"not_pending"` (ids in `interrupt_ids` are not pending) or `"ambiguous"` (one
+    /// value while several are pending); `pending_ids` can still be answered.
+    #[error("{message}")]
+    UnknownInterrupt {
+        message: String,
+        reason: &'static str,
+        interrupt_ids: Vec<String>,
+        pending_ids: Vec<String>,
+    },
 }

@@ -10,6 +10,7 @@ use super::channel::Channel;
 use super::codec::encode;
 use super::engine::{meta, new_id, Graph, Task};
 use super::error::GraphError;
+use super::pending;
 use super::reserved::Source;
 use super::run::RunOptions;
 use super::snapshot::Loaded;
@@ -26,6 +27,11 @@ pub struct Snapshot {
     pub record: CheckpointRecord,
     pub parent: Option<CheckpointRecord>,
     pub pending: Vec<PendingWrite>,
+    /// The thread's current status rather than the record of a step (as LangGraph's
+    /// `get_state` without a `checkpoint_id`): `state` includes the output of the
+    /// step's tasks that finished, which are no longer next, and only the questions
+    /// still unanswered are pending.
+    pub live: bool,
 }
 
 impl Graph {
@@ -65,14 +71,18 @@ impl Graph {
                 None => Ok(None),
             };
         };
-        let loaded = self
-            .state_at(cp, thread_id, &record, checkpoint_id.is_none())
-            .await?;
+        let live = checkpoint_id.is_none();
+        let mut loaded = self.state_at(cp, thread_id, &record, live).await?;
+        if live && !pending.is_empty() {
+            let done = pending::finished_so_far(self, &record.next, &pending)?;
+            self.apply(&mut loaded.chans, done)?;
+        }
         Ok(Some(Snapshot {
             state: self.view(&loaded.chans),
             record,
             parent: loaded.parent,
             pending,
+            live,
         }))
     }
 
@@ -160,6 +170,7 @@ impl Graph {
                 record: r,
                 parent,
                 pending,
+                live: false,
             });
         }
         Ok(out)

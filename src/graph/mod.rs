@@ -25,6 +25,7 @@ pub use error::GraphError;
 pub use history::Snapshot;
 pub use interrupt::{InterruptInfo, InterruptKind};
 pub use messages::{MessageList, MessagesError, REMOVE_ALL_MESSAGES};
+pub use pending::TaskStatus;
 pub use reserved::{is_hidden, Reserved, ENGINE_NODE, HIDDEN_PREFIX, ROOT};
 pub use run::{
     Calls, Durability, Lent, Multitask, Resume, RunInput, RunOptions, RunResult, StepObserver,

@@ -33,11 +33,12 @@ pub(super) struct Pending {
 
 /// What a task of the continued step left behind.
 pub(super) enum Saved<'a> {
-    /// It paused on `interrupt()` and no resume value answers it yet.
-    Interrupted(&'a PendingWrite),
     /// It finished: its writes and gotos.
     Finished(&'a [PendingWrite]),
-    /// Nothing: it has to run.
+    /// Nothing that spares running it: it never ran, or it paused on an
+    /// `interrupt()` (as LangGraph, a paused task runs again whenever the step is
+    /// continued: its answered `interrupt()` calls return their resume values, and an
+    /// unanswered one pauses it again).
     Nothing,
 }
 
@@ -135,6 +136,7 @@ impl Pending {
         if interrupted.is_empty() || matches!(r, Resume::ById(_)) {
             interrupted.extend(reanswerable);
         }
+        interrupted.sort();
         let assigned: Vec<(String, Val)> = match r {
             Resume::One(v) => match interrupted.len() {
                 // Paused at a static breakpoint (`interrupt_before` / `after`): resuming
@@ -149,19 +151,35 @@ impl Pending {
                 }
                 1 => vec![(interrupted[0].clone(), v)],
                 n => {
-                    return Err(GraphError::Config(format!(
-                        "{n} interrupts are pending: resume them by id with \
-                         Command(resume={{interrupt.id: value, ...}})"
-                    )))
+                    return Err(GraphError::UnknownInterrupt {
+                        message: format!(
+                            "{n} interrupts are pending: when there are multiple pending \
+                             interrupts, resume them by id with \
+                             Command(resume={{interrupt.id: value, ...}})"
+                        ),
+                        reason: "ambiguous",
+                        interrupt_ids: Vec::new(),
+                        pending_ids: interrupted,
+                    })
                 }
             },
             Resume::ById(m) => {
-                for (id, _) in &m {
-                    if !interrupted.contains(id) {
-                        return Err(GraphError::Config(format!(
-                            "no pending interrupt has id {id:?}; pending: {interrupted:?}"
-                        )));
-                    }
+                let mut unknown: Vec<String> = m
+                    .iter()
+                    .map(|(id, _)| id.clone())
+                    .filter(|id| !interrupted.contains(id))
+                    .collect();
+                unknown.sort();
+                if let Some(first) = unknown.first() {
+                    return Err(GraphError::UnknownInterrupt {
+                        message: format!(
+                            "no pending interrupt has id {first:?} (unknown, or answered \
+                             already); pending: {interrupted:?}"
+                        ),
+                        reason: "not_pending",
+                        interrupt_ids: unknown,
+                        pending_ids: interrupted,
+                    });
                 }
                 m
             }
@@ -210,19 +228,20 @@ impl Pending {
     }
 
     /// What task `task_id` left behind: finished once it saved [`Reserved::Done`]
-    /// (whatever it was interrupted by before), else paused if an `interrupt()` of it
-    /// has no answer yet.
+    /// (whatever it was interrupted by before).
     pub fn saved(&self, task_id: &str) -> Saved<'_> {
-        let Some(ws) = self.by_task.get(task_id) else {
-            return Saved::Nothing;
-        };
-        if ws.iter().any(|w| w.channel == Reserved::Done.as_str()) {
-            Saved::Finished(ws)
-        } else if let Some(w) = pending_interrupt(ws) {
-            Saved::Interrupted(w)
-        } else {
-            Saved::Nothing
+        match self.by_task.get(task_id) {
+            Some(ws) if is_finished(ws) => Saved::Finished(ws),
+            _ => Saved::Nothing,
         }
+    }
+
+    /// Whether task `task_id` was answered after its last pause and has not run with
+    /// that answer yet (see [`super::Nest::answer_waiting`]).
+    pub fn answer_waiting(&self, task_id: &str) -> bool {
+        self.by_task
+            .get(task_id)
+            .is_some_and(|ws| answered_unfinished(ws))
     }
 
     /// The resume values for task `task_id`'s `interrupt()` calls.
@@ -243,7 +262,7 @@ impl Pending {
 /// that finished has none.
 fn pending_interrupt(ws: &[PendingWrite]) -> Option<&PendingWrite> {
     let is = |r: Reserved| move |w: &&PendingWrite| w.channel == r.as_str();
-    if ws.iter().any(|w| w.channel == Reserved::Done.as_str()) {
+    if is_finished(ws) {
         return None;
     }
     let answered = answers(ws);
@@ -298,6 +317,78 @@ fn replaced_answer(idx: i64) -> Option<(usize, usize)> {
 /// Which answer a first answer's `idx` is (see [`resume_idx`]).
 fn answer_of(idx: i64) -> usize {
     ((-2 - idx) / 2).max(0) as usize
+}
+
+/// What a task of a step left in the step's pending writes, as `get_state` reports
+/// it (LangGraph's task status).
+pub struct TaskStatus<'a> {
+    /// It finished (whatever it was interrupted by before).
+    pub finished: bool,
+    /// The question it asked last (an `interrupt()` write), answered or not.
+    pub interrupt: Option<&'a PendingWrite>,
+    /// Its channel writes, in order (empty unless finished).
+    pub output: Vec<&'a PendingWrite>,
+}
+
+impl<'a> TaskStatus<'a> {
+    /// The status of task `task_id` among a step's pending writes.
+    pub fn of(task_id: &str, pending: &'a [PendingWrite]) -> TaskStatus<'a> {
+        let ws: Vec<&PendingWrite> = pending.iter().filter(|w| w.task_id == task_id).collect();
+        let finished = ws.iter().any(|w| w.channel == Reserved::Done.as_str());
+        TaskStatus {
+            finished,
+            // The k-th `interrupt()` has idx -1-2k: the latest has the lowest.
+            interrupt: ws
+                .iter()
+                .filter(|w| w.channel == Reserved::Interrupt.as_str())
+                .min_by_key(|w| w.idx)
+                .copied(),
+            output: ws
+                .into_iter()
+                .filter(|w| finished && Reserved::parse(&w.channel).is_none())
+                .collect(),
+        }
+    }
+
+    /// The question still waiting for an answer: a finished task has none.
+    pub fn pending_interrupt(&self) -> Option<&'a PendingWrite> {
+        self.interrupt.filter(|_| !self.finished)
+    }
+}
+
+/// Whether a task's pending writes `ws` show it finished (its [`Reserved::Done`]
+/// marker), whatever it was interrupted by before.
+fn is_finished(ws: &[PendingWrite]) -> bool {
+    ws.iter().any(|w| w.channel == Reserved::Done.as_str())
+}
+
+/// The channel writes of the tasks of `next` (a checkpoint's tasks) that `pending`
+/// shows finished, in the order a step applies its tasks' writes (edge-triggered
+/// tasks by node name, then `Send` tasks as sent): what a step still under way has
+/// produced so far.
+pub(super) fn finished_so_far(
+    graph: &Graph,
+    next: &[TaskRecord],
+    pending: &[PendingWrite],
+) -> Result<Vec<(String, Val)>, GraphError> {
+    let mut done: Vec<(usize, &TaskRecord, Vec<PendingWrite>)> = next
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let ws = pending.iter().filter(|w| w.task_id == t.id).cloned();
+            (i, t, ws.collect::<Vec<_>>())
+        })
+        .filter(|(_, _, ws)| is_finished(ws))
+        .collect();
+    done.sort_by_cached_key(|(i, t, _)| {
+        let sent = t.arg.is_some();
+        (sent, if sent { String::new() } else { t.node.clone() }, *i)
+    });
+    let mut writes = Vec::new();
+    for (_, _, ws) in done {
+        writes.extend(restore_output(graph, &ws)?.writes);
+    }
+    Ok(writes)
 }
 
 /// The `idx` of a task's `k`-th `interrupt()` (counting from 0). The engine's writes

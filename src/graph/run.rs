@@ -22,7 +22,7 @@ use super::engine::{meta, new_id, Graph, Task};
 use super::error::GraphError;
 use super::interrupt::InterruptInfo;
 use super::pending::{self, Pending, Saved};
-use super::reserved::{is_hidden, join_channel, Reserved, Source};
+use super::reserved::{is_hidden, join_channel, Source};
 use super::spec::{NodeFailure, NodeOutput, START};
 use super::state::StateView;
 use super::value::Val;
@@ -357,7 +357,17 @@ impl<'g> Run<'g> {
             None => (graph.fresh_channels(), 0, None),
         };
         let step = parent.as_ref().map(|p| p.step).unwrap_or(-2);
-        let fork = opts.checkpoint_id.is_some();
+        // A run from a given checkpoint branches off the thread's history, unless that
+        // checkpoint is the thread's latest: then it continues the thread as a run
+        // without one does (as LangGraph).
+        let fork = match (&cp, &parent, &opts.checkpoint_id) {
+            (Some(cp), Some(p), Some(_)) => cp
+                .get(&thread, None)
+                .await
+                .map_err(Graph::cp_err)?
+                .is_none_or(|latest| latest.id != p.id),
+            _ => opts.checkpoint_id.is_some(),
+        };
         let saves = cp.as_ref().map(|cp| {
             Arc::new(saves::Saves::new(
                 cp.clone(),
@@ -580,6 +590,9 @@ impl Run<'_> {
                 let n = graph.node_index[&t.node];
                 let resume = self.pending.resume_values(&t.id);
                 let mut ctx = graph.ctx_for(t, self.step, &self.opts, resume);
+                if let Some(nest) = ctx.nest.as_mut() {
+                    nest.answer_waiting = self.pending.answer_waiting(&t.id);
+                }
                 ctx.inline = inline;
                 ctx.remaining_steps =
                     self.start_step + self.opts.recursion_limit as i64 + 1 - self.step;
@@ -679,8 +692,8 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// Takes what the pending writes say about each task: the output of a finished
-    /// one, the interrupt of a paused one. Returns the tasks left to run.
+    /// Takes the output of each task the pending writes show finished. Returns the
+    /// tasks left to run: the others, paused ones included (see [`Saved::Nothing`]).
     fn restore_saved(
         &mut self,
         outputs: &mut [Option<NodeOutput>],
@@ -691,14 +704,6 @@ impl Run<'_> {
                 continue;
             }
             match self.pending.saved(&t.id) {
-                Saved::Interrupted(w) => {
-                    let value = self
-                        .graph
-                        .codec
-                        .decode(Reserved::Interrupt.as_str(), w.value.clone())?;
-                    self.interrupts
-                        .push(InterruptInfo::node(&t.id, &t.node, value));
-                }
                 Saved::Finished(ws) => {
                     let out = pending::restore_output(self.graph, ws)?;
                     self.emit_update(t, &out, true);

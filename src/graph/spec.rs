@@ -103,6 +103,11 @@ pub struct Nest {
     pub thread_id: String,
     /// The task's namespace (`node:task_id`, below the parent's own).
     pub checkpoint_ns: String,
+    /// The task's last resume value is not taken yet (it was answered after its last
+    /// pause): a graph nested in it answers its own pending `interrupt()` with that
+    /// value. A paused task run again without a new answer lends none, so an answer
+    /// the nested graph already took is never given to its next question.
+    pub answer_waiting: bool,
 }
 
 impl TaskContext {

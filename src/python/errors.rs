@@ -11,7 +11,7 @@ use std::io;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyList, PyType};
+use pyo3::types::{PyList, PyTuple, PyType};
 
 use super::exiting::attach;
 use crate::checkpoint::CheckpointError;
@@ -63,6 +63,7 @@ classes! {
     CheckpointNotFound => "CheckpointNotFoundError",
     ThreadBusy => "ThreadBusyError",
     RunRolledBack => "RunRolledBackError",
+    UnknownInterrupt => "UnknownInterruptError",
     Model => "ModelError",
     Store => "StoreError",
     OpenApiSpec => "OpenApiSpecError",
@@ -276,7 +277,35 @@ impl From<GraphError> for PyErr {
                 with_thread(py, Class::ThreadBusy, &e, t)
             }
             GraphError::RolledBack(ref t) => with_thread(py, Class::RunRolledBack, &e, t),
+            GraphError::UnknownInterrupt {
+                message,
+                reason,
+                interrupt_ids,
+                pending_ids,
+            } => unknown_interrupt(py, message, reason, interrupt_ids, pending_ids),
         })
+    }
+}
+
+/// `UnknownInterruptError` with LangGraph's attributes (`reason`, `interrupt_ids`,
+/// `pending_ids`, the ids as tuples).
+fn unknown_interrupt(
+    py: Python<'_>,
+    message: String,
+    reason: &str,
+    interrupt_ids: Vec<String>,
+    pending_ids: Vec<String>,
+) -> PyErr {
+    let err = Class::UnknownInterrupt.err(py, message);
+    let set = || -> PyResult<()> {
+        let v = err.value(py);
+        v.setattr("reason", reason)?;
+        v.setattr("interrupt_ids", PyTuple::new(py, interrupt_ids)?)?;
+        v.setattr("pending_ids", PyTuple::new(py, pending_ids)?)
+    };
+    match set() {
+        Ok(()) => err,
+        Err(e) => e,
     }
 }
 

@@ -46,6 +46,8 @@ pub struct Helpers {
     /// Classes of `ironloop.types` and `ironloop.messages` the glue builds or tests for.
     pub send: Py<PyAny>,
     pub command: Py<PyAny>,
+    /// Makes an `Interrupt` from an interrupt value and its id (`_interrupt.py`: the
+    /// value may carry a `response_schema`).
     pub interrupt: Py<PyAny>,
     pub pregel_task: Py<PyAny>,
     pub state_snapshot: Py<PyAny>,

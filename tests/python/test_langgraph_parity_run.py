@@ -322,8 +322,8 @@ def test_add_node_refuses_what_it_does_not_do() -> None:
     from ironloop import ToolNode
 
     g = StateGraph(S)
-    with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\): \['retry'\]"):
-        g.add_node("a", lambda s: {}, retry=_FAST)
+    with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\): \['retries'\]"):
+        g.add_node("a", lambda s: {}, retries=_FAST)
     with pytest.raises(NotImplementedError, match="defer=True"):
         g.add_node("a", lambda s: {}, defer=True)
     with pytest.raises(TypeError, match="cache_policy takes a CachePolicy"):

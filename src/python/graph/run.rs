@@ -15,10 +15,11 @@ use super::super::toolnode::command_class;
 use super::stream::{GraphStreamShape, InlineRun, StreamMsg, StreamSend};
 use super::task::TaskScratch;
 use super::values::{host, val_to_py, PyCodec, Shared};
-use crate::checkpoint::{thread_key, CheckpointRecord};
+use crate::checkpoint::thread_key;
 use crate::graph::{
-    Durability, Graph, GraphError, InterruptInfo, InterruptKind, Multitask, NodeOutput, Reserved,
-    Resume, RunInput, RunOptions, RunResult, Snapshot, StreamSink, ValueCodec, START,
+    is_hidden, Durability, Graph, GraphError, InterruptInfo, InterruptKind, Multitask, NodeOutput,
+    Reserved, Resume, RunInput, RunOptions, RunResult, Snapshot, StreamSink, TaskStatus,
+    ValueCodec, START,
 };
 use crate::prebuilt::ModelCall;
 
@@ -270,15 +271,7 @@ impl GraphCore {
         s: Snapshot,
     ) -> PyResult<Bound<'py, PyAny>> {
         let values = self.shared.state_value(py, &s.state)?;
-        snapshot(
-            py,
-            thread,
-            &s.record,
-            s.parent.as_ref(),
-            values,
-            &s.pending,
-            self,
-        )
+        snapshot(py, thread, &s, values, self)
     }
 }
 
@@ -355,46 +348,66 @@ pub(super) fn config_dict<'py>(
 pub(super) fn snapshot<'py>(
     py: Python<'py>,
     thread: &ThreadAt,
-    r: &CheckpointRecord,
-    parent: Option<&CheckpointRecord>,
+    s: &Snapshot,
     values: Bound<'py, PyAny>,
-    pending: &[crate::checkpoint::PendingWrite],
     core: &GraphCore,
 ) -> PyResult<Bound<'py, PyAny>> {
     let h = helpers(py)?;
-    let next = PyTuple::new(py, r.next.iter().map(|t| t.node.as_str()))?;
+    let r = &s.record;
     let interrupt_cls = h.interrupt.bind(py);
     let task_cls = h.pregel_task.bind(py);
+    let decode = |channel: &str, w: &crate::checkpoint::PendingWrite| {
+        core.codec
+            .decode(channel, w.value.clone())
+            .map_err(|e| PyValueError::new_err(e.to_string()))
+    };
     let mut all_interrupts = Vec::new();
     let mut tasks = Vec::new();
+    let mut next = Vec::new();
     for t in &r.next {
+        let status = TaskStatus::of(&t.id, &s.pending);
+        // As LangGraph: the current status lists what is still to run and to answer;
+        // the record of a step, every task and every question asked in it.
+        let shown = if s.live {
+            status.pending_interrupt()
+        } else {
+            status.interrupt
+        };
         let mut its = Vec::new();
-        for w in pending
-            .iter()
-            .filter(|w| w.task_id == t.id && w.channel == Reserved::Interrupt.as_str())
-        {
-            let v = core
-                .codec
-                .decode(Reserved::Interrupt.as_str(), w.value.clone())
-                .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        if let Some(w) = shown {
+            let v = decode(Reserved::Interrupt.as_str(), w)?;
             let i = interrupt_cls.call1((val_to_py(py, &v)?, &t.id))?;
             all_interrupts.push(i.clone());
             its.push(i);
         }
+        if !(s.live && status.finished) {
+            next.push(t.node.as_str());
+        }
         let kw = PyDict::new(py);
         kw.set_item("interrupts", PyTuple::new(py, its)?)?;
+        if status.finished {
+            let result = PyDict::new(py);
+            for w in status.output.iter().filter(|w| !is_hidden(&w.channel)) {
+                result.set_item(&w.channel, val_to_py(py, &decode(&w.channel, w)?)?)?;
+            }
+            kw.set_item("result", result)?;
+        }
         tasks.push(task_cls.call((&t.id, &t.node), Some(&kw))?);
     }
     let metadata = value_to_py(py, &r.metadata)?;
     let created = iso_utc(py, r.created_at)?;
-    let parent_config = match parent.map(|p| p.id.as_str()).or(r.parent_id.as_deref()) {
+    let parent_config = match s
+        .parent
+        .as_ref()
+        .map(|p| p.id.as_str())
+        .or(r.parent_id.as_deref())
+    {
         Some(p) => thread.config(py, Some(p))?.into_any(),
         None => py.None().into_bound(py),
     };
-    let _ = core;
     h.state_snapshot.bind(py).call1((
         values,
-        next,
+        PyTuple::new(py, next)?,
         thread.config(py, Some(&r.id))?,
         metadata,
         created,

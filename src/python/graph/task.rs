@@ -64,11 +64,14 @@ impl TaskScratch {
         opts.checkpoint_ns = n.checkpoint_ns.clone();
         opts.lent = Some(Lent {
             saver: n.saver.clone(),
-            resume: self
-                .resume
-                .iter()
-                .map(|v| host(v.bind(py).clone()))
-                .collect(),
+            resume: if n.answer_waiting {
+                self.resume
+                    .iter()
+                    .map(|v| host(v.bind(py).clone()))
+                    .collect()
+            } else {
+                Vec::new()
+            },
         });
     }
 }
