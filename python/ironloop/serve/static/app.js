@@ -213,7 +213,7 @@ function renderMessages() {
   if (!items.length) {
     list.append(el("li", { class: "empty muted" }, ui.assistant ? "No messages yet: say something below." : "Pick an assistant."));
   }
-  list.lastElementChild?.scrollIntoView({ block: "end" });
+  list.scrollTop = list.scrollHeight;
 }
 
 // ------------------------------------------------------------------ interrupts
@@ -366,6 +366,7 @@ function renderInterrupts() {
   }
   body.replaceChildren(...parts);
   section.hidden = false;
+  $("messages").scrollTop = $("messages").scrollHeight; // the panel took room: keep the end in view
   return true;
 }
 
