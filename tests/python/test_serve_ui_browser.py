@@ -92,16 +92,15 @@ def texts(browser: Any, css: str) -> list[str]:
     return [e.text for e in browser.find_elements(By.CSS_SELECTOR, css)]
 
 
-def open_assistant(browser: Any, server: Server, graph_id: str) -> None:
+def open_assistant(browser: Any, server: Server, graph_id: str, node: str = "tools") -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.select import Select
 
     browser.get(server.url + "/")
     wait_for("the assistants", lambda: texts(browser, "#assistant option"))
     Select(browser.find_element(By.ID, "assistant")).select_by_value(graph_id)
-    wait_for(
-        "the graph", lambda: browser.find_elements(By.CSS_SELECTOR, '#graph [data-node="tools"]')
-    )
+    css = f'#graph [data-node="{node}"]'
+    wait_for("the graph", lambda: browser.find_elements(By.CSS_SELECTOR, css))
 
 
 def send(browser: Any, message: str) -> None:
@@ -240,3 +239,43 @@ def test_edit_a_pending_call_then_fork_the_thread_from_an_earlier_checkpoint(
     assert [m["type"] for m in messages] == ["human", "ai", "tool", "ai"]
     assert messages[2]["status"] == "error" and "not today" in messages[2]["content"]
     assert "dinner" not in str(messages)
+
+
+def test_a_plain_interrupt_shows_its_payload_and_resumes_with_the_value_typed(
+    server: Server, browser: Any
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    open_assistant(browser, server, "review", node="review")
+    send(browser, "ship the release notes")
+    payload = wait_for("the interrupt's payload",
+                       lambda: browser.find_elements(By.CSS_SELECTOR, "#interrupt .payload"))[0]  # fmt: skip
+    assert '"question": "Publish this draft?"' in payload.text
+    assert '"draft": "Draft: ship the release notes"' in payload.text
+    assert not browser.find_elements(By.CSS_SELECTOR, "#interrupt [data-decision]")
+    field = browser.find_element(By.XPATH, "//label[starts-with(., 'Resume value')]")
+    box = browser.find_element(By.ID, field.get_attribute("for"))
+    box.send_keys('{"ok": true, "note": "go"}')
+    browser.find_element(By.XPATH, "//button[normalize-space()='Resume']").click()
+    wait_for("the resumed answer",
+             lambda: answers(browser)[-1:] == ["Reviewer said: {'ok': True, 'note': 'go'}"])  # fmt: skip
+    wait_for("the run to end", lambda: browser.find_element(By.ID, "status").text == "Done.")
+    assert not browser.find_element(By.ID, "interrupt").is_displayed()
+
+
+def test_a_graph_without_messages_takes_its_input_as_json_and_shows_its_state(
+    server: Server, browser: Any
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    open_assistant(browser, server, "echo", node="<shout> & echo")
+    assert browser.find_element(By.ID, "input-label").text == "Input (JSON)"
+    assert browser.find_element(By.ID, "input").get_attribute("placeholder") == '{"text":""}'
+    send(browser, "not json")
+    alert = wait_for("the refusal", lambda: browser.find_element(By.ID, "alert").text)
+    assert "not valid JSON" in alert and '{"text":""}' in alert
+    browser.find_element(By.ID, "input").clear()
+    send(browser, '{"text": "quiet please"}')
+    final = ['{\n  "text": "QUIET PLEASE"\n}']
+    wait_for("the state", lambda: texts(browser, "#messages .state-values") == final)
+    assert not browser.find_element(By.ID, "alert").is_displayed()

@@ -8,6 +8,8 @@ const $ = (id) => document.getElementById(id);
 const ui = {
   assistants: [],
   assistant: null, // the selected assistant's record
+  chat: true, // its input has `messages` (else the message box takes the input as JSON)
+  values: {}, // the thread's state values
   thread: null, // the selected thread's id (null: a new one is made on send)
   messages: [], // the thread's messages, from the last `values` event or state
   live: new Map(), // id -> message being streamed, not yet in `messages`
@@ -209,9 +211,14 @@ function renderMessages() {
       items.push(el("li", { class: "msg other" }, el("span", { class: "who" }, type), el("div", { class: "body" }, text(m))));
     }
   }
+  const { __interrupt__: _, messages: __, ...rest } = ui.values || {};
+  if (!ui.chat && Object.keys(rest).length) {
+    items.push(el("li", { class: "msg state" }, el("span", { class: "who" }, "State"), el("pre", { class: "state-values" }, pretty(rest))));
+  }
   list.replaceChildren(...items);
   if (!items.length) {
-    list.append(el("li", { class: "empty muted" }, ui.assistant ? "No messages yet: say something below." : "Pick an assistant."));
+    const hint = !ui.assistant ? "Pick an assistant." : ui.chat ? "No messages yet: say something below." : "No state yet: give the graph its input below.";
+    list.append(el("li", { class: "empty muted" }, hint));
   }
   list.scrollTop = list.scrollHeight;
 }
@@ -449,6 +456,7 @@ async function startRun(extra) {
 }
 
 function onValues(values) {
+  ui.values = values || {};
   if (Array.isArray(values?.messages)) {
     ui.messages = values.messages;
     for (const m of values.messages) ui.live.delete(m.id);
@@ -534,6 +542,7 @@ async function loadThread(threadId, options) {
   ui.forkFrom = null;
   renderFork();
   if (!threadId) {
+    ui.values = {};
     ui.messages = [];
     ui.interrupts = [];
     ui.next = [];
@@ -556,6 +565,7 @@ async function loadThread(threadId, options) {
     return;
   }
   $("thread-caption").textContent = `Thread ${threadId}`;
+  ui.values = state.values || {};
   ui.messages = state.values?.messages || [];
   ui.interrupts = state.interrupts?.length ? state.interrupts : (state.tasks || []).flatMap((t) => t.interrupts || []);
   ui.next = state.next || [];
@@ -598,6 +608,7 @@ function renderHistory(checkpoints) {
 
 function startFork(checkpoint) {
   ui.forkFrom = checkpoint;
+  ui.values = checkpoint.values || {};
   ui.messages = checkpoint.values?.messages || [];
   renderMessages();
   renderInterrupts();
@@ -627,13 +638,40 @@ async function selectAssistant(graphId, threadId) {
   const box = $("graph");
   box.replaceChildren();
   if (!ui.assistant) return;
+  const id = encodeURIComponent(ui.assistant.assistant_id);
   try {
-    box.innerHTML = await api(`/ui/assistants/${encodeURIComponent(ui.assistant.assistant_id)}/graph.svg`);
+    const [svg, schemas] = await Promise.all([api(`/ui/assistants/${id}/graph.svg`), api(`/assistants/${id}/schemas`)]);
+    box.innerHTML = svg;
+    setInputMode(schemas.input_schema);
   } catch (e) {
     showAlert(e);
   }
   await loadThread(ui.thread);
   await loadThreads();
+}
+
+// A graph whose input has no `messages` gets its input as JSON, shown with the
+// input's fields as a starting point.
+function setInputMode(schema) {
+  const properties = schema?.properties || {};
+  ui.chat = !schema || "messages" in properties;
+  $("input-label").textContent = ui.chat ? "Message" : "Input (JSON)";
+  const example = Object.fromEntries(Object.keys(properties).map((k) => [k, properties[k].type === "string" ? "" : null]));
+  $("input").placeholder = ui.chat ? "" : JSON.stringify(example);
+}
+
+function parseInput(content) {
+  if (ui.chat) return { messages: [{ role: "user", content }] };
+  let input;
+  try {
+    input = JSON.parse(content);
+  } catch (e) {
+    throw new Error(`the input is not valid JSON (${e.message}); this graph takes its input as a JSON object, e.g. ${$("input").placeholder}`);
+  }
+  if (!input || typeof input !== "object" || Array.isArray(input)) {
+    throw new Error(`the input must be a JSON object, e.g. ${$("input").placeholder}`);
+  }
+  return input;
 }
 
 async function start() {
@@ -663,11 +701,20 @@ async function start() {
     e.preventDefault();
     const content = $("input").value.trim();
     if (!content || !ui.assistant || ui.run) return;
+    let input;
+    try {
+      input = parseInput(content);
+    } catch (error) {
+      showAlert(error);
+      return;
+    }
     $("input").value = "";
-    const local = `local-${Date.now()}`; // shown until the run's first values arrive
-    ui.live.set(local, { type: "human", content, id: local });
-    scheduleRender();
-    startRun({ input: { messages: [{ role: "user", content }] } });
+    if (ui.chat) {
+      const local = `local-${Date.now()}`; // shown until the run's first values arrive
+      ui.live.set(local, { type: "human", content, id: local });
+      scheduleRender();
+    }
+    startRun({ input });
   });
   try {
     ui.assistants = await api("/assistants/search", { limit: 100 });
