@@ -279,3 +279,77 @@ def test_a_graph_without_messages_takes_its_input_as_json_and_shows_its_state(
     final = ['{\n  "text": "QUIET PLEASE"\n}']
     wait_for("the state", lambda: texts(browser, "#messages .state-values") == final)
     assert not browser.find_element(By.ID, "alert").is_displayed()
+
+
+def test_stop_a_run_switch_threads_and_every_control_has_a_name(
+    server: Server, browser: Any
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    open_assistant(browser, server, "mailer")
+    send(browser, "first thread")
+    wait_for("the first answer", lambda: answers(browser)[-1:] == [
+        "You said 'first thread', and this answer arrives one word at a time."])  # fmt: skip
+    wait_for("the run to end", lambda: browser.find_element(By.ID, "status").text == "Done.")
+    first = browser.execute_script(
+        "return new URLSearchParams(location.hash.slice(1)).get('thread')"
+    )
+
+    browser.find_element(By.ID, "new-thread").click()
+    wait_for("an empty thread", lambda: not texts(browser, "#messages .msg"))
+    send(browser, "second thread")
+    wait_for("a part of the answer", lambda: answers(browser))
+    browser.find_element(By.ID, "stop").click()
+    wait_for("the run to stop", lambda: browser.find_element(By.ID, "status").text == "Stopped.")
+    second = browser.execute_script(
+        "return new URLSearchParams(location.hash.slice(1)).get('thread')"
+    )
+    assert second != first
+    (run,) = httpx.get(f"{server.url}/threads/{second}/runs").json()
+    assert run["status"] == "interrupted"
+    assert not browser.find_element(By.ID, "stop").is_displayed()
+    assert browser.find_element(By.ID, "send").is_enabled()
+
+    # Both threads are listed, newest first; the first one opens with its conversation.
+    listed = wait_for("both threads", lambda: (t := texts(browser, "#threads .thread-title"))
+                      and len(t) == 2 and t)  # fmt: skip
+    assert listed == ["second thread", "first thread"]
+    browser.find_elements(By.CSS_SELECTOR, "#threads .thread")[1].click()
+    wait_for(
+        "the first thread", lambda: texts(browser, "#messages .msg.human .body") == ["first thread"]
+    )
+    assert browser.find_element(By.CSS_SELECTOR, "#threads [aria-current=true]").text.startswith(
+        "first thread"
+    )
+
+    # Every field has a label and every button a name (what a screen reader announces).
+    browser.find_element(By.CSS_SELECTOR, ".connection summary").click()
+    unnamed = browser.execute_script(
+        """return [...document.querySelectorAll('input, select, textarea, button')]
+             .filter((e) => !(e.labels?.length || e.getAttribute('aria-label') || e.textContent.trim()))
+             .map((e) => e.outerHTML)"""
+    )
+    assert unnamed == []
+
+
+def test_several_pending_calls_each_get_their_own_decision(server: Server, browser: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    open_assistant(browser, server, "mailer")
+    send(browser, "email ada@example.com and bob@example.com about the launch")
+    actions = wait_for("two approval requests",
+                       lambda: (a := browser.find_elements(By.CSS_SELECTOR, "#interrupt .action"))
+                       and len(a) == 2 and a)  # fmt: skip
+    assert "ada@example.com" in actions[0].text and "bob@example.com" in actions[1].text
+    actions[0].find_element(By.CSS_SELECTOR, '[data-decision="approve"]').click()
+    # One decision of two: the run waits for the other.
+    assert actions[0].find_element(By.CSS_SELECTOR, ".decided").text == "Approved"
+    time.sleep(0.3)
+    assert browser.find_element(By.ID, "status").text == "Waiting for your decision."
+    actions[1].find_element(By.CSS_SELECTOR, '[data-decision="reject"]').click()
+    browser.find_element(By.XPATH, "//button[normalize-space()='Reject the call']").click()
+    wait_for("the run to end", lambda: browser.find_element(By.ID, "status").text == "Done.")
+    results = texts(browser, "#messages .tool-call .tool-result pre")
+    assert results[0] == "Sent to ada@example.com: the launch"
+    assert results[1].startswith("User rejected the tool call for `send_email`")
+    assert len(texts(browser, "#messages .tool-result.error")) == 1

@@ -402,13 +402,15 @@ async function ensureThread() {
 
 async function startRun(extra) {
   if (ui.run) return;
+  // Taken at once, so a second Enter while the thread is being made starts nothing.
+  const run = { threadId: null, runId: null, controller: new AbortController(), stopped: false };
+  ui.run = run;
   showAlert(null);
   setBusy(true);
-  const controller = new AbortController();
   let ended = "done";
   try {
     const threadId = await ensureThread();
-    ui.run = { threadId, runId: null, controller };
+    run.threadId = threadId;
     const body = {
       assistant_id: ui.assistant.assistant_id,
       stream_mode: ["values", "messages-tuple"],
@@ -425,7 +427,7 @@ async function startRun(extra) {
       `/threads/${threadId}/runs/stream`,
       body,
       (event, data) => {
-        if (event === "metadata") ui.run.runId = data.run_id;
+        if (event === "metadata") run.runId = data.run_id;
         else if (event === "values") onValues(data);
         else if (event === "messages") onMessage(data);
         else if (event === "error") {
@@ -433,15 +435,15 @@ async function startRun(extra) {
           showAlert(new Error(`the run failed: ${data.error || ""} ${data.message || ""}`.trim()));
         }
       },
-      controller.signal,
+      run.controller.signal,
     );
   } catch (e) {
-    if (e.name === "AbortError") ended = "stopped";
-    else {
+    if (e.name !== "AbortError") {
       ended = "error";
       showAlert(e);
     }
   } finally {
+    if (run.stopped) ended = "stopped";
     ui.run = null;
     ui.live.clear();
     setBusy(false);
@@ -482,6 +484,7 @@ function onMessage([message, metadata]) {
 async function stopRun() {
   const run = ui.run;
   if (!run) return;
+  run.stopped = true;
   if (run.runId) {
     try {
       await api(`/threads/${run.threadId}/runs/${run.runId}/cancel?action=interrupt`, {});
