@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh machine: installs what the tests need (headless
 # Chromium too), starts a throwaway PostgreSQL (or uses IRONLOOP_TEST_POSTGRES_URL),
-# builds the extension once, then runs the Rust tests, the Python tests, the stub check and the linters. Re-runs
-# reuse the venv and cargo's target dir (both outside the clone).
+# builds the extension once, then runs the Rust tests, the Python tests, the stub check
+# and the linters. Re-runs reuse the venv and cargo's target dir (both outside the clone).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
