@@ -353,3 +353,25 @@ def test_several_pending_calls_each_get_their_own_decision(server: Server, brows
     assert results[0] == "Sent to ada@example.com: the launch"
     assert results[1].startswith("User rejected the tool call for `send_email`")
     assert len(texts(browser, "#messages .tool-result.error")) == 1
+
+
+def test_behind_an_api_key_the_page_asks_for_it_and_then_works(
+    tmp_path: Path, browser: Any
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    with serve(tmp_path, "--api-key", "s3cret", project=UI_PROJECT) as server:
+        browser.get(server.url + "/")
+        alert = wait_for("the refusal", lambda: browser.find_element(By.ID, "alert").text)
+        assert "401" in alert and "Connection" in alert
+        # The refused requests are logged by the browser: expected here.
+        assert all("401" in e["message"] for e in browser.get_log("browser"))
+        browser.find_element(By.CSS_SELECTOR, ".connection summary").click()
+        browser.find_element(By.ID, "api-key").send_keys("s3cret")
+        browser.find_element(By.XPATH, "//button[normalize-space()='Save and reload']").click()
+        wait_for("the assistants", lambda: texts(browser, "#assistant option"))
+        wait_for("the graph", lambda: browser.find_elements(By.CSS_SELECTOR, "#graph svg"))
+        send(browser, "hello")
+        wait_for("the answer", lambda: answers(browser)[-1:] == [
+            "You said 'hello', and this answer arrives one word at a time."])  # fmt: skip
+        assert not browser.find_element(By.ID, "alert").is_displayed()
