@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The whole test suite, from a fresh machine: installs what the tests need, starts a
-# throwaway PostgreSQL (or uses IRONLOOP_TEST_POSTGRES_URL), builds the extension once,
-# then runs the Rust tests, the Python tests, the stub check and the linters. Re-runs
-# reuse the venv and cargo's target dir (both outside the clone).
+# The whole test suite, from a fresh machine: installs what the tests need (headless
+# Chromium too), starts a throwaway PostgreSQL (or uses IRONLOOP_TEST_POSTGRES_URL),
+# builds the extension once, then runs the Rust tests, the Python tests, the stub check
+# and the linters. Re-runs reuse the venv and cargo's target dir (both outside the clone).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -10,6 +10,10 @@ source scripts/env.sh
 step "PostgreSQL for the PostgresSaver tests"
 # Sets IRONLOOP_TEST_POSTGRES_URL; the server stops when this script exits.
 source scripts/postgres.sh
+
+step "Chromium for the web UI's browser tests"
+# Sets IRONLOOP_CHROMIUM and IRONLOOP_CHROMEDRIVER (Debian's packages, apt-installed if missing).
+source scripts/chromium.sh
 
 step "Rust: format, lints, tests (core, without Python; with PostgresSaver)"
 cargo fmt --check

@@ -35,5 +35,8 @@ IRONLOOP_WHEEL="$(ls "$wheels"/ironloop-*.whl)"
 step "PostgreSQL for the PostgresSaver tests"
 source scripts/postgres.sh
 
+step "Chromium for the web UI's browser tests"
+source scripts/chromium.sh
+
 step "Python: tests ($tag)"
 python -m pytest tests/python -q -p no:cacheprovider "$@"

@@ -96,3 +96,18 @@ def test_the_wheel_runs_the_example_agent_with_no_rust(tmp_path: Path) -> None:
     assert str(where) in where_from  # the venv's copy, not the repo's sources
     assert "turn 1" in runs[0].stdout, runs[0].stdout
     assert "turn 2" in runs[1].stdout and "5 messages saved" in runs[1].stdout, runs[1].stdout
+
+
+def test_the_wheel_ships_the_web_uis_files(tmp_path: Path) -> None:
+    """`ironloop serve`'s page and its files (python/ironloop/serve/static/) are package
+    data, not Python: the wheel must carry every one of them."""
+    import zipfile
+
+    static = ROOT / "python" / "ironloop" / "serve" / "static"
+    wanted = {f"ironloop/serve/static/{p.relative_to(static).as_posix()}"
+              for p in static.rglob("*") if p.is_file()}  # fmt: skip
+    assert {"ironloop/serve/static/index.html", "ironloop/serve/static/app.js"} <= wanted
+    with zipfile.ZipFile(a_wheel(tmp_path)) as wheel:
+        shipped = set(wheel.namelist())
+    assert wanted <= shipped, sorted(wanted - shipped)
+    assert "ironloop/serve/ui.py" in shipped

@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
-from . import assistant_routes, crons, run_routes, store_routes, thread_routes
+from . import assistant_routes, crons, run_routes, store_routes, thread_routes, ui
 from .auth import Authenticator, AuthMiddleware
 from .bodies import MAX_BODY_BYTES
 from .db import Records, now
@@ -122,6 +122,7 @@ def create_app(project: Project, options: ServeOptions | None = None) -> Starlet
         *run_routes.routes,
         *store_routes.routes,
         *crons.routes,
+        *ui.routes(),
     ]
     custom = project.http.get("app")
     if custom:

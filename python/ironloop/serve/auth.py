@@ -17,8 +17,9 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .errors import ApiError
+from .ui import is_public
 
-#: Paths open to anyone (health checks).
+#: Paths open to anyone (health checks; the web UI's page and files, :mod:`.ui`).
 OPEN_PATHS = ("/ok",)
 
 
@@ -173,14 +174,20 @@ async def authorize(
 
 
 class AuthMiddleware:
-    """Checks every request but ``/ok``: the API key, then the project's authenticate
-    handler (its user kept in the scope for ``authorize``)."""
+    """Checks every request but ``/ok`` and the web UI's files: the API key, then the
+    project's authenticate handler (its user kept in the scope for ``authorize``)."""
 
     def __init__(self, app: ASGIApp, api_key: str | None, auth: Authenticator | None) -> None:
         self.app, self.api_key, self.auth = app, api_key, auth
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS or scope["method"] == "OPTIONS":
+        path = scope.get("path", "")  # a lifespan scope has none
+        if (
+            scope["type"] != "http"
+            or path in OPEN_PATHS
+            or is_public(path)
+            or scope["method"] == "OPTIONS"
+        ):
             await self.app(scope, receive, send)
             return
         try:
