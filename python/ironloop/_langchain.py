@@ -565,6 +565,23 @@ def _injected_args(t: BaseTool) -> dict[str, tuple[str, str | None]]:
     return out
 
 
+def _model_facing(t: BaseTool, injected: dict[str, tuple[str, str | None]]) -> Any:
+    """What of ``t`` the model is shown: the tool itself, or, when ironloop's markers
+    (which langchain-core does not know) inject some of its arguments, the tool's input
+    schema without them, so an injected ``BaseStore`` or state never reaches the JSON
+    Schema (pydantic cannot describe a store)."""
+    schema = t.args_schema
+    if not injected or isinstance(schema, dict) or schema is None:
+        return t
+    from langchain_core.utils.pydantic import _create_subset_model
+
+    full = t.get_input_schema()
+    fields = [n for n in full.model_fields if n not in injected]
+    if len(fields) == len(full.model_fields):
+        return t
+    return _create_subset_model(t.name, full, fields, fn_description=t.description)
+
+
 class _Carried(ToolOutputMixin):
     """An ironloop ``Command`` returned by a LangChain tool's function, carried through
     langchain-core (which passes ``ToolOutputMixin`` objects through as they are and
@@ -623,9 +640,9 @@ class LangChainTool(Tool):
     def __init__(self, lc_tool: BaseTool) -> None:
         if not is_langchain_tool(lc_tool):
             raise TypeError(f"expected a LangChain BaseTool, got {type(lc_tool).__name__}")
-        fn = convert_to_openai_tool(lc_tool)["function"]
-        params = dict(fn.get("parameters") or {"type": "object", "properties": {}})
         injected = _injected_args(lc_tool)
+        fn = convert_to_openai_tool(_model_facing(lc_tool, injected))["function"]
+        params = dict(fn.get("parameters") or {"type": "object", "properties": {}})
         if injected:
             props = {k: v for k, v in params.get("properties", {}).items() if k not in injected}
             params["properties"] = props
