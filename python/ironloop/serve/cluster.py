@@ -108,7 +108,7 @@ class Cluster:
         """Queues a background run; returns its record."""
         record = self.runner.new_record(thread_id, spec, run_id)
         self.records.enqueue_run(record)
-        self.records.update_thread(thread_id, status="busy")
+        self.runner.mark_busy(thread_id, spec)
         self._notify("q")
         record.pop("kwargs_json")
         return record

@@ -115,7 +115,12 @@ class Records:
             " status, config) VALUES (?,?,?,?,?,?,?) ON CONFLICT (thread_id) DO NOTHING",
             (thread_id, t, t, t, json.dumps(metadata), "idle", "{}"),
         )
-        return self.get_thread(thread_id) if added else None
+        if not added:
+            return None
+        # What the row now holds, without reading it back (a statement less per thread).
+        return {"thread_id": thread_id, "created_at": t, "updated_at": t, "state_updated_at": t,
+                "metadata": json.loads(json.dumps(metadata)), "status": "idle", "config": {},
+                "values": None, "interrupts": {}, "error": None}  # fmt: skip
 
     def get_thread(self, thread_id: str) -> dict[str, Any] | None:
         rows = self._exec("SELECT * FROM threads WHERE thread_id = ?", (thread_id,))

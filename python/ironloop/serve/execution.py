@@ -63,6 +63,8 @@ class RunSpec:
     checkpoint_id: str | None
     on_disconnect: str
     raw: dict[str, Any]
+    #: The thread's metadata once the run starts (its graph named), when it changes.
+    thread_metadata: dict[str, Any] | None = None
 
 
 @dataclass
@@ -91,8 +93,11 @@ class ActiveRun:
 
     def publish(self, event: str, data: Any) -> None:
         self.seq += 1
+        keep = self.spec.resumable and len(self.kept) < MAX_KEPT_EVENTS
+        if not (keep or self.listeners or self.forward is not None):
+            return  # nobody reads it: not encoded (a background run's steps, mostly)
         item = (str(self.seq), event, data if isinstance(data, str) else dumps(data))
-        if self.spec.resumable and len(self.kept) < MAX_KEPT_EVENTS:
+        if keep:
             self.kept.append(item)
         for q in self.listeners:
             q.put_nowait(item)
@@ -185,9 +190,17 @@ class Runner:
                 other.outcome = "interrupted"
                 other.rollback = spec.multitask_strategy == "rollback"
         self.active[run_id] = run
-        self.records.update_thread(thread_id, status="busy")
+        self.mark_busy(thread_id, spec)
         run.task = asyncio.get_running_loop().create_task(self._run(run))
         return run
+
+    def mark_busy(self, thread_id: str, spec: RunSpec) -> None:
+        """The thread is busy (and names its graph, if the run's request said so)."""
+        if spec.thread_metadata is None:
+            self.records.update_thread(thread_id, status="busy")
+        else:
+            self.records.update_thread(thread_id, status="busy", metadata=spec.thread_metadata)
+            spec.thread_metadata = None
 
     def _set_status(self, run: ActiveRun, status: str) -> None:
         run.record["status"] = status

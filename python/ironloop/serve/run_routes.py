@@ -121,17 +121,17 @@ async def _prepare(request: Request, thread_id: str | None) -> tuple[str, RunSpe
     if temporary:
         on_completion = choice(body, "on_completion", ("delete", "keep"), "delete")
         temporary = on_completion == "delete"
-        records.create_thread(thread_id, owned)
+        thread = records.create_thread(thread_id, owned)
     else:
         if_not_exists = choice(body, "if_not_exists", ("create", "reject"), "reject")
-        existing = records.get_thread(thread_id)
-        if existing is not None and not matches(existing["metadata"], filters):
+        thread = records.get_thread(thread_id)
+        if thread is not None and not matches(thread["metadata"], filters):
             raise not_found(f"Thread with ID {thread_id}")
-        if existing is None:
+        if thread is None:
             if if_not_exists == "reject":
                 raise not_found(f"Thread with ID {thread_id}")
-            records.create_thread(thread_id, owned)
-    thread = records.get_thread(thread_id)
+            thread = records.create_thread(thread_id, owned)
+    thread = thread or records.get_thread(thread_id)  # made meanwhile by another request
     busy = runner.on_thread(thread_id) or (
         request.app.state.cluster is not None and records.has_unfinished(thread_id)
     )
@@ -145,11 +145,9 @@ async def _prepare(request: Request, thread_id: str | None) -> tuple[str, RunSpe
             f"thread {thread_id} belongs to graph {thread['metadata']['graph_id']!r}, "
             f"not {spec.graph.graph_id!r}"
         )
-    records.update_thread(
-        thread_id,
-        metadata={**thread["metadata"], "graph_id": spec.graph.graph_id,
-                  "assistant_id": spec.assistant_id},
-    )  # fmt: skip
+    # Written with the thread's "busy" when the run starts (one statement).
+    spec.thread_metadata = {**thread["metadata"], "graph_id": spec.graph.graph_id,
+                            "assistant_id": spec.assistant_id}  # fmt: skip
     return thread_id, spec, temporary
 
 
