@@ -27,7 +27,7 @@ from typing import Annotated, TypedDict
 from ironloop import END, START, StateGraph
 
 LOG = os.path.join(os.path.dirname(__file__), "effects.log")
-PAUSE = {"one": 0.05, "two": float(os.environ.get("TWO_PAUSE", "0.3")), "three": 0.05}
+PAUSE = {"one": 0.05, "two": float(os.environ.get("TWO_PAUSE", "0.5")), "three": 0.05}
 
 class State(TypedDict, total=False):
     tag: str
@@ -73,7 +73,7 @@ def effects(server: Server) -> list[tuple[str, str, int, float]]:
 
 def cluster_args(schema: str, *more: str) -> tuple[str, ...]:
     return ("--postgres", postgres_url(), "--postgres-schema", schema,
-            "--run-lease-seconds", "2", "--log-level", "warning", *more)  # fmt: skip
+            "--run-lease-seconds", "3", "--log-level", "warning", *more)  # fmt: skip
 
 
 def wait_until(what: str, check: Any, timeout: float = 30) -> None:
@@ -120,6 +120,8 @@ def test_three_servers_run_300_runs_once_through_a_kill_and_a_drain(tmp_path: Pa
                    lambda: sum(p == killed.proc.pid for *_, p, _ in effects(killed)) >= 20)  # fmt: skip
         killed.proc.send_signal(signal.SIGKILL)
         killed.proc.wait(10)
+        finished = sum(n == "three" for _, n, _, _ in effects(killed))
+        assert finished < 250, f"{finished} runs had finished before the kill: too late to test it"
         term_at = time.time()
         drained.proc.send_signal(signal.SIGTERM)
         assert drained.proc.wait(30) in (0, -signal.SIGTERM)
