@@ -209,9 +209,17 @@ def test_stream_join_and_cancel_from_a_server_that_does_not_hold_the_run(
         run = b.runs.create(tid, "effects", input={"tag": "t-3", "items": []})
         wait_until("the run to reach its slow step",
                    lambda: ("t-3", "two") in [(t, n) for t, n, _, _ in effects(holder)])  # fmt: skip
+        # A run queued behind it is claimed by no server yet: cancelled where it waits.
+        queued = a.runs.create(tid, "effects", input={"tag": "t-4", "items": []},
+                               multitask_strategy="enqueue")  # fmt: skip
+        b.runs.cancel(tid, queued["run_id"])
+        assert a.runs.get(tid, queued["run_id"])["status"] == "interrupted"
+        b.runs.join(tid, queued["run_id"])
         pid = next(p for t, n, p, _ in effects(holder) if t == "t-3")
         # The cancel is asked of the server that does not hold the run: it passes it on.
         (b if pid == holder.proc.pid else a).runs.cancel(tid, run["run_id"])
         wait_until("the run to stop",
                    lambda: a.runs.get(tid, run["run_id"])["status"] == "interrupted")  # fmt: skip
         assert [n for t, n, _, _ in effects(holder) if t == "t-3"] == ["one", "two"]
+        time.sleep(1.5)  # a claim poll and more: the cancelled run stays unrun
+        assert not [n for t, n, _, _ in effects(holder) if t == "t-4"]

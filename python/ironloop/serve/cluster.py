@@ -252,9 +252,14 @@ class Cluster:
         finally:
             self._forget(self._streams, run_id, q)
 
-    def cancel(self, run_id: str, action: str) -> None:
+    def cancel(self, thread_id: str, run_id: str, action: str) -> None:
+        """Cancels a run no server has claimed yet here, else asks its holder to."""
         if not self.records.cancel_queued(run_id):
             self._notify(f"c {run_id} {action}")
+            return
+        if not self.records.has_unfinished(thread_id):
+            self.records.update_thread(thread_id, status="idle")
+        self._notify(f"d {run_id}")
 
     @staticmethod
     def _forget(table: dict[str, set[Any]], key: str, item: Any) -> None:

@@ -322,7 +322,7 @@ async def cancel(request: Request) -> Response:
     if active is None:
         record = request.app.state.records.get_run(tid, rid)
         if record["status"] in ("pending", "running") and cluster is not None:
-            cluster.cancel(rid, action)  # whichever server holds it stops it
+            cluster.cancel(tid, rid, action)  # whichever server holds it stops it
             if wait_for:
                 await cluster.wait_done(rid)
         elif record["status"] in ("pending", "running"):
