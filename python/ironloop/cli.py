@@ -35,6 +35,17 @@ def _parser() -> argparse.ArgumentParser:
         "without either, SQLite in the project folder)",
     )  # fmt: skip
     serve.add_argument(
+        "--postgres-schema", metavar="NAME", default=None,
+        help="with --postgres: the schema of the server's tables and of the checkpoints "
+        "(default: ironloop_serve for the server's tables, the connection's own for the "
+        "checkpoints); servers sharing one schema share threads and the run queue",
+    )  # fmt: skip
+    serve.add_argument(
+        "--run-lease-seconds", type=float, default=10.0, metavar="S",
+        help="with --postgres: a server renews its hold on its runs every S/3 seconds; the "
+        "runs of a server that died are taken over by another after S (default: 10)",
+    )  # fmt: skip
+    serve.add_argument(
         "--data-dir", metavar="DIR", type=Path, default=None,
         help="folder of the SQLite databases (default: .ironloop/ beside langgraph.json)",
     )  # fmt: skip
@@ -85,6 +96,8 @@ def serve(args: argparse.Namespace) -> int:
                 max_body_bytes=int(args.max_body_mb * 1024 * 1024),
                 drain_seconds=args.drain_seconds,
                 api_key=args.api_key or None,
+                postgres_schema=args.postgres_schema,
+                run_lease_seconds=args.run_lease_seconds,
             ),
         )
     except ProjectError as e:

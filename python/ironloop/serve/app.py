@@ -42,6 +42,11 @@ class ServeOptions:
     max_body_bytes: int = MAX_BODY_BYTES
     drain_seconds: float = 10.0
     api_key: str | None = None
+    #: PostgreSQL: the schema of the server's tables (and the checkpoints, when given).
+    postgres_schema: str | None = None
+    #: PostgreSQL: how long a server's hold on a run lives unrenewed (a dead server's
+    #: runs are taken over after it).
+    run_lease_seconds: float = 10.0
 
 
 def open_storage(project: Project, options: ServeOptions) -> tuple[Any, Records, Any]:
@@ -50,16 +55,30 @@ def open_storage(project: Project, options: ServeOptions) -> tuple[Any, Records,
 
     data = options.data_dir or project.root / ".ironloop"
     data.mkdir(parents=True, exist_ok=True)
+    records: Records
     if options.postgres:
         from ironloop import PostgresSaver
 
-        checkpointer: Any = PostgresSaver(options.postgres)
+        from .cluster import worker_name
+        from .pg import PgRecords
+
+        checkpointer: Any = PostgresSaver(options.postgres, schema=options.postgres_schema)
         checkpointer.setup()
+        try:
+            records = PgRecords(options.postgres, options.postgres_schema or "ironloop_serve",
+                                worker_name(), options.run_lease_seconds)  # fmt: skip
+        except (ValueError, ConnectionError) as e:
+            raise ProjectError(str(e)) from None
     else:
         checkpointer = SqliteSaver(str(data / "checkpoints.db"))
-    records = Records(data / "server.db")
+        records = Records(data / "server.db")
     from ironloop import store as store_module
 
+    if options.postgres:
+        # One store for every server on the database, as the threads.
+        store: Any = store_module.PostgresStore(options.postgres)
+        store.setup()
+        return checkpointer, records, store
     sqlite_store = getattr(store_module, "SqliteStore", None)
     if sqlite_store is not None:
         store = sqlite_store(str(data / "store.db"))
@@ -99,6 +118,11 @@ def create_app(project: Project, options: ServeOptions | None = None) -> Starlet
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         app.state.runner = Runner(records, options.max_running)
         app.state.background = set()
+        if options.postgres:
+            from .cluster import Cluster
+
+            app.state.cluster = Cluster(app, records, options.postgres)  # type: ignore[arg-type]
+            await app.state.cluster.start()
         resumed = run_routes.resume_unfinished(app)
         if resumed:
             log.info("resumed %d run(s) left unfinished by the last server", resumed)
@@ -107,7 +131,11 @@ def create_app(project: Project, options: ServeOptions | None = None) -> Starlet
         try:
             yield
         finally:
+            if app.state.cluster is not None:
+                app.state.cluster.stop_claiming()
             await app.state.runner.shutdown(options.drain_seconds)
+            if app.state.cluster is not None:
+                await app.state.cluster.close()
             background = list(app.state.background)
             for task in background:
                 task.cancel()
@@ -167,6 +195,7 @@ def create_app(project: Project, options: ServeOptions | None = None) -> Starlet
     )
     app.state.graphs = graphs
     app.state.records = records
+    app.state.cluster = None
     app.state.crons = crons.Crons(records)
     app.state.checkpointer = checkpointer
     app.state.store = store

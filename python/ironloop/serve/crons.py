@@ -52,9 +52,7 @@ class Crons:
 
     def __init__(self, records: Records) -> None:
         self.records = records
-        records._exec("SELECT 1")
-        with records._lock:
-            records._db.executescript(_SCHEMA)
+        records._script(_SCHEMA)
 
     @staticmethod
     def _json(row: Any) -> dict[str, Any]:
@@ -111,9 +109,19 @@ class Crons:
         self.records._exec(f"UPDATE crons SET {sets} WHERE cron_id = ?", (*args, cron_id))
 
     def delete(self, cron_id: str) -> bool:
-        with self.records._lock:
-            cur = self.records._db.execute("DELETE FROM crons WHERE cron_id = ?", (cron_id,))
-            return cur.rowcount > 0
+        return self.records._count("DELETE FROM crons WHERE cron_id = ?", (cron_id,)) > 0
+
+    def advance(self, cron_id: str, due: str, next_run_date: str) -> bool:
+        """Moves a due cron's date on; ``False`` when another server did it first (so
+        each firing starts one run, however many servers share the records)."""
+        return (
+            self.records._count(
+                "UPDATE crons SET next_run_date = ?, updated_at = ? WHERE cron_id = ?"
+                " AND next_run_date = ?",
+                (next_run_date, now(), cron_id, due),
+            )
+            == 1
+        )
 
 
 def _check_schedule(schedule: Any, tz: Any) -> None:
@@ -226,7 +234,9 @@ async def scheduler(app: Any, period: float = 0.5) -> None:
                 record["enabled"] = False
                 crons.update(cron["cron_id"], record, None)
                 continue
-            crons.update(cron["cron_id"], record, _next(record["schedule"], record.get("timezone")))
+            nxt = _next(record["schedule"], record.get("timezone"))
+            if not crons.advance(cron["cron_id"], cron["next_run_date"], nxt):
+                continue
             try:
                 spec = parse_spec(app.state.graphs, {**record["payload"],
                                                      "multitask_strategy": "enqueue"})  # fmt: skip

@@ -56,7 +56,10 @@ def _contains(have: Any, want: Any) -> bool:
 
 
 class Records:
-    """Threads and runs, as the API returns them (dicts of JSON values)."""
+    """Threads and runs, as the API returns them (dicts of JSON values). The SQL is
+    written so PostgreSQL runs it too (``pg.PgRecords``)."""
+
+    _db: Any
 
     def __init__(self, path: str | Path) -> None:
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
@@ -65,20 +68,31 @@ class Records:
         with self._lock:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(_SCHEMA)
+        self._script(_SCHEMA)
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
 
-    def _exec(self, sql: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+    def _exec(self, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
+        """The rows of one statement (``?`` placeholders), each read by column name."""
         with self._lock:
             return self._db.execute(sql, args).fetchall()
+
+    def _count(self, sql: str, args: tuple[Any, ...] = ()) -> int:
+        """How many rows one statement changed."""
+        with self._lock:
+            return int(self._db.execute(sql, args).rowcount)
+
+    def _script(self, sql: str) -> None:
+        """Statements without parameters (the schema)."""
+        with self._lock:
+            self._db.executescript(sql)
 
     # -- threads
 
     @staticmethod
-    def _thread(row: sqlite3.Row) -> dict[str, Any]:
+    def _thread(row: Any) -> dict[str, Any]:
         values = row["values"]
         return {
             "thread_id": row["thread_id"],
@@ -96,15 +110,17 @@ class Records:
     def create_thread(self, thread_id: str, metadata: dict[str, Any]) -> dict[str, Any] | None:
         """The new thread, or ``None`` if ``thread_id`` exists."""
         t = now()
-        with self._lock:
-            cur = self._db.execute(
-                "INSERT OR IGNORE INTO threads (thread_id, created_at, updated_at,"
-                " state_updated_at, metadata, status, config) VALUES (?,?,?,?,?,?,?)",
-                (thread_id, t, t, t, json.dumps(metadata), "idle", "{}"),
-            )
-            if cur.rowcount == 0:
-                return None
-        return self.get_thread(thread_id)
+        added = self._count(
+            "INSERT INTO threads (thread_id, created_at, updated_at, state_updated_at, metadata,"
+            " status, config) VALUES (?,?,?,?,?,?,?) ON CONFLICT (thread_id) DO NOTHING",
+            (thread_id, t, t, t, json.dumps(metadata), "idle", "{}"),
+        )
+        if not added:
+            return None
+        # What the row now holds, without reading it back (a statement less per thread).
+        return {"thread_id": thread_id, "created_at": t, "updated_at": t, "state_updated_at": t,
+                "metadata": json.loads(json.dumps(metadata)), "status": "idle", "config": {},
+                "values": None, "interrupts": {}, "error": None}  # fmt: skip
 
     def get_thread(self, thread_id: str) -> dict[str, Any] | None:
         rows = self._exec("SELECT * FROM threads WHERE thread_id = ?", (thread_id,))
@@ -151,15 +167,13 @@ class Records:
         return out
 
     def delete_thread(self, thread_id: str) -> bool:
-        with self._lock:
-            self._db.execute("DELETE FROM runs WHERE thread_id = ?", (thread_id,))
-            cur = self._db.execute("DELETE FROM threads WHERE thread_id = ?", (thread_id,))
-            return cur.rowcount > 0
+        self._count("DELETE FROM runs WHERE thread_id = ?", (thread_id,))
+        return self._count("DELETE FROM threads WHERE thread_id = ?", (thread_id,)) > 0
 
     # -- runs
 
     @staticmethod
-    def _run(row: sqlite3.Row) -> dict[str, Any]:
+    def _run(row: Any) -> dict[str, Any]:
         return {
             "run_id": row["run_id"],
             "thread_id": row["thread_id"],
@@ -172,21 +186,29 @@ class Records:
             "multitask_strategy": row["multitask_strategy"],
         }
 
+    #: The columns a new run record fills (``run_values`` gives them).
+    RUN_COLUMNS = ("run_id, thread_id, assistant_id, created_at, updated_at, status, metadata,"
+                   " kwargs, multitask_strategy")  # fmt: skip
+
+    @staticmethod
+    def run_values(run: dict[str, Any]) -> tuple[Any, ...]:
+        return (
+            run["run_id"],
+            run["thread_id"],
+            run["assistant_id"],
+            run["created_at"],
+            run["updated_at"],
+            run["status"],
+            json.dumps(run["metadata"]),
+            run["kwargs_json"],
+            run["multitask_strategy"],
+        )
+
     def put_run(self, run: dict[str, Any]) -> None:
+        """A run this process starts now."""
         self._exec(
-            "INSERT INTO runs (run_id, thread_id, assistant_id, created_at, updated_at, status,"
-            " metadata, kwargs, multitask_strategy) VALUES (?,?,?,?,?,?,?,?,?)",
-            (
-                run["run_id"],
-                run["thread_id"],
-                run["assistant_id"],
-                run["created_at"],
-                run["updated_at"],
-                run["status"],
-                json.dumps(run["metadata"]),
-                run["kwargs_json"],
-                run["multitask_strategy"],
-            ),
+            f"INSERT INTO runs ({self.RUN_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)",
+            self.run_values(run),
         )
 
     def set_run_status(self, run_id: str, status: str) -> str:
@@ -213,10 +235,19 @@ class Records:
         sql += " ORDER BY created_at DESC, run_id DESC LIMIT ? OFFSET ?"
         return [self._run(r) for r in self._exec(sql, (*args, limit, offset))]
 
+    def has_unfinished(self, thread_id: str) -> bool:
+        """Whether a run of the thread is pending or running (in any process)."""
+        return bool(
+            self._exec(
+                "SELECT 1 FROM runs WHERE thread_id = ? AND status IN ('pending', 'running')"
+                " LIMIT 1",
+                (thread_id,),
+            )
+        )
+
     def unfinished_runs(self) -> list[dict[str, Any]]:
         rows = self._exec("SELECT * FROM runs WHERE status IN ('pending', 'running')")
         return [self._run(r) for r in rows]
 
     def delete_run(self, run_id: str) -> bool:
-        with self._lock:
-            return self._db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,)).rowcount > 0
+        return self._count("DELETE FROM runs WHERE run_id = ?", (run_id,)) > 0

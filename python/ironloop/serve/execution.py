@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,6 +63,8 @@ class RunSpec:
     checkpoint_id: str | None
     on_disconnect: str
     raw: dict[str, Any]
+    #: The thread's metadata once the run starts (its graph named), when it changes.
+    thread_metadata: dict[str, Any] | None = None
 
 
 @dataclass
@@ -78,6 +80,8 @@ class ActiveRun:
     outcome: str | None = None
     rollback: bool = False
     error: dict[str, str] | None = None
+    #: Sends each event on to another server's clients (``cluster``), once one asks.
+    forward: Callable[[ActiveRun, tuple[str, str, str]], None] | None = None
 
     @property
     def run_id(self) -> str:
@@ -89,11 +93,16 @@ class ActiveRun:
 
     def publish(self, event: str, data: Any) -> None:
         self.seq += 1
+        keep = self.spec.resumable and len(self.kept) < MAX_KEPT_EVENTS
+        if not (keep or self.listeners or self.forward is not None):
+            return  # nobody reads it: not encoded (a background run's steps, mostly)
         item = (str(self.seq), event, data if isinstance(data, str) else dumps(data))
-        if self.spec.resumable and len(self.kept) < MAX_KEPT_EVENTS:
+        if keep:
             self.kept.append(item)
         for q in self.listeners:
             q.put_nowait(item)
+        if self.forward is not None:
+            self.forward(self, item)
 
     def close(self) -> None:
         for q in self.listeners:
@@ -133,19 +142,26 @@ class Runner:
     def __init__(self, records: Records, max_running: int) -> None:
         self.records = records
         self.active: dict[str, ActiveRun] = {}
+        self.max_running = max_running
         self._slots = asyncio.Semaphore(max_running)
         self.stopping = False
+        #: Called once a run has ended or stopped (``cluster`` tells other servers).
+        self.on_end: Callable[[ActiveRun], None] | None = None
+
+    def room(self) -> int:
+        """How many more runs this process can take now."""
+        return max(0, self.max_running - len(self.active))
 
     def on_thread(self, thread_id: str) -> list[ActiveRun]:
         return [r for r in self.active.values() if r.thread_id == thread_id]
 
-    def start(
-        self, thread_id: str, spec: RunSpec, run_id: str, *, created_at: str | None = None
-    ) -> ActiveRun:
-        """Starts a new run (or, with ``created_at``, one an earlier process recorded)."""
-        busy = self.on_thread(thread_id)
+    @staticmethod
+    def new_record(
+        thread_id: str, spec: RunSpec, run_id: str, created_at: str | None = None
+    ) -> dict[str, Any]:
+        """A pending run's record (``kwargs_json``: its body, as stored)."""
         t = now()
-        record = {
+        return {
             "run_id": run_id,
             "thread_id": thread_id,
             "assistant_id": spec.assistant_id,
@@ -155,18 +171,36 @@ class Runner:
             "metadata": spec.metadata,
             "kwargs": spec.raw,
             "multitask_strategy": spec.multitask_strategy,
+            "kwargs_json": dumps(spec.raw),
         }
+
+    def start(
+        self, thread_id: str, spec: RunSpec, run_id: str, *, created_at: str | None = None
+    ) -> ActiveRun:
+        """Starts a new run (or, with ``created_at``, one recorded earlier: by an earlier
+        process, or queued by any server)."""
+        busy = self.on_thread(thread_id)
+        record = self.new_record(thread_id, spec, run_id, created_at)
         if created_at is None:
-            self.records.put_run({**record, "kwargs_json": dumps(spec.raw)})
+            self.records.put_run(record)
+        del record["kwargs_json"]
         run = ActiveRun(record, spec)
         if spec.multitask_strategy in ("interrupt", "rollback"):
             for other in busy:
                 other.outcome = "interrupted"
                 other.rollback = spec.multitask_strategy == "rollback"
         self.active[run_id] = run
-        self.records.update_thread(thread_id, status="busy")
+        self.mark_busy(thread_id, spec)
         run.task = asyncio.get_running_loop().create_task(self._run(run))
         return run
+
+    def mark_busy(self, thread_id: str, spec: RunSpec) -> None:
+        """The thread is busy (and names its graph, if the run's request said so)."""
+        if spec.thread_metadata is None:
+            self.records.update_thread(thread_id, status="busy")
+        else:
+            self.records.update_thread(thread_id, status="busy", metadata=spec.thread_metadata)
+            spec.thread_metadata = None
 
     def _set_status(self, run: ActiveRun, status: str) -> None:
         run.record["status"] = status
@@ -202,6 +236,8 @@ class Runner:
                 # Only now: a join that finds no active run finds the thread settled.
                 self.active.pop(run.run_id, None)
                 run.close()
+                if self.on_end is not None:
+                    self.on_end(run)
 
     async def _drive(self, run: ActiveRun) -> None:
         spec = run.spec

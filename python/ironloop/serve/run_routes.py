@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
@@ -97,6 +97,14 @@ def _breakpoints(body: dict[str, Any], name: str) -> list[str] | None:
 async def _start(request: Request, thread_id: str | None) -> tuple[ActiveRun, bool]:
     """Checks the body, makes the thread if asked, and starts the run. Returns it and
     whether its thread is temporary (a stateless run)."""
+    thread_id, spec, temporary = await _prepare(request, thread_id)
+    run = request.app.state.runner.start(thread_id, spec, str(uuid.uuid4()))
+    return run, temporary
+
+
+async def _prepare(request: Request, thread_id: str | None) -> tuple[str, RunSpec, bool]:
+    """Checks the body and makes the thread if asked: the thread, the run's spec and
+    whether the thread is temporary (a stateless run)."""
     body = await json_body(request, optional=False)
     spec = parse_spec(request.app.state.graphs, body)
     records = request.app.state.records
@@ -113,18 +121,21 @@ async def _start(request: Request, thread_id: str | None) -> tuple[ActiveRun, bo
     if temporary:
         on_completion = choice(body, "on_completion", ("delete", "keep"), "delete")
         temporary = on_completion == "delete"
-        records.create_thread(thread_id, owned)
+        thread = records.create_thread(thread_id, owned)
     else:
         if_not_exists = choice(body, "if_not_exists", ("create", "reject"), "reject")
-        existing = records.get_thread(thread_id)
-        if existing is not None and not matches(existing["metadata"], filters):
+        thread = records.get_thread(thread_id)
+        if thread is not None and not matches(thread["metadata"], filters):
             raise not_found(f"Thread with ID {thread_id}")
-        if existing is None:
+        if thread is None:
             if if_not_exists == "reject":
                 raise not_found(f"Thread with ID {thread_id}")
-            records.create_thread(thread_id, owned)
-    thread = records.get_thread(thread_id)
-    if spec.multitask_strategy == "reject" and runner.on_thread(thread_id):
+            thread = records.create_thread(thread_id, owned)
+    thread = thread or records.get_thread(thread_id)  # made meanwhile by another request
+    busy = runner.on_thread(thread_id) or (
+        request.app.state.cluster is not None and records.has_unfinished(thread_id)
+    )
+    if spec.multitask_strategy == "reject" and busy:
         raise conflict(
             "Thread is already running a task. Wait for it to finish or choose a different "
             "multitask strategy (enqueue, interrupt, rollback)."
@@ -134,13 +145,10 @@ async def _start(request: Request, thread_id: str | None) -> tuple[ActiveRun, bo
             f"thread {thread_id} belongs to graph {thread['metadata']['graph_id']!r}, "
             f"not {spec.graph.graph_id!r}"
         )
-    records.update_thread(
-        thread_id,
-        metadata={**thread["metadata"], "graph_id": spec.graph.graph_id,
-                  "assistant_id": spec.assistant_id},
-    )  # fmt: skip
-    run = runner.start(thread_id, spec, str(uuid.uuid4()))
-    return run, temporary
+    # Written with the thread's "busy" when the run starts (one statement).
+    spec.thread_metadata = {**thread["metadata"], "graph_id": spec.graph.graph_id,
+                            "assistant_id": spec.assistant_id}  # fmt: skip
+    return thread_id, spec, temporary
 
 
 def _cleanup(request: Request, run: ActiveRun) -> None:
@@ -162,6 +170,13 @@ def _paths(run: ActiveRun) -> tuple[str, str]:
 
 
 async def create(request: Request) -> Response:
+    cluster = request.app.state.cluster
+    if cluster is not None and request.path_params.get("tid") is not None:
+        # Several servers: the run is queued, for whichever server has room.
+        thread_id, spec, _ = await _prepare(request, request.path_params["tid"])
+        record = cluster.enqueue(thread_id, spec, str(uuid.uuid4()))
+        base = f"/threads/{thread_id}/runs/{record['run_id']}"
+        return JSONResponse(record, headers={"Content-Location": base})
     run, temporary = await _start(request, request.path_params.get("tid"))
     if temporary:
         _cleanup(request, run)
@@ -200,18 +215,25 @@ async def wait(request: Request) -> Response:
 
 def _sse(request: Request, run: ActiveRun, events: AsyncIterator[tuple[str, str, str]],
          *, cancel_on_disconnect: bool) -> Response:  # fmt: skip
+    async def on_disconnect() -> None:
+        if cancel_on_disconnect and not run.done.is_set():
+            await request.app.state.runner.cancel(run, "interrupt")
+
+    return _sse_response(*_paths(run), events, run.spec.resumable, on_disconnect)
+
+
+def _sse_response(base: str, stream: str, events: AsyncIterator[tuple[str, str, str]],
+                  resumable: bool, on_disconnect: Callable[[], Awaitable[None]]) -> Response:  # fmt: skip
+    """``events`` as Server-Sent Events; ``on_disconnect()`` runs if the client leaves."""
+
     async def frames() -> AsyncIterator[ServerSentEvent]:
         try:
             async for seq, event, data in events:
-                yield ServerSentEvent(
-                    data=data, event=event, id=seq if run.spec.resumable else None
-                )
+                yield ServerSentEvent(data=data, event=event, id=seq if resumable else None)
         except asyncio.CancelledError:
-            if cancel_on_disconnect and not run.done.is_set():
-                await request.app.state.runner.cancel(run, "interrupt")
+            await on_disconnect()
             raise
 
-    base, stream = _paths(run)
     return EventSourceResponse(
         frames(),
         headers={"Location": stream, "Content-Location": base, "Cache-Control": "no-store",
@@ -254,16 +276,23 @@ async def delete(request: Request) -> Response:
 
 
 async def join(request: Request) -> Response:
-    tid, _rid, active = await _run_or_404(request)
+    tid, rid, active = await _run_or_404(request)
+    cluster = request.app.state.cluster
     if active is not None:
         await asyncio.shield(active.done.wait())
+    elif cluster is not None:
+        await cluster.wait_done(rid)  # held by another server, or queued
     return Response(dumps(await final_output(request, tid, active)), media_type="application/json")
 
 
 async def join_stream(request: Request) -> Response:
     tid, rid, active = await _run_or_404(request)
+    cluster = request.app.state.cluster
     if active is None:
         run_record = request.app.state.records.get_run(tid, rid)
+        if run_record["status"] in ("pending", "running") and cluster is not None:
+            base = f"/threads/{tid}/runs/{rid}"
+            return _sse_response(base, base + "/stream", cluster.events(rid), False, _keep_running)
         if run_record["status"] in ("pending", "running"):
             raise ApiError(409, f"Run {rid} is not running in this server process")
         return EventSourceResponse(
@@ -272,6 +301,10 @@ async def join_stream(request: Request) -> Response:
     last = request.headers.get("last-event-id")
     cancel = request.query_params.get("cancel_on_disconnect", "false").lower() in ("true", "1")
     return _sse(request, active, active.events(after=last), cancel_on_disconnect=cancel)
+
+
+async def _keep_running() -> None:
+    """A client leaving a stream of another server's run leaves the run be."""
 
 
 async def _nothing() -> AsyncIterator[ServerSentEvent]:
@@ -285,9 +318,14 @@ async def cancel(request: Request) -> Response:
     if action not in ("interrupt", "rollback"):
         raise invalid(f"query parameter 'action' must be interrupt or rollback, got {action!r}")
     wait_for = request.query_params.get("wait", "false").lower() in ("true", "1")
+    cluster = request.app.state.cluster
     if active is None:
         record = request.app.state.records.get_run(tid, rid)
-        if record["status"] in ("pending", "running"):
+        if record["status"] in ("pending", "running") and cluster is not None:
+            cluster.cancel(tid, rid, action)  # whichever server holds it stops it
+            if wait_for:
+                await cluster.wait_done(rid)
+        elif record["status"] in ("pending", "running"):
             raise ApiError(409, f"Run {rid} is not running in this server process")
         return JSONResponse({})
     await request.app.state.runner.cancel(active, action)
@@ -335,6 +373,8 @@ def resume_unfinished(app: Any) -> int:
     continues from its last saved step (input ``None``), a pending one from its input."""
     records = app.state.records
     count = 0
+    if app.state.cluster is not None:
+        return 0  # several servers: runs are claimed from the queue (``cluster``)
     for record in records.unfinished_runs():
         body = dict(record["kwargs"])
         if record["status"] == "running":
