@@ -16,7 +16,7 @@ one result per call, in order  every path, with sync tools quick enough to run i
                                and slow ones, async tools and failing ones; every saver
 finished task durable          a child process SIGKILLed 50 ms after a task finished
 within 50 ms                   beside a slow sibling: every shape x entry point x
-                               SQLite (and PostgreSQL, 500 ms, when
+                               SQLite (and PostgreSQL, when
                                IRONLOOP_TEST_POSTGRES_URL is set)
 no abort at exit               scripts that end (normally, ``sys.exit``, Ctrl-C,
                                after a failed run) while tools still run
@@ -355,10 +355,10 @@ def test_ctrl_c_stops_the_run_within_200_ms(
 
 DURABLE_SHAPES = ["graph", *AGENTS]
 DURABLE_SAVERS = ["sqlite", *(["postgres"] if PG else [])]
-# How long after a task finished its writes must be in the store. PostgreSQL's
-# server shares the test machine's cores (a save is a round trip to it, and the
-# first of a run opens the lease connection): 50 ms is met by SQLite only.
-DURABLE_BOUND = {"sqlite": 0.05, "postgres": 0.5}
+# How long after a task finished its writes must be in the store, on every saver
+# (PostgreSQL's server shares the test machine's cores: 144 of 144 kills held at
+# 50 ms with the machine's load at 8-10).
+DURABLE_BOUND = {"sqlite": 0.05, "postgres": 0.05}
 
 
 def _kill_after_finished(
