@@ -48,7 +48,9 @@ pub(super) type Shared = Arc<Mutex<Option<Connection>>>;
 /// copy (writers wait that long, a few ms per 4 MiB of WAL), waits up to
 /// [`RESTART_WAIT`] for readers to leave the WAL, and the next commit starts the WAL
 /// from its beginning. When the lock or the readers do not come free in time it copies
-/// what it can, as a passive one would, and the next one tries again.
+/// what it can, as a passive one would, and the next one tries again. On a busy machine
+/// the next one may miss too, so past [`WAL_HARD_PAGES`] a restart waits up to
+/// [`RESTART_HARD_WAIT`]: the WAL's size has a bound whatever the load.
 #[derive(Default)]
 pub(super) struct Wal {
     /// A checkpoint was asked for and has not finished.
@@ -59,6 +61,8 @@ pub(super) struct Wal {
     pub(super) asked_at: AtomicI32,
     /// The checkpoint asked for is to restart the WAL.
     pub(super) restart: AtomicBool,
+    /// The restart asked for waits [`RESTART_HARD_WAIT`], not [`RESTART_WAIT`].
+    pub(super) hard: AtomicBool,
 }
 
 /// How much the WAL grows, in pages, between two copies back (1 MiB of 4 KiB pages);
@@ -69,6 +73,11 @@ pub(super) const JOURNAL_SIZE_LIMIT: i64 = 1 << 20;
 pub(super) const WAL_RESTART_PAGES: i32 = 4 * WAL_PAGES;
 /// How long a restarting copy waits for the write lock and then for readers.
 pub(super) const RESTART_WAIT: Duration = Duration::from_millis(50);
+/// The WAL's size, in pages, past which a restart waits [`RESTART_HARD_WAIT`] (8 MiB).
+pub(super) const WAL_HARD_PAGES: i32 = 2 * WAL_RESTART_PAGES;
+/// How long a restart waits once the WAL is past [`WAL_HARD_PAGES`]: writers wait
+/// behind it that long at worst, once per 8 MiB written while restarts kept missing.
+pub(super) const RESTART_HARD_WAIT: Duration = Duration::from_secs(1);
 
 impl Wal {
     /// The WAL hook: a commit left `pages` pages in the WAL.
@@ -80,6 +89,7 @@ impl Wal {
             self.asked_at.store(pages, Ordering::Relaxed);
             self.restart
                 .store(pages >= WAL_RESTART_PAGES, Ordering::Relaxed);
+            self.hard.store(pages >= WAL_HARD_PAGES, Ordering::Relaxed);
             self.unsent.store(true, Ordering::Release);
         }
     }
@@ -167,6 +177,12 @@ pub(super) fn checkpoint_wal(path: &Path, copier: &mut Option<Connection>, wal: 
             *copier = Some(c);
         }
         let c = copier.as_ref().expect("opened above");
+        let hard = wal.hard.load(Ordering::Relaxed);
+        c.busy_timeout(if hard {
+            RESTART_HARD_WAIT
+        } else {
+            RESTART_WAIT
+        })?;
         let sql = if wal.restart.load(Ordering::Relaxed) {
             "PRAGMA wal_checkpoint(RESTART)"
         } else {
