@@ -79,6 +79,7 @@ MODULES: dict[str, tuple[str, ...]] = {
             "context_editing",
             "file_search",
             "human_in_the_loop",
+            "internal_call_transformer",
             "model_call_limit",
             "model_fallback",
             "model_refusal",

@@ -17,8 +17,10 @@ Example:
 
 from __future__ import annotations
 
+from ironloop.middleware._redaction import RedactionRule
 from ironloop.middleware.context_editing import ClearToolUsesEdit, ContextEditingMiddleware
 from ironloop.middleware.fallback import ModelFallbackMiddleware
+from ironloop.middleware.file_search import FilesystemFileSearchMiddleware
 from ironloop.middleware.human_in_the_loop import (
     ActionRequest,
     HITLRequest,
@@ -37,10 +39,13 @@ from ironloop.middleware.limits import (
 )
 from ironloop.middleware.model_refusal import ModelRefusalError, ModelRefusalMiddleware
 from ironloop.middleware.permissions import ToolPermissions
+from ironloop.middleware.pii import PIIDetectionError, PIIMatch, PIIMiddleware
 from ironloop.middleware.retry import ModelRetryMiddleware, ToolRetryMiddleware
 from ironloop.middleware.summarization import SummarizationMiddleware
 from ironloop.middleware.todo import TodoListMiddleware
+from ironloop.middleware.tool_emulator import LLMToolEmulator
 from ironloop.middleware.tool_error import ToolErrorMiddleware
+from ironloop.middleware.tool_selection import LLMToolSelectorMiddleware
 from ironloop.middleware.types import (
     AgentMiddleware,
     AgentState,
@@ -71,11 +76,14 @@ __all__ = [
     "ClearToolUsesEdit",
     "ContextEditingMiddleware",
     "ExtendedModelResponse",
+    "FilesystemFileSearchMiddleware",
     "HITLRequest",
     "HITLResponse",
     "HumanInTheLoopMiddleware",
     "InputAgentState",
     "InterruptOnConfig",
+    "LLMToolEmulator",
+    "LLMToolSelectorMiddleware",
     "ModelCallLimitExceededError",
     "ModelCallLimitMiddleware",
     "ModelCallLimitState",
@@ -89,13 +97,17 @@ __all__ = [
     "OmitFromInput",
     "OmitFromOutput",
     "OutputAgentState",
+    "PIIDetectionError",
+    "PIIMatch",
+    "PIIMiddleware",
     "PrivateStateAttr",
+    "RedactionRule",
     "ReviewConfig",
     "SummarizationMiddleware",
+    "TodoListMiddleware",
     "ToolCallLimitExceededError",
     "ToolCallLimitMiddleware",
     "ToolCallLimitState",
-    "TodoListMiddleware",
     "ToolCallRequest",
     "ToolErrorMiddleware",
     "ToolPermissions",

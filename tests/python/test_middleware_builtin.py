@@ -1,0 +1,260 @@
+"""The built-in middleware LangChain 1.5 ships that ironloop added: ``PIIMiddleware``
+(detectors in Rust), ``FilesystemFileSearchMiddleware`` (the workspace tools' glob and
+grep), ``LLMToolSelectorMiddleware`` and ``LLMToolEmulator``."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agent_support import MODES, call, run, turn
+
+from ironloop import create_agent, tool
+from ironloop.messages import AIMessage, HumanMessage, ToolMessage
+from ironloop.middleware import (
+    FilesystemFileSearchMiddleware,
+    LLMToolEmulator,
+    LLMToolSelectorMiddleware,
+    PIIDetectionError,
+    PIIMiddleware,
+    wrap_model_call,
+)
+from ironloop.middleware.pii import detect_credit_card, detect_email, detect_ip, detect_url
+from ironloop.models import ScriptedChatModel
+
+
+def test_detectors_give_python_character_offsets_and_validate() -> None:
+    text = "naïve → mail bob@corp.io, card 4532 0151 1283 0366, bad 1234 5678 9012 3456"
+    [email] = detect_email(text)
+    assert text[email["start"] : email["end"]] == "bob@corp.io" == email["value"]
+    assert [m["value"] for m in detect_credit_card(text)] == ["4532 0151 1283 0366"]
+    assert [m["value"] for m in detect_ip("10.0.0.1 256.1.1.1 1.2.3")] == ["10.0.0.1"]
+    urls = [m["value"] for m in detect_url("go https://a.io/x or www.b.com, not c.com")]
+    assert urls == ["https://a.io/x", "www.b.com"]
+
+
+_CORPUS = [
+    "Contact john.doe@example.com or a@b.c, not @x.com / user@ / user@domain",
+    "Cards 4532015112830366, 4532-0151-1283-0366, 4532 0151 1283 0366, 1234567812345678",
+    "IPs 192.168.1.1 10.0.0.256 01.2.3.4 1.2.3.4.5 v1.2.3 and 255.255.255.255.",
+    "MACs 00:1A:2B:3C:4D:5E 00-1a-2b-3c-4d-5e 00:1A:2B:3C:4D and 001A2B3C4D5E",
+    "Links https://example.com/a?b=1#c http:///x www.test.org api.site.io/v1/users a.b",
+    "Mixed: é@ü.de héllo → bob@corp.io at https://ü.example/ñ (4111 1111 1111 1111)",
+]
+
+
+@pytest.mark.parametrize("kind", ["email", "credit_card", "ip", "mac_address", "url"])
+def test_rust_detectors_find_what_langchains_find(kind: str) -> None:
+    from langchain.agents.middleware import _redaction as redaction
+
+    from ironloop.middleware._redaction import BUILTIN_DETECTORS
+
+    for text in _CORPUS:
+        assert BUILTIN_DETECTORS[kind](text) == redaction.BUILTIN_DETECTORS[kind](text), text
+
+
+@pytest.mark.parametrize(
+    ("strategy", "expected"),
+    [
+        ("redact", "card [REDACTED_CREDIT_CARD] please"),
+        ("mask", "card ****-****-****-0366 please"),
+        ("hash", "card <credit_card_hash:"),
+    ],
+)
+def test_pii_strategies_rewrite_the_last_user_message(strategy: Any, expected: str) -> None:
+    m = PIIMiddleware("credit_card", strategy=strategy)
+    out = m.before_model({"messages": [HumanMessage("card 4532-0151-1283-0366 please")]}, None)
+    assert out is not None and out["messages"][0].content.startswith(expected)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_pii_in_an_agent_the_model_never_sees_the_address(mode: str) -> None:
+    seen: list[str] = []
+
+    @wrap_model_call
+    def spy(request: Any, handler: Any) -> Any:
+        seen.append(request.messages[-1].text)
+        return handler(request)
+
+    agent = create_agent(
+        ScriptedChatModel(["write to ann@x.org"]),
+        [],
+        middleware=[PIIMiddleware("email", apply_to_output=True), spy],
+    )
+    out = run(agent, {"messages": [("user", "I am bob@y.com")]}, mode=mode)
+    assert seen == ["I am [REDACTED_EMAIL]"]
+    assert out["messages"][-1].content == "write to [REDACTED_EMAIL]"
+
+
+def test_pii_block_stops_the_run_and_custom_detectors_work() -> None:
+    agent = create_agent(
+        ScriptedChatModel(["never"]),
+        [],
+        middleware=[PIIMiddleware("api_key", detector=r"sk-[a-z0-9]{8}", strategy="block")],
+    )
+    with pytest.raises(PIIDetectionError, match="1 instance\\(s\\) of api_key"):
+        agent.invoke({"messages": [("user", "my key is sk-abcd1234")]})
+    with pytest.raises(ValueError, match="Unknown PII type: ssn"):
+        PIIMiddleware("ssn")
+    with pytest.raises(ValueError, match="strategy must be"):
+        PIIMiddleware("email", strategy="erase")  # type: ignore[arg-type]
+
+
+def test_pii_tool_results_of_the_last_turn_are_checked() -> None:
+    @tool
+    def lookup(who: str) -> str:
+        """Looks a person up."""
+        return f"{who}: 192.168.0.7"
+
+    seen: list[Any] = []
+
+    @wrap_model_call
+    def spy(request: Any, handler: Any) -> Any:
+        seen.append([m.content for m in request.messages if isinstance(m, ToolMessage)])
+        return handler(request)
+
+    model = ScriptedChatModel([turn(call("lookup", "c1", who="ann")), "done"])
+    mw = PIIMiddleware("ip", strategy="mask", apply_to_input=False, apply_to_tool_results=True)
+    create_agent(model, [lookup], middleware=[mw, spy]).invoke({"messages": [("user", "go")]})
+    assert seen == [[], ["ann: *.*.*.7"]]
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.py").write_text("import os\nprint('hi')\n")
+    (tmp_path / "src" / "b.pyi").write_text("def f() -> None: ...\nprint\n")
+    (tmp_path / "notes.md").write_text("print me\n")
+    old = time.time() - 100
+    os.utime(tmp_path / "src" / "b.pyi", (old, old))
+    outside = tmp_path.parent / f"{tmp_path.name}-secret.txt"
+    outside.write_text("print secret\n")
+    (tmp_path / "src" / "link.py").symlink_to(outside)
+    return tmp_path
+
+
+def test_file_search_glob_sorts_by_mtime_and_stays_in_the_root(tree: Path) -> None:
+    m = FilesystemFileSearchMiddleware(root_path=str(tree))
+    assert m.glob_search.invoke({"pattern": "**/*.py*"}) == "/src/a.py\n/src/b.pyi"
+    assert m.glob_search.invoke({"pattern": "*.md", "path": "/"}) == "/notes.md"
+    assert m.glob_search.invoke({"pattern": "../*"}) == "No files found"
+    assert m.glob_search.invoke({"pattern": "*", "path": "/../"}) == "No files found"
+
+
+def test_file_search_grep_modes_include_and_errors(tree: Path) -> None:
+    grep = FilesystemFileSearchMiddleware(root_path=str(tree)).grep_search
+    assert grep.invoke({"pattern": "print"}) == "/notes.md\n/src/a.py\n/src/b.pyi"
+    assert (
+        grep.invoke({"pattern": "print", "include": "*.{py,pyi}", "output_mode": "content"})
+        == "/src/a.py:2:print('hi')\n/src/b.pyi:2:print"
+    )
+    assert grep.invoke({"pattern": "print|import", "output_mode": "count", "path": "src"}) == (
+        "/src/a.py:2\n/src/b.pyi:1"
+    )
+    assert grep.invoke({"pattern": "secret"}) == "No matches found"
+    assert grep.invoke({"pattern": "("}).startswith("Invalid regex pattern:")
+    assert grep.invoke({"pattern": "x", "include": "*.{py"}) == "Invalid include pattern"
+
+
+class _Selector:
+    """A selection model: answers each structured call with the next of ``answers``."""
+
+    def __init__(self, answers: list[Any]) -> None:
+        self.answers = answers
+        self.schemas: list[Any] = []
+        self.configs: list[Any] = []
+
+    def with_structured_output(self, schema: Any) -> _Selector:
+        self.schemas.append(schema)
+        return self
+
+    def invoke(self, messages: Any, config: Any = None) -> Any:
+        self.configs.append(config)
+        return self.answers.pop(0)
+
+    async def ainvoke(self, messages: Any, config: Any = None) -> Any:
+        return self.invoke(messages, config)
+
+
+def _tools() -> list[Any]:
+    @tool
+    def weather(city: str) -> str:
+        """Weather in a city."""
+        return "sunny"
+
+    @tool
+    def stocks(ticker: str) -> str:
+        """A stock price."""
+        return "42"
+
+    @tool
+    def news(topic: str) -> str:
+        """Headlines."""
+        return "none"
+
+    return [weather, stocks, news]
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_tool_selector_narrows_the_tools_of_the_call(mode: str) -> None:
+    offered: list[list[str]] = []
+
+    @wrap_model_call
+    def spy(request: Any, handler: Any) -> Any:
+        offered.append(sorted(t.name for t in request.tools))
+        return handler(request)
+
+    selector = _Selector([{"tools": "oops"}, {"tools": ["stocks", "weather", "stocks"]}])
+    mw = LLMToolSelectorMiddleware(model=selector, max_tools=1, always_include=["news"])
+    agent = create_agent(ScriptedChatModel(["ok"]), _tools(), middleware=[mw, spy])
+    run(agent, {"messages": [("user", "AAPL?")]}, mode=mode)
+    assert offered == [["news", "stocks"]]
+    assert selector.configs[0]["tags"] == ["nostream"]
+    assert "news" not in str(selector.schemas[0])
+
+
+def test_tool_selector_failures() -> None:
+    agent = create_agent(
+        ScriptedChatModel(["ok"]),
+        _tools(),
+        middleware=[LLMToolSelectorMiddleware(model=_Selector([{"tools": ["nope"]}]))],
+    )
+    with pytest.raises(ValueError, match=r"invalid tools: \['nope'\]"):
+        agent.invoke({"messages": [("user", "x")]})
+    bad = LLMToolSelectorMiddleware(model=_Selector([None, None]), max_retries=1)
+    agent = create_agent(ScriptedChatModel(["ok"]), _tools(), middleware=[bad])
+    with pytest.raises(ValueError, match="malformed response after 1 retries"):
+        agent.invoke({"messages": [("user", "x")]})
+    with pytest.raises(ValueError, match="max_retries must be >= 0"):
+        LLMToolSelectorMiddleware(max_retries=-1)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_tool_emulator_answers_chosen_tools_and_runs_the_rest(mode: str) -> None:
+    ran: list[str] = []
+
+    @tool
+    def real(x: int) -> str:
+        """Runs."""
+        ran.append("real")
+        return "real result"
+
+    @tool
+    def fake(x: int) -> str:
+        """Never runs."""
+        ran.append("fake")
+        return "no"
+
+    emulator = LLMToolEmulator(tools=[fake], model=ScriptedChatModel(["made up"]))
+    model = ScriptedChatModel([turn(call("fake", "1", x=1), call("real", "2", x=2)), "done"])
+    out = run(
+        create_agent(model, [real, fake], middleware=[emulator]),
+        {"messages": [("user", "go")]},
+        mode=mode,
+    )
+    results = {m.name: m.content for m in out["messages"] if isinstance(m, ToolMessage)}
+    assert results == {"fake": "made up", "real": "real result"} and ran == ["real"]
+    assert isinstance(out["messages"][-1], AIMessage)
