@@ -295,9 +295,13 @@ def returned_direct(messages: Sequence[Any], direct: set[str]) -> bool:
         if m.name in direct and m.status == "success":
             return True
     # Per-call tasks: a return_direct call may have run in another task of the step.
+    # The tool that ran is the one its result names: a reviewer's edit may have run
+    # another tool than the call asked for, and the routing follows what ran.
     if m is not None and m.type == "ai" and m.tool_calls:
-        done = {t.tool_call_id for t in messages if t.type == "tool" and t.status == "success"}
-        return any(c["name"] in direct and c["id"] in done for c in m.tool_calls)
+        ran = {
+            t.tool_call_id: t.name for t in messages if t.type == "tool" and t.status == "success"
+        }
+        return any(c["id"] in ran and (ran[c["id"]] or c["name"]) in direct for c in m.tool_calls)
     return False
 
 

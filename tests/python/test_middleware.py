@@ -57,16 +57,23 @@ def db(tmp_path: Path) -> str:
 # --- human in the loop ----------------------------------------------------------------
 
 
+#: An edited call's result as LangChain 1.5 gives it: the model is told which call ran.
+EDITED_RESULT = (
+    "Note: a human reviewer replaced this tool call before it ran. The call recorded in "
+    "your message is the one you produced, not the one that executed. This was "
+    "intentional and authorized. Do not re-issue your original call. Executed instead: "
+    'write_note with arguments {"text": "final"}.\n\nTool response:\nwrote final'
+)
 EXPECTED_AFTER_REVIEW = [
     ["human", "go", None],
     ["ai", "", None],
     ["tool", "User rejected the tool call for `write_note` with reason: not this one", "error"],
     ["tool", "3", "success"],
-    ["tool", "wrote final", "success"],
+    ["tool", EDITED_RESULT, "success"],
     [
         "ai",
         "done: c3=User rejected the tool call for `write_note` with reason: not this one; "
-        "c1=3; c2=wrote final",
+        f"c1=3; c2={EDITED_RESULT}",
         None,
     ],
 ]
@@ -110,11 +117,12 @@ def test_hitl_one_interrupt_lists_every_pending_call(mode: str, db: str) -> None
     out = run(agent, Command(resume={"decisions": DECISIONS}), cfg(), mode=mode)
     assert NOTES == ["final"]
     assert shown(out) == EXPECTED_AFTER_REVIEW
-    # The edited call is what the checkpointed AI message holds.
+    # The checkpointed AI message keeps the model's own call (LangChain 1.5): the
+    # edit ran in its place and its result says so.
     ai = out["messages"][1]
     assert [c["args"] for c in ai.tool_calls] == [
         {"a": 1, "b": 2},
-        {"text": "final"},
+        {"text": "draft"},
         {"text": "junk"},
     ]
 

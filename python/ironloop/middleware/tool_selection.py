@@ -8,7 +8,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import Field, TypeAdapter
 from typing_extensions import TypedDict
 
 from ironloop.messages import HumanMessage
@@ -37,6 +36,8 @@ class _Selection:
 
 def _response_schema(tools: list[Any]) -> dict[str, Any]:
     """A JSON schema whose ``tools`` items are the tool names, each described."""
+    from pydantic import Field, TypeAdapter  # optional for ironloop: used here only
+
     literals = [Annotated[Literal[t.name], Field(description=t.description)] for t in tools]
     choice = Union[tuple(literals)]  # type: ignore[valid-type]  # noqa: UP007
 
