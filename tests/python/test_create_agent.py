@@ -720,3 +720,21 @@ def test_sync_wrap_under_astream_keeps_the_runs_context() -> None:
 def test_a_node_cache_is_refused() -> None:
     with pytest.raises(TypeError, match=r"cache=\.\.\.\) is not supported"):
         create_agent(two_rounds(), [add], cache=object())
+
+
+def test_a_named_agent_says_its_name_in_the_messages_stream_metadata() -> None:
+    """LangChain's ``create_agent(name=)`` puts ``lc_agent_name`` in every run's
+    metadata, so a UI streaming several agents can tell their chunks apart."""
+    from ironloop.models import ScriptedChatModel
+
+    named = create_agent(ScriptedChatModel(["hi", "hi"]), [], name="support")
+    metas = [md for _c, md in named.stream({"messages": [("user", "x")]}, stream_mode="messages")]
+    assert metas and all(md["lc_agent_name"] == "support" for md in metas)
+    mine = {"metadata": {"lc_agent_name": "override", "team": "a"}}
+    metas = [
+        md for _c, md in named.stream({"messages": [("user", "x")]}, mine, stream_mode="messages")
+    ]
+    assert metas[0]["lc_agent_name"] == "override" and metas[0]["team"] == "a"
+    anon = create_agent(ScriptedChatModel(["hi"]), [])
+    metas = [md for _c, md in anon.stream({"messages": [("user", "x")]}, stream_mode="messages")]
+    assert metas and all("lc_agent_name" not in md for md in metas)
