@@ -258,3 +258,89 @@ def test_tool_emulator_answers_chosen_tools_and_runs_the_rest(mode: str) -> None
     results = {m.name: m.content for m in out["messages"] if isinstance(m, ToolMessage)}
     assert results == {"fake": "made up", "real": "real result"} and ran == ["real"]
     assert isinstance(out["messages"][-1], AIMessage)
+
+
+def test_provider_tool_search_defers_langchain_tools_behind_the_providers_search() -> None:
+    from langchain_core.tools import tool as lc_tool
+
+    from ironloop.middleware import ModelRequest, ModelResponse, ProviderToolSearchMiddleware
+
+    @lc_tool
+    def lookup(order: str) -> str:
+        """Look an order up."""
+        return order
+
+    @lc_tool(extras={"defer_loading": True})
+    def refund(order: str) -> str:
+        """Refund an order."""
+        return order
+
+    class ChatAnthropic:  # what LangChain's Anthropic model is called
+        pass
+
+    sent: list[Any] = []
+
+    def handler(request: Any) -> Any:
+        sent.append(request.tools)
+        return ModelResponse(result=[AIMessage("ok")])
+
+    mw = ProviderToolSearchMiddleware(searchable_tools=[lookup])
+    request = ModelRequest(
+        model=ChatAnthropic(), messages=[HumanMessage("hi")], tools=[lookup, refund]
+    )
+    mw.wrap_model_call(request, handler)
+    *tools, search = sent[0]
+    assert [t.extras for t in tools] == [{"defer_loading": True}] * 2
+    assert search == {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"}
+    assert lookup.extras is None  # the user's tool is not changed
+    with pytest.raises(ValueError, match="not bound to the model: nope"):
+        ProviderToolSearchMiddleware(searchable_tools=["nope"]).wrap_model_call(request, handler)
+    mystery = ModelRequest(model=object(), messages=[HumanMessage("hi")], tools=[refund])
+    with pytest.raises(ValueError, match="could not determine the provider"):
+        ProviderToolSearchMiddleware().wrap_model_call(mystery, handler)
+    from ironloop.models import AnthropicChat
+
+    ours = ModelRequest(
+        model=AnthropicChat("claude-sonnet-4-5", api_key="k"), messages=[], tools=[refund]
+    )
+    with pytest.raises(ValueError, match="does not send deferred tools yet"):
+        ProviderToolSearchMiddleware().wrap_model_call(ours, handler)
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_model_router_sends_the_runs_calls_to_the_classifiers_choice(mode: str) -> None:
+    from langchain_core.decisions import BaseDecisionModel, ChoiceAnswer, ClassifierResponse
+    from pydantic import ValidationError
+
+    from ironloop.middleware import ModelChoice, ModelRouterMiddleware
+
+    asked: list[Any] = []
+
+    class Classifier(BaseDecisionModel):
+        model: str = "fake"
+
+        @property
+        def _provider(self) -> str:
+            return "fake"
+
+        def _classify(self, state: Any, questions: Any) -> Any:
+            asked.append((state.content, questions["model_route"].criteria))
+            answer = ChoiceAnswer(
+                type="choice", choice="big", probabilities={"big": 1.0}, confidence=1.0
+            )
+            return ClassifierResponse(model=self.model, answers={"model_route": answer})
+
+    router = ModelRouterMiddleware(
+        choices={
+            "small": ModelChoice(model=ScriptedChatModel(["small"]), criteria="easy"),
+            "big": ModelChoice(model=ScriptedChatModel(["big", "big"]), criteria="hard"),
+        },
+        instructions="Pick the cheapest that fits.",
+        classifier=Classifier(),
+    )
+    agent = create_agent(ScriptedChatModel(["default"]), [], middleware=[router])
+    out = run(agent, {"messages": [("user", "prove it")]}, mode=mode)
+    assert out["messages"][-1].content == "big" and out["model_route"].choice == "big"
+    assert asked == [("prove it", {"small": "easy", "big": "hard"})]
+    with pytest.raises(ValidationError):
+        ModelRouterMiddleware(choices={}, instructions="x", classifier=Classifier())

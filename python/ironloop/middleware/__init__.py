@@ -38,8 +38,10 @@ from ironloop.middleware.limits import (
     ToolCallLimitState,
 )
 from ironloop.middleware.model_refusal import ModelRefusalError, ModelRefusalMiddleware
+from ironloop.middleware.model_router import ModelChoice, ModelRouterMiddleware
 from ironloop.middleware.permissions import ToolPermissions
 from ironloop.middleware.pii import PIIDetectionError, PIIMatch, PIIMiddleware
+from ironloop.middleware.provider_tool_search import ProviderToolSearchMiddleware
 from ironloop.middleware.retry import ModelRetryMiddleware, ToolRetryMiddleware
 from ironloop.middleware.summarization import SummarizationMiddleware
 from ironloop.middleware.todo import TodoListMiddleware
@@ -88,12 +90,14 @@ __all__ = [
     "ModelCallLimitMiddleware",
     "ModelCallLimitState",
     "ModelCallResult",
+    "ModelChoice",
     "ModelFallbackMiddleware",
     "ModelRefusalError",
     "ModelRefusalMiddleware",
     "ModelRequest",
     "ModelResponse",
     "ModelRetryMiddleware",
+    "ModelRouterMiddleware",
     "OmitFromInput",
     "OmitFromOutput",
     "OutputAgentState",
@@ -101,6 +105,7 @@ __all__ = [
     "PIIMatch",
     "PIIMiddleware",
     "PrivateStateAttr",
+    "ProviderToolSearchMiddleware",
     "RedactionRule",
     "ReviewConfig",
     "SummarizationMiddleware",
