@@ -344,3 +344,67 @@ def test_model_router_sends_the_runs_calls_to_the_classifiers_choice(mode: str) 
     assert asked == [("prove it", {"small": "easy", "big": "hard"})]
     with pytest.raises(ValidationError):
         ModelRouterMiddleware(choices={}, instructions="x", classifier=Classifier())
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_auto_mode_blocks_risky_calls_of_listed_tools_only(mode: str) -> None:
+    from langchain_core.decisions import BaseDecisionModel, ClassifierResponse, NoulAnswer
+    from pydantic import ValidationError
+
+    from ironloop.middleware import AutoModeMiddleware
+
+    ran: list[str] = []
+    seen: list[Any] = []
+
+    @tool
+    def delete_file(path: str) -> str:
+        """Deletes a file."""
+        ran.append(path)
+        return "deleted"
+
+    @tool
+    def read_file(path: str) -> str:
+        """Reads a file."""
+        ran.append("read " + path)
+        return "text"
+
+    class Risk(BaseDecisionModel):
+        model: str = "fake"
+
+        @property
+        def _provider(self) -> str:
+            return "fake"
+
+        def _classify(self, state: Any, questions: Any) -> Any:
+            seen.append(state["tool_call"]["args"]["path"])
+            risky = 0.9 if state["tool_call"]["args"]["path"] == "/etc" else 0.1
+            return ClassifierResponse(
+                model=self.model, answers={"is_risky": NoulAnswer(type="noul", noul=risky)}
+            )
+
+    model = ScriptedChatModel(
+        [
+            turn(
+                call("delete_file", "1", path="/etc"),
+                call("delete_file", "2", path="tmp"),
+                call("read_file", "3", path="/etc"),
+            ),
+            "done",
+        ]
+    )
+    mw = AutoModeMiddleware(tools=[delete_file], classifier=Risk())
+    out = run(
+        create_agent(model, [delete_file, read_file], middleware=[mw]),
+        {"messages": [("user", "clean")]},
+        mode=mode,
+    )
+    results = {
+        m.tool_call_id: (m.status, m.content) for m in out["messages"] if isinstance(m, ToolMessage)
+    }
+    assert (
+        results["1"][0] == "error" and "classified as risky (probability: 0.90)" in results["1"][1]
+    )
+    assert results["2"] == ("success", "deleted") and results["3"] == ("success", "text")
+    assert sorted(ran) == ["read /etc", "tmp"] and sorted(seen) == ["/etc", "tmp"]
+    with pytest.raises(ValidationError):
+        AutoModeMiddleware(tools=[], classifier=Risk())

@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 from ironloop.middleware._redaction import RedactionRule
+from ironloop.middleware.auto_mode import AutoModeMiddleware
 from ironloop.middleware.context_editing import ClearToolUsesEdit, ContextEditingMiddleware
 from ironloop.middleware.fallback import ModelFallbackMiddleware
 from ironloop.middleware.file_search import FilesystemFileSearchMiddleware
@@ -75,6 +76,7 @@ __all__ = [
     "ActionRequest",
     "AgentMiddleware",
     "AgentState",
+    "AutoModeMiddleware",
     "ClearToolUsesEdit",
     "ContextEditingMiddleware",
     "ExtendedModelResponse",
