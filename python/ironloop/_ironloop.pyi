@@ -50,6 +50,7 @@ __all__ = [
     "_openapi_toolset_from_url_async",
     "_timeout_seconds",
     "_workspace_tools",
+    "_BASH_ENV_ALLOWED",
     "_workspace_glob",
     "_workspace_grep",
     "_pii_detect",
@@ -636,6 +637,8 @@ def _workspace_tools(
     timeout: float | None = None,
     env: list[tuple[str, str]] = ...,
 ) -> list[NativeTool]: ...
+
+_BASH_ENV_ALLOWED: list[str]
 
 def _pii_detect(kind: str, text: str) -> list[tuple[str, int, int]]: ...
 def _workspace_glob(

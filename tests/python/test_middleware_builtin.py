@@ -408,3 +408,60 @@ def test_auto_mode_blocks_risky_calls_of_listed_tools_only(mode: str) -> None:
     assert sorted(ran) == ["read /etc", "tmp"] and sorted(seen) == ["/etc", "tmp"]
     with pytest.raises(ValidationError):
         AutoModeMiddleware(tools=[], classifier=Risk())
+
+
+def test_shell_session_persists_between_commands_and_ends_with_the_run(tmp_path: Path) -> None:
+    from ironloop.middleware import HostExecutionPolicy, ShellToolMiddleware
+    from ironloop.middleware._redaction import RedactionRule
+
+    work = tmp_path / "ws"
+    shell = ShellToolMiddleware(
+        workspace_root=work,
+        startup_commands=("export GREETING=hello",),
+        shutdown_commands=("touch done.txt",),
+        execution_policy=HostExecutionPolicy(command_timeout=2.0, max_output_lines=3),
+        redaction_rules=[RedactionRule(pii_type="email")],
+        env={"TEAM": "blue"},
+    )
+    os.environ["IRONLOOP_TEST_SECRET"] = "s3cret"
+    try:
+        model = ScriptedChatModel(
+            [
+                turn(call("shell", "1", command="mkdir sub && cd sub && echo $GREETING $TEAM")),
+                turn(call("shell", "2", command="pwd; echo ${IRONLOOP_TEST_SECRET:-unset}")),
+                turn(call("shell", "3", command="echo a@b.io; seq 10")),
+                turn(call("shell", "4", command="sleep 5")),
+                turn(call("shell", "5", command="exit 3")),
+                "done",
+            ]
+        )
+        agent = create_agent(model, [], middleware=[shell])
+        out = agent.invoke({"messages": [("user", "go")]})
+    finally:
+        del os.environ["IRONLOOP_TEST_SECRET"]
+    got = {
+        m.tool_call_id: (m.status, m.content) for m in out["messages"] if isinstance(m, ToolMessage)
+    }
+    assert got["1"] == ("success", "hello blue")
+    assert got["2"] == ("success", f"{work.resolve()}/sub\nunset")  # cd kept; env allow-listed
+    assert got["3"][1].startswith("[REDACTED_EMAIL]\n1\n2\n\n... Output truncated")
+    assert got["4"] == ("error", "Error: Command timed out after 2.0 seconds.")
+    assert got["5"][0] == "error" and got["5"][1].endswith("Exit code: 3")
+    assert (work / "done.txt").exists() and (work / "sub").is_dir()
+
+
+def test_shell_startup_failure_and_bad_settings_are_refused(tmp_path: Path) -> None:
+    from ironloop.middleware import DockerExecutionPolicy, ShellToolMiddleware
+
+    failing = ShellToolMiddleware(workspace_root=tmp_path, startup_commands=["false"])
+    with pytest.raises(RuntimeError, match=r"Startup command 'false' failed \(exit code 1\)"):
+        failing.before_agent({"messages": []}, None)
+    with pytest.raises(ValueError, match="at least one argument"):
+        ShellToolMiddleware(shell_command=[])
+    with pytest.raises(TypeError, match="must be strings"):
+        ShellToolMiddleware(env={1: "x"})  # type: ignore[dict-item]
+    with pytest.raises(RuntimeError, match="does not support cpu_time_seconds"):
+        DockerExecutionPolicy(cpu_time_seconds=1)
+    missing = DockerExecutionPolicy(binary="ironloop-no-such-docker")
+    with pytest.raises(RuntimeError, match="needs the 'ironloop-no-such-docker' program"):
+        missing.spawn(workspace=tmp_path, env={}, command=["/bin/sh"])

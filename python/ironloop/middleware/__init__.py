@@ -44,6 +44,12 @@ from ironloop.middleware.permissions import ToolPermissions
 from ironloop.middleware.pii import PIIDetectionError, PIIMatch, PIIMiddleware
 from ironloop.middleware.provider_tool_search import ProviderToolSearchMiddleware
 from ironloop.middleware.retry import ModelRetryMiddleware, ToolRetryMiddleware
+from ironloop.middleware.shell_tool import (
+    CodexSandboxExecutionPolicy,
+    DockerExecutionPolicy,
+    HostExecutionPolicy,
+    ShellToolMiddleware,
+)
 from ironloop.middleware.summarization import SummarizationMiddleware
 from ironloop.middleware.todo import TodoListMiddleware
 from ironloop.middleware.tool_emulator import LLMToolEmulator
@@ -78,11 +84,14 @@ __all__ = [
     "AgentState",
     "AutoModeMiddleware",
     "ClearToolUsesEdit",
+    "CodexSandboxExecutionPolicy",
     "ContextEditingMiddleware",
+    "DockerExecutionPolicy",
     "ExtendedModelResponse",
     "FilesystemFileSearchMiddleware",
     "HITLRequest",
     "HITLResponse",
+    "HostExecutionPolicy",
     "HumanInTheLoopMiddleware",
     "InputAgentState",
     "InterruptOnConfig",
@@ -110,6 +119,7 @@ __all__ = [
     "ProviderToolSearchMiddleware",
     "RedactionRule",
     "ReviewConfig",
+    "ShellToolMiddleware",
     "SummarizationMiddleware",
     "TodoListMiddleware",
     "ToolCallLimitExceededError",
