@@ -214,6 +214,16 @@ class _Module(types.ModuleType):
             setattr(mod, name, value)
 
     def __getattr__(self, attr: str) -> Any:
+        if attr == "__all__":
+            # The public names of the ironloop modules it stands for (what
+            # ``from langchain.agents.middleware import *`` would give).
+            names: list[str] = []
+            for target in self._targets:
+                try:
+                    names += getattr(importlib.import_module(target), "__all__", [])
+                except ModuleNotFoundError:
+                    continue
+            return list(dict.fromkeys(names))
         if attr.startswith("__"):
             raise AttributeError(attr)
         wanted = RENAMES.get((self.__name__, attr), attr)

@@ -5,7 +5,6 @@ error ``ToolMessage``, the tool not run). Needs langchain-core (its decision mod
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -43,7 +42,10 @@ def _named(tool: Any) -> Any:
     return tool
 
 
-@functools.cache
+#: The validator, built on first use (pydantic and langchain-core load only then).
+_CONFIG_MODEL: Any = None
+
+
 def _config_model() -> Any:
     """The configuration's validator (pydantic, as LangChain's: a non-empty list)."""
     from typing import Annotated
@@ -52,13 +54,17 @@ def _config_model() -> Any:
     from pydantic import AfterValidator, ConfigDict, Field, create_model
 
     default = NoulCriteria(true=_DEFAULT_TRUE_CRITERIA, false=_DEFAULT_FALSE_CRITERIA)
-    return create_model(  # type: ignore[call-overload]
+    global _CONFIG_MODEL
+    if _CONFIG_MODEL is not None:
+        return _CONFIG_MODEL
+    _CONFIG_MODEL = create_model(  # type: ignore[call-overload]
         "_AutoModeConfig",
         __config__=ConfigDict(arbitrary_types_allowed=True),
         tools=(list[Annotated[Any, AfterValidator(_named)]], Field(min_length=1)),
         instructions=(str, Field(default=_DEFAULT_INSTRUCTIONS)),
         criteria=(NoulCriteria | None, Field(default=default)),
     )
+    return _CONFIG_MODEL
 
 
 def _risk_questions(config: Any) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from ironloop.middleware.types import AgentMiddleware
 try:  # LangChain's tool type when langchain-core is there, as LangChain's has it
     from langchain_core.tools import tool as _tool
 except ImportError:  # pragma: no cover - langchain-core is optional
-    from ironloop._tool import tool as _tool  # type: ignore[assignment]
+    from ironloop._tool import tool as _tool  # type: ignore[assignment,no-redef]
 
 __all__ = ["FilesystemFileSearchMiddleware"]
 

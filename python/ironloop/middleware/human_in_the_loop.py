@@ -162,7 +162,7 @@ class HumanInTheLoopMiddleware(AgentMiddleware):
         ['approve', 'reject']
     """
 
-    state_schema = _HumanInTheLoopState
+    state_schema: Any = _HumanInTheLoopState
 
     def __init__(
         self,
@@ -333,7 +333,7 @@ class HumanInTheLoopMiddleware(AgentMiddleware):
                         f"got {decision!r}"
                     )
                 edits[call["id"]] = {
-                    "name": edited.get("name", call["name"]),
+                    "name": str(edited.get("name", call["name"])),
                     "args": edited["args"],
                 }
             elif kind == "respond":
@@ -417,7 +417,7 @@ class HumanInTheLoopMiddleware(AgentMiddleware):
                 return message
             plain = message.content and all(isinstance(b, str) for b in message.content)
             content = [notice if plain else {"type": "text", "text": notice}, *message.content]
-        return message.model_copy(update={"content": content})
+        return message.model_copy(update={"content": content})  # type: ignore[return-value]
 
     def wrap_tool_call(self, request: ToolCallRequest, handler: Callable[[Any], Any]) -> Any:
         """Runs the reviewer's replacement of an edited call and annotates its result."""

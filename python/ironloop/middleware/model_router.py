@@ -6,7 +6,6 @@ langchain-core (its decision models)."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -36,7 +35,10 @@ class _ModelRouterState(AgentState):
     model_route: NotRequired[Any]
 
 
-@functools.cache
+#: The validator, built on first use (pydantic and langchain-core load only then).
+_CONFIG_MODEL: Any = None
+
+
 def _config_model() -> Any:
     """The configuration's validator (pydantic, as LangChain's: at least one choice)."""
     from langchain_core.decisions import Content
@@ -44,12 +46,16 @@ def _config_model() -> Any:
 
     # Built from the types themselves (not annotations read back as strings), so it is
     # complete wherever this module was loaded from.
-    return create_model(  # type: ignore[call-overload]
+    global _CONFIG_MODEL
+    if _CONFIG_MODEL is not None:
+        return _CONFIG_MODEL
+    _CONFIG_MODEL = create_model(  # type: ignore[call-overload]
         "_ModelRouterConfig",
         __config__=ConfigDict(arbitrary_types_allowed=True),
         choices=(dict[str, ModelChoice], Field(min_length=1)),
         instructions=(Content, ...),
     )
+    return _CONFIG_MODEL
 
 
 def _routing_questions(config: Any) -> dict[str, Any]:
@@ -78,7 +84,7 @@ class ModelRouterMiddleware(AgentMiddleware):
         'Simple tasks.'
     """
 
-    state_schema = _ModelRouterState
+    state_schema: Any = _ModelRouterState
 
     def __init__(
         self, *, choices: Mapping[str, ModelChoice], instructions: Any, classifier: Any

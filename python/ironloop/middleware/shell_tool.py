@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from typing_extensions import NotRequired
 
@@ -208,7 +208,7 @@ class ShellToolMiddleware(AgentMiddleware):
         ['shell']
     """
 
-    state_schema = ShellToolState
+    state_schema: Any = ShellToolState
 
     def __init__(
         self,
@@ -300,7 +300,7 @@ class ShellToolMiddleware(AgentMiddleware):
         state = request.state if isinstance(request.state, dict) else {}
         held = self._sessions.get(state.get("shell_session_id") or "")
 
-        def answer(content: str, status: str = "success") -> ToolMessage:
+        def answer(content: str, status: Literal["success", "error"] = "success") -> ToolMessage:
             return ToolMessage(
                 content=content, tool_call_id=call["id"], name=call["name"], status=status
             )

@@ -8,8 +8,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Union
 
-from typing_extensions import TypedDict
-
 from ironloop.messages import HumanMessage
 from ironloop.middleware.internal_call_transformer import internal_call_config
 from ironloop.middleware.types import AgentMiddleware, ModelRequest, ModelResponse
@@ -36,18 +34,18 @@ class _Selection:
 
 def _response_schema(tools: list[Any]) -> dict[str, Any]:
     """A JSON schema whose ``tools`` items are the tool names, each described."""
-    from pydantic import Field, TypeAdapter  # optional for ironloop: used here only
+    from pydantic import Field, create_model  # optional for ironloop: used here only
 
     literals = [Annotated[Literal[t.name], Field(description=t.description)] for t in tools]
     choice = Union[tuple(literals)]  # type: ignore[valid-type]  # noqa: UP007
 
-    class ToolSelectionResponse(TypedDict):
-        tools: Annotated[
-            list[choice],  # type: ignore[valid-type]
-            Field(description="Tools to use. Place the most relevant tools first."),
-        ]
-
-    return TypeAdapter(ToolSelectionResponse).json_schema()
+    description = "Tools to use. Place the most relevant tools first."
+    response = create_model(  # type: ignore[call-overload]
+        "ToolSelectionResponse",
+        tools=(list[choice], Field(description=description)),  # type: ignore[valid-type]
+    )
+    schema: dict[str, Any] = response.model_json_schema()
+    return schema
 
 
 def _valid(response: Any) -> bool:
