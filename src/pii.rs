@@ -81,7 +81,7 @@ fn passes_luhn(number: &str) -> bool {
             (false, _) => d,
         })
         .sum();
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 /// URLs with an http(s) scheme and a host, then scheme-less ones that start with
