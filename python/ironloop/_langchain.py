@@ -562,6 +562,10 @@ def _injected_args(t: BaseTool) -> dict[str, tuple[str, str | None]]:
             out[name] = found
         elif name != "return" and _is_injected_arg_type(tp):
             out[name] = ("caller", None)  # the caller's to give: never the model's
+    # A parameter named ``runtime`` is the ToolRuntime whatever its annotation, as
+    # LangGraph's ToolNode injects it by name.
+    if "runtime" in annotations and "runtime" not in out:
+        out["runtime"] = ("runtime", None)
     return out
 
 

@@ -97,7 +97,7 @@ MODULES: dict[str, tuple[str, ...]] = {
             "tool_selection",
         )
     },
-    "langchain.tools": ("ironloop", "langchain_core.tools"),
+    "langchain.tools": ("ironloop", "ironloop.prebuilt", "langchain_core.tools"),
     "langchain.messages": ("ironloop.messages", "langchain_core.messages"),
     "langchain.chat_models": ("ironloop.models",),
 }
