@@ -465,3 +465,17 @@ def test_shell_startup_failure_and_bad_settings_are_refused(tmp_path: Path) -> N
     missing = DockerExecutionPolicy(binary="ironloop-no-such-docker")
     with pytest.raises(RuntimeError, match="needs the 'ironloop-no-such-docker' program"):
         missing.spawn(workspace=tmp_path, env={}, command=["/bin/sh"])
+
+
+def test_a_langchain_summary_models_tokens_stay_off_the_messages_stream() -> None:
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+    from ironloop.middleware import SummarizationMiddleware
+
+    summarizer = GenericFakeChatModel(messages=iter([AIMessage(content="SUMMARY")]))
+    mw = SummarizationMiddleware(model=summarizer, trigger=("messages", 3), keep=("messages", 1))
+    agent = create_agent(ScriptedChatModel(["Final."]), [], middleware=[mw])
+    history = {"messages": [HumanMessage("hi"), AIMessage("hello"), HumanMessage("again")]}
+    parts = [p for p, _ in agent.stream(history, stream_mode="messages")]
+    assert "".join(p.text for p in parts if isinstance(p, AIMessage)) == "Final."
+    assert any("SUMMARY" in p.text for p in parts if isinstance(p, HumanMessage))
