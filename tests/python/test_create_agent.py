@@ -738,3 +738,35 @@ def test_a_named_agent_says_its_name_in_the_messages_stream_metadata() -> None:
     anon = create_agent(ScriptedChatModel(["hi"]), [])
     metas = [md for _c, md in anon.stream({"messages": [("user", "x")]}, stream_mode="messages")]
     assert metas and all("lc_agent_name" not in md for md in metas)
+
+
+def test_invalid_tool_calls_are_answered_before_the_next_model_call() -> None:
+    """LangChain 1.5: a tool call whose arguments did not parse gets an error result
+    (after its AI message) before the model is called again, so providers accept the
+    history and the model learns the call did not run; answered ones are left alone."""
+    from ironloop.messages import HumanMessage
+    from ironloop.models import ScriptedChatModel
+
+    seen: list[Any] = []
+
+    def model(messages: list[Any]) -> Any:
+        seen.append([(m.type, getattr(m, "tool_call_id", None)) for m in messages])
+        return "ok"
+
+    broken = AIMessage(
+        content="",
+        invalid_tool_calls=[
+            {"name": "add", "args": '{"a":', "id": "bad", "error": "Invalid JSON"},
+            {"name": "add", "args": "{", "id": "done", "error": "Invalid JSON"},
+        ],
+    )
+    answered = ToolMessage(content="already", tool_call_id="done", status="error")
+    agent = create_agent(ScriptedChatModel(model), [add])
+    out = agent.invoke({"messages": [HumanMessage("hi"), broken, answered]})
+    assert seen == [[("human", None), ("ai", None), ("tool", "bad"), ("tool", "done")]]
+    patch = out["messages"][2]
+    assert patch.status == "error" and patch.name == "add"
+    assert patch.content == (
+        "Tool call add with id bad could not be executed - arguments were malformed or truncated."
+    )
+    assert [m.type for m in out["messages"]] == ["human", "ai", "tool", "tool", "ai"]
