@@ -632,7 +632,9 @@ def _agent_template(
         input_schema=input_schema,
         output_schema=output_schema,
     )
-    has_tools = bool(b.tools)
+    # As LangChain: wrap_tool_call middleware gets a tools node even with no tools given
+    # (it may answer, or run, tools a wrap_model_call hook adds at run time).
+    has_tools = bool(b.tools) or bool(b.tool_wraps)
     loop_entry = before_model[0][0] if before_model else "model"
     exit_node = after_agent[0][0] if after_agent else END
     entry = before_agent[0][0] if before_agent else loop_entry

@@ -770,3 +770,30 @@ def test_invalid_tool_calls_are_answered_before_the_next_model_call() -> None:
         "Tool call add with id bad could not be executed - arguments were malformed or truncated."
     )
     assert [m.type for m in out["messages"]] == ["human", "ai", "tool", "tool", "ai"]
+
+
+def test_a_tool_added_at_run_time_runs_in_an_agent_given_no_tools() -> None:
+    """As LangChain: with wrap_tool_call middleware there is a tools node even when the
+    agent was given no tools, so a tool a wrap_model_call hook offers can run."""
+    from ironloop.middleware import AgentMiddleware
+    from ironloop.models import ScriptedChatModel
+
+    @tool
+    def late(x: int) -> str:
+        """Added at run time."""
+        return f"late {x}"
+
+    class AddsLate(AgentMiddleware):
+        def wrap_model_call(self, request: Any, handler: Any) -> Any:
+            return handler(request.override(tools=[*request.tools, late]))
+
+        def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+            if request.tool_call["name"] == "late":
+                return handler(request.override(tool=late))
+            return handler(request)
+
+    calls = [{"name": "late", "args": {"x": 2}, "id": "c1"}]
+    model = ScriptedChatModel([{"content": "", "tool_calls": calls}, "done"])
+    out = create_agent(model, [], middleware=[AddsLate()]).invoke({"messages": [("user", "go")]})
+    assert [m.content for m in out["messages"] if m.type == "tool"] == ["late 2"]
+    assert out["messages"][-1].content == "done"
