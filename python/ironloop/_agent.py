@@ -98,12 +98,17 @@ def _merge_chunks(chunks: list[AIMessage]) -> AIMessage:
     calls = [dict(c) for ch in chunks for c in ch.tool_calls]
     invalid = [dict(c) for ch in chunks for c in ch.invalid_tool_calls]
     usage = next((ch.usage_metadata for ch in reversed(chunks) if ch.usage_metadata), None)
+    # Provider fields come with the last piece that has them (the whole message's).
+    extra = next((ch.additional_kwargs for ch in reversed(chunks) if ch.additional_kwargs), {})
+    meta = next((ch.response_metadata for ch in reversed(chunks) if ch.response_metadata), {})
     return AIMessage(
         content="".join(ch.text for ch in chunks),
         tool_calls=calls,
         invalid_tool_calls=invalid,
         usage_metadata=usage,
         id=chunks[0].id,
+        additional_kwargs=dict(extra),
+        response_metadata=dict(meta),
     )
 
 

@@ -251,6 +251,10 @@ class _Merger:
             invalid_tool_calls=[dict(c) for c in full.invalid_tool_calls],
             usage_metadata=full.usage_metadata,
             id=full.id,
+            # The whole message's provider fields (an OpenAI ``refusal``, the stop
+            # reason) ride on the last piece too, as its tool calls do.
+            additional_kwargs=dict(full.additional_kwargs),
+            response_metadata=dict(full.response_metadata),
         )
 
 
