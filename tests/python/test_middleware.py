@@ -281,7 +281,9 @@ def test_hitl_when_predicate_decides_which_calls_are_reviewed(db: str) -> None:
     seen: list[Any] = []
 
     def only_etc(request: Any) -> bool:
-        seen.append((request.tool_call["id"], request.tool))
+        # As LangChain's: the request carries the call's ToolRuntime.
+        assert type(request.runtime).__name__ == "ToolRuntime"
+        seen.append((request.tool_call["id"], request.tool, request.runtime.tool_call_id))
         return str(request.tool_call["args"]["text"]).startswith("/etc")
 
     model = ScriptedChatModel(
@@ -306,7 +308,7 @@ def test_hitl_when_predicate_decides_which_calls_are_reviewed(db: str) -> None:
     out = agent.invoke({"messages": [("user", "go")]}, cfg())
     requests = out["__interrupt__"][0].value["action_requests"]
     assert [r["args"] for r in requests] == [{"text": "/etc/b"}]
-    assert seen[:2] == [("e1", None), ("e2", None)]
+    assert seen[:2] == [("e1", None, "e1"), ("e2", None, "e2")]
     out = agent.invoke(Command(resume={"decisions": [{"type": "reject"}]}), cfg())
     assert shown(out)[2:4] == [
         [

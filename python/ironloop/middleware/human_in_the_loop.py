@@ -231,7 +231,23 @@ class HumanInTheLoopMiddleware(AgentMiddleware):
         when = self.interrupt_on[call["name"]].get("when")
         if when is None:
             return True
-        return bool(when(ToolCallRequest(tool_call=call, tool=None, state=state, runtime=runtime)))
+        # As LangChain's: the request carries a ToolRuntime for the call (the graph
+        # runtime's context, store and stream writer, the run's config).
+        from ironloop._tool_call import runtime_class
+        from ironloop.runtime import _run_config
+
+        tool_runtime = runtime_class()(
+            state=state,
+            context=getattr(runtime, "context", None),
+            config=_run_config() or {},
+            stream_writer=getattr(runtime, "stream_writer", None) or (lambda _chunk: None),
+            tool_call_id=call["id"],
+            store=getattr(runtime, "store", None),
+            execution_info=getattr(runtime, "execution_info", None),
+            server_info=getattr(runtime, "server_info", None),
+        )
+        request = ToolCallRequest(tool_call=call, tool=None, state=state, runtime=tool_runtime)
+        return bool(when(request))
 
     def _ask_one(self, call: dict[str, Any], state: Any, runtime: Any) -> dict[str, Any]:
         """``per_call``: the reviewer's decision about one call (its own interrupt)."""
