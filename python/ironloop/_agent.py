@@ -98,12 +98,17 @@ def _merge_chunks(chunks: list[AIMessage]) -> AIMessage:
     calls = [dict(c) for ch in chunks for c in ch.tool_calls]
     invalid = [dict(c) for ch in chunks for c in ch.invalid_tool_calls]
     usage = next((ch.usage_metadata for ch in reversed(chunks) if ch.usage_metadata), None)
+    # Provider fields come with the last piece that has them (the whole message's).
+    extra = next((ch.additional_kwargs for ch in reversed(chunks) if ch.additional_kwargs), {})
+    meta = next((ch.response_metadata for ch in reversed(chunks) if ch.response_metadata), {})
     return AIMessage(
         content="".join(ch.text for ch in chunks),
         tool_calls=calls,
         invalid_tool_calls=invalid,
         usage_metadata=usage,
         id=chunks[0].id,
+        additional_kwargs=dict(extra),
+        response_metadata=dict(meta),
     )
 
 
@@ -295,9 +300,13 @@ def returned_direct(messages: Sequence[Any], direct: set[str]) -> bool:
         if m.name in direct and m.status == "success":
             return True
     # Per-call tasks: a return_direct call may have run in another task of the step.
+    # The tool that ran is the one its result names: a reviewer's edit may have run
+    # another tool than the call asked for, and the routing follows what ran.
     if m is not None and m.type == "ai" and m.tool_calls:
-        done = {t.tool_call_id for t in messages if t.type == "tool" and t.status == "success"}
-        return any(c["name"] in direct and c["id"] in done for c in m.tool_calls)
+        ran = {
+            t.tool_call_id: t.name for t in messages if t.type == "tool" and t.status == "success"
+        }
+        return any(c["id"] in ran and (ran[c["id"]] or c["name"]) in direct for c in m.tool_calls)
     return False
 
 

@@ -31,8 +31,8 @@ from ironloop.errors import (
     ToolNotFoundError,
     ToolTimeoutError,
 )
-from ironloop.graph import CompiledStateGraph, StateGraph
-from ironloop.messages import SystemMessage
+from ironloop.graph import REMOVE_ALL_MESSAGES, CompiledStateGraph, StateGraph
+from ironloop.messages import RemoveMessage, SystemMessage, ToolMessage
 from ironloop.middleware.types import (
     AgentMiddleware,
     AgentState,
@@ -142,6 +142,44 @@ def _appended(request: ModelRequest, state: Any) -> list[Any]:
     return list(messages[len(had) :])
 
 
+def _patch_invalid(messages: Sequence[Any]) -> list[Any] | None:
+    """``messages`` with an error ``ToolMessage`` after each AI message for every invalid
+    tool call (malformed arguments) no result answers yet, as LangChain 1.5's model
+    node adds them, so the model learns its call did not run and providers accept the
+    history; ``None`` when there is nothing to answer (the common case: no copy)."""
+    pending = [m for m in messages if m.type == "ai" and m.invalid_tool_calls]
+    if not pending:
+        return None
+    answered = {m.tool_call_id for m in messages if m.type == "tool"}
+    out: list[Any] = []
+    for m in messages:
+        out.append(m)
+        if m.type != "ai":
+            continue
+        for call in m.invalid_tool_calls:
+            call_id = call.get("id")
+            if call_id is None or call_id in answered:
+                continue
+            name = call.get("name") or "unknown"
+            out.append(
+                ToolMessage(
+                    content=f"Tool call {name} with id {call_id} could not be executed - "
+                    "arguments were malformed or truncated.",
+                    name=name,
+                    tool_call_id=call_id,
+                    status="error",
+                )
+            )
+            answered.add(call_id)
+    return out if len(out) > len(messages) else None
+
+
+def _rewritten(patched: list[Any] | None) -> list[Any]:
+    """The messages update's start when invalid calls were answered: the history
+    replaced by its patched copy (the answers sit after their AI messages)."""
+    return [] if patched is None else [RemoveMessage(id=REMOVE_ALL_MESSAGES), *patched]
+
+
 def _given(t: Any) -> Any:
     """The tool object a user gave for ``t`` (a LangChain tool for its adapter)."""
     return getattr(t, "lc_tool", None) or t
@@ -233,10 +271,10 @@ class _Builder:
             self.offered_for = lists
         return self.offered_tools
 
-    def request(self, state: Any) -> ModelRequest:
+    def request(self, state: Any, messages: list[Any] | None = None) -> ModelRequest:
         return ModelRequest(
             model=self.model,
-            messages=list(state["messages"]),
+            messages=list(state["messages"] if messages is None else messages),
             system_message=self.system,
             tools=self.offered(),
             response_format=self.response_format,
@@ -335,12 +373,18 @@ class _Builder:
         ahandler = chain_model_async(self.model_wraps, self.abase_model)
 
         def model(state: Any) -> dict[str, Any]:
-            request = self.request(state)
-            return self.model_update(handler(request), _appended(request, state))
+            patched = _patch_invalid(state["messages"])
+            request = self.request(state, patched)
+            outcome = handler(request)  # a hook may append to request.messages in place
+            seen = state if patched is None else {"messages": patched}
+            return self.model_update(outcome, [*_rewritten(patched), *_appended(request, seen)])
 
         async def amodel(state: Any) -> dict[str, Any]:
-            request = self.request(state)
-            return self.model_update(await ahandler(request), _appended(request, state))
+            patched = _patch_invalid(state["messages"])
+            request = self.request(state, patched)
+            outcome = await ahandler(request)
+            seen = state if patched is None else {"messages": patched}
+            return self.model_update(outcome, [*_rewritten(patched), *_appended(request, seen)])
 
         model.__ironloop_async__ = amodel  # type: ignore[attr-defined]
         return model
@@ -353,19 +397,22 @@ class _Builder:
         def model(state: Any) -> dict[str, Any]:
             self.offered()
             s = agent_var.get(first)
-            messages = [*state["messages"]]
+            patched = _patch_invalid(state["messages"])
+            messages = [*(state["messages"] if patched is None else patched)]
             if s.system is not None:
                 messages.insert(0, s.system)
-            return {"messages": [named(call_model(s.model, messages, self.offered_dicts), s.name)]}
+            msg = named(call_model(s.model, messages, self.offered_dicts), s.name)
+            return {"messages": [*_rewritten(patched), msg]}
 
         async def amodel(state: Any) -> dict[str, Any]:
             self.offered()
             s = agent_var.get(first)
-            messages = [*state["messages"]]
+            patched = _patch_invalid(state["messages"])
+            messages = [*(state["messages"] if patched is None else patched)]
             if s.system is not None:
                 messages.insert(0, s.system)
             msg = await acall_model(s.model, messages, self.offered_dicts)
-            return {"messages": [named(msg, s.name)]}
+            return {"messages": [*_rewritten(patched), named(msg, s.name)]}
 
         model.__ironloop_async__ = amodel  # type: ignore[attr-defined]
         return model
@@ -585,7 +632,9 @@ def _agent_template(
         input_schema=input_schema,
         output_schema=output_schema,
     )
-    has_tools = bool(b.tools)
+    # As LangChain: wrap_tool_call middleware gets a tools node even with no tools given
+    # (it may answer, or run, tools a wrap_model_call hook adds at run time).
+    has_tools = bool(b.tools) or bool(b.tool_wraps)
     loop_entry = before_model[0][0] if before_model else "model"
     exit_node = after_agent[0][0] if after_agent else END
     entry = before_agent[0][0] if before_agent else loop_entry

@@ -50,6 +50,10 @@ __all__ = [
     "_openapi_toolset_from_url_async",
     "_timeout_seconds",
     "_workspace_tools",
+    "_BASH_ENV_ALLOWED",
+    "_workspace_glob",
+    "_workspace_grep",
+    "_pii_detect",
     "_check_tool_name",
     "_StoreCore",
     "_OpenAIEmbeddings",
@@ -633,6 +637,20 @@ def _workspace_tools(
     timeout: float | None = None,
     env: list[tuple[str, str]] = ...,
 ) -> list[NativeTool]: ...
+
+_BASH_ENV_ALLOWED: list[str]
+
+def _pii_detect(kind: str, text: str) -> list[tuple[str, int, int]]: ...
+def _workspace_glob(
+    root: str | os.PathLike[str], start: str, pattern: str
+) -> list[tuple[str, float]]: ...
+def _workspace_grep(
+    root: str | os.PathLike[str],
+    start: str,
+    pattern: str,
+    include: str | None,
+    max_file_bytes: int,
+) -> list[tuple[str, int, str]]: ...
 
 @final
 class _McpToolset:

@@ -251,6 +251,10 @@ class _Merger:
             invalid_tool_calls=[dict(c) for c in full.invalid_tool_calls],
             usage_metadata=full.usage_metadata,
             id=full.id,
+            # The whole message's provider fields (an OpenAI ``refusal``, the stop
+            # reason) ride on the last piece too, as its tool calls do.
+            additional_kwargs=dict(full.additional_kwargs),
+            response_metadata=dict(full.response_metadata),
         )
 
 
@@ -562,6 +566,10 @@ def _injected_args(t: BaseTool) -> dict[str, tuple[str, str | None]]:
             out[name] = found
         elif name != "return" and _is_injected_arg_type(tp):
             out[name] = ("caller", None)  # the caller's to give: never the model's
+    # A parameter named ``runtime`` is the ToolRuntime whatever its annotation, as
+    # LangGraph's ToolNode injects it by name.
+    if "runtime" in annotations and "runtime" not in out:
+        out["runtime"] = ("runtime", None)
     return out
 
 

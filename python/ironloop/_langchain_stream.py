@@ -23,6 +23,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk
 from langchain_core.tracers._streaming import _StreamingCallbackHandler
 from langchain_core.tracers.context import register_configure_hook
 
+from ironloop._constants import TAG_NOSTREAM
 from ironloop._runtime import task_var
 
 T = TypeVar("T")
@@ -30,7 +31,7 @@ T = TypeVar("T")
 #: Tags of model runs that are not streamed: LangGraph's ``nostream`` markers, and
 #: the calls of ironloop's own agent, whose chunks the engine streams itself.
 OWN_CALL_TAG = "ironloop:streamed-by-engine"
-_SILENT_TAGS = frozenset({"nostream", "langsmith:nostream", OWN_CALL_TAG})
+_SILENT_TAGS = frozenset({TAG_NOSTREAM, "langsmith:nostream", OWN_CALL_TAG})
 
 _handler: contextvars.ContextVar[TokenStream | None] = contextvars.ContextVar(
     "ironloop_langchain_tokens", default=None

@@ -180,11 +180,15 @@ def names(value: str | Sequence[str] | None) -> tuple[str, ...]:
 
 
 def bind(template: Any, settings: AgentSettings, name: str | None) -> Any:
-    """An agent: ``template``'s graph run with ``settings``."""
-    return CompiledStateGraph(
+    """An agent: ``template``'s graph run with ``settings``. A named agent's runs carry
+    ``lc_agent_name`` in their metadata, as LangChain's ``create_agent(name=)``."""
+    agent: CompiledStateGraph[Any, Any, Any, Any] = CompiledStateGraph(
         template.builder,
         BoundCore(template._core, settings),
         template.checkpointer,
         template.store,
         name or "agent",
     )
+    if name:
+        agent.run_metadata = {"lc_agent_name": name}
+    return agent

@@ -758,6 +758,19 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
     #: ``compile(cache=)``: where the nodes with a ``cache_policy`` keep results.
     cache: Any = None
 
+    #: Metadata every run of this graph carries under its own ``config["metadata"]``
+    #: (``create_agent(name=)`` puts ``lc_agent_name`` here, as LangChain's does, so
+    #: the ``messages`` stream says which agent a chunk came from).
+    run_metadata: dict[str, Any] | None = None
+
+    def _run_config(self, config: Any, durability: str | None) -> Any:
+        config = _with_durability(config, durability)
+        if self.run_metadata is None:
+            return config
+        config = dict(config or {})
+        config["metadata"] = {**self.run_metadata, **(config.get("metadata") or {})}
+        return config
+
     @property
     def nodes(self) -> dict[str, Any]:
         return dict(self.builder.nodes)
@@ -810,7 +823,7 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
                     version=version,
                 )
             )
-        config = _with_durability(config, durability)
+        config = self._run_config(config, durability)
         if version == "v2":
             with get_usage_metadata_callback() as usage:
                 out = self.invoke(input, config, context=context)
@@ -859,7 +872,7 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
                 version=version,
             )
             return [chunk async for chunk in it]
-        config = _with_durability(config, durability)
+        config = self._run_config(config, durability)
         if version == "v2":
             with get_usage_metadata_callback() as usage:
                 out = await self.ainvoke(input, config, context=context)
@@ -924,7 +937,7 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         ``version="v2"`` every chunk is LangGraph's v2 part: ``{"type": mode, "ns":
         namespace, "data": chunk}``, ``values`` parts with their ``"interrupts"``."""
         _check_run_options(durability, version)
-        config = _with_durability(config, durability)
+        config = self._run_config(config, durability)
         modes = _v2_modes(stream_mode) if version == "v2" else stream_mode
         engine_modes, wanted = _debug_views(modes)
         token = _enter(context, self.store, self.builder.context_schema, config)
@@ -973,7 +986,7 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             async for part in aparts(v1, subgraphs):
                 yield part
             return
-        config = _with_durability(config, durability)
+        config = self._run_config(config, durability)
         engine_modes, wanted = _debug_views(stream_mode)
         token = _enter(context, self.store, self.builder.context_schema, config)
         trace = _tracing.start_run(self.name) if _tracing.ON else None

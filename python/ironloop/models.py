@@ -554,11 +554,12 @@ class AnthropicChat(_HTTPChatModel):
         )
 
 
-def init_model(model: Any) -> Any:
+def init_model(model: Any, **kwargs: Any) -> Any:
     """A model object from ``model``: an object as it is, or a ``"provider:model"``
     string — ``"openai:gpt-4o-mini"``, ``"anthropic:claude-sonnet-4-5"``, and
     ``"openai:llama3.2@http://localhost:11434/v1"`` for an OpenAI-compatible server
-    at that base URL.
+    at that base URL. ``kwargs`` (``temperature=``, ``max_tokens=``, ...) go to the
+    model class of a string, as ``init_chat_model``'s do.
 
     Example:
         >>> from ironloop.models import init_model
@@ -583,4 +584,4 @@ def init_model(model: Any) -> Any:
     name, at, base_url = rest.partition("@")
     if at and not base_url:
         raise ValueError(f"model string {model!r} has '@' but no base URL after it")
-    return cls(name, base_url=base_url or None)
+    return cls(name, base_url=base_url or None, **kwargs)

@@ -80,6 +80,7 @@ MODULES: dict[str, tuple[str, ...]] = {
             "context_editing",
             "file_search",
             "human_in_the_loop",
+            "internal_call_transformer",
             "model_call_limit",
             "model_fallback",
             "model_refusal",
@@ -97,7 +98,7 @@ MODULES: dict[str, tuple[str, ...]] = {
             "tool_selection",
         )
     },
-    "langchain.tools": ("ironloop", "langchain_core.tools"),
+    "langchain.tools": ("ironloop", "ironloop.prebuilt", "langchain_core.tools"),
     "langchain.messages": ("ironloop.messages", "langchain_core.messages"),
     "langchain.chat_models": ("ironloop.models",),
 }
@@ -214,6 +215,16 @@ class _Module(types.ModuleType):
             setattr(mod, name, value)
 
     def __getattr__(self, attr: str) -> Any:
+        if attr == "__all__":
+            # The public names of the ironloop modules it stands for (what
+            # ``from langchain.agents.middleware import *`` would give).
+            names: list[str] = []
+            for target in self._targets:
+                try:
+                    names += getattr(importlib.import_module(target), "__all__", [])
+                except ModuleNotFoundError:
+                    continue
+            return list(dict.fromkeys(names))
         if attr.startswith("__"):
             raise AttributeError(attr)
         wanted = RENAMES.get((self.__name__, attr), attr)

@@ -23,6 +23,7 @@ mod model_stream;
 mod models;
 mod native_tool;
 mod openapi;
+mod pii;
 mod pool;
 mod prebuilt;
 mod pytool;
@@ -56,6 +57,7 @@ fn ironloop_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     models::register(m)?;
     native_tool::register(m)?;
     openapi::register(m)?;
+    pii::register(m)?;
     mcp::register(m)?;
     tracing::register(m)?;
     serde::register(m)?;

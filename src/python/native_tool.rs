@@ -273,5 +273,11 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeTool>()?;
     m.add_function(wrap_pyfunction!(_check_tool_name, m)?)?;
     m.add_function(wrap_pyfunction!(_workspace_tools, m)?)?;
+    // The environment allow-list of the workspace's `bash`, which ShellToolMiddleware's
+    // sessions use too (python/ironloop/middleware/shell_tool.py): one list, here.
+    m.add(
+        "_BASH_ENV_ALLOWED",
+        crate::sources::workspace::BASH_ENV_ALLOWED.to_vec(),
+    )?;
     Ok(())
 }

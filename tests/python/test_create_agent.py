@@ -720,3 +720,80 @@ def test_sync_wrap_under_astream_keeps_the_runs_context() -> None:
 def test_a_node_cache_is_refused() -> None:
     with pytest.raises(TypeError, match=r"cache=\.\.\.\) is not supported"):
         create_agent(two_rounds(), [add], cache=object())
+
+
+def test_a_named_agent_says_its_name_in_the_messages_stream_metadata() -> None:
+    """LangChain's ``create_agent(name=)`` puts ``lc_agent_name`` in every run's
+    metadata, so a UI streaming several agents can tell their chunks apart."""
+    from ironloop.models import ScriptedChatModel
+
+    named = create_agent(ScriptedChatModel(["hi", "hi"]), [], name="support")
+    metas = [md for _c, md in named.stream({"messages": [("user", "x")]}, stream_mode="messages")]
+    assert metas and all(md["lc_agent_name"] == "support" for md in metas)
+    mine = {"metadata": {"lc_agent_name": "override", "team": "a"}}
+    metas = [
+        md for _c, md in named.stream({"messages": [("user", "x")]}, mine, stream_mode="messages")
+    ]
+    assert metas[0]["lc_agent_name"] == "override" and metas[0]["team"] == "a"
+    anon = create_agent(ScriptedChatModel(["hi"]), [])
+    metas = [md for _c, md in anon.stream({"messages": [("user", "x")]}, stream_mode="messages")]
+    assert metas and all("lc_agent_name" not in md for md in metas)
+
+
+def test_invalid_tool_calls_are_answered_before_the_next_model_call() -> None:
+    """LangChain 1.5: a tool call whose arguments did not parse gets an error result
+    (after its AI message) before the model is called again, so providers accept the
+    history and the model learns the call did not run; answered ones are left alone."""
+    from ironloop.messages import HumanMessage
+    from ironloop.models import ScriptedChatModel
+
+    seen: list[Any] = []
+
+    def model(messages: list[Any]) -> Any:
+        seen.append([(m.type, getattr(m, "tool_call_id", None)) for m in messages])
+        return "ok"
+
+    broken = AIMessage(
+        content="",
+        invalid_tool_calls=[
+            {"name": "add", "args": '{"a":', "id": "bad", "error": "Invalid JSON"},
+            {"name": "add", "args": "{", "id": "done", "error": "Invalid JSON"},
+        ],
+    )
+    answered = ToolMessage(content="already", tool_call_id="done", status="error")
+    agent = create_agent(ScriptedChatModel(model), [add])
+    out = agent.invoke({"messages": [HumanMessage("hi"), broken, answered]})
+    assert seen == [[("human", None), ("ai", None), ("tool", "bad"), ("tool", "done")]]
+    patch = out["messages"][2]
+    assert patch.status == "error" and patch.name == "add"
+    assert patch.content == (
+        "Tool call add with id bad could not be executed - arguments were malformed or truncated."
+    )
+    assert [m.type for m in out["messages"]] == ["human", "ai", "tool", "tool", "ai"]
+
+
+def test_a_tool_added_at_run_time_runs_in_an_agent_given_no_tools() -> None:
+    """As LangChain: with wrap_tool_call middleware there is a tools node even when the
+    agent was given no tools, so a tool a wrap_model_call hook offers can run."""
+    from ironloop.middleware import AgentMiddleware
+    from ironloop.models import ScriptedChatModel
+
+    @tool
+    def late(x: int) -> str:
+        """Added at run time."""
+        return f"late {x}"
+
+    class AddsLate(AgentMiddleware):
+        def wrap_model_call(self, request: Any, handler: Any) -> Any:
+            return handler(request.override(tools=[*request.tools, late]))
+
+        def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+            if request.tool_call["name"] == "late":
+                return handler(request.override(tool=late))
+            return handler(request)
+
+    calls = [{"name": "late", "args": {"x": 2}, "id": "c1"}]
+    model = ScriptedChatModel([{"content": "", "tool_calls": calls}, "done"])
+    out = create_agent(model, [], middleware=[AddsLate()]).invoke({"messages": [("user", "go")]})
+    assert [m.content for m in out["messages"] if m.type == "tool"] == ["late 2"]
+    assert out["messages"][-1].content == "done"

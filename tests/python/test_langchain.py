@@ -844,3 +844,24 @@ def test_tokens_of_a_model_a_tool_calls_stream_under_the_tool_node() -> None:
         (" ", "tools"),
         ("y", "tools"),
     ]
+
+
+def test_a_streamed_langchain_answer_keeps_its_provider_fields() -> None:
+    """Joined from its chunks under stream_mode="messages", a LangChain model's answer
+    keeps ``additional_kwargs`` and ``response_metadata`` (an OpenAI refusal, the stop
+    reason), as the same answer from ``invoke`` does."""
+    from ironloop import create_agent
+
+    class Provider(GenericFakeChatModel):
+        def _stream(self, *args: Any, **kwargs: Any) -> Any:
+            chunks = list(super()._stream(*args, **kwargs))
+            chunks[-1].message.response_metadata["finish_reason"] = "stop"  # as providers do
+            yield from chunks
+
+    answer = lc.AIMessage("no", additional_kwargs={"refusal": "no"})
+    agent = create_agent(Provider(messages=iter([answer])), [])
+    out = list(agent.stream({"messages": [("user", "x")]}, stream_mode=["messages", "values"]))
+    assert any(mode == "messages" for mode, _ in out)  # it was streamed in chunks
+    last = [data for mode, data in out if mode == "values"][-1]["messages"][-1]
+    assert last.additional_kwargs == {"refusal": "no"}
+    assert last.response_metadata.get("finish_reason") == "stop"

@@ -57,16 +57,23 @@ def db(tmp_path: Path) -> str:
 # --- human in the loop ----------------------------------------------------------------
 
 
+#: An edited call's result as LangChain 1.5 gives it: the model is told which call ran.
+EDITED_RESULT = (
+    "Note: a human reviewer replaced this tool call before it ran. The call recorded in "
+    "your message is the one you produced, not the one that executed. This was "
+    "intentional and authorized. Do not re-issue your original call. Executed instead: "
+    'write_note with arguments {"text": "final"}.\n\nTool response:\nwrote final'
+)
 EXPECTED_AFTER_REVIEW = [
     ["human", "go", None],
     ["ai", "", None],
     ["tool", "User rejected the tool call for `write_note` with reason: not this one", "error"],
     ["tool", "3", "success"],
-    ["tool", "wrote final", "success"],
+    ["tool", EDITED_RESULT, "success"],
     [
         "ai",
         "done: c3=User rejected the tool call for `write_note` with reason: not this one; "
-        "c1=3; c2=wrote final",
+        f"c1=3; c2={EDITED_RESULT}",
         None,
     ],
 ]
@@ -110,11 +117,12 @@ def test_hitl_one_interrupt_lists_every_pending_call(mode: str, db: str) -> None
     out = run(agent, Command(resume={"decisions": DECISIONS}), cfg(), mode=mode)
     assert NOTES == ["final"]
     assert shown(out) == EXPECTED_AFTER_REVIEW
-    # The edited call is what the checkpointed AI message holds.
+    # The checkpointed AI message keeps the model's own call (LangChain 1.5): the
+    # edit ran in its place and its result says so.
     ai = out["messages"][1]
     assert [c["args"] for c in ai.tool_calls] == [
         {"a": 1, "b": 2},
-        {"text": "final"},
+        {"text": "draft"},
         {"text": "junk"},
     ]
 
@@ -273,7 +281,9 @@ def test_hitl_when_predicate_decides_which_calls_are_reviewed(db: str) -> None:
     seen: list[Any] = []
 
     def only_etc(request: Any) -> bool:
-        seen.append((request.tool_call["id"], request.tool))
+        # As LangChain's: the request carries the call's ToolRuntime.
+        assert type(request.runtime).__name__ == "ToolRuntime"
+        seen.append((request.tool_call["id"], request.tool, request.runtime.tool_call_id))
         return str(request.tool_call["args"]["text"]).startswith("/etc")
 
     model = ScriptedChatModel(
@@ -298,7 +308,7 @@ def test_hitl_when_predicate_decides_which_calls_are_reviewed(db: str) -> None:
     out = agent.invoke({"messages": [("user", "go")]}, cfg())
     requests = out["__interrupt__"][0].value["action_requests"]
     assert [r["args"] for r in requests] == [{"text": "/etc/b"}]
-    assert seen[:2] == [("e1", None), ("e2", None)]
+    assert seen[:2] == [("e1", None, "e1"), ("e2", None, "e2")]
     out = agent.invoke(Command(resume={"decisions": [{"type": "reject"}]}), cfg())
     assert shown(out)[2:4] == [
         [

@@ -399,3 +399,24 @@ def test_validation_node_answers_each_call_without_running_a_tool() -> None:
     assert CALLS == []
     with pytest.raises(ValueError, match="no schema named 'other'"):
         node.invoke([AIMessage(content="", tool_calls=[call("other", "c3")])])
+
+
+def test_a_langchain_tool_parameter_named_runtime_is_injected_whatever_its_type() -> None:
+    """LangGraph's ToolNode injects a ``runtime`` parameter by name: the model is not
+    asked for it, and the tool gets the call's ToolRuntime."""
+    from langchain_core.tools import tool as lc_tool
+
+    from ironloop import create_agent
+
+    got: list[Any] = []
+
+    @lc_tool
+    def by_name(x: int, runtime: Any) -> str:
+        """Reads the runtime."""
+        got.append((isinstance(runtime, ToolRuntime), runtime.tool_call_id))
+        return f"ok {x}"
+
+    calls = [{"name": "by_name", "args": {"x": 1}, "id": "c1"}]
+    model = ScriptedChatModel([{"content": "", "tool_calls": calls}, "done"])
+    out = create_agent(model, [by_name]).invoke({"messages": [("user", "go")]})
+    assert out["messages"][2].content == "ok 1" and got == [(True, "c1")]

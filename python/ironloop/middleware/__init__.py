@@ -17,8 +17,11 @@ Example:
 
 from __future__ import annotations
 
+from ironloop.middleware._redaction import RedactionRule
+from ironloop.middleware.auto_mode import AutoModeMiddleware
 from ironloop.middleware.context_editing import ClearToolUsesEdit, ContextEditingMiddleware
 from ironloop.middleware.fallback import ModelFallbackMiddleware
+from ironloop.middleware.file_search import FilesystemFileSearchMiddleware
 from ironloop.middleware.human_in_the_loop import (
     ActionRequest,
     HITLRequest,
@@ -36,11 +39,22 @@ from ironloop.middleware.limits import (
     ToolCallLimitState,
 )
 from ironloop.middleware.model_refusal import ModelRefusalError, ModelRefusalMiddleware
+from ironloop.middleware.model_router import ModelChoice, ModelRouterMiddleware
 from ironloop.middleware.permissions import ToolPermissions
+from ironloop.middleware.pii import PIIDetectionError, PIIMatch, PIIMiddleware
+from ironloop.middleware.provider_tool_search import ProviderToolSearchMiddleware
 from ironloop.middleware.retry import ModelRetryMiddleware, ToolRetryMiddleware
+from ironloop.middleware.shell_tool import (
+    CodexSandboxExecutionPolicy,
+    DockerExecutionPolicy,
+    HostExecutionPolicy,
+    ShellToolMiddleware,
+)
 from ironloop.middleware.summarization import SummarizationMiddleware
 from ironloop.middleware.todo import TodoListMiddleware
+from ironloop.middleware.tool_emulator import LLMToolEmulator
 from ironloop.middleware.tool_error import ToolErrorMiddleware
+from ironloop.middleware.tool_selection import LLMToolSelectorMiddleware
 from ironloop.middleware.types import (
     AgentMiddleware,
     AgentState,
@@ -68,34 +82,49 @@ __all__ = [
     "ActionRequest",
     "AgentMiddleware",
     "AgentState",
+    "AutoModeMiddleware",
     "ClearToolUsesEdit",
+    "CodexSandboxExecutionPolicy",
     "ContextEditingMiddleware",
+    "DockerExecutionPolicy",
     "ExtendedModelResponse",
+    "FilesystemFileSearchMiddleware",
     "HITLRequest",
     "HITLResponse",
+    "HostExecutionPolicy",
     "HumanInTheLoopMiddleware",
     "InputAgentState",
     "InterruptOnConfig",
+    "LLMToolEmulator",
+    "LLMToolSelectorMiddleware",
     "ModelCallLimitExceededError",
     "ModelCallLimitMiddleware",
     "ModelCallLimitState",
     "ModelCallResult",
+    "ModelChoice",
     "ModelFallbackMiddleware",
     "ModelRefusalError",
     "ModelRefusalMiddleware",
     "ModelRequest",
     "ModelResponse",
     "ModelRetryMiddleware",
+    "ModelRouterMiddleware",
     "OmitFromInput",
     "OmitFromOutput",
     "OutputAgentState",
+    "PIIDetectionError",
+    "PIIMatch",
+    "PIIMiddleware",
     "PrivateStateAttr",
+    "ProviderToolSearchMiddleware",
+    "RedactionRule",
     "ReviewConfig",
+    "ShellToolMiddleware",
     "SummarizationMiddleware",
+    "TodoListMiddleware",
     "ToolCallLimitExceededError",
     "ToolCallLimitMiddleware",
     "ToolCallLimitState",
-    "TodoListMiddleware",
     "ToolCallRequest",
     "ToolErrorMiddleware",
     "ToolPermissions",

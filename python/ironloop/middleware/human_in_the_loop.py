@@ -3,14 +3,26 @@ they run (LangChain 1.x's middleware of that name)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Literal, TypedDict
+import dataclasses
+import json
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, Literal
+
+from typing_extensions import NotRequired, TypedDict
 
 from ironloop.graph import interrupt
 from ironloop.messages import AIMessage, ToolMessage
-from ironloop.middleware.types import AgentMiddleware, ToolCallRequest
+from ironloop.middleware.types import (
+    AgentMiddleware,
+    AgentState,
+    PrivateStateAttr,
+    ResponseT,
+    ToolCallRequest,
+)
+from ironloop.types import Command
 
 __all__ = [
+    "Action",
     "ActionRequest",
     "HITLRequest",
     "HITLResponse",
@@ -26,6 +38,32 @@ ALL_DECISIONS: list[Literal["approve", "edit", "reject", "respond"]] = [
     "reject",
     "respond",
 ]
+
+
+#: The state key holding, per tool call id, the reviewer's replacement of that call:
+#: ``after_model`` writes it, ``wrap_tool_call`` runs the replacement.
+_EDITED_TOOL_CALLS_KEY = "hitl_edited_tool_calls"
+
+#: Prepended (with the call that ran) to the result of a call a reviewer edited, so the
+#: model does not take the result for its own call's and retry it (LangChain 1.5's).
+_EDIT_NOTICE = (
+    "Note: a human reviewer replaced this tool call before it ran. The call recorded in "
+    "your message is the one you produced, not the one that executed. This was "
+    "intentional and authorized. Do not re-issue your original call."
+)
+
+
+class Action(TypedDict):
+    """A tool call by name and arguments: what an ``edit`` decision runs instead."""
+
+    name: str
+    args: dict[str, Any]
+
+
+class _HumanInTheLoopState(AgentState[ResponseT]):
+    """The agent's state with the reviewers' edits of the current turn (private)."""
+
+    hitl_edited_tool_calls: NotRequired[Annotated[dict[str, Action], PrivateStateAttr]]
 
 
 class ActionRequest(TypedDict, total=False):
@@ -91,8 +129,11 @@ class HumanInTheLoopMiddleware(AgentMiddleware):
     """Pauses the agent after a model answer whose tool calls need review: one
     ``interrupt`` whose value is a :class:`HITLRequest` listing every such call, resumed
     with ``Command(resume={"decisions": [...]})`` (one decision per listed call, in
-    order). An approved call runs as the model wrote it, an edited one runs with the
-    reviewer's name and arguments, a rejected one does not run: the model gets an error
+    order). An approved call runs as the model wrote it. An edited one runs with the
+    reviewer's name and arguments while the AI message keeps the model's own call (as
+    LangChain 1.5): its result starts with ``edit_notice`` and the call that ran, so
+    the model neither mistakes it for its own call's result nor re-issues that call
+    (``edit_notice=None``: the result as the tool gave it). A rejected one does not run: the model gets an error
     ``ToolMessage`` carrying the reviewer's message; a ``respond`` decision answers in
     the tool's place (a successful ``ToolMessage`` with the reviewer's message, the
     tool not run). Calls of tools not in ``interrupt_on`` (or mapped to ``False``, or
@@ -104,6 +145,7 @@ class HumanInTheLoopMiddleware(AgentMiddleware):
         interrupt_on: tool name -> ``True`` (any decision), ``False`` (no review), or an
             :class:`InterruptOnConfig`.
         description_prefix: starts the default description of a call.
+        edit_notice: put before the result of an edited call, or ``None``.
         interrupt_mode: ``"batched"`` (the default): one interrupt per model turn, as
             above. ``"per_call"`` (LangChain 1.4): one interrupt per gated call, whose
             value is a :class:`ToolApprovalRequest`, answered with a single decision
@@ -120,11 +162,14 @@ class HumanInTheLoopMiddleware(AgentMiddleware):
         ['approve', 'reject']
     """
 
+    state_schema: Any = _HumanInTheLoopState
+
     def __init__(
         self,
         interrupt_on: dict[str, bool | InterruptOnConfig],
         *,
         description_prefix: str = "Tool execution requires approval",
+        edit_notice: str | None = _EDIT_NOTICE,
         interrupt_mode: Literal["batched", "per_call"] = "batched",
     ) -> None:
         if interrupt_mode not in ("batched", "per_call"):
@@ -132,6 +177,7 @@ class HumanInTheLoopMiddleware(AgentMiddleware):
                 f"`interrupt_mode` must be 'batched' or 'per_call', got {interrupt_mode!r}."
             )
         self.interrupt_mode = interrupt_mode
+        self.edit_notice = edit_notice
         self.interrupt_on: dict[str, InterruptOnConfig] = {}
         for tool_name, cfg in interrupt_on.items():
             if cfg is False:
@@ -185,7 +231,23 @@ class HumanInTheLoopMiddleware(AgentMiddleware):
         when = self.interrupt_on[call["name"]].get("when")
         if when is None:
             return True
-        return bool(when(ToolCallRequest(tool_call=call, tool=None, state=state, runtime=runtime)))
+        # As LangChain's: the request carries a ToolRuntime for the call (the graph
+        # runtime's context, store and stream writer, the run's config).
+        from ironloop._tool_call import runtime_class
+        from ironloop.runtime import _run_config
+
+        tool_runtime = runtime_class()(
+            state=state,
+            context=getattr(runtime, "context", None),
+            config=_run_config() or {},
+            stream_writer=getattr(runtime, "stream_writer", None) or (lambda _chunk: None),
+            tool_call_id=call["id"],
+            store=getattr(runtime, "store", None),
+            execution_info=getattr(runtime, "execution_info", None),
+            server_info=getattr(runtime, "server_info", None),
+        )
+        request = ToolCallRequest(tool_call=call, tool=None, state=state, runtime=tool_runtime)
+        return bool(when(request))
 
     def _ask_one(self, call: dict[str, Any], state: Any, runtime: Any) -> dict[str, Any]:
         """``per_call``: the reviewer's decision about one call (its own interrupt)."""
@@ -228,7 +290,8 @@ class HumanInTheLoopMiddleware(AgentMiddleware):
             and self._wanted(c, state, runtime)
         ]
         if not review:
-            return None
+            # An earlier turn's edits must not apply to this turn's calls.
+            return {_EDITED_TOOL_CALLS_KEY: {}} if state.get(_EDITED_TOOL_CALLS_KEY) else None
         request: HITLRequest = {
             "action_requests": [
                 {
@@ -267,6 +330,7 @@ class HumanInTheLoopMiddleware(AgentMiddleware):
                 f"hanging tool calls ({len(review)})."
             )
         answers: list[ToolMessage] = []
+        edits: dict[str, Action] = {}
         for i, decision in zip(review, decisions, strict=True):
             call = calls[i]
             kind = decision.get("type") if isinstance(decision, dict) else None
@@ -284,9 +348,8 @@ class HumanInTheLoopMiddleware(AgentMiddleware):
                         "an 'edit' decision needs edited_action={'name': ..., 'args': {...}}; "
                         f"got {decision!r}"
                     )
-                calls[i] = {
-                    **call,
-                    "name": edited.get("name", call["name"]),
+                edits[call["id"]] = {
+                    "name": str(edited.get("name", call["name"])),
                     "args": edited["args"],
                 }
             elif kind == "respond":
@@ -296,31 +359,9 @@ class HumanInTheLoopMiddleware(AgentMiddleware):
                         "a 'respond' decision needs message='...' (what the model gets "
                         f"as the tool's result); got {decision!r}"
                     )
-                answers.append(
-                    ToolMessage(
-                        content=message,
-                        name=call["name"],
-                        tool_call_id=call["id"],
-                        status="success",
-                    )
-                )
+                answers.append(_answer(call, message, "respond"))
             elif kind == "reject":
-                reason = decision.get("message")
-                content = (
-                    f"User rejected the tool call for `{call['name']}` with reason: {reason}"
-                    if reason
-                    else f"User rejected the tool call for `{call['name']}` with id "
-                    f"{call['id']}. The tool was not executed. Do not retry this tool call "
-                    "unless the user explicitly requests it."
-                )
-                answers.append(
-                    ToolMessage(
-                        content=content,
-                        name=call["name"],
-                        tool_call_id=call["id"],
-                        status="error",
-                    )
-                )
+                answers.append(_answer(call, _rejection(call, decision.get("message")), "reject"))
         revised = AIMessage(
             content=last_ai.content,
             tool_calls=calls,
@@ -329,4 +370,102 @@ class HumanInTheLoopMiddleware(AgentMiddleware):
             invalid_tool_calls=[dict(c) for c in last_ai.invalid_tool_calls],
             usage_metadata=last_ai.usage_metadata,
         )
-        return {"messages": [revised, *answers]}
+        return {"messages": [revised, *answers], _EDITED_TOOL_CALLS_KEY: edits}
+
+    def _edited(self, request: ToolCallRequest) -> tuple[ToolCallRequest, Action | None]:
+        """The request to run: the reviewer's replacement of this call, if any."""
+        call_id = request.tool_call.get("id")
+        state = request.state if isinstance(request.state, dict) else {}
+        executed = (state.get(_EDITED_TOOL_CALLS_KEY) or {}).get(call_id) if call_id else None
+        if executed is None:
+            return request, None
+        call = {**request.tool_call, "name": executed["name"], "args": executed["args"]}
+        if executed["name"] == request.tool_call["name"]:
+            return request.override(tool_call=call), executed
+        tools = list(getattr(request.runtime, "tools", None) or ())
+        tool = next((t for t in tools if getattr(t, "name", None) == executed["name"]), None)
+        if tool is None and tools:
+            names = ", ".join(sorted(t.name for t in tools))
+            raise ValueError(
+                f"Reviewer edited tool call {call_id!r} to {executed['name']!r}, which is "
+                f"not an available tool. Available tools: {names}."
+            )
+        return request.override(tool_call=call, tool=tool), executed
+
+    def _annotate(self, result: Any, request: ToolCallRequest, executed: Action | None) -> Any:
+        """The result of an edited call with ``edit_notice`` (and the call that ran)
+        before its content; a ``Command``'s ``ToolMessage`` for this call likewise."""
+        if not self.edit_notice or executed is None:
+            return result
+        if isinstance(result, ToolMessage):
+            return self._prepend(result, executed)
+        if not isinstance(result, Command) or not isinstance(result.update, dict):
+            return result
+        messages = result.update.get("messages")
+        if not isinstance(messages, list):
+            return result
+        call_id = request.tool_call.get("id")
+        update = {
+            **result.update,
+            "messages": [
+                self._prepend(m, executed)
+                if isinstance(m, ToolMessage) and m.tool_call_id == call_id
+                else m
+                for m in messages
+            ],
+        }
+        return dataclasses.replace(result, update=update)
+
+    def _prepend(self, message: ToolMessage, executed: Action) -> ToolMessage:
+        notice = (
+            f"{self.edit_notice} Executed instead: {executed['name']} with arguments "
+            f"{json.dumps(executed['args'], default=str)}."
+        )
+        if message.content:
+            notice += "\n\nTool response:"
+        content: Any
+        if isinstance(message.content, str):
+            if notice in message.content:
+                return message
+            content = f"{notice}\n{message.content}" if message.content else notice
+        else:
+            if any(notice in str(b) for b in message.content):
+                return message
+            plain = message.content and all(isinstance(b, str) for b in message.content)
+            content = [notice if plain else {"type": "text", "text": notice}, *message.content]
+        return message.model_copy(update={"content": content})  # type: ignore[return-value]
+
+    def wrap_tool_call(self, request: ToolCallRequest, handler: Callable[[Any], Any]) -> Any:
+        """Runs the reviewer's replacement of an edited call and annotates its result."""
+        to_run, executed = self._edited(request)
+        return self._annotate(handler(to_run), to_run, executed)
+
+    async def awrap_tool_call(
+        self, request: ToolCallRequest, handler: Callable[[Any], Awaitable[Any]]
+    ) -> Any:
+        to_run, executed = self._edited(request)
+        return self._annotate(await handler(to_run), to_run, executed)
+
+
+def _rejection(call: dict[str, Any], reason: Any) -> str:
+    if reason:
+        return f"User rejected the tool call for `{call['name']}` with reason: {reason}"
+    return (
+        f"User rejected the tool call for `{call['name']}` with id {call['id']}. The tool "
+        "was not executed. Do not retry this tool call unless the user explicitly requests it."
+    )
+
+
+def _answer(call: dict[str, Any], content: str, decision: str) -> ToolMessage:
+    """The reviewer's answer in the tool's place, marked (``lc_source``) as the agent
+    harness's, as LangChain's ``add_notification_metadata`` marks it."""
+    return ToolMessage(
+        content=content,
+        name=call["name"],
+        tool_call_id=call["id"],
+        status="success" if decision == "respond" else "error",
+        additional_kwargs={
+            "lc_source": "hitl_interrupt_decision",
+            "lc_data": {"decision": decision},
+        },
+    )

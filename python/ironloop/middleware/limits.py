@@ -222,6 +222,8 @@ class ToolCallLimitMiddleware(AgentMiddleware):
             thread += 1
             run += 1
         if not blocked_calls:
+            if thread == start_thread:
+                return None  # no call this middleware counts (LangChain's: no update)
             thread_counts[self._key], run_counts[self._key] = thread, run
             return {"thread_tool_call_count": thread_counts, "run_tool_call_count": run_counts}
         run += len(blocked_calls)  # the run count counts attempts

@@ -299,7 +299,7 @@ class SummarizationMiddleware(AgentMiddleware):
             return None
         writer, given = self._writer(plan[0])
         if hasattr(writer, "invoke"):
-            summary = writer.invoke(given)
+            summary = writer.invoke(given, **_own_call(writer))
         elif inspect.iscoroutinefunction(writer):
             summary = run_sync(writer(given))
         else:
@@ -312,14 +312,31 @@ class SummarizationMiddleware(AgentMiddleware):
             return None
         writer, given = self._writer(plan[0])
         if hasattr(writer, "ainvoke"):
-            summary = await writer.ainvoke(given)
+            summary = await writer.ainvoke(given, **_own_call(writer))
         elif hasattr(writer, "invoke"):
-            summary = await asyncio.to_thread(writer.invoke, given)
+            summary = await asyncio.to_thread(writer.invoke, given, **_own_call(writer))
         elif inspect.iscoroutinefunction(writer):
             summary = await writer(given)
         else:
             summary = await asyncio.to_thread(writer, given)
         return self._update(summary, plan[1])
+
+
+def _own_call(writer: Any) -> dict[str, Any]:
+    """A LangChain runnable's summary call is the middleware's own: tagged internal and
+    ``nostream``, so its tokens stay off the ``messages`` stream (ironloop's models
+    are not streamed from inside a hook)."""
+    if type(writer).__module__.startswith("ironloop."):
+        return {}
+    try:
+        from langchain_core.runnables import Runnable
+    except ImportError:
+        return {}
+    if not isinstance(writer, Runnable):
+        return {}
+    from ironloop.middleware.internal_call_transformer import internal_call_config
+
+    return {"config": internal_call_config("summarization")}
 
 
 def _is_chat_model(obj: Any) -> bool:

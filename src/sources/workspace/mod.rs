@@ -29,6 +29,7 @@
 
 mod bash;
 mod definitions;
+mod find;
 mod list;
 mod open;
 pub mod path;
@@ -53,6 +54,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio_util::sync::CancellationToken;
 
+pub use self::find::{glob_files, grep_lines, FindError, FoundFile, FoundLine};
 use self::open::{open_confined, Access, OpenError};
 use self::path::{io_reason, PathError, Resolved, Root};
 use self::search::*;

@@ -1,0 +1,139 @@
+"""``ModelRouterMiddleware`` (LangChain 1.5's, beta): before a run, a decision model
+(langchain-core's ``BaseDecisionModel``) picks one of the named models for the latest
+user message; the run's model calls all go to that model, and the full answer
+(choice, probabilities, confidence) is kept in the state as ``model_route``. Needs
+langchain-core (its decision models)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from typing_extensions import NotRequired
+
+from ironloop.messages import HumanMessage
+from ironloop.middleware.types import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+
+__all__ = ["ModelChoice", "ModelRouterMiddleware"]
+
+_QUESTION_ID = "model_route"
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """A model the router may pick (a model, or a ``"provider:model"`` string) and
+    what it is for (``criteria``, shown to the classifier)."""
+
+    model: Any
+    criteria: Any
+
+
+class _ModelRouterState(AgentState):
+    """The agent's state with the routing answer."""
+
+    model_route: NotRequired[Any]
+
+
+#: The validator, built on first use (pydantic and langchain-core load only then).
+_CONFIG_MODEL: Any = None
+
+
+def _config_model() -> Any:
+    """The configuration's validator (pydantic, as LangChain's: at least one choice)."""
+    from langchain_core.decisions import Content
+    from pydantic import ConfigDict, Field, create_model
+
+    # Built from the types themselves (not annotations read back as strings), so it is
+    # complete wherever this module was loaded from.
+    global _CONFIG_MODEL
+    if _CONFIG_MODEL is not None:
+        return _CONFIG_MODEL
+    _CONFIG_MODEL = create_model(  # type: ignore[call-overload]
+        "_ModelRouterConfig",
+        __config__=ConfigDict(arbitrary_types_allowed=True),
+        choices=(dict[str, ModelChoice], Field(min_length=1)),
+        instructions=(Content, ...),
+    )
+    return _CONFIG_MODEL
+
+
+def _routing_questions(config: Any) -> dict[str, Any]:
+    """The one question the classifier answers: which route, by each one's criteria."""
+    from langchain_core.decisions import Choice
+
+    return {
+        _QUESTION_ID: Choice(
+            instructions=config.instructions,
+            criteria={route: choice.criteria for route, choice in config.choices.items()},
+        )
+    }
+
+
+class ModelRouterMiddleware(AgentMiddleware):
+    """Routes a run's model calls to the model a classifier picks.
+
+    ``choices`` names the models (``ModelChoice``), ``instructions`` tells the
+    ``classifier`` (a langchain-core ``BaseDecisionModel``) how to choose. The latest
+    human message is classified once, before the run (a run without one is a
+    ``ValueError``); a classifier failure ends the run. An empty ``choices`` is a
+    pydantic ``ValidationError``.
+
+    Example:
+        >>> ModelChoice(model="openai:gpt-4o-mini", criteria="Simple tasks.").criteria
+        'Simple tasks.'
+    """
+
+    state_schema: Any = _ModelRouterState
+
+    def __init__(
+        self, *, choices: Mapping[str, ModelChoice], instructions: Any, classifier: Any
+    ) -> None:
+        from ironloop.models import init_model
+
+        self.config = _config_model().model_validate(
+            {"choices": dict(choices), "instructions": instructions}
+        )
+        self.models = {
+            route: init_model(c.model) if isinstance(c.model, str) else c.model
+            for route, c in self.config.choices.items()
+        }
+        self.classifier = classifier
+
+    @staticmethod
+    def _latest_human_message(state: Any) -> Any:
+        for message in reversed(state["messages"]):
+            if isinstance(message, HumanMessage):
+                return message
+        raise ValueError(
+            "ModelRouterMiddleware requires a HumanMessage in the agent state to route on."
+        )
+
+    def _question(self, state: Any) -> dict[str, Any]:
+        return {
+            "state": self._latest_human_message(state),
+            "questions": _routing_questions(self.config),
+        }
+
+    def before_agent(self, state: Any, runtime: Any) -> dict[str, Any]:
+        response = self.classifier.invoke(self._question(state))
+        return {"model_route": response.choices[_QUESTION_ID]}
+
+    async def abefore_agent(self, state: Any, runtime: Any) -> dict[str, Any]:
+        response = await self.classifier.ainvoke(self._question(state))
+        return {"model_route": response.choices[_QUESTION_ID]}
+
+    def _routed(self, request: ModelRequest) -> ModelRequest:
+        return request.override(model=self.models[request.state["model_route"].choice])
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> Any:
+        return handler(self._routed(request))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
+    ) -> Any:
+        return await handler(self._routed(request))
