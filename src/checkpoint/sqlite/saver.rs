@@ -306,7 +306,7 @@ impl SqliteSaver {
     where
         F: FnMut(&mut Connection) -> rusqlite::Result<R>,
     {
-        if self.is_closed() {
+        if self.is_closed() || self.wal.backlogged() {
             return None;
         }
         let mut guard = match self.conn.try_lock() {

@@ -49,8 +49,10 @@ pub(super) type Shared = Arc<Mutex<Option<Connection>>>;
 /// [`RESTART_WAIT`] for readers to leave the WAL, and the next commit starts the WAL
 /// from its beginning. When the lock or the readers do not come free in time it copies
 /// what it can, as a passive one would, and the next one tries again. On a busy machine
-/// the next one may miss too, so past [`WAL_HARD_PAGES`] a restart waits up to
-/// [`RESTART_HARD_WAIT`]: the WAL's size has a bound whatever the load.
+/// the next one may miss too, and commits made on the caller's thread may outrun the
+/// copy; so past [`WAL_HARD_PAGES`] a restart waits up to [`RESTART_HARD_WAIT`], and
+/// while a copy is under way commits go through the SQLite thread, behind it (see
+/// [`Wal::backlogged`]): the WAL's size has a bound whatever the load.
 #[derive(Default)]
 pub(super) struct Wal {
     /// A checkpoint was asked for and has not finished.
@@ -63,6 +65,8 @@ pub(super) struct Wal {
     pub(super) restart: AtomicBool,
     /// The restart asked for waits [`RESTART_HARD_WAIT`], not [`RESTART_WAIT`].
     pub(super) hard: AtomicBool,
+    /// The WAL's size in pages after the last commit.
+    pub(super) pages: AtomicI32,
 }
 
 /// How much the WAL grows, in pages, between two copies back (1 MiB of 4 KiB pages);
@@ -82,6 +86,7 @@ pub(super) const RESTART_HARD_WAIT: Duration = Duration::from_secs(1);
 impl Wal {
     /// The WAL hook: a commit left `pages` pages in the WAL.
     pub(super) fn committed(&self, pages: i32) {
+        self.pages.store(pages, Ordering::Relaxed);
         let asked_at = self.asked_at.load(Ordering::Relaxed);
         // `pages < asked_at`: the WAL restarted since.
         let due = pages >= WAL_PAGES && (pages < asked_at || pages >= asked_at + WAL_PAGES);
@@ -92,6 +97,14 @@ impl Wal {
             self.hard.store(pages >= WAL_HARD_PAGES, Ordering::Relaxed);
             self.unsent.store(true, Ordering::Release);
         }
+    }
+
+    /// Whether the WAL is past [`WAL_HARD_PAGES`] with a copy asked for and not done:
+    /// a commit then waits its turn on the SQLite thread, behind the copy, instead of
+    /// growing the WAL further from the caller's thread.
+    pub(super) fn backlogged(&self) -> bool {
+        self.pages.load(Ordering::Relaxed) >= WAL_HARD_PAGES
+            && self.requested.load(Ordering::Acquire)
     }
 
     /// Whether a checkpoint was asked for that nobody has passed on yet (and now this
