@@ -50,13 +50,16 @@ async def create(request: Request) -> Response:
              "name": field(body, "name", str) or "Untitled",
              "description": field(body, "description", str)}  # fmt: skip
     _check_config(value["config"])
-    await authorize(request, "assistants", "create", value)
+    filters = await authorize(request, "assistants", "create", value)
     assistants = request.app.state.assistants
-    return JSONResponse(assistants.put(
+    made = assistants.put(
         aid, graph_id, config=value["config"], context=value["context"],
         metadata=value["metadata"], name=value["name"], description=value["description"],
         if_exists=if_exists,
-    ))  # fmt: skip
+    )  # fmt: skip
+    if not matches(made["metadata"], filters):  # an existing one the caller may not see
+        raise ApiError(409, f"Assistant with ID {aid} already exists")
+    return JSONResponse(made)
 
 
 def _check_config(config: dict[str, Any]) -> None:
