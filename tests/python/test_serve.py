@@ -77,7 +77,7 @@ async def test_assistant_graph_and_schemas(server: Server) -> None:
     assert any(e.get("conditional") for e in agent["edges"])
     schemas = await client.assistants.get_schemas("steps")
     assert schemas["graph_id"] == "steps"
-    assert set(schemas["state_schema"]["properties"]) == {"items", "ask", "sleep", "fail"}
+    assert set(schemas["state_schema"]["properties"]) == {"items", "ask", "sleep", "fail", "echo"}
     subgraphs = await client.assistants.get_subgraphs("nested")
     assert "inner" in subgraphs
 

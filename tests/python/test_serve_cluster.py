@@ -223,3 +223,19 @@ def test_stream_join_and_cancel_from_a_server_that_does_not_hold_the_run(
         assert [n for t, n, _, _ in effects(holder) if t == "t-3"] == ["one", "two"]
         time.sleep(1.5)  # a claim poll and more: the cancelled run stays unrun
         assert not [n for t, n, _, _ in effects(holder) if t == "t-4"]
+
+
+def test_an_assistant_made_on_one_server_runs_on_another(tmp_path: Path) -> None:
+    with temp_schema() as schema, ExitStack() as stack:
+        a, b = [stack.enter_context(serve(tmp_path, *cluster_args(schema))) for _ in range(2)]
+        on_a, on_b = get_sync_client(url=a.url), get_sync_client(url=b.url)
+        aid = on_a.assistants.create("steps", context={"lang": "fr"})["assistant_id"]
+        echo = {"items": [], "echo": True}
+        assert on_b.runs.wait(None, aid, input=echo)["items"][0] == "first:None:fr:None"
+        on_b.assistants.update(aid, config={"configurable": {"tone": "warm"}})
+        # A background run, queued for either server, runs the latest version.
+        tid = on_a.threads.create()["thread_id"]
+        run = on_a.runs.create(tid, aid, input=echo)
+        assert on_b.runs.join(tid, run["run_id"])["items"][0] == "first:warm:fr:None"
+        assert [v["version"] for v in on_a.assistants.get_versions(aid)] == [2, 1]
+        assert on_b.assistants.count(graph_id="steps") == 2

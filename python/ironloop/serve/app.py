@@ -21,6 +21,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
 from . import assistant_routes, crons, run_routes, store_routes, thread_routes, ui
+from .assistants import Assistants
 from .auth import Authenticator, AuthMiddleware
 from .bodies import MAX_BODY_BYTES
 from .db import Records, now
@@ -194,6 +195,8 @@ def create_app(project: Project, options: ServeOptions | None = None) -> Starlet
         },
     )
     app.state.graphs = graphs
+    # One process writes SQLite records: what runs read of their assistant stays in memory.
+    app.state.assistants = Assistants(records, graphs, cached=not options.postgres)
     app.state.records = records
     app.state.cluster = None
     app.state.crons = crons.Crons(records)

@@ -18,6 +18,23 @@ MAX_BODY_BYTES = 16 * 1024 * 1024
 
 async def json_body(request: Request, *, optional: bool = True) -> dict[str, Any]:
     """The request's JSON object (``{}`` for an empty body when ``optional``)."""
+    body = await _json(request, optional)
+    if body is None and optional:
+        return {}
+    if not isinstance(body, dict):
+        raise invalid(f"the request body must be a JSON object, got {type(body).__name__}")
+    return body
+
+
+async def json_list(request: Request) -> list[Any]:
+    """The request's JSON array."""
+    body = await _json(request, False)
+    if not isinstance(body, list):
+        raise invalid(f"the request body must be a JSON array, got {type(body).__name__}")
+    return body
+
+
+async def _json(request: Request, optional: bool) -> Any:
     limit = request.app.state.max_body_bytes
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
@@ -31,17 +48,12 @@ async def json_body(request: Request, *, optional: bool = True) -> dict[str, Any
     raw = b"".join(chunks)
     if not raw.strip():
         if optional:
-            return {}
-        raise invalid("a JSON object body is required")
+            return None
+        raise invalid("a JSON body is required")
     try:
-        body = json.loads(raw)
+        return json.loads(raw)
     except (ValueError, UnicodeDecodeError) as e:
         raise invalid(f"Invalid JSON in request body: {e}") from None
-    if body is None and optional:
-        return {}
-    if not isinstance(body, dict):
-        raise invalid(f"the request body must be a JSON object, got {type(body).__name__}")
-    return body
 
 
 def field(

@@ -139,7 +139,7 @@ class Cluster:
         body = dict(record["kwargs"])
         body["multitask_strategy"] = "enqueue"
         try:
-            spec = parse_spec(self.app.state.graphs, body)
+            spec = parse_spec(self.app.state.assistants, body)
         except ApiError as e:
             log.warning("run %s cannot be started here: %s", record["run_id"], e.detail)
             self.records.set_run_status(record["run_id"], "error")

@@ -59,7 +59,8 @@ class Crons:
         body = json.loads(row["body"])
         return {
             "cron_id": row["cron_id"],
-            "assistant_id": assistant_id_for(body["graph_id"]),
+            "assistant_id": body["payload"].get("assistant_id")
+            or assistant_id_for(body["graph_id"]),
             "thread_id": row["thread_id"],
             "user_id": body.get("user_id", ""),
             "end_time": body.get("end_time"),
@@ -147,7 +148,7 @@ async def create(request: Request) -> Response:
         from .thread_routes import load_thread
 
         tid = (await load_thread(request, tid, "create_run"))["thread_id"]
-    spec = parse_spec(request.app.state.graphs, body)  # the run's options checked now
+    spec = parse_spec(request.app.state.assistants, body)  # the run's options checked now
     _check_schedule(body.get("schedule"), body.get("timezone"))
     value = {"thread_id": tid, "metadata": field(body, "metadata", dict, {}),
              "schedule": body["schedule"]}  # fmt: skip
@@ -238,7 +239,7 @@ async def scheduler(app: Any, period: float = 0.5) -> None:
             if not crons.advance(cron["cron_id"], cron["next_run_date"], nxt):
                 continue
             try:
-                spec = parse_spec(app.state.graphs, {**record["payload"],
+                spec = parse_spec(app.state.assistants, {**record["payload"],
                                                      "multitask_strategy": "enqueue"})  # fmt: skip
                 spec.config = {**spec.config, "configurable": {
                     **spec.config.get("configurable", {}), "cron_id": cron["cron_id"]}}  # fmt: skip

@@ -65,6 +65,8 @@ class RunSpec:
     raw: dict[str, Any]
     #: The thread's metadata once the run starts (its graph named), when it changes.
     thread_metadata: dict[str, Any] | None = None
+    #: Where the run's result is POSTed when it ends (LangGraph's ``webhook``).
+    webhook: str | None = None
 
 
 @dataclass
@@ -82,6 +84,8 @@ class ActiveRun:
     error: dict[str, str] | None = None
     #: Sends each event on to another server's clients (``cluster``), once one asks.
     forward: Callable[[ActiveRun, tuple[str, str, str]], None] | None = None
+    #: When it started running (for its webhook).
+    started_at: str | None = None
 
     @property
     def run_id(self) -> str:
@@ -147,6 +151,7 @@ class Runner:
         self.stopping = False
         #: Called once a run has ended or stopped (``cluster`` tells other servers).
         self.on_end: Callable[[ActiveRun], None] | None = None
+        self._webhooks: set[asyncio.Task[None]] = set()
 
     def room(self) -> int:
         """How many more runs this process can take now."""
@@ -210,6 +215,7 @@ class Runner:
         try:
             async with self._slots:
                 self._set_status(run, "running")
+                run.started_at = run.record["updated_at"]
                 run.publish("metadata", {"run_id": run.run_id, "attempt": 1})
                 await self._drive(run)
             self._set_status(run, run.outcome or "success")
@@ -228,11 +234,16 @@ class Runner:
         finally:
             if run.rollback:
                 self.records.delete_run(run.run_id)
+            values: Any = None
             try:
-                await self._settle_thread(run)
+                values = await self._settle_thread(run)
             except Exception as e:
                 log.error("run %s: reading the thread's state failed", run.run_id, exc_info=e)
             finally:
+                if run.spec.webhook is not None and not (
+                    self.stopping and run.record["status"] == "running"
+                ):
+                    self._call_webhook(run, values)
                 # Only now: a join that finds no active run finds the thread settled.
                 self.active.pop(run.run_id, None)
                 run.close()
@@ -328,10 +339,27 @@ class Runner:
         kind = "partial" if type(message).__name__.endswith("Chunk") else "complete"
         run.publish(f"messages/{kind}" + suffix, [partial[mid]])
 
-    async def _settle_thread(self, run: ActiveRun) -> None:
-        """The thread's status and values once its run ends."""
+    def _call_webhook(self, run: ActiveRun, values: Any) -> None:
+        """POSTs the ended run (its record, final status and the thread's values) to its
+        webhook, as LangGraph does; in the background, a failure only logged."""
+        payload = {**run.record, "run_started_at": run.started_at,
+                   "run_ended_at": run.record["updated_at"], "values": values}  # fmt: skip
+        if run.error is not None:
+            payload["error"] = run.error["message"]
+        url = str(run.spec.webhook)
+        task = asyncio.get_running_loop().create_task(post_webhook(url, payload, run.run_id))
+        self._webhooks.add(task)
+        task.add_done_callback(self._webhooks.discard)
+
+    async def _settle_thread(self, run: ActiveRun) -> Any:
+        """The thread's status and values once its run ends; returns the values."""
         if any(other is not run for other in self.on_thread(run.thread_id)):
-            return
+            if run.spec.webhook is None:
+                return None  # the thread's next run settles it
+            snap = await asyncio.to_thread(
+                run.spec.graph.default.get_state, {"configurable": {"thread_id": run.thread_id}}
+            )
+            return to_jsonable(snap.values)
         snap = await asyncio.to_thread(
             run.spec.graph.default.get_state, {"configurable": {"thread_id": run.thread_id}}
         )
@@ -350,6 +378,7 @@ class Runner:
             interrupts=interrupts,
             error=run.error,
         )
+        return state["values"]
 
     async def cancel(self, run: ActiveRun, action: str) -> None:
         run.outcome = "interrupted"
@@ -374,3 +403,39 @@ class Runner:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        if self._webhooks:  # the last runs' webhooks get a moment to be sent
+            await asyncio.wait(list(self._webhooks), timeout=5)
+
+
+#: A webhook is tried this many times when it cannot be reached or answers 5xx.
+WEBHOOK_ATTEMPTS = 3
+
+
+async def post_webhook(url: str, payload: dict[str, Any], run_id: str) -> None:
+    import urllib.error
+    import urllib.request
+    from datetime import datetime, timezone
+
+    payload["webhook_sent_at"] = datetime.now(timezone.utc).isoformat()
+    data = dumps(payload).encode()
+    request = urllib.request.Request(
+        url, data=data, method="POST", headers={"Content-Type": "application/json"}
+    )
+
+    def send() -> None:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            response.read()
+
+    for attempt in range(1, WEBHOOK_ATTEMPTS + 1):
+        try:
+            await asyncio.to_thread(send)
+            return
+        except urllib.error.HTTPError as e:
+            if e.code < 500 or attempt == WEBHOOK_ATTEMPTS:
+                log.warning("run %s: webhook %s answered %s", run_id, url, e.code)
+                return
+        except (OSError, ValueError) as e:
+            if attempt == WEBHOOK_ATTEMPTS:
+                log.warning("run %s: webhook %s failed: %s", run_id, url, e)
+                return
+        await asyncio.sleep(0.5 * attempt)

@@ -78,7 +78,10 @@ class PgRecords(Records):
             return int(self._db.execute(sql.replace("?", "%s"), args).rowcount)
 
     def _script(self, sql: str) -> None:
-        with self._lock:
+        """Schema statements, one server at a time (concurrent CREATE TABLE IF NOT
+        EXISTS can fail in PostgreSQL)."""
+        with self._lock, self._db.transaction():
+            self._db.execute("SELECT pg_advisory_xact_lock(hashtext('ironloop serve setup'))")
             self._db.execute(sql)
 
     def _lease_sql(self) -> str:

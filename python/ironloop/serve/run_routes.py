@@ -8,18 +8,18 @@ import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from .assistant_routes import resolve
+from .assistants import Assistants
 from .auth import authorize, matches
-from .bodies import choice, field, json_body, query_int, str_list, uuid_param
+from .bodies import choice, field, json_body, json_list, query_int, str_list, uuid_param
 from .errors import ApiError, conflict, invalid, not_found
 from .execution import MULTITASK, STREAM_MODES, ActiveRun, RunSpec
-from .graphs import ServedGraph, assistant_id_for
 from .serde import dumps
 from .thread_routes import load_thread
 
@@ -40,14 +40,17 @@ RAW_KEYS = (
     "multitask_strategy",
     "durability",
     "checkpoint_id",
+    "webhook",
 )
 
 
-def parse_spec(graphs: dict[str, ServedGraph], body: dict[str, Any]) -> RunSpec:
-    assistant = field(body, "assistant_id", str)
-    if assistant is None:
+def parse_spec(assistants: Assistants, body: dict[str, Any]) -> RunSpec:
+    """The run ``body`` asks for, on its assistant's graph with the assistant's config
+    and context under the run's own (as LangGraph merges them)."""
+    assistant_id = field(body, "assistant_id", str)
+    if assistant_id is None:
         raise invalid("'assistant_id' is required (an assistant id or a graph id)")
-    graph = resolve(graphs, assistant)
+    graph, assistant = assistants.resolve(assistant_id)
     modes = str_list(body, "stream_mode") or ["values"]
     for mode in modes:
         if mode not in STREAM_MODES:
@@ -62,15 +65,27 @@ def parse_spec(graphs: dict[str, ServedGraph], body: dict[str, Any]) -> RunSpec:
     config = field(body, "config", dict, {})
     if not isinstance(config.get("configurable", {}), dict):
         raise invalid("'config.configurable' must be an object")
+    if assistant["config"]:
+        config = {
+            **assistant["config"],
+            **config,
+            "configurable": {
+                **assistant["config"].get("configurable", {}),
+                **config.get("configurable", {}),
+            },
+        }
+    context = body.get("context")
+    if assistant["context"] and (context is None or isinstance(context, dict)):
+        context = {**assistant["context"], **(context or {})}
     checkpoint = field(body, "checkpoint", dict) or {}
     checkpoint_id = field(body, "checkpoint_id", str) or checkpoint.get("checkpoint_id")
     spec = RunSpec(
         graph=graph,
-        assistant_id=assistant_id_for(graph.graph_id),
+        assistant_id=assistant["assistant_id"],
         input=body.get("input"),
         command=command,
         config=config,
-        context=body.get("context"),
+        context=context,
         metadata=field(body, "metadata", dict, {}),
         stream_modes=modes,
         subgraphs=bool(field(body, "stream_subgraphs", bool, False)),
@@ -81,10 +96,22 @@ def parse_spec(graphs: dict[str, ServedGraph], body: dict[str, Any]) -> RunSpec:
         durability=choice(body, "durability", DURABILITY, None),
         checkpoint_id=checkpoint_id,
         on_disconnect=choice(body, "on_disconnect", ("cancel", "continue"), "continue"),
+        webhook=_webhook(body),
         raw={k: body[k] for k in RAW_KEYS if body.get(k) is not None},
     )  # fmt: skip
     spec.graph.compiled(spec.interrupt_before, spec.interrupt_after)  # names checked now
     return spec
+
+
+def _webhook(body: dict[str, Any]) -> str | None:
+    """The URL the run's result is POSTed to when it ends (an absolute http(s) URL)."""
+    url = field(body, "webhook", str)
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise invalid(f"'webhook' must be an absolute http or https URL, got {url[:80]!r}")
+    return url
 
 
 def _breakpoints(body: dict[str, Any], name: str) -> list[str] | None:
@@ -94,19 +121,24 @@ def _breakpoints(body: dict[str, Any], name: str) -> list[str] | None:
     return str_list(body, name)
 
 
-async def _start(request: Request, thread_id: str | None) -> tuple[ActiveRun, bool]:
-    """Checks the body, makes the thread if asked, and starts the run. Returns it and
-    whether its thread is temporary (a stateless run)."""
-    thread_id, spec, temporary = await _prepare(request, thread_id)
+async def _start(
+    request: Request, thread_id: str | None, body: dict[str, Any] | None = None
+) -> tuple[ActiveRun, bool]:
+    """Checks the body (the request's, unless given), makes the thread if asked, and
+    starts the run. Returns it and whether its thread is temporary (a stateless run)."""
+    if body is None:
+        body = await json_body(request, optional=False)
+    thread_id, spec, temporary = await _prepare(request, thread_id, body)
     run = request.app.state.runner.start(thread_id, spec, str(uuid.uuid4()))
     return run, temporary
 
 
-async def _prepare(request: Request, thread_id: str | None) -> tuple[str, RunSpec, bool]:
+async def _prepare(
+    request: Request, thread_id: str | None, body: dict[str, Any]
+) -> tuple[str, RunSpec, bool]:
     """Checks the body and makes the thread if asked: the thread, the run's spec and
     whether the thread is temporary (a stateless run)."""
-    body = await json_body(request, optional=False)
-    spec = parse_spec(request.app.state.graphs, body)
+    spec = parse_spec(request.app.state.assistants, body)
     records = request.app.state.records
     runner = request.app.state.runner
     temporary = thread_id is None
@@ -173,7 +205,8 @@ async def create(request: Request) -> Response:
     cluster = request.app.state.cluster
     if cluster is not None and request.path_params.get("tid") is not None:
         # Several servers: the run is queued, for whichever server has room.
-        thread_id, spec, _ = await _prepare(request, request.path_params["tid"])
+        body = await json_body(request, optional=False)
+        thread_id, spec, _ = await _prepare(request, request.path_params["tid"], body)
         record = cluster.enqueue(thread_id, spec, str(uuid.uuid4()))
         base = f"/threads/{thread_id}/runs/{record['run_id']}"
         return JSONResponse(record, headers={"Content-Location": base})
@@ -381,7 +414,7 @@ def resume_unfinished(app: Any) -> int:
             body["input"], body["command"] = None, None
         body["multitask_strategy"] = "enqueue"
         try:
-            spec = parse_spec(app.state.graphs, body)
+            spec = parse_spec(app.state.assistants, body)
         except ApiError as e:
             log.warning("run %s cannot be resumed: %s", record["run_id"], e.detail)
             records.set_run_status(record["run_id"], "error")
@@ -394,7 +427,27 @@ def resume_unfinished(app: Any) -> int:
 
 
 async def batch(request: Request) -> Response:
-    raise invalid("POST /runs/batch is not supported by ironloop serve yet")
+    """Stateless background runs, one per body of the array: every body is checked
+    before any run starts (a mistake names the run by its index)."""
+    bodies = await json_list(request)
+    if not bodies:
+        raise invalid("the batch is empty: give a JSON array of runs")
+    for i, body in enumerate(bodies):
+        try:
+            if not isinstance(body, dict):
+                raise invalid(f"a run must be a JSON object, got {type(body).__name__}")
+            if body.get("thread_id") is not None:
+                raise invalid("a batch's runs are stateless: 'thread_id' is not taken")
+            parse_spec(request.app.state.assistants, body)
+        except ApiError as e:
+            raise ApiError(e.status, f"run {i} of the batch: {e.detail}") from None
+    records = []
+    for body in bodies:
+        run, temporary = await _start(request, None, body)
+        if temporary:
+            _cleanup(request, run)
+        records.append(run.record)
+    return JSONResponse(records)
 
 
 routes = [

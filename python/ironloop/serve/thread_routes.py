@@ -11,7 +11,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from .assistant_routes import resolve
 from .auth import authorize, matches
 from .bodies import body_int, choice, field, json_body, query_int, str_list, uuid_param
 from .errors import conflict, invalid, not_found
@@ -61,7 +60,8 @@ async def create(request: Request) -> Response:
     if_exists = choice(body, "if_exists", ("raise", "do_nothing"), "raise")
     graph_id = field(body, "graph_id", str)
     if graph_id is not None:
-        metadata = {**metadata, "graph_id": resolve(request.app.state.graphs, graph_id).graph_id}
+        graph = request.app.state.assistants.resolve(graph_id)[0]
+        metadata = {**metadata, "graph_id": graph.graph_id}
     value = {"thread_id": tid, "metadata": metadata, "if_exists": if_exists}
     filters = await authorize(request, "threads", "create", value)
     thread = records.create_thread(tid, value["metadata"])
@@ -90,13 +90,17 @@ async def patch(request: Request) -> Response:
 
 async def delete(request: Request) -> Response:
     thread = await load_thread(request, request.path_params["tid"], "delete")
-    tid = thread["thread_id"]
+    await drop_thread(request, thread["thread_id"])
+    return Response(status_code=204)
+
+
+async def drop_thread(request: Request, tid: str) -> None:
+    """The thread, its runs (cancelled first) and its checkpoints, gone."""
     runner = request.app.state.runner
     for run in runner.on_thread(tid):
         await runner.cancel(run, "interrupt")
     request.app.state.records.delete_thread(tid)
     await asyncio.to_thread(request.app.state.checkpointer.delete_thread, tid)
-    return Response(status_code=204)
 
 
 def _search_args(body: dict[str, Any]) -> dict[str, Any]:

@@ -720,7 +720,10 @@ async function start() {
     startRun({ input });
   });
   try {
-    ui.assistants = await api("/assistants/search", { limit: 100 });
+    // The graphs' own assistants, in langgraph.json's order (the first is the default).
+    ui.assistants = await api("/assistants/search", {
+      limit: 100, metadata: { created_by: "system" }, sort_by: "created_at", sort_order: "asc",
+    });
   } catch (e) {
     showAlert(e);
     return;
