@@ -583,9 +583,10 @@ def _model_facing(t: BaseTool, injected: dict[str, tuple[str, str | None]]) -> A
         return t
     from langchain_core.utils.pydantic import _create_subset_model
 
-    full = t.get_input_schema()
-    fields = [n for n in full.model_fields if n not in injected]
-    if len(fields) == len(full.model_fields):
+    full: Any = t.get_input_schema()
+    names = list(getattr(full, "model_fields", None) or full.__fields__)  # pydantic 2 / 1
+    fields = [n for n in names if n not in injected]
+    if len(fields) == len(names):
         return t
     return _create_subset_model(t.name, full, fields, fn_description=t.description)
 
