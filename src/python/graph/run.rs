@@ -32,6 +32,10 @@ pub struct GraphCore {
     pub(super) shared: Arc<Shared>,
     /// The graph's codec (its allowlist), also for what the glue decodes itself.
     pub(super) codec: Arc<PyCodec>,
+    /// Compiled with `checkpointer=False`: as LangGraph's, a subgraph that keeps no
+    /// checkpoints at all, not even in the checkpointer its parent would lend it, so
+    /// each call starts afresh.
+    pub(super) unsaved: bool,
 }
 
 /// What a Python call passes for a run.
@@ -107,7 +111,7 @@ impl GraphCore {
             })?;
         }
         // A subgraph inside a task of a run with checkpoints keeps its own there.
-        if opts.thread_id.is_none() && self.graph.checkpointer().is_none() {
+        if opts.thread_id.is_none() && self.graph.checkpointer().is_none() && !self.unsaved {
             if let Some(sc) = parent_task(py)? {
                 sc.borrow().lend(py, &mut opts);
             }
