@@ -236,11 +236,19 @@ def _retried(name: str, action: Any, retry_policy: Any) -> Any:
             f"node {name!r}: retry_policy is supported on function nodes, not on a "
             f"{type(action).__name__}; wrap it in a function that invokes it"
         )
-    policies = [retry_policy] if isinstance(retry_policy, RetryPolicy) else list(retry_policy)
+    return with_retry(action, _retry_policies(f"node {name!r}", retry_policy), name)
+
+
+def _retry_policies(where: str, retry_policy: Any) -> list[RetryPolicy]:
+    """``retry_policy`` (one ``RetryPolicy`` or a sequence of them) as a list, or a
+    ``TypeError`` naming ``where`` it was given."""
+    if isinstance(retry_policy, RetryPolicy):
+        return [retry_policy]
+    policies = list(retry_policy) if isinstance(retry_policy, (list, tuple)) else [retry_policy]
     for p in policies:
         if not isinstance(p, RetryPolicy):
-            raise TypeError(f"node {name!r}: retry_policy takes RetryPolicy objects, got {p!r}")
-    return with_retry(action, policies, name)
+            raise TypeError(f"{where}: retry_policy takes RetryPolicy objects, got {p!r}")
+    return policies
 
 
 def _is_async(fn: Any) -> bool:
@@ -334,6 +342,12 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         self.node_metadata: dict[str, dict[str, Any]] = {}
         #: ``add_node(..., cache_policy=)``: applied when ``compile`` is given a cache.
         self.cache_policies: dict[str, Any] = {}
+        #: The nodes added with a ``retry_policy`` of their own (which wins over
+        #: ``set_node_defaults``'s).
+        self.retried: set[str] = set()
+        #: ``set_node_defaults``: ``retry_policy`` and ``cache_policy`` for the nodes
+        #: without their own, applied at ``compile``.
+        self.node_defaults: dict[str, Any] = {}
         self.nodes: dict[str, Any] = {}
         self.edges: list[tuple[str, str]] = []
         self.joins: list[tuple[list[str], str]] = []
@@ -360,7 +374,8 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         **kwargs: Any,
     ) -> Self:
         """Adds a node: ``add_node("name", fn)`` or ``add_node(fn)`` (named after it).
-        ``fn`` may be sync or async, a ``ToolNode``, or a compiled graph (a subgraph).
+        ``fn`` may be sync or async, a ``ToolNode``, a compiled graph (a subgraph), or a
+        LangChain ``Runnable`` (a tool, a chain: its ``invoke`` runs on the state).
 
         The node sees the keys of ``input_schema``, else of the class its first
         parameter is annotated with, else of the state schema. ``retry_policy`` (a
@@ -407,13 +422,23 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
                 raise ValueError(
                     f"'{character}' is a reserved character and is not allowed in the node names."
                 )
-        if not callable(action) and not isinstance(action, (ToolNode, CompiledStateGraph)):
-            raise TypeError(f"node {name!r}: expected a function, got {type(action).__name__}")
+        graph_like = isinstance(action, (ToolNode, CompiledStateGraph))
+        if not graph_like and not callable(action) and callable(getattr(action, "ainvoke", None)):
+            # A LangChain `Runnable` (a tool, a chain): run on the state, as LangGraph.
+            from ironloop._langchain import runnable_node
+
+            action = runnable_node(action)
+        if not callable(action) and not graph_like:
+            raise TypeError(
+                f"node {name!r}: expected a function, a compiled graph, a ToolNode or a "
+                f"LangChain Runnable, got {type(action).__name__}"
+            )
         if not isinstance(action, (ToolNode, CompiledStateGraph)):
             _check_config_annotation(action)
         schema = input_schema or input_schema_of(action)
         if retry_policy is not None:
             action = _retried(name, action, retry_policy)
+            self.retried.add(name)
         if schema is not None:
             self._add_schema(schema)
             self.node_schemas[name] = schema
@@ -422,6 +447,37 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             self.cache_policies[name] = cache_policy
         if metadata:
             self.node_metadata[name] = dict(metadata)
+        return self
+
+    def set_node_defaults(
+        self,
+        *,
+        retry_policy: Any = None,
+        cache_policy: Any = None,
+        error_handler: Any = None,
+        timeout: Any = None,
+    ) -> Self:
+        """Policies for every function node of this graph that has none of its own
+        from ``add_node``, applied at ``compile`` (so nodes added later get them too),
+        as LangGraph's: ``retry_policy`` (a ``RetryPolicy`` or a sequence of them) and
+        ``cache_policy`` (a ``CachePolicy``, used when ``compile`` is given a cache).
+        Subgraphs do not inherit them. ``error_handler`` and ``timeout`` are refused:
+        ironloop has no node error handlers or node timeouts yet."""
+        if error_handler is not None or timeout is not None:
+            given = "error_handler" if error_handler is not None else "timeout"
+            raise NotImplementedError(
+                f"set_node_defaults({given}=...) is not supported: ironloop has no node "
+                "error handlers or node timeouts yet; catch the error (or bound the wait) "
+                "inside the node's function instead"
+            )
+        if cache_policy is not None and not isinstance(cache_policy, CachePolicy):
+            raise TypeError(
+                f"set_node_defaults: cache_policy takes a CachePolicy, got {cache_policy!r}"
+            )
+        if retry_policy is not None:
+            self.node_defaults["retry_policy"] = _retry_policies("set_node_defaults", retry_policy)
+        if cache_policy is not None:
+            self.node_defaults["cache_policy"] = cache_policy
         return self
 
     def add_edge(self, start_key: str | Sequence[str], end_key: str) -> Self:
@@ -574,9 +630,19 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
                 call, acall = fn._as_node(all_keys)
                 node.update(func=call, afunc=acall)
             elif not isinstance(fn, ToolNode):
+                default_retry = self.node_defaults.get("retry_policy")
+                if (
+                    default_retry is not None
+                    and name_ not in self.retried
+                    and not isinstance(self.nodes[name_], ToolNode)
+                ):
+                    fn = _retried(name_, fn, default_retry)
                 afunc = getattr(fn, "__ironloop_async__", None)
-                if cache is not None and name_ in self.cache_policies:
-                    fn = cached_node(name_, fn, self.cache_policies[name_], cache)
+                cache_policy = self.cache_policies.get(
+                    name_, self.node_defaults.get("cache_policy")
+                )
+                if cache is not None and cache_policy is not None:
+                    fn = cached_node(name_, fn, cache_policy, cache)
                     afunc = None
                 if self.managed:
                     fn, afunc = with_managed(fn, self.managed), None
@@ -791,7 +857,12 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         return BoundConfig(self, {**(config or {}), **kwargs})
 
     def _cached_namespaces(self, nodes: Sequence[str] | None) -> list[tuple[str, ...]]:
-        names = self.builder.cache_policies if nodes is None else nodes
+        if nodes is not None:
+            names: Any = nodes
+        elif "cache_policy" in self.builder.node_defaults:
+            names = self.builder.nodes  # every node may have cached under the default
+        else:
+            names = self.builder.cache_policies
         return [cache_namespace(n) for n in names]
 
     def invoke(
@@ -910,9 +981,10 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         again from its start). Returns whether the run is nested, and the token to
         reset in the second case."""
         scratch = task_var.get(None)
-        if self.checkpointer not in (None, True) or scratch is None:
+        if self.checkpointer not in (None, True, False) or scratch is None:
             return False, None
-        if scratch.nests:
+        # `checkpointer=False`: no checkpoints, not even under the outer run's.
+        if scratch.nests and self.checkpointer is not False:
             return True, None
         return True, _outer_task.set(_outer_task.get() or scratch)
 
@@ -1064,8 +1136,8 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         at = snap.config["configurable"]
         tasks = []
         for t in snap.tasks:
-            sub = self.builder.nodes.get(t.name)
-            if isinstance(sub, CompiledStateGraph) and sub.checkpointer in (None, True):
+            sub = _subgraph_of(self.builder.nodes.get(t.name))
+            if sub is not None:
                 ns = _child_ns(at.get("checkpoint_ns", ""), t.name, t.id)
                 cfg = {"configurable": {"thread_id": at["thread_id"], "checkpoint_ns": ns}}
                 state = sub._state(cfg, True, saver or self.checkpointer) if subgraphs else cfg
@@ -1181,6 +1253,28 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
 
     def __repr__(self) -> str:
         return f"CompiledStateGraph(nodes={list(self.builder.nodes)!r})"
+
+
+def _subgraph_of(node: Any) -> CompiledStateGraph[Any, Any, Any, Any] | None:
+    """The graph whose checkpoints a node keeps in its task's namespace: the node itself
+    (a subgraph), else one its function calls, found among the names the function
+    refers to (its closure's and its module's), as LangGraph finds it for
+    ``get_state(subgraphs=True)``. ``None`` for a node without one, or whose graph keeps
+    none (``checkpointer=False``) or keeps them in a saver of its own."""
+    if node is not None and not isinstance(node, (CompiledStateGraph, ToolNode)):
+        try:
+            refs = inspect.getclosurevars(inspect.unwrap(node))
+        except TypeError:  # not a Python function: a callable object, a builtin
+            return None
+        found = [
+            v
+            for v in (*refs.nonlocals.values(), *refs.globals.values())
+            if isinstance(v, CompiledStateGraph) and v.checkpointer is not False
+        ]
+        node = found[0] if found else None  # the first, as LangGraph's
+    if isinstance(node, CompiledStateGraph) and node.checkpointer in (None, True):
+        return node
+    return None
 
 
 def _traced(it: Iterator[Any], trace: Any) -> Iterator[Any]:

@@ -163,6 +163,16 @@ impl Pending {
                     })
                 }
             },
+            Resume::ById(m) if m.is_empty() => {
+                return Err(GraphError::UnknownInterrupt {
+                    message: "The resume map names no interrupt: resume with \
+                              Command(resume={interrupt.id: value, ...})"
+                        .into(),
+                    reason: "empty_map",
+                    interrupt_ids: Vec::new(),
+                    pending_ids: interrupted,
+                })
+            }
             Resume::ById(m) => {
                 let mut unknown: Vec<String> = m
                     .iter()

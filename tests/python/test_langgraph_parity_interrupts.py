@@ -220,6 +220,37 @@ def test_a_resume_that_matches_no_pending_interrupt_is_refused_before_any_write(
     assert sorted(out["log"]) == ["a:yes", "b:no"]
 
 
+@pytest.mark.parametrize(
+    ("resume", "reason", "named"),
+    [
+        # LangGraph's strict resume: an empty map names no interrupt.
+        ({}, "empty_map", ()),
+        # An id in LangGraph's form (32 hex digits) is an id, unknown here: refused,
+        # not taken as the one answer to both questions.
+        ({"0" * 32: "yes"}, "not_pending", ("0" * 32,)),
+    ],
+)
+def test_a_resume_map_naming_no_pending_interrupt_is_refused(
+    resume: dict[str, Any], reason: str, named: tuple[str, ...]
+) -> None:
+    from ironloop.errors import UnknownInterruptError
+
+    calls: Counter[str] = Counter()
+    app = _two_questions(calls)
+    config = {"configurable": {"thread_id": "t"}}
+    app.invoke({"log": []}, config)
+    pending = tuple(sorted(i.id for i in app.get_state(config).interrupts))
+    with pytest.raises(UnknownInterruptError) as e:
+        app.invoke(Command(resume=resume), config)
+    assert (e.value.reason, e.value.interrupt_ids, e.value.pending_ids) == (
+        reason,
+        named,
+        pending,
+    )
+    # Nothing was written: both questions are still open.
+    assert tuple(sorted(i.id for i in app.get_state(config).interrupts)) == pending
+
+
 class _Child(TypedDict):
     prompt: str
     answers: Annotated[list[str], operator.add]

@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyList, PyTuple};
 use tokio_util::sync::CancellationToken;
 
 use super::super::env::PyRunEnv;
@@ -55,8 +55,12 @@ impl GraphCore {
             spec.branches
                 .push(b.into_spec(py, &spec.channels, &shared)?);
         }
+        // `False` (LangGraph's "no checkpoints, not even the parent's"), else a saver.
+        let unsaved = checkpointer
+            .as_ref()
+            .is_some_and(|c| c.is_instance_of::<PyBool>() && !c.is_truthy().unwrap_or(true));
         let cp = match checkpointer {
-            Some(c) if !c.is_none() => Some(checkpointer_from(py, &c)?),
+            Some(c) if !c.is_none() && !unsaved => Some(checkpointer_from(py, &c)?),
             _ => None,
         };
         let codec = Arc::new(PyCodec {
@@ -68,6 +72,7 @@ impl GraphCore {
             graph: Arc::new(graph),
             shared,
             codec,
+            unsaved,
         })
     }
 
@@ -105,7 +110,7 @@ impl GraphCore {
     ) -> PyResult<Bound<'py, PyAny>> {
         let s = self.setup(py, input, config, Some(event_loop), None, model_call(agent))?;
         let graph = self.graph.clone();
-        let (shared, codec) = (self.shared.clone(), self.codec.clone());
+        let (shared, codec, unsaved) = (self.shared.clone(), self.codec.clone(), self.unsaved);
         let cancel = s.opts.cancel.clone();
         let fut = crate::python::awaitable::future_into_py(py, async move {
             let guard = s.opts.cancel.clone().drop_guard();
@@ -116,6 +121,7 @@ impl GraphCore {
                     graph,
                     shared,
                     codec,
+                    unsaved,
                 };
                 core.output(py, r).map(Bound::unbind)
             })

@@ -32,6 +32,10 @@ pub struct GraphCore {
     pub(super) shared: Arc<Shared>,
     /// The graph's codec (its allowlist), also for what the glue decodes itself.
     pub(super) codec: Arc<PyCodec>,
+    /// Compiled with `checkpointer=False`: as LangGraph's, a subgraph that keeps no
+    /// checkpoints at all, not even in the checkpointer its parent would lend it, so
+    /// each call starts afresh.
+    pub(super) unsaved: bool,
 }
 
 /// What a Python call passes for a run.
@@ -107,7 +111,7 @@ impl GraphCore {
             })?;
         }
         // A subgraph inside a task of a run with checkpoints keeps its own there.
-        if opts.thread_id.is_none() && self.graph.checkpointer().is_none() {
+        if opts.thread_id.is_none() && self.graph.checkpointer().is_none() && !self.unsaved {
             if let Some(sc) = parent_task(py)? {
                 sc.borrow().lend(py, &mut opts);
             }
@@ -149,13 +153,14 @@ impl GraphCore {
                 self.shared.output(py, START, input, &mut out)?;
                 RunInput::Command(out)
             } else if let Ok(d) = resume.cast::<PyDict>() {
-                // {interrupt_id: value} when several interrupts are pending.
-                let ids_look_like_tasks = d.keys().iter().all(|k| {
+                // {interrupt_id: value} when several interrupts are pending; as in
+                // LangGraph's strict resume, a map whose keys all look like ids (none:
+                // an empty map) is one, so an unknown id is refused, not taken as a value.
+                let ids_look_like_interrupts = d.keys().iter().all(|k| {
                     k.extract::<String>()
-                        .map(|s| s.contains(':'))
-                        .unwrap_or(false)
+                        .is_ok_and(|s| looks_like_interrupt_id(&s))
                 });
-                if ids_look_like_tasks && !d.is_empty() {
+                if ids_look_like_interrupts {
                     let mut m = Vec::new();
                     for (k, v) in d.iter() {
                         m.push((k.extract()?, host(v)));
@@ -415,4 +420,12 @@ pub(super) fn snapshot<'py>(
         PyTuple::new(py, tasks)?,
         PyTuple::new(py, all_interrupts)?,
     ))
+}
+
+/// Whether a resume map's key names an interrupt: one of ironloop's task ids
+/// (`<checkpoint>:<index>:<node>`), or LangGraph's form (32 hex digits, an xxh3-128
+/// digest), which a program written for LangGraph may pass and which is then refused
+/// as unknown rather than taken for an answer.
+fn looks_like_interrupt_id(key: &str) -> bool {
+    key.contains(':') || (key.len() == 32 && key.bytes().all(|b| b.is_ascii_hexdigit()))
 }
