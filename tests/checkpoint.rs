@@ -865,7 +865,7 @@ async fn concurrent_callers(s: Arc<dyn Checkpointer>) {
 // ---------------------------------------------------------------------------------
 
 fn with_snapshot(mut r: CheckpointRecord, at: i64) -> CheckpointRecord {
-    r.snapshot = Some(json!({"v": 1, "values": {"count": at}}));
+    r.snapshot = Some(json!({"v": 1, "values": {"count": at}}).into());
     r
 }
 

@@ -567,7 +567,8 @@ mod tests {
 
     fn record(snapshot: bool) -> CheckpointRecord {
         CheckpointRecord {
-            snapshot: snapshot.then(|| json!({"v": 1, "values": {"secret": "s3cr3t-value"}})),
+            snapshot: snapshot
+                .then(|| json!({"v": 1, "values": {"secret": "s3cr3t-value"}}).into()),
             id: "c1".into(),
             parent_id: Some("p".into()),
             step: 3,

@@ -310,7 +310,10 @@ impl Graph {
         r: &CheckpointRecord,
     ) -> Result<(), GraphError> {
         let applied = match &r.snapshot {
-            Some(snapshot) => self.apply_snapshot(thread_id, chans, r, snapshot),
+            Some(snapshot) => snapshot
+                .json()
+                .map_err(GraphError::Checkpoint)
+                .and_then(|s| self.apply_snapshot(thread_id, chans, r, &s)),
             None => self.apply_record(chans, r),
         };
         applied.map_err(|e| match e {
