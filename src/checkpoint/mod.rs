@@ -126,7 +126,7 @@ pub struct Write {
     /// The node that wrote it (or `__input__`, `__update__`, `__engine__`).
     pub node: String,
     pub channel: String,
-    pub value: Value,
+    pub value: Arc<Value>,
 }
 
 /// A checkpoint's snapshot of its channels' values (opaque to savers): the JSON read
@@ -213,7 +213,7 @@ pub struct PendingWrite {
     pub idx: i64,
     pub node: String,
     pub channel: String,
-    pub value: Value,
+    pub value: Arc<Value>,
 }
 
 /// One save of a batch given to [`Checkpointer::put_many`]: what `put`, `put_next` and
@@ -550,7 +550,7 @@ pub(crate) fn writes_from_rows(
                 idx,
                 node,
                 channel,
-                value,
+                value: Arc::new(value),
             })
         })
         .collect()

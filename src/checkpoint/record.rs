@@ -458,7 +458,7 @@ fn decode_any(
                     out.push(Write {
                         node: node.clone(),
                         channel,
-                        value,
+                        value: Arc::new(value),
                     });
                 }
             }
@@ -475,7 +475,7 @@ fn decode_any(
                             Ok(Write {
                                 node,
                                 channel,
-                                value,
+                                value: Arc::new(value),
                             })
                         }
                         _ => Err("a write is not [node, channel, value]".to_owned()),
@@ -638,7 +638,7 @@ mod tests {
             writes: vec![Write {
                 node: "b".into(),
                 channel: "messages".into(),
-                value: json!([{"id": "m1", "content": "hi", "type": "ai"}]),
+                value: json!([{"id": "m1", "content": "hi", "type": "ai"}]).into(),
             }],
             next: vec![
                 TaskRecord {
@@ -697,12 +697,12 @@ mod tests {
             Write {
                 node: "a".into(),
                 channel: "count".into(),
-                value: json!(4),
+                value: json!(4).into(),
             },
             Write {
                 node: "a".into(),
                 channel: "messages".into(),
-                value: json!([{"id": "m1"}]),
+                value: json!([{"id": "m1"}]).into(),
             },
         ];
         r.next.truncate(1);
@@ -723,7 +723,7 @@ mod tests {
             r.writes.push(Write {
                 node: node.into(),
                 channel: format!("c{i}"),
-                value: json!(i),
+                value: json!(i).into(),
             });
         }
         let text = round_trip(&r);

@@ -576,7 +576,7 @@ mod tests {
             writes: vec![Write {
                 node: "agent".into(),
                 channel: "messages".into(),
-                value: json!([{"type": "ai", "content": "the launch code is 0000"}]),
+                value: json!([{"type": "ai", "content": "the launch code is 0000"}]).into(),
             }],
             next: vec![TaskRecord {
                 id: "c1:0:tools".into(),

@@ -37,10 +37,11 @@ impl ValueCodec for JsonCodec {
     }
 }
 
-/// A value as checkpoint JSON; the error names the channel (or reserved name) it
-/// was meant for.
-pub(super) fn encode(channel: &str, v: &Val) -> Result<Value, GraphError> {
-    v.to_json()
+/// A value as checkpoint JSON, shared with what a host value keeps (a write holds the
+/// tree its value was encoded to, not a copy of it); the error names the channel (or
+/// reserved name) it was meant for.
+pub(super) fn encode(channel: &str, v: &Val) -> Result<Arc<Value>, GraphError> {
+    v.to_json_shared()
         .map_err(|reason| serialize_error(channel, v, reason))
 }
 

@@ -160,7 +160,12 @@ impl Graph {
             .writes
             .iter()
             .filter(|w| matches!(self.channel_kind(&w.channel), Some(ChannelKind::Messages)))
-            .map(|w| Ok((w.channel.clone(), self.decode(&w.channel, w.value.clone())?)))
+            .map(|w| {
+                Ok((
+                    w.channel.clone(),
+                    self.decode(&w.channel, (*w.value).clone())?,
+                ))
+            })
             .collect::<Result<Vec<_>, GraphError>>()?;
         self.apply(chans, writes)?;
         for (i, version) in messages {
@@ -199,7 +204,12 @@ impl Graph {
                     .writes
                     .iter()
                     .filter(|w| messages.contains_key(w.channel.as_str()))
-                    .map(|w| Ok((w.channel.clone(), self.decode(&w.channel, w.value.clone())?)))
+                    .map(|w| {
+                        Ok((
+                            w.channel.clone(),
+                            self.decode(&w.channel, (*w.value).clone())?,
+                        ))
+                    })
                     .collect::<Result<Vec<_>, GraphError>>()?;
                 self.apply(&mut chans, writes)?;
             }

@@ -81,6 +81,14 @@ impl Val {
         }
     }
 
+    /// [`Val::to_json`] without a copy of what a host value keeps.
+    pub fn to_json_shared(&self) -> Result<Arc<Value>, String> {
+        match self {
+            Val::Host(h) => h.to_json(),
+            v => v.to_json().map(Arc::new),
+        }
+    }
+
     /// The value as checkpoint JSON text (a host value's kept one, shared).
     pub fn to_text(&self) -> Result<Arc<String>, String> {
         let text = match self {

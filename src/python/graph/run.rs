@@ -375,7 +375,7 @@ pub(super) fn snapshot<'py>(
         {
             let v = core
                 .codec
-                .decode(Reserved::Interrupt.as_str(), w.value.clone())
+                .decode(Reserved::Interrupt.as_str(), (*w.value).clone())
                 .map_err(|e| PyValueError::new_err(e.to_string()))?;
             let i = interrupt_cls.call1((val_to_py(py, &v)?, &t.id))?;
             all_interrupts.push(i.clone());
