@@ -33,7 +33,7 @@ fn rec(id: &str, parent: Option<&str>, step: i64) -> CheckpointRecord {
             node: "agent".into(),
             channel: "messages".into(),
             value: json!([{"type": "ai", "id": format!("m-{id}"), "content": "héllo ✓ \"quoted\"",
-                           "tool_calls": [{"id": "c1", "name": "add", "args": {"a": 1, "b": 2.5}}]}]),
+                           "tool_calls": [{"id": "c1", "name": "add", "args": {"a": 1, "b": 2.5}}]}]).into(),
         }],
         next: vec![
             TaskRecord {
@@ -62,7 +62,7 @@ fn pwi(task: &str, idx: i64, channel: &str, value: serde_json::Value) -> Pending
         idx,
         node: "tools".into(),
         channel: channel.into(),
-        value,
+        value: value.into(),
     }
 }
 
@@ -691,7 +691,7 @@ async fn put_many_is_one_transaction(s: Arc<dyn Checkpointer>) {
     assert!(s.pending_writes("t", "c0").await.unwrap().is_empty());
     let pending = s.pending_writes("t", "c1").await.unwrap();
     assert_eq!(
-        pending.iter().map(|w| &w.value).collect::<Vec<_>>(),
+        pending.iter().map(|w| &*w.value).collect::<Vec<_>>(),
         [&json!(1), &json!("é")]
     );
     // The same batch again (a retry after an unknown outcome) is fine, and leaves what
@@ -865,7 +865,7 @@ async fn concurrent_callers(s: Arc<dyn Checkpointer>) {
 // ---------------------------------------------------------------------------------
 
 fn with_snapshot(mut r: CheckpointRecord, at: i64) -> CheckpointRecord {
-    r.snapshot = Some(json!({"v": 1, "values": {"count": at}}));
+    r.snapshot = Some(json!({"v": 1, "values": {"count": at}}).into());
     r
 }
 
@@ -1004,7 +1004,7 @@ async fn chain_from_snapshot_stops_at_the_nearest_snapshot(s: Arc<dyn Checkpoint
     );
     // A record whose writes or metadata hold a "snapshot" key is not a snapshot.
     let mut r = rec("w", Some("c9"), 10);
-    r.writes[0].value = json!({"snapshot": {"v": 1}});
+    r.writes[0].value = json!({"snapshot": {"v": 1}}).into();
     r.metadata = json!({"snapshot": true});
     s.put_next("t", r).await.unwrap();
     assert_eq!(ids(&from("w").await), ["c7", "c8", "c9", "w"]);

@@ -760,7 +760,7 @@ async fn a_checkpoint_in_the_saved_format_continues_from_its_pending_writes() {
         writes: vec![ironloop::checkpoint::Write {
             node: START.into(),
             channel: "log".into(),
-            value: json!([]),
+            value: json!([]).into(),
         }],
         next: vec![task("c1:0:a", "a"), task("c1:1:b", "b")],
         created_at: 0.0,
@@ -772,7 +772,7 @@ async fn a_checkpoint_in_the_saved_format_continues_from_its_pending_writes() {
         idx,
         node: "a".into(),
         channel: channel.into(),
-        value,
+        value: value.into(),
     };
     saver
         .put_writes(

@@ -23,6 +23,8 @@ pub mod seal;
 pub mod sqlite;
 pub mod stalled;
 
+use std::borrow::Cow;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -124,7 +126,55 @@ pub struct Write {
     /// The node that wrote it (or `__input__`, `__update__`, `__engine__`).
     pub node: String,
     pub channel: String,
-    pub value: Value,
+    pub value: Arc<Value>,
+}
+
+/// A checkpoint's snapshot of its channels' values (opaque to savers): the JSON read
+/// back from a store, or the text the engine writes in pieces, each channel's value
+/// the checkpoint text it keeps (shared, not copied: a value unchanged since the last
+/// checkpoint is not encoded again) and written out once, into the record's text.
+#[derive(Debug, Clone)]
+pub enum Snapshot {
+    Json(Value),
+    /// JSON text as pieces whose concatenation is the snapshot.
+    Pieces(Vec<Arc<String>>),
+}
+
+impl Snapshot {
+    /// The snapshot as JSON (the pieces joined and parsed).
+    pub fn json(&self) -> Result<Cow<'_, Value>> {
+        match self {
+            Snapshot::Json(v) => Ok(Cow::Borrowed(v)),
+            Snapshot::Pieces(p) => serde_json::from_str(&p.iter().map(|s| s.as_str()).collect::<String>())
+                .map(Cow::Owned)
+                .map_err(|e| CheckpointError::serialization(format!("a snapshot that is not JSON ({e}): this is a bug in ironloop, please report it"))),
+        }
+    }
+}
+
+impl From<Value> for Snapshot {
+    fn from(v: Value) -> Self {
+        Snapshot::Json(v)
+    }
+}
+
+impl PartialEq for Snapshot {
+    fn eq(&self, other: &Self) -> bool {
+        matches!((self.json(), other.json()), (Ok(a), Ok(b)) if a == b)
+    }
+}
+
+impl Serialize for Snapshot {
+    /// The JSON (the pieces parsed: `record::encode`, the hot path, copies them).
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        self.json().map_err(serde::ser::Error::custom)?.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Snapshot {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        Value::deserialize(d).map(Snapshot::Json)
+    }
 }
 
 /// One checkpoint: the writes that lead to it from its parent, and what runs next.
@@ -135,7 +185,7 @@ pub struct CheckpointRecord {
     /// first JSON field of a record stored in format 1 (see [`record`]). Records
     /// written before snapshots existed have none and load as they did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub snapshot: Option<Value>,
+    pub snapshot: Option<Snapshot>,
     pub id: String,
     pub parent_id: Option<String>,
     pub step: i64,
@@ -163,7 +213,7 @@ pub struct PendingWrite {
     pub idx: i64,
     pub node: String,
     pub channel: String,
-    pub value: Value,
+    pub value: Arc<Value>,
 }
 
 /// One save of a batch given to [`Checkpointer::put_many`]: what `put`, `put_next` and
@@ -500,7 +550,7 @@ pub(crate) fn writes_from_rows(
                 idx,
                 node,
                 channel,
-                value,
+                value: Arc::new(value),
             })
         })
         .collect()

@@ -79,7 +79,9 @@ use serde::ser::{SerializeSeq, Serializer};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use super::{CheckpointRecord, TaskRecord, Write};
+use std::sync::Arc;
+
+use super::{CheckpointRecord, Snapshot, TaskRecord, Write};
 
 /// The first element of a format-2 or -3 record without a snapshot.
 pub const TAG: u64 = 2;
@@ -126,10 +128,24 @@ pub fn encode(record: &CheckpointRecord) -> serde_json::Result<String> {
 
 /// The text of `record` in format 4 before its last comma: `[a,...,h` (what the
 /// checksum, or a key's authentication code, covers with the ids).
+/// A snapshot the engine wrote in pieces is copied in here, once, after the rest.
 pub fn encode_body(record: &CheckpointRecord) -> serde_json::Result<String> {
-    let mut text = serde_json::to_string(&Format4(record))?;
+    let pieces: &[Arc<String>] = match &record.snapshot {
+        Some(Snapshot::Pieces(p)) => p,
+        _ => &[],
+    };
+    let size = pieces.iter().map(|p| p.len()).sum::<usize>();
+    let mut text = Vec::with_capacity(size + 256);
+    serde_json::to_writer(&mut text, &Format4(record))?;
     text.pop(); // `[a,...,h]` becomes `[a,...,h`.
-    Ok(text)
+    if !pieces.is_empty() {
+        text.push(b',');
+        for p in pieces {
+            text.extend_from_slice(p.as_bytes());
+        }
+    }
+    // serde_json writes UTF-8, and the pieces are `String`s.
+    String::from_utf8(text).map_err(serde::ser::Error::custom)
 }
 
 /// A record as format 4 stores it, without the checksum (see the module docs).
@@ -157,7 +173,8 @@ impl Serialize for Format4<'_> {
             Metadata::Derived(n) => seq.serialize_element(&MapPrefix(&r.metadata, n))?,
             Metadata::Whole => seq.serialize_element(&[&r.metadata])?,
         }
-        if let Some(snapshot) = &r.snapshot {
+        // A snapshot in pieces follows, from `encode_body`.
+        if let Some(snapshot @ Snapshot::Json(_)) = &r.snapshot {
             seq.serialize_element(snapshot)?;
         }
         seq.end()
@@ -441,7 +458,7 @@ fn decode_any(
                     out.push(Write {
                         node: node.clone(),
                         channel,
-                        value,
+                        value: Arc::new(value),
                     });
                 }
             }
@@ -458,7 +475,7 @@ fn decode_any(
                             Ok(Write {
                                 node,
                                 channel,
-                                value,
+                                value: Arc::new(value),
                             })
                         }
                         _ => Err("a write is not [node, channel, value]".to_owned()),
@@ -488,7 +505,7 @@ fn decode_any(
         _ => return Err("the metadata is neither an object nor [metadata]".into()),
     };
     Ok(CheckpointRecord {
-        snapshot,
+        snapshot: snapshot.map(Snapshot::Json),
         id: id.to_owned(),
         parent_id: parent_id.map(str::to_owned),
         step,
@@ -621,7 +638,7 @@ mod tests {
             writes: vec![Write {
                 node: "b".into(),
                 channel: "messages".into(),
-                value: json!([{"id": "m1", "content": "hi", "type": "ai"}]),
+                value: json!([{"id": "m1", "content": "hi", "type": "ai"}]).into(),
             }],
             next: vec![
                 TaskRecord {
@@ -680,12 +697,12 @@ mod tests {
             Write {
                 node: "a".into(),
                 channel: "count".into(),
-                value: json!(4),
+                value: json!(4).into(),
             },
             Write {
                 node: "a".into(),
                 channel: "messages".into(),
-                value: json!([{"id": "m1"}]),
+                value: json!([{"id": "m1"}]).into(),
             },
         ];
         r.next.truncate(1);
@@ -706,7 +723,7 @@ mod tests {
             r.writes.push(Write {
                 node: node.into(),
                 channel: format!("c{i}"),
-                value: json!(i),
+                value: json!(i).into(),
             });
         }
         let text = round_trip(&r);
@@ -772,7 +789,7 @@ mod tests {
     #[test]
     fn snapshots_are_tagged_and_before_the_checksum() {
         let mut r = record("c2");
-        r.snapshot = Some(json!({"v": 1, "values": {"count": 3}}));
+        r.snapshot = Some(json!({"v": 1, "values": {"count": 3}}).into());
         let text = round_trip(&r);
         let crc = checksum("c2", Some("p"), text.rsplit_once(',').unwrap().0);
         assert!(has_snapshot(&text) && text.starts_with(SNAPSHOT_PREFIX_4));
@@ -785,7 +802,7 @@ mod tests {
         // Without metadata of its own, and a snapshot that is JSON's null.
         r.metadata = json!({"source": "loop", "step": 4, "parents": {}});
         for s in [json!(5), Value::Null] {
-            r.snapshot = Some(s);
+            r.snapshot = Some(s.into());
             assert!(has_snapshot(&round_trip(&r)));
         }
         r.snapshot = None;
@@ -796,6 +813,21 @@ mod tests {
             "{text}"
         );
         assert!(!has_snapshot(&text));
+    }
+
+    #[test]
+    fn a_snapshot_in_pieces_is_stored_as_its_json() {
+        let mut r = record("c2");
+        r.snapshot = Some(json!({"v": 1, "values": {"a": [1, "x"]}}).into());
+        let whole = encode(&r).unwrap();
+        let piece = |s: &str| Arc::new(s.to_owned());
+        r.snapshot = Some(Snapshot::Pieces(vec![
+            piece(r#"{"v":1,"values":{"a":"#),
+            piece(r#"[1,"x"]"#),
+            piece("}}"),
+        ]));
+        assert_eq!(encode(&r).unwrap(), whole);
+        assert_eq!(decode(&whole, "c2", Some("p")).unwrap(), r);
     }
 
     /// `record` as format 3 wrote it (9 elements, a checksum last).
@@ -819,7 +851,7 @@ mod tests {
             writes,
             next,
             compact_metadata(r),
-            r.snapshot.clone().unwrap_or(Value::Null)
+            serde_json::to_value(&r.snapshot).unwrap()
         ]);
         let mut text = serde_json::to_string(&out).unwrap();
         text.pop();
@@ -830,7 +862,7 @@ mod tests {
     #[test]
     fn format_3_records_still_load() {
         let mut r = record("c1");
-        for snapshot in [None, Some(json!({"v": 1}))] {
+        for snapshot in [None, Some(json!({"v": 1}).into())] {
             r.snapshot = snapshot;
             let v3 = format_3(&r);
             assert!(
@@ -873,7 +905,7 @@ mod tests {
         assert!(v2.ends_with(r#"{"user":"u"}]"#), "{v2}");
         assert_eq!(decode(&v2, "c1", Some("p")).unwrap(), r);
         let mut s = r.clone();
-        s.snapshot = Some(json!({"v": 1}));
+        s.snapshot = Some(json!({"v": 1}).into());
         let v2 = format_2(&s);
         assert!(has_snapshot(&v2) && v2.ends_with(r#"{"v":1}]"#), "{v2}");
         assert_eq!(decode(&v2, "c1", Some("p")).unwrap(), s);
@@ -887,7 +919,7 @@ mod tests {
     #[test]
     fn every_changed_byte_is_an_error() {
         let mut with_snapshot = record("c1");
-        with_snapshot.snapshot = Some(json!({"v": 1, "values": {"n": 3}}));
+        with_snapshot.snapshot = Some(json!({"v": 1, "values": {"n": 3}}).into());
         let mut engine_metadata = record("c1");
         engine_metadata.metadata = json!({"source": "loop", "step": 4, "parents": {}});
         let mut both = engine_metadata.clone();
@@ -956,7 +988,7 @@ mod tests {
         let v1 = serde_json::to_string(&r).unwrap();
         assert_eq!(decode(&v1, "ignored", None).unwrap(), r);
         let mut s = r.clone();
-        s.snapshot = Some(json!({"v": 1}));
+        s.snapshot = Some(json!({"v": 1}).into());
         let v1 = serde_json::to_string(&s).unwrap();
         assert!(has_snapshot(&v1));
         assert_eq!(decode(&v1, "c1", Some("p")).unwrap(), s);

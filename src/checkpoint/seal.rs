@@ -567,7 +567,8 @@ mod tests {
 
     fn record(snapshot: bool) -> CheckpointRecord {
         CheckpointRecord {
-            snapshot: snapshot.then(|| json!({"v": 1, "values": {"secret": "s3cr3t-value"}})),
+            snapshot: snapshot
+                .then(|| json!({"v": 1, "values": {"secret": "s3cr3t-value"}}).into()),
             id: "c1".into(),
             parent_id: Some("p".into()),
             step: 3,
@@ -575,7 +576,7 @@ mod tests {
             writes: vec![Write {
                 node: "agent".into(),
                 channel: "messages".into(),
-                value: json!([{"type": "ai", "content": "the launch code is 0000"}]),
+                value: json!([{"type": "ai", "content": "the launch code is 0000"}]).into(),
             }],
             next: vec![TaskRecord {
                 id: "c1:0:tools".into(),

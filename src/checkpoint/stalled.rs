@@ -98,7 +98,7 @@ mod tests {
             idx: 0,
             node: "n".into(),
             channel: channel.into(),
-            value: Value::Null,
+            value: Value::Null.into(),
         }
     }
 

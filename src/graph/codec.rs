@@ -11,12 +11,21 @@ use super::value::Val;
 pub trait ValueCodec: Send + Sync {
     fn decode(&self, channel: &str, value: Value) -> Result<Val, GraphError>;
 
-    /// [`ValueCodec::decode`] of JSON the caller keeps (a cached state's): a codec
-    /// whose values keep their JSON (see [`super::HostValue::to_json`]) shares it
-    /// instead of copying it.
-    fn decode_shared(&self, channel: &str, value: Arc<Value>) -> Result<Val, GraphError> {
-        self.decode(channel, Arc::unwrap_or_clone(value))
+    /// [`ValueCodec::decode`] of checkpoint JSON text the caller keeps (the state
+    /// cache's): a codec whose values keep their text shares it.
+    fn decode_text(&self, channel: &str, text: Arc<String>) -> Result<Val, GraphError> {
+        self.decode(channel, parse_text(channel, &text)?)
     }
+}
+
+/// Checkpoint JSON text as a tree; the error names the channel it was kept for.
+pub fn parse_text(channel: &str, text: &str) -> Result<Value, GraphError> {
+    serde_json::from_str(text).map_err(|e| {
+        GraphError::Checkpoint(crate::checkpoint::CheckpointError::serialization(format!(
+            "the kept checkpoint text of {channel:?} is not JSON ({e}); this is a bug in \
+             ironloop: please report it"
+        )))
+    })
 }
 
 /// Keeps JSON as JSON: for graphs whose state is JSON.
@@ -28,16 +37,17 @@ impl ValueCodec for JsonCodec {
     }
 }
 
-/// A value as checkpoint JSON; the error names the channel (or reserved name) it
-/// was meant for.
-pub(super) fn encode(channel: &str, v: &Val) -> Result<Value, GraphError> {
-    v.to_json()
+/// A value as checkpoint JSON, shared with what a host value keeps (a write holds the
+/// tree its value was encoded to, not a copy of it); the error names the channel (or
+/// reserved name) it was meant for.
+pub(super) fn encode(channel: &str, v: &Val) -> Result<Arc<Value>, GraphError> {
+    v.to_json_shared()
         .map_err(|reason| serialize_error(channel, v, reason))
 }
 
-/// [`encode`] without a copy of what a host value keeps.
-pub(super) fn encode_shared(channel: &str, v: &Val) -> Result<Arc<Value>, GraphError> {
-    v.to_json_shared()
+/// A value as checkpoint JSON text, without a copy of what a host value keeps.
+pub(super) fn encode_text(channel: &str, v: &Val) -> Result<Arc<String>, GraphError> {
+    v.to_text()
         .map_err(|reason| serialize_error(channel, v, reason))
 }
 

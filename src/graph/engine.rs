@@ -310,7 +310,10 @@ impl Graph {
         r: &CheckpointRecord,
     ) -> Result<(), GraphError> {
         let applied = match &r.snapshot {
-            Some(snapshot) => self.apply_snapshot(thread_id, chans, r, snapshot),
+            Some(snapshot) => snapshot
+                .json()
+                .map_err(GraphError::Checkpoint)
+                .and_then(|s| self.apply_snapshot(thread_id, chans, r, &s)),
             None => self.apply_record(chans, r),
         };
         applied.map_err(|e| match e {
@@ -332,7 +335,12 @@ impl Graph {
         let writes = r
             .writes
             .iter()
-            .map(|w| Ok((w.channel.clone(), self.decode(&w.channel, w.value.clone())?)))
+            .map(|w| {
+                Ok((
+                    w.channel.clone(),
+                    self.decode(&w.channel, (*w.value).clone())?,
+                ))
+            })
             .collect::<Result<Vec<_>, GraphError>>()?;
         self.apply(chans, writes)
     }
@@ -480,7 +488,7 @@ impl Graph {
                     id: t.id.clone(),
                     node: t.node.clone(),
                     arg: match &t.arg {
-                        Some(a) => Some(encode(Reserved::Send.as_str(), a)?),
+                        Some(a) => Some(Arc::unwrap_or_clone(encode(Reserved::Send.as_str(), a)?)),
                         None => None,
                     },
                 })

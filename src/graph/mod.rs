@@ -19,7 +19,7 @@ pub mod tagged;
 mod value;
 
 pub use channel::{Channel, ChannelKind, Reducer};
-pub use codec::{JsonCodec, ValueCodec};
+pub use codec::{parse_text, JsonCodec, ValueCodec};
 pub use engine::Graph;
 pub use error::GraphError;
 pub use history::Snapshot;

@@ -80,7 +80,7 @@ impl Pending {
             for (k, _, w) in answers {
                 let v = graph
                     .codec
-                    .decode(Reserved::Resume.as_str(), w.value.clone())?;
+                    .decode(Reserved::Resume.as_str(), (*w.value).clone())?;
                 if k < values.len() {
                     values[k] = v;
                 } else {
@@ -418,7 +418,7 @@ fn resume_idx(k: usize) -> i64 {
 /// [`Reserved::Goto`] per goto, and the [`Reserved::Done`] marker.
 pub(super) fn finished_writes(t: &Task, out: &NodeOutput) -> Result<Vec<PendingWrite>, GraphError> {
     let mut ws = Vec::with_capacity(out.writes.len() + out.goto.len() + 1);
-    let write = |ws: &Vec<PendingWrite>, channel: &str, value: Value| PendingWrite {
+    let write = |ws: &Vec<PendingWrite>, channel: &str, value: Arc<Value>| PendingWrite {
         task_id: t.id.clone(),
         idx: ws.len() as i64,
         node: t.node.clone(),
@@ -434,9 +434,9 @@ pub(super) fn finished_writes(t: &Task, out: &NodeOutput) -> Result<Vec<PendingW
             Goto::Send(n, a) => json!({"node": n, "arg": encode(Reserved::Send.as_str(), a)?}),
             Goto::End => json!({"node": END}),
         };
-        ws.push(write(&ws, Reserved::Goto.as_str(), value));
+        ws.push(write(&ws, Reserved::Goto.as_str(), Arc::new(value)));
     }
-    ws.push(write(&ws, Reserved::Done.as_str(), Value::Null));
+    ws.push(write(&ws, Reserved::Done.as_str(), Arc::new(Value::Null)));
     Ok(ws)
 }
 
@@ -472,7 +472,7 @@ pub(super) fn restore_output(graph: &Graph, ws: &[PendingWrite]) -> Result<NodeO
             // A channel write (`__send__` names no pending write, so it would be one too).
             Some(Reserved::Send) | None => out.writes.push((
                 w.channel.clone(),
-                graph.decode(&w.channel, w.value.clone())?,
+                graph.decode(&w.channel, (*w.value).clone())?,
             )),
         }
     }

@@ -683,7 +683,9 @@ impl Run<'_> {
                 .find(|r| r.parent_id.as_deref() == Some(p.id.as_str()));
             for w in child.into_iter().flat_map(|r| r.writes) {
                 if w.node == START {
-                    let v = self.graph.decode(&w.channel, w.value)?;
+                    let v = self
+                        .graph
+                        .decode(&w.channel, Arc::unwrap_or_clone(w.value))?;
                     out.writes.push((w.channel, v));
                 }
             }

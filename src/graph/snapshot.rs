@@ -12,14 +12,15 @@
 //! one reads the snapshot and the deltas after it.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
 use super::channel::{Channel, ChannelKind};
-use super::codec::encode;
+use super::codec::encode_text;
 use super::engine::Graph;
 use super::error::GraphError;
-use crate::checkpoint::{CheckpointError, CheckpointRecord, Checkpointer};
+use crate::checkpoint::{CheckpointError, CheckpointRecord, Checkpointer, Snapshot};
 
 /// How many records may follow a snapshot on a chain before the next record carries
 /// one. Small, so that a load costs about as much as loading a 10-step thread; a
@@ -58,9 +59,13 @@ impl Graph {
     }
 
     /// The snapshot of `chans`: `{"v": 1, "values": {channel: json}, "versions":
-    /// {channel: n}}`, messages channels without values (see the module docs).
-    pub(super) fn snapshot_of(&self, chans: &[Channel]) -> Result<Value, GraphError> {
-        let mut values = Map::new();
+    /// {channel: n}}`, messages channels without values (see the module docs). Each
+    /// value is the checkpoint text its channel's value keeps: one encoded before (a
+    /// channel whose version did not change holds the same value) is not encoded
+    /// again, and none is copied until the record's text is written.
+    pub(super) fn snapshot_of(&self, chans: &[Channel]) -> Result<Snapshot, GraphError> {
+        let mut pieces = Vec::new();
+        let mut glue = format!("{{\"v\":{FORMAT},\"values\":{{");
         let mut versions = Map::new();
         for ((name, kind), c) in self.names().iter().zip(self.kinds()).zip(chans) {
             if c.version > 0 {
@@ -70,10 +75,20 @@ impl Graph {
                 continue;
             }
             if let Some(v) = &c.value {
-                values.insert(name.clone(), encode(name, v)?);
+                if !pieces.is_empty() {
+                    glue.push(',');
+                }
+                glue.push_str(&json!(name).to_string());
+                glue.push(':');
+                pieces.push(Arc::new(std::mem::take(&mut glue)));
+                pieces.push(encode_text(name, v)?);
             }
         }
-        Ok(json!({"v": FORMAT, "values": values, "versions": versions}))
+        glue.push_str("},\"versions\":");
+        glue.push_str(&Value::Object(versions).to_string());
+        glue.push('}');
+        pieces.push(Arc::new(glue));
+        Ok(Snapshot::Pieces(pieces))
     }
 
     /// The channels held by `snapshot` (messages channels empty: the caller folds
@@ -145,7 +160,12 @@ impl Graph {
             .writes
             .iter()
             .filter(|w| matches!(self.channel_kind(&w.channel), Some(ChannelKind::Messages)))
-            .map(|w| Ok((w.channel.clone(), self.decode(&w.channel, w.value.clone())?)))
+            .map(|w| {
+                Ok((
+                    w.channel.clone(),
+                    self.decode(&w.channel, (*w.value).clone())?,
+                ))
+            })
             .collect::<Result<Vec<_>, GraphError>>()?;
         self.apply(chans, writes)?;
         for (i, version) in messages {
@@ -165,8 +185,9 @@ impl Graph {
             return Ok((self.replay(thread_id, chain)?, chain.len()));
         };
         let snap = &chain[s];
-        let snapshot = snap.snapshot.as_ref().expect("found by rposition");
-        let mut chans = self.restore(thread_id, &snap.id, snapshot)?;
+        let snapshot = (snap.snapshot.as_ref().expect("found by rposition").json())
+            .map_err(GraphError::Checkpoint)?;
+        let mut chans = self.restore(thread_id, &snap.id, &snapshot)?;
         // Messages channels: the fold of the message writes up to the snapshot.
         let messages: HashMap<&str, usize> = self
             .names()
@@ -183,7 +204,12 @@ impl Graph {
                     .writes
                     .iter()
                     .filter(|w| messages.contains_key(w.channel.as_str()))
-                    .map(|w| Ok((w.channel.clone(), self.decode(&w.channel, w.value.clone())?)))
+                    .map(|w| {
+                        Ok((
+                            w.channel.clone(),
+                            self.decode(&w.channel, (*w.value).clone())?,
+                        ))
+                    })
                     .collect::<Result<Vec<_>, GraphError>>()?;
                 self.apply(&mut chans, writes)?;
             }
@@ -226,7 +252,7 @@ impl Graph {
         &self,
         since: usize,
         chans: &[Channel],
-    ) -> Result<(Option<Value>, usize), GraphError> {
+    ) -> Result<(Option<Snapshot>, usize), GraphError> {
         match next_since(since) {
             (true, n) => Ok((Some(self.snapshot_of(chans)?), n)),
             (false, n) => Ok((None, n)),

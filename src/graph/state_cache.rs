@@ -10,15 +10,15 @@
 //! Messages and JSON values are immutable and kept as they are (a messages list is a
 //! persistent structure: keeping it costs a pointer). Values owned by the host (Python
 //! objects) may be changed in place by whoever holds them after the run, so they are
-//! kept as their checkpoint JSON and decoded afresh, as a load would. That JSON is the
-//! one the value's write was checkpointed with ([`super::HostValue::to_json`] is
+//! kept as their checkpoint JSON text and decoded afresh, as a load would. That text
+//! is the one the value's snapshot was written with ([`super::HostValue::to_text`] is
 //! shared), so keeping it costs a pointer too, not an encoding per run.
 //!
-//! The cache holds at most [`STATE_CACHE_THREADS`] threads and [`STATE_CACHE_NODES`]
-//! JSON nodes of kept values, the least recently used going first; a state larger than
-//! that alone is not kept. (By count alone, 128 threads of a state holding ~10 MB of
-//! nested dicts kept 13.5 GB of JSON trees: LangGraph's `wide_state` benchmarks, a new
-//! thread per run, ran out of memory.)
+//! The cache holds at most [`STATE_CACHE_THREADS`] threads and [`STATE_CACHE_BYTES`]
+//! of kept values, the least recently used going first; a state larger than that
+//! alone is not kept. (By count alone, 128 threads of a state holding ~10 MB of nested
+//! dicts kept 13.5 GB of JSON trees: LangGraph's `wide_state` benchmarks, a new thread
+//! per run, ran out of memory.)
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 
 use super::channel::Channel;
-use super::codec::encode_shared;
+use super::codec::encode_text;
 use super::engine::Graph;
 use super::error::GraphError;
 use super::value::Val;
@@ -34,9 +34,13 @@ use super::value::Val;
 /// How many threads a compiled graph keeps the latest channels of.
 pub const STATE_CACHE_THREADS: usize = 128;
 
-/// How many JSON nodes (values, array items, object entries) the kept values of all
-/// threads hold at most: about 100 MB of `serde_json::Value`s.
-pub const STATE_CACHE_NODES: usize = 1 << 20;
+/// How many bytes the kept values of all threads hold at most: a kept host value
+/// weighs its text, a JSON value [`NODE_BYTES`] per node of its tree.
+pub const STATE_CACHE_BYTES: usize = 100 << 20;
+
+/// About what one node of a `serde_json::Value` tree (a value, an array item or an
+/// object entry) weighs in memory, with its allocation.
+const NODE_BYTES: usize = 96;
 
 /// The number of JSON nodes in `v`, counted up to `cap` (a walk, no allocation).
 fn nodes(v: &Value, cap: usize) -> usize {
@@ -63,7 +67,7 @@ fn nodes(v: &Value, cap: usize) -> usize {
 
 enum Kept {
     Live(Option<Val>),
-    Encoded(Arc<Value>),
+    Encoded(Arc<String>),
 }
 
 struct Entry {
@@ -72,7 +76,7 @@ struct Entry {
     versions: Vec<u64>,
     since_snapshot: usize,
     used: u64,
-    /// JSON nodes held by `values` (see [`STATE_CACHE_NODES`]).
+    /// Bytes held by `values` (see [`STATE_CACHE_BYTES`]).
     weight: usize,
 }
 
@@ -111,7 +115,7 @@ impl Inner {
         }
         while !self.entries.is_empty()
             && (self.entries.len() >= STATE_CACHE_THREADS
-                || self.weight + weight > STATE_CACHE_NODES)
+                || self.weight + weight > STATE_CACHE_BYTES)
         {
             let oldest = self
                 .entries
@@ -144,7 +148,7 @@ impl Graph {
                 return Ok(None);
             }
             e.used = clock;
-            let kept: Vec<Result<Option<Val>, Arc<Value>>> = e
+            let kept: Vec<Result<Option<Val>, Arc<String>>> = e
                 .values
                 .iter()
                 .map(|k| match k {
@@ -159,7 +163,7 @@ impl Graph {
         for (i, ((c, k), version)) in chans.iter_mut().zip(kept).zip(versions).enumerate() {
             c.value = match k {
                 Ok(v) => v,
-                Err(json) => Some(self.codec.decode_shared(&self.names()[i], json)?),
+                Err(text) => Some(self.codec.decode_text(&self.names()[i], text)?),
             };
             c.version = version;
         }
@@ -180,7 +184,7 @@ impl Graph {
             .iter()
             .zip(self.names().iter())
             .map(|(c, name)| match &c.value {
-                Some(v @ Val::Host(_)) => Ok(Kept::Encoded(encode_shared(name, v)?)),
+                Some(v @ Val::Host(_)) => Ok(Kept::Encoded(encode_text(name, v)?)),
                 other => Ok(Kept::Live(other.clone())),
             })
             .collect::<Result<Vec<_>, GraphError>>();
@@ -191,15 +195,17 @@ impl Graph {
         let weight = values
             .iter()
             .map(|k| match k {
-                Kept::Encoded(j) => nodes(j, STATE_CACHE_NODES),
-                Kept::Live(Some(Val::Json(j))) => nodes(j, STATE_CACHE_NODES),
-                Kept::Live(_) => 1,
+                Kept::Encoded(text) => text.len(),
+                Kept::Live(Some(Val::Json(j))) => {
+                    nodes(j, STATE_CACHE_BYTES / NODE_BYTES).saturating_mul(NODE_BYTES)
+                }
+                Kept::Live(_) => NODE_BYTES,
             })
             .fold(0usize, usize::saturating_add);
         let mut inner = self.state_cache.lock();
         inner.clock += 1;
         let used = inner.clock;
-        if weight > STATE_CACHE_NODES {
+        if weight > STATE_CACHE_BYTES {
             if let Some(e) = inner.entries.remove(thread_id) {
                 inner.weight -= e.weight;
             }
@@ -248,12 +254,12 @@ mod tests {
     #[test]
     fn the_oldest_go_until_a_new_state_fits_the_node_budget() {
         let mut inner = Inner::default();
-        for (i, w) in [(1, STATE_CACHE_NODES / 2), (2, STATE_CACHE_NODES / 4)] {
+        for (i, w) in [(1, STATE_CACHE_BYTES / 2), (2, STATE_CACHE_BYTES / 4)] {
             inner.entries.insert(format!("t{i}"), entry(i, w));
             inner.weight += w;
         }
-        inner.make_room("t3", STATE_CACHE_NODES / 2);
+        inner.make_room("t3", STATE_CACHE_BYTES / 2);
         assert!(!inner.entries.contains_key("t1") && inner.entries.contains_key("t2"));
-        assert_eq!(inner.weight, STATE_CACHE_NODES / 4);
+        assert_eq!(inner.weight, STATE_CACHE_BYTES / 4);
     }
 }

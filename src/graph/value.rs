@@ -15,6 +15,16 @@ pub trait HostValue: Send + Sync + 'static {
     /// implementation may keep it: a channel value that did not change since it was
     /// written is then encoded once, however many snapshots and cached states hold it.
     fn to_json(&self) -> Result<Arc<Value>, String>;
+    /// The value as checkpoint JSON text, shared as [`HostValue::to_json`] is: what a
+    /// snapshot and the state cache keep. An implementation that can write its text
+    /// without building a tree first (a large state's tree costs more to build, copy
+    /// and drop than its text) overrides this.
+    fn to_text(&self) -> Result<Arc<String>, String> {
+        let v = self.to_json()?;
+        serde_json::to_string(&*v)
+            .map(Arc::new)
+            .map_err(|e| e.to_string())
+    }
     /// The value's type, for error messages.
     fn type_name(&self) -> String;
     fn as_any(&self) -> &dyn Any;
@@ -77,6 +87,16 @@ impl Val {
             Val::Host(h) => h.to_json(),
             v => v.to_json().map(Arc::new),
         }
+    }
+
+    /// The value as checkpoint JSON text (a host value's kept one, shared).
+    pub fn to_text(&self) -> Result<Arc<String>, String> {
+        let text = match self {
+            Val::Host(h) => return h.to_text(),
+            Val::Json(v) => serde_json::to_string(v),
+            Val::Messages(m) => serde_json::to_string(&m.to_vec()),
+        };
+        text.map(Arc::new).map_err(|e| e.to_string())
     }
 
     pub fn as_json(&self) -> Option<&Value> {

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import enum
 import json
@@ -224,6 +225,32 @@ def test_what_a_checkpoint_cannot_hold_is_refused_naming_type_and_place() -> Non
     loop.append(loop)
     with pytest.raises(TypeError, match="nests deeper"):
         _checkpoint_encode(loop)
+
+
+def test_a_large_value_held_in_many_places_is_stored_as_each_copy() -> None:
+    # The encoder copies the text of a large dict or list it met before instead of
+    # walking it again: the text must be that of a walk of each place.
+    doc = {f"k{i}": [i, "x" * i, {"__ironloop_type__": "tuple", "i": i}] for i in range(20)}
+    rows = list(range(40))
+    shared = {"a": doc, "b": [doc, rows, {"c": doc}], "d": rows, "e": (doc, rows), "f": doc}
+    text = _checkpoint_encode(shared)
+    assert text == _checkpoint_encode(copy.deepcopy(shared))
+    assert _checkpoint_decode(text) == shared
+    # Met again where a walk still fits under the depth limit: copied, same text.
+    inner: Any = [0]
+    for _ in range(15):
+        inner = [inner]
+    big = [inner] * 20
+    ok: Any = big
+    for _ in range(90):
+        ok = [ok]
+    assert _checkpoint_encode([big, ok]) == _checkpoint_encode(copy.deepcopy([big, ok]))
+    # Met again deeper than a walk may go: refused, as a walk of that place is.
+    deep: Any = big
+    for _ in range(110):
+        deep = [deep]
+    with pytest.raises(TypeError, match="nests deeper"):
+        _checkpoint_encode([big, deep])
 
 
 # ------------------------------------------------------------------ allowlist

@@ -103,7 +103,9 @@ impl Calls {
             idx: 0,
             node: name.to_owned(),
             channel: Reserved::Return.as_str().into(),
-            value: json!({"value": encode(Reserved::Return.as_str(), value)?, "answers": answers}),
+            value: Arc::new(
+                json!({"value": encode(Reserved::Return.as_str(), value)?, "answers": answers}),
+            ),
         };
         sink.saves.writes(&sink.parent_id, vec![w], false).await
     }

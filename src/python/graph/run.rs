@@ -363,7 +363,7 @@ pub(super) fn snapshot<'py>(
     let task_cls = h.pregel_task.bind(py);
     let decode = |channel: &str, w: &crate::checkpoint::PendingWrite| {
         core.codec
-            .decode(channel, w.value.clone())
+            .decode(channel, (*w.value).clone())
             .map_err(|e| PyValueError::new_err(e.to_string()))
     };
     let mut all_interrupts = Vec::new();

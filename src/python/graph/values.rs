@@ -19,7 +19,8 @@ use super::super::serde::{self as checkpoint_json, Allowlist};
 use super::super::toolnode::command_class;
 use crate::checkpoint::CheckpointError;
 use crate::graph::{
-    Goto, GraphError, HostValue, MessageList, NodeOutput, StateView, Val, ValueCodec, ROOT, START,
+    parse_text, Goto, GraphError, HostValue, MessageList, NodeOutput, StateView, Val, ValueCodec,
+    ROOT, START,
 };
 use crate::message::Message;
 
@@ -28,12 +29,16 @@ use crate::message::Message;
 
 /// A Python object in a channel, with its checkpoint JSON once it was encoded (or the
 /// JSON it was loaded from): a value is encoded once however many checkpoints hold
-/// it. A checkpoint holds a value as it was written: changing the object in place
+/// it, as a tree for the writes that hold it and as text for the snapshots and the
+/// state cache (each made once, the text from the tree when there is one). The
+/// channel's version says when it changed: a new version is a new `PyObj`. A
+/// checkpoint holds a value as it was written: changing the object in place
 /// afterwards, without writing it again, changes no checkpoint (as in LangGraph, where
 /// a channel is saved once per version).
 pub struct PyObj {
     obj: Py<PyAny>,
     json: OnceLock<Arc<Value>>,
+    text: OnceLock<Arc<String>>,
 }
 
 impl PyObj {
@@ -41,6 +46,7 @@ impl PyObj {
         PyObj {
             obj,
             json: OnceLock::new(),
+            text: OnceLock::new(),
         }
     }
 
@@ -49,6 +55,16 @@ impl PyObj {
         PyObj {
             obj,
             json: OnceLock::from(json),
+            text: OnceLock::new(),
+        }
+    }
+
+    /// An object decoded from `text`, which is then its checkpoint text.
+    fn loaded_text(obj: Py<PyAny>, text: Arc<String>) -> Self {
+        PyObj {
+            obj,
+            json: OnceLock::new(),
+            text: OnceLock::from(text),
         }
     }
 }
@@ -58,8 +74,25 @@ impl HostValue for PyObj {
         if let Some(j) = self.json.get() {
             return Ok(j.clone());
         }
+        if let Some(t) = self.text.get() {
+            // Loaded from text: parsed for the caller, not kept twice.
+            return serde_json::from_str(t)
+                .map(Arc::new)
+                .map_err(|e| e.to_string());
+        }
         let v = attach(|py| checkpoint_json::encode(self.obj.bind(py)))?;
         Ok(self.json.get_or_init(|| Arc::new(v)).clone())
+    }
+
+    fn to_text(&self) -> Result<Arc<String>, String> {
+        if let Some(t) = self.text.get() {
+            return Ok(t.clone());
+        }
+        let text = match self.json.get() {
+            Some(j) => serde_json::to_string(&**j).map_err(|e| e.to_string())?,
+            None => attach(|py| checkpoint_json::encode_text(self.obj.bind(py)))?,
+        };
+        Ok(self.text.get_or_init(|| Arc::new(text)).clone())
     }
 
     fn type_name(&self) -> String {
@@ -105,26 +138,27 @@ pub(super) struct PyCodec {
 }
 
 impl PyCodec {
-    fn load(&self, channel: &str, value: Arc<Value>) -> Result<Val, GraphError> {
-        attach(|py| {
-            let obj = checkpoint_json::decode(py, &value, &self.allow)?;
-            Ok(Val::Host(Arc::new(PyObj::loaded(obj.unbind(), value))))
-        })
-        .map_err(|e: PyErr| {
-            GraphError::Checkpoint(CheckpointError::serialization(format!(
-                "cannot decode the checkpointed value of {channel:?}: {e}"
-            )))
-        })
+    /// The Python object of checkpointed `value`.
+    fn object(&self, channel: &str, value: &Value) -> Result<Py<PyAny>, GraphError> {
+        attach(|py| checkpoint_json::decode(py, value, &self.allow).map(Bound::unbind)).map_err(
+            |e: PyErr| {
+                GraphError::Checkpoint(CheckpointError::serialization(format!(
+                    "cannot decode the checkpointed value of {channel:?}: {e}"
+                )))
+            },
+        )
     }
 }
 
 impl ValueCodec for PyCodec {
     fn decode(&self, channel: &str, value: Value) -> Result<Val, GraphError> {
-        self.load(channel, Arc::new(value))
+        let obj = self.object(channel, &value)?;
+        Ok(Val::Host(Arc::new(PyObj::loaded(obj, Arc::new(value)))))
     }
 
-    fn decode_shared(&self, channel: &str, value: Arc<Value>) -> Result<Val, GraphError> {
-        self.load(channel, value)
+    fn decode_text(&self, channel: &str, text: Arc<String>) -> Result<Val, GraphError> {
+        let obj = self.object(channel, &parse_text(channel, &text)?)?;
+        Ok(Val::Host(Arc::new(PyObj::loaded_text(obj, text))))
     }
 }
 

@@ -1,12 +1,22 @@
 //! Python values as checkpoint JSON, in one pass over the objects (the forms are in
 //! `crate::graph::tagged`).
 //!
+//! The encoder is a [`Serialize`] of the Python object, so the one walk writes either
+//! JSON text straight from the objects ([`encode_text`]: what snapshots and the state
+//! cache keep, with no tree of values built, copied and dropped on the way — that
+//! tree was most of the time of a checkpoint of a large state) or a
+//! `serde_json::Value` ([`encode`]: what a checkpoint's writes hold).
+//!
 //! Exact `dict`, `list`, `str`, `int`, `float`, `bool` and `None` are read through the
 //! C API with no Python call; a message is serialised from the Rust value it wraps.
 //! Only an enum, dataclass or pydantic model costs a Python call (its value, its
 //! fields, `model_dump(mode="json")`), once per object, not per element.
 
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::fmt;
+use std::io;
+use std::rc::Rc;
 
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -14,11 +24,12 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{
     PyBool, PyBytes, PyDict, PyFloat, PyFrozenSet, PyInt, PyList, PySet, PyString, PyTuple, PyType,
 };
-use serde_json::{Map, Value};
+use serde::ser::{SerializeMap, SerializeSeq};
+use serde::{Serialize, Serializer};
+use serde_json::Value;
 
 use super::super::messages::PyMessage;
-use crate::graph::tagged::{self, is_reserved_key, tagged, MESSAGE_KEY};
-
+use crate::graph::tagged::{self, is_reserved_key, MESSAGE_KEY, TYPE_KEY};
 /// How deep a value may nest, counting the JSON containers of its tagged forms: below
 /// serde_json's limit of 128 for reading text back, with room for the record around
 /// it. Deeper (or self-containing) values are refused instead of overflowing the stack.
@@ -54,11 +65,6 @@ impl Failure {
             path: Vec::new(),
         }
     }
-
-    fn at(mut self, segment: impl FnOnce() -> String) -> Self {
-        self.path.push(segment());
-        self
-    }
 }
 
 impl From<PyErr> for Failure {
@@ -83,217 +89,562 @@ impl fmt::Display for Failure {
 
 /// `obj` as checkpoint JSON, or why it has none (naming the type and where it is).
 pub fn encode(obj: &Bound<'_, PyAny>) -> Result<Value, String> {
-    let kinds = kinds(obj.py()).map_err(|e| e.to_string())?;
-    Encoder { kinds }.value(obj, 0).map_err(|f| f.to_string())
+    let walk = Walk::new(obj.py(), None)?;
+    let out = serde_json::to_value(walk.node(obj, 0));
+    walk.result(out)
 }
 
-struct Encoder {
+/// `obj` as checkpoint JSON text: [`encode`] written straight to text, with no tree. A
+/// large dict or list met again (a state holding one document in many places) is
+/// copied from the text written for it the first time instead of walked again.
+pub fn encode_text(obj: &Bound<'_, PyAny>) -> Result<String, String> {
+    let out = Out::default();
+    let walk = Walk::new(obj.py(), Some(out.clone()))?;
+    let written = walk
+        .node(obj, 0)
+        .serialize(&mut serde_json::Serializer::new(out.clone()));
+    walk.result(written)?;
+    let bytes = out.0.take();
+    String::from_utf8(bytes).map_err(|e| e.to_string())
+}
+
+/// The text [`encode_text`] writes, shared by serde_json's serializer (which writes
+/// each token to it as it goes) and the walk (which copies a container met again).
+#[derive(Clone, Default)]
+struct Out(Rc<RefCell<Vec<u8>>>);
+
+impl io::Write for Out {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        self.0.borrow_mut().extend_from_slice(b);
+        Ok(b.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Containers with fewer items are walked again when met again: remembering them
+/// would cost more than it saves.
+const SHARED_MIN_LEN: usize = 16;
+
+/// Where the text of a container written once is, and how deep it nests below it.
+struct Written {
+    /// Held so that no other object takes its address while the encoding runs.
+    _obj: Py<PyAny>,
+    start: usize,
+    end: usize,
+    height: usize,
+}
+
+/// Whether a container's text is an object or an array.
+#[derive(Clone, Copy)]
+enum Brackets {
+    Object,
+    Array,
+}
+
+/// One encoding: the failure that stopped it, when one did. A serializer's error is
+/// opaque, so the failure is kept here and each container it unwinds through adds its
+/// segment of the path (nothing is formatted on the way down).
+struct Walk {
     kinds: &'static Kinds,
+    failure: RefCell<Option<Failure>>,
+    /// The text being written, when it is text.
+    out: Option<Out>,
+    /// The large containers written so far, by address.
+    written: RefCell<HashMap<usize, Written>>,
+    /// The deepest container depth reached so far.
+    deepest: Cell<usize>,
 }
 
-type Out = Result<Value, Failure>;
+/// A Python object to serialise, `depth` containers deep.
+struct Node<'a, 'py> {
+    walk: &'a Walk,
+    obj: &'a Bound<'py, PyAny>,
+    depth: usize,
+}
 
-impl Encoder {
-    fn value(&self, obj: &Bound<'_, PyAny>, depth: usize) -> Out {
-        if obj.is_none() {
-            return Ok(Value::Null);
+impl Serialize for Node<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.walk.value(self.obj, self.depth, s)
+    }
+}
+
+impl Walk {
+    fn new(py: Python<'_>, out: Option<Out>) -> Result<Walk, String> {
+        Ok(Walk {
+            kinds: kinds(py).map_err(|e| e.to_string())?,
+            failure: RefCell::new(None),
+            out,
+            written: RefCell::new(HashMap::new()),
+            deepest: Cell::new(0),
+        })
+    }
+
+    /// A dict or list (`obj`, `len` items, `depth` deep), written by `write`, or copied
+    /// from its text when it was written before and the copy nests no deeper than a
+    /// walk would allow. serde_json writes a token as soon as it is given one, so the
+    /// text of `obj` starts where the output ends when it is reached, and an object
+    /// begun and ended with the copied entries in between is the same text.
+    fn shared<S: Serializer>(
+        &self,
+        obj: &Bound<'_, PyAny>,
+        (len, brackets): (usize, Brackets),
+        depth: usize,
+        s: S,
+        write: impl FnOnce(S) -> Result<S::Ok, S::Error>,
+    ) -> Result<S::Ok, S::Error> {
+        let Some(out) = self.out.as_ref().filter(|_| len >= SHARED_MIN_LEN) else {
+            return write(s);
+        };
+        let key = obj.as_ptr() as usize;
+        let seen = self
+            .written
+            .borrow()
+            .get(&key)
+            .map(|w| (w.start, w.end, w.height));
+        if let Some((start, end, height)) = seen.filter(|(_, _, h)| depth + h + 2 < MAX_DEPTH) {
+            self.deepest.set(self.deepest.get().max(depth + height));
+            let copy = || out.0.borrow_mut().extend_from_within(start + 1..end - 1);
+            return match brackets {
+                Brackets::Object => {
+                    let map = s.serialize_map(None)?;
+                    copy();
+                    map.end()
+                }
+                Brackets::Array => {
+                    let seq = s.serialize_seq(None)?;
+                    copy();
+                    seq.end()
+                }
+            };
         }
-        if let Ok(s) = obj.cast_exact::<PyString>() {
-            return string(s);
+        let start = out.0.borrow().len();
+        let outer = self.deepest.replace(depth);
+        let done = write(s)?;
+        let inner = self.deepest.get();
+        self.deepest.set(outer.max(inner));
+        let end = out.0.borrow().len();
+        let w = Written {
+            _obj: obj.clone().unbind(),
+            start,
+            end,
+            height: inner - depth,
+        };
+        self.written.borrow_mut().insert(key, w);
+        Ok(done)
+    }
+
+    fn node<'a, 'py>(&'a self, obj: &'a Bound<'py, PyAny>, depth: usize) -> Node<'a, 'py> {
+        Node {
+            walk: self,
+            obj,
+            depth,
+        }
+    }
+
+    /// The outcome of a serialisation: the kept failure explains its error.
+    fn result<T>(&self, out: serde_json::Result<T>) -> Result<T, String> {
+        out.map_err(|e| match self.failure.borrow_mut().take() {
+            Some(f) => f.to_string(),
+            None => e.to_string(),
+        })
+    }
+
+    /// Keeps `f` as the reason the encoding stops; the error to unwind with.
+    fn fail<E: serde::ser::Error, F: Into<Failure>>(&self, f: F) -> E {
+        *self.failure.borrow_mut() = Some(f.into());
+        E::custom("checkpoint encoding failed")
+    }
+
+    /// Adds `segment` to the path of the kept failure as `e` unwinds through a container.
+    fn at<E>(&self, e: E, segment: impl FnOnce() -> String) -> E {
+        if let Some(f) = self.failure.borrow_mut().as_mut() {
+            f.path.push(segment());
+        }
+        e
+    }
+
+    fn value<S: Serializer>(
+        &self,
+        obj: &Bound<'_, PyAny>,
+        depth: usize,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        if obj.is_none() {
+            return s.serialize_unit();
+        }
+        if let Ok(x) = obj.cast_exact::<PyString>() {
+            return self.string(x, s);
         }
         if let Ok(b) = obj.cast_exact::<PyBool>() {
-            return Ok(Value::Bool(b.is_true()));
+            return s.serialize_bool(b.is_true());
         }
         if let Ok(i) = obj.cast_exact::<PyInt>() {
-            return int(i);
+            return self.int(i, s);
         }
         if let Ok(f) = obj.cast_exact::<PyFloat>() {
-            return Ok(tagged::float(f.value()));
+            let f = f.value();
+            return if f.is_finite() {
+                s.serialize_f64(f)
+            } else {
+                tagged::float(f).serialize(s)
+            };
         }
         // Past here `obj` is a container: one level more.
         if depth >= MAX_DEPTH {
-            return Err(Failure::new(format!(
+            return Err(self.fail(Failure::new(format!(
                 "it nests deeper than {MAX_DEPTH} levels (or contains itself)"
-            )));
+            ))));
         }
+        self.deepest.set(self.deepest.get().max(depth));
         if let Ok(d) = obj.cast_exact::<PyDict>() {
-            return self.dict(d, depth + 1);
+            let shape = (d.len(), Brackets::Object);
+            return self.shared(obj, shape, depth, s, |s| self.dict(d, depth + 1, s));
         }
         if let Ok(l) = obj.cast_exact::<PyList>() {
-            return self.items(l.iter(), depth + 1).map(Value::Array);
+            let shape = (l.len(), Brackets::Array);
+            return self.shared(obj, shape, depth, s, |s| {
+                self.items(l.iter(), l.len(), depth + 1, s)
+            });
         }
         if let Ok(m) = obj.cast::<PyMessage>() {
-            return message(&m.borrow().inner);
+            return message(&m.borrow().inner, s);
         }
         // A langchain-core message (the classes Python code sees when it is installed)
         // is read as the message it is, not as a pydantic model: it loads back as a
         // message, whatever the graph's allowlist.
         if let Some(lc) = super::super::lc_messages::active() {
-            if lc.is_message(obj)? {
-                return message(&*super::super::coerce::message_from_py(obj)?);
+            if lc
+                .is_message(obj)
+                .map_err(|e| self.fail::<S::Error, _>(e))?
+            {
+                let m = super::super::coerce::message_from_py(obj)
+                    .map_err(|e| self.fail::<S::Error, _>(e))?;
+                return message(&m, s);
             }
         }
         // A tagged form is two levels: its object and the array of items.
-        let seq = |kind: &str, items: Vec<Value>| tagged(kind, "items", Value::Array(items));
-        if let Ok(t) = obj.cast_exact::<PyTuple>() {
-            return Ok(seq("tuple", self.items(t.iter(), depth + 2)?));
+        let kind = if obj.cast_exact::<PyTuple>().is_ok() {
+            Some("tuple")
+        } else if obj.cast_exact::<PySet>().is_ok() {
+            Some("set")
+        } else if obj.cast_exact::<PyFrozenSet>().is_ok() {
+            Some("frozenset")
+        } else {
+            None
+        };
+        if let Some(kind) = kind {
+            let items = Items {
+                walk: self,
+                obj,
+                depth: depth + 2,
+            };
+            return tagged_form(s, kind, "items", &items);
         }
-        if let Ok(s) = obj.cast_exact::<PySet>() {
-            return Ok(seq("set", self.items(s.iter(), depth + 2)?));
-        }
-        if let Ok(s) = obj.cast_exact::<PyFrozenSet>() {
-            return Ok(seq("frozenset", self.items(s.iter(), depth + 2)?));
-        }
-        self.object(obj, depth)
+        self.object(obj, depth, s)
     }
 
-    fn items<'py>(
+    fn items<'py, S: Serializer>(
         &self,
-        items: impl ExactSizeIterator<Item = Bound<'py, PyAny>>,
+        items: impl Iterator<Item = Bound<'py, PyAny>>,
+        len: usize,
         depth: usize,
-    ) -> Result<Vec<Value>, Failure> {
-        let mut out = Vec::with_capacity(items.len());
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(len))?;
         for (i, v) in items.enumerate() {
-            out.push(
-                self.value(&v, depth)
-                    .map_err(|f| f.at(|| format!("[{i}]")))?,
-            );
+            seq.serialize_element(&self.node(&v, depth))
+                .map_err(|e| self.at(e, || format!("[{i}]")))?;
         }
-        Ok(out)
+        seq.end()
     }
 
-    /// A dict: an object, or the escaped form once a key is reserved or not text.
-    fn dict(&self, d: &Bound<'_, PyDict>, depth: usize) -> Out {
-        let mut map = Map::with_capacity(d.len());
-        let mut iter = d.iter();
-        while let Some((k, v)) = iter.next() {
-            match key_of(&k)? {
-                Value::String(s) if !is_reserved_key(&s) => {
-                    let v = self.entry(&k, &v, depth)?;
-                    map.insert(s, v);
-                }
-                key => {
-                    // Escape: the pairs so far, this one and the rest.
-                    let mut pairs: Vec<Value> = map
-                        .into_iter()
-                        .map(|(k, v)| pair(Value::String(k), v))
-                        .collect();
-                    pairs.push(pair(key, self.entry(&k, &v, depth + 2)?));
-                    for (k, v) in iter {
-                        let key = key_of(&k)?;
-                        pairs.push(pair(key, self.entry(&k, &v, depth + 2)?));
-                    }
-                    return Ok(tagged("dict", "items", Value::Array(pairs)));
-                }
+    /// A dict: an object, or the escaped form when a key is reserved or not plain
+    /// text (lone surrogates). Its keys are looked at first, as the form is chosen
+    /// before anything is written.
+    fn dict<S: Serializer>(
+        &self,
+        d: &Bound<'_, PyDict>,
+        depth: usize,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        let mut plain = true;
+        for (k, _) in d.iter() {
+            match k.cast::<PyString>() {
+                Ok(k) => match k.to_str() {
+                    Ok(t) if !is_reserved_key(t) => {}
+                    _ => plain = false,
+                },
+                Err(_) => return Err(self.fail(key_refused(&k))),
             }
         }
-        Ok(Value::Object(map))
-    }
-
-    fn entry(&self, k: &Bound<'_, PyAny>, v: &Bound<'_, PyAny>, depth: usize) -> Out {
-        self.value(v, depth).map_err(|f| {
-            f.at(|| format!("[{}]", k.repr().map(|r| r.to_string()).unwrap_or_default()))
-        })
+        if !plain {
+            let pairs = Pairs {
+                walk: self,
+                dict: d,
+                depth: depth + 2,
+            };
+            return tagged_form(s, "dict", "items", &pairs);
+        }
+        let mut map = s.serialize_map(Some(d.len()))?;
+        for (k, v) in d.iter() {
+            let Ok(key) = k
+                .cast::<PyString>()
+                .map_err(PyErr::from)
+                .and_then(|k| k.to_str())
+            else {
+                // Changed while it was written (a key added by another thread).
+                return Err(self.fail(Failure::new("the dict changed while it was checkpointed")));
+            };
+            map.serialize_key(key)?;
+            map.serialize_value(&self.node(&v, depth))
+                .map_err(|e| self.at(e, || key_segment(&k)))?;
+        }
+        map.end()
     }
 
     /// What is neither plain data nor a built-in collection: an enum, a dataclass, a
     /// pydantic model (typed, by name), or a dict / list subclass (as plain data).
-    fn object(&self, obj: &Bound<'_, PyAny>, depth: usize) -> Out {
+    fn object<S: Serializer>(
+        &self,
+        obj: &Bound<'_, PyAny>,
+        depth: usize,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
         let py = obj.py();
         let ty = obj.get_type();
-        if obj.is_instance(self.kinds.enum_type.bind(py))? {
-            let v = self.value(&obj.getattr(intern!(py, "value"))?, depth + 1)?;
-            return Ok(tagged(&type_path(&ty)?, "value", v));
+        let py_err = |e: PyErr| self.fail::<S::Error, _>(e);
+        if obj
+            .is_instance(self.kinds.enum_type.bind(py))
+            .map_err(py_err)?
+        {
+            let v = obj.getattr(intern!(py, "value")).map_err(py_err)?;
+            let path = type_path(&ty).map_err(py_err)?;
+            return tagged_form(s, &path, "value", &self.node(&v, depth + 1));
         }
-        if ty.hasattr(intern!(py, "__dataclass_fields__"))? && !obj.is_instance_of::<PyType>() {
-            let mut fields = Map::new();
-            for f in self.kinds.fields.bind(py).call1((obj,))?.try_iter()? {
-                let name: String = f?.getattr(intern!(py, "name"))?.extract()?;
-                let v = self
-                    .value(&obj.getattr(name.as_str())?, depth + 2)
-                    .map_err(|e| e.at(|| format!(".{name}")))?;
-                fields.insert(name, v);
-            }
-            return Ok(tagged(
-                &type_path(&ty)?,
-                "value",
-                escaped_if_reserved(fields),
-            ));
+        let dataclass = ty
+            .hasattr(intern!(py, "__dataclass_fields__"))
+            .map_err(py_err)?;
+        if dataclass && !obj.is_instance_of::<PyType>() {
+            let path = type_path(&ty).map_err(py_err)?;
+            let fields = Fields {
+                walk: self,
+                fields: self.dataclass_fields(obj).map_err(py_err)?,
+                depth: depth + 2,
+            };
+            return tagged_form(s, &path, "value", &fields);
         }
-        if ty.hasattr(intern!(py, "model_validate"))? && obj.hasattr(intern!(py, "model_dump"))? {
+        if ty.hasattr(intern!(py, "model_validate")).map_err(py_err)?
+            && obj.hasattr(intern!(py, "model_dump")).map_err(py_err)?
+        {
             let kw = PyDict::new(py);
-            kw.set_item(intern!(py, "mode"), intern!(py, "json"))?;
-            let dump = obj.call_method(intern!(py, "model_dump"), (), Some(&kw))?;
-            let v = self.value(&dump, depth + 1)?;
-            return Ok(tagged(&type_path(&ty)?, "value", v));
+            kw.set_item(intern!(py, "mode"), intern!(py, "json"))
+                .map_err(py_err)?;
+            let dump = obj
+                .call_method(intern!(py, "model_dump"), (), Some(&kw))
+                .map_err(py_err)?;
+            let path = type_path(&ty).map_err(py_err)?;
+            return tagged_form(s, &path, "value", &self.node(&dump, depth + 1));
         }
         if let Ok(d) = obj.cast::<PyDict>() {
-            return self.dict(d, depth + 1);
+            return self.dict(d, depth + 1, s);
         }
         if let Ok(l) = obj.cast::<PyList>() {
-            return self.items(l.iter(), depth + 1).map(Value::Array);
+            return self.items(l.iter(), l.len(), depth + 1, s);
         }
-        Err(Failure::new(format!(
+        Err(self.fail(Failure::new(format!(
             "{} is not a type a checkpoint holds: use dict, list, str, int, float, bool, \
              None, tuple, set, frozenset, messages, enums, dataclasses or pydantic models",
             qualified_name(&ty)
-        )))
+        ))))
+    }
+
+    /// A dataclass's fields, by name, in their order.
+    fn dataclass_fields<'py>(
+        &self,
+        obj: &Bound<'py, PyAny>,
+    ) -> PyResult<Vec<(String, Bound<'py, PyAny>)>> {
+        let py = obj.py();
+        let mut out = Vec::new();
+        for f in self.kinds.fields.bind(py).call1((obj,))?.try_iter()? {
+            let name: String = f?.getattr(intern!(py, "name"))?.extract()?;
+            let v = obj.getattr(name.as_str())?;
+            out.push((name, v));
+        }
+        Ok(out)
+    }
+
+    /// A string: JSON text, or (lone surrogates in it) the tagged form keeping them.
+    fn string<S: Serializer>(&self, x: &Bound<'_, PyString>, s: S) -> Result<S::Ok, S::Error> {
+        if let Ok(t) = x.to_str() {
+            return s.serialize_str(t);
+        }
+        let py = x.py();
+        let pieces = x
+            .call_method1(intern!(py, "encode"), ("utf-8", "surrogatepass"))
+            .and_then(|b| Ok(tagged::wtf8_pieces(b.cast::<PyBytes>()?.as_bytes())))
+            .map_err(|e| self.fail::<S::Error, _>(e))?
+            .ok_or_else(|| {
+                self.fail::<S::Error, _>(Failure::new("a str that Python could not encode"))
+            })?;
+        tagged::str_form(&pieces).serialize(s)
+    }
+
+    /// An int: a JSON number when it fits in 64 bits, else the tagged hexadecimal form.
+    fn int<S: Serializer>(&self, i: &Bound<'_, PyInt>, s: S) -> Result<S::Ok, S::Error> {
+        if let Ok(v) = i.extract::<i64>() {
+            return s.serialize_i64(v);
+        }
+        if let Ok(v) = i.extract::<u64>() {
+            return s.serialize_u64(v);
+        }
+        let py = i.py();
+        let hex: String = py
+            .import(intern!(py, "builtins"))
+            .and_then(|b| b.call_method1(intern!(py, "hex"), (i,))?.extract())
+            .map_err(|e| self.fail::<S::Error, _>(e))?;
+        tagged_form(s, "int", "value", &hex)
     }
 }
 
-fn pair(k: Value, v: Value) -> Value {
-    Value::Array(vec![k, v])
+/// The items of a tuple, set or frozenset, as a JSON array.
+struct Items<'a, 'py> {
+    walk: &'a Walk,
+    obj: &'a Bound<'py, PyAny>,
+    depth: usize,
 }
 
-/// An object of fields, escaped as a dict is when a field's name is reserved.
-fn escaped_if_reserved(fields: Map<String, Value>) -> Value {
-    if !fields.keys().any(|k| is_reserved_key(k)) {
-        return Value::Object(fields);
-    }
-    let pairs = fields
-        .into_iter()
-        .map(|(k, v)| pair(Value::String(k), v))
-        .collect();
-    tagged("dict", "items", Value::Array(pairs))
-}
-
-/// A dict key: text (any `str`, subclasses read as `str`), else refused.
-fn key_of(k: &Bound<'_, PyAny>) -> Out {
-    match k.cast::<PyString>() {
-        Ok(s) => string(s),
-        Err(_) => Err(Failure::new(format!(
-            "dict keys must be str to be checkpointed, got a {} key {}",
-            qualified_name(&k.get_type()),
-            k.repr().map(|r| r.to_string()).unwrap_or_default()
-        ))),
+impl Serialize for Items<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let (w, obj) = (self.walk, self.obj);
+        if let Ok(t) = obj.cast::<PyTuple>() {
+            return w.items(t.iter(), t.len(), self.depth, s);
+        }
+        if let Ok(x) = obj.cast::<PySet>() {
+            return w.items(x.iter(), x.len(), self.depth, s);
+        }
+        match obj.cast::<PyFrozenSet>() {
+            Ok(x) => w.items(x.iter(), x.len(), self.depth, s),
+            Err(e) => Err(w.fail(PyErr::from(e))),
+        }
     }
 }
 
-/// A string: JSON text, or (lone surrogates in it) the tagged form keeping them.
-fn string(s: &Bound<'_, PyString>) -> Out {
-    if let Ok(t) = s.to_str() {
-        return Ok(Value::String(t.to_owned()));
-    }
-    let py = s.py();
-    let bytes = s.call_method1(intern!(py, "encode"), ("utf-8", "surrogatepass"))?;
-    let pieces = tagged::wtf8_pieces(bytes.cast::<PyBytes>().map_err(PyErr::from)?.as_bytes())
-        .ok_or_else(|| Failure::new("a str that Python could not encode"))?;
-    Ok(tagged::str_form(&pieces))
+/// A dict in its escaped form: `[key, value]` pairs, keys in their JSON form.
+struct Pairs<'a, 'py> {
+    walk: &'a Walk,
+    dict: &'a Bound<'py, PyDict>,
+    depth: usize,
 }
 
-/// An int: a JSON number when it fits in 64 bits, else the tagged hexadecimal form.
-fn int(i: &Bound<'_, PyInt>) -> Out {
-    if let Ok(v) = i.extract::<i64>() {
-        return Ok(Value::from(v));
+impl Serialize for Pairs<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let w = self.walk;
+        let mut seq = s.serialize_seq(Some(self.dict.len()))?;
+        for (k, v) in self.dict.iter() {
+            let Ok(key) = k.cast::<PyString>() else {
+                return Err(w.fail(key_refused(&k)));
+            };
+            let pair = Pair {
+                walk: w,
+                key,
+                value: w.node(&v, self.depth),
+            };
+            seq.serialize_element(&pair)
+                .map_err(|e| w.at(e, || key_segment(&k)))?;
+        }
+        seq.end()
     }
-    if let Ok(v) = i.extract::<u64>() {
-        return Ok(Value::from(v));
+}
+
+/// One `[key, value]` pair of an escaped dict.
+struct Pair<'a, 'py> {
+    walk: &'a Walk,
+    key: &'a Bound<'py, PyString>,
+    value: Node<'a, 'py>,
+}
+
+impl Serialize for Pair<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(2))?;
+        seq.serialize_element(&Key(self.walk, self.key))?;
+        seq.serialize_element(&self.value)?;
+        seq.end()
     }
-    let py = i.py();
-    let hex = py
-        .import(intern!(py, "builtins"))?
-        .call_method1(intern!(py, "hex"), (i,))?;
-    Ok(tagged("int", "value", Value::String(hex.extract()?)))
+}
+
+/// A dict key in an escaped dict: its string form.
+struct Key<'a, 'py>(&'a Walk, &'a Bound<'py, PyString>);
+
+impl Serialize for Key<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.string(self.1, s)
+    }
+}
+
+/// A dataclass's fields: an object, escaped as a dict is when a name is reserved.
+struct Fields<'a, 'py> {
+    walk: &'a Walk,
+    fields: Vec<(String, Bound<'py, PyAny>)>,
+    depth: usize,
+}
+
+impl Serialize for Fields<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let w = self.walk;
+        if self.fields.iter().any(|(k, _)| is_reserved_key(k)) {
+            return tagged_form(s, "dict", "items", &FieldPairs(self));
+        }
+        let mut map = s.serialize_map(Some(self.fields.len()))?;
+        for (name, v) in &self.fields {
+            map.serialize_key(name)?;
+            map.serialize_value(&w.node(v, self.depth))
+                .map_err(|e| w.at(e, || format!(".{name}")))?;
+        }
+        map.end()
+    }
+}
+
+/// A dataclass's fields as the `[name, value]` pairs of an escaped dict.
+struct FieldPairs<'a, 'b, 'py>(&'b Fields<'a, 'py>);
+
+impl Serialize for FieldPairs<'_, '_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let f = self.0;
+        let mut seq = s.serialize_seq(Some(f.fields.len()))?;
+        for (name, v) in &f.fields {
+            seq.serialize_element(&(name, f.walk.node(v, f.depth)))
+                .map_err(|e| f.walk.at(e, || format!(".{name}")))?;
+        }
+        seq.end()
+    }
+}
+
+/// The tagged form `{TYPE_KEY: kind, field: value}` (as [`tagged::tagged`] builds it).
+fn tagged_form<S: Serializer, V: Serialize + ?Sized>(
+    s: S,
+    kind: &str,
+    field: &str,
+    value: &V,
+) -> Result<S::Ok, S::Error> {
+    let mut map = s.serialize_map(Some(2))?;
+    map.serialize_entry(TYPE_KEY, kind)?;
+    map.serialize_entry(field, value)?;
+    map.end()
+}
+
+fn key_refused(k: &Bound<'_, PyAny>) -> Failure {
+    Failure::new(format!(
+        "dict keys must be str to be checkpointed, got a {} key {}",
+        qualified_name(&k.get_type()),
+        k.repr().map(|r| r.to_string()).unwrap_or_default()
+    ))
+}
+
+fn key_segment(k: &Bound<'_, PyAny>) -> String {
+    format!("[{}]", k.repr().map(|r| r.to_string()).unwrap_or_default())
 }
 
 /// `module:qualname`, the name a typed value is stored under.
@@ -308,9 +659,8 @@ fn qualified_name(ty: &Bound<'_, PyType>) -> String {
 }
 
 /// A message in its checkpoint form, `{MESSAGE_KEY: its JSON}`.
-fn message(m: &crate::message::Message) -> Result<Value, Failure> {
-    let v = serde_json::to_value(m).map_err(|e| Failure::new(e.to_string()))?;
-    let mut map = Map::with_capacity(1);
-    map.insert(MESSAGE_KEY.to_owned(), v);
-    Ok(Value::Object(map))
+fn message<S: Serializer>(m: &crate::message::Message, s: S) -> Result<S::Ok, S::Error> {
+    let mut map = s.serialize_map(Some(1))?;
+    map.serialize_entry(MESSAGE_KEY, m)?;
+    map.end()
 }

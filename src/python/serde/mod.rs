@@ -12,7 +12,7 @@ use pyo3::types::{PyBytes, PyDict, PyString};
 use serde_json::Value;
 
 pub use decode::{decode, Allowlist};
-pub use encode::encode;
+pub use encode::{encode, encode_text};
 
 /// `obj` as the checkpoint JSON a saver would store for it, as UTF-8 bytes (for tests
 /// and benchmarks; a `TypeError` says why a value cannot be stored).
@@ -21,9 +21,8 @@ pub fn _checkpoint_encode<'py>(
     py: Python<'py>,
     obj: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let v = encode(obj).map_err(PyTypeError::new_err)?;
-    let text = serde_json::to_vec(&v).map_err(|e| PyTypeError::new_err(e.to_string()))?;
-    Ok(PyBytes::new(py, &text))
+    let text = encode_text(obj).map_err(PyTypeError::new_err)?;
+    Ok(PyBytes::new(py, text.as_bytes()))
 }
 
 /// The value of checkpoint JSON (bytes or str), restoring the types of `allowlist`
