@@ -1,22 +1,22 @@
 //! The in-process store: namespaces in order (a `BTreeMap`, so those under a prefix
 //! are one range), items of a namespace in insertion order (as LangGraph's
-//! `InMemoryStore` lists them), each with its vectors beside it.
+//! `InMemoryStore` lists them), each namespace's vectors one matrix beside its items
+//! (`index::Space`).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{RwLock, RwLockWriteGuard};
 
-use async_trait::async_trait;
-use indexmap::IndexMap;
-
+use super::index::{rank, Space};
 use super::namespace::{self, has_prefix, Namespace};
-use super::vector::{best_score, normalized, top};
 use super::{check_puts, now_secs, parse_object, ttl};
 use super::{
     Item, ListNamespaces, Op, OpResult, PutValue, Result, Search, StoreBackend, StoreError,
 };
+use async_trait::async_trait;
 
-/// One stored item. Kept small: W13 holds 100,000 of them beside their vectors.
+/// One stored item (its vectors are rows of its namespace's matrix). Kept small:
+/// W13 holds 100,000 of them.
 #[derive(Debug)]
 struct Entry {
     value: Box<str>,
@@ -24,12 +24,7 @@ struct Entry {
     updated_at: f64,
     expires_at: Option<f64>,
     ttl_minutes: Option<f64>,
-    /// Normalised, one per embedded field.
-    vectors: Box<[FieldVector]>,
 }
-
-/// One embedded field's name and its vector.
-type FieldVector = (Box<str>, Box<[f32]>);
 
 impl Entry {
     fn item(&self, ns: &Namespace, key: &str, score: Option<f32>) -> Item {
@@ -50,7 +45,7 @@ impl Entry {
     }
 }
 
-type Spaces = BTreeMap<Namespace, IndexMap<String, Entry>>;
+type Spaces = BTreeMap<Namespace, Space<Entry>>;
 
 /// LangGraph's `InMemoryStore`, in Rust: lost when the process ends.
 #[derive(Debug, Default)]
@@ -76,7 +71,7 @@ impl MemoryStore {
     /// How many items the store holds (expired ones not yet swept included).
     pub fn len(&self) -> usize {
         let spaces = self.spaces.read().unwrap_or_else(|p| p.into_inner());
-        spaces.values().map(IndexMap::len).sum()
+        spaces.values().map(Space::len).sum()
     }
 
     /// Whether the store holds no item.
@@ -121,9 +116,7 @@ impl MemoryStore {
         let mut spaces = self.write();
         let mut n = 0;
         spaces.retain(|_, items| {
-            let before = items.len();
-            items.retain(|_, e| !ttl::expired(e.expires_at, now));
-            n += before - items.len();
+            n += items.retain(|e| !ttl::expired(e.expires_at, now));
             !items.is_empty()
         });
         n
@@ -144,7 +137,7 @@ fn get(spaces: &mut Spaces, ns: &Namespace, key: &str, refresh: bool, now: f64) 
 fn put(spaces: &mut Spaces, ns: Namespace, key: String, value: Option<PutValue>, now: f64) {
     let Some(v) = value else {
         if let Some(items) = spaces.get_mut(&ns) {
-            items.shift_remove(&key);
+            items.remove(&key, true);
             if items.is_empty() {
                 spaces.remove(&ns);
             }
@@ -156,76 +149,58 @@ fn put(spaces: &mut Spaces, ns: Namespace, key: String, value: Option<PutValue>,
         Some(old) if !ttl::expired(old.expires_at, now) => old.created_at,
         _ => now,
     };
-    let vectors = v
-        .vectors
-        .into_iter()
-        .map(|(f, vec)| (f.into_boxed_str(), normalized(vec).into_boxed_slice()))
-        .collect();
-    items.insert(
-        key,
-        Entry {
-            value: v.json.into_boxed_str(),
-            created_at,
-            updated_at: now,
-            expires_at: ttl::expires_at(v.ttl_minutes, now),
-            ttl_minutes: v.ttl_minutes,
-            vectors,
-        },
-    );
+    let entry = Entry {
+        value: v.json.into_boxed_str(),
+        created_at,
+        updated_at: now,
+        expires_at: ttl::expires_at(v.ttl_minutes, now),
+        ttl_minutes: v.ttl_minutes,
+    };
+    items.put(&key, entry, v.vectors.into_iter().map(|(_, x)| x).collect());
 }
 
 fn search(spaces: &mut Spaces, s: &Search, now: f64) -> Vec<Item> {
-    let query = s.query.clone().map(normalized);
-    // Without a query and a filter the page is the first items in order: stop there.
-    let stop = (query.is_none() && s.filter.is_none()).then(|| s.offset.saturating_add(s.limit));
-    let mut scored: Vec<(f32, (&Namespace, &str))> = Vec::new();
-    let mut plain: Vec<(&Namespace, &str)> = Vec::new();
-    'spaces: for (ns, items) in spaces.range(s.prefix.clone()..) {
-        if !has_prefix(ns, &s.prefix) {
-            break;
-        }
-        for (key, e) in items {
-            if ttl::expired(e.expires_at, now) {
-                continue;
-            }
-            if let Some(f) = &s.filter {
-                if !parse_object(&e.value).is_some_and(|v| f.matches(&v)) {
-                    continue;
-                }
-            }
-            let score = query
-                .as_deref()
-                .and_then(|q| best_score(q, e.vectors.iter().map(|(_, v)| &v[..])));
-            match score {
-                Some(sc) => scored.push((sc, (ns, key.as_str()))),
-                None => plain.push((ns, key.as_str())),
-            }
-            if stop.is_some_and(|n| plain.len() >= n) {
-                break 'spaces;
-            }
-        }
-    }
-    let page: Vec<(Option<f32>, Namespace, String)> = if query.is_some() {
-        let mut kept: Vec<_> = top(scored, s.offset, s.limit)
-            .into_iter()
-            .map(|(sc, (ns, k))| (Some(sc), ns.clone(), k.to_owned()))
-            .collect();
-        // Items without vectors come after the ranked ones, as in LangGraph.
-        let room = s.limit.saturating_sub(kept.len());
-        kept.extend(
-            plain
+    let under = || {
+        spaces
+            .range(s.prefix.clone()..)
+            .take_while(|(ns, _)| has_prefix(ns, &s.prefix))
+    };
+    let live = |e: &Entry| {
+        !ttl::expired(e.expires_at, now)
+            && s.filter
+                .as_ref()
+                .is_none_or(|f| parse_object(&e.value).is_some_and(|v| f.matches(&v)))
+    };
+    let page: Vec<(Option<f32>, Namespace, String)> = match &s.query {
+        Some(q) => {
+            let names: Vec<&Namespace> = under().map(|(ns, _)| ns).collect();
+            let want = s.offset.saturating_add(s.limit);
+            let r = rank(under().map(|(_, sp)| sp), q, want, s.limit, |_, _, e| {
+                live(e)
+            });
+            let mut kept: Vec<_> = r
+                .hits
                 .into_iter()
-                .take(room)
-                .map(|(ns, k)| (None, ns.clone(), k.to_owned())),
-        );
-        kept
-    } else {
-        plain
-            .into_iter()
+                .skip(s.offset)
+                .map(|(sc, si, k)| (Some(sc), names[si].clone(), k.to_owned()))
+                .collect();
+            // Items without vectors come after the ranked ones, as in LangGraph.
+            let room = s.limit.saturating_sub(kept.len());
+            kept.extend(
+                r.plain
+                    .into_iter()
+                    .take(room)
+                    .map(|(si, k)| (None, names[si].clone(), k.to_owned())),
+            );
+            kept
+        }
+        None => under()
+            .flat_map(|(ns, items)| items.iter().map(move |(k, e)| (ns, k, e)))
+            .filter(|(_, _, e)| live(e))
             .skip(s.offset)
             .take(s.limit)
-            .map(|(ns, k)| (None, ns.clone(), k.to_owned()))
-            .collect()
+            .map(|(ns, k, _)| (None, ns.clone(), k.to_owned()))
+            .collect(),
     };
     page.into_iter()
         .filter_map(|(score, ns, key)| {
@@ -241,7 +216,7 @@ fn search(spaces: &mut Spaces, s: &Search, now: f64) -> Vec<Item> {
 fn list(spaces: &Spaces, op: &ListNamespaces, now: f64) -> Vec<Namespace> {
     let live = spaces
         .iter()
-        .filter(|(_, items)| items.values().any(|e| !ttl::expired(e.expires_at, now)))
+        .filter(|(_, items)| items.iter().any(|(_, e)| !ttl::expired(e.expires_at, now)))
         .map(|(ns, _)| ns.as_slice());
     namespace::list(live, op)
 }

@@ -14,6 +14,7 @@
 //! three cannot drift.
 
 pub mod filter;
+pub mod index;
 pub mod memory;
 pub mod namespace;
 #[cfg(feature = "postgres")]

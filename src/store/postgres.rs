@@ -2,7 +2,7 @@
 //! cosine in Rust (the server needs no extension).
 //!
 //! As in the SQLite store, a vector search scores an in-process copy of the vectors
-//! (`VectorIndex`) instead of reading every row back per query. Every write batch of
+//! (`index::Copy`, one matrix a namespace) instead of reading every row back per query. Every write batch of
 //! every process bumps one counter row (`ironloop_store_version`) in its
 //! transaction; a search compares the counter with the copy's and reloads the copy
 //! when another process wrote. The copy holds no expiry: the page's rows are read
@@ -11,16 +11,17 @@
 //! search reads every vector under the prefix: ~1.5 KB per item at 384 dimensions,
 //! so past ~10,000 items such a reload takes longer than the 25 ms a search aims at.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
-use indexmap::IndexMap;
+use futures::StreamExt;
 use tokio::sync::Mutex;
 use tokio_postgres::Transaction;
 
+use super::index::{Copy, Loader};
 use super::namespace::{self, from_text, to_text, Namespace};
-use super::vector::{best_score, from_bytes, normalized, to_bytes, top};
+use super::vector::{from_bytes, normalized, to_bytes};
 use super::{check_puts, now_secs, parse_object, ttl};
 use super::{
     Item, ListNamespaces, Op, OpResult, PutValue, Result, Search, StoreBackend, StoreError,
@@ -59,16 +60,8 @@ fn storage(what: &'static str) -> impl Fn(tokio_postgres::Error) -> StoreError {
     move |e| StoreError::Storage(format!("PostgresStore: cannot {what}: {e}"))
 }
 
-/// The in-process copy of every item's vectors, as of `version`.
-#[derive(Debug, Default)]
-struct VectorIndex {
-    version: Option<i64>,
-    spaces: BTreeMap<String, Space>,
-}
-
-/// The vectors of one namespace's items, by key, in load order (the order a search
-/// reads them, as in the SQLite store).
-type Space = IndexMap<String, Vec<Box<[f32]>>>;
+/// The in-process copy of every item's vectors (no expiry: see the module's doc).
+type VectorIndex = Copy<()>;
 
 /// LangGraph's `PostgresStore`.
 pub struct PostgresStore {
@@ -203,7 +196,7 @@ async fn put(
     key: &str,
     value: Option<PutValue>,
     now: f64,
-) -> Result<Option<Vec<Box<[f32]>>>> {
+) -> Result<Option<Vec<Vec<f32>>>> {
     let p = to_text(ns);
     tx.execute(
         "DELETE FROM ironloop_store_vectors WHERE prefix = $1 AND key = $2",
@@ -243,7 +236,7 @@ async fn put(
         )
         .await
         .map_err(storage("write a vector"))?;
-        vectors.push(vec.into_boxed_slice());
+        vectors.push(vec);
     }
     Ok(Some(vectors))
 }
@@ -261,37 +254,38 @@ async fn fresh_index(tx: &Transaction<'_>, index: &mut VectorIndex) -> Result<()
     if index.version == Some(version) {
         return Ok(());
     }
-    let mut spaces: BTreeMap<String, Space> = BTreeMap::new();
-    for r in tx
-        .query("SELECT prefix, key FROM ironloop_store", &[])
-        .await
-        .map_err(storage("load the vector index"))?
-    {
-        spaces
-            .entry(r.get(0))
-            .or_default()
-            .insert(r.get(1), Vec::new());
-    }
+    let mut loader = Loader::new(version);
     for r in tx
         .query(
-            "SELECT prefix, key, embedding FROM ironloop_store_vectors",
+            "SELECT prefix, count(*), max(length(embedding)) FROM ironloop_store_vectors \
+             GROUP BY prefix",
             &[],
         )
         .await
         .map_err(storage("load the vector index"))?
     {
-        let (p, k): (&str, &str) = (r.get(0), r.get(1));
-        if let (Some(vs), Some(v)) = (
-            spaces.get_mut(p).and_then(|s| s.get_mut(k)),
-            from_bytes(r.get::<_, &[u8]>(2)),
-        ) {
-            vs.push(v.into_boxed_slice());
-        }
+        let (n, bytes): (i64, i32) = (r.get(1), r.get(2));
+        loader.reserve(r.get(0), n as usize, bytes as usize / 4);
     }
-    *index = VectorIndex {
-        version: Some(version),
-        spaces,
-    };
+    // Streamed, not collected: every vector's row held at once would double the
+    // copy's memory while loading.
+    let no_params: [&str; 0] = [];
+    let rows = tx
+        .query_raw(
+            "SELECT s.prefix, s.key, v.embedding FROM ironloop_store s \
+             LEFT JOIN ironloop_store_vectors v ON v.prefix = s.prefix AND v.key = s.key \
+             ORDER BY s.prefix, s.key",
+            no_params,
+        )
+        .await
+        .map_err(storage("load the vector index"))?;
+    let mut rows = std::pin::pin!(rows);
+    while let Some(r) = rows.next().await {
+        let r = r.map_err(storage("load the vector index"))?;
+        let blob: Option<&[u8]> = r.get(2);
+        loader.push(r.get(0), r.get(1), (), blob.and_then(from_bytes));
+    }
+    *index = loader.finish();
     Ok(())
 }
 
@@ -351,51 +345,34 @@ async fn search(
             .collect(),
         ),
     };
-    let mut scored: Vec<(f32, (String, String))> = Vec::new();
-    let mut plain: Vec<(String, String)> = Vec::new();
-    for (sp, space) in index.spaces.range::<str, _>((
-        std::ops::Bound::Included(p.as_str()),
-        std::ops::Bound::Unbounded,
-    )) {
-        if !(p.is_empty() || *sp == p || sp.starts_with(&lo)) {
-            if sp.as_str() >= hi.as_str() {
-                break;
-            }
-            continue;
-        }
-        for (k, vs) in space {
-            let pk = (sp.clone(), k.clone());
-            if allowed.as_ref().is_some_and(|a| !a.contains(&pk)) {
-                continue;
-            }
-            match best_score(&query, vs.iter().map(|v| &v[..])) {
-                Some(sc) => scored.push((sc, pk)),
-                None => plain.push(pk),
-            }
-        }
-    }
-    // Ranked best first; the copy knows no expiry, so expired rows are skipped here
-    // and the next ones taken.
-    let total = scored.len();
-    let mut window = s.offset + s.limit;
-    let mut ranked = top(scored.clone(), 0, window);
+    let accept = |sp: &str, k: &str, _: &()| {
+        allowed
+            .as_ref()
+            .is_none_or(|a| a.contains(&(sp.to_owned(), k.to_owned())))
+    };
+    // Ranked best first; the copy knows no expiry, so expired rows are skipped when
+    // read back and the window widened for the next ones.
+    let mut window = s.offset.saturating_add(s.limit);
+    let (mut ranked, plain) = index.rank(&p, &query, window, s.limit, accept);
     let mut live: Vec<Item> = Vec::new();
     let mut seen = 0;
     loop {
-        let batch: Vec<(String, String)> =
-            ranked[seen..].iter().map(|(_, pk)| pk.clone()).collect();
+        let batch: Vec<(String, String)> = ranked[seen..]
+            .iter()
+            .map(|(_, sp, k)| (sp.clone(), k.clone()))
+            .collect();
         let mut rows = fetch(tx, &batch, now).await?;
-        for (sc, pk) in &ranked[seen..] {
-            if let Some(r) = rows.remove(pk) {
+        for (sc, sp, k) in &ranked[seen..] {
+            if let Some(r) = rows.remove(&(sp.clone(), k.clone())) {
                 live.push(row_item(&r, Some(*sc)));
             }
         }
         seen = ranked.len();
-        if live.len() >= s.offset + s.limit || ranked.len() >= total {
+        if live.len() >= s.offset.saturating_add(s.limit) || ranked.len() < window {
             break;
         }
         window = (window * 2).max(16);
-        ranked = top(scored.clone(), 0, window);
+        ranked = index.rank(&p, &query, window, 0, accept).0;
     }
     let mut out: Vec<Item> = live.into_iter().skip(s.offset).take(s.limit).collect();
     let room = s.limit.saturating_sub(out.len());
@@ -490,7 +467,7 @@ impl StoreBackend for PostgresStore {
         } else {
             None
         };
-        let mut changes: Vec<(String, String, Option<Vec<Box<[f32]>>>)> = Vec::new();
+        let mut changes: Vec<(String, String, Option<Vec<Vec<f32>>>)> = Vec::new();
         let mut out = Vec::with_capacity(ops.len());
         for op in ops {
             out.push(match op {
@@ -518,14 +495,8 @@ impl StoreBackend for PostgresStore {
             if index.version == Some(v - 1) {
                 for (p, k, vs) in changes {
                     match vs {
-                        Some(vs) => {
-                            index.spaces.entry(p).or_default().insert(k, vs);
-                        }
-                        None => {
-                            if let Some(s) = index.spaces.get_mut(&p) {
-                                s.swap_remove(&k);
-                            }
-                        }
+                        Some(vs) => index.spaces.entry(p).or_default().put(&k, (), vs),
+                        None => index.remove(&p, &k),
                     }
                 }
                 index.version = Some(v);

@@ -1,24 +1,25 @@
 //! The SQLite store: items and their vectors in two tables of one database (the
 //! bundled SQLite, no loadable extension), searched by exact cosine in Rust.
 //!
-//! A vector search reads the vectors from an in-process copy (`VectorIndex`)
-//! rather than from the database: reading 100,000 vectors of 384 numbers back from
-//! SQLite for every query costs ~100 ms, scoring them in memory ~5 ms. The copy is
+//! A vector search reads the vectors from an in-process copy (`index::Copy`, one
+//! matrix a namespace) rather than from the database: reading 100,000 vectors of 384
+//! numbers back from SQLite for every query costs ~100 ms, scoring them in memory a
+//! few. The copy is
 //! loaded at the first vector search and kept current by this store's own writes;
 //! when another connection writes the file (SQLite's `data_version` moves), it is
 //! loaded again before the next search.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use indexmap::IndexMap;
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
+use super::index::{Copy, Loader};
 use super::namespace::{self, from_text, to_text, Namespace};
-use super::vector::{best_score, from_bytes, normalized, to_bytes, top};
+use super::vector::{from_bytes, normalized, to_bytes};
 use super::{check_puts, now_secs, parse_object, ttl};
 use super::{
     Item, ListNamespaces, Op, OpResult, PutValue, Result, Search, StoreBackend, StoreError,
@@ -61,24 +62,8 @@ fn under(p: &str) -> (String, String, String) {
     (p.to_owned(), format!("{p}."), format!("{p}/"))
 }
 
-/// The items and vectors of one namespace in the in-process copy, in load order: a
-/// search reads the vectors in the order they were allocated, which the CPU's
-/// prefetcher follows (a hash map's order made the same pass ~4× slower).
-type Space = IndexMap<String, Indexed>;
-
-#[derive(Debug)]
-struct Indexed {
-    expires_at: Option<f64>,
-    vectors: Vec<Box<[f32]>>,
-}
-
-/// The in-process copy of the vectors (and expiry) of every item.
-#[derive(Debug, Default)]
-struct VectorIndex {
-    /// SQLite's `data_version` when loaded; `None`: not loaded.
-    version: Option<i64>,
-    spaces: BTreeMap<String, Space>,
-}
+/// The in-process copy of every item's vectors, with its expiry.
+type VectorIndex = Copy<Option<f64>>;
 
 /// LangGraph's `SqliteStore`: items in a SQLite file (or `:memory:`).
 #[derive(Debug)]
@@ -188,7 +173,7 @@ impl SqliteStore {
         tx.commit().map_err(storage("commit"))?;
         let mut index = self.index();
         for space in index.spaces.values_mut() {
-            space.retain(|_, e| !ttl::expired(e.expires_at, now));
+            space.retain(|e| !ttl::expired(*e, now));
         }
         Ok(n)
     }
@@ -224,7 +209,7 @@ fn refresh(
         params![p, key, now],
     )
     .map_err(storage("refresh a TTL"))?;
-    if let Some(e) = index.spaces.get_mut(p).and_then(|s| s.get_mut(key)) {
+    if let Some(e) = index.get_mut(p, key) {
         let ttl: Option<f64> = tx
             .query_row(
                 "SELECT ttl_minutes FROM ironloop_store WHERE prefix = ?1 AND key = ?2",
@@ -235,7 +220,7 @@ fn refresh(
             .map_err(storage("read a TTL"))?
             .flatten();
         if ttl.is_some() {
-            e.expires_at = ttl::expires_at(ttl, now);
+            *e = ttl::expires_at(ttl, now);
         }
     }
     Ok(())
@@ -287,9 +272,7 @@ fn put(
             params![p, key],
         )
         .map_err(storage("delete an item"))?;
-        if let Some(space) = index.spaces.get_mut(&p) {
-            space.swap_remove(key);
-        }
+        index.remove(&p, key);
         return Ok(());
     };
     let expires_at = ttl::expires_at(v.ttl_minutes, now);
@@ -316,16 +299,14 @@ fn put(
         insert
             .execute(params![p, key, field, to_bytes(&vec)])
             .map_err(storage("write a vector"))?;
-        vectors.push(vec.into_boxed_slice());
+        vectors.push(vec);
     }
     if index.version.is_some() {
-        index.spaces.entry(p).or_default().insert(
-            key.to_owned(),
-            Indexed {
-                expires_at,
-                vectors,
-            },
-        );
+        index
+            .spaces
+            .entry(p)
+            .or_default()
+            .put(key, expires_at, vectors);
     }
     Ok(())
 }
@@ -339,41 +320,39 @@ fn fresh_index(tx: &Transaction<'_>, index: &mut VectorIndex) -> Result<()> {
     if index.version == Some(version) {
         return Ok(());
     }
-    let mut spaces: BTreeMap<String, Space> = BTreeMap::new();
-    let mut items = tx
-        .prepare("SELECT prefix, key, expires_at FROM ironloop_store")
-        .map_err(storage("load the vector index"))?;
-    let mut rows = items.query([]).map_err(storage("load the vector index"))?;
-    while let Some(r) = rows.next().map_err(storage("load the vector index"))? {
-        let (p, k): (String, String) = (r.get(0).unwrap_or_default(), r.get(1).unwrap_or_default());
-        let expires_at = r.get(2).ok().flatten();
-        spaces.entry(p).or_default().insert(
-            k,
-            Indexed {
-                expires_at,
-                vectors: Vec::new(),
-            },
+    let load = storage("load the vector index");
+    let mut loader = Loader::new(version);
+    let mut counts = tx
+        .prepare(
+            "SELECT prefix, count(*), max(length(embedding)) FROM ironloop_store_vectors \
+             GROUP BY prefix",
+        )
+        .map_err(&load)?;
+    let mut rows = counts.query([]).map_err(&load)?;
+    while let Some(r) = rows.next().map_err(&load)? {
+        let (p, n, bytes): (String, i64, i64) = (
+            r.get(0).map_err(&load)?,
+            r.get(1).map_err(&load)?,
+            r.get(2).map_err(&load)?,
         );
+        loader.reserve(&p, n as usize, bytes as usize / 4);
     }
-    let mut vecs = tx
-        .prepare("SELECT prefix, key, embedding FROM ironloop_store_vectors")
-        .map_err(storage("load the vector index"))?;
-    let mut rows = vecs.query([]).map_err(storage("load the vector index"))?;
-    while let Some(r) = rows.next().map_err(storage("load the vector index"))? {
-        let p: String = r.get(0).map_err(storage("load the vector index"))?;
-        let k: String = r.get(1).map_err(storage("load the vector index"))?;
-        let blob: Vec<u8> = r.get(2).map_err(storage("load the vector index"))?;
-        if let (Some(e), Some(v)) = (
-            spaces.get_mut(&p).and_then(|s| s.get_mut(&k)),
-            from_bytes(&blob),
-        ) {
-            e.vectors.push(v.into_boxed_slice());
-        }
+    drop(rows);
+    let mut rows = tx
+        .prepare(
+            "SELECT s.prefix, s.key, s.expires_at, v.embedding FROM ironloop_store s \
+             LEFT JOIN ironloop_store_vectors v ON v.prefix = s.prefix AND v.key = s.key \
+             ORDER BY s.prefix, s.key",
+        )
+        .map_err(&load)?;
+    let mut rows = rows.query([]).map_err(&load)?;
+    while let Some(r) = rows.next().map_err(&load)? {
+        let (p, k): (String, String) = (r.get(0).map_err(&load)?, r.get(1).map_err(&load)?);
+        let blob: Option<Vec<u8>> = r.get(3).map_err(&load)?;
+        let expires_at = r.get(2).map_err(&load)?;
+        loader.push(&p, &k, expires_at, blob.as_deref().and_then(from_bytes));
     }
-    *index = VectorIndex {
-        version: Some(version),
-        spaces,
-    };
+    *index = loader.finish();
     Ok(())
 }
 
@@ -430,7 +409,7 @@ fn search(
     };
     fresh_index(tx, index)?;
     // With a filter, the candidates are the rows that pass it; otherwise every item.
-    let allowed: Option<HashMap<(String, String), ()>> = match &s.filter {
+    let allowed: Option<HashSet<(String, String)>> = match &s.filter {
         None => None,
         Some(f) => {
             let sql = format!(
@@ -444,7 +423,7 @@ fn search(
                 stmt.query(params![now, eq, lo, hi])
             }
             .map_err(storage("search"))?;
-            let mut keep = HashMap::new();
+            let mut keep = HashSet::new();
             while let Some(r) = rows.next().map_err(storage("search"))? {
                 let value: String = r.get(2).map_err(storage("search"))?;
                 if parse_object(&value).is_some_and(|v| f.matches(&v)) {
@@ -452,50 +431,27 @@ fn search(
                         r.get(0).map_err(storage("search"))?,
                         r.get(1).map_err(storage("search"))?,
                     );
-                    keep.insert(pk, ());
+                    keep.insert(pk);
                 }
             }
             Some(keep)
         }
     };
-    let mut scored: Vec<(f32, (&str, &str))> = Vec::new();
-    let mut plain: Vec<(&str, &str)> = Vec::new();
-    for (sp, space) in index.spaces.range::<str, _>((
-        std::ops::Bound::Included(p.as_str()),
-        std::ops::Bound::Unbounded,
-    )) {
-        if !(p.is_empty() || *sp == p || sp.starts_with(&lo)) {
-            if sp.as_str() >= hi.as_str() {
-                break;
-            }
-            continue;
-        }
-        for (k, e) in space {
-            if ttl::expired(e.expires_at, now) {
-                continue;
-            }
-            if let Some(a) = &allowed {
-                if !a.contains_key(&(sp.clone(), k.clone())) {
-                    continue;
-                }
-            }
-            match best_score(&query, e.vectors.iter().map(|v| &v[..])) {
-                Some(sc) => scored.push((sc, (sp.as_str(), k.as_str()))),
-                None => plain.push((sp.as_str(), k.as_str())),
-            }
-        }
-    }
-    let mut page: Vec<(Option<f32>, String, String)> = top(scored, s.offset, s.limit)
+    let want = s.offset.saturating_add(s.limit);
+    let (hits, plain) = index.rank(&p, &query, want, s.limit, |sp, k, exp| {
+        !ttl::expired(*exp, now)
+            && allowed
+                .as_ref()
+                .is_none_or(|a| a.contains(&(sp.to_owned(), k.to_owned())))
+    });
+    let mut page: Vec<(Option<f32>, String, String)> = hits
         .into_iter()
-        .map(|(sc, (sp, k))| (Some(sc), sp.to_owned(), k.to_owned()))
+        .skip(s.offset)
+        .map(|(sc, sp, k)| (Some(sc), sp, k))
         .collect();
+    // Items without vectors come after the ranked ones, as in LangGraph.
     let room = s.limit.saturating_sub(page.len());
-    page.extend(
-        plain
-            .into_iter()
-            .take(room)
-            .map(|(sp, k)| (None, sp.to_owned(), k.to_owned())),
-    );
+    page.extend(plain.into_iter().take(room).map(|(sp, k)| (None, sp, k)));
     let mut stmt = tx
         .prepare_cached(&format!(
             "SELECT {COLUMNS} FROM ironloop_store WHERE prefix = ?1 AND key = ?2"

@@ -1,7 +1,8 @@
 //! Exact cosine ranking. Vectors are stored normalised (unit length, or all zeros
 //! for a zero vector), so a cosine similarity is one dot product, and a search is one
-//! pass over the candidates' vectors with a partial sort for the page asked for —
-//! no approximate index, so no recall to lose.
+//! pass of dot products over the candidates' vectors (`index` keeps them as one
+//! matrix and the best page in a bounded heap) — no approximate index, so no recall
+//! to lose.
 
 /// `v` scaled to unit length; a zero vector stays zero (its similarity to anything
 /// is 0, as LangGraph's).
@@ -34,6 +35,37 @@ unsafe fn dot_avx2(a: &[f32], b: &[f32]) -> f32 {
     dot_lanes(a, b)
 }
 
+/// `out[i]` = the dot product of `query` with row `i` of `rows` (row-major, rows of
+/// `query.len()` numbers): a search's pass, with the CPU's features checked once for
+/// the whole pass rather than once a row.
+pub fn scores(query: &[f32], rows: &[f32], out: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            // SAFETY: the CPU has AVX2 and FMA, checked just above.
+            return unsafe { scores_avx2(query, rows, out) };
+        }
+    }
+    scores_lanes(query, rows, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn scores_avx2(query: &[f32], rows: &[f32], out: &mut [f32]) {
+    scores_lanes(query, rows, out)
+}
+
+#[inline(always)]
+fn scores_lanes(query: &[f32], rows: &[f32], out: &mut [f32]) {
+    if query.is_empty() {
+        return;
+    }
+    for (row, o) in rows.chunks_exact(query.len()).zip(out) {
+        *o = dot_lanes(query, row);
+    }
+}
+
 /// 32 independent sums (four AVX registers, eight SSE ones), so that the additions
 /// do not wait on each other; the compiler vectorises the inner loop.
 #[inline(always)]
@@ -49,31 +81,6 @@ fn dot_lanes(a: &[f32], b: &[f32]) -> f32 {
     }
     let tail: f32 = ta.iter().zip(tb).map(|(x, y)| x * y).sum();
     acc.iter().sum::<f32>() + tail
-}
-
-/// The best similarity of an item's vectors (one per embedded field) to `query`
-/// (normalised): an item matches as well as its best field, as in LangGraph.
-pub fn best_score<'a>(query: &[f32], vectors: impl IntoIterator<Item = &'a [f32]>) -> Option<f32> {
-    vectors
-        .into_iter()
-        .map(|v| dot(query, v))
-        .fold(None, |best, s| Some(best.map_or(s, |b: f32| b.max(s))))
-}
-
-/// The page `offset .. offset + limit` of `scored` by score, highest first (ties
-/// keep no particular order). Partial: only the page's items are sorted.
-pub fn top<T>(mut scored: Vec<(f32, T)>, offset: usize, limit: usize) -> Vec<(f32, T)> {
-    let want = offset.saturating_add(limit);
-    let by_score = |a: &(f32, T), b: &(f32, T)| b.0.total_cmp(&a.0);
-    if want == 0 {
-        return Vec::new();
-    }
-    if scored.len() > want {
-        scored.select_nth_unstable_by(want - 1, by_score);
-        scored.truncate(want);
-    }
-    scored.sort_unstable_by(by_score);
-    scored.into_iter().skip(offset).collect()
 }
 
 /// A vector as stored in a database: little-endian `f32`s.
@@ -107,14 +114,14 @@ mod tests {
     }
 
     #[test]
-    fn top_pages_by_score_exactly() {
-        let scored: Vec<(f32, usize)> = (0..100).map(|i| (((i * 37) % 100) as f32, i)).collect();
-        let mut all = scored.clone();
-        all.sort_by(|a, b| b.0.total_cmp(&a.0));
-        assert_eq!(top(scored.clone(), 0, 10), all[..10].to_vec());
-        assert_eq!(top(scored.clone(), 10, 5), all[10..15].to_vec());
-        assert_eq!(top(scored.clone(), 98, 5), all[98..].to_vec());
-        assert!(top(scored, 0, 0).is_empty());
+    fn scores_are_each_rows_dot() {
+        let q = normalized((0..40).map(|i| i as f32).collect());
+        let rows: Vec<f32> = (0..40 * 3).map(|i| ((i * 7) % 11) as f32).collect();
+        let mut out = vec![0f32; 3];
+        scores(&q, &rows, &mut out);
+        for (r, o) in rows.chunks_exact(40).zip(&out) {
+            assert!((dot(&q, r) - o).abs() < 1e-4);
+        }
     }
 
     #[test]

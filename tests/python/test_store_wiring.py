@@ -128,3 +128,38 @@ def test_memory_agent_example_remembers_across_a_restart(tmp_path: Path) -> None
     assert "[monday] agent: Noted: I'll keep that in mind." in lines
     assert "[friday] agent: You told me you prefer green tea, so: a pot of sencha?" in lines
     assert db.exists()
+
+
+def test_functional_api_reaches_the_store_sync_and_async(store: Any) -> None:
+    """``@entrypoint(store=)``: the entrypoint's ``store`` parameter and, inside a
+    ``@task``, ``get_runtime().store`` are the store given, on every backend, sync and
+    async; what one run writes the next run finds by meaning."""
+    from ironloop.func import entrypoint, task
+    from ironloop.runtime import get_runtime
+
+    @task
+    def remember(key: str, text: str) -> str:
+        get_runtime().store.put(("prefs",), key, {"text": text})
+        return key
+
+    @entrypoint(store=store)
+    def save(facts: dict[str, str], *, store: Any) -> list[str]:
+        assert store is get_runtime().store
+        return [remember(k, t).result() for k, t in facts.items()]
+
+    assert save.invoke({"p1": "cat red", "p2": "tea coffee tea"}) == ["p1", "p2"]
+    assert store.get(("prefs",), "p2").value == {"text": "tea coffee tea"}
+
+    @task
+    async def recall(query: str) -> list[str]:
+        hits = await get_runtime().store.asearch(("prefs",), query=query, limit=1)
+        return [h.key for h in hits]
+
+    @entrypoint(store=store)
+    async def find(query: str, *, store: Any) -> dict[str, Any]:
+        await store.aput(("prefs",), "p3", {"text": "dog fish"})
+        return {"best": await recall(query), "p3": (await store.aget(("prefs",), "p3")).value}
+
+    out = asyncio.run(find.ainvoke("coffee"))
+    assert out == {"best": ["p2"], "p3": {"text": "dog fish"}}
+    assert [h.key for h in store.search(("prefs",), query="fish", limit=1)] == ["p3"]

@@ -340,7 +340,14 @@ class BaseStore(ABC):
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Like ``batch``, awaited."""
 
-    # The one-operation forms: each builds its op once, for both entry points.
+    # The one-operation forms: each builds its op once, for both entry points, and
+    # runs it through `_run_one` / `_arun_one` (which a batching store overrides).
+
+    def _run_one(self, op: Op) -> Any:
+        return self.batch([op])[0]
+
+    async def _arun_one(self, op: Op) -> Any:
+        return (await self.abatch([op]))[0]
 
     def _get_op(self, namespace: tuple[str, ...], key: str, refresh_ttl: bool | None) -> GetOp:
         _validate_labels(namespace)
@@ -389,7 +396,7 @@ class BaseStore(ABC):
         self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None
     ) -> Item | None:
         """The item at ``namespace`` / ``key``, or ``None``."""
-        return self.batch([self._get_op(namespace, key, refresh_ttl)])[0]  # type: ignore[return-value]
+        return self._run_one(self._get_op(namespace, key, refresh_ttl))  # type: ignore[no-any-return]
 
     def search(
         self,
@@ -405,7 +412,7 @@ class BaseStore(ABC):
         """Items under ``namespace_prefix``: filtered, ranked by ``query`` when the
         store has an index, paged."""
         op = self._search_op(namespace_prefix, query, filter, limit, offset, refresh_ttl)
-        return self.batch([op])[0]  # type: ignore[return-value]
+        return self._run_one(op)  # type: ignore[no-any-return]
 
     def put(
         self,
@@ -417,11 +424,11 @@ class BaseStore(ABC):
         ttl: float | NotProvided | None = NOT_PROVIDED,
     ) -> None:
         """Stores ``value`` (a dict of JSON values), replacing what was there."""
-        self.batch([self._put_op(namespace, key, value, index, ttl)])
+        self._run_one(self._put_op(namespace, key, value, index, ttl))
 
     def delete(self, namespace: tuple[str, ...], key: str) -> None:
         """Deletes the item (nothing happens if there is none)."""
-        self.batch([self._delete_op(namespace, key)])
+        self._run_one(self._delete_op(namespace, key))
 
     def list_namespaces(
         self,
@@ -434,12 +441,12 @@ class BaseStore(ABC):
     ) -> list[tuple[str, ...]]:
         """The namespaces holding items, sorted; ``"*"`` in a pattern matches any
         label; ``max_depth`` cuts them (then each appears once)."""
-        return self.batch([_listing(prefix, suffix, max_depth, limit, offset)])[0]  # type: ignore[return-value]
+        return self._run_one(_listing(prefix, suffix, max_depth, limit, offset))  # type: ignore[no-any-return]
 
     async def aget(
         self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None
     ) -> Item | None:
-        return (await self.abatch([self._get_op(namespace, key, refresh_ttl)]))[0]  # type: ignore[return-value]
+        return await self._arun_one(self._get_op(namespace, key, refresh_ttl))  # type: ignore[no-any-return]
 
     async def asearch(
         self,
@@ -453,7 +460,7 @@ class BaseStore(ABC):
         refresh_ttl: bool | None = None,
     ) -> list[SearchItem]:
         op = self._search_op(namespace_prefix, query, filter, limit, offset, refresh_ttl)
-        return (await self.abatch([op]))[0]  # type: ignore[return-value]
+        return await self._arun_one(op)  # type: ignore[no-any-return]
 
     async def aput(
         self,
@@ -464,10 +471,10 @@ class BaseStore(ABC):
         *,
         ttl: float | NotProvided | None = NOT_PROVIDED,
     ) -> None:
-        await self.abatch([self._put_op(namespace, key, value, index, ttl)])
+        await self._arun_one(self._put_op(namespace, key, value, index, ttl))
 
     async def adelete(self, namespace: tuple[str, ...], key: str) -> None:
-        await self.abatch([self._delete_op(namespace, key)])
+        await self._arun_one(self._delete_op(namespace, key))
 
     async def alist_namespaces(
         self,
@@ -479,7 +486,7 @@ class BaseStore(ABC):
         offset: int = 0,
     ) -> list[tuple[str, ...]]:
         op = _listing(prefix, suffix, max_depth, limit, offset)
-        return (await self.abatch([op]))[0]  # type: ignore[return-value]
+        return await self._arun_one(op)  # type: ignore[no-any-return]
 
 
 __all__ += ["AEmbeddingsFunc", "EmbeddingsFunc"]

@@ -10,20 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
-from ironloop.store.base import (
-    NOT_PROVIDED,
-    BaseStore,
-    Item,
-    NamespacePath,
-    NotProvided,
-    Op,
-    PutOp,
-    SearchItem,
-    _listing,
-)
+from ironloop.store.base import BaseStore, Op, PutOp
 
 __all__ = ["AsyncBatchedBaseStore"]
 
@@ -98,52 +87,9 @@ class AsyncBatchedBaseStore(BaseStore):
         assert self._aqueue is not None
         return self._aqueue
 
-    async def _submit(self, op: Op) -> Any:
+    async def _arun_one(self, op: Op) -> Any:
+        """Queues ``op`` for the next ``abatch`` of everything queued meanwhile."""
         queue = self._ensure_task()
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         queue.put_nowait((fut, op))
         return await fut
-
-    async def aget(
-        self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None
-    ) -> Item | None:
-        return await self._submit(self._get_op(namespace, key, refresh_ttl))  # type: ignore[no-any-return]
-
-    async def asearch(
-        self,
-        namespace_prefix: tuple[str, ...],
-        /,
-        *,
-        query: str | None = None,
-        filter: dict[str, Any] | None = None,
-        limit: int = 10,
-        offset: int = 0,
-        refresh_ttl: bool | None = None,
-    ) -> list[SearchItem]:
-        op = self._search_op(namespace_prefix, query, filter, limit, offset, refresh_ttl)
-        return await self._submit(op)  # type: ignore[no-any-return]
-
-    async def aput(
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        value: Mapping[str, Any],
-        index: Literal[False] | list[str] | None = None,
-        *,
-        ttl: float | NotProvided | None = NOT_PROVIDED,
-    ) -> None:
-        await self._submit(self._put_op(namespace, key, value, index, ttl))
-
-    async def adelete(self, namespace: tuple[str, ...], key: str) -> None:
-        await self._submit(self._delete_op(namespace, key))
-
-    async def alist_namespaces(
-        self,
-        *,
-        prefix: NamespacePath | None = None,
-        suffix: NamespacePath | None = None,
-        max_depth: int | None = None,
-        limit: int = 100,
-        offset: int = 0,
-    ) -> list[tuple[str, ...]]:
-        return await self._submit(_listing(prefix, suffix, max_depth, limit, offset))  # type: ignore[no-any-return]

@@ -8,14 +8,16 @@ extension).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
-from typing import Any
+from contextlib import asynccontextmanager, closing, contextmanager
+from typing import Any, TypeVar
 
 from ironloop._ironloop import _StoreCore
 from ironloop.store._core import RustStore
 from ironloop.store.base import IndexConfig, TTLConfig
 
 __all__ = ["AsyncPostgresStore", "PostgresIndexConfig", "PostgresStore"]
+
+_S = TypeVar("_S", bound="PostgresStore")
 
 
 class PostgresIndexConfig(IndexConfig, total=False):
@@ -66,6 +68,19 @@ class PostgresStore(RustStore):
         super().__init__(core, index=index, ttl=ttl)
 
     @classmethod
+    def _from_conn_string(
+        cls: type[_S],
+        conn_string: str,
+        pool_config: dict[str, Any] | None,
+        index: IndexConfig | None,
+        ttl: TTLConfig | None,
+    ) -> _S:
+        """What both ``from_conn_string`` forms open (``pipeline`` needs nothing here:
+        every batch is already one round of statements in one transaction)."""
+        size = int((pool_config or {}).get("max_size", 4))
+        return cls(conn_string, index=index, ttl=ttl, pool_size=size)
+
+    @classmethod
     @contextmanager
     def from_conn_string(
         cls,
@@ -76,12 +91,8 @@ class PostgresStore(RustStore):
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
     ) -> Iterator[PostgresStore]:
-        size = int((pool_config or {}).get("max_size", 4))
-        store = cls(conn_string, index=index, ttl=ttl, pool_size=size)
-        try:
+        with closing(cls._from_conn_string(conn_string, pool_config, index, ttl)) as store:
             yield store
-        finally:
-            store.close()
 
 
 class AsyncPostgresStore(PostgresStore):
@@ -99,12 +110,8 @@ class AsyncPostgresStore(PostgresStore):
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
     ) -> AsyncIterator[AsyncPostgresStore]:
-        size = int((pool_config or {}).get("max_size", 4))
-        store = cls(conn_string, index=index, ttl=ttl, pool_size=size)
-        try:
+        with closing(cls._from_conn_string(conn_string, pool_config, index, ttl)) as store:
             yield store
-        finally:
-            store.close()
 
     async def setup(self) -> None:  # type: ignore[override]
         await self.asetup()
