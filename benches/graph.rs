@@ -203,7 +203,7 @@ fn record(i: u64, parent: Option<String>) -> CheckpointRecord {
         writes: vec![Write {
             node: if i.is_multiple_of(2) { "a" } else { "b" }.into(),
             channel: "count".into(),
-            value: json!(i),
+            value: json!(i).into(),
         }],
         next: vec![TaskRecord {
             id: format!("{id}:0:a"),
@@ -287,14 +287,17 @@ fn bench_record_codec(c: &mut Criterion) {
     with_message.writes = vec![Write {
         node: "agent".into(),
         channel: "messages".into(),
-        value: json!([message(0)]),
+        value: json!([message(0)]).into(),
     }];
     let mut snapshot = with_message.clone();
-    snapshot.snapshot = Some(json!({
-        "v": 1,
-        "values": {"messages": (0..100).map(message).collect::<Vec<_>>()},
-        "versions": {"messages": 100},
-    }));
+    snapshot.snapshot = Some(
+        json!({
+            "v": 1,
+            "values": {"messages": (0..100).map(message).collect::<Vec<_>>()},
+            "versions": {"messages": 100},
+        })
+        .into(),
+    );
     for (name, r) in [
         ("small", small),
         ("message", with_message),
