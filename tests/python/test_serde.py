@@ -214,6 +214,26 @@ def test_dict_and_list_subclasses_are_stored_as_plain_data() -> None:
     assert type(back[0]) is dict and type(back[1]) is list
 
 
+def test_str_int_and_float_subclasses_are_stored_as_their_value() -> None:
+    """A message's ``.text`` (a ``str`` subclass) put in an interrupt payload or the
+    state is stored as the text it is, not refused."""
+
+    class Text(str):
+        pass
+
+    class Count(int):
+        pass
+
+    class Ratio(float):
+        pass
+
+    text = AIMessage("hello").text
+    value = [Text("a"), Count(3), Ratio(0.5), Ratio("nan"), text]
+    back = _checkpoint_decode(_checkpoint_encode(value))
+    assert back[:3] == ["a", 3, 0.5] and math.isnan(back[3]) and back[4] == "hello"
+    assert [type(v) for v in back] == [str, int, float, float, str]
+
+
 def test_what_a_checkpoint_cannot_hold_is_refused_naming_type_and_place() -> None:
     with pytest.raises(TypeError, match=r"object is not a type .*\['a'\]\[1\]"):
         _checkpoint_encode({"a": [1, object()]})

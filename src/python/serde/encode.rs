@@ -285,12 +285,7 @@ impl Walk {
             return self.int(i, s);
         }
         if let Ok(f) = obj.cast_exact::<PyFloat>() {
-            let f = f.value();
-            return if f.is_finite() {
-                s.serialize_f64(f)
-            } else {
-                tagged::float(f).serialize(s)
-            };
+            return float(f.value(), s);
         }
         // Past here `obj` is a container: one level more.
         if depth >= MAX_DEPTH {
@@ -453,6 +448,17 @@ impl Walk {
         }
         if let Ok(l) = obj.cast::<PyList>() {
             return self.items(l.iter(), l.len(), depth + 1, s);
+        }
+        // Subclasses of the plain scalars (a message's `.text`, a `str` wrapper) are
+        // their value, as dict and list subclasses are; enums were taken above.
+        if let Ok(x) = obj.cast::<PyString>() {
+            return self.string(x, s);
+        }
+        if let Ok(i) = obj.cast::<PyInt>() {
+            return self.int(i, s);
+        }
+        if let Ok(f) = obj.cast::<PyFloat>() {
+            return float(f.value(), s);
         }
         Err(self.fail(Failure::new(format!(
             "{} is not a type a checkpoint holds: use dict, list, str, int, float, bool, \
@@ -663,4 +669,13 @@ fn message<S: Serializer>(m: &crate::message::Message, s: S) -> Result<S::Ok, S:
     let mut map = s.serialize_map(Some(1))?;
     map.serialize_entry(MESSAGE_KEY, m)?;
     map.end()
+}
+
+/// A float: a JSON number, or its tagged form when JSON has none (NaN, ±Infinity).
+fn float<S: Serializer>(f: f64, s: S) -> Result<S::Ok, S::Error> {
+    if f.is_finite() {
+        s.serialize_f64(f)
+    } else {
+        tagged::float(f).serialize(s)
+    }
 }
