@@ -242,9 +242,14 @@ async fn postgres_store_keeps_the_contract() {
         .unwrap();
     let sep = if url.contains('?') { '&' } else { '?' };
     let dsn = format!("{url}{sep}options=-csearch_path%3D{schema}");
-    let store = ironloop::store::postgres::PostgresStore::connect(&dsn, Some(3), 2)
-        .await
-        .unwrap();
+    let store = ironloop::store::postgres::PostgresStore::connect(
+        &dsn,
+        Some(3),
+        2,
+        ironloop::store::vector::Metric::Cosine,
+    )
+    .await
+    .unwrap();
     contract(&store).await;
     admin
         .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))

@@ -41,6 +41,11 @@ PINNED: dict[str, tuple[str, str, str]] = {
         "langgraph_checkpoint_sqlite-3.1.2.tar.gz",
         "4e3f376fa6f192d6ad2a1a4643b039986f1593552ef870e9e45281575de6fbf2",
     ),
+    "langgraph-checkpoint-postgres": (
+        "3.2.0",
+        "langgraph_checkpoint_postgres-3.2.0.tar.gz",
+        "dffef0e6822d7c614019f7f2c4bdbef42859746aee2d3e6d9d9747cf3744ca90",
+    ),
     "langchain": (
         "1.5.2",
         "langchain-1.5.2.tar.gz",

@@ -16,8 +16,8 @@ only. The rules, in order:
    a key), the v3 stream-events transformers (``test_transformers.py``,
    ``test_internal_call_transformer.py``, the two ``test_subagent_*`` files, built on
    ``langchain.agents._subagent_transformer``), and LangSmith tracing
-   (``test_tracing.py``). Of the savers' sdists, the store tests (``langgraph-checkpoint``'s
-   and ``langgraph-checkpoint-sqlite``'s).
+   (``test_tracing.py``). Of the savers' sdists, the store tests (``langgraph-checkpoint``'s,
+   ``langgraph-checkpoint-sqlite``'s and ``langgraph-checkpoint-postgres``'s).
 2. **Internals**: a test whose body names something its file imports from a LangGraph
    or LangChain module that is not public (a path component starting with ``_``, or
    ``INTERNAL_PREFIXES``), or a private (``_``-prefixed) name of a public one, is left
@@ -128,6 +128,7 @@ FILES: dict[str, tuple[str, ...]] = {
     # The stores' own suites (savers are covered elsewhere: these files only).
     "langgraph-checkpoint": ("test_store.py",),
     "langgraph-checkpoint-sqlite": ("test_store.py", "test_async_store.py", "test_ttl.py"),
+    "langgraph-checkpoint-postgres": ("test_store.py", "test_async_store.py"),
 }
 
 #: The packages whose modules the internals rule reads (``langchain`` is LangChain

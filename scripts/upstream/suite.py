@@ -2,7 +2,9 @@
 run them.
 
 For each suite (``langgraph==1.2.24``, ``langgraph-prebuilt==1.1.3``, ``langchain==1.5.2``
-— LangChain's agents and middleware): the pinned source distribution is fetched from
+— LangChain's agents and middleware —, and the store tests of the savers' sdists
+``langgraph-checkpoint``, ``-sqlite`` and ``-postgres``, the last on a PostgreSQL server
+from ``scripts/postgres.sh``): the pinned source distribution is fetched from
 PyPI and checked by sha256 (``fetch.py``); its ``tests/`` folder is copied into a scratch
 directory with the conftests that build fixtures from upstream internals replaced
 (``CONFTESTS``: the same fixtures built from ironloop's parts); the shim
@@ -22,6 +24,7 @@ fetched tests are run and discarded; nothing of them is kept in the repository.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -51,6 +54,7 @@ CONFTESTS: dict[str, dict[str, str | None]] = {
     "langgraph-prebuilt": {"conftest.py": "conftest_langgraph.py"},
     "langgraph-checkpoint": {"conftest.py": "conftest_langgraph.py"},
     "langgraph-checkpoint-sqlite": {"conftest.py": "conftest_langgraph.py"},
+    "langgraph-checkpoint-postgres": {"conftest.py": "conftest_postgres.py"},
     "langchain": {
         "unit_tests/conftest.py": None,
         "unit_tests/agents/conftest.py": "conftest_langchain.py",
@@ -61,6 +65,10 @@ CONFTESTS: dict[str, dict[str, str | None]] = {
 #: every ``async def`` test on asyncio (pytest-asyncio's ``asyncio_mode = "auto"``):
 #: anyio's plugin, which LangGraph's suites use, does the same in its auto mode.
 PYTEST_OPTIONS: dict[str, tuple[str, ...]] = {"langchain": ("-o", "anyio_mode=auto")}
+
+#: Suites that need a PostgreSQL server: without ``IRONLOOP_TEST_POSTGRES_URL`` they run
+#: under ``scripts/postgres.sh``, which starts a throwaway one and stops it after.
+NEEDS_POSTGRES = ("langgraph-checkpoint-postgres",)
 
 #: Parts of an sdist's ``tests/`` no selected test reads (recorded HTTP, benchmarks).
 SKIPPED_DIRS = ("__snapshots__", "cassettes", "integration_tests", "benchmarks")
@@ -115,6 +123,8 @@ def _run(suite: str, pytest_args: list[str]) -> dict[str, tuple[str, str]]:
             "junit_family=xunit1",
             *pytest_args,
         ]
+        if suite in NEEDS_POSTGRES and not os.environ.get("IRONLOOP_TEST_POSTGRES_URL"):
+            cmd = ["bash", str(ROOT / "scripts" / "postgres.sh"), *cmd]
         proc = subprocess.run(cmd, cwd=work, check=False, preexec_fn=_limit_memory)
         if not report.exists():
             raise RuntimeError(

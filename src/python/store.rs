@@ -19,6 +19,8 @@ use crate::store::memory::MemoryStore;
 #[cfg(feature = "postgres")]
 use crate::store::postgres::PostgresStore;
 use crate::store::sqlite::SqliteStore;
+#[cfg(feature = "postgres")]
+use crate::store::vector::Metric;
 use crate::store::{
     ttl, Filter, Item, ListNamespaces, MatchCondition, MatchKind, Op, OpResult, PutValue, Search,
     StoreBackend, StoreError,
@@ -117,19 +119,40 @@ impl StoreCore {
         Ok(StoreCore::new(Backend::Sqlite(Arc::new(s))))
     }
 
-    /// A store in the PostgreSQL database at `dsn`.
+    /// A store in the PostgreSQL database at `dsn`, searched by `distance`
+    /// (LangGraph's `distance_type`: `cosine`, `inner_product` or `l2`).
     #[cfg(feature = "postgres")]
     #[staticmethod]
-    #[pyo3(signature = (dsn, dims=None, pool_size=4))]
+    #[pyo3(signature = (dsn, dims=None, pool_size=4, distance="cosine"))]
     fn postgres(
         py: Python<'_>,
         dsn: String,
         dims: Option<usize>,
         pool_size: usize,
+        distance: &str,
     ) -> PyResult<Self> {
-        let fut = async move { PostgresStore::connect(&dsn, dims, pool_size).await };
+        let metric = Metric::parse(distance).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "distance_type={distance:?} is not supported: pass 'cosine', \
+                 'inner_product' or 'l2'"
+            ))
+        })?;
+        let fut = async move { PostgresStore::connect(&dsn, dims, pool_size, metric).await };
         let s = block_on(py, fut, CancellationToken::new())??;
         Ok(StoreCore::new(Backend::Postgres(Arc::new(s))))
+    }
+
+    /// The SQLite store's schema steps, in order (`SqliteStore.MIGRATIONS`).
+    #[staticmethod]
+    fn sqlite_migrations() -> Vec<&'static str> {
+        crate::store::sqlite::MIGRATIONS.to_vec()
+    }
+
+    /// The PostgreSQL store's schema steps, in order (`PostgresStore.MIGRATIONS`).
+    #[cfg(feature = "postgres")]
+    #[staticmethod]
+    fn postgres_migrations() -> Vec<&'static str> {
+        crate::store::postgres::MIGRATIONS.to_vec()
     }
 
     /// Runs a batch of operation tuples; returns one result per operation.

@@ -16,7 +16,7 @@ use std::ops::Bound;
 
 use indexmap::IndexMap;
 
-use super::vector::{normalized, scores};
+use super::vector::{dot, normalized, scores, Metric};
 
 /// Rows past which a scan is split between threads: below it (~1.5 MB at 384
 /// dimensions) starting a thread costs more than it saves.
@@ -34,10 +34,12 @@ pub struct Slot<E> {
 }
 
 /// A namespace's items in order (insertion order; a replaced item keeps its place)
-/// with their normalised vectors as rows of one matrix.
+/// with their vectors (as `metric` keeps them: normalised for cosine) as rows of one
+/// matrix.
 #[derive(Debug)]
 pub struct Space<E> {
     items: IndexMap<Box<str>, Slot<E>>,
+    metric: Metric,
     /// Row-major, `dims` numbers a row; set by the first vector.
     data: Vec<f32>,
     /// Each row's item (its position in `items`), or [`HOLE`].
@@ -50,6 +52,7 @@ impl<E> Default for Space<E> {
     fn default() -> Self {
         Space {
             items: IndexMap::new(),
+            metric: Metric::Cosine,
             data: Vec::new(),
             owner: Vec::new(),
             dims: 0,
@@ -59,6 +62,14 @@ impl<E> Default for Space<E> {
 }
 
 impl<E> Space<E> {
+    /// An empty space whose vectors are scored by `metric`.
+    pub fn with_metric(metric: Metric) -> Self {
+        Space {
+            metric,
+            ..Space::default()
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.items.len()
     }
@@ -128,7 +139,7 @@ impl<E> Space<E> {
             if v.len() != self.dims || v.is_empty() {
                 continue;
             }
-            self.data.extend_from_slice(&normalized(v));
+            self.data.extend_from_slice(&self.metric.stored(v));
             self.owner.push(pos as u32);
             count += 1;
         }
@@ -222,14 +233,25 @@ impl<E> Space<E> {
         self.holes = 0;
     }
 
-    /// Each item's best similarity to `query` (normalised) over its vectors, at its
-    /// position; `None` for an item without vectors (or when the sizes differ).
-    fn best_scores(&self, query: &[f32]) -> Vec<Option<f32>> {
+    /// Each item's best score against `query` over its vectors, at its position;
+    /// `None` for an item without vectors (or when the sizes differ).
+    fn best_scores(&self, query: &Query) -> Vec<Option<f32>> {
         let mut best = vec![None; self.items.len()];
-        if self.dims == 0 || query.len() != self.dims || self.owner.is_empty() {
+        let q = if self.metric == Metric::Cosine {
+            &query.unit
+        } else {
+            &query.raw
+        };
+        if self.dims == 0 || q.len() != self.dims || self.owner.is_empty() {
             return best;
         }
-        let rows = row_scores(query, &self.data, self.dims);
+        let mut rows = row_scores(q, &self.data, self.dims);
+        if self.metric == Metric::L2 {
+            // |q - v| from the dot product: |q|² + |v|² - 2 q·v.
+            for (s, row) in rows.iter_mut().zip(self.data.chunks_exact(self.dims)) {
+                *s = -(query.norm2 + dot(row, row) - 2.0 * *s).max(0.0).sqrt();
+            }
+        }
         for (&o, s) in self.owner.iter().zip(rows) {
             if o != HOLE {
                 let b = &mut best[o as usize];
@@ -259,6 +281,24 @@ fn row_scores(query: &[f32], data: &[f32], dims: usize) -> Vec<f32> {
     out
 }
 
+/// A search's query in the forms the metrics score with.
+struct Query {
+    raw: Vec<f32>,
+    unit: Vec<f32>,
+    /// `|raw|²`, for L2.
+    norm2: f32,
+}
+
+impl Query {
+    fn new(raw: &[f32]) -> Self {
+        Query {
+            raw: raw.to_vec(),
+            unit: normalized(raw.to_vec()),
+            norm2: dot(raw, raw),
+        }
+    }
+}
+
 /// One ranked hit: its score, the space it is in (the caller's index) and its key.
 pub type Hit<'a> = (f32, usize, &'a str);
 
@@ -271,7 +311,8 @@ pub struct Ranked<'a> {
 }
 
 /// Ranks the items of `spaces` (the namespaces under the search's prefix, numbered
-/// by their position) that `accept` takes, by cosine similarity to `query`, keeping
+/// by their position) that `accept` takes, by their score against `query` (each
+/// space's metric: cosine similarity unless set otherwise), keeping
 /// the best `want` in a bounded heap (no list of every score).
 pub fn rank<'a, E: 'a>(
     spaces: impl IntoIterator<Item = &'a Space<E>>,
@@ -280,7 +321,7 @@ pub fn rank<'a, E: 'a>(
     plain_cap: usize,
     mut accept: impl FnMut(usize, &str, &E) -> bool,
 ) -> Ranked<'a> {
-    let query = normalized(query.to_vec());
+    let query = Query::new(query);
     let mut heap: BinaryHeap<Worst<'a>> = BinaryHeap::with_capacity(want + 1);
     let mut plain = Vec::new();
     let mut seq = 0usize;
@@ -321,14 +362,13 @@ pub fn rank<'a, E: 'a>(
 pub struct Copy<E> {
     pub version: Option<i64>,
     pub spaces: BTreeMap<String, Space<E>>,
+    /// How every space's vectors are scored.
+    pub metric: Metric,
 }
 
 impl<E> Default for Copy<E> {
     fn default() -> Self {
-        Copy {
-            version: None,
-            spaces: BTreeMap::new(),
-        }
+        Copy::with_metric(Metric::Cosine)
     }
 }
 
@@ -336,6 +376,23 @@ impl<E> Default for Copy<E> {
 pub type Page = Vec<(f32, String, String)>;
 
 impl<E> Copy<E> {
+    /// An empty copy (not loaded) whose vectors are scored by `metric`.
+    pub fn with_metric(metric: Metric) -> Self {
+        Copy {
+            version: None,
+            spaces: BTreeMap::new(),
+            metric,
+        }
+    }
+
+    /// The space `p`, made (with the copy's metric) if missing.
+    pub fn space(&mut self, p: String) -> &mut Space<E> {
+        let metric = self.metric;
+        self.spaces
+            .entry(p)
+            .or_insert_with(|| Space::with_metric(metric))
+    }
+
     /// The spaces under the namespace text `p` (itself and `p.…`; every space when
     /// `p` is empty), in order.
     fn under<'a>(&'a self, p: &'a str) -> impl Iterator<Item = (&'a String, &'a Space<E>)> {
@@ -402,12 +459,11 @@ pub struct Loader<E> {
 }
 
 impl<E> Loader<E> {
-    pub fn new(version: i64) -> Self {
+    pub fn new(version: i64, metric: Metric) -> Self {
+        let mut copy = Copy::with_metric(metric);
+        copy.version = Some(version);
         Loader {
-            copy: Copy {
-                version: Some(version),
-                spaces: BTreeMap::new(),
-            },
+            copy,
             current: None,
         }
     }
@@ -415,7 +471,7 @@ impl<E> Loader<E> {
     /// Sizes the space `p` for its `rows` vectors of `dims` numbers before its rows
     /// come (what the database counts in one query).
     pub fn reserve(&mut self, p: &str, rows: usize, dims: usize) {
-        let space = self.copy.spaces.entry(p.to_owned()).or_default();
+        let space = self.copy.space(p.to_owned());
         space.reserve(rows, dims);
     }
 
@@ -432,7 +488,7 @@ impl<E> Loader<E> {
 
     fn flush(&mut self) {
         if let Some((p, k, meta, vs)) = self.current.take() {
-            self.copy.spaces.entry(p).or_default().put(&k, meta, vs);
+            self.copy.space(p).put(&k, meta, vs);
         }
     }
 
@@ -584,8 +640,36 @@ mod tests {
     }
 
     #[test]
+    fn each_metric_scores_and_ranks_as_langgraph_reports() {
+        // a is nearer the query by angle, b by distance, c by inner product.
+        let vs = [
+            ("a", vec![0.1, 0.0]),
+            ("b", vec![0.9, 0.3]),
+            ("c", vec![5.0, 5.0]),
+        ];
+        let q = [1.0, 0.0];
+        let ranked = |metric: Metric| {
+            let mut c: Copy<()> = Copy::with_metric(metric);
+            for (k, v) in &vs {
+                c.space("n".into()).put(k, (), vec![v.clone()]);
+            }
+            c.rank("n", &q, 3, 0, |_, _, _| true).0
+        };
+        let cos = ranked(Metric::Cosine);
+        assert_eq!(cos[0].2, "a");
+        assert!((cos[0].0 - 1.0).abs() < 1e-6);
+        let ip = ranked(Metric::InnerProduct);
+        assert_eq!(ip[0].2, "c");
+        assert!((ip[0].0 - 5.0).abs() < 1e-5);
+        let l2 = ranked(Metric::L2);
+        assert_eq!(l2[0].2, "b");
+        let want = -(0.1f32 * 0.1 + 0.3 * 0.3).sqrt();
+        assert!((l2[0].0 - want).abs() < 1e-5, "{} vs {want}", l2[0].0);
+    }
+
+    #[test]
     fn a_loader_groups_an_items_rows() {
-        let mut l: Loader<u8> = Loader::new(7);
+        let mut l: Loader<u8> = Loader::new(7, Metric::Cosine);
         l.reserve("a", 2, 2);
         l.push("a", "k1", 1, Some(vec![1.0, 0.0]));
         l.push("a", "k1", 1, Some(vec![0.0, 1.0]));

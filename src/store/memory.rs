@@ -16,17 +16,29 @@ use super::{
 use async_trait::async_trait;
 
 /// One stored item (its vectors are rows of its namespace's matrix). Kept small:
-/// W13 holds 100,000 of them.
+/// W13 holds 100,000 of them, so the TTL (which most items lack) is boxed apart —
+/// one pointer, null without a TTL, instead of two `Option<f64>`s (40 bytes an
+/// entry, not 64).
 #[derive(Debug)]
 struct Entry {
     value: Box<str>,
     created_at: f64,
     updated_at: f64,
-    expires_at: Option<f64>,
-    ttl_minutes: Option<f64>,
+    ttl: Option<Box<Ttl>>,
+}
+
+/// An item's TTL: when it expires, and the minutes a refresh restarts.
+#[derive(Debug)]
+struct Ttl {
+    expires_at: f64,
+    minutes: f64,
 }
 
 impl Entry {
+    fn expires_at(&self) -> Option<f64> {
+        self.ttl.as_ref().map(|t| t.expires_at)
+    }
+
     fn item(&self, ns: &Namespace, key: &str, score: Option<f32>) -> Item {
         Item {
             namespace: ns.clone(),
@@ -39,8 +51,8 @@ impl Entry {
     }
 
     fn refresh(&mut self, now: f64) {
-        if self.ttl_minutes.is_some() {
-            self.expires_at = ttl::expires_at(self.ttl_minutes, now);
+        if let Some(t) = &mut self.ttl {
+            t.expires_at = ttl::deadline(t.minutes, now);
         }
     }
 }
@@ -116,7 +128,7 @@ impl MemoryStore {
         let mut spaces = self.write();
         let mut n = 0;
         spaces.retain(|_, items| {
-            n += items.retain(|e| !ttl::expired(e.expires_at, now));
+            n += items.retain(|e| !ttl::expired(e.expires_at(), now));
             !items.is_empty()
         });
         n
@@ -125,7 +137,7 @@ impl MemoryStore {
 
 fn get(spaces: &mut Spaces, ns: &Namespace, key: &str, refresh: bool, now: f64) -> Option<Item> {
     let e = spaces.get_mut(ns)?.get_mut(key)?;
-    if ttl::expired(e.expires_at, now) {
+    if ttl::expired(e.expires_at(), now) {
         return None;
     }
     if refresh {
@@ -146,15 +158,19 @@ fn put(spaces: &mut Spaces, ns: Namespace, key: String, value: Option<PutValue>,
     };
     let items = spaces.entry(ns).or_default();
     let created_at = match items.get(&key) {
-        Some(old) if !ttl::expired(old.expires_at, now) => old.created_at,
+        Some(old) if !ttl::expired(old.expires_at(), now) => old.created_at,
         _ => now,
     };
     let entry = Entry {
         value: v.json.into_boxed_str(),
         created_at,
         updated_at: now,
-        expires_at: ttl::expires_at(v.ttl_minutes, now),
-        ttl_minutes: v.ttl_minutes,
+        ttl: v.ttl_minutes.map(|minutes| {
+            Box::new(Ttl {
+                expires_at: ttl::deadline(minutes, now),
+                minutes,
+            })
+        }),
     };
     items.put(&key, entry, v.vectors.into_iter().map(|(_, x)| x).collect());
 }
@@ -166,7 +182,7 @@ fn search(spaces: &mut Spaces, s: &Search, now: f64) -> Vec<Item> {
             .take_while(|(ns, _)| has_prefix(ns, &s.prefix))
     };
     let live = |e: &Entry| {
-        !ttl::expired(e.expires_at, now)
+        !ttl::expired(e.expires_at(), now)
             && s.filter
                 .as_ref()
                 .is_none_or(|f| parse_object(&e.value).is_some_and(|v| f.matches(&v)))
@@ -216,7 +232,11 @@ fn search(spaces: &mut Spaces, s: &Search, now: f64) -> Vec<Item> {
 fn list(spaces: &Spaces, op: &ListNamespaces, now: f64) -> Vec<Namespace> {
     let live = spaces
         .iter()
-        .filter(|(_, items)| items.iter().any(|(_, e)| !ttl::expired(e.expires_at, now)))
+        .filter(|(_, items)| {
+            items
+                .iter()
+                .any(|(_, e)| !ttl::expired(e.expires_at(), now))
+        })
         .map(|(ns, _)| ns.as_slice());
     namespace::list(live, op)
 }

@@ -1,5 +1,6 @@
-//! The PostgreSQL store: items and their vectors in two tables, searched by exact
-//! cosine in Rust (the server needs no extension).
+//! The PostgreSQL store: items in LangGraph's `store` table and their vectors in
+//! ironloop's own, searched exactly in Rust (the server needs no extension), by
+//! cosine similarity, inner product or L2 distance (LangGraph's `distance_type`).
 //!
 //! As in the SQLite store, a vector search scores an in-process copy of the vectors
 //! (`index::Copy`, one matrix a namespace) instead of reading every row back per query. Every write batch of
@@ -21,40 +22,53 @@ use tokio_postgres::Transaction;
 
 use super::index::{Copy, Loader};
 use super::namespace::{self, from_text, to_text, Namespace};
-use super::vector::{from_bytes, normalized, to_bytes};
+use super::vector::{from_bytes, to_bytes, Metric};
 use super::{check_puts, now_secs, parse_object, ttl};
 use super::{
     Item, ListNamespaces, Op, OpResult, PutValue, Result, Search, StoreBackend, StoreError,
 };
 
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS ironloop_store (
-    prefix TEXT COLLATE \"C\" NOT NULL,
-    key TEXT NOT NULL,
-    value TEXT NOT NULL,
-    created_at DOUBLE PRECISION NOT NULL,
-    updated_at DOUBLE PRECISION NOT NULL,
-    expires_at DOUBLE PRECISION,
-    ttl_minutes DOUBLE PRECISION,
+/// The schema, one statement a step, applied in order by [`StoreBackend::setup`] and
+/// recorded in `store_migrations` as LangGraph's `PostgresStore` does: the items'
+/// table is LangGraph's own (`store`, same columns and types, `ttl_minutes` a float
+/// so that a TTL may be a fraction of a minute), so a database LangGraph wrote is read
+/// as it stands and LangGraph's SQL against it (the tests' `UPDATE store SET
+/// expires_at = …`) means the same. The vectors are ironloop's own table: LangGraph's
+/// `store_vectors` needs the `pgvector` extension's column types. Each statement is
+/// idempotent (a dropped `store_migrations` re-runs them harmlessly); the prefix index
+/// is built `CONCURRENTLY`, so the steps run one at a time outside a transaction.
+pub const MIGRATIONS: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS store (
+    prefix text NOT NULL,
+    key text NOT NULL,
+    value jsonb NOT NULL,
+    created_at TIMESTAMP WITH TIME ZONE DEFAULT CURRENT_TIMESTAMP,
+    updated_at TIMESTAMP WITH TIME ZONE DEFAULT CURRENT_TIMESTAMP,
     PRIMARY KEY (prefix, key)
-);
-CREATE INDEX IF NOT EXISTS ironloop_store_expires
-    ON ironloop_store (expires_at) WHERE expires_at IS NOT NULL;
-CREATE TABLE IF NOT EXISTS ironloop_store_vectors (
-    prefix TEXT COLLATE \"C\" NOT NULL,
-    key TEXT NOT NULL,
-    field TEXT NOT NULL,
-    embedding BYTEA NOT NULL,
+);",
+    "CREATE INDEX CONCURRENTLY IF NOT EXISTS store_prefix_idx ON store USING btree (prefix text_pattern_ops);",
+    "ALTER TABLE store
+ADD COLUMN IF NOT EXISTS expires_at TIMESTAMP WITH TIME ZONE,
+ADD COLUMN IF NOT EXISTS ttl_minutes FLOAT;",
+    "CREATE INDEX IF NOT EXISTS idx_store_expires_at ON store (expires_at)
+WHERE expires_at IS NOT NULL;",
+    "CREATE TABLE IF NOT EXISTS ironloop_store_vectors (
+    prefix text NOT NULL,
+    key text NOT NULL,
+    field text NOT NULL,
+    embedding bytea NOT NULL,
     PRIMARY KEY (prefix, key, field)
-);
-CREATE TABLE IF NOT EXISTS ironloop_store_version (
+);",
+    "CREATE TABLE IF NOT EXISTS ironloop_store_version (
     id INT PRIMARY KEY,
     version BIGINT NOT NULL
-);
-INSERT INTO ironloop_store_version VALUES (1, 0) ON CONFLICT DO NOTHING;
-";
+);",
+    "INSERT INTO ironloop_store_version VALUES (1, 0) ON CONFLICT DO NOTHING;",
+];
 
-const COLUMNS: &str = "prefix, key, value, created_at, updated_at";
+/// An item's columns as [`row_item`] reads them: times as seconds since the epoch.
+const COLUMNS: &str = "prefix, key, value::text, extract(epoch FROM created_at)::float8, \
+                       extract(epoch FROM updated_at)::float8";
 
 fn storage(what: &'static str) -> impl Fn(tokio_postgres::Error) -> StoreError {
     move |e| StoreError::Storage(format!("PostgresStore: cannot {what}: {e}"))
@@ -68,6 +82,7 @@ pub struct PostgresStore {
     pool: Pool,
     index: Mutex<VectorIndex>,
     dims: Option<usize>,
+    metric: Metric,
     closed: std::sync::atomic::AtomicBool,
 }
 
@@ -89,9 +104,14 @@ fn tls() -> std::result::Result<tokio_postgres_rustls::MakeRustlsConnect, rustls
 
 impl PostgresStore {
     /// Connects to `url` with a pool of `pool_size` connections, checks that the
-    /// server answers, and creates the tables if they are missing. Must run on a
-    /// tokio runtime (the connections live on it).
-    pub async fn connect(url: &str, dims: Option<usize>, pool_size: usize) -> Result<Self> {
+    /// server answers, and creates the tables if they are missing; a search scores
+    /// by `metric`. Must run on a tokio runtime (the connections live on it).
+    pub async fn connect(
+        url: &str,
+        dims: Option<usize>,
+        pool_size: usize,
+        metric: Metric,
+    ) -> Result<Self> {
         let config: tokio_postgres::Config = url.parse().map_err(|e| {
             StoreError::Invalid(format!(
                 "PostgresStore: the connection string is not valid ({e}); expected \
@@ -115,8 +135,9 @@ impl PostgresStore {
             })?;
         let store = PostgresStore {
             pool,
-            index: Mutex::new(VectorIndex::default()),
+            index: Mutex::new(VectorIndex::with_metric(metric)),
             dims,
+            metric,
             closed: Default::default(),
         };
         store.setup().await?;
@@ -145,18 +166,20 @@ fn row_item(r: &tokio_postgres::Row, score: Option<f32>) -> Item {
     }
 }
 
-/// The condition on `prefix` for the namespaces under `p` (parameters `$2..$4`).
+/// The condition on `prefix` for the namespaces under `p` (parameters `$2..$4`):
+/// byte-wise comparisons (`~>=~`, `~<~`), whatever the database's collation, which
+/// LangGraph's `text_pattern_ops` index on `prefix` serves.
 fn scope(p: &str) -> &'static str {
     if p.is_empty() {
         "$2::text IS NOT NULL AND $3::text IS NOT NULL AND $4::text IS NOT NULL"
     } else {
-        "(prefix = $2 OR (prefix >= $3 AND prefix < $4))"
+        "(prefix = $2 OR (prefix ~>=~ $3 AND prefix ~<~ $4))"
     }
 }
 
 async fn refresh(tx: &Transaction<'_>, p: &str, key: &str, now: f64) -> Result<()> {
     tx.execute(
-        "UPDATE ironloop_store SET expires_at = $3 + ttl_minutes * 60.0 \
+        "UPDATE store SET expires_at = to_timestamp($3) + ttl_minutes * interval '1 minute' \
          WHERE prefix = $1 AND key = $2 AND ttl_minutes IS NOT NULL",
         &[&p, &key, &now],
     )
@@ -176,8 +199,8 @@ async fn get(
     let row = tx
         .query_opt(
             &format!(
-                "SELECT {COLUMNS} FROM ironloop_store WHERE prefix = $1 AND key = $2 \
-                 AND (expires_at IS NULL OR expires_at > $3)"
+                "SELECT {COLUMNS} FROM store WHERE prefix = $1 AND key = $2 \
+                 AND (expires_at IS NULL OR expires_at > to_timestamp($3))"
             ),
             &[&p, &key, &now],
         )
@@ -189,7 +212,8 @@ async fn get(
     Ok(row.map(|r| row_item(&r, None)))
 }
 
-/// Writes (or deletes) one item; returns its normalised vectors for the copy.
+/// Writes (or deletes) one item; returns its vectors (as given: the copy keeps them
+/// as its metric needs) for the copy.
 async fn put(
     tx: &Transaction<'_>,
     ns: &Namespace,
@@ -206,7 +230,7 @@ async fn put(
     .map_err(storage("replace an item's vectors"))?;
     let Some(v) = value else {
         tx.execute(
-            "DELETE FROM ironloop_store WHERE prefix = $1 AND key = $2",
+            "DELETE FROM store WHERE prefix = $1 AND key = $2",
             &[&p, &key],
         )
         .await
@@ -215,19 +239,20 @@ async fn put(
     };
     let expires_at = ttl::expires_at(v.ttl_minutes, now);
     tx.execute(
-        "INSERT INTO ironloop_store AS s (prefix, key, value, created_at, updated_at, \
-         expires_at, ttl_minutes) VALUES ($1, $2, $3, $4, $4, $5, $6) \
+        "INSERT INTO store AS s (prefix, key, value, created_at, updated_at, \
+         expires_at, ttl_minutes) VALUES ($1, $2, $3::text::jsonb, to_timestamp($4), \
+         to_timestamp($4), to_timestamp($5), $6::float8) \
          ON CONFLICT (prefix, key) DO UPDATE SET value = excluded.value, \
          updated_at = excluded.updated_at, expires_at = excluded.expires_at, \
          ttl_minutes = excluded.ttl_minutes, created_at = CASE WHEN s.expires_at IS NOT \
-         NULL AND s.expires_at <= $4 THEN excluded.created_at ELSE s.created_at END",
+         NULL AND s.expires_at <= to_timestamp($4) THEN excluded.created_at \
+         ELSE s.created_at END",
         &[&p, &key, &v.json, &now, &expires_at, &v.ttl_minutes],
     )
     .await
     .map_err(storage("write an item"))?;
     let mut vectors = Vec::with_capacity(v.vectors.len());
     for (field, vec) in v.vectors {
-        let vec = normalized(vec);
         tx.execute(
             "INSERT INTO ironloop_store_vectors (prefix, key, field, embedding) \
              VALUES ($1, $2, $3, $4) ON CONFLICT (prefix, key, field) \
@@ -254,7 +279,7 @@ async fn fresh_index(tx: &Transaction<'_>, index: &mut VectorIndex) -> Result<()
     if index.version == Some(version) {
         return Ok(());
     }
-    let mut loader = Loader::new(version);
+    let mut loader = Loader::new(version, index.metric);
     for r in tx
         .query(
             "SELECT prefix, count(*), max(length(embedding)) FROM ironloop_store_vectors \
@@ -272,7 +297,7 @@ async fn fresh_index(tx: &Transaction<'_>, index: &mut VectorIndex) -> Result<()
     let no_params: [&str; 0] = [];
     let rows = tx
         .query_raw(
-            "SELECT s.prefix, s.key, v.embedding FROM ironloop_store s \
+            "SELECT s.prefix, s.key, v.embedding FROM store s \
              LEFT JOIN ironloop_store_vectors v ON v.prefix = s.prefix AND v.key = s.key \
              ORDER BY s.prefix, s.key",
             no_params,
@@ -298,12 +323,13 @@ async fn search(
     let p = to_text(&s.prefix);
     let (lo, hi) = (format!("{p}."), format!("{p}/"));
     let cond = scope(&p);
-    let Some(query) = s.query.clone().map(normalized) else {
+    let Some(query) = s.query.clone() else {
         let rows = tx
             .query(
                 &format!(
-                    "SELECT {COLUMNS} FROM ironloop_store WHERE {cond} AND \
-                     (expires_at IS NULL OR expires_at > $1) ORDER BY updated_at DESC"
+                    "SELECT {COLUMNS} FROM store WHERE {cond} AND \
+                     (expires_at IS NULL OR expires_at > to_timestamp($1)) \
+                     ORDER BY updated_at DESC"
                 ),
                 &[&now, &p, &lo, &hi],
             )
@@ -332,8 +358,8 @@ async fn search(
         Some(f) => Some(
             tx.query(
                 &format!(
-                    "SELECT prefix, key, value FROM ironloop_store WHERE {cond} AND \
-                     (expires_at IS NULL OR expires_at > $1)"
+                    "SELECT prefix, key, value::text FROM store WHERE {cond} AND \
+                     (expires_at IS NULL OR expires_at > to_timestamp($1))"
                 ),
                 &[&now, &p, &lo, &hi],
             )
@@ -405,9 +431,9 @@ async fn fetch(
     let rows = tx
         .query(
             &format!(
-                "SELECT {COLUMNS} FROM ironloop_store WHERE (prefix, key) IN \
+                "SELECT {COLUMNS} FROM store WHERE (prefix, key) IN \
                  (SELECT * FROM unnest($1::text[], $2::text[])) \
-                 AND (expires_at IS NULL OR expires_at > $3)"
+                 AND (expires_at IS NULL OR expires_at > to_timestamp($3))"
             ),
             &[&ps, &ks, &now],
         )
@@ -422,7 +448,8 @@ async fn fetch(
 async fn list(tx: &Transaction<'_>, op: &ListNamespaces, now: f64) -> Result<Vec<Namespace>> {
     let all: Vec<Namespace> = tx
         .query(
-            "SELECT DISTINCT prefix FROM ironloop_store WHERE expires_at IS NULL OR expires_at > $1",
+            "SELECT DISTINCT prefix FROM store \
+             WHERE expires_at IS NULL OR expires_at > to_timestamp($1)",
             &[&now],
         )
         .await
@@ -435,11 +462,32 @@ async fn list(tx: &Transaction<'_>, op: &ListNamespaces, now: f64) -> Result<Vec
 
 #[async_trait]
 impl StoreBackend for PostgresStore {
+    /// Applies the [`MIGRATIONS`] not yet recorded in `store_migrations`, as
+    /// LangGraph's `setup()` does (a database LangGraph set up needs only ironloop's
+    /// own steps).
     async fn setup(&self) -> Result<()> {
         let c = self.conn().await?;
-        c.batch_execute(SCHEMA)
+        c.batch_execute("CREATE TABLE IF NOT EXISTS store_migrations (v INTEGER PRIMARY KEY)")
             .await
-            .map_err(storage("create the tables"))
+            .map_err(storage("create the migrations table"))?;
+        let done: Option<i32> = c
+            .query_one("SELECT max(v) FROM store_migrations", &[])
+            .await
+            .map_err(storage("read the applied migrations"))?
+            .get(0);
+        let first = done.map_or(0, |v| v as usize + 1);
+        for (v, statement) in MIGRATIONS.iter().enumerate().skip(first) {
+            c.batch_execute(statement)
+                .await
+                .map_err(storage("create the tables"))?;
+            c.execute(
+                "INSERT INTO store_migrations (v) VALUES ($1) ON CONFLICT DO NOTHING",
+                &[&(v as i32)],
+            )
+            .await
+            .map_err(storage("record a migration"))?;
+        }
+        Ok(())
     }
 
     async fn batch(&self, ops: Vec<Op>) -> Result<Vec<OpResult>> {
@@ -495,13 +543,13 @@ impl StoreBackend for PostgresStore {
             if index.version == Some(v - 1) {
                 for (p, k, vs) in changes {
                     match vs {
-                        Some(vs) => index.spaces.entry(p).or_default().put(&k, (), vs),
+                        Some(vs) => index.space(p).put(&k, (), vs),
                         None => index.remove(&p, &k),
                     }
                 }
                 index.version = Some(v);
             } else {
-                *index = VectorIndex::default();
+                *index = VectorIndex::with_metric(self.metric);
             }
         }
         Ok(out)
@@ -515,14 +563,17 @@ impl StoreBackend for PostgresStore {
             .map_err(storage("begin a transaction"))?;
         let now = now_secs();
         tx.execute(
-            "DELETE FROM ironloop_store_vectors v USING ironloop_store s WHERE \
-             v.prefix = s.prefix AND v.key = s.key AND s.expires_at <= $1",
+            "DELETE FROM ironloop_store_vectors v USING store s WHERE \
+             v.prefix = s.prefix AND v.key = s.key AND s.expires_at <= to_timestamp($1)",
             &[&now],
         )
         .await
         .map_err(storage("sweep expired vectors"))?;
         let n = tx
-            .execute("DELETE FROM ironloop_store WHERE expires_at <= $1", &[&now])
+            .execute(
+                "DELETE FROM store WHERE expires_at <= to_timestamp($1)",
+                &[&now],
+            )
             .await
             .map_err(storage("sweep expired items"))?;
         tx.commit().await.map_err(storage("commit"))?;

@@ -19,14 +19,16 @@ use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
 use super::index::{Copy, Loader};
 use super::namespace::{self, from_text, to_text, Namespace};
-use super::vector::{from_bytes, normalized, to_bytes};
+use super::vector::{from_bytes, normalized, to_bytes, Metric};
 use super::{check_puts, now_secs, parse_object, ttl};
 use super::{
     Item, ListNamespaces, Op, OpResult, PutValue, Result, Search, StoreBackend, StoreError,
 };
 
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS ironloop_store (
+/// The schema, one idempotent statement a step (`SqliteStore.MIGRATIONS` in Python,
+/// LangGraph's attribute), applied in order when the store opens and by `setup()`.
+pub const MIGRATIONS: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS ironloop_store (
     prefix TEXT NOT NULL,
     key TEXT NOT NULL,
     value TEXT NOT NULL,
@@ -35,17 +37,26 @@ CREATE TABLE IF NOT EXISTS ironloop_store (
     expires_at REAL,
     ttl_minutes REAL,
     PRIMARY KEY (prefix, key)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS ironloop_store_expires
-    ON ironloop_store (expires_at) WHERE expires_at IS NOT NULL;
-CREATE TABLE IF NOT EXISTS ironloop_store_vectors (
+) WITHOUT ROWID;",
+    "CREATE INDEX IF NOT EXISTS ironloop_store_expires
+    ON ironloop_store (expires_at) WHERE expires_at IS NOT NULL;",
+    "CREATE TABLE IF NOT EXISTS ironloop_store_vectors (
     prefix TEXT NOT NULL,
     key TEXT NOT NULL,
     field TEXT NOT NULL,
     embedding BLOB NOT NULL,
     PRIMARY KEY (prefix, key, field)
-) WITHOUT ROWID;
-";
+) WITHOUT ROWID;",
+];
+
+/// Applies [`MIGRATIONS`] (each is idempotent).
+fn migrate(conn: &Connection) -> Result<()> {
+    for statement in MIGRATIONS {
+        conn.execute_batch(statement)
+            .map_err(storage("create the tables"))?;
+    }
+    Ok(())
+}
 
 /// How long a write waits for another connection's write to end.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -91,8 +102,7 @@ impl SqliteStore {
             conn.pragma_update(None, "synchronous", "NORMAL")
                 .map_err(storage("set synchronous"))?;
         }
-        conn.execute_batch(SCHEMA)
-            .map_err(storage("create the tables"))?;
+        migrate(&conn)?;
         Ok(SqliteStore {
             conn: Mutex::new(Some(conn)),
             index: Mutex::new(VectorIndex::default()),
@@ -321,7 +331,7 @@ fn fresh_index(tx: &Transaction<'_>, index: &mut VectorIndex) -> Result<()> {
         return Ok(());
     }
     let load = storage("load the vector index");
-    let mut loader = Loader::new(version);
+    let mut loader = Loader::new(version, Metric::Cosine);
     let mut counts = tx
         .prepare(
             "SELECT prefix, count(*), max(length(embedding)) FROM ironloop_store_vectors \
@@ -497,8 +507,7 @@ impl StoreBackend for SqliteStore {
     async fn setup(&self) -> Result<()> {
         let guard = self.lock();
         let conn = guard.as_ref().ok_or(StoreError::Closed)?;
-        conn.execute_batch(SCHEMA)
-            .map_err(storage("create the tables"))
+        migrate(conn)
     }
 
     async fn batch(&self, ops: Vec<Op>) -> Result<Vec<OpResult>> {

@@ -9,7 +9,12 @@ use super::StoreBackend;
 
 /// When an item with `ttl_minutes` written or refreshed at `now` expires.
 pub fn expires_at(ttl_minutes: Option<f64>, now: f64) -> Option<f64> {
-    ttl_minutes.map(|m| now + m * 60.0)
+    ttl_minutes.map(|m| deadline(m, now))
+}
+
+/// When an item with a TTL of `minutes` written or refreshed at `now` expires.
+pub fn deadline(minutes: f64, now: f64) -> f64 {
+    now + minutes * 60.0
 }
 
 /// Whether an item expiring at `at` has expired at `now`.

@@ -4,6 +4,39 @@
 //! matrix and the best page in a bounded heap) — no approximate index, so no recall
 //! to lose.
 
+/// How a search scores a vector against the query (LangGraph's PostgreSQL
+/// `distance_type`), every score higher-is-closer as LangGraph reports them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Metric {
+    /// Cosine similarity: vectors are stored normalised, a score is one dot product.
+    #[default]
+    Cosine,
+    /// The dot product of the vectors as given (stored unnormalised).
+    InnerProduct,
+    /// Minus the Euclidean distance (stored unnormalised).
+    L2,
+}
+
+impl Metric {
+    /// LangGraph's name for it (`"cosine"`, `"inner_product"`, `"l2"`).
+    pub fn parse(name: &str) -> Option<Metric> {
+        match name {
+            "cosine" => Some(Metric::Cosine),
+            "inner_product" => Some(Metric::InnerProduct),
+            "l2" => Some(Metric::L2),
+            _ => None,
+        }
+    }
+
+    /// A vector as this metric keeps it: normalised for cosine, as given otherwise.
+    pub fn stored(self, v: Vec<f32>) -> Vec<f32> {
+        match self {
+            Metric::Cosine => normalized(v),
+            Metric::InnerProduct | Metric::L2 => v,
+        }
+    }
+}
+
 /// `v` scaled to unit length; a zero vector stays zero (its similarity to anything
 /// is 0, as LangGraph's).
 pub fn normalized(mut v: Vec<f32>) -> Vec<f32> {
@@ -122,6 +155,14 @@ mod tests {
         for (r, o) in rows.chunks_exact(40).zip(&out) {
             assert!((dot(&q, r) - o).abs() < 1e-4);
         }
+    }
+
+    #[test]
+    fn metrics_keep_vectors_as_they_score_them() {
+        assert_eq!(Metric::parse("l2"), Some(Metric::L2));
+        assert_eq!(Metric::parse("hamming"), None);
+        assert_eq!(Metric::L2.stored(vec![3.0, 4.0]), vec![3.0, 4.0]);
+        assert_eq!(Metric::Cosine.stored(vec![3.0, 4.0]), vec![0.6, 0.8]);
     }
 
     #[test]

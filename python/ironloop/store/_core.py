@@ -123,6 +123,8 @@ class RustStore(BaseStore):
     supports_ttl = True
     #: LangGraph's SQL stores refuse filter keys outside ``[A-Za-z0-9_.-]``.
     _strict_filter_keys = False
+    #: The ``distance_type`` values the engine ranks by (PostgreSQL's store has more).
+    _distances: tuple[str, ...] = ("cosine",)
 
     def __init__(
         self, core: Any, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None
@@ -135,10 +137,11 @@ class RustStore(BaseStore):
             if "dims" not in index:
                 raise ValueError("index needs 'dims': the size of the embedding vectors")
             distance = dict(index).get("distance_type") or "cosine"
-            if distance != "cosine":
+            if distance not in self._distances:
                 raise ValueError(
-                    f"distance_type={distance!r} is not supported: ironloop ranks by exact "
-                    "cosine similarity; leave distance_type out or pass 'cosine'"
+                    f"distance_type={distance!r} is not supported by {type(self).__name__}"
+                    f": pass one of {', '.join(map(repr, self._distances))} (or leave it "
+                    "out: cosine similarity)"
                 )
             self.index_config = dict(index)
             self.embeddings = ensure_embeddings(index.get("embed"), dims=index["dims"])
@@ -331,3 +334,37 @@ class RustStore(BaseStore):
 
     async def __aexit__(self, *exc: object) -> None:
         self.close()
+
+
+class AsyncRustStore(RustStore):
+    """What LangGraph's async stores (``AsyncSqliteStore``, ``AsyncPostgresStore``) change:
+    ``setup()`` and the TTL sweeper's methods are coroutines, and the sync methods
+    refuse to block the event loop they are called on (``asyncio.InvalidStateError``,
+    as LangGraph's); from another thread they work."""
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        import asyncio  # not at import: `import ironloop` stays free of asyncio
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return super().batch(ops)
+        name = type(self).__name__
+        raise asyncio.InvalidStateError(
+            f"synchronous calls to {name} would block the event loop: use the a… methods "
+            f"(aget, aput, asearch, abatch…) here, or {name.removeprefix('Async')}"
+        )
+
+    async def setup(self) -> None:  # type: ignore[override]
+        await self.asetup()
+
+    async def start_ttl_sweeper(  # type: ignore[override]
+        self, sweep_interval_minutes: float | None = None
+    ) -> None:
+        self._start_sweeper(sweep_interval_minutes)
+
+    async def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:  # type: ignore[override]
+        return self._core.stop_sweeper()
+
+    async def sweep_ttl(self) -> int:  # type: ignore[override]
+        return await self.asweep_ttl()

@@ -1,18 +1,19 @@
 """``PostgresStore``: LangGraph's PostgreSQL store, with its engine in Rust.
 
-Items and their vectors are rows of two tables; a semantic search ranks the rows
-under the namespace prefix by exact cosine similarity in Rust (the server needs no
-extension).
+Items are rows of LangGraph's own ``store`` table (a database LangGraph wrote is read
+as it stands) and their vectors rows of ironloop's; a semantic search ranks the rows
+under the namespace prefix exactly in Rust, by the index's ``distance_type`` (the
+server needs no extension).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, closing, contextmanager
 from typing import Any, TypeVar
 
 from ironloop._ironloop import _StoreCore
-from ironloop.store._core import RustStore
+from ironloop.store._core import AsyncRustStore, RustStore
 from ironloop.store.base import IndexConfig, TTLConfig
 
 __all__ = ["AsyncPostgresStore", "PostgresIndexConfig", "PostgresStore"]
@@ -21,11 +22,41 @@ _S = TypeVar("_S", bound="PostgresStore")
 
 
 class PostgresIndexConfig(IndexConfig, total=False):
-    """LangGraph's PostgreSQL index settings; ironloop ranks by exact cosine, so
-    ``distance_type`` may only be ``"cosine"`` and ``ann_index_config`` is ignored."""
+    """LangGraph's PostgreSQL index settings. ``distance_type``: ``"cosine"``
+    (default), ``"inner_product"`` or ``"l2"``, each ranked exactly. Of
+    ``ann_index_config`` only ``vector_type`` is read: ``"vector"`` or ``"halfvec"``
+    (pgvector's column types; ironloop keeps 32-bit floats either way, so
+    ``halfvec`` loses no precision); there is no approximate index to configure."""
 
     distance_type: str
     ann_index_config: dict[str, Any]
+
+
+_VECTOR_TYPES = ("vector", "halfvec")
+
+
+def _distance_of(index: IndexConfig | None) -> str:
+    """The index's ``distance_type``, its ``vector_type`` checked."""
+    config: dict[str, Any] = dict(index or {})
+    vector_type = (config.get("ann_index_config") or {}).get("vector_type", "vector")
+    if vector_type not in _VECTOR_TYPES:
+        raise ValueError(
+            f"ann_index_config vector_type={vector_type!r} is not supported: ironloop's "
+            "PostgresStore keeps float vectors; pass 'vector' or 'halfvec' (or leave it out)"
+        )
+    return str(config.get("distance_type") or "cosine")
+
+
+def _psycopg() -> tuple[Any, Any]:
+    """psycopg and its ``dict_row``, or an error saying how to get them."""
+    try:
+        import psycopg
+        from psycopg.rows import dict_row
+    except ImportError:
+        raise ImportError(
+            "PostgresStore._cursor() opens a psycopg connection: pip install 'psycopg[binary]'"
+        ) from None
+    return psycopg, dict_row
 
 
 def _dsn_of(conn: Any) -> str:
@@ -53,6 +84,11 @@ class PostgresStore(RustStore):
     """
 
     _strict_filter_keys = True
+    _distances = ("cosine", "inner_product", "l2")
+    #: The schema's steps, in order, as the engine applies them in ``setup()`` and
+    #: records them in ``store_migrations`` (LangGraph's attribute; the engine runs its
+    #: own list, so assigning this changes nothing).
+    MIGRATIONS: Sequence[str] = tuple(_StoreCore.postgres_migrations())
 
     def __init__(
         self,
@@ -64,8 +100,24 @@ class PostgresStore(RustStore):
         ttl: TTLConfig | None = None,
         pool_size: int = 4,
     ) -> None:
-        core = _StoreCore.postgres(_dsn_of(conn), index["dims"] if index else None, pool_size)
+        self._dsn = _dsn_of(conn)
+        core = _StoreCore.postgres(
+            self._dsn, index["dims"] if index else None, pool_size, _distance_of(index)
+        )
         super().__init__(core, index=index, ttl=ttl)
+
+    @contextmanager
+    def _cursor(self, *, pipeline: bool = False) -> Iterator[Any]:
+        """LangGraph's ``_cursor()``: a psycopg cursor (rows as dicts, autocommit) on
+        the store's database, for SQL the store's API does not offer. It is a
+        connection of its own, closed when the block ends (the store's pool is in
+        Rust); needs ``psycopg``."""
+        psycopg, dict_row = _psycopg()
+        with (
+            psycopg.connect(self._dsn, autocommit=True) as conn,
+            conn.cursor(row_factory=dict_row) as cur,
+        ):
+            yield cur
 
     @classmethod
     def _from_conn_string(
@@ -95,9 +147,20 @@ class PostgresStore(RustStore):
             yield store
 
 
-class AsyncPostgresStore(PostgresStore):
+class AsyncPostgresStore(AsyncRustStore, PostgresStore):
     """LangGraph's async PostgreSQL store: the same store, opened with ``async
-    with``."""
+    with``, whose sync methods refuse to block the event loop they are called on."""
+
+    @asynccontextmanager
+    async def _cursor(self, *, pipeline: bool = False) -> AsyncIterator[Any]:  # type: ignore[override]
+        """LangGraph's async ``_cursor()``: an async psycopg cursor (rows as dicts,
+        autocommit) on a connection of its own, closed when the block ends."""
+        psycopg, dict_row = _psycopg()
+        async with (
+            await psycopg.AsyncConnection.connect(self._dsn, autocommit=True) as conn,
+            conn.cursor(row_factory=dict_row) as cur,
+        ):
+            yield cur
 
     @classmethod
     @asynccontextmanager  # type: ignore[override]
@@ -112,6 +175,3 @@ class AsyncPostgresStore(PostgresStore):
     ) -> AsyncIterator[AsyncPostgresStore]:
         with closing(cls._from_conn_string(conn_string, pool_config, index, ttl)) as store:
             yield store
-
-    async def setup(self) -> None:  # type: ignore[override]
-        await self.asetup()

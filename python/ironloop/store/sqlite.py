@@ -7,16 +7,15 @@ search ranks them by exact cosine similarity in Rust.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from ironloop._ironloop import _StoreCore
-from ironloop.store._core import RustStore
-from ironloop.store.base import IndexConfig, Op, Result, TTLConfig
+from ironloop.store._core import AsyncRustStore, RustStore
+from ironloop.store.base import IndexConfig, TTLConfig
 
 __all__ = ["AsyncSqliteStore", "SqliteIndexConfig", "SqliteStore"]
 
@@ -59,6 +58,10 @@ class SqliteStore(RustStore):
     """
 
     _strict_filter_keys = True
+    #: The schema's steps, in order, as the engine applies them when the store opens
+    #: and in ``setup()`` (LangGraph's attribute; the engine runs its own list, so
+    #: assigning this changes nothing).
+    MIGRATIONS: Sequence[str] = tuple(_StoreCore.sqlite_migrations())
 
     def __init__(
         self,
@@ -90,7 +93,7 @@ class SqliteStore(RustStore):
             store.close()
 
 
-class AsyncSqliteStore(SqliteStore):
+class AsyncSqliteStore(AsyncRustStore, SqliteStore):
     """LangGraph's async SQLite store: the same store, opened with ``async with``,
     whose sync methods refuse to block the event loop they are called on."""
 
@@ -108,27 +111,3 @@ class AsyncSqliteStore(SqliteStore):
             yield store
         finally:
             store.close()
-
-    def batch(self, ops: Iterable[Op]) -> list[Result]:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return super().batch(ops)
-        raise asyncio.InvalidStateError(
-            "synchronous calls to AsyncSqliteStore would block the event loop: use the "
-            "a… methods (aget, aput, asearch, abatch…) here, or SqliteStore"
-        )
-
-    async def setup(self) -> None:  # type: ignore[override]
-        await self.asetup()
-
-    async def start_ttl_sweeper(  # type: ignore[override]
-        self, sweep_interval_minutes: float | None = None
-    ) -> None:
-        self._start_sweeper(sweep_interval_minutes)
-
-    async def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:  # type: ignore[override]
-        return self._core.stop_sweeper()
-
-    async def sweep_ttl(self) -> int:  # type: ignore[override]
-        return await self.asweep_ttl()
