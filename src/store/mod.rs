@@ -54,7 +54,8 @@ pub type Result<T> = std::result::Result<T, StoreError>;
 pub struct Item {
     pub namespace: Namespace,
     pub key: String,
-    /// The value's JSON text (an object), as written.
+    /// The value's JSON text (an object): as written, but for PostgreSQL's `jsonb`
+    /// column (LangGraph's), which renders it anew (keys ordered, spaced).
     pub value: String,
     /// Seconds since the Unix epoch.
     pub created_at: f64,
