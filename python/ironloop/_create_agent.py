@@ -221,7 +221,7 @@ class _Builder:
             if isinstance(m, ToolPermissions):
                 m.apply(self.tool_node)
         self.core = self.tool_node._core
-        self.tools = list(self.tool_node.tools_by_name.values())
+        self.tools = list(self.tool_node._tools.values())
         #: What hooks see in ``request.tools`` / ``request.tool``: the tool objects as the
         #: user gave them (a LangChain ``BaseTool`` itself, not ironloop's adapter).
         self.given = {t.name: _given(t) for t in self.tools}

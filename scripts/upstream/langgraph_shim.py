@@ -46,6 +46,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "langgraph.warnings": ("ironloop.warnings",),
     "langgraph.runtime": ("ironloop.runtime",),
     "langgraph.config": ("ironloop.graph", "ironloop.runtime"),
+    "langgraph.utils.config": ("ironloop.graph", "ironloop.runtime"),
     "langgraph.pregel": ("ironloop.graph",),
     "langgraph.prebuilt": ("ironloop.prebuilt",),
     "langgraph.prebuilt.chat_agent_executor": ("ironloop.prebuilt.chat_agent_executor",),
@@ -98,9 +99,9 @@ MODULES: dict[str, tuple[str, ...]] = {
             "tool_selection",
         )
     },
-    "langchain.tools": ("ironloop", "ironloop.prebuilt", "langchain_core.tools"),
+    "langchain.tools": ("langchain_core.tools", "ironloop", "ironloop.prebuilt"),
     "langchain.messages": ("ironloop.messages", "langchain_core.messages"),
-    "langchain.chat_models": ("ironloop.models",),
+    "langchain.chat_models": ("ironloop.models", "langchain_core.language_models"),
 }
 
 #: The packages whose imports the shim answers.
@@ -126,6 +127,7 @@ def _runnable_callable(
 INTERNALS: dict[str, dict[str, Any]] = {
     "langgraph._internal": {},
     "langgraph._internal._runnable": {"RunnableCallable": _runnable_callable},
+    "langgraph.utils": {},
 }
 
 
@@ -158,6 +160,13 @@ class _Missing:
 
     def __getitem__(self, item: Any) -> Any:
         return self
+
+    # Nothing is an instance of a class ironloop lacks (``isinstance(g, RemoteGraph)``).
+    def __instancecheck__(self, obj: Any) -> bool:
+        return False
+
+    def __subclasscheck__(self, cls: Any) -> bool:
+        return False
 
     __iter__ = _fail
     __enter__ = _fail

@@ -128,6 +128,14 @@ FILES: dict[str, tuple[str, ...]] = {
     # The stores' own suites (savers are covered elsewhere: these files only).
     "langgraph-checkpoint": ("test_store.py",),
     "langgraph-checkpoint-sqlite": ("test_store.py", "test_async_store.py", "test_ttl.py"),
+    # LangGraph's ecosystem: packages built on LangGraph, installed unmodified beside
+    # ironloop (requirements-dev.txt), their ``langgraph`` imports answered by the shim.
+    "langgraph-supervisor": (
+        "test_agent_name.py",
+        "test_supervisor.py",
+        "test_supervisor_functional_api.py",
+    ),
+    "langgraph-swarm": ("test_import.py", "test_swarm.py"),
 }
 
 #: The packages whose modules the internals rule reads (``langchain`` is LangChain

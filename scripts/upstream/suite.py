@@ -43,10 +43,10 @@ EXPECTED_DIR = ROOT / "tests" / "upstream"
 DECISIONS = "docs/decisions.md#langgraphs-own-test-suite"
 
 #: suite -> {conftest path under the sdist's ``tests/``: the file put in its place, or
-#: ``None`` to drop it}. LangChain's unit-test conftest wires VCR cassettes and
-#: blockbuster (a detector of blocking calls in its own async code) from packages
-#: outside the agent stack (its ``requires`` marker is kept by ours); its agents
-#: conftest builds savers from LangGraph internals.
+#: ``None`` to drop it}; the ecosystem's suites have none. LangChain's unit-test
+#: conftest wires VCR cassettes and blockbuster (a detector of blocking calls in its own
+#: async code) from packages outside the agent stack (its ``requires`` marker is kept by
+#: ours); its agents conftest builds savers from LangGraph internals.
 CONFTESTS: dict[str, dict[str, str | None]] = {
     "langgraph": {"conftest.py": "conftest_langgraph.py"},
     "langgraph-prebuilt": {"conftest.py": "conftest_langgraph.py"},
@@ -90,7 +90,7 @@ def _prepare(suite: str, work: Path) -> Path:
     src = fetch.sdist(suite)
     tests = work / "tests"
     shutil.copytree(src / "tests", tests, ignore=shutil.ignore_patterns(*SKIPPED_DIRS))
-    for dest, ours in CONFTESTS[suite].items():
+    for dest, ours in CONFTESTS.get(suite, {}).items():
         if ours is None:
             (tests / dest).unlink()
         else:
