@@ -59,6 +59,28 @@ __all__ = ["create_agent"]
 _REPORTED = (ToolInvalidArgsError, ToolNotFoundError, ToolBlockedError, ToolTimeoutError)
 
 
+#: The error of a model call offering tools the agent cannot run (LangChain's
+#: ``DYNAMIC_TOOL_ERROR_TEMPLATE``): a ``wrap_model_call`` hook added them, and no
+#: ``wrap_tool_call`` hook is there to run them, so a call of one could not be answered.
+_UNKNOWN_TOOLS = """\
+Middleware added tools that the agent doesn't know how to execute.
+
+Unknown tools: {unknown}
+Registered tools: {known}
+
+This happens when middleware modifies `request.tools` in `wrap_model_call` to include
+tools that weren't passed to `create_agent()`.
+
+How to fix this:
+
+Option 1: Register tools at agent creation (recommended for most cases)
+    Pass the tools to `create_agent(tools=[...])` or set them on `middleware.tools`.
+
+Option 2: Handle dynamic tools in middleware (for tools created at runtime)
+    Implement `wrap_tool_call` to run the tools added dynamically, e.g. with
+    `handler(request.override(tool=my_dynamic_tool))`."""
+
+
 def _check_middleware(middleware: Sequence[Any]) -> list[AgentMiddleware]:
     out: list[AgentMiddleware] = []
     for m in middleware:
@@ -296,6 +318,14 @@ class _Builder:
 
     def prepared(self, request: ModelRequest) -> tuple[Any, list[Any], Any, dict[str, Any], Any]:
         """The call's model, messages, tools, keywords and structured output strategy."""
+        if not self.tool_wraps:
+            unknown = [
+                t.name
+                for t in request.tools
+                if not isinstance(t, dict) and getattr(t, "name", None) not in self.given
+            ]
+            if unknown:
+                raise ValueError(_UNKNOWN_TOOLS.format(unknown=unknown, known=sorted(self.given)))
         model = init_model(request.model)
         messages = list(request.messages)
         if request.system_message is not None:

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, overload
 
-from ironloop._ironloop import _check_tool_name, _timeout_seconds
+from ironloop._ironloop import _check_tool_name, _json_schema_errors, _timeout_seconds
 from ironloop._schema import function_spec
 
 __all__ = ["Tool", "compose_schema", "tool"]
@@ -132,6 +133,77 @@ class Tool:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.func(*args, **kwargs)
 
+    def invoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
+        """Runs the tool outside an agent, as a LangChain tool's ``invoke`` does:
+        ``input`` is the arguments (a dict), or a whole tool call (``{"type":
+        "tool_call", "name", "args", "id"}``), whose result comes back as a
+        ``ToolMessage`` answering it (a ``Command`` or ``ToolMessage`` the tool returns
+        is passed through). Arguments are checked against the schema first: a mismatch
+        raises ``ValueError`` listing the errors. ``config`` is accepted for LangChain's
+        signature and unused.
+
+        Example:
+            >>> def add(a: int, b: int) -> int:
+            ...     return a + b
+            >>> t = Tool("add", "Adds.", func=add, parameters={"type": "object",
+            ...     "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}})
+            >>> t.invoke({"a": 1, "b": 2})
+            3
+            >>> t.invoke({"type": "tool_call", "name": "add", "args": {"a": 1, "b": 2},
+            ...           "id": "c1"}).content
+            '3'
+        """
+        call, args = self._arguments(input)
+        result = self._target(**args)
+        if inspect.isawaitable(result):
+            import asyncio
+
+            result = asyncio.run(_awaited(result))
+        return _answer(call, result, self.name)
+
+    async def ainvoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
+        """``invoke`` for async code: an async tool is awaited, a sync one runs in a
+        worker thread."""
+        call, args = self._arguments(input)
+        if self._is_async:
+            result = await self._target(**args)
+        else:
+            import asyncio
+
+            result = await asyncio.to_thread(self._target, **args)
+        return _answer(call, result, self.name)
+
+    def _arguments(self, input: Any) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+        """The tool call ``input`` is (or ``None``) and the keyword arguments to run the
+        function with: the checked arguments, and the tool call's id where asked."""
+        call = input if isinstance(input, dict) and input.get("type") == "tool_call" else None
+        raw = call.get("args", {}) if call is not None else input
+        if not isinstance(raw, dict):
+            raise TypeError(
+                f"tool {self.name!r}: invoke takes the arguments as a dict or a tool call "
+                f"dict, got {type(raw).__name__}"
+            )
+        args = {k: v for k, v in raw.items() if k not in self._injected}
+        errors = _json_schema_errors(self.parameters, args)
+        if errors:
+            plural = "s" if len(errors) > 1 else ""
+            raise ValueError(
+                f"{len(errors)} validation error{plural} for {self.name}\n"
+                + "\n".join(errors)
+                + "\nFix the arguments to match the tool's schema (`tool.parameters`)."
+            )
+        for param, (kind, _) in self._injected.items():
+            if kind == "tool_call_id" and call is not None:
+                args[param] = call.get("id")
+            elif param in raw:
+                args[param] = raw[param]
+            else:
+                raise TypeError(
+                    f"tool {self.name!r}: parameter {param!r} is injected ({kind}) by an "
+                    "agent's tools node; run the tool in an agent, or give it in the input"
+                )
+        return call, args
+
     def __repr__(self) -> str:
         return f"Tool(name={self.name!r}, description={self.description!r})"
 
@@ -241,6 +313,30 @@ class _FunctionTool(Tool):
         self._is_async = spec.is_async
         self._target = _converting(func, spec.converters, spec.is_async)
         functools.update_wrapper(self, func)  # type: ignore[arg-type]
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
+
+
+def _answer(call: dict[str, Any] | None, result: Any, name: str) -> Any:
+    """What ``Tool.invoke`` returns: ``result``, or for a tool call the ``ToolMessage``
+    answering it (text as is, content blocks as they are, anything else as JSON)."""
+    from ironloop.messages import ToolMessage
+    from ironloop.types import Command
+
+    if call is None or isinstance(result, (ToolMessage, Command)):
+        return result
+    if isinstance(result, str) or (
+        isinstance(result, list) and all(isinstance(b, (str, dict)) for b in result)
+    ):
+        content: Any = result
+    else:
+        try:
+            content = json.dumps(result, ensure_ascii=False)
+        except (TypeError, ValueError):
+            content = str(result)
+    return ToolMessage(content=content, tool_call_id=call.get("id") or "", name=name)
 
 
 def _is_async_callable(func: Callable[..., Any]) -> bool:
