@@ -242,6 +242,11 @@ class _Module(types.ModuleType):
             return list(dict.fromkeys(names))
         if attr.startswith("__"):
             raise AttributeError(attr)
+        submodule = f"{self.__name__}.{attr}"
+        if submodule in MODULES:
+            # ``from langchain.agents.middleware import model_fallback``: the shim's
+            # module for it, not a name looked up in the ironloop modules.
+            return importlib.import_module(submodule)
         wanted = RENAMES.get((self.__name__, attr), attr)
         for target in self._targets:
             try:

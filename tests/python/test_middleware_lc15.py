@@ -196,3 +196,61 @@ def test_summary_fraction_is_read_from_the_profile_at_each_check() -> None:
     model.profile = None  # the window is no longer known: the fraction cannot be met
     assert not m._triggered(messages)
     assert m._triggered(messages * 4)  # the message count still triggers
+
+
+def _turn(total_tokens: int, provider: str | None = "openai") -> list[Any]:
+    meta = {"model_provider": provider} if provider else {}
+    usage = {"input_tokens": 0, "output_tokens": total_tokens, "total_tokens": total_tokens}
+    return [
+        HumanMessage(content="x" * 40),
+        AIMessage(content="y" * 40, response_metadata=meta, usage_metadata=usage),
+    ]
+
+
+def test_token_estimate_is_calibrated_by_reported_usage() -> None:
+    from ironloop.middleware.summarization import count_tokens_approximately as count
+
+    assert count(_turn(100)) == 26  # 2 x (3 + 40 / 4): no scaling unless asked
+    # The provider reported more than the estimate: scaled up, by at most 1.25.
+    assert count(_turn(100), use_usage_metadata_scaling=True) == 33
+    assert count(_turn(29), use_usage_metadata_scaling=True) == 29
+    # Less than the estimate, or no provider named: the estimate stands.
+    assert count(_turn(10), use_usage_metadata_scaling=True) == 26
+    assert count(_turn(100, provider=None), use_usage_metadata_scaling=True) == 26
+
+
+def test_summary_triggers_on_the_calibrated_count_and_cuts_on_the_plain_one() -> None:
+    m = SummarizationMiddleware(
+        ScriptedChatModel(["s"]), trigger=("tokens", 30), keep=("tokens", 13)
+    )
+    assert m._triggered(_turn(100))  # 33 calibrated
+    assert not m._triggered(_turn(10))  # 26
+    assert m._partial_token_counter(_turn(100)) == 26
+
+
+def test_a_langchain_model_is_bound_with_output_tools_as_tool_objects() -> None:
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage as LCAIMessage
+    from langchain_core.tools import BaseTool
+    from pydantic import BaseModel
+
+    from ironloop.agents.structured_output import ToolStrategy
+
+    class Weather(BaseModel):
+        """The weather."""
+
+        temperature: int
+
+    bound: list[list[str]] = []
+
+    class Recording(GenericFakeChatModel):
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            bound.append([t.name for t in tools if isinstance(t, BaseTool)])
+            return self
+
+    call = {"name": "Weather", "args": {"temperature": 20}, "id": "w1"}
+    model = Recording(messages=iter([LCAIMessage(content="", tool_calls=[call])]))
+    agent = create_agent(model, tools=[], response_format=ToolStrategy(Weather))
+    out = agent.invoke({"messages": [HumanMessage(content="weather?")]})
+    assert out["structured_response"] == Weather(temperature=20)
+    assert bound == [["Weather"]]

@@ -40,15 +40,36 @@ SUMMARY_PREFIX = "Here is a summary of the conversation to date:\n\n"
 ContextSize = tuple[Literal["messages", "tokens"], int] | tuple[Literal["fraction"], float]
 
 
-def count_tokens_approximately(messages: Sequence[Any], *, chars_per_token: float = 4.0) -> int:
+def count_tokens_approximately(
+    messages: Sequence[Any],
+    *,
+    chars_per_token: float = 4.0,
+    use_usage_metadata_scaling: bool = False,
+) -> int:
     """About ``chars_per_token`` characters a token, plus a few tokens a message
-    (LangChain's estimate): enough to decide when to compact."""
+    (LangChain's estimate): enough to decide when to compact.
+
+    ``use_usage_metadata_scaling``: calibrate the estimate with what the provider
+    reported. When every AI message names the same ``model_provider`` (in its
+    ``response_metadata``), the count is scaled by the last reported
+    ``usage_metadata["total_tokens"]`` over the estimate up to that message, by a
+    factor kept between 1 and 1.25 (as langchain-core's counter)."""
     total = 0
+    providers: set[Any] = set()
+    reported: tuple[int, int] | None = None  # (reported total, estimate up to it)
     for m in messages:
         total += 3 + math.ceil(len(m.text) / chars_per_token)
         for c in getattr(m, "tool_calls", None) or ():
             size = len(json.dumps(c.get("args", {}), default=str)) + len(c["name"])
             total += math.ceil(size / chars_per_token)
+        if use_usage_metadata_scaling and m.type == "ai":
+            providers.add((getattr(m, "response_metadata", None) or {}).get("model_provider"))
+            usage = getattr(m, "usage_metadata", None) or {}
+            if isinstance(usage.get("total_tokens"), int):
+                reported = (usage["total_tokens"], total)
+    if len(messages) > 1 and reported and reported[1] > 0 and len(providers) == 1:
+        if None not in providers:
+            total = math.ceil(total * min(1.25, max(1.0, reported[0] / reported[1])))
     return total
 
 
@@ -57,13 +78,16 @@ def count_tokens_approximately(messages: Sequence[Any], *, chars_per_token: floa
 _ANTHROPIC_CHARS_PER_TOKEN = 3.3
 
 
-def _default_counter(model: Any) -> Callable[[Sequence[Any]], int]:
-    """The approximate counter tuned to ``model``'s provider, as LangChain's."""
+def _default_counter(model: Any) -> Callable[..., int]:
+    """The approximate counter tuned to ``model``'s provider and calibrated by the
+    provider's reported usage, as LangChain's."""
     if (model_type(model) or "").startswith("anthropic-chat"):
         return functools.partial(
-            count_tokens_approximately, chars_per_token=_ANTHROPIC_CHARS_PER_TOKEN
+            count_tokens_approximately,
+            use_usage_metadata_scaling=True,
+            chars_per_token=_ANTHROPIC_CHARS_PER_TOKEN,
         )
-    return count_tokens_approximately
+    return functools.partial(count_tokens_approximately, use_usage_metadata_scaling=True)
 
 
 #: ``{"tokens": N, "messages": M}``: every threshold met (AND); a list of triggers is
@@ -217,8 +241,15 @@ class SummarizationMiddleware(AgentMiddleware):
         if isinstance(summarizer, str):
             summarizer = init_model(summarizer)
         self.summarizer = summarizer
+        # Whether to summarize is judged on the whole conversation, calibrated by the
+        # reported usage; where to cut and what to trim on parts of it, where that
+        # usage (of the whole) does not apply.
+        self._partial_token_counter: Callable[..., int] = token_counter
         if token_counter is count_tokens_approximately:
             token_counter = _default_counter(self.model)
+            self._partial_token_counter = functools.partial(
+                token_counter, use_usage_metadata_scaling=False
+            )
         self.token_counter = token_counter
         self.summary_prompt = summary_prompt
         self.trim_tokens_to_summarize = trim_tokens_to_summarize
@@ -266,7 +297,7 @@ class SummarizationMiddleware(AgentMiddleware):
             cut = max(len(messages) - n, 0)
         else:
             cut = len(messages)
-            while cut > 0 and self.token_counter(messages[cut - 1 :]) <= n:
+            while cut > 0 and self._partial_token_counter(messages[cut - 1 :]) <= n:
                 cut -= 1
         while 0 < cut < len(messages) and messages[cut].type == "tool":
             cut -= 1
@@ -283,7 +314,7 @@ class SummarizationMiddleware(AgentMiddleware):
 
     def _trimmed(self, old: list[Any]) -> list[Any]:
         if self.trim_tokens_to_summarize is not None:
-            while len(old) > 1 and self.token_counter(old) > self.trim_tokens_to_summarize:
+            while len(old) > 1 and self._partial_token_counter(old) > self.trim_tokens_to_summarize:
                 old = old[1:]  # the newest of the old messages matter most
         return old
 
