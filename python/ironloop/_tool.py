@@ -52,8 +52,8 @@ class Tool:
         name: str,
         description: str,
         *,
-        parameters: dict[str, Any],
-        func: Callable[..., Any],
+        parameters: dict[str, Any] | None = None,
+        func: Callable[..., Any] | None = None,
         return_direct: bool = False,
         timeout: float | None = None,
     ) -> None:
@@ -64,6 +64,13 @@ class Tool:
         _check_tool_name(name)
         if not isinstance(description, str):
             raise TypeError(f"tool {name!r}: description must be a str")
+        # Without parameters / func, the tool is built step by step: ``.param(...)``,
+        # ``.param_opt(...)``, then ``.call(fn)``.
+        self._building = parameters is None or func is None
+        if parameters is None:
+            parameters = {"type": "object", "properties": {}, "required": []}
+        if func is None:
+            func = _unfinished(name)
         if not isinstance(parameters, dict) or parameters.get("type", "object") != "object":
             raise TypeError(
                 f"tool {name!r}: parameters must be a JSON Schema dict for an object, "
@@ -82,6 +89,58 @@ class Tool:
         self._injected: dict[str, tuple[str, str | None]] = {}
         self._target: Callable[..., Any] = func
         self._is_async = _is_async_callable(func)
+
+    def param(self, name: str, type: str, description: str = "") -> Tool:
+        """Adds a required argument ``name`` of JSON Schema ``type`` (``"string"``,
+        ``"integer"``, ``"number"``, ``"boolean"``, ``"array"``, ``"object"``) with
+        its ``description``; returns the tool, for chaining. Arguments are checked
+        against the schema before the function runs, as for every tool.
+
+        Example:
+            >>> t = (Tool("search", "Search the web.")
+            ...      .param("query", "string", "The query")
+            ...      .param_opt("limit", "integer", "Max results")
+            ...      .call(lambda query, limit=5: f"{limit} results for {query}"))
+            >>> t.parameters["required"], t.parameters["properties"]["limit"]["type"]
+            (['query'], 'integer')
+            >>> t.invoke({"query": "rust"})
+            '5 results for rust'
+        """
+        return self._add_param(name, type, description, required=True)
+
+    def param_opt(self, name: str, type: str, description: str = "") -> Tool:
+        """Adds an optional argument (see ``param``); the function is called without it
+        when the model leaves it out."""
+        return self._add_param(name, type, description, required=False)
+
+    def call(self, func: Callable[..., Any]) -> Tool:
+        """Sets the function the tool runs, called with the arguments as keywords (sync
+        or async); returns the tool."""
+        if not callable(func):
+            raise TypeError(
+                f"tool {self.name!r}: call() takes a function, got {type(func).__name__}"
+            )
+        self.func = func
+        self._target = func
+        self._is_async = _is_async_callable(func)
+        self._building = False
+        return self
+
+    def _add_param(self, name: str, type: str, description: str, *, required: bool) -> Tool:
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"tool {self.name!r}: a parameter name must be a non-empty str")
+        if type not in _JSON_TYPES:
+            raise ValueError(
+                f"tool {self.name!r}: parameter {name!r} has type {type!r}; use a JSON Schema "
+                f"type: {', '.join(_JSON_TYPES)}"
+            )
+        props = self.parameters.setdefault("properties", {})
+        if name in props:
+            raise ValueError(f"tool {self.name!r}: parameter {name!r} is declared twice")
+        props[name] = {"type": type, **({"description": description} if description else {})}
+        if required:
+            self.parameters.setdefault("required", []).append(name)
+        return self
 
     @property
     def args_schema(self) -> dict[str, Any]:
@@ -313,6 +372,19 @@ class _FunctionTool(Tool):
         self._is_async = spec.is_async
         self._target = _converting(func, spec.converters, spec.is_async)
         functools.update_wrapper(self, func)  # type: ignore[arg-type]
+
+
+#: The JSON Schema type names ``Tool.param`` takes.
+_JSON_TYPES = ("string", "integer", "number", "boolean", "array", "object")
+
+
+def _unfinished(name: str) -> Callable[..., Any]:
+    """The function of a tool still being built: running it says what is missing."""
+
+    def missing(**_kwargs: Any) -> Any:
+        raise TypeError(f"tool {name!r} has no function yet: finish it with .call(fn)")
+
+    return missing
 
 
 async def _awaited(awaitable: Any) -> Any:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any, Literal
 
 from typing_extensions import NotRequired, TypedDict
@@ -102,7 +102,7 @@ def _as_sent(answer: Any, check: Callable[[Any], Any]) -> Any:
     return answer
 
 
-def _decision_schema(allowed: list[str], name: str, tool: Any = None) -> Any:
+def _decision_schema(allowed: Sequence[str], name: str, tool: Any = None) -> Any:
     """A ``per_call`` interrupt's ``response_schema``: the decisions ``allowed`` for
     calls of ``name``, told apart by ``type`` (so a bad answer gets one error, about the
     branch it names); an edit names this tool and its args follow the tool's schema.
@@ -117,14 +117,11 @@ def _decision_schema(allowed: list[str], name: str, tool: Any = None) -> Any:
         "respond": RespondDecision,
     }
     if "edit" in allowed:
-        action = create_model(
-            "EditedAction",
-            name=(Literal[name], ...),  # type: ignore[valid-type]
-            args=(_edit_args(tool), ...),
-        )
-        edit = create_model(
-            "EditDecision", type=(Literal["edit"], ...), edited_action=(action, ...)
-        )
+        # Types made at run time: ``Any`` to the type checker.
+        pinned: Any = Literal[name]  # type: ignore[valid-type]
+        edit_type: Any = Literal["edit"]
+        action = create_model("EditedAction", name=(pinned, ...), args=(_edit_args(tool), ...))
+        edit = create_model("EditDecision", type=(edit_type, ...), edited_action=(action, ...))
         by_type["edit"] = Annotated[edit, WrapValidator(_as_sent)]
     members = tuple(by_type[d] for d in dict.fromkeys(allowed))
     if len(members) == 1:
