@@ -694,6 +694,14 @@ class LangChainTool(Tool):
     def __repr__(self) -> str:
         return f"LangChainTool({self.lc_tool!r})"
 
+    def invoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
+        """The LangChain tool's own ``invoke`` (its validation and results)."""
+        return self.lc_tool.invoke(input, config, **kwargs)
+
+    async def ainvoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
+        """The LangChain tool's own ``ainvoke``."""
+        return await self.lc_tool.ainvoke(input, config, **kwargs)
+
     def _call(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         call_id = kwargs.pop(_CALL_ID)
         for k, (kind, _) in self._injected.items():

@@ -267,6 +267,11 @@ def _names(what: str, names: Any) -> list[str]:
 def _as_tool(t: Any) -> Tool | NativeTool:
     """An ironloop tool from what a tool list may hold: ironloop tools as they are, a
     LangChain ``BaseTool`` adapted, a plain function decorated."""
+    if isinstance(t, Tool) and getattr(t, "_building", False):
+        raise TypeError(
+            f"tool {t.name!r} has no function: finish it with .call(fn) before giving it "
+            "to an agent"
+        )
     if isinstance(t, (Tool, NativeTool)):
         return t
     if is_langchain_tool(t):

@@ -83,7 +83,6 @@ MODULES: dict[str, tuple[str, ...]] = {
             "human_in_the_loop",
             "internal_call_transformer",
             "model_call_limit",
-            "model_fallback",
             "model_refusal",
             "model_retry",
             "model_router",
@@ -99,6 +98,13 @@ MODULES: dict[str, tuple[str, ...]] = {
             "tool_selection",
         )
     },
+    # LangChain modules whose ironloop counterpart has another name.
+    "langchain.agents.middleware.model_fallback": (
+        "ironloop.middleware.fallback",
+        "ironloop.middleware",
+    ),
+    # LangChain re-exports langchain-core's tools (``tool``, ``BaseTool``...); the names
+    # of LangGraph's it re-exports (``ToolNode``, ``InjectedState``...) are ironloop's.
     "langchain.tools": ("langchain_core.tools", "ironloop", "ironloop.prebuilt"),
     "langchain.messages": ("ironloop.messages", "langchain_core.messages"),
     "langchain.chat_models": ("ironloop.models", "langchain_core.language_models"),
@@ -111,6 +117,12 @@ PACKAGES = ("langgraph", "langchain")
 RENAMES: dict[tuple[str, str], str] = {
     ("langgraph.pregel", "Pregel"): "CompiledStateGraph",
     ("langchain.chat_models", "init_chat_model"): "init_model",
+    # A middleware module's own reference to it (what ``mock.patch`` replaces there).
+    **{
+        (m, "init_chat_model"): "init_model"
+        for m in MODULES
+        if m.startswith("langchain.agents.middleware.")
+    },
 }
 
 
@@ -189,6 +201,11 @@ class _Missing:
 _LENIENT = False
 
 
+#: The attributes of a shim module that are its own, not names of the modules it stands
+#: for (a private name such as ``_sanitize_request_for_fallback`` is forwarded).
+_OWN = frozenset({"_targets", "_originals"})
+
+
 class _Module(types.ModuleType):
     """A LangGraph module whose attributes are ironloop's."""
 
@@ -205,7 +222,7 @@ class _Module(types.ModuleType):
         set in the ironloop module that holds it, so the code reading it sees the
         patch, as it would in the upstream module."""
         super().__setattr__(attr, value)
-        if attr.startswith("_"):
+        if attr in _OWN or attr.startswith("__"):
             return
         name = RENAMES.get((self.__name__, attr), attr)
         for target in self._targets:
@@ -236,6 +253,11 @@ class _Module(types.ModuleType):
             return list(dict.fromkeys(names))
         if attr.startswith("__"):
             raise AttributeError(attr)
+        submodule = f"{self.__name__}.{attr}"
+        if submodule in MODULES:
+            # ``from langchain.agents.middleware import model_fallback``: the shim's
+            # module for it, not a name looked up in the ironloop modules.
+            return importlib.import_module(submodule)
         wanted = RENAMES.get((self.__name__, attr), attr)
         for target in self._targets:
             try:
