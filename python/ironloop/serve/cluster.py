@@ -26,7 +26,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from .errors import ApiError
-from .execution import ActiveRun, Runner, RunSpec
+from .execution import ActiveRun, Runner, RunSpec, has_saved_step
 from .pg import PgRecords
 
 log = logging.getLogger("ironloop.serve")
@@ -146,9 +146,9 @@ class Cluster:
             self._notify(f"d {record['run_id']}")
             return
         if record["status"] == "running":
-            config = {"configurable": {"thread_id": record["thread_id"]}}
-            snap = await asyncio.to_thread(spec.graph.default.get_state, config)
-            if (snap.metadata or {}).get("run_id") == record["run_id"]:
+            if await asyncio.to_thread(
+                has_saved_step, spec.graph, record["thread_id"], record["run_id"]
+            ):
                 spec.input, spec.command = None, None
             log.info("run %s taken over from a server that stopped", record["run_id"])
         self.runner.start(

@@ -8,8 +8,10 @@ renewing, and another one claims its runs once the lease has run out."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 from .db import _SCHEMA, Records, now
@@ -60,13 +62,18 @@ class PgRecords(Records):
             raise ConnectionError(
                 f"cannot connect to PostgreSQL for the server's records ({e}): check --postgres"
             ) from None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         with self._lock, self._db.transaction():
             # Servers starting together: one creates the tables, the others wait.
             self._db.execute("SELECT pg_advisory_xact_lock(hashtext('ironloop serve setup'))")
             self._db.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
             self._db.execute(_SCHEMA)
             self._db.execute(_QUEUE_SCHEMA)
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        with self._lock, self._db.transaction():
+            yield
 
     def _exec(self, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
         with self._lock:

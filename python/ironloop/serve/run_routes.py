@@ -19,7 +19,7 @@ from .assistants import Assistants
 from .auth import authorize, matches
 from .bodies import choice, field, json_body, json_list, query_int, str_list, uuid_param
 from .errors import ApiError, conflict, invalid, not_found
-from .execution import MULTITASK, STREAM_MODES, ActiveRun, RunSpec
+from .execution import MULTITASK, STREAM_MODES, ActiveRun, RunSpec, has_saved_step
 from .serde import dumps
 from .thread_routes import load_thread
 
@@ -402,16 +402,15 @@ def start_cron_run(app: Any, cron: dict[str, Any], record: dict[str, Any], spec:
 
 
 def resume_unfinished(app: Any) -> int:
-    """Starts again the runs an earlier server left pending or running: a running one
-    continues from its last saved step (input ``None``), a pending one from its input."""
+    """Starts again the runs an earlier server left pending or running: one that saved
+    a step continues from its last saved step (input ``None``), another from its input
+    (a run is recorded running before its first step)."""
     records = app.state.records
     count = 0
     if app.state.cluster is not None:
         return 0  # several servers: runs are claimed from the queue (``cluster``)
     for record in records.unfinished_runs():
         body = dict(record["kwargs"])
-        if record["status"] == "running":
-            body["input"], body["command"] = None, None
         body["multitask_strategy"] = "enqueue"
         try:
             spec = parse_spec(app.state.assistants, body)
@@ -419,6 +418,8 @@ def resume_unfinished(app: Any) -> int:
             log.warning("run %s cannot be resumed: %s", record["run_id"], e.detail)
             records.set_run_status(record["run_id"], "error")
             continue
+        if has_saved_step(spec.graph, record["thread_id"], record["run_id"]):
+            spec.input, spec.command = None, None
         app.state.runner.start(
             record["thread_id"], spec, record["run_id"], created_at=record["created_at"]
         )
