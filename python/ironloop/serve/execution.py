@@ -93,6 +93,10 @@ class ActiveRun:
     started_at: str | None = None
     #: Its place among the runs this process started (a thread's runs settle in order).
     order: int = 0
+    #: The root graph's last ``values`` item, when the run streams them.
+    last_values: Any = None
+    #: Set when the engine's stream ended without an error or a stop.
+    completed: bool = False
 
     @property
     def run_id(self) -> str:
@@ -378,6 +382,8 @@ class Runner:
             else:
                 ns, (mode, chunk) = (), item
             suffix = "|" + "|".join(ns) if ns else ""
+            if mode == "values" and not ns:
+                run.last_values = chunk
             if events is not None:
                 for event in events.on(mode, chunk, ns):
                     run.publish("events" + suffix, event)
@@ -393,6 +399,7 @@ class Runner:
             run.publish(mode + suffix, chunk)
         if events is not None:
             run.publish("events", events.end())
+        run.completed = True
 
     @staticmethod
     def _legacy_message(
@@ -445,6 +452,11 @@ class Runner:
             self._ended.pop(tid, None)
         if superseded and run.spec.webhook is None:
             return None, None
+        if self._ended_as_streamed(run):
+            values = to_jsonable(run.last_values)
+            fields = None if superseded else {"status": "idle", "values": values,
+                                              "interrupts": {}, "error": None}  # fmt: skip
+            return values, fields
         snap = await asyncio.to_thread(
             run.spec.graph.default.get_state, {"configurable": {"thread_id": tid}}
         )
@@ -464,6 +476,24 @@ class Runner:
             "error": run.error,
         }
         return state["values"], fields
+
+    @staticmethod
+    def _ended_as_streamed(run: ActiveRun) -> bool:
+        """Whether the run's last streamed ``values`` (the state's channels, an output
+        schema or not) are its thread's state: it ran to its end (no error, stop,
+        breakpoint or ``interrupt()``: nothing left to run). The thread is then settled
+        without reading its state back (a ``get_state`` and its conversion a run)."""
+        spec = run.spec
+        return (
+            run.completed
+            and run.error is None
+            and run.outcome is None
+            and not run.rollback
+            and not spec.interrupt_before
+            and not spec.interrupt_after
+            and isinstance(run.last_values, dict)
+            and "__interrupt__" not in run.last_values
+        )
 
     async def cancel(self, run: ActiveRun, action: str) -> None:
         run.outcome = "interrupted"

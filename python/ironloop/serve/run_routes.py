@@ -217,12 +217,16 @@ async def create(request: Request) -> Response:
     return JSONResponse(run.record, headers={"Content-Location": base})
 
 
-async def final_output(request: Request, thread_id: str, run: ActiveRun | None) -> Any:
+async def final_output(
+    request: Request, thread_id: str, run: ActiveRun | None, thread: dict[str, Any] | None = None
+) -> Any:
     """What ``wait`` and ``join`` answer: the thread's values, with ``__interrupt__``
-    when paused, or ``{"__error__": ...}`` when the run failed."""
+    when paused, or ``{"__error__": ...}`` when the run failed. ``thread``: its record
+    as read after the run ended, if the caller has it."""
     if run is not None and run.error is not None:
         return {"__error__": run.error}
-    thread = request.app.state.records.get_thread(thread_id)
+    if thread is None:
+        thread = request.app.state.records.get_thread(thread_id)
     if thread is None:
         return None
     if thread.get("error") and run is None:
@@ -285,12 +289,21 @@ async def stream(request: Request) -> Response:
 
 
 async def _run_or_404(request: Request, action: str = "read") -> tuple[str, str, ActiveRun | None]:
+    thread, rid, active = await _thread_and_run(request, action)
+    return thread["thread_id"], rid, active
+
+
+async def _thread_and_run(
+    request: Request, action: str = "read"
+) -> tuple[dict[str, Any], str, ActiveRun | None]:
+    """The path's thread (its record as read now), run id and the run if active here;
+    404 when either is unknown (or not the caller's)."""
     thread = await load_thread(request, request.path_params["tid"], action)
     rid = uuid_param(request.path_params["rid"], "run")
     active = request.app.state.runner.active.get(rid)
     if active is None and request.app.state.records.get_run(thread["thread_id"], rid) is None:
         raise not_found(f"Run with ID {rid}")
-    return thread["thread_id"], rid, active
+    return thread, rid, active
 
 
 async def get(request: Request) -> Response:
@@ -309,13 +322,18 @@ async def delete(request: Request) -> Response:
 
 
 async def join(request: Request) -> Response:
-    tid, rid, active = await _run_or_404(request)
+    thread, rid, active = await _thread_and_run(request)
+    tid = thread["thread_id"]
     cluster = request.app.state.cluster
+    settled: dict[str, Any] | None = None
     if active is not None:
         await asyncio.shield(active.done.wait())
     elif cluster is not None:
         await cluster.wait_done(rid)  # held by another server, or queued
-    return Response(dumps(await final_output(request, tid, active)), media_type="application/json")
+    else:
+        settled = thread  # the run had ended when the thread was read: it is settled
+    out = await final_output(request, tid, active, settled)
+    return Response(dumps(out), media_type="application/json")
 
 
 async def join_stream(request: Request) -> Response:
