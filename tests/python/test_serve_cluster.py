@@ -239,3 +239,32 @@ def test_an_assistant_made_on_one_server_runs_on_another(tmp_path: Path) -> None
         assert on_b.runs.join(tid, run["run_id"])["items"][0] == "first:warm:fr:None"
         assert [v["version"] for v in on_a.assistants.get_versions(aid)] == [2, 1]
         assert on_b.assistants.count(graph_id="steps") == 2
+
+
+@pytest.mark.watchdog(90)
+def test_a_cron_fires_once_a_due_time_across_servers(tmp_path: Path) -> None:
+    """Two servers share the crons table: every due time of a cron starts one run
+    (the server that moves the cron's date on starts it), never one a server."""
+    from datetime import datetime
+
+    project = make_project(tmp_path)
+    with temp_schema() as schema, ExitStack() as stack:
+        servers = [stack.enter_context(serve(tmp_path, *cluster_args(schema), project=project))
+                   for _ in range(2)]  # fmt: skip
+        client = get_sync_client(url=servers[0].url)
+        tid = client.threads.create()["thread_id"]
+        cron = client.crons.create_for_thread(
+            tid, "effects", schedule="* * * * * *", input={"tag": "cron", "items": []}
+        )
+        time.sleep(3.4)
+        get_sync_client(url=servers[1].url).crons.update(cron["cron_id"], enabled=False)
+        wait_until("the cron's last run to end", lambda: client.threads.get(tid)["status"] == "idle")
+        runs = client.runs.list(tid, limit=50)
+        assert 2 <= len(runs) <= 5, runs
+        assert all(r["status"] == "success" for r in runs), runs
+        starts = sorted(datetime.fromisoformat(r["created_at"]).timestamp() for r in runs)
+        gaps = [b - a for a, b in zip(starts, starts[1:])]
+        assert min(gaps) > 0.6, f"two runs for one due time: {gaps}"
+        ran = [n for tag, n, _, _ in effects(servers[0]) if tag == "cron"]
+        assert ran.count("one") == len(runs) and ran.count("three") == len(runs)
+        assert client.threads.get_state(tid)["values"]["items"] == NODES * len(runs)
