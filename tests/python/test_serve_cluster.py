@@ -9,6 +9,7 @@ server appends to: a line per node call (thread tag, node, server pid, time)."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import signal
 import time
 from collections import defaultdict
@@ -258,13 +259,42 @@ def test_a_cron_fires_once_a_due_time_across_servers(tmp_path: Path) -> None:
         )
         time.sleep(3.4)
         get_sync_client(url=servers[1].url).crons.update(cron["cron_id"], enabled=False)
-        wait_until("the cron's last run to end", lambda: client.threads.get(tid)["status"] == "idle")
+        wait_until(
+            "the cron's last run to end", lambda: client.threads.get(tid)["status"] == "idle"
+        )
         runs = client.runs.list(tid, limit=50)
         assert 2 <= len(runs) <= 5, runs
         assert all(r["status"] == "success" for r in runs), runs
         starts = sorted(datetime.fromisoformat(r["created_at"]).timestamp() for r in runs)
-        gaps = [b - a for a, b in zip(starts, starts[1:])]
+        gaps = [b - a for a, b in itertools.pairwise(starts)]
         assert min(gaps) > 0.6, f"two runs for one due time: {gaps}"
         ran = [n for tag, n, _, _ in effects(servers[0]) if tag == "cron"]
         assert ran.count("one") == len(runs) and ran.count("three") == len(runs)
         assert client.threads.get_state(tid)["values"]["items"] == NODES * len(runs)
+
+
+@pytest.mark.watchdog(90)
+def test_stateless_background_runs_are_queued_for_any_server(tmp_path: Path) -> None:
+    """``runs.create(None, ...)`` on a server that runs one run at a time: the runs go
+    into the queue, the other server takes what the first has no room for, each runs
+    once, and each run's thread is dropped by the server that ran it."""
+    project = make_project(tmp_path)
+    with temp_schema() as schema, ExitStack() as stack:
+        small = stack.enter_context(
+            serve(tmp_path, *cluster_args(schema, "--max-running", "1"), project=project)
+        )
+        other = stack.enter_context(serve(tmp_path, *cluster_args(schema), project=project))
+        client = get_sync_client(url=small.url)
+        runs = [client.runs.create(None, "effects", input={"tag": f"s{i}", "items": []})
+                for i in range(6)]  # fmt: skip
+        assert len({r["thread_id"] for r in runs}) == 6
+
+        def dropped() -> bool:
+            return not any(t["thread_id"] in {r["thread_id"] for r in runs}
+                           for t in client.threads.search(limit=100))  # fmt: skip
+
+        wait_until("every stateless run's thread to be dropped", dropped)
+        calls = [(tag, n, pid) for tag, n, pid, _ in effects(small) if tag.startswith("s")]
+        for i in range(6):
+            assert [n for tag, n, _ in calls if tag == f"s{i}"] == NODES, calls
+        assert {pid for *_, pid in calls} == {small.proc.pid, other.proc.pid}, calls

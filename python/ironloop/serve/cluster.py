@@ -134,7 +134,7 @@ class Cluster:
     async def _take(self, record: dict[str, Any]) -> None:
         """Starts a claimed run: from its input, or (if it had started elsewhere and
         that server saved its input) from its last saved step."""
-        from .run_routes import parse_spec
+        from .run_routes import drop_when_done, parse_spec
 
         body = dict(record["kwargs"])
         body["multitask_strategy"] = "enqueue"
@@ -151,9 +151,11 @@ class Cluster:
             ):
                 spec.input, spec.command = None, None
             log.info("run %s taken over from a server that stopped", record["run_id"])
-        self.runner.start(
+        run = self.runner.start(
             record["thread_id"], spec, record["run_id"], created_at=record["created_at"]
         )
+        if record["kwargs"].get("on_completion") == "delete":
+            drop_when_done(self.app, run)  # a stateless run's thread
 
     async def _renew_loop(self) -> None:
         while True:

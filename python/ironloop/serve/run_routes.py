@@ -153,6 +153,8 @@ async def _prepare(
     if temporary:
         on_completion = choice(body, "on_completion", ("delete", "keep"), "delete")
         temporary = on_completion == "delete"
+        if temporary:  # kept with the run: whichever server runs it drops the thread
+            spec.raw["on_completion"] = "delete"
         thread = records.create_thread(thread_id, owned)
     else:
         if_not_exists = choice(body, "if_not_exists", ("create", "reject"), "reject")
@@ -184,16 +186,22 @@ async def _prepare(
 
 
 def _cleanup(request: Request, run: ActiveRun) -> None:
-    """A stateless run's thread goes once the run ends."""
+    drop_when_done(request.app, run)
+
+
+def drop_when_done(app: Any, run: ActiveRun) -> None:
+    """A stateless run's thread goes once the run ends (on the server that runs it)."""
 
     async def drop() -> None:
         await run.done.wait()
-        request.app.state.records.delete_thread(run.thread_id)
-        await asyncio.to_thread(request.app.state.checkpointer.delete_thread, run.thread_id)
+        if run.record["status"] in ("pending", "running"):
+            return  # stopped with its server: the next one runs it, then drops it
+        app.state.records.delete_thread(run.thread_id)
+        await asyncio.to_thread(app.state.checkpointer.delete_thread, run.thread_id)
 
     task = asyncio.get_running_loop().create_task(drop())
-    request.app.state.background.add(task)
-    task.add_done_callback(request.app.state.background.discard)
+    app.state.background.add(task)
+    task.add_done_callback(app.state.background.discard)
 
 
 def _paths(run: ActiveRun) -> tuple[str, str]:
@@ -203,10 +211,11 @@ def _paths(run: ActiveRun) -> tuple[str, str]:
 
 async def create(request: Request) -> Response:
     cluster = request.app.state.cluster
-    if cluster is not None and request.path_params.get("tid") is not None:
-        # Several servers: the run is queued, for whichever server has room.
+    if cluster is not None:
+        # Several servers: the run is queued, for whichever server has room (a
+        # stateless one too: the server that runs it drops its thread after).
         body = await json_body(request, optional=False)
-        thread_id, spec, _ = await _prepare(request, request.path_params["tid"], body)
+        thread_id, spec, _ = await _prepare(request, request.path_params.get("tid"), body)
         record = cluster.enqueue(thread_id, spec, str(uuid.uuid4()))
         base = f"/threads/{thread_id}/runs/{record['run_id']}"
         return JSONResponse(record, headers={"Content-Location": base})
@@ -438,9 +447,11 @@ def resume_unfinished(app: Any) -> int:
             continue
         if has_saved_step(spec.graph, record["thread_id"], record["run_id"]):
             spec.input, spec.command = None, None
-        app.state.runner.start(
+        run = app.state.runner.start(
             record["thread_id"], spec, record["run_id"], created_at=record["created_at"]
         )
+        if record["kwargs"].get("on_completion") == "delete":
+            drop_when_done(app, run)  # a stateless run's thread
         count += 1
     return count
 
