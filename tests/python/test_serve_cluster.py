@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from langgraph_sdk import get_client, get_sync_client
+from langgraph_sdk.errors import NotFoundError
 from pg_support import postgres_url, temp_schema
 from serve_support import Server, serve
 
@@ -298,3 +299,34 @@ def test_stateless_background_runs_are_queued_for_any_server(tmp_path: Path) -> 
         for i in range(6):
             assert [n for tag, n, _ in calls if tag == f"s{i}"] == NODES, calls
         assert {pid for *_, pid in calls} == {small.proc.pid, other.proc.pid}, calls
+
+
+@pytest.mark.watchdog(90)
+def test_interrupt_and_rollback_steer_a_run_another_server_holds(tmp_path: Path) -> None:
+    """A queued ``interrupt`` run stops the thread's running run (on whichever server
+    holds it) at the end of its step, marked interrupted, then runs; ``rollback``
+    discards the running run's steps and its record."""
+    project = make_project(tmp_path)
+    with temp_schema() as schema, ExitStack() as stack:
+        servers = [stack.enter_context(serve(tmp_path, *cluster_args(schema), project=project))
+                   for _ in range(2)]  # fmt: skip
+        first, second = (get_sync_client(url=s.url) for s in servers)
+        for action in ("interrupt", "rollback"):
+            tid = first.threads.create()["thread_id"]
+            a = first.runs.create(tid, "effects", input={"tag": f"{action}-a", "items": []})
+            started = (f"{action}-a", "one")
+            wait_until("the first run's first step",
+                       lambda s=started: any((t, n) == s for t, n, _, _ in effects(servers[0])))  # fmt: skip
+            b = second.runs.create(tid, "effects", input={"tag": f"{action}-b", "items": []},
+                                   multitask_strategy=action)  # fmt: skip
+            out = second.runs.join(tid, b["run_id"])
+            ran_a = [n for tag, n, _, _ in effects(servers[0]) if tag == f"{action}-a"]
+            assert "three" not in ran_a, ran_a  # stopped before its last step
+            if action == "interrupt":
+                assert out["items"] == [*ran_a, *NODES], out  # its steps so far, kept
+                assert first.runs.get(tid, a["run_id"])["status"] == "interrupted"
+            else:
+                assert out["items"] == NODES, out  # the first run's steps are gone
+                with pytest.raises(NotFoundError):
+                    first.runs.get(tid, a["run_id"])
+            assert second.runs.get(tid, b["run_id"])["status"] == "success"

@@ -109,9 +109,23 @@ class Cluster:
         record = self.runner.new_record(thread_id, spec, run_id)
         self.records.enqueue_run(record)
         self.runner.mark_busy(thread_id, spec)
+        if spec.multitask_strategy in ("interrupt", "rollback"):
+            self._steer_earlier(thread_id, record["created_at"], spec.multitask_strategy)
         self._notify("q")
         record.pop("kwargs_json")
         return record
+
+    def _steer_earlier(self, thread_id: str, created_at: str, action: str) -> None:
+        """The thread's earlier runs give way to an interrupting / rolling back one:
+        one no server has claimed yet never runs; one running is told so by its
+        holder (``s``), whose engine the new run's lease then steers."""
+        for earlier in self.records.runs_before(thread_id, created_at):
+            if earlier["owner"] is None and self.records.cancel_queued(earlier["run_id"]):
+                if action == "rollback":
+                    self.records.delete_run(earlier["run_id"])
+                self._notify(f"d {earlier['run_id']}")
+            else:
+                self._notify(f"s {earlier['run_id']} {action}")
 
     async def _claim_loop(self) -> None:
         poll = max(0.2, self.records.lease / 3)
@@ -137,7 +151,8 @@ class Cluster:
         from .run_routes import drop_when_done, parse_spec
 
         body = dict(record["kwargs"])
-        body["multitask_strategy"] = "enqueue"
+        if record["multitask_strategy"] not in ("interrupt", "rollback"):
+            body["multitask_strategy"] = "enqueue"
         try:
             spec = parse_spec(self.app.state.assistants, body)
         except ApiError as e:
@@ -200,6 +215,11 @@ class Cluster:
             active = self.runner.active.get(run_id)
             if active is not None:
                 asyncio.get_running_loop().create_task(self.runner.cancel(active, action))
+        elif kind == "s":
+            run_id, _, action = rest.partition(" ")
+            active = self.runner.active.get(run_id)
+            if active is not None:
+                self.runner.steered(active, action)
         elif kind in ("e", "E"):
             head, _, data = rest.partition("\n")
             run_id, seq, event = [*head.split(" "), "", ""][:3]

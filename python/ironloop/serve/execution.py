@@ -224,12 +224,18 @@ class Runner:
         run = ActiveRun(record, spec, order=self._started)
         if spec.multitask_strategy in ("interrupt", "rollback"):
             for other in busy:
-                other.outcome = "interrupted"
-                other.rollback = spec.multitask_strategy == "rollback"
-                other.steered.set()
+                self.steered(other, spec.multitask_strategy)
         self.active[run_id] = run
         run.task = asyncio.get_running_loop().create_task(self._run(run, busy))
         return run
+
+    @staticmethod
+    def steered(run: ActiveRun, action: str) -> None:
+        """A later run interrupts or rolls ``run`` back (the engine stops it; this
+        names its outcome, and keeps it from starting if it has not)."""
+        run.outcome = "interrupted"
+        run.rollback = action == "rollback"
+        run.steered.set()
 
     @staticmethod
     async def _after(run: ActiveRun, earlier: list[ActiveRun]) -> None:
