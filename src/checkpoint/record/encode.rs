@@ -105,7 +105,7 @@ impl Serialize for WriteGroup<'_> {
 
 /// A record's `next` tasks as formats 3 and 4 store them: a task whose id is the
 /// engine's own as its node's name (or `[node, arg]`), any other as `[id, node, arg]`.
-pub(super) struct Next<'a>(&'a CheckpointRecord);
+pub(super) struct Next<'a>(pub(super) &'a CheckpointRecord);
 
 impl Serialize for Next<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -187,7 +187,7 @@ pub(super) fn metadata(record: &CheckpointRecord) -> Metadata {
 }
 
 /// The first `n` entries of an object (`Value::Object`), as an object.
-pub(super) struct MapPrefix<'a>(&'a Value, usize);
+pub(super) struct MapPrefix<'a>(pub(super) &'a Value, pub(super) usize);
 
 impl Serialize for MapPrefix<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
