@@ -93,12 +93,17 @@ fn vectorcall_fn() -> Option<VectorcallFn> {
 /// the arguments gathered into a dict): on CPython 3.10, in an `abi3` build, or with
 /// [`FORCE_FALLBACK_ENV`] set. For tests, which cannot tell the two paths apart
 /// otherwise (they are meant to give the same results).
+#[cfg(not(feature = "abi3"))]
 #[pyfunction]
 fn _vectorcall_fallback() -> bool {
-    #[cfg(not(feature = "abi3"))]
-    return vectorcall_fn().is_none();
-    #[cfg(feature = "abi3")]
-    return true;
+    vectorcall_fn().is_none()
+}
+
+/// The `abi3` build calls every tool through [`call`].
+#[cfg(feature = "abi3")]
+#[pyfunction]
+fn _vectorcall_fallback() -> bool {
+    true
 }
 
 /// Parks the thread forever when dropped by an unwind that is not a Rust panic
