@@ -11,19 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import operator
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any
 
-from ironloop import (
-    END,
-    START,
-    InjectedState,
-    InjectedToolCallId,
-    StateGraph,
-    ToolNode,
-    create_react_agent,
-    tool,
-)
+from graph_support import LogS, chain
+
+from ironloop import InjectedState, InjectedToolCallId, ToolNode, create_react_agent, tool
 from ironloop._ironloop import _vectorcall_fallback
 from ironloop.messages import AIMessage, HumanMessage
 from ironloop.models import ScriptedChatModel
@@ -111,24 +103,15 @@ def agent_run() -> list[list[Any]]:
     return shown(agent.invoke({"messages": [HumanMessage("go")]})["messages"])
 
 
-class S(TypedDict):
-    ran: Annotated[list[str], operator.add]
-
-
 def graph_run() -> list[str]:
-    def first(s: S) -> dict[str, Any]:
-        return {"ran": [f"first after {len(s['ran'])}"]}
+    def step(name: str) -> Any:
+        return lambda s: {"log": [f"{name} after {len(s['log'])}"]}
 
-    def second(s: S) -> dict[str, Any]:
-        return {"ran": [f"second after {len(s['ran'])}"]}
-
-    g = StateGraph(S)
-    g.add_node("first", first)
-    g.add_node("second", second)
-    g.add_edge(START, "first")
-    g.add_edge("first", "second")
-    g.add_edge("second", END)
-    return g.compile().invoke({"ran": ["start"]})["ran"]
+    return (
+        chain(step("first"), step("second"), schema=LogS)
+        .compile()
+        .invoke({"log": ["start"]})["log"]
+    )
 
 
 def main() -> None:
