@@ -886,20 +886,22 @@ async fn a_hard_link_to_an_outside_file_is_neither_read_nor_written() {
 }
 
 /// A file swapped for a symlink leading out (by rename, atomically) while
-/// read_file reads it, 10,000 times: never the outside content.
+/// read_file reads it, 10,000 times at least and until the swapper has swapped 200
+/// times and both outcomes were seen (a loaded machine may starve the swapper at
+/// first): never the outside content.
 #[cfg(target_os = "linux")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_symlink_swapped_in_during_reads_never_leads_out() {
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     let w = ws();
     let (root, secret) = (w.root.clone(), w.outside.join("secret.txt"));
     symlink(&secret, &root.join("evil"));
     std::fs::write(root.join("f.txt"), "inside\n").unwrap();
     let stop = Arc::new(AtomicBool::new(false));
+    let swaps = Arc::new(AtomicU64::new(0));
     let swapper = {
-        let (stop, root) = (stop.clone(), root.clone());
+        let (stop, swaps, root) = (stop.clone(), swaps.clone(), root.clone());
         std::thread::spawn(move || {
-            let mut swaps = 0u64;
             while !stop.load(Ordering::Relaxed) {
                 // f.txt is a regular file, then a symlink to the outside, then again…
                 std::fs::write(root.join("tmp"), "inside\n").unwrap();
@@ -910,13 +912,17 @@ async fn a_symlink_swapped_in_during_reads_never_leads_out() {
                     &root.join("tmp2"),
                 );
                 std::fs::rename(root.join("tmp2"), root.join("f.txt")).ok();
-                swaps += 1;
+                swaps.fetch_add(1, Ordering::Relaxed);
             }
-            swaps
         })
     };
-    let (mut inside, mut refused) = (0, 0);
-    for _ in 0..10_000 {
+    let (mut reads, mut inside, mut refused) = (0u64, 0, 0);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while reads < 10_000
+        || ((swaps.load(Ordering::Relaxed) < 200 || inside == 0 || refused == 0)
+            && std::time::Instant::now() < deadline)
+    {
+        reads += 1;
         match w.call("read_file", json!({"path": "f.txt"})).await {
             Ok(text) => {
                 assert_eq!(text, "inside\n", "read_file returned outside content");
@@ -930,9 +936,10 @@ async fn a_symlink_swapped_in_during_reads_never_leads_out() {
         }
     }
     stop.store(true, Ordering::Relaxed);
-    let swaps = swapper.join().unwrap();
-    eprintln!("10,000 reads during {swaps} swaps: {inside} inside, {refused} refused");
-    assert!(swaps > 100, "the race did not run: {swaps} swaps");
+    swapper.join().unwrap();
+    let swaps = swaps.load(Ordering::Relaxed);
+    eprintln!("{reads} reads during {swaps} swaps: {inside} inside, {refused} refused");
+    assert!(swaps >= 200, "the race did not run: {swaps} swaps");
     assert!(
         inside > 0 && refused > 0,
         "{inside} inside, {refused} refused"

@@ -3,7 +3,8 @@
 
 The value is a nested dict of about ``--mb`` MB of JSON (records of str, int, float,
 bool, lists and dicts, as a tool result or a fetched document is). Printed, each the
-median of ``--repeat`` runs after one untimed:
+median of ``--repeat`` runs after one untimed, as wall time and as the process's CPU
+time (the steadier figure on a shared machine):
 
 - ``orjson.dumps(value)``: the yardstick (a Rust encoder writing JSON text);
 - the checkpoint encoder alone (``_checkpoint_encode``: Python objects to the JSON text a
@@ -60,15 +61,18 @@ def nested_value(mb: float, seed: int = 1) -> dict[str, Any]:
     return out
 
 
-def median_of(fn: Callable[[], Any], repeat: int) -> float:
+def median_of(fn: Callable[[], Any], repeat: int) -> tuple[float, float]:
+    """The median wall time of ``fn`` and the median CPU time of the process over it
+    (all threads: on a shared machine, what the load distorts least)."""
     fn()  # untimed
-    samples = []
+    walls, cpus = [], []
     for _ in range(repeat):
         gc.collect()
-        t = time.perf_counter()
+        c, t = time.process_time(), time.perf_counter()
         fn()
-        samples.append(time.perf_counter() - t)
-    return statistics.median(samples)
+        walls.append(time.perf_counter() - t)
+        cpus.append(time.process_time() - c)
+    return statistics.median(walls), statistics.median(cpus)
 
 
 class State(TypedDict, total=False):
@@ -112,12 +116,15 @@ def main() -> None:
 
     t_none = median_of(run(plain), args.repeat)
     t_saver = median_of(run(saved), args.repeat)
-    cost = t_saver - t_none
+    cost = (t_saver[0] - t_none[0], t_saver[1] - t_none[1])
 
-    def row(name: str, t: float, base: float) -> None:
-        print(f"  {name:<52} {t * 1e3:9.1f} ms  {t / base:5.2f}x")
+    def row(name: str, t: tuple[float, float], base: tuple[float, float]) -> None:
+        wall, cpu = (f"{x * 1e3:9.1f} ms {x / b:5.2f}x" for x, b in zip(t, base, strict=True))
+        print(f"  {name:<48} {wall}   cpu {cpu}")
 
-    print(f"per value (median of {args.repeat}), ratio to orjson.dumps:")
+    print(
+        f"per value (median of {args.repeat}): wall, then CPU, each with its ratio to orjson.dumps:"
+    )
     row("orjson.dumps", t_orjson, t_orjson)
     row("checkpoint encode (objects -> stored JSON text)", t_enc, t_orjson)
     row("orjson.loads", t_orjson_loads, t_orjson)

@@ -7,12 +7,14 @@ imports answered by ironloop's names (``scripts/upstream/langgraph_shim.py``).
 
 Each implementation runs in a worker process of its own; the parent asks them in turn
 for one timed run of the same benchmark (alternating, after one untimed warm-up each)
-and prints the median of ``--repeat`` runs. Every benchmark runs sync (``stream``) and
-async (``astream`` on uvloop) as LangGraph's runner does (``durability="exit"``), with
-the checkpointer LangGraph's table gives it (``InMemorySaver``) and, sync, with
-``SqliteSaver`` in its place. Before timing, each side runs the graph once with
-``invoke`` and the parent checks that both end in the same state and stream as many
-chunks; a benchmark where they differ is reported, not timed.
+and prints the median of ``--repeat`` runs, of wall time and of the worker's CPU time
+(all its threads: on a shared machine, what the load distorts least). Every benchmark
+runs sync (``stream``) and async (``astream`` on uvloop) as LangGraph's runner does
+(``durability="exit"``), with the checkpointer LangGraph's table gives it
+(``InMemorySaver``) and, sync, with ``SqliteSaver`` in its place. Before timing, each
+side runs the graph once with ``invoke`` and the parent checks that both end in the
+same state and stream as many chunks; a benchmark where they differ is reported, not
+timed.
 
 ``fast-langgraph`` (Rust accelerators patched into LangGraph) is measured as a third
 column when ``--fast-langgraph`` is given and the package imports.
@@ -133,14 +135,16 @@ class _Worker:
                 return ns, (agraph if mode == "async" else graph), inp
         raise KeyError(name)
 
-    def time_once(self, name: str, mode: str, saver: str) -> float:
+    def time_once(self, name: str, mode: str, saver: str) -> dict[str, float]:
+        """One run's wall time (``s``) and the process's CPU time over it (``cpu``, all
+        threads): on a shared machine the CPU time is what the load distorts least."""
         ns, graph, inp = self.graph(name, mode, saver)
-        start = time.perf_counter()
+        cpu, start = time.process_time(), time.perf_counter()
         if mode == "async":
             self.loop.run_until_complete(ns["arun"](graph, inp))
         else:
             ns["run"](graph, inp)
-        return time.perf_counter() - start
+        return {"s": time.perf_counter() - start, "cpu": time.process_time() - cpu}
 
     def outcome(self, name: str, mode: str, saver: str) -> dict[str, Any]:
         """The final state (in a comparable form) and the number of stream chunks."""
@@ -254,7 +258,7 @@ class _Worker:
                         "compile": [b[0] for b in ns["compilation_benchmarks"]],
                     }
                 elif op == "time":
-                    out = {"s": self.time_once(**req)}
+                    out = self.time_once(**req)
                 elif op == "outcome":
                     out = self.outcome(**req)
                 elif op == "compile":
@@ -396,9 +400,13 @@ def main() -> int:
     clients = {i: _Client(i) for i in impls}
     names = clients["langgraph"].ask(op="names")
     print(f"# LangGraph's bench/ from {src.name} (sha256-checked); python {sys.version.split()[0]}")
-    print(f"# median of {args.repeat} alternating runs after one warm-up; ms")
+    print(
+        f"# median of {args.repeat} alternating runs after one warm-up; ms of wall time, "
+        "then of the process's CPU time (all its threads)"
+    )
     head = f"{'benchmark':36} {'mode':5} {'saver':6} " + " ".join(f"{i:>14}" for i in impls)
-    print(head + f" {'LG/ironloop':>12}")
+    cpu_head = " ".join(f"{i[:8]:>8}" for i in impls)
+    print(head + f" {'LG/ironloop':>12}   cpu {cpu_head} {'LG/ironloop':>12}")
     results: list[dict[str, Any]] = []
     failed = 0
     for name, mode, saver in _cells(names["benchmarks"], args.only, savers):
@@ -428,19 +436,30 @@ def main() -> int:
                         {k: v for k, v in active.items() if k != i},
                     )
             samples: dict[str, list[float]] = {i: [] for i in active}
+            cpus: dict[str, list[float]] = {i: [] for i in active}
             for c in active.values():
                 c.ask(op="time", name=name, mode=mode, saver=saver)  # warm-up
             for _ in range(args.repeat):
                 for i, c in active.items():
-                    samples[i].append(c.ask(op="time", name=name, mode=mode, saver=saver)["s"])
+                    t = c.ask(op="time", name=name, mode=mode, saver=saver)
+                    samples[i].append(t["s"])
+                    cpus[i].append(t["cpu"])
             med = {i: statistics.median(s) * 1e3 for i, s in samples.items()}
+            cpu = {i: statistics.median(s) * 1e3 for i, s in cpus.items()}
             row.update({f"{i}_ms": m for i, m in med.items()})
+            row.update({f"{i}_cpu_ms": m for i, m in cpu.items()})
             row["samples_ms"] = {i: [x * 1e3 for x in s] for i, s in samples.items()}
             row.update({f"{i}_error": n for i, n in notes.items()})
             ratio = med["langgraph"] / med["ironloop"]
             row["ratio"] = ratio
+            row["cpu_ratio"] = cpu["langgraph"] / cpu["ironloop"]
             cells = " ".join(f"{med[i]:14.1f}" if i in med else f"{'failed':>14}" for i in impls)
-            print(f"{name:36} {mode:5} {saver:6} {cells} {_ratio(ratio)}", flush=True)
+            cpu_cells = " ".join(f"{cpu[i]:8.1f}" if i in cpu else f"{'-':>8}" for i in impls)
+            print(
+                f"{name:36} {mode:5} {saver:6} {cells} {_ratio(ratio)}"
+                f"   cpu {cpu_cells} {_ratio(row['cpu_ratio'])}",
+                flush=True,
+            )
             for i, n in notes.items():
                 print(f"    {i}: {n}", flush=True)
         except RuntimeError as e:

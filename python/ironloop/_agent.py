@@ -580,7 +580,7 @@ def _react_template(
         tool_node = ToolNode([t for t in tools if not isinstance(t, dict)])
     if tool_node._runner() is not None:
         version = "v1"  # interceptors run every call of a message in one Python task
-    tool_list = list(tool_node.tools_by_name.values())
+    tool_list = list(tool_node._tools.values())
     tool_dicts = [t.to_openai() for t in tool_list] + builtin or None
     langchain_model = is_langchain_runnable(model)
     tool_defs = None

@@ -12,3 +12,26 @@ INTERRUPT: Final = "__interrupt__"
 #: The tag that keeps a model call out of the ``messages`` stream (LangGraph's
 #: ``TAG_NOSTREAM``): a middleware's own calls carry it.
 TAG_NOSTREAM: Final = "nostream"
+#: The tag that hides a node or edge from tracing and streaming UIs (LangGraph's
+#: ``TAG_HIDDEN``).
+TAG_HIDDEN: Final = "langsmith:hidden"
+
+
+def __getattr__(name: str) -> object:
+    # LangGraph 1.x still answers ``from langgraph.constants import Send`` (and
+    # ``Interrupt``), with a deprecation warning: packages built on LangGraph
+    # (trustcall) import them from there.
+    if name in ("Send", "Interrupt"):
+        import warnings
+
+        from ironloop import types
+        from ironloop.warnings import LangGraphDeprecatedSinceV10
+
+        warnings.warn(
+            f"Importing {name} from langgraph.constants is deprecated. "
+            f"Please use 'from langgraph.types import {name}' instead.",
+            LangGraphDeprecatedSinceV10,
+            stacklevel=2,
+        )
+        return getattr(types, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

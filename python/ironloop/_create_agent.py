@@ -4,6 +4,7 @@ uses (``ironloop._agent``); middleware adds nodes around it and wraps its calls.
 
 from __future__ import annotations
 
+import contextvars
 import typing
 import warnings
 from collections.abc import Callable, Sequence
@@ -57,6 +58,28 @@ __all__ = ["create_agent"]
 #: The tool failures a tools step reports to the model itself, never to a
 #: ``wrap_tool_call`` hook as an exception (LangChain's ``ToolInvocationError`` cases).
 _REPORTED = (ToolInvalidArgsError, ToolNotFoundError, ToolBlockedError, ToolTimeoutError)
+
+
+#: The error of a model call offering tools the agent cannot run (LangChain's
+#: ``DYNAMIC_TOOL_ERROR_TEMPLATE``): a ``wrap_model_call`` hook added them, and no
+#: ``wrap_tool_call`` hook is there to run them, so a call of one could not be answered.
+_UNKNOWN_TOOLS = """\
+Middleware added tools that the agent doesn't know how to execute.
+
+Unknown tools: {unknown}
+Registered tools: {known}
+
+This happens when middleware modifies `request.tools` in `wrap_model_call` to include
+tools that weren't passed to `create_agent()`.
+
+How to fix this:
+
+Option 1: Register tools at agent creation (recommended for most cases)
+    Pass the tools to `create_agent(tools=[...])` or set them on `middleware.tools`.
+
+Option 2: Handle dynamic tools in middleware (for tools created at runtime)
+    Implement `wrap_tool_call` to run the tools added dynamically, e.g. with
+    `handler(request.override(tool=my_dynamic_tool))`."""
 
 
 def _check_middleware(middleware: Sequence[Any]) -> list[AgentMiddleware]:
@@ -221,7 +244,7 @@ class _Builder:
             if isinstance(m, ToolPermissions):
                 m.apply(self.tool_node)
         self.core = self.tool_node._core
-        self.tools = list(self.tool_node.tools_by_name.values())
+        self.tools = list(self.tool_node._tools.values())
         #: What hooks see in ``request.tools`` / ``request.tool``: the tool objects as the
         #: user gave them (a LangChain ``BaseTool`` itself, not ironloop's adapter).
         self.given = {t.name: _given(t) for t in self.tools}
@@ -296,6 +319,14 @@ class _Builder:
 
     def prepared(self, request: ModelRequest) -> tuple[Any, list[Any], Any, dict[str, Any], Any]:
         """The call's model, messages, tools, keywords and structured output strategy."""
+        if not self.tool_wraps:
+            unknown = [
+                t.name
+                for t in request.tools
+                if not isinstance(t, dict) and getattr(t, "name", None) not in self.given
+            ]
+            if unknown:
+                raise ValueError(_UNKNOWN_TOOLS.format(unknown=unknown, known=sorted(self.given)))
         model = init_model(request.model)
         messages = list(request.messages)
         if request.system_message is not None:
@@ -304,8 +335,9 @@ class _Builder:
         if request.tool_choice is not None:
             kwargs["tool_choice"] = request.tool_choice
         strategy = self.plan.effective(request.response_format, model)
-        output_tools = self.plan.call_kwargs(strategy, model, kwargs)
-        if is_langchain_runnable(model):
+        langchain = is_langchain_runnable(model)
+        output_tools = self.plan.call_kwargs(strategy, model, kwargs, langchain=langchain)
+        if langchain:
             bound = self.langchain_model(model, [*request.tools, *output_tools])
             return bound, messages, None, kwargs, strategy
         tools = self.tool_dicts(request.tools)
@@ -431,9 +463,26 @@ class _Builder:
         return runner.graph_node()
 
 
-def _hook_node(m: AgentMiddleware, hook: str, jumps: list[str]) -> Callable[[Any], Any]:
+#: The tools of the agent whose hook is running, by name, as the user gave them (what
+#: ``hook_tools`` reads: ``HumanInTheLoopMiddleware`` shows a tool's schema to the
+#: reviewer of its calls).
+_hook_tools: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "ironloop_hook_tools", default=None
+)
+
+
+def hook_tools() -> dict[str, Any]:
+    """The tools of the agent whose node-style hook is running, by name (empty outside
+    one)."""
+    return _hook_tools.get() or {}
+
+
+def _hook_node(
+    m: AgentMiddleware, hook: str, jumps: list[str], tools: dict[str, Any]
+) -> Callable[[Any], Any]:
     """A node-style hook as a graph node: ``hook(state, runtime)``; with ``can_jump_to``
-    the node always writes ``jump_to`` (the hook's, or ``None``) for its router."""
+    the node always writes ``jump_to`` (the hook's, or ``None``) for its router. The
+    hook sees the agent's ``tools`` through ``hook_tools()``."""
     sync_fn, async_fn = node_hook(m, hook)
     where = f"{m.name}.{hook}"
 
@@ -464,11 +513,19 @@ def _hook_node(m: AgentMiddleware, hook: str, jumps: list[str]) -> Callable[[Any
         return value
 
     def node(state: Any) -> Any:
-        value = sync_fn(state, get_runtime())
+        token = _hook_tools.set(tools)
+        try:
+            value = sync_fn(state, get_runtime())
+        finally:
+            _hook_tools.reset(token)
         return None if value is None and not jumps else update(value)
 
     async def anode(state: Any) -> Any:
-        value = await async_fn(state, get_runtime())
+        token = _hook_tools.set(tools)
+        try:
+            value = await async_fn(state, get_runtime())
+        finally:
+            _hook_tools.reset(token)
         return None if value is None and not jumps else update(value)
 
     node.__ironloop_async__ = anode  # type: ignore[attr-defined]
@@ -691,7 +748,7 @@ def _agent_template(
     for group in (before_agent, before_model, after_model, after_agent):
         for node_name, m, j in group:
             hook = node_name.rsplit(".", 1)[1]
-            g.add_node(node_name, _hook_node(m, hook, j))
+            g.add_node(node_name, _hook_node(m, hook, j, b.given))
     g.add_edge(START, entry)
     nxt: Any
     for i, (node_name, _, j) in enumerate(before_agent):

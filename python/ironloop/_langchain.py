@@ -438,26 +438,36 @@ def _bound_tool_names(bound: list[Any]) -> set[str]:
     return names
 
 
-def agent_model(model: Any, tools: Sequence[Any], builtin: Sequence[dict[str, Any]] = ()) -> Any:
-    """``create_react_agent``'s model from a LangChain one: the tools bound with its
-    ``bind_tools`` unless they are bound already (then they must match, as LangGraph
-    checks)."""
+def should_bind_tools(model: Any, tools: Sequence[Any], num_builtin: int = 0) -> bool:
+    """Whether ``tools`` still have to be bound to a LangChain ``model``: ``False`` when
+    it (or the chat model step of a ``RunnableSequence``) has tools bound already —
+    then they must be the same tools, as LangGraph checks (``num_builtin`` provider
+    tools bound beside them)."""
     inner = model
     if isinstance(inner, RunnableSequence):
         inner = next(
             (s for s in inner.steps if isinstance(s, (RunnableBinding, BaseChatModel))), inner
         )
-    if isinstance(inner, RunnableBinding) and "tools" in inner.kwargs:
-        bound = inner.kwargs["tools"]
-        if len(tools) != len(bound) - len(builtin):
-            raise ValueError(
-                "Number of tools in the model.bind_tools() and tools passed to "
-                f"create_react_agent must match Got {len(tools)} tools, expected "
-                f"{len(bound) - len(builtin)}"
-            )
-        missing = {t.name for t in tools} - _bound_tool_names(bound)
-        if missing:
-            raise ValueError(f"Missing tools '{missing}' in the model.bind_tools()")
+    if not (isinstance(inner, RunnableBinding) and "tools" in inner.kwargs):
+        return True
+    bound = inner.kwargs["tools"]
+    if len(tools) != len(bound) - num_builtin:
+        raise ValueError(
+            "Number of tools in the model.bind_tools() and tools passed to "
+            f"create_react_agent must match Got {len(tools)} tools, expected "
+            f"{len(bound) - num_builtin}"
+        )
+    missing = {t.name for t in tools} - _bound_tool_names(bound)
+    if missing:
+        raise ValueError(f"Missing tools '{missing}' in the model.bind_tools()")
+    return False
+
+
+def agent_model(model: Any, tools: Sequence[Any], builtin: Sequence[dict[str, Any]] = ()) -> Any:
+    """``create_react_agent``'s model from a LangChain one: the tools bound with its
+    ``bind_tools`` unless they are bound already (then they must match, as LangGraph
+    checks)."""
+    if not should_bind_tools(model, tools, len(builtin)):
         return LangChainChatModel(model, tools_bound=True)
     if not tools and not builtin:
         return LangChainChatModel(model, tools_bound=True)
@@ -683,6 +693,14 @@ class LangChainTool(Tool):
 
     def __repr__(self) -> str:
         return f"LangChainTool({self.lc_tool!r})"
+
+    def invoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
+        """The LangChain tool's own ``invoke`` (its validation and results)."""
+        return self.lc_tool.invoke(input, config, **kwargs)
+
+    async def ainvoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
+        """The LangChain tool's own ``ainvoke``."""
+        return await self.lc_tool.ainvoke(input, config, **kwargs)
 
     def _call(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         call_id = kwargs.pop(_CALL_ID)

@@ -201,6 +201,20 @@ class _SchemaSpec(Generic[SchemaT]):
         except Exception as e:
             raise ValueError(f"Failed to parse data to {self.name}: {e}") from e
 
+    def lc_tool(self) -> Any:
+        """The output tool as a LangChain ``StructuredTool``: what a LangChain model is
+        bound with (as LangChain's ``ToolStrategy`` binds it, so a model's own
+        ``bind_tools`` sees tool objects). Made once."""
+        made = self.__dict__.get("_lc_tool")
+        if made is None:
+            from langchain_core.tools import StructuredTool
+
+            made = StructuredTool(
+                args_schema=self.json_schema, name=self.name, description=self.description
+            )
+            self.__dict__["_lc_tool"] = made
+        return made
+
     def tool(self) -> dict[str, Any]:
         """The output tool offered to the model, in OpenAI's function form."""
         return {
@@ -398,14 +412,18 @@ class Plan:
             )
         return fmt
 
-    def call_kwargs(self, strategy: Any, model: Any, kwargs: dict[str, Any]) -> list[Any]:
-        """The output tools to offer with one call (``[]`` for none) and, in
-        ``kwargs``, the call's ``tool_choice`` / ``response_format``."""
+    def call_kwargs(
+        self, strategy: Any, model: Any, kwargs: dict[str, Any], *, langchain: bool = False
+    ) -> list[Any]:
+        """The output tools to offer with one call (``[]`` for none; LangChain tools for
+        a LangChain model) and, in ``kwargs``, the call's ``tool_choice`` /
+        ``response_format``."""
         if isinstance(strategy, ToolStrategy):
             if self.tools:
                 kwargs["tool_choice"] = "required"
             wanted = {s.name for s in strategy.schema_specs}
-            return [s.tool() for s in self.tools.values() if s.name in wanted]
+            specs = [s for s in self.tools.values() if s.name in wanted]
+            return [s.lc_tool() if langchain else s.tool() for s in specs]
         if isinstance(strategy, ProviderStrategy):
             method = getattr(model, "invoke", None) or getattr(model, "ainvoke", None)
             if method is not None and not _accepts(method, "response_format"):

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, overload
 
-from ironloop._ironloop import _check_tool_name, _timeout_seconds
+from ironloop._ironloop import _check_tool_name, _json_schema_errors, _timeout_seconds
 from ironloop._schema import function_spec
 
 __all__ = ["Tool", "compose_schema", "tool"]
@@ -51,8 +52,8 @@ class Tool:
         name: str,
         description: str,
         *,
-        parameters: dict[str, Any],
-        func: Callable[..., Any],
+        parameters: dict[str, Any] | None = None,
+        func: Callable[..., Any] | None = None,
         return_direct: bool = False,
         timeout: float | None = None,
     ) -> None:
@@ -63,6 +64,13 @@ class Tool:
         _check_tool_name(name)
         if not isinstance(description, str):
             raise TypeError(f"tool {name!r}: description must be a str")
+        # Without parameters / func, the tool is built step by step: ``.param(...)``,
+        # ``.param_opt(...)``, then ``.call(fn)``.
+        self._building = parameters is None or func is None
+        if parameters is None:
+            parameters = {"type": "object", "properties": {}, "required": []}
+        if func is None:
+            func = _unfinished(name)
         if not isinstance(parameters, dict) or parameters.get("type", "object") != "object":
             raise TypeError(
                 f"tool {name!r}: parameters must be a JSON Schema dict for an object, "
@@ -81,6 +89,58 @@ class Tool:
         self._injected: dict[str, tuple[str, str | None]] = {}
         self._target: Callable[..., Any] = func
         self._is_async = _is_async_callable(func)
+
+    def param(self, name: str, type: str, description: str = "") -> Tool:
+        """Adds a required argument ``name`` of JSON Schema ``type`` (``"string"``,
+        ``"integer"``, ``"number"``, ``"boolean"``, ``"array"``, ``"object"``) with
+        its ``description``; returns the tool, for chaining. Arguments are checked
+        against the schema before the function runs, as for every tool.
+
+        Example:
+            >>> t = (Tool("search", "Search the web.")
+            ...      .param("query", "string", "The query")
+            ...      .param_opt("limit", "integer", "Max results")
+            ...      .call(lambda query, limit=5: f"{limit} results for {query}"))
+            >>> t.parameters["required"], t.parameters["properties"]["limit"]["type"]
+            (['query'], 'integer')
+            >>> t.invoke({"query": "rust"})
+            '5 results for rust'
+        """
+        return self._add_param(name, type, description, required=True)
+
+    def param_opt(self, name: str, type: str, description: str = "") -> Tool:
+        """Adds an optional argument (see ``param``); the function is called without it
+        when the model leaves it out."""
+        return self._add_param(name, type, description, required=False)
+
+    def call(self, func: Callable[..., Any]) -> Tool:
+        """Sets the function the tool runs, called with the arguments as keywords (sync
+        or async); returns the tool."""
+        if not callable(func):
+            raise TypeError(
+                f"tool {self.name!r}: call() takes a function, got {type(func).__name__}"
+            )
+        self.func = func
+        self._target = func
+        self._is_async = _is_async_callable(func)
+        self._building = False
+        return self
+
+    def _add_param(self, name: str, type: str, description: str, *, required: bool) -> Tool:
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"tool {self.name!r}: a parameter name must be a non-empty str")
+        if type not in _JSON_TYPES:
+            raise ValueError(
+                f"tool {self.name!r}: parameter {name!r} has type {type!r}; use a JSON Schema "
+                f"type: {', '.join(_JSON_TYPES)}"
+            )
+        props = self.parameters.setdefault("properties", {})
+        if name in props:
+            raise ValueError(f"tool {self.name!r}: parameter {name!r} is declared twice")
+        props[name] = {"type": type, **({"description": description} if description else {})}
+        if required:
+            self.parameters.setdefault("required", []).append(name)
+        return self
 
     @property
     def args_schema(self) -> dict[str, Any]:
@@ -131,6 +191,77 @@ class Tool:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.func(*args, **kwargs)
+
+    def invoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
+        """Runs the tool outside an agent, as a LangChain tool's ``invoke`` does:
+        ``input`` is the arguments (a dict), or a whole tool call (``{"type":
+        "tool_call", "name", "args", "id"}``), whose result comes back as a
+        ``ToolMessage`` answering it (a ``Command`` or ``ToolMessage`` the tool returns
+        is passed through). Arguments are checked against the schema first: a mismatch
+        raises ``ValueError`` listing the errors. ``config`` is accepted for LangChain's
+        signature and unused.
+
+        Example:
+            >>> def add(a: int, b: int) -> int:
+            ...     return a + b
+            >>> t = Tool("add", "Adds.", func=add, parameters={"type": "object",
+            ...     "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}})
+            >>> t.invoke({"a": 1, "b": 2})
+            3
+            >>> t.invoke({"type": "tool_call", "name": "add", "args": {"a": 1, "b": 2},
+            ...           "id": "c1"}).content
+            '3'
+        """
+        call, args = self._arguments(input)
+        result = self._target(**args)
+        if inspect.isawaitable(result):
+            import asyncio
+
+            result = asyncio.run(_awaited(result))
+        return _answer(call, result, self.name)
+
+    async def ainvoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
+        """``invoke`` for async code: an async tool is awaited, a sync one runs in a
+        worker thread."""
+        call, args = self._arguments(input)
+        if self._is_async:
+            result = await self._target(**args)
+        else:
+            import asyncio
+
+            result = await asyncio.to_thread(self._target, **args)
+        return _answer(call, result, self.name)
+
+    def _arguments(self, input: Any) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+        """The tool call ``input`` is (or ``None``) and the keyword arguments to run the
+        function with: the checked arguments, and the tool call's id where asked."""
+        call = input if isinstance(input, dict) and input.get("type") == "tool_call" else None
+        raw = call.get("args", {}) if call is not None else input
+        if not isinstance(raw, dict):
+            raise TypeError(
+                f"tool {self.name!r}: invoke takes the arguments as a dict or a tool call "
+                f"dict, got {type(raw).__name__}"
+            )
+        args = {k: v for k, v in raw.items() if k not in self._injected}
+        errors = _json_schema_errors(self.parameters, args)
+        if errors:
+            plural = "s" if len(errors) > 1 else ""
+            raise ValueError(
+                f"{len(errors)} validation error{plural} for {self.name}\n"
+                + "\n".join(errors)
+                + "\nFix the arguments to match the tool's schema (`tool.parameters`)."
+            )
+        for param, (kind, _) in self._injected.items():
+            if kind == "tool_call_id" and call is not None:
+                args[param] = call.get("id")
+            elif param in raw:
+                args[param] = raw[param]
+            else:
+                raise TypeError(
+                    f"tool {self.name!r}: parameter {param!r} is injected ({kind}) by an "
+                    "agent's tools node; run the tool in an agent, or give it in the input"
+                )
+        return call, args
 
     def __repr__(self) -> str:
         return f"Tool(name={self.name!r}, description={self.description!r})"
@@ -241,6 +372,43 @@ class _FunctionTool(Tool):
         self._is_async = spec.is_async
         self._target = _converting(func, spec.converters, spec.is_async)
         functools.update_wrapper(self, func)  # type: ignore[arg-type]
+
+
+#: The JSON Schema type names ``Tool.param`` takes.
+_JSON_TYPES = ("string", "integer", "number", "boolean", "array", "object")
+
+
+def _unfinished(name: str) -> Callable[..., Any]:
+    """The function of a tool still being built: running it says what is missing."""
+
+    def missing(**_kwargs: Any) -> Any:
+        raise TypeError(f"tool {name!r} has no function yet: finish it with .call(fn)")
+
+    return missing
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
+
+
+def _answer(call: dict[str, Any] | None, result: Any, name: str) -> Any:
+    """What ``Tool.invoke`` returns: ``result``, or for a tool call the ``ToolMessage``
+    answering it (text as is, content blocks as they are, anything else as JSON)."""
+    from ironloop.messages import ToolMessage
+    from ironloop.types import Command
+
+    if call is None or isinstance(result, (ToolMessage, Command)):
+        return result
+    if isinstance(result, str) or (
+        isinstance(result, list) and all(isinstance(b, (str, dict)) for b in result)
+    ):
+        content: Any = result
+    else:
+        try:
+            content = json.dumps(result, ensure_ascii=False)
+        except (TypeError, ValueError):
+            content = str(result)
+    return ToolMessage(content=content, tool_call_id=call.get("id") or "", name=name)
 
 
 def _is_async_callable(func: Callable[..., Any]) -> bool:

@@ -178,7 +178,7 @@ class CallRunner:
                 status="error",
             )
         name = str(getattr(tool, "name", ""))
-        if node._originals.get(name) is tool or node.tools_by_name.get(name) is tool:
+        if node._originals.get(name) is tool or node._tools.get(name) is tool:
             core = node._core
         else:
             held = self._extra.get(id(tool))

@@ -105,7 +105,8 @@ class ToolNode:
         if max_concurrency is not None and max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1 (or None), got {max_concurrency}")
         self.name = name
-        self.tools_by_name: dict[str, Tool | NativeTool] = dict(zip(names, converted, strict=True))
+        #: The tools the Rust node runs (a LangChain tool adapted), by name.
+        self._tools: dict[str, Tool | NativeTool] = dict(zip(names, converted, strict=True))
         self.handle_tool_errors = handle_tool_errors
         self.strategy = strategy
         self.max_concurrency = max_concurrency
@@ -127,6 +128,24 @@ class ToolNode:
         )
         if wrap_tool_call is not None or awrap_tool_call is not None:
             self._runner()  # made now: a run does not pay for its imports
+
+    @property
+    def tools_by_name(self) -> dict[str, Any]:
+        """The tools by name, as they were given (a LangChain ``BaseTool`` stays one, as
+        LangGraph's ``ToolNode.tools_by_name`` holds them); a plain function is the
+        ironloop ``Tool`` made of it."""
+        return self._originals
+
+    @property
+    def _handle_tool_errors(self) -> HandleToolErrors:
+        # LangGraph's private spelling, which langgraph-supervisor reads to re-make a
+        # ToolNode with the same settings.
+        return self.handle_tool_errors
+
+    @property
+    def _messages_key(self) -> str:
+        # As ``_handle_tool_errors``.
+        return self.messages_key
 
     @property
     def deny(self) -> list[str]:
@@ -152,7 +171,7 @@ class ToolNode:
     def allowed_tools(self) -> list[Tool | NativeTool]:
         """The tools the lists let run: what a model should be offered."""
         runnable = set(self._core.runnable_names())
-        return [t for n, t in self.tools_by_name.items() if n in runnable]
+        return [t for n, t in self._tools.items() if n in runnable]
 
     def invoke(
         self,
@@ -248,6 +267,11 @@ def _names(what: str, names: Any) -> list[str]:
 def _as_tool(t: Any) -> Tool | NativeTool:
     """An ironloop tool from what a tool list may hold: ironloop tools as they are, a
     LangChain ``BaseTool`` adapted, a plain function decorated."""
+    if isinstance(t, Tool) and getattr(t, "_building", False):
+        raise TypeError(
+            f"tool {t.name!r} has no function: finish it with .call(fn) before giving it "
+            "to an agent"
+        )
     if isinstance(t, (Tool, NativeTool)):
         return t
     if is_langchain_tool(t):

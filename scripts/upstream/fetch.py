@@ -46,6 +46,16 @@ PINNED: dict[str, tuple[str, str, str]] = {
         "langgraph_checkpoint_postgres-3.2.0.tar.gz",
         "dffef0e6822d7c614019f7f2c4bdbef42859746aee2d3e6d9d9747cf3744ca90",
     ),
+    "langgraph-supervisor": (
+        "0.0.31",
+        "langgraph_supervisor-0.0.31.tar.gz",
+        "0f71d5098fa1ac274423eff08750345450045c1e0dd2480ab7f3e5c1848f6016",
+    ),
+    "langgraph-swarm": (
+        "0.1.0",
+        "langgraph_swarm-0.1.0.tar.gz",
+        "e0f189fc2471d06108fc293da05771d0106d72f755cd130ee37d579561942479",
+    ),
     "langchain": (
         "1.5.2",
         "langchain-1.5.2.tar.gz",

@@ -46,6 +46,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "langgraph.warnings": ("ironloop.warnings",),
     "langgraph.runtime": ("ironloop.runtime",),
     "langgraph.config": ("ironloop.graph", "ironloop.runtime"),
+    "langgraph.utils.config": ("ironloop.graph", "ironloop.runtime"),
     "langgraph.pregel": ("ironloop.graph",),
     "langgraph.prebuilt": ("ironloop.prebuilt",),
     "langgraph.prebuilt.chat_agent_executor": ("ironloop.prebuilt.chat_agent_executor",),
@@ -82,7 +83,6 @@ MODULES: dict[str, tuple[str, ...]] = {
             "human_in_the_loop",
             "internal_call_transformer",
             "model_call_limit",
-            "model_fallback",
             "model_refusal",
             "model_retry",
             "model_router",
@@ -98,9 +98,16 @@ MODULES: dict[str, tuple[str, ...]] = {
             "tool_selection",
         )
     },
-    "langchain.tools": ("ironloop", "ironloop.prebuilt", "langchain_core.tools"),
+    # LangChain modules whose ironloop counterpart has another name.
+    "langchain.agents.middleware.model_fallback": (
+        "ironloop.middleware.fallback",
+        "ironloop.middleware",
+    ),
+    # LangChain re-exports langchain-core's tools (``tool``, ``BaseTool``...); the names
+    # of LangGraph's it re-exports (``ToolNode``, ``InjectedState``...) are ironloop's.
+    "langchain.tools": ("langchain_core.tools", "ironloop", "ironloop.prebuilt"),
     "langchain.messages": ("ironloop.messages", "langchain_core.messages"),
-    "langchain.chat_models": ("ironloop.models",),
+    "langchain.chat_models": ("ironloop.models", "langchain_core.language_models"),
 }
 
 #: The packages whose imports the shim answers.
@@ -110,6 +117,12 @@ PACKAGES = ("langgraph", "langchain")
 RENAMES: dict[tuple[str, str], str] = {
     ("langgraph.pregel", "Pregel"): "CompiledStateGraph",
     ("langchain.chat_models", "init_chat_model"): "init_model",
+    # A middleware module's own reference to it (what ``mock.patch`` replaces there).
+    **{
+        (m, "init_chat_model"): "init_model"
+        for m in MODULES
+        if m.startswith("langchain.agents.middleware.")
+    },
 }
 
 
@@ -126,6 +139,7 @@ def _runnable_callable(
 INTERNALS: dict[str, dict[str, Any]] = {
     "langgraph._internal": {},
     "langgraph._internal._runnable": {"RunnableCallable": _runnable_callable},
+    "langgraph.utils": {},
 }
 
 
@@ -159,6 +173,13 @@ class _Missing:
     def __getitem__(self, item: Any) -> Any:
         return self
 
+    # Nothing is an instance of a class ironloop lacks (``isinstance(g, RemoteGraph)``).
+    def __instancecheck__(self, obj: Any) -> bool:
+        return False
+
+    def __subclasscheck__(self, cls: Any) -> bool:
+        return False
+
     __iter__ = _fail
     __enter__ = _fail
 
@@ -180,6 +201,11 @@ class _Missing:
 _LENIENT = False
 
 
+#: The attributes of a shim module that are its own, not names of the modules it stands
+#: for (a private name such as ``_sanitize_request_for_fallback`` is forwarded).
+_OWN = frozenset({"_targets", "_originals"})
+
+
 class _Module(types.ModuleType):
     """A LangGraph module whose attributes are ironloop's."""
 
@@ -196,7 +222,7 @@ class _Module(types.ModuleType):
         set in the ironloop module that holds it, so the code reading it sees the
         patch, as it would in the upstream module."""
         super().__setattr__(attr, value)
-        if attr.startswith("_"):
+        if attr in _OWN or attr.startswith("__"):
             return
         name = RENAMES.get((self.__name__, attr), attr)
         for target in self._targets:
@@ -227,6 +253,11 @@ class _Module(types.ModuleType):
             return list(dict.fromkeys(names))
         if attr.startswith("__"):
             raise AttributeError(attr)
+        submodule = f"{self.__name__}.{attr}"
+        if submodule in MODULES:
+            # ``from langchain.agents.middleware import model_fallback``: the shim's
+            # module for it, not a name looked up in the ironloop modules.
+            return importlib.import_module(submodule)
         wanted = RENAMES.get((self.__name__, attr), attr)
         for target in self._targets:
             try:

@@ -129,6 +129,14 @@ FILES: dict[str, tuple[str, ...]] = {
     "langgraph-checkpoint": ("test_store.py",),
     "langgraph-checkpoint-sqlite": ("test_store.py", "test_async_store.py", "test_ttl.py"),
     "langgraph-checkpoint-postgres": ("test_store.py", "test_async_store.py"),
+    # LangGraph's ecosystem: packages built on LangGraph, installed unmodified beside
+    # ironloop (requirements-dev.txt), their ``langgraph`` imports answered by the shim.
+    "langgraph-supervisor": (
+        "test_agent_name.py",
+        "test_supervisor.py",
+        "test_supervisor_functional_api.py",
+    ),
+    "langgraph-swarm": ("test_import.py", "test_swarm.py"),
 }
 
 #: The packages whose modules the internals rule reads (``langchain`` is LangChain

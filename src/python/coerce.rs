@@ -13,7 +13,7 @@ use super::convert::{
     content_from_py, get_item, invalid_tool_calls_from_py, metadata_from_py, status_from_str,
     tool_calls_from_py, usage_from_py, value_from_py,
 };
-use super::lc_messages;
+use super::lc_messages::{self, LcKind};
 use super::messages::{message_to_py, PyMessage};
 use crate::message::{Content, Message, MessageKind, ToolStatus};
 
@@ -29,15 +29,9 @@ pub fn message_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Arc<Message>> {
     if let Ok(m) = obj.cast::<PyMessage>() {
         return Ok(m.borrow().inner.clone());
     }
-    if let Some(lc) = lc_messages::active() {
-        if lc.is_message(obj)? {
-            let m = from_attributes(obj)?;
-            if lc.is_chunk(obj)? {
-                return Ok(Arc::new(m));
-            }
-            return lc_messages::keep(obj, m).map(Arc::new);
-        }
-    }
+    // str, tuple and dict first: no langchain-core message is one, and these checks
+    // cost a flag test where `isinstance` on langchain-core's classes goes through
+    // `ABCMeta` (a model's answer is often a dict, once per model call).
     if let Ok(s) = obj.cast::<PyString>() {
         return Ok(Arc::new(Message::human(s.to_str()?)));
     }
@@ -71,6 +65,16 @@ pub fn message_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Arc<Message>> {
         };
         return from_role(py, &role, content, Some(d)).map(Arc::new);
     }
+    if let Some(lc) = lc_messages::active() {
+        if let Some(kind) = lc.classify(obj)? {
+            let fields = lc_fields(obj)?;
+            let m = from_fields(obj.py(), &fields)?;
+            if kind == LcKind::Chunk {
+                return Ok(Arc::new(m));
+            }
+            return lc_messages::keep(obj, &fields, m).map(Arc::new);
+        }
+    }
     // langchain-core messages and look-alikes.
     if let (Ok(ty), Ok(_)) = (obj.getattr("type"), obj.getattr("content")) {
         if ty.extract::<String>().is_ok() {
@@ -87,13 +91,17 @@ pub fn message_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Arc<Message>> {
 /// A langchain-core message, or an object shaped like one, read by its attributes
 /// (`type`, `content`, `id`, `tool_calls`, ...).
 pub(super) fn from_attributes(obj: &Bound<'_, PyAny>) -> PyResult<Message> {
-    let py = obj.py();
-    let d = match langchain_fields(obj)? {
-        Some(d) => d,
-        None => attributes(obj)?,
+    let d = match lc_messages::active() {
+        Some(lc) if lc.is_message(obj)? => lc_fields(obj)?,
+        _ => attributes(obj)?,
     };
+    from_fields(obj.py(), &d)
+}
+
+/// A message from its fields by name (`type`, `content`, `id`, `tool_calls`, ...).
+fn from_fields(py: Python<'_>, d: &Bound<'_, PyDict>) -> PyResult<Message> {
     let text = |k: &Bound<'_, PyString>| -> PyResult<String> {
-        get_item(&d, k)?
+        get_item(d, k)?
             .ok_or_else(|| PyValueError::new_err(format!("a message needs a {k:?}")))?
             .extract()
     };
@@ -107,22 +115,23 @@ pub(super) fn from_attributes(obj: &Bound<'_, PyAny>) -> PyResult<Message> {
         "chat" | "ChatMessageChunk" => text(intern!(py, "role"))?,
         _ => ty,
     };
-    let content = match get_item(&d, intern!(py, "content"))? {
+    let content = match get_item(d, intern!(py, "content"))? {
         Some(c) => content_from_py(&c)?,
         None => Content::default(),
     };
-    from_role(py, &role, content, Some(&d))
+    from_role(py, &role, content, Some(d))
 }
 
-/// A langchain-core message's fields as they are (its pydantic `__dict__`: every
-/// field, no copy, no attribute look-up that fails), when `obj` is one.
-fn langchain_fields<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyDict>>> {
-    match lc_messages::active() {
-        Some(lc) if lc.is_message(obj)? => Ok(obj
-            .getattr(intern!(obj.py(), "__dict__"))
-            .ok()
-            .and_then(|d| d.cast_into::<PyDict>().ok())),
-        _ => Ok(None),
+/// A langchain-core message's fields as they are: its pydantic `__dict__` (every
+/// field, no copy, no attribute look-up that fails); its attributes, for a class
+/// that keeps them elsewhere.
+fn lc_fields<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+    match obj.getattr(intern!(obj.py(), "__dict__")) {
+        Ok(d) => match d.cast_into::<PyDict>() {
+            Ok(d) => Ok(d),
+            Err(_) => attributes(obj),
+        },
+        Err(_) => attributes(obj),
     }
 }
 
@@ -249,7 +258,7 @@ pub(super) fn is_langchain_message(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
 /// ironloop's own (which, with langchain-core's classes chosen, is made into one).
 fn is_message_object(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
     match lc_messages::active() {
-        Some(lc) => Ok(lc.is_message(obj)? && !lc.is_chunk(obj)?),
+        Some(lc) => Ok(lc.classify(obj)? == Some(LcKind::Whole)),
         None => Ok(obj.cast::<PyMessage>().is_ok()),
     }
 }

@@ -256,7 +256,12 @@ pub fn tool_calls_from_py(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<ToolCa
     match obj {
         None => Ok(Vec::new()),
         Some(o) if o.is_none() => Ok(Vec::new()),
-        Some(o) => o.try_iter()?.map(|c| tool_call_from_py(&c?)).collect(),
+        // A list (what messages hold) by index: a generic iterator would ask the
+        // list's iterator for a length hint through a method call first.
+        Some(o) => match o.cast::<PyList>() {
+            Ok(l) => l.iter().map(|c| tool_call_from_py(&c)).collect(),
+            Err(_) => o.try_iter()?.map(|c| tool_call_from_py(&c?)).collect(),
+        },
     }
 }
 

@@ -58,13 +58,25 @@ fn call_fn() -> CallFn {
     std::hint::black_box(unsafe { std::mem::transmute::<Declared, CallFn>(f) })
 }
 
+/// Test seam: set to `1` in a process's environment before its first tool call, it
+/// makes [`vectorcall_fn`] answer `None` as on CPython 3.10, so that 3.11+ runs the
+/// fallback 3.10 runs ([`vectorcall_through_call`]); no Python 3.10 is needed to test
+/// it (`tests/python/test_vectorcall_fallback.py`). Read once, where the function is
+/// looked up.
+#[cfg(all(unix, not(feature = "abi3")))]
+const FORCE_FALLBACK_ENV: &str = "IRONLOOP_TEST_VECTORCALL_FALLBACK";
+
 /// `PyObject_Vectorcall` looked up in the running interpreter (exported from Python
-/// 3.11 on; `None` before, where pyo3 provides it as an inline function), for the
-/// same reason as [`call_fn`].
+/// 3.11 on; `None` before, where pyo3 provides it as an inline function, or when
+/// [`FORCE_FALLBACK_ENV`] asks for the 3.10 path), for the same reason as
+/// [`call_fn`].
 #[cfg(all(unix, not(feature = "abi3")))]
 fn vectorcall_fn() -> Option<VectorcallFn> {
     static FOUND: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     let addr = *FOUND.get_or_init(|| {
+        if std::env::var_os(FORCE_FALLBACK_ENV).is_some_and(|v| v == "1") {
+            return 0;
+        }
         // SAFETY: a lookup of a symbol by a NUL-terminated name in the process.
         unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"PyObject_Vectorcall".as_ptr()) as usize }
     });
@@ -75,6 +87,23 @@ fn vectorcall_fn() -> Option<VectorcallFn> {
 #[cfg(all(not(unix), not(feature = "abi3")))]
 fn vectorcall_fn() -> Option<VectorcallFn> {
     None
+}
+
+/// Whether tool calls made with keywords go through `PyObject_Call` ([`call`], with
+/// the arguments gathered into a dict): on CPython 3.10, in an `abi3` build, or with
+/// [`FORCE_FALLBACK_ENV`] set. For tests, which cannot tell the two paths apart
+/// otherwise (they are meant to give the same results).
+#[cfg(not(feature = "abi3"))]
+#[pyfunction]
+fn _vectorcall_fallback() -> bool {
+    vectorcall_fn().is_none()
+}
+
+/// The `abi3` build calls every tool through [`call`].
+#[cfg(feature = "abi3")]
+#[pyfunction]
+fn _vectorcall_fallback() -> bool {
+    true
 }
 
 /// Parks the thread forever when dropped by an unwind that is not a Rust panic
@@ -234,9 +263,11 @@ fn at_exit(py: Python<'_>) {
     }
 }
 
-/// Registers [`at_exit`] with `atexit` (at import: it then runs after the hooks of
-/// the modules imported later, the application's included).
+/// Adds [`_vectorcall_fallback`]; registers [`at_exit`] with `atexit` (at import: it
+/// then runs after the hooks of the modules imported later, the application's
+/// included).
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_vectorcall_fallback, m)?)?;
     let hook = wrap_pyfunction!(at_exit, m)?;
     m.py().import("atexit")?.call_method1("register", (hook,))?;
     Ok(())

@@ -8,25 +8,25 @@
 //! agent loop). The defaults come from langchain-core itself: a sample object of each
 //! class is made once with the validating constructor, and its fields are the
 //! template every new object starts from. A class whose sample does not look like a
-//! plain pydantic model (private attributes set) is built with its constructor.
+//! plain pydantic model (private attributes set, or objects not allocated by
+//! `PyType_GenericAlloc`) is built with its constructor.
 
+use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PySet};
+use pyo3::types::{PyDict, PySet, PyString};
 
-/// `object.__new__` and `object.__setattr__`: pydantic models keep their state in
-/// four slots that these set without going through the model's own `__setattr__`.
-static OBJECT: PyOnceLock<(Py<PyAny>, Py<PyAny>)> = PyOnceLock::new();
+/// A message's fields as they are given to [`Template::make`]: each name (interned)
+/// with its value.
+pub type Fields<'py> = Vec<(&'py Bound<'py, PyString>, Bound<'py, PyAny>)>;
 
-fn object_fns(py: Python<'_>) -> PyResult<&(Py<PyAny>, Py<PyAny>)> {
-    OBJECT.get_or_try_init(py, || {
-        let object = py.import("builtins")?.getattr("object")?;
-        Ok::<_, PyErr>((
-            object.getattr("__new__")?.unbind(),
-            object.getattr("__setattr__")?.unbind(),
-        ))
-    })
+/// `fields` as a keyword dict (for a constructor call).
+pub fn kwargs<'py>(py: Python<'py>, fields: &Fields<'py>) -> PyResult<Bound<'py, PyDict>> {
+    let kw = PyDict::new(py);
+    for (k, v) in fields {
+        kw.set_item(*k, v)?;
+    }
+    Ok(kw)
 }
 
 /// How to make objects of one langchain-core message class.
@@ -45,9 +45,13 @@ impl Template {
     pub fn new(cls: Py<PyAny>, sample: &Bound<'_, PyDict>) -> PyResult<Template> {
         let py = sample.py();
         let obj = cls.bind(py).call((), Some(sample))?;
+        // What `object.__new__` then the four slot writes stand for: a plain pydantic
+        // model of a heap type (allocated by `PyType_GenericAlloc`, as every class a
+        // `class` statement makes), with no private attributes.
         let plain = obj
             .getattr(intern!(py, "__pydantic_private__"))
-            .is_ok_and(|p| p.is_none());
+            .is_ok_and(|p| p.is_none())
+            && generic_alloc(cls.bind(py));
         let fields = match obj.getattr(intern!(py, "__dict__")) {
             Ok(d) if plain => Some(d.cast::<PyDict>()?.copy()?.unbind()),
             _ => None,
@@ -60,27 +64,72 @@ impl Template {
 
     /// An object with the template's fields and `set` (which must hold a new object
     /// for every mutable field: the template's own are shared).
-    pub fn make<'py>(&self, set: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyAny>> {
-        let py = set.py();
+    ///
+    /// Through the C API rather than `object.__new__` / `object.__setattr__` called from
+    /// here: a step that hands Python a new message pays this once per message, and
+    /// the calls, their argument tuples and a keyword dict merged into the fields cost
+    /// three times the work itself.
+    pub fn make<'py>(&self, py: Python<'py>, set: &Fields<'py>) -> PyResult<Bound<'py, PyAny>> {
         let cls = self.cls.bind(py);
         let Some(fields) = &self.fields else {
-            return cls.call((), Some(set));
+            return cls.call((), Some(&kwargs(py, set)?));
         };
         let d = fields.bind(py).copy()?;
-        d.update(set.as_mapping())?;
-        let (new, setattr) = object_fns(py)?;
-        let obj = new.bind(py).call1((cls,))?;
-        let setattr = setattr.bind(py);
-        setattr.call1((&obj, intern!(py, "__dict__"), d))?;
-        let given = PySet::new(py, set.keys())?;
-        setattr.call1((&obj, intern!(py, "__pydantic_fields_set__"), given))?;
+        let given = PySet::empty(py)?;
+        for (k, v) in set {
+            d.set_item(*k, v)?;
+            given.add(*k)?;
+        }
+        // SAFETY: `cls` is a heap type allocated by `PyType_GenericAlloc` (checked in
+        // `new`), which returns a new reference or NULL with an exception set.
+        let obj = unsafe {
+            let raw = ffi::PyType_GenericAlloc(cls.as_ptr().cast::<ffi::PyTypeObject>(), 0);
+            Bound::from_owned_ptr_or_err(py, raw)?
+        };
         let extra = if self.extra {
             PyDict::new(py).into_any()
         } else {
             py.None().into_bound(py)
         };
-        setattr.call1((&obj, intern!(py, "__pydantic_extra__"), extra))?;
-        setattr.call1((&obj, intern!(py, "__pydantic_private__"), py.None()))?;
+        set_slot(&obj, intern!(py, "__dict__"), d.as_any())?;
+        set_slot(&obj, intern!(py, "__pydantic_fields_set__"), given.as_any())?;
+        set_slot(&obj, intern!(py, "__pydantic_extra__"), &extra)?;
+        set_slot(
+            &obj,
+            intern!(py, "__pydantic_private__"),
+            &py.None().into_bound(py),
+        )?;
         Ok(obj)
     }
+}
+
+/// Whether objects of `cls` are allocated by `PyType_GenericAlloc` (what
+/// `object.__new__` calls for them).
+fn generic_alloc(cls: &Bound<'_, PyAny>) -> bool {
+    if cls.cast::<pyo3::types::PyType>().is_err() {
+        return false;
+    }
+    // SAFETY: `cls` is a type object; `PyType_GetSlot` reads one of its slots (a heap
+    // type's on every version; the classes here are heap types) and sets no error
+    // for a slot it has.
+    let alloc =
+        unsafe { ffi::PyType_GetSlot(cls.as_ptr().cast::<ffi::PyTypeObject>(), ffi::Py_tp_alloc) };
+    let generic = (ffi::PyType_GenericAlloc as ffi::allocfunc) as *mut std::ffi::c_void;
+    !alloc.is_null() && alloc == generic
+}
+
+/// `object.__setattr__(obj, name, value)`: the slot or `__dict__` written without the
+/// model's own `__setattr__` (pydantic's validates and records the field as set).
+fn set_slot(
+    obj: &Bound<'_, PyAny>,
+    name: &Bound<'_, PyString>,
+    value: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    // SAFETY: the GIL is held (the `Bound`s prove it); the pointers are live objects.
+    // `PyObject_GenericSetAttr` returns -1 with an exception set on failure.
+    let rc = unsafe { ffi::PyObject_GenericSetAttr(obj.as_ptr(), name.as_ptr(), value.as_ptr()) };
+    if rc < 0 {
+        return Err(PyErr::fetch(obj.py()));
+    }
+    Ok(())
 }

@@ -17,10 +17,10 @@ use std::sync::{Arc, OnceLock};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyType};
+use pyo3::types::{PyDict, PyList, PyString, PyType};
 
 use super::convert::{content_to_py, metadata_to_py, value_to_py};
-use super::lc_construct::Template;
+use super::lc_construct::{kwargs, Fields, Template};
 use crate::host_slot::HostSlot;
 use crate::message::{Message, MessageKind};
 use crate::message_chunk::AiChunk;
@@ -111,22 +111,47 @@ fn read_classes(d: &Bound<'_, PyDict>) -> PyResult<Lc> {
     })
 }
 
+/// What [`Lc::classify`] finds an object to be.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum LcKind {
+    /// A whole message (`AIMessage`, `ToolMessage`, ...).
+    Whole,
+    /// A streamed piece (`AIMessageChunk`, ...), which a messages channel keeps as the
+    /// whole message it stands for.
+    Chunk,
+}
+
 impl Lc {
-    /// Whether `obj`'s class is one of langchain-core's whole-message classes itself.
+    /// Whether `obj`'s class is one of langchain-core's whole-message classes itself:
+    /// a pointer comparison per class, where `isinstance` on a pydantic class goes
+    /// through `ABCMeta` (a history is checked message by message at every step).
     fn is_exact(&self, obj: &Bound<'_, PyAny>) -> bool {
-        let t = obj.get_type();
-        self.exact.iter().any(|c| t.is(c.bind(obj.py())))
+        let t = obj.get_type_ptr();
+        self.exact
+            .iter()
+            .any(|c| std::ptr::eq(t, c.as_ptr().cast()))
+    }
+
+    /// Whether `obj` is a langchain-core message, and which kind; `None` for anything
+    /// else.
+    pub fn classify(&self, obj: &Bound<'_, PyAny>) -> PyResult<Option<LcKind>> {
+        if self.is_exact(obj) {
+            return Ok(Some(LcKind::Whole));
+        }
+        let py = obj.py();
+        if !obj.is_instance(self.base.bind(py))? {
+            return Ok(None);
+        }
+        Ok(Some(if obj.is_instance(self.chunk_base.bind(py))? {
+            LcKind::Chunk
+        } else {
+            LcKind::Whole
+        }))
     }
 
     /// Whether `obj` is a langchain-core message (chunks included).
     pub fn is_message(&self, obj: &Bound<'_, PyAny>) -> PyResult<bool> {
-        Ok(self.is_exact(obj) || obj.is_instance(self.base.bind(obj.py()))?)
-    }
-
-    /// Whether `obj` is a langchain-core chunk (`AIMessageChunk`, ...): a streamed
-    /// piece, which a messages channel keeps as the whole message it stands for.
-    pub fn is_chunk(&self, obj: &Bound<'_, PyAny>) -> PyResult<bool> {
-        Ok(!self.is_exact(obj) && obj.is_instance(self.chunk_base.bind(obj.py()))?)
+        Ok(self.classify(obj)?.is_some())
     }
 
     /// The langchain-core object of `m`: the one kept in its slot, made and kept on
@@ -145,8 +170,9 @@ impl Lc {
     /// A streamed piece as a langchain-core `AIMessageChunk` (never cached: a chunk is
     /// handed out once).
     pub fn chunk_to_py<'py>(&self, py: Python<'py>, c: &AiChunk) -> PyResult<Bound<'py, PyAny>> {
-        let kw = common(py, &c.message)?;
-        ai_fields(py, &c.message, &kw)?;
+        let mut fields = common(py, &c.message)?;
+        // The chunk's calls are what its fragments parse to: langchain-core derives them.
+        ai_usage(py, &c.message, &mut fields)?;
         let frags = PyList::empty(py);
         for f in &c.tool_call_chunks {
             let d = PyDict::new(py);
@@ -157,20 +183,18 @@ impl Lc {
             d.set_item(intern!(py, "type"), intern!(py, "tool_call_chunk"))?;
             frags.append(d)?;
         }
-        // The chunk's calls are what its fragments parse to: langchain-core derives them.
-        kw.del_item(intern!(py, "tool_calls"))?;
-        kw.del_item(intern!(py, "invalid_tool_calls"))?;
-        kw.set_item(intern!(py, "tool_call_chunks"), frags)?;
-        self.ai_chunk.bind(py).call((), Some(&kw))
+        fields.push((intern!(py, "tool_call_chunks"), frags.into_any()));
+        self.ai_chunk.bind(py).call((), Some(&kwargs(py, &fields)?))
     }
 
     fn build<'py>(&self, py: Python<'py>, m: &Message) -> PyResult<Bound<'py, PyAny>> {
-        let kw = common(py, m)?;
+        let mut fields = common(py, m)?;
         let template = match &m.kind {
             MessageKind::Human => &self.human,
             MessageKind::System => &self.system,
             MessageKind::Ai { .. } => {
-                ai_fields(py, m, &kw)?;
+                ai_calls(py, m, &mut fields)?;
+                ai_usage(py, m, &mut fields)?;
                 &self.ai
             }
             MessageKind::Tool {
@@ -178,10 +202,12 @@ impl Lc {
                 status,
                 artifact,
             } => {
-                kw.set_item(intern!(py, "tool_call_id"), tool_call_id)?;
-                kw.set_item(intern!(py, "status"), status.as_str())?;
+                let id = PyString::new(py, tool_call_id).into_any();
+                fields.push((intern!(py, "tool_call_id"), id));
+                let status = PyString::new(py, status.as_str()).into_any();
+                fields.push((intern!(py, "status"), status));
                 if let Some(a) = artifact {
-                    kw.set_item(intern!(py, "artifact"), value_to_py(py, a)?)?;
+                    fields.push((intern!(py, "artifact"), value_to_py(py, a)?));
                 }
                 &self.tool
             }
@@ -191,36 +217,36 @@ impl Lc {
                 return self.remove.bind(py).call((), Some(&kw));
             }
         };
-        template.make(&kw)
+        template.make(py, &fields)
     }
 }
 
-/// The keywords every message class takes.
-fn common<'py>(py: Python<'py>, m: &Message) -> PyResult<Bound<'py, PyDict>> {
-    let kw = PyDict::new(py);
-    kw.set_item(intern!(py, "content"), content_to_py(py, &m.content)?)?;
-    kw.set_item(intern!(py, "id"), &m.id)?;
+/// The fields every message class takes.
+fn common<'py>(py: Python<'py>, m: &Message) -> PyResult<Fields<'py>> {
+    let mut fields: Fields<'py> = Vec::with_capacity(10);
+    fields.push((intern!(py, "content"), content_to_py(py, &m.content)?));
+    fields.push((intern!(py, "id"), PyString::new(py, &m.id).into_any()));
     if let Some(n) = &m.name {
-        kw.set_item(intern!(py, "name"), n)?;
+        fields.push((intern!(py, "name"), PyString::new(py, n).into_any()));
     }
     // Always new dicts, even empty: an object made from a template shares nothing.
-    kw.set_item(
+    fields.push((
         intern!(py, "additional_kwargs"),
         metadata_to_py(py, &m.additional_kwargs)?,
-    )?;
-    kw.set_item(
+    ));
+    fields.push((
         intern!(py, "response_metadata"),
         metadata_to_py(py, &m.response_metadata)?,
-    )?;
-    Ok(kw)
+    ));
+    Ok(fields)
 }
 
-/// An AI message's calls and usage, in langchain-core's dict shapes.
-fn ai_fields(py: Python<'_>, m: &Message, kw: &Bound<'_, PyDict>) -> PyResult<()> {
+/// An AI message's calls, valid and invalid, in langchain-core's dict shapes.
+fn ai_calls<'py>(py: Python<'py>, m: &Message, fields: &mut Fields<'py>) -> PyResult<()> {
     let MessageKind::Ai {
         tool_calls,
         invalid_tool_calls,
-        usage,
+        ..
     } = &m.kind
     else {
         return Ok(());
@@ -234,7 +260,7 @@ fn ai_fields(py: Python<'_>, m: &Message, kw: &Bound<'_, PyDict>) -> PyResult<()
         d.set_item(intern!(py, "type"), intern!(py, "tool_call"))?;
         calls.append(d)?;
     }
-    kw.set_item(intern!(py, "tool_calls"), calls)?;
+    fields.push((intern!(py, "tool_calls"), calls.into_any()));
     let invalid = PyList::empty(py);
     for c in invalid_tool_calls {
         let d = PyDict::new(py);
@@ -245,22 +271,31 @@ fn ai_fields(py: Python<'_>, m: &Message, kw: &Bound<'_, PyDict>) -> PyResult<()
         d.set_item(intern!(py, "type"), intern!(py, "invalid_tool_call"))?;
         invalid.append(d)?;
     }
-    kw.set_item(intern!(py, "invalid_tool_calls"), invalid)?;
-    if let Some(u) = usage {
-        kw.set_item(
-            intern!(py, "usage_metadata"),
-            value_to_py(py, &u.to_langchain())?,
-        )?;
+    fields.push((intern!(py, "invalid_tool_calls"), invalid.into_any()));
+    Ok(())
+}
+
+/// An AI message's usage, in langchain-core's dict shape, when it has one.
+fn ai_usage<'py>(py: Python<'py>, m: &Message, fields: &mut Fields<'py>) -> PyResult<()> {
+    if let MessageKind::Ai { usage: Some(u), .. } = &m.kind {
+        let usage = value_to_py(py, &u.to_langchain())?;
+        fields.push((intern!(py, "usage_metadata"), usage));
     }
     Ok(())
 }
 
-/// `m` with `obj` (the langchain-core object it was read from) kept as its Python
-/// object; a langchain-core message without an id gets the one `m` was given (as
-/// LangGraph's `add_messages` sets `m.id` on the object it was handed).
-pub fn keep(obj: &Bound<'_, PyAny>, mut m: Message) -> PyResult<Message> {
+/// `m` with `obj` (the langchain-core object it was read from, whose fields are
+/// `fields`) kept as its Python object; a langchain-core message without an id gets
+/// the one `m` was given (as LangGraph's `add_messages` sets `m.id` on the object it
+/// was handed).
+pub fn keep(
+    obj: &Bound<'_, PyAny>,
+    fields: &Bound<'_, PyDict>,
+    mut m: Message,
+) -> PyResult<Message> {
     let py = obj.py();
-    if obj.getattr(intern!(py, "id"))?.is_none() {
+    let id = fields.get_item(intern!(py, "id"))?;
+    if id.is_none_or(|id| id.is_none()) {
         obj.setattr(intern!(py, "id"), &m.id)?;
     }
     m.host = HostSlot::with(Arc::new(HostObj(obj.clone().unbind())));

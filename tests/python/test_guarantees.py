@@ -451,14 +451,19 @@ SHUTDOWN = {
 }
 
 
-def shutdown_runs(scenario: str, runs: int, parallel: int = 4) -> list[tuple[int, str]]:
-    """Runs ``shutdown_child.py scenario`` ``runs`` times, ``parallel`` at once;
-    returns each run's exit status and stderr."""
+def shutdown_runs(
+    scenario: str, runs: int, parallel: int = 4, env: dict[str, str] | None = None
+) -> list[tuple[int, str]]:
+    """Runs ``shutdown_child.py scenario`` ``runs`` times, ``parallel`` at once (with
+    ``env`` added to the environment); returns each run's exit status and stderr."""
     argv = [sys.executable, str(HERE / "shutdown_child.py"), scenario]
+    child_env = {**os.environ, **(env or {})}
     done: list[tuple[int, str]] = []
     while len(done) < runs:
         batch = [
-            subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            subprocess.Popen(
+                argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env
+            )
             for _ in range(min(parallel, runs - len(done)))
         ]
         for p in batch:

@@ -330,7 +330,8 @@ def test_langchain_tool_schema_is_its_tool_call_schema() -> None:
 
     t = StructuredTool.from_function(search, args_schema=Args, description="Search the web.")
     node = ToolNode([t])
-    ours = node.tools_by_name["search"]
+    assert node.tools_by_name["search"] is t  # as given, as LangGraph's
+    ours = Tool.from_langchain(t)
     assert ours.parameters == convert_to_openai_tool(t)["function"]["parameters"]
     assert ours.description == "Search the web."
     assert ours.to_openai()["function"]["parameters"]["properties"]["query"] == {
@@ -352,7 +353,7 @@ def test_injected_tool_call_id_and_command_from_a_langchain_tool() -> None:
             }
         )
 
-    assert list(ToolNode([remember]).tools_by_name["remember"].parameters["properties"]) == ["fact"]
+    assert list(Tool.from_langchain(remember).parameters["properties"]) == ["fact"]
 
     class State(TypedDict):
         messages: Annotated[list, add_messages]
@@ -379,7 +380,7 @@ def test_injected_state_in_a_langchain_tool_is_hidden_and_filled() -> None:
         return f"{word}:{len(messages)}"
 
     node = ToolNode([count])
-    assert node.tools_by_name["count"].parameters["required"] == ["word"]
+    assert Tool.from_langchain(count).parameters["required"] == ["word"]
     graph = StateGraph(MessagesState).add_node("t", node).add_edge(START, "t").compile()
     out = graph.invoke({"messages": [("user", "hi"), ai_with_calls(("count", {"word": "n"}, "c"))]})
     assert out["messages"][-1].content == "n:2"

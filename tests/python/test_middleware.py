@@ -23,6 +23,7 @@ from agent_support import (
     review_agent,
     run,
     turn,
+    write_note,
 )
 
 from ironloop import Command, SqliteSaver, ToolNode, create_agent, tool
@@ -154,17 +155,34 @@ def test_hitl_per_call_asks_about_one_call_at_a_time(mode: str, db: str) -> None
 
 
 def test_hitl_per_call_refuses_a_batch_answer_and_a_tool_switch(db: str) -> None:
+    """A ``per_call`` answer is checked against the interrupt's ``response_schema``
+    (one decision the tool allows; an edit names the same tool): a bad one raises
+    pydantic's ``ValidationError`` and is not saved, so the call can be answered again."""
+    from pydantic import ValidationError
+
     agent = review_agent(SqliteSaver(db), interrupt_mode="per_call")
-    agent.invoke({"messages": [("user", "go")]}, cfg())
-    with pytest.raises(ValueError, match=r"one decision, e\.g\. Command\(resume=\{'type'"):
+    (intr,) = agent.invoke({"messages": [("user", "go")]}, cfg())["__interrupt__"]
+    # `add` allows approve only: its schema is that one decision.
+    assert intr.response_schema["properties"]["type"]["const"] == "approve"
+    with pytest.raises(ValidationError, match=r"type\n  Field required"):
         agent.invoke(Command(resume={"decisions": DECISIONS}), cfg())
     agent.invoke({"messages": [("user", "go")]}, cfg("b"))
-    agent.invoke(Command(resume={"type": "approve"}), cfg("b"))
+    (intr,) = agent.invoke(Command(resume={"type": "approve"}), cfg("b"))["__interrupt__"]
+    # `write_note` allows every decision; an edit's args are shown with its schema.
+    schema = intr.response_schema
+    assert len(schema["oneOf"]) == 4
+    args = schema["$defs"]["EditedAction"]["properties"]["args"]
+    assert (args["properties"], args["required"]) == (
+        write_note.parameters["properties"],
+        ["text"],
+    )
     switch = {"type": "edit", "edited_action": {"name": "add", "args": {"a": 1, "b": 1}}}
-    with pytest.raises(ValueError, match="cannot switch tools"):
+    with pytest.raises(ValidationError, match=r"edit\.edited_action\.name"):
         agent.invoke(Command(resume=switch), cfg("b"))
-    with pytest.raises(ValueError, match="`interrupt_mode` must be 'batched' or 'per_call'"):
-        HumanInTheLoopMiddleware(interrupt_on={"add": True}, interrupt_mode="each")  # type: ignore[arg-type]
+    # Nothing was saved: the same interrupt takes a good answer.
+    out = agent.invoke(Command(resume={"type": "approve"}), cfg("b"))
+    assert out["__interrupt__"][0].value["tool_call_id"] == "c3"
+    assert intr.value["tool_call_id"] == "c2"
 
 
 def test_hitl_resume_in_a_new_process(db: str) -> None:

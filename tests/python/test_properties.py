@@ -260,7 +260,7 @@ def corrupt(rec: bytes, rng: random.Random) -> bytes:
 def test_corrupted_checkpoint_records_raise_checkpoint_error(tmp_path: Path) -> None:
     """A record changed in the file reads back as an error naming the thread and the
     checkpoint, never as another state: every record carries a checksum of its bytes
-    and of the ids beside it (``src/checkpoint/record.rs``). Each case changes one
+    and of the ids beside it (``src/checkpoint/record/``). Each case changes one
     stored record (its text, or one time in eight its ``parent_id``) and reads that
     checkpoint (``get_state`` at its id), and every tenth case also the latest state
     and the history; what is read must equal what was read before the change, and the

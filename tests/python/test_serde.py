@@ -192,6 +192,24 @@ def test_special_values_take_their_tagged_forms() -> None:
     assert json.loads(_checkpoint_encode(plain)) == plain
 
 
+def test_a_reserved_key_met_late_escapes_only_its_dict() -> None:
+    # The encoder writes a dict in one pass, and walks the value again when a key of
+    # the escaped form turns up after text was written: only that dict is escaped, and
+    # the text is the same wherever the key is met.
+    rows = [{"id": i, "name": f"n{i}", "tags": ["a", "b"]} for i in range(40)]
+    late = {"a": 1, "b": rows[:2], "__ironloop_type__": "tuple", "k\ud800": rows}
+    value = {"rows": rows, "late": late, "again": rows, "last": {"z": [rows]}}
+    text = _checkpoint_encode(value)
+    doc = json.loads(text)
+    assert doc["rows"] == rows and doc["again"] == rows and doc["last"] == {"z": [rows]}
+    assert doc["late"]["__ironloop_type__"] == "dict"
+    assert [k for k, _ in doc["late"]["items"]][:3] == ["a", "b", "__ironloop_type__"]
+    assert same(_checkpoint_decode(text), value)
+    assert _checkpoint_encode(copy.deepcopy(value)) == text
+    first = {"late": late, "rows": rows}
+    assert json.loads(_checkpoint_encode(first))["late"] == doc["late"]
+
+
 def test_checkpoint_json_written_before_the_tags_still_reads() -> None:
     old = {
         "t": {"__ironloop_type__": "tuple", "items": [1, [2]]},

@@ -57,7 +57,7 @@ def test_custom_routes_env_and_dependencies(server: Server) -> None:
 def test_assistants_one_per_graph_with_langgraphs_ids(server: Server) -> None:
     client = get_sync_client(url=server.url)
     found = client.assistants.search(limit=10)
-    assert sorted(a["graph_id"] for a in found) == ["agent", "nested", "steps"]
+    assert sorted(a["graph_id"] for a in found) == ["agent", "nested", "steps", "summary"]
     agent = client.assistants.search(graph_id="agent")[0]
     # langgraph dev derives the same id from the graph id.
     assert agent["assistant_id"] == "fe096781-5601-53d2-b2f6-0d3403f7e9ca"

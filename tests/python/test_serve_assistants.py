@@ -95,7 +95,7 @@ def test_search_count_and_if_exists(server: Server) -> None:
     assert client.assistants.count(metadata={"kind": "searched"}) == 2
     # The graphs' own assistants are still found, as under langgraph dev.
     system = client.assistants.search(metadata={"created_by": "system"})
-    assert sorted(a["graph_id"] for a in system) == ["agent", "nested", "steps"]
+    assert sorted(a["graph_id"] for a in system) == ["agent", "nested", "steps", "summary"]
     page = client.assistants.search(metadata={"kind": "searched"}, limit=1,
                                     response_format="object")  # fmt: skip
     assert len(page["assistants"]) == 1 and page["next"] == "1"

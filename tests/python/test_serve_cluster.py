@@ -9,6 +9,7 @@ server appends to: a line per node call (thread tag, node, server pid, time)."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import signal
 import time
 from collections import defaultdict
@@ -18,6 +19,7 @@ from typing import Any
 
 import pytest
 from langgraph_sdk import get_client, get_sync_client
+from langgraph_sdk.errors import NotFoundError
 from pg_support import postgres_url, temp_schema
 from serve_support import Server, serve
 
@@ -239,3 +241,92 @@ def test_an_assistant_made_on_one_server_runs_on_another(tmp_path: Path) -> None
         assert on_b.runs.join(tid, run["run_id"])["items"][0] == "first:warm:fr:None"
         assert [v["version"] for v in on_a.assistants.get_versions(aid)] == [2, 1]
         assert on_b.assistants.count(graph_id="steps") == 2
+
+
+@pytest.mark.watchdog(90)
+def test_a_cron_fires_once_a_due_time_across_servers(tmp_path: Path) -> None:
+    """Two servers share the crons table: every due time of a cron starts one run
+    (the server that moves the cron's date on starts it), never one a server."""
+    from datetime import datetime
+
+    project = make_project(tmp_path)
+    with temp_schema() as schema, ExitStack() as stack:
+        servers = [stack.enter_context(serve(tmp_path, *cluster_args(schema), project=project))
+                   for _ in range(2)]  # fmt: skip
+        client = get_sync_client(url=servers[0].url)
+        tid = client.threads.create()["thread_id"]
+        cron = client.crons.create_for_thread(
+            tid, "effects", schedule="* * * * * *", input={"tag": "cron", "items": []}
+        )
+        time.sleep(3.4)
+        get_sync_client(url=servers[1].url).crons.update(cron["cron_id"], enabled=False)
+        wait_until(
+            "the cron's last run to end", lambda: client.threads.get(tid)["status"] == "idle"
+        )
+        runs = client.runs.list(tid, limit=50)
+        assert 2 <= len(runs) <= 5, runs
+        assert all(r["status"] == "success" for r in runs), runs
+        starts = sorted(datetime.fromisoformat(r["created_at"]).timestamp() for r in runs)
+        gaps = [b - a for a, b in itertools.pairwise(starts)]
+        assert min(gaps) > 0.6, f"two runs for one due time: {gaps}"
+        ran = [n for tag, n, _, _ in effects(servers[0]) if tag == "cron"]
+        assert ran.count("one") == len(runs) and ran.count("three") == len(runs)
+        assert client.threads.get_state(tid)["values"]["items"] == NODES * len(runs)
+
+
+@pytest.mark.watchdog(90)
+def test_stateless_background_runs_are_queued_for_any_server(tmp_path: Path) -> None:
+    """``runs.create(None, ...)`` on a server that runs one run at a time: the runs go
+    into the queue, the other server takes what the first has no room for, each runs
+    once, and each run's thread is dropped by the server that ran it."""
+    project = make_project(tmp_path)
+    with temp_schema() as schema, ExitStack() as stack:
+        small = stack.enter_context(
+            serve(tmp_path, *cluster_args(schema, "--max-running", "1"), project=project)
+        )
+        other = stack.enter_context(serve(tmp_path, *cluster_args(schema), project=project))
+        client = get_sync_client(url=small.url)
+        runs = [client.runs.create(None, "effects", input={"tag": f"s{i}", "items": []})
+                for i in range(6)]  # fmt: skip
+        assert len({r["thread_id"] for r in runs}) == 6
+
+        def dropped() -> bool:
+            return not any(t["thread_id"] in {r["thread_id"] for r in runs}
+                           for t in client.threads.search(limit=100))  # fmt: skip
+
+        wait_until("every stateless run's thread to be dropped", dropped)
+        calls = [(tag, n, pid) for tag, n, pid, _ in effects(small) if tag.startswith("s")]
+        for i in range(6):
+            assert [n for tag, n, _ in calls if tag == f"s{i}"] == NODES, calls
+        assert {pid for *_, pid in calls} == {small.proc.pid, other.proc.pid}, calls
+
+
+@pytest.mark.watchdog(90)
+def test_interrupt_and_rollback_steer_a_run_another_server_holds(tmp_path: Path) -> None:
+    """A queued ``interrupt`` run stops the thread's running run (on whichever server
+    holds it) at the end of its step, marked interrupted, then runs; ``rollback``
+    discards the running run's steps and its record."""
+    project = make_project(tmp_path)
+    with temp_schema() as schema, ExitStack() as stack:
+        servers = [stack.enter_context(serve(tmp_path, *cluster_args(schema), project=project))
+                   for _ in range(2)]  # fmt: skip
+        first, second = (get_sync_client(url=s.url) for s in servers)
+        for action in ("interrupt", "rollback"):
+            tid = first.threads.create()["thread_id"]
+            a = first.runs.create(tid, "effects", input={"tag": f"{action}-a", "items": []})
+            started = (f"{action}-a", "one")
+            wait_until("the first run's first step",
+                       lambda s=started: any((t, n) == s for t, n, _, _ in effects(servers[0])))  # fmt: skip
+            b = second.runs.create(tid, "effects", input={"tag": f"{action}-b", "items": []},
+                                   multitask_strategy=action)  # fmt: skip
+            out = second.runs.join(tid, b["run_id"])
+            ran_a = [n for tag, n, _, _ in effects(servers[0]) if tag == f"{action}-a"]
+            assert "three" not in ran_a, ran_a  # stopped before its last step
+            if action == "interrupt":
+                assert out["items"] == [*ran_a, *NODES], out  # its steps so far, kept
+                assert first.runs.get(tid, a["run_id"])["status"] == "interrupted"
+            else:
+                assert out["items"] == NODES, out  # the first run's steps are gone
+                with pytest.raises(NotFoundError):
+                    first.runs.get(tid, a["run_id"])
+            assert second.runs.get(tid, b["run_id"])["status"] == "success"

@@ -81,6 +81,27 @@ async def test_state_history_and_update(server: Server) -> None:
     assert (await client.threads.get(tid))["values"]["items"][-1] == "edited"
 
 
+async def test_a_threads_values_are_its_state_once_a_run_ends(server: Server) -> None:
+    """The thread's record (``threads.get``, ``join``) holds what ``get_state`` reads
+    (the state, not the output schema's part: ``summary`` outputs only ``count``),
+    after a run that ended (settled from its streamed values) and one paused at a
+    breakpoint (settled from the state read back)."""
+    client = get_client(url=server.url)
+    cases = [("steps", {}, ["a", "first", "second"]), ("summary", {}, ["a", "counted"]),
+             ("steps", {"interrupt_after": ["first"]}, ["a", "first"])]  # fmt: skip
+    for graph, options, items in cases:
+        tid = (await client.threads.create())["thread_id"]
+        run = await client.runs.create(tid, graph, input={"items": ["a"]}, **options)
+        joined = await client.runs.join(tid, run["run_id"])
+        state = await client.threads.get_state(tid)
+        thread = await client.threads.get(tid)
+        assert state["values"]["items"] == items, graph
+        assert thread["values"] == state["values"] == joined, graph
+        assert thread["status"] == ("interrupted" if options else "idle"), graph
+        if graph == "summary":
+            assert state["values"]["count"] == 2
+
+
 async def test_copy_holds_the_latest_state(server: Server) -> None:
     client = get_client(url=server.url)
     thread = await client.threads.create(metadata={"copied": "yes"})

@@ -247,13 +247,13 @@ def test_values_changed_in_place_after_a_run_do_not_leak_into_the_next(saver: An
     assert out["items"] == ["x", "x"]
 
 
-# Records holding a snapshot, in any record format (see src/checkpoint/record.rs).
+# Records holding a snapshot, in any record format (see src/checkpoint/record/).
 SNAPSHOTS = (
     "SELECT count(*) FROM checkpoints WHERE record LIKE '[5,%' OR record LIKE '[3,%' "
     "OR record LIKE '{\"snapshot\":%'"
 )
 
-# Format 4's sources stored as numbers (src/checkpoint/record.rs).
+# Format 4's sources stored as numbers (src/checkpoint/record/).
 SOURCES = ("input", "loop", "update")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any, Literal
 
 from typing_extensions import NotRequired, TypedDict
@@ -24,10 +24,13 @@ from ironloop.types import Command
 __all__ = [
     "Action",
     "ActionRequest",
+    "ApproveDecision",
     "HITLRequest",
     "HITLResponse",
     "HumanInTheLoopMiddleware",
     "InterruptOnConfig",
+    "RejectDecision",
+    "RespondDecision",
     "ReviewConfig",
     "ToolApprovalRequest",
 ]
@@ -58,6 +61,72 @@ class Action(TypedDict):
 
     name: str
     args: dict[str, Any]
+
+
+class ApproveDecision(TypedDict):
+    """Run the call as the model wrote it."""
+
+    type: Literal["approve"]
+
+
+class RejectDecision(TypedDict):
+    """Do not run the call; ``message`` (optional) tells the model why."""
+
+    type: Literal["reject"]
+    message: NotRequired[str]
+
+
+class RespondDecision(TypedDict):
+    """Do not run the call; ``message`` is the tool's result the model gets."""
+
+    type: Literal["respond"]
+    message: str
+
+
+def _edit_args(tool: Any) -> Any:
+    """What an edit's ``args`` must be: a LangChain tool's pydantic call schema (what the
+    model sees: the tool validates the edit itself when it runs, so the answer is
+    passed on as sent), else any object, shown with the tool's JSON Schema."""
+    from pydantic import BaseModel, WithJsonSchema
+
+    schema = getattr(tool, "tool_call_schema", None)
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        return schema
+    shown = getattr(tool, "parameters", None) if tool is not None else None
+    return Annotated[dict[str, Any], WithJsonSchema(shown or {"type": "object"})]
+
+
+def _as_sent(answer: Any, check: Callable[[Any], Any]) -> Any:
+    """``answer`` checked, then passed on as it was sent (not as parsed)."""
+    check(answer)
+    return answer
+
+
+def _decision_schema(allowed: Sequence[str], name: str, tool: Any = None) -> Any:
+    """A ``per_call`` interrupt's ``response_schema``: the decisions ``allowed`` for
+    calls of ``name``, told apart by ``type`` (so a bad answer gets one error, about the
+    branch it names); an edit names this tool and its args follow the tool's schema.
+    One allowed decision is that decision's plain object."""
+    from typing import Union
+
+    from pydantic import Discriminator, WrapValidator, create_model
+
+    by_type: dict[str, Any] = {
+        "approve": ApproveDecision,
+        "reject": RejectDecision,
+        "respond": RespondDecision,
+    }
+    if "edit" in allowed:
+        # Types made at run time: ``Any`` to the type checker.
+        pinned: Any = Literal[name]  # type: ignore[valid-type]
+        edit_type: Any = Literal["edit"]
+        action = create_model("EditedAction", name=(pinned, ...), args=(_edit_args(tool), ...))
+        edit = create_model("EditDecision", type=(edit_type, ...), edited_action=(action, ...))
+        by_type["edit"] = Annotated[edit, WrapValidator(_as_sent)]
+    members = tuple(by_type[d] for d in dict.fromkeys(allowed))
+    if len(members) == 1:
+        return members[0]
+    return Annotated[Union[members], Discriminator("type")]  # noqa: UP007
 
 
 class _HumanInTheLoopState(AgentState[ResponseT]):
@@ -150,9 +219,12 @@ class HumanInTheLoopMiddleware(AgentMiddleware):
             above. ``"per_call"`` (LangChain 1.4): one interrupt per gated call, whose
             value is a :class:`ToolApprovalRequest`, answered with a single decision
             (``Command(resume={"type": "approve"})``, or keyed by the interrupt's id).
-            ironloop asks about the calls one at a time, in call order, before any of
-            them runs: the next call's interrupt appears once the previous one is
-            answered (LangChain raises them all at once, as each call starts).
+            Its ``response_schema`` lists the decisions allowed for that tool (an
+            edit's args follow the tool's own schema): an answer that does not fit
+            raises pydantic's ``ValidationError`` and is not saved. ironloop asks
+            about the calls one at a time, in call order, before any of them runs:
+            the next call's interrupt appears once the previous one is answered
+            (LangChain raises them all at once, as each call starts).
 
     Example:
         >>> hitl = HumanInTheLoopMiddleware(
@@ -250,7 +322,17 @@ class HumanInTheLoopMiddleware(AgentMiddleware):
         return bool(when(request))
 
     def _ask_one(self, call: dict[str, Any], state: Any, runtime: Any) -> dict[str, Any]:
-        """``per_call``: the reviewer's decision about one call (its own interrupt)."""
+        """``per_call``: the reviewer's decision about one call (its own interrupt, whose
+        ``response_schema`` is the decisions allowed for it: an answer that does not fit
+        raises pydantic's ``ValidationError`` and is not saved, so it can be answered
+        again)."""
+        if call.get("id") is None:
+            raise ValueError(
+                f"Tool call `{call['name']}` has no ID, so its result can't be matched to it. "
+                "Make sure the chat model returns tool call IDs."
+            )
+        from ironloop._create_agent import hook_tools
+
         cfg = self.interrupt_on[call["name"]]
         value: ToolApprovalRequest = {
             "type": "tool_approval",
@@ -259,21 +341,10 @@ class HumanInTheLoopMiddleware(AgentMiddleware):
             "args": call["args"],
             "description": self._describe(call, cfg, state, runtime),
         }
-        decision = interrupt(value)
-        if not isinstance(decision, dict) or "type" not in decision:
-            raise ValueError(
-                "resume a per_call HumanInTheLoopMiddleware interrupt with one decision, "
-                "e.g. Command(resume={'type': 'approve'}) (or keyed by the interrupt's "
-                f"id); got {decision!r}"
-            )
-        if decision["type"] == "edit":
-            edited = decision.get("edited_action")
-            if isinstance(edited, dict) and edited.get("name", call["name"]) != call["name"]:
-                raise ValueError(
-                    f"a per_call edit cannot switch tools: the call is {call['name']!r}, "
-                    f"the edit names {edited.get('name')!r}"
-                )
-        return decision
+        schema = _decision_schema(
+            cfg["allowed_decisions"], call["name"], hook_tools().get(call["name"])
+        )
+        return interrupt(value, response_schema=schema)  # type: ignore[no-any-return]
 
     def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         messages = state["messages"]

@@ -14,6 +14,7 @@ from typing_extensions import NotRequired
 
 from ironloop.messages import HumanMessage
 from ironloop.middleware.types import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from ironloop.models import init_model
 
 __all__ = ["ModelChoice", "ModelRouterMiddleware"]
 
@@ -89,8 +90,6 @@ class ModelRouterMiddleware(AgentMiddleware):
     def __init__(
         self, *, choices: Mapping[str, ModelChoice], instructions: Any, classifier: Any
     ) -> None:
-        from ironloop.models import init_model
-
         self.config = _config_model().model_validate(
             {"choices": dict(choices), "instructions": instructions}
         )

@@ -4,15 +4,19 @@ summary before the model call, in the checkpointed state itself."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import json
+import math
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from ironloop.graph import REMOVE_ALL_MESSAGES
 from ironloop.messages import HumanMessage, RemoveMessage
+from ironloop.middleware._model_type import model_type
 from ironloop.middleware.types import AgentMiddleware, run_sync
+from ironloop.models import init_model
 
 __all__ = ["SummarizationMiddleware", "count_tokens_approximately"]
 
@@ -36,15 +40,54 @@ SUMMARY_PREFIX = "Here is a summary of the conversation to date:\n\n"
 ContextSize = tuple[Literal["messages", "tokens"], int] | tuple[Literal["fraction"], float]
 
 
-def count_tokens_approximately(messages: Sequence[Any]) -> int:
-    """About four characters a token, plus a few tokens a message (LangChain's
-    estimate): enough to decide when to compact."""
+def count_tokens_approximately(
+    messages: Sequence[Any],
+    *,
+    chars_per_token: float = 4.0,
+    use_usage_metadata_scaling: bool = False,
+) -> int:
+    """About ``chars_per_token`` characters a token, plus a few tokens a message
+    (LangChain's estimate): enough to decide when to compact.
+
+    ``use_usage_metadata_scaling``: calibrate the estimate with what the provider
+    reported. When every AI message names the same ``model_provider`` (in its
+    ``response_metadata``), the count is scaled by the last reported
+    ``usage_metadata["total_tokens"]`` over the estimate up to that message, by a
+    factor kept between 1 and 1.25 (as langchain-core's counter)."""
     total = 0
+    providers: set[Any] = set()
+    reported: tuple[int, int] | None = None  # (reported total, estimate up to it)
     for m in messages:
-        total += 3 + len(m.text) // 4
+        total += 3 + math.ceil(len(m.text) / chars_per_token)
         for c in getattr(m, "tool_calls", None) or ():
-            total += len(json.dumps(c.get("args", {}), default=str)) // 4 + len(c["name"]) // 4
+            size = len(json.dumps(c.get("args", {}), default=str)) + len(c["name"])
+            total += math.ceil(size / chars_per_token)
+        if use_usage_metadata_scaling and m.type == "ai":
+            providers.add((getattr(m, "response_metadata", None) or {}).get("model_provider"))
+            usage = getattr(m, "usage_metadata", None) or {}
+            if isinstance(usage.get("total_tokens"), int):
+                reported = (usage["total_tokens"], total)
+    if len(messages) > 1 and reported and reported[1] > 0 and len(providers) == 1:
+        if None not in providers:
+            total = math.ceil(total * min(1.25, max(1.0, reported[0] / reported[1])))
     return total
+
+
+#: Characters a token for Claude models (LangChain's figure, measured against
+#: Anthropic's token-counting API): their tokens are shorter than OpenAI's.
+_ANTHROPIC_CHARS_PER_TOKEN = 3.3
+
+
+def _default_counter(model: Any) -> Callable[..., int]:
+    """The approximate counter tuned to ``model``'s provider and calibrated by the
+    provider's reported usage, as LangChain's."""
+    if (model_type(model) or "").startswith("anthropic-chat"):
+        return functools.partial(
+            count_tokens_approximately,
+            use_usage_metadata_scaling=True,
+            chars_per_token=_ANTHROPIC_CHARS_PER_TOKEN,
+        )
+    return functools.partial(count_tokens_approximately, use_usage_metadata_scaling=True)
 
 
 #: ``{"tokens": N, "messages": M}``: every threshold met (AND); a list of triggers is
@@ -73,7 +116,8 @@ def _size(value: Any, what: str) -> ContextSize:
 
 
 def _clause(value: Any) -> TriggerClause:
-    """One trigger (a ``(kind, n)`` tuple or a ``{kind: n}`` dict) as a clause."""
+    """One trigger (a ``(kind, n)`` tuple or a ``{kind: n}`` dict) as a clause (a copy),
+    checked with LangChain's messages."""
     if isinstance(value, tuple):
         kind, n = _size(value, "trigger")
         return {kind: n}
@@ -86,10 +130,22 @@ def _clause(value: Any) -> TriggerClause:
     for kind, n in value.items():
         if kind not in _METRICS:
             raise ValueError(f"Unsupported trigger metric: {kind!r}")
-        if kind != "fraction" and (isinstance(n, bool) or not isinstance(n, int)):
+        if isinstance(n, bool):  # an int, but never a threshold
+            raise ValueError(f"{kind} trigger value must be numeric, got {n!r}")
+        if kind == "fraction" and not isinstance(n, (int, float)):
+            raise ValueError(f"Fraction trigger values must be numeric, got {n!r}")
+        if kind != "fraction" and not isinstance(n, int):
             raise ValueError(f"{kind} trigger values must be integers, got {n!r}")
         _size((kind, n), "trigger")
     return dict(value)
+
+
+def _copied(trigger: Any) -> Any:
+    """``trigger`` as given, its lists and dicts copied: the caller changing them later
+    does not change the middleware."""
+    if isinstance(trigger, list):
+        return [_copied(t) for t in trigger]
+    return dict(trigger) if isinstance(trigger, dict) else trigger
 
 
 def _clauses(trigger: Any) -> list[TriggerClause]:
@@ -162,28 +218,22 @@ class SummarizationMiddleware(AgentMiddleware):
             )
             if keep == ("messages", 20):
                 keep = ("messages", deprecated["messages_to_keep"])
-        from ironloop.models import init_model
-
         self.model = init_model(model) if isinstance(model, str) else model
         # trigger=None never summarizes (LangChain's default); a dict is one clause of
         # thresholds all met, a list any one of its items.
-        self.trigger = trigger
-        self._clauses = _clauses(trigger)
+        self.trigger = _copied(trigger)
+        self._clauses = _clauses(self.trigger)
         self.keep = _size(keep, "keep")
-        # ("fraction", f) is a share of the model's input window, as in LangChain: read
-        # once from its profile (a model without one is refused here, not mid-run).
-        limit = _max_input_tokens(self.model)
+        # ("fraction", f) is a share of the model's input window, as in LangChain, read
+        # from its profile at each check (``_get_profile_limits``); a model without one
+        # is refused here, not mid-run.
         fractions = any("fraction" in c for c in self._clauses) or self.keep[0] == "fraction"
-        if limit is None and fractions:
+        if fractions and self._get_profile_limits() is None:
             raise ValueError(
                 "Model profile information is required to use fractional token limits, and "
                 "is unavailable for the specified model: give it profile={'max_input_tokens': "
                 "N}, or use ('tokens', N) instead"
             )
-        self._trigger = [
-            {k: self._absolute((k, n), limit)[1] for k, n in c.items()} for c in self._clauses
-        ]
-        self._keep = self._absolute(self.keep, limit)
         if summarizer is None and "{messages}" not in summary_prompt:
             raise ValueError("summary_prompt must contain '{messages}'")
         # Who writes the summary: a model (the prompt's answer) or a function / runnable
@@ -191,40 +241,63 @@ class SummarizationMiddleware(AgentMiddleware):
         if isinstance(summarizer, str):
             summarizer = init_model(summarizer)
         self.summarizer = summarizer
+        # Whether to summarize is judged on the whole conversation, calibrated by the
+        # reported usage; where to cut and what to trim on parts of it, where that
+        # usage (of the whole) does not apply.
+        self._partial_token_counter: Callable[..., int] = token_counter
+        if token_counter is count_tokens_approximately:
+            token_counter = _default_counter(self.model)
+            self._partial_token_counter = functools.partial(
+                token_counter, use_usage_metadata_scaling=False
+            )
         self.token_counter = token_counter
         self.summary_prompt = summary_prompt
         self.trim_tokens_to_summarize = trim_tokens_to_summarize
 
+    def _get_profile_limits(self) -> int | None:
+        """The model's input window in tokens (its profile's ``max_input_tokens``), or
+        ``None`` when it has no profile: what a ``("fraction", f)`` is a share of."""
+        return _max_input_tokens(self.model)
+
     @staticmethod
     def _absolute(size: ContextSize | tuple[str, float], limit: int | None) -> tuple[str, int]:
-        """``size`` in messages or tokens (a fraction of ``limit`` as tokens)."""
+        """``size`` in messages or tokens (a fraction of ``limit`` as tokens; of no
+        window, no size: ``("tokens", -1)``)."""
         kind, n = size
         if kind == "fraction":
-            assert limit is not None
-            return "tokens", max(int(limit * n), 1)
+            return "tokens", -1 if limit is None else max(int(limit * n), 1)
         return kind, int(n)
 
     def _triggered(self, messages: Sequence[Any]) -> bool:
         tokens: list[int] = []
+        limit: list[int | None] = []
 
         def met(kind: str, n: float) -> bool:
             if kind == "messages":
                 return len(messages) >= n
+            if kind == "fraction":
+                if not limit:
+                    limit.append(self._get_profile_limits())
+                kind, n = self._absolute((kind, n), limit[0])
+                if n < 0:  # no window known now: this clause cannot be met
+                    return False
             if not tokens:
                 tokens.append(self.token_counter(messages))
             return tokens[0] >= n
 
-        return any(all(met(k, n) for k, n in clause.items()) for clause in self._trigger)
+        return any(all(met(k, n) for k, n in clause.items()) for clause in self._clauses)
 
     def _cutoff(self, messages: Sequence[Any]) -> int:
         """Where the kept messages start: ``keep`` from the end, moved earlier past
         ToolMessages so an AI message stays with its tool results."""
-        kind, n = self._keep
+        kind, n = self._absolute(self.keep, self._get_profile_limits())
+        if n < 0:
+            return 0  # no window known now: nothing is summarized
         if kind == "messages":
             cut = max(len(messages) - n, 0)
         else:
             cut = len(messages)
-            while cut > 0 and self.token_counter(messages[cut - 1 :]) <= n:
+            while cut > 0 and self._partial_token_counter(messages[cut - 1 :]) <= n:
                 cut -= 1
         while 0 < cut < len(messages) and messages[cut].type == "tool":
             cut -= 1
@@ -241,7 +314,7 @@ class SummarizationMiddleware(AgentMiddleware):
 
     def _trimmed(self, old: list[Any]) -> list[Any]:
         if self.trim_tokens_to_summarize is not None:
-            while len(old) > 1 and self.token_counter(old) > self.trim_tokens_to_summarize:
+            while len(old) > 1 and self._partial_token_counter(old) > self.trim_tokens_to_summarize:
                 old = old[1:]  # the newest of the old messages matter most
         return old
 
@@ -265,8 +338,6 @@ class SummarizationMiddleware(AgentMiddleware):
         """Who writes the summary of ``old`` and what it is given: the summary model
         (``summarizer`` when it is a chat model, else ``model``) the prompt, or a
         ``summarizer`` function / runnable the messages themselves."""
-        from ironloop.models import init_model
-
         old = self._trimmed(old)
         s = self.summarizer
         if s is None or _is_chat_model(s):

@@ -11,6 +11,7 @@ from typing import Any
 from ironloop.messages import HumanMessage, ToolMessage
 from ironloop.middleware.internal_call_transformer import internal_call_config
 from ironloop.middleware.types import AgentMiddleware, ToolCallRequest
+from ironloop.models import init_model
 
 __all__ = ["LLMToolEmulator"]
 
@@ -36,8 +37,6 @@ class LLMToolEmulator(AgentMiddleware):
         super().__init__()
         self.emulate_all = tools is None
         self.tools_to_emulate: set[str] = {t if isinstance(t, str) else t.name for t in tools or ()}
-        from ironloop.models import init_model
-
         if model is None:
             warnings.warn(
                 f"LLMToolEmulator's default model ({_DEFAULT_EMULATOR_MODEL!r}) is "

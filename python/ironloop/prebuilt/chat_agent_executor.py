@@ -28,4 +28,10 @@ def __getattr__(name: str) -> Any:
         from ironloop.prebuilt import _pydantic
 
         return getattr(_pydantic, name)
+    if name == "_should_bind_tools":
+        # LangGraph's private helper, which langgraph-supervisor imports to learn whether
+        # a LangChain model still needs its tools bound (langchain-core needed).
+        from ironloop._langchain import should_bind_tools
+
+        return should_bind_tools
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -143,12 +143,14 @@ def create_app(project: Project, options: ServeOptions | None = None) -> Starlet
             await asyncio.gather(*background, return_exceptions=True)
             records.close()
 
+    # Starlette tries routes in order, a regex each: the ones every run takes first
+    # (no path of one module matches another's, so the order changes nothing else).
     routes: list[BaseRoute] = [
+        *run_routes.routes,
+        *thread_routes.routes,
         Route("/ok", ok, methods=["GET"]),
         Route("/info", info, methods=["GET"]),
         *assistant_routes.routes,
-        *thread_routes.routes,
-        *run_routes.routes,
         *store_routes.routes,
         *crons.routes,
         *ui.routes(),

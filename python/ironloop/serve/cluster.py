@@ -26,7 +26,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from .errors import ApiError
-from .execution import ActiveRun, Runner, RunSpec
+from .execution import ActiveRun, Runner, RunSpec, has_saved_step
 from .pg import PgRecords
 
 log = logging.getLogger("ironloop.serve")
@@ -109,9 +109,23 @@ class Cluster:
         record = self.runner.new_record(thread_id, spec, run_id)
         self.records.enqueue_run(record)
         self.runner.mark_busy(thread_id, spec)
+        if spec.multitask_strategy in ("interrupt", "rollback"):
+            self._steer_earlier(thread_id, record["created_at"], spec.multitask_strategy)
         self._notify("q")
         record.pop("kwargs_json")
         return record
+
+    def _steer_earlier(self, thread_id: str, created_at: str, action: str) -> None:
+        """The thread's earlier runs give way to an interrupting / rolling back one:
+        one no server has claimed yet never runs; one running is told so by its
+        holder (``s``), whose engine the new run's lease then steers."""
+        for earlier in self.records.runs_before(thread_id, created_at):
+            if earlier["owner"] is None and self.records.cancel_queued(earlier["run_id"]):
+                if action == "rollback":
+                    self.records.delete_run(earlier["run_id"])
+                self._notify(f"d {earlier['run_id']}")
+            else:
+                self._notify(f"s {earlier['run_id']} {action}")
 
     async def _claim_loop(self) -> None:
         poll = max(0.2, self.records.lease / 3)
@@ -134,10 +148,11 @@ class Cluster:
     async def _take(self, record: dict[str, Any]) -> None:
         """Starts a claimed run: from its input, or (if it had started elsewhere and
         that server saved its input) from its last saved step."""
-        from .run_routes import parse_spec
+        from .run_routes import drop_when_done, parse_spec
 
         body = dict(record["kwargs"])
-        body["multitask_strategy"] = "enqueue"
+        if record["multitask_strategy"] not in ("interrupt", "rollback"):
+            body["multitask_strategy"] = "enqueue"
         try:
             spec = parse_spec(self.app.state.assistants, body)
         except ApiError as e:
@@ -146,14 +161,16 @@ class Cluster:
             self._notify(f"d {record['run_id']}")
             return
         if record["status"] == "running":
-            config = {"configurable": {"thread_id": record["thread_id"]}}
-            snap = await asyncio.to_thread(spec.graph.default.get_state, config)
-            if (snap.metadata or {}).get("run_id") == record["run_id"]:
+            if await asyncio.to_thread(
+                has_saved_step, spec.graph, record["thread_id"], record["run_id"]
+            ):
                 spec.input, spec.command = None, None
             log.info("run %s taken over from a server that stopped", record["run_id"])
-        self.runner.start(
+        run = self.runner.start(
             record["thread_id"], spec, record["run_id"], created_at=record["created_at"]
         )
+        if record["kwargs"].get("on_completion") == "delete":
+            drop_when_done(self.app, run)  # a stateless run's thread
 
     async def _renew_loop(self) -> None:
         while True:
@@ -198,6 +215,11 @@ class Cluster:
             active = self.runner.active.get(run_id)
             if active is not None:
                 asyncio.get_running_loop().create_task(self.runner.cancel(active, action))
+        elif kind == "s":
+            run_id, _, action = rest.partition(" ")
+            active = self.runner.active.get(run_id)
+            if active is not None:
+                self.runner.steered(active, action)
         elif kind in ("e", "E"):
             head, _, data = rest.partition("\n")
             run_id, seq, event = [*head.split(" "), "", ""][:3]

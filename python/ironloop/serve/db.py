@@ -4,9 +4,11 @@ under a lock: every call returns in well under a millisecond."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import threading
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -64,7 +66,7 @@ class Records:
     def __init__(self, path: str | Path) -> None:
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         self._db.row_factory = sqlite3.Row
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         with self._lock:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
@@ -73,6 +75,19 @@ class Records:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """The statements made inside, by this thread, committed together (one commit
+        where there would be several: a run's start, a run's end)."""
+        with self._lock:
+            self._db.execute("BEGIN")
+            try:
+                yield
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
 
     def _exec(self, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
         """The rows of one statement (``?`` placeholders), each read by column name."""
@@ -211,8 +226,9 @@ class Records:
             self.run_values(run),
         )
 
-    def set_run_status(self, run_id: str, status: str) -> str:
-        t = now()
+    def set_run_status(self, run_id: str, status: str, at: str | None = None) -> str:
+        """Sets the run's status, changed ``at`` (default: now); returns that time."""
+        t = at or now()
         self._exec(
             "UPDATE runs SET status = ?, updated_at = ? WHERE run_id = ?", (status, t, run_id)
         )
@@ -246,7 +262,9 @@ class Records:
         )
 
     def unfinished_runs(self) -> list[dict[str, Any]]:
-        rows = self._exec("SELECT * FROM runs WHERE status IN ('pending', 'running')")
+        rows = self._exec(
+            "SELECT * FROM runs WHERE status IN ('pending', 'running') ORDER BY created_at"
+        )
         return [self._run(r) for r in rows]
 
     def delete_run(self, run_id: str) -> bool:

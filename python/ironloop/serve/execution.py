@@ -76,6 +76,11 @@ class ActiveRun:
     listeners: list[asyncio.Queue[tuple[str, str, str] | None]] = field(default_factory=list)
     kept: list[tuple[str, str, str]] = field(default_factory=list)
     done: asyncio.Event = field(default_factory=asyncio.Event)
+    #: Set once the engine streams its first item (it holds the thread's turn) or it
+    #: has ended: a later run may then steer it.
+    began: asyncio.Event = field(default_factory=asyncio.Event)
+    #: Set when a later run interrupts or rolls this one back.
+    steered: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None
     seq: int = 0
     #: Set when a later run steers this one (``"interrupted"``) or a client cancels it.
@@ -86,6 +91,12 @@ class ActiveRun:
     forward: Callable[[ActiveRun, tuple[str, str, str]], None] | None = None
     #: When it started running (for its webhook).
     started_at: str | None = None
+    #: Its place among the runs this process started (a thread's runs settle in order).
+    order: int = 0
+    #: The root graph's last ``values`` item, when the run streams them.
+    last_values: Any = None
+    #: Set when the engine's stream ended without an error or a stop.
+    completed: bool = False
 
     @property
     def run_id(self) -> str:
@@ -111,6 +122,7 @@ class ActiveRun:
     def close(self) -> None:
         for q in self.listeners:
             q.put_nowait(None)
+        self.began.set()
         self.done.set()
 
     def events(self, after: str | None = None) -> AsyncIterator[tuple[str, str, str]]:
@@ -140,6 +152,14 @@ async def _replay(items: list[tuple[str, str, str]]) -> AsyncIterator[tuple[str,
         yield item
 
 
+def has_saved_step(graph: ServedGraph, thread_id: str, run_id: str) -> bool:
+    """Whether the run saved a step of its thread before its server stopped (the
+    thread's latest checkpoint is its own): it then continues from there, input
+    ``None``, rather than from its input again."""
+    snap = graph.default.get_state({"configurable": {"thread_id": thread_id}})
+    return bool((snap.metadata or {}).get("run_id") == run_id)
+
+
 class Runner:
     """Starts, tracks, cancels and reports runs of this process."""
 
@@ -152,6 +172,9 @@ class Runner:
         #: Called once a run has ended or stopped (``cluster`` tells other servers).
         self.on_end: Callable[[ActiveRun], None] | None = None
         self._webhooks: set[asyncio.Task[None]] = set()
+        self._started = 0
+        #: Per thread with runs still active: the latest of its runs that has ended.
+        self._ended: dict[str, int] = {}
 
     def room(self) -> int:
         """How many more runs this process can take now."""
@@ -187,17 +210,53 @@ class Runner:
         busy = self.on_thread(thread_id)
         record = self.new_record(thread_id, spec, run_id, created_at)
         if created_at is None:
-            self.records.put_run(record)
+            if len(self.active) < self.max_running and not busy:
+                # A slot is free (every run waiting for one is active): it runs at once,
+                # so it is recorded running now rather than by a second commit.
+                record["status"] = "running"
+            with self.records.transaction():
+                self.records.put_run(record)
+                self.mark_busy(thread_id, spec)
+        else:
+            self.mark_busy(thread_id, spec)
         del record["kwargs_json"]
-        run = ActiveRun(record, spec)
+        self._started += 1
+        run = ActiveRun(record, spec, order=self._started)
         if spec.multitask_strategy in ("interrupt", "rollback"):
             for other in busy:
-                other.outcome = "interrupted"
-                other.rollback = spec.multitask_strategy == "rollback"
+                self.steered(other, spec.multitask_strategy)
         self.active[run_id] = run
-        self.mark_busy(thread_id, spec)
-        run.task = asyncio.get_running_loop().create_task(self._run(run))
+        run.task = asyncio.get_running_loop().create_task(self._run(run, busy))
         return run
+
+    @staticmethod
+    def steered(run: ActiveRun, action: str) -> None:
+        """A later run interrupts or rolls ``run`` back (the engine stops it; this
+        names its outcome, and keeps it from starting if it has not)."""
+        run.outcome = "interrupted"
+        run.rollback = action == "rollback"
+        run.steered.set()
+
+    @staticmethod
+    async def _after(run: ActiveRun, earlier: list[ActiveRun]) -> None:
+        """Waits until the engine sees ``earlier`` runs of the thread first: the engine
+        orders a thread's runs as they reach it, and this process's runs reach it
+        from tasks that need not run in the order they were started. A queued run
+        waits for them to end; one that steers or rolls them back, for them to hold
+        the thread's turn (their first streamed item)."""
+        steers = run.spec.multitask_strategy in ("interrupt", "rollback")
+        for other in earlier:
+            event = other.began if steers else other.done
+            if event.is_set():
+                continue
+            waits = [asyncio.ensure_future(event.wait()), asyncio.ensure_future(run.steered.wait())]
+            try:
+                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for w in waits:
+                    w.cancel()
+            if run.steered.is_set():
+                return  # steered before it reached the engine: it does not run
 
     def mark_busy(self, thread_id: str, spec: RunSpec) -> None:
         """The thread is busy (and names its graph, if the run's request said so)."""
@@ -211,34 +270,39 @@ class Runner:
         run.record["status"] = status
         run.record["updated_at"] = self.records.set_run_status(run.run_id, status)
 
-    async def _run(self, run: ActiveRun) -> None:
+    async def _run(self, run: ActiveRun, earlier: list[ActiveRun]) -> None:
+        #: The run's final status, written with the thread's once it has ended (a
+        #: server that stops leaves its runs as they were, pending or running from
+        #: their last saved step, for the next server to resume: ``None``).
+        status: str | None = None
         try:
+            if earlier:
+                await self._after(run, earlier)
+                if run.steered.is_set():
+                    raise asyncio.CancelledError  # a later run took its place: not run
             async with self._slots:
-                self._set_status(run, "running")
+                if run.record["status"] != "running":
+                    self._set_status(run, "running")
                 run.started_at = run.record["updated_at"]
                 run.publish("metadata", {"run_id": run.run_id, "attempt": 1})
                 await self._drive(run)
-            self._set_status(run, run.outcome or "success")
+            status = run.outcome or "success"
         except asyncio.CancelledError:
-            # A server that stops leaves its runs as they were (pending, or running from
-            # their last saved step), for the next server to resume.
             if not self.stopping:
-                self._set_status(run, "interrupted")
+                status = "interrupted"
         except RunRolledBackError:
             run.rollback = True
         except Exception as e:  # the graph's own failure: data for the client
             log.warning("run %s failed", run.run_id, exc_info=e)
             run.error = {"error": type(e).__name__, "message": str(e)}
             run.publish("error", run.error)
-            self._set_status(run, "error")
+            status = "error"
         finally:
-            if run.rollback:
-                self.records.delete_run(run.run_id)
             values: Any = None
             try:
-                values = await self._settle_thread(run)
+                values = await self._finish(run, status)
             except Exception as e:
-                log.error("run %s: reading the thread's state failed", run.run_id, exc_info=e)
+                log.error("run %s: recording its end failed", run.run_id, exc_info=e)
             finally:
                 if run.spec.webhook is not None and not (
                     self.stopping and run.record["status"] == "running"
@@ -249,6 +313,27 @@ class Runner:
                 run.close()
                 if self.on_end is not None:
                     self.on_end(run)
+
+    async def _finish(self, run: ActiveRun, status: str | None) -> Any:
+        """Records the run's end: its status (or, rolled back, its removal) and its
+        thread's state, in one commit, made before anyone learns the run has ended
+        (a crash after it loses nothing; one before it resumes the run, which then
+        has no step left). Returns the thread's values."""
+        if status is not None:
+            run.record["status"] = status
+            run.record["updated_at"] = now()
+        settled: tuple[Any, dict[str, Any] | None] = (None, None)
+        try:
+            settled = await self._settle_thread(run)
+        finally:
+            with self.records.transaction():
+                if run.rollback:
+                    self.records.delete_run(run.run_id)
+                elif status is not None:
+                    self.records.set_run_status(run.run_id, status, run.record["updated_at"])
+                if settled[1] is not None:
+                    self.records.update_thread(run.thread_id, **settled[1])
+        return settled[0]
 
     async def _drive(self, run: ActiveRun) -> None:
         spec = run.spec
@@ -297,11 +382,14 @@ class Runner:
             events = EventsView(run.run_id, spec.graph.name, config["metadata"])
             run.publish("events", events.start(payload))
         async for item in graph.astream(payload, config, **kwargs):
+            run.began.set()
             if spec.subgraphs:
                 ns, mode, chunk = item
             else:
                 ns, (mode, chunk) = (), item
             suffix = "|" + "|".join(ns) if ns else ""
+            if mode == "values" and not ns:
+                run.last_values = chunk
             if events is not None:
                 for event in events.on(mode, chunk, ns):
                     run.publish("events" + suffix, event)
@@ -317,6 +405,7 @@ class Runner:
             run.publish(mode + suffix, chunk)
         if events is not None:
             run.publish("events", events.end())
+        run.completed = True
 
     @staticmethod
     def _legacy_message(
@@ -351,34 +440,66 @@ class Runner:
         self._webhooks.add(task)
         task.add_done_callback(self._webhooks.discard)
 
-    async def _settle_thread(self, run: ActiveRun) -> Any:
-        """The thread's status and values once its run ends; returns the values."""
-        if any(other is not run for other in self.on_thread(run.thread_id)):
-            if run.spec.webhook is None:
-                return None  # the thread's next run settles it
-            snap = await asyncio.to_thread(
-                run.spec.graph.default.get_state, {"configurable": {"thread_id": run.thread_id}}
-            )
-            return to_jsonable(snap.values)
+    async def _settle_thread(self, run: ActiveRun) -> tuple[Any, dict[str, Any] | None]:
+        """The thread's values once its run ends, and the columns of its record to set
+        (``None``: another run settles it).
+
+        A run queued behind this one settles the thread when it ends, so this one
+        leaves it be. One started before it does not count: a run steered by this one
+        can still be winding up (its stream's last step) after this one has ended, and
+        a ``join`` on this run must find the thread settled by then; that earlier run
+        then leaves the thread be."""
+        tid = run.thread_id
+        on_thread = self.on_thread(tid)
+        superseded = self._ended.get(tid, -1) > run.order or on_thread[-1] is not run
+        if len(on_thread) > 1:
+            self._ended[tid] = max(run.order, self._ended.get(tid, -1))
+        else:
+            self._ended.pop(tid, None)
+        if superseded and run.spec.webhook is None:
+            return None, None
+        if self._ended_as_streamed(run):
+            values = to_jsonable(run.last_values)
+            fields = None if superseded else {"status": "idle", "values": values,
+                                              "interrupts": {}, "error": None}  # fmt: skip
+            return values, fields
         snap = await asyncio.to_thread(
-            run.spec.graph.default.get_state, {"configurable": {"thread_id": run.thread_id}}
+            run.spec.graph.default.get_state, {"configurable": {"thread_id": tid}}
         )
+        if superseded:
+            return to_jsonable(snap.values), None
         state = snapshot_json(snap)
-        interrupts = thread_interrupts(state)
         if run.error is not None:
             status = "error"
         elif state["next"]:
             status = "interrupted"
         else:
             status = "idle"
-        self.records.update_thread(
-            run.thread_id,
-            status=status,
-            values=state["values"] if state["checkpoint"] else None,
-            interrupts=interrupts,
-            error=run.error,
+        fields = {
+            "status": status,
+            "values": state["values"] if state["checkpoint"] else None,
+            "interrupts": thread_interrupts(state),
+            "error": run.error,
+        }
+        return state["values"], fields
+
+    @staticmethod
+    def _ended_as_streamed(run: ActiveRun) -> bool:
+        """Whether the run's last streamed ``values`` (the state's channels, an output
+        schema or not) are its thread's state: it ran to its end (no error, stop,
+        breakpoint or ``interrupt()``: nothing left to run). The thread is then settled
+        without reading its state back (a ``get_state`` and its conversion a run)."""
+        spec = run.spec
+        return (
+            run.completed
+            and run.error is None
+            and run.outcome is None
+            and not run.rollback
+            and not spec.interrupt_before
+            and not spec.interrupt_after
+            and isinstance(run.last_values, dict)
+            and "__interrupt__" not in run.last_values
         )
-        return state["values"]
 
     async def cancel(self, run: ActiveRun, action: str) -> None:
         run.outcome = "interrupted"

@@ -8,8 +8,10 @@ renewing, and another one claims its runs once the lease has run out."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 from .db import _SCHEMA, Records, now
@@ -60,13 +62,18 @@ class PgRecords(Records):
             raise ConnectionError(
                 f"cannot connect to PostgreSQL for the server's records ({e}): check --postgres"
             ) from None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         with self._lock, self._db.transaction():
             # Servers starting together: one creates the tables, the others wait.
             self._db.execute("SELECT pg_advisory_xact_lock(hashtext('ironloop serve setup'))")
             self._db.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
             self._db.execute(_SCHEMA)
             self._db.execute(_QUEUE_SCHEMA)
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        with self._lock, self._db.transaction():
+            yield
 
     def _exec(self, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
         with self._lock:
@@ -105,13 +112,16 @@ class PgRecords(Records):
     def claim_runs(self, limit: int) -> list[dict[str, Any]]:
         """Up to ``limit`` runs for this server, oldest first: pending ones nobody holds,
         and unfinished ones whose holder's lease ran out (it died). Only a thread's
-        oldest unfinished run is taken, so a thread's runs go in order."""
+        oldest unfinished run is taken, so a thread's runs go in order — but for one
+        that interrupts or rolls back the run before it: it is taken at once, and the
+        engine's run lease steers that run wherever it runs."""
         rows = self._exec(
             f"UPDATE runs r SET owner = ?, lease_until = {self._lease_sql()} FROM ("
             f" SELECT c.run_id FROM runs c WHERE c.status IN {_UNFINISHED}"
             "  AND (c.owner IS NULL OR c.lease_until < now())"
-            "  AND NOT EXISTS (SELECT 1 FROM runs o WHERE o.thread_id = c.thread_id"
-            f"   AND o.status IN {_UNFINISHED} AND o.created_at < c.created_at)"
+            "  AND (c.multitask_strategy IN ('interrupt', 'rollback')"
+            "   OR NOT EXISTS (SELECT 1 FROM runs o WHERE o.thread_id = c.thread_id"
+            f"   AND o.status IN {_UNFINISHED} AND o.created_at < c.created_at))"
             "  ORDER BY c.created_at LIMIT ? FOR UPDATE SKIP LOCKED) AS claimed"
             " WHERE r.run_id = claimed.run_id RETURNING r.*",
             (self.worker, limit),
@@ -131,6 +141,15 @@ class PgRecords(Records):
             "UPDATE runs SET lease_until = now() - interval '1 second' WHERE owner = ?"
             f" AND status IN {_UNFINISHED}",
             (self.worker,),
+        )
+
+    def runs_before(self, thread_id: str, created_at: str) -> list[dict[str, Any]]:
+        """The thread's unfinished runs made before ``created_at``: ``run_id``,
+        ``owner`` (``None``: nobody has claimed it)."""
+        return self._exec(
+            "SELECT run_id, owner FROM runs WHERE thread_id = ? AND created_at < ?"
+            f" AND status IN {_UNFINISHED}",
+            (thread_id, created_at),
         )
 
     def cancel_queued(self, run_id: str) -> bool:

@@ -19,7 +19,7 @@ from .assistants import Assistants
 from .auth import authorize, matches
 from .bodies import choice, field, json_body, json_list, query_int, str_list, uuid_param
 from .errors import ApiError, conflict, invalid, not_found
-from .execution import MULTITASK, STREAM_MODES, ActiveRun, RunSpec
+from .execution import MULTITASK, STREAM_MODES, ActiveRun, RunSpec, has_saved_step
 from .serde import dumps
 from .thread_routes import load_thread
 
@@ -153,6 +153,8 @@ async def _prepare(
     if temporary:
         on_completion = choice(body, "on_completion", ("delete", "keep"), "delete")
         temporary = on_completion == "delete"
+        if temporary:  # kept with the run: whichever server runs it drops the thread
+            spec.raw["on_completion"] = "delete"
         thread = records.create_thread(thread_id, owned)
     else:
         if_not_exists = choice(body, "if_not_exists", ("create", "reject"), "reject")
@@ -184,16 +186,22 @@ async def _prepare(
 
 
 def _cleanup(request: Request, run: ActiveRun) -> None:
-    """A stateless run's thread goes once the run ends."""
+    drop_when_done(request.app, run)
+
+
+def drop_when_done(app: Any, run: ActiveRun) -> None:
+    """A stateless run's thread goes once the run ends (on the server that runs it)."""
 
     async def drop() -> None:
         await run.done.wait()
-        request.app.state.records.delete_thread(run.thread_id)
-        await asyncio.to_thread(request.app.state.checkpointer.delete_thread, run.thread_id)
+        if run.record["status"] in ("pending", "running"):
+            return  # stopped with its server: the next one runs it, then drops it
+        app.state.records.delete_thread(run.thread_id)
+        await asyncio.to_thread(app.state.checkpointer.delete_thread, run.thread_id)
 
     task = asyncio.get_running_loop().create_task(drop())
-    request.app.state.background.add(task)
-    task.add_done_callback(request.app.state.background.discard)
+    app.state.background.add(task)
+    task.add_done_callback(app.state.background.discard)
 
 
 def _paths(run: ActiveRun) -> tuple[str, str]:
@@ -203,10 +211,11 @@ def _paths(run: ActiveRun) -> tuple[str, str]:
 
 async def create(request: Request) -> Response:
     cluster = request.app.state.cluster
-    if cluster is not None and request.path_params.get("tid") is not None:
-        # Several servers: the run is queued, for whichever server has room.
+    if cluster is not None:
+        # Several servers: the run is queued, for whichever server has room (a
+        # stateless one too: the server that runs it drops its thread after).
         body = await json_body(request, optional=False)
-        thread_id, spec, _ = await _prepare(request, request.path_params["tid"], body)
+        thread_id, spec, _ = await _prepare(request, request.path_params.get("tid"), body)
         record = cluster.enqueue(thread_id, spec, str(uuid.uuid4()))
         base = f"/threads/{thread_id}/runs/{record['run_id']}"
         return JSONResponse(record, headers={"Content-Location": base})
@@ -217,12 +226,16 @@ async def create(request: Request) -> Response:
     return JSONResponse(run.record, headers={"Content-Location": base})
 
 
-async def final_output(request: Request, thread_id: str, run: ActiveRun | None) -> Any:
+async def final_output(
+    request: Request, thread_id: str, run: ActiveRun | None, thread: dict[str, Any] | None = None
+) -> Any:
     """What ``wait`` and ``join`` answer: the thread's values, with ``__interrupt__``
-    when paused, or ``{"__error__": ...}`` when the run failed."""
+    when paused, or ``{"__error__": ...}`` when the run failed. ``thread``: its record
+    as read after the run ended, if the caller has it."""
     if run is not None and run.error is not None:
         return {"__error__": run.error}
-    thread = request.app.state.records.get_thread(thread_id)
+    if thread is None:
+        thread = request.app.state.records.get_thread(thread_id)
     if thread is None:
         return None
     if thread.get("error") and run is None:
@@ -285,12 +298,21 @@ async def stream(request: Request) -> Response:
 
 
 async def _run_or_404(request: Request, action: str = "read") -> tuple[str, str, ActiveRun | None]:
+    thread, rid, active = await _thread_and_run(request, action)
+    return thread["thread_id"], rid, active
+
+
+async def _thread_and_run(
+    request: Request, action: str = "read"
+) -> tuple[dict[str, Any], str, ActiveRun | None]:
+    """The path's thread (its record as read now), run id and the run if active here;
+    404 when either is unknown (or not the caller's)."""
     thread = await load_thread(request, request.path_params["tid"], action)
     rid = uuid_param(request.path_params["rid"], "run")
     active = request.app.state.runner.active.get(rid)
     if active is None and request.app.state.records.get_run(thread["thread_id"], rid) is None:
         raise not_found(f"Run with ID {rid}")
-    return thread["thread_id"], rid, active
+    return thread, rid, active
 
 
 async def get(request: Request) -> Response:
@@ -309,13 +331,18 @@ async def delete(request: Request) -> Response:
 
 
 async def join(request: Request) -> Response:
-    tid, rid, active = await _run_or_404(request)
+    thread, rid, active = await _thread_and_run(request)
+    tid = thread["thread_id"]
     cluster = request.app.state.cluster
+    settled: dict[str, Any] | None = None
     if active is not None:
         await asyncio.shield(active.done.wait())
     elif cluster is not None:
         await cluster.wait_done(rid)  # held by another server, or queued
-    return Response(dumps(await final_output(request, tid, active)), media_type="application/json")
+    else:
+        settled = thread  # the run had ended when the thread was read: it is settled
+    out = await final_output(request, tid, active, settled)
+    return Response(dumps(out), media_type="application/json")
 
 
 async def join_stream(request: Request) -> Response:
@@ -402,16 +429,15 @@ def start_cron_run(app: Any, cron: dict[str, Any], record: dict[str, Any], spec:
 
 
 def resume_unfinished(app: Any) -> int:
-    """Starts again the runs an earlier server left pending or running: a running one
-    continues from its last saved step (input ``None``), a pending one from its input."""
+    """Starts again the runs an earlier server left pending or running: one that saved
+    a step continues from its last saved step (input ``None``), another from its input
+    (a run is recorded running before its first step)."""
     records = app.state.records
     count = 0
     if app.state.cluster is not None:
         return 0  # several servers: runs are claimed from the queue (``cluster``)
     for record in records.unfinished_runs():
         body = dict(record["kwargs"])
-        if record["status"] == "running":
-            body["input"], body["command"] = None, None
         body["multitask_strategy"] = "enqueue"
         try:
             spec = parse_spec(app.state.assistants, body)
@@ -419,9 +445,13 @@ def resume_unfinished(app: Any) -> int:
             log.warning("run %s cannot be resumed: %s", record["run_id"], e.detail)
             records.set_run_status(record["run_id"], "error")
             continue
-        app.state.runner.start(
+        if has_saved_step(spec.graph, record["thread_id"], record["run_id"]):
+            spec.input, spec.command = None, None
+        run = app.state.runner.start(
             record["thread_id"], spec, record["run_id"], created_at=record["created_at"]
         )
+        if record["kwargs"].get("on_completion") == "delete":
+            drop_when_done(app, run)  # a stateless run's thread
         count += 1
     return count
 

@@ -89,9 +89,9 @@ impl fmt::Display for Failure {
 
 /// `obj` as checkpoint JSON, or why it has none (naming the type and where it is).
 pub fn encode(obj: &Bound<'_, PyAny>) -> Result<Value, String> {
-    let walk = Walk::new(obj.py(), None)?;
-    let out = serde_json::to_value(walk.node(obj, 0));
-    walk.result(out)
+    run(obj.py(), None, |walk| {
+        serde_json::to_value(walk.node(obj, 0))
+    })
 }
 
 /// `obj` as checkpoint JSON text: [`encode`] written straight to text, with no tree. A
@@ -99,13 +99,37 @@ pub fn encode(obj: &Bound<'_, PyAny>) -> Result<Value, String> {
 /// copied from the text written for it the first time instead of walked again.
 pub fn encode_text(obj: &Bound<'_, PyAny>) -> Result<String, String> {
     let out = Out::default();
-    let walk = Walk::new(obj.py(), Some(out.clone()))?;
-    let written = walk
-        .node(obj, 0)
-        .serialize(&mut serde_json::Serializer::new(out.clone()));
-    walk.result(written)?;
+    run(obj.py(), Some(out.clone()), |walk| {
+        let mut ser = serde_json::Serializer::new(out.clone());
+        walk.node(obj, 0).serialize(&mut ser)
+    })?;
     let bytes = out.0.take();
-    String::from_utf8(bytes).map_err(|e| e.to_string())
+    // SAFETY: every byte of `bytes` was written by serde_json, which writes UTF-8 (its
+    // strings come from `&str`, the rest is ASCII), or copied from a whole container's
+    // text written earlier in the same output. Checking 10 MB again cost ~2 % of it.
+    Ok(unsafe { String::from_utf8_unchecked(bytes) })
+}
+
+/// Runs `write` over a walk of the value, `out` its text when it is text. The first
+/// walk writes each dict as an object in one pass over it; a key that needs the escaped
+/// form (reserved, or not plain text: rare) stops it, and the value is walked again
+/// with each dict's keys looked at before it is written.
+fn run<T>(
+    py: Python<'_>,
+    out: Option<Out>,
+    write: impl Fn(&Walk) -> serde_json::Result<T>,
+) -> Result<T, String> {
+    let walk = Walk::new(py, out.clone(), false)?;
+    let first = write(&walk);
+    if !walk.escape_seen.get() {
+        return walk.result(first);
+    }
+    if let Some(out) = &out {
+        out.0.borrow_mut().clear();
+    }
+    let walk = Walk::new(py, out, true)?;
+    let again = write(&walk);
+    walk.result(again)
 }
 
 /// The text [`encode_text`] writes, shared by serde_json's serializer (which writes
@@ -117,6 +141,12 @@ impl io::Write for Out {
     fn write(&mut self, b: &[u8]) -> io::Result<usize> {
         self.0.borrow_mut().extend_from_slice(b);
         Ok(b.len())
+    }
+
+    /// What serde_json calls for each token: one append, not `write`'s loop.
+    fn write_all(&mut self, b: &[u8]) -> io::Result<()> {
+        self.0.borrow_mut().extend_from_slice(b);
+        Ok(())
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -152,10 +182,15 @@ struct Walk {
     failure: RefCell<Option<Failure>>,
     /// The text being written, when it is text.
     out: Option<Out>,
-    /// The large containers written so far, by address.
-    written: RefCell<HashMap<usize, Written>>,
+    /// The large containers written so far, by address (hashed with foldhash: the
+    /// default SipHash was ~2 % of a wide state's checkpoint).
+    written: RefCell<HashMap<usize, Written, foldhash::fast::RandomState>>,
     /// The deepest container depth reached so far.
     deepest: Cell<usize>,
+    /// Whether each dict's keys are looked at before it is written (see [`run`]).
+    careful: bool,
+    /// Whether a dict that needs the escaped form stopped a walk that was not careful.
+    escape_seen: Cell<bool>,
 }
 
 /// A Python object to serialise, `depth` containers deep.
@@ -172,13 +207,15 @@ impl Serialize for Node<'_, '_> {
 }
 
 impl Walk {
-    fn new(py: Python<'_>, out: Option<Out>) -> Result<Walk, String> {
+    fn new(py: Python<'_>, out: Option<Out>, careful: bool) -> Result<Walk, String> {
         Ok(Walk {
             kinds: kinds(py).map_err(|e| e.to_string())?,
             failure: RefCell::new(None),
             out,
-            written: RefCell::new(HashMap::new()),
+            written: RefCell::new(HashMap::default()),
             deepest: Cell::new(0),
+            careful,
+            escape_seen: Cell::new(false),
         })
     }
 
@@ -357,9 +394,38 @@ impl Walk {
     }
 
     /// A dict: an object, or the escaped form when a key is reserved or not plain
-    /// text (lone surrogates). Its keys are looked at first, as the form is chosen
-    /// before anything is written.
+    /// text (lone surrogates). A careful walk looks at its keys first, as the form is
+    /// chosen before anything is written; any other walk writes the object in one pass
+    /// and stops at such a key (see [`run`]).
     fn dict<S: Serializer>(
+        &self,
+        d: &Bound<'_, PyDict>,
+        depth: usize,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        if self.careful {
+            return self.dict_careful(d, depth, s);
+        }
+        let mut map = s.serialize_map(Some(d.len()))?;
+        for (k, v) in d.iter() {
+            let key = match k.cast::<PyString>() {
+                Ok(k) => k.to_str().ok().filter(|t| !is_reserved_key(t)),
+                Err(_) => return Err(self.fail(key_refused(&k))),
+            };
+            let Some(key) = key else {
+                self.escape_seen.set(true);
+                return Err(serde::ser::Error::custom("a dict needs the escaped form"));
+            };
+            map.serialize_key(key)?;
+            map.serialize_value(&self.node(&v, depth))
+                .map_err(|e| self.at(e, || key_segment(&k)))?;
+        }
+        map.end()
+    }
+
+    /// [`Walk::dict`] of a careful walk: the keys first, then the object or the
+    /// escaped form.
+    fn dict_careful<S: Serializer>(
         &self,
         d: &Bound<'_, PyDict>,
         depth: usize,

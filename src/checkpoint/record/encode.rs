@@ -1,0 +1,199 @@
+//! Writing a record in format 4 (the module docs of [`super`] describe it): serialised
+//! straight from the [`CheckpointRecord`], its derivable parts left out.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use serde::ser::{SerializeSeq, Serializer};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::{checksum, SOURCES, TAG_4, TAG_4_SNAPSHOT};
+use crate::checkpoint::{CheckpointRecord, Snapshot, Write};
+
+/// The stored text of `record` (format 4). Deterministic: the same record always gives
+/// the same text, which is how a store tells a retried `put` from a conflicting one.
+/// Serialised straight from the record: a JSON tree built first cloned every value it
+/// holds (a W7 step's messages; every few steps the whole state).
+pub fn encode(record: &CheckpointRecord) -> serde_json::Result<String> {
+    let mut text = encode_body(record)?;
+    let crc = checksum(&record.id, record.parent_id.as_deref(), &text);
+    let _ = write!(text, ",{crc}]");
+    Ok(text)
+}
+
+/// The text of `record` in format 4 before its last comma: `[a,...,h` (what the
+/// checksum, or a key's authentication code, covers with the ids).
+/// A snapshot the engine wrote in pieces is copied in here, once, after the rest.
+pub fn encode_body(record: &CheckpointRecord) -> serde_json::Result<String> {
+    let pieces: &[Arc<String>] = match &record.snapshot {
+        Some(Snapshot::Pieces(p)) => p,
+        _ => &[],
+    };
+    let size = pieces.iter().map(|p| p.len()).sum::<usize>();
+    let mut text = Vec::with_capacity(size + 256);
+    serde_json::to_writer(&mut text, &Format4(record))?;
+    text.pop(); // `[a,...,h]` becomes `[a,...,h`.
+    if !pieces.is_empty() {
+        text.push(b',');
+        for p in pieces {
+            text.extend_from_slice(p.as_bytes());
+        }
+    }
+    // SAFETY: serde_json writes UTF-8 (its strings come from `&str`, the rest is ASCII)
+    // and the pieces are `String`s. Checking it again was ~4 % of a large state's
+    // checkpoint.
+    Ok(unsafe { String::from_utf8_unchecked(text) })
+}
+
+/// A record as format 4 stores it, without the checksum (see the module docs).
+struct Format4<'a>(&'a CheckpointRecord);
+
+impl Serialize for Format4<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let r = self.0;
+        let mut seq = s.serialize_seq(None)?;
+        seq.serialize_element(&if r.snapshot.is_some() {
+            TAG_4_SNAPSHOT
+        } else {
+            TAG_4
+        })?;
+        seq.serialize_element(&r.step)?;
+        match SOURCES.iter().position(|s| *s == r.source) {
+            Some(i) => seq.serialize_element(&i)?,
+            None => seq.serialize_element(&[&r.source])?,
+        }
+        seq.serialize_element(&r.created_at)?;
+        seq.serialize_element(&WriteGroups(&r.writes))?;
+        seq.serialize_element(&Next(r))?;
+        match metadata(r) {
+            Metadata::Derived(0) => {}
+            Metadata::Derived(n) => seq.serialize_element(&MapPrefix(&r.metadata, n))?,
+            Metadata::Whole => seq.serialize_element(&[&r.metadata])?,
+        }
+        // A snapshot in pieces follows, from `encode_body`.
+        if let Some(snapshot @ Snapshot::Json(_)) = &r.snapshot {
+            seq.serialize_element(snapshot)?;
+        }
+        seq.end()
+    }
+}
+
+/// Consecutive writes of one node as one group, `[node, channel, value, ...]`.
+struct WriteGroups<'a>(&'a [Write]);
+
+impl Serialize for WriteGroups<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.chunk_by(|a, b| a.node == b.node).map(WriteGroup))
+    }
+}
+
+/// One node's consecutive writes (never empty).
+struct WriteGroup<'a>(&'a [Write]);
+
+impl Serialize for WriteGroup<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(1 + 2 * self.0.len()))?;
+        seq.serialize_element(&self.0[0].node)?;
+        for w in self.0 {
+            seq.serialize_element(&w.channel)?;
+            seq.serialize_element(&w.value)?;
+        }
+        seq.end()
+    }
+}
+
+/// A record's `next` tasks as formats 3 and 4 store them: a task whose id is the
+/// engine's own as its node's name (or `[node, arg]`), any other as `[id, node, arg]`.
+pub(super) struct Next<'a>(pub(super) &'a CheckpointRecord);
+
+impl Serialize for Next<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let r = self.0;
+        let mut seq = s.serialize_seq(Some(r.next.len()))?;
+        for (i, t) in r.next.iter().enumerate() {
+            if is_engine_task_id(&t.id, &r.id, i, &t.node) {
+                match &t.arg {
+                    None => seq.serialize_element(&t.node)?,
+                    Some(a) => seq.serialize_element(&(&t.node, a))?,
+                }
+            } else {
+                seq.serialize_element(&(&t.id, &t.node, &t.arg))?;
+            }
+        }
+        seq.end()
+    }
+}
+
+/// Whether `task_id` is `engine_task_id(id, i, node)`, without making it.
+pub(super) fn is_engine_task_id(task_id: &str, id: &str, i: usize, node: &str) -> bool {
+    task_id
+        .strip_prefix(id)
+        .and_then(|r| r.strip_prefix(':'))
+        .and_then(|r| r.split_once(':'))
+        .is_some_and(|(n, rest)| is_decimal(n, i) && rest == node)
+}
+
+/// Whether `s` is `n` as `format!` writes it (no sign, no leading zero).
+fn is_decimal(s: &str, mut n: usize) -> bool {
+    let b = s.as_bytes();
+    for &c in b.iter().rev() {
+        if !c.is_ascii_digit() || usize::from(c - b'0') != n % 10 {
+            return false;
+        }
+        n /= 10;
+    }
+    n == 0 && !b.is_empty() && (b.len() == 1 || b[0] != b'0')
+}
+
+/// How a record's metadata is stored (see the module docs).
+pub(super) enum Metadata {
+    /// The engine's: its first `n` keys, then `source`, `step` and `parents: {}`
+    /// repeating the record's own; stored as an object of the first `n` keys (none
+    /// at all when `n` is 0).
+    Derived(usize),
+    /// Any other, stored whole in a one-element array.
+    Whole,
+}
+
+pub(super) fn metadata(record: &CheckpointRecord) -> Metadata {
+    if let Value::Object(m) = &record.metadata {
+        let n = m.len();
+        if n >= 3 {
+            let mut tail = m.iter().skip(n - 3);
+            let derived = matches!(
+                (tail.next(), tail.next(), tail.next()),
+                (Some((k0, source)), Some((k1, step)), Some((k2, parents)))
+                    if k0 == "source"
+                        && source.as_str() == Some(record.source.as_str())
+                        && k1 == "step"
+                        && step.as_i64() == Some(record.step)
+                        && step.is_i64()
+                        && k2 == "parents"
+                        && parents.as_object().is_some_and(Map::is_empty)
+            );
+            // A key repeated in the rest would make `insert` on reading move it.
+            if derived
+                && !m
+                    .keys()
+                    .take(n - 3)
+                    .any(|k| matches!(k.as_str(), "source" | "step" | "parents"))
+            {
+                return Metadata::Derived(n - 3);
+            }
+        }
+    }
+    Metadata::Whole
+}
+
+/// The first `n` entries of an object (`Value::Object`), as an object.
+pub(super) struct MapPrefix<'a>(pub(super) &'a Value, pub(super) usize);
+
+impl Serialize for MapPrefix<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Value::Object(m) => s.collect_map(m.iter().take(self.1)),
+            other => other.serialize(s),
+        }
+    }
+}
