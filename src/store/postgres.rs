@@ -64,6 +64,20 @@ WHERE expires_at IS NOT NULL;",
     version BIGINT NOT NULL
 );",
     "INSERT INTO ironloop_store_version VALUES (1, 0) ON CONFLICT DO NOTHING;",
+    // Items an earlier ironloop kept in its own `ironloop_store` table (text values,
+    // epoch seconds) move into LangGraph's `store`; their vectors' table is unchanged.
+    // The old table is kept, renamed, so the copy is made once and nothing is lost.
+    "DO $$
+BEGIN
+    IF to_regclass('ironloop_store') IS NOT NULL THEN
+        INSERT INTO store (prefix, key, value, created_at, updated_at, expires_at, ttl_minutes)
+        SELECT prefix, key, value::jsonb, to_timestamp(created_at), to_timestamp(updated_at),
+               to_timestamp(expires_at), ttl_minutes
+        FROM ironloop_store
+        ON CONFLICT (prefix, key) DO NOTHING;
+        ALTER TABLE ironloop_store RENAME TO ironloop_store_copied_to_store;
+    END IF;
+END $$;",
 ];
 
 /// An item's columns as [`row_item`] reads them: times as seconds since the epoch.

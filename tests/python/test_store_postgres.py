@@ -87,7 +87,9 @@ def _read_and_write(dsn: str) -> None:
 
 def test_migrations_are_the_steps_setup_applies_and_may_run_again(dsn: str) -> None:
     assert PostgresStore.MIGRATIONS[0].startswith("CREATE TABLE IF NOT EXISTS store (")
-    assert all(m.split()[0] in ("CREATE", "ALTER", "INSERT") for m in PostgresStore.MIGRATIONS)
+    assert all(
+        m.split()[0] in ("CREATE", "ALTER", "INSERT", "DO") for m in PostgresStore.MIGRATIONS
+    )
     assert SqliteStore.MIGRATIONS[0].startswith("CREATE TABLE IF NOT EXISTS ironloop_store")
     with PostgresStore.from_conn_string(dsn) as store:
         store.put(("a",), "k", {"v": 1})
@@ -95,6 +97,44 @@ def test_migrations_are_the_steps_setup_applies_and_may_run_again(dsn: str) -> N
             cur.execute("DROP TABLE store_migrations")
         store.setup()  # every step again: each is idempotent
         assert store.get(("a",), "k").value == {"v": 1}  # type: ignore[union-attr]
+
+
+# The tables an earlier ironloop made (its own `ironloop_store`, text values and epoch
+# seconds), with an item and its vector.
+EARLIER_IRONLOOP_SCHEMA = [
+    'CREATE TABLE ironloop_store (prefix TEXT COLLATE "C" NOT NULL, key TEXT NOT NULL, '
+    "value TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL, "
+    "updated_at DOUBLE PRECISION NOT NULL, expires_at DOUBLE PRECISION, "
+    "ttl_minutes DOUBLE PRECISION, PRIMARY KEY (prefix, key))",
+    'CREATE TABLE ironloop_store_vectors (prefix TEXT COLLATE "C" NOT NULL, '
+    "key TEXT NOT NULL, field TEXT NOT NULL, embedding BYTEA NOT NULL, "
+    "PRIMARY KEY (prefix, key, field))",
+    "INSERT INTO ironloop_store VALUES ('users.42', 'prefs', '{\"theme\": \"dark\"}', "
+    "1735787045.0, 1735787045.0, NULL, NULL)",
+]
+
+
+def test_items_an_earlier_ironloop_stored_move_into_langgraphs_table() -> None:
+    with temp_schema() as schema:
+        dsn = dsn_in(schema)
+        with admin() as c:
+            c.execute(f'SET search_path TO "{schema}"')
+            for statement in EARLIER_IRONLOOP_SCHEMA:
+                c.execute(statement)
+        _moved_once(dsn)
+
+
+def _moved_once(dsn: str) -> None:
+    with PostgresStore.from_conn_string(dsn) as store:
+        store.setup()
+        item = store.get(("users", "42"), "prefs")
+        assert item is not None and item.value == {"theme": "dark"}
+        assert item.created_at.isoformat() == "2025-01-02T03:04:05+00:00"
+        with store._cursor() as cur:
+            cur.execute("SELECT count(*) AS n FROM ironloop_store_copied_to_store")
+            assert cur.fetchone()["n"] == 1  # kept, renamed: copied once, nothing lost
+        store.setup()
+        assert [i.key for i in store.search(("users",))] == ["prefs"]
 
 
 def test_sql_against_langgraphs_columns_means_the_same(dsn: str) -> None:
