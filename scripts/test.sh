@@ -17,6 +17,8 @@ source scripts/chromium.sh
 
 step "Rust: format, lints, tests (core, without Python; with PostgresSaver)"
 cargo fmt --check
+# Files and functions of a readable size (scripts/rust_sizes.py).
+python scripts/rust_sizes.py
 cargo clippy --all-targets --quiet -- -D warnings
 # The core alone (no saver, model, source): helpers only its features use stay gated.
 cargo clippy --no-default-features --quiet -- -D warnings

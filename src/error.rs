@@ -50,3 +50,19 @@ impl PartialEq for HostError {
         Arc::ptr_eq(&self.0, &other.0)
     }
 }
+
+/// An error and its sources, each once, as one line: `a: b: c`.
+#[cfg(feature = "models")]
+pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut message = e.to_string();
+    let mut src = e.source();
+    while let Some(s) = src {
+        let t = s.to_string();
+        if !message.contains(&t) {
+            message.push_str(": ");
+            message.push_str(&t);
+        }
+        src = s.source();
+    }
+    message
+}

@@ -532,19 +532,11 @@ fn normalize_args(tool: &str, args: Value) -> Result<Value, ToolError> {
         Value::Object(_) => Ok(args),
         other => Err(ToolError::InvalidArgs {
             tool: tool.to_owned(),
-            reason: format!("arguments must be a JSON object, got {}", json_kind(&other)),
+            reason: format!(
+                "arguments must be a JSON object, got {}",
+                crate::tool::json_kind(&other)
+            ),
         }),
-    }
-}
-
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -515,6 +515,48 @@ pub fn child_ns(parent_ns: &str, node: &str, task_id: &str) -> String {
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) type WriteRow = (String, i64, String, String, String);
 
+/// A stored record's columns: its id, its parent's, its text.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) type RecordRow = (String, Option<String>, String);
+
+/// A stored record of thread `thread_id` read back from its columns (through `codec`:
+/// without a key, or under one); `saver` names the saver in the errors, which say
+/// which record could not be read and why.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) fn record_from_row(
+    saver: &str,
+    codec: &seal::Records,
+    thread_id: &str,
+    (id, parent, text): &RecordRow,
+) -> Result<CheckpointRecord> {
+    codec
+        .decode(text, id, parent.as_deref())
+        .map_err(|e| match e {
+            seal::ReadError::Unreadable(e) => CheckpointError::serialization(format!(
+                "{saver}: {} of thread {thread_id:?} cannot be read ({e}); it was written by \
+                 an incompatible version or modified by hand",
+                record_name(id)
+            )),
+            seal::ReadError::Key(m) => CheckpointError::Integrity(format!(
+                "{saver}: {} of thread {thread_id:?} {m}",
+                record_name(id)
+            )),
+        })
+}
+
+/// [`record_from_row`] for each of `rows`.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) fn records_from_rows(
+    saver: &str,
+    codec: &seal::Records,
+    thread_id: &str,
+    rows: &[RecordRow],
+) -> Result<Vec<CheckpointRecord>> {
+    rows.iter()
+        .map(|row| record_from_row(saver, codec, thread_id, row))
+        .collect()
+}
+
 /// Pending writes of checkpoint `checkpoint_id` read back from their stored columns
 /// (through `codec`: without a key, or under one); `saver` names the saver in the
 /// errors.

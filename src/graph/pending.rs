@@ -137,62 +137,8 @@ impl Pending {
             interrupted.extend(reanswerable);
         }
         interrupted.sort();
-        let assigned: Vec<(String, Val)> = match r {
-            Resume::One(v) => match interrupted.len() {
-                // Paused at a static breakpoint (`interrupt_before` / `after`): resuming
-                // continues, as LangGraph (the value has no interrupt to answer).
-                0 if !parent.next.is_empty() => return Ok(()),
-                0 => {
-                    return Err(GraphError::Config(
-                        "Command(resume=...) but the thread is not paused: it has no task \
-                         left to run"
-                            .into(),
-                    ))
-                }
-                1 => vec![(interrupted[0].clone(), v)],
-                n => {
-                    return Err(GraphError::UnknownInterrupt {
-                        message: format!(
-                            "{n} interrupts are pending: when there are multiple pending \
-                             interrupts, resume them by id with \
-                             Command(resume={{interrupt.id: value, ...}})"
-                        ),
-                        reason: "ambiguous",
-                        interrupt_ids: Vec::new(),
-                        pending_ids: interrupted,
-                    })
-                }
-            },
-            Resume::ById(m) if m.is_empty() => {
-                return Err(GraphError::UnknownInterrupt {
-                    message: "The resume map names no interrupt: resume with \
-                              Command(resume={interrupt.id: value, ...})"
-                        .into(),
-                    reason: "empty_map",
-                    interrupt_ids: Vec::new(),
-                    pending_ids: interrupted,
-                })
-            }
-            Resume::ById(m) => {
-                let mut unknown: Vec<String> = m
-                    .iter()
-                    .map(|(id, _)| id.clone())
-                    .filter(|id| !interrupted.contains(id))
-                    .collect();
-                unknown.sort();
-                if let Some(first) = unknown.first() {
-                    return Err(GraphError::UnknownInterrupt {
-                        message: format!(
-                            "no pending interrupt has id {first:?} (unknown, or answered \
-                             already); pending: {interrupted:?}"
-                        ),
-                        reason: "not_pending",
-                        interrupt_ids: unknown,
-                        pending_ids: interrupted,
-                    });
-                }
-                m
-            }
+        let Some(assigned) = assign(r, interrupted, !parent.next.is_empty())? else {
+            return Ok(());
         };
         for (task, v) in assigned {
             let node = parent
@@ -477,4 +423,71 @@ pub(super) fn restore_output(graph: &Graph, ws: &[PendingWrite]) -> Result<NodeO
         }
     }
     Ok(out)
+}
+
+/// Which task each resume value answers (`interrupted`: the tasks that may be
+/// answered, sorted); `None` when there is nothing to answer and the run just
+/// continues (paused at a static breakpoint: `next` is not empty).
+fn assign(
+    r: Resume,
+    interrupted: Vec<String>,
+    paused_at_breakpoint: bool,
+) -> Result<Option<Vec<(String, Val)>>, GraphError> {
+    Ok(Some(match r {
+        Resume::One(v) => match interrupted.len() {
+            // Paused at a static breakpoint (`interrupt_before` / `after`): resuming
+            // continues, as LangGraph (the value has no interrupt to answer).
+            0 if paused_at_breakpoint => return Ok(None),
+            0 => {
+                return Err(GraphError::Config(
+                    "Command(resume=...) but the thread is not paused: it has no task \
+                     left to run"
+                        .into(),
+                ))
+            }
+            1 => vec![(interrupted[0].clone(), v)],
+            n => {
+                return Err(GraphError::UnknownInterrupt {
+                    message: format!(
+                        "{n} interrupts are pending: when there are multiple pending \
+                         interrupts, resume them by id with \
+                         Command(resume={{interrupt.id: value, ...}})"
+                    ),
+                    reason: "ambiguous",
+                    interrupt_ids: Vec::new(),
+                    pending_ids: interrupted,
+                })
+            }
+        },
+        Resume::ById(m) if m.is_empty() => {
+            return Err(GraphError::UnknownInterrupt {
+                message: "The resume map names no interrupt: resume with \
+                          Command(resume={interrupt.id: value, ...})"
+                    .into(),
+                reason: "empty_map",
+                interrupt_ids: Vec::new(),
+                pending_ids: interrupted,
+            })
+        }
+        Resume::ById(m) => {
+            let mut unknown: Vec<String> = m
+                .iter()
+                .map(|(id, _)| id.clone())
+                .filter(|id| !interrupted.contains(id))
+                .collect();
+            unknown.sort();
+            if let Some(first) = unknown.first() {
+                return Err(GraphError::UnknownInterrupt {
+                    message: format!(
+                        "no pending interrupt has id {first:?} (unknown, or answered \
+                         already); pending: {interrupted:?}"
+                    ),
+                    reason: "not_pending",
+                    interrupt_ids: unknown,
+                    pending_ids: interrupted,
+                });
+            }
+            m
+        }
+    }))
 }

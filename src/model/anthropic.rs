@@ -11,7 +11,7 @@ mod request;
 
 use request::Body;
 
-use super::http::{endpoint, model_secrets, Transport};
+use super::http::{endpoint, Transport};
 use super::sse::{chat_stream, event_json, SseParser};
 use super::{
     ai_message, check_finish, finish_tool_call, resolve_key, with_reasoning, ChatChunk, ChatModel,
@@ -98,15 +98,7 @@ impl AnthropicChat {
         if let Some(k) = &key {
             headers.push(("x-api-key".into(), k.clone()));
         }
-        let secrets = model_secrets(key.as_deref(), &settings.headers, &url);
-        let transport = Transport::new(
-            PROVIDER,
-            url,
-            headers,
-            secrets,
-            settings.timeout,
-            settings.retry,
-        )?;
+        let transport = Transport::for_model(PROVIDER, url, headers, key.as_deref(), &settings)?;
         Ok(AnthropicChat {
             model,
             settings,
@@ -341,6 +333,127 @@ impl StreamParser {
     fn streams_structured_text(&self) -> bool {
         self.structured.as_ref().is_some_and(|s| !s.wrapped)
     }
+
+    /// A `content_block_start`: the block is kept under its index; its first text,
+    /// thinking or tool call goes out as a chunk.
+    fn block_start(&mut self, v: &Value, index: Option<usize>, out: &mut Vec<ChatChunk>) {
+        let b = v.get("content_block").cloned().unwrap_or(Value::Null);
+        let index = index.unwrap_or(self.blocks.len());
+        let block = match b.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                let t = b.get("text").and_then(Value::as_str).unwrap_or("");
+                if !t.is_empty() && self.structured.is_none() {
+                    self.text.push_str(t);
+                    out.push(ChatChunk::Text(t.to_owned()));
+                }
+                Block::Text
+            }
+            Some("thinking") => {
+                let t = b.get("thinking").and_then(Value::as_str).unwrap_or("");
+                if !t.is_empty() {
+                    out.push(ChatChunk::Reasoning(
+                        json!({"type": "thinking", "thinking": t, "index": index}),
+                    ));
+                }
+                Block::Thinking {
+                    thinking: t.to_owned(),
+                    signature: b
+                        .get("signature")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned(),
+                }
+            }
+            Some("redacted_thinking") => Block::Redacted(b.clone()),
+            Some("tool_use") => {
+                let id = b.get("id").and_then(Value::as_str).map(str::to_owned);
+                let name = b.get("name").and_then(Value::as_str).map(str::to_owned);
+                let structured = self
+                    .structured
+                    .as_ref()
+                    .is_some_and(|s| name.as_deref() == Some(&s.name));
+                if !structured {
+                    out.push(ChatChunk::ToolCallDelta {
+                        index,
+                        id: id.clone(),
+                        name: name.clone(),
+                        arguments: String::new(),
+                    });
+                }
+                Block::Tool {
+                    id,
+                    name,
+                    json: String::new(),
+                    structured,
+                }
+            }
+            _ => Block::Other,
+        };
+        self.blocks.insert(index, block);
+    }
+
+    /// A `content_block_delta`: appended to its block and sent as a chunk; a delta
+    /// for a block that never started is an error.
+    fn block_delta(
+        &mut self,
+        v: &Value,
+        index: Option<usize>,
+        out: &mut Vec<ChatChunk>,
+    ) -> Result<(), ModelError> {
+        let d = v.get("delta").cloned().unwrap_or(Value::Null);
+        let streams_text = self.streams_structured_text();
+        let block = index.and_then(|i| self.blocks.get_mut(&i));
+        match (d.get("type").and_then(Value::as_str), block) {
+            (Some("text_delta"), Some(Block::Text)) => {
+                let t = d.get("text").and_then(Value::as_str).unwrap_or("");
+                if !t.is_empty() && self.structured.is_none() {
+                    self.text.push_str(t);
+                    out.push(ChatChunk::Text(t.to_owned()));
+                }
+            }
+            (
+                Some("input_json_delta"),
+                Some(Block::Tool {
+                    json, structured, ..
+                }),
+            ) => {
+                let p = d.get("partial_json").and_then(Value::as_str).unwrap_or("");
+                json.push_str(p);
+                if *structured {
+                    if streams_text && !p.is_empty() {
+                        out.push(ChatChunk::Text(p.to_owned()));
+                    }
+                } else {
+                    out.push(ChatChunk::ToolCallDelta {
+                        index: index.unwrap_or(0),
+                        id: None,
+                        name: None,
+                        arguments: p.to_owned(),
+                    });
+                }
+            }
+            (Some("thinking_delta"), Some(Block::Thinking { thinking, .. })) => {
+                let t = d.get("thinking").and_then(Value::as_str).unwrap_or("");
+                if !t.is_empty() {
+                    thinking.push_str(t);
+                    out.push(ChatChunk::Reasoning(json!({
+                        "type": "thinking", "thinking": t, "index": index.unwrap_or(0)
+                    })));
+                }
+            }
+            (Some("signature_delta"), Some(Block::Thinking { signature, .. })) => {
+                signature.push_str(d.get("signature").and_then(Value::as_str).unwrap_or(""));
+            }
+            (Some("text_delta" | "input_json_delta" | "thinking_delta"), None) => {
+                return Err(shape_error(format!(
+                    "a content_block_delta for block {index:?}, which never started"
+                )));
+            }
+            // Citations and deltas of later block types are not kept.
+            _ => {}
+        }
+        Ok(())
+    }
 }
 
 impl SseParser for StreamParser {
@@ -362,116 +475,8 @@ impl SseParser for StreamParser {
                     self.output_tokens = u.get("output_tokens").and_then(Value::as_u64);
                 }
             }
-            "content_block_start" => {
-                let b = v.get("content_block").cloned().unwrap_or(Value::Null);
-                let index = index.unwrap_or(self.blocks.len());
-                let block = match b.get("type").and_then(Value::as_str) {
-                    Some("text") => {
-                        let t = b.get("text").and_then(Value::as_str).unwrap_or("");
-                        if !t.is_empty() && self.structured.is_none() {
-                            self.text.push_str(t);
-                            out.push(ChatChunk::Text(t.to_owned()));
-                        }
-                        Block::Text
-                    }
-                    Some("thinking") => {
-                        let t = b.get("thinking").and_then(Value::as_str).unwrap_or("");
-                        if !t.is_empty() {
-                            out.push(ChatChunk::Reasoning(
-                                json!({"type": "thinking", "thinking": t, "index": index}),
-                            ));
-                        }
-                        Block::Thinking {
-                            thinking: t.to_owned(),
-                            signature: b
-                                .get("signature")
-                                .and_then(Value::as_str)
-                                .unwrap_or("")
-                                .to_owned(),
-                        }
-                    }
-                    Some("redacted_thinking") => Block::Redacted(b.clone()),
-                    Some("tool_use") => {
-                        let id = b.get("id").and_then(Value::as_str).map(str::to_owned);
-                        let name = b.get("name").and_then(Value::as_str).map(str::to_owned);
-                        let structured = self
-                            .structured
-                            .as_ref()
-                            .is_some_and(|s| name.as_deref() == Some(&s.name));
-                        if !structured {
-                            out.push(ChatChunk::ToolCallDelta {
-                                index,
-                                id: id.clone(),
-                                name: name.clone(),
-                                arguments: String::new(),
-                            });
-                        }
-                        Block::Tool {
-                            id,
-                            name,
-                            json: String::new(),
-                            structured,
-                        }
-                    }
-                    _ => Block::Other,
-                };
-                self.blocks.insert(index, block);
-            }
-            "content_block_delta" => {
-                let d = v.get("delta").cloned().unwrap_or(Value::Null);
-                let streams_text = self.streams_structured_text();
-                let block = index.and_then(|i| self.blocks.get_mut(&i));
-                match (d.get("type").and_then(Value::as_str), block) {
-                    (Some("text_delta"), Some(Block::Text)) => {
-                        let t = d.get("text").and_then(Value::as_str).unwrap_or("");
-                        if !t.is_empty() && self.structured.is_none() {
-                            self.text.push_str(t);
-                            out.push(ChatChunk::Text(t.to_owned()));
-                        }
-                    }
-                    (
-                        Some("input_json_delta"),
-                        Some(Block::Tool {
-                            json, structured, ..
-                        }),
-                    ) => {
-                        let p = d.get("partial_json").and_then(Value::as_str).unwrap_or("");
-                        json.push_str(p);
-                        if *structured {
-                            if streams_text && !p.is_empty() {
-                                out.push(ChatChunk::Text(p.to_owned()));
-                            }
-                        } else {
-                            out.push(ChatChunk::ToolCallDelta {
-                                index: index.unwrap_or(0),
-                                id: None,
-                                name: None,
-                                arguments: p.to_owned(),
-                            });
-                        }
-                    }
-                    (Some("thinking_delta"), Some(Block::Thinking { thinking, .. })) => {
-                        let t = d.get("thinking").and_then(Value::as_str).unwrap_or("");
-                        if !t.is_empty() {
-                            thinking.push_str(t);
-                            out.push(ChatChunk::Reasoning(json!({
-                                "type": "thinking", "thinking": t, "index": index.unwrap_or(0)
-                            })));
-                        }
-                    }
-                    (Some("signature_delta"), Some(Block::Thinking { signature, .. })) => {
-                        signature
-                            .push_str(d.get("signature").and_then(Value::as_str).unwrap_or(""));
-                    }
-                    (Some("text_delta" | "input_json_delta" | "thinking_delta"), None) => {
-                        return Err(shape_error(format!(
-                            "a content_block_delta for block {index:?}, which never started"
-                        )))
-                    }
-                    // Citations and deltas of later block types are not kept.
-                    _ => {}
-                }
-            }
+            "content_block_start" => self.block_start(&v, index, out),
+            "content_block_delta" => self.block_delta(&v, index, out)?,
             "message_delta" => {
                 if let Some(r) = v.pointer("/delta/stop_reason").and_then(Value::as_str) {
                     self.stop_reason = Some(r.to_owned());

@@ -7,7 +7,7 @@
 use serde::Deserialize;
 use serde_json::json;
 
-use super::http::{endpoint, model_secrets, Transport};
+use super::http::Transport;
 use super::{HttpSettings, ModelError};
 
 const PROVIDER: &str = "openai";
@@ -53,19 +53,8 @@ impl OpenAIEmbeddings {
         dimensions: Option<usize>,
         batch_size: usize,
     ) -> Result<Self, ModelError> {
-        let super::openai::Access {
-            base, key, headers, ..
-        } = super::openai::access(&settings, "OpenAIEmbeddings")?;
-        let url = endpoint(&base, "/embeddings");
-        let secrets = model_secrets(key.as_deref(), &settings.headers, &url);
-        let transport = Transport::new(
-            PROVIDER,
-            url,
-            headers,
-            secrets,
-            settings.timeout,
-            settings.retry,
-        )?;
+        let (transport, _) =
+            super::openai::transport(&settings, "OpenAIEmbeddings", "/embeddings")?;
         Ok(OpenAIEmbeddings {
             model: model.into(),
             transport,

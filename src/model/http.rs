@@ -157,6 +157,27 @@ impl Transport {
         })
     }
 
+    /// A model client's transport: its secrets are the key, the values of the
+    /// settings' headers and the URL's own; the settings give the time limit and the
+    /// retry policy.
+    pub fn for_model(
+        provider: &'static str,
+        url: String,
+        headers: Vec<(String, String)>,
+        key: Option<&str>,
+        settings: &super::HttpSettings,
+    ) -> Result<Self, ModelError> {
+        let secrets = model_secrets(key, &settings.headers, &url);
+        Self::new(
+            provider,
+            url,
+            headers,
+            secrets,
+            settings.timeout,
+            settings.retry,
+        )
+    }
+
     pub fn url(&self) -> &str {
         &self.url
     }
@@ -181,19 +202,9 @@ impl Transport {
                 after: self.timeout,
             };
         }
-        let mut message = e.to_string();
-        let mut src = std::error::Error::source(&e);
-        while let Some(s) = src {
-            let t = s.to_string();
-            if !message.contains(&t) {
-                message.push_str(": ");
-                message.push_str(&t);
-            }
-            src = s.source();
-        }
         let e = self.redact(ModelError::Connection {
             provider: self.provider,
-            message,
+            message: crate::error::error_chain(&e),
         });
         log::warn!("{e}");
         e
@@ -247,6 +258,22 @@ impl Transport {
         }
     }
 
+    /// The request body's JSON bytes (sent again as they are by each retry).
+    fn encode(&self, body: &impl serde::Serialize) -> Result<Bytes, ModelError> {
+        let bytes = serde_json::to_vec(body).map_err(|e| {
+            ModelError::Config(format!("{}: cannot encode the request: {e}", self.provider))
+        })?;
+        Ok(Bytes::from(bytes))
+    }
+
+    /// A POST of `payload` to the endpoint, with the client's headers.
+    fn post(&self, payload: Bytes) -> reqwest::RequestBuilder {
+        self.client
+            .post(self.endpoint.clone())
+            .headers(self.headers.clone())
+            .body(payload)
+    }
+
     /// POSTs `body` and returns the JSON response, with retries.
     pub async fn post_json(&self, body: &impl serde::Serialize) -> Result<Value, ModelError> {
         self.post_parsed(body, |bytes| serde_json::from_slice::<Value>(bytes))
@@ -261,18 +288,13 @@ impl Transport {
         parse: impl Fn(&[u8]) -> serde_json::Result<T>,
     ) -> Result<T, ModelError> {
         let parse = &parse;
-        let payload = Bytes::from(serde_json::to_vec(body).map_err(|e| {
-            ModelError::Config(format!("{}: cannot encode the request: {e}", self.provider))
-        })?);
+        let payload = self.encode(body)?;
         self.with_retries(|| {
             let payload = payload.clone();
             async move {
                 let resp = self
-                    .client
-                    .post(self.endpoint.clone())
-                    .headers(self.headers.clone())
+                    .post(payload)
                     .timeout(self.timeout)
-                    .body(payload)
                     .send()
                     .await
                     .map_err(|e| self.transport_error(e))?;
@@ -306,18 +328,13 @@ impl Transport {
         &self,
         body: &impl serde::Serialize,
     ) -> Result<reqwest::Response, ModelError> {
-        let payload = Bytes::from(serde_json::to_vec(body).map_err(|e| {
-            ModelError::Config(format!("{}: cannot encode the request: {e}", self.provider))
-        })?);
+        let payload = self.encode(body)?;
         self.with_retries(|| {
             let payload = payload.clone();
             async move {
                 let send = self
-                    .client
-                    .post(self.endpoint.clone())
-                    .headers(self.headers.clone())
+                    .post(payload)
                     .header(reqwest::header::ACCEPT, "text/event-stream")
-                    .body(payload)
                     .send();
                 let resp = tokio::time::timeout(self.timeout, send)
                     .await

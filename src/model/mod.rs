@@ -440,20 +440,9 @@ pub(crate) fn finish_tool_call(
         Ok(v @ Value::Object(_)) => Ok(ToolCall::new(id, n, v)),
         Ok(other) => Err(invalid(format!(
             "the arguments must be a JSON object, got {}",
-            json_type(&other)
+            crate::tool::json_kind(&other)
         ))),
         Err(e) => Err(invalid(format!("the arguments are not valid JSON: {e}"))),
-    }
-}
-
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -170,7 +170,7 @@ impl PyAIMessageChunk {
             };
             joined = joined
                 .join(&Self::value(&o.borrow()))
-                .map_err(|e| PyValueError::new_err(e.to_string()))?;
+                .map_err(PyErr::from)?;
         }
         Ok(chunk_to_py(py, joined)?.unbind())
     }

@@ -242,6 +242,50 @@ impl From<WorkspaceError> for PyErr {
 /// A failed run as the exception the caller sees: the node's own exception when it
 /// raised (carried in the error as a [`crate::error::HostError`]), with a note naming the
 /// task, as LangGraph's `During task with name …`.
+/// A tool the registry refuses (a schema or a name the providers refuse) or a
+/// configuration value out of range: an argument the caller passed.
+impl From<crate::error::Error> for PyErr {
+    fn from(e: crate::error::Error) -> PyErr {
+        Class::InvalidArgument.new_err(e.to_string())
+    }
+}
+
+/// Chunks that cannot be joined: a `ValueError`, as langchain-core raises.
+impl From<crate::message_chunk::JoinError> for PyErr {
+    fn from(e: crate::message_chunk::JoinError) -> PyErr {
+        PyValueError::new_err(e.to_string())
+    }
+}
+
+/// Messages `add_messages` cannot merge: a `ValueError`, as LangGraph raises.
+impl From<crate::graph::MessagesError> for PyErr {
+    fn from(e: crate::graph::MessagesError) -> PyErr {
+        PyValueError::new_err(e.to_string())
+    }
+}
+
+/// A PII type without a built-in detector.
+impl From<crate::pii::UnknownKind> for PyErr {
+    fn from(e: crate::pii::UnknownKind) -> PyErr {
+        Class::InvalidArgument.new_err(e.to_string())
+    }
+}
+
+/// A workspace search's failure: a root that does not exist is a
+/// `FileNotFoundError`, anything else (a bad pattern, a path outside the root) a
+/// `ValueError`.
+impl From<crate::sources::workspace::FindError> for PyErr {
+    fn from(e: crate::sources::workspace::FindError) -> PyErr {
+        use crate::sources::workspace::FindError;
+        match e {
+            FindError::Root(e) if e.kind() == io::ErrorKind::NotFound => {
+                pyo3::exceptions::PyFileNotFoundError::new_err(e.to_string())
+            }
+            other => PyValueError::new_err(other.to_string()),
+        }
+    }
+}
+
 impl From<GraphError> for PyErr {
     fn from(e: GraphError) -> PyErr {
         attach(|py| match e {

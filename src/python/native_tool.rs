@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
 use serde_json::Value;
@@ -48,9 +48,7 @@ pub struct NativeTool {
 impl NativeTool {
     pub fn new(tool: Arc<dyn Tool>) -> PyResult<Self> {
         let registry = Arc::new(ToolRegistry::new());
-        registry
-            .register(tool.clone())
-            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        registry.register(tool.clone()).map_err(PyErr::from)?;
         Ok(NativeTool {
             tool,
             executor: Executor::new(registry),

@@ -2,10 +2,9 @@
 //! file search of `FilesystemFileSearchMiddleware` (`crate::sources::workspace`'s glob
 //! and grep), called from Python with the GIL released.
 
-use pyo3::exceptions::{PyFileNotFoundError, PyValueError};
 use pyo3::prelude::*;
 
-use crate::sources::workspace::{glob_files, grep_lines, FindError};
+use crate::sources::workspace::{glob_files, grep_lines};
 
 /// The matches of the built-in detector `kind` in `text`: `(value, start, end)` with
 /// character offsets. Raises `ValueError` for a kind that is not built in.
@@ -13,20 +12,11 @@ use crate::sources::workspace::{glob_files, grep_lines, FindError};
 fn _pii_detect(py: Python<'_>, kind: &str, text: &str) -> PyResult<Vec<(String, usize, usize)>> {
     let found = py
         .detach(|| crate::pii::detect(kind, text))
-        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        .map_err(PyErr::from)?;
     Ok(found
         .into_iter()
         .map(|m| (m.value, m.start, m.end))
         .collect())
-}
-
-fn find_error(e: FindError) -> PyErr {
-    match e {
-        FindError::Root(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            PyFileNotFoundError::new_err(e.to_string())
-        }
-        other => PyValueError::new_err(other.to_string()),
-    }
 }
 
 /// Files under `start` (relative to `root`) matching `pattern`: `(path, mtime)`.
@@ -39,7 +29,7 @@ fn _workspace_glob(
 ) -> PyResult<Vec<(String, f64)>> {
     let found = py
         .detach(|| glob_files(&root, start, pattern))
-        .map_err(find_error)?;
+        .map_err(PyErr::from)?;
     Ok(found.into_iter().map(|f| (f.path, f.modified)).collect())
 }
 
@@ -56,7 +46,7 @@ fn _workspace_grep(
 ) -> PyResult<Vec<(String, u64, String)>> {
     let found = py
         .detach(|| grep_lines(&root, start, pattern, include, max_file_bytes))
-        .map_err(find_error)?;
+        .map_err(PyErr::from)?;
     Ok(found
         .into_iter()
         .map(|f| (f.path, f.line, f.text))

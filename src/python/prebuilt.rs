@@ -43,8 +43,7 @@ pub fn add_messages<'py>(
     right: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyList>> {
     let mut list = MessageList::from_messages(message_list(left)?);
-    list.add(message_list(right)?)
-        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    list.add(message_list(right)?).map_err(PyErr::from)?;
     messages_to_py(py, &list.to_vec())
 }
 

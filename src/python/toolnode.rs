@@ -343,9 +343,7 @@ impl ToolNodeCore {
                     Arc::new(tool)
                 }
             };
-            registry
-                .register(tool)
-                .map_err(|e| PyValueError::new_err(e.to_string()))?;
+            registry.register(tool).map_err(PyErr::from)?;
         }
         registry.set_permissions(deny.unwrap_or_default(), allow_only);
         let executor =

@@ -46,3 +46,16 @@ impl dyn Tool {
         ToolBuilder::new(name, description)
     }
 }
+
+/// What kind of JSON value `v` is, as an error message names it ("an array").
+pub(crate) fn json_kind(v: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

@@ -1,5 +1,6 @@
 use std::any::Any;
 use std::fmt;
+use std::io::{self, Write};
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -70,41 +71,27 @@ impl PartialEq for ToolOutput {
     }
 }
 
+/// The formatter of [`json_text`]: a comma and a colon each followed by a space.
+struct Spaced;
+
+impl serde_json::ser::Formatter for Spaced {
+    fn begin_array_value<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+        w.write_all(if first { b"" } else { b", " })
+    }
+
+    fn begin_object_key<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+        w.write_all(if first { b"" } else { b", " })
+    }
+
+    fn begin_object_value<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        w.write_all(b": ")
+    }
+}
+
 /// JSON text spaced as Python's `json.dumps(v, ensure_ascii=False)` writes it
 /// (`", "` and `": "`), so a result reads the same as under LangGraph.
 pub fn json_text(v: &Value) -> String {
     use serde::Serialize;
-    struct Spaced;
-    impl serde_json::ser::Formatter for Spaced {
-        fn begin_array_value<W: ?Sized + std::io::Write>(
-            &mut self,
-            w: &mut W,
-            first: bool,
-        ) -> std::io::Result<()> {
-            if first {
-                Ok(())
-            } else {
-                w.write_all(b", ")
-            }
-        }
-        fn begin_object_key<W: ?Sized + std::io::Write>(
-            &mut self,
-            w: &mut W,
-            first: bool,
-        ) -> std::io::Result<()> {
-            if first {
-                Ok(())
-            } else {
-                w.write_all(b", ")
-            }
-        }
-        fn begin_object_value<W: ?Sized + std::io::Write>(
-            &mut self,
-            w: &mut W,
-        ) -> std::io::Result<()> {
-            w.write_all(b": ")
-        }
-    }
     let mut out = Vec::with_capacity(64);
     let mut ser = serde_json::Serializer::with_formatter(&mut out, Spaced);
     v.serialize(&mut ser).expect("a Value always serialises");

@@ -5,8 +5,9 @@ use super::lease;
 use super::saver::PostgresSaver;
 use crate::checkpoint::stalled::check_claim;
 use crate::checkpoint::{
-    advanced_conflict, same_id_conflict, writes_from_rows, ChainFrom, CheckpointError,
-    CheckpointRecord, Checkpointer, PendingWrite, Put, Result, WriteRow,
+    advanced_conflict, record_from_row, records_from_rows, same_id_conflict, writes_from_rows,
+    ChainFrom, CheckpointError, CheckpointRecord, Checkpointer, PendingWrite, Put, Result,
+    WriteRow,
 };
 use async_trait::async_trait;
 use std::sync::atomic::Ordering;
@@ -95,7 +96,8 @@ impl Checkpointer for PostgresSaver {
                 Ok(row.as_ref().map(record_row))
             })
             .await?;
-        row.map(|r| self.decode_record(thread_id, &r)).transpose()
+        row.map(|r| record_from_row(&self.shared.name, &self.shared.codec, thread_id, &r))
+            .transpose()
     }
 
     async fn chain(&self, thread_id: &str, id: &str) -> Result<Vec<CheckpointRecord>> {
@@ -126,7 +128,7 @@ impl Checkpointer for PostgresSaver {
                 Ok(rows.iter().map(record_row).collect())
             })
             .await?;
-        self.decode_records(thread_id, rows)
+        records_from_rows(&self.shared.name, &self.shared.codec, thread_id, &rows)
     }
 
     async fn pending_writes(

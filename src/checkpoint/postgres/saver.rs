@@ -7,9 +7,10 @@ use super::sql::Sql;
 use super::SCHEMA_VERSION;
 use super::{lane, lease};
 use crate::checkpoint::caller;
-use crate::checkpoint::seal::{ReadError, RecordKey, Records};
+use crate::checkpoint::seal::{RecordKey, Records};
 use crate::checkpoint::{
-    dedupe_writes, order_chain, ChainFrom, CheckpointError, CheckpointRecord, PendingWrite, Result,
+    dedupe_writes, order_chain, records_from_rows, ChainFrom, CheckpointError, CheckpointRecord,
+    PendingWrite, Result,
 };
 use deadpool_postgres::{
     ClientWrapper, Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime,
@@ -356,41 +357,8 @@ impl PostgresSaver {
                 Ok(rows.iter().map(record_row).collect())
             })
             .await?;
-        let records = self.decode_records(thread_id, rows)?;
+        let records = records_from_rows(&self.shared.name, &self.shared.codec, thread_id, &rows)?;
         order_chain(&self.shared.name, thread_id, records, id, from)
-    }
-
-    pub(super) fn decode_record(
-        &self,
-        thread_id: &str,
-        row: &RecordRow,
-    ) -> Result<CheckpointRecord> {
-        let sh = &self.shared;
-        sh.codec
-            .decode(&row.2, &row.0, row.1.as_deref())
-            .map_err(|e| match e {
-                ReadError::Unreadable(e) => CheckpointError::serialization(format!(
-                    "{}: {} of thread {thread_id:?} cannot be read ({e}); it was \
-                     written by an incompatible version or modified by hand",
-                    sh.name,
-                    crate::checkpoint::record_name(&row.0)
-                )),
-                ReadError::Key(m) => CheckpointError::Integrity(format!(
-                    "{}: {} of thread {thread_id:?} {m}",
-                    sh.name,
-                    crate::checkpoint::record_name(&row.0)
-                )),
-            })
-    }
-
-    pub(super) fn decode_records(
-        &self,
-        thread_id: &str,
-        rows: Vec<RecordRow>,
-    ) -> Result<Vec<CheckpointRecord>> {
-        rows.iter()
-            .map(|j| self.decode_record(thread_id, j))
-            .collect()
     }
 
     /// Pending writes as the columns of `put_writes`' arrays, deduplicated.

@@ -10,8 +10,9 @@ use super::schema::{stalled_sql, SPAN};
 use super::worker::Worker;
 use crate::checkpoint::stalled::check_claim;
 use crate::checkpoint::{
-    advanced_conflict, now_secs, same_id_conflict, writes_from_rows, ChainFrom, CheckpointError,
-    CheckpointRecord, Checkpointer, PendingWrite, Put, Result,
+    advanced_conflict, now_secs, record_from_row, records_from_rows, same_id_conflict,
+    writes_from_rows, ChainFrom, CheckpointError, CheckpointRecord, Checkpointer, PendingWrite,
+    Put, Result,
 };
 use async_trait::async_trait;
 use rusqlite::params;
@@ -119,7 +120,8 @@ impl Checkpointer for SqliteSaver {
                 read_record_at(conn, &t, id.as_deref())
             })
             .await?;
-        json.map(|j| self.decode_record(thread_id, &j)).transpose()
+        json.map(|j| record_from_row(&self.name(), &self.codec, thread_id, &j))
+            .transpose()
     }
 
     async fn get_with_writes(
@@ -142,14 +144,8 @@ impl Checkpointer for SqliteSaver {
         found
             .map(|(row, writes)| {
                 Ok((
-                    self.decode_record(thread_id, &row)?,
-                    writes_from_rows(
-                        &format!("SqliteSaver({})", self.path.display()),
-                        &self.codec,
-                        thread_id,
-                        &row.0,
-                        writes,
-                    )?,
+                    record_from_row(&self.name(), &self.codec, thread_id, &row)?,
+                    writes_from_rows(&self.name(), &self.codec, thread_id, &row.0, writes)?,
                 ))
             })
             .transpose()
@@ -197,7 +193,7 @@ impl Checkpointer for SqliteSaver {
                 rows.collect::<rusqlite::Result<Vec<RecordRow>>>()
             })
             .await?;
-        self.decode_records(thread_id, rows)
+        records_from_rows(&self.name(), &self.codec, thread_id, &rows)
     }
 
     async fn pending_writes(
@@ -209,13 +205,7 @@ impl Checkpointer for SqliteSaver {
         let rows = self
             .call("read pending writes", move |conn| read_writes(conn, &t, &c))
             .await?;
-        writes_from_rows(
-            &format!("SqliteSaver({})", self.path.display()),
-            &self.codec,
-            thread_id,
-            checkpoint_id,
-            rows,
-        )
+        writes_from_rows(&self.name(), &self.codec, thread_id, checkpoint_id, rows)
     }
 
     async fn delete_thread(&self, thread_id: &str) -> Result<()> {

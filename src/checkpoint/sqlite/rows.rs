@@ -7,7 +7,7 @@ use crate::checkpoint::WriteRow;
 use rusqlite::{params, Connection, OptionalExtension};
 
 /// A stored record as read: its id, parent and text (see [`record`]).
-pub(super) type RecordRow = (String, Option<String>, String);
+pub(super) use crate::checkpoint::RecordRow;
 
 /// Reads a [`RecordRow`] from `checkpoint_id, parent_id, record` columns.
 pub(super) fn record_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RecordRow> {

@@ -9,9 +9,10 @@ use super::worker::{serve, Msg, Shared, Wal, Worker};
 use super::BUSY_TIMEOUT;
 use crate::checkpoint::caller;
 use crate::checkpoint::record;
-use crate::checkpoint::seal::{ReadError, RecordKey, Records, SNAPSHOT_PREFIX_SEALED};
+use crate::checkpoint::seal::{RecordKey, Records, SNAPSHOT_PREFIX_SEALED};
 use crate::checkpoint::{
-    order_chain, ChainFrom, CheckpointError, CheckpointRecord, PendingWrite, Result, WriteRow,
+    order_chain, records_from_rows, ChainFrom, CheckpointError, CheckpointRecord, PendingWrite,
+    Result, WriteRow,
 };
 use rusqlite::{params, Connection, ErrorCode};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -430,46 +431,13 @@ impl SqliteSaver {
                 rows.collect::<rusqlite::Result<Vec<RecordRow>>>()
             })
             .await?;
-        let records = self.decode_records(thread_id, rows)?;
-        order_chain(
-            &format!("SqliteSaver({})", self.path.display()),
-            thread_id,
-            records,
-            id,
-            from,
-        )
+        let records = records_from_rows(&self.name(), &self.codec, thread_id, &rows)?;
+        order_chain(&self.name(), thread_id, records, id, from)
     }
 
-    pub(super) fn decode_record(
-        &self,
-        thread_id: &str,
-        row: &RecordRow,
-    ) -> Result<CheckpointRecord> {
-        self.codec
-            .decode(&row.2, &row.0, row.1.as_deref())
-            .map_err(|e| match e {
-                ReadError::Unreadable(e) => CheckpointError::serialization(format!(
-                    "SqliteSaver({}): {} of thread {thread_id:?} cannot be read ({e}); \
-                     the file was written by an incompatible version or modified by hand",
-                    self.path.display(),
-                    crate::checkpoint::record_name(&row.0)
-                )),
-                ReadError::Key(m) => CheckpointError::Integrity(format!(
-                    "SqliteSaver({}): {} of thread {thread_id:?} {m}",
-                    self.path.display(),
-                    crate::checkpoint::record_name(&row.0)
-                )),
-            })
-    }
-
-    pub(super) fn decode_records(
-        &self,
-        thread_id: &str,
-        rows: Vec<RecordRow>,
-    ) -> Result<Vec<CheckpointRecord>> {
-        rows.iter()
-            .map(|j| self.decode_record(thread_id, j))
-            .collect()
+    /// `SqliteSaver(path)`, as errors name the saver.
+    pub(super) fn name(&self) -> String {
+        format!("SqliteSaver({})", self.path.display())
     }
 
     pub(super) fn encode_record(&self, r: &CheckpointRecord) -> Result<String> {

@@ -67,7 +67,7 @@ impl GraphCore {
             allow: Allowlist::from_py(serde_allowlist.as_ref())?,
         });
         let graph = Graph::compile(spec, cp, codec.clone(), interrupt_before, interrupt_after)
-            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+            .map_err(PyErr::from)?;
         Ok(GraphCore {
             graph: Arc::new(graph),
             shared,

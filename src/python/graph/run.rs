@@ -364,7 +364,7 @@ pub(super) fn snapshot<'py>(
     let decode = |channel: &str, w: &crate::checkpoint::PendingWrite| {
         core.codec
             .decode(channel, (*w.value).clone())
-            .map_err(|e| PyValueError::new_err(e.to_string()))
+            .map_err(PyErr::from)
     };
     let mut all_interrupts = Vec::new();
     let mut tasks = Vec::new();

@@ -119,6 +119,20 @@ pub(super) fn flat_event_to_py<'py>(
                 PyTuple::new(py, [val_to_py(py, &chunk)?, meta.into_any()])?.into_any(),
             )
         }
+        // The debug events, each with a payload of its own.
+        other => return Ok(debug_to_py(py, shared, thread, other)?.map(|d| ("debug", d))),
+    }))
+}
+
+/// A debug event as LangGraph's `debug` mode shows it (`task`, `task_result`,
+/// `checkpoint`); `None` for an event of another mode.
+fn debug_to_py<'py>(
+    py: Python<'py>,
+    shared: &Shared,
+    thread: &str,
+    ev: StreamEvent,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    Ok(Some(match ev {
         StreamEvent::DebugTask {
             step,
             id,
@@ -144,7 +158,7 @@ pub(super) fn flat_event_to_py<'py>(
                 format!("branch:to:{node}")
             };
             p.set_item("triggers", (trigger,))?;
-            ("debug", debug_event(py, "task", step, p)?)
+            debug_event(py, "task", step, p)?
         }
         StreamEvent::DebugTaskResult {
             step,
@@ -164,7 +178,7 @@ pub(super) fn flat_event_to_py<'py>(
                 its.append(val_to_py(py, v)?)?;
             }
             p.set_item("interrupts", its)?;
-            ("debug", debug_event(py, "task_result", step, p)?)
+            debug_event(py, "task_result", step, p)?
         }
         StreamEvent::DebugCheckpoint {
             step,
@@ -208,8 +222,9 @@ pub(super) fn flat_event_to_py<'py>(
                     }),
                 )?,
             )?;
-            ("debug", debug_event(py, "checkpoint", step, p)?)
+            debug_event(py, "checkpoint", step, p)?
         }
+        _ => return Ok(None),
     }))
 }
 

@@ -109,6 +109,7 @@ pub use self::request::OpenApiTool;
 use self::request::*;
 use self::security::{Apply, OpAuth, Security};
 use super::yaml::YamlLimits;
+use crate::error::error_chain;
 use crate::message::Content;
 use crate::model::http::client_builder;
 use crate::secrets::Secrets;
@@ -315,26 +316,7 @@ impl OpenApiToolset {
                 "the document is not an object".into(),
             ));
         };
-        match root.get("openapi") {
-            Some(Value::String(v)) if v.starts_with("3.") => {}
-            Some(v) => {
-                return Err(OpenApiError::Invalid(format!(
-                    "unsupported `openapi` version {v}: 3.0 and 3.1 are supported"
-                )))
-            }
-            None if root.contains_key("swagger") => {
-                return Err(OpenApiError::Invalid(
-                    "this is a Swagger 2.0 document; only OpenAPI 3.0 and 3.1 are supported \
-                     (convert it, e.g. with swagger2openapi)"
-                        .into(),
-                ))
-            }
-            None => {
-                return Err(OpenApiError::Invalid(
-                    "no `openapi` version field: is this an OpenAPI document?".into(),
-                ))
-            }
-        }
+        check_version(root)?;
         let info = root.get("info");
         let text_of = |k: &str| {
             info.and_then(|i| i.get(k))
@@ -408,18 +390,7 @@ impl OpenApiToolset {
                     }
                     Built::Op(mut op) => {
                         op.name = crate::tool::name::unique(&op.name, &mut names);
-                        let auth = match security.for_operation(requirement) {
-                            Ok(auth) => auth,
-                            Err(wanted) => {
-                                if !security.is_empty() {
-                                    log::warn!(
-                                        "openapi: {here} needs credentials for {wanted}, and \
-                                         none were given: it is called without them"
-                                    );
-                                }
-                                OpAuth::default()
-                            }
-                        };
+                        let auth = op_auth(&security, requirement, &here);
                         tools.push(Arc::new(OpenApiTool {
                             def: ToolDefinition::new(
                                 op.name.clone(),
@@ -478,6 +449,43 @@ impl OpenApiToolset {
     /// Operations that did not become tools, each as `METHOD /path: why`.
     pub fn skipped(&self) -> &[String] {
         &self.skipped
+    }
+}
+
+/// Only OpenAPI 3.0 and 3.1 documents are read; a Swagger 2.0 one, or a document
+/// without a version, is refused with what to do.
+fn check_version(root: &Map<String, Value>) -> Result<(), OpenApiError> {
+    match root.get("openapi") {
+        Some(Value::String(v)) if v.starts_with("3.") => Ok(()),
+        Some(v) => Err(OpenApiError::Invalid(format!(
+            "unsupported `openapi` version {v}: 3.0 and 3.1 are supported"
+        ))),
+        None if root.contains_key("swagger") => Err(OpenApiError::Invalid(
+            "this is a Swagger 2.0 document; only OpenAPI 3.0 and 3.1 are supported \
+                 (convert it, e.g. with swagger2openapi)"
+                .into(),
+        )),
+        None => Err(OpenApiError::Invalid(
+            "no `openapi` version field: is this an OpenAPI document?".into(),
+        )),
+    }
+}
+
+/// The credentials an operation is called with: those its security requirement
+/// (`requirement`, the operation's or the spec's) names, else none (with a warning
+/// when some credentials were given, but not the ones it needs).
+fn op_auth(security: &Security, requirement: Option<&Value>, here: &str) -> OpAuth {
+    match security.for_operation(requirement) {
+        Ok(auth) => auth,
+        Err(wanted) => {
+            if !security.is_empty() {
+                log::warn!(
+                    "openapi: {here} needs credentials for {wanted}, and \
+                     none were given: it is called without them"
+                );
+            }
+            OpAuth::default()
+        }
     }
 }
 

@@ -205,6 +205,9 @@ pub(super) enum Built {
     Skip(String),
 }
 
+/// A parameter as the document declares it: name, location, object.
+type RawParam<'d> = (String, String, &'d Map<String, Value>);
+
 pub(super) fn build_operation(
     doc: &Doc<'_>,
     method: &Method,
@@ -213,24 +216,52 @@ pub(super) fn build_operation(
     op: &Map<String, Value>,
     here: &str,
 ) -> Result<Built, OpenApiError> {
-    let str_of = |k: &str| {
-        op.get(k)
-            .and_then(Value::as_str)
-            .map(str::trim)
-            .unwrap_or("")
+    let raw = declared_params(doc, item, op, here)?;
+    let mut args = Arguments::default();
+    // The request body first: it owns the `body` argument.
+    let body = match args.request_body(doc, op, here)? {
+        Ok(body) => body,
+        Err(skip) => return Ok(Built::Skip(skip)),
     };
-    let raw_name = match str_of("operationId") {
+    for (pname, loc, p) in &raw {
+        args.param(doc, pname, loc, p, here)?;
+    }
+    args.placeholders(path);
+    Ok(Built::Op(Box::new(Operation {
+        name: operation_name(method, path, op),
+        description: operation_description(method, path, op),
+        parameters: args.schema(body.as_ref().map(|(_, s)| s.clone())),
+        params: args.params,
+        body: body.map(|(b, _)| b),
+    })))
+}
+
+/// A field of the operation as trimmed text, empty when absent.
+fn op_str<'o>(op: &'o Map<String, Value>, k: &str) -> &'o str {
+    op.get(k)
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .unwrap_or("")
+}
+
+/// The tool's name: the `operationId`, else the method and path, sanitised.
+fn operation_name(method: &Method, path: &str, op: &Map<String, Value>) -> String {
+    let raw_name = match op_str(op, "operationId") {
         "" => format!("{}_{path}", method.as_str().to_ascii_lowercase()),
         id => id.to_string(),
     };
     // Runs of `_` made one here; the length rule (cut, hash) is the shared one.
-    let name = crate::tool::name::sanitize(&sanitize(&raw_name, usize::MAX));
+    crate::tool::name::sanitize(&sanitize(&raw_name, usize::MAX))
+}
 
+/// The tool's description: summary and description (each once), marked when
+/// deprecated; the method and path when the operation says nothing.
+fn operation_description(method: &Method, path: &str, op: &Map<String, Value>) -> String {
     let mut description = String::new();
     if op.get("deprecated") == Some(&Value::Bool(true)) {
         description.push_str("(Deprecated) ");
     }
-    let (summary, long) = (str_of("summary"), str_of("description"));
+    let (summary, long) = (op_str(op, "summary"), op_str(op, "description"));
     description.push_str(summary);
     if !long.is_empty() && long != summary {
         if !summary.is_empty() {
@@ -241,10 +272,17 @@ pub(super) fn build_operation(
     if summary.is_empty() && long.is_empty() {
         description.push_str(&format!("{} {path}", method.as_str()));
     }
-    let description = cut_chars(&description, MAX_DESCRIPTION_CHARS);
+    cut_chars(&description, MAX_DESCRIPTION_CHARS)
+}
 
-    // Path-level parameters, overridden by the operation's (same name and location).
-    let mut raw: Vec<(String, String, &Map<String, Value>)> = Vec::new();
+/// Path-level parameters, overridden by the operation's (same name and location).
+fn declared_params<'d>(
+    doc: &'d Doc<'_>,
+    item: &'d Map<String, Value>,
+    op: &'d Map<String, Value>,
+    here: &str,
+) -> Result<Vec<RawParam<'d>>, OpenApiError> {
+    let mut raw: Vec<RawParam<'d>> = Vec::new();
     for list in [item.get("parameters"), op.get("parameters")] {
         let Some(Value::Array(list)) = list else {
             continue;
@@ -263,192 +301,233 @@ pub(super) fn build_operation(
             raw.push((n.to_string(), l.to_string(), p));
         }
     }
+    Ok(raw)
+}
 
-    let mut taken: HashSet<String> = HashSet::new();
-    let mut properties = Map::new();
-    let mut required: Vec<Value> = Vec::new();
-    let mut params = Vec::new();
+/// A fresh walk of a schema's references, with the whole budget.
+fn schema_walk() -> SchemaWalk {
+    SchemaWalk {
+        stack: Vec::new(),
+        budget: REF_BUDGET,
+        depth: 0,
+    }
+}
 
-    // The request body first: it owns the `body` argument.
-    let mut body = None;
-    let mut body_schema = None;
-    if let Some(rb) = op.get("requestBody") {
+/// The tool's arguments as they are collected: one property per parameter (and
+/// `body`), each name taken once.
+#[derive(Default)]
+struct Arguments {
+    taken: HashSet<String>,
+    properties: Map<String, Value>,
+    required: Vec<Value>,
+    params: Vec<Param>,
+}
+
+impl Arguments {
+    /// The request body and its schema (`None` without one); `Err` with the reason
+    /// the operation is skipped when a required body has no supported media type.
+    fn request_body(
+        &mut self,
+        doc: &Doc<'_>,
+        op: &Map<String, Value>,
+        here: &str,
+    ) -> Result<Result<Option<(Body, Value)>, String>, OpenApiError> {
+        let Some(rb) = op.get("requestBody") else {
+            return Ok(Ok(None));
+        };
         let rb = doc.deref(rb, here)?;
         let body_required = rb.get("required") == Some(&Value::Bool(true));
         let content = rb.get("content").and_then(Value::as_object);
-        match content.and_then(choose_media) {
-            Some((content_type, mut kind, media)) => {
-                let mut walk = SchemaWalk {
-                    stack: Vec::new(),
-                    budget: REF_BUDGET,
-                    depth: 0,
-                };
-                let mut s = match media.get("schema") {
-                    Some(s) => doc.schema(s, &mut walk, here)?,
-                    None => match kind {
-                        BodyKind::Text => json!({"type": "string"}),
-                        _ => json!({}),
-                    },
-                };
-                if let BodyKind::Multipart(m) = &mut kind {
-                    m.learn(&mut s, media, here);
-                }
-                if let (Some(d), Value::Object(o)) =
-                    (rb.get("description").and_then(Value::as_str), &mut s)
-                {
-                    o.insert("description".into(), Value::String(d.to_string()));
-                }
-                taken.insert("body".into());
-                if body_required {
-                    required.push(Value::String("body".into()));
-                }
-                body_schema = Some(s);
-                body = Some(Body { content_type, kind });
+        let Some((content_type, mut kind, media)) = content.and_then(choose_media) else {
+            let types: Vec<&String> = content.map(|c| c.keys().collect()).unwrap_or_default();
+            if body_required {
+                return Ok(Err(format!(
+                    "its request body is required and none of its media types {types:?} \
+                     is supported (JSON, form, multipart, text)"
+                )));
             }
-            None => {
-                let types: Vec<&String> = content.map(|c| c.keys().collect()).unwrap_or_default();
-                if body_required {
-                    return Ok(Built::Skip(format!(
-                        "its request body is required and none of its media types {types:?} \
-                         is supported (JSON, form, multipart, text)"
-                    )));
-                }
-            }
+            return Ok(Ok(None));
+        };
+        let mut s = match media.get("schema") {
+            Some(s) => doc.schema(s, &mut schema_walk(), here)?,
+            None => match kind {
+                BodyKind::Text => json!({"type": "string"}),
+                _ => json!({}),
+            },
+        };
+        if let BodyKind::Multipart(m) = &mut kind {
+            m.learn(&mut s, media, here);
         }
+        if let (Some(d), Value::Object(o)) = (rb.get("description").and_then(Value::as_str), &mut s)
+        {
+            o.insert("description".into(), Value::String(d.to_string()));
+        }
+        self.taken.insert("body".into());
+        if body_required {
+            self.required.push(Value::String("body".into()));
+        }
+        Ok(Ok(Some((Body { content_type, kind }, s))))
     }
 
-    for (pname, loc, p) in &raw {
-        let location = match loc.as_str() {
+    /// One declared parameter: its property (schema, description, examples) and how
+    /// it is sent. Parameters in an unknown location, and the headers the request
+    /// sets itself, are left out.
+    fn param(
+        &mut self,
+        doc: &Doc<'_>,
+        pname: &str,
+        loc: &str,
+        p: &Map<String, Value>,
+        here: &str,
+    ) -> Result<(), OpenApiError> {
+        let location = match loc {
             "path" => Location::Path,
             "query" => Location::Query,
             "header" => Location::Header,
             "cookie" => Location::Cookie,
             other => {
                 log::warn!("openapi: {here}: parameter {pname:?} in {other:?} is ignored");
-                continue;
+                return Ok(());
             }
         };
         if location == Location::Header
             && ["accept", "content-type", "authorization"]
                 .contains(&pname.to_ascii_lowercase().as_str())
         {
-            continue;
+            return Ok(());
         }
-        let mut walk = SchemaWalk {
-            stack: Vec::new(),
-            budget: REF_BUDGET,
-            depth: 0,
-        };
         let (schema, json_content) = match (p.get("schema"), p.get("content")) {
-            (Some(s), _) => (doc.schema(s, &mut walk, here)?, false),
+            (Some(s), _) => (doc.schema(s, &mut schema_walk(), here)?, false),
             (None, Some(Value::Object(c))) => match c.values().next().and_then(|m| m.get("schema"))
             {
-                Some(s) => (doc.schema(s, &mut walk, here)?, true),
+                Some(s) => (doc.schema(s, &mut schema_walk(), here)?, true),
                 None => (json!({}), true),
             },
             _ => (json!({"type": "string"}), false),
         };
-        let mut schema = match schema {
-            Value::Object(o) => o,
-            _ => Map::new(),
-        };
-        let prop = unique_prop(pname, location, &mut taken);
-        let mut note = format!("({} parameter", location.as_str());
-        if &prop != pname {
-            note.push_str(&format!(" {pname:?}"));
-        }
-        note.push(')');
-        let text = match p
-            .get("description")
-            .and_then(Value::as_str)
-            .or_else(|| schema.get("description").and_then(Value::as_str))
-        {
-            Some(d) if !d.trim().is_empty() => format!("{} {note}", d.trim()),
-            _ => note,
-        };
-        schema.insert("description".into(), Value::String(text));
-        if p.get("deprecated") == Some(&Value::Bool(true)) {
-            schema.insert("deprecated".into(), Value::Bool(true));
-        }
-        if let Some(ex) = p.get("example") {
-            schema
-                .entry("examples")
-                .or_insert_with(|| Value::Array(vec![ex.clone()]));
-        }
-        let style = match p.get("style").and_then(Value::as_str) {
-            Some("form") => Style::Form,
-            Some("simple") => Style::Simple,
-            Some("label") => Style::Label,
-            Some("matrix") => Style::Matrix,
-            Some("spaceDelimited") => Style::SpaceDelimited,
-            Some("pipeDelimited") => Style::PipeDelimited,
-            Some("deepObject") => Style::DeepObject,
-            _ => match location {
-                Location::Query | Location::Cookie => Style::Form,
-                Location::Path | Location::Header => Style::Simple,
-            },
-        };
+        let prop = unique_prop(pname, location, &mut self.taken);
+        let schema = param_schema(schema, p, pname, &prop, location);
+        let style = param_style(p, location);
         let explode = match p.get("explode") {
             Some(Value::Bool(b)) => *b,
             _ => style == Style::Form,
         };
         if location == Location::Path || p.get("required") == Some(&Value::Bool(true)) {
-            required.push(Value::String(prop.clone()));
+            self.required.push(Value::String(prop.clone()));
         }
-        properties.insert(prop.clone(), Value::Object(schema));
-        params.push(Param {
+        self.properties.insert(prop.clone(), Value::Object(schema));
+        self.params.push(Param {
             prop,
-            name: pname.clone(),
+            name: pname.to_owned(),
             location,
             style,
             explode,
             json: json_content,
             allow_reserved: p.get("allowReserved") == Some(&Value::Bool(true)),
         });
+        Ok(())
     }
 
-    // A `{placeholder}` of the path no parameter declares: ask for it anyway.
-    for placeholder in path_placeholders(path) {
-        if params
-            .iter()
-            .any(|p| p.location == Location::Path && p.name == placeholder)
-        {
-            continue;
+    /// A `{placeholder}` of the path no parameter declares: ask for it anyway.
+    fn placeholders(&mut self, path: &str) {
+        for placeholder in path_placeholders(path) {
+            if self
+                .params
+                .iter()
+                .any(|p| p.location == Location::Path && p.name == placeholder)
+            {
+                continue;
+            }
+            let prop = unique_prop(&placeholder, Location::Path, &mut self.taken);
+            self.properties.insert(
+                prop.clone(),
+                json!({"type": "string", "description": "(path parameter)"}),
+            );
+            self.required.push(Value::String(prop.clone()));
+            self.params.push(Param {
+                prop,
+                name: placeholder,
+                location: Location::Path,
+                style: Style::Simple,
+                explode: false,
+                json: false,
+                allow_reserved: false,
+            });
         }
-        let prop = unique_prop(&placeholder, Location::Path, &mut taken);
-        properties.insert(
-            prop.clone(),
-            json!({"type": "string", "description": "(path parameter)"}),
-        );
-        required.push(Value::String(prop.clone()));
-        params.push(Param {
-            prop,
-            name: placeholder,
-            location: Location::Path,
-            style: Style::Simple,
-            explode: false,
-            json: false,
-            allow_reserved: false,
-        });
     }
 
-    if let Some(s) = body_schema {
-        properties.insert("body".into(), s);
+    /// The tool's argument schema: an object of the properties, `body` last.
+    fn schema(&mut self, body_schema: Option<Value>) -> Value {
+        let mut properties = std::mem::take(&mut self.properties);
+        if let Some(s) = body_schema {
+            properties.insert("body".into(), s);
+        }
+        let mut parameters = Map::new();
+        parameters.insert("type".into(), "object".into());
+        parameters.insert("properties".into(), Value::Object(properties));
+        if !self.required.is_empty() {
+            let required = std::mem::take(&mut self.required);
+            parameters.insert("required".into(), Value::Array(required));
+        }
+        parameters.insert("additionalProperties".into(), Value::Bool(false));
+        Value::Object(parameters)
     }
-    let mut parameters = Map::new();
-    parameters.insert("type".into(), "object".into());
-    parameters.insert("properties".into(), Value::Object(properties));
-    if !required.is_empty() {
-        parameters.insert("required".into(), Value::Array(required));
+}
+
+/// A parameter's property schema: its own schema with the description (the
+/// parameter's, else the schema's) followed by where it goes, and the
+/// `deprecated` and `example` the parameter declares.
+fn param_schema(
+    schema: Value,
+    p: &Map<String, Value>,
+    pname: &str,
+    prop: &str,
+    location: Location,
+) -> Map<String, Value> {
+    let mut schema = match schema {
+        Value::Object(o) => o,
+        _ => Map::new(),
+    };
+    let mut note = format!("({} parameter", location.as_str());
+    if prop != pname {
+        note.push_str(&format!(" {pname:?}"));
     }
-    parameters.insert("additionalProperties".into(), Value::Bool(false));
-    Ok(Built::Op(Box::new(Operation {
-        name,
-        description,
-        parameters: Value::Object(parameters),
-        params,
-        body,
-    })))
+    note.push(')');
+    let text = match p
+        .get("description")
+        .and_then(Value::as_str)
+        .or_else(|| schema.get("description").and_then(Value::as_str))
+    {
+        Some(d) if !d.trim().is_empty() => format!("{} {note}", d.trim()),
+        _ => note,
+    };
+    schema.insert("description".into(), Value::String(text));
+    if p.get("deprecated") == Some(&Value::Bool(true)) {
+        schema.insert("deprecated".into(), Value::Bool(true));
+    }
+    if let Some(ex) = p.get("example") {
+        schema
+            .entry("examples")
+            .or_insert_with(|| Value::Array(vec![ex.clone()]));
+    }
+    schema
+}
+
+/// How a parameter is serialised: its `style`, else the location's default.
+fn param_style(p: &Map<String, Value>, location: Location) -> Style {
+    match p.get("style").and_then(Value::as_str) {
+        Some("form") => Style::Form,
+        Some("simple") => Style::Simple,
+        Some("label") => Style::Label,
+        Some("matrix") => Style::Matrix,
+        Some("spaceDelimited") => Style::SpaceDelimited,
+        Some("pipeDelimited") => Style::PipeDelimited,
+        Some("deepObject") => Style::DeepObject,
+        _ => match location {
+            Location::Query | Location::Cookie => Style::Form,
+            Location::Path | Location::Header => Style::Simple,
+        },
+    }
 }
 
 /// The media type a request body is sent as: JSON first, then form, then text.

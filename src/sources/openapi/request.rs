@@ -231,14 +231,10 @@ impl OpenApiTool {
         Ok((url, headers, body))
     }
 
-    pub(super) async fn send(
-        &self,
-        url: String,
-        mut headers: HeaderMap,
-        body: Option<Payload>,
-    ) -> Result<ToolOutput, ToolError> {
-        let shared = &self.shared;
-        let http = &shared.http;
+    /// The `Authorization` header of the operation's OAuth2 credentials (a token
+    /// fetched, or the one cached).
+    async fn authorize(&self, headers: &mut HeaderMap) -> Result<(), ToolError> {
+        let (shared, http) = (&self.shared, &self.shared.http);
         for (apply, scopes) in &self.auth.0 {
             if let Apply::OAuth2(source) = &**apply {
                 let timeout = shared.timeout.unwrap_or(DEFAULT_TIMEOUT);
@@ -249,6 +245,18 @@ impl OpenApiTool {
                 headers.insert(reqwest::header::AUTHORIZATION, value);
             }
         }
+        Ok(())
+    }
+
+    pub(super) async fn send(
+        &self,
+        url: String,
+        mut headers: HeaderMap,
+        body: Option<Payload>,
+    ) -> Result<ToolOutput, ToolError> {
+        let shared = &self.shared;
+        let http = &shared.http;
+        self.authorize(&mut headers).await?;
         let secrets = http.secrets();
         let mut rb = http
             .client
@@ -299,20 +307,7 @@ impl OpenApiTool {
             .unwrap_or("")
             .to_string();
         let keep = shared.max_output_bytes.saturating_mul(4).max(1 << 20);
-        let mut bytes = Vec::new();
-        let mut total = 0usize;
-        let mut complete = true;
-        while let Some(chunk) = resp.chunk().await.map_err(fail)? {
-            total += chunk.len();
-            if bytes.len() < keep {
-                let room = keep - bytes.len();
-                bytes.extend_from_slice(&chunk[..chunk.len().min(room)]);
-            }
-            if total > MAX_READ_BYTES {
-                complete = false;
-                break;
-            }
-        }
+        let (mut bytes, mut total, complete) = read_capped(&mut resp, keep).await.map_err(fail)?;
         // Scrubbed before the body is cut for the model (`max_output_bytes`): a
         // secret cut in half would not be found afterwards.
         if !secrets.is_empty() {
@@ -358,6 +353,27 @@ impl OpenApiTool {
             ..Default::default()
         })
     }
+}
+
+/// A response's body, its first `keep` bytes kept: the bytes, how many came, and
+/// whether it was read to its end (reading stops past `MAX_READ_BYTES`).
+async fn read_capped(
+    resp: &mut reqwest::Response,
+    keep: usize,
+) -> Result<(Vec<u8>, usize, bool), reqwest::Error> {
+    let mut bytes = Vec::new();
+    let mut total = 0usize;
+    while let Some(chunk) = resp.chunk().await? {
+        total += chunk.len();
+        if bytes.len() < keep {
+            let room = keep - bytes.len();
+            bytes.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        }
+        if total > MAX_READ_BYTES {
+            return Ok((bytes, total, false));
+        }
+    }
+    Ok((bytes, total, true))
 }
 
 #[async_trait]
@@ -577,20 +593,6 @@ pub(super) fn status_line(status: reqwest::StatusCode) -> String {
         Some(r) => format!("{} {r}", status.as_u16()),
         None => status.as_u16().to_string(),
     }
-}
-
-pub(super) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut message = e.to_string();
-    let mut src = e.source();
-    while let Some(s) = src {
-        let t = s.to_string();
-        if !message.contains(&t) {
-            message.push_str(": ");
-            message.push_str(&t);
-        }
-        src = s.source();
-    }
-    message
 }
 
 /// At most `max` characters of `s`, with `…` when cut.

@@ -128,39 +128,10 @@ impl Workspace {
     ) -> Result<ToolOutput, ToolError> {
         let command = str_arg(tool, args, "command")?;
         let max_t = self.max_bash_timeout();
-        let limit = match args.get("timeout_seconds").and_then(Value::as_f64) {
-            None => self.opts.bash_timeout,
-            Some(t) if t > 0.0 && t <= max_t.as_secs_f64() => Duration::from_secs_f64(t),
-            Some(t) => {
-                return Err(ToolError::InvalidArgs {
-                    tool: tool.to_owned(),
-                    reason: format!(
-                        "timeout_seconds must be above 0 and at most {}, got {t}",
-                        secs(max_t)
-                    ),
-                })
-            }
-        };
-        let mut cmd = tokio::process::Command::new("bash");
-        cmd.arg("-c")
-            .arg(command)
-            .current_dir(self.root.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .env_clear();
-        for name in BASH_ENV_ALLOWED {
-            if let Some(v) = std::env::var_os(name) {
-                cmd.env(name, v);
-            }
-        }
-        cmd.envs(self.opts.bash_env.iter().map(|(k, v)| (k, v)));
+        let limit = self.bash_limit(tool, args, max_t)?;
         let marker = strays::new_marker();
-        cmd.env(strays::MARKER_VAR, &marker);
-        #[cfg(unix)]
-        cmd.process_group(0);
-        let mut child = cmd
+        let mut child = self
+            .bash_command(command, &marker)
             .spawn()
             .map_err(|e| failed(tool, format!("could not start bash: {}", io_reason(&e))))?;
         let mut group = KillGroup {
@@ -195,21 +166,7 @@ impl Workspace {
         )
         .await;
         drop(readers);
-        let render = || {
-            let out = out.lock().unwrap_or_else(|p| p.into_inner());
-            let err = err.lock().unwrap_or_else(|p| p.into_inner());
-            let mut s = String::new();
-            for (label, c) in [("stdout", &*out), ("stderr", &*err)] {
-                if c.total > 0 {
-                    let text = c.render();
-                    s.push_str(&format!("[{label}]\n{text}"));
-                    if !text.ends_with('\n') {
-                        s.push('\n');
-                    }
-                }
-            }
-            s
-        };
+        let render = || render_output(&out, &err);
         match end {
             End::Cancelled => Err(cancelled(tool)),
             End::TimedOut => {
@@ -237,22 +194,7 @@ impl Workspace {
                 format!("waiting for the command failed: {}", io_reason(&e)),
             )),
             End::Exited(Ok(status)) => {
-                let head = match status.code() {
-                    Some(c) => format!("exit code: {c}"),
-                    None => {
-                        #[cfg(unix)]
-                        let s = {
-                            use std::os::unix::process::ExitStatusExt;
-                            status
-                                .signal()
-                                .map(|s| format!("killed by signal {s}"))
-                                .unwrap_or_else(|| "no exit code".into())
-                        };
-                        #[cfg(not(unix))]
-                        let s = "no exit code".to_owned();
-                        s
-                    }
-                };
+                let head = exit_head(status);
                 let body = render();
                 let text = if body.is_empty() {
                     format!("{head} (no output)")
@@ -261,6 +203,87 @@ impl Workspace {
                 };
                 Ok(ToolOutput::text(text))
             }
+        }
+    }
+}
+
+impl Workspace {
+    /// The run's time limit: `timeout_seconds` when given (above 0, at most `max_t`),
+    /// else the workspace's default.
+    fn bash_limit(&self, tool: &str, args: &Value, max_t: Duration) -> Result<Duration, ToolError> {
+        match args.get("timeout_seconds").and_then(Value::as_f64) {
+            None => Ok(self.opts.bash_timeout),
+            Some(t) if t > 0.0 && t <= max_t.as_secs_f64() => Ok(Duration::from_secs_f64(t)),
+            Some(t) => Err(ToolError::InvalidArgs {
+                tool: tool.to_owned(),
+                reason: format!(
+                    "timeout_seconds must be above 0 and at most {}, got {t}",
+                    secs(max_t)
+                ),
+            }),
+        }
+    }
+
+    /// `bash -c command` in the root, its output piped, with only the allowed and the
+    /// configured environment (and `marker`, by which strays are found), in a process
+    /// group of its own (killed whole).
+    fn bash_command(&self, command: &str, marker: &str) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new("bash");
+        cmd.arg("-c")
+            .arg(command)
+            .current_dir(self.root.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .env_clear();
+        for name in BASH_ENV_ALLOWED {
+            if let Some(v) = std::env::var_os(name) {
+                cmd.env(name, v);
+            }
+        }
+        cmd.envs(self.opts.bash_env.iter().map(|(k, v)| (k, v)));
+        cmd.env(strays::MARKER_VAR, marker);
+        #[cfg(unix)]
+        cmd.process_group(0);
+        cmd
+    }
+}
+
+/// What the command printed, as `[stdout]` and `[stderr]` sections (each only when
+/// something was printed there).
+fn render_output(out: &Mutex<Capture>, err: &Mutex<Capture>) -> String {
+    let out = out.lock().unwrap_or_else(|p| p.into_inner());
+    let err = err.lock().unwrap_or_else(|p| p.into_inner());
+    let mut s = String::new();
+    for (label, c) in [("stdout", &*out), ("stderr", &*err)] {
+        if c.total > 0 {
+            let text = c.render();
+            s.push_str(&format!("[{label}]\n{text}"));
+            if !text.ends_with('\n') {
+                s.push('\n');
+            }
+        }
+    }
+    s
+}
+
+/// How the command ended: its exit code, else the signal that killed it.
+fn exit_head(status: std::process::ExitStatus) -> String {
+    match status.code() {
+        Some(c) => format!("exit code: {c}"),
+        None => {
+            #[cfg(unix)]
+            let s = {
+                use std::os::unix::process::ExitStatusExt;
+                status
+                    .signal()
+                    .map(|s| format!("killed by signal {s}"))
+                    .unwrap_or_else(|| "no exit code".into())
+            };
+            #[cfg(not(unix))]
+            let s = "no exit code".to_owned();
+            s
         }
     }
 }
