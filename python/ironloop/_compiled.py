@@ -18,24 +18,8 @@ from typing_extensions import TypeVar
 from ironloop import _tracing
 from ironloop._bound import BoundConfig
 from ironloop._cache import namespace as cache_namespace
-from ironloop._ironloop import (
-    _child_ns,
-)
-from ironloop._runtime import task_var
-from ironloop._state import (
-    as_update,
-)
-from ironloop._stream_v2 import aparts, as_output, parts
-from ironloop._toolnode import ToolNode
-from ironloop._usage import get_usage_metadata_callback
-from ironloop.errors import GraphInterrupt
-from ironloop.runtime import _enter, _scope
-from ironloop.types import StateSnapshot
-
-if typing.TYPE_CHECKING:
-    from ironloop.graph import StateGraph
-
 from ironloop._drawing import _DrawableGraph
+from ironloop._ironloop import _child_ns
 from ironloop._node_calls import _outer_task
 from ironloop._run_options import (
     _batch_configs,
@@ -46,6 +30,17 @@ from ironloop._run_options import (
     _viewed,
     _with_durability,
 )
+from ironloop._runtime import task_var
+from ironloop._state import as_update
+from ironloop._stream_v2 import aparts, as_output, parts
+from ironloop._toolnode import ToolNode
+from ironloop._usage import get_usage_metadata_callback
+from ironloop.errors import GraphInterrupt, InvalidUpdateError
+from ironloop.runtime import _enter, _scope
+from ironloop.types import StateSnapshot, StateUpdate
+
+if typing.TYPE_CHECKING:
+    from ironloop.graph import StateGraph
 
 #: The type parameters LangGraph's ``StateGraph`` and ``CompiledStateGraph`` take (with
 #: its defaults), so that ``StateGraph[State]`` and annotations such as
@@ -392,7 +387,11 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         for t in snap.tasks:
             sub = _subgraph_of(self.builder.nodes.get(t.name))
             if sub is not None:
-                ns = _child_ns(at.get("checkpoint_ns", ""), t.name, t.id)
+                parent_ns = at.get("checkpoint_ns", "")
+                if sub.checkpointer is True:  # one history per node (the engine's rule)
+                    ns = f"{parent_ns}|{t.name}" if parent_ns else t.name
+                else:
+                    ns = _child_ns(parent_ns, t.name, t.id)
                 cfg = {"configurable": {"thread_id": at["thread_id"], "checkpoint_ns": ns}}
                 state = sub._state(cfg, True, saver or self.checkpointer) if subgraphs else cfg
                 t = t._replace(state=state)
@@ -435,17 +434,48 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             yield snap
 
     def update_state(
-        self, config: dict[str, Any], values: Any, as_node: str | None = None
+        self,
+        config: dict[str, Any],
+        values: Any,
+        as_node: str | None = None,
+        task_id: str | None = None,
     ) -> dict[str, Any]:
-        """Writes ``values`` as if ``as_node`` had returned them; returns the new
-        checkpoint's config."""
-        return self._core.update_state(config, values, as_node)  # type: ignore[no-any-return]
+        """Writes ``values`` as if ``as_node`` had returned them (a ``Command``'s
+        ``goto`` included); returns the new checkpoint's config. ``as_node="__input__"``
+        saves ``values`` as new input; ``"__copy__"`` saves a copy of the checkpoint
+        beside it (``source="fork"``), then applies ``values`` if it is a list of
+        ``(values, as_node)`` updates, as LangGraph does."""
+        if as_node == "__copy__" and isinstance(values, list) and values:
+            return self.bulk_update_state(
+                config, [[StateUpdate(None, "__copy__", task_id)], values]
+            )
+        return self.bulk_update_state(config, [[StateUpdate(values, as_node, task_id)]])
 
     async def aupdate_state(
-        self, config: dict[str, Any], values: Any, as_node: str | None = None
+        self,
+        config: dict[str, Any],
+        values: Any,
+        as_node: str | None = None,
+        task_id: str | None = None,
     ) -> dict[str, Any]:
         """``update_state`` for ``await``."""
-        return self.update_state(config, values, as_node)
+        return self.update_state(config, values, as_node, task_id)
+
+    def bulk_update_state(
+        self, config: dict[str, Any], supersteps: Sequence[Sequence[Any]]
+    ) -> dict[str, Any]:
+        """Applies ``supersteps`` in order, each a list of ``StateUpdate``s (or
+        ``(values, as_node)`` pairs) saved as one checkpoint, as if their nodes had run
+        in one step; returns the last checkpoint's config (LangGraph's
+        ``bulk_update_state``)."""
+        steps = [[_update_pair(u) for u in step] for step in supersteps]
+        return self._core.bulk_update_state(config, steps)  # type: ignore[no-any-return]
+
+    async def abulk_update_state(
+        self, config: dict[str, Any], supersteps: Sequence[Sequence[Any]]
+    ) -> dict[str, Any]:
+        """``bulk_update_state`` for ``await``."""
+        return self.bulk_update_state(config, supersteps)
 
     def as_tool(self, name: str, description: str) -> Any:
         """This graph (an agent) as a tool with one string argument ``input``: the
@@ -507,6 +537,22 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
 
     def __repr__(self) -> str:
         return f"CompiledStateGraph(nodes={list(self.builder.nodes)!r})"
+
+
+def _update_pair(update: Any) -> tuple[Any, str | None]:
+    """A ``StateUpdate`` (or a ``(values, as_node[, task_id])`` sequence) as the
+    ``(values, as_node)`` pair the engine takes."""
+    if not isinstance(update, (tuple, list)) or not 1 <= len(update) <= 3:
+        raise InvalidUpdateError(
+            f"bulk_update_state takes StateUpdate(values, as_node) items, got {update!r}"
+        )
+    values, as_node, task_id = (*update, None, None)[:3]
+    if task_id is not None:
+        raise InvalidUpdateError(
+            f"StateUpdate(task_id={task_id!r}): ironloop applies an update to its node, "
+            "not to one task of it; leave task_id out"
+        )
+    return values, as_node
 
 
 def _subgraph_of(node: Any) -> CompiledStateGraph[Any, Any, Any, Any] | None:

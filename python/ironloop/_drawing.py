@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import typing
-from typing import (
-    Any,
-)
+from typing import Any
 
 from ironloop._constants import END, START
 from ironloop._toolnode import ToolNode

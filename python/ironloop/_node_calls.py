@@ -5,14 +5,10 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import Callable
-from typing import (
-    Any,
-)
+from typing import Any
 
 from ironloop._interrupt import asked, validated
-from ironloop._ironloop import (
-    _coerce_message,
-)
+from ironloop._ironloop import _coerce_message
 from ironloop._runtime import answers_var, scratch_lock, task_var
 from ironloop.messages import BaseMessage
 

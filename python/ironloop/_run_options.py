@@ -5,9 +5,7 @@ checked and shaped for the engine."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import (
-    Any,
-)
+from typing import Any
 
 
 def _check_run_options(durability: str | None, version: str) -> None:

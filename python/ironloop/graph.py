@@ -469,8 +469,8 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             edges=self.edges,
             joins=self.joins,
             branches=branches,
-            # `True` (a subgraph that uses its parent's): no checkpoints of its own.
-            checkpointer=None if checkpointer is True else checkpointer,
+            # `True`: a subgraph that keeps one history per node in its parent's saver.
+            checkpointer=checkpointer,
             interrupt_before=ib,
             interrupt_after=ia,
             store=store,

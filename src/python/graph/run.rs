@@ -36,6 +36,10 @@ pub struct GraphCore {
     /// checkpoints at all, not even in the checkpointer its parent would lend it, so
     /// each call starts afresh.
     pub(super) unsaved: bool,
+    /// Compiled with `checkpointer=True`: a subgraph whose checkpoints, in the saver
+    /// its parent lends, form one history per node of the parent, so each call
+    /// continues where the last one left the subgraph's state.
+    pub(super) stateful: bool,
 }
 
 /// What a Python call passes for a run.
@@ -51,8 +55,8 @@ fn parent_task<'py>(py: Python<'py>) -> PyResult<Option<Bound<'py, TaskScratch>>
     Ok(cur.cast_into::<TaskScratch>().ok())
 }
 
-pub(super) fn parent_sink(py: Python<'_>) -> PyResult<Option<StreamSink>> {
-    Ok(parent_task(py)?.and_then(|sc| sc.borrow().nested_sink()))
+pub(super) fn parent_sink(py: Python<'_>, stateful: bool) -> PyResult<Option<StreamSink>> {
+    Ok(parent_task(py)?.and_then(|sc| sc.borrow().nested_sink(stateful)))
 }
 
 pub(super) fn config_str(cfg: &Bound<'_, PyAny>, key: &str) -> PyResult<Option<String>> {
@@ -85,7 +89,7 @@ impl GraphCore {
         // into it when it asked for subgraph events.
         let stream = match stream {
             Some(s) => Some(s),
-            None => parent_sink(py)?,
+            None => parent_sink(py, self.stateful)?,
         };
         let mut opts = RunOptions {
             stream,
@@ -113,7 +117,7 @@ impl GraphCore {
         // A subgraph inside a task of a run with checkpoints keeps its own there.
         if opts.thread_id.is_none() && self.graph.checkpointer().is_none() && !self.unsaved {
             if let Some(sc) = parent_task(py)? {
-                sc.borrow().lend(py, &mut opts);
+                sc.borrow().lend(py, &mut opts, self.stateful);
             }
         }
         if let Ok(d) = cfg.cast::<PyDict>() {
