@@ -344,6 +344,49 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             if trace is not None:
                 trace.end(failed)
 
+    async def astream_events(
+        self,
+        input: Any,
+        config: dict[str, Any] | None = None,
+        *,
+        version: str = "v2",
+        context: Any = None,
+        durability: str | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """LangChain's ``astream_events`` (``version="v2"``), as chat UIs consume it:
+        the run's ``on_chain_start``, an ``on_chain_stream`` per update, each task's
+        ``on_chain_start`` / ``on_chain_end`` (subgraphs' too), the models' tokens as
+        ``on_chat_model_stream``, and the run's ``on_chain_end`` with its output."""
+        if version != "v2":
+            raise ValueError(
+                f"astream_events supports version='v2' (LangChain's current events), "
+                f"got {version!r}"
+            )
+        import uuid
+
+        from ironloop._events import SOURCES, EventsView
+
+        metadata = dict((config or {}).get("metadata") or {})
+        view = EventsView(str(uuid.uuid4()), self.name, metadata)
+        yield view.start(input)
+        stream = self.astream(
+            input,
+            config,
+            stream_mode=list(SOURCES),
+            subgraphs=True,
+            context=context,
+            durability=durability,
+        )
+        try:
+            async for ns, mode, chunk in stream:
+                for event in view.on(mode, chunk, ns):
+                    yield event
+        finally:
+            await stream.aclose()  # type: ignore[attr-defined]
+        for event in view.end():
+            yield event
+
     def batch(self, inputs: Sequence[Any], config: Any = None, **kwargs: Any) -> list[Any]:
         configs = _batch_configs(inputs, config)
         return [self.invoke(i, c) for i, c in zip(inputs, configs, strict=True)]

@@ -316,7 +316,8 @@ class Runner:
                 continue
             run.publish(mode + suffix, chunk)
         if events is not None:
-            run.publish("events", events.end())
+            for event in events.end():
+                run.publish("events", event)
 
     @staticmethod
     def _legacy_message(
