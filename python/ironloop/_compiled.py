@@ -131,7 +131,7 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         (see ``context_schema``), read by nodes as ``runtime.context``. As LangGraph:
         another ``stream_mode`` returns the list of the stream's chunks, and
         ``version="v2"`` a ``GraphOutput(value, interrupts)`` (or v2 chunks)."""
-        _check_run_options(durability, version)
+        durability = _check_run_options(durability, version, kwargs)
         if stream_mode != "values":
             return list(
                 self.stream(
@@ -181,7 +181,7 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         """Like ``invoke``; async nodes and tools run on the running event loop."""
         import asyncio
 
-        _check_run_options(durability, version)
+        durability = _check_run_options(durability, version, kwargs)
         if stream_mode != "values":
             it = self.astream(
                 input,
@@ -257,7 +257,7 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         tuple of ``"node:task"``; empty for this graph's own events). With
         ``version="v2"`` every chunk is LangGraph's v2 part: ``{"type": mode, "ns":
         namespace, "data": chunk}``, ``values`` parts with their ``"interrupts"``."""
-        _check_run_options(durability, version)
+        durability = _check_run_options(durability, version, kwargs)
         config = self._run_config(config, durability)
         modes = _v2_modes(stream_mode) if version == "v2" else stream_mode
         engine_modes, wanted = _debug_views(modes)
@@ -294,7 +294,7 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
     ) -> AsyncIterator[Any]:
         import asyncio
 
-        _check_run_options(durability, version)
+        durability = _check_run_options(durability, version, kwargs)
         if version == "v2":
             v1 = self.astream(
                 input,

@@ -4,16 +4,32 @@ checked and shaped for the engine."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from ironloop.warnings import LangGraphDeprecatedSinceV10
 
-def _check_run_options(durability: str | None, version: str) -> None:
-    """``durability`` and ``version`` as LangGraph takes them, or a clear refusal."""
+
+def _check_run_options(durability: str | None, version: str, kwargs: dict[str, Any]) -> str | None:
+    """``durability`` and ``version`` as LangGraph takes them, or a clear refusal;
+    returns the run's durability, from LangGraph's deprecated ``checkpoint_during``
+    (``True``: ``"async"``, ``False``: ``"exit"``) when that is given instead."""
+    if "checkpoint_during" in kwargs:
+        warnings.warn(
+            "`checkpoint_during` is deprecated and will be removed. "
+            "Please use `durability` instead.",
+            LangGraphDeprecatedSinceV10,
+            stacklevel=3,
+        )
+        during = kwargs.pop("checkpoint_during")
+        if durability is None and during is not None:
+            durability = "async" if during else "exit"
     if durability not in (None, "sync", "async", "exit"):
         raise ValueError(f"durability must be 'sync', 'async' or 'exit', got {durability!r}")
     if version not in ("v1", "v2"):
         raise ValueError(f"version must be 'v1' or 'v2', got {version!r}")
+    return durability
 
 
 #: The keys a run's config keeps at its top level: langchain-core's ``CONFIG_KEYS``, and

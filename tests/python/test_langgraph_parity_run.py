@@ -415,3 +415,21 @@ def test_every_durability_keeps_the_same_history(saver: Any, durability: str) ->
     steps = [h.metadata["step"] for h in app.get_state_history(cfg)]
     # As LangGraph: "exit" saves one checkpoint per run, where the run ended.
     assert steps == ([4, 3, 2] if durability == "exit" else [4, 3, 2, 1, 0, -1])
+
+
+def test_checkpoint_during_is_langgraphs_deprecated_durability() -> None:
+    from ironloop.warnings import LangGraphDeprecatedSinceV10
+
+    class S(TypedDict, total=False):
+        durability: str
+
+    def node(state: S, config: Any) -> S:
+        return {"durability": config["configurable"]["__pregel_durability"]}
+
+    graph = StateGraph(S).add_node("node", node).add_edge(START, "node").compile()
+    for during, durability in [(True, "async"), (False, "exit")]:
+        with pytest.warns(LangGraphDeprecatedSinceV10, match="Please use `durability`"):
+            assert graph.invoke({}, checkpoint_during=during) == {"durability": durability}
+    with pytest.warns(LangGraphDeprecatedSinceV10):
+        chunks = list(graph.stream({}, checkpoint_during=True))
+    assert chunks == [{"node": {"durability": "async"}}]
