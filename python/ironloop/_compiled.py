@@ -570,16 +570,34 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
                 return out
             return {k: v for k, v in out.items() if k in outer}
 
-        def call(state: Any) -> Any:
-            return give(self.invoke(take(state)))
+        def call(state: Any, config: Any = None) -> Any:
+            return give(self.invoke(take(state), _nested_config(config)))
 
-        async def acall(state: Any) -> Any:
-            return give(await self.ainvoke(take(state)))
+        async def acall(state: Any, config: Any = None) -> Any:
+            return give(await self.ainvoke(take(state), _nested_config(config)))
 
         return call, acall
 
     def __repr__(self) -> str:
         return f"CompiledStateGraph(nodes={list(self.builder.nodes)!r})"
+
+
+#: What a subgraph's run does not take from its parent node's config: where the
+#: parent's own checkpoints are (the engine lends the subgraph its thread and
+#: namespace, and shows them in its nodes' config) and options of the parent's run.
+_PARENT_ONLY = frozenset({"thread_id", "checkpoint_id", "checkpoint_ns", "checkpoint_map"})
+_PARENT_RUN_ONLY = frozenset({"configurable", "multitask_strategy", "run_id", "callbacks"})
+
+
+def _nested_config(config: Any) -> Any:
+    """The config a subgraph node runs its graph with: its parent's (``configurable``
+    keys, ``metadata``, ``recursion_limit``, durability), as LangGraph passes it on."""
+    if not isinstance(config, dict):
+        return None
+    out = {k: v for k, v in config.items() if k not in _PARENT_RUN_ONLY}
+    conf = config.get("configurable") or {}
+    out["configurable"] = {k: v for k, v in conf.items() if k not in _PARENT_ONLY}
+    return out
 
 
 def _update_pair(update: Any) -> tuple[Any, str | None]:

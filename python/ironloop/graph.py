@@ -421,7 +421,8 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             node = {"name": name_, "func": fn, "is_async": False, "wants": no_params}
             if isinstance(fn, CompiledStateGraph):
                 call, acall = fn._as_node(all_keys)
-                node.update(func=call, afunc=acall)
+                # The parent's config goes on to the subgraph's run (see `_as_node`).
+                node.update(func=call, afunc=acall, wants={**no_params, "config": True})
             elif not isinstance(fn, ToolNode):
                 default_retry = self.node_defaults.get("retry_policy")
                 if (

@@ -231,3 +231,27 @@ def test_subgraph_without_checkpointer_starts_afresh_each_call() -> None:
         for c in app.stream({"my_key": ""}, {"configurable": {"thread_id": "2"}}, subgraphs=True)
     ]
     assert all(n == () or n[0].startswith("inner:") for n in ns)
+
+
+def test_a_subgraphs_nodes_see_the_parents_config_and_their_own_thread() -> None:
+    seen: dict[str, Any] = {}
+
+    def sub_node(state: FooState, config: Any) -> FooState:
+        seen.update(config["configurable"])
+        seen["recursion_limit"] = config.get("recursion_limit")
+        return {"foo": "done"}
+
+    sub = StateGraph(FooState).add_node("inner", sub_node).add_edge(START, "inner").compile()
+    app = (
+        StateGraph(FooState)
+        .add_node("outer", sub)
+        .add_edge(START, "outer")
+        .compile(checkpointer=MemorySaver())
+    )
+    cfg = {"configurable": {"thread_id": "1", "user_id": "u1"}, "recursion_limit": 7}
+    assert app.invoke({"foo": "x"}, cfg) == {"foo": "done"}
+    assert seen["thread_id"] == "1"
+    assert seen["user_id"] == "u1"
+    assert seen["recursion_limit"] == 7
+    # The subgraph's own namespace, below its parent's node.
+    assert seen["checkpoint_ns"].startswith("outer:")

@@ -59,6 +59,33 @@ pub(super) fn parent_sink(py: Python<'_>, stateful: bool) -> PyResult<Option<Str
     Ok(parent_task(py)?.and_then(|sc| sc.borrow().nested_sink(stateful)))
 }
 
+/// The config a nested run's nodes see: the caller's, with the thread and namespace its
+/// parent lent it in `configurable` (as LangGraph's subgraph nodes see them).
+fn lent_config<'py>(
+    py: Python<'py>,
+    cfg: &Bound<'py, PyAny>,
+    opts: &RunOptions,
+) -> PyResult<Bound<'py, PyAny>> {
+    let Some(thread_id) = &opts.thread_id else {
+        return Ok(cfg.clone());
+    };
+    let out = match cfg.cast::<PyDict>() {
+        Ok(d) => d.copy()?,
+        Err(_) => PyDict::new(py),
+    };
+    let conf = match out.get_item("configurable")? {
+        Some(c) => match c.cast::<PyDict>() {
+            Ok(c) => c.copy()?,
+            Err(_) => PyDict::new(py),
+        },
+        None => PyDict::new(py),
+    };
+    conf.set_item("thread_id", thread_id)?;
+    conf.set_item("checkpoint_ns", &opts.checkpoint_ns)?;
+    out.set_item("configurable", conf)?;
+    Ok(out.into_any())
+}
+
 pub(super) fn config_str(cfg: &Bound<'_, PyAny>, key: &str) -> PyResult<Option<String>> {
     let Ok(d) = cfg.cast::<PyDict>() else {
         return Ok(None);
@@ -115,9 +142,11 @@ impl GraphCore {
             })?;
         }
         // A subgraph inside a task of a run with checkpoints keeps its own there.
+        let mut cfg = cfg;
         if opts.thread_id.is_none() && self.graph.checkpointer().is_none() && !self.unsaved {
             if let Some(sc) = parent_task(py)? {
                 sc.borrow().lend(py, &mut opts, self.stateful);
+                cfg = lent_config(py, &cfg, &opts)?;
             }
         }
         if let Ok(d) = cfg.cast::<PyDict>() {
