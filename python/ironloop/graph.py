@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Hashable, Sequence
 from typing import (
     Annotated,
@@ -64,6 +65,7 @@ __all__ = [
     "END",
     "START",
     "CompiledStateGraph",
+    "MessageGraph",
     "MessagesState",
     "StateGraph",
     "add_messages",
@@ -485,6 +487,21 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         compiled: Any = CompiledStateGraph(self, core, checkpointer, store, name or "LangGraph")
         compiled.cache = cache
         return compiled
+
+
+class MessageGraph(StateGraph[Any, Any, Any, Any]):
+    """LangGraph's deprecated graph whose whole state is one list of messages merged by
+    ``add_messages``: nodes receive the list and return messages to add. Use a
+    ``StateGraph`` with a ``messages`` key (``MessagesState``) instead."""
+
+    def __init__(self) -> None:
+        warnings.warn(
+            "MessageGraph is deprecated in LangGraph v1.0.0, to be removed in v2.0.0. "
+            "Please use StateGraph with a `messages` key instead.",
+            LangGraphDeprecatedSinceV10,
+            stacklevel=2,
+        )
+        super().__init__(Annotated[list[BaseMessage], add_messages])
 
 
 # Re-exported for `from ironloop.graph import Send, Command` (and the other types this

@@ -433,3 +433,29 @@ def test_checkpoint_during_is_langgraphs_deprecated_durability() -> None:
     with pytest.warns(LangGraphDeprecatedSinceV10):
         chunks = list(graph.stream({}, checkpoint_during=True))
     assert chunks == [{"node": {"durability": "async"}}]
+
+
+def test_message_graph_and_node_interrupt_are_langgraphs_deprecated_forms() -> None:
+    from ironloop import MemorySaver
+    from ironloop.errors import NodeInterrupt
+    from ironloop.graph import MessageGraph
+    from ironloop.messages import HumanMessage
+    from ironloop.warnings import LangGraphDeprecatedSinceV10
+
+    def ask(messages: list[Any]) -> list[Any]:
+        if len(messages) < 3:
+            raise NodeInterrupt("need more")
+        return [AIMessage("done", id="ai")]
+
+    with pytest.warns(LangGraphDeprecatedSinceV10, match="MessageGraph is deprecated"):
+        graph = MessageGraph()
+    app = graph.add_node("ask", ask).add_edge(START, "ask").compile(checkpointer=MemorySaver())
+    cfg = {"configurable": {"thread_id": "1"}}
+    with pytest.warns(LangGraphDeprecatedSinceV10, match="NodeInterrupt is deprecated"):
+        app.invoke([HumanMessage("a", id="1")], cfg)
+    snap = app.get_state(cfg)
+    assert snap.next == ("ask",)
+    assert [i.value for i in snap.interrupts] == ["need more"]
+    # As LangGraph's: the whole state is the message list; resuming runs the node again.
+    app.update_state(cfg, [HumanMessage("b", id="2"), HumanMessage("c", id="3")])
+    assert [m.content for m in app.invoke(None, cfg)] == ["a", "b", "c", "done"]
