@@ -504,6 +504,9 @@ class _GraphCore:
     def update_state(
         self, config: Any, values: Any, as_node: str | None = None
     ) -> dict[str, Any]: ...
+    def bulk_update_state(
+        self, config: Any, supersteps: list[list[tuple[Any, str | None]]]
+    ) -> dict[str, Any]: ...
     def node_names(self) -> list[str]: ...
 
 @final

@@ -9,9 +9,9 @@ from __future__ import annotations
 from ironloop import _logs, _runtime  # noqa: F401  (_logs: level changes reach Rust)
 from ironloop._interrupt import make_interrupt
 from ironloop._ironloop import _install_helpers
+from ironloop._node_calls import _task_writer
 from ironloop._state import as_update
 from ironloop.errors import CheckpointTypeWarning, GraphInterrupt, ParentCommand
-from ironloop.graph import _task_writer
 from ironloop.messages import ToolCall
 from ironloop.types import Command, PregelTask, Send, StateSnapshot, _overwritten
 

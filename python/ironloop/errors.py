@@ -8,7 +8,10 @@ for the programmer: misuse of the API, or tool errors re-raised when
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
+
+from ironloop.warnings import LangGraphDeprecatedSinceV10
 
 __all__ = [
     "GraphBubbleUp",
@@ -27,6 +30,7 @@ __all__ = [
     "McpConnectionError",
     "McpError",
     "McpSessionError",
+    "NodeInterrupt",
     "ModelError",
     "OpenApiError",
     "OpenApiFetchError",
@@ -277,6 +281,20 @@ class GraphInterrupt(GraphBubbleUp):  # LangGraph's name, hence no -Error suffix
     def __init__(self, value: object = ()) -> None:  # LangGraph's may be raised bare
         super().__init__(value)
         self.value = value
+
+
+class NodeInterrupt(GraphInterrupt):
+    """LangGraph's deprecated way to pause from a node: ``raise NodeInterrupt(value)``
+    pauses the run as ``interrupt(value)`` does (resuming runs the node again from its
+    start). Use ``ironloop.types.interrupt`` instead."""
+
+    def __init__(self, value: object = None, id: str | None = None) -> None:
+        warnings.warn(
+            "NodeInterrupt is deprecated. Please use `langgraph.types.interrupt` instead.",
+            LangGraphDeprecatedSinceV10,
+            stacklevel=2,
+        )
+        super().__init__(value)
 
 
 class ParentCommand(GraphBubbleUp):

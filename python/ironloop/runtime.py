@@ -110,7 +110,7 @@ def get_runtime(context_schema: type[ContextT] | None = None) -> Runtime[Context
         last = _last_runtime
         if last[0] is scope:
             return last[1]
-    from ironloop.graph import _noop, get_stream_writer
+    from ironloop._node_calls import _noop, get_stream_writer
 
     writer = get_stream_writer()
     context, store, _config = scope

@@ -1,5 +1,5 @@
 """Control-flow values for graphs, shaped as in LangGraph: ``Send``, ``Command``,
-``Interrupt`` and ``StateSnapshot``."""
+``Interrupt``, ``StateSnapshot`` and ``StateUpdate``."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ __all__ = [
     "RetryPolicy",
     "Send",
     "StateSnapshot",
+    "StateUpdate",
 ]
 
 
@@ -204,6 +205,18 @@ class StateSnapshot(NamedTuple):
     parent_config: dict[str, Any] | None
     tasks: tuple[PregelTask, ...]
     interrupts: tuple[Interrupt, ...] = ()
+
+
+class StateUpdate(NamedTuple):
+    """One update of ``bulk_update_state`` (as LangGraph's): ``values`` written as if
+    node ``as_node`` had returned them. ``as_node="__input__"`` saves ``values`` as new
+    input and ``"__copy__"`` copies the checkpoint beside it (a fork). ``task_id``
+    (LangGraph's choice among several tasks of one node) must be ``None``: ironloop
+    applies an update to the node, not to one of its tasks."""
+
+    values: dict[str, Any] | Any | None
+    as_node: str | None = None
+    task_id: str | None = None
 
 
 def __getattr__(name: str) -> Any:

@@ -511,6 +511,23 @@ pub fn child_ns(parent_ns: &str, node: &str, task_id: &str) -> String {
     }
 }
 
+/// The namespace of a stateful subgraph (LangGraph's `checkpointer=True`) run inside
+/// the task whose namespace is `task_ns` (see [`child_ns`]): the node's name without
+/// the task id, so that every call of the subgraph from that node continues the same
+/// history.
+pub fn stateful_ns(task_ns: &str) -> String {
+    let (parent, last) = match task_ns.rsplit_once('|') {
+        Some((p, l)) => (Some(p), l),
+        None => (None, task_ns),
+    };
+    // Node names cannot hold ':' (LangGraph reserves it): the first one ends the name.
+    let node = last.split_once(':').map_or(last, |(n, _)| n);
+    match parent {
+        Some(p) => format!("{p}|{node}"),
+        None => node.to_owned(),
+    }
+}
+
 /// A pending write as a saver stores it: task id, index, node, channel, value (JSON).
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) type WriteRow = (String, i64, String, String, String);

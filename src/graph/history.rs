@@ -1,25 +1,15 @@
-//! Reading and writing a thread's saved state outside a run: `get_state`,
-//! `get_state_history`, `update_state`.
+//! Reading a thread's saved state outside a run: `get_state`, `get_state_history`
+//! (writing it, `update_state`, is in `update.rs`).
 
 use std::collections::HashMap;
-use std::sync::Arc;
-
-use serde_json::Value;
 
 use super::channel::Channel;
-use super::codec::encode;
-use super::engine::{meta, new_id, Graph, Task};
+use super::engine::Graph;
 use super::error::GraphError;
 use super::pending;
-use super::reserved::Source;
-use super::run::RunOptions;
 use super::snapshot::Loaded;
-use super::spec::{END, START};
 use super::state::StateView;
-use super::value::Val;
-use crate::checkpoint::{
-    now_secs, CheckpointError, CheckpointRecord, Checkpointer, PendingWrite, Write,
-};
+use crate::checkpoint::{CheckpointError, CheckpointRecord, Checkpointer, PendingWrite};
 
 /// A saved state, as `get_state` shows it.
 pub struct Snapshot {
@@ -174,103 +164,5 @@ impl Graph {
             });
         }
         Ok(out)
-    }
-
-    /// `update_state`: applies `writes` as if node `as_node` had made them, and saves a
-    /// new checkpoint whose next tasks are what follows that node.
-    pub async fn update_state(
-        &self,
-        thread_id: &str,
-        checkpoint_id: Option<&str>,
-        writes: Vec<(String, Val)>,
-        as_node: Option<String>,
-        host: Option<Arc<dyn std::any::Any + Send + Sync>>,
-    ) -> Result<String, GraphError> {
-        let cp = self
-            .checkpointer
-            .clone()
-            .ok_or_else(|| GraphError::Config("update_state needs a checkpointer".into()))?;
-        let parent = cp
-            .get(thread_id, checkpoint_id)
-            .await
-            .map_err(Graph::cp_err)?;
-        let (mut chans, since) = match &parent {
-            Some(p) => {
-                let loaded = self.state_at(cp.as_ref(), thread_id, p, false).await?;
-                (loaded.chans, loaded.since_snapshot)
-            }
-            None => match checkpoint_id {
-                Some(id) => {
-                    return Err(GraphError::Checkpoint(CheckpointError::not_found(
-                        thread_id, id,
-                    )))
-                }
-                None => (self.fresh_channels(), 0),
-            },
-        };
-        let as_node = match as_node {
-            Some(n) => n,
-            None => parent
-                .as_ref()
-                .and_then(|p| p.writes.last().map(|w| w.node.clone()))
-                .filter(|n| self.node_index.contains_key(n))
-                .unwrap_or_else(|| START.to_owned()),
-        };
-        if as_node != START && as_node != END && !self.node_index.contains_key(&as_node) {
-            return Err(GraphError::InvalidUpdate(format!(
-                "update_state: as_node {as_node:?} is not a node of this graph"
-            )));
-        }
-        let encoded = writes
-            .iter()
-            .map(|(c, v)| {
-                Ok(Write {
-                    node: as_node.clone(),
-                    channel: c.clone(),
-                    value: encode(c, v)?,
-                })
-            })
-            .collect::<Result<Vec<_>, GraphError>>()?;
-        self.apply(&mut chans, writes)?;
-        let view = self.view(&chans);
-        let id = new_id();
-        let mut triggers = Vec::new();
-        if as_node != END {
-            let opts = RunOptions {
-                host,
-                ..Default::default()
-            };
-            let t = Task {
-                id: id.clone(),
-                node: as_node.clone(),
-                arg: None,
-            };
-            let ctx = self.ctx_for(&t, 0, &opts, Vec::new());
-            self.successors(&as_node, &[], &view, &ctx, &mut triggers)
-                .await?;
-        }
-        let next = Graph::make_tasks(&id, triggers);
-        let step = parent.as_ref().map(|p| p.step + 1).unwrap_or(-1);
-        let (snapshot, _) = self.snapshot_for_next(since, &chans)?;
-        let record = CheckpointRecord {
-            snapshot,
-            id: id.clone(),
-            parent_id: parent.as_ref().map(|p| p.id.clone()),
-            step,
-            source: Source::Update.as_str().into(),
-            writes: encoded,
-            next: Graph::records(&next)?,
-            created_at: now_secs(),
-            // As a step's checkpoint: `source`, `step` and `parents` (LangGraph's).
-            metadata: meta(&Value::Null, Source::Update, step),
-        };
-        // At a given checkpoint it branches off; at the latest it is the thread's next.
-        if checkpoint_id.is_some() {
-            cp.put(thread_id, record).await
-        } else {
-            cp.put_next(thread_id, record).await
-        }
-        .map_err(Graph::cp_err)?;
-        Ok(id)
     }
 }

@@ -16,6 +16,7 @@ mod state;
 mod state_cache;
 mod stream;
 pub mod tagged;
+mod update;
 mod value;
 
 pub use channel::{Channel, ChannelKind, Reducer};
@@ -38,6 +39,7 @@ pub use spec::{
 pub use state::StateView;
 pub use state_cache::STATE_CACHE_THREADS;
 pub use stream::{modes, StreamEvent, StreamSink, ToolEvent};
+pub use update::StateUpdate;
 pub use value::{HostValue, Val};
 
 /// A map keyed by the graph's own names (channels, nodes), hashed with foldhash

@@ -87,6 +87,8 @@ pub enum Source {
     Loop,
     /// `update_state` wrote to the state.
     Update,
+    /// `update_state(..., as_node="__copy__")` copied a checkpoint beside it.
+    Fork,
 }
 
 impl Source {
@@ -95,6 +97,7 @@ impl Source {
             Source::Input => "input",
             Source::Loop => "loop",
             Source::Update => "update",
+            Source::Fork => "fork",
         }
     }
 }

@@ -18,7 +18,7 @@ use pyo3::types::PyDict;
 pub struct Helpers {
     /// `ironloop._state.as_update(obj, node)`: a non-dict node result as an update dict.
     pub as_update: Py<PyAny>,
-    /// `ironloop.graph._task_writer`: the `writer` argument of a node that asks for it.
+    /// `ironloop._node_calls._task_writer`: the `writer` argument of a node that asks for it.
     pub task_writer: Py<PyAny>,
     /// `ironloop.errors.CheckpointTypeWarning`: a checkpointed value whose type the
     /// graph does not allow was loaded as plain data (`serde::decode`).

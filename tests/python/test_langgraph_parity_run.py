@@ -415,3 +415,47 @@ def test_every_durability_keeps_the_same_history(saver: Any, durability: str) ->
     steps = [h.metadata["step"] for h in app.get_state_history(cfg)]
     # As LangGraph: "exit" saves one checkpoint per run, where the run ended.
     assert steps == ([4, 3, 2] if durability == "exit" else [4, 3, 2, 1, 0, -1])
+
+
+def test_checkpoint_during_is_langgraphs_deprecated_durability() -> None:
+    from ironloop.warnings import LangGraphDeprecatedSinceV10
+
+    class S(TypedDict, total=False):
+        durability: str
+
+    def node(state: S, config: Any) -> S:
+        return {"durability": config["configurable"]["__pregel_durability"]}
+
+    graph = StateGraph(S).add_node("node", node).add_edge(START, "node").compile()
+    for during, durability in [(True, "async"), (False, "exit")]:
+        with pytest.warns(LangGraphDeprecatedSinceV10, match="Please use `durability`"):
+            assert graph.invoke({}, checkpoint_during=during) == {"durability": durability}
+    with pytest.warns(LangGraphDeprecatedSinceV10):
+        chunks = list(graph.stream({}, checkpoint_during=True))
+    assert chunks == [{"node": {"durability": "async"}}]
+
+
+def test_message_graph_and_node_interrupt_are_langgraphs_deprecated_forms() -> None:
+    from ironloop import MemorySaver
+    from ironloop.errors import NodeInterrupt
+    from ironloop.graph import MessageGraph
+    from ironloop.messages import HumanMessage
+    from ironloop.warnings import LangGraphDeprecatedSinceV10
+
+    def ask(messages: list[Any]) -> list[Any]:
+        if len(messages) < 3:
+            raise NodeInterrupt("need more")
+        return [AIMessage("done", id="ai")]
+
+    with pytest.warns(LangGraphDeprecatedSinceV10, match="MessageGraph is deprecated"):
+        graph = MessageGraph()
+    app = graph.add_node("ask", ask).add_edge(START, "ask").compile(checkpointer=MemorySaver())
+    cfg = {"configurable": {"thread_id": "1"}}
+    with pytest.warns(LangGraphDeprecatedSinceV10, match="NodeInterrupt is deprecated"):
+        app.invoke([HumanMessage("a", id="1")], cfg)
+    snap = app.get_state(cfg)
+    assert snap.next == ("ask",)
+    assert [i.value for i in snap.interrupts] == ["need more"]
+    # As LangGraph's: the whole state is the message list; resuming runs the node again.
+    app.update_state(cfg, [HumanMessage("b", id="2"), HumanMessage("c", id="3")])
+    assert [m.content for m in app.invoke(None, cfg)] == ["a", "b", "c", "done"]

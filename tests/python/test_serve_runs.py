@@ -311,6 +311,11 @@ async def test_events_mode(server: Server) -> None:
     assert (events[-1]["event"], events[-1]["name"]) == ("on_chain_end", "agent")
     assert events[-1]["data"]["output"]["messages"][-1]["content"] == "You said: x y"
     names = [(e["event"], e["name"]) for e in events[1:-1] if e["event"] != "on_chat_model_stream"]
-    assert names == [("on_chain_start", "agent"), ("on_chain_end", "agent")]
+    # The node's start, its output, its end (as LangGraph's events stream shows them).
+    assert names == [
+        ("on_chain_start", "agent"),
+        ("on_chain_stream", "agent"),
+        ("on_chain_end", "agent"),
+    ]
     tokens = [e["data"]["chunk"]["content"] for e in events if e["event"] == "on_chat_model_stream"]
     assert "".join(tokens) == "You said: x y"

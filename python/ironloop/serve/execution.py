@@ -404,7 +404,8 @@ class Runner:
                 continue
             run.publish(mode + suffix, chunk)
         if events is not None:
-            run.publish("events", events.end())
+            for event in events.end():
+                run.publish("events", event)
         run.completed = True
 
     @staticmethod

@@ -18,7 +18,7 @@ use super::run::{config_str, GraphCore, ThreadAt};
 use super::savers::checkpointer_from;
 use super::stream::{mode_bit, parse_modes, AsyncGraphStream, GraphStream};
 use super::values::PyCodec;
-use crate::graph::{modes, Graph, NodeOutput};
+use crate::graph::{modes, Graph, NodeOutput, StateUpdate};
 use crate::prebuilt::ModelCall;
 
 #[pymethods]
@@ -59,8 +59,11 @@ impl GraphCore {
         let unsaved = checkpointer
             .as_ref()
             .is_some_and(|c| c.is_instance_of::<PyBool>() && !c.is_truthy().unwrap_or(true));
+        let stateful = checkpointer
+            .as_ref()
+            .is_some_and(|c| c.is_instance_of::<PyBool>() && c.is_truthy().unwrap_or(false));
         let cp = match checkpointer {
-            Some(c) if !c.is_none() && !unsaved => Some(checkpointer_from(py, &c)?),
+            Some(c) if !c.is_none() && !unsaved && !stateful => Some(checkpointer_from(py, &c)?),
             _ => None,
         };
         let codec = Arc::new(PyCodec {
@@ -73,6 +76,7 @@ impl GraphCore {
             shared,
             codec,
             unsaved,
+            stateful,
         })
     }
 
@@ -110,7 +114,8 @@ impl GraphCore {
     ) -> PyResult<Bound<'py, PyAny>> {
         let s = self.setup(py, input, config, Some(event_loop), None, model_call(agent))?;
         let graph = self.graph.clone();
-        let (shared, codec, unsaved) = (self.shared.clone(), self.codec.clone(), self.unsaved);
+        let (shared, codec) = (self.shared.clone(), self.codec.clone());
+        let (unsaved, stateful) = (self.unsaved, self.stateful);
         let cancel = s.opts.cancel.clone();
         let fut = crate::python::awaitable::future_into_py(py, async move {
             let guard = s.opts.cancel.clone().drop_guard();
@@ -122,6 +127,7 @@ impl GraphCore {
                     shared,
                     codec,
                     unsaved,
+                    stateful,
                 };
                 core.output(py, r).map(Bound::unbind)
             })
@@ -280,39 +286,27 @@ impl GraphCore {
         values: &Bound<'py, PyAny>,
         as_node: Option<String>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let at = ThreadAt::from_config(config, "update_state")?;
-        if !at.checkpoint_ns.is_empty() {
-            return Err(PyValueError::new_err(format!(
-                "update_state on a subgraph's checkpoint (checkpoint_ns {:?}) is not \
-                 supported; update the parent graph's state instead",
-                at.checkpoint_ns
-            )));
-        }
-        let id = config_str(config, "checkpoint_id")?;
-        let mut out = NodeOutput::default();
-        if !values.is_none() {
-            self.shared.output(
-                py,
-                as_node.as_deref().unwrap_or("update_state"),
-                values,
-                &mut out,
-            )?;
-        }
-        let graph = self.graph.clone();
-        let env = PyRunEnv::capture(py, None, None, None, None, None, None)?;
-        let host_env: Arc<dyn std::any::Any + Send + Sync> = env.clone();
-        let key = at.key();
-        let new_id = wait_for(
-            py,
-            async move {
-                graph
-                    .update_state(&key, id.as_deref(), out.writes, as_node, Some(host_env))
-                    .await
-            },
-            CancellationToken::new(),
-        )?
-        .map_err(PyErr::from)?;
-        at.config(py, Some(&new_id))
+        let update = self.state_update(py, values, as_node)?;
+        self.apply_updates(py, config, "update_state", vec![vec![update]])
+    }
+
+    /// `bulk_update_state`: `supersteps` is a list of lists of `(values, as_node)`
+    /// pairs, each inner list saved as one checkpoint.
+    fn bulk_update_state<'py>(
+        &self,
+        py: Python<'py>,
+        config: &Bound<'py, PyAny>,
+        supersteps: Vec<Vec<(Bound<'py, PyAny>, Option<String>)>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let supersteps = supersteps
+            .into_iter()
+            .map(|step| {
+                step.into_iter()
+                    .map(|(values, as_node)| self.state_update(py, &values, as_node))
+                    .collect::<PyResult<Vec<_>>>()
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        self.apply_updates(py, config, "bulk_update_state", supersteps)
     }
 
     /// Node names, for drawing.
@@ -332,6 +326,60 @@ fn model_call(agent: Option<PyRef<'_, AgentModel>>) -> Option<Arc<ModelCall>> {
 }
 
 impl GraphCore {
+    /// One update of `update_state`: `values` as the writes `as_node` would make.
+    fn state_update(
+        &self,
+        py: Python<'_>,
+        values: &Bound<'_, PyAny>,
+        as_node: Option<String>,
+    ) -> PyResult<StateUpdate> {
+        let mut out = NodeOutput::default();
+        if !values.is_none() {
+            let name = as_node.as_deref().unwrap_or("update_state");
+            self.shared.output(py, name, values, &mut out)?;
+        }
+        Ok(StateUpdate {
+            writes: out.writes,
+            goto: out.goto,
+            as_node,
+        })
+    }
+
+    /// Saves `supersteps` on the thread `config` names; returns the last checkpoint's
+    /// config.
+    fn apply_updates<'py>(
+        &self,
+        py: Python<'py>,
+        config: &Bound<'py, PyAny>,
+        what: &str,
+        supersteps: Vec<Vec<StateUpdate>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let at = ThreadAt::from_config(config, what)?;
+        if !at.checkpoint_ns.is_empty() {
+            return Err(PyValueError::new_err(format!(
+                "{what} on a subgraph's checkpoint (checkpoint_ns {:?}) is not \
+                 supported; update the parent graph's state instead",
+                at.checkpoint_ns
+            )));
+        }
+        let id = config_str(config, "checkpoint_id")?;
+        let graph = self.graph.clone();
+        let env = PyRunEnv::capture(py, None, None, None, None, None, None)?;
+        let host_env: Arc<dyn std::any::Any + Send + Sync> = env.clone();
+        let key = at.key();
+        let new_id = wait_for(
+            py,
+            async move {
+                graph
+                    .bulk_update_state(&key, id.as_deref(), supersteps, Some(host_env))
+                    .await
+            },
+            CancellationToken::new(),
+        )?
+        .map_err(PyErr::from)?;
+        at.config(py, Some(&new_id))
+    }
+
     /// The checkpointer a `saver` argument names (`None`: the graph's own).
     fn saver(
         &self,

@@ -36,6 +36,10 @@ pub struct GraphCore {
     /// checkpoints at all, not even in the checkpointer its parent would lend it, so
     /// each call starts afresh.
     pub(super) unsaved: bool,
+    /// Compiled with `checkpointer=True`: a subgraph whose checkpoints, in the saver
+    /// its parent lends, form one history per node of the parent, so each call
+    /// continues where the last one left the subgraph's state.
+    pub(super) stateful: bool,
 }
 
 /// What a Python call passes for a run.
@@ -51,8 +55,35 @@ fn parent_task<'py>(py: Python<'py>) -> PyResult<Option<Bound<'py, TaskScratch>>
     Ok(cur.cast_into::<TaskScratch>().ok())
 }
 
-pub(super) fn parent_sink(py: Python<'_>) -> PyResult<Option<StreamSink>> {
-    Ok(parent_task(py)?.and_then(|sc| sc.borrow().nested_sink()))
+pub(super) fn parent_sink(py: Python<'_>, stateful: bool) -> PyResult<Option<StreamSink>> {
+    Ok(parent_task(py)?.and_then(|sc| sc.borrow().nested_sink(stateful)))
+}
+
+/// The config a nested run's nodes see: the caller's, with the thread and namespace its
+/// parent lent it in `configurable` (as LangGraph's subgraph nodes see them).
+fn lent_config<'py>(
+    py: Python<'py>,
+    cfg: &Bound<'py, PyAny>,
+    opts: &RunOptions,
+) -> PyResult<Bound<'py, PyAny>> {
+    let Some(thread_id) = &opts.thread_id else {
+        return Ok(cfg.clone());
+    };
+    let out = match cfg.cast::<PyDict>() {
+        Ok(d) => d.copy()?,
+        Err(_) => PyDict::new(py),
+    };
+    let conf = match out.get_item("configurable")? {
+        Some(c) => match c.cast::<PyDict>() {
+            Ok(c) => c.copy()?,
+            Err(_) => PyDict::new(py),
+        },
+        None => PyDict::new(py),
+    };
+    conf.set_item("thread_id", thread_id)?;
+    conf.set_item("checkpoint_ns", &opts.checkpoint_ns)?;
+    out.set_item("configurable", conf)?;
+    Ok(out.into_any())
 }
 
 pub(super) fn config_str(cfg: &Bound<'_, PyAny>, key: &str) -> PyResult<Option<String>> {
@@ -85,7 +116,7 @@ impl GraphCore {
         // into it when it asked for subgraph events.
         let stream = match stream {
             Some(s) => Some(s),
-            None => parent_sink(py)?,
+            None => parent_sink(py, self.stateful)?,
         };
         let mut opts = RunOptions {
             stream,
@@ -111,9 +142,11 @@ impl GraphCore {
             })?;
         }
         // A subgraph inside a task of a run with checkpoints keeps its own there.
+        let mut cfg = cfg;
         if opts.thread_id.is_none() && self.graph.checkpointer().is_none() && !self.unsaved {
             if let Some(sc) = parent_task(py)? {
-                sc.borrow().lend(py, &mut opts);
+                sc.borrow().lend(py, &mut opts, self.stateful);
+                cfg = lent_config(py, &cfg, &opts)?;
             }
         }
         if let Ok(d) = cfg.cast::<PyDict>() {

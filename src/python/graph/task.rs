@@ -49,19 +49,29 @@ pub struct TaskScratch {
 impl TaskScratch {
     /// Where a subgraph run inside this task streams, if the parent asked for
     /// subgraph events.
-    pub(super) fn nested_sink(&self) -> Option<StreamSink> {
-        self.stream
-            .as_ref()
-            .and_then(|s| s.nested(format!("{}:{}", self.node, self.task_id)))
+    /// A stateful subgraph's events (`stateful`, LangGraph's `checkpointer=True`) are
+    /// tagged with the node's name alone, as its checkpoints are kept.
+    pub(super) fn nested_sink(&self, stateful: bool) -> Option<StreamSink> {
+        let ns = if stateful {
+            self.node.clone()
+        } else {
+            format!("{}:{}", self.node, self.task_id)
+        };
+        self.stream.as_ref().and_then(|s| s.nested(ns))
     }
 
     /// What a graph run inside this task (a subgraph without a checkpointer of its
     /// own) runs with: the thread, namespace and lent checkpointer, resumed with this
-    /// task's resume values.
-    pub(super) fn lend(&self, py: Python<'_>, opts: &mut RunOptions) {
+    /// task's resume values. A `stateful` one (LangGraph's `checkpointer=True`) keeps
+    /// one history per node, not per task: each call continues the last one's state.
+    pub(super) fn lend(&self, py: Python<'_>, opts: &mut RunOptions, stateful: bool) {
         let Some(n) = &self.nest else { return };
         opts.thread_id = Some(n.thread_id.clone());
-        opts.checkpoint_ns = n.checkpoint_ns.clone();
+        opts.checkpoint_ns = if stateful {
+            crate::checkpoint::stateful_ns(&n.checkpoint_ns)
+        } else {
+            n.checkpoint_ns.clone()
+        };
         opts.lent = Some(Lent {
             saver: n.saver.clone(),
             resume: if n.answer_waiting {

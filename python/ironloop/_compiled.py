@@ -1,0 +1,658 @@
+"""``CompiledStateGraph``: what ``StateGraph.compile`` returns, a runnable graph over
+the Rust engine (runs, streams, state inspection, use as a subgraph)."""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import inspect
+import typing
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from typing import (
+    Any,
+    Generic,
+)
+
+from typing_extensions import TypeVar
+
+from ironloop import _tracing
+from ironloop._bound import BoundConfig
+from ironloop._cache import namespace as cache_namespace
+from ironloop._drawing import _DrawableGraph
+from ironloop._ironloop import _child_ns
+from ironloop._node_calls import _outer_task
+from ironloop._run_options import (
+    _batch_configs,
+    _check_run_options,
+    _debug_views,
+    _reshape,
+    _v2_modes,
+    _viewed,
+    _with_durability,
+)
+from ironloop._runtime import task_var
+from ironloop._state import as_update
+from ironloop._stream_v2 import aparts, as_output, parts
+from ironloop._toolnode import ToolNode
+from ironloop._usage import get_usage_metadata_callback
+from ironloop.errors import GraphInterrupt, InvalidUpdateError
+from ironloop.runtime import _enter, _scope
+from ironloop.types import StateSnapshot, StateUpdate
+
+if typing.TYPE_CHECKING:
+    from ironloop.graph import StateGraph
+
+#: The type parameters LangGraph's ``StateGraph`` and ``CompiledStateGraph`` take (with
+#: its defaults), so that ``StateGraph[State]`` and annotations such as
+#: ``CompiledStateGraph[State, Context, Input, Output]`` port.
+StateT = TypeVar("StateT")
+ContextT = TypeVar("ContextT", default=None)
+InputT = TypeVar("InputT", default=StateT)
+OutputT = TypeVar("OutputT", default=StateT)
+
+
+class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
+    """A runnable graph: ``invoke / ainvoke / stream / astream / batch / abatch``,
+    state inspection (``get_state``, ``get_state_history``, ``update_state``) and
+    ``get_graph().draw_mermaid()``."""
+
+    def __init__(
+        self,
+        builder: StateGraph[Any, Any, Any, Any],
+        core: Any,
+        checkpointer: Any,
+        store: Any,
+        name: str,
+    ) -> None:
+        self.builder = builder
+        self._core = core
+        self.checkpointer = checkpointer
+        self.store = store
+        self.name = name
+
+    #: ``compile(cache=)``: where the nodes with a ``cache_policy`` keep results.
+    cache: Any = None
+
+    #: Metadata every run of this graph carries under its own ``config["metadata"]``
+    #: (``create_agent(name=)`` puts ``lc_agent_name`` here, as LangChain's does, so
+    #: the ``messages`` stream says which agent a chunk came from).
+    run_metadata: dict[str, Any] | None = None
+
+    def _run_config(self, config: Any, durability: str | None) -> Any:
+        config = _with_durability(config, durability)
+        if self.run_metadata is None:
+            return config
+        config = dict(config or {})
+        config["metadata"] = {**self.run_metadata, **(config.get("metadata") or {})}
+        return config
+
+    @property
+    def nodes(self) -> dict[str, Any]:
+        return dict(self.builder.nodes)
+
+    def clear_cache(self, nodes: Sequence[str] | None = None) -> None:
+        """Drops the cached results of ``nodes`` (default: every node with a
+        ``cache_policy``)."""
+        if self.cache is not None:
+            self.cache.clear(self._cached_namespaces(nodes))
+
+    async def aclear_cache(self, nodes: Sequence[str] | None = None) -> None:
+        if self.cache is not None:
+            await self.cache.aclear(self._cached_namespaces(nodes))
+
+    def with_config(self, config: Any = None, **kwargs: Any) -> BoundConfig:
+        """This graph with ``config`` under every call's config (LangChain's
+        ``Runnable.with_config``)."""
+        return BoundConfig(self, {**(config or {}), **kwargs})
+
+    def _cached_namespaces(self, nodes: Sequence[str] | None) -> list[tuple[str, ...]]:
+        if nodes is not None:
+            names: Any = nodes
+        elif "cache_policy" in self.builder.node_defaults:
+            names = self.builder.nodes  # every node may have cached under the default
+        else:
+            names = self.builder.cache_policies
+        return [cache_namespace(n) for n in names]
+
+    def invoke(
+        self,
+        input: Any,
+        config: dict[str, Any] | None = None,
+        *,
+        context: Any = None,
+        stream_mode: str | Sequence[str] = "values",
+        durability: str | None = None,
+        version: str = "v1",
+        **kwargs: Any,
+    ) -> Any:
+        """Runs to the end (or to an interrupt) and returns the final state's output
+        keys (``None`` when the run wrote none of them); a pause shows as
+        ``result["__interrupt__"]``. ``context`` is the run's static context
+        (see ``context_schema``), read by nodes as ``runtime.context``. As LangGraph:
+        another ``stream_mode`` returns the list of the stream's chunks, and
+        ``version="v2"`` a ``GraphOutput(value, interrupts)`` (or v2 chunks)."""
+        durability = _check_run_options(durability, version, kwargs)
+        if stream_mode != "values":
+            return list(
+                self.stream(
+                    input,
+                    config,
+                    stream_mode=stream_mode,
+                    context=context,
+                    durability=durability,
+                    version=version,
+                )
+            )
+        config = self._run_config(config, durability)
+        if version == "v2":
+            with get_usage_metadata_callback() as usage:
+                out = self.invoke(input, config, context=context)
+            return as_output(out, usage.usage_metadata)
+        token = _enter(context, self.store, self.builder.context_schema, config)
+        nested, outer = self._nesting()
+        trace = _tracing.start_run(self.name) if _tracing.ON else None
+        try:
+            out = self._core.invoke(input, config)
+            out = _pause_parent(out) if nested else out
+        except BaseException as e:
+            if trace is not None:
+                trace.end(e)
+                trace = None
+            raise
+        finally:
+            if trace is not None:
+                trace.end()
+            if outer is not None:
+                _outer_task.reset(outer)
+            _scope.reset(token)
+        return out
+
+    async def ainvoke(
+        self,
+        input: Any,
+        config: dict[str, Any] | None = None,
+        *,
+        context: Any = None,
+        stream_mode: str | Sequence[str] = "values",
+        durability: str | None = None,
+        version: str = "v1",
+        **kwargs: Any,
+    ) -> Any:
+        """Like ``invoke``; async nodes and tools run on the running event loop."""
+        import asyncio
+
+        durability = _check_run_options(durability, version, kwargs)
+        if stream_mode != "values":
+            it = self.astream(
+                input,
+                config,
+                stream_mode=stream_mode,
+                context=context,
+                durability=durability,
+                version=version,
+            )
+            return [chunk async for chunk in it]
+        config = self._run_config(config, durability)
+        if version == "v2":
+            with get_usage_metadata_callback() as usage:
+                out = await self.ainvoke(input, config, context=context)
+            return as_output(out, usage.usage_metadata)
+        token = _enter(context, self.store, self.builder.context_schema, config)
+        nested, outer = self._nesting()
+        trace = _tracing.start_run(self.name) if _tracing.ON else None
+        try:
+            pending = self._core.ainvoke(input, config, asyncio.get_running_loop())
+        finally:
+            # The engine copied the context when the call was made.
+            if trace is not None:
+                trace.detach()
+            if outer is not None:
+                _outer_task.reset(outer)
+            _scope.reset(token)
+        try:
+            out = await pending
+            out = _pause_parent(out) if nested else out
+        except BaseException as e:
+            if trace is not None:
+                trace.end(e)
+            raise
+        if trace is not None:
+            trace.end()
+        return out
+
+    def _nesting(self) -> tuple[bool, contextvars.Token[Any] | None]:
+        """Run inside a node of another graph (as a node, or called by a node's
+        function) and without a checkpointer of its own, this graph is nested: a pause
+        in it pauses that node's task. When the outer run keeps checkpoints, this one
+        keeps its own in the same store under the task's namespace and continues
+        where it paused when the task is resumed. Otherwise its ``interrupt()``s
+        belong to the task itself, whose resume values answer them (the graph runs
+        again from its start). Returns whether the run is nested, and the token to
+        reset in the second case."""
+        scratch = task_var.get(None)
+        if self.checkpointer not in (None, True, False) or scratch is None:
+            return False, None
+        # `checkpointer=False`: no checkpoints, not even under the outer run's.
+        if scratch.nests and self.checkpointer is not False:
+            return True, None
+        return True, _outer_task.set(_outer_task.get() or scratch)
+
+    def stream(
+        self,
+        input: Any,
+        config: dict[str, Any] | None = None,
+        *,
+        stream_mode: str | Sequence[str] = "updates",
+        subgraphs: bool = False,
+        context: Any = None,
+        durability: str | None = None,
+        version: str = "v1",
+        **kwargs: Any,
+    ) -> Iterator[Any]:
+        """Yields chunks as the run goes: for one mode the chunks, for a list of modes
+        ``(mode, chunk)`` pairs. The default mode is ``"updates"`` (as LangGraph's):
+        ``{node: update}`` as each node finishes, and ``{"__interrupt__": (Interrupt,
+        ...)}`` when the run pauses. With ``subgraphs=True`` the events of subgraphs and
+        sub-agents run inside come too, each item prefixed with its namespace (a
+        tuple of ``"node:task"``; empty for this graph's own events). With
+        ``version="v2"`` every chunk is LangGraph's v2 part: ``{"type": mode, "ns":
+        namespace, "data": chunk}``, ``values`` parts with their ``"interrupts"``."""
+        durability = _check_run_options(durability, version, kwargs)
+        config = self._run_config(config, durability)
+        modes = _v2_modes(stream_mode) if version == "v2" else stream_mode
+        engine_modes, wanted = _debug_views(modes)
+        token = _enter(context, self.store, self.builder.context_schema, config)
+        trace = _tracing.start_run(self.name) if _tracing.ON else None
+        try:
+            it = self._core.stream(input, config, engine_modes, None, subgraphs)
+        except BaseException as e:
+            if trace is not None:
+                trace.end(e)
+                trace = None
+            raise
+        finally:
+            if trace is not None:
+                trace.detach()
+            _scope.reset(token)
+        if trace is not None:
+            it = _traced(it, trace)
+        if wanted is not None:
+            it = _viewed(it, wanted, isinstance(modes, str), subgraphs)
+        return parts(it, subgraphs) if version == "v2" else it
+
+    async def astream(
+        self,
+        input: Any,
+        config: dict[str, Any] | None = None,
+        *,
+        stream_mode: str | Sequence[str] = "updates",
+        subgraphs: bool = False,
+        context: Any = None,
+        durability: str | None = None,
+        version: str = "v1",
+        **kwargs: Any,
+    ) -> AsyncIterator[Any]:
+        import asyncio
+
+        durability = _check_run_options(durability, version, kwargs)
+        if version == "v2":
+            v1 = self.astream(
+                input,
+                config,
+                stream_mode=_v2_modes(stream_mode),
+                subgraphs=subgraphs,
+                context=context,
+                durability=durability,
+            )
+            async for part in aparts(v1, subgraphs):
+                yield part
+            return
+        config = self._run_config(config, durability)
+        engine_modes, wanted = _debug_views(stream_mode)
+        token = _enter(context, self.store, self.builder.context_schema, config)
+        trace = _tracing.start_run(self.name) if _tracing.ON else None
+        try:
+            it = self._core.stream(
+                input, config, engine_modes, asyncio.get_running_loop(), subgraphs
+            )
+        except BaseException as e:
+            if trace is not None:
+                trace.end(e)
+                trace = None
+            raise
+        finally:
+            if trace is not None:
+                trace.detach()
+            _scope.reset(token)
+        failed: BaseException | None = None
+        try:
+            while True:
+                try:
+                    item = await it.next()
+                except StopAsyncIteration:
+                    return
+                if wanted is None:
+                    yield item
+                else:
+                    for shown in _reshape(item, wanted, isinstance(stream_mode, str), subgraphs):
+                        yield shown
+        except Exception as e:
+            failed = e
+            raise
+        finally:
+            it.cancel()
+            if trace is not None:
+                trace.end(failed)
+
+    async def astream_events(
+        self,
+        input: Any,
+        config: dict[str, Any] | None = None,
+        *,
+        version: str = "v2",
+        context: Any = None,
+        durability: str | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """LangChain's ``astream_events`` (``version="v2"``), as chat UIs consume it:
+        the run's ``on_chain_start``, an ``on_chain_stream`` per update, each task's
+        ``on_chain_start`` / ``on_chain_end`` (subgraphs' too), the models' tokens as
+        ``on_chat_model_stream``, and the run's ``on_chain_end`` with its output."""
+        if version != "v2":
+            raise ValueError(
+                f"astream_events supports version='v2' (LangChain's current events), "
+                f"got {version!r}"
+            )
+        import uuid
+
+        from ironloop._events import SOURCES, EventsView
+
+        metadata = dict((config or {}).get("metadata") or {})
+        view = EventsView(str(uuid.uuid4()), self.name, metadata)
+        yield view.start(input)
+        stream = self.astream(
+            input,
+            config,
+            stream_mode=list(SOURCES),
+            subgraphs=True,
+            context=context,
+            durability=durability,
+        )
+        try:
+            async for ns, mode, chunk in stream:
+                for event in view.on(mode, chunk, ns):
+                    yield event
+        finally:
+            await stream.aclose()  # type: ignore[attr-defined]
+        for event in view.end():
+            yield event
+
+    def batch(self, inputs: Sequence[Any], config: Any = None, **kwargs: Any) -> list[Any]:
+        configs = _batch_configs(inputs, config)
+        return [self.invoke(i, c) for i, c in zip(inputs, configs, strict=True)]
+
+    async def abatch(self, inputs: Sequence[Any], config: Any = None, **kwargs: Any) -> list[Any]:
+        configs = _batch_configs(inputs, config)
+        import asyncio
+
+        return list(
+            await asyncio.gather(
+                *(self.ainvoke(i, c) for i, c in zip(inputs, configs, strict=True))
+            )
+        )
+
+    def get_state(self, config: dict[str, Any], *, subgraphs: bool = False) -> StateSnapshot:
+        """The thread's state at its latest (or the config's) checkpoint.
+
+        A task that runs a subgraph (a compiled graph added as a node) shows where the
+        subgraph keeps its checkpoints: ``task.state`` is the config naming its
+        ``checkpoint_ns``, or, with ``subgraphs=True``, the subgraph's own
+        ``StateSnapshot`` (e.g. where it paused on an ``interrupt()``).
+
+        Example:
+            >>> snap = app.get_state({"configurable": {"thread_id": "1"}}, subgraphs=True)
+            >>> snap.tasks[0].state.next  # the paused subgraph's next nodes
+            ('review',)
+        """
+        return self._state(config, subgraphs, None)
+
+    async def aget_state(self, config: dict[str, Any], *, subgraphs: bool = False) -> StateSnapshot:
+        return self.get_state(config, subgraphs=subgraphs)
+
+    def _state(self, config: dict[str, Any], subgraphs: bool, saver: Any) -> StateSnapshot:
+        """``get_state`` of this graph, whose checkpoints are in ``saver`` when it runs
+        as a subgraph (``None``: its own checkpointer)."""
+        snap: StateSnapshot = self._core.get_state(config, saver)
+        if not snap.tasks:
+            return snap
+        at = snap.config["configurable"]
+        tasks = []
+        for t in snap.tasks:
+            sub = _subgraph_of(self.builder.nodes.get(t.name))
+            if sub is not None:
+                parent_ns = at.get("checkpoint_ns", "")
+                if sub.checkpointer is True:  # one history per node (the engine's rule)
+                    ns = f"{parent_ns}|{t.name}" if parent_ns else t.name
+                else:
+                    ns = _child_ns(parent_ns, t.name, t.id)
+                cfg = {"configurable": {"thread_id": at["thread_id"], "checkpoint_ns": ns}}
+                state = sub._state(cfg, True, saver or self.checkpointer) if subgraphs else cfg
+                t = t._replace(state=state)
+            tasks.append(t)
+        return snap._replace(tasks=tuple(tasks))
+
+    def get_state_history(
+        self,
+        config: dict[str, Any],
+        *,
+        filter: Any = None,
+        before: dict[str, Any] | None = None,
+        limit: int | None = None,
+    ) -> Iterator[StateSnapshot]:
+        """Every checkpoint of the thread, newest first; with ``filter``, those whose
+        metadata holds each of its items (LangGraph's rule), ``limit`` counting what is
+        yielded."""
+        if not filter:
+            yield from self._core.get_state_history(config, limit, before)
+            return
+        kept = 0
+        for snap in self._core.get_state_history(config, None, before):
+            metadata = snap.metadata or {}
+            if all(metadata.get(k) == v for k, v in filter.items()):
+                yield snap
+                kept += 1
+                if limit is not None and kept >= limit:
+                    return
+
+    async def aget_state_history(
+        self,
+        config: dict[str, Any],
+        *,
+        filter: Any = None,
+        before: dict[str, Any] | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[StateSnapshot]:
+        """``get_state_history`` for ``async for``."""
+        for snap in self.get_state_history(config, filter=filter, before=before, limit=limit):
+            yield snap
+
+    def update_state(
+        self,
+        config: dict[str, Any],
+        values: Any,
+        as_node: str | None = None,
+        task_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Writes ``values`` as if ``as_node`` had returned them (a ``Command``'s
+        ``goto`` included); returns the new checkpoint's config. ``as_node="__input__"``
+        saves ``values`` as new input; ``"__copy__"`` saves a copy of the checkpoint
+        beside it (``source="fork"``), then applies ``values`` if it is a list of
+        ``(values, as_node)`` updates, as LangGraph does."""
+        if as_node == "__copy__" and isinstance(values, list) and values:
+            return self.bulk_update_state(
+                config, [[StateUpdate(None, "__copy__", task_id)], values]
+            )
+        return self.bulk_update_state(config, [[StateUpdate(values, as_node, task_id)]])
+
+    async def aupdate_state(
+        self,
+        config: dict[str, Any],
+        values: Any,
+        as_node: str | None = None,
+        task_id: str | None = None,
+    ) -> dict[str, Any]:
+        """``update_state`` for ``await``."""
+        return self.update_state(config, values, as_node, task_id)
+
+    def bulk_update_state(
+        self, config: dict[str, Any], supersteps: Sequence[Sequence[Any]]
+    ) -> dict[str, Any]:
+        """Applies ``supersteps`` in order, each a list of ``StateUpdate``s (or
+        ``(values, as_node)`` pairs) saved as one checkpoint, as if their nodes had run
+        in one step; returns the last checkpoint's config (LangGraph's
+        ``bulk_update_state``)."""
+        steps = [[_update_pair(u) for u in step] for step in supersteps]
+        return self._core.bulk_update_state(config, steps)  # type: ignore[no-any-return]
+
+    async def abulk_update_state(
+        self, config: dict[str, Any], supersteps: Sequence[Sequence[Any]]
+    ) -> dict[str, Any]:
+        """``bulk_update_state`` for ``await``."""
+        return self.bulk_update_state(config, supersteps)
+
+    def as_tool(self, name: str, description: str) -> Any:
+        """This graph (an agent) as a tool with one string argument ``input``: the
+        sub-agent runs to completion on it and its final answer is the result. Several
+        calls in one AI message run concurrently."""
+        from ironloop._tool import Tool
+
+        async def run(input: str) -> str:
+            out = await self.ainvoke({"messages": [("user", input)]})
+            return str(out["messages"][-1].text)
+
+        return Tool(
+            name,
+            description,
+            parameters={
+                "type": "object",
+                "properties": {
+                    "input": {"type": "string", "description": "The task for the sub-agent."}
+                },
+                "required": ["input"],
+            },
+            func=run,
+        )
+
+    def get_graph(self, config: Any = None, *, xray: Any = False) -> _DrawableGraph:
+        return _DrawableGraph(self.builder)
+
+    def _as_node(self, parent_keys: Sequence[str]) -> tuple[Callable[..., Any], Callable[..., Any]]:
+        """This graph as a node of a parent graph (sync and async forms). As in
+        LangGraph, the two states may differ: the subgraph gets the parent's values for
+        the keys it has, and the parent takes back the keys it has.
+
+        An ``interrupt()`` inside the subgraph pauses the parent (its node), and the
+        parent's resume values answer it. With a checkpointer on the parent, the
+        subgraph keeps its own checkpoints under the task's ``checkpoint_ns`` and
+        continues where it paused; without one it runs again from its start."""
+        own = set(self.builder.channels)
+        outer = set(parent_keys)
+
+        def take(state: Any) -> Any:
+            if not isinstance(state, dict):
+                if not (dataclasses.is_dataclass(state) or hasattr(state, "model_fields")):
+                    return state  # a bare value (a root state)
+                state = as_update(state, self.name)
+            return {k: v for k, v in state.items() if k in own}
+
+        def give(out: Any) -> Any:
+            if not isinstance(out, dict):
+                return out
+            return {k: v for k, v in out.items() if k in outer}
+
+        def call(state: Any, config: Any = None) -> Any:
+            return give(self.invoke(take(state), _nested_config(config)))
+
+        async def acall(state: Any, config: Any = None) -> Any:
+            return give(await self.ainvoke(take(state), _nested_config(config)))
+
+        return call, acall
+
+    def __repr__(self) -> str:
+        return f"CompiledStateGraph(nodes={list(self.builder.nodes)!r})"
+
+
+#: What a subgraph's run does not take from its parent node's config: where the
+#: parent's own checkpoints are (the engine lends the subgraph its thread and
+#: namespace, and shows them in its nodes' config) and options of the parent's run.
+_PARENT_ONLY = frozenset({"thread_id", "checkpoint_id", "checkpoint_ns", "checkpoint_map"})
+_PARENT_RUN_ONLY = frozenset({"configurable", "multitask_strategy", "run_id", "callbacks"})
+
+
+def _nested_config(config: Any) -> Any:
+    """The config a subgraph node runs its graph with: its parent's (``configurable``
+    keys, ``metadata``, ``recursion_limit``, durability), as LangGraph passes it on."""
+    if not isinstance(config, dict):
+        return None
+    out = {k: v for k, v in config.items() if k not in _PARENT_RUN_ONLY}
+    conf = config.get("configurable") or {}
+    out["configurable"] = {k: v for k, v in conf.items() if k not in _PARENT_ONLY}
+    return out
+
+
+def _update_pair(update: Any) -> tuple[Any, str | None]:
+    """A ``StateUpdate`` (or a ``(values, as_node[, task_id])`` sequence) as the
+    ``(values, as_node)`` pair the engine takes."""
+    if not isinstance(update, (tuple, list)) or not 1 <= len(update) <= 3:
+        raise InvalidUpdateError(
+            f"bulk_update_state takes StateUpdate(values, as_node) items, got {update!r}"
+        )
+    values, as_node, task_id = (*update, None, None)[:3]
+    if task_id is not None:
+        raise InvalidUpdateError(
+            f"StateUpdate(task_id={task_id!r}): ironloop applies an update to its node, "
+            "not to one task of it; leave task_id out"
+        )
+    return values, as_node
+
+
+def _subgraph_of(node: Any) -> CompiledStateGraph[Any, Any, Any, Any] | None:
+    """The graph whose checkpoints a node keeps in its task's namespace: the node itself
+    (a subgraph), else one its function calls, found among the names the function
+    refers to (its closure's and its module's), as LangGraph finds it for
+    ``get_state(subgraphs=True)``. ``None`` for a node without one, or whose graph keeps
+    none (``checkpointer=False``) or keeps them in a saver of its own."""
+    if node is not None and not isinstance(node, (CompiledStateGraph, ToolNode)):
+        try:
+            refs = inspect.getclosurevars(inspect.unwrap(node))
+        except TypeError:  # not a Python function: a callable object, a builtin
+            return None
+        found = [
+            v
+            for v in (*refs.nonlocals.values(), *refs.globals.values())
+            if isinstance(v, CompiledStateGraph) and v.checkpointer is not False
+        ]
+        node = found[0] if found else None  # the first, as LangGraph's
+    if isinstance(node, CompiledStateGraph) and node.checkpointer in (None, True):
+        return node
+    return None
+
+
+def _traced(it: Iterator[Any], trace: Any) -> Iterator[Any]:
+    """A stream whose run span ends when the stream does."""
+    failed: BaseException | None = None
+    try:
+        yield from it
+    except Exception as e:
+        failed = e
+        raise
+    finally:
+        trace.end(failed)
+
+
+def _pause_parent(out: Any) -> Any:
+    """A nested run's result; paused, it pauses the parent's task instead."""
+    interrupts = out.get("__interrupt__") if isinstance(out, dict) else None
+    if interrupts:
+        raise GraphInterrupt(interrupts[0].value)
+    return out

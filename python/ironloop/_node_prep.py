@@ -1,0 +1,125 @@
+"""How ``StateGraph.add_node`` / ``add_conditional_edges`` take a node or a router:
+which parameters it asks for, its retry policies, LangGraph's deprecated keywords."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import typing
+import warnings
+from collections.abc import Callable, Hashable
+from typing import (
+    Any,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
+
+from ironloop._compiled import CompiledStateGraph
+from ironloop._retry import with_retry
+from ironloop._toolnode import ToolNode
+from ironloop.types import RetryPolicy
+
+
+def _wants(fn: Any) -> dict[str, bool]:
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        params = {}  # type: ignore[assignment]
+    return {p: p in params for p in ("config", "store", "writer", "runtime")}
+
+
+#: How LangGraph lets a node's ``config`` parameter be annotated (written as text under
+#: ``from __future__ import annotations``).
+_CONFIG_ANNOTATIONS = ("RunnableConfig", "Optional[RunnableConfig]", "RunnableConfig | None")
+
+
+def _check_config_annotation(fn: Any) -> None:
+    """Warns, as LangGraph does, when a node's ``config`` parameter is annotated with
+    something other than ``RunnableConfig`` (or it or ``None``)."""
+    try:
+        param = inspect.signature(fn).parameters.get("config")
+    except (TypeError, ValueError):
+        return
+    if param is None or param.annotation is inspect.Parameter.empty:
+        return
+    ann = param.annotation
+    names = {getattr(a, "__name__", None) for a in (ann, *get_args(ann)) if a is not type(None)}
+    if ann in _CONFIG_ANNOTATIONS or names == {"RunnableConfig"}:
+        return
+    warnings.warn(
+        "The 'config' parameter should be typed as 'RunnableConfig' or "
+        f"'RunnableConfig | None', not '{ann}'. ",
+        UserWarning,
+        stacklevel=4,
+    )
+
+
+def _deprecated_kwargs(
+    where: str, kwargs: dict[str, Any], renames: dict[str, tuple[str, type[Warning]]]
+) -> dict[str, Any]:
+    """Takes LangGraph's deprecated keywords (``renames``: old name -> new name and
+    warning class) out of ``kwargs``, warning as LangGraph does; returns their values
+    under the new names. Any other keyword left is refused."""
+    taken = {}
+    for old, (new, category) in renames.items():
+        if old in kwargs:
+            warnings.warn(
+                f"`{old}` is deprecated and will be removed. Please use `{new}` instead.",
+                category,
+                stacklevel=3,
+            )
+            taken[new] = kwargs.pop(old)
+    if kwargs:
+        raise TypeError(f"{where} got unexpected keyword argument(s): {sorted(kwargs)}")
+    return taken
+
+
+def _retried(name: str, action: Any, retry_policy: Any) -> Any:
+    """A function node run again as ``retry_policy`` (one policy or several) says."""
+    if isinstance(action, (ToolNode, CompiledStateGraph)):
+        raise TypeError(
+            f"node {name!r}: retry_policy is supported on function nodes, not on a "
+            f"{type(action).__name__}; wrap it in a function that invokes it"
+        )
+    return with_retry(action, _retry_policies(f"node {name!r}", retry_policy), name)
+
+
+def _retry_policies(where: str, retry_policy: Any) -> list[RetryPolicy]:
+    """``retry_policy`` (one ``RetryPolicy`` or a sequence of them) as a list, or a
+    ``TypeError`` naming ``where`` it was given."""
+    if isinstance(retry_policy, RetryPolicy):
+        return [retry_policy]
+    policies = list(retry_policy) if isinstance(retry_policy, (list, tuple)) else [retry_policy]
+    for p in policies:
+        if not isinstance(p, RetryPolicy):
+            raise TypeError(f"{where}: retry_policy takes RetryPolicy objects, got {p!r}")
+    return policies
+
+
+def _is_async(fn: Any) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004
+    )
+
+
+def _literal_ends(path: Any) -> list[str] | None:
+    try:
+        ret = get_type_hints(path).get("return")
+    except Exception:  # any failure means "unknown"
+        return None
+    if get_origin(ret) is typing.Literal:
+        return [str(a) for a in get_args(ret)]
+    return None
+
+
+@dataclasses.dataclass
+class _Branch:
+    source: str
+    #: The branch's name in messages: its function's, or "condition" (as LangGraph).
+    name: str
+    path: Callable[..., Any]
+    path_map: dict[Hashable, str] | None
+    ends: list[str] | None
+    #: The input schema the routing function declares, if any.
+    schema: Any = None
