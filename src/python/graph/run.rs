@@ -103,6 +103,44 @@ pub(super) fn config_str(cfg: &Bound<'_, PyAny>, key: &str) -> PyResult<Option<S
 }
 
 impl GraphCore {
+    /// What a run's `input` asks for: continue (`None`), a `Command` (resume values, or
+    /// START's writes and routes), or new values.
+    fn run_input(&self, py: Python<'_>, input: &Bound<'_, PyAny>) -> PyResult<RunInput> {
+        let run_input = if input.is_none() {
+            RunInput::Continue
+        } else if input.is_instance(command_class(py)?)? {
+            let resume = input.getattr("resume")?;
+            if resume.is_none() {
+                // `Command(update=..., goto=...)` as new input: START's writes and routes.
+                let mut out = NodeOutput::default();
+                self.shared.output(py, START, input, &mut out)?;
+                RunInput::Command(out)
+            } else if let Ok(d) = resume.cast::<PyDict>() {
+                // {interrupt_id: value} when several interrupts are pending; as in
+                // LangGraph's strict resume, a map whose keys all look like ids (none:
+                // an empty map) is one, so an unknown id is refused, not taken as a value.
+                let ids_look_like_interrupts = d.keys().iter().all(|k| {
+                    k.extract::<String>()
+                        .is_ok_and(|s| looks_like_interrupt_id(&s))
+                });
+                if ids_look_like_interrupts {
+                    let mut m = Vec::new();
+                    for (k, v) in d.iter() {
+                        m.push((k.extract()?, host(v)));
+                    }
+                    RunInput::Resume(Resume::ById(m))
+                } else {
+                    RunInput::Resume(Resume::One(host(resume)))
+                }
+            } else {
+                RunInput::Resume(Resume::One(host(resume)))
+            }
+        } else {
+            RunInput::Values(self.shared.input_writes(py, input)?)
+        };
+        Ok(run_input)
+    }
+
     pub(super) fn setup(
         &self,
         py: Python<'_>,
@@ -149,65 +187,8 @@ impl GraphCore {
                 cfg = lent_config(py, &cfg, &opts)?;
             }
         }
-        if let Ok(d) = cfg.cast::<PyDict>() {
-            if let Some(r) = d.get_item("recursion_limit")? {
-                let n: i64 = r
-                    .extract()
-                    .map_err(|_| PyTypeError::new_err("recursion_limit must be an int"))?;
-                if n < 1 {
-                    return Err(PyValueError::new_err(format!(
-                        "recursion_limit must be at least 1, got {n}"
-                    )));
-                }
-                opts.recursion_limit = n as usize;
-            }
-            if let Some(m) = d.get_item("metadata")? {
-                opts.metadata = value_from_py(&m, "config metadata")?;
-            }
-            // LangGraph's run option, kept in the config (see `Multitask`).
-            if let Some(m) = d.get_item("multitask_strategy")? {
-                let name: Option<String> = m.extract().ok();
-                opts.multitask = name.as_deref().and_then(Multitask::parse).ok_or_else(|| {
-                    PyValueError::new_err(format!(
-                        "multitask_strategy must be 'reject', 'enqueue', 'interrupt' or \
-                             'rollback', got {}",
-                        m.repr().map(|r| r.to_string()).unwrap_or_default()
-                    ))
-                })?;
-            }
-        }
-        let run_input = if input.is_none() {
-            RunInput::Continue
-        } else if input.is_instance(command_class(py)?)? {
-            let resume = input.getattr("resume")?;
-            if resume.is_none() {
-                // `Command(update=..., goto=...)` as new input: START's writes and routes.
-                let mut out = NodeOutput::default();
-                self.shared.output(py, START, input, &mut out)?;
-                RunInput::Command(out)
-            } else if let Ok(d) = resume.cast::<PyDict>() {
-                // {interrupt_id: value} when several interrupts are pending; as in
-                // LangGraph's strict resume, a map whose keys all look like ids (none:
-                // an empty map) is one, so an unknown id is refused, not taken as a value.
-                let ids_look_like_interrupts = d.keys().iter().all(|k| {
-                    k.extract::<String>()
-                        .is_ok_and(|s| looks_like_interrupt_id(&s))
-                });
-                if ids_look_like_interrupts {
-                    let mut m = Vec::new();
-                    for (k, v) in d.iter() {
-                        m.push((k.extract()?, host(v)));
-                    }
-                    RunInput::Resume(Resume::ById(m))
-                } else {
-                    RunInput::Resume(Resume::One(host(resume)))
-                }
-            } else {
-                RunInput::Resume(Resume::One(host(resume)))
-            }
-        } else {
-            RunInput::Values(self.shared.input_writes(py, input)?)
-        };
+        config_options(&cfg, &mut opts)?;
+        let run_input = self.run_input(py, input)?;
         let env = PyRunEnv::capture(
             py,
             event_loop,
@@ -461,4 +442,37 @@ pub(super) fn snapshot<'py>(
 /// as unknown rather than taken for an answer.
 fn looks_like_interrupt_id(key: &str) -> bool {
     key.contains(':') || (key.len() == 32 && key.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// The run options a LangGraph config carries beside `configurable`: `recursion_limit`,
+/// `metadata` and `multitask_strategy`, each checked.
+fn config_options(cfg: &Bound<'_, PyAny>, opts: &mut RunOptions) -> PyResult<()> {
+    if let Ok(d) = cfg.cast::<PyDict>() {
+        if let Some(r) = d.get_item("recursion_limit")? {
+            let n: i64 = r
+                .extract()
+                .map_err(|_| PyTypeError::new_err("recursion_limit must be an int"))?;
+            if n < 1 {
+                return Err(PyValueError::new_err(format!(
+                    "recursion_limit must be at least 1, got {n}"
+                )));
+            }
+            opts.recursion_limit = n as usize;
+        }
+        if let Some(m) = d.get_item("metadata")? {
+            opts.metadata = value_from_py(&m, "config metadata")?;
+        }
+        // LangGraph's run option, kept in the config (see `Multitask`).
+        if let Some(m) = d.get_item("multitask_strategy")? {
+            let name: Option<String> = m.extract().ok();
+            opts.multitask = name.as_deref().and_then(Multitask::parse).ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "multitask_strategy must be 'reject', 'enqueue', 'interrupt' or \
+                         'rollback', got {}",
+                    m.repr().map(|r| r.to_string()).unwrap_or_default()
+                ))
+            })?;
+        }
+    }
+    Ok(())
 }
