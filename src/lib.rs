@@ -27,7 +27,7 @@ pub mod store;
 pub mod tool;
 
 #[cfg(feature = "python")]
-pub mod python;
+pub mod bindings;
 
 pub use error::{Error, Result};
 pub use executor::{BeforeAction, Executor, Hooks, RunContext, Strategy, ToolResult};

@@ -9,7 +9,7 @@ nothing more than an untraced run's.
 Parenting follows OpenTelemetry's ``contextvars`` context: a run's span is current
 while the Rust side captures the run's context; each step's span is made current in
 that same context (``RunTrace.step_start``, called by the step loop through
-``src/python/tracing.rs``), so the step's tasks — copies of it — open their spans
+``src/bindings/tracing.rs``), so the step's tasks — copies of it — open their spans
 under it; a Python tool's span is current while its function runs (``call_tool``),
 so a sub-agent the tool starts opens its run span under the tool call's. Every tool
 call's span — a Python function's, or an MCP, OpenAPI or workspace tool's that runs in

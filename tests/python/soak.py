@@ -61,7 +61,7 @@ def thread_names() -> list[str]:
 
 def threads() -> int:
     """Threads other than the sync-tool pool's (`ironloop-tool`), which grows on
-    demand up to 256 and whose idle workers end after 30 s (src/python/pool.rs)."""
+    demand up to 256 and whose idle workers end after 30 s (src/bindings/pool.rs)."""
     return sum(1 for n in thread_names() if n != "ironloop-tool")
 
 

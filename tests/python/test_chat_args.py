@@ -1,5 +1,5 @@
 """The arguments of a model call, read in one place (``chat_args`` in
-``src/python/models.rs``) for ``invoke``, ``ainvoke`` and ``stream``."""
+``src/bindings/models.rs``) for ``invoke``, ``ainvoke`` and ``stream``."""
 
 from __future__ import annotations
 

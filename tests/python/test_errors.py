@@ -1,5 +1,5 @@
 """Every error a user can get from the Rust engine is an ``ironloop.errors`` class
-(mapped in ``src/python/errors.rs``), and still the built-in it used to be."""
+(mapped in ``src/bindings/errors.rs``), and still the built-in it used to be."""
 
 from __future__ import annotations
 

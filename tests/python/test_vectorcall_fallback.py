@@ -1,6 +1,6 @@
 """The tool-call path CPython 3.10 takes, tested on 3.11+ (issue 36).
 
-CPython 3.10 does not export ``PyObject_Vectorcall``, so ``src/python/exiting.rs``
+CPython 3.10 does not export ``PyObject_Vectorcall``, so ``src/bindings/exiting.rs``
 makes a tool's keyword call there through ``PyObject_Call`` (the arguments gathered
 into a dict), inside the same guard that parks a thread CPython ends at exit. No
 Python 3.10 runs on the machines that test this, so the environment variable

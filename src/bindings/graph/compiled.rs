@@ -117,7 +117,7 @@ impl GraphCore {
         let (shared, codec) = (self.shared.clone(), self.codec.clone());
         let (unsaved, stateful) = (self.unsaved, self.stateful);
         let cancel = s.opts.cancel.clone();
-        let fut = crate::python::awaitable::future_into_py(py, async move {
+        let fut = crate::bindings::awaitable::future_into_py(py, async move {
             let guard = s.opts.cancel.clone().drop_guard();
             let r = graph.run(s.input, s.opts).await;
             guard.disarm();

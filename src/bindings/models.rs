@@ -338,7 +338,7 @@ impl ChatModelCore {
     ) -> PyResult<Bound<'py, PyAny>> {
         let req = chat_args(messages, tools, tool_choice, options)?;
         let model = self.model.clone();
-        crate::python::awaitable::future_into_py(py, async move {
+        crate::bindings::awaitable::future_into_py(py, async move {
             let m = model.invoke(req).await?;
             attach(|py| message_to_py(py, Arc::new(m)).map(Bound::unbind))
         })

@@ -266,7 +266,7 @@ impl ChatStreamPy {
         }
         let rx = self.rx.clone();
         let last = self.last.clone();
-        crate::python::awaitable::future_into_py(py, async move {
+        crate::bindings::awaitable::future_into_py(py, async move {
             let item = rx.lock().await.recv().await;
             attach(|py| chunk_to_py(py, item, &last))
         })

@@ -247,7 +247,7 @@ impl PySqliteSaver {
     /// `async with SqliteSaver(path) as saver:`, as LangGraph's async saver is used.
     fn __aenter__<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         let me = slf.clone().unbind();
-        crate::python::awaitable::future_into_py(slf.py(), async move { Ok(me) })
+        crate::bindings::awaitable::future_into_py(slf.py(), async move { Ok(me) })
     }
 
     fn __aexit__<'py>(
@@ -258,7 +258,7 @@ impl PySqliteSaver {
         _c: Py<PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let s = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
-        crate::python::awaitable::future_into_py(py, async move {
+        crate::bindings::awaitable::future_into_py(py, async move {
             if let Some(s) = s {
                 // Closing waits for the database thread: not on the event loop.
                 tokio::task::spawn_blocking(move || s.close())
@@ -424,7 +424,7 @@ impl PyPostgresSaver {
     /// Like `setup`, as an awaitable.
     fn asetup<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let s = self.open_saver(py)?;
-        crate::python::awaitable::future_into_py(py, async move { Ok(s.setup().await?) })
+        crate::bindings::awaitable::future_into_py(py, async move { Ok(s.setup().await?) })
     }
 
     /// Waits for the calls under way, then closes the connections. Idempotent.
@@ -443,7 +443,7 @@ impl PyPostgresSaver {
     /// Like `close`, as an awaitable.
     fn aclose<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let s = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
-        crate::python::awaitable::future_into_py(py, async move {
+        crate::bindings::awaitable::future_into_py(py, async move {
             if let Some(s) = s {
                 Checkpointer::close(&*s).await?;
             }
@@ -468,7 +468,7 @@ impl PyPostgresSaver {
 
     fn __aenter__<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         let me = slf.clone().unbind();
-        crate::python::awaitable::future_into_py(slf.py(), async move { Ok(me) })
+        crate::bindings::awaitable::future_into_py(slf.py(), async move { Ok(me) })
     }
 
     fn __aexit__<'py>(
@@ -479,7 +479,7 @@ impl PyPostgresSaver {
         _c: Py<PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let s = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
-        crate::python::awaitable::future_into_py(py, async move {
+        crate::bindings::awaitable::future_into_py(py, async move {
             if let Some(s) = s {
                 Checkpointer::close(&*s).await?;
             }

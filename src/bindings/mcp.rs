@@ -87,7 +87,7 @@ impl PyMcpToolset {
     {
         let fut = f(self.set.clone());
         if asynchronous {
-            return crate::python::awaitable::future_into_py(py, async move {
+            return crate::bindings::awaitable::future_into_py(py, async move {
                 let v = fut.await?;
                 attach(|py| Ok(pythonize::pythonize(py, &v)?.unbind()))
             });
@@ -106,7 +106,7 @@ impl PyMcpToolset {
         spec: Spec,
         opts: McpToolsetOptions,
     ) -> PyResult<Bound<'_, PyAny>> {
-        crate::python::awaitable::future_into_py(py, async move {
+        crate::bindings::awaitable::future_into_py(py, async move {
             let set = open(spec, opts).await?;
             attach(|py| Self::new(py, set))
         })
@@ -312,7 +312,7 @@ impl PyMcpToolset {
     /// Like `close`, as an awaitable.
     fn aclose<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let set = self.set.clone();
-        crate::python::awaitable::future_into_py(py, async move { Ok(set.close().await?) })
+        crate::bindings::awaitable::future_into_py(py, async move { Ok(set.close().await?) })
     }
 }
 

@@ -436,7 +436,7 @@ impl ToolNodeCore {
         } else {
             None
         };
-        let fut = crate::python::awaitable::future_into_py(py, async move {
+        let fut = crate::bindings::awaitable::future_into_py(py, async move {
             let results = match first {
                 Some(results) => results,
                 None => work.await,

@@ -177,7 +177,7 @@ fn _openapi_toolset_from_url_async(
     options: RawOptions,
 ) -> PyResult<Bound<'_, PyAny>> {
     let options = options.into_options(py)?;
-    crate::python::awaitable::future_into_py(py, async move {
+    crate::bindings::awaitable::future_into_py(py, async move {
         made(OpenApiToolset::from_url(&url, options).await?)
     })
 }

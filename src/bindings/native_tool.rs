@@ -172,7 +172,7 @@ impl NativeTool {
         let calls = [self.call_for(input)?];
         let exec = self.executor.clone();
         let tracer = direct_call_tracer(py)?;
-        crate::python::awaitable::future_into_py(py, async move {
+        crate::bindings::awaitable::future_into_py(py, async move {
             let run = RunContext {
                 tracer,
                 ..Default::default()

@@ -568,7 +568,7 @@ impl AsyncGraphStream {
         }
         let rx = self.rx.clone();
         let shape = self.shape.clone();
-        crate::python::awaitable::future_into_py(py, async move {
+        crate::bindings::awaitable::future_into_py(py, async move {
             loop {
                 let msg = rx.lock().await.recv().await;
                 let next = attach(|py| match msg {
