@@ -12,6 +12,7 @@ import asyncio
 import math
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -57,18 +58,20 @@ LANGGRAPH_SCHEMA = [
 ]
 
 
-def test_a_database_langgraph_wrote_is_read_and_written_as_it_stands() -> None:
+@contextmanager
+def schema_with(statements: list[str]) -> Iterator[str]:
+    """A schema of its own holding what ``statements`` make: its connection string."""
     with temp_schema() as schema:
         dsn = dsn_in(schema)
         with admin() as c:
             c.execute(f'SET search_path TO "{schema}"')
-            for statement in LANGGRAPH_SCHEMA:
+            for statement in statements:
                 c.execute(statement)
-        _read_and_write(dsn)
+        yield dsn
 
 
-def _read_and_write(dsn: str) -> None:
-    with PostgresStore.from_conn_string(dsn) as store:
+def test_a_database_langgraph_wrote_is_read_and_written_as_it_stands() -> None:
+    with schema_with(LANGGRAPH_SCHEMA) as dsn, PostgresStore.from_conn_string(dsn) as store:
         store.setup()
         item = store.get(("users", "42"), "prefs")
         assert item is not None and item.value == {"theme": "dark"}
@@ -115,17 +118,10 @@ EARLIER_IRONLOOP_SCHEMA = [
 
 
 def test_items_an_earlier_ironloop_stored_move_into_langgraphs_table() -> None:
-    with temp_schema() as schema:
-        dsn = dsn_in(schema)
-        with admin() as c:
-            c.execute(f'SET search_path TO "{schema}"')
-            for statement in EARLIER_IRONLOOP_SCHEMA:
-                c.execute(statement)
-        _moved_once(dsn)
-
-
-def _moved_once(dsn: str) -> None:
-    with PostgresStore.from_conn_string(dsn) as store:
+    with (
+        schema_with(EARLIER_IRONLOOP_SCHEMA) as dsn,
+        PostgresStore.from_conn_string(dsn) as store,
+    ):
         store.setup()
         item = store.get(("users", "42"), "prefs")
         assert item is not None and item.value == {"theme": "dark"}
