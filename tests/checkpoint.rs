@@ -1348,6 +1348,9 @@ mod graphs {
         ) -> ironloop::checkpoint::Result<()> {
             self.inner.delete_checkpoints(t, ids).await
         }
+        async fn thread_keys(&self) -> ironloop::checkpoint::Result<Vec<String>> {
+            self.inner.thread_keys().await
+        }
         async fn close(&self) -> ironloop::checkpoint::Result<()> {
             self.inner.close().await
         }
@@ -1815,6 +1818,23 @@ async fn delete_checkpoints_drops_a_branch(s: Arc<dyn Checkpointer>) {
     );
 }
 
+/// `thread_keys` lists every key holding checkpoints, subgraph namespaces included,
+/// and forgets a key whose checkpoints are all gone.
+async fn thread_keys_lists_the_keys_with_checkpoints(s: Arc<dyn Checkpointer>) {
+    assert!(s.thread_keys().await.unwrap().is_empty());
+    put_linear(&*s, "t", "c", 2).await;
+    put_linear(&*s, &thread_key("t", "sub:1"), "c", 1).await;
+    put_linear(&*s, "other", "c", 1).await;
+    let mut keys = s.thread_keys().await.unwrap();
+    keys.sort();
+    assert_eq!(keys, ["other", "t", &thread_key("t", "sub:1")]);
+    s.delete_checkpoints("other", vec!["c0".into()])
+        .await
+        .unwrap();
+    s.delete_thread("t").await.unwrap();
+    assert!(s.thread_keys().await.unwrap().is_empty());
+}
+
 /// Runs `f` on a thread that may block (see `checkpoint::caller`), on this runtime: what
 /// a sync caller driving a run by hand is to a saver.
 async fn on_a_blocking_caller<F, R>(f: F) -> R
@@ -1976,6 +1996,7 @@ conformance!(
     pending_writes_kept_in_order_and_dropped_by_child,
     delete_thread,
     delete_checkpoints_drops_a_branch,
+    thread_keys_lists_the_keys_with_checkpoints,
     get_unknown_is_none,
     not_found_and_broken_chains_are_typed,
     put_is_idempotent,

@@ -1,12 +1,22 @@
 """The native module (Rust, PyO3). Public names are re-exported by ``ironloop``."""
 
 import asyncio
+import builtins
 import os
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from typing import Any, Literal, final
 
 from typing_extensions import disjoint_base
 
+from ironloop._saver_api import CheckpointTuple
 from ironloop.messages import ToolCall
 
 __all__ = [
@@ -44,6 +54,12 @@ __all__ = [
     "_child_ns",
     "_checkpoint_decode",
     "_checkpoint_encode",
+    "_saver_thread_keys",
+    "_saver_get",
+    "_saver_list",
+    "_saver_writes",
+    "_saver_put",
+    "_saver_delete_checkpoints",
     "_use_langchain_messages",
     "_openapi_defaults",
     "_openapi_toolset",
@@ -258,6 +274,14 @@ def _coerce_message(obj: Any) -> Any: ...
 def _coerce_messages(seq: Iterable[Any]) -> list[Any]: ...
 def _child_ns(parent_ns: str, node: str, task_id: str) -> str: ...
 def _checkpoint_encode(obj: Any) -> bytes: ...
+def _saver_thread_keys(saver: Any) -> list[str]: ...
+def _saver_get(saver: Any, key: str, id: str | None = None) -> tuple[str, str] | None: ...
+def _saver_list(
+    saver: Any, key: str, limit: int | None = None, before: str | None = None
+) -> list[str]: ...
+def _saver_writes(saver: Any, key: str, id: str) -> str: ...
+def _saver_put(saver: Any, key: str, records: list[str], writes: list[tuple[str, str]]) -> None: ...
+def _saver_delete_checkpoints(saver: Any, key: str, ids: list[str]) -> None: ...
 def _checkpoint_decode(
     text: bytes | str, allowlist: dict[str, type | None] | None = None
 ) -> Any: ...
@@ -273,8 +297,71 @@ def _timeout_seconds(value: float | None, name: str = "timeout") -> float | None
     ``ironloop.errors.InvalidArgumentError`` (a ``ValueError``) whose message starts
     with ``name``."""
 
+class _SaverAPI:
+    """LangGraph's ``BaseCheckpointSaver`` API, put on every saver class by
+    ``ironloop.checkpoint`` (``ironloop._saver_api``): LangGraph's shapes over
+    ironloop's storage."""
+
+    def get_tuple(self, config: dict[str, Any]) -> CheckpointTuple | None: ...
+    def get(self, config: dict[str, Any]) -> dict[str, Any] | None: ...
+    def list(
+        self,
+        config: dict[str, Any] | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: dict[str, Any] | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]: ...
+    def put(
+        self,
+        config: dict[str, Any],
+        checkpoint: dict[str, Any],
+        metadata: dict[str, Any],
+        new_versions: dict[str, Any],
+    ) -> dict[str, Any]: ...
+    def put_writes(
+        self,
+        config: dict[str, Any],
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None: ...
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None: ...
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None: ...
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None: ...
+    def sweep(self, *, ttl: float, strategy: str = "delete") -> builtins.list[str]: ...
+    async def aget_tuple(self, config: dict[str, Any]) -> CheckpointTuple | None: ...
+    async def aget(self, config: dict[str, Any]) -> dict[str, Any] | None: ...
+    def alist(
+        self,
+        config: dict[str, Any] | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: dict[str, Any] | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]: ...
+    async def aput(
+        self,
+        config: dict[str, Any],
+        checkpoint: dict[str, Any],
+        metadata: dict[str, Any],
+        new_versions: dict[str, Any],
+    ) -> dict[str, Any]: ...
+    async def aput_writes(
+        self,
+        config: dict[str, Any],
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None: ...
+    async def adelete_thread(self, thread_id: str) -> None: ...
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None: ...
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None: ...
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None: ...
+    async def asweep(self, *, ttl: float, strategy: str = "delete") -> builtins.list[str]: ...
+
 @final
-class MemorySaver:
+class MemorySaver(_SaverAPI):
     """Keeps checkpoints in memory, as deltas (each step's writes).
 
     ``key`` (32 bytes, or a str: 32 bytes in UTF-8 or 64 hex digits; default: the
@@ -308,7 +395,7 @@ class MemorySaver:
         """Claims stalled threads atomically; see ``PostgresSaver.claim_stalled``."""
 
 @final
-class SqliteSaver:
+class SqliteSaver(_SaverAPI):
     """Checkpoints in a SQLite file (WAL): durable across crashes, shareable between
     processes; one object serves ``invoke`` and ``ainvoke``. ``key``, ``encrypt`` and
     ``accept_unkeyed`` as for ``MemorySaver``: with a key, a record edited in the file
@@ -353,7 +440,7 @@ class SqliteSaver:
     def __aexit__(self, a: object, b: object, c: object) -> Awaitable[bool]: ...
 
 @final
-class PostgresSaver:
+class PostgresSaver(_SaverAPI):
     """Checkpoints in PostgreSQL, shared by every process and machine that uses the
     database: any worker can continue any thread. One object serves ``invoke`` and
     ``ainvoke``; database calls run with the GIL released.

@@ -1,4 +1,8 @@
-"""Checkpoint savers under one base type, as LangGraph's ``BaseCheckpointSaver``.
+"""Checkpoint savers under one base type, as LangGraph's ``BaseCheckpointSaver``, with
+its API: ``get_tuple``, ``list``, ``put``, ``put_writes``, ``delete_thread``,
+``copy_thread``, ``prune``, ``delete_for_runs`` (and their ``a…`` forms) show and take
+LangGraph's ``CheckpointTuple`` shapes over ironloop's own storage (``_saver_api``);
+``sweep(ttl=...)`` deletes threads idle longer than a time to live.
 
 ``MemorySaver``, ``SqliteSaver`` and ``PostgresSaver`` are ironloop's savers (written in
 Rust); ``BaseCheckpointSaver`` is the type they share, so code that annotates or checks
@@ -13,11 +17,45 @@ a checkpointer with LangGraph's base class ports by changing its import::
 from __future__ import annotations
 
 from abc import ABC
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypedDict, TypeVar
 
 from ironloop._ironloop import MemorySaver, PostgresSaver, SqliteSaver
+from ironloop._saver_api import CheckpointTuple, attach, remember_graph
 
-__all__ = ["BaseCheckpointSaver", "InMemorySaver", "MemorySaver", "PostgresSaver", "SqliteSaver"]
+__all__ = [
+    "BaseCheckpointSaver",
+    "Checkpoint",
+    "CheckpointMetadata",
+    "CheckpointTuple",
+    "InMemorySaver",
+    "MemorySaver",
+    "PostgresSaver",
+    "SqliteSaver",
+    "remember_graph",
+]
+
+
+class Checkpoint(TypedDict, total=False):
+    """A checkpoint as LangGraph's saver API shows it (``get``, ``get_tuple``,
+    ``list``) and takes it (``put``)."""
+
+    v: int
+    id: str
+    ts: str
+    channel_values: dict[str, Any]
+    channel_versions: dict[str, Any]
+    versions_seen: dict[str, dict[str, Any]]
+    updated_channels: list[str] | None
+
+
+class CheckpointMetadata(TypedDict, total=False):
+    """A checkpoint's metadata: ``source`` (``input``, ``loop``, ``update``, ``fork``),
+    ``step``, ``parents`` and the run's own keys (``run_id``, ``config["metadata"]``)."""
+
+    source: str
+    step: int
+    parents: dict[str, str]
+    run_id: str
 
 
 #: The version type of LangGraph's ``BaseCheckpointSaver[V]`` (annotations only).
@@ -78,6 +116,7 @@ def check_saver(checkpointer: Any) -> None:
 for _saver in (MemorySaver, SqliteSaver, PostgresSaver):
     BaseCheckpointSaver.register(_saver)
 del _saver
+attach(MemorySaver, SqliteSaver, PostgresSaver)
 
 #: LangGraph's name for the in-process saver.
 InMemorySaver = MemorySaver

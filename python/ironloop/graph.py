@@ -54,7 +54,7 @@ from ironloop._state import (
     schema_channels,
 )
 from ironloop._toolnode import ToolNode
-from ironloop.checkpoint import check_saver
+from ironloop.checkpoint import check_saver, remember_graph
 from ironloop.errors import GraphInterrupt
 from ironloop.messages import BaseMessage
 from ironloop.runtime import _with_runtime
@@ -486,6 +486,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         self.compiled = True
         compiled: Any = CompiledStateGraph(self, core, checkpointer, store, name or "LangGraph")
         compiled.cache = cache
+        remember_graph(checkpointer, compiled)  # the savers' LangGraph API reads through it
         return compiled
 
 

@@ -648,6 +648,16 @@ impl Checkpointer for MemorySaver {
         })
     }
 
+    async fn thread_keys(&self) -> Result<Vec<String>> {
+        self.open_with(|ts| {
+            Ok(ts
+                .iter()
+                .filter(|(_, t)| !t.records.is_empty())
+                .map(|(k, _)| k.clone())
+                .collect())
+        })
+    }
+
     async fn delete_checkpoints(&self, thread_id: &str, ids: Vec<String>) -> Result<()> {
         self.open_with(|ts| match ts.get_mut(thread_id) {
             Some(t) => t.delete(&ids.iter().map(|id| Id::new(id)).collect()),

@@ -434,6 +434,11 @@ pub trait Checkpointer: Send + Sync {
     /// Deletes the thread's checkpoints and writes, those of its subgraphs' namespaces
     /// (see [`thread_key`]) included.
     async fn delete_thread(&self, thread_id: &str) -> Result<()>;
+    /// Every key the saver holds checkpoints under (thread ids, and the
+    /// [`thread_key`]s of their subgraphs' namespaces), in no set order: how
+    /// LangGraph's saver API lists, prunes and deletes across threads (`list(None)`,
+    /// `delete_for_runs`, a thread's namespaces for `copy_thread`).
+    async fn thread_keys(&self) -> Result<Vec<String>>;
     /// Deletes the thread's checkpoints `ids` and their pending writes, in one
     /// transaction (ids the thread does not have are skipped); the thread's latest
     /// checkpoint is then the newest one left. This is how a run stopped by

@@ -102,7 +102,7 @@ async def test_a_threads_values_are_its_state_once_a_run_ends(server: Server) ->
             assert state["values"]["count"] == 2
 
 
-async def test_copy_holds_the_latest_state(server: Server) -> None:
+async def test_copy_holds_the_history(server: Server) -> None:
     client = get_client(url=server.url)
     thread = await client.threads.create(metadata={"copied": "yes"})
     await client.runs.wait(thread["thread_id"], "steps", input={"items": ["a"]})
@@ -111,6 +111,11 @@ async def test_copy_holds_the_latest_state(server: Server) -> None:
     assert copy["metadata"]["copied"] == "yes"
     state = await client.threads.get_state(copy["thread_id"])
     assert state["values"]["items"] == ["a", "first", "second"]
+    # The whole history came along (the saver's copy_thread), not just the state.
+    source_history = await client.threads.get_history(thread["thread_id"])
+    copied_history = await client.threads.get_history(copy["thread_id"])
+    assert len(copied_history) == len(source_history) > 1
+    assert [h["values"] for h in copied_history] == [h["values"] for h in source_history]
     # The copy runs on its own from there.
     await client.runs.wait(copy["thread_id"], "steps", input={"items": ["b"]})
     assert (await client.threads.get_state(thread["thread_id"]))["values"]["items"] == [

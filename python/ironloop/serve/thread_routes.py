@@ -15,7 +15,6 @@ from .auth import authorize, matches
 from .bodies import body_int, choice, field, json_body, query_int, str_list, uuid_param
 from .errors import conflict, invalid, not_found
 from .graphs import ServedGraph, assistant_id_for
-from .serde import to_jsonable
 from .state import snapshot_json
 
 SORT_KEYS = ("thread_id", "status", "created_at", "updated_at", "state_updated_at")
@@ -143,28 +142,19 @@ async def count(request: Request) -> Response:
 
 
 async def copy(request: Request) -> Response:
-    """A new thread holding the source's latest state (not its history)."""
+    """A new thread holding the source's whole history (every checkpoint, its
+    subgraphs' and pending writes included: the saver's ``copy_thread``), its metadata
+    and values."""
     thread = await load_thread(request, request.path_params["tid"])
     records = request.app.state.records
     new_id = str(uuid.uuid4())
     value = {"thread_id": new_id, "metadata": dict(thread["metadata"]), "if_exists": "raise"}
     await authorize(request, "threads", "create", value)
-    new = records.create_thread(new_id, value["metadata"])
-    graph = graph_of(request, thread, required=False)
-    if graph is not None:
-        snap = await asyncio.to_thread(
-            graph.default.get_state, {"configurable": {"thread_id": thread["thread_id"]}}
-        )
-        if snap.config.get("configurable", {}).get("checkpoint_id"):
-            await asyncio.to_thread(
-                graph.default.update_state,
-                {"configurable": {"thread_id": new_id}},
-                snap.values,
-                None,
-            )
-            records.update_thread(new_id, values=to_jsonable(snap.values))
-            new = records.get_thread(new_id)
-    return JSONResponse(new)
+    records.create_thread(new_id, value["metadata"])
+    await asyncio.to_thread(request.app.state.checkpointer.copy_thread, thread["thread_id"], new_id)
+    if thread.get("values") is not None:
+        records.update_thread(new_id, values=thread["values"])
+    return JSONResponse(records.get_thread(new_id))
 
 
 async def _state(request: Request, checkpoint: dict[str, Any] | None) -> Response:

@@ -4,7 +4,8 @@
 //! One file a concept: `values` (Python values in channels, the state dict and its
 //! message cache), `task` (the per-task scratchpad), `describe` (the typed graph description
 //! `StateGraph.compile` sends), `nodes`, `routers` (and
-//! reducers), `savers`, `run` (one run's set-up and results), `errors`, `stream`, and
+//! reducers), `savers` (and `saver_records`, their records for the LangGraph saver
+//! API), `run` (one run's set-up and results), `errors`, `stream`, and
 //! `compiled` (the `_GraphCore` class).
 
 mod compiled;
@@ -13,6 +14,7 @@ mod nodes;
 mod returned;
 mod routers;
 mod run;
+mod saver_records;
 mod savers;
 mod stream;
 mod task;
@@ -43,5 +45,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySqliteSaver>()?;
     m.add_class::<PyPostgresSaver>()?;
     m.add_function(wrap_pyfunction!(_child_ns, m)?)?;
+    saver_records::register(m)?;
     Ok(())
 }

@@ -169,6 +169,15 @@ impl Checkpointer for PostgresSaver {
         .await
     }
 
+    async fn thread_keys(&self) -> Result<Vec<String>> {
+        self.call("list threads", move |c, sh| async move {
+            let st = c.prepare_cached(&sh.sql.thread_keys).await?;
+            let rows = c.query(&st, &[]).await?;
+            Ok(rows.iter().map(|r| r.get::<_, String>(0)).collect())
+        })
+        .await
+    }
+
     async fn delete_checkpoints(&self, thread_id: &str, ids: Vec<String>) -> Result<()> {
         let t = thread_id.to_owned();
         self.call("delete checkpoints", move |c, sh| async move {

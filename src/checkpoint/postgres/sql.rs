@@ -26,6 +26,8 @@ pub(super) struct Sql {
     pub(super) pending: String,
     pub(super) delete: String,
     pub(super) delete_some: String,
+    /// Every key with checkpoints (`Checkpointer::thread_keys`).
+    pub(super) thread_keys: String,
     pub(super) stalled: String,
     pub(super) claim: String,
 }
@@ -347,6 +349,7 @@ fn deletes(n: &Names, sql: &mut Sql) {
     let this = "(thread_id = $1 OR starts_with(thread_id, $2))";
     let id = |x: &str| n.id(x);
     // The thread and its subgraphs' namespaces (`$2` is their key prefix).
+    sql.thread_keys = format!("SELECT DISTINCT thread_id FROM {c}");
     sql.delete = format!(
         "WITH w AS (DELETE FROM {w} WHERE {this}), \
            t AS (DELETE FROM {t} WHERE {this}), \

@@ -208,6 +208,20 @@ impl Checkpointer for SqliteSaver {
         writes_from_rows(&self.name(), &self.codec, thread_id, checkpoint_id, rows)
     }
 
+    async fn thread_keys(&self) -> Result<Vec<String>> {
+        self.call("list threads", |conn| {
+            // A thread row outlives its checkpoints' deletion: only keys with some.
+            let mut st = conn.prepare_cached(
+                "SELECT t.thread_id FROM threads t WHERE EXISTS (SELECT 1 FROM checkpoints c \
+                 WHERE c.seq > t.no << 32 AND c.seq < (t.no + 1) << 32)",
+            )?;
+            let keys: rusqlite::Result<Vec<String>> =
+                st.query_map([], |r| r.get::<_, String>(0))?.collect();
+            keys
+        })
+        .await
+    }
+
     async fn delete_thread(&self, thread_id: &str) -> Result<()> {
         let (t, ns) = (
             thread_id.to_owned(),
