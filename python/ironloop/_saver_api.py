@@ -448,8 +448,8 @@ def sweep(self: Any, *, ttl: float, strategy: str = "delete") -> list[str]:
     """Applies a time to live: the threads whose latest checkpoint is older than
     ``ttl`` seconds are pruned with ``strategy`` (``"delete"``: gone; ``"keep_latest"``:
     only their latest checkpoints left), as LangGraph's checkpointer TTL does. Returns
-    those threads' ids. Run it periodically (``ironloop serve`` does, see its
-    ``checkpointer.ttl`` setting)."""
+    those threads' ids. Run it periodically (a cron, a worker's loop): the savers
+    keep no timer of their own."""
     if not ttl > 0:
         raise ValueError(f"ttl must be a positive number of seconds, got {ttl!r}")
     cutoff = datetime.now(timezone.utc).timestamp() - ttl

@@ -19,6 +19,7 @@ from __future__ import annotations
 from abc import ABC
 from typing import Any, Generic, TypedDict, TypeVar
 
+from ironloop._import_langgraph import import_langgraph
 from ironloop._ironloop import MemorySaver, PostgresSaver, SqliteSaver
 from ironloop._saver_api import CheckpointTuple, attach, remember_graph
 
@@ -31,6 +32,7 @@ __all__ = [
     "MemorySaver",
     "PostgresSaver",
     "SqliteSaver",
+    "import_langgraph",
     "remember_graph",
 ]
 
