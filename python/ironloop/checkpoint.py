@@ -94,13 +94,20 @@ _SAVER_METHODS = (
 
 
 def check_saver(checkpointer: Any) -> None:
-    """Refuses, at ``compile``, a subclass of an ironloop saver that overrides one of
+    """Refuses, at ``compile``, what is not a checkpointer (LangGraph's "Invalid
+    checkpointer provided"), and a subclass of an ironloop saver that overrides one of
     LangGraph's saver methods (or their ``a…`` forms): ironloop's engine never calls
     them, so the override would not do what its author meant."""
     cls = type(checkpointer)
     base = next(
         (b for b in (MemorySaver, SqliteSaver, PostgresSaver) if isinstance(checkpointer, b)), None
     )
+    if base is None and checkpointer is not None and not isinstance(checkpointer, bool):
+        raise TypeError(
+            f"Invalid checkpointer provided: {cls.__name__}. Pass one of ironloop's savers "
+            "(MemorySaver, SqliteSaver, PostgresSaver), True (a subgraph keeps its own "
+            "history in its parent's saver), False or None."
+        )
     if base is None or cls is base:
         return
     names = [*_SAVER_METHODS, *(f"a{m}" for m in _SAVER_METHODS)]

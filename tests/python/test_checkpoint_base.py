@@ -32,3 +32,17 @@ def test_base_checkpoint_saver_is_not_instantiable_as_a_saver() -> None:
     g.add_edge("__start__", "a")
     with pytest.raises((TypeError, ValueError)):
         g.compile(checkpointer=Mine())
+
+
+def test_compile_refuses_what_is_not_a_checkpointer() -> None:
+    from ironloop.graph import StateGraph
+
+    g = StateGraph(dict)
+    g.add_node("a", lambda s: {})
+    g.set_entry_point("a")
+
+    class NotACheckpointer:
+        pass
+
+    with pytest.raises(TypeError, match="Invalid checkpointer provided: NotACheckpointer"):
+        g.compile(checkpointer=NotACheckpointer())
