@@ -145,6 +145,9 @@ def remember_graph(saver: Any, graph: Any) -> None:
     channel values of the engine's records as that graph loads them."""
     if saver is None or isinstance(saver, bool):
         return
+    # Forget the savers whose graphs are all gone (compiling is rare; the table small).
+    for gone in [k for k, rs in _GRAPHS.items() if all(r() is None for r in rs)]:
+        del _GRAPHS[gone]
     refs = [r for r in _GRAPHS.get(id(saver), []) if _alive_on(r, saver)]
     refs.append(weakref.ref(graph))
     _GRAPHS[id(saver)] = refs

@@ -140,3 +140,17 @@ def test_a_config_without_thread_id_is_refused_saying_what_to_pass(saver: Any) -
         ValueError, match=r"get_tuple needs config\['configurable'\]\['thread_id'\]"
     ):
         saver.get_tuple({"configurable": {}})
+
+
+def test_without_the_graph_each_channel_shows_its_last_write(tmp_path: Any) -> None:
+    # Another process (no graph compiled with this saver object) reads the file: the
+    # deltas cannot go through the graph's reducers, so a channel shows its last write.
+    from ironloop import SqliteSaver
+
+    path = str(tmp_path / "c.db")
+    with SqliteSaver(path) as writer:
+        _graph(writer).invoke({"items": ["a"]}, _cfg("t"))
+    with SqliteSaver(path) as reader:
+        latest = reader.get_tuple(_cfg("t"))
+        assert latest.checkpoint["channel_values"]["items"] == ["second"]
+        assert len(list(reader.list(_cfg("t")))) == 4
