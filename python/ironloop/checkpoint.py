@@ -21,7 +21,7 @@ from typing import Any, Generic, TypedDict, TypeVar
 
 from ironloop._import_langgraph import import_langgraph
 from ironloop._ironloop import MemorySaver, PostgresSaver, SqliteSaver
-from ironloop._saver_api import CheckpointTuple, attach, remember_graph
+from ironloop._saver_api import CheckpointTuple, attach
 
 __all__ = [
     "BaseCheckpointSaver",
@@ -33,7 +33,6 @@ __all__ = [
     "PostgresSaver",
     "SqliteSaver",
     "import_langgraph",
-    "remember_graph",
 ]
 
 

@@ -46,6 +46,7 @@ from ironloop._node_prep import (
     _retry_policies,
     _wants,
 )
+from ironloop._saver_api import remember_graph
 from ironloop._state import (
     input_schema_of,
     managed_keys,
@@ -54,7 +55,7 @@ from ironloop._state import (
     schema_channels,
 )
 from ironloop._toolnode import ToolNode
-from ironloop.checkpoint import check_saver, remember_graph
+from ironloop.checkpoint import check_saver
 from ironloop.errors import GraphInterrupt
 from ironloop.messages import BaseMessage
 from ironloop.runtime import _with_runtime
