@@ -84,13 +84,13 @@ def decide(messages: list[BaseMessage]) -> AIMessage | str:
         calls.append({"name": "weather", "args": {"city": "Lisbon"}})
     if "multiply" in question.lower():
         sums = [m for m in messages if m.type == "tool" and m.name == "add"]
-        previous = float(sums[-1].content) if sums else 0.0
+        previous = float(sums[-1].text) if sums else 0.0
         calls.append(
             {"name": "multiply", "args": {"a": previous, "b": numbers[0] if numbers else 1}}
         )
     if calls:
         return AIMessage(content="", tool_calls=calls)
-    used = sorted({m.name for m in messages if m.type == "tool"})
+    used = sorted({str(m.name) for m in messages if m.type == "tool"})
     return f"We used {', '.join(used)} over {sum(m.type == 'human' for m in messages)} questions."
 
 

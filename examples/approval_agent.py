@@ -49,7 +49,7 @@ def model_turn(messages: list[BaseMessage]) -> dict[str, Any] | str:
             ],
         }
     results = [m for m in messages if m.type == "tool" and m.name == "write_file"]
-    done = sum(m.status == "success" for m in results)
+    done = sum(getattr(m, "status", None) == "success" for m in results)
     return f"Wrote {done} of {len(results)} files; the reviewer turned down the rest."
 
 
@@ -111,7 +111,7 @@ def main() -> None:
         for p in sorted(root.iterdir()):
             if not p.name.startswith("."):
                 print(f"  {p.name}: {p.read_text().strip()!r}")
-        offered = [t["function"]["name"] for t in model.calls[0][1]]
+        offered = [t["function"]["name"] for t in model.calls[0][1] or []]
         print("tools offered to the model:", ", ".join(offered))
     finally:
         saver.close()

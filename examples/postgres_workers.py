@@ -56,7 +56,7 @@ def build(saver: PostgresSaver, worker: str) -> Any:
 
         return run
 
-    g = StateGraph(Job)
+    g: StateGraph[Job] = StateGraph(Job)
     for name in STEPS:
         g.add_node(name, step(name))
     g.add_edge(START, STEPS[0])

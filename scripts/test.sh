@@ -47,6 +47,11 @@ python scripts/upstream/suite.py
 
 step "Python: stubs match the runtime, lint"
 python -m mypy.stubtest ironloop --allowlist scripts/stubtest-allowlist.txt
-ruff check python tests/python benches/python examples
-ruff format --check python tests/python benches/python examples
+# Typing as a user's checker sees it (issue 41): the examples, and a LangChain program
+# with an `AgentMiddleware[State, Context]` (tests/typing/), against the package's
+# sources and stubs. examples/serve/ apart: both folders have an agent.py.
+MYPYPATH=python python -m mypy examples/*.py tests/typing
+MYPYPATH=python python -m mypy examples/serve/*.py
+ruff check python tests/python tests/typing benches/python examples
+ruff format --check python tests/python tests/typing benches/python examples
 echo "all checks passed"

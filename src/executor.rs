@@ -24,8 +24,8 @@ use tokio_util::sync::CancellationToken;
 use crate::message::{Content, Message, MessageKind, ToolStatus};
 use crate::registry::ToolRegistry;
 use crate::tool::{
-    CallEvent, CallEvents, CallSpan, CallTracer, ProgressFn, ToolCall, ToolContext, ToolError,
-    ToolOutput,
+    CallEvent, CallEvents, CallSpan, CallTracer, ChildRun, ProgressFn, ToolCall, ToolContext,
+    ToolError, ToolOutput,
 };
 
 /// How the calls of one message are scheduled.
@@ -84,6 +84,10 @@ pub struct ToolResult {
 /// key, to the `response_metadata` of the call's tool message.
 pub const REASONING_FOR_CALL: &str = "_reasoningForCall";
 
+/// Where a tool message's `response_metadata` names the run its call started (a
+/// sub-agent's; yoagent's name for it), so a UI can nest that run under the call.
+pub const CHILD_LOOP_ID: &str = "child_loop_id";
+
 /// The [`REASONING_FOR_CALL`] of `call`: nothing copied when absent. A call's few
 /// arguments are scanned rather than looked up: comparing a handful of keys (their
 /// lengths first) costs less than hashing the key, and every call pays this.
@@ -113,13 +117,22 @@ impl ToolResult {
     /// [`Self::to_message`], moving the result's id, name and content into the message
     /// instead of copying them (a tools step of 10,000 calls makes 10,000 messages).
     pub fn into_message(self) -> Message {
-        let (content, status, artifact) = match self.outcome {
-            Ok(out) => (out.content, ToolStatus::Success, out.artifact),
-            Err(e) => (Content::Text(error_text(&e)), ToolStatus::Error, None),
+        let (content, status, artifact, child) = match self.outcome {
+            Ok(out) => (
+                out.content,
+                ToolStatus::Success,
+                out.artifact,
+                out.child_run,
+            ),
+            Err(e) => (Content::Text(error_text(&e)), ToolStatus::Error, None, None),
         };
         let mut m = Message::tool(content, self.tool_call_id, self.name, status);
         if let MessageKind::Tool { artifact: a, .. } = &mut m.kind {
             *a = artifact;
+        }
+        if let Some(c) = child {
+            m.response_metadata
+                .insert(CHILD_LOOP_ID.to_owned(), Value::String(c));
         }
         if let Some(r) = self.reasoning {
             m.response_metadata
@@ -585,7 +598,14 @@ async fn run_one(
     args: Value,
 ) -> Result<ToolOutput, ToolError> {
     let started = env.events.as_ref().map(|ev| {
-        ev(CallEvent::Start { call, args: &args });
+        // The label is only looked up for whoever watches the calls.
+        let entry = env.shared.registry.resolve(&call.name).ok();
+        let label = entry.as_ref().and_then(|e| e.tool.label());
+        ev(CallEvent::Start {
+            call,
+            args: &args,
+            label,
+        });
         Instant::now()
     });
     let span = env.tracer.as_deref().map(|tracer| SpanGuard {
@@ -621,6 +641,20 @@ async fn run_one(
         });
     }
     outcome
+}
+
+/// `r` with the run the call said it started (`ToolContext::set_child_run`), unless
+/// the tool put one on its output itself.
+fn with_child_run(
+    r: Result<ToolOutput, ToolError>,
+    child_run: &ChildRun,
+) -> Result<ToolOutput, ToolError> {
+    r.map(|mut out| {
+        if out.child_run.is_none() {
+            out.child_run = child_run.get().cloned();
+        }
+        out
+    })
 }
 
 /// Cancels a call's token when the call ends without the tool's own result (timeout,
@@ -702,7 +736,10 @@ async fn call_outcome(
         alone: env.alone,
         events: env.events.clone(),
         span,
+        label: entry.tool.label().map(Arc::from),
+        child_run: ChildRun::default(),
     };
+    let child_run = ctx.child_run.clone();
     let panicked = |p: Box<dyn Any + Send>| {
         Err(ToolError::failed(
             name.clone(),
@@ -733,7 +770,7 @@ async fn call_outcome(
             _ if env.run_cancelled() => cancelled(),
             Ok(r) => {
                 guard.done = true;
-                r
+                with_child_run(r, &child_run)
             }
             Err(p) => panicked(p),
         },

@@ -36,7 +36,7 @@ def model_turn(messages: list[BaseMessage]) -> dict[str, Any] | str:
     """What the model does next (a real model would decide from the conversation)."""
     last = messages[-1]
     if last.type == "tool":
-        if last.status == "error":
+        if getattr(last, "status", None) == "error":
             return f"I did not send it: {last.text}"
         return f"Done. {last.text}"
     match = re.search(r"email (\S+@\S+) about (.+)", last.text)

@@ -538,7 +538,7 @@ def create_agent(
     tools: Sequence[Any] | ToolNode | None = None,
     *,
     system_prompt: str | SystemMessage | None = None,
-    middleware: Sequence[AgentMiddleware] = (),
+    middleware: Sequence[AgentMiddleware[Any, Any, Any]] = (),
     response_format: Any = None,
     state_schema: Any = None,
     context_schema: Any = None,

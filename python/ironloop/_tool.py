@@ -45,6 +45,7 @@ class Tool:
     func: Callable[..., Any]
     return_direct: bool
     timeout: float | None
+    label: str | None
     output_schema: dict[str, Any] | None
 
     def __init__(
@@ -56,6 +57,7 @@ class Tool:
         func: Callable[..., Any] | None = None,
         return_direct: bool = False,
         timeout: float | None = None,
+        label: str | None = None,
     ) -> None:
         if not isinstance(name, str):
             raise TypeError(f"a tool name must be a str, got {type(name).__name__} {name!r}")
@@ -84,6 +86,14 @@ class Tool:
         self.func = func
         self.return_direct = bool(return_direct)
         self.timeout = _timeout_seconds(timeout, f"tool {name!r}: timeout")
+        if label is not None and not isinstance(label, str):
+            raise TypeError(
+                f"tool {name!r}: label must be a str (a human-readable name for its calls, "
+                f"e.g. 'Searching the web'), got {type(label).__name__}"
+            )
+        #: A human-readable label for the tool's calls (yoagent's ``label``): shown in
+        #: the ``tools`` stream's start event and on ``ToolContext.label``.
+        self.label = label
         #: The result's JSON Schema (the spec's ``_output``), when declared.
         self.output_schema = None
         self._injected: dict[str, tuple[str, str | None]] = {}
@@ -356,6 +366,7 @@ class _FunctionTool(Tool):
         return_direct: bool,
         timeout: float | None,
         parse_docstring: bool,
+        label: str | None = None,
     ) -> None:
         spec = function_spec(
             func, name=name, description=description, parse_docstring=parse_docstring
@@ -367,6 +378,7 @@ class _FunctionTool(Tool):
             func=func,
             return_direct=return_direct,
             timeout=timeout,
+            label=label,
         )
         self._injected = dict(spec.injected)
         self._is_async = spec.is_async
@@ -458,6 +470,7 @@ def tool(
     return_direct: bool = False,
     timeout: float | None = None,
     parse_docstring: bool = True,
+    label: str | None = None,
 ) -> Callable[[F], Tool]: ...
 @overload
 def tool(
@@ -469,6 +482,7 @@ def tool(
     return_direct: bool = False,
     timeout: float | None = None,
     parse_docstring: bool = True,
+    label: str | None = None,
 ) -> Callable[[F], Tool]: ...
 
 
@@ -481,6 +495,7 @@ def tool(
     return_direct: bool = False,
     timeout: float | None = None,
     parse_docstring: bool = True,
+    label: str | None = None,
 ) -> Any:
     """Makes a tool from a sync or async function.
 
@@ -491,6 +506,8 @@ def tool(
     decorated function stays callable as before.
 
     Forms: ``@tool``, ``@tool("name")``, ``@tool(return_direct=True, timeout=5.0)``.
+    ``label=`` gives the tool's calls a human-readable label (``ToolContext.label``,
+    and the ``tools`` stream's start event).
 
     Example:
         >>> @tool
@@ -521,6 +538,7 @@ def tool(
             return_direct=return_direct,
             timeout=timeout,
             parse_docstring=parse_docstring,
+            label=label,
         )
 
     if name_or_func is None:

@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use tokio_util::sync::CancellationToken;
 
 use super::env::PyRunEnv;
-use crate::tool::{CallEvent, CallEvents, ToolContext};
+use crate::tool::{CallEvent, CallEvents, ChildRun, ToolContext};
 
 /// Declare a tool parameter as `ctx: ToolContext` to receive it; it is hidden from
 /// the schema the model sees.
@@ -17,6 +17,8 @@ pub struct PyToolContext {
     cancel: CancellationToken,
     env: Arc<PyRunEnv>,
     events: Option<CallEvents>,
+    label: Option<Arc<str>>,
+    child_run: ChildRun,
 }
 
 impl PyToolContext {
@@ -27,6 +29,8 @@ impl PyToolContext {
             cancel: ctx.cancel.clone(),
             env,
             events: ctx.events.clone(),
+            label: ctx.label.clone(),
+            child_run: ctx.child_run.clone(),
         }
     }
 }
@@ -46,6 +50,38 @@ impl PyToolContext {
     #[getter]
     fn tool_name(&self) -> &str {
         &self.tool_name
+    }
+
+    /// The tool's human-readable label (`Tool(label=...)`, yoagent's `label`), or
+    /// None; the `tools` stream's start event shows it too.
+    #[getter]
+    fn label(&self) -> Option<&str> {
+        self.label.as_deref()
+    }
+
+    /// The id of the run this call started (see `set_child_loop_id`), or None.
+    #[getter]
+    fn child_loop_id(&self) -> Option<&str> {
+        self.child_run.get().map(String::as_str)
+    }
+
+    /// Records that this call started the run `run_id` (a sub-agent's; yoagent's
+    /// `child_loop_id`): the call's later `update` events, its `end` event and its
+    /// tool message's `response_metadata["child_loop_id"]` carry it, so a UI can nest
+    /// the sub-agent's stream under this call. Set once: a second, different id is a
+    /// `ValueError`.
+    fn set_child_loop_id(&self, run_id: &str) -> PyResult<()> {
+        if self.child_run.set(run_id.to_owned()).is_err()
+            && self.child_run.get().map(String::as_str) != Some(run_id)
+        {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "tool call {:?} already started run {:?}; a call records one child run, \
+                 so start one sub-agent run per call",
+                self.tool_call_id,
+                self.child_run.get().map_or("", String::as_str)
+            )));
+        }
+        Ok(())
     }
 
     /// True once the run is cancelled or the call timed out: a long tool should stop.
@@ -92,6 +128,7 @@ impl PyToolContext {
                 tool_call_id: &self.tool_call_id,
                 tool_name: &self.tool_name,
                 payload,
+                child_run: self.child_run.get().map(String::as_str),
             });
         }
     }

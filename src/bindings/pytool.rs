@@ -45,6 +45,8 @@ struct Inner {
     target: Py<PyAny>,
     is_async: bool,
     timeout: Option<Duration>,
+    /// `Tool(label=...)`: the human-readable label of its calls.
+    label: Option<String>,
     return_direct: bool,
     injected: Vec<(Py<PyString>, Inject)>,
     /// The tool's calls finish within [`INLINE_BUDGET`] (false until one has): its
@@ -101,6 +103,12 @@ impl PyTool {
             target: obj.getattr("_target")?.unbind(),
             is_async: obj.getattr("_is_async")?.extract()?,
             timeout,
+            // `Tool.__init__` checked it is a str or None; an object without one
+            // (a duck-typed tool) has none.
+            label: match obj.getattr(intern!(obj.py(), "label")) {
+                Ok(l) => l.extract()?,
+                Err(_) => None,
+            },
             return_direct: obj.getattr("return_direct")?.extract()?,
             injected,
             quick: AtomicBool::new(false),
@@ -478,6 +486,7 @@ pub fn output_from_py(obj: &Bound<'_, PyAny>) -> Result<ToolOutput, String> {
             artifact,
             return_direct: false,
             payload: Some(Arc::new(msg)),
+            child_run: None,
         });
     }
     match json_from_py(obj) {
@@ -639,5 +648,9 @@ impl Tool for PyTool {
 
     fn timeout(&self) -> Option<Duration> {
         self.0.timeout
+    }
+
+    fn label(&self) -> Option<&str> {
+        self.0.label.as_deref()
     }
 }

@@ -32,15 +32,25 @@ pub enum ToolEvent {
         id: String,
         name: String,
         args: Value,
+        /// The tool's human-readable label, if it has one.
+        label: Option<String>,
     },
     /// A partial result (`ToolContext.update`); never given to the model.
-    Update { id: String, name: String, data: Val },
+    Update {
+        id: String,
+        name: String,
+        data: Val,
+        /// The run the call started (a sub-agent's), once the tool said so.
+        child_loop_id: Option<String>,
+    },
     End {
         id: String,
         name: String,
         /// The error text the model reads, for a call that failed.
         error: Option<String>,
         seconds: f64,
+        /// The run the call started (a sub-agent's), if it said so.
+        child_loop_id: Option<String>,
     },
 }
 

@@ -19,15 +19,17 @@ pub fn tool_events(sink: Option<&StreamSink>) -> Option<CallEvents> {
     let sink = sink.filter(|s| s.wants(modes::TOOLS))?.clone();
     Some(Arc::new(move |ev: CallEvent<'_>| {
         let event = match ev {
-            CallEvent::Start { call, args } => ToolEvent::Start {
+            CallEvent::Start { call, args, label } => ToolEvent::Start {
                 id: call.id.clone(),
                 name: call.name.clone(),
                 args: args.clone(),
+                label: label.map(str::to_owned),
             },
             CallEvent::Update {
                 tool_call_id,
                 tool_name,
                 payload,
+                child_run,
             } => {
                 let data = if let Some(v) = payload.downcast_ref::<Val>() {
                     v.clone()
@@ -40,6 +42,7 @@ pub fn tool_events(sink: Option<&StreamSink>) -> Option<CallEvents> {
                     id: tool_call_id.to_owned(),
                     name: tool_name.to_owned(),
                     data,
+                    child_loop_id: child_run.map(str::to_owned),
                 }
             }
             CallEvent::End {
@@ -51,6 +54,7 @@ pub fn tool_events(sink: Option<&StreamSink>) -> Option<CallEvents> {
                 name: call.name.clone(),
                 error: outcome.as_ref().err().map(error_text),
                 seconds: duration.as_secs_f64(),
+                child_loop_id: outcome.as_ref().ok().and_then(|o| o.child_run.clone()),
             },
         };
         sink.emit(modes::TOOLS, || StreamEvent::Tool(event));

@@ -6,8 +6,8 @@
 //! Why a matrix: a search is one pass of dot products over every vector, bound by
 //! memory bandwidth. Vectors boxed one per item cost a pointer chase and an
 //! allocation header each (~15 % more memory at 384 dimensions) and scatter the pass;
-//! rows of one `Vec<f32>` are read straight through, split between the cores, with no
-//! allocation per item. A replaced or deleted item's rows become holes (skipped) and
+//! rows of a [`Matrix`] (fixed-size chunks, see `matrix`) are read straight through,
+//! split between the cores, with no allocation per item. A replaced or deleted item's rows become holes (skipped) and
 //! the matrix is compacted when holes outnumber live rows.
 
 use std::cmp::Ordering;
@@ -16,6 +16,7 @@ use std::ops::Bound;
 
 use indexmap::IndexMap;
 
+use super::matrix::Matrix;
 use super::vector::{dot, normalized, scores, Metric};
 
 /// Rows past which a scan is split between threads: below it (~1.5 MB at 384
@@ -40,11 +41,10 @@ pub struct Slot<E> {
 pub struct Space<E> {
     items: IndexMap<Box<str>, Slot<E>>,
     metric: Metric,
-    /// Row-major, `dims` numbers a row; set by the first vector.
-    data: Vec<f32>,
+    /// The rows; their size is set by the first vector.
+    data: Matrix,
     /// Each row's item (its position in `items`), or [`HOLE`].
     owner: Vec<u32>,
-    dims: usize,
     holes: usize,
 }
 
@@ -53,9 +53,8 @@ impl<E> Default for Space<E> {
         Space {
             items: IndexMap::new(),
             metric: Metric::Cosine,
-            data: Vec::new(),
+            data: Matrix::default(),
             owner: Vec::new(),
-            dims: 0,
             holes: 0,
         }
     }
@@ -92,14 +91,12 @@ impl<E> Space<E> {
     }
 
     /// Makes room for `rows` more vectors of `dims` numbers, exactly: a copy loaded
-    /// from a database knows its size, and a matrix grown by doubling would keep up
-    /// to twice its bytes (and leave the smaller copies to the allocator).
+    /// from a database knows its size, and a list grown by doubling would keep up to
+    /// twice its bytes (and leave the smaller copies to the allocator).
     fn reserve(&mut self, rows: usize, dims: usize) {
-        if self.dims == 0 {
-            self.dims = dims;
-        }
-        if self.dims == dims {
-            self.data.reserve_exact(rows * dims);
+        self.data.set_dims(dims);
+        if self.data.dims() == dims {
+            self.data.reserve(rows);
             self.owner.reserve_exact(rows);
         }
     }
@@ -133,13 +130,11 @@ impl<E> Space<E> {
         let first = self.owner.len() as u32;
         let mut count = 0;
         for v in vectors {
-            if self.dims == 0 {
-                self.dims = v.len();
-            }
-            if v.len() != self.dims || v.is_empty() {
+            self.data.set_dims(v.len());
+            if v.len() != self.data.dims() || v.is_empty() {
                 continue;
             }
-            self.data.extend_from_slice(&self.metric.stored(v));
+            self.data.push(&self.metric.stored(v));
             self.owner.push(pos as u32);
             count += 1;
         }
@@ -213,12 +208,11 @@ impl<E> Space<E> {
         if self.holes == 0 || self.holes * 2 < self.owner.len() {
             return;
         }
-        let d = self.dims;
         let mut next = 0usize;
         for (pos, slot) in self.items.values_mut().enumerate() {
             let (f, c) = (slot.first as usize, slot.count as usize);
             if c > 0 && f != next {
-                self.data.copy_within(f * d..(f + c) * d, next * d);
+                (0..c).for_each(|i| self.data.copy_row(f + i, next + i));
             }
             self.owner[next..next + c]
                 .iter_mut()
@@ -226,8 +220,7 @@ impl<E> Space<E> {
             slot.first = next as u32;
             next += c;
         }
-        self.data.truncate(next * d);
-        self.data.shrink_to_fit();
+        self.data.truncate(next);
         self.owner.truncate(next);
         self.owner.shrink_to_fit();
         self.holes = 0;
@@ -242,13 +235,13 @@ impl<E> Space<E> {
         } else {
             &query.raw
         };
-        if self.dims == 0 || q.len() != self.dims || self.owner.is_empty() {
+        if self.data.dims() == 0 || q.len() != self.data.dims() || self.owner.is_empty() {
             return best;
         }
-        let mut rows = row_scores(q, &self.data, self.dims);
+        let mut rows = row_scores(q, &self.data);
         if self.metric == Metric::L2 {
             // |q - v| from the dot product: |q|² + |v|² - 2 q·v.
-            for (s, row) in rows.iter_mut().zip(self.data.chunks_exact(self.dims)) {
+            for (s, row) in rows.iter_mut().zip(self.data.iter_rows()) {
                 *s = -(query.norm2 + dot(row, row) - 2.0 * *s).max(0.0).sqrt();
             }
         }
@@ -262,20 +255,26 @@ impl<E> Space<E> {
     }
 }
 
-/// Every row's dot product with `query`, the rows split between the cores when
-/// there are enough of them to pay for a thread.
-fn row_scores(query: &[f32], data: &[f32], dims: usize) -> Vec<f32> {
-    let rows = data.len() / dims;
-    let mut out = vec![0f32; rows];
+/// Every row's dot product with `query`, the matrix's chunks split between the
+/// cores when there are enough rows to pay for a thread.
+fn row_scores(query: &[f32], data: &Matrix) -> Vec<f32> {
+    let mut out = vec![0f32; data.rows()];
+    let cr = data.chunk_rows();
+    let score_all = |chunks: &[Vec<f32>], out: &mut [f32]| {
+        for (chunk, part) in chunks.iter().zip(out.chunks_mut(cr)) {
+            scores(query, chunk, part);
+        }
+    };
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if threads < 2 || data.len() < PARALLEL_FLOATS {
-        scores(query, data, &mut out);
+    if threads < 2 || data.rows() * data.dims() < PARALLEL_FLOATS {
+        score_all(data.chunks(), &mut out);
         return out;
     }
-    let per = rows.div_ceil(threads);
+    // Every chunk but the last is full, so a group of `per` chunks is `per * cr` rows.
+    let per = data.chunks().len().div_ceil(threads);
     std::thread::scope(|scope| {
-        for (chunk, part) in data.chunks(per * dims).zip(out.chunks_mut(per)) {
-            scope.spawn(move || scores(query, chunk, part));
+        for (group, part) in data.chunks().chunks(per).zip(out.chunks_mut(per * cr)) {
+            scope.spawn(move || score_all(group, part));
         }
     });
     out
@@ -539,8 +538,8 @@ mod tests {
             .items
             .iter()
             .map(|(key, sl)| {
-                let f = sl.first as usize * 3;
-                let d: f32 = s.data[f..f + 3].iter().zip(&q).map(|(a, b)| a * b).sum();
+                let row = s.data.row(sl.first as usize);
+                let d: f32 = row.iter().zip(&q).map(|(a, b)| a * b).sum();
                 (d, &**key)
             })
             .collect();
@@ -685,7 +684,11 @@ mod tests {
         );
         assert_eq!(plain, [("a".to_owned(), "k2".to_owned())]);
         assert_eq!(c.spaces["b"].get("k1"), Some(&3));
-        assert_eq!(c.spaces["a"].data.capacity(), 4, "reserved exactly");
+        assert_eq!(
+            c.spaces["a"].data.chunks()[0].capacity(),
+            4,
+            "reserved exactly"
+        );
     }
 
     #[test]
@@ -699,9 +702,11 @@ mod tests {
             s.put(&format!("k{i}"), i, vec![v]);
         }
         let q: Vec<f32> = (0..dims).map(|j| (j % 5) as f32 - 2.0).collect();
-        let rows = row_scores(&normalized(q.clone()), &s.data, dims);
+        assert!(s.data.chunks().len() > 2, "the rows span chunks");
+        let rows = row_scores(&normalized(q.clone()), &s.data);
+        let flat: Vec<f32> = s.data.iter_rows().flatten().copied().collect();
         let mut one = vec![0f32; rows.len()];
-        scores(&normalized(q), &s.data, &mut one);
+        scores(&normalized(q), &flat, &mut one);
         assert_eq!(rows, one);
     }
 }

@@ -15,6 +15,7 @@
 
 pub mod filter;
 pub mod index;
+pub mod matrix;
 pub mod memory;
 pub mod namespace;
 #[cfg(feature = "postgres")]

@@ -1,12 +1,18 @@
 use std::any::Any;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 /// Receives `(tool_call_id, payload)` progress reports while tools run.
 pub type ProgressFn = Arc<dyn Fn(&str, Value) + Send + Sync>;
+
+/// Where a call records the id of the run it started (a sub-agent's: yoagent's
+/// `child_loop_id`), set once. Shared between the call's context (the tool sets it)
+/// and the executor (which puts it on the call's result and end event), so a UI can
+/// nest the child run's stream under the call that started it.
+pub type ChildRun = Arc<OnceLock<String>>;
 
 /// The system half of a call, the same shape for every tool.
 #[derive(Clone)]
@@ -36,6 +42,10 @@ pub struct ToolContext {
     pub events: Option<super::CallEvents>,
     /// This call's span when the run is traced (see [`super::CallTracer`]).
     pub span: Option<super::CallSpan>,
+    /// The tool's human-readable label ([`super::Tool::label`]), if it has one.
+    pub label: Option<Arc<str>>,
+    /// The run this call started, once the tool says so ([`Self::set_child_run`]).
+    pub child_run: ChildRun,
 }
 
 impl fmt::Debug for ToolContext {
@@ -62,7 +72,16 @@ impl ToolContext {
             alone: true,
             events: None,
             span: None,
+            label: None,
+            child_run: ChildRun::default(),
         }
+    }
+
+    /// Records that this call started the run `run_id` (a sub-agent): the call's
+    /// later `update` events, its end event and its result carry it. The first id
+    /// set stays; returns whether this one was kept.
+    pub fn set_child_run(&self, run_id: impl Into<String>) -> bool {
+        self.child_run.set(run_id.into()).is_ok()
     }
 
     /// Reports a partial result (yoagent's `on_update`): streamed to whoever watches
@@ -73,6 +92,7 @@ impl ToolContext {
                 tool_call_id: &self.tool_call_id,
                 tool_name: &self.tool_name,
                 payload,
+                child_run: self.child_run.get().map(String::as_str),
             });
         }
     }

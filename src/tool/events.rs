@@ -15,13 +15,21 @@ use super::{ToolCall, ToolError, ToolOutput};
 pub enum CallEvent<'a> {
     /// The executor took the call (every call gets one, also a call refused before
     /// its tool runs, so that each start has its end).
-    Start { call: &'a ToolCall, args: &'a Value },
+    Start {
+        call: &'a ToolCall,
+        args: &'a Value,
+        /// The tool's human-readable label ([`super::Tool::label`]).
+        label: Option<&'a str>,
+    },
     /// A partial result the tool reported while running. It never reaches the model.
     /// `payload` is the host's value (opaque to the core) or a `serde_json::Value`.
     Update {
         tool_call_id: &'a str,
         tool_name: &'a str,
         payload: Arc<dyn Any + Send + Sync>,
+        /// The run the call started, once it has said so (`set_child_run`): a
+        /// sub-agent's forwarded events nest under it.
+        child_run: Option<&'a str>,
     },
     /// The call ended: its outcome and how long it took from its start.
     End {

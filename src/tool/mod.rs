@@ -17,7 +17,7 @@ use std::time::Duration;
 
 pub use builder::{FnTool, ToolBuilder};
 pub use call::{ToolCall, ToolChoice};
-pub use context::{ProgressFn, ToolContext};
+pub use context::{ChildRun, ProgressFn, ToolContext};
 pub use definition::ToolDefinition;
 pub use error::ToolError;
 pub use events::{CallEvent, CallEvents, CallSpan, CallTracer};
@@ -36,6 +36,13 @@ pub trait Tool: Send + Sync {
 
     /// A per-tool time limit; the executor's default applies when `None`.
     fn timeout(&self) -> Option<Duration> {
+        None
+    }
+
+    /// A human-readable label for the tool's calls (yoagent's `label`, e.g. "Search
+    /// the web"), shown in the `tools` stream's start event and on
+    /// [`ToolContext::label`] so that a UI need not show the model-facing name.
+    fn label(&self) -> Option<&str> {
         None
     }
 }

@@ -19,6 +19,10 @@ pub struct ToolOutput {
     /// An opaque value handed unchanged from the tool to its caller, for a host
     /// language's own objects (e.g. a Python `Command` or exception).
     pub payload: Option<Arc<dyn Any + Send + Sync>>,
+    /// The id of the run the call started (a sub-agent's), set from the call's
+    /// [`super::ToolContext::set_child_run`]: shown on the call's end event and in
+    /// its tool message's `response_metadata["child_loop_id"]`.
+    pub child_run: Option<String>,
 }
 
 impl fmt::Debug for ToolOutput {
@@ -28,6 +32,7 @@ impl fmt::Debug for ToolOutput {
             .field("artifact", &self.artifact)
             .field("return_direct", &self.return_direct)
             .field("payload", &self.payload.is_some())
+            .field("child_run", &self.child_run)
             .finish()
     }
 }

@@ -284,15 +284,17 @@ class AgentMiddleware(Generic[StateT, ContextT, ResponseT]):
         return None
 
     def wrap_model_call(
-        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+        self,
+        request: ModelRequest[ContextT],
+        handler: Callable[[ModelRequest[ContextT]], ModelResponse],
     ) -> ModelCallResult:
         """Around the model call: call ``handler`` (any number of times) or answer."""
         return handler(request)
 
     async def awrap_model_call(
         self,
-        request: ModelRequest,
-        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
+        request: ModelRequest[ContextT],
+        handler: Callable[[ModelRequest[ContextT]], Awaitable[ModelResponse]],
     ) -> ModelCallResult:
         """Async form of ``wrap_model_call``."""
         return await handler(request)

@@ -275,29 +275,47 @@ pub(super) fn debug_event<'py>(
 }
 
 /// A `tools` chunk: `{"event": "start" | "update" | "end", "id", "name", ...}` with
-/// the call's `args` (start), the partial `data` (update), or `status`
-/// (`"success"` / `"error"`), `error` (the text the model reads) and `duration` in
-/// seconds (end).
+/// the call's `args` and, when its tool has one, its `label` (start), the partial
+/// `data` (update), or `status` (`"success"` / `"error"`), `error` (the text the
+/// model reads) and `duration` in seconds (end). An update or end of a call that
+/// started a run (a sub-agent) has that run's id as `child_loop_id`. The optional
+/// keys are left out when unset, so a chunk without them reads as before.
 fn tool_event(py: Python<'_>, t: ToolEvent) -> PyResult<Bound<'_, PyAny>> {
     let d = PyDict::new(py);
-    match t {
-        ToolEvent::Start { id, name, args } => {
+    let child = match t {
+        ToolEvent::Start {
+            id,
+            name,
+            args,
+            label,
+        } => {
             d.set_item("event", "start")?;
             d.set_item("id", id)?;
             d.set_item("name", name)?;
             d.set_item("args", value_to_py(py, &args)?)?;
+            if let Some(l) = label {
+                d.set_item("label", l)?;
+            }
+            None
         }
-        ToolEvent::Update { id, name, data } => {
+        ToolEvent::Update {
+            id,
+            name,
+            data,
+            child_loop_id,
+        } => {
             d.set_item("event", "update")?;
             d.set_item("id", id)?;
             d.set_item("name", name)?;
             d.set_item("data", val_to_py(py, &data)?)?;
+            child_loop_id
         }
         ToolEvent::End {
             id,
             name,
             error,
             seconds,
+            child_loop_id,
         } => {
             d.set_item("event", "end")?;
             d.set_item("id", id)?;
@@ -305,7 +323,11 @@ fn tool_event(py: Python<'_>, t: ToolEvent) -> PyResult<Bound<'_, PyAny>> {
             d.set_item("status", if error.is_some() { "error" } else { "success" })?;
             d.set_item("error", error)?;
             d.set_item("duration", seconds)?;
+            child_loop_id
         }
+    };
+    if let Some(c) = child {
+        d.set_item("child_loop_id", c)?;
     }
     Ok(d.into_any())
 }
