@@ -7,6 +7,7 @@ import contextvars
 import dataclasses
 import inspect
 import typing
+import warnings
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import (
     Any,
@@ -15,10 +16,10 @@ from typing import (
 
 from typing_extensions import TypeVar
 
-from ironloop import _tracing
+from ironloop import _drawing, _tracing
 from ironloop._bound import BoundConfig
 from ironloop._cache import namespace as cache_namespace
-from ironloop._drawing import _DrawableGraph
+from ironloop._graph_jsonschema import jsonschema
 from ironloop._ironloop import _child_ns
 from ironloop._node_calls import _outer_task
 from ironloop._run_options import (
@@ -38,8 +39,11 @@ from ironloop._usage import get_usage_metadata_callback
 from ironloop.errors import GraphInterrupt, InvalidUpdateError
 from ironloop.runtime import _enter, _scope
 from ironloop.types import StateSnapshot, StateUpdate
+from ironloop.warnings import LangGraphDeprecatedSinceV10
 
 if typing.TYPE_CHECKING:
+    from langchain_core.runnables.graph import Graph
+
     from ironloop.graph import StateGraph
 
 #: The type parameters LangGraph's ``StateGraph`` and ``CompiledStateGraph`` take (with
@@ -69,6 +73,10 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         self.checkpointer = checkpointer
         self.store = store
         self.name = name
+
+    #: ``compile(interrupt_before=, interrupt_after=)``, by LangGraph's names.
+    interrupt_before_nodes: Sequence[str] = ()
+    interrupt_after_nodes: Sequence[str] = ()
 
     #: ``compile(cache=)``: where the nodes with a ``cache_policy`` keep results.
     cache: Any = None
@@ -543,8 +551,48 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             func=run,
         )
 
-    def get_graph(self, config: Any = None, *, xray: Any = False) -> _DrawableGraph:
-        return _DrawableGraph(self.builder)
+    def get_input_jsonschema(self, config: Any = None) -> dict[str, Any]:
+        """The JSON Schema of the input (the input schema's keys), as LangGraph's."""
+        return jsonschema(self.builder.input_schema, "LangGraphInput")
+
+    def get_output_jsonschema(self, config: Any = None) -> dict[str, Any]:
+        """The JSON Schema of the output (the output schema's keys), as LangGraph's."""
+        return jsonschema(self.builder.output_schema, "LangGraphOutput")
+
+    def get_context_jsonschema(self, config: Any = None) -> dict[str, Any] | None:
+        """The JSON Schema of the run's ``context`` (``None`` without a context schema)."""
+        schema = self.builder.context_schema
+        return None if schema is None else jsonschema(schema, None)
+
+    def config_schema(self, *, include: Sequence[str] | None = None) -> Any:
+        """Deprecated (LangGraph 1.0): the context schema, which took the config
+        schema's place; use ``get_context_jsonschema()``."""
+        warnings.warn(
+            "`config_schema` is deprecated. Use `get_context_jsonschema` for the relevant "
+            "schema instead.",
+            LangGraphDeprecatedSinceV10,
+            stacklevel=2,
+        )
+        return self.builder.context_schema
+
+    def get_config_jsonschema(self, *, include: Sequence[str] | None = None) -> Any:
+        """Deprecated (LangGraph 1.0): use ``get_context_jsonschema()``."""
+        warnings.warn(
+            "`get_config_jsonschema` is deprecated. Use `get_context_jsonschema` instead.",
+            LangGraphDeprecatedSinceV10,
+            stacklevel=2,
+        )
+        return self.get_context_jsonschema()
+
+    def get_graph(self, config: Any = None, *, xray: int | bool = False) -> Graph:
+        """The wiring as langchain-core's drawable ``Graph`` (``draw_mermaid()``,
+        ``draw_ascii()``, ``to_json()``; ``nodes[name].data`` is the node's function,
+        ``ToolNode`` or subgraph), as LangGraph's; ``xray`` draws subgraphs' nodes
+        (``True``, or how many levels deep)."""
+        return _drawing.draw(self, xray)
+
+    async def aget_graph(self, config: Any = None, *, xray: int | bool = False) -> Graph:
+        return _drawing.draw(self, xray)
 
     def _as_node(self, parent_keys: Sequence[str]) -> tuple[Callable[..., Any], Callable[..., Any]]:
         """This graph as a node of a parent graph (sync and async forms). As in

@@ -659,6 +659,10 @@ class EntrypointGraph:
         schema = self.builder.context_schema
         return None if schema is None else _json_schema(schema, None)
 
+    def config_schema(self, *, include: Sequence[str] | None = None) -> Any:
+        """Deprecated (LangGraph 1.0): the context schema; use ``get_context_jsonschema()``."""
+        return self._graph.config_schema(include=include)
+
     def with_config(self, config: Any = None, **kwargs: Any) -> BoundConfig:
         """This entrypoint with ``config`` under every call's config."""
         return BoundConfig(self, {**(config or {}), **kwargs})
