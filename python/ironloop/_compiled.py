@@ -157,7 +157,7 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
                 out = self.invoke(input, config, context=context)
             return as_output(out, usage.usage_metadata)
         token = _enter(context, self.store, self.builder.context_schema, config)
-        nested, outer = self._nesting()
+        nested, outer = self._nesting(config)
         trace = _tracing.start_run(self.name) if _tracing.ON else None
         try:
             out = self._core.invoke(input, config)
@@ -206,7 +206,7 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
                 out = await self.ainvoke(input, config, context=context)
             return as_output(out, usage.usage_metadata)
         token = _enter(context, self.store, self.builder.context_schema, config)
-        nested, outer = self._nesting()
+        nested, outer = self._nesting(config)
         trace = _tracing.start_run(self.name) if _tracing.ON else None
         try:
             pending = self._core.ainvoke(input, config, asyncio.get_running_loop())
@@ -228,18 +228,23 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             trace.end()
         return out
 
-    def _nesting(self) -> tuple[bool, contextvars.Token[Any] | None]:
+    def _nesting(self, config: Any) -> tuple[bool, contextvars.Token[Any] | None]:
         """Run inside a node of another graph (as a node, or called by a node's
         function) and without a checkpointer of its own, this graph is nested: a pause
         in it pauses that node's task. When the outer run keeps checkpoints, this one
         keeps its own in the same store under the task's namespace and continues
         where it paused when the task is resumed. Otherwise its ``interrupt()``s
         belong to the task itself, whose resume values answer them (the graph runs
-        again from its start). Returns whether the run is nested, and the token to
-        reset in the second case."""
+        again from its start). A graph compiled with a checkpointer of its own is
+        nested too when the outer run keeps checkpoints and no thread is given: as
+        in LangGraph, the outer run's checkpointer wins. Returns whether the run is
+        nested, and the token to reset in the second case."""
         scratch = task_var.get(None)
-        if self.checkpointer not in (None, True, False) or scratch is None:
+        if scratch is None:
             return False, None
+        if self.checkpointer not in (None, True, False):
+            conf = (config or {}).get("configurable") or {}
+            return (True, None) if scratch.nests and "thread_id" not in conf else (False, None)
         # `checkpointer=False`: no checkpoints, not even under the outer run's.
         if scratch.nests and self.checkpointer is not False:
             return True, None
@@ -669,7 +674,7 @@ def _subgraph_of(node: Any) -> CompiledStateGraph[Any, Any, Any, Any] | None:
     (a subgraph), else one its function calls, found among the names the function
     refers to (its closure's and its module's), as LangGraph finds it for
     ``get_state(subgraphs=True)``. ``None`` for a node without one, or whose graph keeps
-    none (``checkpointer=False``) or keeps them in a saver of its own."""
+    none (``checkpointer=False``)."""
     if node is not None and not isinstance(node, (CompiledStateGraph, ToolNode)):
         try:
             refs = inspect.getclosurevars(inspect.unwrap(node))
@@ -681,8 +686,8 @@ def _subgraph_of(node: Any) -> CompiledStateGraph[Any, Any, Any, Any] | None:
             if isinstance(v, CompiledStateGraph) and v.checkpointer is not False
         ]
         node = found[0] if found else None  # the first, as LangGraph's
-    if isinstance(node, CompiledStateGraph) and node.checkpointer in (None, True):
-        return node
+    if isinstance(node, CompiledStateGraph) and node.checkpointer is not False:
+        return node  # its own saver too: inside the parent's run, the parent's wins
     return None
 
 

@@ -179,9 +179,12 @@ impl GraphCore {
                 ))
             })?;
         }
-        // A subgraph inside a task of a run with checkpoints keeps its own there.
+        // A subgraph inside a task of a run with checkpoints keeps its own there, even
+        // one compiled with a checkpointer of its own: as in LangGraph, the outer run's
+        // checkpointer wins when no thread is given (`lend` does nothing outside such
+        // a task, and the graph's own checkpointer then asks for a thread).
         let mut cfg = cfg;
-        if opts.thread_id.is_none() && self.graph.checkpointer().is_none() && !self.unsaved {
+        if opts.thread_id.is_none() && !self.unsaved {
             if let Some(sc) = parent_task(py)? {
                 sc.borrow().lend(py, &mut opts, self.stateful);
                 cfg = lent_config(py, &cfg, &opts)?;
