@@ -659,6 +659,11 @@ class EntrypointGraph:
         schema = self.builder.context_schema
         return None if schema is None else _json_schema(schema, None)
 
+    @property
+    def context_schema(self) -> Any:
+        """``@entrypoint(context_schema=)``: the type of the runs' ``context``."""
+        return self.builder.context_schema
+
     def config_schema(self, *, include: Sequence[str] | None = None) -> Any:
         """Deprecated (LangGraph 1.0): the context schema; use ``get_context_jsonschema()``."""
         return self._graph.config_schema(include=include)

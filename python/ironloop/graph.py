@@ -208,6 +208,8 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         if action is None:
             action = node
             name = getattr(node, "name", None) or getattr(node, "__name__", None)
+            if name is None and callable(node):
+                name = type(node).__name__  # a callable object: its class's, as LangGraph
             if not isinstance(name, str):
                 raise TypeError(f"cannot name node {node!r}: use add_node('name', fn)")
         else:

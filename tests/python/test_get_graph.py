@@ -146,3 +146,25 @@ def test_jsonschemas_are_langgraphs() -> None:
         assert app.config_schema() is Ctx
     with pytest.warns(LangGraphDeprecatedSinceV10, match="get_context_jsonschema"):
         assert app.get_config_jsonschema() == app.get_context_jsonschema()
+
+
+def test_a_callable_object_node_is_named_after_its_class() -> None:
+    class Shout:
+        def __call__(self, state: S) -> dict[str, list[str]]:
+            return {"log": ["shout"]}
+
+    g = StateGraph(S).add_node(Shout()).add_edge(START, "Shout")
+    assert list(g.compile().get_graph().nodes) == [START, "Shout", END]
+    assert g.compile().invoke({"log": []})["log"] == ["shout"]
+
+
+def test_an_entrypoints_context_schema_and_its_deprecated_config_schema() -> None:
+    from ironloop.func import entrypoint
+
+    @entrypoint(context_schema=Ctx)
+    def flow(x: int) -> int:
+        return x
+
+    assert flow.context_schema is Ctx
+    with pytest.warns(LangGraphDeprecatedSinceV10, match="get_context_jsonschema"):
+        assert flow.config_schema() is Ctx
