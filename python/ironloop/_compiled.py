@@ -370,10 +370,12 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         """LangChain's ``astream_events`` (``version="v2"``), as chat UIs consume it:
         the run's ``on_chain_start``, an ``on_chain_stream`` per update, each task's
         ``on_chain_start`` / ``on_chain_end`` (subgraphs' too), the models' tokens as
-        ``on_chat_model_stream``, and the run's ``on_chain_end`` with its output."""
-        if version != "v2":
+        ``on_chat_model_stream``, and the run's ``on_chain_end`` with its output.
+        ``version="v1"`` (deprecated by LangChain) gives them as LangChain's v1 does:
+        empty ``parent_ids``, and the run's last update as its output."""
+        if version not in ("v1", "v2"):
             raise ValueError(
-                f"astream_events supports version='v2' (LangChain's current events), "
+                f"astream_events takes version='v2' (LangChain's current events) or 'v1', "
                 f"got {version!r}"
             )
         import uuid
@@ -381,7 +383,7 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         from ironloop._events import SOURCES, EventsView
 
         metadata = dict((config or {}).get("metadata") or {})
-        view = EventsView(str(uuid.uuid4()), self.name, metadata)
+        view = EventsView(str(uuid.uuid4()), self.name, metadata, version)
         yield view.start(input)
         stream = self.astream(
             input,
