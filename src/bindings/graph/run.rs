@@ -462,6 +462,19 @@ fn config_options(cfg: &Bound<'_, PyAny>, opts: &mut RunOptions) -> PyResult<()>
             }
             opts.recursion_limit = n as usize;
         }
+        if let Some(m) = d.get_item("max_concurrency")? {
+            if !m.is_none() {
+                let n: i64 = m.extract().map_err(|_| {
+                    PyTypeError::new_err("max_concurrency must be an int (or None: no limit)")
+                })?;
+                if n < 1 {
+                    return Err(PyValueError::new_err(format!(
+                        "max_concurrency must be at least 1 (or None: no limit), got {n}"
+                    )));
+                }
+                opts.max_concurrency = Some(n as usize);
+            }
+        }
         if let Some(m) = d.get_item("metadata")? {
             opts.metadata = value_from_py(&m, "config metadata")?;
         }
