@@ -7,6 +7,7 @@ import contextvars
 import dataclasses
 import inspect
 import typing
+import warnings
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import (
     Any,
@@ -15,10 +16,10 @@ from typing import (
 
 from typing_extensions import TypeVar
 
-from ironloop import _tracing
+from ironloop import _drawing, _tracing
 from ironloop._bound import BoundConfig
 from ironloop._cache import namespace as cache_namespace
-from ironloop._drawing import _DrawableGraph
+from ironloop._graph_jsonschema import jsonschema
 from ironloop._ironloop import _child_ns
 from ironloop._node_calls import _outer_task
 from ironloop._run_options import (
@@ -38,8 +39,11 @@ from ironloop._usage import get_usage_metadata_callback
 from ironloop.errors import GraphInterrupt, InvalidUpdateError
 from ironloop.runtime import _enter, _scope
 from ironloop.types import StateSnapshot, StateUpdate
+from ironloop.warnings import LangGraphDeprecatedSinceV10
 
 if typing.TYPE_CHECKING:
+    from langchain_core.runnables.graph import Graph
+
     from ironloop.graph import StateGraph
 
 #: The type parameters LangGraph's ``StateGraph`` and ``CompiledStateGraph`` take (with
@@ -69,6 +73,10 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         self.checkpointer = checkpointer
         self.store = store
         self.name = name
+
+    #: ``compile(interrupt_before=, interrupt_after=)``, by LangGraph's names.
+    interrupt_before_nodes: Sequence[str] = ()
+    interrupt_after_nodes: Sequence[str] = ()
 
     #: ``compile(cache=)``: where the nodes with a ``cache_policy`` keep results.
     cache: Any = None
@@ -149,7 +157,7 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
                 out = self.invoke(input, config, context=context)
             return as_output(out, usage.usage_metadata)
         token = _enter(context, self.store, self.builder.context_schema, config)
-        nested, outer = self._nesting()
+        nested, outer = self._nesting(config)
         trace = _tracing.start_run(self.name) if _tracing.ON else None
         try:
             out = self._core.invoke(input, config)
@@ -198,7 +206,7 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
                 out = await self.ainvoke(input, config, context=context)
             return as_output(out, usage.usage_metadata)
         token = _enter(context, self.store, self.builder.context_schema, config)
-        nested, outer = self._nesting()
+        nested, outer = self._nesting(config)
         trace = _tracing.start_run(self.name) if _tracing.ON else None
         try:
             pending = self._core.ainvoke(input, config, asyncio.get_running_loop())
@@ -220,18 +228,23 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             trace.end()
         return out
 
-    def _nesting(self) -> tuple[bool, contextvars.Token[Any] | None]:
+    def _nesting(self, config: Any) -> tuple[bool, contextvars.Token[Any] | None]:
         """Run inside a node of another graph (as a node, or called by a node's
         function) and without a checkpointer of its own, this graph is nested: a pause
         in it pauses that node's task. When the outer run keeps checkpoints, this one
         keeps its own in the same store under the task's namespace and continues
         where it paused when the task is resumed. Otherwise its ``interrupt()``s
         belong to the task itself, whose resume values answer them (the graph runs
-        again from its start). Returns whether the run is nested, and the token to
-        reset in the second case."""
+        again from its start). A graph compiled with a checkpointer of its own is
+        nested too when the outer run keeps checkpoints and no thread is given: as
+        in LangGraph, the outer run's checkpointer wins. Returns whether the run is
+        nested, and the token to reset in the second case."""
         scratch = task_var.get(None)
-        if self.checkpointer not in (None, True, False) or scratch is None:
+        if scratch is None:
             return False, None
+        if self.checkpointer not in (None, True, False):
+            conf = (config or {}).get("configurable") or {}
+            return (True, None) if scratch.nests and "thread_id" not in conf else (False, None)
         # `checkpointer=False`: no checkpoints, not even under the outer run's.
         if scratch.nests and self.checkpointer is not False:
             return True, None
@@ -357,10 +370,12 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         """LangChain's ``astream_events`` (``version="v2"``), as chat UIs consume it:
         the run's ``on_chain_start``, an ``on_chain_stream`` per update, each task's
         ``on_chain_start`` / ``on_chain_end`` (subgraphs' too), the models' tokens as
-        ``on_chat_model_stream``, and the run's ``on_chain_end`` with its output."""
-        if version != "v2":
+        ``on_chat_model_stream``, and the run's ``on_chain_end`` with its output.
+        ``version="v1"`` (deprecated by LangChain) gives them as LangChain's v1 does:
+        empty ``parent_ids``, and the run's last update as its output."""
+        if version not in ("v1", "v2"):
             raise ValueError(
-                f"astream_events supports version='v2' (LangChain's current events), "
+                f"astream_events takes version='v2' (LangChain's current events) or 'v1', "
                 f"got {version!r}"
             )
         import uuid
@@ -368,7 +383,7 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         from ironloop._events import SOURCES, EventsView
 
         metadata = dict((config or {}).get("metadata") or {})
-        view = EventsView(str(uuid.uuid4()), self.name, metadata)
+        view = EventsView(str(uuid.uuid4()), self.name, metadata, version)
         yield view.start(input)
         stream = self.astream(
             input,
@@ -543,8 +558,48 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             func=run,
         )
 
-    def get_graph(self, config: Any = None, *, xray: Any = False) -> _DrawableGraph:
-        return _DrawableGraph(self.builder)
+    def get_input_jsonschema(self, config: Any = None) -> dict[str, Any]:
+        """The JSON Schema of the input (the input schema's keys), as LangGraph's."""
+        return jsonschema(self.builder.input_schema, "LangGraphInput")
+
+    def get_output_jsonschema(self, config: Any = None) -> dict[str, Any]:
+        """The JSON Schema of the output (the output schema's keys), as LangGraph's."""
+        return jsonschema(self.builder.output_schema, "LangGraphOutput")
+
+    def get_context_jsonschema(self, config: Any = None) -> dict[str, Any] | None:
+        """The JSON Schema of the run's ``context`` (``None`` without a context schema)."""
+        schema = self.builder.context_schema
+        return None if schema is None else jsonschema(schema, None)
+
+    def config_schema(self, *, include: Sequence[str] | None = None) -> Any:
+        """Deprecated (LangGraph 1.0): the context schema, which took the config
+        schema's place; use ``get_context_jsonschema()``."""
+        warnings.warn(
+            "`config_schema` is deprecated. Use `get_context_jsonschema` for the relevant "
+            "schema instead.",
+            LangGraphDeprecatedSinceV10,
+            stacklevel=2,
+        )
+        return self.builder.context_schema
+
+    def get_config_jsonschema(self, *, include: Sequence[str] | None = None) -> Any:
+        """Deprecated (LangGraph 1.0): use ``get_context_jsonschema()``."""
+        warnings.warn(
+            "`get_config_jsonschema` is deprecated. Use `get_context_jsonschema` instead.",
+            LangGraphDeprecatedSinceV10,
+            stacklevel=2,
+        )
+        return self.get_context_jsonschema()
+
+    def get_graph(self, config: Any = None, *, xray: int | bool = False) -> Graph:
+        """The wiring as langchain-core's drawable ``Graph`` (``draw_mermaid()``,
+        ``draw_ascii()``, ``to_json()``; ``nodes[name].data`` is the node's function,
+        ``ToolNode`` or subgraph), as LangGraph's; ``xray`` draws subgraphs' nodes
+        (``True``, or how many levels deep)."""
+        return _drawing.draw(self, xray)
+
+    async def aget_graph(self, config: Any = None, *, xray: int | bool = False) -> Graph:
+        return _drawing.draw(self, xray)
 
     def _as_node(self, parent_keys: Sequence[str]) -> tuple[Callable[..., Any], Callable[..., Any]]:
         """This graph as a node of a parent graph (sync and async forms). As in
@@ -621,7 +676,7 @@ def _subgraph_of(node: Any) -> CompiledStateGraph[Any, Any, Any, Any] | None:
     (a subgraph), else one its function calls, found among the names the function
     refers to (its closure's and its module's), as LangGraph finds it for
     ``get_state(subgraphs=True)``. ``None`` for a node without one, or whose graph keeps
-    none (``checkpointer=False``) or keeps them in a saver of its own."""
+    none (``checkpointer=False``)."""
     if node is not None and not isinstance(node, (CompiledStateGraph, ToolNode)):
         try:
             refs = inspect.getclosurevars(inspect.unwrap(node))
@@ -633,8 +688,8 @@ def _subgraph_of(node: Any) -> CompiledStateGraph[Any, Any, Any, Any] | None:
             if isinstance(v, CompiledStateGraph) and v.checkpointer is not False
         ]
         node = found[0] if found else None  # the first, as LangGraph's
-    if isinstance(node, CompiledStateGraph) and node.checkpointer in (None, True):
-        return node
+    if isinstance(node, CompiledStateGraph) and node.checkpointer is not False:
+        return node  # its own saver too: inside the parent's run, the parent's wins
     return None
 
 

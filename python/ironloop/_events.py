@@ -6,6 +6,7 @@ server's ``events`` stream mode."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 #: The engine's stream modes the view is made from.
@@ -15,9 +16,21 @@ SOURCES = ("tasks", "messages", "values", "updates")
 class EventsView:
     """Turns one run's stream items into ``astream_events`` v2 events."""
 
-    def __init__(self, run_id: str, name: str, metadata: dict[str, Any]) -> None:
+    def __init__(
+        self, run_id: str, name: str, metadata: dict[str, Any], version: str = "v2"
+    ) -> None:
         self.run_id, self.name, self.metadata = run_id, name, metadata
+        #: ``"v1"``: LangChain's deprecated events, whose ``parent_ids`` are empty and
+        #: whose run output is its last streamed chunk (the last update).
+        self.v1 = version == "v1"
+        if self.v1:
+            warnings.warn(
+                "astream_events version='v1' is deprecated. Use version='v2' or astream instead.",
+                DeprecationWarning,
+                stacklevel=3,
+            )
         self.output: Any = None
+        self.last_update: Any = None
         #: Each running task's input, shown again in its ``on_chain_end`` (LangChain's).
         self.inputs: dict[str, Any] = {}
         #: The run's ``on_chain_stream`` events not shown yet: the engine streams a
@@ -33,7 +46,7 @@ class EventsView:
             "data": data,
             "tags": [],
             "metadata": {**self.metadata, **(metadata or {})},
-            "parent_ids": parents,
+            "parent_ids": [] if self.v1 else parents,
         }
 
     def start(self, payload: Any) -> dict[str, Any]:
@@ -43,6 +56,7 @@ class EventsView:
         if mode == "values" and not ns:
             self.output = chunk
         elif mode == "updates" and not ns:
+            self.last_update = chunk
             self.held.append(
                 self._event("on_chain_stream", self.name, self.run_id, {"chunk": chunk}, [])
             )
@@ -86,6 +100,7 @@ class EventsView:
 
     def end(self) -> list[dict[str, Any]]:
         """The run's last events: any updates still held, then its ``on_chain_end``."""
-        last = self._event("on_chain_end", self.name, self.run_id, {"output": self.output}, [])
+        output = self.last_update if self.v1 else self.output
+        last = self._event("on_chain_end", self.name, self.run_id, {"output": output}, [])
         held, self.held = self.held, []
         return [*held, last]

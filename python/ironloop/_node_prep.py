@@ -123,3 +123,24 @@ class _Branch:
     ends: list[str] | None
     #: The input schema the routing function declares, if any.
     schema: Any = None
+
+
+def _node_ends(destinations: Any, action: Any) -> dict[str, str | None]:
+    """Where a node may go by ``Command(goto=)``, by target (to its label, or
+    ``None``): ``add_node(destinations=)`` (names, or names to labels), else the node's
+    ``Command[Literal[...]]`` return annotation, as LangGraph reads them for drawing."""
+    if isinstance(destinations, dict):
+        return {str(t): None if label is None else str(label) for t, label in destinations.items()}
+    if destinations is not None:
+        return dict.fromkeys(map(str, destinations))
+    from ironloop.types import Command
+
+    try:
+        ret = get_type_hints(action).get("return")
+    except Exception:  # not annotated, or annotations that do not resolve: no ends
+        return {}
+    if get_origin(ret) is Command and get_args(ret):
+        goto = get_args(ret)[0]
+        if get_origin(goto) is typing.Literal:
+            return dict.fromkeys(str(a) for a in get_args(goto))
+    return {}

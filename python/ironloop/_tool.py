@@ -47,6 +47,10 @@ class Tool:
     timeout: float | None
     label: str | None
     output_schema: dict[str, Any] | None
+    #: Free-form data about the tool, as LangChain's ``BaseTool.metadata``: ironloop
+    #: does not read it; code that finds tools in a graph does (langgraph-swarm reads
+    #: its handoff tools' destinations from ``get_graph()``'s ``ToolNode`` so).
+    metadata: dict[str, Any] | None = None
 
     def __init__(
         self,

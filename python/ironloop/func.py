@@ -37,6 +37,7 @@ import functools
 import importlib
 import inspect
 import threading
+import typing
 import uuid
 import warnings
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -51,6 +52,8 @@ from ironloop._cache import namespace as cache_namespace
 from ironloop._constants import END, START
 from ironloop._retry import with_retry
 from ironloop._runtime import answers_var, scratch_lock, task_var
+from ironloop._schema_convert import _ConverterBuilder
+from ironloop._schema_types import _is_dataclass_type, _is_pydantic_model
 from ironloop.types import GraphOutput, RetryPolicy, StateSnapshot
 
 __all__ = ["entrypoint", "task"]
@@ -195,10 +198,29 @@ class _Task(Generic[R]):
         if not isinstance(func, functools.partial):
             functools.update_wrapper(self, func)
 
+    def _restored(self, value: Any) -> Any:
+        """A result found in the checkpoint, as the pydantic model or dataclass the
+        function's return annotation names: a checkpoint keeps such a value (not one of
+        the types the graph's schemas name) as its plain data, and LangGraph's task
+        gives back the object it returned."""
+        if not isinstance(value, dict):
+            return value
+        try:
+            ret = typing.get_type_hints(self.func).get("return")
+        except Exception:  # annotations that do not resolve: the value as it is
+            return value
+        if _is_pydantic_model(ret):
+            return ret.model_validate(value)  # type: ignore[union-attr]
+        if _is_dataclass_type(ret):
+            return _ConverterBuilder().converter(ret)(value)  # type: ignore[misc]
+        return value
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         scratch, call_id = _next_call(self.name)
         with scratch_lock:
             found, value = scratch.call_saved(call_id)
+        if found:
+            value = self._restored(value)
         cache = _cache_var.get() if self.cache_policy is not None else None
         if not found and cache is not None:
             key = (cache_namespace(self.name), cache_key(self.cache_policy, *args, **kwargs))
@@ -658,6 +680,15 @@ class EntrypointGraph:
     def get_context_jsonschema(self, config: Any = None) -> dict[str, Any] | None:
         schema = self.builder.context_schema
         return None if schema is None else _json_schema(schema, None)
+
+    @property
+    def context_schema(self) -> Any:
+        """``@entrypoint(context_schema=)``: the type of the runs' ``context``."""
+        return self.builder.context_schema
+
+    def config_schema(self, *, include: Sequence[str] | None = None) -> Any:
+        """Deprecated (LangGraph 1.0): the context schema; use ``get_context_jsonschema()``."""
+        return self._graph.config_schema(include=include)
 
     def with_config(self, config: Any = None, **kwargs: Any) -> BoundConfig:
         """This entrypoint with ``config`` under every call's config."""

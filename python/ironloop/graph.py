@@ -42,6 +42,7 @@ from ironloop._node_prep import (
     _deprecated_kwargs,
     _is_async,
     _literal_ends,
+    _node_ends,
     _retried,
     _retry_policies,
     _wants,
@@ -136,6 +137,10 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         self.node_schemas: dict[str, Any] = {}
         #: ``add_node(..., metadata=)``: shown by ``get_graph().draw_mermaid()``.
         self.node_metadata: dict[str, dict[str, Any]] = {}
+        #: Where a node that returns ``Command(goto=)`` may go, by target (its label
+        #: or ``None``): ``add_node(destinations=)`` or a ``Command[Literal[...]]``
+        #: return annotation. Only ``get_graph()`` draws them, as LangGraph's.
+        self.node_ends: dict[str, dict[str, str | None]] = {}
         #: ``add_node(..., cache_policy=)``: applied when ``compile`` is given a cache.
         self.cache_policies: dict[str, Any] = {}
         #: The nodes added with a ``retry_policy`` of their own (which wins over
@@ -176,8 +181,9 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         The node sees the keys of ``input_schema``, else of the class its first
         parameter is annotated with, else of the state schema. ``retry_policy`` (a
         ``RetryPolicy`` or a sequence of them) runs a failing function node again.
-        ``metadata`` is shown in ``get_graph().draw_mermaid()``; ``destinations`` is
-        taken and not used (LangGraph draws with it); ``cache_policy`` (a
+        ``metadata`` is shown in ``get_graph().draw_mermaid()``; ``destinations`` (the
+        nodes a ``Command(goto=)`` from it may reach: names, or names to labels) is
+        drawn by ``get_graph()``, as LangGraph's; ``cache_policy`` (a
         ``CachePolicy``) answers the node from the ``cache`` given to ``compile`` when
         its input was seen before; ``defer=True`` is refused."""
         old = _deprecated_kwargs(
@@ -203,6 +209,8 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         if action is None:
             action = node
             name = getattr(node, "name", None) or getattr(node, "__name__", None)
+            if name is None and callable(node):
+                name = type(node).__name__  # a callable object: its class's, as LangGraph
             if not isinstance(name, str):
                 raise TypeError(f"cannot name node {node!r}: use add_node('name', fn)")
         else:
@@ -243,6 +251,9 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             self.cache_policies[name] = cache_policy
         if metadata:
             self.node_metadata[name] = dict(metadata)
+        ends = _node_ends(destinations, action)
+        if ends:
+            self.node_ends[name] = ends
         return self
 
     def set_node_defaults(
@@ -488,6 +499,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         compiled: Any = CompiledStateGraph(self, core, checkpointer, store, name or "LangGraph")
         compiled.cache = cache
         remember_graph(checkpointer, compiled)  # the savers' LangGraph API reads through it
+        compiled.interrupt_before_nodes, compiled.interrupt_after_nodes = ib, ia
         return compiled
 
 

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyImportError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList};
@@ -31,20 +31,69 @@ fn message_list(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Arc<Message>>> {
 /// replaces it, ``RemoveMessage(id=...)`` removes it, others are appended. In a graph
 /// the same merge runs in Rust on the messages channel.
 ///
+/// ``format="langchain-openai"`` (LangGraph's option) gives the merged messages'
+/// contents in OpenAI's shapes (text, ``image_url`` blocks) through langchain-core's
+/// ``convert_to_openai_messages``; ``add_messages(format=...)`` alone is that reducer,
+/// for ``Annotated[list, add_messages(format="langchain-openai")]``.
+///
 /// Example:
 ///     >>> from ironloop.messages import HumanMessage, AIMessage
 ///     >>> msgs = add_messages([HumanMessage("hi", id="1")], [AIMessage("hello", id="2")])
 ///     >>> [m.content for m in msgs]
 ///     ['hi', 'hello']
 #[pyfunction]
+#[pyo3(signature = (left = None, right = None, *, format = None))]
 pub fn add_messages<'py>(
     py: Python<'py>,
-    left: &Bound<'py, PyAny>,
-    right: &Bound<'py, PyAny>,
-) -> PyResult<Bound<'py, PyList>> {
+    left: Option<&Bound<'py, PyAny>>,
+    right: Option<&Bound<'py, PyAny>>,
+    format: Option<&str>,
+) -> PyResult<Bound<'py, PyAny>> {
+    if let Some(f) = format.filter(|f| *f != OPENAI_FORMAT) {
+        return Err(PyValueError::new_err(format!(
+            "Unrecognized format='{f}'. Expected one of '{OPENAI_FORMAT}', None."
+        )));
+    }
+    let (left, right) = match (left, right) {
+        (Some(l), Some(r)) => (l, r),
+        (None, None) if format.is_some() => return formatting_reducer(py, format),
+        _ => {
+            return Err(PyTypeError::new_err(
+                "add_messages takes the two sides to merge, add_messages(left, right), or \
+                 only format= to make a reducer: add_messages(format=\"langchain-openai\")",
+            ))
+        }
+    };
     let mut list = MessageList::from_messages(message_list(left)?);
     list.add(message_list(right)?).map_err(PyErr::from)?;
-    messages_to_py(py, &list.to_vec())
+    let merged = messages_to_py(py, &list.to_vec())?;
+    if format.is_none() {
+        return Ok(merged.into_any());
+    }
+    let lc = py.import("langchain_core.messages").map_err(|e| {
+        PyImportError::new_err(format!(
+            "add_messages(format='{OPENAI_FORMAT}') formats with langchain-core's \
+             convert_to_openai_messages, which did not import ({e}): pip install langchain-core"
+        ))
+    })?;
+    let openai = lc.call_method1("convert_to_openai_messages", (merged,))?;
+    lc.call_method1("convert_to_messages", (openai,))
+}
+
+/// LangGraph's one `format=` of `add_messages`.
+const OPENAI_FORMAT: &str = "langchain-openai";
+
+/// `add_messages` with `format` bound: a reducer of its own (a Python one to the
+/// engine, which runs only the bare `add_messages` in Rust).
+fn formatting_reducer<'py>(py: Python<'py>, format: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
+    let add = ADD_MESSAGES
+        .get(py)
+        .ok_or_else(|| PyRuntimeError::new_err("add_messages is not registered"))?;
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("format", format)?;
+    py.import("functools")?
+        .getattr("partial")?
+        .call((add.bind(py),), Some(&kwargs))
 }
 
 /// Routes to ``"tools"`` when the last message has tool calls, else to ``END``.

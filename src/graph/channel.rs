@@ -87,9 +87,8 @@ impl Channel {
             ChannelKind::LastValue => {
                 if writes.len() > 1 {
                     return Err(GraphError::InvalidUpdate(format!(
-                        "channel {name:?} received {} values in one step but can take only one; \
-                         give it a reducer (e.g. Annotated[list, operator.add]) to combine \
-                         concurrent writes",
+                        "At key '{name}': can receive only one value per step, got {}; give the key a reducer (e.g. \
+                         Annotated[list, operator.add]) to combine concurrent writes",
                         writes.len()
                     )));
                 }

@@ -583,6 +583,13 @@ impl Run<'_> {
         // task has none, and keeps the run's token).
         let step_cancel = (to_run.len() > 1).then(|| self.opts.cancel.child_token());
         let returns = self.pending.returns();
+        // `max_concurrency`: a task starts once it holds a permit (its node's future is
+        // made then, so nothing of it runs before).
+        let permits = self
+            .opts
+            .max_concurrency
+            .filter(|&n| n < to_run.len())
+            .map(|n| Arc::new(tokio::sync::Semaphore::new(n)));
         let mut running: FuturesUnordered<_> = to_run
             .iter()
             .map(|&i| {
@@ -604,11 +611,19 @@ impl Run<'_> {
                 if let Some(c) = &step_cancel {
                     ctx.cancel = c.child_token();
                 }
-                let fut =
-                    graph.spec.nodes[n]
-                        .runner
-                        .run(graph.node_view(n, &view), t.arg.clone(), ctx);
-                async move { (i, fut.await) }
+                let (runner, node_view, arg) = (
+                    &graph.spec.nodes[n].runner,
+                    graph.node_view(n, &view),
+                    t.arg.clone(),
+                );
+                let permits = permits.clone();
+                async move {
+                    let _permit = match permits {
+                        Some(p) => p.acquire_owned().await.ok(),
+                        None => None,
+                    };
+                    (i, runner.run(node_view, arg, ctx).await)
+                }
             })
             .collect();
         let mut failure = None;

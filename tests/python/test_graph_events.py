@@ -95,10 +95,24 @@ def test_leaving_the_stream_stops_the_run() -> None:
     assert "never" not in started
 
 
-def test_other_versions_are_refused_with_the_one_supported() -> None:
+def test_other_versions_are_refused_naming_the_ones_supported() -> None:
     async def main() -> None:
-        async for _ in _graph().astream_events({"value": 1}, version="v1"):
+        async for _ in _graph().astream_events({"value": 1}, version="v3"):
             pass
 
-    with pytest.raises(ValueError, match="version='v2'"):
+    with pytest.raises(ValueError, match=r"version='v2'.*'v1'"):
         asyncio.run(main())
+
+
+def test_v1_events_as_langchains_v1_gives_them() -> None:
+    # LangGraph 1.2.24 under LangChain's deprecated v1: the same events, no parent ids,
+    # and the run's last update as its output.
+    async def main() -> list[dict[str, Any]]:
+        return [e async for e in _graph().astream_events({"value": 1}, version="v1")]
+
+    with pytest.warns(DeprecationWarning, match="version='v1' is deprecated"):
+        events = asyncio.run(main())
+    v2 = asyncio.run(_events(_graph()))
+    assert [(e["event"], e["name"]) for e in events] == [(e["event"], e["name"]) for e in v2]
+    assert all(e["parent_ids"] == [] for e in events)
+    assert events[-1]["data"] == {"output": {"b": {"value": 4}}}

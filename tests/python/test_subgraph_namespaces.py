@@ -207,3 +207,39 @@ def test_delete_thread_removes_the_subgraphs_checkpoints(saver: Any) -> None:
     assert list(app.get_state_history(cfg())) == []
     # The subgraph's namespace, read where the parent keeps it: gone too.
     assert app._core.get_state(sub_cfg, saver).values == {}
+
+
+def test_a_subgraph_with_a_saver_of_its_own_keeps_its_checkpoints_in_the_parents(
+    saver: Any,
+) -> None:
+    # As LangGraph: inside a run that keeps checkpoints, the run's checkpointer wins
+    # over the one the subgraph was compiled with (the same one, or another).
+    for own in (saver, MemorySaver()):
+        ran = Ran()
+        sub = line(("one", ran.rec("one")), ("two", ran.ask("two")), checkpointer=own)
+        app = line(("pre", ran.rec("pre")), ("sub", sub), checkpointer=saver)
+        thread = f"own-{id(own)}"
+        out = app.invoke({"log": []}, cfg(thread))
+        assert [i.value for i in out["__interrupt__"]] == ["two?"]
+        deep = app.get_state(cfg(thread), subgraphs=True).tasks[0].state
+        assert isinstance(deep, StateSnapshot)
+        assert deep.next == ("two",)
+        assert deep.config["configurable"]["checkpoint_ns"].startswith("sub:")
+        out = app.invoke(Command(resume="yes"), cfg(thread))
+        assert out == {"log": ["pre", "pre", "one", "two:yes"]}
+        assert ran.names == ["pre", "one", "two", "two"]  # "one" did not run again
+        if own is not saver:  # nothing went to the subgraph's own saver
+            assert sub.get_state(cfg(thread)).values == {}
+
+
+def test_a_graph_with_a_saver_of_its_own_given_a_thread_inside_a_node_uses_it() -> None:
+    own = MemorySaver()
+    ran = Ran()
+    child = line(("one", ran.rec("one")), checkpointer=own)
+
+    def node(s: S) -> dict[str, Any]:
+        return {"log": child.invoke({"log": []}, cfg("child"))["log"]}
+
+    app = line(("node", node), checkpointer=MemorySaver())
+    assert app.invoke({"log": []}, cfg("parent")) == {"log": ["one"]}
+    assert child.get_state(cfg("child")).values == {"log": ["one"]}

@@ -179,9 +179,12 @@ impl GraphCore {
                 ))
             })?;
         }
-        // A subgraph inside a task of a run with checkpoints keeps its own there.
+        // A subgraph inside a task of a run with checkpoints keeps its own there, even
+        // one compiled with a checkpointer of its own: as in LangGraph, the outer run's
+        // checkpointer wins when no thread is given (`lend` does nothing outside such
+        // a task, and the graph's own checkpointer then asks for a thread).
         let mut cfg = cfg;
-        if opts.thread_id.is_none() && self.graph.checkpointer().is_none() && !self.unsaved {
+        if opts.thread_id.is_none() && !self.unsaved {
             if let Some(sc) = parent_task(py)? {
                 sc.borrow().lend(py, &mut opts, self.stateful);
                 cfg = lent_config(py, &cfg, &opts)?;
@@ -458,6 +461,19 @@ fn config_options(cfg: &Bound<'_, PyAny>, opts: &mut RunOptions) -> PyResult<()>
                 )));
             }
             opts.recursion_limit = n as usize;
+        }
+        if let Some(m) = d.get_item("max_concurrency")? {
+            if !m.is_none() {
+                let n: i64 = m.extract().map_err(|_| {
+                    PyTypeError::new_err("max_concurrency must be an int (or None: no limit)")
+                })?;
+                if n < 1 {
+                    return Err(PyValueError::new_err(format!(
+                        "max_concurrency must be at least 1 (or None: no limit), got {n}"
+                    )));
+                }
+                opts.max_concurrency = Some(n as usize);
+            }
         }
         if let Some(m) = d.get_item("metadata")? {
             opts.metadata = value_from_py(&m, "config metadata")?;

@@ -60,6 +60,9 @@ pub struct RunOptions {
     pub durability: super::Durability,
     pub checkpoint_id: Option<String>,
     pub recursion_limit: usize,
+    /// At most this many of a step's tasks run at once (LangGraph's config
+    /// `max_concurrency`); `None`: all of them.
+    pub max_concurrency: Option<usize>,
     pub cancel: tokio_util::sync::CancellationToken,
     /// What the run does when its thread has a run in progress (a root run with a
     /// checkpointer; see [`super::Multitask`]).
@@ -91,6 +94,7 @@ impl Default for RunOptions {
             checkpoint_id: None,
             // LangGraph 1.2's default.
             recursion_limit: 10_007,
+            max_concurrency: None,
             cancel: Default::default(),
             multitask: Default::default(),
             steer: None,
