@@ -153,3 +153,70 @@ async fn the_declared_schema_is_what_the_executor_enforces() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_label_and_a_child_run_reach_the_events_and_the_tool_message() {
+    use ironloop::tool::CallEvent;
+    use std::sync::Mutex;
+
+    let reg = Arc::new(ToolRegistry::new());
+    reg.register(Arc::new(
+        <dyn Tool>::builder("delegate", "Runs a sub-agent.")
+            .label("Asking the helper")
+            .call(|_, ctx: ToolContext| async move {
+                assert_eq!(ctx.label.as_deref(), Some("Asking the helper"));
+                assert!(ctx.set_child_run("run-7"));
+                // The first id stays.
+                assert!(!ctx.set_child_run("run-8"));
+                ctx.update(Arc::new(json!({"sub": "step"})));
+                Ok(ToolOutput::text("helped"))
+            }),
+    ))
+    .unwrap();
+    reg.register(Arc::new(<dyn Tool>::builder("plain", "").call(echo_args())))
+        .unwrap();
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let log = seen.clone();
+    let run = RunContext {
+        events: Some(Arc::new(move |ev: CallEvent<'_>| {
+            let line = match ev {
+                CallEvent::Start { call, label, .. } => format!("start {} {label:?}", call.id),
+                CallEvent::Update {
+                    tool_call_id,
+                    child_run,
+                    ..
+                } => format!("update {tool_call_id} {child_run:?}"),
+                CallEvent::End { call, outcome, .. } => format!(
+                    "end {} {:?}",
+                    call.id,
+                    outcome.as_ref().ok().and_then(|o| o.child_run.clone())
+                ),
+            };
+            log.lock().unwrap().push(line);
+        })),
+        ..RunContext::default()
+    };
+    let calls = [
+        ToolCall::new("d1", "delegate", json!({})),
+        ToolCall::new("p1", "plain", json!({})),
+    ];
+    let results = Executor::new(reg).execute(&calls, &run).await;
+    let mut lines = seen.lock().unwrap().clone();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            "end d1 Some(\"run-7\")",
+            "end p1 None",
+            "start d1 Some(\"Asking the helper\")",
+            "start p1 None",
+            "update d1 Some(\"run-7\")",
+        ]
+    );
+    let msg = results[0].to_message();
+    assert_eq!(
+        msg.response_metadata.get(ironloop::executor::CHILD_LOOP_ID),
+        Some(&json!("run-7"))
+    );
+    assert!(results[1].to_message().response_metadata.is_empty());
+}

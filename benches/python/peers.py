@@ -1,5 +1,7 @@
 """ironloop against every peer (BENCHMARKS.md): LangGraph, agno, pydantic-ai and the
 OpenAI Agents SDK, side by side in one run, on the workloads each can express.
+LangGraph runs twice: with ``create_react_agent`` (``langgraph``) and with LangChain
+1.x's ``create_agent`` (``langchain-create_agent``), the same model and tools.
 
 - W11, an agent per request: build a ready-to-run agent with a model object and 5
   tools, in a loop (µs per agent; batches of 1,000, fewer for a framework where that
@@ -86,6 +88,7 @@ FRAMEWORKS = (
     "ironloop",
     "ironloop-create_agent",
     "langgraph",
+    "langchain-create_agent",
     "agno",
     "pydantic-ai",
     "openai-agents",
@@ -94,6 +97,7 @@ DISTS = {
     "ironloop": ("ironloop",),
     "ironloop-create_agent": (),
     "langgraph": ("langgraph", "langchain-core", "langchain-openai"),
+    "langchain-create_agent": ("langchain", "langgraph", "langchain-core", "langchain-openai"),
     "agno": ("agno",),
     "pydantic-ai": ("pydantic-ai-slim",),
     "openai-agents": ("openai-agents", "openai"),
@@ -443,7 +447,6 @@ class LangGraph(Adapter):
     ) -> Callable[[int], Any]:
         from langchain_core.tools import tool
         from langchain_openai import ChatOpenAI
-        from langgraph.prebuilt import create_react_agent
 
         w7: dict[str, Any] = {}
         if concurrent:
@@ -452,9 +455,15 @@ class LangGraph(Adapter):
         tools = [tool(f) for f in TOOLS] if prepared else TOOLS
 
         def make(i: int) -> Any:
-            return create_react_agent(model, tools, prompt=f"You help user {i}.")
+            return self._agent(model, tools, prompt=f"You help user {i}.")
 
         return make
+
+    def _agent(self, model: Any, tools: Any, prompt: str | None = None, **kw: Any) -> Any:
+        """The agent factory every workload uses: LangGraph's ``create_react_agent``."""
+        from langgraph.prebuilt import create_react_agent
+
+        return create_react_agent(model, tools, prompt=prompt, **kw)
 
     async def w7_run(self, agent: Any, marker: str) -> tuple[str, list[str]]:
         out = await agent.ainvoke({"messages": [("user", marker)]})
@@ -490,15 +499,13 @@ class LangGraph(Adapter):
         return Scripted(fn=fn)
 
     def w5_once(self, rounds: int) -> Callable[[], tuple[list[str], str]]:
-        from langgraph.prebuilt import create_react_agent
-
         def respond(messages: list[Any]) -> Any:
             d = w5_decision(sum(1 for m in messages if m.type == "tool"), rounds)
             if isinstance(d, str):
                 return d
             return {"name": "add", "args": d[1], "id": d[0], "type": "tool_call"}
 
-        agent = create_react_agent(self._scripted(respond), [add])
+        agent = self._agent(self._scripted(respond), [add])
         config = {"recursion_limit": 4 * rounds + 20}
 
         def once() -> tuple[list[str], str]:
@@ -509,9 +516,8 @@ class LangGraph(Adapter):
 
     def w6a_store(self) -> tuple[Callable[[int, str], str], Callable[[int], list[str]]]:
         from langgraph.checkpoint.memory import InMemorySaver
-        from langgraph.prebuilt import create_react_agent
 
-        agent = create_react_agent(
+        agent = self._agent(
             self._scripted(lambda msgs: _reply_6a(str(msgs[-1].content))),
             [],
             checkpointer=InMemorySaver(),
@@ -528,10 +534,21 @@ class LangGraph(Adapter):
         return turn, history
 
     def w6b_store(self) -> tuple[Callable[[int, str], str], Callable[[int], list[str]]]:
-        from langgraph.prebuilt import create_react_agent
-
         model = self._scripted(lambda msgs: _reply_6a(str(msgs[-1].content)))
-        return _kept_history(create_react_agent(model, []), lambda m: str(m.content))
+        return _kept_history(self._agent(model, []), lambda m: str(m.content))
+
+
+class LangChainCreateAgent(LangGraph):
+    """LangChain 1.x's ``create_agent`` (``langchain.agents``) on the same workloads:
+    the factory new LangChain code uses, and the one ironloop's ``create_agent`` ports."""
+
+    name = "langchain-create_agent"
+    s1_code = "from langchain.agents import create_agent; from langchain_openai import ChatOpenAI"
+
+    def _agent(self, model: Any, tools: Any, prompt: str | None = None, **kw: Any) -> Any:
+        from langchain.agents import create_agent
+
+        return create_agent(model, tools, system_prompt=prompt, **kw)
 
 
 class Agno(Adapter):
@@ -878,6 +895,7 @@ ADAPTERS: dict[str, Callable[[], Adapter]] = {
     "ironloop": Ironloop,
     "ironloop-create_agent": IronloopCreateAgent,
     "langgraph": LangGraph,
+    "langchain-create_agent": LangChainCreateAgent,
     "agno": Agno,
     "pydantic-ai": PydanticAI,
     "openai-agents": OpenAIAgents,

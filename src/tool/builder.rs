@@ -30,6 +30,7 @@ pub struct ToolBuilder {
     properties: Map<String, Value>,
     required: Vec<String>,
     timeout: Option<Duration>,
+    label: Option<String>,
 }
 
 impl ToolBuilder {
@@ -40,6 +41,7 @@ impl ToolBuilder {
             properties: Map::new(),
             required: Vec::new(),
             timeout: None,
+            label: None,
         }
     }
 
@@ -72,6 +74,12 @@ impl ToolBuilder {
         self
     }
 
+    /// A human-readable label for the tool's calls ([`Tool::label`]).
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(label.into());
+        self
+    }
+
     /// Finishes the tool with the function that runs it.
     pub fn call<F, Fut>(self, f: F) -> FnTool
     where
@@ -86,6 +94,7 @@ impl ToolBuilder {
         FnTool {
             definition: ToolDefinition::new(self.name, self.description, parameters),
             timeout: self.timeout,
+            label: self.label,
             f: Arc::new(move |a, c| Box::pin(f(a, c))),
         }
     }
@@ -95,6 +104,7 @@ impl ToolBuilder {
 pub struct FnTool {
     definition: ToolDefinition,
     timeout: Option<Duration>,
+    label: Option<String>,
     f: CallFn,
 }
 
@@ -120,5 +130,9 @@ impl Tool for FnTool {
 
     fn timeout(&self) -> Option<Duration> {
         self.timeout
+    }
+
+    fn label(&self) -> Option<&str> {
+        self.label.as_deref()
     }
 }
