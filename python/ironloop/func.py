@@ -199,21 +199,9 @@ class _Task(Generic[R]):
             functools.update_wrapper(self, func)
 
     def _restored(self, value: Any) -> Any:
-        """A result found in the checkpoint, as the pydantic model or dataclass the
-        function's return annotation names: a checkpoint keeps such a value (not one of
-        the types the graph's schemas name) as its plain data, and LangGraph's task
-        gives back the object it returned."""
-        if not isinstance(value, dict):
-            return value
-        try:
-            ret = typing.get_type_hints(self.func).get("return")
-        except Exception:  # annotations that do not resolve: the value as it is
-            return value
-        if _is_pydantic_model(ret):
-            return ret.model_validate(value)  # type: ignore[union-attr]
-        if _is_dataclass_type(ret):
-            return _ConverterBuilder().converter(ret)(value)  # type: ignore[misc]
-        return value
+        """A result found in the checkpoint, as LangGraph's task gives it back: the
+        object it returned (see :func:`_as_annotated`)."""
+        return _as_annotated(self.func, "return", value)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         scratch, call_id = _next_call(self.name)
@@ -406,6 +394,24 @@ def _output(out: Any) -> tuple[Any, Any]:
     return out, out
 
 
+def _as_annotated(func: Callable[..., Any], name: str, value: Any) -> Any:
+    """``value`` loaded from a checkpoint as the pydantic model or dataclass that
+    ``func``'s annotation of ``name`` (a parameter, or ``"return"``) names: a
+    checkpoint keeps such a value, not one of the types the graph's schemas name, as
+    its plain data (a dict), and LangGraph's entrypoints and tasks see the object."""
+    if not isinstance(value, dict):
+        return value
+    try:
+        tp = typing.get_type_hints(func).get(name)
+    except Exception:  # annotations that do not resolve: the value as it is
+        return value
+    if _is_pydantic_model(tp):
+        return tp.model_validate(value)  # type: ignore[union-attr]
+    if _is_dataclass_type(tp):
+        return _ConverterBuilder().converter(tp)(value)  # type: ignore[misc]
+    return value
+
+
 def _node_for(func: Callable[..., Any], cache: Any) -> Callable[..., Any]:
     """The graph node that runs the entrypoint function."""
     wants = _params(func)
@@ -414,6 +420,7 @@ def _node_for(func: Callable[..., Any], cache: Any) -> Callable[..., Any]:
         raise TypeError(
             f"entrypoint {getattr(func, '__name__', func)!r} must take one input parameter"
         )
+    input_name: str = first
 
     def kwargs(state: dict[str, Any], config: Any) -> dict[str, Any]:
         kw: dict[str, Any] = {}
@@ -444,7 +451,8 @@ def _node_for(func: Callable[..., Any], cache: Any) -> Callable[..., Any]:
         async def anode(state: dict[str, Any], config: Any) -> dict[str, Any]:
             _caller.set(None)
             _cache_var.set(cache)
-            value, save = _output(await func(state.get("input"), **kwargs(state, config)))
+            given = _as_annotated(func, input_name, state.get("input"))
+            value, save = _output(await func(given, **kwargs(state, config)))
             return {"value": value, "save": save}
 
         return anode
@@ -452,7 +460,8 @@ def _node_for(func: Callable[..., Any], cache: Any) -> Callable[..., Any]:
     def node(state: dict[str, Any], config: Any) -> dict[str, Any]:
         _caller.set(None)
         _cache_var.set(cache)
-        value, save = _output(func(state.get("input"), **kwargs(state, config)))
+        given = _as_annotated(func, input_name, state.get("input"))
+        value, save = _output(func(given, **kwargs(state, config)))
         return {"value": value, "save": save}
 
     return node

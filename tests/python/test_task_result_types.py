@@ -61,3 +61,19 @@ def test_a_saved_task_result_comes_back_as_the_type_the_task_returns() -> None:
         "answer": "yes",
     }
     assert calls == ["hi"]  # found again, not run again
+
+
+def test_a_resumed_entrypoint_gets_its_input_as_the_type_it_takes() -> None:
+    seen: list[object] = []
+
+    @entrypoint(checkpointer=MemorySaver())
+    def flow(draft: Draft) -> str:
+        seen.append(draft)
+        return draft.text + interrupt("ok?")
+
+    config = {"configurable": {"thread_id": "1"}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        flow.invoke(Draft(text="a"), config)
+        assert flow.invoke(Command(resume="b"), config) == "ab"
+    assert seen == [Draft(text="a"), Draft(text="a")]

@@ -16,11 +16,24 @@ use super::nodes::env_of;
 use super::values::{host, val_to_py};
 use crate::graph::{modes, NodeOutput, StateView, StreamEvent, TaskContext, Val};
 
+/// The `configurable` keys LangGraph 1.2 shows in a `messages` chunk's metadata; any
+/// other (an API key, a nested setting) stays out.
+const PROPAGATED_TO_METADATA: [&str; 7] = [
+    "thread_id",
+    "checkpoint_id",
+    "checkpoint_ns",
+    "task_id",
+    "run_id",
+    "assistant_id",
+    "graph_id",
+];
+
 /// The metadata of a task's `messages` chunks, as LangGraph 1.2 gives it (besides
-/// `langgraph_node`, added with the chunk): the run's `config["metadata"]`, its
-/// `thread_id`, `langgraph_step`, `langgraph_triggers` and `langgraph_path` (an
-/// edge-triggered task: `("branch:to:<node>",)` and `("__pregel_pull", node)`; a
-/// `Send`'s: `("__pregel_push",)` and `("__pregel_push", index, False)`),
+/// `langgraph_node`, added with the chunk): the run's `config["metadata"]`, the
+/// [`PROPAGATED_TO_METADATA`] keys of its `configurable`, `langgraph_step`,
+/// `langgraph_triggers` and `langgraph_path` (an edge-triggered task:
+/// `("branch:to:<node>",)` and `("__pregel_pull", node)`; a `Send`'s:
+/// `("__pregel_push",)` and `("__pregel_push", index, False)`),
 /// `langgraph_checkpoint_ns` (`node:task_id`, below the parent's namespace) and
 /// `ls_integration`. Made once per task that streams messages.
 pub(super) fn message_meta<'py>(
@@ -36,13 +49,19 @@ pub(super) fn message_meta<'py>(
                 meta.update(m.as_mapping())?;
             }
         }
-        if let Some(c) = config.get_item("configurable")? {
-            if let Some(t) = c
-                .cast::<PyDict>()
-                .ok()
-                .and_then(|c| c.get_item("thread_id").ok().flatten())
-            {
-                meta.set_item("thread_id", t)?;
+        if let Some(Ok(c)) = config
+            .get_item("configurable")?
+            .map(|c| c.cast_into::<PyDict>())
+        {
+            // What LangGraph's `ensure_config` copies from `configurable` into the
+            // metadata (a truthy value the metadata does not set already).
+            for key in PROPAGATED_TO_METADATA {
+                if meta.contains(key)? {
+                    continue;
+                }
+                if let Some(v) = c.get_item(key)?.filter(|v| v.is_truthy().unwrap_or(false)) {
+                    meta.set_item(key, v)?;
+                }
             }
         }
     }
