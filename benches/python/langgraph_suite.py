@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -247,6 +248,13 @@ class _Worker:
         raise KeyError(name)
 
     def serve(self) -> None:
+        try:
+            self._serve()
+        finally:
+            # The SQLite cells' databases: gigabytes after a full run.
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def _serve(self) -> None:
         for line in sys.stdin:
             req = json.loads(line)
             try:

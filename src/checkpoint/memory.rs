@@ -3,7 +3,8 @@
 //! Records are kept as compact JSON text, with the position of their parent: a
 //! `serde_json::Value` tree takes several times its text's size, and a thread's
 //! memory should be about what its steps wrote. Reading a chain parses only the
-//! records on it. Besides its text a record takes 48 bytes and no other allocation:
+//! records on it. Besides its text a record takes 48 bytes and no other allocation
+//! (but one for a snapshot kept in pieces, whose text it shares with the engine):
 //! its id as 16 bytes when it is a UUID (the engine's ids are), its parent as a
 //! position in the thread (W6 keeps thousands of short threads, five runs of three
 //! records each).
@@ -95,15 +96,75 @@ struct Stored {
     parent: Parent,
     /// The record's stored text ([`record::encode`]), after its parent's id when that
     /// is [`Parent::Named`].
-    text: Box<str>,
+    text: Text,
+}
+
+// W6 keeps thousands of short threads: a record's fixed part is what they cost.
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<Stored>() == 48);
+
+/// A record's stored text: whole, or without its snapshot's pieces, which it shares
+/// with the engine (see [`record::encode_parted`]). 16 bytes either way.
+enum Text {
+    Whole(Box<str>),
+    Parted(Box<(Box<str>, record::Pieces)>),
+}
+
+impl Text {
+    fn new(text: String, pieces: Option<record::Pieces>) -> Self {
+        match pieces {
+            None => Text::Whole(text.into_boxed_str()),
+            Some(p) => Text::Parted(Box::new((text.into_boxed_str(), p))),
+        }
+    }
+
+    /// The text, without the pieces.
+    fn str(&self) -> &str {
+        match self {
+            Text::Whole(t) => t,
+            Text::Parted(tp) => &tp.0,
+        }
+    }
+
+    /// The text after `prefix` (a parent's id put before it: the pieces' offset is in
+    /// the text after it, so it stays true).
+    fn prefixed(self, prefix: &str) -> Self {
+        match self {
+            Text::Whole(t) => Text::Whole(format!("{prefix}{t}").into_boxed_str()),
+            Text::Parted(tp) => {
+                let (t, p) = *tp;
+                Text::Parted(Box::new((format!("{prefix}{t}").into_boxed_str(), p)))
+            }
+        }
+    }
 }
 
 impl Stored {
-    /// The record's stored text, without a named parent's id.
-    fn json(&self) -> &str {
+    /// The record's stored text, without a named parent's id: joined with its
+    /// snapshot's pieces when it keeps them apart (a record is read back less often
+    /// than it is written).
+    fn json(&self) -> Cow<'_, str> {
+        match &self.text {
+            Text::Whole(_) => Cow::Borrowed(self.head()),
+            Text::Parted(tp) => Cow::Owned(tp.1.join(self.head())),
+        }
+    }
+
+    /// The start of [`Stored::json`], up to its snapshot's pieces when it keeps them
+    /// apart (a record's tag is before them).
+    fn head(&self) -> &str {
+        let text = self.text.str();
         match self.parent {
-            Parent::Named(n) => &self.text[n as usize..],
-            _ => &self.text,
+            Parent::Named(n) => &text[n as usize..],
+            _ => text,
+        }
+    }
+
+    /// The bytes of its text, pieces included.
+    fn len(&self) -> usize {
+        match &self.text {
+            Text::Whole(t) => t.len(),
+            Text::Parted(tp) => tp.0.len() + tp.1.len(),
         }
     }
 }
@@ -141,7 +202,7 @@ impl Thread {
         match r.parent {
             Parent::None => None,
             Parent::At(p) => Some(self.records[p as usize].id.text()),
-            Parent::Named(n) => Some(Cow::Borrowed(&r.text[..n as usize])),
+            Parent::Named(n) => Some(Cow::Borrowed(&r.text.str()[..n as usize])),
         }
     }
 
@@ -153,7 +214,7 @@ impl Thread {
             Parent::None => Ok(None),
             Parent::At(p) => Ok(Some(p as usize)),
             Parent::Named(n) => {
-                let p = &r.text[..n as usize];
+                let p = &r.text.str()[..n as usize];
                 self.find(p).map(Some).ok_or(p)
             }
         }
@@ -184,11 +245,11 @@ impl Thread {
         &mut self,
         thread_id: &str,
         record: CheckpointRecord,
-        json: String,
+        json: record::Parted,
         next: bool,
     ) -> Result<()> {
         if let Some(i) = self.find(record.id.as_str()) {
-            return if *self.records[i].json() == *json
+            return if self.records[i].json() == json.joined()
                 && self.parent_id(i).as_deref() == record.parent_id.as_deref()
             {
                 Ok(())
@@ -206,6 +267,7 @@ impl Thread {
                 ));
             }
         }
+        let record::Parted { text: json, pieces } = json;
         let (parent, text) = match &record.parent_id {
             None => (Parent::None, json),
             Some(p) => {
@@ -223,7 +285,7 @@ impl Thread {
         self.push(Stored {
             id: Id::new(&record.id),
             parent,
-            text: text.into_boxed_str(),
+            text: Text::new(text, pieces),
         });
         Ok(())
     }
@@ -279,7 +341,7 @@ impl Thread {
             let r = match (r.parent, orphan) {
                 (_, Some((n, p))) => Stored {
                     parent: Parent::Named(n),
-                    text: format!("{p}{}", r.text).into_boxed_str(),
+                    text: r.text.prefixed(&p),
                     id: r.id,
                 },
                 (Parent::At(p), None) => Stored {
@@ -308,7 +370,7 @@ impl Thread {
         let r = &self.records[i];
         let id = r.id.text();
         codec
-            .decode(r.json(), &id, self.parent_id(i).as_deref())
+            .decode(&r.json(), &id, self.parent_id(i).as_deref())
             .map_err(|e| match e {
                 ReadError::Unreadable(e) => CheckpointError::serialization(format!(
                     "MemorySaver: the stored checkpoint {id:?} is unreadable: {e}"
@@ -361,8 +423,8 @@ impl MemorySaver {
         self
     }
 
-    fn to_json(&self, record: &CheckpointRecord) -> Result<String> {
-        self.codec.encode(record).map_err(|e| {
+    fn to_json(&self, record: &CheckpointRecord) -> Result<record::Parted> {
+        self.codec.encode_parted(record).map_err(|e| {
             CheckpointError::serialization(format!("MemorySaver: cannot store checkpoint: {e}"))
         })
     }
@@ -412,7 +474,7 @@ impl MemorySaver {
             let mut out = Vec::new();
             while let Some(i) = cur {
                 out.push(t.parse(i, &self.codec)?);
-                if from == ChainFrom::Snapshot && record::has_snapshot(t.records[i].json()) {
+                if from == ChainFrom::Snapshot && record::has_snapshot(t.records[i].head()) {
                     break;
                 }
                 cur = t.parent_at(i).map_err(|p| {
@@ -479,7 +541,7 @@ impl MemorySaver {
             ts.values()
                 .map(|t| {
                     (t.records.iter())
-                        .map(|r| r.text.len() + r.id.len())
+                        .map(|r| r.len() + r.id.len())
                         .sum::<usize>()
                         + t.pending
                             .values()
@@ -724,6 +786,7 @@ impl Checkpointer for MemorySaver {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::checkpoint::Snapshot;
 
     fn rec(id: &str, parent: Option<&str>) -> CheckpointRecord {
         CheckpointRecord {
@@ -803,6 +866,59 @@ mod tests {
         assert_eq!(ids, ["a", "b"]);
         // The same put again is a retry, with the parent named or positioned alike.
         s.put("t", rec("b", Some("a"))).await.unwrap();
+    }
+
+    /// A record whose snapshot the engine wrote in pieces (as `snapshot_of` does).
+    fn with_pieces(id: &str, parent: Option<&str>, value: &str) -> CheckpointRecord {
+        let piece = |s: &str| std::sync::Arc::new(s.to_owned());
+        CheckpointRecord {
+            snapshot: Some(Snapshot::Pieces(vec![
+                piece(r#"{"v":1,"values":{"a":"#),
+                piece(value),
+                piece(r#"},"versions":{"a":1}}"#),
+            ])),
+            ..rec(id, parent)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_snapshot_in_pieces_is_shared_not_copied_and_reads_back_whole() {
+        let s = MemorySaver::new();
+        let b = with_pieces("b", Some("a"), r#"[1,"x",{"k":"é"}]"#);
+        let Some(Snapshot::Pieces(pieces)) = &b.snapshot else {
+            unreachable!()
+        };
+        let value = pieces[1].clone();
+        s.put("t", rec("a", None)).await.unwrap();
+        s.put("t", b.clone()).await.unwrap();
+        // The saver holds the engine's piece itself (this test's, the record's, its own).
+        assert_eq!(std::sync::Arc::strong_count(&value), 3);
+        let got = s.get("t", Some("b")).await.unwrap().unwrap();
+        assert_eq!(got, b);
+        assert_eq!(
+            got.snapshot.unwrap().json().unwrap()["values"]["a"],
+            serde_json::json!([1, "x", {"k": "é"}])
+        );
+        // Its text is the one-piece encoding's, checksum included.
+        let text = s.threads.lock().unwrap()["t"].records[1]
+            .json()
+            .into_owned();
+        assert_eq!(text, record::encode(&b).unwrap());
+        // The snapshot is found as such; a retry is no conflict, another value is.
+        let chain = s.chain_from_snapshot("t", "b").await.unwrap();
+        assert_eq!(
+            chain.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+            ["b"]
+        );
+        s.put("t", b.clone()).await.unwrap();
+        let other = with_pieces("b", Some("a"), "[2]");
+        assert!(s.put("t", other).await.is_err());
+        // Its parent deleted, it keeps the parent's id before its text, pieces after.
+        s.delete_checkpoints("t", vec!["a".into()]).await.unwrap();
+        let got = s.get("t", Some("b")).await.unwrap().unwrap();
+        assert_eq!(got.parent_id.as_deref(), Some("a"));
+        assert_eq!(got, b);
+        assert_eq!(s.approx_bytes(), record::encode(&b).unwrap().len() + 1 + 1);
     }
 
     #[tokio::test]

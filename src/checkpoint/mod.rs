@@ -132,7 +132,8 @@ pub struct Write {
 /// A checkpoint's snapshot of its channels' values (opaque to savers): the JSON read
 /// back from a store, or the text the engine writes in pieces, each channel's value
 /// the checkpoint text it keeps (shared, not copied: a value unchanged since the last
-/// checkpoint is not encoded again) and written out once, into the record's text.
+/// checkpoint is not encoded again) and written out once, into the record's text (or
+/// shared by it, in `MemorySaver`: [`record::encode_parted`]).
 #[derive(Debug, Clone)]
 pub enum Snapshot {
     Json(Value),

@@ -279,6 +279,16 @@ impl Records {
         self.key.is_some()
     }
 
+    /// [`Records::encode`] with a snapshot's pieces kept apart
+    /// ([`record::encode_parted`]) when the record is stored as it is; under a key the
+    /// text is sealed or authenticated whole.
+    pub fn encode_parted(&self, r: &CheckpointRecord) -> serde_json::Result<record::Parted> {
+        match &self.key {
+            None => record::encode_parted(r),
+            Some(_) => self.encode(r).map(record::Parted::whole),
+        }
+    }
+
     /// The stored text of `record`: format 4 without a key, else authenticated or
     /// encrypted (see the module docs). Deterministic, as [`record::encode`].
     pub fn encode(&self, r: &CheckpointRecord) -> serde_json::Result<String> {

@@ -1,6 +1,7 @@
 //! Writing a record in format 4 (the module docs of [`super`] describe it): serialised
 //! straight from the [`CheckpointRecord`], its derivable parts left out.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
@@ -8,7 +9,7 @@ use serde::ser::{SerializeSeq, Serializer};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::{checksum, SOURCES, TAG_4, TAG_4_SNAPSHOT};
+use super::{checksum, checksum_of, SOURCES, TAG_4, TAG_4_SNAPSHOT};
 use crate::checkpoint::{CheckpointRecord, Snapshot, Write};
 
 /// The stored text of `record` (format 4). Deterministic: the same record always gives
@@ -26,24 +27,112 @@ pub fn encode(record: &CheckpointRecord) -> serde_json::Result<String> {
 /// checksum, or a key's authentication code, covers with the ids).
 /// A snapshot the engine wrote in pieces is copied in here, once, after the rest.
 pub fn encode_body(record: &CheckpointRecord) -> serde_json::Result<String> {
-    let pieces: &[Arc<String>] = match &record.snapshot {
+    let pieces = pieces_of(record);
+    let size = pieces.iter().map(|p| p.len()).sum::<usize>();
+    let mut text = head(record, size)?;
+    for p in pieces {
+        text.push_str(p);
+    }
+    Ok(text)
+}
+
+/// The stored text of `record` ([`encode`]) with the snapshot's pieces left where the
+/// engine keeps them: what a saver holding records in memory stores. Copying a large
+/// state's pieces into one text was half of its checkpoint's cost (a fresh allocation
+/// the size of the state, faulted in page by page, then the copy); the pieces are
+/// shared instead, and a channel whose value did not change shares its text with the
+/// records before.
+pub fn encode_parted(record: &CheckpointRecord) -> serde_json::Result<Parted> {
+    let pieces = pieces_of(record);
+    let mut text = head(record, 0)?;
+    let at = text.len();
+    let mut body = vec![text.as_str()];
+    body.extend(pieces.iter().map(|p| p.as_str()));
+    let crc = checksum_of(&record.id, record.parent_id.as_deref(), body);
+    let _ = write!(text, ",{crc}]");
+    let pieces = (!pieces.is_empty()).then(|| Pieces {
+        at,
+        parts: pieces.into(),
+    });
+    Ok(Parted { text, pieces })
+}
+
+/// The pieces of a snapshot the engine wrote in pieces (none for any other record).
+fn pieces_of(record: &CheckpointRecord) -> &[Arc<String>] {
+    match &record.snapshot {
         Some(Snapshot::Pieces(p)) => p,
         _ => &[],
-    };
-    let size = pieces.iter().map(|p| p.len()).sum::<usize>();
-    let mut text = Vec::with_capacity(size + 256);
+    }
+}
+
+/// The text of `record` before its snapshot's pieces (or its last comma when it has
+/// none), with room for `more` bytes.
+fn head(record: &CheckpointRecord, more: usize) -> serde_json::Result<String> {
+    let mut text = Vec::with_capacity(more + 256);
     serde_json::to_writer(&mut text, &Format4(record))?;
     text.pop(); // `[a,...,h]` becomes `[a,...,h`.
-    if !pieces.is_empty() {
+    if !pieces_of(record).is_empty() {
         text.push(b',');
-        for p in pieces {
-            text.extend_from_slice(p.as_bytes());
+    }
+    // SAFETY: serde_json writes UTF-8 (its strings come from `&str`, the rest is ASCII).
+    // Checking it again was ~4 % of a large state's checkpoint.
+    Ok(unsafe { String::from_utf8_unchecked(text) })
+}
+
+/// A record's stored text as [`encode_parted`] makes it: `text` with `pieces` (when
+/// there are) inserted at their byte offset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Parted {
+    pub text: String,
+    pub pieces: Option<Pieces>,
+}
+
+/// A snapshot's pieces and where they go in the text around them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pieces {
+    /// The byte offset in the text where the pieces go (a char boundary: after a comma).
+    pub at: usize,
+    pub parts: Box<[Arc<String>]>,
+}
+
+impl Parted {
+    /// A text with no pieces.
+    pub fn whole(text: String) -> Self {
+        Parted { text, pieces: None }
+    }
+
+    /// The stored text ([`encode`]'s): `text` itself when there are no pieces.
+    pub fn joined(&self) -> Cow<'_, str> {
+        match &self.pieces {
+            None => Cow::Borrowed(&self.text),
+            Some(p) => Cow::Owned(p.join(&self.text)),
         }
     }
-    // SAFETY: serde_json writes UTF-8 (its strings come from `&str`, the rest is ASCII)
-    // and the pieces are `String`s. Checking it again was ~4 % of a large state's
-    // checkpoint.
-    Ok(unsafe { String::from_utf8_unchecked(text) })
+}
+
+impl Pieces {
+    /// `text` with the pieces inserted at [`Pieces::at`].
+    pub fn join(&self, text: &str) -> String {
+        let (before, after) = text.split_at(self.at);
+        let size = self.len() + text.len();
+        let mut out = String::with_capacity(size);
+        out.push_str(before);
+        for p in &*self.parts {
+            out.push_str(p);
+        }
+        out.push_str(after);
+        out
+    }
+
+    /// The bytes of the pieces.
+    pub fn len(&self) -> usize {
+        self.parts.iter().map(|p| p.len()).sum()
+    }
+
+    /// Whether there are none (never, as [`encode_parted`] makes them).
+    pub fn is_empty(&self) -> bool {
+        self.parts.is_empty()
+    }
 }
 
 /// A record as format 4 stores it, without the checksum (see the module docs).

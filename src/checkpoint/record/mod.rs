@@ -80,7 +80,7 @@ mod tests;
 
 pub use decode::decode;
 pub(super) use decode::decode_authenticated;
-pub use encode::{encode, encode_body};
+pub use encode::{encode, encode_body, encode_parted, Parted, Pieces};
 
 /// The first element of a format-2 or -3 record without a snapshot.
 pub const TAG: u64 = 2;
@@ -119,9 +119,20 @@ pub fn has_snapshot(text: &str) -> bool {
 /// comma. The ids are in it because the stores keep them beside the text: a damaged
 /// `parent_id` would chain the record to another one.
 pub fn checksum(id: &str, parent_id: Option<&str>, body: &str) -> u32 {
+    checksum_of(id, parent_id, [body])
+}
+
+/// [`checksum`] of a body held in consecutive parts (a record kept in pieces).
+fn checksum_of<'a>(
+    id: &str,
+    parent_id: Option<&str>,
+    body: impl IntoIterator<Item = &'a str>,
+) -> u32 {
     let mut h = crc32fast::Hasher::new();
     frame_ids(id, parent_id, |b| h.update(b));
-    h.update(body.as_bytes());
+    for part in body {
+        h.update(part.as_bytes());
+    }
     h.finalize()
 }
 

@@ -224,6 +224,32 @@ fn a_snapshot_in_pieces_is_stored_as_its_json() {
     assert_eq!(decode(&whole, "c2", Some("p")).unwrap(), r);
 }
 
+#[test]
+fn a_record_kept_in_parts_is_its_text_with_the_pieces_shared() {
+    let mut r = record("c3");
+    let piece = |s: &str| Arc::new(s.to_owned());
+    let value = piece(r#"[1,"é"]"#);
+    r.snapshot = Some(Snapshot::Pieces(vec![
+        piece(r#"{"v":1,"values":{"a":"#),
+        value.clone(),
+        piece("}}"),
+    ]));
+    let whole = encode(&r).unwrap();
+    let parted = encode_parted(&r).unwrap();
+    let pieces = parted.pieces.as_ref().unwrap();
+    assert!(Arc::ptr_eq(&pieces.parts[1], &value));
+    assert_eq!(parted.joined(), whole);
+    assert_eq!(pieces.len() + parted.text.len(), whole.len());
+    assert_eq!(decode(&parted.joined(), "c3", Some("p")).unwrap(), r);
+    // No pieces: one text, as `encode` writes it.
+    r.snapshot = Some(json!({"v": 1}).into());
+    let parted = encode_parted(&r).unwrap();
+    assert!(parted.pieces.is_none());
+    assert_eq!(parted.text, encode(&r).unwrap());
+    r.snapshot = None;
+    assert_eq!(encode_parted(&r).unwrap().joined(), encode(&r).unwrap());
+}
+
 /// `record` as format 3 wrote it (9 elements, a checksum last).
 fn format_3(r: &CheckpointRecord) -> String {
     let writes: Vec<Value> = r
