@@ -25,6 +25,7 @@ __all__ = [
     "_AsyncGraphStream",
     "_ChatModelCore",
     "_ChatStream",
+    "_Drain",
     "_AgentModel",
     "_GraphCore",
     "_GraphStream",
@@ -447,6 +448,16 @@ class _TaskScratch:
     def streams_messages(self) -> bool: ...
     @property
     def nests(self) -> bool: ...
+    def heartbeat(self) -> None: ...
+    @property
+    def node_error(self) -> tuple[str, BaseException] | None: ...
+
+@final
+class _Drain:
+    def __new__(cls) -> _Drain: ...
+    def request(self, reason: str) -> None: ...
+    @property
+    def reason(self) -> str | None: ...
 
 @final
 class _GraphStream:
