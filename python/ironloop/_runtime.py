@@ -22,6 +22,12 @@ attempt_var: contextvars.ContextVar[tuple[int, float] | None] = contextvars.Cont
     "ironloop_attempt", default=None
 )
 
+#: Inside an ``@task`` call under an idle timeout: its progress, which
+#: ``runtime.heartbeat()`` touches (``ironloop._timeout.timed_task``).
+call_progress: contextvars.ContextVar[Any] = contextvars.ContextVar(
+    "ironloop_call_progress", default=None
+)
+
 #: Held around the scratchpad calls that may run on several threads at once when a
 #: task runs ``@task`` calls (``interrupt()``, a call's saved result, saving one): the
 #: scratchpad is one Rust object, which refuses a change while another thread uses it.

@@ -4,11 +4,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Literal
+from typing import Any, Literal
 
-__all__ = ["TimeoutPolicy"]
+__all__ = ["TimeoutPolicy", "refuse_sync", "timed_task"]
 
 
 def _seconds(value: float | timedelta | None, field: str) -> float | None:
@@ -70,3 +71,83 @@ class TimeoutPolicy:
         run, idle = self.run_timeout, self.idle_timeout
         assert not isinstance(run, timedelta) and not isinstance(idle, timedelta)
         return run, idle, self.refresh_on == "heartbeat"
+
+
+def refuse_sync(fn: Any, what: str) -> None:
+    """A timeout on a sync function is refused, as LangGraph: it could not be stopped."""
+    import inspect
+
+    if not inspect.iscoroutinefunction(fn):
+        raise ValueError(
+            f"{what}: a timeout is only supported for async nodes and tasks; make the "
+            "function `async def`, or drop its timeout"
+        )
+
+
+class _CallProgress:
+    """When an ``@task`` call under an idle timeout last showed progress (a
+    ``runtime.heartbeat()`` inside it), on the event loop's clock."""
+
+    __slots__ = ("last",)
+
+    def __init__(self, now: float) -> None:
+        self.last = now
+
+    def touch(self) -> None:
+        import asyncio
+
+        try:
+            self.last = asyncio.get_running_loop().time()
+        except RuntimeError:  # a heartbeat from a thread the call started
+            import time
+
+            self.last = max(self.last, time.monotonic())
+
+
+def timed_task(
+    fn: Callable[..., Awaitable[Any]], policy: TimeoutPolicy, name: str
+) -> Callable[..., Awaitable[Any]]:
+    """``fn`` (an ``@task``'s async body) failed with ``NodeTimeoutError`` when one call
+    outlives ``policy``; the call's coroutine is cancelled. A ``@task`` call runs in
+    Python, inside its caller's node, so it is timed here rather than by the engine
+    (which times the node itself)."""
+    import asyncio
+    import functools
+
+    from ironloop._runtime import call_progress
+    from ironloop.errors import NodeTimeoutError
+
+    run, idle, _ = policy._engine()
+
+    @functools.wraps(fn)
+    async def call(*args: Any, **kwargs: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        progress = _CallProgress(start)
+        token = call_progress.set(progress)
+        try:
+            work = asyncio.ensure_future(fn(*args, **kwargs))  # runs with `progress` set
+        finally:
+            call_progress.reset(token)
+        try:
+            while True:
+                deadlines = [d for d in (run and start + run, idle and progress.last + idle) if d]
+                wait = max(0.0, min(deadlines) - loop.time())
+                done, _ = await asyncio.wait({work}, timeout=wait)
+                if done:
+                    return work.result()
+                now = loop.time()
+                kind: Literal["idle", "run"]
+                if run and now >= start + run:
+                    kind = "run"
+                elif idle and now >= progress.last + idle:
+                    kind = "idle"
+                else:
+                    continue  # a heartbeat came meanwhile
+                raise NodeTimeoutError(
+                    name, now - start, kind=kind, run_timeout=run, idle_timeout=idle
+                )
+        finally:
+            work.cancel()  # a timeout, or the caller cancelled: the call stops too
+
+    return call

@@ -31,10 +31,17 @@ import time
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from ironloop._ironloop import _Drain
-from ironloop._runtime import attempt_var, task_var
+from ironloop._ironloop import _child_ns, _Drain
+from ironloop._runtime import attempt_var, call_progress, task_var
 
-__all__ = ["ExecutionInfo", "RunControl", "Runtime", "ServerInfo", "get_runtime"]
+__all__ = [
+    "DEFAULT_RUNTIME",
+    "ExecutionInfo",
+    "RunControl",
+    "Runtime",
+    "ServerInfo",
+    "get_runtime",
+]
 
 ContextT = TypeVar("ContextT")
 
@@ -170,6 +177,10 @@ class Runtime(Generic[ContextT]):
         return None if self.control is None else self.control.drain_reason
 
 
+#: LangGraph's runtime of nothing: no context, no store, no-op writer and heartbeat.
+DEFAULT_RUNTIME: Runtime[Any] = Runtime()
+
+
 #: The running graph's context, store and config (the dict given to ``invoke`` /
 #: ``stream``): set around a run, and seen by its nodes and tools (they run in a copy
 #: of the caller's context).
@@ -197,12 +208,13 @@ def get_runtime(context_schema: type[ContextT] | None = None) -> Runtime[Context
         )
         _remember(scope, runtime)
         return runtime
-    attempt = attempt_var.get(None)
+    # What makes a task's runtime differ: its attempt, and the `@task` call it is in.
+    key = (attempt_var.get(None), call_progress.get(None))
     last_task = _last_task
-    if last_task[0] is scratch and last_task[1] is scope and last_task[2] == attempt:
+    if last_task[0] is scratch and last_task[1] is scope and last_task[2] == key:
         return last_task[3]  # type: ignore[no-any-return]
-    runtime = _task_runtime(scope, scratch, attempt)
-    _remember_task(scratch, scope, attempt, runtime)
+    runtime = _task_runtime(scope, scratch, key[0])
+    _remember_task(scratch, scope, key, runtime)
     return runtime
 
 
@@ -214,11 +226,15 @@ def _task_runtime(scope: Any, scratch: Any, attempt: tuple[int, float] | None) -
     configurable = (config or {}).get("configurable") or {}
     number, first_time = attempt or (1, _first_attempt_time(scratch))
     task_id = scratch.task_id
+    # The task's own thread and namespace (`node:task_id` below its run's), as the
+    # engine lends them to a graph run inside it; a run without checkpoints has none.
+    nest = scratch.nest
+    thread_id, ns = nest or (configurable.get("thread_id"), _child_ns("", scratch.node, task_id))
     info = ExecutionInfo(
         checkpoint_id=task_id.split(":", 1)[0],
-        checkpoint_ns=configurable.get("checkpoint_ns", ""),
+        checkpoint_ns=ns,
         task_id=task_id,
-        thread_id=configurable.get("thread_id"),
+        thread_id=thread_id,
         run_id=None if config is None or config.get("run_id") is None else str(config["run_id"]),
         node_attempt=number,
         node_first_attempt_time=first_time,
@@ -227,11 +243,25 @@ def _task_runtime(scope: Any, scratch: Any, attempt: tuple[int, float] | None) -
         context=context,
         store=store,
         stream_writer=get_stream_writer(),
-        heartbeat=scratch.heartbeat,
+        heartbeat=_heartbeat(scratch),
         execution_info=info,
         server_info=_server_info(config),
         control=configurable.get(_CONTROL_KEY),
     )
+
+
+def _heartbeat(scratch: Any) -> Callable[[], None]:
+    """``runtime.heartbeat`` of a task: progress for its node's idle timeout, and for
+    the ``@task`` call it runs in, if that has one."""
+    progress = call_progress.get(None)
+    if progress is None:
+        return scratch.heartbeat  # type: ignore[no-any-return]
+
+    def beat() -> None:
+        progress.touch()
+        scratch.heartbeat()
+
+    return beat
 
 
 #: Where ``invoke(..., control=)`` puts the run's ``RunControl`` in the config's

@@ -260,6 +260,20 @@ impl GraphSpec {
                 return build(format!("Node `{}` already present.", n.name));
             }
         }
+        for n in &self.nodes {
+            if let Some(h) = n
+                .guard
+                .error_handler
+                .as_ref()
+                .filter(|h| !names.contains(h.as_str()))
+            {
+                return build(format!(
+                    "node `{}` has error handler `{h}`, which is not a node of the graph; \
+                     add the handler as a node",
+                    n.name
+                ));
+            }
+        }
         let mut chans = HashSet::new();
         for (c, _) in &self.channels {
             if !chans.insert(c.as_str()) {

@@ -339,7 +339,8 @@ def test_execution_info_of_a_task_and_its_attempts() -> None:
     assert [i.node_attempt for i in infos] == [1, 2, 3]
     assert len({i.node_first_attempt_time for i in infos}) == 1
     first = infos[0]
-    assert (first.thread_id, first.run_id, first.checkpoint_ns) == ("t-1", "r-1", "")
+    assert (first.thread_id, first.run_id) == ("t-1", "r-1")
+    assert first.checkpoint_ns == f"node:{first.task_id}"  # the task's own, as LangGraph's
     assert first.task_id.startswith(first.checkpoint_id) and first.task_id.endswith(":node")
 
 
@@ -365,3 +366,73 @@ def test_end_is_still_reachable_from_a_handler() -> None:
     g = StateGraph(State).add_node("fails", _fails, error_handler=handler)
     g.add_node("never", _logs("never")).add_edge(START, "fails").add_edge("fails", "never")
     assert g.compile().invoke({"log": []}) == {"log": ["h"]}
+
+
+def test_execution_info_in_a_subgraph_names_its_own_task() -> None:
+    infos: dict[str, ExecutionInfo] = {}
+
+    def capture(name: str) -> Any:
+        def node(state: State, runtime: Runtime[Any]) -> dict[str, Any]:
+            assert runtime.execution_info is not None
+            infos[name] = runtime.execution_info
+            return {"log": [name]}
+
+        return node
+
+    sub = StateGraph(State).add_node("inner", capture("inner")).add_edge(START, "inner")
+    g = StateGraph(State).add_node("outer", capture("outer")).add_node("sub", sub.compile())
+    graph = g.add_edge(START, "outer").add_edge("outer", "sub").compile(checkpointer=MemorySaver())
+    graph.invoke({"log": []}, {"configurable": {"thread_id": "t-sub"}})
+    outer, inner = infos["outer"], infos["inner"]
+    assert outer.thread_id == inner.thread_id == "t-sub"
+    assert outer.checkpoint_ns == f"outer:{outer.task_id}"
+    assert inner.checkpoint_ns.startswith("sub:") and inner.checkpoint_ns.endswith(
+        f"inner:{inner.task_id}"
+    )
+
+
+# --- functional API -----------------------------------------------------------------
+
+
+async def test_task_timeout_per_attempt_and_entrypoint_timeout() -> None:
+    from ironloop.func import entrypoint, task
+
+    calls: list[int] = []
+
+    @task(
+        timeout=TimeoutPolicy(idle_timeout=0.05),
+        retry_policy=RetryPolicy(max_attempts=2, initial_interval=0.0, jitter=False),
+    )
+    async def slow_once(x: int) -> int:
+        calls.append(x)
+        if len(calls) == 1:
+            await asyncio.sleep(1)
+        return x + 1
+
+    @entrypoint()
+    async def workflow(x: int) -> int:
+        return await slow_once(x)
+
+    # The first attempt times out, the retry (NodeTimeoutError is retried) succeeds.
+    assert await workflow.ainvoke(1) == 2 and calls == [1, 1]
+
+    @entrypoint(timeout=0.05)
+    async def too_slow(x: int) -> int:
+        await asyncio.sleep(1)
+        return x
+
+    with pytest.raises(NodeTimeoutError, match="'too_slow' exceeded its run timeout"):
+        await too_slow.ainvoke(1)
+
+
+def test_sync_tasks_and_entrypoints_refuse_a_timeout() -> None:
+    from ironloop.func import entrypoint, task
+
+    with pytest.raises(ValueError, match="only supported for async"):
+        task(timeout=1.0)(lambda x: x)
+
+    def sync_flow(x: int) -> int:
+        return x
+
+    with pytest.raises(ValueError, match="only supported for async"):
+        entrypoint(timeout=1.0)(sync_flow)

@@ -138,6 +138,15 @@ impl TaskScratch {
         &self.node
     }
 
+    /// The thread and namespace (`node:task_id` below the run's) this task keeps the
+    /// checkpoints of a graph run inside it under: `None` in a run without a
+    /// checkpointer. For `Runtime.execution_info`.
+    #[getter]
+    fn nest(&self) -> Option<(String, String)> {
+        let n = self.nest.as_ref()?;
+        Some((n.thread_id.clone(), n.checkpoint_ns.clone()))
+    }
+
     /// `runtime.heartbeat()`: the task is alive, for its node's idle timeout (a no-op
     /// without one).
     fn heartbeat(&self) {
