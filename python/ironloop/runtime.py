@@ -219,35 +219,79 @@ def get_runtime(context_schema: type[ContextT] | None = None) -> Runtime[Context
 
 
 def _task_runtime(scope: Any, scratch: Any, attempt: tuple[int, float] | None) -> Runtime[Any]:
-    """The runtime of the task whose scratchpad is ``scratch``, in its attempt."""
+    """The runtime of the task whose scratchpad is ``scratch``, in its attempt: the
+    run's part (made once per run), the task's writer and heartbeat, and its
+    ``execution_info`` made when first read (most nodes never read it; making it for
+    every task cost a hook node ~5 µs, more than the rest of its step)."""
     from ironloop._node_calls import get_stream_writer
 
+    last = _last_runtime
+    if last[0] is scope:
+        run_part = last[1]
+    else:
+        run_part = _run_runtime(scope)
+        _remember(scope, run_part)
+    runtime = _new(_TaskRuntime)
+    fields = runtime.__dict__
+    fields.update(run_part.__dict__)
+    del fields["execution_info"]
+    fields["stream_writer"] = get_stream_writer()
+    fields["heartbeat"] = _heartbeat(scratch)
+    fields["_of"] = (scope, scratch, attempt or (1, _first_attempt_time(scratch)))
+    return runtime
+
+
+def _run_runtime(scope: Any) -> Runtime[Any]:
+    """The part of a runtime every task of the run shares."""
     context, store, config = scope
     configurable = (config or {}).get("configurable") or {}
-    number, first_time = attempt or (1, _first_attempt_time(scratch))
+    return Runtime(
+        context=context,
+        store=store,
+        server_info=_server_info(config),
+        control=configurable.get(_CONTROL_KEY),
+    )
+
+
+def _execution_info(scope: Any, scratch: Any, attempt: tuple[int, float]) -> ExecutionInfo:
+    """Where the task whose scratchpad is ``scratch`` runs, in its ``attempt``."""
+    config = scope[2]
+    configurable = (config or {}).get("configurable") or {}
     task_id = scratch.task_id
     # The task's own thread and namespace (`node:task_id` below its run's), as the
     # engine lends them to a graph run inside it; a run without checkpoints has none.
     nest = scratch.nest
     thread_id, ns = nest or (configurable.get("thread_id"), _child_ns("", scratch.node, task_id))
-    info = ExecutionInfo(
+    run_id = None if config is None or config.get("run_id") is None else str(config["run_id"])
+    return ExecutionInfo(
         checkpoint_id=task_id.split(":", 1)[0],
         checkpoint_ns=ns,
         task_id=task_id,
         thread_id=thread_id,
-        run_id=None if config is None or config.get("run_id") is None else str(config["run_id"]),
-        node_attempt=number,
-        node_first_attempt_time=first_time,
+        run_id=run_id,
+        node_attempt=attempt[0],
+        node_first_attempt_time=attempt[1],
     )
-    return Runtime(
-        context=context,
-        store=store,
-        stream_writer=get_stream_writer(),
-        heartbeat=_heartbeat(scratch),
-        execution_info=info,
-        server_info=_server_info(config),
-        control=configurable.get(_CONTROL_KEY),
-    )
+
+
+_new = object.__new__
+
+
+class _TaskRuntime(Runtime[Any]):
+    """A running task's :class:`Runtime`, its ``execution_info`` made on first read
+    (from ``_of``: the run's scope, the task's scratchpad and attempt)."""
+
+    @property  # type: ignore[override]
+    def execution_info(self) -> ExecutionInfo | None:
+        fields = self.__dict__
+        if "_info" not in fields:
+            fields["_info"] = _execution_info(*fields.pop("_of"))
+        return fields["_info"]  # type: ignore[no-any-return]
+
+    @execution_info.setter
+    def execution_info(self, value: ExecutionInfo | None) -> None:
+        # Set by the dataclass' __init__ (`replace`, `override`): taken as given.
+        self.__dict__["_info"] = value
 
 
 def _heartbeat(scratch: Any) -> Callable[[], None]:

@@ -436,3 +436,18 @@ def test_sync_tasks_and_entrypoints_refuse_a_timeout() -> None:
 
     with pytest.raises(ValueError, match="only supported for async"):
         entrypoint(timeout=1.0)(sync_flow)
+
+
+def test_a_tasks_runtime_keeps_its_execution_info_through_override() -> None:
+    seen: list[tuple[Any, Any]] = []
+
+    def node(state: State, runtime: Runtime[Any]) -> dict[str, Any]:
+        changed = runtime.override(context="other")
+        seen.append((changed.execution_info, runtime.execution_info))
+        assert changed.context == "other" and changed.stream_writer is runtime.stream_writer
+        return {"log": ["n"]}
+
+    g = StateGraph(State).add_node("n", node).add_edge(START, "n")
+    g.compile().invoke({"log": []})
+    ((changed, original),) = seen
+    assert changed == original and original.task_id.endswith(":n") and original.thread_id is None
