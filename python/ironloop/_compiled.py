@@ -37,7 +37,7 @@ from ironloop._stream_v2 import aparts, as_output, parts
 from ironloop._toolnode import ToolNode
 from ironloop._usage import get_usage_metadata_callback
 from ironloop.errors import GraphInterrupt, InvalidUpdateError
-from ironloop.runtime import _enter, _scope
+from ironloop.runtime import RunControl, _enter, _scope, _with_control
 from ironloop.types import StateSnapshot, StateUpdate
 from ironloop.warnings import LangGraphDeprecatedSinceV10
 
@@ -131,6 +131,7 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         stream_mode: str | Sequence[str] = "values",
         durability: str | None = None,
         version: str = "v1",
+        control: RunControl | None = None,
         **kwargs: Any,
     ) -> Any:
         """Runs to the end (or to an interrupt) and returns the final state's output
@@ -139,6 +140,7 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         (see ``context_schema``), read by nodes as ``runtime.context``. As LangGraph:
         another ``stream_mode`` returns the list of the stream's chunks, and
         ``version="v2"`` a ``GraphOutput(value, interrupts)`` (or v2 chunks)."""
+        config = _with_control(config, control)
         durability = _check_run_options(durability, version, kwargs)
         if stream_mode != "values":
             return list(
@@ -184,11 +186,13 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         stream_mode: str | Sequence[str] = "values",
         durability: str | None = None,
         version: str = "v1",
+        control: RunControl | None = None,
         **kwargs: Any,
     ) -> Any:
         """Like ``invoke``; async nodes and tools run on the running event loop."""
         import asyncio
 
+        config = _with_control(config, control)
         durability = _check_run_options(durability, version, kwargs)
         if stream_mode != "values":
             it = self.astream(
@@ -260,6 +264,7 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         context: Any = None,
         durability: str | None = None,
         version: str = "v1",
+        control: RunControl | None = None,
         **kwargs: Any,
     ) -> Iterator[Any]:
         """Yields chunks as the run goes: for one mode the chunks, for a list of modes
@@ -270,6 +275,7 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         tuple of ``"node:task"``; empty for this graph's own events). With
         ``version="v2"`` every chunk is LangGraph's v2 part: ``{"type": mode, "ns":
         namespace, "data": chunk}``, ``values`` parts with their ``"interrupts"``."""
+        config = _with_control(config, control)
         durability = _check_run_options(durability, version, kwargs)
         config = self._run_config(config, durability)
         modes = _v2_modes(stream_mode) if version == "v2" else stream_mode
@@ -303,10 +309,12 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         context: Any = None,
         durability: str | None = None,
         version: str = "v1",
+        control: RunControl | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
         import asyncio
 
+        config = _with_control(config, control)
         durability = _check_run_options(durability, version, kwargs)
         if version == "v2":
             v1 = self.astream(

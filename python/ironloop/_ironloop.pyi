@@ -35,6 +35,7 @@ __all__ = [
     "_AsyncGraphStream",
     "_ChatModelCore",
     "_ChatStream",
+    "_Drain",
     "_AgentModel",
     "_GraphCore",
     "_GraphStream",
@@ -539,6 +540,18 @@ class _TaskScratch:
     def streams_messages(self) -> bool: ...
     @property
     def nests(self) -> bool: ...
+    def heartbeat(self) -> None: ...
+    @property
+    def nest(self) -> tuple[str, str] | None: ...
+    @property
+    def node_error(self) -> tuple[str, BaseException] | None: ...
+
+@final
+class _Drain:
+    def __new__(cls) -> _Drain: ...
+    def request(self, reason: str) -> None: ...
+    @property
+    def reason(self) -> str | None: ...
 
 @final
 class _GraphStream:

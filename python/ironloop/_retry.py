@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ironloop._runtime import logger, task_var
+from ironloop._runtime import attempt_var, logger, task_var
 from ironloop.errors import GraphInterrupt, ParentCommand
 
 #: Exceptions that say the call itself is wrong: another attempt fails the same way.
@@ -104,6 +104,16 @@ def _restart() -> None:
         scratch.restart_interrupts()
 
 
+def _this_attempt(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A node's keyword arguments for this attempt: its ``runtime`` (given once, before
+    the first) made again, so that ``runtime.execution_info.node_attempt`` counts."""
+    if "runtime" not in kwargs:
+        return kwargs
+    from ironloop.runtime import get_runtime
+
+    return {**kwargs, "runtime": get_runtime()}
+
+
 def with_retry(fn: Callable[..., Any], policies: Sequence[Any], node: str) -> Callable[..., Any]:
     """``fn`` (a node function, sync or async) run again as ``policies`` say when it
     fails; its signature is kept (the engine reads what parameters it asks for)."""
@@ -114,15 +124,18 @@ def with_retry(fn: Callable[..., Any], policies: Sequence[Any], node: str) -> Ca
 
         @functools.wraps(fn)
         async def aretried(*args: Any, **kwargs: Any) -> Any:
-            failures = 0
+            failures, first = 0, time.time()
             while True:
+                token = attempt_var.set((failures + 1, first))
                 try:
-                    return await fn(*args, **kwargs)
+                    return await fn(*args, **_this_attempt(kwargs))
                 except Exception as exc:
                     failures += 1
                     pause = _pause(policies, exc, failures, node)
                     if pause is None:
                         raise
+                finally:
+                    attempt_var.reset(token)
                 import asyncio  # an async node runs on a loop: asyncio is loaded
 
                 await asyncio.sleep(pause)
@@ -132,15 +145,18 @@ def with_retry(fn: Callable[..., Any], policies: Sequence[Any], node: str) -> Ca
 
     @functools.wraps(fn)
     def retried(*args: Any, **kwargs: Any) -> Any:
-        failures = 0
+        failures, first = 0, time.time()
         while True:
+            token = attempt_var.set((failures + 1, first))
             try:
-                return fn(*args, **kwargs)
+                return fn(*args, **_this_attempt(kwargs))
             except Exception as exc:
                 failures += 1
                 pause = _pause(policies, exc, failures, node)
                 if pause is None:
                     raise
+            finally:
+                attempt_var.reset(token)
             time.sleep(pause)
             _restart()
 

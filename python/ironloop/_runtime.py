@@ -16,6 +16,18 @@ logger = logging.getLogger("ironloop")
 #: The running graph task's scratchpad (``interrupt()``, the stream writer).
 task_var: contextvars.ContextVar[Any] = contextvars.ContextVar("ironloop_task")
 
+#: Inside an attempt of a node run under a ``retry_policy``: ``(attempt number from 1,
+#: time.time() of the first attempt)``, for ``Runtime.execution_info``.
+attempt_var: contextvars.ContextVar[tuple[int, float] | None] = contextvars.ContextVar(
+    "ironloop_attempt", default=None
+)
+
+#: Inside an ``@task`` call under an idle timeout: its progress, which
+#: ``runtime.heartbeat()`` touches (``ironloop._timeout.timed_task``).
+call_progress: contextvars.ContextVar[Any] = contextvars.ContextVar(
+    "ironloop_call_progress", default=None
+)
+
 #: Held around the scratchpad calls that may run on several threads at once when a
 #: task runs ``@task`` calls (``interrupt()``, a call's saved result, saving one): the
 #: scratchpad is one Rust object, which refuses a change while another thread uses it.

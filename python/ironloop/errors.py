@@ -8,13 +8,16 @@ for the programmer: misuse of the API, or tool errors re-raised when
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Sequence
+from typing import Literal
 
 from ironloop.warnings import LangGraphDeprecatedSinceV10
 
 __all__ = [
     "GraphBubbleUp",
+    "GraphDrained",
     "CheckpointConflictError",
     "CheckpointError",
     "CheckpointIntegrityError",
@@ -30,7 +33,9 @@ __all__ = [
     "McpConnectionError",
     "McpError",
     "McpSessionError",
+    "NodeError",
     "NodeInterrupt",
+    "NodeTimeoutError",
     "ModelError",
     "OpenApiError",
     "OpenApiFetchError",
@@ -321,3 +326,56 @@ def is_invalid_resume(error: BaseException) -> bool:
     its ``interrupt(..., response_schema=)``: a tools node never hands it to the model
     (the run fails; the interrupt can be answered again)."""
     return getattr(error, _INVALID_RESUME, False) is True
+
+
+class GraphDrained(GraphBubbleUp):  # LangGraph's name
+    """The run stopped between two steps because its ``RunControl.request_drain()``
+    was called (e.g. on SIGTERM). The step under way finished and was saved: run the
+    graph again with ``None`` as input and the same thread to continue it."""
+
+    def __init__(self, reason: str = "shutdown") -> None:
+        self.reason = reason
+        super().__init__(f"Graph drained: {reason}")
+
+
+class NodeTimeoutError(IronloopError):
+    """An attempt of a node outlived its ``timeout`` (LangGraph's name and attributes):
+    ``kind`` says which limit fired (``"run"``: ``run_timeout`` seconds in all, or
+    ``"idle"``: ``idle_timeout`` seconds without progress), ``timeout`` is that limit.
+    Not a ``TimeoutError`` (an ``OSError``), so the default ``RetryPolicy`` retries it.
+    Raise the limit in ``add_node(..., timeout=TimeoutPolicy(...))``, or have the node
+    call ``runtime.heartbeat()`` while it works."""
+
+    def __init__(
+        self,
+        node: str,
+        elapsed: float,
+        *,
+        kind: Literal["idle", "run"],
+        idle_timeout: float | None = None,
+        run_timeout: float | None = None,
+    ) -> None:
+        limit = idle_timeout if kind == "idle" else run_timeout
+        if kind not in ("idle", "run") or limit is None:
+            raise ValueError(f"{kind}_timeout is required when kind={kind!r}")
+        how = " without making progress" if kind == "idle" else ""
+        super().__init__(
+            f"Node '{node}' exceeded its {kind} timeout of {limit:.3f}s{how} "
+            f"(elapsed: {elapsed:.3f}s)."
+        )
+        self.node = node
+        self.elapsed = elapsed
+        self.kind = kind
+        self.timeout: float = limit
+        self.idle_timeout = idle_timeout
+        self.run_timeout = run_timeout
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NodeError:
+    """What a node's error handler (``add_node(..., error_handler=fn)``) is told of
+    the failure it handles, given to a parameter of its function annotated with this
+    class: the ``node`` that failed and the ``error`` it raised."""
+
+    node: str
+    error: BaseException

@@ -42,6 +42,7 @@ import uuid
 import warnings
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, Generic, TypedDict, TypeVar
 from typing import get_args as typing_args
 from typing import get_origin as typing_origin
@@ -54,6 +55,7 @@ from ironloop._retry import with_retry
 from ironloop._runtime import answers_var, scratch_lock, task_var
 from ironloop._schema_convert import _ConverterBuilder
 from ironloop._schema_types import _is_dataclass_type, _is_pydantic_model
+from ironloop._timeout import TimeoutPolicy, refuse_sync, timed_task
 from ironloop.types import GraphOutput, RetryPolicy, StateSnapshot
 
 __all__ = ["entrypoint", "task"]
@@ -182,19 +184,22 @@ class _Task(Generic[R]):
         name: str | None,
         retry_policy: RetryPolicy | Sequence[RetryPolicy] | None,
         cache_policy: Any,
+        timeout: TimeoutPolicy | None = None,
     ) -> None:
         self.func = func
         self.name = name or _name_of(func)
         self.retry_policy = retry_policy
         self.cache_policy = cache_policy
         self.is_async = inspect.iscoroutinefunction(func)
+        # Each attempt timed, as LangGraph's: the timeout inside the retries.
+        body = func if timeout is None else timed_task(func, timeout, self.name)
         if retry_policy is not None:
             policies = (
                 [retry_policy] if isinstance(retry_policy, RetryPolicy) else list(retry_policy)
             )
-            self._body = with_retry(func, policies, self.name)
+            self._body = with_retry(body, policies, self.name)
         else:
-            self._body = func
+            self._body = body
         if not isinstance(func, functools.partial):
             functools.update_wrapper(self, func)
 
@@ -305,6 +310,7 @@ def task(
     name: str | None = None,
     retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
     cache_policy: Any = None,
+    timeout: float | timedelta | TimeoutPolicy | None = None,
     **kwargs: Any,
 ) -> Any:
     """Makes a function a task: calling it inside a running entrypoint or graph node
@@ -312,16 +318,20 @@ def task(
     result is saved with the step, so a resumed or recovered run does not run it again.
 
     ``retry_policy`` retries it as a node's; ``cache_policy`` caches its results in the
-    entrypoint's ``cache``."""
+    entrypoint's ``cache``; ``timeout`` (seconds, a ``timedelta`` or a
+    ``TimeoutPolicy``) bounds each attempt of an async task (``NodeTimeoutError``)."""
     retry_policy = _renamed(kwargs, "retry", "retry_policy", retry_policy, "V05")
     if kwargs:
         raise TypeError(f"task() got unexpected keyword argument(s): {sorted(kwargs)}")
+    policy = TimeoutPolicy.coerce(timeout)
 
     def decorate(func: Callable[..., Any]) -> _Task[Any]:
         if not callable(func):
             raise TypeError(f"@task decorates a function, got {type(func).__name__}")
         _refuse_generators(func, "task")
-        return _Task(func, name, retry_policy, cache_policy)
+        if policy is not None:
+            refuse_sync(func, f"@task {name or _name_of(func)!r}")
+        return _Task(func, name, retry_policy, cache_policy, policy)
 
     if __func_or_none__ is not None:
         return decorate(__func_or_none__)
@@ -367,6 +377,7 @@ class entrypoint:
         context_schema: Any = None,
         cache_policy: Any = None,
         retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
+        timeout: float | timedelta | TimeoutPolicy | None = None,
         **kwargs: Any,
     ) -> None:
         retry_policy = _renamed(kwargs, "retry", "retry_policy", retry_policy, "V05")
@@ -379,11 +390,15 @@ class entrypoint:
         self.context_schema = context_schema
         self.cache_policy = cache_policy
         self.retry_policy = retry_policy
+        #: Bounds each run of the entrypoint's function (async only), as a node's.
+        self.timeout = TimeoutPolicy.coerce(timeout)
 
     def __call__(self, func: Callable[..., Any]) -> EntrypointGraph:
         if not callable(func):
             raise TypeError(f"@entrypoint decorates a function, got {type(func).__name__}")
         _refuse_generators(func, "entrypoint")
+        if self.timeout is not None:
+            refuse_sync(func, f"@entrypoint {getattr(func, '__name__', '')!r}")
         return EntrypointGraph(func, self)
 
 
@@ -526,7 +541,9 @@ class EntrypointGraph:
         builder: Any = StateGraph(
             _EntryState, context_schema=options.context_schema, input_schema=_EntryState
         )
-        builder.add_node(self.name, node, retry_policy=options.retry_policy)
+        builder.add_node(
+            self.name, node, retry_policy=options.retry_policy, timeout=options.timeout
+        )
         builder.add_edge(START, self.name)
         builder.add_edge(self.name, END)
         self.builder = builder

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Hashable, Sequence
+from datetime import timedelta
 from typing import (
     Annotated,
     Any,
@@ -30,6 +31,7 @@ from ironloop._allowlist import SerdeAllowlist, allowlist
 from ironloop._cache import cached_node
 from ironloop._compiled import CompiledStateGraph, ContextT, InputT, OutputT, StateT
 from ironloop._constants import END, START
+from ironloop._error_handler import HANDLER_PREFIX, handler_node, node_guards
 from ironloop._ironloop import (
     _GraphCore,
     add_messages,
@@ -60,7 +62,14 @@ from ironloop.checkpoint import check_saver
 from ironloop.errors import GraphInterrupt
 from ironloop.messages import BaseMessage
 from ironloop.runtime import _with_runtime
-from ironloop.types import CachePolicy, Command, RetryPolicy, Send, StateSnapshot
+from ironloop.types import (
+    CachePolicy,
+    Command,
+    RetryPolicy,
+    Send,
+    StateSnapshot,
+    TimeoutPolicy,
+)
 from ironloop.warnings import LangGraphDeprecatedSinceV05, LangGraphDeprecatedSinceV10
 
 __all__ = [
@@ -143,6 +152,10 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         self.node_ends: dict[str, dict[str, str | None]] = {}
         #: ``add_node(..., cache_policy=)``: applied when ``compile`` is given a cache.
         self.cache_policies: dict[str, Any] = {}
+        #: ``add_node(..., error_handler=)``: each node's handler node (by name).
+        self.error_handlers: dict[str, str] = {}
+        #: ``add_node(..., timeout=)``, coerced.
+        self.timeouts: dict[str, TimeoutPolicy] = {}
         #: The nodes added with a ``retry_policy`` of their own (which wins over
         #: ``set_node_defaults``'s).
         self.retried: set[str] = set()
@@ -172,6 +185,8 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         retry_policy: Any = None,
         cache_policy: Any = None,
         destinations: Any = None,
+        error_handler: Callable[..., Any] | None = None,
+        timeout: float | timedelta | TimeoutPolicy | None = None,
         **kwargs: Any,
     ) -> Self:
         """Adds a node: ``add_node("name", fn)`` or ``add_node(fn)`` (named after it).
@@ -185,7 +200,10 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         nodes a ``Command(goto=)`` from it may reach: names, or names to labels) is
         drawn by ``get_graph()``, as LangGraph's; ``cache_policy`` (a
         ``CachePolicy``) answers the node from the ``cache`` given to ``compile`` when
-        its input was seen before; ``defer=True`` is refused."""
+        its input was seen before; ``defer=True`` is refused. ``error_handler`` (a
+        function taking the state and, annotated ``NodeError``, the failure) runs in
+        the node's place when it fails after its retries; ``timeout`` (seconds, a
+        ``timedelta`` or a ``TimeoutPolicy``) bounds an async node's run."""
         old = _deprecated_kwargs(
             "add_node()",
             kwargs,
@@ -247,6 +265,12 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             self._add_schema(schema)
             self.node_schemas[name] = schema
         self.nodes[name] = action
+        policy = TimeoutPolicy.coerce(timeout)
+        if policy is not None:
+            self.timeouts[name] = policy
+        if error_handler is not None:
+            self.error_handlers[name] = f"{HANDLER_PREFIX}{name}"
+            self.nodes[self.error_handlers[name]] = handler_node(error_handler)
         if cache_policy is not None:
             self.cache_policies[name] = cache_policy
         if metadata:
@@ -261,22 +285,20 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         *,
         retry_policy: Any = None,
         cache_policy: Any = None,
-        error_handler: Any = None,
-        timeout: Any = None,
+        error_handler: Callable[..., Any] | None = None,
+        timeout: float | timedelta | TimeoutPolicy | None = None,
     ) -> Self:
         """Policies for every function node of this graph that has none of its own
         from ``add_node``, applied at ``compile`` (so nodes added later get them too),
         as LangGraph's: ``retry_policy`` (a ``RetryPolicy`` or a sequence of them) and
         ``cache_policy`` (a ``CachePolicy``, used when ``compile`` is given a cache).
-        Subgraphs do not inherit them. ``error_handler`` and ``timeout`` are refused:
-        ironloop has no node error handlers or node timeouts yet."""
-        if error_handler is not None or timeout is not None:
-            given = "error_handler" if error_handler is not None else "timeout"
-            raise NotImplementedError(
-                f"set_node_defaults({given}=...) is not supported: ironloop has no node "
-                "error handlers or node timeouts yet; catch the error (or bound the wait) "
-                "inside the node's function instead"
-            )
+        ``error_handler`` handles the failure of every node without its own (not of
+        the handlers), ``timeout`` bounds every node without its own, handlers
+        included. Subgraphs do not inherit them."""
+        if error_handler is not None:
+            self.node_defaults["error_handler"] = error_handler
+        if timeout is not None:
+            self.node_defaults["timeout"] = TimeoutPolicy.coerce(timeout)
         if cache_policy is not None and not isinstance(cache_policy, CachePolicy):
             raise TypeError(
                 f"set_node_defaults: cache_policy takes a CachePolicy, got {cache_policy!r}"
@@ -427,7 +449,10 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
 
         no_params = {"config": False, "store": False, "writer": False}
         nodes: list[dict[str, Any]] = []
-        for name_, fn in self.nodes.items():
+        all_nodes, guards = node_guards(
+            self.nodes, self.error_handlers, self.timeouts, self.node_defaults
+        )
+        for name_, fn in all_nodes.items():
             if isinstance(fn, ToolNode) and fn._runner() is not None:
                 # Interceptors are Python: the node runs them, each call's tool still
                 # run by the Rust node.
@@ -442,7 +467,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
                 if (
                     default_retry is not None
                     and name_ not in self.retried
-                    and not isinstance(self.nodes[name_], ToolNode)
+                    and not isinstance(all_nodes[name_], ToolNode)
                 ):
                     fn = _retried(name_, fn, default_retry)
                 afunc = getattr(fn, "__ironloop_async__", None)
@@ -459,7 +484,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
                     fn = _with_runtime(fn)
                 node.update(func=fn, is_async=_is_async(fn), wants=wants, afunc=afunc)
             schema = self.node_schemas.get(name_, self.state_schema)
-            nodes.append({"afunc": None, **node, **reads(schema)})
+            nodes.append({"afunc": None, **node, **reads(schema), **guards[name_]})
         branches = []
         for b in self.branches:
             # A routing function sees the keys of its own schema, else of its node's.

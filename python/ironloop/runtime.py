@@ -27,12 +27,21 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import inspect
+import time
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from ironloop._runtime import task_var
+from ironloop._ironloop import _child_ns, _Drain
+from ironloop._runtime import attempt_var, call_progress, task_var
 
-__all__ = ["ExecutionInfo", "Runtime", "ServerInfo", "get_runtime"]
+__all__ = [
+    "DEFAULT_RUNTIME",
+    "ExecutionInfo",
+    "RunControl",
+    "Runtime",
+    "ServerInfo",
+    "get_runtime",
+]
 
 ContextT = TypeVar("ContextT")
 
@@ -73,17 +82,103 @@ class ServerInfo:
     user: Any = None
 
 
+class RunControl:
+    """Stops a run cooperatively, as LangGraph's: ``invoke(input, config,
+    control=control)``, then ``control.request_drain()`` from anywhere (a signal
+    handler, another thread, a node) lets the step under way finish and be saved, and
+    the run raises ``GraphDrained`` before its next step. Run the thread again with
+    ``None`` as input to continue. One per run: a drained control stays drained.
+
+    Example:
+        >>> control = RunControl()
+        >>> control.request_drain("deploy")
+        >>> control.drain_requested, control.drain_reason
+        (True, 'deploy')
+    """
+
+    __slots__ = ("_drain",)
+
+    def __init__(self) -> None:
+        self._drain = _Drain()
+
+    def request_drain(self, reason: str = "shutdown") -> None:
+        """Asks the run to stop before its next step (safe from any thread)."""
+        self._drain.request(reason)
+
+    @property
+    def drain_requested(self) -> bool:
+        return self._drain.reason is not None
+
+    @property
+    def drain_reason(self) -> str | None:
+        return self._drain.reason
+
+
+def _no_heartbeat() -> None:
+    return None
+
+
+def _no_writer(_payload: Any) -> None:
+    return None
+
+
 @dataclasses.dataclass(frozen=True)
 class Runtime(Generic[ContextT]):
     """What a node of a running graph can reach besides its state: the run's
-    ``context``, the graph's ``store`` and the ``custom`` stream's writer."""
+    ``context``, the graph's ``store``, the ``custom`` stream's writer, ``heartbeat``
+    (progress for an idle ``TimeoutPolicy``), where the task runs
+    (``execution_info``) and the run's ``control`` (LangGraph's ``RunControl``)."""
 
     context: ContextT = None  # type: ignore[assignment]  # LangGraph's default
     store: Any = None
-    stream_writer: Callable[[Any], None] = lambda _payload: None
+    stream_writer: Callable[[Any], None] = _no_writer
+    heartbeat: Callable[[], None] = _no_heartbeat
     previous: Any = None
     execution_info: ExecutionInfo | None = None
     server_info: ServerInfo | None = None
+    control: RunControl | None = None
+
+    def merge(self, other: Runtime[ContextT]) -> Runtime[ContextT]:
+        """``other``, with what it leaves unset (``None``, the no-op writer or
+        heartbeat) taken from this runtime, as LangGraph's."""
+        return Runtime(
+            context=other.context or self.context,
+            store=other.store or self.store,
+            stream_writer=self.stream_writer
+            if other.stream_writer is _no_writer
+            else other.stream_writer,
+            heartbeat=self.heartbeat if other.heartbeat is _no_heartbeat else other.heartbeat,
+            previous=self.previous if other.previous is None else other.previous,
+            execution_info=other.execution_info or self.execution_info,
+            server_info=other.server_info or self.server_info,
+            control=other.control or self.control,
+        )
+
+    def override(self, **overrides: Any) -> Runtime[ContextT]:
+        """A copy with the given fields replaced (the runtime itself is frozen)."""
+        return dataclasses.replace(self, **overrides)
+
+    def patch_execution_info(self, **overrides: Any) -> Runtime[ContextT]:
+        """A copy whose ``execution_info`` has the given fields replaced."""
+        if self.execution_info is None:
+            raise RuntimeError(
+                "Cannot patch execution_info before it has been set: this runtime is not "
+                "a running task's (get one from a node's `runtime` parameter)"
+            )
+        return dataclasses.replace(self, execution_info=self.execution_info.patch(**overrides))
+
+    @property
+    def drain_requested(self) -> bool:
+        """Whether the run's ``control`` was asked to drain."""
+        return self.control is not None and self.control.drain_requested
+
+    @property
+    def drain_reason(self) -> str | None:
+        return None if self.control is None else self.control.drain_reason
+
+
+#: LangGraph's runtime of nothing: no context, no store, no-op writer and heartbeat.
+DEFAULT_RUNTIME: Runtime[Any] = Runtime()
 
 
 #: The running graph's context, store and config (the dict given to ``invoke`` /
@@ -102,22 +197,164 @@ def get_runtime(context_schema: type[ContextT] | None = None) -> Runtime[Context
     scope = _scope.get()
     if scope is None:
         raise RuntimeError("get_runtime() called outside of a graph run")
-    # Without a `custom` stream every task of the run has the same Runtime: made once
-    # (a frozen dataclass costs ~2 µs to build, a hook node's whole budget). This test
-    # is `get_stream_writer() is _noop`, inlined: it runs for every hook call.
     scratch = task_var.get(None)
-    if scratch is None or not scratch.streams_custom:
+    if scratch is None:
+        # Outside a task (a router): the run's part only, made once per run.
         last = _last_runtime
         if last[0] is scope:
             return last[1]
-    from ironloop._node_calls import _noop, get_stream_writer
-
-    writer = get_stream_writer()
-    context, store, _config = scope
-    runtime: Runtime[Any] = Runtime(context=context, store=store, stream_writer=writer)
-    if writer is _noop:
+        runtime: Runtime[Any] = Runtime(
+            context=scope[0], store=scope[1], server_info=_server_info(scope[2])
+        )
         _remember(scope, runtime)
+        return runtime
+    # What makes a task's runtime differ: its attempt, and the `@task` call it is in.
+    key = (attempt_var.get(None), call_progress.get(None))
+    last_task = _last_task
+    if last_task[0] is scratch and last_task[1] is scope and last_task[2] == key:
+        return last_task[3]  # type: ignore[no-any-return]
+    runtime = _task_runtime(scope, scratch, key[0])
+    _remember_task(scratch, scope, key, runtime)
     return runtime
+
+
+def _task_runtime(scope: Any, scratch: Any, attempt: tuple[int, float] | None) -> Runtime[Any]:
+    """The runtime of the task whose scratchpad is ``scratch``, in its attempt: the
+    run's part (made once per run), the task's writer and heartbeat, and its
+    ``execution_info`` made when first read (most nodes never read it; making it for
+    every task cost a hook node ~5 µs, more than the rest of its step)."""
+    from ironloop._node_calls import get_stream_writer
+
+    last = _last_runtime
+    if last[0] is scope:
+        run_part = last[1]
+    else:
+        run_part = _run_runtime(scope)
+        _remember(scope, run_part)
+    runtime = _new(_TaskRuntime)
+    fields = runtime.__dict__
+    fields.update(run_part.__dict__)
+    del fields["execution_info"]
+    fields["stream_writer"] = get_stream_writer()
+    fields["heartbeat"] = _heartbeat(scratch)
+    fields["_of"] = (scope, scratch, attempt or (1, _first_attempt_time(scratch)))
+    return runtime
+
+
+def _run_runtime(scope: Any) -> Runtime[Any]:
+    """The part of a runtime every task of the run shares."""
+    context, store, config = scope
+    configurable = (config or {}).get("configurable") or {}
+    return Runtime(
+        context=context,
+        store=store,
+        server_info=_server_info(config),
+        control=configurable.get(_CONTROL_KEY),
+    )
+
+
+def _execution_info(scope: Any, scratch: Any, attempt: tuple[int, float]) -> ExecutionInfo:
+    """Where the task whose scratchpad is ``scratch`` runs, in its ``attempt``."""
+    config = scope[2]
+    configurable = (config or {}).get("configurable") or {}
+    task_id = scratch.task_id
+    # The task's own thread and namespace (`node:task_id` below its run's), as the
+    # engine lends them to a graph run inside it; a run without checkpoints has none.
+    nest = scratch.nest
+    thread_id, ns = nest or (configurable.get("thread_id"), _child_ns("", scratch.node, task_id))
+    run_id = None if config is None or config.get("run_id") is None else str(config["run_id"])
+    return ExecutionInfo(
+        checkpoint_id=task_id.split(":", 1)[0],
+        checkpoint_ns=ns,
+        task_id=task_id,
+        thread_id=thread_id,
+        run_id=run_id,
+        node_attempt=attempt[0],
+        node_first_attempt_time=attempt[1],
+    )
+
+
+_new = object.__new__
+
+
+class _TaskRuntime(Runtime[Any]):
+    """A running task's :class:`Runtime`, its ``execution_info`` made on first read
+    (from ``_of``: the run's scope, the task's scratchpad and attempt)."""
+
+    @property  # type: ignore[override]
+    def execution_info(self) -> ExecutionInfo | None:
+        fields = self.__dict__
+        if "_info" not in fields:
+            fields["_info"] = _execution_info(*fields.pop("_of"))
+        return fields["_info"]  # type: ignore[no-any-return]
+
+    @execution_info.setter
+    def execution_info(self, value: ExecutionInfo | None) -> None:
+        # Set by the dataclass' __init__ (`replace`, `override`): taken as given.
+        self.__dict__["_info"] = value
+
+
+def _heartbeat(scratch: Any) -> Callable[[], None]:
+    """``runtime.heartbeat`` of a task: progress for its node's idle timeout, and for
+    the ``@task`` call it runs in, if that has one."""
+    progress = call_progress.get(None)
+    if progress is None:
+        return scratch.heartbeat  # type: ignore[no-any-return]
+
+    def beat() -> None:
+        progress.touch()
+        scratch.heartbeat()
+
+    return beat
+
+
+#: Where ``invoke(..., control=)`` puts the run's ``RunControl`` in the config's
+#: ``configurable`` (its drain flag goes beside it, for the engine: ``_DRAIN_KEY``).
+_CONTROL_KEY = "__ironloop_control"
+_DRAIN_KEY = "__ironloop_drain"
+
+#: When recent tasks first asked for their runtime, by task id: the
+#: ``node_first_attempt_time`` of a node run without a retry policy (whose one attempt
+#: started about then). Bounded: a task asks while it runs, and tasks are short-lived.
+_first_times: dict[str, float] = {}
+
+
+def _first_attempt_time(scratch: Any) -> float:
+    """The time of the task's first ``get_runtime`` (one attempt: its only one)."""
+    key = scratch.task_id
+    if len(_first_times) > 1024:
+        _first_times.clear()
+    return _first_times.setdefault(key, time.time())
+
+
+def _server_info(config: Any) -> ServerInfo | None:
+    """What an Agent Server run puts in ``configurable`` (``assistant_id``,
+    ``graph_id``, ``langgraph_auth_user``), as LangGraph reads it."""
+    configurable = (config or {}).get("configurable") or {}
+    assistant_id, graph_id = configurable.get("assistant_id"), configurable.get("graph_id")
+    if assistant_id is None or graph_id is None:
+        return None
+    return ServerInfo(
+        assistant_id=str(assistant_id),
+        graph_id=str(graph_id),
+        user=configurable.get("langgraph_auth_user"),
+    )
+
+
+def _with_control(config: Any, control: RunControl | None) -> Any:
+    """``config`` carrying ``control`` (``invoke(..., control=)``): the engine reads its
+    drain flag there, nodes their ``runtime.control``."""
+    if control is None:
+        return config
+    if not isinstance(control, RunControl):
+        raise TypeError(f"control must be a RunControl, got {control!r}")
+    config = dict(config or {})
+    config["configurable"] = {
+        **(config.get("configurable") or {}),
+        _CONTROL_KEY: control,
+        _DRAIN_KEY: control._drain,
+    }
+    return config
 
 
 #: The last run scope whose tasks share a Runtime, and that Runtime. Holding the scope
@@ -128,6 +365,16 @@ _last_runtime: tuple[Any, Any] = (None, None)
 def _remember(scope: Any, runtime: Any) -> None:
     global _last_runtime
     _last_runtime = (scope, runtime)
+
+
+#: The last task's runtime: (scratchpad, scope, attempt, runtime). A node whose
+#: function asks for its runtime several times (hooks, tools) builds it once.
+_last_task: tuple[Any, Any, Any, Any] = (None, None, None, None)
+
+
+def _remember_task(scratch: Any, scope: Any, attempt: Any, runtime: Any) -> None:
+    global _last_task
+    _last_task = (scratch, scope, attempt, runtime)
 
 
 def _coerce_context(context_schema: Any, context: Any) -> Any:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
 
 from ironloop._retry import default_retry_on
+from ironloop._timeout import TimeoutPolicy
 from ironloop.warnings import LangGraphDeprecatedSinceV10, LangGraphDeprecatedSinceV11
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "Send",
     "StateSnapshot",
     "StateUpdate",
+    "TimeoutPolicy",
 ]
 
 

@@ -64,6 +64,8 @@ classes! {
     ThreadBusy => "ThreadBusyError",
     RunRolledBack => "RunRolledBackError",
     UnknownInterrupt => "UnknownInterruptError",
+    NodeTimeout => "NodeTimeoutError",
+    GraphDrained => "GraphDrained",
     Model => "ModelError",
     Store => "StoreError",
     OpenApiSpec => "OpenApiSpecError",
@@ -317,6 +319,14 @@ impl From<GraphError> for PyErr {
             GraphError::Checkpoint(e) => PyErr::from(&e),
             GraphError::Build(m) | GraphError::Config(m) => PyValueError::new_err(m),
             GraphError::Cancelled => Class::ToolCancelled.err(py, "the run was cancelled"),
+            GraphError::Timeout {
+                node,
+                kind,
+                elapsed,
+                run_timeout,
+                idle_timeout,
+            } => node_timeout(py, node, kind, elapsed, run_timeout, idle_timeout),
+            GraphError::Drained(reason) => Class::GraphDrained.err(py, reason),
             GraphError::Busy(ref t) | GraphError::BusyElsewhere(ref t) => {
                 with_thread(py, Class::ThreadBusy, &e, t)
             }
@@ -328,6 +338,28 @@ impl From<GraphError> for PyErr {
                 pending_ids,
             } => unknown_interrupt(py, message, reason, interrupt_ids, pending_ids),
         })
+    }
+}
+
+/// LangGraph's `NodeTimeoutError(node, elapsed, kind=, idle_timeout=, run_timeout=)`.
+fn node_timeout(
+    py: Python<'_>,
+    node: String,
+    kind: &str,
+    elapsed: f64,
+    run_timeout: Option<f64>,
+    idle_timeout: Option<f64>,
+) -> PyErr {
+    let made = Class::NodeTimeout.type_object(py).and_then(|cls| {
+        let kw = pyo3::types::PyDict::new(py);
+        kw.set_item("kind", kind)?;
+        kw.set_item("run_timeout", run_timeout)?;
+        kw.set_item("idle_timeout", idle_timeout)?;
+        cls.call((node, elapsed), Some(&kw))
+    });
+    match made {
+        Ok(e) => PyErr::from_value(e),
+        Err(e) => e,
     }
 }
 

@@ -517,6 +517,8 @@ impl Graph {
             nest: self.nest_for(task, opts),
             calls: super::Calls::default(),
             remaining_steps: opts.recursion_limit as i64,
+            progress: None,
+            failed: None,
         }
     }
 

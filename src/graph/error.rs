@@ -43,6 +43,24 @@ pub enum GraphError {
     /// The run was cancelled.
     #[error("the run was cancelled")]
     Cancelled,
+    /// A node's attempt outlived its `TimeoutPolicy` (`kind` is `"run"` or `"idle"`),
+    /// in LangGraph's words (`NodeTimeoutError`).
+    #[error(
+        "Node '{node}' exceeded its {kind} timeout of {:.3}s{} (elapsed: {elapsed:.3}s).",
+        if *kind == "run" { run_timeout.unwrap_or_default() } else { idle_timeout.unwrap_or_default() },
+        if *kind == "run" { "" } else { " without making progress" }
+    )]
+    Timeout {
+        node: String,
+        kind: &'static str,
+        elapsed: f64,
+        run_timeout: Option<f64>,
+        idle_timeout: Option<f64>,
+    },
+    /// `RunControl.request_drain(reason)` stopped the run between two steps (its
+    /// progress is saved; run it again with `None` as input to continue).
+    #[error("{0}")]
+    Drained(String),
     /// Another run is in progress on the thread in this process, and this one's
     /// `multitask_strategy` is `reject`.
     #[error(

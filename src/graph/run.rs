@@ -33,6 +33,7 @@ use crate::checkpoint::{
 mod calls;
 mod emit;
 mod exit;
+mod guarded;
 mod multitask;
 mod saves;
 mod types;
@@ -201,6 +202,10 @@ impl Run<'_> {
             // A run that continues from a pause before these tasks runs them.
             if !std::mem::take(&mut run.skip_before) && run.pause_before() {
                 break;
+            }
+            // Drained: the step just taken was the last (its checkpoint is saved).
+            if let Some(reason) = run.opts.drain.as_ref().and_then(|d| d.reason()) {
+                return Err(GraphError::Drained(reason));
             }
             if (run.step - run.start_step) as usize >= run.opts.recursion_limit {
                 return Err(GraphError::Recursion(run.opts.recursion_limit));
@@ -572,7 +577,6 @@ impl Run<'_> {
         // Interrupts still unanswered are streamed after the step's tasks, as LangGraph.
         let still_paused = self.interrupts.len();
         self.emit_task_starts(&to_run);
-        let graph = self.graph;
         // A sync caller's thread runs a step's only task itself: no hand-over to the
         // pool and back. Never one task of several: while a task runs on this thread
         // nothing polls its siblings, so the writes of one that finishes would wait
@@ -581,50 +585,21 @@ impl Run<'_> {
         let inline = self.opts.inline && to_run.len() == 1;
         // Cancelled when a task fails: its siblings stop where they can (a step of one
         // task has none, and keeps the run's token).
-        let step_cancel = (to_run.len() > 1).then(|| self.opts.cancel.child_token());
-        let returns = self.pending.returns();
-        // `max_concurrency`: a task starts once it holds a permit (its node's future is
-        // made then, so nothing of it runs before).
-        let permits = self
-            .opts
-            .max_concurrency
-            .filter(|&n| n < to_run.len())
-            .map(|n| Arc::new(tokio::sync::Semaphore::new(n)));
+        let shared = guarded::StepShared {
+            view,
+            returns: self.pending.returns(),
+            cancel: (to_run.len() > 1).then(|| self.opts.cancel.child_token()),
+            inline,
+            // `max_concurrency`: a task starts once it holds a permit.
+            permits: self
+                .opts
+                .max_concurrency
+                .filter(|&n| n < to_run.len())
+                .map(|n| Arc::new(tokio::sync::Semaphore::new(n))),
+        };
         let mut running: FuturesUnordered<_> = to_run
             .iter()
-            .map(|&i| {
-                let t = &self.next[i];
-                let n = graph.node_index[&t.node];
-                let resume = self.pending.resume_values(&t.id);
-                let mut ctx = graph.ctx_for(t, self.step, &self.opts, resume);
-                if let Some(nest) = ctx.nest.as_mut() {
-                    nest.answer_waiting = self.pending.answer_waiting(&t.id);
-                }
-                ctx.inline = inline;
-                ctx.remaining_steps =
-                    self.start_step + self.opts.recursion_limit as i64 + 1 - self.step;
-                ctx.calls = Calls::new(
-                    returns.clone(),
-                    self.saves.clone(),
-                    self.parent.as_ref().map(|p| p.id.as_str()),
-                );
-                if let Some(c) = &step_cancel {
-                    ctx.cancel = c.child_token();
-                }
-                let (runner, node_view, arg) = (
-                    &graph.spec.nodes[n].runner,
-                    graph.node_view(n, &view),
-                    t.arg.clone(),
-                );
-                let permits = permits.clone();
-                async move {
-                    let _permit = match permits {
-                        Some(p) => p.acquire_owned().await.ok(),
-                        None => None,
-                    };
-                    (i, runner.run(node_view, arg, ctx).await)
-                }
-            })
+            .map(|&i| self.start_task(i, &shared, None))
             .collect();
         let mut failure = None;
         while let Some((i, r)) = running.next().await {
@@ -639,14 +614,21 @@ impl Run<'_> {
                 Err(NodeFailure::Error(e)) => {
                     let t = &self.next[i];
                     self.emit_task_result(t, Vec::new, Some(e.to_string()), Vec::new());
-                    if failure.is_none() {
-                        // As LangGraph, the others are cancelled; those that cannot stop
-                        // (sync Python nodes) finish, and their output is saved.
-                        if let Some(c) = &step_cancel {
-                            c.cancel();
-                        }
-                        failure = Some(e);
+                    if failure.is_some() {
+                        continue;
                     }
+                    // The node's error handler runs in its place, in this step.
+                    if let Some(failed) = self.handler_for(i, &e) {
+                        self.emit_task_starts(&[i]);
+                        running.push(self.start_task(i, &shared, Some(failed)));
+                        continue;
+                    }
+                    // As LangGraph, the others are cancelled; those that cannot stop
+                    // (sync Python nodes) finish, and their output is saved.
+                    if let Some(c) = &shared.cancel {
+                        c.cancel();
+                    }
+                    failure = Some(e);
                 }
             }
         }

@@ -91,6 +91,10 @@ pub struct TaskContext {
     /// How many steps the run may still take, this one included, before its
     /// `recursion_limit` stops it (LangGraph's `RemainingSteps` managed value).
     pub remaining_steps: i64,
+    /// Under an idle timeout: what the task touches when it makes progress.
+    pub progress: Option<Arc<super::guard::Progress>>,
+    /// For an error handler's task: the failure it handles.
+    pub failed: Option<Arc<super::guard::Failed>>,
 }
 
 /// A run's checkpointer lent to a graph run inside one of its tasks (a subgraph,
@@ -169,6 +173,8 @@ pub struct NodeSpec {
     /// The channels the node sees, in this order (its input schema's keys); `None`:
     /// every channel.
     pub reads: Option<Vec<String>>,
+    /// Its timeout and error handler.
+    pub guard: super::guard::NodeGuard,
 }
 
 pub struct BranchSpec {
@@ -210,6 +216,7 @@ impl GraphSpec {
             name: name.to_owned(),
             runner,
             reads: None,
+            guard: Default::default(),
         });
         self
     }
@@ -251,6 +258,20 @@ impl GraphSpec {
             }
             if !names.insert(n.name.as_str()) {
                 return build(format!("Node `{}` already present.", n.name));
+            }
+        }
+        for n in &self.nodes {
+            if let Some(h) = n
+                .guard
+                .error_handler
+                .as_ref()
+                .filter(|h| !names.contains(h.as_str()))
+            {
+                return build(format!(
+                    "node `{}` has error handler `{h}`, which is not a node of the graph; \
+                     add the handler as a node",
+                    n.name
+                ));
             }
         }
         let mut chans = HashSet::new();

@@ -78,8 +78,8 @@ def test_default_cache_policy_caches_every_node() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "error", "match"),
     [
-        ({"error_handler": lambda s, e: {}}, NotImplementedError, "error_handler"),
-        ({"timeout": 1.0}, NotImplementedError, "timeout"),
+        ({"timeout": 0}, ValueError, "greater than 0"),
+        ({"timeout": "soon"}, TypeError, "timedelta"),
         ({"retry_policy": 3}, TypeError, "RetryPolicy"),
         ({"cache_policy": 60}, TypeError, "CachePolicy"),
     ],

@@ -4,6 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -14,7 +15,10 @@ use super::super::toolnode::ToolNodeCore;
 use super::nodes::{AgentModelNode, PyNode, ToolsNode};
 use super::routers::{PyReducer, PyRouter};
 use super::values::Shared;
-use crate::graph::{BranchSpec, ChannelKind, GraphSpec, NodeRunner, NodeSpec, Router, ROOT};
+use crate::graph::{
+    BranchSpec, ChannelKind, GraphSpec, NodeGuard, NodeRunner, NodeSpec, Router, TimeoutPolicy,
+    ROOT,
+};
 use crate::prebuilt::{messages_channel, ToolCallSends, ToolsCondition};
 use pyo3::exceptions::PyValueError;
 
@@ -52,6 +56,10 @@ pub(super) struct NodeDesc {
     reads: Option<Vec<String>>,
     /// Makes the node's input from the state dict (a dataclass or pydantic schema).
     factory: Option<Py<PyAny>>,
+    /// The node that runs in its place when it fails (`add_node(error_handler=)`).
+    error_handler: Option<String>,
+    /// `(run_timeout, idle_timeout, heartbeat_only)` in seconds (`add_node(timeout=)`).
+    timeout: Option<(Option<f64>, Option<f64>, bool)>,
 }
 
 /// One conditional edge.
@@ -170,10 +178,21 @@ impl NodeDesc {
                 }
             }
         };
+        let timeout = self
+            .timeout
+            .map(|(run, idle, heartbeat_only)| TimeoutPolicy {
+                run: run.map(Duration::from_secs_f64),
+                idle: idle.map(Duration::from_secs_f64),
+                heartbeat_only,
+            });
         Ok(NodeSpec {
             name: self.name,
             runner,
             reads: self.reads,
+            guard: NodeGuard {
+                timeout,
+                error_handler: self.error_handler,
+            },
         })
     }
 }

@@ -9,6 +9,7 @@
 //! `compiled` (the `_GraphCore` class).
 
 mod compiled;
+mod control;
 mod describe;
 mod nodes;
 mod returned;
@@ -41,6 +42,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<GraphStream>()?;
     m.add_class::<AsyncGraphStream>()?;
     m.add_class::<TaskScratch>()?;
+    m.add_class::<control::PyDrain>()?;
     m.add_class::<PyMemorySaver>()?;
     m.add_class::<PySqliteSaver>()?;
     m.add_class::<PyPostgresSaver>()?;

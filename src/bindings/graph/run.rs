@@ -191,6 +191,7 @@ impl GraphCore {
             }
         }
         config_options(&cfg, &mut opts)?;
+        opts.drain = super::control::drain_of(&cfg)?;
         let run_input = self.run_input(py, input)?;
         let env = PyRunEnv::capture(
             py,

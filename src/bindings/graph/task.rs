@@ -44,6 +44,10 @@ pub struct TaskScratch {
     /// found again (see `graph::Calls`).
     pub(super) calls: Calls,
     pub(super) remaining_steps: i64,
+    /// Under an idle timeout: touched by the task's stream writes and heartbeats.
+    pub(super) progress: Option<Arc<crate::graph::Progress>>,
+    /// For an error handler's task: the failure it handles.
+    pub(super) failed: Option<Arc<crate::graph::Failed>>,
 }
 
 impl TaskScratch {
@@ -121,6 +125,9 @@ impl TaskScratch {
 
     /// Sends `payload` to the `custom` stream.
     fn write(&self, payload: Bound<'_, PyAny>) {
+        if let Some(p) = &self.progress {
+            p.signal();
+        }
         if let Some(s) = &self.stream {
             s.emit(modes::CUSTOM, || StreamEvent::Custom(host(payload)));
         }
@@ -129,6 +136,32 @@ impl TaskScratch {
     #[getter]
     fn node(&self) -> &str {
         &self.node
+    }
+
+    /// The thread and namespace (`node:task_id` below the run's) this task keeps the
+    /// checkpoints of a graph run inside it under: `None` in a run without a
+    /// checkpointer. For `Runtime.execution_info`.
+    #[getter]
+    fn nest(&self) -> Option<(String, String)> {
+        let n = self.nest.as_ref()?;
+        Some((n.thread_id.clone(), n.checkpoint_ns.clone()))
+    }
+
+    /// `runtime.heartbeat()`: the task is alive, for its node's idle timeout (a no-op
+    /// without one).
+    fn heartbeat(&self) {
+        if let Some(p) = &self.progress {
+            p.heartbeat();
+        }
+    }
+
+    /// In an error handler's task: `(node, exception)` of the failure it handles (the
+    /// node's own exception when it raised one); `None` in any other task.
+    #[getter]
+    fn node_error(&self, py: Python<'_>) -> Option<(String, Py<PyAny>)> {
+        let f = self.failed.as_ref()?;
+        let err = PyErr::from(f.error.clone());
+        Some((f.node.clone(), err.into_value(py).into_any()))
     }
 
     /// Steps the run may still take, this one included (`RemainingSteps`).
@@ -151,6 +184,9 @@ impl TaskScratch {
         chunk: Bound<'_, PyAny>,
         metadata: Option<Bound<'_, PyDict>>,
     ) -> PyResult<()> {
+        if let Some(p) = &self.progress {
+            p.signal();
+        }
         let Some(s) = self.stream.as_ref().filter(|s| s.wants(modes::MESSAGES)) else {
             return Ok(());
         };
@@ -327,6 +363,8 @@ fn task_scratch<'py>(
             nest: ctx.nest.clone(),
             calls: ctx.calls.clone(),
             remaining_steps: ctx.remaining_steps,
+            progress: ctx.progress.clone(),
+            failed: ctx.failed.clone(),
             meta: match &ctx.stream {
                 Some(s) if s.wants(modes::MESSAGES) => {
                     Some(super::returned::message_meta(py, env, ctx)?.unbind())

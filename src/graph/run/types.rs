@@ -82,6 +82,8 @@ pub struct RunOptions {
     pub metadata: Value,
     /// Sees every step start and end (see [`StepObserver`]).
     pub observer: Option<Arc<dyn StepObserver>>,
+    /// LangGraph's `RunControl`: a drain requested stops the run before its next step.
+    pub drain: Option<Arc<crate::graph::Drain>>,
 }
 
 impl Default for RunOptions {
@@ -104,6 +106,7 @@ impl Default for RunOptions {
             live: false,
             metadata: Value::Null,
             observer: None,
+            drain: None,
         }
     }
 }

@@ -1,0 +1,148 @@
+//! What guards a node's task where the run loop runs it, for every kind of node
+//! (host functions, the engine's own tool and model nodes, subgraphs): LangGraph 1.2's
+//! node timeouts (`TimeoutPolicy`), node error handlers (`add_node(error_handler=)`)
+//! and cooperative draining (`RunControl.request_drain()`).
+//!
+//! They live in the loop, not in a wrapper around host functions, so a node the engine
+//! runs natively is held to them as a Python function is.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::error::GraphError;
+use super::spec::{NodeFailure, NodeOutput};
+
+/// How long one attempt of a node may take (LangGraph's `TimeoutPolicy`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TimeoutPolicy {
+    /// Wall-clock cap of the attempt, never refreshed.
+    pub run: Option<Duration>,
+    /// Longest stretch without progress (see [`Progress`]).
+    pub idle: Option<Duration>,
+    /// Only explicit heartbeats count as progress (LangGraph's `refresh_on="heartbeat"`);
+    /// otherwise stream output the node writes counts too.
+    pub heartbeat_only: bool,
+}
+
+/// What a node declared besides its function: its timeout and its error handler.
+#[derive(Clone, Debug, Default)]
+pub struct NodeGuard {
+    pub timeout: Option<TimeoutPolicy>,
+    /// The node run instead when this one fails (a node of the same graph, reached by no
+    /// edge): it gets the failed task's input and [`TaskContext::failed`](super::TaskContext).
+    pub error_handler: Option<String>,
+}
+
+/// The progress of a task under an idle timeout: when it last showed some. Shared
+/// with what the task does (its stream writes, its heartbeats), which touch it.
+#[derive(Debug)]
+pub struct Progress {
+    start: Instant,
+    /// Milliseconds after `start` of the last sign of progress.
+    last_ms: AtomicU64,
+    heartbeat_only: bool,
+}
+
+impl Progress {
+    pub fn new(heartbeat_only: bool) -> Arc<Progress> {
+        Arc::new(Progress {
+            start: Instant::now(),
+            last_ms: AtomicU64::new(0),
+            heartbeat_only,
+        })
+    }
+
+    /// The task showed progress of its own accord (a stream write): counted unless
+    /// only heartbeats count.
+    pub fn signal(&self) {
+        if !self.heartbeat_only {
+            self.heartbeat();
+        }
+    }
+
+    /// The task said it is alive (`runtime.heartbeat()`).
+    pub fn heartbeat(&self) {
+        let ms = self.start.elapsed().as_millis() as u64;
+        self.last_ms.fetch_max(ms, Ordering::Relaxed);
+    }
+
+    fn last(&self) -> Instant {
+        self.start + Duration::from_millis(self.last_ms.load(Ordering::Relaxed))
+    }
+}
+
+/// Why a task failed, for the error handler that runs in its place (LangGraph's
+/// `NodeError`).
+#[derive(Clone, Debug)]
+pub struct Failed {
+    pub node: String,
+    pub error: GraphError,
+}
+
+/// A run's drain flag (LangGraph's `RunControl`): once requested, with its reason,
+/// the run finishes the step under way and stops before the next one
+/// ([`GraphError::Drained`]), its progress saved as at any step's end.
+#[derive(Debug, Default)]
+pub struct Drain(Mutex<Option<String>>);
+
+impl Drain {
+    pub fn request(&self, reason: String) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(reason);
+    }
+
+    pub fn reason(&self) -> Option<String> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// `fut`, one attempt of task `node`, failed with [`GraphError::Timeout`] when it
+/// outlives `policy`. Dropping the attempt stops it where it can stop (an async host
+/// function's coroutine is cancelled; the engine's nodes stop at their next await).
+pub async fn within<F>(
+    fut: F,
+    policy: TimeoutPolicy,
+    progress: Option<Arc<Progress>>,
+    node: &str,
+) -> Result<NodeOutput, NodeFailure>
+where
+    F: std::future::Future<Output = Result<NodeOutput, NodeFailure>>,
+{
+    let start = Instant::now();
+    let run_deadline = policy.run.map(|d| start + d);
+    // The idle deadline as progress now stands.
+    let idle_deadline = || {
+        let last = progress.as_ref().map_or(start, |p| p.last().max(start));
+        policy.idle.map(|d| last + d)
+    };
+    tokio::pin!(fut);
+    loop {
+        let wake = match (run_deadline, idle_deadline()) {
+            (Some(a), Some(b)) => a.min(b),
+            (Some(a), None) | (None, Some(a)) => a,
+            (None, None) => return fut.await,
+        };
+        tokio::select! {
+            biased;
+            r = &mut fut => return r,
+            _ = tokio::time::sleep_until(wake) => {}
+        }
+        let now = Instant::now();
+        let kind = if run_deadline.is_some_and(|d| now >= d) {
+            "run"
+        } else if idle_deadline().is_some_and(|d| now >= d) {
+            "idle"
+        } else {
+            continue; // progress was made meanwhile: wait again
+        };
+        return Err(NodeFailure::Error(GraphError::Timeout {
+            node: node.to_owned(),
+            kind,
+            elapsed: now.duration_since(start).as_secs_f64(),
+            run_timeout: policy.run.map(|d| d.as_secs_f64()),
+            idle_timeout: policy.idle.map(|d| d.as_secs_f64()),
+        }));
+    }
+}

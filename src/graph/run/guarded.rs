@@ -1,0 +1,110 @@
+//! Starting a step's tasks under their nodes' guards (see [`crate::graph::NodeGuard`]):
+//! a timeout bounds each attempt, and a failed task whose node has an error handler is
+//! followed, in the same step, by a task of that handler in its place.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
+
+use super::calls::{Calls, Saved as CallSaved};
+use super::Run;
+use crate::graph::engine::Task;
+use crate::graph::error::GraphError;
+use crate::graph::guard::{within, Failed, Progress};
+use crate::graph::spec::{NodeFailure, NodeOutput};
+use crate::graph::state::StateView;
+
+/// A running task: its index in the step, and how it ended.
+pub(super) type TaskRun<'g> = BoxFuture<'g, (usize, Result<NodeOutput, NodeFailure>)>;
+
+/// What every task of a step shares.
+pub(super) struct StepShared {
+    pub view: StateView,
+    pub returns: Arc<HashMap<String, CallSaved>>,
+    /// Cancelled when a task fails, in a step of several tasks.
+    pub cancel: Option<CancellationToken>,
+    pub inline: bool,
+    /// `max_concurrency`'s permits, when the step has more tasks than it allows.
+    pub permits: Option<Arc<tokio::sync::Semaphore>>,
+}
+
+impl<'g> Run<'g> {
+    /// Starts task `i` of the step (`failed`: it handles that failure, see
+    /// [`Run::handler_for`]), bounded by its node's timeout.
+    pub(super) fn start_task(
+        &self,
+        i: usize,
+        step: &StepShared,
+        failed: Option<Arc<Failed>>,
+    ) -> TaskRun<'g> {
+        let graph = self.graph;
+        let t = &self.next[i];
+        let n = graph.node_index[&t.node];
+        let resume = self.pending.resume_values(&t.id);
+        let mut ctx = graph.ctx_for(t, self.step, &self.opts, resume);
+        if let Some(nest) = ctx.nest.as_mut() {
+            nest.answer_waiting = self.pending.answer_waiting(&t.id);
+        }
+        let spec = &graph.spec.nodes[n];
+        let timeout = spec.guard.timeout;
+        // A task run on the caller's thread could not be timed: it runs on the pool.
+        ctx.inline = step.inline && timeout.is_none();
+        ctx.remaining_steps = self.start_step + self.opts.recursion_limit as i64 + 1 - self.step;
+        ctx.calls = Calls::new(
+            step.returns.clone(),
+            self.saves.clone(),
+            self.parent.as_ref().map(|p| p.id.as_str()),
+        );
+        if let Some(c) = &step.cancel {
+            ctx.cancel = c.child_token();
+        }
+        ctx.failed = failed;
+        if let Some(p) = timeout.filter(|p| p.idle.is_some()) {
+            ctx.progress = Some(Progress::new(p.heartbeat_only));
+        }
+        let progress = ctx.progress.clone();
+        let (node_view, arg) = (graph.node_view(n, &step.view), t.arg.clone());
+        let permits = step.permits.clone();
+        Box::pin(async move {
+            // The node's future is made once the task holds its permit, so nothing of it
+            // runs before (and its timeout starts then).
+            let _permit = match permits {
+                Some(p) => p.acquire_owned().await.ok(),
+                None => None,
+            };
+            let fut = spec.runner.run(node_view, arg, ctx);
+            let r = match timeout {
+                Some(policy) => within(fut, policy, progress, &spec.name).await,
+                None => fut.await,
+            };
+            (i, r)
+        })
+    }
+
+    /// When task `i` failed with `error` and its node has an error handler: puts the
+    /// handler's task in its place (same input, its own id) and returns the failure it
+    /// is to handle. A cancellation is no failure of the node's, and a handler's own
+    /// failure is not handled again.
+    pub(super) fn handler_for(&mut self, i: usize, error: &GraphError) -> Option<Arc<Failed>> {
+        if matches!(error, GraphError::Cancelled | GraphError::Drained(_)) {
+            return None;
+        }
+        let t = &self.next[i];
+        let n = self.graph.node_index[&t.node];
+        let handler = self.graph.spec.nodes[n].guard.error_handler.clone()?;
+        let failed = Failed {
+            node: t.node.clone(),
+            error: error.clone(),
+        };
+        // `<checkpoint id>:<index>:<node>` as every task id, with the handler's name.
+        let prefix = t.id.rsplit_once(':').map_or(t.id.as_str(), |(p, _)| p);
+        self.next[i] = Task {
+            id: format!("{prefix}:{handler}"),
+            node: handler,
+            arg: t.arg.clone(),
+        };
+        Some(Arc::new(failed))
+    }
+}
