@@ -535,7 +535,35 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         in one step; returns the last checkpoint's config (LangGraph's
         ``bulk_update_state``)."""
         steps = [[_update_pair(u) for u in step] for step in supersteps]
+        ns = ((config or {}).get("configurable") or {}).get("checkpoint_ns") or ""
+        if ns:
+            return self._update_subgraph(config, ns, steps)
         return self._core.bulk_update_state(config, steps)  # type: ignore[no-any-return]
+
+    def _update_subgraph(
+        self, config: dict[str, Any], ns: str, steps: list[list[Any]]
+    ) -> dict[str, Any]:
+        """Updates the subgraph checkpoint ``config`` names (its ``checkpoint_ns``, as
+        ``get_state(config, subgraphs=True)`` gives it): the subgraph applies the update
+        to its own state, kept in this graph's checkpointer. As LangGraph's, the
+        returned config's ``checkpoint_map`` runs this graph back to the new
+        checkpoint: ``invoke(None, returned)`` continues the subgraph from it."""
+        graph: CompiledStateGraph[Any, Any, Any, Any] = self
+        for part in ns.split("|"):
+            name = part.split(":", 1)[0]
+            sub = _subgraph_of(graph.builder.nodes.get(name))
+            if sub is None:
+                raise ValueError(
+                    f"update_state: checkpoint_ns {ns!r} names no subgraph of this graph "
+                    f"(node {name!r} runs none that keeps checkpoints); pass a config "
+                    "from this graph's get_state(config, subgraphs=True) or history"
+                )
+            graph = sub
+        out: dict[str, Any] = graph._core.bulk_update_state(config, steps, self.checkpointer)
+        conf = out["configurable"]
+        old = config["configurable"].get("checkpoint_map") or {}
+        conf["checkpoint_map"] = {**old, ns: conf["checkpoint_id"]}
+        return out
 
     async def abulk_update_state(
         self, config: dict[str, Any], supersteps: Sequence[Sequence[Any]]

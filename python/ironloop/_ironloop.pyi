@@ -610,7 +610,10 @@ class _GraphCore:
         self, config: Any, values: Any, as_node: str | None = None
     ) -> dict[str, Any]: ...
     def bulk_update_state(
-        self, config: Any, supersteps: list[list[tuple[Any, str | None]]]
+        self,
+        config: Any,
+        supersteps: list[list[tuple[Any, str | None]]],
+        saver: Any = None,
     ) -> dict[str, Any]: ...
     def node_names(self) -> list[str]: ...
 

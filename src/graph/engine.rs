@@ -533,6 +533,8 @@ impl Graph {
             thread_id: opts.thread_id.clone()?,
             checkpoint_ns: crate::checkpoint::child_ns(&opts.checkpoint_ns, &task.node, &task.id),
             answer_waiting: false,
+            replay: opts.replay.clone(),
+            parents: opts.parents.clone(),
         })
     }
 

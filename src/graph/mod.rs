@@ -9,6 +9,7 @@ mod history;
 mod interrupt;
 mod messages;
 mod pending;
+mod replay;
 mod reserved;
 mod run;
 mod snapshot;
@@ -29,6 +30,7 @@ pub use history::Snapshot;
 pub use interrupt::{InterruptInfo, InterruptKind};
 pub use messages::{MessageList, MessagesError, REMOVE_ALL_MESSAGES};
 pub use pending::TaskStatus;
+pub use replay::{stable_ns, Replay, ReplayStart};
 pub use reserved::{is_hidden, Reserved, ENGINE_NODE, HIDDEN_PREFIX, ROOT};
 pub use run::{
     Calls, Durability, Lent, Multitask, Resume, RunInput, RunOptions, RunResult, StepObserver,

@@ -16,7 +16,7 @@ use super::engine::{Graph, Task};
 use super::error::GraphError;
 use super::reserved::Reserved;
 use super::run::Resume;
-use super::spec::{Goto, NodeOutput, END};
+use super::spec::{Goto, NodeOutput, END, START};
 use super::value::Val;
 use crate::checkpoint::{CheckpointRecord, Checkpointer, PendingWrite, TaskRecord};
 
@@ -91,6 +91,20 @@ impl Pending {
         }
         p.returns = Arc::new(returns);
         Ok(p)
+    }
+
+    /// A replay (LangGraph's time travel) runs the step's tasks again and asks their
+    /// questions again: of what they saved, only the run's input (the writes of
+    /// `next`'s `START` task) stays.
+    pub fn replayed(&mut self, next: &[TaskRecord]) {
+        let input: Vec<&str> = next
+            .iter()
+            .filter(|t| t.node == START)
+            .map(|t| t.id.as_str())
+            .collect();
+        self.by_task.retain(|t, _| input.contains(&t.as_str()));
+        self.resume.clear();
+        self.returns = Arc::new(HashMap::new());
     }
 
     /// What the calls of the step's tasks returned, by call id.

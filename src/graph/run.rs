@@ -22,6 +22,7 @@ use super::engine::{meta, new_id, Graph, Task};
 use super::error::GraphError;
 use super::interrupt::InterruptInfo;
 use super::pending::{self, Pending, Saved};
+use super::replay;
 use super::reserved::{is_hidden, join_channel, Source};
 use super::spec::{NodeFailure, NodeOutput, START};
 use super::state::StateView;
@@ -33,6 +34,7 @@ use crate::checkpoint::{
 mod calls;
 mod emit;
 mod exit;
+mod fork;
 mod guarded;
 mod multitask;
 mod saves;
@@ -317,13 +319,15 @@ struct Run<'g> {
     has_output: bool,
     /// Under durability `"exit"`: what the run's one save needs (see `exit`).
     exit: Option<exit::AtExit>,
+    /// The run travels back in time: its first step's tasks run again (see `fork`).
+    replaying: bool,
 }
 
 /// Prepare: where the run starts.
 impl<'g> Run<'g> {
     /// The run's checkpointer (an error if the graph has one but no thread is given)
     /// and the state at the checkpoint it starts from (a new thread's is empty).
-    async fn open(graph: &'g Graph, opts: RunOptions) -> Result<Run<'g>, GraphError> {
+    async fn open(graph: &'g Graph, mut opts: RunOptions) -> Result<Run<'g>, GraphError> {
         let own = opts.lent.as_ref().map(|l| l.saver.clone());
         let cp = match (own.or_else(|| graph.checkpointer.clone()), &opts.thread_id) {
             (Some(cp), Some(_)) => Some(cp),
@@ -340,7 +344,9 @@ impl<'g> Run<'g> {
             opts.thread_id.as_deref().unwrap_or_default(),
             &opts.checkpoint_ns,
         );
+        let fresh = replay::start_before(cp.as_deref(), &thread, &mut opts).await?;
         let (chans, since_snapshot, parent) = match &cp {
+            Some(_) if fresh => (graph.fresh_channels(), 0, None),
             Some(cp) => match cp
                 .get(&thread, opts.checkpoint_id.as_deref())
                 .await
@@ -372,7 +378,8 @@ impl<'g> Run<'g> {
                 .map_err(Graph::cp_err)?
                 .is_none_or(|latest| latest.id != p.id),
             _ => opts.checkpoint_id.is_some(),
-        };
+        } || opts.start_before.is_some();
+        replay::note_parents(&mut opts);
         let saves = cp.as_ref().map(|cp| {
             Arc::new(saves::Saves::new(
                 cp.clone(),
@@ -401,13 +408,18 @@ impl<'g> Run<'g> {
             has_output: false,
             saves,
             exit,
+            replaying: false,
         })
     }
 
     /// Sets the first step's tasks from the input; the recursion limit counts steps
     /// from here.
     async fn prepare(&mut self, input: RunInput) -> Result<(), GraphError> {
+        let travels = self.travels(&input);
         let input = self.nested_input(input).await?;
+        if travels && matches!(input, RunInput::Continue) {
+            self.start_branch().await?;
+        }
         match input {
             RunInput::Values(writes) => {
                 let out = NodeOutput {
@@ -432,7 +444,9 @@ impl<'g> Run<'g> {
         let (Some(lent), Some(cp), Some(parent)) = (&self.opts.lent, &self.cp, &self.parent) else {
             return Ok(input);
         };
-        if parent.next.is_empty() {
+        // A replay's subgraph at its state from before the replay point takes its
+        // input anew, as LangGraph's (which clears its `RESUMING` flag then).
+        if parent.next.is_empty() || self.opts.start_before.is_some() {
             return Ok(input);
         }
         let pending = Pending::load(self.graph, cp.as_ref(), &self.thread, &parent.id).await?;
@@ -494,6 +508,9 @@ impl<'g> Run<'g> {
             ));
         };
         self.pending = Pending::load(self.graph, cp.as_ref(), &self.thread, &parent.id).await?;
+        if self.replaying {
+            self.pending.replayed(&parent.next);
+        }
         if let Some(r) = resume {
             self.pending
                 .answer(cp.as_ref(), &self.thread, parent, r)

@@ -112,6 +112,11 @@ pub struct Nest {
     /// value. A paused task run again without a new answer lends none, so an answer
     /// the nested graph already took is never given to its next question.
     pub answer_waiting: bool,
+    /// The parent run's time travel, if it replays (see [`super::Replay`]).
+    pub replay: Option<Arc<super::Replay>>,
+    /// The checkpoint ids of the enclosing runs by namespace, the parent's own
+    /// included (see `RunOptions::parents`).
+    pub parents: std::collections::BTreeMap<String, String>,
 }
 
 impl TaskContext {

@@ -66,12 +66,6 @@ impl Graph {
         supersteps: Vec<Vec<StateUpdate>>,
         host: Option<Arc<dyn std::any::Any + Send + Sync>>,
     ) -> Result<String, GraphError> {
-        if supersteps.is_empty() {
-            return Err(GraphError::Config("No supersteps provided".into()));
-        }
-        if supersteps.iter().any(Vec::is_empty) {
-            return Err(GraphError::Config("No updates provided".into()));
-        }
         let cp = self.checkpointer.clone().ok_or_else(|| {
             GraphError::Config(
                 "update_state needs a checkpointer: compile the graph with \
@@ -79,6 +73,26 @@ impl Graph {
                     .into(),
             )
         })?;
+        self.bulk_update_state_in(cp, thread_id, checkpoint_id, supersteps, host)
+            .await
+    }
+
+    /// [`Graph::bulk_update_state`] in `cp` (a subgraph's state, kept in its parent's
+    /// saver under storage key `thread_id`, see [`crate::checkpoint::thread_key`]).
+    pub async fn bulk_update_state_in(
+        &self,
+        cp: Arc<dyn Checkpointer>,
+        thread_id: &str,
+        checkpoint_id: Option<&str>,
+        supersteps: Vec<Vec<StateUpdate>>,
+        host: Option<Arc<dyn std::any::Any + Send + Sync>>,
+    ) -> Result<String, GraphError> {
+        if supersteps.is_empty() {
+            return Err(GraphError::Config("No supersteps provided".into()));
+        }
+        if supersteps.iter().any(Vec::is_empty) {
+            return Err(GraphError::Config("No updates provided".into()));
+        }
         let mut at = checkpoint_id.map(str::to_owned);
         let latest = checkpoint_id.is_none();
         for updates in supersteps {

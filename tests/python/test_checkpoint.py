@@ -291,7 +291,9 @@ def test_time_travel_replays_and_forks(saver) -> None:
     assert latest.values == out
     new_hist = list(app.get_state_history(cfg()))
     new = [h for h in new_hist if _cid(h.config) not in old_ids]
-    assert len(new) == 2  # after b, after c
+    # As LangGraph: a copy of the checkpoint replayed (source "fork"), after b, after c.
+    assert [h.metadata["source"] for h in new] == ["loop", "loop", "fork"]
+    assert new[-1].next == ("b",)
     # The fork hangs off the old checkpoint; the old branch is still there.
     assert _cid(new[-1].parent_config) == _cid(before_b.config)
     assert old_ids <= {_cid(h.config) for h in new_hist}

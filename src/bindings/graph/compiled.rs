@@ -287,16 +287,20 @@ impl GraphCore {
         as_node: Option<String>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let update = self.state_update(py, values, as_node)?;
-        self.apply_updates(py, config, "update_state", vec![vec![update]])
+        self.apply_updates(py, config, "update_state", vec![vec![update]], None)
     }
 
     /// `bulk_update_state`: `supersteps` is a list of lists of `(values, as_node)`
     /// pairs, each inner list saved as one checkpoint.
+    /// With `saver`, the graph is a subgraph whose checkpoints (under `config`'s
+    /// `checkpoint_ns`) its parent keeps in that saver.
+    #[pyo3(signature = (config, supersteps, saver=None))]
     fn bulk_update_state<'py>(
         &self,
         py: Python<'py>,
         config: &Bound<'py, PyAny>,
         supersteps: Vec<Vec<(Bound<'py, PyAny>, Option<String>)>>,
+        saver: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let supersteps = supersteps
             .into_iter()
@@ -306,7 +310,8 @@ impl GraphCore {
                     .collect::<PyResult<Vec<_>>>()
             })
             .collect::<PyResult<Vec<_>>>()?;
-        self.apply_updates(py, config, "bulk_update_state", supersteps)
+        let saver = self.saver(py, saver)?;
+        self.apply_updates(py, config, "bulk_update_state", supersteps, saver)
     }
 
     /// Node names, for drawing.
@@ -353,12 +358,14 @@ impl GraphCore {
         config: &Bound<'py, PyAny>,
         what: &str,
         supersteps: Vec<Vec<StateUpdate>>,
+        saver: Option<Arc<dyn crate::checkpoint::Checkpointer>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let at = ThreadAt::from_config(config, what)?;
-        if !at.checkpoint_ns.is_empty() {
+        if !at.checkpoint_ns.is_empty() && saver.is_none() {
             return Err(PyValueError::new_err(format!(
-                "{what} on a subgraph's checkpoint (checkpoint_ns {:?}) is not \
-                 supported; update the parent graph's state instead",
+                "{what}: checkpoint_ns {:?} names a subgraph's checkpoint; call \
+                 {what} on the graph that contains that subgraph (the root graph), \
+                 which passes it to the subgraph",
                 at.checkpoint_ns
             )));
         }
@@ -370,9 +377,24 @@ impl GraphCore {
         let new_id = wait_for(
             py,
             async move {
-                graph
-                    .bulk_update_state(&key, id.as_deref(), supersteps, Some(host_env))
-                    .await
+                match saver {
+                    Some(cp) => {
+                        graph
+                            .bulk_update_state_in(
+                                cp,
+                                &key,
+                                id.as_deref(),
+                                supersteps,
+                                Some(host_env),
+                            )
+                            .await
+                    }
+                    None => {
+                        graph
+                            .bulk_update_state(&key, id.as_deref(), supersteps, Some(host_env))
+                            .await
+                    }
+                }
             },
             CancellationToken::new(),
         )?

@@ -1,6 +1,7 @@
 //! One run from Python: reading `config`, starting it, and turning its result,
 //! snapshots and failures into Python values.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -18,7 +19,7 @@ use super::values::{host, val_to_py, PyCodec, Shared};
 use crate::checkpoint::thread_key;
 use crate::graph::{
     is_hidden, Durability, Graph, GraphError, InterruptInfo, InterruptKind, Multitask, NodeOutput,
-    Reserved, Resume, RunInput, RunOptions, RunResult, Snapshot, StreamSink, TaskStatus,
+    Replay, Reserved, Resume, RunInput, RunOptions, RunResult, Snapshot, StreamSink, TaskStatus,
     ValueCodec, START,
 };
 use crate::prebuilt::ModelCall;
@@ -100,6 +101,43 @@ pub(super) fn config_str(cfg: &Bound<'_, PyAny>, key: &str) -> PyResult<Option<S
         Some(v) if !v.is_none() => Ok(Some(v.str()?.to_string())),
         _ => Ok(None),
     }
+}
+
+/// `config["configurable"]["checkpoint_map"]`: LangGraph's checkpoint ids of a
+/// subgraph checkpoint's enclosing graphs (and its own) by namespace; empty without.
+pub(super) fn checkpoint_map(cfg: &Bound<'_, PyAny>) -> PyResult<BTreeMap<String, String>> {
+    let conf = cfg
+        .cast::<PyDict>()
+        .ok()
+        .and_then(|d| d.get_item("configurable").ok().flatten());
+    let Some(map) = conf.and_then(|c| c.get_item("checkpoint_map").ok()) else {
+        return Ok(BTreeMap::new());
+    };
+    if map.is_none() {
+        return Ok(BTreeMap::new());
+    }
+    map.extract().map_err(|_| {
+        PyTypeError::new_err(
+            "config[\"configurable\"][\"checkpoint_map\"] must map namespaces to checkpoint \
+             ids (str to str), as get_state(config, subgraphs=True) gives it",
+        )
+    })
+}
+
+/// A root run given a subgraph's checkpoint config (its `checkpoint_ns`, as
+/// `get_state(subgraphs=True).tasks[i].state.config` or a subgraph's
+/// `update_state` gives it): as LangGraph's, the root graph runs from the
+/// checkpoint the config's `checkpoint_map` names for it (`""`; without one, from its
+/// latest) and each subgraph from the one named for its namespace.
+fn subgraph_address(cfg: &Bound<'_, PyAny>, opts: &mut RunOptions) -> PyResult<()> {
+    match config_str(cfg, "checkpoint_ns")? {
+        Some(ns) if !ns.is_empty() => {}
+        _ => return Ok(()),
+    }
+    let map = checkpoint_map(cfg)?;
+    opts.checkpoint_id = map.get("").cloned();
+    opts.replay = Some(Arc::new(Replay::new(map, None)));
+    Ok(())
 }
 
 impl GraphCore {
@@ -189,6 +227,9 @@ impl GraphCore {
                 sc.borrow().lend(py, &mut opts, self.stateful);
                 cfg = lent_config(py, &cfg, &opts)?;
             }
+        }
+        if opts.lent.is_none() {
+            subgraph_address(&cfg, &mut opts)?;
         }
         config_options(&cfg, &mut opts)?;
         opts.drain = super::control::drain_of(&cfg)?;
@@ -355,6 +396,37 @@ impl ThreadAt {
     }
 }
 
+impl ThreadAt {
+    /// The config of its checkpoint `id`, whose metadata is `meta`. A subgraph's
+    /// carries LangGraph's `checkpoint_map`: the checkpoints of the enclosing graphs
+    /// the checkpoint was made under (its metadata's `parents`), and itself, so that
+    /// running the root graph with this config goes back to them all.
+    pub(super) fn mapped_config<'py>(
+        &self,
+        py: Python<'py>,
+        id: &str,
+        meta: &serde_json::Value,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let c = self.config(py, Some(id))?;
+        if self.checkpoint_ns.is_empty() {
+            return Ok(c);
+        }
+        let map = PyDict::new(py);
+        if let Some(parents) = meta.get("parents").and_then(|p| p.as_object()) {
+            for (ns, pid) in parents {
+                if let Some(pid) = pid.as_str() {
+                    map.set_item(ns, pid)?;
+                }
+            }
+        }
+        map.set_item(&self.checkpoint_ns, id)?;
+        c.get_item("configurable")?
+            .ok_or_else(|| PyValueError::new_err("config without configurable"))?
+            .set_item("checkpoint_map", map)?;
+        Ok(c)
+    }
+}
+
 /// The config of checkpoint `id` of a root run's thread.
 pub(super) fn config_dict<'py>(
     py: Python<'py>,
@@ -425,13 +497,13 @@ pub(super) fn snapshot<'py>(
         .map(|p| p.id.as_str())
         .or(r.parent_id.as_deref())
     {
-        Some(p) => thread.config(py, Some(p))?.into_any(),
+        Some(p) => thread.mapped_config(py, p, &r.metadata)?.into_any(),
         None => py.None().into_bound(py),
     };
     h.state_snapshot.bind(py).call1((
         values,
         PyTuple::new(py, next)?,
-        thread.config(py, Some(&r.id))?,
+        thread.mapped_config(py, &r.id, &r.metadata)?,
         metadata,
         created,
         parent_config,

@@ -11,7 +11,9 @@ use super::super::env::PyRunEnv;
 use super::super::helpers::helpers;
 use super::super::runtime::block_on;
 use super::values::{host, val_to_py};
-use crate::graph::{modes, Calls, Lent, Nest, RunOptions, StreamEvent, StreamSink, TaskContext};
+use crate::graph::{
+    modes, Calls, Lent, Nest, ReplayStart, RunOptions, StreamEvent, StreamSink, TaskContext,
+};
 use crate::prebuilt::tool_events;
 use crate::tool::CallEvents;
 
@@ -76,6 +78,15 @@ impl TaskScratch {
         } else {
             n.checkpoint_ns.clone()
         };
+        opts.parents = n.parents.clone();
+        if let Some(r) = &n.replay {
+            match r.start_of(&opts.checkpoint_ns) {
+                ReplayStart::At(id) => opts.checkpoint_id = Some(id),
+                ReplayStart::Before(id) => opts.start_before = Some(id),
+                ReplayStart::Latest => {}
+            }
+            opts.replay = Some(r.clone());
+        }
         opts.lent = Some(Lent {
             saver: n.saver.clone(),
             resume: if n.answer_waiting {

@@ -46,6 +46,10 @@ impl<'g> Run<'g> {
         let mut ctx = graph.ctx_for(t, self.step, &self.opts, resume);
         if let Some(nest) = ctx.nest.as_mut() {
             nest.answer_waiting = self.pending.answer_waiting(&t.id);
+            if let Some(p) = &self.parent {
+                nest.parents
+                    .insert(self.opts.checkpoint_ns.clone(), p.id.clone());
+            }
         }
         let spec = &graph.spec.nodes[n];
         let timeout = spec.guard.timeout;

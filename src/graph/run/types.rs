@@ -84,6 +84,16 @@ pub struct RunOptions {
     pub observer: Option<Arc<dyn StepObserver>>,
     /// LangGraph's `RunControl`: a drain requested stops the run before its next step.
     pub drain: Option<Arc<crate::graph::Drain>>,
+    /// Set when the run travels back in time (see [`crate::graph::Replay`]): where the graph
+    /// runs inside its tasks start. Passed down to them.
+    pub replay: Option<Arc<crate::graph::Replay>>,
+    /// A nested run of a replay starts from its latest checkpoint older than this id
+    /// (none: fresh), with its input, instead of continuing its latest.
+    pub start_before: Option<String>,
+    /// The checkpoint ids of the enclosing runs by namespace (`""`: the root's), as
+    /// its checkpoints record them in their metadata's `parents` (LangGraph's), from
+    /// which a subgraph checkpoint's config gets its `checkpoint_map`.
+    pub parents: std::collections::BTreeMap<String, String>,
 }
 
 impl Default for RunOptions {
@@ -107,6 +117,9 @@ impl Default for RunOptions {
             metadata: Value::Null,
             observer: None,
             drain: None,
+            replay: None,
+            start_before: None,
+            parents: Default::default(),
         }
     }
 }
