@@ -23,7 +23,6 @@ Two kinds of record are shown:
 
 from __future__ import annotations
 
-import asyncio
 import json
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -67,6 +66,14 @@ class CheckpointTuple(NamedTuple):
 
 # ---------------------------------------------------------------------------------
 # Keys and configs
+
+
+async def _to_thread(func: Any, /, *args: Any) -> Any:
+    """``asyncio.to_thread``, importing asyncio only when an ``a…`` method runs: a sync
+    program never imports it (tests/python/test_cold_paths.py)."""
+    import asyncio
+
+    return await asyncio.to_thread(func, *args)
 
 
 def thread_key(thread_id: str, checkpoint_ns: str) -> str:
@@ -471,11 +478,11 @@ def sweep(self: Any, *, ttl: float, strategy: str = "delete") -> list[str]:
 
 
 async def aget_tuple(self: Any, config: dict[str, Any]) -> CheckpointTuple | None:
-    return await asyncio.to_thread(get_tuple, self, config)
+    return await _to_thread(get_tuple, self, config)
 
 
 async def aget(self: Any, config: dict[str, Any]) -> dict[str, Any] | None:
-    return await asyncio.to_thread(get, self, config)
+    return await _to_thread(get, self, config)
 
 
 async def alist(
@@ -486,7 +493,7 @@ async def alist(
     before: dict[str, Any] | None = None,
     limit: int | None = None,
 ) -> AsyncIterator[CheckpointTuple]:
-    found = await asyncio.to_thread(
+    found = await _to_thread(
         lambda: list(list_(self, config, filter=filter, before=before, limit=limit))
     )
     for tup in found:
@@ -500,7 +507,7 @@ async def aput(
     metadata: dict[str, Any],
     new_versions: dict[str, Any],
 ) -> dict[str, Any]:
-    return await asyncio.to_thread(put, self, config, checkpoint, metadata, new_versions)
+    return await _to_thread(put, self, config, checkpoint, metadata, new_versions)
 
 
 async def aput_writes(
@@ -510,27 +517,27 @@ async def aput_writes(
     task_id: str,
     task_path: str = "",
 ) -> None:
-    await asyncio.to_thread(put_writes, self, config, writes, task_id, task_path)
+    await _to_thread(put_writes, self, config, writes, task_id, task_path)
 
 
 async def adelete_thread(self: Any, thread_id: str) -> None:
-    await asyncio.to_thread(self.delete_thread, thread_id)
+    await _to_thread(self.delete_thread, thread_id)
 
 
 async def acopy_thread(self: Any, source_thread_id: str, target_thread_id: str) -> None:
-    await asyncio.to_thread(copy_thread, self, source_thread_id, target_thread_id)
+    await _to_thread(copy_thread, self, source_thread_id, target_thread_id)
 
 
 async def adelete_for_runs(self: Any, run_ids: Sequence[str]) -> None:
-    await asyncio.to_thread(delete_for_runs, self, run_ids)
+    await _to_thread(delete_for_runs, self, run_ids)
 
 
 async def aprune(self: Any, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-    await asyncio.to_thread(lambda: prune(self, thread_ids, strategy=strategy))
+    await _to_thread(lambda: prune(self, thread_ids, strategy=strategy))
 
 
 async def asweep(self: Any, *, ttl: float, strategy: str = "delete") -> list[str]:
-    return await asyncio.to_thread(lambda: sweep(self, ttl=ttl, strategy=strategy))
+    return await _to_thread(lambda: sweep(self, ttl=ttl, strategy=strategy))
 
 
 #: The methods ``attach`` puts on each saver class, by name.
