@@ -7,6 +7,7 @@ mod error;
 mod history;
 mod interrupt;
 mod messages;
+pub mod options;
 mod pending;
 mod reserved;
 mod run;

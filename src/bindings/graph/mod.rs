@@ -4,12 +4,13 @@
 //! One file a concept: `values` (Python values in channels, the state dict and its
 //! message cache), `task` (the per-task scratchpad), `describe` (the typed graph description
 //! `StateGraph.compile` sends), `nodes`, `routers` (and
-//! reducers), `savers`, `run` (one run's set-up and results), `errors`, `stream`, and
-//! `compiled` (the `_GraphCore` class).
+//! reducers), `savers`, `options` (a run's typed options), `run` (one run's set-up and
+//! results), `errors`, `stream`, and `compiled` (the `_GraphCore` class).
 
 mod compiled;
 mod describe;
 mod nodes;
+mod options;
 mod returned;
 mod routers;
 mod run;
@@ -43,5 +44,11 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySqliteSaver>()?;
     m.add_class::<PyPostgresSaver>()?;
     m.add_function(wrap_pyfunction!(_child_ns, m)?)?;
+    options::register(m)?;
+    // The names the core reserves, for `ironloop._constants` to take rather than spell.
+    m.add("_START", crate::graph::START)?;
+    m.add("_END", crate::graph::END)?;
+    m.add("_INTERRUPT", crate::graph::Reserved::Interrupt.as_str())?;
+    m.add("_ROOT", crate::graph::ROOT)?;
     Ok(())
 }
