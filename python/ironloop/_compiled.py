@@ -127,6 +127,27 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             config["metadata"] = {**self.run_metadata, **(config.get("metadata") or {})}
         return config, _RunOptions(durability=durability, **options)
 
+    def _prepare_stream(
+        self,
+        config: Any,
+        kwargs: dict[str, Any],
+        durability: str | None,
+        version: str,
+        stream_mode: str | Sequence[str],
+        subgraphs: bool,
+        breaks: tuple[Any, Any],
+    ) -> tuple[Any, _RunOptions, list[str] | None, bool]:
+        """``_prepare`` for a stream: also the modes to ask the engine for, and the
+        caller's own when ``tasks`` / ``checkpoints`` are among them (``None`` when
+        not), and whether one mode was asked for by name (items are bare chunks)."""
+        modes = _v2_modes(stream_mode) if version == "v2" else stream_mode
+        engine_modes, wanted = _debug_views(modes)
+        config, opts = self._prepare(
+            config, kwargs, durability, version, stream_mode=engine_modes,
+            subgraphs=subgraphs, interrupt_before=breaks[0], interrupt_after=breaks[1],
+        )  # fmt: skip
+        return config, opts, wanted, isinstance(modes, str)
+
     @contextlib.contextmanager
     def _entered(self, context: Any, config: Any, nest: bool = False) -> Iterator[_Started]:
         """Around the call that starts a run: the run's scope (its ``context``, store
@@ -254,18 +275,16 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         tuple of ``"node:task"``; empty for this graph's own events). With
         ``version="v2"`` every chunk is LangGraph's v2 part: ``{"type": mode, "ns":
         namespace, "data": chunk}``, ``values`` parts with their ``"interrupts"``."""
-        modes = _v2_modes(stream_mode) if version == "v2" else stream_mode
-        engine_modes, wanted = _debug_views(modes)
-        config, opts = self._prepare(config, kwargs, durability, version,
-                                     stream_mode=engine_modes, subgraphs=subgraphs,
-                                     interrupt_before=interrupt_before,
-                                     interrupt_after=interrupt_after)  # fmt: skip
+        breaks = (interrupt_before, interrupt_after)
+        config, opts, wanted, single = self._prepare_stream(
+            config, kwargs, durability, version, stream_mode, subgraphs, breaks
+        )
         with self._entered(context, config) as run:
             it = self._core.stream(input, config, opts)
         if run.trace is not None:
             it = _traced(it, run)
         if wanted is not None:
-            it = _viewed(it, wanted, isinstance(modes, str), subgraphs)
+            it = _viewed(it, wanted, single, subgraphs)
         return parts(it, subgraphs) if version == "v2" else it
 
     async def astream(
@@ -284,15 +303,13 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
     ) -> AsyncIterator[Any]:
         """``stream`` for ``async for``; async nodes and tools run on the running event
         loop."""
-        modes = _v2_modes(stream_mode) if version == "v2" else stream_mode
-        engine_modes, wanted = _debug_views(modes)
-        config, opts = self._prepare(config, kwargs, durability, version,
-                                     stream_mode=engine_modes, subgraphs=subgraphs,
-                                     interrupt_before=interrupt_before,
-                                     interrupt_after=interrupt_after)  # fmt: skip
+        breaks = (interrupt_before, interrupt_after)
+        config, opts, wanted, single = self._prepare_stream(
+            config, kwargs, durability, version, stream_mode, subgraphs, breaks
+        )
         with self._entered(context, config) as run:
             it = self._core.stream(input, config, opts, _loop())
-        items = _aitems(it, run, wanted, isinstance(modes, str), subgraphs)
+        items = _aitems(it, run, wanted, single, subgraphs)
         try:
             async for item in aparts(items, subgraphs) if version == "v2" else items:
                 yield item

@@ -8,18 +8,12 @@ import asyncio
 from typing import Any
 
 import pytest
-from graph_support import LogS, log_node, thread_config
+from graph_support import LogS, abc_graph, thread_config
 
-from ironloop import END, START, MemorySaver, StateGraph
+from ironloop import START, StateGraph
 from ironloop._ironloop import _DEBUG_VIEWS, _DURABILITIES, _STREAM_MODES, _RunOptions
 
-
-def _abc(**compile_kw: Any) -> Any:
-    g = StateGraph(LogS)
-    for n in ("a", "b", "c"):
-        g.add_node(n, log_node(n))
-    g.add_edge(START, "a").add_edge("a", "b").add_edge("b", "c").add_edge("c", END)
-    return g.compile(checkpointer=MemorySaver(), **compile_kw)
+_abc = abc_graph
 
 
 @pytest.mark.parametrize("how", ["invoke", "ainvoke", "stream", "astream"])
