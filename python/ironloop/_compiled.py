@@ -3,12 +3,13 @@ the Rust engine (runs, streams, state inspection, use as a subgraph)."""
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import dataclasses
 import inspect
 import typing
 import warnings
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
 from typing import (
     Any,
     Generic,
@@ -19,17 +20,18 @@ from typing_extensions import TypeVar
 from ironloop import _drawing, _tracing
 from ironloop._bound import BoundConfig
 from ironloop._cache import namespace as cache_namespace
+from ironloop._constants import INTERRUPT
 from ironloop._graph_jsonschema import jsonschema
-from ironloop._ironloop import _child_ns
+from ironloop._ironloop import _child_ns, _RunOptions
 from ironloop._node_calls import _outer_task
 from ironloop._run_options import (
+    _as_run_config,
     _batch_configs,
     _check_run_options,
     _debug_views,
     _reshape,
     _v2_modes,
     _viewed,
-    _with_durability,
 )
 from ironloop._runtime import task_var
 from ironloop._state import as_update
@@ -86,14 +88,6 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
     #: the ``messages`` stream says which agent a chunk came from).
     run_metadata: dict[str, Any] | None = None
 
-    def _run_config(self, config: Any, durability: str | None) -> Any:
-        config = _with_durability(config, durability)
-        if self.run_metadata is None:
-            return config
-        config = dict(config or {})
-        config["metadata"] = {**self.run_metadata, **(config.get("metadata") or {})}
-        return config
-
     @property
     def nodes(self) -> dict[str, Any]:
         return dict(self.builder.nodes)
@@ -122,6 +116,66 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             names = self.builder.cache_policies
         return [cache_namespace(n) for n in names]
 
+    def _prepare(
+        self,
+        config: Any,
+        kwargs: dict[str, Any],
+        durability: str | None,
+        version: str,
+        **options: Any,
+    ) -> tuple[Any, _RunOptions]:
+        """Every run's prologue: LangGraph's deprecated keywords and ``version``
+        checked, ``config`` as the run reads it, and the run's options as one typed
+        object, checked once in the core (``durability``, ``interrupt_before`` /
+        ``interrupt_after``, and for a stream its modes and ``subgraphs``)."""
+        durability = _check_run_options(durability, version, kwargs)
+        config = _as_run_config(config)
+        if self.run_metadata is not None:
+            config = dict(config or {})
+            config["metadata"] = {**self.run_metadata, **(config.get("metadata") or {})}
+        return config, _RunOptions(durability=durability, **options)
+
+    def _prepare_stream(
+        self,
+        config: Any,
+        kwargs: dict[str, Any],
+        durability: str | None,
+        version: str,
+        stream_mode: str | Sequence[str],
+        subgraphs: bool,
+        breaks: tuple[Any, Any],
+    ) -> tuple[Any, _RunOptions, list[str] | None, bool]:
+        """``_prepare`` for a stream: also the modes to ask the engine for, and the
+        caller's own when ``tasks`` / ``checkpoints`` are among them (``None`` when
+        not), and whether one mode was asked for by name (items are bare chunks)."""
+        modes = _v2_modes(stream_mode) if version == "v2" else stream_mode
+        engine_modes, wanted = _debug_views(modes)
+        config, opts = self._prepare(
+            config, kwargs, durability, version, stream_mode=engine_modes,
+            subgraphs=subgraphs, interrupt_before=breaks[0], interrupt_after=breaks[1],
+        )  # fmt: skip
+        return config, opts, wanted, isinstance(modes, str)
+
+    @contextlib.contextmanager
+    def _entered(self, context: Any, config: Any, nest: bool = False) -> Iterator[_Started]:
+        """Around the call that starts a run: the run's scope (its ``context``, store
+        and config, which the engine copies when the call is made), its trace span,
+        and with ``nest``, the task it pauses when nested (see ``_nesting``)."""
+        token = _enter(context, self.store, self.builder.context_schema, config)
+        nested, outer = self._nesting(config) if nest else (False, None)
+        run = _Started(nested, _tracing.start_run(self.name) if _tracing.ON else None)
+        try:
+            yield run
+        except BaseException as e:
+            run.end(e)
+            raise
+        finally:
+            if run.trace is not None:
+                run.trace.detach()
+            if outer is not None:
+                _outer_task.reset(outer)
+            _scope.reset(token)
+
     def invoke(
         self,
         input: Any,
@@ -131,6 +185,8 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         stream_mode: str | Sequence[str] = "values",
         durability: str | None = None,
         version: str = "v1",
+        interrupt_before: str | Sequence[str] | None = None,
+        interrupt_after: str | Sequence[str] | None = None,
         control: RunControl | None = None,
         **kwargs: Any,
     ) -> Any:
@@ -139,43 +195,22 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         ``result["__interrupt__"]``. ``context`` is the run's static context
         (see ``context_schema``), read by nodes as ``runtime.context``. As LangGraph:
         another ``stream_mode`` returns the list of the stream's chunks, and
-        ``version="v2"`` a ``GraphOutput(value, interrupts)`` (or v2 chunks)."""
+        ``version="v2"`` a ``GraphOutput(value, interrupts)`` (or v2 chunks);
+        ``interrupt_before`` / ``interrupt_after`` replace the compiled ones."""
         config = _with_control(config, control)
-        durability = _check_run_options(durability, version, kwargs)
+        breaks: dict[str, Any] = {
+            "interrupt_before": interrupt_before,
+            "interrupt_after": interrupt_after,
+        }
         if stream_mode != "values":
-            return list(
-                self.stream(
-                    input,
-                    config,
-                    stream_mode=stream_mode,
-                    context=context,
-                    durability=durability,
-                    version=version,
-                )
-            )
-        config = self._run_config(config, durability)
-        if version == "v2":
-            with get_usage_metadata_callback() as usage:
-                out = self.invoke(input, config, context=context)
-            return as_output(out, usage.usage_metadata)
-        token = _enter(context, self.store, self.builder.context_schema, config)
-        nested, outer = self._nesting(config)
-        trace = _tracing.start_run(self.name) if _tracing.ON else None
-        try:
-            out = self._core.invoke(input, config)
-            out = _pause_parent(out) if nested else out
-        except BaseException as e:
-            if trace is not None:
-                trace.end(e)
-                trace = None
-            raise
-        finally:
-            if trace is not None:
-                trace.end()
-            if outer is not None:
-                _outer_task.reset(outer)
-            _scope.reset(token)
-        return out
+            it = self.stream(input, config, stream_mode=stream_mode, context=context,
+                             durability=durability, version=version, **breaks, **kwargs)  # fmt: skip
+            return list(it)
+        config, opts = self._prepare(config, kwargs, durability, version, **breaks)
+        with _usage(version) as usage, self._entered(context, config, nest=True) as run:
+            out = run.result(self._core.invoke(input, config, options=opts))
+            run.end()
+        return as_output(out, usage.usage_metadata) if usage is not None else out
 
     async def ainvoke(
         self,
@@ -186,51 +221,32 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         stream_mode: str | Sequence[str] = "values",
         durability: str | None = None,
         version: str = "v1",
+        interrupt_before: str | Sequence[str] | None = None,
+        interrupt_after: str | Sequence[str] | None = None,
         control: RunControl | None = None,
         **kwargs: Any,
     ) -> Any:
         """Like ``invoke``; async nodes and tools run on the running event loop."""
-        import asyncio
-
         config = _with_control(config, control)
-        durability = _check_run_options(durability, version, kwargs)
+        breaks: dict[str, Any] = {
+            "interrupt_before": interrupt_before,
+            "interrupt_after": interrupt_after,
+        }
         if stream_mode != "values":
-            it = self.astream(
-                input,
-                config,
-                stream_mode=stream_mode,
-                context=context,
-                durability=durability,
-                version=version,
-            )
+            it = self.astream(input, config, stream_mode=stream_mode, context=context,
+                              durability=durability, version=version, **breaks, **kwargs)  # fmt: skip
             return [chunk async for chunk in it]
-        config = self._run_config(config, durability)
-        if version == "v2":
-            with get_usage_metadata_callback() as usage:
-                out = await self.ainvoke(input, config, context=context)
-            return as_output(out, usage.usage_metadata)
-        token = _enter(context, self.store, self.builder.context_schema, config)
-        nested, outer = self._nesting(config)
-        trace = _tracing.start_run(self.name) if _tracing.ON else None
-        try:
-            pending = self._core.ainvoke(input, config, asyncio.get_running_loop())
-        finally:
-            # The engine copied the context when the call was made.
-            if trace is not None:
-                trace.detach()
-            if outer is not None:
-                _outer_task.reset(outer)
-            _scope.reset(token)
-        try:
-            out = await pending
-            out = _pause_parent(out) if nested else out
-        except BaseException as e:
-            if trace is not None:
-                trace.end(e)
-            raise
-        if trace is not None:
-            trace.end()
-        return out
+        config, opts = self._prepare(config, kwargs, durability, version, **breaks)
+        with _usage(version) as usage:
+            with self._entered(context, config, nest=True) as run:
+                pending = self._core.ainvoke(input, config, _loop(), options=opts)
+            try:
+                out = run.result(await pending)
+            except BaseException as e:
+                run.end(e)
+                raise
+            run.end()
+        return as_output(out, usage.usage_metadata) if usage is not None else out
 
     def _nesting(self, config: Any) -> tuple[bool, contextvars.Token[Any] | None]:
         """Run inside a node of another graph (as a node, or called by a node's
@@ -264,6 +280,8 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         context: Any = None,
         durability: str | None = None,
         version: str = "v1",
+        interrupt_before: str | Sequence[str] | None = None,
+        interrupt_after: str | Sequence[str] | None = None,
         control: RunControl | None = None,
         **kwargs: Any,
     ) -> Iterator[Any]:
@@ -276,27 +294,16 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         ``version="v2"`` every chunk is LangGraph's v2 part: ``{"type": mode, "ns":
         namespace, "data": chunk}``, ``values`` parts with their ``"interrupts"``."""
         config = _with_control(config, control)
-        durability = _check_run_options(durability, version, kwargs)
-        config = self._run_config(config, durability)
-        modes = _v2_modes(stream_mode) if version == "v2" else stream_mode
-        engine_modes, wanted = _debug_views(modes)
-        token = _enter(context, self.store, self.builder.context_schema, config)
-        trace = _tracing.start_run(self.name) if _tracing.ON else None
-        try:
-            it = self._core.stream(input, config, engine_modes, None, subgraphs)
-        except BaseException as e:
-            if trace is not None:
-                trace.end(e)
-                trace = None
-            raise
-        finally:
-            if trace is not None:
-                trace.detach()
-            _scope.reset(token)
-        if trace is not None:
-            it = _traced(it, trace)
+        breaks = (interrupt_before, interrupt_after)
+        config, opts, wanted, single = self._prepare_stream(
+            config, kwargs, durability, version, stream_mode, subgraphs, breaks
+        )
+        with self._entered(context, config) as run:
+            it = self._core.stream(input, config, opts)
+        if run.trace is not None:
+            it = _traced(it, run)
         if wanted is not None:
-            it = _viewed(it, wanted, isinstance(modes, str), subgraphs)
+            it = _viewed(it, wanted, single, subgraphs)
         return parts(it, subgraphs) if version == "v2" else it
 
     async def astream(
@@ -309,61 +316,26 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         context: Any = None,
         durability: str | None = None,
         version: str = "v1",
+        interrupt_before: str | Sequence[str] | None = None,
+        interrupt_after: str | Sequence[str] | None = None,
         control: RunControl | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
-        import asyncio
-
+        """``stream`` for ``async for``; async nodes and tools run on the running event
+        loop."""
         config = _with_control(config, control)
-        durability = _check_run_options(durability, version, kwargs)
-        if version == "v2":
-            v1 = self.astream(
-                input,
-                config,
-                stream_mode=_v2_modes(stream_mode),
-                subgraphs=subgraphs,
-                context=context,
-                durability=durability,
-            )
-            async for part in aparts(v1, subgraphs):
-                yield part
-            return
-        config = self._run_config(config, durability)
-        engine_modes, wanted = _debug_views(stream_mode)
-        token = _enter(context, self.store, self.builder.context_schema, config)
-        trace = _tracing.start_run(self.name) if _tracing.ON else None
+        breaks = (interrupt_before, interrupt_after)
+        config, opts, wanted, single = self._prepare_stream(
+            config, kwargs, durability, version, stream_mode, subgraphs, breaks
+        )
+        with self._entered(context, config) as run:
+            it = self._core.stream(input, config, opts, _loop())
+        items = _aitems(it, run, wanted, single, subgraphs)
         try:
-            it = self._core.stream(
-                input, config, engine_modes, asyncio.get_running_loop(), subgraphs
-            )
-        except BaseException as e:
-            if trace is not None:
-                trace.end(e)
-                trace = None
-            raise
+            async for item in aparts(items, subgraphs) if version == "v2" else items:
+                yield item
         finally:
-            if trace is not None:
-                trace.detach()
-            _scope.reset(token)
-        failed: BaseException | None = None
-        try:
-            while True:
-                try:
-                    item = await it.next()
-                except StopAsyncIteration:
-                    return
-                if wanted is None:
-                    yield item
-                else:
-                    for shown in _reshape(item, wanted, isinstance(stream_mode, str), subgraphs):
-                        yield shown
-        except Exception as e:
-            failed = e
-            raise
-        finally:
-            it.cancel()
-            if trace is not None:
-                trace.end(failed)
+            await items.aclose()  # the run stops when the consumer does
 
     async def astream_events(
         self,
@@ -729,7 +701,41 @@ def _subgraph_of(node: Any) -> CompiledStateGraph[Any, Any, Any, Any] | None:
     return None
 
 
-def _traced(it: Iterator[Any], trace: Any) -> Iterator[Any]:
+class _Started:
+    """A run whose call has been made: its trace span (``None`` when not traced),
+    ended once, and whether it runs nested (see ``_nesting``)."""
+
+    def __init__(self, nested: bool, trace: _tracing.RunTrace | None) -> None:
+        self.nested = nested
+        self.trace = trace
+
+    def result(self, out: Any) -> Any:
+        return _pause_parent(out) if self.nested else out
+
+    def end(self, exc: BaseException | None = None) -> None:
+        if self.trace is not None:
+            self.trace.end(exc)
+            self.trace = None
+
+
+@contextlib.contextmanager
+def _usage(version: str) -> Iterator[Any]:
+    """The token usage a ``version="v2"`` result reports, totalled over the run
+    (``None`` for v1)."""
+    if version != "v2":
+        yield None
+        return
+    with get_usage_metadata_callback() as usage:
+        yield usage
+
+
+def _loop() -> Any:
+    import asyncio
+
+    return asyncio.get_running_loop()
+
+
+def _traced(it: Iterator[Any], run: _Started) -> Iterator[Any]:
     """A stream whose run span ends when the stream does."""
     failed: BaseException | None = None
     try:
@@ -738,12 +744,38 @@ def _traced(it: Iterator[Any], trace: Any) -> Iterator[Any]:
         failed = e
         raise
     finally:
-        trace.end(failed)
+        run.end(failed)
+
+
+async def _aitems(
+    it: Any, run: _Started, wanted: list[str] | None, single: bool, subgraphs: bool
+) -> AsyncGenerator[Any, None]:
+    """The items of the engine's async stream (with ``wanted``, reshaped as the
+    caller's ``tasks`` / ``checkpoints`` modes show them); the run is cancelled when
+    this ends, and its span ends with it."""
+    failed: BaseException | None = None
+    try:
+        while True:
+            try:
+                item = await it.next()
+            except StopAsyncIteration:
+                return
+            if wanted is None:
+                yield item
+            else:
+                for shown in _reshape(item, wanted, single, subgraphs):
+                    yield shown
+    except Exception as e:
+        failed = e
+        raise
+    finally:
+        it.cancel()
+        run.end(failed)
 
 
 def _pause_parent(out: Any) -> Any:
     """A nested run's result; paused, it pauses the parent's task instead."""
-    interrupts = out.get("__interrupt__") if isinstance(out, dict) else None
+    interrupts = out.get(INTERRUPT) if isinstance(out, dict) else None
     if interrupts:
         raise GraphInterrupt(interrupts[0].value)
     return out

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Final
 
-START: Final = "__start__"
-END: Final = "__end__"
+from ironloop._ironloop import _END, _INTERRUPT, _START
+
+# Spelled once, in the core (``src/graph/spec.rs``, ``reserved.rs``).
+START: Final = _START
+END: Final = _END
 #: The key of a pause in a result or an ``updates`` / ``values`` chunk.
-INTERRUPT: Final = "__interrupt__"
+INTERRUPT: Final = _INTERRUPT
 
 #: The tag that keeps a model call out of the ``messages`` stream (LangGraph's
 #: ``TAG_NOSTREAM``): a middleware's own calls carry it.

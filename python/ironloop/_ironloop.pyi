@@ -12,7 +12,7 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from typing import Any, Literal, final
+from typing import Any, Final, Literal, final
 
 from typing_extensions import disjoint_base
 
@@ -38,6 +38,14 @@ __all__ = [
     "_Drain",
     "_AgentModel",
     "_GraphCore",
+    "_RunOptions",
+    "_START",
+    "_END",
+    "_INTERRUPT",
+    "_ROOT",
+    "_DURABILITIES",
+    "_STREAM_MODES",
+    "_DEBUG_VIEWS",
     "_GraphStream",
     "_McpToolset",
     "_TaskScratch",
@@ -78,6 +86,35 @@ __all__ = [
 ]
 
 __version__: str
+
+#: The names the core reserves: LangGraph's graph entry and exit, the key of a pause in
+#: a result, the channel of a graph whose state is one bare value.
+_START: Final = "__start__"
+_END: Final = "__end__"
+_INTERRUPT: Final = "__interrupt__"
+_ROOT: Final = "__root__"
+#: LangGraph's ``durability`` values.
+_DURABILITIES: tuple[str, ...]
+#: The stream modes the engine streams (LangGraph's, and ironloop's own ``tools``).
+_STREAM_MODES: tuple[str, ...]
+#: LangGraph's stream modes shown from ``debug`` events: ``tasks``, ``checkpoints``.
+_DEBUG_VIEWS: tuple[str, ...]
+
+@final
+class _RunOptions:
+    """A run's options (LangGraph's run keywords), checked when made: an unknown
+    durability or stream mode raises ``ValueError``; the breakpoints' node names are
+    checked against the graph when the run starts."""
+
+    def __new__(
+        cls,
+        *,
+        durability: str | None = None,
+        stream_mode: str | Sequence[str] | None = None,
+        subgraphs: bool = False,
+        interrupt_before: str | Sequence[str] | None = None,
+        interrupt_after: str | Sequence[str] | None = None,
+    ) -> _RunOptions: ...
 
 @disjoint_base
 class BaseMessage:
@@ -582,7 +619,12 @@ class _GraphCore:
         serde_allowlist: dict[str, type | None] | None = None,
     ) -> _GraphCore: ...
     def invoke(
-        self, input: Any, config: Any = None, *, agent: _AgentModel | None = None
+        self,
+        input: Any,
+        config: Any = None,
+        *,
+        options: _RunOptions | None = None,
+        agent: _AgentModel | None = None,
     ) -> Any: ...
     def ainvoke(
         self,
@@ -590,15 +632,15 @@ class _GraphCore:
         config: Any,
         event_loop: asyncio.AbstractEventLoop,
         *,
+        options: _RunOptions | None = None,
         agent: _AgentModel | None = None,
     ) -> Awaitable[Any]: ...
     def stream(
         self,
         input: Any,
         config: Any,
-        stream_mode: Any,
+        options: _RunOptions,
         event_loop: asyncio.AbstractEventLoop | None = None,
-        subgraphs: bool = False,
         *,
         agent: _AgentModel | None = None,
     ) -> Any: ...

@@ -8,25 +8,25 @@ import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from ironloop import _ironloop
 from ironloop.warnings import LangGraphDeprecatedSinceV10
 
 
 def _check_run_options(durability: str | None, version: str, kwargs: dict[str, Any]) -> str | None:
-    """``durability`` and ``version`` as LangGraph takes them, or a clear refusal;
-    returns the run's durability, from LangGraph's deprecated ``checkpoint_during``
-    (``True``: ``"async"``, ``False``: ``"exit"``) when that is given instead."""
+    """``version`` as LangGraph takes it, or a clear refusal; returns the run's
+    durability, from LangGraph's deprecated ``checkpoint_during`` (``True``:
+    ``"async"``, ``False``: ``"exit"``) when that is given instead. The durability's
+    value is checked by ``_RunOptions``, in the core."""
     if "checkpoint_during" in kwargs:
         warnings.warn(
             "`checkpoint_during` is deprecated and will be removed. "
             "Please use `durability` instead.",
             LangGraphDeprecatedSinceV10,
-            stacklevel=3,
+            stacklevel=4,
         )
         during = kwargs.pop("checkpoint_during")
         if durability is None and during is not None:
             durability = "async" if during else "exit"
-    if durability not in (None, "sync", "async", "exit"):
-        raise ValueError(f"durability must be 'sync', 'async' or 'exit', got {durability!r}")
     if version not in ("v1", "v2"):
         raise ValueError(f"version must be 'v1' or 'v2', got {version!r}")
     return durability
@@ -49,21 +49,13 @@ _CONFIG_KEYS = frozenset(
 )
 
 
-def _with_durability(config: Any, durability: str | None) -> Any:
+def _as_run_config(config: Any) -> Any:
     """``config`` as a run reads it: any other top-level key (``{"thread_id": "1"}``)
-    moved into ``configurable``, as langchain-core's ``ensure_config`` does, and
-    ``durability`` where LangGraph keeps it (the engine reads it there)."""
+    moved into ``configurable``, as langchain-core's ``ensure_config`` does."""
     if config and any(k not in _CONFIG_KEYS and v is not None for k, v in config.items()):
         moved = {k: v for k, v in config.items() if k not in _CONFIG_KEYS and v is not None}
         config = {k: v for k, v in config.items() if k in _CONFIG_KEYS}
         config["configurable"] = {**(config.get("configurable") or {}), **moved}
-    if durability is None:
-        return config
-    config = dict(config or {})
-    config["configurable"] = {
-        **(config.get("configurable") or {}),
-        "__pregel_durability": durability,
-    }
     return config
 
 
@@ -78,9 +70,11 @@ def _modes(stream_mode: Any) -> Any:
     return list(stream_mode)
 
 
-#: LangGraph's ``tasks`` and ``checkpoints`` stream modes: the payloads of ``debug``
-#: events of these types (the engine streams them as ``debug``).
-_DEBUG_VIEWS = {"tasks": ("task", "task_result"), "checkpoints": ("checkpoint",)}
+#: The payloads of the ``debug`` events LangGraph's ``tasks`` and ``checkpoints``
+#: stream modes show, by mode (the core names those modes: ``_ironloop._DEBUG_VIEWS``).
+_DEBUG_VIEWS = dict(
+    zip(_ironloop._DEBUG_VIEWS, (("task", "task_result"), ("checkpoint",)), strict=True)
+)
 
 
 def _debug_views(stream_mode: Any) -> tuple[Any, list[str] | None]:

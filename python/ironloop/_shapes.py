@@ -92,26 +92,26 @@ class BoundCore:
             return None
         return native
 
-    def invoke(self, *args: Any) -> Any:
+    def invoke(self, *args: Any, **kwargs: Any) -> Any:
         token = agent_var.set(self.settings)
         try:
-            return self._core.invoke(*args, agent=self._agent())
+            return self._core.invoke(*args, **kwargs, agent=self._agent())
         finally:
             agent_var.reset(token)
 
-    def ainvoke(self, *args: Any) -> Any:
+    def ainvoke(self, *args: Any, **kwargs: Any) -> Any:
         # The engine copies the caller's context when the call is made (not when the
         # returned future is awaited), so the settings need only be set around it.
         token = agent_var.set(self.settings)
         try:
-            return self._core.ainvoke(*args, agent=self._agent())
+            return self._core.ainvoke(*args, **kwargs, agent=self._agent())
         finally:
             agent_var.reset(token)
 
-    def stream(self, *args: Any) -> Any:
+    def stream(self, *args: Any, **kwargs: Any) -> Any:
         token = agent_var.set(self.settings)
         try:
-            return self._core.stream(*args, agent=self._agent())
+            return self._core.stream(*args, **kwargs, agent=self._agent())
         finally:
             agent_var.reset(token)
 

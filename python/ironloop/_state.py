@@ -28,13 +28,14 @@ import typing
 from collections.abc import Callable
 from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
+from ironloop._ironloop import _ROOT
 from ironloop.errors import InvalidUpdateError
 from ironloop.managed import is_managed_value
 
 __all__ = ["ROOT", "as_update", "input_schema_of", "node_factory", "schema_channels"]
 
-#: The root channel's name (the core's `reserved::ROOT` spells it too).
-ROOT = "__root__"
+#: The root channel's name, as the core spells it (``reserved::ROOT``).
+ROOT = _ROOT
 
 
 def _qualifiers() -> tuple[Any, ...]:

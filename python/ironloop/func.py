@@ -50,7 +50,7 @@ from typing import get_origin as typing_origin
 from ironloop._bound import BoundConfig
 from ironloop._cache import cache_key
 from ironloop._cache import namespace as cache_namespace
-from ironloop._constants import END, START
+from ironloop._constants import END, INTERRUPT, START
 from ironloop._retry import with_retry
 from ironloop._runtime import answers_var, scratch_lock, task_var
 from ironloop._schema_convert import _ConverterBuilder
@@ -569,10 +569,10 @@ class EntrypointGraph:
     def _result(out: Any) -> Any:
         if isinstance(out, GraphOutput):  # version="v2"
             return dataclasses.replace(out, value=_value(out.value))
-        if isinstance(out, dict) and "__interrupt__" in out:
+        if isinstance(out, dict) and INTERRUPT in out:
             value = out.get("value")
             shown = dict(value) if isinstance(value, dict) else {}
-            shown["__interrupt__"] = out["__interrupt__"]
+            shown[INTERRUPT] = out[INTERRUPT]
             return shown
         return _value(out)
 

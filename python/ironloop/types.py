@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
 
+from ironloop._constants import INTERRUPT
 from ironloop._retry import default_retry_on
 from ironloop._timeout import TimeoutPolicy
 from ironloop.warnings import LangGraphDeprecatedSinceV10, LangGraphDeprecatedSinceV11
@@ -262,7 +263,7 @@ class GraphOutput(Generic[OutputT]):
             LangGraphDeprecatedSinceV11,
             stacklevel=2,
         )
-        if key == "__interrupt__":
+        if key == INTERRUPT:
             return self.interrupts
         if isinstance(self.value, dict):
             return self.value[key]
@@ -278,7 +279,7 @@ class GraphOutput(Generic[OutputT]):
             LangGraphDeprecatedSinceV11,
             stacklevel=2,
         )
-        if key == "__interrupt__":
+        if key == INTERRUPT:
             return bool(self.interrupts)
         if isinstance(self.value, dict):
             return key in self.value

@@ -76,6 +76,15 @@ pub struct Graph {
     pub(super) state_cache: StateCache,
 }
 
+/// Breakpoint names as a set: `"*"` stands for every node of `spec`.
+fn expand_breakpoints(spec: &GraphSpec, names: Vec<String>) -> NameSet {
+    if names.iter().any(|n| n == "*") {
+        spec.nodes.iter().map(|n| n.name.clone()).collect()
+    } else {
+        names.into_iter().collect()
+    }
+}
+
 /// A new checkpoint id: a UUID of version 7, which orders by the time it was made
 /// (those made by one process in the order made), as LangGraph's are. A SQLite file
 /// finds such ids without an index of its own (see `checkpoint::sqlite`).
@@ -137,15 +146,8 @@ impl Graph {
         for (i, b) in spec.branches.iter().enumerate() {
             branches_from.entry(b.source.clone()).or_default().push(i);
         }
-        let expand = |v: Vec<String>| -> NameSet {
-            if v.iter().any(|n| n == "*") {
-                spec.nodes.iter().map(|n| n.name.clone()).collect()
-            } else {
-                v.into_iter().collect()
-            }
-        };
-        let interrupt_before = expand(interrupt_before);
-        let interrupt_after = expand(interrupt_after);
+        let interrupt_before = expand_breakpoints(&spec, interrupt_before);
+        let interrupt_after = expand_breakpoints(&spec, interrupt_after);
         Ok(Graph {
             node_index,
             node_reads,
@@ -165,6 +167,28 @@ impl Graph {
             interrupt_after,
             state_cache: StateCache::default(),
         })
+    }
+
+    /// A run's own `interrupt_before` / `interrupt_after` (LangGraph's run keywords,
+    /// which replace the compiled ones): node names, `"*"` for every node. Checked
+    /// here, so a misspelt name fails the call instead of never pausing.
+    pub fn breakpoints(&self, names: Vec<String>) -> Result<NameSet, GraphError> {
+        if let Some(n) = names
+            .iter()
+            .find(|n| *n != "*" && !self.node_index.contains_key(*n))
+        {
+            return Err(GraphError::Config(format!(
+                "interrupt node `{n}` not found: interrupt_before / interrupt_after name \
+                 nodes of the graph ({}) or \"*\"",
+                self.spec
+                    .nodes
+                    .iter()
+                    .map(|n| n.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        Ok(expand_breakpoints(&self.spec, names))
     }
 
     pub fn spec(&self) -> &GraphSpec {

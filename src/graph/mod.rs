@@ -8,6 +8,7 @@ mod guard;
 mod history;
 mod interrupt;
 mod messages;
+pub mod options;
 mod pending;
 mod replay;
 mod reserved;

@@ -542,7 +542,7 @@ impl<'g> Run<'g> {
 impl Run<'_> {
     /// Pauses before the step if one of its tasks' nodes is in `interrupt_before`.
     fn pause_before(&mut self) -> bool {
-        let before = &self.graph.interrupt_before;
+        let before = (self.opts.interrupt_before.as_ref()).unwrap_or(&self.graph.interrupt_before);
         let Some(t) = self.next.iter().find(|t| before.contains(&t.node)) else {
             return false;
         };
@@ -554,7 +554,7 @@ impl Run<'_> {
 
     /// The first node of the step about to be committed that is in `interrupt_after`.
     fn node_to_pause_after(&self) -> Option<String> {
-        let after = &self.graph.interrupt_after;
+        let after = (self.opts.interrupt_after.as_ref()).unwrap_or(&self.graph.interrupt_after);
         if after.is_empty() {
             return None;
         }

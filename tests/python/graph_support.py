@@ -7,7 +7,7 @@ import itertools
 import operator
 from typing import Annotated, Any, TypedDict
 
-from ironloop import END, START, MessagesState, StateGraph, ToolNode
+from ironloop import END, START, MemorySaver, MessagesState, StateGraph, ToolNode
 from ironloop.messages import AIMessage
 
 
@@ -52,6 +52,16 @@ def chain(*fns: Any, schema: Any = XS) -> StateGraph:
 def log_node(name: str) -> Any:
     """A node that appends its name to ``log``."""
     return lambda s: {"log": [name]}
+
+
+def abc_graph(**compile_kw: Any) -> Any:
+    """START -> a -> b -> c -> END, each node appending its name to ``log``, compiled
+    with a ``MemorySaver``."""
+    g = StateGraph(LogS)
+    for n in ("a", "b", "c"):
+        g.add_node(n, log_node(n))
+    g.add_edge(START, "a").add_edge("a", "b").add_edge("b", "c").add_edge("c", END)
+    return g.compile(checkpointer=MemorySaver(), **compile_kw)
 
 
 def parallel(a: Any, b: Any, schema: Any = LogS) -> Any:

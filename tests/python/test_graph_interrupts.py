@@ -7,7 +7,14 @@ import logging
 from typing import Any, TypedDict
 
 import pytest
-from graph_support import LogS, ai_with_calls, chain, log_node, run, thread_config, tool_graph
+from graph_support import (
+    abc_graph,
+    ai_with_calls,
+    chain,
+    run,
+    thread_config,
+    tool_graph,
+)
 
 from ironloop import (
     END,
@@ -189,12 +196,7 @@ def test_interrupts_in_a_nested_subgraph_resume_in_order() -> None:
 # ---------------------------------------------------------------------- static
 
 
-def _static_graph(**kw: Any) -> Any:
-    g = StateGraph(LogS)
-    for n in ("a", "b", "c"):
-        g.add_node(n, log_node(n))
-    g.add_edge(START, "a").add_edge("a", "b").add_edge("b", "c").add_edge("c", END)
-    return g.compile(checkpointer=MemorySaver(), **kw)
+_static_graph = abc_graph
 
 
 @pytest.mark.parametrize(

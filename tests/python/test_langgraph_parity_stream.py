@@ -387,7 +387,7 @@ async def test_astream_takes_the_tasks_mode() -> None:
 
 
 def test_an_unknown_stream_mode_names_the_modes() -> None:
-    with pytest.raises(ValueError, match="debug, tasks, checkpoints or tools"):
+    with pytest.raises(ValueError, match="debug, tools, tasks or checkpoints"):
         list(_one_node().compile().stream({"x": []}, stream_mode="everything"))
 
 

@@ -161,7 +161,7 @@ def test_a_sub_agents_tool_events_carry_its_namespace() -> None:
 
 def test_an_unknown_mode_lists_tools() -> None:
     agent, _ = agent_for(call("nap", "n1", seconds=0.0), tools=[nap])
-    with pytest.raises(ValueError, match="checkpoints or tools"):
+    with pytest.raises(ValueError, match="debug, tools, tasks or checkpoints"):
         list(agent.stream({"messages": [("user", "go")]}, stream_mode="tool"))
 
 

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ironloop._constants import INTERRUPT
 from ironloop.errors import RunRolledBackError
 from ironloop.types import Command
 
@@ -499,7 +500,7 @@ class Runner:
             and not spec.interrupt_before
             and not spec.interrupt_after
             and isinstance(run.last_values, dict)
-            and "__interrupt__" not in run.last_values
+            and INTERRUPT not in run.last_values
         )
 
     async def cancel(self, run: ActiveRun, action: str) -> None:

@@ -15,6 +15,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from ironloop._constants import INTERRUPT
+from ironloop._ironloop import _DURABILITIES
+
 from .assistants import Assistants
 from .auth import authorize, matches
 from .bodies import choice, field, json_body, json_list, query_int, str_list, uuid_param
@@ -24,7 +27,7 @@ from .serde import dumps
 from .thread_routes import load_thread
 
 log = logging.getLogger("ironloop.serve")
-DURABILITY = ("sync", "async", "exit")
+DURABILITY = _DURABILITIES
 #: The body fields a run record keeps (its ``kwargs``), enough to start it again.
 RAW_KEYS = (
     "assistant_id",
@@ -243,7 +246,7 @@ async def final_output(
     values = thread["values"]
     interrupts = [i for group in thread["interrupts"].values() for i in group]
     if interrupts and isinstance(values, dict):
-        values = {**values, "__interrupt__": interrupts}
+        values = {**values, INTERRUPT: interrupts}
     return values
 
 

@@ -15,7 +15,7 @@ import os
 from collections.abc import Mapping
 
 from ironloop._ironloop import NativeTool, _workspace_tools
-from ironloop.errors import InvalidArgumentError
+from ironloop.sources import _max_bytes
 
 __all__ = ["NativeTool", "workspace"]
 
@@ -104,20 +104,12 @@ def workspace(
     """
     if not isinstance(allow_bash, bool):
         raise TypeError(f"allow_bash must be a bool, got {allow_bash!r}")
-    if (
-        isinstance(max_output_bytes, bool)
-        or not isinstance(max_output_bytes, int)
-        or max_output_bytes < 1
-    ):
-        raise InvalidArgumentError(
-            f"max_output_bytes must be an int >= 1, got {max_output_bytes!r}"
-        )
     return _workspace_tools(
         os.fspath(root),
         allow_bash=allow_bash,
         bash_timeout=bash_timeout,
         max_bash_timeout=max_bash_timeout,
-        max_output_bytes=max_output_bytes,
+        max_output_bytes=_max_bytes(max_output_bytes),
         timeout=timeout,
         env=[(str(k), str(v)) for k, v in (env or {}).items()],
     )

@@ -14,9 +14,10 @@ use super::super::models::AgentModel;
 use super::super::runtime::{block_on, can_drive_inline, cancel_with, drive_inline, wait_for};
 use super::super::serde::Allowlist;
 use super::describe::{self, BranchDesc, ChannelDesc, NodeDesc};
+use super::options::PyRunOptions;
 use super::run::{config_str, GraphCore, ThreadAt};
 use super::savers::checkpointer_from;
-use super::stream::{mode_bit, parse_modes, AsyncGraphStream, GraphStream};
+use super::stream::{AsyncGraphStream, GraphStream};
 use super::values::PyCodec;
 use crate::graph::{modes, Graph, NodeOutput, StateUpdate};
 use crate::prebuilt::ModelCall;
@@ -82,15 +83,17 @@ impl GraphCore {
 
     /// `agent`: the model step of the agent running this graph, which the engine may
     /// run without Python (see `ironloop._shapes.BoundCore`).
-    #[pyo3(signature = (input, config=None, *, agent=None))]
+    #[pyo3(signature = (input, config=None, *, options=None, agent=None))]
     fn invoke<'py>(
         &self,
         py: Python<'py>,
         input: &Bound<'py, PyAny>,
         config: Option<&Bound<'py, PyAny>>,
+        options: Option<PyRef<'py, PyRunOptions>>,
         agent: Option<PyRef<'py, AgentModel>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let mut s = self.setup(py, input, config, None, None, model_call(agent))?;
+        let options = options.as_deref();
+        let mut s = self.setup(py, input, config, options, None, None, model_call(agent))?;
         let graph = self.graph.clone();
         let r = if can_drive_inline() {
             s.opts.inline = true;
@@ -103,16 +106,18 @@ impl GraphCore {
         self.output(py, r)
     }
 
-    #[pyo3(signature = (input, config, event_loop, *, agent=None))]
+    #[pyo3(signature = (input, config, event_loop, *, options=None, agent=None))]
     fn ainvoke<'py>(
         &self,
         py: Python<'py>,
         input: &Bound<'py, PyAny>,
         config: Option<&Bound<'py, PyAny>>,
         event_loop: Py<PyAny>,
+        options: Option<PyRef<'py, PyRunOptions>>,
         agent: Option<PyRef<'py, AgentModel>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let s = self.setup(py, input, config, Some(event_loop), None, model_call(agent))?;
+        let (options, agent) = (options.as_deref(), model_call(agent));
+        let s = self.setup(py, input, config, options, Some(event_loop), None, agent)?;
         let graph = self.graph.clone();
         let (shared, codec) = (self.shared.clone(), self.codec.clone());
         let (unsaved, stateful) = (self.unsaved, self.stateful);
@@ -136,39 +141,21 @@ impl GraphCore {
         Ok(fut)
     }
 
-    #[pyo3(signature = (input, config, stream_mode, event_loop=None, subgraphs=false, *,
-                        agent=None))]
-    #[allow(clippy::too_many_arguments)]
+    /// `options`: the stream modes and `subgraphs` among them.
+    #[pyo3(signature = (input, config, options, event_loop=None, *, agent=None))]
     fn stream(
         &self,
         py: Python<'_>,
         input: &Bound<'_, PyAny>,
         config: Option<&Bound<'_, PyAny>>,
-        stream_mode: &Bound<'_, PyAny>,
+        options: PyRef<'_, PyRunOptions>,
         event_loop: Option<Py<PyAny>>,
-        subgraphs: bool,
         agent: Option<PyRef<'_, AgentModel>>,
     ) -> PyResult<Py<PyAny>> {
         let agent = model_call(agent);
-        let (bits, single) = parse_modes(stream_mode)?;
-        let wanted = {
-            let names: Vec<String> = stream_mode
-                .extract::<String>()
-                .map(|s| vec![s])
-                .or_else(|_| stream_mode.extract())?;
-            names.iter().map(|n| mode_bit(n)).fold(0, |a, b| a | b)
-        };
+        let (bits, subgraphs) = (options.modes, options.subgraphs);
         let start = |py, lp, send, inline| {
-            self.start_stream(
-                py,
-                input,
-                config,
-                lp,
-                (bits, wanted, single, subgraphs),
-                agent.clone(),
-                send,
-                inline,
-            )
+            self.start_stream(py, input, config, &options, lp, agent.clone(), send, inline)
         };
         if let Some(lp) = event_loop {
             let (tx, rx) = tokio::sync::mpsc::unbounded_channel();

@@ -5,13 +5,14 @@
 //! message cache), `task` (the per-task scratchpad), `describe` (the typed graph description
 //! `StateGraph.compile` sends), `nodes`, `routers` (and
 //! reducers), `savers` (and `saver_records`, their records for the LangGraph saver
-//! API), `run` (one run's set-up and results), `errors`, `stream`, and
-//! `compiled` (the `_GraphCore` class).
+//! API), `options` (a run's typed options), `run` (one run's set-up and results),
+//! `errors`, `stream`, and `compiled` (the `_GraphCore` class).
 
 mod compiled;
 mod control;
 mod describe;
 mod nodes;
+mod options;
 mod returned;
 mod routers;
 mod run;
@@ -48,5 +49,11 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyPostgresSaver>()?;
     m.add_function(wrap_pyfunction!(_child_ns, m)?)?;
     saver_records::register(m)?;
+    options::register(m)?;
+    // The names the core reserves, for `ironloop._constants` to take rather than spell.
+    m.add("_START", crate::graph::START)?;
+    m.add("_END", crate::graph::END)?;
+    m.add("_INTERRUPT", crate::graph::Reserved::Interrupt.as_str())?;
+    m.add("_ROOT", crate::graph::ROOT)?;
     Ok(())
 }

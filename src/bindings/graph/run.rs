@@ -13,13 +13,14 @@ use super::super::convert::{iso_utc, value_from_py, value_to_py};
 use super::super::env::PyRunEnv;
 use super::super::helpers::helpers;
 use super::super::toolnode::command_class;
+use super::options::{durability_name, PyRunOptions};
 use super::stream::{GraphStreamShape, InlineRun, StreamMsg, StreamSend};
 use super::task::TaskScratch;
 use super::values::{host, val_to_py, PyCodec, Shared};
 use crate::checkpoint::thread_key;
 use crate::graph::{
-    is_hidden, Durability, Graph, GraphError, InterruptInfo, InterruptKind, Multitask, NodeOutput,
-    Replay, Reserved, Resume, RunInput, RunOptions, RunResult, Snapshot, StreamSink, TaskStatus,
+    is_hidden, Graph, GraphError, InterruptInfo, InterruptKind, Multitask, NodeOutput, Replay,
+    Reserved, Resume, RunInput, RunOptions, RunResult, Snapshot, StreamSink, TaskStatus,
     ValueCodec, START,
 };
 use crate::prebuilt::ModelCall;
@@ -70,6 +71,19 @@ fn lent_config<'py>(
     let Some(thread_id) = &opts.thread_id else {
         return Ok(cfg.clone());
     };
+    let lent = [
+        ("thread_id", thread_id.as_str()),
+        ("checkpoint_ns", opts.checkpoint_ns.as_str()),
+    ];
+    with_configurable(py, cfg, &lent)
+}
+
+/// A copy of `cfg` with `items` set in its `configurable`.
+fn with_configurable<'py>(
+    py: Python<'py>,
+    cfg: &Bound<'py, PyAny>,
+    items: &[(&str, &str)],
+) -> PyResult<Bound<'py, PyAny>> {
     let out = match cfg.cast::<PyDict>() {
         Ok(d) => d.copy()?,
         Err(_) => PyDict::new(py),
@@ -81,11 +95,16 @@ fn lent_config<'py>(
         },
         None => PyDict::new(py),
     };
-    conf.set_item("thread_id", thread_id)?;
-    conf.set_item("checkpoint_ns", &opts.checkpoint_ns)?;
+    for (k, v) in items {
+        conf.set_item(k, v)?;
+    }
     out.set_item("configurable", conf)?;
     Ok(out.into_any())
 }
+
+/// Where LangGraph's config carries a run's durability (its `CONFIG_KEY_DURABILITY`):
+/// a run sets it for the subgraphs its nodes run, which take it when not given one.
+const DURABILITY_KEY: &str = "__pregel_durability";
 
 pub(super) fn config_str(cfg: &Bound<'_, PyAny>, key: &str) -> PyResult<Option<String>> {
     let Ok(d) = cfg.cast::<PyDict>() else {
@@ -179,11 +198,13 @@ impl GraphCore {
         Ok(run_input)
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn setup(
         &self,
         py: Python<'_>,
         input: &Bound<'_, PyAny>,
         config: Option<&Bound<'_, PyAny>>,
+        options: Option<&PyRunOptions>,
         event_loop: Option<Py<PyAny>>,
         stream: Option<StreamSink>,
         agent: Option<Arc<ModelCall>>,
@@ -209,19 +230,20 @@ impl GraphCore {
         }
         opts.thread_id = config_str(&cfg, "thread_id")?;
         opts.checkpoint_id = config_str(&cfg, "checkpoint_id")?;
-        // Where LangGraph keeps `durability=` too (`invoke` puts it there).
-        if let Some(d) = config_str(&cfg, "__pregel_durability")? {
-            opts.durability = Durability::parse(&d).ok_or_else(|| {
-                PyValueError::new_err(format!(
-                    "durability must be 'sync', 'async' or 'exit', got {d:?}"
-                ))
-            })?;
+        if let Some(d) = config_str(&cfg, DURABILITY_KEY)? {
+            opts.durability = crate::graph::options::durability(&d)?;
+        }
+        let mut cfg = cfg;
+        if let Some(o) = options {
+            o.apply(&self.graph, &mut opts)?;
+            if let Some(d) = o.durability {
+                cfg = with_configurable(py, &cfg, &[(DURABILITY_KEY, durability_name(d))])?;
+            }
         }
         // A subgraph inside a task of a run with checkpoints keeps its own there, even
         // one compiled with a checkpointer of its own: as in LangGraph, the outer run's
         // checkpointer wins when no thread is given (`lend` does nothing outside such
         // a task, and the graph's own checkpointer then asks for a thread).
-        let mut cfg = cfg;
         if opts.thread_id.is_none() && !self.unsaved {
             if let Some(sc) = parent_task(py)? {
                 sc.borrow().lend(py, &mut opts, self.stateful);
@@ -260,8 +282,8 @@ impl GraphCore {
         py: Python<'_>,
         input: &Bound<'_, PyAny>,
         config: Option<&Bound<'_, PyAny>>,
+        options: &PyRunOptions,
         event_loop: Option<Py<PyAny>>,
-        (bits, wanted, single, subgraphs): (u8, u8, bool, bool),
         agent: Option<Arc<ModelCall>>,
         send: StreamSend,
         inline: bool,
@@ -269,12 +291,20 @@ impl GraphCore {
         let send: Arc<dyn Fn(StreamMsg) + Send + Sync> = Arc::from(send);
         let events = send.clone();
         let sink = StreamSink {
-            modes: bits,
-            subgraphs,
+            modes: options.modes,
+            subgraphs: options.subgraphs,
             send: Arc::new(move |ev| events(StreamMsg::Event(ev))),
             seen: Default::default(),
         };
-        let mut s = self.setup(py, input, config, event_loop, Some(sink), agent)?;
+        let mut s = self.setup(
+            py,
+            input,
+            config,
+            Some(options),
+            event_loop,
+            Some(sink),
+            agent,
+        )?;
         s.opts.inline = inline;
         s.opts.live = inline;
         let thread = s.opts.thread_id.clone().unwrap_or_default();
@@ -295,10 +325,10 @@ impl GraphCore {
         };
         let shape = GraphStreamShape {
             shared: self.shared.clone(),
-            wanted,
-            single,
+            wanted: options.modes,
+            single: options.single,
             thread,
-            subgraphs,
+            subgraphs: options.subgraphs,
             cancel,
         };
         Ok((shape, run))

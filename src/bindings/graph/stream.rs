@@ -3,7 +3,6 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use tokio_util::sync::CancellationToken;
@@ -13,7 +12,8 @@ use super::super::exiting::attach;
 use super::super::runtime::{drive_inline, finished_future};
 use super::run::{config_dict, interrupts_to_py};
 use super::values::{val_to_py, Shared};
-use crate::graph::{modes, GraphError, Reserved, RunResult, StreamEvent, ToolEvent, Val};
+use crate::graph::options::stream_mode_bit;
+use crate::graph::{GraphError, Reserved, RunResult, StreamEvent, ToolEvent, Val};
 
 pub(super) enum StreamMsg {
     Event(StreamEvent),
@@ -332,32 +332,6 @@ fn tool_event(py: Python<'_>, t: ToolEvent) -> PyResult<Bound<'_, PyAny>> {
     Ok(d.into_any())
 }
 
-pub(super) fn parse_modes(modes_obj: &Bound<'_, PyAny>) -> PyResult<(u8, bool)> {
-    let names: Vec<String> = if let Ok(s) = modes_obj.extract::<String>() {
-        vec![s]
-    } else {
-        modes_obj.extract()?
-    };
-    let single = modes_obj.extract::<String>().is_ok();
-    let mut bits = 0u8;
-    for n in names {
-        bits |= match n.as_str() {
-            "values" => modes::VALUES,
-            "updates" => modes::UPDATES,
-            "custom" => modes::CUSTOM,
-            "messages" => modes::MESSAGES,
-            "debug" => modes::DEBUG,
-            "tools" => modes::TOOLS,
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "unknown stream_mode {other:?}: use values, updates, custom, messages, debug, tasks, checkpoints or tools"
-                )))
-            }
-        };
-    }
-    Ok((bits, single))
-}
-
 /// Items of `stream()`: chunks, or (mode, chunk) when several modes were asked for.
 ///
 /// The run is driven by the thread that pulls the items (`run`), as `invoke` drives
@@ -391,18 +365,6 @@ pub(super) enum Next {
 /// Where a streamed run's messages go.
 pub(super) type StreamSend = Box<dyn Fn(StreamMsg) + Send + Sync>;
 
-pub(super) fn mode_bit(name: &str) -> u8 {
-    match name {
-        "values" => modes::VALUES,
-        "updates" => modes::UPDATES,
-        "custom" => modes::CUSTOM,
-        "messages" => modes::MESSAGES,
-        "debug" => modes::DEBUG,
-        "tools" => modes::TOOLS,
-        _ => 0,
-    }
-}
-
 impl GraphStreamShape {
     /// What a message means for the iterator; a failed run raises its error.
     pub(super) fn next_item(&self, py: Python<'_>, msg: StreamMsg) -> PyResult<Next> {
@@ -430,7 +392,7 @@ impl GraphStreamShape {
         mode: &'static str,
         chunk: Bound<'py, PyAny>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
-        if self.wanted & mode_bit(mode) == 0 {
+        if self.wanted & stream_mode_bit(mode).unwrap_or(0) == 0 {
             return Ok(None);
         }
         let mut parts = Vec::with_capacity(3);

@@ -26,25 +26,13 @@ use super::super::engine::Graph;
 use super::super::error::GraphError;
 use crate::checkpoint::{CheckpointError, CheckpointRecord, Checkpointer, PendingWrite, Put};
 
-/// See the module docs.
+/// See the module docs; LangGraph's names for it are in [`crate::graph::options`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Durability {
     #[default]
     Sync,
     Async,
     Exit,
-}
-
-impl Durability {
-    /// `"sync"`, `"async"` or `"exit"`, as LangGraph names them.
-    pub fn parse(s: &str) -> Option<Durability> {
-        match s {
-            "sync" => Some(Durability::Sync),
-            "async" => Some(Durability::Async),
-            "exit" => Some(Durability::Exit),
-            _ => None,
-        }
-    }
 }
 
 /// The saves an `Async` run queued and its background task has not taken yet.

@@ -58,6 +58,10 @@ pub struct RunOptions {
     pub lent: Option<Lent>,
     /// When checkpoints reach the store (see [`super::Durability`]).
     pub durability: super::Durability,
+    /// The run's own breakpoints (LangGraph's `invoke(interrupt_before=...)`), used
+    /// instead of the compiled graph's when given (see [`crate::graph::Graph::breakpoints`]).
+    pub interrupt_before: Option<crate::graph::NameSet>,
+    pub interrupt_after: Option<crate::graph::NameSet>,
     pub checkpoint_id: Option<String>,
     pub recursion_limit: usize,
     /// At most this many of a step's tasks run at once (LangGraph's config
@@ -103,6 +107,8 @@ impl Default for RunOptions {
             checkpoint_ns: String::new(),
             lent: None,
             durability: Default::default(),
+            interrupt_before: None,
+            interrupt_after: None,
             checkpoint_id: None,
             // LangGraph 1.2's default.
             recursion_limit: 10_007,
