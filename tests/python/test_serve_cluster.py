@@ -298,7 +298,11 @@ def test_stateless_background_runs_are_queued_for_any_server(tmp_path: Path) -> 
         calls = [(tag, n, pid) for tag, n, pid, _ in effects(small) if tag.startswith("s")]
         for i in range(6):
             assert [n for tag, n, _ in calls if tag == f"s{i}"] == NODES, calls
-        assert {pid for *_, pid in calls} == {small.proc.pid, other.proc.pid}, calls
+        # Runs created on ``small`` ran on ``other`` too: the queue is shared. Which
+        # server takes how many is the claimers' race (under load ``other`` may take
+        # all six), so only ``other``'s share is asserted, and nothing ran elsewhere.
+        pids = {pid for *_, pid in calls}
+        assert other.proc.pid in pids and pids <= {small.proc.pid, other.proc.pid}, calls
 
 
 @pytest.mark.watchdog(90)
