@@ -382,19 +382,42 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         for event in view.end():
             yield event
 
-    def batch(self, inputs: Sequence[Any], config: Any = None, **kwargs: Any) -> list[Any]:
+    def batch(
+        self,
+        inputs: Sequence[Any],
+        config: Any = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> list[Any]:
+        """``invoke`` on each input, in order, with the same keyword arguments
+        (``context``, ``durability``, ``stream_mode``...), as LangGraph's; with
+        ``return_exceptions=True`` a failed input's exception is its result."""
         configs = _batch_configs(inputs, config)
-        return [self.invoke(i, c) for i, c in zip(inputs, configs, strict=True)]
+        out: list[Any] = []
+        for i, c in zip(inputs, configs, strict=True):
+            try:
+                out.append(self.invoke(i, c, **kwargs))
+            except Exception as e:
+                if not return_exceptions:
+                    raise
+                out.append(e)
+        return out
 
-    async def abatch(self, inputs: Sequence[Any], config: Any = None, **kwargs: Any) -> list[Any]:
+    async def abatch(
+        self,
+        inputs: Sequence[Any],
+        config: Any = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> list[Any]:
+        """``batch`` for ``await``: the inputs run concurrently."""
         configs = _batch_configs(inputs, config)
         import asyncio
 
-        return list(
-            await asyncio.gather(
-                *(self.ainvoke(i, c) for i, c in zip(inputs, configs, strict=True))
-            )
-        )
+        runs = (self.ainvoke(i, c, **kwargs) for i, c in zip(inputs, configs, strict=True))
+        return list(await asyncio.gather(*runs, return_exceptions=return_exceptions))
 
     def get_state(self, config: dict[str, Any], *, subgraphs: bool = False) -> StateSnapshot:
         """The thread's state at its latest (or the config's) checkpoint.
