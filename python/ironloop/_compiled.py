@@ -569,14 +569,27 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
     def as_tool(self, name: str, description: str) -> Any:
         """This graph (an agent) as a tool with one string argument ``input``: the
         sub-agent runs to completion on it and its final answer is the result. Several
-        calls in one AI message run concurrently."""
+        calls in one AI message run concurrently.
+
+        Under an agent's tools node each call runs the sub-agent under a run id of its
+        own and records it on the call (``ToolContext.set_child_loop_id``): the call's
+        ``end`` event and tool message carry it, so a UI can tie the sub-agent's run
+        to the call. The sub-agent runs nested in the call's task, as a subgraph does
+        (its events reach a parent streamed with ``subgraphs=True``, its interrupts
+        pause the call's task)."""
+        import uuid
+
+        from ironloop._ironloop import ToolContext
         from ironloop._tool import Tool
 
-        async def run(input: str) -> str:
-            out = await self.ainvoke({"messages": [("user", input)]})
+        async def run(input: str, ctx: ToolContext | None = None) -> str:
+            run_id = str(uuid.uuid4())
+            if ctx is not None:
+                ctx.set_child_loop_id(run_id)
+            out = await self.ainvoke({"messages": [("user", input)]}, {"run_id": run_id})
             return str(out["messages"][-1].text)
 
-        return Tool(
+        tool = Tool(
             name,
             description,
             parameters={
@@ -588,6 +601,9 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             },
             func=run,
         )
+        # The tools node hands `ctx` in; run on its own (`tool.invoke`), it is None.
+        tool._injected = {"ctx": ("context", None)}
+        return tool
 
     def get_input_jsonschema(self, config: Any = None) -> dict[str, Any]:
         """The JSON Schema of the input (the input schema's keys), as LangGraph's."""
