@@ -189,7 +189,7 @@ class Tool:
             >>> t.to_langchain().invoke({"a": 1, "b": 2})
             3
         """
-        from ironloop._langchain import to_langchain_tool
+        from ironloop._langchain_tools import to_langchain_tool
 
         return to_langchain_tool(self)
 
@@ -199,7 +199,7 @@ class Tool:
         ``create_react_agent`` do with one): its schema is the one LangChain shows the
         model, it runs through ``invoke`` / ``ainvoke`` with the full tool call, and
         ``InjectedState`` / ``InjectedStore`` parameters are filled by ironloop."""
-        from ironloop._langchain import LangChainTool
+        from ironloop._langchain_tools import LangChainTool
 
         return LangChainTool(lc_tool)
 
