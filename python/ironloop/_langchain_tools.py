@@ -30,7 +30,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from ironloop._foreign import is_langchain_message, is_langchain_tool
 from ironloop._ironloop import BaseMessage as _OwnMessage
 from ironloop._ironloop import _coerce_message
-from ironloop._tool import Tool
+from ironloop._tool import Tool, _has_default
 from ironloop._tool_call import from_context
 from ironloop.runtime import _run_config
 from ironloop.types import Command
@@ -303,14 +303,20 @@ def to_langchain_tool(t: Any) -> BaseTool:
     """An ironloop tool as a LangChain ``StructuredTool`` with the same name,
     description and JSON Schema; it calls the ironloop tool's function. Tools whose
     parameters ironloop injects (state, store, call id, context) are refused: a
-    LangChain runner would not fill them."""
+    LangChain runner would not fill them. One the function gives a default to (as
+    ``as_tool``'s ``ctx``) is no obstacle: it is left to its default, as under
+    ``Tool.invoke``."""
     if isinstance(t, LangChainTool):
         return t.lc_tool
-    injected = getattr(t, "_injected", {})
+    func = getattr(t, "func", None)
+    injected = [
+        k for k in getattr(t, "_injected", {}) if not (callable(func) and _has_default(func, k))
+    ]
     if injected:
         raise TypeError(
             f"tool {t.name!r} has parameters ironloop injects ({', '.join(injected)}); "
-            "to_langchain() converts tools whose arguments all come from the model"
+            "to_langchain() converts tools whose arguments all come from the model, or "
+            "whose injected parameters have a default (used when LangChain runs it)"
         )
     target = getattr(t, "_target", None)
     if target is None:  # a Rust tool: run it through its own invoke

@@ -194,3 +194,6 @@ def test_as_tool_runs_on_its_own_without_a_tool_context() -> None:
     t = inner.as_tool("helper", "Asks.")
     assert asyncio.run(t.ainvoke({"input": "hi"})) == "echo hi"
     assert "ctx" not in t.parameters["properties"]
+    # Handed to LangChain, it runs the same way (no context there).
+    lc = t.to_langchain()
+    assert asyncio.run(lc.ainvoke({"input": "yo"})) == "echo yo"
