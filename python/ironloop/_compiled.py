@@ -382,19 +382,42 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         for event in view.end():
             yield event
 
-    def batch(self, inputs: Sequence[Any], config: Any = None, **kwargs: Any) -> list[Any]:
+    def batch(
+        self,
+        inputs: Sequence[Any],
+        config: Any = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> list[Any]:
+        """``invoke`` on each input, in order, with the same keyword arguments
+        (``context``, ``durability``, ``stream_mode``...), as LangGraph's; with
+        ``return_exceptions=True`` a failed input's exception is its result."""
         configs = _batch_configs(inputs, config)
-        return [self.invoke(i, c) for i, c in zip(inputs, configs, strict=True)]
+        out: list[Any] = []
+        for i, c in zip(inputs, configs, strict=True):
+            try:
+                out.append(self.invoke(i, c, **kwargs))
+            except Exception as e:
+                if not return_exceptions:
+                    raise
+                out.append(e)
+        return out
 
-    async def abatch(self, inputs: Sequence[Any], config: Any = None, **kwargs: Any) -> list[Any]:
+    async def abatch(
+        self,
+        inputs: Sequence[Any],
+        config: Any = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> list[Any]:
+        """``batch`` for ``await``: the inputs run concurrently."""
         configs = _batch_configs(inputs, config)
         import asyncio
 
-        return list(
-            await asyncio.gather(
-                *(self.ainvoke(i, c) for i, c in zip(inputs, configs, strict=True))
-            )
-        )
+        runs = (self.ainvoke(i, c, **kwargs) for i, c in zip(inputs, configs, strict=True))
+        return list(await asyncio.gather(*runs, return_exceptions=return_exceptions))
 
     def get_state(self, config: dict[str, Any], *, subgraphs: bool = False) -> StateSnapshot:
         """The thread's state at its latest (or the config's) checkpoint.
@@ -546,14 +569,27 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
     def as_tool(self, name: str, description: str) -> Any:
         """This graph (an agent) as a tool with one string argument ``input``: the
         sub-agent runs to completion on it and its final answer is the result. Several
-        calls in one AI message run concurrently."""
+        calls in one AI message run concurrently.
+
+        Under an agent's tools node each call runs the sub-agent under a run id of its
+        own and records it on the call (``ToolContext.set_child_loop_id``): the call's
+        ``end`` event and tool message carry it, so a UI can tie the sub-agent's run
+        to the call. The sub-agent runs nested in the call's task, as a subgraph does
+        (its events reach a parent streamed with ``subgraphs=True``, its interrupts
+        pause the call's task)."""
+        import uuid
+
+        from ironloop._ironloop import ToolContext
         from ironloop._tool import Tool
 
-        async def run(input: str) -> str:
-            out = await self.ainvoke({"messages": [("user", input)]})
+        async def run(input: str, ctx: ToolContext | None = None) -> str:
+            run_id = str(uuid.uuid4())
+            if ctx is not None:
+                ctx.set_child_loop_id(run_id)
+            out = await self.ainvoke({"messages": [("user", input)]}, {"run_id": run_id})
             return str(out["messages"][-1].text)
 
-        return Tool(
+        tool = Tool(
             name,
             description,
             parameters={
@@ -565,6 +601,9 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             },
             func=run,
         )
+        # The tools node hands `ctx` in; run on its own (`tool.invoke`), it is None.
+        tool._injected = {"ctx": ("context", None)}
+        return tool
 
     def get_input_jsonschema(self, config: Any = None) -> dict[str, Any]:
         """The JSON Schema of the input (the input schema's keys), as LangGraph's."""

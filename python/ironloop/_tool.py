@@ -189,7 +189,7 @@ class Tool:
             >>> t.to_langchain().invoke({"a": 1, "b": 2})
             3
         """
-        from ironloop._langchain import to_langchain_tool
+        from ironloop._langchain_tools import to_langchain_tool
 
         return to_langchain_tool(self)
 
@@ -199,7 +199,7 @@ class Tool:
         ``create_react_agent`` do with one): its schema is the one LangChain shows the
         model, it runs through ``invoke`` / ``ainvoke`` with the full tool call, and
         ``InjectedState`` / ``InjectedStore`` parameters are filled by ironloop."""
-        from ironloop._langchain import LangChainTool
+        from ironloop._langchain_tools import LangChainTool
 
         return LangChainTool(lc_tool)
 
@@ -270,6 +270,8 @@ class Tool:
                 args[param] = call.get("id")
             elif param in raw:
                 args[param] = raw[param]
+            elif _has_default(self.func, param):
+                continue  # run outside an agent: the function's default stands in
             else:
                 raise TypeError(
                     f"tool {self.name!r}: parameter {param!r} is injected ({kind}) by an "
@@ -388,6 +390,16 @@ class _FunctionTool(Tool):
         self._is_async = spec.is_async
         self._target = _converting(func, spec.converters, spec.is_async)
         functools.update_wrapper(self, func)  # type: ignore[arg-type]
+
+
+def _has_default(func: Callable[..., Any], param: str) -> bool:
+    """Whether ``func``'s parameter ``param`` has a default, so that an injected one
+    may be left out when the tool runs with no agent to inject it."""
+    try:
+        p = inspect.signature(func).parameters.get(param)
+    except (TypeError, ValueError):  # no signature to read (a builtin, say)
+        return False
+    return p is not None and p.default is not inspect.Parameter.empty
 
 
 #: The JSON Schema type names ``Tool.param`` takes.

@@ -275,7 +275,7 @@ def _as_tool(t: Any) -> Tool | NativeTool:
     if isinstance(t, (Tool, NativeTool)):
         return t
     if is_langchain_tool(t):
-        from ironloop._langchain import LangChainTool
+        from ironloop._langchain_tools import LangChainTool
 
         return LangChainTool(t)
     return tool(t)

@@ -187,7 +187,7 @@ def _tool_dicts(tools: Sequence[Any] | None) -> list[dict[str, Any]] | None:
         if isinstance(t, Mapping):
             out.append(dict(t))
         elif is_langchain_tool(t):
-            from ironloop._langchain import LangChainTool
+            from ironloop._langchain_tools import LangChainTool
 
             out.append(LangChainTool(t).to_openai())
         elif hasattr(t, "to_openai"):

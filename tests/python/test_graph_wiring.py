@@ -10,6 +10,7 @@ import pytest
 from graph_support import XS, LogS, chain, log_node
 
 from ironloop import END, START, MemorySaver, StateGraph
+from ironloop.runtime import Runtime
 
 # --------------------------------------------------------- nodes and subgraphs
 
@@ -332,3 +333,32 @@ def test_batch_with_a_config_list_of_another_length_says_so() -> None:
     assert graph.batch([{"x": 1}, {"x": 2}]) == [{"x": 2}, {"x": 3}]
     with pytest.raises(ValueError, match="batch got 1 configs for 2 inputs"):
         graph.batch([{"x": 1}, {"x": 2}], [{}])
+
+
+def test_batch_and_abatch_pass_their_keyword_arguments_to_each_run() -> None:
+    """As LangGraph's: ``context``, ``stream_mode`` and the other run options reach
+    every input's run; ``return_exceptions=True`` makes a failure that input's result."""
+
+    def add_step(s: XS, runtime: Runtime[Any]) -> dict[str, int]:
+        if s["x"] < 0:
+            raise ValueError("negative x")
+        return {"x": s["x"] + runtime.context["step"]}
+
+    graph = chain(add_step).compile()
+    inputs = [{"x": 1}, {"x": 2}]
+    assert graph.batch(inputs, context={"step": 10}) == [{"x": 11}, {"x": 12}]
+    assert asyncio.run(graph.abatch(inputs, context={"step": 5})) == [{"x": 6}, {"x": 7}]
+    # Another stream mode: each result is that run's list of chunks.
+    assert graph.batch(inputs, context={"step": 1}, stream_mode="updates") == [
+        [{"n0": {"x": 2}}],
+        [{"n0": {"x": 3}}],
+    ]
+    mixed = [{"x": 1}, {"x": -1}]
+    with pytest.raises(ValueError, match="negative x"):
+        graph.batch(mixed, context={"step": 1})
+    for out in (
+        graph.batch(mixed, context={"step": 1}, return_exceptions=True),
+        asyncio.run(graph.abatch(mixed, context={"step": 1}, return_exceptions=True)),
+    ):
+        assert out[0] == {"x": 2}
+        assert isinstance(out[1], ValueError) and "negative x" in str(out[1])

@@ -298,6 +298,26 @@ def test_injected_tool_is_still_callable_directly() -> None:
     assert greet("ann", "c9") == "hi ann (c9)"
 
 
+def test_tool_invoke_outside_an_agent_takes_an_injected_parameters_default() -> None:
+    """Run with ``invoke`` (no agent to inject), an injected parameter with a default
+    keeps it; one without a default must be given, and the error says so."""
+
+    @tool
+    def maybe(x: int, ctx: ToolContext | None = None) -> str:
+        """Reports whether it ran under an agent."""
+        return f"{x}: {'agent' if ctx is not None else 'alone'}"
+
+    @tool
+    def needs(x: int, state: Annotated[dict[str, Any], InjectedState]) -> int:
+        """Reads the state."""
+        return x + len(state)
+
+    assert maybe.invoke({"x": 1}) == "1: alone"
+    assert needs.invoke({"x": 1, "state": {"a": 1}}) == 2
+    with pytest.raises(TypeError, match=r"parameter 'state' is injected.*run the tool in an agent"):
+        needs.invoke({"x": 1})
+
+
 # ------------------------------------------------------------------------ Tool(...)
 
 RAW_SCHEMA = {

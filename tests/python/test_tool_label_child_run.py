@@ -141,3 +141,59 @@ def test_a_call_without_a_child_run_has_none() -> None:
     out = agent.invoke({"messages": [("user", "go")]})
     tool_msg = next(m for m in out["messages"] if m.type == "tool")
     assert "child_loop_id" not in tool_msg.response_metadata
+
+
+# --- CompiledStateGraph.as_tool records its sub-agent's run ----------------------------
+
+
+@tool
+def lookup(q: str) -> str:
+    """Looks a thing up."""
+    return f"found {q}"
+
+
+def test_as_tool_records_its_sub_agents_run_on_the_call() -> None:
+    inner = create_react_agent(
+        replying(call("lookup", "l1", q="x"), answer="inner answer"), [lookup]
+    )
+    agent = create_agent(
+        replying(call("helper", "h1", input="find x")), [inner.as_tool("helper", "Asks.")]
+    )
+    parts = list(
+        agent.stream(
+            {"messages": [("user", "go")]},
+            stream_mode=["tools", "values"],
+            version="v2",
+            subgraphs=True,
+        )
+    )
+    own = [p["data"] for p in parts if p["type"] == "tools" and p["ns"] == ()]
+    assert [(e["event"], e["id"]) for e in own] == [("start", "h1"), ("end", "h1")]
+    child = own[-1]["child_loop_id"]
+    assert isinstance(child, str) and str(uuid.UUID(child)) == child
+    # The sub-agent still runs nested in the call's task: its own tool call shows
+    # under the call's namespace.
+    nested = [p for p in parts if p["type"] == "tools" and p["ns"] != ()]
+    assert [(p["data"]["event"], p["data"]["id"]) for p in nested] == [
+        ("start", "l1"),
+        ("end", "l1"),
+    ]
+    assert all(p["ns"][0].startswith("tools:") for p in nested)
+    final = [p["data"] for p in parts if p["type"] == "values" and p["ns"] == ()][-1]
+    tool_msg = next(m for m in final["messages"] if m.type == "tool")
+    assert tool_msg.text == "inner answer"
+    assert tool_msg.response_metadata["child_loop_id"] == child
+    # Each call starts a run of its own.
+    again = list(agent.stream({"messages": [("user", "go")]}, stream_mode="tools"))
+    ends = [e for e in again if e["event"] == "end" and e["id"] == "h1"]
+    assert ends[0]["child_loop_id"] != child
+
+
+def test_as_tool_runs_on_its_own_without_a_tool_context() -> None:
+    inner = create_react_agent(ScriptedChatModel(lambda ms: f"echo {ms[-1].text}"), [])
+    t = inner.as_tool("helper", "Asks.")
+    assert asyncio.run(t.ainvoke({"input": "hi"})) == "echo hi"
+    assert "ctx" not in t.parameters["properties"]
+    # Handed to LangChain, it runs the same way (no context there).
+    lc = t.to_langchain()
+    assert asyncio.run(lc.ainvoke({"input": "yo"})) == "echo yo"
