@@ -298,7 +298,7 @@ async fn two_writes_without_a_reducer_are_rejected_but_a_reducer_combines_them()
         .err()
         .unwrap();
     assert!(
-        matches!(e, GraphError::InvalidUpdate(ref m) if m.contains("\"x\"")),
+        matches!(e, GraphError::InvalidUpdate(ref m) if m.contains("At key 'x'")),
         "{e}"
     );
 
