@@ -94,8 +94,9 @@ impl Graph {
         if run.cp.is_some() {
             match (&result, &run.parent) {
                 // The channels are the state at the run's last checkpoint: kept for the
-                // thread's next run.
-                (Ok(()), Some(p)) => {
+                // thread's next run. Not when they hold resume updates no checkpoint
+                // has yet (the step paused again): its next run applies them anew.
+                (Ok(()), Some(p)) if run.updates.is_empty() => {
                     self.cache_state(&run.thread, &p.id, &run.chans, run.since_snapshot)
                 }
                 // A failed step may have changed the channels without a checkpoint.
@@ -319,6 +320,9 @@ struct Run<'g> {
     has_output: bool,
     /// Under durability `"exit"`: what the run's one save needs (see `exit`).
     exit: Option<exit::AtExit>,
+    /// The `update`s of `Command(resume=...)`s of the step the run continues: in the
+    /// state already, in its checkpoint's writes once it commits.
+    updates: Vec<(String, Val)>,
     /// The run travels back in time: its first step's tasks run again (see `fork`).
     replaying: bool,
 }
@@ -408,6 +412,7 @@ impl<'g> Run<'g> {
             has_output: false,
             saves,
             exit,
+            updates: Vec::new(),
             replaying: false,
         })
     }
@@ -430,7 +435,7 @@ impl<'g> Run<'g> {
             }
             RunInput::Command(out) => self.start_from_input(out).await?,
             RunInput::Continue => self.continue_from_checkpoint(None).await?,
-            RunInput::Resume(r) => self.continue_from_checkpoint(Some(r)).await?,
+            RunInput::Resume(r, update) => self.continue_from_checkpoint(Some((r, update))).await?,
         }
         self.start_step = self.step;
         Ok(())
@@ -453,7 +458,7 @@ impl<'g> Run<'g> {
         Ok(
             match (lent.resume.last(), pending.first_unanswered(&parent.next)) {
                 (Some(v), Some(task)) => {
-                    RunInput::Resume(Resume::ById(vec![(task.to_owned(), v.clone())]))
+                    RunInput::Resume(Resume::ById(vec![(task.to_owned(), v.clone())]), Vec::new())
                 }
                 _ => RunInput::Continue,
             },
@@ -499,7 +504,10 @@ impl<'g> Run<'g> {
 
     /// `None` or `Command(resume=...)`: the checkpoint's next tasks run, except those
     /// its pending writes show finished (or still paused on an `interrupt()`).
-    async fn continue_from_checkpoint(&mut self, resume: Option<Resume>) -> Result<(), GraphError> {
+    async fn continue_from_checkpoint(
+        &mut self,
+        resume: Option<(Resume, Vec<(String, Val)>)>,
+    ) -> Result<(), GraphError> {
         let (Some(cp), Some(parent)) = (&self.cp, &self.parent) else {
             return Err(GraphError::Config(
                 "nothing to resume: resuming (invoke(None) or Command(resume=...)) \
@@ -511,11 +519,19 @@ impl<'g> Run<'g> {
         if self.replaying {
             self.pending.replayed(&parent.next);
         }
-        if let Some(r) = resume {
+        if let Some((r, update)) = resume {
             self.pending
                 .answer(cp.as_ref(), &self.thread, parent, r)
                 .await?;
+            self.pending
+                .save_update(cp.as_ref(), &self.thread, &parent.id, update)
+                .await?;
         }
+        // The updates of this and earlier resumes of the step, before its tasks run;
+        // its checkpoint records them ahead of the tasks' writes (see `apply_writes`).
+        let updates = self.pending.updates(self.graph)?;
+        self.graph.apply(&mut self.chans, updates.clone())?;
+        self.updates = updates;
         // The run paused before these tasks (or crashed running them).
         self.skip_before = true;
         self.has_output = true;
@@ -860,6 +876,19 @@ impl Run<'_> {
             };
             key(a).cmp(&key(b))
         });
+        // Resume updates, already applied to the state the tasks ran on.
+        for (c, v) in std::mem::take(&mut self.updates) {
+            if let Some(x) = &mut self.exit {
+                x.wrote(self.graph, START, &c, &v);
+            }
+            if encode_writes {
+                saved.push(Write {
+                    node: START.into(),
+                    channel: c.clone(),
+                    value: encode(&c, &v)?,
+                });
+            }
+        }
         for i in order {
             let (t, out) = (&self.next[i], &mut outputs[i]);
             for (c, v) in out.writes.drain(..) {
