@@ -862,7 +862,6 @@ impl Run<'_> {
     fn apply_writes(&mut self, outputs: &mut [NodeOutput]) -> Result<Vec<Write>, GraphError> {
         // Under durability "exit" nothing is encoded per step (see `exit`).
         let encode_writes = self.cp.is_some() && self.exit.is_none();
-        let mut writes = Vec::new();
         let mut saved = Vec::new();
         let mut order: Vec<usize> = (0..self.next.len()).collect();
         order.sort_unstable_by(|&a, &b| {
@@ -876,35 +875,29 @@ impl Run<'_> {
             };
             key(a).cmp(&key(b))
         });
-        // Resume updates, already applied to the state the tasks ran on.
-        for (c, v) in std::mem::take(&mut self.updates) {
+        // Resume updates first (see `continue_from_checkpoint`): recorded, but already
+        // applied to the state the tasks ran on.
+        let mut writes = std::mem::take(&mut self.updates);
+        let applied = writes.len();
+        let mut nodes: Vec<&str> = vec![START; applied];
+        for i in order {
+            let (t, out) = (&self.next[i], &mut outputs[i]);
+            nodes.extend(std::iter::repeat_n(t.node.as_str(), out.writes.len()));
+            writes.append(&mut out.writes);
+        }
+        for ((c, v), node) in writes.iter().zip(nodes) {
             if let Some(x) = &mut self.exit {
-                x.wrote(self.graph, START, &c, &v);
+                x.wrote(self.graph, node, c, v);
             }
             if encode_writes {
                 saved.push(Write {
-                    node: START.into(),
+                    node: node.to_owned(),
                     channel: c.clone(),
-                    value: encode(&c, &v)?,
+                    value: encode(c, v)?,
                 });
             }
         }
-        for i in order {
-            let (t, out) = (&self.next[i], &mut outputs[i]);
-            for (c, v) in out.writes.drain(..) {
-                if let Some(x) = &mut self.exit {
-                    x.wrote(self.graph, &t.node, &c, &v);
-                }
-                if encode_writes {
-                    saved.push(Write {
-                        node: t.node.clone(),
-                        channel: c.clone(),
-                        value: encode(&c, &v)?,
-                    });
-                }
-                writes.push((c, v));
-            }
-        }
+        let writes = writes.split_off(applied);
         self.has_output |= self
             .graph
             .writes_output(writes.iter().map(|(c, _)| c.as_str()));
