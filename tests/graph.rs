@@ -430,7 +430,7 @@ async fn interrupt_pauses_and_resume_delivers_the_value() {
     assert_eq!(r.interrupts[0].value.as_json().unwrap(), &json!("ok?"));
     let r = g
         .run(
-            RunInput::Resume(Resume::One(Val::Json(json!("yes")))),
+            RunInput::Resume(Resume::One(Val::Json(json!("yes"))), Vec::new()),
             thread("t"),
         )
         .await

@@ -20,6 +20,10 @@ use super::spec::{Goto, NodeOutput, END, START};
 use super::value::Val;
 use crate::checkpoint::{CheckpointRecord, Checkpointer, PendingWrite, TaskRecord};
 
+/// The task id of writes no task made (a resume's `update`), as LangGraph's
+/// `NULL_TASK_ID`: no task of a step has it.
+const NULL_TASK: &str = "00000000-0000-0000-0000-000000000000";
+
 /// The pending writes of the step a run continues, by task.
 #[derive(Default)]
 pub(super) struct Pending {
@@ -195,6 +199,54 @@ impl Pending {
             self.by_task.entry(task).or_default().push(w);
         }
         Ok(())
+    }
+
+    /// Saves the `update` of a `Command(resume=..., update=...)` against the continued
+    /// checkpoint, as LangGraph's writes of no task (`NULL_TASK_ID`), after the ones
+    /// earlier resumes of the same step saved: a crash does not lose it, and each
+    /// update is applied once, however often the step pauses again.
+    pub async fn save_update(
+        &mut self,
+        cp: &dyn Checkpointer,
+        thread: &str,
+        parent_id: &str,
+        update: Vec<(String, Val)>,
+    ) -> Result<(), GraphError> {
+        if update.is_empty() {
+            return Ok(());
+        }
+        let saved = self.by_task.entry(NULL_TASK.into()).or_default();
+        let mut ws = Vec::with_capacity(update.len());
+        for (c, v) in &update {
+            ws.push(PendingWrite {
+                task_id: NULL_TASK.into(),
+                idx: (saved.len() + ws.len()) as i64,
+                node: START.into(),
+                channel: c.clone(),
+                value: encode(c, v)?,
+            });
+        }
+        cp.put_writes(thread, parent_id, ws.clone())
+            .await
+            .map_err(Graph::cp_err)?;
+        saved.extend(ws);
+        Ok(())
+    }
+
+    /// The updates resumes of the continued step saved (see [`Pending::save_update`]),
+    /// in order: the state the step's tasks run on has them applied.
+    pub fn updates(&self, graph: &Graph) -> Result<Vec<(String, Val)>, GraphError> {
+        let mut ws: Vec<&PendingWrite> =
+            self.by_task.get(NULL_TASK).into_iter().flatten().collect();
+        ws.sort_by_key(|w| w.idx);
+        ws.into_iter()
+            .map(|w| {
+                Ok((
+                    w.channel.clone(),
+                    graph.decode(&w.channel, (*w.value).clone())?,
+                ))
+            })
+            .collect()
     }
 
     /// What task `task_id` left behind: finished once it saved [`Reserved::Done`]
@@ -493,8 +545,9 @@ fn assign(
             if let Some(first) = unknown.first() {
                 return Err(GraphError::UnknownInterrupt {
                     message: format!(
-                        "no pending interrupt has id {first:?} (unknown, or answered \
-                         already); pending: {interrupted:?}"
+                        "Unknown or already-consumed interrupt: {first} (answered \
+                         already, or not this thread's); resume an interrupt still \
+                         pending, by id: {interrupted:?} (get_state(config).interrupts)"
                     ),
                     reason: "not_pending",
                     interrupt_ids: unknown,

@@ -94,8 +94,9 @@ impl Graph {
         if run.cp.is_some() {
             match (&result, &run.parent) {
                 // The channels are the state at the run's last checkpoint: kept for the
-                // thread's next run.
-                (Ok(()), Some(p)) => {
+                // thread's next run. Not when they hold resume updates no checkpoint
+                // has yet (the step paused again): its next run applies them anew.
+                (Ok(()), Some(p)) if run.updates.is_empty() => {
                     self.cache_state(&run.thread, &p.id, &run.chans, run.since_snapshot)
                 }
                 // A failed step may have changed the channels without a checkpoint.
@@ -319,6 +320,9 @@ struct Run<'g> {
     has_output: bool,
     /// Under durability `"exit"`: what the run's one save needs (see `exit`).
     exit: Option<exit::AtExit>,
+    /// The `update`s of `Command(resume=...)`s of the step the run continues: in the
+    /// state already, in its checkpoint's writes once it commits.
+    updates: Vec<(String, Val)>,
     /// The run travels back in time: its first step's tasks run again (see `fork`).
     replaying: bool,
 }
@@ -408,6 +412,7 @@ impl<'g> Run<'g> {
             has_output: false,
             saves,
             exit,
+            updates: Vec::new(),
             replaying: false,
         })
     }
@@ -430,7 +435,7 @@ impl<'g> Run<'g> {
             }
             RunInput::Command(out) => self.start_from_input(out).await?,
             RunInput::Continue => self.continue_from_checkpoint(None).await?,
-            RunInput::Resume(r) => self.continue_from_checkpoint(Some(r)).await?,
+            RunInput::Resume(r, update) => self.continue_from_checkpoint(Some((r, update))).await?,
         }
         self.start_step = self.step;
         Ok(())
@@ -453,7 +458,7 @@ impl<'g> Run<'g> {
         Ok(
             match (lent.resume.last(), pending.first_unanswered(&parent.next)) {
                 (Some(v), Some(task)) => {
-                    RunInput::Resume(Resume::ById(vec![(task.to_owned(), v.clone())]))
+                    RunInput::Resume(Resume::ById(vec![(task.to_owned(), v.clone())]), Vec::new())
                 }
                 _ => RunInput::Continue,
             },
@@ -499,7 +504,10 @@ impl<'g> Run<'g> {
 
     /// `None` or `Command(resume=...)`: the checkpoint's next tasks run, except those
     /// its pending writes show finished (or still paused on an `interrupt()`).
-    async fn continue_from_checkpoint(&mut self, resume: Option<Resume>) -> Result<(), GraphError> {
+    async fn continue_from_checkpoint(
+        &mut self,
+        resume: Option<(Resume, Vec<(String, Val)>)>,
+    ) -> Result<(), GraphError> {
         let (Some(cp), Some(parent)) = (&self.cp, &self.parent) else {
             return Err(GraphError::Config(
                 "nothing to resume: resuming (invoke(None) or Command(resume=...)) \
@@ -511,11 +519,19 @@ impl<'g> Run<'g> {
         if self.replaying {
             self.pending.replayed(&parent.next);
         }
-        if let Some(r) = resume {
+        if let Some((r, update)) = resume {
             self.pending
                 .answer(cp.as_ref(), &self.thread, parent, r)
                 .await?;
+            self.pending
+                .save_update(cp.as_ref(), &self.thread, &parent.id, update)
+                .await?;
         }
+        // The updates of this and earlier resumes of the step, before its tasks run;
+        // its checkpoint records them ahead of the tasks' writes (see `apply_writes`).
+        let updates = self.pending.updates(self.graph)?;
+        self.graph.apply(&mut self.chans, updates.clone())?;
+        self.updates = updates;
         // The run paused before these tasks (or crashed running them).
         self.skip_before = true;
         self.has_output = true;
@@ -846,7 +862,6 @@ impl Run<'_> {
     fn apply_writes(&mut self, outputs: &mut [NodeOutput]) -> Result<Vec<Write>, GraphError> {
         // Under durability "exit" nothing is encoded per step (see `exit`).
         let encode_writes = self.cp.is_some() && self.exit.is_none();
-        let mut writes = Vec::new();
         let mut saved = Vec::new();
         let mut order: Vec<usize> = (0..self.next.len()).collect();
         order.sort_unstable_by(|&a, &b| {
@@ -860,22 +875,29 @@ impl Run<'_> {
             };
             key(a).cmp(&key(b))
         });
+        // Resume updates first (see `continue_from_checkpoint`): recorded, but already
+        // applied to the state the tasks ran on.
+        let mut writes = std::mem::take(&mut self.updates);
+        let applied = writes.len();
+        let mut nodes: Vec<&str> = vec![START; applied];
         for i in order {
             let (t, out) = (&self.next[i], &mut outputs[i]);
-            for (c, v) in out.writes.drain(..) {
-                if let Some(x) = &mut self.exit {
-                    x.wrote(self.graph, &t.node, &c, &v);
-                }
-                if encode_writes {
-                    saved.push(Write {
-                        node: t.node.clone(),
-                        channel: c.clone(),
-                        value: encode(&c, &v)?,
-                    });
-                }
-                writes.push((c, v));
+            nodes.extend(std::iter::repeat_n(t.node.as_str(), out.writes.len()));
+            writes.append(&mut out.writes);
+        }
+        for ((c, v), node) in writes.iter().zip(nodes) {
+            if let Some(x) = &mut self.exit {
+                x.wrote(self.graph, node, c, v);
+            }
+            if encode_writes {
+                saved.push(Write {
+                    node: node.to_owned(),
+                    channel: c.clone(),
+                    value: encode(c, v)?,
+                });
             }
         }
+        let writes = writes.split_off(applied);
         self.has_output |= self
             .graph
             .writes_output(writes.iter().map(|(c, _)| c.as_str()));

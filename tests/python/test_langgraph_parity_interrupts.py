@@ -220,6 +220,56 @@ def test_a_resume_that_matches_no_pending_interrupt_is_refused_before_any_write(
     assert sorted(out["log"]) == ["a:yes", "b:no"]
 
 
+def test_an_unknown_interrupt_id_is_refused_in_langgraphs_words() -> None:
+    from ironloop.errors import UnknownInterruptError
+
+    calls: Counter[str] = Counter()
+    app = _two_questions(calls)
+    config = {"configurable": {"thread_id": "t"}}
+    app.invoke({"log": []}, config)
+    pending = sorted(i.id for i in app.get_state(config).interrupts)
+    unknown = "f" * 32
+    with pytest.raises(
+        UnknownInterruptError, match=f"^Unknown or already-consumed interrupt: {unknown}"
+    ) as e:
+        app.invoke(Command(resume={unknown: "yes"}), config)
+    # It also says what to do: which interrupts are still pending.
+    assert all(i in str(e.value) for i in pending)
+
+
+def _ask_three_times(saver: Any) -> Any:
+    """`a` asks three questions in a row and logs its answers and the log it saw."""
+
+    def a(state: Log) -> Log:
+        answers = [interrupt(str(q)) for q in range(1, 4)]
+        return {"log": ["a:" + "".join(answers), "saw:" + ",".join(state["log"])]}
+
+    return StateGraph(Log).add_node("a", a).add_edge(START, "a").compile(checkpointer=saver)
+
+
+@pytest.mark.parametrize("fresh", [False, True], ids=["same-app", "fresh-app"])
+@pytest.mark.parametrize("durability", ["sync", "async", "exit"])
+def test_resume_with_update_applies_the_update_once_before_the_task(
+    durability: str, fresh: bool
+) -> None:
+    saver = MemorySaver()
+    config = {"configurable": {"thread_id": "t"}}
+    app = _ask_three_times(saver)
+    app.invoke({"log": []}, config, durability=durability)
+    for i in range(1, 4):
+        # A fresh compile: no state the previous run kept in memory helps.
+        app = _ask_three_times(saver) if fresh else app
+        out = app.invoke(
+            Command(resume=str(i), update={"log": [f"u{i}"]}), config, durability=durability
+        )
+        if i < 3:
+            # Paused again: the result shows the updates so far, as LangGraph's.
+            assert out["log"] == [f"u{j}" for j in range(1, i + 1)]
+    # Each update once, and all of them in the state the resumed task ran on.
+    assert out["log"] == ["u1", "u2", "u3", "a:123", "saw:u1,u2,u3"]
+    assert app.get_state(config).values["log"] == out["log"]
+
+
 @pytest.mark.parametrize(
     ("resume", "reason", "named"),
     [

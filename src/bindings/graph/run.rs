@@ -20,7 +20,7 @@ use super::values::{host, val_to_py, PyCodec, Shared};
 use crate::checkpoint::thread_key;
 use crate::graph::{
     is_hidden, Graph, GraphError, InterruptInfo, InterruptKind, Multitask, NodeOutput, Replay,
-    Reserved, Resume, RunInput, RunOptions, RunResult, Snapshot, StreamSink, TaskStatus,
+    Reserved, Resume, RunInput, RunOptions, RunResult, Snapshot, StreamSink, TaskStatus, Val,
     ValueCodec, START,
 };
 use crate::prebuilt::ModelCall;
@@ -172,30 +172,49 @@ impl GraphCore {
                 let mut out = NodeOutput::default();
                 self.shared.output(py, START, input, &mut out)?;
                 RunInput::Command(out)
-            } else if let Ok(d) = resume.cast::<PyDict>() {
-                // {interrupt_id: value} when several interrupts are pending; as in
-                // LangGraph's strict resume, a map whose keys all look like ids (none:
-                // an empty map) is one, so an unknown id is refused, not taken as a value.
-                let ids_look_like_interrupts = d.keys().iter().all(|k| {
-                    k.extract::<String>()
-                        .is_ok_and(|s| looks_like_interrupt_id(&s))
-                });
-                if ids_look_like_interrupts {
-                    let mut m = Vec::new();
-                    for (k, v) in d.iter() {
-                        m.push((k.extract()?, host(v)));
-                    }
-                    RunInput::Resume(Resume::ById(m))
-                } else {
-                    RunInput::Resume(Resume::One(host(resume)))
-                }
             } else {
-                RunInput::Resume(Resume::One(host(resume)))
+                RunInput::Resume(self.resume_values(&resume)?, self.resume_update(py, input)?)
             }
         } else {
             RunInput::Values(self.shared.input_writes(py, input)?)
         };
         Ok(run_input)
+    }
+
+    /// The values of `Command(resume=...)`: by interrupt id, or one value.
+    fn resume_values(&self, resume: &Bound<'_, PyAny>) -> PyResult<Resume> {
+        if let Ok(d) = resume.cast::<PyDict>() {
+            // {interrupt_id: value} when several interrupts are pending; as in
+            // LangGraph's strict resume, a map whose keys all look like ids (none:
+            // an empty map) is one, so an unknown id is refused, not taken as a value.
+            let ids_look_like_interrupts = d.keys().iter().all(|k| {
+                k.extract::<String>()
+                    .is_ok_and(|s| looks_like_interrupt_id(&s))
+            });
+            if ids_look_like_interrupts {
+                let mut m = Vec::new();
+                for (k, v) in d.iter() {
+                    m.push((k.extract()?, host(v)));
+                }
+                return Ok(Resume::ById(m));
+            }
+        }
+        Ok(Resume::One(host(resume.clone())))
+    }
+
+    /// The writes of a resuming `Command`'s `update`, applied before the resumed
+    /// tasks run, as LangGraph.
+    fn resume_update(
+        &self,
+        py: Python<'_>,
+        cmd: &Bound<'_, PyAny>,
+    ) -> PyResult<Vec<(String, Val)>> {
+        if cmd.getattr("update")?.is_none() {
+            return Ok(Vec::new());
+        }
+        let mut out = NodeOutput::default();
+        self.shared.output(py, START, cmd, &mut out)?;
+        Ok(out.writes)
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -15,7 +15,7 @@ impl Run<'_> {
     pub(super) fn travels(&mut self, input: &RunInput) -> bool {
         match self.opts.lent {
             None => {
-                let resuming = matches!(input, RunInput::Resume(_));
+                let resuming = matches!(input, RunInput::Resume(..));
                 replay::note_replay(&mut self.opts, resuming, self.parent.as_ref())
             }
             Some(_) => self.opts.checkpoint_id.is_some() && self.opts.start_before.is_none(),

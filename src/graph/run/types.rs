@@ -17,9 +17,10 @@ pub enum RunInput {
     /// New input given as a `Command(update=..., goto=...)`: `START` writes the update
     /// and also routes to the gotos.
     Command(NodeOutput),
-    /// `Command(resume=...)`: one value for the single interrupted task, or values by
-    /// interrupt id.
-    Resume(Resume),
+    /// `Command(resume=..., update=...)`: one value for the single interrupted task, or
+    /// values by interrupt id; and the update's writes, applied (once) before the
+    /// resumed tasks run, as LangGraph.
+    Resume(Resume, Vec<(String, Val)>),
     /// `None`: continue from the checkpoint (after a crash or an `interrupt_before`).
     Continue,
 }
