@@ -15,7 +15,7 @@ pytest runs them.
 It prints the pass count per file, then compares the failures with the expected-failures
 file (``tests/upstream/<suite>.expected``: one test id a line, ``id | reason``). It fails
 on a failure that is not listed (a regression) and on a listed test that now passes
-(update the list: ``--update`` rewrites it, keeping the reasons already written). The
+(update the list: ``--update`` rewrites it, keeping the reasons written by hand). The
 fetched tests are run and discarded; nothing of them is kept in the repository.
 
     python scripts/upstream/suite.py [--suite langgraph] [--update] [-- PYTEST_ARGS]
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -217,10 +218,15 @@ def _write_expected(path: Path, suite: str, failed: dict[str, str], old: dict[st
         f"# {suite}: selected tests that fail on ironloop, with why (see {DECISIONS}).",
         "# Written by scripts/upstream/suite.py --update; reasons may be edited by hand.",
     ]
-    # A test known to flip (``flaky:`` reason) keeps its line whatever this run saw.
+    # A test known to flip (``flaky:`` reason) keeps its line whatever this run saw; a
+    # reason written by hand is kept, one written by this script (an error line) is this
+    # run's, so the list never names a cause since fixed.
     kept = {n for n, why in old.items() if why.startswith(FLAKY_PREFIX)}
     for nodeid in sorted(set(failed) | kept):
-        lines.append(f"{nodeid} | {old.get(nodeid) or failed[nodeid]}")
+        why = old.get(nodeid, "")
+        if not why or MACHINE_REASON.match(why):
+            why = failed[nodeid]
+        lines.append(f"{nodeid} | {why}")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
 
@@ -228,6 +234,12 @@ def _write_expected(path: Path, suite: str, failed: dict[str, str], old: dict[st
 #: A reason starting so marks a test whose outcome on ironloop depends on timing (written
 #: by hand, with why): neither its failure nor its pass is compared.
 FLAKY_PREFIX = "flaky:"
+
+#: A reason as this script writes it (the failure's error line), which ``--update``
+#: refreshes; a reason in prose was written by hand and is kept.
+MACHINE_REASON = re.compile(
+    r"(assert\b|Failed:|[A-Za-z_][\w.]*(Error|Exception|Iteration|Missing|Warning)(:|$))"
+)
 
 #: How many more times a test whose outcome departs from the expected list is run alone.
 RERUNS = 2
