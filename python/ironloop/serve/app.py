@@ -29,6 +29,7 @@ from .errors import ApiError, on_api_error, on_http_exception, on_unexpected
 from .execution import Runner
 from .graphs import load_graphs
 from .project import Project, ProjectError
+from .ttl import sweep_threads
 
 log = logging.getLogger("ironloop.serve")
 
@@ -75,19 +76,20 @@ def open_storage(project: Project, options: ServeOptions) -> tuple[Any, Records,
         records = Records(data / "server.db")
     from ironloop import store as store_module
 
+    store_options = project.store_options()
     if options.postgres:
         # One store for every server on the database, as the threads.
-        store: Any = store_module.PostgresStore(options.postgres)
+        store: Any = store_module.PostgresStore(options.postgres, **store_options)
         store.setup()
         return checkpointer, records, store
     sqlite_store = getattr(store_module, "SqliteStore", None)
     if sqlite_store is not None:
-        store = sqlite_store(str(data / "store.db"))
+        store = sqlite_store(str(data / "store.db"), **store_options)
         setup = getattr(store, "setup", None)
         if callable(setup) and not inspect.iscoroutinefunction(setup):
             setup()
     else:
-        store = store_module.InMemoryStore()
+        store = store_module.InMemoryStore(**store_options)
     return checkpointer, records, store
 
 
@@ -127,8 +129,11 @@ def create_app(project: Project, options: ServeOptions | None = None) -> Starlet
         resumed = run_routes.resume_unfinished(app)
         if resumed:
             log.info("resumed %d run(s) left unfinished by the last server", resumed)
-        schedule = asyncio.get_running_loop().create_task(crons.scheduler(app))
-        app.state.background.add(schedule)
+        loop = asyncio.get_running_loop()
+        app.state.background.add(loop.create_task(crons.scheduler(app)))
+        ttl = project.checkpointer_ttl()
+        if ttl is not None:
+            app.state.background.add(loop.create_task(sweep_threads(app, ttl)))
         try:
             yield
         finally:

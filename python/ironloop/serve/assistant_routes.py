@@ -86,7 +86,7 @@ async def delete(request: Request) -> Response:
         from .thread_routes import drop_thread
 
         for thread in request.app.state.records.search_threads(metadata={"assistant_id": aid}):
-            await drop_thread(request, thread["thread_id"])
+            await drop_thread(request.app, thread["thread_id"])
     return Response(status_code=204)
 
 

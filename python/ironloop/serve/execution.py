@@ -338,7 +338,7 @@ class Runner:
 
     async def _drive(self, run: ActiveRun) -> None:
         spec = run.spec
-        graph = spec.graph.compiled(spec.interrupt_before, spec.interrupt_after)
+        graph = spec.graph.default
         configurable = {
             **spec.config.get("configurable", {}),
             "thread_id": run.thread_id,
@@ -372,7 +372,11 @@ class Runner:
             payload = spec.input
         engine_modes = sorted({e for m in spec.stream_modes for e in STREAM_MODES[m]}) or ["values"]
         legacy_messages = "messages" in spec.stream_modes
-        kwargs: dict[str, Any] = {"stream_mode": engine_modes, "subgraphs": spec.subgraphs}
+        kwargs: dict[str, Any] = {
+            "stream_mode": engine_modes,
+            "subgraphs": spec.subgraphs,
+            **spec.graph.breakpoints(spec.interrupt_before, spec.interrupt_after),
+        }
         if spec.context is not None:
             kwargs["context"] = spec.context
         if spec.durability:

@@ -26,8 +26,8 @@ def assistant_id_for(graph_id: str) -> str:
 
 
 class ServedGraph:
-    """One graph of ``langgraph.json``: its builder and the compiled forms runs use
-    (one per set of per-run breakpoints), all on the server's checkpointer."""
+    """One graph of ``langgraph.json``: its builder and the graph compiled once onto the
+    server's checkpointer and store (a run's breakpoints are passed with the run)."""
 
     def __init__(
         self,
@@ -42,36 +42,29 @@ class ServedGraph:
         self.builder = builder
         self.name = name
         self.description = description
-        self._checkpointer = checkpointer
-        self._store = store
-        self._compiled: dict[tuple[tuple[str, ...], tuple[str, ...]], CompiledStateGraph] = {}
-        self.default = self.compiled(None, None)
+        self.default = builder.compile(checkpointer=checkpointer, store=store, name=name)
 
-    def compiled(
+    def breakpoints(
         self, interrupt_before: Sequence[str] | None, interrupt_after: Sequence[str] | None
-    ) -> CompiledStateGraph:
-        key = (tuple(interrupt_before or ()), tuple(interrupt_after or ()))
-        graph = self._compiled.get(key)
-        if graph is None:
-            for node in (*key[0], *key[1]):
+    ) -> dict[str, list[str]]:
+        """A run's ``interrupt_before`` / ``interrupt_after`` as the run-time arguments of
+        ``astream`` (``"*"``: every node; none given: nothing), each name checked to be a
+        node of this graph. The graph is compiled once: breakpoints are per run."""
+        given = {"interrupt_before": interrupt_before, "interrupt_after": interrupt_after}
+        out: dict[str, list[str]] = {}
+        for key, names in given.items():
+            if not names:
+                continue
+            for node in names:
                 if node != "*" and node not in self.builder.nodes:
                     from .errors import invalid
 
                     raise invalid(
-                        f"interrupt_before/interrupt_after name {node!r}, which is not a "
-                        f"node of graph {self.graph_id!r} (nodes: {', '.join(self.builder.nodes)})"
+                        f"{key} names {node!r}, which is not a node of graph "
+                        f"{self.graph_id!r} (nodes: {', '.join(self.builder.nodes)})"
                     )
-            ib = list(self.builder.nodes) if key[0] == ("*",) else list(key[0])
-            ia = list(self.builder.nodes) if key[1] == ("*",) else list(key[1])
-            graph = self.builder.compile(
-                checkpointer=self._checkpointer,
-                store=self._store,
-                interrupt_before=ib,
-                interrupt_after=ia,
-                name=self.name,
-            )
-            self._compiled[key] = graph
-        return graph
+            out[key] = list(self.builder.nodes) if list(names) == ["*"] else list(names)
+        return out
 
     def drawing(self, xray: bool = False) -> dict[str, Any]:
         """The graph as LangGraph's server draws it: ``{"nodes": [...], "edges": [...]}``."""

@@ -82,6 +82,50 @@ class Project:
                 if folder not in sys.path:
                     sys.path.insert(0, folder)
 
+    def store_options(self) -> dict[str, Any]:
+        """``"store"``'s ``index`` and ``ttl`` as the store constructors take them
+        (LangGraph's shapes: ``{"dims", "embed", "fields"}`` and ``{"default_ttl"`` in
+        minutes, ``"refresh_on_read", "sweep_interval_minutes"}``); an ``embed`` naming a
+        file or module function (``"./embed.py:embed"``) is imported."""
+        config = _section(self.raw, "store", ("index", "ttl"))
+        out: dict[str, Any] = {}
+        index = config.get("index")
+        if index is not None:
+            index = dict(_section({"index": index}, "index", ("dims", "embed", "fields")))
+            if not isinstance(index.get("dims"), int) or index["dims"] <= 0:
+                raise ProjectError('"store.index.dims" must be a positive integer')
+            embed = index.get("embed")
+            if isinstance(embed, str) and ":" in embed and embed.split(":")[0].endswith(".py"):
+                index["embed"] = self.import_object(embed, '"store.index.embed"')
+            out["index"] = index
+        if config.get("ttl") is not None:
+            ttl = _section({"ttl": config["ttl"]}, "ttl", STORE_TTL_KEYS)
+            for key in ("default_ttl", "sweep_interval_minutes"):
+                _positive(ttl.get(key), f"store.ttl.{key}")
+            out["ttl"] = dict(ttl)
+        return out
+
+    def checkpointer_ttl(self) -> CheckpointerTTL | None:
+        """``"checkpointer": {"ttl": {...}}``: threads not updated for ``default_ttl``
+        minutes are swept (``strategy`` ``"delete"`` or ``"keep_latest"``) every
+        ``sweep_interval_minutes`` (LangGraph's default 5)."""
+        config = _section(self.raw, "checkpointer", ("ttl",))
+        if config.get("ttl") is None:
+            return None
+        ttl = _section(config, "ttl", ("strategy", "default_ttl", "sweep_interval_minutes"))
+        strategy = ttl.get("strategy", "delete")
+        if strategy not in ("delete", "keep_latest"):
+            raise ProjectError(
+                f'"checkpointer.ttl.strategy" must be "delete" or "keep_latest", got {strategy!r}'
+            )
+        default = _positive(ttl.get("default_ttl"), "checkpointer.ttl.default_ttl")
+        if default is None:
+            return None  # no default: nothing expires
+        every = _positive(
+            ttl.get("sweep_interval_minutes"), "checkpointer.ttl.sweep_interval_minutes"
+        )
+        return CheckpointerTTL(default * 60.0, strategy, (every or 5.0) * 60.0)
+
     def import_object(self, spec: str, what: str) -> Any:
         """The object ``spec`` names: ``./file.py:variable`` (relative to the project)
         or ``package.module:variable``."""
@@ -113,6 +157,51 @@ class Project:
                 raise ProjectError(f"{what}: {target} has no {attr!r}")
             obj = getattr(obj, part)
         return obj
+
+
+#: The keys of LangGraph's store TTL configuration.
+STORE_TTL_KEYS = ("default_ttl", "refresh_on_read", "sweep_interval_minutes")
+
+
+@dataclass(frozen=True)
+class CheckpointerTTL:
+    """How the server expires threads: older than ``ttl`` seconds, pruned with
+    ``strategy``, looked for every ``every`` seconds."""
+
+    ttl: float
+    strategy: str
+    every: float
+
+
+def _section(raw: dict[str, Any], key: str, allowed: tuple[str, ...]) -> dict[str, Any]:
+    """``raw[key]``, an object with only ``allowed`` keys (a misspelt key is an error,
+    not a setting silently ignored)."""
+    value = raw.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ProjectError(f'"{key}" in langgraph.json must be an object')
+    unknown = sorted(set(value) - set(allowed))
+    if "path" in unknown:
+        raise ProjectError(
+            f'"{key}.path" in langgraph.json: ironloop serve keeps threads and the store in '
+            "its own SQLite database or the --postgres one; a custom implementation "
+            "cannot be plugged in (remove the key)"
+        )
+    if unknown:
+        raise ProjectError(
+            f'"{key}" in langgraph.json has unknown key(s) {", ".join(unknown)} '
+            f"(known: {', '.join(allowed)})"
+        )
+    return value
+
+
+def _positive(value: Any, what: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ProjectError(f'"{what}" must be a positive number of minutes, got {value!r}')
+    return float(value)
 
 
 def _read_env(env: Any, root: Path) -> dict[str, str]:

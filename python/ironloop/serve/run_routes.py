@@ -102,7 +102,7 @@ def parse_spec(assistants: Assistants, body: dict[str, Any]) -> RunSpec:
         webhook=_webhook(body),
         raw={k: body[k] for k in RAW_KEYS if body.get(k) is not None},
     )  # fmt: skip
-    spec.graph.compiled(spec.interrupt_before, spec.interrupt_after)  # names checked now
+    spec.graph.breakpoints(spec.interrupt_before, spec.interrupt_after)  # names checked now
     return spec
 
 

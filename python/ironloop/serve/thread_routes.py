@@ -89,17 +89,17 @@ async def patch(request: Request) -> Response:
 
 async def delete(request: Request) -> Response:
     thread = await load_thread(request, request.path_params["tid"], "delete")
-    await drop_thread(request, thread["thread_id"])
+    await drop_thread(request.app, thread["thread_id"])
     return Response(status_code=204)
 
 
-async def drop_thread(request: Request, tid: str) -> None:
+async def drop_thread(app: Any, tid: str) -> None:
     """The thread, its runs (cancelled first) and its checkpoints, gone."""
-    runner = request.app.state.runner
+    runner = app.state.runner
     for run in runner.on_thread(tid):
         await runner.cancel(run, "interrupt")
-    request.app.state.records.delete_thread(tid)
-    await asyncio.to_thread(request.app.state.checkpointer.delete_thread, tid)
+    app.state.records.delete_thread(tid)
+    await asyncio.to_thread(app.state.checkpointer.delete_thread, tid)
 
 
 def _search_args(body: dict[str, Any]) -> dict[str, Any]:
