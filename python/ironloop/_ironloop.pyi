@@ -74,6 +74,7 @@ __all__ = [
     "_openapi_toolset",
     "_openapi_toolset_from_url_async",
     "_timeout_seconds",
+    "_Backoff",
     "_vectorcall_fallback",
     "_workspace_tools",
     "_BASH_ENV_ALLOWED",
@@ -339,6 +340,33 @@ def _timeout_seconds(value: float | None, name: str = "timeout") -> float | None
     bool) and returned as a float; None stays None. Raises
     ``ironloop.errors.InvalidArgumentError`` (a ``ValueError``) whose message starts
     with ``name``."""
+
+@final
+class _Backoff:
+    """The core's retry schedule (``src/retry.rs``), shared by node ``RetryPolicy`` s,
+    the retry middleware and model calls: retry ``n`` (0 for the first) waits
+    ``initial * factor ** n`` seconds (``initial`` every time when ``factor`` is 0), at
+    most ``max``, spread by ``jitter``: ``"none"``, ``"up_to_one_second"`` (plus
+    ``unit`` seconds, LangGraph's), ``"quarter"`` (±25%, LangChain's) or ``"equal"``
+    (half fixed, half random). Negative numbers raise
+    ``ironloop.errors.InvalidArgumentError`` named by ``names`` (the caller's names of
+    ``initial``, ``factor``, ``max`` and ``max_retries``); a ``max_retries`` that is
+    not an int raises ``TypeError``."""
+
+    def __new__(
+        cls,
+        initial: float,
+        factor: float,
+        max: float,
+        max_retries: int,
+        jitter: Literal["none", "up_to_one_second", "quarter", "equal"],
+        names: tuple[str, str, str, str] | None = None,
+    ) -> _Backoff: ...
+    def wait(self, retry: int, unit: float) -> float | None:
+        """Seconds to wait before retry ``retry``, or None when the retries are spent;
+        ``unit`` is the caller's random draw in [0, 1) for the jitter."""
+    @property
+    def max_retries(self) -> int: ...
 
 class _SaverAPI:
     """LangGraph's ``BaseCheckpointSaver`` API, put on every saver class by
