@@ -12,7 +12,7 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from typing import Any, Final, Literal, final
+from typing import Any, Final, Literal, final, overload
 
 from typing_extensions import disjoint_base
 
@@ -839,6 +839,7 @@ def _workspace_grep(
 class _McpToolset:
     """An open MCP session and its tools (see ``ironloop.mcp.McpToolset``)."""
 
+    @overload
     @staticmethod
     def stdio(
         command: str,
@@ -847,37 +848,48 @@ class _McpToolset:
         cwd: str | None,
         prefix: str | None,
         timeout: float | None,
-        max_message_bytes: int = ...,
+        max_message_bytes: int,
         connect_timeout: float | None = None,
+        *,
+        asynchronous: Literal[False] = False,
     ) -> _McpToolset: ...
+    @overload
     @staticmethod
-    def stdio_async(
+    def stdio(
         command: str,
         args: list[str],
         env: list[tuple[str, str]],
         cwd: str | None,
         prefix: str | None,
         timeout: float | None,
-        max_message_bytes: int = ...,
+        max_message_bytes: int,
         connect_timeout: float | None = None,
+        *,
+        asynchronous: Literal[True],
     ) -> Awaitable[_McpToolset]: ...
+    @overload
     @staticmethod
     def http(
         url: str,
         headers: list[tuple[str, str]],
         prefix: str | None,
         timeout: float | None,
-        max_message_bytes: int = ...,
+        max_message_bytes: int,
         connect_timeout: float | None = None,
+        *,
+        asynchronous: Literal[False] = False,
     ) -> _McpToolset: ...
+    @overload
     @staticmethod
-    def http_async(
+    def http(
         url: str,
         headers: list[tuple[str, str]],
         prefix: str | None,
         timeout: float | None,
-        max_message_bytes: int = ...,
+        max_message_bytes: int,
         connect_timeout: float | None = None,
+        *,
+        asynchronous: Literal[True],
     ) -> Awaitable[_McpToolset]: ...
     @property
     def tools(self) -> list[NativeTool]: ...

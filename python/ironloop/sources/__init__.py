@@ -12,17 +12,7 @@ The public import paths are the short ones: ``ironloop.tools`` (the workspace
 tools), ``ironloop.mcp`` and ``ironloop.openapi`` re-export what is here. The code
 lives in this package so that the layout says what each module is, the way the Rust
 crate does; the short paths stay because user code and the README use them. Nothing
-is imported here, so importing one source does not load the others; what they
-share (a limit's check) is defined here.
+is imported here, so importing one source does not load the others. Their size
+limits (``max_output_bytes``, ``max_message_bytes``, ``max_spec_bytes``...) are
+checked once, by the core's glue (``size_limit`` in ``src/bindings/args.rs``).
 """
-
-from __future__ import annotations
-
-from ironloop.errors import InvalidArgumentError
-
-
-def _max_bytes(value: int, name: str = "max_output_bytes") -> int:
-    """`value` as a size limit: an int >= 1, else ``InvalidArgumentError`` naming it."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidArgumentError(f"{name} must be an int >= 1, got {value!r}")
-    return value

@@ -30,7 +30,6 @@ from typing_extensions import TypedDict, Unpack
 
 from ironloop._ironloop import NativeTool, _McpToolset
 from ironloop.messages import AIMessage, BaseMessage, HumanMessage
-from ironloop.sources import _max_bytes
 
 __all__ = ["MAX_MESSAGE_BYTES", "McpOptions", "McpToolset", "NativeTool", "prompt_messages"]
 
@@ -109,7 +108,7 @@ def _session(
     return (
         _prefix(options.get("prefix")),
         options.get("timeout"),
-        _max_bytes(options.get("max_message_bytes", MAX_MESSAGE_BYTES), "max_message_bytes"),
+        options.get("max_message_bytes", MAX_MESSAGE_BYTES),  # checked by the core's glue
         options.get("connect_timeout"),
     )
 
@@ -292,7 +291,7 @@ class McpToolset:
     ) -> McpToolset:
         """``stdio`` for async code: the event loop runs on while the server starts."""
         a = _stdio_args(command, args, env, cwd)
-        return cls(await _McpToolset.stdio_async(*a, *_session(options)))
+        return cls(await _McpToolset.stdio(*a, *_session(options), asynchronous=True))
 
     @classmethod
     async def ahttp(
@@ -303,7 +302,7 @@ class McpToolset:
     ) -> McpToolset:
         """``http`` for async code."""
         where, pairs = _http_args(url, headers)
-        return cls(await _McpToolset.http_async(where, pairs, *_session(options)))
+        return cls(await _McpToolset.http(where, pairs, *_session(options), asynchronous=True))
 
     @property
     def tools(self) -> list[NativeTool]:

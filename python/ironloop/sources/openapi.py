@@ -44,7 +44,6 @@ from ironloop._ironloop import (
     _openapi_toolset,
     _openapi_toolset_from_url_async,
 )
-from ironloop.sources import _max_bytes
 
 __all__ = ["Credential", "NativeTool", "OpenApiOptions", "OpenApiToolset"]
 
@@ -182,13 +181,11 @@ def _native(options: OpenApiOptions) -> dict[str, Any]:
         "base_url": _base_url(options.get("base_url")),
         "headers": _headers(options.get("headers")),
         "timeout": options.get("timeout", _TIMEOUT),
-        "max_output_bytes": _max_bytes(options.get("max_output_bytes", _MAX_OUTPUT_BYTES)),
-        "max_spec_bytes": _max_bytes(
-            options.get("max_spec_bytes", MAX_SPEC_BYTES), "max_spec_bytes"
-        ),
-        "max_spec_nodes": _max_bytes(
-            options.get("max_spec_nodes", MAX_SPEC_NODES), "max_spec_nodes"
-        ),
+        # The size limits are checked by the core's glue (`size_limit`), as every
+        # source's are.
+        "max_output_bytes": options.get("max_output_bytes", _MAX_OUTPUT_BYTES),
+        "max_spec_bytes": options.get("max_spec_bytes", MAX_SPEC_BYTES),
+        "max_spec_nodes": options.get("max_spec_nodes", MAX_SPEC_NODES),
         "credentials": _credentials(options.get("credentials")),
         "allowed_hosts": _hosts(options.get("allowed_hosts")),
     }
