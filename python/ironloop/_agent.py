@@ -542,7 +542,9 @@ def create_react_agent(
         settings.model = model.with_tools(tool_list, builtin)
     elif tool_calling == "native" and pre_model_hook is None:
         settings.native = _agent_model(model, tool_defs, prompt, name)
-    return bind(graph, settings, name)
+    agent = bind(graph, settings, name)
+    agent.debug = debug  # LangGraph's `debug`: each run prints its updates and values
+    return agent
 
 
 def _react_template(

@@ -596,7 +596,6 @@ def create_agent(
         >>> seen
         [1, 3]
     """
-    del debug  # as create_react_agent: taken for LangChain's signature, prints nothing
     if cache is not None:
         raise TypeError(
             "create_agent(cache=...) is not supported by ironloop: node results are not "
@@ -647,7 +646,9 @@ def create_agent(
             call_fields=call_fields,
         )
         templates.put(key, template, shape)
-    return bind(template, settings, name)
+    agent = bind(template, settings, name)
+    agent.debug = debug  # LangGraph's `debug`: each run prints its updates and values
+    return agent
 
 
 def _agent_template(
