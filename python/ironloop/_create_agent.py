@@ -12,6 +12,7 @@ from typing import Annotated, Any, Optional, TypedDict
 
 from ironloop._agent import (
     acall_model,
+    after_model_router,
     call_model,
     named,
     pending_calls,
@@ -704,12 +705,20 @@ def _agent_template(
             return "tools"
         return [Send("tools", dict(c)) for c in calls]
 
-    def decide(state: Any) -> Any:
+    def decide_structured(state: Any) -> Any:
         """After the model and its after-hooks: tools, the loop, or the exit (also
         when the call answered with the structured response and nothing is pending)."""
         if b.structured_done(state) and not pending_calls(state["messages"]):
             return exit_node
         return route_after_model(state["messages"], loop_entry, exit_node, sends)
+
+    decide_structured.__name__ = decide_structured.__qualname__ = "decide"
+    # Without a response format the rule alone decides: compile runs it in Rust.
+    decide: Callable[[Any], Any] = (
+        decide_structured
+        if b.response_format is not None
+        else after_model_router("decide", loop_entry, exit_node, per_call=not b.tool_wraps)
+    )
 
     def resolve(jump: str, state: Any) -> Any:
         if jump == "model":

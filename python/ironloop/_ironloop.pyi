@@ -56,6 +56,8 @@ __all__ = [
     "_coerce_messages",
     "add_messages",
     "tools_condition",
+    "_after_model",
+    "_AfterModelRoute",
     "_install_helpers",
     "_json_schema_errors",
     "_reset_log_cache",
@@ -314,6 +316,20 @@ class _ToolNodeCore:
 
 def add_messages(left: Any = None, right: Any = None, *, format: str | None = None) -> Any: ...
 def tools_condition(state: Any, messages_key: str = "messages") -> Literal["tools", "__end__"]: ...
+def _after_model(
+    messages: Sequence[Any],
+) -> tuple[Literal["tools", "back", "done"], list[dict[str, Any]]]:
+    """The agents' rule after the model (``src/prebuilt/after_model.rs``): the pending
+    calls of the last AI message (``ToolCall`` dicts) to the tools, ``"back"`` when every
+    call is answered, else ``"done"``."""
+
+@final
+class _AfterModelRoute:
+    """The mark (``__ironloop_router__``) on an agent's routing function after the
+    model: ``compile`` runs the same rule in Rust over the graph's messages channel."""
+
+    def __new__(cls, tools: str, per_call: bool, back: str, done: str) -> _AfterModelRoute: ...
+
 def _coerce_message(obj: Any) -> Any: ...
 def _coerce_messages(seq: Iterable[Any]) -> list[Any]: ...
 def _child_ns(parent_ns: str, node: str, task_id: str) -> str: ...
