@@ -427,23 +427,24 @@ class _Builder:
         ``ModelRequest``, so none is made (the same call as ``base_model``)."""
         first = self.first
 
-        def model(state: Any) -> dict[str, Any]:
+        def given(state: Any) -> tuple[Any, Any, list[Any]]:
+            """The run's agent settings, the patched history (None: unchanged) and
+            the messages the model is given (the system prompt first)."""
             self.offered()
             s = agent_var.get(first)
             patched = _patch_invalid(state["messages"])
             messages = [*(state["messages"] if patched is None else patched)]
             if s.system is not None:
                 messages.insert(0, s.system)
+            return s, patched, messages
+
+        def model(state: Any) -> dict[str, Any]:
+            s, patched, messages = given(state)
             msg = named(call_model(s.model, messages, self.offered_dicts), s.name)
             return {"messages": [*_rewritten(patched), msg]}
 
         async def amodel(state: Any) -> dict[str, Any]:
-            self.offered()
-            s = agent_var.get(first)
-            patched = _patch_invalid(state["messages"])
-            messages = [*(state["messages"] if patched is None else patched)]
-            if s.system is not None:
-                messages.insert(0, s.system)
+            s, patched, messages = given(state)
             msg = await acall_model(s.model, messages, self.offered_dicts)
             return {"messages": [*_rewritten(patched), named(msg, s.name)]}
 

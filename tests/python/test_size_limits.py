@@ -43,3 +43,18 @@ def test_a_limit_that_is_not_an_int_of_at_least_one_is_refused(name: str, bad: A
 def test_a_good_limit_is_taken() -> None:
     assert [t.name for t in OpenApiToolset.from_str(SPEC, max_output_bytes=1)] == ["ping"]
     assert workspace(".", max_output_bytes=1)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda h: McpToolset.http("http://127.0.0.1:9/mcp", headers=h),
+        lambda h: OpenApiToolset.from_str(SPEC, headers=h),
+    ],
+)
+def test_headers_are_checked_by_one_rule_that_never_shows_a_value(make: Any) -> None:
+    """Headers may hold a credential: a bad one is named by its type, not shown."""
+    with pytest.raises(TypeError, match=r"^headers must map str to str, got 'X-Key': bytes$"):
+        make({"X-Key": b"s3cret"})
+    with pytest.raises(TypeError, match="headers must be a mapping of str to str, got list"):
+        make([("X-Key", "v")])
