@@ -21,6 +21,7 @@ pub mod model;
 pub mod pii;
 pub mod prebuilt;
 pub mod registry;
+pub mod retry;
 pub mod secrets;
 pub mod sources;
 pub mod store;

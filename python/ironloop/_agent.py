@@ -15,6 +15,8 @@ from ironloop._dynamic_model import DynamicModel, is_model_function
 from ironloop._foreign import is_langchain_message, is_langchain_runnable
 from ironloop._ironloop import (
     NativeTool,
+    _after_model,
+    _AfterModelRoute,
     _AgentModel,
     _coerce_message,
     _json_schema_errors,
@@ -245,49 +247,49 @@ def _prompt_functions(prompt: Any) -> tuple[Callable[[Any], Any], Callable[[Any]
 
 
 def pending_calls(messages: Sequence[Any]) -> list[Any]:
-    """The calls of the last AI message that have no ToolMessage yet. Their answers
-    come after it, so only the messages from the last AI message on are read: the cost
-    does not grow with the conversation."""
-    answered = set()
-    for m in reversed(messages):
-        kind = m.type
-        if kind == "ai":
-            return [c for c in _tool_calls(m) if c["id"] not in answered]
-        if kind == "tool":
-            answered.add(m.tool_call_id)
-    return []
-
-
-#: The last AI message :func:`pending_calls` read, and its ``tool_calls``. An agent's
-#: router and its tools node read the same message, one after the other, and a
-#: message's ``tool_calls`` are made anew (dicts from the Rust message) at each access.
-#: Holding the message keeps it alive, so ``is`` never matches another one at a
-#: reused address; messages are immutable, so its calls stay what they were.
-_last_calls: tuple[Any, list[Any]] = (None, [])
-
-
-def _tool_calls(m: Any) -> list[Any]:
-    global _last_calls
-    last = _last_calls
-    if last[0] is m:
-        return last[1]
-    calls = m.tool_calls
-    _last_calls = (m, calls)
-    return calls
+    """The calls of the last AI message that have no ToolMessage yet, as ``ToolCall``
+    dicts (the core's ``pending_calls``: only the messages from the last AI message on
+    are read, so the cost does not grow with the conversation)."""
+    return _after_model(messages)[1]
 
 
 def route_after_model(
     messages: Sequence[Any], loop: str, done: str, sends: Callable[[list[Any]], Any]
 ) -> Any:
-    """Where the loop goes once the model (and its after-hooks) answered: the pending
-    tool calls to the tools node, back to ``loop`` when every call is answered already
-    (a reviewer rejected them, a hook answered them), else ``done``."""
-    pending = pending_calls(messages)
-    if pending:
+    """Where the loop goes once the model (and its after-hooks) answered, by the core's
+    one rule (``src/prebuilt/after_model.rs``): the pending tool calls to
+    ``sends(calls)``, back to ``loop`` when every call is answered already (a reviewer
+    rejected them, a hook answered them), else ``done``."""
+    route, pending = _after_model(messages)
+    if route == "tools":
         return sends(pending)
-    if messages and messages[-1].type == "tool":
-        return loop
-    return done
+    return loop if route == "back" else done
+
+
+def _sends(calls: Sequence[Any]) -> Any:
+    """One task per call: a ``Send`` to the tools node each."""
+    return [Send("tools", dict(c)) for c in calls]
+
+
+def _to_tools(calls: Sequence[Any]) -> Any:
+    """One visit of the tools node for all the calls (it reads them from the state)."""
+    return "tools"
+
+
+def after_model_router(name: str, back: str, done: str, *, per_call: bool) -> Any:
+    """The routing function after an agent's model: :func:`route_after_model` over
+    ``state["messages"]`` when called from Python, and marked so that ``compile``
+    runs the same rule in Rust over the graph's messages channel (no call into Python
+    per model step). ``per_call``: a ``Send`` per pending call, else one visit of the
+    tools node."""
+    sends = _sends if per_call else _to_tools
+
+    def route(state: Any) -> Any:
+        return route_after_model(_get(state, "messages"), back, done, sends)
+
+    route.__name__ = route.__qualname__ = name
+    route.__ironloop_router__ = _AfterModelRoute("tools", per_call, back, done)  # type: ignore[attr-defined]
+    return route
 
 
 def returned_direct(messages: Sequence[Any], direct: set[str]) -> bool:
@@ -542,7 +544,9 @@ def create_react_agent(
         settings.model = model.with_tools(tool_list, builtin)
     elif tool_calling == "native" and pre_model_hook is None:
         settings.native = _agent_model(model, tool_defs, prompt, name)
-    return bind(graph, settings, name)
+    agent = bind(graph, settings, name)
+    agent.debug = debug  # LangGraph's `debug`: each run prints its updates and values
+    return agent
 
 
 def _react_template(
@@ -707,38 +711,23 @@ def _react_template(
         g.add_edge("post_model_hook" if post_model_hook is not None else "agent", after)
         return compiled()
 
-    def tool_sends(calls: Sequence[Any]) -> Any:
-        return [Send("tools", dict(c)) for c in calls]
-
-    def to_tools(calls: Sequence[Any]) -> Any:
-        if version == "v1":
-            return "tools"
-        return [Send("tools", dict(c)) for c in calls]
-
-    def should_continue(state: Any) -> Any:
-        last = _get(state, "messages")[-1]
-        if last.type != "ai" or not last.tool_calls:
-            return "post_model_hook" if post_model_hook is not None else after
-        if post_model_hook is not None:
-            return "post_model_hook"
-        return to_tools(last.tool_calls)
-
     if version == "v1" and post_model_hook is None and after == END:
         # The Rust router: no Python call to route.
         g.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
+    elif post_model_hook is None:
+        should_continue = after_model_router(
+            "should_continue", after, after, per_call=version == "v2"
+        )
+        g.add_conditional_edges("agent", should_continue, ["tools", after])
     else:
-        agent_paths = ["post_model_hook"] if post_model_hook is not None else ["tools", after]
-        if version == "v2" and post_model_hook is None:
-            # Routed in Rust (the same rule, without a call into Python per model step).
-            should_continue.__ironloop_router__ = ("tool_sends", "tools", after)  # type: ignore[attr-defined]
-        g.add_conditional_edges("agent", should_continue, agent_paths)
 
-    if post_model_hook is not None:
+        def should_continue(state: Any) -> Any:
+            return "post_model_hook"
 
-        def post_model_hook_router(state: Any) -> Any:
-            return route_after_model(_get(state, "messages"), entry, after, tool_sends)
-
-        g.add_conditional_edges("post_model_hook", post_model_hook_router, [entry, "tools", after])
+        g.add_conditional_edges("agent", should_continue, ["post_model_hook"])
+        # The hook's own tool calls are run too: a Send per pending call.
+        router = after_model_router("post_model_hook_router", entry, after, per_call=True)
+        g.add_conditional_edges("post_model_hook", router, [entry, "tools", after])
 
     g.add_node("tools", tool_node)
     if direct:

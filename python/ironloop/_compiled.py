@@ -29,6 +29,8 @@ from ironloop._run_options import (
     _batch_configs,
     _check_run_options,
     _debug_views,
+    _OverStream,
+    _print_modes,
     _reshape,
     _v2_modes,
     _viewed,
@@ -82,6 +84,10 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
 
     #: ``compile(cache=)``: where the nodes with a ``cache_policy`` keep results.
     cache: Any = None
+
+    #: ``compile(debug=True)``: every run prints its ``updates`` and ``values`` chunks
+    #: as LangGraph's ``debug`` does (a run's own ``debug=`` wins).
+    debug: bool = False
 
     #: Metadata every run of this graph carries under its own ``config["metadata"]``
     #: (``create_agent(name=)`` puts ``lc_agent_name`` here, as LangChain's does, so
@@ -149,7 +155,7 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         caller's own when ``tasks`` / ``checkpoints`` are among them (``None`` when
         not), and whether one mode was asked for by name (items are bare chunks)."""
         modes = _v2_modes(stream_mode) if version == "v2" else stream_mode
-        engine_modes, wanted = _debug_views(modes)
+        engine_modes, wanted = _debug_views(modes, _print_modes(kwargs, self.debug))
         config, opts = self._prepare(
             config, kwargs, durability, version, stream_mode=engine_modes,
             subgraphs=subgraphs, interrupt_before=breaks[0], interrupt_after=breaks[1],
@@ -202,10 +208,13 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             "interrupt_before": interrupt_before,
             "interrupt_after": interrupt_after,
         }
-        if stream_mode != "values":
-            it = self.stream(input, config, stream_mode=stream_mode, context=context,
-                             durability=durability, version=version, **breaks, **kwargs)  # fmt: skip
-            return list(it)
+        printed = _print_modes(kwargs, self.debug)
+        if stream_mode != "values" or printed:
+            via = _OverStream(stream_mode, version, printed)
+            with _usage(via.usage_version) as usage:
+                items = list(self.stream(input, config, context=context, durability=durability,
+                                         **via.options, **breaks, **kwargs))  # fmt: skip
+            return via.result(items, usage)
         config, opts = self._prepare(config, kwargs, durability, version, **breaks)
         with _usage(version) as usage, self._entered(context, config, nest=True) as run:
             out = run.result(self._core.invoke(input, config, options=opts))
@@ -232,10 +241,14 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             "interrupt_before": interrupt_before,
             "interrupt_after": interrupt_after,
         }
-        if stream_mode != "values":
-            it = self.astream(input, config, stream_mode=stream_mode, context=context,
-                              durability=durability, version=version, **breaks, **kwargs)  # fmt: skip
-            return [chunk async for chunk in it]
+        printed = _print_modes(kwargs, self.debug)
+        if stream_mode != "values" or printed:
+            via = _OverStream(stream_mode, version, printed)
+            with _usage(via.usage_version) as usage:
+                it = self.astream(input, config, context=context, durability=durability,
+                                  **via.options, **breaks, **kwargs)  # fmt: skip
+                items = [chunk async for chunk in it]
+            return via.result(items, usage)
         config, opts = self._prepare(config, kwargs, durability, version, **breaks)
         with _usage(version) as usage:
             with self._entered(context, config, nest=True) as run:

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Optional, TypedDict
 
 from ironloop._agent import (
     acall_model,
+    after_model_router,
     call_model,
     named,
     pending_calls,
@@ -426,23 +427,24 @@ class _Builder:
         ``ModelRequest``, so none is made (the same call as ``base_model``)."""
         first = self.first
 
-        def model(state: Any) -> dict[str, Any]:
+        def given(state: Any) -> tuple[Any, Any, list[Any]]:
+            """The run's agent settings, the patched history (None: unchanged) and
+            the messages the model is given (the system prompt first)."""
             self.offered()
             s = agent_var.get(first)
             patched = _patch_invalid(state["messages"])
             messages = [*(state["messages"] if patched is None else patched)]
             if s.system is not None:
                 messages.insert(0, s.system)
+            return s, patched, messages
+
+        def model(state: Any) -> dict[str, Any]:
+            s, patched, messages = given(state)
             msg = named(call_model(s.model, messages, self.offered_dicts), s.name)
             return {"messages": [*_rewritten(patched), msg]}
 
         async def amodel(state: Any) -> dict[str, Any]:
-            self.offered()
-            s = agent_var.get(first)
-            patched = _patch_invalid(state["messages"])
-            messages = [*(state["messages"] if patched is None else patched)]
-            if s.system is not None:
-                messages.insert(0, s.system)
+            s, patched, messages = given(state)
             msg = await acall_model(s.model, messages, self.offered_dicts)
             return {"messages": [*_rewritten(patched), named(msg, s.name)]}
 
@@ -596,7 +598,6 @@ def create_agent(
         >>> seen
         [1, 3]
     """
-    del debug  # as create_react_agent: taken for LangChain's signature, prints nothing
     if cache is not None:
         raise TypeError(
             "create_agent(cache=...) is not supported by ironloop: node results are not "
@@ -647,7 +648,9 @@ def create_agent(
             call_fields=call_fields,
         )
         templates.put(key, template, shape)
-    return bind(template, settings, name)
+    agent = bind(template, settings, name)
+    agent.debug = debug  # LangGraph's `debug`: each run prints its updates and values
+    return agent
 
 
 def _agent_template(
@@ -703,12 +706,20 @@ def _agent_template(
             return "tools"
         return [Send("tools", dict(c)) for c in calls]
 
-    def decide(state: Any) -> Any:
+    def decide_structured(state: Any) -> Any:
         """After the model and its after-hooks: tools, the loop, or the exit (also
         when the call answered with the structured response and nothing is pending)."""
         if b.structured_done(state) and not pending_calls(state["messages"]):
             return exit_node
         return route_after_model(state["messages"], loop_entry, exit_node, sends)
+
+    decide_structured.__name__ = decide_structured.__qualname__ = "decide"
+    # Without a response format the rule alone decides: compile runs it in Rust.
+    decide: Callable[[Any], Any] = (
+        decide_structured
+        if b.response_format is not None
+        else after_model_router("decide", loop_entry, exit_node, per_call=not b.tool_wraps)
+    )
 
     def resolve(jump: str, state: Any) -> Any:
         if jump == "model":

@@ -12,7 +12,7 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from typing import Any, Final, Literal, final
+from typing import Any, Final, Literal, final, overload
 
 from typing_extensions import disjoint_base
 
@@ -56,6 +56,8 @@ __all__ = [
     "_coerce_messages",
     "add_messages",
     "tools_condition",
+    "_after_model",
+    "_AfterModelRoute",
     "_install_helpers",
     "_json_schema_errors",
     "_reset_log_cache",
@@ -74,6 +76,7 @@ __all__ = [
     "_openapi_toolset",
     "_openapi_toolset_from_url_async",
     "_timeout_seconds",
+    "_Backoff",
     "_vectorcall_fallback",
     "_workspace_tools",
     "_BASH_ENV_ALLOWED",
@@ -313,6 +316,20 @@ class _ToolNodeCore:
 
 def add_messages(left: Any = None, right: Any = None, *, format: str | None = None) -> Any: ...
 def tools_condition(state: Any, messages_key: str = "messages") -> Literal["tools", "__end__"]: ...
+def _after_model(
+    messages: Sequence[Any],
+) -> tuple[Literal["tools", "back", "done"], list[dict[str, Any]]]:
+    """The agents' rule after the model (``src/prebuilt/after_model.rs``): the pending
+    calls of the last AI message (``ToolCall`` dicts) to the tools, ``"back"`` when every
+    call is answered, else ``"done"``."""
+
+@final
+class _AfterModelRoute:
+    """The mark (``__ironloop_router__``) on an agent's routing function after the
+    model: ``compile`` runs the same rule in Rust over the graph's messages channel."""
+
+    def __new__(cls, tools: str, per_call: bool, back: str, done: str) -> _AfterModelRoute: ...
+
 def _coerce_message(obj: Any) -> Any: ...
 def _coerce_messages(seq: Iterable[Any]) -> list[Any]: ...
 def _child_ns(parent_ns: str, node: str, task_id: str) -> str: ...
@@ -339,6 +356,33 @@ def _timeout_seconds(value: float | None, name: str = "timeout") -> float | None
     bool) and returned as a float; None stays None. Raises
     ``ironloop.errors.InvalidArgumentError`` (a ``ValueError``) whose message starts
     with ``name``."""
+
+@final
+class _Backoff:
+    """The core's retry schedule (``src/retry.rs``), shared by node ``RetryPolicy`` s,
+    the retry middleware and model calls: retry ``n`` (0 for the first) waits
+    ``initial * factor ** n`` seconds (``initial`` every time when ``factor`` is 0), at
+    most ``max``, spread by ``jitter``: ``"none"``, ``"up_to_one_second"`` (plus
+    ``unit`` seconds, LangGraph's), ``"quarter"`` (±25%, LangChain's) or ``"equal"``
+    (half fixed, half random). Negative numbers raise
+    ``ironloop.errors.InvalidArgumentError`` named by ``names`` (the caller's names of
+    ``initial``, ``factor``, ``max`` and ``max_retries``); a ``max_retries`` that is
+    not an int raises ``TypeError``."""
+
+    def __new__(
+        cls,
+        initial: float,
+        factor: float,
+        max: float,
+        max_retries: int,
+        jitter: Literal["none", "up_to_one_second", "quarter", "equal"],
+        names: tuple[str, str, str, str] | None = None,
+    ) -> _Backoff: ...
+    def wait(self, retry: int, unit: float) -> float | None:
+        """Seconds to wait before retry ``retry``, or None when the retries are spent;
+        ``unit`` is the caller's random draw in [0, 1) for the jitter."""
+    @property
+    def max_retries(self) -> int: ...
 
 class _SaverAPI:
     """LangGraph's ``BaseCheckpointSaver`` API, put on every saver class by
@@ -811,6 +855,7 @@ def _workspace_grep(
 class _McpToolset:
     """An open MCP session and its tools (see ``ironloop.mcp.McpToolset``)."""
 
+    @overload
     @staticmethod
     def stdio(
         command: str,
@@ -819,37 +864,48 @@ class _McpToolset:
         cwd: str | None,
         prefix: str | None,
         timeout: float | None,
-        max_message_bytes: int = ...,
+        max_message_bytes: int,
         connect_timeout: float | None = None,
+        *,
+        asynchronous: Literal[False] = False,
     ) -> _McpToolset: ...
+    @overload
     @staticmethod
-    def stdio_async(
+    def stdio(
         command: str,
         args: list[str],
         env: list[tuple[str, str]],
         cwd: str | None,
         prefix: str | None,
         timeout: float | None,
-        max_message_bytes: int = ...,
+        max_message_bytes: int,
         connect_timeout: float | None = None,
+        *,
+        asynchronous: Literal[True],
     ) -> Awaitable[_McpToolset]: ...
+    @overload
     @staticmethod
     def http(
         url: str,
         headers: list[tuple[str, str]],
         prefix: str | None,
         timeout: float | None,
-        max_message_bytes: int = ...,
+        max_message_bytes: int,
         connect_timeout: float | None = None,
+        *,
+        asynchronous: Literal[False] = False,
     ) -> _McpToolset: ...
+    @overload
     @staticmethod
-    def http_async(
+    def http(
         url: str,
         headers: list[tuple[str, str]],
         prefix: str | None,
         timeout: float | None,
-        max_message_bytes: int = ...,
+        max_message_bytes: int,
         connect_timeout: float | None = None,
+        *,
+        asynchronous: Literal[True],
     ) -> Awaitable[_McpToolset]: ...
     @property
     def tools(self) -> list[NativeTool]: ...

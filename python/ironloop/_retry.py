@@ -6,6 +6,9 @@ run again after ``initial_interval * backoff_factor ** (failures - 1)`` seconds 
 most ``max_interval``, plus up to a second of jitter), until ``max_attempts`` attempts
 have been made; then the last exception is raised. ``interrupt()`` and
 ``Command(graph=Command.PARENT)`` are control flow and never retried.
+
+The waits are the core's (``_ironloop._Backoff``, the schedule model calls and the
+retry middleware use too); this module holds the loop, which calls Python.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ironloop._ironloop import _Backoff
 from ironloop._runtime import attempt_var, logger, task_var
 from ironloop.errors import GraphInterrupt, ParentCommand
 
@@ -74,17 +78,38 @@ def _retries(policy: Any, exc: Exception) -> bool:
     )
 
 
-def _pause(policies: Sequence[Any], exc: Exception, failures: int, node: str) -> float | None:
+def _schedule(policy: Any) -> _Backoff:
+    """A ``RetryPolicy``'s waits as the core's schedule: ``max_attempts`` counts the
+    first attempt, the schedule counts retries. Made when the node is wrapped, so a
+    negative interval is refused there, not when the node first fails."""
+    return _Backoff(
+        policy.initial_interval,
+        policy.backoff_factor,
+        policy.max_interval,
+        max(0, int(policy.max_attempts) - 1),
+        "up_to_one_second" if policy.jitter else "none",
+        ("initial_interval", "backoff_factor", "max_interval", "max_attempts"),
+    )
+
+
+def _pause(
+    policies: Sequence[Any],
+    schedules: Sequence[_Backoff],
+    exc: Exception,
+    failures: int,
+    node: str,
+) -> float | None:
     """Seconds to wait before the next attempt, or ``None`` to raise ``exc``."""
     if isinstance(exc, (GraphInterrupt, ParentCommand)):
         return None
-    policy = next((p for p in policies if _retries(p, exc)), None)
-    if policy is None or failures >= policy.max_attempts:
+    found = next((i for i, p in enumerate(policies) if _retries(p, exc)), None)
+    if found is None:
         return None
-    interval = min(
-        policy.max_interval, policy.initial_interval * policy.backoff_factor ** (failures - 1)
-    )
-    pause = interval + random.uniform(0, 1) if policy.jitter else interval
+    policy, schedule = policies[found], schedules[found]
+    # LangGraph draws the jitter with `random.uniform(0, 1)` (its tests fix it there).
+    pause = schedule.wait(failures - 1, random.uniform(0, 1) if policy.jitter else 0.0)
+    if pause is None:
+        return None
     logger.info(
         "Retrying task %s after %.2f seconds (attempt %d) after %s %s",
         node,
@@ -94,7 +119,7 @@ def _pause(policies: Sequence[Any], exc: Exception, failures: int, node: str) ->
         exc,
         exc_info=exc,
     )
-    return float(pause)
+    return pause
 
 
 def _restart() -> None:
@@ -117,6 +142,7 @@ def _this_attempt(kwargs: dict[str, Any]) -> dict[str, Any]:
 def with_retry(fn: Callable[..., Any], policies: Sequence[Any], node: str) -> Callable[..., Any]:
     """``fn`` (a node function, sync or async) run again as ``policies`` say when it
     fails; its signature is kept (the engine reads what parameters it asks for)."""
+    schedules = [_schedule(p) for p in policies]
     # inspect, not asyncio: a graph of sync nodes never imports asyncio.
     if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
         getattr(fn, "__call__", None)  # noqa: B004
@@ -131,7 +157,7 @@ def with_retry(fn: Callable[..., Any], policies: Sequence[Any], node: str) -> Ca
                     return await fn(*args, **_this_attempt(kwargs))
                 except Exception as exc:
                     failures += 1
-                    pause = _pause(policies, exc, failures, node)
+                    pause = _pause(policies, schedules, exc, failures, node)
                     if pause is None:
                         raise
                 finally:
@@ -152,7 +178,7 @@ def with_retry(fn: Callable[..., Any], policies: Sequence[Any], node: str) -> Ca
                 return fn(*args, **_this_attempt(kwargs))
             except Exception as exc:
                 failures += 1
-                pause = _pause(policies, exc, failures, node)
+                pause = _pause(policies, schedules, exc, failures, node)
                 if pause is None:
                     raise
             finally:

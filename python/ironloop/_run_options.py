@@ -9,6 +9,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ironloop import _ironloop
+from ironloop._constants import INTERRUPT
+from ironloop._stream_v2 import as_output
 from ironloop.warnings import LangGraphDeprecatedSinceV10
 
 
@@ -77,36 +79,112 @@ _DEBUG_VIEWS = dict(
 )
 
 
-def _debug_views(stream_mode: Any) -> tuple[Any, list[str] | None]:
+class _Wanted(list[str]):
+    """The modes the caller asked for, and ``printed``: the modes whose items are
+    printed as they come (LangGraph's ``print_mode``, and ``debug=True``'s
+    ``["updates", "values"]``), streamed by the engine whether asked for or not."""
+
+    printed: tuple[str, ...] = ()
+
+
+def _print_modes(kwargs: dict[str, Any], compiled_debug: bool) -> tuple[str, ...]:
+    """The modes a run prints, taken out of its keywords as LangGraph reads them:
+    ``debug=True`` (or ``compile(debug=True)``) prints ``updates`` and ``values``, in
+    place of any ``print_mode``."""
+    debug = kwargs.pop("debug", None)
+    print_mode = kwargs.pop("print_mode", ())
+    if debug or (debug is None and compiled_debug):
+        return ("updates", "values")
+    if isinstance(print_mode, str):
+        return (print_mode,)
+    return tuple(print_mode or ())
+
+
+def _debug_views(stream_mode: Any, printed: Sequence[str] = ()) -> tuple[Any, list[str] | None]:
     """The modes to ask the engine for, and the modes the caller asked for when
-    ``tasks`` / ``checkpoints`` are among them (``None`` when they are not)."""
-    wanted = [stream_mode] if isinstance(stream_mode, str) else list(stream_mode)
-    if not any(m in _DEBUG_VIEWS for m in wanted):
+    ``tasks`` / ``checkpoints`` are among them or some modes are ``printed``
+    (``None`` when neither)."""
+    wanted = _Wanted([stream_mode] if isinstance(stream_mode, str) else list(stream_mode))
+    wanted.printed = tuple(printed)
+    if not printed and not any(m in _DEBUG_VIEWS for m in wanted):
         return _modes(stream_mode), None
-    engine = list(dict.fromkeys("debug" if m in _DEBUG_VIEWS else m for m in wanted))
+    asked = [*wanted, *printed]
+    engine = list(dict.fromkeys("debug" if m in _DEBUG_VIEWS else m for m in asked))
     return engine, wanted
+
+
+def _print_item(mode: str, ns: tuple[str, ...], chunk: Any, subgraphs: bool) -> None:
+    """One item as LangGraph's ``print_mode`` prints it: ``[mode]`` in bold, then
+    ``[graph=ns]`` in yellow for a subgraph's item, then the chunk's repr."""
+    where = f" \033[1;33m[graph={ns}]\033[0m" if subgraphs and ns else ""
+    print(f"\033[1m[{mode}]\033[0m{where} {chunk!r}")
 
 
 def _reshape(item: Any, wanted: list[str], single: bool, subgraphs: bool) -> list[Any]:
     """One engine item (``(mode, chunk)`` or ``(ns, mode, chunk)``) as the items the
-    caller's modes give: a ``debug`` event also feeds ``tasks`` / ``checkpoints``."""
+    caller's modes give: a ``debug`` event also feeds ``tasks`` / ``checkpoints``;
+    an item of a printed mode is printed (and given only when asked for)."""
     ns, mode, chunk = item if subgraphs else ((), *item)
+    printed = getattr(wanted, "printed", ())
+    views = [*wanted, *printed]
     shown: list[tuple[str, Any]] = []
     if mode != "debug":
         shown.append((mode, chunk))
     else:
-        if "debug" in wanted:
+        if "debug" in views:
             shown.append(("debug", chunk))
         for view, kinds in _DEBUG_VIEWS.items():
-            if view in wanted and chunk["type"] in kinds:
+            if view in views and chunk["type"] in kinds:
                 shown.append((view, chunk["payload"]))
     out: list[Any] = []
     for m, c in shown:
+        if m in printed:
+            _print_item(m, ns, c, subgraphs)
+        if m not in wanted:
+            continue
         if single:
             out.append((ns, c) if subgraphs else c)
         else:
             out.append((ns, m, c) if subgraphs else (m, c))
     return out
+
+
+class _OverStream:
+    """``invoke`` run as ``stream``: for another ``stream_mode``, the list of its
+    chunks; to print (``debug`` / ``print_mode``), as LangGraph's ``invoke`` over its
+    ``stream``: the ``["updates", "values"]`` stream's last ``values`` chunk, with the
+    pause's interrupts (from the ``updates`` chunks) under ``__interrupt__``, and for
+    ``version="v2"`` as ``GraphOutput``."""
+
+    def __init__(self, stream_mode: Any, version: str, printed: tuple[str, ...]) -> None:
+        self.values = stream_mode == "values"
+        #: The run's own token usage is reported only for a v2 ``values`` result.
+        self.usage_version = version if self.values else "v1"
+        self.options: dict[str, Any] = {
+            "stream_mode": ["updates", "values"] if self.values else stream_mode,
+            "version": "v1" if self.values else version,
+            "print_mode": printed,
+            "debug": False,  # `printed` already says what `debug` asks for
+        }
+
+    def result(self, items: list[Any], usage: Any) -> Any:
+        if not self.values:
+            return items
+        latest: Any = None
+        interrupts: list[Any] = []
+        for mode, payload in items:
+            if mode == "updates" and isinstance(payload, dict) and INTERRUPT in payload:
+                interrupts.extend(payload[INTERRUPT])
+            elif mode == "values":
+                latest = payload
+        out = latest
+        if interrupts:
+            out = (
+                {**latest, INTERRUPT: interrupts}
+                if isinstance(latest, dict)
+                else {INTERRUPT: interrupts}
+            )
+        return as_output(out, usage.usage_metadata) if usage is not None else out
 
 
 def _viewed(it: Iterator[Any], wanted: list[str], single: bool, subgraphs: bool) -> Iterator[Any]:

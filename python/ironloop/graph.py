@@ -424,7 +424,10 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         ``(module, qualname)`` pairs of a module the process imports) that loading a
         checkpoint restores besides the types the state schemas name. A stored value of
         any other type loads as its plain data with a ``CheckpointTypeWarning``;
-        nothing a checkpoint names is imported."""
+        nothing a checkpoint names is imported.
+
+        ``debug=True``: every run prints its ``updates`` and ``values`` chunks as they
+        come, as LangGraph's (a run's own ``debug=`` or ``print_mode=`` wins)."""
         ib = (
             [interrupt_before]
             if isinstance(interrupt_before, str)
@@ -525,6 +528,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         compiled.cache = cache
         remember_graph(checkpointer, compiled)  # the savers' LangGraph API reads through it
         compiled.interrupt_before_nodes, compiled.interrupt_after_nodes = ib, ia
+        compiled.debug = debug
         return compiled
 
 

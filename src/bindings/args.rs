@@ -55,6 +55,21 @@ impl Timeout {
     }
 }
 
+/// `obj` as a size limit (bytes, or a count of values): an int >= 1 (a bool is not a
+/// size); anything else raises `ironloop.errors.InvalidArgumentError` (a
+/// `ValueError`) naming the argument: `max_output_bytes must be an int >= 1, got 0`.
+/// The one check of every source's size limits (workspace, MCP, OpenAPI).
+pub fn size_limit(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<usize> {
+    let size = (!obj.is_instance_of::<PyBool>() && obj.is_instance_of::<PyInt>())
+        .then(|| obj.extract::<usize>().ok())
+        .flatten()
+        .filter(|n| *n >= 1);
+    size.ok_or_else(|| {
+        let shown = obj.repr().map(|r| r.to_string()).unwrap_or_default();
+        Class::InvalidArgument.err(obj.py(), format!("{name} must be an int >= 1, got {shown}"))
+    })
+}
+
 /// For the `timeout` arguments, which all take None too (as `Option<Timeout>`).
 impl<'a, 'py> FromPyObject<'a, 'py> for Timeout {
     type Error = PyErr;

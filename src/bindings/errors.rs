@@ -273,6 +273,13 @@ impl From<crate::pii::UnknownKind> for PyErr {
     }
 }
 
+/// A retry setting no backoff can follow (a negative delay or factor): an argument.
+impl From<crate::retry::InvalidBackoff> for PyErr {
+    fn from(e: crate::retry::InvalidBackoff) -> PyErr {
+        Class::InvalidArgument.new_err(e.to_string())
+    }
+}
+
 /// A workspace search's failure: a root that does not exist is a
 /// `FileNotFoundError`, anything else (a bad pattern, a path outside the root) a
 /// `ValueError`.

@@ -8,14 +8,11 @@ use std::sync::{Arc, Mutex};
 use pyo3::prelude::*;
 use tokio_util::sync::CancellationToken;
 
-use super::args::Timeout;
-use super::errors::Class;
+use super::args::{size_limit, Timeout};
 use super::exiting::attach;
 use super::native_tool::NativeTool;
 use super::runtime::block_on;
-use crate::sources::mcp::{
-    HttpServer, McpError, McpToolset, McpToolsetOptions, StdioServer, DEFAULT_MAX_MESSAGE_BYTES,
-};
+use crate::sources::mcp::{HttpServer, McpError, McpToolset, McpToolsetOptions, StdioServer};
 use serde_json::{Map, Value};
 
 use super::convert::value_from_py;
@@ -31,12 +28,10 @@ pub struct PyMcpToolset {
 fn options(
     prefix: Option<String>,
     timeout: Option<Timeout>,
-    max_message_bytes: usize,
+    max_message_bytes: &Bound<'_, PyAny>,
     connect_timeout: Option<Timeout>,
 ) -> PyResult<McpToolsetOptions> {
-    if max_message_bytes == 0 {
-        return Err(Class::InvalidArgument.new_err("max_message_bytes must be at least 1"));
-    }
+    let max_message_bytes = size_limit(max_message_bytes, "max_message_bytes")?;
     Ok(McpToolsetOptions {
         prefix,
         timeout: timeout.map(|t| t.0),
@@ -96,20 +91,21 @@ impl PyMcpToolset {
         Ok(pythonize::pythonize(py, &v)?)
     }
 
-    fn connect(py: Python<'_>, spec: Spec, opts: McpToolsetOptions) -> PyResult<Self> {
-        let set = block_on(py, open(spec, opts), CancellationToken::new())??;
-        Self::new(py, set)
-    }
-
-    fn connect_async(
+    /// Opens the session with the GIL released (sync), or as an awaitable (async).
+    fn connect(
         py: Python<'_>,
         spec: Spec,
         opts: McpToolsetOptions,
+        asynchronous: bool,
     ) -> PyResult<Bound<'_, PyAny>> {
-        crate::bindings::awaitable::future_into_py(py, async move {
-            let set = open(spec, opts).await?;
-            attach(|py| Self::new(py, set))
-        })
+        if asynchronous {
+            return crate::bindings::awaitable::future_into_py(py, async move {
+                let set = open(spec, opts).await?;
+                attach(|py| Self::new(py, set))
+            });
+        }
+        let set = block_on(py, open(spec, opts), CancellationToken::new())??;
+        Ok(Bound::new(py, Self::new(py, set)?)?.into_any())
     }
 }
 
@@ -129,76 +125,48 @@ fn stdio_spec(
 
 #[pymethods]
 impl PyMcpToolset {
-    /// Starts `command args...` and opens a session over its stdio.
+    /// Starts `command args...` and opens a session over its stdio (with
+    /// `asynchronous`, as an awaitable).
     #[staticmethod]
-    #[pyo3(signature = (command, args, env, cwd, prefix, timeout, max_message_bytes = DEFAULT_MAX_MESSAGE_BYTES, connect_timeout = None))]
+    #[pyo3(signature = (command, args, env, cwd, prefix, timeout, max_message_bytes,
+        connect_timeout = None, *, asynchronous = false))]
     // The Python signature's parameters, one by one.
     #[allow(clippy::too_many_arguments)]
-    fn stdio(
-        py: Python<'_>,
+    fn stdio<'py>(
+        py: Python<'py>,
         command: String,
         args: Vec<String>,
         env: Vec<(String, String)>,
         cwd: Option<PathBuf>,
         prefix: Option<String>,
         timeout: Option<Timeout>,
-        max_message_bytes: usize,
+        max_message_bytes: &Bound<'py, PyAny>,
         connect_timeout: Option<Timeout>,
-    ) -> PyResult<Self> {
+        asynchronous: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let opts = options(prefix, timeout, max_message_bytes, connect_timeout)?;
-        Self::connect(py, stdio_spec(command, args, env, cwd), opts)
+        Self::connect(py, stdio_spec(command, args, env, cwd), opts, asynchronous)
     }
 
-    /// Like `stdio`, as an awaitable.
+    /// Opens a session with the streamable-HTTP endpoint `url` (with `asynchronous`,
+    /// as an awaitable).
     #[staticmethod]
-    #[pyo3(signature = (command, args, env, cwd, prefix, timeout, max_message_bytes = DEFAULT_MAX_MESSAGE_BYTES, connect_timeout = None))]
-    // The Python signature's parameters, one by one.
+    #[pyo3(signature = (url, headers, prefix, timeout, max_message_bytes,
+        connect_timeout = None, *, asynchronous = false))]
     #[allow(clippy::too_many_arguments)]
-    fn stdio_async(
-        py: Python<'_>,
-        command: String,
-        args: Vec<String>,
-        env: Vec<(String, String)>,
-        cwd: Option<PathBuf>,
-        prefix: Option<String>,
-        timeout: Option<Timeout>,
-        max_message_bytes: usize,
-        connect_timeout: Option<Timeout>,
-    ) -> PyResult<Bound<'_, PyAny>> {
-        let opts = options(prefix, timeout, max_message_bytes, connect_timeout)?;
-        Self::connect_async(py, stdio_spec(command, args, env, cwd), opts)
-    }
-
-    /// Opens a session with the streamable-HTTP endpoint `url`.
-    #[staticmethod]
-    #[pyo3(signature = (url, headers, prefix, timeout, max_message_bytes = DEFAULT_MAX_MESSAGE_BYTES, connect_timeout = None))]
-    fn http(
-        py: Python<'_>,
+    fn http<'py>(
+        py: Python<'py>,
         url: String,
         headers: Vec<(String, String)>,
         prefix: Option<String>,
         timeout: Option<Timeout>,
-        max_message_bytes: usize,
+        max_message_bytes: &Bound<'py, PyAny>,
         connect_timeout: Option<Timeout>,
-    ) -> PyResult<Self> {
+        asynchronous: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let opts = options(prefix, timeout, max_message_bytes, connect_timeout)?;
-        Self::connect(py, Spec::Http(HttpServer { url, headers }), opts)
-    }
-
-    /// Like `http`, as an awaitable.
-    #[staticmethod]
-    #[pyo3(signature = (url, headers, prefix, timeout, max_message_bytes = DEFAULT_MAX_MESSAGE_BYTES, connect_timeout = None))]
-    fn http_async(
-        py: Python<'_>,
-        url: String,
-        headers: Vec<(String, String)>,
-        prefix: Option<String>,
-        timeout: Option<Timeout>,
-        max_message_bytes: usize,
-        connect_timeout: Option<Timeout>,
-    ) -> PyResult<Bound<'_, PyAny>> {
-        let opts = options(prefix, timeout, max_message_bytes, connect_timeout)?;
-        Self::connect_async(py, Spec::Http(HttpServer { url, headers }), opts)
+        let spec = Spec::Http(HttpServer { url, headers });
+        Self::connect(py, spec, opts, asynchronous)
     }
 
     /// The server's tools: the same objects on every access, listed again after the

@@ -5,6 +5,7 @@ mod ai_message;
 mod aio;
 mod args;
 mod awaitable;
+mod backoff;
 mod chunks;
 mod coerce;
 mod context;
@@ -64,6 +65,7 @@ fn ironloop_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     store::register(m)?;
     m.add_function(wrap_pyfunction!(convert::_json_schema_errors, m)?)?;
     m.add_function(wrap_pyfunction!(args::_timeout_seconds, m)?)?;
+    m.add_class::<backoff::PyBackoff>()?;
     m.add_function(wrap_pyfunction!(helpers::_install_helpers, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

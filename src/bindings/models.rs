@@ -214,6 +214,28 @@ pub struct ChatModelCore {
     url: String,
 }
 
+impl ChatModelCore {
+    /// One response to `req` as an `AIMessage`: waited for with the GIL released
+    /// (sync), or as an awaitable (async, from a running event loop).
+    fn call<'py>(
+        &self,
+        py: Python<'py>,
+        req: ChatRequest,
+        asynchronous: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let model = self.model.clone();
+        let answer = async move { model.invoke(req).await };
+        if asynchronous {
+            return crate::bindings::awaitable::future_into_py(py, async move {
+                let m = answer.await?;
+                attach(|py| message_to_py(py, Arc::new(m)).map(Bound::unbind))
+            });
+        }
+        let r = block_on(py, answer, CancellationToken::new())?;
+        message_to_py(py, Arc::new(r?))
+    }
+}
+
 #[pymethods]
 impl ChatModelCore {
     #[new]
@@ -316,14 +338,7 @@ impl ChatModelCore {
         tool_choice: Option<&Bound<'py, PyAny>>,
         options: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let req = chat_args(messages, tools, tool_choice, options)?;
-        let model = self.model.clone();
-        let r = block_on(
-            py,
-            async move { model.invoke(req).await },
-            CancellationToken::new(),
-        )?;
-        message_to_py(py, Arc::new(r?))
+        self.call(py, chat_args(messages, tools, tool_choice, options)?, false)
     }
 
     /// One response, as an awaitable (call it from a running event loop).
@@ -336,12 +351,7 @@ impl ChatModelCore {
         tool_choice: Option<&Bound<'py, PyAny>>,
         options: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let req = chat_args(messages, tools, tool_choice, options)?;
-        let model = self.model.clone();
-        crate::bindings::awaitable::future_into_py(py, async move {
-            let m = model.invoke(req).await?;
-            attach(|py| message_to_py(py, Arc::new(m)).map(Bound::unbind))
-        })
+        self.call(py, chat_args(messages, tools, tool_choice, options)?, true)
     }
 
     /// Starts a streamed response: iterate it (sync) or await its `anext()` (async).

@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
 use serde_json::Value;
 
-use super::args::Timeout;
+use super::args::{size_limit, Timeout};
 use super::convert::{value_from_py, value_to_py};
 use super::errors::WorkspaceError;
 use super::exiting::attach;
@@ -219,7 +219,7 @@ fn _workspace_tools(
     allow_bash: bool,
     bash_timeout: &Bound<'_, PyAny>,
     max_bash_timeout: &Bound<'_, PyAny>,
-    max_output_bytes: usize,
+    max_output_bytes: &Bound<'_, PyAny>,
     timeout: Option<Timeout>,
     env: Vec<(String, String)>,
 ) -> PyResult<Vec<NativeTool>> {
@@ -227,7 +227,7 @@ fn _workspace_tools(
         allow_bash,
         bash_timeout: Timeout::required(bash_timeout, "bash_timeout")?.0,
         max_bash_timeout: Timeout::required(max_bash_timeout, "max_bash_timeout")?.0,
-        max_output_bytes,
+        max_output_bytes: size_limit(max_output_bytes, "max_output_bytes")?,
         timeout: timeout.map(|t| t.0),
         bash_env: env,
         ..Default::default()

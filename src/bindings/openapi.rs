@@ -5,7 +5,7 @@
 use pyo3::prelude::*;
 use tokio_util::sync::CancellationToken;
 
-use super::args::Timeout;
+use super::args::{size_limit, Timeout};
 use super::errors::Class;
 use super::native_tool::NativeTool;
 use super::runtime::block_on;
@@ -91,9 +91,10 @@ struct RawOptions {
     headers: Option<Vec<(String, String)>>,
     /// Checked by [`Timeout::optional`] (its error, not a field-extraction one).
     timeout: Py<PyAny>,
-    max_output_bytes: usize,
-    max_spec_bytes: usize,
-    max_spec_nodes: usize,
+    /// The size limits, checked by [`size_limit`] (its error, naming the option).
+    max_output_bytes: Py<PyAny>,
+    max_spec_bytes: Py<PyAny>,
+    max_spec_nodes: Py<PyAny>,
     credentials: Option<Vec<RawCredential>>,
     allowed_hosts: Option<Vec<String>>,
 }
@@ -101,23 +102,14 @@ struct RawOptions {
 impl RawOptions {
     fn into_options(self, py: Python<'_>) -> PyResult<OpenApiOptions> {
         let timeout = Timeout::optional(self.timeout.bind(py), "timeout")?;
-        for (name, v) in [
-            ("max_output_bytes", self.max_output_bytes),
-            ("max_spec_bytes", self.max_spec_bytes),
-            ("max_spec_nodes", self.max_spec_nodes),
-        ] {
-            if v == 0 {
-                return Err(Class::InvalidArgument.new_err(format!("{name} must be at least 1")));
-            }
-        }
         Ok(OpenApiOptions {
             base_url: self.base_url,
             headers: self.headers.unwrap_or_default(),
             timeout: timeout.map(|t| t.0),
-            max_output_bytes: self.max_output_bytes,
+            max_output_bytes: size_limit(self.max_output_bytes.bind(py), "max_output_bytes")?,
             spec_url: None,
-            max_spec_bytes: self.max_spec_bytes,
-            max_spec_nodes: self.max_spec_nodes,
+            max_spec_bytes: size_limit(self.max_spec_bytes.bind(py), "max_spec_bytes")?,
+            max_spec_nodes: size_limit(self.max_spec_nodes.bind(py), "max_spec_nodes")?,
             credentials: self
                 .credentials
                 .unwrap_or_default()

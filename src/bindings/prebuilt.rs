@@ -2,7 +2,9 @@
 //! (`graph::MessageList::add`, `prebuilt::tools_condition`), so that calling them
 //! directly and running them inside a graph give the same answer and the same errors.
 //! The function objects are kept so that `StateGraph.compile` can recognise them and
-//! run the rule in Rust with no Python call per step.
+//! run the rule in Rust with no Python call per step. The agents' rule after the model
+//! (`prebuilt::after_model`) is here too: called from Python, and as the mark that
+//! has `compile` run it in Rust.
 
 use std::sync::Arc;
 
@@ -14,7 +16,8 @@ use pyo3::types::{PyDict, PyList};
 use super::coerce::message_from_py;
 use super::messages::messages_to_py;
 use crate::graph::MessageList;
-use crate::message::Message;
+use crate::message::{Message, MessageKind};
+use crate::prebuilt::{after_model, tool_call_arg, AfterModel, AfterModelRoute};
 
 static ADD_MESSAGES: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static TOOLS_CONDITION: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
@@ -124,6 +127,80 @@ pub fn tools_condition(state: &Bound<'_, PyAny>, messages_key: &str) -> PyResult
     })
 }
 
+/// The agents' rule after the model ([`crate::prebuilt::after_model`]) over a Python
+/// list of messages: `("tools", pending calls as LangGraph's ToolCall dicts)`,
+/// `("back", [])` or `("done", [])`. Only the messages from the last AI message on are
+/// read (converted), newest first, so the cost does not grow with the conversation.
+#[pyfunction]
+pub fn _after_model<'py>(
+    py: Python<'py>,
+    messages: &Bound<'py, PyAny>,
+) -> PyResult<(&'static str, Bound<'py, PyList>)> {
+    let mut tail = Vec::new();
+    for i in (0..messages.len()?).rev() {
+        let m = message_from_py(&messages.get_item(i)?)?;
+        let ai = matches!(m.kind, MessageKind::Ai { .. });
+        tail.push(m);
+        if ai {
+            break;
+        }
+    }
+    tail.reverse();
+    let (route, calls) = match after_model(tail.iter()) {
+        AfterModelRoute::Tools(calls) => ("tools", calls),
+        AfterModelRoute::Back => ("back", Vec::new()),
+        AfterModelRoute::Done => ("done", Vec::new()),
+    };
+    let calls = calls
+        .into_iter()
+        .map(|c| pythonize::pythonize(py, &tool_call_arg(c)).map_err(PyErr::from))
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok((route, PyList::new(py, calls)?))
+}
+
+/// The mark an agent puts on its routing function after the model
+/// (`__ironloop_router__`, see `ironloop._agent.after_model_router`): `compile` then
+/// runs [`AfterModel`] in Rust over the graph's messages channel, with these routes.
+#[pyclass(name = "_AfterModelRoute", module = "ironloop._ironloop", frozen)]
+pub struct AfterModelMark {
+    tools: String,
+    per_call: bool,
+    back: String,
+    done: String,
+}
+
+#[pymethods]
+impl AfterModelMark {
+    #[new]
+    fn new(tools: String, per_call: bool, back: String, done: String) -> Self {
+        AfterModelMark {
+            tools,
+            per_call,
+            back,
+            done,
+        }
+    }
+}
+
+/// The Rust router a routing function stands for when an agent marked it (see
+/// [`AfterModelMark`]), reading `channel`; `None` for any other function.
+pub fn after_model_router(path: &Bound<'_, PyAny>, channel: &str) -> PyResult<Option<AfterModel>> {
+    let Some(mark) = path.getattr_opt(pyo3::intern!(path.py(), "__ironloop_router__"))? else {
+        return Ok(None);
+    };
+    let Ok(mark) = mark.cast::<AfterModelMark>() else {
+        return Ok(None);
+    };
+    let mark = mark.get();
+    Ok(Some(AfterModel {
+        channel: channel.to_owned(),
+        tools: mark.tools.clone(),
+        per_call: mark.per_call,
+        back: mark.back.clone(),
+        done: mark.done.clone(),
+    }))
+}
+
 /// True when `f` is ironloop's own `add_messages`.
 pub fn is_add_messages(f: &Bound<'_, PyAny>) -> bool {
     ADD_MESSAGES.get(f.py()).is_some_and(|a| a.is(f))
@@ -142,5 +219,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let _ = TOOLS_CONDITION.set(py, cond.clone().into_any().unbind());
     m.add_function(add)?;
     m.add_function(cond)?;
+    m.add_function(wrap_pyfunction!(_after_model, m)?)?;
+    m.add_class::<AfterModelMark>()?;
     Ok(())
 }

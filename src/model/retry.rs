@@ -1,8 +1,10 @@
-//! Retries: which failures are worth another attempt, and how long to wait.
+//! Model calls' retries: which failures are worth another attempt, and what the
+//! provider asks to wait. The backoff itself is [`crate::retry::Backoff`], shared with
+//! node and middleware retries.
 
-use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hasher};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::retry::{random_unit, Backoff, Jitter};
 
 /// How a model call retries: up to `max_retries` more attempts after the first,
 /// waiting `initial_backoff × 2ⁿ` (capped at `max_backoff`, with random jitter of up
@@ -41,14 +43,16 @@ impl RetryPolicy {
         if let Some(ra) = retry_after {
             return (ra <= self.max_retry_after).then_some(ra);
         }
-        let base = self
-            .initial_backoff
-            .saturating_mul(1u32.checked_shl(attempt.min(20)).unwrap_or(u32::MAX))
-            .min(self.max_backoff);
-        // Equal jitter: half fixed, half random, so that clients that failed together
-        // do not retry together.
-        let half = base / 2;
-        Some(half + half.mul_f64(random_unit()))
+        let backoff = Backoff {
+            initial: self.initial_backoff.as_secs_f64(),
+            factor: 2.0,
+            max: self.max_backoff.as_secs_f64(),
+            max_retries: u32::MAX,
+            jitter: Jitter::Equal,
+        };
+        // `attempt` is below `u32::MAX`, so the schedule always has a wait.
+        let secs = backoff.wait(attempt, random_unit())?;
+        Some(Duration::try_from_secs_f64(secs).unwrap_or(self.max_backoff))
     }
 }
 
@@ -56,18 +60,6 @@ impl RetryPolicy {
 /// and every 5xx (including Anthropic's 529 "overloaded").
 pub fn retryable_status(status: u16) -> bool {
     matches!(status, 408 | 409 | 429) || (500..=599).contains(&status)
-}
-
-/// A number in [0, 1) from the standard library's per-process random keys.
-fn random_unit() -> f64 {
-    let mut h = RandomState::new().build_hasher();
-    h.write_u128(
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0),
-    );
-    (h.finish() >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// The wait a response asks for: `retry-after-ms` (OpenAI), else `Retry-After` in

@@ -1,20 +1,20 @@
 //! The prebuilt pieces of an agent graph — the model node, the tool node and the
-//! routers after the model (`tools_condition`, a `Send` per call) — as
+//! routers after the model (`tools_condition`, the agents' [`AfterModel`]) — as
 //! core types, so that a Rust graph uses them without Python and the Python
 //! `ToolNode` / `tools_condition` are thin conversions over the same rules.
 
+mod after_model;
 #[cfg(feature = "models")]
 mod model_node;
 mod tool_node;
-mod tool_sends;
 mod tools_condition;
 
+pub use after_model::{after_model, pending_calls, tool_call_arg, AfterModel, AfterModelRoute};
 #[cfg(feature = "models")]
 pub use model_node::{answer_output, ModelCall, ModelNode};
 pub use tool_node::{
     last_ai_message, last_ai_tool_calls, result_message, tool_events, ToolNode, ToolNodeError,
 };
-pub use tool_sends::ToolCallSends;
 pub use tools_condition::{tools_condition, NoMessages, ToolsCondition, TOOLS};
 
 use std::sync::Arc;

@@ -10,6 +10,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
+from ironloop import _ironloop
 from ironloop.errors import GraphInterrupt, ParentCommand
 from ironloop.messages import AIMessage, ToolMessage
 from ironloop.middleware.types import (
@@ -26,7 +27,9 @@ RetryOn = tuple[type[BaseException], ...] | Callable[[BaseException], bool]
 
 
 class _Backoff:
-    """The retry policy both middleware share."""
+    """The retry loop both middleware share; the waits and the checks of the numbers
+    are the core's (``_ironloop._Backoff``, as for node ``RetryPolicy`` s and model
+    calls), with LangChain's ±25% jitter."""
 
     def __init__(
         self,
@@ -37,24 +40,13 @@ class _Backoff:
         max_delay: float,
         jitter: bool,
     ) -> None:
-        if isinstance(max_retries, bool) or not isinstance(max_retries, int):
-            raise TypeError(f"max_retries must be an int >= 0, got {max_retries!r}")
-        for name, value in (
-            ("max_retries", max_retries),
-            ("initial_delay", initial_delay),
-            ("max_delay", max_delay),
-            ("backoff_factor", backoff_factor),
-        ):
-            if value < 0:
-                raise ValueError(f"{name} must be >= 0 (got {value!r})")
+        self.schedule = _ironloop._Backoff(
+            initial_delay, backoff_factor, max_delay, max_retries, "quarter" if jitter else "none"
+        )
         if isinstance(retry_on, type) and issubclass(retry_on, BaseException):
             retry_on = (retry_on,)
         self.max_retries = max_retries
         self.retry_on = retry_on
-        self.backoff_factor = backoff_factor
-        self.initial_delay = initial_delay
-        self.max_delay = max_delay
-        self.jitter = jitter
 
     def should_retry(self, e: BaseException) -> bool:
         retry_on: Any = self.retry_on
@@ -62,23 +54,16 @@ class _Backoff:
             return isinstance(e, retry_on)
         return bool(retry_on(e))
 
-    def delay(self, attempt: int) -> float:
-        """Seconds to wait before retry ``attempt`` (0-based)."""
-        d = self.initial_delay * (self.backoff_factor**attempt if self.backoff_factor else 1)
-        d = min(d, self.max_delay)
-        if self.jitter and d > 0:
-            d *= random.uniform(0.75, 1.25)
-        return d
-
     def _after(self, e: Exception, attempt: int) -> float:
         """The wait before the next attempt after ``e``; raises ``e`` itself when it is
         not retryable (at once, unseen by ``on_failure``, as LangChain), and
         :class:`_Exhausted` when it was the last attempt."""
         if not self.should_retry(e):
             raise propagate(e)
-        if attempt == self.max_retries:
+        wait = self.schedule.wait(attempt, random.random())
+        if wait is None:
             raise _Exhausted(e, attempt + 1) from e
-        return self.delay(attempt)
+        return wait
 
     def run(self, call: Callable[[], Any]) -> Any:
         for attempt in range(self.max_retries + 1):
@@ -118,7 +103,39 @@ def default_retry_on(exc: BaseException) -> bool:
     return bool(getattr(exc, "is_retryable", True))
 
 
-class ToolRetryMiddleware(AgentMiddleware):
+class _Retrying(AgentMiddleware):
+    """What both retry middleware keep, as LangChain's do (its attributes; the policy
+    reads its own copy), checked once."""
+
+    max_retries: int
+    on_failure: Any
+    retry_on: RetryOn
+    backoff_factor: float
+    initial_delay: float
+    max_delay: float
+    jitter: bool
+
+    def _configure(
+        self,
+        max_retries: int,
+        retry_on: RetryOn,
+        on_failure: Any,
+        backoff: tuple[float, float, float],
+        jitter: bool,
+    ) -> None:
+        """``backoff``: ``(backoff_factor, initial_delay, max_delay)``."""
+        if not callable(on_failure) and on_failure not in ("continue", "error"):
+            raise ValueError(
+                f"on_failure must be 'continue', 'error' or a function, got {on_failure!r}"
+            )
+        factor, initial, most = backoff
+        self._policy = _Backoff(max_retries, retry_on, factor, initial, most, jitter)
+        self.max_retries, self.on_failure, self.tools = max_retries, on_failure, []
+        self.retry_on, self.jitter = retry_on, jitter
+        self.backoff_factor, self.initial_delay, self.max_delay = backoff
+
+
+class ToolRetryMiddleware(_Retrying):
     """Retries a tool call whose tool raised, up to ``max_retries`` more times, waiting
     ``initial_delay * backoff_factor**n`` seconds (at most ``max_delay``, ±25% with
     ``jitter``) between attempts. ``retry_on``: exception types, or a predicate
@@ -152,32 +169,20 @@ class ToolRetryMiddleware(AgentMiddleware):
         max_delay: float = 60.0,
         jitter: bool = True,
     ) -> None:
-        self._policy = _Backoff(
-            max_retries, retry_on, backoff_factor, initial_delay, max_delay, jitter
-        )
         aliases = {"return_message": "continue", "raise": "error"}
-        if not callable(on_failure):
-            if on_failure in aliases:
-                warnings.warn(
-                    f"on_failure={on_failure!r} is deprecated and will be removed in a future "
-                    f"version. Use on_failure={aliases[on_failure]!r} instead.",
-                    DeprecationWarning,
-                    stacklevel=2,
-                )
-            on_failure = aliases.get(on_failure, on_failure)  # type: ignore[assignment]
-            if on_failure not in ("continue", "error"):
-                raise ValueError(
-                    f"on_failure must be 'continue', 'error' or a function, got {on_failure!r}"
-                )
-        self.max_retries = max_retries
+        if not callable(on_failure) and on_failure in aliases:
+            warnings.warn(
+                f"on_failure={on_failure!r} is deprecated and will be removed in a future "
+                f"version. Use on_failure={aliases[on_failure]!r} instead.",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            on_failure = aliases[on_failure]  # type: ignore[assignment]
+        backoff = (backoff_factor, initial_delay, max_delay)
+        self._configure(max_retries, retry_on, on_failure, backoff, jitter)
         self.tool_names = (
             None if tools is None else {t if isinstance(t, str) else t.name for t in tools}
         )
-        self.on_failure = on_failure
-        self.tools = []
-        # LangChain's attributes (the policy reads its own copy).
-        self.retry_on, self.backoff_factor = retry_on, backoff_factor
-        self.initial_delay, self.max_delay, self.jitter = initial_delay, max_delay, jitter
 
     def _applies(self, request: ToolCallRequest) -> bool:
         name = request.tool.name if request.tool is not None else request.tool_call["name"]
@@ -215,7 +220,7 @@ class ToolRetryMiddleware(AgentMiddleware):
             return self._failed(request, e)
 
 
-class ModelRetryMiddleware(AgentMiddleware):
+class ModelRetryMiddleware(_Retrying):
     """Retries a failing model call, up to ``max_retries`` more times with the same
     backoff as :class:`ToolRetryMiddleware`. When the last attempt fails,
     ``on_failure="continue"`` (default) answers with an AI message saying so (the run
@@ -237,19 +242,8 @@ class ModelRetryMiddleware(AgentMiddleware):
         max_delay: float = 60.0,
         jitter: bool = True,
     ) -> None:
-        self._policy = _Backoff(
-            max_retries, retry_on, backoff_factor, initial_delay, max_delay, jitter
-        )
-        if not callable(on_failure) and on_failure not in ("continue", "error"):
-            raise ValueError(
-                f"on_failure must be 'continue', 'error' or a function, got {on_failure!r}"
-            )
-        self.max_retries = max_retries
-        self.on_failure = on_failure
-        self.tools = []
-        # LangChain's attributes (the policy reads its own copy).
-        self.retry_on, self.backoff_factor = retry_on, backoff_factor
-        self.initial_delay, self.max_delay, self.jitter = initial_delay, max_delay, jitter
+        backoff = (backoff_factor, initial_delay, max_delay)
+        self._configure(max_retries, retry_on, on_failure, backoff, jitter)
 
     def _failed(self, exhausted: _Exhausted) -> ModelResponse:
         e, attempts = exhausted.error, exhausted.attempts

@@ -12,17 +12,28 @@ The public import paths are the short ones: ``ironloop.tools`` (the workspace
 tools), ``ironloop.mcp`` and ``ironloop.openapi`` re-export what is here. The code
 lives in this package so that the layout says what each module is, the way the Rust
 crate does; the short paths stay because user code and the README use them. Nothing
-is imported here, so importing one source does not load the others; what they
-share (a limit's check) is defined here.
+is imported here, so importing one source does not load the others. Their size
+limits (``max_output_bytes``, ``max_message_bytes``, ``max_spec_bytes``...) are
+checked once, by the core's glue (``size_limit`` in ``src/bindings/args.rs``); their
+string mappings (headers, environments) by :func:`_str_pairs` here.
 """
 
 from __future__ import annotations
 
-from ironloop.errors import InvalidArgumentError
+from collections.abc import Mapping
 
 
-def _max_bytes(value: int, name: str = "max_output_bytes") -> int:
-    """`value` as a size limit: an int >= 1, else ``InvalidArgumentError`` naming it."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidArgumentError(f"{name} must be an int >= 1, got {value!r}")
-    return value
+def _str_pairs(name: str, value: Mapping[str, str] | None) -> list[tuple[str, str]]:
+    """``value`` (a mapping of str to str, or None for none) as the pairs the native
+    constructors take; else a ``TypeError`` naming ``name``. A bad value is named by
+    its type only: headers and environments may hold credentials."""
+    if value is None:
+        return []
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name} must be a mapping of str to str, got {type(value).__name__}")
+    out = []
+    for k, v in value.items():
+        if not isinstance(k, str) or not isinstance(v, str):
+            raise TypeError(f"{name} must map str to str, got {k!r}: {type(v).__name__}")
+        out.append((k, v))
+    return out

@@ -30,7 +30,7 @@ from typing_extensions import TypedDict, Unpack
 
 from ironloop._ironloop import NativeTool, _McpToolset
 from ironloop.messages import AIMessage, BaseMessage, HumanMessage
-from ironloop.sources import _max_bytes
+from ironloop.sources import _str_pairs
 
 __all__ = ["MAX_MESSAGE_BYTES", "McpOptions", "McpToolset", "NativeTool", "prompt_messages"]
 
@@ -56,19 +56,6 @@ def _prefix(value: str | None) -> str | None:
     return value or None
 
 
-def _pairs(name: str, value: Mapping[str, str] | None) -> list[tuple[str, str]]:
-    if value is None:
-        return []
-    if not isinstance(value, Mapping):
-        raise TypeError(f"{name} must be a mapping of str to str, got {type(value).__name__}")
-    out = []
-    for k, v in value.items():
-        if not isinstance(k, str) or not isinstance(v, str):
-            raise TypeError(f"{name} must map str to str, got {k!r}: {v!r}")
-        out.append((k, v))
-    return out
-
-
 def _stdio_args(
     command: str | os.PathLike[str],
     args: Sequence[str] | None,
@@ -81,7 +68,7 @@ def _stdio_args(
     return (
         os.fspath(command),
         argv,
-        _pairs("env", env),
+        _str_pairs("env", env),
         None if cwd is None else os.fspath(cwd),
     )
 
@@ -109,7 +96,7 @@ def _session(
     return (
         _prefix(options.get("prefix")),
         options.get("timeout"),
-        _max_bytes(options.get("max_message_bytes", MAX_MESSAGE_BYTES), "max_message_bytes"),
+        options.get("max_message_bytes", MAX_MESSAGE_BYTES),  # checked by the core's glue
         options.get("connect_timeout"),
     )
 
@@ -117,13 +104,13 @@ def _session(
 def _http_args(url: object, headers: Mapping[str, str] | None) -> tuple[str, list[tuple[str, str]]]:
     if not isinstance(url, str):
         raise TypeError(f"url must be a str, got {url!r}")
-    return url, _pairs("headers", headers)
+    return url, _str_pairs("headers", headers)
 
 
 def _str_map(arguments: Mapping[str, str] | None) -> dict[str, str] | None:
     if arguments is None:
         return None
-    return dict(_pairs("arguments", arguments))
+    return dict(_str_pairs("arguments", arguments))
 
 
 def prompt_messages(prompt: Mapping[str, Any]) -> list[BaseMessage]:
@@ -292,7 +279,7 @@ class McpToolset:
     ) -> McpToolset:
         """``stdio`` for async code: the event loop runs on while the server starts."""
         a = _stdio_args(command, args, env, cwd)
-        return cls(await _McpToolset.stdio_async(*a, *_session(options)))
+        return cls(await _McpToolset.stdio(*a, *_session(options), asynchronous=True))
 
     @classmethod
     async def ahttp(
@@ -303,7 +290,7 @@ class McpToolset:
     ) -> McpToolset:
         """``http`` for async code."""
         where, pairs = _http_args(url, headers)
-        return cls(await _McpToolset.http_async(where, pairs, *_session(options)))
+        return cls(await _McpToolset.http(where, pairs, *_session(options), asynchronous=True))
 
     @property
     def tools(self) -> list[NativeTool]:

@@ -44,23 +44,9 @@ from ironloop._ironloop import (
     _openapi_toolset,
     _openapi_toolset_from_url_async,
 )
-from ironloop.sources import _max_bytes
+from ironloop.sources import _str_pairs
 
 __all__ = ["Credential", "NativeTool", "OpenApiOptions", "OpenApiToolset"]
-
-
-def _headers(value: Mapping[str, str] | None) -> list[tuple[str, str]] | None:
-    if value is None:
-        return None
-    if not isinstance(value, Mapping):
-        raise TypeError(f"headers must be a mapping of str to str, got {type(value).__name__}")
-    out = []
-    for k, v in value.items():
-        if not isinstance(k, str) or not isinstance(v, str):
-            # The value may be a credential: name its type only.
-            raise TypeError(f"headers must map str to str, got {k!r}: {type(v).__name__}")
-        out.append((k, v))
-    return out
 
 
 Credential = Union[str, "tuple[str, str]", Mapping[str, Any]]
@@ -180,15 +166,13 @@ def _native(options: OpenApiOptions) -> dict[str, Any]:
         )
     return {
         "base_url": _base_url(options.get("base_url")),
-        "headers": _headers(options.get("headers")),
+        "headers": _str_pairs("headers", options.get("headers")) or None,
         "timeout": options.get("timeout", _TIMEOUT),
-        "max_output_bytes": _max_bytes(options.get("max_output_bytes", _MAX_OUTPUT_BYTES)),
-        "max_spec_bytes": _max_bytes(
-            options.get("max_spec_bytes", MAX_SPEC_BYTES), "max_spec_bytes"
-        ),
-        "max_spec_nodes": _max_bytes(
-            options.get("max_spec_nodes", MAX_SPEC_NODES), "max_spec_nodes"
-        ),
+        # The size limits are checked by the core's glue (`size_limit`), as every
+        # source's are.
+        "max_output_bytes": options.get("max_output_bytes", _MAX_OUTPUT_BYTES),
+        "max_spec_bytes": options.get("max_spec_bytes", MAX_SPEC_BYTES),
+        "max_spec_nodes": options.get("max_spec_nodes", MAX_SPEC_NODES),
         "credentials": _credentials(options.get("credentials")),
         "allowed_hosts": _hosts(options.get("allowed_hosts")),
     }

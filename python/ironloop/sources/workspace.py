@@ -15,7 +15,6 @@ import os
 from collections.abc import Mapping
 
 from ironloop._ironloop import NativeTool, _workspace_tools
-from ironloop.sources import _max_bytes
 
 __all__ = ["NativeTool", "workspace"]
 
@@ -109,7 +108,7 @@ def workspace(
         allow_bash=allow_bash,
         bash_timeout=bash_timeout,
         max_bash_timeout=max_bash_timeout,
-        max_output_bytes=_max_bytes(max_output_bytes),
+        max_output_bytes=max_output_bytes,
         timeout=timeout,
         env=[(str(k), str(v)) for k, v in (env or {}).items()],
     )

@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use super::super::exiting::attach;
-use super::super::prebuilt::{is_add_messages, is_tools_condition};
+use super::super::prebuilt::{after_model_router, is_add_messages, is_tools_condition};
 use super::super::toolnode::ToolNodeCore;
 use super::nodes::{AgentModelNode, PyNode, ToolsNode};
 use super::routers::{PyReducer, PyRouter};
@@ -19,7 +19,7 @@ use crate::graph::{
     BranchSpec, ChannelKind, GraphSpec, NodeGuard, NodeRunner, NodeSpec, Router, TimeoutPolicy,
     ROOT,
 };
-use crate::prebuilt::{messages_channel, ToolCallSends, ToolsCondition};
+use crate::prebuilt::{messages_channel, ToolsCondition};
 use pyo3::exceptions::PyValueError;
 
 /// One state key: `reducer` is `None` (last value wins), `add_messages` (a messages
@@ -217,31 +217,6 @@ fn model_node_channel(
     Ok(messages.then(|| "messages".to_owned()))
 }
 
-/// The Rust router a routing function stands for, when it names one: `create_react_agent`
-/// marks its `should_continue` (version "v2") with `__ironloop_router__ = ("tool_sends",
-/// tools node, where to go without calls)`. Only over a messages channel named
-/// `messages`, which is what the function reads.
-fn tool_call_sends(
-    path: &Bound<'_, PyAny>,
-    channels: &[(String, ChannelKind)],
-) -> PyResult<Option<ToolCallSends>> {
-    let Some(mark) = path.getattr_opt(pyo3::intern!(path.py(), "__ironloop_router__"))? else {
-        return Ok(None);
-    };
-    let (kind, node, otherwise): (String, String, String) = mark.extract()?;
-    let messages = channels
-        .iter()
-        .any(|(n, k)| n == "messages" && matches!(k, ChannelKind::Messages));
-    if kind != "tool_sends" || !messages {
-        return Ok(None);
-    }
-    Ok(Some(ToolCallSends {
-        channel: "messages".to_owned(),
-        node,
-        otherwise,
-    }))
-}
-
 impl BranchDesc {
     pub(super) fn into_spec(
         self,
@@ -259,8 +234,12 @@ impl BranchDesc {
                 channel: messages_channel(channels).unwrap_or_default().to_owned(),
                 path_map,
             })
-        } else if let Some(sends) = tool_call_sends(self.path.bind(py), channels)? {
-            Arc::new(sends)
+        } else if let Some(route) = messages_channel(channels)
+            .map(|channel| after_model_router(self.path.bind(py), channel))
+            .transpose()?
+            .flatten()
+        {
+            Arc::new(route)
         } else {
             Arc::new(PyRouter {
                 name: self.name,
