@@ -362,8 +362,11 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         ``version="v1"`` (deprecated by LangChain) gives them as LangChain's v1 does:
         empty ``parent_ids``, and the run's last update as its output."""
         events = stream_events(self, self.name, input, config, version, context, durability)
-        async for event in events:
-            yield event
+        try:
+            async for event in events:
+                yield event
+        finally:
+            await events.aclose()  # closed early: the run stops now, not when collected
 
     def batch(
         self,
@@ -777,7 +780,7 @@ async def stream_events(
     version: str,
     context: Any,
     durability: str | None,
-) -> AsyncIterator[dict[str, Any]]:
+) -> AsyncGenerator[dict[str, Any], None]:
     """``astream_events`` of ``graph`` (a compiled graph or an entrypoint, whose
     ``astream`` takes the engine's modes with ``subgraphs=True``), its run named
     ``name``."""
@@ -851,10 +854,13 @@ async def _stopped(it: Any) -> None:
     while True:
         try:
             await it.next()
-        except StopAsyncIteration:
-            return
-        except Exception:  # the run's failure (or cancellation): already ended
-            return
+        except (StopAsyncIteration, Exception):  # its end, or its failure (cancelled)
+            break
+    # The run handed its nodes' `cancel()` to this loop before its end, which may have
+    # been queued already (no loop turn): one turn runs those, one more the cancelled
+    # nodes' `except CancelledError` blocks.
+    for _ in range(2):
+        await asyncio.sleep(0)
 
 
 def _pause_parent(out: Any) -> Any:

@@ -250,3 +250,33 @@ async def test_an_entrypoint_streams_langchain_events() -> None:
     assert ("on_chain_start", "workflow") in names and ("on_chain_end", "workflow") in names
     assert events[0]["data"] == {"input": 2}
     assert events[-1]["data"]["output"] == "got 4"
+
+
+async def test_closing_astream_events_early_cancels_the_running_node() -> None:
+    cancelled: list[str] = []
+
+    async def first(state: Slow) -> Slow:
+        return {"log": ["first"]}
+
+    async def second(state: Slow) -> Slow:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.append("second")
+            raise
+        return {"log": ["second"]}
+
+    app = (
+        StateGraph(Slow)
+        .add_node("first", first)
+        .add_node("second", second)
+        .add_edge(START, "first")
+        .add_edge("first", "second")
+        .compile()
+    )
+    events = app.astream_events({"log": []}, version="v2")
+    async for event in events:
+        if event["event"] == "on_chain_start" and event["name"] == "second":
+            break
+    await events.aclose()  # type: ignore[attr-defined]
+    assert cancelled == ["second"]
