@@ -3,7 +3,6 @@ the Rust engine (runs, streams, state inspection, use as a subgraph)."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import contextvars
 import dataclasses
@@ -238,6 +237,8 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
                               durability=durability, version=version, **breaks, **kwargs)  # fmt: skip
             return [chunk async for chunk in it]
         config, opts = self._prepare(config, kwargs, durability, version, **breaks)
+        import asyncio
+
         stopped = asyncio.Event()
         with _usage(version) as usage:
             with self._entered(context, config, nest=True) as run:
@@ -505,8 +506,18 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         as_node: str | None = None,
         task_id: str | None = None,
     ) -> dict[str, Any]:
-        """``update_state`` for ``await``."""
-        return self.update_state(config, values, as_node, task_id)
+        """``update_state`` for ``await``, on a worker thread (the loop goes on
+        meanwhile); an ``async def`` routing function it reaches is awaited, as
+        LangGraph's."""
+        import asyncio
+
+        from ironloop._runtime import awaiting_routes
+
+        def update() -> dict[str, Any]:
+            awaiting_routes.set(True)  # in this call's own copy of the context
+            return self.update_state(config, values, as_node, task_id)
+
+        return await asyncio.to_thread(update)
 
     def bulk_update_state(
         self, config: dict[str, Any], supersteps: Sequence[Sequence[Any]]
@@ -859,6 +870,8 @@ async def _stopped(it: Any) -> None:
     # The run handed its nodes' `cancel()` to this loop before its end, which may have
     # been queued already (no loop turn): one turn runs those, one more the cancelled
     # nodes' `except CancelledError` blocks.
+    import asyncio
+
     for _ in range(2):
         await asyncio.sleep(0)
 

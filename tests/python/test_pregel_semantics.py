@@ -280,3 +280,41 @@ async def test_closing_astream_events_early_cancels_the_running_node() -> None:
             break
     await events.aclose()  # type: ignore[attr-defined]
     assert cancelled == ["second"]
+
+
+class Route(TypedDict, total=False):
+    x: int
+    seen: Annotated[list[str], operator.add]
+
+
+def _async_routed() -> Any:
+    async def decide(state: Route) -> str:
+        await asyncio.sleep(0)
+        return "b" if state["x"] > 0 else END
+
+    def a(state: Route) -> Route:
+        return {"seen": ["a"]}
+
+    def b(state: Route) -> Route:
+        return {"seen": ["b"]}
+
+    g = StateGraph(Route).add_node("a", a).add_node("b", b).add_edge(START, "a")
+    g.add_conditional_edges("a", decide, ["b", END])
+    return g.compile(checkpointer=MemorySaver())
+
+
+async def test_aupdate_state_awaits_an_async_routing_function() -> None:
+    app = _async_routed()
+    config = {"configurable": {"thread_id": "routed"}}
+    await app.ainvoke({"x": 0, "seen": []}, config)
+    # As node `a`, with x > 0: its async router sends the next step to `b`.
+    await app.aupdate_state(config, {"x": 1}, as_node="a")
+    assert (await app.aget_state(config)).next == ("b",)
+    assert (await app.ainvoke(None, config))["seen"] == ["a", "b"]
+
+
+def test_update_state_refuses_an_async_routing_function_as_langgraph() -> None:
+    app = _async_routed()
+    config = {"configurable": {"thread_id": "routed-sync"}}
+    with pytest.raises(TypeError, match='No synchronous function provided to "decide"'):
+        app.update_state(config, {"x": 1}, as_node="a")
