@@ -250,11 +250,20 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
                 items = [chunk async for chunk in it]
             return via.result(items, usage)
         config, opts = self._prepare(config, kwargs, durability, version, **breaks)
+        import asyncio
+
+        stopped = asyncio.Event()
         with _usage(version) as usage:
             with self._entered(context, config, nest=True) as run:
-                pending = self._core.ainvoke(input, config, _loop(), options=opts)
+                pending = self._core.ainvoke(input, config, _loop(), options=opts, stopped=stopped)
             try:
                 out = run.result(await pending)
+            except asyncio.CancelledError as e:
+                # Cancelled by its caller: the run's nodes get their `CancelledError`
+                # (and clean up) before the caller goes on, as LangGraph's.
+                run.end(e)
+                await stopped.wait()
+                raise
             except BaseException as e:
                 run.end(e)
                 raise
@@ -366,34 +375,12 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         ``on_chat_model_stream``, and the run's ``on_chain_end`` with its output.
         ``version="v1"`` (deprecated by LangChain) gives them as LangChain's v1 does:
         empty ``parent_ids``, and the run's last update as its output."""
-        if version not in ("v1", "v2"):
-            raise ValueError(
-                f"astream_events takes version='v2' (LangChain's current events) or 'v1', "
-                f"got {version!r}"
-            )
-        import uuid
-
-        from ironloop._events import SOURCES, EventsView
-
-        metadata = dict((config or {}).get("metadata") or {})
-        view = EventsView(str(uuid.uuid4()), self.name, metadata, version)
-        yield view.start(input)
-        stream = self.astream(
-            input,
-            config,
-            stream_mode=list(SOURCES),
-            subgraphs=True,
-            context=context,
-            durability=durability,
-        )
+        events = stream_events(self, self.name, input, config, version, context, durability)
         try:
-            async for ns, mode, chunk in stream:
-                for event in view.on(mode, chunk, ns):
-                    yield event
+            async for event in events:
+                yield event
         finally:
-            await stream.aclose()  # type: ignore[attr-defined]
-        for event in view.end():
-            yield event
+            await events.aclose()  # closed early: the run stops now, not when collected
 
     def batch(
         self,
@@ -532,8 +519,18 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         as_node: str | None = None,
         task_id: str | None = None,
     ) -> dict[str, Any]:
-        """``update_state`` for ``await``."""
-        return self.update_state(config, values, as_node, task_id)
+        """``update_state`` for ``await``, on a worker thread (the loop goes on
+        meanwhile); an ``async def`` routing function it reaches is awaited, as
+        LangGraph's."""
+        import asyncio
+
+        from ironloop._runtime import awaiting_routes
+
+        def update() -> dict[str, Any]:
+            awaiting_routes.set(True)  # in this call's own copy of the context
+            return self.update_state(config, values, as_node, task_id)
+
+        return await asyncio.to_thread(update)
 
     def bulk_update_state(
         self, config: dict[str, Any], supersteps: Sequence[Sequence[Any]]
@@ -799,6 +796,48 @@ def _traced(it: Iterator[Any], run: _Started) -> Iterator[Any]:
         run.end(failed)
 
 
+async def stream_events(
+    graph: Any,
+    name: str,
+    input: Any,
+    config: dict[str, Any] | None,
+    version: str,
+    context: Any,
+    durability: str | None,
+) -> AsyncGenerator[dict[str, Any], None]:
+    """``astream_events`` of ``graph`` (a compiled graph or an entrypoint, whose
+    ``astream`` takes the engine's modes with ``subgraphs=True``), its run named
+    ``name``."""
+    if version not in ("v1", "v2"):
+        raise ValueError(
+            f"astream_events takes version='v2' (LangChain's current events) or 'v1', "
+            f"got {version!r}"
+        )
+    import uuid
+
+    from ironloop._events import SOURCES, EventsView
+
+    metadata = dict((config or {}).get("metadata") or {})
+    view = EventsView(str(uuid.uuid4()), name, metadata, version)
+    yield view.start(input)
+    stream = graph.astream(
+        input,
+        config,
+        stream_mode=list(SOURCES),
+        subgraphs=True,
+        context=context,
+        durability=durability,
+    )
+    try:
+        async for ns, mode, chunk in stream:
+            for event in view.on(mode, chunk, ns):
+                yield event
+    finally:
+        await stream.aclose()
+    for event in view.end():
+        yield event
+
+
 async def _aitems(
     it: Any, run: _Started, wanted: list[str] | None, single: bool, subgraphs: bool
 ) -> AsyncGenerator[Any, None]:
@@ -806,12 +845,17 @@ async def _aitems(
     caller's ``tasks`` / ``checkpoints`` modes show them); the run is cancelled when
     this ends, and its span ends with it."""
     failed: BaseException | None = None
+    ended = False  # the run's stream ended (its last item, or its failure)
     try:
         while True:
             try:
                 item = await it.next()
             except StopAsyncIteration:
+                ended = True
                 return
+            except Exception:
+                ended = True
+                raise
             if wanted is None:
                 yield item
             else:
@@ -823,6 +867,26 @@ async def _aitems(
     finally:
         it.cancel()
         run.end(failed)
+        if not ended:  # closed early: wait for the cancelled run to stop
+            await _stopped(it)
+
+
+async def _stopped(it: Any) -> None:
+    """Waits for a cancelled run to end: its nodes have seen their `CancelledError`
+    and the writes of those that finished are saved when the consumer goes on (as
+    LangGraph's, whose stream ends only then). What it still sends is dropped."""
+    while True:
+        try:
+            await it.next()
+        except (StopAsyncIteration, Exception):  # its end, or its failure (cancelled)
+            break
+    # The run handed its nodes' `cancel()` to this loop before its end, which may have
+    # been queued already (no loop turn): one turn runs those, one more the cancelled
+    # nodes' `except CancelledError` blocks.
+    import asyncio
+
+    for _ in range(2):
+        await asyncio.sleep(0)
 
 
 def _pause_parent(out: Any) -> Any:

@@ -37,4 +37,16 @@ def __getattr__(name: str) -> object:
             stacklevel=2,
         )
         return getattr(types, name)
+    if name == "PREVIOUS":
+        import warnings
+
+        from ironloop.warnings import LangGraphDeprecatedSinceV10
+
+        warnings.warn(
+            "Importing PREVIOUS from langgraph.constants is deprecated. This constant is "
+            "now private and should not be used directly.",
+            LangGraphDeprecatedSinceV10,
+            stacklevel=2,
+        )
+        return "__previous__"
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -678,6 +678,7 @@ class _GraphCore:
         *,
         options: _RunOptions | None = None,
         agent: _AgentModel | None = None,
+        stopped: asyncio.Event | None = None,
     ) -> Awaitable[Any]: ...
     def stream(
         self,

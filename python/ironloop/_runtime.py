@@ -40,6 +40,28 @@ answers_var: contextvars.ContextVar[tuple[list[int], ...]] = contextvars.Context
 )
 
 
+#: Set by ``aupdate_state`` (on the worker thread it saves from): an ``async def``
+#: routing function the update reaches is awaited there (``route_awaited``).
+awaiting_routes: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "ironloop_awaiting_routes", default=False
+)
+
+
+def route_awaited(path: Any, name: str, input: Any) -> Any:
+    """An ``async def`` routing function's answer where no event loop runs the graph:
+    under ``aupdate_state`` it is awaited on a loop of its own (LangGraph awaits it
+    there); anywhere else (``invoke``, ``update_state``) it is LangGraph 1.2's error,
+    word for word."""
+    if not awaiting_routes.get():
+        raise TypeError(
+            f'No synchronous function provided to "{name}".\nEither initialize with a '
+            "synchronous function or invoke via the async API (ainvoke, astream, etc.)"
+        )
+    import asyncio
+
+    return asyncio.run(path(input))
+
+
 def stream_langchain_tokens(scratch: Any) -> None:
     """Run in a task's context when its run streams ``messages``: LangChain chat
     models the node calls stream their chunks there (nothing without langchain-core,

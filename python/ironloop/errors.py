@@ -36,6 +36,7 @@ __all__ = [
     "NodeError",
     "NodeInterrupt",
     "NodeTimeoutError",
+    "NodeCancelledError",
     "ModelError",
     "OpenApiError",
     "OpenApiFetchError",
@@ -336,6 +337,18 @@ class GraphDrained(GraphBubbleUp):  # LangGraph's name
     def __init__(self, reason: str = "shutdown") -> None:
         self.reason = reason
         super().__init__(f"Graph drained: {reason}")
+
+
+class NodeCancelledError(IronloopError):
+    """A node's own code raised ``asyncio.CancelledError`` (LangGraph's name and
+    ``node`` attribute): the run fails as for any other exception of the node, instead
+    of taking it for the run being torn down. The ``CancelledError`` is its
+    ``__cause__``; to stop a run, cancel the task awaiting it (or use
+    ``RunControl.request_drain()``) rather than raising ``CancelledError`` in a node."""
+
+    def __init__(self, node: str, message: str | None = None) -> None:
+        super().__init__(message or f"Node {node!r} raised asyncio.CancelledError")
+        self.node = node
 
 
 class NodeTimeoutError(IronloopError):

@@ -639,6 +639,22 @@ class EntrypointGraph:
             if item is not _DROP:
                 yield self._reshape(item, mode)
 
+    def astream_events(
+        self,
+        input: Any,
+        config: Any = None,
+        *,
+        version: str = "v2",
+        context: Any = None,
+        durability: str | None = None,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """LangChain's ``astream_events``, as a compiled graph's: the run (named
+        ``LangGraph``, as LangGraph's entrypoint), the entrypoint's task, its updates
+        (the ``@task`` results and its return value) and the models' tokens."""
+        from ironloop._compiled import stream_events
+
+        return stream_events(self, "LangGraph", input, config, version, context, durability)
+
     def batch(self, inputs: Sequence[Any], config: Any = None, **kwargs: Any) -> list[Any]:
         return [
             self._result(o)

@@ -57,6 +57,7 @@ from ironloop._state import (
     node_factory,
     schema_channels,
 )
+from ironloop._timeout import refuse_sync, timed_task
 from ironloop._toolnode import ToolNode
 from ironloop.checkpoint import check_saver
 from ironloop.errors import GraphInterrupt
@@ -159,6 +160,8 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         #: The nodes added with a ``retry_policy`` of their own (which wins over
         #: ``set_node_defaults``'s).
         self.retried: set[str] = set()
+        #: The nodes added with ``defer=True``.
+        self.deferred: set[str] = set()
         #: ``set_node_defaults``: ``retry_policy`` and ``cache_policy`` for the nodes
         #: without their own, applied at ``compile``.
         self.node_defaults: dict[str, Any] = {}
@@ -200,10 +203,14 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         nodes a ``Command(goto=)`` from it may reach: names, or names to labels) is
         drawn by ``get_graph()``, as LangGraph's; ``cache_policy`` (a
         ``CachePolicy``) answers the node from the ``cache`` given to ``compile`` when
-        its input was seen before; ``defer=True`` is refused. ``error_handler`` (a
+        its input was seen before; ``defer=True`` holds the node back, when it is
+        triggered while other tasks are due, until the run has nothing else to do
+        (a summary after fan-outs of different lengths), as LangGraph's. ``error_handler`` (a
         function taking the state and, annotated ``NodeError``, the failure) runs in
         the node's place when it fails after its retries; ``timeout`` (seconds, a
-        ``timedelta`` or a ``TimeoutPolicy``) bounds an async node's run."""
+        ``timedelta`` or a ``TimeoutPolicy``) bounds an async node's run: each
+        attempt of it, with a ``retry_policy`` (retrying ``NodeTimeoutError`` when the
+        policy's ``retry_on`` says so)."""
         old = _deprecated_kwargs(
             "add_node()",
             kwargs,
@@ -214,12 +221,6 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         )
         retry_policy = retry_policy or old.get("retry_policy")
         input_schema = input_schema or old.get("input_schema")
-        if defer:
-            raise NotImplementedError(
-                "add_node(defer=True) is not supported: ironloop does not hold a node back "
-                "until the run has nothing else to do; join the branches with "
-                "add_edge([...], node) instead"
-            )
         if cache_policy is not None and not isinstance(cache_policy, CachePolicy):
             raise TypeError(
                 f"node {node!r}: cache_policy takes a CachePolicy, got {cache_policy!r}"
@@ -258,14 +259,22 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         if not isinstance(action, (ToolNode, CompiledStateGraph)):
             _check_config_annotation(action)
         schema = input_schema or input_schema_of(action)
+        policy = TimeoutPolicy.coerce(timeout)
         if retry_policy is not None:
+            if policy is not None and not graph_like:
+                # Each attempt gets the whole timeout and a timed-out attempt is retried
+                # (`retry_on=NodeTimeoutError`), as LangGraph: the attempts are timed
+                # inside the retry loop, as an `@task`'s are.
+                refuse_sync(action, f"node {name!r}")
+                action, policy = timed_task(action, policy, name), None
             action = _retried(name, action, retry_policy)
             self.retried.add(name)
         if schema is not None:
             self._add_schema(schema)
             self.node_schemas[name] = schema
         self.nodes[name] = action
-        policy = TimeoutPolicy.coerce(timeout)
+        if defer:
+            self.deferred.add(name)
         if policy is not None:
             self.timeouts[name] = policy
         if error_handler is not None:
@@ -487,7 +496,15 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
                     fn = _with_runtime(fn)
                 node.update(func=fn, is_async=_is_async(fn), wants=wants, afunc=afunc)
             schema = self.node_schemas.get(name_, self.state_schema)
-            nodes.append({"afunc": None, **node, **reads(schema), **guards[name_]})
+            nodes.append(
+                {
+                    "afunc": None,
+                    **node,
+                    **reads(schema),
+                    **guards[name_],
+                    "defer": name_ in self.deferred,
+                }
+            )
         branches = []
         for b in self.branches:
             # A routing function sees the keys of its own schema, else of its node's.

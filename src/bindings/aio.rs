@@ -122,13 +122,25 @@ impl DoneCallback {
         // One call for both: `result()` of a cancelled task raises `CancelledError`
         // (and a coroutine that lets `CancelledError` out leaves its task cancelled).
         let r = match task.call_method0(intern!(py, "result")) {
-            Err(e) if e.is_instance_of::<CancelledError>(py) => AsyncResult::Cancelled,
+            Err(e) if e.is_instance_of::<CancelledError>(py) && !raised_by_coroutine(task) => {
+                AsyncResult::Cancelled
+            }
             r => AsyncResult::Done(r.map_err(|e| unwrap(py, e))),
         };
         let deliver = f(py, r);
         defer(py, task, deliver);
         Ok(())
     }
+}
+
+/// Whether a task that ended in `CancelledError` raised it itself rather than being
+/// cancelled: nobody asked it to stop (`Task.cancelling()` is 0, Python >= 3.11). As
+/// LangGraph, a node that raises `CancelledError` fails the run; a cancelled one
+/// (a sibling failed, the caller cancelled) is torn down quietly.
+fn raised_by_coroutine(task: &Bound<'_, PyAny>) -> bool {
+    task.call_method0(intern!(task.py(), "cancelling"))
+        .and_then(|n| n.extract::<i64>())
+        .is_ok_and(|n| n == 0)
 }
 
 /// Runs a coroutine the way asyncio's task steps it (the coroutine protocol: `send`,

@@ -65,6 +65,7 @@ classes! {
     RunRolledBack => "RunRolledBackError",
     UnknownInterrupt => "UnknownInterruptError",
     NodeTimeout => "NodeTimeoutError",
+    NodeCancelled => "NodeCancelledError",
     GraphDrained => "GraphDrained",
     Model => "ModelError",
     Store => "StoreError",

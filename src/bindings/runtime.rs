@@ -2,6 +2,7 @@
 
 use std::cell::Cell;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
@@ -10,7 +11,7 @@ use pyo3::prelude::*;
 use tokio::runtime::Runtime;
 use tokio_util::sync::CancellationToken;
 
-use super::exiting::attach;
+use super::exiting::{attach, call_soon_threadsafe, hand_over};
 
 pub fn runtime() -> &'static Runtime {
     pyo3_async_runtimes::tokio::get_runtime()
@@ -114,6 +115,53 @@ pub fn cancel_with(fut: &Bound<'_, PyAny>, cancel: CancellationToken) -> PyResul
     let cb = Bound::new(fut.py(), CancelWhenCancelled(cancel))?;
     fut.call_method1(pyo3::intern!(fut.py(), "add_done_callback"), (cb,))?;
     Ok(())
+}
+
+/// A run's future that, once done or dropped, sets an `asyncio.Event` (`stopped`, of
+/// the loop `lp`). A cancelled `ainvoke` waits for it before it lets its caller go on:
+/// dropping the run first schedules the `cancel()` of its nodes' asyncio tasks on that
+/// loop, so they see their `CancelledError` (and may clean up) before the caller's
+/// next line, as LangGraph's nodes do.
+pub struct Watched<F> {
+    fut: Option<Pin<Box<F>>>,
+    /// `(event, loop)`.
+    stopped: Option<(Py<PyAny>, Py<PyAny>)>,
+}
+
+impl<F: Future> Watched<F> {
+    pub fn new(fut: F, stopped: Option<(Py<PyAny>, Py<PyAny>)>) -> Self {
+        Watched {
+            fut: Some(Box::pin(fut)),
+            stopped,
+        }
+    }
+}
+
+impl<F: Future> Future for Watched<F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        match self.fut.as_mut() {
+            Some(f) => f.as_mut().poll(cx),
+            None => Poll::Pending,
+        }
+    }
+}
+
+impl<F> Drop for Watched<F> {
+    fn drop(&mut self) {
+        // The run first (its tasks' cancellations are handed to the loop), then the
+        // event: the loop runs them in that order.
+        drop(self.fut.take());
+        if let Some((event, lp)) = self.stopped.take() {
+            hand_over(move |py| {
+                if let Ok(set) = event.bind(py).getattr(pyo3::intern!(py, "set")) {
+                    // A closed loop has nobody waiting.
+                    let _ = call_soon_threadsafe(lp.bind(py), &set);
+                }
+            });
+        }
+    }
 }
 
 /// Whether a run started on this thread now may be driven inline.

@@ -13,7 +13,7 @@ use super::channel::{Channel, ChannelKind, Reducer};
 use super::codec::{encode, ValueCodec};
 use super::error::GraphError;
 use super::messages::MessageList;
-use super::reserved::{is_hidden, join_channel, Reserved, Source, ENGINE_NODE};
+use super::reserved::{is_hidden, join_channel, Reserved, Source, DEFER_CHANNEL, ENGINE_NODE};
 use super::run::RunOptions;
 use super::spec::{Goto, GraphSpec, TaskContext, END};
 use super::state::{Projection, StateView};
@@ -61,6 +61,8 @@ pub struct Graph {
     branches_from: NameMap<Vec<usize>>,
     /// The joins each node is a source of.
     pub(super) joins_from: NameMap<Vec<usize>>,
+    /// The deferred nodes (`add_node(defer=True)`), held in [`DEFER_CHANNEL`].
+    deferred: NameSet,
     /// What each node (by index) and each router sees of the state, when not all of it.
     node_reads: Vec<Option<Projection>>,
     branch_reads: Vec<Option<Projection>>,
@@ -117,6 +119,16 @@ impl Graph {
                 joins_from.entry(s.clone()).or_default().push(i);
             }
         }
+        let deferred: NameSet = spec
+            .nodes
+            .iter()
+            .filter(|n| n.defer)
+            .map(|n| n.name.clone())
+            .collect();
+        if !deferred.is_empty() {
+            names.push(DEFER_CHANNEL.to_owned());
+            kinds.push(ChannelKind::LastValue);
+        }
         let chan_index: NameMap<usize> = names
             .iter()
             .enumerate()
@@ -161,6 +173,7 @@ impl Graph {
             edges_from,
             branches_from,
             joins_from,
+            deferred,
             checkpointer,
             codec,
             interrupt_before,
@@ -474,6 +487,48 @@ impl Graph {
             }
         }
         resets
+    }
+
+    /// Holds back the deferred nodes among `triggers` while other tasks are due, and
+    /// releases every held one when nothing else is: LangGraph runs a deferred node
+    /// (a summary after fan-outs of any length) once the run has nothing else to do.
+    /// The held names live in a hidden channel, so a checkpoint (an interrupt, a
+    /// crash) keeps them. Returns the channel's write when what is held changed.
+    pub(super) fn hold_deferred(
+        &self,
+        view: &StateView,
+        triggers: &mut Vec<(String, Option<Val>)>,
+    ) -> Option<(String, Val)> {
+        if self.deferred.is_empty() {
+            return None;
+        }
+        let before: Vec<String> = match view.get(DEFER_CHANNEL) {
+            Some(Val::Json(Value::Array(a))) => a
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let mut held = before.clone();
+        // A `Send` to a deferred node is a task of its own, run when sent.
+        triggers.retain(|(n, arg)| {
+            let defer = arg.is_none() && self.deferred.contains(n);
+            if defer && !held.contains(n) {
+                held.push(n.clone());
+            }
+            !defer
+        });
+        if triggers.is_empty() {
+            triggers.extend(held.drain(..).map(|n| (n, None)));
+        }
+        (held != before).then(|| {
+            let v = if held.is_empty() {
+                Value::Null
+            } else {
+                json!(held)
+            };
+            (DEFER_CHANNEL.to_owned(), Val::Json(v))
+        })
     }
 
     /// A write the engine makes itself, for a checkpoint.

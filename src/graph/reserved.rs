@@ -15,6 +15,10 @@ pub const ROOT: &str = "__root__";
 /// The `node` of the writes the engine makes itself (resetting join barriers).
 pub const ENGINE_NODE: &str = "__engine__";
 
+/// The hidden channel of the deferred nodes (`add_node(defer=True)`) triggered while
+/// other tasks were due: a JSON list of their names, kept in checkpoints.
+pub const DEFER_CHANNEL: &str = "__defer__";
+
 /// The prefix of a join barrier's hidden channel; the join's index follows.
 const JOIN_PREFIX: &str = "__join__:";
 

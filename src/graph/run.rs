@@ -646,7 +646,7 @@ impl Run<'_> {
                 Err(NodeFailure::Error(GraphError::Cancelled)) if failure.is_some() => {}
                 Err(NodeFailure::Error(e)) => {
                     let t = &self.next[i];
-                    self.emit_task_result(t, Vec::new, Some(e.to_string()), Vec::new());
+                    self.emit_task_result(t, Vec::new, Some(e.clone()), Vec::new());
                     if failure.is_some() {
                         continue;
                     }
@@ -944,7 +944,8 @@ impl Run<'_> {
                 .successors(&t.node, &out.goto, view, &ctx, &mut triggers)
                 .await?;
         }
-        let resets = self.graph.fire_joins(&self.next, view, &mut triggers);
+        let mut resets = self.graph.fire_joins(&self.next, view, &mut triggers);
+        resets.extend(self.graph.hold_deferred(view, &mut triggers));
         if self.cp.is_some() && self.exit.is_none() {
             for (c, v) in &resets {
                 saved.push(Graph::engine_write(c, v)?);

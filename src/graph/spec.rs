@@ -180,6 +180,9 @@ pub struct NodeSpec {
     pub reads: Option<Vec<String>>,
     /// Its timeout and error handler.
     pub guard: super::guard::NodeGuard,
+    /// `add_node(defer=True)`: triggered while other tasks are due, the node waits
+    /// until a step has nothing else to run (LangGraph's deferred node).
+    pub defer: bool,
 }
 
 pub struct BranchSpec {
@@ -222,6 +225,7 @@ impl GraphSpec {
             runner,
             reads: None,
             guard: Default::default(),
+            defer: false,
         });
         self
     }

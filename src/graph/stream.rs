@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
+use super::error::GraphError;
 use super::interrupt::InterruptInfo;
 use super::state::StateView;
 use super::value::Val;
@@ -105,7 +106,9 @@ pub enum StreamEvent {
         id: String,
         node: String,
         writes: Vec<(String, Val)>,
-        error: Option<String>,
+        /// The failure whole: the host shows its own exception, as LangGraph's
+        /// `error` is the exception the node raised, not its text.
+        error: Option<GraphError>,
         interrupts: Vec<Val>,
     },
     /// `debug`: a checkpoint was taken after a step.

@@ -324,8 +324,6 @@ def test_add_node_refuses_what_it_does_not_do() -> None:
     g = StateGraph(S)
     with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\): \['retries'\]"):
         g.add_node("a", lambda s: {}, retries=_FAST)
-    with pytest.raises(NotImplementedError, match="defer=True"):
-        g.add_node("a", lambda s: {}, defer=True)
     with pytest.raises(TypeError, match="cache_policy takes a CachePolicy"):
         g.add_node("a", lambda s: {}, cache_policy=object())
     with pytest.raises(TypeError, match="not on a ToolNode"):

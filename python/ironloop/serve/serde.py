@@ -12,6 +12,8 @@ from uuid import UUID
 
 
 def _default(obj: Any) -> Any:
+    if isinstance(obj, BaseException):  # a failed task's `error` (tasks / debug modes)
+        return f"{type(obj).__name__}: {obj}"
     dump = getattr(obj, "model_dump", None)
     if callable(dump):  # pydantic models, langchain-core messages
         return dump()

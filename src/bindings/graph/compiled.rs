@@ -11,7 +11,9 @@ use super::super::env::PyRunEnv;
 use super::super::exiting::attach;
 use super::super::helpers::helpers;
 use super::super::models::AgentModel;
-use super::super::runtime::{block_on, can_drive_inline, cancel_with, drive_inline, wait_for};
+use super::super::runtime::{
+    block_on, can_drive_inline, cancel_with, drive_inline, wait_for, Watched,
+};
 use super::super::serde::Allowlist;
 use super::describe::{self, BranchDesc, ChannelDesc, NodeDesc};
 use super::options::PyRunOptions;
@@ -106,7 +108,10 @@ impl GraphCore {
         self.output(py, r)
     }
 
-    #[pyo3(signature = (input, config, event_loop, *, options=None, agent=None))]
+    /// `stopped`: an `asyncio.Event` set once the run has ended or, cancelled, has
+    /// handed its tasks' cancellations to the loop (see [`Watched`]).
+    #[pyo3(signature = (input, config, event_loop, *, options=None, agent=None, stopped=None))]
+    #[allow(clippy::too_many_arguments)]
     fn ainvoke<'py>(
         &self,
         py: Python<'py>,
@@ -115,7 +120,9 @@ impl GraphCore {
         event_loop: Py<PyAny>,
         options: Option<PyRef<'py, PyRunOptions>>,
         agent: Option<PyRef<'py, AgentModel>>,
+        stopped: Option<Py<PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let stopped = stopped.map(|e| (e, event_loop.clone_ref(py)));
         let (options, agent) = (options.as_deref(), model_call(agent));
         let s = self.setup(py, input, config, options, Some(event_loop), None, agent)?;
         let graph = self.graph.clone();
@@ -124,7 +131,7 @@ impl GraphCore {
         let cancel = s.opts.cancel.clone();
         let fut = crate::bindings::awaitable::future_into_py(py, async move {
             let guard = s.opts.cancel.clone().drop_guard();
-            let r = graph.run(s.input, s.opts).await;
+            let r = Watched::new(graph.run(s.input, s.opts), stopped).await;
             guard.disarm();
             attach(|py| {
                 let core = GraphCore {

@@ -60,6 +60,8 @@ pub(super) struct NodeDesc {
     error_handler: Option<String>,
     /// `(run_timeout, idle_timeout, heartbeat_only)` in seconds (`add_node(timeout=)`).
     timeout: Option<(Option<f64>, Option<f64>, bool)>,
+    /// `add_node(defer=True)`.
+    defer: bool,
 }
 
 /// One conditional edge.
@@ -193,6 +195,7 @@ impl NodeDesc {
                 timeout,
                 error_handler: self.error_handler,
             },
+            defer: self.defer,
         })
     }
 }

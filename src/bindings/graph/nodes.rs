@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use pyo3::exceptions::asyncio::CancelledError;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
@@ -13,6 +14,7 @@ use tokio::sync::oneshot;
 use super::super::aio::{run_async, AsyncResult, MakeCoro};
 use super::super::convert::tool_call_from_py;
 use super::super::env::PyRunEnv;
+use super::super::errors::Class;
 use super::super::exiting::attach;
 use super::super::helpers::helpers;
 use super::super::messages::messages_to_py;
@@ -43,6 +45,11 @@ pub(super) fn node_failure(py: Python<'_>, ctx: &TaskContext, e: PyErr) -> NodeF
             .unwrap_or(Val::Json(Value::Null));
         return NodeFailure::Interrupt(v);
     }
+    let e = if e.is_instance_of::<CancelledError>(py) {
+        node_cancelled(py, &ctx.node, e)
+    } else {
+        e
+    };
     let ty = e
         .get_type(py)
         .name()
@@ -50,6 +57,22 @@ pub(super) fn node_failure(py: Python<'_>, ctx: &TaskContext, e: PyErr) -> NodeF
         .unwrap_or_default();
     let message = format!("{ty}: {}", e.value(py));
     NodeFailure::Error(node_error(py, ctx, message, e))
+}
+
+/// A `CancelledError` the node's own code raised, as LangGraph's `NodeCancelledError`
+/// (an `Exception`, caused by it): a failure of the node, not a tear-down of the run.
+fn node_cancelled(py: Python<'_>, node: &str, e: PyErr) -> PyErr {
+    let made = Class::NodeCancelled
+        .type_object(py)
+        .and_then(|t| t.call1((node,)));
+    match made {
+        Ok(err) => {
+            let err = PyErr::from_value(err);
+            err.set_cause(py, Some(e));
+            err
+        }
+        Err(made) => made,
+    }
 }
 
 /// `ctx`'s failure with the Python exception `e` kept whole (traceback included).

@@ -64,26 +64,20 @@ impl Router for PyRouter {
 
     fn route(&self, view: &StateView, ctx: &TaskContext) -> Result<Vec<Goto>, GraphError> {
         attach(|py| -> PyResult<Vec<Goto>> {
-            if self.is_async {
-                // Reached only when no event loop runs the run (`route_later` takes
-                // every async one): LangGraph 1.2's error, word for word.
-                return Err(PyTypeError::new_err(format!(
-                    "No synchronous function provided to \"{}\".\nEither initialize with a \
-                     synchronous function or invoke via the async API (ainvoke, astream, etc.)",
-                    self.name
-                )));
-            }
             let input = self.shared.node_input(py, view, &self.factory)?;
+            // An async one is reached only when no event loop runs the run
+            // (`route_later` takes the others): awaited under `aupdate_state`, else
+            // LangGraph's error (a cold path: the helper is looked up here).
+            let (func, args) = if self.is_async {
+                let awaited = py.import("ironloop._runtime")?.getattr("route_awaited")?;
+                let args = (self.path.bind(py), self.name.as_str(), input).into_pyobject(py)?;
+                (awaited, args)
+            } else {
+                (self.path.bind(py).clone(), PyTuple::new(py, [input])?)
+            };
             let r = match ctx.host.clone().and_then(|h| h.downcast::<PyRunEnv>().ok()) {
-                Some(env) => call_in_task(
-                    py,
-                    &env,
-                    ctx,
-                    self.path.bind(py),
-                    PyTuple::new(py, [input])?,
-                    None,
-                )?,
-                None => self.path.bind(py).call1((input,))?,
+                Some(env) => call_in_task(py, &env, ctx, &func, args, None)?,
+                None => func.call1(args)?,
             };
             // A name (a `str`) is the common answer: asking it for `__await__` would
             // build and drop an `AttributeError` at every step.

@@ -171,7 +171,8 @@ fn debug_to_py<'py>(
             let p = PyDict::new(py);
             p.set_item("id", id)?;
             p.set_item("name", node)?;
-            p.set_item("error", error)?;
+            // The exception itself (the node's own when it raised one), as LangGraph.
+            p.set_item("error", error.map(|e| PyErr::from(e).into_value(py)))?;
             p.set_item("result", task_result(py, &writes)?)?;
             let its = PyList::empty(py);
             for v in &interrupts {

@@ -9,6 +9,7 @@ use crate::graph::spec::{NodeOutput, START};
 use crate::graph::state::StateView;
 use crate::graph::stream::{modes, StreamEvent, StreamSink};
 use crate::graph::value::Val;
+use crate::graph::GraphError;
 
 /// Emit: stream events. Each is built only if the sink wants its mode.
 impl Run<'_> {
@@ -42,7 +43,7 @@ impl Run<'_> {
         &self,
         t: &Task,
         writes: impl FnOnce() -> Vec<(String, Val)>,
-        error: Option<String>,
+        error: Option<GraphError>,
         interrupts: Vec<Val>,
     ) {
         self.emit(modes::DEBUG, || StreamEvent::DebugTaskResult {
