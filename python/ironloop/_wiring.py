@@ -24,7 +24,7 @@ _install_helpers(
         "background_loop": _runtime.background_loop,
         "escaped": _runtime.Escaped,
         "logger": _runtime.logger,
-        "stream_langchain_tokens": _runtime.stream_langchain_tokens,
+        "stream_langchain_runs": _runtime.stream_langchain_runs,
         "overwritten": _overwritten,
         "graph_interrupt": GraphInterrupt,
         "parent_command": ParentCommand,

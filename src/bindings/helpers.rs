@@ -33,9 +33,10 @@ pub struct Helpers {
     pub escaped: Py<PyAny>,
     /// `ironloop._runtime.logger`.
     pub logger: Py<PyAny>,
-    /// `ironloop._runtime.stream_langchain_tokens(scratch)`: run in a task's context
-    /// when its run streams `messages`, for LangChain models the node calls.
-    pub stream_langchain_tokens: Py<PyAny>,
+    /// `ironloop._runtime.stream_langchain_runs(scratch)`: run in a task's context
+    /// when its run streams `messages` or `tools`, for LangChain models and tools the
+    /// node calls.
+    pub stream_langchain_runs: Py<PyAny>,
     /// `ironloop.types._overwritten(value)`: `(v,)` when `value` is LangGraph's
     /// `Overwrite(v)` (or its `{"__overwrite__": v}` form), else `None`.
     pub overwritten: Py<PyAny>,

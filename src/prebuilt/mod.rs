@@ -12,7 +12,8 @@ mod tools_condition;
 #[cfg(feature = "models")]
 pub use model_node::{answer_output, ModelCall, ModelNode};
 pub use tool_node::{
-    last_ai_message, last_ai_tool_calls, result_message, tool_events, ToolNode, ToolNodeError,
+    last_ai_message, last_ai_tool_calls, result_message, tool_events, tool_events_with, ToolNode,
+    ToolNodeError,
 };
 pub use tool_sends::ToolCallSends;
 pub use tools_condition::{tools_condition, NoMessages, ToolsCondition, TOOLS};
