@@ -11,7 +11,7 @@ from ironloop._interrupt import make_interrupt
 from ironloop._ironloop import _install_helpers
 from ironloop._node_calls import _task_writer
 from ironloop._state import as_update
-from ironloop.errors import CheckpointTypeWarning, GraphInterrupt, ParentCommand
+from ironloop.errors import CheckpointTypeWarning, GraphDrained, GraphInterrupt, ParentCommand
 from ironloop.messages import ToolCall
 from ironloop.types import Command, PregelTask, Send, StateSnapshot, _overwritten
 
@@ -27,6 +27,7 @@ _install_helpers(
         "stream_langchain_runs": _runtime.stream_langchain_runs,
         "overwritten": _overwritten,
         "graph_interrupt": GraphInterrupt,
+        "graph_drained": GraphDrained,
         "parent_command": ParentCommand,
         "send": Send,
         "command": Command,

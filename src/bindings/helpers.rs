@@ -42,6 +42,9 @@ pub struct Helpers {
     pub overwritten: Py<PyAny>,
     /// `ironloop.errors.GraphInterrupt`: raised by `interrupt()` to pause a node.
     pub graph_interrupt: Py<PyAny>,
+    /// `ironloop.errors.GraphDrained`: a graph a node or tool ran stopped at its
+    /// `RunControl.request_drain()`; it stops the run around it too.
+    pub graph_drained: Py<PyAny>,
     /// `ironloop.errors.ParentCommand`: a subgraph's `Command(graph=Command.PARENT)`.
     pub parent_command: Py<PyAny>,
     /// Classes of `ironloop.types` and `ironloop.messages` the glue builds or tests for.

@@ -21,9 +21,11 @@ from langchain_core.tools import tool as lc_tool
 from ironloop import create_agent, create_react_agent
 from ironloop import tool as il_tool
 from ironloop.checkpoint import MemorySaver
+from ironloop.errors import GraphDrained
 from ironloop.graph import START, MessagesState, StateGraph
 from ironloop.models import ScriptedChatModel
 from ironloop.prebuilt import ToolNode, ToolRuntime
+from ironloop.runtime import RunControl
 from ironloop.types import Command, interrupt
 
 
@@ -179,6 +181,35 @@ def test_a_paused_call_has_no_end_until_it_runs_again(asynchronous: bool) -> Non
 
     assert events({"messages": []}) == ["tool-started"]
     assert events(Command(resume="yes")) == ["tool-started", "tool-finished"]
+
+
+def test_a_drained_graph_inside_a_tool_drains_the_run_without_a_tool_error() -> None:
+    control = RunControl()
+
+    def request_drain(state: MessagesState) -> dict[str, Any]:
+        control.request_drain()
+        return {}
+
+    inner = (
+        StateGraph(MessagesState)
+        .add_node("request_drain", request_drain)
+        .add_node("after", lambda state: {})
+        .add_edge(START, "request_drain")
+        .add_edge("request_drain", "after")
+        .compile()
+    )
+
+    @lc_tool
+    def drained() -> str:
+        """Runs a graph that drains."""
+        inner.invoke({"messages": []}, control=control)
+        return "unreachable"
+
+    seen: list[str] = []
+    with pytest.raises(GraphDrained):
+        for e in _tool_graph([call("drained", "d1")], [drained]).stream({}, stream_mode="tools"):
+            seen.append(e["event"])
+    assert seen == ["tool-started"]
 
 
 @pytest.mark.parametrize("subgraphs", [False, True])

@@ -10,7 +10,7 @@ use pyo3::types::{PyDict, PyTuple};
 use super::super::env::PyRunEnv;
 use super::super::helpers::helpers;
 use super::super::runtime::block_on;
-use super::super::toolnode::is_graph_interrupt;
+use super::super::toolnode::is_graph_pause;
 use super::values::{host, val_to_py};
 use crate::graph::{
     modes, Calls, Lent, Nest, ReplayStart, RunOptions, StreamEvent, StreamSink, TaskContext,
@@ -129,17 +129,18 @@ pub(crate) fn current_tool_events(py: Python<'_>) -> PyResult<Option<CallEvents>
 }
 
 /// The `tools` stream of a task's tool calls (see [`tool_events_with`]): a call that
-/// `interrupt()` paused has no end event, as in LangGraph.
+/// `interrupt()` paused (or a drain stopped) has no end event, as in LangGraph.
 pub(crate) fn py_tool_events(sink: Option<&StreamSink>) -> Option<CallEvents> {
-    tool_events_with(sink, raised_interrupt)
+    tool_events_with(sink, raised_pause)
 }
 
-/// Whether a tool call failed because its Python code called `interrupt()`.
-fn raised_interrupt(e: &ToolError) -> bool {
+/// Whether a tool call stopped because its Python code paused the run
+/// ([`is_graph_pause`]).
+fn raised_pause(e: &ToolError) -> bool {
     let Some(raised) = e.raised().and_then(|h| h.downcast_ref::<PyErr>()) else {
         return false;
     };
-    super::super::exiting::attach(|py| is_graph_interrupt(py, raised))
+    super::super::exiting::attach(|py| is_graph_pause(py, raised))
 }
 
 #[pymethods]
