@@ -583,10 +583,10 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
 
         Under an agent's tools node each call runs the sub-agent under a run id of its
         own and records it on the call (``ToolContext.set_child_loop_id``): the call's
-        ``end`` event and tool message carry it, so a UI can tie the sub-agent's run
-        to the call. The sub-agent runs nested in the call's task, as a subgraph does
-        (its events reach a parent streamed with ``subgraphs=True``, its interrupts
-        pause the call's task)."""
+        ``tool-finished`` event and tool message carry it, so a UI can tie the
+        sub-agent's run to the call. The sub-agent runs nested in the call's task, as a
+        subgraph does (its steps reach a parent streamed with ``subgraphs=True`` under
+        the call's namespace, its interrupts pause the call's task)."""
         import uuid
 
         from ironloop._ironloop import ToolContext

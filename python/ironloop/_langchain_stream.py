@@ -8,7 +8,7 @@ in runs that stream messages). Every chat-model run started inside the task then
 reports its chunks, and with the handler present LangChain streams even an
 ``invoke`` (the handler is a ``_StreamingCallbackHandler``), as under LangGraph.
 
-Imported only once langchain-core is (``ironloop._runtime.stream_langchain_tokens``).
+Imported only once langchain-core is (``ironloop._runtime.stream_langchain_runs``).
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from ironloop._foreign import is_langchain_message, is_langchain_tool
 from ironloop._ironloop import BaseMessage as _OwnMessage
 from ironloop._ironloop import _coerce_message
+from ironloop._langchain_tool_stream import engine_call
 from ironloop._tool import Tool, _has_default
 from ironloop._tool_call import from_context
 from ironloop.runtime import _run_config
@@ -248,16 +249,26 @@ class LangChainTool(Tool):
 
     # The run's config goes along, so a tool's `config: RunnableConfig` parameter
     # reads what was given to `invoke` (`configurable`, tags, ...), as in LangGraph.
+    # The engine reports the call on the `tools` stream: LangChain's callbacks leave it.
     def _run(self, **kwargs: Any) -> Any:
         config: Any = _run_config()
         call = self._call(kwargs)
-        return _named(_tool_result(self._runner.invoke(call, config)), self.name, call["id"])
+        token = engine_call.set(call["id"])
+        try:
+            out = self._runner.invoke(call, config)
+        finally:
+            engine_call.reset(token)
+        return _named(_tool_result(out), self.name, call["id"])
 
     async def _arun(self, **kwargs: Any) -> Any:
         config: Any = _run_config()
         call = self._call(kwargs)
-        out = _tool_result(await self._runner.ainvoke(call, config))
-        return _named(out, self.name, call["id"])
+        token = engine_call.set(call["id"])
+        try:
+            out = await self._runner.ainvoke(call, config)
+        finally:
+            engine_call.reset(token)
+        return _named(_tool_result(out), self.name, call["id"])
 
 
 def _named(out: Any, name: str, call_id: str) -> Any:

@@ -62,14 +62,21 @@ def route_awaited(path: Any, name: str, input: Any) -> Any:
     return asyncio.run(path(input))
 
 
-def stream_langchain_tokens(scratch: Any) -> None:
-    """Run in a task's context when its run streams ``messages``: LangChain chat
-    models the node calls stream their chunks there (nothing without langchain-core,
-    which cannot have made a model unless imported)."""
-    if "langchain_core" in sys.modules:
+def stream_langchain_runs(scratch: Any) -> None:
+    """Run in a task's context when its run streams ``messages`` or ``tools``: the
+    LangChain chat models the node calls stream their chunks there, and the LangChain
+    tools it calls their lifecycles (nothing without langchain-core, which cannot
+    have made a model or tool unless imported)."""
+    if "langchain_core" not in sys.modules:
+        return
+    if scratch.streams_messages:
         from ironloop._langchain_stream import stream_tokens_to
 
         stream_tokens_to(scratch)
+    if scratch.streams_tools:
+        from ironloop._langchain_tool_stream import stream_tools_to
+
+        stream_tools_to(scratch)
 
 
 _loops: list[tuple[asyncio.AbstractEventLoop, threading.Thread]] = []

@@ -100,14 +100,46 @@ class _RuntimeFields(Generic[ContextT, StateT]):
     execution_info: Any = None
     server_info: Any = None
 
+    def emit_output_delta(self, delta: Any) -> None:
+        """Reports a partial result of this call on the ``tools`` stream (a
+        ``tool-output-delta`` event, as LangGraph's); the model never reads it. A
+        no-op where the run does not stream ``tools``."""
+        _emit_output_delta(self, delta)
+
+
+#: The writer of the LangChain tool call running here that a node started itself,
+#: set by the ``tools`` stream's callback handler (``_langchain_tool_stream``) for the
+#: call's duration: ``ToolRuntime.emit_output_delta`` of that call writes to it.
+tool_call_writer: contextvars.ContextVar[Callable[[Any], None] | None] = contextvars.ContextVar(
+    "ironloop_tool_call_writer", default=None
+)
+
+#: Where a runtime made for a call the engine runs keeps that call's ``ToolContext``.
+_CONTEXT_ATTR = "_ironloop_tool_context"
+
+
+def _emit_output_delta(runtime: Any, delta: Any) -> None:
+    """``ToolRuntime.emit_output_delta``: the engine's call reports through its
+    ``ToolContext`` (the engine's ``tools`` stream), any other LangChain tool call
+    through the writer the stream's handler set for it."""
+    ctx = runtime.__dict__.get(_CONTEXT_ATTR)
+    if ctx is not None:
+        ctx.update(delta)
+        return
+    writer = tool_call_writer.get()
+    if writer is not None:
+        writer(delta)
+
 
 _runtime_cls: list[type] = []
 
 _TOOL_RUNTIME_DOC = """What a tool is given when it declares a parameter of this type
 (LangGraph's and LangChain's ``ToolRuntime``): the graph ``state``, the run's ``context``,
 the ``config``, the ``custom`` stream's ``stream_writer``, the ``tool_call_id``, the
-``store``, the node's ``tools``, and ``execution_info`` / ``server_info``. The parameter
-is hidden from the schema the model sees (``def whoami(runtime: ToolRuntime) -> str``)."""
+``store``, the node's ``tools``, and ``execution_info`` / ``server_info``;
+``emit_output_delta(delta)`` reports a partial result on the ``tools`` stream. The
+parameter is hidden from the schema the model sees (``def whoami(runtime: ToolRuntime)
+-> str``)."""
 
 
 def runtime_class() -> type:
@@ -143,6 +175,7 @@ def runtime_class() -> type:
             "tools": dataclasses.field(default_factory=list),
             "execution_info": None,
             "server_info": None,
+            "emit_output_delta": _RuntimeFields.emit_output_delta,
         }
         made = types.new_class("ToolRuntime", bases, exec_body=lambda ns: ns.update(namespace))
         cls: type = dataclasses.dataclass(made)
@@ -232,7 +265,12 @@ def from_context(ctx: Any) -> Any:
     """The ``ToolRuntime`` for a tool the engine handed a ``ToolContext``: the running
     request's own runtime under a ``wrap_tool_call`` handler, else one made for it."""
     given: Any = request_runtime.get()
+    runtime: Any = None
     if _runtime_cls and isinstance(given, _runtime_cls[0]):
         if getattr(given, "tool_call_id", None) == ctx.tool_call_id:
-            return given
-    return make_runtime(ctx.state, ctx.tool_call_id, ctx.store)
+            runtime = given
+    if runtime is None:
+        runtime = make_runtime(ctx.state, ctx.tool_call_id, ctx.store)
+    # Not a field: the call's partial results go to the engine's `tools` stream.
+    runtime.__dict__[_CONTEXT_ATTR] = ctx
+    return runtime

@@ -11,7 +11,7 @@ from ironloop._interrupt import make_interrupt
 from ironloop._ironloop import _install_helpers
 from ironloop._node_calls import _task_writer
 from ironloop._state import as_update
-from ironloop.errors import CheckpointTypeWarning, GraphInterrupt, ParentCommand
+from ironloop.errors import CheckpointTypeWarning, GraphDrained, GraphInterrupt, ParentCommand
 from ironloop.messages import ToolCall
 from ironloop.types import Command, PregelTask, Send, StateSnapshot, _overwritten
 
@@ -24,9 +24,10 @@ _install_helpers(
         "background_loop": _runtime.background_loop,
         "escaped": _runtime.Escaped,
         "logger": _runtime.logger,
-        "stream_langchain_tokens": _runtime.stream_langchain_tokens,
+        "stream_langchain_runs": _runtime.stream_langchain_runs,
         "overwritten": _overwritten,
         "graph_interrupt": GraphInterrupt,
+        "graph_drained": GraphDrained,
         "parent_command": ParentCommand,
         "send": Send,
         "command": Command,

@@ -33,14 +33,18 @@ pub struct Helpers {
     pub escaped: Py<PyAny>,
     /// `ironloop._runtime.logger`.
     pub logger: Py<PyAny>,
-    /// `ironloop._runtime.stream_langchain_tokens(scratch)`: run in a task's context
-    /// when its run streams `messages`, for LangChain models the node calls.
-    pub stream_langchain_tokens: Py<PyAny>,
+    /// `ironloop._runtime.stream_langchain_runs(scratch)`: run in a task's context
+    /// when its run streams `messages` or `tools`, for LangChain models and tools the
+    /// node calls.
+    pub stream_langchain_runs: Py<PyAny>,
     /// `ironloop.types._overwritten(value)`: `(v,)` when `value` is LangGraph's
     /// `Overwrite(v)` (or its `{"__overwrite__": v}` form), else `None`.
     pub overwritten: Py<PyAny>,
     /// `ironloop.errors.GraphInterrupt`: raised by `interrupt()` to pause a node.
     pub graph_interrupt: Py<PyAny>,
+    /// `ironloop.errors.GraphDrained`: a graph a node or tool ran stopped at its
+    /// `RunControl.request_drain()`; it stops the run around it too.
+    pub graph_drained: Py<PyAny>,
     /// `ironloop.errors.ParentCommand`: a subgraph's `Command(graph=Command.PARENT)`.
     pub parent_command: Py<PyAny>,
     /// Classes of `ironloop.types` and `ironloop.messages` the glue builds or tests for.

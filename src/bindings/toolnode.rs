@@ -180,6 +180,18 @@ pub fn is_graph_interrupt(py: Python<'_>, e: &PyErr) -> bool {
         .unwrap_or(false)
 }
 
+/// Whether `e` stops the run without failing it: an `interrupt()` (the run pauses) or
+/// the `GraphDrained` of a graph run inside the tool that was drained (the run around
+/// it drains too, as LangGraph's `GraphBubbleUp`).
+pub fn is_graph_pause(py: Python<'_>, e: &PyErr) -> bool {
+    is_graph_interrupt(py, e)
+        || helpers(py).is_ok_and(|h| {
+            e.value(py)
+                .is_instance(h.graph_drained.bind(py))
+                .unwrap_or(false)
+        })
+}
+
 /// Whether `e` is the `ValidationError` of a resume value that did not fit its
 /// `interrupt(..., response_schema=)` (marked by `ironloop.errors.mark_invalid_resume`,
 /// LangGraph's attribute): the model cannot fix it, so no error policy handles it.
@@ -194,8 +206,8 @@ pub fn is_invalid_resume(py: Python<'_>, e: &PyErr) -> bool {
 pub type ToolStep = (Vec<Arc<Message>>, Vec<Py<PyAny>>);
 
 /// The tool messages of a step, in call order, with `handle_tool_errors` applied to
-/// failures, and the `Command`s tools returned. An `interrupt()` inside a tool is
-/// raised again, whatever the policy: it pauses the graph, it is not a failure.
+/// failures, and the `Command`s tools returned. An `interrupt()` (or a drain) inside a
+/// tool is raised again, whatever the policy: it pauses the graph, it is not a failure.
 pub fn tool_results(
     py: Python<'_>,
     handle: &Bound<'_, PyAny>,
@@ -227,7 +239,7 @@ pub fn tool_results(
                 // a KeyboardInterrupt / SystemExit: for the caller, never a message for
                 // the model.
                 let for_caller = |o: &&PyErr| {
-                    is_graph_interrupt(py, o)
+                    is_graph_pause(py, o)
                         || is_invalid_resume(py, o)
                         || !o.is_instance_of::<PyException>(py)
                 };

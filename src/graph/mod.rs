@@ -43,7 +43,7 @@ pub use spec::{
 };
 pub use state::StateView;
 pub use state_cache::STATE_CACHE_THREADS;
-pub use stream::{modes, StreamEvent, StreamSink, ToolEvent};
+pub use stream::{modes, StreamEvent, StreamSink, ToolEvent, ToolReturn};
 pub use update::StateUpdate;
 pub use value::{HostValue, Val};
 

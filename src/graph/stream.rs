@@ -9,6 +9,7 @@ use super::error::GraphError;
 use super::interrupt::InterruptInfo;
 use super::state::StateView;
 use super::value::Val;
+use crate::message::Message;
 
 /// The stream modes, as a bit set.
 pub mod modes {
@@ -26,33 +27,50 @@ pub mod modes {
     pub const FROM_TASKS: u8 = CUSTOM | MESSAGES | TOOLS;
 }
 
-/// One event of the `tools` stream mode: a tool call's lifecycle.
+/// One event of the `tools` stream mode: a tool call's lifecycle, as LangGraph's
+/// `tools` mode reports it (`tool-started`, `tool-output-delta`, `tool-finished`,
+/// `tool-error`), so that a consumer written for LangGraph reads ironloop's.
 #[derive(Debug, Clone)]
 pub enum ToolEvent {
-    Start {
+    Started {
         id: String,
         name: String,
-        args: Value,
-        /// The tool's human-readable label, if it has one.
+        /// The call's arguments.
+        input: Val,
+        /// The tool's human-readable label, if it has one (ironloop's own key).
         label: Option<String>,
     },
-    /// A partial result (`ToolContext.update`); never given to the model.
-    Update {
+    /// A partial result (`ToolContext.update`, `ToolRuntime.emit_output_delta`);
+    /// never given to the model.
+    OutputDelta {
         id: String,
-        name: String,
-        data: Val,
+        delta: Val,
         /// The run the call started (a sub-agent's), once the tool said so.
         child_loop_id: Option<String>,
     },
-    End {
+    Finished {
         id: String,
-        name: String,
-        /// The error text the model reads, for a call that failed.
-        error: Option<String>,
-        seconds: f64,
+        output: ToolReturn,
+        /// How long the call took, when the engine ran it.
+        seconds: Option<f64>,
         /// The run the call started (a sub-agent's), if it said so.
         child_loop_id: Option<String>,
     },
+    Error {
+        id: String,
+        /// The error's text (for a tool node's call, the text the model reads).
+        message: String,
+        seconds: Option<f64>,
+    },
+}
+
+/// What a finished tool call gave, in its `tool-finished` event: the tool message
+/// the model reads next (a tool node's call, as LangGraph's `ToolNode` reports it),
+/// or the tool's own return value (a LangChain tool a node called itself).
+#[derive(Debug, Clone)]
+pub enum ToolReturn {
+    Message(Arc<Message>),
+    Value(Val),
 }
 
 #[derive(Debug, Clone)]
@@ -124,6 +142,24 @@ pub enum StreamEvent {
     },
 }
 
+impl StreamEvent {
+    /// The stream mode (a [`modes`] bit) the event belongs to; a nested event's is
+    /// that of the event it wraps.
+    pub fn mode(&self) -> u8 {
+        match self {
+            StreamEvent::Values { .. } => modes::VALUES,
+            StreamEvent::Updates { .. } | StreamEvent::Interrupt(_) => modes::UPDATES,
+            StreamEvent::Custom(_) => modes::CUSTOM,
+            StreamEvent::Message { .. } => modes::MESSAGES,
+            StreamEvent::Tool(_) => modes::TOOLS,
+            StreamEvent::Nested { ev, .. } => ev.mode(),
+            StreamEvent::DebugTask { .. }
+            | StreamEvent::DebugTaskResult { .. }
+            | StreamEvent::DebugCheckpoint { .. } => modes::DEBUG,
+        }
+    }
+}
+
 /// Receives events; the run never blocks on it.
 #[derive(Clone)]
 pub struct StreamSink {
@@ -156,6 +192,38 @@ impl StreamSink {
                 })
             }),
         })
+    }
+
+    /// A sink that sends each event to `self` and to `other`, each taking the modes
+    /// it wants (and subgraph events only if it asked for them). A graph streamed
+    /// inside a running task streams to its own caller and, as LangGraph's, to the
+    /// stream of the run around it (`other`, that task's nested sink).
+    pub fn tee(self, other: StreamSink) -> StreamSink {
+        let (a, b) = (self, other);
+        StreamSink {
+            modes: a.modes | b.modes,
+            subgraphs: a.subgraphs || b.subgraphs,
+            seen: a.seen.clone(),
+            send: Arc::new(move |ev: StreamEvent| {
+                let mode = ev.mode();
+                let a_takes =
+                    a.wants(mode) && (a.subgraphs || !matches!(ev, StreamEvent::Nested { .. }));
+                if b.wants(mode) && (b.subgraphs || !matches!(ev, StreamEvent::Nested { .. })) {
+                    if a_takes {
+                        (a.send)(ev.clone());
+                    }
+                    (b.send)(ev);
+                } else if a_takes {
+                    (a.send)(ev);
+                }
+            }),
+        }
+    }
+
+    /// This sink restricted to the modes `mask` (none left: `None`).
+    pub fn only(self, mask: u8) -> Option<StreamSink> {
+        let modes = self.modes & mask;
+        (modes != 0).then_some(StreamSink { modes, ..self })
     }
 
     pub fn wants(&self, mode: u8) -> bool {

@@ -13,7 +13,8 @@ pub use after_model::{after_model, pending_calls, tool_call_arg, AfterModel, Aft
 #[cfg(feature = "models")]
 pub use model_node::{answer_output, ModelCall, ModelNode};
 pub use tool_node::{
-    last_ai_message, last_ai_tool_calls, result_message, tool_events, ToolNode, ToolNodeError,
+    last_ai_message, last_ai_tool_calls, result_message, tool_events, tool_events_with, ToolNode,
+    ToolNodeError,
 };
 pub use tools_condition::{tools_condition, NoMessages, ToolsCondition, TOOLS};
 

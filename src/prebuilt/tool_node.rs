@@ -8,40 +8,51 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::executor::{error_text, Executor, RunContext, ToolResult};
-use crate::graph::{modes, GraphError, StreamEvent, StreamSink, ToolEvent};
+use crate::graph::{modes, GraphError, StreamEvent, StreamSink, ToolEvent, ToolReturn};
 use crate::graph::{MessageList, NodeFailure, NodeOutput, NodeRunner, StateView, TaskContext, Val};
 use crate::message::{Message, MessageKind};
-use crate::tool::{CallEvent, CallEvents, ToolCall};
+use crate::tool::{CallEvent, CallEvents, ToolCall, ToolError};
 
 /// The `tools` stream of a tool node's calls, when the run's stream wants it: each
-/// call's start, updates (a payload that is a graph value or JSON) and end.
+/// call's start, partial results (a payload that is a graph value or JSON) and end,
+/// which carries the tool message the model reads next (as LangGraph's `ToolNode`
+/// reports it) or, for a failed call, the error text the model reads.
 pub fn tool_events(sink: Option<&StreamSink>) -> Option<CallEvents> {
+    tool_events_with(sink, |_| false)
+}
+
+/// [`tool_events`] for a host whose tools can pause the run: a call that failed with
+/// an error `paused` recognises (the host's interrupt) has no end event, as in
+/// LangGraph, since it runs again, from its start, when the run resumes.
+pub fn tool_events_with(
+    sink: Option<&StreamSink>,
+    paused: fn(&ToolError) -> bool,
+) -> Option<CallEvents> {
     let sink = sink.filter(|s| s.wants(modes::TOOLS))?.clone();
     Some(Arc::new(move |ev: CallEvent<'_>| {
         let event = match ev {
-            CallEvent::Start { call, args, label } => ToolEvent::Start {
+            CallEvent::Start { call, args, label } => ToolEvent::Started {
                 id: call.id.clone(),
                 name: call.name.clone(),
-                args: args.clone(),
+                input: Val::Json(args.clone()),
                 label: label.map(str::to_owned),
             },
             CallEvent::Update {
                 tool_call_id,
-                tool_name,
                 payload,
                 child_run,
+                ..
             } => {
-                let data = if let Some(v) = payload.downcast_ref::<Val>() {
+                let delta = if let Some(v) = payload.downcast_ref::<Val>() {
                     v.clone()
                 } else if let Some(v) = payload.downcast_ref::<Value>() {
                     Val::Json(v.clone())
                 } else {
                     return;
                 };
-                ToolEvent::Update {
+                ToolEvent::OutputDelta {
                     id: tool_call_id.to_owned(),
-                    name: tool_name.to_owned(),
-                    data,
+                    delta,
                     child_loop_id: child_run.map(str::to_owned),
                 }
             }
@@ -49,12 +60,24 @@ pub fn tool_events(sink: Option<&StreamSink>) -> Option<CallEvents> {
                 call,
                 outcome,
                 duration,
-            } => ToolEvent::End {
-                id: call.id.clone(),
-                name: call.name.clone(),
-                error: outcome.as_ref().err().map(error_text),
-                seconds: duration.as_secs_f64(),
-                child_loop_id: outcome.as_ref().ok().and_then(|o| o.child_run.clone()),
+            } => match outcome {
+                Ok(out) => ToolEvent::Finished {
+                    id: call.id.clone(),
+                    output: ToolReturn::Message(result_message(ToolResult {
+                        tool_call_id: call.id.clone(),
+                        name: call.name.clone(),
+                        outcome: Ok(out.clone()),
+                        reasoning: None,
+                    })),
+                    seconds: Some(duration.as_secs_f64()),
+                    child_loop_id: out.child_run.clone(),
+                },
+                Err(e) if paused(e) => return,
+                Err(e) => ToolEvent::Error {
+                    id: call.id.clone(),
+                    message: error_text(e),
+                    seconds: Some(duration.as_secs_f64()),
+                },
             },
         };
         sink.emit(modes::TOOLS, || StreamEvent::Tool(event));

@@ -97,8 +97,12 @@ def test_reasoning_reaches_the_tool_message_checkpoints_debug_and_tool_events():
     ]
     assert state["notes"] == {"s": "into "}
     # Tool events show it with the call's arguments.
-    starts = {d["id"]: d for mode, d in events if mode == "tools" and d["event"] == "start"}
-    assert [starts[c]["args"].get("_reasoningForCall") for c in ("c0", "c1", "c2")] == [
+    starts = {
+        d["tool_call_id"]: d
+        for mode, d in events
+        if mode == "tools" and d["event"] == "tool-started"
+    }
+    assert [starts[c]["input"].get("_reasoningForCall") for c in ("c0", "c1", "c2")] == [
         why,
         None,
         why,

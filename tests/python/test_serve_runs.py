@@ -111,6 +111,21 @@ async def test_messages_tuple_streams_tokens(server: Server) -> None:
     assert all(meta["langgraph_node"] == "agent" for _msg, meta in chunks)
 
 
+async def test_tools_streams_langgraphs_tool_events(server: Server) -> None:
+    client = get_client(url=server.url)
+    parts = await collect(
+        client.runs.stream(
+            None, "agent", input={"messages": [{"role": "user", "content": "weather in Paris?"}]},
+            stream_mode="tools",
+        )
+    )  # fmt: skip
+    tools = [d for e, d in parts if e == "tools"]
+    assert [d["event"] for d in tools] == ["tool-started", "tool-finished"]
+    assert tools[0]["tool_name"] == "get_weather" and tools[0]["input"] == {"city": "Paris"}
+    assert tools[1]["tool_call_id"] == tools[0]["tool_call_id"]
+    assert tools[1]["output"]["content"] == "sunny, 21°C"
+
+
 async def test_stream_subgraphs_names_the_namespace(server: Server) -> None:
     client = get_client(url=server.url)
     parts = await collect(

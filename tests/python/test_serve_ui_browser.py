@@ -1,6 +1,7 @@
 """The web UI in a real headless Chromium, driven through WebDriver (selenium), against
 ``ironloop serve`` on a project whose scripted model streams slowly and whose
-``send_email`` tool waits for a person's approval (``HumanInTheLoopMiddleware``).
+``send_email`` tool waits for a person's approval (``HumanInTheLoopMiddleware``) and
+reports its progress while it runs (the ``tools`` stream).
 
 Chromium and chromedriver are Debian's (``scripts/chromium.sh`` installs them; it sets
 ``IRONLOOP_CHROMIUM`` / ``IRONLOOP_CHROMEDRIVER``, else they are looked up on ``PATH``).
@@ -165,11 +166,19 @@ def test_a_streamed_answer_then_an_approved_tool_call_and_its_result(
     )
 
     approve.click()
+    # While the tool runs, its partial output (the `tools` stream's tool-output-delta)
+    # shows under the call; the result replaces it.
+    progress = wait_for(
+        "the running call's progress",
+        lambda: texts(browser, "#messages .tool-call .tool-progress"),
+    )
+    assert progress == ["Connecting to the mail server for ada@example.com…"]
     result = wait_for(
         "the tool's result",
         lambda: texts(browser, "#messages .tool-call .tool-result pre"),
     )
     assert result == ["Sent to ada@example.com: the launch"]
+    assert texts(browser, "#messages .tool-call .tool-progress") == []
     wait_for("the final answer",
              lambda: answers(browser)[-1:] == ["Done, the tool said: Sent to ada@example.com: the launch"])  # fmt: skip
     assert browser.find_element(By.ID, "interrupt").is_displayed() is False

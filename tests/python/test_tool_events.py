@@ -1,7 +1,8 @@
-"""The ``tools`` stream mode: every tool call's start (name, id, arguments), the
-partial results its tool reports with ``ToolContext.update`` (never given to the
-model), and its end (status, error text, duration); a sub-agent's events carry its
-namespace."""
+"""The ``tools`` stream mode, as LangGraph's: every tool call's ``tool-started``
+(``tool_call_id``, ``tool_name``, ``input``), the partial results its tool reports
+with ``ToolContext.update`` (``tool-output-delta``, never given to the model), and its
+``tool-finished`` (the tool message, ironloop's ``duration``) or ``tool-error`` (the
+error text the model reads); a sub-agent's events carry its namespace."""
 
 from __future__ import annotations
 
@@ -65,34 +66,44 @@ def test_each_call_has_a_start_and_an_end_with_its_duration() -> None:
         call("nap", "n1", seconds=0.2), call("nap", "n2", seconds=0.0), tools=[nap]
     )
     evs = events(agent)
-    starts = {e["id"]: e for e in evs if e["event"] == "start"}
-    ends = {e["id"]: e for e in evs if e["event"] == "end"}
+    starts = {e["tool_call_id"]: e for e in evs if e["event"] == "tool-started"}
+    ends = {e["tool_call_id"]: e for e in evs if e["event"] == "tool-finished"}
     assert set(starts) == set(ends) == {"n1", "n2"}
-    assert starts["n1"] == {"event": "start", "id": "n1", "name": "nap", "args": {"seconds": 0.2}}
-    assert ends["n1"]["status"] == "success" and ends["n1"]["error"] is None
+    assert starts["n1"] == {
+        "event": "tool-started",
+        "tool_call_id": "n1",
+        "tool_name": "nap",
+        "input": {"seconds": 0.2},
+    }
+    # The output is the tool message the model reads next, as LangGraph's ToolNode gives.
+    out = ends["n1"]["output"]
+    assert (out.type, out.tool_call_id, out.name, out.text) == ("tool", "n1", "nap", "slept 0.2")
     assert ends["n1"]["duration"] >= 0.2
     assert ends["n2"]["duration"] < 0.2
     # A call's start comes before its end.
-    order = [(e["event"], e["id"]) for e in evs]
+    order = [(e["event"], e["tool_call_id"]) for e in evs]
     for cid in ("n1", "n2"):
-        assert order.index(("start", cid)) < order.index(("end", cid))
+        assert order.index(("tool-started", cid)) < order.index(("tool-finished", cid))
 
 
-def test_a_failed_call_ends_with_status_error_and_the_text_the_model_reads() -> None:
+def test_a_failed_call_ends_with_tool_error_and_the_text_the_model_reads() -> None:
     agent, model = agent_for(call("broken", "b1", x=3), tools=[broken])
     evs = events(agent)
-    end = next(e for e in evs if e["event"] == "end")
-    assert end["status"] == "error"
-    assert "no luck with 3" in end["error"]
+    assert [e["event"] for e in evs] == ["tool-started", "tool-error"]
+    end = evs[1]
+    assert end["tool_call_id"] == "b1" and "no luck with 3" in end["message"]
     tool_msg = next(m for m in model.calls[1][0] if m.type == "tool")
-    assert tool_msg.text == end["error"]
+    assert tool_msg.text == end["message"]
 
 
 def test_a_call_to_an_unknown_tool_still_gets_start_and_end() -> None:
     agent, _ = agent_for(call("nope", "u1"), tools=[nap])
     evs = events(agent)
-    assert [(e["event"], e["id"]) for e in evs] == [("start", "u1"), ("end", "u1")]
-    assert evs[1]["status"] == "error" and "unknown tool `nope`" in evs[1]["error"]
+    assert [(e["event"], e["tool_call_id"]) for e in evs] == [
+        ("tool-started", "u1"),
+        ("tool-error", "u1"),
+    ]
+    assert "unknown tool `nope`" in evs[1]["message"]
 
 
 @pytest.mark.parametrize("mode", ["stream", "astream"])
@@ -109,13 +120,13 @@ def test_updates_stream_partial_results_that_never_reach_the_model(mode: str) ->
 
         evs = asyncio.run(collect())
     kinds = [e["event"] for e in evs]
-    assert kinds == ["start", "update", "update", "update", "end"]
-    updates = [e["data"] for e in evs if e["event"] == "update"]
+    assert kinds == ["tool-started"] + ["tool-output-delta"] * 3 + ["tool-finished"]
+    updates = [e["delta"] for e in evs if e["event"] == "tool-output-delta"]
     if mode == "stream":
         assert updates == [{"step": i, "of": 3} for i in (1, 2, 3)]
     else:
         assert updates == ["step 1", "step 2", "step 3"]
-    assert all(e["id"] == "k1" and e["name"] == target for e in evs)
+    assert all(e["tool_call_id"] == "k1" for e in evs) and evs[0]["tool_name"] == target
     seen_by_model = [m.text for m in model.calls[1][0]]
     assert "counted to 3" in seen_by_model
     assert not any("step" in t for t in seen_by_model)
@@ -134,12 +145,12 @@ def test_tools_with_other_modes_gives_mode_chunk_pairs_and_v2_parts() -> None:
     agent, _ = agent_for(call("nap", "n1", seconds=0.0), tools=[nap])
     items = list(agent.stream({"messages": [("user", "go")]}, stream_mode=["updates", "tools"]))
     tool_items = [(m, c["event"]) for m, c in items if m == "tools"]
-    assert tool_items == [("tools", "start"), ("tools", "end")]
+    assert tool_items == [("tools", "tool-started"), ("tools", "tool-finished")]
     assert [next(iter(c)) for m, c in items if m == "updates"] == ["model", "tools", "model"]
     parts = list(agent.stream({"messages": [("user", "go")]}, stream_mode=["tools"], version="v2"))
     assert [(p["type"], p["ns"], p["data"]["event"]) for p in parts] == [
-        ("tools", (), "start"),
-        ("tools", (), "end"),
+        ("tools", (), "tool-started"),
+        ("tools", (), "tool-finished"),
     ]
 
 
@@ -149,14 +160,14 @@ def test_a_sub_agents_tool_events_carry_its_namespace() -> None:
         replying(call("helper", "outer", input="go")), [sub.as_tool("helper", "Asks the helper.")]
     )
     items = list(parent.stream({"messages": [("user", "x")]}, stream_mode="tools", subgraphs=True))
-    own = [(c["event"], c["id"]) for ns, c in items if ns == ()]
-    nested = [(ns, c["event"], c["id"]) for ns, c in items if ns != ()]
-    assert own == [("start", "outer"), ("end", "outer")]
-    assert [(e, i) for _, e, i in nested] == [("start", "inner"), ("end", "inner")]
+    own = [(c["event"], c["tool_call_id"]) for ns, c in items if ns == ()]
+    nested = [(ns, c["event"], c["tool_call_id"]) for ns, c in items if ns != ()]
+    assert own == [("tool-started", "outer"), ("tool-finished", "outer")]
+    assert [(e, i) for _, e, i in nested] == [("tool-started", "inner"), ("tool-finished", "inner")]
     assert all(ns[0].startswith("tools:") for ns, _, _ in nested)
     # Without subgraphs=True only the parent's own calls show.
     flat = list(parent.stream({"messages": [("user", "x")]}, stream_mode="tools"))
-    assert [(c["event"], c["id"]) for c in flat] == own
+    assert [(c["event"], c["tool_call_id"]) for c in flat] == own
 
 
 def test_an_unknown_mode_lists_tools() -> None:
@@ -204,19 +215,23 @@ def test_calls_under_wrap_tool_call_report_each_attempt(mode: str) -> None:
             return [e async for e in agent.astream(inp, stream_mode="tools")]
 
         evs = asyncio.run(collect())
-    flaky_evs = [(e["event"], e.get("status"), e.get("data")) for e in evs if e["id"] == "f1"]
+    flaky_evs = [(e["event"], e.get("delta")) for e in evs if e["tool_call_id"] == "f1"]
     assert flaky_evs == [
-        ("start", None, None),
-        ("update", None, "try 1"),
-        ("end", "error", None),
-        ("start", None, None),
-        ("update", None, "try 2"),
-        ("end", "success", None),
+        ("tool-started", None),
+        ("tool-output-delta", "try 1"),
+        ("tool-error", None),
+        ("tool-started", None),
+        ("tool-output-delta", "try 2"),
+        ("tool-finished", None),
     ]
-    first_end = next(e for e in evs if e["id"] == "f1" and e["event"] == "end")
-    assert "first try fails" in first_end["error"]
-    counted = [(e["event"], e.get("data")) for e in evs if e["id"] == "c1"]
-    assert counted == [("start", None), ("update", {"step": 1, "of": 1}), ("end", None)]
+    first_end = next(e for e in evs if e["tool_call_id"] == "f1" and e["event"] == "tool-error")
+    assert "first try fails" in first_end["message"]
+    counted = [(e["event"], e.get("delta")) for e in evs if e["tool_call_id"] == "c1"]
+    assert counted == [
+        ("tool-started", None),
+        ("tool-output-delta", {"step": 1, "of": 1}),
+        ("tool-finished", None),
+    ]
     assert sorted(seen) == ["c1", "f1"]
     # Without a tools stream nothing is reported and the run is the same.
     tries["n"] = 0

@@ -1,8 +1,9 @@
 """A tool's human-readable label (``Tool(label=)`` / ``@tool(label=)``, yoagent's
-``label``) on ``ToolContext.label`` and the ``tools`` stream's start event; and a call
-that starts a sub-agent run recording that run's id (``ToolContext.set_child_loop_id``,
-yoagent's ``child_loop_id``) on its later ``update`` events, its ``end`` event and its
-tool message, so that a UI can nest the sub-agent's stream under the call."""
+``label``) on ``ToolContext.label`` and the ``tools`` stream's ``tool-started`` event;
+and a call that starts a sub-agent run recording that run's id
+(``ToolContext.set_child_loop_id``, yoagent's ``child_loop_id``) on its later
+``tool-output-delta`` events, its ``tool-finished`` event and its tool message, so that
+a UI can nest the sub-agent's stream under the call."""
 
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ def test_the_label_reaches_the_tool_and_the_start_event() -> None:
         replying(call("search", "s1", query="rust"), call("plain", "p1", x=1)), [search, plain]
     )
     evs = tool_events(agent)
-    starts = {e["id"]: e for e in evs if e["event"] == "start"}
+    starts = {e["tool_call_id"]: e for e in evs if e["event"] == "tool-started"}
     assert starts["s1"]["label"] == "Searching the web"
     # A tool without a label: the chunk has no such key (it reads as before).
     assert "label" not in starts["p1"]
@@ -101,14 +102,14 @@ def test_a_sub_agent_call_carries_the_child_run_id_on_its_events_and_result() ->
     parts = asyncio.run(collect())
     evs = [p["data"] for p in parts if p["type"] == "tools"]
     (child,) = child_ids
-    assert evs[0]["event"] == "start" and evs[0]["label"] == "Asking the helper"
+    assert evs[0]["event"] == "tool-started" and evs[0]["label"] == "Asking the helper"
     assert "child_loop_id" not in evs[0]
-    updates = [e for e in evs if e["event"] == "update"]
-    assert [u["data"] for u in updates] == [{"messages": 1}, {"messages": 2}]
+    updates = [e for e in evs if e["event"] == "tool-output-delta"]
+    assert [u["delta"] for u in updates] == [{"messages": 1}, {"messages": 2}]
     # The sub-agent's forwarded events nest under the call and name the child run.
-    assert all(u["id"] == "h1" and u["child_loop_id"] == child for u in updates)
+    assert all(u["tool_call_id"] == "h1" and u["child_loop_id"] == child for u in updates)
     end = evs[-1]
-    assert end["event"] == "end" and end["status"] == "success"
+    assert end["event"] == "tool-finished" and end["output"].status == "success"
     assert end["child_loop_id"] == child
     # The result: the tool message names the child run too.
     final = [p["data"] for p in parts if p["type"] == "values"][-1]
@@ -168,15 +169,18 @@ def test_as_tool_records_its_sub_agents_run_on_the_call() -> None:
         )
     )
     own = [p["data"] for p in parts if p["type"] == "tools" and p["ns"] == ()]
-    assert [(e["event"], e["id"]) for e in own] == [("start", "h1"), ("end", "h1")]
+    assert [(e["event"], e["tool_call_id"]) for e in own] == [
+        ("tool-started", "h1"),
+        ("tool-finished", "h1"),
+    ]
     child = own[-1]["child_loop_id"]
     assert isinstance(child, str) and str(uuid.UUID(child)) == child
     # The sub-agent still runs nested in the call's task: its own tool call shows
     # under the call's namespace.
     nested = [p for p in parts if p["type"] == "tools" and p["ns"] != ()]
-    assert [(p["data"]["event"], p["data"]["id"]) for p in nested] == [
-        ("start", "l1"),
-        ("end", "l1"),
+    assert [(p["data"]["event"], p["data"]["tool_call_id"]) for p in nested] == [
+        ("tool-started", "l1"),
+        ("tool-finished", "l1"),
     ]
     assert all(p["ns"][0].startswith("tools:") for p in nested)
     final = [p["data"] for p in parts if p["type"] == "values" and p["ns"] == ()][-1]
@@ -185,7 +189,7 @@ def test_as_tool_records_its_sub_agents_run_on_the_call() -> None:
     assert tool_msg.response_metadata["child_loop_id"] == child
     # Each call starts a run of its own.
     again = list(agent.stream({"messages": [("user", "go")]}, stream_mode="tools"))
-    ends = [e for e in again if e["event"] == "end" and e["id"] == "h1"]
+    ends = [e for e in again if e["event"] == "tool-finished" and e["tool_call_id"] == "h1"]
     assert ends[0]["child_loop_id"] != child
 
 

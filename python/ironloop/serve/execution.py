@@ -36,6 +36,7 @@ STREAM_MODES: dict[str, tuple[str, ...]] = {
     "debug": ("debug",),
     "tasks": ("tasks",),
     "checkpoints": ("checkpoints",),
+    "tools": ("tools",),
     "events": SOURCES,
 }
 MULTITASK = ("reject", "interrupt", "rollback", "enqueue")

@@ -33,7 +33,7 @@ use crate::graph::{
     modes, GraphError, NodeFailure, NodeOutput, NodeRunner, StateView, TaskContext, Val,
 };
 use crate::message::Message;
-use crate::prebuilt::{answer_output, tool_events, ToolNode};
+use crate::prebuilt::{answer_output, ToolNode};
 
 /// A node error as the run's failure; the original exception travels inside it.
 pub(super) fn node_failure(py: Python<'_>, ctx: &TaskContext, e: PyErr) -> NodeFailure {
@@ -514,7 +514,7 @@ impl ToolsNode {
             host: Some(tool_env.clone()),
             inline: ctx.inline,
             steer: ctx.steer.clone(),
-            events: tool_events(ctx.stream.as_ref()),
+            events: super::task::py_tool_events(ctx.stream.as_ref()),
             // Python tools only wait here (for the pool or the event loop).
             local: self.core.get().python_only,
             ..Default::default()

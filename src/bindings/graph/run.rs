@@ -19,9 +19,9 @@ use super::task::TaskScratch;
 use super::values::{host, val_to_py, PyCodec, Shared};
 use crate::checkpoint::thread_key;
 use crate::graph::{
-    is_hidden, Graph, GraphError, InterruptInfo, InterruptKind, Multitask, NodeOutput, Replay,
-    Reserved, Resume, RunInput, RunOptions, RunResult, Snapshot, StreamSink, TaskStatus, Val,
-    ValueCodec, START,
+    is_hidden, modes, Graph, GraphError, InterruptInfo, InterruptKind, Multitask, NodeOutput,
+    Replay, Reserved, Resume, RunInput, RunOptions, RunResult, Snapshot, StreamSink, TaskStatus,
+    Val, ValueCodec, START,
 };
 use crate::prebuilt::ModelCall;
 
@@ -55,10 +55,6 @@ fn parent_task<'py>(py: Python<'py>) -> PyResult<Option<Bound<'py, TaskScratch>>
     let var = helpers(py)?.task_var.bind(py);
     let cur = var.call_method1(intern!(py, "get"), (py.None(),))?;
     Ok(cur.cast_into::<TaskScratch>().ok())
-}
-
-pub(super) fn parent_sink(py: Python<'_>, stateful: bool) -> PyResult<Option<StreamSink>> {
-    Ok(parent_task(py)?.and_then(|sc| sc.borrow().nested_sink(stateful)))
 }
 
 /// The config a nested run's nodes see: the caller's, with the thread and namespace its
@@ -228,12 +224,7 @@ impl GraphCore {
         stream: Option<StreamSink>,
         agent: Option<Arc<ModelCall>>,
     ) -> PyResult<RunSetup> {
-        // A run inside a task of a streaming run (a subgraph, a sub-agent) streams
-        // into it when it asked for subgraph events.
-        let stream = match stream {
-            Some(s) => Some(s),
-            None => parent_sink(py, self.stateful)?,
-        };
+        let stream = self.stream_around(py, config, stream)?;
         let mut opts = RunOptions {
             stream,
             ..Default::default()
@@ -289,6 +280,44 @@ impl GraphCore {
         Ok(RunSetup {
             input: run_input,
             opts,
+        })
+    }
+
+    /// Where a run streams: to its own caller (`stream`, a `stream()` call) and, run
+    /// inside a task of a run streaming subgraph events (a subgraph, a sub-agent, a
+    /// graph a node invokes or streams), to that run's stream too, under the task's
+    /// namespace, as in LangGraph. A graph a node runs on a thread of its own
+    /// (`{"configurable": {"thread_id": ...}}`) is no subgraph: as in LangGraph, only
+    /// what its nodes' LangChain models and tools report (`messages`, `tools`) reaches
+    /// the run around it, at that run's level.
+    fn stream_around(
+        &self,
+        py: Python<'_>,
+        config: Option<&Bound<'_, PyAny>>,
+        stream: Option<StreamSink>,
+    ) -> PyResult<Option<StreamSink>> {
+        let Some(task) = parent_task(py)? else {
+            return Ok(stream);
+        };
+        let own_thread = match config {
+            Some(c) => {
+                config_str(c, "thread_id")?.is_some()
+                    && config_str(c, "checkpoint_ns")?.is_none_or(|ns| ns.is_empty())
+            }
+            None => false,
+        };
+        let task = task.borrow();
+        let around = if own_thread {
+            task.stream
+                .clone()
+                .filter(|s| s.subgraphs)
+                .and_then(|s| s.only(modes::MESSAGES | modes::TOOLS))
+        } else {
+            task.nested_sink(self.stateful)
+        };
+        Ok(match (stream, around) {
+            (Some(own), Some(around)) => Some(own.tee(around)),
+            (own, around) => own.or(around),
         })
     }
 

@@ -9,11 +9,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::super::convert::{iso_utc, value_to_py};
 use super::super::exiting::attach;
+use super::super::messages::message_to_py;
 use super::super::runtime::{drive_inline, finished_future};
 use super::run::{config_dict, interrupts_to_py};
 use super::values::{val_to_py, Shared};
 use crate::graph::options::stream_mode_bit;
-use crate::graph::{GraphError, Reserved, RunResult, StreamEvent, ToolEvent, Val};
+use crate::graph::{GraphError, Reserved, RunResult, StreamEvent, ToolEvent, ToolReturn, Val};
 
 pub(super) enum StreamMsg {
     Event(StreamEvent),
@@ -275,58 +276,71 @@ pub(super) fn debug_event<'py>(
     Ok(d.into_any())
 }
 
-/// A `tools` chunk: `{"event": "start" | "update" | "end", "id", "name", ...}` with
-/// the call's `args` and, when its tool has one, its `label` (start), the partial
-/// `data` (update), or `status` (`"success"` / `"error"`), `error` (the text the
-/// model reads) and `duration` in seconds (end). An update or end of a call that
-/// started a run (a sub-agent) has that run's id as `child_loop_id`. The optional
-/// keys are left out when unset, so a chunk without them reads as before.
+/// A `tools` chunk, as LangGraph's `tools` stream mode shows it: `{"event":
+/// "tool-started", "tool_call_id", "tool_name", "input"}`, `{"event":
+/// "tool-output-delta", "tool_call_id", "delta"}`, `{"event": "tool-finished",
+/// "tool_call_id", "output"}` (a tool node's call: the tool message the model reads)
+/// or `{"event": "tool-error", "tool_call_id", "message"}`. ironloop adds keys of
+/// its own when it knows them, which LangGraph's consumers pass over: the tool's
+/// `label` (started), `duration` in seconds (finished, error) and `child_loop_id`,
+/// the id of the run the call started (a sub-agent's; delta, finished).
 fn tool_event(py: Python<'_>, t: ToolEvent) -> PyResult<Bound<'_, PyAny>> {
     let d = PyDict::new(py);
-    let child = match t {
-        ToolEvent::Start {
+    let (child, seconds) = match t {
+        ToolEvent::Started {
             id,
             name,
-            args,
+            input,
             label,
         } => {
-            d.set_item("event", "start")?;
-            d.set_item("id", id)?;
-            d.set_item("name", name)?;
-            d.set_item("args", value_to_py(py, &args)?)?;
+            d.set_item("event", "tool-started")?;
+            d.set_item("tool_call_id", id)?;
+            d.set_item("tool_name", name)?;
+            d.set_item("input", val_to_py(py, &input)?)?;
             if let Some(l) = label {
                 d.set_item("label", l)?;
             }
-            None
+            (None, None)
         }
-        ToolEvent::Update {
+        ToolEvent::OutputDelta {
             id,
-            name,
-            data,
+            delta,
             child_loop_id,
         } => {
-            d.set_item("event", "update")?;
-            d.set_item("id", id)?;
-            d.set_item("name", name)?;
-            d.set_item("data", val_to_py(py, &data)?)?;
-            child_loop_id
+            d.set_item("event", "tool-output-delta")?;
+            d.set_item("tool_call_id", id)?;
+            d.set_item("delta", val_to_py(py, &delta)?)?;
+            (child_loop_id, None)
         }
-        ToolEvent::End {
+        ToolEvent::Finished {
             id,
-            name,
-            error,
+            output,
             seconds,
             child_loop_id,
         } => {
-            d.set_item("event", "end")?;
-            d.set_item("id", id)?;
-            d.set_item("name", name)?;
-            d.set_item("status", if error.is_some() { "error" } else { "success" })?;
-            d.set_item("error", error)?;
-            d.set_item("duration", seconds)?;
-            child_loop_id
+            d.set_item("event", "tool-finished")?;
+            d.set_item("tool_call_id", id)?;
+            let output = match output {
+                ToolReturn::Message(m) => message_to_py(py, m)?,
+                ToolReturn::Value(v) => val_to_py(py, &v)?,
+            };
+            d.set_item("output", output)?;
+            (child_loop_id, seconds)
+        }
+        ToolEvent::Error {
+            id,
+            message,
+            seconds,
+        } => {
+            d.set_item("event", "tool-error")?;
+            d.set_item("tool_call_id", id)?;
+            d.set_item("message", message)?;
+            (None, seconds)
         }
     };
+    if let Some(s) = seconds {
+        d.set_item("duration", s)?;
+    }
     if let Some(c) = child {
         d.set_item("child_loop_id", c)?;
     }

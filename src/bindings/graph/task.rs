@@ -10,12 +10,14 @@ use pyo3::types::{PyDict, PyTuple};
 use super::super::env::PyRunEnv;
 use super::super::helpers::helpers;
 use super::super::runtime::block_on;
+use super::super::toolnode::is_graph_pause;
 use super::values::{host, val_to_py};
 use crate::graph::{
     modes, Calls, Lent, Nest, ReplayStart, RunOptions, StreamEvent, StreamSink, TaskContext,
+    ToolEvent, ToolReturn,
 };
-use crate::prebuilt::tool_events;
-use crate::tool::CallEvents;
+use crate::prebuilt::tool_events_with;
+use crate::tool::{CallEvents, ToolError};
 
 // ---------------------------------------------------------------------------------
 // Per-task scratchpad: interrupt() and the stream writer
@@ -101,6 +103,16 @@ impl TaskScratch {
     }
 }
 
+impl TaskScratch {
+    /// Whether LangChain runs the node starts report to the stream: its models'
+    /// tokens (`messages`) or its tools' lifecycles (`tools`).
+    fn streams_langchain_runs(&self) -> bool {
+        self.stream
+            .as_ref()
+            .is_some_and(|s| s.wants(modes::MESSAGES | modes::TOOLS))
+    }
+}
+
 /// The `tools` stream of the task running here (its scratchpad in `task_var`), for
 /// tool calls a node makes through a `ToolNode` itself, as `create_agent`'s
 /// `wrap_tool_call` handlers do: their calls report start / update / end like the
@@ -113,7 +125,22 @@ pub(crate) fn current_tool_events(py: Python<'_>) -> PyResult<Option<CallEvents>
     let Ok(s) = scratch.cast::<TaskScratch>() else {
         return Ok(None);
     };
-    Ok(tool_events(s.borrow().stream.as_ref()))
+    Ok(py_tool_events(s.borrow().stream.as_ref()))
+}
+
+/// The `tools` stream of a task's tool calls (see [`tool_events_with`]): a call that
+/// `interrupt()` paused (or a drain stopped) has no end event, as in LangGraph.
+pub(crate) fn py_tool_events(sink: Option<&StreamSink>) -> Option<CallEvents> {
+    tool_events_with(sink, raised_pause)
+}
+
+/// Whether a tool call stopped because its Python code paused the run
+/// ([`is_graph_pause`]).
+fn raised_pause(e: &ToolError) -> bool {
+    let Some(raised) = e.raised().and_then(|h| h.downcast_ref::<PyErr>()) else {
+        return false;
+    };
+    super::super::exiting::attach(|py| is_graph_pause(py, raised))
 }
 
 #[pymethods]
@@ -205,6 +232,58 @@ impl TaskScratch {
         emit_chunk(s, &self.node, task_meta, chunk, metadata)
     }
 
+    /// Sends one event of a LangChain tool run the node started itself (`tool.invoke`
+    /// in a node) to the `tools` stream, as LangGraph's callback handler does:
+    /// `event` is `"started"` (`value`: the input), `"delta"`, `"finished"` (`value`:
+    /// the tool's output) or `"error"` (`value`: the error's text).
+    #[pyo3(signature = (event, tool_call_id, tool_name, value))]
+    fn write_tool(
+        &self,
+        event: &str,
+        tool_call_id: String,
+        tool_name: String,
+        value: Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        if let Some(p) = &self.progress {
+            p.signal();
+        }
+        let Some(s) = self.stream.as_ref().filter(|s| s.wants(modes::TOOLS)) else {
+            return Ok(());
+        };
+        let ev = match event {
+            "started" => ToolEvent::Started {
+                id: tool_call_id,
+                name: tool_name,
+                input: host(value),
+                label: None,
+            },
+            "delta" => ToolEvent::OutputDelta {
+                id: tool_call_id,
+                delta: host(value),
+                child_loop_id: None,
+            },
+            "finished" => ToolEvent::Finished {
+                id: tool_call_id,
+                output: ToolReturn::Value(host(value)),
+                seconds: None,
+                child_loop_id: None,
+            },
+            "error" => ToolEvent::Error {
+                id: tool_call_id,
+                message: value.str()?.to_string(),
+                seconds: None,
+            },
+            other => {
+                return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                    "write_tool: unknown event {other:?}; expected \"started\", \"delta\", \
+                     \"finished\" or \"error\""
+                )))
+            }
+        };
+        s.emit(modes::TOOLS, || StreamEvent::Tool(ev));
+        Ok(())
+    }
+
     /// The node's output comes from a cache (`CachePolicy`): streamed as cached.
     fn mark_cached(&self, py: Python<'_>) {
         self.pushed
@@ -276,6 +355,12 @@ impl TaskScratch {
         self.stream.as_ref().is_some_and(|s| s.wants(modes::CUSTOM))
     }
 
+    /// Whether the run streams `tools` (LangChain tools the node calls then report).
+    #[getter]
+    fn streams_tools(&self) -> bool {
+        self.stream.as_ref().is_some_and(|s| s.wants(modes::TOOLS))
+    }
+
     #[getter]
     fn streams_messages(&self) -> bool {
         self.stream
@@ -342,10 +427,10 @@ pub(super) fn task_context_with<'py>(
         intern!(py, "run"),
         (var.getattr(intern!(py, "set"))?, &scratch),
     )?;
-    if scratch.borrow().streams_messages() {
+    if scratch.borrow().streams_langchain_runs() {
         context.call_method1(
             intern!(py, "run"),
-            (h.stream_langchain_tokens.bind(py), &scratch),
+            (h.stream_langchain_runs.bind(py), &scratch),
         )?;
     }
     Ok((context, scratch))
@@ -415,8 +500,8 @@ pub(super) fn call_in_task_with<'py>(
                 )?
             };
             drop(token);
-            if scratch.borrow().streams_messages() {
-                h.stream_langchain_tokens.bind(py).call1((&scratch,))?;
+            if scratch.borrow().streams_langchain_runs() {
+                h.stream_langchain_runs.bind(py).call1((&scratch,))?;
             }
             // A thread CPython ends inside the node (the interpreter exiting) parks.
             super::super::exiting::call(f, &args, kw)

@@ -13,6 +13,7 @@ const ui = {
   thread: null, // the selected thread's id (null: a new one is made on send)
   messages: [], // the thread's messages, from the last `values` event or state
   live: new Map(), // id -> message being streamed, not yet in `messages`
+  progress: new Map(), // tool call id -> its partial output (`tool-output-delta`s) while it runs
   interrupts: [],
   next: [],
   forkFrom: null, // a history entry the next run starts from
@@ -168,7 +169,13 @@ function toolCallView(call, result, waiting) {
       el("pre", {}, text(result)),
     );
   } else {
-    outcome = el("p", { class: "muted tool-pending" }, waiting ? "Waiting for approval" : "Running…");
+    const partial = ui.progress.get(call.id);
+    outcome = el(
+      "div",
+      {},
+      el("p", { class: "muted tool-pending" }, waiting ? "Waiting for approval" : "Running…"),
+      partial ? el("pre", { class: "tool-progress", "aria-label": `Progress of ${call.name}` }, partial) : null,
+    );
   }
   return el(
     "div",
@@ -413,7 +420,7 @@ async function startRun(extra) {
     run.threadId = threadId;
     const body = {
       assistant_id: ui.assistant.assistant_id,
-      stream_mode: ["values", "messages-tuple"],
+      stream_mode: ["values", "messages-tuple", "tools"],
       multitask_strategy: "reject",
       ...extra,
     };
@@ -430,6 +437,7 @@ async function startRun(extra) {
         if (event === "metadata") run.runId = data.run_id;
         else if (event === "values") onValues(data);
         else if (event === "messages") onMessage(data);
+        else if (event === "tools") onToolEvent(data);
         else if (event === "error") {
           ended = "error";
           showAlert(new Error(`the run failed: ${data.error || ""} ${data.message || ""}`.trim()));
@@ -446,6 +454,7 @@ async function startRun(extra) {
     if (run.stopped) ended = "stopped";
     ui.run = null;
     ui.live.clear();
+    ui.progress.clear();
     setBusy(false);
   }
   await loadThread(ui.thread, { keepAlert: true });
@@ -465,6 +474,19 @@ function onValues(values) {
     for (const id of ui.live.keys()) if (id.startsWith("local-")) ui.live.delete(id);
   }
   scheduleRender();
+}
+
+// LangGraph's `tools` stream: a running call's partial output shows under it until
+// its result (a tool message) arrives.
+function onToolEvent(data) {
+  const id = data.tool_call_id;
+  if (data.event === "tool-output-delta") {
+    const delta = typeof data.delta === "string" ? data.delta : `${JSON.stringify(data.delta)}\n`;
+    ui.progress.set(id, (ui.progress.get(id) || "") + delta);
+    scheduleRender();
+  } else if (data.event === "tool-finished" || data.event === "tool-error") {
+    ui.progress.delete(id);
+  }
 }
 
 function onMessage([message, metadata]) {

@@ -1,0 +1,113 @@
+"""``stream_mode="tools"`` for LangChain tools a node calls itself.
+
+LangGraph reports every LangChain tool run inside a node (``my_tool.invoke(...)``, a
+``ToolNode``'s calls) on the ``tools`` stream through a callback handler: the call's
+``tool-started``, its ``tool-output-delta`` s (``ToolRuntime.emit_output_delta``) and
+its ``tool-finished`` or ``tool-error``. ironloop's engine reports the calls its own
+tool nodes run; this handler, reaching LangChain as the ``messages`` one does (a
+context variable registered with ``register_configure_hook``, set for the task), adds
+the tool runs a node starts itself. A call the engine runs (``LangChainTool``) is
+marked in :data:`engine_call` and left to the engine, so no call is reported twice.
+
+Imported only once langchain-core is (``ironloop._runtime.stream_langchain_runs``).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any, TypeVar
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.tracers._streaming import _StreamingCallbackHandler
+from langchain_core.tracers.context import register_configure_hook
+
+from ironloop._constants import TAG_NOSTREAM
+from ironloop._runtime import task_var
+from ironloop._tool_call import tool_call_writer
+
+T = TypeVar("T")
+
+_handler: contextvars.ContextVar[ToolStream | None] = contextvars.ContextVar(
+    "ironloop_langchain_tools", default=None
+)
+register_configure_hook(_handler, inheritable=True)
+
+#: The id of the call an engine's tool node is running through its LangChain tool:
+#: the engine reports that call's events itself.
+engine_call: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "ironloop_engine_tool_call", default=None
+)
+
+
+class ToolStream(BaseCallbackHandler, _StreamingCallbackHandler):  # type: ignore[misc]
+    """Sends the lifecycle of the LangChain tool runs of one task to its ``tools``
+    stream, as LangGraph's ``StreamToolCallHandler`` does."""
+
+    run_inline = True
+
+    def __init__(self, scratch: Any) -> None:
+        self.scratch = scratch
+        #: run id -> (tool call id, tool name, the token of the writer set for it).
+        self.runs: dict[uuid.UUID, tuple[str, str, contextvars.Token[Any]]] = {}
+
+    def tap_output_aiter(self, run_id: uuid.UUID, output: AsyncIterator[T]) -> AsyncIterator[T]:
+        return output
+
+    def tap_output_iter(self, run_id: uuid.UUID, output: Iterator[T]) -> Iterator[T]:
+        return output
+
+    def on_tool_start(
+        self,
+        serialized: Any,
+        input_str: str,
+        *,
+        run_id: uuid.UUID,
+        tags: Any = None,
+        inputs: Any = None,
+        **kw: Any,
+    ) -> None:
+        # A subgraph's task inherits this context: its tools are its own task's.
+        if TAG_NOSTREAM in (tags or ()) or task_var.get(None) is not self.scratch:
+            return
+        call_id = kw.get("tool_call_id") or str(run_id)
+        if call_id == engine_call.get():
+            return
+        name = (serialized or {}).get("name") or kw.get("name") or ""
+        scratch = self.scratch
+
+        def writer(delta: Any) -> None:
+            scratch.write_tool("delta", call_id, name, delta)
+
+        self.runs[run_id] = (call_id, name, tool_call_writer.set(writer))
+        self.scratch.write_tool("started", call_id, name, inputs)
+
+    def _ended(self, run_id: uuid.UUID) -> tuple[str, str] | None:
+        run = self.runs.pop(run_id, None)
+        if run is None:
+            return None
+        call_id, name, token = run
+        try:
+            tool_call_writer.reset(token)
+        except ValueError:  # ended in another context than it started (a thread)
+            pass
+        return call_id, name
+
+    def on_tool_end(self, output: Any, *, run_id: uuid.UUID, **kw: Any) -> None:
+        ended = self._ended(run_id)
+        if ended is not None:
+            self.scratch.write_tool("finished", *ended, output)
+
+    def on_tool_error(self, error: BaseException, *, run_id: uuid.UUID, **kw: Any) -> None:
+        from ironloop.errors import GraphDrained, GraphInterrupt
+
+        ended = self._ended(run_id)
+        # A paused tool has not failed: it runs again, from its start, on resume.
+        if ended is not None and not isinstance(error, (GraphInterrupt, GraphDrained)):
+            self.scratch.write_tool("error", *ended, str(error))
+
+
+def stream_tools_to(scratch: Any) -> None:
+    """In the task's context: LangChain tools called there report to ``scratch``."""
+    _handler.set(ToolStream(scratch))
