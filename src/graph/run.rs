@@ -76,7 +76,7 @@ impl Graph {
         let mut result = run.drive(input).await;
         // However the run ended, what it has not saved yet is saved (see `saves`):
         // under durability "exit", its one checkpoint (see `exit`).
-        if let Err(e) = run.save_at_exit() {
+        if let Err(e) = run.save_at_exit(result.is_err()) {
             result = result.and(Err(e));
         }
         if let Some(saves) = &run.saves {
@@ -197,6 +197,7 @@ impl Run<'_> {
     /// The step loop, from `input` to the end, a pause or an error.
     async fn drive(&mut self, input: RunInput) -> Result<(), GraphError> {
         let run = self;
+        run.note_start_messages();
         run.prepare(input).await?;
         while !run.next.is_empty() {
             if run.opts.cancel.is_cancelled() {

@@ -132,7 +132,10 @@ pub enum StreamEvent {
     /// `debug`: a checkpoint was taken after a step.
     DebugCheckpoint {
         step: i64,
+        /// The namespace of the run that took it (`""` for the root graph's).
+        checkpoint_ns: String,
         checkpoint_id: Option<String>,
+        /// The checkpoint before it in its namespace, when that one was saved.
         parent_id: Option<String>,
         state: StateView,
         next: Vec<String>,

@@ -219,12 +219,13 @@ impl PyNode {
                 .output(py, &self.name, write.as_any(), &mut out)
                 .map_err(|e| node_failure(py, ctx, e))?;
         }
-        self.shared
+        let written = self
+            .shared
             .output(py, &self.name, &r, &mut out)
             .map_err(|e| node_failure(py, ctx, e))?;
         out.update = self
             .shared
-            .shown_update(py, &self.name, r)
+            .shown_update(py, written)
             .map_err(|e| node_failure(py, ctx, e))?
             .map(host);
         Ok(out)

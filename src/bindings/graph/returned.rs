@@ -103,7 +103,16 @@ pub(super) fn stream_returned_messages(
         return Ok(());
     };
     let mut found = Vec::new();
-    collect(&val_to_py(py, update)?, &mut found)?;
+    let shown = val_to_py(py, update)?;
+    match shown.cast::<PyList>() {
+        // A node that wrote a key more than once shows one `{key: value}` per write.
+        Ok(l) if l.iter().any(|w| w.cast::<PyDict>().is_ok()) => {
+            for w in l.iter() {
+                collect(&w, &mut found)?;
+            }
+        }
+        _ => collect(&shown, &mut found)?,
+    }
     // What the stream showed already (a model's answer whose chunks were streamed) is
     // left out first: often nothing is left, and the rest needs the task's state.
     let mut fresh = Vec::with_capacity(found.len());

@@ -255,8 +255,8 @@ impl GraphCore {
         // checkpointer wins when no thread is given (`lend` does nothing outside such
         // a task, and the graph's own checkpointer then asks for a thread).
         if opts.thread_id.is_none() && !self.unsaved {
-            if let Some(sc) = parent_task(py)? {
-                sc.borrow().lend(py, &mut opts, self.stateful);
+            if let Some(sc) = &parent {
+                sc.borrow().lend(py, &mut opts, self.stateful, call);
                 cfg = lent_config(py, &cfg, &opts)?;
             }
         }
@@ -307,13 +307,15 @@ impl GraphCore {
             None => false,
         };
         let task = task.borrow();
+        // Each run inside the task counts, as LangGraph numbers a task's subgraph calls.
+        let call = task.next_subgraph_call();
         let around = if own_thread {
             task.stream
                 .clone()
                 .filter(|s| s.subgraphs)
                 .and_then(|s| s.only(modes::MESSAGES | modes::TOOLS))
         } else {
-            task.nested_sink(self.stateful)
+            task.nested_sink(self.stateful, call)
         };
         Ok(match (stream, around) {
             (Some(own), Some(around)) => Some(own.tee(around)),
@@ -505,19 +507,6 @@ impl ThreadAt {
     }
 }
 
-/// The config of checkpoint `id` of a root run's thread.
-pub(super) fn config_dict<'py>(
-    py: Python<'py>,
-    thread: &str,
-    id: &str,
-) -> PyResult<Bound<'py, PyDict>> {
-    ThreadAt {
-        thread_id: thread.to_owned(),
-        checkpoint_ns: String::new(),
-    }
-    .config(py, Some(id))
-}
-
 pub(super) fn snapshot<'py>(
     py: Python<'py>,
     thread: &ThreadAt,
@@ -600,6 +589,46 @@ fn looks_like_interrupt_id(key: &str) -> bool {
 
 /// The run options a LangGraph config carries beside `configurable`: `recursion_limit`,
 /// `metadata` and `multitask_strategy`, each checked.
+/// The keys of `configurable` a checkpoint's metadata never takes (LangGraph's
+/// `EXCLUDED_METADATA_KEYS`): where the checkpoint is, not what the run was given.
+const NOT_METADATA: [&str; 4] = [
+    "thread_id",
+    "checkpoint_id",
+    "checkpoint_ns",
+    "checkpoint_map",
+];
+
+/// Adds the run's `configurable` scalars (str, int, float, bool) to its checkpoints'
+/// metadata, as LangGraph's savers do (`get_checkpoint_metadata`), so a checkpoint
+/// says what it was run with (a user id, a model name); `config["metadata"]` wins,
+/// and internal (`__`) keys and where-keys ([`NOT_METADATA`]) stay out.
+fn configurable_metadata(d: &Bound<'_, PyDict>, opts: &mut RunOptions) -> PyResult<()> {
+    let Some(Ok(c)) = d.get_item("configurable")?.map(|c| c.cast_into::<PyDict>()) else {
+        return Ok(());
+    };
+    let mut m = match std::mem::take(&mut opts.metadata) {
+        serde_json::Value::Object(m) => m,
+        _ => serde_json::Map::new(),
+    };
+    for (k, v) in c.iter() {
+        let Ok(k) = k.extract::<String>() else {
+            continue;
+        };
+        if k.starts_with("__") || NOT_METADATA.contains(&k.as_str()) || m.contains_key(&k) {
+            continue;
+        }
+        let scalar = v.is_instance_of::<pyo3::types::PyString>()
+            || v.is_instance_of::<pyo3::types::PyBool>()
+            || v.is_instance_of::<pyo3::types::PyInt>()
+            || v.is_instance_of::<pyo3::types::PyFloat>();
+        if scalar {
+            m.insert(k, value_from_py(&v, "config configurable")?);
+        }
+    }
+    opts.metadata = serde_json::Value::Object(m);
+    Ok(())
+}
+
 fn config_options(cfg: &Bound<'_, PyAny>, opts: &mut RunOptions) -> PyResult<()> {
     if let Ok(d) = cfg.cast::<PyDict>() {
         if let Some(r) = d.get_item("recursion_limit")? {
@@ -629,6 +658,7 @@ fn config_options(cfg: &Bound<'_, PyAny>, opts: &mut RunOptions) -> PyResult<()>
         if let Some(m) = d.get_item("metadata")? {
             opts.metadata = value_from_py(&m, "config metadata")?;
         }
+        configurable_metadata(d, opts)?;
         // LangGraph's run option, kept in the config (see `Multitask`).
         if let Some(m) = d.get_item("multitask_strategy")? {
             let name: Option<String> = m.extract().ok();

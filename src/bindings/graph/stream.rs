@@ -11,7 +11,7 @@ use super::super::convert::{iso_utc, value_to_py};
 use super::super::exiting::attach;
 use super::super::messages::message_to_py;
 use super::super::runtime::{drive_inline, finished_future};
-use super::run::{config_dict, interrupts_to_py};
+use super::run::{interrupts_to_py, ThreadAt};
 use super::values::{val_to_py, Shared};
 use crate::graph::options::stream_mode_bit;
 use crate::graph::{GraphError, Reserved, RunResult, StreamEvent, ToolEvent, ToolReturn, Val};
@@ -184,6 +184,7 @@ fn debug_to_py<'py>(
         }
         StreamEvent::DebugCheckpoint {
             step,
+            checkpoint_ns,
             checkpoint_id,
             parent_id,
             state,
@@ -192,20 +193,18 @@ fn debug_to_py<'py>(
             metadata,
         } => {
             let p = PyDict::new(py);
-            p.set_item(
-                "config",
-                match &checkpoint_id {
-                    Some(id) => config_dict(py, thread, id)?.into_any(),
-                    None => py.None().into_bound(py),
-                },
-            )?;
-            p.set_item(
-                "parent_config",
-                match &parent_id {
-                    Some(id) => config_dict(py, thread, id)?.into_any(),
-                    None => py.None().into_bound(py),
-                },
-            )?;
+            // A subgraph's checkpoint is named as `get_state_history` names it: its
+            // namespace and `checkpoint_map`.
+            let at = ThreadAt {
+                thread_id: thread.to_owned(),
+                checkpoint_ns,
+            };
+            let config = |id: &Option<String>| match id {
+                Some(id) => Ok(at.mapped_config(py, id, &metadata)?.into_any()),
+                None => Ok::<_, PyErr>(py.None().into_bound(py)),
+            };
+            p.set_item("config", config(&checkpoint_id)?)?;
+            p.set_item("parent_config", config(&parent_id)?)?;
             p.set_item("values", shared.state_value(py, &state)?)?;
             p.set_item("metadata", value_to_py(py, &metadata)?)?;
             p.set_item("next", PyList::new(py, &next)?)?;

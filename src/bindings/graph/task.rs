@@ -1,6 +1,7 @@
 //! The per-task scratchpad: what `interrupt()` and `get_stream_writer()` find inside
 //! a node, and calling Python in a task's context.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use pyo3::intern;
@@ -52,27 +53,41 @@ pub struct TaskScratch {
     pub(super) progress: Option<Arc<crate::graph::Progress>>,
     /// For an error handler's task: the failure it handles.
     pub(super) failed: Option<Arc<crate::graph::Failed>>,
+    /// How many graph runs this task has started (LangGraph's `subgraph_counter`).
+    pub(super) subgraph_calls: AtomicUsize,
 }
 
 impl TaskScratch {
-    /// Where a subgraph run inside this task streams, if the parent asked for
-    /// subgraph events.
+    /// Counts a graph run started inside this task: its index among them (from 0).
+    /// Past the first, a run's namespace ends in its index (LangGraph's
+    /// `subgraph_counter`), so two subgraphs one node calls keep apart their
+    /// checkpoints and stream namespaces.
+    pub(super) fn next_subgraph_call(&self) -> usize {
+        self.subgraph_calls.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Where the `call`-th subgraph run inside this task streams, if the parent asked
+    /// for subgraph events.
     /// A stateful subgraph's events (`stateful`, LangGraph's `checkpointer=True`) are
     /// tagged with the node's name alone, as its checkpoints are kept.
-    pub(super) fn nested_sink(&self, stateful: bool) -> Option<StreamSink> {
+    pub(super) fn nested_sink(&self, stateful: bool, call: usize) -> Option<StreamSink> {
         let ns = if stateful {
             self.node.clone()
         } else {
             format!("{}:{}", self.node, self.task_id)
         };
-        self.stream.as_ref().and_then(|s| s.nested(ns))
+        let sink = self.stream.as_ref().and_then(|s| s.nested(ns))?;
+        if call == 0 {
+            return Some(sink);
+        }
+        sink.nested(call.to_string())
     }
 
     /// What a graph run inside this task (a subgraph without a checkpointer of its
     /// own) runs with: the thread, namespace and lent checkpointer, resumed with this
     /// task's resume values. A `stateful` one (LangGraph's `checkpointer=True`) keeps
     /// one history per node, not per task: each call continues the last one's state.
-    pub(super) fn lend(&self, py: Python<'_>, opts: &mut RunOptions, stateful: bool) {
+    pub(super) fn lend(&self, py: Python<'_>, opts: &mut RunOptions, stateful: bool, call: usize) {
         let Some(n) = &self.nest else { return };
         opts.thread_id = Some(n.thread_id.clone());
         opts.checkpoint_ns = if stateful {
@@ -80,6 +95,9 @@ impl TaskScratch {
         } else {
             n.checkpoint_ns.clone()
         };
+        if call > 0 {
+            opts.checkpoint_ns = format!("{}|{call}", opts.checkpoint_ns);
+        }
         opts.parents = n.parents.clone();
         if let Some(r) = &n.replay {
             match r.start_of(&opts.checkpoint_ns) {
@@ -156,9 +174,11 @@ impl TaskScratch {
     }
 
     /// A retried node starts over: its `interrupt()` calls get the resume values
-    /// from the first on again (LangGraph resets the count between attempts).
+    /// from the first on again (LangGraph resets the count between attempts), and the
+    /// subgraphs it runs take the namespaces of the first attempt's.
     fn restart_interrupts(&mut self) {
         self.next = 0;
+        self.subgraph_calls = AtomicUsize::new(0);
     }
 
     /// Sends `payload` to the `custom` stream.
@@ -381,11 +401,20 @@ pub(super) fn emit_chunk(
     metadata: Option<Bound<'_, PyDict>>,
 ) -> PyResult<()> {
     let py = chunk.py();
-    let meta = match metadata {
+    let meta = match task_meta {
         Some(m) => m.copy()?,
         None => PyDict::new(py),
     };
-    if let Some(m) = task_meta {
+    // A LangChain model run's chunk (`metadata`: the run's own) shows what the run's
+    // callbacks see under LangGraph: the task's metadata, with the task's namespace as
+    // `checkpoint_ns` (langchain-core copies it from the config's `configurable`),
+    // under the run's own keys (its `ls_integration` is the model's, not the graph's).
+    if let Some(m) = metadata {
+        if let Some(ns) = meta.get_item("langgraph_checkpoint_ns")? {
+            if !meta.contains("checkpoint_ns")? {
+                meta.set_item("checkpoint_ns", ns)?;
+            }
+        }
         meta.update(m.as_mapping())?;
     }
     if let Ok(Some(id)) = chunk
@@ -461,6 +490,7 @@ fn task_scratch<'py>(
             remaining_steps: ctx.remaining_steps,
             progress: ctx.progress.clone(),
             failed: ctx.failed.clone(),
+            subgraph_calls: AtomicUsize::new(0),
             meta: match &ctx.stream {
                 Some(s) if s.wants(modes::MESSAGES) => {
                     Some(super::returned::message_meta(py, env, ctx)?.unbind())

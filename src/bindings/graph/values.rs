@@ -11,7 +11,6 @@ use serde_json::Value;
 
 use super::super::coerce::message_from_py;
 use super::super::convert::value_to_py;
-use super::super::errors::Class;
 use super::super::exiting::attach;
 use super::super::helpers::helpers;
 use super::super::messages::message_to_py;
@@ -373,106 +372,82 @@ impl Shared {
             .collect()
     }
 
-    /// Channel writes from an update: the value itself in a root graph, else a
-    /// dict-like value.
-    pub(super) fn writes_from(
-        &self,
-        py: Python<'_>,
-        node: &str,
-        upd: &Bound<'_, PyAny>,
-        out: &mut NodeOutput,
-    ) -> PyResult<()> {
-        if self.root {
-            out.writes
-                .push((ROOT.to_owned(), self.channel_val(ROOT, upd)?));
-            return Ok(());
-        }
-        self.key_writes(py, node, self.pairs(py, node, upd)?, out)
-    }
-
-    /// Writes to named keys, each a channel of the graph.
-    fn key_writes(
-        &self,
-        py: Python<'_>,
-        node: &str,
-        pairs: Vec<(String, Bound<'_, PyAny>)>,
-        out: &mut NodeOutput,
-    ) -> PyResult<()> {
-        for (k, v) in pairs {
-            if !self.channels.contains(&k) {
-                let mut known: Vec<_> = self.channels.iter().cloned().collect();
-                known.sort();
-                return Err(Class::InvalidUpdate.err(
-                    py,
-                    format!(
-                        "node {node:?} wrote key {k:?}, which is not in the state schema \
-                         (keys: {})",
-                        known.join(", ")
-                    ),
-                ));
-            }
-            let val = self.channel_val(&k, &v)?;
-            out.writes.push((k, val));
-        }
-        Ok(())
-    }
-
-    /// The writes of `Command(update=...)`: a dict or a list of `(key, value)` pairs
-    /// name their keys (also in a root graph); anything else is an update as a node
-    /// returns it.
-    fn command_writes(
-        &self,
-        py: Python<'_>,
-        node: &str,
-        upd: &Bound<'_, PyAny>,
-        out: &mut NodeOutput,
-    ) -> PyResult<()> {
-        if upd.cast::<PyDict>().is_ok() {
-            return self.key_writes(py, node, self.pairs(py, node, upd)?, out);
-        }
-        if upd.cast::<PyList>().is_ok() || upd.cast::<PyTuple>().is_ok() {
-            let pairs: Option<Vec<(String, Bound<'_, PyAny>)>> = upd
-                .try_iter()?
-                .map(|kv| kv.ok().and_then(|kv| kv.extract().ok()))
-                .collect();
-            if let Some(pairs) = pairs {
-                return self.key_writes(py, node, pairs, out);
-            }
-        }
-        self.writes_from(py, node, upd, out)
-    }
-
-    /// A node's return value as the `updates` stream shows it, as LangGraph: a
-    /// `Command` as its `update` (`(key, value)` pairs as a dict, except in a root
-    /// graph), a dataclass or pydantic object as the dict of what it wrote, anything
-    /// else as it is; `None` when there is nothing to show.
-    pub(super) fn shown_update<'py>(
+    /// The `(key, value)` pairs of an update: the value itself in a root graph, else
+    /// a dict-like value's items.
+    fn update_pairs<'py>(
         &self,
         py: Python<'py>,
         node: &str,
-        r: Bound<'py, PyAny>,
-    ) -> PyResult<Option<Bound<'py, PyAny>>> {
-        if r.is_none() {
-            return Ok(None);
+        upd: &Bound<'py, PyAny>,
+        pairs: &mut Vec<Pair<'py>>,
+    ) -> PyResult<()> {
+        if self.root {
+            pairs.push((ROOT.to_owned(), upd.clone()));
+            return Ok(());
         }
-        if r.is_instance(command_class(py)?)? {
-            let u = r.getattr("update")?;
-            if u.is_none() {
+        pairs.extend(self.pairs(py, node, upd)?);
+        Ok(())
+    }
+
+    /// The pairs of `Command(update=...)`: a dict or a list of `(key, value)` pairs
+    /// name their keys (also in a root graph); anything else is an update as a node
+    /// returns it.
+    fn command_pairs<'py>(
+        &self,
+        py: Python<'py>,
+        node: &str,
+        upd: &Bound<'py, PyAny>,
+        pairs: &mut Vec<Pair<'py>>,
+    ) -> PyResult<()> {
+        if upd.cast::<PyDict>().is_ok() {
+            pairs.extend(self.pairs(py, node, upd)?);
+            return Ok(());
+        }
+        if upd.cast::<PyList>().is_ok() || upd.cast::<PyTuple>().is_ok() {
+            let named: Option<Vec<Pair<'py>>> = upd
+                .try_iter()?
+                .map(|kv| kv.ok().and_then(|kv| kv.extract().ok()))
+                .collect();
+            if let Some(named) = named {
+                pairs.extend(named);
+                return Ok(());
+            }
+        }
+        self.update_pairs(py, node, upd, pairs)
+    }
+
+    /// The writes of a node's return value as LangGraph's `updates` stream shows
+    /// them (its `map_output_updates`): nothing as `None`; in a root graph the value
+    /// written, or the list of them when there are several; else one dict of the
+    /// writes, or, when a key is written more than once, one `{key: value}` dict per
+    /// write, in order.
+    pub(super) fn shown_update<'py>(
+        &self,
+        py: Python<'py>,
+        written: Vec<Pair<'py>>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let one_or_list = |mut items: Vec<Bound<'py, PyAny>>| -> PyResult<_> {
+            Ok(match items.len() {
+                0 => None,
+                1 => items.pop(),
+                _ => Some(PyList::new(py, items)?.into_any()),
+            })
+        };
+        if self.root {
+            return one_or_list(written.into_iter().map(|(_, v)| v).collect());
+        }
+        let mut seen = HashSet::new();
+        if written.iter().all(|(k, _)| seen.insert(k.as_str())) {
+            if written.is_empty() {
                 return Ok(None);
             }
-            if !self.root && (u.cast::<PyList>().is_ok() || u.cast::<PyTuple>().is_ok()) {
-                return Ok(Some(PyDict::from_sequence(&u)?.into_any()));
-            }
-            return Ok(Some(u));
+            return Ok(Some(written.into_py_dict(py)?.into_any()));
         }
-        if self.root
-            || r.cast::<PyDict>().is_ok()
-            || r.cast::<PyList>().is_ok()
-            || r.cast::<PyTuple>().is_ok()
-        {
-            return Ok(Some(r));
-        }
-        Ok(Some(self.pairs(py, node, &r)?.into_py_dict(py)?.into_any()))
+        let dicts = written
+            .into_iter()
+            .map(|kv| Ok([kv].into_py_dict(py)?.into_any()))
+            .collect::<PyResult<Vec<_>>>()?;
+        one_or_list(dicts)
     }
 
     pub(super) fn goto_from(
@@ -506,13 +481,35 @@ impl Shared {
         )))
     }
 
-    /// A node's return value as writes and routing.
-    pub(super) fn output(
+    /// A node's return value as writes and routing. Returns the pairs written, as
+    /// Python values, for the `updates` stream ([`Shared::shown_update`]); a key that
+    /// is not a channel of the graph is dropped, as LangGraph drops it: a node may
+    /// return more than the state holds (a model's `usage_metadata`, a subgraph's own
+    /// keys) and only the state's keys are written.
+    pub(super) fn output<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         node: &str,
-        r: &Bound<'_, PyAny>,
+        r: &Bound<'py, PyAny>,
         out: &mut NodeOutput,
+    ) -> PyResult<Vec<Pair<'py>>> {
+        let mut pairs = Vec::new();
+        self.returned(py, node, r, &mut pairs, &mut out.goto)?;
+        pairs.retain(|(k, _)| self.channels.contains(k));
+        for (k, v) in &pairs {
+            out.writes.push((k.clone(), self.channel_val(k, v)?));
+        }
+        Ok(pairs)
+    }
+
+    /// The `(key, value)` pairs and routing of a node's return value.
+    fn returned<'py>(
+        &self,
+        py: Python<'py>,
+        node: &str,
+        r: &Bound<'py, PyAny>,
+        pairs: &mut Vec<Pair<'py>>,
+        goto: &mut Vec<Goto>,
     ) -> PyResult<()> {
         if r.is_none() {
             return Ok(());
@@ -537,9 +534,9 @@ impl Shared {
             }
             let upd = r.getattr("update")?;
             if !upd.is_none() {
-                self.command_writes(py, node, &upd, out)?;
+                self.command_pairs(py, node, &upd, pairs)?;
             }
-            self.goto_from(py, &r.getattr("goto")?, &mut out.goto)?;
+            self.goto_from(py, &r.getattr("goto")?, goto)?;
             return Ok(());
         }
         // A list of updates and `Command`s; in a root graph a list is the value unless
@@ -547,13 +544,16 @@ impl Shared {
         let is_list = r.cast::<PyList>().is_ok() || r.cast::<PyTuple>().is_ok();
         if is_list && (!self.root || holds_command(py, r)?) {
             for item in r.try_iter()? {
-                self.output(py, node, &item?, out)?;
+                self.returned(py, node, &item?, pairs, goto)?;
             }
             return Ok(());
         }
-        self.writes_from(py, node, r, out)
+        self.update_pairs(py, node, r, pairs)
     }
 }
+
+/// A key written and its value, as the node gave it.
+pub(super) type Pair<'py> = (String, Bound<'py, PyAny>);
 
 fn holds_command(py: Python<'_>, list: &Bound<'_, PyAny>) -> PyResult<bool> {
     let command = command_class(py)?;

@@ -1,6 +1,6 @@
 //! Emit: the stream events of a run's phases.
 
-use super::Run;
+use super::{Durability, Run};
 use crate::graph::engine::{meta, Task};
 use crate::graph::interrupt::{InterruptInfo, InterruptKind};
 use crate::graph::reserved::is_hidden;
@@ -21,6 +21,26 @@ impl Run<'_> {
 
     fn sink(&self) -> Option<&StreamSink> {
         self.opts.stream.as_ref()
+    }
+
+    /// `messages`: a subgraph run that continues from a checkpoint (a resumed one)
+    /// marks the messages it starts with as shown, as LangGraph's handler marks a
+    /// task's input: when the parent's node that runs the subgraph returns them, they
+    /// are not news. A root run needs none of this (its tasks' state holds them).
+    pub(super) fn note_start_messages(&self) {
+        let Some(sink) = self.sink().filter(|s| s.wants(modes::MESSAGES)) else {
+            return;
+        };
+        if self.opts.checkpoint_ns.is_empty() || self.parent.is_none() {
+            return;
+        }
+        for (_, v) in self.graph.view(&self.chans).iter() {
+            if let Val::Messages(list) = v {
+                for m in list.iter() {
+                    sink.first_sight(&m.id);
+                }
+            }
+        }
     }
 
     /// `debug`: the tasks about to run.
@@ -116,8 +136,15 @@ impl Run<'_> {
         }
         self.emit(modes::DEBUG, || StreamEvent::DebugCheckpoint {
             step: self.step,
+            checkpoint_ns: self.opts.checkpoint_ns.clone(),
             checkpoint_id: self.parent.as_ref().map(|p| p.id.clone()),
-            parent_id: self.parent.as_ref().and_then(|p| p.parent_id.clone()),
+            // Under `durability="exit"` the step before was never saved: no parent, as
+            // LangGraph reports it (and the saved history then shows).
+            parent_id: self
+                .parent
+                .as_ref()
+                .and_then(|p| p.parent_id.clone())
+                .filter(|_| self.opts.durability != Durability::Exit),
             state: self.graph.view(&self.chans),
             next: self.next.iter().map(|t| t.node.clone()).collect(),
             next_ids: self.next.iter().map(|t| t.id.clone()).collect(),

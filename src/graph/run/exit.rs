@@ -109,12 +109,21 @@ impl Run<'_> {
 
     /// Hands the run's one record to its saves (which write it, with the pending
     /// writes kept for it, in `Saves::finish`); nothing when the run made no
-    /// checkpoint.
-    pub(super) fn save_at_exit(&mut self) -> Result<(), GraphError> {
+    /// checkpoint. A subgraph's run saves only when there is something to resume: it
+    /// paused or `failed`, or it is stateful (LangGraph's `checkpointer=True`, no task
+    /// id in its namespace), whose history is its state. One that finished is in its
+    /// parent's checkpoint, as in LangGraph.
+    pub(super) fn save_at_exit(&mut self, failed: bool) -> Result<(), GraphError> {
         let (Some(x), Some(saves), Some(head)) = (&mut self.exit, &self.saves, &self.parent) else {
             return Ok(());
         };
         if x.start.as_deref() == Some(head.id.as_str()) {
+            return Ok(());
+        }
+        let ns = &self.opts.checkpoint_ns;
+        let per_task = ns.split('|').any(|part| part.contains(':'));
+        if per_task && !failed && self.interrupts.is_empty() {
+            saves.discard_at_exit();
             return Ok(());
         }
         let writes = std::mem::take(&mut x.messages)

@@ -181,6 +181,11 @@ impl Saves {
         );
     }
 
+    /// `Exit`: the run saves nothing; what was kept for it goes.
+    pub fn discard_at_exit(&self) {
+        lock(&self.deferred).clear();
+    }
+
     /// Waits for the queued saves (`Async`) and saves what was kept (`Exit`, or an
     /// input checkpoint held under `Sync`): called when the run ends, however it ends.
     pub async fn finish(&self) -> Result<(), GraphError> {
