@@ -26,11 +26,22 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// so that the host can re-raise the original object, traceback and all, when the error
 /// comes back out of the engine. The core never looks inside; equality is identity.
 #[derive(Clone)]
-pub struct HostError(pub Arc<dyn Any + Send + Sync>);
+pub struct HostError(pub Arc<dyn Any + Send + Sync>, Option<Arc<str>>);
 
 impl HostError {
     pub fn new<T: Any + Send + Sync>(value: T) -> Self {
-        HostError(Arc::new(value))
+        HostError(Arc::new(value), None)
+    }
+
+    /// With how the host shows the error (Python's `repr`): what a record that keeps
+    /// the error as text (a failed task's pending write, as LangGraph's) holds.
+    pub fn shown_as(self, text: String) -> Self {
+        HostError(self.0, Some(text.into()))
+    }
+
+    /// How the host shows the error, if it said.
+    pub fn shown(&self) -> Option<&str> {
+        self.1.as_deref()
     }
 
     /// The host's value, when it is a `T`.

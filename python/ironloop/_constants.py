@@ -12,6 +12,14 @@ END: Final = _END
 #: The key of a pause in a result or an ``updates`` / ``values`` chunk.
 INTERRUPT: Final = _INTERRUPT
 
+#: The ``configurable`` key of LangGraph's strict resume (its internal
+#: ``CONFIG_KEY_STRICT_RESUME``). ironloop resumes strictly unless it is ``False``: a
+#: ``Command(resume=...)`` naming an interrupt that is not pending, or one value for
+#: several, raises ``UnknownInterruptError`` before anything is written. With
+#: ``False``, as LangGraph's default, unknown ids are ignored and one value for several
+#: interrupts raises ``RuntimeError``.
+CONFIG_KEY_STRICT_RESUME: Final = "__pregel_strict_resume"
+
 #: The tag that keeps a model call out of the ``messages`` stream (LangGraph's
 #: ``TAG_NOSTREAM``): a middleware's own calls carry it.
 TAG_NOSTREAM: Final = "nostream"

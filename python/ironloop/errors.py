@@ -245,12 +245,14 @@ class RunRolledBackError(IronloopError):
     thread_id: str | None = None
 
 
-class UnknownInterruptError(IronloopError, ValueError):
+class UnknownInterruptError(IronloopError, ValueError, RuntimeError):
     """A ``Command(resume=...)`` that does not match the pending interrupts, refused
     before anything is written (LangGraph's name and attributes). ``reason`` is
     ``"not_pending"`` (the ids in ``interrupt_ids`` are unknown or answered already) or
     ``"ambiguous"`` (one value while several interrupts are pending); ``pending_ids``
-    are the interrupts that can still be answered, by id. Also a ``ValueError``.
+    are the interrupts that can still be answered, by id. Also a ``ValueError``, and a
+    ``RuntimeError``: what LangGraph's default (not strict) resume raises for one value
+    while several interrupts are pending, which a program written for it catches.
 
     A single value with no interrupt pending resumes a pause at ``interrupt_before`` /
     ``interrupt_after``."""

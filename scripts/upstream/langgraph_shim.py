@@ -31,6 +31,8 @@ from typing import Any
 MODULES: dict[str, tuple[str, ...]] = {
     "langgraph": ("ironloop",),
     "langgraph.constants": ("ironloop._constants",),
+    # LangGraph's tests switch strict resume with its internal config key.
+    "langgraph._internal._constants": ("ironloop._constants",),
     "langgraph.graph": ("ironloop.graph",),
     "langgraph.graph.state": ("ironloop.graph",),
     "langgraph.graph.message": ("ironloop.graph",),

@@ -326,6 +326,7 @@ impl From<GraphError> for PyErr {
             GraphError::Serialize { .. } => Class::CheckpointSerialization.err(py, e.to_string()),
             GraphError::Checkpoint(e) => PyErr::from(&e),
             GraphError::Build(m) | GraphError::Config(m) => PyValueError::new_err(m),
+            GraphError::AmbiguousResume(m) => pyo3::exceptions::PyRuntimeError::new_err(m),
             GraphError::Cancelled => Class::ToolCancelled.err(py, "the run was cancelled"),
             GraphError::Timeout {
                 node,

@@ -271,7 +271,12 @@ impl Thread {
         let (parent, text) = match &record.parent_id {
             None => (Parent::None, json),
             Some(p) => {
-                self.pending.remove(p.as_str());
+                if let Some(ws) = self.pending.get_mut(p.as_str()) {
+                    ws.retain(|w| crate::checkpoint::kept_write(&w.channel));
+                    if ws.is_empty() {
+                        self.pending.remove(p.as_str());
+                    }
+                }
                 if self.pending.is_empty() {
                     // Give the table's memory back: most threads have no pending writes.
                     self.pending = HashMap::new();

@@ -244,13 +244,19 @@ impl Put {
             return;
         }
         let mut keep = vec![true; puts.len()];
-        let mut followed: Vec<&str> = Vec::new();
-        for (i, p) in puts.iter().enumerate().rev() {
+        let mut followed: Vec<String> = Vec::new();
+        for (i, p) in puts.iter_mut().enumerate().rev() {
             match p {
-                Put::Record { record, .. } => followed.extend(record.parent_id.as_deref()),
-                Put::Writes { checkpoint_id, .. } => {
-                    keep[i] = !followed.contains(&checkpoint_id.as_str());
+                Put::Record { record, .. } => followed.extend(record.parent_id.clone()),
+                Put::Writes {
+                    checkpoint_id,
+                    writes,
+                } if followed.contains(checkpoint_id) => {
+                    // Those a checkpoint keeps once it has a child stay.
+                    writes.retain(|w| kept_write(&w.channel));
+                    keep[i] = !writes.is_empty();
                 }
+                Put::Writes { .. } => {}
             }
         }
         let mut keep = keep.into_iter();
@@ -315,6 +321,34 @@ mod put_tests {
         let mut puts = vec![record("c1", Some("c0")), writes("c0")];
         Put::drop_superseded_writes(&mut puts);
         assert_eq!(shape(&puts), ["r c1", "w c0"]);
+    }
+
+    #[test]
+    fn the_questions_and_errors_of_a_followed_checkpoint_stay() {
+        let write = |channel: &str| PendingWrite {
+            task_id: "t".into(),
+            idx: -1,
+            node: "a".into(),
+            channel: channel.into(),
+            value: Arc::new(Value::Null),
+        };
+        let mut puts = vec![
+            Put::Writes {
+                checkpoint_id: "c0".into(),
+                writes: vec![write("x"), write("__interrupt__"), write("__error__")],
+            },
+            record("c1", Some("c0")),
+        ];
+        Put::drop_superseded_writes(&mut puts);
+        let Put::Writes { writes, .. } = &puts[0] else {
+            panic!("the kept writes were left out: {:?}", shape(&puts));
+        };
+        let channels: Vec<&str> = writes.iter().map(|w| w.channel.as_str()).collect();
+        assert_eq!(channels, ["__interrupt__", "__error__"]);
+        assert_eq!(
+            dropped_writes_sql(),
+            "channel NOT IN ('__interrupt__', '__error__')"
+        );
     }
 }
 
@@ -509,6 +543,29 @@ pub(crate) fn ns_prefix(thread_id: &str) -> String {
 
 /// The namespace of a checkpoint run by `node`'s task `task_id`, inside a run whose
 /// own namespace is `parent_ns` (`""` for a root run), as LangGraph spells it.
+/// The channels of the pending writes a checkpoint keeps when the next checkpoint is
+/// saved (its other pending writes go then, see the contract): the questions its
+/// tasks asked (`__interrupt__`) and the errors they failed the run with
+/// (`__error__`). They are the record of the step that `get_state_history` shows, as
+/// LangGraph's savers keep them; they are few, and nothing resumes from them (a run
+/// from a checkpoint with a child replays it, asking again).
+pub const KEPT_WRITES: [&str; 2] = [
+    crate::graph::Reserved::Interrupt.as_str(),
+    crate::graph::Reserved::Error.as_str(),
+];
+
+/// Whether a pending write on `channel` stays once its checkpoint has a child.
+pub fn kept_write(channel: &str) -> bool {
+    KEPT_WRITES.contains(&channel)
+}
+
+/// The SQL condition that picks the pending writes a child's save drops (see
+/// [`KEPT_WRITES`]).
+pub fn dropped_writes_sql() -> String {
+    let kept: Vec<String> = KEPT_WRITES.iter().map(|c| format!("'{c}'")).collect();
+    format!("channel NOT IN ({})", kept.join(", "))
+}
+
 pub fn child_ns(parent_ns: &str, node: &str, task_id: &str) -> String {
     if parent_ns.is_empty() {
         format!("{node}:{task_id}")

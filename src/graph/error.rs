@@ -89,6 +89,10 @@ pub enum GraphError {
     /// Misuse of a run's configuration (resume without a checkpointer, etc.).
     #[error("{0}")]
     Config(String),
+    /// One `Command(resume=value)` for several pending interrupts, without strict
+    /// resume (LangGraph's default, which raises a `RuntimeError` for it).
+    #[error("{0}")]
+    AmbiguousResume(String),
     /// A `Command(resume=...)` that does not match the pending interrupts, refused
     /// before anything is written (LangGraph's `UnknownInterruptError`): `reason` is
     /// `"not_pending"` (ids in `interrupt_ids` are not pending) or `"ambiguous"` (one
@@ -100,4 +104,20 @@ pub enum GraphError {
         interrupt_ids: Vec<String>,
         pending_ids: Vec<String>,
     },
+}
+
+impl GraphError {
+    /// The error as a failed task's record keeps it: the host's own text for its
+    /// exception (Python's `repr`, as LangGraph saves it), else the message.
+    pub fn shown(&self) -> String {
+        match self {
+            GraphError::Node {
+                host: Some(h),
+                message,
+                ..
+            } => h.shown().map_or_else(|| message.clone(), str::to_owned),
+            GraphError::Node { message, .. } => message.clone(),
+            e => e.to_string(),
+        }
+    }
 }

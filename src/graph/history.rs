@@ -128,6 +128,15 @@ impl Graph {
             .map_err(Graph::cp_err)?;
         let mut memo: HashMap<String, (Vec<Channel>, CheckpointRecord)> = HashMap::new();
         let mut out = Vec::with_capacity(records.len());
+        // Each checkpoint's oldest child (the list is newest first): saving it dropped
+        // the checkpoint's pending writes, and its writes are what the step's tasks
+        // wrote, which the step's record shows as their results.
+        let mut records_by_parent: HashMap<String, CheckpointRecord> = HashMap::new();
+        for r in &records {
+            if let Some(p) = &r.parent_id {
+                records_by_parent.insert(p.clone(), r.clone());
+            }
+        }
         for r in records {
             // Replayed already as an ancestor of a newer one (the common case: newest
             // first along one chain), else replayed from the newest ancestor that was.
@@ -147,10 +156,15 @@ impl Graph {
                     chans
                 }
             };
-            let pending = cp
+            let mut pending = cp
                 .pending_writes(thread_id, &r.id)
                 .await
                 .map_err(Graph::cp_err)?;
+            // The oldest child: the step that followed (a fork comes later).
+            if let Some(child) = records_by_parent.get(r.id.as_str()) {
+                let results = pending::step_results(&r.next, child, &pending);
+                pending.extend(results);
+            }
             let parent = r
                 .parent_id
                 .as_ref()

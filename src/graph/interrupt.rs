@@ -1,10 +1,15 @@
 //! Interrupts surfaced to the caller, and the ids of static ones.
 //!
-//! A node's `interrupt()` is identified by its task id. A pause before or after a
-//! node (`interrupt_before` / `interrupt_after`) gets an id made from a prefix and the
-//! task (before) or checkpoint (after) it belongs to; the host tells them apart by it.
+//! A node's `interrupt()` is identified as LangGraph identifies it (see
+//! [`interrupt_id`]), so that an id a LangGraph program computes, or saved, names the
+//! same question. A pause before or after a node (`interrupt_before` /
+//! `interrupt_after`) gets an id made from a prefix and the task (before) or
+//! checkpoint (after) it belongs to; the host tells them apart by it.
+
+use xxhash_rust::xxh3::xxh3_128;
 
 use super::value::Val;
+use crate::checkpoint::child_ns;
 
 const BEFORE: &str = "before:";
 const AFTER: &str = "after:";
@@ -43,10 +48,17 @@ impl InterruptKind {
 }
 
 impl InterruptInfo {
-    /// A node's `interrupt(value)` in task `task_id`.
-    pub(crate) fn node(task_id: &str, node: &str, value: Val) -> Self {
+    /// A node's `interrupt(value)` in task `task_id`, asked with `answered` of its
+    /// questions answered, in a run whose namespace is `run_ns`.
+    pub(crate) fn node(
+        run_ns: &str,
+        task_id: &str,
+        node: &str,
+        answered: usize,
+        value: Val,
+    ) -> Self {
         InterruptInfo {
-            id: task_id.to_owned(),
+            id: interrupt_id(&child_ns(run_ns, node, task_id), answered),
             value,
             node: node.to_owned(),
             task_id: task_id.to_owned(),
@@ -79,9 +91,41 @@ impl InterruptInfo {
     }
 }
 
+/// The id of the question a task asks with `answered` of its questions answered
+/// already, the task's checkpoint namespace being `task_ns` (`node:task_id`, below its
+/// run's): LangGraph's, the xxh3-128 digest of the namespace, with `|<answered>`
+/// appended past the first question. A task's second question gets an id of its own
+/// (an answer to the first cannot be taken for it), and the same question asked again
+/// after a crash or a retry gets the same id.
+pub fn interrupt_id(task_ns: &str, answered: usize) -> String {
+    let key = if answered == 0 {
+        task_ns.to_owned()
+    } else {
+        format!("{task_ns}|{answered}")
+    };
+    format!("{:032x}", xxh3_128(key.as_bytes()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The values are LangGraph's (`xxhash.xxh3_128_hexdigest`).
+    #[test]
+    fn node_ids_are_langgraphs() {
+        assert_eq!(
+            interrupt_id("ask:t1", 0),
+            "e13053d3c1fd028fdf900de20cc1afcb"
+        );
+        assert_eq!(
+            interrupt_id("ask:t1", 1),
+            "a54f2b70f2c0b76eada5b2d60d1568d8"
+        );
+        assert_eq!(
+            InterruptInfo::node("", "t1", "ask", 0, Val::Json(1.into())).id,
+            interrupt_id("ask:t1", 0)
+        );
+    }
 
     #[test]
     fn ids_tell_the_kinds_apart() {
@@ -93,7 +137,7 @@ mod tests {
         );
         assert_eq!(InterruptInfo::after("c1", "a").kind(), InterruptKind::After);
         assert_eq!(
-            InterruptInfo::node("t1", "a", Val::Json(1.into())).kind(),
+            InterruptInfo::node("", "t1", "a", 0, Val::Json(1.into())).kind(),
             InterruptKind::Node
         );
     }

@@ -28,9 +28,9 @@ pub use engine::Graph;
 pub use error::GraphError;
 pub use guard::{Drain, Failed, NodeGuard, Progress, TimeoutPolicy};
 pub use history::Snapshot;
-pub use interrupt::{InterruptInfo, InterruptKind};
+pub use interrupt::{interrupt_id, InterruptInfo, InterruptKind};
 pub use messages::{MessageList, MessagesError, REMOVE_ALL_MESSAGES};
-pub use pending::TaskStatus;
+pub use pending::{question_id, TaskStatus};
 pub use replay::{stable_ns, Replay, ReplayStart};
 pub use reserved::{is_hidden, Reserved, ENGINE_NODE, HIDDEN_PREFIX, ROOT};
 pub use run::{

@@ -14,11 +14,12 @@ use serde_json::{json, Value};
 use super::codec::encode;
 use super::engine::{Graph, Task};
 use super::error::GraphError;
+use super::interrupt::interrupt_id;
 use super::reserved::Reserved;
 use super::run::Resume;
 use super::spec::{Goto, NodeOutput, END, START};
 use super::value::Val;
-use crate::checkpoint::{CheckpointRecord, Checkpointer, PendingWrite, TaskRecord};
+use crate::checkpoint::{child_ns, CheckpointRecord, Checkpointer, PendingWrite, TaskRecord};
 
 /// The task id of writes no task made (a resume's `update`), as LangGraph's
 /// `NULL_TASK_ID`: no task of a step has it.
@@ -33,6 +34,14 @@ pub(super) struct Pending {
     resume: HashMap<String, Vec<Val>>,
     /// What the calls tasks made returned, by call id (see `run::calls`).
     returns: Arc<HashMap<String, super::run::CallSaved>>,
+}
+
+/// How a resume's ids are read: the run's namespace, under which each task's
+/// question has its id (see [`interrupt_id`]), and whether the resume is checked
+/// strictly (see [`super::RunOptions::strict_resume`]).
+pub(super) struct Asked<'a> {
+    pub ns: &'a str,
+    pub strict: bool,
 }
 
 /// What a task of the continued step left behind.
@@ -138,12 +147,16 @@ impl Pending {
         thread: &str,
         parent: &CheckpointRecord,
         r: Resume,
+        asked: Asked<'_>,
     ) -> Result<(), GraphError> {
-        let tasks = |f: fn(&[PendingWrite]) -> bool| -> Vec<String> {
+        // (question id, task id) of the tasks `f` picks.
+        let tasks = |f: fn(&[PendingWrite]) -> bool| -> Vec<(String, String)> {
             self.by_task
                 .iter()
                 .filter(|(_, ws)| f(ws))
-                .map(|(t, _)| t.clone())
+                .filter_map(|(t, ws)| {
+                    Some((question_id(asked.ns, t, last_question(ws)?), t.clone()))
+                })
                 .collect()
         };
         let mut interrupted = tasks(|ws| pending_interrupt(ws).is_some());
@@ -151,11 +164,11 @@ impl Pending {
         // refused it, the run failed) may be answered again, as LangGraph (which saves
         // no refused answer): by id always, by a lone value when nothing else waits.
         let reanswerable = tasks(answered_unfinished);
-        if interrupted.is_empty() || matches!(r, Resume::ById(_)) {
+        if interrupted.is_empty() || !matches!(r, Resume::One(_)) {
             interrupted.extend(reanswerable);
         }
         interrupted.sort();
-        let Some(assigned) = assign(r, interrupted, !parent.next.is_empty())? else {
+        let Some(assigned) = assign(r, interrupted, !parent.next.is_empty(), asked.strict)? else {
             return Ok(());
         };
         for (task, v) in assigned {
@@ -266,6 +279,18 @@ impl Pending {
             .is_some_and(|ws| answered_unfinished(ws))
     }
 
+    /// The failure of task `task_id` its node's error handler was to handle and has not
+    /// finished handling (see [`handled_write`]), as text.
+    pub fn handled_error(&self, task_id: &str) -> Option<String> {
+        let ws = self.by_task.get(task_id)?;
+        if is_finished(ws) {
+            return None;
+        }
+        ws.iter()
+            .find(|w| w.channel == Reserved::Error.as_str() && w.idx == HANDLED_IDX)
+            .and_then(|w| w.value.as_str().map(str::to_owned))
+    }
+
     /// The resume values for task `task_id`'s `interrupt()` calls.
     pub fn resume_values(&self, task_id: &str) -> Vec<Val> {
         self.resume.get(task_id).cloned().unwrap_or_default()
@@ -350,6 +375,8 @@ pub struct TaskStatus<'a> {
     pub interrupt: Option<&'a PendingWrite>,
     /// Its channel writes, in order (empty unless finished).
     pub output: Vec<&'a PendingWrite>,
+    /// The error it failed the run with, as text (see [`error_write`]).
+    pub error: Option<&'a str>,
 }
 
 impl<'a> TaskStatus<'a> {
@@ -365,6 +392,10 @@ impl<'a> TaskStatus<'a> {
                 .filter(|w| w.channel == Reserved::Interrupt.as_str())
                 .min_by_key(|w| w.idx)
                 .copied(),
+            error: ws
+                .iter()
+                .find(|w| w.channel == Reserved::Error.as_str())
+                .and_then(|w| w.value.as_str()),
             output: ws
                 .into_iter()
                 .filter(|w| finished && Reserved::parse(&w.channel).is_none())
@@ -382,6 +413,51 @@ impl<'a> TaskStatus<'a> {
 /// marker), whatever it was interrupted by before.
 fn is_finished(ws: &[PendingWrite]) -> bool {
     ws.iter().any(|w| w.channel == Reserved::Done.as_str())
+}
+
+/// The results of the tasks of `next` (a checkpoint's tasks) that `pending` (what the
+/// checkpoint kept, see [`crate::checkpoint::KEPT_WRITES`]) does not show finished, as
+/// finished tasks' pending writes, from `child`, the checkpoint that followed (whose
+/// save dropped the step's other pending writes): a task ran to it when `child` is the step's own (source
+/// `loop`), and its writes are those `child` records for its node; an update (LangGraph's
+/// `update_state(as_node=)`, a superstep of `bulk_update_state`) stands for the task of
+/// the node it is made as. A node with several tasks in the step (`Send`) cannot be told
+/// apart by node: its tasks show no result.
+pub(super) fn step_results(
+    next: &[TaskRecord],
+    child: &CheckpointRecord,
+    pending: &[PendingWrite],
+) -> Vec<PendingWrite> {
+    let mut out = Vec::new();
+    for t in next {
+        let saved = pending.iter().filter(|w| w.task_id == t.id);
+        if is_finished(&saved.cloned().collect::<Vec<_>>())
+            || next.iter().filter(|o| o.node == t.node).count() > 1
+        {
+            continue;
+        }
+        let writes: Vec<&crate::checkpoint::Write> =
+            child.writes.iter().filter(|w| w.node == t.node).collect();
+        if writes.is_empty() && child.source != "loop" {
+            continue;
+        }
+        let write = |idx: usize, channel: &str, value: Arc<Value>| PendingWrite {
+            task_id: t.id.clone(),
+            idx: idx as i64,
+            node: t.node.clone(),
+            channel: channel.to_owned(),
+            value,
+        };
+        for (i, w) in writes.iter().enumerate() {
+            out.push(write(i, &w.channel, w.value.clone()));
+        }
+        out.push(write(
+            writes.len(),
+            Reserved::Done.as_str(),
+            Arc::new(Value::Null),
+        ));
+    }
+    out
 }
 
 /// The channel writes of the tasks of `next` (a checkpoint's tasks) that `pending`
@@ -464,6 +540,39 @@ pub(super) fn interrupt_write(t: &Task, k: usize, value: &Val) -> Result<Pending
     })
 }
 
+/// Where a task's [`Reserved::Error`] write is kept: one per task (`put_writes` keeps
+/// the first write of a key, so a task that fails again keeps its first error, as a
+/// step's record), far below the `idx` of answers given again (see [`replace_idx`]).
+const ERROR_IDX: i64 = -(1 << 50);
+
+/// The error `text` task `t` failed the run with, as a pending write: LangGraph saves
+/// one (`ERROR`), which `get_state` shows as the task's `error`, in the current status
+/// and in the history alike.
+pub(super) fn error_write(t: &Task, text: String) -> PendingWrite {
+    error_at(t, ERROR_IDX, text)
+}
+
+/// Where a task's failure its node's error handler is to handle is kept: beside
+/// [`ERROR_IDX`], so that a handler that fails the run too keeps both.
+const HANDLED_IDX: i64 = ERROR_IDX - 1;
+
+/// The error `text` task `t` failed with, which its node's error handler is to handle,
+/// as a pending write: a run that stops before the handler finished resumes with the
+/// handler, not the node (LangGraph's `ERROR_SOURCE_NODE`).
+pub(super) fn handled_write(t: &Task, text: String) -> PendingWrite {
+    error_at(t, HANDLED_IDX, text)
+}
+
+fn error_at(t: &Task, idx: i64, text: String) -> PendingWrite {
+    PendingWrite {
+        task_id: t.id.clone(),
+        idx,
+        node: t.node.clone(),
+        channel: Reserved::Error.as_str().into(),
+        value: Arc::new(Value::String(text)),
+    }
+}
+
 /// The output of a finished task, back from its pending writes. Its join markers were
 /// saved with its writes, so a restored task counts for its joins like one that ran.
 pub(super) fn restore_output(graph: &Graph, ws: &[PendingWrite]) -> Result<NodeOutput, GraphError> {
@@ -480,7 +589,13 @@ pub(super) fn restore_output(graph: &Graph, ws: &[PendingWrite]) -> Result<NodeO
                     None => Goto::Node(node),
                 });
             }
-            Some(Reserved::Done | Reserved::Resume | Reserved::Interrupt | Reserved::Return) => {}
+            Some(
+                Reserved::Done
+                | Reserved::Resume
+                | Reserved::Interrupt
+                | Reserved::Return
+                | Reserved::Error,
+            ) => {}
             // A channel write (`__send__` names no pending write, so it would be one too).
             Some(Reserved::Send) | None => out.writes.push((
                 w.channel.clone(),
@@ -491,15 +606,57 @@ pub(super) fn restore_output(graph: &Graph, ws: &[PendingWrite]) -> Result<NodeO
     Ok(out)
 }
 
-/// Which task each resume value answers (`interrupted`: the tasks that may be
-/// answered, sorted); `None` when there is nothing to answer and the run just
-/// continues (paused at a static breakpoint: `next` is not empty).
+/// The id of the question `w` (an `interrupt()` write) that task `task` of a run in
+/// namespace `ns` asked: LangGraph's (see [`interrupt_id`]).
+pub fn question_id(ns: &str, task: &str, w: &PendingWrite) -> String {
+    interrupt_id(&child_ns(ns, &w.node, task), question_of(w.idx))
+}
+
+/// A task's last `interrupt()` write, if it saved one.
+fn last_question(ws: &[PendingWrite]) -> Option<&PendingWrite> {
+    ws.iter()
+        .filter(|w| w.channel == Reserved::Interrupt.as_str())
+        .min_by_key(|w| w.idx)
+}
+
+/// Which of its task's questions an `interrupt()` write's `idx` is (see
+/// [`interrupt_idx`]).
+fn question_of(idx: i64) -> usize {
+    ((-1 - idx) / 2).max(0) as usize
+}
+
+/// Which task each resume value answers (`interrupted`: the (question id, task id)
+/// of the tasks that may be answered, sorted); `None` when there is nothing to answer
+/// and the run just continues (paused at a static breakpoint: `next` is not empty).
+/// Not `strict` (LangGraph's default), ids that are not pending are ignored and one
+/// value for several questions is a plain `RuntimeError`.
 fn assign(
     r: Resume,
-    interrupted: Vec<String>,
+    interrupted: Vec<(String, String)>,
     paused_at_breakpoint: bool,
+    strict: bool,
 ) -> Result<Option<Vec<(String, Val)>>, GraphError> {
+    let task_of = |id: &str| {
+        interrupted
+            .iter()
+            .find(|(q, _)| q == id)
+            .map(|(_, t)| t.clone())
+    };
+    let pending_ids = || interrupted.iter().map(|(q, _)| q.clone()).collect();
     Ok(Some(match r {
+        Resume::Task(task, v) => vec![(task, v)],
+        Resume::One(_) if interrupted.len() > 1 && !strict => {
+            return Err(GraphError::AmbiguousResume(format!(
+                "{} interrupts are pending: when there are multiple pending interrupts, \
+                 you must specify the interrupt id when resuming: \
+                 Command(resume={{interrupt.id: value, ...}})",
+                interrupted.len()
+            )))
+        }
+        Resume::ById(m) if !strict => m
+            .into_iter()
+            .filter_map(|(id, v)| Some((task_of(&id)?, v)))
+            .collect(),
         Resume::One(v) => match interrupted.len() {
             // Paused at a static breakpoint (`interrupt_before` / `after`): resuming
             // continues, as LangGraph (the value has no interrupt to answer).
@@ -511,7 +668,7 @@ fn assign(
                         .into(),
                 ))
             }
-            1 => vec![(interrupted[0].clone(), v)],
+            1 => vec![(interrupted[0].1.clone(), v)],
             n => {
                 return Err(GraphError::UnknownInterrupt {
                     message: format!(
@@ -521,7 +678,7 @@ fn assign(
                     ),
                     reason: "ambiguous",
                     interrupt_ids: Vec::new(),
-                    pending_ids: interrupted,
+                    pending_ids: pending_ids(),
                 })
             }
         },
@@ -532,17 +689,18 @@ fn assign(
                     .into(),
                 reason: "empty_map",
                 interrupt_ids: Vec::new(),
-                pending_ids: interrupted,
+                pending_ids: pending_ids(),
             })
         }
         Resume::ById(m) => {
             let mut unknown: Vec<String> = m
                 .iter()
                 .map(|(id, _)| id.clone())
-                .filter(|id| !interrupted.contains(id))
+                .filter(|id| task_of(id).is_none())
                 .collect();
             unknown.sort();
             if let Some(first) = unknown.first() {
+                let interrupted: Vec<String> = pending_ids();
                 return Err(GraphError::UnknownInterrupt {
                     message: format!(
                         "Unknown or already-consumed interrupt: {first} (answered \
@@ -551,10 +709,12 @@ fn assign(
                     ),
                     reason: "not_pending",
                     interrupt_ids: unknown,
-                    pending_ids: interrupted,
+                    pending_ids: pending_ids(),
                 });
             }
-            m
+            m.into_iter()
+                .filter_map(|(id, v)| Some((task_of(&id)?, v)))
+                .collect()
         }
     }))
 }

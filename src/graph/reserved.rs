@@ -54,6 +54,9 @@ pub enum Reserved {
     /// A pending write holding what a call made inside a task returned (LangGraph's
     /// functional API: a `@task` called from an `@entrypoint`), keyed by the call's id.
     Return,
+    /// A pending write holding, as text, the error a task failed the run with
+    /// (LangGraph's `ERROR` write): `get_state` shows it as the task's `error`.
+    Error,
 }
 
 impl Reserved {
@@ -65,6 +68,7 @@ impl Reserved {
             Reserved::Goto => "__goto__",
             Reserved::Send => "__send__",
             Reserved::Return => "__return__",
+            Reserved::Error => "__error__",
         }
     }
 
@@ -77,6 +81,7 @@ impl Reserved {
             "__goto__" => Reserved::Goto,
             "__send__" => Reserved::Send,
             "__return__" => Reserved::Return,
+            "__error__" => Reserved::Error,
             _ => return None,
         })
     }

@@ -21,7 +21,7 @@ use super::codec::encode;
 use super::engine::{meta, new_id, Graph, Task};
 use super::error::GraphError;
 use super::interrupt::InterruptInfo;
-use super::pending::{self, Pending, Saved};
+use super::pending::{self, Asked, Pending, Saved};
 use super::replay;
 use super::reserved::{is_hidden, join_channel, Source};
 use super::spec::{NodeFailure, NodeOutput, START};
@@ -459,7 +459,7 @@ impl<'g> Run<'g> {
         Ok(
             match (lent.resume.last(), pending.first_unanswered(&parent.next)) {
                 (Some(v), Some(task)) => {
-                    RunInput::Resume(Resume::ById(vec![(task.to_owned(), v.clone())]), Vec::new())
+                    RunInput::Resume(Resume::Task(task.to_owned(), v.clone()), Vec::new())
                 }
                 _ => RunInput::Continue,
             },
@@ -521,8 +521,16 @@ impl<'g> Run<'g> {
             self.pending.replayed(&parent.next);
         }
         if let Some((r, update)) = resume {
+            // As LangGraph: not when resuming a checkpoint a later one superseded
+            // (the run forks), whose finished tasks may ask again while their
+            // answers look given.
+            let strict = self.opts.strict_resume && !self.replaying && !self.fork;
+            let asked = Asked {
+                ns: &self.opts.checkpoint_ns,
+                strict,
+            };
             self.pending
-                .answer(cp.as_ref(), &self.thread, parent, r)
+                .answer(cp.as_ref(), &self.thread, parent, r, asked)
                 .await?;
             self.pending
                 .save_update(cp.as_ref(), &self.thread, &parent.id, update)
@@ -610,6 +618,7 @@ impl Run<'_> {
         let to_run = self.restore_saved(&mut outputs)?;
         // Interrupts still unanswered are streamed after the step's tasks, as LangGraph.
         let still_paused = self.interrupts.len();
+        let handed = self.handed_over(&to_run);
         self.emit_task_starts(&to_run);
         // A sync caller's thread runs a step's only task itself: no hand-over to the
         // pool and back. Never one task of several: while a task runs on this thread
@@ -633,7 +642,8 @@ impl Run<'_> {
         };
         let mut running: FuturesUnordered<_> = to_run
             .iter()
-            .map(|&i| self.start_task(i, &shared, None))
+            .zip(handed)
+            .map(|(&i, failed)| self.start_task(i, &shared, failed))
             .collect();
         let mut failure = None;
         while let Some((i, r)) = running.next().await {
@@ -652,7 +662,7 @@ impl Run<'_> {
                         continue;
                     }
                     // The node's error handler runs in its place, in this step.
-                    if let Some(failed) = self.handler_for(i, &e) {
+                    if let Some(failed) = self.hand_over(i, &e).await? {
                         self.emit_task_starts(&[i]);
                         running.push(self.start_task(i, &shared, Some(failed)));
                         continue;
@@ -662,7 +672,7 @@ impl Run<'_> {
                     if let Some(c) = &shared.cancel {
                         c.cancel();
                     }
-                    failure = Some(e);
+                    failure = Some((i, e));
                 }
             }
         }
@@ -670,7 +680,8 @@ impl Run<'_> {
         if self.exit.is_some() && (failure.is_some() || !self.interrupts.is_empty()) {
             self.keep_finished_at_exit(&outputs).await?;
         }
-        if let Some(e) = failure {
+        if let Some((i, e)) = failure {
+            self.task_failed(i, &e).await?;
             return Err(e);
         }
         for i in &self.interrupts[..still_paused] {
@@ -791,14 +802,24 @@ impl Run<'_> {
     async fn task_interrupted(&mut self, i: usize, value: Val) -> Result<(), GraphError> {
         let t = &self.next[i];
         self.emit_task_result(t, Vec::new, None, vec![value.clone()]);
+        let k = self.pending.resume_values(&t.id).len();
         if let (Some(saves), Some(p)) = (&self.saves, &self.parent) {
-            let k = self.pending.resume_values(&t.id).len();
             let w = pending::interrupt_write(t, k, &value)?;
             saves.writes(&p.id, vec![w], false).await?;
         }
-        let info = InterruptInfo::node(&t.id, &t.node, value);
+        let info = InterruptInfo::node(&self.opts.checkpoint_ns, &t.id, &t.node, k, value);
         self.emit_interrupt(&info);
         self.interrupts.push(info);
+        Ok(())
+    }
+
+    /// A task failed the run with `e`: its error is saved as the step's record of it
+    /// (see [`pending::error_write`]), before the run fails.
+    async fn task_failed(&self, i: usize, e: &GraphError) -> Result<(), GraphError> {
+        if let (Some(saves), Some(p)) = (&self.saves, &self.parent) {
+            let w = pending::error_write(&self.next[i], e.shown());
+            saves.writes(&p.id, vec![w], false).await?;
+        }
         Ok(())
     }
 

@@ -85,7 +85,13 @@ pub(super) fn node_error(
     if let Some(tb) = e.traceback(py) {
         let _ = e.value(py).setattr("__traceback__", tb);
     }
-    ctx.node_error(message, Some(HostError::new(e)))
+    let shown = e.value(py).repr().map(|r| r.to_string());
+    let host = HostError::new(e);
+    let host = match shown {
+        Ok(r) => host.shown_as(r),
+        Err(_) => host,
+    };
+    ctx.node_error(message, Some(host))
 }
 
 pub(super) fn env_of(ctx: &TaskContext) -> Result<Arc<PyRunEnv>, NodeFailure> {

@@ -19,7 +19,8 @@ use super::task::TaskScratch;
 use super::values::{host, val_to_py, PyCodec, Shared};
 use crate::checkpoint::thread_key;
 use crate::graph::{
-    is_hidden, modes, Graph, GraphError, InterruptInfo, InterruptKind, Multitask, NodeOutput,
+    is_hidden, modes, question_id, Graph, GraphError, InterruptInfo, InterruptKind, Multitask,
+    NodeOutput,
     Replay, Reserved, Resume, RunInput, RunOptions, RunResult, Snapshot, StreamSink, TaskStatus,
     Val, ValueCodec, START,
 };
@@ -239,6 +240,8 @@ impl GraphCore {
             ));
         }
         opts.thread_id = config_str(&cfg, "thread_id")?;
+        // LangGraph's switch of strict resume; ironloop's default is on.
+        opts.strict_resume = config_str(&cfg, STRICT_RESUME_KEY)?.as_deref() != Some("False");
         opts.checkpoint_id = config_str(&cfg, "checkpoint_id")?;
         if let Some(d) = config_str(&cfg, DURABILITY_KEY)? {
             opts.durability = crate::graph::options::durability(&d)?;
@@ -538,7 +541,8 @@ pub(super) fn snapshot<'py>(
         let mut its = Vec::new();
         if let Some(w) = shown {
             let v = decode(Reserved::Interrupt.as_str(), w)?;
-            let i = interrupt_cls.call1((val_to_py(py, &v)?, &t.id))?;
+            let id = question_id(&thread.checkpoint_ns, &t.id, w);
+            let i = interrupt_cls.call1((val_to_py(py, &v)?, id))?;
             all_interrupts.push(i.clone());
             its.push(i);
         }
@@ -547,6 +551,8 @@ pub(super) fn snapshot<'py>(
         }
         let kw = PyDict::new(py);
         kw.set_item("interrupts", PyTuple::new(py, its)?)?;
+        // As LangGraph: the error the task failed the run with, as text.
+        kw.set_item("error", status.error)?;
         if status.finished {
             let result = PyDict::new(py);
             for w in status.output.iter().filter(|w| !is_hidden(&w.channel)) {
@@ -579,12 +585,16 @@ pub(super) fn snapshot<'py>(
     ))
 }
 
-/// Whether a resume map's key names an interrupt: one of ironloop's task ids
-/// (`<checkpoint>:<index>:<node>`), or LangGraph's form (32 hex digits, an xxh3-128
-/// digest), which a program written for LangGraph may pass and which is then refused
-/// as unknown rather than taken for an answer.
+/// The `configurable` key of LangGraph's strict resume (its
+/// `CONFIG_KEY_STRICT_RESUME`): `False` turns it off (see `RunOptions::strict_resume`).
+const STRICT_RESUME_KEY: &str = "__pregel_strict_resume";
+
+/// Whether a resume map's key names an interrupt: LangGraph's form, 32 hex digits
+/// (an xxh3-128 digest, see [`crate::graph::interrupt_id`]), as its
+/// `is_xxh3_128_hexdigest`; an unknown one is then refused rather than taken for an
+/// answer.
 fn looks_like_interrupt_id(key: &str) -> bool {
-    key.contains(':') || (key.len() == 32 && key.bytes().all(|b| b.is_ascii_hexdigit()))
+    key.len() == 32 && key.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// The run options a LangGraph config carries beside `configurable`: `recursion_limit`,

@@ -171,6 +171,7 @@ fn swaps(n: &Names, sql: &mut Sql) {
     } = n;
     let (insert, values) = (n.insert(), n.values());
     let (key, id) = (|x: &str, k: &str| n.key(x, k), |x: &str| n.id(x));
+    let kept = crate::checkpoint::dropped_writes_sql();
     // The swap decides: the record goes in (and the parent's pending writes go) only
     // if the thread was still at the parent. Only `true` (swapped and inserted) is
     // the common case: anything else reads `refused`.
@@ -186,7 +187,7 @@ fn swaps(n: &Names, sql: &mut Sql) {
                {insert} SELECT {values}, cas.seq FROM cas \
                ON CONFLICT (thread_id, checkpoint_id) DO NOTHING RETURNING 1 \
              ), del AS ( \
-               DELETE FROM {w} WHERE thread_id = $1 AND checkpoint_id = $3 \
+               DELETE FROM {w} WHERE thread_id = $1 AND checkpoint_id = $3 AND {kept} \
                AND EXISTS (SELECT 1 FROM cas) \
              )"
     );
@@ -207,7 +208,7 @@ fn swaps(n: &Names, sql: &mut Sql) {
            {insert} SELECT {values}, cas.seq FROM cas \
            ON CONFLICT (thread_id, checkpoint_id) DO NOTHING RETURNING 1 \
          ), del AS ( \
-           DELETE FROM {w} WHERE thread_id = $1 AND checkpoint_id = $3 \
+           DELETE FROM {w} WHERE thread_id = $1 AND checkpoint_id = $3 AND {kept} \
          ) \
          SELECT EXISTS (SELECT 1 FROM ins), o.record, o.parent \
          FROM (SELECT 1) one LEFT JOIN old o ON true",
@@ -237,6 +238,7 @@ fn put_chain(n: &Names) -> String {
     let insert = n.insert();
     let key = |x: &str, k: &str| n.key(x, k);
     let key_text = |x: &str, k: &str| n.key_text(x, k);
+    let kept = crate::checkpoint::dropped_writes_sql();
     // A batch's chain of records (`$4`–`$6`: ids, parents, texts, and `$13`,
     // `$14` the ids' and parents' `uuid_key`s; each record's
     // parent is the one before it, the first's is `$3`, the last is `$2`) and
@@ -261,7 +263,7 @@ fn put_chain(n: &Names) -> String {
            ORDER BY r.ord \
            ON CONFLICT (thread_id, checkpoint_id) DO NOTHING RETURNING 1 \
          ), del AS ( \
-           DELETE FROM {w} WHERE thread_id = $1 AND checkpoint_id = $3 \
+           DELETE FROM {w} WHERE thread_id = $1 AND checkpoint_id = $3 AND {kept} \
            AND EXISTS (SELECT 1 FROM cas) \
          ), wr AS ( \
            INSERT INTO {w} (thread_id, checkpoint_id, task_id, idx, node, channel, value) \

@@ -275,8 +275,11 @@ pub(super) fn delete_parent_writes(
     parent_id: Option<&str>,
 ) -> rusqlite::Result<()> {
     if let Some(parent) = parent_id {
-        tx.prepare_cached("DELETE FROM writes WHERE thread_id = ?1 AND checkpoint_id = ?2")?
-            .execute(params![t, parent])?;
+        let sql = format!(
+            "DELETE FROM writes WHERE thread_id = ?1 AND checkpoint_id = ?2 AND {}",
+            crate::checkpoint::dropped_writes_sql()
+        );
+        tx.prepare_cached(&sql)?.execute(params![t, parent])?;
     }
     Ok(())
 }

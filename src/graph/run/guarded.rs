@@ -13,6 +13,7 @@ use super::Run;
 use crate::graph::engine::Task;
 use crate::graph::error::GraphError;
 use crate::graph::guard::{within, Failed, Progress};
+use crate::graph::pending;
 use crate::graph::spec::{NodeFailure, NodeOutput};
 use crate::graph::state::StateView;
 
@@ -110,5 +111,45 @@ impl<'g> Run<'g> {
             arg: t.arg.clone(),
         };
         Some(Arc::new(failed))
+    }
+
+    /// Task `i` failed with `error`: when its node has an error handler, the handler
+    /// takes its place (see [`Run::handler_for`]), the failure saved first, so that a
+    /// run that stops in the handler resumes with the handler, not the node, as
+    /// LangGraph's.
+    pub(super) async fn hand_over(
+        &mut self,
+        i: usize,
+        error: &GraphError,
+    ) -> Result<Option<Arc<Failed>>, GraphError> {
+        let t = self.next[i].clone();
+        let Some(failed) = self.handler_for(i, error) else {
+            return Ok(None);
+        };
+        if let (Some(saves), Some(p)) = (&self.saves, &self.parent) {
+            let w = pending::handled_write(&t, error.shown());
+            saves.writes(&p.id, vec![w], false).await?;
+        }
+        Ok(Some(failed))
+    }
+
+    /// For each of `to_run`: the failure its error handler is to handle, when an
+    /// earlier run saved one (see [`Run::hand_over`]); the handler then takes the
+    /// task's place. The failure comes back as its text (the exception was not kept).
+    pub(super) fn handed_over(&mut self, to_run: &[usize]) -> Vec<Option<Arc<Failed>>> {
+        to_run
+            .iter()
+            .map(|&i| {
+                let t = &self.next[i];
+                let message = self.pending.handled_error(&t.id)?;
+                let e = GraphError::Node {
+                    node: t.node.clone(),
+                    task_id: t.id.clone(),
+                    message,
+                    host: None,
+                };
+                self.handler_for(i, &e)
+            })
+            .collect()
     }
 }

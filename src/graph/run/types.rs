@@ -33,8 +33,13 @@ pub struct Lent {
 }
 
 pub enum Resume {
+    /// One value, for the one pending interrupt.
     One(Val),
+    /// Values by interrupt id (LangGraph's, see [`crate::graph::interrupt_id`]).
     ById(Vec<(String, Val)>),
+    /// A nested run's: the parent task's answer for this run's task with this id,
+    /// paused on a question (see `Run::nested_input`).
+    Task(String, Val),
 }
 
 /// Watches a run's super-steps: told when each starts (with its tasks' nodes) and
@@ -99,6 +104,11 @@ pub struct RunOptions {
     /// its checkpoints record them in their metadata's `parents` (LangGraph's), from
     /// which a subgraph checkpoint's config gets its `checkpoint_map`.
     pub parents: std::collections::BTreeMap<String, String>,
+    /// LangGraph's strict resume (its config key `__pregel_strict_resume`): a resume
+    /// naming an interrupt that is not pending, or one value for several, is refused
+    /// before anything is written. ironloop's default; without it, as LangGraph's
+    /// default, unknown ids are ignored and one value for several is a `RuntimeError`.
+    pub strict_resume: bool,
 }
 
 impl Default for RunOptions {
@@ -127,6 +137,7 @@ impl Default for RunOptions {
             replay: None,
             start_before: None,
             parents: Default::default(),
+            strict_resume: true,
         }
     }
 }
