@@ -94,6 +94,7 @@ impl GraphCore {
     ) -> PyResult<Bound<'py, PyAny>> {
         let options = options.as_deref();
         let mut s = self.setup(py, input, config, options, None, None, model_call(agent))?;
+        let nested = s.opts.lent.is_some();
         let graph = self.graph.clone();
         let r = if can_drive_inline() {
             s.opts.inline = true;
@@ -103,7 +104,7 @@ impl GraphCore {
             let cancel = s.opts.cancel.clone();
             block_on(py, async move { graph.run(s.input, s.opts).await }, cancel)?
         };
-        self.output(py, r)
+        self.output(py, r, nested)
     }
 
     #[pyo3(signature = (input, config, event_loop, *, options=None, agent=None))]
@@ -118,6 +119,7 @@ impl GraphCore {
     ) -> PyResult<Bound<'py, PyAny>> {
         let (options, agent) = (options.as_deref(), model_call(agent));
         let s = self.setup(py, input, config, options, Some(event_loop), None, agent)?;
+        let nested = s.opts.lent.is_some();
         let graph = self.graph.clone();
         let (shared, codec) = (self.shared.clone(), self.codec.clone());
         let (unsaved, stateful) = (self.unsaved, self.stateful);
@@ -134,7 +136,7 @@ impl GraphCore {
                     unsaved,
                     stateful,
                 };
-                core.output(py, r).map(Bound::unbind)
+                core.output(py, r, nested).map(Bound::unbind)
             })
         })?;
         cancel_with(&fut, cancel)?;
