@@ -286,6 +286,11 @@ class GraphInterrupt(GraphBubbleUp):  # LangGraph's name, hence no -Error suffix
     """Raised inside a node by ``interrupt(value)`` to pause the run. Not an error:
     the runtime catches it; do not catch it in your node."""
 
+    #: Set when a graph nested in the node stopped at one of its static breakpoints
+    #: (``interrupt_before`` / ``interrupt_after``): the node's task pauses with nothing
+    #: to answer, and resuming continues the nested graph, as in LangGraph.
+    breakpoint: bool = False
+
     def __init__(self, value: object = ()) -> None:  # LangGraph's may be raised bare
         super().__init__(value)
         self.value = value

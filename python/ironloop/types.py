@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
 
 from ironloop._constants import INTERRUPT
@@ -73,6 +73,11 @@ class Command(Generic[N]):
     goto: str | Send | Sequence[str | Send] = ()
 
     PARENT: ClassVar[str] = "__parent__"
+
+    def __repr__(self) -> str:
+        # As LangGraph's: only the fields that are set (``Command(goto=Send(...))``).
+        shown = ((f.name, getattr(self, f.name)) for f in fields(self))
+        return "Command({})".format(", ".join(f"{k}={v!r}" for k, v in shown if v))
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ use crate::checkpoint::{
     now_secs, thread_key, CheckpointError, CheckpointRecord, Checkpointer, PendingWrite, Write,
 };
 
+mod breakpoints;
 mod calls;
 mod emit;
 mod exit;
@@ -326,6 +327,9 @@ struct Run<'g> {
     updates: Vec<(String, Val)>,
     /// The run travels back in time: its first step's tasks run again (see `fork`).
     replaying: bool,
+    /// What a paused run returns: its state with the writes of the paused step's
+    /// finished tasks applied (see `show_finished_at_pause`).
+    shown_at_pause: Option<StateView>,
 }
 
 /// Prepare: where the run starts.
@@ -415,6 +419,7 @@ impl<'g> Run<'g> {
             exit,
             updates: Vec::new(),
             replaying: false,
+            shown_at_pause: None,
         })
     }
 
@@ -433,6 +438,9 @@ impl<'g> Run<'g> {
                     ..Default::default()
                 };
                 self.start_from_input(out).await?
+            }
+            RunInput::Command(out) if self.command_continues(travels) => {
+                self.continue_with_command(out).await?
             }
             RunInput::Command(out) => self.start_from_input(out).await?,
             RunInput::Continue => self.continue_from_checkpoint(None).await?,
@@ -553,8 +561,9 @@ impl<'g> Run<'g> {
     /// The run's result, wherever it stopped.
     fn finish(self) -> RunResult {
         let state = self.graph.view(&self.chans);
+        let shown = self.shown_at_pause.as_ref().unwrap_or(&state);
         RunResult {
-            output: self.has_output.then(|| self.graph.output_view(&state)),
+            output: self.has_output.then(|| self.graph.output_view(shown)),
             state,
             interrupts: self.interrupts,
             checkpoint_id: self.parent.map(|p| p.id),
@@ -653,6 +662,7 @@ impl Run<'_> {
             match r {
                 Ok(out) => outputs[i] = Some(self.task_finished(i, out, !completes).await?),
                 Err(NodeFailure::Interrupt(value)) => self.task_interrupted(i, value).await?,
+                Err(NodeFailure::Paused) => self.task_paused(i),
                 // A sibling cancelled after the failure: the failure is what counts.
                 Err(NodeFailure::Error(GraphError::Cancelled)) if failure.is_some() => {}
                 Err(NodeFailure::Error(e)) => {
@@ -690,6 +700,7 @@ impl Run<'_> {
         if !self.interrupts.is_empty() {
             self.sort_interrupts();
             self.emit_paused_values();
+            self.show_finished_at_pause(&outputs);
             return Ok(None);
         }
         Ok(Some(
@@ -885,18 +896,7 @@ impl Run<'_> {
         // Under durability "exit" nothing is encoded per step (see `exit`).
         let encode_writes = self.cp.is_some() && self.exit.is_none();
         let mut saved = Vec::new();
-        let mut order: Vec<usize> = (0..self.next.len()).collect();
-        order.sort_unstable_by(|&a, &b| {
-            let key = |i: usize| {
-                let t = &self.next[i];
-                (
-                    t.arg.is_some(),
-                    if t.arg.is_some() { "" } else { t.node.as_str() },
-                    i,
-                )
-            };
-            key(a).cmp(&key(b))
-        });
+        let order = self.write_order();
         // Resume updates first (see `continue_from_checkpoint`): recorded, but already
         // applied to the state the tasks ran on.
         let mut writes = std::mem::take(&mut self.updates);
@@ -925,6 +925,23 @@ impl Run<'_> {
             .writes_output(writes.iter().map(|(c, _)| c.as_str()));
         self.graph.apply(&mut self.chans, writes)?;
         Ok(saved)
+    }
+
+    /// The order the step's tasks' writes are applied in (see `apply_writes`).
+    fn write_order(&self) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.next.len()).collect();
+        order.sort_unstable_by(|&a, &b| {
+            let key = |i: usize| {
+                let t = &self.next[i];
+                (
+                    t.arg.is_some(),
+                    if t.arg.is_some() { "" } else { t.node.as_str() },
+                    i,
+                )
+            };
+            key(a).cmp(&key(b))
+        });
+        order
     }
 
     /// What each task's conditional edges read, as in LangGraph: the state before

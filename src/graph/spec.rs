@@ -60,6 +60,10 @@ pub struct NodeOutput {
 pub enum NodeFailure {
     /// `interrupt(value)`: the run pauses; resuming re-runs the node.
     Interrupt(Val),
+    /// A graph nested in the task stopped at one of its static breakpoints: the run
+    /// pauses with nothing to answer; resuming re-runs the node, whose nested graph
+    /// continues from its checkpoint.
+    Paused,
     Error(GraphError),
 }
 

@@ -13,7 +13,7 @@
 //! | `{"__ironloop_type__": "int", "value": "-0x1f..."}` | integers beyond 64 bits (hexadecimal: no digit limit on reading) |
 //! | `{"__ironloop_type__": "str", "parts": ["text", 55296, ...]}` | strings holding lone surrogates (each one a number) |
 //! | `{"__ironloop_type__": "dict", "items": [[key, value], ...]}` | a dict with a reserved key ([`is_reserved_key`]) or a key that is not plain text |
-//! | `{"__ironloop_type__": "module:qualname", "value": ...}` | an enum, dataclass or model: its data, and the name of its type |
+//! | `{"__ironloop_type__": "module:qualname", "value": ...}` | an enum, dataclass, model or `Send`: its data, and the name of its type |
 //!
 //! and a message is `{"__ironloop_message__": {...}}`. Escaping every dict that has a
 //! reserved key is what makes the forms unambiguous: a user's (or a model's) dict that

@@ -96,6 +96,7 @@ impl GraphCore {
     ) -> PyResult<Bound<'py, PyAny>> {
         let options = options.as_deref();
         let mut s = self.setup(py, input, config, options, None, None, model_call(agent))?;
+        let nested = s.opts.lent.is_some();
         let graph = self.graph.clone();
         let r = if can_drive_inline() {
             s.opts.inline = true;
@@ -105,7 +106,7 @@ impl GraphCore {
             let cancel = s.opts.cancel.clone();
             block_on(py, async move { graph.run(s.input, s.opts).await }, cancel)?
         };
-        self.output(py, r)
+        self.output(py, r, nested)
     }
 
     /// `stopped`: an `asyncio.Event` set once the run has ended or, cancelled, has
@@ -125,6 +126,7 @@ impl GraphCore {
         let stopped = stopped.map(|e| (e, event_loop.clone_ref(py)));
         let (options, agent) = (options.as_deref(), model_call(agent));
         let s = self.setup(py, input, config, options, Some(event_loop), None, agent)?;
+        let nested = s.opts.lent.is_some();
         let graph = self.graph.clone();
         let (shared, codec) = (self.shared.clone(), self.codec.clone());
         let (unsaved, stateful) = (self.unsaved, self.stateful);
@@ -141,7 +143,7 @@ impl GraphCore {
                     unsaved,
                     stateful,
                 };
-                core.output(py, r).map(Bound::unbind)
+                core.output(py, r, nested).map(Bound::unbind)
             })
         })?;
         cancel_with(&fut, cancel)?;

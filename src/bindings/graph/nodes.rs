@@ -38,6 +38,11 @@ use crate::prebuilt::{answer_output, ToolNode};
 /// A node error as the run's failure; the original exception travels inside it.
 pub(super) fn node_failure(py: Python<'_>, ctx: &TaskContext, e: PyErr) -> NodeFailure {
     if is_graph_interrupt(py, &e) {
+        // A graph nested in the node stopped at a static breakpoint (`GraphCore::output`).
+        let at_breakpoint = e.value(py).getattr("breakpoint");
+        if at_breakpoint.is_ok_and(|b| b.is_truthy().unwrap_or(false)) {
+            return NodeFailure::Paused;
+        }
         let v = e
             .value(py)
             .getattr("value")

@@ -12,6 +12,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 
 use super::super::env::PyRunEnv;
 use super::super::messages::PyMessage;
+use super::super::toolnode::command_class;
 use super::nodes::env_of;
 use super::values::{host, val_to_py};
 use crate::graph::{modes, NodeOutput, StateView, StreamEvent, TaskContext, Val};
@@ -179,9 +180,20 @@ fn meta_err() -> PyErr {
 }
 
 /// The messages in `v`: `v` itself, the items of a list, or the values (and their
-/// items) of a dict, as LangGraph looks for them in a node's output.
+/// items) of a dict, as LangGraph looks for them in a node's output; a list holding
+/// `Command`s (a node may return several) is searched item by item, each command's
+/// `update` in its place.
 fn collect<'py>(v: &Bound<'py, PyAny>, found: &mut Vec<Bound<'py, PyAny>>) -> PyResult<()> {
-    if is_message(v)? {
+    if let Some(list) = with_commands(v)? {
+        let command = command_class(v.py())?;
+        for item in list {
+            if item.is_instance(command)? {
+                collect(&item.getattr(intern!(v.py(), "update"))?, found)?;
+            } else {
+                collect(&item, found)?;
+            }
+        }
+    } else if is_message(v)? {
         found.push(v.clone());
     } else if let Ok(d) = v.cast::<PyDict>() {
         for item in d.values() {
@@ -195,6 +207,24 @@ fn collect<'py>(v: &Bound<'py, PyAny>, found: &mut Vec<Bound<'py, PyAny>>) -> Py
         items(v, found)?;
     }
     Ok(())
+}
+
+/// The items of `v` when it is a list or tuple holding a `Command`.
+fn with_commands<'py>(v: &Bound<'py, PyAny>) -> PyResult<Option<Vec<Bound<'py, PyAny>>>> {
+    let list: Vec<Bound<'py, PyAny>> = if let Ok(l) = v.cast::<PyList>() {
+        l.iter().collect()
+    } else if let Ok(t) = v.cast::<PyTuple>() {
+        t.iter().collect()
+    } else {
+        return Ok(None);
+    };
+    let command = command_class(v.py())?;
+    for item in &list {
+        if item.is_instance(command)? {
+            return Ok(Some(list));
+        }
+    }
+    Ok(None)
 }
 
 fn items<'py>(v: &Bound<'py, PyAny>, found: &mut Vec<Bound<'py, PyAny>>) -> PyResult<()> {

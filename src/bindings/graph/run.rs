@@ -387,12 +387,24 @@ impl GraphCore {
         Ok((shape, run))
     }
 
+    /// What a run returns to Python. A `nested` run (a subgraph in a task of a run
+    /// that keeps checkpoints) that stopped at one of its static breakpoints raises
+    /// `GraphInterrupt` with `breakpoint` set instead, as LangGraph's subgraph raises
+    /// a bare one: the task pauses, and resuming it continues the subgraph.
     pub(super) fn output<'py>(
         &self,
         py: Python<'py>,
         r: Result<RunResult, GraphError>,
+        nested: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let r = r.map_err(PyErr::from)?;
+        let paused = !r.interrupts.is_empty()
+            && r.interrupts.iter().all(|i| i.kind() != InterruptKind::Node);
+        if nested && paused {
+            let e = helpers(py)?.graph_interrupt.bind(py).call1(((),))?;
+            e.setattr("breakpoint", true)?;
+            return Err(PyErr::from_value(e));
+        }
         let out = match &r.output {
             Some(v) => self.shared.state_value(py, v)?,
             None => py.None().into_bound(py),
@@ -529,6 +541,7 @@ pub(super) fn snapshot<'py>(
     let mut all_interrupts = Vec::new();
     let mut tasks = Vec::new();
     let mut next = Vec::new();
+    let mut pushed = 0;
     for t in &r.next {
         let status = TaskStatus::of(&t.id, &s.pending);
         // As LangGraph: the current status lists what is still to run and to answer;
@@ -553,6 +566,14 @@ pub(super) fn snapshot<'py>(
         kw.set_item("interrupts", PyTuple::new(py, its)?)?;
         // As LangGraph: the error the task failed the run with, as text.
         kw.set_item("error", status.error)?;
+        // LangGraph's task paths: an edge's task pulls its node, a `Send`'s is pushed
+        // (the how-manieth `Send` of the step it is).
+        if t.arg.is_some() {
+            kw.set_item("path", ("__pregel_push", pushed, false))?;
+            pushed += 1;
+        } else {
+            kw.set_item("path", ("__pregel_pull", &t.node))?;
+        }
         if status.finished {
             let result = PyDict::new(py);
             for w in status.output.iter().filter(|w| !is_hidden(&w.channel)) {

@@ -26,12 +26,23 @@ use crate::message::Message;
 
 /// The types a graph restores from a checkpoint, by the `module:qualname` they are
 /// stored under: the classes its state schema names and those the user registered
-/// (`compile(serde_allowlist=...)`). A name registered without its class (a
-/// `(module, qualname)` pair) is found in a module already imported, never imported.
+/// (`compile(serde_allowlist=...)`), and ironloop's own [`CONTROL_TYPES`]. A name
+/// registered without its class (a `(module, qualname)` pair) is found in a module
+/// already imported, never imported.
 #[derive(Default)]
 pub struct Allowlist {
     types: HashMap<String, Option<Py<PyAny>>>,
 }
+
+/// ironloop's control-flow values, which every graph restores: a `Send` waiting for
+/// its step is checkpointed, and its argument may hold any of them (LangGraph's
+/// `Send("n", Command(goto=Send(...)))`). Their module is imported with ironloop.
+const CONTROL_TYPES: [&str; 4] = [
+    "ironloop.types:Send",
+    "ironloop.types:Command",
+    "ironloop.types:Interrupt",
+    "ironloop.types:Overwrite",
+];
 
 impl Allowlist {
     /// From `{ "module:qualname": class or None }`.
@@ -46,6 +57,7 @@ impl Allowlist {
     /// The class stored as `path`, if the graph allows it.
     fn class<'py>(&self, py: Python<'py>, path: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
         match self.types.get(path) {
+            None if CONTROL_TYPES.contains(&path) => imported(py, path),
             None => Ok(None),
             Some(Some(cls)) => Ok(Some(cls.bind(py).clone())),
             Some(None) => imported(py, path),
@@ -224,6 +236,14 @@ fn restore<'py>(
     let Ok(ty) = cls.cast::<pyo3::types::PyType>() else {
         return Ok(None);
     };
+    if cls.is(helpers(py)?.send.bind(py)) {
+        let d = data.cast::<PyDict>()?;
+        let field = |name: &str| {
+            d.get_item(name)?
+                .ok_or_else(|| PyValueError::new_err(format!("no {name:?} field")))
+        };
+        return Ok(Some(cls.call1((field("node")?, field("arg")?))?));
+    }
     if ty.is_subclass(enum_type.bind(py))? {
         return Ok(Some(cls.call1((data,))?));
     }

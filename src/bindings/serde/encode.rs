@@ -9,8 +9,8 @@
 //!
 //! Exact `dict`, `list`, `str`, `int`, `float`, `bool` and `None` are read through the
 //! C API with no Python call; a message is serialised from the Rust value it wraps.
-//! Only an enum, dataclass or pydantic model costs a Python call (its value, its
-//! fields, `model_dump(mode="json")`), once per object, not per element.
+//! Only an enum, dataclass, pydantic model or `Send` costs a Python call (its value,
+//! its fields, `model_dump(mode="json")`), once per object, not per element.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -477,6 +477,15 @@ impl Walk {
         let py = obj.py();
         let ty = obj.get_type();
         let py_err = |e: PyErr| self.fail::<S::Error, _>(e);
+        if let Some(send) = self.send_fields(obj).map_err(py_err)? {
+            let path = type_path(&ty).map_err(py_err)?;
+            let fields = Fields {
+                walk: self,
+                fields: send,
+                depth: depth + 2,
+            };
+            return tagged_form(s, &path, "value", &fields);
+        }
         if obj
             .is_instance(self.kinds.enum_type.bind(py))
             .map_err(py_err)?
@@ -528,9 +537,31 @@ impl Walk {
         }
         Err(self.fail(Failure::new(format!(
             "{} is not a type a checkpoint holds: use dict, list, str, int, float, bool, \
-             None, tuple, set, frozenset, messages, enums, dataclasses or pydantic models",
+             None, tuple, set, frozenset, messages, Send, enums, dataclasses or pydantic \
+             models",
             qualified_name(&ty)
         ))))
+    }
+
+    /// A `Send`'s node and argument, as the fields of its typed form, when `obj` is
+    /// one: a `Send` returned by a router is checkpointed with its step, and may be
+    /// inside the argument of another (`Send("n", Command(goto=Send(...)))`).
+    fn send_fields<'py>(
+        &self,
+        obj: &Bound<'py, PyAny>,
+    ) -> PyResult<Option<Vec<(String, Bound<'py, PyAny>)>>> {
+        let py = obj.py();
+        // Before `import ironloop` wires the helpers there is no `Send` to meet.
+        let Ok(h) = super::super::helpers::helpers(py) else {
+            return Ok(None);
+        };
+        if !obj.is_instance(h.send.bind(py))? {
+            return Ok(None);
+        }
+        Ok(Some(vec![
+            ("node".to_owned(), obj.getattr(intern!(py, "node"))?),
+            ("arg".to_owned(), obj.getattr(intern!(py, "arg"))?),
+        ]))
     }
 
     /// A dataclass's fields, by name, in their order.
