@@ -156,6 +156,7 @@ impl NodeDesc {
                     core.unbind(),
                     channel,
                     shared.clone(),
+                    self.factory,
                 ))
             }
             None => {
