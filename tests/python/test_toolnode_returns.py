@@ -1,7 +1,8 @@
 """ToolNode beyond one message per call, as LangGraph's ToolNode: a tool returning a
 list of ``Command`` / ``ToolMessage`` (exactly one answering the call), the order of
-a standalone node's outputs when tools return ``Command``s, and ``InjectedState``
-fields the state lacks when the parameter has a default."""
+a standalone node's outputs when tools return ``Command``s, ``InjectedState``
+fields the state lacks when the parameter has a default, and error handlers limited
+to the exception types they are annotated with."""
 
 from __future__ import annotations
 
@@ -227,3 +228,49 @@ def test_injected_state_of_a_pydantic_schema_is_the_model() -> None:
     )
     out = graph.invoke({"messages": [], "foo": "bar"})
     assert out["messages"][-1].content == "State:bar"
+
+
+# ------------------------------------------------------ typed error handlers
+
+
+@tool
+def fails(kind: str) -> str:
+    """Raises the named error."""
+    raise {"value": ValueError, "runtime": RuntimeError, "key": KeyError}[kind]("boom")
+
+
+def test_error_handler_handles_only_the_types_it_is_annotated_with() -> None:
+    def on_value(e: ValueError) -> str:
+        return f"handled {type(e).__name__}"
+
+    node = ToolNode([fails], handle_tool_errors=on_value)
+    out = node.invoke(_state(_call("fails", kind="value")))
+    assert out["messages"][0].content == "handled ValueError"
+    with pytest.raises(RuntimeError, match="boom"):
+        node.invoke(_state(_call("fails", kind="runtime")))
+    # The policy as given stays readable (langgraph-supervisor re-makes nodes from it).
+    assert node.handle_tool_errors is on_value
+
+
+def test_error_handler_annotated_with_a_union_handles_each_member() -> None:
+    def on_some(e: ValueError | KeyError) -> str:
+        return "handled"
+
+    node = ToolNode([fails], handle_tool_errors=on_some)
+    for kind in ("value", "key"):
+        assert node.invoke(_state(_call("fails", kind=kind)))["messages"][0].content == "handled"
+    with pytest.raises(RuntimeError):
+        node.invoke(_state(_call("fails", kind="runtime")))
+
+
+def test_error_handler_without_annotation_handles_everything() -> None:
+    node = ToolNode([fails], handle_tool_errors=lambda e: "any")
+    assert node.invoke(_state(_call("fails", kind="runtime")))["messages"][0].content == "any"
+
+
+def test_error_handler_annotated_with_a_non_exception_is_refused() -> None:
+    def bad(e: ValueError | int) -> str:
+        return ""
+
+    with pytest.raises(ValueError, match="must be an Exception type"):
+        ToolNode([fails], handle_tool_errors=bad)
