@@ -191,56 +191,108 @@ def _is_system_message(p: Any) -> bool:
     )
 
 
-def _prompt_functions(prompt: Any) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
+#: The run's config as a node's ``config`` parameter is typed (the name the graph
+#: checks it by, as LangGraph's).
+RunnableConfig = dict[str, Any]
+
+#: What a prompt function may take besides the state, by name, as LangGraph's
+#: ``RunnableCallable`` gives them: the run's config and the graph's store.
+_PROMPT_KWARGS = ("config", "store")
+
+
+def _prompt_kwargs(prompt: Any) -> tuple[str, ...]:
+    """The names of ``_PROMPT_KWARGS`` a prompt function takes (none for a str, a
+    message or a ``Runnable``)."""
+    if not callable(prompt) or isinstance(prompt, str) or is_langchain_runnable(prompt):
+        return ()
+    try:
+        params = inspect.signature(prompt).parameters
+    except (TypeError, ValueError):  # no signature to read: the state only
+        return ()
+    return tuple(k for k in _PROMPT_KWARGS if k in params)
+
+
+def _prompt_output(out: Any, state: Any) -> list[Any]:
+    """A prompt function's messages; one that returns a LangChain ``Runnable`` (a
+    ``SystemMessage(...) + messages`` is a ``ChatPromptTemplate``) has it run on the
+    state, as LangGraph's ``RunnableCallable`` does."""
+    if is_langchain_runnable(out):
+        from ironloop import _langchain
+
+        return _langchain.prompt_messages(out, state)
+    return list(out)
+
+
+def _prompt_functions(prompt: Any) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """The sync and async forms of ``prompt``: state -> the model's input messages.
     As LangGraph: a str or a SystemMessage goes before the messages, a function (sync or
-    async) or a LangChain ``Runnable`` makes the whole input. (Made for every agent:
-    the common cases, none and a str, are tested first.)"""
+    async) or a LangChain ``Runnable`` makes the whole input. A function is given, as
+    keywords, the ``_prompt_kwargs`` it takes. (Made for every agent: the common
+    cases, none and a str, are tested first.)"""
     if prompt is None:
 
-        def fn(state: Any) -> Any:
+        def fn(state: Any, **_: Any) -> Any:
             return list(_get(state, "messages"))
 
     elif isinstance(prompt, str) or _is_system_message(prompt):
         system = SystemMessage(content=prompt) if isinstance(prompt, str) else prompt
 
-        def fn(state: Any) -> Any:
+        def fn(state: Any, **_: Any) -> Any:
             return [system, *_get(state, "messages")]
 
     elif is_langchain_runnable(prompt):
         from ironloop import _langchain
 
-        def runnable(state: Any) -> Any:
+        def runnable(state: Any, **_: Any) -> Any:
             return _langchain.prompt_messages(prompt, state)
 
-        async def arunnable(state: Any) -> Any:
+        async def arunnable(state: Any, **_: Any) -> Any:
             return await _langchain.aprompt_messages(prompt, state)
 
         return runnable, arunnable
     elif inspect.iscoroutinefunction(prompt):
 
-        def refuse(state: Any) -> Any:
+        def refuse(state: Any, **_: Any) -> Any:
             raise TypeError(
                 'No synchronous function provided to "Prompt".\nEither initialize with a '
                 "synchronous function or invoke via the async API (ainvoke, astream, etc.)"
             )
 
-        async def coroutine(state: Any) -> Any:
-            return list(await prompt(state))
+        async def coroutine(state: Any, **kw: Any) -> Any:
+            return _prompt_output(await prompt(state, **kw), state)
 
         return refuse, coroutine
     elif callable(prompt):
 
-        def fn(state: Any) -> Any:
-            return list(prompt(state))
+        def fn(state: Any, **kw: Any) -> Any:
+            return _prompt_output(prompt(state, **kw), state)
 
     else:
         raise ValueError(f"Got unexpected type for `prompt`: {type(prompt)}")
 
-    async def afn(state: Any) -> Any:
-        return fn(state)
+    async def afn(state: Any, **kw: Any) -> Any:
+        return fn(state, **kw)
 
     return fn, afn
+
+
+def _giving_prompt_kwargs(
+    agent: Callable[..., Any], aagent: Callable[..., Any], wanted: tuple[str, ...]
+) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """The agent node's forms taking the run's ``config`` and ``store`` (only a graph
+    whose prompt wants them pays for them) and passing the ``wanted`` ones on."""
+
+    def picked(config: Any, store: Any) -> dict[str, Any]:
+        given = {"config": config, "store": store}
+        return {k: given[k] for k in wanted}
+
+    def node(state: Any, config: RunnableConfig | None = None, store: Any = None) -> Any:
+        return agent(state, **picked(config, store))
+
+    async def anode(state: Any, config: RunnableConfig | None = None, store: Any = None) -> Any:
+        return await aagent(state, **picked(config, store))
+
+    return node, anode
 
 
 # --- the agent loop, shared by create_react_agent and create_agent ----------------------
@@ -512,6 +564,7 @@ def create_react_agent(
         version,
         tool_calling,
         tuple(call_fields or ()),
+        _prompt_kwargs(prompt),
         names(interrupt_before),
         names(interrupt_after),
     )
@@ -533,6 +586,7 @@ def create_react_agent(
             version=version,
             tool_calling=tool_calling,
             call_fields=call_fields,
+            prompt_kwargs=_prompt_kwargs(prompt),
         )
         templates.put(key, template, shape)
     graph, tool_list, builtin, tool_defs = template
@@ -565,6 +619,7 @@ def _react_template(
     version: str,
     tool_calling: str,
     call_fields: Sequence[str] | None = None,
+    prompt_kwargs: tuple[str, ...] = (),
 ) -> tuple[CompiledStateGraph, list[Any], list[dict[str, Any]], Any]:
     """The compiled graph of a ``create_react_agent`` shape, its tools, its provider
     tool dicts and the tools as the engine sends them (``None`` for a LangChain model). Its nodes call the model, prompt and name of the agent running it
@@ -616,41 +671,43 @@ def _react_template(
             return {**state, "messages": msgs}
         return state.model_copy(update={"messages": msgs})
 
-    def agent(state: Any) -> dict[str, Any]:
+    def agent(state: Any, **kw: Any) -> dict[str, Any]:
         s = agent_var.get(first)
         model = s.model.resolve(state) if type(s.model) is DynamicModel else s.model
-        msg = call_model(model, s.prompt(input_state(state)), tool_dicts)
+        msg = call_model(model, s.prompt(input_state(state), **kw), tool_dicts)
         return {"messages": [named(msg, s.name)]}
 
-    async def aagent(state: Any) -> dict[str, Any]:
+    async def aagent(state: Any, **kw: Any) -> dict[str, Any]:
         s = agent_var.get(first)
         model = await s.model.aresolve(state) if type(s.model) is DynamicModel else s.model
-        messages = await s.aprompt(input_state(state))
+        messages = await s.aprompt(input_state(state), **kw)
         return {"messages": [named(await acall_model(model, messages, tool_dicts), s.name)]}
 
     if tool_calling == "schema":
         out_schema = type_schema(response_format)[0] if response_format is not None else None
         composed = compose_schema(tool_list, out_schema)
 
-        def agent(state: Any) -> dict[str, Any]:  # type: ignore[misc]
+        def agent(state: Any, **kw: Any) -> dict[str, Any]:  # type: ignore[misc]
             done, output = _pending_schema_output(_get(state, "messages"))
             if done:
                 return _schema_output_msg(output, None, response_format is not None)
             s = agent_var.get(first)
             resp = s.model.invoke(
-                s.prompt(input_state(state)), tools=None, response_format=composed
+                s.prompt(input_state(state), **kw), tools=None, response_format=composed
             )
             return _from_composed(_as_ai(resp), composed, response_format is not None)
 
-        async def aagent(state: Any) -> dict[str, Any]:  # type: ignore[misc]
+        async def aagent(state: Any, **kw: Any) -> dict[str, Any]:  # type: ignore[misc]
             done, output = _pending_schema_output(_get(state, "messages"))
             if done:
                 return _schema_output_msg(output, None, response_format is not None)
             s = agent_var.get(first)
-            messages = await s.aprompt(input_state(state))
+            messages = await s.aprompt(input_state(state), **kw)
             resp = await s.model.ainvoke(messages, tools=None, response_format=composed)
             return _from_composed(_as_ai(resp), composed, response_format is not None)
 
+    if prompt_kwargs:
+        agent, aagent = _giving_prompt_kwargs(agent, aagent, prompt_kwargs)
     node: Any = agent if hasattr(model, "invoke") else aagent
     if tool_calling == "native" and pre_model_hook is None:
         # The engine runs this step itself when the run brings an ``_AgentModel``.

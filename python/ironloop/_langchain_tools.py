@@ -115,6 +115,20 @@ def _injected_args(t: BaseTool) -> dict[str, tuple[str, str | None]]:
     return out
 
 
+def _optional_fields(t: BaseTool, injected: dict[str, tuple[str, str | None]]) -> frozenset[str]:
+    """The parameters injected from a state field that the tool's input schema does
+    not require (they have a default): left to it when the state lacks the field, as
+    LangGraph's ToolNode does (its ``_optional_state_args``)."""
+    wanted = [k for k, (kind, field) in injected.items() if kind == "state" and field]
+    if not wanted:
+        return frozenset()
+    try:
+        fields = getattr(t.get_input_schema(), "model_fields", {})
+    except Exception:  # no pydantic input schema: every injected field is required
+        return frozenset()
+    return frozenset(k for k in wanted if k in fields and not fields[k].is_required())
+
+
 def _model_facing(t: BaseTool, injected: dict[str, tuple[str, str | None]]) -> Any:
     """What of ``t`` the model is shown: the tool itself, or, when ironloop's markers
     (which langchain-core does not know) inject some of its arguments, the tool's input
@@ -134,12 +148,21 @@ def _model_facing(t: BaseTool, injected: dict[str, tuple[str, str | None]]) -> A
 
 
 class _Carried(ToolOutputMixin):
-    """An ironloop ``Command`` returned by a LangChain tool's function, carried through
-    langchain-core (which passes ``ToolOutputMixin`` objects through as they are and
-    would turn anything else into text)."""
+    """An ironloop ``Command`` (or a list holding some, LangGraph's list return) returned
+    by a LangChain tool's function, carried through langchain-core (which passes
+    ``ToolOutputMixin`` objects through as they are and would turn anything else into
+    text)."""
 
     def __init__(self, value: Any) -> None:
         self.value = value
+
+
+def _carried(r: Any) -> Any:
+    """``r`` as ``_Carried`` when langchain-core would otherwise make it text: a
+    ``Command``, or a list with one among ``ToolMessage``s (a list return)."""
+    if isinstance(r, Command) or (isinstance(r, list) and any(isinstance(x, Command) for x in r)):
+        return _Carried(r)
+    return r
 
 
 def _carrying(f: Any, is_async: bool) -> Any:
@@ -149,28 +172,34 @@ def _carrying(f: Any, is_async: bool) -> Any:
 
         @functools.wraps(f)
         async def acarry(*args: Any, **kwargs: Any) -> Any:
-            r = await f(*args, **kwargs)
-            return _Carried(r) if isinstance(r, Command) else r
+            return _carried(await f(*args, **kwargs))
 
         return acarry
 
     @functools.wraps(f)
     def carry(*args: Any, **kwargs: Any) -> Any:
-        r = f(*args, **kwargs)
-        return _Carried(r) if isinstance(r, Command) else r
+        return _carried(f(*args, **kwargs))
 
     return carry
 
 
 def _with_commands(t: BaseTool) -> BaseTool:
-    """``t``, or a copy whose function lets an ironloop ``Command`` through (for tools
-    made from functions: ``@tool``, ``StructuredTool``, ``Tool``)."""
+    """``t``, or a copy that lets an ironloop ``Command`` through: for tools made from
+    functions (``@tool``, ``StructuredTool``, ``Tool``) their function wrapped, for a
+    ``BaseTool`` subclass its own ``_run`` / ``_arun`` (shadowed on the copy only)."""
     update = {}
     for attr, is_async in (("func", False), ("coroutine", True)):
         f = getattr(t, attr, None)
         if callable(f):
             update[attr] = _carrying(f, is_async)
-    return t.model_copy(update=update) if update else t
+    if update:
+        return t.model_copy(update=update)
+    copy = t.model_copy()
+    for attr, is_async in (("_run", False), ("_arun", True)):
+        # An instance attribute shadows the method; langchain-core reads the wrapped
+        # method's signature (``run_manager``) through ``functools.wraps``.
+        object.__setattr__(copy, attr, _carrying(getattr(copy, attr), is_async))
+    return copy
 
 
 class LangChainTool(Tool):
@@ -218,6 +247,7 @@ class LangChainTool(Tool):
             k: ("context", None) if k in self._runtime_params else v for k, v in injected.items()
         }
         self._injected = {**injected, _CALL_ID: ("tool_call_id", None)}
+        self._optional_state = _optional_fields(lc_tool, injected)
         self._is_async = (
             getattr(lc_tool, "func", 0) is None and getattr(lc_tool, "coroutine", None) is not None
         )

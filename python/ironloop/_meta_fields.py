@@ -173,6 +173,7 @@ class _MetaTool(Tool):
         )
         self.output_schema = inner.output_schema
         self._injected = dict(inner._injected)
+        self._optional_state = inner._optional_state
         if "_outputPath" in fields:
             self._injected[_STATE] = ("state", None)
             self._injected[_CALL_ID] = ("tool_call_id", None)

@@ -101,6 +101,10 @@ class Tool:
         #: The result's JSON Schema (the spec's ``_output``), when declared.
         self.output_schema = None
         self._injected: dict[str, tuple[str, str | None]] = {}
+        #: Parameters injected from a state field that have a default: when the state
+        #: lacks the field, the parameter is left to its default (LangGraph's
+        #: ``_optional_state_args``) rather than the call failing.
+        self._optional_state: frozenset[str] = frozenset()
         self._target: Callable[..., Any] = func
         self._is_async = _is_async_callable(func)
 
@@ -387,6 +391,11 @@ class _FunctionTool(Tool):
             label=label,
         )
         self._injected = dict(spec.injected)
+        self._optional_state = frozenset(
+            k
+            for k, (kind, field) in self._injected.items()
+            if kind == "state" and field and _has_default(func, k)
+        )
         self._is_async = spec.is_async
         self._target = _converting(func, spec.converters, spec.is_async)
         functools.update_wrapper(self, func)  # type: ignore[arg-type]

@@ -200,7 +200,7 @@ class CallRunner:
         return state
 
     def _policy(self) -> Any:
-        return self.node.handle_tool_errors if self.execute_errors is None else self.execute_errors
+        return self.node._error_policy if self.execute_errors is None else self.execute_errors
 
     def _start(self, request: ToolCallRequest, loop: Any = None) -> Any:
         """Starts ``request``'s one call on the Rust node: its output (``loop`` is
@@ -238,7 +238,7 @@ class CallRunner:
         except (GraphInterrupt, ParentCommand):
             raise
         except Exception as e:
-            return error_message(self.node.handle_tool_errors, request.tool_call, e)
+            return error_message(self.node._error_policy, request.tool_call, e)
 
     async def aone(self, request: ToolCallRequest) -> Any:
         try:
@@ -246,7 +246,7 @@ class CallRunner:
         except (GraphInterrupt, ParentCommand):
             raise
         except Exception as e:
-            return error_message(self.node.handle_tool_errors, request.tool_call, e)
+            return error_message(self.node._error_policy, request.tool_call, e)
 
     def invoke(self, input: Any, config: Any = None, store: Any = None) -> Any:
         token = node_scope.set(scope_for(config, self.node._tool_list()))

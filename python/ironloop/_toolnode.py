@@ -3,6 +3,9 @@ Rust, in ``src/prebuilt/tool_node.rs``)."""
 
 from __future__ import annotations
 
+import inspect
+import types
+import typing
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -108,6 +111,9 @@ class ToolNode:
         #: The tools the Rust node runs (a LangChain tool adapted), by name.
         self._tools: dict[str, Tool | NativeTool] = dict(zip(names, converted, strict=True))
         self.handle_tool_errors = handle_tool_errors
+        #: The policy as the node applies it: a handler function limited to the
+        #: exception types its first parameter is annotated with.
+        self._error_policy = typed_handler(handle_tool_errors)
         self.strategy = strategy
         self.max_concurrency = max_concurrency
         self.messages_key = messages_key
@@ -121,7 +127,7 @@ class ToolNode:
             converted,
             strategy=strategy,
             max_concurrency=max_concurrency,
-            handle_tool_errors=handle_tool_errors,
+            handle_tool_errors=self._error_policy,
             messages_key=messages_key,
             deny=_names("deny", deny),
             allow_only=None if allow_only is None else _names("allow_only", allow_only),
@@ -250,6 +256,52 @@ def _calls_given(input: Any) -> bool:
     if isinstance(input, list):
         return bool(input) and isinstance(input[-1], dict) and input[-1].get("type") == "tool_call"
     return isinstance(input, dict) and input.get("__type") == "tool_call_with_context"
+
+
+def _handled_types(handler: Callable[..., Any]) -> tuple[type[BaseException], ...] | None:
+    """The exception types a handler function's first parameter is annotated with (a
+    type or a union of them), or ``None`` when it names none: it handles every
+    exception (LangGraph's rule). A union with a non-exception type is a mistake."""
+    try:
+        params = list(inspect.signature(handler).parameters.values())
+        hints = typing.get_type_hints(handler)
+    except (TypeError, ValueError, NameError):  # no signature or unresolvable hints
+        return None
+    if not params:
+        return None
+    first = params[1] if params[0].name in ("self", "cls") and len(params) == 2 else params[0]
+    hint = hints.get(first.name)
+    if hint is None:
+        return None
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        members = typing.get_args(hint)
+        if not all(isinstance(m, type) and issubclass(m, Exception) for m in members):
+            raise ValueError(
+                "handle_tool_errors: every type in the error handler's annotation must be an "
+                f"Exception type (e.g. `def handler(e: ValueError | TypeError)`); got {hint}"
+            )
+        return tuple(members)
+    if isinstance(hint, type) and issubclass(hint, Exception) and hint is not Exception:
+        return (hint,)
+    return None
+
+
+def typed_handler(handle: Any) -> Any:
+    """``handle_tool_errors`` as the node applies it: a handler function annotated with
+    the exceptions it takes re-raises any other (so it reaches the caller, as in
+    LangGraph); every other policy as it is."""
+    if isinstance(handle, (bool, str, type, tuple)) or not callable(handle):
+        return handle
+    handled = _handled_types(handle)
+    if handled is None:
+        return handle
+
+    def handle_typed(e: BaseException) -> Any:
+        if isinstance(e, handled):
+            return handle(e)
+        raise e
+
+    return handle_typed
 
 
 def _scope_store() -> Any:

@@ -32,6 +32,7 @@ mod runtime;
 mod serde;
 mod store;
 mod thread_state;
+mod tool_outputs;
 mod toolnode;
 mod tracing;
 

@@ -33,6 +33,9 @@ use crate::tool::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
 #[derive(Debug, Clone)]
 enum Inject {
     State(Option<String>),
+    /// A state field the parameter has a default for: when the state lacks it, the
+    /// parameter is left out so its default stands (LangGraph's optional state args).
+    OptionalField(String),
     Store,
     ToolCallId,
     Context,
@@ -83,10 +86,22 @@ impl PyTool {
         let mut injected = Vec::new();
         let inj = obj.getattr("_injected")?;
         let inj = inj.cast::<PyDict>()?;
+        // A duck-typed tool without the attribute has no optional fields.
+        let optional = obj
+            .getattr(intern!(obj.py(), "_optional_state"))
+            .ok()
+            .filter(|o| !o.is_none());
         for (param, spec) in inj.iter() {
             let (kind, field): (String, Option<String>) = spec.extract()?;
+            let has_default = match &optional {
+                Some(o) => o.contains(&param)?,
+                None => false,
+            };
             let k = match kind.as_str() {
-                "state" => Inject::State(field),
+                "state" => match field {
+                    Some(f) if has_default => Inject::OptionalField(f),
+                    other => Inject::State(other),
+                },
                 "store" => Inject::Store,
                 "tool_call_id" => Inject::ToolCallId,
                 "context" => Inject::Context,
@@ -119,10 +134,12 @@ impl PyTool {
     /// Whether the tool is given the graph's state: injected whole or as a field, or
     /// through an injected context (its `state`).
     pub fn sees_state(&self) -> bool {
-        self.0
-            .injected
-            .iter()
-            .any(|(_, i)| matches!(i, Inject::State(_) | Inject::Context))
+        self.0.injected.iter().any(|(_, i)| {
+            matches!(
+                i,
+                Inject::State(_) | Inject::OptionalField(_) | Inject::Context
+            )
+        })
     }
 }
 
@@ -170,20 +187,23 @@ impl Inner {
     ) -> PyResult<Bound<'py, PyDict>> {
         let kw = value_to_py(py, args)?.cast_into::<PyDict>()?;
         for (param, how) in &self.injected {
-            kw.set_item(param.bind(py), self.injected_value(py, how, ctx, env)?)?;
+            if let Some(v) = self.injected_value(py, how, ctx, env)? {
+                kw.set_item(param.bind(py), v)?;
+            }
         }
         Ok(kw)
     }
 
-    /// The value an injected parameter receives.
+    /// The value an injected parameter receives; `None` leaves it out (an optional
+    /// field the state lacks: the parameter's default stands).
     fn injected_value<'py>(
         &self,
         py: Python<'py>,
         how: &Inject,
         ctx: &ToolContext,
         env: &Arc<PyRunEnv>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        Ok(match how {
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        Ok(Some(match how {
             Inject::ToolCallId => PyString::new(py, &ctx.tool_call_id).into_any(),
             Inject::Store => opt(py, &env.store),
             Inject::State(None) => opt(py, &env.state),
@@ -191,8 +211,12 @@ impl Inner {
                 Some(s) => select_field(s.bind(py), field)?,
                 None => py.None().into_bound(py),
             },
+            Inject::OptionalField(field) => match &env.state {
+                Some(s) if has_field(s.bind(py), field)? => select_field(s.bind(py), field)?,
+                _ => return Ok(None),
+            },
             Inject::Context => Bound::new(py, PyToolContext::new(ctx, env.clone()))?.into_any(),
-        })
+        }))
     }
 
     /// Calls the tool's function with the call's arguments and the injected values as
@@ -229,8 +253,10 @@ impl Inner {
             }
         }
         for (param, how) in &self.injected {
-            names.push(param.bind(py).clone().into_any());
-            values.push(self.injected_value(py, how, ctx, env)?);
+            if let Some(v) = self.injected_value(py, how, ctx, env)? {
+                names.push(param.bind(py).clone().into_any());
+                values.push(v);
+            }
         }
         let kwnames = pyo3::types::PyTuple::new(py, names)?;
         let ptrs: [*mut pyo3::ffi::PyObject; MAX] =
@@ -360,6 +386,18 @@ fn opt<'py>(py: Python<'py>, v: &Option<Py<PyAny>>) -> Bound<'py, PyAny> {
     match v {
         Some(v) => v.bind(py).clone(),
         None => py.None().into_bound(py),
+    }
+}
+
+/// Whether the state has `field` (a key of a dict state, an attribute of an object
+/// one, "messages" of a bare message list).
+fn has_field(state: &Bound<'_, PyAny>, field: &str) -> PyResult<bool> {
+    if field == "messages" && state.cast::<pyo3::types::PyList>().is_ok() {
+        return Ok(true);
+    }
+    match state.cast::<PyDict>() {
+        Ok(d) => d.contains(field),
+        Err(_) => state.hasattr(field),
     }
 }
 

@@ -14,10 +14,10 @@ use super::env::PyRunEnv;
 use super::exiting::attach;
 use super::graph::current_tool_events;
 use super::helpers::helpers;
-use super::messages::messages_to_py;
 use super::native_tool::NativeTool;
 use super::pytool::{PyPayload, PyTool};
 use super::runtime::{block_on, can_drive_inline, cancel_with, drive_inline_holding_gil, runtime};
+use super::tool_outputs::{combine, flatten_list, list_return, StepOutput};
 use crate::executor::{error_text, Executor, RunContext, Strategy, ToolResult};
 use crate::message::{Content, Message};
 use crate::prebuilt::{last_ai_message, result_message, ToolNodeError};
@@ -202,36 +202,46 @@ pub fn is_invalid_resume(py: Python<'_>, e: &PyErr) -> bool {
         .unwrap_or(false)
 }
 
-/// A step's tool messages and the `Command`s its tools returned.
-pub type ToolStep = (Vec<Arc<Message>>, Vec<Py<PyAny>>);
-
-/// The tool messages of a step, in call order, with `handle_tool_errors` applied to
-/// failures, and the `Command`s tools returned. An `interrupt()` (or a drain) inside a
-/// tool is raised again, whatever the policy: it pauses the graph, it is not a failure.
+/// The outputs of a step, in call order, with `handle_tool_errors` applied to
+/// failures: tool messages and the `Command`s tools returned (a list return
+/// flattened, see `tool_outputs`; `key` is the messages key its commands answer
+/// in). An `interrupt()` (or a drain) inside a tool is raised again, whatever the policy: it
+/// pauses the graph, it is not a failure.
 pub fn tool_results(
     py: Python<'_>,
     handle: &Bound<'_, PyAny>,
     results: Vec<ToolResult>,
-) -> PyResult<ToolStep> {
-    let mut out: Vec<Arc<Message>> = Vec::with_capacity(results.len());
-    let mut commands = Vec::new();
-    for r in results {
-        let msg = match &r.outcome {
-            Ok(o) => match o
+    key: &str,
+) -> PyResult<Vec<StepOutput>> {
+    let mut out = Vec::with_capacity(results.len());
+    for mut r in results {
+        let payload = match &r.outcome {
+            Ok(o) => o
                 .payload
                 .as_ref()
                 .and_then(|p| p.downcast_ref::<PyPayload>())
-            {
-                // A tool may return a `Command` (a graph update), not a message.
-                Some(PyPayload(obj)) if obj.bind(py).is_instance(command_class(py)?)? => {
-                    commands.push(obj.clone_ref(py));
-                    continue;
+                .map(|PyPayload(obj)| obj.clone_ref(py)),
+            Err(_) => None,
+        };
+        if let Some(obj) = payload {
+            let obj = obj.into_bound(py);
+            // A tool may return a `Command` (a graph update), not a message.
+            if obj.is_instance(command_class(py)?)? {
+                out.push(StepOutput::Command(obj.unbind()));
+                continue;
+            }
+            if let Some(items) = list_return(&obj)? {
+                match flatten_list(items, &r, key)? {
+                    Ok(items) => {
+                        out.extend(items);
+                        continue;
+                    }
+                    Err(e) => r.outcome = Err(e),
                 }
-                _ => {
-                    out.push(result_message(r));
-                    continue;
-                }
-            },
+            }
+        }
+        let msg = match &r.outcome {
+            Ok(_) => result_message(r),
             Err(e @ crate::tool::ToolError::Unusable { .. }) => return Err(PyErr::from(e)),
             Err(e) => {
                 let original = e.raised().and_then(|h| h.downcast_ref::<PyErr>());
@@ -256,13 +266,12 @@ pub fn tool_results(
                 }
             }
         };
-        out.push(msg);
+        out.push(StepOutput::Message(msg));
     }
-    Ok((out, commands))
+    Ok(out)
 }
 
-/// Builds a standalone ToolNode's output: `{key: [...]}` (a list for a list
-/// input); with `Command`s, LangGraph's list `[Command, ..., {"messages": [...]}]`.
+/// Builds a standalone ToolNode's output (see `tool_outputs::combine`).
 fn finish(
     py: Python<'_>,
     handle: &Bound<'_, PyAny>,
@@ -270,23 +279,8 @@ fn finish(
     list_in: bool,
     key: &str,
 ) -> PyResult<Py<PyAny>> {
-    let (out, commands) = tool_results(py, handle, results)?;
-    let list = messages_to_py(py, &out)?;
-    let value = if list_in {
-        list.into_any()
-    } else {
-        let d = PyDict::new(py);
-        d.set_item(key, list)?;
-        d.into_any()
-    };
-    if commands.is_empty() {
-        return Ok(value.unbind());
-    }
-    let all = PyList::new(py, commands)?;
-    if !out.is_empty() {
-        all.append(value)?;
-    }
-    Ok(all.into_any().unbind())
+    let outputs = tool_results(py, handle, results, key)?;
+    combine(py, outputs, list_in, key)
 }
 
 /// The content of an error result under the `handle_tool_errors` policy: `None` for

@@ -158,6 +158,7 @@ impl NodeDesc {
                     core.unbind(),
                     channel,
                     shared.clone(),
+                    self.factory,
                 ))
             }
             None => {

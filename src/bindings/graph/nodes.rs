@@ -20,6 +20,7 @@ use super::super::helpers::helpers;
 use super::super::messages::messages_to_py;
 use super::super::model_stream::stream_chunks;
 use super::super::pool::Pool;
+use super::super::tool_outputs::split;
 use super::super::toolnode::{is_graph_interrupt, tool_results, ToolNodeCore};
 use super::describe::Wants;
 use super::returned::{message_meta, stream_returned_messages};
@@ -433,6 +434,9 @@ pub(super) struct ToolsNode {
     core: Py<ToolNodeCore>,
     node: ToolNode,
     shared: Arc<Shared>,
+    /// Makes the state tools see from the state dict (a dataclass / pydantic schema):
+    /// an `InjectedState` gets the state as a node of the graph would.
+    factory: Option<Py<PyAny>>,
 }
 
 impl ToolsNode {
@@ -441,6 +445,7 @@ impl ToolsNode {
         core: Py<ToolNodeCore>,
         channel: &str,
         shared: Arc<Shared>,
+        factory: Option<Py<PyAny>>,
     ) -> Self {
         let executor = attach(|py| core.borrow(py).executor.clone());
         ToolsNode {
@@ -448,6 +453,7 @@ impl ToolsNode {
             core,
             node: ToolNode::new(executor, channel),
             shared,
+            factory,
         }
     }
 }
@@ -487,7 +493,7 @@ impl ToolsNode {
             // Only a tool given the state (an injected state or context) reads it:
             // the state is not turned into Python objects for tools that never look.
             let state = if self.core.get().sees_state {
-                Some(self.shared.state_dict(py, &view)?.into_any().unbind())
+                Some(self.shared.node_input(py, &view, &self.factory)?.unbind())
             } else {
                 None
             };
@@ -539,8 +545,10 @@ impl ToolsNode {
         attach(|py| {
             let fail = |e| node_failure(py, &ctx, e);
             let core = self.core.borrow(py);
-            let (msgs, commands) =
-                tool_results(py, core.handle_errors.bind(py), results).map_err(fail)?;
+            let outputs =
+                tool_results(py, core.handle_errors.bind(py), results, &core.messages_key)
+                    .map_err(fail)?;
+            let (msgs, commands) = split(outputs);
             let mut out = self.node.output(msgs.clone());
             for c in commands {
                 self.shared
