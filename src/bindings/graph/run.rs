@@ -20,9 +20,8 @@ use super::values::{host, val_to_py, PyCodec, Shared};
 use crate::checkpoint::thread_key;
 use crate::graph::{
     is_hidden, modes, question_id, Graph, GraphError, InterruptInfo, InterruptKind, Multitask,
-    NodeOutput,
-    Replay, Reserved, Resume, RunInput, RunOptions, RunResult, Snapshot, StreamSink, TaskStatus,
-    Val, ValueCodec, START,
+    NodeOutput, Replay, Reserved, Resume, RunInput, RunOptions, RunResult, Snapshot, StreamSink,
+    TaskStatus, Val, ValueCodec, START,
 };
 use crate::prebuilt::ModelCall;
 
@@ -225,7 +224,13 @@ impl GraphCore {
         stream: Option<StreamSink>,
         agent: Option<Arc<ModelCall>>,
     ) -> PyResult<RunSetup> {
-        let stream = self.stream_around(py, config, stream)?;
+        // A run inside a task (a subgraph, a sub-agent): the how-manieth of the task's
+        // runs it is, as LangGraph numbers a task's subgraph calls.
+        let parent = parent_task(py)?;
+        let call = parent
+            .as_ref()
+            .map_or(0, |sc| sc.borrow().next_subgraph_call());
+        let stream = self.stream_around(config, stream, parent.as_ref(), call)?;
         let mut opts = RunOptions {
             stream,
             ..Default::default()
@@ -295,11 +300,12 @@ impl GraphCore {
     /// the run around it, at that run's level.
     fn stream_around(
         &self,
-        py: Python<'_>,
         config: Option<&Bound<'_, PyAny>>,
         stream: Option<StreamSink>,
+        parent: Option<&Bound<'_, TaskScratch>>,
+        call: usize,
     ) -> PyResult<Option<StreamSink>> {
-        let Some(task) = parent_task(py)? else {
+        let Some(task) = parent else {
             return Ok(stream);
         };
         let own_thread = match config {
@@ -310,8 +316,6 @@ impl GraphCore {
             None => false,
         };
         let task = task.borrow();
-        // Each run inside the task counts, as LangGraph numbers a task's subgraph calls.
-        let call = task.next_subgraph_call();
         let around = if own_thread {
             task.stream
                 .clone()
