@@ -72,6 +72,18 @@ def test_a_key_written_twice_shows_each_write_in_order() -> None:
     assert list(root.stream("", stream_mode="updates")) == [{"n": ["x", "y"]}]
 
 
+def test_messages_written_twice_by_one_node_are_each_streamed() -> None:
+    def node(state: Any) -> list[Command]:
+        return [
+            Command(update={"messages": [AIMessage("a", id="a")]}),
+            Command(update={"messages": [AIMessage("b", id="b")]}),
+        ]
+
+    graph = StateGraph(MessagesState).add_node("n", node).add_edge(START, "n").compile()
+    streamed = list(graph.stream({"messages": []}, stream_mode="messages"))
+    assert [(m.id, meta["langgraph_node"]) for m, meta in streamed] == [("a", "n"), ("b", "n")]
+
+
 def test_two_subgraphs_one_node_calls_keep_apart() -> None:
     class Sub(TypedDict):
         n: Annotated[int, operator.add]
