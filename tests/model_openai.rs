@@ -443,7 +443,7 @@ mod model_node {
         BranchSpec, ChannelKind, Graph, GraphError, GraphSpec, JsonCodec, MessageList, RunInput,
         RunOptions, RunResult, Val, END, START,
     };
-    use ironloop::prebuilt::{ModelCall, ModelNode, ToolCallSends, ToolNode};
+    use ironloop::prebuilt::{AfterModel, ModelCall, ModelNode, ToolNode};
     use ironloop::{Executor, Tool, ToolOutput, ToolRegistry};
     use std::sync::Arc;
 
@@ -520,10 +520,12 @@ mod model_node {
         .edge("tools", "agent");
         spec.branches.push(BranchSpec {
             source: "agent".into(),
-            router: Arc::new(ToolCallSends {
+            router: Arc::new(AfterModel {
                 channel: "messages".into(),
-                node: "tools".into(),
-                otherwise: END.into(),
+                tools: "tools".into(),
+                per_call: true,
+                back: "agent".into(),
+                done: END.into(),
             }),
             ends: Some(vec!["tools".into(), END.into()]),
             reads: None,

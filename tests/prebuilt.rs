@@ -10,7 +10,7 @@ use ironloop::graph::{
 };
 use ironloop::message::{Message, MessageKind};
 use ironloop::prebuilt::{
-    messages_channel, tools_condition, ToolCallSends, ToolNode, ToolsCondition, TOOLS,
+    messages_channel, tools_condition, AfterModel, ToolNode, ToolsCondition, TOOLS,
 };
 use ironloop::{Executor, Tool, ToolCall, ToolOutput, ToolRegistry};
 use serde_json::json;
@@ -193,10 +193,12 @@ async fn tool_call_sends_runs_each_call_as_a_task_of_its_own() {
     .node("tools", tools.clone())
     .edge(START, "agent")
     .edge("tools", "agent");
-    let sends = ToolCallSends {
+    let sends = AfterModel {
         channel: "messages".into(),
-        node: "tools".into(),
-        otherwise: END.into(),
+        tools: "tools".into(),
+        per_call: true,
+        back: "agent".into(),
+        done: END.into(),
     };
     spec.branches.push(BranchSpec {
         source: "agent".into(),
