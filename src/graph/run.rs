@@ -581,7 +581,7 @@ impl Run<'_> {
             return false;
         };
         let info = InterruptInfo::before(&t.id, &t.node);
-        self.emit_interrupt(&info);
+        self.emit_breakpoint(&info);
         self.interrupts.push(info);
         true
     }
@@ -604,7 +604,7 @@ impl Run<'_> {
         match node {
             Some(node) if !self.next.is_empty() => {
                 let info = InterruptInfo::after(checkpoint_id, &node);
-                self.emit_interrupt(&info);
+                self.emit_breakpoint(&info);
                 self.interrupts.push(info);
                 true
             }

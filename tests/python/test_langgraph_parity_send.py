@@ -198,6 +198,10 @@ def test_a_subgraph_pause_after_a_node_streams_an_empty_interrupt() -> None:
     state = app.get_state(config)
     assert state.next == ("inner",) and [t.interrupts for t in state.tasks] == [()]
     assert app.invoke(None, config) == {"x": ["i1", "i2", "o"]}
+    # Only the root shows the pause, once; the subgraph shows what it did.
+    chunks = app.stream({"x": []}, thread_config("nested-after-ns"), subgraphs=True)
+    shown = [(ns[0].split(":")[0] if ns else "", c) for ns, c in chunks]
+    assert shown == [("inner", {"i1": {"x": ["i1"]}}), ("", {"__interrupt__": ()})]
 
 
 def test_messages_of_a_list_of_commands_are_streamed() -> None:

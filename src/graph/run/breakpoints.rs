@@ -76,8 +76,17 @@ impl Run<'_> {
         let t = &self.next[i];
         self.emit_task_result(t, Vec::new, None, Vec::new());
         let info = InterruptInfo::before(&t.id, &t.node);
-        self.emit_interrupt(&info);
+        self.emit_breakpoint(&info);
         self.interrupts.push(info);
+    }
+
+    /// Streams a pause with nothing to answer (LangGraph's `{"__interrupt__": ()}`),
+    /// unless the run is nested: as LangGraph's, only the root run shows it, once,
+    /// however deep the graph that stopped.
+    pub(super) fn emit_breakpoint(&self, info: &InterruptInfo) {
+        if self.opts.lent.is_none() {
+            self.emit_interrupt(info);
+        }
     }
 
     /// The step paused with some of its tasks finished: as LangGraph, one last
@@ -91,9 +100,11 @@ impl Run<'_> {
                 writes.extend(out.writes.iter().cloned());
             }
         }
-        if !self
-            .graph
-            .writes_output(writes.iter().map(|(c, _)| c.as_str()))
+        // A nested run's pause is its parent task's: as LangGraph's, it shows nothing.
+        if self.opts.lent.is_some()
+            || !self
+                .graph
+                .writes_output(writes.iter().map(|(c, _)| c.as_str()))
         {
             return;
         }
