@@ -479,7 +479,9 @@ def create_react_agent(
     tool dicts (sent to the model only), or a ``ToolNode``.
 
     - ``prompt``: a str or ``SystemMessage`` put first, or a function (sync or async)
-      or LangChain ``Runnable`` from the state to the model's input messages.
+      or LangChain ``Runnable`` from the state to the model's input messages (a
+      function naming ``config`` / ``store`` parameters is given the run's config and
+      the graph's store, as in LangGraph).
     - ``response_format``: a schema (TypedDict, dataclass, pydantic model, JSON Schema)
       or ``(prompt, schema)``; after the loop, a node ``generate_structured_response``
       asks the model for it and stores it as ``structured_response``.

@@ -192,6 +192,17 @@ pub fn is_graph_pause(py: Python<'_>, e: &PyErr) -> bool {
         })
 }
 
+/// Whether `e` is an `ironloop.errors.GraphBubbleUp` (what a node raises to tell
+/// the engine something, LangGraph's base of interrupts and parent commands): a tool
+/// node re-raises it whatever its `handle_tool_errors`. Looked up on the error path
+/// only.
+fn is_bubble_up(py: Python<'_>, e: &PyErr) -> bool {
+    py.import(pyo3::intern!(py, "ironloop.errors"))
+        .and_then(|m| m.getattr(pyo3::intern!(py, "GraphBubbleUp")))
+        .and_then(|cls| e.value(py).is_instance(&cls))
+        .unwrap_or(false)
+}
+
 /// Whether `e` is the `ValidationError` of a resume value that did not fit its
 /// `interrupt(..., response_schema=)` (marked by `ironloop.errors.mark_invalid_resume`,
 /// LangGraph's attribute): the model cannot fix it, so no error policy handles it.
@@ -245,11 +256,13 @@ pub fn tool_results(
             Err(e @ crate::tool::ToolError::Unusable { .. }) => return Err(PyErr::from(e)),
             Err(e) => {
                 let original = e.raised().and_then(|h| h.downcast_ref::<PyErr>());
-                // A pause, a resume value that does not fit its interrupt's schema, or
-                // a KeyboardInterrupt / SystemExit: for the caller, never a message for
+                // A pause (any `GraphBubbleUp`: an interrupt, a parent command), a
+                // resume value that does not fit its interrupt's schema, or a
+                // KeyboardInterrupt / SystemExit: for the caller, never a message for
                 // the model.
                 let for_caller = |o: &&PyErr| {
                     is_graph_pause(py, o)
+                        || is_bubble_up(py, o)
                         || is_invalid_resume(py, o)
                         || !o.is_instance_of::<PyException>(py)
                 };

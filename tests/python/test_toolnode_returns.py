@@ -274,3 +274,16 @@ def test_error_handler_annotated_with_a_non_exception_is_refused() -> None:
 
     with pytest.raises(ValueError, match="must be an Exception type"):
         ToolNode([fails], handle_tool_errors=bad)
+
+
+@pytest.mark.parametrize("policy", [True, "handled", (Exception,), lambda e: "handled"])
+def test_graph_bubble_up_from_a_tool_reaches_the_caller_whatever_the_policy(policy: Any) -> None:
+    from ironloop.errors import GraphBubbleUp
+
+    @tool
+    def bubbles() -> str:
+        """Bubbles up."""
+        raise GraphBubbleUp("foo")
+
+    with pytest.raises(GraphBubbleUp, match="foo"):
+        ToolNode([bubbles], handle_tool_errors=policy).invoke(_state(_call("bubbles")))
