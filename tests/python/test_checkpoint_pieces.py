@@ -15,11 +15,10 @@ import random
 from typing import Annotated, Any, TypedDict
 
 import pytest
+from test_serde import same, value
 
 from ironloop import END, START, MemorySaver, StateGraph
 from ironloop._ironloop import _checkpoint_decode, _checkpoint_encode, _checkpoint_encode_pieces
-
-from test_serde import same, value
 
 
 def _doc(i: int, size: int = 40) -> dict[str, Any]:
@@ -57,6 +56,15 @@ def test_a_large_dict_of_few_items_met_again_is_shared() -> None:
     pieces = _checkpoint_encode_pieces(value)
     assert b"".join(pieces) == _checkpoint_encode(value) == _checkpoint_encode(copy.deepcopy(value))
     assert sum(p == inner for p in pieces) == 50
+
+
+def test_a_small_container_met_again_after_a_cut_is_copied() -> None:
+    # A list of 20 ints (short text, many items) written, then a large dict cut out
+    # after it, then the list again: copied from the piece now holding it.
+    row = list(range(20))
+    value = {"row": row, "doc": _doc(1), "again": [row, row], "last": row}
+    pieces = _checkpoint_encode_pieces(value)
+    assert b"".join(pieces) == _checkpoint_encode(value) == _checkpoint_encode(copy.deepcopy(value))
 
 
 def test_containers_cut_inside_containers_met_again() -> None:

@@ -34,6 +34,8 @@ pub(super) enum Written {
 struct Rope {
     /// The text before `buf`.
     done: Vec<Piece>,
+    /// Where each piece of `done` starts in the text (to copy a span from it).
+    starts: Vec<usize>,
     /// The bytes of `done`.
     done_len: usize,
     /// The text being written.
@@ -48,11 +50,21 @@ impl Rope {
         if bytes.is_empty() {
             return;
         }
-        self.done_len += bytes.len();
         // SAFETY: serde_json writes UTF-8 and the cuts fall on a bracket's or a comma's
         // position (ASCII), so every slice of the output is UTF-8.
-        self.done
-            .push(unsafe { Piece::from_utf8_unchecked(bytes.freeze()) });
+        self.push_piece(unsafe { Piece::from_utf8_unchecked(bytes.freeze()) });
+    }
+
+    fn push_piece(&mut self, piece: Piece) {
+        self.starts.push(self.done_len);
+        self.done_len += piece.len();
+        self.done.push(piece);
+    }
+
+    /// Bytes `a..b` of `done`, when one piece holds them all (always, for a container
+    /// shorter than [`PIECE_MIN`]: every cut falls inside a larger one).
+    fn done_span(&self, a: usize, b: usize) -> Option<&[u8]> {
+        span_in(&self.done, &self.starts, a, b)
     }
 
     /// The index of the piece of `done` that starts at `at`, splitting the one around
@@ -69,8 +81,16 @@ impl Rope {
         }
         let tail = self.done[i].split_off(at - start)?;
         self.done.insert(i + 1, tail);
+        self.starts.insert(i + 1, at);
         Some(i + 1)
     }
+}
+
+/// Bytes `a..b` of the text of `pieces` (starting at `starts`), when one piece holds
+/// them all.
+fn span_in<'a>(pieces: &'a [Piece], starts: &[usize], a: usize, b: usize) -> Option<&'a [u8]> {
+    let i = starts.partition_point(|&s| s <= a).checked_sub(1)?;
+    pieces[i].as_bytes().get(a - starts[i]..b - starts[i])
 }
 
 /// The output of one encoding, shared by serde_json's serializer (which writes each
@@ -97,6 +117,7 @@ impl Out {
     pub fn clear(&self) {
         let mut r = self.0.borrow_mut();
         r.done.clear();
+        r.starts.clear();
         r.done_len = 0;
         r.buf.clear();
     }
@@ -131,11 +152,15 @@ impl Out {
         Some(r.done[first?..].to_vec())
     }
 
-    /// Whether [`Out::repeat`] can write `w` again (a span is no longer in the open
-    /// buffer once a later cut moved it: the container is then walked again).
+    /// Whether [`Out::repeat`] can write `w` again (a span a later cut moved out of
+    /// the open buffer is copied from the piece holding it; were it split, never as
+    /// cuts are made, the container is walked again).
     pub fn can_repeat(&self, w: &Written) -> bool {
+        let r = self.0.borrow();
         match w {
-            Written::Span { start, .. } => *start >= self.0.borrow().done_len,
+            Written::Span { start, end } => {
+                *start >= r.done_len || r.done_span(*start, *end).is_some()
+            }
             Written::Pieces(_) => true,
         }
     }
@@ -145,15 +170,21 @@ impl Out {
         let mut r = self.0.borrow_mut();
         let r = &mut *r;
         match w {
-            Written::Span { start, end } => {
+            Written::Span { start, end } if *start >= r.done_len => {
                 let (a, b) = (start + 1 - r.done_len, end - 1 - r.done_len);
                 r.buf.extend_from_within(a..b);
+            }
+            Written::Span { start, end } => {
+                if let Some(text) = span_in(&r.done, &r.starts, start + 1, end - 1) {
+                    r.buf.extend_from_slice(text);
+                }
             }
             Written::Pieces(p) => {
                 let open = r.buf.split();
                 r.push(open);
-                r.done.extend(p.iter().cloned());
-                r.done_len += Piece::total_len(p);
+                for piece in p.iter() {
+                    r.push_piece(piece.clone());
+                }
             }
         }
     }
