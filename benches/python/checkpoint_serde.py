@@ -8,7 +8,8 @@ time (the steadier figure on a shared machine):
 
 - ``orjson.dumps(value)``: the yardstick (a Rust encoder writing JSON text);
 - the checkpoint encoder alone (``_checkpoint_encode``: Python objects to the JSON text a
-  saver stores) and the decoder (the text back to Python objects);
+  saver stores; ``_checkpoint_encode_pieces``: the same text in the pieces a snapshot
+  keeps) and the decoder (the text back to Python objects);
 - a run with ``MemorySaver`` that writes the value once and then takes ``--steps`` more
   steps that write a counter, minus the same run without a checkpointer: the value's
   cost to the checkpoints, which must be one encoding, not one per step (with
@@ -33,7 +34,7 @@ from typing import Any, TypedDict
 import orjson
 
 from ironloop import END, START, MemorySaver, StateGraph
-from ironloop._ironloop import _checkpoint_decode, _checkpoint_encode
+from ironloop._ironloop import _checkpoint_decode, _checkpoint_encode, _checkpoint_encode_pieces
 
 
 def nested_value(mb: float, seed: int = 1) -> dict[str, Any]:
@@ -102,6 +103,7 @@ def main() -> None:
 
     t_orjson = median_of(lambda: orjson.dumps(value), args.repeat)
     t_enc = median_of(lambda: _checkpoint_encode(value), args.repeat)
+    t_pieces = median_of(lambda: _checkpoint_encode_pieces(value), args.repeat)
     t_dec = median_of(lambda: _checkpoint_decode(text), args.repeat)
     t_orjson_loads = median_of(lambda: orjson.loads(text), args.repeat)
 
@@ -127,6 +129,7 @@ def main() -> None:
     )
     row("orjson.dumps", t_orjson, t_orjson)
     row("checkpoint encode (objects -> stored JSON text)", t_enc, t_orjson)
+    row("checkpoint encode in pieces (a snapshot's)", t_pieces, t_orjson)
     row("orjson.loads", t_orjson_loads, t_orjson)
     row("checkpoint decode (stored JSON text -> objects)", t_dec, t_orjson)
     print(f"a run writing it once, then {args.steps} steps:")

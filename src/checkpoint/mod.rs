@@ -15,6 +15,7 @@
 pub mod caller;
 pub mod lease;
 pub mod memory;
+pub mod piece;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod record;
@@ -34,6 +35,7 @@ use thiserror::Error;
 
 pub use lease::{AskGuard, RunLease, StopAsk};
 pub use memory::MemorySaver;
+pub use piece::Piece;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresOptions, PostgresSaver};
 pub use seal::{KeyError, RecordKey, Records, KEY_ENV};
@@ -137,8 +139,9 @@ pub struct Write {
 #[derive(Debug, Clone)]
 pub enum Snapshot {
     Json(Value),
-    /// JSON text as pieces whose concatenation is the snapshot.
-    Pieces(Vec<Arc<String>>),
+    /// JSON text as pieces whose concatenation is the snapshot (a large container
+    /// met again is the same piece again: [`Piece`]).
+    Pieces(Vec<Piece>),
 }
 
 impl Snapshot {
@@ -146,7 +149,7 @@ impl Snapshot {
     pub fn json(&self) -> Result<Cow<'_, Value>> {
         match self {
             Snapshot::Json(v) => Ok(Cow::Borrowed(v)),
-            Snapshot::Pieces(p) => serde_json::from_str(&p.iter().map(|s| s.as_str()).collect::<String>())
+            Snapshot::Pieces(p) => serde_json::from_str(&Piece::joined(p))
                 .map(Cow::Owned)
                 .map_err(|e| CheckpointError::serialization(format!("a snapshot that is not JSON ({e}): this is a bug in ironloop, please report it"))),
         }

@@ -6,15 +6,16 @@ use serde_json::Value;
 
 use super::error::GraphError;
 use super::value::Val;
+use crate::checkpoint::Piece;
 
 /// Turns checkpointed JSON back into channel values (the host's objects, say).
 pub trait ValueCodec: Send + Sync {
     fn decode(&self, channel: &str, value: Value) -> Result<Val, GraphError>;
 
-    /// [`ValueCodec::decode`] of checkpoint JSON text the caller keeps (the state
-    /// cache's): a codec whose values keep their text shares it.
-    fn decode_text(&self, channel: &str, text: Arc<String>) -> Result<Val, GraphError> {
-        self.decode(channel, parse_text(channel, &text)?)
+    /// [`ValueCodec::decode`] of checkpoint JSON text the caller keeps in pieces (the
+    /// state cache's): a codec whose values keep their text shares it.
+    fn decode_text(&self, channel: &str, text: Arc<[Piece]>) -> Result<Val, GraphError> {
+        self.decode(channel, parse_text(channel, &Piece::joined(&text))?)
     }
 }
 
@@ -45,9 +46,10 @@ pub(super) fn encode(channel: &str, v: &Val) -> Result<Arc<Value>, GraphError> {
         .map_err(|reason| serialize_error(channel, v, reason))
 }
 
-/// A value as checkpoint JSON text, without a copy of what a host value keeps.
-pub(super) fn encode_text(channel: &str, v: &Val) -> Result<Arc<String>, GraphError> {
-    v.to_text()
+/// A value as checkpoint JSON text in pieces, without a copy of what a host value
+/// keeps.
+pub(super) fn encode_pieces(channel: &str, v: &Val) -> Result<Arc<[Piece]>, GraphError> {
+    v.to_pieces()
         .map_err(|reason| serialize_error(channel, v, reason))
 }
 

@@ -12,15 +12,14 @@
 //! one reads the snapshot and the deltas after it.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
 use super::channel::{Channel, ChannelKind};
-use super::codec::encode_text;
+use super::codec::encode_pieces;
 use super::engine::Graph;
 use super::error::GraphError;
-use crate::checkpoint::{CheckpointError, CheckpointRecord, Checkpointer, Snapshot};
+use crate::checkpoint::{CheckpointError, CheckpointRecord, Checkpointer, Piece, Snapshot};
 
 /// How many records may follow a snapshot on a chain before the next record carries
 /// one. Small, so that a load costs about as much as loading a 10-step thread; a
@@ -60,9 +59,11 @@ impl Graph {
 
     /// The snapshot of `chans`: `{"v": 1, "values": {channel: json}, "versions":
     /// {channel: n}}`, messages channels without values (see the module docs). Each
-    /// value is the checkpoint text its channel's value keeps: one encoded before (a
-    /// channel whose version did not change holds the same value) is not encoded
-    /// again, and none is copied until the record's text is written.
+    /// value is the checkpoint text its channel's value keeps, in pieces: one encoded
+    /// before (a channel whose version did not change holds the same value) is not
+    /// encoded again, none is copied until the record's text is written (and none in
+    /// `MemorySaver`, which keeps the pieces), and a large container held in several
+    /// places is one piece shared by all.
     pub(super) fn snapshot_of(&self, chans: &[Channel]) -> Result<Snapshot, GraphError> {
         let mut pieces = Vec::new();
         let mut glue = format!("{{\"v\":{FORMAT},\"values\":{{");
@@ -80,14 +81,14 @@ impl Graph {
                 }
                 glue.push_str(&json!(name).to_string());
                 glue.push(':');
-                pieces.push(Arc::new(std::mem::take(&mut glue)));
-                pieces.push(encode_text(name, v)?);
+                pieces.push(Piece::from(std::mem::take(&mut glue)));
+                pieces.extend(encode_pieces(name, v)?.iter().cloned());
             }
         }
         glue.push_str("},\"versions\":");
         glue.push_str(&Value::Object(versions).to_string());
         glue.push('}');
-        pieces.push(Arc::new(glue));
+        pieces.push(Piece::from(glue));
         Ok(Snapshot::Pieces(pieces))
     }
 

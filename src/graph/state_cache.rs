@@ -11,8 +11,9 @@
 //! persistent structure: keeping it costs a pointer). Values owned by the host (Python
 //! objects) may be changed in place by whoever holds them after the run, so they are
 //! kept as their checkpoint JSON text and decoded afresh, as a load would. That text
-//! is the one the value's snapshot was written with ([`super::HostValue::to_text`] is
-//! shared), so keeping it costs a pointer too, not an encoding per run.
+//! is the one the value's snapshot was written with (the pieces of
+//! [`super::HostValue::to_pieces`] are shared), so keeping it costs a pointer per piece,
+//! not an encoding per run.
 //!
 //! The cache holds at most [`STATE_CACHE_THREADS`] threads and [`STATE_CACHE_BYTES`]
 //! of kept values, the least recently used going first; a state larger than that
@@ -26,10 +27,11 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 
 use super::channel::Channel;
-use super::codec::encode_text;
+use super::codec::encode_pieces;
 use super::engine::Graph;
 use super::error::GraphError;
 use super::value::Val;
+use crate::checkpoint::Piece;
 
 /// How many threads a compiled graph keeps the latest channels of.
 pub const STATE_CACHE_THREADS: usize = 128;
@@ -67,7 +69,7 @@ fn nodes(v: &Value, cap: usize) -> usize {
 
 enum Kept {
     Live(Option<Val>),
-    Encoded(Arc<String>),
+    Encoded(Arc<[Piece]>),
 }
 
 struct Entry {
@@ -148,7 +150,7 @@ impl Graph {
                 return Ok(None);
             }
             e.used = clock;
-            let kept: Vec<Result<Option<Val>, Arc<String>>> = e
+            let kept: Vec<Result<Option<Val>, Arc<[Piece]>>> = e
                 .values
                 .iter()
                 .map(|k| match k {
@@ -184,7 +186,7 @@ impl Graph {
             .iter()
             .zip(self.names().iter())
             .map(|(c, name)| match &c.value {
-                Some(v @ Val::Host(_)) => Ok(Kept::Encoded(encode_text(name, v)?)),
+                Some(v @ Val::Host(_)) => Ok(Kept::Encoded(encode_pieces(name, v)?)),
                 other => Ok(Kept::Live(other.clone())),
             })
             .collect::<Result<Vec<_>, GraphError>>();
@@ -195,7 +197,7 @@ impl Graph {
         let weight = values
             .iter()
             .map(|k| match k {
-                Kept::Encoded(text) => text.len(),
+                Kept::Encoded(text) => Piece::total_len(text),
                 Kept::Live(Some(Val::Json(j))) => {
                     nodes(j, STATE_CACHE_BYTES / NODE_BYTES).saturating_mul(NODE_BYTES)
                 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::messages::MessageList;
+use crate::checkpoint::Piece;
 
 /// A value owned by the host language (a Python object, say). The core never looks
 /// inside; it only needs JSON for checkpoints.
@@ -15,14 +16,16 @@ pub trait HostValue: Send + Sync + 'static {
     /// implementation may keep it: a channel value that did not change since it was
     /// written is then encoded once, however many snapshots and cached states hold it.
     fn to_json(&self) -> Result<Arc<Value>, String>;
-    /// The value as checkpoint JSON text, shared as [`HostValue::to_json`] is: what a
-    /// snapshot and the state cache keep. An implementation that can write its text
-    /// without building a tree first (a large state's tree costs more to build, copy
-    /// and drop than its text) overrides this.
-    fn to_text(&self) -> Result<Arc<String>, String> {
+    /// The value as checkpoint JSON text in pieces ([`Piece`]), shared as
+    /// [`HostValue::to_json`] is: what a snapshot and the state cache keep. A large
+    /// container the value holds in several places may be one piece shared by each
+    /// place, not a copy per place. An implementation that can write its text without
+    /// building a tree first (a large state's tree costs more to build, copy and drop
+    /// than its text) overrides this.
+    fn to_pieces(&self) -> Result<Arc<[Piece]>, String> {
         let v = self.to_json()?;
         serde_json::to_string(&*v)
-            .map(Arc::new)
+            .map(|t| Arc::from([Piece::from(t)]))
             .map_err(|e| e.to_string())
     }
     /// The value's type, for error messages.
@@ -89,14 +92,15 @@ impl Val {
         }
     }
 
-    /// The value as checkpoint JSON text (a host value's kept one, shared).
-    pub fn to_text(&self) -> Result<Arc<String>, String> {
+    /// The value as checkpoint JSON text in pieces (a host value's kept ones, shared).
+    pub fn to_pieces(&self) -> Result<Arc<[Piece]>, String> {
         let text = match self {
-            Val::Host(h) => return h.to_text(),
+            Val::Host(h) => return h.to_pieces(),
             Val::Json(v) => serde_json::to_string(v),
             Val::Messages(m) => serde_json::to_string(&m.to_vec()),
         };
-        text.map(Arc::new).map_err(|e| e.to_string())
+        text.map(|t| Arc::from([Piece::from(t)]))
+            .map_err(|e| e.to_string())
     }
 
     pub fn as_json(&self) -> Option<&Value> {

@@ -16,7 +16,7 @@ use super::super::helpers::helpers;
 use super::super::messages::message_to_py;
 use super::super::serde::{self as checkpoint_json, Allowlist};
 use super::super::toolnode::command_class;
-use crate::checkpoint::CheckpointError;
+use crate::checkpoint::{CheckpointError, Piece};
 use crate::graph::{
     parse_text, Goto, GraphError, HostValue, MessageList, NodeOutput, StateView, Val, ValueCodec,
     ROOT, START,
@@ -28,8 +28,8 @@ use crate::message::Message;
 
 /// A Python object in a channel, with its checkpoint JSON once it was encoded (or the
 /// JSON it was loaded from): a value is encoded once however many checkpoints hold
-/// it, as a tree for the writes that hold it and as text for the snapshots and the
-/// state cache (each made once, the text from the tree when there is one). The
+/// it, as a tree for the writes that hold it and as text in pieces for the snapshots
+/// and the state cache (each made once, the text from the tree when there is one). The
 /// channel's version says when it changed: a new version is a new `PyObj`. A
 /// checkpoint holds a value as it was written: changing the object in place
 /// afterwards, without writing it again, changes no checkpoint (as in LangGraph, where
@@ -37,7 +37,7 @@ use crate::message::Message;
 pub struct PyObj {
     obj: Py<PyAny>,
     json: OnceLock<Arc<Value>>,
-    text: OnceLock<Arc<String>>,
+    text: OnceLock<Arc<[Piece]>>,
 }
 
 impl PyObj {
@@ -59,7 +59,7 @@ impl PyObj {
     }
 
     /// An object decoded from `text`, which is then its checkpoint text.
-    fn loaded_text(obj: Py<PyAny>, text: Arc<String>) -> Self {
+    fn loaded_text(obj: Py<PyAny>, text: Arc<[Piece]>) -> Self {
         PyObj {
             obj,
             json: OnceLock::new(),
@@ -75,7 +75,7 @@ impl HostValue for PyObj {
         }
         if let Some(t) = self.text.get() {
             // Loaded from text: parsed for the caller, not kept twice.
-            return serde_json::from_str(t)
+            return serde_json::from_str(&Piece::joined(t))
                 .map(Arc::new)
                 .map_err(|e| e.to_string());
         }
@@ -83,15 +83,17 @@ impl HostValue for PyObj {
         Ok(self.json.get_or_init(|| Arc::new(v)).clone())
     }
 
-    fn to_text(&self) -> Result<Arc<String>, String> {
+    fn to_pieces(&self) -> Result<Arc<[Piece]>, String> {
         if let Some(t) = self.text.get() {
             return Ok(t.clone());
         }
-        let text = match self.json.get() {
-            Some(j) => serde_json::to_string(&**j).map_err(|e| e.to_string())?,
-            None => attach(|py| checkpoint_json::encode_text(self.obj.bind(py)))?,
+        let text: Arc<[Piece]> = match self.json.get() {
+            Some(j) => Arc::from([Piece::from(
+                serde_json::to_string(&**j).map_err(|e| e.to_string())?,
+            )]),
+            None => attach(|py| checkpoint_json::encode_pieces(self.obj.bind(py)))?.into(),
         };
-        Ok(self.text.get_or_init(|| Arc::new(text)).clone())
+        Ok(self.text.get_or_init(|| text).clone())
     }
 
     fn type_name(&self) -> String {
@@ -155,8 +157,8 @@ impl ValueCodec for PyCodec {
         Ok(Val::Host(Arc::new(PyObj::loaded(obj, Arc::new(value)))))
     }
 
-    fn decode_text(&self, channel: &str, text: Arc<String>) -> Result<Val, GraphError> {
-        let obj = self.object(channel, &parse_text(channel, &text)?)?;
+    fn decode_text(&self, channel: &str, text: Arc<[Piece]>) -> Result<Val, GraphError> {
+        let obj = self.object(channel, &parse_text(channel, &Piece::joined(&text))?)?;
         Ok(Val::Host(Arc::new(PyObj::loaded_text(obj, text))))
     }
 }

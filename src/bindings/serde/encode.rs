@@ -2,10 +2,11 @@
 //! `crate::graph::tagged`).
 //!
 //! The encoder is a [`Serialize`] of the Python object, so the one walk writes either
-//! JSON text straight from the objects ([`encode_text`]: what snapshots and the state
-//! cache keep, with no tree of values built, copied and dropped on the way — that
-//! tree was most of the time of a checkpoint of a large state) or a
-//! `serde_json::Value` ([`encode`]: what a checkpoint's writes hold).
+//! JSON text straight from the objects ([`encode_pieces`]: what snapshots and the
+//! state cache keep, in pieces that share a large container's text wherever it is met
+//! again; [`encode_text`]: one string), with no tree of values built, copied and
+//! dropped on the way (that tree was most of the time of a checkpoint of a large
+//! state), or a `serde_json::Value` ([`encode`]: what a checkpoint's writes hold).
 //!
 //! Exact `dict`, `list`, `str`, `int`, `float`, `bool` and `None` are read through the
 //! C API with no Python call; a message is serialised from the Rust value it wraps.
@@ -15,8 +16,6 @@
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::fmt;
-use std::io;
-use std::rc::Rc;
 
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -29,6 +28,8 @@ use serde::{Serialize, Serializer};
 use serde_json::Value;
 
 use super::super::messages::PyMessage;
+use super::rope::{self, Out, Written};
+use crate::checkpoint::Piece;
 use crate::graph::tagged::{self, is_reserved_key, MESSAGE_KEY, TYPE_KEY};
 /// How deep a value may nest, counting the JSON containers of its tagged forms: below
 /// serde_json's limit of 128 for reading text back, with room for the record around
@@ -98,16 +99,22 @@ pub fn encode(obj: &Bound<'_, PyAny>) -> Result<Value, String> {
 /// large dict or list met again (a state holding one document in many places) is
 /// copied from the text written for it the first time instead of walked again.
 pub fn encode_text(obj: &Bound<'_, PyAny>) -> Result<String, String> {
-    let out = Out::default();
+    written(obj, Out::new(false)).map(Out::into_string)
+}
+
+/// [`encode_text`] in pieces ([`super::rope`]'s): a large dict or list met again is the piece
+/// written for it the first time, shared, not a copy. What a snapshot keeps.
+pub fn encode_pieces(obj: &Bound<'_, PyAny>) -> Result<Vec<Piece>, String> {
+    written(obj, Out::new(true)).map(Out::into_pieces)
+}
+
+/// `out` after a walk of `obj` wrote its text to it.
+fn written(obj: &Bound<'_, PyAny>, out: Out) -> Result<Out, String> {
     run(obj.py(), Some(out.clone()), |walk| {
         let mut ser = serde_json::Serializer::new(out.clone());
         walk.node(obj, 0).serialize(&mut ser)
     })?;
-    let bytes = out.0.take();
-    // SAFETY: every byte of `bytes` was written by serde_json, which writes UTF-8 (its
-    // strings come from `&str`, the rest is ASCII), or copied from a whole container's
-    // text written earlier in the same output. Checking 10 MB again cost ~2 % of it.
-    Ok(unsafe { String::from_utf8_unchecked(bytes) })
+    Ok(out)
 }
 
 /// Runs `write` over a walk of the value, `out` its text when it is text. The first
@@ -125,45 +132,24 @@ fn run<T>(
         return walk.result(first);
     }
     if let Some(out) = &out {
-        out.0.borrow_mut().clear();
+        out.clear();
     }
     let walk = Walk::new(py, out, true)?;
     let again = write(&walk);
     walk.result(again)
 }
 
-/// The text [`encode_text`] writes, shared by serde_json's serializer (which writes
-/// each token to it as it goes) and the walk (which copies a container met again).
-#[derive(Clone, Default)]
-struct Out(Rc<RefCell<Vec<u8>>>);
-
-impl io::Write for Out {
-    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-        self.0.borrow_mut().extend_from_slice(b);
-        Ok(b.len())
-    }
-
-    /// What serde_json calls for each token: one append, not `write`'s loop.
-    fn write_all(&mut self, b: &[u8]) -> io::Result<()> {
-        self.0.borrow_mut().extend_from_slice(b);
-        Ok(())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-/// Containers with fewer items are walked again when met again: remembering them
-/// would cost more than it saves.
+/// Containers with fewer items, and whose text is shorter than [`rope::PIECE_MIN`],
+/// are walked again when met again: remembering them would cost more than it saves.
+/// (A few items can hold a large text: LangGraph's `wide_state` repeats an 8 KB dict
+/// of 5 items 1,689 times.)
 const SHARED_MIN_LEN: usize = 16;
 
 /// Where the text of a container written once is, and how deep it nests below it.
-struct Written {
+struct Seen {
     /// Held so that no other object takes its address while the encoding runs.
     _obj: Py<PyAny>,
-    start: usize,
-    end: usize,
+    at: Written,
     height: usize,
 }
 
@@ -184,7 +170,7 @@ struct Walk {
     out: Option<Out>,
     /// The large containers written so far, by address (hashed with foldhash: the
     /// default SipHash was ~2 % of a wide state's checkpoint).
-    written: RefCell<HashMap<usize, Written, foldhash::fast::RandomState>>,
+    written: RefCell<HashMap<usize, Seen, foldhash::fast::RandomState>>,
     /// The deepest container depth reached so far.
     deepest: Cell<usize>,
     /// Whether each dict's keys are looked at before it is written (see [`run`]).
@@ -232,44 +218,45 @@ impl Walk {
         s: S,
         write: impl FnOnce(S) -> Result<S::Ok, S::Error>,
     ) -> Result<S::Ok, S::Error> {
-        let Some(out) = self.out.as_ref().filter(|_| len >= SHARED_MIN_LEN) else {
+        let Some(out) = self.out.as_ref().filter(|_| len > 0) else {
             return write(s);
         };
         let key = obj.as_ptr() as usize;
-        let seen = self
-            .written
-            .borrow()
-            .get(&key)
-            .map(|w| (w.start, w.end, w.height));
-        if let Some((start, end, height)) = seen.filter(|(_, _, h)| depth + h + 2 < MAX_DEPTH) {
-            self.deepest.set(self.deepest.get().max(depth + height));
-            let copy = || out.0.borrow_mut().extend_from_within(start + 1..end - 1);
-            return match brackets {
-                Brackets::Object => {
-                    let map = s.serialize_map(None)?;
-                    copy();
-                    map.end()
-                }
-                Brackets::Array => {
-                    let seq = s.serialize_seq(None)?;
-                    copy();
-                    seq.end()
-                }
-            };
+        {
+            let written = self.written.borrow();
+            let seen = written
+                .get(&key)
+                .filter(|w| depth + w.height + 2 < MAX_DEPTH && out.can_repeat(&w.at));
+            if let Some(w) = seen {
+                self.deepest.set(self.deepest.get().max(depth + w.height));
+                return match brackets {
+                    Brackets::Object => {
+                        let map = s.serialize_map(None)?;
+                        out.repeat(&w.at);
+                        map.end()
+                    }
+                    Brackets::Array => {
+                        let seq = s.serialize_seq(None)?;
+                        out.repeat(&w.at);
+                        seq.end()
+                    }
+                };
+            }
         }
-        let start = out.0.borrow().len();
+        let start = out.pos();
         let outer = self.deepest.replace(depth);
         let done = write(s)?;
         let inner = self.deepest.get();
         self.deepest.set(outer.max(inner));
-        let end = out.0.borrow().len();
-        let w = Written {
-            _obj: obj.clone().unbind(),
-            start,
-            end,
-            height: inner - depth,
-        };
-        self.written.borrow_mut().insert(key, w);
+        let end = out.pos();
+        if len >= SHARED_MIN_LEN || end - start >= rope::PIECE_MIN {
+            let w = Seen {
+                _obj: obj.clone().unbind(),
+                at: out.written(start, end),
+                height: inner - depth,
+            };
+            self.written.borrow_mut().insert(key, w);
+        }
         Ok(done)
     }
 

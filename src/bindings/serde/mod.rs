@@ -5,6 +5,7 @@
 
 mod decode;
 mod encode;
+mod rope;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -12,7 +13,7 @@ use pyo3::types::{PyBytes, PyDict, PyString};
 use serde_json::Value;
 
 pub use decode::{decode, Allowlist};
-pub use encode::{encode, encode_text};
+pub use encode::{encode, encode_pieces, encode_text};
 
 /// `obj` as the checkpoint JSON a saver would store for it, as UTF-8 bytes (for tests
 /// and benchmarks; a `TypeError` says why a value cannot be stored).
@@ -23,6 +24,21 @@ pub fn _checkpoint_encode<'py>(
 ) -> PyResult<Bound<'py, PyBytes>> {
     let text = encode_text(obj).map_err(PyTypeError::new_err)?;
     Ok(PyBytes::new(py, text.as_bytes()))
+}
+
+/// `obj`'s checkpoint JSON as a snapshot keeps it, in pieces (for tests: a large
+/// container met again is the same piece again, and the pieces join into
+/// `_checkpoint_encode`'s text).
+#[pyfunction]
+pub fn _checkpoint_encode_pieces<'py>(
+    py: Python<'py>,
+    obj: &Bound<'py, PyAny>,
+) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+    let pieces = encode_pieces(obj).map_err(PyTypeError::new_err)?;
+    Ok(pieces
+        .iter()
+        .map(|p| PyBytes::new(py, p.as_bytes()))
+        .collect())
 }
 
 /// The value of checkpoint JSON (bytes or str), restoring the types of `allowlist`
@@ -44,6 +60,7 @@ pub fn _checkpoint_decode<'py>(
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_checkpoint_encode, m)?)?;
+    m.add_function(wrap_pyfunction!(_checkpoint_encode_pieces, m)?)?;
     m.add_function(wrap_pyfunction!(_checkpoint_decode, m)?)?;
     Ok(())
 }

@@ -3,14 +3,13 @@
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
-use std::sync::Arc;
 
 use serde::ser::{SerializeSeq, Serializer};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::{checksum, checksum_of, SOURCES, TAG_4, TAG_4_SNAPSHOT};
-use crate::checkpoint::{CheckpointRecord, Snapshot, Write};
+use crate::checkpoint::{CheckpointRecord, Piece, Snapshot, Write};
 
 /// The stored text of `record` (format 4). Deterministic: the same record always gives
 /// the same text, which is how a store tells a retried `put` from a conflicting one.
@@ -28,8 +27,7 @@ pub fn encode(record: &CheckpointRecord) -> serde_json::Result<String> {
 /// A snapshot the engine wrote in pieces is copied in here, once, after the rest.
 pub fn encode_body(record: &CheckpointRecord) -> serde_json::Result<String> {
     let pieces = pieces_of(record);
-    let size = pieces.iter().map(|p| p.len()).sum::<usize>();
-    let mut text = head(record, size)?;
+    let mut text = head(record, Piece::total_len(pieces))?;
     for p in pieces {
         text.push_str(p);
     }
@@ -46,8 +44,9 @@ pub fn encode_parted(record: &CheckpointRecord) -> serde_json::Result<Parted> {
     let pieces = pieces_of(record);
     let mut text = head(record, 0)?;
     let at = text.len();
-    let mut body = vec![text.as_str()];
-    body.extend(pieces.iter().map(|p| p.as_str()));
+    let mut body = Vec::with_capacity(pieces.len() + 1);
+    body.push(text.as_str());
+    body.extend(pieces.iter().map(Piece::as_str));
     let crc = checksum_of(&record.id, record.parent_id.as_deref(), body);
     let _ = write!(text, ",{crc}]");
     let pieces = (!pieces.is_empty()).then(|| Pieces {
@@ -58,7 +57,7 @@ pub fn encode_parted(record: &CheckpointRecord) -> serde_json::Result<Parted> {
 }
 
 /// The pieces of a snapshot the engine wrote in pieces (none for any other record).
-fn pieces_of(record: &CheckpointRecord) -> &[Arc<String>] {
+fn pieces_of(record: &CheckpointRecord) -> &[Piece] {
     match &record.snapshot {
         Some(Snapshot::Pieces(p)) => p,
         _ => &[],
@@ -92,7 +91,7 @@ pub struct Parted {
 pub struct Pieces {
     /// The byte offset in the text where the pieces go (a char boundary: after a comma).
     pub at: usize,
-    pub parts: Box<[Arc<String>]>,
+    pub parts: Box<[Piece]>,
 }
 
 impl Parted {
@@ -126,7 +125,7 @@ impl Pieces {
 
     /// The bytes of the pieces.
     pub fn len(&self) -> usize {
-        self.parts.iter().map(|p| p.len()).sum()
+        Piece::total_len(&self.parts)
     }
 
     /// Whether there are none (never, as [`encode_parted`] makes them).

@@ -1,13 +1,11 @@
 //! The record format's round trips, checksums and refusals.
 
-use std::sync::Arc;
-
 use serde_json::{json, Value};
 
 use super::decode::engine_task_id;
 use super::encode::{is_engine_task_id, metadata, MapPrefix, Metadata, Next};
 use super::*;
-use crate::checkpoint::{CheckpointRecord, Snapshot, TaskRecord, Write};
+use crate::checkpoint::{CheckpointRecord, Piece, Snapshot, TaskRecord, Write};
 
 /// `record`'s `next` as a JSON tree (what format 3 stores too).
 fn encode_next(record: &CheckpointRecord) -> Vec<Value> {
@@ -214,7 +212,7 @@ fn a_snapshot_in_pieces_is_stored_as_its_json() {
     let mut r = record("c2");
     r.snapshot = Some(json!({"v": 1, "values": {"a": [1, "x"]}}).into());
     let whole = encode(&r).unwrap();
-    let piece = |s: &str| Arc::new(s.to_owned());
+    let piece = Piece::from;
     r.snapshot = Some(Snapshot::Pieces(vec![
         piece(r#"{"v":1,"values":{"a":"#),
         piece(r#"[1,"x"]"#),
@@ -227,7 +225,7 @@ fn a_snapshot_in_pieces_is_stored_as_its_json() {
 #[test]
 fn a_record_kept_in_parts_is_its_text_with_the_pieces_shared() {
     let mut r = record("c3");
-    let piece = |s: &str| Arc::new(s.to_owned());
+    let piece = Piece::from;
     let value = piece(r#"[1,"é"]"#);
     r.snapshot = Some(Snapshot::Pieces(vec![
         piece(r#"{"v":1,"values":{"a":"#),
@@ -237,7 +235,7 @@ fn a_record_kept_in_parts_is_its_text_with_the_pieces_shared() {
     let whole = encode(&r).unwrap();
     let parted = encode_parted(&r).unwrap();
     let pieces = parted.pieces.as_ref().unwrap();
-    assert!(Arc::ptr_eq(&pieces.parts[1], &value));
+    assert!(Piece::shares(&pieces.parts[1], &value));
     assert_eq!(parted.joined(), whole);
     assert_eq!(pieces.len() + parted.text.len(), whole.len());
     assert_eq!(decode(&parted.joined(), "c3", Some("p")).unwrap(), r);

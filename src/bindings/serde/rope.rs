@@ -1,0 +1,225 @@
+//! The text an encoding writes: one string, or (a snapshot's) pieces in which a large
+//! container met again is the piece written the first time, shared instead of copied.
+//!
+//! serde_json writes each token to [`Out`] as soon as it is given one, so a container's
+//! text runs from where the output ended when the walk reached it to where it ends
+//! when the walk leaves it. A large one is then cut out of the open buffer as a piece
+//! of its own: `bytes` slices the buffer without copying it, so the first occurrence
+//! costs no copy either, and every later occurrence is a pointer to it. (Copying them
+//! was most of the checkpoint of a state holding one document in many places:
+//! LangGraph's `wide_state` benchmarks wrote 16.7 MB of copies a run.)
+
+use std::cell::RefCell;
+use std::io;
+use std::rc::Rc;
+
+use bytes::BytesMut;
+
+use crate::checkpoint::Piece;
+
+/// Containers whose text is shorter stay in the text around them: a piece of their
+/// own would cost more (a pointer, a count, a cut) than copying them again.
+pub(super) const PIECE_MIN: usize = 1024;
+
+/// Where the text of a container written once is, to write it again.
+pub(super) enum Written {
+    /// Bytes `start..end` of the output (brackets included): copied from the open
+    /// buffer while they are still in it.
+    Span { start: usize, end: usize },
+    /// Its text between the brackets, as pieces of their own.
+    Pieces(Rc<[Piece]>),
+}
+
+#[derive(Default)]
+struct Rope {
+    /// The text before `buf`.
+    done: Vec<Piece>,
+    /// Where each piece of `done` starts in the text (to copy a span from it).
+    starts: Vec<usize>,
+    /// The bytes of `done`.
+    done_len: usize,
+    /// The text being written.
+    buf: BytesMut,
+    /// Whether large containers become pieces of their own.
+    cuts: bool,
+}
+
+impl Rope {
+    /// Moves `bytes` (UTF-8 cut at ASCII bytes: see [`Out::cut`]) to the end of `done`.
+    fn push(&mut self, bytes: BytesMut) {
+        if bytes.is_empty() {
+            return;
+        }
+        // SAFETY: serde_json writes UTF-8 and the cuts fall on a bracket's or a comma's
+        // position (ASCII), so every slice of the output is UTF-8.
+        self.push_piece(unsafe { Piece::from_utf8_unchecked(bytes.freeze()) });
+    }
+
+    fn push_piece(&mut self, piece: Piece) {
+        self.starts.push(self.done_len);
+        self.done_len += piece.len();
+        self.done.push(piece);
+    }
+
+    /// Bytes `a..b` of `done`, when one piece holds them all (always, for a container
+    /// shorter than [`PIECE_MIN`]: every cut falls inside a larger one).
+    fn done_span(&self, a: usize, b: usize) -> Option<&[u8]> {
+        span_in(&self.done, &self.starts, a, b)
+    }
+
+    /// The index of the piece of `done` that starts at `at`, splitting the one around
+    /// it (an O(1) slice). `None` if `at` is not a char boundary there (never, as cuts
+    /// are made).
+    fn split_done_at(&mut self, at: usize) -> Option<usize> {
+        let (mut i, mut start) = (self.done.len(), self.done_len);
+        while start > at {
+            i -= 1;
+            start -= self.done[i].len();
+        }
+        if start == at {
+            return Some(i);
+        }
+        let tail = self.done[i].split_off(at - start)?;
+        self.done.insert(i + 1, tail);
+        self.starts.insert(i + 1, at);
+        Some(i + 1)
+    }
+}
+
+/// Bytes `a..b` of the text of `pieces` (starting at `starts`), when one piece holds
+/// them all.
+fn span_in<'a>(pieces: &'a [Piece], starts: &[usize], a: usize, b: usize) -> Option<&'a [u8]> {
+    let i = starts.partition_point(|&s| s <= a).checked_sub(1)?;
+    pieces[i].as_bytes().get(a - starts[i]..b - starts[i])
+}
+
+/// The output of one encoding, shared by serde_json's serializer (which writes each
+/// token to it) and the walk (which cuts and repeats containers).
+#[derive(Clone, Default)]
+pub(super) struct Out(Rc<RefCell<Rope>>);
+
+impl Out {
+    /// An output in pieces (`cuts`: large containers their own) or as one text.
+    pub fn new(cuts: bool) -> Self {
+        Out(Rc::new(RefCell::new(Rope {
+            cuts,
+            ..Rope::default()
+        })))
+    }
+
+    /// How many bytes were written.
+    pub fn pos(&self) -> usize {
+        let r = self.0.borrow();
+        r.done_len + r.buf.len()
+    }
+
+    /// Forgets what was written.
+    pub fn clear(&self) {
+        let mut r = self.0.borrow_mut();
+        r.done.clear();
+        r.starts.clear();
+        r.done_len = 0;
+        r.buf.clear();
+    }
+
+    /// Where a container whose text is bytes `start..end`, just written (its closing
+    /// bracket the last byte), is kept to be written again: as pieces of its own when
+    /// it is large and the output is in pieces, else where it is.
+    pub fn written(&self, start: usize, end: usize) -> Written {
+        if end - start >= PIECE_MIN && self.0.borrow().cuts {
+            if let Some(p) = self.cut(start + 1, end - 1) {
+                return Written::Pieces(p.into());
+            }
+        }
+        Written::Span { start, end }
+    }
+
+    /// Makes bytes `start..end` pieces of their own, `end` in the open buffer, and
+    /// returns them: O(1) slices of what was written, no byte copied.
+    fn cut(&self, start: usize, end: usize) -> Option<Vec<Piece>> {
+        let mut r = self.0.borrow_mut();
+        let r = &mut *r;
+        let mut head = r.buf.split_to(end - r.done_len);
+        if start >= r.done_len {
+            let inner = head.split_off(start - r.done_len);
+            r.push(head);
+            let first = r.done.len();
+            r.push(inner);
+            return Some(r.done[first..].to_vec());
+        }
+        let first = r.split_done_at(start);
+        r.push(head);
+        Some(r.done[first?..].to_vec())
+    }
+
+    /// Whether [`Out::repeat`] can write `w` again (a span a later cut moved out of
+    /// the open buffer is copied from the piece holding it; were it split, never as
+    /// cuts are made, the container is walked again).
+    pub fn can_repeat(&self, w: &Written) -> bool {
+        let r = self.0.borrow();
+        match w {
+            Written::Span { start, end } => {
+                *start >= r.done_len || r.done_span(*start, *end).is_some()
+            }
+            Written::Pieces(_) => true,
+        }
+    }
+
+    /// Writes the text of `w` between its brackets again (the caller writes them).
+    pub fn repeat(&self, w: &Written) {
+        let mut r = self.0.borrow_mut();
+        let r = &mut *r;
+        match w {
+            Written::Span { start, end } if *start >= r.done_len => {
+                let (a, b) = (start + 1 - r.done_len, end - 1 - r.done_len);
+                r.buf.extend_from_within(a..b);
+            }
+            Written::Span { start, end } => {
+                if let Some(text) = span_in(&r.done, &r.starts, start + 1, end - 1) {
+                    r.buf.extend_from_slice(text);
+                }
+            }
+            Written::Pieces(p) => {
+                let open = r.buf.split();
+                r.push(open);
+                for piece in p.iter() {
+                    r.push_piece(piece.clone());
+                }
+            }
+        }
+    }
+
+    /// The text, in pieces.
+    pub fn into_pieces(self) -> Vec<Piece> {
+        let mut r = self.0.borrow_mut();
+        let open = r.buf.split();
+        r.push(open);
+        std::mem::take(&mut r.done)
+    }
+
+    /// The text, as one string.
+    pub fn into_string(self) -> String {
+        let pieces = self.into_pieces();
+        match <[Piece; 1]>::try_from(pieces) {
+            Ok([one]) => one.into_string(),
+            Err(more) => Piece::join(&more),
+        }
+    }
+}
+
+impl io::Write for Out {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        self.0.borrow_mut().buf.extend_from_slice(b);
+        Ok(b.len())
+    }
+
+    /// What serde_json calls for each token: one append, not `write`'s loop.
+    fn write_all(&mut self, b: &[u8]) -> io::Result<()> {
+        self.0.borrow_mut().buf.extend_from_slice(b);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
