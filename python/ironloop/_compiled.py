@@ -672,7 +672,7 @@ class CompiledStateGraph(Generic[StateT, ContextT, InputT, OutputT]):
 
         def take(state: Any) -> Any:
             if not isinstance(state, dict):
-                if not (dataclasses.is_dataclass(state) or hasattr(state, "model_fields")):
+                if not (dataclasses.is_dataclass(state) or hasattr(type(state), "model_fields")):
                     return state  # a bare value (a root state)
                 state = as_update(state, self.name)
             return {k: v for k, v in state.items() if k in own}
