@@ -168,7 +168,7 @@ def _alive_on(ref: weakref.ref[Any], saver: Any) -> bool:
 def _graph_for(saver: Any, ns: str) -> Any:
     """The latest graph compiled with ``saver``, or for a namespace the subgraph its
     nodes lead to (``node:task|node:task``); ``None`` when there is none."""
-    from ironloop._compiled import _subgraph_of
+    from ironloop._compiled_state import _subgraph_of
 
     refs = [r for r in _GRAPHS.get(id(saver), []) if _alive_on(r, saver)]
     if not refs:
