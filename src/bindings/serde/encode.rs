@@ -31,6 +31,10 @@ use super::super::messages::PyMessage;
 use super::rope::{self, Out, Written};
 use crate::checkpoint::Piece;
 use crate::graph::tagged::{self, is_reserved_key, MESSAGE_KEY, TYPE_KEY};
+
+/// A typed value's fields, by name, in the order its typed form lists them.
+type FieldList<'py> = Vec<(String, Bound<'py, PyAny>)>;
+
 /// How deep a value may nest, counting the JSON containers of its tagged forms: below
 /// serde_json's limit of 128 for reading text back, with room for the record around
 /// it. Deeper (or self-containing) values are refused instead of overflowing the stack.
@@ -533,10 +537,7 @@ impl Walk {
     /// A `Send`'s node and argument, as the fields of its typed form, when `obj` is
     /// one: a `Send` returned by a router is checkpointed with its step, and may be
     /// inside the argument of another (`Send("n", Command(goto=Send(...)))`).
-    fn send_fields<'py>(
-        &self,
-        obj: &Bound<'py, PyAny>,
-    ) -> PyResult<Option<Vec<(String, Bound<'py, PyAny>)>>> {
+    fn send_fields<'py>(&self, obj: &Bound<'py, PyAny>) -> PyResult<Option<FieldList<'py>>> {
         let py = obj.py();
         // Before `import ironloop` wires the helpers there is no `Send` to meet.
         let Ok(h) = super::super::helpers::helpers(py) else {
@@ -552,10 +553,7 @@ impl Walk {
     }
 
     /// A dataclass's fields, by name, in their order.
-    fn dataclass_fields<'py>(
-        &self,
-        obj: &Bound<'py, PyAny>,
-    ) -> PyResult<Vec<(String, Bound<'py, PyAny>)>> {
+    fn dataclass_fields<'py>(&self, obj: &Bound<'py, PyAny>) -> PyResult<FieldList<'py>> {
         let py = obj.py();
         let mut out = Vec::new();
         for f in self.kinds.fields.bind(py).call1((obj,))?.try_iter()? {
@@ -677,7 +675,7 @@ impl Serialize for Key<'_, '_> {
 /// A dataclass's fields: an object, escaped as a dict is when a name is reserved.
 struct Fields<'a, 'py> {
     walk: &'a Walk,
-    fields: Vec<(String, Bound<'py, PyAny>)>,
+    fields: FieldList<'py>,
     depth: usize,
 }
 
