@@ -75,6 +75,27 @@ _caller: contextvars.ContextVar[tuple[Any, str, list[int]] | None] = contextvars
 #: with a ``cache_policy`` keep their results.
 _cache_var: contextvars.ContextVar[Any] = contextvars.ContextVar("ironloop_cache", default=None)
 
+#: The tasks the running entrypoint call started (its own and its tasks' tasks): when
+#: it pauses on ``interrupt()``, the ones still running finish and save their results
+#: first, as LangGraph's step waits for its tasks, so a resume finds them done.
+_started: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar(
+    "ironloop_started_tasks", default=None
+)
+
+
+def _note_started(future: Any) -> Any:
+    started = _started.get()
+    if started is not None:
+        started.append(future)
+    return future
+
+
+def _is_pause(e: BaseException) -> bool:
+    from ironloop.errors import GraphBubbleUp
+
+    return isinstance(e, GraphBubbleUp)
+
+
 #: Threads for sync tasks: many, as tasks mostly wait (on a model, a tool, a service).
 _pool_lock = threading.Lock()
 _pool: concurrent.futures.ThreadPoolExecutor | None = None
@@ -235,7 +256,7 @@ class _Task(Generic[R]):
             return future
         context = _call_context(call_id)
         _threads().submit(context.run, self._run_sync, future, scratch, call_id, args, kwargs)
-        return future
+        return _note_started(future)
 
     def _run_sync(
         self,
@@ -273,7 +294,9 @@ class _Task(Generic[R]):
             done.set_result(value)
             return done
         context = _call_context(call_id)
-        return loop.create_task(self._run_async(scratch, call_id, args, kwargs), context=context)
+        return _note_started(
+            loop.create_task(self._run_async(scratch, call_id, args, kwargs), context=context)
+        )
 
     async def _run_async(
         self, scratch: Any, call_id: str, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -466,8 +489,19 @@ def _node_for(func: Callable[..., Any], cache: Any) -> Callable[..., Any]:
         async def anode(state: dict[str, Any], config: Any) -> dict[str, Any]:
             _caller.set(None)
             _cache_var.set(cache)
+            started: list[Any] = []
+            _started.set(started)
             given = _as_annotated(func, input_name, state.get("input"))
-            value, save = _output(await func(given, **kwargs(state, config)))
+            try:
+                value, save = _output(await func(given, **kwargs(state, config)))
+            except BaseException as e:
+                if _is_pause(e):  # the tasks under way finish and save first
+                    await asyncio.gather(
+                        *(asyncio.wrap_future(f) if isinstance(f, _TaskFuture) else f
+                          for f in started),
+                        return_exceptions=True,
+                    )  # fmt: skip
+                raise
             return {"value": value, "save": save}
 
         return anode
@@ -475,8 +509,17 @@ def _node_for(func: Callable[..., Any], cache: Any) -> Callable[..., Any]:
     def node(state: dict[str, Any], config: Any) -> dict[str, Any]:
         _caller.set(None)
         _cache_var.set(cache)
+        started: list[Any] = []
+        _started.set(started)
         given = _as_annotated(func, input_name, state.get("input"))
-        value, save = _output(func(given, **kwargs(state, config)))
+        try:
+            value, save = _output(func(given, **kwargs(state, config)))
+        except BaseException as e:
+            if _is_pause(e):  # the tasks under way finish and save first
+                concurrent.futures.wait(
+                    [f for f in started if isinstance(f, concurrent.futures.Future)]
+                )
+            raise
         return {"value": value, "save": save}
 
     return node

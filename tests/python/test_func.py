@@ -267,3 +267,49 @@ def test_many_parallel_tasks_saving_while_the_entrypoint_pauses() -> None:
         config = cfg(f"round-{round_}")
         assert flow.invoke(20, config)["__interrupt__"][0].value == "go?"
         assert flow.invoke(Command(resume="yes"), config) == sum(range(20)) + 3
+
+
+def test_a_task_under_way_at_an_interrupt_finishes_and_is_not_run_again() -> None:
+    # The entrypoint pauses while its task is still running: the task finishes and its
+    # result is saved before the pause, as LangGraph's step waits for its tasks.
+    calls: list[str] = []
+
+    @task
+    def slow(text: str) -> str:
+        time.sleep(0.3)
+        calls.append(text)
+        return text + "!"
+
+    @entrypoint(checkpointer=MemorySaver())
+    def flow(text: str) -> dict[str, str]:
+        pending = slow(text)
+        answer = interrupt("ok?")
+        return {"slow": pending.result(), "answer": answer}
+
+    config = {"configurable": {"thread_id": "1"}}
+    flow.invoke("hi", config)
+    assert calls == ["hi"]  # finished before the pause was saved
+    assert flow.invoke(Command(resume="yes"), config) == {"slow": "hi!", "answer": "yes"}
+    assert calls == ["hi"]  # found again, not run again
+
+
+async def test_an_async_task_under_way_at_an_interrupt_finishes_and_is_not_run_again() -> None:
+    calls: list[str] = []
+
+    @task
+    async def slow(text: str) -> str:
+        await asyncio.sleep(0.3)
+        calls.append(text)
+        return text + "!"
+
+    @entrypoint(checkpointer=MemorySaver())
+    async def flow(text: str) -> dict[str, str]:
+        pending = slow(text)
+        answer = interrupt("ok?")
+        return {"slow": await pending, "answer": answer}
+
+    config = {"configurable": {"thread_id": "1"}}
+    await flow.ainvoke("hi", config)
+    assert calls == ["hi"]
+    assert await flow.ainvoke(Command(resume="yes"), config) == {"slow": "hi!", "answer": "yes"}
+    assert calls == ["hi"]
