@@ -92,6 +92,10 @@ class CompiledStateGraph(StateAccess, Generic[StateT, ContextT, InputT, OutputT]
     #: the ``messages`` stream says which agent a chunk came from).
     run_metadata: dict[str, Any] | None = None
 
+    #: ``compile(transformers=)``: the ``StreamTransformer`` factories every
+    #: ``stream_events(version="v3")`` run of this graph adds to the built-in ones.
+    stream_transformers: tuple[Any, ...] = ()
+
     @property
     def nodes(self) -> dict[str, Any]:
         return dict(self.builder.nodes)
@@ -357,7 +361,7 @@ class CompiledStateGraph(StateAccess, Generic[StateT, ContextT, InputT, OutputT]
         finally:
             await items.aclose()  # the run stops when the consumer does
 
-    async def astream_events(
+    def astream_events(
         self,
         input: Any,
         config: dict[str, Any] | None = None,
@@ -365,20 +369,49 @@ class CompiledStateGraph(StateAccess, Generic[StateT, ContextT, InputT, OutputT]
         version: str = "v2",
         context: Any = None,
         durability: str | None = None,
+        transformers: Sequence[Any] | None = None,
         **kwargs: Any,
-    ) -> AsyncIterator[dict[str, Any]]:
+    ) -> Any:
         """LangChain's ``astream_events`` (``version="v2"``), as chat UIs consume it:
         the run's ``on_chain_start``, an ``on_chain_stream`` per update, each task's
         ``on_chain_start`` / ``on_chain_end`` (subgraphs' too), the models' tokens as
         ``on_chat_model_stream``, and the run's ``on_chain_end`` with its output.
         ``version="v1"`` (deprecated by LangChain) gives them as LangChain's v1 does:
-        empty ``parent_ids``, and the run's last update as its output."""
-        events = stream_events(self, self.name, input, config, version, context, durability)
-        try:
-            async for event in events:
-                yield event
-        finally:
-            await events.aclose()  # closed early: the run stops now, not when collected
+        empty ``parent_ids``, and the run's last update as its output.
+        ``version="v3"``: LangGraph 1.2's protocol, an awaitable of an
+        ``ironloop.stream.AsyncGraphRunStream`` (see ``stream_events``)."""
+        if version == "v3":
+            from ironloop.stream._entry import astream_v3
+
+            kwargs.update(context=context, durability=durability)
+            return astream_v3(self.astream, self, input, config, transformers, kwargs)
+        if kwargs:
+            raise TypeError(
+                f"astream_events(version={version!r}) got unexpected keyword arguments "
+                f"{sorted(kwargs)}: only version='v3' passes them on to the run"
+            )
+        return stream_events(self, self.name, input, config, version, context, durability)
+
+    def stream_events(
+        self,
+        input: Any,
+        config: dict[str, Any] | None = None,
+        *,
+        version: str = "v2",
+        transformers: Sequence[Any] | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """LangGraph 1.2's stream-events protocol (``version="v3"``): a
+        ``GraphRunStream`` the caller drives by iterating its projections
+        (``run.values``, ``run.messages``, ``run.lifecycle``, ``run.subgraphs``, those
+        of ``transformers=`` and of ``compile(transformers=)``), its raw events, or by
+        reading ``run.output``. Other keywords go to ``stream`` (``context``,
+        ``durability``, ``interrupt_before``...); ``stream_mode`` and ``subgraphs``
+        are v3's own."""
+        from ironloop.stream._entry import check_version, stream_v3
+
+        check_version(version, sync=True)
+        return stream_v3(self.stream, self, input, config, transformers, kwargs)
 
     def batch(
         self,

@@ -690,13 +690,37 @@ class EntrypointGraph:
         version: str = "v2",
         context: Any = None,
         durability: str | None = None,
-    ) -> AsyncIterator[dict[str, Any]]:
+        transformers: Sequence[Any] | None = None,
+        **kwargs: Any,
+    ) -> Any:
         """LangChain's ``astream_events``, as a compiled graph's: the run (named
         ``LangGraph``, as LangGraph's entrypoint), the entrypoint's task, its updates
-        (the ``@task`` results and its return value) and the models' tokens."""
+        (the ``@task`` results and its return value) and the models' tokens.
+        ``version="v3"``: an awaitable of LangGraph 1.2's ``AsyncGraphRunStream``."""
         from ironloop._compiled import stream_events
 
+        if version == "v3":
+            from ironloop.stream._entry import astream_v3
+
+            kwargs.update(context=context, durability=durability)
+            return astream_v3(self.astream, self, input, config, transformers, kwargs)
         return stream_events(self, "LangGraph", input, config, version, context, durability)
+
+    def stream_events(
+        self,
+        input: Any,
+        config: Any = None,
+        *,
+        version: str = "v2",
+        transformers: Sequence[Any] | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """LangGraph 1.2's stream-events protocol (``version="v3"``), as a compiled
+        graph's: ``run.values`` are the entrypoint's return values."""
+        from ironloop.stream._entry import check_version, stream_v3
+
+        check_version(version, sync=True)
+        return stream_v3(self.stream, self, input, config, transformers, kwargs)
 
     def batch(self, inputs: Sequence[Any], config: Any = None, **kwargs: Any) -> list[Any]:
         return [

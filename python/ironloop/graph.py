@@ -422,6 +422,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         debug: bool = False,
         name: str | None = None,
         serde_allowlist: SerdeAllowlist | None = None,
+        transformers: Sequence[Any] | None = None,
     ) -> CompiledStateGraph:
         """Checks the wiring (naming the node or edge at fault) and returns a runnable
         graph.
@@ -546,6 +547,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         remember_graph(checkpointer, compiled)  # the savers' LangGraph API reads through it
         compiled.interrupt_before_nodes, compiled.interrupt_after_nodes = ib, ia
         compiled.debug = debug
+        compiled.stream_transformers = tuple(transformers or ())
         return compiled
 
 

@@ -6,9 +6,11 @@ only. The rules, in order:
 
 1. **Files**: LangGraph's files about graphs, the functional API, prebuilt agents and
    tool nodes, interrupts and time travel, runtime, retries, state schemas, savers
-   and stores (``FILES``). Left out whole: channel and Pregel internals, the v3
-   stream-events protocol and its transformers, remote graphs (a server), LangSmith
-   tracing, serializer migrations, and DeltaChannel (an internal channel type).
+   and stores, the v3 stream-events protocol and its transformers (``FILES``). Left
+   out whole: channel and Pregel internals, remote graphs (a server), LangSmith
+   tracing, serializer migrations, and DeltaChannel (an internal channel type). The
+   stream protocol's private modules (``langgraph.stream._mux``...) are internals
+   by rule 2.
    LangChain's ``tests/unit_tests/agents/``: ``create_agent``, every middleware test
    (core and built-in), the typing tests, structured output, system messages, state
    schemas, injected runtime, names and streaming. Left out whole: the files that call
@@ -61,6 +63,16 @@ FILES: dict[str, tuple[str, ...]] = {
         "test_stream_namespaces.py",
         "test_deprecation.py",
         "test_tool_stream_handler.py",
+        # The v3 stream-events protocol (``ironloop.stream``).
+        "test_stream_events_v3.py",
+        "test_stream_events_v3_e2e.py",
+        "test_stream_events_v3_kwarg_forwarding.py",
+        "test_pregel_stream_events_v3.py",
+        "test_stream_lifecycle_transformer.py",
+        "test_stream_messages_transformer.py",
+        "test_stream_subgraph_transformer.py",
+        "test_stream_data_transformers.py",
+        "test_stream_before_builtins.py",
     ),
     "langgraph-prebuilt": (
         "test_react_agent.py",
@@ -147,7 +159,6 @@ PACKAGES = ("langgraph", "langgraph_sdk", "langchain")
 INTERNAL_PREFIXES = (
     "langgraph.channels",
     "langgraph.checkpoint.serde",
-    "langgraph.stream",
     "langgraph.pregel.debug",
     "langgraph.pregel.protocol",
     "langgraph.pregel.remote",

@@ -1,0 +1,117 @@
+"""``stream_events(version="v3")`` / ``astream_events(version="v3")`` of a compiled
+graph, an entrypoint or an agent: one implementation for both lanes, over the
+graph's ``stream(..., stream_mode=[...], subgraphs=True, version="v2")``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ironloop.stream._mux import StreamMux, TransformerFactory
+from ironloop.stream._types import StreamTransformer
+from ironloop.stream.run_stream import AsyncGraphRunStream, GraphRunStream
+
+__all__ = ["astream_v3", "check_version", "factories_of", "stream_v3"]
+
+#: What a v3 run decides itself: the modes its transformers need, and subgraphs
+#: always (their events reach the subgraph handles).
+_OWNED = ("stream_mode", "subgraphs")
+
+
+def factories_of(specs: Sequence[Any] | None) -> list[TransformerFactory]:
+    """``transformers=``: classes or ``factory(scope)`` callables, so each
+    subgraph's scope gets its own; an instance cannot be copied into one."""
+    out: list[TransformerFactory] = []
+    for spec in specs or ():
+        if isinstance(spec, StreamTransformer):
+            raise TypeError(
+                "stream_events(version='v3') transformers must be scope-aware callables, "
+                f"got pre-built instance {type(spec).__name__}. Pass the transformer class "
+                "or a factory like `lambda scope: MyTransformer(scope, ...)`."
+            )
+        if not callable(spec):
+            raise TypeError(
+                "stream_events(version='v3') transformers must be scope-aware callables "
+                f"(a StreamTransformer class or `lambda scope: ...`), got {type(spec).__name__}"
+            )
+        out.append(spec)
+    return out
+
+
+def check_version(version: str, sync: bool) -> None:
+    """Refuses the versions this entry point has no events for."""
+    if version == "v3":
+        return
+    if sync:
+        raise NotImplementedError(
+            f"stream_events(version={version!r}) is not available synchronously (nor in "
+            "langchain-core): use version='v3', or astream_events for 'v1' / 'v2'"
+        )
+    raise ValueError(
+        f"astream_events takes version='v3', 'v2' (LangChain's current events) or 'v1', "
+        f"got {version!r}"
+    )
+
+
+def _scope(config: Any) -> tuple[str, ...]:
+    """The namespace the caller runs under (a run started inside a node): the
+    native projections follow that level's events."""
+    ns = ((config or {}).get("configurable") or {}).get("checkpoint_ns")
+    return tuple(ns.split("|")) if ns else ()
+
+
+def _mux(graph: Any, config: Any, transformers: Any, is_async: bool) -> StreamMux:
+    from ironloop.stream.transformers import (
+        LifecycleTransformer,
+        MessagesTransformer,
+        SubgraphTransformer,
+        ValuesTransformer,
+    )
+
+    builtin: list[TransformerFactory] = [
+        ValuesTransformer,
+        MessagesTransformer,
+        LifecycleTransformer,
+        SubgraphTransformer,
+    ]
+    own = factories_of(getattr(graph, "stream_transformers", ()))
+    return StreamMux(
+        factories=[*builtin, *own, *factories_of(transformers)],
+        scope=_scope(config),
+        is_async=is_async,
+    )
+
+
+def _modes(mux: StreamMux) -> list[str]:
+    """The union of the transformers' ``required_stream_modes``, in a stable order."""
+    modes: dict[str, None] = {}
+    for transformer in mux._transformers:
+        modes.update(dict.fromkeys(getattr(transformer, "required_stream_modes", ())))
+    return list(modes)
+
+
+def _prepared(graph: Any, config: Any, transformers: Any, kwargs: dict[str, Any], is_async: bool) -> tuple[StreamMux, dict[str, Any]]:  # fmt: skip
+    if clash := [k for k in _OWNED if k in kwargs]:
+        raise TypeError(
+            f"stream_events(version='v3') / astream_events(version='v3') do not accept "
+            f"{', '.join(clash)}; v3 owns these (stream_mode is built from the "
+            "transformers' required_stream_modes, subgraphs is always True)."
+        )
+    mux = _mux(graph, config, transformers, is_async)
+    return mux, {**kwargs, "stream_mode": _modes(mux), "subgraphs": True, "version": "v2"}
+
+
+def stream_v3(
+    stream: Callable[..., Any], graph: Any, input: Any, config: Any, transformers: Any, kwargs: dict[str, Any]
+) -> GraphRunStream:  # fmt: skip
+    """The sync run stream of ``stream`` (the graph's ``stream`` method)."""
+    mux, options = _prepared(graph, config, transformers, kwargs, False)
+    return GraphRunStream(iter(stream(input, config, **options)), mux)
+
+
+async def astream_v3(
+    astream: Callable[..., Any], graph: Any, input: Any, config: Any, transformers: Any, kwargs: dict[str, Any]
+) -> AsyncGraphRunStream:  # fmt: skip
+    """The async run stream of ``astream`` (the graph's ``astream`` method)."""
+    mux, options = _prepared(graph, config, transformers, kwargs, True)
+    return AsyncGraphRunStream(aiter(astream(input, config, **options)), mux)
