@@ -37,10 +37,11 @@ from ironloop._run_options import (
 )
 from ironloop._runtime import task_var
 from ironloop._state import as_update
-from ironloop._stream_v2 import aparts, as_output, parts
+from ironloop._stream_v2 import aparts, as_output, parts, schema_mapper
 from ironloop._usage import get_usage_metadata_callback
 from ironloop.errors import GraphInterrupt
 from ironloop.runtime import RunControl, _enter, _scope, _with_control
+from ironloop.stream._entry import run_scope
 from ironloop.warnings import LangGraphDeprecatedSinceV10
 
 if typing.TYPE_CHECKING:
@@ -95,6 +96,16 @@ class CompiledStateGraph(StateAccess, Generic[StateT, ContextT, InputT, OutputT]
     #: ``compile(transformers=)``: the ``StreamTransformer`` factories every
     #: ``stream_events(version="v3")`` run of this graph adds to the built-in ones.
     stream_transformers: tuple[Any, ...] = ()
+
+    @property
+    def _v2_output(self) -> Any:
+        """``version="v2"`` values as the output schema (pydantic / dataclass)."""
+        return schema_mapper(self.builder.output_schema)
+
+    @property
+    def _v2_state(self) -> Any:
+        """``version="v2"`` checkpoint values as the state schema."""
+        return schema_mapper(self.builder.state_schema)
 
     @property
     def nodes(self) -> dict[str, Any]:
@@ -221,7 +232,7 @@ class CompiledStateGraph(StateAccess, Generic[StateT, ContextT, InputT, OutputT]
         with _usage(version) as usage, self._entered(context, config, nest=True) as run:
             out = run.result(self._core.invoke(input, config, options=opts))
             run.end()
-        return as_output(out, usage.usage_metadata) if usage is not None else out
+        return as_output(out, usage.usage_metadata, self._v2_output) if usage is not None else out
 
     async def ainvoke(
         self,
@@ -270,7 +281,7 @@ class CompiledStateGraph(StateAccess, Generic[StateT, ContextT, InputT, OutputT]
                 run.end(e)
                 raise
             run.end()
-        return as_output(out, usage.usage_metadata) if usage is not None else out
+        return as_output(out, usage.usage_metadata, self._v2_output) if usage is not None else out
 
     def _nesting(self, config: Any) -> tuple[bool, contextvars.Token[Any] | None]:
         """Run inside a node of another graph (as a node, or called by a node's
@@ -322,13 +333,13 @@ class CompiledStateGraph(StateAccess, Generic[StateT, ContextT, InputT, OutputT]
         config, opts, wanted, single = self._prepare_stream(
             config, kwargs, durability, version, stream_mode, subgraphs, breaks
         )
-        with self._entered(context, config) as run:
+        with self._entered(context, config) as run, run_scope(version):
             it = self._core.stream(input, config, opts)
         if run.trace is not None:
             it = _traced(it, run)
         if wanted is not None:
             it = _viewed(it, wanted, single, subgraphs)
-        return parts(it, subgraphs) if version == "v2" else it
+        return parts(it, subgraphs, self._v2_output, self._v2_state) if version == "v2" else it
 
     async def astream(
         self,
@@ -352,11 +363,14 @@ class CompiledStateGraph(StateAccess, Generic[StateT, ContextT, InputT, OutputT]
         config, opts, wanted, single = self._prepare_stream(
             config, kwargs, durability, version, stream_mode, subgraphs, breaks
         )
-        with self._entered(context, config) as run:
+        with self._entered(context, config) as run, run_scope(version):
             it = self._core.stream(input, config, opts, _loop())
         items = _aitems(it, run, wanted, single, subgraphs)
         try:
-            async for item in aparts(items, subgraphs) if version == "v2" else items:
+            v2 = version == "v2"
+            async for item in (
+                aparts(items, subgraphs, self._v2_output, self._v2_state) if v2 else items
+            ):
                 yield item
         finally:
             await items.aclose()  # the run stops when the consumer does
@@ -385,12 +399,7 @@ class CompiledStateGraph(StateAccess, Generic[StateT, ContextT, InputT, OutputT]
 
             kwargs.update(context=context, durability=durability)
             return astream_v3(self.astream, self, input, config, transformers, kwargs)
-        if kwargs:
-            raise TypeError(
-                f"astream_events(version={version!r}) got unexpected keyword arguments "
-                f"{sorted(kwargs)}: only version='v3' passes them on to the run"
-            )
-        return stream_events(self, self.name, input, config, version, context, durability)
+        return stream_events(self, self.name, input, config, version, context, durability, **kwargs)
 
     def stream_events(
         self,
@@ -410,7 +419,7 @@ class CompiledStateGraph(StateAccess, Generic[StateT, ContextT, InputT, OutputT]
         are v3's own."""
         from ironloop.stream._entry import check_version, stream_v3
 
-        check_version(version, sync=True)
+        check_version(version)
         return stream_v3(self.stream, self, input, config, transformers, kwargs)
 
     def batch(
@@ -640,13 +649,16 @@ async def stream_events(
     version: str,
     context: Any,
     durability: str | None,
+    **kwargs: Any,
 ) -> AsyncGenerator[dict[str, Any], None]:
     """``astream_events`` of ``graph`` (a compiled graph or an entrypoint, whose
     ``astream`` takes the engine's modes with ``subgraphs=True``), its run named
-    ``name``."""
+    ``name``; ``kwargs`` (``interrupt_before``, ``control``...) go to ``astream``
+    as the caller gave them."""
     if version not in ("v1", "v2"):
         raise ValueError(
-            f"astream_events takes version='v2' (LangChain's current events) or 'v1', "
+            f"astream_events takes version='v3' (LangGraph's run streams), 'v2' "
+            f"(LangChain's current events) or 'v1', "
             f"got {version!r}"
         )
     import uuid
@@ -663,6 +675,7 @@ async def stream_events(
         subgraphs=True,
         context=context,
         durability=durability,
+        **kwargs,
     )
     try:
         async for ns, mode, chunk in stream:

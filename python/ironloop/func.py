@@ -704,7 +704,9 @@ class EntrypointGraph:
 
             kwargs.update(context=context, durability=durability)
             return astream_v3(self.astream, self, input, config, transformers, kwargs)
-        return stream_events(self, "LangGraph", input, config, version, context, durability)
+        return stream_events(
+            self, "LangGraph", input, config, version, context, durability, **kwargs
+        )
 
     def stream_events(
         self,
@@ -719,7 +721,7 @@ class EntrypointGraph:
         graph's: ``run.values`` are the entrypoint's return values."""
         from ironloop.stream._entry import check_version, stream_v3
 
-        check_version(version, sync=True)
+        check_version(version)
         return stream_v3(self.stream, self, input, config, transformers, kwargs)
 
     def batch(self, inputs: Sequence[Any], config: Any = None, **kwargs: Any) -> list[Any]:

@@ -97,10 +97,10 @@ def test_leaving_the_stream_stops_the_run() -> None:
 
 def test_other_versions_are_refused_naming_the_ones_supported() -> None:
     async def main() -> None:
-        async for _ in _graph().astream_events({"value": 1}, version="v3"):
+        async for _ in _graph().astream_events({"value": 1}, version="v4"):
             pass
 
-    with pytest.raises(ValueError, match=r"version='v2'.*'v1'"):
+    with pytest.raises(ValueError, match=r"version='v3'.*'v2'.*'v1'"):
         asyncio.run(main())
 
 

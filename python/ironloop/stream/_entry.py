@@ -4,7 +4,9 @@ graph's ``stream(..., stream_mode=[...], subgraphs=True, version="v2")``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+import contextvars
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
 from ironloop.stream._mux import StreamMux, TransformerFactory
@@ -12,6 +14,52 @@ from ironloop.stream._types import StreamTransformer
 from ironloop.stream.run_stream import AsyncGraphRunStream, GraphRunStream
 
 __all__ = ["astream_v3", "check_version", "factories_of", "stream_v3"]
+
+#: Set in the context a v3 run's tasks inherit: their LangChain models send
+#: langchain-core's protocol events to ``messages`` (``_langchain_v3``).
+v3_messages: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "ironloop_stream_v3_messages", default=False
+)
+
+
+@contextlib.contextmanager
+def marked() -> Iterator[None]:
+    """Runs started (sync) or stepped (async) inside are v3 runs."""
+    token = v3_messages.set(True)
+    try:
+        yield
+    finally:
+        v3_messages.reset(token)
+
+
+@contextlib.contextmanager
+def run_scope(version: str) -> Iterator[None]:
+    """Where a run is started: only a ``version="v2"`` run (what a v3 run streams
+    over) keeps a v3 run's mark; any other (a node's own ``stream(stream_mode=
+    "messages")``) streams v1 chunks, as LangGraph's."""
+    if version == "v2" or not v3_messages.get():
+        yield
+        return
+    token = v3_messages.set(False)
+    try:
+        yield
+    finally:
+        v3_messages.reset(token)
+
+
+async def amarked(source: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """``source`` (a graph's ``astream``) stepped in a v3-marked context."""
+    try:
+        while True:
+            with marked():
+                try:
+                    item = await anext(source)
+                except StopAsyncIteration:
+                    return
+            yield item
+    finally:
+        await source.aclose()  # type: ignore[attr-defined]
+
 
 #: What a v3 run decides itself: the modes its transformers need, and subgraphs
 #: always (their events reach the subgraph handles).
@@ -38,19 +86,14 @@ def factories_of(specs: Sequence[Any] | None) -> list[TransformerFactory]:
     return out
 
 
-def check_version(version: str, sync: bool) -> None:
-    """Refuses the versions this entry point has no events for."""
-    if version == "v3":
-        return
-    if sync:
+def check_version(version: str) -> None:
+    """``stream_events`` has events for ``version="v3"`` only (LangChain has no
+    synchronous v1 / v2 events either)."""
+    if version != "v3":
         raise NotImplementedError(
             f"stream_events(version={version!r}) is not available synchronously (nor in "
             "langchain-core): use version='v3', or astream_events for 'v1' / 'v2'"
         )
-    raise ValueError(
-        f"astream_events takes version='v3', 'v2' (LangChain's current events) or 'v1', "
-        f"got {version!r}"
-    )
 
 
 def _scope(config: Any) -> tuple[str, ...]:
@@ -98,7 +141,9 @@ def _prepared(graph: Any, config: Any, transformers: Any, kwargs: dict[str, Any]
             "transformers' required_stream_modes, subgraphs is always True)."
         )
     mux = _mux(graph, config, transformers, is_async)
-    return mux, {**kwargs, "stream_mode": _modes(mux), "subgraphs": True, "version": "v2"}
+    # The run options a v3 run always names (None when the caller did not).
+    named = dict.fromkeys(("interrupt_before", "interrupt_after", "control"))
+    return mux, {**named, **kwargs, "stream_mode": _modes(mux), "subgraphs": True, "version": "v2"}
 
 
 def stream_v3(
@@ -106,7 +151,8 @@ def stream_v3(
 ) -> GraphRunStream:  # fmt: skip
     """The sync run stream of ``stream`` (the graph's ``stream`` method)."""
     mux, options = _prepared(graph, config, transformers, kwargs, False)
-    return GraphRunStream(iter(stream(input, config, **options)), mux)
+    with marked():  # the run's tasks take their context from here
+        return GraphRunStream(iter(stream(input, config, **options)), mux)
 
 
 async def astream_v3(
@@ -114,4 +160,4 @@ async def astream_v3(
 ) -> AsyncGraphRunStream:  # fmt: skip
     """The async run stream of ``astream`` (the graph's ``astream`` method)."""
     mux, options = _prepared(graph, config, transformers, kwargs, True)
-    return AsyncGraphRunStream(aiter(astream(input, config, **options)), mux)
+    return AsyncGraphRunStream(amarked(aiter(astream(input, config, **options))), mux)
