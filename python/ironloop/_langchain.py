@@ -175,6 +175,15 @@ def _lc_value(v: Any) -> Any:
 _OWN_CALL: Any = {"tags": [OWN_CALL_TAG]}
 
 
+def _in_v3_run() -> bool:
+    """In a ``stream_events(version="v3")`` run the agent's model is invoked as a node's
+    model is, untagged: langchain-core streams its protocol events to ``run.messages``
+    (``ironloop.stream._langchain_v3``), and the engine's piece is the whole answer."""
+    from ironloop.stream._entry import v3_messages
+
+    return v3_messages.get()
+
+
 def _model_input(messages: Any) -> Any:
     if isinstance(messages, str):
         return messages
@@ -349,6 +358,9 @@ class LangChainChatModel:
         """Yields ``AIMessage`` pieces, one per LangChain chunk; the last one
         carries the tool calls and the usage of the whole message."""
         r = self._runnable(tools, tool_choice, kwargs)
+        if _in_v3_run():
+            yield self._done(_as_ai(r.invoke(_model_input(messages))))
+            return
         run = _StreamRun(self)
         try:
             for c in r.stream(_model_input(messages), _OWN_CALL):
@@ -367,6 +379,9 @@ class LangChainChatModel:
         self, messages: Any, tools: Any = None, tool_choice: Any = None, **kwargs: Any
     ) -> AsyncIterator[AIMessage]:
         r = self._runnable(tools, tool_choice, kwargs)
+        if _in_v3_run():
+            yield self._done(_as_ai(await r.ainvoke(_model_input(messages))))
+            return
         run = _StreamRun(self)
         try:
             async for c in r.astream(_model_input(messages), _OWN_CALL):

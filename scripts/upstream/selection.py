@@ -13,13 +13,12 @@ only. The rules, in order:
    by rule 2.
    LangChain's ``tests/unit_tests/agents/``: ``create_agent``, every middleware test
    (core and built-in), the typing tests, structured output, system messages, state
-   schemas, injected runtime, names and streaming. Left out whole: the files that call
-   OpenAI's API (``*_spec.py``, ``test_response_format_integration.py``: a service and
-   a key), the v3 stream-events transformers (``test_transformers.py``,
-   ``test_internal_call_transformer.py``, the two ``test_subagent_*`` files, built on
-   ``langchain.agents._subagent_transformer``), and LangSmith tracing
-   (``test_tracing.py``). Of the savers' sdists, the store tests (``langgraph-checkpoint``'s,
-   ``langgraph-checkpoint-sqlite``'s and ``langgraph-checkpoint-postgres``'s).
+   schemas, injected runtime, names, streaming and the v3 stream transformers. Left
+   out whole: the files that call OpenAI's API (``*_spec.py``,
+   ``test_response_format_integration.py``: a service and a key) and LangSmith
+   tracing (``test_tracing.py``). Of the savers' sdists, the store tests
+   (``langgraph-checkpoint``'s, ``langgraph-checkpoint-sqlite``'s and
+   ``langgraph-checkpoint-postgres``'s).
 2. **Internals**: a test whose body names something its file imports from a LangGraph
    or LangChain module that is not public (a path component starting with ``_``, or
    ``INTERNAL_PREFIXES``), or a private (``_``-prefixed) name of a public one, is left
@@ -100,6 +99,8 @@ FILES: dict[str, tuple[str, ...]] = {
             "test_return_direct_graph.py",
             "test_state_schema.py",
             "test_system_message.py",
+            "test_subagent_streaming.py",
+            "test_subagent_transformer.py",
             "middleware_typing/test_middleware_backwards_compat.py",
             "middleware_typing/test_middleware_type_errors.py",
             "middleware_typing/test_middleware_typing.py",
@@ -108,9 +109,11 @@ FILES: dict[str, tuple[str, ...]] = {
             "middleware/core/test_diagram.py",
             "middleware/core/test_dynamic_tools.py",
             "middleware/core/test_framework.py",
+            "middleware/core/test_internal_call_transformer.py",
             "middleware/core/test_overrides.py",
             "middleware/core/test_sync_async_wrappers.py",
             "middleware/core/test_tools.py",
+            "middleware/core/test_transformers.py",
             "middleware/core/test_wrap_model_call.py",
             "middleware/core/test_wrap_model_call_state_update.py",
             "middleware/core/test_wrap_tool_call.py",

@@ -246,6 +246,9 @@ class AgentMiddleware(Generic[StateT, ContextT, ResponseT]):
 
     state_schema: Any = AgentState
     tools: Sequence[Any] = ()
+    #: ``StreamTransformer`` factories the agent's ``stream_events(version="v3")``
+    #: runs register (``ironloop.stream``).
+    transformers: Sequence[Any] = ()
 
     @property
     def name(self) -> str:

@@ -19,6 +19,7 @@ from ironloop._agent import AgentState, create_react_agent
 from ironloop._injection import InjectedState, InjectedStore
 from ironloop._ironloop import tools_condition
 from ironloop._toolnode import ToolNode
+from ironloop.stream._tool_calls import ToolCallStream, ToolCallTransformer
 
 if TYPE_CHECKING:
     from ironloop._tool_call import ToolRuntime
@@ -30,6 +31,8 @@ __all__ = [
     "AgentStatePydantic",
     "InjectedState",
     "InjectedStore",
+    "ToolCallStream",
+    "ToolCallTransformer",
     "ToolNode",
     "ToolRuntime",
     "ValidationNode",

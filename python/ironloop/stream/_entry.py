@@ -150,14 +150,20 @@ def stream_v3(
     stream: Callable[..., Any], graph: Any, input: Any, config: Any, transformers: Any, kwargs: dict[str, Any]
 ) -> GraphRunStream:  # fmt: skip
     """The sync run stream of ``stream`` (the graph's ``stream`` method)."""
+    from ironloop.stream._chunk_events import chunk_events
+
     mux, options = _prepared(graph, config, transformers, kwargs, False)
     with marked():  # the run's tasks take their context from here
-        return GraphRunStream(iter(stream(input, config, **options)), mux)
+        parts = iter(stream(input, config, **options))
+    return GraphRunStream(chunk_events(parts), mux)
 
 
 async def astream_v3(
     astream: Callable[..., Any], graph: Any, input: Any, config: Any, transformers: Any, kwargs: dict[str, Any]
 ) -> AsyncGraphRunStream:  # fmt: skip
     """The async run stream of ``astream`` (the graph's ``astream`` method)."""
+    from ironloop.stream._chunk_events import achunk_events
+
     mux, options = _prepared(graph, config, transformers, kwargs, True)
-    return AsyncGraphRunStream(amarked(aiter(astream(input, config, **options))), mux)
+    parts = amarked(aiter(astream(input, config, **options)))
+    return AsyncGraphRunStream(achunk_events(parts), mux)

@@ -37,6 +37,9 @@ class MessagesTransformer(StreamTransformer):
         self._pump_fn: Callable[[], bool] | None = None
         self._apump_fn: Callable[[], Awaitable[bool]] | None = None
         self._scope_list = list(scope)
+        #: Ids of the messages shown (a ``message-finish`` event names its message
+        #: as its ``id``): the same message whole is not shown again.
+        self._seen: set[str] = set()
 
     def init(self) -> dict[str, Any]:
         return {"messages": self._log}
@@ -78,6 +81,10 @@ class MessagesTransformer(StreamTransformer):
         elif isinstance(payload, BaseMessage) and not isinstance(
             payload, (AIMessageChunk, ToolMessage)
         ):
+            if payload.id is not None and payload.id in self._seen:
+                return False  # shown already (the engine's piece of a streamed answer)
+            if payload.id is not None:
+                self._seen.add(payload.id)
             self._replay(payload, node)
         return True
 
@@ -99,6 +106,8 @@ class MessagesTransformer(StreamTransformer):
             stream.dispatch(event)
             if kind == "message-finish":
                 del self._by_run[run_id]
+                if (mid := getattr(event, "id", None)) is not None:
+                    self._seen.add(mid)
 
     def _replay(self, message: Any, node: str | None) -> None:
         from langchain_core.language_models._compat_bridge import message_to_events
@@ -110,6 +119,7 @@ class MessagesTransformer(StreamTransformer):
 
     def finalize(self) -> None:
         self._by_run.clear()
+        self._seen.clear()
         self._ignored_runs.clear()
 
     def fail(self, err: BaseException) -> None:
