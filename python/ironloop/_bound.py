@@ -48,6 +48,12 @@ class BoundConfig:
     def astream(self, input: Any, config: Any = None, **kwargs: Any) -> AsyncIterator[Any]:
         return self.bound.astream(input, self._c(config), **kwargs)  # type: ignore[no-any-return]
 
+    def stream_events(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
+        return self.bound.stream_events(input, self._c(config), **kwargs)
+
+    def astream_events(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
+        return self.bound.astream_events(input, self._c(config), **kwargs)
+
     def batch(self, inputs: Sequence[Any], config: Any = None, **kwargs: Any) -> list[Any]:
         return self.bound.batch(inputs, self._c(config), **kwargs)  # type: ignore[no-any-return]
 

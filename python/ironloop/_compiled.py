@@ -42,6 +42,7 @@ from ironloop._usage import get_usage_metadata_callback
 from ironloop.errors import GraphInterrupt
 from ironloop.runtime import RunControl, _enter, _scope, _with_control
 from ironloop.stream._entry import run_scope
+from ironloop.stream._methods import StreamEvents
 from ironloop.warnings import LangGraphDeprecatedSinceV10
 
 if typing.TYPE_CHECKING:
@@ -58,7 +59,7 @@ InputT = TypeVar("InputT", default=StateT)
 OutputT = TypeVar("OutputT", default=StateT)
 
 
-class CompiledStateGraph(StateAccess, Generic[StateT, ContextT, InputT, OutputT]):
+class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, InputT, OutputT]):
     """A runnable graph: ``invoke / ainvoke / stream / astream / batch / abatch``,
     state inspection (``get_state``, ``get_state_history``, ``update_state``) and
     ``get_graph().draw_mermaid()``."""
@@ -374,53 +375,6 @@ class CompiledStateGraph(StateAccess, Generic[StateT, ContextT, InputT, OutputT]
                 yield item
         finally:
             await items.aclose()  # the run stops when the consumer does
-
-    def astream_events(
-        self,
-        input: Any,
-        config: dict[str, Any] | None = None,
-        *,
-        version: str = "v2",
-        context: Any = None,
-        durability: str | None = None,
-        transformers: Sequence[Any] | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        """LangChain's ``astream_events`` (``version="v2"``), as chat UIs consume it:
-        the run's ``on_chain_start``, an ``on_chain_stream`` per update, each task's
-        ``on_chain_start`` / ``on_chain_end`` (subgraphs' too), the models' tokens as
-        ``on_chat_model_stream``, and the run's ``on_chain_end`` with its output.
-        ``version="v1"`` (deprecated by LangChain) gives them as LangChain's v1 does:
-        empty ``parent_ids``, and the run's last update as its output.
-        ``version="v3"``: LangGraph 1.2's protocol, an awaitable of an
-        ``ironloop.stream.AsyncGraphRunStream`` (see ``stream_events``)."""
-        if version == "v3":
-            from ironloop.stream._entry import astream_v3
-
-            kwargs.update(context=context, durability=durability)
-            return astream_v3(self.astream, self, input, config, transformers, kwargs)
-        return stream_events(self, self.name, input, config, version, context, durability, **kwargs)
-
-    def stream_events(
-        self,
-        input: Any,
-        config: dict[str, Any] | None = None,
-        *,
-        version: str = "v2",
-        transformers: Sequence[Any] | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        """LangGraph 1.2's stream-events protocol (``version="v3"``): a
-        ``GraphRunStream`` the caller drives by iterating its projections
-        (``run.values``, ``run.messages``, ``run.lifecycle``, ``run.subgraphs``, those
-        of ``transformers=`` and of ``compile(transformers=)``), its raw events, or by
-        reading ``run.output``. Other keywords go to ``stream`` (``context``,
-        ``durability``, ``interrupt_before``...); ``stream_mode`` and ``subgraphs``
-        are v3's own."""
-        from ironloop.stream._entry import check_version, stream_v3
-
-        check_version(version)
-        return stream_v3(self.stream, self, input, config, transformers, kwargs)
 
     def batch(
         self,

@@ -52,6 +52,7 @@ from ironloop.middleware.types import (
 )
 from ironloop.models import init_model
 from ironloop.runtime import get_runtime
+from ironloop.stream._tool_calls import agent_transformers
 from ironloop.types import Command, Send
 
 __all__ = ["create_agent"]
@@ -576,9 +577,8 @@ def create_agent(
       as ``runtime.context`` by hooks and tools.
     - ``call_fields`` (an ironloop addition): the Agent/Tool spec's call meta-fields
       offered with every tool's arguments, as in ``create_react_agent``.
-    - ``transformers``: ``StreamTransformer`` factories for
-      ``stream_events(version="v3")`` runs, after ``ToolCallTransformer``
-      (``run.tool_calls``) and the middleware's own ``transformers``.
+    - ``transformers``: ``stream_events(version="v3")`` transformer factories (see
+      ``ironloop.stream._tool_calls.agent_transformers``).
 
     Example:
         >>> from ironloop import create_agent, tool
@@ -654,21 +654,8 @@ def create_agent(
         templates.put(key, template, shape)
     agent = bind(template, settings, name)
     agent.debug = debug  # LangGraph's `debug`: each run prints its updates and values
-    agent.stream_transformers = _transformers(mws, transformers)
+    agent.stream_transformers = agent_transformers(mws, transformers)
     return agent
-
-
-def _transformers(mws: list[AgentMiddleware], given: Sequence[Any] | None) -> tuple[Any, ...]:
-    """The ``stream_events(version="v3")`` transformers of an agent, as LangChain's:
-    ``run.tool_calls``, the middleware's ``transformers``, then ``transformers=``;
-    each once (by identity: a factory need not be hashable)."""
-    from ironloop.stream._tool_calls import ToolCallTransformer
-
-    out: list[Any] = []
-    for factory in (ToolCallTransformer, *(t for m in mws for t in m.transformers), *(given or ())):
-        if not any(factory is seen for seen in out):
-            out.append(factory)
-    return tuple(out)
 
 
 def _agent_template(

@@ -56,6 +56,7 @@ from ironloop._runtime import answers_var, scratch_lock, task_var
 from ironloop._schema_convert import _ConverterBuilder
 from ironloop._schema_types import _is_dataclass_type, _is_pydantic_model
 from ironloop._timeout import TimeoutPolicy, refuse_sync, timed_task
+from ironloop.stream._methods import StreamEvents
 from ironloop.types import GraphOutput, RetryPolicy, StateSnapshot
 
 __all__ = ["entrypoint", "task"]
@@ -571,7 +572,7 @@ def _value(state: Any) -> Any:
     return state.get("value") if isinstance(state, dict) else state
 
 
-class EntrypointGraph:
+class EntrypointGraph(StreamEvents):
     """What ``@entrypoint`` makes of a function: a graph of one node named after it,
     run as LangGraph runs an entrypoint (the input in, the return value out)."""
 
@@ -682,47 +683,11 @@ class EntrypointGraph:
             if item is not _DROP:
                 yield self._reshape(item, mode)
 
-    def astream_events(
-        self,
-        input: Any,
-        config: Any = None,
-        *,
-        version: str = "v2",
-        context: Any = None,
-        durability: str | None = None,
-        transformers: Sequence[Any] | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        """LangChain's ``astream_events``, as a compiled graph's: the run (named
-        ``LangGraph``, as LangGraph's entrypoint), the entrypoint's task, its updates
-        (the ``@task`` results and its return value) and the models' tokens.
-        ``version="v3"``: an awaitable of LangGraph 1.2's ``AsyncGraphRunStream``."""
-        from ironloop._compiled import stream_events
-
-        if version == "v3":
-            from ironloop.stream._entry import astream_v3
-
-            kwargs.update(context=context, durability=durability)
-            return astream_v3(self.astream, self, input, config, transformers, kwargs)
-        return stream_events(
-            self, "LangGraph", input, config, version, context, durability, **kwargs
-        )
-
-    def stream_events(
-        self,
-        input: Any,
-        config: Any = None,
-        *,
-        version: str = "v2",
-        transformers: Sequence[Any] | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        """LangGraph 1.2's stream-events protocol (``version="v3"``), as a compiled
-        graph's: ``run.values`` are the entrypoint's return values."""
-        from ironloop.stream._entry import check_version, stream_v3
-
-        check_version(version)
-        return stream_v3(self.stream, self, input, config, transformers, kwargs)
+    def _events_name(self) -> str:
+        """An entrypoint's run is named ``LangGraph`` in v1 / v2 events, as LangGraph's
+        (``astream_events``: the entrypoint's task, its updates, the models' tokens;
+        ``stream_events(version="v3")``: ``run.values`` are its return values)."""
+        return "LangGraph"
 
     def batch(self, inputs: Sequence[Any], config: Any = None, **kwargs: Any) -> list[Any]:
         return [

@@ -237,3 +237,18 @@ def test_entrypoint_stream_events() -> None:
 
     run = double.stream_events(4, version="v3")
     assert run.output == 8
+
+
+def test_with_config_applies_to_stream_events() -> None:
+    def ask(state: S) -> dict[str, list[str]]:
+        return {"items": [interrupt("name?")]}
+
+    graph = (
+        StateGraph(S)
+        .add_node("ask", ask)
+        .add_edge(START, "ask")
+        .compile(checkpointer=InMemorySaver())
+    )
+    bound = graph.with_config({"configurable": {"thread_id": "bound"}})
+    assert bound.stream_events({"items": []}, version="v3").interrupted is True
+    assert graph.get_state({"configurable": {"thread_id": "bound"}}).next == ("ask",)

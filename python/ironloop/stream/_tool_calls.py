@@ -5,13 +5,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 from ironloop.stream._types import ProtocolEvent, StreamTransformer
 from ironloop.stream.stream_channel import StreamChannel
 
-__all__ = ["ToolCallStream", "ToolCallTransformer"]
+__all__ = ["ToolCallStream", "ToolCallTransformer", "agent_transformers"]
 
 
 class ToolCallStream:
@@ -139,3 +139,19 @@ class ToolCallTransformer(StreamTransformer):
         for stream in self._active.values():
             stream._fail(str(err))
         self._active.clear()
+
+
+def agent_transformers(middleware: Sequence[Any], given: Sequence[Any] | None) -> tuple[Any, ...]:
+    """The ``stream_events(version="v3")`` transformers of an agent, as LangChain's
+    ``create_agent`` registers them: ``ToolCallTransformer`` (``run.tool_calls``),
+    the middleware's ``transformers``, then ``create_agent(transformers=)``; each
+    once (by identity: a factory need not be hashable)."""
+    out: list[Any] = []
+    for factory in (
+        ToolCallTransformer,
+        *(t for m in middleware for t in getattr(m, "transformers", ())),
+        *(given or ()),
+    ):
+        if not any(factory is seen for seen in out):
+            out.append(factory)
+    return tuple(out)
