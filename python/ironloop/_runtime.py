@@ -70,16 +70,16 @@ def stream_langchain_runs(scratch: Any) -> None:
     if "langchain_core" not in sys.modules:
         return
     if scratch.streams_messages:
-        from ironloop._langchain_stream import stream_tokens_to
+        from ironloop.stream._entry import v3_messages
 
-        stream_tokens_to(scratch)
-        if "ironloop.stream._entry" in sys.modules:  # a v3 run may be under way
-            from ironloop.stream._entry import v3_messages
+        if v3_messages.get():  # a task of a stream_events(version="v3") run
+            from ironloop.stream._langchain_v3 import stream_events_to
 
-            if v3_messages.get():
-                from ironloop.stream._langchain_v3 import stream_events_to
+            stream_events_to(scratch)
+        else:
+            from ironloop._langchain_stream import stream_tokens_to
 
-                stream_events_to(scratch)
+            stream_tokens_to(scratch)
     if scratch.streams_tools:
         from ironloop._langchain_tool_stream import stream_tools_to
 
