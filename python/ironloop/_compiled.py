@@ -224,7 +224,7 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
         }
         printed = _print_modes(kwargs, self.debug)
         if stream_mode != "values" or printed:
-            via = _OverStream(stream_mode, version, printed)
+            via = _OverStream(stream_mode, version, printed, self._v2_output)
             with _usage(via.usage_version) as usage:
                 items = list(self.stream(input, config, context=context, durability=durability,
                                          **via.options, **breaks, **kwargs))  # fmt: skip
@@ -257,7 +257,7 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
         }
         printed = _print_modes(kwargs, self.debug)
         if stream_mode != "values" or printed:
-            via = _OverStream(stream_mode, version, printed)
+            via = _OverStream(stream_mode, version, printed, self._v2_output)
             with _usage(via.usage_version) as usage:
                 it = self.astream(input, config, context=context, durability=durability,
                                   **via.options, **breaks, **kwargs)  # fmt: skip

@@ -156,8 +156,12 @@ class _OverStream:
     pause's interrupts (from the ``updates`` chunks) under ``__interrupt__``, and for
     ``version="v2"`` as ``GraphOutput``."""
 
-    def __init__(self, stream_mode: Any, version: str, printed: tuple[str, ...]) -> None:
+    def __init__(
+        self, stream_mode: Any, version: str, printed: tuple[str, ...], output: Any = None
+    ) -> None:
         self.values = stream_mode == "values"
+        #: The graph's output ``schema_mapper`` (a v2 value as the output schema).
+        self.output = output
         #: The run's own token usage is reported only for a v2 ``values`` result.
         self.usage_version = version if self.values else "v1"
         self.options: dict[str, Any] = {
@@ -184,7 +188,7 @@ class _OverStream:
                 if isinstance(latest, dict)
                 else {INTERRUPT: interrupts}
             )
-        return as_output(out, usage.usage_metadata) if usage is not None else out
+        return as_output(out, usage.usage_metadata, self.output) if usage is not None else out
 
 
 def _viewed(it: Iterator[Any], wanted: list[str], single: bool, subgraphs: bool) -> Iterator[Any]:

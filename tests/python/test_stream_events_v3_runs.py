@@ -81,6 +81,8 @@ def test_v2_values_are_the_schema_class() -> None:
         assert isinstance(out.value, schema) and out.value.value == "x_a"
         parts = list(graph.stream({"value": "x"}, stream_mode="values", version="v2"))
         assert all(isinstance(p["data"], schema) for p in parts)
+        printed = graph.invoke({"value": "x", "items": []}, version="v2", print_mode="values")
+        assert isinstance(printed.value, schema)
         # v1 keeps LangGraph's dicts
         assert graph.invoke({"value": "x", "items": []}) == {"value": "x_a", "items": ["a"]}
         run = graph.stream_events({"value": "x", "items": []}, version="v3")
