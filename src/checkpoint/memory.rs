@@ -878,9 +878,9 @@ mod tests {
         let piece = crate::checkpoint::Piece::from;
         CheckpointRecord {
             snapshot: Some(Snapshot::Pieces(vec![
-                piece(r#"{"v":1,"values":{"a":"#),
-                piece(value),
-                piece(r#"},"versions":{"a":1}}"#),
+                [piece(r#"{"v":1,"values":{"a":"#)].into(),
+                [piece(value)].into(),
+                [piece(r#"},"versions":{"a":1}}"#)].into(),
             ])),
             ..rec(id, parent)
         }
@@ -893,7 +893,7 @@ mod tests {
         let Some(Snapshot::Pieces(pieces)) = &b.snapshot else {
             unreachable!()
         };
-        let value = pieces[1].clone();
+        let value = pieces[1][0].clone();
         s.put("t", rec("a", None)).await.unwrap();
         s.put("t", b.clone()).await.unwrap();
         // The saver holds the engine's piece itself, not a copy of its bytes.
@@ -902,7 +902,7 @@ mod tests {
             let Text::Parted(tp) = &threads["t"].records[1].text else {
                 panic!("the record was stored whole")
             };
-            assert!(crate::checkpoint::Piece::shares(&tp.1.parts[1], &value));
+            assert!(crate::checkpoint::Piece::shares(&tp.1.parts[1][0], &value));
         }
         let got = s.get("t", Some("b")).await.unwrap().unwrap();
         assert_eq!(got, b);

@@ -35,7 +35,7 @@ use thiserror::Error;
 
 pub use lease::{AskGuard, RunLease, StopAsk};
 pub use memory::MemorySaver;
-pub use piece::Piece;
+pub use piece::{join_runs, pieces_of_runs, runs_len, Piece, Run};
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresOptions, PostgresSaver};
 pub use seal::{KeyError, RecordKey, Records, KEY_ENV};
@@ -140,8 +140,9 @@ pub struct Write {
 pub enum Snapshot {
     Json(Value),
     /// JSON text as pieces whose concatenation is the snapshot (a large container
-    /// met again is the same piece again: [`Piece`]).
-    Pieces(Vec<Piece>),
+    /// met again is the same piece again: [`Piece`]), in runs (a channel's value is
+    /// one [`Run`], shared with the engine).
+    Pieces(Vec<Run>),
 }
 
 impl Snapshot {
@@ -149,7 +150,7 @@ impl Snapshot {
     pub fn json(&self) -> Result<Cow<'_, Value>> {
         match self {
             Snapshot::Json(v) => Ok(Cow::Borrowed(v)),
-            Snapshot::Pieces(p) => serde_json::from_str(&Piece::joined(p))
+            Snapshot::Pieces(p) => serde_json::from_str(&join_runs(p))
                 .map(Cow::Owned)
                 .map_err(|e| CheckpointError::serialization(format!("a snapshot that is not JSON ({e}): this is a bug in ironloop, please report it"))),
         }

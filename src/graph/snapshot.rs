@@ -19,7 +19,7 @@ use super::channel::{Channel, ChannelKind};
 use super::codec::encode_pieces;
 use super::engine::Graph;
 use super::error::GraphError;
-use crate::checkpoint::{CheckpointError, CheckpointRecord, Checkpointer, Piece, Snapshot};
+use crate::checkpoint::{CheckpointError, CheckpointRecord, Checkpointer, Piece, Run, Snapshot};
 
 /// How many records may follow a snapshot on a chain before the next record carries
 /// one. Small, so that a load costs about as much as loading a 10-step thread; a
@@ -81,14 +81,14 @@ impl Graph {
                 }
                 glue.push_str(&json!(name).to_string());
                 glue.push(':');
-                pieces.push(Piece::from(std::mem::take(&mut glue)));
-                pieces.extend(encode_pieces(name, v)?.iter().cloned());
+                pieces.push(Run::from([Piece::from(std::mem::take(&mut glue))]));
+                pieces.push(encode_pieces(name, v)?);
             }
         }
         glue.push_str("},\"versions\":");
         glue.push_str(&Value::Object(versions).to_string());
         glue.push('}');
-        pieces.push(Piece::from(glue));
+        pieces.push(Run::from([Piece::from(glue)]));
         Ok(Snapshot::Pieces(pieces))
     }
 

@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::{checksum, checksum_of, SOURCES, TAG_4, TAG_4_SNAPSHOT};
-use crate::checkpoint::{CheckpointRecord, Piece, Snapshot, Write};
+use crate::checkpoint::{pieces_of_runs, runs_len, CheckpointRecord, Run, Snapshot, Write};
 
 /// The stored text of `record` (format 4). Deterministic: the same record always gives
 /// the same text, which is how a store tells a retried `put` from a conflicting one.
@@ -27,8 +27,8 @@ pub fn encode(record: &CheckpointRecord) -> serde_json::Result<String> {
 /// A snapshot the engine wrote in pieces is copied in here, once, after the rest.
 pub fn encode_body(record: &CheckpointRecord) -> serde_json::Result<String> {
     let pieces = pieces_of(record);
-    let mut text = head(record, Piece::total_len(pieces))?;
-    for p in pieces {
+    let mut text = head(record, runs_len(pieces))?;
+    for p in pieces_of_runs(pieces) {
         text.push_str(p);
     }
     Ok(text)
@@ -44,9 +44,7 @@ pub fn encode_parted(record: &CheckpointRecord) -> serde_json::Result<Parted> {
     let pieces = pieces_of(record);
     let mut text = head(record, 0)?;
     let at = text.len();
-    let mut body = Vec::with_capacity(pieces.len() + 1);
-    body.push(text.as_str());
-    body.extend(pieces.iter().map(Piece::as_str));
+    let body = std::iter::once(text.as_str()).chain(pieces_of_runs(pieces).map(|p| p.as_str()));
     let crc = checksum_of(&record.id, record.parent_id.as_deref(), body);
     let _ = write!(text, ",{crc}]");
     let pieces = (!pieces.is_empty()).then(|| Pieces {
@@ -57,7 +55,7 @@ pub fn encode_parted(record: &CheckpointRecord) -> serde_json::Result<Parted> {
 }
 
 /// The pieces of a snapshot the engine wrote in pieces (none for any other record).
-fn pieces_of(record: &CheckpointRecord) -> &[Piece] {
+fn pieces_of(record: &CheckpointRecord) -> &[Run] {
     match &record.snapshot {
         Some(Snapshot::Pieces(p)) => p,
         _ => &[],
@@ -91,7 +89,8 @@ pub struct Parted {
 pub struct Pieces {
     /// The byte offset in the text where the pieces go (a char boundary: after a comma).
     pub at: usize,
-    pub parts: Box<[Piece]>,
+    /// The snapshot's runs, shared with the engine (one pointer each, see [`Run`]).
+    pub parts: Box<[Run]>,
 }
 
 impl Parted {
@@ -116,7 +115,7 @@ impl Pieces {
         let size = self.len() + text.len();
         let mut out = String::with_capacity(size);
         out.push_str(before);
-        for p in &*self.parts {
+        for p in pieces_of_runs(&self.parts) {
             out.push_str(p);
         }
         out.push_str(after);
@@ -125,7 +124,7 @@ impl Pieces {
 
     /// The bytes of the pieces.
     pub fn len(&self) -> usize {
-        Piece::total_len(&self.parts)
+        runs_len(&self.parts)
     }
 
     /// Whether there are none (never, as [`encode_parted`] makes them).

@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 use super::decode::engine_task_id;
 use super::encode::{is_engine_task_id, metadata, MapPrefix, Metadata, Next};
 use super::*;
-use crate::checkpoint::{CheckpointRecord, Piece, Snapshot, TaskRecord, Write};
+use crate::checkpoint::{CheckpointRecord, Piece, Run, Snapshot, TaskRecord, Write};
 
 /// `record`'s `next` as a JSON tree (what format 3 stores too).
 fn encode_next(record: &CheckpointRecord) -> Vec<Value> {
@@ -214,9 +214,9 @@ fn a_snapshot_in_pieces_is_stored_as_its_json() {
     let whole = encode(&r).unwrap();
     let piece = Piece::from;
     r.snapshot = Some(Snapshot::Pieces(vec![
-        piece(r#"{"v":1,"values":{"a":"#),
-        piece(r#"[1,"x"]"#),
-        piece("}}"),
+        Run::from([piece(r#"{"v":1,"values":{"a":"#)]),
+        Run::from([piece(r#"[1,"#), piece(r#""x"]"#)]),
+        Run::from([piece("}}")]),
     ]));
     assert_eq!(encode(&r).unwrap(), whole);
     assert_eq!(decode(&whole, "c2", Some("p")).unwrap(), r);
@@ -227,15 +227,20 @@ fn a_record_kept_in_parts_is_its_text_with_the_pieces_shared() {
     let mut r = record("c3");
     let piece = Piece::from;
     let value = piece(r#"[1,"é"]"#);
+    let run = Run::from([value.clone()]);
     r.snapshot = Some(Snapshot::Pieces(vec![
-        piece(r#"{"v":1,"values":{"a":"#),
-        value.clone(),
-        piece("}}"),
+        Run::from([piece(r#"{"v":1,"values":{"a":"#)]),
+        run.clone(),
+        Run::from([piece("}}")]),
     ]));
     let whole = encode(&r).unwrap();
     let parted = encode_parted(&r).unwrap();
     let pieces = parted.pieces.as_ref().unwrap();
-    assert!(Piece::shares(&pieces.parts[1], &value));
+    assert!(Piece::shares(&pieces.parts[1][0], &value));
+    assert!(
+        std::sync::Arc::ptr_eq(&pieces.parts[1], &run),
+        "the run is shared whole"
+    );
     assert_eq!(parted.joined(), whole);
     assert_eq!(pieces.len() + parted.text.len(), whole.len());
     assert_eq!(decode(&parted.joined(), "c3", Some("p")).unwrap(), r);
