@@ -67,10 +67,16 @@ def _node_metadata(graph: CompiledStateGraph[Any, Any, Any, Any], name: str) -> 
     )
     if before or after:
         shown["__interrupt"] = ",".join(w for w, on in (("before", before), ("after", after)) if on)
-    tools = getattr(graph.builder.nodes[name], "tools_by_name", None)
+    tools = getattr(graph.builder.actions[name], "tools_by_name", None)
     if isinstance(tools, typing.Mapping) and tools:
         shown["__tools"] = list(tools)
     return shown
+
+
+#: How LangGraph's ``to_json()`` names the runnable of a function node and of START
+#: (its ``RunnableCallable``): the JSON its tools (LangGraph Studio, the server's
+#: ``/assistants/{id}/graph``) read.
+_FUNCTION_NODE_ID = ("langgraph", "_internal", "_runnable", "RunnableCallable")
 
 
 def _graph_class() -> type[Graph]:
@@ -81,7 +87,22 @@ def _graph_class() -> type[Graph]:
             "get_graph() returns langchain-core's drawable Graph, as LangGraph's does, and "
             "langchain-core is not installed: pip install langchain-core"
         ) from e
-    return Graph
+
+    class DrawnGraph(Graph):
+        """langchain-core's ``Graph`` whose ``to_json()`` shows START and function nodes
+        as LangGraph's does (a runnable, not data of an ``"unknown"`` type)."""
+
+        def to_json(self, *, with_schemas: bool = False) -> dict[str, list[dict[str, Any]]]:
+            from ironloop._node_spec import NodeRunnable
+
+            out = super().to_json(with_schemas=with_schemas)
+            for entry, node in zip(out["nodes"], self.nodes.values(), strict=True):
+                if node.id == START or isinstance(node.data, NodeRunnable):
+                    entry["type"] = "runnable"
+                    entry["data"] = {"id": list(_FUNCTION_NODE_ID), "name": node.id}
+            return out
+
+    return DrawnGraph
 
 
 def draw(graph: CompiledStateGraph[Any, Any, Any, Any], xray: int | bool) -> Graph:
@@ -95,8 +116,8 @@ def draw(graph: CompiledStateGraph[Any, Any, Any, Any], xray: int | bool) -> Gra
     out = _graph_class()()
     b = graph.builder
     out.add_node(None, START)
-    for name, action in b.nodes.items():
-        out.add_node(action, name, metadata=_node_metadata(graph, name) or None)
+    for name, spec in b.nodes.items():
+        out.add_node(spec.runnable, name, metadata=_node_metadata(graph, name) or None)
     for e in wiring_edges(b):
         if e.target == END and END not in out.nodes:
             out.add_node(None, END)
@@ -104,7 +125,7 @@ def draw(graph: CompiledStateGraph[Any, Any, Any, Any], xray: int | bool) -> Gra
     if not xray:
         return out
     deeper = xray if isinstance(xray, bool) or xray <= 0 else xray - 1
-    for name, action in b.nodes.items():
+    for name, action in b.actions.items():
         if isinstance(action, CompiledStateGraph):
             _expand(out, name, draw(action, deeper))
     return out

@@ -50,6 +50,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "langgraph.config": ("ironloop.graph", "ironloop.runtime"),
     "langgraph.utils.config": ("ironloop.graph", "ironloop.runtime"),
     "langgraph.pregel": ("ironloop.graph",),
+    # Deprecated in LangGraph 1.0: importing it warns (its names are ironloop.types').
+    "langgraph.pregel.types": ("ironloop._pregel_types",),
     "langgraph.prebuilt": ("ironloop.prebuilt",),
     "langgraph.prebuilt.chat_agent_executor": ("ironloop.prebuilt.chat_agent_executor",),
     "langgraph.prebuilt.tool_node": ("ironloop.prebuilt.tool_node",),
