@@ -73,35 +73,14 @@ def _node_metadata(graph: CompiledStateGraph[Any, Any, Any, Any], name: str) -> 
     return shown
 
 
-#: How LangGraph's ``to_json()`` names the runnable of a function node and of START
-#: (its ``RunnableCallable``): the JSON its tools (LangGraph Studio, the server's
-#: ``/assistants/{id}/graph``) read.
-_FUNCTION_NODE_ID = ("langgraph", "_internal", "_runnable", "RunnableCallable")
-
-
 def _graph_class() -> type[Graph]:
     try:
-        from langchain_core.runnables.graph import Graph
+        from ironloop._drawn_graph import DrawnGraph
     except ImportError as e:
         raise ImportError(
             "get_graph() returns langchain-core's drawable Graph, as LangGraph's does, and "
             "langchain-core is not installed: pip install langchain-core"
         ) from e
-
-    class DrawnGraph(Graph):
-        """langchain-core's ``Graph`` whose ``to_json()`` shows START and function nodes
-        as LangGraph's does (a runnable, not data of an ``"unknown"`` type)."""
-
-        def to_json(self, *, with_schemas: bool = False) -> dict[str, list[dict[str, Any]]]:
-            from ironloop._node_spec import NodeRunnable
-
-            out = super().to_json(with_schemas=with_schemas)
-            for entry, node in zip(out["nodes"], self.nodes.values(), strict=True):
-                if node.id == START or isinstance(node.data, NodeRunnable):
-                    entry["type"] = "runnable"
-                    entry["data"] = {"id": list(_FUNCTION_NODE_ID), "name": node.id}
-            return out
-
     return DrawnGraph
 
 
