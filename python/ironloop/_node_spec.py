@@ -24,7 +24,6 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import inspect
 from collections.abc import Mapping, Sequence
@@ -56,6 +55,8 @@ class NodeRunnable:
 
     def invoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
         if self.func is None:
+            import asyncio  # only here: a sync program never imports it (test_cold_paths)
+
             return asyncio.run(self.ainvoke(input, config))
         return self._call(self.func, input, config)
 
