@@ -24,6 +24,7 @@ from ironloop._ironloop import (
     tools_condition,
 )
 from ironloop._meta_fields import agent_tools
+from ironloop._node_prep import _deprecated_kwargs
 from ironloop._runtime import task_var
 from ironloop._schema import type_schema
 from ironloop._shapes import AgentSettings, agent_var, bind, names, shape_key, templates
@@ -34,6 +35,7 @@ from ironloop.errors import ModelError
 from ironloop.graph import CompiledStateGraph, StateGraph, add_messages
 from ironloop.messages import AIMessage, AIMessageChunk, BaseMessage, SystemMessage
 from ironloop.types import Send
+from ironloop.warnings import LangGraphDeprecatedSinceV10
 
 __all__ = ["AgentState", "create_react_agent"]
 
@@ -524,6 +526,13 @@ def create_react_agent(
         >>> agent.invoke({"messages": [("user", "2+3?")]})["messages"][-1].content
         '5'
     """
+    # LangGraph 1.0's rename, warned about as LangGraph does.
+    old = _deprecated_kwargs(
+        "create_react_agent()",
+        {k: kwargs.pop(k) for k in ("config_schema",) if k in kwargs},
+        {"config_schema": ("context_schema", LangGraphDeprecatedSinceV10)},
+    )
+    context_schema = context_schema or old.get("context_schema")
     if kwargs:
         raise TypeError(f"create_react_agent() got unexpected keyword arguments: {kwargs}")
     if version not in ("v1", "v2"):

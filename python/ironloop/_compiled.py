@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import copy
 import dataclasses
 import typing
 import warnings
@@ -14,7 +15,7 @@ from typing import (
     Generic,
 )
 
-from typing_extensions import TypeVar
+from typing_extensions import Self, TypeVar
 
 from ironloop import _drawing, _tracing
 from ironloop._bound import BoundConfig
@@ -48,6 +49,7 @@ from ironloop.warnings import LangGraphDeprecatedSinceV10
 if typing.TYPE_CHECKING:
     from langchain_core.runnables.graph import Graph
 
+    from ironloop._node_spec import PregelNode
     from ironloop.graph import StateGraph
 
 #: The type parameters LangGraph's ``StateGraph`` and ``CompiledStateGraph`` take (with
@@ -85,6 +87,11 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
     #: ``compile(cache=)``: where the nodes with a ``cache_policy`` keep results.
     cache: Any = None
 
+    #: LangGraph's ``graph.step_timeout``: seconds a step's tasks may take together.
+    #: Past it the tasks still running are stopped (async nodes are cancelled) and the
+    #: run raises ``TimeoutError``; the writes of the tasks that finished are kept.
+    step_timeout: float | None = None
+
     #: ``compile(debug=True)``: every run prints its ``updates`` and ``values`` chunks
     #: as LangGraph's ``debug`` does (a run's own ``debug=`` wins).
     debug: bool = False
@@ -109,8 +116,33 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
         return schema_mapper(self.builder.state_schema)
 
     @property
-    def nodes(self) -> dict[str, Any]:
-        return dict(self.builder.nodes)
+    def nodes(self) -> dict[str, PregelNode]:
+        """Each node as LangGraph's ``PregelNode`` (``.bound``: the object given to
+        ``add_node``, as a runnable; ``.subgraphs``; ``.copy(update)``)."""
+        from ironloop._node_spec import PregelNode
+
+        return {name: PregelNode.of(spec) for name, spec in self.builder.nodes.items()}
+
+    @property
+    def context_schema(self) -> Any:
+        """The type of ``invoke(..., context=)`` the graph was built with, as LangGraph's
+        ``Pregel.context_schema``."""
+        return self.builder.context_schema
+
+    def copy(self, update: dict[str, Any] | None = None) -> Self:
+        """A shallow copy of this graph with ``update``'s attributes replaced
+        (``{"name": ...}``, ``{"step_timeout": ...}``), as LangGraph's ``copy``. The
+        copy shares the builder and the engine's compiled graph, which holds the
+        checkpointer and store: those are given to ``compile`` instead."""
+        engine_held = sorted({"checkpointer", "store", "builder", "_core"} & set(update or {}))
+        if engine_held:
+            raise ValueError(
+                f"copy(update=) cannot replace {engine_held}: the engine's compiled graph "
+                "holds them; call builder.compile(...) again with the new ones"
+            )
+        out = copy.copy(self)
+        out.__dict__.update(update or {})
+        return out
 
     def clear_cache(self, nodes: Sequence[str] | None = None) -> None:
         """Drops the cached results of ``nodes`` (default: every node with a
@@ -153,7 +185,7 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
         if self.run_metadata is not None:
             config = dict(config or {})
             config["metadata"] = {**self.run_metadata, **(config.get("metadata") or {})}
-        return config, _RunOptions(durability=durability, **options)
+        return config, _RunOptions(durability=durability, step_timeout=self.step_timeout, **options)
 
     def _prepare_stream(
         self,

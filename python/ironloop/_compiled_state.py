@@ -51,7 +51,7 @@ class StateAccess:
         at = snap.config["configurable"]
         tasks = []
         for t in snap.tasks:
-            sub = _subgraph_of(self.builder.nodes.get(t.name))
+            sub = _subgraph_of(self.builder.actions.get(t.name))
             if sub is not None:
                 parent_ns = at.get("checkpoint_ns", "")
                 if sub.checkpointer is True:  # one history per node (the engine's rule)
@@ -161,7 +161,7 @@ class StateAccess:
         graph: Any = self
         for part in ns.split("|"):
             name = part.split(":", 1)[0]
-            sub = _subgraph_of(graph.builder.nodes.get(name))
+            sub = _subgraph_of(graph.builder.actions.get(name))
             if sub is None:
                 raise ValueError(
                     f"update_state: checkpoint_ns {ns!r} names no subgraph of this graph "

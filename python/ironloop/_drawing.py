@@ -67,7 +67,7 @@ def _node_metadata(graph: CompiledStateGraph[Any, Any, Any, Any], name: str) -> 
     )
     if before or after:
         shown["__interrupt"] = ",".join(w for w, on in (("before", before), ("after", after)) if on)
-    tools = getattr(graph.builder.nodes[name], "tools_by_name", None)
+    tools = getattr(graph.builder.actions[name], "tools_by_name", None)
     if isinstance(tools, typing.Mapping) and tools:
         shown["__tools"] = list(tools)
     return shown
@@ -75,13 +75,13 @@ def _node_metadata(graph: CompiledStateGraph[Any, Any, Any, Any], name: str) -> 
 
 def _graph_class() -> type[Graph]:
     try:
-        from langchain_core.runnables.graph import Graph
+        from ironloop._drawn_graph import DrawnGraph
     except ImportError as e:
         raise ImportError(
             "get_graph() returns langchain-core's drawable Graph, as LangGraph's does, and "
             "langchain-core is not installed: pip install langchain-core"
         ) from e
-    return Graph
+    return DrawnGraph
 
 
 def draw(graph: CompiledStateGraph[Any, Any, Any, Any], xray: int | bool) -> Graph:
@@ -95,8 +95,8 @@ def draw(graph: CompiledStateGraph[Any, Any, Any, Any], xray: int | bool) -> Gra
     out = _graph_class()()
     b = graph.builder
     out.add_node(None, START)
-    for name, action in b.nodes.items():
-        out.add_node(action, name, metadata=_node_metadata(graph, name) or None)
+    for name, spec in b.nodes.items():
+        out.add_node(spec.runnable, name, metadata=_node_metadata(graph, name) or None)
     for e in wiring_edges(b):
         if e.target == END and END not in out.nodes:
             out.add_node(None, END)
@@ -104,7 +104,7 @@ def draw(graph: CompiledStateGraph[Any, Any, Any, Any], xray: int | bool) -> Gra
     if not xray:
         return out
     deeper = xray if isinstance(xray, bool) or xray <= 0 else xray - 1
-    for name, action in b.nodes.items():
+    for name, action in b.actions.items():
         if isinstance(action, CompiledStateGraph):
             _expand(out, name, draw(action, deeper))
     return out

@@ -118,6 +118,7 @@ class _RunOptions:
         subgraphs: bool = False,
         interrupt_before: str | Sequence[str] | None = None,
         interrupt_after: str | Sequence[str] | None = None,
+        step_timeout: float | None = None,
     ) -> _RunOptions: ...
 
 @disjoint_base

@@ -177,7 +177,7 @@ def _graph_for(saver: Any, ns: str) -> Any:
     for segment in filter(None, ns.split("|")):
         if graph is None:
             return None
-        graph = _subgraph_of(graph.builder.nodes.get(segment.split(":", 1)[0]))
+        graph = _subgraph_of(graph.builder.actions.get(segment.split(":", 1)[0]))
     return graph
 
 

@@ -49,6 +49,7 @@ from ironloop._node_prep import (
     _retry_policies,
     _wants,
 )
+from ironloop._node_spec import StateNodeSpec, node_runnable, spec_ends
 from ironloop._saver_api import remember_graph
 from ironloop._state import (
     input_schema_of,
@@ -165,7 +166,12 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         #: ``set_node_defaults``: ``retry_policy`` and ``cache_policy`` for the nodes
         #: without their own, applied at ``compile``.
         self.node_defaults: dict[str, Any] = {}
-        self.nodes: dict[str, Any] = {}
+        #: Each node as ``add_node`` declared it, in LangGraph's shape (``.runnable``
+        #: holds the object given, see ``_node_spec``).
+        self.nodes: dict[str, StateNodeSpec] = {}
+        #: What the engine runs for each node: its function wrapped with its retries
+        #: and timeouts, a ``ToolNode`` or a compiled subgraph.
+        self.actions: dict[str, Any] = {}
         self.edges: list[tuple[str, str]] = []
         self.joins: list[tuple[list[str], str]] = []
         self.branches: list[_Branch] = []
@@ -234,6 +240,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
                 raise TypeError(f"cannot name node {node!r}: use add_node('name', fn)")
         else:
             name = node
+        given = action
         if not isinstance(name, str):
             raise TypeError(f"a node name must be a str, got {name!r}")
         if name in self.nodes:
@@ -259,7 +266,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         if not isinstance(action, (ToolNode, CompiledStateGraph)):
             _check_config_annotation(action)
         schema = input_schema or input_schema_of(action)
-        policy = TimeoutPolicy.coerce(timeout)
+        policy = declared_timeout = TimeoutPolicy.coerce(timeout)
         if retry_policy is not None:
             if policy is not None and not graph_like:
                 # Each attempt gets the whole timeout and a timed-out attempt is retried
@@ -272,19 +279,39 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         if schema is not None:
             self._add_schema(schema)
             self.node_schemas[name] = schema
-        self.nodes[name] = action
+        self.actions[name] = action
+        ends = _node_ends(destinations, action)
+        handler = f"{HANDLER_PREFIX}{name}" if error_handler is not None else None
+        self.nodes[name] = StateNodeSpec(
+            node_runnable(given, name),
+            metadata,
+            schema or self.state_schema,
+            retry_policy,
+            cache_policy,
+            error_handler_node=handler,
+            ends=spec_ends(ends),
+            defer=defer,
+            timeout=declared_timeout,
+        )
         if defer:
             self.deferred.add(name)
         if policy is not None:
             self.timeouts[name] = policy
-        if error_handler is not None:
-            self.error_handlers[name] = f"{HANDLER_PREFIX}{name}"
-            self.nodes[self.error_handlers[name]] = handler_node(error_handler)
+        if handler is not None and error_handler is not None:
+            self.error_handlers[name] = handler
+            self.actions[handler] = handler_node(error_handler)
+            self.nodes[handler] = StateNodeSpec(
+                node_runnable(error_handler, handler),
+                None,
+                self.state_schema,
+                None,
+                None,
+                is_error_handler=True,
+            )
         if cache_policy is not None:
             self.cache_policies[name] = cache_policy
         if metadata:
             self.node_metadata[name] = dict(metadata)
-        ends = _node_ends(destinations, action)
         if ends:
             self.node_ends[name] = ends
         return self
@@ -463,7 +490,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         no_params = {"config": False, "store": False, "writer": False}
         nodes: list[dict[str, Any]] = []
         all_nodes, guards = node_guards(
-            self.nodes, self.error_handlers, self.timeouts, self.node_defaults
+            self.actions, self.error_handlers, self.timeouts, self.node_defaults
         )
         for name_, fn in all_nodes.items():
             if isinstance(fn, ToolNode) and fn._runner() is not None:

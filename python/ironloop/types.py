@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
+from datetime import timedelta
 from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
 
 from ironloop._constants import INTERRUPT
@@ -38,7 +39,17 @@ class Send:
 
     __slots__ = ("arg", "node")
 
-    def __init__(self, node: str, arg: Any) -> None:
+    def __init__(
+        self, node: str, arg: Any, *, timeout: float | timedelta | TimeoutPolicy | None = None
+    ) -> None:
+        if TimeoutPolicy.coerce(timeout) is not None:
+            # LangGraph 1.2's per-Send timeout is not carried by the engine's tasks yet:
+            # refused rather than silently dropped.
+            raise NotImplementedError(
+                f"Send({node!r}, ..., timeout=...) is not supported by ironloop yet; bound "
+                f"the node instead with add_node({node!r}, ..., timeout=...), which times "
+                "every task of it"
+            )
         self.node = node
         self.arg = arg
 

@@ -57,6 +57,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "langgraph.stream._types": ("ironloop.stream._types",),
     "langgraph.stream._mux": ("ironloop.stream._mux",),
     "langgraph.stream._convert": ("ironloop.stream._convert",),
+    # Deprecated in LangGraph 1.0: importing it warns (its names are ironloop.types').
+    "langgraph.pregel.types": ("ironloop._pregel_types",),
     "langgraph.prebuilt": ("ironloop.prebuilt",),
     "langgraph.prebuilt.chat_agent_executor": ("ironloop.prebuilt.chat_agent_executor",),
     "langgraph.prebuilt.tool_node": ("ironloop.prebuilt.tool_node",),

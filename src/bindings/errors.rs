@@ -336,6 +336,7 @@ impl From<GraphError> for PyErr {
                 idle_timeout,
             } => node_timeout(py, node, kind, elapsed, run_timeout, idle_timeout),
             GraphError::Drained(reason) => Class::GraphDrained.err(py, reason),
+            GraphError::StepTimeout(_) => pyo3::exceptions::PyTimeoutError::new_err(e.to_string()),
             GraphError::Busy(ref t) | GraphError::BusyElsewhere(ref t) => {
                 with_thread(py, Class::ThreadBusy, &e, t)
             }

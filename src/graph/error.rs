@@ -57,6 +57,13 @@ pub enum GraphError {
         run_timeout: Option<f64>,
         idle_timeout: Option<f64>,
     },
+    /// A step's tasks outlived the graph's `step_timeout` (seconds), as LangGraph's
+    /// (a `TimeoutError` in Python).
+    #[error(
+        "a step of the graph ran longer than its step_timeout of {0}s; raise \
+         graph.step_timeout (or set it to None) if its nodes are meant to take longer"
+    )]
+    StepTimeout(f64),
     /// `RunControl.request_drain(reason)` stopped the run between two steps (its
     /// progress is saved; run it again with `None` as input to continue).
     #[error("{0}")]

@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use futures::stream::{FuturesUnordered, StreamExt};
+use futures::stream::FuturesUnordered;
 use serde_json::Value;
 
 use super::channel::Channel;
@@ -634,7 +634,8 @@ impl Run<'_> {
         // nothing polls its siblings, so the writes of one that finishes would wait
         // for it to be saved (a crash meanwhile runs the finished task again), and a
         // sibling's failure could not cancel it.
-        let inline = self.opts.inline && to_run.len() == 1;
+        // Nor a task under a `step_timeout`, which could not be timed there.
+        let inline = self.opts.inline && to_run.len() == 1 && self.opts.step_timeout.is_none();
         // Cancelled when a task fails: its siblings stop where they can (a step of one
         // task has none, and keeps the run's token).
         let shared = guarded::StepShared {
@@ -655,7 +656,23 @@ impl Run<'_> {
             .map(|(&i, failed)| self.start_task(i, &shared, failed))
             .collect();
         let mut failure = None;
-        while let Some((i, r)) = running.next().await {
+        let deadline = self
+            .opts
+            .step_timeout
+            .map(|d| (tokio::time::Instant::now() + d, d));
+        // Past the step's deadline the tasks still running are dropped (stopped where
+        // they can stop, as a node timeout stops its task); the finished ones' writes
+        // were saved as they finished.
+        let mut timed_out = None;
+        loop {
+            let (i, r) = match guarded::next_within(&mut running, deadline).await {
+                Ok(Some(next)) => next,
+                Ok(None) => break,
+                Err(e) => {
+                    timed_out = Some(e);
+                    break;
+                }
+            };
             // The last task to finish in a step that completes: the step's checkpoint,
             // saved next, holds its writes, so they are not saved on their own.
             let completes = running.is_empty() && failure.is_none() && self.interrupts.is_empty();
@@ -687,11 +704,15 @@ impl Run<'_> {
             }
         }
         drop(running);
-        if self.exit.is_some() && (failure.is_some() || !self.interrupts.is_empty()) {
+        let stopped = failure.is_some() || timed_out.is_some();
+        if self.exit.is_some() && (stopped || !self.interrupts.is_empty()) {
             self.keep_finished_at_exit(&outputs).await?;
         }
         if let Some((i, e)) = failure {
             self.task_failed(i, &e).await?;
+            return Err(e);
+        }
+        if let Some(e) = timed_out {
             return Err(e);
         }
         for i in &self.interrupts[..still_paused] {

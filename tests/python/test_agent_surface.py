@@ -114,7 +114,7 @@ def test_provider_tool_dicts_go_to_the_model_only() -> None:
     agent = create_react_agent(model, [add, web])
     agent.invoke({"messages": [("user", "x")]})
     assert model.calls[0][1][-1] == web
-    assert list(agent.nodes["tools"].tools_by_name) == ["add"]
+    assert list(agent.nodes["tools"].bound.tools_by_name) == ["add"]
 
 
 # ----------------------------------------------------------------- state_schema

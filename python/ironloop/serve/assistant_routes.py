@@ -148,7 +148,7 @@ async def subgraphs(request: Request) -> Response:
     from ironloop.graph import CompiledStateGraph
 
     out = {}
-    for name, node in served.builder.nodes.items():
+    for name, node in served.builder.actions.items():
         if isinstance(node, CompiledStateGraph):
             sub = ServedGraph(name, node.builder, name, None, None, None)
             out[name] = sub.schemas()

@@ -2,7 +2,7 @@
 //! checked once here against the core's tables (`crate::graph::options`) when
 //! `CompiledStateGraph` builds it, then handed to `invoke` / `ainvoke` / `stream`.
 
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
@@ -21,20 +21,36 @@ pub struct PyRunOptions {
     /// One mode asked for by name (not a list): items are bare chunks.
     pub(super) single: bool,
     pub(super) subgraphs: bool,
+    /// LangGraph's `graph.step_timeout`, in seconds (see `RunOptions::step_timeout`).
+    pub(super) step_timeout: Option<std::time::Duration>,
 }
 
 #[pymethods]
 impl PyRunOptions {
     #[new]
     #[pyo3(signature = (*, durability=None, stream_mode=None, subgraphs=false,
-                        interrupt_before=None, interrupt_after=None))]
+                        interrupt_before=None, interrupt_after=None, step_timeout=None))]
     fn new(
         durability: Option<&str>,
         stream_mode: Option<&Bound<'_, PyAny>>,
         subgraphs: bool,
         interrupt_before: Option<&Bound<'_, PyAny>>,
         interrupt_after: Option<&Bound<'_, PyAny>>,
+        step_timeout: Option<f64>,
     ) -> PyResult<Self> {
+        let step_timeout = step_timeout
+            .map(|s| {
+                std::time::Duration::try_from_secs_f64(s)
+                    .ok()
+                    .filter(|d| !d.is_zero())
+                    .ok_or_else(|| {
+                        PyValueError::new_err(format!(
+                            "step_timeout must be a positive number of seconds (or None: no \
+                         limit), got {s}"
+                        ))
+                    })
+            })
+            .transpose()?;
         let durability = durability.map(options::durability).transpose()?;
         let (modes, single) = match stream_mode {
             Some(m) => {
@@ -50,6 +66,7 @@ impl PyRunOptions {
             modes,
             single,
             subgraphs,
+            step_timeout,
         })
     }
 }
@@ -61,6 +78,7 @@ impl PyRunOptions {
         if let Some(d) = self.durability {
             opts.durability = d;
         }
+        opts.step_timeout = self.step_timeout;
         if let Some(names) = &self.interrupt_before {
             opts.interrupt_before = Some(graph.breakpoints(names.clone())?);
         }

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
+use futures::stream::{FuturesUnordered, StreamExt};
 use tokio_util::sync::CancellationToken;
 
 use super::calls::{Calls, Saved as CallSaved};
@@ -19,6 +20,20 @@ use crate::graph::state::StateView;
 
 /// A running task: its index in the step, and how it ended.
 pub(super) type TaskRun<'g> = BoxFuture<'g, (usize, Result<NodeOutput, NodeFailure>)>;
+
+/// The next of a step's tasks to finish, or [`GraphError::StepTimeout`] once
+/// `deadline` (the step's start plus `limit`, LangGraph's `step_timeout`) passes first.
+pub(super) async fn next_within<'g>(
+    running: &mut FuturesUnordered<TaskRun<'g>>,
+    deadline: Option<(tokio::time::Instant, std::time::Duration)>,
+) -> Result<Option<(usize, Result<NodeOutput, NodeFailure>)>, GraphError> {
+    match deadline {
+        None => Ok(running.next().await),
+        Some((at, limit)) => tokio::time::timeout_at(at, running.next())
+            .await
+            .map_err(|_| GraphError::StepTimeout(limit.as_secs_f64())),
+    }
+}
 
 /// What every task of a step shares.
 pub(super) struct StepShared {

@@ -73,6 +73,11 @@ pub struct RunOptions {
     /// At most this many of a step's tasks run at once (LangGraph's config
     /// `max_concurrency`); `None`: all of them.
     pub max_concurrency: Option<usize>,
+    /// LangGraph's `step_timeout`: how long a step's tasks may take together. When it
+    /// passes, the tasks still running are stopped (dropped, as a node timeout's) and
+    /// the run fails with [`GraphError::StepTimeout`]; the writes of those that
+    /// finished were saved as each finished.
+    pub step_timeout: Option<std::time::Duration>,
     pub cancel: tokio_util::sync::CancellationToken,
     /// What the run does when its thread has a run in progress (a root run with a
     /// checkpointer; see [`super::Multitask`]).
@@ -124,6 +129,7 @@ impl Default for RunOptions {
             // LangGraph 1.2's default.
             recursion_limit: 10_007,
             max_concurrency: None,
+            step_timeout: None,
             cancel: Default::default(),
             multitask: Default::default(),
             steer: None,
