@@ -184,7 +184,13 @@ class _OverStream:
                 if isinstance(latest, dict)
                 else {INTERRUPT: interrupts}
             )
-        return as_output(out, usage.usage_metadata) if usage is not None else out
+        return _output(out, usage)
+
+
+def _output(out: Any, usage: Any) -> Any:
+    """A run's result: with ``usage`` (``version="v2"``), LangGraph's ``GraphOutput``
+    with the run's token usage."""
+    return as_output(out, usage.usage_metadata) if usage is not None else out
 
 
 def _viewed(it: Iterator[Any], wanted: list[str], single: bool, subgraphs: bool) -> Iterator[Any]:
