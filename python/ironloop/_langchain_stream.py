@@ -45,9 +45,9 @@ class TaskHandler(BaseCallbackHandler, _StreamingCallbackHandler):  # type: igno
     #: This kind's context variable (see ``__init_subclass__``).
     hook: ClassVar[contextvars.ContextVar[Any]]
 
-    def __init_subclass__(cls, *, hook_name: str, **kwargs: Any) -> None:
+    def __init_subclass__(cls, *, hook_name: str = "", **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls.hook = contextvars.ContextVar(hook_name, default=None)
+        cls.hook = contextvars.ContextVar(hook_name or f"ironloop_{cls.__name__}", default=None)
         register_configure_hook(cls.hook, inheritable=True)
 
     def __init__(self, scratch: Any) -> None:
