@@ -30,6 +30,7 @@ from ironloop._run_options import (
     _batch_configs,
     _check_run_options,
     _debug_views,
+    _output,
     _OverStream,
     _print_modes,
     _reshape,
@@ -38,7 +39,7 @@ from ironloop._run_options import (
 )
 from ironloop._runtime import task_var
 from ironloop._state import as_update
-from ironloop._stream_v2 import aparts, as_output, parts, schema_mapper
+from ironloop._stream_v2 import aparts, parts, schema_mapper
 from ironloop._usage import get_usage_metadata_callback
 from ironloop.errors import GraphInterrupt
 from ironloop.runtime import RunControl, _enter, _scope, _with_control
@@ -190,6 +191,7 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
     def _prepare_stream(
         self,
         config: Any,
+        control: RunControl | None,
         kwargs: dict[str, Any],
         durability: str | None,
         version: str,
@@ -197,9 +199,11 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
         subgraphs: bool,
         breaks: tuple[Any, Any],
     ) -> tuple[Any, _RunOptions, list[str] | None, bool]:
-        """``_prepare`` for a stream: also the modes to ask the engine for, and the
-        caller's own when ``tasks`` / ``checkpoints`` are among them (``None`` when
-        not), and whether one mode was asked for by name (items are bare chunks)."""
+        """``stream``'s and ``astream``'s one prologue: ``control`` into the config,
+        then ``_prepare`` and also the modes to ask the engine for, the caller's own
+        when ``tasks`` / ``checkpoints`` are among them (``None`` when not), and
+        whether one mode was asked for by name (items are bare chunks)."""
+        config = _with_control(config, control)
         modes = _v2_modes(stream_mode) if version == "v2" else stream_mode
         engine_modes, wanted = _debug_views(modes, _print_modes(kwargs, self.debug))
         config, opts = self._prepare(
@@ -249,23 +253,16 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
         another ``stream_mode`` returns the list of the stream's chunks, and
         ``version="v2"`` a ``GraphOutput(value, interrupts)`` (or v2 chunks);
         ``interrupt_before`` / ``interrupt_after`` replace the compiled ones."""
-        config = _with_control(config, control)
-        breaks: dict[str, Any] = {
-            "interrupt_before": interrupt_before,
-            "interrupt_after": interrupt_after,
-        }
-        printed = _print_modes(kwargs, self.debug)
-        if stream_mode != "values" or printed:
-            via = _OverStream(stream_mode, version, printed, self._v2_output)
-            with _usage(via.usage_version) as usage:
-                items = list(self.stream(input, config, context=context, durability=durability,
-                                         **via.options, **breaks, **kwargs))  # fmt: skip
-            return via.result(items, usage)
-        config, opts = self._prepare(config, kwargs, durability, version, **breaks)
-        with _usage(version) as usage, self._entered(context, config, nest=True) as run:
-            out = run.result(self._core.invoke(input, config, options=opts))
+        breaks = {"interrupt_before": interrupt_before, "interrupt_after": interrupt_after}
+        call = self._invocation(config, control, stream_mode, version, durability, breaks, kwargs)
+        if call.via is not None:
+            with _usage(call.via.usage_version) as usage:
+                items = list(self.stream(input, call.config, context=context, **call.streamed))
+            return call.via.result(items, usage)
+        with _usage(version) as usage, self._entered(context, call.config, nest=True) as run:
+            out = run.result(self._core.invoke(input, call.config, options=call.opts))
             run.end()
-        return as_output(out, usage.usage_metadata, self._v2_output) if usage is not None else out
+        return _output(out, usage, self._v2_output)
 
     async def ainvoke(
         self,
@@ -282,26 +279,21 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
         **kwargs: Any,
     ) -> Any:
         """Like ``invoke``; async nodes and tools run on the running event loop."""
-        config = _with_control(config, control)
-        breaks: dict[str, Any] = {
-            "interrupt_before": interrupt_before,
-            "interrupt_after": interrupt_after,
-        }
-        printed = _print_modes(kwargs, self.debug)
-        if stream_mode != "values" or printed:
-            via = _OverStream(stream_mode, version, printed, self._v2_output)
-            with _usage(via.usage_version) as usage:
-                it = self.astream(input, config, context=context, durability=durability,
-                                  **via.options, **breaks, **kwargs)  # fmt: skip
+        breaks = {"interrupt_before": interrupt_before, "interrupt_after": interrupt_after}
+        call = self._invocation(config, control, stream_mode, version, durability, breaks, kwargs)
+        if call.via is not None:
+            with _usage(call.via.usage_version) as usage:
+                it = self.astream(input, call.config, context=context, **call.streamed)
                 items = [chunk async for chunk in it]
-            return via.result(items, usage)
-        config, opts = self._prepare(config, kwargs, durability, version, **breaks)
+            return call.via.result(items, usage)
         import asyncio
 
         stopped = asyncio.Event()
         with _usage(version) as usage:
-            with self._entered(context, config, nest=True) as run:
-                pending = self._core.ainvoke(input, config, _loop(), options=opts, stopped=stopped)
+            with self._entered(context, call.config, nest=True) as run:
+                pending = self._core.ainvoke(
+                    input, call.config, _loop(), options=call.opts, stopped=stopped
+                )
             try:
                 out = run.result(await pending)
             except asyncio.CancelledError as e:
@@ -314,7 +306,31 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
                 run.end(e)
                 raise
             run.end()
-        return as_output(out, usage.usage_metadata, self._v2_output) if usage is not None else out
+        return _output(out, usage, self._v2_output)
+
+    def _invocation(
+        self,
+        config: Any,
+        control: RunControl | None,
+        stream_mode: str | Sequence[str],
+        version: str,
+        durability: str | None,
+        breaks: dict[str, Any],
+        kwargs: dict[str, Any],
+    ) -> _Invocation:
+        """``invoke``'s and ``ainvoke``'s one prologue (``breaks``: their
+        ``interrupt_before`` / ``interrupt_after``). Another ``stream_mode``, or a run
+        that prints (``debug`` / ``print_mode``), is collected from the run's stream
+        (``via``, with the ``stream`` call's keywords but ``context``); otherwise the
+        run's typed options, checked in the core."""
+        config = _with_control(config, control)
+        printed = _print_modes(kwargs, self.debug)
+        if stream_mode != "values" or printed:
+            via = _OverStream(stream_mode, version, printed, self._v2_output)
+            streamed = {"durability": durability, **breaks, **via.options, **kwargs}
+            return _Invocation(config, via=via, streamed=streamed)
+        config, opts = self._prepare(config, kwargs, durability, version, **breaks)
+        return _Invocation(config, opts=opts)
 
     def _nesting(self, config: Any) -> tuple[bool, contextvars.Token[Any] | None]:
         """Run inside a node of another graph (as a node, or called by a node's
@@ -361,10 +377,9 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
         tuple of ``"node:task"``; empty for this graph's own events). With
         ``version="v2"`` every chunk is LangGraph's v2 part: ``{"type": mode, "ns":
         namespace, "data": chunk}``, ``values`` parts with their ``"interrupts"``."""
-        config = _with_control(config, control)
         breaks = (interrupt_before, interrupt_after)
         config, opts, wanted, single = self._prepare_stream(
-            config, kwargs, durability, version, stream_mode, subgraphs, breaks
+            config, control, kwargs, durability, version, stream_mode, subgraphs, breaks
         )
         with self._entered(context, config) as run, run_scope(version):
             it = self._core.stream(input, config, opts)
@@ -391,10 +406,9 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
     ) -> AsyncIterator[Any]:
         """``stream`` for ``async for``; async nodes and tools run on the running event
         loop."""
-        config = _with_control(config, control)
         breaks = (interrupt_before, interrupt_after)
         config, opts, wanted, single = self._prepare_stream(
-            config, kwargs, durability, version, stream_mode, subgraphs, breaks
+            config, control, kwargs, durability, version, stream_mode, subgraphs, breaks
         )
         with self._entered(context, config) as run, run_scope(version):
             it = self._core.stream(input, config, opts, _loop())
@@ -579,6 +593,18 @@ def _nested_config(config: Any) -> Any:
     conf = config.get("configurable") or {}
     out["configurable"] = {k: v for k, v in conf.items() if k not in _PARENT_ONLY}
     return out
+
+
+@dataclasses.dataclass
+class _Invocation:
+    """An ``invoke`` / ``ainvoke`` call after its prologue: the run's config and either
+    its typed options (``opts``) or, run over the stream, how the stream's chunks make
+    the result (``via``) and the ``stream`` call's keywords (``streamed``)."""
+
+    config: Any
+    opts: _RunOptions | None = None
+    via: _OverStream | None = None
+    streamed: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 class _Started:

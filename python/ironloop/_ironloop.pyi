@@ -48,6 +48,7 @@ __all__ = [
     "_DEBUG_VIEWS",
     "_GraphStream",
     "_McpToolset",
+    "_MCP_MAX_MESSAGE_BYTES",
     "_TaskScratch",
     "_ToolDefs",
     "_ToolNodeCore",
@@ -857,6 +858,9 @@ def _workspace_grep(
     include: str | None,
     max_file_bytes: int,
 ) -> list[tuple[str, int, str]]: ...
+
+#: The default ``max_message_bytes`` of an MCP session (``ironloop.mcp.MAX_MESSAGE_BYTES``).
+_MCP_MAX_MESSAGE_BYTES: int
 
 @final
 class _McpToolset:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextvars
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk
@@ -33,21 +33,52 @@ T = TypeVar("T")
 OWN_CALL_TAG = "ironloop:streamed-by-engine"
 _SILENT_TAGS = frozenset({TAG_NOSTREAM, "langsmith:nostream", OWN_CALL_TAG})
 
-_handler: contextvars.ContextVar[TokenStream | None] = contextvars.ContextVar(
-    "ironloop_langchain_tokens", default=None
-)
-register_configure_hook(_handler, inheritable=True)
+
+class TaskHandler(BaseCallbackHandler, _StreamingCallbackHandler):  # type: ignore[misc]
+    """A LangChain callback handler for the runs one task starts, sending what it
+    sees to the task's ``scratch``. Each kind has its own context variable, made
+    and registered with langchain-core's ``register_configure_hook`` here, so every
+    LangChain run started in the task's context gets its handler (a streaming
+    handler: LangChain then streams even an ``invoke``); ``stream_to`` sets it."""
+
+    run_inline = True
+    #: This kind's context variable (see ``__init_subclass__``).
+    hook: ClassVar[contextvars.ContextVar[Any]]
+
+    def __init_subclass__(cls, *, hook_name: str = "", **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.hook = contextvars.ContextVar(hook_name or f"ironloop_{cls.__name__}", default=None)
+        register_configure_hook(cls.hook, inheritable=True)
+
+    def __init__(self, scratch: Any) -> None:
+        self.scratch = scratch
+
+    @classmethod
+    def stream_to(cls, scratch: Any) -> None:
+        """In the task's context: the LangChain runs started there report to
+        ``scratch``."""
+        cls.hook.set(cls(scratch))
+
+    def _mine(self, tags: Any, silent: frozenset[str]) -> bool:
+        """Whether a run is this task's to report: none of the ``silent`` tags, and
+        started by this task (a subgraph's task inherits the context: its runs are
+        its own task's, with its namespace)."""
+        return not silent.intersection(tags or ()) and task_var.get(None) is self.scratch
+
+    def tap_output_aiter(self, run_id: uuid.UUID, output: AsyncIterator[T]) -> AsyncIterator[T]:
+        return output
+
+    def tap_output_iter(self, run_id: uuid.UUID, output: Iterator[T]) -> Iterator[T]:
+        return output
 
 
-class TokenStream(BaseCallbackHandler, _StreamingCallbackHandler):  # type: ignore[misc]
+class TokenStream(TaskHandler, hook_name="ironloop_langchain_tokens"):
     """Sends the chunks of the chat-model runs of one task to its ``messages``
     stream; a model's final message goes too unless its chunks already went (the
     non-streaming models), as LangGraph's ``StreamMessagesHandler`` does."""
 
-    run_inline = True
-
     def __init__(self, scratch: Any) -> None:
-        self.scratch = scratch
+        super().__init__(scratch)
         #: run id -> the metadata its chunks show: the run's own (the model's `ls_*`
         #: keys) and its tags, as LangGraph shows them.
         self.runs: dict[uuid.UUID, dict[str, Any]] = {}
@@ -61,12 +92,6 @@ class TokenStream(BaseCallbackHandler, _StreamingCallbackHandler):  # type: igno
         self.seen.add(message.id)
         self.scratch.write_message(message, self.runs[run_id])
 
-    def tap_output_aiter(self, run_id: uuid.UUID, output: AsyncIterator[T]) -> AsyncIterator[T]:
-        return output
-
-    def tap_output_iter(self, run_id: uuid.UUID, output: Iterator[T]) -> Iterator[T]:
-        return output
-
     def on_chat_model_start(
         self,
         serialized: Any,
@@ -77,9 +102,7 @@ class TokenStream(BaseCallbackHandler, _StreamingCallbackHandler):  # type: igno
         metadata: Any = None,
         **kw: Any,
     ) -> None:
-        # A subgraph's task inherits this context: its model runs are its own task's
-        # to stream (with its namespace, when the caller asked for subgraphs).
-        if _SILENT_TAGS.intersection(tags or ()) or task_var.get(None) is not self.scratch:
+        if not self._mine(tags, _SILENT_TAGS):
             return
         shown = dict(metadata or {})
         user_tags = [t for t in tags or () if not t.startswith("seq:step")]
@@ -104,6 +127,5 @@ class TokenStream(BaseCallbackHandler, _StreamingCallbackHandler):  # type: igno
         self.runs.pop(run_id, None)
 
 
-def stream_tokens_to(scratch: Any) -> None:
-    """In the task's context: LangChain models called there stream to ``scratch``."""
-    _handler.set(TokenStream(scratch))
+#: In the task's context: LangChain models called there stream to ``scratch``.
+stream_tokens_to = TokenStream.stream_to

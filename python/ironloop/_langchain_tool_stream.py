@@ -4,9 +4,9 @@ LangGraph reports every LangChain tool run inside a node (``my_tool.invoke(...)`
 ``ToolNode``'s calls) on the ``tools`` stream through a callback handler: the call's
 ``tool-started``, its ``tool-output-delta`` s (``ToolRuntime.emit_output_delta``) and
 its ``tool-finished`` or ``tool-error``. ironloop's engine reports the calls its own
-tool nodes run; this handler, reaching LangChain as the ``messages`` one does (a
-context variable registered with ``register_configure_hook``, set for the task), adds
-the tool runs a node starts itself. A call the engine runs (``LangChainTool``) is
+tool nodes run; this handler, reaching LangChain as the ``messages`` one does (both
+are ``_langchain_stream.TaskHandler`` s, set for the task), adds the tool runs a node
+starts itself. A call the engine runs (``LangChainTool``) is
 marked in :data:`engine_call` and left to the engine, so no call is reported twice.
 
 Imported only once langchain-core is (``ironloop._runtime.stream_langchain_runs``).
@@ -16,23 +16,13 @@ from __future__ import annotations
 
 import contextvars
 import uuid
-from collections.abc import AsyncIterator, Iterator
-from typing import Any, TypeVar
-
-from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.tracers._streaming import _StreamingCallbackHandler
-from langchain_core.tracers.context import register_configure_hook
+from typing import Any
 
 from ironloop._constants import TAG_NOSTREAM
-from ironloop._runtime import task_var
+from ironloop._langchain_stream import TaskHandler
 from ironloop._tool_call import tool_call_writer
 
-T = TypeVar("T")
-
-_handler: contextvars.ContextVar[ToolStream | None] = contextvars.ContextVar(
-    "ironloop_langchain_tools", default=None
-)
-register_configure_hook(_handler, inheritable=True)
+_SILENT_TAGS = frozenset({TAG_NOSTREAM})
 
 #: The id of the call an engine's tool node is running through its LangChain tool:
 #: the engine reports that call's events itself.
@@ -41,22 +31,14 @@ engine_call: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 )
 
 
-class ToolStream(BaseCallbackHandler, _StreamingCallbackHandler):  # type: ignore[misc]
+class ToolStream(TaskHandler, hook_name="ironloop_langchain_tools"):
     """Sends the lifecycle of the LangChain tool runs of one task to its ``tools``
     stream, as LangGraph's ``StreamToolCallHandler`` does."""
 
-    run_inline = True
-
     def __init__(self, scratch: Any) -> None:
-        self.scratch = scratch
+        super().__init__(scratch)
         #: run id -> (tool call id, tool name, the token of the writer set for it).
         self.runs: dict[uuid.UUID, tuple[str, str, contextvars.Token[Any]]] = {}
-
-    def tap_output_aiter(self, run_id: uuid.UUID, output: AsyncIterator[T]) -> AsyncIterator[T]:
-        return output
-
-    def tap_output_iter(self, run_id: uuid.UUID, output: Iterator[T]) -> Iterator[T]:
-        return output
 
     def on_tool_start(
         self,
@@ -68,8 +50,7 @@ class ToolStream(BaseCallbackHandler, _StreamingCallbackHandler):  # type: ignor
         inputs: Any = None,
         **kw: Any,
     ) -> None:
-        # A subgraph's task inherits this context: its tools are its own task's.
-        if TAG_NOSTREAM in (tags or ()) or task_var.get(None) is not self.scratch:
+        if not self._mine(tags, _SILENT_TAGS):
             return
         call_id = kw.get("tool_call_id") or str(run_id)
         if call_id == engine_call.get():
@@ -108,6 +89,5 @@ class ToolStream(BaseCallbackHandler, _StreamingCallbackHandler):  # type: ignor
             self.scratch.write_tool("error", *ended, str(error))
 
 
-def stream_tools_to(scratch: Any) -> None:
-    """In the task's context: LangChain tools called there report to ``scratch``."""
-    _handler.set(ToolStream(scratch))
+#: In the task's context: LangChain tools called there report to ``scratch``.
+stream_tools_to = ToolStream.stream_to

@@ -15,9 +15,7 @@ from typing import (
     get_type_hints,
 )
 
-from ironloop._compiled import CompiledStateGraph
 from ironloop._retry import with_retry
-from ironloop._toolnode import ToolNode
 from ironloop.types import RetryPolicy
 
 
@@ -76,13 +74,17 @@ def _deprecated_kwargs(
 
 
 def _retried(name: str, action: Any, retry_policy: Any) -> Any:
-    """A function node run again as ``retry_policy`` (one policy or several) says."""
-    if isinstance(action, (ToolNode, CompiledStateGraph)):
-        raise TypeError(
-            f"node {name!r}: retry_policy is supported on function nodes, not on a "
-            f"{type(action).__name__}; wrap it in a function that invokes it"
-        )
-    return with_retry(action, _retry_policies(f"node {name!r}", retry_policy), name)
+    """A node's callable run again as ``retry_policy`` (one policy or several) says:
+    a function node's, and the callables a subgraph or a ``ToolNode`` runs as in a
+    graph (see ``StateGraph.compile``), so every kind of node retries by one loop. An
+    async form the engine calls on an event loop (``__ironloop_async__``) is retried
+    too."""
+    policies = _retry_policies(f"node {name!r}", retry_policy)
+    retried = with_retry(action, policies, name)
+    afunc = getattr(action, "__ironloop_async__", None)
+    if afunc is not None:
+        retried.__ironloop_async__ = with_retry(afunc, policies, name)  # type: ignore[attr-defined]
+    return retried
 
 
 def _retry_policies(where: str, retry_policy: Any) -> list[RetryPolicy]:

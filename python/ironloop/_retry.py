@@ -139,6 +139,30 @@ def _this_attempt(kwargs: dict[str, Any]) -> dict[str, Any]:
     return {**kwargs, "runtime": get_runtime()}
 
 
+class _Attempts:
+    """One call's attempts, as ``with attempts:`` around each: the attempt's number
+    (``runtime.execution_info.node_attempt``) set while it runs; a failure that a
+    policy retries is swallowed, its wait left in ``pause``; any other goes on."""
+
+    def __init__(self, policies: Sequence[Any], schedules: Sequence[_Backoff], node: str) -> None:
+        self.policies, self.schedules, self.node = policies, schedules, node
+        self.failures, self.first, self.pause = 0, time.time(), 0.0
+
+    def __enter__(self) -> None:
+        self.token = attempt_var.set((self.failures + 1, self.first))
+
+    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> bool:
+        attempt_var.reset(self.token)
+        if not isinstance(exc, Exception):
+            return False
+        self.failures += 1
+        pause = _pause(self.policies, self.schedules, exc, self.failures, self.node)
+        if pause is None:
+            return False
+        self.pause = pause
+        return True
+
+
 def with_retry(fn: Callable[..., Any], policies: Sequence[Any], node: str) -> Callable[..., Any]:
     """``fn`` (a node function, sync or async) run again as ``policies`` say when it
     fails; its signature is kept (the engine reads what parameters it asks for)."""
@@ -150,40 +174,24 @@ def with_retry(fn: Callable[..., Any], policies: Sequence[Any], node: str) -> Ca
 
         @functools.wraps(fn)
         async def aretried(*args: Any, **kwargs: Any) -> Any:
-            failures, first = 0, time.time()
+            attempts = _Attempts(policies, schedules, node)
             while True:
-                token = attempt_var.set((failures + 1, first))
-                try:
+                with attempts:
                     return await fn(*args, **_this_attempt(kwargs))
-                except Exception as exc:
-                    failures += 1
-                    pause = _pause(policies, schedules, exc, failures, node)
-                    if pause is None:
-                        raise
-                finally:
-                    attempt_var.reset(token)
                 import asyncio  # an async node runs on a loop: asyncio is loaded
 
-                await asyncio.sleep(pause)
+                await asyncio.sleep(attempts.pause)
                 _restart()
 
         return aretried
 
     @functools.wraps(fn)
     def retried(*args: Any, **kwargs: Any) -> Any:
-        failures, first = 0, time.time()
+        attempts = _Attempts(policies, schedules, node)
         while True:
-            token = attempt_var.set((failures + 1, first))
-            try:
+            with attempts:
                 return fn(*args, **_this_attempt(kwargs))
-            except Exception as exc:
-                failures += 1
-                pause = _pause(policies, schedules, exc, failures, node)
-                if pause is None:
-                    raise
-            finally:
-                attempt_var.reset(token)
-            time.sleep(pause)
+            time.sleep(attempts.pause)
             _restart()
 
     return retried

@@ -188,7 +188,13 @@ class _OverStream:
                 if isinstance(latest, dict)
                 else {INTERRUPT: interrupts}
             )
-        return as_output(out, usage.usage_metadata, self.output) if usage is not None else out
+        return _output(out, usage, self.output)
+
+
+def _output(out: Any, usage: Any, output: Any = None) -> Any:
+    """A run's result: with ``usage`` (``version="v2"``), LangGraph's ``GraphOutput``
+    with the run's token usage (``output``: the output schema's mapper)."""
+    return as_output(out, usage.usage_metadata, output) if usage is not None else out
 
 
 def _viewed(it: Iterator[Any], wanted: list[str], single: bool, subgraphs: bool) -> Iterator[Any]:

@@ -161,6 +161,9 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         #: The nodes added with a ``retry_policy`` of their own (which wins over
         #: ``set_node_defaults``'s).
         self.retried: set[str] = set()
+        #: The own ``retry_policy`` of the subgraph and ``ToolNode`` nodes: they are
+        #: kept as given, and retried at ``compile`` around the callables they run as.
+        self.graph_retries: dict[str, list[RetryPolicy]] = {}
         #: The nodes added with ``defer=True``.
         self.deferred: set[str] = set()
         #: ``set_node_defaults``: ``retry_policy`` and ``cache_policy`` for the nodes
@@ -204,7 +207,8 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
 
         The node sees the keys of ``input_schema``, else of the class its first
         parameter is annotated with, else of the state schema. ``retry_policy`` (a
-        ``RetryPolicy`` or a sequence of them) runs a failing function node again.
+        ``RetryPolicy`` or a sequence of them) runs a failing node again, of any kind
+        (a subgraph from its start, a ``ToolNode`` all its calls), as LangGraph's.
         ``metadata`` is shown in ``get_graph().draw_mermaid()``; ``destinations`` (the
         nodes a ``Command(goto=)`` from it may reach: names, or names to labels) is
         drawn by ``get_graph()``, as LangGraph's; ``cache_policy`` (a
@@ -268,13 +272,16 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         schema = input_schema or input_schema_of(action)
         policy = declared_timeout = TimeoutPolicy.coerce(timeout)
         if retry_policy is not None:
-            if policy is not None and not graph_like:
-                # Each attempt gets the whole timeout and a timed-out attempt is retried
-                # (`retry_on=NodeTimeoutError`), as LangGraph: the attempts are timed
-                # inside the retry loop, as an `@task`'s are.
-                refuse_sync(action, f"node {name!r}")
-                action, policy = timed_task(action, policy, name), None
-            action = _retried(name, action, retry_policy)
+            if graph_like:
+                self.graph_retries[name] = _retry_policies(f"node {name!r}", retry_policy)
+            else:
+                if policy is not None:
+                    # Each attempt gets the whole timeout and a timed-out attempt is
+                    # retried (`retry_on=NodeTimeoutError`), as LangGraph: the attempts
+                    # are timed inside the retry loop, as an `@task`'s are.
+                    refuse_sync(action, f"node {name!r}")
+                    action, policy = timed_task(action, policy, name), None
+                action = _retried(name, action, retry_policy)
             self.retried.add(name)
         if schema is not None:
             self._add_schema(schema)
@@ -324,7 +331,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         error_handler: Callable[..., Any] | None = None,
         timeout: float | timedelta | TimeoutPolicy | None = None,
     ) -> Self:
-        """Policies for every function node of this graph that has none of its own
+        """Policies for every node of this graph that has none of its own
         from ``add_node``, applied at ``compile`` (so nodes added later get them too),
         as LangGraph's: ``retry_policy`` (a ``RetryPolicy`` or a sequence of them) and
         ``cache_policy`` (a ``CachePolicy``, used when ``compile`` is given a cache).
@@ -492,24 +499,24 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         all_nodes, guards = node_guards(
             self.actions, self.error_handlers, self.timeouts, self.node_defaults
         )
+        default_retry = self.node_defaults.get("retry_policy")
         for name_, fn in all_nodes.items():
-            if isinstance(fn, ToolNode) and fn._runner() is not None:
-                # Interceptors are Python: the node runs them, each call's tool still
-                # run by the Rust node.
-                fn = fn._runner().graph_node()  # type: ignore[union-attr]
+            # A function node's own policy wraps it already (`add_node`).
+            retry = self.graph_retries.get(name_, None if name_ in self.retried else default_retry)
+            if isinstance(fn, ToolNode) and (retry is not None or fn._runner() is not None):
+                # Interceptors and retries are Python: the node runs them, each call's
+                # tool still run by the Rust node.
+                fn = fn._runner(calls_given=True).graph_node()  # type: ignore[union-attr]
             node = {"name": name_, "func": fn, "is_async": False, "wants": no_params}
             if isinstance(fn, CompiledStateGraph):
                 call, acall = fn._as_node(all_keys)
+                if retry is not None:
+                    call, acall = _retried(name_, call, retry), _retried(name_, acall, retry)
                 # The parent's config goes on to the subgraph's run (see `_as_node`).
                 node.update(func=call, afunc=acall, wants={**no_params, "config": True})
             elif not isinstance(fn, ToolNode):
-                default_retry = self.node_defaults.get("retry_policy")
-                if (
-                    default_retry is not None
-                    and name_ not in self.retried
-                    and not isinstance(all_nodes[name_], ToolNode)
-                ):
-                    fn = _retried(name_, fn, default_retry)
+                if retry is not None:
+                    fn = _retried(name_, fn, retry)
                 afunc = getattr(fn, "__ironloop_async__", None)
                 cache_policy = self.cache_policies.get(
                     name_, self.node_defaults.get("cache_policy")

@@ -285,5 +285,11 @@ impl PyMcpToolset {
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<PyMcpToolset>()
+    m.add_class::<PyMcpToolset>()?;
+    // The default `max_message_bytes`, defined once in the core: `ironloop.mcp`'s
+    // `MAX_MESSAGE_BYTES` is this.
+    m.add(
+        "_MCP_MAX_MESSAGE_BYTES",
+        crate::sources::mcp::DEFAULT_MAX_MESSAGE_BYTES,
+    )
 }

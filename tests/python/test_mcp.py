@@ -379,6 +379,15 @@ def test_a_result_over_max_message_bytes_fails_its_call_naming_the_limit(
         McpToolset.http(http_url, max_message_bytes=0)
 
 
+def test_the_default_message_limit_is_the_cores() -> None:
+    from ironloop import _ironloop, mcp
+    from ironloop.sources import mcp as sources_mcp
+
+    # One number, defined in the core (`sources::mcp::DEFAULT_MAX_MESSAGE_BYTES`).
+    assert mcp.MAX_MESSAGE_BYTES == sources_mcp.MAX_MESSAGE_BYTES == 16 * 1024 * 1024
+    assert sources_mcp.MAX_MESSAGE_BYTES == _ironloop._MCP_MAX_MESSAGE_BYTES
+
+
 def test_http_transport(http_url: str) -> None:
     # The timeout leaves the 0.3 s calls room on a loaded machine (at 0.5 s they were
     # cut at load 10); the 5 s call must still be cut at it.

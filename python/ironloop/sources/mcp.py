@@ -28,7 +28,7 @@ from typing import Any, cast
 
 from typing_extensions import TypedDict, Unpack
 
-from ironloop._ironloop import NativeTool, _McpToolset
+from ironloop._ironloop import _MCP_MAX_MESSAGE_BYTES, NativeTool, _McpToolset
 from ironloop.messages import AIMessage, BaseMessage, HumanMessage
 from ironloop.sources import _str_pairs
 
@@ -36,9 +36,9 @@ __all__ = ["MAX_MESSAGE_BYTES", "McpOptions", "McpToolset", "NativeTool", "promp
 
 _open: weakref.WeakSet[McpToolset] = weakref.WeakSet()
 
-MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+MAX_MESSAGE_BYTES: int = _MCP_MAX_MESSAGE_BYTES
 """The default ``max_message_bytes``: the largest message read from a server (16 MiB,
-the official Rust SDK's own limit)."""
+the official Rust SDK's own limit; the core's, defined there)."""
 
 
 @atexit.register

@@ -203,8 +203,10 @@ impl NodeDesc {
 
 /// The messages channel of an agent's model step: `create_react_agent` marks its
 /// model node function with `__ironloop_model_node__`; the engine runs the step
-/// itself when the run brings the agent's model (see `AgentModelNode`). Only over a
-/// messages channel named `messages`, which is what the function reads.
+/// itself when the run brings the agent's model (see `AgentModelNode`), over the
+/// graph's messages channel ([`messages_channel`], the one the tool node and the
+/// routers read too). `None` when the node is not marked or the state has no
+/// messages channel: then the function runs.
 fn model_node_channel(
     func: &Bound<'_, PyAny>,
     channels: &[(String, ChannelKind)],
@@ -215,10 +217,7 @@ fn model_node_channel(
     {
         return Ok(None);
     }
-    let messages = channels
-        .iter()
-        .any(|(n, k)| n == "messages" && matches!(k, ChannelKind::Messages));
-    Ok(messages.then(|| "messages".to_owned()))
+    Ok(messages_channel(channels).map(str::to_owned))
 }
 
 impl BranchDesc {

@@ -174,11 +174,12 @@ impl TaskScratch {
     }
 
     /// A retried node starts over: its `interrupt()` calls get the resume values
-    /// from the first on again (LangGraph resets the count between attempts), and the
-    /// subgraphs it runs take the namespaces of the first attempt's.
+    /// from the first on again (LangGraph resets the count between attempts). The
+    /// subgraph runs are still counted, as LangGraph's `subgraph_counter`: each
+    /// attempt's subgraph gets a namespace of its own (`|1`, `|2`...) and runs from
+    /// its start, not from the checkpoints of the attempt that failed.
     fn restart_interrupts(&mut self) {
         self.next = 0;
-        self.subgraph_calls = AtomicUsize::new(0);
     }
 
     /// Sends `payload` to the `custom` stream.

@@ -362,10 +362,7 @@ impl Shared {
         py: Python<'_>,
         input: &Bound<'_, PyAny>,
     ) -> PyResult<Vec<(String, Val)>> {
-        if self.root {
-            return Ok(vec![(ROOT.to_owned(), self.channel_val(ROOT, input)?)]);
-        }
-        self.pairs(py, START, input)?
+        self.update_pairs(py, START, input)?
             .into_iter()
             .map(|(k, v)| {
                 let val = self.channel_val(&k, &v)?;
@@ -374,21 +371,18 @@ impl Shared {
             .collect()
     }
 
-    /// The `(key, value)` pairs of an update: the value itself in a root graph, else
-    /// a dict-like value's items.
+    /// The `(key, value)` pairs of an update (a run's input, a node's return value):
+    /// the value itself in a root graph, else a dict-like value's items.
     fn update_pairs<'py>(
         &self,
         py: Python<'py>,
         node: &str,
         upd: &Bound<'py, PyAny>,
-        pairs: &mut Vec<Pair<'py>>,
-    ) -> PyResult<()> {
+    ) -> PyResult<Vec<Pair<'py>>> {
         if self.root {
-            pairs.push((ROOT.to_owned(), upd.clone()));
-            return Ok(());
+            return Ok(vec![(ROOT.to_owned(), upd.clone())]);
         }
-        pairs.extend(self.pairs(py, node, upd)?);
-        Ok(())
+        self.pairs(py, node, upd)
     }
 
     /// The pairs of `Command(update=...)`: a dict or a list of `(key, value)` pairs
@@ -399,11 +393,9 @@ impl Shared {
         py: Python<'py>,
         node: &str,
         upd: &Bound<'py, PyAny>,
-        pairs: &mut Vec<Pair<'py>>,
-    ) -> PyResult<()> {
+    ) -> PyResult<Vec<Pair<'py>>> {
         if upd.cast::<PyDict>().is_ok() {
-            pairs.extend(self.pairs(py, node, upd)?);
-            return Ok(());
+            return self.pairs(py, node, upd);
         }
         if upd.cast::<PyList>().is_ok() || upd.cast::<PyTuple>().is_ok() {
             let named: Option<Vec<Pair<'py>>> = upd
@@ -411,11 +403,10 @@ impl Shared {
                 .map(|kv| kv.ok().and_then(|kv| kv.extract().ok()))
                 .collect();
             if let Some(named) = named {
-                pairs.extend(named);
-                return Ok(());
+                return Ok(named);
             }
         }
-        self.update_pairs(py, node, upd, pairs)
+        self.update_pairs(py, node, upd)
     }
 
     /// The writes of a node's return value as LangGraph's `updates` stream shows
@@ -536,7 +527,7 @@ impl Shared {
             }
             let upd = r.getattr("update")?;
             if !upd.is_none() {
-                self.command_pairs(py, node, &upd, pairs)?;
+                pairs.extend(self.command_pairs(py, node, &upd)?);
             }
             self.goto_from(py, &r.getattr("goto")?, goto)?;
             return Ok(());
@@ -550,7 +541,8 @@ impl Shared {
             }
             return Ok(());
         }
-        self.update_pairs(py, node, r, pairs)
+        pairs.extend(self.update_pairs(py, node, r)?);
+        Ok(())
     }
 }
 
