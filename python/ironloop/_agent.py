@@ -344,6 +344,27 @@ def after_model_router(name: str, back: str, done: str, *, per_call: bool) -> An
     return route
 
 
+def _post_model_hook_router(back: str, done: str) -> Any:
+    """The router after a ``post_model_hook``, by LangGraph's rule for it: a call of the
+    last AI message is pending unless a tool message anywhere in the conversation
+    answers its id (a model that repeats an answered call's id is not sent to the tools
+    again: LangGraph's test model does, and would loop). Python, not the Rust rule,
+    which reads only the messages after the last AI message: the hook is a Python call
+    per step already."""
+
+    def post_model_hook_router(state: Any) -> Any:
+        messages = _get(state, "messages") or []
+        answered = {getattr(m, "tool_call_id", None) for m in messages if m.type == "tool"}
+        last_ai = next((m for m in reversed(messages) if m.type == "ai"), None)
+        calls = list(getattr(last_ai, "tool_calls", None) or [])
+        pending = [c for c in calls if c["id"] not in answered]
+        if pending:
+            return _sends(pending)
+        return back if messages and messages[-1].type == "tool" else done
+
+    return post_model_hook_router
+
+
 def returned_direct(messages: Sequence[Any], direct: set[str]) -> bool:
     """Whether a ``return_direct`` tool answered in the last tools step (then the run
     ends with its result)."""
@@ -717,7 +738,14 @@ def _react_template(
     if hasattr(model, "invoke") and hasattr(model, "ainvoke"):
         agent.__ironloop_async__ = aagent  # type: ignore[attr-defined]
 
-    g: StateGraph[Any, Any, Any, Any] = StateGraph(schema, context_schema=context_schema)
+    # The pre hook's ``llm_input_messages`` is a key of the graph's state, not of what
+    # it takes or returns (LangGraph keeps it in the agent node's input schema).
+    io = (
+        {}
+        if schema is state_schema
+        else {"input_schema": state_schema, "output_schema": state_schema}
+    )
+    g: StateGraph[Any, Any, Any, Any] = StateGraph(schema, context_schema=context_schema, **io)
     g.add_node("agent", node)
     entry = "agent"
     if pre_model_hook is not None:
@@ -785,7 +813,7 @@ def _react_template(
 
         g.add_conditional_edges("agent", should_continue, ["post_model_hook"])
         # The hook's own tool calls are run too: a Send per pending call.
-        router = after_model_router("post_model_hook_router", entry, after, per_call=True)
+        router = _post_model_hook_router(entry, after)
         g.add_conditional_edges("post_model_hook", router, [entry, "tools", after])
 
     g.add_node("tools", tool_node)
