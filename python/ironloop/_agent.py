@@ -24,6 +24,7 @@ from ironloop._ironloop import (
     tools_condition,
 )
 from ironloop._meta_fields import agent_tools
+from ironloop._react_hooks import post_model_hook_router, with_llm_input_messages
 from ironloop._runtime import task_var
 from ironloop._schema import type_schema
 from ironloop._shapes import AgentSettings, agent_var, bind, names, shape_key, templates
@@ -344,27 +345,6 @@ def after_model_router(name: str, back: str, done: str, *, per_call: bool) -> An
     return route
 
 
-def _post_model_hook_router(back: str, done: str) -> Any:
-    """The router after a ``post_model_hook``, by LangGraph's rule for it: a call of the
-    last AI message is pending unless a tool message anywhere in the conversation
-    answers its id (a model that repeats an answered call's id is not sent to the tools
-    again: LangGraph's test model does, and would loop). Python, not the Rust rule,
-    which reads only the messages after the last AI message: the hook is a Python call
-    per step already."""
-
-    def post_model_hook_router(state: Any) -> Any:
-        messages = _get(state, "messages") or []
-        answered = {getattr(m, "tool_call_id", None) for m in messages if m.type == "tool"}
-        last_ai = next((m for m in reversed(messages) if m.type == "ai"), None)
-        calls = list(getattr(last_ai, "tool_calls", None) or [])
-        pending = [c for c in calls if c["id"] not in answered]
-        if pending:
-            return _sends(pending)
-        return back if messages and messages[-1].type == "tool" else done
-
-    return post_model_hook_router
-
-
 def returned_direct(messages: Sequence[Any], direct: set[str]) -> bool:
     """Whether a ``return_direct`` tool answered in the last tools step (then the run
     ends with its result)."""
@@ -676,7 +656,7 @@ def _react_template(
     direct = {t.name for t in tool_list if t.return_direct}
     schema = state_schema
     if pre_model_hook is not None and "llm_input_messages" not in _schema_keys(schema):
-        schema = _with_llm_input_messages(schema)
+        schema = with_llm_input_messages(schema)
 
     def input_state(state: Any) -> Any:
         """The state the prompt sees: ``messages`` replaced by the pre hook's
@@ -813,7 +793,7 @@ def _react_template(
 
         g.add_conditional_edges("agent", should_continue, ["post_model_hook"])
         # The hook's own tool calls are run too: a Send per pending call.
-        router = _post_model_hook_router(entry, after)
+        router = post_model_hook_router(entry, after)
         g.add_conditional_edges("post_model_hook", router, [entry, "tools", after])
 
     g.add_node("tools", tool_node)
@@ -838,22 +818,6 @@ def _as_node(hook: Any) -> Any:
     if not callable(hook):
         raise TypeError(f"a model hook must be a function or a Runnable, got {type(hook).__name__}")
     return hook
-
-
-def _with_llm_input_messages(schema: Any) -> Any:
-    """``schema`` with a ``llm_input_messages`` key, where a ``pre_model_hook`` puts
-    what the model is given (LangGraph keeps it in the agent node's input schema)."""
-    if hasattr(schema, "model_fields"):
-        import pydantic
-
-        return pydantic.create_model(
-            "CallModelInputSchema",
-            llm_input_messages=(Any, None),
-            __base__=schema,
-        )
-
-    fields = {**typing.get_type_hints(schema, include_extras=True), "llm_input_messages": Any}
-    return TypedDict("CallModelInputSchema", fields, total=False)  # type: ignore[operator]
 
 
 def _compile(
