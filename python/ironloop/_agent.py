@@ -25,6 +25,7 @@ from ironloop._ironloop import (
 )
 from ironloop._meta_fields import agent_tools
 from ironloop._node_prep import _deprecated_kwargs
+from ironloop._react_hooks import post_model_hook_router, with_llm_input_messages
 from ironloop._runtime import task_var
 from ironloop._schema import type_schema
 from ironloop._shapes import AgentSettings, agent_var, bind, names, shape_key, templates
@@ -664,7 +665,7 @@ def _react_template(
     direct = {t.name for t in tool_list if t.return_direct}
     schema = state_schema
     if pre_model_hook is not None and "llm_input_messages" not in _schema_keys(schema):
-        schema = _with_llm_input_messages(schema)
+        schema = with_llm_input_messages(schema)
 
     def input_state(state: Any) -> Any:
         """The state the prompt sees: ``messages`` replaced by the pre hook's
@@ -726,7 +727,14 @@ def _react_template(
     if hasattr(model, "invoke") and hasattr(model, "ainvoke"):
         agent.__ironloop_async__ = aagent  # type: ignore[attr-defined]
 
-    g: StateGraph[Any, Any, Any, Any] = StateGraph(schema, context_schema=context_schema)
+    # The pre hook's ``llm_input_messages`` is a key of the graph's state, not of what
+    # it takes or returns (LangGraph keeps it in the agent node's input schema).
+    io = (
+        {}
+        if schema is state_schema
+        else {"input_schema": state_schema, "output_schema": state_schema}
+    )
+    g: StateGraph[Any, Any, Any, Any] = StateGraph(schema, context_schema=context_schema, **io)
     g.add_node("agent", node)
     entry = "agent"
     if pre_model_hook is not None:
@@ -794,7 +802,7 @@ def _react_template(
 
         g.add_conditional_edges("agent", should_continue, ["post_model_hook"])
         # The hook's own tool calls are run too: a Send per pending call.
-        router = after_model_router("post_model_hook_router", entry, after, per_call=True)
+        router = post_model_hook_router(entry, after)
         g.add_conditional_edges("post_model_hook", router, [entry, "tools", after])
 
     g.add_node("tools", tool_node)
@@ -819,22 +827,6 @@ def _as_node(hook: Any) -> Any:
     if not callable(hook):
         raise TypeError(f"a model hook must be a function or a Runnable, got {type(hook).__name__}")
     return hook
-
-
-def _with_llm_input_messages(schema: Any) -> Any:
-    """``schema`` with a ``llm_input_messages`` key, where a ``pre_model_hook`` puts
-    what the model is given (LangGraph keeps it in the agent node's input schema)."""
-    if hasattr(schema, "model_fields"):
-        import pydantic
-
-        return pydantic.create_model(
-            "CallModelInputSchema",
-            llm_input_messages=(Any, None),
-            __base__=schema,
-        )
-
-    fields = {**typing.get_type_hints(schema, include_extras=True), "llm_input_messages": Any}
-    return TypedDict("CallModelInputSchema", fields, total=False)  # type: ignore[operator]
 
 
 def _compile(

@@ -97,10 +97,12 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
     #: as LangGraph's ``debug`` does (a run's own ``debug=`` wins).
     debug: bool = False
 
-    #: Metadata every run of this graph carries under its own ``config["metadata"]``
-    #: (``create_agent(name=)`` puts ``lc_agent_name`` here, as LangChain's does, so
-    #: the ``messages`` stream says which agent a chunk came from).
-    run_metadata: dict[str, Any] | None = None
+    #: The config every run of this graph starts from, under its own (its
+    #: ``metadata`` merged, a key it gives itself winning): ``create_agent`` puts
+    #: LangChain's ``recursion_limit`` of 9,999 and ``ls_integration`` /
+    #: ``lc_agent_name`` metadata here, as LangChain's ``.with_config`` does, so the
+    #: ``messages`` stream says which agent a chunk came from.
+    run_defaults: dict[str, Any] | None = None
 
     #: ``compile(transformers=)``: the ``StreamTransformer`` factories every
     #: ``stream_events(version="v3")`` run of this graph adds to the built-in ones.
@@ -183,9 +185,14 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
         ``interrupt_after``, and for a stream its modes and ``subgraphs``)."""
         durability = _check_run_options(durability, version, kwargs)
         config = _as_run_config(config)
-        if self.run_metadata is not None:
-            config = dict(config or {})
-            config["metadata"] = {**self.run_metadata, **(config.get("metadata") or {})}
+        if self.run_defaults is not None:
+            given = config or {}
+            config = {**self.run_defaults, **given}
+            if "metadata" in self.run_defaults:
+                config["metadata"] = {
+                    **self.run_defaults["metadata"],
+                    **(given.get("metadata") or {}),
+                }
         return config, _RunOptions(durability=durability, step_timeout=self.step_timeout, **options)
 
     def _prepare_stream(

@@ -59,6 +59,12 @@ __all__ = ["create_agent"]
 
 #: The tool failures a tools step reports to the model itself, never to a
 #: ``wrap_tool_call`` hook as an exception (LangChain's ``ToolInvocationError`` cases).
+#: The config LangChain's ``create_agent`` binds to its graph (``.with_config``): an
+#: agent's loop is bounded by its middleware, not by 25 steps.
+_LANGCHAIN_RUN_DEFAULTS: dict[str, Any] = {
+    "recursion_limit": 9_999,
+    "metadata": {"ls_integration": "langchain_create_agent"},
+}
 _REPORTED = (ToolInvalidArgsError, ToolNotFoundError, ToolBlockedError, ToolTimeoutError)
 
 
@@ -652,7 +658,7 @@ def create_agent(
             call_fields=call_fields,
         )
         templates.put(key, template, shape)
-    agent = bind(template, settings, name)
+    agent = bind(template, settings, name, _LANGCHAIN_RUN_DEFAULTS)
     agent.debug = debug  # LangGraph's `debug`: each run prints its updates and values
     agent.stream_transformers = agent_transformers(mws, transformers)
     return agent

@@ -179,9 +179,12 @@ def names(value: str | Sequence[str] | None) -> tuple[str, ...]:
     return tuple(value)
 
 
-def bind(template: Any, settings: AgentSettings, name: str | None) -> Any:
-    """An agent: ``template``'s graph run with ``settings``. A named agent's runs carry
-    ``lc_agent_name`` in their metadata, as LangChain's ``create_agent(name=)``."""
+def bind(
+    template: Any, settings: AgentSettings, name: str | None, defaults: dict[str, Any] | None = None
+) -> Any:
+    """An agent: ``template``'s graph run with ``settings``, each run's config starting
+    from ``defaults``. A named agent's runs carry ``lc_agent_name`` in their metadata,
+    as LangChain's ``create_agent(name=)``."""
     agent: CompiledStateGraph[Any, Any, Any, Any] = CompiledStateGraph(
         template.builder,
         BoundCore(template._core, settings),
@@ -189,6 +192,8 @@ def bind(template: Any, settings: AgentSettings, name: str | None) -> Any:
         template.store,
         name or "agent",
     )
+    run = dict(defaults or {})
     if name:
-        agent.run_metadata = {"lc_agent_name": name}
+        run["metadata"] = {**run.get("metadata", {}), "lc_agent_name": name}
+    agent.run_defaults = run or None
     return agent

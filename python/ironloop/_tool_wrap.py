@@ -45,14 +45,19 @@ def error_message(handle: Any, call: dict[str, Any], e: BaseException) -> ToolMe
     without interceptors); re-raises what the policy does not handle."""
     from ironloop.middleware.types import propagates  # the middleware package imports this
 
-    if handle is False or is_invalid_resume(e) or propagates(e):
-        # A resume value its interrupt's schema refused (the model cannot fix it), or
-        # an error a middleware ends the run with (ToolRetryMiddleware's on_failure).
+    if (
+        handle is False
+        or is_invalid_resume(e)
+        or propagates(e)
+        or getattr(e, "_ironloop_injection_error", False)
+    ):
+        # A resume value its interrupt's schema refused (the model cannot fix it), an
+        # error a middleware ends the run with (ToolRetryMiddleware's on_failure), or
+        # a state field a tool is to be given that the state lacks (the graph's fault).
         raise e
-    if isinstance(e, ToolError):
-        detail = str(e)
-    else:
-        detail = f"tool `{call['name']}` failed: {type(e).__name__}: {e}"
+    # LangGraph's text: a tool's own exception by its repr; the engine's errors
+    # (invalid arguments, timeouts, refusals) by what they say.
+    detail = str(e) if isinstance(e, ToolError) else repr(e)
     text = f"Error: {detail}\n Please fix your mistakes."
     if isinstance(handle, str):
         text = handle
@@ -66,8 +71,11 @@ def error_message(handle: Any, call: dict[str, Any], e: BaseException) -> ToolMe
     )
 
 
-def checked(result: Any) -> Any:
-    if not isinstance(result, (ToolMessage, Command)):
+def checked(result: Any, strict: bool = True) -> Any:
+    """What an interceptor returned. A standalone node hands anything back as it came
+    (LangGraph's: a handler returning ``None`` gives ``{"messages": [None]}``); in a
+    graph (``strict``) it must be a message or a command, which the state can take."""
+    if strict and not isinstance(result, (ToolMessage, Command)):
         raise TypeError(
             f"a wrap_tool_call interceptor returned {type(result).__name__}: it must return "
             "a ToolMessage or a Command (what its execute handler returned, or its own)"
@@ -170,8 +178,9 @@ class CallRunner:
         node = self.node
         if tool is None:
             return ToolMessage(
+                # The tools the model may call, in the order the Rust node names them.
                 content=INVALID_TOOL.format(
-                    name=call["name"], available=", ".join(node.tools_by_name)
+                    name=call["name"], available=", ".join(node._core.runnable_names())
                 ),
                 name=call["name"],
                 tool_call_id=call.get("id") or "",
@@ -232,32 +241,37 @@ class CallRunner:
 
     # --- the node ------------------------------------------------------------------------
 
-    def one(self, request: ToolCallRequest) -> Any:
+    def one(self, request: ToolCallRequest, strict: bool = False) -> Any:
         try:
-            return checked(self.handler(request))
+            return checked(self.handler(request), strict)
         except (GraphInterrupt, ParentCommand):
             raise
         except Exception as e:
             return error_message(self.node._error_policy, request.tool_call, e)
 
-    async def aone(self, request: ToolCallRequest) -> Any:
+    async def aone(self, request: ToolCallRequest, strict: bool = False) -> Any:
         try:
-            return checked(await self.ahandler(request))
+            return checked(await self.ahandler(request), strict)
         except (GraphInterrupt, ParentCommand):
             raise
         except Exception as e:
             return error_message(self.node._error_policy, request.tool_call, e)
 
-    def invoke(self, input: Any, config: Any = None, store: Any = None) -> Any:
+    def invoke(
+        self, input: Any, config: Any = None, store: Any = None, *, strict: bool = False
+    ) -> Any:
+        """Runs the input's calls; ``strict`` (a node in a graph) refuses an interceptor
+        result that is neither a ``ToolMessage`` nor a ``Command``."""
         token = node_scope.set(scope_for(config, self.node._tool_list()))
         try:
             requests, kind = self.requests(input, self._store(store))
             if len(requests) <= 1:
-                return self.output([self.one(r) for r in requests], kind)
+                return self.output([self.one(r, strict) for r in requests], kind)
             pool = ThreadPoolExecutor(max_workers=min(len(requests), 32))
             try:
                 futures = [
-                    pool.submit(contextvars.copy_context().run, self.one, r) for r in requests
+                    pool.submit(contextvars.copy_context().run, self.one, r, strict)
+                    for r in requests
                 ]
                 return self.output([f.result() for f in futures], kind)
             finally:
@@ -267,11 +281,13 @@ class CallRunner:
         finally:
             node_scope.reset(token)
 
-    async def ainvoke(self, input: Any, config: Any = None, store: Any = None) -> Any:
+    async def ainvoke(
+        self, input: Any, config: Any = None, store: Any = None, *, strict: bool = False
+    ) -> Any:
         token = node_scope.set(scope_for(config, self.node._tool_list()))
         try:
             requests, kind = self.requests(input, self._store(store))
-            results = await asyncio.gather(*(self.aone(r) for r in requests))
+            results = await asyncio.gather(*(self.aone(r, strict) for r in requests))
             return self.output(list(results), kind)
         finally:
             node_scope.reset(token)
@@ -319,10 +335,10 @@ class CallRunner:
         from ironloop.runtime import _run_config
 
         def tools(state: Any) -> Any:
-            return self.invoke(state, _run_config())
+            return self.invoke(state, _run_config(), strict=True)
 
         async def atools(state: Any) -> Any:
-            return await self.ainvoke(state, _run_config())
+            return await self.ainvoke(state, _run_config(), strict=True)
 
         tools.__ironloop_async__ = atools  # type: ignore[attr-defined]
         tools.__name__ = self.node.name

@@ -81,7 +81,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     # LangChain 1.x (``langchain`` 1.5.2): its agents package.
     "langchain": ("ironloop",),
     "langchain.agents": ("ironloop.agents",),
-    "langchain.agents.factory": ("ironloop.agents",),
+    "langchain.agents.factory": ("ironloop.agents", "ironloop._structured_output"),
     "langchain.agents.structured_output": ("ironloop.agents.structured_output",),
     "langchain.agents.middleware": ("ironloop.middleware",),
     "langchain.agents.middleware.types": ("ironloop.middleware.types", "ironloop.middleware"),
@@ -128,6 +128,8 @@ PACKAGES = ("langgraph", "langchain")
 RENAMES: dict[tuple[str, str], str] = {
     ("langgraph.pregel", "Pregel"): "CompiledStateGraph",
     ("langchain.chat_models", "init_chat_model"): "init_model",
+    # The rule choosing the provider's native output for a bare schema.
+    ("langchain.agents.factory", "_supports_provider_strategy"): "supports_provider_strategy",
     # A middleware module's own reference to it (what ``mock.patch`` replaces there).
     **{
         (m, "init_chat_model"): "init_model"

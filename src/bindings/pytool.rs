@@ -206,9 +206,10 @@ impl Inner {
         Ok(Some(match how {
             Inject::ToolCallId => PyString::new(py, &ctx.tool_call_id).into_any(),
             Inject::Store => opt(py, &env.store),
-            Inject::State(None) => opt(py, &env.state),
+            Inject::State(None) => whole_state(py, &env.state)?,
             Inject::State(Some(field)) => match &env.state {
-                Some(s) => select_field(s.bind(py), field)?,
+                Some(s) => select_field(s.bind(py), field)
+                    .map_err(|e| injection_error(py, &self.def.name, s.bind(py), field, e))?,
                 None => py.None().into_bound(py),
             },
             Inject::OptionalField(field) => match &env.state {
@@ -399,6 +400,45 @@ fn has_field(state: &Bound<'_, PyAny>, field: &str) -> PyResult<bool> {
         Ok(d) => d.contains(field),
         Err(_) => state.hasattr(field),
     }
+}
+
+/// A state field a tool is to be given that the state lacks: a mistake in the graph,
+/// not in the model's call, so it reaches the caller whatever `handle_tool_errors`
+/// says (marked `_ironloop_injection_error`, see `toolnode::tool_results`), as
+/// LangGraph's ToolNode raises it: the `KeyError` (or `AttributeError`) of the missing
+/// field, or for a bare message list LangGraph's `ValueError` asking for a state dict.
+fn injection_error(
+    py: Python<'_>,
+    tool: &str,
+    state: &Bound<'_, PyAny>,
+    field: &str,
+    e: PyErr,
+) -> PyErr {
+    let e = if state.cast::<pyo3::types::PyList>().is_ok() {
+        pyo3::exceptions::PyValueError::new_err(format!(
+            "Invalid input to ToolNode. Tool {tool} requires graph state dict as input. \
+             State should contain fields {field}."
+        ))
+    } else {
+        e
+    };
+    let _ = e
+        .value(py)
+        .setattr(pyo3::intern!(py, "_ironloop_injection_error"), true);
+    e
+}
+
+/// What a parameter given the whole state receives: the state, or for a ToolNode given
+/// a bare list of messages, `{"messages": [...]}` (LangGraph's: the tool reads a dict
+/// state either way).
+fn whole_state<'py>(py: Python<'py>, state: &Option<Py<PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+    let state = opt(py, state);
+    if state.cast::<pyo3::types::PyList>().is_err() {
+        return Ok(state);
+    }
+    let d = PyDict::new(py);
+    d.set_item("messages", state)?;
+    Ok(d.into_any())
 }
 
 fn select_field<'py>(state: &Bound<'py, PyAny>, field: &str) -> PyResult<Bound<'py, PyAny>> {

@@ -213,6 +213,15 @@ pub fn is_invalid_resume(py: Python<'_>, e: &PyErr) -> bool {
         .unwrap_or(false)
 }
 
+/// Whether `e` says a tool's injected state field is missing (`pytool::injection_error`):
+/// a mistake in the graph, for the caller, never a message for the model.
+fn is_injection_error(py: Python<'_>, e: &PyErr) -> bool {
+    e.value(py)
+        .getattr(pyo3::intern!(py, "_ironloop_injection_error"))
+        .and_then(|v| v.is_truthy())
+        .unwrap_or(false)
+}
+
 /// The outputs of a step, in call order, with `handle_tool_errors` applied to
 /// failures: tool messages and the `Command`s tools returned (a list return
 /// flattened, see `tool_outputs`; `key` is the messages key its commands answer
@@ -264,6 +273,7 @@ pub fn tool_results(
                     is_graph_pause(py, o)
                         || is_bubble_up(py, o)
                         || is_invalid_resume(py, o)
+                        || is_injection_error(py, o)
                         || !o.is_instance_of::<PyException>(py)
                 };
                 if let Some(o) = original.filter(for_caller) {
@@ -310,7 +320,11 @@ fn error_content(
             .unwrap_or_else(|| PyErr::from(e))
     };
     if let Ok(b) = handle.cast::<PyBool>() {
-        return if b.is_true() { Ok(None) } else { Err(exc()) };
+        return if b.is_true() {
+            handled_text(py, e, original)
+        } else {
+            Err(exc())
+        };
     }
     if let Ok(s) = handle.cast::<PyString>() {
         return Ok(Some(s.to_str()?.to_owned()));
@@ -318,7 +332,7 @@ fn error_content(
     if handle.cast::<PyType>().is_ok() || handle.cast::<PyTuple>().is_ok() {
         let err = exc();
         return if err.value(py).is_instance(handle)? {
-            Ok(None)
+            handled_text(py, e, original)
         } else {
             Err(err)
         };
@@ -329,6 +343,28 @@ fn error_content(
         return Ok(Some(text.str()?.to_string()));
     }
     Ok(Some(error_text(e)))
+}
+
+/// The text of a handled error, as LangGraph's ToolNode words it (the model reads it,
+/// and programs ported from LangGraph match on it): a call to a tool the node lacks
+/// names the tools there are; a tool's own exception is shown by its `repr`. `None`
+/// keeps the executor's text (invalid arguments, timeouts, refusals, Rust tools).
+fn handled_text(
+    py: Python<'_>,
+    e: &crate::tool::ToolError,
+    original: Option<&PyErr>,
+) -> PyResult<Option<String>> {
+    use crate::tool::ToolError;
+    Ok(match (e, original) {
+        (ToolError::NotFound { tool, available }, _) => Some(format!(
+            "Error: {tool} is not a valid tool, try one of [{available}]."
+        )),
+        (ToolError::Failed { .. }, Some(o)) => Some(format!(
+            "Error: {}\n Please fix your mistakes.",
+            o.value(py).repr()?
+        )),
+        _ => None,
+    })
 }
 
 #[pymethods]

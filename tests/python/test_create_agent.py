@@ -531,9 +531,7 @@ def test_a_failure_no_hook_handles_becomes_an_error_message() -> None:
     )
     msg = out["messages"][2]
     assert msg.status == "error"
-    assert (
-        msg.text == "Error: tool `broken` failed: ValueError: bad input\n Please fix your mistakes."
-    )
+    assert msg.text == "Error: ValueError('bad input')\n Please fix your mistakes."
 
 
 # --- state, tools and context from middleware -----------------------------------------

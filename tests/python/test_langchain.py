@@ -397,7 +397,7 @@ def test_a_failing_langchain_tool_is_an_error_tool_message() -> None:
     out = ToolNode([boom]).invoke({"messages": [ai_with_calls(("boom", {"x": 1}, "c"))]})
     (msg,) = out["messages"]
     assert msg.status == "error"
-    assert "ValueError: bad 1" in msg.content
+    assert msg.content == "Error: ValueError('bad 1')\n Please fix your mistakes."
 
 
 def test_a_tool_exception_handled_by_the_langchain_tool_keeps_its_text() -> None:

@@ -93,7 +93,10 @@ def test_a_failed_call_ends_with_tool_error_and_the_text_the_model_reads() -> No
     end = evs[1]
     assert end["tool_call_id"] == "b1" and "no luck with 3" in end["message"]
     tool_msg = next(m for m in model.calls[1][0] if m.type == "tool")
-    assert tool_msg.text == end["message"]
+    # The model reads LangGraph's text (the exception's repr); the event keeps the
+    # engine's words for the same failure.
+    assert tool_msg.text == "Error: RuntimeError('no luck with 3')\n Please fix your mistakes."
+    assert "RuntimeError: no luck with 3" in end["message"]
 
 
 def test_a_call_to_an_unknown_tool_still_gets_start_and_end() -> None:

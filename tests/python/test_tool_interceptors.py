@@ -140,8 +140,12 @@ def test_an_interceptor_returning_something_else_is_told_what_to_return() -> Non
         return "3"
 
     node = ToolNode([add], wrap_tool_call=wrong, handle_tool_errors=False)
+    # Standalone, what it returned comes back as it came (LangGraph's); in a graph,
+    # where the state would take it, it is refused.
+    assert node.invoke(ask(call("add", "c1", a=1, b=2))) == {"messages": ["3"]}
+    graph = StateGraph(MessagesState).add_node("tools", node).add_edge(START, "tools").compile()
     with pytest.raises(TypeError, match="must return a ToolMessage or a Command"):
-        node.invoke(ask(call("add", "c1", a=1, b=2)))
+        graph.invoke(ask(call("add", "c1", a=1, b=2)))
     with pytest.raises(TypeError, match="takes a function"):
         ToolNode([add], wrap_tool_call="nope")  # type: ignore[arg-type]
 

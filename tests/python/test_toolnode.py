@@ -389,7 +389,7 @@ BAD_CALLS = [
     ("add", [1, 2], ["object"]),
     ("add", {"a": 1}, ["b", "required"]),
     ("add", {"a": "one", "b": 2}, ["a", "integer"]),
-    ("subtract", {"a": 1, "b": 2}, ["subtract", "unknown"]),
+    ("subtract", {"a": 1, "b": 2}, ["subtract", "not a valid tool"]),
 ]
 
 

@@ -65,7 +65,7 @@ def test_tool_calls_and_runs_give_the_same_results_through_the_fallback() -> Non
         ["tool", "later 8", "success", "c7"],
         tn[7],
     ]
-    assert tn[5][2:] == ["error", "c6"] and "ValueError: no 7" in tn[5][1]
+    assert tn[5][2:] == ["error", "c6"] and "ValueError('no 7')" in tn[5][1]
     assert tn[7][2:] == ["error", "c8"] and "is not of type" in tn[7][1]
     assert forced["toolnode"]["ainvoke"] == tn
     assert forced["toolnode"]["invoke_one"] == [["tool", "p=9", "success", "c1"]]

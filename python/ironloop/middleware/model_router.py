@@ -4,8 +4,9 @@ user message; the run's model calls all go to that model, and the full answer
 (choice, probabilities, confidence) is kept in the state as ``model_route``. Needs
 langchain-core (its decision models)."""
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations``: ``ModelChoice``'s fields are read by
+# pydantic, which needs them as types even where the module is not in ``sys.modules``
+# (``runpy.run_path`` of it, as LangChain's tests do).
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -71,6 +72,25 @@ def _routing_questions(config: Any) -> dict[str, Any]:
     }
 
 
+#: Whether this module's class has said it is in beta (once, as LangChain's ``@beta``).
+_BETA_WARNED = False
+
+
+def _warn_beta_once() -> None:
+    """LangChain's beta notice (a ``LangChainBetaWarning``), on the first instance only:
+    the class is in beta in LangChain 1.5, and a program may filter on the warning."""
+    global _BETA_WARNED
+    if _BETA_WARNED:
+        return
+    _BETA_WARNED = True
+    from langchain_core._api.beta_decorator import warn_beta
+
+    warn_beta(
+        message="The middleware `ModelRouterMiddleware` is in beta. It is actively being "
+        "worked on, so the API may change."
+    )
+
+
 class ModelRouterMiddleware(AgentMiddleware):
     """Routes a run's model calls to the model a classifier picks.
 
@@ -90,6 +110,7 @@ class ModelRouterMiddleware(AgentMiddleware):
     def __init__(
         self, *, choices: Mapping[str, ModelChoice], instructions: Any, classifier: Any
     ) -> None:
+        _warn_beta_once()
         self.config = _config_model().model_validate(
             {"choices": dict(choices), "instructions": instructions}
         )
