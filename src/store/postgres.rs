@@ -1,6 +1,8 @@
-//! The PostgreSQL store: items in LangGraph's `store` table and their vectors in
-//! ironloop's own, searched exactly in Rust (the server needs no extension), by
-//! cosine similarity, inner product or L2 distance (LangGraph's `distance_type`).
+//! The PostgreSQL store: items in LangGraph's `store` table, ranked by cosine
+//! similarity, inner product or L2 distance (LangGraph's `distance_type`). When
+//! `setup()` finds pgvector, the vectors are in LangGraph's `store_vectors` and the
+//! server ranks them (`pgvector`); otherwise they are in ironloop's own table and
+//! searched exactly in Rust, as follows (the server needs no extension).
 //!
 //! As in the SQLite store, a vector search scores an in-process copy of the vectors
 //! (`index::Copy`, one matrix a namespace) instead of reading every row back per query. Every write batch of
