@@ -10,6 +10,9 @@
 # (as root), and a new cluster runs in a temporary directory on a free loopback port,
 # as the `postgres` user when run as root (the server refuses to run as root), with
 # trust authentication and fsync off (it is thrown away at exit).
+#
+# scripts/pgvector.sh starts a second server, one with the pgvector extension, with
+# these same functions (IRONLOOP_PG_FUNCTIONS_ONLY=1 sources them without starting one).
 
 ironloop_pg_bindir() {
   local d
@@ -26,13 +29,21 @@ ironloop_pg_bindir() {
   return 1
 }
 
+# Stops every server this shell started (IRONLOOP_PG_CLUSTERS: "bindir:dir" words)
+# and removes its directories (IRONLOOP_PG_REMOVE: more of them).
 ironloop_pg_stop() {
-  if [ -n "${IRONLOOP_PG_DIR:-}" ] && [ -d "$IRONLOOP_PG_DIR" ]; then
-    ironloop_pg_as "$IRONLOOP_PG_BIN/pg_ctl" -D "$IRONLOOP_PG_DIR/data" -m immediate \
-      -w stop >/dev/null 2>&1 || true
-    rm -rf "$IRONLOOP_PG_DIR"
-  fi
-  IRONLOOP_PG_DIR=""
+  local c
+  for c in ${IRONLOOP_PG_CLUSTERS:-}; do
+    if [ -d "${c#*:}" ]; then
+      ironloop_pg_as "${c%%:*}/pg_ctl" -D "${c#*:}/data" -m immediate -w stop >/dev/null 2>&1 || true
+      rm -rf "${c#*:}"
+    fi
+  done
+  for c in ${IRONLOOP_PG_REMOVE:-}; do
+    rm -rf "$c"
+  done
+  IRONLOOP_PG_CLUSTERS=""
+  IRONLOOP_PG_REMOVE=""
 }
 
 # Runs a server binary as the user that owns the cluster.
@@ -64,30 +75,38 @@ ironloop_pg_start() {
       return 1
     }
   fi
-  IRONLOOP_PG_DIR="$(mktemp -d "${TMPDIR:-/tmp}/ironloop-pg.XXXXXX")"
-  if [ "$(id -u)" -eq 0 ]; then
-    chown postgres: "$IRONLOOP_PG_DIR"
-  fi
-  local port
-  port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-  ironloop_pg_as "$IRONLOOP_PG_BIN/initdb" -D "$IRONLOOP_PG_DIR/data" -A trust -U postgres \
-    -E UTF8 --no-sync >"$IRONLOOP_PG_DIR/initdb.log" 2>&1 || {
-    cat "$IRONLOOP_PG_DIR/initdb.log" >&2
-    ironloop_pg_stop
-    return 1
-  }
-  ironloop_pg_as "$IRONLOOP_PG_BIN/pg_ctl" -D "$IRONLOOP_PG_DIR/data" -l "$IRONLOOP_PG_DIR/server.log" \
-    -o "-p $port -k $IRONLOOP_PG_DIR -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" \
-    -w start >/dev/null || {
-    cat "$IRONLOOP_PG_DIR/server.log" >&2
-    ironloop_pg_stop
-    return 1
-  }
-  export IRONLOOP_TEST_POSTGRES_URL="postgresql://postgres@127.0.0.1:$port/postgres"
-  echo "PostgreSQL: a throwaway server on 127.0.0.1:$port ($("$IRONLOOP_PG_BIN/postgres" --version))"
+  ironloop_pg_cluster "$IRONLOOP_PG_BIN" || return 1
+  export IRONLOOP_TEST_POSTGRES_URL="$IRONLOOP_PG_URL"
 }
 
-if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+# Starts a new cluster of the server in bin dir $1 in a temporary directory, on a free
+# loopback port; sets IRONLOOP_PG_URL to it.
+ironloop_pg_cluster() {
+  local bin="$1" dir port
+  dir="$(mktemp -d "${TMPDIR:-/tmp}/ironloop-pg.XXXXXX")"
+  IRONLOOP_PG_CLUSTERS="${IRONLOOP_PG_CLUSTERS:-} $bin:$dir"
+  if [ "$(id -u)" -eq 0 ]; then
+    chown postgres: "$dir"
+  fi
+  port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+  ironloop_pg_as "$bin/initdb" -D "$dir/data" -A trust -U postgres \
+    -E UTF8 --no-sync >"$dir/initdb.log" 2>&1 || {
+    cat "$dir/initdb.log" >&2
+    return 1
+  }
+  ironloop_pg_as "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" \
+    -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" \
+    -w start >/dev/null || {
+    cat "$dir/server.log" >&2
+    return 1
+  }
+  IRONLOOP_PG_URL="postgresql://postgres@127.0.0.1:$port/postgres"
+  echo "PostgreSQL: a throwaway server on 127.0.0.1:$port ($("$bin/postgres" --version))"
+}
+
+if [ -n "${IRONLOOP_PG_FUNCTIONS_ONLY:-}" ]; then
+  : # scripts/pgvector.sh: the functions only
+elif [ "${BASH_SOURCE[0]}" = "$0" ]; then
   # Run as a command: start, run the arguments, stop.
   set -euo pipefail
   trap ironloop_pg_stop EXIT

@@ -10,6 +10,8 @@ source scripts/env.sh
 step "PostgreSQL for the PostgresSaver tests"
 # Sets IRONLOOP_TEST_POSTGRES_URL; the server stops when this script exits.
 source scripts/postgres.sh
+# And one with pgvector (IRONLOOP_TEST_PGVECTOR_URL), for PostgresStore's pgvector search.
+source scripts/pgvector.sh
 
 step "Chromium for the web UI's browser tests"
 # Sets IRONLOOP_CHROMIUM and IRONLOOP_CHROMEDRIVER (Debian's packages, apt-installed if missing).

@@ -251,6 +251,7 @@ async fn postgres_store_keeps_the_contract() {
         Some(3),
         2,
         ironloop::store::vector::Metric::Cosine,
+        Default::default(),
     )
     .await
     .unwrap();

@@ -1,8 +1,9 @@
 """W13: a store of 100,000 items with 384-dimension vectors, side by side.
 
 For each store — ironloop's ``InMemoryStore``, ``SqliteStore`` and ``PostgresStore``
-(when ``IRONLOOP_TEST_POSTGRES_URL`` names a server), LangGraph's ``InMemoryStore``
-(ranking with numpy) — in a process of its own:
+(when ``IRONLOOP_TEST_POSTGRES_URL`` names a server: exact search in Rust; and when
+``IRONLOOP_TEST_PGVECTOR_URL`` names one with pgvector: ranked by the server),
+LangGraph's ``InMemoryStore`` (ranking with numpy) — in a process of its own:
 
 * ``put`` throughput: the items written in batches of 1,000 ``PutOp``s (each store's
   ``batch``), the embedding function a lookup of precomputed vectors, so the figure is
@@ -189,7 +190,8 @@ def main() -> None:
     ap.add_argument("--langgraph-python", default=sys.executable)
     ap.add_argument(
         "--only",
-        help="comma-separated: ironloop-memory, ironloop-sqlite, ironloop-postgres, langgraph-memory, floor",
+        help="comma-separated: ironloop-memory, ironloop-sqlite, ironloop-postgres, "
+        "ironloop-pgvector, langgraph-memory, floor",
     )
     ap.add_argument("--json")
     ap.add_argument("--impl", help=argparse.SUPPRESS)
@@ -205,10 +207,12 @@ def main() -> None:
         data = str(Path(tmp) / "vectors.f32")
         rng.standard_normal((args.items + args.queries) * DIMS, dtype=np.float32).tofile(data)
         impls = ["ironloop-memory", "ironloop-sqlite", "langgraph-memory", "floor"]
-        url = os.environ.get("IRONLOOP_TEST_POSTGRES_URL")
+        servers = {
+            "ironloop-postgres": os.environ.get("IRONLOOP_TEST_POSTGRES_URL"),
+            "ironloop-pgvector": os.environ.get("IRONLOOP_TEST_PGVECTOR_URL"),
+        }
         drop = None
-        if url:
-            impls.insert(2, "ironloop-postgres")
+        impls[2:2] = [impl for impl, url in servers.items() if url]
         if args.only:
             impls = [i for i in impls if i in args.only.split(",")]
         results = []
@@ -217,7 +221,9 @@ def main() -> None:
             # One BLAS thread: the machine's 2 cores are shared, and numpy's threads
             # only fight each other there (the floor and LangGraph's ranking use it).
             env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
-            if impl == "ironloop-postgres" and url:
+            url = servers.get(impl)
+            if url:
+                # The child's server, in a schema of its own (the PostgresStore rows).
                 env["IRONLOOP_TEST_POSTGRES_URL"], drop = pg_dsn(url)
             cmd = [
                 py,

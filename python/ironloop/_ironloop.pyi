@@ -953,7 +953,13 @@ class _StoreCore:
     def sqlite(path: str, dims: int | None = None) -> _StoreCore: ...
     @staticmethod
     def postgres(
-        dsn: str, dims: int | None = None, pool_size: int = 4, distance: str = "cosine"
+        dsn: str,
+        dims: int | None = None,
+        pool_size: int = 4,
+        distance: str = "cosine",
+        vector_type: str = ...,
+        ann_kind: str | None = None,
+        ann_params: list[tuple[str, int]] = ...,
     ) -> _StoreCore: ...
     @staticmethod
     def sqlite_migrations() -> list[str]: ...

@@ -4,7 +4,7 @@ run them.
 For each suite (``langgraph==1.2.24``, ``langgraph-prebuilt==1.1.3``, ``langchain==1.5.2``
 — LangChain's agents and middleware —, and the store tests of the savers' sdists
 ``langgraph-checkpoint``, ``-sqlite`` and ``-postgres``, the last on a PostgreSQL server
-from ``scripts/postgres.sh``): the pinned source distribution is fetched from
+with pgvector from ``scripts/pgvector.sh``): the pinned source distribution is fetched from
 PyPI and checked by sha256 (``fetch.py``); its ``tests/`` folder is copied into a scratch
 directory with the conftests that build fixtures from upstream internals replaced
 (``CONFTESTS``: the same fixtures built from ironloop's parts); the shim
@@ -67,8 +67,9 @@ CONFTESTS: dict[str, dict[str, str | None]] = {
 #: anyio's plugin, which LangGraph's suites use, does the same in its auto mode.
 PYTEST_OPTIONS: dict[str, tuple[str, ...]] = {"langchain": ("-o", "anyio_mode=auto")}
 
-#: Suites that need a PostgreSQL server: without ``IRONLOOP_TEST_POSTGRES_URL`` they run
-#: under ``scripts/postgres.sh``, which starts a throwaway one and stops it after.
+#: Suites that need a PostgreSQL server, with pgvector as LangGraph's CI has it: without
+#: ``IRONLOOP_TEST_PGVECTOR_URL`` or ``IRONLOOP_TEST_POSTGRES_URL`` they run under
+#: ``scripts/pgvector.sh``, which starts a throwaway one and stops it after.
 NEEDS_POSTGRES = ("langgraph-checkpoint-postgres",)
 
 #: Parts of an sdist's ``tests/`` no selected test reads (recorded HTTP, benchmarks).
@@ -141,8 +142,9 @@ def _run(
             *pytest_args,
         ]
         env = {**os.environ, "IRONLOOP_UPSTREAM_ONLY": "\n".join(only or ())}
-        if suite in NEEDS_POSTGRES and not os.environ.get("IRONLOOP_TEST_POSTGRES_URL"):
-            cmd = ["bash", str(ROOT / "scripts" / "postgres.sh"), *cmd]
+        servers = ("IRONLOOP_TEST_PGVECTOR_URL", "IRONLOOP_TEST_POSTGRES_URL")
+        if suite in NEEDS_POSTGRES and not any(os.environ.get(v) for v in servers):
+            cmd = ["bash", str(ROOT / "scripts" / "pgvector.sh"), *cmd]
         proc = subprocess.run(cmd, cwd=work, env=env, check=False, preexec_fn=_limit_memory)
         if not report.exists():
             raise RuntimeError(

@@ -120,24 +120,38 @@ impl StoreCore {
     }
 
     /// A store in the PostgreSQL database at `dsn`, searched by `distance`
-    /// (LangGraph's `distance_type`: `cosine`, `inner_product` or `l2`).
+    /// (LangGraph's `distance_type`: `cosine`, `inner_product` or `l2`); in pgvector
+    /// when the server has it, with LangGraph's `ann_index_config` (`vector_type`,
+    /// and `ann_kind` / `ann_params` for an index).
     #[cfg(feature = "postgres")]
     #[staticmethod]
-    #[pyo3(signature = (dsn, dims=None, pool_size=4, distance="cosine"))]
+    #[pyo3(signature = (
+        dsn, dims=None, pool_size=4, distance="cosine", vector_type="vector".to_owned(),
+        ann_kind=None, ann_params=Vec::new()
+    ))]
+    #[allow(clippy::too_many_arguments)]
     fn postgres(
         py: Python<'_>,
         dsn: String,
         dims: Option<usize>,
         pool_size: usize,
         distance: &str,
+        vector_type: String,
+        ann_kind: Option<String>,
+        ann_params: Vec<(String, i64)>,
     ) -> PyResult<Self> {
+        let ann = crate::store::pgvector::AnnConfig {
+            vector_type,
+            kind: ann_kind,
+            params: ann_params,
+        };
         let metric = Metric::parse(distance).ok_or_else(|| {
             PyValueError::new_err(format!(
                 "distance_type={distance:?} is not supported: pass 'cosine', \
                  'inner_product' or 'l2'"
             ))
         })?;
-        let fut = async move { PostgresStore::connect(&dsn, dims, pool_size, metric).await };
+        let fut = async move { PostgresStore::connect(&dsn, dims, pool_size, metric, ann).await };
         let s = block_on(py, fut, CancellationToken::new())??;
         Ok(StoreCore::new(Backend::Postgres(Arc::new(s))))
     }

@@ -19,6 +19,8 @@ pub mod matrix;
 pub mod memory;
 pub mod namespace;
 #[cfg(feature = "postgres")]
+pub mod pgvector;
+#[cfg(feature = "postgres")]
 pub mod postgres;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;

@@ -1,6 +1,8 @@
-//! The PostgreSQL store: items in LangGraph's `store` table and their vectors in
-//! ironloop's own, searched exactly in Rust (the server needs no extension), by
-//! cosine similarity, inner product or L2 distance (LangGraph's `distance_type`).
+//! The PostgreSQL store: items in LangGraph's `store` table, ranked by cosine
+//! similarity, inner product or L2 distance (LangGraph's `distance_type`). When
+//! `setup()` finds pgvector, the vectors are in LangGraph's `store_vectors` and the
+//! server ranks them (`pgvector`); otherwise they are in ironloop's own table and
+//! searched exactly in Rust, as follows (the server needs no extension).
 //!
 //! As in the SQLite store, a vector search scores an in-process copy of the vectors
 //! (`index::Copy`, one matrix a namespace) instead of reading every row back per query. Every write batch of
@@ -23,6 +25,7 @@ use tokio_postgres::Transaction;
 
 use super::index::{Copy, Loader};
 use super::namespace::{self, from_text, to_text, Namespace};
+use super::pgvector::{AnnConfig, Pgvector};
 use super::vector::{from_bytes, to_bytes, Metric};
 use super::{check_puts, now_secs, parse_object, ttl};
 use super::{
@@ -85,8 +88,17 @@ END $$;",
 const COLUMNS: &str = "prefix, key, value::text, extract(epoch FROM created_at)::float8, \
                        extract(epoch FROM updated_at)::float8";
 
-fn storage(what: &'static str) -> impl Fn(tokio_postgres::Error) -> StoreError {
-    move |e| StoreError::Storage(format!("PostgresStore: cannot {what}: {e}"))
+/// An error of the server as a store error; the server's own message when it sent
+/// one (`tokio_postgres::Error` alone displays only "db error").
+pub(super) fn storage(what: &'static str) -> impl Fn(tokio_postgres::Error) -> StoreError {
+    move |e| match e.as_db_error() {
+        Some(db) => StoreError::Storage(format!(
+            "PostgresStore: cannot {what}: {} ({})",
+            db.message(),
+            db.code().code()
+        )),
+        None => StoreError::Storage(format!("PostgresStore: cannot {what}: {e}")),
+    }
 }
 
 /// The in-process copy of every item's vectors (no expiry: see the module's doc).
@@ -98,6 +110,11 @@ pub struct PostgresStore {
     index: Mutex<VectorIndex>,
     dims: Option<usize>,
     metric: Metric,
+    /// The pgvector settings asked for when the store has an index (`dims`).
+    pgvector: Option<Pgvector>,
+    /// Those `setup()` found usable on the server: its search then ranks, and
+    /// `store_vectors` holds the vectors; `None`: the copy and ironloop's table.
+    active: std::sync::RwLock<Option<Pgvector>>,
     closed: std::sync::atomic::AtomicBool,
 }
 
@@ -120,13 +137,16 @@ fn tls() -> std::result::Result<tokio_postgres_rustls::MakeRustlsConnect, rustls
 impl PostgresStore {
     /// Connects to `url` with a pool of `pool_size` connections, checks that the
     /// server answers, and creates the tables if they are missing; a search scores
-    /// by `metric`. Must run on a tokio runtime (the connections live on it).
+    /// by `metric`, in pgvector when the server has it (`ann` its column and index).
+    /// Must run on a tokio runtime (the connections live on it).
     pub async fn connect(
         url: &str,
         dims: Option<usize>,
         pool_size: usize,
         metric: Metric,
+        ann: AnnConfig,
     ) -> Result<Self> {
+        let ann = ann.checked()?;
         let config: tokio_postgres::Config = url.parse().map_err(|e| {
             StoreError::Invalid(format!(
                 "PostgresStore: the connection string is not valid ({e}); expected \
@@ -153,6 +173,8 @@ impl PostgresStore {
             index: Mutex::new(VectorIndex::with_metric(metric)),
             dims,
             metric,
+            pgvector: dims.map(|dims| Pgvector { dims, metric, ann }),
+            active: Default::default(),
             closed: Default::default(),
         };
         store.setup().await?;
@@ -168,9 +190,14 @@ impl PostgresStore {
             .await
             .map_err(|e| StoreError::Storage(format!("PostgresStore: cannot connect: {e}")))
     }
+
+    /// The pgvector settings when `setup()` found the extension.
+    fn pgvector(&self) -> Option<Pgvector> {
+        self.active.read().ok().and_then(|a| a.clone())
+    }
 }
 
-fn row_item(r: &tokio_postgres::Row, score: Option<f32>) -> Item {
+pub(super) fn row_item(r: &tokio_postgres::Row, score: Option<f32>) -> Item {
     Item {
         namespace: from_text(r.get::<_, &str>(0)),
         key: r.get(1),
@@ -184,7 +211,7 @@ fn row_item(r: &tokio_postgres::Row, score: Option<f32>) -> Item {
 /// The condition on `prefix` for the namespaces under `p` (parameters `$2..$4`):
 /// byte-wise comparisons (`~>=~`, `~<~`), whatever the database's collation, which
 /// LangGraph's `text_pattern_ops` index on `prefix` serves.
-fn scope(p: &str) -> &'static str {
+pub(super) fn scope(p: &str) -> &'static str {
     if p.is_empty() {
         "$2::text IS NOT NULL AND $3::text IS NOT NULL AND $4::text IS NOT NULL"
     } else {
@@ -239,21 +266,28 @@ type Change = (String, String, Option<Vec<Vec<f32>>>);
 /// round trips each, was what bounded `put` (W13: 2,415 items/s at 1,000 items a
 /// batch, the time spent waiting on the server's replies, not in it). A key written
 /// twice in the run keeps its last write, as LangGraph's batches do. Returns each
-/// item's change for the copy.
-async fn put_all(tx: &Transaction<'_>, puts: Vec<PutOp>, now: f64) -> Result<Vec<Change>> {
+/// item's change for the copy. With pgvector (`pv`) the vectors go to its table.
+async fn put_all(
+    tx: &Transaction<'_>,
+    puts: Vec<PutOp>,
+    now: f64,
+    pv: Option<&Pgvector>,
+) -> Result<Vec<Change>> {
     let mut last: IndexMap<(String, String), Option<PutValue>> = IndexMap::new();
     for (ns, key, value) in puts {
         last.insert((to_text(&ns), key), value);
     }
     let (ps, ks): (Vec<&str>, Vec<&str>) =
         last.keys().map(|(p, k)| (p.as_str(), k.as_str())).unzip();
-    tx.execute(
-        "DELETE FROM ironloop_store_vectors WHERE (prefix, key) IN \
-         (SELECT * FROM unnest($1::text[], $2::text[]))",
-        &[&ps, &ks],
-    )
-    .await
-    .map_err(storage("replace the items' vectors"))?;
+    if pv.is_none() {
+        tx.execute(
+            "DELETE FROM ironloop_store_vectors WHERE (prefix, key) IN \
+             (SELECT * FROM unnest($1::text[], $2::text[]))",
+            &[&ps, &ks],
+        )
+        .await
+        .map_err(storage("replace the items' vectors"))?;
+    }
     let gone: (Vec<&str>, Vec<&str>) = last
         .iter()
         .filter(|(_, v)| v.is_none())
@@ -274,7 +308,11 @@ async fn put_all(tx: &Transaction<'_>, puts: Vec<PutOp>, now: f64) -> Result<Vec
         .collect();
     if !kept.is_empty() {
         write_items(tx, &kept, now).await?;
-        write_vectors(tx, &kept).await?;
+    }
+    match pv {
+        Some(pv) => pv.replace(tx, &ps, &ks, &kept).await?,
+        None if !kept.is_empty() => write_vectors(tx, &kept).await?,
+        None => {}
     }
     Ok(last
         .into_iter()
@@ -396,6 +434,7 @@ async fn fresh_index(tx: &Transaction<'_>, index: &mut VectorIndex) -> Result<()
 async fn search(
     tx: &Transaction<'_>,
     index: &mut VectorIndex,
+    pv: Option<&Pgvector>,
     s: &Search,
     now: f64,
 ) -> Result<Vec<Item>> {
@@ -431,6 +470,30 @@ async fn search(
         }
         return Ok(out);
     };
+    let out = match pv {
+        Some(pv) => pv.page(tx, s, &p, &query, now).await?,
+        None => exact_page(tx, index, s, &p, &query, now).await?,
+    };
+    if s.refresh_ttl {
+        for it in &out {
+            refresh(tx, &to_text(&it.namespace), &it.key, now).await?;
+        }
+    }
+    Ok(out)
+}
+
+/// A ranked search's page from the in-process copy (no pgvector): scored here,
+/// the rows read back live.
+async fn exact_page(
+    tx: &Transaction<'_>,
+    index: &mut VectorIndex,
+    s: &Search,
+    p: &str,
+    query: &[f32],
+    now: f64,
+) -> Result<Vec<Item>> {
+    let (lo, hi) = (format!("{p}."), format!("{p}/"));
+    let cond = scope(p);
     fresh_index(tx, index).await?;
     let allowed: Option<HashSet<(String, String)>> = match &s.filter {
         None => None,
@@ -458,7 +521,7 @@ async fn search(
     // Ranked best first; the copy knows no expiry, so expired rows are skipped when
     // read back and the window widened for the next ones.
     let mut window = s.offset.saturating_add(s.limit);
-    let (mut ranked, plain) = index.rank(&p, &query, window, s.limit, accept);
+    let (mut ranked, plain) = index.rank(p, query, window, s.limit, accept);
     let mut live: Vec<Item> = Vec::new();
     let mut seen = 0;
     loop {
@@ -477,7 +540,7 @@ async fn search(
             break;
         }
         window = (window * 2).max(16);
-        ranked = index.rank(&p, &query, window, 0, accept).0;
+        ranked = index.rank(p, query, window, 0, accept).0;
     }
     let mut out: Vec<Item> = live.into_iter().skip(s.offset).take(s.limit).collect();
     let room = s.limit.saturating_sub(out.len());
@@ -488,16 +551,11 @@ async fn search(
             out.push(row_item(&r, None));
         }
     }
-    if s.refresh_ttl {
-        for it in &out {
-            refresh(tx, &to_text(&it.namespace), &it.key, now).await?;
-        }
-    }
     Ok(out)
 }
 
 /// The live rows of `keys` (prefix, key), in one query.
-async fn fetch(
+pub(super) async fn fetch(
     tx: &Transaction<'_>,
     keys: &[(String, String)],
     now: f64,
@@ -566,6 +624,12 @@ impl StoreBackend for PostgresStore {
             .await
             .map_err(storage("record a migration"))?;
         }
+        if let Some(pv) = &self.pgvector {
+            let active = pv.setup(&c).await?;
+            if let Ok(mut a) = self.active.write() {
+                *a = active;
+            }
+        }
         Ok(())
     }
 
@@ -578,6 +642,7 @@ impl StoreBackend for PostgresStore {
             .map_err(storage("begin a transaction"))?;
         let now = now_secs();
         let mut index = self.index.lock().await;
+        let pv = self.pgvector();
         let writes = ops.iter().any(|o| matches!(o, Op::Put { .. }));
         // Bumped first: the row lock orders this batch's writes with other writers'.
         let version: Option<i64> = if writes {
@@ -620,10 +685,12 @@ impl StoreBackend for PostgresStore {
                         run.push((namespace, key, value));
                         out.push(OpResult::Done);
                     }
-                    changes.extend(put_all(&tx, run, now).await?);
+                    changes.extend(put_all(&tx, run, now, pv.as_ref()).await?);
                     OpResult::Done
                 }
-                Op::Search(s) => OpResult::Items(search(&tx, &mut index, &s, now).await?),
+                Op::Search(s) => {
+                    OpResult::Items(search(&tx, &mut index, pv.as_ref(), &s, now).await?)
+                }
                 Op::ListNamespaces(l) => OpResult::Namespaces(list(&tx, &l, now).await?),
             };
             out.push(result);

@@ -1,9 +1,10 @@
 """``PostgresStore``: LangGraph's PostgreSQL store, with its engine in Rust.
 
 Items are rows of LangGraph's own ``store`` table (a database LangGraph wrote is read
-as it stands) and their vectors rows of ironloop's; a semantic search ranks the rows
-under the namespace prefix exactly in Rust, by the index's ``distance_type`` (the
-server needs no extension).
+as it stands). When the server has the ``pgvector`` extension, ``setup()`` creates it
+and the vectors are rows of LangGraph's ``store_vectors``, ranked by the server with
+pgvector's distance operators; otherwise they are rows of ironloop's own table, ranked
+exactly in Rust. Either way a search ranks by the index's ``distance_type``, exactly.
 """
 
 from __future__ import annotations
@@ -23,28 +24,55 @@ _S = TypeVar("_S", bound="PostgresStore")
 
 class PostgresIndexConfig(IndexConfig, total=False):
     """LangGraph's PostgreSQL index settings. ``distance_type``: ``"cosine"``
-    (default), ``"inner_product"`` or ``"l2"``, each ranked exactly. Of
-    ``ann_index_config`` only ``vector_type`` is read: ``"vector"`` or ``"halfvec"``
-    (pgvector's column types; ironloop keeps 32-bit floats either way, so
-    ``halfvec`` loses no precision); there is no approximate index to configure."""
+    (default), ``"inner_product"`` or ``"l2"``, each ranked exactly.
+    ``ann_index_config`` as LangGraph's, used when the server has pgvector:
+    ``vector_type`` ``"vector"`` (default) or ``"halfvec"`` (pgvector >= 0.7) is the
+    column's type, and ``kind`` ``"hnsw"`` (``m``, ``ef_construction``) or
+    ``"ivfflat"`` (``lists``) builds that index on it. Unlike LangGraph, no ``kind``
+    builds no index: the search orders by distance under a namespace prefix, which
+    pgvector answers with an exact scan (as LangGraph's own query does)."""
 
     distance_type: str
     ann_index_config: dict[str, Any]
 
 
 _VECTOR_TYPES = ("vector", "halfvec")
+#: LangGraph's ``ann_index_config`` settings by index kind (``nlist`` is ``lists``).
+_ANN_SETTINGS = {"hnsw": ("m", "ef_construction"), "ivfflat": ("lists", "nlist"), "flat": ()}
 
 
-def _distance_of(index: IndexConfig | None) -> str:
-    """The index's ``distance_type``, its ``vector_type`` checked."""
+def _engine_args(index: IndexConfig | None) -> dict[str, Any]:
+    """The engine's PostgreSQL arguments from LangGraph's index config:
+    ``distance``, ``vector_type``, ``ann_kind`` and ``ann_params``, checked."""
     config: dict[str, Any] = dict(index or {})
-    vector_type = (config.get("ann_index_config") or {}).get("vector_type", "vector")
+    ann: dict[str, Any] = dict(config.get("ann_index_config") or {})
+    vector_type = ann.pop("vector_type", "vector")
     if vector_type not in _VECTOR_TYPES:
         raise ValueError(
             f"ann_index_config vector_type={vector_type!r} is not supported: ironloop's "
             "PostgresStore keeps float vectors; pass 'vector' or 'halfvec' (or leave it out)"
         )
-    return str(config.get("distance_type") or "cosine")
+    kind = ann.pop("kind", None)
+    if kind is not None and kind not in _ANN_SETTINGS:
+        raise ValueError(
+            f"ann_index_config kind={kind!r} is not supported: pass 'hnsw', 'ivfflat' or 'flat'"
+        )
+    params: list[tuple[str, int]] = []
+    for name, value in ann.items():
+        if name not in _ANN_SETTINGS.get(kind or "flat", ()):
+            raise ValueError(
+                f"ann_index_config {name!r} is not a setting of kind={kind or 'flat'!r}: "
+                f"expected one of {list(_ANN_SETTINGS.get(kind or 'flat', ()))}"
+            )
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(f"ann_index_config {name}={value!r}: expected a positive integer")
+        params.append(("lists" if name == "nlist" else name, value))
+    return {
+        "distance": str(config.get("distance_type") or "cosine"),
+        "vector_type": vector_type,
+        "ann_kind": kind,
+        "ann_params": params,
+    }
 
 
 def _psycopg() -> tuple[Any, Any]:
@@ -102,7 +130,7 @@ class PostgresStore(RustStore):
     ) -> None:
         self._dsn = _dsn_of(conn)
         core = _StoreCore.postgres(
-            self._dsn, index["dims"] if index else None, pool_size, _distance_of(index)
+            self._dsn, index["dims"] if index else None, pool_size, **_engine_args(index)
         )
         super().__init__(core, index=index, ttl=ttl)
 

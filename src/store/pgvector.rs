@@ -1,0 +1,425 @@
+//! The PostgreSQL store's vectors in pgvector, when the server has the extension:
+//! LangGraph's own `store_vectors` table (a `vector(dims)` column, recorded in
+//! `vector_migrations` as LangGraph's `setup()` does), so a database either wrote
+//! reads the same, and a search ranked by the server with pgvector's distance
+//! operators instead of reading every vector back into this process.
+//!
+//! The search is exact: the query orders by the distance under the namespace prefix,
+//! which pgvector answers with a scan, not an approximate index (LangGraph's own
+//! query cannot use one either: pgvector needs the bare operator in `ORDER BY` and no
+//! other condition). An `ann_index_config` with `kind` `hnsw` or `ivfflat` still
+//! builds LangGraph's index, for SQL of one's own. A server without the extension
+//! (Debian's `postgresql`) keeps the exact search in Rust (`postgres`).
+
+use pgvector::Vector;
+use tokio_postgres::{Client, Transaction};
+
+use super::postgres::{fetch, row_item, scope, storage};
+use super::vector::Metric;
+use super::{parse_object, Item, PutValue, Result, Search, StoreError};
+
+/// LangGraph's `ann_index_config`: the column's type and an optional index.
+#[derive(Debug, Clone)]
+pub struct AnnConfig {
+    /// `vector` (32-bit floats) or `halfvec` (16-bit, pgvector ≥ 0.7).
+    pub vector_type: String,
+    /// `hnsw` or `ivfflat` builds that index; `None` (or `flat`): none.
+    pub kind: Option<String>,
+    /// The index's integer settings (`m`, `ef_construction`; `lists`).
+    pub params: Vec<(String, i64)>,
+}
+
+/// LangGraph's default: `vector` columns, no index of ours (see the module's doc).
+impl Default for AnnConfig {
+    fn default() -> Self {
+        AnnConfig {
+            vector_type: "vector".to_owned(),
+            kind: None,
+            params: Vec::new(),
+        }
+    }
+}
+
+impl AnnConfig {
+    /// Checks the names that go into SQL text (types, index kinds, settings), so
+    /// that none carries anything but a known word.
+    pub fn checked(self) -> Result<AnnConfig> {
+        let bad = |what: String| Err(StoreError::Invalid(format!("PostgresStore: {what}")));
+        if !matches!(self.vector_type.as_str(), "vector" | "halfvec") {
+            return bad(format!(
+                "ann_index_config vector_type={:?} is not supported: pass 'vector' or \
+                 'halfvec'",
+                self.vector_type
+            ));
+        }
+        let allowed: &[&str] = match self.kind.as_deref() {
+            None | Some("flat") => &[],
+            Some("hnsw") => &["m", "ef_construction"],
+            Some("ivfflat") => &["lists"],
+            Some(other) => {
+                return bad(format!(
+                    "ann_index_config kind={other:?} is not supported: pass 'hnsw', \
+                     'ivfflat' or 'flat'"
+                ))
+            }
+        };
+        if let Some((k, _)) = self
+            .params
+            .iter()
+            .find(|(k, _)| !allowed.contains(&k.as_str()))
+        {
+            return bad(format!(
+                "ann_index_config {k:?} is not a setting of kind={:?} (expected one of \
+                 {allowed:?})",
+                self.kind.as_deref().unwrap_or("flat")
+            ));
+        }
+        Ok(self)
+    }
+}
+
+/// pgvector's distance operator for a metric: smaller is closer.
+fn operator(metric: Metric) -> &'static str {
+    match metric {
+        Metric::Cosine => "<=>",
+        Metric::InnerProduct => "<#>",
+        Metric::L2 => "<->",
+    }
+}
+
+/// pgvector's operator class for an index over the column.
+fn ops(metric: Metric) -> &'static str {
+    match metric {
+        Metric::Cosine => "cosine_ops",
+        Metric::InnerProduct => "ip_ops",
+        Metric::L2 => "l2_ops",
+    }
+}
+
+/// A distance as LangGraph reports its score, higher-is-closer: `1 - d` for cosine
+/// (similarity), `-d` otherwise (the inner product; minus the L2 distance).
+fn score(metric: Metric, d: f64) -> f32 {
+    match metric {
+        Metric::Cosine => (1.0 - d) as f32,
+        Metric::InnerProduct | Metric::L2 => (-d) as f32,
+    }
+}
+
+/// Vectors kept by pgvector, for a store of `dims` dimensions ranked by `metric`.
+#[derive(Debug, Clone)]
+pub struct Pgvector {
+    pub dims: usize,
+    pub metric: Metric,
+    pub ann: AnnConfig,
+}
+
+impl Pgvector {
+    /// LangGraph's `VECTOR_MIGRATIONS`, the index's step `None` without an index
+    /// (LangGraph then skips it unrecorded, so a later `setup()` with one builds it).
+    fn migrations(&self, vt: &str) -> (String, String, Option<String>) {
+        let index = self
+            .ann
+            .kind
+            .as_deref()
+            .filter(|k| *k != "flat")
+            .map(|kind| {
+                let with = if self.ann.params.is_empty() {
+                    String::new()
+                } else {
+                    let p: Vec<String> = self
+                        .ann
+                        .params
+                        .iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect();
+                    format!(" WITH ({})", p.join(", "))
+                };
+                format!(
+                    "CREATE INDEX CONCURRENTLY IF NOT EXISTS store_vectors_embedding_idx ON \
+                 store_vectors USING {kind} (embedding {vt}_{}){with};",
+                    ops(self.metric)
+                )
+            });
+        (
+            "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = \
+             'vector') THEN CREATE EXTENSION vector; END IF; END $$;"
+                .to_owned(),
+            format!(
+                "CREATE TABLE IF NOT EXISTS store_vectors (
+    prefix text NOT NULL,
+    key text NOT NULL,
+    field_name text NOT NULL,
+    embedding {vt}({}),
+    created_at TIMESTAMP WITH TIME ZONE DEFAULT CURRENT_TIMESTAMP,
+    updated_at TIMESTAMP WITH TIME ZONE DEFAULT CURRENT_TIMESTAMP,
+    PRIMARY KEY (prefix, key, field_name),
+    FOREIGN KEY (prefix, key) REFERENCES store(prefix, key) ON DELETE CASCADE
+);",
+                self.dims
+            ),
+            index,
+        )
+    }
+
+    /// Sets the vectors' table up when the server offers pgvector, and returns the
+    /// settings to search with (the column's type as the table has it: a table
+    /// LangGraph made with `halfvec` stays so); `None` (the exact search in Rust
+    /// then) when the server has no pgvector, when this role may not create it, or
+    /// when its types are outside the connection's `search_path` (both logged).
+    pub async fn setup(&self, c: &Client) -> Result<Option<Pgvector>> {
+        let available = c
+            .query_opt(
+                "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'",
+                &[],
+            )
+            .await
+            .map_err(storage("look for the pgvector extension"))?
+            .is_some();
+        if !available {
+            return Ok(None);
+        }
+        c.batch_execute("CREATE TABLE IF NOT EXISTS vector_migrations (v INTEGER PRIMARY KEY)")
+            .await
+            .map_err(storage("create the vector migrations table"))?;
+        let done: Option<i32> = c
+            .query_one("SELECT max(v) FROM vector_migrations", &[])
+            .await
+            .map_err(storage("read the applied vector migrations"))?
+            .get(0);
+        let first = done.map_or(0, |v| v as usize + 1);
+        let (extension, table, index) = self.migrations(&self.column_type(c).await?);
+        if first == 0 {
+            if let Err(e) = c.batch_execute(&extension).await {
+                log::warn!(
+                    "PostgresStore: the server has pgvector but `CREATE EXTENSION vector` \
+                     failed ({e}); searching in Rust instead. A superuser's `CREATE \
+                     EXTENSION vector` in this database turns pgvector on."
+                );
+                return Ok(None);
+            }
+            record(c, 0).await?;
+        }
+        // The extension's types live in the schema it was created in: one outside
+        // this connection's `search_path` leaves them unseen.
+        if !has_type(c, "vector").await? {
+            log::warn!(
+                "PostgresStore: pgvector is installed in a schema outside this \
+                 connection's search_path; searching in Rust instead. Add that schema to \
+                 search_path to search in pgvector."
+            );
+            return Ok(None);
+        }
+        for (v, step) in [(1, Some(table)), (2, index)] {
+            let Some(step) = step.filter(|_| v as usize >= first) else {
+                continue;
+            };
+            c.batch_execute(&step)
+                .await
+                .map_err(storage("set up pgvector's table"))?;
+            record(c, v).await?;
+        }
+        let column: String = c
+            .query_one(
+                "SELECT t.typname::text FROM pg_attribute a JOIN pg_type t ON t.oid = \
+                 a.atttypid WHERE a.attrelid = to_regclass('store_vectors') AND a.attname \
+                 = 'embedding'",
+                &[],
+            )
+            .await
+            .map_err(storage("read store_vectors' column type"))?
+            .get(0);
+        let mut active = self.clone();
+        active.ann.vector_type = column;
+        Ok(Some(active.ann.clone().checked().map(|_| active)?))
+    }
+
+    /// The column type to create: `halfvec` only where pgvector has it (≥ 0.7),
+    /// else `vector` (32-bit floats lose nothing a `halfvec` keeps).
+    async fn column_type(&self, c: &Client) -> Result<String> {
+        if self.ann.vector_type == "halfvec" && !has_type(c, "halfvec").await? {
+            return Ok("vector".to_owned());
+        }
+        Ok(self.ann.vector_type.clone())
+    }
+
+    /// Replaces the vectors of the items `ps`/`ks` (all of a batch's puts, deleted
+    /// ones included) with those of `kept` (written after their items' rows: the
+    /// table's key references them).
+    pub async fn replace(
+        &self,
+        tx: &Transaction<'_>,
+        ps: &[&str],
+        ks: &[&str],
+        kept: &[(&str, &str, &PutValue)],
+    ) -> Result<()> {
+        tx.execute(
+            "DELETE FROM store_vectors WHERE (prefix, key) IN \
+             (SELECT * FROM unnest($1::text[], $2::text[]))",
+            &[&ps, &ks],
+        )
+        .await
+        .map_err(storage("replace the items' vectors"))?;
+        let rows: Vec<(&str, &str, &str, Vector)> = kept
+            .iter()
+            .flat_map(|(p, k, v)| {
+                v.vectors
+                    .iter()
+                    .map(move |(f, x)| (*p, *k, f.as_str(), Vector::from(x.clone())))
+            })
+            .collect();
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let ps: Vec<&str> = rows.iter().map(|r| r.0).collect();
+        let ks: Vec<&str> = rows.iter().map(|r| r.1).collect();
+        let fs: Vec<&str> = rows.iter().map(|r| r.2).collect();
+        let es: Vec<&Vector> = rows.iter().map(|r| &r.3).collect();
+        let vt = &self.ann.vector_type;
+        tx.execute(
+            &format!(
+                "INSERT INTO store_vectors (prefix, key, field_name, embedding) \
+                 SELECT u.p, u.k, u.f, u.e::{vt} FROM unnest($1::text[], $2::text[], \
+                 $3::text[], $4::vector[]) AS u(p, k, f, e) \
+                 ON CONFLICT (prefix, key, field_name) DO UPDATE SET \
+                 embedding = excluded.embedding, updated_at = CURRENT_TIMESTAMP"
+            ),
+            &[&ps, &ks, &fs, &es],
+        )
+        .await
+        .map_err(storage("write vectors"))?;
+        Ok(())
+    }
+
+    /// A ranked search's page, as the exact search gives it: the live items under
+    /// `p` that pass the filter, best score first (an item's best field; equal scores
+    /// in namespace and key order), then, to fill the page, items with no vectors.
+    pub async fn page(
+        &self,
+        tx: &Transaction<'_>,
+        s: &Search,
+        p: &str,
+        query: &[f32],
+        now: f64,
+    ) -> Result<Vec<Item>> {
+        let (lo, hi) = (format!("{p}."), format!("{p}/"));
+        let cond = scope(p);
+        let want = s.offset.saturating_add(s.limit);
+        let vt = &self.ann.vector_type;
+        let op = operator(self.metric);
+        // A zero vector's cosine distance is NaN in pgvector; its similarity is 0 in
+        // the exact search (and LangGraph's in-memory store).
+        let d = match self.metric {
+            Metric::Cosine => {
+                format!("coalesce(nullif(v.embedding {op} $5::vector::{vt}, 'NaN'), 1)")
+            }
+            _ => format!("v.embedding {op} $5::vector::{vt}"),
+        };
+        // Without a filter the server cuts the page; with one, every candidate's value
+        // is read (best first) and the filter, LangGraph's operators, runs here.
+        let (value, limit) = match s.filter {
+            None => ("NULL::text", i64::try_from(want).unwrap_or(i64::MAX)),
+            Some(_) => ("min(s.value::text)", i64::MAX),
+        };
+        let rows = tx
+            .query(
+                &format!(
+                    "SELECT s.prefix, s.key, min({d})::float8 AS d, {value} \
+                     FROM (SELECT prefix, key, value FROM store WHERE {cond} AND \
+                     (expires_at IS NULL OR expires_at > to_timestamp($1))) s \
+                     JOIN store_vectors v ON v.prefix = s.prefix AND v.key = s.key \
+                     GROUP BY s.prefix, s.key \
+                     ORDER BY d ASC, s.prefix COLLATE \"C\", s.key COLLATE \"C\" LIMIT $6"
+                ),
+                &[&now, &p, &lo, &hi, &Vector::from(query.to_vec()), &limit],
+            )
+            .await
+            .map_err(storage("search"))?;
+        let accepted = |value: Option<&str>| match &s.filter {
+            None => true,
+            Some(f) => value.and_then(parse_object).is_some_and(|v| f.matches(&v)),
+        };
+        let ranked: Vec<(f32, String, String)> = rows
+            .iter()
+            .filter(|r| accepted(r.get(3)))
+            .skip(s.offset)
+            .take(s.limit)
+            .map(|r| (score(self.metric, r.get(2)), r.get(0), r.get(1)))
+            .collect();
+        let room = s.limit - ranked.len();
+        let plain = if room > 0 {
+            self.plain(tx, s, p, room, now).await?
+        } else {
+            Vec::new()
+        };
+        let keys: Vec<(String, String)> = ranked
+            .iter()
+            .map(|(_, sp, k)| (sp.clone(), k.clone()))
+            .chain(plain.iter().cloned())
+            .collect();
+        let mut rows = fetch(tx, &keys, now).await?;
+        let scores = ranked
+            .iter()
+            .map(|r| Some(r.0))
+            .chain(plain.iter().map(|_| None));
+        Ok(keys
+            .iter()
+            .zip(scores)
+            .filter_map(|(pk, sc)| rows.remove(pk).map(|r| row_item(&r, sc)))
+            .collect())
+    }
+
+    /// Up to `room` live items under `p` with no vectors that pass the filter, in
+    /// namespace and key order (listed after the ranked ones, as LangGraph's
+    /// in-memory store lists them).
+    async fn plain(
+        &self,
+        tx: &Transaction<'_>,
+        s: &Search,
+        p: &str,
+        room: usize,
+        now: f64,
+    ) -> Result<Vec<(String, String)>> {
+        let (lo, hi) = (format!("{p}."), format!("{p}/"));
+        let cond = scope(p);
+        let rows = tx
+            .query(
+                &format!(
+                    "SELECT prefix, key, value::text FROM store s WHERE {cond} AND \
+                     (expires_at IS NULL OR expires_at > to_timestamp($1)) AND NOT EXISTS \
+                     (SELECT 1 FROM store_vectors v WHERE v.prefix = s.prefix AND v.key = s.key) \
+                     ORDER BY prefix COLLATE \"C\", key COLLATE \"C\""
+                ),
+                &[&now, &p, &lo, &hi],
+            )
+            .await
+            .map_err(storage("search"))?;
+        Ok(rows
+            .iter()
+            .filter(|r| match &s.filter {
+                None => true,
+                Some(f) => parse_object(r.get(2)).is_some_and(|v| f.matches(&v)),
+            })
+            .take(room)
+            .map(|r| (r.get(0), r.get(1)))
+            .collect())
+    }
+}
+
+/// Whether the type `name` is visible on the connection's `search_path`.
+async fn has_type(c: &Client, name: &str) -> Result<bool> {
+    Ok(c.query_one("SELECT to_regtype($1) IS NOT NULL", &[&name])
+        .await
+        .map_err(storage("look for pgvector's types"))?
+        .get(0))
+}
+
+/// Records a step of LangGraph's `VECTOR_MIGRATIONS` as applied.
+async fn record(c: &Client, v: i32) -> Result<()> {
+    c.execute(
+        "INSERT INTO vector_migrations (v) VALUES ($1) ON CONFLICT DO NOTHING",
+        &[&v],
+    )
+    .await
+    .map_err(storage("record a vector migration"))?;
+    Ok(())
+}
