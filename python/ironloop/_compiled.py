@@ -16,7 +16,7 @@ from typing import (
 
 from typing_extensions import TypeVar
 
-from ironloop import _drawing, _tracing
+from ironloop import _callbacks, _drawing, _tracing
 from ironloop._bound import BoundConfig
 from ironloop._cache import namespace as cache_namespace
 from ironloop._compiled_state import StateAccess
@@ -92,6 +92,11 @@ class CompiledStateGraph(StateAccess, Generic[StateT, ContextT, InputT, OutputT]
     #: the ``messages`` stream says which agent a chunk came from).
     run_metadata: dict[str, Any] | None = None
 
+    #: The name of a run's LangChain callback run (``None``: the graph's name) and
+    #: what its output shows of the run's result (an entrypoint's: its value).
+    callback_run_name: str | None = None
+    callback_run_output: Callable[[Any], Any] | None = None
+
     @property
     def nodes(self) -> dict[str, Any]:
         return dict(self.builder.nodes)
@@ -161,13 +166,18 @@ class CompiledStateGraph(StateAccess, Generic[StateT, ContextT, InputT, OutputT]
         return config, opts, wanted, isinstance(modes, str)
 
     @contextlib.contextmanager
-    def _entered(self, context: Any, config: Any, nest: bool = False) -> Iterator[_Started]:
+    def _entered(
+        self, context: Any, config: Any, input: Any, nest: bool = False
+    ) -> Iterator[_Started]:
         """Around the call that starts a run: the run's scope (its ``context``, store
         and config, which the engine copies when the call is made), its trace span,
-        and with ``nest``, the task it pauses when nested (see ``_nesting``)."""
+        its LangChain callback run (``_callbacks``), and with ``nest``, the task it
+        pauses when nested (see ``_nesting``)."""
         token = _enter(context, self.store, self.builder.context_schema, config)
         nested, outer = self._nesting(config) if nest else (False, None)
         run = _Started(nested, _tracing.start_run(self.name) if _tracing.ON else None)
+        run.chain = _callbacks.start_run(config, self.callback_run_name or self.name, input)
+        run.output = self.callback_run_output or _callbacks.run_output
         try:
             yield run
         except BaseException as e:
@@ -176,6 +186,8 @@ class CompiledStateGraph(StateAccess, Generic[StateT, ContextT, InputT, OutputT]
         finally:
             if run.trace is not None:
                 run.trace.detach()
+            if run.chain is not None:
+                run.chain.leave()
             if outer is not None:
                 _outer_task.reset(outer)
             _scope.reset(token)
@@ -214,7 +226,7 @@ class CompiledStateGraph(StateAccess, Generic[StateT, ContextT, InputT, OutputT]
                                          **via.options, **breaks, **kwargs))  # fmt: skip
             return via.result(items, usage)
         config, opts = self._prepare(config, kwargs, durability, version, **breaks)
-        with _usage(version) as usage, self._entered(context, config, nest=True) as run:
+        with _usage(version) as usage, self._entered(context, config, input, True) as run:
             out = run.result(self._core.invoke(input, config, options=opts))
             run.end()
         return as_output(out, usage.usage_metadata) if usage is not None else out
@@ -252,7 +264,7 @@ class CompiledStateGraph(StateAccess, Generic[StateT, ContextT, InputT, OutputT]
 
         stopped = asyncio.Event()
         with _usage(version) as usage:
-            with self._entered(context, config, nest=True) as run:
+            with self._entered(context, config, input, nest=True) as run:
                 pending = self._core.ainvoke(input, config, _loop(), options=opts, stopped=stopped)
             try:
                 out = run.result(await pending)
@@ -318,9 +330,9 @@ class CompiledStateGraph(StateAccess, Generic[StateT, ContextT, InputT, OutputT]
         config, opts, wanted, single = self._prepare_stream(
             config, kwargs, durability, version, stream_mode, subgraphs, breaks
         )
-        with self._entered(context, config) as run:
+        with self._entered(context, config, input) as run:
             it = self._core.stream(input, config, opts)
-        if run.trace is not None:
+        if run.trace is not None or run.chain is not None:
             it = _traced(it, run)
         if wanted is not None:
             it = _viewed(it, wanted, single, subgraphs)
@@ -348,7 +360,7 @@ class CompiledStateGraph(StateAccess, Generic[StateT, ContextT, InputT, OutputT]
         config, opts, wanted, single = self._prepare_stream(
             config, kwargs, durability, version, stream_mode, subgraphs, breaks
         )
-        with self._entered(context, config) as run:
+        with self._entered(context, config, input) as run:
             it = self._core.stream(input, config, opts, _loop())
         items = _aitems(it, run, wanted, single, subgraphs)
         try:
@@ -554,20 +566,27 @@ def _nested_config(config: Any) -> Any:
 
 
 class _Started:
-    """A run whose call has been made: its trace span (``None`` when not traced),
-    ended once, and whether it runs nested (see ``_nesting``)."""
+    """A run whose call has been made: its trace span and its LangChain callback run
+    (``None`` when not traced / no callbacks), each ended once, and whether it runs
+    nested (see ``_nesting``)."""
 
     def __init__(self, nested: bool, trace: _tracing.RunTrace | None) -> None:
         self.nested = nested
         self.trace = trace
+        self.chain: _callbacks.ChainRun | None = None
+        self.output: Callable[[Any], Any] = _callbacks.run_output
+        self._result: Any = None
 
     def result(self, out: Any) -> Any:
+        self._result = out
         return _pause_parent(out) if self.nested else out
 
     def end(self, exc: BaseException | None = None) -> None:
         if self.trace is not None:
             self.trace.end(exc)
             self.trace = None
+        if self.chain is not None:
+            self.chain.end(None if exc else self.output(self._result), exc)
 
 
 @contextlib.contextmanager
