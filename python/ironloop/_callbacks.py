@@ -56,6 +56,8 @@ class ChainRun:
 
     def __init__(self, manager: Any) -> None:
         self.manager = manager
+        #: The callbacks of what runs inside: the parent of their runs is this one.
+        self.child = _own_handlers_dropped(manager.get_child())
         self._token: Token[Any] | None = None
         self._ended = False
 
@@ -64,8 +66,7 @@ class ChainRun:
         (in this context and the copies taken of it)."""
         from langchain_core.runnables.config import var_child_runnable_config
 
-        child = _own_handlers_dropped(self.manager.get_child())
-        self._token = var_child_runnable_config.set({"callbacks": child})
+        self._token = var_child_runnable_config.set({"callbacks": self.child})
 
     def leave(self) -> None:
         """The caller's parent is current again (its context was copied already)."""

@@ -172,11 +172,21 @@ class CompiledStateGraph(StateAccess, Generic[StateT, ContextT, InputT, OutputT]
         """Around the call that starts a run: the run's scope (its ``context``, store
         and config, which the engine copies when the call is made), its trace span,
         its LangChain callback run (``_callbacks``), and with ``nest``, the task it
-        pauses when nested (see ``_nesting``)."""
-        token = _enter(context, self.store, self.builder.context_schema, config)
+        pauses when nested (see ``_nesting``). The run is started with ``run.config``:
+        ``config`` whose ``callbacks`` are the callback run's, for its nodes and tools."""
+        chain = _callbacks.start_run(config, self.callback_run_name or self.name, input)
+        if chain is not None:
+            config = {**config, "callbacks": chain.child} if config else {"callbacks": chain.child}
+        try:
+            token = _enter(context, self.store, self.builder.context_schema, config)
+        except BaseException as e:
+            if chain is not None:  # refused before it started: the run ends as failed
+                chain.leave()
+                chain.end(exc=e)
+            raise
         nested, outer = self._nesting(config) if nest else (False, None)
         run = _Started(nested, _tracing.start_run(self.name) if _tracing.ON else None)
-        run.chain = _callbacks.start_run(config, self.callback_run_name or self.name, input)
+        run.chain, run.config = chain, config
         run.output = self.callback_run_output or _callbacks.run_output
         try:
             yield run
@@ -227,7 +237,7 @@ class CompiledStateGraph(StateAccess, Generic[StateT, ContextT, InputT, OutputT]
             return via.result(items, usage)
         config, opts = self._prepare(config, kwargs, durability, version, **breaks)
         with _usage(version) as usage, self._entered(context, config, input, True) as run:
-            out = run.result(self._core.invoke(input, config, options=opts))
+            out = run.result(self._core.invoke(input, run.config, options=opts))
             run.end()
         return as_output(out, usage.usage_metadata) if usage is not None else out
 
@@ -265,7 +275,9 @@ class CompiledStateGraph(StateAccess, Generic[StateT, ContextT, InputT, OutputT]
         stopped = asyncio.Event()
         with _usage(version) as usage:
             with self._entered(context, config, input, nest=True) as run:
-                pending = self._core.ainvoke(input, config, _loop(), options=opts, stopped=stopped)
+                pending = self._core.ainvoke(
+                    input, run.config, _loop(), options=opts, stopped=stopped
+                )
             try:
                 out = run.result(await pending)
             except asyncio.CancelledError as e:
@@ -331,7 +343,7 @@ class CompiledStateGraph(StateAccess, Generic[StateT, ContextT, InputT, OutputT]
             config, kwargs, durability, version, stream_mode, subgraphs, breaks
         )
         with self._entered(context, config, input) as run:
-            it = self._core.stream(input, config, opts)
+            it = self._core.stream(input, run.config, opts)
         if run.trace is not None or run.chain is not None:
             it = _traced(it, run)
         if wanted is not None:
@@ -361,7 +373,7 @@ class CompiledStateGraph(StateAccess, Generic[StateT, ContextT, InputT, OutputT]
             config, kwargs, durability, version, stream_mode, subgraphs, breaks
         )
         with self._entered(context, config, input) as run:
-            it = self._core.stream(input, config, opts, _loop())
+            it = self._core.stream(input, run.config, opts, _loop())
         items = _aitems(it, run, wanted, single, subgraphs)
         try:
             async for item in aparts(items, subgraphs) if version == "v2" else items:
@@ -574,6 +586,7 @@ class _Started:
         self.nested = nested
         self.trace = trace
         self.chain: _callbacks.ChainRun | None = None
+        self.config: Any = None
         self.output: Callable[[Any], Any] = _callbacks.run_output
         self._result: Any = None
 

@@ -12,12 +12,15 @@ from uuid import UUID
 
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableLambda
 from langchain_core.runnables.config import var_child_runnable_config
+from langchain_core.tools import tool
 
 from ironloop.checkpoint import InMemorySaver
 from ironloop.func import entrypoint, task
-from ironloop.graph import END, START, StateGraph
+from ironloop.graph import END, START, StateGraph, add_messages
+from ironloop.prebuilt import ToolNode
 from ironloop.types import Command, Send, interrupt
 
 
@@ -225,3 +228,40 @@ def test_astream_reports_one_root_run_and_leaves_no_parent_behind() -> None:
     rec.runs.clear()
     _send_graph().invoke({"subjects": ["a"]})  # no callbacks: nothing reported
     assert rec.runs == {}
+
+
+def test_models_and_tools_a_node_calls_with_its_config_report_under_the_run() -> None:
+    class S(TypedDict):
+        messages: Annotated[list[Any], add_messages]
+
+    @tool
+    def shout(text: str) -> str:
+        """Shouts."""
+        return text.upper()
+
+    step = RunnableLambda(lambda x: x, name="step")
+
+    def caller(state: S, config: Any) -> dict[str, Any]:
+        step.invoke("hi", config)  # the node's config: its callbacks are the run's
+        call = {"name": "shout", "args": {"text": "hi"}, "id": "c1"}
+        return {"messages": [AIMessage(content="", tool_calls=[call])]}
+
+    builder = StateGraph(S)
+    builder.add_node("caller", caller)
+    builder.add_node("tools", ToolNode([shout]))
+    builder.add_edge(START, "caller")
+    builder.add_edge("caller", "tools")
+    tools_seen: list[Any] = []
+
+    class ToolRecorder(Recorder):
+        def on_tool_start(self, serialized: Any, input_str: str, *, run_id: UUID,
+                          parent_run_id: UUID | None = None, **kwargs: Any) -> None:  # fmt: skip
+            tools_seen.append(parent_run_id)
+
+    rec = ToolRecorder()
+    out = builder.compile().invoke({"messages": []}, {"callbacks": [rec]})
+    assert out["messages"][-1].content == "HI"
+    [root] = rec.roots()
+    assert [r["name"] for r in rec.children(root)] == ["step"]
+    root_id = next(k for k, v in rec.runs.items() if v is root)
+    assert tools_seen == [root_id]  # the tool's run is a child, not a second root
