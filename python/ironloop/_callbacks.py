@@ -204,3 +204,48 @@ def traced_call(
         return value
 
     return call
+
+
+def own_run(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Marks a node function that reports its own run (an entrypoint's: its input and
+    return value as LangGraph shows them): ``node_call`` leaves it as it is."""
+    fn.__dict__["_ironloop_own_run"] = True
+    return fn
+
+
+def node_call(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A graph node's function reporting its call as a child chain run named after the
+    node (its input the node's input, its output what the node returned), under the
+    graph's run: called by the engine, only for a run with callbacks. The call runs in
+    its task's own context, where the run stays the parent of what the node calls, as
+    it is for what the node calls with its ``config``."""
+    if getattr(fn, "_ironloop_own_run", False):
+        return fn
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        run = _open(name, args[0] if args else kwargs)
+        if run is None:
+            return fn(*args, **kwargs)
+        if isinstance(kwargs.get("config"), dict):  # what it calls with it: under it too
+            kwargs["config"] = {**kwargs["config"], "callbacks": run.child}
+        try:
+            out = fn(*args, **kwargs)
+        except BaseException as e:
+            run.end(exc=e)
+            raise
+        if inspect.isawaitable(out):
+            return _ended_when_awaited(run, out)
+        run.end(out)
+        return out
+
+    return call
+
+
+async def _ended_when_awaited(run: ChainRun, pending: Any) -> Any:
+    try:
+        out = await pending
+    except BaseException as e:
+        run.end(exc=e)
+        raise
+    run.end(out)
+    return out

@@ -50,7 +50,7 @@ from typing import get_origin as typing_origin
 from ironloop._bound import BoundConfig
 from ironloop._cache import cache_key
 from ironloop._cache import namespace as cache_namespace
-from ironloop._callbacks import traced_call
+from ironloop._callbacks import own_run, traced_call
 from ironloop._constants import END, INTERRUPT, START
 from ironloop._retry import with_retry
 from ironloop._runtime import answers_var, scratch_lock, task_var
@@ -506,7 +506,7 @@ def _node_for(func: Callable[..., Any], cache: Any) -> Callable[..., Any]:
                 raise
             return {"value": value, "save": save}
 
-        return anode
+        return own_run(anode)
 
     def node(state: dict[str, Any], config: Any) -> dict[str, Any]:
         _caller.set(None)
@@ -524,7 +524,7 @@ def _node_for(func: Callable[..., Any], cache: Any) -> Callable[..., Any]:
             raise
         return {"value": value, "save": save}
 
-    return node
+    return own_run(node)
 
 
 _DROP = object()

@@ -1,7 +1,8 @@
 """LangChain callback handlers see a graph run as LangGraph shows it: one root chain run
-per invoke / stream, the functional API's entrypoint and ``@task`` calls as child runs,
-and a graph run inside a node (a subgraph node, a ``Send`` into one, a graph a node
-invokes) as a child run, never a second root."""
+per invoke / stream, a child run per node call, the functional API's entrypoint and
+``@task`` calls as child runs, and a graph run inside a node (a subgraph node, a
+``Send`` into one, a graph a node invokes) as a child of the node's run, never a
+second root."""
 
 from __future__ import annotations
 
@@ -90,8 +91,16 @@ def test_one_root_run_with_a_child_run_per_send_into_a_nested_graph() -> None:
     assert root["name"] == "LangGraph"
     assert root["inputs"] == {"subjects": ["cats", "dogs"]}
     assert root["outputs"] == out
-    nested = rec.children(root)
-    assert sorted(r["inputs"]["subject"] for r in nested) == ["cats", "dogs"]
+    nodes = rec.children(root)  # one run per Send
+    assert sorted((r["name"], r["inputs"]["subject"]) for r in nodes) == [
+        ("joke", "cats"),
+        ("joke", "dogs"),
+    ]
+    for node in nodes:
+        [nested] = rec.children(node)
+        assert nested["name"] == "LangGraph"
+        assert nested["inputs"] == node["inputs"]
+        assert [r["name"] for r in rec.children(nested)] == ["edit", "tell"]
     assert rec.ended()
 
 
@@ -113,8 +122,9 @@ def test_a_paused_run_ends_its_root_run_with_the_state_and_its_nested_ones_as_pa
     assert root["name"] == "outer"
     assert root["outputs"] == {"x": 1}  # the state, without `__interrupt__`
     assert root["metadata"]["thread_id"] == "t"
-    [nested] = rec.children(root)
-    assert type(nested["error"]).__name__ == "GraphInterrupt"
+    [node] = rec.children(root)
+    [nested] = rec.children(node)
+    assert type(node["error"]).__name__ == type(nested["error"]).__name__ == "GraphInterrupt"
 
 
 def test_run_name_tags_and_a_failing_node() -> None:
@@ -141,7 +151,10 @@ def test_run_name_tags_and_a_failing_node() -> None:
     assert root["name"] == "mine"
     assert root["tags"] == ["t"]
     assert isinstance(root["error"], ValueError)
-    [nested] = rec.children(root)
+    a, b = rec.children(root)
+    assert (a["name"], a["inputs"], a["outputs"]) == ("a", {"x": 1}, {"x": 2})
+    assert (b["name"], b["inputs"], type(b["error"])) == ("b", {"x": 2}, ValueError)
+    [nested] = rec.children(a)  # invoked without a config: under the node's run still
     assert nested["inputs"] == {"x": 1}
     assert nested["outputs"] == {"x": 2}
 
@@ -262,6 +275,9 @@ def test_models_and_tools_a_node_calls_with_its_config_report_under_the_run() ->
     out = builder.compile().invoke({"messages": []}, {"callbacks": [rec]})
     assert out["messages"][-1].content == "HI"
     [root] = rec.roots()
-    assert [r["name"] for r in rec.children(root)] == ["step"]
+    assert [r["name"] for r in rec.children(root)] == ["caller"]
+    [caller_run] = rec.children(root)
+    assert [r["name"] for r in rec.children(caller_run)] == ["step"]
     root_id = next(k for k, v in rec.runs.items() if v is root)
-    assert tools_seen == [root_id]  # the tool's run is a child, not a second root
+    # The tool's run is a child, not a second root (a tools node opens no run itself).
+    assert tools_seen == [root_id]

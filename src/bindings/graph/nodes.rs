@@ -175,8 +175,28 @@ impl PyNode {
     ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
         let (args, kw) = self.arguments(py, view, arg, env)?;
         let (context, _) = task_context_with(py, env, ctx, pushed.clone())?;
-        let r = call_in(py, &context, self.func.bind(py), args, kw.as_ref())?;
+        let r = call_in(py, &context, &self.traced(py, env)?, args, kw.as_ref())?;
         Ok((r, context))
+    }
+
+    /// The node's function or, when the run reports to LangChain callbacks (its config
+    /// has `callbacks`: the run's own chain run's, see `ironloop/_callbacks.py`), the
+    /// function wrapped to report the node's chain run under it, as LangGraph's.
+    fn traced<'py>(&self, py: Python<'py>, env: &PyRunEnv) -> PyResult<Bound<'py, PyAny>> {
+        let f = self.func.bind(py).clone();
+        let Some(config) = env.config.as_ref() else {
+            return Ok(f);
+        };
+        let Ok(config) = config.bind(py).cast::<PyDict>() else {
+            return Ok(f);
+        };
+        match config.get_item(intern!(py, "callbacks"))? {
+            Some(c) if !c.is_none() => helpers(py)?
+                .node_call
+                .bind(py)
+                .call1((self.name.as_str(), f)),
+            _ => Ok(f),
+        }
     }
 
     /// Calls a sync function in the task's context: its result.
@@ -190,8 +210,8 @@ impl PyNode {
         pushed: &Pushed,
     ) -> PyResult<Bound<'py, PyAny>> {
         let (args, kw) = self.arguments(py, view, arg, env)?;
-        let f = self.func.bind(py);
-        call_in_task_with(py, env, ctx, pushed.clone(), f, args, kw.as_ref())
+        let f = self.traced(py, env)?;
+        call_in_task_with(py, env, ctx, pushed.clone(), &f, args, kw.as_ref())
     }
 
     pub(super) fn finish(
