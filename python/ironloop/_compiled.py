@@ -17,7 +17,7 @@ from typing import (
 
 from typing_extensions import Self, TypeVar
 
-from ironloop import _drawing, _tracing
+from ironloop import _callbacks, _drawing, _tracing
 from ironloop._bound import BoundConfig
 from ironloop._cache import namespace as cache_namespace
 from ironloop._compiled_state import StateAccess
@@ -107,6 +107,11 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
     #: ``compile(transformers=)``: the ``StreamTransformer`` factories every
     #: ``stream_events(version="v3")`` run of this graph adds to the built-in ones.
     stream_transformers: tuple[Any, ...] = ()
+
+    #: The name of a run's LangChain callback run (``None``: the graph's name) and
+    #: what its output shows of the run's result (an entrypoint's: its value).
+    callback_run_name: str | None = None
+    callback_run_output: Callable[[Any], Any] | None = None
 
     @property
     def _v2_output(self) -> Any:
@@ -220,13 +225,28 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
         return config, opts, wanted, isinstance(modes, str)
 
     @contextlib.contextmanager
-    def _entered(self, context: Any, config: Any, nest: bool = False) -> Iterator[_Started]:
+    def _entered(
+        self, context: Any, config: Any, input: Any, nest: bool = False
+    ) -> Iterator[_Started]:
         """Around the call that starts a run: the run's scope (its ``context``, store
         and config, which the engine copies when the call is made), its trace span,
-        and with ``nest``, the task it pauses when nested (see ``_nesting``)."""
-        token = _enter(context, self.store, self.builder.context_schema, config)
+        its LangChain callback run (``_callbacks``), and with ``nest``, the task it
+        pauses when nested (see ``_nesting``). The run is started with ``run.config``:
+        ``config`` whose ``callbacks`` are the callback run's, for its nodes and tools."""
+        chain = _callbacks.start_run(config, self.callback_run_name or self.name, input)
+        if chain is not None:
+            config = {**config, "callbacks": chain.child} if config else {"callbacks": chain.child}
+        try:
+            token = _enter(context, self.store, self.builder.context_schema, config)
+        except BaseException as e:
+            if chain is not None:  # refused before it started: the run ends as failed
+                chain.leave()
+                chain.end(exc=e)
+            raise
         nested, outer = self._nesting(config) if nest else (False, None)
         run = _Started(nested, _tracing.start_run(self.name) if _tracing.ON else None)
+        run.chain, run.config = chain, config
+        run.output = self.callback_run_output or _callbacks.run_output
         try:
             yield run
         except BaseException as e:
@@ -235,6 +255,8 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
         finally:
             if run.trace is not None:
                 run.trace.detach()
+            if run.chain is not None:
+                run.chain.leave()
             if outer is not None:
                 _outer_task.reset(outer)
             _scope.reset(token)
@@ -266,8 +288,8 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
             with _usage(call.via.usage_version) as usage:
                 items = list(self.stream(input, call.config, context=context, **call.streamed))
             return call.via.result(items, usage)
-        with _usage(version) as usage, self._entered(context, call.config, nest=True) as run:
-            out = run.result(self._core.invoke(input, call.config, options=call.opts))
+        with _usage(version) as usage, self._entered(context, call.config, input, True) as run:
+            out = run.result(self._core.invoke(input, run.config, options=call.opts))
             run.end()
         return _output(out, usage, self._v2_output)
 
@@ -297,9 +319,9 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
 
         stopped = asyncio.Event()
         with _usage(version) as usage:
-            with self._entered(context, call.config, nest=True) as run:
+            with self._entered(context, call.config, input, nest=True) as run:
                 pending = self._core.ainvoke(
-                    input, call.config, _loop(), options=call.opts, stopped=stopped
+                    input, run.config, _loop(), options=call.opts, stopped=stopped
                 )
             try:
                 out = run.result(await pending)
@@ -388,9 +410,9 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
         config, opts, wanted, single = self._prepare_stream(
             config, control, kwargs, durability, version, stream_mode, subgraphs, breaks
         )
-        with self._entered(context, config) as run, run_scope(version):
-            it = self._core.stream(input, config, opts)
-        if run.trace is not None:
+        with self._entered(context, config, input) as run, run_scope(version):
+            it = self._core.stream(input, run.config, opts)
+        if run.trace is not None or run.chain is not None:
             it = _traced(it, run)
         if wanted is not None:
             it = _viewed(it, wanted, single, subgraphs)
@@ -417,8 +439,8 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
         config, opts, wanted, single = self._prepare_stream(
             config, control, kwargs, durability, version, stream_mode, subgraphs, breaks
         )
-        with self._entered(context, config) as run, run_scope(version):
-            it = self._core.stream(input, config, opts, _loop())
+        with self._entered(context, config, input) as run, run_scope(version):
+            it = self._core.stream(input, run.config, opts, _loop())
         items = _aitems(it, run, wanted, single, subgraphs)
         try:
             v2 = version == "v2"
@@ -615,20 +637,28 @@ class _Invocation:
 
 
 class _Started:
-    """A run whose call has been made: its trace span (``None`` when not traced),
-    ended once, and whether it runs nested (see ``_nesting``)."""
+    """A run whose call has been made: its trace span and its LangChain callback run
+    (``None`` when not traced / no callbacks), each ended once, and whether it runs
+    nested (see ``_nesting``)."""
 
     def __init__(self, nested: bool, trace: _tracing.RunTrace | None) -> None:
         self.nested = nested
         self.trace = trace
+        self.chain: _callbacks.ChainRun | None = None
+        self.config: Any = None
+        self.output: Callable[[Any], Any] = _callbacks.run_output
+        self._result: Any = None
 
     def result(self, out: Any) -> Any:
+        self._result = out
         return _pause_parent(out) if self.nested else out
 
     def end(self, exc: BaseException | None = None) -> None:
         if self.trace is not None:
             self.trace.end(exc)
             self.trace = None
+        if self.chain is not None:
+            self.chain.end(None if exc else self.output(self._result), exc)
 
 
 @contextlib.contextmanager

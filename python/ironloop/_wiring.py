@@ -6,7 +6,7 @@ a renamed helper fails here rather than in the middle of a run. Not public API.
 
 from __future__ import annotations
 
-from ironloop import _logs, _runtime  # noqa: F401  (_logs: level changes reach Rust)
+from ironloop import _callbacks, _logs, _runtime  # noqa: F401  (_logs: level changes reach Rust)
 from ironloop._interrupt import make_interrupt
 from ironloop._ironloop import _install_helpers
 from ironloop._node_calls import _task_writer
@@ -25,6 +25,7 @@ _install_helpers(
         "escaped": _runtime.Escaped,
         "logger": _runtime.logger,
         "stream_langchain_runs": _runtime.stream_langchain_runs,
+        "node_call": _callbacks.node_call,
         "overwritten": _overwritten,
         "graph_interrupt": GraphInterrupt,
         "graph_drained": GraphDrained,

@@ -50,6 +50,7 @@ from typing import get_origin as typing_origin
 from ironloop._bound import BoundConfig
 from ironloop._cache import cache_key
 from ironloop._cache import namespace as cache_namespace
+from ironloop._callbacks import own_run, traced_call
 from ironloop._constants import END, INTERRUPT, START
 from ironloop._retry import with_retry
 from ironloop._runtime import answers_var, scratch_lock, task_var
@@ -219,9 +220,8 @@ class _Task(Generic[R]):
             policies = (
                 [retry_policy] if isinstance(retry_policy, RetryPolicy) else list(retry_policy)
             )
-            self._body = with_retry(body, policies, self.name)
-        else:
-            self._body = body
+            body = with_retry(body, policies, self.name)
+        self._body = traced_call(body, self.name, is_async=self.is_async, like=func)
         if not isinstance(func, functools.partial):
             functools.update_wrapper(self, func)
 
@@ -460,6 +460,8 @@ def _node_for(func: Callable[..., Any], cache: Any) -> Callable[..., Any]:
             f"entrypoint {getattr(func, '__name__', func)!r} must take one input parameter"
         )
     input_name: str = first
+    name, is_async = getattr(func, "__name__", "entrypoint"), inspect.iscoroutinefunction(func)
+    call = traced_call(func, name, is_async=is_async, first_only=True)  # its LangChain run
 
     def kwargs(state: dict[str, Any], config: Any) -> dict[str, Any]:
         kw: dict[str, Any] = {}
@@ -494,7 +496,7 @@ def _node_for(func: Callable[..., Any], cache: Any) -> Callable[..., Any]:
             _started.set(started)
             given = _as_annotated(func, input_name, state.get("input"))
             try:
-                value, save = _output(await func(given, **kwargs(state, config)))
+                value, save = _output(await call(given, **kwargs(state, config)))
             except BaseException as e:
                 if _is_pause(e):  # the tasks under way finish and save first
                     await asyncio.gather(
@@ -505,7 +507,7 @@ def _node_for(func: Callable[..., Any], cache: Any) -> Callable[..., Any]:
                 raise
             return {"value": value, "save": save}
 
-        return anode
+        return own_run(anode)
 
     def node(state: dict[str, Any], config: Any) -> dict[str, Any]:
         _caller.set(None)
@@ -514,7 +516,7 @@ def _node_for(func: Callable[..., Any], cache: Any) -> Callable[..., Any]:
         _started.set(started)
         given = _as_annotated(func, input_name, state.get("input"))
         try:
-            value, save = _output(func(given, **kwargs(state, config)))
+            value, save = _output(call(given, **kwargs(state, config)))
         except BaseException as e:
             if _is_pause(e):  # the tasks under way finish and save first
                 concurrent.futures.wait(
@@ -523,7 +525,7 @@ def _node_for(func: Callable[..., Any], cache: Any) -> Callable[..., Any]:
             raise
         return {"value": value, "save": save}
 
-    return node
+    return own_run(node)
 
 
 _DROP = object()
@@ -572,6 +574,11 @@ def _value(state: Any) -> Any:
     return state.get("value") if isinstance(state, dict) else state
 
 
+def _run_value(out: Any) -> Any:
+    """The entrypoint's return value, as its LangChain run's output (paused: none)."""
+    return None if isinstance(out, dict) and INTERRUPT in out else _value(out)
+
+
 class EntrypointGraph(StreamEvents):
     """What ``@entrypoint`` makes of a function: a graph of one node named after it,
     run as LangGraph runs an entrypoint (the input in, the return value out)."""
@@ -597,6 +604,9 @@ class EntrypointGraph(StreamEvents):
         self._graph = builder.compile(
             checkpointer=options.checkpointer, store=options.store, name=self.name
         )
+        # LangChain callbacks see LangGraph's run tree: a root run, the entrypoint's.
+        self._graph.callback_run_name = "LangGraph"
+        self._graph.callback_run_output = _run_value
         functools.update_wrapper(self, func)  # type: ignore[arg-type]
 
     # -- input and output -------------------------------------------------------------

@@ -36,6 +36,11 @@ use crate::graph::{
 use crate::message::Message;
 use crate::prebuilt::{answer_output, ToolNode};
 
+/// Whether `e` is a subgraph's `Command(graph=Command.PARENT)` (`ParentCommand`).
+fn is_parent_command(py: Python<'_>, e: &PyErr) -> bool {
+    helpers(py).is_ok_and(|h| e.is_instance(py, h.parent_command.bind(py)))
+}
+
 /// A node error as the run's failure; the original exception travels inside it.
 pub(super) fn node_failure(py: Python<'_>, ctx: &TaskContext, e: PyErr) -> NodeFailure {
     if is_graph_interrupt(py, &e) {
@@ -170,8 +175,28 @@ impl PyNode {
     ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
         let (args, kw) = self.arguments(py, view, arg, env)?;
         let (context, _) = task_context_with(py, env, ctx, pushed.clone())?;
-        let r = call_in(py, &context, self.func.bind(py), args, kw.as_ref())?;
+        let r = call_in(py, &context, &self.traced(py, env)?, args, kw.as_ref())?;
         Ok((r, context))
+    }
+
+    /// The node's function or, when the run reports to LangChain callbacks (its config
+    /// has `callbacks`: the run's own chain run's, see `ironloop/_callbacks.py`), the
+    /// function wrapped to report the node's chain run under it, as LangGraph's.
+    fn traced<'py>(&self, py: Python<'py>, env: &PyRunEnv) -> PyResult<Bound<'py, PyAny>> {
+        let f = self.func.bind(py).clone();
+        let Some(config) = env.config.as_ref() else {
+            return Ok(f);
+        };
+        let Ok(config) = config.bind(py).cast::<PyDict>() else {
+            return Ok(f);
+        };
+        match config.get_item(intern!(py, "callbacks"))? {
+            Some(c) if !c.is_none() => helpers(py)?
+                .node_call
+                .bind(py)
+                .call1((self.name.as_str(), f)),
+            _ => Ok(f),
+        }
     }
 
     /// Calls a sync function in the task's context: its result.
@@ -185,8 +210,8 @@ impl PyNode {
         pushed: &Pushed,
     ) -> PyResult<Bound<'py, PyAny>> {
         let (args, kw) = self.arguments(py, view, arg, env)?;
-        let f = self.func.bind(py);
-        call_in_task_with(py, env, ctx, pushed.clone(), f, args, kw.as_ref())
+        let f = self.traced(py, env)?;
+        call_in_task_with(py, env, ctx, pushed.clone(), &f, args, kw.as_ref())
     }
 
     pub(super) fn finish(
@@ -198,17 +223,7 @@ impl PyNode {
     ) -> Result<NodeOutput, NodeFailure> {
         // A subgraph run by this node sent it a `Command(graph=Command.PARENT)`.
         let r = match r {
-            Err(e)
-                if e.is_instance(
-                    py,
-                    helpers(py)
-                        .map_err(|e| node_failure(py, ctx, e))?
-                        .parent_command
-                        .bind(py),
-                ) =>
-            {
-                e.value(py).getattr(intern!(py, "command"))
-            }
+            Err(e) if is_parent_command(py, &e) => e.value(py).getattr(intern!(py, "command")),
             r => r,
         };
         let r = r.map_err(|e| node_failure(py, ctx, e))?;
@@ -477,6 +492,31 @@ impl NodeRunner for ToolsNode {
 }
 
 impl ToolsNode {
+    /// A graph a tool ran handed off to this graph (its `Command(graph=Command.PARENT)`,
+    /// raised through the tool as `ParentCommand`): the node's output is that command,
+    /// as a Python node's is ([`PyNode::finish`]), not a failure of the run. The call
+    /// has reported its end already (`tool-error`), as under LangGraph.
+    fn handed_off(
+        &self,
+        py: Python<'_>,
+        ctx: &TaskContext,
+        e: &PyErr,
+    ) -> Result<NodeOutput, NodeFailure> {
+        let fail = |e| node_failure(py, ctx, e);
+        let command = e.value(py).getattr(intern!(py, "command")).map_err(fail)?;
+        let mut out = NodeOutput::default();
+        let written = self
+            .shared
+            .output(py, &self.name, &command, &mut out)
+            .map_err(fail)?;
+        out.update = self
+            .shared
+            .shown_update(py, written)
+            .map_err(fail)?
+            .map(host);
+        Ok(out)
+    }
+
     async fn run_tools(
         &self,
         view: StateView,
@@ -546,8 +586,10 @@ impl ToolsNode {
             let fail = |e| node_failure(py, &ctx, e);
             let core = self.core.borrow(py);
             let outputs =
-                tool_results(py, core.handle_errors.bind(py), results, &core.messages_key)
-                    .map_err(fail)?;
+                match tool_results(py, core.handle_errors.bind(py), results, &core.messages_key) {
+                    Err(e) if is_parent_command(py, &e) => return self.handed_off(py, &ctx, &e),
+                    r => r.map_err(fail)?,
+                };
             let (msgs, commands) = split(outputs);
             let mut out = self.node.output(msgs.clone());
             for c in commands {

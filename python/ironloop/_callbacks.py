@@ -1,0 +1,251 @@
+"""LangChain callback runs of a graph run, as LangGraph opens them: one root chain run
+per ``invoke`` / ``stream`` (named after the graph, or ``config["run_name"]``), under
+which the functional API's entrypoint and its ``@task`` calls open child runs, and a
+graph run inside a node or a task (a subgraph node, a graph a node or tool invokes,
+a ``Send`` into a nested graph) opens its run as a child of the run it is inside, not
+as a root of its own. A LangChain tracer or callback handler (``config["callbacks"]``)
+thus sees one run tree per invoke, as under LangGraph.
+
+The parent is found the way langchain-core finds it for its runnables: a run puts its
+child callback manager in ``var_child_runnable_config`` before the engine copies the
+caller's context, so every task (a copy of that context) and every LangChain model,
+tool or graph called there reports under it.
+
+Costs nothing unless callbacks are in force: with no ``callbacks`` in the run's
+config nor in a LangChain run it is called from, no callback manager is made (and
+langchain-core's runnables are not imported).
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from collections.abc import Callable
+from contextvars import Token
+from typing import Any
+
+from ironloop._constants import INTERRUPT
+
+
+def _inherited() -> Any:
+    """The callbacks of the LangChain run this code runs inside, or ``None`` (no such
+    run: not even langchain-core's runnables are imported, which ironloop does not do
+    for a run without callbacks)."""
+    if "langchain_core.runnables.config" not in sys.modules:
+        return None
+    from langchain_core.runnables.config import var_child_runnable_config
+
+    inherited = var_child_runnable_config.get()
+    return inherited.get("callbacks") if inherited else None
+
+
+def _own_handlers_dropped(manager: Any) -> Any:
+    """``manager`` without ironloop's stream and usage handlers (added by
+    langchain-core's configure hooks from the calling task's context): each model
+    call adds its own task's again, so an inherited copy would report its tokens
+    twice, to the caller's task too."""
+    for handler in list(manager.handlers):
+        if type(handler).__module__.startswith("ironloop."):
+            manager.remove_handler(handler)
+    return manager
+
+
+class ChainRun:
+    """One open chain run; its child callback manager is the parent of what runs
+    inside it while it is current (``enter``)."""
+
+    def __init__(self, manager: Any) -> None:
+        self.manager = manager
+        #: The callbacks of what runs inside: the parent of their runs is this one.
+        self.child = _own_handlers_dropped(manager.get_child())
+        self._token: Token[Any] | None = None
+        self._ended = False
+
+    def enter(self) -> None:
+        """Makes this run the parent of the LangChain runs started here from now on
+        (in this context and the copies taken of it)."""
+        from langchain_core.runnables.config import var_child_runnable_config
+
+        self._token = var_child_runnable_config.set({"callbacks": self.child})
+
+    def leave(self) -> None:
+        """The caller's parent is current again (its context was copied already)."""
+        if self._token is not None:
+            from langchain_core.runnables.config import var_child_runnable_config
+
+            var_child_runnable_config.reset(self._token)
+            self._token = None
+
+    def end(self, output: Any = None, exc: BaseException | None = None) -> None:
+        """Ends the run once: with ``exc``, as failed (an ``interrupt()`` pausing a
+        nested run too, as LangGraph reports it)."""
+        if self._ended:
+            return
+        self._ended = True
+        if exc is not None:
+            self.manager.on_chain_error(exc)
+        else:
+            self.manager.on_chain_end(output)
+
+
+def start_run(config: Any, name: str, input: Any) -> ChainRun | None:
+    """The root run of a graph run about to start (a child run when it is started
+    inside another LangChain run), or ``None`` when no callbacks are in force."""
+    if not (config or {}).get("callbacks") and _inherited() is None:
+        return None
+    from langchain_core.runnables.config import ensure_config, get_callback_manager_for_config
+
+    config = ensure_config(config)
+    metadata = config["metadata"] = dict(config.get("metadata") or {})
+    for key, value in (config.get("configurable") or {}).items():  # LangGraph shows them
+        if _shown(key, value) and key not in metadata:
+            metadata[key] = value
+    manager = _own_handlers_dropped(get_callback_manager_for_config(config))
+    run = ChainRun(
+        manager.on_chain_start(
+            None, input, name=config.get("run_name") or name, run_id=config.get("run_id")
+        )
+    )
+    run.enter()
+    return run
+
+
+def _shown(key: str, value: Any) -> bool:
+    """A ``configurable`` key LangGraph copies into its runs' metadata: a plain value,
+    not internal (``__``) nor a credential."""
+    return (
+        not key.startswith("__") and key != "api_key" and isinstance(value, (str, int, float, bool))
+    )
+
+
+def run_output(out: Any) -> Any:
+    """A run's result as its root run's output: a paused run's state without its
+    ``__interrupt__`` (LangGraph reports the state the run stopped with)."""
+    if isinstance(out, dict) and INTERRUPT in out:
+        return {k: v for k, v in out.items() if k != INTERRUPT}
+    return out
+
+
+def _inputs(signature: inspect.Signature | None, args: Any, kwargs: Any) -> Any:
+    """A call's arguments by parameter name (LangGraph's task run inputs)."""
+    if signature is not None:
+        try:
+            return dict(signature.bind(*args, **kwargs).arguments)
+        except TypeError:
+            pass
+    return args[0] if len(args) == 1 and not kwargs else {"args": args, **kwargs}
+
+
+def _open(name: str, input: Any) -> ChainRun | None:
+    parent = _inherited()
+    if parent is None:
+        return None
+    from langchain_core.callbacks.manager import CallbackManager
+
+    manager = CallbackManager.configure(inheritable_callbacks=parent)
+    run = ChainRun(manager.on_chain_start(None, input, name=name))
+    run.enter()
+    return run
+
+
+def traced_call(
+    fn: Callable[..., Any],
+    name: str,
+    *,
+    is_async: bool,
+    first_only: bool = False,
+    like: Callable[..., Any] | None = None,
+) -> Any:
+    """``fn`` reporting each call as a child chain run named ``name`` of the run it is
+    called inside (an entrypoint's run, a ``@task`` call's), when callbacks are in
+    force; otherwise ``fn`` called as it is. The run's inputs are the call's
+    arguments by name (with ``first_only``, its first argument alone: an
+    entrypoint's input), its output the call's result. ``is_async``: ``fn`` returns
+    a coroutine (a retry or timeout wrapper may not say so itself); ``like``: the
+    function whose parameters name the arguments (the one such a wrapper wraps)."""
+    try:
+        signature: inspect.Signature | None = inspect.signature(like or fn)
+    except (TypeError, ValueError):
+        signature = None
+
+    def inputs(args: Any, kwargs: Any) -> Any:
+        return args[0] if first_only and args else _inputs(signature, args, kwargs)
+
+    if is_async:
+
+        async def acall(*args: Any, **kwargs: Any) -> Any:
+            run = _open(name, inputs(args, kwargs))
+            if run is None:
+                return await fn(*args, **kwargs)
+            try:
+                value = await fn(*args, **kwargs)
+            except BaseException as e:
+                run.end(exc=e)
+                raise
+            finally:
+                run.leave()
+            run.end(value)
+            return value
+
+        return acall
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        run = _open(name, inputs(args, kwargs))
+        if run is None:
+            return fn(*args, **kwargs)
+        try:
+            value = fn(*args, **kwargs)
+        except BaseException as e:
+            run.end(exc=e)
+            raise
+        finally:
+            run.leave()
+        run.end(value)
+        return value
+
+    return call
+
+
+def own_run(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Marks a node function that reports its own run (an entrypoint's: its input and
+    return value as LangGraph shows them): ``node_call`` leaves it as it is."""
+    fn.__dict__["_ironloop_own_run"] = True
+    return fn
+
+
+def node_call(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A graph node's function reporting its call as a child chain run named after the
+    node (its input the node's input, its output what the node returned), under the
+    graph's run: called by the engine, only for a run with callbacks. The call runs in
+    its task's own context, where the run stays the parent of what the node calls, as
+    it is for what the node calls with its ``config``."""
+    if getattr(fn, "_ironloop_own_run", False):
+        return fn
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        run = _open(name, args[0] if args else kwargs)
+        if run is None:
+            return fn(*args, **kwargs)
+        if isinstance(kwargs.get("config"), dict):  # what it calls with it: under it too
+            kwargs["config"] = {**kwargs["config"], "callbacks": run.child}
+        try:
+            out = fn(*args, **kwargs)
+        except BaseException as e:
+            run.end(exc=e)
+            raise
+        if inspect.isawaitable(out):
+            return _ended_when_awaited(run, out)
+        run.end(out)
+        return out
+
+    return call
+
+
+async def _ended_when_awaited(run: ChainRun, pending: Any) -> Any:
+    try:
+        out = await pending
+    except BaseException as e:
+        run.end(exc=e)
+        raise
+    run.end(out)
+    return out
