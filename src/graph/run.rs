@@ -553,6 +553,7 @@ impl<'g> Run<'g> {
         self.skip_before = true;
         self.has_output = true;
         self.next = self.graph.decode_tasks(&parent.next)?;
+        self.add_saved_gotos()?;
         // As LangGraph, a resumed run's `values` stream starts from the state it resumes.
         self.emit_values(&self.graph.view(&self.chans));
         Ok(())
@@ -668,7 +669,16 @@ impl Run<'_> {
                 Err(NodeFailure::Error(e)) => {
                     let t = &self.next[i];
                     self.emit_task_result(t, Vec::new, Some(e.clone()), Vec::new());
+                    // As LangGraph, the others are cancelled; those that cannot stop
+                    // (sync Python nodes) finish, and their output is saved. Not for a
+                    // resume value an `interrupt()` refused: they finish first.
+                    let cancel = || {
+                        if let (Some(c), false) = (&shared.cancel, e.is_refused_resume()) {
+                            c.cancel();
+                        }
+                    };
                     if failure.is_some() {
+                        cancel();
                         continue;
                     }
                     // The node's error handler runs in its place, in this step.
@@ -677,11 +687,7 @@ impl Run<'_> {
                         running.push(self.start_task(i, &shared, Some(failed)));
                         continue;
                     }
-                    // As LangGraph, the others are cancelled; those that cannot stop
-                    // (sync Python nodes) finish, and their output is saved.
-                    if let Some(c) = &shared.cancel {
-                        c.cancel();
-                    }
+                    cancel();
                     failure = Some((i, e));
                 }
             }
@@ -901,13 +907,18 @@ impl Run<'_> {
         // applied to the state the tasks ran on.
         let mut writes = std::mem::take(&mut self.updates);
         let applied = writes.len();
-        let mut nodes: Vec<&str> = vec![START; applied];
+        // Each write's node and task (`None`: a resume's update).
+        let mut nodes: Vec<(&str, Option<usize>)> = vec![(START, None); applied];
         for i in order {
             let (t, out) = (&self.next[i], &mut outputs[i]);
-            nodes.extend(std::iter::repeat_n(t.node.as_str(), out.writes.len()));
+            nodes.extend(std::iter::repeat_n(
+                (t.node.as_str(), Some(i)),
+                out.writes.len(),
+            ));
             writes.append(&mut out.writes);
         }
-        for ((c, v), node) in writes.iter().zip(nodes) {
+        let mut before: Option<(&str, Option<usize>)> = None;
+        for ((c, v), (node, task)) in writes.iter().zip(nodes) {
             if let Some(x) = &mut self.exit {
                 x.wrote(self.graph, node, c, v);
             }
@@ -916,8 +927,10 @@ impl Run<'_> {
                     node: node.to_owned(),
                     channel: c.clone(),
                     value: encode(c, v)?,
+                    new_task: before.is_some_and(|(n, t)| n == node && t != task),
                 });
             }
+            before = Some((node, task));
         }
         let writes = writes.split_off(applied);
         self.has_output |= self
