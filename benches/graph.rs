@@ -204,6 +204,7 @@ fn record(i: u64, parent: Option<String>) -> CheckpointRecord {
             node: if i.is_multiple_of(2) { "a" } else { "b" }.into(),
             channel: "count".into(),
             value: json!(i).into(),
+            new_task: false,
         }],
         next: vec![TaskRecord {
             id: format!("{id}:0:a"),
@@ -288,6 +289,7 @@ fn bench_record_codec(c: &mut Criterion) {
         node: "agent".into(),
         channel: "messages".into(),
         value: json!([message(0)]).into(),
+        new_task: false,
     }];
     let mut snapshot = with_message.clone();
     snapshot.snapshot = Some(

@@ -26,17 +26,30 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// so that the host can re-raise the original object, traceback and all, when the error
 /// comes back out of the engine. The core never looks inside; equality is identity.
 #[derive(Clone)]
-pub struct HostError(pub Arc<dyn Any + Send + Sync>, Option<Arc<str>>);
+pub struct HostError(pub Arc<dyn Any + Send + Sync>, Option<Arc<str>>, bool);
 
 impl HostError {
     pub fn new<T: Any + Send + Sync>(value: T) -> Self {
-        HostError(Arc::new(value), None)
+        HostError(Arc::new(value), None, false)
     }
 
     /// With how the host shows the error (Python's `repr`): what a record that keeps
     /// the error as text (a failed task's pending write, as LangGraph's) holds.
     pub fn shown_as(self, text: String) -> Self {
-        HostError(self.0, Some(text.into()))
+        HostError(self.0, Some(text.into()), self.2)
+    }
+
+    /// Marked as a resume value the node's `interrupt(..., response_schema=)` refused
+    /// (LangGraph's `is_invalid_resume`): the step's other tasks are not cancelled for
+    /// it, so one answered by the same resume is not cut off after its side effects
+    /// and run again later; the run fails once they finish.
+    pub fn refused_resume(self) -> Self {
+        HostError(self.0, self.1, true)
+    }
+
+    /// Whether it is marked by [`HostError::refused_resume`].
+    pub fn is_refused_resume(&self) -> bool {
+        self.2
     }
 
     /// How the host shows the error, if it said.

@@ -34,6 +34,7 @@ fn rec(id: &str, parent: Option<&str>, step: i64) -> CheckpointRecord {
             channel: "messages".into(),
             value: json!([{"type": "ai", "id": format!("m-{id}"), "content": "héllo ✓ \"quoted\"",
                            "tool_calls": [{"id": "c1", "name": "add", "args": {"a": 1, "b": 2.5}}]}]).into(),
+            new_task: false,
         }],
         next: vec![
             TaskRecord {

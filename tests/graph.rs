@@ -761,6 +761,7 @@ async fn a_checkpoint_in_the_saved_format_continues_from_its_pending_writes() {
             node: START.into(),
             channel: "log".into(),
             value: json!([]).into(),
+            new_task: false,
         }],
         next: vec![task("c1:0:a", "a"), task("c1:1:b", "b")],
         created_at: 0.0,

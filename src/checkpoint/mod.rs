@@ -129,6 +129,19 @@ pub struct Write {
     pub node: String,
     pub channel: String,
     pub value: Arc<Value>,
+    /// Whether it is the first write of another task of the same node as the write
+    /// before it (a node that ran several times in one step, by `Send`, or several
+    /// updates made as one node): the history shows each task its own writes as its
+    /// result, as LangGraph's does (see [`task_groups`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub new_task: bool,
+}
+
+/// `writes` in groups of one task's each: consecutive writes of one node, split where
+/// another task of that node begins ([`Write::new_task`]). The stored format keeps
+/// these groups, so they read back the same.
+pub fn task_groups(writes: &[Write]) -> std::slice::ChunkBy<'_, Write, fn(&Write, &Write) -> bool> {
+    writes.chunk_by(|a, b| a.node == b.node && !b.new_task)
 }
 
 /// A checkpoint's snapshot of its channels' values (opaque to savers): the JSON read

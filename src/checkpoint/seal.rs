@@ -587,6 +587,7 @@ mod tests {
                 node: "agent".into(),
                 channel: "messages".into(),
                 value: json!([{"type": "ai", "content": "the launch code is 0000"}]).into(),
+                new_task: false,
             }],
             next: vec![TaskRecord {
                 id: "c1:0:tools".into(),

@@ -537,6 +537,7 @@ impl Graph {
             node: ENGINE_NODE.into(),
             channel: channel.to_owned(),
             value: encode(channel, v)?,
+            new_task: false,
         })
     }
 

@@ -127,4 +127,10 @@ impl GraphError {
             e => e.to_string(),
         }
     }
+
+    /// Whether it is a task's failure on a resume value its `interrupt()` refused
+    /// (see [`crate::error::HostError::refused_resume`]).
+    pub fn is_refused_resume(&self) -> bool {
+        matches!(self, GraphError::Node { host: Some(h), .. } if h.is_refused_resume())
+    }
 }

@@ -44,7 +44,7 @@ pub use spec::{
 pub use state::StateView;
 pub use state_cache::STATE_CACHE_THREADS;
 pub use stream::{modes, StreamEvent, StreamSink, ToolEvent, ToolReturn};
-pub use update::StateUpdate;
+pub use update::{StateUpdate, INPUT as INPUT_NODE};
 pub use value::{HostValue, Val};
 
 /// A map keyed by the graph's own names (channels, nodes), hashed with foldhash

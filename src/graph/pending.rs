@@ -19,7 +19,9 @@ use super::reserved::Reserved;
 use super::run::Resume;
 use super::spec::{Goto, NodeOutput, END, START};
 use super::value::Val;
-use crate::checkpoint::{child_ns, CheckpointRecord, Checkpointer, PendingWrite, TaskRecord};
+use crate::checkpoint::{
+    child_ns, task_groups, CheckpointRecord, Checkpointer, PendingWrite, TaskRecord, Write,
+};
 
 /// The task id of writes no task made (a resume's `update`), as LangGraph's
 /// `NULL_TASK_ID`: no task of a step has it.
@@ -225,18 +227,64 @@ impl Pending {
         parent_id: &str,
         update: Vec<(String, Val)>,
     ) -> Result<(), GraphError> {
+        let ws = update
+            .iter()
+            .map(|(c, v)| Ok((c.clone(), encode(c, v)?)))
+            .collect::<Result<Vec<_>, GraphError>>()?;
+        self.save_null(cp, thread, parent_id, ws).await
+    }
+
+    /// Saves the gotos of a `Command(goto=...)` that continues the step, as
+    /// [`Pending::save_update`] saves its update: each is one more task of the step
+    /// however often it pauses again (see [`Pending::gotos`]), as LangGraph keeps them
+    /// in the step's writes of no task.
+    pub async fn save_gotos(
+        &mut self,
+        cp: &dyn Checkpointer,
+        thread: &str,
+        parent_id: &str,
+        gotos: &[Goto],
+    ) -> Result<(), GraphError> {
+        let ws = gotos
+            .iter()
+            .map(|g| Ok((Reserved::Goto.as_str().to_owned(), goto_value(g)?)))
+            .collect::<Result<Vec<_>, GraphError>>()?;
+        self.save_null(cp, thread, parent_id, ws).await
+    }
+
+    /// The gotos the step's continuing commands saved (see [`Pending::save_gotos`]),
+    /// in order.
+    pub fn gotos(&self, graph: &Graph) -> Result<Vec<Goto>, GraphError> {
+        let mut ws: Vec<&PendingWrite> =
+            self.by_task.get(NULL_TASK).into_iter().flatten().collect();
+        ws.sort_by_key(|w| w.idx);
+        ws.into_iter()
+            .filter(|w| w.channel == Reserved::Goto.as_str())
+            .map(|w| goto_of(graph, &w.value))
+            .collect()
+    }
+
+    /// Saves `ws` (channel, encoded value) as writes of no task, after the ones saved
+    /// before.
+    async fn save_null(
+        &mut self,
+        cp: &dyn Checkpointer,
+        thread: &str,
+        parent_id: &str,
+        update: Vec<(String, Arc<Value>)>,
+    ) -> Result<(), GraphError> {
         if update.is_empty() {
             return Ok(());
         }
         let saved = self.by_task.entry(NULL_TASK.into()).or_default();
         let mut ws = Vec::with_capacity(update.len());
-        for (c, v) in &update {
+        for (channel, value) in update {
             ws.push(PendingWrite {
                 task_id: NULL_TASK.into(),
                 idx: (saved.len() + ws.len()) as i64,
                 node: START.into(),
-                channel: c.clone(),
-                value: encode(c, v)?,
+                channel,
+                value,
             });
         }
         cp.put_writes(thread, parent_id, ws.clone())
@@ -253,6 +301,7 @@ impl Pending {
             self.by_task.get(NULL_TASK).into_iter().flatten().collect();
         ws.sort_by_key(|w| w.idx);
         ws.into_iter()
+            .filter(|w| w.channel != Reserved::Goto.as_str())
             .map(|w| {
                 Ok((
                     w.channel.clone(),
@@ -418,45 +467,86 @@ fn is_finished(ws: &[PendingWrite]) -> bool {
 /// The results of the tasks of `next` (a checkpoint's tasks) that `pending` (what the
 /// checkpoint kept, see [`crate::checkpoint::KEPT_WRITES`]) does not show finished, as
 /// finished tasks' pending writes, from `child`, the checkpoint that followed (whose
-/// save dropped the step's other pending writes): a task ran to it when `child` is the step's own (source
-/// `loop`), and its writes are those `child` records for its node; an update (LangGraph's
-/// `update_state(as_node=)`, a superstep of `bulk_update_state`) stands for the task of
-/// the node it is made as. A node with several tasks in the step (`Send`) cannot be told
-/// apart by node: its tasks show no result.
+/// save dropped the step's other pending writes): a task ran to it when `child` is the
+/// step's own (source `loop`), and its writes are those `child` records for it; an
+/// update (LangGraph's `update_state(as_node=)`, a superstep of `bulk_update_state`)
+/// stands for the task of the node it is made as, several updates as one node for its
+/// tasks in order, as LangGraph's. The tasks of a node that ran several times (`Send`)
+/// each have their group of writes (see [`crate::checkpoint::task_groups`]); when a
+/// task of such a node wrote nothing, which group is whose cannot be told, and they
+/// show no result.
 pub(super) fn step_results(
     next: &[TaskRecord],
     child: &CheckpointRecord,
     pending: &[PendingWrite],
 ) -> Vec<PendingWrite> {
-    let mut out = Vec::new();
-    for t in next {
-        let saved = pending.iter().filter(|w| w.task_id == t.id);
-        if is_finished(&saved.cloned().collect::<Vec<_>>())
-            || next.iter().filter(|o| o.node == t.node).count() > 1
-        {
-            continue;
-        }
-        let writes: Vec<&crate::checkpoint::Write> =
-            child.writes.iter().filter(|w| w.node == t.node).collect();
-        if writes.is_empty() && child.source != "loop" {
-            continue;
-        }
-        let write = |idx: usize, channel: &str, value: Arc<Value>| PendingWrite {
-            task_id: t.id.clone(),
-            idx: idx as i64,
-            node: t.node.clone(),
-            channel: channel.to_owned(),
-            value,
-        };
-        for (i, w) in writes.iter().enumerate() {
-            out.push(write(i, &w.channel, w.value.clone()));
-        }
-        out.push(write(
-            writes.len(),
-            Reserved::Done.as_str(),
-            Arc::new(Value::Null),
-        ));
+    let ran = child.source == "loop";
+    let mut groups: HashMap<&str, Vec<&[Write]>> = HashMap::new();
+    for g in task_groups(&child.writes) {
+        groups.entry(g[0].node.as_str()).or_default().push(g);
     }
+    // Each node's tasks in the order their writes were applied (see `write_order`);
+    // updates go to them in the step's order, as LangGraph's.
+    let mut by_node: Vec<(&str, Vec<&TaskRecord>)> = Vec::new();
+    let mut order: Vec<&TaskRecord> = next.iter().collect();
+    if ran {
+        order.sort_by_key(|t| t.arg.is_some());
+    }
+    for t in order {
+        match by_node.iter_mut().find(|(n, _)| *n == t.node) {
+            Some((_, ts)) => ts.push(t),
+            None => by_node.push((t.node.as_str(), vec![t])),
+        }
+    }
+    let mut out = Vec::new();
+    for (node, tasks) in by_node {
+        let gs = groups.remove(node).unwrap_or_default();
+        let own: Vec<Option<Vec<&Write>>> = if tasks.len() == 1 {
+            vec![Some(gs.iter().flat_map(|g| g.iter()).collect())]
+        } else if gs.len() == tasks.len() || !ran {
+            let mut gs = gs.into_iter().map(|g| g.iter().collect());
+            tasks.iter().map(|_| gs.next()).collect()
+        } else if gs.is_empty() {
+            tasks.iter().map(|_| Some(Vec::new())).collect()
+        } else {
+            continue;
+        };
+        for (t, writes) in tasks.into_iter().zip(own) {
+            let Some(writes) = writes else { continue };
+            let saved: Vec<PendingWrite> = pending
+                .iter()
+                .filter(|w| w.task_id == t.id)
+                .cloned()
+                .collect();
+            if is_finished(&saved) || (writes.is_empty() && !ran) {
+                continue;
+            }
+            out.extend(result_writes(t, writes));
+        }
+    }
+    out
+}
+
+/// `writes` (a checkpoint's record of what task `t` wrote) as the pending writes of
+/// `t` finished.
+fn result_writes(t: &TaskRecord, writes: Vec<&Write>) -> Vec<PendingWrite> {
+    let write = |idx: usize, channel: &str, value: Arc<Value>| PendingWrite {
+        task_id: t.id.clone(),
+        idx: idx as i64,
+        node: t.node.clone(),
+        channel: channel.to_owned(),
+        value,
+    };
+    let mut out: Vec<PendingWrite> = writes
+        .iter()
+        .enumerate()
+        .map(|(i, w)| write(i, &w.channel, w.value.clone()))
+        .collect();
+    out.push(write(
+        out.len(),
+        Reserved::Done.as_str(),
+        Arc::new(Value::Null),
+    ));
     out
 }
 
@@ -517,12 +607,7 @@ pub(super) fn finished_writes(t: &Task, out: &NodeOutput) -> Result<Vec<PendingW
         ws.push(write(&ws, c, encode(c, v)?));
     }
     for g in &out.goto {
-        let value = match g {
-            Goto::Node(n) => json!({"node": n}),
-            Goto::Send(n, a) => json!({"node": n, "arg": encode(Reserved::Send.as_str(), a)?}),
-            Goto::End => json!({"node": END}),
-        };
-        ws.push(write(&ws, Reserved::Goto.as_str(), Arc::new(value)));
+        ws.push(write(&ws, Reserved::Goto.as_str(), goto_value(g)?));
     }
     ws.push(write(&ws, Reserved::Done.as_str(), Arc::new(Value::Null)));
     Ok(ws)
@@ -573,22 +658,34 @@ fn error_at(t: &Task, idx: i64, text: String) -> PendingWrite {
     }
 }
 
+/// A goto as a [`Reserved::Goto`] pending write keeps it.
+fn goto_value(g: &Goto) -> Result<Arc<Value>, GraphError> {
+    Ok(Arc::new(match g {
+        Goto::Node(n) => json!({"node": n}),
+        Goto::Send(n, a) => json!({"node": n, "arg": encode(Reserved::Send.as_str(), a)?}),
+        Goto::End => json!({"node": END}),
+    }))
+}
+
+/// The goto a [`Reserved::Goto`] pending write keeps (see [`goto_value`]).
+fn goto_of(graph: &Graph, value: &Value) -> Result<Goto, GraphError> {
+    let node = value["node"].as_str().unwrap_or(END).to_owned();
+    Ok(match value.get("arg") {
+        Some(a) => Goto::Send(
+            node,
+            graph.codec.decode(Reserved::Send.as_str(), a.clone())?,
+        ),
+        None => Goto::Node(node),
+    })
+}
+
 /// The output of a finished task, back from its pending writes. Its join markers were
 /// saved with its writes, so a restored task counts for its joins like one that ran.
 pub(super) fn restore_output(graph: &Graph, ws: &[PendingWrite]) -> Result<NodeOutput, GraphError> {
     let mut out = NodeOutput::default();
     for w in ws {
         match Reserved::parse(&w.channel) {
-            Some(Reserved::Goto) => {
-                let node = w.value["node"].as_str().unwrap_or(END).to_owned();
-                out.goto.push(match w.value.get("arg") {
-                    Some(a) => Goto::Send(
-                        node,
-                        graph.codec.decode(Reserved::Send.as_str(), a.clone())?,
-                    ),
-                    None => Goto::Node(node),
-                });
-            }
+            Some(Reserved::Goto) => out.goto.push(goto_of(graph, &w.value)?),
             Some(
                 Reserved::Done
                 | Reserved::Resume
@@ -625,6 +722,16 @@ fn question_of(idx: i64) -> usize {
     ((-1 - idx) / 2).max(0) as usize
 }
 
+/// The error of one resume value while `n` interrupts are pending: LangGraph's own
+/// sentence first (programs and LangGraph's tests match on it), then how to answer.
+fn ambiguous_resume(n: usize) -> String {
+    format!(
+        "When there are multiple pending interrupts, you must specify the interrupt id \
+         when resuming. {n} interrupts are pending: resume them by id with \
+         Command(resume={{interrupt.id: value, ...}}) (ids in get_state(config).interrupts)"
+    )
+}
+
 /// Which task each resume value answers (`interrupted`: the (question id, task id)
 /// of the tasks that may be answered, sorted); `None` when there is nothing to answer
 /// and the run just continues (paused at a static breakpoint: `next` is not empty).
@@ -646,11 +753,8 @@ fn assign(
     Ok(Some(match r {
         Resume::Task(task, v) => vec![(task, v)],
         Resume::One(_) if interrupted.len() > 1 && !strict => {
-            return Err(GraphError::AmbiguousResume(format!(
-                "{} interrupts are pending: when there are multiple pending interrupts, \
-                 you must specify the interrupt id when resuming: \
-                 Command(resume={{interrupt.id: value, ...}})",
-                interrupted.len()
+            return Err(GraphError::AmbiguousResume(ambiguous_resume(
+                interrupted.len(),
             )))
         }
         Resume::ById(m) if !strict => m
@@ -671,11 +775,7 @@ fn assign(
             1 => vec![(interrupted[0].1.clone(), v)],
             n => {
                 return Err(GraphError::UnknownInterrupt {
-                    message: format!(
-                        "{n} interrupts are pending: when there are multiple pending \
-                         interrupts, resume them by id with \
-                         Command(resume={{interrupt.id: value, ...}})"
-                    ),
+                    message: ambiguous_resume(n),
                     reason: "ambiguous",
                     interrupt_ids: Vec::new(),
                     pending_ids: pending_ids(),

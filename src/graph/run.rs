@@ -552,6 +552,7 @@ impl<'g> Run<'g> {
         self.skip_before = true;
         self.has_output = true;
         self.next = self.graph.decode_tasks(&parent.next)?;
+        self.add_saved_gotos()?;
         // As LangGraph, a resumed run's `values` stream starts from the state it resumes.
         self.emit_values(&self.graph.view(&self.chans));
         Ok(())
@@ -666,13 +667,18 @@ impl Run<'_> {
         // applied to the state the tasks ran on.
         let mut writes = std::mem::take(&mut self.updates);
         let applied = writes.len();
-        let mut nodes: Vec<&str> = vec![START; applied];
+        // Each write's node and task (`None`: a resume's update).
+        let mut nodes: Vec<(&str, Option<usize>)> = vec![(START, None); applied];
         for i in order {
             let (t, out) = (&self.next[i], &mut outputs[i]);
-            nodes.extend(std::iter::repeat_n(t.node.as_str(), out.writes.len()));
+            nodes.extend(std::iter::repeat_n(
+                (t.node.as_str(), Some(i)),
+                out.writes.len(),
+            ));
             writes.append(&mut out.writes);
         }
-        for ((c, v), node) in writes.iter().zip(nodes) {
+        let mut before: Option<(&str, Option<usize>)> = None;
+        for ((c, v), (node, task)) in writes.iter().zip(nodes) {
             if let Some(x) = &mut self.exit {
                 x.wrote(self.graph, node, c, v);
             }
@@ -681,8 +687,10 @@ impl Run<'_> {
                     node: node.to_owned(),
                     channel: c.clone(),
                     value: encode(c, v)?,
+                    new_task: before.is_some_and(|(n, t)| n == node && t != task),
                 });
             }
+            before = Some((node, task));
         }
         let writes = writes.split_off(applied);
         self.has_output |= self

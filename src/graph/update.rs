@@ -185,12 +185,16 @@ impl Graph {
                     "update_state: as_node {as_node:?} is not a node of this graph"
                 )));
             }
+            // Each update stands for a task of its node (see `pending::step_results`).
+            let mut new_task = encoded.last().is_some_and(|w: &Write| &w.node == as_node);
             for (c, v) in writes {
                 encoded.push(Write {
                     node: as_node.clone(),
                     channel: c.clone(),
                     value: encode(c, v)?,
+                    new_task,
                 });
+                new_task = false;
                 all.push((c.clone(), v.clone()));
             }
         }
@@ -214,7 +218,9 @@ impl Graph {
         }
         let next = Graph::make_tasks(&id, triggers);
         let (snapshot, _) = self.snapshot_for_next(since, &chans)?;
-        let step = base.record.as_ref().map(|p| p.step + 1).unwrap_or(-1);
+        // On a thread without a checkpoint, the update is step 0 (LangGraph's: its
+        // "step before" is the input's -1), not an input.
+        let step = base.record.as_ref().map(|p| p.step + 1).unwrap_or(0);
         let record = self.record(&base, id, step, Source::Update, encoded, &next);
         let record = CheckpointRecord {
             snapshot,
@@ -233,14 +239,9 @@ impl Graph {
         base: Base,
         writes: Vec<(String, Val)>,
     ) -> Result<String, GraphError> {
+        // No writes is an input too (`{}`, as LangGraph takes it): `START` then runs
+        // on the state as it is.
         let writes = self.input_writes(writes);
-        if writes.is_empty() {
-            return Err(GraphError::InvalidUpdate(
-                "update_state as \"__input__\" got no input: pass values for the keys of \
-                 the graph's input schema"
-                    .into(),
-            ));
-        }
         let id = new_id();
         let next = Graph::make_tasks(&id, vec![(START.to_owned(), None)]);
         let out = NodeOutput {

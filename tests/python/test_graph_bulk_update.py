@@ -255,3 +255,16 @@ def test_a_subgraphs_nodes_see_the_parents_config_and_their_own_thread() -> None
     assert seen["recursion_limit"] == 7
     # The subgraph's own namespace, below its parent's node.
     assert seen["checkpoint_ns"].startswith("outer:")
+
+
+def test_an_update_of_a_thread_without_checkpoints_is_step_0() -> None:
+    # LangGraph's: the step after the input's -1, as if the thread had one.
+    graph = (
+        StateGraph(FooState)
+        .add_node("a", lambda s: {"foo": s["foo"] + "a"})
+        .add_edge(START, "a")
+        .compile(checkpointer=MemorySaver())
+    )
+    cfg = {"configurable": {"thread_id": "fresh"}}
+    graph.update_state(cfg, {"foo": "x"}, as_node="__start__")
+    assert _history(graph, "fresh") == [{"values": {"foo": "x"}, "next": ("a",), "step": 0}]

@@ -10,6 +10,7 @@ Each expectation is what the same program gives under LangGraph 1.2.24.
 
 from __future__ import annotations
 
+import asyncio
 import operator
 from typing import Annotated, Any, TypedDict
 
@@ -19,6 +20,11 @@ from xxhash import xxh3_128_hexdigest
 from ironloop import END, START, Command, MemorySaver, StateGraph, interrupt
 from ironloop._constants import CONFIG_KEY_STRICT_RESUME
 from ironloop.errors import NodeError, UnknownInterruptError
+
+#: LangGraph's own words for one value while several questions wait.
+MANY_PENDING = (
+    "When there are multiple pending interrupts, you must specify the interrupt id when resuming"
+)
 
 
 class Log(TypedDict):
@@ -87,7 +93,7 @@ def test_one_value_for_several_questions_is_also_a_runtime_error() -> None:
     app = _two_at_once()
     config = {"configurable": {"thread_id": "t"}}
     app.invoke({"log": []}, config)
-    with pytest.raises(RuntimeError, match="multiple pending interrupts") as refused:
+    with pytest.raises(RuntimeError, match=MANY_PENDING) as refused:
         app.invoke(Command(resume="yes"), config)
     assert isinstance(refused.value, UnknownInterruptError)
     assert refused.value.reason == "ambiguous"
@@ -101,7 +107,7 @@ def test_without_strict_resume_unknown_ids_are_ignored() -> None:
 
     app.invoke(Command(resume={"0" * 32: "x"}), config)
     assert _ids(app, config) == ids
-    with pytest.raises(RuntimeError, match="multiple pending interrupts") as refused:
+    with pytest.raises(RuntimeError, match=MANY_PENDING) as refused:
         app.invoke(Command(resume="yes"), config)
     assert not isinstance(refused.value, UnknownInterruptError)
     # Known ids are answered, unknown ones beside them ignored.
@@ -207,3 +213,51 @@ def test_a_run_that_stops_in_an_error_handler_resumes_with_the_handler() -> None
     assert calls == {"node": 1, "handler": 2}
     # The failure comes back from the checkpoint as text.
     assert errors[1].node == "fail" and "boom" in str(errors[1].error)
+
+
+def test_a_refused_answer_lets_the_other_answered_task_finish_first() -> None:
+    # As LangGraph: a resume value an `interrupt(response_schema=)` refuses fails the
+    # run only once the step's other tasks finish. A task answered by the same resume
+    # is not cut off after its side effect (it would run it again on the next resume).
+    from pydantic import BaseModel, ValidationError
+
+    class Decision(BaseModel):
+        approved: bool
+
+    sent: list[str] = []
+
+    async def send(state: Log) -> Log:
+        interrupt("send?", response_schema=Decision)
+        sent.append("email")
+        await asyncio.sleep(0.05)  # waiting on the reply to a request already sent
+        return {"log": ["sent"]}
+
+    async def check(state: Log) -> Log:
+        interrupt("check?", response_schema=Decision)
+        return {"log": ["checked"]}
+
+    app = (
+        StateGraph(Log)
+        .add_node("send", send)
+        .add_node("check", check)
+        .add_edge(START, "send")
+        .add_edge(START, "check")
+        .compile(MemorySaver())
+    )
+    config = {"configurable": {"thread_id": "t"}}
+
+    async def main() -> Any:
+        await app.ainvoke({"log": []}, config)
+        ids = {i.value: i.id for i in (await app.aget_state(config)).interrupts}
+        with pytest.raises(ValidationError, match="approved"):
+            await app.ainvoke(
+                Command(
+                    resume={ids["send?"]: {"approved": True}, ids["check?"]: {"approved": "nope"}}
+                ),
+                config,
+            )
+        assert [i.value for i in (await app.aget_state(config)).interrupts] == ["check?"]
+        return await app.ainvoke(Command(resume={ids["check?"]: {"approved": True}}), config)
+
+    out = asyncio.run(main())
+    assert (sorted(out["log"]), sent) == (["checked", "sent"], ["email"])

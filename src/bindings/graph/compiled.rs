@@ -21,7 +21,7 @@ use super::run::{config_str, GraphCore, ThreadAt};
 use super::savers::checkpointer_from;
 use super::stream::{AsyncGraphStream, GraphStream};
 use super::values::PyCodec;
-use crate::graph::{modes, Graph, NodeOutput, StateUpdate};
+use crate::graph::{modes, Graph, GraphError, NodeOutput, StateUpdate};
 use crate::prebuilt::ModelCall;
 
 #[pymethods]
@@ -335,6 +335,14 @@ impl GraphCore {
         as_node: Option<String>,
     ) -> PyResult<StateUpdate> {
         let mut out = NodeOutput::default();
+        if values.is_none() && as_node.as_deref() == Some(crate::graph::INPUT_NODE) {
+            return Err(GraphError::InvalidUpdate(
+                "update_state as \"__input__\" got no input (values=None): pass the input, \
+                 a dict of the graph's input keys ({} for none)"
+                    .into(),
+            )
+            .into());
+        }
         if !values.is_none() {
             let name = as_node.as_deref().unwrap_or("update_state");
             self.shared.output(py, name, values, &mut out)?;

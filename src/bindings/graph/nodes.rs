@@ -21,7 +21,7 @@ use super::super::messages::messages_to_py;
 use super::super::model_stream::stream_chunks;
 use super::super::pool::Pool;
 use super::super::tool_outputs::split;
-use super::super::toolnode::{is_graph_interrupt, tool_results, ToolNodeCore};
+use super::super::toolnode::{is_graph_interrupt, is_invalid_resume, tool_results, ToolNodeCore};
 use super::describe::Wants;
 use super::returned::{message_meta, stream_returned_messages};
 use super::task::{
@@ -97,7 +97,11 @@ pub(super) fn node_error(
         let _ = e.value(py).setattr("__traceback__", tb);
     }
     let shown = e.value(py).repr().map(|r| r.to_string());
-    let host = HostError::new(e);
+    let refused = is_invalid_resume(py, &e);
+    let mut host = HostError::new(e);
+    if refused {
+        host = host.refused_resume();
+    }
     let host = match shown {
         Ok(r) => host.shown_as(r),
         Err(_) => host,

@@ -579,11 +579,13 @@ pub(super) fn snapshot<'py>(
             kw.set_item("path", ("__pregel_pull", &t.node))?;
         }
         if status.finished {
-            let result = PyDict::new(py);
-            for w in status.output.iter().filter(|w| !is_hidden(&w.channel)) {
-                result.set_item(&w.channel, val_to_py(py, &decode(&w.channel, w)?)?)?;
-            }
-            kw.set_item("result", result)?;
+            let writes = status
+                .output
+                .iter()
+                .filter(|w| !is_hidden(&w.channel))
+                .map(|w| Ok((w.channel.clone(), decode(&w.channel, w)?)))
+                .collect::<PyResult<Vec<_>>>()?;
+            kw.set_item("result", super::stream::task_result(py, &writes)?)?;
         }
         tasks.push(task_cls.call((&t.id, &t.node), Some(&kw))?);
     }

@@ -231,7 +231,10 @@ fn debug_to_py<'py>(
 
 /// A task's writes as LangGraph's `task_result` shows them: `{channel: value}`, and
 /// `{channel: {"$writes": [v1, v2, ...]}}` for a channel written more than once.
-fn task_result<'py>(py: Python<'py>, writes: &[(String, Val)]) -> PyResult<Bound<'py, PyDict>> {
+pub(super) fn task_result<'py>(
+    py: Python<'py>,
+    writes: &[(String, Val)],
+) -> PyResult<Bound<'py, PyDict>> {
     let mut counts: HashMap<&str, usize> = HashMap::new();
     for (c, _) in writes {
         *counts.entry(c.as_str()).or_default() += 1;

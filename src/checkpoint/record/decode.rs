@@ -182,9 +182,10 @@ fn source(v: Value, format_4: bool) -> Result<String, String> {
     })
 }
 
-/// Format 4's writes: groups of one node's, `[node, channel, value, ...]`.
+/// Format 4's writes: groups of one node's, `[node, channel, value, ...]`; a group
+/// of the same node as the one before is another task's ([`Write::new_task`]).
 fn write_groups(groups: Vec<Value>) -> Result<Vec<Write>, String> {
-    let mut out = Vec::with_capacity(groups.len());
+    let mut out: Vec<Write> = Vec::with_capacity(groups.len());
     for g in groups {
         let bad = || "a group of writes is not [node, channel, value, ...]".to_owned();
         let Value::Array(g) = g else {
@@ -197,6 +198,7 @@ fn write_groups(groups: Vec<Value>) -> Result<Vec<Write>, String> {
         let Some(Value::String(node)) = g.next() else {
             return Err(bad());
         };
+        let mut new_task = out.last().is_some_and(|w| w.node == node);
         while let (Some(channel), Some(value)) = (g.next(), g.next()) {
             let Value::String(channel) = channel else {
                 return Err(bad());
@@ -205,7 +207,9 @@ fn write_groups(groups: Vec<Value>) -> Result<Vec<Write>, String> {
                 node: node.clone(),
                 channel,
                 value: Arc::new(value),
+                new_task,
             });
+            new_task = false;
         }
     }
     Ok(out)
@@ -222,6 +226,7 @@ fn write(w: Value) -> Result<Write, String> {
             node,
             channel,
             value: Arc::new(value),
+            new_task: false,
         }),
         _ => Err(bad()),
     }

@@ -166,12 +166,13 @@ impl Serialize for Format4<'_> {
     }
 }
 
-/// Consecutive writes of one node as one group, `[node, channel, value, ...]`.
+/// Consecutive writes of one node as one group, `[node, channel, value, ...]`, one
+/// group per task (see [`crate::checkpoint::task_groups`]).
 struct WriteGroups<'a>(&'a [Write]);
 
 impl Serialize for WriteGroups<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.chunk_by(|a, b| a.node == b.node).map(WriteGroup))
+        s.collect_seq(crate::checkpoint::task_groups(self.0).map(WriteGroup))
     }
 }
 

@@ -31,6 +31,7 @@ fn record(id: &str) -> CheckpointRecord {
             node: "b".into(),
             channel: "messages".into(),
             value: json!([{"id": "m1", "content": "hi", "type": "ai"}]).into(),
+            new_task: false,
         }],
         next: vec![
             TaskRecord {
@@ -90,11 +91,13 @@ fn format_4_shortens_the_fixed_parts() {
             node: "a".into(),
             channel: "count".into(),
             value: json!(4).into(),
+            new_task: false,
         },
         Write {
             node: "a".into(),
             channel: "messages".into(),
             value: json!([{"id": "m1"}]).into(),
+            new_task: false,
         },
     ];
     r.next.truncate(1);
@@ -116,6 +119,7 @@ fn format_4_shortens_the_fixed_parts() {
             node: node.into(),
             channel: format!("c{i}"),
             value: json!(i).into(),
+            new_task: false,
         });
     }
     let text = round_trip(&r);
@@ -123,6 +127,19 @@ fn format_4_shortens_the_fixed_parts() {
         text.contains(r#"]],["b","c0",0],["a","c1",1,"c2",2]],"#),
         "{text}"
     );
+    // Another task of the same node right after (two `Send`s to it): a group of its
+    // own, read back as such.
+    r.writes.last_mut().unwrap().new_task = true;
+    let text = round_trip(&r);
+    assert!(
+        text.contains(r#"["b","c0",0],["a","c1",1],["a","c2",2]],"#),
+        "{text}"
+    );
+    let groups: Vec<usize> = crate::checkpoint::task_groups(&r.writes)
+        .map(<[Write]>::len)
+        .collect();
+    assert_eq!(groups, [2, 1, 1, 1]);
+    r.writes.last_mut().unwrap().new_task = false;
     // Sources the engine does not write, and every one it does.
     for source in ["input", "loop", "update", "fork", "", "1"] {
         r.source = source.into();

@@ -24,37 +24,55 @@ impl Run<'_> {
     }
 
     /// Continues the thread's paused step with `Command(update=..., goto=...)`
-    /// (`out`, as `START`'s output): the update is saved with the step (once, as a
-    /// resume's update is) and applied before its tasks run; each goto is one more
-    /// task of the step (a node the step runs already is not run twice).
+    /// (`out`, as `START`'s output): the update and the gotos are saved with the step
+    /// (once, as a resume's update is), the update applied before its tasks run; each
+    /// goto is one more task of the step, also when the step pauses again and is
+    /// continued later (see [`Run::add_saved_gotos`]).
     pub(super) async fn continue_with_command(
         &mut self,
         out: NodeOutput,
     ) -> Result<(), GraphError> {
+        for g in &out.goto {
+            match g {
+                Goto::Node(node) | Goto::Send(node, _)
+                    if node != END && !self.graph.node_index.contains_key(node) =>
+                {
+                    return Err(GraphError::InvalidUpdate(format!(
+                        "Command(goto={node:?}) names no node of this graph; goto one of \
+                         its nodes (or END)"
+                    )));
+                }
+                _ => {}
+            }
+        }
         if let (Some(cp), Some(parent)) = (&self.cp, &self.parent) {
             let mut pending =
                 Pending::load(self.graph, cp.as_ref(), &self.thread, &parent.id).await?;
             pending
                 .save_update(cp.as_ref(), &self.thread, &parent.id, out.writes)
                 .await?;
+            pending
+                .save_gotos(cp.as_ref(), &self.thread, &parent.id, &out.goto)
+                .await?;
         }
-        self.continue_from_checkpoint(None).await?;
+        self.continue_from_checkpoint(None).await
+    }
+
+    /// Adds the tasks of the gotos saved with the continued step (see
+    /// [`Run::continue_with_command`]) to its tasks, in the order they were given (a
+    /// node the step runs already is not run twice): their ids are the same each time
+    /// the step is continued, so one that finished before is not run again.
+    pub(super) fn add_saved_gotos(&mut self) -> Result<(), GraphError> {
         let step_id = match &self.parent {
             Some(p) => p.id.clone(),
             None => return Ok(()),
         };
-        for g in out.goto {
+        for g in self.pending.gotos(self.graph)? {
             let (node, arg) = match g {
                 Goto::Node(n) if n != END => (n, None),
                 Goto::Send(n, a) => (n, Some(a)),
                 Goto::Node(_) | Goto::End => continue,
             };
-            if !self.graph.node_index.contains_key(&node) {
-                return Err(GraphError::InvalidUpdate(format!(
-                    "Command(goto={node:?}) names no node of this graph; goto one of its \
-                     nodes (or END)"
-                )));
-            }
             if arg.is_none() && self.next.iter().any(|t| t.arg.is_none() && t.node == node) {
                 continue;
             }

@@ -134,6 +134,7 @@ impl Run<'_> {
                     node,
                     channel,
                     value,
+                    new_task: false,
                 })
             })
             .collect::<Result<Vec<_>, GraphError>>()?;

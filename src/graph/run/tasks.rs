@@ -89,7 +89,16 @@ impl Run<'_> {
                 Err(NodeFailure::Error(e)) => {
                     let t = &self.next[i];
                     self.emit_task_result(t, Vec::new, Some(e.clone()), Vec::new());
+                    // As LangGraph, the others are cancelled; those that cannot stop
+                    // (sync Python nodes) finish, and their output is saved. Not for a
+                    // resume value an `interrupt()` refused: they finish first.
+                    let cancel = || {
+                        if let (Some(c), false) = (&shared.cancel, e.is_refused_resume()) {
+                            c.cancel();
+                        }
+                    };
                     if failure.is_some() {
+                        cancel();
                         continue;
                     }
                     // The node's error handler runs in its place, in this step.
@@ -98,11 +107,7 @@ impl Run<'_> {
                         running.push(self.start_task(i, &shared, Some(failed)));
                         continue;
                     }
-                    // As LangGraph, the others are cancelled; those that cannot stop
-                    // (sync Python nodes) finish, and their output is saved.
-                    if let Some(c) = &shared.cancel {
-                        c.cancel();
-                    }
+                    cancel();
                     failure = Some((i, e));
                 }
             }
