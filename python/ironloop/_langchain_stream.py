@@ -47,6 +47,8 @@ class TaskHandler(BaseCallbackHandler, _StreamingCallbackHandler):  # type: igno
 
     def __init_subclass__(cls, *, hook_name: str = "", **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if not hook_name and hasattr(cls, "hook"):
+            return  # a variant of a kind (v3's events for tokens): the kind's variable
         cls.hook = contextvars.ContextVar(hook_name or f"ironloop_{cls.__name__}", default=None)
         register_configure_hook(cls.hook, inheritable=True)
 

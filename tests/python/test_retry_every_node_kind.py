@@ -131,7 +131,7 @@ def test_a_tool_node_fails_after_its_attempts_and_is_still_a_tool_node() -> None
     assert calls["n"] == 3
     # The builder keeps the node as given (drawings, `get_state` see a ToolNode), and
     # the node alone still runs natively.
-    assert builder.nodes["n"] is node
+    assert builder.nodes["n"].runnable is node
     calls["n"] = 5
     assert node.invoke({"messages": [CALL]})["messages"][0].content == "ok 1"
 

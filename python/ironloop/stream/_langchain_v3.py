@@ -17,7 +17,6 @@ from typing import Any
 from langchain_core.outputs import ChatGeneration
 from langchain_core.tracers._streaming import _V2StreamingCallbackHandler
 
-from ironloop import _langchain_stream
 from ironloop._langchain_stream import TokenStream
 
 __all__ = ["EventStream", "stream_events_to"]
@@ -88,4 +87,4 @@ class EventStream(TokenStream, _V2StreamingCallbackHandler):
 def stream_events_to(scratch: Any) -> None:
     """In the task's context: LangChain models called there send their protocol
     events to ``scratch``'s ``messages`` stream."""
-    _langchain_stream._handler.set(EventStream(scratch))
+    EventStream.stream_to(scratch)

@@ -3,13 +3,15 @@ main event log, and owns the projections they build."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ironloop.stream._types import ProtocolEvent, StreamTransformer, transformer_requires_async
 from ironloop.stream.stream_channel import StreamChannel
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["StreamMux", "TransformerFactory"]
 
@@ -196,6 +198,8 @@ class StreamMux:
     async def aclose(self) -> None:
         """``close`` on the async lane, once the scheduled tasks ended (the first
         one's error raised)."""
+        import asyncio
+
         if pending := self._scheduled():
             results = await asyncio.gather(*pending, return_exceptions=True)
             for r in results:
@@ -213,6 +217,8 @@ class StreamMux:
 
     async def afail(self, err: BaseException) -> None:
         """``fail`` on the async lane, once the scheduled tasks were cancelled."""
+        import asyncio
+
         pending = self._scheduled()
         for task in pending:
             task.cancel()

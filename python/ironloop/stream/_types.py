@@ -6,13 +6,15 @@ projections (``run.values``, ``run.lifecycle`` ...) as ``StreamChannel``s."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Coroutine
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from typing_extensions import NotRequired, TypedDict
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["ProtocolEvent", "StreamTransformer", "transformer_requires_async"]
 
@@ -107,6 +109,8 @@ class StreamTransformer(ABC):
         """Runs ``coro`` as a task the mux waits for before ``afinalize`` (and
         cancels on failure). ``on_error="log"`` logs its exception; ``"raise"`` fails
         the run with it. Only under ``astream_events``: there is no loop otherwise."""
+        import asyncio
+
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -131,6 +135,8 @@ class StreamTransformer(ABC):
 
 
 async def _logged(coro: Coroutine[Any, Any, Any]) -> Any:
+    import asyncio
+
     try:
         return await coro
     except asyncio.CancelledError:

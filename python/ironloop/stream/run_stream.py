@@ -3,15 +3,17 @@ by iterating any of its projections, its raw events, or by asking its ``output``
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from types import MappingProxyType, TracebackType
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ironloop.stream._convert import convert_to_protocol_event
 from ironloop.stream._mux import StreamMux
 from ironloop.stream._types import ProtocolEvent
 from ironloop.stream.stream_channel import StreamChannel
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["AsyncGraphRunStream", "AsyncSubgraphRunStream", "GraphRunStream", "SubgraphRunStream"]
 
@@ -156,6 +158,8 @@ class AsyncGraphRunStream(_RunBase):
     run on exit."""
 
     def __init__(self, graph_aiter: AsyncIterator[Any] | None, mux: StreamMux, *, wire_pump: bool = True) -> None:  # fmt: skip
+        import asyncio
+
         self._graph_aiter = graph_aiter
         self._setup(mux)
         self._cond = asyncio.Condition()
@@ -183,6 +187,8 @@ class AsyncGraphRunStream(_RunBase):
                 self._cond.notify_all()
 
     async def _step(self, source: AsyncIterator[Any]) -> bool:
+        import asyncio
+
         try:
             self._pull = asyncio.ensure_future(source.__anext__())
             try:
@@ -231,6 +237,8 @@ class AsyncGraphRunStream(_RunBase):
     async def abort(self) -> None:
         """Stops the run now: a pull under way is cancelled, the graph's iterator
         closed (its running nodes cancelled); idempotent."""
+        import asyncio
+
         async with self._cond:
             if self._exhausted:
                 return

@@ -3,7 +3,6 @@ drains while its own iteration drives the run (no thread, no background task).""
 
 from __future__ import annotations
 
-import asyncio
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -164,6 +163,8 @@ class StreamChannel(Generic[T]):
     def atee(self, n: int = 2) -> tuple[AsyncIterator[T], ...]:
         """``n`` independent async iterators over this channel (subscribes it); one
         pulls from the channel at a time."""
+        import asyncio
+
         if n < 1:
             raise ValueError(f"atee() requires n >= 1, got {n}")
         source = aiter(self)
