@@ -24,7 +24,7 @@ _S = TypeVar("_S", bound="PostgresStore")
 
 class PostgresIndexConfig(IndexConfig, total=False):
     """LangGraph's PostgreSQL index settings. ``distance_type``: ``"cosine"``
-    (default), ``"inner_product"`` or ``"l2"``, each ranked exactly.
+    (default), ``"inner_product"`` or ``"l2"`` (exact without pgvector).
     ``ann_index_config`` as LangGraph's, used when the server has pgvector:
     ``vector_type`` ``"vector"`` (default) or ``"halfvec"`` (pgvector >= 0.7) is the
     column's type, and ``kind`` ``"hnsw"`` (the default, as LangGraph's; ``m``,
