@@ -4,12 +4,15 @@
 //! reads the same, and a search ranked by the server with pgvector's distance
 //! operators instead of reading every vector back into this process.
 //!
-//! The search is exact: the query orders by the distance under the namespace prefix,
-//! which pgvector answers with a scan, not an approximate index (LangGraph's own
-//! query cannot use one either: pgvector needs the bare operator in `ORDER BY` and no
-//! other condition). An `ann_index_config` with `kind` `hnsw` or `ivfflat` still
-//! builds LangGraph's index, for SQL of one's own. A server without the extension
-//! (Debian's `postgresql`) keeps the exact search in Rust (`postgres`).
+//! The search ranks `store_vectors` alone (`ORDER BY` the bare distance operator,
+//! which an index answers) for a few times the page's rows, then reads those items
+//! and applies the filter and expiry, widening the window when they drop too many.
+//! `ann_index_config`'s `kind` defaults to `hnsw` as LangGraph's: that index makes
+//! the search approximate (fast; it may miss an item the exact ranking has);
+//! `flat` builds none and every search is an exact scan. A server without the
+//! extension (Debian's `postgresql`) keeps the exact search in Rust (`postgres`).
+
+use std::collections::HashMap;
 
 use pgvector::Vector;
 use tokio_postgres::{Client, Transaction};
@@ -23,18 +26,18 @@ use super::{parse_object, Item, PutValue, Result, Search, StoreError};
 pub struct AnnConfig {
     /// `vector` (32-bit floats) or `halfvec` (16-bit, pgvector ≥ 0.7).
     pub vector_type: String,
-    /// `hnsw` or `ivfflat` builds that index; `None` (or `flat`): none.
+    /// `hnsw` (the default) or `ivfflat` builds that index; `None` or `flat`: none.
     pub kind: Option<String>,
     /// The index's integer settings (`m`, `ef_construction`; `lists`).
     pub params: Vec<(String, i64)>,
 }
 
-/// LangGraph's default: `vector` columns, no index of ours (see the module's doc).
+/// LangGraph's default: `vector` columns with an HNSW index.
 impl Default for AnnConfig {
     fn default() -> Self {
         AnnConfig {
             vector_type: "vector".to_owned(),
-            kind: None,
+            kind: Some("hnsw".to_owned()),
             params: Vec::new(),
         }
     }
@@ -77,6 +80,10 @@ impl AnnConfig {
         Ok(self)
     }
 }
+
+/// pgvector's largest `hnsw.ef_search`: an HNSW scan returns at most that many rows,
+/// so a wider window is read exactly.
+const HNSW_MAX_EF: usize = 1000;
 
 /// pgvector's distance operator for a metric: smaller is closer.
 fn operator(metric: Metric) -> &'static str {
@@ -293,6 +300,11 @@ impl Pgvector {
     /// A ranked search's page, as the exact search gives it: the live items under
     /// `p` that pass the filter, best score first (an item's best field; equal scores
     /// in namespace and key order), then, to fill the page, items with no vectors.
+    ///
+    /// The ranking reads `store_vectors` alone (`candidates`), a few times the page's
+    /// rows at first; the items are then read and the filter and expiry applied
+    /// here. When those drop too many, or (exact) when the page's last score ties
+    /// the candidates' last, the window doubles: a page is never cut short by it.
     pub async fn page(
         &self,
         tx: &Transaction<'_>,
@@ -301,71 +313,127 @@ impl Pgvector {
         query: &[f32],
         now: f64,
     ) -> Result<Vec<Item>> {
+        if s.limit == 0 {
+            return Ok(Vec::new());
+        }
+        let want = s.offset.saturating_add(s.limit);
+        let q = Vector::from(query.to_vec());
+        let mut window = want.saturating_mul(4).max(40);
+        let mut exact = self.ann.kind.as_deref().is_none_or(|k| k == "flat");
+        loop {
+            if !exact && window > HNSW_MAX_EF {
+                exact = true;
+            }
+            let (ranked, cutoff) = self.candidates(tx, p, &q, window, exact).await?;
+            let keys: Vec<(String, String)> = ranked
+                .iter()
+                .map(|(_, sp, k)| (sp.clone(), k.clone()))
+                .collect();
+            let mut rows = fetch(tx, &keys, now).await?;
+            let live: Vec<(f64, tokio_postgres::Row)> = ranked
+                .into_iter()
+                .filter_map(|(d, sp, k)| rows.remove(&(sp, k)).map(|r| (d, r)))
+                .filter(|(_, r)| match &s.filter {
+                    None => true,
+                    Some(f) => parse_object(r.get(2)).is_some_and(|v| f.matches(&v)),
+                })
+                .collect();
+            let settled = match (cutoff, exact) {
+                // Every vector under `p` was read: the ranking is whole.
+                (None, true) => true,
+                // An index's answer is approximate: enough rows is the best it gives.
+                (_, false) => live.len() >= want,
+                // Exact: the page's last item must rank strictly before any unread one.
+                (Some(c), true) => live.len() >= want && live[want - 1].0 < c,
+            };
+            if !settled {
+                // An index that ran dry (its rows filtered by `p` after its scan)
+                // cannot tell that no more exist: the exact scan can.
+                match cutoff {
+                    None => exact = true,
+                    Some(_) => window = window.saturating_mul(2),
+                }
+                continue;
+            }
+            let mut out: Vec<Item> = live
+                .iter()
+                .skip(s.offset)
+                .take(s.limit)
+                .map(|(d, r)| row_item(r, Some(score(self.metric, *d))))
+                .collect();
+            let room = s.limit - out.len();
+            if room > 0 {
+                let plain = self.plain(tx, s, p, room, now).await?;
+                let mut rows = fetch(tx, &plain, now).await?;
+                out.extend(
+                    plain
+                        .iter()
+                        .filter_map(|pk| rows.remove(pk).map(|r| row_item(&r, None))),
+                );
+            }
+            return Ok(out);
+        }
+    }
+
+    /// The best `window` vectors under `p` for `q`, one entry per item (its best
+    /// field), best first with ties in namespace and key order, and the distance of
+    /// the last vector read (`None` when fewer than `window` came back: all of them).
+    ///
+    /// Approximate (`exact` false): the bare operator in `ORDER BY`, which an HNSW or
+    /// IVFFlat index answers (HNSW's `ef_search` raised to the window, as its scan
+    /// returns no more). Exact: a distance the index cannot serve, so a scan, with a
+    /// zero vector's cosine distance (NaN in pgvector) 1 as the exact search has it.
+    async fn candidates(
+        &self,
+        tx: &Transaction<'_>,
+        p: &str,
+        q: &Vector,
+        window: usize,
+        exact: bool,
+    ) -> Result<(Vec<(f64, String, String)>, Option<f64>)> {
         let (lo, hi) = (format!("{p}."), format!("{p}/"));
         let cond = scope(p);
-        let want = s.offset.saturating_add(s.limit);
         let vt = &self.ann.vector_type;
         let op = operator(self.metric);
-        // A zero vector's cosine distance is NaN in pgvector; its similarity is 0 in
-        // the exact search (and LangGraph's in-memory store).
+        let bare = format!("embedding {op} $1::vector::{vt}");
         let d = match self.metric {
-            Metric::Cosine => {
-                format!("coalesce(nullif(v.embedding {op} $5::vector::{vt}, 'NaN'), 1)")
-            }
-            _ => format!("v.embedding {op} $5::vector::{vt}"),
+            Metric::Cosine => format!("coalesce(nullif({bare}, 'NaN'), 1)"),
+            _ => format!("({bare}) + 0"),
         };
-        // Without a filter the server cuts the page; with one, every candidate's value
-        // is read (best first) and the filter, LangGraph's operators, runs here.
-        let (value, limit) = match s.filter {
-            None => ("NULL::text", i64::try_from(want).unwrap_or(i64::MAX)),
-            Some(_) => ("min(s.value::text)", i64::MAX),
-        };
+        if !exact && self.ann.kind.as_deref() == Some("hnsw") {
+            tx.batch_execute(&format!("SET LOCAL hnsw.ef_search = {}", window.max(40)))
+                .await
+                .map_err(storage("set hnsw.ef_search"))?;
+        }
+        let order = if exact { &d } else { &bare };
+        let limit = i64::try_from(window).unwrap_or(i64::MAX);
         let rows = tx
             .query(
                 &format!(
-                    "SELECT s.prefix, s.key, min({d})::float8 AS d, {value} \
-                     FROM (SELECT prefix, key, value FROM store WHERE {cond} AND \
-                     (expires_at IS NULL OR expires_at > to_timestamp($1))) s \
-                     JOIN store_vectors v ON v.prefix = s.prefix AND v.key = s.key \
-                     GROUP BY s.prefix, s.key \
-                     ORDER BY d ASC, s.prefix COLLATE \"C\", s.key COLLATE \"C\" LIMIT $6"
+                    "SELECT prefix, key, ({d})::float8 FROM store_vectors WHERE {cond} \
+                     ORDER BY {order} LIMIT $5"
                 ),
-                &[&now, &p, &lo, &hi, &Vector::from(query.to_vec()), &limit],
+                &[q, &p, &lo, &hi, &limit],
             )
             .await
             .map_err(storage("search"))?;
-        let accepted = |value: Option<&str>| match &s.filter {
-            None => true,
-            Some(f) => value.and_then(parse_object).is_some_and(|v| f.matches(&v)),
-        };
-        let ranked: Vec<(f32, String, String)> = rows
-            .iter()
-            .filter(|r| accepted(r.get(3)))
-            .skip(s.offset)
-            .take(s.limit)
-            .map(|r| (score(self.metric, r.get(2)), r.get(0), r.get(1)))
-            .collect();
-        let room = s.limit - ranked.len();
-        let plain = if room > 0 {
-            self.plain(tx, s, p, room, now).await?
-        } else {
-            Vec::new()
-        };
-        let keys: Vec<(String, String)> = ranked
-            .iter()
-            .map(|(_, sp, k)| (sp.clone(), k.clone()))
-            .chain(plain.iter().cloned())
-            .collect();
-        let mut rows = fetch(tx, &keys, now).await?;
-        let scores = ranked
-            .iter()
-            .map(|r| Some(r.0))
-            .chain(plain.iter().map(|_| None));
-        Ok(keys
-            .iter()
-            .zip(scores)
-            .filter_map(|(pk, sc)| rows.remove(pk).map(|r| row_item(&r, sc)))
-            .collect())
+        let cutoff = (rows.len() >= window)
+            .then(|| rows.last().map(|r| r.get::<_, f64>(2)))
+            .flatten();
+        let mut best: HashMap<(String, String), f64> = HashMap::new();
+        for r in &rows {
+            let d: f64 = r.get(2);
+            best.entry((r.get(0), r.get(1)))
+                .and_modify(|b| *b = b.min(d))
+                .or_insert(d);
+        }
+        let mut ranked: Vec<(f64, String, String)> =
+            best.into_iter().map(|((sp, k), d)| (d, sp, k)).collect();
+        ranked.sort_by(|a, b| {
+            a.0.total_cmp(&b.0)
+                .then_with(|| (&a.1, &a.2).cmp(&(&b.1, &b.2)))
+        });
+        Ok((ranked, cutoff))
     }
 
     /// Up to `room` live items under `p` with no vectors that pass the filter, in

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import os
+import random
 import time
 import uuid
 from collections.abc import Iterator
@@ -24,7 +25,7 @@ import psycopg
 import pytest
 from pg_support import postgres_url
 
-from ironloop.store import PostgresStore
+from ironloop.store import PostgresStore, PutOp
 
 DIMS = 4
 
@@ -115,7 +116,15 @@ def same(
 
 @pytest.mark.parametrize("distance", ["cosine", "inner_product", "l2"])
 def test_pgvector_ranks_as_the_exact_search_without_it(distance: str) -> None:
-    index = {"dims": DIMS, "embed": embed, "fields": ["title", "body"], "distance_type": distance}
+    # kind="flat": no approximate index, so the same results (the default HNSW's
+    # recall is test_the_default_hnsw_index_finds_what_the_exact_search_finds).
+    index = {
+        "dims": DIMS,
+        "embed": embed,
+        "fields": ["title", "body"],
+        "distance_type": distance,
+        "ann_index_config": {"kind": "flat"},
+    }
     results = {}
     with database(pgvector_url()) as with_pgvector, database(postgres_url()) as without:
         for url in (with_pgvector, without):
@@ -136,11 +145,112 @@ def test_pgvector_ranks_as_the_exact_search_without_it(distance: str) -> None:
     assert scores == sorted(scores, reverse=True)  # type: ignore[type-var]
 
 
+def many(rng: random.Random, n: int, dims: int) -> list[str]:
+    return [" ".join(str(round(rng.uniform(-1, 1), 4)) for _ in range(dims)) for _ in range(n)]
+
+
+def fill_many(store: PostgresStore, vectors: list[str]) -> None:
+    """Items ``i`` under ``("w", str(i % 3))``; the ones with ``i % 4 == 1`` expire at
+    once, and ``tag`` is ``"rare"`` for one in 25, so that a filtered or expiring page
+    needs more than the first window of candidates."""
+    store.batch(
+        [
+            PutOp(
+                ("w", str(i % 3)),
+                f"k{i}",
+                {"v": v, "i": i, "tag": "rare" if i % 25 == 0 else "common"},
+                ttl=0.0001 if i % 4 == 1 else None,
+            )
+            for i, v in enumerate(vectors)
+        ]
+    )
+
+
+MANY_QUERIES: list[dict[str, Any]] = [
+    {"limit": 10},
+    {"limit": 5, "offset": 7},
+    {"limit": 6, "filter": {"tag": "rare"}},
+    {"limit": 3, "offset": 2, "filter": {"tag": "rare", "i": {"$gt": 100}}},
+    {"limit": 30, "filter": {"tag": "rare"}},
+]
+
+
+@pytest.mark.parametrize("distance", ["cosine", "l2"])
+def test_filters_and_expiry_widen_the_window_to_the_exact_page(distance: str) -> None:
+    """Most candidates fail the filter or have expired: the page is still the exact
+    search's (kind="flat"), compared with the Rust path on a server without pgvector."""
+    rng = random.Random(7)
+    vectors, queries = many(rng, 600, 8), many(rng, 6, 8)
+    index = {
+        "dims": 8,
+        "embed": embed,
+        "fields": ["v"],
+        "distance_type": distance,
+        "ann_index_config": {"kind": "flat"},
+    }
+    results: dict[str, list[list[tuple[str, str, float | None]]]] = {}
+    with database(pgvector_url()) as with_pgvector, database(postgres_url()) as without:
+        for url in (with_pgvector, without):
+            with PostgresStore.from_conn_string(url, index=index) as store:  # type: ignore[arg-type]
+                store.setup()
+                fill_many(store, vectors)
+                time.sleep(0.05)  # the TTL items expire
+                results[url] = [
+                    [("/".join(h.namespace), h.key, h.score) for h in hits]
+                    for q in queries
+                    for prefix in [("w",), ("w", "1"), ()]
+                    for hits in [store.search(prefix, query=q, **kw) for kw in MANY_QUERIES]
+                ]
+    same(results[with_pgvector], results[without])
+    pages = results[with_pgvector]
+    # The filtered pages are full (24 rare items, 6 of them expired: 18 live; 6 under w/1).
+    assert [len(p) for p in pages[:5]] == [10, 5, 6, 3, 18]
+    assert all(int(k[1:]) % 4 != 1 for p in pages for _, k, _ in p)
+
+
+def test_the_default_hnsw_index_finds_what_the_exact_search_finds() -> None:
+    """LangGraph's default index (HNSW) is approximate: its pages are checked for
+    recall against kind="flat" (exact), filtered and expiring pages included."""
+    rng = random.Random(11)
+    vectors, queries = many(rng, 3000, 16), many(rng, 20, 16)
+    base = {"dims": 16, "embed": embed, "fields": ["v"]}
+    pages: dict[str, list[list[tuple[str, str, float | None]]]] = {}
+    with database(pgvector_url()) as hnsw, database(pgvector_url()) as flat:
+        for url, ann in ((hnsw, {}), (flat, {"kind": "flat"})):
+            with PostgresStore.from_conn_string(
+                url, index={**base, "ann_index_config": ann}
+            ) as store:  # type: ignore[arg-type]
+                store.setup()
+                fill_many(store, vectors)
+                time.sleep(0.05)
+                pages[url] = [
+                    [("/".join(h.namespace), h.key, h.score) for h in hits]
+                    for q in queries
+                    for hits in [store.search(("w",), query=q, **kw) for kw in MANY_QUERIES]
+                ]
+        (indexdef,) = sql(
+            hnsw,
+            "SELECT indexdef FROM pg_indexes WHERE tablename = 'store_vectors' AND indexname = 'store_vectors_embedding_idx'",
+        )[0]
+        assert "USING hnsw" in indexdef
+    found = wanted = 0
+    for approx, exact in zip(pages[hnsw], pages[flat], strict=True):
+        assert len(approx) == len(exact)  # widening fills the page as the exact one
+        keys = {(n, k) for n, k, _ in exact}
+        found += sum((n, k) in keys for n, k, _ in approx)
+        wanted += len(exact)
+        scores = [s for _, _, s in approx]
+        assert scores == sorted(scores, reverse=True)  # type: ignore[type-var]
+        assert all(int(k[1:]) % 4 != 1 for _, k, _ in approx)
+    assert found / wanted >= 0.95, f"recall {found}/{wanted}"
+
+
 def test_setup_makes_langgraphs_vector_tables_and_the_index_asked_for() -> None:
     hnsw = {"kind": "hnsw", "m": 8, "ef_construction": 32}
     with database(pgvector_url()) as url:
         index = {"dims": DIMS, "embed": embed, "fields": ["title"]}
-        with PostgresStore.from_conn_string(url, index=index) as store:  # type: ignore[arg-type]
+        flat = {**index, "ann_index_config": {"kind": "flat"}}
+        with PostgresStore.from_conn_string(url, index=flat) as store:  # type: ignore[arg-type]
             store.setup()
         column = sql(
             url,
@@ -168,6 +278,14 @@ def test_setup_makes_langgraphs_vector_tables_and_the_index_asked_for() -> None:
         assert "USING hnsw (embedding vector_cosine_ops)" in indexdef
         assert "m='8'" in indexdef and "ef_construction='32'" in indexdef
         assert sql(url, "SELECT v FROM vector_migrations ORDER BY v") == [(0,), (1,), (2,)]
+    # No kind: an HNSW index with pgvector's settings, as LangGraph's setup() builds.
+    with database(pgvector_url()) as url:
+        with PostgresStore.from_conn_string(url, index=index) as store:  # type: ignore[arg-type]
+            store.setup()
+        (indexdef,) = sql(
+            url, "SELECT indexdef FROM pg_indexes WHERE indexname = 'store_vectors_embedding_idx'"
+        )[0]
+        assert indexdef.endswith("USING hnsw (embedding vector_cosine_ops)")
 
 
 def test_deleting_or_unindexing_an_item_removes_its_vectors() -> None:

@@ -24,13 +24,13 @@ _S = TypeVar("_S", bound="PostgresStore")
 
 class PostgresIndexConfig(IndexConfig, total=False):
     """LangGraph's PostgreSQL index settings. ``distance_type``: ``"cosine"``
-    (default), ``"inner_product"`` or ``"l2"``, each ranked exactly.
+    (default), ``"inner_product"`` or ``"l2"`` (exact without pgvector).
     ``ann_index_config`` as LangGraph's, used when the server has pgvector:
     ``vector_type`` ``"vector"`` (default) or ``"halfvec"`` (pgvector >= 0.7) is the
-    column's type, and ``kind`` ``"hnsw"`` (``m``, ``ef_construction``) or
-    ``"ivfflat"`` (``lists``) builds that index on it. Unlike LangGraph, no ``kind``
-    builds no index: the search orders by distance under a namespace prefix, which
-    pgvector answers with an exact scan (as LangGraph's own query does)."""
+    column's type, and ``kind`` ``"hnsw"`` (the default, as LangGraph's; ``m``,
+    ``ef_construction``) or ``"ivfflat"`` (``lists``) builds that index on it, which
+    the search then uses: approximate, so a result may miss an item the exact
+    ranking has. ``kind="flat"`` builds none: every search is then exact."""
 
     distance_type: str
     ann_index_config: dict[str, Any]
@@ -52,17 +52,17 @@ def _engine_args(index: IndexConfig | None) -> dict[str, Any]:
             f"ann_index_config vector_type={vector_type!r} is not supported: ironloop's "
             "PostgresStore keeps float vectors; pass 'vector' or 'halfvec' (or leave it out)"
         )
-    kind = ann.pop("kind", None)
-    if kind is not None and kind not in _ANN_SETTINGS:
+    kind = ann.pop("kind", "hnsw")
+    if kind not in _ANN_SETTINGS:
         raise ValueError(
             f"ann_index_config kind={kind!r} is not supported: pass 'hnsw', 'ivfflat' or 'flat'"
         )
     params: list[tuple[str, int]] = []
     for name, value in ann.items():
-        if name not in _ANN_SETTINGS.get(kind or "flat", ()):
+        if name not in _ANN_SETTINGS[kind]:
             raise ValueError(
-                f"ann_index_config {name!r} is not a setting of kind={kind or 'flat'!r}: "
-                f"expected one of {list(_ANN_SETTINGS.get(kind or 'flat', ()))}"
+                f"ann_index_config {name!r} is not a setting of kind={kind!r}: "
+                f"expected one of {list(_ANN_SETTINGS[kind])}"
             )
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise ValueError(f"ann_index_config {name}={value!r}: expected a positive integer")
