@@ -241,4 +241,6 @@ def test_gotos_added_to_a_paused_step_stay_when_it_pauses_again(saver: Any) -> N
     # Answering the question completes the step with what `extra` wrote, which does
     # not run again.
     assert graph.invoke(Command(resume="yes"), config) == {"log": ["ask:yes", "extra"]}
-    assert runs == ["ask", "ask", "extra", "ask"]
+    # The second invoke ran `ask` and `extra` side by side (either may start first);
+    # the third ran `ask` alone.
+    assert runs[0] == "ask" and sorted(runs[1:3]) == ["ask", "extra"] and runs[3:] == ["ask"]
