@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use pgvector::Vector;
 use tokio_postgres::{Client, Transaction};
 
-use super::postgres::{fetch, row_item, scope, storage};
+use super::postgres::{fetch, first_unapplied, record_migration, row_item, scope, storage};
 use super::vector::Metric;
 use super::{parse_object, Item, PutValue, Result, Search, StoreError};
 
@@ -185,15 +185,7 @@ impl Pgvector {
         if !available {
             return Ok(None);
         }
-        c.batch_execute("CREATE TABLE IF NOT EXISTS vector_migrations (v INTEGER PRIMARY KEY)")
-            .await
-            .map_err(storage("create the vector migrations table"))?;
-        let done: Option<i32> = c
-            .query_one("SELECT max(v) FROM vector_migrations", &[])
-            .await
-            .map_err(storage("read the applied vector migrations"))?
-            .get(0);
-        let first = done.map_or(0, |v| v as usize + 1);
+        let first = first_unapplied(c, "vector_migrations").await?;
         let (extension, table, index) = self.migrations(&self.column_type(c).await?);
         if first == 0 {
             if let Err(e) = c.batch_execute(&extension).await {
@@ -483,11 +475,5 @@ async fn has_type(c: &Client, name: &str) -> Result<bool> {
 
 /// Records a step of LangGraph's `VECTOR_MIGRATIONS` as applied.
 async fn record(c: &Client, v: i32) -> Result<()> {
-    c.execute(
-        "INSERT INTO vector_migrations (v) VALUES ($1) ON CONFLICT DO NOTHING",
-        &[&v],
-    )
-    .await
-    .map_err(storage("record a vector migration"))?;
-    Ok(())
+    record_migration(c, "vector_migrations", v).await
 }

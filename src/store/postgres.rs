@@ -21,7 +21,7 @@ use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, R
 use futures::StreamExt;
 use indexmap::IndexMap;
 use tokio::sync::Mutex;
-use tokio_postgres::Transaction;
+use tokio_postgres::{Client, Transaction};
 
 use super::index::{Copy, Loader};
 use super::namespace::{self, from_text, to_text, Namespace};
@@ -597,6 +597,34 @@ async fn list(tx: &Transaction<'_>, op: &ListNamespaces, now: f64) -> Result<Vec
     Ok(namespace::list(all.iter().map(Vec::as_slice), op))
 }
 
+/// The first step of a LangGraph-style migration log (`table`, one `v` per applied
+/// step, made when missing) not yet applied: the store's steps and pgvector's keep
+/// their logs the same way, as LangGraph's `setup()` does.
+pub(super) async fn first_unapplied(c: &Client, table: &str) -> Result<usize> {
+    c.batch_execute(&format!(
+        "CREATE TABLE IF NOT EXISTS {table} (v INTEGER PRIMARY KEY)"
+    ))
+    .await
+    .map_err(storage("create a migrations table"))?;
+    let done: Option<i32> = c
+        .query_one(&format!("SELECT max(v) FROM {table}"), &[])
+        .await
+        .map_err(storage("read the applied migrations"))?
+        .get(0);
+    Ok(done.map_or(0, |v| v as usize + 1))
+}
+
+/// Records step `v` in the migration log `table` as applied.
+pub(super) async fn record_migration(c: &Client, table: &str, v: i32) -> Result<()> {
+    c.execute(
+        &format!("INSERT INTO {table} (v) VALUES ($1) ON CONFLICT DO NOTHING"),
+        &[&v],
+    )
+    .await
+    .map_err(storage("record a migration"))?;
+    Ok(())
+}
+
 #[async_trait]
 impl StoreBackend for PostgresStore {
     /// Applies the [`MIGRATIONS`] not yet recorded in `store_migrations`, as
@@ -604,25 +632,12 @@ impl StoreBackend for PostgresStore {
     /// own steps).
     async fn setup(&self) -> Result<()> {
         let c = self.conn().await?;
-        c.batch_execute("CREATE TABLE IF NOT EXISTS store_migrations (v INTEGER PRIMARY KEY)")
-            .await
-            .map_err(storage("create the migrations table"))?;
-        let done: Option<i32> = c
-            .query_one("SELECT max(v) FROM store_migrations", &[])
-            .await
-            .map_err(storage("read the applied migrations"))?
-            .get(0);
-        let first = done.map_or(0, |v| v as usize + 1);
+        let first = first_unapplied(&c, "store_migrations").await?;
         for (v, statement) in MIGRATIONS.iter().enumerate().skip(first) {
             c.batch_execute(statement)
                 .await
                 .map_err(storage("create the tables"))?;
-            c.execute(
-                "INSERT INTO store_migrations (v) VALUES ($1) ON CONFLICT DO NOTHING",
-                &[&(v as i32)],
-            )
-            .await
-            .map_err(storage("record a migration"))?;
+            record_migration(&c, "store_migrations", v as i32).await?;
         }
         if let Some(pv) = &self.pgvector {
             let active = pv.setup(&c).await?;
