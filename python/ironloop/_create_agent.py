@@ -21,6 +21,7 @@ from ironloop._agent import (
 )
 from ironloop._constants import END, START
 from ironloop._foreign import is_langchain_runnable
+from ironloop._invalid_calls import _patch_invalid, _rewritten
 from ironloop._meta_fields import agent_tools
 from ironloop._schema import _special
 from ironloop._shapes import AgentSettings, agent_var, bind, names, shape_key, templates
@@ -33,8 +34,8 @@ from ironloop.errors import (
     ToolNotFoundError,
     ToolTimeoutError,
 )
-from ironloop.graph import REMOVE_ALL_MESSAGES, CompiledStateGraph, StateGraph
-from ironloop.messages import RemoveMessage, SystemMessage, ToolMessage
+from ironloop.graph import CompiledStateGraph, StateGraph
+from ironloop.messages import SystemMessage
 from ironloop.middleware.types import (
     AgentMiddleware,
     AgentState,
@@ -171,44 +172,6 @@ def _appended(request: ModelRequest, state: Any) -> list[Any]:
     if len(messages) <= len(had) or any(a is not b for a, b in zip(messages, had, strict=False)):
         return []
     return list(messages[len(had) :])
-
-
-def _patch_invalid(messages: Sequence[Any]) -> list[Any] | None:
-    """``messages`` with an error ``ToolMessage`` after each AI message for every invalid
-    tool call (malformed arguments) no result answers yet, as LangChain 1.5's model
-    node adds them, so the model learns its call did not run and providers accept the
-    history; ``None`` when there is nothing to answer (the common case: no copy)."""
-    pending = [m for m in messages if m.type == "ai" and m.invalid_tool_calls]
-    if not pending:
-        return None
-    answered = {m.tool_call_id for m in messages if m.type == "tool"}
-    out: list[Any] = []
-    for m in messages:
-        out.append(m)
-        if m.type != "ai":
-            continue
-        for call in m.invalid_tool_calls:
-            call_id = call.get("id")
-            if call_id is None or call_id in answered:
-                continue
-            name = call.get("name") or "unknown"
-            out.append(
-                ToolMessage(
-                    content=f"Tool call {name} with id {call_id} could not be executed - "
-                    "arguments were malformed or truncated.",
-                    name=name,
-                    tool_call_id=call_id,
-                    status="error",
-                )
-            )
-            answered.add(call_id)
-    return out if len(out) > len(messages) else None
-
-
-def _rewritten(patched: list[Any] | None) -> list[Any]:
-    """The messages update's start when invalid calls were answered: the history
-    replaced by its patched copy (the answers sit after their AI messages)."""
-    return [] if patched is None else [RemoveMessage(id=REMOVE_ALL_MESSAGES), *patched]
 
 
 def _given(t: Any) -> Any:
