@@ -2,14 +2,18 @@
 card numbers (Luhn-checked), IP and MAC addresses, URLs, or any type a regex or a
 function detects — in the last user message before the model sees it, in the tool
 results of the last turn, and in the model's answer, and blocks, redacts, masks or
-hashes it. The built-in detectors run in Rust (``src/pii.rs``)."""
+hashes it. The built-in detectors run in Rust (``src/pii.rs``). With
+``apply_to_output`` or ``apply_to_tool_results`` it also redacts what a
+``stream_events(version="v3")`` consumer sees as it streams (``_pii_stream``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any, Literal
 
 from ironloop.messages import AIMessage, HumanMessage, ToolMessage
+from ironloop.middleware._pii_stream import PIIStreamTransformer
 from ironloop.middleware._redaction import (
     PIIDetectionError,
     PIIMatch,
@@ -38,6 +42,9 @@ __all__ = [
 
 Content = str | list[Any]
 
+#: LangChain 1.5's name of the stream transformer.
+_PIIStreamTransformer = PIIStreamTransformer
+
 
 class PIIMiddleware(AgentMiddleware):
     """Handles one type of personal data in the conversation.
@@ -51,7 +58,11 @@ class PIIMiddleware(AgentMiddleware):
     user message before each model call; ``apply_to_tool_results`` the tool results
     since the last AI message; ``apply_to_output`` the model's answer. Use one
     instance per type; several compose. Only text is rewritten: a content block list
-    keeps its other blocks.
+    keeps its other blocks. With ``apply_to_output`` or ``apply_to_tool_results``,
+    ``transformers`` holds a stream transformer that applies the rule to every streamed
+    surface of a ``stream_events(version="v3")`` run (model deltas, tool events, state
+    snapshots) before a consumer sees it; under ``"block"`` the stream fails with
+    ``PIIDetectionError`` before any of the value is shown.
 
     Example:
         >>> m = PIIMiddleware("email", strategy="redact")
@@ -88,6 +99,8 @@ class PIIMiddleware(AgentMiddleware):
         self.pii_type = self._rule.pii_type
         self.strategy = self._rule.strategy
         self.detector = self._rule.detector
+        if apply_to_output or apply_to_tool_results:
+            self.transformers = (partial(PIIStreamTransformer, rule=self._rule),)
 
     @property
     def name(self) -> str:

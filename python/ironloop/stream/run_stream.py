@@ -95,7 +95,17 @@ class GraphRunStream(_RunBase):
             self._mux.fail(e)
             return False
         self._observe_event(event)
-        self._mux.push(event)
+        try:
+            self._mux.push(event)
+        except Exception as e:
+            # A transformer refused the event (PIIMiddleware's "block"): the run stops
+            # there, its error reaching every projection, as LangGraph's mux fails.
+            self._exhausted = True
+            graph_iter, self._graph_iter = self._graph_iter, None
+            if (close := getattr(graph_iter, "close", None)) is not None:
+                close()
+            self._mux.fail(e)
+            return False
         return True
 
     def _drive(self) -> None:
@@ -211,7 +221,15 @@ class AsyncGraphRunStream(_RunBase):
             return False
         event = convert_to_protocol_event(part)
         self._observe_event(event)
-        await self._mux.apush(event)
+        try:
+            await self._mux.apush(event)
+        except Exception as e:  # a transformer refused the event: see the sync lane
+            self._exhausted = True
+            self._graph_aiter = None
+            if (aclose := getattr(source, "aclose", None)) is not None:
+                await aclose()
+            await self._mux.afail(e)
+            return False
         return True
 
     async def _drive(self) -> None:
