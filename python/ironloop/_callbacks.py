@@ -25,6 +25,7 @@ from contextvars import Token
 from typing import Any
 
 from ironloop._constants import INTERRUPT
+from ironloop._trace_policy import recorded
 
 
 def _inherited() -> Any:
@@ -216,14 +217,15 @@ def own_run(fn: Callable[..., Any]) -> Callable[..., Any]:
 def node_call(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     """A graph node's function reporting its call as a child chain run named after the
     node (its input the node's input, its output what the node returned), under the
-    graph's run: called by the engine, only for a run with callbacks. The call runs in
+    graph's run: called by the engine, only for a run with callbacks (what the run
+    records follows the node's ``TracePolicy``, ``_trace_policy``). The call runs in
     its task's own context, where the run stays the parent of what the node calls, as
     it is for what the node calls with its ``config``."""
     if getattr(fn, "_ironloop_own_run", False):
         return fn
 
     def call(*args: Any, **kwargs: Any) -> Any:
-        run = _open(name, args[0] if args else kwargs)
+        run = _open(name, recorded(fn, "process_inputs", args[0] if args else kwargs))
         if run is None:
             return fn(*args, **kwargs)
         if isinstance(kwargs.get("config"), dict):  # what it calls with it: under it too
@@ -234,18 +236,18 @@ def node_call(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
             run.end(exc=e)
             raise
         if inspect.isawaitable(out):
-            return _ended_when_awaited(run, out)
-        run.end(out)
+            return _ended_when_awaited(run, out, fn)
+        run.end(recorded(fn, "process_outputs", out))
         return out
 
     return call
 
 
-async def _ended_when_awaited(run: ChainRun, pending: Any) -> Any:
+async def _ended_when_awaited(run: ChainRun, pending: Any, fn: Callable[..., Any]) -> Any:
     try:
         out = await pending
     except BaseException as e:
         run.end(exc=e)
         raise
-    run.end(out)
+    run.end(recorded(fn, "process_outputs", out))
     return out

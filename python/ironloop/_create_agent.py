@@ -28,6 +28,7 @@ from ironloop._shapes import AgentSettings, agent_var, bind, names, shape_key, t
 from ironloop._structured_output import Plan
 from ironloop._tool_wrap import CallRunner
 from ironloop._toolnode import ToolNode, _as_tool
+from ironloop._trace_policy import middleware_policy, traced_as
 from ironloop.errors import (
     ToolBlockedError,
     ToolInvalidArgsError,
@@ -502,6 +503,7 @@ def _hook_node(
 
     node.__ironloop_async__ = anode  # type: ignore[attr-defined]
     node.__name__ = where
+    traced_as(node, middleware_policy(lambda: m.trace_policy))
     return node
 
 

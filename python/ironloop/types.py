@@ -12,6 +12,7 @@ from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
 from ironloop._constants import INTERRUPT
 from ironloop._retry import default_retry_on
 from ironloop._timeout import TimeoutPolicy
+from ironloop._trace_policy import TracePolicy, omit_payload
 from ironloop.warnings import LangGraphDeprecatedSinceV10, LangGraphDeprecatedSinceV11
 
 __all__ = [
@@ -26,6 +27,8 @@ __all__ = [
     "StateSnapshot",
     "StateUpdate",
     "TimeoutPolicy",
+    "TracePolicy",
+    "omit_payload",
 ]
 
 

@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+from ironloop._trace_policy import configure_trace_policy
 from ironloop.middleware._redaction import RedactionRule
 from ironloop.middleware.auto_mode import AutoModeMiddleware
 from ironloop.middleware.context_editing import ClearToolUsesEdit, ContextEditingMiddleware
@@ -68,12 +69,14 @@ from ironloop.middleware.types import (
     OutputAgentState,
     PrivateStateAttr,
     ToolCallRequest,
+    TracePolicy,
     after_agent,
     after_model,
     before_agent,
     before_model,
     dynamic_prompt,
     hook_config,
+    omit_payload,
     wrap_model_call,
     wrap_tool_call,
 )
@@ -129,12 +132,15 @@ __all__ = [
     "ToolErrorMiddleware",
     "ToolPermissions",
     "ToolRetryMiddleware",
+    "TracePolicy",
     "after_agent",
     "after_model",
     "before_agent",
     "before_model",
+    "configure_trace_policy",
     "dynamic_prompt",
     "hook_config",
+    "omit_payload",
     "wrap_model_call",
     "wrap_tool_call",
 ]

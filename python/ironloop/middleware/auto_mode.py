@@ -10,6 +10,7 @@ from typing import Any
 
 from ironloop.messages import ToolMessage
 from ironloop.middleware.types import AgentMiddleware, ToolCallRequest, propagate
+from ironloop.types import TracePolicy, omit_payload
 
 __all__ = ["AutoModeMiddleware"]
 
@@ -81,8 +82,11 @@ class AutoModeMiddleware(AgentMiddleware):
     messages; calls of other tools run unasked. A classifier failure ends the run (the
     tool is not run). This blocks; it does not ask a person (see
     ``HumanInTheLoopMiddleware``). An empty or non-list ``tools`` is a pydantic
-    ``ValidationError``.
+    ``ValidationError``. Its hook's trace omits its input (the conversation shown to
+    the classifier), as LangChain's.
     """
+
+    trace_policy = TracePolicy(process_inputs=omit_payload)
 
     def __init__(
         self,

@@ -16,6 +16,7 @@ from typing_extensions import NotRequired
 from ironloop.messages import HumanMessage
 from ironloop.middleware.types import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from ironloop.models import init_model
+from ironloop.types import TracePolicy, omit_payload
 
 __all__ = ["ModelChoice", "ModelRouterMiddleware"]
 
@@ -106,6 +107,8 @@ class ModelRouterMiddleware(AgentMiddleware):
     """
 
     state_schema: Any = _ModelRouterState
+    #: Its hook's trace omits its input (the conversation the classifier reads).
+    trace_policy = TracePolicy(process_inputs=omit_payload)
 
     def __init__(
         self, *, choices: Mapping[str, ModelChoice], instructions: Any, classifier: Any

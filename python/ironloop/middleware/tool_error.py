@@ -9,6 +9,7 @@ from typing import Any
 from ironloop.errors import GraphInterrupt, ParentCommand
 from ironloop.messages import ToolMessage
 from ironloop.middleware.types import AgentMiddleware, ToolCallRequest, propagate
+from ironloop.types import TracePolicy, omit_payload
 
 __all__ = ["ToolErrorMiddleware"]
 
@@ -31,6 +32,9 @@ class ToolErrorMiddleware(AgentMiddleware):
         >>> m.name
         'ToolErrorMiddleware'
     """
+
+    #: Its hook's trace omits its input (the failed call's request), as LangChain's.
+    trace_policy = TracePolicy(process_inputs=omit_payload)
 
     def __init__(
         self,

@@ -32,7 +32,7 @@ from typing_extensions import NotRequired, Required, TypedDict, TypeVar
 from ironloop._tool_call import ToolCallRequest
 from ironloop.graph import ContextT, add_messages
 from ironloop.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
-from ironloop.types import Command
+from ironloop.types import Command, TracePolicy, omit_payload
 
 __all__ = [
     "AgentMiddleware",
@@ -49,12 +49,14 @@ __all__ = [
     "OmitFromOutput",
     "PrivateStateAttr",
     "ToolCallRequest",
+    "TracePolicy",
     "after_agent",
     "after_model",
     "before_agent",
     "before_model",
     "dynamic_prompt",
     "hook_config",
+    "omit_payload",
     "wrap_model_call",
     "wrap_tool_call",
 ]
@@ -249,6 +251,9 @@ class AgentMiddleware(Generic[StateT, ContextT, ResponseT]):
     #: ``StreamTransformer`` factories the agent's ``stream_events(version="v3")``
     #: runs register (``ironloop.stream``).
     transformers: Sequence[Any] = ()
+    #: What the callback runs of this middleware's hook nodes record of their input
+    #: and output (``TracePolicy``); ``None``: the ``configure_trace_policy`` default.
+    trace_policy: TracePolicy | None = None
 
     @property
     def name(self) -> str:
