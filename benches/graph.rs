@@ -210,6 +210,7 @@ fn record(i: u64, parent: Option<String>) -> CheckpointRecord {
             id: format!("{id}:0:a"),
             node: "a".into(),
             arg: None,
+            timeout: None,
         }],
         created_at: 1.7e9 + i as f64,
         metadata: json!({"source": "loop", "step": i}),

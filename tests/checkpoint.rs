@@ -41,11 +41,13 @@ fn rec(id: &str, parent: Option<&str>, step: i64) -> CheckpointRecord {
                 id: format!("t-{id}"),
                 node: "tools".into(),
                 arg: None,
+                timeout: None,
             },
             TaskRecord {
                 id: format!("s-{id}"),
                 node: "worker".into(),
                 arg: Some(json!({"item": step})),
+                timeout: None,
             },
         ],
         created_at: 1_700_000_000.25 + step as f64,

@@ -356,7 +356,7 @@ async fn send_fans_out_and_a_join_waits_for_all_sources() {
                 Ok(NodeOutput {
                     goto: items
                         .into_iter()
-                        .map(|i| Goto::Send("sq".into(), Val::Json(i)))
+                        .map(|i| Goto::Send("sq".into(), Val::Json(i), None))
                         .collect(),
                     ..Default::default()
                 })
@@ -750,6 +750,7 @@ async fn a_checkpoint_in_the_saved_format_continues_from_its_pending_writes() {
         id: id.into(),
         node: node.into(),
         arg: None,
+        timeout: None,
     };
     let record = ironloop::checkpoint::CheckpointRecord {
         snapshot: None,

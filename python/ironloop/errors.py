@@ -290,6 +290,11 @@ class GraphInterrupt(GraphBubbleUp):  # LangGraph's name, hence no -Error suffix
     #: (``interrupt_before`` / ``interrupt_after``): the node's task pauses with nothing
     #: to answer, and resuming continues the nested graph, as in LangGraph.
     breakpoint: bool = False
+    #: Set (by the engine) when a graph nested in the node paused on ``interrupt()``
+    #: calls: each question's ``(id, value)``. The node's task pauses on every one of
+    #: them, each answered by its own id, as LangGraph shows a subgraph's parallel
+    #: questions; ``value`` is the first one's.
+    _nested: tuple[tuple[str, object], ...] = ()
 
     def __init__(self, value: object = ()) -> None:  # LangGraph's may be raised bare
         super().__init__(value)

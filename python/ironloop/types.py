@@ -34,33 +34,35 @@ __all__ = [
 
 class Send:
     """Runs ``node`` in the next step with ``arg`` as its input (map-reduce fan-out).
+    ``timeout`` (seconds, a ``timedelta`` or a ``TimeoutPolicy``; a number is a
+    ``run_timeout``) times this one task instead of the node's own timeout, as
+    LangGraph 1.2's; it travels with the task, also through a checkpoint.
 
     Example:
         >>> def fan_out(state):
         ...     return [Send("work", {"item": x}) for x in state["items"]]
     """
 
-    __slots__ = ("arg", "node")
+    __slots__ = ("arg", "node", "timeout")
 
     def __init__(
         self, node: str, arg: Any, *, timeout: float | timedelta | TimeoutPolicy | None = None
     ) -> None:
-        if TimeoutPolicy.coerce(timeout) is not None:
-            # LangGraph 1.2's per-Send timeout is not carried by the engine's tasks yet:
-            # refused rather than silently dropped.
-            raise NotImplementedError(
-                f"Send({node!r}, ..., timeout=...) is not supported by ironloop yet; bound "
-                f"the node instead with add_node({node!r}, ..., timeout=...), which times "
-                "every task of it"
-            )
         self.node = node
         self.arg = arg
+        self.timeout = TimeoutPolicy.coerce(timeout)
 
     def __repr__(self) -> str:
-        return f"Send(node={self.node!r}, arg={self.arg!r})"
+        if self.timeout is None:
+            return f"Send(node={self.node!r}, arg={self.arg!r})"
+        return f"Send(node={self.node!r}, arg={self.arg!r}, timeout={self.timeout!r})"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Send) and (self.node, self.arg) == (other.node, other.arg)
+        return isinstance(other, Send) and (self.node, self.arg, self.timeout) == (
+            other.node,
+            other.arg,
+            other.timeout,
+        )
 
     __hash__ = None  # type: ignore[assignment]
 

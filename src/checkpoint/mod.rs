@@ -120,6 +120,10 @@ pub struct TaskRecord {
     /// The argument of a task made by `Send`, as JSON.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arg: Option<Value>,
+    /// The `Send`'s own timeout (LangGraph's `Send(timeout=)`), as JSON (see
+    /// `graph::TimeoutPolicy::to_json`): a resumed run times the task by it too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Value>,
 }
 
 /// One write to a channel.

@@ -593,6 +593,7 @@ mod tests {
                 id: "c1:0:tools".into(),
                 node: "tools".into(),
                 arg: None,
+                timeout: None,
             }],
             created_at: 1_795_000_000.5,
             metadata: json!({"source": "loop", "step": 3, "parents": {}}),

@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use super::channel::{Channel, ChannelKind, Reducer};
 use super::codec::{encode, ValueCodec};
 use super::error::GraphError;
+use super::guard::TimeoutPolicy;
 use super::messages::MessageList;
 use super::reserved::{is_hidden, join_channel, Reserved, Source, DEFER_CHANNEL, ENGINE_NODE};
 use super::run::RunOptions;
@@ -29,7 +30,12 @@ pub(super) struct Task {
     pub id: String,
     pub node: String,
     pub arg: Option<Val>,
+    /// A `Send`'s own timeout, which times the task instead of its node's.
+    pub timeout: Option<TimeoutPolicy>,
 }
+
+/// What makes a task of the next step: its node, and a `Send`'s argument and timeout.
+pub(super) type Trigger = (String, Option<Val>, Option<TimeoutPolicy>);
 
 /// Join barriers: a hidden channel holding the sources seen so far.
 struct JoinReducer;
@@ -392,6 +398,7 @@ impl Graph {
                         Some(a) => Some(self.codec.decode(Reserved::Send.as_str(), a.clone())?),
                         None => None,
                     },
+                    timeout: t.timeout.as_ref().and_then(TimeoutPolicy::from_json),
                 })
             })
             .collect()
@@ -410,7 +417,7 @@ impl Graph {
         goto: &[Goto],
         view: &StateView,
         ctx: &TaskContext,
-        out: &mut Vec<(String, Option<Val>)>,
+        out: &mut Vec<Trigger>,
     ) -> Result<(), GraphError> {
         let mut push = |g: &Goto| match g {
             Goto::Node(n) if n == END => Ok(()),
@@ -420,16 +427,16 @@ impl Graph {
                         "node {node:?} routed to unknown node {n:?}"
                     )));
                 }
-                out.push((n.clone(), None));
+                out.push((n.clone(), None, None));
                 Ok(())
             }
-            Goto::Send(n, arg) => {
+            Goto::Send(n, arg, timeout) => {
                 if !self.node_index.contains_key(n) {
                     return Err(GraphError::InvalidUpdate(format!(
                         "node {node:?} sent to unknown node {n:?}"
                     )));
                 }
-                out.push((n.clone(), Some(arg.clone())));
+                out.push((n.clone(), Some(arg.clone()), *timeout));
                 Ok(())
             }
             Goto::End => Ok(()),
@@ -468,7 +475,7 @@ impl Graph {
         &self,
         ran: &[Task],
         view: &StateView,
-        triggers: &mut Vec<(String, Option<Val>)>,
+        triggers: &mut Vec<Trigger>,
     ) -> Vec<(String, Val)> {
         let mut resets = Vec::new();
         for (j, (srcs, target)) in self.spec.joins.iter().enumerate() {
@@ -481,7 +488,7 @@ impl Graph {
                 .all(|s| seen.contains(&Value::String(s.clone())));
             if all && ran.iter().any(|t| srcs.contains(&t.node)) {
                 if target != END {
-                    triggers.push((target.clone(), None));
+                    triggers.push((target.clone(), None, None));
                 }
                 resets.push((ch, Val::Json(Value::Null)));
             }
@@ -497,7 +504,7 @@ impl Graph {
     pub(super) fn hold_deferred(
         &self,
         view: &StateView,
-        triggers: &mut Vec<(String, Option<Val>)>,
+        triggers: &mut Vec<Trigger>,
     ) -> Option<(String, Val)> {
         if self.deferred.is_empty() {
             return None;
@@ -511,7 +518,7 @@ impl Graph {
         };
         let mut held = before.clone();
         // A `Send` to a deferred node is a task of its own, run when sent.
-        triggers.retain(|(n, arg)| {
+        triggers.retain(|(n, arg, _)| {
             let defer = arg.is_none() && self.deferred.contains(n);
             if defer && !held.contains(n) {
                 held.push(n.clone());
@@ -519,7 +526,7 @@ impl Graph {
             !defer
         });
         if triggers.is_empty() {
-            triggers.extend(held.drain(..).map(|n| (n, None)));
+            triggers.extend(held.drain(..).map(|n| (n, None, None)));
         }
         (held != before).then(|| {
             let v = if held.is_empty() {
@@ -543,10 +550,10 @@ impl Graph {
 
     /// Builds the next step's tasks: plain triggers are de-duplicated (a node runs
     /// once per step however many edges lead to it); `Send`s each make a task.
-    pub(super) fn make_tasks(step_id: &str, triggers: Vec<(String, Option<Val>)>) -> Vec<Task> {
+    pub(super) fn make_tasks(step_id: &str, triggers: Vec<Trigger>) -> Vec<Task> {
         let mut seen = HashSet::new();
         let mut tasks = Vec::new();
-        for (node, arg) in triggers {
+        for (node, arg, timeout) in triggers {
             if arg.is_none() && !seen.insert(node.clone()) {
                 continue;
             }
@@ -555,6 +562,7 @@ impl Graph {
                 id: format!("{step_id}:{i}:{node}"),
                 node,
                 arg,
+                timeout,
             });
         }
         tasks
@@ -571,6 +579,7 @@ impl Graph {
                         Some(a) => Some(Arc::unwrap_or_clone(encode(Reserved::Send.as_str(), a)?)),
                         None => None,
                     },
+                    timeout: t.timeout.map(|p| p.to_json()),
                 })
             })
             .collect()
@@ -613,6 +622,7 @@ impl Graph {
             thread_id: opts.thread_id.clone()?,
             checkpoint_ns: crate::checkpoint::child_ns(&opts.checkpoint_ns, &task.node, &task.id),
             answer_waiting: false,
+            answers: Vec::new(),
             replay: opts.replay.clone(),
             parents: opts.parents.clone(),
         })

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use serde_json::{json, Value};
 use tokio::time::Instant;
 
 use super::error::GraphError;
@@ -25,6 +26,39 @@ pub struct TimeoutPolicy {
     /// Only explicit heartbeats count as progress (LangGraph's `refresh_on="heartbeat"`);
     /// otherwise stream output the node writes counts too.
     pub heartbeat_only: bool,
+}
+
+impl TimeoutPolicy {
+    /// A policy from seconds (the host's `TimeoutPolicy`, coerced): `run_timeout`,
+    /// `idle_timeout`, and whether only heartbeats refresh the idle one.
+    pub fn from_secs(run: Option<f64>, idle: Option<f64>, heartbeat_only: bool) -> TimeoutPolicy {
+        TimeoutPolicy {
+            run: run.map(Duration::from_secs_f64),
+            idle: idle.map(Duration::from_secs_f64),
+            heartbeat_only,
+        }
+    }
+
+    /// As a checkpoint keeps it (a `Send`'s timeout, travelling with its task in the
+    /// checkpoint's `next` and in a continued step's saved gotos): LangGraph's fields.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "run_timeout": self.run.map(|d| d.as_secs_f64()),
+            "idle_timeout": self.idle.map(|d| d.as_secs_f64()),
+            "refresh_on": if self.heartbeat_only { "heartbeat" } else { "auto" },
+        })
+    }
+
+    /// Back from [`TimeoutPolicy::to_json`]; `None` for anything else.
+    pub fn from_json(v: &Value) -> Option<TimeoutPolicy> {
+        let secs = |k: &str| v.get(k).and_then(Value::as_f64).filter(|s| *s > 0.0);
+        let p = TimeoutPolicy::from_secs(
+            secs("run_timeout"),
+            secs("idle_timeout"),
+            v.get("refresh_on").and_then(Value::as_str) == Some("heartbeat"),
+        );
+        (p.run.is_some() || p.idle.is_some()).then_some(p)
+    }
 }
 
 /// What a node declared besides its function: its timeout and its error handler.
@@ -144,5 +178,23 @@ where
             run_timeout: policy.run.map(|d| d.as_secs_f64()),
             idle_timeout: policy.idle.map(|d| d.as_secs_f64()),
         }));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeout_policies_round_trip_as_json() {
+        let p = TimeoutPolicy::from_secs(None, Some(0.05), true);
+        assert_eq!(TimeoutPolicy::from_json(&p.to_json()), Some(p));
+        let q = TimeoutPolicy::from_secs(Some(2.0), None, false);
+        assert_eq!(TimeoutPolicy::from_json(&q.to_json()), Some(q));
+        assert_eq!(
+            TimeoutPolicy::from_json(&json!({"run_timeout": null})),
+            None
+        );
+        assert_eq!(TimeoutPolicy::from_json(&json!("2")), None);
     }
 }

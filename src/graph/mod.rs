@@ -8,6 +8,7 @@ mod guard;
 mod history;
 mod interrupt;
 mod messages;
+mod nested;
 pub mod options;
 mod pending;
 mod replay;
@@ -30,7 +31,8 @@ pub use guard::{Drain, Failed, NodeGuard, Progress, TimeoutPolicy};
 pub use history::Snapshot;
 pub use interrupt::{interrupt_id, InterruptInfo, InterruptKind};
 pub use messages::{MessageList, MessagesError, REMOVE_ALL_MESSAGES};
-pub use pending::{question_id, TaskStatus};
+pub use nested::questions;
+pub use pending::TaskStatus;
 pub use replay::{stable_ns, Replay, ReplayStart};
 pub use reserved::{is_hidden, Reserved, ENGINE_NODE, HIDDEN_PREFIX, ROOT};
 pub use run::{

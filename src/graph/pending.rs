@@ -14,7 +14,9 @@ use serde_json::{json, Value};
 use super::codec::encode;
 use super::engine::{Graph, Task};
 use super::error::GraphError;
+use super::guard::TimeoutPolicy;
 use super::interrupt::interrupt_id;
+use super::nested::{self, decode_nested, encode_nested, nested_of};
 use super::reserved::Reserved;
 use super::run::Resume;
 use super::spec::{Goto, NodeOutput, END, START};
@@ -34,6 +36,9 @@ pub(super) struct Pending {
     by_task: HashMap<String, Vec<PendingWrite>>,
     /// The values each task's `interrupt()` calls resume with, in order.
     resume: HashMap<String, Vec<Val>>,
+    /// The answers by id a task's last answer gave to the questions of a graph nested
+    /// in it (see `graph::nested`): its place in `resume` holds `null`.
+    nested: HashMap<String, Vec<(String, Val)>>,
     /// What the calls tasks made returned, by call id (see `run::calls`).
     returns: Arc<HashMap<String, super::run::CallSaved>>,
 }
@@ -55,6 +60,14 @@ pub(super) enum Saved<'a> {
     /// continued: its answered `interrupt()` calls return their resume values, and an
     /// unanswered one pauses it again).
     Nothing,
+}
+
+/// What a `Command(resume=...)` gives one task.
+enum Answer {
+    /// The value its `interrupt()` returns.
+    One(Val),
+    /// Answers by id to the questions of a graph nested in it (see `graph::nested`).
+    ById(Vec<(String, Val)>),
 }
 
 impl Pending {
@@ -93,9 +106,17 @@ impl Pending {
             answers.sort_by_key(|(k, j, _)| (*k, *j));
             let mut values: Vec<Val> = Vec::new();
             for (k, _, w) in answers {
-                let v = graph
-                    .codec
-                    .decode(Reserved::Resume.as_str(), (*w.value).clone())?;
+                let channel = Reserved::Resume.as_str();
+                let v = match decode_nested(graph.codec.as_ref(), channel, &w.value)? {
+                    Some(answers) => {
+                        p.nested.insert(task.clone(), answers);
+                        Val::Json(Value::Null)
+                    }
+                    None => {
+                        p.nested.remove(task);
+                        graph.codec.decode(channel, (*w.value).clone())?
+                    }
+                };
                 if k < values.len() {
                     values[k] = v;
                 } else {
@@ -119,6 +140,7 @@ impl Pending {
             .collect();
         self.by_task.retain(|t, _| input.contains(&t.as_str()));
         self.resume.clear();
+        self.nested.clear();
         self.returns = Arc::new(HashMap::new());
     }
 
@@ -151,13 +173,15 @@ impl Pending {
         r: Resume,
         asked: Asked<'_>,
     ) -> Result<(), GraphError> {
-        // (question id, task id) of the tasks `f` picks.
+        // (question id, task id) of the tasks `f` picks: a task that a nested graph's
+        // questions paused has one per question (see `graph::nested`).
         let tasks = |f: fn(&[PendingWrite]) -> bool| -> Vec<(String, String)> {
             self.by_task
                 .iter()
                 .filter(|(_, ws)| f(ws))
-                .filter_map(|(t, ws)| {
-                    Some((question_id(asked.ns, t, last_question(ws)?), t.clone()))
+                .flat_map(|(t, ws)| {
+                    let ids = last_question(ws).map(|w| nested::question_ids(asked.ns, t, w));
+                    ids.into_iter().flatten().map(move |q| (q, t.clone()))
                 })
                 .collect()
         };
@@ -173,46 +197,93 @@ impl Pending {
         let Some(assigned) = assign(r, interrupted, !parent.next.is_empty(), asked.strict)? else {
             return Ok(());
         };
-        for (task, v) in assigned {
-            let node = parent
-                .next
-                .iter()
-                .find(|t| t.id == task)
-                .map(|t| t.node.clone())
-                .unwrap_or_default();
-            let ws = self
+        for (task, answer) in self.by_task_answered(assigned) {
+            self.save_answer(cp, thread, parent, task, answer).await?;
+        }
+        Ok(())
+    }
+
+    /// The answers `assign` gave, by task: a task that a nested graph's questions
+    /// paused gets those of its questions' answers by id, any other its one value.
+    fn by_task_answered(
+        &self,
+        assigned: Vec<(Option<String>, String, Val)>,
+    ) -> Vec<(String, Answer)> {
+        let mut out: Vec<(String, Answer)> = Vec::new();
+        for (q, task, v) in assigned {
+            let nested = self
                 .by_task
                 .get(&task)
-                .map(Vec::as_slice)
-                .unwrap_or_default();
-            let k = answers(ws);
-            // Answering again: a fresh slot that replaces the last answer on load
-            // (`put_writes` keeps the first write of a key, so none is overwritten).
-            let again = answered_unfinished(ws).then(|| {
-                let last = interrupts(ws) - 1;
-                let tries = ws
-                    .iter()
-                    .filter(|w| replaced_answer(w.idx).is_some_and(|(k, _)| k == last))
-                    .count();
-                (last, replace_idx(last, tries))
-            });
-            let w = PendingWrite {
-                task_id: task.clone(),
-                idx: again.map_or(resume_idx(k), |(_, idx)| idx),
-                node,
-                channel: Reserved::Resume.as_str().into(),
-                value: encode(Reserved::Resume.as_str(), &v)?,
-            };
-            cp.put_writes(thread, &parent.id, vec![w.clone()])
-                .await
-                .map_err(Graph::cp_err)?;
-            let values = self.resume.entry(task.clone()).or_default();
-            match again {
-                Some((last, _)) if last < values.len() => values[last] = v,
-                _ => values.push(v),
+                .and_then(|ws| last_question(ws))
+                .is_some_and(|w| nested_of(&w.value).is_some());
+            match (q, nested) {
+                (Some(q), true) => match out.iter_mut().find(|(t, _)| *t == task) {
+                    Some((_, Answer::ById(m))) => m.push((q, v)),
+                    _ => out.push((task, Answer::ById(vec![(q, v)]))),
+                },
+                _ => out.push((task, Answer::One(v))),
             }
-            self.by_task.entry(task).or_default().push(w);
         }
+        out
+    }
+
+    /// Saves `answer` as task `task`'s next resume value (or, answering again, in
+    /// place of its last one) and hands it to the task.
+    async fn save_answer(
+        &mut self,
+        cp: &dyn Checkpointer,
+        thread: &str,
+        parent: &CheckpointRecord,
+        task: String,
+        answer: Answer,
+    ) -> Result<(), GraphError> {
+        let node = parent
+            .next
+            .iter()
+            .find(|t| t.id == task)
+            .map(|t| t.node.clone())
+            .unwrap_or_default();
+        let ws = self
+            .by_task
+            .get(&task)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let k = answers(ws);
+        // Answering again: a fresh slot that replaces the last answer on load
+        // (`put_writes` keeps the first write of a key, so none is overwritten).
+        let again = answered_unfinished(ws).then(|| {
+            let last = interrupts(ws) - 1;
+            let tries = ws
+                .iter()
+                .filter(|w| replaced_answer(w.idx).is_some_and(|(k, _)| k == last))
+                .count();
+            (last, replace_idx(last, tries))
+        });
+        let channel = Reserved::Resume.as_str();
+        let (value, v) = match answer {
+            Answer::One(v) => (encode(channel, &v)?, v),
+            Answer::ById(m) => {
+                let value = encode_nested(channel, &m)?;
+                self.nested.insert(task.clone(), m);
+                (value, Val::Json(Value::Null))
+            }
+        };
+        let w = PendingWrite {
+            task_id: task.clone(),
+            idx: again.map_or(resume_idx(k), |(_, idx)| idx),
+            node,
+            channel: channel.into(),
+            value,
+        };
+        cp.put_writes(thread, &parent.id, vec![w.clone()])
+            .await
+            .map_err(Graph::cp_err)?;
+        let values = self.resume.entry(task.clone()).or_default();
+        match again {
+            Some((last, _)) if last < values.len() => values[last] = v,
+            _ => values.push(v),
+        }
+        self.by_task.entry(task).or_default().push(w);
         Ok(())
     }
 
@@ -345,10 +416,17 @@ impl Pending {
         self.resume.get(task_id).cloned().unwrap_or_default()
     }
 
+    /// The answers by id task `task_id`'s last answer gave to the questions of a graph
+    /// nested in it (none when it answered the task's own `interrupt()`).
+    pub fn nested_answers(&self, task_id: &str) -> Vec<(String, Val)> {
+        self.nested.get(task_id).cloned().unwrap_or_default()
+    }
+
     /// Forgets everything: called once the step is checkpointed.
     pub fn clear(&mut self) {
         self.by_task.clear();
         self.resume.clear();
+        self.nested.clear();
         self.returns = Arc::default();
     }
 }
@@ -357,23 +435,17 @@ impl Pending {
 /// resume value, the last interrupt when it has more interrupts than answers. A task
 /// that finished has none.
 fn pending_interrupt(ws: &[PendingWrite]) -> Option<&PendingWrite> {
-    let is = |r: Reserved| move |w: &&PendingWrite| w.channel == r.as_str();
-    if is_finished(ws) {
+    if is_finished(ws) || interrupts(ws) <= answers(ws) {
         return None;
     }
-    let answered = answers(ws);
-    let mut interrupts = ws.iter().filter(is(Reserved::Interrupt));
-    if interrupts.clone().count() > answered {
-        interrupts.next_back()
-    } else {
-        None
-    }
+    last_question(ws)
 }
 
-/// How many `interrupt()` calls a task saved.
+/// How many `interrupt()` calls a task saved (questions asked again in place of one do
+/// not count, see [`asked_again`]).
 fn interrupts(ws: &[PendingWrite]) -> usize {
     ws.iter()
-        .filter(|w| w.channel == Reserved::Interrupt.as_str())
+        .filter(|w| w.channel == Reserved::Interrupt.as_str() && asked_again(w.idx).is_none())
         .count()
 }
 
@@ -410,6 +482,32 @@ fn replaced_answer(idx: i64) -> Option<(usize, usize)> {
     })
 }
 
+/// Where the `idx` of questions asked again start: below answers given again, above
+/// [`ERROR_IDX`]. Only a nested graph's questions are (see `graph::nested`): a task
+/// paused again at its `k`-th question by other questions (the nested graph's state
+/// was updated or replayed) keeps the new ones beside the first, whose write
+/// `put_writes` keeps.
+const ASKED_AGAIN: i64 = -(1 << 45);
+
+/// The `idx` of the `j`-th question asked again in place of the `k`-th.
+pub(super) fn asked_again_idx(k: usize, j: usize) -> i64 {
+    ASKED_AGAIN - (k as i64) * TRIES - (j as i64).min(TRIES - 1)
+}
+
+/// `(k, j)` of a question asked again (see [`asked_again_idx`]), `None` for a first.
+fn asked_again(idx: i64) -> Option<(usize, usize)> {
+    (idx <= ASKED_AGAIN && idx > ERROR_IDX).then(|| {
+        let off = ASKED_AGAIN - idx;
+        ((off / TRIES) as usize, (off % TRIES) as usize)
+    })
+}
+
+/// Where a question write stands among its task's: which question it is, and which
+/// time it was asked (0 the first).
+pub(super) fn question_order(idx: i64) -> (usize, usize) {
+    asked_again(idx).map_or((question_of(idx), 0), |(k, j)| (k, j + 1))
+}
+
 /// Which answer a first answer's `idx` is (see [`resume_idx`]).
 fn answer_of(idx: i64) -> usize {
     ((-2 - idx) / 2).max(0) as usize
@@ -435,12 +533,7 @@ impl<'a> TaskStatus<'a> {
         let finished = ws.iter().any(|w| w.channel == Reserved::Done.as_str());
         TaskStatus {
             finished,
-            // The k-th `interrupt()` has idx -1-2k: the latest has the lowest.
-            interrupt: ws
-                .iter()
-                .filter(|w| w.channel == Reserved::Interrupt.as_str())
-                .min_by_key(|w| w.idx)
-                .copied(),
+            interrupt: last_question_of(ws.iter().copied()),
             error: ws
                 .iter()
                 .find(|w| w.channel == Reserved::Error.as_str())
@@ -583,7 +676,7 @@ pub(super) fn finished_so_far(
 /// are negative so that they never share a key with a finished task's writes
 /// (`0..n`); `put_writes` keeps one write per key, so saving the same one twice (a
 /// retried call) stores it once.
-fn interrupt_idx(k: usize) -> i64 {
+pub(super) fn interrupt_idx(k: usize) -> i64 {
     -1 - 2 * k as i64
 }
 
@@ -662,7 +755,12 @@ fn error_at(t: &Task, idx: i64, text: String) -> PendingWrite {
 fn goto_value(g: &Goto) -> Result<Arc<Value>, GraphError> {
     Ok(Arc::new(match g {
         Goto::Node(n) => json!({"node": n}),
-        Goto::Send(n, a) => json!({"node": n, "arg": encode(Reserved::Send.as_str(), a)?}),
+        Goto::Send(n, a, None) => json!({"node": n, "arg": encode(Reserved::Send.as_str(), a)?}),
+        Goto::Send(n, a, Some(t)) => json!({
+            "node": n,
+            "arg": encode(Reserved::Send.as_str(), a)?,
+            "timeout": t.to_json(),
+        }),
         Goto::End => json!({"node": END}),
     }))
 }
@@ -674,6 +772,7 @@ fn goto_of(graph: &Graph, value: &Value) -> Result<Goto, GraphError> {
         Some(a) => Goto::Send(
             node,
             graph.codec.decode(Reserved::Send.as_str(), a.clone())?,
+            value.get("timeout").and_then(TimeoutPolicy::from_json),
         ),
         None => Goto::Node(node),
     })
@@ -705,15 +804,19 @@ pub(super) fn restore_output(graph: &Graph, ws: &[PendingWrite]) -> Result<NodeO
 
 /// The id of the question `w` (an `interrupt()` write) that task `task` of a run in
 /// namespace `ns` asked: LangGraph's (see [`interrupt_id`]).
-pub fn question_id(ns: &str, task: &str, w: &PendingWrite) -> String {
+pub(super) fn question_id(ns: &str, task: &str, w: &PendingWrite) -> String {
     interrupt_id(&child_ns(ns, &w.node, task), question_of(w.idx))
 }
 
 /// A task's last `interrupt()` write, if it saved one.
-fn last_question(ws: &[PendingWrite]) -> Option<&PendingWrite> {
-    ws.iter()
-        .filter(|w| w.channel == Reserved::Interrupt.as_str())
-        .min_by_key(|w| w.idx)
+pub(super) fn last_question(ws: &[PendingWrite]) -> Option<&PendingWrite> {
+    last_question_of(ws.iter())
+}
+
+/// The last of the question writes among `ws` (the latest question, as last asked).
+fn last_question_of<'a>(ws: impl Iterator<Item = &'a PendingWrite>) -> Option<&'a PendingWrite> {
+    ws.filter(|w| w.channel == Reserved::Interrupt.as_str())
+        .max_by_key(|w| question_order(w.idx))
 }
 
 /// Which of its task's questions an `interrupt()` write's `idx` is (see
@@ -732,8 +835,9 @@ fn ambiguous_resume(n: usize) -> String {
     )
 }
 
-/// Which task each resume value answers (`interrupted`: the (question id, task id)
-/// of the tasks that may be answered, sorted); `None` when there is nothing to answer
+/// Which task each resume value answers, and which of its questions when known
+/// (`interrupted`: the (question id, task id) of the tasks that may be answered,
+/// sorted); `None` when there is nothing to answer
 /// and the run just continues (paused at a static breakpoint: `next` is not empty).
 /// Not `strict` (LangGraph's default), ids that are not pending are ignored and one
 /// value for several questions is a plain `RuntimeError`.
@@ -742,7 +846,7 @@ fn assign(
     interrupted: Vec<(String, String)>,
     paused_at_breakpoint: bool,
     strict: bool,
-) -> Result<Option<Vec<(String, Val)>>, GraphError> {
+) -> Result<Option<Vec<(Option<String>, String, Val)>>, GraphError> {
     let task_of = |id: &str| {
         interrupted
             .iter()
@@ -751,7 +855,7 @@ fn assign(
     };
     let pending_ids = || interrupted.iter().map(|(q, _)| q.clone()).collect();
     Ok(Some(match r {
-        Resume::Task(task, v) => vec![(task, v)],
+        Resume::Task(task, v) => vec![(None, task, v)],
         Resume::One(_) if interrupted.len() > 1 && !strict => {
             return Err(GraphError::AmbiguousResume(ambiguous_resume(
                 interrupted.len(),
@@ -759,7 +863,8 @@ fn assign(
         }
         Resume::ById(m) if !strict => m
             .into_iter()
-            .filter_map(|(id, v)| Some((task_of(&id)?, v)))
+            .filter_map(|(id, v)| Some((task_of(&id)?, id, v)))
+            .map(|(t, id, v)| (Some(id), t, v))
             .collect(),
         Resume::One(v) => match interrupted.len() {
             // Paused at a static breakpoint (`interrupt_before` / `after`): resuming
@@ -772,7 +877,10 @@ fn assign(
                         .into(),
                 ))
             }
-            1 => vec![(interrupted[0].1.clone(), v)],
+            1 => {
+                let (q, t) = interrupted[0].clone();
+                vec![(Some(q), t, v)]
+            }
             n => {
                 return Err(GraphError::UnknownInterrupt {
                     message: ambiguous_resume(n),
@@ -813,7 +921,8 @@ fn assign(
                 });
             }
             m.into_iter()
-                .filter_map(|(id, v)| Some((task_of(&id)?, v)))
+                .filter_map(|(id, v)| Some((task_of(&id)?, id, v)))
+                .map(|(t, id, v)| (Some(id), t, v))
                 .collect()
         }
     }))

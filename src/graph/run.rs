@@ -451,8 +451,9 @@ impl<'g> Run<'g> {
 
     /// A subgraph's run in a task that ran it before (paused on an `interrupt()` in it,
     /// or crashed): it continues its namespace's latest checkpoint instead of starting
-    /// again, and a pending `interrupt()` gets the last of the parent task's resume
-    /// values. Any other run's input is `input`.
+    /// again, and its pending `interrupt()`s get the parent task's answers by id, or
+    /// the first of them the last of its resume values. Any other run's input is
+    /// `input`.
     async fn nested_input(&mut self, input: RunInput) -> Result<RunInput, GraphError> {
         let (Some(lent), Some(cp), Some(parent)) = (&self.opts.lent, &self.cp, &self.parent) else {
             return Ok(input);
@@ -461,6 +462,14 @@ impl<'g> Run<'g> {
         // input anew, as LangGraph's (which clears its `RESUMING` flag then).
         if parent.next.is_empty() || self.opts.start_before.is_some() {
             return Ok(input);
+        }
+        // Answers by id to this run's questions, as its parent task's question showed
+        // them (see `graph::nested`): a resume map of its own.
+        if !lent.answers.is_empty() {
+            return Ok(RunInput::Resume(
+                Resume::ById(lent.answers.clone()),
+                Vec::new(),
+            ));
         }
         let pending = Pending::load(self.graph, cp.as_ref(), &self.thread, &parent.id).await?;
         Ok(
@@ -486,7 +495,7 @@ impl<'g> Run<'g> {
             .writes_output(out.writes.iter().map(|(c, _)| c.as_str()));
         self.step += 1;
         let id = new_id();
-        self.next = Graph::make_tasks(&id, vec![(START.into(), None)]);
+        self.next = Graph::make_tasks(&id, vec![(START.into(), None, None)]);
         // The input is saved as the pending writes of the input checkpoint, in one
         // batch with it (one transaction): never an input checkpoint without its input
         // (a resumed run would start from nothing), and one commit, not two; under
@@ -747,7 +756,7 @@ impl Run<'_> {
         view: &StateView,
         own_views: &[Option<StateView>],
         saved: &mut Vec<Write>,
-    ) -> Result<Vec<(String, Option<Val>)>, GraphError> {
+    ) -> Result<Vec<super::engine::Trigger>, GraphError> {
         let mut triggers = Vec::new();
         for (i, (t, out)) in self.next.iter().zip(outputs).enumerate() {
             let ctx = self.graph.ctx_for(t, self.step, &self.opts, Vec::new());

@@ -24,8 +24,10 @@ pub const END: &str = "__end__";
 #[derive(Debug, Clone)]
 pub enum Goto {
     Node(String),
-    /// Runs `node` in the next step with `arg` as its input (map-reduce fan-out).
-    Send(String, Val),
+    /// Runs `node` in the next step with `arg` as its input (map-reduce fan-out), timed
+    /// by its own timeout when given (LangGraph's `Send(timeout=)`) instead of the
+    /// node's.
+    Send(String, Val, Option<super::guard::TimeoutPolicy>),
     End,
 }
 
@@ -60,6 +62,10 @@ pub struct NodeOutput {
 pub enum NodeFailure {
     /// `interrupt(value)`: the run pauses; resuming re-runs the node.
     Interrupt(Val),
+    /// A graph nested in the task paused on `interrupt()`s (one per task of it that
+    /// asked): their ids, made in the nested graph (LangGraph's), and values. The run
+    /// pauses on each of them, answered by its own id (see `graph::nested`).
+    Nested(Vec<(String, Val)>),
     /// A graph nested in the task stopped at one of its static breakpoints: the run
     /// pauses with nothing to answer; resuming re-runs the node, whose nested graph
     /// continues from its checkpoint.
@@ -116,6 +122,10 @@ pub struct Nest {
     /// value. A paused task run again without a new answer lends none, so an answer
     /// the nested graph already took is never given to its next question.
     pub answer_waiting: bool,
+    /// The answers by id to the nested graph's questions the task paused on (see
+    /// [`NodeFailure::Nested`]) that came with the waiting answer: the nested graph
+    /// resumes with them as with `Command(resume={id: value, ...})`.
+    pub answers: Vec<(String, Val)>,
     /// The parent run's time travel, if it replays (see [`super::Replay`]).
     pub replay: Option<Arc<super::Replay>>,
     /// The checkpoint ids of the enclosing runs by namespace, the parent's own

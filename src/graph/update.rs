@@ -211,6 +211,7 @@ impl Graph {
                 id: id.clone(),
                 node: as_node.clone(),
                 arg: None,
+                timeout: None,
             };
             let ctx = self.ctx_for(&t, 0, &opts, Vec::new());
             self.successors(as_node, &update.goto, &view, &ctx, &mut triggers)
@@ -243,7 +244,7 @@ impl Graph {
         // on the state as it is.
         let writes = self.input_writes(writes);
         let id = new_id();
-        let next = Graph::make_tasks(&id, vec![(START.to_owned(), None)]);
+        let next = Graph::make_tasks(&id, vec![(START.to_owned(), None, None)]);
         let out = NodeOutput {
             writes,
             ..Default::default()
@@ -274,7 +275,13 @@ impl Graph {
         };
         let id = new_id();
         let tasks = self.decode_tasks(&original.next)?;
-        let next = Graph::make_tasks(&id, tasks.into_iter().map(|t| (t.node, t.arg)).collect());
+        let next = Graph::make_tasks(
+            &id,
+            tasks
+                .into_iter()
+                .map(|t| (t.node, t.arg, t.timeout))
+                .collect(),
+        );
         let step = original.step + 1;
         let record = CheckpointRecord {
             snapshot: original.snapshot.clone(),

@@ -114,7 +114,7 @@ impl Router for AfterModel {
         Ok(match after_model(list.iter()) {
             AfterModelRoute::Tools(calls) if self.per_call => calls
                 .into_iter()
-                .map(|c| Goto::Send(self.tools.clone(), Val::Json(tool_call_arg(c))))
+                .map(|c| Goto::Send(self.tools.clone(), Val::Json(tool_call_arg(c)), None))
                 .collect(),
             AfterModelRoute::Tools(_) => vec![Goto::to(self.tools.as_str())],
             AfterModelRoute::Back => vec![Goto::to(self.back.as_str())],

@@ -74,11 +74,3 @@ def test_step_timeout_must_be_positive() -> None:
     graph.step_timeout = 0
     with pytest.raises(ValueError, match="step_timeout must be a positive number"):
         graph.invoke({"log": []})
-
-
-def test_a_send_timeout_is_refused_with_the_node_timeout_to_use_instead() -> None:
-    from ironloop.types import Send, TimeoutPolicy
-
-    assert Send("slow", 1, timeout=None) == Send("slow", 1)
-    with pytest.raises(NotImplementedError, match=r"add_node\('slow', \.\.\., timeout="):
-        Send("slow", 1, timeout=TimeoutPolicy(idle_timeout=0.05))

@@ -4,7 +4,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -183,11 +182,7 @@ impl NodeDesc {
         };
         let timeout = self
             .timeout
-            .map(|(run, idle, heartbeat_only)| TimeoutPolicy {
-                run: run.map(Duration::from_secs_f64),
-                idle: idle.map(Duration::from_secs_f64),
-                heartbeat_only,
-            });
+            .map(|(run, idle, heartbeat_only)| TimeoutPolicy::from_secs(run, idle, heartbeat_only));
         Ok(NodeSpec {
             name: self.name,
             runner,

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use pyo3::exceptions::asyncio::CancelledError;
+use pyo3::exceptions::PyBaseException;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
@@ -31,7 +32,8 @@ use super::values::{host, val_to_py, Shared};
 use crate::error::HostError;
 use crate::executor::RunContext;
 use crate::graph::{
-    modes, GraphError, NodeFailure, NodeOutput, NodeRunner, StateView, TaskContext, Val,
+    modes, GraphError, InterruptInfo, NodeFailure, NodeOutput, NodeRunner, StateView, TaskContext,
+    Val,
 };
 use crate::message::Message;
 use crate::prebuilt::{answer_output, ToolNode};
@@ -48,6 +50,9 @@ pub(super) fn node_failure(py: Python<'_>, ctx: &TaskContext, e: PyErr) -> NodeF
         let at_breakpoint = e.value(py).getattr("breakpoint");
         if at_breakpoint.is_ok_and(|b| b.is_truthy().unwrap_or(false)) {
             return NodeFailure::Paused;
+        }
+        if let Some(qs) = nested_questions(e.value(py)) {
+            return NodeFailure::Nested(qs);
         }
         let v = e
             .value(py)
@@ -68,6 +73,38 @@ pub(super) fn node_failure(py: Python<'_>, ctx: &TaskContext, e: PyErr) -> NodeF
         .unwrap_or_default();
     let message = format!("{ty}: {}", e.value(py));
     NodeFailure::Error(node_error(py, ctx, message, e))
+}
+
+/// The questions, with their ids, of the graph nested in the node whose pause `e` (a
+/// `GraphInterrupt`) is (see [`nested_pause`]); `None` for the node's own
+/// `interrupt()`.
+fn nested_questions(e: &Bound<'_, PyBaseException>) -> Option<Vec<(String, Val)>> {
+    let qs = e.getattr(intern!(e.py(), NESTED_ATTR)).ok()?;
+    let qs: Vec<(String, Bound<'_, PyAny>)> = qs.extract().ok()?;
+    (!qs.is_empty()).then(|| qs.into_iter().map(|(id, v)| (id, host(v))).collect())
+}
+
+/// Where a nested graph's pause keeps its questions on the `GraphInterrupt` it raises
+/// in its parent's task (see [`nested_pause`]).
+const NESTED_ATTR: &str = "_nested";
+
+/// The `GraphInterrupt` a graph nested in a task (run with its parent's checkpointer)
+/// raises when `interrupts` (its `interrupt()`s) paused it: the task pauses on each of
+/// them with its id, as LangGraph's parent shows each question of its subgraph's
+/// parallel tasks (see `graph::nested`). Its `value` is the first question's, for
+/// code that reads one.
+pub(super) fn nested_pause(py: Python<'_>, interrupts: &[InterruptInfo]) -> PyResult<PyErr> {
+    let first = match interrupts.first() {
+        Some(i) => val_to_py(py, &i.value)?,
+        None => py.None().into_bound(py),
+    };
+    let e = helpers(py)?.graph_interrupt.bind(py).call1((first,))?;
+    let qs = interrupts
+        .iter()
+        .map(|i| Ok((i.id.as_str(), val_to_py(py, &i.value)?)))
+        .collect::<PyResult<Vec<_>>>()?;
+    e.setattr(NESTED_ATTR, PyTuple::new(py, qs)?)?;
+    Ok(PyErr::from_value(e))
 }
 
 /// A `CancelledError` the node's own code raised, as LangGraph's `NodeCancelledError`

@@ -12,7 +12,7 @@ use super::super::exiting::attach;
 use super::super::helpers::helpers;
 use super::nodes::node_error;
 use super::task::{call_in, call_in_task, task_context};
-use super::values::{host, send_class, val_to_py, Shared};
+use super::values::{host, send_class, send_goto, val_to_py, Shared};
 use crate::graph::{Goto, GraphError, LaterRoute, Reducer, Router, StateView, TaskContext, Val};
 
 // ---------------------------------------------------------------------------------
@@ -163,10 +163,7 @@ fn gotos(
     let mut out = Vec::with_capacity(items.len());
     for i in items {
         if i.is_instance(send_class(py)?)? {
-            out.push(Goto::Send(
-                i.getattr("node")?.extract()?,
-                host(i.getattr("arg")?),
-            ));
+            out.push(send_goto(&i)?);
         } else {
             out.push(map_goto(py, path_map, &i)?);
         }

@@ -19,7 +19,7 @@ use super::task::TaskScratch;
 use super::values::{host, val_to_py, PyCodec, Shared};
 use crate::checkpoint::thread_key;
 use crate::graph::{
-    is_hidden, modes, question_id, Graph, GraphError, InterruptInfo, InterruptKind, Multitask,
+    is_hidden, modes, questions, Graph, GraphError, InterruptInfo, InterruptKind, Multitask,
     NodeOutput, Replay, Reserved, Resume, RunInput, RunOptions, RunResult, Snapshot, StreamSink,
     TaskStatus, Val, ValueCodec, START,
 };
@@ -409,6 +409,13 @@ impl GraphCore {
             e.setattr("breakpoint", true)?;
             return Err(PyErr::from_value(e));
         }
+        let asked: Vec<InterruptInfo> = (r.interrupts.iter())
+            .filter(|i| i.kind() == InterruptKind::Node)
+            .cloned()
+            .collect();
+        if nested && !asked.is_empty() {
+            return Err(super::nodes::nested_pause(py, &asked)?);
+        }
         let out = match &r.output {
             Some(v) => self.shared.state_value(py, v)?,
             None => py.None().into_bound(py),
@@ -557,11 +564,13 @@ pub(super) fn snapshot<'py>(
         };
         let mut its = Vec::new();
         if let Some(w) = shown {
-            let v = decode(Reserved::Interrupt.as_str(), w)?;
-            let id = question_id(&thread.checkpoint_ns, &t.id, w);
-            let i = interrupt_cls.call1((val_to_py(py, &v)?, id))?;
-            all_interrupts.push(i.clone());
-            its.push(i);
+            // Its own question, or those of a graph nested in it, each with its id.
+            let qs = questions(core.codec.as_ref(), &thread.checkpoint_ns, &t.id, w)?;
+            for (id, v) in qs {
+                let i = interrupt_cls.call1((val_to_py(py, &v)?, id))?;
+                all_interrupts.push(i.clone());
+                its.push(i);
+            }
         }
         if !(s.live && status.finished) {
             next.push(t.node.as_str());

@@ -117,6 +117,11 @@ impl TaskScratch {
             } else {
                 Vec::new()
             },
+            answers: if n.answer_waiting {
+                n.answers.clone()
+            } else {
+                Vec::new()
+            },
         });
     }
 }

@@ -5,6 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, TryLockError};
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{IntoPyDict, PyDict, PyList, PyString, PyTuple};
 use serde_json::Value;
@@ -18,8 +19,8 @@ use super::super::serde::{self as checkpoint_json, Allowlist};
 use super::super::toolnode::command_class;
 use crate::checkpoint::{CheckpointError, Piece};
 use crate::graph::{
-    parse_text, Goto, GraphError, HostValue, MessageList, NodeOutput, StateView, Val, ValueCodec,
-    ROOT, START,
+    parse_text, Goto, GraphError, HostValue, MessageList, NodeOutput, StateView, TimeoutPolicy,
+    Val, ValueCodec, ROOT, START,
 };
 use crate::message::Message;
 
@@ -458,8 +459,7 @@ impl Shared {
             return Ok(());
         }
         if g.is_instance(send_class(py)?)? {
-            let node: String = g.getattr("node")?.extract()?;
-            out.push(Goto::Send(node, host(g.getattr("arg")?)));
+            out.push(send_goto(g)?);
             return Ok(());
         }
         if g.cast::<PyList>().is_ok() || g.cast::<PyTuple>().is_ok() {
@@ -561,4 +561,25 @@ fn holds_command(py: Python<'_>, list: &Bound<'_, PyAny>) -> PyResult<bool> {
 
 pub(super) fn send_class(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
     Ok(helpers(py)?.send.bind(py))
+}
+
+/// A `Send` (`s`, an instance of [`send_class`]) as the engine's goto: its node, its
+/// argument and its own timeout (`Send(timeout=)`, coerced to a `TimeoutPolicy` in
+/// seconds by `Send` itself, or `None`).
+pub(super) fn send_goto(s: &Bound<'_, PyAny>) -> PyResult<Goto> {
+    let node: String = s.getattr(intern!(s.py(), "node"))?.extract()?;
+    let timeout = s.getattr(intern!(s.py(), "timeout"))?;
+    let timeout = if timeout.is_none() {
+        None
+    } else {
+        let (run, idle, heartbeat_only): (Option<f64>, Option<f64>, bool) = timeout
+            .call_method0(intern!(s.py(), "_engine"))?
+            .extract()?;
+        Some(TimeoutPolicy::from_secs(run, idle, heartbeat_only))
+    };
+    Ok(Goto::Send(
+        node,
+        host(s.getattr(intern!(s.py(), "arg"))?),
+        timeout,
+    ))
 }

@@ -239,12 +239,16 @@ pub(super) fn engine_task_id(id: &str, i: usize, node: &str) -> String {
 
 /// A task of `next` from its stored form (see the module docs).
 fn task(id: &str, i: usize, t: Value) -> Result<TaskRecord, String> {
-    let bad = || "a next task is not node, [node, arg] or [id, node, arg]".to_owned();
+    let bad = || {
+        "a next task is not node, [node, arg], [id, node, arg] or [id, node, arg, timeout]"
+            .to_owned()
+    };
     match t {
         Value::String(node) => Ok(TaskRecord {
             id: engine_task_id(id, i, &node),
             node,
             arg: None,
+            timeout: None,
         }),
         Value::Array(a) if a.len() == 2 => {
             let mut a = a.into_iter();
@@ -253,18 +257,20 @@ fn task(id: &str, i: usize, t: Value) -> Result<TaskRecord, String> {
                     id: engine_task_id(id, i, &node),
                     node,
                     arg: Some(arg),
+                    timeout: None,
                 }),
                 _ => Err(bad()),
             }
         }
-        Value::Array(a) if a.len() == 3 => {
+        Value::Array(a) if a.len() == 3 || a.len() == 4 => {
             let mut a = a.into_iter();
-            match (a.next(), a.next(), a.next()) {
-                (Some(Value::String(tid)), Some(Value::String(node)), Some(arg)) => {
+            match (a.next(), a.next(), a.next(), a.next()) {
+                (Some(Value::String(tid)), Some(Value::String(node)), Some(arg), timeout) => {
                     Ok(TaskRecord {
                         id: tid,
                         node,
                         arg: (!arg.is_null()).then_some(arg),
+                        timeout: timeout.filter(|t| !t.is_null()),
                     })
                 }
                 _ => Err(bad()),

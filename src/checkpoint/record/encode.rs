@@ -192,7 +192,8 @@ impl Serialize for WriteGroup<'_> {
 }
 
 /// A record's `next` tasks as formats 3 and 4 store them: a task whose id is the
-/// engine's own as its node's name (or `[node, arg]`), any other as `[id, node, arg]`.
+/// engine's own as its node's name (or `[node, arg]`), any other as `[id, node, arg]`;
+/// a `Send`'s task with a timeout of its own as `[id, node, arg, timeout]`.
 pub(super) struct Next<'a>(pub(super) &'a CheckpointRecord);
 
 impl Serialize for Next<'_> {
@@ -200,7 +201,9 @@ impl Serialize for Next<'_> {
         let r = self.0;
         let mut seq = s.serialize_seq(Some(r.next.len()))?;
         for (i, t) in r.next.iter().enumerate() {
-            if is_engine_task_id(&t.id, &r.id, i, &t.node) {
+            if let Some(timeout) = &t.timeout {
+                seq.serialize_element(&(&t.id, &t.node, &t.arg, timeout))?;
+            } else if is_engine_task_id(&t.id, &r.id, i, &t.node) {
                 match &t.arg {
                     None => seq.serialize_element(&t.node)?,
                     Some(a) => seq.serialize_element(&(&t.node, a))?,

@@ -42,7 +42,9 @@
 //!   beside it (columns, or the in-memory entry) and hands them to [`decode`].
 //! - `writes`: `[node, channel, value]` each.
 //! - `next`: a task whose id is the engine's own (`{record id}:{i}:{node}`) is its
-//!   node's name, or `[node, arg]` for a `Send`'s; any other is `[id, node, arg]`.
+//!   node's name, or `[node, arg]` for a `Send`'s; any other is `[id, node, arg]`,
+//!   and a `Send`'s with a timeout of its own `[id, node, arg, timeout]` (added
+//!   later: records without one read as before).
 //! - `metadata`: the engine's metadata ends with `source`, `step` and `parents: {}`
 //!   repeating the record's own: then only the keys before them are stored, as an
 //!   object, and put back on reading. Any other metadata is stored whole, wrapped in a

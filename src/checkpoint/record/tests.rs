@@ -38,16 +38,19 @@ fn record(id: &str) -> CheckpointRecord {
                 id: format!("{id}:0:a"),
                 node: "a".into(),
                 arg: None,
+                timeout: None,
             },
             TaskRecord {
                 id: format!("{id}:1:w"),
                 node: "w".into(),
                 arg: Some(json!({"x": 1})),
+                timeout: None,
             },
             TaskRecord {
                 id: "other".into(),
                 node: "a".into(),
                 arg: None,
+                timeout: None,
             },
         ],
         created_at: 1_795_418_839.542_807,
@@ -79,6 +82,22 @@ fn records_round_trip_without_their_derivable_parts() {
     );
     assert!(text.contains(r#"{"user":"u"}"#), "{text}");
     assert!(!has_snapshot(&text));
+}
+
+#[test]
+fn a_sends_own_timeout_travels_with_its_task() {
+    let mut r = record("c1");
+    r.next.push(TaskRecord {
+        id: "c1:3:w".into(),
+        node: "w".into(),
+        arg: Some(json!({"x": 2})),
+        timeout: Some(json!({"run_timeout": null, "idle_timeout": 0.05})),
+    });
+    let text = round_trip(&r);
+    assert!(
+        text.contains(r#"["c1:3:w","w",{"x":2},{"run_timeout":null,"idle_timeout":0.05}]"#),
+        "{text}"
+    );
 }
 
 #[test]

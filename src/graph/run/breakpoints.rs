@@ -34,7 +34,7 @@ impl Run<'_> {
     ) -> Result<(), GraphError> {
         for g in &out.goto {
             match g {
-                Goto::Node(node) | Goto::Send(node, _)
+                Goto::Node(node) | Goto::Send(node, ..)
                     if node != END && !self.graph.node_index.contains_key(node) =>
                 {
                     return Err(GraphError::InvalidUpdate(format!(
@@ -68,9 +68,9 @@ impl Run<'_> {
             None => return Ok(()),
         };
         for g in self.pending.gotos(self.graph)? {
-            let (node, arg) = match g {
-                Goto::Node(n) if n != END => (n, None),
-                Goto::Send(n, a) => (n, Some(a)),
+            let (node, arg, timeout) = match g {
+                Goto::Node(n) if n != END => (n, None, None),
+                Goto::Send(n, a, timeout) => (n, Some(a), timeout),
                 Goto::Node(_) | Goto::End => continue,
             };
             if arg.is_none() && self.next.iter().any(|t| t.arg.is_none() && t.node == node) {
@@ -81,6 +81,7 @@ impl Run<'_> {
                 id: format!("{step_id}:{i}:{node}"),
                 node,
                 arg,
+                timeout,
             });
         }
         Ok(())

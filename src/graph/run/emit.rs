@@ -82,6 +82,12 @@ impl Run<'_> {
         self.emit(modes::UPDATES, || StreamEvent::Interrupt(vec![i.clone()]));
     }
 
+    /// `updates`: the questions of one task together (a graph nested in it asked
+    /// them), as LangGraph shows a task's interrupts in one chunk.
+    pub(super) fn emit_interrupts(&self, is: &[InterruptInfo]) {
+        self.emit(modes::UPDATES, || StreamEvent::Interrupt(is.to_vec()));
+    }
+
     /// `values`: the state the run paused in, with the interrupts of its tasks.
     pub(super) fn emit_paused_values(&self) {
         if self

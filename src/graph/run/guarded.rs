@@ -62,13 +62,17 @@ impl<'g> Run<'g> {
         let mut ctx = graph.ctx_for(t, self.step, &self.opts, resume);
         if let Some(nest) = ctx.nest.as_mut() {
             nest.answer_waiting = self.pending.answer_waiting(&t.id);
+            if nest.answer_waiting {
+                nest.answers = self.pending.nested_answers(&t.id);
+            }
             if let Some(p) = &self.parent {
                 nest.parents
                     .insert(self.opts.checkpoint_ns.clone(), p.id.clone());
             }
         }
         let spec = &graph.spec.nodes[n];
-        let timeout = spec.guard.timeout;
+        // A `Send`'s own timeout times its task instead of the node's (LangGraph 1.2).
+        let timeout = t.timeout.or(spec.guard.timeout);
         // A task run on the caller's thread could not be timed: it runs on the pool.
         ctx.inline = step.inline && timeout.is_none();
         ctx.remaining_steps = self.start_step + self.opts.recursion_limit as i64 + 1 - self.step;
@@ -124,6 +128,7 @@ impl<'g> Run<'g> {
             id: format!("{prefix}:{handler}"),
             node: handler,
             arg: t.arg.clone(),
+            timeout: None,
         };
         Some(Arc::new(failed))
     }

@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::super::engine::Graph;
 use super::super::error::GraphError;
 use super::super::interrupt::InterruptInfo;
+use super::super::nested;
 use super::super::pending::{self, Saved};
 use super::super::reserved::{is_hidden, join_channel};
 use super::super::spec::{NodeFailure, NodeOutput, START};
@@ -83,6 +84,7 @@ impl Run<'_> {
             match r {
                 Ok(out) => outputs[i] = Some(self.task_finished(i, out, !completes).await?),
                 Err(NodeFailure::Interrupt(value)) => self.task_interrupted(i, value).await?,
+                Err(NodeFailure::Nested(qs)) => self.task_interrupted_nested(i, qs).await?,
                 Err(NodeFailure::Paused) => self.task_paused(i),
                 // A sibling cancelled after the failure: the failure is what counts.
                 Err(NodeFailure::Error(GraphError::Cancelled)) if failure.is_some() => {}
@@ -251,6 +253,37 @@ impl Run<'_> {
         let info = InterruptInfo::node(&self.opts.checkpoint_ns, &t.id, &t.node, k, value);
         self.emit_interrupt(&info);
         self.interrupts.push(info);
+        Ok(())
+    }
+
+    /// A task paused by the `interrupt()`s of a graph nested in it, `qs` (id, value):
+    /// saved as one question write that keeps them all, and each surfaced with its own
+    /// id, in one `updates` chunk (see `graph::nested`).
+    async fn task_interrupted_nested(
+        &mut self,
+        i: usize,
+        qs: Vec<(String, Val)>,
+    ) -> Result<(), GraphError> {
+        let t = &self.next[i];
+        let values = qs.iter().map(|(_, v)| v.clone()).collect();
+        self.emit_task_result(t, Vec::new, None, values);
+        let k = self.pending.resume_values(&t.id).len();
+        if let (Some(saves), Some(cp), Some(p)) = (&self.saves, &self.cp, &self.parent) {
+            let at = (cp.as_ref(), self.thread.as_str(), p.id.as_str());
+            let w = nested::interrupt_write(at, t, k, &qs).await?;
+            saves.writes(&p.id, vec![w], false).await?;
+        }
+        let infos: Vec<InterruptInfo> = qs
+            .into_iter()
+            .map(|(id, value)| InterruptInfo {
+                id,
+                value,
+                node: t.node.clone(),
+                task_id: t.id.clone(),
+            })
+            .collect();
+        self.emit_interrupts(&infos);
+        self.interrupts.extend(infos);
         Ok(())
     }
 

@@ -30,6 +30,10 @@ pub enum RunInput {
 pub struct Lent {
     pub saver: Arc<dyn crate::checkpoint::Checkpointer>,
     pub resume: Vec<Val>,
+    /// The parent task's answers by id to this run's questions (see
+    /// [`crate::graph::Nest::answers`]): when given, the run resumes with them
+    /// instead of the last of `resume`.
+    pub answers: Vec<(String, Val)>,
 }
 
 pub enum Resume {
