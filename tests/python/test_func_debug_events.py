@@ -150,3 +150,42 @@ def test_the_tasks_stream_shows_the_calls(is_async: bool) -> None:
     assert calls[0]["input"] == ((4,), {})
     assert calls[1]["result"] == {"__return__": 8}
     assert calls[0]["id"] == calls[1]["id"]
+
+
+def test_astream_events_show_task_calls_as_langgraph() -> None:
+    """``astream_events`` (v2) show each ``@task`` call's run with what it returned,
+    and a call that raised with no end, as LangChain's events do."""
+
+    @task
+    async def double(n: int) -> int:
+        return 2 * n
+
+    @task
+    async def broken(n: int) -> int:
+        raise RuntimeError("broken")
+
+    @entrypoint()
+    async def flow(n: int) -> str:
+        await double(n)
+        try:
+            await broken(n)
+        except RuntimeError:
+            pass
+        return "done"
+
+    import asyncio
+
+    async def collect() -> list[Any]:
+        return [e async for e in flow.astream_events(1, {})]
+
+    events = asyncio.run(collect())
+    shown = [(e["event"], e["name"]) for e in events if e["name"] in ("double", "broken")]
+    assert shown == [
+        ("on_chain_start", "double"),
+        ("on_chain_stream", "double"),
+        ("on_chain_end", "double"),
+        ("on_chain_start", "broken"),
+    ]
+    (end,) = [e for e in events if e["event"] == "on_chain_end" and e["name"] == "double"]
+    assert end["data"]["output"] == 2
+    assert events[-1]["data"] == {"output": "done"}
