@@ -21,11 +21,24 @@ from __future__ import annotations
 import inspect
 import sys
 from collections.abc import Callable
-from contextvars import Token
+from contextvars import ContextVar, Token
 from typing import Any
 
 from ironloop._constants import INTERRUPT
 from ironloop._trace_policy import recorded
+
+#: The LangGraph metadata and tags of the run of the node or ``@task`` call running
+#: here (``langgraph_step``, ``langgraph_node``, ``langgraph_triggers``,
+#: ``langgraph_path``, ``langgraph_checkpoint_ns``; the node's ``graph:step:N`` tag),
+#: set only in a run with callbacks: the functional API's runs read it (an entrypoint
+#: reports its own run; a ``@task`` call's run is derived from its caller's).
+_run_meta: ContextVar[tuple[dict[str, Any], list[str]] | None] = ContextVar(
+    "ironloop_callback_run_meta", default=None
+)
+
+#: The tag LangGraph's node runs give what runs inside them (a node is a sequence of
+#: its function and its writes: the function is the first step).
+_INSIDE_TAG = "seq:step:1"
 
 
 def _inherited() -> Any:
@@ -55,10 +68,16 @@ class ChainRun:
     """One open chain run; its child callback manager is the parent of what runs
     inside it while it is current (``enter``)."""
 
-    def __init__(self, manager: Any) -> None:
+    def __init__(self, manager: Any, meta: dict[str, Any] | None = None) -> None:
         self.manager = manager
         #: The callbacks of what runs inside: the parent of their runs is this one.
-        self.child = _own_handlers_dropped(manager.get_child())
+        #: Under a node's (or task's) run (``meta``: its LangGraph metadata) they see
+        #: LangGraph's ``seq:step:1`` tag and the task's namespace as ``checkpoint_ns``.
+        if meta is None:
+            self.child = _own_handlers_dropped(manager.get_child())
+        else:
+            self.child = _own_handlers_dropped(manager.get_child(_INSIDE_TAG))
+            self.child.add_metadata({"checkpoint_ns": meta["langgraph_checkpoint_ns"]})
         self._token: Token[Any] | None = None
         self._ended = False
 
@@ -98,6 +117,7 @@ def start_run(config: Any, name: str, input: Any) -> ChainRun | None:
 
     config = ensure_config(config)
     metadata = config["metadata"] = dict(config.get("metadata") or {})
+    metadata.setdefault("ls_integration", "langgraph")  # as LangGraph marks its runs
     for key, value in (config.get("configurable") or {}).items():  # LangGraph shows them
         if _shown(key, value) and key not in metadata:
             metadata[key] = value
@@ -138,15 +158,52 @@ def _inputs(signature: inspect.Signature | None, args: Any, kwargs: Any) -> Any:
 
 
 def _open(name: str, input: Any) -> ChainRun | None:
+    """A child chain run of the run current here, with the LangGraph metadata and
+    tags of the node or task call running here (``_run_meta``), entered."""
     parent = _inherited()
     if parent is None:
         return None
     from langchain_core.callbacks.manager import CallbackManager
 
-    manager = CallbackManager.configure(inheritable_callbacks=parent)
-    run = ChainRun(manager.on_chain_start(None, input, name=name))
+    meta, tags = _run_meta.get() or (None, [])
+    manager = CallbackManager.configure(
+        inheritable_callbacks=parent, local_tags=tags, inheritable_metadata=meta
+    )
+    run = ChainRun(manager.on_chain_start(None, input, name=name), meta)
     run.enter()
     return run
+
+
+def _node_meta(meta: dict[str, Any] | None) -> None:
+    """Makes ``meta`` (a node's task metadata, from the engine) the metadata of the
+    runs opened here, with the node's ``graph:step:N`` tag."""
+    if meta is not None:
+        _run_meta.set((meta, [f"graph:step:{meta['langgraph_step']}"]))
+
+
+def enter_call(name: str, call_id: str, index: int) -> None:
+    """In the context a ``@task`` call runs in: its run's metadata, derived from its
+    caller's as LangGraph's push tasks (``__pregel_push`` triggers, a path under the
+    caller's, a namespace of its own); nothing when no run reports to callbacks."""
+    caller = _run_meta.get()
+    if caller is None:
+        return
+    meta = dict(caller[0])
+    meta["langgraph_node"] = name
+    meta["langgraph_triggers"] = ("__pregel_push",)
+    meta["langgraph_path"] = ("__pregel_push", caller[0].get("langgraph_path"), index, True)
+    meta["langgraph_checkpoint_ns"] = f"{name}:{call_id}"
+    _run_meta.set((meta, []))
+
+
+def current_config(config: Any) -> Any:
+    """``config`` with the callbacks of the run current here (a ``ToolNode``'s, for
+    the tools it runs), when callbacks are in force: the parent of the runs started
+    with it."""
+    if not config or not config.get("callbacks"):
+        return config
+    inherited = _inherited()
+    return config if inherited is None else {**config, "callbacks": inherited}
 
 
 def traced_call(
@@ -209,22 +266,32 @@ def traced_call(
 
 def own_run(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Marks a node function that reports its own run (an entrypoint's: its input and
-    return value as LangGraph shows them): ``node_call`` leaves it as it is."""
+    return value as LangGraph shows them): ``node_call`` only hands it its metadata."""
     fn.__dict__["_ironloop_own_run"] = True
     return fn
 
 
-def node_call(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+def node_call(
+    name: str, fn: Callable[..., Any], meta: dict[str, Any] | None = None
+) -> Callable[..., Any]:
     """A graph node's function reporting its call as a child chain run named after the
     node (its input the node's input, its output what the node returned), under the
-    graph's run: called by the engine, only for a run with callbacks (what the run
-    records follows the node's ``TracePolicy``, ``_trace_policy``). The call runs in
-    its task's own context, where the run stays the parent of what the node calls, as
-    it is for what the node calls with its ``config``."""
+    graph's run, with LangGraph's ``graph:step:N`` tag and metadata (``meta``: the
+    task's ``langgraph_step``, ``langgraph_node``, ...): called by the engine, only for
+    a run with callbacks (what the run records follows the node's ``TracePolicy``,
+    ``_trace_policy``). The call runs in its task's own context, where the run stays
+    the parent of what the node calls, as it is for what the node calls with its
+    ``config``."""
     if getattr(fn, "_ironloop_own_run", False):
-        return fn
+
+        def own(*args: Any, **kwargs: Any) -> Any:
+            _node_meta(meta)  # in the task's own context: its coroutine's too
+            return fn(*args, **kwargs)
+
+        return own
 
     def call(*args: Any, **kwargs: Any) -> Any:
+        _node_meta(meta)
         run = _open(name, recorded(fn, "process_inputs", args[0] if args else kwargs))
         if run is None:
             return fn(*args, **kwargs)
@@ -251,3 +318,16 @@ async def _ended_when_awaited(run: ChainRun, pending: Any, fn: Callable[..., Any
         raise
     run.end(recorded(fn, "process_outputs", out))
     return out
+
+
+def node_run(context: Any, name: str, input: Any, meta: dict[str, Any]) -> ChainRun | None:
+    """The chain run of a node the engine runs itself (a ``ToolNode``), opened and
+    entered in ``context`` (the task's, which its tools' calls run in: their runs
+    report under it); the engine ends it. ``None`` when no run reports to callbacks."""
+
+    def opened() -> ChainRun | None:
+        _node_meta(meta)
+        return _open(name, input)
+
+    run: ChainRun | None = context.run(opened)
+    return run

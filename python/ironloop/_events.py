@@ -1,6 +1,7 @@
 """LangChain's ``astream_events`` v2 events, made from what the engine streams: the
 run's ``on_chain_start`` / ``on_chain_stream`` (its ``updates``) / ``on_chain_end``,
-each task's ``on_chain_start`` / ``on_chain_end`` (from ``tasks``), a model's tokens as
+each task's ``on_chain_start`` / ``on_chain_end`` (from ``tasks``; a failed task's has
+no end, as in LangChain's), a model's tokens as
 ``on_chat_model_stream`` (from ``messages``). Used by ``astream_events`` and by the
 server's ``events`` stream mode."""
 
@@ -81,16 +82,17 @@ class EventsView:
             self.inputs[task_id] = chunk["input"]
             data = {"input": chunk["input"]}
             return [self._event("on_chain_start", name, task_id, data, parents, node_meta)]
-        out = []
+        if chunk.get("error"):  # LangChain's v2 events show no end of a failed run
+            self.inputs.pop(task_id, None)
+            return []
         result = chunk.get("result")
-        if not chunk.get("error"):
-            data = {"chunk": result}
-            out.append(self._event("on_chain_stream", name, task_id, data, parents, node_meta))
+        if isinstance(result, dict) and result.keys() == {"__return__"}:
+            result = result["__return__"]  # a `@task` call's: what it returned
+        data = {"chunk": result}
+        out = [self._event("on_chain_stream", name, task_id, data, parents, node_meta)]
         data = {"output": result}
         if task_id in self.inputs:
             data["input"] = self.inputs.pop(task_id)
-        if chunk.get("error"):
-            data["error"] = chunk["error"]
         out.append(self._event("on_chain_end", name, task_id, data, parents, node_meta))
         if not ns:
             shown = [e for e in self.held if name in (e["data"]["chunk"] or {})]

@@ -27,6 +27,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langchain_core.tools.base import TOOL_MESSAGE_BLOCK_TYPES
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from ironloop._callbacks import current_config
 from ironloop._foreign import is_langchain_message, is_langchain_tool
 from ironloop._ironloop import BaseMessage as _OwnMessage
 from ironloop._ironloop import _coerce_message
@@ -278,10 +279,11 @@ class LangChainTool(Tool):
         return {"name": self.name, "args": kwargs, "id": call_id, "type": "tool_call"}
 
     # The run's config goes along, so a tool's `config: RunnableConfig` parameter
-    # reads what was given to `invoke` (`configurable`, tags, ...), as in LangGraph.
+    # reads what was given to `invoke` (`configurable`, tags, ...), as in LangGraph;
+    # its LangChain run reports under the tool node's (`current_config`).
     # The engine reports the call on the `tools` stream: LangChain's callbacks leave it.
     def _run(self, **kwargs: Any) -> Any:
-        config: Any = _run_config()
+        config: Any = current_config(_run_config())
         call = self._call(kwargs)
         token = engine_call.set(call["id"])
         try:
@@ -291,7 +293,7 @@ class LangChainTool(Tool):
         return _named(_tool_result(out), self.name, call["id"])
 
     async def _arun(self, **kwargs: Any) -> Any:
-        config: Any = _run_config()
+        config: Any = current_config(_run_config())
         call = self._call(kwargs)
         token = engine_call.set(call["id"])
         try:

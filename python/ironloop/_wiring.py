@@ -26,6 +26,7 @@ _install_helpers(
         "logger": _runtime.logger,
         "stream_langchain_runs": _runtime.stream_langchain_runs,
         "node_call": _callbacks.node_call,
+        "node_run": _callbacks.node_run,
         "overwritten": _overwritten,
         "graph_interrupt": GraphInterrupt,
         "graph_drained": GraphDrained,

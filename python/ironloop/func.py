@@ -43,15 +43,17 @@ import warnings
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Generic, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar
 from typing import get_args as typing_args
 from typing import get_origin as typing_origin
 
 from ironloop._bound import BoundConfig
 from ironloop._cache import cache_key
 from ironloop._cache import namespace as cache_namespace
-from ironloop._callbacks import own_run, traced_call
+from ironloop._callbacks import enter_call, own_run, traced_call
 from ironloop._constants import END, INTERRUPT, START
+from ironloop._func_stream import _DROP, _with_custom
+from ironloop._node_prep import _check_config_annotation
 from ironloop._retry import with_retry
 from ironloop._runtime import answers_var, scratch_lock, task_var
 from ironloop._schema_convert import _ConverterBuilder
@@ -59,6 +61,9 @@ from ironloop._schema_types import _is_dataclass_type, _is_pydantic_model
 from ironloop._timeout import TimeoutPolicy, refuse_sync, timed_task
 from ironloop.stream._methods import StreamEvents
 from ironloop.types import GraphOutput, RetryPolicy, StateSnapshot
+
+if TYPE_CHECKING:  # the node's annotation LangGraph's (and ironloop's) check accepts
+    from langchain_core.runnables import RunnableConfig
 
 __all__ = ["entrypoint", "task"]
 
@@ -119,8 +124,9 @@ class _TaskFuture(concurrent.futures.Future):  # type: ignore[type-arg]
         return asyncio.wrap_future(self).__await__()
 
 
-def _next_call(name: str) -> tuple[Any, str]:
-    """The running task's scratchpad and the id of the call about to be made."""
+def _next_call(name: str) -> tuple[Any, str, int]:
+    """The running task's scratchpad, the id of the call about to be made and how many
+    calls the task made before it."""
     scratch = task_var.get(None)
     caller = _caller.get()
     if scratch is None:
@@ -134,7 +140,7 @@ def _next_call(name: str) -> tuple[Any, str]:
     _, parent, count = caller
     index = count[0]
     count[0] += 1
-    return scratch, str(uuid.uuid5(uuid.NAMESPACE_URL, f"{parent}|{index}|{name}"))
+    return scratch, str(uuid.uuid5(uuid.NAMESPACE_URL, f"{parent}|{index}|{name}")), index
 
 
 def _renamed(kwargs: dict[str, Any], old: str, new: str, value: Any, since: str) -> Any:
@@ -176,13 +182,14 @@ def scratch_id(scratch: Any) -> str:
     return str(scratch.task_id)
 
 
-def _call_context(call_id: str) -> contextvars.Context:
+def _call_context(call_id: str, name: str, index: int) -> contextvars.Context:
     """The context a call runs in: its own calls are numbered from 0 under its id,
-    and the resume values its ``interrupt()`` s take are counted for it (and for the
-    calls it runs inside)."""
+    the resume values its ``interrupt()`` s take are counted for it (and for the
+    calls it runs inside), and its LangChain run has LangGraph's metadata."""
     context = contextvars.copy_context()
     context.run(_caller.set, (task_var.get(None), call_id, [0]))
     context.run(answers_var.set, (*answers_var.get(), [0]))
+    context.run(enter_call, name, call_id, index)
     return context
 
 
@@ -190,6 +197,13 @@ def _record(scratch: Any, call_id: str, name: str, value: Any, answers: int) -> 
     """Saves a call's result (see ``scratch_lock``)."""
     with scratch_lock:
         scratch.record_call(call_id, name, value, answers)
+    _debug_result(scratch, call_id, name, value, None)
+
+
+def _debug_result(scratch: Any, call_id: str, name: str, value: Any, error: Any) -> None:
+    """``debug``: a call's ``task_result`` (not for a pause: LangGraph shows none)."""
+    if scratch.streams_debug and not (error is not None and _is_pause(error)):
+        scratch.debug_call_result(call_id, name, value, error)
 
 
 def _answers() -> int:
@@ -231,7 +245,9 @@ class _Task(Generic[R]):
         return _as_annotated(self.func, "return", value)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        scratch, call_id = _next_call(self.name)
+        scratch, call_id, index = _next_call(self.name)
+        if scratch.streams_debug:  # LangGraph's push task, run or found done
+            scratch.debug_call_start(call_id, self.name, (args, kwargs))
         with scratch_lock:
             found, value = scratch.call_saved(call_id)
         if found:
@@ -248,14 +264,14 @@ class _Task(Generic[R]):
         except RuntimeError:
             loop = None
         if loop is not None:  # an async task called from async code: on its loop
-            return self._start_on(loop, scratch, call_id, found, value, args, kwargs)
+            return self._start_on(loop, scratch, (call_id, index), found, value, args, kwargs)
         # A sync task, or an async one called from sync code: on a thread (with a loop
         # of its own for a coroutine).
         future: _TaskFuture = _TaskFuture()
         if found:
             future.set_result(value)
             return future
-        context = _call_context(call_id)
+        context = _call_context(call_id, self.name, index)
         _threads().submit(context.run, self._run_sync, future, scratch, call_id, args, kwargs)
         return _note_started(future)
 
@@ -276,6 +292,7 @@ class _Task(Generic[R]):
             _record(scratch, call_id, self.name, value, _answers())
             self._cache(args, kwargs, value)
         except BaseException as e:  # handed to whoever waits on the future
+            _debug_result(scratch, call_id, self.name, None, e)
             future.set_exception(e)
         else:
             future.set_result(value)
@@ -284,7 +301,7 @@ class _Task(Generic[R]):
         self,
         loop: asyncio.AbstractEventLoop,
         scratch: Any,
-        call_id: str,
+        call: tuple[str, int],
         found: bool,
         value: Any,
         args: tuple[Any, ...],
@@ -294,7 +311,8 @@ class _Task(Generic[R]):
             done = loop.create_future()
             done.set_result(value)
             return done
-        context = _call_context(call_id)
+        call_id = call[0]
+        context = _call_context(call_id, self.name, call[1])
         return _note_started(
             loop.create_task(self._run_async(scratch, call_id, args, kwargs), context=context)
         )
@@ -302,7 +320,11 @@ class _Task(Generic[R]):
     async def _run_async(
         self, scratch: Any, call_id: str, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        value = await self._body(*args, **kwargs)
+        try:
+            value = await self._body(*args, **kwargs)
+        except BaseException as e:
+            _debug_result(scratch, call_id, self.name, None, e)
+            raise
         # Saved from a thread: the loop is not held while the write is stored.
         await asyncio.get_running_loop().run_in_executor(
             _threads(), _record, scratch, call_id, self.name, value, _answers()
@@ -421,6 +443,7 @@ class entrypoint:
         if not callable(func):
             raise TypeError(f"@entrypoint decorates a function, got {type(func).__name__}")
         _refuse_generators(func, "entrypoint")
+        _check_config_annotation(func)  # the user's own `config` parameter, as LangGraph
         if self.timeout is not None:
             refuse_sync(func, f"@entrypoint {getattr(func, '__name__', '')!r}")
         return EntrypointGraph(func, self)
@@ -463,7 +486,7 @@ def _node_for(func: Callable[..., Any], cache: Any) -> Callable[..., Any]:
     name, is_async = getattr(func, "__name__", "entrypoint"), inspect.iscoroutinefunction(func)
     call = traced_call(func, name, is_async=is_async, first_only=True)  # its LangChain run
 
-    def kwargs(state: dict[str, Any], config: Any) -> dict[str, Any]:
+    def kwargs(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         kw: dict[str, Any] = {}
         if "previous" in wants:
             kw["previous"] = state.get("save")
@@ -489,7 +512,7 @@ def _node_for(func: Callable[..., Any], cache: Any) -> Callable[..., Any]:
 
     if inspect.iscoroutinefunction(func):
 
-        async def anode(state: dict[str, Any], config: Any) -> dict[str, Any]:
+        async def anode(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
             _caller.set(None)
             _cache_var.set(cache)
             started: list[Any] = []
@@ -509,7 +532,7 @@ def _node_for(func: Callable[..., Any], cache: Any) -> Callable[..., Any]:
 
         return own_run(anode)
 
-    def node(state: dict[str, Any], config: Any) -> dict[str, Any]:
+    def node(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         _caller.set(None)
         _cache_var.set(cache)
         started: list[Any] = []
@@ -526,36 +549,6 @@ def _node_for(func: Callable[..., Any], cache: Any) -> Callable[..., Any]:
         return {"value": value, "save": save}
 
     return own_run(node)
-
-
-_DROP = object()
-
-
-def _with_custom(mode: Any) -> tuple[Any, Callable[[Any], Any]]:
-    """The modes to stream an entrypoint with, and what makes their items the ones
-    asked for. ``custom`` is always streamed: it makes the engine stream from inside
-    the running task (a sync ``stream()`` otherwise gets a task's items when it
-    returns), and the tasks' updates are made there; its items are dropped unless
-    asked for."""
-    modes = [mode] if isinstance(mode, str) else list(mode)
-    if "custom" in modes:
-        return mode, lambda item: item
-    single = isinstance(mode, str)
-
-    def keep(item: Any) -> Any:
-        if isinstance(item, dict):  # a version="v2" part
-            return _DROP if item.get("type") == "custom" else item
-        if isinstance(item, tuple) and len(item) == 3:  # subgraphs=True
-            ns, m, chunk = item
-            if m == "custom":
-                return _DROP
-            return (ns, chunk) if single else item
-        m, chunk = item
-        if m == "custom":
-            return _DROP
-        return chunk if single else item
-
-    return [*modes, "custom"], keep
 
 
 def _json_schema(tp: Any, title: str | None) -> dict[str, Any]:

@@ -37,9 +37,12 @@ pub struct Helpers {
     /// when its run streams `messages` or `tools`, for LangChain models and tools the
     /// node calls.
     pub stream_langchain_runs: Py<PyAny>,
-    /// `ironloop._callbacks.node_call(name, func)`: a node's function wrapped to report
-    /// a LangChain chain run, for a run whose config has `callbacks`.
+    /// `ironloop._callbacks.node_call(name, func, metadata)`: a node's function wrapped
+    /// to report a LangChain chain run, for a run whose config has `callbacks`.
     pub node_call: Py<PyAny>,
+    /// `ironloop._callbacks.node_run(context, name, input, metadata)`: the chain run of
+    /// a node the engine runs itself (a `ToolNode`), open in `context`, or `None`.
+    pub node_run: Py<PyAny>,
     /// `ironloop.types._overwritten(value)`: `(v,)` when `value` is LangGraph's
     /// `Overwrite(v)` (or its `{"__overwrite__": v}` form), else `None`.
     pub overwritten: Py<PyAny>,

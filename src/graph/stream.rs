@@ -109,14 +109,15 @@ pub enum StreamEvent {
     /// An event of a subgraph run inside a task of this run; `ns` is
     /// `"<node>:<task id>"`.
     Nested { ns: String, ev: Box<StreamEvent> },
-    /// `debug`: a task is about to run. Its input is the `Send` argument, or else the
-    /// state it reads (`state`).
+    /// `debug`: a task is about to run. Its input is the `Send` argument (or a
+    /// functional API `@task` call's `(args, kwargs)`), or else the state it reads
+    /// (`state`).
     DebugTask {
         step: i64,
         id: String,
         node: String,
         input: Option<Val>,
-        state: StateView,
+        state: Option<StateView>,
     },
     /// `debug`: a task finished (its writes), failed, or paused.
     DebugTaskResult {
@@ -127,7 +128,8 @@ pub enum StreamEvent {
         /// The failure whole: the host shows its own exception, as LangGraph's
         /// `error` is the exception the node raised, not its text.
         error: Option<GraphError>,
-        interrupts: Vec<Val>,
+        /// Shown as LangGraph's `Interrupt`s (their `value`, `id`).
+        interrupts: Vec<InterruptInfo>,
     },
     /// `debug`: a checkpoint was taken after a step.
     DebugCheckpoint {

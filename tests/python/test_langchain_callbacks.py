@@ -275,9 +275,10 @@ def test_models_and_tools_a_node_calls_with_its_config_report_under_the_run() ->
     out = builder.compile().invoke({"messages": []}, {"callbacks": [rec]})
     assert out["messages"][-1].content == "HI"
     [root] = rec.roots()
-    assert [r["name"] for r in rec.children(root)] == ["caller"]
-    [caller_run] = rec.children(root)
+    assert [r["name"] for r in rec.children(root)] == ["caller", "tools"]
+    [caller_run, tools_run] = rec.children(root)
     assert [r["name"] for r in rec.children(caller_run)] == ["step"]
-    root_id = next(k for k, v in rec.runs.items() if v is root)
-    # The tool's run is a child, not a second root (a tools node opens no run itself).
-    assert tools_seen == [root_id]
+    tools_id = next(k for k, v in rec.runs.items() if v is tools_run)
+    # The tool's run is a child of the tools node's run, as under LangGraph.
+    assert tools_seen == [tools_id]
+    assert tools_run["outputs"]["messages"][-1].content == "HI"

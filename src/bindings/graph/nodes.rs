@@ -216,28 +216,31 @@ impl PyNode {
     ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
         let (args, kw) = self.arguments(py, view, arg, env)?;
         let (context, _) = task_context_with(py, env, ctx, pushed.clone())?;
-        let r = call_in(py, &context, &self.traced(py, env)?, args, kw.as_ref())?;
+        let r = call_in(py, &context, &self.traced(py, env, ctx)?, args, kw.as_ref())?;
         Ok((r, context))
     }
 
     /// The node's function or, when the run reports to LangChain callbacks (its config
     /// has `callbacks`: the run's own chain run's, see `ironloop/_callbacks.py`), the
-    /// function wrapped to report the node's chain run under it, as LangGraph's.
-    fn traced<'py>(&self, py: Python<'py>, env: &PyRunEnv) -> PyResult<Bound<'py, PyAny>> {
+    /// function wrapped to report the node's chain run under it, as LangGraph's: with
+    /// the task's metadata (`langgraph_step`, `langgraph_node`, ...: see
+    /// `returned::message_meta`), made only then.
+    fn traced<'py>(
+        &self,
+        py: Python<'py>,
+        env: &PyRunEnv,
+        ctx: &TaskContext,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let f = self.func.bind(py).clone();
-        let Some(config) = env.config.as_ref() else {
+        if !has_callbacks(py, env)? {
             return Ok(f);
-        };
-        let Ok(config) = config.bind(py).cast::<PyDict>() else {
-            return Ok(f);
-        };
-        match config.get_item(intern!(py, "callbacks"))? {
-            Some(c) if !c.is_none() => helpers(py)?
-                .node_call
-                .bind(py)
-                .call1((self.name.as_str(), f)),
-            _ => Ok(f),
         }
+        let meta = message_meta(py, env, ctx)?;
+        meta.set_item(intern!(py, "langgraph_node"), self.name.as_str())?;
+        helpers(py)?
+            .node_call
+            .bind(py)
+            .call1((self.name.as_str(), f, meta))
     }
 
     /// Calls a sync function in the task's context: its result.
@@ -251,7 +254,7 @@ impl PyNode {
         pushed: &Pushed,
     ) -> PyResult<Bound<'py, PyAny>> {
         let (args, kw) = self.arguments(py, view, arg, env)?;
-        let f = self.traced(py, env)?;
+        let f = self.traced(py, env, ctx)?;
         call_in_task_with(py, env, ctx, pushed.clone(), &f, args, kw.as_ref())
     }
 
@@ -565,7 +568,7 @@ impl ToolsNode {
         ctx: TaskContext,
     ) -> Result<NodeOutput, NodeFailure> {
         let env = env_of(&ctx)?;
-        let (send, tool_env) = attach(|py| -> PyResult<_> {
+        let (send, tool_env, chain) = attach(|py| -> PyResult<_> {
             // Send("tools", tool_call): run that one call.
             let send = match &arg {
                 Some(a) => Some(tool_call_from_py(&val_to_py(py, a)?)?),
@@ -581,6 +584,7 @@ impl ToolsNode {
             // Tools see the task's scratchpad (for interrupt()) in their context, and
             // their progress goes to the graph's custom stream.
             let (context, scratch) = task_context(py, &env, &ctx)?;
+            let chain = self.chain_run(py, &env, &ctx, &view, &context)?;
             let on_progress = match &ctx.stream {
                 Some(s) if s.wants(modes::CUSTOM) => Some(scratch.getattr("write")?.unbind()),
                 _ => None,
@@ -598,7 +602,7 @@ impl ToolsNode {
                 pending: Default::default(),
                 drain_scheduled: Default::default(),
             });
-            Ok((send, tool_env))
+            Ok((send, tool_env, chain))
         })
         .map_err(|e| attach(|py| node_failure(py, &ctx, e)))?;
         let calls = self.node.calls(&view, send);
@@ -624,11 +628,50 @@ impl ToolsNode {
             return Err(NodeFailure::Error(GraphError::Cancelled));
         }
         attach(|py| {
-            let fail = |e| node_failure(py, &ctx, e);
+            let out = self.tools_output(py, &ctx, results);
+            if let Some(chain) = &chain {
+                ended(py, chain.bind(py), &out, self.node.channel());
+            }
+            out
+        })
+    }
+
+    /// The `ToolNode`'s LangChain chain run, open in `context` (so that its tools'
+    /// runs report under it), when the run has callbacks: LangGraph's node run.
+    fn chain_run(
+        &self,
+        py: Python<'_>,
+        env: &PyRunEnv,
+        ctx: &TaskContext,
+        view: &StateView,
+        context: &Bound<'_, PyAny>,
+    ) -> PyResult<Option<Py<PyAny>>> {
+        if !has_callbacks(py, env)? {
+            return Ok(None);
+        }
+        let input = self.shared.node_input(py, view, &self.factory)?;
+        let meta = message_meta(py, env, ctx)?;
+        meta.set_item(intern!(py, "langgraph_node"), self.name.as_str())?;
+        let run =
+            helpers(py)?
+                .node_run
+                .bind(py)
+                .call1((context, self.name.as_str(), input, meta))?;
+        Ok((!run.is_none()).then(|| run.unbind()))
+    }
+
+    fn tools_output(
+        &self,
+        py: Python<'_>,
+        ctx: &TaskContext,
+        results: Vec<crate::executor::ToolResult>,
+    ) -> Result<NodeOutput, NodeFailure> {
+        {
+            let fail = |e| node_failure(py, ctx, e);
             let core = self.core.borrow(py);
             let outputs =
                 match tool_results(py, core.handle_errors.bind(py), results, &core.messages_key) {
-                    Err(e) if is_parent_command(py, &e) => return self.handed_off(py, &ctx, &e),
+                    Err(e) if is_parent_command(py, &e) => return self.handed_off(py, ctx, &e),
                     r => r.map_err(fail)?,
                 };
             let (msgs, commands) = split(outputs);
@@ -655,6 +698,62 @@ impl ToolsNode {
                 out.update = Some(host(update.into_any()));
             }
             Ok(out)
-        })
+        }
+    }
+}
+
+/// Whether the run reports to LangChain callbacks (its config has `callbacks`).
+fn has_callbacks(py: Python<'_>, env: &PyRunEnv) -> PyResult<bool> {
+    let Some(config) = env.config.as_ref() else {
+        return Ok(false);
+    };
+    let Ok(config) = config.bind(py).cast::<PyDict>() else {
+        return Ok(false);
+    };
+    Ok(config
+        .get_item(intern!(py, "callbacks"))?
+        .is_some_and(|c| !c.is_none()))
+}
+
+/// Ends a node's chain run (see `ToolsNode::chain_run`): with the node's writes
+/// to its messages channel (`{channel: [messages]}`), or its failure (a pause as
+/// LangGraph's `GraphInterrupt`). A handler that fails is logged, as langchain-core
+/// does: the node's result stands.
+fn ended(
+    py: Python<'_>,
+    chain: &Bound<'_, PyAny>,
+    out: &Result<NodeOutput, NodeFailure>,
+    channel: &str,
+) {
+    let r = (|| -> PyResult<()> {
+        match out {
+            Ok(out) => {
+                let shown = PyDict::new(py);
+                for (c, v) in out.writes.iter().filter(|(c, _)| c == channel) {
+                    shown.set_item(c, val_to_py(py, v)?)?;
+                }
+                chain.call_method1(intern!(py, "end"), (shown,))?;
+            }
+            Err(failure) => {
+                let exc = match failure {
+                    NodeFailure::Error(e) => PyErr::from(e.clone())
+                        .into_value(py)
+                        .into_bound(py)
+                        .into_any(),
+                    NodeFailure::Interrupt(v) => helpers(py)?
+                        .graph_interrupt
+                        .bind(py)
+                        .call1((val_to_py(py, v)?,))?,
+                    NodeFailure::Paused => helpers(py)?.graph_interrupt.bind(py).call0()?,
+                };
+                let kw = PyDict::new(py);
+                kw.set_item("exc", exc)?;
+                chain.call_method("end", (), Some(&kw))?;
+            }
+        }
+        Ok(())
+    })();
+    if let Err(e) = r {
+        log::warn!("a LangChain callback handler failed ending a ToolNode's run: {e}");
     }
 }

@@ -14,7 +14,9 @@ use super::super::runtime::{drive_inline, finished_future};
 use super::run::{interrupts_to_py, ThreadAt};
 use super::values::{val_to_py, Shared};
 use crate::graph::options::stream_mode_bit;
-use crate::graph::{GraphError, Reserved, RunResult, StreamEvent, ToolEvent, ToolReturn, Val};
+use crate::graph::{
+    GraphError, InterruptInfo, Reserved, RunResult, StreamEvent, ToolEvent, ToolReturn, Val,
+};
 
 pub(super) enum StreamMsg {
     Event(StreamEvent),
@@ -147,9 +149,10 @@ fn debug_to_py<'py>(
             let pushed = input.is_some();
             p.set_item(
                 "input",
-                match input {
-                    Some(v) => val_to_py(py, &v)?,
-                    None => shared.state_value(py, &state)?,
+                match (input, state) {
+                    (Some(v), _) => val_to_py(py, &v)?,
+                    (None, Some(state)) => shared.state_value(py, &state)?,
+                    (None, None) => py.None().into_bound(py),
                 },
             )?;
             // LangGraph's channel names: an edge's `branch:to:<node>`, a `Send`'s push.
@@ -175,11 +178,7 @@ fn debug_to_py<'py>(
             // The exception itself (the node's own when it raised one), as LangGraph.
             p.set_item("error", error.map(|e| PyErr::from(e).into_value(py)))?;
             p.set_item("result", task_result(py, &writes)?)?;
-            let its = PyList::empty(py);
-            for v in &interrupts {
-                its.append(val_to_py(py, v)?)?;
-            }
-            p.set_item("interrupts", its)?;
+            p.set_item("interrupts", interrupt_dicts(py, &interrupts)?)?;
             debug_event(py, "task_result", step, p)?
         }
         StreamEvent::DebugCheckpoint {
@@ -227,6 +226,20 @@ fn debug_to_py<'py>(
         }
         _ => return Ok(None),
     }))
+}
+
+/// A task's interrupts as LangGraph's `task_result` shows them: each `Interrupt` as a
+/// dict of its fields (`value`, `id`, `response_schema`).
+fn interrupt_dicts<'py>(py: Python<'py>, is: &[InterruptInfo]) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    for i in interrupts_to_py(py, is)? {
+        let d = PyDict::new(py);
+        for field in ["value", "id", "response_schema"] {
+            d.set_item(field, i.getattr(field)?)?;
+        }
+        list.append(d)?;
+    }
+    Ok(list)
 }
 
 /// A task's writes as LangGraph's `task_result` shows them: `{channel: value}`, and

@@ -31,6 +31,9 @@ pub(crate) type Pushed = Arc<Mutex<Vec<(String, Py<PyAny>)>>>;
 /// a cache (`TaskScratch::mark_cached`).
 pub(crate) const CACHED_MARK: &str = "__cached__";
 
+/// The channel LangGraph's `debug` events show a `@task` call's result under.
+const RETURN: &str = "__return__";
+
 /// What `interrupt()` and `get_stream_writer()` use inside a node.
 #[pyclass(name = "_TaskScratch", module = "ironloop._ironloop")]
 pub struct TaskScratch {
@@ -55,6 +58,8 @@ pub struct TaskScratch {
     pub(super) failed: Option<Arc<crate::graph::Failed>>,
     /// How many graph runs this task has started (LangGraph's `subgraph_counter`).
     pub(super) subgraph_calls: AtomicUsize,
+    /// The step the task runs in: its `@task` calls' `debug` events show it.
+    pub(super) step: i64,
 }
 
 impl TaskScratch {
@@ -310,6 +315,64 @@ impl TaskScratch {
         Ok(())
     }
 
+    /// Whether the run streams `debug` events (or the `tasks` view of them): only
+    /// then are a `@task` call's events worth making.
+    #[getter]
+    fn streams_debug(&self) -> bool {
+        self.stream.as_ref().is_some_and(|s| s.wants(modes::DEBUG))
+    }
+
+    /// `debug`: a `@task` call (id `id`, task `name`) starts in this task's step, on
+    /// `input` (LangGraph shows `(args, kwargs)`), as LangGraph shows its push tasks.
+    fn debug_call_start(&self, id: String, name: String, input: Bound<'_, PyAny>) {
+        if let Some(s) = &self.stream {
+            s.emit(modes::DEBUG, || StreamEvent::DebugTask {
+                step: self.step,
+                id,
+                node: name,
+                input: Some(host(input)),
+                state: None,
+            });
+        }
+    }
+
+    /// `debug`: a `@task` call returned `value` (shown as LangGraph's
+    /// `{"__return__": value}`) or raised `error` (the exception itself).
+    #[pyo3(signature = (id, name, value, error=None))]
+    fn debug_call_result(
+        &self,
+        id: String,
+        name: String,
+        value: Bound<'_, PyAny>,
+        error: Option<Bound<'_, PyAny>>,
+    ) {
+        let Some(s) = &self.stream else { return };
+        s.emit(modes::DEBUG, || {
+            let (writes, error) = match error {
+                Some(e) => {
+                    let message = format!("{name} failed: {e}");
+                    let host = crate::error::HostError::new(PyErr::from_value(e));
+                    let err = crate::graph::GraphError::Node {
+                        node: name.clone(),
+                        task_id: id.clone(),
+                        message,
+                        host: Some(host),
+                    };
+                    (Vec::new(), Some(err))
+                }
+                None => (vec![(RETURN.to_owned(), host(value))], None),
+            };
+            StreamEvent::DebugTaskResult {
+                step: self.step,
+                id,
+                node: name,
+                writes,
+                error,
+                interrupts: Vec::new(),
+            }
+        });
+    }
+
     /// The node's output comes from a cache (`CachePolicy`): streamed as cached.
     fn mark_cached(&self, py: Python<'_>) {
         self.pushed
@@ -497,6 +560,7 @@ fn task_scratch<'py>(
             progress: ctx.progress.clone(),
             failed: ctx.failed.clone(),
             subgraph_calls: AtomicUsize::new(0),
+            step: ctx.step,
             meta: match &ctx.stream {
                 Some(s) if s.wants(modes::MESSAGES) => {
                     Some(super::returned::message_meta(py, env, ctx)?.unbind())

@@ -53,7 +53,7 @@ impl Run<'_> {
                 id: t.id.clone(),
                 node: t.node.clone(),
                 input: t.arg.clone(),
-                state: self.graph.view(&self.chans),
+                state: Some(self.graph.view(&self.chans)),
             });
         }
     }
@@ -64,7 +64,7 @@ impl Run<'_> {
         t: &Task,
         writes: impl FnOnce() -> Vec<(String, Val)>,
         error: Option<GraphError>,
-        interrupts: Vec<Val>,
+        interrupts: Vec<InterruptInfo>,
     ) {
         self.emit(modes::DEBUG, || StreamEvent::DebugTaskResult {
             step: self.step,

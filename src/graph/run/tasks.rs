@@ -244,13 +244,13 @@ impl Run<'_> {
     /// A task paused on `interrupt(value)`: saved, so that resuming finds it.
     async fn task_interrupted(&mut self, i: usize, value: Val) -> Result<(), GraphError> {
         let t = &self.next[i];
-        self.emit_task_result(t, Vec::new, None, vec![value.clone()]);
         let k = self.pending.resume_values(&t.id).len();
         if let (Some(saves), Some(p)) = (&self.saves, &self.parent) {
             let w = pending::interrupt_write(t, k, &value)?;
             saves.writes(&p.id, vec![w], false).await?;
         }
         let info = InterruptInfo::node(&self.opts.checkpoint_ns, &t.id, &t.node, k, value);
+        self.emit_task_result(t, Vec::new, None, vec![info.clone()]);
         self.emit_interrupt(&info);
         self.interrupts.push(info);
         Ok(())
