@@ -89,18 +89,38 @@ def measure_pair(
     of the machine. Each function times itself (it may prepare untimed first) and
     returns its result and the seconds of its timed part; ``check`` checks each one's
     result."""
+    wall = measure_alternating([a, b], list(check), repeat, warmup)[0]
+    return wall[0], wall[1]
+
+
+def measure_alternating(
+    fns: list[Callable[[], tuple[T, float]]],
+    checks: list[Check],
+    repeat: int = 5,
+    warmup: int = 1,
+) -> tuple[list[Stats], list[Stats]]:
+    """Several workloads, one repetition of each in turn, so that all see the same state
+    of the machine (on a shared, loaded machine a side measured in a block of its own
+    sees another load). Each function times itself and returns its result and the
+    seconds of its timed part; ``checks`` check each one's result. Returns the wall
+    times and the process CPU times (every thread's: the engine's workers count) of
+    each function's whole call, which waiting for a core does not inflate."""
     _check_repeat(repeat, warmup)
-    samples: tuple[list[float], list[float]] = ([], [])
+    wall: list[list[float]] = [[] for _ in fns]
+    cpu: list[list[float]] = [[] for _ in fns]
     for i in range(warmup + repeat):
-        for fn, chk, out in zip((a, b), check, samples, strict=True):
+        for fn, chk, out, out_cpu in zip(fns, checks, wall, cpu, strict=True):
             gc.collect()
+            c0 = time.process_time()
             result, seconds = fn()
+            spent = time.process_time() - c0
             if i >= warmup:
                 out.append(seconds)
+                out_cpu.append(spent)
             if chk is not None:
                 chk(result)
             del result
-    return Stats.of(samples[0]), Stats.of(samples[1])
+    return [Stats.of(w) for w in wall], [Stats.of(c) for c in cpu]
 
 
 async def ameasure_pair(

@@ -10,8 +10,9 @@ built with ``create_agent``:
 and, as the floor, W5 itself (``create_react_agent``). µs per round, no checkpointer
 and MemorySaver. The targets: ironloop's ``3 no-op`` ≤ 1.5× its floor, and ≥ 30×
 faster than LangChain's ``create_agent`` with the same three middleware, measured in
-the same run. Every run's result is checked (message count, final answer, each tool
-result) before its time counts.
+the same run: one invoke of every side in turn per repetition, so all see the same
+load, timed by the wall clock and by the process' CPU time. Every run's result is
+checked (message count, final answer, each tool result) before its time counts.
 
     python benches/python/middleware.py [--repeat N] [--rounds N] [--json PATH]
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -87,23 +89,44 @@ def checker(rounds: int) -> Callable[[Any], None]:
     return check
 
 
-def measure(
-    build: Callable[[Any], Any], impl: Any, kind: str, rounds: int, repeat: int, savers: Savers
-) -> h.Stats:
-    saver, path = savers.make(kind)
+def measure_kind(
+    sides: dict[str, tuple[Any, Callable[[Any], Any]]],
+    kind: str,
+    rounds: int,
+    repeat: int,
+    savers: dict[str, Savers],
+) -> tuple[dict[str, h.Stats], dict[str, h.Stats]]:
+    """Every side with checkpointer ``kind``, one invoke of each in turn per repetition
+    (so all see the same load), µs per round: wall and process CPU time."""
+    made: list[tuple[Savers, Any, Any]] = []
     try:
-        agent = build(saver)
-
-        def once() -> Any:
-            return agent.invoke(
-                {"messages": [impl.HumanMessage(content="count up")]},
-                config(10 * rounds + 20, saver),
-            )
-
-        stats = h.measure(once, repeat=repeat, check=checker(rounds))
+        fns = []
+        for impl, build in sides.values():
+            saver, path = savers[impl.name].make(kind)
+            made.append((savers[impl.name], saver, path))
+            fns.append(timed(build(saver), impl, saver, rounds))
+        wall, cpu = h.measure_alternating(fns, [checker(rounds)] * len(fns), repeat=repeat)
     finally:
-        savers.release(saver, path)
-    return stats.scaled(1e6 / rounds)
+        for owner, saver, path in made:
+            owner.release(saver, path)
+    per_round = 1e6 / rounds
+    return (
+        {label: s.scaled(per_round) for label, s in zip(sides, wall, strict=True)},
+        {label: s.scaled(per_round) for label, s in zip(sides, cpu, strict=True)},
+    )
+
+
+def timed(agent: Any, impl: Any, saver: Any, rounds: int) -> Callable[[], tuple[Any, float]]:
+    """One invoke of ``agent``, timed: its result and seconds."""
+
+    def once() -> tuple[Any, float]:
+        cfg = config(10 * rounds + 20, saver)
+        messages = {"messages": [impl.HumanMessage(content="count up")]}
+        t0 = time.perf_counter()
+        result = agent.invoke(messages, cfg)
+        return result, time.perf_counter() - t0
+
+    return once
 
 
 def add(a: int, b: int) -> int:
@@ -169,45 +192,52 @@ def main(argv: list[str] | None = None) -> int:
         ),
     }
     results: dict[tuple[str, str], h.Stats] = {}
+    cpu: dict[tuple[str, str], h.Stats] = {}
     savers = {"ironloop": Savers(il), "langgraph": Savers(lg)}
     failed = False
     for kind in KINDS:
-        for label, (impl, build) in sides.items():
-            print(f"  running {kind}: {label} ...", file=sys.stderr, flush=True)
-            try:
-                results[(kind, label)] = measure(
-                    build, impl, kind, rounds, repeat, savers[impl.name]
-                )
-            except Exception as e:
-                print(f"{kind} {label}: FAILED: {type(e).__name__}: {e}")
-                failed = True
+        print(f"  running {kind}: every side in turn ...", file=sys.stderr, flush=True)
+        try:
+            wall_of, cpu_of = measure_kind(sides, kind, rounds, repeat, savers)
+        except Exception as e:
+            print(f"{kind}: FAILED: {type(e).__name__}: {e}")
+            failed = True
+            continue
+        results.update({(kind, label): s for label, s in wall_of.items()})
+        cpu.update({(kind, label): s for label, s in cpu_of.items()})
 
     def fmt(s: h.Stats) -> str:
         return f"{h._fmt(s.median)} ({h._fmt(s.min)}–{h._fmt(s.max)})"
 
-    print("µs per round, median (min–max):\n")
+    print("µs per round, median (min–max); wall, then the process' CPU time (every")
+    print("thread's), which waiting for a core on a loaded machine does not inflate:\n")
     for kind in KINDS:
         print(f"checkpointer: {kind}")
         for label in sides:
-            s = results.get((kind, label))
-            print(f"  {label:<46} {fmt(s) if s else 'FAILED'}")
-        floor = results.get((kind, "ironloop create_react_agent (W5, the floor)"))
-        bare = results.get((kind, "ironloop create_agent, bare"))
-        mw = results.get((kind, "ironloop create_agent, 3 no-op"))
-        lc = results.get((kind, "LangChain create_agent, 3 no-op"))
-        if floor and mw:
-            r = mw.median / floor.median
-            verdict = "PASS" if r <= TARGET_FLOOR_RATIO else "MISS"
-            print(f"  3 no-op ÷ W5 floor: {r:.2f}× (target ≤ {TARGET_FLOOR_RATIO}×) {verdict}")
-        if bare and mw:
-            print(f"  3 no-op ÷ create_agent bare: {mw.median / bare.median:.2f}×")
-        if lc and mw:
-            r = lc.median / mw.median
-            verdict = "PASS" if r >= TARGET_LANGCHAIN_RATIO else "MISS"
-            print(
-                f"  LangChain ÷ ironloop, 3 no-op: {r:.1f}× (target ≥ {TARGET_LANGCHAIN_RATIO:g}×) "
-                f"{verdict}"
-            )
+            s, c = results.get((kind, label)), cpu.get((kind, label))
+            shown = f"{fmt(s)}  cpu {fmt(c)}" if s and c else "FAILED"
+            print(f"  {label:<46} {shown}")
+        for name, table in (("wall", results), ("cpu", cpu)):
+            floor = table.get((kind, "ironloop create_react_agent (W5, the floor)"))
+            bare = table.get((kind, "ironloop create_agent, bare"))
+            mw = table.get((kind, "ironloop create_agent, 3 no-op"))
+            lc = table.get((kind, "LangChain create_agent, 3 no-op"))
+            if floor and mw:
+                r = mw.median / floor.median
+                verdict = "PASS" if r <= TARGET_FLOOR_RATIO else "MISS"
+                print(
+                    f"  {name}: 3 no-op ÷ W5 floor: {r:.2f}× (target ≤ {TARGET_FLOOR_RATIO}×) "
+                    f"{verdict}"
+                )
+            if bare and mw:
+                print(f"  {name}: 3 no-op ÷ create_agent bare: {mw.median / bare.median:.2f}×")
+            if lc and mw:
+                r = lc.median / mw.median
+                verdict = "PASS" if r >= TARGET_LANGCHAIN_RATIO else "MISS"
+                print(
+                    f"  {name}: LangChain ÷ ironloop, 3 no-op: {r:.1f}× "
+                    f"(target ≥ {TARGET_LANGCHAIN_RATIO:g}×) {verdict}"
+                )
         print()
     if args.json:
         import json
@@ -221,6 +251,10 @@ def main(argv: list[str] | None = None) -> int:
                     "results": {
                         f"{k}: {label}": {"median": s.median, "min": s.min, "max": s.max}
                         for (k, label), s in results.items()
+                    },
+                    "cpu": {
+                        f"{k}: {label}": {"median": s.median, "min": s.min, "max": s.max}
+                        for (k, label), s in cpu.items()
                     },
                 },
                 f,

@@ -9,7 +9,7 @@ from typing import Any
 
 from ironloop._interrupt import asked, validated
 from ironloop._ironloop import _coerce_message
-from ironloop._runtime import answers_var, scratch_lock, task_var
+from ironloop._runtime import answers_var, scratch_lock, task_var, writer_of
 from ironloop.messages import BaseMessage
 
 #: Inside a subgraph run by a graph without checkpoints: the scratchpad of the outermost
@@ -77,10 +77,6 @@ def push_message(message: Any, *, state_key: str | None = "messages") -> BaseMes
     return msg  # type: ignore[no-any-return]
 
 
-def _noop(_payload: Any) -> None:
-    return None
-
-
 def get_stream_writer() -> Callable[[Any], None]:
     """A function that sends a payload to the ``custom`` stream of the running graph
     (a no-op outside a graph run).
@@ -90,10 +86,7 @@ def get_stream_writer() -> Callable[[Any], None]:
         ...     get_stream_writer()({"progress": 0.5})
         ...     return {}
     """
-    scratch = task_var.get(None)
-    # As LangGraph's: a no-op unless the run streams `custom` (so a run that does not
-    # can share one Runtime between its tasks, see `get_runtime`).
-    return scratch.write if scratch is not None and scratch.streams_custom else _noop
+    return writer_of(task_var.get(None))
 
 
 def _task_writer(payload: Any) -> None:

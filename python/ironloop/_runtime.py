@@ -16,6 +16,20 @@ logger = logging.getLogger("ironloop")
 #: The running graph task's scratchpad (``interrupt()``, the stream writer).
 task_var: contextvars.ContextVar[Any] = contextvars.ContextVar("ironloop_task")
 
+
+def noop_writer(_payload: Any) -> None:
+    """The stream writer of a task whose run does not stream ``custom`` (LangGraph's:
+    a no-op)."""
+    return None
+
+
+def writer_of(scratch: Any) -> Any:
+    """The ``custom`` stream writer of the task whose scratchpad is ``scratch`` (``None``:
+    outside a task): as LangGraph's, a no-op unless the run streams ``custom`` (so a run
+    that does not can share one runtime between its tasks)."""
+    return scratch.write if scratch is not None and scratch.streams_custom else noop_writer
+
+
 #: Inside an attempt of a node run under a ``retry_policy``: ``(attempt number from 1,
 #: time.time() of the first attempt)``, for ``Runtime.execution_info``.
 attempt_var: contextvars.ContextVar[tuple[int, float] | None] = contextvars.ContextVar(

@@ -27,6 +27,9 @@ from typing import TYPE_CHECKING, Any, Generic, Optional
 
 from typing_extensions import TypeVar
 
+from ironloop._runtime import task_var, writer_of
+from ironloop.runtime import _scope
+
 __all__ = ["ToolCallRequest", "ToolRuntime"]
 
 # Defaults as LangGraph's, so ``ToolRuntime[Ctx]`` is a valid annotation.
@@ -48,6 +51,15 @@ class ToolCallRequest:
     tool: Any
     state: Any
     runtime: Any
+
+    @classmethod
+    def _of(cls, tool_call: dict[str, Any], tool: Any, state: Any, runtime: Any) -> Any:
+        """A new request, its fields set straight (a tools node makes one per call; the
+        dataclass' ``__init__`` goes through ``__setattr__``'s deprecation check once a
+        field, which has nothing to warn about in a new request: 0.85 → 0.23 µs)."""
+        request = object.__new__(cls)
+        request.__dict__.update(tool_call=tool_call, tool=tool, state=state, runtime=runtime)
+        return request
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in self.__dict__:
@@ -227,9 +239,6 @@ def scope_for(config: Any, tools: list[Any]) -> NodeScope:
 def make_runtime(state: Any, tool_call_id: str | None, store: Any = None) -> Any:
     """The ``ToolRuntime`` of a call: from the ``ToolNode`` call's scope, else from the
     running graph (its context, store, config and stream writer)."""
-    from ironloop.graph import get_stream_writer
-    from ironloop.runtime import _scope
-
     scope = node_scope.get()
     base = scope.runtime if scope is not None else None
     graph = _scope.get()
@@ -247,7 +256,7 @@ def make_runtime(state: Any, tool_call_id: str | None, store: Any = None) -> Any
             store = graph[1]
     writer = getattr(base, "stream_writer", None) if base is not None else None
     if writer is None:
-        writer = get_stream_writer() if graph is not None else _no_writer
+        writer = writer_of(task_var.get(None)) if graph is not None else _no_writer
     return runtime_class()(
         state=state,
         context=context,

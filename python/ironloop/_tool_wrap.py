@@ -102,7 +102,8 @@ class CallRunner:
     ``wraps``: ``(middleware, "wrap_tool_call")`` pairs, outermost first.
     ``execute_errors``: the error policy of ``execute`` (the node's own by default;
     ``create_agent`` lets tool exceptions reach its hooks). ``calls_of``: which calls of
-    a state to run (default: every call of the last AI message)."""
+    a state to run, as new dicts the runner may change (default: every call of the last
+    AI message)."""
 
     def __init__(
         self,
@@ -144,7 +145,8 @@ class CallRunner:
                 f"{key!r}, or tool calls"
             )
         if self.calls_of is not None:
-            return [dict(c) for c in self.calls_of(messages)], input, kind  # type: ignore[return-value]
+            # New dicts already (``pending_calls`` makes them from the Rust message).
+            return list(self.calls_of(messages)), input, kind
         ai = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
         if ai is None:
             raise ValueError(
@@ -159,11 +161,11 @@ class CallRunner:
         for call in calls:
             call.setdefault("type", "tool_call")
             out.append(
-                ToolCallRequest(
-                    tool_call=call,
-                    tool=self.node._originals.get(call["name"]),
-                    state=state,
-                    runtime=make_runtime(state, call.get("id"), store),
+                ToolCallRequest._of(
+                    call,
+                    self.node._originals.get(call["name"]),
+                    state,
+                    make_runtime(state, call.get("id"), store),
                 )
             )
         return out, kind

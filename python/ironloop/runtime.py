@@ -32,7 +32,7 @@ from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 from ironloop._ironloop import _child_ns, _Drain
-from ironloop._runtime import attempt_var, call_progress, task_var
+from ironloop._runtime import attempt_var, call_progress, task_var, writer_of
 
 __all__ = [
     "DEFAULT_RUNTIME",
@@ -213,18 +213,21 @@ def get_runtime(context_schema: type[ContextT] | None = None) -> Runtime[Context
     last_task = _last_task
     if last_task[0] is scratch and last_task[1] is scope and last_task[2] == key:
         return last_task[3]  # type: ignore[no-any-return]
-    runtime = _task_runtime(scope, scratch, key[0])
+    runtime = _task_runtime(scope, scratch, key[0], key[1])
     _remember_task(scratch, scope, key, runtime)
     return runtime
 
 
-def _task_runtime(scope: Any, scratch: Any, attempt: tuple[int, float] | None) -> Runtime[Any]:
+def _task_runtime(
+    scope: Any, scratch: Any, attempt: tuple[int, float] | None, progress: Any = None
+) -> Runtime[Any]:
     """The runtime of the task whose scratchpad is ``scratch``, in its attempt: the
     run's part (made once per run), the task's writer and heartbeat, and its
     ``execution_info`` made when first read (most nodes never read it; making it for
-    every task cost a hook node ~5 µs, more than the rest of its step)."""
-    from ironloop._node_calls import get_stream_writer
-
+    every task cost a hook node ~5 µs, more than the rest of its step). ``progress`` is
+    the ``@task`` call's (``call_progress``) the runtime is made in, if any. Every
+    agent hook node makes one, so the writer and heartbeat are read from ``scratch`` here
+    (no import or context-variable read per call)."""
     last = _last_runtime
     if last[0] is scope:
         run_part = last[1]
@@ -235,8 +238,8 @@ def _task_runtime(scope: Any, scratch: Any, attempt: tuple[int, float] | None) -
     fields = runtime.__dict__
     fields.update(run_part.__dict__)
     del fields["execution_info"]
-    fields["stream_writer"] = get_stream_writer()
-    fields["heartbeat"] = _heartbeat(scratch)
+    fields["stream_writer"] = writer_of(scratch)
+    fields["heartbeat"] = scratch.heartbeat if progress is None else _heartbeat(scratch)
     fields["_of"] = (scope, scratch, attempt or (1, _first_attempt_time(scratch)))
     return runtime
 
