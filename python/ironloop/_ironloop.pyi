@@ -963,7 +963,7 @@ class _StoreCore:
         dims: int | None = None,
         pool_size: int = 4,
         distance: str = "cosine",
-        vector_type: str = ...,
+        vector_type: str | None = None,
         ann_kind: str | None = None,
         ann_params: list[tuple[str, int]] = ...,
     ) -> _StoreCore: ...

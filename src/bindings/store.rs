@@ -122,11 +122,12 @@ impl StoreCore {
     /// A store in the PostgreSQL database at `dsn`, searched by `distance`
     /// (LangGraph's `distance_type`: `cosine`, `inner_product` or `l2`); in pgvector
     /// when the server has it, with LangGraph's `ann_index_config` (`vector_type`,
-    /// and `ann_kind` / `ann_params` for an index).
+    /// and `ann_kind` / `ann_params` for an index). What is not given is
+    /// `AnnConfig::default()`'s: no index, exact search.
     #[cfg(feature = "postgres")]
     #[staticmethod]
     #[pyo3(signature = (
-        dsn, dims=None, pool_size=4, distance="cosine", vector_type="vector".to_owned(),
+        dsn, dims=None, pool_size=4, distance="cosine", vector_type=None,
         ann_kind=None, ann_params=Vec::new()
     ))]
     #[allow(clippy::too_many_arguments)]
@@ -136,13 +137,14 @@ impl StoreCore {
         dims: Option<usize>,
         pool_size: usize,
         distance: &str,
-        vector_type: String,
+        vector_type: Option<String>,
         ann_kind: Option<String>,
         ann_params: Vec<(String, i64)>,
     ) -> PyResult<Self> {
+        let default = crate::store::pgvector::AnnConfig::default();
         let ann = crate::store::pgvector::AnnConfig {
-            vector_type,
-            kind: ann_kind,
+            vector_type: vector_type.unwrap_or(default.vector_type),
+            kind: ann_kind.or(default.kind),
             params: ann_params,
         };
         let metric = Metric::parse(distance).ok_or_else(|| {

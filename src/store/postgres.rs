@@ -1,13 +1,15 @@
 //! The PostgreSQL store: items in LangGraph's `store` table, ranked by cosine
 //! similarity, inner product or L2 distance (LangGraph's `distance_type`). When
-//! `setup()` finds pgvector, the vectors are in LangGraph's `store_vectors` and the
-//! server ranks them (`pgvector`); otherwise they are in ironloop's own table and
-//! searched exactly in Rust, as follows (the server needs no extension).
+//! `setup()` finds pgvector, the vectors are in LangGraph's `store_vectors`
+//! (`pgvector`); otherwise in ironloop's own table (the server needs no extension).
+//! Either way a search is exact, in Rust, as follows, unless an index was asked for
+//! (`ann_index_config` `kind="hnsw"` / `"ivfflat"`: the server ranks, approximately).
 //!
 //! As in the SQLite store, a vector search scores an in-process copy of the vectors
 //! (`index::Copy`, one matrix a namespace) instead of reading every row back per query. Every write batch of
 //! every process bumps one counter row (`ironloop_store_version`) in its
-//! transaction; a search compares the counter with the copy's and reloads the copy
+//! transaction (and a trigger bumps it for any write to `store_vectors`, a LangGraph
+//! process's included); a search compares the counter with the copy's and reloads the copy
 //! when another process wrote. The copy holds no expiry: the page's rows are read
 //! back with the expiry checked in SQL (and the next best taken when one expired).
 //! Without the copy (the first search, or right after another process wrote) a
@@ -383,8 +385,14 @@ async fn write_vectors(tx: &Transaction<'_>, kept: &[(&str, &str, &PutValue)]) -
     Ok(())
 }
 
-/// Reloads the copy when the stored version differs from its own.
-async fn fresh_index(tx: &Transaction<'_>, index: &mut VectorIndex) -> Result<()> {
+/// Reloads the copy when the stored version differs from its own, from pgvector's
+/// `store_vectors` when `pv` (a database LangGraph wrote is searched as it stands),
+/// else from ironloop's own table.
+async fn fresh_index(
+    tx: &Transaction<'_>,
+    index: &mut VectorIndex,
+    pv: Option<&Pgvector>,
+) -> Result<()> {
     let version: i64 = tx
         .query_one(
             "SELECT version FROM ironloop_store_version WHERE id = 1",
@@ -397,26 +405,36 @@ async fn fresh_index(tx: &Transaction<'_>, index: &mut VectorIndex) -> Result<()
         return Ok(());
     }
     let mut loader = Loader::new(version, index.metric);
+    let (table, dims) = match pv {
+        Some(_) => ("store_vectors", "max(vector_dims(embedding::vector))"),
+        None => ("ironloop_store_vectors", "max(length(embedding)) / 4"),
+    };
     for r in tx
         .query(
-            "SELECT prefix, count(*), max(length(embedding)) FROM ironloop_store_vectors \
-             GROUP BY prefix",
+            &format!("SELECT prefix, count(*), {dims} FROM {table} GROUP BY prefix"),
             &[],
         )
         .await
         .map_err(storage("load the vector index"))?
     {
-        let (n, bytes): (i64, i32) = (r.get(1), r.get(2));
-        loader.reserve(r.get(0), n as usize, bytes as usize / 4);
+        let (n, dims): (i64, i32) = (r.get(1), r.get(2));
+        loader.reserve(r.get(0), n as usize, dims as usize);
     }
     // Streamed, not collected: every vector's row held at once would double the
     // copy's memory while loading.
     let no_params: [&str; 0] = [];
+    let embedding = if pv.is_some() {
+        "v.embedding::vector"
+    } else {
+        "v.embedding"
+    };
     let rows = tx
         .query_raw(
-            "SELECT s.prefix, s.key, v.embedding FROM store s \
-             LEFT JOIN ironloop_store_vectors v ON v.prefix = s.prefix AND v.key = s.key \
-             ORDER BY s.prefix, s.key",
+            &format!(
+                "SELECT s.prefix, s.key, {embedding} FROM store s \
+                 LEFT JOIN {table} v ON v.prefix = s.prefix AND v.key = s.key \
+                 ORDER BY s.prefix, s.key"
+            ),
             no_params,
         )
         .await
@@ -424,8 +442,12 @@ async fn fresh_index(tx: &Transaction<'_>, index: &mut VectorIndex) -> Result<()
     let mut rows = std::pin::pin!(rows);
     while let Some(r) = rows.next().await {
         let r = r.map_err(storage("load the vector index"))?;
-        let blob: Option<&[u8]> = r.get(2);
-        loader.push(r.get(0), r.get(1), (), blob.and_then(from_bytes));
+        let vector = if pv.is_some() {
+            r.get::<_, Option<pgvector::Vector>>(2).map(|v| v.to_vec())
+        } else {
+            r.get::<_, Option<&[u8]>>(2).and_then(from_bytes)
+        };
+        loader.push(r.get(0), r.get(1), (), vector);
     }
     *index = loader.finish();
     Ok(())
@@ -471,8 +493,8 @@ async fn search(
         return Ok(out);
     };
     let out = match pv {
-        Some(pv) => pv.page(tx, s, &p, &query, now).await?,
-        None => exact_page(tx, index, s, &p, &query, now).await?,
+        Some(pv) if pv.ann.indexed() => pv.page(tx, s, &p, &query, now).await?,
+        _ => exact_page(tx, index, pv, s, &p, &query, now).await?,
     };
     if s.refresh_ttl {
         for it in &out {
@@ -482,11 +504,12 @@ async fn search(
     Ok(out)
 }
 
-/// A ranked search's page from the in-process copy (no pgvector): scored here,
-/// the rows read back live.
+/// A ranked search's page from the in-process copy (of pgvector's table when `pv`):
+/// scored here, exactly, the rows read back live.
 async fn exact_page(
     tx: &Transaction<'_>,
     index: &mut VectorIndex,
+    pv: Option<&Pgvector>,
     s: &Search,
     p: &str,
     query: &[f32],
@@ -494,7 +517,7 @@ async fn exact_page(
 ) -> Result<Vec<Item>> {
     let (lo, hi) = (format!("{p}."), format!("{p}/"));
     let cond = scope(p);
-    fresh_index(tx, index).await?;
+    fresh_index(tx, index, pv).await?;
     let allowed: Option<HashSet<(String, String)>> = match &s.filter {
         None => None,
         Some(f) => Some(
@@ -710,8 +733,22 @@ impl StoreBackend for PostgresStore {
             };
             out.push(result);
         }
+        // The version as this batch leaves it: `store_vectors`' trigger bumped it
+        // again for each of our statements there (no one else can: we hold its row).
+        let last: Option<i64> = match version {
+            Some(_) if pv.is_some() => Some(
+                tx.query_one(
+                    "SELECT version FROM ironloop_store_version WHERE id = 1",
+                    &[],
+                )
+                .await
+                .map_err(storage("read the store's version"))?
+                .get(0),
+            ),
+            _ => version,
+        };
         tx.commit().await.map_err(storage("commit"))?;
-        if let Some(v) = version {
+        if let (Some(v), Some(last)) = (version, last) {
             // The copy follows our own writes only if nobody wrote in between.
             if index.version == Some(v - 1) {
                 for (p, k, vs) in changes {
@@ -720,7 +757,7 @@ impl StoreBackend for PostgresStore {
                         None => index.remove(&p, &k),
                     }
                 }
-                index.version = Some(v);
+                index.version = Some(last);
             } else {
                 *index = VectorIndex::with_metric(self.metric);
             }

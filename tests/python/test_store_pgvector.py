@@ -1,8 +1,10 @@
 """``PostgresStore`` on a server with pgvector: ``setup()`` finds the extension, the
 vectors go to LangGraph's ``store_vectors`` table (a ``vector(dims)`` column) and a
-search is ranked by the server, giving what the exact search in Rust gives on a server
-without it, whatever the ``distance_type``. A database LangGraph's own store wrote with
-pgvector is searched as it stands.
+search ranks exactly by default (no index: the Rust copy of that table), or with the
+index asked for (``kind="hnsw"``: the server ranks, approximately), giving what the
+exact search in Rust gives on a server without pgvector, whatever the
+``distance_type``. A database LangGraph's own store wrote with pgvector is searched as
+it stands, and what a LangGraph process writes later is seen.
 
 Two servers: ``IRONLOOP_TEST_PGVECTOR_URL`` (``source scripts/pgvector.sh``: PostgreSQL
 with pgvector, from the ``pgserver`` package) and ``IRONLOOP_TEST_POSTGRES_URL``
@@ -114,16 +116,19 @@ def same(
                 assert s == pytest.approx(t, abs=1e-4)
 
 
-@pytest.mark.parametrize("distance", ["cosine", "inner_product", "l2"])
-def test_pgvector_ranks_as_the_exact_search_without_it(distance: str) -> None:
-    # kind="flat": no approximate index, so the same results (the default HNSW's
-    # recall is test_the_default_hnsw_index_finds_what_the_exact_search_finds).
+@pytest.mark.parametrize(
+    ("distance", "ann"),
+    [("cosine", {}), ("cosine", {"kind": "flat"}), ("inner_product", {}), ("l2", {})],
+)
+def test_pgvector_ranks_as_the_exact_search_without_it(distance: str, ann: dict[str, Any]) -> None:
+    # The default (no kind) and kind="flat" build no index: exact, so the same results
+    # (an HNSW index's recall is test_an_hnsw_index_finds_what_the_exact_search_finds).
     index = {
         "dims": DIMS,
         "embed": embed,
         "fields": ["title", "body"],
         "distance_type": distance,
-        "ann_index_config": {"kind": "flat"},
+        "ann_index_config": ann,
     }
     results = {}
     with database(pgvector_url()) as with_pgvector, database(postgres_url()) as without:
@@ -208,15 +213,15 @@ def test_filters_and_expiry_widen_the_window_to_the_exact_page(distance: str) ->
     assert all(int(k[1:]) % 4 != 1 for p in pages for _, k, _ in p)
 
 
-def test_the_default_hnsw_index_finds_what_the_exact_search_finds() -> None:
-    """LangGraph's default index (HNSW) is approximate: its pages are checked for
-    recall against kind="flat" (exact), filtered and expiring pages included."""
+def test_an_hnsw_index_finds_what_the_exact_search_finds() -> None:
+    """An HNSW index (opt-in) is approximate: its pages are checked for recall against
+    the default's (exact), filtered and expiring pages included."""
     rng = random.Random(11)
     vectors, queries = many(rng, 3000, 16), many(rng, 20, 16)
     base = {"dims": 16, "embed": embed, "fields": ["v"]}
     pages: dict[str, list[list[tuple[str, str, float | None]]]] = {}
     with database(pgvector_url()) as hnsw, database(pgvector_url()) as flat:
-        for url, ann in ((hnsw, {}), (flat, {"kind": "flat"})):
+        for url, ann in ((hnsw, {"kind": "hnsw"}), (flat, {})):
             with PostgresStore.from_conn_string(
                 url, index={**base, "ann_index_config": ann}
             ) as store:  # type: ignore[arg-type]
@@ -278,14 +283,44 @@ def test_setup_makes_langgraphs_vector_tables_and_the_index_asked_for() -> None:
         assert "USING hnsw (embedding vector_cosine_ops)" in indexdef
         assert "m='8'" in indexdef and "ef_construction='32'" in indexdef
         assert sql(url, "SELECT v FROM vector_migrations ORDER BY v") == [(0,), (1,), (2,)]
-    # No kind: an HNSW index with pgvector's settings, as LangGraph's setup() builds.
+    # No kind: no index (LangGraph's setup() would build an HNSW one: approximate),
+    # and a search is exact.
     with database(pgvector_url()) as url:
         with PostgresStore.from_conn_string(url, index=index) as store:  # type: ignore[arg-type]
+            store.setup()
+        assert sql(url, "SELECT v FROM vector_migrations ORDER BY v") == [(0,), (1,)]
+        assert (
+            sql(
+                url,
+                "SELECT 1 FROM pg_indexes WHERE tablename = 'store_vectors' "
+                "AND indexname = 'store_vectors_embedding_idx'",
+            )
+            == []
+        )
+    # kind="hnsw" with pgvector's own settings.
+    with database(pgvector_url()) as url:
+        hnsw_only = {**index, "ann_index_config": {"kind": "hnsw"}}
+        with PostgresStore.from_conn_string(url, index=hnsw_only) as store:  # type: ignore[arg-type]
             store.setup()
         (indexdef,) = sql(
             url, "SELECT indexdef FROM pg_indexes WHERE indexname = 'store_vectors_embedding_idx'"
         )[0]
         assert indexdef.endswith("USING hnsw (embedding vector_cosine_ops)")
+
+
+def test_a_zero_vector_is_found_with_score_zero_as_langgraphs_in_memory_store() -> None:
+    """pgvector's cosine distance to a zero vector is NaN (and an HNSW index leaves it
+    out); the default exact search ranks it as LangGraph's ``InMemoryStore`` does:
+    similarity 0, after every positive match and before every negative one."""
+    with database(pgvector_url()) as url:
+        index = {"dims": 2, "embed": embed, "fields": ["v"]}
+        with PostgresStore.from_conn_string(url, index=index) as store:  # type: ignore[arg-type]
+            store.put(("z",), "same", {"v": "1 0"})
+            store.put(("z",), "zero", {"v": "0 0"})
+            store.put(("z",), "opposite", {"v": "-1 0"})
+            hits = store.search(("z",), query="1 0.1")
+            assert [h.key for h in hits] == ["same", "zero", "opposite"]
+            assert hits[1].score == 0.0
 
 
 def test_deleting_or_unindexing_an_item_removes_its_vectors() -> None:
@@ -320,6 +355,13 @@ def test_a_database_langgraph_wrote_with_pgvector_is_searched_as_it_stands() -> 
             ours.setup()
             got = [(h.key, h.score) for h in ours.search(("docs",), query=vec(4), limit=5)]
             ours.put(("docs",), "new", {"title": vec(4), "i": 99})
+            assert ours.search(("docs",), query="1 1 1 1", limit=1)[0].key != "later"
+            # A LangGraph process writes while ours holds its copy of the vectors:
+            # the next search sees the new item (store_vectors' trigger).
+            with LangGraphStore.from_conn_string(url, index=index) as theirs:  # type: ignore[arg-type]
+                theirs.put(("docs",), "later", {"title": "9 9 9 9", "i": 100})
+            (best,) = ours.search(("docs",), query="1 1 1 1", limit=1)
+            assert (best.key, best.score) == ("later", pytest.approx(1.0, abs=1e-6))
         assert [k for k, _ in got] == [k for k, _ in expected]
         for (_, s), (_, t) in zip(got, expected, strict=True):
             assert s == pytest.approx(t, abs=1e-5)
@@ -336,6 +378,15 @@ def test_an_index_setting_not_supported_says_what_is() -> None:
     with pytest.raises(ValueError, match="'lists' is not a setting of kind='hnsw'"):
         PostgresStore(
             pgvector_url(), index={**index, "ann_index_config": {"kind": "hnsw", "lists": 4}}
+        )  # type: ignore[typeddict-item]
+    # LangGraph's HNSW settings without a kind: the default builds no index, so it says
+    # how to ask for one.
+    with pytest.raises(ValueError, match="no index is built and search is exact; add kind='hnsw'"):
+        PostgresStore(pgvector_url(), index={**index, "ann_index_config": {"m": 16}})  # type: ignore[typeddict-item]
+    with pytest.raises(ValueError, match="ef_construction=0: expected a positive integer"):
+        PostgresStore(
+            pgvector_url(),
+            index={**index, "ann_index_config": {"kind": "hnsw", "ef_construction": 0}},
         )  # type: ignore[typeddict-item]
 
 

@@ -24,55 +24,37 @@ _S = TypeVar("_S", bound="PostgresStore")
 
 class PostgresIndexConfig(IndexConfig, total=False):
     """LangGraph's PostgreSQL index settings. ``distance_type``: ``"cosine"``
-    (default), ``"inner_product"`` or ``"l2"`` (exact without pgvector).
-    ``ann_index_config`` as LangGraph's, used when the server has pgvector:
-    ``vector_type`` ``"vector"`` (default) or ``"halfvec"`` (pgvector >= 0.7) is the
-    column's type, and ``kind`` ``"hnsw"`` (the default, as LangGraph's; ``m``,
-    ``ef_construction``) or ``"ivfflat"`` (``lists``) builds that index on it, which
-    the search then uses: approximate, so a result may miss an item the exact
-    ranking has. ``kind="flat"`` builds none: every search is then exact."""
+    (default), ``"inner_product"`` or ``"l2"``. ``ann_index_config`` as LangGraph's,
+    used when the server has pgvector: ``vector_type`` ``"vector"`` (default) or
+    ``"halfvec"`` (pgvector >= 0.7) is the column's type. Without ``kind`` (or with
+    ``"flat"``) no index is built and every search ranks exactly (LangGraph's default
+    is an HNSW index: measured, its recall of the exact top 10 was too low to be a
+    default; see docs/persistence.md). ``kind="hnsw"`` (``m``, ``ef_construction``) or
+    ``"ivfflat"`` (``lists``) builds that index, which the search then uses:
+    approximate, so a result may miss an item the exact ranking has."""
 
     distance_type: str
     ann_index_config: dict[str, Any]
 
 
-_VECTOR_TYPES = ("vector", "halfvec")
-#: LangGraph's ``ann_index_config`` settings by index kind (``nlist`` is ``lists``).
-_ANN_SETTINGS = {"hnsw": ("m", "ef_construction"), "ivfflat": ("lists", "nlist"), "flat": ()}
-
-
 def _engine_args(index: IndexConfig | None) -> dict[str, Any]:
     """The engine's PostgreSQL arguments from LangGraph's index config:
-    ``distance``, ``vector_type``, ``ann_kind`` and ``ann_params``, checked."""
+    ``distance``, ``vector_type``, ``ann_kind`` and ``ann_params``. What is left out
+    is left to the engine's defaults, and the engine checks the names."""
     config: dict[str, Any] = dict(index or {})
     ann: dict[str, Any] = dict(config.get("ann_index_config") or {})
-    vector_type = ann.pop("vector_type", "vector")
-    if vector_type not in _VECTOR_TYPES:
-        raise ValueError(
-            f"ann_index_config vector_type={vector_type!r} is not supported: ironloop's "
-            "PostgresStore keeps float vectors; pass 'vector' or 'halfvec' (or leave it out)"
-        )
-    kind = ann.pop("kind", "hnsw")
-    if kind not in _ANN_SETTINGS:
-        raise ValueError(
-            f"ann_index_config kind={kind!r} is not supported: pass 'hnsw', 'ivfflat' or 'flat'"
-        )
+    args: dict[str, Any] = {"distance": str(config.get("distance_type") or "cosine")}
+    if "vector_type" in ann:
+        args["vector_type"] = ann.pop("vector_type")
+    args["ann_kind"] = ann.pop("kind", None)
     params: list[tuple[str, int]] = []
     for name, value in ann.items():
-        if name not in _ANN_SETTINGS[kind]:
-            raise ValueError(
-                f"ann_index_config {name!r} is not a setting of kind={kind!r}: "
-                f"expected one of {list(_ANN_SETTINGS[kind])}"
-            )
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise ValueError(f"ann_index_config {name}={value!r}: expected a positive integer")
-        params.append(("lists" if name == "nlist" else name, value))
-    return {
-        "distance": str(config.get("distance_type") or "cosine"),
-        "vector_type": vector_type,
-        "ann_kind": kind,
-        "ann_params": params,
-    }
+        # LangGraph names IVFFlat's list count `nlist`, pgvector `lists`.
+        params.append(("lists" if name == "nlist" else str(name), value))
+    args["ann_params"] = params
+    return args
 
 
 def _psycopg() -> tuple[Any, Any]:
