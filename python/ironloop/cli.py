@@ -103,7 +103,10 @@ def serve(args: argparse.Namespace) -> int:
     except ProjectError as e:
         print(f"ironloop serve: {e}", file=sys.stderr)
         return 2
+    # Access lines are INFO records: above that level uvicorn would still format each
+    # request's client and path for a line nobody keeps (a cost on every request).
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
+                access_log=args.log_level in ("debug", "info"),
                 timeout_graceful_shutdown=max(5, int(args.drain_seconds)))  # fmt: skip
     return 0
 

@@ -168,6 +168,9 @@ class Runner:
     def __init__(self, records: Records, max_running: int) -> None:
         self.records = records
         self.active: dict[str, ActiveRun] = {}
+        #: The active runs of each thread, in the order they started (``on_thread`` is
+        #: asked on every run's start and end: not a scan of every active run).
+        self._by_thread: dict[str, list[ActiveRun]] = {}
         self.max_running = max_running
         self._slots = asyncio.Semaphore(max_running)
         self.stopping = False
@@ -183,7 +186,8 @@ class Runner:
         return max(0, self.max_running - len(self.active))
 
     def on_thread(self, thread_id: str) -> list[ActiveRun]:
-        return [r for r in self.active.values() if r.thread_id == thread_id]
+        """The thread's active runs, oldest first."""
+        return list(self._by_thread.get(thread_id, ()))
 
     @staticmethod
     def new_record(
@@ -228,6 +232,7 @@ class Runner:
             for other in busy:
                 self.steered(other, spec.multitask_strategy)
         self.active[run_id] = run
+        self._by_thread.setdefault(thread_id, []).append(run)
         run.task = asyncio.get_running_loop().create_task(self._run(run, busy))
         return run
 
@@ -311,10 +316,18 @@ class Runner:
                 ):
                     self._call_webhook(run, values)
                 # Only now: a join that finds no active run finds the thread settled.
-                self.active.pop(run.run_id, None)
+                self._forget(run)
                 run.close()
                 if self.on_end is not None:
                     self.on_end(run)
+
+    def _forget(self, run: ActiveRun) -> None:
+        """``run`` is no longer active here."""
+        self.active.pop(run.run_id, None)
+        runs = self._by_thread.get(run.thread_id, [])
+        runs[:] = [r for r in runs if r is not run]  # by identity: runs compare as dataclasses
+        if not runs:
+            self._by_thread.pop(run.thread_id, None)
 
     async def _finish(self, run: ActiveRun, status: str | None) -> Any:
         """Records the run's end: its status (or, rolled back, its removal) and its
