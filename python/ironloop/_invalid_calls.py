@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ironloop._ironloop import _has_invalid_calls
 from ironloop.graph import REMOVE_ALL_MESSAGES
 from ironloop.messages import RemoveMessage, ToolMessage
 
@@ -16,8 +17,7 @@ def _patch_invalid(messages: Sequence[Any]) -> list[Any] | None:
     tool call (malformed arguments) no result answers yet, as LangChain 1.5's model
     node adds them, so the model learns its call did not run and providers accept the
     history; ``None`` when there is nothing to answer (the common case: no copy)."""
-    pending = [m for m in messages if m.type == "ai" and m.invalid_tool_calls]
-    if not pending:
+    if not _has_invalid_calls(messages):  # read in Rust: the whole history, every call
         return None
     answered = {m.tool_call_id for m in messages if m.type == "tool"}
     out: list[Any] = []

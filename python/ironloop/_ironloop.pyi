@@ -58,6 +58,7 @@ __all__ = [
     "add_messages",
     "tools_condition",
     "_after_model",
+    "_has_invalid_calls",
     "_AfterModelRoute",
     "_install_helpers",
     "_json_schema_errors",
@@ -325,6 +326,10 @@ def _after_model(
     """The agents' rule after the model (``src/prebuilt/after_model.rs``): the pending
     calls of the last AI message (``ToolCall`` dicts) to the tools, ``"back"`` when every
     call is answered, else ``"done"``."""
+
+def _has_invalid_calls(messages: Sequence[Any]) -> bool:
+    """Whether an AI message of ``messages`` has invalid tool calls (what
+    ``create_agent``'s model node answers before calling the model)."""
 
 @final
 class _AfterModelRoute:

@@ -240,7 +240,9 @@ def _task_runtime(
     del fields["execution_info"]
     fields["stream_writer"] = writer_of(scratch)
     fields["heartbeat"] = scratch.heartbeat if progress is None else _heartbeat(scratch)
-    fields["_of"] = (scope, scratch, attempt or (1, _first_attempt_time(scratch)))
+    # The first attempt's time is looked up (by task id) only when `execution_info` is
+    # read: most runtimes (every agent hook's) never are.
+    fields["_of"] = (scope, scratch, attempt, time.time())
     return runtime
 
 
@@ -288,7 +290,9 @@ class _TaskRuntime(Runtime[Any]):
     def execution_info(self) -> ExecutionInfo | None:
         fields = self.__dict__
         if "_info" not in fields:
-            fields["_info"] = _execution_info(*fields.pop("_of"))
+            scope, scratch, attempt, asked = fields.pop("_of")
+            attempt = attempt or (1, _first_attempt_time(scratch, asked))
+            fields["_info"] = _execution_info(scope, scratch, attempt)
         return fields["_info"]  # type: ignore[no-any-return]
 
     @execution_info.setter
@@ -316,18 +320,21 @@ def _heartbeat(scratch: Any) -> Callable[[], None]:
 _CONTROL_KEY = "__ironloop_control"
 _DRAIN_KEY = "__ironloop_drain"
 
-#: When recent tasks first asked for their runtime, by task id: the
-#: ``node_first_attempt_time`` of a node run without a retry policy (whose one attempt
-#: started about then). Bounded: a task asks while it runs, and tasks are short-lived.
+#: When recent tasks first asked for a runtime whose ``execution_info`` was read, by
+#: task id: the ``node_first_attempt_time`` of a node run without a retry policy (whose
+#: one attempt started about then). Bounded: a task asks while it runs, and tasks are
+#: short-lived.
 _first_times: dict[str, float] = {}
 
 
-def _first_attempt_time(scratch: Any) -> float:
-    """The time of the task's first ``get_runtime`` (one attempt: its only one)."""
+def _first_attempt_time(scratch: Any, asked: float) -> float:
+    """The task's first attempt's time: when it asked for the first of its runtimes
+    whose ``execution_info`` was read (``asked``, if this is that one). One attempt:
+    its only one; every runtime of the task gives the same time."""
     key = scratch.task_id
     if len(_first_times) > 1024:
         _first_times.clear()
-    return _first_times.setdefault(key, time.time())
+    return _first_times.setdefault(key, asked)
 
 
 def _server_info(config: Any) -> ServerInfo | None:

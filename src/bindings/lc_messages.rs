@@ -91,6 +91,7 @@ fn read_classes(d: &Bound<'_, PyDict>) -> PyResult<Lc> {
         }
         Template::new(get(k)?, &sample)
     };
+    // `AIMessage` at `AI_INDEX`.
     let names = [
         "HumanMessage",
         "SystemMessage",
@@ -111,6 +112,9 @@ fn read_classes(d: &Bound<'_, PyDict>) -> PyResult<Lc> {
     })
 }
 
+/// Where `AIMessage` is in [`Lc`]'s `exact` classes.
+const AI_INDEX: usize = 2;
+
 /// What [`Lc::classify`] finds an object to be.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum LcKind {
@@ -130,6 +134,18 @@ impl Lc {
         self.exact
             .iter()
             .any(|c| std::ptr::eq(t, c.as_ptr().cast()))
+    }
+
+    /// Whether `obj`'s class is langchain-core's `AIMessage` itself (`Some(true)`) or
+    /// another of its whole-message classes (`Some(false)`); `None` for anything else
+    /// (a subclass, a chunk, ironloop's own), which needs a real look.
+    pub fn exact_ai(&self, obj: &Bound<'_, PyAny>) -> Option<bool> {
+        let t = obj.get_type_ptr();
+        let i = self
+            .exact
+            .iter()
+            .position(|c| std::ptr::eq(t, c.as_ptr().cast()))?;
+        Some(i == AI_INDEX)
     }
 
     /// Whether `obj` is a langchain-core message, and which kind; `None` for anything
