@@ -30,6 +30,7 @@ from ironloop._run_options import (
     _batch_configs,
     _check_run_options,
     _debug_views,
+    _in_agent,
     _output,
     _OverStream,
     _print_modes,
@@ -42,7 +43,7 @@ from ironloop._state import as_update
 from ironloop._stream_v2 import aparts, parts, schema_mapper
 from ironloop._usage import get_usage_metadata_callback
 from ironloop.errors import GraphInterrupt
-from ironloop.runtime import RunControl, _enter, _run_config, _scope, _with_control
+from ironloop.runtime import RunControl, _enter, _scope, _with_control
 from ironloop.stream._entry import run_scope
 from ironloop.stream._methods import StreamEvents
 from ironloop.warnings import LangGraphDeprecatedSinceV10
@@ -60,22 +61,6 @@ StateT = TypeVar("StateT")
 ContextT = TypeVar("ContextT", default=None)
 InputT = TypeVar("InputT", default=StateT)
 OutputT = TypeVar("OutputT", default=StateT)
-
-
-def _in_agent(config: Any) -> Any:
-    """``config`` of a run started inside a named agent's run (a graph or unnamed agent
-    a tool invokes): it takes the agent's ``lc_agent_name`` unless it names itself, as
-    under LangChain, where a nested run inherits its caller's metadata; the
-    ``tasks`` stream then shows whose run it is (``run.subagents``)."""
-    outer = _run_config()
-    name = ((outer or {}).get("metadata") or {}).get("lc_agent_name")
-    if name is None:
-        return config
-    given = config or {}
-    metadata = given.get("metadata") or {}
-    if "lc_agent_name" in metadata:
-        return config
-    return {**given, "metadata": {"lc_agent_name": name, **metadata}}
 
 
 class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, InputT, OutputT]):
