@@ -30,6 +30,7 @@ from ironloop._run_options import (
     _batch_configs,
     _check_run_options,
     _debug_views,
+    _in_agent,
     _output,
     _OverStream,
     _print_modes,
@@ -198,6 +199,7 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
                     **self.run_defaults["metadata"],
                     **(given.get("metadata") or {}),
                 }
+        config = _in_agent(config)
         return config, _RunOptions(durability=durability, step_timeout=self.step_timeout, **options)
 
     def _prepare_stream(

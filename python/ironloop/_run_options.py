@@ -11,6 +11,7 @@ from typing import Any
 from ironloop import _ironloop
 from ironloop._constants import INTERRUPT
 from ironloop._stream_v2 import as_output
+from ironloop.runtime import _run_config
 from ironloop.warnings import LangGraphDeprecatedSinceV10
 
 
@@ -213,3 +214,19 @@ def _batch_configs(inputs: Sequence[Any], config: Any) -> list[Any]:
             "for all of them, or a list with one per input"
         )
     return config
+
+
+def _in_agent(config: Any) -> Any:
+    """``config`` of a run started inside a named agent's run (a graph or unnamed agent
+    a tool invokes): it takes the agent's ``lc_agent_name`` unless it names itself, as
+    under LangChain, where a nested run inherits its caller's metadata; the
+    ``tasks`` stream then shows whose run it is (``run.subagents``)."""
+    outer = _run_config()
+    name = ((outer or {}).get("metadata") or {}).get("lc_agent_name")
+    if name is None:
+        return config
+    given = config or {}
+    metadata = given.get("metadata") or {}
+    if "lc_agent_name" in metadata:
+        return config
+    return {**given, "metadata": {"lc_agent_name": name, **metadata}}

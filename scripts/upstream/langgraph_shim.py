@@ -83,6 +83,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "langchain.agents": ("ironloop.agents",),
     "langchain.agents.factory": ("ironloop.agents", "ironloop._structured_output"),
     "langchain.agents.structured_output": ("ironloop.agents.structured_output",),
+    "langchain.agents._subagent_transformer": ("ironloop.stream._subagents",),
     "langchain.agents.middleware": ("ironloop.middleware",),
     "langchain.agents.middleware.types": ("ironloop.middleware.types", "ironloop.middleware"),
     **{

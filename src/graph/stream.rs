@@ -118,6 +118,11 @@ pub enum StreamEvent {
         node: String,
         input: Option<Val>,
         state: Option<StateView>,
+        /// LangGraph's task metadata (`None` when empty): the run's metadata without
+        /// the keys that only say where the task runs. Stream consumers read which
+        /// agent a task belongs to here (LangChain's `lc_agent_name`, by which its
+        /// `run.subagents` tells a sub-agent from a plain subgraph).
+        metadata: Option<Value>,
     },
     /// `debug`: a task finished (its writes), failed, or paused.
     DebugTaskResult {

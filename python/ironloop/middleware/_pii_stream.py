@@ -132,7 +132,8 @@ class PIIStreamTransformer(StreamTransformer):
 
     # --- messages ----------------------------------------------------------------------
 
-    def _messages(self, params: dict[str, Any]) -> None:
+    def _messages(self, params: Any) -> None:
+        """A ``messages`` event's ``params``: its payload redacted in place."""
         data = params.get("data")
         if not isinstance(data, tuple) or len(data) != 2:
             return
@@ -183,7 +184,8 @@ class PIIStreamTransformer(StreamTransformer):
 
     def _finish_block(self, payload: dict[str, Any], run: str) -> None:
         index = payload.get("index")
-        self._buffers.pop((run, index), None)  # the finished block shows its whole text
+        if isinstance(index, int):  # the finished block shows its whole text
+            self._buffers.pop((run, index), None)
         content = payload.get("content")
         if not isinstance(content, dict):
             return

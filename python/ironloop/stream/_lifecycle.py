@@ -56,9 +56,13 @@ def _status_of_result(data: dict[str, Any]) -> tuple[SubgraphStatus, str | None]
 
 
 def _tool_call_id(task_input: Any) -> str | None:
-    """The tool call a task runs (a tool-call task's input), if any."""
+    """The tool call a task runs (a tool-call task's input: a call with its context,
+    a call, or a list of calls), if any."""
     if isinstance(task_input, dict) and isinstance(task_input.get("tool_call"), dict):
         found = task_input["tool_call"].get("id")
+        return found if isinstance(found, str) else None
+    if isinstance(task_input, dict) and task_input.get("type") == "tool_call":
+        found = task_input.get("id")
         return found if isinstance(found, str) else None
     if isinstance(task_input, list):
         for call in task_input:

@@ -144,11 +144,15 @@ class ToolCallTransformer(StreamTransformer):
 def agent_transformers(middleware: Sequence[Any], given: Sequence[Any] | None) -> tuple[Any, ...]:
     """The ``stream_events(version="v3")`` transformers of an agent, as LangChain's
     ``create_agent`` registers them: ``ToolCallTransformer`` (``run.tool_calls``),
-    the middleware's ``transformers``, then ``create_agent(transformers=)``; each
-    once (by identity: a factory need not be hashable)."""
+    ``SubagentTransformer`` (``run.subagents``), the middleware's ``transformers``,
+    then ``create_agent(transformers=)``; each once (by identity: a factory need not
+    be hashable)."""
+    from ironloop.stream._subagents import SubagentTransformer
+
     out: list[Any] = []
     for factory in (
         ToolCallTransformer,
+        SubagentTransformer,
         *(t for m in middleware for t in getattr(m, "transformers", ())),
         *(given or ()),
     ):

@@ -142,6 +142,7 @@ fn debug_to_py<'py>(
             node,
             input,
             state,
+            metadata,
         } => {
             let p = PyDict::new(py);
             p.set_item("id", id)?;
@@ -162,6 +163,9 @@ fn debug_to_py<'py>(
                 format!("branch:to:{node}")
             };
             p.set_item("triggers", (trigger,))?;
+            if let Some(m) = metadata {
+                p.set_item("metadata", value_to_py(py, &m)?)?;
+            }
             debug_event(py, "task", step, p)?
         }
         StreamEvent::DebugTaskResult {

@@ -332,6 +332,7 @@ impl TaskScratch {
                 node: name,
                 input: Some(host(input)),
                 state: None,
+                metadata: None,
             });
         }
     }

@@ -54,6 +54,7 @@ impl Run<'_> {
                 node: t.node.clone(),
                 input: t.arg.clone(),
                 state: Some(self.graph.view(&self.chans)),
+                metadata: task_metadata(&self.opts.metadata),
             });
         }
     }
@@ -157,4 +158,33 @@ impl Run<'_> {
             metadata: meta(&self.opts.metadata, source, self.step),
         });
     }
+}
+
+/// The metadata keys LangGraph keeps out of a task event's metadata: where the task
+/// runs, which its own fields and namespace say already.
+const NOT_TASK_METADATA: [&str; 9] = [
+    "thread_id",
+    "checkpoint_id",
+    "checkpoint_ns",
+    "checkpoint_map",
+    "langgraph_step",
+    "langgraph_node",
+    "langgraph_triggers",
+    "langgraph_path",
+    "langgraph_checkpoint_ns",
+];
+
+/// A task event's metadata, as LangGraph's `tasks` / `debug` streams carry it: the
+/// run's metadata (`config["metadata"]` and its `configurable` scalars) without
+/// [`NOT_TASK_METADATA`]; `None` when nothing is left.
+fn task_metadata(run: &serde_json::Value) -> Option<serde_json::Value> {
+    let serde_json::Value::Object(m) = run else {
+        return None;
+    };
+    let kept: serde_json::Map<String, serde_json::Value> = m
+        .iter()
+        .filter(|(k, _)| !NOT_TASK_METADATA.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    (!kept.is_empty()).then_some(serde_json::Value::Object(kept))
 }
