@@ -223,20 +223,22 @@ fn sqlite_store_reads_back_after_reopen() {
     assert!((got[0].score.unwrap() - std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-6);
 }
 
+/// The contract on the PostgreSQL server named by `var`, in a schema of its own, with
+/// the engine's default `AnnConfig` (no index: exact search); the vectors must be rows
+/// of `table`.
 #[cfg(feature = "postgres")]
-#[tokio::test]
-async fn postgres_store_keeps_the_contract() {
-    let url = match std::env::var("IRONLOOP_TEST_POSTGRES_URL") {
+async fn postgres_contract(var: &str, script: &str, table: &str) {
+    let url = match std::env::var(var) {
         Ok(u) if !u.is_empty() => u,
         _ => panic!(
-            "IRONLOOP_TEST_POSTGRES_URL is not set: the PostgresStore test needs a server. Run \
-             `bash scripts/postgres.sh cargo test --features postgres`"
+            "{var} is not set: the PostgresStore test needs a server. Run `bash {script} \
+             cargo test --features postgres`"
         ),
     };
     let schema = format!("ironloop_store_test_{}", std::process::id());
     let (admin, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
         .await
-        .expect("cannot connect to IRONLOOP_TEST_POSTGRES_URL");
+        .unwrap_or_else(|e| panic!("cannot connect to {var}: {e}"));
     tokio::spawn(conn);
     admin
         .batch_execute(&format!(
@@ -256,8 +258,38 @@ async fn postgres_store_keeps_the_contract() {
     .await
     .unwrap();
     contract(&store).await;
+    let rows: i64 = admin
+        .query_one(&format!("SELECT count(*) FROM {schema}.{table}"), &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert!(rows > 0, "no vectors in {table}");
     admin
         .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
         .await
         .unwrap();
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test]
+async fn postgres_store_keeps_the_contract() {
+    postgres_contract(
+        "IRONLOOP_TEST_POSTGRES_URL",
+        "scripts/postgres.sh",
+        "ironloop_store_vectors",
+    )
+    .await;
+}
+
+/// With pgvector the vectors are in LangGraph's `store_vectors`, and the default search
+/// is the same exact one.
+#[cfg(feature = "postgres")]
+#[tokio::test]
+async fn pgvector_store_keeps_the_contract() {
+    postgres_contract(
+        "IRONLOOP_TEST_PGVECTOR_URL",
+        "scripts/pgvector.sh",
+        "store_vectors",
+    )
+    .await;
 }

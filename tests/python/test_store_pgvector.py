@@ -308,12 +308,17 @@ def test_setup_makes_langgraphs_vector_tables_and_the_index_asked_for() -> None:
         assert indexdef.endswith("USING hnsw (embedding vector_cosine_ops)")
 
 
-def test_a_zero_vector_is_found_with_score_zero_as_langgraphs_in_memory_store() -> None:
-    """pgvector's cosine distance to a zero vector is NaN (and an HNSW index leaves it
-    out); the default exact search ranks it as LangGraph's ``InMemoryStore`` does:
-    similarity 0, after every positive match and before every negative one."""
+@pytest.mark.parametrize("ann", [{}, {"kind": "hnsw"}])
+def test_a_zero_vector_is_found_with_score_zero_as_langgraphs_in_memory_store(
+    ann: dict[str, Any],
+) -> None:
+    """pgvector's cosine distance to a zero vector is NaN; the default exact search
+    ranks it as LangGraph's ``InMemoryStore`` does: similarity 0, after every positive
+    match and before every negative one. An HNSW index leaves zero vectors out (as
+    LangGraph's does): when its answer runs short of the page, the exact scan that
+    completes it finds them the same way."""
     with database(pgvector_url()) as url:
-        index = {"dims": 2, "embed": embed, "fields": ["v"]}
+        index = {"dims": 2, "embed": embed, "fields": ["v"], "ann_index_config": ann}
         with PostgresStore.from_conn_string(url, index=index) as store:  # type: ignore[arg-type]
             store.put(("z",), "same", {"v": "1 0"})
             store.put(("z",), "zero", {"v": "0 0"})
