@@ -283,6 +283,8 @@ def node_call(
     the parent of what the node calls, as it is for what the node calls with its
     ``config``."""
     if getattr(fn, "_ironloop_own_run", False):
+        if meta is not None:  # an entrypoint's node: LangGraph's reads START directly
+            meta = {**meta, "langgraph_triggers": ("__start__",)}
 
         def own(*args: Any, **kwargs: Any) -> Any:
             _node_meta(meta)  # in the task's own context: its coroutine's too

@@ -34,3 +34,45 @@ def _with_custom(mode: Any) -> tuple[Any, Callable[[Any], Any]]:
         return chunk if single else item
 
     return [*modes, "custom"], keep
+
+
+#: The stream modes whose items show tasks and checkpoints (``debug``, and its two
+#: views).
+DEBUG_MODES = ("debug", "tasks", "checkpoints")
+
+
+def debug_chunk(name: str, mode: str, chunk: Any) -> Any:
+    """A ``debug`` / ``tasks`` / ``checkpoints`` item of the entrypoint ``name``'s inner
+    graph as LangGraph shows an entrypoint's: its task's input is the entrypoint's
+    input, triggered by ``__start__``; its result is ``{"__end__": returned}``; a
+    checkpoint's values are what the entrypoint returned (``None`` before it did). The
+    inner graph's state keys (``input``, ``value``, ``save``) do not show."""
+    if mode == "debug" and isinstance(chunk, dict) and "payload" in chunk:
+        kind = "checkpoint" if chunk.get("type") == "checkpoint" else "task"
+        return {**chunk, "payload": _payload(name, kind, chunk["payload"])}
+    if mode == "tasks":
+        return _payload(name, "task", chunk)
+    if mode == "checkpoints":
+        return _payload(name, "checkpoint", chunk)
+    return chunk
+
+
+def _payload(name: str, kind: str, p: Any) -> Any:
+    if not isinstance(p, dict):
+        return p
+    if kind == "checkpoint":
+        ns = ((p.get("config") or {}).get("configurable") or {}).get("checkpoint_ns")
+        values = p.get("values")
+        if ns or not isinstance(values, dict):  # a subgraph's: not the entrypoint's
+            return p
+        return {**p, "values": values.get("value")}
+    if p.get("name") != name:  # a `@task` call's, shown as it is
+        return p
+    if "input" in p:
+        given = p["input"]
+        shown = given.get("input") if isinstance(given, dict) else given
+        return {**p, "input": shown, "triggers": ("__start__",)}
+    result = p.get("result")
+    if isinstance(result, dict) and "value" in result:
+        return {**p, "result": {"__end__": result["value"]}}
+    return p

@@ -52,7 +52,7 @@ from ironloop._cache import cache_key
 from ironloop._cache import namespace as cache_namespace
 from ironloop._callbacks import enter_call, own_run, traced_call
 from ironloop._constants import END, INTERRUPT, START
-from ironloop._func_stream import _DROP, _with_custom
+from ironloop._func_stream import _DROP, DEBUG_MODES, _with_custom, debug_chunk
 from ironloop._node_prep import _check_config_annotation
 from ironloop._retry import with_retry
 from ironloop._runtime import answers_var, scratch_lock, task_var
@@ -628,6 +628,8 @@ class EntrypointGraph(StreamEvents):
             return self._result(chunk)
         if mode == "updates" and isinstance(chunk, dict) and self.name in chunk:
             return {**chunk, self.name: _value(chunk[self.name])}
+        if mode in DEBUG_MODES:
+            return debug_chunk(self.name, mode, chunk)
         return chunk
 
     def _reshape(self, item: Any, stream_mode: Any) -> Any:

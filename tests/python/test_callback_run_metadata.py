@@ -218,6 +218,7 @@ def test_entrypoint_and_task_runs_carry_langgraphs_metadata(is_async: bool) -> N
     assert workflow["tags"] == [f"graph:step:{step}"]
     assert workflow["metadata"]["langgraph_node"] == "flow"
     assert workflow["metadata"]["langgraph_path"] == ("__pregel_pull", "flow")
+    assert workflow["metadata"]["langgraph_triggers"] == ("__start__",)
 
     calls = runs.named("double")
     assert len(calls) == 2

@@ -189,3 +189,25 @@ def test_astream_events_show_task_calls_as_langgraph() -> None:
     (end,) = [e for e in events if e["event"] == "on_chain_end" and e["name"] == "double"]
     assert end["data"]["output"] == 2
     assert events[-1]["data"] == {"output": "done"}
+
+
+def test_the_entrypoints_own_task_and_checkpoints_show_its_input_and_return() -> None:
+    """The entrypoint's task is shown as LangGraph's: the input it was given,
+    ``__start__`` its trigger, ``{"__end__": returned}`` its result; checkpoints'
+    values are what it returned (``None`` before), not the inner graph's state."""
+
+    @entrypoint(checkpointer=InMemorySaver())
+    def flow(n: int) -> int:
+        return n * 10
+
+    config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    events = _debug(flow, 4, config)
+    (start,) = [p for kind, p in events if kind == "task"]
+    assert start["input"] == 4 and start["triggers"] == ("__start__",)
+    (done,) = [p for kind, p in events if kind == "task_result"]
+    assert done["result"] == {"__end__": 40}
+    values = [p["values"] for kind, p in events if kind == "checkpoint"]
+    assert values[0] is None and values[-1] == 40
+    tasks = list(flow.stream(5, config, stream_mode="tasks"))
+    assert [t.get("input", t.get("result")) for t in tasks] == [5, {"__end__": 50}]
+    assert [c["values"] for c in flow.stream(6, config, stream_mode="checkpoints")][-1] == 60
