@@ -568,6 +568,18 @@ impl Graph {
         tasks
     }
 
+    /// The tasks of `next` (a checkpoint's) as the tasks of checkpoint `id`, in the
+    /// same order: a fork or a copy of a checkpoint runs them again under its own id.
+    pub(super) fn renumbered(
+        &self,
+        id: &str,
+        next: &[TaskRecord],
+    ) -> Result<Vec<Task>, GraphError> {
+        let tasks = self.decode_tasks(next)?;
+        let triggers = tasks.into_iter().map(|t| (t.node, t.arg, t.timeout));
+        Ok(Graph::make_tasks(id, triggers.collect()))
+    }
+
     pub(super) fn records(tasks: &[Task]) -> Result<Vec<TaskRecord>, GraphError> {
         tasks
             .iter()

@@ -62,6 +62,10 @@ pub(super) enum Saved<'a> {
     Nothing,
 }
 
+/// A resume value `assign` gave a task: the id of the question it answers when known,
+/// the task's id, the value.
+type Assigned = (Option<String>, String, Val);
+
 /// What a `Command(resume=...)` gives one task.
 enum Answer {
     /// The value its `interrupt()` returns.
@@ -205,10 +209,7 @@ impl Pending {
 
     /// The answers `assign` gave, by task: a task that a nested graph's questions
     /// paused gets those of its questions' answers by id, any other its one value.
-    fn by_task_answered(
-        &self,
-        assigned: Vec<(Option<String>, String, Val)>,
-    ) -> Vec<(String, Answer)> {
+    fn by_task_answered(&self, assigned: Vec<Assigned>) -> Vec<(String, Answer)> {
         let mut out: Vec<(String, Answer)> = Vec::new();
         for (q, task, v) in assigned {
             let nested = self
@@ -846,7 +847,7 @@ fn assign(
     interrupted: Vec<(String, String)>,
     paused_at_breakpoint: bool,
     strict: bool,
-) -> Result<Option<Vec<(Option<String>, String, Val)>>, GraphError> {
+) -> Result<Option<Vec<Assigned>>, GraphError> {
     let task_of = |id: &str| {
         interrupted
             .iter()

@@ -274,14 +274,7 @@ impl Graph {
             ));
         };
         let id = new_id();
-        let tasks = self.decode_tasks(&original.next)?;
-        let next = Graph::make_tasks(
-            &id,
-            tasks
-                .into_iter()
-                .map(|t| (t.node, t.arg, t.timeout))
-                .collect(),
-        );
+        let next = self.renumbered(&id, &original.next)?;
         let step = original.step + 1;
         let record = CheckpointRecord {
             snapshot: original.snapshot.clone(),

@@ -42,14 +42,7 @@ impl Run<'_> {
             return Ok(());
         }
         let id = new_id();
-        let tasks = self.graph.decode_tasks(&old.next)?;
-        let next = Graph::make_tasks(
-            &id,
-            tasks
-                .into_iter()
-                .map(|t| (t.node, t.arg, t.timeout))
-                .collect(),
-        );
+        let next = self.graph.renumbered(&id, &old.next)?;
         let step = old.step + 1;
         let record = CheckpointRecord {
             snapshot: None,
