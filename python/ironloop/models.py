@@ -46,13 +46,8 @@ Response = AIMessage | str | dict | Callable[[list[BaseMessage]], Any]
 
 
 def _to_ai(response: Any) -> AIMessage:
-    if isinstance(response, MESSAGE_TYPES):
-        response = _coerce_message(response)  # one of this process's classes
-    if isinstance(response, AIMessage):
-        # A fresh id: the same scripted message may be replayed more than once.
-        copy = response.model_copy(update={"id": _fresh_id()})
-        assert isinstance(copy, AIMessage)
-        return copy
+    # str and dict first: with langchain-core's classes, `isinstance` against
+    # MESSAGE_TYPES goes through `ABCMeta` once per class, at every model call.
     if isinstance(response, str):
         return AIMessage(content=response, id=_fresh_id())
     if isinstance(response, dict):
@@ -62,6 +57,13 @@ def _to_ai(response: Any) -> AIMessage:
         if not isinstance(msg, AIMessage):
             raise ModelError(f"a scripted response must be an assistant message, got {d['role']!r}")
         return msg
+    if isinstance(response, MESSAGE_TYPES):
+        response = _coerce_message(response)  # one of this process's classes
+    if isinstance(response, AIMessage):
+        # A fresh id: the same scripted message may be replayed more than once.
+        copy = response.model_copy(update={"id": _fresh_id()})
+        assert isinstance(copy, AIMessage)
+        return copy
     raise ModelError(
         f"a scripted response must be an AIMessage, a str or a dict, got {type(response).__name__}"
     )

@@ -80,6 +80,13 @@ impl Template {
             d.set_item(*k, v)?;
             given.add(*k)?;
         }
+        // The fields-set holds field names only (pydantic adds names, never anything
+        // else), so it can be in no reference cycle: out of the garbage collector's
+        // lists it is one container less per message, and a history of langchain-core
+        // messages otherwise triggers a collection every few dozen messages.
+        // SAFETY: `given` is a live set, tracked since `PySet_New`; untracking a
+        // tracked object is what `gc` itself does for acyclic tuples and dicts.
+        unsafe { ffi::PyObject_GC_UnTrack(given.as_ptr().cast()) };
         // SAFETY: `cls` is a heap type allocated by `PyType_GenericAlloc` (checked in
         // `new`), which returns a new reference or NULL with an exception set.
         let obj = unsafe {
