@@ -644,7 +644,9 @@ impl NodeRunner for ToolsNode {
             out
         })
     }
+}
 
+impl ToolsNode {
     /// The `ToolNode`'s LangChain chain run, open in `context` (so that its tools'
     /// runs report under it), when the run has callbacks: LangGraph's node run.
     fn chain_run(
@@ -753,7 +755,9 @@ fn ended(
                         .graph_interrupt
                         .bind(py)
                         .call1((val_to_py(py, v)?,))?,
-                    NodeFailure::Paused => helpers(py)?.graph_interrupt.bind(py).call0()?,
+                    NodeFailure::Paused | NodeFailure::Nested(_) => {
+                        helpers(py)?.graph_interrupt.bind(py).call0()?
+                    }
                 };
                 let kw = PyDict::new(py);
                 kw.set_item("exc", exc)?;

@@ -265,23 +265,22 @@ impl Run<'_> {
         qs: Vec<(String, Val)>,
     ) -> Result<(), GraphError> {
         let t = &self.next[i];
-        let values = qs.iter().map(|(_, v)| v.clone()).collect();
-        self.emit_task_result(t, Vec::new, None, values);
+        let infos: Vec<InterruptInfo> = qs
+            .iter()
+            .map(|(id, value)| InterruptInfo {
+                id: id.clone(),
+                value: value.clone(),
+                node: t.node.clone(),
+                task_id: t.id.clone(),
+            })
+            .collect();
+        self.emit_task_result(t, Vec::new, None, infos.clone());
         let k = self.pending.resume_values(&t.id).len();
         if let (Some(saves), Some(cp), Some(p)) = (&self.saves, &self.cp, &self.parent) {
             let at = (cp.as_ref(), self.thread.as_str(), p.id.as_str());
             let w = nested::interrupt_write(at, t, k, &qs).await?;
             saves.writes(&p.id, vec![w], false).await?;
         }
-        let infos: Vec<InterruptInfo> = qs
-            .into_iter()
-            .map(|(id, value)| InterruptInfo {
-                id,
-                value,
-                node: t.node.clone(),
-                task_id: t.id.clone(),
-            })
-            .collect();
         self.emit_interrupts(&infos);
         self.interrupts.extend(infos);
         Ok(())
