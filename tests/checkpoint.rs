@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use ironloop::checkpoint::caller::BlockingCaller;
 use ironloop::checkpoint::{
-    child_ns, thread_key, CheckpointError, CheckpointRecord, Checkpointer, MemorySaver,
+    child_ns, thread_key, CheckpointError, CheckpointRecord, Checkpointer, Claim, MemorySaver,
     PendingWrite, Put, RecordKey, TaskRecord, Write,
 };
 use serde_json::json;
@@ -1366,16 +1366,8 @@ mod graphs {
         ) -> ironloop::checkpoint::Result<Vec<String>> {
             self.inner.list_stalled(stale_after, limit).await
         }
-        async fn claim_stalled(
-            &self,
-            owner: &str,
-            stale_after: Duration,
-            lease: Duration,
-            limit: usize,
-        ) -> ironloop::checkpoint::Result<Vec<String>> {
-            self.inner
-                .claim_stalled(owner, stale_after, lease, limit)
-                .await
+        async fn claim(&self, c: &Claim) -> ironloop::checkpoint::Result<Vec<String>> {
+            self.inner.claim(c).await
         }
     }
 

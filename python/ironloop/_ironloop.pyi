@@ -14,7 +14,7 @@ from collections.abc import (
 )
 from typing import Any, Final, Literal, final, overload
 
-from typing_extensions import disjoint_base
+from typing_extensions import Self, disjoint_base
 
 from ironloop._saver_api import CheckpointTuple
 from ironloop.messages import ToolCall
@@ -450,6 +450,45 @@ class _SaverAPI:
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None: ...
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None: ...
     async def asweep(self, *, ttl: float, strategy: str = "delete") -> builtins.list[str]: ...
+    # Every saver's own methods (``saver_methods!`` in src/bindings/graph/savers.rs).
+    def delete_thread(self, thread_id: str) -> None:
+        """Deletes the thread's checkpoints and writes, its subgraphs' included."""
+    def list_stalled(
+        self, *, stale_after: float = 60.0, limit: int | None = None
+    ) -> builtins.list[str]:
+        """The ids of the threads whose last run stopped mid-step (a crashed worker),
+        idle longest first: the latest checkpoint has tasks to run, none of them waits
+        on an unanswered ``interrupt()``, nothing was saved for ``stale_after`` seconds
+        (a live run saves every step, so make it longer than your longest step), and no
+        live claim holds the thread. A run whose node raised, or that paused at an
+        ``interrupt_before`` / ``interrupt_after`` breakpoint, is listed too (its
+        checkpoint looks the same). Resume one with ``invoke(None, config)``."""
+    def claim_stalled(
+        self,
+        owner: str,
+        *,
+        stale_after: float = 60.0,
+        lease: float | None = None,
+        limit: int = 1,
+    ) -> builtins.list[str]:
+        """Claims up to ``limit`` stalled threads (as ``list_stalled`` finds them) for
+        ``owner`` (a name for the worker) for ``lease`` seconds (default
+        ``stale_after``) and returns their ids. Atomic, also between processes and
+        machines: while a claim lives no other caller gets the thread. Resume each with
+        ``invoke(None, config)``; once the lease is over the thread is stalled again
+        only if the run saved nothing since (its claimer died too)."""
+
+class _ClosingSaver(_SaverAPI):
+    """The savers that hold connections or a file: closed by ``close()``, or as a
+    context manager (``with`` / ``async with``)."""
+
+    def close(self) -> None:
+        """Lets the work under way finish, then releases the connections or the file;
+        the saver can no longer be used. Idempotent."""
+    def __enter__(self) -> Self: ...
+    def __exit__(self, a: object, b: object, c: object) -> bool: ...
+    def __aenter__(self) -> Awaitable[Self]: ...
+    def __aexit__(self, a: object, b: object, c: object) -> Awaitable[bool]: ...
 
 @final
 class MemorySaver(_SaverAPI):
@@ -470,23 +509,10 @@ class MemorySaver(_SaverAPI):
         encrypt: bool = False,
         accept_unkeyed: bool = False,
     ) -> MemorySaver: ...
-    def delete_thread(self, thread_id: str) -> None:
-        """Deletes the thread's checkpoints and writes, its subgraphs' included."""
     def approx_bytes(self) -> int: ...
-    def list_stalled(self, *, stale_after: float = 60.0, limit: int | None = None) -> list[str]:
-        """Threads whose last run stopped mid-step; see ``PostgresSaver.list_stalled``."""
-    def claim_stalled(
-        self,
-        owner: str,
-        *,
-        stale_after: float = 60.0,
-        lease: float | None = None,
-        limit: int = 1,
-    ) -> list[str]:
-        """Claims stalled threads atomically; see ``PostgresSaver.claim_stalled``."""
 
 @final
-class SqliteSaver(_SaverAPI):
+class SqliteSaver(_ClosingSaver):
     """Checkpoints in a SQLite file (WAL): durable across crashes, shareable between
     processes; one object serves ``invoke`` and ``ainvoke``. ``key``, ``encrypt`` and
     ``accept_unkeyed`` as for ``MemorySaver``: with a key, a record edited in the file
@@ -500,8 +526,6 @@ class SqliteSaver(_SaverAPI):
         encrypt: bool = False,
         accept_unkeyed: bool = False,
     ) -> SqliteSaver: ...
-    def delete_thread(self, thread_id: str) -> None:
-        """Deletes the thread's checkpoints and writes, its subgraphs' included."""
     @classmethod
     def from_conn_string(
         cls,
@@ -513,25 +537,9 @@ class SqliteSaver(_SaverAPI):
     ) -> SqliteSaver: ...
     @property
     def path(self) -> str: ...
-    def list_stalled(self, *, stale_after: float = 60.0, limit: int | None = None) -> list[str]:
-        """Threads whose last run stopped mid-step; see ``PostgresSaver.list_stalled``."""
-    def claim_stalled(
-        self,
-        owner: str,
-        *,
-        stale_after: float = 60.0,
-        lease: float | None = None,
-        limit: int = 1,
-    ) -> list[str]:
-        """Claims stalled threads atomically; see ``PostgresSaver.claim_stalled``."""
-    def close(self) -> None: ...
-    def __enter__(self) -> SqliteSaver: ...
-    def __exit__(self, a: object, b: object, c: object) -> bool: ...
-    def __aenter__(self) -> Awaitable[SqliteSaver]: ...
-    def __aexit__(self, a: object, b: object, c: object) -> Awaitable[bool]: ...
 
 @final
-class PostgresSaver(_SaverAPI):
+class PostgresSaver(_ClosingSaver):
     """Checkpoints in PostgreSQL, shared by every process and machine that uses the
     database: any worker can continue any thread. One object serves ``invoke`` and
     ``ainvoke``; database calls run with the GIL released.
@@ -570,38 +578,9 @@ class PostgresSaver(_SaverAPI):
     @property
     def server(self) -> str:
         """``host:port/database`` (never the password)."""
-    def list_stalled(self, *, stale_after: float = 60.0, limit: int | None = None) -> list[str]:
-        """The ids of the threads whose last run stopped mid-step (a crashed worker),
-        idle longest first: the latest checkpoint has tasks to run, none of them waits
-        on an unanswered ``interrupt()``, nothing was saved for ``stale_after`` seconds
-        (a live run saves every step, so make it longer than your longest step), and no
-        live claim holds the thread. A run whose node raised, or that paused at an
-        ``interrupt_before`` / ``interrupt_after`` breakpoint, is listed too (its
-        checkpoint looks the same). Resume one with ``invoke(None, config)``."""
-    def claim_stalled(
-        self,
-        owner: str,
-        *,
-        stale_after: float = 60.0,
-        lease: float | None = None,
-        limit: int = 1,
-    ) -> list[str]:
-        """Claims up to ``limit`` stalled threads (as ``list_stalled`` finds them) for
-        ``owner`` (a name for the worker) for ``lease`` seconds (default
-        ``stale_after``) and returns their ids. Atomic, also between processes and
-        machines: while a claim lives no other caller gets the thread. Resume each with
-        ``invoke(None, config)``; once the lease is over the thread is stalled again
-        only if the run saved nothing since (its claimer died too)."""
     def setup(self) -> None: ...
     def asetup(self) -> Awaitable[None]: ...
-    def delete_thread(self, thread_id: str) -> None:
-        """Deletes the thread's checkpoints and writes, its subgraphs' included."""
-    def close(self) -> None: ...
     def aclose(self) -> Awaitable[None]: ...
-    def __enter__(self) -> PostgresSaver: ...
-    def __exit__(self, a: object, b: object, c: object) -> bool: ...
-    def __aenter__(self) -> Awaitable[PostgresSaver]: ...
-    def __aexit__(self, a: object, b: object, c: object) -> Awaitable[bool]: ...
 
 @final
 class _TaskScratch:

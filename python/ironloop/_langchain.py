@@ -362,18 +362,10 @@ class LangChainChatModel:
             yield self._done(_as_ai(r.invoke(_model_input(messages))))
             return
         run = _StreamRun(self)
-        try:
+        with run:
             for c in r.stream(_model_input(messages), _OWN_CALL):
-                out = run.merger.push(c)
-                if out is not None:
-                    yield out
-            last = run.merger.last()
-        except BaseException as e:
-            run.failed(e)
-            raise
-        whole = run.ended(last)
-        if whole is not None:
-            yield whole
+                yield from run.push(c)
+        yield from run.ended()
 
     async def astream(
         self, messages: Any, tools: Any = None, tool_choice: Any = None, **kwargs: Any
@@ -383,17 +375,11 @@ class LangChainChatModel:
             yield self._done(_as_ai(await r.ainvoke(_model_input(messages))))
             return
         run = _StreamRun(self)
-        try:
+        with run:
             async for c in r.astream(_model_input(messages), _OWN_CALL):
-                out = run.merger.push(c)
-                if out is not None:
+                for out in run.push(c):
                     yield out
-            last = run.merger.last()
-        except BaseException as e:
-            run.failed(e)
-            raise
-        whole = run.ended(last)
-        if whole is not None:
+        for whole in run.ended():
             yield whole
 
     def structured(self, messages: Any, schema: Any) -> Any:
@@ -410,23 +396,47 @@ class LangChainChatModel:
 class _StreamRun:
     """What ``stream`` and ``astream`` of a :class:`LangChainChatModel` keep around one
     streamed call: the chunks' merger and the call's span (when traced), ended with
-    the whole message or the error; the message's usage is recorded once it ended."""
+    the whole message or the error; the message's usage is recorded once it ended.
+    The chunks are read inside ``with run:`` (an error there, the merger's last one
+    included, ends the span with it); then ``ended()``."""
 
     def __init__(self, model: LangChainChatModel) -> None:
         self.model = model
         self.merger = _Merger()
         self.span = model._stream_span()
+        self.last: AIMessage | None = None
+
+    def push(self, chunk: Any) -> tuple[AIMessage, ...]:
+        """The piece ``chunk`` makes, if any."""
+        out = self.merger.push(chunk)
+        return () if out is None else (out,)
+
+    def __enter__(self) -> _StreamRun:
+        return self
+
+    def __exit__(self, kind: Any, e: BaseException | None, tb: Any) -> None:
+        try:
+            if e is None:
+                self.last = self.merger.last()
+                return
+        except BaseException as failure:
+            self.failed(failure)
+            raise
+        self.failed(e)
 
     def failed(self, e: BaseException) -> None:
         if self.span is not None:
             _tracing.end_model_stream(self.span, exc=e)
 
-    def ended(self, last: AIMessage | None) -> AIMessage | None:
+    def ended(self) -> tuple[AIMessage, ...]:
+        """The whole message (when the stream had one), after the span ended with it."""
+        last = self.last
         if self.span is not None:
             _tracing.end_model_stream(self.span, last)
-        if last is not None:
-            record(model_name_of(_underlying_model(self.model.model), last), last)
-        return last
+        if last is None:
+            return ()
+        record(model_name_of(_underlying_model(self.model.model), last), last)
+        return (last,)
 
 
 def _bound_tool_names(bound: list[Any]) -> set[str]:

@@ -23,6 +23,7 @@ Two kinds of record are shown:
 
 from __future__ import annotations
 
+import functools
 import json
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -477,71 +478,35 @@ def sweep(self: Any, *, ttl: float, strategy: str = "delete") -> list[str]:
 # The a… forms: the same calls off the event loop
 
 
-async def aget_tuple(self: Any, config: dict[str, Any]) -> CheckpointTuple | None:
-    return await _to_thread(get_tuple, self, config)
+def _off_loop(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The ``a…`` form ``name`` of ``fn``: the same call, in a worker thread."""
+
+    @functools.wraps(fn)
+    async def call(*args: Any, **kwargs: Any) -> Any:
+        return await _to_thread(functools.partial(fn, *args, **kwargs))
+
+    call.__name__ = call.__qualname__ = name
+    return call
 
 
-async def aget(self: Any, config: dict[str, Any]) -> dict[str, Any] | None:
-    return await _to_thread(get, self, config)
+def _off_loop_iter(name: str, fn: Callable[..., Iterator[Any]]) -> Callable[..., Any]:
+    """The ``a…`` form ``name`` of the iterator ``fn``: an async iterator over what
+    ``fn`` yields, read whole in a worker thread."""
+
+    @functools.wraps(fn)
+    async def each(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        for item in await _to_thread(lambda: list(fn(*args, **kwargs))):
+            yield item
+
+    each.__name__ = each.__qualname__ = name
+    return each
 
 
-async def alist(
-    self: Any,
-    config: dict[str, Any] | None,
-    *,
-    filter: dict[str, Any] | None = None,
-    before: dict[str, Any] | None = None,
-    limit: int | None = None,
-) -> AsyncIterator[CheckpointTuple]:
-    found = await _to_thread(
-        lambda: list(list_(self, config, filter=filter, before=before, limit=limit))
-    )
-    for tup in found:
-        yield tup
+def _delete_thread(self: Any, thread_id: str) -> None:
+    self.delete_thread(thread_id)
 
 
-async def aput(
-    self: Any,
-    config: dict[str, Any],
-    checkpoint: dict[str, Any],
-    metadata: dict[str, Any],
-    new_versions: dict[str, Any],
-) -> dict[str, Any]:
-    return await _to_thread(put, self, config, checkpoint, metadata, new_versions)
-
-
-async def aput_writes(
-    self: Any,
-    config: dict[str, Any],
-    writes: Sequence[tuple[str, Any]],
-    task_id: str,
-    task_path: str = "",
-) -> None:
-    await _to_thread(put_writes, self, config, writes, task_id, task_path)
-
-
-async def adelete_thread(self: Any, thread_id: str) -> None:
-    await _to_thread(self.delete_thread, thread_id)
-
-
-async def acopy_thread(self: Any, source_thread_id: str, target_thread_id: str) -> None:
-    await _to_thread(copy_thread, self, source_thread_id, target_thread_id)
-
-
-async def adelete_for_runs(self: Any, run_ids: Sequence[str]) -> None:
-    await _to_thread(delete_for_runs, self, run_ids)
-
-
-async def aprune(self: Any, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-    await _to_thread(lambda: prune(self, thread_ids, strategy=strategy))
-
-
-async def asweep(self: Any, *, ttl: float, strategy: str = "delete") -> list[str]:
-    return await _to_thread(lambda: sweep(self, ttl=ttl, strategy=strategy))
-
-
-#: The methods ``attach`` puts on each saver class, by name.
-METHODS: dict[str, Callable[..., Any]] = {
+_SYNC: dict[str, Callable[..., Any]] = {
     "get_tuple": get_tuple,
     "get": get,
     "list": list_,
@@ -551,16 +516,18 @@ METHODS: dict[str, Callable[..., Any]] = {
     "delete_for_runs": delete_for_runs,
     "prune": prune,
     "sweep": sweep,
-    "aget_tuple": aget_tuple,
-    "aget": aget,
-    "alist": alist,
-    "aput": aput,
-    "aput_writes": aput_writes,
-    "adelete_thread": adelete_thread,
-    "acopy_thread": acopy_thread,
-    "adelete_for_runs": adelete_for_runs,
-    "aprune": aprune,
-    "asweep": asweep,
+}
+
+#: The methods ``attach`` puts on each saver class, by name: the sync ones, and
+#: their ``a…`` forms (``delete_thread``'s too; ``alist`` is an async iterator).
+METHODS: dict[str, Callable[..., Any]] = {
+    **_SYNC,
+    "alist": _off_loop_iter("alist", list_),
+    **{
+        f"a{name}": _off_loop(f"a{name}", fn)
+        for name, fn in {**_SYNC, "delete_thread": _delete_thread}.items()
+        if name != "list"
+    },
 }
 
 

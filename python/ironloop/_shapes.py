@@ -92,28 +92,24 @@ class BoundCore:
             return None
         return native
 
-    def invoke(self, *args: Any, **kwargs: Any) -> Any:
+    def _started(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """The core's ``method`` called with :data:`agent_var` set to the settings. The
+        engine copies the caller's context when the call is made (not when a returned
+        future is awaited or a stream read), so the settings need only be set around it."""
         token = agent_var.set(self.settings)
         try:
-            return self._core.invoke(*args, **kwargs, agent=self._agent())
+            return getattr(self._core, method)(*args, **kwargs, agent=self._agent())
         finally:
             agent_var.reset(token)
+
+    def invoke(self, *args: Any, **kwargs: Any) -> Any:
+        return self._started("invoke", args, kwargs)
 
     def ainvoke(self, *args: Any, **kwargs: Any) -> Any:
-        # The engine copies the caller's context when the call is made (not when the
-        # returned future is awaited), so the settings need only be set around it.
-        token = agent_var.set(self.settings)
-        try:
-            return self._core.ainvoke(*args, **kwargs, agent=self._agent())
-        finally:
-            agent_var.reset(token)
+        return self._started("ainvoke", args, kwargs)
 
     def stream(self, *args: Any, **kwargs: Any) -> Any:
-        token = agent_var.set(self.settings)
-        try:
-            return self._core.stream(*args, **kwargs, agent=self._agent())
-        finally:
-            agent_var.reset(token)
+        return self._started("stream", args, kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._core, name)

@@ -19,7 +19,7 @@ use async_trait::async_trait;
 
 use super::record;
 use super::seal::{ReadError, RecordKey, Records};
-use super::stalled::{awaits_answer, check_claim};
+use super::stalled::{awaits_answer, Claim};
 use super::{
     advanced_conflict, dedupe_writes, now_secs, same_id_conflict, ChainFrom, CheckpointError,
     CheckpointRecord, Checkpointer, PendingWrite, Put, Result,
@@ -763,24 +763,17 @@ impl Checkpointer for MemorySaver {
         })
     }
 
-    async fn claim_stalled(
-        &self,
-        owner: &str,
-        stale_after: Duration,
-        lease: Duration,
-        limit: usize,
-    ) -> Result<Vec<String>> {
-        check_claim(owner, stale_after, lease)?;
+    async fn claim(&self, claim: &Claim) -> Result<Vec<String>> {
         self.open_with(|ts| {
             let mut claims = self.claims.lock().unwrap_or_else(|p| p.into_inner());
             let now = now_secs();
-            let found = self.stalled(ts, &claims, stale_after, now)?;
-            let until = now + lease.as_secs_f64();
+            let found = self.stalled(ts, &claims, claim.stale_after, now)?;
+            let until = now + claim.lease.as_secs_f64();
             Ok(found
                 .into_iter()
-                .take(limit)
+                .take(claim.limit)
                 .map(|(_, id)| {
-                    claims.insert(id.clone(), (owner.to_owned(), until));
+                    claims.insert(id.clone(), (claim.owner.clone(), until));
                     id
                 })
                 .collect())

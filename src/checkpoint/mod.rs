@@ -41,6 +41,7 @@ pub use postgres::{PostgresOptions, PostgresSaver};
 pub use seal::{KeyError, RecordKey, Records, KEY_ENV};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteSaver;
+pub use stalled::Claim;
 
 /// Why a checkpointer call failed. Every message says what happened and, where the
 /// caller can do something about it, what to do.
@@ -509,14 +510,21 @@ pub trait Checkpointer: Send + Sync {
     ) -> Result<Vec<String>>;
     /// Claims up to `limit` stalled threads for `owner` for `lease`, atomically: two
     /// callers (in any process) never get the same thread while a claim lives. The
-    /// caller then resumes each with `invoke(None, config)`.
+    /// caller then resumes each with `invoke(None, config)`. The arguments are checked
+    /// here, once for every saver; the saver stores the claim ([`claim`](Self::claim)).
     async fn claim_stalled(
         &self,
         owner: &str,
         stale_after: Duration,
         lease: Duration,
         limit: usize,
-    ) -> Result<Vec<String>>;
+    ) -> Result<Vec<String>> {
+        self.claim(&Claim::new(owner, stale_after, lease, limit)?)
+            .await
+    }
+    /// Stores a checked claim (see [`claim_stalled`](Self::claim_stalled)): the
+    /// threads claimed.
+    async fn claim(&self, claim: &Claim) -> Result<Vec<String>>;
     /// Takes the run lease of `thread_id` (see [`lease`]): `Ok(None)` when a run of
     /// another process, or of another saver object on the same store, holds it. The
     /// lease is held until the returned value is dropped, or its holder's process ends.

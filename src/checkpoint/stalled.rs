@@ -70,8 +70,33 @@ pub(crate) fn awaits_answer_sql(writes: &str, thread: &str, checkpoint: &str) ->
     )
 }
 
+/// What [`Checkpointer::claim_stalled`](super::Checkpointer::claim_stalled) asks for,
+/// checked once (by [`Claim::new`]) before a saver's [`claim`](super::Checkpointer::claim)
+/// stores it: `owner` claims up to `limit` threads idle for `stale_after`, for `lease`.
+#[derive(Debug, Clone)]
+pub struct Claim {
+    pub owner: String,
+    pub stale_after: Duration,
+    pub lease: Duration,
+    pub limit: usize,
+}
+
+impl Claim {
+    /// The claim, once its owner and durations are checked; the error says what to
+    /// pass instead.
+    pub fn new(owner: &str, stale_after: Duration, lease: Duration, limit: usize) -> Result<Self> {
+        check_claim(owner, stale_after, lease)?;
+        Ok(Claim {
+            owner: owner.to_owned(),
+            stale_after,
+            lease,
+            limit,
+        })
+    }
+}
+
 /// Checks a claim's owner and durations; the error says what to pass instead.
-pub(crate) fn check_claim(owner: &str, stale_after: Duration, lease: Duration) -> Result<()> {
+fn check_claim(owner: &str, stale_after: Duration, lease: Duration) -> Result<()> {
     if owner.is_empty() {
         return Err(CheckpointError::storage(
             "claim_stalled: owner must name the worker (e.g. its host and pid), got an \

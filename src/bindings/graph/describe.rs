@@ -12,7 +12,7 @@ use pyo3::types::PyDict;
 use super::super::exiting::attach;
 use super::super::prebuilt::{after_model_router, is_add_messages, is_tools_condition};
 use super::super::toolnode::ToolNodeCore;
-use super::nodes::{AgentModelNode, PyNode, ToolsNode};
+use super::nodes::{AgentModelNode, PyNode, ShowsMessages, ToolsNode};
 use super::routers::{PyReducer, PyRouter};
 use super::values::Shared;
 use crate::graph::{
@@ -153,17 +153,17 @@ impl NodeDesc {
                         self.name
                     ))
                 })?;
-                Arc::new(ToolsNode::new(
+                Arc::new(ShowsMessages(ToolsNode::new(
                     self.name.clone(),
                     core.unbind(),
                     channel,
                     shared.clone(),
                     self.factory,
-                ))
+                )))
             }
             None => {
                 let model_node = model_node_channel(self.func.bind(py), channels)?;
-                let node = PyNode {
+                let node = ShowsMessages(PyNode {
                     name: self.name.clone(),
                     func: self.func,
                     is_async: self.is_async,
@@ -171,7 +171,7 @@ impl NodeDesc {
                     wants: self.wants,
                     factory: self.factory,
                     shared: shared.clone(),
-                };
+                });
                 match model_node {
                     Some(channel) => Arc::new(AgentModelNode {
                         channel,

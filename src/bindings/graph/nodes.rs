@@ -250,21 +250,33 @@ impl PyNode {
                 .output(py, &self.name, write.as_any(), &mut out)
                 .map_err(|e| node_failure(py, ctx, e))?;
         }
-        let written = self
-            .shared
-            .output(py, &self.name, &r, &mut out)
-            .map_err(|e| node_failure(py, ctx, e))?;
-        out.update = self
-            .shared
-            .shown_update(py, written)
-            .map_err(|e| node_failure(py, ctx, e))?
-            .map(host);
-        Ok(out)
+        returned(&self.shared, py, &self.name, &r, out, ctx)
     }
 }
 
+/// `out` with what a node returned (`value`: its update, goto or command) written, and
+/// that update as the `updates` stream shows it: how a Python node's call ends, and a
+/// tool node's hand-off to the parent graph.
+fn returned(
+    shared: &Shared,
+    py: Python<'_>,
+    name: &str,
+    value: &Bound<'_, PyAny>,
+    mut out: NodeOutput,
+    ctx: &TaskContext,
+) -> Result<NodeOutput, NodeFailure> {
+    let fail = |e| node_failure(py, ctx, e);
+    let written = shared.output(py, name, value, &mut out).map_err(fail)?;
+    out.update = shared.shown_update(py, written).map_err(fail)?.map(host);
+    Ok(out)
+}
+
+/// A node whose returned messages go to the `messages` stream (when the run asks for
+/// it) once it has run: what a Python node and a tool node both do, written once.
+pub(super) struct ShowsMessages<N>(pub(super) N);
+
 #[async_trait]
-impl NodeRunner for PyNode {
+impl<N: NodeRunner> NodeRunner for ShowsMessages<N> {
     async fn run(
         &self,
         view: StateView,
@@ -272,8 +284,12 @@ impl NodeRunner for PyNode {
         ctx: TaskContext,
     ) -> Result<NodeOutput, NodeFailure> {
         let given = view.clone();
-        let out = self.run_function(view, arg, ctx.clone()).await?;
+        let out = self.0.run(view, arg, ctx.clone()).await?;
         shown_in_messages_mode(&given, &ctx, out)
+    }
+
+    fn answers_when_steered(&self) -> bool {
+        self.0.answers_when_steered()
     }
 }
 
@@ -296,8 +312,11 @@ fn shown_in_messages_mode(
     Ok(out)
 }
 
-impl PyNode {
-    async fn run_function(
+/// Runs the function: on the event loop (async), inline or on the pool (sync). The
+/// messages it returns are shown by [`ShowsMessages`], which the graph wraps it in.
+#[async_trait]
+impl NodeRunner for PyNode {
+    async fn run(
         &self,
         view: StateView,
         arg: Option<Val>,
@@ -404,7 +423,7 @@ impl PyNodeRef {
 /// as the model's `invoke` sends them from a node. Otherwise the node's function runs.
 pub(super) struct AgentModelNode {
     pub(super) channel: String,
-    pub(super) function: PyNode,
+    pub(super) function: ShowsMessages<PyNode>,
 }
 
 #[async_trait]
@@ -477,24 +496,6 @@ impl ToolsNode {
     }
 }
 
-#[async_trait]
-impl NodeRunner for ToolsNode {
-    async fn run(
-        &self,
-        view: StateView,
-        arg: Option<Val>,
-        ctx: TaskContext,
-    ) -> Result<NodeOutput, NodeFailure> {
-        let given = view.clone();
-        let out = self.run_tools(view, arg, ctx.clone()).await?;
-        shown_in_messages_mode(&given, &ctx, out)
-    }
-
-    fn answers_when_steered(&self) -> bool {
-        true
-    }
-}
-
 impl ToolsNode {
     /// A graph a tool ran handed off to this graph (its `Command(graph=Command.PARENT)`,
     /// raised through the tool as `ParentCommand`): the node's output is that command,
@@ -506,22 +507,30 @@ impl ToolsNode {
         ctx: &TaskContext,
         e: &PyErr,
     ) -> Result<NodeOutput, NodeFailure> {
-        let fail = |e| node_failure(py, ctx, e);
-        let command = e.value(py).getattr(intern!(py, "command")).map_err(fail)?;
-        let mut out = NodeOutput::default();
-        let written = self
-            .shared
-            .output(py, &self.name, &command, &mut out)
-            .map_err(fail)?;
-        out.update = self
-            .shared
-            .shown_update(py, written)
-            .map_err(fail)?
-            .map(host);
-        Ok(out)
+        let command = e
+            .value(py)
+            .getattr(intern!(py, "command"))
+            .map_err(|e| node_failure(py, ctx, e))?;
+        returned(
+            &self.shared,
+            py,
+            &self.name,
+            &command,
+            NodeOutput::default(),
+            ctx,
+        )
+    }
+}
+
+/// Runs the calls of the last AI message (or the one `Send` brought) through the core
+/// tool node; the messages it returns are shown by [`ShowsMessages`].
+#[async_trait]
+impl NodeRunner for ToolsNode {
+    fn answers_when_steered(&self) -> bool {
+        true
     }
 
-    async fn run_tools(
+    async fn run(
         &self,
         view: StateView,
         arg: Option<Val>,

@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyType};
 use tokio_util::sync::CancellationToken;
@@ -17,6 +17,108 @@ use crate::checkpoint::{
 
 // ---------------------------------------------------------------------------------
 // Checkpointers
+
+/// One saver class's `#[pymethods]`: the methods every saver has alike, written here
+/// once, then the class's own (`$own`). `closes`: a saver with connections or a file
+/// to release, which closes the same way as a context manager, sync and async.
+macro_rules! saver_methods {
+    ($class:ident, closes { $($own:tt)* }) => {
+        saver_methods!($class {
+            /// Lets the work under way finish, then releases the connections or the
+            /// file; the saver can no longer be used. Idempotent.
+            fn close(&self, py: Python<'_>) -> PyResult<()> {
+                match taken(&self.inner) {
+                    Some(s) => Ok(block_on(
+                        py,
+                        async move { Checkpointer::close(&*s).await },
+                        CancellationToken::new(),
+                    )??),
+                    None => Ok(()),
+                }
+            }
+
+            fn __enter__(slf: Py<Self>) -> Py<Self> {
+                slf
+            }
+
+            fn __exit__(
+                &self,
+                py: Python<'_>,
+                _a: Py<PyAny>,
+                _b: Py<PyAny>,
+                _c: Py<PyAny>,
+            ) -> PyResult<bool> {
+                self.close(py)?;
+                Ok(false)
+            }
+
+            /// `async with Saver(...) as saver:`, as LangGraph's async savers are used.
+            fn __aenter__<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+                let me = slf.clone().unbind();
+                crate::bindings::awaitable::future_into_py(slf.py(), async move { Ok(me) })
+            }
+
+            fn __aexit__<'py>(
+                &self,
+                py: Python<'py>,
+                _a: Py<PyAny>,
+                _b: Py<PyAny>,
+                _c: Py<PyAny>,
+            ) -> PyResult<Bound<'py, PyAny>> {
+                let s = taken(&self.inner);
+                crate::bindings::awaitable::future_into_py(py, async move {
+                    if let Some(s) = s {
+                        Checkpointer::close(&*s).await?;
+                    }
+                    Ok(false)
+                })
+            }
+
+            $($own)*
+        });
+    };
+    ($class:ident { $($own:tt)* }) => {
+        #[pymethods]
+        impl $class {
+            /// Deletes the thread's checkpoints and writes, its subgraphs' included.
+            fn delete_thread(slf: &Bound<'_, Self>, thread_id: String) -> PyResult<()> {
+                delete_thread(slf.as_any(), thread_id)
+            }
+
+            /// Threads whose last run stopped mid-step (a crashed worker) and that no
+            /// live claim holds, idle longest first (see `claim_stalled`).
+            #[pyo3(signature = (*, stale_after=60.0, limit=None))]
+            fn list_stalled(
+                slf: &Bound<'_, Self>,
+                stale_after: f64,
+                limit: Option<usize>,
+            ) -> PyResult<Vec<String>> {
+                list_stalled_on(slf.as_any(), stale_after, limit)
+            }
+
+            /// Claims up to `limit` stalled threads for `owner` for `lease` seconds,
+            /// atomically: two workers never get the same thread.
+            #[pyo3(signature = (owner, *, stale_after=60.0, lease=None, limit=1))]
+            fn claim_stalled(
+                slf: &Bound<'_, Self>,
+                owner: String,
+                stale_after: f64,
+                lease: Option<f64>,
+                limit: usize,
+            ) -> PyResult<Vec<String>> {
+                claim_stalled_on(slf.as_any(), owner, stale_after, lease, limit)
+            }
+
+            $($own)*
+        }
+    };
+}
+
+/// The saver a closing class held, taken out of it (`None` once closed): later calls
+/// say the saver is closed.
+fn taken<T: Checkpointer + 'static>(inner: &Mutex<Option<Arc<T>>>) -> Option<Arc<T>> {
+    inner.lock().unwrap_or_else(|p| p.into_inner()).take()
+}
 
 /// `saver.delete_thread(thread_id)`, for every saver class.
 fn delete_thread(saver: &Bound<'_, PyAny>, thread_id: String) -> PyResult<()> {
@@ -82,13 +184,7 @@ pub struct PyMemorySaver {
     pub inner: Arc<MemorySaver>,
 }
 
-#[pymethods]
-impl PyMemorySaver {
-    /// Deletes the thread's checkpoints and writes, its subgraphs' included.
-    fn delete_thread(slf: &Bound<'_, Self>, thread_id: String) -> PyResult<()> {
-        delete_thread(slf.as_any(), thread_id)
-    }
-
+saver_methods!(PyMemorySaver {
     #[new]
     #[pyo3(signature = (*, key=None, encrypt=false, accept_unkeyed=false))]
     fn new(
@@ -110,31 +206,7 @@ impl PyMemorySaver {
     fn approx_bytes(&self) -> usize {
         self.inner.approx_bytes()
     }
-
-    /// Threads whose last run stopped mid-step (a crashed worker) and that no live
-    /// claim holds, idle longest first (see `claim_stalled`).
-    #[pyo3(signature = (*, stale_after=60.0, limit=None))]
-    fn list_stalled(
-        slf: &Bound<'_, Self>,
-        stale_after: f64,
-        limit: Option<usize>,
-    ) -> PyResult<Vec<String>> {
-        list_stalled_on(slf.as_any(), stale_after, limit)
-    }
-
-    /// Claims up to `limit` stalled threads for `owner` for `lease` seconds,
-    /// atomically: two workers never get the same thread.
-    #[pyo3(signature = (owner, *, stale_after=60.0, lease=None, limit=1))]
-    fn claim_stalled(
-        slf: &Bound<'_, Self>,
-        owner: String,
-        stale_after: f64,
-        lease: Option<f64>,
-        limit: usize,
-    ) -> PyResult<Vec<String>> {
-        claim_stalled_on(slf.as_any(), owner, stale_after, lease, limit)
-    }
-}
+});
 
 /// Checkpoints in a SQLite file (WAL): durable across crashes, shareable between
 /// processes.
@@ -144,13 +216,7 @@ pub struct PySqliteSaver {
     pub(super) path: String,
 }
 
-#[pymethods]
-impl PySqliteSaver {
-    /// Deletes the thread's checkpoints and writes, its subgraphs' included.
-    fn delete_thread(slf: &Bound<'_, Self>, thread_id: String) -> PyResult<()> {
-        delete_thread(slf.as_any(), thread_id)
-    }
-
+saver_methods!(PySqliteSaver, closes {
     #[new]
     #[pyo3(signature = (path, *, key=None, encrypt=false, accept_unkeyed=false))]
     fn new(
@@ -195,80 +261,7 @@ impl PySqliteSaver {
     fn path(&self) -> &str {
         &self.path
     }
-
-    /// Threads whose last run stopped mid-step (a crashed worker) and that no live
-    /// claim holds, idle longest first (see `claim_stalled`).
-    #[pyo3(signature = (*, stale_after=60.0, limit=None))]
-    fn list_stalled(
-        slf: &Bound<'_, Self>,
-        stale_after: f64,
-        limit: Option<usize>,
-    ) -> PyResult<Vec<String>> {
-        list_stalled_on(slf.as_any(), stale_after, limit)
-    }
-
-    /// Claims up to `limit` stalled threads for `owner` for `lease` seconds,
-    /// atomically: two workers never get the same thread.
-    #[pyo3(signature = (owner, *, stale_after=60.0, lease=None, limit=1))]
-    fn claim_stalled(
-        slf: &Bound<'_, Self>,
-        owner: String,
-        stale_after: f64,
-        lease: Option<f64>,
-        limit: usize,
-    ) -> PyResult<Vec<String>> {
-        claim_stalled_on(slf.as_any(), owner, stale_after, lease, limit)
-    }
-
-    /// Closes the file; the saver can no longer be used.
-    fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let s = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(s) = s {
-            py.detach(move || s.close()).map_err(PyErr::from)?;
-        }
-        Ok(())
-    }
-
-    fn __enter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __exit__(
-        &self,
-        py: Python<'_>,
-        _a: Py<PyAny>,
-        _b: Py<PyAny>,
-        _c: Py<PyAny>,
-    ) -> PyResult<bool> {
-        self.close(py)?;
-        Ok(false)
-    }
-
-    /// `async with SqliteSaver(path) as saver:`, as LangGraph's async saver is used.
-    fn __aenter__<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        let me = slf.clone().unbind();
-        crate::bindings::awaitable::future_into_py(slf.py(), async move { Ok(me) })
-    }
-
-    fn __aexit__<'py>(
-        &self,
-        py: Python<'py>,
-        _a: Py<PyAny>,
-        _b: Py<PyAny>,
-        _c: Py<PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let s = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
-        crate::bindings::awaitable::future_into_py(py, async move {
-            if let Some(s) = s {
-                // Closing waits for the database thread: not on the event loop.
-                tokio::task::spawn_blocking(move || s.close())
-                    .await
-                    .map_err(|e| PyRuntimeError::new_err(format!("closing failed: {e}")))??;
-            }
-            Ok(false)
-        })
-    }
-}
+});
 
 /// Checkpoints in PostgreSQL, shared by every process and machine that uses the same
 /// database. Calls run on the shared tokio runtime with the GIL released.
@@ -296,13 +289,7 @@ impl PyPostgresSaver {
     }
 }
 
-#[pymethods]
-impl PyPostgresSaver {
-    /// Deletes the thread's checkpoints and writes, its subgraphs' included.
-    fn delete_thread(slf: &Bound<'_, Self>, thread_id: String) -> PyResult<()> {
-        delete_thread(slf.as_any(), thread_id)
-    }
-
+saver_methods!(PyPostgresSaver, closes {
     /// Connects to `conn_string` (`postgresql://user:password@host:port/db?sslmode=...`)
     /// and checks the server answers. Call `setup()` once per database.
     #[new]
@@ -387,30 +374,6 @@ impl PyPostgresSaver {
         &self.server
     }
 
-    /// Threads whose last run stopped mid-step (a crashed worker) and that no live
-    /// claim holds, idle longest first (see `claim_stalled`).
-    #[pyo3(signature = (*, stale_after=60.0, limit=None))]
-    fn list_stalled(
-        slf: &Bound<'_, Self>,
-        stale_after: f64,
-        limit: Option<usize>,
-    ) -> PyResult<Vec<String>> {
-        list_stalled_on(slf.as_any(), stale_after, limit)
-    }
-
-    /// Claims up to `limit` stalled threads for `owner` for `lease` seconds,
-    /// atomically: two workers never get the same thread.
-    #[pyo3(signature = (owner, *, stale_after=60.0, lease=None, limit=1))]
-    fn claim_stalled(
-        slf: &Bound<'_, Self>,
-        owner: String,
-        stale_after: f64,
-        lease: Option<f64>,
-        limit: usize,
-    ) -> PyResult<Vec<String>> {
-        claim_stalled_on(slf.as_any(), owner, stale_after, lease, limit)
-    }
-
     /// Creates or migrates the tables; safe on every start, from several workers.
     fn setup(&self, py: Python<'_>) -> PyResult<()> {
         let s = self.open_saver(py)?;
@@ -427,63 +390,14 @@ impl PyPostgresSaver {
         crate::bindings::awaitable::future_into_py(py, async move { Ok(s.setup().await?) })
     }
 
-    /// Waits for the calls under way, then closes the connections. Idempotent.
-    fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let s = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
-        match s {
-            Some(s) => Ok(block_on(
-                py,
-                async move { Checkpointer::close(&*s).await },
-                CancellationToken::new(),
-            )??),
-            None => Ok(()),
-        }
-    }
-
     /// Like `close`, as an awaitable.
     fn aclose<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let s = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let s = taken(&self.inner);
         crate::bindings::awaitable::future_into_py(py, async move {
             if let Some(s) = s {
                 Checkpointer::close(&*s).await?;
             }
             Ok(())
-        })
-    }
-
-    fn __enter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __exit__(
-        &self,
-        py: Python<'_>,
-        _a: Py<PyAny>,
-        _b: Py<PyAny>,
-        _c: Py<PyAny>,
-    ) -> PyResult<bool> {
-        self.close(py)?;
-        Ok(false)
-    }
-
-    fn __aenter__<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        let me = slf.clone().unbind();
-        crate::bindings::awaitable::future_into_py(slf.py(), async move { Ok(me) })
-    }
-
-    fn __aexit__<'py>(
-        &self,
-        py: Python<'py>,
-        _a: Py<PyAny>,
-        _b: Py<PyAny>,
-        _c: Py<PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let s = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
-        crate::bindings::awaitable::future_into_py(py, async move {
-            if let Some(s) = s {
-                Checkpointer::close(&*s).await?;
-            }
-            Ok(false)
         })
     }
 
@@ -495,7 +409,7 @@ impl PyPostgresSaver {
         };
         format!("PostgresSaver('{}'{state})", self.server)
     }
-}
+});
 
 // ---------------------------------------------------------------------------------
 // Stalled threads: the same two methods on every saver

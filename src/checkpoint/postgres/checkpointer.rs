@@ -3,7 +3,7 @@
 use super::batch::{record_row, save_batch, uuid_key, Item, RecordRow, Refused};
 use super::lease;
 use super::saver::PostgresSaver;
-use crate::checkpoint::stalled::check_claim;
+use crate::checkpoint::stalled::Claim;
 use crate::checkpoint::{
     advanced_conflict, record_from_row, records_from_rows, same_id_conflict, writes_from_rows,
     ChainFrom, CheckpointError, CheckpointRecord, Checkpointer, PendingWrite, Put, Result,
@@ -203,17 +203,10 @@ impl Checkpointer for PostgresSaver {
         .await
     }
 
-    async fn claim_stalled(
-        &self,
-        owner: &str,
-        stale_after: Duration,
-        lease: Duration,
-        limit: usize,
-    ) -> Result<Vec<String>> {
-        check_claim(owner, stale_after, lease)?;
-        let (secs, lease) = (stale_after.as_secs_f64(), lease.as_secs_f64());
-        let limit = Some(i64::try_from(limit).unwrap_or(i64::MAX));
-        let owner = owner.to_owned();
+    async fn claim(&self, claim: &Claim) -> Result<Vec<String>> {
+        let (secs, lease) = (claim.stale_after.as_secs_f64(), claim.lease.as_secs_f64());
+        let limit = Some(i64::try_from(claim.limit).unwrap_or(i64::MAX));
+        let owner = claim.owner.clone();
         self.call("claim stalled threads", move |c, sh| async move {
             let st = c.prepare_cached(&sh.sql.claim).await?;
             let rows = c.query(&st, &[&secs, &limit, &owner, &lease]).await?;

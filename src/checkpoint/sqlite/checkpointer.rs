@@ -7,8 +7,7 @@ use super::rows::{
 };
 use super::saver::SqliteSaver;
 use super::schema::{stalled_sql, SPAN};
-use super::worker::Worker;
-use crate::checkpoint::stalled::check_claim;
+use crate::checkpoint::stalled::Claim;
 use crate::checkpoint::{
     advanced_conflict, now_secs, record_from_row, records_from_rows, same_id_conflict,
     writes_from_rows, ChainFrom, CheckpointError, CheckpointRecord, Checkpointer, PendingWrite,
@@ -301,19 +300,12 @@ impl Checkpointer for SqliteSaver {
         .await
     }
 
-    async fn claim_stalled(
-        &self,
-        owner: &str,
-        stale_after: Duration,
-        lease: Duration,
-        limit: usize,
-    ) -> Result<Vec<String>> {
-        check_claim(owner, stale_after, lease)?;
-        let owner = owner.to_owned();
+    async fn claim(&self, claim: &Claim) -> Result<Vec<String>> {
+        let owner = claim.owner.clone();
         let now = now_secs();
-        let cutoff = now - stale_after.as_secs_f64();
-        let until = now + lease.as_secs_f64();
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let cutoff = now - claim.stale_after.as_secs_f64();
+        let until = now + claim.lease.as_secs_f64();
+        let limit = i64::try_from(claim.limit).unwrap_or(i64::MAX);
         // One write transaction: the check and the claims are atomic for every process.
         self.call("claim stalled threads", move |conn| {
             let tx = Tx::begin(conn, true)?;
@@ -363,13 +355,9 @@ impl Checkpointer for SqliteSaver {
     }
 
     async fn close(&self) -> Result<()> {
-        let Some(Worker { jobs, thread }) = self.lock_worker().take() else {
+        let Some(thread) = self.stop_worker() else {
             return Ok(());
         };
-        drop(jobs);
-        if thread.thread().id() == std::thread::current().id() {
-            return Ok(());
-        }
         // Joining waits for the queued work: off the async threads when on tokio.
         let joined = match tokio::runtime::Handle::try_current() {
             Ok(h) => h.spawn_blocking(move || thread.join()).await.map_err(|_| {

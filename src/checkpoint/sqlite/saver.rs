@@ -18,6 +18,7 @@ use rusqlite::{params, Connection, ErrorCode};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::Duration;
 use tokio::sync::oneshot;
 
@@ -126,15 +127,20 @@ impl SqliteSaver {
     /// thread (blocking the caller until then). Later calls on the saver fail with "the
     /// SqliteSaver was closed". Calling `close` again does nothing.
     pub fn close(&self) -> Result<()> {
-        let Some(Worker { jobs, thread }) = self.lock_worker().take() else {
-            return Ok(());
-        };
-        drop(jobs);
-        if thread.thread().id() == std::thread::current().id() {
-            // Dropped from inside one of its own jobs: the loop ends by itself.
-            return Ok(());
+        match self.stop_worker() {
+            Some(thread) => self.joined(thread.join()),
+            None => Ok(()),
         }
-        self.joined(thread.join())
+    }
+
+    /// Stops taking work: the SQLite thread ends once its queue is done. The thread to
+    /// join for that end, `None` when closed already or when called from that thread
+    /// (dropped from inside one of its own jobs: the loop ends by itself). The closing
+    /// of the sync [`close`](Self::close) and of the async `Checkpointer::close`.
+    pub(super) fn stop_worker(&self) -> Option<JoinHandle<std::result::Result<(), String>>> {
+        let Worker { jobs, thread } = self.lock_worker().take()?;
+        drop(jobs);
+        (thread.thread().id() != std::thread::current().id()).then_some(thread)
     }
 
     /// The outcome of joining the SQLite thread.
