@@ -216,7 +216,7 @@ impl Graph {
             self.successors(as_node, &update.goto, &view, &ctx, &mut triggers)
                 .await?;
         }
-        let next = Graph::make_tasks(&id, triggers);
+        let next = self.make_tasks(&id, triggers);
         let (snapshot, _) = self.snapshot_for_next(since, &chans)?;
         // On a thread without a checkpoint, the update is step 0 (LangGraph's: its
         // "step before" is the input's -1), not an input.
@@ -243,7 +243,7 @@ impl Graph {
         // on the state as it is.
         let writes = self.input_writes(writes);
         let id = new_id();
-        let next = Graph::make_tasks(&id, vec![(START.to_owned(), None)]);
+        let next = self.make_tasks(&id, vec![(START.to_owned(), None)]);
         let out = NodeOutput {
             writes,
             ..Default::default()
@@ -274,7 +274,7 @@ impl Graph {
         };
         let id = new_id();
         let tasks = self.decode_tasks(&original.next)?;
-        let next = Graph::make_tasks(&id, tasks.into_iter().map(|t| (t.node, t.arg)).collect());
+        let next = self.make_tasks(&id, tasks.into_iter().map(|t| (t.node, t.arg)).collect());
         let step = original.step + 1;
         let record = CheckpointRecord {
             snapshot: original.snapshot.clone(),

@@ -43,7 +43,9 @@ impl Run<'_> {
         }
         let id = new_id();
         let tasks = self.graph.decode_tasks(&old.next)?;
-        let next = Graph::make_tasks(&id, tasks.into_iter().map(|t| (t.node, t.arg)).collect());
+        let next = self
+            .graph
+            .make_tasks(&id, tasks.into_iter().map(|t| (t.node, t.arg)).collect());
         let step = old.step + 1;
         let record = CheckpointRecord {
             snapshot: None,
