@@ -2,8 +2,6 @@
 //! operations on channels and tasks the loop (`run.rs`) and the state tools
 //! (`history.rs`) share.
 
-use std::collections::HashSet;
-
 use super::{NameMap, NameSet};
 use std::sync::Arc;
 
@@ -548,24 +546,28 @@ impl Graph {
         })
     }
 
-    /// Builds the next step's tasks: plain triggers are de-duplicated (a node runs
-    /// once per step however many edges lead to it); `Send`s each make a task.
-    pub(super) fn make_tasks(step_id: &str, triggers: Vec<Trigger>) -> Vec<Task> {
-        let mut seen = HashSet::new();
-        let mut tasks = Vec::new();
-        for (node, arg, timeout) in triggers {
-            if arg.is_none() && !seen.insert(node.clone()) {
-                continue;
-            }
-            let i = tasks.len();
-            tasks.push(Task {
+    /// Builds the next step's tasks in the order LangGraph's `get_state` shows them
+    /// (its `next` and `tasks`; a `Send` task's path index counts them): the `Send`s
+    /// first, in the order they were sent (each makes a task), then the nodes
+    /// triggered by edges in the graph's order of nodes, each once (a node runs once
+    /// per step however many edges lead to it).
+    pub(super) fn make_tasks(&self, step_id: &str, triggers: Vec<Trigger>) -> Vec<Task> {
+        let (sends, mut pulls): (Vec<_>, Vec<_>) =
+            triggers.into_iter().partition(|(_, arg, _)| arg.is_some());
+        let rank = |n: &str| self.node_index.get(n).copied().unwrap_or(usize::MAX);
+        pulls.sort_by(|a, b| (rank(&a.0), &a.0).cmp(&(rank(&b.0), &b.0)));
+        pulls.dedup_by(|a, b| a.0 == b.0);
+        sends
+            .into_iter()
+            .chain(pulls)
+            .enumerate()
+            .map(|(i, (node, arg, timeout))| Task {
                 id: format!("{step_id}:{i}:{node}"),
                 node,
                 arg,
                 timeout,
-            });
-        }
-        tasks
+            })
+            .collect()
     }
 
     /// The tasks of `next` (a checkpoint's) as the tasks of checkpoint `id`, in the
@@ -577,7 +579,7 @@ impl Graph {
     ) -> Result<Vec<Task>, GraphError> {
         let tasks = self.decode_tasks(next)?;
         let triggers = tasks.into_iter().map(|t| (t.node, t.arg, t.timeout));
-        Ok(Graph::make_tasks(id, triggers.collect()))
+        Ok(self.make_tasks(id, triggers.collect()))
     }
 
     pub(super) fn records(tasks: &[Task]) -> Result<Vec<TaskRecord>, GraphError> {

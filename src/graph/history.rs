@@ -162,7 +162,7 @@ impl Graph {
                 .map_err(Graph::cp_err)?;
             // The oldest child: the step that followed (a fork comes later).
             if let Some(child) = records_by_parent.get(r.id.as_str()) {
-                let results = pending::step_results(&r.next, child, &pending);
+                let results = pending::step_results(&r, child, &pending);
                 pending.extend(results);
             }
             let parent = r

@@ -148,6 +148,13 @@ impl Pending {
         self.returns = Arc::new(HashMap::new());
     }
 
+    /// All the writes of the step's tasks that finished (their [`Reserved::Done`]
+    /// markers included), as saved.
+    pub fn finished(&self) -> Vec<PendingWrite> {
+        let done = self.by_task.values().filter(|ws| is_finished(ws));
+        done.flatten().cloned().collect()
+    }
+
     /// What the calls of the step's tasks returned, by call id.
     pub fn returns(&self) -> Arc<HashMap<String, super::run::CallSaved>> {
         self.returns.clone()
@@ -568,13 +575,18 @@ fn is_finished(ws: &[PendingWrite]) -> bool {
 /// tasks in order, as LangGraph's. The tasks of a node that ran several times (`Send`)
 /// each have their group of writes (see [`crate::checkpoint::task_groups`]); when a
 /// task of such a node wrote nothing, which group is whose cannot be told, and they
-/// show no result.
+/// show no result. A run under durability `"exit"` that continued the step saves one
+/// record, steps later, whose writes are not the step's: it tells nothing.
 pub(super) fn step_results(
-    next: &[TaskRecord],
+    record: &CheckpointRecord,
     child: &CheckpointRecord,
     pending: &[PendingWrite],
 ) -> Vec<PendingWrite> {
+    let next = &record.next;
     let ran = child.source == "loop";
+    if ran && child.step != record.step + 1 {
+        return Vec::new();
+    }
     let mut groups: HashMap<&str, Vec<&[Write]>> = HashMap::new();
     for g in task_groups(&child.writes) {
         groups.entry(g[0].node.as_str()).or_default().push(g);

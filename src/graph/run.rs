@@ -199,6 +199,7 @@ impl Run<'_> {
         let run = self;
         run.note_start_messages();
         run.prepare(input).await?;
+        let mut input_step = run.next.iter().any(|t| t.node == START);
         while !run.next.is_empty() {
             if run.opts.cancel.is_cancelled() {
                 return Err(GraphError::Cancelled);
@@ -226,6 +227,9 @@ impl Run<'_> {
             }
             if !taken? {
                 break;
+            }
+            if std::mem::take(&mut input_step) {
+                run.note_start_messages();
             }
             if run.opts.live {
                 yield_once().await;
@@ -495,7 +499,7 @@ impl<'g> Run<'g> {
             .writes_output(out.writes.iter().map(|(c, _)| c.as_str()));
         self.step += 1;
         let id = new_id();
-        self.next = Graph::make_tasks(&id, vec![(START.into(), None, None)]);
+        self.next = self.graph.make_tasks(&id, vec![(START.into(), None, None)]);
         // The input is saved as the pending writes of the input checkpoint, in one
         // batch with it (one transaction): never an input checkpoint without its input
         // (a resumed run would start from nothing), and one commit, not two; under
@@ -535,6 +539,8 @@ impl<'g> Run<'g> {
         self.pending = Pending::load(self.graph, cp.as_ref(), &self.thread, &parent.id).await?;
         if self.replaying {
             self.pending.replayed(&parent.next);
+        } else if let Some(x) = &mut self.exit {
+            x.continues(self.pending.finished());
         }
         if let Some((r, update)) = resume {
             // As LangGraph: not when resuming a checkpoint a later one superseded
@@ -654,7 +660,7 @@ impl Run<'_> {
             Ok(t) => t,
             Err(e) => return Err(restore(self, e)),
         };
-        self.next = Graph::make_tasks(&id, triggers);
+        self.next = self.graph.make_tasks(&id, triggers);
         self.checkpoint(id.clone(), Source::Loop, saved, Vec::new(), false)
             .await?;
         self.emit_checkpoint(Source::Loop);
@@ -758,7 +764,9 @@ impl Run<'_> {
         saved: &mut Vec<Write>,
     ) -> Result<Vec<super::engine::Trigger>, GraphError> {
         let mut triggers = Vec::new();
-        for (i, (t, out)) in self.next.iter().zip(outputs).enumerate() {
+        // In the order the tasks' writes apply: so are LangGraph's `Send`s ordered.
+        for i in self.write_order() {
+            let (t, out) = (&self.next[i], &outputs[i]);
             let ctx = self.graph.ctx_for(t, self.step, &self.opts, Vec::new());
             let view = own_views.get(i).and_then(Option::as_ref).unwrap_or(view);
             self.graph

@@ -217,7 +217,7 @@ impl Graph {
             self.successors(as_node, &update.goto, &view, &ctx, &mut triggers)
                 .await?;
         }
-        let next = Graph::make_tasks(&id, triggers);
+        let next = self.make_tasks(&id, triggers);
         let (snapshot, _) = self.snapshot_for_next(since, &chans)?;
         // On a thread without a checkpoint, the update is step 0 (LangGraph's: its
         // "step before" is the input's -1), not an input.
@@ -244,7 +244,7 @@ impl Graph {
         // on the state as it is.
         let writes = self.input_writes(writes);
         let id = new_id();
-        let next = Graph::make_tasks(&id, vec![(START.to_owned(), None, None)]);
+        let next = self.make_tasks(&id, vec![(START.to_owned(), None, None)]);
         let out = NodeOutput {
             writes,
             ..Default::default()

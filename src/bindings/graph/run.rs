@@ -21,7 +21,7 @@ use crate::checkpoint::thread_key;
 use crate::graph::{
     is_hidden, modes, questions, Graph, GraphError, InterruptInfo, InterruptKind, Multitask,
     NodeOutput, Replay, Reserved, Resume, RunInput, RunOptions, RunResult, Snapshot, StreamSink,
-    TaskStatus, Val, ValueCodec, START,
+    TaskStatus, Val, ValueCodec, ROOT, START,
 };
 use crate::prebuilt::ModelCall;
 
@@ -233,6 +233,7 @@ impl GraphCore {
         let stream = self.stream_around(config, stream, parent.as_ref(), call)?;
         let mut opts = RunOptions {
             stream,
+            in_task: parent.is_some(),
             ..Default::default()
         };
         let cfg = match config {
@@ -594,7 +595,13 @@ pub(super) fn snapshot<'py>(
                 .filter(|w| !is_hidden(&w.channel))
                 .map(|w| Ok((w.channel.clone(), decode(&w.channel, w)?)))
                 .collect::<PyResult<Vec<_>>>()?;
-            kw.set_item("result", super::stream::task_result(py, &writes)?)?;
+            let result = super::stream::task_result(py, &writes)?;
+            // A state that is one value (`StateGraph(int)`) shows what the task wrote
+            // to it, bare (nothing: `None`), as LangGraph's.
+            match s.state.root() {
+                Some(_) => kw.set_item("result", result.get_item(ROOT)?)?,
+                None => kw.set_item("result", result)?,
+            }
         }
         tasks.push(task_cls.call((&t.id, &t.node), Some(&kw))?);
     }

@@ -23,15 +23,17 @@ impl Run<'_> {
         self.opts.stream.as_ref()
     }
 
-    /// `messages`: a subgraph run that continues from a checkpoint (a resumed one)
-    /// marks the messages it starts with as shown, as LangGraph's handler marks a
-    /// task's input: when the parent's node that runs the subgraph returns them, they
-    /// are not news. A root run needs none of this (its tasks' state holds them).
+    /// `messages`: a run inside a task of another run (a subgraph) marks the
+    /// messages its tasks start with as shown, as LangGraph's handler marks a task's
+    /// input: when the parent's node that runs the subgraph returns them, they are
+    /// not news. Called as the run starts (a resumed run's state) and after a new
+    /// run's input step (its input, given ids by the subgraph's reducer). A root run
+    /// needs none of this (its tasks' state holds them).
     pub(super) fn note_start_messages(&self) {
         let Some(sink) = self.sink().filter(|s| s.wants(modes::MESSAGES)) else {
             return;
         };
-        if self.opts.checkpoint_ns.is_empty() || self.parent.is_none() {
+        if !self.opts.in_task {
             return;
         }
         for (_, v) in self.graph.view(&self.chans).iter() {

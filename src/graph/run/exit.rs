@@ -34,6 +34,12 @@ pub(super) struct AtExit {
     source: Source,
     /// The run's writes to messages channels, as applied: `(node, channel, value)`.
     messages: Vec<(String, String, Val)>,
+    /// The writes of the tasks that had finished in the step the run continues,
+    /// saved again with its one record: saving a checkpoint drops its parent's
+    /// pending writes, which the record's own writes (the run's, not the step's)
+    /// cannot stand for, so `get_state_history` shows that step's results as
+    /// LangGraph's does (see `pending::step_results`).
+    continued: Vec<PendingWrite>,
 }
 
 impl AtExit {
@@ -42,7 +48,13 @@ impl AtExit {
             start,
             source: Source::Loop,
             messages: Vec::new(),
+            continued: Vec::new(),
         }
+    }
+
+    /// Notes `writes`, those of the finished tasks of the step the run continues.
+    pub fn continues(&mut self, writes: Vec<PendingWrite>) {
+        self.continued = writes;
     }
 
     /// Keeps `v`, written by `node` to `channel`, if `channel` is a messages channel.
@@ -149,7 +161,8 @@ impl Run<'_> {
             created_at: head.created_at,
             metadata: meta(&self.opts.metadata, x.source, head.step),
         };
-        saves.keep_at_exit(record, std::mem::take(&mut self.fork));
+        let continued = std::mem::take(&mut x.continued);
+        saves.keep_at_exit(record, std::mem::take(&mut self.fork), continued);
         self.since_snapshot = 0;
         Ok(())
     }

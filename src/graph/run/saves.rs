@@ -166,12 +166,19 @@ impl Saves {
 
     /// `Exit`: `record` is what the run saves (as the thread's next unless `fork`),
     /// with the pending writes kept for it; those kept for the checkpoints before it,
-    /// which were never saved, go.
-    pub fn keep_at_exit(&self, record: CheckpointRecord, fork: bool) {
+    /// which were never saved, go. `continued`: writes of its parent's step saved
+    /// again after it (its save drops them).
+    pub fn keep_at_exit(&self, record: CheckpointRecord, fork: bool, continued: Vec<PendingWrite>) {
         let mut kept = lock(&self.deferred);
         kept.retain(
             |p| matches!(p, Put::Writes { checkpoint_id, .. } if *checkpoint_id == record.id),
         );
+        if let (Some(parent), false) = (&record.parent_id, continued.is_empty()) {
+            kept.push(Put::Writes {
+                checkpoint_id: parent.clone(),
+                writes: continued,
+            });
+        }
         kept.insert(
             0,
             Put::Record {

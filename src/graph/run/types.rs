@@ -118,6 +118,9 @@ pub struct RunOptions {
     /// before anything is written. ironloop's default; without it, as LangGraph's
     /// default, unknown ids are ignored and one value for several is a `RuntimeError`.
     pub strict_resume: bool,
+    /// The run is inside a task of another run (a subgraph, a graph a node invokes),
+    /// whose `messages` stream it shares (see `Run::note_start_messages`).
+    pub in_task: bool,
 }
 
 impl Default for RunOptions {
@@ -148,6 +151,7 @@ impl Default for RunOptions {
             start_before: None,
             parents: Default::default(),
             strict_resume: true,
+            in_task: false,
         }
     }
 }
