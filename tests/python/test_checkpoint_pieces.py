@@ -10,6 +10,7 @@ each place, through the codec and through a saver.
 from __future__ import annotations
 
 import copy
+import json
 import operator
 import random
 from typing import Annotated, Any, TypedDict
@@ -131,3 +132,21 @@ def test_a_state_holding_one_dict_in_many_places_round_trips(durability: str) ->
     assert len(again["docs"]) == 60
     assert again["docs"][:30] == expected["docs"]
     assert _wide_graph(saver).get_state(cfg).values == copy.deepcopy(again)
+
+
+def test_tokens_of_every_short_length_are_written_exactly() -> None:
+    """The writer copies short tokens (keys, numbers, strings of up to 16 bytes) inline
+    by two moves from their ends: every length around that bound, with multi-byte and
+    escaped characters at either end, is the text ``json.dumps`` writes, in one text
+    and in pieces (after a cut the open buffer is a new one)."""
+    ends = ["", "é", "😀", "\n", '"', "\\", "\x01"]
+    strings = [a + "x" * n + b for n in range(0, 40) for a in ends for b in ends]
+    ints = [10**k for k in range(19)] + [-(10**k) for k in range(19)]
+    value = {s: [s, i] for i, s in enumerate(strings)} | {"ints": ints}
+    expected = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    assert _checkpoint_encode(value) == expected
+    doc = _doc(3)
+    wide = {"a": doc, "v": value, "b": doc, "w": [value, doc]}
+    text = json.dumps(wide, ensure_ascii=False, separators=(",", ":")).encode()
+    assert _checkpoint_encode(wide) == text
+    assert b"".join(_checkpoint_encode_pieces(wide)) == text

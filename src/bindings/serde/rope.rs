@@ -11,6 +11,7 @@
 
 use std::cell::RefCell;
 use std::io;
+use std::ptr;
 use std::rc::Rc;
 
 use bytes::BytesMut;
@@ -207,15 +208,64 @@ impl Out {
     }
 }
 
+/// Appends `b` to `buf`. serde_json hands over most of the text a few bytes at a time
+/// (a key, a number, a short string): those are copied inline, by fixed-size moves,
+/// instead of by a call to `memcpy` (whose calls were 11–13 % of encoding a large
+/// dict: a copy of a length known only at run time is a call).
+#[inline]
+fn append(buf: &mut BytesMut, b: &[u8]) {
+    let n = b.len();
+    if n > SMALL {
+        return buf.extend_from_slice(b);
+    }
+    buf.reserve(SMALL);
+    let dst = buf.spare_capacity_mut().as_mut_ptr().cast::<u8>();
+    // SAFETY: `reserve` left at least SMALL bytes of spare capacity at `dst`, and
+    // `copy_small` writes bytes `0..n` of it (n <= SMALL) before they are counted.
+    unsafe {
+        copy_small(b, dst);
+        buf.set_len(buf.len() + n);
+    }
+}
+
+/// The longest write [`append`] copies inline.
+const SMALL: usize = 16;
+
+/// Copies `src` (at most [`SMALL`] bytes) to `dst` with two fixed-size moves from its
+/// two ends, overlapping in the middle: no loop and no call.
+///
+/// # Safety
+/// `dst` must be valid for writes of `src.len()` bytes and not overlap `src`.
+#[inline(always)]
+unsafe fn copy_small(src: &[u8], dst: *mut u8) {
+    let (n, s) = (src.len(), src.as_ptr());
+    // SAFETY: every read is within `src` and every write within `dst`'s `n` bytes.
+    unsafe {
+        if n >= 8 {
+            ptr::copy_nonoverlapping(s, dst, 8);
+            ptr::copy_nonoverlapping(s.add(n - 8), dst.add(n - 8), 8);
+        } else if n >= 4 {
+            ptr::copy_nonoverlapping(s, dst, 4);
+            ptr::copy_nonoverlapping(s.add(n - 4), dst.add(n - 4), 4);
+        } else if n > 0 {
+            *dst = *s;
+            *dst.add(n / 2) = *s.add(n / 2);
+            *dst.add(n - 1) = *s.add(n - 1);
+        }
+    }
+}
+
 impl io::Write for Out {
+    #[inline]
     fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-        self.0.borrow_mut().buf.extend_from_slice(b);
+        append(&mut self.0.borrow_mut().buf, b);
         Ok(b.len())
     }
 
     /// What serde_json calls for each token: one append, not `write`'s loop.
+    #[inline]
     fn write_all(&mut self, b: &[u8]) -> io::Result<()> {
-        self.0.borrow_mut().buf.extend_from_slice(b);
+        append(&mut self.0.borrow_mut().buf, b);
         Ok(())
     }
 
