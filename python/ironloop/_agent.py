@@ -7,8 +7,9 @@ import sys
 import typing
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Annotated, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict
 
+from ironloop import messages as _messages
 from ironloop._agent_prompt import (
     _get,
     _giving_prompt_kwargs,
@@ -40,7 +41,9 @@ from ironloop._tool import Tool, compose_schema
 from ironloop._toolnode import ToolNode
 from ironloop.errors import ModelError
 from ironloop.graph import CompiledStateGraph, StateGraph, add_messages
-from ironloop.messages import AIMessage, AIMessageChunk, BaseMessage, SystemMessage
+
+if TYPE_CHECKING:
+    from ironloop.messages import AIMessage
 from ironloop.types import Send
 from ironloop.warnings import LangGraphDeprecatedSinceV10
 
@@ -48,7 +51,7 @@ __all__ = ["AgentState", "create_react_agent"]
 
 
 class _Conversation(TypedDict):
-    messages: Annotated[list[BaseMessage], add_messages]
+    messages: Annotated[list[_messages.BaseMessage], add_messages]
 
 
 class AgentState(_Conversation, total=False):
@@ -71,16 +74,16 @@ class AgentStateWithStructuredResponse(AgentState, total=False):
 
 
 def _as_ai(resp: Any) -> AIMessage:
-    if isinstance(resp, AIMessage):
+    if isinstance(resp, _messages.AIMessage):
         return resp
     if isinstance(resp, dict):
         d = dict(resp)
         d.setdefault("role", "assistant")
         msg = _coerce_message(d)
-        if isinstance(msg, AIMessage):
+        if isinstance(msg, _messages.AIMessage):
             return msg
     if isinstance(resp, str):
-        return AIMessage(content=resp)
+        return _messages.AIMessage(content=resp)
     raise ModelError(
         f"the model returned {type(resp).__name__}: a model's invoke() must return an "
         "AIMessage or a {'role': 'assistant', ...} dict"
@@ -93,10 +96,10 @@ def _merge_chunks(chunks: list[AIMessage]) -> AIMessage:
     the tool calls collected."""
     if not chunks:
         raise ModelError("the model's stream ended without any chunk")
-    pieces = [c for c in chunks if isinstance(c, AIMessageChunk)]
+    pieces = [c for c in chunks if isinstance(c, _messages.AIMessageChunk)]
     if len(pieces) == len(chunks):
         whole = pieces[0] + pieces[1:] if len(pieces) > 1 else pieces[0]
-        return AIMessage(
+        return _messages.AIMessage(
             content=whole.content,
             tool_calls=[dict(c) for c in whole.tool_calls],
             invalid_tool_calls=[dict(c) for c in whole.invalid_tool_calls],
@@ -112,7 +115,7 @@ def _merge_chunks(chunks: list[AIMessage]) -> AIMessage:
     # Provider fields come with the last piece that has them (the whole message's).
     extra = next((ch.additional_kwargs for ch in reversed(chunks) if ch.additional_kwargs), {})
     meta = next((ch.response_metadata for ch in reversed(chunks) if ch.response_metadata), {})
-    return AIMessage(
+    return _messages.AIMessage(
         content="".join(ch.text for ch in chunks),
         tool_calls=calls,
         invalid_tool_calls=invalid,
@@ -126,7 +129,7 @@ def _merge_chunks(chunks: list[AIMessage]) -> AIMessage:
 def _schema_output_msg(output: Any, msg_id: Any, structured: bool) -> dict[str, Any]:
     """The agent's final step from a schema-mode ``output``."""
     content = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
-    update: dict[str, Any] = {"messages": [AIMessage(content=content, id=msg_id)]}
+    update: dict[str, Any] = {"messages": [_messages.AIMessage(content=content, id=msg_id)]}
     if structured and not isinstance(output, str):
         update["structured_response"] = output
     return update
@@ -179,7 +182,9 @@ def _from_composed(resp: AIMessage, schema: dict[str, Any], structured: bool) ->
         # An output given with the calls is kept as this message's content (in
         # JSON), so it is in the state and checkpointed until the calls have run.
         content = "" if output is None else json.dumps(output, ensure_ascii=False)
-        return {"messages": [AIMessage(content=content, tool_calls=tool_calls, id=resp.id)]}
+        return {
+            "messages": [_messages.AIMessage(content=content, tool_calls=tool_calls, id=resp.id)]
+        }
     return _schema_output_msg(output, resp.id, structured)
 
 
@@ -334,7 +339,7 @@ def _agent_model(model: Any, tools: Any, prompt: Any, name: str | None) -> Any:
     if prompt is None:
         system = None
     elif isinstance(prompt, str):
-        system = SystemMessage(content=prompt)
+        system = _messages.SystemMessage(content=prompt)
     elif _is_system_message(prompt):
         system = prompt
     else:
@@ -646,7 +651,7 @@ def _react_template(
 
         def structured_input(state: Any) -> list[Any]:
             msgs = list(_get(state, "messages"))
-            return [SystemMessage(content=fmt_prompt), *msgs] if fmt_prompt else msgs
+            return [_messages.SystemMessage(content=fmt_prompt), *msgs] if fmt_prompt else msgs
 
         def generate_structured_response(state: Any) -> dict[str, Any]:
             msgs = structured_input(state)

@@ -9,8 +9,8 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from ironloop import messages as _messages
 from ironloop._foreign import is_langchain_message, is_langchain_runnable
-from ironloop.messages import SystemMessage
 
 
 def _get(state: Any, key: str, default: Any = None) -> Any:
@@ -19,7 +19,7 @@ def _get(state: Any, key: str, default: Any = None) -> Any:
 
 
 def _is_system_message(p: Any) -> bool:
-    return isinstance(p, SystemMessage) or (
+    return isinstance(p, _messages.SystemMessage) or (
         is_langchain_message(p) and getattr(p, "type", None) == "system"
     )
 
@@ -68,7 +68,7 @@ def _prompt_functions(prompt: Any) -> tuple[Callable[..., Any], Callable[..., An
             return list(_get(state, "messages"))
 
     elif isinstance(prompt, str) or _is_system_message(prompt):
-        system = SystemMessage(content=prompt) if isinstance(prompt, str) else prompt
+        system = _messages.SystemMessage(content=prompt) if isinstance(prompt, str) else prompt
 
         def fn(state: Any, **_: Any) -> Any:
             return [system, *_get(state, "messages")]

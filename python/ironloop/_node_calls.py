@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ironloop._interrupt import asked, validated
 from ironloop._ironloop import _coerce_message
 from ironloop._runtime import answers_var, scratch_lock, task_var, writer_of
-from ironloop.messages import BaseMessage
+
+if TYPE_CHECKING:
+    from ironloop.messages import BaseMessage
 
 #: Inside a subgraph run by a graph without checkpoints: the scratchpad of the outermost
 #: graph's task, which holds that task's resume values.

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, is_dataclass
 from types import UnionType
 from typing import (
+    TYPE_CHECKING,
     Any,
     Generic,
     TypeVar,
@@ -38,10 +39,13 @@ from typing import (
 
 from typing_extensions import is_typeddict  # typing's misses typing_extensions' own
 
+from ironloop import messages as _messages
 from ironloop._ironloop import _json_schema_errors
 from ironloop._schema import type_schema
 from ironloop.errors import ModelError
-from ironloop.messages import AIMessage, ToolMessage
+
+if TYPE_CHECKING:
+    from ironloop.messages import AIMessage, ToolMessage
 
 SchemaT = TypeVar("SchemaT")
 
@@ -473,4 +477,4 @@ class Plan:
 def _reply(call: dict[str, Any], text: str) -> ToolMessage:
     """The model node's answer to an output tool call (status ``success`` also for
     an error reply, as LangChain writes it: the text says what is wrong)."""
-    return ToolMessage(content=text, tool_call_id=call["id"], name=call["name"])
+    return _messages.ToolMessage(content=text, tool_call_id=call["id"], name=call["name"])

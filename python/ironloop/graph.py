@@ -27,6 +27,7 @@ from typing import (
 
 from typing_extensions import Self
 
+from ironloop import messages as _messages
 from ironloop._allowlist import SerdeAllowlist, allowlist
 from ironloop._cache import cached_node
 from ironloop._compiled import CompiledStateGraph, ContextT, InputT, OutputT, StateT
@@ -62,7 +63,6 @@ from ironloop._timeout import refuse_sync, timed_task
 from ironloop._toolnode import ToolNode
 from ironloop.checkpoint import check_saver
 from ironloop.errors import GraphInterrupt
-from ironloop.messages import BaseMessage
 from ironloop.runtime import _with_runtime
 from ironloop.types import (
     CachePolicy,
@@ -93,7 +93,7 @@ REMOVE_ALL_MESSAGES = "__remove_all__"
 class MessagesState(TypedDict):
     """A state with one ``messages`` channel merged by ``add_messages``."""
 
-    messages: Annotated[list[BaseMessage], add_messages]
+    messages: Annotated[list[_messages.BaseMessage], add_messages]
 
 
 class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
@@ -597,7 +597,7 @@ class MessageGraph(StateGraph[Any, Any, Any, Any]):
             LangGraphDeprecatedSinceV10,
             stacklevel=2,
         )
-        super().__init__(Annotated[list[BaseMessage], add_messages])
+        super().__init__(Annotated[list[_messages.BaseMessage], add_messages])
 
 
 # Re-exported for `from ironloop.graph import Send, Command` (and the other types this

@@ -1,15 +1,18 @@
 """Chat messages: langchain-core's classes when langchain-core is installed, else
 ironloop's own, shaped like them.
 
-Which classes a process uses is decided once, at the first import of this module:
-if ``langchain_core`` can be imported, ``AIMessage``, ``HumanMessage``, ... here
+Which classes a process uses is decided once, when a message class is first needed
+(a name below read, or the engine making its first message for Python): if
+``langchain_core`` can be imported, ``AIMessage``, ``HumanMessage``, ... here
 *are* ``langchain_core.messages``'s classes (so both import paths are interchangeable
 and every message a node, tool, hook, stream or result hands to Python code is a
 langchain-core message, which LangChain's models, prompts and ``isinstance`` checks
 accept). The Rust engine still holds each message as one shared immutable value and
 makes its langchain-core object once; a node that returns a message gets the very
 same object back. Without langchain-core the classes are ironloop's own, implemented
-in Rust (``ironloop._ironloop``), with the same fields and methods.
+in Rust (``ironloop._ironloop``), with the same fields and methods. Importing
+langchain-core takes ~130 ms, so the choice waits for the first use: ``import ironloop``
+and a graph that never handles a message do not pay it.
 
 Example:
     >>> from ironloop.messages import AIMessage, ToolCall
@@ -23,7 +26,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ironloop import _ironloop
-from ironloop._ironloop import _coerce_message, _use_langchain_messages
+from ironloop._ironloop import (
+    _choose_messages_on_first_use,
+    _coerce_message,
+    _use_langchain_messages,
+)
 
 __all__ = [
     "AIMessage",
@@ -52,10 +59,21 @@ def _langchain_messages() -> Any:
     return messages
 
 
-_lc = _langchain_messages()
-
-#: Whether this process's message classes are langchain-core's (decided at import).
-USES_LANGCHAIN: bool = _lc is not None
+#: The names whose value waits for the choice of classes (see the module's docstring).
+_CHOSEN_LATER = frozenset(
+    {
+        "AIMessage",
+        "AIMessageChunk",
+        "AnyMessage",
+        "BaseMessage",
+        "HumanMessage",
+        "MESSAGE_TYPES",
+        "RemoveMessage",
+        "SystemMessage",
+        "ToolMessage",
+        "USES_LANGCHAIN",
+    }
+)
 
 if TYPE_CHECKING:
     # Type checkers see ironloop's own classes: langchain-core's have the same fields
@@ -71,45 +89,51 @@ if TYPE_CHECKING:
     )
 
     AnyMessage = BaseMessage
-elif _lc is not None:
-    AIMessage = _lc.AIMessage
-    AIMessageChunk = _lc.AIMessageChunk
-    BaseMessage = _lc.BaseMessage
-    HumanMessage = _lc.HumanMessage
-    RemoveMessage = _lc.RemoveMessage
-    SystemMessage = _lc.SystemMessage
-    ToolMessage = _lc.ToolMessage
-    AnyMessage = _lc.AnyMessage
-else:
-    AIMessage = _ironloop.AIMessage
-    AIMessageChunk = _ironloop.AIMessageChunk
-    BaseMessage = _ironloop.BaseMessage
-    HumanMessage = _ironloop.HumanMessage
-    RemoveMessage = _ironloop.RemoveMessage
-    SystemMessage = _ironloop.SystemMessage
-    ToolMessage = _ironloop.ToolMessage
-    AnyMessage = _ironloop.BaseMessage
+    #: Whether this process's message classes are langchain-core's.
+    USES_LANGCHAIN: bool
+    #: Every class a message object may have in this process, for ``isinstance``
+    #: checks: the chosen base class and ironloop's own (still made by code that asks
+    #: for ``ironloop._ironloop``'s classes by name).
+    MESSAGE_TYPES: tuple[type, ...]
 
-if _lc is not None:
-    _use_langchain_messages(
-        {
-            "BaseMessage": _lc.BaseMessage,
-            "BaseMessageChunk": _lc.BaseMessageChunk,
-            "HumanMessage": _lc.HumanMessage,
-            "SystemMessage": _lc.SystemMessage,
-            "AIMessage": _lc.AIMessage,
-            "AIMessageChunk": _lc.AIMessageChunk,
-            "ToolMessage": _lc.ToolMessage,
-            "RemoveMessage": _lc.RemoveMessage,
-        }
-    )
-else:
-    _use_langchain_messages(None)
 
-#: Every class a message object may have in this process, for ``isinstance`` checks:
-#: the chosen base class and ironloop's own (still made by code that asks for
-#: ``ironloop._ironloop``'s classes by name).
-MESSAGE_TYPES: tuple[type, ...] = tuple({BaseMessage, _ironloop.BaseMessage})
+def _choose() -> None:
+    """Makes this process's choice of message classes, once: tells the engine and
+    sets the module's names. Called on the first read of one of them, or by the
+    engine before it makes its first message for Python."""
+    chosen = globals()
+    if "USES_LANGCHAIN" in chosen:
+        return
+    lc = _langchain_messages()
+    names = [
+        "AIMessage",
+        "AIMessageChunk",
+        "BaseMessage",
+        "HumanMessage",
+        "RemoveMessage",
+        "SystemMessage",
+        "ToolMessage",
+    ]
+    source: Any = lc if lc is not None else _ironloop
+    classes = {name: getattr(source, name) for name in names}
+    if lc is not None:
+        _use_langchain_messages({**classes, "BaseMessageChunk": lc.BaseMessageChunk})
+    else:
+        _use_langchain_messages(None)
+    chosen.update(classes)
+    chosen["AnyMessage"] = lc.AnyMessage if lc is not None else _ironloop.BaseMessage
+    chosen["MESSAGE_TYPES"] = tuple({classes["BaseMessage"], _ironloop.BaseMessage})
+    chosen["USES_LANGCHAIN"] = lc is not None
+
+
+def __getattr__(name: str) -> Any:
+    if name in _CHOSEN_LATER:
+        _choose()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+_choose_messages_on_first_use(_choose)
 
 
 def to_langchain(messages: Any) -> Any:
@@ -120,6 +144,7 @@ def to_langchain(messages: Any) -> Any:
     compares equal to the ironloop message it came from.
 
     Example:
+        >>> from ironloop.messages import AIMessage
         >>> lc = to_langchain(AIMessage("hi", id="a1"))
         >>> type(lc).__module__.split(".")[0], lc.content, lc == AIMessage("hi", id="a1")
         ('langchain_core', 'hi', True)
@@ -135,6 +160,7 @@ def from_langchain(messages: Any) -> Any:
     ``tool_call_chunks``).
 
     Example:
+        >>> from ironloop.messages import HumanMessage
         >>> from_langchain(to_langchain(HumanMessage("hi", id="1"))) == HumanMessage("hi", id="1")
         True
     """

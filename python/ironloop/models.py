@@ -25,9 +25,10 @@ import re
 import threading
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Union
 
 from ironloop import _tracing
+from ironloop import messages as _messages
 from ironloop._foreign import is_langchain_tool
 from ironloop._ironloop import (
     _ChatModelCore,
@@ -38,31 +39,33 @@ from ironloop._ironloop import (
 from ironloop._runtime import task_var
 from ironloop._usage import record
 from ironloop.errors import ModelError
-from ironloop.messages import MESSAGE_TYPES, AIMessage, AIMessageChunk, BaseMessage
+
+if TYPE_CHECKING:
+    from ironloop.messages import AIMessage, AIMessageChunk, BaseMessage
 
 __all__ = ["AnthropicChat", "OpenAIChat", "ScriptedChatModel", "init_model"]
 
-Response = AIMessage | str | dict | Callable[[list[BaseMessage]], Any]
+Response = Union["AIMessage", str, dict, Callable[[list["BaseMessage"]], Any]]
 
 
 def _to_ai(response: Any) -> AIMessage:
     # str and dict first: with langchain-core's classes, `isinstance` against
     # MESSAGE_TYPES goes through `ABCMeta` once per class, at every model call.
     if isinstance(response, str):
-        return AIMessage(content=response, id=_fresh_id())
+        return _messages.AIMessage(content=response, id=_fresh_id())
     if isinstance(response, dict):
         d = dict(response)
         d.setdefault("role", "assistant")
         msg = _coerce_message(d)
-        if not isinstance(msg, AIMessage):
+        if not isinstance(msg, _messages.AIMessage):
             raise ModelError(f"a scripted response must be an assistant message, got {d['role']!r}")
         return msg
-    if isinstance(response, MESSAGE_TYPES):
+    if isinstance(response, _messages.MESSAGE_TYPES):
         response = _coerce_message(response)  # one of this process's classes
-    if isinstance(response, AIMessage):
+    if isinstance(response, _messages.AIMessage):
         # A fresh id: the same scripted message may be replayed more than once.
         copy = response.model_copy(update={"id": _fresh_id()})
-        assert isinstance(copy, AIMessage)
+        assert isinstance(copy, _messages.AIMessage)
         return copy
     raise ModelError(
         f"a scripted response must be an AIMessage, a str or a dict, got {type(response).__name__}"
@@ -127,7 +130,7 @@ class ScriptedChatModel:
                     )
                 response = self._script[self._next]
                 self._next += 1
-        if callable(response) and not isinstance(response, (*MESSAGE_TYPES, dict, str)):
+        if callable(response) and not isinstance(response, (*_messages.MESSAGE_TYPES, dict, str)):
             response = response(msgs)
         return _to_ai(response)
 
@@ -154,7 +157,7 @@ class ScriptedChatModel:
         words = re.findall(r"\S+\s*", full.text) or [""]
         for i, w in enumerate(words):
             last = i == len(words) - 1
-            yield AIMessageChunk(
+            yield _messages.AIMessageChunk(
                 content=w,
                 tool_calls=[dict(c) for c in full.tool_calls] if last else [],
                 id=full.id,

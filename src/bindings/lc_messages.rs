@@ -1,7 +1,11 @@
 //! langchain-core's message classes as the messages Python code sees.
 //!
 //! When langchain-core is installed, `ironloop.messages` re-exports its classes and
-//! tells the glue so once, at import ([`_use_langchain_messages`]). From then on the
+//! tells the glue so once ([`_use_langchain_messages`]), when a message class is first
+//! needed: importing langchain-core takes ~130 ms, which `import ironloop` and a graph
+//! that never handles a message should not pay. `ironloop.messages` registers the
+//! function that makes the choice ([`_choose_messages_on_first_use`]), and the glue
+//! calls it before it makes or reads its first message. From then on the
 //! one function that turns a core message into Python ([`to_py`], behind
 //! `message_to_py`) builds a langchain-core object once per message and keeps it in
 //! the message's host slot, and the function that reads a message from Python
@@ -44,12 +48,44 @@ pub struct Lc {
 /// Set once per process by `ironloop.messages`; `None` inside means "own classes".
 static LC: OnceLock<Option<Lc>> = OnceLock::new();
 
+/// `ironloop.messages`'s function that makes the choice (it calls
+/// [`_use_langchain_messages`]), for the glue to call on its first need.
+static CHOOSE: OnceLock<Py<PyAny>> = OnceLock::new();
+
 /// The host object a message keeps: its langchain-core twin.
 struct HostObj(Py<PyAny>);
 
-/// langchain-core's classes when they are the message classes of this process.
+/// langchain-core's classes when they are the message classes of this process. The
+/// first call makes the choice if Python code has not made it yet.
 pub fn active() -> Option<&'static Lc> {
+    match LC.get() {
+        Some(chosen) => chosen.as_ref(),
+        None => choose_now(),
+    }
+}
+
+/// Asks `ironloop.messages` to choose the classes now. Should its function fail (a
+/// langchain-core that raises something other than `ImportError` while importing),
+/// the error is reported as unraisable and the process keeps ironloop's own classes,
+/// as it would without langchain-core.
+#[cold]
+fn choose_now() -> Option<&'static Lc> {
+    if let Some(choose) = CHOOSE.get() {
+        Python::attach(|py| {
+            if let Err(e) = choose.call0(py) {
+                e.write_unraisable(py, None);
+                let _ = LC.set(None);
+            }
+        });
+    }
     LC.get().and_then(Option::as_ref)
+}
+
+/// Registers `ironloop.messages`'s function that chooses the message classes, called
+/// on the glue's first need of them (see the module's doc).
+#[pyfunction]
+pub fn _choose_messages_on_first_use(choose: Py<PyAny>) {
+    let _ = CHOOSE.set(choose);
 }
 
 /// Chooses the message classes of this process: langchain-core's (a dict of its

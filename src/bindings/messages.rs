@@ -578,6 +578,10 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         super::lc_messages::_use_langchain_messages,
         m
     )?)?;
+    m.add_function(wrap_pyfunction!(
+        super::lc_messages::_choose_messages_on_first_use,
+        m
+    )?)?;
     m.add_class::<PyMessage>()?;
     m.add_class::<PyHumanMessage>()?;
     m.add_class::<PySystemMessage>()?;

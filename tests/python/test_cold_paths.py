@@ -115,3 +115,74 @@ def test_create_agent_is_still_importable_from_the_package():
         """
     )
     assert out == "ok"
+
+
+def test_import_and_a_graph_without_messages_never_import_langchain_core():
+    # Importing langchain-core costs ~130 ms: the choice of message classes waits for
+    # the first message, so `import ironloop` and a graph of plain values skip it.
+    out = run_fresh(
+        """
+        import sys
+        from typing import TypedDict
+
+        import ironloop
+        from ironloop import END, START, MemorySaver, MessagesState, StateGraph
+
+        assert "langchain_core" not in sys.modules, "import ironloop imported langchain_core"
+
+        class S(TypedDict):
+            n: int
+
+        g = StateGraph(S)
+        g.add_node("a", lambda s: {"n": s["n"] + 1})
+        g.add_edge(START, "a")
+        g.add_edge("a", END)
+        out = g.compile(checkpointer=MemorySaver()).invoke({"n": 1}, {"configurable": {"thread_id": "t"}})
+        assert out == {"n": 2}, out
+        assert "langchain_core" not in sys.modules, "a graph without messages imported it"
+        print("ok")
+        """
+    )
+    assert out == "ok"
+
+
+def test_the_first_message_the_engine_makes_has_the_chosen_class():
+    # No Python code reads a message class before the engine makes a message (the
+    # ToolNode's ToolMessage, from dict input): the engine asks for the choice itself,
+    # so the result is langchain-core's class when it is installed, and
+    # `ironloop.messages` names that same class afterwards.
+    out = run_fresh(
+        """
+        import importlib.util, sys
+        from ironloop import ToolNode, tool
+
+        @tool
+        def add(a: int, b: int) -> int:
+            "Adds."
+            return a + b
+
+        call = {"name": "add", "args": {"a": 1, "b": 2}, "id": "c1"}
+        ai = {"role": "assistant", "content": "", "tool_calls": [call]}
+        [msg] = ToolNode([add]).invoke({"messages": [ai]})["messages"]
+        import ironloop.messages as m
+
+        installed = importlib.util.find_spec("langchain_core") is not None
+        assert m.USES_LANGCHAIN is installed
+        assert type(msg) is m.ToolMessage, type(msg)
+        assert msg.content == "3"
+        print(type(msg).__module__.split(".")[0])
+        """
+    )
+    import importlib.util
+
+    expected = "langchain_core" if importlib.util.find_spec("langchain_core") else "ironloop"
+    assert out == expected
+
+
+def test_messages_module_examples():
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module("ironloop.messages"))
+    assert result.failed == 0
+    assert result.attempted > 0
