@@ -238,6 +238,67 @@ class _Worker:
         total, m, t = median(run), median(models), median(tools)
         return {"run": total, "model": m, "tool": t, "framework": max(total - m - t, 0.0)}
 
+    def floor(self, name: str, repeat: int) -> float:
+        """CPU seconds (median) of the user's own work in a ``wide_state`` /
+        ``wide_dict`` / ``pydantic_state`` cell, with no framework: each node's input
+        state built from the values (the dataclass or pydantic model, its validators
+        run), the node function called, its writes folded in with the benchmark's own
+        reducers, the router asked after ``six``, in the graph's order. Any framework
+        spends at least this; what a side spends above it is its own part."""
+        import typing
+
+        from langgraph.graph import END
+
+        _, graph, inp = self.graph(name, "sync", "none")
+        builder = graph.builder
+        steps = [["one"], ["two"], ["three", "four"], ["five"], ["six"]]
+        if set(builder.nodes) != {n for step in steps for n in step}:
+            raise ValueError(f"{name}: not the six-node graph the floor knows")
+        state = builder.state_schema
+        hints = typing.get_type_hints(state, include_extras=True)
+        reducers = {
+            k: (h.__metadata__[0] if callable(getattr(h, "__metadata__", (None,))[0]) else None)
+            for k, h in hints.items()
+        }
+        nodes = {n: spec.runnable.func for n, spec in builder.nodes.items()}
+        [route] = [b.path.func for b in builder.branches["six"].values()]
+        defaults: dict[str, Any] = {}
+        for k in hints:
+            fields = getattr(state, "model_fields", None) or getattr(
+                state, "__dataclass_fields__", {}
+            )
+            f = fields.get(k)
+            if f is None:
+                continue
+            factory = getattr(f, "default_factory", None)
+            defaults[k] = factory() if callable(factory) else f.default
+
+        def run() -> None:
+            vals = {
+                k: (v.copy() if isinstance(v, (list, dict)) else v) for k, v in defaults.items()
+            }
+
+            def fold(writes: dict[str, Any]) -> None:
+                for k, v in writes.items():
+                    r = reducers.get(k)
+                    vals[k] = r(vals[k], v) if r is not None and k in vals else v
+
+            fold(inp)
+            while True:
+                for step in steps:
+                    for out in [nodes[n](state(**vals)) for n in step]:
+                        fold(out)
+                if route(state(**vals)) == END:
+                    return
+
+        run()
+        times = []
+        for _ in range(repeat):
+            cpu = time.process_time()
+            run()
+            times.append(time.process_time() - cpu)
+        return statistics.median(times)
+
     def compile_time(self, name: str) -> float:
         ns = self.table("memory")
         for bname, builder in ns["compilation_benchmarks"]:
@@ -273,6 +334,8 @@ class _Worker:
                     out = {"s": self.compile_time(**req)}
                 elif op == "react_split":
                     out = self.react_split(**req)
+                elif op == "floor":
+                    out = {"cpu": self.floor(**req)}
                 else:
                     raise ValueError(op)
                 reply = {"ok": out}
@@ -383,6 +446,32 @@ def _cells(names: list[str], only: list[str], savers: list[str]) -> list[tuple[s
                     continue
                 cells.append((name, mode, saver))
     return cells
+
+
+def _print_floors(langgraph: Any, results: list[dict[str, Any]], repeat: int) -> None:
+    """For the measured ``wide_*`` / ``pydantic_state`` cells without a saver (sync):
+    the user's own work (the floor, CPU) and each side's part above it."""
+    rows = [
+        r
+        for r in results
+        if r.get("saver") == "none"
+        and r.get("mode") == "sync"
+        and r["benchmark"].startswith(("wide_", "pydantic_state"))
+        and "ironloop_cpu_ms" in r
+    ]
+    if not rows:
+        return
+    print("\n# no saver, sync: the user's own work with no framework (floor) and each side's")
+    print("# part above it (CPU ms, median)")
+    print(
+        f"{'':28} {'floor':>8} {'LangGraph':>10} {'ironloop':>10} {'LG part / ironloop part':>24}"
+    )
+    for r in rows:
+        floor = langgraph.ask(op="floor", name=r["benchmark"], repeat=repeat)["cpu"] * 1e3
+        lg, il = r["langgraph_cpu_ms"] - floor, r["ironloop_cpu_ms"] - floor
+        r["floor_cpu_ms"] = floor
+        share = f"{lg / il:.1f}x" if il > 0 else "ironloop at its floor"
+        print(f"{r['benchmark']:28} {floor:8.2f} {lg:10.2f} {il:10.2f} {share:>24}", flush=True)
 
 
 def main() -> int:
@@ -506,6 +595,7 @@ def main() -> int:
                 flush=True,
             )
             results.append({"benchmark": "react_agent_100x_split", "impl": i, **sp})
+    _print_floors(clients["langgraph"], results, args.repeat)
     for c in clients.values():
         c.close()
     if args.json:
