@@ -253,14 +253,20 @@ def returned_direct(messages: Sequence[Any], direct: set[str]) -> bool:
             break
         if m.name in direct and m.status == "success":
             return True
-    # Per-call tasks: a return_direct call may have run in another task of the step.
-    # The tool that ran is the one its result names: a reviewer's edit may have run
+    # Per-call tasks: a return_direct call may have run in another task of the step,
+    # whose result this task's routing does not see: its name decides, as LangGraph's.
+    # A result seen here names the tool that ran: a reviewer's edit may have run
     # another tool than the call asked for, and the routing follows what ran.
     if m is not None and m.type == "ai" and m.tool_calls:
-        ran = {
-            t.tool_call_id: t.name for t in messages if t.type == "tool" and t.status == "success"
-        }
-        return any(c["id"] in ran and (ran[c["id"]] or c["name"]) in direct for c in m.tool_calls)
+        results = {t.tool_call_id: t for t in messages if t.type == "tool"}
+
+        def direct_call(c: Any) -> bool:
+            t = results.get(c["id"])
+            if t is None:
+                return c["name"] in direct
+            return t.status == "success" and (t.name or c["name"]) in direct
+
+        return any(direct_call(c) for c in m.tool_calls)
     return False
 
 

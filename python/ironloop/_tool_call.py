@@ -236,6 +236,16 @@ def scope_for(config: Any, tools: list[Any]) -> NodeScope:
     return NodeScope(config=config, runtime=runtime, tools=tools)
 
 
+def task_state() -> Any:
+    """The state of the graph task this is called in, as its node gets it from an edge
+    (a dict, or its input schema's object), else ``{}``: what a ``ToolNode`` given bare
+    tool calls (a ``Send("tools", [call])``, or a call from inside a node) hands its
+    tools, as LangGraph's reads the task's state for them."""
+    scratch = task_var.get(None)
+    state = scratch.read_state() if scratch is not None else None
+    return {} if state is None else state
+
+
 def make_runtime(state: Any, tool_call_id: str | None, store: Any = None) -> Any:
     """The ``ToolRuntime`` of a call: from the ``ToolNode`` call's scope, else from the
     running graph (its context, store, config and stream writer)."""

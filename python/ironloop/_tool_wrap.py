@@ -26,6 +26,7 @@ from ironloop._tool_call import (
     request_runtime,
     runtime_class,
     scope_for,
+    task_state,
 )
 from ironloop.errors import GraphInterrupt, ParentCommand, ToolError, is_invalid_resume
 from ironloop.messages import AIMessage, ToolMessage
@@ -130,7 +131,7 @@ class CallRunner:
         """The calls to run, the state their requests carry, and the input's shape."""
         key = self.node.messages_key
         if isinstance(input, list) and input and _is_call(input[-1]):
-            return [dict(c) for c in input], {}, "tool_calls"
+            return [dict(c) for c in input], task_state(), "tool_calls"
         if isinstance(input, dict) and input.get("__type") == "tool_call_with_context":
             return [dict(input["tool_call"])], input["state"], "tool_calls"
         if isinstance(input, list):
@@ -203,13 +204,6 @@ class CallRunner:
         call["name"] = name
         return core, call
 
-    def _state(self, request: ToolCallRequest) -> Any:
-        state = request.state
-        key = self.node.messages_key
-        if isinstance(state, dict) and key not in state:
-            return {**state, key: []}
-        return state
-
     def _policy(self) -> Any:
         return self.node._error_policy if self.execute_errors is None else self.execute_errors
 
@@ -229,8 +223,8 @@ class CallRunner:
         token = request_runtime.set(request.runtime)
         try:
             if loop is None:
-                return _one_result(core.invoke(self._state(request), **kw))
-            return core.ainvoke(self._state(request), loop, **kw)
+                return _one_result(core.invoke(request.state, **kw))
+            return core.ainvoke(request.state, loop, **kw)
         finally:
             request_runtime.reset(token)
 

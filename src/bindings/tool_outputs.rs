@@ -11,7 +11,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use super::coerce::message_from_py;
-use super::messages::messages_to_py;
+use super::lc_messages;
+use super::messages::message_to_py;
 use super::toolnode::command_class;
 use crate::error::HostError;
 use crate::executor::ToolResult;
@@ -21,7 +22,12 @@ use crate::tool::ToolError;
 /// One output of a tools step, in call order: a tool message, or a `Command` a tool
 /// returned (alone, or as an item of a list return).
 pub enum StepOutput {
-    Message(Arc<Message>),
+    /// `made`: the node made the message (of the tool's result or failure); else the
+    /// tool returned it.
+    Message {
+        msg: Arc<Message>,
+        made: bool,
+    },
     Command(Py<PyAny>),
 }
 
@@ -115,7 +121,10 @@ pub fn flatten_list(
         out.push(if item.is_instance(command)? {
             StepOutput::Command(item.unbind())
         } else {
-            StepOutput::Message(message_from_py(&item)?)
+            StepOutput::Message {
+                msg: message_from_py(&item)?,
+                made: false,
+            }
         });
     }
     Ok(Ok(out))
@@ -127,7 +136,7 @@ pub fn split(outputs: Vec<StepOutput>) -> (Vec<Arc<Message>>, Vec<Py<PyAny>>) {
     let mut commands = Vec::new();
     for o in outputs {
         match o {
-            StepOutput::Message(m) => msgs.push(m),
+            StepOutput::Message { msg, .. } => msgs.push(msg),
             StepOutput::Command(c) => commands.push(c),
         }
     }
@@ -159,14 +168,14 @@ fn parent_sends<'py>(c: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyList
 /// `Command`, `{key: [...]}` (a bare list for a list input); else, in call order,
 /// each `Command` and each message as `{key: [message]}` (`[message]`), the parent
 /// commands that only send merged into one at the end.
-pub fn combine(
-    py: Python<'_>,
+pub fn combine<'py>(
+    py: Python<'py>,
     outputs: Vec<StepOutput>,
     list_in: bool,
     key: &str,
 ) -> PyResult<Py<PyAny>> {
-    let wrap = |msgs: &[Arc<Message>]| -> PyResult<Bound<'_, PyAny>> {
-        let list = messages_to_py(py, msgs)?;
+    let wrap = |msgs: Vec<Bound<'py, PyAny>>| -> PyResult<Bound<'py, PyAny>> {
+        let list = PyList::new(py, msgs)?;
         if list_in {
             return Ok(list.into_any());
         }
@@ -175,14 +184,22 @@ pub fn combine(
         Ok(d.into_any())
     };
     if !outputs.iter().any(|o| matches!(o, StepOutput::Command(_))) {
-        let (msgs, _) = split(outputs);
-        return Ok(wrap(&msgs)?.unbind());
+        let msgs = outputs
+            .iter()
+            .filter_map(|o| match o {
+                StepOutput::Message { msg, made } => Some(output_message(py, msg, *made)),
+                StepOutput::Command(_) => None,
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        return Ok(wrap(msgs)?.unbind());
     }
     let all = PyList::empty(py);
-    let mut sends: Option<Bound<'_, PyList>> = None;
+    let mut sends: Option<Bound<'py, PyList>> = None;
     for o in outputs {
         match o {
-            StepOutput::Message(m) => all.append(wrap(&[m])?)?,
+            StepOutput::Message { msg, made } => {
+                all.append(wrap(vec![output_message(py, &msg, made)?])?)?
+            }
             StepOutput::Command(c) => {
                 let c = c.into_bound(py);
                 match parent_sends(&c)? {
@@ -203,4 +220,19 @@ pub fn combine(
         all.append(command.call((), Some(&kw))?)?;
     }
     Ok(all.into_any().unbind())
+}
+
+/// A message of a standalone ToolNode's output. As LangGraph's, a langchain-core
+/// message the node made has no id until a graph's `add_messages` gives it one;
+/// ironloop's own messages always carry theirs.
+fn output_message<'py>(
+    py: Python<'py>,
+    msg: &Arc<Message>,
+    made: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    let obj = message_to_py(py, msg.clone())?;
+    if made && lc_messages::active().is_some() {
+        obj.setattr(intern!(py, "id"), py.None())?;
+    }
+    Ok(obj)
 }

@@ -106,41 +106,12 @@ impl ToolNodeCore {
         on_progress: Option<Py<PyAny>>,
         call: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Prepared> {
-        let key = self.messages_key.as_str();
-        let (messages, list_in) = if let Ok(d) = input.cast::<PyDict>() {
-            let m = d.get_item(key)?.ok_or_else(|| {
-                PyValueError::new_err(format!(
-                    "ToolNode input must be a list of messages or a state dict with a \
-                     {key:?} key"
-                ))
-            })?;
-            (m, false)
-        } else if input.cast::<PyList>().is_ok() {
-            (input.clone(), true)
-        } else if let Ok(m) = input.getattr(key) {
-            (m, false)
-        } else {
-            return Err(PyTypeError::new_err(format!(
-                "ToolNode input must be a list of messages or a state with {key:?}; got {}",
-                input.get_type().name()?
-            )));
-        };
-        let list = messages.cast::<PyList>().map_err(|_| {
-            PyTypeError::new_err("the 'messages' of a ToolNode input must be a list")
-        })?;
+        let list_in = input.cast::<PyList>().is_ok();
         // `call=`: that one call (what a wrap_tool_call handler runs), as a `Send` does;
-        // the conversation is then only the state tools see, never converted.
+        // the input is then only the state tools see (any shape), never read here.
         let calls = match call {
             Some(c) => Calls::One([tool_call_from_py(c)?]),
-            None => {
-                let messages = list
-                    .iter()
-                    .map(|m| message_from_py(&m))
-                    .collect::<PyResult<Vec<_>>>()?;
-                let ai = last_ai_message(messages.iter())
-                    .ok_or_else(|| PyValueError::new_err(ToolNodeError::NoAiMessage.to_string()))?;
-                Calls::Of(ai.clone())
-            }
+            None => Calls::Of(self.last_ai_message(input)?),
         };
         let env = PyRunEnv::capture(
             py,
@@ -163,6 +134,39 @@ impl ToolNodeCore {
             run,
             list_in,
         })
+    }
+
+    /// The last AI message of a ToolNode's input: a list of messages, or a state (a
+    /// dict or an object) whose `messages_key` holds them.
+    fn last_ai_message(&self, input: &Bound<'_, PyAny>) -> PyResult<Arc<Message>> {
+        let key = self.messages_key.as_str();
+        let messages = if let Ok(d) = input.cast::<PyDict>() {
+            d.get_item(key)?.ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "ToolNode input must be a list of messages or a state dict with a \
+                     {key:?} key"
+                ))
+            })?
+        } else if input.cast::<PyList>().is_ok() {
+            input.clone()
+        } else if let Ok(m) = input.getattr(key) {
+            m
+        } else {
+            return Err(PyTypeError::new_err(format!(
+                "ToolNode input must be a list of messages or a state with {key:?}; got {}",
+                input.get_type().name()?
+            )));
+        };
+        let list = messages.cast::<PyList>().map_err(|_| {
+            PyTypeError::new_err(format!("the {key:?} of a ToolNode input must be a list"))
+        })?;
+        let messages = list
+            .iter()
+            .map(|m| message_from_py(&m))
+            .collect::<PyResult<Vec<_>>>()?;
+        last_ai_message(messages.iter())
+            .cloned()
+            .ok_or_else(|| PyValueError::new_err(ToolNodeError::NoAiMessage.to_string()))
     }
 }
 
@@ -225,13 +229,15 @@ fn is_injection_error(py: Python<'_>, e: &PyErr) -> bool {
 /// The outputs of a step, in call order, with `handle_tool_errors` applied to
 /// failures: tool messages and the `Command`s tools returned (a list return
 /// flattened, see `tool_outputs`; `key` is the messages key its commands answer
-/// in). An `interrupt()` (or a drain) inside a tool is raised again, whatever the policy: it
-/// pauses the graph, it is not a failure.
+/// in, `list_in` whether the node was given a list of messages). An `interrupt()` (or
+/// a drain) inside a tool is raised again, whatever the policy: it pauses the graph,
+/// it is not a failure.
 pub fn tool_results(
     py: Python<'_>,
     handle: &Bound<'_, PyAny>,
     results: Vec<ToolResult>,
     key: &str,
+    list_in: bool,
 ) -> PyResult<Vec<StepOutput>> {
     let mut out = Vec::with_capacity(results.len());
     for mut r in results {
@@ -247,7 +253,8 @@ pub fn tool_results(
             let obj = obj.into_bound(py);
             // A tool may return a `Command` (a graph update), not a message.
             if obj.is_instance(command_class(py)?)? {
-                out.push(StepOutput::Command(obj.unbind()));
+                let checked = checked_command(&obj, &r, key, list_in)?;
+                out.push(StepOutput::Command(checked.unbind()));
                 continue;
             }
             if let Some(items) = list_return(&obj)? {
@@ -260,6 +267,12 @@ pub fn tool_results(
                 }
             }
         }
+        // A message the node makes (of a result or a failure), not one the tool
+        // returned.
+        let made = !r
+            .outcome
+            .as_ref()
+            .is_ok_and(|o| o.payload.as_ref().is_some_and(|p| p.is::<Arc<Message>>()));
         let msg = match &r.outcome {
             Ok(_) => result_message(r),
             Err(e @ crate::tool::ToolError::Unusable { .. }) => return Err(PyErr::from(e)),
@@ -289,9 +302,25 @@ pub fn tool_results(
                 }
             }
         };
-        out.push(StepOutput::Message(msg));
+        out.push(StepOutput::Message { msg, made });
     }
     Ok(out)
+}
+
+/// A `Command` a tool returned, checked against the node's input and its tool message
+/// answering the call named after the tool, as LangGraph's ToolNode does
+/// (`ironloop._tool_command`, looked up on this rare path only). One that does not fit
+/// raises, for the caller.
+fn checked_command<'py>(
+    obj: &Bound<'py, PyAny>,
+    r: &ToolResult,
+    key: &str,
+    list_in: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = obj.py();
+    py.import(pyo3::intern!(py, "ironloop._tool_command"))?
+        .getattr(pyo3::intern!(py, "checked_command"))?
+        .call1((obj, &r.tool_call_id, &r.name, key, list_in))
 }
 
 /// Builds a standalone ToolNode's output (see `tool_outputs::combine`).
@@ -302,7 +331,7 @@ fn finish(
     list_in: bool,
     key: &str,
 ) -> PyResult<Py<PyAny>> {
-    let outputs = tool_results(py, handle, results, key)?;
+    let outputs = tool_results(py, handle, results, key, list_in)?;
     combine(py, outputs, list_in, key)
 }
 

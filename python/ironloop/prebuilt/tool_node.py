@@ -3,7 +3,7 @@ for imports ported from it."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from ironloop._injection import InjectedState, InjectedStore
 from ironloop._ironloop import tools_condition
@@ -18,6 +18,16 @@ ToolInvocationError = ToolInvalidArgsError
 #: The text of an error ``ToolMessage`` (``error`` is what went wrong), as LangGraph's.
 TOOL_CALL_ERROR_TEMPLATE = "Error: {error}\n Please fix your mistakes."
 
+
+#: What a ``Send`` to a ``ToolNode`` may carry (LangGraph's): one tool call and the
+#: state its tools see (``create_react_agent(version="v2")`` sends one per call). The
+#: functional form keeps the key ``__type`` unmangled.
+ToolCallWithContext = TypedDict(
+    "ToolCallWithContext",
+    {"__type": Literal["tool_call_with_context"], "tool_call": dict[str, Any], "state": Any},
+)
+
+
 if TYPE_CHECKING:
     from ironloop._tool_call import ToolRuntime
 
@@ -27,6 +37,7 @@ __all__ = [
     "InjectedState",
     "InjectedStore",
     "ToolCallRequest",
+    "ToolCallWithContext",
     "ToolCallWrapper",
     "ToolInvocationError",
     "ToolNode",

@@ -19,7 +19,6 @@ use crate::graph::{
     ROOT,
 };
 use crate::prebuilt::{messages_channel, ToolsCondition};
-use pyo3::exceptions::PyValueError;
 
 /// One state key: `reducer` is `None` (last value wins), `add_messages` (a messages
 /// channel, merged in Rust) or any function of two values; `initial` makes the value
@@ -133,33 +132,33 @@ impl NodeDesc {
             .ok()
             .and_then(|c| c.cast_into::<ToolNodeCore>().ok());
         let runner: Arc<dyn NodeRunner> = match tool_node {
-            Some(core) => {
-                // `messages_key` names the channel; by default, the state's messages
-                // channel.
-                let key = core.borrow().messages_key.clone();
-                let named = channels
-                    .iter()
-                    .find(|(n, k)| *n == key && matches!(k, ChannelKind::Messages))
-                    .map(|(n, _)| n.as_str());
-                let channel = match key.as_str() {
-                    "messages" => named.or_else(|| messages_channel(channels)),
-                    _ => named,
-                }
-                .ok_or_else(|| {
-                    PyValueError::new_err(format!(
-                        "ToolNode {:?} needs a messages channel {key:?} in the state (e.g. \
-                             {key}: Annotated[list, add_messages])",
-                        self.name
-                    ))
-                })?;
-                Arc::new(ShowsMessages(ToolsNode::new(
+            Some(core) => match tool_node_channel(&core.get().messages_key, channels) {
+                Some(channel) => Arc::new(ShowsMessages(ToolsNode::new(
                     self.name.clone(),
                     core.unbind(),
                     channel,
                     shared.clone(),
                     self.factory,
-                )))
-            }
+                ))),
+                // No messages channel (e.g. `messages: list`, last value wins): the
+                // ToolNode runs as LangGraph's does, a Python node reading the key
+                // from the state and returning its update (`CallRunner`), each call's
+                // tool still run by the core.
+                None => {
+                    let node = self.func.bind(py).call_method1("_runner", (true,))?;
+                    let func = node.call_method0("graph_node")?;
+                    let afunc = func.getattr("__ironloop_async__")?;
+                    Arc::new(ShowsMessages(PyNode {
+                        name: self.name.clone(),
+                        func: func.unbind(),
+                        is_async: false,
+                        afunc: Some(afunc.unbind()),
+                        wants: self.wants,
+                        factory: self.factory,
+                        shared: shared.clone(),
+                    }))
+                }
+            },
             None => {
                 let model_node = model_node_channel(self.func.bind(py), channels)?;
                 let node = ShowsMessages(PyNode {
@@ -193,6 +192,20 @@ impl NodeDesc {
             },
             defer: self.defer,
         })
+    }
+}
+
+/// The messages channel a `ToolNode` with `messages_key` reads and writes: that channel
+/// when it is a messages channel (`add_messages`); by default (`"messages"`), the
+/// state's messages channel ([`messages_channel`]). `None` when the state has none.
+fn tool_node_channel<'a>(key: &str, channels: &'a [(String, ChannelKind)]) -> Option<&'a str> {
+    let named = channels
+        .iter()
+        .find(|(n, k)| n == key && matches!(k, ChannelKind::Messages))
+        .map(|(n, _)| n.as_str());
+    match key {
+        "messages" => named.or_else(|| messages_channel(channels)),
+        _ => named,
     }
 }
 

@@ -6,9 +6,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use pyo3::exceptions::asyncio::CancelledError;
 use pyo3::exceptions::PyBaseException;
+use pyo3::exceptions::PyValueError;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::{PyDict, PyList, PyTuple};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
@@ -26,7 +27,7 @@ use super::super::toolnode::{is_graph_interrupt, is_invalid_resume, tool_results
 use super::describe::Wants;
 use super::returned::{message_meta, stream_returned_messages};
 use super::task::{
-    call_in, call_in_task_with, emit_chunk, task_context, task_context_with, Pushed,
+    call_in, call_in_task_with, emit_chunk, task_context_with, Pushed, ScratchParts, TaskState,
 };
 use super::values::{host, val_to_py, Shared};
 use crate::error::HostError;
@@ -37,6 +38,7 @@ use crate::graph::{
 };
 use crate::message::Message;
 use crate::prebuilt::{answer_output, ToolNode};
+use crate::tool::ToolCall;
 
 /// Whether `e` is a subgraph's `Command(graph=Command.PARENT)` (`ParentCommand`).
 fn is_parent_command(py: Python<'_>, e: &PyErr) -> bool {
@@ -215,9 +217,17 @@ impl PyNode {
         pushed: &Pushed,
     ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
         let (args, kw) = self.arguments(py, view, arg, env)?;
-        let (context, _) = task_context_with(py, env, ctx, pushed.clone())?;
+        let (context, _) = task_context_with(py, env, ctx, self.parts(py, view, pushed))?;
         let r = call_in(py, &context, &self.traced(py, env, ctx)?, args, kw.as_ref())?;
         Ok((r, context))
+    }
+
+    /// What the task's scratchpad is made with: `pushed`, and the state the node reads.
+    fn parts(&self, py: Python<'_>, view: &StateView, pushed: &Pushed) -> ScratchParts {
+        ScratchParts {
+            pushed: pushed.clone(),
+            state: Some(TaskState::new(py, view, &self.shared, &self.factory)),
+        }
     }
 
     /// The node's function or, when the run reports to LangChain callbacks (its config
@@ -255,7 +265,8 @@ impl PyNode {
     ) -> PyResult<Bound<'py, PyAny>> {
         let (args, kw) = self.arguments(py, view, arg, env)?;
         let f = self.traced(py, env, ctx)?;
-        call_in_task_with(py, env, ctx, pushed.clone(), &f, args, kw.as_ref())
+        let parts = self.parts(py, view, pushed);
+        call_in_task_with(py, env, ctx, parts, &f, args, kw.as_ref())
     }
 
     pub(super) fn finish(
@@ -578,21 +589,28 @@ impl NodeRunner for ToolsNode {
     ) -> Result<NodeOutput, NodeFailure> {
         let env = env_of(&ctx)?;
         let (send, tool_env, chain) = attach(|py| -> PyResult<_> {
-            // Send("tools", tool_call): run that one call.
-            let send = match &arg {
-                Some(a) => Some(tool_call_from_py(&val_to_py(py, a)?)?),
-                None => None,
+            // Send("tools", ...): run the calls it brought.
+            let (send, inlined) = match &arg {
+                Some(a) => {
+                    let (calls, state) = sent_calls(&val_to_py(py, a)?)?;
+                    (Some(calls), state)
+                }
+                None => (None, None),
             };
             // Only a tool given the state (an injected state or context) reads it:
             // the state is not turned into Python objects for tools that never look.
-            let state = if self.core.get().sees_state {
-                Some(self.shared.node_input(py, &view, &self.factory)?.unbind())
-            } else {
-                None
+            let state = match inlined {
+                _ if !self.core.get().sees_state => None,
+                Some(s) => Some(s.unbind()),
+                None => Some(self.shared.node_input(py, &view, &self.factory)?.unbind()),
             };
             // Tools see the task's scratchpad (for interrupt()) in their context, and
             // their progress goes to the graph's custom stream.
-            let (context, scratch) = task_context(py, &env, &ctx)?;
+            let parts = ScratchParts {
+                state: Some(TaskState::new(py, &view, &self.shared, &self.factory)),
+                ..Default::default()
+            };
+            let (context, scratch) = task_context_with(py, &env, &ctx, parts)?;
             let chain = self.chain_run(py, &env, &ctx, &view, &context)?;
             let on_progress = match &ctx.stream {
                 Some(s) if s.wants(modes::CUSTOM) => Some(scratch.getattr("write")?.unbind()),
@@ -614,7 +632,7 @@ impl NodeRunner for ToolsNode {
             Ok((send, tool_env, chain))
         })
         .map_err(|e| attach(|py| node_failure(py, &ctx, e)))?;
-        let calls = self.node.calls(&view, send);
+        let calls = send.unwrap_or_else(|| self.node.calls(&view, None));
         let tracer = match &tool_env.trace {
             Some(_) => attach(|py| tool_env.call_tracer(py)),
             None => None,
@@ -680,11 +698,16 @@ impl ToolsNode {
         {
             let fail = |e| node_failure(py, ctx, e);
             let core = self.core.borrow(py);
-            let outputs =
-                match tool_results(py, core.handle_errors.bind(py), results, &core.messages_key) {
-                    Err(e) if is_parent_command(py, &e) => return self.handed_off(py, ctx, &e),
-                    r => r.map_err(fail)?,
-                };
+            let outputs = match tool_results(
+                py,
+                core.handle_errors.bind(py),
+                results,
+                &core.messages_key,
+                false,
+            ) {
+                Err(e) if is_parent_command(py, &e) => return self.handed_off(py, ctx, &e),
+                r => r.map_err(fail)?,
+            };
             let (msgs, commands) = split(outputs);
             let mut out = self.node.output(msgs.clone());
             for c in commands {
@@ -711,6 +734,35 @@ impl ToolsNode {
             Ok(out)
         }
     }
+}
+
+/// The calls a `Send` brought a tools node, and the state it inlined: one tool call,
+/// a list of them (LangChain's `Send("tools", [call])`), or LangGraph's
+/// `ToolCallWithContext` (`{"__type": "tool_call_with_context", "tool_call": ...,
+/// "state": ...}`, what its `create_react_agent(version="v2")` sends), whose state the
+/// tools see.
+fn sent_calls<'py>(
+    arg: &Bound<'py, PyAny>,
+) -> PyResult<(Vec<ToolCall>, Option<Bound<'py, PyAny>>)> {
+    let py = arg.py();
+    if let Ok(list) = arg.cast::<PyList>() {
+        let calls = list
+            .iter()
+            .map(|c| tool_call_from_py(&c))
+            .collect::<PyResult<_>>()?;
+        return Ok((calls, None));
+    }
+    if let Ok(d) = arg.cast::<PyDict>() {
+        let kind = d.get_item(intern!(py, "__type"))?;
+        if kind.is_some_and(|k| k.eq("tool_call_with_context").unwrap_or(false)) {
+            let call = d
+                .get_item(intern!(py, "tool_call"))?
+                .ok_or_else(|| PyValueError::new_err("a ToolCallWithContext has no 'tool_call'"))?;
+            let state = d.get_item(intern!(py, "state"))?;
+            return Ok((vec![tool_call_from_py(&call)?], state));
+        }
+    }
+    Ok((vec![tool_call_from_py(arg)?], None))
 }
 
 /// Whether the run reports to LangChain callbacks (its config has `callbacks`).

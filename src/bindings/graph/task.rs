@@ -12,10 +12,10 @@ use super::super::env::PyRunEnv;
 use super::super::helpers::helpers;
 use super::super::runtime::block_on;
 use super::super::toolnode::is_graph_pause;
-use super::values::{host, val_to_py};
+use super::values::{host, val_to_py, Shared};
 use crate::graph::{
-    modes, Calls, Lent, Nest, ReplayStart, RunOptions, StreamEvent, StreamSink, TaskContext,
-    ToolEvent, ToolReturn,
+    modes, Calls, Lent, Nest, ReplayStart, RunOptions, StateView, StreamEvent, StreamSink,
+    TaskContext, ToolEvent, ToolReturn,
 };
 use crate::prebuilt::tool_events_with;
 use crate::tool::{CallEvents, ToolError};
@@ -26,6 +26,39 @@ use crate::tool::{CallEvents, ToolError};
 /// Writes a task makes while it runs (`push_message`): `(channel, value)` pairs that
 /// join its output when it returns.
 pub(crate) type Pushed = Arc<Mutex<Vec<(String, Py<PyAny>)>>>;
+
+/// The state a task's node reads, as an edge hands it to the node (typed by its input
+/// schema), kept unconverted until asked for: a `ToolNode` given bare tool calls
+/// inside the task gives it to its tools, as LangGraph's reads the task's state
+/// (`CONFIG_KEY_READ_STATE`) for calls a `Send` brought without one.
+pub(crate) struct TaskState {
+    view: StateView,
+    shared: Arc<Shared>,
+    factory: Option<Py<PyAny>>,
+}
+
+impl TaskState {
+    pub(super) fn new(
+        py: Python<'_>,
+        view: &StateView,
+        shared: &Arc<Shared>,
+        factory: &Option<Py<PyAny>>,
+    ) -> Self {
+        TaskState {
+            view: view.clone(),
+            shared: shared.clone(),
+            factory: factory.as_ref().map(|f| f.clone_ref(py)),
+        }
+    }
+}
+
+/// What a task's scratchpad is made with besides the task itself: where its
+/// `push_message` writes go and, for a node's task, the state the node reads.
+#[derive(Default)]
+pub(crate) struct ScratchParts {
+    pub(super) pushed: Pushed,
+    pub(super) state: Option<TaskState>,
+}
 
 /// The `channel` of a [`Pushed`] entry that is no write: the node's output came from
 /// a cache (`TaskScratch::mark_cached`).
@@ -60,6 +93,8 @@ pub struct TaskScratch {
     pub(super) subgraph_calls: AtomicUsize,
     /// The step the task runs in: its `@task` calls' `debug` events show it.
     pub(super) step: i64,
+    /// The state the task's node reads (`None` in a router's task).
+    pub(super) state: Option<TaskState>,
 }
 
 impl TaskScratch {
@@ -243,6 +278,15 @@ impl TaskScratch {
     #[getter]
     fn task_id(&self) -> &str {
         &self.task_id
+    }
+
+    /// The state the task's node reads, as an edge gives it to the node (a dict, or
+    /// its input schema's object); `None` in a task that is no node's.
+    fn read_state(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        let Some(s) = &self.state else {
+            return Ok(None);
+        };
+        Ok(Some(s.shared.node_input(py, &s.view, &s.factory)?.unbind()))
     }
 
     /// The token sink of `stream_mode="messages"`: (chunk, metadata) pairs with this
@@ -508,18 +552,18 @@ pub(super) fn task_context<'py>(
     env: &PyRunEnv,
     ctx: &TaskContext,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, TaskScratch>)> {
-    task_context_with(py, env, ctx, Pushed::default())
+    task_context_with(py, env, ctx, ScratchParts::default())
 }
 
-/// [`task_context`] whose `push_message` writes go to `pushed`.
+/// [`task_context`] whose scratchpad is made with `parts`.
 pub(super) fn task_context_with<'py>(
     py: Python<'py>,
     env: &PyRunEnv,
     ctx: &TaskContext,
-    pushed: Pushed,
+    parts: ScratchParts,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, TaskScratch>)> {
     let context = env.context.bind(py).call_method0(intern!(py, "copy"))?;
-    let scratch = task_scratch(py, env, ctx, pushed)?;
+    let scratch = task_scratch(py, env, ctx, parts)?;
     let h = helpers(py)?;
     let var = h.task_var.bind(py);
     context.call_method1(
@@ -535,12 +579,12 @@ pub(super) fn task_context_with<'py>(
     Ok((context, scratch))
 }
 
-/// The scratchpad of the task `ctx`, its `push_message` writes going to `pushed`.
+/// The scratchpad of the task `ctx`, made with `parts`.
 fn task_scratch<'py>(
     py: Python<'py>,
     env: &PyRunEnv,
     ctx: &TaskContext,
-    pushed: Pushed,
+    parts: ScratchParts,
 ) -> PyResult<Bound<'py, TaskScratch>> {
     Bound::new(
         py,
@@ -554,7 +598,8 @@ fn task_scratch<'py>(
             stream: ctx.stream.clone(),
             node: ctx.node.clone(),
             task_id: ctx.task_id.clone(),
-            pushed,
+            pushed: parts.pushed,
+            state: parts.state,
             nest: ctx.nest.clone(),
             calls: ctx.calls.clone(),
             remaining_steps: ctx.remaining_steps,
@@ -581,14 +626,14 @@ pub(super) fn call_in_task_with<'py>(
     py: Python<'py>,
     env: &PyRunEnv,
     ctx: &TaskContext,
-    pushed: Pushed,
+    parts: ScratchParts,
     f: &Bound<'py, PyAny>,
     args: Bound<'py, PyTuple>,
     kw: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     #[cfg(not(feature = "abi3"))]
     {
-        let scratch = task_scratch(py, env, ctx, pushed)?;
+        let scratch = task_scratch(py, env, ctx, parts)?;
         let h = helpers(py)?;
         super::super::env::in_context_copy(py, env.context.bind(py), || {
             // SAFETY: the GIL is held, `task_var` is a `ContextVar` and the copy is the
@@ -610,7 +655,7 @@ pub(super) fn call_in_task_with<'py>(
     }
     #[cfg(feature = "abi3")]
     {
-        let (context, _) = task_context_with(py, env, ctx, pushed)?;
+        let (context, _) = task_context_with(py, env, ctx, parts)?;
         call_in(py, &context, f, args, kw)
     }
 }
@@ -637,5 +682,5 @@ pub(super) fn call_in_task<'py>(
     args: Bound<'py, PyTuple>,
     kw: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    call_in_task_with(py, env, ctx, Pushed::default(), f, args, kw)
+    call_in_task_with(py, env, ctx, ScratchParts::default(), f, args, kw)
 }
