@@ -199,6 +199,10 @@ impl PyNode {
         if self.wants.writer {
             kw.set_item("writer", helpers(py)?.task_writer.bind(py))?;
         }
+        if self.wants.send_state && arg.is_some() {
+            let state = self.shared.node_input(py, view, &self.factory)?;
+            kw.set_item(intern!(py, "send_state"), state)?;
+        }
         let kw = if kw.is_empty() { None } else { Some(kw) };
         Ok((PyTuple::new(py, [input])?, kw))
     }
@@ -637,7 +641,7 @@ impl NodeRunner for ToolsNode {
             return Err(NodeFailure::Error(GraphError::Cancelled));
         }
         attach(|py| {
-            let out = self.tools_output(py, &ctx, results);
+            let out = self.tools_output(py, &ctx, results, &calls);
             if let Some(chain) = &chain {
                 ended(py, chain.bind(py), &out, self.node.channel());
             }
@@ -676,15 +680,22 @@ impl ToolsNode {
         py: Python<'_>,
         ctx: &TaskContext,
         results: Vec<crate::executor::ToolResult>,
+        calls: &[crate::tool::ToolCall],
     ) -> Result<NodeOutput, NodeFailure> {
         {
             let fail = |e| node_failure(py, ctx, e);
             let core = self.core.borrow(py);
-            let outputs =
-                match tool_results(py, core.handle_errors.bind(py), results, &core.messages_key) {
-                    Err(e) if is_parent_command(py, &e) => return self.handed_off(py, ctx, &e),
-                    r => r.map_err(fail)?,
-                };
+            let outputs = match tool_results(
+                py,
+                core.handle_errors.bind(py),
+                results,
+                calls,
+                core.executor.registry(),
+                &core.messages_key,
+            ) {
+                Err(e) if is_parent_command(py, &e) => return self.handed_off(py, ctx, &e),
+                r => r.map_err(fail)?,
+            };
             let (msgs, commands) = split(outputs);
             let mut out = self.node.output(msgs.clone());
             for c in commands {
