@@ -6,7 +6,7 @@ use std::sync::{Arc, RwLock};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::tool::{Tool, ToolDefinition, ToolError};
+use crate::tool::{schema_error_text, ArgError, Tool, ToolDefinition, ToolError};
 
 /// A registered tool with its argument validator, compiled once at registration so
 /// that each call pays only for the validation itself.
@@ -27,14 +27,7 @@ impl Registered {
         let errors: Vec<String> = self
             .validator
             .iter_errors(args)
-            .map(|e| {
-                let path = e.instance_path().to_string();
-                if path.is_empty() {
-                    e.to_string()
-                } else {
-                    format!("at `{path}`: {e}")
-                }
-            })
+            .map(|e| schema_error_text(&e))
             .collect();
         if errors.is_empty() {
             Ok(())
@@ -44,6 +37,15 @@ impl Registered {
                 reason: errors.join("; "),
             })
         }
+    }
+
+    /// Each way `args` break the tool's schema, located (none when they fit): the
+    /// detail of an invalid-arguments error, looked up only when one is reported.
+    pub fn arg_errors(&self, args: &Value) -> Vec<ArgError> {
+        self.validator
+            .iter_errors(args)
+            .map(|e| ArgError::of(&e))
+            .collect()
     }
 }
 
@@ -189,6 +191,17 @@ impl ToolRegistry {
                     .collect::<Vec<_>>()
                     .join(", "),
             })
+    }
+
+    /// Each way `args` break the schema of the tool named `name` (none for a tool
+    /// not registered, whatever the deny / allow lists say).
+    pub fn arg_errors(&self, name: &str, args: &Value) -> Vec<ArgError> {
+        let inner = self.inner.read().unwrap_or_else(|p| p.into_inner());
+        inner
+            .tools
+            .get(name)
+            .map(|r| r.arg_errors(args))
+            .unwrap_or_default()
     }
 
     pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {

@@ -425,11 +425,12 @@ class _Builder:
     # --- the tools node with wrap_tool_call hooks ----------------------------------------
 
     def tools_node(self) -> Callable[[Any], Any]:
-        """The tools node when middleware wraps tool calls: every pending call of the
-        last AI message through the ``wrap_tool_call`` chain (``ironloop._tool_wrap``,
-        the engine of ``ToolNode(wrap_tool_call=)`` too), each call's tool run by the
-        Rust node (permissions included). A tool's exception reaches the hooks; what
-        leaves them is answered under the node's ``handle_tool_errors``."""
+        """The tools node when middleware wraps tool calls: the call a ``Send`` brings
+        (one task per call, the graph's state given beside it) through the
+        ``wrap_tool_call`` chain (``ironloop._tool_wrap``, the engine of
+        ``ToolNode(wrap_tool_call=)`` too), its tool run by the Rust node (permissions
+        included). A tool's exception reaches the hooks; what leaves them is answered
+        under the node's ``handle_tool_errors``."""
         runner = CallRunner(
             self.tool_node, self.tool_wraps, execute_errors=_REPORTED, calls_of=pending_calls
         )
@@ -676,10 +677,9 @@ def _agent_template(
     entry = before_agent[0][0] if before_agent else loop_entry
 
     def sends(calls: list[Any]) -> Any:
-        """One tools task per call, or — when middleware wraps tool calls — one task
-        for all of them (it reads the state itself; see ``_Builder.tools_node``)."""
-        if b.tool_wraps:
-            return "tools"
+        """One tools task per call, as LangChain's: a call's result is its task's own
+        write, kept when a sibling's ``interrupt()`` pauses the step (with
+        ``wrap_tool_call`` middleware too: ``_Builder.tools_node``)."""
         return [Send("tools", dict(c)) for c in calls]
 
     def decide_structured(state: Any) -> Any:
@@ -694,7 +694,7 @@ def _agent_template(
     decide: Callable[[Any], Any] = (
         decide_structured
         if b.response_format is not None
-        else after_model_router("decide", loop_entry, exit_node, per_call=not b.tool_wraps)
+        else after_model_router("decide", loop_entry, exit_node, per_call=True)
     )
 
     def resolve(jump: str, state: Any) -> Any:

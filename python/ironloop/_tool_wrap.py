@@ -28,7 +28,13 @@ from ironloop._tool_call import (
     scope_for,
     task_state,
 )
-from ironloop.errors import GraphInterrupt, ParentCommand, ToolError, is_invalid_resume
+from ironloop.errors import (
+    GraphInterrupt,
+    ParentCommand,
+    ToolError,
+    ToolInvalidArgsError,
+    is_invalid_resume,
+)
 from ironloop.messages import AIMessage, ToolMessage
 from ironloop.types import Command, Send
 
@@ -57,9 +63,13 @@ def error_message(handle: Any, call: dict[str, Any], e: BaseException) -> ToolMe
         # a state field a tool is to be given that the state lacks (the graph's fault).
         raise e
     # LangGraph's text: a tool's own exception by its repr; the engine's errors
-    # (invalid arguments, timeouts, refusals) by what they say.
-    detail = str(e) if isinstance(e, ToolError) else repr(e)
-    text = f"Error: {detail}\n Please fix your mistakes."
+    # (timeouts, refusals) by what they say; invalid arguments of a call by
+    # LangChain's ToolInvocationError text, the error's own.
+    if isinstance(e, ToolInvalidArgsError) and e.tool_name is not None:
+        text = e.message
+    else:
+        detail = str(e) if isinstance(e, ToolError) else repr(e)
+        text = f"Error: {detail}\n Please fix your mistakes."
     if isinstance(handle, str):
         text = handle
     elif isinstance(handle, (type, tuple)):
@@ -327,19 +337,37 @@ class CallRunner:
         return combined
 
     def graph_node(self) -> Callable[[Any], Any]:
-        """The node a graph runs for the wrapped ``ToolNode`` (sync and async forms)."""
+        """The node a graph runs for the wrapped ``ToolNode`` (sync and async forms).
+
+        A task a ``Send`` of one tool call starts runs that call; the engine gives it
+        the graph's state too (``send_state``, see ``__ironloop_send_state__`` in
+        ``src/bindings/graph/describe.rs``): the call's request carries it, as
+        LangChain's ``ToolCallWithContext`` does, without the ``Send`` holding a copy."""
         from ironloop.runtime import _run_config
 
-        def tools(state: Any) -> Any:
-            return self.invoke(state, _run_config(), strict=True)
+        def tools(state: Any, send_state: Any = None) -> Any:
+            return self.invoke(_with_state(state, send_state), _run_config(), strict=True)
 
-        async def atools(state: Any) -> Any:
-            return await self.ainvoke(state, _run_config(), strict=True)
+        async def atools(state: Any, send_state: Any = None) -> Any:
+            return await self.ainvoke(_with_state(state, send_state), _run_config(), strict=True)
 
         tools.__ironloop_async__ = atools  # type: ignore[attr-defined]
+        tools.__ironloop_send_state__ = True  # type: ignore[attr-defined]
         tools.__name__ = self.node.name
         return tools
 
 
 def _is_call(x: Any) -> bool:
     return isinstance(x, dict) and x.get("type") == "tool_call"
+
+
+#: The keys of a tool call (LangChain's ``ToolCall``), as a ``Send`` carries one.
+_CALL_KEYS = frozenset({"name", "args", "id"})
+
+
+def _with_state(input: Any, state: Any) -> Any:
+    """A node's input: a ``Send`` 's one tool call with the graph's ``state`` (the
+    ``tool_call_with_context`` shape :meth:`CallRunner.parse` reads), else as given."""
+    if state is None or not isinstance(input, dict) or not _CALL_KEYS <= input.keys():
+        return input
+    return {"__type": "tool_call_with_context", "tool_call": input, "state": state}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from ironloop.warnings import LangGraphDeprecatedSinceV10
 
@@ -77,7 +77,27 @@ class ToolError(IronloopError):
 
 
 class ToolInvalidArgsError(ToolError, ValueError):
-    """The arguments were not a JSON object or did not match the tool's schema."""
+    """The arguments were not a JSON object or did not match the tool's schema.
+
+    Also LangGraph's ``ToolInvocationError``: raised by a tool node for a call, its
+    text is what the model reads (``Error invoking tool '<name>' with kwargs {...}
+    with error: ...``) and it carries LangChain's fields: ``tool_name``,
+    ``tool_kwargs`` (the call's arguments, as the model wrote them — a dict unless
+    they were not a JSON object; injected ones are never there) and ``filtered_errors`` (pydantic's ``ErrorDetails`` shape: ``type``,
+    ``loc``, ``msg``, ``input``, from the JSON Schema check). They are ``None`` on an
+    error not made for one call. ``source`` is always ``None``: LangChain's is the
+    pydantic ``ValidationError``, and ironloop checks arguments by JSON Schema.
+    """
+
+    tool_name: str | None = None
+    tool_kwargs: Any = None
+    filtered_errors: list[dict[str, Any]] | None = None
+    source: BaseException | None = None
+
+    @property
+    def message(self) -> str:
+        """The error's text (LangChain's ``ToolInvocationError.message``)."""
+        return str(self)
 
 
 class ToolNotFoundError(ToolError, LookupError):

@@ -504,7 +504,10 @@ class AnthropicChat(_HTTPChatModel):
     """A model behind the Anthropic Messages API.
 
     The key comes from ``api_key`` or ``ANTHROPIC_API_KEY`` (``base_url`` from
-    ``ANTHROPIC_BASE_URL``, default ``https://api.anthropic.com``). System messages
+    ``ANTHROPIC_BASE_URL``, default ``https://api.anthropic.com``); a model made for
+    Anthropic's API without one fails at its first call, not when made (as
+    LangChain's ``ChatAnthropic``: a middleware's default model may never be called).
+    System messages
     become the ``system`` field, tool results ``tool_result`` blocks (images in a
     tool's result go as image blocks); ``max_tokens`` defaults to 4096 (the API
     requires one) plus the thinking budget. ``response_format`` is answered through

@@ -15,6 +15,7 @@ mod errors;
 mod exiting;
 mod graph;
 mod helpers;
+mod invalid_args;
 mod lc_construct;
 mod lc_messages;
 mod logs;

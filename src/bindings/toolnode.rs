@@ -14,6 +14,7 @@ use super::env::PyRunEnv;
 use super::exiting::attach;
 use super::graph::current_tool_events;
 use super::helpers::helpers;
+use super::invalid_args::{call_of, invocation_error};
 use super::native_tool::NativeTool;
 use super::pytool::{PyPayload, PyTool};
 use super::runtime::{block_on, can_drive_inline, cancel_with, drive_inline_holding_gil, runtime};
@@ -229,18 +230,22 @@ fn is_injection_error(py: Python<'_>, e: &PyErr) -> bool {
 /// The outputs of a step, in call order, with `handle_tool_errors` applied to
 /// failures: tool messages and the `Command`s tools returned (a list return
 /// flattened, see `tool_outputs`; `key` is the messages key its commands answer
-/// in, `list_in` whether the node was given a list of messages). An `interrupt()` (or
-/// a drain) inside a tool is raised again, whatever the policy: it pauses the graph,
-/// it is not a failure.
+/// in, `list_in` whether the node was given a list of messages). An `interrupt()`
+/// (or a drain) inside a tool is raised again, whatever the policy: it pauses the
+/// graph, it is not a failure. `calls` (run through `registry`) are the
+/// calls of `results`, in the same order: invalid arguments are reported with the
+/// call's own (see `invalid_args`).
 pub fn tool_results(
     py: Python<'_>,
     handle: &Bound<'_, PyAny>,
     results: Vec<ToolResult>,
+    calls: &[ToolCall],
+    registry: &ToolRegistry,
     key: &str,
     list_in: bool,
 ) -> PyResult<Vec<StepOutput>> {
     let mut out = Vec::with_capacity(results.len());
-    for mut r in results {
+    for (index, mut r) in results.into_iter().enumerate() {
         let payload = match &r.outcome {
             Ok(o) => o
                 .payload
@@ -277,7 +282,18 @@ pub fn tool_results(
             Ok(_) => result_message(r),
             Err(e @ crate::tool::ToolError::Unusable { .. }) => return Err(PyErr::from(e)),
             Err(e) => {
-                let original = e.raised().and_then(|h| h.downcast_ref::<PyErr>());
+                // LangChain's `ToolInvocationError` for invalid arguments (the engine
+                // raises no exception of its own for them).
+                let invalid = match (e, call_of(calls, index, &r.tool_call_id)) {
+                    (crate::tool::ToolError::InvalidArgs { reason, .. }, Some(call)) => {
+                        Some(invocation_error(py, registry, call, reason)?)
+                    }
+                    _ => None,
+                };
+                let original = e
+                    .raised()
+                    .and_then(|h| h.downcast_ref::<PyErr>())
+                    .or(invalid.as_ref());
                 // A pause (any `GraphBubbleUp`: an interrupt, a parent command), a
                 // resume value that does not fit its interrupt's schema, or a
                 // KeyboardInterrupt / SystemExit: for the caller, never a message for
@@ -327,11 +343,12 @@ fn checked_command<'py>(
 fn finish(
     py: Python<'_>,
     handle: &Bound<'_, PyAny>,
-    results: Vec<ToolResult>,
+    (results, calls): (Vec<ToolResult>, &[ToolCall]),
+    registry: &ToolRegistry,
     list_in: bool,
     key: &str,
 ) -> PyResult<Py<PyAny>> {
-    let outputs = tool_results(py, handle, results, key, list_in)?;
+    let outputs = tool_results(py, handle, results, calls, registry, key, list_in)?;
     combine(py, outputs, list_in, key)
 }
 
@@ -376,8 +393,9 @@ fn error_content(
 
 /// The text of a handled error, as LangGraph's ToolNode words it (the model reads it,
 /// and programs ported from LangGraph match on it): a call to a tool the node lacks
-/// names the tools there are; a tool's own exception is shown by its `repr`. `None`
-/// keeps the executor's text (invalid arguments, timeouts, refusals, Rust tools).
+/// names the tools there are; a tool's own exception is shown by its `repr`; invalid
+/// arguments by LangChain's `ToolInvocationError` text (`original` is that error).
+/// `None` keeps the executor's text (timeouts, refusals, Rust tools).
 fn handled_text(
     py: Python<'_>,
     e: &crate::tool::ToolError,
@@ -392,6 +410,7 @@ fn handled_text(
             "Error: {}\n Please fix your mistakes.",
             o.value(py).repr()?
         )),
+        (ToolError::InvalidArgs { .. }, Some(o)) => Some(o.value(py).str()?.to_string()),
         _ => None,
     })
 }
@@ -461,17 +480,21 @@ impl ToolNodeCore {
         let (calls, mut run) = (p.calls, p.run);
         // Python tools only wait here (for the pool or the event loop).
         run.local = self.python_only;
-        let results = if can_drive_inline() {
+        let (results, calls) = if can_drive_inline() {
             run.inline = true;
             let cancel = run.cancel.clone();
-            drive_inline_holding_gil(py, exec.execute(calls.get(), &run), &cancel)?
+            let results = drive_inline_holding_gil(py, exec.execute(calls.get(), &run), &cancel)?;
+            (results, calls)
         } else {
             // Called from a node of a run this thread drives (a `wrap_tool_call`
             // handler): a lone sync tool finishes in the first poll, here, with no
             // hand-over to another thread; whatever has to wait moves to the runtime.
             run.inline = calls.get().len() == 1;
             let cancel = run.cancel.clone();
-            let mut fut = Box::pin(async move { exec.execute(calls.get(), &run).await });
+            let mut fut = Box::pin(async move {
+                let results = exec.execute(calls.get(), &run).await;
+                (results, calls)
+            });
             let first = {
                 let _enter = runtime().enter();
                 fut.as_mut().now_or_never()
@@ -482,7 +505,14 @@ impl ToolNodeCore {
             }
         };
         let handle = handle_tool_errors.unwrap_or_else(|| self.handle_errors.clone_ref(py));
-        finish(py, handle.bind(py), results, p.list_in, &self.messages_key)
+        finish(
+            py,
+            handle.bind(py),
+            (results, calls.get()),
+            self.executor.registry(),
+            p.list_in,
+            &self.messages_key,
+        )
     }
 
     /// Starts the calls and returns an awaitable; `event_loop` is the caller's running
@@ -509,7 +539,11 @@ impl ToolNodeCore {
         // Cancelling the awaitable drops this future: cancel the run with it.
         let cancel = run.cancel.clone();
         let guard = run.cancel.clone().drop_guard();
-        let mut work = Box::pin(async move { exec.execute(calls.get(), &run).await });
+        let registry = self.executor.registry().clone();
+        let mut work = Box::pin(async move {
+            let results = exec.execute(calls.get(), &run).await;
+            (results, calls)
+        });
         // Python tools only: the first pass over the calls runs here, on the loop
         // thread, where the GIL is held already. It queues every async call for one
         // wake-up of this loop (and every sync one for the pool) without a runtime
@@ -521,12 +555,15 @@ impl ToolNodeCore {
             None
         };
         let fut = crate::bindings::awaitable::future_into_py(py, async move {
-            let results = match first {
-                Some(results) => results,
+            let (results, calls) = match first {
+                Some(done) => done,
                 None => work.await,
             };
             guard.disarm();
-            attach(|py| finish(py, handle.bind(py), results, list_in, &key))
+            attach(|py| {
+                let results = (results, calls.get());
+                finish(py, handle.bind(py), results, &registry, list_in, &key)
+            })
         })?;
         cancel_with(&fut, cancel)?;
         Ok(fut)

@@ -44,6 +44,10 @@ pub struct AnthropicChat {
     /// Prompt-caching breakpoints on the system prompt, the tools and the latest
     /// turn (on by default).
     prompt_caching: bool,
+    /// Made for Anthropic's API with no key: every call fails with this error, sent
+    /// nowhere. Not at construction, as LangChain's `ChatAnthropic`: a program (or a
+    /// middleware's default model) may make a model it never calls.
+    missing_key: Option<ModelError>,
 }
 
 impl std::fmt::Debug for AnthropicChat {
@@ -75,11 +79,12 @@ impl AnthropicChat {
         let base = base.trim().trim_end_matches('/').to_owned();
         let official = base.starts_with("https://api.anthropic.com");
         let key = resolve_key(settings.api_key.as_deref(), "ANTHROPIC_API_KEY");
-        if key.is_none() && official {
-            return Err(ModelError::Config(
-                "AnthropicChat needs an API key: pass api_key=... or set ANTHROPIC_API_KEY".into(),
-            ));
-        }
+        let missing_key = (key.is_none() && official).then(|| {
+            ModelError::Config(format!(
+                "AnthropicChat({model:?}) was made without an API key and cannot call \
+                 Anthropic's API: pass api_key=... or set ANTHROPIC_API_KEY before making it"
+            ))
+        });
         let root = base
             .split('?')
             .next()
@@ -105,7 +110,16 @@ impl AnthropicChat {
             transport,
             thinking: None,
             prompt_caching: true,
+            missing_key,
         })
+    }
+
+    /// The error every call of a model made without a key fails with.
+    fn keyed(&self) -> Result<(), ModelError> {
+        match &self.missing_key {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
     }
 
     /// Turns extended thinking on for every request (`{"type": "enabled",
@@ -157,6 +171,7 @@ impl ChatModel for AnthropicChat {
     }
 
     async fn invoke(&self, req: ChatRequest) -> Result<Message, ModelError> {
+        self.keyed()?;
         let (body, structured) = Body::new(self, &req, false);
         let v = self.transport.post_json(&body).await?;
         parse_response(crate::message::new_id(), &v, structured.as_ref())
@@ -164,6 +179,7 @@ impl ChatModel for AnthropicChat {
     }
 
     async fn stream(&self, req: ChatRequest) -> Result<ChatStream, ModelError> {
+        self.keyed()?;
         let (body, structured) = Body::new(self, &req, true);
         let resp = self.transport.post_stream(&body).await?;
         let id = crate::message::new_id();

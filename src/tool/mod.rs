@@ -1,6 +1,7 @@
 //! Tools: the half sent to the model ([`ToolDefinition`]) and the half that runs
 //! ([`Tool::call`]), plus what flows between them.
 
+mod arg_errors;
 mod builder;
 mod call;
 mod context;
@@ -15,6 +16,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 use std::time::Duration;
 
+pub use arg_errors::{schema_error_text, ArgError};
 pub use builder::{FnTool, ToolBuilder};
 pub use call::{ToolCall, ToolChoice};
 pub use context::{ChildRun, ProgressFn, ToolContext};

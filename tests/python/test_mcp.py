@@ -211,7 +211,7 @@ def test_errors_are_error_tool_messages(stdio: McpToolset) -> None:
     for part in ("ironloop-test", "protocol_error", "the backend is down"):
         assert part in proto.content, proto.content
     # Arguments are checked against the inputSchema before anything is sent.
-    assert bad.status == "error" and "invalid arguments" in bad.content
+    assert bad.status == "error" and "Error invoking tool 'add'" in bad.content
     assert (ok.status, ok.content) == ("success", "2")
     with pytest.raises(ToolExecutionError, match="fail: direct"):
         next(t for t in stdio if t.name == "fail")(reason="direct")

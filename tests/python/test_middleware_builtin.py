@@ -260,6 +260,37 @@ def test_tool_emulator_answers_chosen_tools_and_runs_the_rest(mode: str) -> None
     assert isinstance(out["messages"][-1], AIMessage)
 
 
+def test_emulator_model_string_needs_its_key_only_when_it_emulates(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ironloop.errors import ModelError
+
+    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    # As LangChain's init_chat_model("anthropic:..."): made without a key, it fails
+    # at its first call, with the fix named. So does the deprecated default model.
+    emulator = LLMToolEmulator(tools=["fake"], model="anthropic:claude-sonnet-4-5-20250929")
+    with pytest.warns(DeprecationWarning, match="deprecated"):
+        default = LLMToolEmulator(tools=["fake"])
+    assert emulator.model.model == default.model.model == "claude-sonnet-4-5-20250929"
+    model = ScriptedChatModel([turn(call("fake", "1", x=1)), "done"])
+    agent = create_agent(model, [fake_tool], middleware=[emulator])
+    out = agent.invoke({"messages": [("user", "go")]})
+    # The failed emulation is the call's error result (ironloop's default tool error
+    # policy), naming the fix.
+    (reply,) = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert reply.status == "error" and reply.content.startswith("Error: ModelError(")
+    assert "without an API key" in reply.content and "ANTHROPIC_API_KEY" in reply.content
+    with pytest.raises(ModelError, match=r"without an API key.*ANTHROPIC_API_KEY"):
+        emulator.model.invoke("hi")
+
+
+@tool("fake")
+def fake_tool(x: int) -> str:
+    """Not written yet."""
+    raise AssertionError("an emulated tool never runs")
+
+
 def test_provider_tool_search_defers_langchain_tools_behind_the_providers_search() -> None:
     from langchain_core.tools import tool as lc_tool
 

@@ -670,8 +670,14 @@ def test_missing_key_for_the_official_endpoints(monkeypatch: pytest.MonkeyPatch)
         monkeypatch.delenv(var, raising=False)
     with pytest.raises(ModelError, match="OPENAI_API_KEY"):
         OpenAIChat("gpt-4o-mini")
+    # As LangChain's ChatAnthropic: made without a key, it fails at its first call
+    # (sending nothing), with the error naming the fix.
+    keyless = AnthropicChat("claude-sonnet-4-5")
+    for call in (lambda: keyless.invoke("hi"), lambda: list(keyless.stream("hi"))):
+        with pytest.raises(ModelError, match=r"without an API key.*ANTHROPIC_API_KEY"):
+            call()
     with pytest.raises(ModelError, match="ANTHROPIC_API_KEY"):
-        AnthropicChat("claude-sonnet-4-5")
+        asyncio.run(keyless.ainvoke("hi"))
     # A local server needs no key.
     assert OpenAIChat("llama3.2", base_url="http://localhost:11434/v1").url == (
         "http://localhost:11434/v1/chat/completions"

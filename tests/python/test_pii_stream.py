@@ -116,3 +116,41 @@ def test_block_strategy_fails_every_projection_without_showing_the_value() -> No
     run = agent().stream_events({"messages": [HumanMessage("hi")]}, version="v3")
     with pytest.raises(PIIDetectionError):
         list(run.values)
+
+
+def _values(messages: list[Any]) -> dict[str, Any]:
+    state = {"messages": messages}
+    return {"type": "event", "method": "values", "params": {"namespace": [], "timestamp": 0, "data": state}}  # fmt: skip
+
+
+def test_a_snapshot_checks_only_messages_new_or_changed_since_the_last() -> None:
+    from ironloop.middleware._redaction import ResolvedRedactionRule, resolve_detector
+
+    checked: list[str] = []
+    email = resolve_detector("email", None)
+
+    def counting(text: str) -> Any:
+        checked.append(text)
+        return email(text)
+
+    t = PIIStreamTransformer(rule=ResolvedRedactionRule("email", "redact", counting))
+    first = HumanMessage(f"mail {EMAIL}", id="m1")
+    reply = AIMessage("sure", id="m2")
+    shown = []
+    for snapshot in ([first], [first, reply], [first, reply], [first.model_copy(), reply]):
+        event = _values(snapshot)
+        t.process(event)
+        shown.append([m.content for m in event["params"]["data"]["messages"]])
+    # Each message was checked once, however many snapshots repeated it (an equal
+    # copy under the same id counts as unchanged).
+    assert checked == [f"mail {EMAIL}", "sure"]
+    assert shown[-1] == ["mail [REDACTED_EMAIL]", "sure"]
+    assert all(s[0] == "mail [REDACTED_EMAIL]" for s in shown)
+    # A message changed under the same id is checked again; the state keeps its own.
+    edited = HumanMessage(f"now {EMAIL}", id="m1")
+    event = _values([edited, reply])
+    t.process(event)
+    assert event["params"]["data"]["messages"][0].content == "now [REDACTED_EMAIL]"
+    assert checked[-1] == f"now {EMAIL}" and edited.content == f"now {EMAIL}"
+    # A message with nothing to redact stays the snapshot's own object.
+    assert event["params"]["data"]["messages"][1] is reply

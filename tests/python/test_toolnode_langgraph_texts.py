@@ -90,12 +90,16 @@ def test_an_unknown_tool_names_the_tools_there_are(where: str) -> None:
     assert reply.content == "Error: nope is not a valid tool, try one of [add, fails]."
 
 
-def test_invalid_arguments_keep_the_schemas_words() -> None:
-    # Deliberate (docs/decisions.md): the JSON Schema check in Rust says what is wrong.
+def test_invalid_arguments_read_as_langchains_invocation_error() -> None:
+    # LangChain's ToolInvocationError text; the errors are the JSON Schema check's (in
+    # Rust), each after its location, as LangChain's lines of pydantic's errors.
     (reply,) = ToolNode([add]).invoke({"messages": [ask(("add", {"a": 1}))]})["messages"]
     assert reply.status == "error"
-    assert '"b" is a required property' in reply.content
-    assert reply.content.endswith("Please fix your mistakes.")
+    assert reply.content == (
+        "Error invoking tool 'add' with kwargs {'a': 1} with error:\n"
+        ' b: "b" is a required property\n'
+        " Please fix the error and try again."
+    )
 
 
 def test_a_custom_text_and_false_are_unchanged() -> None:

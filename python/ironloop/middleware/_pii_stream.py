@@ -62,6 +62,10 @@ class PIIStreamTransformer(StreamTransformer):
         #: The held tail of each streamed tool output, by tool call id (apart from the
         #: blocks: a model run ending must not drop a tool's).
         self._tool_buffers: dict[str, str] = {}
+        #: The messages of the last ``values`` snapshot, by message id, each with what
+        #: it became: the next snapshot repeats the conversation, and only a message
+        #: new or changed since is checked again (see :meth:`_snapshot`).
+        self._snapshot_messages: dict[str, tuple[Any, Any]] = {}
 
     def init(self) -> dict[str, Any]:
         return {}  # it rewrites events; it projects nothing
@@ -73,12 +77,13 @@ class PIIStreamTransformer(StreamTransformer):
         elif method == "tools" and isinstance(params.get("data"), dict):
             self._tools(params["data"])
         elif method == "values" and params.get("data") is not None:
-            params["data"] = self.redact(params["data"])
+            params["data"] = self._snapshot(params["data"])
         return True
 
     def finalize(self) -> None:
         self._buffers.clear()
         self._tool_buffers.clear()
+        self._snapshot_messages.clear()
 
     def fail(self, err: BaseException) -> None:
         self.finalize()
@@ -92,22 +97,34 @@ class PIIStreamTransformer(StreamTransformer):
         matches = self._rule.detector(text)
         return apply_strategy(text, matches, self._rule.strategy) if matches else text
 
-    def redact(self, value: Any) -> Any:
+    def redact(self, value: Any, memo: _Memo | None = None) -> Any:
         """``value`` with every string in it redacted: dicts, lists and tuples walked,
-        a message replaced by a redacted copy; the value itself when nothing matched."""
+        a message replaced by a redacted copy; the value itself when nothing matched.
+        ``memo``: what the messages of the last snapshot became (see
+        :meth:`_snapshot`)."""
         if isinstance(value, str):
             return self._scrub(value)
         if isinstance(value, dict):
-            out = {k: self.redact(v) for k, v in value.items()}
+            out = {k: self.redact(v, memo) for k, v in value.items()}
             return value if all(out[k] is value[k] for k in value) else out
         if isinstance(value, (list, tuple)):
-            items = [self.redact(v) for v in value]
+            items = [self.redact(v, memo) for v in value]
             if all(a is b for a, b in zip(items, value, strict=True)):
                 return value
             return items if isinstance(value, list) else tuple(items)
         if _is_message(value):
-            return self._message(value)
+            return self._message(value) if memo is None else memo.message(self, value)
         return value
+
+    def _snapshot(self, data: Any) -> Any:
+        """A ``values`` event's state, redacted. Each snapshot holds the whole
+        conversation again: a message the last one held, unchanged (the same object,
+        or an equal one under the same id), becomes what it became then, unchecked, so
+        a run of n model turns checks each message once, not n times."""
+        memo = _Memo(self._snapshot_messages)
+        out = self.redact(data, memo)
+        self._snapshot_messages = memo.now
+        return out
 
     def _message(self, msg: Any) -> Any:
         """A copy of ``msg`` with its content and its calls' arguments redacted (the
@@ -213,6 +230,30 @@ class PIIStreamTransformer(StreamTransformer):
             field = "output" if kind == "tool-finished" else "message"
             if field in data:
                 data[field] = self.redact(data[field])
+
+
+class _Memo:
+    """What the messages of one ``values`` snapshot become, given the last one's."""
+
+    __slots__ = ("before", "now")
+
+    def __init__(self, before: dict[str, tuple[Any, Any]]) -> None:
+        self.before = before
+        self.now: dict[str, tuple[Any, Any]] = {}
+
+    def message(self, transformer: PIIStreamTransformer, msg: Any) -> Any:
+        key = getattr(msg, "id", None)
+        if not isinstance(key, str):
+            return transformer._message(msg)
+        seen = self.before.get(key)
+        if seen is not None and (seen[0] is msg or seen[0] == msg):
+            # Unchanged: its redacted copy again, or the message itself when it had
+            # nothing to redact.
+            out = msg if seen[1] is seen[0] else seen[1]
+        else:
+            out = transformer._message(msg)
+        self.now[key] = (msg, out)
+        return out
 
 
 def _is_message(value: Any) -> bool:

@@ -38,6 +38,10 @@ pub(super) struct Wants {
     pub(super) config: bool,
     pub(super) store: bool,
     pub(super) writer: bool,
+    /// Run by a `Send`, the function is also given the state, as `send_state=` (see
+    /// `send_state()`); never set from the description.
+    #[pyo3(default)]
+    pub(super) send_state: bool,
 }
 
 /// One node: `func` is a `ToolNode` (run by the core tool node) or any callable.
@@ -161,12 +165,16 @@ impl NodeDesc {
             },
             None => {
                 let model_node = model_node_channel(self.func.bind(py), channels)?;
+                let wants = Wants {
+                    send_state: send_state(self.func.bind(py))?,
+                    ..self.wants
+                };
                 let node = ShowsMessages(PyNode {
                     name: self.name.clone(),
                     func: self.func,
                     is_async: self.is_async,
                     afunc: self.afunc,
-                    wants: self.wants,
+                    wants,
                     factory: self.factory,
                     shared: shared.clone(),
                 });
@@ -226,6 +234,18 @@ fn model_node_channel(
         return Ok(None);
     }
     Ok(messages_channel(channels).map(str::to_owned))
+}
+
+/// Whether the function is marked `__ironloop_send_state__`: a task a `Send` starts
+/// gives it the state beside the `Send`'s argument (keyword `send_state`), read from
+/// the channels when the task runs. How `create_agent`'s tools node, with
+/// `wrap_tool_call` middleware, runs one call per task as LangChain's does (a call's
+/// result then survives a sibling's interrupt) without a copy of the state in each
+/// `Send`, and so in each checkpoint's pending sends (LangChain's `ToolCallWithContext`).
+fn send_state(func: &Bound<'_, PyAny>) -> PyResult<bool> {
+    Ok(func
+        .getattr_opt(pyo3::intern!(func.py(), "__ironloop_send_state__"))?
+        .is_some_and(|v| v.is_truthy().unwrap_or(false)))
 }
 
 impl BranchDesc {

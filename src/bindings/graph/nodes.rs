@@ -201,6 +201,10 @@ impl PyNode {
         if self.wants.writer {
             kw.set_item("writer", helpers(py)?.task_writer.bind(py))?;
         }
+        if self.wants.send_state && arg.is_some() {
+            let state = self.shared.node_input(py, view, &self.factory)?;
+            kw.set_item(intern!(py, "send_state"), state)?;
+        }
         let kw = if kw.is_empty() { None } else { Some(kw) };
         Ok((PyTuple::new(py, [input])?, kw))
     }
@@ -655,7 +659,7 @@ impl NodeRunner for ToolsNode {
             return Err(NodeFailure::Error(GraphError::Cancelled));
         }
         attach(|py| {
-            let out = self.tools_output(py, &ctx, results);
+            let out = self.tools_output(py, &ctx, results, &calls);
             if let Some(chain) = &chain {
                 ended(py, chain.bind(py), &out, self.node.channel());
             }
@@ -694,6 +698,7 @@ impl ToolsNode {
         py: Python<'_>,
         ctx: &TaskContext,
         results: Vec<crate::executor::ToolResult>,
+        calls: &[crate::tool::ToolCall],
     ) -> Result<NodeOutput, NodeFailure> {
         {
             let fail = |e| node_failure(py, ctx, e);
@@ -702,6 +707,8 @@ impl ToolsNode {
                 py,
                 core.handle_errors.bind(py),
                 results,
+                calls,
+                core.executor.registry(),
                 &core.messages_key,
                 false,
             ) {
