@@ -9,6 +9,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -106,9 +107,19 @@ def serve(args: argparse.Namespace) -> int:
     # Access lines are INFO records: above that level uvicorn would still format each
     # request's client and path for a line nobody keeps (a cost on every request).
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
-                access_log=args.log_level in ("debug", "info"),
+                access_log=args.log_level in ("debug", "info"), http=_http_protocol(),
                 timeout_graceful_shutdown=max(5, int(args.drain_seconds)))  # fmt: skip
     return 0
+
+
+def _http_protocol() -> Any:
+    """uvicorn's httptools protocol with one send a response (``serve.http``), or
+    uvicorn's choice without httptools (its h11 protocol)."""
+    try:
+        from ironloop.serve.http import ServeProtocol
+    except ImportError:
+        return "auto"
+    return ServeProtocol
 
 
 def main(argv: Sequence[str] | None = None) -> int:

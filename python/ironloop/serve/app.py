@@ -149,10 +149,12 @@ def create_app(project: Project, options: ServeOptions | None = None) -> Starlet
             records.close()
 
     # Starlette tries routes in order, a regex each: the ones every run takes first
-    # (no path of one module matches another's, so the order changes nothing else).
+    # (a thread made, a run started, joined; no two routes take the same method and
+    # path, so the order changes nothing else).
     routes: list[BaseRoute] = [
+        thread_routes.create_route,
         *run_routes.routes,
-        *thread_routes.routes,
+        *[r for r in thread_routes.routes if r is not thread_routes.create_route],
         Route("/ok", ok, methods=["GET"]),
         Route("/info", info, methods=["GET"]),
         *assistant_routes.routes,

@@ -99,6 +99,10 @@ class ActiveRun:
     last_values: Any = None
     #: Set when the engine's stream ended without an error or a stop.
     completed: bool = False
+    #: The thread's columns the run's end wrote (``values``, ``interrupts``, ``error``,
+    #: ``status``), when it settled the thread: what ``join`` / ``wait`` answer from,
+    #: without reading the thread back.
+    settled: dict[str, Any] | None = None
 
     @property
     def run_id(self) -> str:
@@ -348,6 +352,7 @@ class Runner:
                     self.records.set_run_status(run.run_id, status, run.record["updated_at"])
                 if settled[1] is not None:
                     self.records.update_thread(run.thread_id, **settled[1])
+        run.settled = settled[1]
         return settled[0]
 
     async def _drive(self, run: ActiveRun) -> None:

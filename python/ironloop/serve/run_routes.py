@@ -234,7 +234,8 @@ async def final_output(
 ) -> Any:
     """What ``wait`` and ``join`` answer: the thread's values, with ``__interrupt__``
     when paused, or ``{"__error__": ...}`` when the run failed. ``thread``: its record
-    as read after the run ended, if the caller has it."""
+    as read after the run ended (or the columns the run's end wrote), if the caller
+    has it."""
     if run is not None and run.error is not None:
         return {"__error__": run.error}
     if thread is None:
@@ -253,7 +254,7 @@ async def final_output(
 async def wait(request: Request) -> Response:
     run, temporary = await _start(request, request.path_params.get("tid"))
     await asyncio.shield(run.done.wait())
-    out = await final_output(request, run.thread_id, run)
+    out = await final_output(request, run.thread_id, run, run.settled)
     if temporary:
         request.app.state.records.delete_thread(run.thread_id)
         await asyncio.to_thread(request.app.state.checkpointer.delete_thread, run.thread_id)
@@ -340,6 +341,7 @@ async def join(request: Request) -> Response:
     settled: dict[str, Any] | None = None
     if active is not None:
         await asyncio.shield(active.done.wait())
+        settled = active.settled  # what its end wrote (else the thread is read)
     elif cluster is not None:
         await cluster.wait_done(rid)  # held by another server, or queued
     else:
@@ -485,12 +487,12 @@ async def batch(request: Request) -> Response:
 
 routes = [
     Route("/threads/{tid}/runs", create, methods=["POST"]),
+    Route("/threads/{tid}/runs/{rid}/join", join, methods=["GET"]),
     Route("/threads/{tid}/runs", list_runs, methods=["GET"]),
     Route("/threads/{tid}/runs/wait", wait, methods=["POST"]),
     Route("/threads/{tid}/runs/stream", stream, methods=["POST"]),
     Route("/threads/{tid}/runs/{rid}", get, methods=["GET"]),
     Route("/threads/{tid}/runs/{rid}", delete, methods=["DELETE"]),
-    Route("/threads/{tid}/runs/{rid}/join", join, methods=["GET"]),
     Route("/threads/{tid}/runs/{rid}/stream", join_stream, methods=["GET"]),
     Route("/threads/{tid}/runs/{rid}/cancel", cancel, methods=["POST"]),
     Route("/runs", create, methods=["POST"]),

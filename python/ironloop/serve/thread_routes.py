@@ -268,8 +268,10 @@ async def history(request: Request) -> Response:
     return JSONResponse(await asyncio.to_thread(read))
 
 
+#: Every run's first request (``app`` tries it before the others).
+create_route = Route("/threads", create, methods=["POST"])
 routes = [
-    Route("/threads", create, methods=["POST"]),
+    create_route,
     Route("/threads/search", search, methods=["POST"]),
     Route("/threads/count", count, methods=["POST"]),
     Route("/threads/{tid}", get, methods=["GET"]),
