@@ -71,24 +71,17 @@ if TYPE_CHECKING:
     )
 
     AnyMessage = BaseMessage
-elif _lc is not None:
-    AIMessage = _lc.AIMessage
-    AIMessageChunk = _lc.AIMessageChunk
-    BaseMessage = _lc.BaseMessage
-    HumanMessage = _lc.HumanMessage
-    RemoveMessage = _lc.RemoveMessage
-    SystemMessage = _lc.SystemMessage
-    ToolMessage = _lc.ToolMessage
-    AnyMessage = _lc.AnyMessage
 else:
-    AIMessage = _ironloop.AIMessage
-    AIMessageChunk = _ironloop.AIMessageChunk
-    BaseMessage = _ironloop.BaseMessage
-    HumanMessage = _ironloop.HumanMessage
-    RemoveMessage = _ironloop.RemoveMessage
-    SystemMessage = _ironloop.SystemMessage
-    ToolMessage = _ironloop.ToolMessage
-    AnyMessage = _ironloop.BaseMessage
+    # The classes of the module chosen at import (langchain-core's, else ironloop's).
+    _chosen = _lc if _lc is not None else _ironloop
+    AIMessage = _chosen.AIMessage
+    AIMessageChunk = _chosen.AIMessageChunk
+    BaseMessage = _chosen.BaseMessage
+    HumanMessage = _chosen.HumanMessage
+    RemoveMessage = _chosen.RemoveMessage
+    SystemMessage = _chosen.SystemMessage
+    ToolMessage = _chosen.ToolMessage
+    AnyMessage = _lc.AnyMessage if _lc is not None else _ironloop.BaseMessage
 
 if _lc is not None:
     _use_langchain_messages(
