@@ -217,12 +217,13 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
         interrupt_after: str | Sequence[str] | None = None,
         control: RunControl | None = None,
         **kwargs: Any,
-    ) -> _Invocation:
+    ) -> tuple[Any, Any, str, bool, Any, _RunOptions, list[str] | None, bool]:
         """``stream``'s and ``astream``'s parameters (shown on both) and one prologue:
-        ``control`` into the config, then ``_prepare`` and also the modes to ask the
-        engine for, the caller's own when ``tasks`` / ``checkpoints`` are among them
-        (``wanted``; ``None`` when not), and whether one mode was asked for by name
-        (``single``: items are bare chunks)."""
+        ``control`` into the config, then ``_prepare``. Returns the call's input,
+        context, version and ``subgraphs``, the run's config and options, the modes to
+        reshape, the caller's own when ``tasks`` / ``checkpoints`` are among them
+        (``None`` when not), and whether one mode was asked for by name (items are bare
+        chunks)."""
         config = _with_control(config, control)
         modes = _v2_modes(stream_mode) if version == "v2" else stream_mode
         engine_modes, wanted = _debug_views(modes, _print_modes(kwargs, self.debug))
@@ -231,9 +232,7 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
             subgraphs=subgraphs, interrupt_before=interrupt_before,
             interrupt_after=interrupt_after,
         )  # fmt: skip
-        call = _Invocation(input, context, version, config, opts, subgraphs=subgraphs)
-        call.wanted, call.single = wanted, isinstance(modes, str)
-        return call
+        return input, context, version, subgraphs, config, opts, wanted, isinstance(modes, str)
 
     @contextlib.contextmanager
     def _entered(
@@ -285,20 +284,21 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
         interrupt_after: str | Sequence[str] | None = None,
         control: RunControl | None = None,
         **kwargs: Any,
-    ) -> _Invocation:
-        """``invoke``'s and ``ainvoke``'s parameters (shown on both) and one prologue.
-        Another ``stream_mode``, or a run that prints (``debug`` / ``print_mode``), is
-        collected from the run's stream (``via``, with the ``stream`` call's keywords
-        but ``context``); otherwise the run's typed options, checked in the core."""
-        call = _Invocation(input, context, version, _with_control(config, control))
+    ) -> tuple[Any, Any, str, _Invocation]:
+        """``invoke``'s and ``ainvoke``'s parameters (shown on both) and one prologue;
+        returns the call's input, context and version, and the call. Another
+        ``stream_mode``, or a run that prints (``debug`` / ``print_mode``), is collected
+        from the run's stream (``via``, with the ``stream`` call's keywords but
+        ``context``); otherwise the run's typed options, checked in the core."""
+        config = _with_control(config, control)
         breaks = {"interrupt_before": interrupt_before, "interrupt_after": interrupt_after}
         printed = _print_modes(kwargs, self.debug)
         if stream_mode != "values" or printed:
-            call.via = _OverStream(stream_mode, version, printed, self._v2_output)
-            call.streamed = {"durability": durability, **breaks, **call.via.options, **kwargs}
-            return call
-        call.config, call.opts = self._prepare(call.config, kwargs, durability, version, **breaks)
-        return call
+            via = _OverStream(stream_mode, version, printed, self._v2_output)
+            streamed = {"durability": durability, **breaks, **via.options, **kwargs}
+            return input, context, version, _Invocation(config, via=via, streamed=streamed)
+        config, opts = self._prepare(config, kwargs, durability, version, **breaks)
+        return input, context, version, _Invocation(config, opts=opts)
 
     @params_of(_invoke_call)
     def invoke(self, *args: Any, **kwargs: Any) -> Any:
@@ -309,34 +309,32 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
         another ``stream_mode`` returns the list of the stream's chunks, and
         ``version="v2"`` a ``GraphOutput(value, interrupts)`` (or v2 chunks);
         ``interrupt_before`` / ``interrupt_after`` replace the compiled ones."""
-        call = self._invoke_call(*args, **kwargs)
+        input, context, version, call = self._invoke_call(*args, **kwargs)
         if call.via is not None:
             with _usage(call.via.usage_version) as usage:
-                it = self.stream(call.input, call.config, context=call.context, **call.streamed)
-                items = list(it)
+                items = list(self.stream(input, call.config, context=context, **call.streamed))
             return call.via.result(items, usage)
-        entered = self._entered(call.context, call.config, call.input, True)
-        with _usage(call.version) as usage, entered as run:
-            out = run.result(self._core.invoke(call.input, run.config, options=call.opts))
+        with _usage(version) as usage, self._entered(context, call.config, input, True) as run:
+            out = run.result(self._core.invoke(input, run.config, options=call.opts))
             run.end()
         return _output(out, usage, self._v2_output)
 
     @params_of(_invoke_call)
     async def ainvoke(self, *args: Any, **kwargs: Any) -> Any:
         """Like ``invoke``; async nodes and tools run on the running event loop."""
-        call = self._invoke_call(*args, **kwargs)
+        input, context, version, call = self._invoke_call(*args, **kwargs)
         if call.via is not None:
             with _usage(call.via.usage_version) as usage:
-                it = self.astream(call.input, call.config, context=call.context, **call.streamed)
+                it = self.astream(input, call.config, context=context, **call.streamed)
                 items = [chunk async for chunk in it]
             return call.via.result(items, usage)
         import asyncio
 
         stopped = asyncio.Event()
-        with _usage(call.version) as usage:
-            with self._entered(call.context, call.config, call.input, nest=True) as run:
+        with _usage(version) as usage:
+            with self._entered(context, call.config, input, nest=True) as run:
                 pending = self._core.ainvoke(
-                    call.input, run.config, _loop(), options=call.opts, stopped=stopped
+                    input, run.config, _loop(), options=call.opts, stopped=stopped
                 )
             try:
                 out = run.result(await pending)
@@ -384,29 +382,31 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
         tuple of ``"node:task"``; empty for this graph's own events). With
         ``version="v2"`` every chunk is LangGraph's v2 part: ``{"type": mode, "ns":
         namespace, "data": chunk}``, ``values`` parts with their ``"interrupts"``."""
-        call = self._stream_call(*args, **kwargs)
-        with self._entered(call.context, call.config, call.input) as run, run_scope(call.version):
-            it = self._core.stream(call.input, run.config, call.opts)
+        input, context, version, subgraphs, config, opts, wanted, single = self._stream_call(
+            *args, **kwargs
+        )
+        with self._entered(context, config, input) as run, run_scope(version):
+            it = self._core.stream(input, run.config, opts)
         if run.trace is not None or run.chain is not None:
             it = _traced(it, run)
-        if call.wanted is not None:
-            it = _viewed(it, call.wanted, call.single, call.subgraphs)
-        if call.version == "v2":
-            return parts(it, call.subgraphs, self._v2_output, self._v2_state)
-        return it
+        if wanted is not None:
+            it = _viewed(it, wanted, single, subgraphs)
+        return parts(it, subgraphs, self._v2_output, self._v2_state) if version == "v2" else it
 
     @params_of(_stream_call)
     async def astream(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
         """``stream`` for ``async for``; async nodes and tools run on the running event
         loop."""
-        call = self._stream_call(*args, **kwargs)
-        with self._entered(call.context, call.config, call.input) as run, run_scope(call.version):
-            it = self._core.stream(call.input, run.config, call.opts, _loop())
-        items = _aitems(it, run, call.wanted, call.single, call.subgraphs)
+        input, context, version, subgraphs, config, opts, wanted, single = self._stream_call(
+            *args, **kwargs
+        )
+        with self._entered(context, config, input) as run, run_scope(version):
+            it = self._core.stream(input, run.config, opts, _loop())
+        items = _aitems(it, run, wanted, single, subgraphs)
         try:
-            v2 = call.version == "v2"
+            v2 = version == "v2"
             async for item in (
-                aparts(items, call.subgraphs, self._v2_output, self._v2_state) if v2 else items
+                aparts(items, subgraphs, self._v2_output, self._v2_state) if v2 else items
             ):
                 yield item
         finally:
@@ -585,24 +585,16 @@ def _nested_config(config: Any) -> Any:
     return out
 
 
-@dataclasses.dataclass(slots=True)
+@dataclasses.dataclass
 class _Invocation:
-    """A run's call after its prologue (``_invoke_call`` / ``_stream_call``): its
-    input, context and ``version``, the run's config and either its typed options
-    (``opts``) or, an ``invoke`` run over the stream, how the stream's chunks make the
-    result (``via``) and the ``stream`` call's keywords (``streamed``). A stream's also
-    says which of its modes to reshape (``wanted``, ``single``: see ``_stream_call``)."""
+    """An ``invoke`` / ``ainvoke`` call after its prologue: the run's config and either
+    its typed options (``opts``) or, run over the stream, how the stream's chunks make
+    the result (``via``) and the ``stream`` call's keywords (``streamed``)."""
 
-    input: Any
-    context: Any
-    version: str
     config: Any
     opts: _RunOptions | None = None
     via: _OverStream | None = None
     streamed: dict[str, Any] = dataclasses.field(default_factory=dict)
-    subgraphs: bool = False
-    wanted: list[str] | None = None
-    single: bool = False
 
 
 class _Started:

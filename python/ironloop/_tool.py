@@ -9,9 +9,9 @@ import functools
 import inspect
 import json
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar, overload
+from typing import Any, TypedDict, TypeVar, overload
 
-from typing_extensions import TypedDict, Unpack
+from typing_extensions import Unpack
 
 from ironloop._ironloop import _check_tool_name, _json_schema_errors, _timeout_seconds
 from ironloop._schema import function_spec

@@ -85,10 +85,11 @@ def test_the_twins_take_the_same_arguments() -> None:
     cfg = {"configurable": {"thread_id": "t"}}
     assert graph.invoke({"n": 1}, cfg) == {"n": 2}
     assert asyncio.run(graph.ainvoke(input={"n": 5}, config=cfg, durability="sync")) == {"n": 6}
-    assert list(graph.stream({"n": 1}, stream_mode="values")) == [{"n": 1}, {"n": 2}]
+    other = {"configurable": {"thread_id": "s"}}
+    assert list(graph.stream({"n": 1}, other, stream_mode="values")) == [{"n": 1}, {"n": 2}]
 
     async def streamed() -> list[Any]:
-        return [c async for c in graph.astream({"n": 1}, stream_mode=["values"])]
+        return [c async for c in graph.astream({"n": 1}, other, stream_mode=["values"])]
 
     assert asyncio.run(streamed()) == [("values", {"n": 1}), ("values", {"n": 2})]
     new = asyncio.run(graph.aupdate_state(cfg, {"n": 40}, as_node="inc"))

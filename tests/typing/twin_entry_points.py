@@ -42,7 +42,7 @@ async def run_async(graph: Any, config: dict[str, Any]) -> int:
 
 
 def main() -> dict[str, Any]:
-    builder = StateGraph(State)
+    builder: StateGraph[State] = StateGraph(State)
     builder.add_node("inc", inc)
     builder.add_edge(START, "inc")
     builder.add_edge("inc", END)

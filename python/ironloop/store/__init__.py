@@ -9,11 +9,34 @@ by the meaning of a query (exact cosine similarity); with ``ttl=`` items expire.
 
 from typing import TYPE_CHECKING, Any
 
-from ironloop.store import base as _base
-
-# LangGraph's store API (``langgraph.store.base``'s names), listed once: in its __all__.
-from ironloop.store.base import *  # noqa: F403
-from ironloop.store.embed import OpenAIEmbeddings
+from ironloop.store.base import (
+    NOT_PROVIDED,
+    BaseStore,
+    GetOp,
+    IndexConfig,
+    InvalidNamespaceError,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    NamespaceMatchType,
+    NamespacePath,
+    NotProvided,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    TTLConfig,
+    validate_op_namespace,
+)
+from ironloop.store.embed import (
+    AEmbeddingsFunc,
+    EmbeddingsFunc,
+    OpenAIEmbeddings,
+    ensure_embeddings,
+    get_text_at_path,
+    tokenize_path,
+)
 from ironloop.store.memory import InMemoryStore
 
 if TYPE_CHECKING:
@@ -42,12 +65,34 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "NOT_PROVIDED",
+    "AEmbeddingsFunc",
     "AsyncBatchedBaseStore",
     "AsyncPostgresStore",
     "AsyncSqliteStore",
+    "BaseStore",
+    "EmbeddingsFunc",
+    "GetOp",
     "InMemoryStore",
+    "IndexConfig",
+    "InvalidNamespaceError",
+    "Item",
+    "ListNamespacesOp",
+    "MatchCondition",
+    "NamespaceMatchType",
+    "NamespacePath",
+    "NotProvided",
+    "Op",
     "OpenAIEmbeddings",
     "PostgresStore",
+    "PutOp",
+    "Result",
+    "SearchItem",
+    "SearchOp",
     "SqliteStore",
+    "TTLConfig",
+    "ensure_embeddings",
+    "get_text_at_path",
+    "tokenize_path",
+    "validate_op_namespace",
 ]
-__all__ += _base.__all__
