@@ -20,11 +20,12 @@ R = TypeVar("R")
 
 def params_of(reader: Callable[P, Any]) -> Callable[[Callable[..., R]], Callable[P, R]]:
     """Marks an entry point written ``(self, *args, **kwargs)`` that hands its
-    arguments to ``reader`` (a method of the same class, ``self`` first; both
-    classmethods, ``cls`` first) as taking ``reader``'s parameters; it keeps its own
-    return annotation. A call with arguments ``reader`` does not take raises
-    ``TypeError`` when the entry point hands them on (for an ``async def`` one, when
-    it is awaited)."""
+    arguments to ``reader`` as taking ``reader``'s parameters; it keeps its own return
+    annotation. ``reader`` takes the entry point's first parameter too: a method of
+    the same class (``self``), or for a classmethod entry point a classmethod or a
+    function whose first parameter is the class. A call with arguments ``reader``
+    does not take raises ``TypeError`` when the entry point hands them on (for an
+    ``async def`` one, when it is awaited)."""
     shown = inspect.signature(getattr(reader, "__func__", reader))  # a classmethod's function
 
     def mark(entry: Callable[..., R]) -> Callable[P, R]:
