@@ -25,6 +25,7 @@ from ironloop._constants import INTERRUPT
 from ironloop._graph_jsonschema import jsonschema
 from ironloop._ironloop import _RunOptions
 from ironloop._node_calls import _outer_task
+from ironloop._params import params_of
 from ironloop._run_options import (
     _as_run_config,
     _batch_configs,
@@ -202,29 +203,36 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
         config = _in_agent(config)
         return config, _RunOptions(durability=durability, step_timeout=self.step_timeout, **options)
 
-    def _prepare_stream(
+    def _stream_call(
         self,
-        config: Any,
-        control: RunControl | None,
-        kwargs: dict[str, Any],
-        durability: str | None,
-        version: str,
-        stream_mode: str | Sequence[str],
-        subgraphs: bool,
-        breaks: tuple[Any, Any],
-    ) -> tuple[Any, _RunOptions, list[str] | None, bool]:
-        """``stream``'s and ``astream``'s one prologue: ``control`` into the config,
-        then ``_prepare`` and also the modes to ask the engine for, the caller's own
-        when ``tasks`` / ``checkpoints`` are among them (``None`` when not), and
-        whether one mode was asked for by name (items are bare chunks)."""
+        input: Any,
+        config: dict[str, Any] | None = None,
+        *,
+        stream_mode: str | Sequence[str] = "updates",
+        subgraphs: bool = False,
+        context: Any = None,
+        durability: str | None = None,
+        version: str = "v1",
+        interrupt_before: str | Sequence[str] | None = None,
+        interrupt_after: str | Sequence[str] | None = None,
+        control: RunControl | None = None,
+        **kwargs: Any,
+    ) -> tuple[Any, Any, str, bool, Any, _RunOptions, list[str] | None, bool]:
+        """``stream``'s and ``astream``'s parameters (shown on both) and one prologue:
+        ``control`` into the config, then ``_prepare``. Returns the call's input,
+        context, version and ``subgraphs``, the run's config and options, the modes to
+        reshape, the caller's own when ``tasks`` / ``checkpoints`` are among them
+        (``None`` when not), and whether one mode was asked for by name (items are bare
+        chunks)."""
         config = _with_control(config, control)
         modes = _v2_modes(stream_mode) if version == "v2" else stream_mode
         engine_modes, wanted = _debug_views(modes, _print_modes(kwargs, self.debug))
         config, opts = self._prepare(
             config, kwargs, durability, version, stream_mode=engine_modes,
-            subgraphs=subgraphs, interrupt_before=breaks[0], interrupt_after=breaks[1],
+            subgraphs=subgraphs, interrupt_before=interrupt_before,
+            interrupt_after=interrupt_after,
         )  # fmt: skip
-        return config, opts, wanted, isinstance(modes, str)
+        return input, context, version, subgraphs, config, opts, wanted, isinstance(modes, str)
 
     @contextlib.contextmanager
     def _entered(
@@ -263,7 +271,7 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
                 _outer_task.reset(outer)
             _scope.reset(token)
 
-    def invoke(
+    def _invoke_call(
         self,
         input: Any,
         config: dict[str, Any] | None = None,
@@ -276,7 +284,24 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
         interrupt_after: str | Sequence[str] | None = None,
         control: RunControl | None = None,
         **kwargs: Any,
-    ) -> Any:
+    ) -> tuple[Any, Any, str, _Invocation]:
+        """``invoke``'s and ``ainvoke``'s parameters (shown on both) and one prologue;
+        returns the call's input, context and version, and the call. Another
+        ``stream_mode``, or a run that prints (``debug`` / ``print_mode``), is collected
+        from the run's stream (``via``, with the ``stream`` call's keywords but
+        ``context``); otherwise the run's typed options, checked in the core."""
+        config = _with_control(config, control)
+        breaks = {"interrupt_before": interrupt_before, "interrupt_after": interrupt_after}
+        printed = _print_modes(kwargs, self.debug)
+        if stream_mode != "values" or printed:
+            via = _OverStream(stream_mode, version, printed, self._v2_output)
+            streamed = {"durability": durability, **breaks, **via.options, **kwargs}
+            return input, context, version, _Invocation(config, via=via, streamed=streamed)
+        config, opts = self._prepare(config, kwargs, durability, version, **breaks)
+        return input, context, version, _Invocation(config, opts=opts)
+
+    @params_of(_invoke_call)
+    def invoke(self, *args: Any, **kwargs: Any) -> Any:
         """Runs to the end (or to an interrupt) and returns the final state's output
         keys (``None`` when the run wrote none of them); a pause shows as
         ``result["__interrupt__"]``. ``context`` is the run's static context
@@ -284,8 +309,7 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
         another ``stream_mode`` returns the list of the stream's chunks, and
         ``version="v2"`` a ``GraphOutput(value, interrupts)`` (or v2 chunks);
         ``interrupt_before`` / ``interrupt_after`` replace the compiled ones."""
-        breaks = {"interrupt_before": interrupt_before, "interrupt_after": interrupt_after}
-        call = self._invocation(config, control, stream_mode, version, durability, breaks, kwargs)
+        input, context, version, call = self._invoke_call(*args, **kwargs)
         if call.via is not None:
             with _usage(call.via.usage_version) as usage:
                 items = list(self.stream(input, call.config, context=context, **call.streamed))
@@ -295,23 +319,10 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
             run.end()
         return _output(out, usage, self._v2_output)
 
-    async def ainvoke(
-        self,
-        input: Any,
-        config: dict[str, Any] | None = None,
-        *,
-        context: Any = None,
-        stream_mode: str | Sequence[str] = "values",
-        durability: str | None = None,
-        version: str = "v1",
-        interrupt_before: str | Sequence[str] | None = None,
-        interrupt_after: str | Sequence[str] | None = None,
-        control: RunControl | None = None,
-        **kwargs: Any,
-    ) -> Any:
+    @params_of(_invoke_call)
+    async def ainvoke(self, *args: Any, **kwargs: Any) -> Any:
         """Like ``invoke``; async nodes and tools run on the running event loop."""
-        breaks = {"interrupt_before": interrupt_before, "interrupt_after": interrupt_after}
-        call = self._invocation(config, control, stream_mode, version, durability, breaks, kwargs)
+        input, context, version, call = self._invoke_call(*args, **kwargs)
         if call.via is not None:
             with _usage(call.via.usage_version) as usage:
                 it = self.astream(input, call.config, context=context, **call.streamed)
@@ -339,30 +350,6 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
             run.end()
         return _output(out, usage, self._v2_output)
 
-    def _invocation(
-        self,
-        config: Any,
-        control: RunControl | None,
-        stream_mode: str | Sequence[str],
-        version: str,
-        durability: str | None,
-        breaks: dict[str, Any],
-        kwargs: dict[str, Any],
-    ) -> _Invocation:
-        """``invoke``'s and ``ainvoke``'s one prologue (``breaks``: their
-        ``interrupt_before`` / ``interrupt_after``). Another ``stream_mode``, or a run
-        that prints (``debug`` / ``print_mode``), is collected from the run's stream
-        (``via``, with the ``stream`` call's keywords but ``context``); otherwise the
-        run's typed options, checked in the core."""
-        config = _with_control(config, control)
-        printed = _print_modes(kwargs, self.debug)
-        if stream_mode != "values" or printed:
-            via = _OverStream(stream_mode, version, printed, self._v2_output)
-            streamed = {"durability": durability, **breaks, **via.options, **kwargs}
-            return _Invocation(config, via=via, streamed=streamed)
-        config, opts = self._prepare(config, kwargs, durability, version, **breaks)
-        return _Invocation(config, opts=opts)
-
     def _nesting(self, config: Any) -> tuple[bool, contextvars.Token[Any] | None]:
         """Run inside a node of another graph (as a node, or called by a node's
         function) and without a checkpointer of its own, this graph is nested: a pause
@@ -385,21 +372,8 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
             return True, None
         return True, _outer_task.set(_outer_task.get() or scratch)
 
-    def stream(
-        self,
-        input: Any,
-        config: dict[str, Any] | None = None,
-        *,
-        stream_mode: str | Sequence[str] = "updates",
-        subgraphs: bool = False,
-        context: Any = None,
-        durability: str | None = None,
-        version: str = "v1",
-        interrupt_before: str | Sequence[str] | None = None,
-        interrupt_after: str | Sequence[str] | None = None,
-        control: RunControl | None = None,
-        **kwargs: Any,
-    ) -> Iterator[Any]:
+    @params_of(_stream_call)
+    def stream(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
         """Yields chunks as the run goes: for one mode the chunks, for a list of modes
         ``(mode, chunk)`` pairs. The default mode is ``"updates"`` (as LangGraph's):
         ``{node: update}`` as each node finishes, and ``{"__interrupt__": (Interrupt,
@@ -408,9 +382,8 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
         tuple of ``"node:task"``; empty for this graph's own events). With
         ``version="v2"`` every chunk is LangGraph's v2 part: ``{"type": mode, "ns":
         namespace, "data": chunk}``, ``values`` parts with their ``"interrupts"``."""
-        breaks = (interrupt_before, interrupt_after)
-        config, opts, wanted, single = self._prepare_stream(
-            config, control, kwargs, durability, version, stream_mode, subgraphs, breaks
+        input, context, version, subgraphs, config, opts, wanted, single = self._stream_call(
+            *args, **kwargs
         )
         with self._entered(context, config, input) as run, run_scope(version):
             it = self._core.stream(input, run.config, opts)
@@ -420,26 +393,12 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
             it = _viewed(it, wanted, single, subgraphs)
         return parts(it, subgraphs, self._v2_output, self._v2_state) if version == "v2" else it
 
-    async def astream(
-        self,
-        input: Any,
-        config: dict[str, Any] | None = None,
-        *,
-        stream_mode: str | Sequence[str] = "updates",
-        subgraphs: bool = False,
-        context: Any = None,
-        durability: str | None = None,
-        version: str = "v1",
-        interrupt_before: str | Sequence[str] | None = None,
-        interrupt_after: str | Sequence[str] | None = None,
-        control: RunControl | None = None,
-        **kwargs: Any,
-    ) -> AsyncIterator[Any]:
+    @params_of(_stream_call)
+    async def astream(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
         """``stream`` for ``async for``; async nodes and tools run on the running event
         loop."""
-        breaks = (interrupt_before, interrupt_after)
-        config, opts, wanted, single = self._prepare_stream(
-            config, control, kwargs, durability, version, stream_mode, subgraphs, breaks
+        input, context, version, subgraphs, config, opts, wanted, single = self._stream_call(
+            *args, **kwargs
         )
         with self._entered(context, config, input) as run, run_scope(version):
             it = self._core.stream(input, run.config, opts, _loop())

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 from ironloop._ironloop import _child_ns
+from ironloop._params import params_of
 from ironloop.errors import InvalidUpdateError
 from ironloop.types import StateSnapshot, StateUpdate
 
@@ -87,16 +88,10 @@ class StateAccess:
                 if limit is not None and kept >= limit:
                     return
 
-    async def aget_state_history(
-        self,
-        config: dict[str, Any],
-        *,
-        filter: Any = None,
-        before: dict[str, Any] | None = None,
-        limit: int | None = None,
-    ) -> AsyncIterator[StateSnapshot]:
+    @params_of(get_state_history)
+    async def aget_state_history(self, *args: Any, **kwargs: Any) -> AsyncIterator[StateSnapshot]:
         """``get_state_history`` for ``async for``."""
-        for snap in self.get_state_history(config, filter=filter, before=before, limit=limit):
+        for snap in self.get_state_history(*args, **kwargs):
             yield snap
 
     def update_state(
@@ -117,13 +112,8 @@ class StateAccess:
             )
         return self.bulk_update_state(config, [[StateUpdate(values, as_node, task_id)]])
 
-    async def aupdate_state(
-        self,
-        config: dict[str, Any],
-        values: Any,
-        as_node: str | None = None,
-        task_id: str | None = None,
-    ) -> dict[str, Any]:
+    @params_of(update_state)
+    async def aupdate_state(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """``update_state`` for ``await``, on a worker thread (the loop goes on
         meanwhile); an ``async def`` routing function it reaches is awaited, as
         LangGraph's."""
@@ -133,7 +123,7 @@ class StateAccess:
 
         def update() -> dict[str, Any]:
             awaiting_routes.set(True)  # in this call's own copy of the context
-            return self.update_state(config, values, as_node, task_id)
+            return self.update_state(*args, **kwargs)
 
         return await asyncio.to_thread(update)
 

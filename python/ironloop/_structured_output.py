@@ -42,6 +42,7 @@ from typing_extensions import is_typeddict  # typing's misses typing_extensions'
 from ironloop import messages as _messages
 from ironloop._ironloop import _json_schema_errors
 from ironloop._schema import type_schema
+from ironloop._tool import openai_tool
 from ironloop.errors import ModelError
 
 if TYPE_CHECKING:
@@ -221,14 +222,7 @@ class _SchemaSpec(Generic[SchemaT]):
 
     def tool(self) -> dict[str, Any]:
         """The output tool offered to the model, in OpenAI's function form."""
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": self.json_schema,
-            },
-        }
+        return openai_tool(self.name, self.description, self.json_schema)
 
 
 HandleErrors = (

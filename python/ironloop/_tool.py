@@ -9,7 +9,9 @@ import functools
 import inspect
 import json
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar, overload
+from typing import Any, TypedDict, TypeVar, overload
+
+from typing_extensions import Unpack
 
 from ironloop._ironloop import _check_tool_name, _json_schema_errors, _timeout_seconds
 from ironloop._schema import function_spec
@@ -167,14 +169,7 @@ class Tool:
 
     def to_openai(self) -> dict[str, Any]:
         """The tool as an entry of OpenAI's Chat Completions ``tools`` list."""
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": self.parameters,
-            },
-        }
+        return openai_tool(self.name, self.description, self.parameters)
 
     def to_anthropic(self) -> dict[str, Any]:
         """The tool as an entry of Anthropic's Messages ``tools`` list."""
@@ -401,6 +396,15 @@ class _FunctionTool(Tool):
         functools.update_wrapper(self, func)  # type: ignore[arg-type]
 
 
+def openai_tool(name: str, description: str, parameters: dict[str, Any]) -> dict[str, Any]:
+    """An entry of OpenAI's Chat Completions ``tools`` list: the function ``name``,
+    described, taking arguments of the JSON Schema ``parameters``."""
+    return {
+        "type": "function",
+        "function": {"name": name, "description": description, "parameters": parameters},
+    }
+
+
 def _has_default(func: Callable[..., Any], param: str) -> bool:
     """Whether ``func``'s parameter ``param`` has a default, so that an injected one
     may be left out when the tool runs with no agent to inject it."""
@@ -484,30 +488,23 @@ def _converting(
     return run
 
 
+class _ToolOptions(TypedDict, total=False):
+    """``@tool``'s keywords but ``name`` (its overloads' one list; defaults on ``tool``)."""
+
+    description: str | None
+    return_direct: bool
+    timeout: float | None
+    parse_docstring: bool
+    label: str | None
+
+
 @overload
 def tool(name_or_func: F, /) -> Tool: ...
 @overload
-def tool(
-    name_or_func: str,
-    /,
-    *,
-    description: str | None = None,
-    return_direct: bool = False,
-    timeout: float | None = None,
-    parse_docstring: bool = True,
-    label: str | None = None,
-) -> Callable[[F], Tool]: ...
+def tool(name_or_func: str, /, **options: Unpack[_ToolOptions]) -> Callable[[F], Tool]: ...
 @overload
 def tool(
-    name_or_func: None = None,
-    /,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    return_direct: bool = False,
-    timeout: float | None = None,
-    parse_docstring: bool = True,
-    label: str | None = None,
+    name_or_func: None = None, /, *, name: str | None = None, **options: Unpack[_ToolOptions]
 ) -> Callable[[F], Tool]: ...
 
 

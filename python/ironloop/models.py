@@ -278,20 +278,11 @@ class _HTTPChatModel:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, url={self.url!r})"
 
-    def _start(
-        self,
-        messages: Sequence[Any] | str,
-        tools: Sequence[Any] | None,
-        tool_choice: Any,
-        kwargs: dict[str, Any],
-    ) -> _ChatStream:
-        """A streamed response; the one place the call's arguments go to the core."""
-        return self._core.stream(messages, **self._args(tools, tool_choice, kwargs))
-
     def _args(
         self, tools: Sequence[Any] | None, tool_choice: Any, kwargs: dict[str, Any]
     ) -> dict[str, Any]:
-        """The core's arguments. The core reads the request keywords
+        """The core's arguments for one call (every call's go through here). The core
+        reads the request keywords
         (``temperature``, ``stop``...) and sends any other keyword as a top-level
         field of the request body (``top_p``, ``seed``...); here only what Python
         converts: the tools, ``response_format`` and the extra body fields."""
@@ -330,23 +321,17 @@ class _HTTPChatModel:
         response is streamed and its chunks go to that stream as they arrive."""
         if _tracing.ON and _tracing.tracer() is not None:
             with _tracing.model_span(self._provider, self.model) as answered:
-                return answered(self._invoke(messages, tools, tool_choice, kwargs))
-        return self._invoke(messages, tools, tool_choice, kwargs)
+                return answered(self._invoke(messages, self._args(tools, tool_choice, kwargs)))
+        return self._invoke(messages, self._args(tools, tool_choice, kwargs))
 
-    def _invoke(
-        self,
-        messages: Sequence[Any] | str,
-        tools: Sequence[Any] | None,
-        tool_choice: Any,
-        kwargs: dict[str, Any],
-    ) -> AIMessage:
+    def _invoke(self, messages: Sequence[Any] | str, args: dict[str, Any]) -> AIMessage:
         scratch = task_var.get(None)
         if scratch is not None and scratch.streams_messages:
-            stream = self._start(messages, tools, tool_choice, kwargs)
+            stream = self._core.stream(messages, **args)
             for chunk in stream:
                 scratch.write_message(chunk)
             return self._done(self._final(stream))
-        return self._done(self._core.invoke(messages, **self._args(tools, tool_choice, kwargs)))
+        return self._done(self._core.invoke(messages, **args))
 
     async def ainvoke(
         self,
@@ -357,25 +342,18 @@ class _HTTPChatModel:
     ) -> AIMessage:
         if _tracing.ON and _tracing.tracer() is not None:
             with _tracing.model_span(self._provider, self.model) as answered:
-                return answered(await self._ainvoke(messages, tools, tool_choice, kwargs))
-        return await self._ainvoke(messages, tools, tool_choice, kwargs)
+                args = self._args(tools, tool_choice, kwargs)
+                return answered(await self._ainvoke(messages, args))
+        return await self._ainvoke(messages, self._args(tools, tool_choice, kwargs))
 
-    async def _ainvoke(
-        self,
-        messages: Sequence[Any] | str,
-        tools: Sequence[Any] | None,
-        tool_choice: Any,
-        kwargs: dict[str, Any],
-    ) -> AIMessage:
+    async def _ainvoke(self, messages: Sequence[Any] | str, args: dict[str, Any]) -> AIMessage:
         scratch = task_var.get(None)
         if scratch is not None and scratch.streams_messages:
-            stream = self._start(messages, tools, tool_choice, kwargs)
+            stream = self._core.stream(messages, **args)
             while (chunk := await stream.anext()) is not None:
                 scratch.write_message(chunk)
             return self._done(self._final(stream))
-        return self._done(
-            await self._core.ainvoke(messages, **self._args(tools, tool_choice, kwargs))
-        )
+        return self._done(await self._core.ainvoke(messages, **args))
 
     def stream(
         self,
@@ -389,7 +367,7 @@ class _HTTPChatModel:
         id and name first, then pieces of its arguments, by ``index``), and a last
         chunk with the usage. Their sum (``chunk + chunk``) is the whole message, its
         ``tool_calls`` parsed."""
-        for chunk in self._start(messages, tools, tool_choice, kwargs):
+        for chunk in self._core.stream(messages, **self._args(tools, tool_choice, kwargs)):
             if chunk.usage_metadata:
                 record(self.model, chunk)
             yield chunk
@@ -401,7 +379,7 @@ class _HTTPChatModel:
         tool_choice: Any = None,
         **kwargs: Any,
     ) -> AsyncIterator[AIMessageChunk]:
-        stream = self._start(messages, tools, tool_choice, kwargs)
+        stream = self._core.stream(messages, **self._args(tools, tool_choice, kwargs))
         while (chunk := await stream.anext()) is not None:
             if chunk.usage_metadata:
                 record(self.model, chunk)

@@ -256,6 +256,17 @@ def __getattr__(name: str) -> Any:
 OutputT = TypeVar("OutputT")
 
 
+def _warn_v1_access(how: str) -> None:
+    """LangGraph's deprecation warning for reading a ``GraphOutput`` as a v1 result
+    (``how``: the reader's spelling), shown at the caller of the dunder method."""
+    warnings.warn(
+        f"Accessing GraphOutput via `{how}` is deprecated. Use `result.value` to "
+        "access the output value directly, or `result.interrupts` for interrupts.",
+        LangGraphDeprecatedSinceV11,
+        stacklevel=3,
+    )
+
+
 @dataclass(frozen=True)
 class GraphOutput(Generic[OutputT]):
     """What ``invoke`` / ``ainvoke`` return with ``version="v2"`` (as LangGraph's):
@@ -278,12 +289,7 @@ class GraphOutput(Generic[OutputT]):
 
     def __getitem__(self, key: str) -> Any:
         """``result[key]`` as a v1 result (deprecated, as in LangGraph)."""
-        warnings.warn(
-            "Accessing GraphOutput via `result[key]` is deprecated. Use `result.value` to "
-            "access the output value directly, or `result.interrupts` for interrupts.",
-            LangGraphDeprecatedSinceV11,
-            stacklevel=2,
-        )
+        _warn_v1_access("result[key]")
         if key == INTERRUPT:
             return self.interrupts
         if isinstance(self.value, dict):
@@ -294,12 +300,7 @@ class GraphOutput(Generic[OutputT]):
             raise KeyError(key) from None
 
     def __contains__(self, key: object) -> bool:
-        warnings.warn(
-            "Accessing GraphOutput via `key in result` is deprecated. Use `result.value` to "
-            "access the output value directly, or `result.interrupts` for interrupts.",
-            LangGraphDeprecatedSinceV11,
-            stacklevel=2,
-        )
+        _warn_v1_access("key in result")
         if key == INTERRUPT:
             return bool(self.interrupts)
         if isinstance(self.value, dict):

@@ -28,7 +28,9 @@ from typing import Any, cast
 
 from typing_extensions import TypedDict, Unpack
 
+from ironloop._closing import ClosingContext
 from ironloop._ironloop import _MCP_MAX_MESSAGE_BYTES, NativeTool, _McpToolset
+from ironloop._params import params_of
 from ironloop.messages import AIMessage, BaseMessage, HumanMessage
 from ironloop.sources import _str_pairs
 
@@ -150,7 +152,7 @@ def prompt_messages(prompt: Mapping[str, Any]) -> list[BaseMessage]:
     return out
 
 
-class McpToolset:
+class McpToolset(ClosingContext):
     """An open session with one MCP server, and its tools.
 
     Make one with ``McpToolset.stdio(...)`` / ``McpToolset.http(...)`` (or
@@ -188,7 +190,7 @@ class McpToolset:
         _open.add(self)
 
     @classmethod
-    def stdio(
+    def _stdio_call(
         cls,
         command: str | os.PathLike[str],
         args: Sequence[str] | None = None,
@@ -196,7 +198,14 @@ class McpToolset:
         *,
         cwd: str | os.PathLike[str] | None = None,
         **options: Unpack[McpOptions],
-    ) -> McpToolset:
+    ) -> tuple[Any, ...]:
+        """``stdio``'s and ``astdio``'s parameters (shown on both), checked: the native
+        ``stdio``'s arguments."""
+        return (*_stdio_args(command, args, env, cwd), *_session(options))
+
+    @classmethod
+    @params_of(_stdio_call)
+    def stdio(cls, *args: Any, **kwargs: Any) -> McpToolset:
         """Starts ``command args...`` and opens a session over its stdin / stdout.
 
         Args:
@@ -235,7 +244,7 @@ class McpToolset:
             ironloop.errors.InvalidArgumentError: (a ``ValueError``) ``timeout`` is not
                 a positive number of seconds, or ``max_message_bytes`` not an int >= 1.
         """
-        return cls(_McpToolset.stdio(*_stdio_args(command, args, env, cwd), *_session(options)))
+        return cls(_McpToolset.stdio(*cls._stdio_call(*args, **kwargs)))
 
     @classmethod
     def http(
@@ -268,18 +277,11 @@ class McpToolset:
         return cls(_McpToolset.http(where, pairs, *_session(options)))
 
     @classmethod
-    async def astdio(
-        cls,
-        command: str | os.PathLike[str],
-        args: Sequence[str] | None = None,
-        env: Mapping[str, str] | None = None,
-        *,
-        cwd: str | os.PathLike[str] | None = None,
-        **options: Unpack[McpOptions],
-    ) -> McpToolset:
+    @params_of(_stdio_call)
+    async def astdio(cls, *args: Any, **kwargs: Any) -> McpToolset:
         """``stdio`` for async code: the event loop runs on while the server starts."""
-        a = _stdio_args(command, args, env, cwd)
-        return cls(await _McpToolset.stdio(*a, *_session(options), asynchronous=True))
+        call = cls._stdio_call(*args, **kwargs)
+        return cls(await _McpToolset.stdio(*call, asynchronous=True))
 
     @classmethod
     async def ahttp(
@@ -375,18 +377,6 @@ class McpToolset:
         """``close`` for async code."""
         await self._core.aclose()
         _open.discard(self)
-
-    def __enter__(self) -> McpToolset:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> McpToolset:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"{len(self)} tools"

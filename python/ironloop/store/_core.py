@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
+from ironloop._closing import ClosingContext
 from ironloop.store.base import (
     BaseStore,
     GetOp,
@@ -117,7 +118,7 @@ class _Plan:
         self.kinds: list[str] = []
 
 
-class RustStore(BaseStore):
+class RustStore(ClosingContext, BaseStore):
     """A ``BaseStore`` whose engine is ``ironloop._ironloop._StoreCore``."""
 
     supports_ttl = True
@@ -322,18 +323,6 @@ class RustStore(BaseStore):
         """Stops the sweeper and closes the database; later calls raise
         ``StoreError``."""
         self._core.close()
-
-    def __enter__(self) -> Any:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> Any:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.close()
 
 
 class AsyncRustStore(RustStore):

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any, Literal, NamedTuple, TypedDict
 
+from ironloop._params import params_of
 from ironloop.store.embed import (
     AEmbeddingsFunc,
     EmbeddingsFunc,
@@ -303,23 +304,6 @@ def _ttl(ttl_config: TTLConfig | None, ttl: float | NotProvided | None) -> float
     return ttl
 
 
-def _listing(
-    prefix: NamespacePath | None,
-    suffix: NamespacePath | None,
-    max_depth: int | None,
-    limit: int,
-    offset: int,
-) -> ListNamespacesOp:
-    _validate_labels(prefix or ())
-    _validate_labels(suffix or ())
-    conditions = []
-    if prefix:
-        conditions.append(MatchCondition("prefix", tuple(prefix)))
-    if suffix:
-        conditions.append(MatchCondition("suffix", tuple(suffix)))
-    return ListNamespacesOp(tuple(conditions), max_depth, limit, offset)
-
-
 class BaseStore(ABC):
     """A key-value store with namespaces, optional semantic search and TTLs.
 
@@ -356,11 +340,13 @@ class BaseStore(ABC):
     def _search_op(
         self,
         namespace_prefix: tuple[str, ...],
-        query: str | None,
-        filter: dict[str, Any] | None,
-        limit: int,
-        offset: int,
-        refresh_ttl: bool | None,
+        /,
+        *,
+        query: str | None = None,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        refresh_ttl: bool | None = None,
     ) -> SearchOp:
         _validate_labels(namespace_prefix)
         return SearchOp(
@@ -377,8 +363,9 @@ class BaseStore(ABC):
         namespace: tuple[str, ...],
         key: str,
         value: Mapping[str, Any],
-        index: Literal[False] | list[str] | None,
-        ttl: float | NotProvided | None,
+        index: Literal[False] | list[str] | None = None,
+        *,
+        ttl: float | NotProvided | None = NOT_PROVIDED,
     ) -> PutOp:
         _validate_namespace(namespace)
         if ttl not in (NOT_PROVIDED, None) and not self.supports_ttl:
@@ -392,101 +379,70 @@ class BaseStore(ABC):
         _validate_labels(namespace)
         return PutOp(tuple(namespace), str(key), None)
 
+    def _list_op(
+        self,
+        *,
+        prefix: NamespacePath | None = None,
+        suffix: NamespacePath | None = None,
+        max_depth: int | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> ListNamespacesOp:
+        _validate_labels(prefix or ())
+        _validate_labels(suffix or ())
+        conditions = []
+        if prefix:
+            conditions.append(MatchCondition("prefix", tuple(prefix)))
+        if suffix:
+            conditions.append(MatchCondition("suffix", tuple(suffix)))
+        return ListNamespacesOp(tuple(conditions), max_depth, limit, offset)
+
     def get(
         self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None
     ) -> Item | None:
         """The item at ``namespace`` / ``key``, or ``None``."""
         return self._run_one(self._get_op(namespace, key, refresh_ttl))  # type: ignore[no-any-return]
 
-    def search(
-        self,
-        namespace_prefix: tuple[str, ...],
-        /,
-        *,
-        query: str | None = None,
-        filter: dict[str, Any] | None = None,
-        limit: int = 10,
-        offset: int = 0,
-        refresh_ttl: bool | None = None,
-    ) -> list[SearchItem]:
+    @params_of(_search_op)
+    def search(self, *args: Any, **kwargs: Any) -> list[SearchItem]:
         """Items under ``namespace_prefix``: filtered, ranked by ``query`` when the
         store has an index, paged."""
-        op = self._search_op(namespace_prefix, query, filter, limit, offset, refresh_ttl)
-        return self._run_one(op)  # type: ignore[no-any-return]
+        return self._run_one(self._search_op(*args, **kwargs))  # type: ignore[no-any-return]
 
-    def put(
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        value: Mapping[str, Any],
-        index: Literal[False] | list[str] | None = None,
-        *,
-        ttl: float | NotProvided | None = NOT_PROVIDED,
-    ) -> None:
+    @params_of(_put_op)
+    def put(self, *args: Any, **kwargs: Any) -> None:
         """Stores ``value`` (a dict of JSON values), replacing what was there."""
-        self._run_one(self._put_op(namespace, key, value, index, ttl))
+        self._run_one(self._put_op(*args, **kwargs))
 
     def delete(self, namespace: tuple[str, ...], key: str) -> None:
         """Deletes the item (nothing happens if there is none)."""
         self._run_one(self._delete_op(namespace, key))
 
-    def list_namespaces(
-        self,
-        *,
-        prefix: NamespacePath | None = None,
-        suffix: NamespacePath | None = None,
-        max_depth: int | None = None,
-        limit: int = 100,
-        offset: int = 0,
-    ) -> list[tuple[str, ...]]:
+    @params_of(_list_op)
+    def list_namespaces(self, *args: Any, **kwargs: Any) -> list[tuple[str, ...]]:
         """The namespaces holding items, sorted; ``"*"`` in a pattern matches any
         label; ``max_depth`` cuts them (then each appears once)."""
-        return self._run_one(_listing(prefix, suffix, max_depth, limit, offset))  # type: ignore[no-any-return]
+        return self._run_one(self._list_op(*args, **kwargs))  # type: ignore[no-any-return]
 
     async def aget(
         self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None
     ) -> Item | None:
         return await self._arun_one(self._get_op(namespace, key, refresh_ttl))  # type: ignore[no-any-return]
 
-    async def asearch(
-        self,
-        namespace_prefix: tuple[str, ...],
-        /,
-        *,
-        query: str | None = None,
-        filter: dict[str, Any] | None = None,
-        limit: int = 10,
-        offset: int = 0,
-        refresh_ttl: bool | None = None,
-    ) -> list[SearchItem]:
-        op = self._search_op(namespace_prefix, query, filter, limit, offset, refresh_ttl)
-        return await self._arun_one(op)  # type: ignore[no-any-return]
+    @params_of(_search_op)
+    async def asearch(self, *args: Any, **kwargs: Any) -> list[SearchItem]:
+        return await self._arun_one(self._search_op(*args, **kwargs))  # type: ignore[no-any-return]
 
-    async def aput(
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        value: Mapping[str, Any],
-        index: Literal[False] | list[str] | None = None,
-        *,
-        ttl: float | NotProvided | None = NOT_PROVIDED,
-    ) -> None:
-        await self._arun_one(self._put_op(namespace, key, value, index, ttl))
+    @params_of(_put_op)
+    async def aput(self, *args: Any, **kwargs: Any) -> None:
+        await self._arun_one(self._put_op(*args, **kwargs))
 
     async def adelete(self, namespace: tuple[str, ...], key: str) -> None:
         await self._arun_one(self._delete_op(namespace, key))
 
-    async def alist_namespaces(
-        self,
-        *,
-        prefix: NamespacePath | None = None,
-        suffix: NamespacePath | None = None,
-        max_depth: int | None = None,
-        limit: int = 100,
-        offset: int = 0,
-    ) -> list[tuple[str, ...]]:
-        op = _listing(prefix, suffix, max_depth, limit, offset)
-        return await self._arun_one(op)  # type: ignore[no-any-return]
+    @params_of(_list_op)
+    async def alist_namespaces(self, *args: Any, **kwargs: Any) -> list[tuple[str, ...]]:
+        return await self._arun_one(self._list_op(*args, **kwargs))  # type: ignore[no-any-return]
 
 
 __all__ += ["AEmbeddingsFunc", "EmbeddingsFunc"]

@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager, closing, contextmanager
 from typing import Any, TypeVar
 
 from ironloop._ironloop import _StoreCore
+from ironloop._params import params_of
 from ironloop.store._core import AsyncRustStore, RustStore
 from ironloop.store.base import IndexConfig, TTLConfig
 
@@ -85,6 +86,22 @@ def _dsn_of(conn: Any) -> str:
     )
 
 
+def _opened(
+    cls: type[_S],
+    conn_string: str,
+    *,
+    pipeline: bool = False,
+    pool_config: dict[str, Any] | None = None,
+    index: IndexConfig | None = None,
+    ttl: TTLConfig | None = None,
+) -> _S:
+    """What both ``from_conn_string`` forms open, and their one parameter list
+    (``pipeline`` needs nothing here: every batch is already one round of statements
+    in one transaction)."""
+    size = int((pool_config or {}).get("max_size", 4))
+    return cls(conn_string, index=index, ttl=ttl, pool_size=size)
+
+
 class PostgresStore(RustStore):
     """Items in PostgreSQL, shared by every process that connects.
 
@@ -130,30 +147,10 @@ class PostgresStore(RustStore):
             yield cur
 
     @classmethod
-    def _from_conn_string(
-        cls: type[_S],
-        conn_string: str,
-        pool_config: dict[str, Any] | None,
-        index: IndexConfig | None,
-        ttl: TTLConfig | None,
-    ) -> _S:
-        """What both ``from_conn_string`` forms open (``pipeline`` needs nothing here:
-        every batch is already one round of statements in one transaction)."""
-        size = int((pool_config or {}).get("max_size", 4))
-        return cls(conn_string, index=index, ttl=ttl, pool_size=size)
-
-    @classmethod
     @contextmanager
-    def from_conn_string(
-        cls,
-        conn_string: str,
-        *,
-        pipeline: bool = False,
-        pool_config: dict[str, Any] | None = None,
-        index: IndexConfig | None = None,
-        ttl: TTLConfig | None = None,
-    ) -> Iterator[PostgresStore]:
-        with closing(cls._from_conn_string(conn_string, pool_config, index, ttl)) as store:
+    @params_of(_opened)
+    def from_conn_string(cls, *args: Any, **kwargs: Any) -> Iterator[PostgresStore]:
+        with closing(_opened(cls, *args, **kwargs)) as store:
             yield store
 
 
@@ -173,15 +170,10 @@ class AsyncPostgresStore(AsyncRustStore, PostgresStore):
             yield cur
 
     @classmethod
-    @asynccontextmanager  # type: ignore[override]
+    @asynccontextmanager
+    @params_of(_opened)
     async def from_conn_string(  # type: ignore[override]
-        cls,
-        conn_string: str,
-        *,
-        pipeline: bool = False,
-        pool_config: dict[str, Any] | None = None,
-        index: IndexConfig | None = None,
-        ttl: TTLConfig | None = None,
+        cls, *args: Any, **kwargs: Any
     ) -> AsyncIterator[AsyncPostgresStore]:
-        with closing(cls._from_conn_string(conn_string, pool_config, index, ttl)) as store:
+        with closing(_opened(cls, *args, **kwargs)) as store:
             yield store

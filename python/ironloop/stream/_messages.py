@@ -3,16 +3,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ironloop.stream._types import ProtocolEvent, StreamTransformer
+from ironloop.stream._types import ProtocolEvent, _PumpedTransformer
 from ironloop.stream.stream_channel import StreamChannel
 
 __all__ = ["MessagesTransformer"]
 
 
-class MessagesTransformer(StreamTransformer):
+class MessagesTransformer(_PumpedTransformer):
     """One ``ChatModelStream`` (``AsyncChatModelStream`` on the async lane) per chat
     message of the run's own scope, with its ``.text``, ``.reasoning``,
     ``.tool_calls`` and ``.output``.
@@ -34,8 +33,6 @@ class MessagesTransformer(StreamTransformer):
         self._by_run: dict[str, Any] = {}
         #: model runs whose events are not shown (a tool message's)
         self._ignored_runs: set[str] = set()
-        self._pump_fn: Callable[[], bool] | None = None
-        self._apump_fn: Callable[[], Awaitable[bool]] | None = None
         self._scope_list = list(scope)
         #: Ids of the messages shown (a ``message-finish`` event names its message
         #: as its ``id``): the same message whole is not shown again.
@@ -43,12 +40,6 @@ class MessagesTransformer(StreamTransformer):
 
     def init(self) -> dict[str, Any]:
         return {"messages": self._log}
-
-    def _bind_pump(self, fn: Callable[[], bool]) -> None:
-        self._pump_fn = fn
-
-    def _bind_apump(self, fn: Callable[[], Awaitable[bool]]) -> None:
-        self._apump_fn = fn
 
     def _make_stream(self, *, node: str | None, message_id: str | None) -> Any:
         """A stream whose cursors drive the run's pump (the async lane's when bound;

@@ -71,19 +71,20 @@ class StreamMux:
         """Makes ``fn`` (pull one event from the graph) what every projection's
         cursor calls when its queue is empty; child muxes inherit it."""
         self._pump_fn = fn
-        for ch in (self._events, *self._channels):
-            ch._request_more = fn
-        for transformer in self._transformers:
-            if (bind := getattr(transformer, "_bind_pump", None)) is not None:
-                bind(fn)
+        self._bind_lane(fn, "_request_more", "_bind_pump")
 
     def bind_apump(self, fn: Callable[[], Awaitable[bool]]) -> None:
         """``bind_pump`` for the async lane."""
         self._apump_fn = fn
+        self._bind_lane(fn, "_arequest_more", "_bind_apump")
+
+    def _bind_lane(self, fn: Callable[[], Any], channel_attr: str, binder: str) -> None:
+        """``fn`` set as ``channel_attr`` of every channel, and handed to each
+        transformer that has a ``binder`` method (see ``_PumpedTransformer``)."""
         for ch in (self._events, *self._channels):
-            ch._arequest_more = fn
+            setattr(ch, channel_attr, fn)
         for transformer in self._transformers:
-            if (bind := getattr(transformer, "_bind_apump", None)) is not None:
+            if (bind := getattr(transformer, binder, None)) is not None:
                 bind(fn)
 
     def _make_child(self, scope: tuple[str, ...]) -> StreamMux:

@@ -5,10 +5,10 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
-from ironloop.stream._types import ProtocolEvent, StreamTransformer
+from ironloop.stream._types import ProtocolEvent, _PumpedTransformer
 from ironloop.stream.stream_channel import StreamChannel
 
 __all__ = ["ToolCallStream", "ToolCallTransformer", "agent_transformers"]
@@ -77,7 +77,7 @@ def _content(output: Any) -> Any:
     return output
 
 
-class ToolCallTransformer(StreamTransformer):
+class ToolCallTransformer(_PumpedTransformer):
     """``run.tool_calls``: a ``ToolCallStream`` per ``tool-started`` event at the
     transformer's scope, fed by its ``tool-output-delta`` events and ended by
     ``tool-finished`` / ``tool-error``. The ``tools`` events stay in the main log
@@ -90,18 +90,9 @@ class ToolCallTransformer(StreamTransformer):
         super().__init__(scope)
         self._log: StreamChannel[ToolCallStream] = StreamChannel()
         self._active: dict[str, ToolCallStream] = {}
-        self._is_async = False
-        self._pump_fn: Callable[[], bool] | None = None
-        self._apump_fn: Callable[[], Awaitable[bool]] | None = None
 
     def init(self) -> dict[str, Any]:
         return {"tool_calls": self._log}
-
-    def _bind_pump(self, fn: Callable[[], bool]) -> None:
-        self._pump_fn, self._is_async = fn, False
-
-    def _bind_apump(self, fn: Callable[[], Awaitable[bool]]) -> None:
-        self._apump_fn, self._is_async = fn, True
 
     def _start(self, data: dict[str, Any]) -> None:
         call_id = data["tool_call_id"]

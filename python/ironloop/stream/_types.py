@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from typing_extensions import NotRequired, TypedDict
@@ -132,6 +132,22 @@ class StreamTransformer(ABC):
         if tasks is None:
             tasks = self.__dict__["_stream_scheduled_tasks"] = set()
         return tasks
+
+
+class _PumpedTransformer(StreamTransformer):
+    """A transformer whose streams pull the run when their queue is empty: the mux
+    hands it the pull functions of both lanes (``StreamMux.bind_pump`` /
+    ``bind_apump``); ``_is_async`` says which lane was bound last."""
+
+    _pump_fn: Callable[[], bool] | None = None
+    _apump_fn: Callable[[], Awaitable[bool]] | None = None
+    _is_async = False
+
+    def _bind_pump(self, fn: Callable[[], bool]) -> None:
+        self._pump_fn, self._is_async = fn, False
+
+    def _bind_apump(self, fn: Callable[[], Awaitable[bool]]) -> None:
+        self._apump_fn, self._is_async = fn, True
 
 
 async def _logged(coro: Coroutine[Any, Any, Any]) -> Any:

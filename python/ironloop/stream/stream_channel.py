@@ -107,16 +107,17 @@ class StreamChannel(Generic[T]):
         self._subscribe(False)
         return self._cursor()
 
+    def _went_on(self, pulled: bool) -> bool:
+        """Whether a cursor whose queue was empty goes on after pulling the run once
+        (``pulled``: what the pull returned): the run went on, or left items or the
+        channel's end."""
+        return pulled or bool(self._items) or self._closed
+
     def _cursor(self) -> Iterator[T]:
-        while True:
-            item = self._take()
-            if item is _END:
-                return
+        while (item := self._take()) is not _END:
             if item is not _MORE:
                 yield item
-            elif self._request_more is None or not (
-                self._request_more() or self._items or self._closed
-            ):
+            elif (more := self._request_more) is None or not self._went_on(more()):
                 return
 
     def __aiter__(self) -> AsyncIterator[T]:
@@ -124,15 +125,10 @@ class StreamChannel(Generic[T]):
         return self._acursor()
 
     async def _acursor(self) -> AsyncIterator[T]:
-        while True:
-            item = self._take()
-            if item is _END:
-                return
+        while (item := self._take()) is not _END:
             if item is not _MORE:
                 yield item
-            elif self._arequest_more is None or not (
-                await self._arequest_more() or self._items or self._closed
-            ):
+            elif (amore := self._arequest_more) is None or not self._went_on(await amore()):
                 return
 
     def tee(self, n: int = 2) -> tuple[Iterator[T], ...]:
