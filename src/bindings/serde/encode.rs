@@ -2,9 +2,9 @@
 //! `crate::graph::tagged`).
 //!
 //! The encoder is a [`Serialize`] of the Python object, so the one walk writes either
-//! JSON text straight from the objects ([`encode_pieces`]: what snapshots and the
-//! state cache keep, in pieces that share a large container's text wherever it is met
-//! again; [`encode_text`]: one string), with no tree of values built, copied and
+//! JSON text straight from the objects (by [`Text`]; [`encode_pieces`]: what snapshots
+//! and the state cache keep, in pieces that share a large container's text wherever it
+//! is met again; [`encode_text`]: one string), with no tree of values built, copied and
 //! dropped on the way (that tree was most of the time of a checkpoint of a large
 //! state), or a `serde_json::Value` ([`encode`]: what a checkpoint's writes hold).
 //!
@@ -29,6 +29,7 @@ use serde_json::Value;
 
 use super::super::messages::PyMessage;
 use super::rope::{self, Out, Written};
+use super::text::Text;
 use crate::checkpoint::Piece;
 use crate::graph::tagged::{self, is_reserved_key, MESSAGE_KEY, TYPE_KEY};
 
@@ -115,8 +116,7 @@ pub fn encode_pieces(obj: &Bound<'_, PyAny>) -> Result<Vec<Piece>, String> {
 /// `out` after a walk of `obj` wrote its text to it.
 fn written(obj: &Bound<'_, PyAny>, out: Out) -> Result<Out, String> {
     run(obj.py(), Some(out.clone()), |walk| {
-        let mut ser = serde_json::Serializer::new(out.clone());
-        walk.node(obj, 0).serialize(&mut ser)
+        walk.node(obj, 0).serialize(&mut Text::new(out.clone()))
     })?;
     Ok(out)
 }
@@ -211,9 +211,9 @@ impl Walk {
 
     /// A dict or list (`obj`, `len` items, `depth` deep), written by `write`, or copied
     /// from its text when it was written before and the copy nests no deeper than a
-    /// walk would allow. serde_json writes a token as soon as it is given one, so the
-    /// text of `obj` starts where the output ends when it is reached, and an object
-    /// begun and ended with the copied entries in between is the same text.
+    /// walk would allow. The serializer ([`Text`]) writes a token as soon as it is given
+    /// one, so the text of `obj` starts where the output ends when it is reached, and an
+    /// object begun and ended with the copied entries in between is the same text.
     fn shared<S: Serializer>(
         &self,
         obj: &Bound<'_, PyAny>,
@@ -222,7 +222,11 @@ impl Walk {
         s: S,
         write: impl FnOnce(S) -> Result<S::Ok, S::Error>,
     ) -> Result<S::Ok, S::Error> {
-        let Some(out) = self.out.as_ref().filter(|_| len > 0) else {
+        // A container only its parent holds (and the walk's own reference to it) is met
+        // once: nothing to remember it by.
+        // SAFETY: `obj` is a live object (the walk holds a reference to it).
+        let unique = unsafe { pyo3::ffi::Py_REFCNT(obj.as_ptr()) } <= 2;
+        let Some(out) = self.out.as_ref().filter(|_| len > 0 && !unique) else {
             return write(s);
         };
         let key = obj.as_ptr() as usize;

@@ -6,6 +6,7 @@
 mod decode;
 mod encode;
 mod rope;
+mod text;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;

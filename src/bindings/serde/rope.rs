@@ -1,16 +1,16 @@
 //! The text an encoding writes: one string, or (a snapshot's) pieces in which a large
 //! container met again is the piece written the first time, shared instead of copied.
 //!
-//! serde_json writes each token to [`Out`] as soon as it is given one, so a container's
-//! text runs from where the output ended when the walk reached it to where it ends
-//! when the walk leaves it. A large one is then cut out of the open buffer as a piece
-//! of its own: `bytes` slices the buffer without copying it, so the first occurrence
-//! costs no copy either, and every later occurrence is a pointer to it. (Copying them
-//! was most of the checkpoint of a state holding one document in many places:
-//! LangGraph's `wide_state` benchmarks wrote 16.7 MB of copies a run.)
+//! The serializer ([`super::text`]) writes each token to [`Out`] as soon as it is
+//! given one, so a container's text runs from where the output ended when the walk
+//! reached it to where it ends when the walk leaves it. A large one is then cut out of
+//! the open buffer as a piece of its own: `bytes` slices the buffer without copying
+//! it, so the first occurrence costs no copy either, and every later occurrence is a
+//! pointer to it. (Copying them was most of the checkpoint of a state holding one
+//! document in many places: LangGraph's `wide_state` benchmarks wrote 16.7 MB of
+//! copies a run.)
 
-use std::cell::RefCell;
-use std::io;
+use std::cell::{Cell, RefCell, RefMut};
 use std::ptr;
 use std::rc::Rc;
 
@@ -51,7 +51,7 @@ impl Rope {
         if bytes.is_empty() {
             return;
         }
-        // SAFETY: serde_json writes UTF-8 and the cuts fall on a bracket's or a comma's
+        // SAFETY: the serializer writes UTF-8 and the cuts fall on a bracket's or a comma's
         // position (ASCII), so every slice of the output is UTF-8.
         self.push_piece(unsafe { Piece::from_utf8_unchecked(bytes.freeze()) });
     }
@@ -94,40 +94,95 @@ fn span_in<'a>(pieces: &'a [Piece], starts: &[usize], a: usize, b: usize) -> Opt
     pieces[i].as_bytes().get(a - starts[i]..b - starts[i])
 }
 
-/// The output of one encoding, shared by serde_json's serializer (which writes each
-/// token to it) and the walk (which cuts and repeats containers).
+/// The output of one encoding, shared by the serializer (which writes each token to
+/// it, see [`super::text`]) and the walk (which cuts and repeats containers).
 #[derive(Clone, Default)]
-pub(super) struct Out(Rc<RefCell<Rope>>);
+pub(super) struct Out(Rc<Shared>);
+
+#[derive(Default)]
+struct Shared {
+    rope: RefCell<Rope>,
+    /// A comma is owed before the next token: the serializer notes it between two
+    /// items and the item's first token writes it, so each token is one append.
+    comma: Cell<bool>,
+}
 
 impl Out {
     /// An output in pieces (`cuts`: large containers their own) or as one text.
     pub fn new(cuts: bool) -> Self {
-        Out(Rc::new(RefCell::new(Rope {
-            cuts,
-            ..Rope::default()
-        })))
+        Out(Rc::new(Shared {
+            rope: RefCell::new(Rope {
+                cuts,
+                ..Rope::default()
+            }),
+            comma: Cell::new(false),
+        }))
     }
 
-    /// How many bytes were written.
+    fn rope(&self) -> RefMut<'_, Rope> {
+        self.0.rope.borrow_mut()
+    }
+
+    /// Notes that a comma comes before the next token (the next item of a container).
+    #[inline]
+    pub fn owe_comma(&self) {
+        self.0.comma.set(true);
+    }
+
+    /// Writes `b`, after the comma owed if one is.
+    #[inline]
+    pub fn emit(&self, b: &[u8]) {
+        let mut r = self.rope();
+        if self.0.comma.replace(false) {
+            append(&mut r.buf, b",");
+        }
+        append(&mut r.buf, b);
+    }
+
+    /// Writes `text` (a string with nothing to escape) between quotes, and a colon
+    /// after it when it is a key, after the comma owed if one is: one append.
+    #[inline]
+    pub fn emit_plain_string(&self, text: &[u8], colon: bool) {
+        let mut r = self.rope();
+        let buf = &mut r.buf;
+        if self.0.comma.replace(false) {
+            append(buf, b",\"");
+        } else {
+            append(buf, b"\"");
+        }
+        append(buf, text);
+        if colon {
+            append(buf, b"\":");
+        } else {
+            append(buf, b"\"");
+        }
+    }
+
+    /// How many bytes were written (the comma owed included: the next container's text
+    /// starts after it).
     pub fn pos(&self) -> usize {
-        let r = self.0.borrow();
+        let mut r = self.rope();
+        if self.0.comma.replace(false) {
+            append(&mut r.buf, b",");
+        }
         r.done_len + r.buf.len()
     }
 
     /// Forgets what was written.
     pub fn clear(&self) {
-        let mut r = self.0.borrow_mut();
+        let mut r = self.rope();
         r.done.clear();
         r.starts.clear();
         r.done_len = 0;
         r.buf.clear();
+        self.0.comma.set(false);
     }
 
     /// Where a container whose text is bytes `start..end`, just written (its closing
     /// bracket the last byte), is kept to be written again: as pieces of its own when
     /// it is large and the output is in pieces, else where it is.
     pub fn written(&self, start: usize, end: usize) -> Written {
-        if end - start >= PIECE_MIN && self.0.borrow().cuts {
+        if end - start >= PIECE_MIN && self.rope().cuts {
             if let Some(p) = self.cut(start + 1, end - 1) {
                 return Written::Pieces(p.into());
             }
@@ -138,7 +193,7 @@ impl Out {
     /// Makes bytes `start..end` pieces of their own, `end` in the open buffer, and
     /// returns them: O(1) slices of what was written, no byte copied.
     fn cut(&self, start: usize, end: usize) -> Option<Vec<Piece>> {
-        let mut r = self.0.borrow_mut();
+        let mut r = self.rope();
         let r = &mut *r;
         let mut head = r.buf.split_to(end - r.done_len);
         if start >= r.done_len {
@@ -157,7 +212,7 @@ impl Out {
     /// the open buffer is copied from the piece holding it; were it split, never as
     /// cuts are made, the container is walked again).
     pub fn can_repeat(&self, w: &Written) -> bool {
-        let r = self.0.borrow();
+        let r = self.0.rope.borrow();
         match w {
             Written::Span { start, end } => {
                 *start >= r.done_len || r.done_span(*start, *end).is_some()
@@ -168,7 +223,7 @@ impl Out {
 
     /// Writes the text of `w` between its brackets again (the caller writes them).
     pub fn repeat(&self, w: &Written) {
-        let mut r = self.0.borrow_mut();
+        let mut r = self.rope();
         let r = &mut *r;
         match w {
             Written::Span { start, end } if *start >= r.done_len => {
@@ -192,7 +247,7 @@ impl Out {
 
     /// The text, in pieces.
     pub fn into_pieces(self) -> Vec<Piece> {
-        let mut r = self.0.borrow_mut();
+        let mut r = self.rope();
         let open = r.buf.split();
         r.push(open);
         std::mem::take(&mut r.done)
@@ -208,11 +263,11 @@ impl Out {
     }
 }
 
-/// Appends `b` to `buf`. serde_json hands over most of the text a few bytes at a time
-/// (a key, a number, a short string): those are copied inline, by fixed-size moves,
-/// instead of by a call to `memcpy` (whose calls were 11–13 % of encoding a large
-/// dict: a copy of a length known only at run time is a call).
-#[inline]
+/// Appends `b` to `buf`. Most of the text comes a few bytes at a time (a key, a
+/// number, a short string): those are copied inline, by fixed-size moves, instead of
+/// by a call to `memcpy` (whose calls were 11–13 % of encoding a large dict: a copy of
+/// a length known only at run time is a call).
+#[inline(always)]
 fn append(buf: &mut BytesMut, b: &[u8]) {
     let n = b.len();
     if n > SMALL {
@@ -252,24 +307,5 @@ unsafe fn copy_small(src: &[u8], dst: *mut u8) {
             *dst.add(n / 2) = *s.add(n / 2);
             *dst.add(n - 1) = *s.add(n - 1);
         }
-    }
-}
-
-impl io::Write for Out {
-    #[inline]
-    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-        append(&mut self.0.borrow_mut().buf, b);
-        Ok(b.len())
-    }
-
-    /// What serde_json calls for each token: one append, not `write`'s loop.
-    #[inline]
-    fn write_all(&mut self, b: &[u8]) -> io::Result<()> {
-        append(&mut self.0.borrow_mut().buf, b);
-        Ok(())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
     }
 }
