@@ -570,17 +570,19 @@ def _run_value(out: Any) -> Any:
     return None if isinstance(out, dict) and INTERRUPT in out else entry_value(out)
 
 
-@functools.cache
+#: The class ``_entry_graph`` made, once.
+_entry_graph_made: list[type[Any]] = []
+
+
 def _entry_graph() -> type[Any]:
     """The builder of an entrypoint's graph: a ``StateGraph`` whose input is its first
     step's own, as LangGraph's entrypoint reads its input itself (it runs in step 0,
     after the input checkpoint of step -1, with no ``__start__`` step between)."""
-    from ironloop.graph import StateGraph
+    if not _entry_graph_made:
+        from ironloop.graph import StateGraph
 
-    class _EntryGraph(StateGraph[Any, Any, Any, Any]):
-        _direct_input = True
-
-    return _EntryGraph
+        _entry_graph_made.append(type("_EntryGraph", (StateGraph,), {"_direct_input": True}))
+    return _entry_graph_made[0]
 
 
 class EntrypointGraph(StreamEvents):
@@ -621,7 +623,9 @@ class EntrypointGraph(StreamEvents):
             return value
         return {"input": value}
 
-    _result = staticmethod(entry_result)
+    @staticmethod
+    def _result(out: Any) -> Any:
+        return entry_result(out)
 
     def _reshape(self, item: Any, stream_mode: Any) -> Any:
         """A stream item of the inner graph as the entrypoint's."""
