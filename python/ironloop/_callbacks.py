@@ -25,6 +25,7 @@ from contextvars import ContextVar, Token
 from typing import Any
 
 from ironloop._constants import INTERRUPT
+from ironloop._runtime import task_var
 from ironloop._trace_policy import recorded
 
 #: The LangGraph metadata and tags of the run of the node or ``@task`` call running
@@ -39,6 +40,15 @@ _run_meta: ContextVar[tuple[dict[str, Any], list[str]] | None] = ContextVar(
 #: The tag LangGraph's node runs give what runs inside them (a node is a sequence of
 #: its function and its writes: the function is the first step).
 _INSIDE_TAG = "seq:step:1"
+
+#: The step of LangGraph's node sequence its first routing function runs as (after the
+#: node's function and its writes; the next router is the next step): its run's tag.
+_FIRST_ROUTER_STEP = 3
+
+#: The root run of the graph run current here (set where it is entered: the context
+#: the engine copies for its tasks and routers), which keeps its nodes' runs for their
+#: routing functions' (``router_call``) and an entrypoint's return value.
+_graph_run: ContextVar[ChainRun | None] = ContextVar("ironloop_callback_graph_run", default=None)
 
 
 def _inherited() -> Any:
@@ -70,23 +80,34 @@ class ChainRun:
 
     def __init__(self, manager: Any, meta: dict[str, Any] | None = None) -> None:
         self.manager = manager
+        self.meta = meta
         #: The callbacks of what runs inside: the parent of their runs is this one.
         #: Under a node's (or task's) run (``meta``: its LangGraph metadata) they see
         #: LangGraph's ``seq:step:1`` tag and the task's namespace as ``checkpoint_ns``.
         if meta is None:
             self.child = _own_handlers_dropped(manager.get_child())
         else:
-            self.child = _own_handlers_dropped(manager.get_child(_INSIDE_TAG))
+            self.child = _tags_given_last(_own_handlers_dropped(manager.get_child(_INSIDE_TAG)))
             self.child.add_metadata({"checkpoint_ns": meta["langgraph_checkpoint_ns"]})
         self._token: Token[Any] | None = None
+        self._root_token: Token[Any] | None = None
         self._ended = False
+        #: How many routing functions of this (a node's) run's task have run.
+        self.routed = 0
+        #: A graph run's: its nodes' runs by task id (see ``router_call``), and what
+        #: its entrypoint returned (its output when its stream shows none).
+        self.node_runs: dict[str, ChainRun] = {}
+        self.returned: Any = None
 
-    def enter(self) -> None:
+    def enter(self, graph_run: bool = False) -> None:
         """Makes this run the parent of the LangChain runs started here from now on
-        (in this context and the copies taken of it)."""
+        (in this context and the copies taken of it); a ``graph_run``'s tasks and
+        routers find it as ``_graph_run``."""
         from langchain_core.runnables.config import var_child_runnable_config
 
         self._token = var_child_runnable_config.set({"callbacks": self.child})
+        if graph_run:
+            self._root_token = _graph_run.set(self)
 
     def leave(self) -> None:
         """The caller's parent is current again (its context was copied already)."""
@@ -95,6 +116,30 @@ class ChainRun:
 
             var_child_runnable_config.reset(self._token)
             self._token = None
+        if self._root_token is not None:
+            _graph_run.reset(self._root_token)
+            self._root_token = None
+
+    def step_run(self, name: str, input: Any, tag: str) -> ChainRun:
+        """A child run of this (a node's) run as a later step of LangGraph's node
+        sequence, tagged ``tag``: a routing function's."""
+        manager = _tags_given_last(self.manager.get_child(tag))
+        if self.meta is not None:
+            manager.add_metadata({"checkpoint_ns": self.meta["langgraph_checkpoint_ns"]})
+        return ChainRun(manager.on_chain_start(None, input, name=name))
+
+    def streamed(self, chunk: Any) -> bool:
+        """Shows ``chunk`` as what the run streamed to the handlers that take streamed
+        output (langchain-core's ``astream_events`` handler: an ``on_chain_stream``
+        event), as LangGraph's task runs stream what they return when such a handler
+        is in force. Whether one was."""
+        tapped = False
+        for handler in self.manager.handlers:
+            if _streams_runs(handler):
+                tapped = True
+                for _ in handler.tap_output_iter(self.manager.run_id, iter([chunk])):
+                    pass
+        return tapped
 
     def end(self, output: Any = None, exc: BaseException | None = None) -> None:
         """Ends the run once: with ``exc``, as failed (an ``interrupt()`` pausing a
@@ -102,10 +147,33 @@ class ChainRun:
         if self._ended:
             return
         self._ended = True
+        if output is None:
+            output = self.returned
         if exc is not None:
             self.manager.on_chain_error(exc)
         else:
             self.manager.on_chain_end(output)
+
+
+def _streams_runs(handler: Any) -> bool:
+    """Whether ``handler`` takes the runs' streamed output (langchain-core's
+    ``_StreamingCallbackHandler``: ``astream_events``' and ``astream_log``'s; not
+    ironloop's own stream handlers, as LangGraph leaves out its own)."""
+    kind = type(handler)
+    return not kind.__module__.startswith("ironloop.") and any(
+        k.__name__ == "_StreamingCallbackHandler" for k in kind.__mro__
+    )
+
+
+def _tags_given_last(manager: Any) -> Any:
+    """``manager`` with the tags its runs inherit (the caller's ``config["tags"]``)
+    after its own (``graph:step:N``, ``seq:step:1``), in LangGraph's order: there a run's
+    callback manager is made from its parent's child manager (which has the tag of the
+    step) and its config's tags, which langchain-core adds again, last."""
+    given = list(manager.inheritable_tags)
+    if given and len(manager.tags) > len(given):
+        manager.add_tags(given)
+    return manager
 
 
 def start_run(config: Any, name: str, input: Any) -> ChainRun | None:
@@ -127,7 +195,7 @@ def start_run(config: Any, name: str, input: Any) -> ChainRun | None:
             None, input, name=config.get("run_name") or name, run_id=config.get("run_id")
         )
     )
-    run.enter()
+    run.enter(graph_run=True)
     return run
 
 
@@ -169,7 +237,7 @@ def _open(name: str, input: Any) -> ChainRun | None:
     manager = CallbackManager.configure(
         inheritable_callbacks=parent, local_tags=tags, inheritable_metadata=meta
     )
-    run = ChainRun(manager.on_chain_start(None, input, name=name), meta)
+    run = ChainRun(_tags_given_last(manager).on_chain_start(None, input, name=name), meta)
     run.enter()
     return run
 
@@ -242,6 +310,12 @@ def traced_call(
                 raise
             finally:
                 run.leave()
+            if run.streamed(value):
+                import asyncio  # loaded: this is a coroutine
+
+                # LangGraph's run ends once its stream is drained, after what the
+                # loop had ready (the run's updates) is handed on: so here.
+                await asyncio.sleep(0)
             run.end(value)
             return value
 
@@ -258,6 +332,7 @@ def traced_call(
             raise
         finally:
             run.leave()
+        run.streamed(value)
         run.end(value)
         return value
 
@@ -297,6 +372,7 @@ def node_call(
         run = _open(name, recorded(fn, "process_inputs", args[0] if args else kwargs))
         if run is None:
             return fn(*args, **kwargs)
+        _keep_for_routers(run)
         if isinstance(kwargs.get("config"), dict):  # what it calls with it: under it too
             kwargs["config"] = {**kwargs["config"], "callbacks": run.child}
         try:
@@ -307,6 +383,54 @@ def node_call(
         if inspect.isawaitable(out):
             return _ended_when_awaited(run, out, fn)
         run.end(recorded(fn, "process_outputs", out))
+        return out
+
+    return call
+
+
+def _keep_for_routers(run: ChainRun) -> None:
+    """Keeps a node's run for the runs of the routing functions of its task (which the
+    engine calls with the task's id), in its graph run's ``node_runs``."""
+    root = _graph_run.get()
+    scratch = task_var.get(None)
+    if root is not None and scratch is not None:
+        root.node_runs[scratch.task_id] = run
+
+
+def entrypoint_returned(value: Any) -> None:
+    """What an entrypoint returned, as its graph run's output (LangGraph's root run
+    ends with it), when callbacks are in force."""
+    root = _graph_run.get()
+    if root is not None:
+        root.returned = value
+
+
+def router_call(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn``, the routing function of the conditional edge ``name``, reporting its
+    call as a chain run under the run of the node whose task it routes, as LangGraph's:
+    named ``name`` (a lambda's ``RunnableCallable``), tagged ``seq:step:3`` (the node's
+    next router ``seq:step:4``...), its input the state it routes on (the call's last
+    argument), its output what it returned. Called by the engine, only for a run with
+    callbacks; ``fn`` is called as it is when no such node run is known."""
+    shown = "RunnableCallable" if getattr(fn, "__name__", None) == "<lambda>" else name
+
+    def call(*args: Any) -> Any:
+        root = _graph_run.get()
+        scratch = task_var.get(None)
+        node = root.node_runs.get(scratch.task_id) if root and scratch is not None else None
+        if node is None:
+            return fn(*args)
+        tag = f"seq:step:{_FIRST_ROUTER_STEP + node.routed}"
+        node.routed += 1
+        run = node.step_run(shown, args[-1] if args else None, tag)
+        try:
+            out = fn(*args)
+        except BaseException as e:
+            run.end(exc=e)
+            raise
+        if inspect.isawaitable(out):  # an async router's coroutine
+            return _ended_when_awaited(run, out, fn)
+        run.end(out)
         return out
 
     return call

@@ -3,10 +3,61 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from ironloop._constants import INTERRUPT
+from ironloop.types import GraphOutput
+
 _DROP = object()
+
+
+def entry_value(state: Any) -> Any:
+    """What the entrypoint returned, from its inner graph's state (or the state)."""
+    return state.get("value") if isinstance(state, dict) else state
+
+
+def entry_result(out: Any) -> Any:
+    """A run's result (or ``values`` chunk) of the inner graph as the entrypoint's: what
+    it returned, with the interrupts it paused on."""
+    if isinstance(out, GraphOutput):  # version="v2"
+        return dataclasses.replace(out, value=entry_value(out.value))
+    if isinstance(out, dict) and INTERRUPT in out:
+        value = out.get("value")
+        shown = dict(value) if isinstance(value, dict) else {}
+        shown[INTERRUPT] = out[INTERRUPT]
+        return shown
+    return entry_value(out)
+
+
+def _entry_chunk(name: str, mode: str, chunk: Any) -> Any:
+    if mode == "values":
+        return entry_result(chunk)
+    if mode == "updates" and isinstance(chunk, dict) and name in chunk:
+        return {**chunk, name: entry_value(chunk[name])}
+    if mode in DEBUG_MODES:
+        return debug_chunk(name, mode, chunk)
+    return chunk
+
+
+def entry_item(name: str, item: Any, stream_mode: Any) -> Any:
+    """A stream item of the inner graph of the entrypoint ``name`` as the entrypoint's
+    (asked for with ``stream_mode``: one mode, several, ``version="v2"`` parts)."""
+    if isinstance(item, dict) and "type" in item and "data" in item:  # version="v2"
+        return {**item, "data": _entry_chunk(name, item["type"], item["data"])}
+    if isinstance(stream_mode, str) or stream_mode is None:
+        mode = stream_mode or "updates"
+        if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], tuple):
+            return (item[0], _entry_chunk(name, mode, item[1]))
+        return _entry_chunk(name, mode, item)
+    if isinstance(item, tuple) and len(item) == 3:
+        ns, mode, chunk = item
+        return (ns, mode, _entry_chunk(name, mode, chunk))
+    if isinstance(item, tuple) and len(item) == 2:
+        mode, chunk = item
+        return (mode, _entry_chunk(name, mode, chunk))
+    return item
 
 
 def _with_custom(mode: Any) -> tuple[Any, Callable[[Any], Any]]:

@@ -661,6 +661,7 @@ class _GraphCore:
         input_keys: list[str] | None = None,
         output_keys: list[str] | None = None,
         serde_allowlist: dict[str, type | None] | None = None,
+        direct_input: bool = False,
     ) -> _GraphCore: ...
     def invoke(
         self,

@@ -27,6 +27,7 @@ _install_helpers(
         "stream_langchain_runs": _runtime.stream_langchain_runs,
         "node_call": _callbacks.node_call,
         "node_run": _callbacks.node_run,
+        "router_call": _callbacks.router_call,
         "overwritten": _overwritten,
         "graph_interrupt": GraphInterrupt,
         "graph_drained": GraphDrained,

@@ -32,7 +32,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
-import dataclasses
 import functools
 import importlib
 import inspect
@@ -50,9 +49,10 @@ from typing import get_origin as typing_origin
 from ironloop._bound import BoundConfig
 from ironloop._cache import cache_key
 from ironloop._cache import namespace as cache_namespace
-from ironloop._callbacks import enter_call, own_run, traced_call
+from ironloop._callbacks import enter_call, entrypoint_returned, own_run, traced_call
 from ironloop._constants import END, INTERRUPT, START
-from ironloop._func_stream import _DROP, DEBUG_MODES, _with_custom, debug_chunk
+from ironloop._func_events import callback_events
+from ironloop._func_stream import _DROP, _with_custom, entry_item, entry_result, entry_value
 from ironloop._node_prep import _check_config_annotation
 from ironloop._retry import with_retry
 from ironloop._runtime import answers_var, scratch_lock, task_var
@@ -60,7 +60,7 @@ from ironloop._schema_convert import _ConverterBuilder
 from ironloop._schema_types import _is_dataclass_type, _is_pydantic_model
 from ironloop._timeout import TimeoutPolicy, refuse_sync, timed_task
 from ironloop.stream._methods import StreamEvents
-from ironloop.types import GraphOutput, RetryPolicy, StateSnapshot
+from ironloop.types import RetryPolicy, StateSnapshot
 
 if TYPE_CHECKING:  # the node's annotation LangGraph's (and ironloop's) check accepts
     from langchain_core.runnables import RunnableConfig
@@ -520,6 +520,7 @@ def _node_for(func: Callable[..., Any], cache: Any) -> Callable[..., Any]:
             given = _as_annotated(func, input_name, state.get("input"))
             try:
                 value, save = _output(await call(given, **kwargs(state, config)))
+                entrypoint_returned(value)
             except BaseException as e:
                 if _is_pause(e):  # the tasks under way finish and save first
                     await asyncio.gather(
@@ -540,6 +541,7 @@ def _node_for(func: Callable[..., Any], cache: Any) -> Callable[..., Any]:
         given = _as_annotated(func, input_name, state.get("input"))
         try:
             value, save = _output(call(given, **kwargs(state, config)))
+            entrypoint_returned(value)
         except BaseException as e:
             if _is_pause(e):  # the tasks under way finish and save first
                 concurrent.futures.wait(
@@ -563,13 +565,24 @@ def _json_schema(tp: Any, title: str | None) -> dict[str, Any]:
     return schema
 
 
-def _value(state: Any) -> Any:
-    return state.get("value") if isinstance(state, dict) else state
-
-
 def _run_value(out: Any) -> Any:
     """The entrypoint's return value, as its LangChain run's output (paused: none)."""
-    return None if isinstance(out, dict) and INTERRUPT in out else _value(out)
+    return None if isinstance(out, dict) and INTERRUPT in out else entry_value(out)
+
+
+#: The class ``_entry_graph`` made, once.
+_entry_graph_made: list[type[Any]] = []
+
+
+def _entry_graph() -> type[Any]:
+    """The builder of an entrypoint's graph: a ``StateGraph`` whose input is its first
+    step's own, as LangGraph's entrypoint reads its input itself (it runs in step 0,
+    after the input checkpoint of step -1, with no ``__start__`` step between)."""
+    if not _entry_graph_made:
+        from ironloop.graph import StateGraph
+
+        _entry_graph_made.append(type("_EntryGraph", (StateGraph,), {"_direct_input": True}))
+    return _entry_graph_made[0]
 
 
 class EntrypointGraph(StreamEvents):
@@ -577,12 +590,10 @@ class EntrypointGraph(StreamEvents):
     run as LangGraph runs an entrypoint (the input in, the return value out)."""
 
     def __init__(self, func: Callable[..., Any], options: entrypoint) -> None:
-        from ironloop.graph import StateGraph
-
         self.func = func
         self.name = getattr(func, "__name__", "entrypoint")
         node = _node_for(func, options.cache)
-        builder: Any = StateGraph(
+        builder: Any = _entry_graph()(
             _EntryState, context_schema=options.context_schema, input_schema=_EntryState
         )
         builder.add_node(
@@ -614,43 +625,14 @@ class EntrypointGraph(StreamEvents):
 
     @staticmethod
     def _result(out: Any) -> Any:
-        if isinstance(out, GraphOutput):  # version="v2"
-            return dataclasses.replace(out, value=_value(out.value))
-        if isinstance(out, dict) and INTERRUPT in out:
-            value = out.get("value")
-            shown = dict(value) if isinstance(value, dict) else {}
-            shown[INTERRUPT] = out[INTERRUPT]
-            return shown
-        return _value(out)
-
-    def _chunk(self, mode: str, chunk: Any) -> Any:
-        if mode == "values":
-            return self._result(chunk)
-        if mode == "updates" and isinstance(chunk, dict) and self.name in chunk:
-            return {**chunk, self.name: _value(chunk[self.name])}
-        if mode in DEBUG_MODES:
-            return debug_chunk(self.name, mode, chunk)
-        return chunk
+        return entry_result(out)
 
     def _reshape(self, item: Any, stream_mode: Any) -> Any:
         """A stream item of the inner graph as the entrypoint's."""
-        if isinstance(item, dict) and "type" in item and "data" in item:  # version="v2"
-            return {**item, "data": self._chunk(item["type"], item["data"])}
-        if isinstance(stream_mode, str) or stream_mode is None:
-            mode = stream_mode or "updates"
-            if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], tuple):
-                return (item[0], self._chunk(mode, item[1]))
-            return self._chunk(mode, item)
-        if isinstance(item, tuple) and len(item) == 3:
-            ns, mode, chunk = item
-            return (ns, mode, self._chunk(mode, chunk))
-        if isinstance(item, tuple) and len(item) == 2:
-            mode, chunk = item
-            return (mode, self._chunk(mode, chunk))
-        return item
+        return entry_item(self.name, item, stream_mode)
 
     def _snapshot(self, s: StateSnapshot) -> StateSnapshot:
-        values: Any = _value(s.values) if s.values else None
+        values: Any = entry_value(s.values) if s.values else None
         return s._replace(values=values)
 
     # -- running ----------------------------------------------------------------------
@@ -687,6 +669,29 @@ class EntrypointGraph(StreamEvents):
             item = keep(item)
             if item is not _DROP:
                 yield self._reshape(item, mode)
+
+    def astream_events(
+        self,
+        input: Any,
+        config: dict[str, Any] | None = None,
+        *,
+        version: str = "v2",
+        context: Any = None,
+        durability: str | None = None,
+        transformers: Sequence[Any] | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """``version="v2"``: LangGraph's events of an entrypoint, made from its run's
+        callback runs (see ``_func_events``); other versions as a graph's."""
+        if version == "v2" and transformers is None:
+            run = {"context": context, "durability": durability, **kwargs}
+            events = callback_events(self, input, config, run)
+            if events is not None:
+                return events
+        return super().astream_events(
+            input, config, version=version, context=context, durability=durability,
+            transformers=transformers, **kwargs,
+        )  # fmt: skip
 
     def _events_name(self) -> str:
         """An entrypoint's run is named ``LangGraph`` in v1 / v2 events, as LangGraph's

@@ -20,6 +20,7 @@ from datetime import timedelta
 from typing import (
     Annotated,
     Any,
+    ClassVar,
     Generic,
     TypedDict,
     Union,
@@ -111,6 +112,11 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
     whose first parameter is annotated with another class sees only that class's keys,
     which may include keys no other schema has (private to the nodes that name them).
     """
+
+    #: A run's input is applied with its input checkpoint, whose tasks are what
+    #: ``START`` leads to: no ``START`` step (set by ``@entrypoint``'s graph, which
+    #: LangGraph runs so).
+    _direct_input: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -574,6 +580,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             serde_allowlist=allowlist(
                 [*self.schemas, *self.node_schemas.values()], serde_allowlist
             ),
+            direct_input=self._direct_input,
         )
         self.compiled = True
         compiled: Any = CompiledStateGraph(self, core, checkpointer, store, name or "LangGraph")

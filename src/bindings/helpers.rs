@@ -40,6 +40,10 @@ pub struct Helpers {
     /// `ironloop._callbacks.node_call(name, func, metadata)`: a node's function wrapped
     /// to report a LangChain chain run, for a run whose config has `callbacks`.
     pub node_call: Py<PyAny>,
+    /// `ironloop._callbacks.router_call(name, func)`: a conditional edge's routing
+    /// function wrapped to report its call as a chain run under its node's, for a run
+    /// whose config has `callbacks`.
+    pub router_call: Py<PyAny>,
     /// `ironloop._callbacks.node_run(context, name, input, metadata)`: the chain run of
     /// a node the engine runs itself (a `ToolNode`), open in `context`, or `None`.
     pub node_run: Py<PyAny>,

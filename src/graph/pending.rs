@@ -430,6 +430,12 @@ impl Pending {
         self.nested.get(task_id).cloned().unwrap_or_default()
     }
 
+    /// The last question task `task_id` saved (answered or not), as LangGraph lists a
+    /// checkpoint's task's interrupts from its pending writes.
+    pub fn last_question_of(&self, task_id: &str) -> Option<&PendingWrite> {
+        last_question(self.by_task.get(task_id)?)
+    }
+
     /// Forgets everything: called once the step is checkpointed.
     pub fn clear(&mut self) {
         self.by_task.clear();

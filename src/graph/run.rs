@@ -31,6 +31,7 @@ use crate::checkpoint::{
 
 mod breakpoints;
 mod calls;
+mod direct;
 mod emit;
 mod exit;
 mod fork;
@@ -497,6 +498,9 @@ impl<'g> Run<'g> {
         self.has_output |= self
             .graph
             .writes_output(out.writes.iter().map(|(c, _)| c.as_str()));
+        if self.graph.spec.direct_input {
+            return self.start_direct(out).await;
+        }
         self.step += 1;
         let id = new_id();
         self.next = self.graph.make_tasks(&id, vec![(START.into(), None, None)]);
@@ -568,9 +572,10 @@ impl<'g> Run<'g> {
         self.has_output = true;
         self.next = self.graph.decode_tasks(&parent.next)?;
         self.add_saved_gotos()?;
-        // As LangGraph, a resumed run's `values` stream starts from the state it resumes.
+        // As LangGraph, a resumed run's `values` stream starts from the state it resumes,
+        // and its `debug` stream from the checkpoint it resumes.
         self.emit_values(&self.graph.view(&self.chans));
-        Ok(())
+        self.emit_resumed_checkpoint()
     }
 
     /// The run's result, wherever it stopped.

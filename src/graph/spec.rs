@@ -225,6 +225,11 @@ pub struct GraphSpec {
     /// The channels a run's result shows (the output schema's keys), in this order.
     /// `None`: every channel.
     pub output: Option<Vec<String>>,
+    /// The input is applied as the run's input checkpoint is made, whose tasks are
+    /// those `START` leads to: no step of its own for `START`. LangGraph runs a
+    /// functional-API entrypoint so (its node reads the `START` channel itself), and
+    /// its step numbers, streams and history show it (see `run::direct`).
+    pub direct_input: bool,
 }
 
 impl GraphSpec {

@@ -148,6 +148,10 @@ pub enum StreamEvent {
         next: Vec<String>,
         /// The ids of the `next` tasks, in the same order.
         next_ids: Vec<String>,
+        /// The questions each of the `next` tasks asked, in the same order: a
+        /// checkpoint a run resumes shows its tasks' pending `interrupt()`s (others
+        /// have none, or are empty).
+        interrupts: Vec<Vec<InterruptInfo>>,
         metadata: Value,
     },
 }

@@ -29,7 +29,8 @@ impl GraphCore {
     #[new]
     #[pyo3(signature = (*, channels, nodes, edges, joins, branches, checkpointer=None,
                         interrupt_before=Vec::new(), interrupt_after=Vec::new(), store=None,
-                        input_keys=None, output_keys=None, serde_allowlist=None))]
+                        input_keys=None, output_keys=None, serde_allowlist=None,
+                        direct_input=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -45,10 +46,12 @@ impl GraphCore {
         input_keys: Option<Vec<String>>,
         output_keys: Option<Vec<String>>,
         serde_allowlist: Option<Bound<'_, PyDict>>,
+        direct_input: bool,
     ) -> PyResult<Self> {
         let (mut spec, shared) = describe::channels(channels, store);
         spec.input = input_keys;
         spec.output = output_keys;
+        spec.direct_input = direct_input;
         for n in nodes {
             spec.nodes.push(n.into_spec(py, &spec.channels, &shared)?);
         }

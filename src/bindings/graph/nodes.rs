@@ -773,7 +773,7 @@ fn sent_calls<'py>(
 }
 
 /// Whether the run reports to LangChain callbacks (its config has `callbacks`).
-fn has_callbacks(py: Python<'_>, env: &PyRunEnv) -> PyResult<bool> {
+pub(super) fn has_callbacks(py: Python<'_>, env: &PyRunEnv) -> PyResult<bool> {
     let Some(config) = env.config.as_ref() else {
         return Ok(false);
     };

@@ -10,7 +10,7 @@ use super::super::aio::{run_async, AsyncResult, MakeCoro};
 use super::super::env::PyRunEnv;
 use super::super::exiting::attach;
 use super::super::helpers::helpers;
-use super::nodes::node_error;
+use super::nodes::{has_callbacks, node_error};
 use super::task::{call_in, call_in_task, task_context};
 use super::values::{host, send_class, send_goto, val_to_py, Shared};
 use crate::graph::{Goto, GraphError, LaterRoute, Reducer, Router, StateView, TaskContext, Val};
@@ -76,7 +76,10 @@ impl Router for PyRouter {
                 (self.path.bind(py).clone(), PyTuple::new(py, [input])?)
             };
             let r = match ctx.host.clone().and_then(|h| h.downcast::<PyRunEnv>().ok()) {
-                Some(env) => call_in_task(py, &env, ctx, &func, args, None)?,
+                Some(env) => {
+                    let func = traced(py, &env, &self.name, func)?;
+                    call_in_task(py, &env, ctx, &func, args, None)?
+                }
                 None => func.call1(args)?,
             };
             // A name (a `str`) is the common answer: asking it for `__await__` would
@@ -112,7 +115,7 @@ impl Router for PyRouter {
                 self.factory.as_ref().map(|f| f.clone_ref(py)),
             )
         });
-        let shared = self.shared.clone();
+        let (shared, name) = (self.shared.clone(), self.name.clone());
         Some(Box::pin(async move {
             let (env2, ctx2) = (env.clone(), ctx.clone());
             // Called on the loop thread: the function is called in the task's context
@@ -120,13 +123,8 @@ impl Router for PyRouter {
             let make: MakeCoro = Box::new(move |py| {
                 let input = shared.node_input(py, &view, &factory)?;
                 let (context, _) = task_context(py, &env2, &ctx2)?;
-                let coro = call_in(
-                    py,
-                    &context,
-                    path.bind(py),
-                    PyTuple::new(py, [input])?,
-                    None,
-                )?;
+                let func = traced(py, &env2, &name, path.bind(py).clone())?;
+                let coro = call_in(py, &context, &func, PyTuple::new(py, [input])?, None)?;
                 Ok((coro.unbind(), Some(context.unbind())))
             });
             let ctx3 = ctx.clone();
@@ -145,6 +143,21 @@ impl Router for PyRouter {
             r.unwrap_or_else(|e| Err(ctx.node_error(e, None)))
         }))
     }
+}
+
+/// The routing function `func` (of the conditional edge `name`) or, when the run
+/// reports to LangChain callbacks, `func` wrapped to report its call as a chain run
+/// under its node's, as LangGraph's (see `ironloop/_callbacks.py`): made only then.
+fn traced<'py>(
+    py: Python<'py>,
+    env: &PyRunEnv,
+    name: &str,
+    func: Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    if !has_callbacks(py, env)? {
+        return Ok(func);
+    }
+    helpers(py)?.router_call.bind(py).call1((name, func))
 }
 
 /// The gotos a routing function's answer `r` stands for: a node name, `END`, a `Send`

@@ -193,6 +193,7 @@ fn debug_to_py<'py>(
             state,
             next,
             next_ids,
+            interrupts,
             metadata,
         } => {
             let p = PyDict::new(py);
@@ -211,21 +212,19 @@ fn debug_to_py<'py>(
             p.set_item("values", shared.state_value(py, &state)?)?;
             p.set_item("metadata", value_to_py(py, &metadata)?)?;
             p.set_item("next", PyList::new(py, &next)?)?;
-            p.set_item(
-                "tasks",
-                PyList::new(
-                    py,
-                    next.iter().zip(&next_ids).map(|(n, id)| {
-                        // LangGraph's task entry, before the task has run.
-                        let d = PyDict::new(py);
-                        let _ = d.set_item("id", id);
-                        let _ = d.set_item("name", n);
-                        let _ = d.set_item("interrupts", PyTuple::empty(py));
-                        let _ = d.set_item("state", py.None());
-                        d
-                    }),
-                )?,
-            )?;
+            let tasks = PyList::empty(py);
+            for (i, (n, id)) in next.iter().zip(&next_ids).enumerate() {
+                // LangGraph's task entry, before the task has run: the questions it
+                // asked when the run resumes it.
+                let d = PyDict::new(py);
+                d.set_item("id", id)?;
+                d.set_item("name", n)?;
+                let asked = interrupts.get(i).map(Vec::as_slice).unwrap_or_default();
+                d.set_item("interrupts", interrupt_dicts(py, asked)?.to_tuple())?;
+                d.set_item("state", py.None())?;
+                tasks.append(d)?;
+            }
+            p.set_item("tasks", tasks)?;
             debug_event(py, "checkpoint", step, p)?
         }
         _ => return Ok(None),

@@ -3,6 +3,7 @@
 use super::{Durability, Run};
 use crate::graph::engine::{meta, Task};
 use crate::graph::interrupt::{InterruptInfo, InterruptKind};
+use crate::graph::nested::questions;
 use crate::graph::reserved::is_hidden;
 use crate::graph::reserved::Source;
 use crate::graph::spec::{NodeOutput, START};
@@ -157,9 +158,73 @@ impl Run<'_> {
             state: self.graph.view(&self.chans),
             next: self.next.iter().map(|t| t.node.clone()).collect(),
             next_ids: self.next.iter().map(|t| t.id.clone()).collect(),
+            interrupts: Vec::new(),
             metadata: meta(&self.opts.metadata, source, self.step),
         });
     }
+
+    /// `debug`: the checkpoint a run resumes or continues, before its tasks run, as
+    /// LangGraph streams it: its own step, metadata and parent, the state the run
+    /// goes on from, and the questions its tasks asked (the run's answers are among
+    /// its pending writes, not in place of them).
+    pub(super) fn emit_resumed_checkpoint(&self) -> Result<(), GraphError> {
+        let (Some(p), Some(_), Some(sink)) = (&self.parent, &self.cp, self.sink()) else {
+            return Ok(());
+        };
+        if !sink.wants(modes::DEBUG) {
+            return Ok(());
+        }
+        let codec = self.graph.codec.as_ref();
+        let ns = &self.opts.checkpoint_ns;
+        let mut interrupts = Vec::with_capacity(self.next.len());
+        for t in &self.next {
+            let asked = match self.pending.last_question_of(&t.id) {
+                Some(w) => questions(codec, ns, &t.id, w)?,
+                None => Vec::new(),
+            };
+            interrupts.push(
+                asked
+                    .into_iter()
+                    .map(|(id, value)| InterruptInfo {
+                        id,
+                        value,
+                        node: t.node.clone(),
+                        task_id: t.id.clone(),
+                    })
+                    .collect(),
+            );
+        }
+        let metadata = match &p.metadata {
+            serde_json::Value::Object(_) => p.metadata.clone(),
+            _ => resumed_meta(&self.opts.metadata, &p.source, p.step),
+        };
+        sink.emit(modes::DEBUG, || StreamEvent::DebugCheckpoint {
+            step: p.step,
+            checkpoint_ns: ns.clone(),
+            checkpoint_id: Some(p.id.clone()),
+            parent_id: p.parent_id.clone(),
+            state: self.graph.view(&self.chans),
+            next: self.next.iter().map(|t| t.node.clone()).collect(),
+            next_ids: self.next.iter().map(|t| t.id.clone()).collect(),
+            interrupts,
+            metadata,
+        });
+        Ok(())
+    }
+}
+
+/// The metadata of a stored checkpoint that kept none (a record some saver stored
+/// without it): the run's, with the record's source and step.
+fn resumed_meta(run: &serde_json::Value, source: &str, step: i64) -> serde_json::Value {
+    let mut m = match run {
+        serde_json::Value::Object(o) => o.clone(),
+        _ => Default::default(),
+    };
+    m.insert("source".into(), source.into());
+    m.insert("step".into(), step.into());
+    m.entry("parents")
+        .or_insert_with(|| serde_json::Value::Object(Default::default()));
+    serde_json::Value::Object(m)
 }
 
 /// The metadata keys LangGraph keeps out of a task event's metadata: where the task
