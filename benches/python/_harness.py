@@ -228,6 +228,24 @@ class Row:
         return ", ".join(parts) or "-"
 
 
+class _NoLangChain:
+    """A ``sys.meta_path`` finder that refuses ``langchain_core``: ironloop then runs as
+    on a machine without it (its own message classes)."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name == "langchain_core" or name.startswith("langchain_core."):
+            raise ModuleNotFoundError(f"No module named {name!r} (blocked by the bench)")
+        return None
+
+
+def block_langchain() -> None:
+    """Makes ``langchain_core`` unimportable in this process (call before importing
+    ironloop): the "without langchain-core" side of a same-machine comparison."""
+    if any(m.startswith("langchain_core") or m == "ironloop" for m in sys.modules):
+        raise RuntimeError("block_langchain() must run before ironloop or langchain_core import")
+    sys.meta_path.insert(0, _NoLangChain())
+
+
 def machine_info() -> dict[str, Any]:
     """Machine, interpreter, package versions and the date, for the report header."""
 

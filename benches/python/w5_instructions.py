@@ -1,5 +1,6 @@
-"""W5 by instruction count (BENCHMARKS.md, issue 15 item 5): where wall-clock time
-is too noisy to show a few per cent, count the instructions a W5 round executes.
+"""W5 and W10 by instruction count (BENCHMARKS.md, issues 15, 37 and 41): where
+wall-clock time is too noisy to show a few per cent, count the instructions a round
+executes.
 
 W5's agent (``create_react_agent``, a scripted model, one ``add`` call per round, no
 checkpointer) is invoked for 50 rounds, ``2 + N`` times. Run it under callgrind for
@@ -14,22 +15,25 @@ the first two (warm-up) invokes.
     # per round: (I(10) - I(0)) / 500, (I(20) - I(0)) / 1000, (I(20) - I(10)) / 500
     callgrind_annotate --inclusive=yes cg.20.out   # where they go
 
+``--agent bare`` counts ``create_agent`` without middleware instead, ``--agent noop``
+W10's agent (``create_agent`` with the three no-op middleware of ``middleware.py``):
+W10's ratio by instructions is noop's round ÷ w5's. ``--no-langchain`` blocks
+``langchain_core`` (ironloop's own message classes; issue 37 compares the two).
+
 Every invoke's result is checked (message count, final answer).
 """
 
 from __future__ import annotations
 
-import sys
+import argparse
+from collections.abc import Callable
 from typing import Any
 
-from ironloop import create_react_agent, tool
-from ironloop.messages import HumanMessage
-from ironloop.models import ScriptedChatModel
+import _harness as h
 
 ROUNDS = 50
 
 
-@tool
 def add(a: int, b: int) -> int:
     """Add two integers."""
     return a + b
@@ -46,18 +50,44 @@ def script() -> list[Any]:
     return [*calls, f"done after {ROUNDS} rounds"]
 
 
-def main(n: int) -> None:
-    for _ in range(2 + n):
-        agent = create_react_agent(ScriptedChatModel(script()), [add])
-        out = agent.invoke(
+def agent_factory(kind: str) -> Callable[[], Any]:
+    """A new agent of ``kind`` per call (a new scripted model), the tools and
+    middleware made once (so every invoke reuses the compiled shape, as an app does)."""
+    from ironloop import create_agent, create_react_agent, tool
+    from ironloop.models import ScriptedChatModel
+
+    tools = [tool(add)]
+    if kind == "w5":
+        return lambda: create_react_agent(ScriptedChatModel(script()), tools)
+    if kind == "bare":
+        return lambda: create_agent(ScriptedChatModel(script()), tools)
+    from middleware import ironloop_middleware
+
+    mws = ironloop_middleware()
+    return lambda: create_agent(ScriptedChatModel(script()), tools, middleware=mws)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("n", type=int, nargs="?", default=0, help="invokes after the 2 warm-up")
+    parser.add_argument("--agent", choices=("w5", "bare", "noop"), default="w5")
+    parser.add_argument("--no-langchain", action="store_true")
+    args = parser.parse_args(argv)
+    if args.no_langchain:
+        h.block_langchain()
+    from ironloop.messages import HumanMessage
+
+    make = agent_factory(args.agent)
+    for _ in range(2 + args.n):
+        out = make().invoke(
             {"messages": [HumanMessage(content="count up")]}, {"recursion_limit": 1000}
         )
         if len(out["messages"]) != 2 * ROUNDS + 2:
             raise SystemExit(f"expected {2 * ROUNDS + 2} messages, got {len(out['messages'])}")
         if out["messages"][-1].content != f"done after {ROUNDS} rounds":
             raise SystemExit(f"unexpected answer {out['messages'][-1].content!r}")
-    print("ok", n)
+    print("ok", args.agent, args.n, "without langchain-core" if args.no_langchain else "")
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 0)
+    main()

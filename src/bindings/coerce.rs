@@ -126,11 +126,8 @@ fn from_fields(py: Python<'_>, d: &Bound<'_, PyDict>) -> PyResult<Message> {
 /// field, no copy, no attribute look-up that fails); its attributes, for a class
 /// that keeps them elsewhere.
 fn lc_fields<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
-    match obj.getattr(intern!(obj.py(), "__dict__")) {
-        Ok(d) => match d.cast_into::<PyDict>() {
-            Ok(d) => Ok(d),
-            Err(_) => attributes(obj),
-        },
+    match lc_messages::instance_dict(obj) {
+        Ok(d) => Ok(d),
         Err(_) => attributes(obj),
     }
 }

@@ -148,6 +148,21 @@ fn read_classes(d: &Bound<'_, PyDict>) -> PyResult<Lc> {
     })
 }
 
+/// `obj.__dict__` (where a langchain-core message keeps its pydantic fields), read
+/// without an attribute look-up (through the class' `__mro__` to the `__dict__`
+/// descriptor): a history's messages are read one by one at every model call.
+pub fn instance_dict<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+    // SAFETY: the GIL is held (`obj` proves it); `PyObject_GenericGetDict` returns a new
+    // reference, or NULL with an exception set (an object without a `__dict__`).
+    let d = unsafe {
+        Bound::from_owned_ptr_or_err(
+            obj.py(),
+            pyo3::ffi::PyObject_GenericGetDict(obj.as_ptr(), std::ptr::null_mut()),
+        )?
+    };
+    Ok(d.cast_into::<PyDict>()?)
+}
+
 /// Where `AIMessage` is in [`Lc`]'s `exact` classes.
 const AI_INDEX: usize = 2;
 

@@ -15,6 +15,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList};
 
 use super::coerce::message_from_py;
+use super::lc_messages::instance_dict;
 use super::messages::messages_to_py;
 use crate::graph::MessageList;
 use crate::message::{Message, MessageKind};
@@ -169,13 +170,20 @@ pub fn _after_model<'py>(
 pub fn _has_invalid_calls(messages: &Bound<'_, PyAny>) -> PyResult<bool> {
     let py = messages.py();
     let lc = super::lc_messages::active();
+    let key = intern!(py, "invalid_tool_calls");
     for m in messages.try_iter()? {
         let m = m?;
-        let ai = match lc.and_then(|lc| lc.exact_ai(&m)) {
-            Some(ai) => ai,
-            None => m.getattr(intern!(py, "type"))?.eq(intern!(py, "ai"))?,
+        let calls = match lc.and_then(|lc| lc.exact_ai(&m)) {
+            // langchain-core's own `AIMessage`: the field straight from its `__dict__`.
+            Some(true) => match instance_dict(&m)?.get_item(key)? {
+                Some(calls) => calls,
+                None => m.getattr(key)?,
+            },
+            Some(false) => continue,
+            None if m.getattr(intern!(py, "type"))?.eq(intern!(py, "ai"))? => m.getattr(key)?,
+            None => continue,
         };
-        if ai && m.getattr(intern!(py, "invalid_tool_calls"))?.is_truthy()? {
+        if calls.is_truthy()? {
             return Ok(true);
         }
     }

@@ -1,0 +1,146 @@
+"""A langchain-core message handed to Python (a scripted or ironloop model's answer, a
+tool's result) and handed back is read as it is then: every change made to such an
+object before it comes back — an assignment, an in-place edit of its tool calls or
+metadata — reaches what the engine keeps (the checkpoint, the Rust routing, the tool
+that runs the call). What any shortcut for reading back an unchanged object (issue 37
+item 5: the answer a node returns is read again, ~8 k instructions) must keep."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from langchain_core import messages as lc
+
+from ironloop import SqliteSaver, ToolNode, tool
+from ironloop.graph import END, START, MessagesState, StateGraph
+from ironloop.models import ScriptedChatModel
+from ironloop.prebuilt import tools_condition
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def _call(a: int = 1, b: int = 2) -> dict[str, Any]:
+    return {"content": "", "tool_calls": [{"name": "add", "args": {"a": a, "b": b}, "id": "c1"}]}
+
+
+def _agent(model: ScriptedChatModel, edit: Callable[[Any], None], saver: Any = None) -> Any:
+    """A model node that edits the model's answer before returning it, a Rust
+    ``tools_condition`` after it and a ``ToolNode``."""
+
+    def chat(state: MessagesState) -> dict[str, Any]:
+        answer = model.invoke(state["messages"])
+        edit(answer)
+        return {"messages": [answer]}
+
+    b = StateGraph(MessagesState)
+    b.add_node("chat", chat)
+    b.add_node("tools", ToolNode([add]))
+    b.add_edge(START, "chat")
+    b.add_conditional_edges("chat", tools_condition, ["tools", END])
+    b.add_edge("tools", "chat")
+    return b.compile(checkpointer=saver)
+
+
+def _stored(db: Path) -> list[Any]:
+    """The thread's messages as a new saver reads them from the file (what was
+    encoded from the engine's own messages, not the objects Python holds)."""
+    saver = SqliteSaver(str(db))
+    try:
+        graph = _agent(ScriptedChatModel([]), lambda m: None, saver)
+        return list(graph.get_state({"configurable": {"thread_id": "t"}}).values["messages"])
+    finally:
+        saver.close()
+
+
+def _run(tmp_path: Path, script: list[Any], edit: Callable[[Any], None]) -> list[Any]:
+    db = tmp_path / "c.db"
+    saver = SqliteSaver(str(db))
+    try:
+        graph = _agent(ScriptedChatModel(script), edit, saver)
+        graph.invoke({"messages": [("user", "go")]}, {"configurable": {"thread_id": "t"}})
+    finally:
+        saver.close()
+    return _stored(db)
+
+
+def test_an_unchanged_answer_is_kept_as_it_was_made(tmp_path: Path) -> None:
+    made: list[Any] = []
+    stored = _run(tmp_path, [_call(), "done"], made.append)
+    assert [m.type for m in stored] == ["human", "ai", "tool", "ai"]
+    assert [m.id for m in stored[1::2]] == [m.id for m in made]
+    assert stored[1].tool_calls == made[0].tool_calls
+    assert stored[2].content == "3"
+    assert stored[3].content == "done"
+
+
+def test_an_assigned_field_reaches_the_checkpoint(tmp_path: Path) -> None:
+    def edit(m: Any) -> None:
+        if not m.tool_calls:
+            m.content = "edited"
+
+    stored = _run(tmp_path, [_call(), "done"], edit)
+    assert stored[-1].content == "edited"
+
+
+def test_an_in_place_edit_of_a_calls_arguments_reaches_the_tool(tmp_path: Path) -> None:
+    def edit(m: Any) -> None:
+        if m.tool_calls:
+            m.tool_calls[0]["args"]["a"] = 40
+
+    stored = _run(tmp_path, [_call(), "done"], edit)
+    assert stored[1].tool_calls[0]["args"] == {"a": 40, "b": 2}
+    assert stored[2].content == "42"
+
+
+def test_calls_removed_in_place_end_the_loop(tmp_path: Path) -> None:
+    # The Rust router reads the calls from the engine's message: none left, no tools.
+    stored = _run(tmp_path, [_call(), "never asked"], lambda m: m.tool_calls.clear())
+    assert [m.type for m in stored] == ["human", "ai"]
+    assert stored[1].tool_calls == []
+
+
+def test_in_place_metadata_reaches_the_checkpoint(tmp_path: Path) -> None:
+    def edit(m: Any) -> None:
+        m.additional_kwargs["note"] = {"seen": True}
+        m.response_metadata["model_name"] = "scripted"
+
+    stored = _run(tmp_path, [_call(), "done"], edit)
+    for m in stored[1::2]:
+        assert m.additional_kwargs == {"note": {"seen": True}}
+        assert m.response_metadata["model_name"] == "scripted"
+
+
+def _wrapped_tools(saver: Any) -> Any:
+    def wrap(request: Any, execute: Any) -> Any:
+        result = execute(request)
+        assert isinstance(result, lc.ToolMessage)
+        result.content = f"{result.content}!"
+        result.additional_kwargs["edited"] = True
+        return result
+
+    b = StateGraph(MessagesState)
+    b.add_node("tools", ToolNode([add], wrap_tool_call=wrap))
+    b.add_edge(START, "tools")
+    return b.compile(checkpointer=saver)
+
+
+def test_a_tool_result_edited_by_a_wrapper_reaches_the_checkpoint(tmp_path: Path) -> None:
+    db, cfg = str(tmp_path / "w.db"), {"configurable": {"thread_id": "w"}}
+    ai = lc.AIMessage("", tool_calls=[{"name": "add", "args": {"a": 2, "b": 2}, "id": "c9"}])
+    saver = SqliteSaver(db)
+    try:
+        _wrapped_tools(saver).invoke({"messages": [ai]}, cfg)
+    finally:
+        saver.close()
+    saver = SqliteSaver(db)
+    try:
+        tm = _wrapped_tools(saver).get_state(cfg).values["messages"][-1]
+    finally:
+        saver.close()
+    assert (tm.content, tm.additional_kwargs, tm.tool_call_id) == ("4!", {"edited": True}, "c9")
