@@ -27,14 +27,7 @@ impl Registered {
         let errors: Vec<String> = self
             .validator
             .iter_errors(args)
-            .map(|e| {
-                let path = e.instance_path().to_string();
-                if path.is_empty() {
-                    e.to_string()
-                } else {
-                    format!("at `{path}`: {e}")
-                }
-            })
+            .map(|e| schema_error_text(&e))
             .collect();
         if errors.is_empty() {
             Ok(())
@@ -226,5 +219,16 @@ impl ToolRegistry {
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, Inner> {
         self.inner.write().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// How a JSON Schema error reads in a message: where in the value it is (its JSON
+/// pointer, unless it is the whole value), then what is wrong.
+pub fn schema_error_text(e: &jsonschema::ValidationError<'_>) -> String {
+    let path = e.instance_path().to_string();
+    if path.is_empty() {
+        e.to_string()
+    } else {
+        format!("at `{path}`: {e}")
     }
 }

@@ -348,13 +348,6 @@ pub fn _json_schema_errors(
     let v = jsonschema::validator_for(&schema)
         .map_err(|e| PyValueError::new_err(format!("invalid JSON Schema: {e}")))?;
     Ok(v.iter_errors(&value)
-        .map(|e| {
-            let p = e.instance_path().to_string();
-            if p.is_empty() {
-                e.to_string()
-            } else {
-                format!("at `{p}`: {e}")
-            }
-        })
+        .map(|e| crate::registry::schema_error_text(&e))
         .collect())
 }
