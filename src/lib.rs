@@ -17,6 +17,8 @@ pub mod message;
 pub mod message_chunk;
 #[cfg(feature = "models")]
 pub mod model;
+#[cfg(feature = "postgres")]
+pub(crate) mod pg;
 #[cfg(feature = "pii")]
 pub mod pii;
 pub mod prebuilt;

@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use ironloop::checkpoint::caller::BlockingCaller;
 use ironloop::checkpoint::{
-    child_ns, thread_key, CheckpointError, CheckpointRecord, Checkpointer, Claim, MemorySaver,
-    PendingWrite, Put, RecordKey, TaskRecord, Write,
+    child_ns, thread_key, ChainFrom, CheckpointError, CheckpointRecord, Checkpointer, Claim,
+    MemorySaver, PendingWrite, Put, RecordKey, TaskRecord, Write,
 };
 use serde_json::json;
 
@@ -1323,12 +1323,13 @@ mod graphs {
         ) -> ironloop::checkpoint::Result<Option<CheckpointRecord>> {
             self.inner.get(t, id).await
         }
-        async fn chain(
+        async fn chain_from(
             &self,
             t: &str,
             id: &str,
-        ) -> ironloop::checkpoint::Result<Vec<CheckpointRecord>> {
-            self.inner.chain(t, id).await
+            from: ChainFrom,
+        ) -> ironloop::checkpoint::History {
+            self.inner.chain_from(t, id, from).await
         }
         async fn list(
             &self,

@@ -244,47 +244,42 @@ fn context_copy<'py>(py: Python<'py>, base: &Bound<'py, PyAny>) -> PyResult<Boun
     }
 }
 
-/// `loop.create_task(coro, context=context)`: no bound method, no keyword dict
-/// (Python >= 3.11, where `create_task` takes `context`).
-#[cfg(feature = "abi3")]
+/// `loop.create_task(coro, context=context)` (Python >= 3.11, where `create_task`
+/// takes `context`): in one vectorcall, no bound method and no keyword dict; the
+/// limited API (`abi3`) calls the method with a keyword dict.
 fn create_task_in<'py>(
     py: Python<'py>,
     event_loop: &Bound<'py, PyAny>,
     coro: &Bound<'py, PyAny>,
     context: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let kw = pyo3::types::PyDict::new(py);
-    kw.set_item(intern!(py, "context"), context)?;
-    event_loop.call_method(intern!(py, "create_task"), (coro,), Some(&kw))
-}
-
-/// `loop.create_task(coro, context=context)` in one vectorcall: no bound method, no
-/// keyword dict (Python >= 3.11, where `create_task` takes `context`).
-#[cfg(not(feature = "abi3"))]
-fn create_task_in<'py>(
-    py: Python<'py>,
-    event_loop: &Bound<'py, PyAny>,
-    coro: &Bound<'py, PyAny>,
-    context: &Bound<'py, PyAny>,
-) -> PyResult<Bound<'py, PyAny>> {
-    static KWNAMES: PyOnceLock<Py<PyTuple>> = PyOnceLock::new();
-    let kwnames = KWNAMES.get_or_try_init(py, || {
-        PyTuple::new(py, [PyString::new(py, "context")]).map(Bound::unbind)
-    })?;
-    let args = [event_loop.as_ptr(), coro.as_ptr(), context.as_ptr()];
-    // SAFETY: the GIL is held; `args` holds the receiver, one positional argument and
-    // one keyword argument's value, named by `kwnames` (a tuple of str). The call
-    // returns a new reference or NULL with an exception set.
-    unsafe {
-        Bound::from_owned_ptr_or_err(
-            py,
-            ffi::PyObject_VectorcallMethod(
-                intern!(py, "create_task").as_ptr(),
-                args.as_ptr(),
-                2,
-                kwnames.as_ptr(),
-            ),
-        )
+    #[cfg(feature = "abi3")]
+    {
+        let kw = pyo3::types::PyDict::new(py);
+        kw.set_item(intern!(py, "context"), context)?;
+        event_loop.call_method(intern!(py, "create_task"), (coro,), Some(&kw))
+    }
+    #[cfg(not(feature = "abi3"))]
+    {
+        static KWNAMES: PyOnceLock<Py<PyTuple>> = PyOnceLock::new();
+        let kwnames = KWNAMES.get_or_try_init(py, || {
+            PyTuple::new(py, [PyString::new(py, "context")]).map(Bound::unbind)
+        })?;
+        let args = [event_loop.as_ptr(), coro.as_ptr(), context.as_ptr()];
+        // SAFETY: the GIL is held; `args` holds the receiver, one positional argument
+        // and one keyword argument's value, named by `kwnames` (a tuple of str). The
+        // call returns a new reference or NULL with an exception set.
+        unsafe {
+            Bound::from_owned_ptr_or_err(
+                py,
+                ffi::PyObject_VectorcallMethod(
+                    intern!(py, "create_task").as_ptr(),
+                    args.as_ptr(),
+                    2,
+                    kwnames.as_ptr(),
+                ),
+            )
+        }
     }
 }
 

@@ -65,10 +65,7 @@ struct OnCancel(Mutex<Option<oneshot::Sender<()>>>);
 #[pymethods]
 impl OnCancel {
     fn __call__(&self, fut: &Bound<'_, PyAny>) -> PyResult<()> {
-        if fut
-            .call_method0(pyo3::intern!(fut.py(), "cancelled"))?
-            .is_truthy()?
-        {
+        if super::runtime::was_cancelled(fut)? {
             if let Some(tx) = self.0.lock().unwrap_or_else(|p| p.into_inner()).take() {
                 let _ = tx.send(());
             }

@@ -92,20 +92,12 @@ impl PyToolContext {
 
     #[getter]
     fn state(&self, py: Python<'_>) -> Py<PyAny> {
-        self.env
-            .state
-            .as_ref()
-            .map(|s| s.clone_ref(py))
-            .unwrap_or_else(|| py.None())
+        super::pytool::opt(py, &self.env.state).unbind()
     }
 
     #[getter]
     fn store(&self, py: Python<'_>) -> Py<PyAny> {
-        self.env
-            .store
-            .as_ref()
-            .map(|s| s.clone_ref(py))
-            .unwrap_or_else(|| py.None())
+        super::pytool::opt(py, &self.env.store).unbind()
     }
 
     /// Reports progress while the tool runs; it reaches the run's progress callback

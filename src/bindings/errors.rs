@@ -126,15 +126,23 @@ impl Class {
     }
 }
 
+/// `From<E>` for an error the glue maps by reference (`From<&E>`, which a caller
+/// holding a borrowed error uses too).
+macro_rules! from_owned {
+    ($($error:ty),*) => {$(
+        impl From<$error> for PyErr {
+            fn from(e: $error) -> PyErr {
+                PyErr::from(&e)
+            }
+        }
+    )*};
+}
+
+from_owned!(ToolError, ModelError, CheckpointError);
+
 impl From<&ToolError> for PyErr {
     fn from(e: &ToolError) -> PyErr {
         Class::of_tool_error(e).new_err(e.to_string())
-    }
-}
-
-impl From<ToolError> for PyErr {
-    fn from(e: ToolError) -> PyErr {
-        PyErr::from(&e)
     }
 }
 
@@ -142,24 +150,13 @@ impl From<ToolError> for PyErr {
 impl From<&ModelError> for PyErr {
     fn from(e: &ModelError) -> PyErr {
         attach(|py| {
-            let err = Class::Model.err(py, e.to_string());
-            let v = err.value(py);
-            let set = v
-                .setattr("status_code", e.status())
-                .and_then(|()| v.setattr("provider", e.provider()))
-                .and_then(|()| v.setattr("kind", e.kind()))
-                .and_then(|()| v.setattr("retryable", e.is_retryable()));
-            match set {
-                Ok(()) => err,
-                Err(e) => e,
-            }
+            with_attrs(py, Class::Model.err(py, e.to_string()), |v| {
+                v.setattr("status_code", e.status())?;
+                v.setattr("provider", e.provider())?;
+                v.setattr("kind", e.kind())?;
+                v.setattr("retryable", e.is_retryable())
+            })
         })
-    }
-}
-
-impl From<ModelError> for PyErr {
-    fn from(e: ModelError) -> PyErr {
-        PyErr::from(&e)
     }
 }
 
@@ -177,22 +174,11 @@ impl From<&CheckpointError> for PyErr {
                     (Class::CheckpointNotFound, Some(checkpoint_id.as_str()))
                 }
             };
-            let err = class.err(py, e.to_string());
-            let v = err.value(py);
-            let set = v
-                .setattr("thread_id", e.thread_id())
-                .and_then(|()| v.setattr("checkpoint_id", checkpoint_id));
-            match set {
-                Ok(()) => err,
-                Err(e) => e,
-            }
+            with_attrs(py, class.err(py, e.to_string()), |v| {
+                v.setattr("thread_id", e.thread_id())?;
+                v.setattr("checkpoint_id", checkpoint_id)
+            })
         })
-    }
-}
-
-impl From<CheckpointError> for PyErr {
-    fn from(e: CheckpointError) -> PyErr {
-        PyErr::from(&e)
     }
 }
 
@@ -382,23 +368,28 @@ fn unknown_interrupt(
     interrupt_ids: Vec<String>,
     pending_ids: Vec<String>,
 ) -> PyErr {
-    let err = Class::UnknownInterrupt.err(py, message);
-    let set = || -> PyResult<()> {
-        let v = err.value(py);
+    with_attrs(py, Class::UnknownInterrupt.err(py, message), |v| {
         v.setattr("reason", reason)?;
         v.setattr("interrupt_ids", PyTuple::new(py, interrupt_ids)?)?;
         v.setattr("pending_ids", PyTuple::new(py, pending_ids)?)
-    };
-    match set() {
-        Ok(()) => err,
-        Err(e) => e,
-    }
+    })
 }
 
 /// `class` with `e`'s message and `.thread_id`.
 fn with_thread(py: Python<'_>, class: Class, e: &GraphError, thread: &str) -> PyErr {
-    let err = class.err(py, e.to_string());
-    match err.value(py).setattr("thread_id", thread) {
+    with_attrs(py, class.err(py, e.to_string()), |v| {
+        v.setattr("thread_id", thread)
+    })
+}
+
+/// `err` with the attributes `set` gives its exception; the error of setting one
+/// instead, when that fails (then nothing better can be raised).
+fn with_attrs(
+    py: Python<'_>,
+    err: PyErr,
+    set: impl FnOnce(&Bound<'_, pyo3::exceptions::PyBaseException>) -> PyResult<()>,
+) -> PyErr {
+    match set(err.value(py)) {
         Ok(()) => err,
         Err(e) => e,
     }

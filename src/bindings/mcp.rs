@@ -6,12 +6,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
-use tokio_util::sync::CancellationToken;
 
 use super::args::{size_limit, Timeout};
 use super::exiting::attach;
 use super::native_tool::NativeTool;
-use super::runtime::block_on;
+use super::runtime::block_on_uncancelled;
 use crate::sources::mcp::{HttpServer, McpError, McpToolset, McpToolsetOptions, StdioServer};
 use serde_json::{Map, Value};
 
@@ -87,7 +86,7 @@ impl PyMcpToolset {
                 attach(|py| Ok(pythonize::pythonize(py, &v)?.unbind()))
             });
         }
-        let v = block_on(py, fut, CancellationToken::new())??;
+        let v = block_on_uncancelled(py, fut)??;
         Ok(pythonize::pythonize(py, &v)?)
     }
 
@@ -104,7 +103,7 @@ impl PyMcpToolset {
                 attach(|py| Self::new(py, set))
             });
         }
-        let set = block_on(py, open(spec, opts), CancellationToken::new())??;
+        let set = block_on_uncancelled(py, open(spec, opts))??;
         Ok(Bound::new(py, Self::new(py, set)?)?.into_any())
     }
 }
@@ -175,11 +174,7 @@ impl PyMcpToolset {
     fn tools(&self, py: Python<'_>) -> PyResult<Vec<Py<NativeTool>>> {
         let set = self.set.clone();
         let changed = !self.set.session().is_closed()
-            && block_on(
-                py,
-                async move { set.refresh().await },
-                CancellationToken::new(),
-            )??;
+            && block_on_uncancelled(py, async move { set.refresh().await })??;
         let mut tools = self.tools.lock().unwrap_or_else(|p| p.into_inner());
         if changed {
             *tools = Self::wrap(py, &self.set)?;
@@ -269,12 +264,7 @@ impl PyMcpToolset {
     /// Ends the session (and a stdio server's process); waits for it.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let set = self.set.clone();
-        block_on(
-            py,
-            async move { set.close().await },
-            CancellationToken::new(),
-        )?
-        .map_err(PyErr::from)
+        block_on_uncancelled(py, async move { set.close().await })?.map_err(PyErr::from)
     }
 
     /// Like `close`, as an awaitable.

@@ -9,12 +9,11 @@ use pyo3::exceptions::PyStopIteration;
 use pyo3::prelude::*;
 use serde_json::Value;
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 use super::chunks::chunk_to_user_py as chunk_to_py_object;
 use super::exiting::attach;
 use super::messages::message_to_py;
-use super::runtime::{block_on, finished_future, runtime};
+use super::runtime::{block_on_uncancelled, finished_future, runtime};
 use crate::message::{Content, ContentPart, Message, MessageKind};
 use crate::message_chunk::{AiChunk, ToolCallChunk};
 use crate::model::{ChatChunk, ChatModel, ChatRequest, ModelError};
@@ -238,11 +237,7 @@ impl ChatStreamPy {
 
     fn __next__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let rx = self.rx.clone();
-        let item = block_on(
-            py,
-            async move { rx.lock().await.recv().await },
-            CancellationToken::new(),
-        )?;
+        let item = block_on_uncancelled(py, async move { rx.lock().await.recv().await })?;
         match chunk_to_py(py, item, &self.last)? {
             Some(c) => Ok(c),
             None => Err(PyStopIteration::new_err(())),
@@ -283,11 +278,7 @@ impl ChatStreamPy {
     fn collect<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         loop {
             let rx = self.rx.clone();
-            let item = block_on(
-                py,
-                async move { rx.lock().await.recv().await },
-                CancellationToken::new(),
-            )?;
+            let item = block_on_uncancelled(py, async move { rx.lock().await.recv().await })?;
             if chunk_to_py(py, item, &self.last)?.is_none() {
                 break;
             }

@@ -9,7 +9,6 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 use serde_json::{Map, Value};
-use tokio_util::sync::CancellationToken;
 
 use super::args::Timeout;
 use super::coerce::message_from_py;
@@ -18,7 +17,7 @@ use super::errors::Class;
 use super::exiting::attach;
 use super::messages::message_to_py;
 use super::model_stream::ChatStreamPy;
-use super::runtime::block_on;
+use super::runtime::block_on_uncancelled;
 use crate::message::Message;
 use crate::model::{
     AnthropicChat, ChatModel, ChatRequest, HttpSettings, ModelError, OpenAIChat, ResponseFormat,
@@ -231,7 +230,7 @@ impl ChatModelCore {
                 attach(|py| message_to_py(py, Arc::new(m)).map(Bound::unbind))
             });
         }
-        let r = block_on(py, answer, CancellationToken::new())?;
+        let r = block_on_uncancelled(py, answer)?;
         message_to_py(py, Arc::new(r?))
     }
 }

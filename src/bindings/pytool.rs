@@ -143,6 +143,21 @@ impl PyTool {
     }
 }
 
+/// One call of a Python tool: its arguments, its context and the run's environment,
+/// which every step of making the call reads.
+#[derive(Clone, Copy)]
+struct Call<'a> {
+    args: &'a Value,
+    ctx: &'a ToolContext,
+    env: &'a Arc<PyRunEnv>,
+}
+
+impl<'a> Call<'a> {
+    fn new(args: &'a Value, ctx: &'a ToolContext, env: &'a Arc<PyRunEnv>) -> Self {
+        Call { args, ctx, env }
+    }
+}
+
 impl Inner {
     /// Records how long a call took (see [`INLINE_BUDGET`]). A quick call, inline or
     /// on the pool, makes the tool quick. Two inline calls in a row over the budget
@@ -178,16 +193,11 @@ impl Inner {
         Ok(())
     }
 
-    fn kwargs<'py>(
-        &self,
-        py: Python<'py>,
-        args: &Value,
-        ctx: &ToolContext,
-        env: &Arc<PyRunEnv>,
-    ) -> PyResult<Bound<'py, PyDict>> {
-        let kw = value_to_py(py, args)?.cast_into::<PyDict>()?;
+    /// The call's arguments and the injected values, as keywords.
+    fn kwargs<'py>(&self, py: Python<'py>, call: Call<'_>) -> PyResult<Bound<'py, PyDict>> {
+        let kw = value_to_py(py, call.args)?.cast_into::<PyDict>()?;
         for (param, how) in &self.injected {
-            if let Some(v) = self.injected_value(py, how, ctx, env)? {
+            if let Some(v) = self.injected_value(py, how, call)? {
                 kw.set_item(param.bind(py), v)?;
             }
         }
@@ -200,9 +210,9 @@ impl Inner {
         &self,
         py: Python<'py>,
         how: &Inject,
-        ctx: &ToolContext,
-        env: &Arc<PyRunEnv>,
+        call: Call<'_>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let Call { ctx, env, .. } = call;
         Ok(Some(match how {
             Inject::ToolCallId => PyString::new(py, &ctx.tool_call_id).into_any(),
             Inject::Store => opt(py, &env.store),
@@ -225,18 +235,12 @@ impl Inner {
     /// names in a tuple (no keyword dict built, then unpacked again by the call). An
     /// injected parameter replaces an argument of the same name, as in `kwargs`.
     #[cfg(not(feature = "abi3"))]
-    fn call_kw<'py>(
-        &self,
-        py: Python<'py>,
-        args: &Value,
-        ctx: &ToolContext,
-        env: &Arc<PyRunEnv>,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    fn call_kw<'py>(&self, py: Python<'py>, call: Call<'_>) -> PyResult<Bound<'py, PyAny>> {
         const MAX: usize = 8;
-        let map = match args {
+        let map = match call.args {
             Value::Object(map) if map.len() + self.injected.len() <= MAX => map,
             _ => {
-                let kw = self.kwargs(py, args, ctx, env)?;
+                let kw = self.kwargs(py, call)?;
                 let none = pyo3::types::PyTuple::empty(py);
                 return super::exiting::call(self.target.bind(py), &none, Some(&kw));
             }
@@ -254,7 +258,7 @@ impl Inner {
             }
         }
         for (param, how) in &self.injected {
-            if let Some(v) = self.injected_value(py, how, ctx, env)? {
+            if let Some(v) = self.injected_value(py, how, call)? {
                 names.push(param.bind(py).clone().into_any());
                 values.push(v);
             }
@@ -275,14 +279,8 @@ impl Inner {
     /// `target(**self.kwargs(...))`: the limited API (the `abi3` feature) has
     /// `PyObject_Vectorcall` from 3.12 on only.
     #[cfg(feature = "abi3")]
-    fn call_kw<'py>(
-        &self,
-        py: Python<'py>,
-        args: &Value,
-        ctx: &ToolContext,
-        env: &Arc<PyRunEnv>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let kw = self.kwargs(py, args, ctx, env)?;
+    fn call_kw<'py>(&self, py: Python<'py>, call: Call<'_>) -> PyResult<Bound<'py, PyAny>> {
+        let kw = self.kwargs(py, call)?;
         let none = pyo3::types::PyTuple::empty(py);
         super::exiting::call(self.target.bind(py), &none, Some(&kw))
     }
@@ -290,35 +288,22 @@ impl Inner {
     /// [`Self::call_kw`] in a fresh copy of the run's context (what a sync tool runs
     /// in): one vectorcall inside the entered copy, where the `abi3` build has
     /// `Context.run` take the keyword dict.
-    #[cfg(not(feature = "abi3"))]
     fn call_kw_in_copy<'py>(
         &self,
         py: Python<'py>,
         context: &Bound<'py, PyAny>,
-        args: &Value,
-        ctx: &ToolContext,
-        env: &Arc<PyRunEnv>,
+        call: Call<'_>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        in_context_copy(py, context, || self.call_kw(py, args, ctx, env))
-    }
-
-    #[cfg(feature = "abi3")]
-    fn call_kw_in_copy<'py>(
-        &self,
-        py: Python<'py>,
-        context: &Bound<'py, PyAny>,
-        args: &Value,
-        ctx: &ToolContext,
-        env: &Arc<PyRunEnv>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let kw = self.kwargs(py, args, ctx, env)?;
-        call_in_context_copy(
-            py,
-            context,
-            self.target.bind(py),
-            pyo3::types::PyTuple::empty(py),
-            Some(&kw),
-        )
+        #[cfg(not(feature = "abi3"))]
+        {
+            in_context_copy(py, context, || self.call_kw(py, call))
+        }
+        #[cfg(feature = "abi3")]
+        {
+            let kw = self.kwargs(py, call)?;
+            let none = pyo3::types::PyTuple::empty(py);
+            call_in_context_copy(py, context, self.target.bind(py), none, Some(&kw))
+        }
     }
 
     /// Converts what the tool returned (or raised) into the core's outcome.
@@ -344,11 +329,12 @@ impl Inner {
         env: &Arc<PyRunEnv>,
     ) -> Result<ToolOutput, ToolError> {
         self.check_usable(env)?;
+        let call = Call { args, ctx, env };
         let context = env.context.bind(py);
         let r = match &env.trace {
             // Traced: the call's span is current while its function runs, so a
             // sub-agent it starts is traced under it.
-            Some(trace) => self.kwargs(py, args, ctx, env).and_then(|kw| {
+            Some(trace) => self.kwargs(py, call).and_then(|kw| {
                 call_in_context_copy(
                     py,
                     context,
@@ -364,7 +350,7 @@ impl Inner {
                     None,
                 )
             }),
-            None => self.call_kw_in_copy(py, context, args, ctx, env),
+            None => self.call_kw_in_copy(py, context, call),
         };
         self.outcome(py, r, ctx)
     }
@@ -383,7 +369,7 @@ fn call_span<'py>(py: Python<'py>, ctx: &ToolContext) -> Bound<'py, PyAny> {
     }
 }
 
-fn opt<'py>(py: Python<'py>, v: &Option<Py<PyAny>>) -> Bound<'py, PyAny> {
+pub(super) fn opt<'py>(py: Python<'py>, v: &Option<Py<PyAny>>) -> Bound<'py, PyAny> {
     match v {
         Some(v) => v.bind(py).clone(),
         None => py.None().into_bound(py),
@@ -693,10 +679,10 @@ impl PyTool {
                             &tool.def.name,
                             &ctx.tool_call_id,
                             tool.target.bind(py),
-                            tool.kwargs(py, &args, &ctx, &env)?,
+                            tool.kwargs(py, Call::new(&args, &ctx, &env))?,
                         ),
                     )?,
-                    None => tool.call_kw(py, &args, &ctx, &env)?,
+                    None => tool.call_kw(py, Call::new(&args, &ctx, &env))?,
                 };
                 Ok((coro.unbind(), None))
             }) as MakeCoro

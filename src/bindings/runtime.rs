@@ -76,6 +76,16 @@ where
     }
 }
 
+/// [`block_on`] for a call that nothing but Ctrl-C stops (no run's token to cancel):
+/// a saver's, a store's or a model stream's own call.
+pub fn block_on_uncancelled<F>(py: Python<'_>, fut: F) -> PyResult<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    block_on(py, fut, CancellationToken::new())
+}
+
 /// An asyncio future on the running loop, finished already with `value`: what an
 /// `async` source returns when its next item is queued already, so that awaiting it
 /// needs no task on the runtime and no wake-up of the loop from another thread.
@@ -96,14 +106,17 @@ struct CancelWhenCancelled(CancellationToken);
 #[pymethods]
 impl CancelWhenCancelled {
     fn __call__(&self, fut: &Bound<'_, PyAny>) -> PyResult<()> {
-        if fut
-            .call_method0(pyo3::intern!(fut.py(), "cancelled"))?
-            .is_truthy()?
-        {
+        if was_cancelled(fut)? {
             self.0.cancel();
         }
         Ok(())
     }
+}
+
+/// Whether the asyncio future `fut` (a done callback's argument) was cancelled.
+pub(crate) fn was_cancelled(fut: &Bound<'_, PyAny>) -> PyResult<bool> {
+    fut.call_method0(pyo3::intern!(fut.py(), "cancelled"))?
+        .is_truthy()
 }
 
 /// Cancels `cancel` as soon as the awaitable `fut` (made by `future_into_py`) is

@@ -9,11 +9,10 @@ use std::time::Duration;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
-use tokio_util::sync::CancellationToken;
 
 use super::awaitable::future_into_py;
 use super::errors::Class;
-use super::runtime::{block_on, runtime};
+use super::runtime::{block_on_uncancelled, runtime};
 use crate::model::{HttpSettings, ModelError, OpenAIEmbeddings, RetryPolicy};
 use crate::store::memory::MemoryStore;
 #[cfg(feature = "postgres")]
@@ -64,10 +63,9 @@ impl Backend {
             #[cfg(feature = "postgres")]
             Backend::Postgres(s) => {
                 let s = s.clone();
-                Ok(block_on(
+                Ok(block_on_uncancelled(
                     py,
                     async move { s.batch(ops).await },
-                    CancellationToken::new(),
                 )??)
             }
         }
@@ -154,7 +152,7 @@ impl StoreCore {
             ))
         })?;
         let fut = async move { PostgresStore::connect(&dsn, dims, pool_size, metric, ann).await };
-        let s = block_on(py, fut, CancellationToken::new())??;
+        let s = block_on_uncancelled(py, fut)??;
         Ok(StoreCore::new(Backend::Postgres(Arc::new(s))))
     }
 
@@ -190,11 +188,7 @@ impl StoreCore {
 
     fn setup(&self, py: Python<'_>) -> PyResult<()> {
         let b = self.backend.dynamic();
-        Ok(block_on(
-            py,
-            async move { b.setup().await },
-            CancellationToken::new(),
-        )??)
+        Ok(block_on_uncancelled(py, async move { b.setup().await })??)
     }
 
     fn asetup<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
@@ -205,11 +199,7 @@ impl StoreCore {
     /// Deletes the expired items now; returns how many.
     fn sweep(&self, py: Python<'_>) -> PyResult<usize> {
         let b = self.backend.dynamic();
-        Ok(block_on(
-            py,
-            async move { b.sweep().await },
-            CancellationToken::new(),
-        )??)
+        Ok(block_on_uncancelled(py, async move { b.sweep().await })??)
     }
 
     fn asweep<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
@@ -262,11 +252,7 @@ impl StoreCore {
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         self.stop_sweeper();
         let b = self.backend.dynamic();
-        Ok(block_on(
-            py,
-            async move { b.close().await },
-            CancellationToken::new(),
-        )??)
+        Ok(block_on_uncancelled(py, async move { b.close().await })??)
     }
 }
 
@@ -488,11 +474,8 @@ impl PyOpenAIEmbeddings {
     /// One vector per text.
     fn embed(&self, py: Python<'_>, texts: Vec<String>) -> PyResult<Vec<Vec<f32>>> {
         let e = self.inner.clone();
-        let out: Result<_, ModelError> = block_on(
-            py,
-            async move { e.embed(&texts).await },
-            CancellationToken::new(),
-        )?;
+        let out: Result<_, ModelError> =
+            block_on_uncancelled(py, async move { e.embed(&texts).await })?;
         Ok(out?)
     }
 

@@ -22,7 +22,7 @@ use super::seal::{ReadError, RecordKey, Records};
 use super::stalled::{awaits_answer, Claim};
 use super::{
     advanced_conflict, dedupe_writes, now_secs, same_id_conflict, ChainFrom, CheckpointError,
-    CheckpointRecord, Checkpointer, PendingWrite, Put, Result,
+    CheckpointRecord, Checkpointer, History, PendingWrite, Put, Result, Writes,
 };
 
 /// A checkpoint id as a thread keeps it: the 16 bytes of a UUID written in its
@@ -464,41 +464,6 @@ impl MemorySaver {
             .insert(thread_id.to_owned(), now_secs());
     }
 
-    /// The ancestors of `id` up to the root, or to the nearest record holding a
-    /// snapshot (told by its text, without parsing the others).
-    fn read_chain(
-        &self,
-        thread_id: &str,
-        id: &str,
-        from: ChainFrom,
-    ) -> Result<Vec<CheckpointRecord>> {
-        self.open_with(|ts| {
-            let not_found = || CheckpointError::not_found(thread_id, id);
-            let t = ts.get(thread_id).ok_or_else(not_found)?;
-            let mut cur = Some(t.find(id).ok_or_else(not_found)?);
-            let mut out = Vec::new();
-            while let Some(i) = cur {
-                out.push(t.parse(i, &self.codec)?);
-                if from == ChainFrom::Snapshot && record::has_snapshot(t.records[i].head()) {
-                    break;
-                }
-                cur = t.parent_at(i).map_err(|p| {
-                    CheckpointError::storage(format!(
-                        "MemorySaver: checkpoint chain is broken: the ancestor {p:?} of \
-                         {id:?} is missing in thread {thread_id:?}"
-                    ))
-                })?;
-                if out.len() > t.records.len() {
-                    return Err(CheckpointError::storage(format!(
-                        "MemorySaver: checkpoint chain of {id:?} in thread {thread_id:?} has a cycle"
-                    )));
-                }
-            }
-            out.reverse();
-            Ok(out)
-        })
-    }
-
     /// The stalled threads (see [`super::stalled`]), idle longest first, with when
     /// their latest checkpoint was saved.
     fn stalled(
@@ -569,22 +534,16 @@ impl Checkpointer for MemorySaver {
         self.store(thread_id, record, true)
     }
 
-    async fn put_many(&self, thread_id: &str, mut puts: Vec<Put>) -> Result<()> {
-        Put::drop_superseded_writes(&mut puts);
+    async fn put_many(&self, thread_id: &str, puts: Vec<Put>) -> Result<()> {
         // Serialise first, outside the lock; then apply all under it, or undo.
-        let puts = puts
-            .into_iter()
-            .map(|p| match p {
-                Put::Record { record, next } => {
-                    let json = self.to_json(&record)?;
-                    Ok(Err((*record, json, next)))
-                }
-                Put::Writes {
-                    checkpoint_id,
-                    writes,
-                } => Ok(Ok((checkpoint_id, writes))),
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let puts = Put::encode_each(
+            puts,
+            |record, next| {
+                let json = self.to_json(&record)?;
+                Ok(Err((*record, json, next)))
+            },
+            |checkpoint_id, writes| Ok(Ok((checkpoint_id, writes))),
+        )?;
         let wrote = puts.iter().any(Result::is_ok);
         self.open_with(|ts| {
             let t = ts.entry(thread_id.to_owned()).or_default();
@@ -610,12 +569,7 @@ impl Checkpointer for MemorySaver {
         })
     }
 
-    async fn put_writes(
-        &self,
-        thread_id: &str,
-        checkpoint_id: &str,
-        writes: Vec<PendingWrite>,
-    ) -> Result<()> {
+    async fn put_writes(&self, thread_id: &str, checkpoint_id: &str, writes: Writes) -> Result<()> {
         self.open_with(|ts| {
             ts.entry(thread_id.to_owned())
                 .or_default()
@@ -632,24 +586,37 @@ impl Checkpointer for MemorySaver {
         })
     }
 
-    async fn chain(&self, thread_id: &str, id: &str) -> Result<Vec<CheckpointRecord>> {
-        self.read_chain(thread_id, id, ChainFrom::Root)
+    /// The ancestors of `id` up to the root, or to the nearest record holding a
+    /// snapshot (told by its text, without parsing the others).
+    async fn chain_from(&self, thread_id: &str, id: &str, from: ChainFrom) -> History {
+        self.open_with(|ts| {
+            let not_found = || CheckpointError::not_found(thread_id, id);
+            let t = ts.get(thread_id).ok_or_else(not_found)?;
+            let mut cur = Some(t.find(id).ok_or_else(not_found)?);
+            let mut out = Vec::new();
+            while let Some(i) = cur {
+                out.push(t.parse(i, &self.codec)?);
+                if from == ChainFrom::Snapshot && record::has_snapshot(t.records[i].head()) {
+                    break;
+                }
+                cur = t.parent_at(i).map_err(|p| {
+                    CheckpointError::storage(format!(
+                        "MemorySaver: checkpoint chain is broken: the ancestor {p:?} of \
+                         {id:?} is missing in thread {thread_id:?}"
+                    ))
+                })?;
+                if out.len() > t.records.len() {
+                    return Err(CheckpointError::storage(format!(
+                        "MemorySaver: checkpoint chain of {id:?} in thread {thread_id:?} has a cycle"
+                    )));
+                }
+            }
+            out.reverse();
+            Ok(out)
+        })
     }
 
-    async fn chain_from_snapshot(
-        &self,
-        thread_id: &str,
-        id: &str,
-    ) -> Result<Vec<CheckpointRecord>> {
-        self.read_chain(thread_id, id, ChainFrom::Snapshot)
-    }
-
-    async fn list(
-        &self,
-        thread_id: &str,
-        limit: Option<usize>,
-        before: Option<&str>,
-    ) -> Result<Vec<CheckpointRecord>> {
+    async fn list(&self, thread_id: &str, limit: Option<usize>, before: Option<&str>) -> History {
         self.open_with(|ts| {
             let Some(t) = ts.get(thread_id) else {
                 return Ok(Vec::new());
@@ -663,11 +630,7 @@ impl Checkpointer for MemorySaver {
         })
     }
 
-    async fn pending_writes(
-        &self,
-        thread_id: &str,
-        checkpoint_id: &str,
-    ) -> Result<Vec<PendingWrite>> {
+    async fn pending_writes(&self, thread_id: &str, checkpoint_id: &str) -> Result<Writes> {
         self.open_with(|ts| {
             Ok(ts
                 .get(thread_id)
@@ -680,7 +643,7 @@ impl Checkpointer for MemorySaver {
         &self,
         thread_id: &str,
         id: Option<&str>,
-    ) -> Result<Option<(CheckpointRecord, Vec<PendingWrite>)>> {
+    ) -> Result<Option<(CheckpointRecord, Writes)>> {
         // Under one hold of the lock: the checkpoint and its writes as one state.
         self.open_with(|ts| {
             let Some(t) = ts.get(thread_id) else {

@@ -113,6 +113,14 @@ impl CheckpointError {
 
 pub type Result<T, E = CheckpointError> = std::result::Result<T, E>;
 
+/// Records of a thread's history, oldest or newest first as the call says: what the
+/// reads of several checkpoints ([`Checkpointer::chain`], [`Checkpointer::list`])
+/// return.
+pub type History = Result<Vec<CheckpointRecord>>;
+
+/// The pending writes of one checkpoint, in the order they were first saved.
+pub type Writes = Vec<PendingWrite>;
+
 /// A task to run from a checkpoint.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskRecord {
@@ -284,6 +292,52 @@ impl Put {
         let mut keep = keep.into_iter();
         puts.retain(|_| keep.next().unwrap_or(true));
     }
+
+    /// `puts` as a saver's rows, in order, the superseded writes left out (see
+    /// [`drop_superseded_writes`](Self::drop_superseded_writes)): each record made a
+    /// row by `record` (with its `next`), each checkpoint's writes by `writes`. What
+    /// every saver's `put_many` does first, before its transaction.
+    pub(crate) fn encode_each<T>(
+        mut puts: Vec<Put>,
+        mut record: impl FnMut(Box<CheckpointRecord>, bool) -> Result<T>,
+        mut writes: impl FnMut(String, Vec<PendingWrite>) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        Put::drop_superseded_writes(&mut puts);
+        puts.into_iter()
+            .map(|p| match p {
+                Put::Record { record: r, next } => record(r, next),
+                Put::Writes {
+                    checkpoint_id,
+                    writes: w,
+                } => writes(checkpoint_id, w),
+            })
+            .collect()
+    }
+}
+
+/// Why a store refused a record of a batch (the batch is then rolled back).
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) enum Refused {
+    /// The thread holds a checkpoint with this id and other content.
+    SameId(String),
+    /// A `put_next` whose parent is not the thread's latest checkpoint any more.
+    Moved {
+        expected: Option<String>,
+        latest: Option<String>,
+    },
+}
+
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+impl Refused {
+    /// The conflict `put_many` of thread `thread_id` answers with.
+    pub(crate) fn error(self, thread_id: &str) -> CheckpointError {
+        match self {
+            Refused::SameId(id) => same_id_conflict(thread_id, &id),
+            Refused::Moved { expected, latest } => {
+                advanced_conflict(thread_id, expected.as_deref(), latest.as_deref())
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -372,6 +426,23 @@ mod put_tests {
             "channel NOT IN ('__interrupt__', '__error__')"
         );
     }
+
+    #[test]
+    fn encoding_a_batch_leaves_out_superseded_writes_and_stops_at_the_first_error() {
+        let batch = || vec![writes("c0"), record("c1", Some("c0")), writes("c1")];
+        let rows = Put::encode_each(
+            batch(),
+            |r, next| Ok(format!("r {} {next}", r.id)),
+            |id, _| Ok(format!("w {id}")),
+        );
+        assert_eq!(rows.unwrap(), ["r c1 true", "w c1"]);
+        let refused = Put::encode_each(
+            batch(),
+            |_, _| Err(CheckpointError::serialization("no")),
+            |id, _| Ok(id),
+        );
+        assert_eq!(refused, Err(CheckpointError::serialization("no")));
+    }
 }
 
 /// Where checkpoints are kept. Implementations must make a `put` durable (or at least
@@ -433,45 +504,38 @@ pub trait Checkpointer: Send + Sync {
     /// (see the trait's documentation).
     async fn put_many(&self, thread_id: &str, puts: Vec<Put>) -> Result<()>;
     /// Saves writes of tasks that finished in the step that runs from `checkpoint_id`.
-    async fn put_writes(
-        &self,
-        thread_id: &str,
-        checkpoint_id: &str,
-        writes: Vec<PendingWrite>,
-    ) -> Result<()>;
+    /// By default a batch of one; a saver with a cheaper path for writes alone
+    /// overrides it.
+    async fn put_writes(&self, thread_id: &str, checkpoint_id: &str, writes: Writes) -> Result<()> {
+        let checkpoint_id = checkpoint_id.to_owned();
+        let puts = vec![Put::Writes {
+            checkpoint_id,
+            writes,
+        }];
+        self.put_many(thread_id, puts).await
+    }
     /// The latest checkpoint of the thread (the last one saved), or the one with `id`.
     async fn get(&self, thread_id: &str, id: Option<&str>) -> Result<Option<CheckpointRecord>>;
+    /// The records from `from` (the thread's first checkpoint, or the nearest one
+    /// holding a snapshot) to `id`, oldest first: what [`chain`](Self::chain) and
+    /// [`chain_from_snapshot`](Self::chain_from_snapshot) return. The one read of
+    /// ancestors a saver writes: with [`ChainFrom::Snapshot`] its cost should grow with
+    /// the distance to that snapshot, not with the thread (a query that stops there).
+    async fn chain_from(&self, thread_id: &str, id: &str, from: ChainFrom) -> History;
     /// The records from the thread's first checkpoint to `id`, oldest first.
-    async fn chain(&self, thread_id: &str, id: &str) -> Result<Vec<CheckpointRecord>>;
+    async fn chain(&self, thread_id: &str, id: &str) -> History {
+        self.chain_from(thread_id, id, ChainFrom::Root).await
+    }
     /// The records from the nearest checkpoint holding a snapshot (`id` itself, or
     /// its closest ancestor with one) to `id`, oldest first; the whole chain when no
     /// record on it has a snapshot (a thread written before snapshots). Errors as
-    /// `chain`. This is how a thread is loaded, so its cost should grow with the
-    /// distance to that snapshot, not with the thread: savers override this default
-    /// (which reads the whole chain) with a query that stops at the snapshot.
-    async fn chain_from_snapshot(
-        &self,
-        thread_id: &str,
-        id: &str,
-    ) -> Result<Vec<CheckpointRecord>> {
-        let mut chain = self.chain(thread_id, id).await?;
-        if let Some(i) = chain.iter().rposition(|r| r.snapshot.is_some()) {
-            chain.drain(..i);
-        }
-        Ok(chain)
+    /// `chain`. This is how a thread is loaded (see [`chain_from`](Self::chain_from)).
+    async fn chain_from_snapshot(&self, thread_id: &str, id: &str) -> History {
+        self.chain_from(thread_id, id, ChainFrom::Snapshot).await
     }
     /// Checkpoints newest first, at most `limit`, older than `before` when given.
-    async fn list(
-        &self,
-        thread_id: &str,
-        limit: Option<usize>,
-        before: Option<&str>,
-    ) -> Result<Vec<CheckpointRecord>>;
-    async fn pending_writes(
-        &self,
-        thread_id: &str,
-        checkpoint_id: &str,
-    ) -> Result<Vec<PendingWrite>>;
+    async fn list(&self, thread_id: &str, limit: Option<usize>, before: Option<&str>) -> History;
+    async fn pending_writes(&self, thread_id: &str, checkpoint_id: &str) -> Result<Writes>;
     /// The checkpoint [`get`](Self::get) returns, with its pending writes: what a
     /// thread's state shows. By default the two reads one after the other; a saver
     /// that can make them one read of one state of its store overrides it (then a
@@ -481,7 +545,7 @@ pub trait Checkpointer: Send + Sync {
         &self,
         thread_id: &str,
         id: Option<&str>,
-    ) -> Result<Option<(CheckpointRecord, Vec<PendingWrite>)>> {
+    ) -> Result<Option<(CheckpointRecord, Writes)>> {
         let Some(record) = self.get(thread_id, id).await? else {
             return Ok(None);
         };
@@ -764,9 +828,9 @@ pub(crate) fn advanced_conflict(
     )
 }
 
-/// Which ancestors [`order_chain`] keeps.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ChainFrom {
+/// Where a chain of ancestors starts (see [`Checkpointer::chain_from`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChainFrom {
     /// The thread's first checkpoint.
     Root,
     /// The nearest record holding a snapshot (the root when none does).

@@ -52,10 +52,7 @@ pub struct AnthropicChat {
 
 impl std::fmt::Debug for AnthropicChat {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AnthropicChat")
-            .field("model", &self.model)
-            .field("url", &self.transport.url())
-            .finish()
+        Transport::debug_client(f, "AnthropicChat", &self.model, self.transport.url())
     }
 }
 
@@ -70,13 +67,7 @@ pub(super) struct Structured {
 impl AnthropicChat {
     pub fn new(model: impl Into<String>, settings: HttpSettings) -> Result<Self, ModelError> {
         let model = model.into();
-        let base = settings
-            .base_url
-            .clone()
-            .or_else(|| std::env::var("ANTHROPIC_BASE_URL").ok())
-            .filter(|u| !u.trim().is_empty())
-            .unwrap_or_else(|| ANTHROPIC_DEFAULT_BASE_URL.to_owned());
-        let base = base.trim().trim_end_matches('/').to_owned();
+        let base = settings.api_root("ANTHROPIC_BASE_URL", ANTHROPIC_DEFAULT_BASE_URL);
         let official = base.starts_with("https://api.anthropic.com");
         let key = resolve_key(settings.api_key.as_deref(), "ANTHROPIC_API_KEY");
         let missing_key = (key.is_none() && official).then(|| {
@@ -588,12 +579,7 @@ mod tests {
     use crate::tool::ToolDefinition;
     use std::sync::Arc;
 
-    fn ev(data: &str) -> Event {
-        Event {
-            data: data.into(),
-            ..Default::default()
-        }
-    }
+    use crate::model::sse::data_event as ev;
 
     #[test]
     fn history_maps_to_messages_api() {

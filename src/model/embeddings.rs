@@ -25,10 +25,8 @@ pub struct OpenAIEmbeddings {
 
 impl std::fmt::Debug for OpenAIEmbeddings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OpenAIEmbeddings")
-            .field("model", &self.model)
-            .field("url", &self.transport.shown_url())
-            .finish()
+        let url = self.transport.shown_url();
+        Transport::debug_client(f, "OpenAIEmbeddings", &self.model, &url)
     }
 }
 

@@ -182,6 +182,20 @@ impl Transport {
         &self.url
     }
 
+    /// The `Debug` of a client over this transport: its type `name`, its `model` and
+    /// the endpoint `url` (as the client shows it); never its key nor its headers.
+    pub fn debug_client(
+        f: &mut std::fmt::Formatter<'_>,
+        name: &str,
+        model: &str,
+        url: &str,
+    ) -> std::fmt::Result {
+        f.debug_struct(name)
+            .field("model", &model)
+            .field("url", &url)
+            .finish()
+    }
+
     /// The URL as it may be shown (in `repr`, in errors): its secrets scrubbed.
     pub fn shown_url(&self) -> String {
         self.secrets.redact(&self.url)
@@ -229,15 +243,21 @@ impl Transport {
         })
     }
 
-    /// Runs `attempt` until it succeeds, fails for good, or the retries run out.
-    async fn with_retries<T, F, Fut>(&self, mut attempt: F) -> Result<T, ModelError>
+    /// Runs `attempt` with a POST of `body` (encoded once, its bytes sent again by each
+    /// retry) until it succeeds, fails for good, or the retries run out.
+    async fn with_retries<T, F, Fut>(
+        &self,
+        body: &impl serde::Serialize,
+        mut attempt: F,
+    ) -> Result<T, ModelError>
     where
-        F: FnMut() -> Fut,
+        F: FnMut(reqwest::RequestBuilder) -> Fut,
         Fut: std::future::Future<Output = Result<T, ModelError>>,
     {
+        let payload = self.encode(body)?;
         let mut n = 0;
         loop {
-            match attempt().await {
+            match attempt(self.post(payload.clone())).await {
                 Ok(v) => return Ok(v),
                 Err(e) if e.is_retryable() && n < self.retry.max_retries => {
                     let Some(wait) = self.retry.delay(n, e.retry_after()) else {
@@ -288,36 +308,29 @@ impl Transport {
         parse: impl Fn(&[u8]) -> serde_json::Result<T>,
     ) -> Result<T, ModelError> {
         let parse = &parse;
-        let payload = self.encode(body)?;
-        self.with_retries(|| {
-            let payload = payload.clone();
-            async move {
-                let resp = self
-                    .post(payload)
-                    .timeout(self.timeout)
-                    .send()
-                    .await
-                    .map_err(|e| self.transport_error(e))?;
-                if !resp.status().is_success() {
-                    return Err(self.status_error(resp).await);
-                }
-                let bytes = read_body(resp).await.map_err(|e| match e {
-                    BodyError::Transport(e) => self.transport_error(e),
-                    too_large => ModelError::Response {
-                        provider: self.provider,
-                        message: too_large.to_string(),
-                    },
-                })?;
-                parse(&bytes).map_err(|e| {
-                    self.redact(ModelError::Response {
-                        provider: self.provider,
-                        message: format!(
-                            "the response is not JSON ({e}): {}",
-                            shorten(&self.secrets.redact(&String::from_utf8_lossy(&bytes)), 300)
-                        ),
-                    })
+        self.with_retries(body, |post| async move {
+            let resp = post
+                .timeout(self.timeout)
+                .send()
+                .await
+                .map_err(|e| self.transport_error(e))?;
+            let resp = self.succeeded(resp).await?;
+            let bytes = read_body(resp).await.map_err(|e| match e {
+                BodyError::Transport(e) => self.transport_error(e),
+                too_large => ModelError::Response {
+                    provider: self.provider,
+                    message: too_large.to_string(),
+                },
+            })?;
+            parse(&bytes).map_err(|e| {
+                self.redact(ModelError::Response {
+                    provider: self.provider,
+                    message: format!(
+                        "the response is not JSON ({e}): {}",
+                        shorten(&self.secrets.redact(&String::from_utf8_lossy(&bytes)), 300)
+                    ),
                 })
-            }
+            })
         })
         .await
     }
@@ -328,28 +341,29 @@ impl Transport {
         &self,
         body: &impl serde::Serialize,
     ) -> Result<reqwest::Response, ModelError> {
-        let payload = self.encode(body)?;
-        self.with_retries(|| {
-            let payload = payload.clone();
-            async move {
-                let send = self
-                    .post(payload)
-                    .header(reqwest::header::ACCEPT, "text/event-stream")
-                    .send();
-                let resp = tokio::time::timeout(self.timeout, send)
-                    .await
-                    .map_err(|_| ModelError::Timeout {
-                        provider: self.provider,
-                        after: self.timeout,
-                    })?
-                    .map_err(|e| self.transport_error(e))?;
-                if !resp.status().is_success() {
-                    return Err(self.status_error(resp).await);
-                }
-                Ok(resp)
-            }
+        self.with_retries(body, |post| async move {
+            let send = post
+                .header(reqwest::header::ACCEPT, "text/event-stream")
+                .send();
+            let resp = tokio::time::timeout(self.timeout, send)
+                .await
+                .map_err(|_| ModelError::Timeout {
+                    provider: self.provider,
+                    after: self.timeout,
+                })?
+                .map_err(|e| self.transport_error(e))?;
+            self.succeeded(resp).await
         })
         .await
+    }
+
+    /// `resp` when its status is a success, else the error its status and body say.
+    async fn succeeded(&self, resp: reqwest::Response) -> Result<reqwest::Response, ModelError> {
+        if resp.status().is_success() {
+            Ok(resp)
+        } else {
+            Err(self.status_error(resp).await)
+        }
     }
 }
 

@@ -385,6 +385,20 @@ impl Default for HttpSettings {
     }
 }
 
+impl HttpSettings {
+    /// The API root requests go under: `base_url`, else the environment variable
+    /// `env`, else the provider's `default`; trimmed, without a trailing `/`.
+    pub(crate) fn api_root(&self, env: &str, default: &str) -> String {
+        let base = self
+            .base_url
+            .clone()
+            .or_else(|| std::env::var(env).ok())
+            .filter(|u| !u.trim().is_empty())
+            .unwrap_or_else(|| default.to_owned());
+        base.trim().trim_end_matches('/').to_owned()
+    }
+}
+
 impl std::fmt::Debug for HttpSettings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never the key, nor header values (they may carry credentials).
@@ -635,6 +649,19 @@ pub(crate) fn shorten(s: &str, max: usize) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_api_root_is_the_given_one_trimmed_else_the_providers() {
+        let unset = "IRONLOOP_TEST_NEVER_SET_BASE_URL";
+        let with = |base: Option<&str>| HttpSettings {
+            base_url: base.map(Into::into),
+            ..Default::default()
+        };
+        let root = with(Some(" http://h:1/v1/ ")).api_root(unset, "https://d/v1");
+        assert_eq!(root, "http://h:1/v1");
+        assert_eq!(with(None).api_root(unset, "https://d/v1"), "https://d/v1");
+        assert_eq!(with(Some("  ")).api_root(unset, "https://d/"), "https://d");
+    }
 
     #[test]
     fn tool_call_arguments_parse_or_become_invalid() {

@@ -44,10 +44,7 @@ pub struct OpenAIChat {
 
 impl std::fmt::Debug for OpenAIChat {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OpenAIChat")
-            .field("model", &self.model)
-            .field("url", &self.transport.url())
-            .finish()
+        Transport::debug_client(f, "OpenAIChat", &self.model, self.transport.url())
     }
 }
 
@@ -62,13 +59,7 @@ pub(crate) fn transport(
     who: &str,
     path: &str,
 ) -> Result<(Transport, bool), ModelError> {
-    let base = settings
-        .base_url
-        .clone()
-        .or_else(|| std::env::var("OPENAI_BASE_URL").ok())
-        .filter(|u| !u.trim().is_empty())
-        .unwrap_or_else(|| OPENAI_DEFAULT_BASE_URL.to_owned());
-    let base = base.trim().trim_end_matches('/').to_owned();
+    let base = settings.api_root("OPENAI_BASE_URL", OPENAI_DEFAULT_BASE_URL);
     let official = base.starts_with("https://api.openai.com");
     let key = resolve_key(settings.api_key.as_deref(), "OPENAI_API_KEY");
     if key.is_none() && official {

@@ -105,6 +105,15 @@ pub(crate) fn chat_stream<P: SseParser>(
     ChatStream::new(provider, id, Box::pin(stream))
 }
 
+/// An event carrying `data` (its other fields empty): what the tests feed a parser.
+#[cfg(test)]
+pub(crate) fn data_event(data: &str) -> Event {
+    Event {
+        data: data.into(),
+        ..Default::default()
+    }
+}
+
 /// The JSON of an event's data, or a clear error.
 pub(crate) fn event_json(
     provider: &'static str,

@@ -21,7 +21,9 @@ use std::collections::HashMap;
 use pgvector::Vector;
 use tokio_postgres::{Client, Transaction};
 
-use super::postgres::{fetch, first_unapplied, record_migration, row_item, scope, storage};
+use super::postgres::{
+    delete_keys, fetch, first_unapplied, record_migration, row_item, scope, storage, vector_columns,
+};
 use super::vector::Metric;
 use super::{parse_object, Item, PutValue, Result, Search, StoreError};
 
@@ -302,28 +304,14 @@ impl Pgvector {
         ks: &[&str],
         kept: &[(&str, &str, &PutValue)],
     ) -> Result<()> {
-        tx.execute(
-            "DELETE FROM store_vectors WHERE (prefix, key) IN \
-             (SELECT * FROM unnest($1::text[], $2::text[]))",
-            &[&ps, &ks],
-        )
-        .await
-        .map_err(storage("replace the items' vectors"))?;
-        let rows: Vec<(&str, &str, &str, Vector)> = kept
-            .iter()
-            .flat_map(|(p, k, v)| {
-                v.vectors
-                    .iter()
-                    .map(move |(f, x)| (*p, *k, f.as_str(), Vector::from(x.clone())))
-            })
-            .collect();
-        if rows.is_empty() {
+        delete_keys(tx, "store_vectors", ps, ks)
+            .await
+            .map_err(storage("replace the items' vectors"))?;
+        let (ps, ks, fs, vectors) = vector_columns(kept, |x| Vector::from(x.to_vec()));
+        if ps.is_empty() {
             return Ok(());
         }
-        let ps: Vec<&str> = rows.iter().map(|r| r.0).collect();
-        let ks: Vec<&str> = rows.iter().map(|r| r.1).collect();
-        let fs: Vec<&str> = rows.iter().map(|r| r.2).collect();
-        let es: Vec<&Vector> = rows.iter().map(|r| &r.3).collect();
+        let es: Vec<&Vector> = vectors.iter().collect();
         let vt = &self.ann.vector_type;
         tx.execute(
             &format!(

@@ -19,7 +19,7 @@
 use std::collections::{HashMap, HashSet};
 
 use async_trait::async_trait;
-use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
+use deadpool_postgres::{Object, Pool};
 use futures::StreamExt;
 use indexmap::IndexMap;
 use tokio::sync::Mutex;
@@ -126,14 +126,11 @@ impl std::fmt::Debug for PostgresStore {
     }
 }
 
-/// rustls with `ring`, certificates checked by the platform's verifier: the TLS of
-/// the crate's other PostgreSQL connections.
-fn tls() -> std::result::Result<tokio_postgres_rustls::MakeRustlsConnect, rustls::Error> {
-    use rustls_platform_verifier::ConfigVerifierExt;
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    Ok(tokio_postgres_rustls::MakeRustlsConnect::new(
-        rustls::ClientConfig::with_platform_verifier()?,
-    ))
+/// A transaction on `c`.
+async fn begin(c: &mut Object) -> Result<deadpool_postgres::Transaction<'_>> {
+    c.transaction()
+        .await
+        .map_err(storage("begin a transaction"))
 }
 
 impl PostgresStore {
@@ -155,21 +152,11 @@ impl PostgresStore {
                  postgresql://user:password@host:port/database"
             ))
         })?;
-        let tls = tls().map_err(|e| StoreError::Storage(format!("PostgresStore: TLS: {e}")))?;
-        let manager = Manager::from_config(
-            config,
-            tls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
-        let pool = Pool::builder(manager)
-            .max_size(pool_size.max(1))
-            .runtime(Runtime::Tokio1)
-            .build()
-            .map_err(|e| {
-                StoreError::Storage(format!("PostgresStore: cannot make the pool: {e}"))
-            })?;
+        let tls = crate::pg::tls_connector()
+            .map_err(|e| StoreError::Storage(format!("PostgresStore: TLS: {e}")))?;
+        let pool = crate::pg::pool(config, tls, pool_size.max(1), None).map_err(|e| {
+            StoreError::Storage(format!("PostgresStore: cannot make the pool: {e}"))
+        })?;
         let store = PostgresStore {
             pool,
             index: Mutex::new(VectorIndex::with_metric(metric)),
@@ -282,13 +269,9 @@ async fn put_all(
     let (ps, ks): (Vec<&str>, Vec<&str>) =
         last.keys().map(|(p, k)| (p.as_str(), k.as_str())).unzip();
     if pv.is_none() {
-        tx.execute(
-            "DELETE FROM ironloop_store_vectors WHERE (prefix, key) IN \
-             (SELECT * FROM unnest($1::text[], $2::text[]))",
-            &[&ps, &ks],
-        )
-        .await
-        .map_err(storage("replace the items' vectors"))?;
+        delete_keys(tx, "ironloop_store_vectors", &ps, &ks)
+            .await
+            .map_err(storage("replace the items' vectors"))?;
     }
     let gone: (Vec<&str>, Vec<&str>) = last
         .iter()
@@ -296,13 +279,9 @@ async fn put_all(
         .map(|((p, k), _)| (p.as_str(), k.as_str()))
         .unzip();
     if !gone.0.is_empty() {
-        tx.execute(
-            "DELETE FROM store WHERE (prefix, key) IN \
-             (SELECT * FROM unnest($1::text[], $2::text[]))",
-            &[&gone.0, &gone.1],
-        )
-        .await
-        .map_err(storage("delete items"))?;
+        delete_keys(tx, "store", &gone.0, &gone.1)
+            .await
+            .map_err(storage("delete items"))?;
     }
     let kept: Vec<(&str, &str, &PutValue)> = last
         .iter()
@@ -357,23 +336,46 @@ async fn write_items(
     Ok(())
 }
 
+/// Deletes the rows of `table` whose `(prefix, key)` is one of `ps`/`ks`'s pairs, in
+/// one statement (the pairs as arrays).
+pub(super) async fn delete_keys(
+    tx: &Transaction<'_>,
+    table: &str,
+    ps: &[&str],
+    ks: &[&str],
+) -> std::result::Result<u64, tokio_postgres::Error> {
+    let sql = format!(
+        "DELETE FROM {table} WHERE (prefix, key) IN \
+         (SELECT * FROM unnest($1::text[], $2::text[]))"
+    );
+    tx.execute(&sql, &[&ps, &ks]).await
+}
+
+/// The vectors of `kept` (one row per item and field) as the columns of an `unnest`
+/// insert: prefixes, keys, fields, and each vector as `column` makes it.
+pub(super) fn vector_columns<'a, T>(
+    kept: &[(&'a str, &'a str, &'a PutValue)],
+    column: impl Fn(&[f32]) -> T,
+) -> (Vec<&'a str>, Vec<&'a str>, Vec<&'a str>, Vec<T>) {
+    let mut out = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for &(p, k, v) in kept {
+        for (f, x) in &v.vectors {
+            out.0.push(p);
+            out.1.push(k);
+            out.2.push(f.as_str());
+            out.3.push(column(x.as_slice()));
+        }
+    }
+    out
+}
+
 /// Inserts the items' vectors (their old ones were deleted first).
 async fn write_vectors(tx: &Transaction<'_>, kept: &[(&str, &str, &PutValue)]) -> Result<()> {
-    let rows: Vec<(&str, &str, &str, Vec<u8>)> = kept
-        .iter()
-        .flat_map(|(p, k, v)| {
-            v.vectors
-                .iter()
-                .map(move |(f, x)| (*p, *k, f.as_str(), to_bytes(x)))
-        })
-        .collect();
-    if rows.is_empty() {
+    let (ps, ks, fs, bytes) = vector_columns(kept, to_bytes);
+    if ps.is_empty() {
         return Ok(());
     }
-    let ps: Vec<&str> = rows.iter().map(|r| r.0).collect();
-    let ks: Vec<&str> = rows.iter().map(|r| r.1).collect();
-    let fs: Vec<&str> = rows.iter().map(|r| r.2).collect();
-    let bs: Vec<&[u8]> = rows.iter().map(|r| r.3.as_slice()).collect();
+    let bs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
     tx.execute(
         "INSERT INTO ironloop_store_vectors (prefix, key, field, embedding) \
          SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[]) \
@@ -674,10 +676,7 @@ impl StoreBackend for PostgresStore {
     async fn batch(&self, ops: Vec<Op>) -> Result<Vec<OpResult>> {
         check_puts(&ops, self.dims)?;
         let mut c = self.conn().await?;
-        let tx = c
-            .transaction()
-            .await
-            .map_err(storage("begin a transaction"))?;
+        let tx = begin(&mut c).await?;
         let now = now_secs();
         let mut index = self.index.lock().await;
         let pv = self.pgvector();
@@ -767,10 +766,7 @@ impl StoreBackend for PostgresStore {
 
     async fn sweep(&self) -> Result<usize> {
         let mut c = self.conn().await?;
-        let tx = c
-            .transaction()
-            .await
-            .map_err(storage("begin a transaction"))?;
+        let tx = begin(&mut c).await?;
         let now = now_secs();
         tx.execute(
             "DELETE FROM ironloop_store_vectors v USING store s WHERE \

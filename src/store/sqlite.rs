@@ -366,6 +366,23 @@ fn fresh_index(tx: &Transaction<'_>, index: &mut VectorIndex) -> Result<()> {
     Ok(())
 }
 
+/// The rows of `stmt`, a search's query over the namespaces under `p` (its `scope`):
+/// `?1` is `now`, `?2` to `?4` the bounds of `p` (see [`under`]) unless `p` is empty
+/// (every namespace).
+fn scope_rows<'s>(
+    stmt: &'s mut rusqlite::CachedStatement<'_>,
+    now: f64,
+    p: &str,
+) -> Result<rusqlite::Rows<'s>> {
+    if p.is_empty() {
+        stmt.query(params![now])
+    } else {
+        let (eq, lo, hi) = under(p);
+        stmt.query(params![now, eq, lo, hi])
+    }
+    .map_err(storage("search"))
+}
+
 fn search(
     tx: &Transaction<'_>,
     index: &mut VectorIndex,
@@ -373,7 +390,6 @@ fn search(
     now: f64,
 ) -> Result<Vec<Item>> {
     let p = to_text(&s.prefix);
-    let (eq, lo, hi) = under(&p);
     let scope = if p.is_empty() {
         "1"
     } else {
@@ -386,12 +402,7 @@ fn search(
              AND (expires_at IS NULL OR expires_at > ?1) ORDER BY updated_at DESC"
         );
         let mut stmt = tx.prepare_cached(&sql).map_err(storage("search"))?;
-        let mut rows = if p.is_empty() {
-            stmt.query(params![now])
-        } else {
-            stmt.query(params![now, eq, lo, hi])
-        }
-        .map_err(storage("search"))?;
+        let mut rows = scope_rows(&mut stmt, now, &p)?;
         let (mut skipped, mut out) = (0, Vec::new());
         while out.len() < s.limit {
             let Some(r) = rows.next().map_err(storage("search"))? else {
@@ -427,12 +438,7 @@ fn search(
                  AND (expires_at IS NULL OR expires_at > ?1)"
             );
             let mut stmt = tx.prepare_cached(&sql).map_err(storage("search"))?;
-            let mut rows = if p.is_empty() {
-                stmt.query(params![now])
-            } else {
-                stmt.query(params![now, eq, lo, hi])
-            }
-            .map_err(storage("search"))?;
+            let mut rows = scope_rows(&mut stmt, now, &p)?;
             let mut keep = HashSet::new();
             while let Some(r) = rows.next().map_err(storage("search"))? {
                 let value: String = r.get(2).map_err(storage("search"))?;

@@ -5,7 +5,6 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
 
 use crate::graph::Drain;
 
@@ -37,16 +36,7 @@ impl PyDrain {
 
 /// The drain flag in `cfg`'s `configurable`, if the run was given one.
 pub(super) fn drain_of(cfg: &Bound<'_, PyAny>) -> PyResult<Option<Arc<Drain>>> {
-    let Ok(d) = cfg.cast::<PyDict>() else {
-        return Ok(None);
-    };
-    let Some(c) = d.get_item("configurable")? else {
-        return Ok(None);
-    };
-    let Ok(c) = c.cast::<PyDict>() else {
-        return Ok(None);
-    };
-    Ok(match c.get_item(DRAIN_KEY)? {
+    Ok(match super::run::configurable_item(cfg, DRAIN_KEY)? {
         Some(v) => v.cast::<PyDrain>().ok().map(|d| d.get().0.clone()),
         None => None,
     })

@@ -40,6 +40,9 @@ use crate::message::Message;
 use crate::prebuilt::{answer_output, ToolNode};
 use crate::tool::ToolCall;
 
+/// What running a node gives: its output, or why it failed.
+type NodeResult = Result<NodeOutput, NodeFailure>;
+
 /// Whether `e` is a subgraph's `Command(graph=Command.PARENT)` (`ParentCommand`).
 fn is_parent_command(py: Python<'_>, e: &PyErr) -> bool {
     helpers(py).is_ok_and(|h| e.is_instance(py, h.parent_command.bind(py)))
@@ -209,8 +212,10 @@ impl PyNode {
         Ok((PyTuple::new(py, [input])?, kw))
     }
 
-    /// Calls the function in the task's context: what it returned (a coroutine, for an
-    /// async function) and that context (where the coroutine is to run).
+    /// Calls the function in the task's context. With `coroutine` (an async
+    /// function): what it returned, a coroutine, and that context (where the coroutine
+    /// is to run); otherwise its result (and no context).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn call<'py>(
         &self,
         py: Python<'py>,
@@ -219,11 +224,18 @@ impl PyNode {
         ctx: &TaskContext,
         env: &PyRunEnv,
         pushed: &Pushed,
-    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+        coroutine: bool,
+    ) -> PyResult<(Bound<'py, PyAny>, Option<Bound<'py, PyAny>>)> {
         let (args, kw) = self.arguments(py, view, arg, env)?;
-        let (context, _) = task_context_with(py, env, ctx, self.parts(py, view, pushed))?;
+        let parts = self.parts(py, view, pushed);
+        if !coroutine {
+            let f = self.traced(py, env, ctx)?;
+            let r = call_in_task_with(py, env, ctx, parts, &f, args, kw.as_ref())?;
+            return Ok((r, None));
+        }
+        let (context, _) = task_context_with(py, env, ctx, parts)?;
         let r = call_in(py, &context, &self.traced(py, env, ctx)?, args, kw.as_ref())?;
-        Ok((r, context))
+        Ok((r, Some(context)))
     }
 
     /// What the task's scratchpad is made with: `pushed`, and the state the node reads.
@@ -255,22 +267,6 @@ impl PyNode {
             .node_call
             .bind(py)
             .call1((self.name.as_str(), f, meta))
-    }
-
-    /// Calls a sync function in the task's context: its result.
-    pub(super) fn call_sync<'py>(
-        &self,
-        py: Python<'py>,
-        view: &StateView,
-        arg: &Option<Val>,
-        ctx: &TaskContext,
-        env: &PyRunEnv,
-        pushed: &Pushed,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let (args, kw) = self.arguments(py, view, arg, env)?;
-        let f = self.traced(py, env, ctx)?;
-        let parts = self.parts(py, view, pushed);
-        call_in_task_with(py, env, ctx, parts, &f, args, kw.as_ref())
     }
 
     pub(super) fn finish(
@@ -332,12 +328,7 @@ pub(super) struct ShowsMessages<N>(pub(super) N);
 
 #[async_trait]
 impl<N: NodeRunner> NodeRunner for ShowsMessages<N> {
-    async fn run(
-        &self,
-        view: StateView,
-        arg: Option<Val>,
-        ctx: TaskContext,
-    ) -> Result<NodeOutput, NodeFailure> {
+    async fn run(&self, view: StateView, arg: Option<Val>, ctx: TaskContext) -> NodeResult {
         let given = view.clone();
         let out = self.0.run(view, arg, ctx.clone()).await?;
         shown_in_messages_mode(&given, &ctx, out)
@@ -371,12 +362,7 @@ fn shown_in_messages_mode(
 /// messages it returns are shown by [`ShowsMessages`], which the graph wraps it in.
 #[async_trait]
 impl NodeRunner for PyNode {
-    async fn run(
-        &self,
-        view: StateView,
-        arg: Option<Val>,
-        ctx: TaskContext,
-    ) -> Result<NodeOutput, NodeFailure> {
+    async fn run(&self, view: StateView, arg: Option<Val>, ctx: TaskContext) -> NodeResult {
         let env = env_of(&ctx)?;
         let use_async = self.is_async || (self.afunc.is_some() && env.caller_loop);
         if use_async {
@@ -392,8 +378,8 @@ impl NodeRunner for PyNode {
             let pushed2 = pushed.clone();
             let make: MakeCoro = Box::new(move |py| {
                 let n = this.node(py);
-                let (coro, context) = n.call(py, &view, &arg, &ctx2, &env2, &pushed)?;
-                Ok((coro.unbind(), Some(context.unbind())))
+                let (coro, context) = n.call(py, &view, &arg, &ctx2, &env2, &pushed, true)?;
+                Ok((coro.unbind(), context.map(Bound::unbind)))
             });
             let call = run_async(&env, make, move |py, r| {
                 let n = this2.node(py);
@@ -413,7 +399,8 @@ impl NodeRunner for PyNode {
         let pushed = Pushed::default();
         if ctx.inline {
             return attach(|py| {
-                let r = self.call_sync(py, &view, &arg, &ctx, &env, &pushed);
+                let r = self.call(py, &view, &arg, &ctx, &env, &pushed, false);
+                let r = r.map(|(r, _)| r);
                 self.finish(py, r, &ctx, &pushed)
             });
         }
@@ -425,7 +412,8 @@ impl NodeRunner for PyNode {
                 return;
             }
             let n = this.node(py);
-            let r = n.call_sync(py, &view, &arg, &ctx2, &env, &pushed);
+            let r = n.call(py, &view, &arg, &ctx2, &env, &pushed, false);
+            let r = r.map(|(r, _)| r);
             let _ = tx.send(n.finish(py, r, &ctx2, &pushed));
         }));
         rx.await
@@ -483,12 +471,7 @@ pub(super) struct AgentModelNode {
 
 #[async_trait]
 impl NodeRunner for AgentModelNode {
-    async fn run(
-        &self,
-        view: StateView,
-        arg: Option<Val>,
-        ctx: TaskContext,
-    ) -> Result<NodeOutput, NodeFailure> {
+    async fn run(&self, view: StateView, arg: Option<Val>, ctx: TaskContext) -> NodeResult {
         let env = env_of(&ctx)?;
         let call = env.agent.as_ref().filter(|_| arg.is_none());
         let (Some(call), Some(Val::Messages(history))) = (call, view.get(&self.channel)) else {
@@ -585,12 +568,7 @@ impl NodeRunner for ToolsNode {
         true
     }
 
-    async fn run(
-        &self,
-        view: StateView,
-        arg: Option<Val>,
-        ctx: TaskContext,
-    ) -> Result<NodeOutput, NodeFailure> {
+    async fn run(&self, view: StateView, arg: Option<Val>, ctx: TaskContext) -> NodeResult {
         let env = env_of(&ctx)?;
         let (send, tool_env, chain) = attach(|py| -> PyResult<_> {
             // Send("tools", ...): run the calls it brought.

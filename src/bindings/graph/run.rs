@@ -102,17 +102,26 @@ fn with_configurable<'py>(
 /// a run sets it for the subgraphs its nodes run, which take it when not given one.
 const DURABILITY_KEY: &str = "__pregel_durability";
 
-pub(super) fn config_str(cfg: &Bound<'_, PyAny>, key: &str) -> PyResult<Option<String>> {
+/// `cfg["configurable"][key]`, when `cfg` and its `configurable` are dicts that have
+/// it.
+pub(super) fn configurable_item<'py>(
+    cfg: &Bound<'py, PyAny>,
+    key: &str,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
     let Ok(d) = cfg.cast::<PyDict>() else {
         return Ok(None);
     };
     let Some(c) = d.get_item("configurable")? else {
         return Ok(None);
     };
-    let Ok(c) = c.cast::<PyDict>() else {
-        return Ok(None);
-    };
-    match c.get_item(key)? {
+    match c.cast::<PyDict>() {
+        Ok(c) => c.get_item(key),
+        Err(_) => Ok(None),
+    }
+}
+
+pub(super) fn config_str(cfg: &Bound<'_, PyAny>, key: &str) -> PyResult<Option<String>> {
+    match configurable_item(cfg, key)? {
         Some(v) if !v.is_none() => Ok(Some(v.str()?.to_string())),
         _ => Ok(None),
     }

@@ -10,9 +10,8 @@ use std::sync::Arc;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use tokio_util::sync::CancellationToken;
 
-use super::super::runtime::block_on;
+use super::super::runtime::block_on_uncancelled;
 use super::savers::checkpointer_from;
 use crate::checkpoint::{CheckpointRecord, Checkpointer, PendingWrite, Put, Result};
 
@@ -26,7 +25,7 @@ where
 {
     let py = saver.py();
     let cp = checkpointer_from(py, saver)?;
-    block_on(py, f(cp), CancellationToken::new())?.map_err(PyErr::from)
+    block_on_uncancelled(py, f(cp))?.map_err(PyErr::from)
 }
 
 fn to_text<T: serde::Serialize>(v: &T) -> PyResult<String> {

@@ -6,11 +6,10 @@ use std::sync::{Arc, Mutex};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyType};
-use tokio_util::sync::CancellationToken;
 
 use super::super::args::Timeout;
 use super::super::errors::Class;
-use super::super::runtime::block_on;
+use super::super::runtime::block_on_uncancelled;
 use crate::checkpoint::{
     Checkpointer, MemorySaver, PostgresOptions, PostgresSaver, RecordKey, SqliteSaver, KEY_ENV,
 };
@@ -28,11 +27,10 @@ macro_rules! saver_methods {
             /// file; the saver can no longer be used. Idempotent.
             fn close(&self, py: Python<'_>) -> PyResult<()> {
                 match taken(&self.inner) {
-                    Some(s) => Ok(block_on(
-                        py,
-                        async move { Checkpointer::close(&*s).await },
-                        CancellationToken::new(),
-                    )??),
+                    Some(s) => {
+                        let close = async move { Checkpointer::close(&*s).await };
+                        Ok(block_on_uncancelled(py, close)??)
+                    }
                     None => Ok(()),
                 }
             }
@@ -124,12 +122,8 @@ fn taken<T: Checkpointer + 'static>(inner: &Mutex<Option<Arc<T>>>) -> Option<Arc
 fn delete_thread(saver: &Bound<'_, PyAny>, thread_id: String) -> PyResult<()> {
     let py = saver.py();
     let cp = checkpointer_from(py, saver)?;
-    block_on(
-        py,
-        async move { cp.delete_thread(&thread_id).await },
-        CancellationToken::new(),
-    )?
-    .map_err(PyErr::from)
+    block_on_uncancelled(py, async move { cp.delete_thread(&thread_id).await })?
+        .map_err(PyErr::from)
 }
 
 /// The key a saver's records are authenticated with: `key` (bytes, or a str), else the
@@ -322,11 +316,8 @@ saver_methods!(PyPostgresSaver, closes {
                 opts.connect_timeout = d;
             }
         }
-        let saver = block_on(
-            py,
-            async move { PostgresSaver::connect_with(&conn_string, opts).await },
-            CancellationToken::new(),
-        )??;
+        let connect = async move { PostgresSaver::connect_with(&conn_string, opts).await };
+        let saver = block_on_uncancelled(py, connect)??;
         let server = saver
             .name()
             .trim_start_matches("PostgresSaver(")
@@ -377,11 +368,7 @@ saver_methods!(PyPostgresSaver, closes {
     /// Creates or migrates the tables; safe on every start, from several workers.
     fn setup(&self, py: Python<'_>) -> PyResult<()> {
         let s = self.open_saver(py)?;
-        Ok(block_on(
-            py,
-            async move { s.setup().await },
-            CancellationToken::new(),
-        )??)
+        Ok(block_on_uncancelled(py, async move { s.setup().await })??)
     }
 
     /// Like `setup`, as an awaitable.
@@ -423,11 +410,9 @@ fn list_stalled_on(
     let py = saver.py();
     let stale = seconds(py, stale_after, "stale_after")?;
     let cp = checkpointer_from(py, saver)?;
-    Ok(block_on(
-        py,
-        async move { cp.list_stalled(stale, limit).await },
-        CancellationToken::new(),
-    )??)
+    Ok(block_on_uncancelled(py, async move {
+        cp.list_stalled(stale, limit).await
+    })??)
 }
 
 /// `saver.claim_stalled(...)` for any of the savers.
@@ -454,11 +439,9 @@ fn claim_stalled_on(
         ));
     }
     let cp = checkpointer_from(py, saver)?;
-    Ok(block_on(
-        py,
-        async move { cp.claim_stalled(&owner, stale, lease, limit).await },
-        CancellationToken::new(),
-    )??)
+    Ok(block_on_uncancelled(py, async move {
+        cp.claim_stalled(&owner, stale, lease, limit).await
+    })??)
 }
 
 /// A positive, finite number of seconds; the error names the argument.

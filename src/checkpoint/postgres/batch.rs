@@ -4,6 +4,7 @@
 use super::schema::REFUSED_CODE;
 use super::sql::Sql;
 use crate::checkpoint::seal::Records;
+use crate::checkpoint::Refused;
 use deadpool_postgres::ClientWrapper;
 
 /// A stored record as read: its id, parent and text (see [`record`]).
@@ -51,17 +52,6 @@ pub(super) struct WriteColumns {
     pub(super) nodes: Vec<String>,
     pub(super) channels: Vec<String>,
     pub(super) values: Vec<String>,
-}
-
-/// Why a batch saved nothing.
-pub(super) enum Refused {
-    /// The thread holds a checkpoint with this id and other content.
-    SameId(String),
-    /// A `put_next` whose parent is not the thread's latest checkpoint any more.
-    Moved {
-        expected: Option<String>,
-        latest: Option<String>,
-    },
 }
 
 pub(super) type Param<'a> = &'a (dyn tokio_postgres::types::ToSql + Sync);
@@ -215,159 +205,191 @@ impl<'a> Chain<'a> {
 /// `put_next`s and writes, `BEGIN`, the statements and `COMMIT` pipelined
 /// (sent together, answered together), a refused `put_next` raising an error that
 /// aborts the transaction (the `COMMIT` then rolls it back). A refused batch, or one
-/// holding a `put`, goes through [`save_checked`], which says why it was refused.
+/// holding a `put`, goes through [`Batch::save_checked`], which says why it was refused.
 pub(super) async fn save_batch(
     c: &ClientWrapper,
     sql: &Sql,
     codec: &Records,
     t: &String,
     items: &[Item],
-) -> std::result::Result<Option<Refused>, tokio_postgres::Error> {
-    use futures::future::{join_all, FutureExt};
-    let pipelined = items.len() > 1
-        && items
-            .iter()
-            .all(|i| matches!(i, Item::Writes { .. } | Item::Record { next: true, .. }));
-    if !pipelined {
-        return save_checked(c, sql, codec, t, items).await;
-    }
-    if let Some(chain) = Chain::of(items) {
-        // One statement for the whole batch (its own transaction).
-        let st = c.prepare_cached(&sql.put_chain).await?;
-        return match c.query_one(&st, &chain.params(t)).await {
-            Ok(_) => Ok(None),
-            // Nothing was saved: find out why, item by item.
-            Err(e) if e.code().map(|c| c.code()) == Some(REFUSED_CODE) => {
-                save_checked(c, sql, codec, t, items).await
-            }
-            Err(e) => Err(e),
-        };
-    }
-    let (put_next, put_writes) = (
-        c.prepare_cached(&sql.put_next_or_raise).await?,
-        c.prepare_cached(&sql.put_writes).await?,
-    );
-    let params = batch_params(t, items);
-    let sent = items.iter().zip(&params).map(|(item, p)| match item {
-        Item::Record { .. } => c.query_one(&put_next, p).map(|r| r.map(drop)).boxed(),
-        _ => c.execute(&put_writes, p).map(|r| r.map(drop)).boxed(),
-    });
-    // Polled in order, so sent in order: BEGIN, the statements, COMMIT.
-    let (begun, saved, committed) = futures::join!(
-        c.batch_execute("BEGIN"),
-        join_all(sent),
-        c.batch_execute("COMMIT")
-    );
-    begun?;
-    // The first error is the cause (the statements after it fail as the transaction
-    // is aborted).
-    match saved.into_iter().find_map(|r| r.err()).map_or(Ok(()), Err) {
-        // Committed, unless the COMMIT failed (then it is the error).
-        Ok(()) => committed.map(|()| None),
-        Err(e) if e.code().map(|c| c.code()) == Some(REFUSED_CODE) => {
-            // Rolled back (the transaction was aborted): find out why, item by item.
-            committed?;
-            save_checked(c, sql, codec, t, items).await
-        }
-        Err(e) => Err(e),
-    }
+) -> Saved {
+    let batch = Batch {
+        c,
+        sql,
+        codec,
+        t,
+        items,
+    };
+    batch.save().await
 }
 
-/// [`save_batch`] the careful way: one statement for a single item; otherwise
-/// `BEGIN` and the statements pipelined (one round trip), each answer checked, then
-/// `COMMIT`, or `ROLLBACK` when an item is refused, so that a refused item leaves
-/// nothing of the batch.
-pub(super) async fn save_checked(
-    c: &ClientWrapper,
-    sql: &Sql,
-    codec: &Records,
-    t: &String,
-    items: &[Item],
-) -> std::result::Result<Option<Refused>, tokio_postgres::Error> {
-    use futures::future::{join_all, BoxFuture, FutureExt};
-    let (put, put_next, put_writes) = (
-        c.prepare_cached(&sql.put).await?,
-        c.prepare_cached(&sql.put_next).await?,
-        c.prepare_cached(&sql.put_writes).await?,
-    );
-    let single = items.len() == 1;
-    let begin = (!single).then(|| c.batch_execute("BEGIN"));
-    let params = batch_params(t, items);
-    let sent: Vec<BoxFuture<'_, std::result::Result<Option<tokio_postgres::Row>, _>>> = items
-        .iter()
-        .zip(&params)
-        .map(|(item, p)| match item {
-            Item::Record { next, .. } => {
-                let st = if *next { &put_next } else { &put };
-                c.query_one(st, p).map(|r| r.map(Some)).boxed()
-            }
-            Item::Writes { .. } => c.execute(&put_writes, p).map(|r| r.map(|_| None)).boxed(),
-        })
-        .collect();
-    // Polled in order, so sent in order: BEGIN first.
-    let (begun, answers) = match begin {
-        Some(b) => {
-            let (b, a) = futures::join!(b, join_all(sent));
-            (b, a)
+/// What saving a batch answers: `Some` when an item was refused (nothing was saved).
+type Saved = std::result::Result<Option<Refused>, tokio_postgres::Error>;
+
+/// A batch being saved: the items of thread `t`, on connection `c`, with the saver's
+/// statements and codec.
+#[derive(Clone, Copy)]
+struct Batch<'a> {
+    c: &'a ClientWrapper,
+    sql: &'a Sql,
+    codec: &'a Records,
+    t: &'a String,
+    items: &'a [Item],
+}
+
+impl Batch<'_> {
+    /// See [`save_batch`].
+    async fn save(self) -> Saved {
+        use futures::future::{join_all, FutureExt};
+        let Batch {
+            c, sql, t, items, ..
+        } = self;
+        let pipelined = items.len() > 1
+            && items
+                .iter()
+                .all(|i| matches!(i, Item::Writes { .. } | Item::Record { next: true, .. }));
+        if !pipelined {
+            return self.save_checked().await;
         }
-        None => (Ok(()), join_all(sent).await),
-    };
-    begun?;
-    let mut refused = None;
-    for (item, answer) in items.iter().zip(answers) {
-        let row = answer?;
-        let Item::Record {
-            id,
-            parent,
-            json,
-            next,
-            ..
-        } = item
-        else {
-            continue;
+        if let Some(chain) = Chain::of(items) {
+            // One statement for the whole batch (its own transaction).
+            let st = c.prepare_cached(&sql.put_chain).await?;
+            return match c.query_one(&st, &chain.params(t)).await {
+                Ok(_) => Ok(None),
+                // Nothing was saved: find out why, item by item.
+                Err(e) if e.code().map(|c| c.code()) == Some(REFUSED_CODE) => {
+                    self.save_checked().await
+                }
+                Err(e) => Err(e),
+            };
+        }
+        let (put_next, put_writes) = (
+            c.prepare_cached(&sql.put_next_or_raise).await?,
+            c.prepare_cached(&sql.put_writes).await?,
+        );
+        let params = batch_params(t, items);
+        let sent = items.iter().zip(&params).map(|(item, p)| match item {
+            Item::Record { .. } => c.query_one(&put_next, p).map(|r| r.map(drop)).boxed(),
+            _ => c.execute(&put_writes, p).map(|r| r.map(drop)).boxed(),
+        });
+        // Polled in order, so sent in order: BEGIN, the statements, COMMIT.
+        let (begun, saved, committed) = futures::join!(
+            c.batch_execute("BEGIN"),
+            join_all(sent),
+            c.batch_execute("COMMIT")
+        );
+        begun?;
+        // The first error is the cause (the statements after it fail as the transaction
+        // is aborted).
+        match saved.into_iter().find_map(|r| r.err()).map_or(Ok(()), Err) {
+            // Committed, unless the COMMIT failed (then it is the error).
+            Ok(()) => committed.map(|()| None),
+            Err(e) if e.code().map(|c| c.code()) == Some(REFUSED_CODE) => {
+                // Rolled back (the transaction was aborted): find out why, item by item.
+                committed?;
+                self.save_checked().await
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// [`save_batch`] the careful way: one statement for a single item; otherwise
+    /// `BEGIN` and the statements pipelined (one round trip), each answer checked, then
+    /// `COMMIT`, or `ROLLBACK` when an item is refused, so that a refused item leaves
+    /// nothing of the batch.
+    async fn save_checked(self) -> Saved {
+        use futures::future::{join_all, BoxFuture, FutureExt};
+        let Batch {
+            c,
+            sql,
+            codec,
+            t,
+            items,
+        } = self;
+        let (put, put_next, put_writes) = (
+            c.prepare_cached(&sql.put).await?,
+            c.prepare_cached(&sql.put_next).await?,
+            c.prepare_cached(&sql.put_writes).await?,
+        );
+        let single = items.len() == 1;
+        let begin = (!single).then(|| c.batch_execute("BEGIN"));
+        let params = batch_params(t, items);
+        let sent: Vec<BoxFuture<'_, std::result::Result<Option<tokio_postgres::Row>, _>>> = items
+            .iter()
+            .zip(&params)
+            .map(|(item, p)| match item {
+                Item::Record { next, .. } => {
+                    let st = if *next { &put_next } else { &put };
+                    c.query_one(st, p).map(|r| r.map(Some)).boxed()
+                }
+                Item::Writes { .. } => c.execute(&put_writes, p).map(|r| r.map(|_| None)).boxed(),
+            })
+            .collect();
+        // Polled in order, so sent in order: BEGIN first.
+        let (begun, answers) = match begin {
+            Some(b) => {
+                let (b, a) = futures::join!(b, join_all(sent));
+                (b, a)
+            }
+            None => (Ok(()), join_all(sent).await),
         };
-        let row = row.expect("a record's statement returns a row");
-        let (saved, stored, latest) = if *next {
-            if row.get::<_, bool>(0) {
+        begun?;
+        let mut refused = None;
+        for (item, answer) in items.iter().zip(answers) {
+            let row = answer?;
+            let Item::Record {
+                id,
+                parent,
+                json,
+                next,
+                ..
+            } = item
+            else {
                 continue;
-            }
-            let st = c.prepare_cached(&sql.refused).await?;
-            let r = c.query_one(&st, &[t, id]).await?;
-            (false, stored(&r, 0), r.get::<_, Option<String>>(2))
-        } else {
-            let (inserted, mut found) = (row.get::<_, bool>(0), stored(&row, 1));
-            if !inserted && found.is_none() {
-                // Another writer inserted it during this statement: read it now.
+            };
+            let row = row.expect("a record's statement returns a row");
+            let (saved, stored, latest) = if *next {
+                if row.get::<_, bool>(0) {
+                    continue;
+                }
                 let st = c.prepare_cached(&sql.refused).await?;
-                found = stored(&c.query_one(&st, &[t, id]).await?, 0);
-            }
-            (inserted, found, None)
-        };
-        match stored {
-            _ if saved => {}
-            Some((s, p)) if codec.same(id, (&s, p.as_deref()), (json, parent.as_deref())) => {}
-            Some(_) => {
-                refused = Some(Refused::SameId(id.clone()));
-                break;
-            }
-            None => {
-                refused = Some(Refused::Moved {
-                    expected: parent.clone(),
-                    latest,
-                });
-                break;
+                let r = c.query_one(&st, &[t, id]).await?;
+                (false, stored(&r, 0), r.get::<_, Option<String>>(2))
+            } else {
+                let (inserted, mut found) = (row.get::<_, bool>(0), stored(&row, 1));
+                if !inserted && found.is_none() {
+                    // Another writer inserted it during this statement: read it now.
+                    let st = c.prepare_cached(&sql.refused).await?;
+                    found = stored(&c.query_one(&st, &[t, id]).await?, 0);
+                }
+                (inserted, found, None)
+            };
+            match stored {
+                _ if saved => {}
+                Some((s, p)) if codec.same(id, (&s, p.as_deref()), (json, parent.as_deref())) => {}
+                Some(_) => {
+                    refused = Some(Refused::SameId(id.clone()));
+                    break;
+                }
+                None => {
+                    refused = Some(Refused::Moved {
+                        expected: parent.clone(),
+                        latest,
+                    });
+                    break;
+                }
             }
         }
+        if !single {
+            c.batch_execute(if refused.is_some() {
+                "ROLLBACK"
+            } else {
+                "COMMIT"
+            })
+            .await?;
+        }
+        Ok(refused)
     }
-    if !single {
-        c.batch_execute(if refused.is_some() {
-            "ROLLBACK"
-        } else {
-            "COMMIT"
-        })
-        .await?;
-    }
-    Ok(refused)
 }
 
 /// The record stored under an id (its text and parent), from columns `i` and `i + 1`.

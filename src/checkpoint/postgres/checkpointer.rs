@@ -1,13 +1,12 @@
 //! [`Checkpointer`] for [`PostgresSaver`].
 
-use super::batch::{record_row, save_batch, uuid_key, Item, RecordRow, Refused};
+use super::batch::{record_row, save_batch, uuid_key, Item, RecordRow};
 use super::lease;
 use super::saver::PostgresSaver;
 use crate::checkpoint::stalled::Claim;
 use crate::checkpoint::{
-    advanced_conflict, record_from_row, records_from_rows, same_id_conflict, writes_from_rows,
-    ChainFrom, CheckpointError, CheckpointRecord, Checkpointer, PendingWrite, Put, Result,
-    WriteRow,
+    order_chain, record_from_row, records_from_rows, writes_from_rows, ChainFrom, CheckpointError,
+    CheckpointRecord, Checkpointer, History, Put, Result, WriteRow, Writes,
 };
 use async_trait::async_trait;
 use std::sync::atomic::Ordering;
@@ -15,12 +14,11 @@ use std::time::Duration;
 
 #[async_trait]
 impl Checkpointer for PostgresSaver {
-    async fn put_many(&self, thread_id: &str, mut puts: Vec<Put>) -> Result<()> {
-        Put::drop_superseded_writes(&mut puts);
-        let items = puts
-            .into_iter()
-            .map(|p| match p {
-                Put::Record { record, next } => Ok(Item::Record {
+    async fn put_many(&self, thread_id: &str, puts: Vec<Put>) -> Result<()> {
+        let items = Put::encode_each(
+            puts,
+            |record, next| {
+                Ok(Item::Record {
                     json: self.shared.codec.encode(&record).map_err(|e| {
                         CheckpointError::serialization(format!(
                             "{}: cannot serialise the checkpoint record to JSON: {e}",
@@ -32,16 +30,15 @@ impl Checkpointer for PostgresSaver {
                     id: record.id,
                     parent: record.parent_id,
                     next,
-                }),
-                Put::Writes {
-                    checkpoint_id,
-                    writes,
-                } => Ok(Item::Writes {
+                })
+            },
+            |checkpoint_id, writes| {
+                Ok(Item::Writes {
                     columns: self.write_columns(&checkpoint_id, writes)?,
                     checkpoint_id,
-                }),
-            })
-            .collect::<Result<Vec<_>>>()?;
+                })
+            },
+        )?;
         if items.is_empty() {
             return Ok(());
         }
@@ -51,31 +48,7 @@ impl Checkpointer for PostgresSaver {
                 save_batch(&c, &sh.sql, &sh.codec, &t, &items).await
             })
             .await?;
-        match failed {
-            None => Ok(()),
-            Some(Refused::SameId(id)) => Err(same_id_conflict(thread_id, &id)),
-            Some(Refused::Moved { expected, latest }) => Err(advanced_conflict(
-                thread_id,
-                expected.as_deref(),
-                latest.as_deref(),
-            )),
-        }
-    }
-
-    async fn put_writes(
-        &self,
-        thread_id: &str,
-        checkpoint_id: &str,
-        writes: Vec<PendingWrite>,
-    ) -> Result<()> {
-        self.put_many(
-            thread_id,
-            vec![Put::Writes {
-                checkpoint_id: checkpoint_id.to_owned(),
-                writes,
-            }],
-        )
-        .await
+        failed.map_or(Ok(()), |refused| Err(refused.error(thread_id)))
     }
 
     async fn get(&self, thread_id: &str, id: Option<&str>) -> Result<Option<CheckpointRecord>> {
@@ -100,24 +73,25 @@ impl Checkpointer for PostgresSaver {
             .transpose()
     }
 
-    async fn chain(&self, thread_id: &str, id: &str) -> Result<Vec<CheckpointRecord>> {
-        self.read_chain(thread_id, id, ChainFrom::Root).await
+    /// The ancestors of `id`, up to the root or the nearest snapshot, in one query.
+    async fn chain_from(&self, thread_id: &str, id: &str, from: ChainFrom) -> History {
+        let (t, target) = (thread_id.to_owned(), id.to_owned());
+        let rows: Vec<RecordRow> = self
+            .call("read a checkpoint chain", move |c, sh| async move {
+                let sql = match from {
+                    ChainFrom::Root => &sh.sql.chain,
+                    ChainFrom::Snapshot => &sh.sql.chain_from_snapshot,
+                };
+                let st = c.prepare_cached(sql).await?;
+                let rows = c.query(&st, &[&t, &target]).await?;
+                Ok(rows.iter().map(record_row).collect())
+            })
+            .await?;
+        let records = records_from_rows(&self.shared.name, &self.shared.codec, thread_id, &rows)?;
+        order_chain(&self.shared.name, thread_id, records, id, from)
     }
 
-    async fn chain_from_snapshot(
-        &self,
-        thread_id: &str,
-        id: &str,
-    ) -> Result<Vec<CheckpointRecord>> {
-        self.read_chain(thread_id, id, ChainFrom::Snapshot).await
-    }
-
-    async fn list(
-        &self,
-        thread_id: &str,
-        limit: Option<usize>,
-        before: Option<&str>,
-    ) -> Result<Vec<CheckpointRecord>> {
+    async fn list(&self, thread_id: &str, limit: Option<usize>, before: Option<&str>) -> History {
         let t = thread_id.to_owned();
         let before = before.map(str::to_owned);
         let limit = limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
@@ -131,11 +105,7 @@ impl Checkpointer for PostgresSaver {
         records_from_rows(&self.shared.name, &self.shared.codec, thread_id, &rows)
     }
 
-    async fn pending_writes(
-        &self,
-        thread_id: &str,
-        checkpoint_id: &str,
-    ) -> Result<Vec<PendingWrite>> {
+    async fn pending_writes(&self, thread_id: &str, checkpoint_id: &str) -> Result<Writes> {
         let (t, cid) = (thread_id.to_owned(), checkpoint_id.to_owned());
         let rows: Vec<WriteRow> = self
             .call("read pending writes", move |c, sh| async move {

@@ -1,20 +1,15 @@
 //! [`PostgresSaver`]: connecting (pool, TLS, options), closing, and running a call on
 //! a pooled connection or a blocking caller's lane.
 
-use super::batch::{record_row, RecordRow, WriteColumns};
+use super::batch::WriteColumns;
 use super::schema::migrate;
 use super::sql::Sql;
 use super::SCHEMA_VERSION;
 use super::{lane, lease};
 use crate::checkpoint::caller;
 use crate::checkpoint::seal::{RecordKey, Records};
-use crate::checkpoint::{
-    dedupe_writes, order_chain, records_from_rows, ChainFrom, CheckpointError, CheckpointRecord,
-    PendingWrite, Result,
-};
-use deadpool_postgres::{
-    ClientWrapper, Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime,
-};
+use crate::checkpoint::{dedupe_writes, CheckpointError, PendingWrite, Result};
+use deadpool_postgres::{ClientWrapper, Object, Pool, PoolError};
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -141,24 +136,13 @@ impl PostgresSaver {
             ));
         }
         let name = format!("PostgresSaver({})", server_name(&config));
-        let tls = tls_connector()
+        let tls = crate::pg::tls_connector()
             .map_err(|e| CheckpointError::storage(format!("{name}: cannot set up TLS: {e}")))?;
         let sql = Sql::new(options.schema.as_deref());
         let leases = lease::Leases::new(config.clone(), tls.clone(), sql.prefix.clone());
         let lanes = lane::Lanes::new(config.clone(), tls.clone(), options.pool_size);
-        let manager = Manager::from_config(
-            config,
-            tls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
-        let pool = Pool::builder(manager)
-            .max_size(options.pool_size)
-            .runtime(Runtime::Tokio1)
-            .wait_timeout(Some(options.connect_timeout))
-            .create_timeout(Some(options.connect_timeout))
-            .build()
+        let timeout = Some(options.connect_timeout);
+        let pool = crate::pg::pool(config, tls, options.pool_size, timeout)
             .map_err(|e| CheckpointError::storage(format!("{name}: cannot make the pool: {e}")))?;
         let runtime = Handle::try_current().map_err(|_| {
             CheckpointError::storage(format!(
@@ -338,29 +322,6 @@ impl PostgresSaver {
         })?
     }
 
-    /// The ancestors of `id`, up to the root or the nearest snapshot, in one query.
-    pub(super) async fn read_chain(
-        &self,
-        thread_id: &str,
-        id: &str,
-        from: ChainFrom,
-    ) -> Result<Vec<CheckpointRecord>> {
-        let (t, target) = (thread_id.to_owned(), id.to_owned());
-        let rows: Vec<RecordRow> = self
-            .call("read a checkpoint chain", move |c, sh| async move {
-                let sql = match from {
-                    ChainFrom::Root => &sh.sql.chain,
-                    ChainFrom::Snapshot => &sh.sql.chain_from_snapshot,
-                };
-                let st = c.prepare_cached(sql).await?;
-                let rows = c.query(&st, &[&t, &target]).await?;
-                Ok(rows.iter().map(record_row).collect())
-            })
-            .await?;
-        let records = records_from_rows(&self.shared.name, &self.shared.codec, thread_id, &rows)?;
-        order_chain(&self.shared.name, thread_id, records, id, from)
-    }
-
     /// Pending writes as the columns of `put_writes`' arrays, deduplicated.
     pub(super) fn write_columns(
         &self,
@@ -497,13 +458,4 @@ pub(super) fn server_name(config: &tokio_postgres::Config) -> String {
         .or(config.get_user())
         .unwrap_or("postgres");
     format!("{host}:{port}/{db}")
-}
-
-/// rustls with `ring`, checking certificates with the platform's verifier.
-pub(super) fn tls_connector(
-) -> std::result::Result<tokio_postgres_rustls::MakeRustlsConnect, rustls::Error> {
-    use rustls_platform_verifier::ConfigVerifierExt;
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let config = rustls::ClientConfig::with_platform_verifier()?;
-    Ok(tokio_postgres_rustls::MakeRustlsConnect::new(config))
 }

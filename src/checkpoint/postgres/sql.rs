@@ -176,6 +176,15 @@ fn swaps(n: &Names, sql: &mut Sql) {
     // if the thread was still at the parent. Only `true` (swapped and inserted) is
     // the common case: anything else reads `refused`.
     // The swap also counts the thread's records: the new one's `seq` (migration 6).
+    // Once the swap (`cas`) took: the record goes in with the `seq` it counted, and
+    // the parent's pending writes go (what `put` and `put_next` both do).
+    let ins_del = format!(
+        "ins AS ( \
+           {insert} SELECT {values}, cas.seq FROM cas \
+           ON CONFLICT (thread_id, checkpoint_id) DO NOTHING RETURNING 1 \
+         ), del AS ( \
+           DELETE FROM {w} WHERE thread_id = $1 AND checkpoint_id = $3 AND {kept}"
+    );
     let put_next_cte = format!(
         "WITH cas AS ( \
                INSERT INTO {t} AS t (thread_id, latest_id, seq) VALUES ($1, $2, 1) \
@@ -183,12 +192,7 @@ fn swaps(n: &Names, sql: &mut Sql) {
                SET latest_id = EXCLUDED.latest_id, seq = t.seq + 1, updated_at = now() \
                WHERE t.latest_id IS NOT DISTINCT FROM $3::text \
                RETURNING t.seq \
-             ), ins AS ( \
-               {insert} SELECT {values}, cas.seq FROM cas \
-               ON CONFLICT (thread_id, checkpoint_id) DO NOTHING RETURNING 1 \
-             ), del AS ( \
-               DELETE FROM {w} WHERE thread_id = $1 AND checkpoint_id = $3 AND {kept} \
-               AND EXISTS (SELECT 1 FROM cas) \
+             ), {ins_del} AND EXISTS (SELECT 1 FROM cas) \
              )"
     );
     // The statement sees the tables as they were before it, so `old` is the
@@ -204,11 +208,7 @@ fn swaps(n: &Names, sql: &mut Sql) {
            ON CONFLICT (thread_id) DO UPDATE \
            SET latest_id = EXCLUDED.latest_id, seq = t.seq + 1, updated_at = now() \
            RETURNING t.seq \
-         ), ins AS ( \
-           {insert} SELECT {values}, cas.seq FROM cas \
-           ON CONFLICT (thread_id, checkpoint_id) DO NOTHING RETURNING 1 \
-         ), del AS ( \
-           DELETE FROM {w} WHERE thread_id = $1 AND checkpoint_id = $3 AND {kept} \
+         ), {ins_del} \
          ) \
          SELECT EXISTS (SELECT 1 FROM ins), o.record, o.parent \
          FROM (SELECT 1) one LEFT JOIN old o ON true",

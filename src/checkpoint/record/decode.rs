@@ -11,7 +11,7 @@ use crate::checkpoint::{CheckpointRecord, Snapshot, TaskRecord, Write};
 /// The record `id` (child of `parent_id`) from its stored text, in any format.
 /// The error says what is wrong with the text; callers name the store and thread.
 pub fn decode(text: &str, id: &str, parent_id: Option<&str>) -> Result<CheckpointRecord, String> {
-    decode_checked(text, id, parent_id, Check::Checksum)
+    in_calendar(decode_any(text, id, parent_id, Check::Checksum)?)
 }
 
 /// A format-4 record whose authentication code in place of the checksum the caller
@@ -21,7 +21,7 @@ pub(in crate::checkpoint) fn decode_authenticated(
     id: &str,
     parent_id: Option<&str>,
 ) -> Result<CheckpointRecord, String> {
-    decode_checked(text, id, parent_id, Check::Done)
+    in_calendar(decode_any(text, id, parent_id, Check::Done)?)
 }
 
 /// What checks the last element of a format-3 or -4 record.
@@ -33,14 +33,9 @@ enum Check {
     Done,
 }
 
-fn decode_checked(
-    text: &str,
-    id: &str,
-    parent_id: Option<&str>,
-    check: Check,
-) -> Result<CheckpointRecord, String> {
-    let record = decode_any(text, id, parent_id, check)?;
-    // A time no calendar can show (a corrupted number) would fail later, far from here.
+/// `record`, unless its creation time is one no calendar can show (a corrupted number),
+/// which would fail later, far from here.
+fn in_calendar(record: CheckpointRecord) -> Result<CheckpointRecord, String> {
     if !(0.0..MAX_CREATED_AT).contains(&record.created_at) {
         return Err(format!(
             "created_at {} is not a time between 1970 and 9999",

@@ -9,9 +9,8 @@ use super::saver::SqliteSaver;
 use super::schema::{stalled_sql, SPAN};
 use crate::checkpoint::stalled::Claim;
 use crate::checkpoint::{
-    advanced_conflict, now_secs, record_from_row, records_from_rows, same_id_conflict,
-    writes_from_rows, ChainFrom, CheckpointError, CheckpointRecord, Checkpointer, PendingWrite,
-    Put, Result,
+    now_secs, record_from_row, records_from_rows, writes_from_rows, ChainFrom, CheckpointError,
+    CheckpointRecord, Checkpointer, History, Put, Refused, Result, Writes,
 };
 use async_trait::async_trait;
 use rusqlite::params;
@@ -19,26 +18,24 @@ use std::time::Duration;
 
 #[async_trait]
 impl Checkpointer for SqliteSaver {
-    async fn put_many(&self, thread_id: &str, mut puts: Vec<Put>) -> Result<()> {
-        Put::drop_superseded_writes(&mut puts);
-        let rows = puts
-            .into_iter()
-            .map(|p| match p {
-                Put::Record { record, next } => Ok(Row::Record {
+    async fn put_many(&self, thread_id: &str, puts: Vec<Put>) -> Result<()> {
+        let rows = Put::encode_each(
+            puts,
+            |record, next| {
+                Ok(Row::Record {
                     json: self.encode_record(&record)?,
                     id: record.id,
                     parent_id: record.parent_id,
                     next,
-                }),
-                Put::Writes {
-                    checkpoint_id,
-                    writes,
-                } => Ok(Row::Writes {
+                })
+            },
+            |checkpoint_id, writes| {
+                Ok(Row::Writes {
                     writes: self.encode_writes(&checkpoint_id, writes)?,
                     checkpoint_id,
-                }),
-            })
-            .collect::<Result<Vec<_>>>()?;
+                })
+            },
+        )?;
         if rows.is_empty() {
             return Ok(());
         }
@@ -66,7 +63,11 @@ impl Checkpointer for SqliteSaver {
                                     (&s, p.as_deref()),
                                     (json, parent_id.as_deref()),
                                 ) => {}
-                            other => return Ok(Some((id.clone(), parent_id.clone(), other))),
+                            Next::Stored(..) => return Ok(Some(Refused::SameId(id.clone()))),
+                            Next::Moved(latest) => {
+                                let expected = parent_id.clone();
+                                return Ok(Some(Refused::Moved { expected, latest }));
+                            }
                         },
                         Row::Writes {
                             checkpoint_id,
@@ -77,24 +78,10 @@ impl Checkpointer for SqliteSaver {
                 Ok(None)
             })
             .await?;
-        match failed {
-            None => Ok(()),
-            Some((id, _, Next::Stored(..))) => Err(same_id_conflict(thread_id, &id)),
-            Some((_, expected, Next::Moved(latest))) => Err(advanced_conflict(
-                thread_id,
-                expected.as_deref(),
-                latest.as_deref(),
-            )),
-            Some((_, _, Next::Saved)) => unreachable!("a saved record is not a failure"),
-        }
+        failed.map_or(Ok(()), |refused| Err(refused.error(thread_id)))
     }
 
-    async fn put_writes(
-        &self,
-        thread_id: &str,
-        checkpoint_id: &str,
-        writes: Vec<PendingWrite>,
-    ) -> Result<()> {
+    async fn put_writes(&self, thread_id: &str, checkpoint_id: &str, writes: Writes) -> Result<()> {
         if writes.is_empty() {
             return Ok(());
         }
@@ -127,7 +114,7 @@ impl Checkpointer for SqliteSaver {
         &self,
         thread_id: &str,
         id: Option<&str>,
-    ) -> Result<Option<(CheckpointRecord, Vec<PendingWrite>)>> {
+    ) -> Result<Option<(CheckpointRecord, Writes)>> {
         let t = thread_id.to_owned();
         let id = id.map(str::to_owned);
         let found = self
@@ -150,24 +137,11 @@ impl Checkpointer for SqliteSaver {
             .transpose()
     }
 
-    async fn chain(&self, thread_id: &str, id: &str) -> Result<Vec<CheckpointRecord>> {
-        self.read_chain(thread_id, id, ChainFrom::Root).await
+    async fn chain_from(&self, thread_id: &str, id: &str, from: ChainFrom) -> History {
+        self.read_chain(thread_id, id, from).await
     }
 
-    async fn chain_from_snapshot(
-        &self,
-        thread_id: &str,
-        id: &str,
-    ) -> Result<Vec<CheckpointRecord>> {
-        self.read_chain(thread_id, id, ChainFrom::Snapshot).await
-    }
-
-    async fn list(
-        &self,
-        thread_id: &str,
-        limit: Option<usize>,
-        before: Option<&str>,
-    ) -> Result<Vec<CheckpointRecord>> {
+    async fn list(&self, thread_id: &str, limit: Option<usize>, before: Option<&str>) -> History {
         let t = thread_id.to_owned();
         let before = before.map(str::to_owned);
         // SQLite reads a negative LIMIT as "no limit".
@@ -195,11 +169,7 @@ impl Checkpointer for SqliteSaver {
         records_from_rows(&self.name(), &self.codec, thread_id, &rows)
     }
 
-    async fn pending_writes(
-        &self,
-        thread_id: &str,
-        checkpoint_id: &str,
-    ) -> Result<Vec<PendingWrite>> {
+    async fn pending_writes(&self, thread_id: &str, checkpoint_id: &str) -> Result<Writes> {
         let (t, c) = (thread_id.to_owned(), checkpoint_id.to_owned());
         let rows = self
             .call("read pending writes", move |conn| read_writes(conn, &t, &c))

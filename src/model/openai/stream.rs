@@ -229,10 +229,7 @@ pub(crate) fn read_stream(
     let mut p = StreamParser::new("r".into());
     let mut out = Vec::new();
     for d in data {
-        let event = Event {
-            data: d.clone(),
-            ..Default::default()
-        };
+        let event = crate::model::sse::data_event(d);
         let read = if tree {
             event_json(PROVIDER, &event).and_then(|v| match embedded_error(&v) {
                 Some(e) => Err(e),

@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 
-use eventsource_stream::Event;
 use serde_json::{json, Value};
 
 use super::request::OpenAIMessage;
@@ -73,12 +72,7 @@ fn other_shapes_are_read_from_a_tree() {
     assert!(Response::parse(b"not json").is_err());
 }
 
-fn ev(data: &str) -> Event {
-    Event {
-        data: data.into(),
-        ..Default::default()
-    }
-}
+use crate::model::sse::data_event as ev;
 
 #[test]
 fn history_maps_to_chat_completions() {

@@ -373,6 +373,35 @@ impl RmcpSession {
         limits::bounded(&self.name, request, self.limits.request, fut).await
     }
 
+    /// The request `method` that `call` makes of the live peer, within the request
+    /// limit ([`Self::bounded`]); the SDK's error said as this server's.
+    async fn ask<T, Fut>(
+        &self,
+        method: &str,
+        call: impl FnOnce(rmcp::Peer<RoleClient>) -> Fut,
+    ) -> Result<T, McpError>
+    where
+        Fut: std::future::Future<Output = Result<T, ServiceError>>,
+    {
+        self.bounded(method, async {
+            let peer = self.live_peer().await?;
+            call(peer).await.map_err(|e| self.error(e))
+        })
+        .await
+    }
+
+    /// A listing request's items (`method`, made by `call`), as JSON.
+    async fn listed<T: serde::Serialize, Fut>(
+        &self,
+        method: &str,
+        call: impl FnOnce(rmcp::Peer<RoleClient>) -> Fut,
+    ) -> Result<Vec<Value>, McpError>
+    where
+        Fut: std::future::Future<Output = Result<Vec<T>, ServiceError>>,
+    {
+        Ok(self.ask(method, call).await?.iter().map(wire).collect())
+    }
+
     /// The live peer: a session whose transport closed (a stdio server that exited,
     /// an HTTP connection that dropped; not closed by us) is opened again, within
     /// [`MAX_RESTARTS`] a minute.
@@ -504,10 +533,10 @@ impl McpSession for RmcpSession {
 
     async fn list_tools(&self) -> Result<Vec<McpToolInfo>, McpError> {
         let tools = self
-            .bounded("tools/list", async {
-                let peer = self.live_peer().await?;
-                peer.list_all_tools().await.map_err(|e| self.error(e))
-            })
+            .ask(
+                "tools/list",
+                |peer| async move { peer.list_all_tools().await },
+            )
             .await?;
         Ok(tools
             .into_iter()
@@ -525,35 +554,27 @@ impl McpSession for RmcpSession {
     }
 
     async fn list_resources(&self) -> Result<Vec<Value>, McpError> {
-        let listed = self
-            .bounded("resources/list", async {
-                let peer = self.live_peer().await?;
-                peer.list_all_resources().await.map_err(|e| self.error(e))
-            })
-            .await?;
-        Ok(listed.iter().map(wire).collect())
+        self.listed("resources/list", |peer| async move {
+            peer.list_all_resources().await
+        })
+        .await
     }
 
     async fn read_resource(&self, uri: &str) -> Result<Vec<Value>, McpError> {
+        let params = ReadResourceRequestParams::new(uri);
         let read = self
-            .bounded("resources/read", async {
-                let peer = self.live_peer().await?;
-                peer.read_resource(ReadResourceRequestParams::new(uri))
-                    .await
-                    .map_err(|e| self.error(e))
+            .ask("resources/read", |peer| async move {
+                peer.read_resource(params).await
             })
             .await?;
         Ok(read.contents.iter().map(wire).collect())
     }
 
     async fn list_prompts(&self) -> Result<Vec<Value>, McpError> {
-        let listed = self
-            .bounded("prompts/list", async {
-                let peer = self.live_peer().await?;
-                peer.list_all_prompts().await.map_err(|e| self.error(e))
-            })
-            .await?;
-        Ok(listed.iter().map(wire).collect())
+        self.listed("prompts/list", |peer| async move {
+            peer.list_all_prompts().await
+        })
+        .await
     }
 
     async fn get_prompt(
@@ -566,9 +587,8 @@ impl McpSession for RmcpSession {
             params.arguments = Some(arguments);
         }
         let got = self
-            .bounded("prompts/get", async {
-                let peer = self.live_peer().await?;
-                peer.get_prompt(params).await.map_err(|e| self.error(e))
+            .ask("prompts/get", |peer| async move {
+                peer.get_prompt(params).await
             })
             .await?;
         Ok(wire(&got))

@@ -120,12 +120,8 @@ pub(super) enum End {
 }
 
 impl Workspace {
-    pub(super) async fn bash(
-        &self,
-        tool: &str,
-        args: &Value,
-        cancel: &CancellationToken,
-    ) -> Result<ToolOutput, ToolError> {
+    pub(super) async fn bash(&self, call: Call<'_>) -> Result<ToolOutput, ToolError> {
+        let Call { tool, args, cancel } = call;
         let command = str_arg(tool, args, "command")?;
         let max_t = self.max_bash_timeout();
         let limit = self.bash_limit(tool, args, max_t)?;

@@ -179,20 +179,17 @@ mod tests {
         fs::write(dir.join("a.py"), "import os\nx = 1\n").unwrap();
         fs::write(dir.join("src/b.py"), "def f():\n    import os\n").unwrap();
         fs::write(dir.join("src/sub/c.txt"), "nothing\n").unwrap();
-        let mut top: Vec<_> = glob_files(&dir, ".", "*.py")
-            .unwrap()
-            .into_iter()
-            .map(|f| f.path)
-            .collect();
-        top.sort();
-        assert_eq!(top, ["a.py"]);
-        let mut all: Vec<_> = glob_files(&dir, ".", "**/*.py")
-            .unwrap()
-            .into_iter()
-            .map(|f| f.path)
-            .collect();
-        all.sort();
-        assert_eq!(all, ["a.py", "src/b.py"]);
+        let globbed = |pattern: &str| {
+            let mut paths: Vec<_> = glob_files(&dir, ".", pattern)
+                .unwrap()
+                .into_iter()
+                .map(|f| f.path)
+                .collect();
+            paths.sort();
+            paths
+        };
+        assert_eq!(globbed("*.py"), ["a.py"]);
+        assert_eq!(globbed("**/*.py"), ["a.py", "src/b.py"]);
         let hits = grep_lines(&dir, "src", "import", Some("*.{py,pyi}"), 1 << 20).unwrap();
         assert_eq!(
             hits,

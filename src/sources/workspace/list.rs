@@ -26,12 +26,8 @@ impl Workspace {
             .build()
     }
 
-    pub(super) fn list_files(
-        &self,
-        tool: &str,
-        args: &Value,
-        cancel: &CancellationToken,
-    ) -> Result<String, ToolError> {
+    pub(super) fn list_files(&self, call: Call<'_>) -> Result<String, ToolError> {
+        let Call { tool, args, cancel } = call;
         let user = opt_str(args, "path").unwrap_or(".");
         let pattern = opt_str(args, "pattern");
         let glob = pattern.map(|p| glob_matcher(tool, p)).transpose()?;

@@ -195,6 +195,15 @@ struct Workspace {
     opts: WorkspaceOptions,
 }
 
+/// One call of a workspace tool: its name (what its errors name), its arguments, and
+/// the token that stops it.
+#[derive(Clone, Copy)]
+struct Call<'a> {
+    tool: &'a str,
+    args: &'a Value,
+    cancel: &'a CancellationToken,
+}
+
 struct WorkspaceTool {
     def: ToolDefinition,
     kind: Kind,
@@ -210,18 +219,28 @@ impl Tool for WorkspaceTool {
     async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         let name = self.def.name.clone();
         if self.kind == Kind::Bash {
-            return self.ws.bash(&name, &args, &ctx.cancel).await;
+            let call = Call {
+                tool: &name,
+                args: &args,
+                cancel: &ctx.cancel,
+            };
+            return self.ws.bash(call).await;
         }
         let (ws, kind, cancel) = (self.ws.clone(), self.kind, ctx.cancel.clone());
         let tool = name.clone();
         let job = tokio::task::spawn_blocking(move || {
             let t = tool.as_str();
+            let call = Call {
+                tool: t,
+                args: &args,
+                cancel: &cancel,
+            };
             match kind {
-                Kind::Read => ws.read_file(t, &args, &cancel),
+                Kind::Read => ws.read_file(call),
                 Kind::Write => ws.write_file(t, &args),
                 Kind::Edit => ws.edit_file(t, &args),
-                Kind::List => ws.list_files(t, &args, &cancel),
-                Kind::Search => ws.search(t, &args, &cancel),
+                Kind::List => ws.list_files(call),
+                Kind::Search => ws.search(call),
                 Kind::Bash => unreachable!("bash runs on the async side"),
             }
         });

@@ -3,12 +3,8 @@
 use super::*;
 
 impl Workspace {
-    pub(super) fn read_file(
-        &self,
-        tool: &str,
-        args: &Value,
-        cancel: &CancellationToken,
-    ) -> Result<String, ToolError> {
+    pub(super) fn read_file(&self, call: Call<'_>) -> Result<String, ToolError> {
+        let Call { tool, args, cancel } = call;
         let user = str_arg(tool, args, "path")?;
         let r = self.existing_file(tool, user)?;
         let offset = opt_usize(args, "offset").unwrap_or(1).max(1);

@@ -3,12 +3,8 @@
 use super::*;
 
 impl Workspace {
-    pub(super) fn search(
-        &self,
-        tool: &str,
-        args: &Value,
-        cancel: &CancellationToken,
-    ) -> Result<String, ToolError> {
+    pub(super) fn search(&self, call: Call<'_>) -> Result<String, ToolError> {
+        let Call { tool, args, cancel } = call;
         let pattern = str_arg(tool, args, "pattern")?;
         let user = opt_str(args, "path").unwrap_or(".");
         let glob = opt_str(args, "glob")
