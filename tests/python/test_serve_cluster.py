@@ -73,6 +73,17 @@ def effects(server: Server) -> list[tuple[str, str, int, float]]:
     return [(t, n, int(p), float(s)) for t, n, p, s in (line.split() for line in lines)]
 
 
+def under_way(server: Server, at_least: int) -> bool:
+    """Whether ``server`` has written ``at_least`` effects and is inside one of its
+    runs: a tag whose last effect is this server's "one" or "two"."""
+    seen = effects(server)
+    mine = [e for e in seen if e[2] == server.proc.pid]
+    last = {tag: (node, pid) for tag, node, pid, _ in seen}
+    return len(mine) >= at_least and any(
+        node in ("one", "two") and pid == server.proc.pid for node, pid in last.values()
+    )
+
+
 def cluster_args(schema: str, *more: str) -> tuple[str, ...]:
     return ("--postgres", postgres_url(), "--postgres-schema", schema,
             "--run-lease-seconds", "3", "--log-level", "warning", *more)  # fmt: skip
@@ -117,9 +128,11 @@ def test_three_servers_run_300_runs_once_through_a_kill_and_a_drain(tmp_path: Pa
         runs = asyncio.run(create_runs(servers, 300))
         assert len({rid for _, _, rid in runs}) == 300
 
-        # The kill lands mid-run: the killed server has steps under way.
-        wait_until("the first server to run steps",
-                   lambda: sum(p == killed.proc.pid for *_, p, _ in effects(killed)) >= 20)  # fmt: skip
+        # The kill lands mid-run: the killed server has run steps and is inside a run
+        # now (a run whose last step so far is its "one" or "two": its "two" pauses for
+        # 0.5 s, so the kill comes while it is under way, whatever the machine's load).
+        wait_until("the first server to be inside a run",
+                   lambda: under_way(killed, 20))  # fmt: skip
         killed.proc.send_signal(signal.SIGKILL)
         killed.proc.wait(10)
         finished = sum(n == "three" for _, n, _, _ in effects(killed))
