@@ -276,7 +276,7 @@ def make_runtime(state: Any, tool_call_id: str | None, store: Any = None) -> Any
         writer = writer_of(task_var.get(None)) if graph is not None else _no_writer
     # Its fields set straight, as ``ToolCallRequest._of`` (a call of a wrapped tools
     # node makes one; the dataclass' ``__init__`` with nine keywords cost 1.1 µs).
-    runtime = _new(runtime_class())
+    runtime: Any = _new(runtime_class())
     runtime.__dict__.update(
         state=state,
         context=context,
