@@ -291,7 +291,7 @@ async fn http_tools_run_through_the_executor() {
         HttpServer::new(&url).header("X-Test", "1"),
         McpToolsetOptions {
             prefix: None,
-            timeout: Some(Duration::from_millis(500)),
+            timeout: Some(Duration::from_secs(2)),
             ..Default::default()
         },
     )
@@ -300,22 +300,25 @@ async fn http_tools_run_through_the_executor() {
     assert!(set.session().pid().is_none());
     let exec = executor(&set);
     let calls = vec![
-        call(0, "slow", json!({"seconds": 0.3})),
-        call(1, "slow", json!({"seconds": 0.3})),
-        call(2, "slow", json!({"seconds": 0.3})),
+        call(0, "slow", json!({"seconds": 1.0})),
+        call(1, "slow", json!({"seconds": 1.0})),
+        call(2, "slow", json!({"seconds": 1.0})),
         call(3, "add", json!({"a": 20, "b": 22})),
         call(4, "fail", json!({})),
-        call(5, "slow", json!({"seconds": 5})),
+        call(5, "slow", json!({"seconds": 30})),
     ];
+    // In parallel, the calls take the 2 s timeout of the slowest; one after another the
+    // three 1 s sleeps alone would take 3 s. The margins are a second each way, so a
+    // loaded machine does not turn a 1 s sleep into a timeout.
     let t0 = Instant::now();
     let out = exec.execute(&calls, &RunContext::default()).await;
     assert!(
-        t0.elapsed() < Duration::from_millis(1100),
+        t0.elapsed() < Duration::from_millis(2900),
         "{:?}",
         t0.elapsed()
     );
     for r in &out[..3] {
-        assert_eq!(r.outcome.as_ref().unwrap().content.text(), "slept 0.3");
+        assert_eq!(r.outcome.as_ref().unwrap().content.text(), "slept 1.0");
     }
     assert_eq!(out[3].outcome.as_ref().unwrap().content.text(), "42");
     assert!(
