@@ -21,7 +21,8 @@ from __future__ import annotations
 import inspect
 import sys
 from collections.abc import Callable
-from contextvars import ContextVar, Token
+from contextlib import ExitStack
+from contextvars import ContextVar
 from typing import Any
 
 from ironloop._constants import INTERRUPT
@@ -89,8 +90,8 @@ class ChainRun:
         else:
             self.child = _tags_given_last(_own_handlers_dropped(manager.get_child(_INSIDE_TAG)))
             self.child.add_metadata({"checkpoint_ns": meta["langgraph_checkpoint_ns"]})
-        self._token: Token[Any] | None = None
-        self._root_token: Token[Any] | None = None
+        #: Undoes what ``enter`` set, once (``leave``).
+        self._entered = ExitStack()
         self._ended = False
         #: How many routing functions of this (a node's) run's task have run.
         self.routed = 0
@@ -105,20 +106,14 @@ class ChainRun:
         routers find it as ``_graph_run``."""
         from langchain_core.runnables.config import var_child_runnable_config
 
-        self._token = var_child_runnable_config.set({"callbacks": self.child})
+        token = var_child_runnable_config.set({"callbacks": self.child})
+        self._entered.callback(var_child_runnable_config.reset, token)
         if graph_run:
-            self._root_token = _graph_run.set(self)
+            self._entered.callback(_graph_run.reset, _graph_run.set(self))
 
     def leave(self) -> None:
         """The caller's parent is current again (its context was copied already)."""
-        if self._token is not None:
-            from langchain_core.runnables.config import var_child_runnable_config
-
-            var_child_runnable_config.reset(self._token)
-            self._token = None
-        if self._root_token is not None:
-            _graph_run.reset(self._root_token)
-            self._root_token = None
+        self._entered.close()
 
     def step_run(self, name: str, input: Any, tag: str) -> ChainRun:
         """A child run of this (a node's) run as a later step of LangGraph's node

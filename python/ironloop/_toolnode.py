@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ironloop._foreign import is_langchain_tool
 from ironloop._ironloop import NativeTool, _ToolNodeCore
+from ironloop._params import params_of
 from ironloop._tool import Tool, tool
 from ironloop._tool_call import node_scope, scope_for
 
@@ -179,49 +180,47 @@ class ToolNode:
         runnable = set(self._core.runnable_names())
         return [t for n, t in self._tools.items() if n in runnable]
 
-    def invoke(
+    def _args(
         self,
         input: Any,
         config: dict[str, Any] | None = None,
         *,
         store: Any = None,
         on_progress: Callable[[Any], None] | None = None,
-    ) -> Any:
-        """Runs the calls; returns ``{messages_key: [...]}`` (or a list for a list input)."""
+    ) -> tuple[Any, dict[str, Any] | None, Any, Callable[[Any], None] | None]:
+        """``invoke``'s and ``ainvoke``'s parameters (shown on both)."""
+        return input, config, store, on_progress
+
+    def _run(self, args: tuple[Any, Any, Any, Any], loop: Any) -> Any:
+        """Both entry points' body: runs the calls (``loop`` is ``None``), or starts them
+        on the running event ``loop`` and returns what to await."""
+        input, config, store, on_progress = args
         runner = self._runner(_calls_given(input))
         if runner is not None:
-            return runner.invoke(input, config, store)
+            if loop is None:
+                return runner.invoke(input, config, store)
+            return runner.ainvoke(input, config, store)
         token = node_scope.set(scope_for(config, self._tool_list()))
         try:
             if store is None:
                 store = _scope_store()
-            return self._core.invoke(input, store=store, on_progress=on_progress)
+            if loop is None:
+                return self._core.invoke(input, store=store, on_progress=on_progress)
+            return self._core.ainvoke(input, loop, store=store, on_progress=on_progress)
         finally:
             node_scope.reset(token)
 
-    async def ainvoke(
-        self,
-        input: Any,
-        config: dict[str, Any] | None = None,
-        *,
-        store: Any = None,
-        on_progress: Callable[[Any], None] | None = None,
-    ) -> Any:
+    @params_of(_args)
+    def invoke(self, *args: Any, **kwargs: Any) -> Any:
+        """Runs the calls; returns ``{messages_key: [...]}`` (or a list for a list input)."""
+        return self._run(self._args(*args, **kwargs), None)
+
+    @params_of(_args)
+    async def ainvoke(self, *args: Any, **kwargs: Any) -> Any:
         """Like ``invoke``; async tools run on the running event loop."""
         import asyncio
 
-        runner = self._runner(_calls_given(input))
-        if runner is not None:
-            return await runner.ainvoke(input, config, store)
-        loop = asyncio.get_running_loop()
-        token = node_scope.set(scope_for(config, self._tool_list()))
-        try:
-            if store is None:
-                store = _scope_store()
-            pending = self._core.ainvoke(input, loop, store=store, on_progress=on_progress)
-        finally:
-            node_scope.reset(token)
-        return await pending
+        return await self._run(self._args(*args, **kwargs), asyncio.get_running_loop())
 
     def _tool_list(self) -> list[Any]:
         """The node's tools as given (``ToolRuntime.tools``)."""

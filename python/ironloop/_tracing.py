@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar, Token
+from contextlib import ExitStack, contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from ironloop import _ironloop
@@ -82,24 +82,21 @@ class RunTrace:
             f"invoke_agent {name}",
             attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name},
         )
-        self._token: Any = context.attach(trace.set_span_in_context(self.span))
+        #: Undoes what is set here, once (``detach``).
+        self._attached = ExitStack()
+        self._attached.callback(
+            context.detach, context.attach(trace.set_span_in_context(self.span))
+        )
         # A run that does not record hands the Rust side no tracer (and hides its
         # parent's from its own steps).
-        self._var_token: Token[RunTrace | None] | None = _run_var.set(
-            self if self.span.is_recording() else None
+        self._attached.callback(
+            _run_var.reset, _run_var.set(self if self.span.is_recording() else None)
         )
         self._step: tuple[Any, Any] | None = None
 
     def detach(self) -> None:
         """The run's context is captured: the caller's context is its own again."""
-        from opentelemetry import context
-
-        if self._var_token is not None:
-            _run_var.reset(self._var_token)
-            self._var_token = None
-        if self._token is not None:
-            context.detach(self._token)
-            self._token = None
+        self._attached.close()
 
     def end(self, exc: BaseException | None = None) -> None:
         self.detach()

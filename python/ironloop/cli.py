@@ -22,58 +22,46 @@ def _parser() -> argparse.ArgumentParser:
         "API (what langgraph-sdk calls). Threads, runs and checkpoints are kept in a SQLite "
         "database in the project folder unless --postgres is given.",
     )
-    serve.add_argument(
-        "--config", default="langgraph.json", metavar="FILE",
-        help="the project's langgraph.json (default: ./langgraph.json)",
-    )  # fmt: skip
-    serve.add_argument(
-        "--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)"
-    )
-    serve.add_argument("--port", type=int, default=2024, help="port to listen on (default: 2024)")
-    serve.add_argument(
-        "--postgres", metavar="URL", default=os.environ.get("DATABASE_URI"),
-        help="keep checkpoints in this PostgreSQL database (default: $DATABASE_URI; "
-        "without either, SQLite in the project folder)",
-    )  # fmt: skip
-    serve.add_argument(
-        "--postgres-schema", metavar="NAME", default=None,
-        help="with --postgres: the schema of the server's tables and of the checkpoints "
-        "(default: ironloop_serve for the server's tables, the connection's own for the "
-        "checkpoints); servers sharing one schema share threads and the run queue",
-    )  # fmt: skip
-    serve.add_argument(
-        "--run-lease-seconds", type=float, default=10.0, metavar="S",
-        help="with --postgres: a server renews its hold on its runs every S/3 seconds; the "
-        "runs of a server that died are taken over by another after S (default: 10)",
-    )  # fmt: skip
-    serve.add_argument(
-        "--data-dir", metavar="DIR", type=Path, default=None,
-        help="folder of the SQLite databases (default: .ironloop/ beside langgraph.json)",
-    )  # fmt: skip
-    serve.add_argument(
-        "--max-running", type=int, default=32, metavar="N",
-        help="runs executed at once; more wait as pending (default: 32)",
-    )  # fmt: skip
-    serve.add_argument(
-        "--max-body-mb", type=float, default=16.0, metavar="MB",
-        help="largest request body accepted, in MiB; larger ones get a 413 (default: 16)",
-    )  # fmt: skip
-    serve.add_argument(
-        "--api-key", metavar="KEY", default=os.environ.get("IRONLOOP_API_KEY"),
-        help="require this key in every request's x-api-key header, as langgraph-sdk's "
-        "api_key= sends it (default: $IRONLOOP_API_KEY; none: open, or the project's "
-        '"auth" handler)',
-    )  # fmt: skip
-    serve.add_argument(
-        "--drain-seconds", type=float, default=10.0, metavar="S",
-        help="on SIGTERM, how long running runs may take to finish before they are stopped "
-        "at their last saved step, for the next server to resume (default: 10)",
-    )  # fmt: skip
-    serve.add_argument(
-        "--log-level", default="info", choices=["debug", "info", "warning", "error"],
-        help="server log level (default: info)",
-    )  # fmt: skip
+    for flag, options in _serve_options():
+        serve.add_argument(flag, **options)
     return parser
+
+
+def _serve_options() -> list[tuple[str, dict[str, Any]]]:
+    """``ironloop serve``'s options, one row each: the flag and ``add_argument``'s
+    keywords. Made when the parser is, so the environment's defaults are read then."""
+    env = os.environ.get
+    return [
+        ("--config", {"default": "langgraph.json", "metavar": "FILE",
+         "help": "the project's langgraph.json (default: ./langgraph.json)"}),
+        ("--host", {"default": "127.0.0.1", "help": "address to listen on (default: 127.0.0.1)"}),
+        ("--port", {"type": int, "default": 2024, "help": "port to listen on (default: 2024)"}),
+        ("--postgres", {"metavar": "URL", "default": env("DATABASE_URI"),
+         "help": "keep checkpoints in this PostgreSQL database (default: $DATABASE_URI; "
+         "without either, SQLite in the project folder)"}),
+        ("--postgres-schema", {"metavar": "NAME", "default": None,
+         "help": "with --postgres: the schema of the server's tables and of the checkpoints "
+         "(default: ironloop_serve for the server's tables, the connection's own for the "
+         "checkpoints); servers sharing one schema share threads and the run queue"}),
+        ("--run-lease-seconds", {"type": float, "default": 10.0, "metavar": "S",
+         "help": "with --postgres: a server renews its hold on its runs every S/3 seconds; the "
+         "runs of a server that died are taken over by another after S (default: 10)"}),
+        ("--data-dir", {"metavar": "DIR", "type": Path, "default": None,
+         "help": "folder of the SQLite databases (default: .ironloop/ beside langgraph.json)"}),
+        ("--max-running", {"type": int, "default": 32, "metavar": "N",
+         "help": "runs executed at once; more wait as pending (default: 32)"}),
+        ("--max-body-mb", {"type": float, "default": 16.0, "metavar": "MB",
+         "help": "largest request body accepted, in MiB; larger ones get a 413 (default: 16)"}),
+        ("--api-key", {"metavar": "KEY", "default": env("IRONLOOP_API_KEY"),
+         "help": "require this key in every request's x-api-key header, as langgraph-sdk's "
+         "api_key= sends it (default: $IRONLOOP_API_KEY; none: open, or the project's "
+         '"auth" handler)'}),
+        ("--drain-seconds", {"type": float, "default": 10.0, "metavar": "S",
+         "help": "on SIGTERM, how long running runs may take to finish before they are stopped "
+         "at their last saved step, for the next server to resume (default: 10)"}),
+        ("--log-level", {"default": "info", "choices": ["debug", "info", "warning", "error"],
+         "help": "server log level (default: info)"}),
+    ]  # fmt: skip
 
 
 def serve(args: argparse.Namespace) -> int:

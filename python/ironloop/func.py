@@ -510,17 +510,27 @@ def _node_for(func: Callable[..., Any], cache: Any) -> Callable[..., Any]:
                 )
         return kw
 
+    def enter(state: dict[str, Any], config: RunnableConfig) -> tuple[list[Any], Any, Any]:
+        """Sets the run's task context up; returns the list the tasks it starts go in,
+        and the function's input and keywords."""
+        _caller.set(None)
+        _cache_var.set(cache)
+        started: list[Any] = []
+        _started.set(started)
+        given = _as_annotated(func, input_name, state.get("input"))
+        return started, given, kwargs(state, config)
+
+    def result(out: Any) -> dict[str, Any]:
+        value, save = _output(out)
+        entrypoint_returned(value)
+        return {"value": value, "save": save}
+
     if inspect.iscoroutinefunction(func):
 
         async def anode(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-            _caller.set(None)
-            _cache_var.set(cache)
-            started: list[Any] = []
-            _started.set(started)
-            given = _as_annotated(func, input_name, state.get("input"))
+            started, given, kw = enter(state, config)
             try:
-                value, save = _output(await call(given, **kwargs(state, config)))
-                entrypoint_returned(value)
+                return result(await call(given, **kw))
             except BaseException as e:
                 if _is_pause(e):  # the tasks under way finish and save first
                     await asyncio.gather(
@@ -529,26 +539,19 @@ def _node_for(func: Callable[..., Any], cache: Any) -> Callable[..., Any]:
                         return_exceptions=True,
                     )  # fmt: skip
                 raise
-            return {"value": value, "save": save}
 
         return own_run(anode)
 
     def node(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        _caller.set(None)
-        _cache_var.set(cache)
-        started: list[Any] = []
-        _started.set(started)
-        given = _as_annotated(func, input_name, state.get("input"))
+        started, given, kw = enter(state, config)
         try:
-            value, save = _output(call(given, **kwargs(state, config)))
-            entrypoint_returned(value)
+            return result(call(given, **kw))
         except BaseException as e:
             if _is_pause(e):  # the tasks under way finish and save first
                 concurrent.futures.wait(
                     [f for f in started if isinstance(f, concurrent.futures.Future)]
                 )
             raise
-        return {"value": value, "save": save}
 
     return own_run(node)
 
@@ -670,28 +673,10 @@ class EntrypointGraph(StreamEvents):
             if item is not _DROP:
                 yield self._reshape(item, mode)
 
-    def astream_events(
-        self,
-        input: Any,
-        config: dict[str, Any] | None = None,
-        *,
-        version: str = "v2",
-        context: Any = None,
-        durability: str | None = None,
-        transformers: Sequence[Any] | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        """``version="v2"``: LangGraph's events of an entrypoint, made from its run's
-        callback runs (see ``_func_events``); other versions as a graph's."""
-        if version == "v2" and transformers is None:
-            run = {"context": context, "durability": durability, **kwargs}
-            events = callback_events(self, input, config, run)
-            if events is not None:
-                return events
-        return super().astream_events(
-            input, config, version=version, context=context, durability=durability,
-            transformers=transformers, **kwargs,
-        )  # fmt: skip
+    def _own_v2_events(self, input: Any, config: Any, run: dict[str, Any]) -> Any:
+        """An entrypoint's v2 events are made from its run's callback runs (see
+        ``_func_events``); ``None`` where they cannot be."""
+        return callback_events(self, input, config, run)
 
     def _events_name(self) -> str:
         """An entrypoint's run is named ``LangGraph`` in v1 / v2 events, as LangGraph's

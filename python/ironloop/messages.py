@@ -59,21 +59,9 @@ def _langchain_messages() -> Any:
     return messages
 
 
-#: The names whose value waits for the choice of classes (see the module's docstring).
-_CHOSEN_LATER = frozenset(
-    {
-        "AIMessage",
-        "AIMessageChunk",
-        "AnyMessage",
-        "BaseMessage",
-        "HumanMessage",
-        "MESSAGE_TYPES",
-        "RemoveMessage",
-        "SystemMessage",
-        "ToolMessage",
-        "USES_LANGCHAIN",
-    }
-)
+#: The names whose value waits for the choice of classes (see the module's docstring):
+#: all but the ones defined below.
+_CHOSEN_LATER = frozenset(__all__) - {"ToolCall", "from_langchain", "to_langchain"}
 
 if TYPE_CHECKING:
     # Type checkers see ironloop's own classes: langchain-core's have the same fields

@@ -27,6 +27,8 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Union
 
+from typing_extensions import TypedDict, Unpack
+
 from ironloop import _tracing
 from ironloop import messages as _messages
 from ironloop._foreign import is_langchain_tool
@@ -220,6 +222,22 @@ def _schema_of(response_format: Any) -> Any:
     return {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
 
 
+class ChatModelOptions(TypedDict, total=False):
+    """The keywords every HTTP chat model takes (:class:`OpenAIChat`,
+    :class:`AnthropicChat`): ``temperature`` and ``max_tokens`` for every request,
+    ``timeout`` seconds per attempt (default 60; ``None``: none), ``max_retries``
+    (default 2), ``parallel_tool_calls``, ``default_headers`` sent with every request
+    and ``model_kwargs``, extra top-level fields of every request body."""
+
+    temperature: float | None
+    max_tokens: int | None
+    timeout: float | None
+    max_retries: int
+    parallel_tool_calls: bool | None
+    default_headers: Mapping[str, str] | None
+    model_kwargs: Mapping[str, Any] | None
+
+
 class _HTTPChatModel:
     """The shared half of :class:`OpenAIChat` and :class:`AnthropicChat`."""
 
@@ -235,31 +253,25 @@ class _HTTPChatModel:
         model: str,
         base_url: str | None = None,
         api_key: str | None = None,
-        *,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        timeout: float | None = 60.0,
-        max_retries: int = 2,
-        parallel_tool_calls: bool | None = None,
-        default_headers: Mapping[str, str] | None = None,
-        model_kwargs: Mapping[str, Any] | None = None,
+        **options: Unpack[ChatModelOptions],
     ) -> None:
         if not isinstance(model, str) or not model:
             raise TypeError(f"{type(self).__name__}() needs a model name, e.g. 'gpt-4o-mini'")
+        unknown = sorted(set(options) - set(ChatModelOptions.__annotations__))
+        if unknown:
+            raise TypeError(f"{type(self).__name__}() got unexpected keyword argument(s) {unknown}")
+        core: dict[str, Any] = dict(options)
+        headers = core.pop("default_headers", None) or {}
+        self.model_kwargs: dict[str, Any] = dict(core.pop("model_kwargs", None) or {})
         self._core = _ChatModelCore(
             self._provider,
             model,
             base_url=base_url,
             api_key=api_key,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            timeout=timeout,
-            max_retries=max_retries,
-            parallel_tool_calls=parallel_tool_calls,
-            headers=list((default_headers or {}).items()),
+            headers=list(headers.items()),
+            **core,
             **getattr(self, "_anthropic", {}),
         )
-        self.model_kwargs: dict[str, Any] = dict(model_kwargs or {})
 
     @property
     def model(self) -> str:
@@ -515,29 +527,12 @@ class AnthropicChat(_HTTPChatModel):
         base_url: str | None = None,
         api_key: str | None = None,
         *,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        timeout: float | None = 60.0,
-        max_retries: int = 2,
-        parallel_tool_calls: bool | None = None,
-        default_headers: Mapping[str, str] | None = None,
-        model_kwargs: Mapping[str, Any] | None = None,
         thinking: Mapping[str, Any] | None = None,
         prompt_caching: bool = True,
+        **options: Unpack[ChatModelOptions],
     ) -> None:
         self._anthropic = {"thinking": thinking, "prompt_caching": prompt_caching}
-        super().__init__(
-            model,
-            base_url,
-            api_key,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            timeout=timeout,
-            max_retries=max_retries,
-            parallel_tool_calls=parallel_tool_calls,
-            default_headers=default_headers,
-            model_kwargs=model_kwargs,
-        )
+        super().__init__(model, base_url, api_key, **options)
 
 
 def init_model(model: Any, **kwargs: Any) -> Any:

@@ -554,6 +554,23 @@ def test_model_retry_and_fallback(mode: str) -> None:
         run(agent, {"messages": [("user", "x")]}, mode=mode)
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_fallback_raises_the_last_failure_with_the_earlier_ones_chained(mode: str) -> None:
+    def failing(kind: type[Exception]) -> ScriptedChatModel:
+        def answer(messages: list[Any]) -> str:
+            raise kind(kind.__name__)
+
+        return ScriptedChatModel(answer)
+
+    fallbacks = ModelFallbackMiddleware(failing(TimeoutError), failing(LookupError))
+    agent = create_agent(failing(ConnectionError), [], middleware=[fallbacks])
+    with pytest.raises(LookupError) as raised:
+        run(agent, {"messages": [("user", "x")]}, mode=mode)
+    second = raised.value.__context__
+    assert isinstance(second, TimeoutError)
+    assert isinstance(second.__context__, ConnectionError)
+
+
 # --- summarization --------------------------------------------------------------------
 
 

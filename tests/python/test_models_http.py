@@ -822,6 +822,20 @@ def test_extra_request_fields_and_model_defaults(server: Loopback) -> None:
     assert req["headers"]["http-referer"] == "https://example.com"
 
 
+def test_the_http_models_take_one_set_of_options_and_refuse_others() -> None:
+    shared = {"timeout": 5.0, "max_retries": 0, "model_kwargs": {"top_k": 3}}
+    model = AnthropicChat(
+        "claude", "http://127.0.0.1:9", "k", thinking={"type": "enabled"}, **shared
+    )
+    assert model.model_kwargs == {"top_k": 3} and model.url == "http://127.0.0.1:9/v1/messages"
+    with pytest.raises(
+        TypeError, match=r"OpenAIChat\(\) got unexpected keyword argument\(s\) \['thinking'\]"
+    ):
+        OpenAIChat("gpt-4o-mini", thinking={"type": "enabled"})  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"\['headers'\]"):
+        AnthropicChat("claude", headers=[("a", "b")])  # type: ignore[call-arg]
+
+
 # --------------------------------------------------------------------------- Anthropic
 
 

@@ -203,3 +203,25 @@ def test_the_typed_program_runs() -> None:
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     assert module.main() == {"invoke": 2, "ainvoke": 3, "searched": 1, "tool": "add"}
+
+
+def test_a_tool_nodes_twins_show_one_parameter_list_and_take_the_same_arguments() -> None:
+    from ironloop import ToolNode, tool
+    from ironloop.messages import AIMessage
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Adds."""
+        return a + b
+
+    node = ToolNode([add])
+    assert _params(node.invoke) == _params(node.ainvoke)
+    assert [p[0] for p in _params(node.invoke)] == ["input", "config", "store", "on_progress"]
+    ai = AIMessage(content="", tool_calls=[{"name": "add", "args": {"a": 1, "b": 2}, "id": "1"}])
+    assert node.invoke({"messages": [ai]})["messages"][0].content == "3"
+    out = asyncio.run(node.ainvoke(input={"messages": [ai]}, config=None, store=None))
+    assert out["messages"][0].content == "3"
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        node.invoke({"messages": [ai]}, bogus=1)
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        asyncio.run(node.ainvoke({"messages": [ai]}, bogus=1))

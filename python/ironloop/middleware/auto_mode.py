@@ -5,11 +5,13 @@ error ``ToolMessage``, the tool not run). Needs langchain-core (its decision mod
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from ironloop.messages import ToolMessage
-from ironloop.middleware.types import AgentMiddleware, ToolCallRequest, propagate
+from ironloop.middleware._hook_bases import ToolCallSelector
+from ironloop.middleware.types import ToolCallRequest, propagate
 from ironloop.types import TracePolicy, omit_payload
 
 __all__ = ["AutoModeMiddleware"]
@@ -43,29 +45,23 @@ def _named(tool: Any) -> Any:
     return tool
 
 
-#: The validator, built on first use (pydantic and langchain-core load only then).
-_CONFIG_MODEL: Any = None
-
-
+@functools.cache
 def _config_model() -> Any:
-    """The configuration's validator (pydantic, as LangChain's: a non-empty list)."""
+    """The configuration's validator (pydantic, as LangChain's: a non-empty list),
+    built on first use (pydantic and langchain-core load only then)."""
     from typing import Annotated
 
     from langchain_core.decisions import NoulCriteria
     from pydantic import AfterValidator, ConfigDict, Field, create_model
 
     default = NoulCriteria(true=_DEFAULT_TRUE_CRITERIA, false=_DEFAULT_FALSE_CRITERIA)
-    global _CONFIG_MODEL
-    if _CONFIG_MODEL is not None:
-        return _CONFIG_MODEL
-    _CONFIG_MODEL = create_model(  # type: ignore[call-overload]
+    return create_model(  # type: ignore[call-overload]
         "_AutoModeConfig",
         __config__=ConfigDict(arbitrary_types_allowed=True),
         tools=(list[Annotated[Any, AfterValidator(_named)]], Field(min_length=1)),
         instructions=(str, Field(default=_DEFAULT_INSTRUCTIONS)),
         criteria=(NoulCriteria | None, Field(default=default)),
     )
-    return _CONFIG_MODEL
 
 
 def _risk_questions(config: Any) -> dict[str, Any]:
@@ -74,7 +70,7 @@ def _risk_questions(config: Any) -> dict[str, Any]:
     return {_QUESTION_ID: Noul(instructions=config.instructions, criteria=config.criteria)}
 
 
-class AutoModeMiddleware(AgentMiddleware):
+class AutoModeMiddleware(ToolCallSelector[dict[str, Any]]):
     """Lets low-risk calls of ``tools`` run and blocks risky ones.
 
     ``classifier`` answers a ``Noul`` question (``instructions``, ``criteria``) about
@@ -105,7 +101,7 @@ class AutoModeMiddleware(AgentMiddleware):
     def _tool_names(self) -> frozenset[str]:
         return frozenset((t if isinstance(t, str) else t.name).strip() for t in self.config.tools)
 
-    def _question(self, request: ToolCallRequest) -> dict[str, Any] | None:
+    def _select(self, request: ToolCallRequest) -> dict[str, Any] | None:
         """What the classifier is asked, or ``None`` when the tool is not listed."""
         call = request.tool_call
         if call["name"] not in self._tool_names:
@@ -133,10 +129,9 @@ class AutoModeMiddleware(AgentMiddleware):
             status="error",
         )
 
-    def wrap_tool_call(self, request: ToolCallRequest, handler: Callable[[Any], Any]) -> Any:
-        question = self._question(request)
-        if question is None:
-            return handler(request)
+    def _handle(
+        self, request: ToolCallRequest, handler: Callable[[Any], Any], question: dict[str, Any]
+    ) -> Any:
         try:
             response = self.classifier.invoke(question)
         except Exception as e:  # a failed classification ends the run, as LangChain's
@@ -144,12 +139,12 @@ class AutoModeMiddleware(AgentMiddleware):
         blocked = self._blocked(request, response)
         return blocked if blocked is not None else handler(request)
 
-    async def awrap_tool_call(
-        self, request: ToolCallRequest, handler: Callable[[Any], Awaitable[Any]]
+    async def _ahandle(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[Any], Awaitable[Any]],
+        question: dict[str, Any],
     ) -> Any:
-        question = self._question(request)
-        if question is None:
-            return await handler(request)
         try:
             response = await self.classifier.ainvoke(question)
         except Exception as e:

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal, Protocol
 
 from ironloop.messages import AIMessage, ToolMessage
+from ironloop.middleware._hook_bases import RequestRewriter
 from ironloop.middleware.summarization import count_tokens_approximately
-from ironloop.middleware.types import AgentMiddleware, ModelRequest
+from ironloop.middleware.types import ModelRequest
 
 __all__ = ["ClearToolUsesEdit", "ContextEdit", "ContextEditingMiddleware"]
 
@@ -95,7 +96,7 @@ class ClearToolUsesEdit:
         return _copied(message, tool_calls=calls, response_metadata=meta)
 
 
-class ContextEditingMiddleware(AgentMiddleware):
+class ContextEditingMiddleware(RequestRewriter):
     """Applies ``edits`` (default: one ``ClearToolUsesEdit()``) to a copy of the
     messages of every model call. Tokens are counted by ``token_counter`` if given,
     else approximately (``token_count_method="approximate"``) or by the model's own
@@ -140,7 +141,7 @@ class ContextEditingMiddleware(AgentMiddleware):
             [*system, *messages], request.tools
         )
 
-    def _edited(self, request: ModelRequest) -> ModelRequest:
+    def _rewrite(self, request: ModelRequest) -> ModelRequest:
         if not request.messages:
             return request
         count = self._counter(request)
@@ -148,11 +149,3 @@ class ContextEditingMiddleware(AgentMiddleware):
         for edit in self.edits:
             edit.apply(messages, count_tokens=count)
         return request.override(messages=messages)
-
-    def wrap_model_call(self, request: ModelRequest, handler: Callable[[Any], Any]) -> Any:
-        return handler(self._edited(request))
-
-    async def awrap_model_call(
-        self, request: ModelRequest, handler: Callable[[Any], Awaitable[Any]]
-    ) -> Any:
-        return await handler(self._edited(request))

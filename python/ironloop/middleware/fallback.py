@@ -12,7 +12,7 @@ middleware was given is left as it was.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from typing import Any
 
 from ironloop.errors import GraphInterrupt, ParentCommand
@@ -162,40 +162,37 @@ class ModelFallbackMiddleware(AgentMiddleware):
     def __init__(self, first_model: Any, *additional_models: Any) -> None:
         self.models = [first_model, *additional_models]
 
-    def wrap_model_call(self, request: ModelRequest, handler: Callable[..., Any]) -> Any:
-        try:
-            return handler(request)
-        except (GraphInterrupt, ParentCommand):
-            raise
-        except Exception as first:
-            last: Exception = first
+    def _attempts(self, request: ModelRequest) -> Generator[ModelRequest, Exception, None]:
+        """The requests to try in turn (the given one, then one per fallback model);
+        the caller sends each failure back in. When none is left, the last failure is
+        raised, the earlier ones chained."""
+        last = yield request
         for model in self.models:
-            # Outside the ``try``: a failing sanitizer is a bug to show, not a model
-            # failure to fall back from.
-            attempt = _sanitize_request_for_fallback(request, model).override(model=model)
+            # Outside the handler's ``try``: a failing sanitizer is a bug to show, not
+            # a model failure to fall back from.
+            failure = yield _sanitize_request_for_fallback(request, model).override(model=model)
+            failure.__context__ = last
+            last = failure
+        raise last
+
+    def wrap_model_call(self, request: ModelRequest, handler: Callable[..., Any]) -> Any:
+        attempts = self._attempts(request)
+        attempt = next(attempts)
+        while True:
             try:
                 return handler(attempt)
             except (GraphInterrupt, ParentCommand):
                 raise
             except Exception as e:
-                e.__context__ = last
-                last = e
-        raise last
+                attempt = attempts.send(e)
 
     async def awrap_model_call(self, request: ModelRequest, handler: Callable[..., Any]) -> Any:
-        try:
-            return await handler(request)
-        except (GraphInterrupt, ParentCommand):
-            raise
-        except Exception as first:
-            last: Exception = first
-        for model in self.models:
-            attempt = _sanitize_request_for_fallback(request, model).override(model=model)
+        attempts = self._attempts(request)
+        attempt = next(attempts)
+        while True:
             try:
                 return await handler(attempt)
             except (GraphInterrupt, ParentCommand):
                 raise
             except Exception as e:
-                e.__context__ = last
-                last = e
-        raise last
+                attempt = attempts.send(e)

@@ -7,14 +7,16 @@ langchain-core (its decision models)."""
 # No ``from __future__ import annotations``: ``ModelChoice``'s fields are read by
 # pydantic, which needs them as types even where the module is not in ``sys.modules``
 # (``runpy.run_path`` of it, as LangChain's tests do).
-from collections.abc import Awaitable, Callable, Mapping
+import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from typing_extensions import NotRequired
 
 from ironloop.messages import HumanMessage
-from ironloop.middleware.types import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from ironloop.middleware._hook_bases import RequestRewriter
+from ironloop.middleware.types import AgentState, ModelRequest
 from ironloop.models import init_model
 from ironloop.types import TracePolicy, omit_payload
 
@@ -38,27 +40,21 @@ class _ModelRouterState(AgentState):
     model_route: NotRequired[Any]
 
 
-#: The validator, built on first use (pydantic and langchain-core load only then).
-_CONFIG_MODEL: Any = None
-
-
+@functools.cache
 def _config_model() -> Any:
-    """The configuration's validator (pydantic, as LangChain's: at least one choice)."""
+    """The configuration's validator (pydantic, as LangChain's: at least one choice),
+    built on first use (pydantic and langchain-core load only then)."""
     from langchain_core.decisions import Content
     from pydantic import ConfigDict, Field, create_model
 
     # Built from the types themselves (not annotations read back as strings), so it is
     # complete wherever this module was loaded from.
-    global _CONFIG_MODEL
-    if _CONFIG_MODEL is not None:
-        return _CONFIG_MODEL
-    _CONFIG_MODEL = create_model(  # type: ignore[call-overload]
+    return create_model(  # type: ignore[call-overload]
         "_ModelRouterConfig",
         __config__=ConfigDict(arbitrary_types_allowed=True),
         choices=(dict[str, ModelChoice], Field(min_length=1)),
         instructions=(Content, ...),
     )
-    return _CONFIG_MODEL
 
 
 def _routing_questions(config: Any) -> dict[str, Any]:
@@ -92,7 +88,7 @@ def _warn_beta_once() -> None:
     )
 
 
-class ModelRouterMiddleware(AgentMiddleware):
+class ModelRouterMiddleware(RequestRewriter):
     """Routes a run's model calls to the model a classifier picks.
 
     ``choices`` names the models (``ModelChoice``), ``instructions`` tells the
@@ -146,17 +142,5 @@ class ModelRouterMiddleware(AgentMiddleware):
         response = await self.classifier.ainvoke(self._question(state))
         return {"model_route": response.choices[_QUESTION_ID]}
 
-    def _routed(self, request: ModelRequest) -> ModelRequest:
+    def _rewrite(self, request: ModelRequest) -> ModelRequest:
         return request.override(model=self.models[request.state["model_route"].choice])
-
-    def wrap_model_call(
-        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
-    ) -> Any:
-        return handler(self._routed(request))
-
-    async def awrap_model_call(
-        self,
-        request: ModelRequest,
-        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
-    ) -> Any:
-        return await handler(self._routed(request))

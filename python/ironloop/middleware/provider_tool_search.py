@@ -5,10 +5,11 @@ agent has many tools. Anthropic and OpenAI have server-side tool search."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from ironloop.middleware.types import AgentMiddleware, ModelRequest, ModelResponse
+from ironloop.middleware._hook_bases import RequestRewriter
+from ironloop.middleware.types import ModelRequest
 
 __all__ = ["ProviderToolSearchMiddleware"]
 
@@ -100,7 +101,7 @@ def _extras(tool: Any) -> dict[str, Any] | None:
     return extras if isinstance(extras, dict) else {}
 
 
-class ProviderToolSearchMiddleware(AgentMiddleware):
+class ProviderToolSearchMiddleware(RequestRewriter):
     """Defers ``searchable_tools`` (tools or names) — and any LangChain tool already
     marked ``extras={"defer_loading": True}`` — behind the provider's tool search.
 
@@ -128,7 +129,7 @@ class ProviderToolSearchMiddleware(AgentMiddleware):
             return False
         return extras.get("defer_loading") is True or tool.name in self.searchable_tool_names
 
-    def _prepare(self, request: ModelRequest) -> ModelRequest:
+    def _rewrite(self, request: ModelRequest) -> ModelRequest:
         tools = list(request.tools or ())
         if self.searchable_tool_names:
             offered = {t.name for t in tools if not isinstance(t, dict)}
@@ -166,15 +167,3 @@ class ProviderToolSearchMiddleware(AgentMiddleware):
             for t in tools
         ]
         return request.override(tools=[*bound, dict(_SERVER_TOOL_SEARCH_TOOLS[provider])])
-
-    def wrap_model_call(
-        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
-    ) -> Any:
-        return handler(self._prepare(request))
-
-    async def awrap_model_call(
-        self,
-        request: ModelRequest,
-        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
-    ) -> Any:
-        return await handler(self._prepare(request))

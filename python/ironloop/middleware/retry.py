@@ -134,6 +134,16 @@ class _Retrying(AgentMiddleware):
         self.retry_on, self.jitter = retry_on, jitter
         self.backoff_factor, self.initial_delay, self.max_delay = backoff
 
+    def _failure_text(self, exhausted: _Exhausted, what: str, tail: str = "") -> str:
+        """The text of the answer when every attempt failed (``on_failure`` is not
+        ``"error"``): the function's, or LangChain's sentence about ``what``."""
+        e, attempts = exhausted.error, exhausted.attempts
+        if callable(self.on_failure):
+            text: str = self.on_failure(e)
+            return text
+        plural = "s" if attempts != 1 else ""
+        return f"{what} failed after {attempts} attempt{plural} with {type(e).__name__}: {e}{tail}"
+
 
 class ToolRetryMiddleware(_Retrying):
     """Retries a tool call whose tool raised, up to ``max_retries`` more times, waiting
@@ -189,18 +199,10 @@ class ToolRetryMiddleware(_Retrying):
         return self.tool_names is None or name in self.tool_names
 
     def _failed(self, request: ToolCallRequest, exhausted: _Exhausted) -> ToolMessage:
-        e, attempts = exhausted.error, exhausted.attempts
         if self.on_failure == "error":
-            raise propagate(e)
+            raise propagate(exhausted.error)
         call = request.tool_call
-        if callable(self.on_failure):
-            text = self.on_failure(e)
-        else:
-            text = (
-                f"Tool '{call['name']}' failed after {attempts} attempt"
-                f"{'s' if attempts != 1 else ''} with {type(e).__name__}: {e}. "
-                "Please try again."
-            )
+        text = self._failure_text(exhausted, f"Tool '{call['name']}'", ". Please try again.")
         return ToolMessage(content=text, name=call["name"], tool_call_id=call["id"], status="error")
 
     def wrap_tool_call(self, request: ToolCallRequest, handler: Callable[..., Any]) -> Any:
@@ -246,16 +248,9 @@ class ModelRetryMiddleware(_Retrying):
         self._configure(max_retries, retry_on, on_failure, backoff, jitter)
 
     def _failed(self, exhausted: _Exhausted) -> ModelResponse:
-        e, attempts = exhausted.error, exhausted.attempts
         if self.on_failure == "error":
-            raise e
-        if callable(self.on_failure):
-            text = self.on_failure(e)
-        else:
-            text = (
-                f"Model call failed after {attempts} attempt{'s' if attempts != 1 else ''} "
-                f"with {type(e).__name__}: {e}"
-            )
+            raise exhausted.error
+        text = self._failure_text(exhausted, "Model call")
         return ModelResponse(result=[AIMessage(content=text)])
 
     def wrap_model_call(self, request: ModelRequest, handler: Callable[..., Any]) -> Any:

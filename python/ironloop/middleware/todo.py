@@ -5,7 +5,6 @@ replaces the whole list, so parallel ones have no order)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
 
 from typing_extensions import NotRequired, TypedDict
@@ -13,8 +12,8 @@ from typing_extensions import NotRequired, TypedDict
 from ironloop._injection import InjectedToolCallId
 from ironloop._tool import tool
 from ironloop.messages import AIMessage, SystemMessage, ToolMessage
+from ironloop.middleware._hook_bases import RequestRewriter
 from ironloop.middleware.types import (
-    AgentMiddleware,
     AgentState,
     ModelRequest,
     OmitFromInput,
@@ -112,7 +111,7 @@ def with_system_text(system: SystemMessage | None, text: str) -> SystemMessage:
     return SystemMessage(content=[*content, {"type": "text", "text": f"\n\n{text}"}])
 
 
-class TodoListMiddleware(AgentMiddleware):
+class TodoListMiddleware(RequestRewriter):
     """Gives the agent a ``write_todos`` tool and a ``todos`` state field, and adds
     ``system_prompt`` to every model call's system message; ``tool_description``
     describes the tool to the model. A turn calling ``write_todos`` more than once gets
@@ -141,18 +140,10 @@ class TodoListMiddleware(AgentMiddleware):
             else _make_tool(tool_description)
         ]
 
-    def _request(self, request: ModelRequest) -> ModelRequest:
+    def _rewrite(self, request: ModelRequest) -> ModelRequest:
         return request.override(
             system_message=with_system_text(request.system_message, self.system_prompt)
         )
-
-    def wrap_model_call(self, request: ModelRequest, handler: Callable[[Any], Any]) -> Any:
-        return handler(self._request(request))
-
-    async def awrap_model_call(
-        self, request: ModelRequest, handler: Callable[[Any], Awaitable[Any]]
-    ) -> Any:
-        return await handler(self._request(request))
 
     def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         last = next((m for m in reversed(state["messages"]) if isinstance(m, AIMessage)), None)

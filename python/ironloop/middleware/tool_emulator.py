@@ -9,8 +9,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ironloop.messages import HumanMessage, ToolMessage
+from ironloop.middleware._hook_bases import ToolCallSelector
 from ironloop.middleware.internal_call_transformer import internal_call_config
-from ironloop.middleware.types import AgentMiddleware, ToolCallRequest
+from ironloop.middleware.types import ToolCallRequest
 from ironloop.models import init_model
 
 __all__ = ["LLMToolEmulator"]
@@ -18,7 +19,7 @@ __all__ = ["LLMToolEmulator"]
 _DEFAULT_EMULATOR_MODEL = "anthropic:claude-sonnet-4-5-20250929"
 
 
-class LLMToolEmulator(AgentMiddleware):
+class LLMToolEmulator(ToolCallSelector[list[Any]]):
     """Answers calls of the chosen tools with a model's made-up result.
 
     ``tools`` (names or tool objects) are the tools emulated: all of them when
@@ -48,7 +49,7 @@ class LLMToolEmulator(AgentMiddleware):
             model = _DEFAULT_EMULATOR_MODEL
         self.model = init_model(model, temperature=1) if isinstance(model, str) else model
 
-    def _prompt(self, request: ToolCallRequest) -> list[Any] | None:
+    def _select(self, request: ToolCallRequest) -> list[Any] | None:
         """The emulation prompt, or ``None`` when this call runs the real tool."""
         call = request.tool_call
         if not (self.emulate_all or call["name"] in self.tools_to_emulate):
@@ -70,20 +71,16 @@ class LLMToolEmulator(AgentMiddleware):
         call = request.tool_call
         return ToolMessage(content=response.content, tool_call_id=call["id"], name=call["name"])
 
-    def wrap_tool_call(self, request: ToolCallRequest, handler: Callable[[Any], Any]) -> Any:
-        prompt = self._prompt(request)
-        if prompt is None:
-            return handler(request)
+    def _handle(
+        self, request: ToolCallRequest, handler: Callable[[Any], Any], prompt: list[Any]
+    ) -> Any:
         return self._message(
             self.model.invoke(prompt, config=internal_call_config("tool_emulation")), request
         )
 
-    async def awrap_tool_call(
-        self, request: ToolCallRequest, handler: Callable[[Any], Awaitable[Any]]
+    async def _ahandle(
+        self, request: ToolCallRequest, handler: Callable[[Any], Awaitable[Any]], prompt: list[Any]
     ) -> Any:
-        prompt = self._prompt(request)
-        if prompt is None:
-            return await handler(request)
         return self._message(
             await self.model.ainvoke(prompt, config=internal_call_config("tool_emulation")), request
         )

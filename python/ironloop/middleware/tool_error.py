@@ -8,7 +8,8 @@ from typing import Any
 
 from ironloop.errors import GraphInterrupt, ParentCommand
 from ironloop.messages import ToolMessage
-from ironloop.middleware.types import AgentMiddleware, ToolCallRequest, propagate
+from ironloop.middleware._hook_bases import ToolCallSelector
+from ironloop.middleware.types import ToolCallRequest, propagate
 from ironloop.types import TracePolicy, omit_payload
 
 __all__ = ["ToolErrorMiddleware"]
@@ -18,7 +19,7 @@ OnError = Callable[[Exception, ToolCallRequest], Any]
 AOnError = Callable[[Exception, ToolCallRequest], Awaitable[Any]]
 
 
-class ToolErrorMiddleware(AgentMiddleware):
+class ToolErrorMiddleware(ToolCallSelector[str]):
     """Turns an exception a tool raised into ``ToolMessage(status="error")`` when
     ``on_error(exc, request)`` returns content for it (a str or content blocks); when
     it returns ``None`` the exception propagates and ends the run. Interrupts and parent commands always
@@ -53,7 +54,7 @@ class ToolErrorMiddleware(AgentMiddleware):
         )
         self.tools = []
 
-    def _applies(self, request: ToolCallRequest) -> str | None:
+    def _select(self, request: ToolCallRequest) -> str | None:
         """The tool's name when this middleware handles its failures, else ``None``."""
         name: str = request.tool.name if request.tool is not None else request.tool_call["name"]
         if self._tool_filter is not None and name not in self._tool_filter:
@@ -68,10 +69,7 @@ class ToolErrorMiddleware(AgentMiddleware):
             content=content, tool_call_id=request.tool_call["id"], name=name, status="error"
         )
 
-    def wrap_tool_call(self, request: ToolCallRequest, handler: Callable[[Any], Any]) -> Any:
-        name = self._applies(request)
-        if name is None:
-            return handler(request)
+    def _handle(self, request: ToolCallRequest, handler: Callable[[Any], Any], name: str) -> Any:
         try:
             return handler(request)
         except (GraphInterrupt, ParentCommand):
@@ -88,12 +86,9 @@ class ToolErrorMiddleware(AgentMiddleware):
                 raise
             return answer
 
-    async def awrap_tool_call(
-        self, request: ToolCallRequest, handler: Callable[[Any], Awaitable[Any]]
+    async def _ahandle(
+        self, request: ToolCallRequest, handler: Callable[[Any], Awaitable[Any]], name: str
     ) -> Any:
-        name = self._applies(request)
-        if name is None:
-            return await handler(request)
         try:
             return await handler(request)
         except (GraphInterrupt, ParentCommand):

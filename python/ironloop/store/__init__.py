@@ -7,35 +7,16 @@ by every thread of a graph; tools reach it through ``InjectedStore`` or
 by the meaning of a query (exact cosine similarity); with ``ttl=`` items expire.
 """
 
+# ruff: noqa: F405 (``__all__`` names what ``store.base``'s star import brings)
+
 from typing import TYPE_CHECKING, Any
 
-from ironloop.store.base import (
-    NOT_PROVIDED,
-    BaseStore,
-    GetOp,
-    IndexConfig,
-    InvalidNamespaceError,
-    Item,
-    ListNamespacesOp,
-    MatchCondition,
-    NamespaceMatchType,
-    NamespacePath,
-    NotProvided,
-    Op,
-    PutOp,
-    Result,
-    SearchItem,
-    SearchOp,
-    TTLConfig,
-    validate_op_namespace,
-)
+# The interface is re-exported whole (its names are listed in ``__all__`` below).
+from ironloop.store.base import *  # noqa: F403
 from ironloop.store.embed import (
     AEmbeddingsFunc,
     EmbeddingsFunc,
     OpenAIEmbeddings,
-    ensure_embeddings,
-    get_text_at_path,
-    tokenize_path,
 )
 from ironloop.store.memory import InMemoryStore
 

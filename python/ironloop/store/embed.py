@@ -15,6 +15,8 @@ import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+from typing_extensions import TypedDict, Unpack
+
 __all__ = [
     "AEmbeddingsFunc",
     "EmbeddingsFunc",
@@ -170,6 +172,19 @@ class EmbeddingsLambda:
         return (await self.aembed_documents([text]))[0]
 
 
+class OpenAIEmbeddingsOptions(TypedDict, total=False):
+    """``OpenAIEmbeddings``' keywords, as the Rust client takes them (its defaults:
+    ``dimensions`` the model's, ``batch_size=512``, ``timeout=60.0`` seconds,
+    ``max_retries=2``)."""
+
+    base_url: str | None
+    api_key: str | None
+    dimensions: int | None
+    batch_size: int
+    timeout: float
+    max_retries: int
+
+
 class OpenAIEmbeddings:
     """An OpenAI-compatible ``POST {base_url}/embeddings`` client in Rust, with the
     chat models' retries, time limits and secret scrubbing. The key comes from
@@ -183,29 +198,11 @@ class OpenAIEmbeddings:
         'nomic-embed-text'
     """
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        dimensions: int | None = None,
-        batch_size: int = 512,
-        timeout: float = 60.0,
-        max_retries: int = 2,
-    ) -> None:
+    def __init__(self, model: str, **options: Unpack[OpenAIEmbeddingsOptions]) -> None:
         from ironloop._ironloop import _OpenAIEmbeddings
 
         self.model = model
-        self._client = _OpenAIEmbeddings(
-            model,
-            base_url=base_url,
-            api_key=api_key,
-            dimensions=dimensions,
-            batch_size=batch_size,
-            timeout=timeout,
-            max_retries=max_retries,
-        )
+        self._client = _OpenAIEmbeddings(model, **options)
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         return self._client.embed(list(texts))

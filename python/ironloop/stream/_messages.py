@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 from ironloop.stream._types import ProtocolEvent, _PumpedTransformer
-from ironloop.stream.stream_channel import StreamChannel
 
 __all__ = ["MessagesTransformer"]
 
@@ -23,12 +22,10 @@ class MessagesTransformer(_PumpedTransformer):
     events. A model's v1 ``AIMessageChunk``s are not shown (a v3 run's models send
     events instead), nor tool messages (not chat output), as LangGraph's."""
 
-    _native = True
     required_stream_modes = ("messages",)
 
     def __init__(self, scope: tuple[str, ...] = ()) -> None:
         super().__init__(scope)
-        self._log: StreamChannel[Any] = StreamChannel()
         #: model run id -> the stream its events go to
         self._by_run: dict[str, Any] = {}
         #: model runs whose events are not shown (a tool message's)

@@ -43,10 +43,20 @@ class StreamEvents:
 
             kwargs.update(context=context, durability=durability)
             return astream_v3(self.astream, self, input, config, transformers, kwargs)  # type: ignore[attr-defined]
+        if version == "v2" and transformers is None:
+            run = {"context": context, "durability": durability, **kwargs}
+            events = self._own_v2_events(input, config, run)
+            if events is not None:
+                return events
         from ironloop._compiled import stream_events
 
         name = self._events_name()
         return stream_events(self, name, input, config, version, context, durability, **kwargs)
+
+    def _own_v2_events(self, input: Any, config: Any, run: dict[str, Any]) -> Any:
+        """v2 events made some other way than from the run's stream (an entrypoint's,
+        from its callback runs), or ``None``: from the stream."""
+        return None
 
     def stream_events(
         self,

@@ -83,12 +83,10 @@ class ToolCallTransformer(_PumpedTransformer):
     ``tool-finished`` / ``tool-error``. The ``tools`` events stay in the main log
     (the handles are not serializable; a wire consumer reads those)."""
 
-    _native = True
     required_stream_modes = ("tools",)
 
     def __init__(self, scope: tuple[str, ...] = ()) -> None:
         super().__init__(scope)
-        self._log: StreamChannel[ToolCallStream] = StreamChannel()
         self._active: dict[str, ToolCallStream] = {}
 
     def init(self) -> dict[str, Any]:

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from typing_extensions import NotRequired, TypedDict
 
+from ironloop.stream.stream_channel import StreamChannel
+
 if TYPE_CHECKING:
     import asyncio
 
@@ -135,9 +137,16 @@ class StreamTransformer(ABC):
 
 
 class _PumpedTransformer(StreamTransformer):
-    """A transformer whose streams pull the run when their queue is empty: the mux
-    hands it the pull functions of both lanes (``StreamMux.bind_pump`` /
-    ``bind_apump``); ``_is_async`` says which lane was bound last."""
+    """A native transformer whose projection is one log of streams (a message's, a
+    tool call's) that pull the run when their queue is empty: the mux hands it the
+    pull functions of both lanes (``StreamMux.bind_pump`` / ``bind_apump``);
+    ``_is_async`` says which lane was bound last."""
+
+    _native = True
+
+    def __init__(self, scope: tuple[str, ...] = ()) -> None:
+        super().__init__(scope)
+        self._log: StreamChannel[Any] = StreamChannel()
 
     _pump_fn: Callable[[], bool] | None = None
     _apump_fn: Callable[[], Awaitable[bool]] | None = None

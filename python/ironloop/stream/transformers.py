@@ -36,6 +36,13 @@ class _ModeTransformer(StreamTransformer):
     _native = True
     mode: ClassVar[str]
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # The one stream mode a mode's projection needs is that mode (unless the
+        # class says otherwise).
+        super().__init_subclass__(**kwargs)
+        if "required_stream_modes" not in vars(cls):
+            cls.required_stream_modes = (cls.mode,)
+
     def __init__(self, scope: tuple[str, ...] = ()) -> None:
         super().__init__(scope)
         self._log: StreamChannel[Any] = StreamChannel()
@@ -57,7 +64,6 @@ class ValuesTransformer(_ModeTransformer):
     """``run.values``: the state after each step of the run's own graph."""
 
     mode = "values"
-    required_stream_modes = ("values",)
 
     def __init__(self, scope: tuple[str, ...] = ()) -> None:
         super().__init__(scope)
@@ -85,14 +91,12 @@ class CustomTransformer(_ModeTransformer):
     """``run.custom``: what the run's nodes wrote with ``get_stream_writer()``."""
 
     mode = "custom"
-    required_stream_modes = ("custom",)
 
 
 class UpdatesTransformer(_ModeTransformer):
     """``run.updates``: ``{node: update}`` after each node of the run's graph."""
 
     mode = "updates"
-    required_stream_modes = ("updates",)
 
 
 class CheckpointsTransformer(_ModeTransformer):
@@ -100,18 +104,15 @@ class CheckpointsTransformer(_ModeTransformer):
     without a checkpointer)."""
 
     mode = "checkpoints"
-    required_stream_modes = ("checkpoints",)
 
 
 class DebugTransformer(_ModeTransformer):
     """``run.debug``: the ``debug`` stream mode's events."""
 
     mode = "debug"
-    required_stream_modes = ("debug",)
 
 
 class TasksTransformer(_ModeTransformer):
     """``run.tasks``: each task's start and result payloads."""
 
     mode = "tasks"
-    required_stream_modes = ("tasks",)
