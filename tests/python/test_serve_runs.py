@@ -61,6 +61,27 @@ async def test_background_run_and_join(server: Server) -> None:
         await client.runs.get(thread["thread_id"], "00000000-0000-0000-0000-000000000000")
 
 
+async def test_a_runs_end_is_the_threads_values_everywhere(server: Server) -> None:
+    """A run's end stores the thread's values as encoded once, and a join answers that
+    text as it is: the thread read, searched and joined again (after the run, from the
+    database) all give the same values as data, not as a string."""
+    client = get_client(url=server.url)
+    thread = await client.threads.create()
+    tid = thread["thread_id"]
+    run = await client.runs.create(tid, "agent", input={"messages": [
+        {"role": "user", "content": "weather in Paris? «ünïcode»"}]})  # fmt: skip
+    joined = await client.runs.join(tid, run["run_id"])
+    again = await client.runs.join(tid, run["run_id"])  # the run has ended: read back
+    stored = (await client.threads.get(tid))["values"]
+    assert isinstance(stored, dict) and joined == again == stored
+    assert stored["messages"][0]["content"] == "weather in Paris? «ünïcode»"
+    assert [m["type"] for m in stored["messages"]] == ["human", "ai", "tool", "ai"]
+    found = await client.threads.search(values={"messages": stored["messages"]})
+    assert [t["thread_id"] for t in found] == [tid]
+    state = await client.threads.get_state(tid)
+    assert state["values"] == stored
+
+
 async def collect(stream: Any) -> list[tuple[str, Any]]:
     return [(part.event, part.data) async for part in stream]
 

@@ -8,7 +8,6 @@ from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
 from .assistants import SORT_KEYS
 from .auth import authorize, matches
@@ -16,6 +15,7 @@ from .bodies import body_int, choice, field, json_body, str_list, uuid_param
 from .db import _contains
 from .errors import ApiError, invalid
 from .graphs import ServedGraph
+from .routing import route_table
 
 
 async def visible(request: Request, action: str) -> ServedGraph:
@@ -180,17 +180,17 @@ async def set_latest(request: Request) -> Response:
     return JSONResponse(request.app.state.assistants.set_latest(assistant["assistant_id"], version))
 
 
-routes = [
-    Route("/assistants", create, methods=["POST"]),
-    Route("/assistants/search", search, methods=["POST"]),
-    Route("/assistants/count", count, methods=["POST"]),
-    Route("/assistants/{aid}", get, methods=["GET"]),
-    Route("/assistants/{aid}", update, methods=["PATCH"]),
-    Route("/assistants/{aid}", delete, methods=["DELETE"]),
-    Route("/assistants/{aid}/latest", set_latest, methods=["POST"]),
-    Route("/assistants/{aid}/graph", graph, methods=["GET"]),
-    Route("/assistants/{aid}/schemas", schemas, methods=["GET"]),
-    Route("/assistants/{aid}/subgraphs", subgraphs, methods=["GET"]),
-    Route("/assistants/{aid}/subgraphs/{namespace}", subgraphs, methods=["GET"]),
-    Route("/assistants/{aid}/versions", versions, methods=["POST"]),
-]
+routes = route_table(
+    {
+        "/assistants": {"POST": create},
+        "/assistants/search": {"POST": search},
+        "/assistants/count": {"POST": count},
+        "/assistants/{aid}": {"GET": get, "PATCH": update, "DELETE": delete},
+        "/assistants/{aid}/latest": {"POST": set_latest},
+        "/assistants/{aid}/graph": {"GET": graph},
+        "/assistants/{aid}/schemas": {"GET": schemas},
+        "/assistants/{aid}/subgraphs": {"GET": subgraphs},
+        "/assistants/{aid}/subgraphs/{namespace}": {"GET": subgraphs},
+        "/assistants/{aid}/versions": {"POST": versions},
+    }
+)

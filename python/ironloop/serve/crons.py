@@ -13,13 +13,13 @@ from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
 from .auth import authorize, matches
 from .bodies import body_int, choice, field, json_body, uuid_param
 from .db import Records, now
 from .errors import invalid, not_found
 from .graphs import assistant_id_for
+from .routing import route_table
 
 log = logging.getLogger("ironloop.serve")
 
@@ -249,11 +249,12 @@ async def scheduler(app: Any, period: float = 0.5) -> None:
         await asyncio.sleep(period)
 
 
-routes = [
-    Route("/runs/crons", create, methods=["POST"]),
-    Route("/threads/{tid}/runs/crons", create, methods=["POST"]),
-    Route("/runs/crons/search", search, methods=["POST"]),
-    Route("/runs/crons/count", search, methods=["POST"]),
-    Route("/runs/crons/{cid}", delete, methods=["DELETE"]),
-    Route("/runs/crons/{cid}", update, methods=["PATCH"]),
-]
+routes = route_table(
+    {
+        "/runs/crons": {"POST": create},
+        "/threads/{tid}/runs/crons": {"POST": create},
+        "/runs/crons/search": {"POST": search},
+        "/runs/crons/count": {"POST": search},
+        "/runs/crons/{cid}": {"DELETE": delete, "PATCH": update},
+    }
+)

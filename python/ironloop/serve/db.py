@@ -13,6 +13,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from .serde import RawJSON
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS threads (
     thread_id TEXT PRIMARY KEY,
@@ -107,8 +109,10 @@ class Records:
     # -- threads
 
     @staticmethod
-    def _thread(row: Any) -> dict[str, Any]:
+    def _thread(row: Any, raw_values: bool = False) -> dict[str, Any]:
         values = row["values"]
+        if values is not None:
+            values = RawJSON(values) if raw_values else json.loads(values)
         return {
             "thread_id": row["thread_id"],
             "created_at": row["created_at"],
@@ -117,7 +121,7 @@ class Records:
             "metadata": json.loads(row["metadata"]),
             "status": row["status"],
             "config": json.loads(row["config"]),
-            "values": None if values is None else json.loads(values),
+            "values": values,
             "interrupts": json.loads(row["interrupts"]),
             "error": None if row["error"] is None else json.loads(row["error"]),
         }
@@ -137,16 +141,21 @@ class Records:
                 "metadata": json.loads(json.dumps(metadata)), "status": "idle", "config": {},
                 "values": None, "interrupts": {}, "error": None}  # fmt: skip
 
-    def get_thread(self, thread_id: str) -> dict[str, Any] | None:
+    def get_thread(self, thread_id: str, *, raw_values: bool = False) -> dict[str, Any] | None:
+        """The thread; with ``raw_values``, its ``values`` as the stored text (``RawJSON``:
+        for a caller that answers them as they are)."""
         rows = self._exec("SELECT * FROM threads WHERE thread_id = ?", (thread_id,))
-        return self._thread(rows[0]) if rows else None
+        return self._thread(rows[0], raw_values) if rows else None
 
     def update_thread(self, thread_id: str, **fields: Any) -> None:
-        """Sets the given columns (JSON ones encoded here); ``updated_at`` is now."""
+        """Sets the given columns (JSON ones encoded here, but ``RawJSON`` text, which is
+        encoded already); ``updated_at`` is now."""
         sets, args = ["updated_at = ?"], [now()]
         for key, value in fields.items():
             if key in ("metadata", "config", "values", "interrupts", "error"):
-                value = None if value is None and key in ("values", "error") else json.dumps(value)
+                nothing = value is None and key in ("values", "error")  # SQL NULL
+                if not nothing and type(value) is not RawJSON:
+                    value = json.dumps(value)
             if key == "values":
                 sets.append("state_updated_at = ?")
                 args.append(args[0])
@@ -239,6 +248,12 @@ class Records:
             "SELECT * FROM runs WHERE run_id = ? AND thread_id = ?", (run_id, thread_id)
         )
         return self._run(rows[0]) if rows else None
+
+    def has_run(self, thread_id: str, run_id: str) -> bool:
+        """Whether the thread has the run (its record not read)."""
+        return bool(
+            self._exec("SELECT 1 FROM runs WHERE run_id = ? AND thread_id = ?", (run_id, thread_id))
+        )
 
     def list_runs(
         self, thread_id: str, limit: int, offset: int, status: str | None

@@ -21,7 +21,7 @@ from ironloop.types import Command
 from .db import Records, now
 from .events import SOURCES, EventsView
 from .graphs import ServedGraph
-from .serde import dumps, to_jsonable
+from .serde import RawJSON, dumps, to_jsonable
 from .state import snapshot_json, thread_interrupts
 
 log = logging.getLogger("ironloop.serve")
@@ -456,6 +456,8 @@ class Runner:
     def _call_webhook(self, run: ActiveRun, values: Any) -> None:
         """POSTs the ended run (its record, final status and the thread's values) to its
         webhook, as LangGraph does; in the background, a failure only logged."""
+        if type(values) is RawJSON:
+            values = values.value()
         payload = {**run.record, "run_started_at": run.started_at,
                    "run_ended_at": run.record["updated_at"], "values": values}  # fmt: skip
         if run.error is not None:
@@ -484,10 +486,11 @@ class Runner:
         if superseded and run.spec.webhook is None:
             return None, None
         if self._ended_as_streamed(run):
-            values = to_jsonable(run.last_values)
-            fields = None if superseded else {"status": "idle", "values": values,
-                                              "interrupts": {}, "error": None}  # fmt: skip
-            return values, fields
+            # Encoded once: the thread's row stores this text and a join answers it.
+            values = RawJSON(dumps(run.last_values))
+            if superseded:
+                return values, None
+            return values, {"status": "idle", "values": values, "interrupts": {}, "error": None}
         snap = await asyncio.to_thread(
             run.spec.graph.default.get_state, {"configurable": {"thread_id": tid}}
         )

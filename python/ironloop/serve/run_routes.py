@@ -13,7 +13,6 @@ from urllib.parse import urlsplit
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
 from ironloop._constants import INTERRUPT
 from ironloop._ironloop import _DURABILITIES
@@ -23,7 +22,8 @@ from .auth import authorize, matches
 from .bodies import choice, field, json_body, json_list, query_int, str_list, uuid_param
 from .errors import ApiError, conflict, invalid, not_found
 from .execution import MULTITASK, STREAM_MODES, ActiveRun, RunSpec, has_saved_step
-from .serde import dumps
+from .routing import route_table
+from .serde import RawJSON, dumps
 from .thread_routes import load_thread
 
 log = logging.getLogger("ironloop.serve")
@@ -161,7 +161,7 @@ async def _prepare(
         thread = records.create_thread(thread_id, owned)
     else:
         if_not_exists = choice(body, "if_not_exists", ("create", "reject"), "reject")
-        thread = records.get_thread(thread_id)
+        thread = records.get_thread(thread_id, raw_values=True)
         if thread is not None and not matches(thread["metadata"], filters):
             raise not_found(f"Thread with ID {thread_id}")
         if thread is None:
@@ -239,16 +239,18 @@ async def final_output(
     if run is not None and run.error is not None:
         return {"__error__": run.error}
     if thread is None:
-        thread = request.app.state.records.get_thread(thread_id)
+        thread = request.app.state.records.get_thread(thread_id, raw_values=True)
     if thread is None:
         return None
     if thread.get("error") and run is None:
         return {"__error__": thread["error"]}
     values = thread["values"]
     interrupts = [i for group in thread["interrupts"].values() for i in group]
+    if interrupts and type(values) is RawJSON:
+        values = values.value()
     if interrupts and isinstance(values, dict):
         values = {**values, INTERRUPT: interrupts}
-    return values
+    return values  # RawJSON mostly: ``dumps`` answers it as it is
 
 
 async def wait(request: Request) -> Response:
@@ -309,12 +311,12 @@ async def _run_or_404(request: Request, action: str = "read") -> tuple[str, str,
 async def _thread_and_run(
     request: Request, action: str = "read"
 ) -> tuple[dict[str, Any], str, ActiveRun | None]:
-    """The path's thread (its record as read now), run id and the run if active here;
-    404 when either is unknown (or not the caller's)."""
-    thread = await load_thread(request, request.path_params["tid"], action)
+    """The path's thread (its record as read now, its values ``RawJSON``), run id and
+    the run if active here; 404 when either is unknown (or not the caller's)."""
+    thread = await load_thread(request, request.path_params["tid"], action, raw_values=True)
     rid = uuid_param(request.path_params["rid"], "run")
     active = request.app.state.runner.active.get(rid)
-    if active is None and request.app.state.records.get_run(thread["thread_id"], rid) is None:
+    if active is None and not request.app.state.records.has_run(thread["thread_id"], rid):
         raise not_found(f"Run with ID {rid}")
     return thread, rid, active
 
@@ -485,18 +487,18 @@ async def batch(request: Request) -> Response:
     return JSONResponse(records)
 
 
-routes = [
-    Route("/threads/{tid}/runs", create, methods=["POST"]),
-    Route("/threads/{tid}/runs/{rid}/join", join, methods=["GET"]),
-    Route("/threads/{tid}/runs", list_runs, methods=["GET"]),
-    Route("/threads/{tid}/runs/wait", wait, methods=["POST"]),
-    Route("/threads/{tid}/runs/stream", stream, methods=["POST"]),
-    Route("/threads/{tid}/runs/{rid}", get, methods=["GET"]),
-    Route("/threads/{tid}/runs/{rid}", delete, methods=["DELETE"]),
-    Route("/threads/{tid}/runs/{rid}/stream", join_stream, methods=["GET"]),
-    Route("/threads/{tid}/runs/{rid}/cancel", cancel, methods=["POST"]),
-    Route("/runs", create, methods=["POST"]),
-    Route("/runs/wait", wait, methods=["POST"]),
-    Route("/runs/stream", stream, methods=["POST"]),
-    Route("/runs/batch", batch, methods=["POST"]),
-]
+routes = route_table(
+    {
+        "/threads/{tid}/runs": {"POST": create, "GET": list_runs},
+        "/threads/{tid}/runs/{rid}/join": {"GET": join},
+        "/threads/{tid}/runs/wait": {"POST": wait},
+        "/threads/{tid}/runs/stream": {"POST": stream},
+        "/threads/{tid}/runs/{rid}": {"GET": get, "DELETE": delete},
+        "/threads/{tid}/runs/{rid}/stream": {"GET": join_stream},
+        "/threads/{tid}/runs/{rid}/cancel": {"POST": cancel},
+        "/runs": {"POST": create},
+        "/runs/wait": {"POST": wait},
+        "/runs/stream": {"POST": stream},
+        "/runs/batch": {"POST": batch},
+    }
+)

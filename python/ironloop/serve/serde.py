@@ -42,8 +42,23 @@ def _default(obj: Any) -> Any:
     return repr(obj)
 
 
+class RawJSON(str):
+    """Text that is JSON already (a thread's values as a run's end encoded them, or as
+    stored): stored and answered as it is, not decoded and encoded again on the way."""
+
+    __slots__ = ()
+
+    def value(self) -> Any:
+        """The JSON value the text holds."""
+        return json.loads(self)
+
+
 def dumps(value: Any) -> str:
-    """``value`` as compact JSON text; what JSON cannot hold is converted as above."""
+    """``value`` as compact JSON text; what JSON cannot hold is converted as above. A
+    ``RawJSON`` value is its own text (only as the whole value: inside another it
+    would be a string)."""
+    if type(value) is RawJSON:
+        return value
     return json.dumps(value, default=_default, ensure_ascii=False, separators=(",", ":"))
 
 

@@ -8,11 +8,11 @@ from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
 from .auth import authorize
 from .bodies import body_int, field, json_body
 from .errors import invalid, not_found
+from .routing import route_table
 from .serde import to_jsonable
 
 
@@ -117,10 +117,10 @@ async def namespaces(request: Request) -> Response:
     return JSONResponse({"namespaces": out[offset : offset + limit]})
 
 
-routes = [
-    Route("/store/items", put, methods=["PUT"]),
-    Route("/store/items", get, methods=["GET"]),
-    Route("/store/items", delete, methods=["DELETE"]),
-    Route("/store/items/search", search, methods=["POST"]),
-    Route("/store/namespaces", namespaces, methods=["POST"]),
-]
+routes = route_table(
+    {
+        "/store/items": {"PUT": put, "GET": get, "DELETE": delete},
+        "/store/items/search": {"POST": search},
+        "/store/namespaces": {"POST": namespaces},
+    }
+)

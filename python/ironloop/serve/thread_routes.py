@@ -21,13 +21,19 @@ SORT_KEYS = ("thread_id", "status", "created_at", "updated_at", "state_updated_a
 
 
 async def load_thread(
-    request: Request, thread_id: str, action: str = "read", value: dict[str, Any] | None = None
+    request: Request,
+    thread_id: str,
+    action: str = "read",
+    value: dict[str, Any] | None = None,
+    *,
+    raw_values: bool = False,
 ) -> dict[str, Any]:
     """The thread, if it exists and the project's auth lets this caller ``action`` it
-    (a thread outside the caller's filters is not found, as under LangGraph)."""
+    (a thread outside the caller's filters is not found, as under LangGraph); with
+    ``raw_values``, its values as stored (``Records.get_thread``)."""
     tid = uuid_param(thread_id, "thread")
     filters = await authorize(request, "threads", action, {"thread_id": tid, **(value or {})})
-    thread = request.app.state.records.get_thread(tid)
+    thread = request.app.state.records.get_thread(tid, raw_values=raw_values)
     if thread is None or not matches(thread["metadata"], filters):
         raise not_found(f"Thread with ID {tid}")
     return dict(thread)
