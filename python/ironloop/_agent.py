@@ -6,7 +6,7 @@ import json
 import sys
 import typing
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict
 
 from ironloop import messages as _messages
@@ -245,29 +245,38 @@ def after_model_router(name: str, back: str, done: str, *, per_call: bool) -> An
 
 
 def returned_direct(messages: Sequence[Any], direct: set[str]) -> bool:
-    """Whether a ``return_direct`` tool answered in the last tools step (then the run
-    ends with its result)."""
+    """LangGraph's ``create_react_agent`` rule: the run ends after the tools step when a
+    ``return_direct`` tool answered in it (whatever its status, as LangGraph's), or when
+    the last AI message called one (per-call tasks: the call may have run in another
+    task of the step, whose result this task's routing does not see)."""
     m = None
     for m in reversed(messages):
         if m.type != "tool":
             break
-        if m.name in direct and m.status == "success":
+        if m.name in direct:
             return True
-    # Per-call tasks: a return_direct call may have run in another task of the step,
-    # whose result this task's routing does not see: its name decides, as LangGraph's.
-    # A result seen here names the tool that ran: a reviewer's edit may have run
-    # another tool than the call asked for, and the routing follows what ran.
     if m is not None and m.type == "ai" and m.tool_calls:
-        results = {t.tool_call_id: t for t in messages if t.type == "tool"}
-
-        def direct_call(c: Any) -> bool:
-            t = results.get(c["id"])
-            if t is None:
-                return c["name"] in direct
-            return t.status == "success" and (t.name or c["name"]) in direct
-
-        return any(direct_call(c) for c in m.tool_calls)
+        return any(c["name"] in direct for c in m.tool_calls)
     return False
+
+
+def all_returned_direct(messages: Sequence[Any], direct: set[str], tools: Container[str]) -> bool:
+    """LangChain's ``create_agent`` rule: the run ends after the tools step when every
+    call of the last AI message that ran one of the agent's tools ran a ``return_direct``
+    one. The tool that ran is named by its result where there is one (a reviewer's edit
+    may have run another tool than the call asked for), else by the call."""
+    ai = None
+    ran: dict[str, str] = {}
+    for m in reversed(messages):
+        if m.type == "ai":
+            ai = m
+            break
+        if m.type == "tool" and m.name in tools:
+            ran[m.tool_call_id] = m.name
+    if ai is None:
+        return False
+    names = [name for c in ai.tool_calls if (name := ran.get(c["id"] or "", c["name"])) in tools]
+    return bool(names) and all(name in direct for name in names)
 
 
 def named(msg: AIMessage, name: str | None) -> AIMessage:

@@ -13,10 +13,10 @@ from typing import Annotated, Any, Optional, TypedDict
 from ironloop._agent import (
     acall_model,
     after_model_router,
+    all_returned_direct,
     call_model,
     named,
     pending_calls,
-    returned_direct,
     route_after_model,
 )
 from ironloop._constants import END, START
@@ -767,7 +767,8 @@ def _agent_template(
             def after_tools(state: Any) -> Any:
                 if b.structured_done(state):
                     return exit_node  # the model called an output tool beside others
-                return exit_node if returned_direct(state["messages"], b.direct) else loop_entry
+                done = all_returned_direct(state["messages"], b.direct, b.given)
+                return exit_node if done else loop_entry
 
             g.add_conditional_edges("tools", after_tools, [loop_entry, exit_node])
         else:

@@ -23,6 +23,7 @@ from ironloop import (
     SqliteSaver,
     StateGraph,
     ToolContext,
+    create_agent,
     create_react_agent,
     tool,
 )
@@ -332,16 +333,43 @@ def test_return_direct_tool_ends_the_run_with_its_result() -> None:
     assert len(model.calls) == 1
 
 
-def test_return_direct_tool_that_fails_goes_back_to_the_model() -> None:
+def test_return_direct_tool_that_fails_ends_the_run_with_its_error() -> None:
+    # LangGraph 1.2.24's create_react_agent (with errors handled) ends the run after a
+    # return_direct tool answered, whatever the answer's status: checked on LangGraph.
     @tool(return_direct=True)
     def fragile(key: str) -> str:
         """Fails."""
         raise RuntimeError("broken")
 
-    model = ScriptedChatModel([turn(call("fragile", {"key": "k"})), "recovered"])
+    model = ScriptedChatModel([turn(call("fragile", {"key": "k"})), "should not be used"])
     out = create_react_agent(model, [fragile]).invoke({"messages": [("user", "k?")]})
-    assert out["messages"][-1].content == "recovered"
-    assert out["messages"][-2].status == "error"
+    last = out["messages"][-1]
+    assert isinstance(last, ToolMessage) and last.status == "error"
+    assert "broken" in last.content
+    assert len(model.calls) == 1
+
+
+def test_create_agent_ends_after_tools_only_when_every_call_was_return_direct() -> None:
+    # LangChain 1.5.2's create_agent: a return_direct call beside a plain one goes back
+    # to the model (LangGraph's create_react_agent ends): checked on both.
+    @tool(return_direct=True)
+    def direct(x: int) -> str:
+        """Direct."""
+        return f"direct {x}"
+
+    @tool
+    def plain(x: int) -> str:
+        """Plain."""
+        return f"plain {x}"
+
+    def types_after(make: Any) -> list[str]:
+        calls = [call("direct", {"x": 1}, "call_1"), call("plain", {"x": 2}, "call_2")]
+        model = ScriptedChatModel([turn(*calls), "final"])
+        out = make(model, [direct, plain]).invoke({"messages": [("user", "go")]})
+        return [m.type for m in out["messages"]]
+
+    assert types_after(create_agent) == ["human", "ai", "tool", "tool", "ai"]
+    assert types_after(create_react_agent) == ["human", "ai", "tool", "tool"]
 
 
 def test_tool_calls_of_one_message_run_concurrently() -> None:
