@@ -19,6 +19,7 @@ use super::messages::message_to_py;
 use super::model_stream::ChatStreamPy;
 use super::runtime::block_on_uncancelled;
 use crate::message::Message;
+use crate::model::http::OverHttp;
 use crate::model::{
     AnthropicChat, ChatModel, ChatRequest, HttpSettings, ModelError, OpenAIChat, ResponseFormat,
     RetryPolicy,
