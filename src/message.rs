@@ -384,15 +384,25 @@ impl Message {
         m
     }
 
+    /// The langchain type tag and class of the message's kind, in one table.
+    fn names(&self) -> (&'static str, &'static str) {
+        match self.kind {
+            MessageKind::System => ("system", "SystemMessage"),
+            MessageKind::Human => ("human", "HumanMessage"),
+            MessageKind::Ai { .. } => ("ai", "AIMessage"),
+            MessageKind::Tool { .. } => ("tool", "ToolMessage"),
+            MessageKind::Remove => ("remove", "RemoveMessage"),
+        }
+    }
+
     /// The langchain type tag: `system`, `human`, `ai`, `tool` or `remove`.
     pub fn type_name(&self) -> &'static str {
-        match self.kind {
-            MessageKind::System => "system",
-            MessageKind::Human => "human",
-            MessageKind::Ai { .. } => "ai",
-            MessageKind::Tool { .. } => "tool",
-            MessageKind::Remove => "remove",
-        }
+        self.names().0
+    }
+
+    /// The name of langchain-core's class for the message (`AIMessage`...).
+    pub fn class_name(&self) -> &'static str {
+        self.names().1
     }
 
     /// The tool calls of an AI message; empty for every other kind.

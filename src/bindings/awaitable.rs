@@ -15,8 +15,8 @@ use pyo3::prelude::*;
 use pyo3::IntoPyObjectExt;
 use tokio::sync::oneshot;
 
-use super::exiting::{call_soon_threadsafe, hand_over};
-use super::runtime::runtime;
+use super::exiting::{attach, call_soon_threadsafe, hand_over};
+use super::runtime::{block_on_uncancelled, runtime};
 
 /// Runs `fut` on the runtime and returns an asyncio future of the running loop that
 /// gets its output. Cancelling the asyncio future drops `fut` (its caller sees
@@ -56,6 +56,32 @@ where
         });
     });
     Ok(py_fut)
+}
+
+/// `fut`'s output as the Python object `to_py` makes of it: waited for with the GIL
+/// released, or with `asynchronous` an awaitable of the running loop. The one body of
+/// the native methods that take `asynchronous=` (a model call, an MCP request).
+pub fn wait_or_await<'py, T, E, F, C>(
+    py: Python<'py>,
+    asynchronous: bool,
+    fut: F,
+    to_py: C,
+) -> PyResult<Bound<'py, PyAny>>
+where
+    F: Future<Output = Result<T, E>> + Send + 'static,
+    T: Send + 'static,
+    E: Send + 'static,
+    PyErr: From<E>,
+    C: for<'p> FnOnce(Python<'p>, T) -> PyResult<Bound<'p, PyAny>> + Send + 'static,
+{
+    if asynchronous {
+        return future_into_py(py, async move {
+            let v = fut.await?;
+            attach(|py| to_py(py, v).map(Bound::unbind))
+        });
+    }
+    let v = block_on_uncancelled(py, fut)??;
+    to_py(py, v)
 }
 
 /// The asyncio future's done callback: tells the runtime's task it was cancelled.

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 use super::convert::{
@@ -132,26 +133,37 @@ fn lc_fields<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
     }
 }
 
-/// An object's message attributes as a dict (those it has).
+/// The attributes a message object may carry (see [`attributes`]).
+const MESSAGE_ATTRIBUTES: [&str; 13] = [
+    "type",
+    "content",
+    "role",
+    "id",
+    "name",
+    "tool_calls",
+    "invalid_tool_calls",
+    "usage_metadata",
+    "tool_call_id",
+    "status",
+    "artifact",
+    "additional_kwargs",
+    "response_metadata",
+];
+
+/// An object's message attributes as a dict (those it has). The names are interned
+/// once: a key made anew is hashed anew.
 fn attributes<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+    static NAMES: PyOnceLock<Vec<Py<PyString>>> = PyOnceLock::new();
     let py = obj.py();
+    let names = NAMES.get_or_init(py, || {
+        MESSAGE_ATTRIBUTES
+            .iter()
+            .map(|n| PyString::intern(py, n).unbind())
+            .collect()
+    });
     let d = PyDict::new(py);
-    for k in [
-        intern!(py, "type"),
-        intern!(py, "content"),
-        intern!(py, "role"),
-        intern!(py, "id"),
-        intern!(py, "name"),
-        intern!(py, "tool_calls"),
-        intern!(py, "invalid_tool_calls"),
-        intern!(py, "usage_metadata"),
-        intern!(py, "tool_call_id"),
-        intern!(py, "status"),
-        intern!(py, "artifact"),
-        intern!(py, "additional_kwargs"),
-        intern!(py, "response_metadata"),
-    ] {
-        if let Ok(v) = obj.getattr(k) {
+    for k in names {
+        if let Ok(v) = obj.getattr(k.bind(py)) {
             d.set_item(k, v)?;
         }
     }

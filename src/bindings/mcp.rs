@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use pyo3::prelude::*;
 
 use super::args::{size_limit, Timeout};
-use super::exiting::attach;
+use super::awaitable::wait_or_await;
 use super::native_tool::NativeTool;
 use super::runtime::block_on_uncancelled;
 use crate::sources::mcp::{HttpServer, McpError, McpToolset, McpToolsetOptions, StdioServer};
@@ -79,15 +79,9 @@ impl PyMcpToolset {
         F: FnOnce(Arc<McpToolset>) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = Result<Value, McpError>> + Send + 'static,
     {
-        let fut = f(self.set.clone());
-        if asynchronous {
-            return crate::bindings::awaitable::future_into_py(py, async move {
-                let v = fut.await?;
-                attach(|py| Ok(pythonize::pythonize(py, &v)?.unbind()))
-            });
-        }
-        let v = block_on_uncancelled(py, fut)??;
-        Ok(pythonize::pythonize(py, &v)?)
+        wait_or_await(py, asynchronous, f(self.set.clone()), |py, v| {
+            Ok(pythonize::pythonize(py, &v)?)
+        })
     }
 
     /// Opens the session with the GIL released (sync), or as an awaitable (async).
@@ -97,14 +91,9 @@ impl PyMcpToolset {
         opts: McpToolsetOptions,
         asynchronous: bool,
     ) -> PyResult<Bound<'_, PyAny>> {
-        if asynchronous {
-            return crate::bindings::awaitable::future_into_py(py, async move {
-                let set = open(spec, opts).await?;
-                attach(|py| Self::new(py, set))
-            });
-        }
-        let set = block_on_uncancelled(py, open(spec, opts))??;
-        Ok(Bound::new(py, Self::new(py, set)?)?.into_any())
+        wait_or_await(py, asynchronous, open(spec, opts), |py, set| {
+            Ok(Bound::new(py, Self::new(py, set)?)?.into_any())
+        })
     }
 }
 

@@ -83,16 +83,6 @@ fn base(kind: MessageKind, common: Common<'_, '_>) -> PyResult<PyMessage> {
     })
 }
 
-fn class_name(m: &Message) -> &'static str {
-    match m.kind {
-        MessageKind::System => "SystemMessage",
-        MessageKind::Human => "HumanMessage",
-        MessageKind::Ai { .. } => "AIMessage",
-        MessageKind::Tool { .. } => "ToolMessage",
-        MessageKind::Remove => "RemoveMessage",
-    }
-}
-
 /// The Python object for a shared message: its langchain-core object when those are
 /// this process's message classes (made once per message, `lc_messages.rs`), else
 /// one of ironloop's own classes.
@@ -337,7 +327,7 @@ impl PyMessage {
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        repr_of(py, &self.inner, class_name(&self.inner), "")
+        repr_of(py, &self.inner, self.inner.class_name(), "")
     }
 
     /// Equal to another message with the same fields (id included), and to a
@@ -417,67 +407,52 @@ fn capitalised(s: &str) -> String {
     }
 }
 
-/// A message from the user.
-#[pyclass(extends = PyMessage, name = "HumanMessage", module = "ironloop.messages")]
-pub struct PyHumanMessage;
+/// A message class with only the fields every message has, and its constructor.
+macro_rules! plain_message {
+    ($(#[$doc:meta])* $class:ident, $name:literal, $kind:expr) => {
+        $(#[$doc])*
+        #[pyclass(extends = PyMessage, name = $name, module = "ironloop.messages")]
+        pub struct $class;
 
-#[pymethods]
-impl PyHumanMessage {
-    #[new]
-    #[pyo3(signature = (content = None, *, id = None, name = None, additional_kwargs = None,
-                        response_metadata = None, **kwargs))]
-    fn new(
-        content: Option<&Bound<'_, PyAny>>,
-        id: Option<String>,
-        name: Option<String>,
-        additional_kwargs: Option<&Bound<'_, PyAny>>,
-        response_metadata: Option<&Bound<'_, PyAny>>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<PyClassInitializer<Self>> {
-        check_kwargs("HumanMessage", kwargs)?;
-        let common = Common {
-            content,
-            id,
-            name,
-            additional_kwargs,
-            response_metadata,
-        };
-        Ok(
-            PyClassInitializer::from(base(MessageKind::Human, common)?)
-                .add_subclass(PyHumanMessage),
-        )
-    }
+        #[pymethods]
+        impl $class {
+            #[new]
+            #[pyo3(signature = (content = None, *, id = None, name = None,
+                                additional_kwargs = None, response_metadata = None, **kwargs))]
+            fn new(
+                content: Option<&Bound<'_, PyAny>>,
+                id: Option<String>,
+                name: Option<String>,
+                additional_kwargs: Option<&Bound<'_, PyAny>>,
+                response_metadata: Option<&Bound<'_, PyAny>>,
+                kwargs: Option<&Bound<'_, PyDict>>,
+            ) -> PyResult<PyClassInitializer<Self>> {
+                check_kwargs($name, kwargs)?;
+                let common = Common {
+                    content,
+                    id,
+                    name,
+                    additional_kwargs,
+                    response_metadata,
+                };
+                Ok(PyClassInitializer::from(base($kind, common)?).add_subclass($class))
+            }
+        }
+    };
 }
 
-/// Instructions for the model.
-#[pyclass(extends = PyMessage, name = "SystemMessage", module = "ironloop.messages")]
-pub struct PySystemMessage;
-
-#[pymethods]
-impl PySystemMessage {
-    #[new]
-    #[pyo3(signature = (content = None, *, id = None, name = None, additional_kwargs = None,
-                        response_metadata = None, **kwargs))]
-    fn new(
-        content: Option<&Bound<'_, PyAny>>,
-        id: Option<String>,
-        name: Option<String>,
-        additional_kwargs: Option<&Bound<'_, PyAny>>,
-        response_metadata: Option<&Bound<'_, PyAny>>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<PyClassInitializer<Self>> {
-        check_kwargs("SystemMessage", kwargs)?;
-        let common = Common {
-            content,
-            id,
-            name,
-            additional_kwargs,
-            response_metadata,
-        };
-        Ok(PyClassInitializer::from(base(MessageKind::System, common)?)
-            .add_subclass(PySystemMessage))
-    }
-}
+plain_message!(
+    /// A message from the user.
+    PyHumanMessage,
+    "HumanMessage",
+    MessageKind::Human
+);
+plain_message!(
+    /// Instructions for the model.
+    PySystemMessage,
+    "SystemMessage",
+    MessageKind::System
+);
 
 /// The result of a tool call.
 #[pyclass(extends = PyMessage, name = "ToolMessage", module = "ironloop.messages")]

@@ -2,6 +2,7 @@
 //! model wrapping the Rust provider; requests are built from Python values with the
 //! GIL held, then the HTTP runs on tokio with the GIL released.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,14 +12,14 @@ use pyo3::types::{PyDict, PyString};
 use serde_json::{Map, Value};
 
 use super::args::Timeout;
+use super::awaitable::wait_or_await;
 use super::coerce::message_from_py;
 use super::convert::value_from_py;
 use super::errors::Class;
-use super::exiting::attach;
 use super::messages::message_to_py;
 use super::model_stream::ChatStreamPy;
-use super::runtime::block_on_uncancelled;
 use crate::message::Message;
+use crate::model::http::OverHttp;
 use crate::model::{
     AnthropicChat, ChatModel, ChatRequest, HttpSettings, ModelError, OpenAIChat, ResponseFormat,
     RetryPolicy,
@@ -214,24 +215,10 @@ pub struct ChatModelCore {
 }
 
 impl ChatModelCore {
-    /// One response to `req` as an `AIMessage`: waited for with the GIL released
-    /// (sync), or as an awaitable (async, from a running event loop).
-    fn call<'py>(
-        &self,
-        py: Python<'py>,
-        req: ChatRequest,
-        asynchronous: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    /// The model's answer to `req`, to be waited for or awaited (see `invoke`).
+    fn answer(&self, req: ChatRequest) -> impl Future<Output = Result<Message, ModelError>> {
         let model = self.model.clone();
-        let answer = async move { model.invoke(req).await };
-        if asynchronous {
-            return crate::bindings::awaitable::future_into_py(py, async move {
-                let m = answer.await?;
-                attach(|py| message_to_py(py, Arc::new(m)).map(Bound::unbind))
-            });
-        }
-        let r = block_on_uncancelled(py, answer)?;
-        message_to_py(py, Arc::new(r?))
+        async move { model.invoke(req).await }
     }
 }
 
@@ -337,7 +324,8 @@ impl ChatModelCore {
         tool_choice: Option<&Bound<'py, PyAny>>,
         options: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        self.call(py, chat_args(messages, tools, tool_choice, options)?, false)
+        let answer = self.answer(chat_args(messages, tools, tool_choice, options)?);
+        wait_or_await(py, false, answer, |py, m| message_to_py(py, Arc::new(m)))
     }
 
     /// One response, as an awaitable (call it from a running event loop).
@@ -350,7 +338,8 @@ impl ChatModelCore {
         tool_choice: Option<&Bound<'py, PyAny>>,
         options: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        self.call(py, chat_args(messages, tools, tool_choice, options)?, true)
+        let answer = self.answer(chat_args(messages, tools, tool_choice, options)?);
+        wait_or_await(py, true, answer, |py, m| message_to_py(py, Arc::new(m)))
     }
 
     /// Starts a streamed response: iterate it (sync) or await its `anext()` (async).

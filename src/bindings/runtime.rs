@@ -213,7 +213,7 @@ pub fn drive_inline<F: Future + Send>(
 where
     F::Output: Send,
 {
-    drive(py, fut, cancel, false)
+    drive(py, fut, cancel, FirstPoll::Released)
 }
 
 /// Waits for `fut` for a sync Python caller: driven on this thread when it may drive
@@ -232,20 +232,17 @@ where
     }
 }
 
-/// [`drive_inline`], with the first poll made before the GIL is released: the calls a
-/// tools step runs inline in that poll (all of them, for a step of quick sync tools)
-/// then share this one hold of the GIL instead of taking and releasing it once each.
-/// Only for futures whose first poll never waits for another thread that needs the
-/// GIL (the executor's: calls start in that poll; whatever waits is handed over).
-pub fn drive_inline_holding_gil<F: Future + Send>(
-    py: Python<'_>,
-    fut: F,
-    cancel: &CancellationToken,
-) -> PyResult<F::Output>
-where
-    F::Output: Send,
-{
-    drive(py, fut, cancel, true)
+/// Where [`drive`] makes a future's first poll.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum FirstPoll {
+    /// With the GIL released, as every later poll ([`drive_inline`]).
+    Released,
+    /// Before the GIL is released: the calls a tools step runs inline in that poll
+    /// (all of them, for a step of quick sync tools) then share this one hold of the
+    /// GIL instead of taking and releasing it once each. Only for futures whose first
+    /// poll never waits for another thread that needs the GIL (the executor's: calls
+    /// start in that poll; whatever waits is handed over).
+    HoldingGil,
 }
 
 thread_local! {
@@ -264,11 +261,12 @@ pub fn note_interrupt(e: PyErr) {
     }
 }
 
-fn drive<F: Future + Send>(
+/// [`drive_inline`], its first poll made where `first` says.
+pub fn drive<F: Future + Send>(
     py: Python<'_>,
     fut: F,
     cancel: &CancellationToken,
-    hold_first: bool,
+    first: FirstPoll,
 ) -> PyResult<F::Output>
 where
     F::Output: Send,
@@ -284,7 +282,7 @@ where
     let _reset = Reset;
     let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
     let mut fut = std::pin::pin!(fut);
-    if hold_first {
+    if first == FirstPoll::HoldingGil {
         let _enter = runtime().enter();
         let mut cx = Context::from_waker(&waker);
         if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {

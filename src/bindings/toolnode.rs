@@ -17,7 +17,7 @@ use super::helpers::helpers;
 use super::invalid_args::{call_of, invocation_error};
 use super::native_tool::NativeTool;
 use super::pytool::{PyPayload, PyTool};
-use super::runtime::{block_on, can_drive_inline, cancel_with, drive_inline_holding_gil, runtime};
+use super::runtime::{block_on, can_drive_inline, cancel_with, drive, runtime, FirstPoll};
 use super::tool_outputs::{combine, flatten_list, list_return, StepOutput};
 use crate::executor::{error_text, Executor, RunContext, Strategy, ToolResult};
 use crate::message::{Content, Message};
@@ -483,7 +483,12 @@ impl ToolNodeCore {
         let (results, calls) = if can_drive_inline() {
             run.inline = true;
             let cancel = run.cancel.clone();
-            let results = drive_inline_holding_gil(py, exec.execute(calls.get(), &run), &cancel)?;
+            let results = drive(
+                py,
+                exec.execute(calls.get(), &run),
+                &cancel,
+                FirstPoll::HoldingGil,
+            )?;
             (results, calls)
         } else {
             // Called from a node of a run this thread drives (a `wrap_tool_call`

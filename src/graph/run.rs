@@ -679,9 +679,7 @@ impl Run<'_> {
     /// every time). Moves the writes out of `outputs`; returns them encoded for the
     /// checkpoint when there is one.
     fn apply_writes(&mut self, outputs: &mut [NodeOutput]) -> Result<Vec<Write>, GraphError> {
-        // Under durability "exit" nothing is encoded per step (see `exit`).
-        let encode_writes = self.cp.is_some() && self.exit.is_none();
-        let mut saved = Vec::new();
+        let mut saved = self.per_step_writes();
         let order = self.write_order();
         // Resume updates first (see `continue_from_checkpoint`): recorded, but already
         // applied to the state the tasks ran on.
@@ -699,17 +697,14 @@ impl Run<'_> {
         }
         let mut before: Option<(&str, Option<usize>)> = None;
         for ((c, v), (node, task)) in writes.iter().zip(nodes) {
-            if let Some(x) = &mut self.exit {
-                x.wrote(self.graph, node, c, v);
-            }
-            if encode_writes {
-                saved.push(Write {
-                    node: node.to_owned(),
-                    channel: c.clone(),
-                    value: encode(c, v)?,
-                    new_task: before.is_some_and(|(n, t)| n == node && t != task),
-                });
-            }
+            let new_task = before.is_some_and(|(n, t)| n == node && t != task);
+            keep_write(
+                &mut self.exit,
+                self.graph,
+                &mut saved,
+                (node, c, v),
+                new_task,
+            )?;
             before = Some((node, task));
         }
         let writes = writes.split_off(applied);
@@ -717,7 +712,14 @@ impl Run<'_> {
             .graph
             .writes_output(writes.iter().map(|(c, _)| c.as_str()));
         self.graph.apply(&mut self.chans, writes)?;
-        Ok(saved)
+        Ok(saved.unwrap_or_default())
+    }
+
+    /// Where an applied write is encoded for the checkpoint that saves it: `Some` when
+    /// each step saves its own writes, `None` without a checkpointer or under
+    /// durability "exit", where nothing is encoded per step (see `exit`).
+    fn per_step_writes(&self) -> Option<Vec<Write>> {
+        (self.cp.is_some() && self.exit.is_none()).then(Vec::new)
     }
 
     /// The order the step's tasks' writes are applied in (see `apply_writes`).
@@ -857,4 +859,29 @@ async fn yield_once() {
         }
     })
     .await
+}
+
+/// Keeps one applied write for the save that records it: durability "exit" notes it
+/// for its one save at the end, and `saved` (see [`Run::per_step_writes`]) gets it
+/// encoded as a write of the step's checkpoint. One rule for a step's writes and a
+/// `direct_input` graph's input.
+fn keep_write(
+    exit: &mut Option<exit::AtExit>,
+    graph: &Graph,
+    saved: &mut Option<Vec<Write>>,
+    (node, channel, v): (&str, &String, &Val),
+    new_task: bool,
+) -> Result<(), GraphError> {
+    if let Some(x) = exit {
+        x.wrote(graph, node, channel, v);
+    }
+    if let Some(saved) = saved {
+        saved.push(Write {
+            node: node.to_owned(),
+            channel: channel.clone(),
+            value: encode(channel, v)?,
+            new_task,
+        });
+    }
+    Ok(())
 }

@@ -11,7 +11,7 @@ mod request;
 
 use request::Body;
 
-use super::http::{endpoint, Transport};
+use super::http::{endpoint, ChatBody, OverHttp, Transport};
 use super::sse::{chat_stream, event_json, SseParser};
 use super::{
     ai_message, check_finish, finish_tool_call, resolve_key, with_reasoning, ChatChunk, ChatModel,
@@ -127,26 +127,16 @@ impl AnthropicChat {
         self.prompt_caching = on;
         self
     }
+}
 
-    /// The endpoint requests go to.
-    pub fn url(&self) -> &str {
-        self.transport.url()
+impl OverHttp for AnthropicChat {
+    fn transport(&self) -> &Transport {
+        &self.transport
     }
+}
 
-    /// The endpoint as it may be shown: secrets in it (a `?key=`) scrubbed.
-    pub fn shown_url(&self) -> String {
-        self.transport.shown_url()
-    }
-
-    /// The request body for `req`, as a JSON tree (for inspection and tests; requests
-    /// serialise the same JSON straight from the request).
-    pub fn request_body(&self, req: &ChatRequest, stream: bool) -> Value {
-        serde_json::to_value(self.body(req, stream)).unwrap_or_default()
-    }
-
-    /// The request body for `req`, serialised straight from the request (a JSON tree
-    /// built first cloned every message of the history for every request).
-    pub fn body<'a>(&'a self, req: &'a ChatRequest, stream: bool) -> impl Serialize + 'a {
+impl ChatBody for AnthropicChat {
+    fn body<'a>(&'a self, req: &'a ChatRequest, stream: bool) -> impl Serialize + 'a {
         Body::new(self, req, stream).0
     }
 }

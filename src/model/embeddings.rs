@@ -7,7 +7,7 @@
 use serde::Deserialize;
 use serde_json::json;
 
-use super::http::Transport;
+use super::http::{OverHttp, Transport};
 use super::{HttpSettings, ModelError};
 
 const PROVIDER: &str = "openai";
@@ -27,6 +27,12 @@ impl std::fmt::Debug for OpenAIEmbeddings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let url = self.transport.shown_url();
         Transport::debug_client(f, "OpenAIEmbeddings", &self.model, &url)
+    }
+}
+
+impl OverHttp for OpenAIEmbeddings {
+    fn transport(&self) -> &Transport {
+        &self.transport
     }
 }
 
@@ -59,11 +65,6 @@ impl OpenAIEmbeddings {
             batch_size: batch_size.max(1),
             dimensions,
         })
-    }
-
-    /// The endpoint, secrets scrubbed.
-    pub fn shown_url(&self) -> String {
-        self.transport.shown_url()
     }
 
     /// One vector per text, in order; requests of at most `batch_size` texts, one

@@ -6,11 +6,12 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
+use serde::Serialize;
 use serde_json::Value;
 
 use super::limits::{read_body, BodyError};
 use super::retry::{parse_retry_after, RetryPolicy};
-use super::{error_detail, shorten, ModelError};
+use super::{error_detail, shorten, ChatRequest, ModelError};
 use crate::secrets::Secrets;
 
 /// Installs rustls' `ring` provider as the process default, once (reqwest is built
@@ -84,6 +85,31 @@ pub(crate) fn endpoint(base: &str, path: &str) -> String {
     match query {
         Some(q) => format!("{root}{path}?{q}"),
         None => format!("{root}{path}"),
+    }
+}
+
+/// A client whose requests all go through one [`Transport`]: the endpoint it shows is
+/// the transport's.
+pub(crate) trait OverHttp {
+    fn transport(&self) -> &Transport;
+
+    /// The endpoint as it may be shown: secrets in it (a `?key=`) scrubbed.
+    fn shown_url(&self) -> String {
+        self.transport().shown_url()
+    }
+}
+
+/// A chat client's request body, serialised straight from the request: a JSON tree
+/// built first cloned every message of the history for every request.
+pub(crate) trait ChatBody {
+    /// The body of `req`, streamed or not.
+    fn body<'a>(&'a self, req: &'a ChatRequest, stream: bool) -> impl Serialize + 'a;
+
+    /// The request body for `req`, as a JSON tree, for tests (requests send
+    /// [`ChatBody::body`], which serialises to the same JSON).
+    #[cfg(test)]
+    fn request_body(&self, req: &ChatRequest, stream: bool) -> Value {
+        serde_json::to_value(self.body(req, stream)).unwrap_or_default()
     }
 }
 

@@ -4,7 +4,6 @@
 
 use async_trait::async_trait;
 use serde::Serialize;
-use serde_json::Value;
 
 mod request;
 mod response;
@@ -16,7 +15,7 @@ use response::Response;
 pub(super) use response::parse_response;
 pub(super) use stream::StreamParser;
 
-use super::http::{endpoint, Transport};
+use super::http::{endpoint, ChatBody, OverHttp, Transport};
 use super::sse::chat_stream;
 use super::{resolve_key, ChatModel, ChatRequest, ChatStream, HttpSettings, ModelError};
 use crate::message::Message;
@@ -87,26 +86,16 @@ impl OpenAIChat {
             official,
         })
     }
+}
 
-    /// The endpoint requests go to.
-    pub fn url(&self) -> &str {
-        self.transport.url()
+impl OverHttp for OpenAIChat {
+    fn transport(&self) -> &Transport {
+        &self.transport
     }
+}
 
-    /// The endpoint as it may be shown: secrets in it (a `?key=`) scrubbed.
-    pub fn shown_url(&self) -> String {
-        self.transport.shown_url()
-    }
-
-    /// The request body for `req`, as a JSON tree (for inspection and tests; requests
-    /// send [`OpenAIChat::body`], which serialises to the same JSON).
-    pub fn request_body(&self, req: &ChatRequest, stream: bool) -> Value {
-        serde_json::to_value(self.body(req, stream)).unwrap_or_default()
-    }
-
-    /// The request body for `req`, serialised straight from the request: a JSON tree
-    /// built first cloned every message of the history for every request.
-    pub fn body<'a>(&'a self, req: &'a ChatRequest, stream: bool) -> impl Serialize + 'a {
+impl ChatBody for OpenAIChat {
+    fn body<'a>(&'a self, req: &'a ChatRequest, stream: bool) -> impl Serialize + 'a {
         Body {
             chat: self,
             req,

@@ -709,10 +709,37 @@ mod tests {
         assert_eq!(result_text(&s), r#"{"result": 5}"#);
     }
 
-    /// A session that answers from a closure, recording the names it was asked for.
+    /// A session that lists `tools` and answers a call by its `x` argument (the
+    /// tool's own name when there is none), recording the names it was asked for.
     struct Fake {
+        tools: Vec<McpToolInfo>,
         calls: Mutex<Vec<String>>,
         closed: std::sync::atomic::AtomicBool,
+    }
+
+    impl Fake {
+        fn new(tools: Vec<McpToolInfo>) -> Fake {
+            Fake {
+                tools,
+                calls: Mutex::new(Vec::new()),
+                closed: Default::default(),
+            }
+        }
+
+        /// A session that lists only tools with the given names.
+        fn listing(names: &[&str]) -> Fake {
+            Fake::new(
+                names
+                    .iter()
+                    .map(|n| McpToolInfo {
+                        name: (*n).into(),
+                        title: None,
+                        description: None,
+                        input_schema: json!({}),
+                    })
+                    .collect(),
+            )
+        }
     }
 
     #[async_trait]
@@ -721,12 +748,7 @@ mod tests {
             "`fake`"
         }
         async fn list_tools(&self) -> Result<Vec<McpToolInfo>, McpError> {
-            Ok(vec![McpToolInfo {
-                name: "echo".into(),
-                title: Some("Echo".into()),
-                description: None,
-                input_schema: json!({"properties": {"x": {"type": "string"}}}),
-            }])
+            Ok(self.tools.clone())
         }
         async fn call_tool(
             &self,
@@ -753,7 +775,7 @@ mod tests {
                     })
                 }
                 x => Ok(McpCallResult {
-                    content: vec![json!({"type": "text", "text": x.unwrap_or("")})],
+                    content: vec![json!({"type": "text", "text": x.unwrap_or(name)})],
                     structured_content: Some(json!({"x": x})),
                     is_error: false,
                 }),
@@ -770,10 +792,12 @@ mod tests {
 
     #[tokio::test]
     async fn tools_forward_to_the_session_and_map_errors() {
-        let fake = Arc::new(Fake {
-            calls: Mutex::new(Vec::new()),
-            closed: Default::default(),
-        });
+        let fake = Arc::new(Fake::new(vec![McpToolInfo {
+            name: "echo".into(),
+            title: Some("Echo".into()),
+            description: None,
+            input_schema: json!({"properties": {"x": {"type": "string"}}}),
+        }]));
         let set = McpToolset::from_session(
             fake.clone(),
             McpToolsetOptions {
@@ -819,51 +843,12 @@ mod tests {
         assert!(set.session().is_closed());
     }
 
-    /// A session that only lists tools with the given names.
-    struct Listed(Vec<&'static str>);
-
-    #[async_trait]
-    impl McpSession for Listed {
-        fn server_name(&self) -> &str {
-            "`listed`"
-        }
-        async fn list_tools(&self) -> Result<Vec<McpToolInfo>, McpError> {
-            Ok(self
-                .0
-                .iter()
-                .map(|n| McpToolInfo {
-                    name: (*n).into(),
-                    title: None,
-                    description: None,
-                    input_schema: json!({}),
-                })
-                .collect())
-        }
-        async fn call_tool(
-            &self,
-            name: &str,
-            _arguments: Map<String, Value>,
-            _ctx: &ToolContext,
-        ) -> Result<McpCallResult, McpError> {
-            Ok(McpCallResult {
-                content: vec![json!({"type": "text", "text": name})],
-                ..Default::default()
-            })
-        }
-        async fn close(&self) -> Result<(), McpError> {
-            Ok(())
-        }
-        fn is_closed(&self) -> bool {
-            false
-        }
-    }
-
     #[tokio::test]
     async fn server_names_are_made_to_fit_and_the_server_sees_its_own() {
         let long = Box::leak(format!("{}.x", "n".repeat(70)).into_boxed_str());
         let names = vec!["files.read", "files read", "files_read", "ok-name", long];
         let set = McpToolset::from_session(
-            Arc::new(Listed(names.clone())),
+            Arc::new(Fake::listing(&names)),
             McpToolsetOptions::default(),
         )
         .await
@@ -885,9 +870,12 @@ mod tests {
             assert_eq!(out.content.text(), *original);
         }
         // The same listing gives the same names (no order- or run-dependent hash).
-        let again = McpToolset::from_session(Arc::new(Listed(names)), McpToolsetOptions::default())
-            .await
-            .unwrap();
+        let again = McpToolset::from_session(
+            Arc::new(Fake::listing(&names)),
+            McpToolsetOptions::default(),
+        )
+        .await
+        .unwrap();
         let again: Vec<String> = again
             .tools()
             .iter()

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyString, PyType};
+use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 
 use super::super::args::Timeout;
 use super::super::errors::Class;
@@ -104,7 +104,25 @@ macro_rules! saver_methods {
                 lease: Option<f64>,
                 limit: usize,
             ) -> PyResult<Vec<String>> {
-                claim_stalled_on(slf.as_any(), owner, stale_after, lease, limit)
+                let py = slf.py();
+                let stale = seconds(py, stale_after, "stale_after")?;
+                let lease = match lease {
+                    Some(l) => seconds(py, l, "lease")?,
+                    None => stale,
+                };
+                if limit == 0 {
+                    return Err(Class::InvalidArgument.err(py, "limit must be at least 1, got 0"));
+                }
+                if owner.is_empty() {
+                    return Err(Class::InvalidArgument.err(
+                        py,
+                        "owner must name the worker that claims (e.g. its host and pid), got ''",
+                    ));
+                }
+                let cp = checkpointer_from(py, slf.as_any())?;
+                Ok(block_on_uncancelled(py, async move {
+                    cp.claim_stalled(&owner, stale, lease, limit).await
+                })??)
             }
 
             $($own)*
@@ -329,34 +347,16 @@ saver_methods!(PyPostgresSaver, closes {
         })
     }
 
-    /// The same as the constructor (LangGraph's spelling).
+    /// The same as the constructor (LangGraph's spelling): the arguments are the
+    /// constructor's, and it checks them.
     #[classmethod]
-    #[pyo3(signature = (
-        conn_string, *, schema=None, pool_size=8, connect_timeout=None, key=None, encrypt=false,
-        accept_unkeyed=false
-    ))]
-    #[allow(clippy::too_many_arguments)]
-    fn from_conn_string(
-        _cls: &Bound<'_, PyType>,
-        py: Python<'_>,
-        conn_string: String,
-        schema: Option<String>,
-        pool_size: usize,
-        connect_timeout: Option<&Bound<'_, PyAny>>,
-        key: Option<&Bound<'_, PyAny>>,
-        encrypt: bool,
-        accept_unkeyed: bool,
-    ) -> PyResult<Self> {
-        Self::new(
-            py,
-            conn_string,
-            schema,
-            pool_size,
-            connect_timeout,
-            key,
-            encrypt,
-            accept_unkeyed,
-        )
+    #[pyo3(signature = (*args, **kwargs))]
+    fn from_conn_string<'py>(
+        cls: &Bound<'py, PyType>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        cls.call(args, kwargs)
     }
 
     /// `host:port/database` (never the password).
@@ -412,35 +412,6 @@ fn list_stalled_on(
     let cp = checkpointer_from(py, saver)?;
     Ok(block_on_uncancelled(py, async move {
         cp.list_stalled(stale, limit).await
-    })??)
-}
-
-/// `saver.claim_stalled(...)` for any of the savers.
-fn claim_stalled_on(
-    saver: &Bound<'_, PyAny>,
-    owner: String,
-    stale_after: f64,
-    lease: Option<f64>,
-    limit: usize,
-) -> PyResult<Vec<String>> {
-    let py = saver.py();
-    let stale = seconds(py, stale_after, "stale_after")?;
-    let lease = match lease {
-        Some(l) => seconds(py, l, "lease")?,
-        None => stale,
-    };
-    if limit == 0 {
-        return Err(Class::InvalidArgument.err(py, "limit must be at least 1, got 0"));
-    }
-    if owner.is_empty() {
-        return Err(Class::InvalidArgument.err(
-            py,
-            "owner must name the worker that claims (e.g. its host and pid), got ''",
-        ));
-    }
-    let cp = checkpointer_from(py, saver)?;
-    Ok(block_on_uncancelled(py, async move {
-        cp.claim_stalled(&owner, stale, lease, limit).await
     })??)
 }
 

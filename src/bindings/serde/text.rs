@@ -17,6 +17,49 @@ use super::rope::Out;
 
 type Result<T = ()> = std::result::Result<T, Error>;
 
+/// The `Serializer` methods [`Text`] and [`MapKey`] write alike: every integer through
+/// the type's own `int`, every float through its `float` (told whether it is finite),
+/// a char, a unit variant's name and a newtype struct's value as what they hold.
+macro_rules! scalars {
+    () => {
+        scalars!(int: serialize_i8 i8, serialize_i16 i16, serialize_i32 i32,
+            serialize_i64 i64, serialize_i128 i128, serialize_u8 u8, serialize_u16 u16,
+            serialize_u32 u32, serialize_u64 u64, serialize_u128 u128);
+        scalars!(float: serialize_f32 f32, serialize_f64 f64);
+
+        fn serialize_char(self, v: char) -> Result {
+            self.serialize_str(v.encode_utf8(&mut [0; 4]))
+        }
+
+        fn serialize_unit_variant(
+            self,
+            _name: &'static str,
+            _i: u32,
+            variant: &'static str,
+        ) -> Result {
+            self.serialize_str(variant)
+        }
+
+        fn serialize_newtype_struct<T: ?Sized + Serialize>(
+            self,
+            _name: &'static str,
+            v: &T,
+        ) -> Result {
+            v.serialize(self)
+        }
+    };
+    (int: $($name:ident $t:ty),*) => {
+        $(fn $name(self, v: $t) -> Result {
+            self.int(v)
+        })*
+    };
+    (float: $($name:ident $t:ty),*) => {
+        $(fn $name(self, v: $t) -> Result {
+            self.float(v, v.is_finite())
+        })*
+    };
+}
+
 /// The serializer: `&mut Text` is serde's `Serializer`.
 pub(super) struct Text {
     out: Out,
@@ -103,61 +146,11 @@ impl<'a> ser::Serializer for &'a mut Text {
     type SerializeStruct = Compound<'a>;
     type SerializeStructVariant = Compound<'a>;
 
+    scalars!();
+
     fn serialize_bool(self, v: bool) -> Result {
         self.out.emit(if v { b"true" } else { b"false" });
         Ok(())
-    }
-
-    fn serialize_i8(self, v: i8) -> Result {
-        self.int(v)
-    }
-
-    fn serialize_i16(self, v: i16) -> Result {
-        self.int(v)
-    }
-
-    fn serialize_i32(self, v: i32) -> Result {
-        self.int(v)
-    }
-
-    fn serialize_i64(self, v: i64) -> Result {
-        self.int(v)
-    }
-
-    fn serialize_i128(self, v: i128) -> Result {
-        self.int(v)
-    }
-
-    fn serialize_u8(self, v: u8) -> Result {
-        self.int(v)
-    }
-
-    fn serialize_u16(self, v: u16) -> Result {
-        self.int(v)
-    }
-
-    fn serialize_u32(self, v: u32) -> Result {
-        self.int(v)
-    }
-
-    fn serialize_u64(self, v: u64) -> Result {
-        self.int(v)
-    }
-
-    fn serialize_u128(self, v: u128) -> Result {
-        self.int(v)
-    }
-
-    fn serialize_f32(self, v: f32) -> Result {
-        self.float(v, v.is_finite())
-    }
-
-    fn serialize_f64(self, v: f64) -> Result {
-        self.float(v, v.is_finite())
-    }
-
-    fn serialize_char(self, v: char) -> Result {
-        self.serialize_str(v.encode_utf8(&mut [0; 4]))
     }
 
     fn serialize_str(self, v: &str) -> Result {
@@ -189,14 +182,6 @@ impl<'a> ser::Serializer for &'a mut Text {
 
     fn serialize_unit_struct(self, _name: &'static str) -> Result {
         self.serialize_unit()
-    }
-
-    fn serialize_unit_variant(self, _name: &'static str, _i: u32, variant: &'static str) -> Result {
-        self.serialize_str(variant)
-    }
-
-    fn serialize_newtype_struct<T: ?Sized + Serialize>(self, _name: &'static str, v: &T) -> Result {
-        v.serialize(self)
     }
 
     fn serialize_newtype_variant<T: ?Sized + Serialize>(
@@ -289,57 +274,50 @@ impl Compound<'_> {
     }
 }
 
-impl ser::SerializeSeq for Compound<'_> {
-    type Ok = ();
-    type Error = Error;
+/// The `Compound` impls of serde's sequence traits (each element after its comma) and
+/// of its struct traits (each field a key and its value): they differ only in name.
+macro_rules! compound_impls {
+    ($($trait:ident::$method:ident),*) => {$(
+        impl ser::$trait for Compound<'_> {
+            type Ok = ();
+            type Error = Error;
 
-    fn serialize_element<T: ?Sized + Serialize>(&mut self, v: &T) -> Result {
-        self.element(v)
-    }
+            fn $method<T: ?Sized + Serialize>(&mut self, v: &T) -> Result {
+                self.element(v)
+            }
 
-    fn end(self) -> Result {
-        self.close()
-    }
+            fn end(self) -> Result {
+                self.close()
+            }
+        }
+    )*};
+    (fields: $($trait:ident),*) => {$(
+        impl ser::$trait for Compound<'_> {
+            type Ok = ();
+            type Error = Error;
+
+            fn serialize_field<T: ?Sized + Serialize>(
+                &mut self,
+                key: &'static str,
+                v: &T,
+            ) -> Result {
+                self.field(key, v)
+            }
+
+            fn end(self) -> Result {
+                self.close()
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for Compound<'_> {
-    type Ok = ();
-    type Error = Error;
-
-    fn serialize_element<T: ?Sized + Serialize>(&mut self, v: &T) -> Result {
-        self.element(v)
-    }
-
-    fn end(self) -> Result {
-        self.close()
-    }
-}
-
-impl ser::SerializeTupleStruct for Compound<'_> {
-    type Ok = ();
-    type Error = Error;
-
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, v: &T) -> Result {
-        self.element(v)
-    }
-
-    fn end(self) -> Result {
-        self.close()
-    }
-}
-
-impl ser::SerializeTupleVariant for Compound<'_> {
-    type Ok = ();
-    type Error = Error;
-
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, v: &T) -> Result {
-        self.element(v)
-    }
-
-    fn end(self) -> Result {
-        self.close()
-    }
-}
+compound_impls!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
+compound_impls!(fields: SerializeStruct, SerializeStructVariant);
 
 impl ser::SerializeMap for Compound<'_> {
     type Ok = ();
@@ -352,32 +330,6 @@ impl ser::SerializeMap for Compound<'_> {
 
     fn serialize_value<T: ?Sized + Serialize>(&mut self, v: &T) -> Result {
         v.serialize(&mut *self.text)
-    }
-
-    fn end(self) -> Result {
-        self.close()
-    }
-}
-
-impl ser::SerializeStruct for Compound<'_> {
-    type Ok = ();
-    type Error = Error;
-
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, key: &'static str, v: &T) -> Result {
-        self.field(key, v)
-    }
-
-    fn end(self) -> Result {
-        self.close()
-    }
-}
-
-impl ser::SerializeStructVariant for Compound<'_> {
-    type Ok = ();
-    type Error = Error;
-
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, key: &'static str, v: &T) -> Result {
-        self.field(key, v)
     }
 
     fn end(self) -> Result {
@@ -419,74 +371,16 @@ impl ser::Serializer for MapKey<'_> {
     type SerializeStruct = Impossible<(), Error>;
     type SerializeStructVariant = Impossible<(), Error>;
 
+    scalars!();
+
     fn serialize_str(self, v: &str) -> Result {
         self.0.string(v, true);
         Ok(())
     }
 
-    fn serialize_char(self, v: char) -> Result {
-        self.serialize_str(v.encode_utf8(&mut [0; 4]))
-    }
-
     fn serialize_bool(self, v: bool) -> Result {
         self.0.quoted_key(if v { "true" } else { "false" });
         Ok(())
-    }
-
-    fn serialize_i8(self, v: i8) -> Result {
-        self.int(v)
-    }
-
-    fn serialize_i16(self, v: i16) -> Result {
-        self.int(v)
-    }
-
-    fn serialize_i32(self, v: i32) -> Result {
-        self.int(v)
-    }
-
-    fn serialize_i64(self, v: i64) -> Result {
-        self.int(v)
-    }
-
-    fn serialize_i128(self, v: i128) -> Result {
-        self.int(v)
-    }
-
-    fn serialize_u8(self, v: u8) -> Result {
-        self.int(v)
-    }
-
-    fn serialize_u16(self, v: u16) -> Result {
-        self.int(v)
-    }
-
-    fn serialize_u32(self, v: u32) -> Result {
-        self.int(v)
-    }
-
-    fn serialize_u64(self, v: u64) -> Result {
-        self.int(v)
-    }
-
-    fn serialize_u128(self, v: u128) -> Result {
-        self.int(v)
-    }
-
-    fn serialize_f32(self, v: f32) -> Result {
-        self.float(v, v.is_finite())
-    }
-
-    fn serialize_f64(self, v: f64) -> Result {
-        self.float(v, v.is_finite())
-    }
-
-    fn serialize_unit_variant(self, _name: &'static str, _i: u32, variant: &'static str) -> Result {
-        self.serialize_str(variant)
-    }
-
-    fn serialize_newtype_struct<T: ?Sized + Serialize>(self, _name: &'static str, v: &T) -> Result {
-        v.serialize(self)
     }
 
     fn serialize_bytes(self, _v: &[u8]) -> Result {

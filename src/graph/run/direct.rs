@@ -8,9 +8,7 @@
 //! a task of a step of its own: a run is two checkpoints, and the step numbers of
 //! its streams, callbacks and history are LangGraph's.
 
-use super::Run;
-use crate::checkpoint::Write;
-use crate::graph::codec::encode;
+use super::{keep_write, Run};
 use crate::graph::engine::{new_id, Task};
 use crate::graph::error::GraphError;
 use crate::graph::reserved::Source;
@@ -27,21 +25,9 @@ impl Run<'_> {
     pub(super) async fn start_direct(&mut self, out: NodeOutput) -> Result<(), GraphError> {
         self.step += 1;
         let id = new_id();
-        // Under durability "exit" nothing is encoded per step (see `exit`).
-        let encode_writes = self.cp.is_some() && self.exit.is_none();
-        let mut saved = Vec::new();
+        let mut saved = self.per_step_writes();
         for (c, v) in &out.writes {
-            if let Some(x) = &mut self.exit {
-                x.wrote(self.graph, START, c, v);
-            }
-            if encode_writes {
-                saved.push(Write {
-                    node: START.to_owned(),
-                    channel: c.clone(),
-                    value: encode(c, v)?,
-                    new_task: false,
-                });
-            }
+            keep_write(&mut self.exit, self.graph, &mut saved, (START, c, v), false)?;
         }
         self.graph.apply(&mut self.chans, out.writes)?;
         let view = self.graph.view(&self.chans);
@@ -60,6 +46,7 @@ impl Run<'_> {
             .successors(START, &out.goto, &view, &ctx, &mut triggers)
             .await?;
         self.next = self.graph.make_tasks(&id, triggers);
+        let saved = saved.unwrap_or_default();
         self.checkpoint(id, Source::Input, saved, Vec::new(), false)
             .await?;
         self.emit_checkpoint(Source::Input);

@@ -79,6 +79,10 @@ fn event_too_large(e: &SseError) -> bool {
     matches!(e, SseError::Body(b) if b.to_string().contains("exceeded the maximum size"))
 }
 
+/// rmcp calls the trait's `*_with_max_sse_event_size` methods with its transport-wide
+/// `max_sse_event_size`, which is this client's `limit` (both are `max_message_bytes`,
+/// see `rmcp_session`): their default bodies, which call the plain methods, serve,
+/// and each request is made once, here, with `limit`.
 impl StreamableHttpClient for BoundedHttpClient {
     type Error = reqwest::Error;
 
@@ -90,26 +94,7 @@ impl StreamableHttpClient for BoundedHttpClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, Error> {
-        self.post_message_with_max_sse_event_size(
-            uri,
-            message,
-            session_id,
-            auth_header,
-            custom_headers,
-            self.limit,
-        )
-        .await
-    }
-
-    async fn post_message_with_max_sse_event_size(
-        &self,
-        uri: Arc<str>,
-        message: ClientJsonRpcMessage,
-        session_id: Option<Arc<str>>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-        max_sse_event_size: usize,
-    ) -> Result<StreamableHttpPostResponse, Error> {
+        let limit = self.limit;
         let id = request_id(&message);
         let response = self
             .inner
@@ -119,7 +104,7 @@ impl StreamableHttpClient for BoundedHttpClient {
                 session_id,
                 auth_header,
                 custom_headers,
-                max_sse_event_size,
+                limit,
             )
             .await;
         let Some(id) = id else {
@@ -127,7 +112,6 @@ impl StreamableHttpClient for BoundedHttpClient {
         };
         match response {
             Ok(StreamableHttpPostResponse::Sse(stream, session)) => {
-                let limit = max_sse_event_size;
                 let stream = stream.map(move |event| match event {
                     Err(e) if event_too_large(&e) => {
                         log::warn!(
@@ -172,26 +156,6 @@ impl StreamableHttpClient for BoundedHttpClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, Error> {
-        self.get_stream_with_max_sse_event_size(
-            uri,
-            session_id,
-            last_event_id,
-            auth_header,
-            custom_headers,
-            self.limit,
-        )
-        .await
-    }
-
-    async fn get_stream_with_max_sse_event_size(
-        &self,
-        uri: Arc<str>,
-        session_id: Option<Arc<str>>,
-        last_event_id: Option<String>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-        max_sse_event_size: usize,
-    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, Error> {
         self.inner
             .get_stream_with_max_sse_event_size(
                 uri,
@@ -199,7 +163,7 @@ impl StreamableHttpClient for BoundedHttpClient {
                 last_event_id,
                 auth_header,
                 custom_headers,
-                max_sse_event_size,
+                self.limit,
             )
             .await
     }
