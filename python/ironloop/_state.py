@@ -24,6 +24,7 @@ from __future__ import annotations
 import collections.abc as cabc
 import dataclasses
 import inspect
+import sys
 import typing
 from collections.abc import Callable
 from typing import Annotated, Any, get_args, get_origin, get_type_hints
@@ -38,22 +39,30 @@ __all__ = ["ROOT", "as_update", "input_schema_of", "node_factory", "schema_chann
 ROOT = _ROOT
 
 
-def _qualifiers() -> tuple[Any, ...]:
-    """``Required`` / ``NotRequired`` / ``ReadOnly`` of ``typing`` and, when it is
-    installed, ``typing_extensions`` (they differ on older Pythons)."""
+def _qualifiers(with_extensions: bool) -> tuple[Any, ...]:
+    """``Required`` / ``NotRequired`` / ``ReadOnly`` of ``typing`` and, when asked,
+    ``typing_extensions`` (they differ on older Pythons)."""
     mods: list[Any] = [typing]
-    try:
-        import typing_extensions
-
-        mods.append(typing_extensions)
-    except ImportError:
-        pass
+    if with_extensions:
+        mods.append(sys.modules["typing_extensions"])
     names = ("Required", "NotRequired", "ReadOnly")
     found = (getattr(m, n, None) for m in mods for n in names)
     return tuple(f for f in found if f is not None)
 
 
-_REQUIRED = _qualifiers()
+_QUALIFIERS = {False: _qualifiers(False)}
+
+
+def _required() -> tuple[Any, ...]:
+    """The qualifiers to strip. ``typing_extensions``' count only once it is imported
+    (an annotation can only use them then), so that ``import ironloop`` does not
+    import it (BENCHMARKS.md, S1: it is ~2 MiB of a bare import's peak)."""
+    with_extensions = "typing_extensions" in sys.modules
+    found = _QUALIFIERS.get(with_extensions)
+    if found is None:
+        found = _QUALIFIERS[with_extensions] = _qualifiers(with_extensions)
+    return found
+
 
 # Abstract collection types stand for their concrete counterparts.
 _CONCRETE: dict[Any, type] = {
@@ -69,7 +78,7 @@ Channel = dict[str, Any]
 
 
 def _strip_required(tp: Any) -> Any:
-    while get_origin(tp) in _REQUIRED:
+    while get_origin(tp) in _required():
         tp = get_args(tp)[0]
     return tp
 
@@ -77,7 +86,7 @@ def _strip_required(tp: Any) -> Any:
 def _bare_type(tp: Any) -> Any:
     """``list`` for ``Annotated[list[int], ...]``: LangGraph's ``_strip_extras``."""
     while hasattr(tp, "__origin__"):
-        tp = get_args(tp)[0] if tp.__origin__ in _REQUIRED else tp.__origin__
+        tp = get_args(tp)[0] if tp.__origin__ in _required() else tp.__origin__
     return _CONCRETE.get(tp, tp)
 
 
