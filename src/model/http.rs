@@ -204,10 +204,6 @@ impl Transport {
         )
     }
 
-    pub fn url(&self) -> &str {
-        &self.url
-    }
-
     /// The `Debug` of a client over this transport: its type `name`, its `model` and
     /// the endpoint `url` (as the client shows it); never its key nor its headers.
     pub fn debug_client(

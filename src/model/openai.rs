@@ -43,7 +43,9 @@ pub struct OpenAIChat {
 
 impl std::fmt::Debug for OpenAIChat {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        Transport::debug_client(f, "OpenAIChat", &self.model, self.transport.url())
+        // The scrubbed endpoint: a `?key=` in a base URL must not reach a log.
+        let url = self.transport.shown_url();
+        Transport::debug_client(f, "OpenAIChat", &self.model, &url)
     }
 }
 
