@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use ironloop::checkpoint::caller::BlockingCaller;
 use ironloop::checkpoint::{
-    child_ns, thread_key, ChainFrom, CheckpointError, CheckpointRecord, Checkpointer, Claim,
-    MemorySaver, PendingWrite, Put, RecordKey, TaskRecord, Write,
+    child_ns, join_runs, thread_key, ChainFrom, CheckpointError, CheckpointRecord, Checkpointer,
+    Claim, MemorySaver, PendingWrite, Piece, Put, RecordKey, Run, Snapshot, TaskRecord, Write,
 };
 use serde_json::json;
 
@@ -1035,6 +1035,65 @@ async fn chain_from_snapshot_stops_at_the_nearest_snapshot(s: Arc<dyn Checkpoint
     ));
 }
 
+/// `rec(id)` holding a snapshot in pieces (as the engine writes one) whose document,
+/// about 3 KB, is held 40 times, once as a copy and otherwise shared: the stores that
+/// write text keep it once (record format 5).
+fn with_repeated_snapshot(r: CheckpointRecord) -> CheckpointRecord {
+    let doc = format!(
+        "{{\"text\":\"{}\",\"n\":[1,2.5,null]}}",
+        "héllo \\\"doc\\\" ".repeat(200)
+    );
+    let shared = Piece::from(doc.as_str());
+    let mut runs = vec![Run::from([Piece::from(r#"{"v":1,"values":{"docs":["#)])];
+    runs.push(Run::from([Piece::from(doc.as_str())]));
+    for _ in 1..40 {
+        runs.push(Run::from([Piece::from(","), shared.clone()]));
+    }
+    runs.push(Run::from([Piece::from("]}}")]));
+    CheckpointRecord {
+        snapshot: Some(Snapshot::Pieces(runs)),
+        ..r
+    }
+}
+
+/// A snapshot whose pieces repeat reads back whole through every read of every saver,
+/// `chain_from_snapshot` stops at it, and the stalled threads' query reads its record.
+async fn a_snapshot_whose_pieces_repeat_reads_back_whole(s: Arc<dyn Checkpointer>) {
+    let r1 = with_repeated_snapshot(rec("c1", Some("c0"), 1));
+    let Some(Snapshot::Pieces(runs)) = &r1.snapshot else {
+        unreachable!()
+    };
+    let want: serde_json::Value = serde_json::from_str(&join_runs(runs)).unwrap();
+    assert_eq!(want["values"]["docs"].as_array().unwrap().len(), 40);
+    s.put_next("t", rec("c0", None, 0)).await.unwrap();
+    s.put_next("t", r1.clone()).await.unwrap();
+    s.put_next("t", rec("c2", Some("c1"), 2)).await.unwrap();
+    let got = s.get("t", Some("c1")).await.unwrap().unwrap();
+    assert_eq!(got, r1);
+    assert_eq!(got.snapshot.unwrap().json().unwrap().as_ref(), &want);
+    assert_eq!(
+        ids(&s.chain_from_snapshot("t", "c2").await.unwrap()),
+        ["c1", "c2"]
+    );
+    assert_eq!(s.chain("t", "c2").await.unwrap()[1], r1);
+    // A retried put is the same record; another snapshot under its id is a conflict.
+    s.put("t", r1.clone()).await.unwrap();
+    let mut other = with_repeated_snapshot(rec("c1", Some("c0"), 1));
+    if let Some(Snapshot::Pieces(runs)) = &mut other.snapshot {
+        runs.pop();
+        runs.push(Run::from([Piece::from("],\"n\":1}}")]));
+    }
+    assert!(matches!(
+        s.put("t", other).await,
+        Err(CheckpointError::Conflict { .. })
+    ));
+    // Its thread, stopped there with tasks to run, is stalled.
+    s.put_next("u", rec("c0", None, 0)).await.unwrap();
+    s.put_next("u", r1).await.unwrap();
+    let stalled = s.list_stalled(Duration::from_secs(1), None).await.unwrap();
+    assert_eq!(stalled, ["u", "t"]);
+}
+
 async fn snapshot_across_a_fork(s: Arc<dyn Checkpointer>) {
     //  c0 - c1 - c2(S) - c3 - c4
     //         \       \
@@ -2008,6 +2067,7 @@ conformance!(
     close_refuses_later_calls,
     concurrent_callers,
     chain_from_snapshot_stops_at_the_nearest_snapshot,
+    a_snapshot_whose_pieces_repeat_reads_back_whole,
     snapshot_across_a_fork,
     long_thread_loads_from_snapshots,
     long_messages_thread_loads_from_snapshots,

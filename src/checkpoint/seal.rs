@@ -7,7 +7,7 @@
 //!
 //! # Authenticated records (a key)
 //!
-//! Format 4 ([`record`]) with the checksum replaced by an HMAC-SHA256 of the same
+//! Format 4 or 5 ([`record`]) with the checksum replaced by an HMAC-SHA256 of the same
 //! bytes (the record's id and its parent's, each with its length, and the text before
 //! the last comma), as a base64 string:
 //!
@@ -15,7 +15,7 @@
 //! [tag, step, source, created_at, writes, next, (metadata,) (snapshot,) "mac"]
 //! ```
 //!
-//! The tag and every field stay where format 4 has them, so the stores' SQL (the
+//! The tag and every field stay where formats 4 and 5 have them, so the stores' SQL (the
 //! snapshot prefix, `created_at`, `next`) reads them as before. A record moved to
 //! another position (another id or parent) fails its check, as a changed byte does.
 //!
@@ -30,7 +30,7 @@
 //! - `created_at` (index 3) and whether the record has next tasks (index 5, `[0]` when
 //!   it has, `[]` when not): what the stores' SQL reads to find stalled threads. Those
 //!   two facts are all a reader without the key learns (with the record's length).
-//! - `sealed`: base64 of `nonce ‖ AES-256-GCM(format-4 text)`. The associated data is
+//! - `sealed`: base64 of `nonce ‖ AES-256-GCM(format-4 or -5 text)`. The associated data is
 //!   the ids (as the checksum frames them) and the text before the string, so the
 //!   clear fields are authenticated with the rest.
 //! - The nonce is the first 12 bytes of an HMAC-SHA256 of the associated data and the
@@ -53,7 +53,7 @@
 //! A user's key is 32 bytes; the MAC, the cipher and the nonce, of records and of
 //! pending writes, each use their own key derived from it (an HMAC-SHA256 of a label
 //! under the user's key), so no two uses share one. A keyed saver reads every keyed record whether or not it encrypts its
-//! own writes (`encrypt` chooses how it writes). Records without a key (formats 1 to 4
+//! own writes (`encrypt` chooses how it writes). Records without a key (formats 1 to 5
 //! with a checksum or none) are refused unless the key says `accept_unkeyed`: an
 //! attacker who can write the store could otherwise write such a record.
 
@@ -289,7 +289,7 @@ impl Records {
         }
     }
 
-    /// The stored text of `record`: format 4 without a key, else authenticated or
+    /// The stored text of `record`: format 4 or 5 without a key, else authenticated or
     /// encrypted (see the module docs). Deterministic, as [`record::encode`].
     pub fn encode(&self, r: &CheckpointRecord) -> serde_json::Result<String> {
         let Some(key) = &self.key else {
@@ -498,9 +498,9 @@ fn mismatch(what: &str) -> String {
 /// What kind of text a stored record is, from its first and last bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
-    /// Formats 1 to 4: a checksum or none.
+    /// Formats 1 to 5: a checksum or none.
     Unkeyed,
-    /// Format 4 with an authentication code for a checksum.
+    /// Format 4 or 5 with an authentication code for a checksum.
     Authenticated,
     /// Encrypted.
     Sealed,
@@ -511,8 +511,8 @@ impl Kind {
         let tag = text.get(..3);
         if matches!(tag, Some("[6," | "[7,")) {
             Kind::Sealed
-        } else if matches!(tag, Some("[4," | "[5,")) && text.ends_with("\"]") {
-            // A format-4 checksum is digits: only a code is a string.
+        } else if matches!(tag, Some("[4," | "[5," | "[8,")) && text.ends_with("\"]") {
+            // A format-4 or -5 checksum is digits: only a code is a string.
             Kind::Authenticated
         } else {
             Kind::Unkeyed
@@ -520,7 +520,7 @@ impl Kind {
     }
 }
 
-/// The encrypted text of `r`, whose format-4 text is `plain`.
+/// The encrypted text of `r`, whose format-4 or -5 text is `plain`.
 fn seal(key: &RecordKey, r: &CheckpointRecord, plain: &str) -> String {
     let tag = if r.snapshot.is_some() {
         TAG_SEALED_SNAPSHOT
@@ -538,7 +538,7 @@ fn seal(key: &RecordKey, r: &CheckpointRecord, plain: &str) -> String {
     text
 }
 
-/// The format-4 text inside the encrypted record `text`.
+/// The format-4 or -5 text inside the encrypted record `text`.
 fn open(
     key: &RecordKey,
     text: &str,

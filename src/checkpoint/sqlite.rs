@@ -62,7 +62,7 @@
 //! with a binary search over `seq` (their ids grow with it). A row whose id is not
 //! greater (an id from elsewhere, a clock set back, a record migrated from version 3)
 //! has `sortkey` = the greatest key before it and an entry in the partial index on
-//! `checkpoint_id`. `record` is the record's text (see [`super::record`]: format 4, or
+//! `checkpoint_id`. `record` is the record's text (see [`super::record`]: format 4 or 5, or
 //! formats 3, 2 and 1 for records written before), `value` a pending write's value as
 //! compact JSON. Putting a record whose id already exists in the thread changes
 //! nothing (an identical record) or is a conflict (another one); a pending write whose

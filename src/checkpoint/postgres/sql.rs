@@ -321,8 +321,9 @@ fn reads(n: &Names, sql: &mut Sql) {
         c,
         &id("$2"),
         &format!(
-            "(left(record, 3) IN ('{}', '{}', '{}') OR left(record, 12) = '{}')",
+            "(left(record, 3) IN ('{}', '{}', '{}', '{}') OR left(record, 12) = '{}')",
             record::SNAPSHOT_PREFIX_4,
+            record::SNAPSHOT_PREFIX_5,
             record::SNAPSHOT_PREFIX,
             SNAPSHOT_PREFIX_SEALED,
             record::SNAPSHOT_PREFIX_V1

@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use super::{verify, FORMAT_3_LEN, SOURCES, TAG, TAG_4, TAG_4_SNAPSHOT, TAG_SNAPSHOT};
+use super::{
+    shared, verify, FORMAT_3_LEN, SOURCES, TAG, TAG_4, TAG_4_SNAPSHOT, TAG_5_SHARED, TAG_SNAPSHOT,
+};
 use crate::checkpoint::{CheckpointRecord, Snapshot, TaskRecord, Write};
 
 /// The record `id` (child of `parent_id`) from its stored text, in any format.
@@ -55,8 +57,8 @@ fn decode_any(
     parent_id: Option<&str>,
     check: Check,
 ) -> Result<CheckpointRecord, String> {
-    if check == Check::Done && !matches!(text.get(..3), Some("[4," | "[5,")) {
-        return Err("only a format-4 record carries an authentication code".into());
+    if check == Check::Done && !matches!(text.get(..3), Some("[4," | "[5," | "[8,")) {
+        return Err("only a format-4 or -5 record carries an authentication code".into());
     }
     if text.starts_with('{') {
         return serde_json::from_str(text).map_err(|e| e.to_string());
@@ -66,7 +68,7 @@ fn decode_any(
         return Err("not a checkpoint record (neither an object nor an array)".into());
     };
     let tag = items.first().and_then(Value::as_u64);
-    let format_4 = matches!(tag, Some(TAG_4 | TAG_4_SNAPSHOT));
+    let format_4 = matches!(tag, Some(TAG_4 | TAG_4_SNAPSHOT | TAG_5_SHARED));
     let snapshot = match (tag, items.len()) {
         (Some(TAG | TAG_SNAPSHOT), FORMAT_3_LEN) => {
             verify(text, id, parent_id)?;
@@ -79,15 +81,15 @@ fn decode_any(
         }
         (Some(TAG), 7) => None,
         (Some(TAG_SNAPSHOT), 8) => items.pop(),
-        (Some(TAG_4), 7 | 8) | (Some(TAG_4_SNAPSHOT), 8 | 9) => {
+        (Some(TAG_4), 7 | 8) | (Some(TAG_4_SNAPSHOT | TAG_5_SHARED), 8 | 9) => {
             if check == Check::Checksum {
                 verify(text, id, parent_id)?;
             }
             items.pop(); // the checksum
-            let snapshot = if tag == Some(TAG_4_SNAPSHOT) {
-                items.pop()
-            } else {
-                None
+            let snapshot = match tag {
+                Some(TAG_4_SNAPSHOT) => items.pop(),
+                Some(TAG_5_SHARED) => items.pop().map(shared::join).transpose()?,
+                _ => None,
             };
             // No metadata element: the engine's metadata with no other key.
             if items.len() == 6 {
@@ -97,7 +99,7 @@ fn decode_any(
         }
         _ => {
             return Err(format!(
-                "a record of format {:?} with {} fields, this ironloop reads formats 1 to 4 \
+                "a record of format {:?} with {} fields, this ironloop reads formats 1 to 5 \
                  (upgrade ironloop)",
                 items.first(),
                 items.len()

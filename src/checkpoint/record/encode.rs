@@ -1,5 +1,6 @@
-//! Writing a record in format 4 (the module docs of [`super`] describe it): serialised
-//! straight from the [`CheckpointRecord`], its derivable parts left out.
+//! Writing a record in format 4, or 5 when its snapshot's pieces repeat (the module
+//! docs of [`super`] describe them): serialised straight from the [`CheckpointRecord`],
+//! its derivable parts left out.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -8,10 +9,11 @@ use serde::ser::{SerializeSeq, Serializer};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::{checksum, checksum_of, SOURCES, TAG_4, TAG_4_SNAPSHOT};
+use super::shared::Shared;
+use super::{checksum, checksum_of, SOURCES, TAG_4, TAG_4_SNAPSHOT, TAG_5_SHARED};
 use crate::checkpoint::{pieces_of_runs, runs_len, CheckpointRecord, Run, Snapshot, Write};
 
-/// The stored text of `record` (format 4). Deterministic: the same record always gives
+/// The stored text of `record` (format 4, or 5). Deterministic: the same record always gives
 /// the same text, which is how a store tells a retried `put` from a conflicting one.
 /// Serialised straight from the record: a JSON tree built first cloned every value it
 /// holds (a W7 step's messages; every few steps the whole state).
@@ -25,8 +27,16 @@ pub fn encode(record: &CheckpointRecord) -> serde_json::Result<String> {
 /// The text of `record` in format 4 before its last comma: `[a,...,h` (what the
 /// checksum, or a key's authentication code, covers with the ids).
 /// A snapshot the engine wrote in pieces is copied in here, once, after the rest.
+/// A snapshot whose pieces repeat is written in format 5 instead, each distinct piece
+/// once ([`Shared`]).
 pub fn encode_body(record: &CheckpointRecord) -> serde_json::Result<String> {
     let pieces = pieces_of(record);
+    if let Some(shared) = Shared::of(pieces) {
+        let mut text = head_bytes(record, TAG_5_SHARED, shared.len_hint())?;
+        shared.write(&mut text);
+        // SAFETY: as in `head`; the pieces are written as JSON strings and numbers.
+        return Ok(unsafe { String::from_utf8_unchecked(text) });
+    }
     let mut text = head(record, runs_len(pieces))?;
     for p in pieces_of_runs(pieces) {
         text.push_str(p);
@@ -34,8 +44,9 @@ pub fn encode_body(record: &CheckpointRecord) -> serde_json::Result<String> {
     Ok(text)
 }
 
-/// The stored text of `record` ([`encode`]) with the snapshot's pieces left where the
-/// engine keeps them: what a saver holding records in memory stores. Copying a large
+/// The text of `record` in format 4 with the snapshot's pieces left where the engine
+/// keeps them: what a saver holding records in memory stores (a piece repeated costs it
+/// a pointer, so format 5's table would only add work to every read). Copying a large
 /// state's pieces into one text was half of its checkpoint's cost (a fresh allocation
 /// the size of the state, faulted in page by page, then the copy); the pieces are
 /// shared instead, and a channel whose value did not change shares its text with the
@@ -65,15 +76,26 @@ fn pieces_of(record: &CheckpointRecord) -> &[Run] {
 /// The text of `record` before its snapshot's pieces (or its last comma when it has
 /// none), with room for `more` bytes.
 fn head(record: &CheckpointRecord, more: usize) -> serde_json::Result<String> {
+    let tag = if record.snapshot.is_some() {
+        TAG_4_SNAPSHOT
+    } else {
+        TAG_4
+    };
+    let text = head_bytes(record, tag, more)?;
+    // SAFETY: serde_json writes UTF-8 (its strings come from `&str`, the rest is ASCII).
+    // Checking it again was ~4 % of a large state's checkpoint.
+    Ok(unsafe { String::from_utf8_unchecked(text) })
+}
+
+/// [`head`]'s bytes, the record tagged `tag`.
+fn head_bytes(record: &CheckpointRecord, tag: u64, more: usize) -> serde_json::Result<Vec<u8>> {
     let mut text = Vec::with_capacity(more + 256);
-    serde_json::to_writer(&mut text, &Format4(record))?;
+    serde_json::to_writer(&mut text, &Format4(record, tag))?;
     text.pop(); // `[a,...,h]` becomes `[a,...,h`.
     if !pieces_of(record).is_empty() {
         text.push(b',');
     }
-    // SAFETY: serde_json writes UTF-8 (its strings come from `&str`, the rest is ASCII).
-    // Checking it again was ~4 % of a large state's checkpoint.
-    Ok(unsafe { String::from_utf8_unchecked(text) })
+    Ok(text)
 }
 
 /// A record's stored text as [`encode_parted`] makes it: `text` with `pieces` (when
@@ -99,7 +121,8 @@ impl Parted {
         Parted { text, pieces: None }
     }
 
-    /// The stored text ([`encode`]'s): `text` itself when there are no pieces.
+    /// The record's format-4 text: `text` itself when there are no pieces (then
+    /// [`encode`]'s).
     pub fn joined(&self) -> Cow<'_, str> {
         match &self.pieces {
             None => Cow::Borrowed(&self.text),
@@ -133,18 +156,15 @@ impl Pieces {
     }
 }
 
-/// A record as format 4 stores it, without the checksum (see the module docs).
-struct Format4<'a>(&'a CheckpointRecord);
+/// A record as format 4 stores it, tagged with the second field, without the checksum
+/// (see the module docs).
+struct Format4<'a>(&'a CheckpointRecord, u64);
 
 impl Serialize for Format4<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let r = self.0;
         let mut seq = s.serialize_seq(None)?;
-        seq.serialize_element(&if r.snapshot.is_some() {
-            TAG_4_SNAPSHOT
-        } else {
-            TAG_4
-        })?;
+        seq.serialize_element(&self.1)?;
         seq.serialize_element(&r.step)?;
         match SOURCES.iter().position(|s| *s == r.source) {
             Some(i) => seq.serialize_element(&i)?,

@@ -1,5 +1,13 @@
 //! How a [`CheckpointRecord`] is stored: the text every saver keeps per record.
 //!
+//! # Format 5 (written since repeated pieces are stored once)
+//!
+//! Format 4 but for the snapshot, which a record holding one whose pieces repeat
+//! stores as its distinct pieces and the order they come in: see [`shared`]. Tagged
+//! [`TAG_5_SHARED`] (`8`, [`SNAPSHOT_PREFIX_5`]). A record without such a snapshot is
+//! written in format 4, which an ironloop reading formats 1 to 4 reads; one that
+//! reads formats 1 to 4 refuses a format-5 record (its tag), asking for an upgrade.
+//!
 //! # Format 4 (written since the compact fixed parts)
 //!
 //! Format 3 with its fixed parts shorter (each costs every record of every store its
@@ -77,6 +85,9 @@
 
 mod decode;
 mod encode;
+mod shared;
+#[cfg(test)]
+mod shared_tests;
 #[cfg(test)]
 mod tests;
 
@@ -94,6 +105,10 @@ pub const TAG_4: u64 = 4;
 /// The first element of a format-4 record holding a snapshot.
 pub const TAG_4_SNAPSHOT: u64 = 5;
 
+/// The first element of a format-5 record (it holds a snapshot, stored as its
+/// distinct pieces).
+pub const TAG_5_SHARED: u64 = 8;
+
 /// The number of elements of a format-3 record (with or without a snapshot).
 const FORMAT_3_LEN: usize = 9;
 
@@ -104,6 +119,8 @@ const SOURCES: [&str; 3] = ["input", "loop", "update"];
 pub const SNAPSHOT_PREFIX: &str = "[3,";
 /// How the text of a format-4 record holding a snapshot starts.
 pub const SNAPSHOT_PREFIX_4: &str = "[5,";
+/// How the text of a format-5 record starts (it holds a snapshot).
+pub const SNAPSHOT_PREFIX_5: &str = "[8,";
 /// How the text of a format-1 record holding a snapshot starts (and no other record's:
 /// every other format-1 record starts with `{"id":`).
 pub const SNAPSHOT_PREFIX_V1: &str = "{\"snapshot\":";
@@ -111,6 +128,7 @@ pub const SNAPSHOT_PREFIX_V1: &str = "{\"snapshot\":";
 /// Whether the stored text `text` holds a snapshot, without parsing it.
 pub fn has_snapshot(text: &str) -> bool {
     text.starts_with(SNAPSHOT_PREFIX_4)
+        || text.starts_with(SNAPSHOT_PREFIX_5)
         || text.starts_with(super::seal::SNAPSHOT_PREFIX_SEALED)
         || text.starts_with(SNAPSHOT_PREFIX)
         || text.starts_with(SNAPSHOT_PREFIX_V1)

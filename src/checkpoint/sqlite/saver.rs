@@ -408,12 +408,12 @@ impl SqliteSaver {
                 // parent named (a deleted parent's `seq` may hold another row later).
                 let mut stmt = conn.prepare_cached(
                     "WITH RECURSIVE ancestors(seq, parent_id, parent_seq, stop) AS ( \
-                         SELECT seq, parent_id, parent_seq, ?2 AND (substr(record, 1, 3) IN (?3, ?5, ?6) \
+                         SELECT seq, parent_id, parent_seq, ?2 AND (substr(record, 1, 3) IN (?3, ?5, ?6, ?7) \
                            OR substr(record, 1, 12) = ?4) \
                          FROM checkpoints WHERE seq = ?1 \
                        UNION \
                          SELECT c.seq, c.parent_id, c.parent_seq, ?2 AND \
-                           (substr(c.record, 1, 3) IN (?3, ?5, ?6) \
+                           (substr(c.record, 1, 3) IN (?3, ?5, ?6, ?7) \
                            OR substr(c.record, 1, 12) = ?4) \
                          FROM ancestors a \
                          JOIN checkpoints c ON c.seq = a.parent_seq \
@@ -430,7 +430,8 @@ impl SqliteSaver {
                         record::SNAPSHOT_PREFIX,
                         record::SNAPSHOT_PREFIX_V1,
                         record::SNAPSHOT_PREFIX_4,
-                        SNAPSHOT_PREFIX_SEALED
+                        SNAPSHOT_PREFIX_SEALED,
+                        record::SNAPSHOT_PREFIX_5
                     ],
                     record_row,
                 )?;
