@@ -290,6 +290,10 @@ async fn the_key_never_appears_in_errors() {
     assert!(!format!("{e:?}").contains(KEY), "{e:?}");
     assert!(!format!("{:?}", model(&server)).contains(KEY));
     assert!(!format!("{:?}", settings(&server)).contains(KEY));
+    // A secret in the base URL's query is scrubbed from the client's Debug too.
+    let in_url = model_support::settings(format!("{}/v1?key=url-secret-7", server.url()), KEY);
+    let shown = format!("{:?}", OpenAIChat::new("gpt-4o-mini", in_url).unwrap());
+    assert!(!shown.contains("url-secret-7"), "{shown}");
 }
 
 #[tokio::test]
