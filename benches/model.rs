@@ -17,7 +17,7 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ironloop::message::{Message, ToolStatus};
-use ironloop::model::{AnthropicChat, ChatRequest, HttpSettings, OpenAIChat};
+use ironloop::model::{AnthropicChat, ChatBody, ChatRequest, HttpSettings, OpenAIChat};
 use ironloop::tool::{ToolCall, ToolDefinition};
 use serde_json::json;
 

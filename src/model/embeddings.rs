@@ -25,7 +25,7 @@ pub struct OpenAIEmbeddings {
 
 impl std::fmt::Debug for OpenAIEmbeddings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let url = self.transport.shown_url();
+        let url = self.shown_url();
         Transport::debug_client(f, "OpenAIEmbeddings", &self.model, &url)
     }
 }

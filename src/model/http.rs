@@ -100,8 +100,9 @@ pub(crate) trait OverHttp {
 }
 
 /// A chat client's request body, serialised straight from the request: a JSON tree
-/// built first cloned every message of the history for every request.
-pub(crate) trait ChatBody {
+/// built first cloned every message of the history for every request. Public for the
+/// request benchmarks (`benches/model.rs`).
+pub trait ChatBody {
     /// The body of `req`, streamed or not.
     fn body<'a>(&'a self, req: &'a ChatRequest, stream: bool) -> impl Serialize + 'a;
 

@@ -51,6 +51,7 @@ use crate::tool::{ToolCall, ToolChoice, ToolDefinition};
 
 pub use anthropic::{AnthropicChat, ANTHROPIC_DEFAULT_BASE_URL, ANTHROPIC_VERSION};
 pub use embeddings::OpenAIEmbeddings;
+pub use http::ChatBody;
 pub use openai::{OpenAIChat, OPENAI_DEFAULT_BASE_URL};
 pub use retry::RetryPolicy;
 
