@@ -68,6 +68,9 @@ pub fn message_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Arc<Message>> {
     }
     if let Some(lc) = lc_messages::active() {
         if let Some(kind) = lc.classify(obj)? {
+            if let Some(m) = lc_messages::handed_back(obj)? {
+                return Ok(m);
+            }
             let fields = lc_fields(obj)?;
             let m = from_fields(obj.py(), &fields)?;
             if kind == LcKind::Chunk {
@@ -281,7 +284,8 @@ pub(super) fn _coerce_message<'py>(
     if is_message_object(obj)? {
         return Ok(obj.clone());
     }
-    message_to_py(py, message_from_py(obj)?)
+    // Usually handed back at once (a model's answer): remembered, see `hand_out`.
+    lc_messages::hand_out(py, message_from_py(obj)?)
 }
 
 /// A list of message-likes as message objects (the same objects where they are

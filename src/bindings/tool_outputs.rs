@@ -230,9 +230,21 @@ fn output_message<'py>(
     msg: &Arc<Message>,
     made: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
+    // Made now (never handed out before): remembered once its id is taken away, as
+    // the interceptors of a tools node usually hand it straight back (`hand_out`).
+    let fresh = made && msg.host.get().is_none();
     let obj = message_to_py(py, msg.clone())?;
     if made && lc_messages::active().is_some() {
-        obj.setattr(intern!(py, "id"), py.None())?;
+        if lc_messages::is_exact(&obj) {
+            // What pydantic's `__setattr__` does for a field of langchain-core's own
+            // classes ("id" is in the fields set already), without its Python frames.
+            lc_messages::instance_dict(&obj)?.set_item(intern!(py, "id"), py.None())?;
+        } else {
+            obj.setattr(intern!(py, "id"), py.None())?;
+        }
+        if fresh {
+            lc_messages::remember(&obj, msg.clone())?;
+        }
     }
     Ok(obj)
 }

@@ -144,3 +144,68 @@ def test_a_tool_result_edited_by_a_wrapper_reaches_the_checkpoint(tmp_path: Path
     finally:
         saver.close()
     assert (tm.content, tm.additional_kwargs, tm.tool_call_id) == ("4!", {"edited": True}, "c9")
+
+
+def test_an_unchanged_answer_is_the_very_object_the_state_holds() -> None:
+    made: list[Any] = []
+    graph = _agent(ScriptedChatModel([_call(), "done"]), made.append)
+    out = graph.invoke({"messages": [("user", "go")]})
+    assert out["messages"][1] is made[0]
+    assert out["messages"][1].tool_calls[0]["args"] == {"a": 1, "b": 2}
+
+
+def test_a_wrapped_tools_result_handed_back_unchanged_gets_its_id() -> None:
+    from ironloop import create_agent
+    from ironloop.middleware import wrap_tool_call
+
+    seen: list[tuple[Any, Any]] = []
+
+    @wrap_tool_call
+    def keep(request: Any, handler: Any) -> Any:
+        result = handler(request)
+        seen.append((result, result.id))
+        return result
+
+    script = [_call(), _call(5, 6), "done"]
+    out = create_agent(ScriptedChatModel(script), [add], middleware=[keep]).invoke(
+        {"messages": [("user", "go")]}
+    )
+    msgs = out["messages"]
+    assert [m.type for m in msgs] == ["human", "ai", "tool", "ai", "tool", "ai"]
+    # As LangGraph's ToolNode: no id until the graph's add_messages gives it one, on
+    # the very object the hook returned.
+    assert [i for _, i in seen] == [None, None]
+    assert msgs[2] is seen[0][0] and msgs[4] is seen[1][0]
+    assert all(isinstance(m.id, str) and m.id for m in msgs)
+    assert len({m.id for m in msgs}) == len(msgs)
+    assert [msgs[2].content, msgs[4].content] == ["3", "11"]
+
+
+def test_a_wrapped_tools_result_edited_in_place_by_a_hook_reaches_the_checkpoint(
+    tmp_path: Path,
+) -> None:
+    from ironloop import create_agent
+    from ironloop.middleware import wrap_tool_call
+
+    @wrap_tool_call
+    def edit(request: Any, handler: Any) -> Any:
+        result = handler(request)
+        result.response_metadata["checked"] = True
+        return result
+
+    db, cfg = str(tmp_path / "a.db"), {"configurable": {"thread_id": "a"}}
+
+    def agent(saver: Any, script: list[Any]) -> Any:
+        return create_agent(ScriptedChatModel(script), [add], middleware=[edit], checkpointer=saver)
+
+    saver = SqliteSaver(db)
+    try:
+        agent(saver, [_call(), "done"]).invoke({"messages": [("user", "go")]}, cfg)
+    finally:
+        saver.close()
+    saver = SqliteSaver(db)
+    try:
+        tm = agent(saver, []).get_state(cfg).values["messages"][2]
+    finally:
+        saver.close()
+    assert (tm.content, tm.response_metadata) == ("3", {"checked": True})
