@@ -52,9 +52,7 @@ pub struct AnthropicChat {
 
 impl std::fmt::Debug for AnthropicChat {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // The scrubbed endpoint: a `?key=` in a base URL must not reach a log.
-        let url = self.shown_url();
-        Transport::debug_client(f, "AnthropicChat", &self.model, &url)
+        self.debug_client(f, "AnthropicChat", &self.model)
     }
 }
 

@@ -25,8 +25,7 @@ pub struct OpenAIEmbeddings {
 
 impl std::fmt::Debug for OpenAIEmbeddings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let url = self.shown_url();
-        Transport::debug_client(f, "OpenAIEmbeddings", &self.model, &url)
+        self.debug_client(f, "OpenAIEmbeddings", &self.model)
     }
 }
 

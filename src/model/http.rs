@@ -97,6 +97,21 @@ pub(crate) trait OverHttp {
     fn shown_url(&self) -> String {
         self.transport().shown_url()
     }
+
+    /// The `Debug` of a client over HTTP: its type `name`, its `model` and the scrubbed
+    /// endpoint (a `?key=` in a base URL must not reach a log); never its key nor its
+    /// headers.
+    fn debug_client(
+        &self,
+        f: &mut std::fmt::Formatter<'_>,
+        name: &str,
+        model: &str,
+    ) -> std::fmt::Result {
+        f.debug_struct(name)
+            .field("model", &model)
+            .field("url", &self.shown_url())
+            .finish()
+    }
 }
 
 /// A chat client's request body, serialised straight from the request: a JSON tree
@@ -203,20 +218,6 @@ impl Transport {
             settings.timeout,
             settings.retry,
         )
-    }
-
-    /// The `Debug` of a client over this transport: its type `name`, its `model` and
-    /// the endpoint `url` (as the client shows it); never its key nor its headers.
-    pub fn debug_client(
-        f: &mut std::fmt::Formatter<'_>,
-        name: &str,
-        model: &str,
-        url: &str,
-    ) -> std::fmt::Result {
-        f.debug_struct(name)
-            .field("model", &model)
-            .field("url", &url)
-            .finish()
     }
 
     /// The URL as it may be shown (in `repr`, in errors): its secrets scrubbed.

@@ -43,9 +43,7 @@ pub struct OpenAIChat {
 
 impl std::fmt::Debug for OpenAIChat {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // The scrubbed endpoint: a `?key=` in a base URL must not reach a log.
-        let url = self.shown_url();
-        Transport::debug_client(f, "OpenAIChat", &self.model, &url)
+        self.debug_client(f, "OpenAIChat", &self.model)
     }
 }
 
