@@ -7,10 +7,12 @@ item 5: the answer a node returns is read again, ~8 k instructions) must keep.""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from langchain_core import messages as lc
 
 from ironloop import SqliteSaver, ToolNode, tool
@@ -58,12 +60,31 @@ def _stored(db: Path) -> list[Any]:
         saver.close()
 
 
-def _run(tmp_path: Path, script: list[Any], edit: Callable[[Any], None]) -> list[Any]:
+def _drive(graph: Any, how: str) -> None:
+    """Run the agent once by ``invoke``, ``stream``, ``ainvoke`` or ``astream``."""
+    inputs, cfg = {"messages": [("user", "go")]}, {"configurable": {"thread_id": "t"}}
+    if how == "invoke":
+        graph.invoke(inputs, cfg)
+    elif how == "stream":
+        list(graph.stream(inputs, cfg, stream_mode=["updates", "messages"]))
+    elif how == "ainvoke":
+        asyncio.run(graph.ainvoke(inputs, cfg))
+    else:
+
+        async def drain() -> None:
+            async for _ in graph.astream(inputs, cfg, stream_mode=["updates", "messages"]):
+                pass
+
+        asyncio.run(drain())
+
+
+def _run(
+    tmp_path: Path, script: list[Any], edit: Callable[[Any], None], how: str = "invoke"
+) -> list[Any]:
     db = tmp_path / "c.db"
     saver = SqliteSaver(str(db))
     try:
-        graph = _agent(ScriptedChatModel(script), edit, saver)
-        graph.invoke({"messages": [("user", "go")]}, {"configurable": {"thread_id": "t"}})
+        _drive(_agent(ScriptedChatModel(script), edit, saver), how)
     finally:
         saver.close()
     return _stored(db)
@@ -96,6 +117,23 @@ def test_an_in_place_edit_of_a_calls_arguments_reaches_the_tool(tmp_path: Path) 
     stored = _run(tmp_path, [_call(), "done"], edit)
     assert stored[1].tool_calls[0]["args"] == {"a": 40, "b": 2}
     assert stored[2].content == "42"
+
+
+@pytest.mark.parametrize("how", ["invoke", "stream", "ainvoke", "astream"])
+def test_edits_reach_the_checkpoint_and_the_tool_on_every_path(tmp_path: Path, how: str) -> None:
+    # The check for an unchanged object is on the object, whatever drove the run.
+    def edit(m: Any) -> None:
+        if m.tool_calls:
+            m.tool_calls[0]["args"]["b"] = 5
+            m.additional_kwargs["path"] = how
+        else:
+            m.content = f"edited by {how}"
+
+    stored = _run(tmp_path, [_call(), "done"], edit, how)
+    assert [m.type for m in stored] == ["human", "ai", "tool", "ai"]
+    assert stored[1].tool_calls[0]["args"] == {"a": 1, "b": 5}
+    assert stored[1].additional_kwargs == {"path": how}
+    assert (stored[2].content, stored[3].content) == ("6", f"edited by {how}")
 
 
 def test_calls_removed_in_place_end_the_loop(tmp_path: Path) -> None:
