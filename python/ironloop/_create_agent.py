@@ -24,6 +24,7 @@ from ironloop._foreign import is_langchain_runnable
 from ironloop._invalid_calls import _patch_invalid, _rewritten
 from ironloop._meta_fields import agent_tools
 from ironloop._schema import _special
+from ironloop._schema_types import _resolved_hints
 from ironloop._shapes import AgentSettings, agent_var, bind, names, shape_key, templates
 from ironloop._structured_output import Plan
 from ironloop._tool_wrap import CallRunner
@@ -111,6 +112,12 @@ def _check_middleware(middleware: Sequence[Any]) -> list[AgentMiddleware]:
     return out
 
 
+def _not_a_state_schema(schema: Any, cause: Exception) -> Exception:
+    return TypeError(
+        f"a state_schema must be a TypedDict (like AgentState); got {schema!r}: {cause}"
+    )
+
+
 def _markers(tp: Any) -> tuple[Any, set[Any]]:
     """A field's type without ``Required`` / ``NotRequired``, and its
     ``Annotated`` markers."""
@@ -133,12 +140,7 @@ def _schemas(
     for schema in [state_schema or AgentState, *(m.state_schema for m in middleware)]:
         if schema is None:
             continue
-        try:
-            hints = typing.get_type_hints(schema, include_extras=True)
-        except Exception as e:
-            raise TypeError(
-                f"a state_schema must be a TypedDict (like AgentState); got {schema!r}: {e}"
-            ) from e
+        hints = _resolved_hints(schema, _not_a_state_schema)
         for key, tp in hints.items():
             tp, marks = _markers(tp)
             fields[key] = tp

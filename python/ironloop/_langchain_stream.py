@@ -44,6 +44,8 @@ class TaskHandler(BaseCallbackHandler, _StreamingCallbackHandler):  # type: igno
     run_inline = True
     #: This kind's context variable (see ``__init_subclass__``).
     hook: ClassVar[contextvars.ContextVar[Any]]
+    #: Tags of the runs this kind does not report.
+    silent: ClassVar[frozenset[str]] = frozenset()
 
     def __init_subclass__(cls, *, hook_name: str = "", **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -61,11 +63,29 @@ class TaskHandler(BaseCallbackHandler, _StreamingCallbackHandler):  # type: igno
         ``scratch``."""
         cls.hook.set(cls(scratch))
 
-    def _mine(self, tags: Any, silent: frozenset[str]) -> bool:
-        """Whether a run is this task's to report: none of the ``silent`` tags, and
-        started by this task (a subgraph's task inherits the context: its runs are
-        its own task's, with its namespace)."""
-        return not silent.intersection(tags or ()) and task_var.get(None) is self.scratch
+    def run_started(
+        self,
+        serialized: Any,
+        *_input: Any,  # the messages, the tool's input string: unread
+        run_id: uuid.UUID,
+        tags: Any = None,
+        metadata: Any = None,
+        **kw: Any,
+    ) -> None:
+        """The start callback of every kind, bound by each to its own name
+        (``on_chat_model_start``, ``on_tool_start``: only the kind that defines one
+        is sent those runs): a run this task is to report goes to ``started``.
+        That is one with none of the ``silent`` tags, started by this task (a
+        subgraph's task inherits the context: its runs are its own task's, with its
+        namespace)."""
+        if not self.silent.intersection(tags or ()) and task_var.get(None) is self.scratch:
+            self.started(run_id, serialized, tags, metadata, kw)
+
+    def started(
+        self, run_id: uuid.UUID, serialized: Any, tags: Any, metadata: Any, kw: dict[str, Any]
+    ) -> None:
+        """A run of this task started (``kw``: LangChain's other keywords)."""
+        raise NotImplementedError
 
     def tap_output_aiter(self, run_id: uuid.UUID, output: AsyncIterator[T]) -> AsyncIterator[T]:
         return output
@@ -78,6 +98,9 @@ class TokenStream(TaskHandler, hook_name="ironloop_langchain_tokens"):
     """Sends the chunks of the chat-model runs of one task to its ``messages``
     stream; a model's final message goes too unless its chunks already went (the
     non-streaming models), as LangGraph's ``StreamMessagesHandler`` does."""
+
+    silent = _SILENT_TAGS
+    on_chat_model_start = TaskHandler.run_started
 
     def __init__(self, scratch: Any) -> None:
         super().__init__(scratch)
@@ -94,18 +117,9 @@ class TokenStream(TaskHandler, hook_name="ironloop_langchain_tokens"):
         self.seen.add(message.id)
         self.scratch.write_message(message, self.runs[run_id])
 
-    def on_chat_model_start(
-        self,
-        serialized: Any,
-        messages: Any,
-        *,
-        run_id: uuid.UUID,
-        tags: Any = None,
-        metadata: Any = None,
-        **kw: Any,
+    def started(
+        self, run_id: uuid.UUID, serialized: Any, tags: Any, metadata: Any, kw: dict[str, Any]
     ) -> None:
-        if not self._mine(tags, _SILENT_TAGS):
-            return
         shown = dict(metadata or {})
         user_tags = [t for t in tags or () if not t.startswith("seq:step")]
         if user_tags:

@@ -35,23 +35,17 @@ class ToolStream(TaskHandler, hook_name="ironloop_langchain_tools"):
     """Sends the lifecycle of the LangChain tool runs of one task to its ``tools``
     stream, as LangGraph's ``StreamToolCallHandler`` does."""
 
+    silent = _SILENT_TAGS
+    on_tool_start = TaskHandler.run_started
+
     def __init__(self, scratch: Any) -> None:
         super().__init__(scratch)
         #: run id -> (tool call id, tool name, the token of the writer set for it).
         self.runs: dict[uuid.UUID, tuple[str, str, contextvars.Token[Any]]] = {}
 
-    def on_tool_start(
-        self,
-        serialized: Any,
-        input_str: str,
-        *,
-        run_id: uuid.UUID,
-        tags: Any = None,
-        inputs: Any = None,
-        **kw: Any,
+    def started(
+        self, run_id: uuid.UUID, serialized: Any, tags: Any, metadata: Any, kw: dict[str, Any]
     ) -> None:
-        if not self._mine(tags, _SILENT_TAGS):
-            return
         call_id = kw.get("tool_call_id") or str(run_id)
         if call_id == engine_call.get():
             return
@@ -62,7 +56,7 @@ class ToolStream(TaskHandler, hook_name="ironloop_langchain_tools"):
             scratch.write_tool("delta", call_id, name, delta)
 
         self.runs[run_id] = (call_id, name, tool_call_writer.set(writer))
-        self.scratch.write_tool("started", call_id, name, inputs)
+        self.scratch.write_tool("started", call_id, name, kw.get("inputs"))
 
     def _ended(self, run_id: uuid.UUID) -> tuple[str, str] | None:
         run = self.runs.pop(run_id, None)

@@ -25,6 +25,7 @@ from ironloop._schema_types import (
     _is_union,
     _json_default,
     _pydantic_attr,
+    _resolved_hints,
     _Schema,
     _special,
     _strip_qualifier,
@@ -265,12 +266,7 @@ class _SchemaBuilder:
         return {"$ref": f"#/$defs/{name}"}
 
     def _object_body(self, tp: type) -> _Schema:
-        try:
-            hints = typing.get_type_hints(tp, include_extras=True)
-        except Exception as exc:
-            raise _Unsupported(
-                f"the annotations of {tp.__qualname__} cannot be resolved: {exc}"
-            ) from exc
+        hints = _resolved_hints(tp, _unresolved)
         properties: dict[str, _Schema] = {}
         required: list[str] = []
         if _is_typeddict(tp):
@@ -296,3 +292,7 @@ class _SchemaBuilder:
         if doc:
             schema["description"] = doc
         return schema
+
+
+def _unresolved(tp: type, cause: Exception) -> Exception:
+    return _Unsupported(f"the annotations of {tp.__qualname__} cannot be resolved: {cause}")

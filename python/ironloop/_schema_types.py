@@ -52,6 +52,16 @@ class _Unsupported(Exception):
 # --------------------------------------------------------------------------- helpers
 
 
+def _resolved_hints(tp: Any, fail: Callable[[Any, Exception], Exception]) -> dict[str, Any]:
+    """A class's annotations resolved (``include_extras``: markers kept). One that
+    does not resolve (a name imported only for type checkers) raises ``fail(tp,
+    cause)`` from the cause: the caller's own error, saying what it wanted and why."""
+    try:
+        return typing.get_type_hints(tp, include_extras=True)
+    except Exception as e:
+        raise fail(tp, e) from e
+
+
 def _special(name: str) -> tuple[Any, ...]:
     """``typing.<name>`` and ``typing_extensions.<name>`` (they differ on old Pythons)."""
     found = [getattr(typing, name, None)]

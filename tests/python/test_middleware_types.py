@@ -249,3 +249,25 @@ def test_retry_middleware_expose_their_settings_and_let_a_bare_interrupt_through
     with pytest.raises(GraphInterrupt):
         retry.wrap_model_call(ModelRequest(model=None, messages=[]), handler)
     assert calls == [1]
+
+
+def test_hook_decorators_keep_their_keywords_and_the_base_hooks_change_nothing() -> None:
+    import asyncio
+
+    from ironloop.middleware import AgentMiddleware, after_model, wrap_tool_call
+    from ironloop.middleware.types import defined_hooks, jumps_of
+
+    @after_model(can_jump_to=["end"])
+    async def check(state: Any, runtime: Any) -> dict[str, Any] | None:
+        return {"jump_to": "end"}
+
+    assert defined_hooks(check) == {"after_model"}
+    assert jumps_of(check, "after_model") == ["end"]
+    assert asyncio.run(check.aafter_model({}, None)) == {"jump_to": "end"}
+    # A wrap hook says no jumps: the keyword is refused, as before.
+    with pytest.raises(TypeError, match="can_jump_to"):
+        wrap_tool_call(can_jump_to=["end"])
+    base = AgentMiddleware()
+    assert base.before_agent({}, None) is None and base.after_agent({}, None) is None
+    assert asyncio.run(base.abefore_model({}, None)) is None
+    assert defined_hooks(base) == set()

@@ -231,6 +231,16 @@ ModelCallResult = ModelResponse | AIMessage | ExtendedModelResponse
 ToolCallResult = ToolMessage | Command
 
 
+def _no_update(self: Any, state: Any, runtime: Any) -> dict[str, Any] | None:
+    """A node hook that changes nothing: ``AgentMiddleware``'s default."""
+    return None
+
+
+async def _no_update_async(self: Any, state: Any, runtime: Any) -> dict[str, Any] | None:
+    """The async form of ``_no_update``."""
+    return None
+
+
 class AgentMiddleware(Generic[StateT, ContextT, ResponseT]):
     """The base of a middleware: override any hook (sync, async, or both).
 
@@ -259,37 +269,13 @@ class AgentMiddleware(Generic[StateT, ContextT, ResponseT]):
     def name(self) -> str:
         return type(self).__name__
 
-    def before_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        """Once per run, before anything else."""
-        return None
-
-    async def abefore_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        """Async form of ``before_agent``."""
-        return None
-
-    def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        """Before every model call."""
-        return None
-
-    async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        """Async form of ``before_model``."""
-        return None
-
-    def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        """After every model call, before its tool calls run."""
-        return None
-
-    async def aafter_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        """Async form of ``after_model``."""
-        return None
-
-    def after_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        """Once per run, at its end."""
-        return None
-
-    async def aafter_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        """Async form of ``after_agent``."""
-        return None
+    # The node hooks, each a node of the agent's graph once a middleware defines it
+    # (sync, async, or both): ``before_agent`` once per run, before anything else;
+    # ``before_model`` before every model call; ``after_model`` after every model
+    # call, before its tool calls run; ``after_agent`` once per run, at its end. The
+    # base's are one no-op (``overrides`` tells a middleware's own from it).
+    before_agent = before_model = after_model = after_agent = _no_update
+    abefore_agent = abefore_model = aafter_model = aafter_agent = _no_update_async
 
     def wrap_model_call(
         self,
@@ -607,7 +593,12 @@ def _amodel_layer(
 # --- decorators -----------------------------------------------------------------------
 
 
-def _node_decorator(hook: str) -> Callable[..., Any]:
+def _hook_decorator(hook: str) -> Callable[..., Any]:
+    """``@before_model``, ``@wrap_tool_call``...: a middleware made of one ``hook``
+    function. A node hook's function takes ``(state, runtime)`` and may say where it
+    jumps (``can_jump_to=``); a wrap hook's takes ``(request, handler)``."""
+    node = hook in NODE_HOOKS
+
     def decorator(
         func: Callable[..., Any] | None = None,
         *,
@@ -616,57 +607,15 @@ def _node_decorator(hook: str) -> Callable[..., Any]:
         can_jump_to: Sequence[Literal["model", "tools", "end"]] | None = None,
         name: str | None = None,
     ) -> Any:
+        if can_jump_to is not None and not node:
+            raise TypeError(f"{hook}() got an unexpected keyword argument 'can_jump_to'")
         _check_jumps(can_jump_to)
 
         def make(fn: Callable[..., Any]) -> AgentMiddleware:
             is_async = inspect.iscoroutinefunction(fn)
-            method_name = ("a" + hook) if is_async else hook
-            if is_async:
-
-                async def method(self: Any, state: Any, runtime: Any) -> Any:
-                    return await fn(state, runtime)
-
-            else:
-
-                def method(self: Any, state: Any, runtime: Any) -> Any:  # type: ignore[misc]
-                    return fn(state, runtime)
-
-            method.__can_jump_to__ = list(can_jump_to or ())  # type: ignore[attr-defined]
-            method.__hook_fn__ = fn  # type: ignore[attr-defined]
-            return _make_class(fn, name, state_schema, tools, {method_name: method})
-
-        return make(func) if func is not None else make
-
-    decorator.__name__ = hook
-    decorator.__doc__ = (
-        f"Makes a middleware from a ``{hook}`` function ``(state, runtime) -> dict | None``"
-        " (sync or async). Used bare (``@" + hook + "``) or with ``state_schema=``, "
-        "``tools=``, ``can_jump_to=`` and ``name=``."
-    )
-    return decorator
-
-
-def _wrap_decorator(hook: str) -> Callable[..., Any]:
-    def decorator(
-        func: Callable[..., Any] | None = None,
-        *,
-        state_schema: Any = None,
-        tools: Sequence[Any] | None = None,
-        name: str | None = None,
-    ) -> Any:
-        def make(fn: Callable[..., Any]) -> AgentMiddleware:
-            is_async = inspect.iscoroutinefunction(fn)
-            if is_async:
-
-                async def method(self: Any, request: Any, handler: Any) -> Any:
-                    return await fn(request, handler)
-
-            else:
-
-                def method(self: Any, request: Any, handler: Any) -> Any:  # type: ignore[misc]
-                    return fn(request, handler)
-
-            method.__hook_fn__ = fn  # type: ignore[attr-defined]
+            method = _as_method(fn, is_async)
+            if node:
+                method.__can_jump_to__ = list(can_jump_to or ())  # type: ignore[attr-defined]
             return _make_class(
                 fn, name, state_schema, tools, {("a" + hook) if is_async else hook: method}
             )
@@ -674,11 +623,31 @@ def _wrap_decorator(hook: str) -> Callable[..., Any]:
         return make(func) if func is not None else make
 
     decorator.__name__ = hook
+    takes = "state, runtime" if node else "request, handler"
+    jumps = " ``can_jump_to=``," if node else ""
     decorator.__doc__ = (
-        f"Makes a middleware from a ``{hook}`` function ``(request, handler)`` (sync or "
-        "async). Used bare or with ``state_schema=``, ``tools=`` and ``name=``."
+        f"Makes a middleware from a ``{hook}`` function ``({takes})`` (sync or async)."
+        f" Used bare (``@{hook}``) or with ``state_schema=``, ``tools=``,{jumps} and"
+        " ``name=``."
     )
     return decorator
+
+
+def _as_method(fn: Callable[..., Any], is_async: bool) -> Callable[..., Any]:
+    """``fn(a, b)`` as a hook method ``(self, a, b)``, async or not, marked with ``fn``
+    (``__hook_fn__``: the function a hook node is traced as)."""
+    if is_async:
+
+        async def method(self: Any, a: Any, b: Any) -> Any:
+            return await fn(a, b)
+
+    else:
+
+        def method(self: Any, a: Any, b: Any) -> Any:  # type: ignore[misc]
+            return fn(a, b)
+
+    method.__hook_fn__ = fn  # type: ignore[attr-defined]
+    return method
 
 
 def _make_class(
@@ -706,29 +675,19 @@ def interceptor(
     forms (either may be missing: the chain runs the other in its place)."""
     methods: dict[str, Any] = {}
     if wrap is not None:
-
-        def method(self: Any, request: Any, handler: Any) -> Any:
-            return wrap(request, handler)
-
-        method.__hook_fn__ = wrap  # type: ignore[attr-defined]
-        methods["wrap_tool_call"] = method
+        methods["wrap_tool_call"] = _as_method(wrap, False)
     if awrap is not None:
-
-        async def amethod(self: Any, request: Any, handler: Any) -> Any:
-            return await awrap(request, handler)
-
-        amethod.__hook_fn__ = awrap  # type: ignore[attr-defined]
-        methods["awrap_tool_call"] = amethod
+        methods["awrap_tool_call"] = _as_method(awrap, True)
     cls = type("ToolNodeInterceptor", (AgentMiddleware,), methods)
     return cls()  # type: ignore[no-any-return]
 
 
-before_agent = _node_decorator("before_agent")
-before_model = _node_decorator("before_model")
-after_model = _node_decorator("after_model")
-after_agent = _node_decorator("after_agent")
-wrap_model_call = _wrap_decorator("wrap_model_call")
-wrap_tool_call = _wrap_decorator("wrap_tool_call")
+before_agent = _hook_decorator("before_agent")
+before_model = _hook_decorator("before_model")
+after_model = _hook_decorator("after_model")
+after_agent = _hook_decorator("after_agent")
+wrap_model_call = _hook_decorator("wrap_model_call")
+wrap_tool_call = _hook_decorator("wrap_tool_call")
 
 
 def dynamic_prompt(func: Callable[[ModelRequest], Any]) -> AgentMiddleware:

@@ -39,10 +39,18 @@ class ServedGraph:
         store: Any,
     ) -> None:
         self.graph_id = graph_id
-        self.builder = builder
-        self.name = name
         self.description = description
         self.default = builder.compile(checkpointer=checkpointer, store=store, name=name)
+
+    @property
+    def builder(self) -> StateGraph[Any, Any, Any, Any]:
+        """The graph's builder: the compiled graph's own (it is kept once)."""
+        return self.default.builder
+
+    @property
+    def name(self) -> str:
+        """The graph's name: the compiled graph's own."""
+        return self.default.name
 
     def breakpoints(
         self, interrupt_before: Sequence[str] | None, interrupt_after: Sequence[str] | None
