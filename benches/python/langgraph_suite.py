@@ -8,7 +8,9 @@ imports answered by ironloop's names (``scripts/upstream/langgraph_shim.py``).
 Each implementation runs in a worker process of its own; the parent asks them in turn
 for one timed run of the same benchmark (alternating, after one untimed warm-up each)
 and prints the median of ``--repeat`` runs, of wall time and of the worker's CPU time
-(all its threads: on a shared machine, what the load distorts least). Every benchmark
+(all its threads: on a shared machine, what the load distorts least), and of the part
+of that CPU time Python's garbage collector took (it grows with what the worker holds
+from the cells before: a cell slow only late in a full run shows it there). Every benchmark
 runs sync (``stream``) and async (``astream`` on uvloop) as LangGraph's runner does
 (``durability="exit"``), with the checkpointer LangGraph's table gives it
 (``InMemorySaver``) and, sync, with ``SqliteSaver`` in its place. Before timing, each
@@ -25,6 +27,7 @@ column when ``--fast-langgraph`` is given and the package imports.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import random
@@ -137,15 +140,26 @@ class _Worker:
         raise KeyError(name)
 
     def time_once(self, name: str, mode: str, saver: str) -> dict[str, float]:
-        """One run's wall time (``s``) and the process's CPU time over it (``cpu``, all
-        threads): on a shared machine the CPU time is what the load distorts least."""
+        """One run's wall time (``s``), the process's CPU time over it (``cpu``, all
+        threads: on a shared machine what the load distorts least) and the CPU time
+        Python's cyclic garbage collector took inside it (``gc``, with ``full``, the
+        number of full collections): the collector's cost grows with everything the
+        worker still holds from earlier cells (the savers keep every run's
+        checkpoints), so it tells a cell made slower by its place in a long run from
+        one slow by itself."""
         ns, graph, inp = self.graph(name, mode, saver)
-        cpu, start = time.process_time(), time.perf_counter()
-        if mode == "async":
-            self.loop.run_until_complete(ns["arun"](graph, inp))
-        else:
-            ns["run"](graph, inp)
-        return {"s": time.perf_counter() - start, "cpu": time.process_time() - cpu}
+        spent = _GcClock()
+        gc.callbacks.append(spent)
+        try:
+            cpu, start = time.process_time(), time.perf_counter()
+            if mode == "async":
+                self.loop.run_until_complete(ns["arun"](graph, inp))
+            else:
+                ns["run"](graph, inp)
+            wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+        finally:
+            gc.callbacks.remove(spent)
+        return {"s": wall, "cpu": cpu, "gc": spent.total, "full": spent.full}
 
     def outcome(self, name: str, mode: str, saver: str) -> dict[str, Any]:
         """The final state (in a comparable form) and the number of stream chunks."""
@@ -345,6 +359,23 @@ class _Worker:
             self.replies.flush()
 
 
+class _GcClock:
+    """A ``gc.callbacks`` entry that adds up the CPU time of the collections it sees
+    (the thread's, as the collector runs on the thread that triggers it)."""
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        self.full = 0
+        self._start = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._start = time.thread_time()
+            return
+        self.total += time.thread_time() - self._start
+        self.full += info["generation"] == 2
+
+
 def _canonical(value: Any) -> Any:
     """A JSON-like form in which both implementations' states compare equal when they
     hold the same data: messages as (type, content, tool-call names), models and
@@ -499,11 +530,12 @@ def main() -> int:
     print(f"# LangGraph's bench/ from {src.name} (sha256-checked); python {sys.version.split()[0]}")
     print(
         f"# median of {args.repeat} alternating runs after one warm-up; ms of wall time, "
-        "then of the process's CPU time (all its threads)"
+        "then of the process's CPU time (all its threads), then of that CPU time the "
+        "cyclic garbage collector took"
     )
     head = f"{'benchmark':36} {'mode':5} {'saver':6} " + " ".join(f"{i:>14}" for i in impls)
     cpu_head = " ".join(f"{i[:8]:>8}" for i in impls)
-    print(head + f" {'LG/ironloop':>12}   cpu {cpu_head} {'LG/ironloop':>12}")
+    print(head + f" {'LG/ironloop':>12}   cpu {cpu_head} {'LG/ironloop':>12}   gc {cpu_head}")
     results: list[dict[str, Any]] = []
     failed = 0
     for name, mode, saver in _cells(names["benchmarks"], args.only, savers):
@@ -534,6 +566,8 @@ def main() -> int:
                     )
             samples: dict[str, list[float]] = {i: [] for i in active}
             cpus: dict[str, list[float]] = {i: [] for i in active}
+            gcs: dict[str, list[float]] = {i: [] for i in active}
+            fulls: dict[str, int] = {i: 0 for i in active}
             for c in active.values():
                 c.ask(op="time", name=name, mode=mode, saver=saver)  # warm-up
             for _ in range(args.repeat):
@@ -541,10 +575,16 @@ def main() -> int:
                     t = c.ask(op="time", name=name, mode=mode, saver=saver)
                     samples[i].append(t["s"])
                     cpus[i].append(t["cpu"])
+                    gcs[i].append(t["gc"])
+                    fulls[i] += t["full"]
             med = {i: statistics.median(s) * 1e3 for i, s in samples.items()}
             cpu = {i: statistics.median(s) * 1e3 for i, s in cpus.items()}
             row.update({f"{i}_ms": m for i, m in med.items()})
             row.update({f"{i}_cpu_ms": m for i, m in cpu.items()})
+            # The collector's share: its median CPU ms a run and its full collections
+            # over the timed runs (see ``_Worker.time_once``).
+            row.update({f"{i}_gc_ms": statistics.median(s) * 1e3 for i, s in gcs.items()})
+            row.update({f"{i}_gc_full": n for i, n in fulls.items()})
             row["samples_ms"] = {i: [x * 1e3 for x in s] for i, s in samples.items()}
             row.update({f"{i}_error": n for i, n in notes.items()})
             ratio = med["langgraph"] / med["ironloop"]
@@ -552,9 +592,12 @@ def main() -> int:
             row["cpu_ratio"] = cpu["langgraph"] / cpu["ironloop"]
             cells = " ".join(f"{med[i]:14.1f}" if i in med else f"{'failed':>14}" for i in impls)
             cpu_cells = " ".join(f"{cpu[i]:8.1f}" if i in cpu else f"{'-':>8}" for i in impls)
+            gc_cells = " ".join(
+                f"{row[f'{i}_gc_ms']:8.1f}" if i in cpu else f"{'-':>8}" for i in impls
+            )
             print(
                 f"{name:36} {mode:5} {saver:6} {cells} {_ratio(ratio)}"
-                f"   cpu {cpu_cells} {_ratio(row['cpu_ratio'])}",
+                f"   cpu {cpu_cells} {_ratio(row['cpu_ratio'])}   gc {gc_cells}",
                 flush=True,
             )
             for i, n in notes.items():
