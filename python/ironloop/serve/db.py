@@ -8,8 +8,8 @@ import contextlib
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +46,24 @@ THREAD_STATUSES = ("idle", "busy", "interrupted", "error")
 RUN_STATUSES = ("pending", "running", "error", "success", "timeout", "interrupted")
 
 
+#: The current second (since the epoch) and its text, as ``now`` last wrote it: one
+#: tuple, replaced whole, so a thread never reads one second's text with another's.
+_second: tuple[int, str] = (-1, "")
+
+
 def now() -> str:
-    return datetime.now(timezone.utc).isoformat()
+    """The time in UTC as ``datetime.now(timezone.utc).isoformat()`` writes it (records
+    sort by it as text), made without a ``datetime``: a run's records take it several
+    times, and the date and time of day are formatted once a second."""
+    global _second
+    sec, micro = divmod(time.time_ns() // 1000, 1_000_000)
+    seen, text = _second
+    if sec != seen:
+        t = time.gmtime(sec)
+        text = (f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T{t.tm_hour:02d}:"
+                f"{t.tm_min:02d}:{t.tm_sec:02d}")  # fmt: skip
+        _second = (sec, text)
+    return f"{text}.{micro:06d}+00:00" if micro else text + "+00:00"
 
 
 def _contains(have: Any, want: Any) -> bool:
