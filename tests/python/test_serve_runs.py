@@ -139,6 +139,23 @@ async def test_messages_tuple_streams_tokens(server: Server) -> None:
     assert text == "You said: hello there"
     assert len(chunks) >= 4  # word by word
     assert all(meta["langgraph_node"] == "agent" for _msg, meta in chunks)
+    # On a thread: only the modes asked for are sent, and the thread is settled with
+    # the run's final values all the same (from the engine's values, not streamed).
+    thread = await client.threads.create()
+    parts = await collect(
+        client.runs.stream(
+            thread["thread_id"], "agent",
+            input={"messages": [{"role": "user", "content": "hello again"}]},
+            stream_mode="messages-tuple",
+        )
+    )  # fmt: skip
+    assert {e for e, _d in parts} == {"metadata", "messages"}
+    record = await client.threads.get(thread["thread_id"])
+    state = await client.threads.get_state(thread["thread_id"])
+    assert record["status"] == "idle"
+    assert record["values"] == state["values"]
+    assert [m["type"] for m in record["values"]["messages"]] == ["human", "ai"]
+    assert record["values"]["messages"][-1]["content"] == "You said: hello again"
 
 
 async def test_tools_streams_langgraphs_tool_events(server: Server) -> None:
