@@ -92,6 +92,9 @@ def serve(args: argparse.Namespace) -> int:
     except ProjectError as e:
         print(f"ironloop serve: {e}", file=sys.stderr)
         return 2
+    from ironloop.serve.app import tune_gc
+
+    tune_gc()
     # Access lines are INFO records: above that level uvicorn would still format each
     # request's client and path for a line nobody keeps (a cost on every request).
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,

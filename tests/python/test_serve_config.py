@@ -92,3 +92,31 @@ def test_storage_keys_are_checked(tmp_path: Path) -> None:
     path.write_text(json.dumps({**raw, "checkpointer": {"ttl": {"default_ttl": 60}}}))
     ttl = Project.load(path).checkpointer_ttl()
     assert ttl is not None and (ttl.ttl, ttl.strategy, ttl.every) == (3600.0, "delete", 300.0)
+
+
+def test_server_gc_freezes_what_is_loaded_and_still_collects_cycles() -> None:
+    """``tune_gc`` (run by ``ironloop serve`` once its project is loaded): what exists
+    then is out of the collector's walks, young collections are rarer, and a cycle
+    made afterwards is still collected (run in a process of its own: the collector's
+    settings are the process's)."""
+    import subprocess
+    import sys
+
+    script = """
+import gc, weakref
+from ironloop.serve.app import SERVER_GC_THRESHOLD, tune_gc
+class Node:
+    pass
+tune_gc()
+assert gc.get_freeze_count() > 0, gc.get_freeze_count()
+assert gc.get_threshold()[0] == SERVER_GC_THRESHOLD, gc.get_threshold()
+a, b = Node(), Node()
+a.other, b.other = b, a
+gone = weakref.ref(a)
+del a, b
+gc.collect()
+assert gone() is None, "a cycle made after tune_gc was not collected"
+print("ok")
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr

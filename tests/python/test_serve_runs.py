@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 from langgraph_sdk import get_client, get_sync_client
 from langgraph_sdk.errors import ConflictError, NotFoundError
@@ -59,6 +60,14 @@ async def test_background_run_and_join(server: Server) -> None:
     assert got["status"] == "success"
     with pytest.raises(NotFoundError):
         await client.runs.get(thread["thread_id"], "00000000-0000-0000-0000-000000000000")
+    # Joined again once it has ended: answered from the thread's record, read with
+    # whether the thread has the run (one statement); another thread's run is not found.
+    again = await client.runs.join(thread["thread_id"], run["run_id"])
+    assert again["items"] == ["bg", "first", "second"]
+    other = await client.threads.create()
+    with pytest.raises(httpx.HTTPStatusError) as refused:  # the SDK's join raises httpx's
+        await client.runs.join(other["thread_id"], run["run_id"])
+    assert refused.value.response.status_code == 404
 
 
 async def test_a_runs_end_is_the_threads_values_everywhere(server: Server) -> None:
@@ -130,6 +139,23 @@ async def test_messages_tuple_streams_tokens(server: Server) -> None:
     assert text == "You said: hello there"
     assert len(chunks) >= 4  # word by word
     assert all(meta["langgraph_node"] == "agent" for _msg, meta in chunks)
+    # On a thread: only the modes asked for are sent, and the thread is settled with
+    # the run's final values all the same (from the engine's values, not streamed).
+    thread = await client.threads.create()
+    parts = await collect(
+        client.runs.stream(
+            thread["thread_id"], "agent",
+            input={"messages": [{"role": "user", "content": "hello again"}]},
+            stream_mode="messages-tuple",
+        )
+    )  # fmt: skip
+    assert {e for e, _d in parts} == {"metadata", "messages"}
+    record = await client.threads.get(thread["thread_id"])
+    state = await client.threads.get_state(thread["thread_id"])
+    assert record["status"] == "idle"
+    assert record["values"] == state["values"]
+    assert [m["type"] for m in record["values"]["messages"]] == ["human", "ai"]
+    assert record["values"]["messages"][-1]["content"] == "You said: hello again"
 
 
 async def test_tools_streams_langgraphs_tool_events(server: Server) -> None:

@@ -132,3 +132,19 @@ def test_delete_removes_the_checkpoints(server: Server) -> None:
     # The same id made again starts empty.
     client.threads.create(thread_id=tid)
     assert client.threads.get_state(tid)["values"] == {}
+
+
+def test_record_times_are_written_as_datetime_isoformat(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``db.now`` (every record's ``created_at`` / ``updated_at``, sorted as text) writes
+    what ``datetime.isoformat`` does, whole seconds and a new second included."""
+    from datetime import datetime, timezone
+
+    from ironloop.serve import db
+
+    instants = [1_764_470_055_000_000, 1_764_470_055_000_001, 1_764_470_055_999_999,
+                1_764_470_056_123_456, 0, 951_782_400_500_000]  # fmt: skip
+    for micros in instants:
+        monkeypatch.setattr(db.time, "time_ns", lambda m=micros: m * 1000 + 999)
+        sec, frac = divmod(micros, 1_000_000)
+        want = datetime.fromtimestamp(sec, timezone.utc).replace(microsecond=frac).isoformat()
+        assert db.now() == want

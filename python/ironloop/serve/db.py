@@ -8,8 +8,8 @@ import contextlib
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +46,24 @@ THREAD_STATUSES = ("idle", "busy", "interrupted", "error")
 RUN_STATUSES = ("pending", "running", "error", "success", "timeout", "interrupted")
 
 
+#: The current second (since the epoch) and its text, as ``now`` last wrote it: one
+#: tuple, replaced whole, so a thread never reads one second's text with another's.
+_second: tuple[int, str] = (-1, "")
+
+
 def now() -> str:
-    return datetime.now(timezone.utc).isoformat()
+    """The time in UTC as ``datetime.now(timezone.utc).isoformat()`` writes it (records
+    sort by it as text), made without a ``datetime``: a run's records take it several
+    times, and the date and time of day are formatted once a second."""
+    global _second
+    sec, micro = divmod(time.time_ns() // 1000, 1_000_000)
+    seen, text = _second
+    if sec != seen:
+        t = time.gmtime(sec)
+        text = (f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T{t.tm_hour:02d}:"
+                f"{t.tm_min:02d}:{t.tm_sec:02d}")  # fmt: skip
+        _second = (sec, text)
+    return f"{text}.{micro:06d}+00:00" if micro else text + "+00:00"
 
 
 def _contains(have: Any, want: Any) -> bool:
@@ -141,11 +157,26 @@ class Records:
                 "metadata": json.loads(json.dumps(metadata)), "status": "idle", "config": {},
                 "values": None, "interrupts": {}, "error": None}  # fmt: skip
 
-    def get_thread(self, thread_id: str, *, raw_values: bool = False) -> dict[str, Any] | None:
+    def get_thread(
+        self, thread_id: str, *, raw_values: bool = False, run_id: str | None = None
+    ) -> dict[str, Any] | None:
         """The thread; with ``raw_values``, its ``values`` as the stored text (``RawJSON``:
-        for a caller that answers them as they are)."""
-        rows = self._exec("SELECT * FROM threads WHERE thread_id = ?", (thread_id,))
-        return self._thread(rows[0], raw_values) if rows else None
+        for a caller that answers them as they are). With ``run_id``, also whether the
+        thread has that run (``"has_run"``), read by the same statement (``join`` needs
+        both: a statement a run less)."""
+        if run_id is None:
+            rows = self._exec("SELECT * FROM threads WHERE thread_id = ?", (thread_id,))
+            return self._thread(rows[0], raw_values) if rows else None
+        rows = self._exec(
+            "SELECT *, EXISTS (SELECT 1 FROM runs WHERE runs.run_id = ? AND runs.thread_id ="
+            " threads.thread_id) AS has_run FROM threads WHERE thread_id = ?",
+            (run_id, thread_id),
+        )
+        if not rows:
+            return None
+        thread = self._thread(rows[0], raw_values)
+        thread["has_run"] = bool(rows[0]["has_run"])
+        return thread
 
     def update_thread(self, thread_id: str, **fields: Any) -> None:
         """Sets the given columns (JSON ones encoded here, but ``RawJSON`` text, which is
@@ -248,12 +279,6 @@ class Records:
             "SELECT * FROM runs WHERE run_id = ? AND thread_id = ?", (run_id, thread_id)
         )
         return self._run(rows[0]) if rows else None
-
-    def has_run(self, thread_id: str, run_id: str) -> bool:
-        """Whether the thread has the run (its record not read)."""
-        return bool(
-            self._exec("SELECT 1 FROM runs WHERE run_id = ? AND thread_id = ?", (run_id, thread_id))
-        )
 
     def list_runs(
         self, thread_id: str, limit: int, offset: int, status: str | None

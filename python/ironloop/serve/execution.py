@@ -389,7 +389,11 @@ class Runner:
             )
         else:
             payload = spec.input
-        engine_modes = sorted({e for m in spec.stream_modes for e in STREAM_MODES[m]}) or ["values"]
+        # "values" always: the root graph's last values settle the thread when the run
+        # ends (``_ended_as_streamed``), whatever the client streams, rather than a
+        # ``get_state`` read back on a worker thread and converted; published only
+        # when asked for.
+        engine_modes = sorted({e for m in spec.stream_modes for e in STREAM_MODES[m]} | {"values"})
         legacy_messages = "messages" in spec.stream_modes
         kwargs: dict[str, Any] = {
             "stream_mode": engine_modes,

@@ -313,10 +313,13 @@ async def _thread_and_run(
 ) -> tuple[dict[str, Any], str, ActiveRun | None]:
     """The path's thread (its record as read now, its values ``RawJSON``), run id and
     the run if active here; 404 when either is unknown (or not the caller's)."""
-    thread = await load_thread(request, request.path_params["tid"], action, raw_values=True)
     rid = uuid_param(request.path_params["rid"], "run")
+    thread = await load_thread(
+        request, request.path_params["tid"], action, raw_values=True, run_id=rid
+    )
+    # In the turn the thread was read: a run not active now had ended by then.
     active = request.app.state.runner.active.get(rid)
-    if active is None and not request.app.state.records.has_run(thread["thread_id"], rid):
+    if not thread.pop("has_run") and active is None:
         raise not_found(f"Run with ID {rid}")
     return thread, rid, active
 

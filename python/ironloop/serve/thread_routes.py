@@ -27,13 +27,15 @@ async def load_thread(
     value: dict[str, Any] | None = None,
     *,
     raw_values: bool = False,
+    run_id: str | None = None,
 ) -> dict[str, Any]:
     """The thread, if it exists and the project's auth lets this caller ``action`` it
     (a thread outside the caller's filters is not found, as under LangGraph); with
-    ``raw_values``, its values as stored (``Records.get_thread``)."""
+    ``raw_values``, its values as stored, with ``run_id`` whether it has that run
+    (``Records.get_thread``)."""
     tid = uuid_param(thread_id, "thread")
     filters = await authorize(request, "threads", action, {"thread_id": tid, **(value or {})})
-    thread = request.app.state.records.get_thread(tid, raw_values=raw_values)
+    thread = request.app.state.records.get_thread(tid, raw_values=raw_values, run_id=run_id)
     if thread is None or not matches(thread["metadata"], filters):
         raise not_found(f"Thread with ID {tid}")
     return dict(thread)
