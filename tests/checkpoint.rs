@@ -11,6 +11,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+#[cfg(feature = "sqlite")]
 use ironloop::checkpoint::caller::BlockingCaller;
 use ironloop::checkpoint::{
     child_ns, join_runs, thread_key, ChainFrom, CheckpointError, CheckpointRecord, Checkpointer,
