@@ -11,6 +11,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+#[cfg(feature = "sqlite")]
 use ironloop::checkpoint::caller::BlockingCaller;
 use ironloop::checkpoint::{
     child_ns, join_runs, thread_key, ChainFrom, CheckpointError, CheckpointRecord, Checkpointer,
@@ -1899,6 +1900,7 @@ async fn thread_keys_lists_the_keys_with_checkpoints(s: Arc<dyn Checkpointer>) {
 
 /// Runs `f` on a thread that may block (see `checkpoint::caller`), on this runtime: what
 /// a sync caller driving a run by hand is to a saver.
+#[cfg(feature = "sqlite")]
 async fn on_a_blocking_caller<F, R>(f: F) -> R
 where
     F: FnOnce() -> R + Send + 'static,
@@ -2086,6 +2088,7 @@ conformance!(
 
 /// `Some(m)`: the read failed the key's check (`CheckpointError::Integrity`), `m` its
 /// message; `None`: it did not.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 fn integrity_error<T: std::fmt::Debug>(r: Result<T, CheckpointError>) -> String {
     match r {
         Err(CheckpointError::Integrity(m)) => m,
@@ -2095,6 +2098,7 @@ fn integrity_error<T: std::fmt::Debug>(r: Result<T, CheckpointError>) -> String 
 
 /// One byte of `text` changed to another ASCII byte (only ASCII positions are
 /// chosen, so the text stays UTF-8, as a store's TEXT column needs).
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 fn tampered(text: &str, i: usize) -> String {
     let mut b = text.as_bytes().to_vec();
     b[i] = if b[i] == b'1' { b'2' } else { b'1' };

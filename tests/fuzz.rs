@@ -10,88 +10,101 @@ mod fuzz;
 
 use std::sync::Arc;
 
-use fuzz::{config, json_object, json_value, messy_text, word};
-use ironloop::sources::mcp::{result_text, McpCallResult};
-use ironloop::sources::openapi::{parse_spec, OpenApiOptions, OpenApiToolset};
+use fuzz::{config, json_object, json_value, messy_text};
 use ironloop::{Executor, RunContext, Tool, ToolCall, ToolOutput, ToolRegistry};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-/// A spec around generated parts: the top is right, the rest is anything.
-fn spec() -> impl Strategy<Value = Value> {
-    let op = json_object();
-    let item = prop::collection::vec((word(), op), 0..4)
-        .prop_map(|kv| Value::Object(kv.into_iter().collect()));
-    (
-        prop::collection::vec((word(), item), 0..4),
-        json_object(),
-        json_value(),
-    )
-        .prop_map(|(paths, components, servers)| {
-            json!({
-                "openapi": "3.0.3",
-                "info": {"title": "t", "version": "1"},
-                "servers": servers,
-                "paths": Value::Object(paths.into_iter().collect()),
-                "components": components,
+/// The OpenAPI parsers' properties.
+#[cfg(feature = "openapi")]
+mod openapi_specs {
+    use super::fuzz::word;
+    use super::*;
+    use ironloop::sources::openapi::{parse_spec, OpenApiOptions, OpenApiToolset};
+
+    /// A spec around generated parts: the top is right, the rest is anything.
+    fn spec() -> impl Strategy<Value = Value> {
+        let op = json_object();
+        let item = prop::collection::vec((word(), op), 0..4)
+            .prop_map(|kv| Value::Object(kv.into_iter().collect()));
+        (
+            prop::collection::vec((word(), item), 0..4),
+            json_object(),
+            json_value(),
+        )
+            .prop_map(|(paths, components, servers)| {
+                json!({
+                    "openapi": "3.0.3",
+                    "info": {"title": "t", "version": "1"},
+                    "servers": servers,
+                    "paths": Value::Object(paths.into_iter().collect()),
+                    "components": components,
+                })
             })
-        })
-}
-
-fn small_limits() -> OpenApiOptions {
-    OpenApiOptions {
-        base_url: Some("http://127.0.0.1:9".into()),
-        max_spec_nodes: 10_000,
-        ..OpenApiOptions::default()
     }
-}
 
-proptest! {
-    #![proptest_config(config())]
-
-    #[test]
-    fn spec_text_parses_or_fails(text in messy_text()) {
-        // Only text that parses goes on to become tools.
-        if let Ok(v) = parse_spec(&text, &small_limits()) {
-            if v.get("openapi").is_some() {
-                let _ = OpenApiToolset::from_str(&text, small_limits());
-            }
+    fn small_limits() -> OpenApiOptions {
+        OpenApiOptions {
+            base_url: Some("http://127.0.0.1:9".into()),
+            max_spec_nodes: 10_000,
+            ..OpenApiOptions::default()
         }
     }
 
-    #[test]
-    fn spec_json_text_parses_or_fails(spec in spec()) {
-        let _ = parse_spec(&spec.to_string(), &small_limits());
-    }
-}
+    proptest! {
+        #![proptest_config(config())]
 
-proptest! {
-    // Each case builds a toolset, and with it an HTTP client (cheap since the TLS
-    // setup is made once per process; it was ~75 ms a client, and 300 cases).
-    #![proptest_config(config())]
-
-    #[test]
-    fn specs_become_tools_or_fail(spec in spec()) {
-        if let Ok(ts) = OpenApiToolset::from_value(spec, small_limits()) {
-            for t in ts.tools() {
-                prop_assert!(t.definition().parameters.is_object());
+        #[test]
+        fn spec_text_parses_or_fails(text in messy_text()) {
+            // Only text that parses goes on to become tools.
+            if let Ok(v) = parse_spec(&text, &small_limits()) {
+                if v.get("openapi").is_some() {
+                    let _ = OpenApiToolset::from_str(&text, small_limits());
+                }
             }
+        }
+
+        #[test]
+        fn spec_json_text_parses_or_fails(spec in spec()) {
+            let _ = parse_spec(&spec.to_string(), &small_limits());
         }
     }
 
+    proptest! {
+        // Each case builds a toolset, and with it an HTTP client (cheap since the TLS
+        // setup is made once per process; it was ~75 ms a client, and 300 cases).
+        #![proptest_config(config())]
+
+        #[test]
+        fn specs_become_tools_or_fail(spec in spec()) {
+            if let Ok(ts) = OpenApiToolset::from_value(spec, small_limits()) {
+                for t in ts.tools() {
+                    prop_assert!(t.definition().parameters.is_object());
+                }
+            }
+        }
+
+    }
 }
 
-proptest! {
-    #![proptest_config(config())]
+/// The MCP result reader's property.
+#[cfg(feature = "mcp")]
+mod mcp_results {
+    use super::*;
+    use ironloop::sources::mcp::{result_text, McpCallResult};
 
-    #[test]
-    fn mcp_results_become_text(
-        content in prop::collection::vec(json_value(), 0..6),
-        structured in prop::option::of(json_value()),
-        is_error in any::<bool>(),
-    ) {
-        let r = McpCallResult { content, structured_content: structured, is_error };
-        let _ = result_text(&r);
+    proptest! {
+        #![proptest_config(config())]
+
+        #[test]
+        fn mcp_results_become_text(
+            content in prop::collection::vec(json_value(), 0..6),
+            structured in prop::option::of(json_value()),
+            is_error in any::<bool>(),
+        ) {
+            let r = McpCallResult { content, structured_content: structured, is_error };
+            let _ = result_text(&r);
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 //! --features postgres`).
 
 use ironloop::store::memory::MemoryStore;
+#[cfg(feature = "sqlite")]
 use ironloop::store::sqlite::SqliteStore;
 use ironloop::store::{
     Filter, Item, ListNamespaces, Op, OpResult, PutValue, Search, StoreBackend, StoreError,
@@ -194,6 +195,7 @@ async fn memory_store_keeps_the_contract() {
     contract(&MemoryStore::new(Some(3))).await;
 }
 
+#[cfg(feature = "sqlite")]
 #[tokio::test]
 async fn sqlite_store_keeps_the_contract() {
     let dir = tempfile::tempdir().unwrap();
@@ -201,6 +203,7 @@ async fn sqlite_store_keeps_the_contract() {
     contract(&SqliteStore::open(":memory:", Some(3)).unwrap()).await;
 }
 
+#[cfg(feature = "sqlite")]
 #[test]
 fn sqlite_store_reads_back_after_reopen() {
     let dir = tempfile::tempdir().unwrap();

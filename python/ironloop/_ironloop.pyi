@@ -729,12 +729,14 @@ class _ChatModelCore:
     def model(self) -> str: ...
     @property
     def url(self) -> str: ...
+    @overload
     def invoke(
         self,
         messages: Any,
         tools: Any = None,
         tool_choice: Any = None,
         *,
+        asynchronous: Literal[False] = False,
         parallel_tool_calls: bool | None = None,
         response_format: Any = None,
         temperature: float | None = None,
@@ -743,12 +745,14 @@ class _ChatModelCore:
         extra: Any = None,
         **options: Any,  # any other keyword: a top-level request field
     ) -> AIMessage: ...
-    def ainvoke(
+    @overload
+    def invoke(
         self,
         messages: Any,
         tools: Any = None,
         tool_choice: Any = None,
         *,
+        asynchronous: Literal[True],
         parallel_tool_calls: bool | None = None,
         response_format: Any = None,
         temperature: float | None = None,

@@ -365,7 +365,7 @@ class _HTTPChatModel:
             while (chunk := await stream.anext()) is not None:
                 scratch.write_message(chunk)
             return self._done(self._final(stream))
-        return self._done(await self._core.ainvoke(messages, **args))
+        return self._done(await self._core.invoke(messages, asynchronous=True, **args))
 
     def stream(
         self,

@@ -9,24 +9,38 @@ use pyo3::types::{PyDict, PyList};
 use super::convert::{
     invalid_tool_calls_from_py, tool_call_to_py, tool_calls_from_py, usage_from_py,
 };
-use super::messages::{build, check_kwargs, Common, PyMessage};
+use super::messages::{build, check_kwargs, message_pymethods, Common, PyMessage};
 use crate::message::{Message, MessageKind};
 
 /// The keywords `AIMessage(...)` and `AIMessageChunk(...)` both take, as their
 /// constructors received them (`kwargs`: the ones no parameter named).
 pub(super) struct AiFields<'a, 'py> {
-    pub content: Option<&'a Bound<'py, PyAny>>,
+    pub common: Common<'a, 'py>,
     pub tool_calls: Option<&'a Bound<'py, PyAny>>,
     pub invalid_tool_calls: Option<&'a Bound<'py, PyAny>>,
     pub usage_metadata: Option<&'a Bound<'py, PyAny>>,
-    pub id: Option<String>,
-    pub name: Option<String>,
-    pub additional_kwargs: Option<&'a Bound<'py, PyAny>>,
-    pub response_metadata: Option<&'a Bound<'py, PyAny>>,
     pub kwargs: Option<&'a Bound<'py, PyDict>>,
 }
 
-impl AiFields<'_, '_> {
+impl<'a, 'py> AiFields<'a, 'py> {
+    /// The fields in the order the constructors' macro ([`message_pymethods`]) hands
+    /// them over.
+    pub fn new(
+        common: Common<'a, 'py>,
+        kwargs: Option<&'a Bound<'py, PyDict>>,
+        tool_calls: Option<&'a Bound<'py, PyAny>>,
+        invalid_tool_calls: Option<&'a Bound<'py, PyAny>>,
+        usage_metadata: Option<&'a Bound<'py, PyAny>>,
+    ) -> Self {
+        AiFields {
+            common,
+            tool_calls,
+            invalid_tool_calls,
+            usage_metadata,
+            kwargs,
+        }
+    }
+
     /// Whether `tool_calls` or `invalid_tool_calls` were given (not `None`).
     pub fn has_calls(&self) -> bool {
         let given = |o: Option<&Bound<'_, PyAny>>| o.is_some_and(|o| !o.is_none());
@@ -42,14 +56,7 @@ impl AiFields<'_, '_> {
             invalid_tool_calls: invalid_tool_calls_from_py(self.invalid_tool_calls)?,
             usage: usage_from_py(self.usage_metadata)?,
         };
-        let common = Common {
-            content: self.content,
-            id: self.id,
-            name: self.name,
-            additional_kwargs: self.additional_kwargs,
-            response_metadata: self.response_metadata,
-        };
-        build(kind, common)
+        build(kind, self.common)
     }
 }
 
@@ -57,84 +64,62 @@ impl AiFields<'_, '_> {
 #[pyclass(extends = PyMessage, subclass, name = "AIMessage", module = "ironloop.messages")]
 pub struct PyAIMessage;
 
-#[pymethods]
-impl PyAIMessage {
-    #[new]
-    #[pyo3(signature = (content = None, *, tool_calls = None, invalid_tool_calls = None,
-                        usage_metadata = None, id = None, name = None, additional_kwargs = None,
-                        response_metadata = None, **kwargs))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        content: Option<&Bound<'_, PyAny>>,
-        tool_calls: Option<&Bound<'_, PyAny>>,
-        invalid_tool_calls: Option<&Bound<'_, PyAny>>,
-        usage_metadata: Option<&Bound<'_, PyAny>>,
-        id: Option<String>,
-        name: Option<String>,
-        additional_kwargs: Option<&Bound<'_, PyAny>>,
-        response_metadata: Option<&Bound<'_, PyAny>>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<PyClassInitializer<Self>> {
-        let fields = AiFields {
-            content,
-            tool_calls,
-            invalid_tool_calls,
-            usage_metadata,
-            id,
-            name,
-            additional_kwargs,
-            response_metadata,
-            kwargs,
-        };
-        let message = fields.message("AIMessage")?;
-        Ok(PyClassInitializer::from(PyMessage {
-            inner: Arc::new(message),
-        })
-        .add_subclass(PyAIMessage))
-    }
-
-    /// The tool calls, as `ToolCall` dicts `{"name", "args", "id", "type"}`.
-    #[getter]
-    fn tool_calls<'py>(slf: PyRef<'py, Self>, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let list = PyList::empty(py);
-        for c in slf.as_super().inner.tool_calls() {
-            list.append(tool_call_to_py(py, c)?)?;
+message_pymethods! {
+    impl PyAIMessage {
+        new(common, kwargs, tool_calls, invalid_tool_calls, usage_metadata) {
+            let fields =
+                AiFields::new(common, kwargs, tool_calls, invalid_tool_calls, usage_metadata);
+            let message = fields.message("AIMessage")?;
+            Ok(PyClassInitializer::from(PyMessage {
+                inner: Arc::new(message),
+            })
+            .add_subclass(PyAIMessage))
         }
-        Ok(list)
-    }
 
-    #[getter]
-    fn invalid_tool_calls<'py>(
-        slf: PyRef<'py, Self>,
-        py: Python<'py>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        let list = PyList::empty(py);
-        if let MessageKind::Ai {
-            invalid_tool_calls, ..
-        } = &slf.as_super().inner.kind
-        {
-            for c in invalid_tool_calls {
-                let d = PyDict::new(py);
-                d.set_item("id", &c.id)?;
-                d.set_item("name", &c.name)?;
-                d.set_item("args", &c.args)?;
-                d.set_item("error", &c.error)?;
-                d.set_item("type", "invalid_tool_call")?;
-                list.append(d)?;
+        /// The tool calls, as `ToolCall` dicts `{"name", "args", "id", "type"}`.
+        #[getter]
+        fn tool_calls(slf: PyRef<'_, Self>) -> PyResult<Bound<'_, PyList>> {
+            let py = slf.py();
+            let list = PyList::empty(py);
+            for c in slf.as_super().inner.tool_calls() {
+                list.append(tool_call_to_py(py, c)?)?;
             }
+            Ok(list)
         }
-        Ok(list)
-    }
 
-    #[getter]
-    fn usage_metadata<'py>(
-        slf: PyRef<'py, Self>,
-        py: Python<'py>,
-    ) -> PyResult<Option<Bound<'py, PyDict>>> {
-        if let MessageKind::Ai { usage: Some(u), .. } = &slf.as_super().inner.kind {
-            let d = pythonize::pythonize(py, &u.to_langchain())?.cast_into::<PyDict>()?;
-            return Ok(Some(d));
+        #[getter]
+        fn invalid_tool_calls<'py>(
+            slf: PyRef<'py, Self>,
+            py: Python<'py>,
+        ) -> PyResult<Bound<'py, PyList>> {
+            let list = PyList::empty(py);
+            if let MessageKind::Ai {
+                invalid_tool_calls, ..
+            } = &slf.as_super().inner.kind
+            {
+                for c in invalid_tool_calls {
+                    let d = PyDict::new(py);
+                    d.set_item("id", &c.id)?;
+                    d.set_item("name", &c.name)?;
+                    d.set_item("args", &c.args)?;
+                    d.set_item("error", &c.error)?;
+                    d.set_item("type", "invalid_tool_call")?;
+                    list.append(d)?;
+                }
+            }
+            Ok(list)
         }
-        Ok(None)
+
+        #[getter]
+        fn usage_metadata<'py>(
+            slf: PyRef<'py, Self>,
+            py: Python<'py>,
+        ) -> PyResult<Option<Bound<'py, PyDict>>> {
+            if let MessageKind::Ai { usage: Some(u), .. } = &slf.as_super().inner.kind {
+                let d = pythonize::pythonize(py, &u.to_langchain())?.cast_into::<PyDict>()?;
+                return Ok(Some(d));
+            }
+            Ok(None)
+        }
     }
 }

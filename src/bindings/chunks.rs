@@ -10,7 +10,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 
 use super::ai_message::{AiFields, PyAIMessage};
 use super::convert::get_item;
-use super::messages::{repr_of, PyMessage};
+use super::messages::{message_pymethods, repr_of, PyMessage};
 use crate::message::Message;
 use crate::message_chunk::{AiChunk, ToolCallChunk};
 
@@ -80,146 +80,121 @@ impl PyAIMessageChunk {
     }
 }
 
-#[pymethods]
-impl PyAIMessageChunk {
-    /// Takes `AIMessage`'s keywords and `tool_call_chunks`; with fragments, the tool
-    /// calls are what they parse to, so `tool_calls` / `invalid_tool_calls` may not be
-    /// given beside them.
-    #[new]
-    #[pyo3(signature = (content = None, *, tool_call_chunks = None, tool_calls = None,
-                        invalid_tool_calls = None, usage_metadata = None, id = None,
-                        name = None, additional_kwargs = None, response_metadata = None,
-                        **kwargs))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        content: Option<&Bound<'_, PyAny>>,
-        tool_call_chunks: Option<&Bound<'_, PyAny>>,
-        tool_calls: Option<&Bound<'_, PyAny>>,
-        invalid_tool_calls: Option<&Bound<'_, PyAny>>,
-        usage_metadata: Option<&Bound<'_, PyAny>>,
-        id: Option<String>,
-        name: Option<String>,
-        additional_kwargs: Option<&Bound<'_, PyAny>>,
-        response_metadata: Option<&Bound<'_, PyAny>>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<PyClassInitializer<Self>> {
-        let fields = AiFields {
-            content,
-            tool_calls,
-            invalid_tool_calls,
-            usage_metadata,
-            id,
-            name,
-            additional_kwargs,
-            response_metadata,
-            kwargs,
-        };
-        let chunks = match tool_call_chunks.filter(|c| !c.is_none()) {
-            Some(cs) => cs
-                .try_iter()?
-                .map(|c| fragment_from_py(&c?))
-                .collect::<PyResult<Vec<_>>>()?,
-            None => Vec::new(),
-        };
-        if !chunks.is_empty() && fields.has_calls() {
-            return Err(PyValueError::new_err(
-                "AIMessageChunk takes tool_call_chunks or tool_calls / invalid_tool_calls, \
-                 not both: its calls are what its chunks parse to",
-            ));
+message_pymethods! {
+    impl PyAIMessageChunk {
+        /// Takes `AIMessage`'s keywords and `tool_call_chunks`; with fragments, the tool
+        /// calls are what they parse to, so `tool_calls` / `invalid_tool_calls` may not be
+        /// given beside them.
+        new(common, kwargs, tool_call_chunks, tool_calls, invalid_tool_calls, usage_metadata) {
+            let fields =
+                AiFields::new(common, kwargs, tool_calls, invalid_tool_calls, usage_metadata);
+            let chunks = match tool_call_chunks.filter(|c| !c.is_none()) {
+                Some(cs) => cs
+                    .try_iter()?
+                    .map(|c| fragment_from_py(&c?))
+                    .collect::<PyResult<Vec<_>>>()?,
+                None => Vec::new(),
+            };
+            if !chunks.is_empty() && fields.has_calls() {
+                return Err(PyValueError::new_err(
+                    "AIMessageChunk takes tool_call_chunks or tool_calls / invalid_tool_calls, \
+                     not both: its calls are what its chunks parse to",
+                ));
+            }
+            let message = fields.message("AIMessageChunk")?;
+            Ok(initializer(AiChunk::new(message, chunks)))
         }
-        let message = fields.message("AIMessageChunk")?;
-        Ok(initializer(AiChunk::new(message, chunks)))
-    }
 
-    /// The tool-call fragments, as langchain-core's `ToolCallChunk` dicts
-    /// `{"name", "args", "id", "index", "type": "tool_call_chunk"}`.
-    #[getter]
-    fn tool_call_chunks<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let list = PyList::empty(py);
-        for c in &self.chunks {
-            let d = PyDict::new(py);
-            d.set_item("name", &c.name)?;
-            d.set_item("args", &c.args)?;
-            d.set_item("id", &c.id)?;
-            d.set_item("index", c.index)?;
-            d.set_item("type", "tool_call_chunk")?;
-            list.append(d)?;
+        /// The tool-call fragments, as langchain-core's `ToolCallChunk` dicts
+        /// `{"name", "args", "id", "index", "type": "tool_call_chunk"}`.
+        #[getter]
+        fn tool_call_chunks<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+            let list = PyList::empty(py);
+            for c in &self.chunks {
+                let d = PyDict::new(py);
+                d.set_item("name", &c.name)?;
+                d.set_item("args", &c.args)?;
+                d.set_item("id", &c.id)?;
+                d.set_item("index", c.index)?;
+                d.set_item("type", "tool_call_chunk")?;
+                list.append(d)?;
+            }
+            Ok(list)
         }
-        Ok(list)
-    }
 
-    /// `"AIMessageChunk"`, as langchain-core.
-    #[getter]
-    fn r#type(&self) -> &'static str {
-        "AIMessageChunk"
-    }
+        /// `"AIMessageChunk"`, as langchain-core.
+        #[getter]
+        fn r#type(&self) -> &'static str {
+            "AIMessageChunk"
+        }
 
-    /// `self + other` for another chunk or a list of them.
-    fn __add__(slf: PyRef<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let py = slf.py();
-        let mut joined = Self::value(&slf);
-        let others: Vec<Bound<'_, PyAny>> =
-            if other.cast::<PyList>().is_ok() || other.cast::<PyTuple>().is_ok() {
-                other.try_iter()?.collect::<PyResult<_>>()?
+        /// `self + other` for another chunk or a list of them.
+        fn __add__(slf: PyRef<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+            let py = slf.py();
+            let mut joined = Self::value(&slf);
+            let others: Vec<Bound<'_, PyAny>> =
+                if other.cast::<PyList>().is_ok() || other.cast::<PyTuple>().is_ok() {
+                    other.try_iter()?.collect::<PyResult<_>>()?
+                } else {
+                    vec![other.clone()]
+                };
+            for o in &others {
+                let Ok(o) = o.cast::<PyAIMessageChunk>() else {
+                    return Ok(py.NotImplemented());
+                };
+                joined = joined
+                    .join(&Self::value(&o.borrow()))
+                    .map_err(PyErr::from)?;
+            }
+            Ok(chunk_to_py(py, joined)?.unbind())
+        }
+
+        /// A chunk with some fields replaced (see `BaseMessage.model_copy`).
+        #[pyo3(signature = (update = None, deep = false))]
+        fn model_copy<'py>(
+            slf: PyRef<'py, Self>,
+            update: Option<&Bound<'py, PyDict>>,
+            deep: bool,
+        ) -> PyResult<Bound<'py, PyAny>> {
+            let _ = deep;
+            let message = slf.as_super().as_super().copied(update)?;
+            let c = AiChunk {
+                message,
+                tool_call_chunks: slf.chunks.clone(),
+            };
+            chunk_to_py(slf.py(), c)
+        }
+
+        fn __repr__(slf: PyRef<'_, Self>) -> PyResult<String> {
+            let py = slf.py();
+            let extra = if slf.chunks.is_empty() {
+                String::new()
             } else {
-                vec![other.clone()]
+                format!(", tool_call_chunks={}", slf.tool_call_chunks(py)?.repr()?)
             };
-        for o in &others {
-            let Ok(o) = o.cast::<PyAIMessageChunk>() else {
-                return Ok(py.NotImplemented());
-            };
-            joined = joined
-                .join(&Self::value(&o.borrow()))
-                .map_err(PyErr::from)?;
+            repr_of(
+                py,
+                &slf.as_super().as_super().inner,
+                "AIMessageChunk",
+                &extra,
+            )
         }
-        Ok(chunk_to_py(py, joined)?.unbind())
-    }
 
-    /// A chunk with some fields replaced (see `BaseMessage.model_copy`).
-    #[pyo3(signature = (update = None, deep = false))]
-    fn model_copy<'py>(
-        slf: PyRef<'py, Self>,
-        update: Option<&Bound<'py, PyDict>>,
-        deep: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let _ = deep;
-        let message = slf.as_super().as_super().copied(update)?;
-        let c = AiChunk {
-            message,
-            tool_call_chunks: slf.chunks.clone(),
-        };
-        chunk_to_py(slf.py(), c)
-    }
-
-    fn __repr__(slf: PyRef<'_, Self>) -> PyResult<String> {
-        let py = slf.py();
-        let extra = if slf.chunks.is_empty() {
-            String::new()
-        } else {
-            format!(", tool_call_chunks={}", slf.tool_call_chunks(py)?.repr()?)
-        };
-        repr_of(
-            py,
-            &slf.as_super().as_super().inner,
-            "AIMessageChunk",
-            &extra,
-        )
-    }
-
-    /// Equal to a chunk with the same fields and fragments; to other messages as an
-    /// `AIMessage` is.
-    fn __eq__(slf: PyRef<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let py = slf.py();
-        let fragments_too = match other.cast::<PyAIMessageChunk>() {
-            Ok(o) => o.borrow().chunks == slf.chunks,
-            Err(_) => true,
-        };
-        Ok(match slf.as_super().as_super().equals(other)? {
-            Some(eq) => pyo3::types::PyBool::new(py, eq && fragments_too)
-                .to_owned()
-                .into_any()
-                .unbind(),
-            None => py.NotImplemented(),
-        })
+        /// Equal to a chunk with the same fields and fragments; to other messages as an
+        /// `AIMessage` is.
+        fn __eq__(slf: PyRef<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+            let py = slf.py();
+            let fragments_too = match other.cast::<PyAIMessageChunk>() {
+                Ok(o) => o.borrow().chunks == slf.chunks,
+                Err(_) => true,
+            };
+            Ok(match slf.as_super().as_super().equals(other)? {
+                Some(eq) => pyo3::types::PyBool::new(py, eq && fragments_too)
+                    .to_owned()
+                    .into_any()
+                    .unbind(),
+                None => py.NotImplemented(),
+            })
+        }
     }
 }

@@ -407,6 +407,56 @@ fn capitalised(s: &str) -> String {
     }
 }
 
+/// A message class's `#[pymethods]`: its constructor and its other methods.
+///
+/// The constructor's signature is the one langchain-core's messages share: `content`,
+/// then the class's own keywords (each defaulting to `None`), then the keywords every
+/// message takes (`id`, `name`, `additional_kwargs`, `response_metadata`), the rest
+/// gathered in `kwargs`. A macro because `#[pymethods]` reads a `#[new]` method's
+/// parameters and signature as written, so a function cannot hand them over.
+/// `new(common, kwargs, own…) { body }` names what the body is given: the shared
+/// keywords as a [`Common`], the unknown ones, and each of the class's own keywords.
+macro_rules! message_pymethods {
+    (
+        impl $class:ident {
+            $(#[$attr:meta])*
+            new($common:ident, $kwargs:ident $(, $own:ident)*) $body:block
+            $($methods:tt)*
+        }
+    ) => {
+        #[pymethods]
+        impl $class {
+            $(#[$attr])*
+            #[new]
+            #[pyo3(signature = (content = None, *, $($own = None,)* id = None, name = None,
+                                additional_kwargs = None, response_metadata = None, **kwargs))]
+            #[allow(clippy::too_many_arguments)]
+            fn new(
+                content: Option<&Bound<'_, PyAny>>,
+                $($own: Option<&Bound<'_, PyAny>>,)*
+                id: Option<String>,
+                name: Option<String>,
+                additional_kwargs: Option<&Bound<'_, PyAny>>,
+                response_metadata: Option<&Bound<'_, PyAny>>,
+                kwargs: Option<&Bound<'_, PyDict>>,
+            ) -> PyResult<PyClassInitializer<Self>> {
+                let $common = $crate::bindings::messages::Common {
+                    content,
+                    id,
+                    name,
+                    additional_kwargs,
+                    response_metadata,
+                };
+                let $kwargs = kwargs;
+                $body
+            }
+
+            $($methods)*
+        }
+    };
+}
+pub(super) use message_pymethods;
+
 /// A message class with only the fields every message has, and its constructor.
 macro_rules! plain_message {
     ($(#[$doc:meta])* $class:ident, $name:literal, $kind:expr) => {
@@ -414,28 +464,12 @@ macro_rules! plain_message {
         #[pyclass(extends = PyMessage, name = $name, module = "ironloop.messages")]
         pub struct $class;
 
-        #[pymethods]
-        impl $class {
-            #[new]
-            #[pyo3(signature = (content = None, *, id = None, name = None,
-                                additional_kwargs = None, response_metadata = None, **kwargs))]
-            fn new(
-                content: Option<&Bound<'_, PyAny>>,
-                id: Option<String>,
-                name: Option<String>,
-                additional_kwargs: Option<&Bound<'_, PyAny>>,
-                response_metadata: Option<&Bound<'_, PyAny>>,
-                kwargs: Option<&Bound<'_, PyDict>>,
-            ) -> PyResult<PyClassInitializer<Self>> {
-                check_kwargs($name, kwargs)?;
-                let common = Common {
-                    content,
-                    id,
-                    name,
-                    additional_kwargs,
-                    response_metadata,
-                };
-                Ok(PyClassInitializer::from(base($kind, common)?).add_subclass($class))
+        message_pymethods! {
+            impl $class {
+                new(common, kwargs) {
+                    check_kwargs($name, kwargs)?;
+                    Ok(PyClassInitializer::from(base($kind, common)?).add_subclass($class))
+                }
             }
         }
     };

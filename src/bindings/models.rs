@@ -314,32 +314,24 @@ impl ChatModelCore {
         &self.url
     }
 
-    /// One response, as an `AIMessage`; waits with the GIL released.
-    #[pyo3(signature = (messages, tools = None, tool_choice = None, **options))]
+    /// One response, as an `AIMessage`: waited for with the GIL released, or with
+    /// `asynchronous=True` as an awaitable (call it from a running event loop). One
+    /// entry for both, as the MCP toolset's requests: the keywords are read once.
+    #[pyo3(signature = (messages, tools = None, tool_choice = None, *, asynchronous = false,
+                        **options))]
     fn invoke<'py>(
         &self,
         py: Python<'py>,
         messages: &Bound<'py, PyAny>,
         tools: Option<&Bound<'py, PyAny>>,
         tool_choice: Option<&Bound<'py, PyAny>>,
+        asynchronous: bool,
         options: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let answer = self.answer(chat_args(messages, tools, tool_choice, options)?);
-        wait_or_await(py, false, answer, |py, m| message_to_py(py, Arc::new(m)))
-    }
-
-    /// One response, as an awaitable (call it from a running event loop).
-    #[pyo3(signature = (messages, tools = None, tool_choice = None, **options))]
-    fn ainvoke<'py>(
-        &self,
-        py: Python<'py>,
-        messages: &Bound<'py, PyAny>,
-        tools: Option<&Bound<'py, PyAny>>,
-        tool_choice: Option<&Bound<'py, PyAny>>,
-        options: Option<&Bound<'py, PyDict>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let answer = self.answer(chat_args(messages, tools, tool_choice, options)?);
-        wait_or_await(py, true, answer, |py, m| message_to_py(py, Arc::new(m)))
+        wait_or_await(py, asynchronous, answer, |py, m| {
+            message_to_py(py, Arc::new(m))
+        })
     }
 
     /// Starts a streamed response: iterate it (sync) or await its `anext()` (async).

@@ -1,5 +1,5 @@
 """The arguments of a model call, read in one place (``chat_args`` in
-``src/bindings/models.rs``) for ``invoke``, ``ainvoke`` and ``stream``."""
+``src/bindings/models.rs``) for ``invoke`` (waited for or awaited) and ``stream``."""
 
 from __future__ import annotations
 
@@ -48,9 +48,9 @@ def test_the_three_calls_send_the_same_request(server: Loopback) -> None:
     assert bodies[0]["tools"] == bodies[1]["tools"]
 
 
-async def test_ainvoke_reads_the_same_arguments(server: Loopback) -> None:
+async def test_awaited_invoke_reads_the_same_arguments(server: Loopback) -> None:
     server.json(oa_completion("a"))
-    await core(server).ainvoke("hi", None, None, max_tokens=3, seed=5)
+    await core(server).invoke("hi", None, None, asynchronous=True, max_tokens=3, seed=5)
     body = server.requests[0]["body"]
     assert (body["max_tokens"], body["seed"]) == (3, 5)
 

@@ -17,7 +17,7 @@ use super::super::runtime::{
 use super::super::serde::Allowlist;
 use super::describe::{self, BranchDesc, ChannelDesc, NodeDesc};
 use super::options::PyRunOptions;
-use super::run::{config_str, GraphCore, ThreadAt};
+use super::run::{config_str, GraphCore, RunCall, ThreadAt};
 use super::savers::checkpointer_from;
 use super::stream::{AsyncGraphStream, GraphStream};
 use super::values::PyCodec;
@@ -98,7 +98,13 @@ impl GraphCore {
         agent: Option<PyRef<'py, AgentModel>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let options = options.as_deref();
-        let mut s = self.setup(py, input, config, options, None, None, model_call(agent))?;
+        let call = RunCall {
+            input,
+            config,
+            event_loop: None,
+            agent: model_call(agent),
+        };
+        let mut s = self.setup(py, call, options, None)?;
         let nested = s.opts.lent.is_some();
         let graph = self.graph.clone();
         let r = if can_drive_inline() {
@@ -128,7 +134,13 @@ impl GraphCore {
     ) -> PyResult<Bound<'py, PyAny>> {
         let stopped = stopped.map(|e| (e, event_loop.clone_ref(py)));
         let (options, agent) = (options.as_deref(), model_call(agent));
-        let s = self.setup(py, input, config, options, Some(event_loop), None, agent)?;
+        let call = RunCall {
+            input,
+            config,
+            event_loop: Some(event_loop),
+            agent,
+        };
+        let s = self.setup(py, call, options, None)?;
         let nested = s.opts.lent.is_some();
         let graph = self.graph.clone();
         let (shared, codec) = (self.shared.clone(), self.codec.clone());
@@ -166,8 +178,14 @@ impl GraphCore {
     ) -> PyResult<Py<PyAny>> {
         let agent = model_call(agent);
         let (bits, subgraphs) = (options.modes, options.subgraphs);
-        let start = |py, lp, send, inline| {
-            self.start_stream(py, input, config, &options, lp, agent.clone(), send, inline)
+        let start = |py, event_loop, send, inline| {
+            let call = RunCall {
+                input,
+                config,
+                event_loop,
+                agent: agent.clone(),
+            };
+            self.start_stream(py, call, &options, send, inline)
         };
         if let Some(lp) = event_loop {
             let (tx, rx) = tokio::sync::mpsc::unbounded_channel();

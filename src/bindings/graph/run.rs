@@ -44,6 +44,17 @@ pub struct GraphCore {
     pub(super) stateful: bool,
 }
 
+/// What an entry point (`invoke`, `ainvoke`, `stream`) was handed for a run, as
+/// [`GraphCore::setup`] and [`GraphCore::start_stream`] both read it: one value
+/// instead of the same five parameters written down at each.
+pub(super) struct RunCall<'a, 'py> {
+    pub(super) input: &'a Bound<'py, PyAny>,
+    pub(super) config: Option<&'a Bound<'py, PyAny>>,
+    /// The caller's event loop (an async entry point's).
+    pub(super) event_loop: Option<Py<PyAny>>,
+    pub(super) agent: Option<Arc<ModelCall>>,
+}
+
 /// What a Python call passes for a run.
 pub(super) struct RunSetup {
     pub(super) input: RunInput,
@@ -222,17 +233,19 @@ impl GraphCore {
         Ok(out.writes)
     }
 
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn setup(
         &self,
         py: Python<'_>,
-        input: &Bound<'_, PyAny>,
-        config: Option<&Bound<'_, PyAny>>,
+        call: RunCall<'_, '_>,
         options: Option<&PyRunOptions>,
-        event_loop: Option<Py<PyAny>>,
         stream: Option<StreamSink>,
-        agent: Option<Arc<ModelCall>>,
     ) -> PyResult<RunSetup> {
+        let RunCall {
+            input,
+            config,
+            event_loop,
+            agent,
+        } = call;
         // A run inside a task (a subgraph, a sub-agent): the how-manieth of the task's
         // runs it is, as LangGraph numbers a task's subgraph calls.
         let parent = parent_task(py)?;
@@ -343,15 +356,11 @@ impl GraphCore {
     /// Starts a run whose events (and then its result) go to `send`; returns how to
     /// shape them for Python. With `inline`, the run is not started but returned, for
     /// the thread that pulls its items to drive (see [`GraphStream`]).
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn start_stream(
         &self,
         py: Python<'_>,
-        input: &Bound<'_, PyAny>,
-        config: Option<&Bound<'_, PyAny>>,
+        call: RunCall<'_, '_>,
         options: &PyRunOptions,
-        event_loop: Option<Py<PyAny>>,
-        agent: Option<Arc<ModelCall>>,
         send: StreamSend,
         inline: bool,
     ) -> PyResult<(GraphStreamShape, Option<InlineRun>)> {
@@ -363,15 +372,7 @@ impl GraphCore {
             send: Arc::new(move |ev| events(StreamMsg::Event(ev))),
             seen: Default::default(),
         };
-        let mut s = self.setup(
-            py,
-            input,
-            config,
-            Some(options),
-            event_loop,
-            Some(sink),
-            agent,
-        )?;
+        let mut s = self.setup(py, call, Some(options), Some(sink))?;
         s.opts.inline = inline;
         s.opts.live = inline;
         let thread = s.opts.thread_id.clone().unwrap_or_default();

@@ -135,6 +135,30 @@ impl Text {
     }
 }
 
+/// [`Text`]'s `Serializer` methods that open an array or an object: each writes its
+/// `open` and hands back the [`Compound`] that writes the items and then `close`; a
+/// variant's, after its `{"variant":`, also closes that object. They differ only in
+/// name, unused arguments and brackets.
+macro_rules! compound_opens {
+    (variants: $($method:ident $open:literal $close:literal;)*) => {$(
+        fn $method(
+            self,
+            _name: &'static str,
+            _i: u32,
+            variant: &'static str,
+            _len: usize,
+        ) -> Result<Compound<'a>> {
+            self.variant(variant);
+            Ok(self.compound($open, $close))
+        }
+    )*};
+    ($($method:ident($($arg:ident: $t:ty),*) $open:literal $close:literal;)*) => {$(
+        fn $method(self, $($arg: $t),*) -> Result<Compound<'a>> {
+            Ok(self.compound($open, $close))
+        }
+    )*};
+}
+
 impl<'a> ser::Serializer for &'a mut Text {
     type Ok = ();
     type Error = Error;
@@ -197,47 +221,17 @@ impl<'a> ser::Serializer for &'a mut Text {
         Ok(())
     }
 
-    fn serialize_seq(self, _len: Option<usize>) -> Result<Compound<'a>> {
-        Ok(self.compound(b"[", b"]"))
-    }
-
-    fn serialize_tuple(self, _len: usize) -> Result<Compound<'a>> {
-        Ok(self.compound(b"[", b"]"))
-    }
-
-    fn serialize_tuple_struct(self, _name: &'static str, _len: usize) -> Result<Compound<'a>> {
-        Ok(self.compound(b"[", b"]"))
-    }
-
-    fn serialize_tuple_variant(
-        self,
-        _name: &'static str,
-        _i: u32,
-        variant: &'static str,
-        _len: usize,
-    ) -> Result<Compound<'a>> {
-        self.variant(variant);
-        Ok(self.compound(b"[", b"]}"))
-    }
-
-    fn serialize_map(self, _len: Option<usize>) -> Result<Compound<'a>> {
-        Ok(self.compound(b"{", b"}"))
-    }
-
-    fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<Compound<'a>> {
-        Ok(self.compound(b"{", b"}"))
-    }
-
-    fn serialize_struct_variant(
-        self,
-        _name: &'static str,
-        _i: u32,
-        variant: &'static str,
-        _len: usize,
-    ) -> Result<Compound<'a>> {
-        self.variant(variant);
-        Ok(self.compound(b"{", b"}}"))
-    }
+    compound_opens!(
+        serialize_seq(_len: Option<usize>) b"[" b"]";
+        serialize_tuple(_len: usize) b"[" b"]";
+        serialize_tuple_struct(_name: &'static str, _len: usize) b"[" b"]";
+        serialize_map(_len: Option<usize>) b"{" b"}";
+        serialize_struct(_name: &'static str, _len: usize) b"{" b"}";
+    );
+    compound_opens!(variants:
+        serialize_tuple_variant b"[" b"]}";
+        serialize_struct_variant b"{" b"}}";
+    );
 }
 
 /// An array or object being written: every item after the first owes a comma.
