@@ -66,7 +66,11 @@ def test_quick_sync_tools_run_on_the_calling_thread(make_ai) -> None:
         return i
 
     node = ToolNode([where])
-    node.invoke([make_ai(("where", {"i": 0}))])  # alone: on this thread, and timed
+    # Alone: on this thread, and timed. A tool is quick once one call was; it is slow
+    # again only after two calls in a row over the budget, so a first call that a
+    # loaded machine preempts (or that pays a one-off import) does not decide it.
+    for _ in range(3):
+        node.invoke([make_ai(("where", {"i": 0}))])
     threads.clear()
     out = node.invoke([make_ai(*[("where", {"i": i}) for i in range(50)])])
     assert [m.content for m in out] == [str(i) for i in range(50)]

@@ -22,6 +22,8 @@ no abort at exit               scripts that end (normally, ``sys.exit``, Ctrl-C,
                                after a failed run) while tools still run
 a cancelled run frees its      100 runs in a row, each right after the previous
 thread at once                 one's task was cancelled
+a cancelled run's caller goes  ``ainvoke`` / ``astream``, 20 runs each cancelled while
+on at once                     a sync node (which cannot be stopped) still runs
 ============================  =====================================================
 
 ``ToolNode`` paths run with and without interceptors (``wrap_tool_call=`` /
@@ -35,6 +37,7 @@ points ``invoke``, ``ainvoke``, ``stream``, ``astream`` (``guarantee_support.py`
 from __future__ import annotations
 
 import asyncio
+import operator
 import os
 import signal
 import subprocess
@@ -42,7 +45,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 import pytest
 from guarantee_support import (
@@ -63,7 +66,7 @@ from guarantee_support import (
     toolnode,
 )
 
-from ironloop import MemorySaver, SqliteSaver, tool
+from ironloop import END, START, MemorySaver, SqliteSaver, StateGraph, tool
 
 HERE = Path(__file__).parent
 PG = bool(os.environ.get("IRONLOOP_TEST_POSTGRES_URL"))
@@ -519,3 +522,52 @@ def test_a_new_run_right_after_cancel_finds_the_thread_free(
 
     busy = asyncio.run(main())
     assert not busy, f"{len(busy)} of 100 runs did not start: {busy[0]!r}"
+
+
+# --- a cancelled run's caller goes on at once, a sync node still running ------------
+
+
+class State(TypedDict, total=False):
+    items: Annotated[list[str], operator.add]
+
+
+@pytest.mark.parametrize("mode", ASYNC_MODES)
+def test_cancelling_a_run_does_not_wait_for_a_sync_node(mode: str) -> None:
+    # A sync node cannot be stopped: it runs on in the pool, and the cancelled caller
+    # goes on without it. The caller's stream must still see the run's end when the
+    # item it was waiting for when cancelled took that end (the race that made a
+    # cancelled run wait for its sync node's last call about one time in four).
+    entered = threading.Event()
+    release = threading.Event()
+
+    def blocks(state: State) -> State:
+        entered.set()
+        release.wait(10)
+        return {"items": ["blocked"]}
+
+    b = StateGraph(State)
+    b.add_node("first", lambda s: {"items": ["first"]})
+    b.add_node("blocks", blocks)
+    b.add_edge(START, "first")
+    b.add_edge("first", "blocks")
+    b.add_edge("blocks", END)
+    app = b.compile()
+
+    async def main() -> list[float]:
+        waited = []
+        for _ in range(20):
+            entered.clear()
+            release.clear()
+            job = asyncio.ensure_future(arun(app, mode, {"items": []}))
+            while not entered.is_set():
+                await asyncio.sleep(0.005)
+            started = time.monotonic()
+            job.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await job
+            waited.append(time.monotonic() - started)
+            release.set()  # the node ends; the next run does not queue behind it
+        return waited
+
+    waited = asyncio.run(main())
+    assert max(waited) < 0.5, f"{mode}: a cancel waited {max(waited):.2f} s for the sync node"

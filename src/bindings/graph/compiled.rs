@@ -19,7 +19,7 @@ use super::describe::{self, BranchDesc, ChannelDesc, NodeDesc};
 use super::options::PyRunOptions;
 use super::run::{config_str, GraphCore, RunCall, ThreadAt};
 use super::savers::checkpointer_from;
-use super::stream::{AsyncGraphStream, GraphStream};
+use super::stream::{AsyncGraphStream, AsyncQueue, GraphStream};
 use super::values::PyCodec;
 use crate::graph::{modes, Graph, GraphError, NodeOutput, StateUpdate};
 use crate::prebuilt::ModelCall;
@@ -191,7 +191,7 @@ impl GraphCore {
             let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
             let (shape, _) = start(py, Some(lp), Box::new(move |m| drop(tx.send(m))), false)?;
             let st = AsyncGraphStream {
-                rx: Arc::new(tokio::sync::Mutex::new(rx)),
+                queue: Arc::new(tokio::sync::Mutex::new(AsyncQueue::new(rx))),
                 shape: Arc::new(shape),
             };
             return Ok(Bound::new(py, st)?.into_any().unbind());
