@@ -230,6 +230,38 @@ def test_a_sync_stream_yields_each_steps_update_before_the_next_step_runs() -> N
     assert chunks == [{"n0": {"x": 2}}, {"n1": {"x": 20}}]
 
 
+@pytest.mark.parametrize(
+    "modes, subgraphs",
+    [("updates", False), ("updates", True), (["updates", "custom"], False),
+     (["updates", "messages"], False)],
+)  # fmt: skip
+def test_a_sync_stream_takes_its_next_step_only_when_the_caller_asks(
+    modes: Any, subgraphs: bool
+) -> None:
+    # As LangGraph's generator, whatever the modes: a caller that holds (or stops
+    # reading, or raises while reading a step's events) holds the run before its next
+    # step. With subgraphs or a mode whose events come from inside a task, the tasks
+    # run on the pool, but the run is still driven by the caller.
+    ran: list[str] = []
+
+    def node(name: str) -> Any:
+        def run(s: XS) -> dict[str, int]:
+            ran.append(name)
+            return {"x": s["x"] + 1}
+
+        return run
+
+    app = chain(node("a"), node("b"), node("c")).compile()
+    it = iter(app.stream({"x": 0}, stream_mode=modes, subgraphs=subgraphs))
+    first = next(it)
+    assert "n0" in str(first)
+    time.sleep(0.2)
+    assert ran == ["a"], f"the run went on without its caller: {ran}"
+    rest = list(it)
+    assert ran == ["a", "b", "c"]
+    assert len(rest) == 2
+
+
 def test_a_sync_stream_yields_what_a_task_on_another_thread_writes_while_it_runs() -> None:
     # `a` and `b` run in one step: one of them on another thread. What it writes
     # reaches the caller while it still runs: it waits until the caller has it.

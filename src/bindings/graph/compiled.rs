@@ -17,7 +17,7 @@ use super::super::runtime::{
 use super::super::serde::Allowlist;
 use super::describe::{self, BranchDesc, ChannelDesc, NodeDesc};
 use super::options::PyRunOptions;
-use super::run::{config_str, GraphCore, RunCall, ThreadAt};
+use super::run::{config_str, GraphCore, RunCall, StreamDriver, ThreadAt};
 use super::savers::checkpointer_from;
 use super::stream::{AsyncGraphStream, AsyncQueue, GraphStream};
 use super::values::PyCodec;
@@ -178,18 +178,19 @@ impl GraphCore {
     ) -> PyResult<Py<PyAny>> {
         let agent = model_call(agent);
         let (bits, subgraphs) = (options.modes, options.subgraphs);
-        let start = |py, event_loop, send, inline| {
+        let start = |py, event_loop, send, driver| {
             let call = RunCall {
                 input,
                 config,
                 event_loop,
                 agent: agent.clone(),
             };
-            self.start_stream(py, call, &options, send, inline)
+            self.start_stream(py, call, &options, send, driver)
         };
         if let Some(lp) = event_loop {
             let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-            let (shape, _) = start(py, Some(lp), Box::new(move |m| drop(tx.send(m))), false)?;
+            let send = Box::new(move |m| drop(tx.send(m)));
+            let (shape, _) = start(py, Some(lp), send, StreamDriver::Runtime)?;
             let st = AsyncGraphStream {
                 queue: Arc::new(tokio::sync::Mutex::new(AsyncQueue::new(rx))),
                 shape: Arc::new(shape),
@@ -205,11 +206,14 @@ impl GraphCore {
             drop(tx.send(m));
             wake.wake();
         });
-        // Only for what the engine streams between tasks: the modes `FROM_TASKS` and a
-        // subgraph's events come from inside a running task, which a task running on
-        // this thread would hold back until it returns.
-        let inline = can_drive_inline() && bits & modes::FROM_TASKS == 0 && !subgraphs;
-        let (shape, run) = start(py, None, send, inline)?;
+        let driver = if can_drive_inline() {
+            StreamDriver::Caller {
+                tasks_here: bits & modes::FROM_TASKS == 0 && !subgraphs,
+            }
+        } else {
+            StreamDriver::Runtime
+        };
+        let (shape, run) = start(py, None, send, driver)?;
         let st = GraphStream {
             rx: Mutex::new(rx),
             shape,

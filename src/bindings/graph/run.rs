@@ -354,15 +354,15 @@ impl GraphCore {
     }
 
     /// Starts a run whose events (and then its result) go to `send`; returns how to
-    /// shape them for Python. With `inline`, the run is not started but returned, for
-    /// the thread that pulls its items to drive (see [`GraphStream`]).
+    /// shape them for Python. Driven by the caller, the run is not started but
+    /// returned, for the thread that pulls its items to drive (see [`GraphStream`]).
     pub(super) fn start_stream(
         &self,
         py: Python<'_>,
         call: RunCall<'_, '_>,
         options: &PyRunOptions,
         send: StreamSend,
-        inline: bool,
+        driver: StreamDriver,
     ) -> PyResult<(GraphStreamShape, Option<InlineRun>)> {
         let send: Arc<dyn Fn(StreamMsg) + Send + Sync> = Arc::from(send);
         let events = send.clone();
@@ -373,8 +373,9 @@ impl GraphCore {
             seen: Default::default(),
         };
         let mut s = self.setup(py, call, Some(options), Some(sink))?;
-        s.opts.inline = inline;
-        s.opts.live = inline;
+        let driven = matches!(driver, StreamDriver::Caller { .. });
+        s.opts.inline = matches!(driver, StreamDriver::Caller { tasks_here: true });
+        s.opts.live = driven;
         let thread = s.opts.thread_id.clone().unwrap_or_default();
         let cancel = s.opts.cancel.clone();
         let (graph, stop) = (self.graph.clone(), cancel.clone());
@@ -385,7 +386,7 @@ impl GraphCore {
             };
             send(StreamMsg::Done(r));
         };
-        let run: Option<InlineRun> = if inline {
+        let run: Option<InlineRun> = if driven {
             Some(Box::pin(run))
         } else {
             super::super::runtime::runtime().spawn(run);
@@ -735,4 +736,20 @@ fn config_options(cfg: &Bound<'_, PyAny>, opts: &mut RunOptions) -> PyResult<()>
         }
     }
     Ok(())
+}
+
+/// Who drives a streamed run.
+#[derive(Clone, Copy)]
+pub(super) enum StreamDriver {
+    /// The runtime: an async stream (its consumer awaits items on the event loop), or
+    /// a sync one started on a thread that drives a run already (inside a node).
+    Runtime,
+    /// The thread that pulls the items, as LangGraph's generator: the run takes its
+    /// next step only once the caller has taken the last one's events, so a caller
+    /// that stops (or raises) while reading a step's events stops the run before the
+    /// next. `tasks_here`: a step's only task runs on that thread too, which is right
+    /// only when no event comes from inside a running task (the `FROM_TASKS` modes and
+    /// subgraphs' events, which such a task would hold back until it returns); else
+    /// tasks run on the pool and their events reach the caller as they are sent.
+    Caller { tasks_here: bool },
 }
