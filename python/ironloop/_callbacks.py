@@ -52,15 +52,21 @@ _FIRST_ROUTER_STEP = 3
 _graph_run: ContextVar[ChainRun | None] = ContextVar("ironloop_callback_graph_run", default=None)
 
 
+#: langchain-core's ``var_child_runnable_config``, once its module is imported.
+_child_config: ContextVar[Any] | None = None
+
+
 def _inherited() -> Any:
     """The callbacks of the LangChain run this code runs inside, or ``None`` (no such
     run: not even langchain-core's runnables are imported, which ironloop does not do
-    for a run without callbacks)."""
-    if "langchain_core.runnables.config" not in sys.modules:
-        return None
-    from langchain_core.runnables.config import var_child_runnable_config
-
-    inherited = var_child_runnable_config.get()
+    for a run without callbacks). Every run asks: the variable is looked up once."""
+    global _child_config
+    if _child_config is None:
+        module = sys.modules.get("langchain_core.runnables.config")
+        if module is None:
+            return None
+        _child_config = module.var_child_runnable_config
+    inherited = _child_config.get()
     return inherited.get("callbacks") if inherited else None
 
 

@@ -190,7 +190,8 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
         checked, ``config`` as the run reads it, and the run's options as one typed
         object, checked once in the core (``durability``, ``interrupt_before`` /
         ``interrupt_after``, and for a stream its modes and ``subgraphs``)."""
-        durability = _check_run_options(durability, version, kwargs)
+        if kwargs or version != "v1":
+            durability = _check_run_options(durability, version, kwargs)
         config = _as_run_config(config)
         if self.run_defaults is not None:
             given = config or {}
@@ -224,9 +225,11 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
         reshape, the caller's own when ``tasks`` / ``checkpoints`` are among them
         (``None`` when not), and whether one mode was asked for by name (items are bare
         chunks)."""
-        config = _with_control(config, control)
+        if control is not None:
+            config = _with_control(config, control)
         modes = _v2_modes(stream_mode) if version == "v2" else stream_mode
-        engine_modes, wanted = _debug_views(modes, _print_modes(kwargs, self.debug))
+        printed = _print_modes(kwargs, self.debug) if kwargs or self.debug else ()
+        engine_modes, wanted = _debug_views(modes, printed)
         config, opts = self._prepare(
             config, kwargs, durability, version, stream_mode=engine_modes,
             subgraphs=subgraphs, interrupt_before=interrupt_before,
@@ -234,42 +237,14 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
         )  # fmt: skip
         return input, context, version, subgraphs, config, opts, wanted, isinstance(modes, str)
 
-    @contextlib.contextmanager
-    def _entered(
-        self, context: Any, config: Any, input: Any, nest: bool = False
-    ) -> Iterator[_Started]:
+    def _entered(self, context: Any, config: Any, input: Any, nest: bool = False) -> _Started:
         """Around the call that starts a run: the run's scope (its ``context``, store
         and config, which the engine copies when the call is made), its trace span,
         its LangChain callback run (``_callbacks``), and with ``nest``, the task it
         pauses when nested (see ``_nesting``). The run is started with ``run.config``:
-        ``config`` whose ``callbacks`` are the callback run's, for its nodes and tools."""
-        chain = _callbacks.start_run(config, self.callback_run_name or self.name, input)
-        if chain is not None:
-            config = {**config, "callbacks": chain.child} if config else {"callbacks": chain.child}
-        try:
-            token = _enter(context, self.store, self.builder.context_schema, config)
-        except BaseException as e:
-            if chain is not None:  # refused before it started: the run ends as failed
-                chain.leave()
-                chain.end(exc=e)
-            raise
-        nested, outer = self._nesting(config) if nest else (False, None)
-        run = _Started(nested, _tracing.start_run(self.name) if _tracing.ON else None)
-        run.chain, run.config = chain, config
-        run.output = self.callback_run_output or _callbacks.run_output
-        try:
-            yield run
-        except BaseException as e:
-            run.end(e)
-            raise
-        finally:
-            if run.trace is not None:
-                run.trace.detach()
-            if run.chain is not None:
-                run.chain.leave()
-            if outer is not None:
-                _outer_task.reset(outer)
-            _scope.reset(token)
+        ``config`` whose ``callbacks`` are the callback run's, for its nodes and tools.
+        A class, not a generator: every run enters it."""
+        return _Started(self, context, config, input, nest)
 
     def _invoke_call(
         self,
@@ -290,9 +265,10 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
         ``stream_mode``, or a run that prints (``debug`` / ``print_mode``), is collected
         from the run's stream (``via``, with the ``stream`` call's keywords but
         ``context``); otherwise the run's typed options, checked in the core."""
-        config = _with_control(config, control)
+        if control is not None:
+            config = _with_control(config, control)
         breaks = {"interrupt_before": interrupt_before, "interrupt_after": interrupt_after}
-        printed = _print_modes(kwargs, self.debug)
+        printed = _print_modes(kwargs, self.debug) if kwargs or self.debug else ()
         if stream_mode != "values" or printed:
             via = _OverStream(stream_mode, version, printed, self._v2_output)
             streamed = {"durability": durability, **breaks, **via.options, **kwargs}
@@ -314,10 +290,18 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
             with _usage(call.via.usage_version) as usage:
                 items = list(self.stream(input, call.config, context=context, **call.streamed))
             return call.via.result(items, usage)
-        with _usage(version) as usage, self._entered(context, call.config, input, True) as run:
+        if version != "v2":
+            return self._invoked(input, context, call)
+        with get_usage_metadata_callback() as usage:
+            out = self._invoked(input, context, call)
+        return _output(out, usage, self._v2_output)
+
+    def _invoked(self, input: Any, context: Any, call: _Invocation) -> Any:
+        """``invoke``'s run, once its call is read (and a v2 call's usage counted)."""
+        with self._entered(context, call.config, input, True) as run:
             out = run.result(self._core.invoke(input, run.config, options=call.opts))
             run.end()
-        return _output(out, usage, self._v2_output)
+        return out
 
     @params_of(_invoke_call)
     async def ainvoke(self, *args: Any, **kwargs: Any) -> Any:
@@ -328,27 +312,34 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
                 it = self.astream(input, call.config, context=context, **call.streamed)
                 items = [chunk async for chunk in it]
             return call.via.result(items, usage)
+        if version != "v2":
+            return await self._ainvoked(input, context, call)
+        with get_usage_metadata_callback() as usage:
+            out = await self._ainvoked(input, context, call)
+        return _output(out, usage, self._v2_output)
+
+    async def _ainvoked(self, input: Any, context: Any, call: _Invocation) -> Any:
+        """``ainvoke``'s run, once its call is read (and a v2 call's usage counted)."""
         import asyncio
 
         stopped = asyncio.Event()
-        with _usage(version) as usage:
-            with self._entered(context, call.config, input, nest=True) as run:
-                pending = self._core.ainvoke(
-                    input, run.config, _loop(), options=call.opts, stopped=stopped
-                )
-            try:
-                out = run.result(await pending)
-            except asyncio.CancelledError as e:
-                # Cancelled by its caller: the run's nodes get their `CancelledError`
-                # (and clean up) before the caller goes on, as LangGraph's.
-                run.end(e)
-                await stopped.wait()
-                raise
-            except BaseException as e:
-                run.end(e)
-                raise
-            run.end()
-        return _output(out, usage, self._v2_output)
+        with self._entered(context, call.config, input, nest=True) as run:
+            pending = self._core.ainvoke(
+                input, run.config, _loop(), options=call.opts, stopped=stopped
+            )
+        try:
+            out = run.result(await pending)
+        except asyncio.CancelledError as e:
+            # Cancelled by its caller: the run's nodes get their `CancelledError`
+            # (and clean up) before the caller goes on, as LangGraph's.
+            run.end(e)
+            await stopped.wait()
+            raise
+        except BaseException as e:
+            run.end(e)
+            raise
+        run.end()
+        return out
 
     def _nesting(self, config: Any) -> tuple[bool, contextvars.Token[Any] | None]:
         """Run inside a node of another graph (as a node, or called by a node's
@@ -598,17 +589,55 @@ class _Invocation:
 
 
 class _Started:
-    """A run whose call has been made: its trace span and its LangChain callback run
-    (``None`` when not traced / no callbacks), each ended once, and whether it runs
-    nested (see ``_nesting``)."""
+    """A run about to be started (``with graph._entered(...) as run``): on entering, its
+    scope, trace span and LangChain callback run (``None`` when not traced / no
+    callbacks), each ended once, and whether it runs nested (see ``_nesting``); on
+    leaving, all of it undone."""
 
-    def __init__(self, nested: bool, trace: _tracing.RunTrace | None) -> None:
-        self.nested = nested
-        self.trace = trace
-        self.chain: _callbacks.ChainRun | None = None
-        self.config: Any = None
-        self.output: Callable[[Any], Any] = _callbacks.run_output
-        self._result: Any = None
+    #: Until entered: not nested, not traced, no callback run.
+    nested = False
+    trace: _tracing.RunTrace | None = None
+    chain: _callbacks.ChainRun | None = None
+    _result: Any = None
+    _outer: contextvars.Token[Any] | None = None
+
+    def __init__(self, graph: Any, context: Any, config: Any, input: Any, nest: bool) -> None:
+        self._graph, self._context, self.config, self._input, self._nest = (
+            graph, context, config, input, nest
+        )  # fmt: skip
+        self.output: Callable[[Any], Any] = graph.callback_run_output or _callbacks.run_output
+
+    def __enter__(self) -> _Started:
+        graph, config = self._graph, self.config
+        chain = _callbacks.start_run(config, graph.callback_run_name or graph.name, self._input)
+        if chain is not None:
+            config = {**config, "callbacks": chain.child} if config else {"callbacks": chain.child}
+        try:
+            self._token = _enter(self._context, graph.store, graph.builder.context_schema, config)
+        except BaseException as e:
+            if chain is not None:  # refused before it started: the run ends as failed
+                chain.leave()
+                chain.end(exc=e)
+            raise
+        if self._nest:
+            self.nested, self._outer = graph._nesting(config)
+        if _tracing.ON:
+            self.trace = _tracing.start_run(graph.name)
+        self.chain, self.config = chain, config
+        return self
+
+    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
+        try:
+            if exc is not None:
+                self.end(exc)
+        finally:
+            if self.trace is not None:
+                self.trace.detach()
+            if self.chain is not None:
+                self.chain.leave()
+            if self._outer is not None:
+                _outer_task.reset(self._outer)
+            _scope.reset(self._token)
 
     def result(self, out: Any) -> Any:
         self._result = out

@@ -55,7 +55,9 @@ _CONFIG_KEYS = frozenset(
 def _as_run_config(config: Any) -> Any:
     """``config`` as a run reads it: any other top-level key (``{"thread_id": "1"}``)
     moved into ``configurable``, as langchain-core's ``ensure_config`` does."""
-    if config and any(k not in _CONFIG_KEYS and v is not None for k, v in config.items()):
+    if not config or _CONFIG_KEYS.issuperset(config):
+        return config
+    if any(k not in _CONFIG_KEYS and v is not None for k, v in config.items()):
         moved = {k: v for k, v in config.items() if k not in _CONFIG_KEYS and v is not None}
         config = {k: v for k, v in config.items() if k in _CONFIG_KEYS}
         config["configurable"] = {**(config.get("configurable") or {}), **moved}

@@ -40,6 +40,8 @@ ON: bool = importlib.util.find_spec("opentelemetry") is not None and (
 _run_var: ContextVar[RunTrace | None] = ContextVar("ironloop_run_trace", default=None)
 
 _tracer: Any = None
+#: ``opentelemetry.trace``, once imported.
+_trace: Any = None
 
 
 def tracer() -> Any:
@@ -47,10 +49,11 @@ def tracer() -> Any:
     (``opentelemetry-api`` alone, the common case of a library that pulled it in): a
     run then makes no span at all. The global provider can be set only once, so the
     tracer is kept once there is one."""
-    global _tracer
+    global _tracer, _trace
     if _tracer is None:
-        from opentelemetry import trace
-
+        if _trace is None:  # imported once: every run asks
+            from opentelemetry import trace as _trace
+        trace = _trace
         provider = trace.get_tracer_provider()
         if isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
             return None
