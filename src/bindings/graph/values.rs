@@ -570,7 +570,13 @@ impl Shared {
             }
             return Ok(());
         }
-        pairs.extend(self.update_pairs(py, node, r)?);
+        let more = self.update_pairs(py, node, r)?;
+        // The usual return value, one update: its pairs are the list, not copied into it.
+        if pairs.is_empty() {
+            *pairs = more;
+        } else {
+            pairs.extend(more);
+        }
         Ok(())
     }
 }
