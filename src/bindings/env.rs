@@ -47,6 +47,10 @@ pub struct PyRunEnv {
     /// Jobs waiting for the loop thread (async calls to start; see `Drain`).
     pub(crate) pending: Mutex<Vec<LoopJob>>,
     pub(crate) drain_scheduled: AtomicBool,
+    /// Whether `config` has LangChain `callbacks`: looked up on the run's first node
+    /// call and kept, instead of a dict lookup on every task (see
+    /// `graph::nodes::has_callbacks`).
+    pub(crate) callbacks: std::sync::OnceLock<bool>,
 }
 
 /// Calls `callable(*args, **kwargs)` in a fresh copy of `base` (a
@@ -202,6 +206,7 @@ impl PyRunEnv {
             agent,
             pending: Mutex::new(Vec::new()),
             drain_scheduled: AtomicBool::new(false),
+            callbacks: Default::default(),
         }))
     }
 

@@ -441,7 +441,11 @@ impl Pending {
         self.by_task.clear();
         self.resume.clear();
         self.nested.clear();
-        self.returns = Arc::default();
+        // A step that saved no call results leaves the empty map shared, not a new
+        // one allocated every step.
+        if !self.returns.is_empty() {
+            self.returns = Arc::default();
+        }
     }
 }
 

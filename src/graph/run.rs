@@ -680,19 +680,27 @@ impl Run<'_> {
     /// checkpoint when there is one.
     fn apply_writes(&mut self, outputs: &mut [NodeOutput]) -> Result<Vec<Write>, GraphError> {
         let mut saved = self.per_step_writes();
+        // A run without a checkpointer keeps no write: nothing to note of them.
+        let keeps = saved.is_some() || self.exit.is_some();
         let order = self.write_order();
         // Resume updates first (see `continue_from_checkpoint`): recorded, but already
         // applied to the state the tasks ran on.
         let mut writes = std::mem::take(&mut self.updates);
         let applied = writes.len();
+        writes.reserve(outputs.iter().map(|o| o.writes.len()).sum());
         // Each write's node and task (`None`: a resume's update).
-        let mut nodes: Vec<(&str, Option<usize>)> = vec![(START, None); applied];
+        let mut nodes: Vec<(&str, Option<usize>)> = Vec::new();
+        if keeps {
+            nodes.resize(applied, (START, None));
+        }
         for i in order {
             let (t, out) = (&self.next[i], &mut outputs[i]);
-            nodes.extend(std::iter::repeat_n(
-                (t.node.as_str(), Some(i)),
-                out.writes.len(),
-            ));
+            if keeps {
+                nodes.extend(std::iter::repeat_n(
+                    (t.node.as_str(), Some(i)),
+                    out.writes.len(),
+                ));
+            }
             writes.append(&mut out.writes);
         }
         let mut before: Option<(&str, Option<usize>)> = None;
@@ -707,7 +715,11 @@ impl Run<'_> {
             )?;
             before = Some((node, task));
         }
-        let writes = writes.split_off(applied);
+        // Without resume updates the writes are all the tasks': no copy of them.
+        let writes = match applied {
+            0 => writes,
+            _ => writes.split_off(applied),
+        };
         self.has_output |= self
             .graph
             .writes_output(writes.iter().map(|(c, _)| c.as_str()));

@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 import pytest
 from graph_support import XS, LogS, ai_with_calls, chain, log_node, parallel, tool_graph
+from langchain_core.messages import AIMessage
 
 from ironloop import MemorySaver, ToolContext, get_stream_writer, tool
+from ironloop.graph import END, START, StateGraph, add_messages
 
 # ------------------------------------------------------------------------ runs
 
@@ -300,3 +302,27 @@ async def test_abandoning_an_astream_early_leaves_the_graph_usable() -> None:
 def test_stream_unknown_mode_raises() -> None:
     with pytest.raises(ValueError, match="nonsense"):
         list(_abc().stream({"x": 1}, stream_mode="nonsense"))
+
+
+def test_what_a_run_shows_is_decided_by_that_run_not_an_earlier_one_of_the_graph() -> None:
+    # A run without `updates` / `messages` builds no shown update and keeps no state
+    # for the messages stream: a later run of the same compiled graph that asks for
+    # them gets them, and one that does not still gets the state right.
+    class S(TypedDict):
+        messages: Annotated[list, add_messages]
+        n: int
+
+    def talk(s: S) -> dict[str, Any]:
+        return {"messages": [AIMessage("hi", id="m1")], "n": s["n"] + 1}
+
+    g = StateGraph(S)
+    g.add_node("talk", talk)
+    g.add_edge(START, "talk")
+    g.add_edge("talk", END)
+    app = g.compile()
+    assert app.invoke({"messages": [], "n": 0})["n"] == 1
+    updates = list(app.stream({"messages": [], "n": 0}, stream_mode="updates"))
+    assert [u["talk"]["n"] for u in updates] == [1]
+    shown = [m for m, _ in app.stream({"messages": [], "n": 0}, stream_mode="messages")]
+    assert [m.content for m in shown] == ["hi"]
+    assert app.invoke({"messages": [], "n": 5})["n"] == 6

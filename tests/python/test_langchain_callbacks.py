@@ -282,3 +282,23 @@ def test_models_and_tools_a_node_calls_with_its_config_report_under_the_run() ->
     # The tool's run is a child of the tools node's run, as under LangGraph.
     assert tools_seen == [tools_id]
     assert tools_run["outputs"]["messages"][-1].content == "HI"
+
+
+def test_callbacks_are_decided_per_run_on_one_compiled_graph() -> None:
+    # Whether nodes report chain runs is looked up once per run: a run without
+    # callbacks before or after one with them changes nothing for that one.
+    class S(TypedDict):
+        x: int
+
+    builder = StateGraph(S)
+    builder.add_node("inc", lambda s: {"x": s["x"] + 1})
+    builder.add_edge(START, "inc")
+    app = builder.compile()
+    assert app.invoke({"x": 1}) == {"x": 2}
+    rec = Recorder()
+    assert app.invoke({"x": 1}, {"callbacks": [rec]}) == {"x": 2}
+    [root] = rec.roots()
+    [inc] = rec.children(root)
+    assert (inc["name"], inc["inputs"], inc["outputs"]) == ("inc", {"x": 1}, {"x": 2})
+    assert app.invoke({"x": 2}) == {"x": 3}
+    assert len(rec.runs) == 2

@@ -370,7 +370,7 @@ impl GraphCore {
         }
         if !values.is_none() {
             let name = as_node.as_deref().unwrap_or("update_state");
-            self.shared.output(py, name, values, &mut out)?;
+            self.shared.write_output(py, name, values, &mut out)?;
         }
         Ok(StateUpdate {
             writes: out.writes,

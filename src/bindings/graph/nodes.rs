@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use futures::future::BoxFuture;
 use pyo3::exceptions::asyncio::CancelledError;
 use pyo3::exceptions::PyBaseException;
 use pyo3::exceptions::PyValueError;
@@ -298,7 +299,7 @@ impl PyNode {
                 .set_item(channel, list)
                 .map_err(|e| node_failure(py, ctx, e))?;
             self.shared
-                .output(py, &self.name, write.as_any(), &mut out)
+                .write_output(py, &self.name, write.as_any(), &mut out)
                 .map_err(|e| node_failure(py, ctx, e))?;
         }
         returned(&self.shared, py, &self.name, &r, out, ctx)
@@ -317,9 +318,25 @@ fn returned(
     ctx: &TaskContext,
 ) -> Result<NodeOutput, NodeFailure> {
     let fail = |e| node_failure(py, ctx, e);
+    // Only the `updates` and `messages` streams look at it: a run without them
+    // builds no Python object for it (a step's update would be a new dict).
+    if !shows_update(ctx) {
+        shared
+            .write_output(py, name, value, &mut out)
+            .map_err(fail)?;
+        return Ok(out);
+    }
     let written = shared.output(py, name, value, &mut out).map_err(fail)?;
     out.update = shared.shown_update(py, written).map_err(fail)?.map(host);
     Ok(out)
+}
+
+/// Whether the run's stream shows what nodes returned (its `updates` or `messages`
+/// mode): otherwise a task's output is its writes alone.
+fn shows_update(ctx: &TaskContext) -> bool {
+    ctx.stream
+        .as_ref()
+        .is_some_and(|s| s.wants(modes::UPDATES | modes::MESSAGES))
 }
 
 /// A node whose returned messages go to the `messages` stream (when the run asks for
@@ -328,10 +345,27 @@ pub(super) struct ShowsMessages<N>(pub(super) N);
 
 #[async_trait]
 impl<N: NodeRunner> NodeRunner for ShowsMessages<N> {
-    async fn run(&self, view: StateView, arg: Option<Val>, ctx: TaskContext) -> NodeResult {
-        let given = view.clone();
-        let out = self.0.run(view, arg, ctx.clone()).await?;
-        shown_in_messages_mode(&given, &ctx, out)
+    /// A run whose stream has no `messages` mode (decided by the run's stream, the
+    /// same for every task) gets the node's own future: no state or context kept for
+    /// after it, and no second future around it on every task.
+    fn run<'a, 'f>(
+        &'a self,
+        view: StateView,
+        arg: Option<Val>,
+        ctx: TaskContext,
+    ) -> BoxFuture<'f, NodeResult>
+    where
+        'a: 'f,
+        Self: 'f,
+    {
+        if !wants_messages(&ctx) {
+            return self.0.run(view, arg, ctx);
+        }
+        Box::pin(async move {
+            let given = view.clone();
+            let out = self.0.run(view, arg, ctx.clone()).await?;
+            shown_in_messages_mode(&given, &ctx, out)
+        })
     }
 
     fn answers_when_steered(&self) -> bool {
@@ -345,17 +379,20 @@ fn shown_in_messages_mode(
     ctx: &TaskContext,
     out: NodeOutput,
 ) -> Result<NodeOutput, NodeFailure> {
-    if !ctx
-        .stream
-        .as_ref()
-        .is_some_and(|s| s.wants(modes::MESSAGES))
-    {
+    if !wants_messages(ctx) {
         return Ok(out);
     }
     attach(|py| {
         stream_returned_messages(py, given, ctx, &out).map_err(|e| node_failure(py, ctx, e))
     })?;
     Ok(out)
+}
+
+/// Whether the run's stream has the `messages` mode.
+fn wants_messages(ctx: &TaskContext) -> bool {
+    ctx.stream
+        .as_ref()
+        .is_some_and(|s| s.wants(modes::MESSAGES))
 }
 
 /// Runs the function: on the event loop (async), inline or on the pool (sync). The
@@ -610,6 +647,7 @@ impl NodeRunner for ToolsNode {
                 agent: None,
                 pending: Default::default(),
                 drain_scheduled: Default::default(),
+                callbacks: Default::default(),
             });
             Ok((send, tool_env, chain))
         })
@@ -697,16 +735,12 @@ impl ToolsNode {
             let mut out = self.node.output(msgs.clone());
             for c in commands {
                 self.shared
-                    .output(py, &self.name, c.bind(py), &mut out)
+                    .write_output(py, &self.name, c.bind(py), &mut out)
                     .map_err(fail)?;
             }
             // What the node returned, as Python shows it: only the `updates` and
             // `messages` streams look at it (a run without them reads the writes).
-            if ctx
-                .stream
-                .as_ref()
-                .is_some_and(|s| s.wants(modes::UPDATES | modes::MESSAGES))
-            {
+            if shows_update(ctx) {
                 let update = PyDict::new(py);
                 update
                     .set_item(
@@ -750,8 +784,19 @@ fn sent_calls<'py>(
     Ok((vec![tool_call_from_py(arg)?], None))
 }
 
-/// Whether the run reports to LangChain callbacks (its config has `callbacks`).
+/// Whether the run reports to LangChain callbacks (its config has `callbacks`):
+/// decided once per run environment, as the run's config is the same for its tasks.
 pub(super) fn has_callbacks(py: Python<'_>, env: &PyRunEnv) -> PyResult<bool> {
+    if let Some(&known) = env.callbacks.get() {
+        return Ok(known);
+    }
+    let found = config_has_callbacks(py, env)?;
+    let _ = env.callbacks.set(found);
+    Ok(found)
+}
+
+/// Whether `env`'s config dict has (non-`None`) `callbacks`.
+fn config_has_callbacks(py: Python<'_>, env: &PyRunEnv) -> PyResult<bool> {
     let Some(config) = env.config.as_ref() else {
         return Ok(false);
     };

@@ -186,7 +186,7 @@ impl GraphCore {
             if resume.is_none() {
                 // `Command(update=..., goto=...)` as new input: START's writes and routes.
                 let mut out = NodeOutput::default();
-                self.shared.output(py, START, input, &mut out)?;
+                self.shared.write_output(py, START, input, &mut out)?;
                 RunInput::Command(out)
             } else {
                 RunInput::Resume(self.resume_values(&resume)?, self.resume_update(py, input)?)
@@ -229,7 +229,7 @@ impl GraphCore {
             return Ok(Vec::new());
         }
         let mut out = NodeOutput::default();
-        self.shared.output(py, START, cmd, &mut out)?;
+        self.shared.write_output(py, START, cmd, &mut out)?;
         Ok(out.writes)
     }
 

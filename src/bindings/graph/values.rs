@@ -486,12 +486,41 @@ impl Shared {
         r: &Bound<'py, PyAny>,
         out: &mut NodeOutput,
     ) -> PyResult<Vec<Pair<'py>>> {
-        let mut pairs = Vec::new();
-        self.returned(py, node, r, &mut pairs, &mut out.goto)?;
-        pairs.retain(|(k, _)| self.channels.contains(k));
+        let pairs = self.written_pairs(py, node, r, &mut out.goto)?;
         for (k, v) in &pairs {
             out.writes.push((k.clone(), self.channel_val(k, v)?));
         }
+        Ok(pairs)
+    }
+
+    /// [`Shared::output`] for a caller that does not show the update: the keys move
+    /// into the writes instead of being copied.
+    pub(super) fn write_output(
+        &self,
+        py: Python<'_>,
+        node: &str,
+        r: &Bound<'_, PyAny>,
+        out: &mut NodeOutput,
+    ) -> PyResult<()> {
+        for (k, v) in self.written_pairs(py, node, r, &mut out.goto)? {
+            let val = self.channel_val(&k, &v)?;
+            out.writes.push((k, val));
+        }
+        Ok(())
+    }
+
+    /// The pairs of a node's return value that are channels of the graph (see
+    /// [`Shared::output`]); its routing goes to `goto`.
+    fn written_pairs<'py>(
+        &self,
+        py: Python<'py>,
+        node: &str,
+        r: &Bound<'py, PyAny>,
+        goto: &mut Vec<Goto>,
+    ) -> PyResult<Vec<Pair<'py>>> {
+        let mut pairs = Vec::new();
+        self.returned(py, node, r, &mut pairs, goto)?;
+        pairs.retain(|(k, _)| self.channels.contains(k));
         Ok(pairs)
     }
 
@@ -541,7 +570,13 @@ impl Shared {
             }
             return Ok(());
         }
-        pairs.extend(self.update_pairs(py, node, r)?);
+        let more = self.update_pairs(py, node, r)?;
+        // The usual return value, one update: its pairs are the list, not copied into it.
+        if pairs.is_empty() {
+            *pairs = more;
+        } else {
+            pairs.extend(more);
+        }
         Ok(())
     }
 }

@@ -3,7 +3,10 @@
 //! followed, in the same step, by a task of that handler in its place.
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
@@ -18,8 +21,23 @@ use crate::graph::pending;
 use crate::graph::spec::{NodeFailure, NodeOutput};
 use crate::graph::state::StateView;
 
-/// A running task: its index in the step, and how it ended.
-pub(super) type TaskRun<'g> = BoxFuture<'g, (usize, Result<NodeOutput, NodeFailure>)>;
+/// A running task: its index in the step, and its node's future (under the node's
+/// guards when it has any). Ends with the index and how the task ended. The node's
+/// future stays where its runner boxed it: a task without a timeout or a permit to
+/// wait for is not boxed a second time, nor its context moved into another future.
+pub(super) struct TaskRun<'g> {
+    i: usize,
+    fut: BoxFuture<'g, Result<NodeOutput, NodeFailure>>,
+}
+
+impl Future for TaskRun<'_> {
+    type Output = (usize, Result<NodeOutput, NodeFailure>);
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        this.fut.as_mut().poll(cx).map(|r| (this.i, r))
+    }
+}
 
 /// The next of a step's tasks to finish, or [`GraphError::StepTimeout`] once
 /// `deadline` (the step's start plus `limit`, LangGraph's `step_timeout`) passes first.
@@ -91,7 +109,11 @@ impl<'g> Run<'g> {
         let progress = ctx.progress.clone();
         let (node_view, arg) = (graph.node_view(n, &step.view), t.arg.clone());
         let permits = step.permits.clone();
-        Box::pin(async move {
+        if timeout.is_none() && permits.is_none() {
+            let fut = spec.runner.run(node_view, arg, ctx);
+            return TaskRun { i, fut };
+        }
+        let fut = Box::pin(async move {
             // The node's future is made once the task holds its permit, so nothing of it
             // runs before (and its timeout starts then).
             let _permit = match permits {
@@ -99,12 +121,12 @@ impl<'g> Run<'g> {
                 None => None,
             };
             let fut = spec.runner.run(node_view, arg, ctx);
-            let r = match timeout {
+            match timeout {
                 Some(policy) => within(fut, policy, progress, &spec.name).await,
                 None => fut.await,
-            };
-            (i, r)
-        })
+            }
+        });
+        TaskRun { i, fut }
     }
 
     /// When task `i` failed with `error` and its node has an error handler: puts the
