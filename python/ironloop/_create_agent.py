@@ -457,8 +457,9 @@ def _hook_node(
     m: AgentMiddleware, hook: str, jumps: list[str], tools: dict[str, Any]
 ) -> Callable[[Any], Any]:
     """A node-style hook as a graph node: ``hook(state, runtime)``; with ``can_jump_to``
-    the node always writes ``jump_to`` (the hook's, or ``None``) for its router. The
-    hook sees the agent's ``tools`` through ``hook_tools()``."""
+    the node always writes ``jump_to`` (the hook's, or ``None``) for its router. A
+    middleware that says it reads them (``_reads_hook_tools``) sees the agent's
+    ``tools`` through ``hook_tools()``."""
     sync_fn, async_fn = node_hook(m, hook)
     where = f"{m.name}.{hook}"
 
@@ -488,20 +489,24 @@ def _hook_node(
             return {**value, "jump_to": None}
         return value
 
+    shown = tools if m._reads_hook_tools else None
+
     def node(state: Any) -> Any:
-        token = _hook_tools.set(tools)
+        token = None if shown is None else _hook_tools.set(shown)
         try:
             value = sync_fn(state, get_runtime())
         finally:
-            _hook_tools.reset(token)
+            if token is not None:
+                _hook_tools.reset(token)
         return None if value is None and not jumps else update(value)
 
     async def anode(state: Any) -> Any:
-        token = _hook_tools.set(tools)
+        token = None if shown is None else _hook_tools.set(shown)
         try:
             value = await async_fn(state, get_runtime())
         finally:
-            _hook_tools.reset(token)
+            if token is not None:
+                _hook_tools.reset(token)
         return None if value is None and not jumps else update(value)
 
     node.__ironloop_async__ = anode  # type: ignore[attr-defined]

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 from ironloop._tool_call import (
     ToolCallRequest,
-    make_runtime,
     node_scope,
     request_runtime,
     runtime_class,
@@ -172,11 +171,8 @@ class CallRunner:
         for call in calls:
             call.setdefault("type", "tool_call")
             out.append(
-                ToolCallRequest._of(
-                    call,
-                    self.node._originals.get(call["name"]),
-                    state,
-                    make_runtime(state, call.get("id"), store),
+                ToolCallRequest._deferred(
+                    call, self.node._originals.get(call["name"]), state, store
                 )
             )
         return out, kind
@@ -225,12 +221,9 @@ class CallRunner:
         if isinstance(target, ToolMessage):
             return target
         core, call = target
-        kw = {
-            "call": call,
-            "store": getattr(request.runtime, "store", None),
-            "handle_tool_errors": self._policy(),
-        }
-        token = request_runtime.set(request.runtime)
+        kw = {"call": call, "store": request._store(), "handle_tool_errors": self._policy()}
+        # The request itself while its runtime is deferred: made if the tool reads it.
+        token = request_runtime.set(request.__dict__.get("runtime", request))
         try:
             if loop is None:
                 return _one_result(core.invoke(request.state, **kw))
@@ -298,6 +291,31 @@ class CallRunner:
         finally:
             node_scope.reset(token)
 
+    def sent(self, call: dict[str, Any], state: Any, config: Any) -> Any:
+        """The node's update for the one call a ``Send`` brought, with the graph's
+        ``state``: :meth:`invoke` of its ``tool_call_with_context`` input, strict,
+        without the input's parsing (the sync path of every wrapped agent tool call)."""
+        token = node_scope.set(scope_for(config, self.node._tool_list()))
+        try:
+            return self.output([self.one(self._sent_request(call, state), True)], "tool_calls")
+        finally:
+            node_scope.reset(token)
+
+    async def asent(self, call: dict[str, Any], state: Any, config: Any) -> Any:
+        """The async form of :meth:`sent`."""
+        token = node_scope.set(scope_for(config, self.node._tool_list()))
+        try:
+            result = await self.aone(self._sent_request(call, state), True)
+            return self.output([result], "tool_calls")
+        finally:
+            node_scope.reset(token)
+
+    def _sent_request(self, call: dict[str, Any], state: Any) -> ToolCallRequest:
+        call = dict(call)
+        call.setdefault("type", "tool_call")
+        tool = self.node._originals.get(call["name"])
+        return ToolCallRequest._deferred(call, tool, state, self._store(None))  # type: ignore[no-any-return]
+
     def _store(self, store: Any) -> Any:
         if store is not None:
             return store
@@ -346,9 +364,13 @@ class CallRunner:
         from ironloop.runtime import _run_config
 
         def tools(state: Any, send_state: Any = None) -> Any:
+            if _is_sent(state, send_state):
+                return self.sent(state, send_state, _run_config())
             return self.invoke(_with_state(state, send_state), _run_config(), strict=True)
 
         async def atools(state: Any, send_state: Any = None) -> Any:
+            if _is_sent(state, send_state):
+                return await self.asent(state, send_state, _run_config())
             return await self.ainvoke(_with_state(state, send_state), _run_config(), strict=True)
 
         tools.__ironloop_async__ = atools  # type: ignore[attr-defined]
@@ -365,9 +387,15 @@ def _is_call(x: Any) -> bool:
 _CALL_KEYS = frozenset({"name", "args", "id"})
 
 
+def _is_sent(input: Any, state: Any) -> bool:
+    """Whether a node's input is a ``Send`` 's one tool call, the graph's ``state``
+    given beside it."""
+    return state is not None and isinstance(input, dict) and _CALL_KEYS <= input.keys()
+
+
 def _with_state(input: Any, state: Any) -> Any:
     """A node's input: a ``Send`` 's one tool call with the graph's ``state`` (the
     ``tool_call_with_context`` shape :meth:`CallRunner.parse` reads), else as given."""
-    if state is None or not isinstance(input, dict) or not _CALL_KEYS <= input.keys():
+    if not _is_sent(input, state):
         return input
     return {"__type": "tool_call_with_context", "tool_call": input, "state": state}

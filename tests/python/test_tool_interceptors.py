@@ -424,3 +424,54 @@ def test_a_langchain_tool_parameter_named_runtime_is_injected_whatever_its_type(
     model = ScriptedChatModel([{"content": "", "tool_calls": calls}, "done"])
     out = create_agent(model, [by_name]).invoke({"messages": [("user", "go")]})
     assert out["messages"][2].content == "ok 1" and got == [(True, "c1")]
+
+
+def test_an_agent_request_runtime_made_when_read_is_the_tools_own() -> None:
+    """A wrapped call's ``request.runtime`` is made when first read (most interceptors
+    never read it): read before the handler, after it, or not at all, it is the one the
+    tool is given, with the call's id, state, store and context, under invoke and
+    ainvoke; assigning it still warns."""
+    from ironloop import create_agent
+    from ironloop.middleware import wrap_tool_call
+
+    given: list[Any] = []
+    read: list[tuple[str, Any]] = []
+
+    @tool
+    def who(when: str, runtime: ToolRuntime[Ctx]) -> str:
+        """Says who asks."""
+        given.append(runtime)
+        return f"{runtime.tool_call_id} {runtime.context.user} {len(runtime.state['messages'])}"
+
+    @wrap_tool_call
+    def peek(request: ToolCallRequest, handler: Any) -> Any:
+        when = request.tool_call["args"]["when"]
+        if when == "before":
+            read.append((when, request.runtime))
+        out = handler(request)
+        if when == "after":
+            read.append((when, request.runtime))
+        if when == "assign":
+            with pytest.warns(DeprecationWarning, match="Use the override"):
+                request.runtime = None
+        return out
+
+    who_calls = [call("who", f"c_{w}", when=w) for w in ("before", "after", "never", "assign")]
+    store = InMemoryStore()
+    for run in ("invoke", "ainvoke"):
+        given.clear()
+        read.clear()
+        model = ScriptedChatModel(
+            [{"content": "", "tool_calls": [c]} for c in who_calls] + ["done"]
+        )
+        agent = create_agent(model, [who], middleware=[peek], context_schema=Ctx, store=store)
+        inp = {"messages": [HumanMessage(content="go")]}
+        if run == "invoke":
+            out = agent.invoke(inp, context=Ctx(user="ann"))
+        else:
+            out = asyncio.run(agent.ainvoke(inp, context=Ctx(user="ann")))
+        texts = [m.content for m in out["messages"] if m.type == "tool"]
+        assert texts == ["c_before ann 2", "c_after ann 4", "c_never ann 6", "c_assign ann 8"]
+        assert [r.store for r in given] == [store] * 4
+        assert [w for w, _ in read] == ["before", "after"]
+        assert read[0][1] is given[0] and read[1][1] is given[1], run

@@ -235,6 +235,7 @@ class HumanInTheLoopMiddleware(AgentMiddleware):
     """
 
     state_schema: Any = _HumanInTheLoopState
+    _reads_hook_tools = True  # a reviewer is shown a tool's schema
 
     def __init__(
         self,

@@ -25,7 +25,7 @@ import inspect
 import threading
 import warnings
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Annotated, Any, Generic, Literal
+from typing import Annotated, Any, ClassVar, Generic, Literal
 
 from typing_extensions import NotRequired, Required, TypedDict, TypeVar
 
@@ -264,6 +264,10 @@ class AgentMiddleware(Generic[StateT, ContextT, ResponseT]):
     #: What the callback runs of this middleware's hook nodes record of their input
     #: and output (``TracePolicy``); ``None``: the ``configure_trace_policy`` default.
     trace_policy: TracePolicy | None = None
+    #: Whether this middleware's node-style hooks read the agent's tools through
+    #: ``ironloop._create_agent.hook_tools`` (the hook node then sets them around each
+    #: call; the others skip that, a fifth of a no-op hook's cost).
+    _reads_hook_tools: ClassVar[bool] = False
 
     @property
     def name(self) -> str:
