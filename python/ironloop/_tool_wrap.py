@@ -181,8 +181,9 @@ class CallRunner:
 
     def _target(self, request: ToolCallRequest) -> tuple[Any, dict[str, Any]] | ToolMessage:
         """The node core that runs ``request`` and the call to give it, or the error
-        message for a call to a tool there is none of."""
-        call = dict(request.tool_call)
+        message for a call to a tool there is none of (the request's own call when the
+        node reads it as it is: it never changes it)."""
+        call = request.tool_call
         tool = request.tool
         node = self.node
         if tool is None:
@@ -207,8 +208,9 @@ class CallRunner:
                 held = self._extra[id(tool)] = (tool, extra._core)
             core = held[1]
             name = next(iter(held[1].tool_names()))
-        call["name"] = name
-        return core, call
+        if call["name"] == name:
+            return core, call
+        return core, {**call, "name": name}
 
     def _policy(self) -> Any:
         return self.node._error_policy if self.execute_errors is None else self.execute_errors
@@ -297,7 +299,7 @@ class CallRunner:
         without the input's parsing (the sync path of every wrapped agent tool call)."""
         token = node_scope.set(scope_for(config, self.node._tool_list()))
         try:
-            return self.output([self.one(self._sent_request(call, state), True)], "tool_calls")
+            return self._sent_output(self.one(self._sent_request(call, state), True))
         finally:
             node_scope.reset(token)
 
@@ -305,10 +307,15 @@ class CallRunner:
         """The async form of :meth:`sent`."""
         token = node_scope.set(scope_for(config, self.node._tool_list()))
         try:
-            result = await self.aone(self._sent_request(call, state), True)
-            return self.output([result], "tool_calls")
+            return self._sent_output(await self.aone(self._sent_request(call, state), True))
         finally:
             node_scope.reset(token)
+
+    def _sent_output(self, result: Any) -> Any:
+        """:meth:`output` of one call's result (a message needs no combining)."""
+        if isinstance(result, ToolMessage):
+            return {self.node.messages_key: [result]}
+        return self.output([result], "tool_calls")
 
     def _sent_request(self, call: dict[str, Any], state: Any) -> ToolCallRequest:
         call = dict(call)
