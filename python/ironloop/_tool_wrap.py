@@ -35,6 +35,7 @@ from ironloop.errors import (
     is_invalid_resume,
 )
 from ironloop.messages import AIMessage, ToolMessage
+from ironloop.runtime import _scope
 from ironloop.types import Command, Send
 
 if TYPE_CHECKING:
@@ -133,6 +134,10 @@ class CallRunner:
         self.ahandler = chain_async(wraps, self._aexecute)
         #: Tools an interceptor handed in with ``override(tool=...)``: a node each.
         self._extra: dict[int, tuple[Any, Any]] = {}
+        #: The node scope of the run whose sent calls this runner last ran: (the run's
+        #: scope, its config, the ``NodeScope``); held, so `is` never matches a new run
+        #: at a reused address.
+        self._run_scope: tuple[Any, Any, Any] = (None, None, None)
 
     # --- input ---------------------------------------------------------------------------
 
@@ -297,7 +302,7 @@ class CallRunner:
         """The node's update for the one call a ``Send`` brought, with the graph's
         ``state``: :meth:`invoke` of its ``tool_call_with_context`` input, strict,
         without the input's parsing (the sync path of every wrapped agent tool call)."""
-        token = node_scope.set(scope_for(config, self.node._tool_list()))
+        token = node_scope.set(self._sent_scope(config))
         try:
             return self._sent_output(self.one(self._sent_request(call, state), True))
         finally:
@@ -305,11 +310,23 @@ class CallRunner:
 
     async def asent(self, call: dict[str, Any], state: Any, config: Any) -> Any:
         """The async form of :meth:`sent`."""
-        token = node_scope.set(scope_for(config, self.node._tool_list()))
+        token = node_scope.set(self._sent_scope(config))
         try:
             return self._sent_output(await self.aone(self._sent_request(call, state), True))
         finally:
             node_scope.reset(token)
+
+    def _sent_scope(self, config: Any) -> Any:
+        """The node scope of a sent call: made once per run (its config and the node's
+        tools are the run's, as the calls of one tools step share one), not once per
+        call (making it cost a wrapped call ~9 k instructions)."""
+        run = _scope.get()
+        held = self._run_scope
+        if held[0] is run and held[1] is config and run is not None:
+            return held[2]
+        scope = scope_for(config, self.node._tool_list())
+        self._run_scope = (run, config, scope)
+        return scope
 
     def _sent_output(self, result: Any) -> Any:
         """:meth:`output` of one call's result (a message needs no combining)."""

@@ -466,12 +466,16 @@ def test_an_agent_request_runtime_made_when_read_is_the_tools_own() -> None:
         )
         agent = create_agent(model, [who], middleware=[peek], context_schema=Ctx, store=store)
         inp = {"messages": [HumanMessage(content="go")]}
+        config = {"configurable": {"run": run}}
         if run == "invoke":
-            out = agent.invoke(inp, context=Ctx(user="ann"))
+            out = agent.invoke(inp, config, context=Ctx(user="ann"))
         else:
-            out = asyncio.run(agent.ainvoke(inp, context=Ctx(user="ann")))
+            out = asyncio.run(agent.ainvoke(inp, config, context=Ctx(user="ann")))
         texts = [m.content for m in out["messages"] if m.type == "tool"]
         assert texts == ["c_before ann 2", "c_after ann 4", "c_never ann 6", "c_assign ann 8"]
         assert [r.store for r in given] == [store] * 4
+        # Each run's own config and the node's tools (the scope is made once per run).
+        assert [r.config["configurable"]["run"] for r in given] == [run] * 4
+        assert [[t.name for t in r.tools] for r in given] == [["who"]] * 4
         assert [w for w, _ in read] == ["before", "after"]
         assert read[0][1] is given[0] and read[1][1] is given[1], run
