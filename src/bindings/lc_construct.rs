@@ -11,10 +11,12 @@
 //! plain pydantic model (private attributes set, or objects not allocated by
 //! `PyType_GenericAlloc`) is built with its constructor.
 
+use std::sync::Mutex;
+
 use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PySet, PyString};
+use pyo3::types::{PyDict, PyFrozenSet, PyString};
 
 /// A message's fields as they are given to [`Template::make`]: each name (interned)
 /// with its value.
@@ -37,7 +39,26 @@ pub struct Template {
     fields: Option<Py<PyDict>>,
     /// Whether the class keeps extra fields (`__pydantic_extra__` a dict, not `None`).
     extra: bool,
+    /// The descriptors of the four slots a pydantic model writes, in [`SLOTS`]'s order,
+    /// each with its setter: written through them straight, without the attribute
+    /// look-up `object.__setattr__` does first (four per message made).
+    slots: Vec<(Py<PyAny>, ffi::descrsetfunc)>,
+    /// Fields-sets made before, each with the names given (the interned names'
+    /// addresses): a message kind is made with the same few combinations of fields,
+    /// and copying a set costs a third of adding its names one by one.
+    sets: Mutex<Vec<(Vec<usize>, Py<PyFrozenSet>)>>,
 }
+
+/// The slots of a pydantic model's instance, as [`Template::make`] writes them.
+const SLOTS: [&str; 4] = [
+    "__dict__",
+    "__pydantic_fields_set__",
+    "__pydantic_extra__",
+    "__pydantic_private__",
+];
+
+/// How many combinations of given fields a template keeps sets of.
+const SETS: usize = 8;
 
 impl Template {
     /// The template of `cls`, from a sample made with `sample` (the keywords its
@@ -59,7 +80,53 @@ impl Template {
         let extra = obj
             .getattr(intern!(py, "__pydantic_extra__"))
             .is_ok_and(|e| e.cast::<PyDict>().is_ok());
-        Ok(Template { cls, fields, extra })
+        let slots = SLOTS
+            .iter()
+            .map(|name| slot_setter(cls.bind(py), name))
+            .collect::<PyResult<Option<Vec<_>>>>()?;
+        // Without a setter for every slot, the class is built with its constructor.
+        let fields = fields.filter(|_| slots.is_some());
+        Ok(Template {
+            cls,
+            fields,
+            extra,
+            slots: slots.unwrap_or_default(),
+            sets: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// A new fields-set of `set`'s names, copied from the one kept for them (made and
+    /// kept on first use).
+    fn fields_set<'py>(&self, py: Python<'py>, set: &Fields<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let key: Vec<usize> = set.iter().map(|(k, _)| k.as_ptr() as usize).collect();
+        let kept = {
+            let sets = self.sets.lock().unwrap_or_else(|p| p.into_inner());
+            sets.iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, s)| s.clone_ref(py))
+        };
+        let kept = match kept {
+            Some(s) => s,
+            None => {
+                let s = PyFrozenSet::new(py, set.iter().map(|(k, _)| *k))?.unbind();
+                let mut sets = self.sets.lock().unwrap_or_else(|p| p.into_inner());
+                if sets.len() < SETS {
+                    sets.push((key, s.clone_ref(py)));
+                }
+                s
+            }
+        };
+        // SAFETY: the GIL is held; `PySet_New` copies an iterable (a set's entries
+        // straight, hashes kept) and returns a new reference or NULL with an error.
+        let given = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PySet_New(kept.as_ptr()))? };
+        // The fields-set holds field names only (pydantic adds names, never anything
+        // else), so it can be in no reference cycle: out of the garbage collector's
+        // lists it is one container less per message, and a history of langchain-core
+        // messages otherwise triggers a collection every few dozen messages.
+        // SAFETY: `given` is a live set, tracked since `PySet_New`; untracking a
+        // tracked object is what `gc` itself does for acyclic tuples and dicts.
+        unsafe { ffi::PyObject_GC_UnTrack(given.as_ptr().cast()) };
+        Ok(given)
     }
 
     /// An object with the template's fields and `set` (which must hold a new object
@@ -75,18 +142,10 @@ impl Template {
             return cls.call((), Some(&kwargs(py, set)?));
         };
         let d = fields.bind(py).copy()?;
-        let given = PySet::empty(py)?;
         for (k, v) in set {
             d.set_item(*k, v)?;
-            given.add(*k)?;
         }
-        // The fields-set holds field names only (pydantic adds names, never anything
-        // else), so it can be in no reference cycle: out of the garbage collector's
-        // lists it is one container less per message, and a history of langchain-core
-        // messages otherwise triggers a collection every few dozen messages.
-        // SAFETY: `given` is a live set, tracked since `PySet_New`; untracking a
-        // tracked object is what `gc` itself does for acyclic tuples and dicts.
-        unsafe { ffi::PyObject_GC_UnTrack(given.as_ptr().cast()) };
+        let given = self.fields_set(py, set)?;
         // SAFETY: `cls` is a heap type allocated by `PyType_GenericAlloc` (checked in
         // `new`), which returns a new reference or NULL with an exception set.
         let obj = unsafe {
@@ -98,14 +157,16 @@ impl Template {
         } else {
             py.None().into_bound(py)
         };
-        set_slot(&obj, intern!(py, "__dict__"), d.as_any())?;
-        set_slot(&obj, intern!(py, "__pydantic_fields_set__"), given.as_any())?;
-        set_slot(&obj, intern!(py, "__pydantic_extra__"), &extra)?;
-        set_slot(
-            &obj,
-            intern!(py, "__pydantic_private__"),
-            &py.None().into_bound(py),
-        )?;
+        let none = py.None().into_bound(py);
+        for ((descr, setter), value) in self.slots.iter().zip([d.as_any(), &given, &extra, &none]) {
+            // SAFETY: the GIL is held; `setter` is the `tp_descr_set` of `descr`'s type,
+            // called as `object.__setattr__` calls it once it has found `descr`: with
+            // the descriptor, the instance and the value (borrowed); -1 means an
+            // exception is set.
+            if unsafe { setter(descr.as_ptr(), obj.as_ptr(), value.as_ptr()) } < 0 {
+                return Err(PyErr::fetch(py));
+            }
+        }
         Ok(obj)
     }
 }
@@ -125,18 +186,29 @@ fn generic_alloc(cls: &Bound<'_, PyAny>) -> bool {
     !alloc.is_null() && alloc == generic
 }
 
-/// `object.__setattr__(obj, name, value)`: the slot or `__dict__` written without the
-/// model's own `__setattr__` (pydantic's validates and records the field as set).
-fn set_slot(
-    obj: &Bound<'_, PyAny>,
-    name: &Bound<'_, PyString>,
-    value: &Bound<'_, PyAny>,
-) -> PyResult<()> {
-    // SAFETY: the GIL is held (the `Bound`s prove it); the pointers are live objects.
-    // `PyObject_GenericSetAttr` returns -1 with an exception set on failure.
-    let rc = unsafe { ffi::PyObject_GenericSetAttr(obj.as_ptr(), name.as_ptr(), value.as_ptr()) };
-    if rc < 0 {
-        return Err(PyErr::fetch(obj.py()));
+/// The descriptor of the slot `name` on `cls` (the first class of its MRO that
+/// defines it, as an attribute look-up finds it) with its type's setter; `None` when
+/// the class has no such data descriptor.
+fn slot_setter(
+    cls: &Bound<'_, PyAny>,
+    name: &str,
+) -> PyResult<Option<(Py<PyAny>, ffi::descrsetfunc)>> {
+    let py = cls.py();
+    for c in cls.getattr(intern!(py, "__mro__"))?.try_iter()? {
+        let Some(descr) = c?.getattr(intern!(py, "__dict__"))?.get_item(name).ok() else {
+            continue;
+        };
+        // SAFETY: `descr` is a live object and its type a type object; since Python
+        // 3.10 `PyType_GetSlot` reads any type's slots (static types included) and
+        // returns NULL for a slot the type leaves empty.
+        let slot =
+            unsafe { ffi::PyType_GetSlot(ffi::Py_TYPE(descr.as_ptr()), ffi::Py_tp_descr_set) };
+        if slot.is_null() {
+            return Ok(None);
+        }
+        // SAFETY: a non-NULL `Py_tp_descr_set` slot is a `descrsetfunc`.
+        let setter: ffi::descrsetfunc = unsafe { std::mem::transmute(slot) };
+        return Ok(Some((descr.unbind(), setter)));
     }
-    Ok(())
+    Ok(None)
 }

@@ -25,6 +25,7 @@ use pyo3::types::{PyDict, PyList, PyString, PyType};
 
 use super::convert::{content_to_py, metadata_to_py, value_to_py};
 use super::lc_construct::{kwargs, Fields, Template};
+use super::lc_match::{held, Held};
 use crate::host_slot::HostSlot;
 use crate::message::{Message, MessageKind};
 use crate::message_chunk::AiChunk;
@@ -127,12 +128,13 @@ fn read_classes(d: &Bound<'_, PyDict>) -> PyResult<Lc> {
         }
         Template::new(get(k)?, &sample)
     };
-    // `AIMessage` at `AI_INDEX`.
+    // `AIMessage` at `AI_INDEX`; the classes of an agent's history first (a history
+    // is checked message by message, each class compared in turn).
     let names = [
-        "HumanMessage",
-        "SystemMessage",
         "AIMessage",
         "ToolMessage",
+        "HumanMessage",
+        "SystemMessage",
         "RemoveMessage",
     ];
     Ok(Lc {
@@ -164,7 +166,7 @@ pub fn instance_dict<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict
 }
 
 /// Where `AIMessage` is in [`Lc`]'s `exact` classes.
-const AI_INDEX: usize = 2;
+const AI_INDEX: usize = 0;
 
 /// What [`Lc::classify`] finds an object to be.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -375,111 +377,25 @@ pub fn keep(
 const HANDED_OUT: usize = 8;
 
 /// A langchain-core object made for Python code that usually hands it straight back
-/// (a model's answer, a tool node's result), with the message it was made of and what
-/// its fields were then (see [`Snapshot`]).
+/// (a model's answer, a tool node's result), with the message it was made of.
 struct Handed {
     obj: Py<PyAny>,
     msg: Arc<Message>,
-    fields: Snapshot,
 }
 
 /// The objects [`hand_out`] remembers, newest last (the GIL is held around every use).
 static HANDED: std::sync::Mutex<Vec<Handed>> = std::sync::Mutex::new(Vec::new());
 
-/// A message object's fields as they were, by identity: every object reachable from
-/// its `__dict__` through dicts and lists, in order, held (so no address is reused
-/// while it is remembered), with each container's length. Equal identities over an
-/// equal walk mean equal values, since the leaves are immutable (`str`, `int`,
-/// `float`, `bool`, `None`): a field set, a list appended to or a dict entry changed
-/// in place all show. A value of any other type is not snapshotted (the object is
-/// read field by field, as any other).
-struct Snapshot(Vec<Snap>);
-
-enum Snap {
-    Obj(Py<PyAny>),
-    Len(usize),
-}
-
-/// How many objects a snapshot holds at most: a message with a large structure is
-/// cheaper read than walked twice.
-const SNAPSHOT_BUDGET: usize = 64;
-
-fn is_leaf(v: &Bound<'_, PyAny>) -> bool {
-    v.is_none()
-        || v.is_exact_instance_of::<PyString>()
-        || v.is_exact_instance_of::<pyo3::types::PyInt>()
-        || v.is_exact_instance_of::<pyo3::types::PyBool>()
-        || v.is_exact_instance_of::<pyo3::types::PyFloat>()
-}
-
-impl Snapshot {
-    fn of(fields: &Bound<'_, PyDict>) -> Option<Snapshot> {
-        let mut out = Vec::with_capacity(32);
-        Self::walk(fields.as_any(), &mut out).then_some(Snapshot(out))
-    }
-
-    fn walk(v: &Bound<'_, PyAny>, out: &mut Vec<Snap>) -> bool {
-        if out.len() >= SNAPSHOT_BUDGET {
-            return false;
-        }
-        out.push(Snap::Obj(v.clone().unbind()));
-        if let Ok(d) = v.cast_exact::<PyDict>() {
-            out.push(Snap::Len(d.len()));
-            return d.iter().all(|(k, x)| {
-                out.push(Snap::Obj(k.unbind()));
-                Self::walk(&x, out)
-            });
-        }
-        if let Ok(l) = v.cast_exact::<PyList>() {
-            out.push(Snap::Len(l.len()));
-            return l.iter().all(|x| Self::walk(&x, out));
-        }
-        is_leaf(v)
-    }
-
-    /// Whether `fields` holds what it held when the snapshot was taken.
-    fn holds(&self, fields: &Bound<'_, PyDict>) -> bool {
-        let mut i = 0;
-        self.same(fields.as_any(), &mut i) && i == self.0.len()
-    }
-
-    fn same(&self, v: &Bound<'_, PyAny>, i: &mut usize) -> bool {
-        let next = |i: &mut usize| {
-            let s = self.0.get(*i);
-            *i += 1;
-            s
-        };
-        match next(i) {
-            Some(Snap::Obj(o)) if o.as_ptr() == v.as_ptr() => {}
-            _ => return false,
-        }
-        let len = |i: &mut usize, n: usize| matches!(next(i), Some(Snap::Len(m)) if *m == n);
-        if let Ok(d) = v.cast_exact::<PyDict>() {
-            return len(i, d.len())
-                && d.iter().all(|(k, x)| {
-                    matches!(next(i), Some(Snap::Obj(o)) if o.as_ptr() == k.as_ptr())
-                        && self.same(&x, i)
-                });
-        }
-        if let Ok(l) = v.cast_exact::<PyList>() {
-            return len(i, l.len()) && l.iter().all(|x| self.same(&x, i));
-        }
-        true
-    }
-}
-
 /// `m` as the Python object handed to code that usually hands it straight back: a
 /// model's answer (`_coerce_message`), a tool node's result. The object is remembered
-/// with a snapshot of its fields, so that [`handed_back`] takes it back as `m` itself
-/// when nothing changed: reading a langchain-core message field by field costs more
-/// than making it (a new string, list and JSON value per field), and an agent round
-/// hands back one or two such objects.
+/// with `m`, so that [`handed_back`] takes it back as `m` itself while its fields
+/// still hold `m` (`lc_match`): reading a langchain-core message field by field costs
+/// more than making it, and an agent round hands back one or two such objects.
 pub fn hand_out<'py>(py: Python<'py>, m: Arc<Message>) -> PyResult<Bound<'py, PyAny>> {
     let Some(lc) = active() else {
         return super::messages::own_message_to_py(py, m);
     };
-    // Only an object made now: one made before may have been changed since, and no
-    // longer be `m`.
+    // Only an object made now: one made before is no answer handed straight back.
     let fresh = m.host.get().is_none();
     let obj = lc.to_py(py, &m)?;
     if fresh {
@@ -488,19 +404,15 @@ pub fn hand_out<'py>(py: Python<'py>, m: Arc<Message>) -> PyResult<Bound<'py, Py
     Ok(obj)
 }
 
-/// Remembers `obj`, made of `m` just now (see [`hand_out`]), unless its fields cannot
-/// be snapshotted.
+/// Remembers `obj`, made of `m` just now (see [`hand_out`]), when it is of one of
+/// langchain-core's own classes (whose fields `lc_match` knows).
 pub fn remember(obj: &Bound<'_, PyAny>, m: Arc<Message>) -> PyResult<()> {
     if active().is_none_or(|lc| !lc.is_exact(obj)) {
         return Ok(());
     }
-    let Some(fields) = Snapshot::of(&instance_dict(obj)?) else {
-        return Ok(());
-    };
     let entry = Handed {
         obj: obj.clone().unbind(),
         msg: m,
-        fields,
     };
     let evicted = {
         let mut handed = HANDED.lock().unwrap_or_else(|p| p.into_inner());
@@ -513,10 +425,10 @@ pub fn remember(obj: &Bound<'_, PyAny>, m: Arc<Message>) -> PyResult<()> {
     Ok(())
 }
 
-/// The message of a handed-out object that comes back unchanged (see [`hand_out`]),
-/// forgotten then; `None` for any other object, which is read field by field. An
-/// object whose id was taken away since (a tool node's result has none until a graph
-/// gives it one, as LangGraph's) gets a fresh id, set on it too.
+/// The message of a handed-out object that comes back still holding it (see
+/// [`hand_out`]), forgotten then; `None` for any other object, which is read field by
+/// field. An object whose id was taken away since (a tool node's result has none
+/// until a graph gives it one, as LangGraph's) gets a fresh id, set on it too.
 pub fn handed_back(obj: &Bound<'_, PyAny>) -> PyResult<Option<Arc<Message>>> {
     let found = {
         let mut handed = HANDED.lock().unwrap_or_else(|p| p.into_inner());
@@ -525,14 +437,14 @@ pub fn handed_back(obj: &Bound<'_, PyAny>) -> PyResult<Option<Arc<Message>>> {
             None => return Ok(None),
         }
     };
-    let py = obj.py();
-    let fields = instance_dict(obj)?;
-    if !found.fields.holds(&fields) {
+    if !is_exact(obj) {
         return Ok(None);
     }
-    match fields.get_item(intern!(py, "id"))? {
-        Some(id) if !id.is_none() => Ok(Some(found.msg)),
-        _ => {
+    let py = obj.py();
+    match held(&instance_dict(obj)?, &found.msg) {
+        Held::Same => Ok(Some(found.msg)),
+        Held::Differs => Ok(None),
+        Held::NoId => {
             let mut m = (*found.msg).clone();
             m.id = crate::message::new_id();
             // As `keep` (and LangGraph's `add_messages`): the object gets the id.

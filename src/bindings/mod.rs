@@ -17,6 +17,7 @@ mod graph;
 mod helpers;
 mod invalid_args;
 mod lc_construct;
+mod lc_match;
 mod lc_messages;
 mod logs;
 mod mcp;
