@@ -193,3 +193,20 @@ def bind(
         run["metadata"] = {**run.get("metadata", {}), "lc_agent_name": name}
     agent.run_defaults = run or None
     return agent
+
+
+def recompiled(graph: Any, checkpointer: Any, store: Any, name: str) -> Any:
+    """``graph``'s builder compiled again onto ``checkpointer`` and ``store`` (as a
+    server does with the graphs it serves), an agent still run as ``graph`` runs: with
+    its settings (its model, and so its model step without Python when the engine can
+    take it) and its run defaults. A bare ``builder.compile`` would run the agent's
+    node in Python with the settings of the first agent of its shape."""
+    compiled = graph.builder.compile(checkpointer=checkpointer, store=store, name=name)
+    core = graph._core
+    if not isinstance(core, BoundCore):
+        return compiled
+    agent: CompiledStateGraph[Any, Any, Any, Any] = CompiledStateGraph(
+        compiled.builder, BoundCore(compiled._core, core.settings), checkpointer, store, name
+    )
+    agent.run_defaults = graph.run_defaults
+    return agent

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.errors import NotFoundError
-from serve_support import PROJECT, serve
+from serve_support import PROJECT, free_port, ironloop_command, serve
 
 from ironloop.serve.project import Project, ProjectError
 
@@ -92,6 +93,26 @@ def test_storage_keys_are_checked(tmp_path: Path) -> None:
     path.write_text(json.dumps({**raw, "checkpointer": {"ttl": {"default_ttl": 60}}}))
     ttl = Project.load(path).checkpointer_ttl()
     assert ttl is not None and (ttl.ttl, ttl.strategy, ttl.every) == (3600.0, "delete", 300.0)
+
+
+def test_a_second_server_on_a_data_folder_is_refused_and_the_first_keeps_serving(
+    tmp_path: Path,
+) -> None:
+    """One server owns its SQLite data folder (it keeps the records' file locked): a
+    second one started on it exits at once naming the folder, instead of resuming
+    and running the first one's runs a second time; the first is unharmed."""
+    with serve(tmp_path) as server:
+        client = get_sync_client(url=server.url)
+        thread = client.threads.create()
+        second = subprocess.run(
+            [*ironloop_command(), "serve", "--config", str(server.folder / "langgraph.json"),
+             "--port", str(free_port())],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert second.returncode == 2, second.stderr
+        assert "server.db" in second.stderr and "--data-dir" in second.stderr, second.stderr
+        assert client.threads.get(thread["thread_id"])["thread_id"] == thread["thread_id"]
+        assert client.threads.create()["thread_id"]
 
 
 def test_server_gc_freezes_what_is_loaded_and_still_collects_cycles() -> None:

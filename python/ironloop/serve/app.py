@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import sqlite3
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 
 from . import assistant_routes, crons, run_routes, store_routes, thread_routes, ui
@@ -29,6 +30,7 @@ from .errors import ApiError, on_api_error, on_http_exception, on_unexpected
 from .execution import Runner
 from .graphs import load_graphs
 from .project import Project, ProjectError
+from .serde import JSONResponse
 from .ttl import sweep_threads
 
 log = logging.getLogger("ironloop.serve")
@@ -73,7 +75,12 @@ def open_storage(project: Project, options: ServeOptions) -> tuple[Any, Records,
             raise ProjectError(str(e)) from None
     else:
         checkpointer = SqliteSaver(str(data / "checkpoints.db"))
-        records = Records(data / "server.db")
+        try:
+            records = Records(data / "server.db")
+        except sqlite3.OperationalError as e:  # held by another server (``Records``)
+            raise ProjectError(f"{data / 'server.db'}: {e}: is another ironloop serve "
+                               "using this data folder? Give each server its own "
+                               "--data-dir, or --postgres to share runs") from None  # fmt: skip
     from ironloop import store as store_module
 
     store_options = project.store_options()

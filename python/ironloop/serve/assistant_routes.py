@@ -7,7 +7,7 @@ import uuid
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from .assistants import SORT_KEYS
 from .auth import authorize, matches
@@ -16,6 +16,7 @@ from .db import _contains
 from .errors import ApiError, invalid
 from .graphs import ServedGraph
 from .routing import route_table
+from .serde import JSONResponse
 
 
 async def visible(request: Request, action: str) -> ServedGraph:

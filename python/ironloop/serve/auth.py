@@ -13,10 +13,10 @@ from typing import Any
 
 from starlette.datastructures import QueryParams
 from starlette.requests import Request
-from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .errors import ApiError
+from .serde import JSONResponse
 from .ui import is_public
 
 #: Paths open to anyone (health checks; the web UI's page and files, :mod:`.ui`).

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 from starlette.requests import Request
 
 from .errors import ApiError, invalid
+from .serde import loads
 
 T = TypeVar("T")
 
@@ -51,7 +52,7 @@ async def _json(request: Request, optional: bool) -> Any:
             return None
         raise invalid("a JSON body is required")
     try:
-        return json.loads(raw)
+        return loads(raw)
     except (ValueError, UnicodeDecodeError) as e:
         raise invalid(f"Invalid JSON in request body: {e}") from None
 

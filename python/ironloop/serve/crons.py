@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from .auth import authorize, matches
 from .bodies import body_int, choice, field, json_body, uuid_param
@@ -20,6 +20,7 @@ from .db import Records, now
 from .errors import invalid, not_found
 from .graphs import assistant_id_for
 from .routing import route_table
+from .serde import JSONResponse
 
 log = logging.getLogger("ironloop.serve")
 

@@ -5,7 +5,6 @@ under a lock: every call returns in well under a millisecond."""
 from __future__ import annotations
 
 import contextlib
-import json
 import sqlite3
 import threading
 import time
@@ -13,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .serde import RawJSON
+from .serde import RawJSON, dumps, loads
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS threads (
@@ -86,6 +85,11 @@ class Records:
         self._db.row_factory = sqlite3.Row
         self._lock = threading.RLock()
         with self._lock:
+            # One server process owns its data folder (several share runs through
+            # PostgreSQL): the file's locks are taken once, at the first statement, and
+            # kept, not taken and dropped by every statement (~20 fcntl calls a run), and
+            # a second server on the folder is refused at its start (``open_storage``).
+            self._db.execute("PRAGMA locking_mode=EXCLUSIVE")
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
         self._script(_SCHEMA)
@@ -128,18 +132,18 @@ class Records:
     def _thread(row: Any, raw_values: bool = False) -> dict[str, Any]:
         values = row["values"]
         if values is not None:
-            values = RawJSON(values) if raw_values else json.loads(values)
+            values = RawJSON(values) if raw_values else loads(values)
         return {
             "thread_id": row["thread_id"],
             "created_at": row["created_at"],
             "updated_at": row["updated_at"],
             "state_updated_at": row["state_updated_at"],
-            "metadata": json.loads(row["metadata"]),
+            "metadata": loads(row["metadata"]),
             "status": row["status"],
-            "config": json.loads(row["config"]),
+            "config": loads(row["config"]),
             "values": values,
-            "interrupts": json.loads(row["interrupts"]),
-            "error": None if row["error"] is None else json.loads(row["error"]),
+            "interrupts": loads(row["interrupts"]),
+            "error": None if row["error"] is None else loads(row["error"]),
         }
 
     def create_thread(self, thread_id: str, metadata: dict[str, Any]) -> dict[str, Any] | None:
@@ -148,13 +152,13 @@ class Records:
         added = self._count(
             "INSERT INTO threads (thread_id, created_at, updated_at, state_updated_at, metadata,"
             " status, config) VALUES (?,?,?,?,?,?,?) ON CONFLICT (thread_id) DO NOTHING",
-            (thread_id, t, t, t, json.dumps(metadata), "idle", "{}"),
+            (thread_id, t, t, t, dumps(metadata), "idle", "{}"),
         )
         if not added:
             return None
         # What the row now holds, without reading it back (a statement less per thread).
         return {"thread_id": thread_id, "created_at": t, "updated_at": t, "state_updated_at": t,
-                "metadata": json.loads(json.dumps(metadata)), "status": "idle", "config": {},
+                "metadata": loads(dumps(metadata)), "status": "idle", "config": {},
                 "values": None, "interrupts": {}, "error": None}  # fmt: skip
 
     def get_thread(
@@ -186,7 +190,7 @@ class Records:
             if key in ("metadata", "config", "values", "interrupts", "error"):
                 nothing = value is None and key in ("values", "error")  # SQL NULL
                 if not nothing and type(value) is not RawJSON:
-                    value = json.dumps(value)
+                    value = dumps(value)
             if key == "values":
                 sets.append("state_updated_at = ?")
                 args.append(args[0])
@@ -236,8 +240,8 @@ class Records:
             "created_at": row["created_at"],
             "updated_at": row["updated_at"],
             "status": row["status"],
-            "metadata": json.loads(row["metadata"]),
-            "kwargs": json.loads(row["kwargs"]),
+            "metadata": loads(row["metadata"]),
+            "kwargs": loads(row["kwargs"]),
             "multitask_strategy": row["multitask_strategy"],
         }
 
@@ -254,7 +258,7 @@ class Records:
             run["created_at"],
             run["updated_at"],
             run["status"],
-            json.dumps(run["metadata"]),
+            dumps(run["metadata"]),
             run["kwargs_json"],
             run["multitask_strategy"],
         )

@@ -8,7 +8,9 @@ import logging
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
+
+from .serde import JSONResponse
 
 log = logging.getLogger("ironloop.serve")
 

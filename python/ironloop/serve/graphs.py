@@ -10,6 +10,7 @@ from typing import Any
 from uuid import UUID, uuid5
 
 from ironloop._constants import END, START
+from ironloop._shapes import recompiled
 from ironloop.graph import CompiledStateGraph, StateGraph
 
 from .project import Project, ProjectError
@@ -32,7 +33,7 @@ class ServedGraph:
     def __init__(
         self,
         graph_id: str,
-        builder: StateGraph[Any, Any, Any, Any],
+        graph: CompiledStateGraph[Any, Any, Any, Any] | StateGraph[Any, Any, Any, Any],
         name: str,
         description: str | None,
         checkpointer: Any,
@@ -40,7 +41,10 @@ class ServedGraph:
     ) -> None:
         self.graph_id = graph_id
         self.description = description
-        self.default = builder.compile(checkpointer=checkpointer, store=store, name=name)
+        if isinstance(graph, CompiledStateGraph):
+            self.default = recompiled(graph, checkpointer, store, name)
+        else:
+            self.default = graph.compile(checkpointer=checkpointer, store=store, name=name)
 
     @property
     def builder(self) -> StateGraph[Any, Any, Any, Any]:
@@ -152,9 +156,9 @@ def load_graphs(project: Project, checkpointer: Any, store: Any) -> dict[str, Se
             if inspect.isawaitable(obj):
                 raise ProjectError(f"graph {graph_id!r}: an async graph factory is not supported")
         if isinstance(obj, CompiledStateGraph):
-            builder, name = obj.builder, obj.name
+            name = obj.name
         elif isinstance(obj, StateGraph):
-            builder, name = obj, graph_id
+            name = graph_id
         else:
             kind = type(obj).__module__ + "." + type(obj).__qualname__
             hint = (
@@ -168,7 +172,7 @@ def load_graphs(project: Project, checkpointer: Any, store: Any) -> dict[str, Se
         if name == "LangGraph":
             name = graph_id
         served[graph_id] = ServedGraph(
-            graph_id, builder, name, project.descriptions.get(graph_id), checkpointer, store
+            graph_id, obj, name, project.descriptions.get(graph_id), checkpointer, store
         )
         log.info("serving graph %r from %s", graph_id, spec)
     return served

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from ironloop._constants import INTERRUPT
 from ironloop._ironloop import _DURABILITIES
@@ -23,7 +23,7 @@ from .bodies import choice, field, json_body, json_list, query_int, str_list, uu
 from .errors import ApiError, conflict, invalid, not_found
 from .execution import MULTITASK, STREAM_MODES, ActiveRun, RunSpec, has_saved_step
 from .routing import route_table
-from .serde import RawJSON, dumps
+from .serde import JSONResponse, RawJSON, dumps
 from .thread_routes import load_thread
 
 log = logging.getLogger("ironloop.serve")

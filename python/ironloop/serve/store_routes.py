@@ -7,13 +7,13 @@ import asyncio
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from .auth import authorize
 from .bodies import body_int, field, json_body
 from .errors import invalid, not_found
 from .routing import route_table
-from .serde import to_jsonable
+from .serde import JSONResponse, to_jsonable
 
 
 def _namespace(value: Any, name: str = "namespace") -> tuple[str, ...]:

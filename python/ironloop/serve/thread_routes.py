@@ -8,13 +8,14 @@ import uuid
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from .auth import authorize, matches
 from .bodies import body_int, choice, field, json_body, query_int, str_list, uuid_param
 from .errors import conflict, invalid, not_found
 from .graphs import ServedGraph, assistant_id_for
+from .serde import JSONResponse
 from .state import snapshot_json
 
 SORT_KEYS = ("thread_id", "status", "created_at", "updated_at", "state_updated_at")
