@@ -237,11 +237,14 @@ impl Walk {
         };
         let key = obj.as_ptr() as usize;
         {
-            let written = self.written.borrow();
+            let mut written = self.written.borrow_mut();
             let seen = written
-                .get(&key)
+                .get_mut(&key)
                 .filter(|w| depth + w.height + 2 < MAX_DEPTH && out.can_repeat(&w.at));
             if let Some(w) = seen {
+                if let Some(at) = out.promoted(&w.at) {
+                    w.at = at;
+                }
                 self.deepest.set(self.deepest.get().max(depth + w.height));
                 return match brackets {
                     Brackets::Object => {
