@@ -127,7 +127,12 @@ def _wide_graph(saver: Any) -> Any:
     def two(s: _Wide) -> dict[str, Any]:
         return {"more": s["docs"][-5:], "last": s["docs"][0]}
 
-    g = StateGraph(_Wide)
+    return _one_then_two(_Wide, one, two, saver)
+
+
+def _one_then_two(schema: Any, one: Any, two: Any, saver: Any) -> Any:
+    """The graph START -> one -> two -> END over ``schema``."""
+    g = StateGraph(schema)
     g.add_node("one", one)
     g.add_node("two", two)
     g.add_edge(START, "one")
@@ -191,13 +196,7 @@ def _copies_graph(saver: Any) -> Any:
     def two(s: _Copies) -> dict[str, Any]:
         return {"more": [dict(m) for m in s["msgs"][-10:]] + [mid]}
 
-    g = StateGraph(_Copies)
-    g.add_node("one", one)
-    g.add_node("two", two)
-    g.add_edge(START, "one")
-    g.add_edge("one", "two")
-    g.add_edge("two", END)
-    return g.compile(checkpointer=saver)
+    return _one_then_two(_Copies, one, two, saver)
 
 
 @pytest.mark.parametrize("durability", ["exit", "sync"])
