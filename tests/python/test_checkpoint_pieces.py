@@ -59,6 +59,28 @@ def test_a_large_dict_of_few_items_met_again_is_shared() -> None:
     assert sum(p == inner for p in pieces) == 50
 
 
+def test_a_mid_sized_container_met_again_is_shared_after_its_first_place() -> None:
+    # Under a piece's size when written (~900 bytes: stays in the text around it), met
+    # again it is one piece shared by every later place (LangGraph's `pydantic_state`:
+    # each message dict a copy, the dicts inside shared), not a copy per place.
+    mid = {f"k{j}": ["hi?" * 10, True, 1, 6327816386138, None] * 5 for j in range(3)}
+    inner = _checkpoint_encode(mid)[1:-1]
+    assert 256 <= len(inner) < 1024
+    value = [{"a": mid, "n": i} for i in range(100)] + [mid, {"b": [mid]}]
+    pieces = _checkpoint_encode_pieces(value)
+    text = _checkpoint_encode(value)
+    assert b"".join(pieces) == text == _checkpoint_encode(copy.deepcopy(value))
+    assert _checkpoint_decode(text) == value
+    # The first place is in the text around it; the 101 others are the piece.
+    assert sum(p == inner for p in pieces) == 101
+    assert sum(len(p) for p in pieces if p != inner) < 2 * len(inner) + 2_000
+    # Short containers met again stay copies: no piece of their own.
+    short = {"k": list(range(20))}
+    pieces = _checkpoint_encode_pieces([short] * 50)
+    assert len(pieces) == 1
+    assert pieces[0] == _checkpoint_encode([short] * 50)
+
+
 def test_a_small_container_met_again_after_a_cut_is_copied() -> None:
     # A list of 20 ints (short text, many items) written, then a large dict cut out
     # after it, then the list again: copied from the piece now holding it.
@@ -105,7 +127,12 @@ def _wide_graph(saver: Any) -> Any:
     def two(s: _Wide) -> dict[str, Any]:
         return {"more": s["docs"][-5:], "last": s["docs"][0]}
 
-    g = StateGraph(_Wide)
+    return _one_then_two(_Wide, one, two, saver)
+
+
+def _one_then_two(schema: Any, one: Any, two: Any, saver: Any) -> Any:
+    """The graph START -> one -> two -> END over ``schema``."""
+    g = StateGraph(schema)
     g.add_node("one", one)
     g.add_node("two", two)
     g.add_edge(START, "one")
@@ -150,3 +177,44 @@ def test_tokens_of_every_short_length_are_written_exactly() -> None:
     text = json.dumps(wide, ensure_ascii=False, separators=(",", ":")).encode()
     assert _checkpoint_encode(wide) == text
     assert b"".join(_checkpoint_encode_pieces(wide)) == text
+
+
+class _Copies(TypedDict, total=False):
+    msgs: Annotated[list, operator.add]
+    more: Annotated[list, operator.add]
+
+
+def _copies_graph(saver: Any) -> Any:
+    """LangGraph's ``pydantic_state`` shape: each node appends fresh copies of a
+    message dict whose mid-sized dicts inside are shared by every copy."""
+    mid = {f"k{j}": ["hi?" * 10, True, 1, 6327816386138, None] * 5 for j in range(3)}
+
+    def one(s: _Copies) -> dict[str, Any]:
+        n = len(s.get("msgs", []))
+        return {"msgs": [{"a": mid, "b": mid, "n": n + i} for i in range(40)]}
+
+    def two(s: _Copies) -> dict[str, Any]:
+        return {"more": [dict(m) for m in s["msgs"][-10:]] + [mid]}
+
+    return _one_then_two(_Copies, one, two, saver)
+
+
+@pytest.mark.parametrize("durability", ["exit", "sync"])
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_shared_mid_sized_dicts_round_trip_through_each_saver(
+    saver: Any, mode: str, durability: str
+) -> None:
+    import asyncio
+
+    graph = _copies_graph(saver)
+    for t in ("t1", "t2"):
+        cfg = {"configurable": {"thread_id": t}}
+        for _ in range(2):  # the second run continues from the kept state
+            if mode == "async":
+                asyncio.run(graph.ainvoke({"msgs": []}, cfg, durability=durability))
+            else:
+                graph.invoke({"msgs": []}, cfg, durability=durability)
+        out = graph.get_state(cfg).values
+        assert len(out["msgs"]) == 80 and len(out["more"]) == 22
+        # Read back by a fresh graph (no state cache): the same state.
+        assert _copies_graph(saver).get_state(cfg).values == copy.deepcopy(out)

@@ -143,11 +143,13 @@ fn run<T>(
     walk.result(again)
 }
 
-/// Containers with fewer items, and whose text is shorter than [`rope::PIECE_MIN`],
-/// are walked again when met again: remembering them would cost more than it saves.
-/// (A few items can hold a large text: LangGraph's `wide_state` repeats an 8 KB dict
-/// of 5 items 1,689 times.)
-const SHARED_MIN_LEN: usize = 16;
+/// Containers holding fewer values (counted all the way down, a repeat counting one),
+/// and whose text is shorter than [`rope::PIECE_MIN`], are walked again when met
+/// again: remembering them would cost more than it saves. Counted down, not by their
+/// own items: a few items can hold much (LangGraph's `wide_state` repeats an 8 KB dict
+/// of 5 items 1,689 times; its `pydantic_state` copies each message dict, of 3 items,
+/// but shares the 3 dicts of 75 values inside, met ~18,000 times a checkpoint).
+const SHARED_MIN_VALUES: usize = 16;
 
 /// Where the text of a container written once is, and how deep it nests below it.
 struct Seen {
@@ -177,6 +179,9 @@ struct Walk {
     written: RefCell<HashMap<usize, Seen, foldhash::fast::RandomState>>,
     /// The deepest container depth reached so far.
     deepest: Cell<usize>,
+    /// How many values were walked so far (a container's cost to walk again is the
+    /// count it adds, see [`SHARED_MIN_VALUES`]).
+    walked: Cell<usize>,
     /// Whether each dict's keys are looked at before it is written (see [`run`]).
     careful: bool,
     /// Whether a dict that needs the escaped form stopped a walk that was not careful.
@@ -204,6 +209,7 @@ impl Walk {
             out,
             written: RefCell::new(HashMap::default()),
             deepest: Cell::new(0),
+            walked: Cell::new(0),
             careful,
             escape_seen: Cell::new(false),
         })
@@ -231,11 +237,14 @@ impl Walk {
         };
         let key = obj.as_ptr() as usize;
         {
-            let written = self.written.borrow();
+            let mut written = self.written.borrow_mut();
             let seen = written
-                .get(&key)
+                .get_mut(&key)
                 .filter(|w| depth + w.height + 2 < MAX_DEPTH && out.can_repeat(&w.at));
             if let Some(w) = seen {
+                if let Some(at) = out.promoted(&w.at) {
+                    w.at = at;
+                }
                 self.deepest.set(self.deepest.get().max(depth + w.height));
                 return match brackets {
                     Brackets::Object => {
@@ -253,11 +262,12 @@ impl Walk {
         }
         let start = out.pos();
         let outer = self.deepest.replace(depth);
+        let walked = self.walked.get();
         let done = write(s)?;
         let inner = self.deepest.get();
         self.deepest.set(outer.max(inner));
         let end = out.pos();
-        if len >= SHARED_MIN_LEN || end - start >= rope::PIECE_MIN {
+        if self.walked.get() - walked >= SHARED_MIN_VALUES || end - start >= rope::PIECE_MIN {
             let w = Seen {
                 _obj: obj.clone().unbind(),
                 at: out.written(start, end),
@@ -304,6 +314,7 @@ impl Walk {
         depth: usize,
         s: S,
     ) -> Result<S::Ok, S::Error> {
+        self.walked.set(self.walked.get() + 1);
         if obj.is_none() {
             return s.serialize_unit();
         }
