@@ -110,6 +110,10 @@ class CompiledStateGraph(StateAccess, StreamEvents, Generic[StateT, ContextT, In
     #: ``stream_events(version="v3")`` run of this graph adds to the built-in ones.
     stream_transformers: tuple[Any, ...] = ()
 
+    #: ``compile(serde_allowlist=)``: the types loading a checkpoint restores besides
+    #: the schemas' own (kept to compile the builder again, as a server does).
+    serde_allowlist: Any = None
+
     #: The name of a run's LangChain callback run (``None``: the graph's name) and
     #: what its output shows of the run's result (an entrypoint's: its value).
     callback_run_name: str | None = None

@@ -188,6 +188,7 @@ def bind(
         template.store,
         name or "agent",
     )
+    agent.__dict__.update(settings_of(template))
     run = dict(defaults or {})
     if name:
         run["metadata"] = {**run.get("metadata", {}), "lc_agent_name": name}
@@ -195,18 +196,53 @@ def bind(
     return agent
 
 
+#: What a compiled graph carries besides its engine graph: ``compile``'s arguments
+#: (kept so that compiling the builder again gives the same graph) and what a user
+#: sets on it afterwards (``graph.step_timeout = 5``), as LangGraph's ``Pregel``
+#: attributes that its ``copy`` keeps.
+_SETTINGS = (
+    "interrupt_before_nodes",
+    "interrupt_after_nodes",
+    "cache",
+    "debug",
+    "stream_transformers",
+    "serde_allowlist",
+    "step_timeout",
+    "run_defaults",
+    "callback_run_name",
+    "callback_run_output",
+)
+
+
+def settings_of(graph: Any) -> dict[str, Any]:
+    """The :data:`_SETTINGS` ``graph`` was given (by ``compile`` or by its user)."""
+    own = vars(graph)
+    return {key: own[key] for key in _SETTINGS if key in own}
+
+
 def recompiled(graph: Any, checkpointer: Any, store: Any, name: str) -> Any:
-    """``graph``'s builder compiled again onto ``checkpointer`` and ``store`` (as a
-    server does with the graphs it serves), an agent still run as ``graph`` runs: with
-    its settings (its model, and so its model step without Python when the engine can
-    take it) and its run defaults. A bare ``builder.compile`` would run the agent's
-    node in Python with the settings of the first agent of its shape."""
-    compiled = graph.builder.compile(checkpointer=checkpointer, store=store, name=name)
-    core = graph._core
-    if not isinstance(core, BoundCore):
-        return compiled
-    agent: CompiledStateGraph[Any, Any, Any, Any] = CompiledStateGraph(
-        compiled.builder, BoundCore(compiled._core, core.settings), checkpointer, store, name
+    """``graph``'s builder compiled again onto ``checkpointer`` and ``store``, as a
+    server does with the graphs it serves (LangGraph's server copies the graph with
+    them): with what ``graph`` was compiled with (its breakpoints, cache, allowlist,
+    transformers) and what was set on it since (``step_timeout``), and an agent still
+    run as ``graph`` runs: with its settings (its model, and so its model step without
+    Python when the engine can take it) and its run defaults. A bare
+    ``builder.compile`` would drop the breakpoints and run the agent's node in Python
+    with the settings of the first agent of its shape."""
+    compiled = graph.builder.compile(
+        checkpointer=checkpointer,
+        store=store,
+        name=name,
+        interrupt_before=list(graph.interrupt_before_nodes),
+        interrupt_after=list(graph.interrupt_after_nodes),
+        cache=graph.cache,
+        serde_allowlist=graph.serde_allowlist,
+        transformers=graph.stream_transformers,
     )
-    agent.run_defaults = graph.run_defaults
-    return agent
+    core = graph._core
+    if isinstance(core, BoundCore):
+        compiled = CompiledStateGraph(
+            compiled.builder, BoundCore(compiled._core, core.settings), checkpointer, store, name
+        )
+    compiled.__dict__.update(settings_of(graph))
+    return compiled

@@ -589,6 +589,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         compiled.interrupt_before_nodes, compiled.interrupt_after_nodes = ib, ia
         compiled.debug = debug
         compiled.stream_transformers = tuple(transformers or ())
+        compiled.serde_allowlist = serde_allowlist
         return compiled
 
 
