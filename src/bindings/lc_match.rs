@@ -137,52 +137,49 @@ fn opt_str_is(v: &Bound<'_, PyAny>, want: Option<&str>) -> bool {
 fn content_is(v: &Bound<'_, PyAny>, c: &Content) -> bool {
     match c {
         Content::Text(s) => exact_str_is(v, s),
-        Content::Parts(parts) => v.cast_exact::<PyList>().is_ok_and(|l| {
-            l.len() == parts.len()
-                && l.iter()
-                    .zip(parts)
-                    .all(|(x, p)| value_is(&x, &p.to_value()))
-        }),
+        Content::Parts(parts) => list_is(v, parts, |x, p| value_is(x, &p.to_value())),
     }
+}
+
+/// Whether `v` is a list (exactly) of as many items as `want`, each `item_is` its own.
+fn list_is<T>(
+    v: &Bound<'_, PyAny>,
+    want: &[T],
+    item_is: impl Fn(&Bound<'_, PyAny>, &T) -> bool,
+) -> bool {
+    v.cast_exact::<PyList>()
+        .is_ok_and(|l| l.len() == want.len() && l.iter().zip(want).all(|(x, w)| item_is(&x, w)))
 }
 
 /// A tool call as langchain-core's dict, `{"name", "args", "id", "type"}` in that
 /// order (as the object was made).
 fn calls_are(v: &Bound<'_, PyAny>, calls: &[ToolCall]) -> bool {
-    let Ok(l) = v.cast_exact::<PyList>() else {
-        return false;
-    };
-    l.len() == calls.len()
-        && l.iter().zip(calls).all(|(d, c)| {
-            entries_are(
-                &d,
-                &[
-                    ("name", Want::Str(Some(&c.name))),
-                    ("args", Want::Value(&c.arguments)),
-                    ("id", Want::Str(Some(&c.id))),
-                    ("type", Want::Str(Some("tool_call"))),
-                ],
-            )
-        })
+    list_is(v, calls, |d, c| {
+        entries_are(
+            d,
+            &[
+                ("name", Want::Str(Some(&c.name))),
+                ("args", Want::Value(&c.arguments)),
+                ("id", Want::Str(Some(&c.id))),
+                ("type", Want::Str(Some("tool_call"))),
+            ],
+        )
+    })
 }
 
 fn invalid_calls_are(v: &Bound<'_, PyAny>, calls: &[InvalidToolCall]) -> bool {
-    let Ok(l) = v.cast_exact::<PyList>() else {
-        return false;
-    };
-    l.len() == calls.len()
-        && l.iter().zip(calls).all(|(d, c)| {
-            entries_are(
-                &d,
-                &[
-                    ("name", Want::Str(c.name.as_deref())),
-                    ("args", Want::Str(c.args.as_deref())),
-                    ("id", Want::Str(c.id.as_deref())),
-                    ("error", Want::Str(c.error.as_deref())),
-                    ("type", Want::Str(Some("invalid_tool_call"))),
-                ],
-            )
-        })
+    list_is(v, calls, |d, c| {
+        entries_are(
+            d,
+            &[
+                ("name", Want::Str(c.name.as_deref())),
+                ("args", Want::Str(c.args.as_deref())),
+                ("id", Want::Str(c.id.as_deref())),
+                ("error", Want::Str(c.error.as_deref())),
+                ("type", Want::Str(Some("invalid_tool_call"))),
+            ],
+        )
+    })
 }
 
 /// What one entry of a dict should hold.
@@ -239,9 +236,7 @@ fn value_is(v: &Bound<'_, PyAny>, want: &Value) -> bool {
             }
         }
         Value::String(s) => exact_str_is(v, s),
-        Value::Array(a) => v
-            .cast_exact::<PyList>()
-            .is_ok_and(|l| l.len() == a.len() && l.iter().zip(a).all(|(x, w)| value_is(&x, w))),
+        Value::Array(a) => list_is(v, a, value_is),
         Value::Object(o) => map_is(v, o),
     }
 }

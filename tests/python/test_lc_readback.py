@@ -8,7 +8,7 @@ item 5: the answer a node returns is read again, ~8 k instructions) must keep.""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +31,14 @@ def _call(a: int = 1, b: int = 2) -> dict[str, Any]:
     return {"content": "", "tool_calls": [{"name": "add", "args": {"a": a, "b": b}, "id": "c1"}]}
 
 
-def _agent(model: ScriptedChatModel, edit: Callable[[Any], None], saver: Any = None) -> Any:
+def _agent(
+    model: ScriptedChatModel,
+    edit: Callable[[Any], None],
+    saver: Any = None,
+    tools: Sequence[Any] = (add,),
+) -> Any:
     """A model node that edits the model's answer before returning it, a Rust
-    ``tools_condition`` after it and a ``ToolNode``."""
+    ``tools_condition`` after it and a ``ToolNode`` of ``tools``."""
 
     def chat(state: MessagesState) -> dict[str, Any]:
         answer = model.invoke(state["messages"])
@@ -42,7 +47,7 @@ def _agent(model: ScriptedChatModel, edit: Callable[[Any], None], saver: Any = N
 
     b = StateGraph(MessagesState)
     b.add_node("chat", chat)
-    b.add_node("tools", ToolNode([add]))
+    b.add_node("tools", ToolNode(list(tools)))
     b.add_edge(START, "chat")
     b.add_conditional_edges("chat", tools_condition, ["tools", END])
     b.add_edge("tools", "chat")
@@ -247,3 +252,53 @@ def test_a_wrapped_tools_result_edited_in_place_by_a_hook_reaches_the_checkpoint
     finally:
         saver.close()
     assert (tm.content, tm.response_metadata) == ("3", {"checked": True})
+
+
+class Sid(str):
+    """An id of a str subclass (LangGraph's tests use such placeholders)."""
+
+
+@pytest.mark.parametrize(
+    ("new", "kind"),
+    [(True, bool), (1.0, float), (Sid("1"), Sid)],
+    ids=["bool", "float", "str-subclass"],
+)
+def test_an_edit_to_an_equal_value_of_another_type_is_read_again(new: Any, kind: type) -> None:
+    """``1 == True == 1.0`` in Python; the engine keeps the type the tool is given."""
+    got: list[Any] = []
+
+    @tool
+    def echo(a: Any) -> str:
+        """Echo the argument's type."""
+        got.append(a)
+        return type(a).__name__
+
+    script = [
+        {"content": "", "tool_calls": [{"name": "echo", "args": {"a": 1}, "id": "c1"}]},
+        "done",
+    ]
+
+    def edit(m: Any) -> None:
+        if m.tool_calls:
+            m.tool_calls[0]["args"]["a"] = new
+
+    out = _agent(ScriptedChatModel(script), edit, tools=[echo]).invoke(
+        {"messages": [("user", "go")]}
+    )
+    want = "str" if kind is Sid else kind.__name__
+    assert [type(g) for g in got] == [str if kind is Sid else kind]
+    assert out["messages"][2].content == want
+
+
+def test_an_answer_changed_and_changed_back_is_kept() -> None:
+    made: list[Any] = []
+
+    def edit(m: Any) -> None:
+        made.append(m)
+        old = m.content
+        m.content = "changed"
+        m.content = old
+
+    out = _agent(ScriptedChatModel(["done"]), edit).invoke({"messages": [("user", "go")]})
+    assert out["messages"][-1] is made[0]
+    assert out["messages"][-1].content == "done"

@@ -99,7 +99,7 @@ def loads(text: str | bytes) -> Any:
 
 def to_jsonable(value: Any) -> Any:
     """``value`` as plain JSON data (dicts, lists, strings, numbers)."""
-    return json.loads(dumps(value))
+    return loads(dumps(value))
 
 
 class JSONResponse(_StarletteJSON):
