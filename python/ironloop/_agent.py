@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import operator
 import sys
 import typing
 import uuid
@@ -335,6 +336,10 @@ async def acall_model(model: Any, messages: list[Any], tools: Any, **kwargs: Any
 #: What an HTTP model's step in an agent goes through in Python; the engine makes the
 #: same call itself only while none of it is a subclass's or an instance's own.
 _CALL_PATH = ("invoke", "ainvoke", "_invoke", "_ainvoke", "_args", "_done", "_streams_in_invoke")
+#: Those attributes of a class, read in one C call (an agent per request reads them
+#: for its model's class and the base each time: a subclass may be changed at any time).
+_call_path_of = operator.attrgetter(*_CALL_PATH)
+_CALL_NAMES = frozenset(_CALL_PATH)
 
 
 def _agent_model(model: Any, tools: Any, prompt: Any, name: str | None) -> Any:
@@ -347,14 +352,16 @@ def _agent_model(model: Any, tools: Any, prompt: Any, name: str | None) -> Any:
         return None
     base = models._HTTPChatModel
     cls = type(model)
-    if any(getattr(cls, a) is not getattr(base, a) for a in _CALL_PATH):
+    # Tuples of functions compare each pair by identity first (functions have no other
+    # equality), so this is `is` for each attribute.
+    if cls is not base and _call_path_of(cls) != _call_path_of(base):
         return None
-    if not set(_CALL_PATH).isdisjoint(vars(model)):
+    if not _CALL_NAMES.isdisjoint(vars(model)):
         return None
     if prompt is None:
         system = None
     elif isinstance(prompt, str):
-        system = _messages.SystemMessage(content=prompt)
+        system = ("system", prompt)  # read as a SystemMessage by the engine, no object made
     elif _is_system_message(prompt):
         system = prompt
     else:
@@ -440,12 +447,13 @@ def create_react_agent(
         '5'
     """
     # LangGraph 1.0's rename, warned about as LangGraph does.
-    old = _deprecated_kwargs(
-        "create_react_agent()",
-        {k: kwargs.pop(k) for k in ("config_schema",) if k in kwargs},
-        {"config_schema": ("context_schema", LangGraphDeprecatedSinceV10)},
-    )
-    context_schema = context_schema or old.get("context_schema")
+    if kwargs:
+        old = _deprecated_kwargs(
+            "create_react_agent()",
+            {k: kwargs.pop(k) for k in ("config_schema",) if k in kwargs},
+            {"config_schema": ("context_schema", LangGraphDeprecatedSinceV10)},
+        )
+        context_schema = context_schema or old.get("context_schema")
     if kwargs:
         raise TypeError(f"create_react_agent() got unexpected keyword arguments: {kwargs}")
     if version not in ("v1", "v2"):

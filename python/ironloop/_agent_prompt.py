@@ -67,11 +67,21 @@ def _prompt_functions(prompt: Any) -> tuple[Callable[..., Any], Callable[..., An
         def fn(state: Any, **_: Any) -> Any:
             return list(_get(state, "messages"))
 
-    elif isinstance(prompt, str) or _is_system_message(prompt):
-        system = _messages.SystemMessage(content=prompt) if isinstance(prompt, str) else prompt
+    elif isinstance(prompt, str):
+        # The SystemMessage is made at the first call, once: an agent whose model step
+        # the engine runs (``_agent._agent_model``) never calls this, and making a
+        # langchain-core message was most of an agent's creation (W11).
+        made: list[Any] = []
 
         def fn(state: Any, **_: Any) -> Any:
-            return [system, *_get(state, "messages")]
+            if not made:
+                made.append(_messages.SystemMessage(content=prompt))
+            return [made[0], *_get(state, "messages")]
+
+    elif _is_system_message(prompt):
+
+        def fn(state: Any, **_: Any) -> Any:
+            return [prompt, *_get(state, "messages")]
 
     elif is_langchain_runnable(prompt):
         from ironloop import _langchain

@@ -587,15 +587,12 @@ def create_agent(
             "cached; leave cache out"
         )
     mws = _check_middleware(middleware)
-    if system_prompt is None or isinstance(system_prompt, SystemMessage):
-        system = system_prompt
-    elif isinstance(system_prompt, str):
-        system = SystemMessage(content=system_prompt)
-    else:
+    if not (system_prompt is None or isinstance(system_prompt, (str, SystemMessage))):
         raise TypeError(
             f"system_prompt must be a str or a SystemMessage, got {type(system_prompt).__name__}"
         )
-    settings = AgentSettings(init_model(model), name, system=system)
+    # A str becomes its SystemMessage when the agent first reads it (AgentSettings).
+    settings = AgentSettings(init_model(model), name, system=system_prompt)
     # The graph is compiled once per shape; this agent's model, system prompt and name
     # are its own (see ironloop._shapes). A LangChain model is bound to the tools per
     # model object, in the builder: such an agent gets a graph of its own.

@@ -40,7 +40,7 @@ class AgentSettings:
     prompt functions (``create_react_agent``), its system message (``create_agent``)
     and its name (put on its ``AIMessage`` s)."""
 
-    __slots__ = ("aprompt", "model", "name", "native", "prompt", "system")
+    __slots__ = ("_system", "aprompt", "model", "name", "native", "prompt")
 
     def __init__(
         self,
@@ -56,10 +56,22 @@ class AgentSettings:
         # the prompt functions, create_agent's the system message).
         self.prompt: Any = prompt
         self.aprompt: Any = aprompt
-        self.system = system
+        #: A message, or the str it is made from when first read (an agent per request
+        #: should not pay for a langchain-core message before its first run: W11).
+        self._system = system
         #: The model step as the engine runs it without Python (``create_react_agent``
         #: with an ironloop HTTP model; see ``ironloop._agent._agent_model``).
         self.native: Any = None
+
+    @property
+    def system(self) -> Any:
+        """The system message (``create_agent``'s ``system_prompt``), made once."""
+        system = self._system
+        if isinstance(system, str):
+            from ironloop.messages import SystemMessage
+
+            system = self._system = SystemMessage(content=system)
+        return system
 
 
 #: The settings of the agent whose run this is (set by :class:`BoundCore`).
@@ -188,7 +200,13 @@ def bind(
         template.store,
         name or "agent",
     )
-    agent.__dict__.update(settings_of(template))
+    # A template is never changed once made, so what it carries is read once (an agent
+    # per request, W11, made it again each time).
+    own = template.__dict__
+    kept = own.get("_bound_settings")
+    if kept is None:
+        kept = own["_bound_settings"] = settings_of(template)
+    agent.__dict__.update(kept)
     run = dict(defaults or {})
     if name:
         run["metadata"] = {**run.get("metadata", {}), "lc_agent_name": name}

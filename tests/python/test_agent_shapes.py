@@ -280,3 +280,44 @@ def test_create_agent_resume_from_a_human_review_uses_the_resuming_agent() -> No
     )
     assert core_of(second) is core_of(first)
     assert second.invoke(None, cfg)["messages"][-1].text == "two|s2|13"
+
+
+def test_a_str_prompt_is_one_system_message_per_agent_made_at_its_first_call() -> None:
+    """An agent per request pays for no message object before it runs (W11); once it
+    runs, its str prompt is one ``SystemMessage`` (langchain-core's when installed),
+    the same object at every model call and in every run, as LangChain makes it once."""
+    from ironloop.messages import SystemMessage
+    from ironloop.middleware import wrap_model_call
+
+    seen: list[Any] = []
+
+    def respond(messages: list[BaseMessage]) -> Any:
+        seen.append(messages[0])
+        return (
+            "ok"
+            if len(seen) % 2 == 0
+            else {
+                "content": "",
+                "tool_calls": [{"name": "add", "args": {"a": 1, "b": 2}, "id": uuid.uuid4().hex}],
+            }
+        )
+
+    agent = create_react_agent(ScriptedChatModel(respond), [add], prompt="Be brief.")
+    ask(agent)
+    ask(agent)
+    assert len(seen) == 4 and all(m is seen[0] for m in seen)
+    assert isinstance(seen[0], SystemMessage) and seen[0] == SystemMessage(content="Be brief.")
+
+    requests: list[Any] = []
+
+    @wrap_model_call
+    def keep(request: Any, handler: Any) -> Any:
+        requests.append(request.system_message)
+        return handler(request)
+
+    made = create_agent(model_of("A"), [add], system_prompt="sys A", middleware=[keep])
+    assert ask(made) == "A|sys A|13"
+    ask(made)
+    assert len(requests) == 4 and all(r is requests[0] for r in requests)
+    assert isinstance(requests[0], SystemMessage)
+    assert requests[0] == SystemMessage(content="sys A")

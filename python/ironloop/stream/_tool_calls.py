@@ -136,15 +136,27 @@ def agent_transformers(middleware: Sequence[Any], given: Sequence[Any] | None) -
     ``SubagentTransformer`` (``run.subagents``), the middleware's ``transformers``,
     then ``create_agent(transformers=)``; each once (by identity: a factory need not
     be hashable)."""
-    from ironloop.stream._subagents import SubagentTransformer
+    extra = [t for m in middleware for t in getattr(m, "transformers", ())]
+    extra.extend(given or ())
+    out = _builtin_transformers()
+    if not extra:  # most agents: one tuple for all (an agent per request, W11)
+        return out
+    kept = list(out)
+    for factory in extra:
+        if not any(factory is seen for seen in kept):
+            kept.append(factory)
+    return tuple(kept)
 
-    out: list[Any] = []
-    for factory in (
-        ToolCallTransformer,
-        SubagentTransformer,
-        *(t for m in middleware for t in getattr(m, "transformers", ())),
-        *(given or ()),
-    ):
-        if not any(factory is seen for seen in out):
-            out.append(factory)
-    return tuple(out)
+
+_BUILTIN: tuple[Any, ...] = ()
+
+
+def _builtin_transformers() -> tuple[Any, ...]:
+    """Every agent's first two transformers (``_subagents`` imports this module, so it
+    is read at the first agent's making)."""
+    global _BUILTIN
+    if not _BUILTIN:
+        from ironloop.stream._subagents import SubagentTransformer
+
+        _BUILTIN = (ToolCallTransformer, SubagentTransformer)
+    return _BUILTIN
