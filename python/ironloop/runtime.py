@@ -213,14 +213,15 @@ def get_runtime(context_schema: type[ContextT] | None = None) -> Runtime[Context
     attempt = attempt_var.get(None)
     progress = call_progress.get(None)
     mine = _last_task
-    if mine[0] is scratch and mine[1] is scope and mine[2] is attempt and mine[3] is progress:
-        return mine[4]  # type: ignore[no-any-return]
+    of = mine._of
+    if of[0] is scope and of[1] is scratch and of[2] is attempt and of[3] is progress:
+        return mine
     # Only what tells this task's runtime apart, its fields made when first read:
     # every agent hook node asks for one and most never read it (making its fields
     # here cost a hook step ~11 k of its ~33 k instructions).
     runtime = _new(_TaskRuntime)
     _set_of(runtime, (scope, scratch, attempt, progress, _now()))
-    _last_task = (scratch, scope, attempt, progress, runtime)
+    _last_task = runtime
     return runtime
 
 
@@ -414,10 +415,11 @@ def _remember(scope: Any, runtime: Any) -> None:
     _last_runtime = (scope, runtime)
 
 
-#: The last task's runtime: (scratchpad, scope, attempt, progress, runtime). A node whose
-#: function asks for its runtime several times (hooks, tools) gets one. Holding the
-#: scratchpad and scope keeps them alive, so `is` never matches new ones.
-_last_task: tuple[Any, Any, Any, Any, Any] = (None, None, None, None, None)
+#: The last task's runtime made by ``get_runtime``: a node whose function asks for its
+#: runtime several times (hooks, tools) gets one. Its ``_of`` holds the scratchpad and
+#: scope, keeping them alive, so `is` never matches new ones at a reused address.
+_last_task: Any = _new(_TaskRuntime)
+_set_of(_last_task, (None, None, None, None, 0.0))
 
 
 def _coerce_context(context_schema: Any, context: Any) -> Any:
