@@ -194,6 +194,7 @@ def get_runtime(context_schema: type[ContextT] | None = None) -> Runtime[Context
     router). ``context_schema`` only narrows the type for checkers.
 
     Raises ``RuntimeError`` outside a graph run, as LangGraph does."""
+    global _last_task
     scope = _scope.get()
     if scope is None:
         raise RuntimeError("get_runtime() called outside of a graph run")
@@ -209,59 +210,45 @@ def get_runtime(context_schema: type[ContextT] | None = None) -> Runtime[Context
         _remember(scope, runtime)
         return runtime
     # What makes a task's runtime differ: its attempt, and the `@task` call it is in.
-    key = (attempt_var.get(None), call_progress.get(None))
-    last_task = _last_task
-    if last_task[0] is scratch and last_task[1] is scope and last_task[2] == key:
-        return last_task[3]  # type: ignore[no-any-return]
-    runtime = _task_runtime(scope, scratch, key[0], key[1])
-    _remember_task(scratch, scope, key, runtime)
+    attempt = attempt_var.get(None)
+    progress = call_progress.get(None)
+    mine = _last_task
+    of = mine._of
+    if of[0] is scope and of[1] is scratch and of[2] is attempt and of[3] is progress:
+        return mine
+    # Only what tells this task's runtime apart, its fields made when first read:
+    # every agent hook node asks for one and most never read it (making its fields
+    # here cost a hook step ~11 k of its ~33 k instructions).
+    runtime = _new(_TaskRuntime)
+    _set_of(runtime, (scope, scratch, attempt, progress, _now()))
+    _last_task = runtime
     return runtime
 
 
-def _task_runtime(
-    scope: Any, scratch: Any, attempt: tuple[int, float] | None, progress: Any = None
-) -> Runtime[Any]:
-    """The runtime of the task whose scratchpad is ``scratch``, in its attempt: the
-    run's part (made once per run), the task's writer and heartbeat, and its
-    ``execution_info`` made when first read (most nodes never read it; making it for
-    every task cost a hook node ~5 µs, more than the rest of its step). ``progress`` is
-    the ``@task`` call's (``call_progress``) the runtime is made in, if any. Every
-    agent hook node makes one, so the writer and heartbeat are read from ``scratch`` here
-    (no import or context-variable read per call)."""
+_now = time.time
+
+
+def _task_fields(runtime: Any) -> dict[str, Any]:
+    """The fields of a task's runtime (all but ``execution_info``) put in its dict, at
+    the first read of one: the run's part (made once per run), the task's writer and
+    heartbeat."""
+    fields = runtime.__dict__
+    scope, scratch, _attempt, progress, _asked = runtime._of
     last = _last_runtime
     if last[0] is scope:
         run_part = last[1]
     else:
         run_part = _run_runtime(scope)
         _remember(scope, run_part)
-    made = _task_fields
-    if made[0] is not run_part:
-        made = _task_fields_of(run_part)
-    # A copy of the run's fields given as the new object's dict: filling an instance's
-    # own dict key by key cost a hook node's runtime 3 k of its 8 k instructions.
-    fields = made[1].copy()
+    for name, value in run_part.__dict__.items():
+        if name != "execution_info":
+            fields[name] = value
     fields["stream_writer"] = writer_of(scratch)
-    fields["heartbeat"] = scratch.heartbeat if progress is None else _heartbeat(scratch)
-    # The first attempt's time is looked up (by task id) only when `execution_info` is
-    # read: most runtimes (every agent hook's) never are.
-    fields["_of"] = (scope, scratch, attempt, time.time())
-    runtime = _new(_TaskRuntime)
-    _set_attr(runtime, "__dict__", fields)
-    return runtime
+    fields["heartbeat"] = _heartbeat(scratch, progress)
+    return fields
 
 
-#: The run part whose fields a task's runtime starts from, and those fields (without
-#: ``execution_info``, which a task's runtime makes when read). Holding the run part
-#: keeps it alive, so `is` never matches a new one at a reused address.
-_task_fields: tuple[Any, dict[str, Any]] = (None, {})
-_set_attr = object.__setattr__  # a frozen dataclass' own refuses
-
-
-def _task_fields_of(run_part: Any) -> tuple[Any, dict[str, Any]]:
-    global _task_fields
-    fields = {k: v for k, v in run_part.__dict__.items() if k != "execution_info"}
-    _task_fields = (run_part, fields)
-    return _task_fields
+_new = object.__new__
 
 
 def _run_runtime(scope: Any) -> Runtime[Any]:
@@ -297,32 +284,65 @@ def _execution_info(scope: Any, scratch: Any, attempt: tuple[int, float]) -> Exe
     )
 
 
-_new = object.__new__
+class _Field:
+    """A field of a task's :class:`Runtime` (a data descriptor, over the dataclass'
+    default): its value in the instance's dict, made with the others on first read
+    (``_task_fields``). Set by the dataclass' ``__init__`` (``replace``, ``override``),
+    it is taken as given."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, runtime: Any, owner: Any = None) -> Any:
+        if runtime is None:
+            return getattr(Runtime, self.name)
+        fields = runtime.__dict__
+        if self.name not in fields:
+            fields = _task_fields(runtime)
+        return fields[self.name]
+
+    def __set__(self, runtime: Any, value: Any) -> None:
+        runtime.__dict__[self.name] = value
+
+
+class _Info(_Field):
+    """A task runtime's ``execution_info``: made on first read (most runtimes, every
+    agent hook's, never are), from ``_of`` (the run's scope, the task's scratchpad and
+    attempt, when it was asked for)."""
+
+    __slots__ = ()
+
+    def __get__(self, runtime: Any, owner: Any = None) -> Any:
+        if runtime is None:
+            return None
+        fields = runtime.__dict__
+        if "execution_info" not in fields:
+            scope, scratch, attempt, _progress, asked = runtime._of
+            attempt = attempt or (1, _first_attempt_time(scratch, asked))
+            fields["execution_info"] = _execution_info(scope, scratch, attempt)
+        return fields["execution_info"]
 
 
 class _TaskRuntime(Runtime[Any]):
-    """A running task's :class:`Runtime`, its ``execution_info`` made on first read
-    (from ``_of``: the run's scope, the task's scratchpad and attempt)."""
+    """A running task's :class:`Runtime`: made with ``_of`` alone (the run's scope, the
+    task's scratchpad, attempt and ``@task`` call's progress, when it was asked for),
+    its fields made when first read. ``_of`` is a slot: set through its descriptor, it
+    costs a third less than an attribute in the instance's dict."""
 
-    @property  # type: ignore[override]
-    def execution_info(self) -> ExecutionInfo | None:
-        fields = self.__dict__
-        if "_info" not in fields:
-            scope, scratch, attempt, asked = fields.pop("_of")
-            attempt = attempt or (1, _first_attempt_time(scratch, asked))
-            fields["_info"] = _execution_info(scope, scratch, attempt)
-        return fields["_info"]  # type: ignore[no-any-return]
-
-    @execution_info.setter
-    def execution_info(self, value: ExecutionInfo | None) -> None:
-        # Set by the dataclass' __init__ (`replace`, `override`): taken as given.
-        self.__dict__["_info"] = value
+    __slots__ = ("_of",)
 
 
-def _heartbeat(scratch: Any) -> Callable[[], None]:
+for _f in dataclasses.fields(Runtime):
+    setattr(_TaskRuntime, _f.name, (_Info if _f.name == "execution_info" else _Field)(_f.name))
+del _f
+_set_of = _TaskRuntime._of.__set__  # type: ignore[attr-defined]
+
+
+def _heartbeat(scratch: Any, progress: Any) -> Callable[[], None]:
     """``runtime.heartbeat`` of a task: progress for its node's idle timeout, and for
-    the ``@task`` call it runs in, if that has one."""
-    progress = call_progress.get(None)
+    the ``@task`` call it runs in (``progress``), if that has one."""
     if progress is None:
         return scratch.heartbeat  # type: ignore[no-any-return]
 
@@ -395,14 +415,11 @@ def _remember(scope: Any, runtime: Any) -> None:
     _last_runtime = (scope, runtime)
 
 
-#: The last task's runtime: (scratchpad, scope, attempt, runtime). A node whose
-#: function asks for its runtime several times (hooks, tools) builds it once.
-_last_task: tuple[Any, Any, Any, Any] = (None, None, None, None)
-
-
-def _remember_task(scratch: Any, scope: Any, attempt: Any, runtime: Any) -> None:
-    global _last_task
-    _last_task = (scratch, scope, attempt, runtime)
+#: The last task's runtime made by ``get_runtime``: a node whose function asks for its
+#: runtime several times (hooks, tools) gets one. Its ``_of`` holds the scratchpad and
+#: scope, keeping them alive, so `is` never matches new ones at a reused address.
+_last_task: Any = _new(_TaskRuntime)
+_set_of(_last_task, (None, None, None, None, 0.0))
 
 
 def _coerce_context(context_schema: Any, context: Any) -> Any:

@@ -5,6 +5,9 @@ invalid-tool-call check that reads the history in Rust finds what the Python rul
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -17,6 +20,7 @@ from ironloop.messages import AIMessage, HumanMessage, ToolMessage
 from ironloop.middleware import before_model, wrap_tool_call
 from ironloop.models import ScriptedChatModel
 from ironloop.runtime import get_runtime
+from ironloop.store import InMemoryStore
 
 
 @tool
@@ -63,6 +67,89 @@ def test_a_hook_runtime_without_custom_streaming_has_a_no_op_writer() -> None:
     agent = create_agent(ScriptedChatModel(["done"]), [add], middleware=[hook])
     out = agent.invoke({"messages": [HumanMessage(content="go")]})
     assert out["messages"][-1].content == "done" and writes == [None]
+
+
+@dataclass
+class Ctx:
+    user: str
+
+
+def _hook_runtimes(seen: list[Any]) -> Any:
+    @before_model
+    def keep(state: Any, runtime: Any) -> None:
+        seen.append(runtime)  # read only after the run: its fields are made then
+
+    return keep
+
+
+def _task_ids(runtimes: list[Any]) -> list[str]:
+    return [r.execution_info.task_id for r in runtimes]
+
+
+@pytest.mark.parametrize("how", ["invoke", "ainvoke", "stream"])
+def test_a_hook_runtime_read_after_its_task_is_still_that_tasks(how: str) -> None:
+    """A hook's runtime makes its fields when first read: read long after its task
+    (here after the run), it still gives the run's context and store, its own task and
+    a writer to the stream it ran in; sync, async and streaming alike."""
+    seen: list[Any] = []
+    store = InMemoryStore()
+    agent = create_agent(
+        ScriptedChatModel(one_call_script()),
+        [add],
+        middleware=[_hook_runtimes(seen)],
+        context_schema=Ctx,
+        store=store,
+    )
+    given = {"messages": [HumanMessage(content="go")]}
+    if how == "invoke":
+        agent.invoke(given, context=Ctx(user="ann"))
+    elif how == "ainvoke":
+        asyncio.run(agent.ainvoke(given, context=Ctx(user="ann")))
+    else:
+        list(agent.stream(given, context=Ctx(user="ann"), stream_mode="custom"))
+    first, second = seen
+    assert first is not second
+    for runtime in seen:
+        assert runtime.context == Ctx(user="ann") and runtime.store is store
+        assert runtime.previous is None and runtime.server_info is None
+        assert runtime.execution_info.node_attempt == 1
+        runtime.heartbeat()  # no idle timeout: a no-op, as LangGraph's
+    ids = _task_ids(seen)
+    assert len(set(ids)) == 2 and all(i.endswith(":keep.before_model") for i in ids)
+    if how == "stream":
+        assert first.stream_writer is not second.stream_writer  # each task's own
+    else:
+        assert first.stream_writer({"x": 1}) is None
+
+
+def test_a_hook_runtime_replaced_keeps_its_fields_and_takes_the_new_ones() -> None:
+    """``override`` / ``dataclasses.replace`` of a task's runtime (its fields made
+    lazily) copy every field, the replaced ones new; the copy stays frozen."""
+    seen: list[Any] = []
+
+    @before_model
+    def hook(state: Any, runtime: Any) -> None:
+        seen.append((runtime, runtime.override(context=Ctx(user="bob"))))
+
+    agent = create_agent(ScriptedChatModel(["done"]), [add], middleware=[hook], context_schema=Ctx)
+    chunks = list(
+        agent.stream(
+            {"messages": [HumanMessage(content="go")]},
+            context=Ctx(user="ann"),
+            stream_mode="custom",
+        )
+    )
+    assert chunks == []
+    ((runtime, other),) = seen
+    assert other.context == Ctx(user="bob") and runtime.context == Ctx(user="ann")
+    assert other.execution_info == runtime.execution_info
+    assert other.stream_writer == runtime.stream_writer
+    assert other.heartbeat == runtime.heartbeat
+    again = dataclasses.replace(runtime)
+    assert again == runtime and again is not runtime
+    assert again.context == Ctx(user="ann")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        runtime.context = None
 
 
 def test_the_tools_node_requests_are_ordinary_requests() -> None:
