@@ -5,6 +5,7 @@ and nothing gathered is lost when the connection closes."""
 from __future__ import annotations
 
 import asyncio
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -110,26 +111,13 @@ async def test_a_closing_response_is_sent_before_the_close() -> None:
 
 # -- the routes every run takes, answered without Starlette's layers (``ServeApp``)
 
-GRAPH = """
-from typing import TypedDict
-from ironloop import END, START, StateGraph
-
-class State(TypedDict):
-    n: int
-
-builder = StateGraph(State)
-builder.add_node("step", lambda s: {"n": s["n"] + 1})
-builder.add_edge(START, "step")
-builder.add_edge("step", END)
-graph = builder.compile()
-"""
-
 
 def hot_app(tmp_path: Path, **options: Any) -> Any:
+    """The app serving the test project's plain graph (``steps.py``), in this process."""
     from ironloop.serve import Project, ServeOptions, create_app
 
-    (tmp_path / "hot_graph.py").write_text(GRAPH)
-    (tmp_path / "langgraph.json").write_text('{"graphs": {"g": "./hot_graph.py:graph"}}')
+    shutil.copy(Path(__file__).parent / "fixtures" / "serve_project" / "steps.py", tmp_path)
+    (tmp_path / "langgraph.json").write_text('{"graphs": {"steps": "./steps.py:graph"}}')
     project = Project.load(str(tmp_path / "langgraph.json"))
     return create_app(project, ServeOptions(data_dir=tmp_path / "data", **options))
 
