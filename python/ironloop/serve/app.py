@@ -20,6 +20,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
+from starlette.types import Receive, Scope, Send
 
 from . import assistant_routes, crons, run_routes, store_routes, thread_routes, ui
 from .assistants import Assistants
@@ -30,6 +31,7 @@ from .errors import ApiError, on_api_error, on_http_exception, on_unexpected
 from .execution import Runner
 from .graphs import load_graphs
 from .project import Project, ProjectError
+from .routing import Handler, HotPaths
 from .serde import JSONResponse
 from .ttl import sweep_threads
 
@@ -120,6 +122,61 @@ def tune_gc() -> None:
     gc.set_threshold(SERVER_GC_THRESHOLD, older, oldest)
 
 
+#: The routes every run takes (a thread made; a run started, streamed, waited for,
+#: joined). No route listed before one of these in ``create_app`` takes its method and
+#: path, so each path here goes to the handler Starlette's routing would give it.
+HOT_ROUTES: dict[str, dict[str, Handler]] = {
+    "POST": {
+        "/threads": thread_routes.create,
+        "/threads/{tid}/runs": run_routes.create,
+        "/threads/{tid}/runs/stream": run_routes.stream,
+        "/threads/{tid}/runs/wait": run_routes.wait,
+    },
+    "GET": {"/threads/{tid}/runs/{rid}/join": run_routes.join},
+}
+
+
+class ServeApp(Starlette):
+    """Starlette, with ``HOT_ROUTES`` answered without its layers: the handler is called
+    and its response sent here, its errors answered by the app's own exception
+    handlers, as Starlette's middleware and routing would (a run's requests went
+    through ~10 nested ASGI calls, each wrapping ``send``). Only without user middleware
+    (CORS, auth), which every request must pass: then everything is Starlette's."""
+
+    hot: HotPaths | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        hot = self.hot
+        if hot is not None and scope["type"] == "http" and not scope.get("root_path"):
+            found = hot.find(scope["method"], scope["path"])
+            if found is not None:
+                scope["app"] = self
+                scope["path_params"] = found[1]
+                await self._answer(found[0], Request(scope, receive, send), send)
+                return
+        await super().__call__(scope, receive, send)
+
+    async def _answer(self, handler: Handler, request: Request, send: Send) -> None:
+        """``handler``'s response, or its error's as the app's exception handlers give
+        it; an unexpected error is raised again once answered (the server logs it), as
+        Starlette's ``ServerErrorMiddleware`` does."""
+        try:
+            response = await handler(request)
+        except Exception as exc:
+            on_error = next(
+                (self.exception_handlers[c] for c in type(exc).__mro__
+                 if c in self.exception_handlers), None,
+            )  # fmt: skip
+            if on_error is None:
+                raise
+            answer = await on_error(request, exc)
+            await answer(request.scope, request.receive, send)
+            if not isinstance(exc, (ApiError, HTTPException)):
+                raise
+            return
+        await response(request.scope, request.receive, send)
+
+
 async def ok(_request: Request) -> Response:
     return JSONResponse({"ok": True})
 
@@ -136,7 +193,7 @@ async def info(_request: Request) -> Response:
     )
 
 
-def create_app(project: Project, options: ServeOptions | None = None) -> Starlette:
+def create_app(project: Project, options: ServeOptions | None = None) -> ServeApp:
     """The server for ``project``: graphs imported, storage opened, runs left unfinished
     by an earlier process resumed when the app starts."""
     options = options or ServeOptions()
@@ -220,7 +277,7 @@ def create_app(project: Project, options: ServeOptions | None = None) -> Starlet
         )
     if options.api_key is not None or auth is not None:
         middleware.append(Middleware(AuthMiddleware, api_key=options.api_key, auth=auth))
-    app = Starlette(
+    app = ServeApp(
         routes=routes,
         middleware=middleware,
         lifespan=lifespan,
@@ -230,6 +287,8 @@ def create_app(project: Project, options: ServeOptions | None = None) -> Starlet
             Exception: on_unexpected,
         },
     )
+    if not middleware:
+        app.hot = HotPaths(HOT_ROUTES)
     app.state.graphs = graphs
     # One process writes SQLite records: what runs read of their assistant stays in memory.
     app.state.assistants = Assistants(records, graphs, cached=not options.postgres)
