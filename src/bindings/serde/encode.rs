@@ -102,9 +102,11 @@ pub fn encode(obj: &Bound<'_, PyAny>) -> Result<Value, String> {
 
 /// `obj` as checkpoint JSON text: [`encode`] written straight to text, with no tree. A
 /// large dict or list met again (a state holding one document in many places) is
-/// copied from the text written for it the first time instead of walked again.
-pub fn encode_text(obj: &Bound<'_, PyAny>) -> Result<String, String> {
-    written(obj, Out::new(false)).map(Out::into_string)
+/// copied from the text written for it the first time instead of walked again. The
+/// text comes in the buffers it was written to (one, unless it is over a megabyte),
+/// for the caller to join where it puts it: joined here, it would be copied twice.
+pub fn encode_text(obj: &Bound<'_, PyAny>) -> Result<Vec<Piece>, String> {
+    written(obj, Out::new(false)).map(Out::into_pieces)
 }
 
 /// [`encode_text`] in pieces ([`super::rope`]'s): a large dict or list met again is the piece
