@@ -172,20 +172,35 @@ impl Out {
     }
 
     /// Writes `text` (a string with nothing to escape) between quotes, and a colon
-    /// after it when it is a key, after the comma owed if one is: one append.
+    /// after it when it is a key, after the comma owed if one is: room made once for
+    /// all of it, then the bytes stored.
     #[inline]
     pub fn emit_plain_string(&self, text: &[u8], colon: bool) {
         let mut r = self.rope();
-        if self.0.comma.replace(false) {
-            append(&mut r, b",\"");
-        } else {
-            append(&mut r, b"\"");
+        let n = text.len();
+        // The comma, two quotes and the colon around `text`.
+        let room = n + 4;
+        if r.buf.capacity() - r.buf.len() < room {
+            r.make_room(room);
         }
-        append(&mut r, text);
-        if colon {
-            append(&mut r, b"\":");
-        } else {
-            append(&mut r, b"\"");
+        let comma = usize::from(self.0.comma.replace(false));
+        let buf = &mut r.buf;
+        let len = buf.len();
+        let dst = buf.spare_capacity_mut().as_mut_ptr().cast::<u8>();
+        // SAFETY: `room` bytes of spare capacity at `dst`, of which this writes the
+        // first `comma + n + 2 + colon` (at most `n + 4`) before they are counted.
+        unsafe {
+            *dst = b',';
+            *dst.add(comma) = b'"';
+            let at = dst.add(comma + 1);
+            if n <= SMALL {
+                copy_small(text, at);
+            } else {
+                ptr::copy_nonoverlapping(text.as_ptr(), at, n);
+            }
+            *at.add(n) = b'"';
+            *at.add(n + 1) = b':';
+            buf.set_len(len + comma + n + 2 + usize::from(colon));
         }
     }
 
