@@ -179,6 +179,23 @@ def test_tokens_of_every_short_length_are_written_exactly() -> None:
     assert b"".join(_checkpoint_encode_pieces(wide)) == text
 
 
+def test_a_text_over_many_buffers_is_written_exactly() -> None:
+    """Past a megabyte the writer continues in a new buffer instead of growing (and
+    copying) the one it has: containers met again across those ends, or straddling
+    one, are still their exact text, in one text, in pieces and read back."""
+    mid = {f"k{j}": ["é" * 30, j, None, True] * 6 for j in range(3)}  # ~1 KB
+    small = {"s": list(range(12))}
+    doc = _doc(2)  # a few KB
+    rows = [{"i": i, "mid": mid, "small": small, "u": "x" * (i % 97)} for i in range(6_000)]
+    value = {"rows": rows, "docs": [doc] * 300, "again": [mid, small, doc, rows[:50]]}
+    expected = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    assert len(expected) > 4_000_000
+    assert _checkpoint_encode(value) == expected
+    pieces = _checkpoint_encode_pieces(value)
+    assert b"".join(pieces) == expected
+    assert _checkpoint_decode(expected) == value
+
+
 class _Copies(TypedDict, total=False):
     msgs: Annotated[list, operator.add]
     more: Annotated[list, operator.add]

@@ -265,6 +265,44 @@ def test_what_a_checkpoint_cannot_hold_is_refused_naming_type_and_place() -> Non
         _checkpoint_encode(loop)
 
 
+@dataclasses.dataclass
+class _Meddler:
+    """A dataclass whose field, read by the encoder, runs its ``meddle`` (set after it
+    is made, not a field): Python code that changes the very value being encoded."""
+
+    x: int
+
+    def __getattribute__(self, name: str) -> Any:
+        if name == "x":
+            object.__getattribute__(self, "meddle")()
+        return object.__getattribute__(self, name)
+
+
+def test_a_value_changed_by_python_code_while_it_is_encoded_is_refused_safely() -> None:
+    # The encoder reads a dict's and a list's plain items without a reference of its
+    # own; Python code that runs while it writes an item (a dataclass's field here)
+    # and frees the other items, or the containers the walk is inside, is caught, and
+    # nothing freed is read.
+    m = _Meddler(1)
+    d = {"a": "s" * 50, "m": m, "z": [1.5]}
+    m.meddle = d.clear
+    with pytest.raises(TypeError, match="the dict changed while it was checkpointed"):
+        _checkpoint_encode({"v": d})
+    m = _Meddler(1)
+    items = ["s" * 50, m, "t" * 50, 2]
+    m.meddle = items.clear
+    with pytest.raises(TypeError, match="the list changed while it was checkpointed"):
+        _checkpoint_encode({"v": items})
+    m = _Meddler(1)
+    box = {"in": [{"m": m}, "u" * 50], "after": "w" * 50}
+    m.meddle = box.clear  # frees the list and dict the walk is inside
+    with pytest.raises(TypeError, match="the dict changed while it was checkpointed"):
+        _checkpoint_encode(box)
+    # A str that is not UTF-8 among plain items is still written exactly.
+    v = {"a": ["x", "\ud800", {"b": "y\udfffz"}], "c": "\ud83d"}
+    assert same(_checkpoint_decode(_checkpoint_encode(v)), v)
+
+
 def test_a_large_value_held_in_many_places_is_stored_as_each_copy() -> None:
     # The encoder copies the text of a large dict or list it met before instead of
     # walking it again: the text must be that of a walk of each place.

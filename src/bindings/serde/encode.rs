@@ -16,13 +16,14 @@
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::fmt;
+use std::ptr;
 
-use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{
-    PyBool, PyBytes, PyDict, PyFloat, PyFrozenSet, PyInt, PyList, PySet, PyString, PyTuple, PyType,
+    PyBytes, PyDict, PyFloat, PyFrozenSet, PyInt, PyList, PySet, PyString, PyTuple, PyType,
 };
+use pyo3::{ffi, intern};
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
 use serde_json::Value;
@@ -102,9 +103,11 @@ pub fn encode(obj: &Bound<'_, PyAny>) -> Result<Value, String> {
 
 /// `obj` as checkpoint JSON text: [`encode`] written straight to text, with no tree. A
 /// large dict or list met again (a state holding one document in many places) is
-/// copied from the text written for it the first time instead of walked again.
-pub fn encode_text(obj: &Bound<'_, PyAny>) -> Result<String, String> {
-    written(obj, Out::new(false)).map(Out::into_string)
+/// copied from the text written for it the first time instead of walked again. The
+/// text comes in the buffers it was written to (one, unless it is over a megabyte),
+/// for the caller to join where it puts it: joined here, it would be copied twice.
+pub fn encode_text(obj: &Bound<'_, PyAny>) -> Result<Vec<Piece>, String> {
+    written(obj, Out::new(false)).map(Out::into_pieces)
 }
 
 /// [`encode_text`] in pieces ([`super::rope`]'s): a large dict or list met again is the piece
@@ -122,9 +125,12 @@ fn written(obj: &Bound<'_, PyAny>, out: Out) -> Result<Out, String> {
 }
 
 /// Runs `write` over a walk of the value, `out` its text when it is text. The first
-/// walk writes each dict as an object in one pass over it; a key that needs the escaped
-/// form (reserved, or not plain text: rare) stops it, and the value is walked again
-/// with each dict's keys looked at before it is written.
+/// walk writes each dict as an object in one pass over it, and reads the leaves of
+/// dicts and lists borrowed (see [`Leaf`]); a key that needs the escaped form
+/// (reserved, or not plain text: rare) or a str that is not UTF-8 stops it, and the
+/// value is walked again carefully: each dict's keys looked at before it is written,
+/// every item held (writing such a str runs Python code, which could free what is
+/// only borrowed).
 fn run<T>(
     py: Python<'_>,
     out: Option<Out>,
@@ -184,7 +190,8 @@ struct Walk {
     walked: Cell<usize>,
     /// Whether each dict's keys are looked at before it is written (see [`run`]).
     careful: bool,
-    /// Whether a dict that needs the escaped form stopped a walk that was not careful.
+    /// Whether a walk that was not careful stopped at what only a careful one writes:
+    /// a dict that needs the escaped form, or a str that is not UTF-8 read borrowed.
     escape_seen: Cell<bool>,
 }
 
@@ -315,20 +322,18 @@ impl Walk {
         s: S,
     ) -> Result<S::Ok, S::Error> {
         self.walked.set(self.walked.get() + 1);
-        if obj.is_none() {
-            return s.serialize_unit();
+        match leaf(obj) {
+            // `obj` is held (only a dict's or list's items are read borrowed).
+            Some(Leaf::NotUtf8) => {
+                // SAFETY: only an exact `str` is `NotUtf8`.
+                return self.string(unsafe { obj.cast_unchecked::<PyString>() }, s);
+            }
+            Some(l) => return l.serialize(s),
+            None => {}
         }
-        if let Ok(x) = obj.cast_exact::<PyString>() {
-            return self.string(x, s);
-        }
-        if let Ok(b) = obj.cast_exact::<PyBool>() {
-            return s.serialize_bool(b.is_true());
-        }
+        // Past 64 bits.
         if let Ok(i) = obj.cast_exact::<PyInt>() {
             return self.int(i, s);
-        }
-        if let Ok(f) = obj.cast_exact::<PyFloat>() {
-            return float(f.value(), s);
         }
         // Past here `obj` is a container: one level more.
         if depth >= MAX_DEPTH {
@@ -343,9 +348,7 @@ impl Walk {
         }
         if let Ok(l) = obj.cast_exact::<PyList>() {
             let shape = (l.len(), Brackets::Array);
-            return self.shared(obj, shape, depth, s, |s| {
-                self.items(l.iter(), l.len(), depth + 1, s)
-            });
+            return self.shared(obj, shape, depth, s, |s| self.list(l, depth + 1, s));
         }
         if let Ok(m) = obj.cast::<PyMessage>() {
             return message(&m.borrow().inner, s);
@@ -412,21 +415,84 @@ impl Walk {
         if self.careful {
             return self.dict_careful(d, depth, s);
         }
-        let mut map = s.serialize_map(Some(d.len()))?;
-        for (k, v) in d.iter() {
+        let (py, len) = (d.py(), d.len());
+        let mut map = s.serialize_map(Some(len))?;
+        let (mut pos, mut k, mut v) = (0, ptr::null_mut(), ptr::null_mut());
+        // SAFETY: `d` is a live dict; `PyDict_Next` checks `pos` against it as it is now.
+        while unsafe { ffi::PyDict_Next(d.as_ptr(), &mut pos, &mut k, &mut v) } != 0 {
+            // SAFETY: references `d` holds; they stay alive while no Python code runs,
+            // and before any may run (a value that is not a leaf) they are held.
+            let (k, v) = unsafe { (Borrowed::from_ptr(py, k), Borrowed::from_ptr(py, v)) };
+            let (k, v): (&Bound<'_, PyAny>, &Bound<'_, PyAny>) = (&k, &v);
             let key = match k.cast::<PyString>() {
                 Ok(k) => k.to_str().ok().filter(|t| !is_reserved_key(t)),
-                Err(_) => return Err(self.fail(key_refused(&k))),
+                Err(_) => return Err(self.fail(key_refused(&k.clone()))),
             };
             let Some(key) = key else {
-                self.escape_seen.set(true);
-                return Err(serde::ser::Error::custom("a dict needs the escaped form"));
+                return Err(self.again("a dict needs the escaped form"));
             };
-            map.serialize_key(key)?;
-            map.serialize_value(&self.node(&v, depth))
-                .map_err(|e| self.at(e, || key_segment(&k)))?;
+            match leaf(v) {
+                Some(Leaf::NotUtf8) => return Err(self.again("a str is not UTF-8")),
+                Some(l) => {
+                    self.walked.set(self.walked.get() + 1);
+                    map.serialize_entry(key, &l)?;
+                }
+                None => {
+                    let (k, v) = (k.clone(), v.clone());
+                    map.serialize_key(key)?;
+                    map.serialize_value(&self.node(&v, depth))
+                        .map_err(|e| self.at(e, || key_segment(&k)))?;
+                    if d.len() != len {
+                        return Err(self.fail(changed("dict")));
+                    }
+                }
+            }
         }
         map.end()
+    }
+
+    /// A list's items. Read borrowed from the list, as [`Walk::dict`] reads a dict's,
+    /// unless the walk is careful (which holds every item, as it may run Python code
+    /// on a str that is not UTF-8).
+    fn list<S: Serializer>(
+        &self,
+        l: &Bound<'_, PyList>,
+        depth: usize,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        if self.careful {
+            return self.items(l.iter(), l.len(), depth, s);
+        }
+        let (py, len) = (l.py(), l.len());
+        let mut seq = s.serialize_seq(Some(len))?;
+        for i in 0..len {
+            if l.len() != len {
+                return Err(self.fail(changed("list")));
+            }
+            // SAFETY: `i` is in range (checked just above, with no Python code run
+            // since), so the item is a reference the list holds: alive while no Python
+            // code runs, and held before any may (an item that is not a leaf).
+            let v = unsafe { Borrowed::from_ptr(py, ffi::PyList_GetItem(l.as_ptr(), i as isize)) };
+            let v: &Bound<'_, PyAny> = &v;
+            match leaf(v) {
+                Some(Leaf::NotUtf8) => return Err(self.again("a str is not UTF-8")),
+                Some(x) => {
+                    self.walked.set(self.walked.get() + 1);
+                    seq.serialize_element(&x)?;
+                }
+                None => seq
+                    .serialize_element(&self.node(&v.clone(), depth))
+                    .map_err(|e| self.at(e, || format!("[{i}]")))?,
+            }
+        }
+        seq.end()
+    }
+
+    /// Stops a walk that is not careful, to walk the value again carefully (see
+    /// [`run`]): `why` is never shown.
+    fn again<E: serde::ser::Error>(&self, why: &str) -> E {
+        self.escape_seen.set(true);
+        E::custom(why)
     }
 
     /// [`Walk::dict`] of a careful walk: the keys first, then the object or the
@@ -463,7 +529,7 @@ impl Walk {
                 .and_then(|k| k.to_str())
             else {
                 // Changed while it was written (a key added by another thread).
-                return Err(self.fail(Failure::new("the dict changed while it was checkpointed")));
+                return Err(self.fail(changed("dict")));
             };
             map.serialize_key(key)?;
             map.serialize_value(&self.node(&v, depth))
@@ -528,7 +594,7 @@ impl Walk {
             return self.dict(d, depth + 1, s);
         }
         if let Ok(l) = obj.cast::<PyList>() {
-            return self.items(l.iter(), l.len(), depth + 1, s);
+            return self.list(l, depth + 1, s);
         }
         // Subclasses of the plain scalars (a message's `.text`, a `str` wrapper) are
         // their value, as dict and list subclasses are; enums were taken above.
@@ -610,6 +676,64 @@ impl Walk {
             .map_err(|e| self.fail::<S::Error, _>(e))?;
         tagged_form(s, "int", "value", &hex)
     }
+}
+
+/// A value written with no Python code run: read borrowed from its container, it needs
+/// no reference of its own (the walk's increments and decrements of every item's
+/// count were a tenth of encoding a large dict, and wrote to every object it read).
+enum Leaf<'a> {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(&'a str),
+    /// A str with lone surrogates: its tagged form is made by Python, so only a careful
+    /// walk writes it (see [`run`]).
+    NotUtf8,
+}
+
+/// `obj` as a [`Leaf`] when it is one: exactly a `None`, `bool`, `float`, 64-bit
+/// `int` or `str` (subclasses may run Python code when read).
+fn leaf<'a>(obj: &'a Bound<'_, PyAny>) -> Option<Leaf<'a>> {
+    let p = obj.as_ptr();
+    // SAFETY: `p` is a live object; the type objects are CPython's own statics.
+    unsafe {
+        let ty = ffi::Py_TYPE(p);
+        if ty == ptr::addr_of_mut!(ffi::PyUnicode_Type) {
+            let x = obj.cast_unchecked::<PyString>();
+            return Some(x.to_str().map_or(Leaf::NotUtf8, Leaf::Str));
+        }
+        if ty == ptr::addr_of_mut!(ffi::PyLong_Type) {
+            let mut overflow = 0;
+            let v = ffi::PyLong_AsLongLongAndOverflow(p, &mut overflow);
+            // An exact int raises nothing here; past 64 bits `overflow` says so.
+            return (overflow == 0).then_some(Leaf::Int(v));
+        }
+        if ty == ptr::addr_of_mut!(ffi::PyFloat_Type) {
+            return Some(Leaf::Float(ffi::PyFloat_AsDouble(p)));
+        }
+        if ty == ptr::addr_of_mut!(ffi::PyBool_Type) {
+            return Some(Leaf::Bool(p == ffi::Py_True()));
+        }
+        (p == ffi::Py_None()).then_some(Leaf::Null)
+    }
+}
+
+impl Serialize for Leaf<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match *self {
+            Leaf::Null => s.serialize_unit(),
+            Leaf::Bool(b) => s.serialize_bool(b),
+            Leaf::Int(i) => s.serialize_i64(i),
+            Leaf::Float(f) => float(f, s),
+            Leaf::Str(t) => s.serialize_str(t),
+            Leaf::NotUtf8 => Err(serde::ser::Error::custom("a str that is not UTF-8")),
+        }
+    }
+}
+
+fn changed(what: &str) -> Failure {
+    Failure::new(format!("the {what} changed while it was checkpointed"))
 }
 
 /// The items of a tuple, set or frozenset, as a JSON array.

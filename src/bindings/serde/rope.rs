@@ -32,6 +32,12 @@ pub(super) const PIECE_MIN: usize = 1024;
 /// one more pieces (`wide_state`'s 8 KB dict holds 15 lists of ~290 bytes).
 const REPEAT_PIECE_MIN: usize = 256;
 
+/// The size past which the open buffer is not grown but continued in a new one (see
+/// [`Rope::make_room`]): large enough that the pieces this makes of a large text are
+/// few, and that a container rarely straddles two (one that does is walked again when
+/// met again, instead of copied).
+const CHUNK: usize = 1 << 20;
+
 /// Where the text of a container written once is, to write it again.
 pub(super) enum Written {
     /// Bytes `start..end` of the output (brackets included): copied from the open
@@ -56,14 +62,30 @@ struct Rope {
 }
 
 impl Rope {
-    /// Moves `bytes` (UTF-8 cut at ASCII bytes: see [`Out::cut`]) to the end of `done`.
+    /// Moves `bytes` (UTF-8 cut between two writes: see [`Out::cut`] and
+    /// [`Rope::make_room`]) to the end of `done`.
     fn push(&mut self, bytes: BytesMut) {
         if bytes.is_empty() {
             return;
         }
-        // SAFETY: the serializer writes UTF-8 and the cuts fall on a bracket's or a comma's
-        // position (ASCII), so every slice of the output is UTF-8.
+        // SAFETY: the serializer writes UTF-8 a whole token (or string) at a time, and
+        // the output is cut only between two writes (a container's cuts fall on its
+        // brackets, a full buffer's after its last write), so every slice is UTF-8.
         self.push_piece(unsafe { Piece::from_utf8_unchecked(bytes.freeze()) });
+    }
+
+    /// Makes room for a write of `n` bytes. A buffer past [`CHUNK`] bytes is not grown
+    /// but moved to `done` whole and a new one begun: growing it would copy all it holds
+    /// (`realloc` of a large block, into fresh memory), and did once per doubling — the
+    /// text of a 10 MB value was copied twice over before it was done.
+    #[cold]
+    #[inline(never)]
+    fn make_room(&mut self, n: usize) {
+        if self.buf.len() < CHUNK {
+            return self.buf.reserve(n);
+        }
+        let full = std::mem::replace(&mut self.buf, BytesMut::with_capacity(CHUNK.max(n)));
+        self.push(full);
     }
 
     fn push_piece(&mut self, piece: Piece) {
@@ -144,27 +166,41 @@ impl Out {
     pub fn emit(&self, b: &[u8]) {
         let mut r = self.rope();
         if self.0.comma.replace(false) {
-            append(&mut r.buf, b",");
+            append(&mut r, b",");
         }
-        append(&mut r.buf, b);
+        append(&mut r, b);
     }
 
     /// Writes `text` (a string with nothing to escape) between quotes, and a colon
-    /// after it when it is a key, after the comma owed if one is: one append.
+    /// after it when it is a key, after the comma owed if one is: room made once for
+    /// all of it, then the bytes stored.
     #[inline]
     pub fn emit_plain_string(&self, text: &[u8], colon: bool) {
         let mut r = self.rope();
-        let buf = &mut r.buf;
-        if self.0.comma.replace(false) {
-            append(buf, b",\"");
-        } else {
-            append(buf, b"\"");
+        let n = text.len();
+        // The comma, two quotes and the colon around `text`.
+        let room = n + 4;
+        if r.buf.capacity() - r.buf.len() < room {
+            r.make_room(room);
         }
-        append(buf, text);
-        if colon {
-            append(buf, b"\":");
-        } else {
-            append(buf, b"\"");
+        let comma = usize::from(self.0.comma.replace(false));
+        let buf = &mut r.buf;
+        let len = buf.len();
+        let dst = buf.spare_capacity_mut().as_mut_ptr().cast::<u8>();
+        // SAFETY: `room` bytes of spare capacity at `dst`, of which this writes the
+        // first `comma + n + 2 + colon` (at most `n + 4`) before they are counted.
+        unsafe {
+            *dst = b',';
+            *dst.add(comma) = b'"';
+            let at = dst.add(comma + 1);
+            if n <= SMALL {
+                copy_small(text, at);
+            } else {
+                ptr::copy_nonoverlapping(text.as_ptr(), at, n);
+            }
+            *at.add(n) = b'"';
+            *at.add(n + 1) = b':';
+            buf.set_len(len + comma + n + 2 + usize::from(colon));
         }
     }
 
@@ -173,7 +209,7 @@ impl Out {
     pub fn pos(&self) -> usize {
         let mut r = self.rope();
         if self.0.comma.replace(false) {
-            append(&mut r.buf, b",");
+            append(&mut r, b",");
         }
         r.done_len + r.buf.len()
     }
@@ -286,15 +322,6 @@ impl Out {
         r.push(open);
         std::mem::take(&mut r.done)
     }
-
-    /// The text, as one string.
-    pub fn into_string(self) -> String {
-        let pieces = self.into_pieces();
-        match <[Piece; 1]>::try_from(pieces) {
-            Ok([one]) => one.into_string(),
-            Err(more) => Piece::join(&more),
-        }
-    }
 }
 
 /// Appends `b` to `buf`. Most of the text comes a few bytes at a time (a key, a
@@ -302,14 +329,18 @@ impl Out {
 /// by a call to `memcpy` (whose calls were 11–13 % of encoding a large dict: a copy of
 /// a length known only at run time is a call).
 #[inline(always)]
-fn append(buf: &mut BytesMut, b: &[u8]) {
+fn append(r: &mut Rope, b: &[u8]) {
     let n = b.len();
+    let room = n.max(SMALL);
+    if r.buf.capacity() - r.buf.len() < room {
+        r.make_room(room);
+    }
+    let buf = &mut r.buf;
     if n > SMALL {
         return buf.extend_from_slice(b);
     }
-    buf.reserve(SMALL);
     let dst = buf.spare_capacity_mut().as_mut_ptr().cast::<u8>();
-    // SAFETY: `reserve` left at least SMALL bytes of spare capacity at `dst`, and
+    // SAFETY: `make_room` left at least SMALL bytes of spare capacity at `dst`, and
     // `copy_small` writes bytes `0..n` of it (n <= SMALL) before they are counted.
     unsafe {
         copy_small(b, dst);

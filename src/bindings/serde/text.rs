@@ -76,14 +76,11 @@ impl Text {
     }
 
     /// `s` as a JSON string, followed by a colon when it is a key. Most strings (keys,
-    /// names, ids) have nothing to escape: a scan of their bytes (no early exit, so it
-    /// vectorises) finds that, and they are copied between their quotes as they are.
+    /// names, ids) have nothing to escape: a scan of their bytes finds that, and they
+    /// are copied between their quotes as they are.
     #[inline]
     fn string(&mut self, s: &str, colon: bool) {
-        let escapes = s.bytes().fold(false, |any, c| {
-            any | (c < 0x20) | (c == b'"') | (c == b'\\')
-        });
-        if !escapes {
+        if !needs_escape(s.as_bytes()) {
             return self.out.emit_plain_string(s.as_bytes(), colon);
         }
         self.scratch.clear();
@@ -133,6 +130,48 @@ impl Text {
         }
         Ok(())
     }
+}
+
+/// Whether `s` holds a byte JSON escapes (a control byte, `"` or `\\`). Up to 16
+/// bytes (most keys and short strings), eight at a time in a register, read as two
+/// overlapping words (a byte read twice is tested twice); longer, a scan with no early
+/// exit, which vectorises. The byte-at-a-time scan of a short string was most of the
+/// cost of writing it.
+#[inline(always)]
+fn needs_escape(s: &[u8]) -> bool {
+    let n = s.len();
+    if n > 16 {
+        return s.iter().fold(false, |any, &c| {
+            any | (c < 0x20) | (c == b'"') | (c == b'\\')
+        });
+    }
+    let word = |at: usize| u64::from_le_bytes(s[at..at + 8].try_into().unwrap_or_default());
+    let half = |at: usize| u32::from_le_bytes(s[at..at + 4].try_into().unwrap_or_default());
+    let words = if n >= 8 {
+        [word(0), word(n - 8)]
+    } else if n >= 4 {
+        let w = u64::from(half(0)) | u64::from(half(n - 4)) << 32;
+        [w, w]
+    } else if n > 0 {
+        let w = u64::from_le_bytes([s[0], s[n / 2], s[n - 1], s[0], s[0], s[0], s[0], s[0]]);
+        [w, w]
+    } else {
+        return false;
+    };
+    words.iter().any(|&w| word_needs_escape(w))
+}
+
+/// Whether a byte of `w` is below 0x20, `"` or `\\`: each test is "some byte is below
+/// `n`" of *Bit Twiddling Hacks* (`hasless`: exact as a whole, whichever byte set it),
+/// the equal ones as "some byte of `w ^ c` is below 1".
+#[inline(always)]
+fn word_needs_escape(w: u64) -> bool {
+    const ONES: u64 = u64::MAX / 255;
+    const HIGH: u64 = ONES * 0x80;
+    let below = |x: u64, n: u64| x.wrapping_sub(ONES * n) & !x;
+    let quote = w ^ (ONES * u64::from(b'"'));
+    let backslash = w ^ (ONES * u64::from(b'\\'));
+    (below(w, 0x20) | below(quote, 1) | below(backslash, 1)) & HIGH != 0
 }
 
 /// [`Text`]'s `Serializer` methods that open an array or an object: each writes its
