@@ -436,7 +436,11 @@ class _Builder:
         runner = CallRunner(
             self.tool_node, self.tool_wraps, execute_errors=_REPORTED, calls_of=pending_calls
         )
-        return runner.graph_node()
+        node = runner.graph_node()
+        # The engine's tool node runs the chain around each sent call (a sync run):
+        # ``src/bindings/graph/wrapped_tools.rs``; this function is the node otherwise.
+        node.__ironloop_wrapped_tools__ = (self.tool_node._core, runner)  # type: ignore[attr-defined]
+        return node
 
 
 #: The tools of the agent whose hook is running, by name, as the user gave them (what

@@ -124,7 +124,7 @@ class CallRunner:
         execute_errors: Any = None,
         calls_of: Callable[[Any], list[Any]] | None = None,
     ) -> None:
-        from ironloop.middleware.types import chain_async, chain_sync
+        from ironloop.middleware.types import chain_async, chain_given, chain_sync
 
         runtime_class()  # made now (it may import langchain-core's tools), not in a run
         self.node = node
@@ -132,6 +132,9 @@ class CallRunner:
         self.calls_of = calls_of
         self.handler = chain_sync(wraps, self._execute)
         self.ahandler = chain_async(wraps, self._aexecute)
+        #: The chain with its innermost handler given per call (the engine's, see
+        #: :meth:`run_sent`); ``None`` without interceptors.
+        self.given = chain_given(wraps) if wraps else None
         #: Tools an interceptor handed in with ``override(tool=...)``: a node each.
         self._extra: dict[int, tuple[Any, Any]] = {}
         #: The node scope of the run whose sent calls this runner last ran: (the run's
@@ -313,6 +316,23 @@ class CallRunner:
         token = node_scope.set(self._sent_scope(config))
         try:
             return self._sent_output(await self.aone(self._sent_request(call, state), True))
+        finally:
+            node_scope.reset(token)
+
+    def run_sent(self, call: dict[str, Any], state: Any, config: Any, execute: Any) -> Any:
+        """What :meth:`sent` answers a call with (a ``ToolMessage`` or a ``Command``),
+        the chain's innermost handler ``execute`` given by the engine: the Rust tools
+        node of ``create_agent`` runs the chain inside its task and hands each call a
+        handler that runs the tool there (``src/bindings/graph/wrapped_tools.rs``)."""
+        token = node_scope.set(self._sent_scope(config))
+        try:
+            request = self._sent_request(call, state)
+            try:
+                return checked(self.given(request, execute), True)  # type: ignore[misc]
+            except (GraphInterrupt, ParentCommand):
+                raise
+            except Exception as e:
+                return error_message(self.node._error_policy, request.tool_call, e)
         finally:
             node_scope.reset(token)
 

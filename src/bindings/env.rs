@@ -164,6 +164,33 @@ impl PyRunEnv {
         cell
     }
 
+    /// The environment of tool calls a node of this run makes: its own `context`
+    /// (the task's), the state and store tools are given and where their progress
+    /// goes; the loop, config and trace are the run's.
+    pub fn for_tools(
+        &self,
+        py: Python<'_>,
+        context: Py<PyAny>,
+        state: Option<Py<PyAny>>,
+        store: Option<Py<PyAny>>,
+        on_progress: Option<Py<PyAny>>,
+    ) -> Self {
+        PyRunEnv {
+            context,
+            event_loop: self.share_loop(py),
+            caller_loop: self.caller_loop,
+            state,
+            store,
+            on_progress,
+            config: self.config.as_ref().map(|c| c.clone_ref(py)),
+            trace: self.trace.as_ref().map(|t| t.clone_ref(py)),
+            agent: None,
+            pending: Default::default(),
+            drain_scheduled: Default::default(),
+            callbacks: Default::default(),
+        }
+    }
+
     /// An environment for a run started from Python: `event_loop` is the caller's
     /// running loop, or `None` for a sync call (async tools then go to a loop the
     /// runtime owns, on its own thread).

@@ -225,7 +225,7 @@ pub fn combine<'py>(
 /// A message of a standalone ToolNode's output. As LangGraph's, a langchain-core
 /// message the node made has no id until a graph's `add_messages` gives it one;
 /// ironloop's own messages always carry theirs.
-fn output_message<'py>(
+pub(crate) fn output_message<'py>(
     py: Python<'py>,
     msg: &Arc<Message>,
     made: bool,

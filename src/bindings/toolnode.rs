@@ -352,6 +352,60 @@ fn finish(
     combine(py, outputs, list_in, key)
 }
 
+/// Runs `calls` for a sync Python caller and waits for their results: driven on this
+/// thread when it may drive one; called from a node of a run this thread drives (a
+/// `wrap_tool_call` handler), a lone sync tool finishes in the first poll, here, with
+/// no hand-over to another thread, and whatever has to wait moves to the runtime.
+pub(crate) fn execute_blocking<C: CallList>(
+    py: Python<'_>,
+    exec: Executor,
+    calls: C,
+    mut run: RunContext,
+) -> PyResult<(Vec<ToolResult>, C)> {
+    if can_drive_inline() {
+        run.inline = true;
+        let cancel = run.cancel.clone();
+        let results = drive(
+            py,
+            exec.execute(calls.get(), &run),
+            &cancel,
+            FirstPoll::HoldingGil,
+        )?;
+        return Ok((results, calls));
+    }
+    run.inline = calls.get().len() == 1;
+    let cancel = run.cancel.clone();
+    let mut fut = Box::pin(async move {
+        let results = exec.execute(calls.get(), &run).await;
+        (results, calls)
+    });
+    let first = {
+        let _enter = runtime().enter();
+        fut.as_mut().now_or_never()
+    };
+    match first {
+        Some(done) => Ok(done),
+        None => block_on(py, fut, cancel),
+    }
+}
+
+/// Calls held by their owner while they run (see [`execute_blocking`]).
+pub(crate) trait CallList: Send + 'static {
+    fn get(&self) -> &[ToolCall];
+}
+
+impl CallList for Calls {
+    fn get(&self) -> &[ToolCall] {
+        Calls::get(self)
+    }
+}
+
+impl CallList for [ToolCall; 1] {
+    fn get(&self) -> &[ToolCall] {
+        self
+    }
+}
+
 /// The content of an error result under the `handle_tool_errors` policy: `None` for
 /// the default text, `Some(text)` for a custom one; an `Err` re-raises.
 fn error_content(
@@ -476,39 +530,11 @@ impl ToolNodeCore {
         handle_tool_errors: Option<Py<PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let p = self.prepare(py, input, None, store, on_progress, call)?;
-        let exec = self.executor.clone();
-        let (calls, mut run) = (p.calls, p.run);
+        let mut run = p.run;
         // Python tools only wait here (for the pool or the event loop).
         run.local = self.python_only;
-        let (results, calls) = if can_drive_inline() {
-            run.inline = true;
-            let cancel = run.cancel.clone();
-            let results = drive(
-                py,
-                exec.execute(calls.get(), &run),
-                &cancel,
-                FirstPoll::HoldingGil,
-            )?;
-            (results, calls)
-        } else {
-            // Called from a node of a run this thread drives (a `wrap_tool_call`
-            // handler): a lone sync tool finishes in the first poll, here, with no
-            // hand-over to another thread; whatever has to wait moves to the runtime.
-            run.inline = calls.get().len() == 1;
-            let cancel = run.cancel.clone();
-            let mut fut = Box::pin(async move {
-                let results = exec.execute(calls.get(), &run).await;
-                (results, calls)
-            });
-            let first = {
-                let _enter = runtime().enter();
-                fut.as_mut().now_or_never()
-            };
-            match first {
-                Some(results) => results,
-                None => block_on(py, fut, cancel)?,
-            }
-        };
+        let calls = p.calls;
+        let (results, calls) = execute_blocking(py, self.executor.clone(), calls, run)?;
         let handle = handle_tool_errors.unwrap_or_else(|| self.handle_errors.clone_ref(py));
         finish(
             py,

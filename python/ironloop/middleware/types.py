@@ -483,6 +483,24 @@ def _layer(fn: Callable[[Any, Any], Any], inner: Callable[[Any], Any]) -> Callab
     return lambda request: fn(request, inner)
 
 
+def chain_given(
+    wraps: Sequence[tuple[AgentMiddleware, str]],
+) -> Callable[[Any, Callable[[Any], Any]], Any]:
+    """:func:`chain_sync` composed once, its innermost handler given per call:
+    ``chain(request, handler)`` (a tools node's engine hands each call its own
+    handler). One hook is called as it is; each further one adds a closure a call."""
+    hooks = [_sync_hook(m, hook) for m, hook in wraps]
+
+    def under(i: int) -> Callable[[Any, Callable[[Any], Any]], Any]:
+        outer = hooks[i]
+        if i + 1 == len(hooks):
+            return outer
+        inner = under(i + 1)
+        return lambda request, handler: outer(request, lambda r: inner(r, handler))
+
+    return under(0)
+
+
 def chain_async(
     wraps: Sequence[tuple[AgentMiddleware, str]], base: Callable[[Any], Awaitable[Any]]
 ) -> Callable[[Any], Awaitable[Any]]:

@@ -135,8 +135,14 @@ impl NodeDesc {
             .getattr(pyo3::intern!(py, "_core"))
             .ok()
             .and_then(|c| c.cast_into::<ToolNodeCore>().ok());
-        let runner: Arc<dyn NodeRunner> = match tool_node {
-            Some(core) => match tool_node_channel(&core.get().messages_key, channels) {
+        let wrapped = self
+            .func
+            .bind(py)
+            .getattr(pyo3::intern!(py, "__ironloop_wrapped_tools__"))
+            .ok();
+        let runner: Arc<dyn NodeRunner> = match (tool_node, wrapped) {
+            (None, Some(w)) => self.wrapped_tools(py, &w, channels, shared)?,
+            (Some(core), _) => match tool_node_channel(&core.get().messages_key, channels) {
                 Some(channel) => Arc::new(ShowsMessages(ToolsNode::new(
                     self.name.clone(),
                     core.unbind(),
@@ -163,7 +169,7 @@ impl NodeDesc {
                     }))
                 }
             },
-            None => {
+            (None, None) => {
                 let model_node = model_node_channel(self.func.bind(py), channels)?;
                 let wants = Wants {
                     send_state: send_state(self.func.bind(py))?,
@@ -200,6 +206,47 @@ impl NodeDesc {
             },
             defer: self.defer,
         })
+    }
+}
+
+impl NodeDesc {
+    /// `create_agent`'s tools node with `wrap_tool_call` middleware: a function node
+    /// whose `__ironloop_wrapped_tools__` is `(the ToolNode's core, its CallRunner)`.
+    /// With a messages channel the engine's tool node runs the chain around each sent
+    /// call (`wrapped_tools`), the function kept for what that path does not take;
+    /// without one, the function is the node. Chosen here, once.
+    fn wrapped_tools(
+        &self,
+        py: Python<'_>,
+        wrapped: &Bound<'_, PyAny>,
+        channels: &[(String, ChannelKind)],
+        shared: &Arc<Shared>,
+    ) -> PyResult<Arc<dyn NodeRunner>> {
+        let (core, runner): (Bound<'_, ToolNodeCore>, Bound<'_, PyAny>) = wrapped.extract()?;
+        let func = self.func.bind(py);
+        let node = PyNode {
+            name: self.name.clone(),
+            func: self.func.clone_ref(py),
+            is_async: self.is_async,
+            afunc: self.afunc.as_ref().map(|f| f.clone_ref(py)),
+            wants: Wants {
+                send_state: send_state(func)?,
+                ..self.wants
+            },
+            factory: self.factory.as_ref().map(|f| f.clone_ref(py)),
+            shared: shared.clone(),
+        };
+        let Some(channel) = tool_node_channel(&core.get().messages_key, channels) else {
+            return Ok(Arc::new(ShowsMessages(node)));
+        };
+        let tools = ToolsNode::new(
+            self.name.clone(),
+            core.unbind(),
+            channel,
+            shared.clone(),
+            self.factory.as_ref().map(|f| f.clone_ref(py)),
+        );
+        Ok(Arc::new(ShowsMessages(tools.wrapping(py, &runner, node)?)))
     }
 }
 

@@ -21,6 +21,7 @@ mod savers;
 mod stream;
 mod task;
 mod values;
+mod wrapped_tools;
 
 use pyo3::prelude::*;
 

@@ -45,7 +45,7 @@ use crate::tool::ToolCall;
 type NodeResult = Result<NodeOutput, NodeFailure>;
 
 /// Whether `e` is a subgraph's `Command(graph=Command.PARENT)` (`ParentCommand`).
-fn is_parent_command(py: Python<'_>, e: &PyErr) -> bool {
+pub(super) fn is_parent_command(py: Python<'_>, e: &PyErr) -> bool {
     helpers(py).is_ok_and(|h| e.is_instance(py, h.parent_command.bind(py)))
 }
 
@@ -309,7 +309,7 @@ impl PyNode {
 /// `out` with what a node returned (`value`: its update, goto or command) written, and
 /// that update as the `updates` stream shows it: how a Python node's call ends, and a
 /// tool node's hand-off to the parent graph.
-fn returned(
+pub(super) fn returned(
     shared: &Shared,
     py: Python<'_>,
     name: &str,
@@ -333,7 +333,7 @@ fn returned(
 
 /// Whether the run's stream shows what nodes returned (its `updates` or `messages`
 /// mode): otherwise a task's output is its writes alone.
-fn shows_update(ctx: &TaskContext) -> bool {
+pub(super) fn shows_update(ctx: &TaskContext) -> bool {
     ctx.stream
         .as_ref()
         .is_some_and(|s| s.wants(modes::UPDATES | modes::MESSAGES))
@@ -550,6 +550,9 @@ pub(super) struct ToolsNode {
     /// Makes the state tools see from the state dict (a dataclass / pydantic schema):
     /// an `InjectedState` gets the state as a node of the graph would.
     factory: Option<Py<PyAny>>,
+    /// `create_agent`'s `wrap_tool_call` chain, run by this node around each call a
+    /// `Send` brings (see `wrapped_tools`).
+    wrapped: Option<Arc<super::wrapped_tools::Wrapped>>,
 }
 
 impl ToolsNode {
@@ -567,7 +570,31 @@ impl ToolsNode {
             node: ToolNode::new(executor, channel),
             shared,
             factory,
+            wrapped: None,
         }
+    }
+
+    /// This node with `create_agent`'s `wrap_tool_call` chain (`runner`, a
+    /// `CallRunner`) around its calls; `fallback` is the same chain as a Python node,
+    /// for the tasks the engine's path does not take (see `wrapped_tools`).
+    pub(super) fn wrapping(
+        mut self,
+        py: Python<'_>,
+        runner: &Bound<'_, PyAny>,
+        fallback: PyNode,
+    ) -> PyResult<Self> {
+        let w = super::wrapped_tools::Wrapped::new(
+            py,
+            &self.name,
+            &self.core,
+            &self.node,
+            &self.shared,
+            &self.factory,
+            runner,
+            fallback,
+        )?;
+        self.wrapped = Some(Arc::new(w));
+        Ok(self)
     }
 }
 
@@ -606,6 +633,9 @@ impl NodeRunner for ToolsNode {
     }
 
     async fn run(&self, view: StateView, arg: Option<Val>, ctx: TaskContext) -> NodeResult {
+        if let Some(w) = &self.wrapped {
+            return w.clone().run(view, arg, ctx).await;
+        }
         let env = env_of(&ctx)?;
         let (send, tool_env, chain) = attach(|py| -> PyResult<_> {
             // Send("tools", ...): run the calls it brought.
@@ -635,20 +665,8 @@ impl NodeRunner for ToolsNode {
                 Some(s) if s.wants(modes::CUSTOM) => Some(scratch.getattr("write")?.unbind()),
                 _ => None,
             };
-            let tool_env = Arc::new(PyRunEnv {
-                context: context.unbind(),
-                event_loop: env.share_loop(py),
-                caller_loop: env.caller_loop,
-                state,
-                store: self.shared.store.as_ref().map(|s| s.clone_ref(py)),
-                on_progress,
-                config: env.config.as_ref().map(|c| c.clone_ref(py)),
-                trace: env.trace.as_ref().map(|t| t.clone_ref(py)),
-                agent: None,
-                pending: Default::default(),
-                drain_scheduled: Default::default(),
-                callbacks: Default::default(),
-            });
+            let store = self.shared.store.as_ref().map(|s| s.clone_ref(py));
+            let tool_env = Arc::new(env.for_tools(py, context.unbind(), state, store, on_progress));
             Ok((send, tool_env, chain))
         })
         .map_err(|e| attach(|py| node_failure(py, &ctx, e)))?;
@@ -695,18 +713,8 @@ impl ToolsNode {
         view: &StateView,
         context: &Bound<'_, PyAny>,
     ) -> PyResult<Option<Py<PyAny>>> {
-        if !has_callbacks(py, env)? {
-            return Ok(None);
-        }
-        let input = self.shared.node_input(py, view, &self.factory)?;
-        let meta = message_meta(py, env, ctx)?;
-        meta.set_item(intern!(py, "langgraph_node"), self.name.as_str())?;
-        let run =
-            helpers(py)?
-                .node_run
-                .bind(py)
-                .call1((context, self.name.as_str(), input, meta))?;
-        Ok((!run.is_none()).then(|| run.unbind()))
+        let node = (self.name.as_str(), &*self.shared, &self.factory);
+        chain_run(py, node, env, ctx, view, context)
     }
 
     fn tools_output(
@@ -753,6 +761,29 @@ impl ToolsNode {
             Ok(out)
         }
     }
+}
+
+/// A tool node's LangChain chain run (see `ToolsNode::chain_run`); `node` is its name,
+/// the graph's shared parts and its input factory.
+pub(super) fn chain_run(
+    py: Python<'_>,
+    (name, shared, factory): (&str, &Shared, &Option<Py<PyAny>>),
+    env: &PyRunEnv,
+    ctx: &TaskContext,
+    view: &StateView,
+    context: &Bound<'_, PyAny>,
+) -> PyResult<Option<Py<PyAny>>> {
+    if !has_callbacks(py, env)? {
+        return Ok(None);
+    }
+    let input = shared.node_input(py, view, factory)?;
+    let meta = message_meta(py, env, ctx)?;
+    meta.set_item(intern!(py, "langgraph_node"), name)?;
+    let run = helpers(py)?
+        .node_run
+        .bind(py)
+        .call1((context, name, input, meta))?;
+    Ok((!run.is_none()).then(|| run.unbind()))
 }
 
 /// The calls a `Send` brought a tools node, and the state it inlined: one tool call,
@@ -812,7 +843,7 @@ fn config_has_callbacks(py: Python<'_>, env: &PyRunEnv) -> PyResult<bool> {
 /// to its messages channel (`{channel: [messages]}`), or its failure (a pause as
 /// LangGraph's `GraphInterrupt`). A handler that fails is logged, as langchain-core
 /// does: the node's result stands.
-fn ended(
+pub(super) fn ended(
     py: Python<'_>,
     chain: &Bound<'_, PyAny>,
     out: &Result<NodeOutput, NodeFailure>,
