@@ -3,7 +3,6 @@ and store, and described for the assistants endpoints (drawing, JSON Schemas).""
 
 from __future__ import annotations
 
-import functools
 import inspect
 import logging
 from collections.abc import Sequence
@@ -23,12 +22,20 @@ log = logging.getLogger("ironloop.serve")
 NAMESPACE_GRAPH = UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
 
 
-@functools.lru_cache(maxsize=1024)
+#: Assistant ids by graph id, as made (bounded: a request may name any graph).
+_assistant_ids: dict[str, str] = {}
+
+
 def assistant_id_for(graph_id: str) -> str:
     """The id of the assistant LangGraph makes for ``graph_id`` (kept: every run's
     assistant is looked up through it, and a name-based UUID is a SHA-1 and a
     ``UUID`` made each time)."""
-    return str(uuid5(NAMESPACE_GRAPH, graph_id))
+    found = _assistant_ids.get(graph_id)
+    if found is None:
+        if len(_assistant_ids) >= 1024:
+            _assistant_ids.clear()
+        found = _assistant_ids[graph_id] = str(uuid5(NAMESPACE_GRAPH, graph_id))
+    return found
 
 
 class ServedGraph:
