@@ -11,7 +11,7 @@ from typing import Any
 from ironloop import _ironloop
 from ironloop._constants import INTERRUPT
 from ironloop._stream_v2 import as_output
-from ironloop.runtime import _run_config
+from ironloop.runtime import _scope
 from ironloop.warnings import LangGraphDeprecatedSinceV10
 
 
@@ -223,8 +223,10 @@ def _in_agent(config: Any) -> Any:
     a tool invokes): it takes the agent's ``lc_agent_name`` unless it names itself, as
     under LangChain, where a nested run inherits its caller's metadata; the
     ``tasks`` stream then shows whose run it is (``run.subagents``)."""
-    outer = _run_config()
-    name = ((outer or {}).get("metadata") or {}).get("lc_agent_name")
+    outer = _scope.get()  # the running graph's (context, store, config), if any
+    if outer is None:
+        return config
+    name = ((outer[2] or {}).get("metadata") or {}).get("lc_agent_name")
     if name is None:
         return config
     given = config or {}

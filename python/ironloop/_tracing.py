@@ -23,6 +23,7 @@ leaves through a span.
 from __future__ import annotations
 
 import importlib.util
+import os
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from contextvars import ContextVar
@@ -42,18 +43,33 @@ _run_var: ContextVar[RunTrace | None] = ContextVar("ironloop_run_trace", default
 _tracer: Any = None
 #: ``opentelemetry.trace``, once imported.
 _trace: Any = None
+#: Whether every run must ask ``get_tracer_provider()``: the environment names a
+#: provider (``OTEL_PYTHON_TRACER_PROVIDER``, read once, when the first run asks:
+#: OpenTelemetry's environment is the process's start-up configuration), or the API
+#: keeps no ``_TRACER_PROVIDER`` global to read. Otherwise a run reads that global:
+#: ``get_tracer_provider()`` reads ``os.environ`` whenever no provider is set, and a
+#: missing key raises and catches a ``KeyError`` (a microsecond every untraced run).
+_ask_each_run = True
 
 
 def tracer() -> Any:
     """ironloop's OpenTelemetry tracer, or ``None`` while no tracer provider is set
     (``opentelemetry-api`` alone, the common case of a library that pulled it in): a
-    run then makes no span at all. The global provider can be set only once, so the
-    tracer is kept once there is one."""
-    global _tracer, _trace
+    run then makes no span at all. A provider set by code (``set_tracer_provider``) is
+    seen by the next run whenever it is set; one the environment names, from the first
+    run on. The global provider can be set only once, so the tracer is kept once there
+    is one."""
+    global _tracer, _trace, _ask_each_run
     if _tracer is None:
         if _trace is None:  # imported once: every run asks
             from opentelemetry import trace as _trace
+
+            _ask_each_run = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ or not hasattr(
+                _trace, "_TRACER_PROVIDER"
+            )
         trace = _trace
+        if not _ask_each_run and trace._TRACER_PROVIDER is None:
+            return None
         provider = trace.get_tracer_provider()
         if isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
             return None

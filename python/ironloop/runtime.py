@@ -438,7 +438,8 @@ def _enter(
     context: Any, store: Any, context_schema: Any = None, config: Any = None
 ) -> contextvars.Token[tuple[Any, Any, Any] | None]:
     """Scopes a run; a run inside another (a subgraph) inherits what it is not given."""
-    context = _coerce_context(context_schema, context)
+    if isinstance(context, dict):
+        context = _coerce_context(context_schema, context)
     outer = _scope.get()
     if outer is not None:
         context = outer[0] if context is None else context

@@ -5,6 +5,9 @@ the sub-agents those tools run, against loopback OpenAI and Anthropic servers.""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -273,6 +276,62 @@ def test_no_provider_set_means_no_span_at_all(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(_tracing, "_tracer", None)
     assert _tracing.tracer() is None
     assert _tracing.start_run("g") is None
+
+
+_PROVIDER_LATER = """
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from ironloop import START, StateGraph, _tracing
+
+g = StateGraph(dict)
+g.add_node("n", lambda s: {"x": 1})
+g.add_edge(START, "n")
+app = g.compile()
+app.invoke({"x": 0})
+assert _tracing.tracer() is None
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)  # after runs without one
+app.invoke({"x": 0})
+print(sorted({s.name.split()[0] for s in exporter.get_finished_spans()}))
+"""
+
+_PROVIDER_FROM_ENV = """
+from ironloop import START, StateGraph, _tracing
+
+g = StateGraph(dict)
+g.add_node("n", lambda s: {"x": 1})
+g.add_edge(START, "n")
+g.compile().invoke({"x": 0})
+print(type(_tracing.tracer()).__module__)
+"""
+
+
+def _python(code: str, **env: str) -> str:
+    """``code``'s output, run by a new interpreter (the global provider is set once a
+    process) in this environment without ``OTEL_PYTHON_TRACER_PROVIDER``, plus ``env``."""
+    base = {k: v for k, v in os.environ.items() if k != "OTEL_PYTHON_TRACER_PROVIDER"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env={**base, **env}, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_a_provider_set_by_code_after_untraced_runs_traces_the_next_run() -> None:
+    # Untraced runs do not read the environment each time; a provider set later by code
+    # is still seen by the next run: its run span and its step's.
+    assert _python(_PROVIDER_LATER) == "['invoke_agent', 'step']"
+
+
+def test_a_provider_the_environment_names_traces_the_first_run() -> None:
+    # OpenTelemetry's start-up configuration: the SDK's provider by its entry point.
+    got = _python(_PROVIDER_FROM_ENV, OTEL_PYTHON_TRACER_PROVIDER="sdk_tracer_provider")
+    assert got.startswith("opentelemetry.sdk.trace"), got
 
 
 def test_the_step_hooks_are_called_when_recording(
