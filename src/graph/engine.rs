@@ -302,6 +302,11 @@ impl Graph {
         chans: &mut [Channel],
         writes: Vec<(String, Val)>,
     ) -> Result<(), GraphError> {
+        // A step of nodes that wrote nothing (an agent's hook returning `None`), and
+        // most steps' join resets: nothing to group.
+        if writes.is_empty() {
+            return Ok(());
+        }
         let mut grouped: Vec<Vec<Val>> = vec![Vec::new(); chans.len()];
         for (c, v) in writes {
             let i = *self.chan_index.get(&c).ok_or_else(|| {
@@ -409,12 +414,15 @@ impl Graph {
 
     /// The tasks that follow `node` (or `START`), given the state after its step.
     /// Async for the routers whose decision is awaited (`Router::route_later`).
+    /// `ctx` makes the context routers run in: only a node with conditional edges
+    /// needs one (a task's context holds a cancellation token and the run's handles,
+    /// ~1 k instructions a step to make for nothing).
     pub(super) async fn successors(
         &self,
         node: &str,
         goto: &[Goto],
         view: &StateView,
-        ctx: &TaskContext,
+        ctx: impl FnOnce() -> TaskContext,
         out: &mut Vec<Trigger>,
     ) -> Result<(), GraphError> {
         let mut push = |g: &Goto| match g {
@@ -445,7 +453,13 @@ impl Graph {
         for t in self.edges_from.get(node).into_iter().flatten() {
             push(&Goto::Node(t.clone()))?;
         }
-        for &b in self.branches_from.get(node).into_iter().flatten() {
+        let branches = self.branches_from.get(node).map_or(&[][..], Vec::as_slice);
+        let ctx = match branches {
+            [] => return Ok(()),
+            _ => ctx(),
+        };
+        let ctx = &ctx;
+        for &b in branches {
             let router = &self.spec.branches[b].router;
             let projected;
             let view = match &self.branch_reads[b] {
