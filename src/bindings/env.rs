@@ -126,6 +126,30 @@ pub fn in_context<'py, R>(
     r
 }
 
+/// `var.get(None)` (`var` a `contextvars.ContextVar`) in the current context: its
+/// value (or its default), `None` when it has neither or holds Python's `None`.
+pub fn var_get<'py>(var: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let py = var.py();
+    #[cfg(not(feature = "abi3"))]
+    let value = {
+        let mut out = std::ptr::null_mut();
+        // SAFETY: the GIL is held; `PyContextVar_Get` checks `var`'s type, stores a new
+        // reference (or NULL: no value, no default) in `out`, and returns -1 with an
+        // exception set on an error.
+        if unsafe { ffi::PyContextVar_Get(var.as_ptr(), std::ptr::null_mut(), &mut out) } < 0 {
+            return Err(PyErr::fetch(py));
+        }
+        if out.is_null() {
+            return Ok(None);
+        }
+        // SAFETY: `out` is the new reference `PyContextVar_Get` stored.
+        unsafe { Bound::from_owned_ptr(py, out) }
+    };
+    #[cfg(feature = "abi3")]
+    let value = var.call_method1(pyo3::intern!(py, "get"), (py.None(),))?;
+    Ok((!value.is_none()).then_some(value))
+}
+
 /// `var.set(value)` (`var` a `contextvars.ContextVar`) in the current context: its
 /// token, for [`var_reset`]. Through CPython's API where there is one (no method
 /// lookup and call).
