@@ -94,6 +94,15 @@ def checked(result: Any, strict: bool = True) -> Any:
     return result
 
 
+#: What an interceptor in a graph may return (see :func:`checked`).
+_ANSWERS = (ToolMessage, Command)
+
+
+def _scope_store(scope: Any) -> Any:
+    """The store of a node scope's runtime (``None`` without a scope or runtime)."""
+    return getattr(scope.runtime, "store", None) if scope and scope.runtime else None
+
+
 def _one_result(out: Any) -> Any:
     """The ``ToolMessage`` or ``Command`` of a one-call node output."""
     if isinstance(out, list):
@@ -328,10 +337,12 @@ class CallRunner:
         Called in the task's own context (a copy made for the task, which ends with it):
         the node scope set here needs no reset (resetting a variable costs a call
         ~1 k instructions)."""
-        node_scope.set(self._sent_scope(config))
-        request = self._sent_request(call, state)
+        scope = self._sent_scope(config)
+        node_scope.set(scope)
+        request = self._sent_request(call, state, scope)
         try:
-            return checked(self.given(request, execute), True)  # type: ignore[misc]
+            result = self.given(request, execute)  # type: ignore[misc]
+            return result if isinstance(result, _ANSWERS) else checked(result)
         except (GraphInterrupt, ParentCommand):
             raise
         except Exception as e:
@@ -355,17 +366,16 @@ class CallRunner:
             return {self.node.messages_key: [result]}
         return self.output([result], "tool_calls")
 
-    def _sent_request(self, call: dict[str, Any], state: Any) -> ToolCallRequest:
+    def _sent_request(self, call: dict[str, Any], state: Any, scope: Any = None) -> ToolCallRequest:
+        """The request of a sent call; ``scope``: the node scope just set (else read)."""
         call = dict(call)
         call.setdefault("type", "tool_call")
         tool = self.node._originals.get(call["name"])
-        return ToolCallRequest._deferred(call, tool, state, self._store(None))  # type: ignore[no-any-return]
+        store = _scope_store(scope) if scope is not None else self._store(None)
+        return ToolCallRequest._deferred(call, tool, state, store)  # type: ignore[no-any-return]
 
     def _store(self, store: Any) -> Any:
-        if store is not None:
-            return store
-        scope = node_scope.get()
-        return getattr(scope.runtime, "store", None) if scope and scope.runtime else None
+        return store if store is not None else _scope_store(node_scope.get())
 
     def output(self, results: list[Any], kind: str) -> Any:
         """The node's update, as LangGraph's ToolNode combines it: the messages (a list
