@@ -1,8 +1,8 @@
 //! `get_runtime()` inside a running task, made here: every agent hook node asks for
 //! its task's `Runtime` once per step, and in Python the look-ups of four context
-//! variables, the object made and its `_of` set cost a hook step ~4 k instructions of
-//! its ~17 k (`ironloop/runtime.py`'s `_TaskRuntime` keeps the rest: its fields are
-//! made when first read, from `_of`).
+//! variables, the object made and its `_of` set were a large part of a hook step's
+//! own work (W10, BENCHMARKS.md). `ironloop/runtime.py`'s `_TaskRuntime` keeps the
+//! rest: its fields are made when first read, from `_of`.
 
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
