@@ -8,7 +8,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
-use super::super::env::{var_set, PyRunEnv};
+use super::super::env::PyRunEnv;
 use super::super::helpers::helpers;
 use super::super::runtime::block_on;
 use super::super::toolnode::is_graph_pause;
@@ -574,7 +574,7 @@ pub(super) fn task_context_with<'py>(
             Bound::from_owned_ptr_or_err(py, pyo3::ffi::PyContext_Copy(env.context.as_ptr()))?
         };
         super::super::env::in_context(py, &context, || {
-            var_set(h.task_var.bind(py), scratch.as_any())?;
+            super::super::env::var_set(h.task_var.bind(py), scratch.as_any())?;
             if scratch.borrow().streams_langchain_runs() {
                 h.stream_langchain_runs.bind(py).call1((&scratch,))?;
             }
@@ -657,7 +657,7 @@ pub(super) fn call_in_task_with<'py>(
         let scratch = task_scratch(py, env, ctx, parts)?;
         let h = helpers(py)?;
         super::super::env::in_context_copy(py, env.context.bind(py), || {
-            var_set(h.task_var.bind(py), scratch.as_any())?;
+            super::super::env::var_set(h.task_var.bind(py), scratch.as_any())?;
             if scratch.borrow().streams_langchain_runs() {
                 h.stream_langchain_runs.bind(py).call1((&scratch,))?;
             }
