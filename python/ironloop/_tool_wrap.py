@@ -95,7 +95,7 @@ def checked(result: Any, strict: bool = True) -> Any:
 
 
 #: What an interceptor in a graph may return (see :func:`checked`).
-_ANSWERS = (ToolMessage, Command)
+_ANSWERS: tuple[type, ...] = (ToolMessage, Command)
 
 
 def _scope_store(scope: Any) -> Any:
