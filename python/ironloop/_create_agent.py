@@ -22,6 +22,7 @@ from ironloop._agent import (
 from ironloop._constants import END, START
 from ironloop._foreign import is_langchain_runnable
 from ironloop._invalid_calls import _patch_invalid, _rewritten
+from ironloop._ironloop import _task_runtime
 from ironloop._meta_fields import agent_tools
 from ironloop._schema import _special
 from ironloop._schema_types import _resolved_hints
@@ -494,11 +495,13 @@ def _hook_node(
         return value
 
     shown = tools if m._reads_hook_tools else None
+    # A node always runs in a task: its runtime straight from the engine
+    # (`get_runtime`'s own first step), one Python call less a hook step.
 
     def node(state: Any) -> Any:
         token = None if shown is None else _hook_tools.set(shown)
         try:
-            value = sync_fn(state, get_runtime())
+            value = sync_fn(state, _task_runtime() or get_runtime())
         finally:
             if token is not None:
                 _hook_tools.reset(token)
@@ -507,7 +510,7 @@ def _hook_node(
     async def anode(state: Any) -> Any:
         token = None if shown is None else _hook_tools.set(shown)
         try:
-            value = await async_fn(state, get_runtime())
+            value = await async_fn(state, _task_runtime() or get_runtime())
         finally:
             if token is not None:
                 _hook_tools.reset(token)

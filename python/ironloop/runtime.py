@@ -27,12 +27,11 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import inspect
-import time
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from ironloop._ironloop import _child_ns, _Drain
-from ironloop._runtime import attempt_var, call_progress, task_var, writer_of
+from ironloop._ironloop import _child_ns, _Drain, _install_task_runtime, _task_runtime
+from ironloop._runtime import attempt_var, call_progress, writer_of
 
 __all__ = [
     "DEFAULT_RUNTIME",
@@ -194,38 +193,22 @@ def get_runtime(context_schema: type[ContextT] | None = None) -> Runtime[Context
     router). ``context_schema`` only narrows the type for checkers.
 
     Raises ``RuntimeError`` outside a graph run, as LangGraph does."""
-    global _last_task
+    # In a task (the common case: every agent hook asks): made in Rust, with only
+    # what tells the task's runtime apart, its fields made when first read
+    # (`_TaskRuntime`); the last one made is given again while that is the same.
+    runtime = _task_runtime()
+    if runtime is not None:
+        return runtime  # type: ignore[no-any-return]
     scope = _scope.get()
     if scope is None:
         raise RuntimeError("get_runtime() called outside of a graph run")
-    scratch = task_var.get(None)
-    if scratch is None:
-        # Outside a task (a router): the run's part only, made once per run.
-        last = _last_runtime
-        if last[0] is scope:
-            return last[1]
-        runtime: Runtime[Any] = Runtime(
-            context=scope[0], store=scope[1], server_info=_server_info(scope[2])
-        )
-        _remember(scope, runtime)
-        return runtime
-    # What makes a task's runtime differ: its attempt, and the `@task` call it is in.
-    attempt = attempt_var.get(None)
-    progress = call_progress.get(None)
-    mine = _last_task
-    of = mine._of
-    if of[0] is scope and of[1] is scratch and of[2] is attempt and of[3] is progress:
-        return mine
-    # Only what tells this task's runtime apart, its fields made when first read:
-    # every agent hook node asks for one and most never read it (making its fields
-    # here cost a hook step ~11 k of its ~33 k instructions).
-    runtime = _new(_TaskRuntime)
-    _set_of(runtime, (scope, scratch, attempt, progress, _now()))
-    _last_task = runtime
+    # Outside a task (a router): the run's part only, made once per run.
+    last = _last_runtime
+    if last[0] is scope:
+        return last[1]  # type: ignore[no-any-return]
+    runtime = Runtime(context=scope[0], store=scope[1], server_info=_server_info(scope[2]))
+    _remember(scope, runtime)
     return runtime
-
-
-_now = time.time
 
 
 def _task_fields(runtime: Any) -> dict[str, Any]:
@@ -415,11 +398,7 @@ def _remember(scope: Any, runtime: Any) -> None:
     _last_runtime = (scope, runtime)
 
 
-#: The last task's runtime made by ``get_runtime``: a node whose function asks for its
-#: runtime several times (hooks, tools) gets one. Its ``_of`` holds the scratchpad and
-#: scope, keeping them alive, so `is` never matches new ones at a reused address.
-_last_task: Any = _new(_TaskRuntime)
-_set_of(_last_task, (None, None, None, None, 0.0))
+_install_task_runtime(_scope, attempt_var, call_progress, _new, _TaskRuntime, _set_of)
 
 
 def _coerce_context(context_schema: Any, context: Any) -> Any:

@@ -97,19 +97,99 @@ pub fn in_context_copy<'py>(
     // SAFETY: the GIL is held; `PyContext_Copy` returns a new reference or NULL
     // with an exception set, which `from_owned_ptr_or_err` turns into `Err`.
     let copy = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyContext_Copy(base.as_ptr()))? };
-    // SAFETY: `copy` is a context (made just above), entered once and exited below.
-    if unsafe { ffi::PyContext_Enter(copy.as_ptr()) } != 0 {
+    in_context(py, &copy, f)
+}
+
+/// Runs `f` with `context` (a `contextvars.Context`) entered on this thread, as
+/// `context.run(...)` would run it (and failing as it does when `context` is
+/// entered already), without the method call and its argument tuple. Not in the
+/// limited API (see [`call_in_context_copy`]).
+#[cfg(not(feature = "abi3"))]
+pub fn in_context<'py, R>(
+    py: Python<'py>,
+    context: &Bound<'py, PyAny>,
+    f: impl FnOnce() -> PyResult<R>,
+) -> PyResult<R> {
+    // SAFETY: the GIL is held; `PyContext_Enter` checks that `context` is a context
+    // not entered yet (an exception set and -1 otherwise).
+    if unsafe { ffi::PyContext_Enter(context.as_ptr()) } != 0 {
         return Err(PyErr::fetch(py));
     }
     let r = f();
     // The call's error, if any, is held by `r` (no exception is set here), as
     // `PyContext_Exit` needs. It fails only when the call left another context
     // current.
-    // SAFETY: `copy` was entered above on this thread.
-    if unsafe { ffi::PyContext_Exit(copy.as_ptr()) } != 0 {
+    // SAFETY: `context` was entered above on this thread.
+    if unsafe { ffi::PyContext_Exit(context.as_ptr()) } != 0 {
         return Err(PyErr::fetch(py));
     }
     r
+}
+
+/// `var.get(None)` (`var` a `contextvars.ContextVar`) in the current context: its
+/// value (or its default), `None` when it has neither or holds Python's `None`.
+pub fn var_get<'py>(var: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let py = var.py();
+    #[cfg(not(feature = "abi3"))]
+    let value = {
+        let mut out = std::ptr::null_mut();
+        // SAFETY: the GIL is held; `PyContextVar_Get` checks `var`'s type, stores a new
+        // reference (or NULL: no value, no default) in `out`, and returns -1 with an
+        // exception set on an error.
+        if unsafe { ffi::PyContextVar_Get(var.as_ptr(), std::ptr::null_mut(), &mut out) } < 0 {
+            return Err(PyErr::fetch(py));
+        }
+        if out.is_null() {
+            return Ok(None);
+        }
+        // SAFETY: `out` is the new reference `PyContextVar_Get` stored.
+        unsafe { Bound::from_owned_ptr(py, out) }
+    };
+    #[cfg(feature = "abi3")]
+    let value = var.call_method1(pyo3::intern!(py, "get"), (py.None(),))?;
+    Ok((!value.is_none()).then_some(value))
+}
+
+/// `var.set(value)` (`var` a `contextvars.ContextVar`) in the current context: its
+/// token, for [`var_reset`]. Through CPython's API where there is one (no method
+/// lookup and call).
+pub fn var_set<'py>(
+    var: &Bound<'py, PyAny>,
+    value: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    #[cfg(not(feature = "abi3"))]
+    {
+        // SAFETY: the GIL is held; `PyContextVar_Set` checks `var`'s type and returns
+        // a new reference (the token) or NULL with an exception set.
+        unsafe {
+            Bound::from_owned_ptr_or_err(
+                var.py(),
+                ffi::PyContextVar_Set(var.as_ptr(), value.as_ptr()),
+            )
+        }
+    }
+    #[cfg(feature = "abi3")]
+    {
+        var.call_method1(pyo3::intern!(var.py(), "set"), (value,))
+    }
+}
+
+/// `var.reset(token)`, `token` from [`var_set`].
+pub fn var_reset(var: &Bound<'_, PyAny>, token: &Bound<'_, PyAny>) -> PyResult<()> {
+    #[cfg(not(feature = "abi3"))]
+    {
+        // SAFETY: the GIL is held; `PyContextVar_Reset` checks both objects' types
+        // (-1 with an exception set on a wrong or used token).
+        if unsafe { ffi::PyContextVar_Reset(var.as_ptr(), token.as_ptr()) } != 0 {
+            return Err(PyErr::fetch(var.py()));
+        }
+        Ok(())
+    }
+    #[cfg(feature = "abi3")]
+    {
+        var.call_method1(pyo3::intern!(var.py(), "reset"), (token,))
+            .map(drop)
+    }
 }
 
 static FIRST_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();

@@ -447,8 +447,11 @@ pub fn handed_back(obj: &Bound<'_, PyAny>) -> PyResult<Option<Arc<Message>>> {
         Held::NoId => {
             let mut m = (*found.msg).clone();
             m.id = crate::message::new_id();
-            // As `keep` (and LangGraph's `add_messages`): the object gets the id.
-            obj.setattr(intern!(py, "id"), &m.id)?;
+            // As `keep` (and LangGraph's `add_messages`): the object gets the id; what
+            // pydantic's `__setattr__` does for a field of langchain-core's own classes
+            // ("id" is in its fields set: the object was made here with one, see
+            // `hand_out`), without its Python frames.
+            instance_dict(obj)?.set_item(intern!(py, "id"), &m.id)?;
             m.host = HostSlot::with(Arc::new(HostObj(obj.clone().unbind())));
             Ok(Some(Arc::new(m)))
         }

@@ -33,6 +33,7 @@ mod pytool;
 mod runtime;
 mod serde;
 mod store;
+mod task_runtime;
 mod thread_state;
 mod tool_outputs;
 mod toolnode;
@@ -70,6 +71,8 @@ fn ironloop_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(args::_timeout_seconds, m)?)?;
     m.add_class::<backoff::PyBackoff>()?;
     m.add_function(wrap_pyfunction!(helpers::_install_helpers, m)?)?;
+    m.add_function(wrap_pyfunction!(task_runtime::_install_task_runtime, m)?)?;
+    m.add_function(wrap_pyfunction!(task_runtime::_task_runtime, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

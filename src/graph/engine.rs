@@ -98,6 +98,30 @@ pub(super) fn new_id() -> String {
     uuid::Uuid::now_v7().to_string()
 }
 
+/// A task's id, `<checkpoint id>:<index>:<node>` (LangGraph's task path), written
+/// without `format!`'s machinery: every task of every step has one.
+fn task_id(step_id: &str, i: usize, node: &str) -> String {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut n = i;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let index = std::str::from_utf8(&digits[at..]).unwrap_or("0");
+    let mut id = String::with_capacity(step_id.len() + index.len() + node.len() + 2);
+    id.push_str(step_id);
+    id.push(':');
+    id.push_str(index);
+    id.push(':');
+    id.push_str(node);
+    id
+}
+
 impl Graph {
     /// Checks the wiring and prepares the graph.
     pub fn compile(
@@ -302,6 +326,11 @@ impl Graph {
         chans: &mut [Channel],
         writes: Vec<(String, Val)>,
     ) -> Result<(), GraphError> {
+        // A step of nodes that wrote nothing (an agent's hook returning `None`), and
+        // most steps' join resets: nothing to group.
+        if writes.is_empty() {
+            return Ok(());
+        }
         let mut grouped: Vec<Vec<Val>> = vec![Vec::new(); chans.len()];
         for (c, v) in writes {
             let i = *self.chan_index.get(&c).ok_or_else(|| {
@@ -409,12 +438,15 @@ impl Graph {
 
     /// The tasks that follow `node` (or `START`), given the state after its step.
     /// Async for the routers whose decision is awaited (`Router::route_later`).
+    /// `ctx` makes the context routers run in: only a node with conditional edges
+    /// needs one (a task's context holds a cancellation token and the run's handles,
+    /// ~1 k instructions a step to make for nothing).
     pub(super) async fn successors(
         &self,
         node: &str,
         goto: &[Goto],
         view: &StateView,
-        ctx: &TaskContext,
+        ctx: impl FnOnce() -> TaskContext,
         out: &mut Vec<Trigger>,
     ) -> Result<(), GraphError> {
         let mut push = |g: &Goto| match g {
@@ -445,7 +477,13 @@ impl Graph {
         for t in self.edges_from.get(node).into_iter().flatten() {
             push(&Goto::Node(t.clone()))?;
         }
-        for &b in self.branches_from.get(node).into_iter().flatten() {
+        let branches = self.branches_from.get(node).map_or(&[][..], Vec::as_slice);
+        let ctx = match branches {
+            [] => return Ok(()),
+            _ => ctx(),
+        };
+        let ctx = &ctx;
+        for &b in branches {
             let router = &self.spec.branches[b].router;
             let projected;
             let view = match &self.branch_reads[b] {
@@ -552,17 +590,23 @@ impl Graph {
     /// triggered by edges in the graph's order of nodes, each once (a node runs once
     /// per step however many edges lead to it).
     pub(super) fn make_tasks(&self, step_id: &str, triggers: Vec<Trigger>) -> Vec<Task> {
-        let (sends, mut pulls): (Vec<_>, Vec<_>) =
-            triggers.into_iter().partition(|(_, arg, _)| arg.is_some());
-        let rank = |n: &str| self.node_index.get(n).copied().unwrap_or(usize::MAX);
-        pulls.sort_by(|a, b| (rank(&a.0), &a.0).cmp(&(rank(&b.0), &b.0)));
-        pulls.dedup_by(|a, b| a.0 == b.0);
-        sends
+        // One trigger (most steps): already in order, no partition to make.
+        let ordered = if triggers.len() < 2 {
+            triggers
+        } else {
+            let (mut sends, mut pulls): (Vec<_>, Vec<_>) =
+                triggers.into_iter().partition(|(_, arg, _)| arg.is_some());
+            let rank = |n: &str| self.node_index.get(n).copied().unwrap_or(usize::MAX);
+            pulls.sort_by(|a, b| (rank(&a.0), &a.0).cmp(&(rank(&b.0), &b.0)));
+            pulls.dedup_by(|a, b| a.0 == b.0);
+            sends.append(&mut pulls);
+            sends
+        };
+        ordered
             .into_iter()
-            .chain(pulls)
             .enumerate()
             .map(|(i, (node, arg, timeout))| Task {
-                id: format!("{step_id}:{i}:{node}"),
+                id: task_id(step_id, i, &node),
                 node,
                 arg,
                 timeout,
@@ -659,4 +703,19 @@ pub(super) fn meta(user: &Value, source: Source, step: i64) -> Value {
     // The checkpoints of enclosing graphs, by namespace (none yet: no namespaces).
     m.entry("parents").or_insert_with(|| json!({}));
     Value::Object(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::task_id;
+
+    #[test]
+    fn a_task_id_reads_as_its_format() {
+        for i in [0, 7, 10, 99, 123, usize::MAX] {
+            assert_eq!(
+                task_id("1f0-ab", i, "hook.before_model"),
+                format!("1f0-ab:{i}:hook.before_model")
+            );
+        }
+    }
 }

@@ -786,10 +786,10 @@ impl Run<'_> {
         // In the order the tasks' writes apply: so are LangGraph's `Send`s ordered.
         for i in self.write_order() {
             let (t, out) = (&self.next[i], &outputs[i]);
-            let ctx = self.graph.ctx_for(t, self.step, &self.opts, Vec::new());
+            let ctx = || self.graph.ctx_for(t, self.step, &self.opts, Vec::new());
             let view = own_views.get(i).and_then(Option::as_ref).unwrap_or(view);
             self.graph
-                .successors(&t.node, &out.goto, view, &ctx, &mut triggers)
+                .successors(&t.node, &out.goto, view, ctx, &mut triggers)
                 .await?;
         }
         let mut resets = self.graph.fire_joins(&self.next, view, &mut triggers);

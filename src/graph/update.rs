@@ -213,8 +213,8 @@ impl Graph {
                 arg: None,
                 timeout: None,
             };
-            let ctx = self.ctx_for(&t, 0, &opts, Vec::new());
-            self.successors(as_node, &update.goto, &view, &ctx, &mut triggers)
+            let ctx = || self.ctx_for(&t, 0, &opts, Vec::new());
+            self.successors(as_node, &update.goto, &view, ctx, &mut triggers)
                 .await?;
         }
         let next = self.make_tasks(&id, triggers);

@@ -192,6 +192,11 @@ impl PyNode {
             Some(a) => val_to_py(py, a)?,
             None => self.shared.node_input(py, view, &self.factory)?,
         };
+        let w = self.wants;
+        // Most nodes take the state alone: no keyword dict made for them.
+        if !(w.config || w.store || w.writer || (w.send_state && arg.is_some())) {
+            return Ok((PyTuple::new(py, [input])?, None));
+        }
         let kw = PyDict::new(py);
         if self.wants.config {
             kw.set_item("config", env.config.as_ref().map(|c| c.bind(py).clone()))?;
@@ -598,30 +603,23 @@ impl ToolsNode {
     }
 }
 
-impl ToolsNode {
-    /// A graph a tool ran handed off to this graph (its `Command(graph=Command.PARENT)`,
-    /// raised through the tool as `ParentCommand`): the node's output is that command,
-    /// as a Python node's is ([`PyNode::finish`]), not a failure of the run. The call
-    /// has reported its end already (`tool-error`), as under LangGraph.
-    fn handed_off(
-        &self,
-        py: Python<'_>,
-        ctx: &TaskContext,
-        e: &PyErr,
-    ) -> Result<NodeOutput, NodeFailure> {
-        let command = e
-            .value(py)
-            .getattr(intern!(py, "command"))
-            .map_err(|e| node_failure(py, ctx, e))?;
-        returned(
-            &self.shared,
-            py,
-            &self.name,
-            &command,
-            NodeOutput::default(),
-            ctx,
-        )
-    }
+/// A graph a tool ran handed off to the graph of the tools node `name` (its
+/// `Command(graph=Command.PARENT)`, raised through the tool as `ParentCommand`, `e`):
+/// the node's output is that command, as a Python node's is ([`PyNode::finish`]), not
+/// a failure of the run. The call has reported its end already (`tool-error`), as
+/// under LangGraph. For the tools node with and without `wrap_tool_call` middleware.
+pub(super) fn handed_off(
+    shared: &Shared,
+    py: Python<'_>,
+    name: &str,
+    ctx: &TaskContext,
+    e: &PyErr,
+) -> Result<NodeOutput, NodeFailure> {
+    let command = e
+        .value(py)
+        .getattr(intern!(py, "command"))
+        .map_err(|e| node_failure(py, ctx, e))?;
+    returned(shared, py, name, &command, NodeOutput::default(), ctx)
 }
 
 /// Runs the calls of the last AI message (or the one `Send` brought) through the core
@@ -736,7 +734,9 @@ impl ToolsNode {
                 &core.messages_key,
                 false,
             ) {
-                Err(e) if is_parent_command(py, &e) => return self.handed_off(py, ctx, &e),
+                Err(e) if is_parent_command(py, &e) => {
+                    return handed_off(&self.shared, py, &self.name, ctx, &e)
+                }
                 r => r.map_err(fail)?,
             };
             let (msgs, commands) = split(outputs);

@@ -562,21 +562,42 @@ pub(super) fn task_context_with<'py>(
     ctx: &TaskContext,
     parts: ScratchParts,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, TaskScratch>)> {
-    let context = env.context.bind(py).call_method0(intern!(py, "copy"))?;
     let scratch = task_scratch(py, env, ctx, parts)?;
     let h = helpers(py)?;
-    let var = h.task_var.bind(py);
-    context.call_method1(
-        intern!(py, "run"),
-        (var.getattr(intern!(py, "set"))?, &scratch),
-    )?;
-    if scratch.borrow().streams_langchain_runs() {
+    #[cfg(not(feature = "abi3"))]
+    {
+        // Through CPython's context API: no `copy` / `run` method calls, no argument
+        // tuples for them.
+        // SAFETY: the GIL is held; `PyContext_Copy` returns a new reference or NULL
+        // with an exception set.
+        let context = unsafe {
+            Bound::from_owned_ptr_or_err(py, pyo3::ffi::PyContext_Copy(env.context.as_ptr()))?
+        };
+        super::super::env::in_context(py, &context, || {
+            super::super::env::var_set(h.task_var.bind(py), scratch.as_any())?;
+            if scratch.borrow().streams_langchain_runs() {
+                h.stream_langchain_runs.bind(py).call1((&scratch,))?;
+            }
+            Ok(())
+        })?;
+        Ok((context, scratch))
+    }
+    #[cfg(feature = "abi3")]
+    {
+        let context = env.context.bind(py).call_method0(intern!(py, "copy"))?;
+        let var = h.task_var.bind(py);
         context.call_method1(
             intern!(py, "run"),
-            (h.stream_langchain_runs.bind(py), &scratch),
+            (var.getattr(intern!(py, "set"))?, &scratch),
         )?;
+        if scratch.borrow().streams_langchain_runs() {
+            context.call_method1(
+                intern!(py, "run"),
+                (h.stream_langchain_runs.bind(py), &scratch),
+            )?;
+        }
+        Ok((context, scratch))
     }
-    Ok((context, scratch))
 }
 
 /// The scratchpad of the task `ctx`, made with `parts`.
@@ -636,16 +657,7 @@ pub(super) fn call_in_task_with<'py>(
         let scratch = task_scratch(py, env, ctx, parts)?;
         let h = helpers(py)?;
         super::super::env::in_context_copy(py, env.context.bind(py), || {
-            // SAFETY: the GIL is held, `task_var` is a `ContextVar` and the copy is the
-            // current context; the token returned (or NULL with an exception set) is
-            // owned here.
-            let token = unsafe {
-                Bound::from_owned_ptr_or_err(
-                    py,
-                    pyo3::ffi::PyContextVar_Set(h.task_var.as_ptr(), scratch.as_ptr()),
-                )?
-            };
-            drop(token);
+            super::super::env::var_set(h.task_var.bind(py), scratch.as_any())?;
             if scratch.borrow().streams_langchain_runs() {
                 h.stream_langchain_runs.bind(py).call1((&scratch,))?;
             }
@@ -660,7 +672,8 @@ pub(super) fn call_in_task_with<'py>(
     }
 }
 
-/// Calls `f(*args, **kw)` in `context`.
+/// Calls `f(*args, **kw)` in `context`, as `context.run(f, *args, **kw)` does
+/// (through CPython's context API where there is one: no argument tuple with `f`).
 pub(super) fn call_in<'py>(
     py: Python<'py>,
     context: &Bound<'py, PyAny>,
@@ -668,9 +681,17 @@ pub(super) fn call_in<'py>(
     args: Bound<'py, PyTuple>,
     kw: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let mut all = vec![f.clone()];
-    all.extend(args.iter());
-    context.call_method(intern!(py, "run"), PyTuple::new(py, all)?, kw)
+    #[cfg(not(feature = "abi3"))]
+    {
+        // A thread CPython ends inside the call (the interpreter exiting) parks.
+        super::super::env::in_context(py, context, || super::super::exiting::call(f, &args, kw))
+    }
+    #[cfg(feature = "abi3")]
+    {
+        let mut all = vec![f.clone()];
+        all.extend(args.iter());
+        context.call_method(intern!(py, "run"), PyTuple::new(py, all)?, kw)
+    }
 }
 
 /// Calls `f(*args, **kw)` in a task context (see [`call_in_task_with`]).

@@ -23,13 +23,13 @@ use tokio::sync::oneshot;
 
 use super::super::coerce::message_from_py;
 use super::super::convert::tool_call_from_py;
-use super::super::env::PyRunEnv;
+use super::super::env::{var_reset, var_set, PyRunEnv};
 use super::super::exiting::attach;
 use super::super::pool::Pool;
 use super::super::tool_outputs::{combine, output_message, StepOutput};
 use super::super::toolnode::{command_class, execute_blocking, tool_results, ToolNodeCore};
 use super::nodes::{
-    chain_run, ended, env_of, is_parent_command, node_failure, returned, shows_update, PyNode,
+    chain_run, ended, env_of, handed_off, is_parent_command, node_failure, shows_update, PyNode,
 };
 use super::task::{call_in, task_context_with, Pushed, ScratchParts, TaskState};
 use super::values::{host, val_to_py, Shared};
@@ -204,15 +204,7 @@ impl Wrapped {
         let fail = |e| node_failure(py, ctx, e);
         let answer = match answer {
             Err(e) if is_parent_command(py, &e) => {
-                let command = e.value(py).getattr(intern!(py, "command")).map_err(fail)?;
-                return returned(
-                    &self.shared,
-                    py,
-                    &self.name,
-                    &command,
-                    NodeOutput::default(),
-                    ctx,
-                );
+                return handed_off(&self.shared, py, &self.name, ctx, &e)
             }
             r => r.map_err(fail)?,
         };
@@ -302,9 +294,9 @@ impl ToolCallHandler {
             .get_item(intern!(py, "runtime"))?
             .unwrap_or_else(|| request.clone());
         let var = h.request_runtime.bind(py);
-        let token = var.call_method1(intern!(py, "set"), (runtime,))?;
+        let token = var_set(var, &runtime)?;
         let outputs = self.run(py, call, state, store);
-        var.call_method1(intern!(py, "reset"), (token,))?;
+        var_reset(var, &token)?;
         one_result(py, outputs?, &core.messages_key)
     }
 }

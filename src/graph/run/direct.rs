@@ -38,12 +38,13 @@ impl Run<'_> {
             arg: None,
             timeout: None,
         };
-        let ctx = self
-            .graph
-            .ctx_for(&start, self.step, &self.opts, Vec::new());
+        let ctx = || {
+            self.graph
+                .ctx_for(&start, self.step, &self.opts, Vec::new())
+        };
         let mut triggers = Vec::new();
         self.graph
-            .successors(START, &out.goto, &view, &ctx, &mut triggers)
+            .successors(START, &out.goto, &view, ctx, &mut triggers)
             .await?;
         self.next = self.graph.make_tasks(&id, triggers);
         let saved = saved.unwrap_or_default();

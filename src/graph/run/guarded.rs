@@ -39,10 +39,64 @@ impl Future for TaskRun<'_> {
     }
 }
 
+/// A step's running tasks. A step of one task (most steps: an agent's model, tools
+/// and hook steps) awaits its future itself: no `FuturesUnordered`, whose queue and
+/// per-task allocations cost such a step more than polling its one future. A task
+/// pushed into a step of one (an error handler in the failed task's place) joins a
+/// `FuturesUnordered` then.
+pub(super) enum Running<'g> {
+    One(Option<TaskRun<'g>>),
+    Many(FuturesUnordered<TaskRun<'g>>),
+}
+
+impl<'g> FromIterator<TaskRun<'g>> for Running<'g> {
+    fn from_iter<I: IntoIterator<Item = TaskRun<'g>>>(tasks: I) -> Self {
+        let mut tasks = tasks.into_iter();
+        match (tasks.next(), tasks.next()) {
+            (first, None) => Running::One(first),
+            (Some(a), Some(b)) => Running::Many([a, b].into_iter().chain(tasks).collect()),
+            (None, Some(_)) => unreachable!("an iterator yields nothing after its end"),
+        }
+    }
+}
+
+impl<'g> Running<'g> {
+    pub(super) fn push(&mut self, task: TaskRun<'g>) {
+        match self {
+            Running::One(slot) => match slot.take() {
+                None => *slot = Some(task),
+                Some(running) => *self = Running::Many([running, task].into_iter().collect()),
+            },
+            Running::Many(all) => all.push(task),
+        }
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        match self {
+            Running::One(slot) => slot.is_none(),
+            Running::Many(all) => all.is_empty(),
+        }
+    }
+
+    /// The next task to finish (`None` when none runs). Dropped before it ends (a step
+    /// timeout), the task keeps running here.
+    async fn next(&mut self) -> Option<(usize, Result<NodeOutput, NodeFailure>)> {
+        match self {
+            Running::One(slot) => {
+                let task = slot.as_mut()?;
+                let done = task.await;
+                *slot = None;
+                Some(done)
+            }
+            Running::Many(all) => all.next().await,
+        }
+    }
+}
+
 /// The next of a step's tasks to finish, or [`GraphError::StepTimeout`] once
 /// `deadline` (the step's start plus `limit`, LangGraph's `step_timeout`) passes first.
 pub(super) async fn next_within<'g>(
-    running: &mut FuturesUnordered<TaskRun<'g>>,
+    running: &mut Running<'g>,
     deadline: Option<(tokio::time::Instant, std::time::Duration)>,
 ) -> Result<Option<(usize, Result<NodeOutput, NodeFailure>)>, GraphError> {
     match deadline {

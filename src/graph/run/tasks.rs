@@ -5,7 +5,6 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use futures::stream::FuturesUnordered;
 use serde_json::Value;
 
 use super::super::engine::Graph;
@@ -55,7 +54,7 @@ impl Run<'_> {
                 .filter(|&n| n < to_run.len())
                 .map(|n| Arc::new(tokio::sync::Semaphore::new(n))),
         };
-        let mut running: FuturesUnordered<_> = to_run
+        let mut running: guarded::Running<'_> = to_run
             .iter()
             .zip(handed)
             .map(|(&i, failed)| self.start_task(i, &shared, failed))
