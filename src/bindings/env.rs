@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple};
 
-use super::exiting::{attach, call_soon_threadsafe};
+use super::exiting::{attach, call_soon_from};
 use super::helpers::helpers;
 use crate::prebuilt::ModelCall;
 use crate::tool::ToolContext;
@@ -30,6 +30,9 @@ pub struct PyRunEnv {
     /// True when `event_loop` is the caller's (an `ainvoke`): async variants of nodes
     /// are preferred then.
     pub caller_loop: bool,
+    /// The caller's loop's thread (under `ainvoke` / `astream`, where the run was
+    /// captured): work queued for the loop from there needs no wake-up of the loop.
+    pub(crate) loop_thread: Option<std::thread::ThreadId>,
     /// What `InjectedState` parameters receive.
     pub state: Option<Py<PyAny>>,
     /// What `InjectedStore` parameters receive.
@@ -259,6 +262,7 @@ impl PyRunEnv {
             context,
             event_loop: self.share_loop(py),
             caller_loop: self.caller_loop,
+            loop_thread: self.loop_thread,
             state,
             store,
             on_progress,
@@ -305,6 +309,7 @@ impl PyRunEnv {
             context,
             event_loop: cell,
             caller_loop,
+            loop_thread: caller_loop.then(|| std::thread::current().id()),
             state,
             store,
             on_progress,
@@ -383,9 +388,10 @@ impl PyRunEnv {
     /// Asks the event loop's thread to run the queued jobs.
     pub fn schedule_drain(self: &Arc<Self>, py: Python<'_>) -> PyResult<()> {
         let drain = Bound::new(py, Drain(self.clone()))?;
+        let here = self.loop_thread == Some(std::thread::current().id());
         let r = self
             .event_loop(py)
-            .and_then(|lp| call_soon_threadsafe(lp, &drain));
+            .and_then(|lp| call_soon_from(lp, &drain, here));
         if r.is_err() {
             // Nothing will drain: let the next call try again.
             self.drain_scheduled.store(false, Ordering::Release);

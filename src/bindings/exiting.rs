@@ -239,6 +239,22 @@ pub fn call_soon_threadsafe(
     call(&method, &PyTuple::new(py, [callback])?, None).map(|_| ())
 }
 
+/// Queues `callback` on `event_loop`: with `call_soon` when `here` (the caller runs
+/// on the loop's thread: no write to the loop's wake-up pipe, no wake-up), else with
+/// [`call_soon_threadsafe`].
+pub fn call_soon_from(
+    event_loop: &Bound<'_, PyAny>,
+    callback: &Bound<'_, PyAny>,
+    here: bool,
+) -> PyResult<()> {
+    if here {
+        let py = event_loop.py();
+        event_loop.call_method1(pyo3::intern!(py, "call_soon"), (callback,))?;
+        return Ok(());
+    }
+    call_soon_threadsafe(event_loop, callback)
+}
+
 /// Runs `f` attached, to hand something to an event loop from one of our threads
 /// (a result, a cancellation, queued calls), unless the interpreter is exiting:
 /// `None` then, and nothing was done (the loops are going away with it).

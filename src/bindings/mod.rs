@@ -25,6 +25,7 @@ mod messages;
 mod model_stream;
 mod models;
 mod native_tool;
+mod on_loop;
 mod openapi;
 mod pii;
 mod pool;

@@ -102,26 +102,40 @@ def test_a_sync_caller_runs_only_a_steps_lone_task_itself() -> None:
     assert ran_on["alone"] == caller
 
 
-def test_sync_node_does_not_block_the_callers_event_loop() -> None:
+@pytest.mark.parametrize("entry", ["ainvoke", "astream"])
+def test_sync_node_does_not_block_the_callers_event_loop(entry: str) -> None:
+    # The async run is polled on the caller's loop: its sync nodes must still run off
+    # that loop's thread, or every other coroutine of the loop would wait for them.
     ticks = []
+    threads: list[int] = []
 
     def slow(s: XS) -> dict[str, int]:
+        threads.append(threading.get_ident())
         time.sleep(0.2)
         return {"x": 1}
 
-    app = chain(slow).compile()
+    app = chain(slow, slow).compile()
 
     async def ticker() -> None:
-        for _ in range(5):
+        for _ in range(15):
             ticks.append(time.perf_counter())
             await asyncio.sleep(0.02)
 
-    async def run() -> None:
-        await asyncio.gather(app.ainvoke({"x": 0}), ticker())
+    async def streamed() -> Any:
+        return [c async for c in app.astream({"x": 0})]
 
-    asyncio.run(run())
-    assert len(ticks) == 5
-    assert ticks[-1] - ticks[0] < 0.18
+    async def run() -> Any:
+        call = app.ainvoke({"x": 0}) if entry == "ainvoke" else streamed()
+        out, _ = await asyncio.gather(call, ticker())
+        return out
+
+    out = asyncio.run(run())
+    assert out == ({"x": 1} if entry == "ainvoke" else [{"n0": {"x": 1}}, {"n1": {"x": 1}}])
+    assert threading.get_ident() not in threads
+    assert len(ticks) == 15
+    # 15 ticks 20 ms apart while two nodes sleep 0.2 s each: a blocked loop would
+    # take at least 0.4 s.
+    assert ticks[-1] - ticks[0] < 0.39
 
 
 def test_writes_of_a_step_are_invisible_to_siblings() -> None:

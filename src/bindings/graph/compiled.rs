@@ -15,11 +15,12 @@ use super::super::runtime::{
     block_on, can_drive_inline, cancel_with, drive_inline, wait_for, Watched,
 };
 use super::super::serde::Allowlist;
+use super::astream::{AsyncGraphStream, Mailbox};
 use super::describe::{self, BranchDesc, ChannelDesc, NodeDesc};
 use super::options::PyRunOptions;
 use super::run::{config_str, GraphCore, RunCall, StreamDriver, ThreadAt};
 use super::savers::checkpointer_from;
-use super::stream::{AsyncGraphStream, AsyncQueue, GraphStream};
+use super::stream::GraphStream;
 use super::values::PyCodec;
 use crate::graph::{modes, Graph, GraphError, NodeOutput, StateUpdate};
 use crate::prebuilt::ModelCall;
@@ -133,6 +134,7 @@ impl GraphCore {
         stopped: Option<Py<PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let stopped = stopped.map(|e| (e, event_loop.clone_ref(py)));
+        let lp = event_loop.bind(py).clone();
         let (options, agent) = (options.as_deref(), model_call(agent));
         let call = RunCall {
             input,
@@ -146,7 +148,8 @@ impl GraphCore {
         let (shared, codec) = (self.shared.clone(), self.codec.clone());
         let (unsaved, stateful) = (self.unsaved, self.stateful);
         let cancel = s.opts.cancel.clone();
-        let fut = crate::bindings::awaitable::future_into_py(py, async move {
+        // Polled on the caller's loop (see `on_loop`).
+        let fut = crate::bindings::on_loop::future_into_py(&lp, async move {
             let guard = s.opts.cancel.clone().drop_guard();
             let r = Watched::new(graph.run(s.input, s.opts), stopped).await;
             guard.disarm();
@@ -188,13 +191,12 @@ impl GraphCore {
             self.start_stream(py, call, &options, send, driver)
         };
         if let Some(lp) = event_loop {
-            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-            let send = Box::new(move |m| drop(tx.send(m)));
-            let (shape, _) = start(py, Some(lp), send, StreamDriver::Runtime)?;
-            let st = AsyncGraphStream {
-                queue: Arc::new(tokio::sync::Mutex::new(AsyncQueue::new(rx))),
-                shape: Arc::new(shape),
-            };
+            // Driven on the consumer's loop, its items queued there (see `on_loop`).
+            let (mailbox, tx) = Mailbox::new(lp.bind(py));
+            let send = Box::new(move |m| tx.send(m));
+            let driver = StreamDriver::Loop(lp.clone_ref(py));
+            let (shape, _) = start(py, Some(lp), send, driver)?;
+            let st = AsyncGraphStream::new(mailbox, shape);
             return Ok(Bound::new(py, st)?.into_any().unbind());
         }
         // Driven by the thread that pulls the items, as `invoke` drives its run, unless

@@ -6,8 +6,9 @@
 //! `StateGraph.compile` sends), `nodes`, `routers` (and
 //! reducers), `savers` (and `saver_records`, their records for the LangGraph saver
 //! API), `options` (a run's typed options), `run` (one run's set-up and results),
-//! `errors`, `stream`, and `compiled` (the `_GraphCore` class).
+//! `errors`, `stream` (and `astream`), and `compiled` (the `_GraphCore` class).
 
+mod astream;
 mod compiled;
 mod control;
 mod describe;
@@ -25,9 +26,10 @@ mod wrapped_tools;
 
 use pyo3::prelude::*;
 
+use astream::AsyncGraphStream;
 use run::GraphCore;
 use savers::{PyMemorySaver, PyPostgresSaver, PySqliteSaver};
-use stream::{AsyncGraphStream, GraphStream};
+use stream::GraphStream;
 pub(crate) use task::current_tool_events;
 use task::TaskScratch;
 pub(crate) use values::host;

@@ -380,17 +380,31 @@ impl GraphCore {
         let cancel = s.opts.cancel.clone();
         let (graph, stop) = (self.graph.clone(), cancel.clone());
         let run = async move {
+            let run = graph.run(s.input, s.opts);
+            tokio::pin!(run);
             let r = tokio::select! {
-                r = graph.run(s.input, s.opts) => r,
-                _ = stop.cancelled() => Err(GraphError::Cancelled),
+                r = &mut run => r,
+                // Cancelled (the consumer closed the stream): the run winds down on its
+                // own, its async nodes cancelled and the writes of the finished ones
+                // saved before its end is sent, as LangGraph's stream ends only then; a
+                // run that waits for a sync node (nothing stops one) is dropped after
+                // `WIND_DOWN`, and the node's output with it.
+                _ = stop.cancelled() => tokio::time::timeout(WIND_DOWN, &mut run)
+                    .await
+                    .unwrap_or(Err(GraphError::Cancelled)),
             };
             send(StreamMsg::Done(r));
         };
-        let run: Option<InlineRun> = if driven {
-            Some(Box::pin(run))
-        } else {
-            super::super::runtime::runtime().spawn(run);
-            None
+        let run: Option<InlineRun> = match driver {
+            StreamDriver::Caller { .. } => Some(Box::pin(run)),
+            StreamDriver::Runtime => {
+                super::super::runtime::runtime().spawn(run);
+                None
+            }
+            StreamDriver::Loop(lp) => {
+                super::super::on_loop::LoopRun::start(lp.bind(py), run)?;
+                None
+            }
         };
         let shape = GraphStreamShape {
             shared: self.shared.clone(),
@@ -738,12 +752,16 @@ fn config_options(cfg: &Bound<'_, PyAny>, opts: &mut RunOptions) -> PyResult<()>
     Ok(())
 }
 
+/// How long a cancelled stream's run may take to wind down (see `start_stream`).
+const WIND_DOWN: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Who drives a streamed run.
-#[derive(Clone, Copy)]
 pub(super) enum StreamDriver {
-    /// The runtime: an async stream (its consumer awaits items on the event loop), or
-    /// a sync one started on a thread that drives a run already (inside a node).
+    /// The runtime: a sync stream started on a thread that drives a run already
+    /// (inside a node).
     Runtime,
+    /// The consumer's event loop, on its thread (an async stream: see `on_loop`).
+    Loop(Py<PyAny>),
     /// The thread that pulls the items, as LangGraph's generator: the run takes its
     /// next step only once the caller has taken the last one's events, so a caller
     /// that stops (or raises) while reading a step's events stops the run before the

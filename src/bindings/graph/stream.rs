@@ -8,9 +8,8 @@ use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use tokio_util::sync::CancellationToken;
 
 use super::super::convert::{iso_utc, value_to_py};
-use super::super::exiting::attach;
 use super::super::messages::message_to_py;
-use super::super::runtime::{drive_inline, finished_future};
+use super::super::runtime::drive_inline;
 use super::run::{interrupts_to_py, ThreadAt};
 use super::values::{val_to_py, Shared};
 use crate::graph::options::stream_mode_bit;
@@ -547,55 +546,6 @@ impl Drop for GraphStream {
     }
 }
 
-/// `astream()`'s source: `await next()` gives the next item, or raises StopAsyncIteration.
-#[pyclass(name = "_AsyncGraphStream", module = "ironloop._ironloop")]
-pub struct AsyncGraphStream {
-    pub(super) queue: Arc<tokio::sync::Mutex<AsyncQueue>>,
-    pub(super) shape: Arc<GraphStreamShape>,
-}
-
-/// The receiving end of an async stream, and the run's end once taken from it.
-pub(super) struct AsyncQueue {
-    rx: tokio::sync::mpsc::UnboundedReceiver<StreamMsg>,
-    /// How the run ended, once its last message was taken. A `next()` whose asyncio
-    /// future was cancelled can take that message and hand it to nobody (its task on
-    /// the runtime is dropped a moment after the cancel, not at once); the calls after
-    /// it read the end here. Without it they would wait for the channel to close, which
-    /// a sync node still running on the pool (it cannot be stopped) holds open until it
-    /// returns: a cancelled run's consumer would wait for its nodes' last call.
-    ended: Option<PyResult<()>>,
-}
-
-impl AsyncQueue {
-    pub(super) fn new(rx: tokio::sync::mpsc::UnboundedReceiver<StreamMsg>) -> Self {
-        Self { rx, ended: None }
-    }
-
-    /// The run's end, if it was taken already.
-    fn end(&self, py: Python<'_>) -> Option<PyResult<Next>> {
-        self.ended.as_ref().map(|e| match e {
-            Ok(()) => Ok(Next::End),
-            Err(e) => Err(e.clone_ref(py)),
-        })
-    }
-
-    /// What `msg` (`None`: the channel closed) means, the run's end kept.
-    fn take(
-        &mut self,
-        py: Python<'_>,
-        shape: &GraphStreamShape,
-        msg: Option<StreamMsg>,
-    ) -> PyResult<Next> {
-        let ended = match msg {
-            Some(StreamMsg::Event(ev)) => return shape.next_item(py, StreamMsg::Event(ev)),
-            Some(StreamMsg::Done(r)) => r.map(drop).map_err(PyErr::from),
-            None => Ok(()),
-        };
-        self.ended = Some(ended);
-        self.end(py).unwrap_or(Ok(Next::End))
-    }
-}
-
 pub(super) struct GraphStreamShape {
     pub(super) shared: Arc<Shared>,
     pub(super) wanted: u8,
@@ -603,58 +553,4 @@ pub(super) struct GraphStreamShape {
     pub(super) thread: String,
     pub(super) subgraphs: bool,
     pub(super) cancel: CancellationToken,
-}
-
-#[pymethods]
-impl AsyncGraphStream {
-    fn next<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        // Items queued already (a model's token chunks arrive in bursts) are handed over
-        // in an already-finished future: no task on the runtime, no wake-up of the loop
-        // from another thread. Only an empty queue waits on the runtime.
-        if let Ok(mut queue) = self.queue.try_lock() {
-            loop {
-                let next = match queue.end(py) {
-                    Some(end) => end?,
-                    None => match queue.rx.try_recv() {
-                        Ok(m) => queue.take(py, &self.shape, Some(m))?,
-                        Err(tokio::sync::mpsc::error::TryRecvError::Empty) => break,
-                        Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => {
-                            queue.take(py, &self.shape, None)?
-                        }
-                    },
-                };
-                match next {
-                    Next::Item(item) => return finished_future(py, item),
-                    Next::Skip => {}
-                    Next::End => return Err(pyo3::exceptions::PyStopAsyncIteration::new_err(())),
-                }
-            }
-        }
-        let queue = self.queue.clone();
-        let shape = self.shape.clone();
-        crate::bindings::awaitable::future_into_py(py, async move {
-            loop {
-                // The lock is held until the message is taken (and an end kept), so
-                // that a call waiting behind a cancelled one sees the end it took.
-                let mut queue = queue.lock().await;
-                let next = match attach(|py| queue.end(py)) {
-                    Some(end) => end,
-                    None => {
-                        let msg = queue.rx.recv().await;
-                        attach(|py| queue.take(py, &shape, msg))
-                    }
-                }?;
-                drop(queue);
-                match next {
-                    Next::Item(item) => return Ok(item),
-                    Next::Skip => {}
-                    Next::End => return Err(pyo3::exceptions::PyStopAsyncIteration::new_err(())),
-                }
-            }
-        })
-    }
-
-    fn cancel(&self) {
-        self.shape.cancel.cancel();
-    }
 }
