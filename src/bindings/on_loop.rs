@@ -171,11 +171,7 @@ where
 /// Sets an asyncio future's result or exception, unless it is done (cancelled).
 pub(crate) fn settle(fut: &Bound<'_, PyAny>, out: PyResult<Py<PyAny>>) {
     let py = fut.py();
-    let done = fut
-        .call_method0(pyo3::intern!(py, "done"))
-        .and_then(|d| d.is_truthy())
-        .unwrap_or(true);
-    if done {
+    if future_done(fut) {
         return;
     }
     let set = match out {
@@ -185,6 +181,14 @@ pub(crate) fn settle(fut: &Bound<'_, PyAny>, out: PyResult<Py<PyAny>>) {
     if let Err(e) = set {
         e.print(py);
     }
+}
+
+/// Whether an asyncio future is done (a caller cancelled it, or it was settled); one
+/// whose `done()` fails counts as done, so nothing is set on it.
+pub(crate) fn future_done(fut: &Bound<'_, PyAny>) -> bool {
+    fut.call_method0(pyo3::intern!(fut.py(), "done"))
+        .and_then(|d| d.is_truthy())
+        .unwrap_or(true)
 }
 
 /// The asyncio future's done callback: a cancelled future stops its run.

@@ -15,7 +15,7 @@ use pyo3::exceptions::PyStopAsyncIteration;
 use pyo3::prelude::*;
 
 use super::super::exiting::{call_soon_from, hand_over};
-use super::super::on_loop::settle;
+use super::super::on_loop::{future_done, settle};
 use super::stream::{GraphStreamShape, Next, StreamMsg};
 
 /// `astream()`'s source: `await next()` gives the next item, or raises StopAsyncIteration.
@@ -189,11 +189,7 @@ impl Mailbox {
                 }
             };
             let waiter = waiter.into_bound(py);
-            let done = waiter
-                .call_method0(pyo3::intern!(py, "done"))
-                .and_then(|d| d.is_truthy())
-                .unwrap_or(true);
-            if done {
+            if future_done(&waiter) {
                 continue;
             }
             let taken = {
