@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import operator
 import sys
 import typing
 import uuid
@@ -15,7 +14,6 @@ from ironloop._agent_prompt import (
     _get,
     _giving_prompt_kwargs,
     _is_system_message,
-    _prompt_functions,
     _prompt_kwargs,
 )
 from ironloop._constants import END, START
@@ -334,12 +332,9 @@ async def acall_model(model: Any, messages: list[Any], tools: Any, **kwargs: Any
 
 
 #: What an HTTP model's step in an agent goes through in Python; the engine makes the
-#: same call itself only while none of it is a subclass's or an instance's own.
+#: same call itself only while none of it is a subclass's or an instance's own
+#: (checked for each agent by ``_AgentModel.of``).
 _CALL_PATH = ("invoke", "ainvoke", "_invoke", "_ainvoke", "_args", "_done", "_streams_in_invoke")
-#: Those attributes of a class, read in one C call (an agent per request reads them
-#: for its model's class and the base each time: a subclass may be changed at any time).
-_call_path_of = operator.attrgetter(*_CALL_PATH)
-_CALL_NAMES = frozenset(_CALL_PATH)
 
 
 def _agent_model(model: Any, tools: Any, prompt: Any, name: str | None) -> Any:
@@ -348,15 +343,7 @@ def _agent_model(model: Any, tools: Any, prompt: Any, name: str | None) -> Any:
     of ironloop's HTTP models as they are, or a prompt that is a function. Whether a
     run may use it is decided per run (``ironloop._shapes.BoundCore``)."""
     models = sys.modules.get("ironloop.models")
-    if tools is None or models is None or not isinstance(model, models._HTTPChatModel):
-        return None
-    base = models._HTTPChatModel
-    cls = type(model)
-    # Tuples of functions compare each pair by identity first (functions have no other
-    # equality), so this is `is` for each attribute.
-    if cls is not base and _call_path_of(cls) != _call_path_of(base):
-        return None
-    if not _CALL_NAMES.isdisjoint(vars(model)):
+    if tools is None or models is None:
         return None
     if prompt is None:
         system = None
@@ -366,7 +353,7 @@ def _agent_model(model: Any, tools: Any, prompt: Any, name: str | None) -> Any:
         system = prompt
     else:
         return None
-    return _AgentModel(model._core, tools, system, name)
+    return _AgentModel.of(model, models._HTTPChatModel, _CALL_PATH, tools, system, name)
 
 
 def create_react_agent(
@@ -473,7 +460,8 @@ def create_react_agent(
         model = init_model(model)
     if is_model_function(model):
         model = DynamicModel(model)
-    if not (hasattr(model, "invoke") or hasattr(model, "ainvoke")):
+    sync_model, async_model = hasattr(model, "invoke"), hasattr(model, "ainvoke")
+    if not (sync_model or async_model):
         raise TypeError(
             f"model must have invoke(messages, tools=None, tool_choice=None); got {type(model).__name__}"
         )
@@ -481,24 +469,32 @@ def create_react_agent(
     langchain_model = is_langchain_runnable(model)
     if langchain_model and tool_calling == "schema":
         raise ValueError("tool_calling='schema' is for ironloop models, not LangChain ones")
-    prompt_fn, aprompt_fn = _prompt_functions(prompt)
-    settings = AgentSettings(model, name, prompt_fn, aprompt_fn)
+    settings = AgentSettings(model, name, prompt)
+    if prompt is not None and not isinstance(prompt, str):
+        settings.prompt  # noqa: B018 -- made now: a prompt of a wrong type raises here
     # The graph is compiled once per shape; this agent's model, prompt and name are its
     # own (see ironloop._shapes).
-    shape = [tools] if isinstance(tools, ToolNode) else list(tools)
-    shape += [response_format, pre_model_hook, post_model_hook, state_schema, checkpointer, store]
-    shape += [context_schema]
+    shape: list[Any] = [tools] if isinstance(tools, ToolNode) else list(tools)
+    shape += (
+        response_format,
+        pre_model_hook,
+        post_model_hook,
+        state_schema,
+        checkpointer,
+        store,
+        context_schema,
+    )
     flags = (
-        hasattr(model, "invoke"),
-        hasattr(model, "ainvoke"),
+        sync_model,
+        async_model,
         langchain_model,
         isinstance(model, DynamicModel),
         version,
         tool_calling,
-        tuple(call_fields or ()),
-        _prompt_kwargs(prompt),
-        names(interrupt_before),
-        names(interrupt_after),
+        tuple(call_fields) if call_fields else (),
+        () if prompt is None or isinstance(prompt, str) else _prompt_kwargs(prompt),
+        names(interrupt_before) if interrupt_before else (),
+        names(interrupt_after) if interrupt_after else (),
     )
     key = shape_key("create_react_agent", flags, shape)
     template = templates.get(key)
@@ -531,7 +527,8 @@ def create_react_agent(
     elif tool_calling == "native" and pre_model_hook is None:
         settings.native = _agent_model(model, tool_defs, prompt, name)
     agent = bind(graph, settings, name)
-    agent.debug = debug  # LangGraph's `debug`: each run prints its updates and values
+    if debug != agent.debug:  # LangGraph's `debug`: each run prints its updates and values
+        agent.debug = debug
     return agent
 
 

@@ -636,7 +636,8 @@ def create_agent(
         )
         templates.put(key, template, shape)
     agent = bind(template, settings, name, _LANGCHAIN_RUN_DEFAULTS)
-    agent.debug = debug  # LangGraph's `debug`: each run prints its updates and values
+    if debug != agent.debug:  # LangGraph's `debug`: each run prints its updates and values
+        agent.debug = debug
     agent.stream_transformers = agent_transformers(mws, transformers)
     return agent
 

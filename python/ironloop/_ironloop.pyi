@@ -63,6 +63,7 @@ __all__ = [
     "_install_helpers",
     "_install_task_runtime",
     "_task_runtime",
+    "_shape_key",
     "_json_schema_errors",
     "_reset_log_cache",
     "_enable_tracing",
@@ -365,6 +366,9 @@ def _install_task_runtime(
     scope: Any, attempt: Any, progress: Any, new: Any, cls: Any, set_of: Any
 ) -> None: ...
 def _task_runtime() -> Any: ...
+def _shape_key(tag: str, flags: tuple[Any, ...], objects: list[Any]) -> tuple[Any, ...] | None:
+    """An agent shape's cache key: ``(tag, flags, ids of objects)``, or None when one
+    of ``objects`` is a dict or a list."""
 def _reset_log_cache() -> None: ...
 def _enable_tracing(var: Any) -> None: ...
 def _vectorcall_fallback() -> bool: ...
@@ -793,13 +797,17 @@ class _ToolDefs:
 class _AgentModel:
     """One agent's model step as the engine runs it without Python."""
 
-    def __new__(
-        cls,
-        model: _ChatModelCore,
+    @staticmethod
+    def of(
+        model: Any,
+        base: type,
+        call_path: tuple[str, ...],
         tools: _ToolDefs,
         system: Any = None,
         name: str | None = None,
-    ) -> _AgentModel: ...
+    ) -> _AgentModel | None:
+        """``model``'s step, or None when ``model`` is not a ``base`` or its class or
+        itself has its own version of one of ``call_path``."""
 
 @final
 class _ChatStream:

@@ -22,10 +22,11 @@ from __future__ import annotations
 import contextvars
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ironloop import _tracing
+from ironloop._ironloop import _shape_key
 from ironloop._usage import _collectors
 from ironloop.graph import CompiledStateGraph
 
@@ -40,28 +41,34 @@ class AgentSettings:
     prompt functions (``create_react_agent``), its system message (``create_agent``)
     and its name (put on its ``AIMessage`` s)."""
 
-    __slots__ = ("_system", "aprompt", "model", "name", "native", "prompt")
+    __slots__ = ("_prompt", "_system", "aprompt", "model", "name", "native", "prompt")
 
     def __init__(
-        self,
-        model: Any,
-        name: str | None,
-        prompt: Callable[[Any], Any] | None = None,
-        aprompt: Callable[[Any], Any] | None = None,
-        system: Any = None,
+        self, model: Any, name: str | None, prompt: Any = None, system: Any = None
     ) -> None:
         self.model = model
         self.name = name
-        # Typed Any: each factory's nodes call the ones it set (create_react_agent's
-        # the prompt functions, create_agent's the system message).
-        self.prompt: Any = prompt
-        self.aprompt: Any = aprompt
+        #: ``create_react_agent``'s ``prompt`` as given; its sync and async functions
+        #: (``prompt`` / ``aprompt``) are made when a node first reads one. An agent
+        #: per request whose model step the engine runs never does, and two closures a
+        #: agent were a third of the objects it made (W11).
+        self._prompt = prompt
         #: A message, or the str it is made from when first read (an agent per request
         #: should not pay for a langchain-core message before its first run: W11).
         self._system = system
         #: The model step as the engine runs it without Python (``create_react_agent``
         #: with an ironloop HTTP model; see ``ironloop._agent._agent_model``).
         self.native: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        # Called only while a slot is unset: ``prompt`` and ``aprompt`` are filled
+        # together at the first read, and then read as plain slots.
+        if name not in ("prompt", "aprompt"):
+            raise AttributeError(name)
+        from ironloop._agent_prompt import _prompt_functions
+
+        self.prompt, self.aprompt = _prompt_functions(self._prompt)
+        return getattr(self, name)
 
     @property
     def system(self) -> Any:
@@ -166,16 +173,11 @@ class Templates:
 templates = Templates()
 
 
-_MUTABLE = frozenset((dict, list))
-
-
-def shape_key(tag: str, flags: tuple[Any, ...], objects: Sequence[Any]) -> tuple[Any, ...] | None:
-    """The cache key of a shape: ``flags`` (hashable values) and the identities of
-    ``objects``; ``None`` (build a graph of its own) when one of them is a ``dict``
-    or ``list``, whose contents could change under an equal id."""
-    if not _MUTABLE.isdisjoint(map(type, objects)):
-        return None
-    return (tag, flags, tuple(map(id, objects)))
+#: The cache key of a shape: ``shape_key(tag, flags, objects)`` is ``(tag, flags,
+#: ids of objects)`` with ``flags`` hashable values, or ``None`` (build a graph of its
+#: own) when one of ``objects`` (a list) is a ``dict`` or ``list``, whose contents could
+#: change under an equal id. In Rust: an agent per request makes one every time.
+shape_key = _shape_key
 
 
 def names(value: str | Sequence[str] | None) -> tuple[str, ...]:
@@ -187,30 +189,43 @@ def names(value: str | Sequence[str] | None) -> tuple[str, ...]:
     return tuple(value)
 
 
+_UNSET = object()
+
+
 def bind(
     template: Any, settings: AgentSettings, name: str | None, defaults: dict[str, Any] | None = None
 ) -> Any:
     """An agent: ``template``'s graph run with ``settings``, each run's config starting
     from ``defaults``. A named agent's runs carry ``lc_agent_name`` in their metadata,
     as LangChain's ``create_agent(name=)``."""
-    agent: CompiledStateGraph[Any, Any, Any, Any] = CompiledStateGraph(
-        template.builder,
-        BoundCore(template._core, settings),
-        template.checkpointer,
-        template.store,
-        name or "agent",
-    )
-    # A template is never changed once made, so what it carries is read once (an agent
-    # per request, W11, made it again each time).
+    # A template is never changed once made, so what an agent copies of it is read
+    # once: what ``CompiledStateGraph.__init__`` would set from it and the settings it
+    # carries (an agent per request, W11, made them again each time).
     own = template.__dict__
-    kept = own.get("_bound_settings")
+    kept = own.get("_bound_attrs")
     if kept is None:
-        kept = own["_bound_settings"] = settings_of(template)
-    agent.__dict__.update(kept)
-    run = dict(defaults or {})
+        kept = own["_bound_attrs"] = {
+            "builder": template.builder,
+            "checkpointer": template.checkpointer,
+            "store": template.store,
+        }
+        # A setting the class holds already (``debug = False``...) is read from it:
+        # the fewer keys an agent's ``__dict__`` has, the less making and collecting
+        # it costs.
+        for key, value in settings_of(template).items():
+            if getattr(CompiledStateGraph, key, _UNSET) is not value:
+                kept[key] = value
+    agent: CompiledStateGraph[Any, Any, Any, Any] = CompiledStateGraph.__new__(CompiledStateGraph)
+    attrs = agent.__dict__
+    attrs.update(kept)
+    attrs["_core"] = BoundCore(template._core, settings)
+    attrs["name"] = name or "agent"
     if name:
+        run = dict(defaults or {})
         run["metadata"] = {**run.get("metadata", {}), "lc_agent_name": name}
-    agent.run_defaults = run or None
+        attrs["run_defaults"] = run
+    else:
+        attrs["run_defaults"] = dict(defaults) if defaults else None
     return agent
 
 

@@ -33,6 +33,7 @@ mod prebuilt;
 mod pytool;
 mod runtime;
 mod serde;
+mod shapes;
 mod store;
 mod task_runtime;
 mod thread_state;
@@ -70,6 +71,7 @@ fn ironloop_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     store::register(m)?;
     m.add_function(wrap_pyfunction!(convert::_json_schema_errors, m)?)?;
     m.add_function(wrap_pyfunction!(args::_timeout_seconds, m)?)?;
+    m.add_function(wrap_pyfunction!(shapes::_shape_key, m)?)?;
     m.add_class::<backoff::PyBackoff>()?;
     m.add_function(wrap_pyfunction!(helpers::_install_helpers, m)?)?;
     m.add_function(wrap_pyfunction!(task_runtime::_install_task_runtime, m)?)?;

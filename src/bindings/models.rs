@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pyo3::exceptions::PyTypeError;
+use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString};
+use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 use serde_json::{Map, Value};
 
 use super::args::Timeout;
@@ -384,24 +385,55 @@ pub struct AgentModel(pub(crate) Arc<ModelCall>);
 
 #[pymethods]
 impl AgentModel {
-    #[new]
-    #[pyo3(signature = (model, tools, system = None, name = None))]
-    fn new(
-        model: &ChatModelCore,
+    /// The model step of an agent whose model is `model`, or `None` when the engine
+    /// may not make the call itself: `model` is not an instance of `base` (ironloop's
+    /// HTTP model class), or its class or the instance has its own version of one of
+    /// `call_path` (what a model step goes through in Python). Read for every agent,
+    /// as a class may be changed at any time; made here, not in Python, because an
+    /// agent per request (W11) paid more for these reads in Python than for the rest
+    /// of its model step.
+    #[staticmethod]
+    #[pyo3(signature = (model, base, call_path, tools, system = None, name = None))]
+    fn of(
+        model: &Bound<'_, PyAny>,
+        base: &Bound<'_, PyType>,
+        call_path: &Bound<'_, PyTuple>,
         tools: &ToolDefs,
         system: Option<&Bound<'_, PyAny>>,
         name: Option<String>,
-    ) -> PyResult<Self> {
+    ) -> PyResult<Option<Self>> {
+        if !model.is_instance(base)? {
+            return Ok(None);
+        }
+        let py = model.py();
+        let cls = model.get_type();
+        let own = model.getattr(intern!(py, "__dict__")).ok();
+        for attr in call_path.iter() {
+            let attr = attr.cast_into::<PyString>()?;
+            if !cls.is(base) {
+                let (mine, base_one) = (cls.getattr(&attr)?, base.getattr(&attr)?);
+                if !mine.is(&base_one) && !mine.eq(&base_one)? {
+                    return Ok(None);
+                }
+            }
+            if let Some(own) = &own {
+                if own.contains(&attr)? {
+                    return Ok(None);
+                }
+            }
+        }
+        let core = model.getattr(intern!(py, "_core"))?;
+        let core = core.cast::<ChatModelCore>()?.get();
         let system = system
             .filter(|s| !s.is_none())
             .map(message_from_py)
             .transpose()?;
-        Ok(AgentModel(Arc::new(ModelCall {
-            model: model.model.clone(),
+        Ok(Some(AgentModel(Arc::new(ModelCall {
+            model: core.model.clone(),
             tools: tools.0.clone(),
             system,
             name,
-        })))
+        }))))
     }
 }
 
