@@ -1152,7 +1152,35 @@ def test_an_agent_step_the_engine_cannot_make_goes_through_python(
     _two_rounds(server)
     agent.invoke({"messages": [("user", "2+3?")]})
     assert server.requests[-1]["body"]["seed"] == 7
-    assert steps == ["sync"] * 6
+    # A call of the instance's own.
+    model = openai(server)
+    own: list[Any] = []
+    real_invoke = model.invoke
+
+    def spied(*args: Any, **kw: Any) -> AIMessage:
+        own.append(1)
+        return real_invoke(*args, **kw)
+
+    model.invoke = spied  # type: ignore[method-assign]
+    _two_rounds(server)
+    create_react_agent(model, [add]).invoke({"messages": [("user", "2+3?")]})
+    assert len(own) == 2
+    assert steps == ["sync"] * 8
+    # The class's call patched after an agent of it was made: agents made since take
+    # the patched call (the check is made for every agent, not once per class).
+    create_react_agent(openai(server), [add])
+    patched: list[Any] = []
+    original = OpenAIChat.invoke
+
+    def patched_invoke(self: Any, *args: Any, **kw: Any) -> AIMessage:
+        patched.append(1)
+        return original(self, *args, **kw)
+
+    monkeypatch.setattr(OpenAIChat, "invoke", patched_invoke)
+    _two_rounds(server)
+    create_react_agent(openai(server), [add]).invoke({"messages": [("user", "2+3?")]})
+    assert len(patched) == 2
+    assert steps == ["sync"] * 10
 
 
 def test_the_engines_step_streams_tokens_as_the_models_invoke_does(
