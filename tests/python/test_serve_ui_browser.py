@@ -88,9 +88,18 @@ def wait_for(what: str, check: Callable[[], T | None], timeout: float = 20.0) ->
 
 
 def texts(browser: Any, css: str) -> list[str]:
+    """The text of the elements ``css`` selects. The page re-renders its messages while
+    a run streams, so an element found may be gone before its text is read ("stale
+    element reference"): the whole list is read again then."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
 
-    return [e.text for e in browser.find_elements(By.CSS_SELECTOR, css)]
+    for _ in range(50):
+        try:
+            return [e.text for e in browser.find_elements(By.CSS_SELECTOR, css)]
+        except StaleElementReferenceException:
+            time.sleep(0.02)
+    raise AssertionError(f"the elements of {css!r} kept being replaced while read")
 
 
 def open_assistant(browser: Any, server: Server, graph_id: str, node: str = "tools") -> None:
