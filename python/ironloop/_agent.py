@@ -493,8 +493,8 @@ def create_react_agent(
         tool_calling,
         tuple(call_fields) if call_fields else (),
         () if prompt is None or isinstance(prompt, str) else _prompt_kwargs(prompt),
-        names(interrupt_before) if interrupt_before else (),
-        names(interrupt_after) if interrupt_after else (),
+        names(interrupt_before),
+        names(interrupt_after),
     )
     key = shape_key("create_react_agent", flags, shape)
     template = templates.get(key)

@@ -50,7 +50,7 @@ class AgentSettings:
         self.name = name
         #: ``create_react_agent``'s ``prompt`` as given; its sync and async functions
         #: (``prompt`` / ``aprompt``) are made when a node first reads one. An agent
-        #: per request whose model step the engine runs never does, and two closures a
+        #: per request whose model step the engine runs never does, and two closures an
         #: agent were a third of the objects it made (W11).
         self._prompt = prompt
         #: A message, or the str it is made from when first read (an agent per request
@@ -182,7 +182,7 @@ shape_key = _shape_key
 
 def names(value: str | Sequence[str] | None) -> tuple[str, ...]:
     """``interrupt_before`` / ``interrupt_after`` as a hashable tuple."""
-    if value is None:
+    if not value:
         return ()
     if isinstance(value, str):
         return (value,)
@@ -220,12 +220,10 @@ def bind(
     attrs.update(kept)
     attrs["_core"] = BoundCore(template._core, settings)
     attrs["name"] = name or "agent"
+    run = dict(defaults) if defaults else {}
     if name:
-        run = dict(defaults or {})
         run["metadata"] = {**run.get("metadata", {}), "lc_agent_name": name}
-        attrs["run_defaults"] = run
-    else:
-        attrs["run_defaults"] = dict(defaults) if defaults else None
+    attrs["run_defaults"] = run or None
     return agent
 
 
