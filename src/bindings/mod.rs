@@ -20,6 +20,8 @@ mod lc_construct;
 mod lc_match;
 mod lc_messages;
 mod logs;
+#[cfg(unix)]
+mod loop_waker;
 mod mcp;
 mod messages;
 mod model_stream;

@@ -9,6 +9,9 @@
 //! GIL in turn. Polled by a callback on the loop's own thread, the run starts its
 //! coroutines and hands over its items with `call_soon`: no thread wakes for them.
 //!
+//! A wake from another thread (the runtime's worker, the SQLite saver's) goes through
+//! the loop's [`LoopWaker`] where the loop has one: no GIL taken for it.
+//!
 //! Each poll releases the GIL (as `runtime::drive_inline`'s do): a sync node on the
 //! pool, or a thread that holds a lock the run waits for and needs the GIL, gets it
 //! meanwhile. Sync nodes still run on the pool, never on the loop's thread: a node
@@ -17,6 +20,8 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
+#[cfg(unix)]
+use std::sync::Weak;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Wake, Waker};
 use std::thread::ThreadId;
@@ -26,6 +31,8 @@ use pyo3::prelude::*;
 use pyo3::IntoPyObjectExt;
 
 use super::exiting::{attach, call_soon_from, hand_over};
+#[cfg(unix)]
+use super::loop_waker::LoopWaker;
 use super::runtime::{runtime, was_cancelled};
 
 /// A run's future, as the loop's callbacks poll it.
@@ -41,6 +48,10 @@ pub struct LoopRun {
     /// The loop's thread (where the run was started): a wake from there queues the
     /// poll with `call_soon`, not through the loop's wake-up pipe.
     thread: ThreadId,
+    /// The loop's waker, for wakes from other threads (weak: the loop's reader owns
+    /// it, and a closed loop drops it; a wake then finds the loop closed as before).
+    #[cfg(unix)]
+    waker: Option<Weak<LoopWaker>>,
 }
 
 impl LoopRun {
@@ -55,6 +66,8 @@ impl LoopRun {
             scheduled: AtomicBool::new(true),
             event_loop: event_loop.clone().unbind(),
             thread: std::thread::current().id(),
+            #[cfg(unix)]
+            waker: LoopWaker::of(event_loop).map(|w| Arc::downgrade(&w)),
         });
         let poll = Bound::new(event_loop.py(), Poll(run.clone()))?;
         call_soon_from(event_loop, poll.as_any(), true)?;
@@ -67,6 +80,13 @@ impl LoopRun {
             return;
         }
         let here = std::thread::current().id() == self.thread;
+        #[cfg(unix)]
+        if !here {
+            if let Some(waker) = self.waker.as_ref().and_then(Weak::upgrade) {
+                waker.wake(self.clone());
+                return;
+            }
+        }
         let queued = hand_over(|py| {
             let poll = Bound::new(py, Poll(self.clone()))?;
             call_soon_from(self.event_loop.bind(py), poll.as_any(), here)
@@ -74,6 +94,32 @@ impl LoopRun {
         if !matches!(queued, Some(Ok(()))) {
             // A closed loop polls nothing more; the run goes with its last reference.
             self.scheduled.store(false, Ordering::Release);
+        }
+    }
+
+    /// Polls the run once (a [`Poll`] callback, or the loop's [`LoopWaker`] pass).
+    pub fn poll(self: &Arc<Self>, py: Python<'_>) {
+        // Cleared first: a wake during the poll queues the next one.
+        self.scheduled.store(false, Ordering::Release);
+        let mut slot = self.fut.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(fut) = slot.as_mut() else {
+            return;
+        };
+        let waker = Waker::from(self.clone());
+        let ended = py.detach(|| {
+            let _enter = runtime().enter();
+            let mut cx = Context::from_waker(&waker);
+            // A panic ends the run (its owner's future reports it, see
+            // `future_into_py`); it must not leave a broken future to poll again.
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                fut.as_mut().poll(&mut cx).is_ready()
+            }))
+            .unwrap_or(true)
+        });
+        if ended {
+            let done = slot.take();
+            drop(slot);
+            py.detach(|| drop(done));
         }
     }
 
@@ -107,29 +153,7 @@ struct Poll(Arc<LoopRun>);
 #[pymethods]
 impl Poll {
     fn __call__(&self, py: Python<'_>) {
-        let run = &self.0;
-        // Cleared first: a wake during the poll queues the next one.
-        run.scheduled.store(false, Ordering::Release);
-        let mut slot = run.fut.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(fut) = slot.as_mut() else {
-            return;
-        };
-        let waker = Waker::from(run.clone());
-        let ended = py.detach(|| {
-            let _enter = runtime().enter();
-            let mut cx = Context::from_waker(&waker);
-            // A panic ends the run (its owner's future reports it, see
-            // `future_into_py`); it must not leave a broken future to poll again.
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                fut.as_mut().poll(&mut cx).is_ready()
-            }))
-            .unwrap_or(true)
-        });
-        if ended {
-            let done = slot.take();
-            drop(slot);
-            py.detach(|| drop(done));
-        }
+        self.0.poll(py);
     }
 }
 
