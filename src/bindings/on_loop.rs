@@ -55,8 +55,9 @@ pub struct LoopRun {
 }
 
 impl LoopRun {
-    /// Starts `fut` on `event_loop`, which must be running on this thread: its first
-    /// poll is the loop's next callback.
+    /// Starts `fut` on `event_loop`, which must be running on this thread, with its
+    /// first poll made here and now (not queued behind the loop's other callbacks: a
+    /// served stream's run waited there for the response's own set-up).
     pub fn start<F>(event_loop: &Bound<'_, PyAny>, fut: F) -> PyResult<Arc<Self>>
     where
         F: Future<Output = ()> + Send + 'static,
@@ -69,8 +70,9 @@ impl LoopRun {
             #[cfg(unix)]
             waker: LoopWaker::of(event_loop).map(|w| Arc::downgrade(&w)),
         });
-        let poll = Bound::new(event_loop.py(), Poll(run.clone()))?;
-        call_soon_from(event_loop, poll.as_any(), true)?;
+        // The run's first waits (its checkpoint read, a model request) start before
+        // the caller's next callbacks run.
+        run.poll(event_loop.py());
         Ok(run)
     }
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -134,3 +135,31 @@ def test_a_loops_end_leaves_nothing_open(
         assert _run(make, first_then_leave()) == {"a": {"x": 1}}
     # Each loop's socket pair went with the loop: not 240 more descriptors.
     assert _open_fds() - before <= 4
+
+
+def test_a_runs_first_poll_is_made_as_it_starts() -> None:
+    # A run's first waits (a node on the pool here; a checkpoint read, a model request)
+    # begin when the run starts, not after the loop's callbacks queued meanwhile.
+    started = threading.Event()
+
+    def node(s: XS) -> dict[str, int]:
+        started.set()
+        return {"x": s["x"] + 1}
+
+    g = StateGraph(XS)
+    g.add_node("a", node)
+    g.add_edge(START, "a")
+    g.add_edge("a", END)
+    app = g.compile()
+    seen: list[bool] = []
+
+    async def main() -> Any:
+        loop = asyncio.get_running_loop()
+        task = loop.create_task(app.ainvoke({"x": 1}))
+        # Runs after the task's first step, blocking the loop: the node must have been
+        # handed to the pool by then.
+        loop.call_soon(lambda: seen.append(started.wait(5)))
+        return await task
+
+    assert asyncio.run(main()) == {"x": 2}
+    assert seen == [True]
